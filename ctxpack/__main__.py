@@ -1,0 +1,5 @@
+"""`python -m ctxpack` runs the command line."""
+
+from .cli import main
+
+main()

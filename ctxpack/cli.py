@@ -1,0 +1,326 @@
+"""The ctxpack command line: each command parses, calls the library, renders, maps errors.
+
+Data goes to stdout, talk to stderr. Library errors become one red line and the
+documented exit code (0 ok, 1 check failed, 2 usage or input error, 3 cannot
+fit, 130 interrupted); no traceback reaches the user.
+"""
+
+from __future__ import annotations
+
+import glob
+import os
+import sys
+from pathlib import Path
+from typing import Annotated, Any, NoReturn
+
+import typer
+
+from .errors import EXIT_CHECK_FAILED, EXIT_USAGE, CtxpackError, UsageError
+
+app = typer.Typer(
+    name="ctxpack",
+    help="Inspect and compress LLM agent transcripts (JSONL).",
+    add_completion=False,
+    no_args_is_help=True,
+    context_settings={"help_option_names": ["-h", "--help"]},
+    pretty_exceptions_enable=False,
+)
+
+OUTPUT_FORMATS = ("table", "json", "csv", "markdown")
+TRANSCRIPT_SUFFIXES = (".jsonl",)
+
+FormatOpt = Annotated[str | None, typer.Option(
+    "--format", help="Transcript format to force (default: detect from the first records).")]
+ModelOpt = Annotated[str | None, typer.Option(
+    "--model", "-m", help="Model whose tokenizer and context window to use "
+    "(default: the model named in the transcript, else gpt-4o).")]
+SkipOpt = Annotated[bool, typer.Option(
+    "--skip-invalid", help="Skip lines that cannot be read, and count them, instead of failing.")]
+ConfigOpt = Annotated[str | None, typer.Option(
+    "--config", help="Config file (default: $CTXPACK_CONFIG, ./ctxpack.yaml, user config dir).")]
+
+
+def _stderr() -> Any:
+    from rich.console import Console
+
+    return Console(stderr=True, highlight=False, soft_wrap=True)
+
+
+def fail(message: str, code: int = EXIT_USAGE) -> NoReturn:
+    """Print one red line on stderr and exit with `code`."""
+    from rich.markup import escape
+
+    _stderr().print(f"[red]error:[/red] {escape(message)}")
+    raise typer.Exit(code)
+
+
+def warn(message: str) -> None:
+    from rich.markup import escape
+
+    _stderr().print(f"[yellow]warning:[/yellow] {escape(message)}")
+
+
+def expand_paths(args: list[str]) -> list[str]:
+    """Files, folders (their *.jsonl, recursively), globs and `-`, in a stable order."""
+    out: list[str] = []
+    for arg in args:
+        if arg == "-" or os.path.isfile(arg):
+            out.append(arg)
+        elif os.path.isdir(arg):
+            found = sorted(str(p) for p in Path(arg).rglob("*") if p.is_file()
+                           and p.suffix in TRANSCRIPT_SUFFIXES)
+            if not found:
+                raise UsageError(f"{arg}: no *.jsonl files in this folder")
+            out += found
+        elif glob.has_magic(arg):
+            matches = sorted(p for p in glob.glob(arg, recursive=True) if os.path.isfile(p))
+            if not matches:
+                raise UsageError(f"{arg}: no file matches this pattern")
+            out += matches
+        else:
+            raise UsageError(f"{arg}: no such file")
+    return out
+
+
+def _config(path: str | None) -> Any:
+    from .config import load_config
+
+    return load_config(path)
+
+
+def _split_formats(values: list[str]) -> tuple[str, str | None]:
+    """stats --format takes an output format, a transcript format, or one of each."""
+    from . import formats
+
+    output, transcript = "table", None
+    for v in values:
+        if v in OUTPUT_FORMATS:
+            output = v
+        elif v in formats.FORMATS:
+            transcript = v
+        else:
+            raise UsageError(
+                f"unknown format {v!r}", f"output formats: {', '.join(OUTPUT_FORMATS)}; "
+                f"transcript formats: {', '.join(formats.FORMATS)}")
+    return output, transcript
+
+
+@app.command()
+def stats(
+    files: Annotated[list[str], typer.Argument(help="Transcripts: files, folders, globs or -.")],
+    model: ModelOpt = None,
+    json_out: Annotated[bool, typer.Option("--json", help="Print JSON (schema_version 1).")]
+    = False,
+    format: Annotated[list[str] | None, typer.Option(
+        "--format", "-f", help="Output format: table, json, csv or markdown; or a transcript "
+        "format to force (openai, anthropic, claude-code, codex, ...). May be given twice.")]
+    = None,
+    top: Annotated[int, typer.Option("--top", help="How many of the largest messages to list.")]
+    = 10,
+    max_tokens: Annotated[int | None, typer.Option(
+        "--max-tokens", help="Exit 1 when any file's context is over this many tokens.")] = None,
+    max_ratio: Annotated[float | None, typer.Option(
+        "--max-ratio", help="Exit 1 when any file uses more than this share of its window.")]
+    = None,
+    skip_invalid: SkipOpt = False,
+    no_cache: Annotated[bool, typer.Option(
+        "--no-cache", help="Do not use the persistent token cache.")] = False,
+    config: ConfigOpt = None,
+) -> None:
+    """Show where the tokens of a transcript went."""
+    from .render import stats as render
+    from .stats import stats as compute
+
+    output, transcript_format = _split_formats(format or [])
+    if json_out:
+        output = "json"
+    cfg = _config(config)
+    paths = expand_paths(files)
+    results = []
+    with _progress(paths) as advance:
+        for path in paths:
+            results.append(compute(path, model, format=transcript_format,
+                                   skip_invalid=skip_invalid, top=top, table=cfg.models,
+                                   progress=advance(path)))
+    _warn_estimates(results)
+    if output == "json":
+        sys.stdout.buffer.write(render.to_json(results))
+    elif output == "csv":
+        sys.stdout.write(render.to_csv(results))
+    elif output == "markdown":
+        sys.stdout.write(render.to_markdown(results))
+    else:
+        from rich.console import Console
+
+        render.print_tables(Console(), results)
+    _gate(results, max_tokens, max_ratio)
+
+
+def _warn_estimates(results: list[Any]) -> None:
+    from .tokens import ESTIMATE_NOTE
+
+    notes = {r.note for r in results if ESTIMATE_NOTE in r.note}
+    for note in notes:
+        warn(note)
+
+
+def _gate(results: list[Any], max_tokens: int | None, max_ratio: float | None) -> None:
+    over = []
+    for r in results:
+        if max_tokens is not None and r.tokens > max_tokens:
+            over.append(f"{r.path}: {r.tokens:,} tokens > --max-tokens {max_tokens:,}")
+        if max_ratio is not None and r.context_ratio is not None and r.context_ratio > max_ratio:
+            over.append(f"{r.path}: {r.context_ratio:.1%} of the {r.context_window:,}-token "
+                        f"window > --max-ratio {max_ratio}")
+    if over:
+        for line in over:
+            _stderr().print(f"[red]over budget:[/red] {line}", highlight=False)
+        raise typer.Exit(EXIT_CHECK_FAILED)
+
+
+class _progress:
+    """A progress bar on stderr for many files or a big one, only on a terminal."""
+
+    BIG = 64 << 20
+
+    def __init__(self, paths: list[str]) -> None:
+        sizes = [os.path.getsize(p) if p != "-" else 0 for p in paths]
+        self.total = sum(sizes)
+        self.enabled = sys.stderr.isatty() and (len(paths) > 3 or self.total > self.BIG)
+        self.bar: Any = None
+
+    def __enter__(self) -> Any:
+        if not self.enabled:
+            return lambda path: None
+        from rich.progress import BarColumn, DownloadColumn, Progress, TextColumn
+
+        self.bar = Progress(TextColumn("{task.description}"), BarColumn(), DownloadColumn(),
+                            console=_stderr(), transient=True)
+        self.bar.start()
+        task = self.bar.add_task("reading", total=self.total)
+        done = [0]
+
+        def advance(path: str) -> Any:
+            start = done[0]
+            size = os.path.getsize(path) if path != "-" else 0
+            done[0] += size
+            self.bar.update(task, description=os.path.basename(path))
+            return lambda n: self.bar.update(task, completed=start + min(n, size))
+
+        return advance
+
+    def __exit__(self, *exc: object) -> None:
+        if self.bar is not None:
+            self.bar.stop()
+
+
+@app.command()
+def validate(
+    files: Annotated[list[str], typer.Argument(help="Transcripts: files, folders, globs or -.")],
+    format: FormatOpt = None,
+    json_out: Annotated[bool, typer.Option("--json", help="Print problems as JSON.")] = False,
+    skip_invalid: SkipOpt = False,
+) -> None:
+    """Check that the provider would accept a transcript; exit 1 on any problem."""
+    import orjson
+
+    from .loader import load
+    from .validate import validate as check
+
+    report = []
+    for path in expand_paths(files):
+        t = load(path, format, skip_invalid=skip_invalid)
+        report.append((t, check(t)))
+    if json_out:
+        doc = {"schema_version": 1, "files": [
+            {"path": t.path, "format": t.format, "messages": len(t.messages), "valid": not p,
+             "problems": [x.to_dict() for x in p]} for t, p in report]}
+        sys.stdout.buffer.write(orjson.dumps(doc, option=orjson.OPT_INDENT_2) + b"\n")
+    else:
+        for t, problems in report:
+            for p in problems:
+                print(f"{t.path}:{p.line}: {p.message}")
+            verdict = "ok" if not problems else f"{len(problems)} problem(s)"
+            _stderr().print(f"{t.path}: {t.format}, {len(t.messages)} messages: {verdict}")
+    if any(p for _, p in report):
+        raise typer.Exit(EXIT_CHECK_FAILED)
+
+
+@app.command()
+def count(
+    text: Annotated[str | None, typer.Argument(help="Text to count; - or nothing reads stdin.")]
+    = None,
+    model: ModelOpt = None,
+    config: ConfigOpt = None,
+) -> None:
+    """Print the number of tokens of plain text (no chat overhead)."""
+    from .tokens import TokenCounter
+
+    if text is None or text == "-":
+        if sys.stdin.isatty():
+            raise UsageError("no text given", "pass TEXT, or pipe it in: echo hi | ctxpack count")
+        text = sys.stdin.buffer.read().decode("utf-8", "replace")
+    counter = TokenCounter(model, _config(config).models)
+    n = counter.text(text)
+    if counter.estimated:
+        warn(counter.note)
+    print(n)
+
+
+@app.command()
+def models(
+    json_out: Annotated[bool, typer.Option("--json", help="Print JSON.")] = False,
+    config: ConfigOpt = None,
+) -> None:
+    """List known models, their encodings and context windows."""
+    table = _config(config).models.all()
+    if json_out:
+        import orjson
+
+        rows = [{"name": m.name, "encoding": m.encoding, "context_window": m.context_window,
+                 "exact": m.exact, "provider": m.provider, "note": m.note} for m in table]
+        sys.stdout.buffer.write(orjson.dumps(rows, option=orjson.OPT_INDENT_2) + b"\n")
+        return
+    from rich.console import Console
+    from rich.table import Table
+
+    out = Table("model (prefix)", "provider", "encoding", "context window", "tokens")
+    for m in table:
+        out.add_row(m.name, m.provider, m.encoding, f"{m.context_window:,}",
+                    "exact" if m.exact else "approximate")
+    Console().print(out)
+
+
+def main() -> None:
+    """Entry point: run the app, turning every failure into one line and an exit code."""
+    try:
+        app(standalone_mode=False)
+    except CtxpackError as exc:
+        _exit_with(str(exc), exc.exit_code)
+    except typer.Exit as exc:
+        sys.exit(exc.exit_code)
+    except KeyboardInterrupt:
+        _stderr().print("interrupted")
+        sys.exit(130)
+    except BrokenPipeError:
+        # the reader went away (`| head`): not an error, and nothing more to print
+        os.dup2(os.open(os.devnull, os.O_WRONLY), sys.stdout.fileno())
+        sys.exit(0)
+    except Exception as exc:  # noqa: BLE001 - the one boundary: no traceback for users
+        # typer's own usage errors know how to show themselves
+        if hasattr(exc, "show") and isinstance(getattr(exc, "exit_code", None), int):
+            exc.show()
+            sys.exit(exc.exit_code)
+        if type(exc).__name__ == "Abort":
+            sys.exit(130)
+        if os.environ.get("CTXPACK_DEBUG"):
+            raise
+        _exit_with(f"internal error: {type(exc).__name__}: {exc} "
+                   "(set CTXPACK_DEBUG=1 for a traceback, and please report it)", EXIT_USAGE)
+
+
+def _exit_with(message: str, code: int) -> NoReturn:
+    try:
+        fail(message, code)
+    except typer.Exit:
+        sys.exit(code)

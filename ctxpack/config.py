@@ -1,0 +1,90 @@
+"""Configuration, resolved once: defaults, then the config file, then CTXPACK_* env vars.
+
+The file is `--config`, else `$CTXPACK_CONFIG`, else `./ctxpack.yaml`, else
+`ctxpack/config.yaml` in the user config directory. Unknown keys are errors that
+name every one of them together.
+"""
+
+from __future__ import annotations
+
+import os
+from dataclasses import dataclass, field
+from pathlib import Path
+from typing import Any
+
+from .errors import UsageError
+from .models import TABLE, ModelInfo, ModelTable
+
+KNOWN_KEYS = {"models"}
+MODEL_KEYS = {"name", "encoding", "context_window", "exact", "provider", "note"}
+
+
+@dataclass
+class Config:
+    """Resolved settings; `models` is the model table with the file's additions."""
+
+    models: ModelTable = field(default_factory=lambda: TABLE)
+    source: str | None = None
+
+
+def user_config_dir() -> Path:
+    base = os.environ.get("XDG_CONFIG_HOME") or os.path.join(os.path.expanduser("~"), ".config")
+    return Path(base) / "ctxpack"
+
+
+def find_config(explicit: str | None = None) -> Path | None:
+    """The config file that applies, or None."""
+    if explicit:
+        path = Path(explicit)
+        if not path.is_file():
+            raise UsageError(f"config file {explicit} not found")
+        return path
+    env = os.environ.get("CTXPACK_CONFIG")
+    if env:
+        return Path(env) if Path(env).is_file() else None
+    for candidate in (Path("ctxpack.yaml"), user_config_dir() / "config.yaml"):
+        if candidate.is_file():
+            return candidate
+    return None
+
+
+def load_config(explicit: str | None = None) -> Config:
+    """Resolve the configuration once, in the documented order."""
+    path = find_config(explicit)
+    if path is None:
+        return Config()
+    import yaml
+
+    try:
+        data = yaml.safe_load(path.read_text(encoding="utf-8")) or {}
+    except (yaml.YAMLError, UnicodeDecodeError) as exc:
+        raise UsageError(f"{path}: not valid YAML: {str(exc).splitlines()[0]}") from None
+    if not isinstance(data, dict):
+        raise UsageError(f"{path}: the config must be a mapping of keys to values")
+    unknown = sorted(set(data) - KNOWN_KEYS)
+    if unknown:
+        raise UsageError(f"{path}: unknown config key(s): {', '.join(unknown)}",
+                         f"known keys: {', '.join(sorted(KNOWN_KEYS))}")
+    return Config(models=TABLE.extend(_models(data.get("models") or [], path)), source=str(path))
+
+
+def _models(entries: Any, path: Path) -> list[ModelInfo]:
+    if not isinstance(entries, list):
+        raise UsageError(f"{path}: `models` must be a list")
+    out = []
+    for i, entry in enumerate(entries, 1):
+        if not isinstance(entry, dict):
+            raise UsageError(f"{path}: models[{i}] must be a mapping")
+        unknown = sorted(set(entry) - MODEL_KEYS)
+        if unknown:
+            raise UsageError(f"{path}: models[{i}]: unknown key(s): {', '.join(unknown)}")
+        try:
+            out.append(ModelInfo(
+                name=str(entry["name"]), encoding=str(entry.get("encoding", "o200k_base")),
+                context_window=int(entry["context_window"]), exact=bool(entry.get("exact", True)),
+                provider=str(entry.get("provider", "custom")), note=str(entry.get("note", ""))))
+        except KeyError as exc:
+            raise UsageError(f"{path}: models[{i}] needs {exc.args[0]!r}") from None
+        except (TypeError, ValueError):
+            raise UsageError(f"{path}: models[{i}]: context_window must be a number") from None
+    return out

@@ -1,0 +1,51 @@
+"""The format registry and the sniffer that picks a format from the first records."""
+
+from __future__ import annotations
+
+from typing import Any
+
+from ..errors import UsageError
+from .base import Format, Layout, Reader, RecordError
+from .openai import OpenAIFormat
+from .openai_conversations import ConversationsFormat
+
+FORMATS: dict[str, Format] = {}
+
+
+def register(fmt: Format) -> None:
+    FORMATS[fmt.name] = fmt
+
+
+def get(name: str) -> Format:
+    """The format called `name`; an unknown name lists the valid ones."""
+    try:
+        return FORMATS[name]
+    except KeyError:
+        valid = ", ".join(FORMATS)
+        raise UsageError(f"unknown format {name!r}", f"valid formats: {valid}") from None
+
+
+def sniff(record: dict[str, Any]) -> tuple[Format | None, int]:
+    """The format that claims `record` most surely, and how surely (0 = none)."""
+    best: Format | None = None
+    score = 0
+    for fmt in FORMATS.values():
+        s = fmt.sniff(record)
+        if s > score:
+            best, score = fmt, s
+    return best, score
+
+
+def _register_builtin() -> None:
+    from .anthropic import AnthropicFormat
+    from .claude_code import ClaudeCodeFormat
+    from .codex import CodexFormat
+
+    for fmt in (OpenAIFormat(), ConversationsFormat(), AnthropicFormat(), ClaudeCodeFormat(),
+                CodexFormat()):
+        register(fmt)
+
+
+_register_builtin()
+
+__all__ = ["FORMATS", "Format", "Layout", "Reader", "RecordError", "get", "register", "sniff"]

@@ -1,0 +1,132 @@
+"""OpenAI Chat Completions messages, one per line.
+
+`role`, `content` (a string or a list of parts), `tool_calls` with JSON-string
+arguments, `tool_call_id` on `role: tool` results, and the legacy
+`function_call` / `role: function` pair. Every record is model input.
+"""
+
+from __future__ import annotations
+
+from typing import Any
+
+from ..jsonl import dumps
+from ..model import Image, Message, Part, Text, Thinking, ToolCall, ToolResult
+from .base import Layout, RecordError, text_of
+
+_SURE_ROLES = {"system", "developer", "tool", "function"}
+
+
+def parse_data_url(url: str) -> Image:
+    """An image part from a URL; base64 `data:` URLs keep their payload for sizing."""
+    if url.startswith("data:") and ";base64," in url[:100]:
+        head, _, data = url.partition(",")
+        return Image(media_type=head[5:].split(";")[0] or None, data=data)
+    return Image(url=url)
+
+
+def _content_parts(content: Any) -> list[Text | Image]:
+    if content is None or content == "":
+        return []
+    if isinstance(content, str):
+        return [Text(content)]
+    if not isinstance(content, list):
+        return [Text(text_of(content))]
+    parts: list[Text | Image] = []
+    for item in content:
+        if isinstance(item, str):
+            parts.append(Text(item))
+        elif not isinstance(item, dict):
+            continue
+        elif item.get("type") == "image_url":
+            image = item.get("image_url")
+            url = image.get("url", "") if isinstance(image, dict) else str(image or "")
+            img = parse_data_url(url)
+            detail = image.get("detail") if isinstance(image, dict) else None
+            parts.append(Image(img.media_type, img.data, img.url, detail))
+        elif isinstance(item.get("text"), str):
+            parts.append(Text(item["text"]))
+        elif isinstance(item.get("refusal"), str):
+            parts.append(Text(item["refusal"]))
+    return parts
+
+
+def _arguments(value: Any) -> str:
+    if isinstance(value, str):
+        return value
+    return "" if value is None else dumps(value).decode("utf-8", "surrogatepass")
+
+
+def message_from_dict(d: dict[str, Any], line: int, conversation: int = 0) -> Message:
+    """Convert one Chat Completions message dict into the canonical model."""
+    role = d.get("role")
+    if not isinstance(role, str):
+        raise RecordError("not a chat message: no 'role'")
+    parts: list[Part] = []
+    reasoning = d.get("reasoning_content")
+    if isinstance(reasoning, str) and reasoning:
+        parts.append(Thinking(reasoning))
+    content = _content_parts(d.get("content"))
+    if role in ("tool", "function"):
+        call_id = d.get("tool_call_id")
+        parts.append(ToolResult(call_id if isinstance(call_id, str) else None, tuple(content)))
+    else:
+        parts.extend(content)
+    for call in d.get("tool_calls") or ():
+        if isinstance(call, dict):
+            fn = call.get("function") if isinstance(call.get("function"), dict) else {}
+            parts.append(ToolCall(call.get("id"), str(fn.get("name") or ""),
+                                  _arguments(fn.get("arguments"))))
+    legacy = d.get("function_call")
+    if isinstance(legacy, dict):
+        parts.append(ToolCall(None, str(legacy.get("name") or ""),
+                              _arguments(legacy.get("arguments"))))
+    name = d.get("name") if isinstance(d.get("name"), str) else None
+    return Message(role, parts, (line,), d, name=name, human=role == "user",
+                   conversation=conversation)
+
+
+def sniff_message(record: dict[str, Any]) -> int:
+    role = record.get("role")
+    if not isinstance(role, str) or "type" in record and "message" in record:
+        return 0
+    if role in _SURE_ROLES or "tool_calls" in record or "tool_call_id" in record:
+        return 2
+    content = record.get("content")
+    if isinstance(content, list) and any(
+        isinstance(p, dict) and p.get("type") in ("image_url", "input_audio", "refusal")
+        for p in content
+    ):
+        return 2
+    if isinstance(content, list) and any(
+        isinstance(p, dict) and p.get("type") in ("tool_use", "tool_result", "thinking")
+        for p in content
+    ):
+        return 0
+    return 1
+
+
+class OpenAIReader:
+    def __init__(self) -> None:
+        self.count = 0
+        self.model: str | None = None
+
+    def feed(self, line: int, record: dict[str, Any]) -> list[Message]:
+        message = message_from_dict(record, line)
+        if isinstance(record.get("model"), str):
+            self.model = record["model"]
+        self.count += 1
+        return [message]
+
+    def finish(self) -> tuple[list[Message], Layout]:
+        return [], Layout(list(range(self.count)), model=self.model)
+
+
+class OpenAIFormat:
+    name = "openai"
+    description = "one Chat Completions message per line"
+
+    def sniff(self, record: dict[str, Any]) -> int:
+        return sniff_message(record)
+
+    def reader(self) -> OpenAIReader:
+        return OpenAIReader()

@@ -1,0 +1,47 @@
+"""Whole conversations, one per line: `{"messages": [...], ...}` (fine-tuning and eval files).
+
+Each line is its own prompt; messages carry the number of their conversation so
+that rounds and the reply priming are counted per conversation.
+"""
+
+from __future__ import annotations
+
+from typing import Any
+
+from ..model import Message
+from .base import Layout, RecordError
+from .openai import message_from_dict
+
+
+class ConversationsReader:
+    def __init__(self) -> None:
+        self.count = 0
+        self.conversations = 0
+        self.model: str | None = None
+
+    def feed(self, line: int, record: dict[str, Any]) -> list[Message]:
+        messages = record.get("messages")
+        if not isinstance(messages, list):
+            raise RecordError("not a conversation: no 'messages' list")
+        out = [message_from_dict(m, line, self.conversations)
+               for m in messages if isinstance(m, dict)]
+        if isinstance(record.get("model"), str):
+            self.model = record["model"]
+        self.conversations += 1
+        self.count += len(out)
+        return out
+
+    def finish(self) -> tuple[list[Message], Layout]:
+        return [], Layout(list(range(self.count)), model=self.model,
+                          conversations=self.conversations)
+
+
+class ConversationsFormat:
+    name = "openai-conversations"
+    description = 'one {"messages": [...]} conversation per line'
+
+    def sniff(self, record: dict[str, Any]) -> int:
+        return 2 if isinstance(record.get("messages"), list) else 0
+
+    def reader(self) -> ConversationsReader:
+        return ConversationsReader()

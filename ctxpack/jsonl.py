@@ -1,0 +1,160 @@
+"""Streaming JSONL input: raw lines with their numbers, parsed one at a time.
+
+Lines are read in large chunks and yielded as bytes with their terminators so a
+writer can put back exactly what it read. Parse errors name file, line and problem.
+"""
+
+from __future__ import annotations
+
+import json
+import os
+import sys
+from collections.abc import Iterator
+from dataclasses import dataclass
+from typing import IO, Any, BinaryIO
+
+import orjson
+
+from .errors import InputError
+
+CHUNK = 1 << 22
+
+
+@dataclass
+class Source:
+    """An opened input: a binary stream, the name to report, its size when known."""
+
+    stream: BinaryIO
+    name: str
+    size: int | None
+    owned: bool
+
+    def close(self) -> None:
+        if self.owned:
+            self.stream.close()
+
+
+def open_source(source: str | os.PathLike[str] | IO[Any]) -> Source:
+    """Open a path, `-` (stdin) or a file object for binary reading."""
+    if hasattr(source, "read"):
+        stream = getattr(source, "buffer", source)
+        return Source(stream, getattr(source, "name", "<stream>"), None, False)
+    name = os.fspath(source)
+    if name == "-":
+        return Source(sys.stdin.buffer, "<stdin>", None, False)
+    try:
+        stream = open(name, "rb")  # noqa: SIM115 - closed by Source.close
+    except FileNotFoundError:
+        raise InputError(name, None, "no such file") from None
+    except IsADirectoryError:
+        raise InputError(name, None, "is a directory") from None
+    except PermissionError:
+        raise InputError(name, None, "permission denied") from None
+    size = os.fstat(stream.fileno()).st_size
+    return Source(stream, name, size, True)
+
+
+def iter_lines(stream: BinaryIO, limit: int | None = None) -> Iterator[bytes]:
+    """Yield raw lines, each with its `\\n` (the last one may lack it).
+
+    With `limit`, stop after that many bytes: a file still being appended to is
+    read as it was when opened, never chased forever.
+    """
+    pending: list[bytes] = []
+    remaining = limit
+    while True:
+        size = CHUNK if remaining is None else min(CHUNK, remaining)
+        if size <= 0:
+            break
+        chunk = stream.read(size)
+        if not chunk:
+            break
+        if remaining is not None:
+            remaining -= len(chunk)
+        start = 0
+        while True:
+            end = chunk.find(b"\n", start)
+            if end < 0:
+                break
+            if pending:
+                pending.append(chunk[start : end + 1])
+                yield b"".join(pending)
+                pending.clear()
+            else:
+                yield chunk[start : end + 1]
+            start = end + 1
+        if start < len(chunk):
+            pending.append(chunk[start:])
+    if pending:
+        yield b"".join(pending)
+
+
+def parse_line(raw: bytes, path: str, line: int) -> dict[str, Any] | None:
+    """Parse one raw line into a JSON object; None for a blank line."""
+    try:
+        value = orjson.loads(raw)
+    except orjson.JSONDecodeError as exc:
+        if not raw.strip():
+            return None
+        value = _parse_slow(raw, path, line, exc)
+    if not isinstance(value, dict):
+        kind = type(value).__name__ if value is not None else "null"
+        kind = {"list": "an array", "str": "a string", "int": "a number", "float": "a number",
+                "bool": "a boolean"}.get(kind, kind)
+        raise InputError(path, line, f"expected a JSON object, found {kind}")
+    return value
+
+
+def _parse_slow(raw: bytes, path: str, line: int, first: Exception) -> Any:
+    """Second try with the standard parser, which accepts lone surrogates; explain failures."""
+    try:
+        text = raw.decode("utf-8")
+    except UnicodeDecodeError as exc:
+        column = raw.rfind(b"\n", 0, exc.start) + 1
+        raise InputError(
+            path, line, f"not valid UTF-8: byte 0x{raw[exc.start]:02x} at column {exc.start - column + 1}"
+        ) from None
+    try:
+        return json.loads(text)
+    except RecursionError:
+        raise InputError(path, line, "JSON nested too deeply to read") from None
+    except json.JSONDecodeError as exc:
+        if not raw.endswith(b"\n"):
+            raise InputError(
+                path, line, "truncated last line: the JSON ends before it is complete",
+                "the file may still be being written; --skip-invalid skips it",
+            ) from None
+        raise InputError(path, line, f"malformed JSON: {exc.msg} at column {exc.colno}") from None
+
+
+def dumps(value: Any) -> bytes:
+    """Compact JSON as agents write it (no spaces), without a newline."""
+    try:
+        return orjson.dumps(value)
+    except TypeError:
+        return json.dumps(value, ensure_ascii=False, separators=(",", ":")).encode(
+            "utf-8", "surrogatepass"
+        )
+
+
+def write_atomic(path: str, chunks: Iterator[bytes] | list[bytes]) -> None:
+    """Write `chunks` to `path` through a temp file, fsync and rename: never half a file."""
+    import tempfile
+
+    directory = os.path.dirname(os.path.abspath(path))
+    fd, tmp = tempfile.mkstemp(prefix=".ctxpack-", suffix=".tmp", dir=directory)
+    try:
+        with os.fdopen(fd, "wb") as out:
+            for chunk in chunks:
+                out.write(chunk)
+            out.flush()
+            os.fsync(out.fileno())
+        if os.path.exists(path):
+            os.chmod(tmp, os.stat(path).st_mode & 0o7777)
+        os.replace(tmp, path)
+    except BaseException:
+        try:
+            os.unlink(tmp)
+        except FileNotFoundError:
+            pass
+        raise

@@ -1,0 +1,168 @@
+"""Reading a transcript file: lines, parsing, format detection, and the reader.
+
+`Scanner` streams: it yields messages as the format reader completes them and
+keeps raw lines only when asked (for `load`, which must write them back). Bad
+lines raise `InputError` naming file and line, or are skipped and counted.
+"""
+
+from __future__ import annotations
+
+import os
+from collections.abc import Callable, Iterator
+from typing import IO, Any
+
+from . import formats
+from .errors import InputError
+from .formats.base import Format, Layout, RecordError
+from .jsonl import iter_lines, open_source, parse_line, write_atomic
+from .model import BadLine, Message, Record, Transcript
+
+SNIFF_RECORDS = 50
+DEFAULT_FORMAT = "openai"
+
+PathOrFile = str | os.PathLike[str] | IO[Any]
+
+
+class Scanner:
+    """One pass over a transcript. Iterate `messages()`; then read the attributes."""
+
+    def __init__(self, source: PathOrFile, format: str | None = None, *,
+                 skip_invalid: bool = False, keep_records: bool = False,
+                 progress: Callable[[int], None] | None = None) -> None:
+        self._source = source
+        self._forced = formats.get(format) if format else None
+        self.skip_invalid = skip_invalid
+        self.keep_records = keep_records
+        self.progress = progress
+        self.path = ""
+        self.size: int | None = None
+        self.format: Format | None = self._forced
+        self.layout: Layout | None = None
+        self.records: list[Record] = []
+        self.skipped: list[BadLine] = []
+        self.lines = 0
+        self.bytes_read = 0
+        self._reader: Any = None
+
+    @property
+    def named_model(self) -> str | None:
+        """The model the transcript has named so far, if its reader tracks one."""
+        return getattr(self._reader, "model", None)
+
+    def messages(self) -> Iterator[Message]:
+        """Yield messages in the order the reader completes them."""
+        src = open_source(self._source)
+        self.path, self.size = src.name, src.size
+        try:
+            yield from self._run(src)
+        finally:
+            src.close()
+
+    def _run(self, src: Any) -> Iterator[Message]:
+        pending: list[tuple[int, dict[str, Any]]] = []
+        reader = self._reader = self._forced.reader() if self._forced else None
+        best: tuple[Format | None, int] = (None, 0)
+        for number, raw in enumerate(iter_lines(src.stream, src.size), 1):
+            self.lines = number
+            self.bytes_read += len(raw)
+            if self.keep_records:
+                self.records.append(Record(number, raw))
+            if self.progress is not None and number % 4096 == 0:
+                self.progress(self.bytes_read)
+            record = self._parse(raw, number)
+            if record is None:
+                continue
+            if reader is None:
+                pending.append((number, record))
+                fmt, score = formats.sniff(record)
+                if score > best[1]:
+                    best = (fmt, score)
+                if best[1] < 2 and len(pending) < SNIFF_RECORDS:
+                    continue
+                reader = self._choose(best[0], pending)
+                for n, r in pending:
+                    yield from self._feed(reader, n, r)
+                pending.clear()
+                continue
+            yield from self._feed(reader, number, record)
+        if reader is None:
+            reader = self._choose(best[0], pending)
+            for n, r in pending:
+                yield from self._feed(reader, n, r)
+        if self.progress is not None:
+            self.progress(self.bytes_read)
+        rest, self.layout = reader.finish()
+        yield from rest
+
+    def _choose(self, fmt: Format | None, pending: list[tuple[int, dict[str, Any]]]) -> Any:
+        if fmt is None:
+            if pending:
+                line = pending[0][0]
+                valid = ", ".join(formats.FORMATS)
+                raise InputError(self.path, line, "records fit no known transcript format",
+                                 f"known formats: {valid}; --format forces one")
+            fmt = formats.get(DEFAULT_FORMAT)
+        self.format = fmt
+        self._reader = fmt.reader()
+        return self._reader
+
+    def _parse(self, raw: bytes, number: int) -> dict[str, Any] | None:
+        try:
+            return parse_line(raw, self.path, number)
+        except InputError as exc:
+            if not self.skip_invalid:
+                raise
+            self.skipped.append(BadLine(number, exc.problem))
+            return None
+
+    def _feed(self, reader: Any, number: int, record: dict[str, Any]) -> list[Message]:
+        try:
+            return reader.feed(number, record)
+        except RecordError as exc:
+            name = self.format.name if self.format else "?"
+            problem = f"not a {name} record: {exc}"
+            if not self.skip_invalid:
+                raise InputError(self.path, number, problem,
+                                 "--format picks another format; --skip-invalid skips such lines"
+                                 ) from None
+            self.skipped.append(BadLine(number, problem))
+            return []
+
+
+def load(source: PathOrFile, format: str | None = None, *, skip_invalid: bool = False) -> Transcript:
+    """Read a whole transcript, keeping every line so that `write` gives it back exactly."""
+    scanner = Scanner(source, format, skip_invalid=skip_invalid, keep_records=True)
+    emitted = list(scanner.messages())
+    layout = scanner.layout
+    assert layout is not None and scanner.format is not None
+    seen = set(layout.context) | set(layout.sidechain)
+    return Transcript(
+        format=scanner.format.name,
+        path=scanner.path,
+        records=scanner.records,
+        messages=[emitted[i] for i in layout.context],
+        sidechain=[emitted[i] for i in layout.sidechain],
+        outside=[m for i, m in enumerate(emitted) if i not in seen],
+        model=layout.model,
+        usage=layout.usage,
+        skipped=scanner.skipped,
+    )
+
+
+def write(transcript: Transcript, dest: PathOrFile) -> None:
+    """Write a transcript back; lines that were not changed come out byte for byte."""
+    chunks = (r.raw for r in transcript.records)
+    if hasattr(dest, "write"):
+        out = getattr(dest, "buffer", dest)
+        for chunk in chunks:
+            out.write(chunk)
+        return
+    name = os.fspath(dest)
+    if name == "-":
+        import sys
+
+        for chunk in chunks:
+            sys.stdout.buffer.write(chunk)
+        sys.stdout.buffer.flush()
+        return
+    write_atomic(name, chunks)

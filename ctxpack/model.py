@@ -1,0 +1,213 @@
+"""The canonical transcript model: plain values, no I/O, no tokens.
+
+A transcript is an ordered list of messages made of typed parts. Rounds start at
+a human user message; steps are an assistant action plus the tool results that
+answer it. Every message remembers where in the file it came from.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Sequence
+from dataclasses import dataclass, field
+from typing import Any, ClassVar, Protocol
+
+
+@dataclass(frozen=True, slots=True)
+class Text:
+    text: str
+    kind: ClassVar[str] = "text"
+
+
+@dataclass(frozen=True, slots=True)
+class Thinking:
+    text: str
+    kind: ClassVar[str] = "thinking"
+
+
+@dataclass(frozen=True, slots=True)
+class Image:
+    """An image; `data` is base64 when inline, `url` when referenced."""
+
+    media_type: str | None = None
+    data: str | None = None
+    url: str | None = None
+    detail: str | None = None
+    kind: ClassVar[str] = "image"
+
+
+@dataclass(frozen=True, slots=True)
+class ToolCall:
+    """A call as the model wrote it; `arguments` is the JSON (or free) text it produced."""
+
+    id: str | None
+    name: str
+    arguments: str
+    kind: ClassVar[str] = "tool_call"
+
+
+@dataclass(frozen=True, slots=True)
+class ToolResult:
+    call_id: str | None
+    parts: tuple[Text | Image, ...]
+    is_error: bool = False
+    kind: ClassVar[str] = "tool_result"
+
+    @property
+    def text(self) -> str:
+        return "\n".join(p.text for p in self.parts if isinstance(p, Text))
+
+
+Part = Text | Thinking | Image | ToolCall | ToolResult
+
+
+@dataclass(slots=True)
+class Message:
+    """One message the model sees.
+
+    `role` is system, developer, user, assistant or tool. `human` marks a user
+    message a person typed (it starts a round). `lines` are the 1-based source
+    lines it was read from; `raw` is the record (or item) it came from.
+    """
+
+    role: str
+    parts: list[Part]
+    lines: tuple[int, ...] = ()
+    raw: Any = None
+    id: str | None = None
+    name: str | None = None
+    model: str | None = None
+    human: bool = False
+    conversation: int = 0
+
+    @property
+    def line(self) -> int:
+        return self.lines[0] if self.lines else 0
+
+    @property
+    def tool_calls(self) -> list[ToolCall]:
+        return [p for p in self.parts if isinstance(p, ToolCall)]
+
+    @property
+    def tool_results(self) -> list[ToolResult]:
+        return [p for p in self.parts if isinstance(p, ToolResult)]
+
+    @property
+    def result_only(self) -> bool:
+        """True when the message only carries tool results (a step's second half)."""
+        return bool(self.parts) and all(isinstance(p, ToolResult) for p in self.parts)
+
+    @property
+    def text(self) -> str:
+        """All readable text of the message, parts joined by newlines."""
+        out: list[str] = []
+        for p in self.parts:
+            if isinstance(p, (Text, Thinking)):
+                out.append(p.text)
+            elif isinstance(p, ToolCall):
+                out.append(f"{p.name}({p.arguments})")
+            elif isinstance(p, ToolResult):
+                out.append(p.text)
+        return "\n".join(out)
+
+
+@dataclass(slots=True)
+class Record:
+    """One line of the file, kept as read so that writing it back is exact."""
+
+    line: int
+    raw: bytes
+
+
+@dataclass(frozen=True, slots=True)
+class BadLine:
+    line: int
+    problem: str
+
+
+@dataclass(slots=True)
+class Transcript:
+    """A loaded transcript: every line of the file plus the messages the model sees.
+
+    `messages` is the model-visible context in order. `sidechain` holds sub-agent
+    messages found in the file; `outside` counts message records that are in the
+    file but no longer model input (before a compaction, off the active branch).
+    """
+
+    format: str
+    path: str
+    records: list[Record] = field(default_factory=list)
+    messages: list[Message] = field(default_factory=list)
+    sidechain: list[Message] = field(default_factory=list)
+    outside: list[Message] = field(default_factory=list)
+    model: str | None = None
+    usage: dict[str, Any] = field(default_factory=dict)
+    skipped: list[BadLine] = field(default_factory=list)
+
+    def rounds(self) -> list[Round]:
+        return group_rounds(self.messages)
+
+
+class _Entry(Protocol):
+    role: str
+    human: bool
+
+    @property
+    def result_only(self) -> bool: ...
+
+
+@dataclass(frozen=True, slots=True)
+class Step:
+    """An assistant message (index) and the indexes of the tool-result messages after it."""
+
+    action: int
+    results: tuple[int, ...] = ()
+
+
+@dataclass(frozen=True, slots=True)
+class Round:
+    """Messages from one human message up to the next; round 0 may be a preamble."""
+
+    number: int
+    start: int
+    end: int
+    steps: tuple[Step, ...]
+
+    @property
+    def indexes(self) -> range:
+        return range(self.start, self.end)
+
+
+def group_rounds(entries: Sequence[_Entry]) -> list[Round]:
+    """Split messages into rounds at human messages, and each round into steps.
+
+    Messages before the first human message (system prompts, injected context)
+    form round 0; the first human message opens round 1.
+    """
+    starts = [i for i, e in enumerate(entries) if e.human]
+    preamble = not starts or starts[0] != 0
+    if preamble:
+        starts.insert(0, 0)
+    bounds = [*starts, len(entries)]
+    first = 0 if preamble else 1
+    return [
+        Round(first + n, start, end, _steps(entries, start, end))
+        for n, (start, end) in enumerate(zip(bounds, bounds[1:]))
+        if start < end
+    ]
+
+
+def _steps(entries: Sequence[_Entry], start: int, end: int) -> tuple[Step, ...]:
+    steps: list[Step] = []
+    action: int | None = None
+    results: list[int] = []
+    for i in range(start, end):
+        e = entries[i]
+        if e.role == "assistant":
+            if action is not None:
+                steps.append(Step(action, tuple(results)))
+            action, results = i, []
+        elif action is not None and (e.role == "tool" or e.result_only):
+            results.append(i)
+    if action is not None:
+        steps.append(Step(action, tuple(results)))
+    return tuple(steps)

@@ -1,0 +1,175 @@
+"""Stats as Rich tables, JSON, CSV and markdown, all from the same FileStats objects."""
+
+from __future__ import annotations
+
+import csv
+import io
+from typing import Any
+
+import orjson
+from rich.console import Console
+from rich.markup import escape
+from rich.table import Table
+
+from ..stats import SCHEMA_VERSION, FileStats
+
+CSV_ROLES = ("system", "developer", "user", "assistant", "tool")
+MAX_ROUNDS_SHOWN = 12
+
+
+def total(files: list[FileStats]) -> dict[str, Any]:
+    """Totals over files: sums of tokens and messages, merged roles and tools."""
+    by_role: dict[str, int] = {}
+    by_tool: dict[str, dict[str, int]] = {}
+    for f in files:
+        for role, n in f.by_role.items():
+            by_role[role] = by_role.get(role, 0) + n
+        for name, t in f.by_tool.items():
+            agg = by_tool.setdefault(name, {"calls": 0, "tokens": 0})
+            agg["calls"] += t.calls
+            agg["tokens"] += t.tokens
+    return {
+        "files": len(files),
+        "messages": sum(f.messages for f in files),
+        "tokens": sum(f.tokens for f in files),
+        "exact": all(f.exact for f in files),
+        "by_role": by_role,
+        "by_tool": dict(sorted(by_tool.items(), key=lambda kv: -kv[1]["tokens"])),
+    }
+
+
+def to_json(files: list[FileStats]) -> bytes:
+    """The versioned JSON document of `stats --json`."""
+    doc = {"schema_version": SCHEMA_VERSION, "files": [f.to_dict() for f in files],
+           "total": total(files)}
+    return orjson.dumps(doc, option=orjson.OPT_INDENT_2) + b"\n"
+
+
+def to_csv(files: list[FileStats]) -> str:
+    """One row per file, fixed columns, for spreadsheets and shell tools."""
+    out = io.StringIO()
+    writer = csv.writer(out, lineterminator="\n")
+    writer.writerow(["path", "format", "model", "encoding", "exact", "messages", "tokens",
+                     "rounds", "steps", "context_window", "context_ratio",
+                     *(f"tokens_{r}" for r in CSV_ROLES), "outside_messages",
+                     "sidechain_messages", "recorded_last_input_tokens"])
+    for f in files:
+        writer.writerow([f.path, f.format, f.model, f.encoding, str(f.exact).lower(), f.messages,
+                         f.tokens, len(f.rounds), f.steps, f.context_window or "",
+                         "" if f.context_ratio is None else f.context_ratio,
+                         *(f.by_role.get(r, 0) for r in CSV_ROLES), f.outside["messages"],
+                         f.sidechain["messages"], f.usage.get("last_input_tokens", "")])
+    return out.getvalue()
+
+
+def _pct(part: int, whole: int) -> str:
+    return f"{100 * part / whole:.1f}%" if whole else "-"
+
+
+def _tables(f: FileStats) -> list[tuple[str, list[str], list[list[str]]]]:
+    """The stats of one file as (title, header, rows) tables, shared by Rich and markdown."""
+    tables = []
+    rows = [[role, f"{n:,}", _pct(n, f.tokens)] for role, n in
+            sorted(f.by_role.items(), key=lambda kv: -kv[1])]
+    tables.append(("Tokens by role", ["role", "tokens", "share"], rows))
+    if f.by_tool:
+        rows = [[name, str(t.calls), f"{t.call_tokens:,}", f"{t.result_tokens:,}",
+                 f"{t.tokens:,}", _pct(t.tokens, f.tokens)] for name, t in f.by_tool.items()]
+        tables.append(("Tokens by tool", ["tool", "calls", "call tokens", "result tokens",
+                                          "total", "share"], rows))
+    if f.largest:
+        rows = [[str(x.line), x.role, x.tool or "", f"{x.tokens:,}", x.preview]
+                for x in f.largest]
+        tables.append((f"Largest {len(f.largest)} messages",
+                       ["line", "role", "tool", "tokens", "preview"], rows))
+    if f.rounds:
+        shown = f.rounds if len(f.rounds) <= MAX_ROUNDS_SHOWN else \
+            sorted(sorted(f.rounds, key=lambda r: -r.tokens)[:MAX_ROUNDS_SHOWN],
+                   key=lambda r: r.number)
+        title = "Rounds" if len(shown) == len(f.rounds) else \
+            f"Rounds ({len(shown)} largest of {len(f.rounds)})"
+        rows = [[str(r.number), str(r.line), str(r.messages), str(r.steps), f"{r.tokens:,}",
+                 f"{r.cumulative:,}"] for r in shown]
+        tables.append((title, ["round", "line", "messages", "steps", "tokens", "cumulative"],
+                       rows))
+    if f.usage:
+        rows = [[k, f"{v:,}" if isinstance(v, int) else str(v)] for k, v in f.usage.items()
+                if k != "explanation"]
+        tables.append(("Recorded provider usage", ["field", "value"], rows))
+    return tables
+
+
+def summary_lines(f: FileStats) -> list[str]:
+    """The headline facts of one file, one per line."""
+    exactness = "exact" if f.exact else f"approximate: {f.note}"
+    lines = [
+        f"{f.path}  [{f.format}]",
+        f"model {f.model} ({f.encoding}, {exactness})",
+        f"{f.tokens:,} tokens in {f.messages:,} messages, {len(f.rounds)} rounds, "
+        f"{f.steps} steps",
+    ]
+    if f.context_window:
+        ratio = f.context_ratio or 0
+        lines.append(f"context: {f.tokens:,} of {f.context_window:,} ({ratio:.1%})")
+    if f.outside["messages"]:
+        lines.append(f"outside the model's context: {f.outside['messages']:,} messages, "
+                     f"{f.outside['tokens']:,} tokens (before a compaction or off the branch)")
+    if f.sidechain["messages"]:
+        lines.append(f"sub-agent (sidechain): {f.sidechain['messages']:,} messages, "
+                     f"{f.sidechain['tokens']:,} tokens")
+    if f.skipped:
+        lines.append(f"skipped {len(f.skipped)} invalid line(s): "
+                     + ", ".join(str(s["line"]) for s in f.skipped[:10]))
+    if "explanation" in f.usage:
+        lines.append(f"recorded: the last call sent {f.usage['last_input_tokens']:,} input "
+                     f"tokens; {f.usage['not_in_file_tokens']:,} of them are not in the file "
+                     "(system prompt, tool definitions)")
+    return lines
+
+
+def to_markdown(files: list[FileStats]) -> str:
+    """GitHub-flavoured markdown: a section per file."""
+    out: list[str] = []
+    for f in files:
+        head, *rest = summary_lines(f)
+        out += [f"## {head}", "", *(f"- {line}" for line in rest), ""]
+        for title, header, rows in _tables(f):
+            out += [f"### {title}", "", "| " + " | ".join(header) + " |",
+                    "|" + "|".join("---" for _ in header) + "|"]
+            out += ["| " + " | ".join(c.replace("|", "\\|") for c in row) + " |" for row in rows]
+            out.append("")
+    if len(files) > 1:
+        t = total(files)
+        out += [f"**Total:** {t['tokens']:,} tokens in {t['messages']:,} messages, "
+                f"{t['files']} files", ""]
+    return "\n".join(out)
+
+
+def print_tables(console: Console, files: list[FileStats]) -> None:
+    """Rich tables for a person at a terminal."""
+    for f in files:
+        head, *rest = summary_lines(f)
+        console.print(f"[bold]{escape(head)}[/bold]")
+        for line in rest:
+            console.print(f"  {escape(line)}", highlight=False)
+        for title, header, rows in _tables(f):
+            table = Table(title=title, title_justify="left", title_style="bold")
+            for i, h in enumerate(header):
+                numeric = h in ("tokens", "calls", "call tokens", "result tokens", "total",
+                                "share", "line", "messages", "steps", "cumulative", "round")
+                table.add_column(h, justify="right" if numeric else "left",
+                                 overflow="fold" if i == len(header) - 1 else "ellipsis")
+            for row in rows:
+                table.add_row(*(escape(c) for c in row))
+            console.print(table)
+        console.print()
+    if len(files) > 1:
+        t = total(files)
+        table = Table(title="All files", title_justify="left", title_style="bold")
+        for h in ("file", "format", "messages", "tokens", "context"):
+            table.add_column(h, justify="left" if h in ("file", "format") else "right")
+        for f in files:
+            ctx = f"{f.context_ratio:.1%}" if f.context_ratio is not None else "-"
+            table.add_row(escape(f.path), f.format, f"{f.messages:,}", f"{f.tokens:,}", ctx)
+        table.add_row("total", "", f"{t['messages']:,}", f"{t['tokens']:,}", "", style="bold")
+        console.print(table)

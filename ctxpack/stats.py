@@ -1,0 +1,299 @@
+"""Where the tokens of a transcript went: pure computation, no printing.
+
+`stats()` streams a file (or walks a loaded Transcript), counts every message
+once, and returns a `FileStats`: totals, by role, by tool (results attributed to
+the tool that was called), the largest messages, rounds and steps, context use,
+what lies outside the model's context, and the provider's own usage records.
+"""
+
+from __future__ import annotations
+
+import re
+from collections.abc import Callable, Iterable
+from dataclasses import dataclass, field
+from typing import Any
+
+from .formats.base import Layout
+from .loader import PathOrFile, Scanner
+from .model import Image, Message, ToolCall, ToolResult, Transcript, group_rounds
+from .models import DEFAULT_MODEL, TABLE, ModelTable
+from .tokens import REPLY_PRIMING, TokenCounter
+
+SCHEMA_VERSION = 1
+PREVIEW_CHARS = 80
+# Messages buffered while waiting for the transcript to name its model.
+MODEL_LOOKAHEAD = 256
+
+
+@dataclass(slots=True)
+class MessageStat:
+    """What stats keeps of one message once its content is dropped."""
+
+    line: int
+    role: str
+    tokens: int
+    preview: str
+    human: bool
+    result_only: bool
+    tool: str | None = None
+    calls: list[tuple[str | None, str, int]] = field(default_factory=list)
+    results: list[tuple[str | None, int]] = field(default_factory=list)
+
+
+@dataclass
+class ToolStat:
+    calls: int = 0
+    call_tokens: int = 0
+    result_tokens: int = 0
+
+    @property
+    def tokens(self) -> int:
+        return self.call_tokens + self.result_tokens
+
+
+@dataclass
+class Largest:
+    line: int
+    role: str
+    tool: str | None
+    tokens: int
+    preview: str
+
+
+@dataclass
+class RoundStat:
+    number: int
+    line: int
+    messages: int
+    steps: int
+    tokens: int
+    cumulative: int
+
+
+@dataclass
+class FileStats:
+    """Stats of one transcript; `--json` serializes exactly this."""
+
+    path: str
+    format: str
+    model: str
+    encoding: str
+    exact: bool
+    note: str
+    messages: int
+    tokens: int
+    by_role: dict[str, int]
+    by_tool: dict[str, ToolStat]
+    largest: list[Largest]
+    rounds: list[RoundStat]
+    steps: int
+    context_window: int | None
+    context_ratio: float | None
+    outside: dict[str, int]
+    sidechain: dict[str, int]
+    lines: int
+    bytes: int
+    skipped: list[dict[str, Any]]
+    usage: dict[str, Any]
+    conversations: int = 1
+
+    def to_dict(self) -> dict[str, Any]:
+        """The JSON shape (schema_version 1) of one file's stats."""
+        return {
+            "path": self.path, "format": self.format, "model": self.model,
+            "encoding": self.encoding, "exact": self.exact, "note": self.note,
+            "messages": self.messages, "tokens": self.tokens, "by_role": self.by_role,
+            "by_tool": {k: {"calls": v.calls, "call_tokens": v.call_tokens,
+                            "result_tokens": v.result_tokens, "tokens": v.tokens}
+                        for k, v in self.by_tool.items()},
+            "largest": [vars(x) for x in self.largest],
+            "rounds": len(self.rounds), "steps": self.steps,
+            "round_tokens": [vars(r) for r in self.rounds],
+            "context_window": self.context_window, "context_ratio": self.context_ratio,
+            "conversations": self.conversations, "outside": self.outside,
+            "sidechain": self.sidechain, "lines": self.lines, "bytes": self.bytes,
+            "skipped": self.skipped, "usage": self.usage,
+        }
+
+
+def preview(message: Message) -> str:
+    """A one-line preview of a message's content."""
+    text = message.text
+    if not text and any(isinstance(p, Image) for p in message.parts):
+        text = "[image]"
+    text = re.sub(r"\s+", " ", text[:4 * PREVIEW_CHARS]).strip()
+    text = text.encode("utf-8", "replace").decode("utf-8")  # lone surrogates
+    return text if len(text) <= PREVIEW_CHARS else text[: PREVIEW_CHARS - 1] + "…"
+
+
+class _Collector:
+    """Counts messages as they stream in, once the model (and so the encoding) is known."""
+
+    def __init__(self, model: str | None, table: ModelTable, find_model: Callable[[], str | None],
+                 counter: TokenCounter | None = None) -> None:
+        self.flag_model = model
+        self.table = table
+        self.find_model = find_model
+        self.counter = counter
+        self.stats: list[MessageStat] = []
+        self._buffer: list[Message] = []
+        if model and counter is None:
+            self.counter = TokenCounter(model, table)
+
+    def add(self, message: Message) -> None:
+        if self.counter is None:
+            self._buffer.append(message)
+            named = self.flag_model or message.model or self.find_model()
+            if named and self.table.find(named) is None and not self.flag_model:
+                named = None
+            if named or len(self._buffer) >= MODEL_LOOKAHEAD:
+                self._start(named)
+            return
+        self.stats.append(self._count(message))
+
+    def _start(self, model: str | None) -> None:
+        self.counter = TokenCounter(model or DEFAULT_MODEL, self.table)
+        buffered, self._buffer = self._buffer, []
+        self.counter.prime(t for m in buffered for t in _texts(m))
+        self.stats.extend(self._count(m) for m in buffered)
+
+    def done(self) -> TokenCounter:
+        if self.counter is None:
+            self._start(self.find_model())
+        assert self.counter is not None
+        return self.counter
+
+    def _count(self, message: Message) -> MessageStat:
+        counter = self.counter
+        assert counter is not None
+        count = counter.message(message)
+        stat = MessageStat(message.line, message.role, count.total, preview(message),
+                           message.human, message.result_only)
+        for part, tokens in zip(message.parts, count.parts, strict=True):
+            if isinstance(part, ToolCall):
+                stat.calls.append((part.id, part.name, tokens))
+            elif isinstance(part, ToolResult):
+                stat.results.append((part.call_id, tokens))
+        if stat.calls:
+            stat.tool = stat.calls[0][1]
+        return stat
+
+
+def _texts(message: Message) -> Iterable[str]:
+    from .tokens import texts_of
+
+    return texts_of(message)
+
+
+def stats(source: PathOrFile | Transcript, model: str | None = None, *, format: str | None = None,
+          skip_invalid: bool = False, top: int = 10, table: ModelTable = TABLE,
+          progress: Callable[[int], None] | None = None) -> FileStats:
+    """Token stats of a transcript file (streamed) or of a loaded Transcript."""
+    if isinstance(source, Transcript):
+        return _stats_of_transcript(source, model, top, table)
+    scanner = Scanner(source, format, skip_invalid=skip_invalid, progress=progress)
+    collector = _Collector(model, table, lambda: getattr(scanner, "named_model", None))
+    for message in scanner.messages():
+        collector.add(message)
+    assert scanner.layout is not None and scanner.format is not None
+    counter = collector.done()
+    skipped = [{"line": b.line, "problem": b.problem} for b in scanner.skipped]
+    return _summarize(collector.stats, scanner.layout, counter, top, path=scanner.path,
+                      format=scanner.format.name, lines=scanner.lines,
+                      size=scanner.bytes_read, skipped=skipped)
+
+
+def _stats_of_transcript(t: Transcript, model: str | None, top: int,
+                         table: ModelTable) -> FileStats:
+    ordered = [*t.messages, *t.sidechain, *t.outside]
+    n, s = len(t.messages), len(t.sidechain)
+    layout = Layout(list(range(n)), list(range(n, n + s)), t.model, t.usage,
+                    conversations=len({m.conversation for m in t.messages}) or 1)
+    collector = _Collector(model or t.model, table, lambda: t.model)
+    for message in ordered:
+        collector.add(message)
+    counter = collector.done()
+    size = sum(len(r.raw) for r in t.records)
+    skipped = [{"line": b.line, "problem": b.problem} for b in t.skipped]
+    return _summarize(collector.stats, layout, counter, top, path=t.path, format=t.format,
+                      lines=len(t.records), size=size, skipped=skipped)
+
+
+def _summarize(all_stats: list[MessageStat], layout: Layout, counter: TokenCounter, top: int,
+               **meta: Any) -> FileStats:
+    context = [all_stats[i] for i in layout.context]
+    side = [all_stats[i] for i in layout.sidechain]
+    seen = set(layout.context) | set(layout.sidechain)
+    outside = [s for i, s in enumerate(all_stats) if i not in seen]
+    conversations = max(layout.conversations, 1) if context else 0
+    total = sum(s.tokens for s in context) + REPLY_PRIMING * conversations
+    by_role: dict[str, int] = {}
+    for s in context:
+        by_role[s.role] = by_role.get(s.role, 0) + s.tokens
+    window = counter.info.context_window
+    recorded_window = layout.usage.get("context_window")
+    if isinstance(recorded_window, int) and recorded_window > 0 and \
+            counter.model == (layout.model or counter.model):
+        window = recorded_window
+    rounds = _rounds(context)
+    return FileStats(
+        path=meta["path"], format=meta["format"], model=counter.model,
+        encoding=counter.encoding_name, exact=counter.exact, note=counter.note,
+        messages=len(context), tokens=total, by_role=by_role, by_tool=_by_tool(context),
+        largest=_largest(context, top), rounds=rounds,
+        steps=sum(len(r.steps) for r in group_rounds(context)),
+        context_window=window, context_ratio=round(total / window, 4) if window else None,
+        outside={"messages": len(outside), "tokens": sum(s.tokens for s in outside)},
+        sidechain={"messages": len(side), "tokens": sum(s.tokens for s in side)},
+        lines=meta["lines"], bytes=meta["size"], skipped=meta["skipped"],
+        usage=_usage(layout.usage, total), conversations=conversations,
+    )
+
+
+def _by_tool(context: list[MessageStat]) -> dict[str, ToolStat]:
+    names: dict[str, str] = {}
+    tools: dict[str, ToolStat] = {}
+    for s in context:
+        for call_id, name, tokens in s.calls:
+            if call_id:
+                names[call_id] = name
+            t = tools.setdefault(name or "?", ToolStat())
+            t.calls += 1
+            t.call_tokens += tokens
+        for call_id, tokens in s.results:
+            name = names.get(call_id or "", "(unknown tool)")
+            tools.setdefault(name, ToolStat()).result_tokens += tokens
+            if s.tool is None:
+                s.tool = name
+    return dict(sorted(tools.items(), key=lambda kv: -kv[1].tokens))
+
+
+def _largest(context: list[MessageStat], top: int) -> list[Largest]:
+    biggest = sorted(context, key=lambda s: -s.tokens)[: max(top, 0)]
+    return [Largest(s.line, s.role, s.tool, s.tokens, s.preview) for s in biggest]
+
+
+def _rounds(context: list[MessageStat]) -> list[RoundStat]:
+    out: list[RoundStat] = []
+    running = 0
+    for r in group_rounds(context):
+        tokens = sum(context[i].tokens for i in r.indexes)
+        running += tokens
+        out.append(RoundStat(r.number, context[r.start].line, r.end - r.start, len(r.steps),
+                             tokens, running))
+    return out
+
+
+def _usage(recorded: dict[str, Any], counted: int) -> dict[str, Any]:
+    """Recorded provider usage beside the count, with the gap explained."""
+    usage = dict(recorded)
+    last = usage.get("last_input_tokens")
+    if isinstance(last, int) and last > 0:
+        usage["counted_context_tokens"] = counted
+        usage["not_in_file_tokens"] = last - counted
+        usage["explanation"] = (
+            "the last recorded call sent last_input_tokens; the file shows "
+            "counted_context_tokens of it; the rest (system prompt, tool definitions "
+            "the agent sends but does not log) is not_in_file_tokens"
+        )
+    return usage

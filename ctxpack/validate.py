@@ -1,0 +1,130 @@
+"""Would the provider accept this transcript? Pure checks that return a list of problems.
+
+Every tool result needs its call earlier and every call its result later (the
+OpenAI and Anthropic APIs reject either orphan); results must come where the
+provider expects them; roles must be ones the provider knows; Claude Code parent
+links must resolve.
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass
+
+import orjson
+
+from .model import Message, Transcript
+
+ROLES = {
+    "openai": {"system", "developer", "user", "assistant", "tool", "function"},
+    "openai-conversations": {"system", "developer", "user", "assistant", "tool", "function"},
+    "anthropic": {"user", "assistant"},
+    "claude-code": {"user", "assistant"},
+    "codex": {"system", "developer", "user", "assistant", "tool"},
+}
+# Providers that need each call's results before the next assistant turn.
+RESULTS_BEFORE_NEXT_TURN = {"openai", "openai-conversations", "anthropic", "claude-code"}
+
+
+@dataclass(frozen=True, slots=True)
+class Problem:
+    """One reason the provider would reject the transcript, at a source line."""
+
+    line: int
+    message: str
+
+    def to_dict(self) -> dict[str, object]:
+        return {"line": self.line, "problem": self.message}
+
+
+def validate(transcript: Transcript) -> list[Problem]:
+    """All problems found in the transcript's model-visible messages, by line."""
+    problems: list[Problem] = []
+    for conversation in _conversations(transcript.messages):
+        problems += _check_roles(conversation, transcript.format)
+        problems += _check_pairs(conversation, transcript.format)
+    if transcript.format == "claude-code":
+        problems += _check_parents(transcript)
+    return sorted(problems, key=lambda p: p.line)
+
+
+def _conversations(messages: list[Message]) -> list[list[Message]]:
+    groups: dict[int, list[Message]] = {}
+    for m in messages:
+        groups.setdefault(m.conversation, []).append(m)
+    return list(groups.values())
+
+
+def _check_roles(messages: list[Message], fmt: str) -> list[Problem]:
+    allowed = ROLES.get(fmt)
+    out = []
+    if allowed:
+        out = [Problem(m.line, f"role {m.role!r} is not accepted by the {fmt} API")
+               for m in messages if m.role not in allowed]
+    if fmt == "anthropic" and messages and messages[0].role != "user":
+        out.append(Problem(messages[0].line, "the first message must have role 'user'"))
+    return out
+
+
+def _check_pairs(messages: list[Message], fmt: str) -> list[Problem]:
+    problems: list[Problem] = []
+    open_calls: dict[str, tuple[int, str]] = {}
+    answered: set[str] = set()
+    legacy_open: list[int] = []
+    strict_adjacent = fmt in ("openai", "openai-conversations")
+    for m in messages:
+        if strict_adjacent and open_calls and m.role not in ("tool", "function"):
+            # Chat Completions wants the tool messages right after the call.
+            problems += _unanswered(open_calls, f"before the {m.role} message at line {m.line}")
+            open_calls.clear()
+        if m.role == "assistant" and fmt in RESULTS_BEFORE_NEXT_TURN:
+            problems += _unanswered(open_calls, "before the next assistant message")
+            open_calls.clear()
+        for call in m.tool_calls:
+            if call.id is None:
+                legacy_open.append(m.line)
+            elif call.id in open_calls or call.id in answered:
+                problems.append(Problem(m.line, f"tool call id {call.id!r} is used twice"))
+            else:
+                open_calls[call.id] = (m.line, call.name)
+        for result in m.tool_results:
+            if result.call_id is None:
+                if legacy_open:
+                    legacy_open.pop(0)
+                else:
+                    problems.append(Problem(m.line, "tool result without a preceding call"))
+            elif result.call_id in open_calls:
+                del open_calls[result.call_id]
+                answered.add(result.call_id)
+            elif result.call_id in answered:
+                problems.append(Problem(m.line, f"second result for tool call {result.call_id!r}"))
+            else:
+                problems.append(Problem(
+                    m.line, f"tool result for call {result.call_id!r}, which no earlier "
+                    "assistant message made"))
+    problems += _unanswered(open_calls, "in the transcript")
+    problems += [Problem(line, "function call without a result") for line in legacy_open]
+    return problems
+
+
+def _unanswered(open_calls: dict[str, tuple[int, str]], where: str) -> list[Problem]:
+    return [Problem(line, f"tool call {call_id!r} ({name}) has no result {where}")
+            for call_id, (line, name) in open_calls.items()]
+
+
+def _check_parents(transcript: Transcript) -> list[Problem]:
+    """Claude Code: every parentUuid must name a record of the same file."""
+    uuids: set[str] = set()
+    links: list[tuple[int, str]] = []
+    for record in transcript.records:
+        try:
+            data = orjson.loads(record.raw)
+        except orjson.JSONDecodeError:
+            continue
+        if not isinstance(data, dict):
+            continue
+        if isinstance(data.get("uuid"), str):
+            uuids.add(data["uuid"])
+        if isinstance(data.get("parentUuid"), str):
+            links.append((record.line, data["parentUuid"]))
+    return [Problem(line, f"parentUuid {parent!r} does not resolve to any record in the file")
+            for line, parent in links if parent not in uuids]

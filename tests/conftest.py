@@ -1,0 +1,43 @@
+"""Shared fixtures: the real-transcript corpus, the samples, and tokenizer availability."""
+
+from __future__ import annotations
+
+import os
+from pathlib import Path
+
+import pytest
+
+ROOT = Path(__file__).resolve().parent.parent
+SAMPLES = ROOT / "samples"
+SHARED = Path(os.environ.get("CTXPACK_SHARED", ROOT.parent / "shared"))
+CORPUS = SHARED / "corpus"
+
+if "TIKTOKEN_CACHE_DIR" not in os.environ and (SHARED / "tiktoken-cache").is_dir():
+    os.environ["TIKTOKEN_CACHE_DIR"] = str(SHARED / "tiktoken-cache")
+
+
+def corpus_files(*subdirs: str, pattern: str = "*.jsonl") -> list[Path]:
+    """Corpus files under `subdirs` (all when none); empty when the corpus is absent."""
+    if not CORPUS.is_dir():
+        return []
+    dirs = [CORPUS / s for s in subdirs] if subdirs else [CORPUS]
+    return sorted(p for d in dirs for p in d.rglob(pattern))
+
+
+def corpus_params(*subdirs: str, pattern: str = "*.jsonl") -> list:
+    """Parametrize values for corpus files: one skipped placeholder when there are none."""
+    files = corpus_files(*subdirs, pattern=pattern)
+    if not files:
+        return [pytest.param(None, marks=pytest.mark.skip(reason="corpus not found beside the "
+                                                             "checkout (../shared/corpus)"))]
+    return [pytest.param(p, id=p.name) for p in files]
+
+
+@pytest.fixture(scope="session")
+def exact_tokens() -> None:
+    """Skip unless tiktoken's encoding files can be loaded (a fresh offline machine has none)."""
+    from ctxpack.tokens import load_encoding
+
+    for name in ("o200k_base", "cl100k_base"):
+        if load_encoding(name) is None:
+            pytest.skip(f"tiktoken encoding {name} unavailable offline; set TIKTOKEN_CACHE_DIR")

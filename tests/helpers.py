@@ -1,0 +1,36 @@
+"""Running the real command line in a subprocess, as a user would."""
+
+from __future__ import annotations
+
+import os
+import subprocess
+import sys
+from dataclasses import dataclass
+
+
+@dataclass
+class Run:
+    code: int
+    out: str
+    err: str
+
+
+def ctxpack(*args: str, input: str | bytes | None = None, env: dict[str, str] | None = None,
+            cwd: str | None = None) -> Run:
+    """Run `python -m ctxpack ARGS` and capture everything."""
+    full_env = {**os.environ, "NO_COLOR": "1", "COLUMNS": "120", **(env or {})}
+    data = input.encode() if isinstance(input, str) else input
+    proc = subprocess.run([sys.executable, "-m", "ctxpack", *args], input=data,
+                          capture_output=True, env=full_env, cwd=cwd, timeout=300)
+    return Run(proc.returncode, proc.stdout.decode("utf-8", "replace"),
+               proc.stderr.decode("utf-8", "replace"))
+
+
+def assert_clean_error(run: Run, code: int, *fragments: str) -> None:
+    """One-line error, the documented exit code, no traceback."""
+    assert run.code == code, (run.code, run.out, run.err)
+    assert "Traceback" not in run.err and "Traceback" not in run.out, run.err
+    lines = [line for line in run.err.splitlines() if line.strip()]
+    assert len(lines) == 1, run.err
+    for fragment in fragments:
+        assert fragment in lines[0], (fragment, lines[0])

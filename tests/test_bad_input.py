@@ -1,0 +1,164 @@
+"""Bad input: one clear line naming file, line and problem, exit 2 — never a traceback."""
+
+from __future__ import annotations
+
+import io
+import json
+
+import pytest
+
+from ctxpack.errors import InputError
+from ctxpack.loader import load, write
+
+from .helpers import assert_clean_error, ctxpack
+
+GOOD = b'{"role":"user","content":"hello"}\n'
+ASSISTANT = b'{"role":"assistant","content":"hi there"}\n'
+
+BAD_CASES = {
+    "malformed JSON": (GOOD + b'{"role": "user", "content": }\n' + ASSISTANT, 2,
+                       "malformed JSON"),
+    "non-UTF-8 byte": (GOOD + b'{"role":"user","content":"caf\xe9"}\n' + ASSISTANT, 2,
+                       "not valid UTF-8"),
+    "truncated last line": (GOOD + ASSISTANT + b'{"role":"user","content":"cut he', 3,
+                            "truncated last line"),
+    "not an object": (GOOD + b'["role", "user"]\n', 2, "expected a JSON object, found an array"),
+    "bare number": (GOOD + b"42\n", 2, "found a number"),
+}
+
+
+@pytest.mark.parametrize("case", list(BAD_CASES))
+def test_bad_line_is_one_clear_line_with_exit_2(case, tmp_path):
+    data, line, problem = BAD_CASES[case]
+    path = tmp_path / "bad.jsonl"
+    path.write_bytes(data)
+    for command in ("stats", "validate"):
+        run = ctxpack(command, str(path))
+        assert_clean_error(run, 2, f"{path}:{line}:", problem)
+
+
+@pytest.mark.parametrize("case", list(BAD_CASES))
+def test_skip_invalid_skips_and_counts(case, tmp_path):
+    data, line, _ = BAD_CASES[case]
+    path = tmp_path / "bad.jsonl"
+    path.write_bytes(data)
+    run = ctxpack("stats", "--json", "--skip-invalid", str(path))
+    assert run.code == 0, run.err
+    doc = json.loads(run.out)["files"][0]
+    assert [s["line"] for s in doc["skipped"]] == [line]
+    assert doc["messages"] == data.count(b"\n") + (not data.endswith(b"\n")) - 1
+
+
+def test_skip_invalid_keeps_bad_lines_for_a_lossless_write(tmp_path):
+    data = BAD_CASES["malformed JSON"][0]
+    t = load(io.BytesIO(data), skip_invalid=True)
+    out = io.BytesIO()
+    write(t, out)
+    assert out.getvalue() == data
+
+
+def test_records_that_fit_no_format(tmp_path):
+    path = tmp_path / "x.jsonl"
+    path.write_bytes(b'{"hello": "world"}\n{"n": 1}\n')
+    assert_clean_error(ctxpack("stats", str(path)), 2, f"{path}:1:", "fit no known")
+
+
+def test_records_that_fit_not_the_forced_format(tmp_path):
+    path = tmp_path / "x.jsonl"
+    path.write_bytes(GOOD + ASSISTANT)
+    assert_clean_error(ctxpack("stats", "--format", "codex", str(path)), 2, f"{path}:1:",
+                       "not a codex record")
+
+
+def test_unknown_forced_format_lists_the_valid_ones(tmp_path):
+    path = tmp_path / "x.jsonl"
+    path.write_bytes(GOOD)
+    run = ctxpack("validate", "--format", "yaml", str(path))
+    assert_clean_error(run, 2, "unknown format 'yaml'", "openai", "claude-code", "codex")
+
+
+def test_missing_file_and_directory(tmp_path):
+    assert_clean_error(ctxpack("stats", str(tmp_path / "nope.jsonl")), 2, "no such file")
+    assert_clean_error(ctxpack("stats", str(tmp_path)), 2, "no *.jsonl files")
+
+
+def test_unknown_model_names_the_next_step(tmp_path):
+    path = tmp_path / "x.jsonl"
+    path.write_bytes(GOOD)
+    assert_clean_error(ctxpack("stats", "--model", "gpt-99-ultra", str(path)), 2,
+                       "unknown model 'gpt-99-ultra'", "ctxpack models")
+
+
+def test_load_raises_input_error_with_path_and_line(tmp_path):
+    path = tmp_path / "bad.jsonl"
+    path.write_bytes(BAD_CASES["malformed JSON"][0])
+    with pytest.raises(InputError) as info:
+        load(path)
+    assert (info.value.path, info.value.line) == (str(path), 2)
+
+
+def test_empty_file_is_an_empty_transcript(tmp_path):
+    path = tmp_path / "empty.jsonl"
+    path.write_bytes(b"")
+    run = ctxpack("stats", "--json", str(path))
+    assert run.code == 0, run.err
+    doc = json.loads(run.out)["files"][0]
+    assert (doc["messages"], doc["tokens"]) == (0, 0)
+    assert ctxpack("validate", str(path)).code == 0
+
+
+def test_blank_lines_are_kept_and_ignored(tmp_path):
+    data = GOOD + b"\n   \n" + ASSISTANT
+    t = load(io.BytesIO(data))
+    assert len(t.messages) == 2
+    out = io.BytesIO()
+    write(t, out)
+    assert out.getvalue() == data
+
+
+def test_lone_surrogate_falls_back_to_the_standard_parser(exact_tokens, tmp_path):
+    path = tmp_path / "s.jsonl"
+    path.write_bytes(b'{"role":"user","content":"odd \\ud800 char"}\n')
+    run = ctxpack("stats", "--json", str(path))
+    assert run.code == 0, run.err
+    assert json.loads(run.out)["files"][0]["messages"] == 1
+
+
+def test_huge_single_line_and_million_spaces(exact_tokens, tmp_path):
+    spaces = " " * 1_000_000
+    big = "word " * 2_000_000  # a 10 MB single line
+    path = tmp_path / "big.jsonl"
+    lines = [{"role": "user", "content": "run it"},
+             {"role": "assistant", "content": None, "tool_calls": [
+                 {"id": "c1", "type": "function", "function": {"name": "sh", "arguments": "{}"}}]},
+             {"role": "tool", "tool_call_id": "c1", "content": spaces},
+             {"role": "user", "content": big}]
+    path.write_text("".join(json.dumps(x) + "\n" for x in lines))
+    run = ctxpack("stats", "--json", str(path))
+    assert run.code == 0, run.err
+    doc = json.loads(run.out)["files"][0]
+    assert doc["by_tool"]["sh"]["result_tokens"] > 100  # counted, not crashed or zero
+    assert doc["tokens"] >= 2_000_000
+
+
+def test_deeply_nested_json_does_not_crash(tmp_path):
+    nested = "[" * 5000 + "]" * 5000
+    path = tmp_path / "deep.jsonl"
+    path.write_text(GOOD.decode() + '{"role":"user","content":"x","extra":' + nested + "}\n")
+    run = ctxpack("stats", "--json", str(path))
+    assert "Traceback" not in run.err
+    assert run.code in (0, 2), run.err
+
+
+def test_file_still_being_appended_to_is_read_as_opened(tmp_path):
+    path = tmp_path / "live.jsonl"
+    path.write_bytes(GOOD + ASSISTANT)
+    from ctxpack.loader import Scanner
+
+    scanner = Scanner(path)
+    seen = []
+    for message in scanner.messages():
+        seen.append(message)
+        with open(path, "ab") as f:  # the agent keeps writing while we read
+            f.write(GOOD)
+    assert len(seen) == 2
