@@ -2,17 +2,43 @@
 
 The public API: `load` and `write` transcripts in any supported format,
 `stats` for where the tokens went, `validate` for what a provider would reject.
+Names are imported on first use so that the command line starts fast.
 """
 
-from .errors import CtxpackError, InputError, UsageError
-from .loader import load, write
-from .model import Image, Message, Text, Thinking, ToolCall, ToolResult, Transcript
-from .stats import FileStats, stats
-from .validate import Problem, validate
+from __future__ import annotations
+
+from importlib import import_module
+from typing import TYPE_CHECKING, Any
 
 __version__ = "0.1.0"
 
+_EXPORTS = {
+    "CtxpackError": "errors", "InputError": "errors", "UsageError": "errors",
+    "load": "loader", "write": "loader",
+    "Transcript": "model", "Message": "model", "Text": "model", "Thinking": "model",
+    "Image": "model", "ToolCall": "model", "ToolResult": "model",
+    "stats": "stats", "FileStats": "stats",
+    "validate": "validate", "Problem": "validate",
+}
+
 __all__ = [
-    "CtxpackError", "FileStats", "Image", "InputError", "Message", "Problem", "Text", "Thinking",
-    "ToolCall", "ToolResult", "Transcript", "UsageError", "load", "stats", "validate", "write",
+    "CtxpackError", "FileStats", "Image", "InputError", "Message", "Problem", "Text",
+    "Thinking", "ToolCall", "ToolResult", "Transcript", "UsageError", "load", "stats",
+    "validate", "write",
 ]
+
+if TYPE_CHECKING:
+    from .errors import CtxpackError, InputError, UsageError
+    from .loader import load, write
+    from .model import Image, Message, Text, Thinking, ToolCall, ToolResult, Transcript
+    from .stats import FileStats, stats
+    from .validate import Problem, validate
+
+
+def __getattr__(name: str) -> Any:
+    module = _EXPORTS.get(name)
+    if module is None:
+        raise AttributeError(f"module 'ctxpack' has no attribute {name!r}")
+    value = getattr(import_module(f".{module}", __name__), name)
+    globals()[name] = value
+    return value

@@ -24,20 +24,24 @@ app = typer.Typer(
     no_args_is_help=True,
     context_settings={"help_option_names": ["-h", "--help"]},
     pretty_exceptions_enable=False,
+    # plain help: Rich-formatted help costs ~100 ms of imports on every start
+    rich_markup_mode=None,
 )
 
 OUTPUT_FORMATS = ("table", "json", "csv", "markdown")
 TRANSCRIPT_SUFFIXES = (".jsonl",)
 
 FormatOpt = Annotated[str | None, typer.Option(
-    "--format", help="Transcript format to force (default: detect from the first records).")]
+    "--format", metavar="FORMAT",
+        help="Transcript format to force (default: detect from the first records).")]
 ModelOpt = Annotated[str | None, typer.Option(
-    "--model", "-m", help="Model whose tokenizer and context window to use "
+    "--model", "-m", metavar="MODEL", help="Model whose tokenizer and context window to use "
     "(default: the model named in the transcript, else gpt-4o).")]
 SkipOpt = Annotated[bool, typer.Option(
     "--skip-invalid", help="Skip lines that cannot be read, and count them, instead of failing.")]
 ConfigOpt = Annotated[str | None, typer.Option(
-    "--config", help="Config file (default: $CTXPACK_CONFIG, ./ctxpack.yaml, user config dir).")]
+    "--config", metavar="PATH",
+        help="Config file (default: $CTXPACK_CONFIG, ./ctxpack.yaml, user config dir).")]
 
 
 def _stderr() -> Any:
@@ -107,20 +111,25 @@ def _split_formats(values: list[str]) -> tuple[str, str | None]:
 
 @app.command()
 def stats(
-    files: Annotated[list[str], typer.Argument(help="Transcripts: files, folders, globs or -.")],
+    files: Annotated[list[str], typer.Argument(metavar="FILE",
+        help="Transcripts: files, folders, globs or -.")],
     model: ModelOpt = None,
     json_out: Annotated[bool, typer.Option("--json", help="Print JSON (schema_version 1).")]
     = False,
     format: Annotated[list[str] | None, typer.Option(
-        "--format", "-f", help="Output format: table, json, csv or markdown; or a transcript "
+        "--format", "-f", metavar="FORMAT",
+            help="Output format: table, json, csv or markdown; or a transcript "
         "format to force (openai, anthropic, claude-code, codex, ...). May be given twice.")]
     = None,
-    top: Annotated[int, typer.Option("--top", help="How many of the largest messages to list.")]
+    top: Annotated[int, typer.Option("--top", metavar="N",
+        help="How many of the largest messages to list.")]
     = 10,
     max_tokens: Annotated[int | None, typer.Option(
-        "--max-tokens", help="Exit 1 when any file's context is over this many tokens.")] = None,
+        "--max-tokens", metavar="N",
+            help="Exit 1 when any file's context is over this many tokens.")] = None,
     max_ratio: Annotated[float | None, typer.Option(
-        "--max-ratio", help="Exit 1 when any file uses more than this share of its window.")]
+        "--max-ratio", metavar="R",
+            help="Exit 1 when any file uses more than this share of its window.")]
     = None,
     skip_invalid: SkipOpt = False,
     no_cache: Annotated[bool, typer.Option(
@@ -216,7 +225,8 @@ class _progress:
 
 @app.command()
 def validate(
-    files: Annotated[list[str], typer.Argument(help="Transcripts: files, folders, globs or -.")],
+    files: Annotated[list[str], typer.Argument(metavar="FILE",
+        help="Transcripts: files, folders, globs or -.")],
     format: FormatOpt = None,
     json_out: Annotated[bool, typer.Option("--json", help="Print problems as JSON.")] = False,
     skip_invalid: SkipOpt = False,
@@ -248,7 +258,8 @@ def validate(
 
 @app.command()
 def count(
-    text: Annotated[str | None, typer.Argument(help="Text to count; - or nothing reads stdin.")]
+    text: Annotated[str | None, typer.Argument(metavar="[TEXT|-]",
+        help="Text to count; - or nothing reads stdin.")]
     = None,
     model: ModelOpt = None,
     config: ConfigOpt = None,
@@ -294,7 +305,10 @@ def models(
 def main() -> None:
     """Entry point: run the app, turning every failure into one line and an exit code."""
     try:
-        app(standalone_mode=False)
+        code = app(standalone_mode=False)
+        # without standalone mode, an Exit inside a command comes back as its code
+        if isinstance(code, int) and code:
+            sys.exit(code)
     except CtxpackError as exc:
         _exit_with(str(exc), exc.exit_code)
     except typer.Exit as exc:

@@ -110,9 +110,9 @@ def _parse_slow(raw: bytes, path: str, line: int, first: Exception) -> Any:
     try:
         text = raw.decode("utf-8")
     except UnicodeDecodeError as exc:
-        column = raw.rfind(b"\n", 0, exc.start) + 1
+        byte = raw[exc.start]
         raise InputError(
-            path, line, f"not valid UTF-8: byte 0x{raw[exc.start]:02x} at column {exc.start - column + 1}"
+            path, line, f"not valid UTF-8: byte 0x{byte:02x} at column {exc.start + 1}"
         ) from None
     try:
         return json.loads(text)

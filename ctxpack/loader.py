@@ -129,7 +129,8 @@ class Scanner:
             return []
 
 
-def load(source: PathOrFile, format: str | None = None, *, skip_invalid: bool = False) -> Transcript:
+def load(source: PathOrFile, format: str | None = None, *,
+         skip_invalid: bool = False) -> Transcript:
     """Read a whole transcript, keeping every line so that `write` gives it back exactly."""
     scanner = Scanner(source, format, skip_invalid=skip_invalid, keep_records=True)
     emitted = list(scanner.messages())

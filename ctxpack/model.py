@@ -191,7 +191,7 @@ def group_rounds(entries: Sequence[_Entry]) -> list[Round]:
     first = 0 if preamble else 1
     return [
         Round(first + n, start, end, _steps(entries, start, end))
-        for n, (start, end) in enumerate(zip(bounds, bounds[1:]))
+        for n, (start, end) in enumerate(zip(bounds, bounds[1:], strict=False))
         if start < end
     ]
 

@@ -87,8 +87,8 @@ class ModelTable:
             return self._by_name[name]
         best: ModelInfo | None = None
         for key, info in self._by_name.items():
-            if name.startswith(key) and name[len(key) : len(key) + 1] in ("", "-", ".", ":", "@", "_") \
-                    and (best is None or len(key) > len(best.name)):
+            boundary = name[len(key) : len(key) + 1] in ("", "-", ".", ":", "@", "_")
+            if name.startswith(key) and boundary and (best is None or len(key) > len(best.name)):
                 best = info
         return best
 

@@ -1,0 +1,81 @@
+"""Lossless: load then write gives back the very bytes that were read."""
+
+from __future__ import annotations
+
+import io
+import json
+
+import pytest
+from hypothesis import given, settings
+from hypothesis import strategies as st
+
+from ctxpack.loader import load, write
+
+from .conftest import corpus_params
+
+
+def roundtrip(data: bytes, **kw) -> bytes:
+    out = io.BytesIO()
+    write(load(io.BytesIO(data), **kw), out)
+    return out.getvalue()
+
+
+texts = st.text(max_size=60)
+messages = st.one_of(
+    st.fixed_dictionaries({"role": st.sampled_from(["user", "assistant", "system"]),
+                           "content": texts}),
+    st.fixed_dictionaries({"role": st.just("tool"), "tool_call_id": texts, "content": texts}),
+    st.fixed_dictionaries({"role": st.just("assistant"), "content": st.none(),
+                           "tool_calls": st.lists(st.fixed_dictionaries({
+                               "id": texts, "type": st.just("function"),
+                               "function": st.fixed_dictionaries({"name": texts,
+                                                                  "arguments": texts})}),
+                               max_size=3)},
+                          optional={"x_unknown": st.dictionaries(texts, st.integers())}),
+)
+styles = st.sampled_from([
+    {"separators": (",", ":"), "ensure_ascii": False},
+    {"separators": (", ", ": "), "ensure_ascii": True},
+    {"indent": None, "sort_keys": True},
+])
+endings = st.sampled_from([b"\n", b"\r\n"])
+
+
+@settings(max_examples=150, deadline=None)
+@given(st.lists(messages, max_size=12), styles, endings, st.booleans())
+def test_any_openai_jsonl_round_trips_byte_for_byte(msgs, style, ending, final_newline):
+    lines = [json.dumps(m, **style).encode() for m in msgs]
+    data = ending.join(lines) + (ending if final_newline and lines else b"")
+    assert roundtrip(data) == data
+
+
+@settings(max_examples=100, deadline=None)
+@given(st.lists(st.one_of(st.binary(max_size=40).filter(lambda b: b"\n" not in b),
+                          st.just(b'{"role":"user","content":"ok"}')), max_size=10))
+def test_garbage_lines_survive_a_skip_invalid_round_trip(lines):
+    data = b"\n".join(lines) + b"\n"
+    try:
+        out = roundtrip(data, skip_invalid=True, format="openai")
+    except Exception as exc:  # only our own errors are acceptable, e.g. none at all
+        raise AssertionError(f"unexpected {type(exc).__name__}: {exc}") from exc
+    assert out == data
+
+
+@pytest.mark.corpus
+@pytest.mark.parametrize("path", corpus_params("claude-code", "codex", "anthropic-messages"))
+def test_corpus_round_trip(path, tmp_path):
+    target = tmp_path / path.name
+    t = load(path)
+    write(t, target)
+    assert target.read_bytes() == path.read_bytes()
+
+
+def test_samples_round_trip(tmp_path):
+    from .conftest import SAMPLES
+
+    files = sorted(SAMPLES.glob("*.jsonl"))
+    assert files, "samples/ must hold transcripts"
+    for path in files:
+        target = tmp_path / path.name
+        write(load(path), target)
+        assert target.read_bytes() == path.read_bytes(), path.name

@@ -1,0 +1,162 @@
+"""stats: totals, roles, tools, largest, rounds, gates and every output format."""
+
+from __future__ import annotations
+
+import csv
+import io
+import json
+
+import pytest
+
+from ctxpack import load, stats
+from ctxpack.tokens import TokenCounter
+
+from .conftest import SAMPLES, corpus_params
+from .helpers import ctxpack
+
+CHAT = [
+    {"role": "system", "content": "You are terse."},
+    {"role": "user", "content": "List the files."},
+    {"role": "assistant", "content": None, "tool_calls": [
+        {"id": "c1", "type": "function", "function": {"name": "ls", "arguments": "{\"p\":\".\"}"}},
+        {"id": "c2", "type": "function", "function": {"name": "cat", "arguments": "{\"f\":\"a\"}"}},
+    ]},
+    {"role": "tool", "tool_call_id": "c1", "content": "a.py\nb.py\n" * 50},
+    {"role": "tool", "tool_call_id": "c2", "content": "print('hello')"},
+    {"role": "assistant", "content": "Two files."},
+    {"role": "user", "content": "Thanks!"},
+]
+
+
+@pytest.fixture
+def chat(tmp_path):
+    path = tmp_path / "chat.jsonl"
+    path.write_text("".join(json.dumps(m) + "\n" for m in CHAT))
+    return path
+
+
+def test_numbers_add_up(exact_tokens, chat):
+    s = stats(chat, top=3)
+    counter = TokenCounter("gpt-4o")
+    expected = counter.messages(load(chat).messages)
+    assert s.tokens == expected
+    assert sum(s.by_role.values()) + 3 == s.tokens
+    assert s.messages == 7 and len(s.rounds) == 3 and s.steps == 2
+    assert [r.number for r in s.rounds] == [0, 1, 2]
+    assert s.rounds[-1].cumulative + 3 == s.tokens
+    # results are attributed to the tool that was called
+    assert s.by_tool["ls"].calls == 1 and s.by_tool["ls"].result_tokens > s.by_tool["cat"].tokens
+    assert s.largest[0].line == 4 and s.largest[0].tool == "ls" and len(s.largest) == 3
+    assert s.context_window == 128_000 and s.exact
+
+
+def test_streamed_and_loaded_stats_agree(exact_tokens, chat):
+    assert stats(chat).to_dict() == stats(load(chat)).to_dict()
+
+
+def test_model_flag_changes_encoding_and_window(exact_tokens, chat):
+    s = stats(chat, "gpt-4")
+    assert (s.encoding, s.context_window, s.model) == ("cl100k_base", 8192, "gpt-4")
+
+
+def test_json_schema(exact_tokens, chat):
+    run = ctxpack("stats", "--json", str(chat), str(chat))
+    assert run.code == 0, run.err
+    doc = json.loads(run.out)
+    assert doc["schema_version"] == 1 and len(doc["files"]) == 2
+    f = doc["files"][0]
+    for key in ("path", "format", "model", "encoding", "exact", "messages", "tokens", "by_role",
+                "by_tool", "largest", "usage"):
+        assert key in f
+    assert doc["total"]["tokens"] == 2 * f["tokens"]
+    assert doc["total"]["messages"] == 14
+
+
+def test_csv_and_markdown(exact_tokens, chat):
+    rows = list(csv.DictReader(io.StringIO(ctxpack("stats", "-f", "csv", str(chat)).out)))
+    assert rows[0]["format"] == "openai" and int(rows[0]["tokens"]) == stats(chat).tokens
+    md = ctxpack("stats", "--format", "markdown", str(chat)).out
+    assert "### Tokens by tool" in md and "| ls |" in md
+
+
+def test_table_output_names_everything(exact_tokens, chat):
+    run = ctxpack("stats", str(chat))
+    assert run.code == 0, run.err
+    for text in ("Tokens by role", "Tokens by tool", "Largest", "Rounds", "128,000"):
+        assert text in run.out
+
+
+def test_gates_exit_1_naming_the_file(exact_tokens, chat, tmp_path):
+    small = tmp_path / "small.jsonl"
+    small.write_text(json.dumps({"role": "user", "content": "hi"}) + "\n")
+    run = ctxpack("stats", "--json", "--max-tokens", "50", str(small), str(chat))
+    assert run.code == 1 and str(chat) in run.err and str(small) not in run.err
+    assert json.loads(run.out)["files"]  # the data is still printed
+    assert ctxpack("stats", "--max-tokens", "100000", str(chat)).code == 0
+    run = ctxpack("stats", "--model", "gpt-4", "--max-ratio", "0.001", str(chat))
+    assert run.code == 1 and "window" in run.err
+
+
+def test_stdin_folder_and_glob(exact_tokens, chat, tmp_path):
+    data = chat.read_bytes()
+    assert json.loads(ctxpack("stats", "--json", "-", input=data).out)["files"][0]["tokens"] \
+        == stats(chat).tokens
+    (tmp_path / "sub").mkdir()
+    (tmp_path / "sub" / "b.jsonl").write_bytes(data)
+    doc = json.loads(ctxpack("stats", "--json", str(tmp_path)).out)
+    assert len(doc["files"]) == 2
+    doc = json.loads(ctxpack("stats", "--json", str(tmp_path / "**" / "*.jsonl")).out)
+    assert len(doc["files"]) == 2
+
+
+def test_output_and_transcript_format_together(exact_tokens, chat):
+    run = ctxpack("stats", "--format", "openai", "--format", "csv", str(chat))
+    assert run.code == 0 and run.out.startswith("path,format")
+    run = ctxpack("stats", "--format", "xml", str(chat))
+    assert run.code == 2 and "output formats" in run.err
+
+
+def test_count_prints_a_bare_number(exact_tokens):
+    assert ctxpack("count", "hello world", "--model", "gpt-4o").out == "2\n"
+    assert ctxpack("count", "-", input="hello world").out == "2\n"
+    assert ctxpack("count", "--model", "gpt-4", input="tiktoken is great!").out == "6\n"
+
+
+def test_models_lists_and_config_extends(tmp_path):
+    run = ctxpack("models", "--json")
+    names = {m["name"]: m for m in json.loads(run.out)}
+    assert names["gpt-4o"]["encoding"] == "o200k_base" and names["claude"]["exact"] is False
+    cfg = tmp_path / "ctxpack.yaml"
+    cfg.write_text("models:\n  - name: acme-coder\n    encoding: cl100k_base\n"
+                   "    context_window: 65536\n")
+    names = {m["name"]: m for m in json.loads(ctxpack("models", "--json", "--config",
+                                                       str(cfg)).out)}
+    assert names["acme-coder"]["context_window"] == 65536
+    bad = tmp_path / "bad.yaml"
+    bad.write_text("modles: []\ncolour: red\n")
+    run = ctxpack("models", "--config", str(bad))
+    assert run.code == 2 and "modles" in run.err and "colour" in run.err
+
+
+def test_config_model_is_usable_for_stats(exact_tokens, chat, tmp_path):
+    cfg = tmp_path / "c.yaml"
+    cfg.write_text("models:\n  - {name: acme-coder, encoding: cl100k_base, context_window: 1000}\n")
+    doc = json.loads(ctxpack("stats", "--json", "--model", "acme-coder", str(chat),
+                             env={"CTXPACK_CONFIG": str(cfg)}).out)
+    assert doc["files"][0]["context_window"] == 1000
+
+
+@pytest.mark.parametrize("path", sorted(SAMPLES.glob("*.jsonl")), ids=lambda p: p.name)
+def test_samples_give_sensible_stats(exact_tokens, path):
+    s = stats(path)
+    assert s.messages > 0 and s.tokens > 0 and s.rounds
+
+
+@pytest.mark.corpus
+@pytest.mark.parametrize("path", corpus_params("claude-code", "codex", "anthropic-messages"))
+def test_corpus_stats_are_sensible(exact_tokens, path):
+    s = stats(path)
+    assert s.format in ("claude-code", "codex", "anthropic")
+    assert s.messages > 0 and s.tokens > 0
+    assert sum(s.by_role.values()) <= s.tokens
+    assert s.lines == path.read_bytes().count(b"\n")

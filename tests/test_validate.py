@@ -1,0 +1,103 @@
+"""validate: orphans, misplaced results, roles, parent links — each reported with its line."""
+
+from __future__ import annotations
+
+import io
+import json
+
+import pytest
+
+from ctxpack.loader import load
+from ctxpack.validate import validate
+
+from .conftest import corpus_params
+from .helpers import ctxpack
+
+
+def lines(*records) -> bytes:
+    return b"".join(json.dumps(r).encode() + b"\n" for r in records)
+
+
+def call(cid, name="get"):
+    return {"role": "assistant", "content": None, "tool_calls": [
+        {"id": cid, "type": "function", "function": {"name": name, "arguments": "{}"}}]}
+
+
+def result(cid):
+    return {"role": "tool", "tool_call_id": cid, "content": "ok"}
+
+
+USER = {"role": "user", "content": "hi"}
+
+
+def problems(data: bytes, fmt=None):
+    return [(p.line, p.message) for p in validate(load(io.BytesIO(data), fmt))]
+
+
+def test_valid_openai_has_no_problems():
+    assert problems(lines(USER, call("a"), result("a"), {"role": "assistant", "content": "x"})) \
+        == []
+
+
+def test_orphan_result_and_unanswered_call_with_lines():
+    found = problems(lines(USER, result("zz"), call("a")))
+    assert [line for line, _ in found] == [2, 3]
+    assert "no earlier assistant message" in found[0][1]
+    assert "has no result" in found[1][1]
+
+
+def test_openai_results_must_directly_follow_the_call():
+    found = problems(lines(USER, call("a"), USER, result("a")))
+    assert found and found[0][0] == 2 and "before the user message at line 3" in found[0][1]
+
+
+def test_duplicate_ids_and_second_results():
+    found = problems(lines(USER, call("a"), result("a"), result("a")))
+    assert found == [(4, "second result for tool call 'a'")]
+
+
+def test_unknown_role():
+    assert problems(lines({"role": "robot", "content": "beep"}))[0][1].startswith("role 'robot'")
+
+
+def test_anthropic_first_message_must_be_user():
+    data = lines({"role": "assistant", "content": [{"type": "text", "text": "hi"}]},
+                 {"role": "user", "content": [{"type": "text", "text": "yo"}]})
+    found = problems(data, "anthropic")
+    assert (1, "the first message must have role 'user'") in found
+
+
+def test_claude_code_dangling_parent():
+    base = {"sessionId": "s", "isSidechain": False, "type": "user"}
+    data = lines({**base, "uuid": "u1", "parentUuid": None,
+                  "message": {"role": "user", "content": "hello"}},
+                 {**base, "uuid": "u2", "parentUuid": "missing",
+                  "message": {"role": "user", "content": "again"}})
+    found = problems(data, "claude-code")
+    assert (2, "parentUuid 'missing' does not resolve to any record in the file") in found
+
+
+def test_cli_exit_codes_and_lines(tmp_path):
+    good, bad = tmp_path / "good.jsonl", tmp_path / "bad.jsonl"
+    good.write_bytes(lines(USER, call("a"), result("a")))
+    bad.write_bytes(lines(USER, call("a")))
+    assert ctxpack("validate", str(good)).code == 0
+    run = ctxpack("validate", str(good), str(bad))
+    assert run.code == 1
+    assert run.out.strip() == f"{bad}:2: tool call 'a' (get) has no result in the transcript"
+    doc = json.loads(ctxpack("validate", "--json", str(bad)).out)
+    assert doc["files"][0]["valid"] is False and doc["files"][0]["problems"][0]["line"] == 2
+
+
+def test_stdin(tmp_path):
+    run = ctxpack("validate", "-", input=lines(USER, call("a"), result("a")))
+    assert run.code == 0, run.err
+
+
+@pytest.mark.corpus
+@pytest.mark.parametrize("path", corpus_params("claude-code", "codex", "anthropic-messages"))
+def test_corpus_files_validate_without_crashing(path):
+    t = load(path)
+    found = validate(t)
+    # every problem names a real line of the file
+    assert all(1 <= p.line <= len(t.records) for p in found)
