@@ -93,10 +93,10 @@ def parse_line(raw: bytes, path: str, line: int) -> dict[str, Any] | None:
     """Parse one raw line into a JSON object; None for a blank line."""
     try:
         value = orjson.loads(raw)
-    except orjson.JSONDecodeError as exc:
+    except orjson.JSONDecodeError:
         if not raw.strip():
             return None
-        value = _parse_slow(raw, path, line, exc)
+        value = _parse_slow(raw, path, line)
     if not isinstance(value, dict):
         kind = type(value).__name__ if value is not None else "null"
         kind = {"list": "an array", "str": "a string", "int": "a number", "float": "a number",
@@ -105,7 +105,7 @@ def parse_line(raw: bytes, path: str, line: int) -> dict[str, Any] | None:
     return value
 
 
-def _parse_slow(raw: bytes, path: str, line: int, first: Exception) -> Any:
+def _parse_slow(raw: bytes, path: str, line: int) -> Any:
     """Second try with the standard parser, which accepts lone surrogates; explain failures."""
     try:
         text = raw.decode("utf-8")
@@ -115,9 +115,12 @@ def _parse_slow(raw: bytes, path: str, line: int, first: Exception) -> Any:
             path, line, f"not valid UTF-8: byte 0x{byte:02x} at column {exc.start + 1}"
         ) from None
     try:
-        return json.loads(text)
+        try:
+            return json.loads(text)
+        except RecursionError:
+            return deep_call(json.loads, text)
     except RecursionError:
-        raise InputError(path, line, "JSON nested too deeply to read") from None
+        raise InputError(path, line, f"JSON nested deeper than {DEEP_LIMIT:,} levels") from None
     except json.JSONDecodeError as exc:
         if not raw.endswith(b"\n"):
             raise InputError(
@@ -127,14 +130,55 @@ def _parse_slow(raw: bytes, path: str, line: int, first: Exception) -> Any:
         raise InputError(path, line, f"malformed JSON: {exc.msg} at column {exc.colno}") from None
 
 
+# Nesting beyond the parsers' recursion limits is rare but legal JSON; such values
+# are handled on a thread with a large stack and a raised recursion limit.
+DEEP_LIMIT = 100_000
+_DEEP_STACK = 512 << 20
+
+
+def deep_call(fn: Any, *args: Any) -> Any:
+    """Run `fn(*args)` where deep recursion is safe; re-raise what it raises."""
+    import threading
+
+    box: dict[str, Any] = {}
+
+    def run() -> None:
+        old = sys.getrecursionlimit()
+        sys.setrecursionlimit(max(old, DEEP_LIMIT + 1000))
+        try:
+            box["value"] = fn(*args)
+        except BaseException as exc:  # noqa: BLE001 - handed back to the caller
+            box["error"] = exc
+        finally:
+            sys.setrecursionlimit(old)
+
+    previous = threading.stack_size(_DEEP_STACK)
+    try:
+        worker = threading.Thread(target=run, name="ctxpack-deep-json")
+        worker.start()
+    finally:
+        threading.stack_size(previous)
+    worker.join()
+    if "error" in box:
+        raise box["error"]
+    return box["value"]
+
+
 def dumps(value: Any) -> bytes:
     """Compact JSON as agents write it (no spaces), without a newline."""
     try:
         return orjson.dumps(value)
     except TypeError:
-        return json.dumps(value, ensure_ascii=False, separators=(",", ":")).encode(
-            "utf-8", "surrogatepass"
-        )
+        pass  # lone surrogates, or nesting deeper than orjson takes
+    try:
+        text = _dumps_std(value)
+    except RecursionError:
+        text = deep_call(_dumps_std, value)
+    return text.encode("utf-8", "surrogatepass")
+
+
+def _dumps_std(value: Any) -> str:
+    return json.dumps(value, ensure_ascii=False, separators=(",", ":"))
 
 
 def write_atomic(path: str, chunks: Iterator[bytes] | list[bytes]) -> None:

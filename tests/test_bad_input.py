@@ -141,13 +141,29 @@ def test_huge_single_line_and_million_spaces(exact_tokens, tmp_path):
     assert doc["tokens"] >= 2_000_000
 
 
-def test_deeply_nested_json_does_not_crash(tmp_path):
-    nested = "[" * 5000 + "]" * 5000
+def test_deeply_nested_json_is_read(exact_tokens, tmp_path):
+    nested = "[" * 50_000 + "]" * 50_000
+    deep_args = {"type": "tool_use", "id": "t1", "name": "deep", "input": {"x": 0}}
     path = tmp_path / "deep.jsonl"
-    path.write_text(GOOD.decode() + '{"role":"user","content":"x","extra":' + nested + "}\n")
+    record = json.dumps({"role": "assistant", "content": [deep_args]})
+    record = record.replace('{"x": 0}', '{"x": ' + nested + "}")
+    path.write_text('{"role":"user","content":[{"type":"text","text":"go"}]}\n' + record + "\n"
+                    + '{"role":"user","content":"x","extra":' + nested + "}\n")
     run = ctxpack("stats", "--json", str(path))
-    assert "Traceback" not in run.err
-    assert run.code in (0, 2), run.err
+    assert run.code == 0, run.err
+    doc = json.loads(run.out)["files"][0]
+    assert doc["messages"] == 3 and doc["by_tool"]["deep"]["call_tokens"] > 1000
+    t = load(path)
+    out = io.BytesIO()
+    write(t, out)
+    assert out.getvalue() == path.read_bytes()
+
+
+def test_nesting_beyond_the_limit_is_a_clean_error(tmp_path):
+    path = tmp_path / "deeper.jsonl"
+    path.write_text('{"role":"user","content":"x","extra":' + "[" * 150_000 + "]" * 150_000
+                    + "}\n")
+    assert_clean_error(ctxpack("stats", str(path)), 2, f"{path}:1:", "nested deeper than")
 
 
 def test_file_still_being_appended_to_is_read_as_opened(tmp_path):

@@ -1,0 +1,317 @@
+"""OpenAI Codex CLI rollout files: one `{timestamp, type, payload}` item per line.
+
+Only `response_item` payloads, the items of a `compacted` line and the
+`session_meta` instructions are model input; the rest is UI and telemetry. The
+context is the newest system prompt plus whatever follows the last `compacted`
+line. Usage comes from the last `token_count` event, the model from `turn_context`.
+"""
+
+from __future__ import annotations
+
+import re
+from collections.abc import Callable
+from typing import Any
+
+from ..jsonl import dumps
+from ..model import Image, Message, Part, Text, Thinking, ToolCall, ToolResult
+from .base import Layout, RecordError, text_of
+from .openai import parse_data_url
+
+_SURE_TYPES = {"session_meta", "response_item", "event_msg", "turn_context", "compacted"}
+_DETAILS = {"low", "high", "auto", "original"}
+_OPAQUE = {"reasoning", "compaction", "compaction_summary"}  # items with encrypted_content
+_USAGE_SOURCE = "codex token_count events (last cumulative value)"
+
+# Text the CLI puts in user-role messages on its own: context, instructions, notices.
+_INJECTED = (
+    "<environment_context>", "<user_instructions>", "# agents.md instructions",
+    "<turn_aborted>", "<user_shell_command>", "<permissions instructions>", "<skill>",
+    "<subagent_notification>", "<context_update>", "<tool_context>", "<reasoning_context>",
+    "<pinned_notes>", "<collaboration_mode>", "<model_switch>",
+    "another language model started to solve this problem",  # a compaction summary
+)
+# Newer CLIs add more `<tag>…</tag>` injections; a whole text so wrapped is one of them.
+_WRAPPED = re.compile(r"<([a-z][\w .-]*)>.*</\1>", re.IGNORECASE | re.DOTALL)
+
+
+def _injected(text: str) -> bool:
+    stripped = text.strip()
+    return stripped.lower().startswith(_INJECTED) or bool(_WRAPPED.fullmatch(stripped))
+
+
+def _json(value: Any) -> str:
+    return dumps(value).decode("utf-8", "surrogatepass")
+
+
+def _image(item: dict[str, Any]) -> Image | None:
+    url = item.get("image_url")
+    if isinstance(url, dict):
+        url = url.get("url")
+    if not isinstance(url, str) or not url:
+        return None
+    img = parse_data_url(url)
+    detail = item.get("detail")
+    detail = detail if isinstance(detail, str) and detail in _DETAILS else None
+    return Image(img.media_type, img.data, img.url, detail)
+
+
+def _content_parts(content: Any) -> list[Text | Image]:
+    """Parts of a `content` / `output` value: a string, an item, or a list of items."""
+    if content is None or content == "":
+        return []
+    if isinstance(content, dict):
+        content = [content]
+    if not isinstance(content, list):
+        return [Text(text_of(content))]
+    parts: list[Text | Image] = []
+    for item in content:
+        if isinstance(item, str):
+            parts.append(Text(item))
+        elif not isinstance(item, dict):
+            continue
+        elif item.get("type") == "input_image":
+            image = _image(item)
+            if image is not None:
+                parts.append(image)
+        elif isinstance(item.get("text"), str):
+            parts.append(Text(item["text"]))
+    return parts
+
+
+def _readable(item: Any) -> bool:
+    if isinstance(item, dict):
+        return isinstance(item.get("text"), str) or item.get("type") == "input_image"
+    return isinstance(item, str)
+
+
+def _is_human(role: str, parts: list[Text | Image]) -> bool:
+    texts = [p.text for p in parts if isinstance(p, Text)]
+    # Like the CLI itself: one injected part makes the whole message injected.
+    return role == "user" and bool(texts) and not any(_injected(t) for t in texts)
+
+
+def _message(item: dict[str, Any]) -> Message | None:
+    role = item.get("role")
+    if not isinstance(role, str):
+        return None
+    parts = _content_parts(item.get("content"))
+    return Message(role, list(parts), human=_is_human(role, parts))
+
+
+def _agent_message(item: dict[str, Any]) -> Message:
+    # Another agent of a multi-agent run speaking: input to this one, never a person.
+    author = item.get("author") if isinstance(item.get("author"), str) else None
+    return Message("user", list(_content_parts(item.get("content"))), name=author)
+
+
+def _reasoning(item: dict[str, Any]) -> Message | None:
+    texts = [p.text for p in _content_parts(item.get("summary"))
+             + _content_parts(item.get("content")) if isinstance(p, Text) and p.text]
+    if not texts:
+        return None  # encrypted only: nothing readable to count or show
+    return Message("assistant", [Thinking("\n\n".join(texts))])
+
+
+def _call(item: dict[str, Any], name: Any, arguments: Any) -> Message:
+    if not isinstance(arguments, str):
+        arguments = "" if arguments is None else _json(arguments)
+    call_id = item.get("call_id") if isinstance(item.get("call_id"), str) else None
+    return Message("assistant", [ToolCall(call_id, str(name or ""), arguments)])
+
+
+def _web_search(item: dict[str, Any]) -> Message:
+    # Searched and answered inside the API: no output item follows, so not a ToolCall.
+    action = item.get("action") if isinstance(item.get("action"), dict) else {}
+    queries = action.get("queries") if isinstance(action.get("queries"), list) else []
+    what = action.get("query") or "; ".join(q for q in queries if isinstance(q, str))
+    if not isinstance(what, str) or not what:
+        what = _json({k: v for k, v in action.items() if v is not None})
+    return Message("assistant", [Text(f"web_search: {what}")])
+
+
+def _image_generation(item: dict[str, Any]) -> Message:
+    # Like web search, the result travels in the call item itself.
+    prompt = item.get("revised_prompt")
+    parts: list[Part] = [Text(f"image_generation: {prompt if isinstance(prompt, str) else ''}")]
+    result = item.get("result")
+    if isinstance(result, str) and result:
+        parts.append(Image("image/png", data=result))
+    return Message("assistant", parts)
+
+
+def _output(item: dict[str, Any]) -> Message:
+    value = item.get("output")
+    if value is None:
+        value = item.get("tools")  # tool_search_output lists the tools it found
+    error = False
+    if isinstance(value, dict) and "content" in value:  # older {content, success} payloads
+        error = value.get("success") is False
+        value = value["content"]
+    items = [value] if isinstance(value, dict) else value
+    if isinstance(items, list) and items and not any(map(_readable, items)):
+        value = _json(value)  # plain data, not content items: keep all of it
+    call_id = item.get("call_id") if isinstance(item.get("call_id"), str) else None
+    return Message("tool", [ToolResult(call_id, tuple(_content_parts(value)), error)])
+
+
+_CONVERTERS: dict[str, Callable[[dict[str, Any]], Message | None]] = {
+    "message": _message,
+    "agent_message": _agent_message,
+    "reasoning": _reasoning,
+    "function_call": lambda i: _call(i, i.get("name"), i.get("arguments")),
+    "custom_tool_call": lambda i: _call(i, i.get("name"), i.get("input")),
+    "local_shell_call": lambda i: _call(i, "local_shell", i.get("action")),
+    "tool_search_call": lambda i: _call(i, "tool_search", i.get("arguments")),
+    "web_search_call": _web_search,
+    "image_generation_call": _image_generation,
+    "function_call_output": _output,
+    "custom_tool_call_output": _output,
+    "tool_search_output": _output,
+}
+
+
+def item_message(item: dict[str, Any], line: int, raw: Any = None) -> Message | None:
+    """Convert one Responses API item into a message; None for items the model never reads."""
+    convert = _CONVERTERS.get(str(item.get("type")))
+    message = convert(item) if convert else None
+    if message is not None:
+        message.lines = (line,)
+        message.raw = item if raw is None else raw
+        message.id = item.get("id") if isinstance(item.get("id"), str) else None
+    return message
+
+
+def _instructions(meta: dict[str, Any]) -> str | None:
+    base = meta.get("base_instructions")
+    text = base.get("text") if isinstance(base, dict) else base
+    if not isinstance(text, str) or not text:
+        text = meta.get("instructions")
+    return text if isinstance(text, str) and text else None
+
+
+class CodexReader:
+    """Keeps numbers of the current context window and the last usage values only."""
+
+    def __init__(self) -> None:
+        self.count = 0
+        self.system: int | None = None
+        self.window: list[int] = []
+        self.model: str | None = None
+        self.meta_model: str | None = None
+        self.totals: dict[str, Any] | None = None
+        self.last_call: dict[str, Any] | None = None
+        self.context_window: int | None = None
+        self.calls = 0
+        self._previous: tuple[Any, Any] | None = None
+        self.encrypted_items = 0
+        self.encrypted_chars = 0
+
+    def feed(self, line: int, record: dict[str, Any]) -> list[Message]:
+        kind, payload = record.get("type"), record.get("payload")
+        if not isinstance(kind, str) or "payload" not in record:
+            raise RecordError("no 'type' and 'payload' envelope")
+        if not isinstance(payload, dict):
+            return []
+        if kind == "response_item":
+            self._note_encrypted(payload)
+            return self._emit([item_message(payload, line, record)])
+        if kind == "compacted":
+            return self._compacted(line, record, payload)
+        if kind == "session_meta":
+            return self._session_meta(line, record, payload)
+        if kind == "turn_context" and isinstance(payload.get("model"), str):
+            self.model = payload["model"]
+        elif kind == "event_msg" and payload.get("type") == "token_count":
+            self._token_count(payload.get("info"))
+        return []
+
+    def _emit(self, messages: list[Message | None]) -> list[Message]:
+        out = [m for m in messages if m is not None]
+        for m in out:
+            if m.role == "assistant":
+                m.model = self.model or self.meta_model
+            self.window.append(self.count)
+            self.count += 1
+        return out
+
+    def _note_encrypted(self, item: dict[str, Any]) -> None:
+        kind, secret = item.get("type"), item.get("encrypted_content")
+        if isinstance(kind, str) and kind in _OPAQUE and isinstance(secret, str) and secret:
+            self.encrypted_items += 1
+            self.encrypted_chars += len(secret)
+
+    def _session_meta(self, line: int, record: dict[str, Any],
+                      meta: dict[str, Any]) -> list[Message]:
+        if isinstance(meta.get("model"), str):
+            self.meta_model = meta["model"]
+        text = _instructions(meta)
+        if text is None:
+            return []
+        # A resumed or forked session states its prompt again; only the newest one counts.
+        self.system = self.count
+        self.count += 1
+        return [Message("system", [Text(text)], (line,), record)]
+
+    def _compacted(self, line: int, record: dict[str, Any],
+                   payload: dict[str, Any]) -> list[Message]:
+        self.window = []
+        self.encrypted_items = self.encrypted_chars = 0
+        history = payload.get("replacement_history")
+        if isinstance(history, list) and history:
+            items = [i for i in history if isinstance(i, dict)]
+            for item in items:
+                self._note_encrypted(item)
+            return self._emit([item_message(item, line) for item in items])
+        summary = payload.get("message")
+        if isinstance(summary, str) and summary:
+            return self._emit([Message("user", [Text(summary)], (line,), record)])
+        return []
+
+    def _token_count(self, info: Any) -> None:
+        if not isinstance(info, dict):
+            return  # a rate-limit-only update
+        total, last = info.get("total_token_usage"), info.get("last_token_usage")
+        # The CLI re-emits the same values several times a turn; a change marks a new call.
+        if (total, last) != self._previous:
+            self.calls += 1
+            self._previous = (total, last)
+        if isinstance(total, dict):
+            self.totals = total
+        if isinstance(last, dict):
+            self.last_call = last
+        if isinstance(info.get("model_context_window"), int):
+            self.context_window = info["model_context_window"]
+
+    def usage(self) -> dict[str, Any]:
+        """Provider usage in the shape all formats share, plus the opaque reasoning seen."""
+        usage: dict[str, Any] = {"source": _USAGE_SOURCE, "calls": self.calls} if self.calls else {}
+        for key, values, field in (("input_tokens", self.totals, "input_tokens"),
+                                   ("output_tokens", self.totals, "output_tokens"),
+                                   ("cache_read_tokens", self.totals, "cached_input_tokens"),
+                                   ("reasoning_tokens", self.totals, "reasoning_output_tokens"),
+                                   ("last_input_tokens", self.last_call, "input_tokens")):
+            if values is not None and isinstance(values.get(field), int):
+                usage[key] = values[field]
+        if self.context_window is not None:
+            usage["context_window"] = self.context_window
+        if self.encrypted_items:
+            usage["encrypted_reasoning_items"] = self.encrypted_items
+            usage["encrypted_reasoning_chars"] = self.encrypted_chars
+        return usage
+
+    def finish(self) -> tuple[list[Message], Layout]:
+        context = ([] if self.system is None else [self.system]) + self.window
+        return [], Layout(context, model=self.model or self.meta_model, usage=self.usage())
+
+
+class CodexFormat:
+    name = "codex"
+    description = "Codex CLI rollout: one {timestamp, type, payload} item per line"
+
+    def sniff(self, record: dict[str, Any]) -> int:
+        kind, payload = record.get("type"), record.get("payload")
+        sure = isinstance(kind, str) and kind in _SURE_TYPES
+        return 2 if sure and isinstance(payload, dict) else 0
+
+    def reader(self) -> CodexReader:
+        return CodexReader()
