@@ -200,7 +200,7 @@ def stats(source: PathOrFile | Transcript, model: str | None = None, *, format: 
     skipped = [{"line": b.line, "problem": b.problem} for b in scanner.skipped]
     return _summarize(collector.stats, scanner.layout, counter, top, path=scanner.path,
                       format=scanner.format.name, lines=scanner.lines,
-                      size=scanner.bytes_read, skipped=skipped)
+                      size=scanner.bytes_read, skipped=skipped, flagged=model is not None)
 
 
 def _stats_of_transcript(t: Transcript, model: str | None, top: int,
@@ -216,7 +216,8 @@ def _stats_of_transcript(t: Transcript, model: str | None, top: int,
     size = sum(len(r.raw) for r in t.records)
     skipped = [{"line": b.line, "problem": b.problem} for b in t.skipped]
     return _summarize(collector.stats, layout, counter, top, path=t.path, format=t.format,
-                      lines=len(t.records), size=size, skipped=skipped)
+                      lines=len(t.records), size=size, skipped=skipped,
+                      flagged=model is not None)
 
 
 def _summarize(all_stats: list[MessageStat], layout: Layout, counter: TokenCounter, top: int,
@@ -230,14 +231,10 @@ def _summarize(all_stats: list[MessageStat], layout: Layout, counter: TokenCount
     by_role: dict[str, int] = {}
     for s in context:
         by_role[s.role] = by_role.get(s.role, 0) + s.tokens
-    window = counter.info.context_window
-    recorded_window = layout.usage.get("context_window")
-    if isinstance(recorded_window, int) and recorded_window > 0 and \
-            counter.model == (layout.model or counter.model):
-        window = recorded_window
+    model, window = _model_and_window(counter, layout, meta.get("flagged", False))
     rounds = _rounds(context)
     return FileStats(
-        path=meta["path"], format=meta["format"], model=counter.model,
+        path=meta["path"], format=meta["format"], model=model,
         encoding=counter.encoding_name, exact=counter.exact, note=counter.note,
         messages=len(context), tokens=total, by_role=by_role, by_tool=_by_tool(context),
         largest=_largest(context, top), rounds=rounds,
@@ -248,6 +245,18 @@ def _summarize(all_stats: list[MessageStat], layout: Layout, counter: TokenCount
         lines=meta["lines"], bytes=meta["size"], skipped=meta["skipped"],
         usage=_usage(layout.usage, total), conversations=conversations,
     )
+
+
+def _model_and_window(counter: TokenCounter, layout: Layout, flagged: bool) -> tuple[str, int]:
+    """The model to report: the flag's, else the transcript's latest (counting used the first)."""
+    model, window = counter.model, counter.info.context_window
+    latest = None if flagged or not layout.model else counter.table.find(layout.model)
+    if latest is not None and latest.encoding == counter.encoding_name and layout.model:
+        model, window = layout.model, latest.context_window
+    recorded = layout.usage.get("context_window")
+    if not flagged and isinstance(recorded, int) and recorded > 0:
+        window = recorded  # the agent's own statement of its window
+    return model, window
 
 
 def _by_tool(context: list[MessageStat]) -> dict[str, ToolStat]:

@@ -118,6 +118,7 @@ class TokenCounter:
                 "`ctxpack models` lists the known ones; add others under `models:` in the config",
             )
         self.model = name
+        self.table = table
         self.info: ModelInfo = info
         self.encoding_name = info.encoding
         self._enc = load_encoding(info.encoding)
