@@ -1,0 +1,336 @@
+"""Anthropic Messages API transcripts: one message per line, or Claude Code stream-json.
+
+Owns the Messages API shapes shared with `claude_code`: content blocks to canonical
+parts, the merging of one streamed response written as several lines, and usage
+counted once per API call. Stream-json `system` and `result` lines are not messages.
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass, field
+from typing import Any, NamedTuple
+
+from ..jsonl import dumps
+from ..model import Image, Message, Part, Text, Thinking, ToolCall, ToolResult
+from .base import Layout, RecordError, text_of
+
+CONTINUATION = "This session is being continued from a previous conversation"
+SYNTHETIC_MODEL = "<synthetic>"
+_SURE_BLOCKS = {"tool_use", "tool_result", "thinking", "redacted_thinking"}
+_CALL_BLOCKS = {"tool_use", "server_tool_use", "mcp_tool_use"}
+
+
+def _str(value: Any) -> str | None:
+    return value if isinstance(value, str) else None
+
+
+def image_part(block: dict[str, Any]) -> Image:
+    """An `image` block: base64 `source.data` inline, or a `source.url` reference."""
+    source = block.get("source")
+    source = source if isinstance(source, dict) else {}
+    return Image(media_type=_str(source.get("media_type")), data=_str(source.get("data")),
+                 url=_str(source.get("url")))
+
+
+def result_parts(content: Any) -> tuple[Text | Image, ...]:
+    """Parts of a `tool_result` block's content (a string or a list of blocks)."""
+    if content is None or content == "":
+        return ()
+    if not isinstance(content, list):
+        return (Text(text_of(content)),)
+    parts: list[Text | Image] = []
+    for item in content:
+        kind = item.get("type") if isinstance(item, dict) else None
+        if kind == "image":
+            parts.append(image_part(item))
+        elif kind == "tool_reference":
+            parts.append(Text(str(item.get("tool_name") or "")))
+        else:
+            parts.append(Text(text_of(item)))
+    return tuple(parts)
+
+
+def arguments(value: Any) -> str:
+    """A tool_use `input` as compact JSON, the way the model wrote it."""
+    return dumps({} if value is None else value).decode("utf-8", "surrogatepass")
+
+
+def block_part(block: dict[str, Any]) -> Part | None:
+    """One content block as a canonical part; None for blocks the model does not read."""
+    kind = block.get("type")
+    if kind == "text":
+        return Text(block["text"]) if isinstance(block.get("text"), str) else None
+    if kind == "thinking":
+        return Thinking(_str(block.get("thinking")) or "")
+    if kind == "redacted_thinking":
+        return Thinking("")  # encrypted: present in the prompt, unreadable here
+    if kind in _CALL_BLOCKS:
+        return ToolCall(_str(block.get("id")), str(block.get("name") or ""),
+                        arguments(block.get("input")))
+    if isinstance(kind, str) and kind.endswith("tool_result"):
+        # server tools (web_search_tool_result, ...) answer inside the assistant message
+        return ToolResult(_str(block.get("tool_use_id")), result_parts(block.get("content")),
+                          block.get("is_error") is True)
+    if kind == "image":
+        return image_part(block)
+    return Text(block["text"]) if isinstance(block.get("text"), str) else None
+
+
+def content_parts(content: Any) -> list[Part]:
+    """Parts of a message's `content`: a string or a list of blocks."""
+    if content is None or content == "":
+        return []
+    if isinstance(content, str):
+        return [Text(content)]
+    if not isinstance(content, list):
+        return [Text(text_of(content))]
+    parts: list[Part] = []
+    for block in content:
+        if isinstance(block, str):
+            parts.append(Text(block))
+        elif isinstance(block, dict) and (part := block_part(block)) is not None:
+            parts.append(part)
+    return parts
+
+
+def api_message(d: dict[str, Any], line: int, raw: Any, role: str | None = None) -> Message:
+    """Convert one Messages API message dict; `human` is set for typed user text."""
+    role = _str(d.get("role")) or role
+    if role is None:
+        raise RecordError("message without a 'role'")
+    model = _str(d.get("model"))
+    message = Message(role, content_parts(d.get("content")), (line,), raw,
+                      id=_str(d.get("id")), model=model)
+    message.human = role == "user" and not message.result_only and not is_continuation(message)
+    return message
+
+
+def is_continuation(message: Message) -> bool:
+    """True for the summary user message Claude Code writes after a compaction."""
+    first = next((p for p in message.parts if isinstance(p, Text)), None)
+    return first is not None and first.text.lstrip().startswith(CONTINUATION)
+
+
+class Emitted(NamedTuple):
+    """A finished message, the caller's keys of its lines, and whether it answers the
+    response emitted just before it (a tool result that arrived while it was open)."""
+
+    message: Message
+    keys: list[Any]
+    attached: bool = False
+
+
+@dataclass
+class ResponseMerger:
+    """Joins the lines of one streamed API response, holding results that arrive meanwhile.
+
+    Only the open response and its pending results are held; they are handed out
+    when an assistant line with another `id` or a message that is not a tool result
+    arrives, or on `flush`.
+    """
+
+    open: Message | None = None
+    keys: list[Any] = field(default_factory=list)
+    results: list[tuple[Message, Any]] = field(default_factory=list)
+
+    def add(self, message: Message, key: Any = None) -> list[Emitted]:
+        """Take one line's message; return the messages this completes."""
+        current = self.open
+        if message.role == "assistant":
+            if current is not None and message.id is not None and message.id == current.id:
+                current.parts.extend(message.parts)
+                current.lines += message.lines
+                self.keys.append(key)
+                return []
+            out = self.flush()
+            self.open, self.keys = message, [key]
+            return out
+        if current is not None and message.result_only:
+            self.results.append((message, key))
+            return []
+        return [*self.flush(), Emitted(message, [key])]
+
+    def flush(self) -> list[Emitted]:
+        """Hand out the open response and its results."""
+        if self.open is None:
+            return []
+        calls = {c.id for c in self.open.tool_calls}
+        out = [Emitted(self.open, self.keys)]
+        out += [Emitted(m, [key], any(r.call_id in calls for r in m.tool_results))
+                for m, key in self.results]
+        self.open, self.keys, self.results = None, [], []
+        return out
+
+
+_USAGE_FIELDS = ("input_tokens", "cache_creation_input_tokens", "cache_read_input_tokens",
+                 "output_tokens")
+
+
+def _count(value: Any) -> int:
+    return value if isinstance(value, int) and not isinstance(value, bool) else 0
+
+
+class UsageTally:
+    """Provider usage per API call; the copies on every piece of a response count once."""
+
+    def __init__(self) -> None:
+        self.calls: dict[str, list[int]] = {}
+
+    def add(self, key: str, usage: Any) -> None:
+        """Record one piece's `usage`; per field the largest value seen for the call wins."""
+        if not isinstance(usage, dict):
+            return
+        new = [_count(usage.get(f)) for f in _USAGE_FIELDS]
+        old = self.calls.get(key)
+        # copies agree on input; output grows (or is only real) on later pieces
+        self.calls[key] = new if old is None else list(map(max, old, new))
+
+    def prompt(self, key: str | None) -> int | None:
+        """Full prompt size of one call: uncached input plus cache writes and reads."""
+        nums = self.calls.get(key) if key is not None else None
+        return None if nums is None else nums[0] + nums[1] + nums[2]
+
+    def summary(self, source: str, last: str | None = None) -> dict[str, Any]:
+        """The shared usage shape; empty when the file reported no calls."""
+        if not self.calls:
+            return {}
+        values = self.calls.values()
+        usage: dict[str, Any] = {
+            "source": source,
+            "calls": len(self.calls),
+            "input_tokens": sum(v[0] + v[1] + v[2] for v in values),
+            "output_tokens": sum(v[3] for v in values),
+            "cache_read_tokens": sum(v[2] for v in values),
+            "cache_creation_tokens": sum(v[1] for v in values),
+        }
+        if (size := self.prompt(last)) is not None:
+            usage["last_input_tokens"] = size
+        return usage
+
+
+def sniff_record(record: dict[str, Any]) -> int:
+    """How surely a record is an Anthropic message or a stream-json line."""
+    if "parentUuid" in record or "sessionId" in record:
+        return 0  # Claude Code session records
+    kind = record.get("type")
+    if kind in ("user", "assistant") and isinstance(record.get("message"), dict):
+        return 2 if "session_id" in record else 1
+    if kind == "system" and record.get("subtype") == "init":
+        return 2
+    if kind == "result" and "subtype" in record and "session_id" in record:
+        return 2
+    if "message" in record or record.get("role") not in ("user", "assistant"):
+        return 0
+    content = record.get("content")
+    if isinstance(content, str):
+        return 1
+    if not isinstance(content, list):
+        return 0
+    kinds = {b.get("type") for b in content if isinstance(b, dict)}
+    if kinds & _SURE_BLOCKS or any(
+        isinstance(b, dict) and b.get("type") == "image" and "source" in b for b in content
+    ):
+        return 2
+    return 1 if kinds <= {"text"} else 0
+
+
+class AnthropicReader:
+    """Reads plain Messages API lines and stream-json lines alike."""
+
+    def __init__(self) -> None:
+        self.count = 0
+        self.start = 0  # first message after the last compaction
+        self.side: list[int] = []
+        self.lanes: dict[str | None, ResponseMerger] = {}
+        self.init_model: str | None = None
+        self.last_model: str | None = None
+        self.tally = UsageTally()
+        self.last_call: tuple[int, str] | None = None
+        self.totals: dict[str, Any] = {}
+
+    def feed(self, line: int, record: dict[str, Any]) -> list[Message]:
+        kind = record.get("type")
+        if isinstance(record.get("message"), dict) and kind in ("user", "assistant"):
+            return self._message(line, record, record["message"], kind)
+        if "role" in record:
+            return self._message(line, record, record, None)
+        if kind in ("user", "assistant"):
+            raise RecordError(f"a {kind!r} line without a 'message' object")
+        if kind == "system" and record.get("subtype") == "init":
+            self.init_model = _str(record.get("model")) or self.init_model
+        elif kind == "system" and record.get("subtype") == "compact_boundary":
+            out = self._flush_all()
+            self.start = self.count
+            return out
+        elif kind == "result":
+            self.totals = _result_totals(record)
+        elif not isinstance(kind, str):
+            raise RecordError("neither a 'type' nor a 'role'")
+        return []  # other line kinds (status, hooks, ...) are not model input
+
+    def _message(self, line: int, record: dict[str, Any], d: dict[str, Any],
+                 kind: str | None) -> list[Message]:
+        message = api_message(d, line, record, kind)
+        lane = _str(record.get("parent_tool_use_id"))  # sub-agent traffic, when interleaved
+        if record.get("isSynthetic") is True or lane is not None:
+            message.human = False
+        if message.role == "assistant" and message.model != SYNTHETIC_MODEL:
+            self.last_model = message.model or self.last_model
+            if lane is None and "usage" in d:
+                self.tally.add(message.id or f"line {line}", d["usage"])
+        merger = self.lanes.setdefault(lane, ResponseMerger())
+        return self._emit(merger.add(message), lane is not None)
+
+    def _emit(self, items: list[Emitted], side: bool) -> list[Message]:
+        for item in items:
+            message = item.message
+            if side:
+                self.side.append(self.count)
+            elif message.role == "assistant":
+                key = message.id or f"line {message.line}"
+                if key in self.tally.calls:
+                    self.last_call = (self.count, key)
+            self.count += 1
+        return [item.message for item in items]
+
+    def _flush_all(self) -> list[Message]:
+        out: list[Message] = []
+        for lane, merger in self.lanes.items():
+            out += self._emit(merger.flush(), lane is not None)
+        return out
+
+    def finish(self) -> tuple[list[Message], Layout]:
+        rest = self._flush_all()
+        side = set(self.side)
+        context = [n for n in range(self.start, self.count) if n not in side]
+        last = self.last_call[1] if self.last_call and self.last_call[0] >= self.start else None
+        usage = self.tally.summary("assistant message.usage, once per message.id", last)
+        if self.totals:
+            source = usage.get("source", "")
+            source += "; cost and result_* from the result line" if source else "the result line"
+            usage = {**usage, **self.totals, "source": source}
+        return rest, Layout(context, self.side, self.init_model or self.last_model, usage)
+
+
+def _result_totals(record: dict[str, Any]) -> dict[str, Any]:
+    """Run totals of a stream-json `result` line, under their own keys."""
+    out: dict[str, Any] = {}
+    usage = record.get("usage")
+    if isinstance(usage, dict):
+        out["result_input_tokens"] = sum(_count(usage.get(f)) for f in _USAGE_FIELDS[:3])
+        out["result_output_tokens"] = _count(usage.get("output_tokens"))
+    cost = record.get("total_cost_usd")
+    if isinstance(cost, (int, float)) and not isinstance(cost, bool):
+        out["cost_usd"] = cost
+    return out
+
+
+class AnthropicFormat:
+    name = "anthropic"
+    description = "Anthropic Messages API messages, one per line, or Claude Code stream-json"
+
+    def sniff(self, record: dict[str, Any]) -> int:
+        return sniff_record(record)
+
+    def reader(self) -> AnthropicReader:
+        return AnthropicReader()

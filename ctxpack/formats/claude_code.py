@@ -1,0 +1,148 @@
+"""Claude Code session logs (`~/.claude/projects/<cwd>/<session>.jsonl`).
+
+A session file is a log, not a conversation: records link through `parentUuid`
+and the model's context is the chain ending at the newest main-chain record.
+Only `user`/`assistant` records are messages; progress, snapshots, system and
+other bookkeeping records stay in the file as links of the chain at most.
+"""
+
+from __future__ import annotations
+
+from typing import Any
+
+from ..model import Message
+from .anthropic import SYNTHETIC_MODEL, Emitted, ResponseMerger, UsageTally, api_message
+from .base import Layout, RecordError
+
+# record types only Claude Code writes; generic names (progress, attachment) need more
+_OWN_TYPES = {"file-history-snapshot", "queue-operation", "last-prompt", "ai-title",
+              "custom-title", "permission-mode"}
+_LINKED_TYPES = {"user", "assistant", "system", "progress", "attachment"}
+_NOT_TYPED = ("isMeta", "isCompactSummary", "isVisibleInTranscriptOnly")
+Lane = tuple[bool, str | None]  # (sidechain, agentId): one open response per agent
+
+
+def sniff_record(record: dict[str, Any]) -> int:
+    """How surely a record is a Claude Code session record."""
+    kind = record.get("type")
+    if kind in _OWN_TYPES or kind == "summary" and "leafUuid" in record:
+        return 2
+    if kind in _LINKED_TYPES and ("parentUuid" in record or "sessionId" in record):
+        return 2
+    return 0
+
+
+class ClaudeCodeReader:
+    """Emits messages as their records complete; keeps only uuid links to find the chain."""
+
+    def __init__(self) -> None:
+        self.count = 0
+        self.parent: dict[str, str | None] = {}
+        self.number: dict[str, int] = {}  # uuid -> message number
+        self.newest: dict[bool, str] = {}  # sidechain? -> newest uuid
+        self.side: list[int] = []
+        self.attached: dict[int, list[int]] = {}  # response -> results held while it was open
+        self.call_of: dict[int, str] = {}  # response -> message.id with usage
+        self.lanes: dict[Lane, ResponseMerger] = {}
+        self.tallies = {False: UsageTally(), True: UsageTally()}
+        self.models: dict[bool, str] = {}
+        self._leader: int | None = None
+
+    def feed(self, line: int, record: dict[str, Any]) -> list[Message]:
+        kind = record.get("type")
+        if not isinstance(kind, str):
+            raise RecordError("no 'type' field")
+        side = record.get("isSidechain") is True
+        uuid = record.get("uuid")
+        if isinstance(uuid, str):
+            parent = record.get("parentUuid")
+            if kind == "system" and record.get("subtype") == "compact_boundary":
+                parent = None  # a compaction starts the model's context afresh
+            self.parent[uuid] = parent if isinstance(parent, str) else None
+            self.newest[side] = uuid
+        if kind not in ("user", "assistant"):
+            return []
+        payload = record.get("message")
+        if not isinstance(payload, dict):
+            raise RecordError(f"a {kind!r} record without a 'message' object")
+        message = self._message(line, record, payload, side)
+        lane = (side, record.get("agentId") if side else None)
+        merger = self.lanes.setdefault(lane, ResponseMerger())
+        return self._emit(merger.add(message, uuid), side)
+
+    def _message(self, line: int, record: dict[str, Any], payload: dict[str, Any],
+                 side: bool) -> Message:
+        message = api_message(payload, line, record, record["type"])
+        if any(record.get(flag) is True for flag in _NOT_TYPED):
+            message.human = False
+        model = message.model
+        if message.role == "assistant" and model and model != SYNTHETIC_MODEL:
+            self.models[side] = model
+            if message.id is not None:
+                self.tallies[side].add(message.id, payload.get("usage"))
+        return message
+
+    def _emit(self, items: list[Emitted], side: bool) -> list[Message]:
+        for item in items:
+            n = self.count
+            self.count += 1
+            for key in item.keys:
+                if key is not None:
+                    self.number[key] = n
+            if side:
+                self.side.append(n)
+            message = item.message
+            if message.role == "assistant":
+                self._leader = n
+                if message.id in self.tallies[side].calls:
+                    self.call_of[n] = message.id
+            elif item.attached and self._leader is not None:
+                self.attached.setdefault(self._leader, []).append(n)
+        return [item.message for item in items]
+
+    def finish(self) -> tuple[list[Message], Layout]:
+        rest: list[Message] = []
+        for (side, _), merger in self.lanes.items():
+            rest += self._emit(merger.flush(), side)
+        main = False in self.newest  # else a sub-agent file: its own chain is the context
+        context = self._context(self.newest.get(False) or self.newest.get(True))
+        tally = self.tallies[not main]
+        last = next((self.call_of[n] for n in reversed(context) if n in self.call_of), None)
+        who = "main chain" if main else "sub-agent"
+        usage = tally.summary(f"assistant message.usage, once per message.id ({who})", last)
+        model = self.models.get(not main)
+        return rest, Layout(context, self.side if main else [], model, usage)
+
+    def _context(self, leaf: str | None) -> list[int]:
+        """Messages on the chain ending at `leaf`, in chain order.
+
+        A response sits at its first piece, followed by every tool result that came
+        in while it was open: parallel results hang off their own piece, so the
+        parent chain alone passes through only the last of them.
+        """
+        chain: list[int] = []
+        seen: set[str] = set()
+        while leaf is not None and leaf not in seen:
+            seen.add(leaf)
+            if (n := self.number.get(leaf)) is not None:
+                chain.append(n)
+            leaf = self.parent.get(leaf)  # an unknown parent ends the chain
+        placed: set[int] = set()
+        order: list[int] = []
+        for n in reversed(chain):
+            for m in (n, *self.attached.get(n, ())):
+                if m not in placed:
+                    placed.add(m)
+                    order.append(m)
+        return order
+
+
+class ClaudeCodeFormat:
+    name = "claude-code"
+    description = "Claude Code session log (~/.claude/projects/...)"
+
+    def sniff(self, record: dict[str, Any]) -> int:
+        return sniff_record(record)
+
+    def reader(self) -> ClaudeCodeReader:
+        return ClaudeCodeReader()
