@@ -60,7 +60,9 @@ def _check_roles(messages: list[Message], fmt: str) -> list[Problem]:
     if allowed:
         out = [Problem(m.line, f"role {m.role!r} is not accepted by the {fmt} API")
                for m in messages if m.role not in allowed]
-    if fmt == "anthropic" and messages and messages[0].role != "user":
+    # stream-json output never echoes the prompt, so only plain message files start with it
+    plain = bool(messages) and isinstance(messages[0].raw, dict) and "role" in messages[0].raw
+    if fmt == "anthropic" and plain and messages[0].role != "user":
         out.append(Problem(messages[0].line, "the first message must have role 'user'"))
     return out
 
