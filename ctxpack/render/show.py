@@ -122,7 +122,7 @@ def entry_header(e: Entry, exact: bool = True) -> Table:
         and any(s.kind == "tool_result" for s in e.segments)
     role = ROLE_STYLES["tool"] if results else ROLE_STYLES.get(e.role, "bold")
     left = Text.assemble((f"line {e.line:,}  ", "dim"), (e.role, role))
-    if e.name:
+    if e.name and e.name != e.tool:
         left.append(f" ({e.name})")
     errored = any(s.is_error for s in e.segments)
     if e.tool:
