@@ -1,0 +1,45 @@
+"""The README and --help agree: every command and every option is documented."""
+
+from __future__ import annotations
+
+import re
+
+import pytest
+
+from .conftest import ROOT
+from .helpers import ctxpack
+
+README = (ROOT / "README.md").read_text(encoding="utf-8")
+
+
+def commands() -> list[str]:
+    help_text = ctxpack("--help").out
+    block = help_text.split("Commands:", 1)[1]
+    return re.findall(r"^\s{2}(\w[\w-]*)\s", block, flags=re.M)
+
+
+def test_readme_opens_with_the_two_commands():
+    code = re.findall(r"```(?:sh|bash|console)?\n(.*?)```", README, flags=re.S)
+    first = code[0].strip().splitlines()
+    assert first[0].startswith("pip install") and "ctxpack stats samples/" in first[0]
+    assert "pip install" in first[1] and "[test]" in first[1] and "pytest" in first[1]
+
+
+def test_every_command_has_a_section():
+    names = commands()
+    assert {"stats", "show", "validate", "count", "models"} <= set(names)
+    for name in names:
+        assert f"ctxpack {name}" in README, f"README lacks a section for `ctxpack {name}`"
+
+
+@pytest.mark.parametrize("command", ["stats", "show", "validate", "count", "models"])
+def test_every_option_is_in_the_readme(command):
+    help_text = ctxpack(command, "--help").out
+    options = set(re.findall(r"(?<![\w-])(--[a-z][a-z-]+)", help_text)) - {"--help"}
+    missing = sorted(o for o in options if o not in README)
+    assert not missing, f"README does not mention {command} options {missing}"
+
+
+def test_readme_sample_paths_exist():
+    for path in set(re.findall(r"samples/[\w.-]+\.jsonl", README)):
+        assert (ROOT / path).is_file(), path
