@@ -46,8 +46,11 @@ class Scanner:
 
     @property
     def named_model(self) -> str | None:
-        """The model the transcript has named so far, if its reader tracks one."""
-        return getattr(self._reader, "model", None)
+        """The model the transcript has named so far; once read, the format's usual model."""
+        named = getattr(self._reader, "model", None)
+        if named is None and self.layout is not None and self.format is not None:
+            return getattr(self.format, "default_model", None)
+        return named
 
     def messages(self) -> Iterator[Message]:
         """Yield messages in the order the reader completes them."""

@@ -160,3 +160,14 @@ def test_corpus_stats_are_sensible(exact_tokens, path):
     assert s.messages > 0 and s.tokens > 0
     assert sum(s.by_role.values()) <= s.tokens
     assert s.lines == path.read_bytes().count(b"\n")
+
+
+def test_files_naming_no_model_get_their_formats_usual_one(exact_tokens, tmp_path):
+    path = tmp_path / "a.jsonl"
+    path.write_text(json.dumps({"role": "user", "content": [{"type": "text", "text": "hi"}]})
+                    + "\n" + json.dumps({"role": "assistant", "content": [
+                        {"type": "thinking", "thinking": "hm", "signature": "x"},
+                        {"type": "text", "text": "hello"}]}) + "\n")
+    s = stats(path)
+    assert (s.format, s.model, s.exact) == ("anthropic", "claude", False)
+    assert "approximation" in s.note

@@ -327,6 +327,7 @@ def _result_totals(record: dict[str, Any]) -> dict[str, Any]:
 
 class AnthropicFormat:
     name = "anthropic"
+    default_model = "claude"  # when the file names no model
     description = "Anthropic Messages API messages, one per line, or Claude Code stream-json"
 
     def sniff(self, record: dict[str, Any]) -> int:

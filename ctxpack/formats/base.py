@@ -47,6 +47,7 @@ class Reader(Protocol):
 class Format(Protocol):
     name: str
     description: str
+    # optional `default_model`: the model to assume when a file of this format names none
 
     def sniff(self, record: dict[str, Any]) -> int:
         """How surely `record` is of this format: 0 no, 1 maybe, 2 surely."""

@@ -139,6 +139,7 @@ class ClaudeCodeReader:
 
 class ClaudeCodeFormat:
     name = "claude-code"
+    default_model = "claude"  # when the file names no model
     description = "Claude Code session log (~/.claude/projects/...)"
 
     def sniff(self, record: dict[str, Any]) -> int:

@@ -306,6 +306,7 @@ class CodexReader:
 
 class CodexFormat:
     name = "codex"
+    default_model = "gpt-5"  # when the file names no model
     description = "Codex CLI rollout: one {timestamp, type, payload} item per line"
 
     def sniff(self, record: dict[str, Any]) -> int:
