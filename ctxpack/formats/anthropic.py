@@ -12,7 +12,7 @@ from typing import Any, NamedTuple
 
 from ..jsonl import dumps
 from ..model import Image, Message, Part, Text, Thinking, ToolCall, ToolResult
-from .base import Layout, RecordError, text_of
+from .base import Layout, RecordError, content_parts, text_of
 
 CONTINUATION = "This session is being continued from a previous conversation"
 SYNTHETIC_MODEL = "<synthetic>"
@@ -32,22 +32,18 @@ def image_part(block: dict[str, Any]) -> Image:
                  url=_str(source.get("url")))
 
 
+def _result_item(item: dict[str, Any]) -> Text | Image:
+    kind = item.get("type")
+    if kind == "image":
+        return image_part(item)
+    if kind == "tool_reference":
+        return Text(str(item.get("tool_name") or ""))
+    return Text(text_of(item))
+
+
 def result_parts(content: Any) -> tuple[Text | Image, ...]:
     """Parts of a `tool_result` block's content (a string or a list of blocks)."""
-    if content is None or content == "":
-        return ()
-    if not isinstance(content, list):
-        return (Text(text_of(content)),)
-    parts: list[Text | Image] = []
-    for item in content:
-        kind = item.get("type") if isinstance(item, dict) else None
-        if kind == "image":
-            parts.append(image_part(item))
-        elif kind == "tool_reference":
-            parts.append(Text(str(item.get("tool_name") or "")))
-        else:
-            parts.append(Text(text_of(item)))
-    return tuple(parts)
+    return tuple(content_parts(content, _result_item))
 
 
 def arguments(value: Any) -> str:
@@ -76,21 +72,9 @@ def block_part(block: dict[str, Any]) -> Part | None:
     return Text(block["text"]) if isinstance(block.get("text"), str) else None
 
 
-def content_parts(content: Any) -> list[Part]:
+def message_parts(content: Any) -> list[Part]:
     """Parts of a message's `content`: a string or a list of blocks."""
-    if content is None or content == "":
-        return []
-    if isinstance(content, str):
-        return [Text(content)]
-    if not isinstance(content, list):
-        return [Text(text_of(content))]
-    parts: list[Part] = []
-    for block in content:
-        if isinstance(block, str):
-            parts.append(Text(block))
-        elif isinstance(block, dict) and (part := block_part(block)) is not None:
-            parts.append(part)
-    return parts
+    return content_parts(content, block_part)
 
 
 def api_message(d: dict[str, Any], line: int, raw: Any, role: str | None = None) -> Message:
@@ -99,7 +83,7 @@ def api_message(d: dict[str, Any], line: int, raw: Any, role: str | None = None)
     if role is None:
         raise RecordError("message without a 'role'")
     model = _str(d.get("model"))
-    message = Message(role, content_parts(d.get("content")), (line,), raw,
+    message = Message(role, message_parts(d.get("content")), (line,), raw,
                       id=_str(d.get("id")), model=model)
     message.human = role == "user" and not message.result_only and not is_continuation(message)
     return message

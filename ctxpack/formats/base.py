@@ -8,10 +8,13 @@ out form the model-visible context, in model order.
 
 from __future__ import annotations
 
+from collections.abc import Callable
 from dataclasses import dataclass, field
-from typing import Any, Protocol
+from typing import Any, Protocol, TypeVar
 
-from ..model import Message
+from ..model import Message, Text
+
+P = TypeVar("P")
 
 
 class RecordError(Exception):
@@ -75,3 +78,24 @@ def text_of(value: Any) -> str:
     from ..jsonl import dumps
 
     return dumps(value).decode("utf-8", "surrogatepass")
+
+
+def content_parts(content: Any, item_part: Callable[[dict[str, Any]], P | None]) -> list[P | Text]:
+    """Parts of a `content` value: a string, a list of items, or anything else as text.
+
+    Each dict item becomes what `item_part` makes of it (None drops it); this is
+    the one walk every format shares, the item shapes are each format's own.
+    """
+    if content is None or content == "":
+        return []
+    if isinstance(content, str):
+        return [Text(content)]
+    if not isinstance(content, list):
+        return [Text(text_of(content))]
+    parts: list[P | Text] = []
+    for item in content:
+        if isinstance(item, str):
+            parts.append(Text(item))
+        elif isinstance(item, dict) and (part := item_part(item)) is not None:
+            parts.append(part)
+    return parts

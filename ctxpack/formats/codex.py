@@ -14,7 +14,7 @@ from typing import Any
 
 from ..jsonl import dumps
 from ..model import Image, Message, Part, Text, Thinking, ToolCall, ToolResult
-from .base import Layout, RecordError, text_of
+from .base import Layout, RecordError, content_parts
 from .openai import parse_data_url
 
 _SURE_TYPES = {"session_meta", "response_item", "event_msg", "turn_context", "compacted"}
@@ -55,27 +55,16 @@ def _image(item: dict[str, Any]) -> Image | None:
     return Image(img.media_type, img.data, img.url, detail)
 
 
+def _item_part(item: dict[str, Any]) -> Text | Image | None:
+    if item.get("type") == "input_image":
+        return _image(item)
+    return Text(item["text"]) if isinstance(item.get("text"), str) else None
+
+
 def _content_parts(content: Any) -> list[Text | Image]:
     """Parts of a `content` / `output` value: a string, an item, or a list of items."""
-    if content is None or content == "":
-        return []
-    if isinstance(content, dict):
-        content = [content]
-    if not isinstance(content, list):
-        return [Text(text_of(content))]
-    parts: list[Text | Image] = []
-    for item in content:
-        if isinstance(item, str):
-            parts.append(Text(item))
-        elif not isinstance(item, dict):
-            continue
-        elif item.get("type") == "input_image":
-            image = _image(item)
-            if image is not None:
-                parts.append(image)
-        elif isinstance(item.get("text"), str):
-            parts.append(Text(item["text"]))
-    return parts
+    typed_item = isinstance(content, dict) and "type" in content
+    return content_parts([content] if typed_item else content, _item_part)
 
 
 def _readable(item: Any) -> bool:

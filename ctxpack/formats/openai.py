@@ -11,7 +11,7 @@ from typing import Any
 
 from ..jsonl import dumps
 from ..model import Image, Message, Part, Text, Thinking, ToolCall, ToolResult
-from .base import Layout, RecordError, text_of
+from .base import Layout, RecordError, content_parts
 
 _SURE_ROLES = {"system", "developer", "tool", "function"}
 
@@ -24,30 +24,18 @@ def parse_data_url(url: str) -> Image:
     return Image(url=url)
 
 
-def _content_parts(content: Any) -> list[Text | Image]:
-    if content is None or content == "":
-        return []
-    if isinstance(content, str):
-        return [Text(content)]
-    if not isinstance(content, list):
-        return [Text(text_of(content))]
-    parts: list[Text | Image] = []
-    for item in content:
-        if isinstance(item, str):
-            parts.append(Text(item))
-        elif not isinstance(item, dict):
-            continue
-        elif item.get("type") == "image_url":
-            image = item.get("image_url")
-            url = image.get("url", "") if isinstance(image, dict) else str(image or "")
-            img = parse_data_url(url)
-            detail = image.get("detail") if isinstance(image, dict) else None
-            parts.append(Image(img.media_type, img.data, img.url, detail))
-        elif isinstance(item.get("text"), str):
-            parts.append(Text(item["text"]))
-        elif isinstance(item.get("refusal"), str):
-            parts.append(Text(item["refusal"]))
-    return parts
+def _item_part(item: dict[str, Any]) -> Text | Image | None:
+    """One Chat Completions content part: text, image_url or refusal."""
+    if item.get("type") == "image_url":
+        image = item.get("image_url")
+        url = image.get("url", "") if isinstance(image, dict) else str(image or "")
+        img = parse_data_url(url)
+        detail = image.get("detail") if isinstance(image, dict) else None
+        return Image(img.media_type, img.data, img.url, detail)
+    for key in ("text", "refusal"):
+        if isinstance(item.get(key), str):
+            return Text(item[key])
+    return None
 
 
 def _arguments(value: Any) -> str:
@@ -65,7 +53,7 @@ def message_from_dict(d: dict[str, Any], line: int, conversation: int = 0) -> Me
     reasoning = d.get("reasoning_content")
     if isinstance(reasoning, str) and reasoning:
         parts.append(Thinking(reasoning))
-    content = _content_parts(d.get("content"))
+    content = content_parts(d.get("content"), _item_part)
     if role in ("tool", "function"):
         call_id = d.get("tool_call_id")
         parts.append(ToolResult(call_id if isinstance(call_id, str) else None, tuple(content)))
