@@ -7,6 +7,8 @@ Names are imported on first use so that the command line starts fast.
 
 from __future__ import annotations
 
+import sys
+import types
 from importlib import import_module
 from typing import TYPE_CHECKING, Any
 
@@ -42,3 +44,19 @@ def __getattr__(name: str) -> Any:
     value = getattr(import_module(f".{module}", __name__), name)
     globals()[name] = value
     return value
+
+
+class _Package(types.ModuleType):
+    """The package module: importing the submodule `stats` must not hide the function.
+
+    Python sets `ctxpack.stats = <module>` when the submodule is imported; the
+    public name is the function, as an eager `from .stats import stats` would make it.
+    """
+
+    def __setattr__(self, name: str, value: Any) -> None:
+        if isinstance(value, types.ModuleType) and _EXPORTS.get(name) == name:
+            value = getattr(value, name)
+        super().__setattr__(name, value)
+
+
+sys.modules[__name__].__class__ = _Package

@@ -150,7 +150,7 @@ def stats(
         for path in paths:
             results.append(compute(path, model, format=transcript_format,
                                    skip_invalid=skip_invalid, top=top, table=cfg.models,
-                                   progress=advance(path)))
+                                   progress=advance(path), cache=not no_cache))
     _warn_estimates(results)
     if output == "json":
         sys.stdout.buffer.write(render.to_json(results))
@@ -221,6 +221,35 @@ class _progress:
     def __exit__(self, *exc: object) -> None:
         if self.bar is not None:
             self.bar.stop()
+
+
+@app.command()
+def show(
+    file: Annotated[str, typer.Argument(metavar="FILE", help="Transcript file, or - for stdin.")],
+    format: FormatOpt = None,
+    model: ModelOpt = None,
+    full: Annotated[bool, typer.Option(
+        "--full", help="Show long outputs whole instead of folded to their first and last lines.")]
+    = False,
+    round_: Annotated[int | None, typer.Option(
+        "--round", metavar="N", help="Show round N only (stats lists the rounds).")] = None,
+    grep: Annotated[str | None, typer.Option(
+        "--grep", metavar="PATTERN",
+        help="Show only messages matching this Python regex (case-insensitive).")]
+    = None,
+    skip_invalid: SkipOpt = False,
+    config: ConfigOpt = None,
+    pager: Annotated[bool | None, typer.Option(
+        "--pager/--no-pager", help="Page the output (default: when stdout is a terminal).")]
+    = None,
+) -> None:
+    """Print a transcript for reading: rounds, steps, tool calls, token counts."""
+    from .render.show import show as render
+    from .view import view_file
+
+    view = view_file(file, model, format=format, skip_invalid=skip_invalid,
+                     table=_config(config).models, full=full, round=round_, grep=grep)
+    render(view, pager=sys.stdout.isatty() if pager is None else pager)
 
 
 @app.command()
@@ -304,6 +333,11 @@ def models(
 
 def main() -> None:
     """Entry point: run the app, turning every failure into one line and an exit code."""
+    import signal
+
+    if hasattr(signal, "SIGPIPE"):
+        # `ctxpack stats big.jsonl | head`: stop quietly when the reader goes away
+        signal.signal(signal.SIGPIPE, signal.SIG_DFL)
     try:
         code = app(standalone_mode=False)
         # without standalone mode, an Exit inside a command comes back as its code
@@ -316,10 +350,6 @@ def main() -> None:
     except KeyboardInterrupt:
         _stderr().print("interrupted")
         sys.exit(130)
-    except BrokenPipeError:
-        # the reader went away (`| head`): not an error, and nothing more to print
-        os.dup2(os.open(os.devnull, os.O_WRONLY), sys.stdout.fileno())
-        sys.exit(0)
     except Exception as exc:  # noqa: BLE001 - the one boundary: no traceback for users
         # typer's own usage errors know how to show themselves
         if hasattr(exc, "show") and isinstance(getattr(exc, "exit_code", None), int):

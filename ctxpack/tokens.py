@@ -1,16 +1,17 @@
 """Token counting: model -> encoding, cached counts, chat overhead, images, offline fallback.
 
 Counts follow the OpenAI cookbook for chat messages (3 tokens per message, the
-role and content tokens, +1 per name, +3 to prime the reply). tiktoken is
-imported on first use. Where no encoding file can be had, counts fall back to a
-stated estimate and are marked inexact; nothing here ever crashes for it.
+role and content tokens, +1 per name, +3 to prime the reply). A message's count is
+a plan (sums over its texts) so texts can be counted in bulk (ctxpack.bulk).
+tiktoken is loaded on first need. Where no encoding file can be had, counts fall
+back to a stated estimate and are marked inexact; nothing here ever crashes for it.
 """
 
 from __future__ import annotations
 
 import hashlib
 import re
-from collections.abc import Iterable
+from collections.abc import Callable, Iterable
 from dataclasses import dataclass
 from typing import Any
 
@@ -25,13 +26,27 @@ REPLY_PRIMING = 3
 # Framing tokens around each tool call (name and arguments are counted apart);
 # the API does not publish it, so this is our stated approximation.
 TOKENS_PER_TOOL_CALL = 3
-ESTIMATE_NOTE = "no tiktoken encoding file could be loaded; counts estimated as 1 token per 4 characters"
+ESTIMATE_NOTE = ("no tiktoken encoding file could be loaded; "
+                 "counts estimated as 1 token per 4 characters")
 
 # tiktoken slows down sharply (and o200k can fail) on very long runs of
 # whitespace or of non-space characters, so such runs are encoded in pieces.
 _RUN_LIMIT = 8192
-_LONG_RUN = re.compile(r"\s{%d,}|\S{%d,}" % (_RUN_LIMIT, _RUN_LIMIT))
+_LONG_RUN = re.compile(rf"\s{{{_RUN_LIMIT},}}|\S{{{_RUN_LIMIT},}}")
+# Searching with that regex costs a third of the tokenizing itself, so a text is
+# first screened on its UTF-8 bytes at C speed: ASCII whitespace becomes b" ", all
+# else b"x", and only a text with a long run of either (or with one of the rare
+# non-ASCII spaces, which the screen cannot see) is searched.
+_SPACE = re.compile(r"\s")
+_SCREEN = bytes(32 if b < 128 and _SPACE.match(chr(b)) else 120 for b in range(256))
+_SPACE_RUN, _OTHER_RUN = b" " * _RUN_LIMIT, b"x" * _RUN_LIMIT
+WIDE_SPACES = "\x85\xa0\u1680\u2000\u2001\u2002\u2003\u2004\u2005\u2006\u2007\u2008\u2009" \
+    "\u200a\u2028\u2029\u202f\u205f\u3000"  # every non-ASCII character \s matches
 _SHORT_KEY = 256
+# Bump when a change here changes the count of some text: persisted counts carry it.
+COUNT_VERSION = 1
+
+Key = str | bytes
 
 _encodings: dict[str, Any] = {}
 _failures: dict[str, str] = {}
@@ -50,15 +65,25 @@ def load_encoding(name: str) -> Any | None:
     except BaseException as exc:  # noqa: BLE001 - a PanicException is not an Exception
         if isinstance(exc, (KeyboardInterrupt, SystemExit)):
             raise
-        _failures[name] = f"{type(exc).__name__}: {str(exc).splitlines()[0][:160] if str(exc) else ''}"
+        first = str(exc).splitlines()[0][:160] if str(exc) else ""
+        _failures[name] = f"{type(exc).__name__}: {first}"
         return None
     _encodings[name] = enc
     return enc
 
 
+def _may_have_long_run(text: str) -> bool:
+    """False only when `text` surely has no run the limit would cut (see _SCREEN)."""
+    data = text.encode("utf-8", "surrogatepass")
+    screened = data.translate(_SCREEN)
+    if _OTHER_RUN in screened or _SPACE_RUN in screened:
+        return True
+    return len(data) != len(text) and any(c in text for c in WIDE_SPACES)
+
+
 def split_long_runs(text: str) -> list[str]:
     """Cut runs longer than the limit into pieces; short texts come back whole."""
-    if len(text) <= _RUN_LIMIT or not _LONG_RUN.search(text):
+    if len(text) <= _RUN_LIMIT or not _may_have_long_run(text) or not _LONG_RUN.search(text):
         return [text]
     pieces: list[str] = []
     pos = 0
@@ -66,7 +91,8 @@ def split_long_runs(text: str) -> list[str]:
         if match.start() > pos:
             pieces.append(text[pos : match.start()])
         run_start, run_end = match.span()
-        pieces.extend(text[i : min(i + _RUN_LIMIT, run_end)] for i in range(run_start, run_end, _RUN_LIMIT))
+        pieces.extend(text[i : min(i + _RUN_LIMIT, run_end)]
+                      for i in range(run_start, run_end, _RUN_LIMIT))
         pos = run_end
     if pos < len(text):
         pieces.append(text[pos:])
@@ -91,11 +117,16 @@ def estimate(text: str) -> int:
     return (len(text) + 3) // 4
 
 
-def cache_key(text: str) -> str | bytes:
-    """Short texts key themselves; long ones by a 128-bit digest to bound memory."""
+def digest(text: str) -> bytes:
+    """A 128-bit content hash (SHA-256 is the fastest hashlib offers where CPUs have SHA-NI)."""
+    return hashlib.sha256(text.encode("utf-8", "surrogatepass")).digest()[:16]
+
+
+def cache_key(text: str) -> Key:
+    """Short texts key themselves; long ones by their digest to bound memory."""
     if len(text) <= _SHORT_KEY:
         return text
-    return hashlib.blake2b(text.encode("utf-8", "surrogatepass"), digest_size=16).digest()
+    return digest(text)
 
 
 @dataclass(frozen=True, slots=True)
@@ -104,6 +135,18 @@ class MessageCount:
 
     total: int
     parts: tuple[int, ...]
+
+
+# A sum still to be done: ints are known counts, keys name texts counted elsewhere.
+Pending = list[int | Key]
+
+
+@dataclass(frozen=True, slots=True)
+class MessagePlan:
+    """A message's count as sums over texts, so the texts can be counted in bulk first."""
+
+    overhead: Pending
+    parts: tuple[Pending, ...]
 
 
 class TokenCounter:
@@ -121,21 +164,47 @@ class TokenCounter:
         self.table = table
         self.info: ModelInfo = info
         self.encoding_name = info.encoding
-        self._enc = load_encoding(info.encoding)
-        self.estimated = self._enc is None
-        self._cache: dict[str | bytes, int] = {}
-        self.hits = 0
-        self.misses = 0
+        self._enc: Any = None
+        self._loaded = False  # the encoding is loaded on first need: a run whose counts
+        # all come from the persistent cache never pays the ~0.5 s it takes
+        self._cache: dict[Key, int] = {}
+        self.hits = 0  # texts found in memory (repeats)
+        self.misses = 0  # texts not found in memory
+        self.tokenized = 0  # texts actually run through the tokenizer
+
+    def encoding(self) -> Any | None:
+        """The tiktoken encoding, loaded now if not yet; None when it cannot be had."""
+        if not self._loaded:
+            self._enc = load_encoding(self.encoding_name)
+            self._loaded = True
+        return self._enc
+
+    @property
+    def estimated(self) -> bool:
+        """True when counts are estimates for want of the encoding (tries to load it)."""
+        return self.encoding() is None
+
+    @property
+    def has_encoding(self) -> bool:
+        """True when the encoding is loaded; never loads it."""
+        return self._enc is not None
+
+    @property
+    def _failed(self) -> bool:
+        return self._loaded and self._enc is None
 
     @property
     def exact(self) -> bool:
-        """True when counts are the model's own tokenizer, not an approximation or estimate."""
-        return self.info.exact and not self.estimated
+        """True when counts are the model's own tokenizer, not an approximation or estimate.
+
+        Counts that all came from the persistent cache are exact without loading it.
+        """
+        return self.info.exact and not self._failed
 
     @property
     def note(self) -> str:
         """Why counts are not exact, or '' when they are."""
-        if self.estimated:
+        if self._failed:
             reason = _failures.get(self.encoding_name, "")
             return f"{ESTIMATE_NOTE} ({reason})" if reason else ESTIMATE_NOTE
         return self.info.note
@@ -150,14 +219,31 @@ class TokenCounter:
             self.hits += 1
             return hit
         self.misses += 1
-        n = estimate(text) if self._enc is None else encode_count(self._enc, text)
+        n = self.count_now(text)
         self._cache[key] = n
         return n
 
+    def count_now(self, text: str) -> int:
+        """Tokenize `text` here and now, bypassing every cache."""
+        self.tokenized += 1
+        enc = self.encoding()
+        return estimate(text) if enc is None else encode_count(enc, text)
+
+    def known(self, key: Key) -> int | None:
+        """The remembered count for a cache key, if any."""
+        return self._cache.get(key)
+
+    def remember(self, key: Key, tokens: int) -> None:
+        """Take a count made elsewhere (a worker process, the persistent cache)."""
+        self._cache[key] = tokens
+
     def prime(self, texts: Iterable[str]) -> None:
-        """Count many texts ahead of use (one place to batch or parallelize)."""
-        for t in texts:
-            self.text(t)
+        """Count many texts ahead of use: in bulk, in worker processes when there are many."""
+        from .bulk import BulkCounter
+
+        bulk: BulkCounter[None] = BulkCounter(self)
+        bulk.prefetch(texts)
+        bulk.finish()
 
     def image(self, part: Image) -> int:
         """Tokens of an image from its pixel size, by the provider's formula."""
@@ -169,39 +255,46 @@ class TokenCounter:
 
     def part(self, part: Any) -> int:
         """Tokens of one message part."""
+        return sum(self._plan_part(part, self.text))  # type: ignore[arg-type]
+
+    def _plan_part(self, part: Any, need: Callable[[str], int | Key]) -> Pending:
         if isinstance(part, (Text, Thinking)):
-            return self.text(part.text)
+            return [need(part.text)]
         if isinstance(part, ToolCall):
-            return TOKENS_PER_TOOL_CALL + self.text(part.name) + self.text(part.arguments)
+            return [TOKENS_PER_TOOL_CALL, need(part.name), need(part.arguments)]
         if isinstance(part, ToolResult):
-            return sum(self.part(p) for p in part.parts)
+            return [x for p in part.parts for x in self._plan_part(p, need)]
         if isinstance(part, Image):
-            return self.image(part)
-        return 0
+            return [self.image(part)]
+        return [0]
+
+    def plan(self, message: Message, need: Callable[[str], int | Key]) -> MessagePlan:
+        """The message's count as sums, texts replaced by what `need` says of them."""
+        overhead: Pending = [TOKENS_PER_MESSAGE, need(message.role)]
+        if message.name:
+            overhead += [need(message.name), TOKENS_PER_NAME]
+        return MessagePlan(overhead, tuple(self._plan_part(p, need) for p in message.parts))
+
+    def resolve(self, plan: MessagePlan) -> MessageCount | None:
+        """The count a plan adds up to, or None while one of its texts is still uncounted."""
+        parts = []
+        for pending in (plan.overhead, *plan.parts):
+            total = 0
+            for x in pending:
+                n = x if type(x) is int else self._cache.get(x)  # type: ignore[arg-type]
+                if n is None:
+                    return None
+                total += n
+            parts.append(total)
+        return MessageCount(sum(parts), tuple(parts[1:]))
 
     def message(self, message: Message) -> MessageCount:
         """Tokens of one chat message, cookbook overhead included."""
-        parts = tuple(self.part(p) for p in message.parts)
-        overhead = TOKENS_PER_MESSAGE + self.text(message.role)
-        if message.name:
-            overhead += self.text(message.name) + TOKENS_PER_NAME
-        return MessageCount(overhead + sum(parts), parts)
+        count = self.resolve(self.plan(message, self.text))
+        assert count is not None
+        return count
 
     def messages(self, messages: Iterable[Message]) -> int:
         """Tokens of a whole prompt: every message plus the reply priming."""
         return sum(self.message(m).total for m in messages) + REPLY_PRIMING
 
-
-def texts_of(message: Message) -> list[str]:
-    """Every text of a message that counting will tokenize (for batching)."""
-    out = [message.role]
-    if message.name:
-        out.append(message.name)
-    for p in message.parts:
-        if isinstance(p, (Text, Thinking)):
-            out.append(p.text)
-        elif isinstance(p, ToolCall):
-            out += (p.name, p.arguments)
-        elif isinstance(p, ToolResult):
-            out += (q.text for q in p.parts if isinstance(q, Text))
-    return out

@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import os
+import tempfile
 from pathlib import Path
 
 import pytest
@@ -11,6 +12,10 @@ ROOT = Path(__file__).resolve().parent.parent
 SAMPLES = ROOT / "samples"
 SHARED = Path(os.environ.get("CTXPACK_SHARED", ROOT.parent / "shared"))
 CORPUS = SHARED / "corpus"
+
+# The persistent token cache of every test (and of the CLI runs they start) lives
+# in a throwaway folder: tests never read or write the real user cache.
+os.environ["CTXPACK_CACHE_DIR"] = tempfile.mkdtemp(prefix="ctxpack-test-cache-")
 
 if "TIKTOKEN_CACHE_DIR" not in os.environ and (SHARED / "tiktoken-cache").is_dir():
     os.environ["TIKTOKEN_CACHE_DIR"] = str(SHARED / "tiktoken-cache")

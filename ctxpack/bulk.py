@@ -1,0 +1,260 @@
+"""Counting many messages at once: texts deduplicated, looked up in the persistent
+cache, and the rest tokenized in batches, in worker processes when there is enough.
+
+The main process parses, hashes and gathers; workers only tokenize (texts go out,
+counts come back). A message waits as a plan (sums over texts) until its texts are
+counted, so memory is bounded by the batches in flight, not by the file.
+"""
+
+from __future__ import annotations
+
+import os
+import sys
+from collections import deque
+from collections.abc import Callable, Iterable
+from typing import TYPE_CHECKING, Any, Generic, TypeVar
+
+from . import tokens
+from .tokens import COUNT_VERSION, Key, MessageCount, MessagePlan, TokenCounter, cache_key, digest
+
+if TYPE_CHECKING:
+    from .cache import Store
+
+T = TypeVar("T")
+
+BATCH_CHARS = 2 << 20  # new text gathered before a round of lookups and tokenizing
+TASK_CHARS = 512 << 10  # text per task sent to a worker
+TASKS_PER_WORKER = 3  # tasks queued ahead per worker, so none waits on the main process
+# Uncached text before worker processes pay off: forked workers share the loaded
+# encoding and start in milliseconds; spawned ones load it again (~0.5 s of CPU each).
+PARALLEL_MIN_CHARS = {"fork": 2 << 20, "spawn": 32 << 20}
+MAX_PLANS = 20_000  # messages waiting before a round is forced
+
+
+def worker_count() -> int:
+    """Processes to tokenize with: $CTXPACK_WORKERS, else the CPUs this process may use."""
+    env = os.environ.get("CTXPACK_WORKERS", "").strip()
+    if env.isdigit():
+        return max(int(env), 1)
+    try:
+        return len(os.sched_getaffinity(0))
+    except AttributeError:  # not on Linux
+        return os.cpu_count() or 1
+
+
+def _worker_start(encoding: str) -> None:
+    import signal
+
+    signal.signal(signal.SIGINT, signal.SIG_IGN)  # Ctrl-C is the main process's to handle
+    tokens.load_encoding(encoding)  # a forked worker has it already
+
+
+def _tokenize(encoding: str, texts: list[str]) -> list[int]:
+    enc = tokens.load_encoding(encoding)
+    if enc is None:
+        return [tokens.estimate(t) for t in texts]
+    return [tokens.encode_count(enc, t) for t in texts]
+
+
+class BulkCounter(Generic[T]):
+    """Feed it plans with a payload; `deliver(payload, count)` is called as each adds up."""
+
+    def __init__(self, counter: TokenCounter, deliver: Callable[[T, MessageCount], None]
+                 | None = None, *, persistent: bool = False, workers: int | None = None) -> None:
+        self.counter = counter
+        self.deliver = deliver
+        self.workers = worker_count() if workers is None else workers
+        self.method = "fork" if sys.platform == "linux" else "spawn"
+        self.uncached_chars = 0
+        self.store: Store | None = None
+        if persistent:
+            from .cache import open_store
+
+            self.store = open_store(f"{counter.encoding_name}/v{COUNT_VERSION}")
+        self._want: dict[Key, str] = {}
+        self._want_chars = 0
+        self._plans: deque[tuple[MessagePlan, T]] = deque()
+        self._pool: Any = None
+        self._started = False
+        self._flying: deque[tuple[Any, list[Key], list[str]]] = deque()
+        self._flying_keys: set[Key] = set()
+
+    def __enter__(self) -> BulkCounter[T]:
+        return self
+
+    def __exit__(self, *exc: object) -> None:
+        self.close()
+
+    def need(self, text: str) -> int | Key:
+        """The count of `text` if known, else its key (and the text joins the next round)."""
+        if not text:
+            return 0
+        key = cache_key(text)
+        n = self.counter.known(key)
+        if n is not None:
+            self.counter.hits += 1
+            return n
+        if key in self._want or key in self._flying_keys:
+            self.counter.hits += 1
+        else:
+            self.counter.misses += 1
+            self._want[key] = text
+            self._want_chars += len(text)
+        return key
+
+    def add(self, plan: MessagePlan, payload: T) -> None:
+        """Deliver a message's count now if its texts are all known, else once they are."""
+        if not self._plans:
+            count = self.counter.resolve(plan)
+            if count is not None:
+                if self.deliver is not None:
+                    self.deliver(payload, count)
+                return
+        self._plans.append((plan, payload))
+        if self._want_chars >= BATCH_CHARS or len(self._plans) > MAX_PLANS:
+            self._round()
+            self._collect(block=len(self._plans) > MAX_PLANS)
+        elif self._flying and self._flying[0][0].done():
+            self._collect(block=False)
+        else:
+            return  # nothing new counted, nothing to release
+        self._release()
+
+    def prefetch(self, texts: Iterable[str]) -> None:
+        """Count texts ahead of use, in rounds as they gather (TokenCounter.prime)."""
+        for text in texts:
+            self.need(text)
+            if self._want_chars >= BATCH_CHARS:
+                self._round()
+                self._collect(block=False)
+
+    def finish(self) -> None:
+        """Count everything still waiting and deliver every plan."""
+        self._round()
+        self._collect(block=True)
+        self._release()
+        assert not self._plans, "a plan names a text that was never counted"
+        self.close()
+
+    def close(self) -> None:
+        """Stop the workers and close the store (also after an error or Ctrl-C)."""
+        self._stop_pool()
+        if self.store is not None:
+            self.store.close()
+
+    def _stop_pool(self) -> None:
+        if self._pool is not None:
+            self._pool.shutdown(wait=True, cancel_futures=True)
+            self._pool = None
+
+    @property
+    def tally(self) -> dict[str, Any]:
+        """What counting cost: texts found in memory or the store, tokenized, stored."""
+        store = self.store
+        return {"memory_hits": self.counter.hits, "stored_hits": store.found if store else 0,
+                "tokenized": self.counter.tokenized, "stored_new": store.written if store else 0,
+                "workers": self.workers if self._started else 0,
+                "store": str(store.path) if store else None,
+                "store_problem": store.problem if store else ""}
+
+    def _round(self) -> None:
+        """Look up the gathered texts in the store; tokenize the rest, here or in workers."""
+        want, self._want, self._want_chars = self._want, {}, 0
+        if self.store is not None and want:
+            self._from_store(self.store, want)
+        if not want:
+            return
+        self.uncached_chars += sum(map(len, want.values()))
+        if self._pool is None and self._parallel_pays():
+            self._start_pool()
+        if self._pool is None:
+            keys = list(want)
+            self._absorb(keys, [self.counter.count_now(want[k]) for k in keys])
+            return
+        task: list[Key] = []
+        size = 0
+        for key, text in want.items():
+            task.append(key)
+            size += len(text)
+            if size >= TASK_CHARS:
+                self._submit(task, want)
+                task, size = [], 0
+        if task:
+            self._submit(task, want)
+
+    def _from_store(self, store: Store, want: dict[Key, str]) -> None:
+        by_digest = {k if isinstance(k, bytes) else digest(k): k for k in want}
+        for d, n in store.get(list(by_digest)).items():
+            key = by_digest[d]
+            self.counter.remember(key, n)
+            del want[key]
+
+    def _parallel_pays(self) -> bool:
+        if self.workers < 2 or self._started:
+            return False
+        import multiprocessing
+
+        if multiprocessing.current_process().daemon:  # a daemon may not have children
+            return False
+        # loading the encoding here also hands it to forked workers ready-made
+        return self.uncached_chars >= PARALLEL_MIN_CHARS[self.method] and \
+            not self.counter.estimated
+
+    def _start_pool(self) -> None:
+        import multiprocessing
+        from concurrent.futures import ProcessPoolExecutor
+
+        self._started = True
+        context = multiprocessing.get_context(self.method)
+        self._pool = ProcessPoolExecutor(self.workers, mp_context=context,
+                                         initializer=_worker_start,
+                                         initargs=(self.counter.encoding_name,))
+
+    def _submit(self, keys: list[Key], want: dict[Key, str]) -> None:
+        texts = [want[k] for k in keys]
+        while len(self._flying) >= TASKS_PER_WORKER * self.workers:
+            self._land(*self._flying.popleft())
+        if self._pool is not None:
+            try:
+                future = self._pool.submit(_tokenize, self.counter.encoding_name, texts)
+            except Exception:  # the pool broke or cannot start (no fork): count here
+                self._stop_pool()
+            else:
+                self._flying.append((future, keys, texts))
+                self._flying_keys.update(keys)
+                return
+        self._absorb(keys, [self.counter.count_now(t) for t in texts])
+
+    def _collect(self, block: bool) -> None:
+        """Take in finished tasks, oldest first; with `block`, wait for all of them."""
+        while self._flying and (block or self._flying[0][0].done()):
+            self._land(*self._flying.popleft())
+
+    def _land(self, future: Any, keys: list[Key], texts: list[str]) -> None:
+        try:
+            counts = future.result()
+        except Exception:  # a worker died (BrokenProcessPool) or failed: count these here
+            counts = [self.counter.count_now(t) for t in texts]
+            self._stop_pool()
+        else:
+            self.counter.tokenized += len(counts)
+        self._flying_keys.difference_update(keys)
+        self._absorb(keys, counts)
+
+    def _absorb(self, keys: list[Key], counts: list[int]) -> None:
+        for key, n in zip(keys, counts, strict=True):
+            self.counter.remember(key, n)
+        if self.store is not None and self.counter.has_encoding:  # never store estimates
+            self.store.put((k if isinstance(k, bytes) else digest(k), n)
+                           for k, n in zip(keys, counts, strict=True))
+
+    def _release(self) -> None:
+        """Deliver, in order, the plans whose texts are all counted."""
+        plans, resolve = self._plans, self.counter.resolve
+        while plans:
+            count = resolve(plans[0][0])
+            if count is None:
+                return
+            plan, payload = plans.popleft()
+            if self.deliver is not None:
+                self.deliver(payload, count)

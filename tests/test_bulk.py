@@ -1,0 +1,203 @@
+"""Bulk counting: worker processes give exactly the sequential counts; images stay untouched.
+
+The transcript is the benchmark's generator at a few MB, plus lines that hit
+tiktoken's weak spots (long runs of spaces and of letters, non-ASCII text).
+"""
+
+from __future__ import annotations
+
+import base64
+import binascii
+import functools
+import importlib.util
+import json
+import os
+import re
+import sys
+import types
+from pathlib import Path
+
+import pytest
+from hypothesis import given, settings
+from hypothesis import strategies as st
+
+from ctxpack import bulk, images, tokens
+from ctxpack.bulk import BulkCounter
+from ctxpack.loader import load
+from ctxpack.model import Image, Message, Text
+from ctxpack.stats import stats
+from ctxpack.tokens import TokenCounter, split_long_runs
+
+ROOT = Path(__file__).resolve().parent.parent
+
+
+@functools.cache
+def _generator() -> types.ModuleType:
+    """bench/make_transcript.py, which is not a package."""
+    spec = importlib.util.spec_from_file_location("make_transcript",
+                                                  ROOT / "bench" / "make_transcript.py")
+    assert spec and spec.loader
+    module = importlib.util.module_from_spec(spec)
+    sys.modules[spec.name] = module  # its dataclasses look themselves up there
+    spec.loader.exec_module(module)
+    return module
+
+
+def _png(width: int, height: int, size: int) -> str:
+    import random
+
+    return _generator().png_base64(random.Random(1), width, height, size)
+
+
+@pytest.fixture(scope="module")
+def transcript(tmp_path_factory: pytest.TempPathFactory) -> Path:
+    """A ~3 MB agent run with weak-spot lines appended."""
+    path, _ = _generator().ensure(3, seed=11, out_dir=tmp_path_factory.mktemp("bulk"))
+    odd = [" " * 100_000 + "end", "a" * 50_000, "naïve café — 日本語のテキスト " * 2000,
+           "\u3000" * 20_000 + "x" + "\t \n" * 5000]
+    with open(path, "a", encoding="utf-8") as out:
+        for text in odd:
+            out.write(json.dumps({"role": "tool", "tool_call_id": "x", "content": text}) + "\n")
+    return path
+
+
+@pytest.fixture
+def parallel(monkeypatch: pytest.MonkeyPatch) -> None:
+    """Force worker processes even for a small file, with many small tasks."""
+    monkeypatch.setenv("CTXPACK_WORKERS", "2")
+    monkeypatch.setitem(bulk.PARALLEL_MIN_CHARS, "fork", 0)
+    monkeypatch.setitem(bulk.PARALLEL_MIN_CHARS, "spawn", 0)
+    monkeypatch.setattr(bulk, "BATCH_CHARS", 64 << 10)
+    monkeypatch.setattr(bulk, "TASK_CHARS", 16 << 10)
+
+
+def bulk_counts(messages: list[Message], workers: int | None = None
+                ) -> tuple[list[tokens.MessageCount], BulkCounter[int]]:
+    counter = TokenCounter("gpt-4o")
+    got: dict[int, tokens.MessageCount] = {}
+    counting: BulkCounter[int] = BulkCounter(counter, got.__setitem__, workers=workers)
+    for i, message in enumerate(messages):
+        counting.add(counter.plan(message, counting.need), i)
+    counting.finish()
+    return [got[i] for i in range(len(messages))], counting
+
+
+def test_workers_count_every_message_as_the_sequential_path(exact_tokens, transcript, parallel):
+    messages = load(transcript).messages
+    sequential = TokenCounter("gpt-4o")
+    expected = [sequential.message(m) for m in messages]
+    counts, counting = bulk_counts(messages)
+    assert counting.tally["workers"] == 2
+    assert counts == expected  # totals and every part's share
+    assert counting.counter.tokenized == sequential.tokenized  # each distinct text once
+
+
+def test_stats_agree_with_and_without_workers(exact_tokens, transcript, parallel, monkeypatch):
+    par = stats(transcript, "gpt-4o", cache=False)
+    monkeypatch.setenv("CTXPACK_WORKERS", "1")
+    seq = stats(transcript, "gpt-4o", cache=False)
+    assert par.counting["workers"] == 2 and seq.counting["workers"] == 0
+    assert par.to_dict() == seq.to_dict()
+
+
+def _die(encoding: str, texts: list[str]) -> list[int]:
+    os._exit(3)
+
+
+def test_a_dying_worker_falls_back_to_counting_here(exact_tokens, transcript, parallel,
+                                                    monkeypatch):
+    messages = load(transcript).messages[:400]
+    expected = [TokenCounter("gpt-4o").message(m) for m in messages]
+    monkeypatch.setattr(bulk, "_tokenize", _die)
+    counts, _ = bulk_counts(messages)
+    assert counts == expected
+
+
+def test_small_inputs_stay_in_one_process(exact_tokens):
+    messages = [Message("user", [Text(f"hello {i}")]) for i in range(50)]
+    counts, counting = bulk_counts(messages, workers=2)
+    assert counting.tally["workers"] == 0
+    assert [c.total for c in counts] == [TokenCounter("gpt-4o").message(m).total
+                                         for m in messages]
+
+
+def test_prime_fills_the_memory_cache(exact_tokens, parallel):
+    counter = TokenCounter("gpt-4o")
+    texts = [f"line {i} of a long tool output\n" * 50 for i in range(300)]
+    counter.prime(texts)
+    tokenized = counter.tokenized
+    assert tokenized == 300
+    assert [counter.text(t) for t in texts] == [TokenCounter("gpt-4o").text(t) for t in texts]
+    assert counter.tokenized == tokenized
+
+
+def test_images_are_sized_from_their_header_not_tokenized(exact_tokens, monkeypatch):
+    data = _png(1920, 1080, 2_000_000)
+    decoded: list[int] = []
+
+    def a2b_base64(chars: str | bytes) -> bytes:
+        decoded.append(len(chars))
+        return binascii.a2b_base64(chars)
+
+    monkeypatch.setattr(images, "binascii", types.SimpleNamespace(
+        a2b_base64=a2b_base64, Error=binascii.Error))
+    message = Message("user", [Text("what is wrong here?"), Image("image/png", data)])
+    counter = TokenCounter("gpt-4o")
+    seen: list[str] = []
+    counting: BulkCounter[int] = BulkCounter(counter, lambda i, c: None)
+
+    def need(text: str) -> int | tokens.Key:
+        seen.append(text)
+        return counting.need(text)
+
+    counting.add(counter.plan(message, need), 0)
+    counting.finish()
+    assert seen == ["user", "what is wrong here?"]
+    assert sum(decoded) < 100_000 < len(data)
+    assert counter.message(message).total < 2_000
+
+
+def test_the_screen_misses_no_long_run():
+    for text in (" " * 8192, "\u3000" * 8192, "x" * 8192, "é" * 8192, " \u2028" * 4096,
+                 "\udcff" * 8192, "\x1c" * 8192, "\u00a0" * 8192):
+        assert tokens._LONG_RUN.search(text), text[:4]
+        assert tokens._may_have_long_run(text), text[:4]
+    for text in ("ab " * 5000, "é " * 5000, "語\n" * 5000, "x" * 8191 + " " + "x" * 8191):
+        assert not tokens._may_have_long_run(text), text[:4]
+
+
+def test_wide_spaces_are_every_non_ascii_space():
+    spaces = {c for c in map(chr, range(128, sys.maxunicode + 1)) if re.match(r"\s", c)}
+    assert spaces == set(tokens.WIDE_SPACES)
+
+
+_run = st.sampled_from([" ", "\n", "\t", "\u3000", "\u00a0", "\x1c", "a", "é", "語", "-", "😀"])
+
+
+@settings(max_examples=80, deadline=None)
+@given(st.lists(st.tuples(_run, st.integers(1, 9000)), max_size=6))
+def test_split_long_runs_cuts_as_the_plain_regex_does(runs):
+    text = "".join(char * n for char, n in runs)
+    expected = _split_by_regex_alone(text)
+    assert split_long_runs(text) == expected
+
+
+def _split_by_regex_alone(text: str) -> list[str]:
+    """The guard as first written: every text searched with the regex."""
+    limit = 8192
+    pattern = re.compile(rf"\s{{{limit},}}|\S{{{limit},}}")
+    if len(text) <= limit or not pattern.search(text):
+        return [text]
+    pieces, pos = [], 0
+    for match in pattern.finditer(text):
+        if match.start() > pos:
+            pieces.append(text[pos : match.start()])
+        pieces += [text[i : min(i + limit, match.end())]
+                   for i in range(match.start(), match.end(), limit)]
+        pos = match.end()
+    return pieces + ([text[pos:]] if pos < len(text) else [])
+
+
+def test_png_helper_is_a_png():
+    data = base64.b64decode(_png(640, 480, 1000))
+    assert images.image_size(data) == (640, 480)
