@@ -287,8 +287,8 @@ def validate(
 
 @app.command()
 def count(
-    text: Annotated[str | None, typer.Argument(metavar="[TEXT|-]",
-        help="Text to count; - or nothing reads stdin.")]
+    words: Annotated[list[str] | None, typer.Argument(metavar="[TEXT|-]",
+        help="Text to count (several words are joined by spaces); - or nothing reads stdin.")]
     = None,
     model: ModelOpt = None,
     config: ConfigOpt = None,
@@ -296,6 +296,7 @@ def count(
     """Print the number of tokens of plain text (no chat overhead)."""
     from .tokens import TokenCounter
 
+    text = " ".join(words) if words else None
     if text is None or text == "-":
         if sys.stdin.isatty():
             raise UsageError("no text given", "pass TEXT, or pipe it in: echo hi | ctxpack count")

@@ -65,8 +65,9 @@ def load_encoding(name: str) -> Any | None:
     except BaseException as exc:  # noqa: BLE001 - a PanicException is not an Exception
         if isinstance(exc, (KeyboardInterrupt, SystemExit)):
             raise
-        first = str(exc).splitlines()[0][:160] if str(exc) else ""
-        _failures[name] = f"{type(exc).__name__}: {first}"
+        # the exception text of a failed download is a screenful; its kind is enough
+        _failures[name] = (f"{name}: {type(exc).__name__}; point TIKTOKEN_CACHE_DIR at a "
+                           "folder holding tiktoken's encoding files")
         return None
     _encodings[name] = enc
     return enc

@@ -118,6 +118,7 @@ def test_output_and_transcript_format_together(exact_tokens, chat):
 
 def test_count_prints_a_bare_number(exact_tokens):
     assert ctxpack("count", "hello world", "--model", "gpt-4o").out == "2\n"
+    assert ctxpack("count", "hello", "world").out == "2\n"  # words joined, like the shell
     assert ctxpack("count", "-", input="hello world").out == "2\n"
     assert ctxpack("count", "--model", "gpt-4", input="tiktoken is great!").out == "6\n"
 
