@@ -146,7 +146,9 @@ def stats(
     cfg = _config(config)
     paths = expand_paths(files)
     results = []
-    with _progress(paths) as advance:
+    from .render.progress import FileProgress
+
+    with FileProgress(paths, _stderr()) as advance:
         for path in paths:
             results.append(compute(path, model, format=transcript_format,
                                    skip_invalid=skip_invalid, top=top, table=cfg.models,
@@ -185,42 +187,6 @@ def _gate(results: list[Any], max_tokens: int | None, max_ratio: float | None) -
         for line in over:
             _stderr().print(f"[red]over budget:[/red] {line}", highlight=False)
         raise typer.Exit(EXIT_CHECK_FAILED)
-
-
-class _progress:
-    """A progress bar on stderr for many files or a big one, only on a terminal."""
-
-    BIG = 64 << 20
-
-    def __init__(self, paths: list[str]) -> None:
-        sizes = [os.path.getsize(p) if p != "-" else 0 for p in paths]
-        self.total = sum(sizes)
-        self.enabled = sys.stderr.isatty() and (len(paths) > 3 or self.total > self.BIG)
-        self.bar: Any = None
-
-    def __enter__(self) -> Any:
-        if not self.enabled:
-            return lambda path: None
-        from rich.progress import BarColumn, DownloadColumn, Progress, TextColumn
-
-        self.bar = Progress(TextColumn("{task.description}"), BarColumn(), DownloadColumn(),
-                            console=_stderr(), transient=True)
-        self.bar.start()
-        task = self.bar.add_task("reading", total=self.total)
-        done = [0]
-
-        def advance(path: str) -> Any:
-            start = done[0]
-            size = os.path.getsize(path) if path != "-" else 0
-            done[0] += size
-            self.bar.update(task, description=os.path.basename(path))
-            return lambda n: self.bar.update(task, completed=start + min(n, size))
-
-        return advance
-
-    def __exit__(self, *exc: object) -> None:
-        if self.bar is not None:
-            self.bar.stop()
 
 
 @app.command()
