@@ -86,12 +86,7 @@ class Store:
     def _fail(self, exc: BaseException) -> None:
         self.problem = f"token cache {self.path} not used: {type(exc).__name__}: {exc}"
         self._pending = []
-        if self._db is not None:
-            try:
-                self._db.close()
-            except sqlite3.Error:
-                pass
-        self._db = None
+        self._disconnect()
 
     @property
     def usable(self) -> bool:
@@ -149,6 +144,9 @@ class Store:
     def close(self) -> None:
         """Write what is queued and close; the store is unusable afterwards."""
         self.flush()
+        self._disconnect()
+
+    def _disconnect(self) -> None:
         if self._db is not None:
             try:
                 self._db.close()
