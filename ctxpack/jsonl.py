@@ -105,6 +105,21 @@ def parse_line(raw: bytes, path: str, line: int) -> dict[str, Any] | None:
     return value
 
 
+def parse_document(data: bytes, path: str, line: int) -> Any:
+    """Parse a whole JSON document (any value); errors name the line where it breaks."""
+    try:
+        return orjson.loads(data)
+    except orjson.JSONDecodeError as exc:
+        if not data.strip():
+            raise InputError(path, line, "empty JSON document") from None
+        try:
+            return _parse_slow(data, path, line)
+        except InputError as err:
+            where = line + data.count(b"\n", 0, getattr(exc, "pos", 0))
+            problem = err.problem.replace("truncated last line", "truncated document")
+            raise InputError(path, where, problem, err.hint) from None
+
+
 def _parse_slow(raw: bytes, path: str, line: int) -> Any:
     """Second try with the standard parser, which accepts lone surrogates; explain failures."""
     try:

@@ -14,7 +14,7 @@ from typing import IO, Any
 from . import formats
 from .errors import InputError
 from .formats.base import Format, Layout, RecordError
-from .jsonl import iter_lines, open_source, parse_line, write_atomic
+from .jsonl import iter_lines, open_source, parse_document, parse_line, write_atomic
 from .model import BadLine, Message, Record, Transcript
 
 SNIFF_RECORDS = 50
@@ -65,13 +65,11 @@ class Scanner:
         pending: list[tuple[int, dict[str, Any]]] = []
         reader = self._reader = self._forced.reader() if self._forced else None
         best: tuple[Format | None, int] = (None, 0)
-        for number, raw in enumerate(iter_lines(src.stream, src.size), 1):
-            self.lines = number
-            self.bytes_read += len(raw)
-            if self.keep_records:
-                self.records.append(Record(number, raw))
-            if self.progress is not None and number % 4096 == 0:
-                self.progress(self.bytes_read)
+        lines = self._lines(src)
+        for number, raw in lines:
+            if reader is None and not pending and _opens_document(raw, self._forced):
+                yield from self._document(number, raw, lines)
+                return
             record = self._parse(raw, number)
             if record is None:
                 continue
@@ -96,6 +94,29 @@ class Scanner:
             self.progress(self.bytes_read)
         rest, self.layout = reader.finish()
         yield from rest
+
+    def _lines(self, src: Any) -> Iterator[tuple[int, bytes]]:
+        for number, raw in enumerate(iter_lines(src.stream, src.size), 1):
+            self.lines = number
+            self.bytes_read += len(raw)
+            if self.keep_records:
+                self.records.append(Record(number, raw))
+            if self.progress is not None and number % 4096 == 0:
+                self.progress(self.bytes_read)
+            yield number, raw
+
+    def _document(self, first: int, raw: bytes,
+                  rest: Iterator[tuple[int, bytes]]) -> Iterator[Message]:
+        """The whole input is one JSON value (a .traj file, a list of runs): read it at once."""
+        data = b"".join([raw, *(r for _, r in rest)])
+        value = parse_document(data, self.path, first)
+        fmt = self._forced or formats.get("json-messages")
+        self.format, self._reader = fmt, fmt.reader()
+        yield from self._feed(self._reader, first, value)
+        if self.progress is not None:
+            self.progress(self.bytes_read)
+        rest_messages, self.layout = self._reader.finish()
+        yield from rest_messages
 
     def _choose(self, fmt: Format | None, pending: list[tuple[int, dict[str, Any]]]) -> Any:
         if fmt is None:
@@ -130,6 +151,14 @@ class Scanner:
                                  ) from None
             self.skipped.append(BadLine(number, problem))
             return []
+
+
+def _opens_document(raw: bytes, forced: Format | None) -> bool:
+    """Does this first line open a multi-line JSON document rather than a JSONL record?"""
+    if forced is not None and not getattr(forced, "document", False):
+        return False
+    head = raw.strip()
+    return head in (b"{", b"[") or head.startswith(b"[")
 
 
 def load(source: PathOrFile, format: str | None = None, *,

@@ -73,7 +73,7 @@ def test_corpus_round_trip(path, tmp_path):
 def test_samples_round_trip(tmp_path):
     from .conftest import SAMPLES
 
-    files = sorted(SAMPLES.glob("*.jsonl"))
+    files = sorted([*SAMPLES.glob("*.jsonl"), *SAMPLES.glob("*.json")])
     assert files, "samples/ must hold transcripts"
     for path in files:
         target = tmp_path / path.name

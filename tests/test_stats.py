@@ -147,7 +147,8 @@ def test_config_model_is_usable_for_stats(exact_tokens, chat, tmp_path):
     assert doc["files"][0]["context_window"] == 1000
 
 
-@pytest.mark.parametrize("path", sorted(SAMPLES.glob("*.jsonl")), ids=lambda p: p.name)
+@pytest.mark.parametrize("path", sorted([*SAMPLES.glob("*.jsonl"), *SAMPLES.glob("*.json")]),
+                         ids=lambda p: p.name)
 def test_samples_give_sensible_stats(exact_tokens, path):
     s = stats(path)
     assert s.messages > 0 and s.tokens > 0 and s.rounds

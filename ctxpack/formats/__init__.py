@@ -40,9 +40,10 @@ def _register_builtin() -> None:
     from .anthropic import AnthropicFormat
     from .claude_code import ClaudeCodeFormat
     from .codex import CodexFormat
+    from .json_messages import JsonMessagesFormat
 
     for fmt in (OpenAIFormat(), ConversationsFormat(), AnthropicFormat(), ClaudeCodeFormat(),
-                CodexFormat()):
+                CodexFormat(), JsonMessagesFormat()):
         register(fmt)
 
 

@@ -1,0 +1,117 @@
+"""JSON documents that hold chat messages: SWE-agent `.traj`, mini-swe-agent `.traj.json`,
+tau-bench run lists, or a bare JSON array of Chat Completions messages.
+
+The whole file is one JSON value, read at once (these files are small next to
+JSONL logs) and written back as the bytes it was. Messages are in the OpenAI
+shape; each run of a tau-bench list is its own conversation.
+"""
+
+from __future__ import annotations
+
+from typing import Any
+
+from ..model import Message, ToolResult
+from .base import Layout, RecordError
+from .openai import message_from_dict
+
+# mini-swe-agent ends with a role the API does not know: the run's exit, not model input
+_NOT_INPUT_ROLES = {"exit"}
+
+
+def conversations(document: Any) -> list[list[dict[str, Any]]]:
+    """The message lists a document holds, one per conversation."""
+    if isinstance(document, dict):
+        for key in ("history", "messages"):
+            if isinstance(document.get(key), list):
+                return [document[key]]
+        raise RecordError("a JSON object without a 'history' or 'messages' list")
+    if isinstance(document, list):
+        if all(isinstance(x, dict) and isinstance(x.get("traj"), list) for x in document):
+            return [run["traj"] for run in document]
+        if all(isinstance(x, dict) and "role" in x for x in document):
+            return [document]
+    raise RecordError("not a list of messages, a list of runs with 'traj', or a trajectory")
+
+
+def _message(d: dict[str, Any], line: int, conversation: int) -> Message:
+    message = message_from_dict(d, line, conversation)
+    ids = d.get("tool_call_ids")
+    if message.role == "tool" and isinstance(ids, list) and ids and message.tool_results:
+        # SWE-agent answers a call with `tool_call_ids: [id]` instead of `tool_call_id`
+        result = message.tool_results[0]
+        message.parts = [ToolResult(str(ids[0]), result.parts, result.is_error)]
+    return message
+
+
+def _usage(document: Any) -> dict[str, Any]:
+    if not isinstance(document, dict):
+        return {}
+    stats = (document.get("info") or {}).get("model_stats") if isinstance(
+        document.get("info"), dict) else None
+    calls = [m["extra"]["response"]["usage"] for m in document.get("messages") or ()
+             if isinstance(m, dict) and isinstance(m.get("extra"), dict)
+             and isinstance(m["extra"].get("response"), dict)
+             and isinstance(m["extra"]["response"].get("usage"), dict)]
+    if calls:
+        return {"source": "usage of each response (mini-swe-agent extra.response)",
+                "calls": len(calls),
+                "input_tokens": sum(int(u.get("prompt_tokens") or 0) for u in calls),
+                "output_tokens": sum(int(u.get("completion_tokens") or 0) for u in calls),
+                "last_input_tokens": int(calls[-1].get("prompt_tokens") or 0)}
+    if isinstance(stats, dict) and stats.get("tokens_sent"):
+        return {"source": "info.model_stats (SWE-agent run totals)",
+                "calls": int(stats.get("api_calls") or 0),
+                "input_tokens": int(stats.get("tokens_sent") or 0),
+                "output_tokens": int(stats.get("tokens_received") or 0)}
+    return {}
+
+
+def _model(document: Any) -> str | None:
+    """The model a run names: mini-swe-agent `info.config.model.model_name`, or a response's."""
+    if not isinstance(document, dict):
+        return None
+    info = document.get("info")
+    config = info.get("config") if isinstance(info, dict) else None
+    model = config.get("model") if isinstance(config, dict) else None
+    name = model.get("model_name") if isinstance(model, dict) else None
+    return name if isinstance(name, str) and name else None
+
+
+class JsonMessagesReader:
+    def __init__(self) -> None:
+        self.count = 0
+        self.conversations = 0
+        self.usage: dict[str, Any] = {}
+        self.model: str | None = None
+
+    def feed(self, line: int, record: Any) -> list[Message]:
+        out: list[Message] = []
+        for messages in conversations(record):
+            out += [_message(d, line, self.conversations) for d in messages
+                    if isinstance(d, dict) and d.get("role") not in _NOT_INPUT_ROLES]
+            self.conversations += 1
+        self.usage = _usage(record)
+        self.model = _model(record)
+        self.count += len(out)
+        return out
+
+    def finish(self) -> tuple[list[Message], Layout]:
+        return [], Layout(list(range(self.count)), model=self.model, usage=self.usage,
+                          conversations=max(self.conversations, 1))
+
+
+class JsonMessagesFormat:
+    name = "json-messages"
+    description = "one JSON document of chat messages (.traj, .traj.json, run lists)"
+    document = True  # the whole file is one JSON value, not JSONL
+
+    def sniff(self, record: Any) -> int:
+        try:
+            conversations(record)
+        except RecordError:
+            return 0
+        return 2 if isinstance(record, list) or "history" in record else 0
+
+    def reader(self) -> JsonMessagesReader:
+        return JsonMessagesReader()
+

@@ -1,0 +1,78 @@
+"""JSON documents of chat messages: SWE-agent .traj, mini-swe-agent .traj.json, run lists."""
+
+from __future__ import annotations
+
+import io
+import json
+
+import pytest
+
+from ctxpack import load, stats, validate, write
+from ctxpack.errors import InputError
+
+from .conftest import SAMPLES, corpus_params
+from .helpers import assert_clean_error, ctxpack
+
+DOCS = corpus_params("openai-chat", pattern="*.json") + corpus_params("swe-agent", pattern="*.traj")
+
+
+@pytest.mark.corpus
+@pytest.mark.parametrize("path", DOCS)
+def test_corpus_documents_are_detected_and_written_back_exactly(path, tmp_path):
+    t = load(path)
+    assert t.format == "json-messages" and t.messages
+    write(t, tmp_path / path.name)
+    assert (tmp_path / path.name).read_bytes() == path.read_bytes()
+    raw = json.loads(path.read_bytes())
+    if isinstance(raw, list):  # tau-bench: one conversation per run
+        assert len({m.conversation for m in t.messages}) == len(raw)
+        assert len(t.messages) == sum(len(run["traj"]) for run in raw)
+    else:
+        listed = raw.get("history") or raw["messages"]
+        assert len(t.messages) == sum(m.get("role") != "exit" for m in listed)
+
+
+def test_sample_counts_usage_and_model(exact_tokens):
+    s = stats(SAMPLES / "bugfix.mini-swe-agent.traj.json")
+    assert (s.format, s.model, s.steps) == ("json-messages", "gpt-4.1-mini", 7)
+    assert s.usage["calls"] == 7 and s.usage["last_input_tokens"] == 900 + 350 * 6
+    assert s.by_tool["bash"].calls == 7
+
+
+def test_bare_array_and_runs_list():
+    msgs = [{"role": "user", "content": "hi"},
+            {"role": "assistant", "content": None, "tool_calls": [
+                {"id": "a", "type": "function", "function": {"name": "f", "arguments": "{}"}}]},
+            {"role": "tool", "tool_call_id": "a", "content": "ok"}]
+    bare = json.dumps(msgs, indent=2).encode()
+    t = load(io.BytesIO(bare))
+    assert t.format == "json-messages" and len(t.messages) == 3 and not validate(t)
+    runs = json.dumps([{"task_id": 1, "traj": msgs}, {"task_id": 2, "traj": msgs[:1]}]).encode()
+    t = load(io.BytesIO(runs))
+    assert [m.conversation for m in t.messages] == [0, 0, 0, 1]
+
+
+def test_swe_agent_tool_call_ids_link_results():
+    doc = {"history": [
+        {"role": "user", "content": [{"type": "text", "text": "fix it"}]},
+        {"role": "assistant", "content": "look", "tool_calls": [
+            {"id": "c1", "type": "function", "function": {"name": "bash", "arguments": "{}"}}]},
+        {"role": "tool", "content": [{"type": "text", "text": "x"}], "tool_call_ids": ["c1"]}],
+        "info": {"model_stats": {"tokens_sent": 1200, "tokens_received": 40, "api_calls": 1}}}
+    t = load(io.BytesIO(json.dumps(doc, indent=1).encode()))
+    assert t.messages[2].tool_results[0].call_id == "c1" and not validate(t)
+    assert t.usage["input_tokens"] == 1200
+
+
+def test_broken_document_names_the_line(tmp_path):
+    path = tmp_path / "run.traj"
+    path.write_text('{\n  "history": [\n    {"role": "user", "content": "hi"},\n    oops\n  ]\n}\n')
+    assert_clean_error(ctxpack("stats", str(path)), 2, f"{path}:4:", "malformed JSON")
+    with pytest.raises(InputError, match="truncated document"):
+        load(io.BytesIO(b'[\n  {"role": "user", "content": "hi"}'))
+
+
+def test_a_document_with_no_messages_is_a_clean_error(tmp_path):
+    path = tmp_path / "x.json"
+    path.write_text('{\n  "name": "not a transcript"\n}\n')
+    assert_clean_error(ctxpack("stats", str(path)), 2, f"{path}:1:", "json-messages")
