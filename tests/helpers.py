@@ -1,11 +1,16 @@
-"""Running the real command line in a subprocess, as a user would."""
+"""Test helpers: the real command line in a subprocess, and checks shared by format tests."""
 
 from __future__ import annotations
 
+import json
 import os
 import subprocess
 import sys
 from dataclasses import dataclass
+from pathlib import Path
+from typing import Any
+
+from ctxpack.model import Message
 
 
 @dataclass
@@ -34,3 +39,21 @@ def assert_clean_error(run: Run, code: int, *fragments: str) -> None:
     assert len(lines) == 1, run.err
     for fragment in fragments:
         assert fragment in lines[0], (fragment, lines[0])
+
+
+def records_of(path: Path) -> list[dict[str, Any]]:
+    """Every JSON record of a JSONL file, read independently of ctxpack."""
+    with path.open("rb") as f:
+        return [json.loads(raw) for raw in f if raw.strip()]
+
+
+def assert_tool_pairs(messages: list[Message]) -> None:
+    """Every result answers an earlier call, and every call is answered."""
+    seen: set[str | None] = set()
+    answered: set[str | None] = set()
+    for m in messages:
+        for r in m.tool_results:
+            assert r.call_id in seen, f"line {m.line}: result for unknown call {r.call_id}"
+            answered.add(r.call_id)
+        seen.update(c.id for c in m.tool_calls)
+    assert seen <= answered, f"calls without results: {seen - answered}"

@@ -14,9 +14,10 @@ from hypothesis import strategies as st
 from ctxpack.errors import InputError
 from ctxpack.formats.anthropic import AnthropicFormat, ResponseMerger, api_message
 from ctxpack.loader import load, write
-from ctxpack.model import Image, Message, Text, Thinking, ToolCall, ToolResult, Transcript
+from ctxpack.model import Image, Text, Thinking, ToolCall, ToolResult, Transcript
 
 from .conftest import corpus_params
+from .helpers import assert_tool_pairs, records_of
 
 SESSION = "5e55-10n"
 MODEL = "claude-opus-4-5-20251101"
@@ -27,10 +28,6 @@ def load_lines(*records: dict[str, Any], format: str | None = None) -> Transcrip
     data = b"".join(json.dumps(r).encode() + b"\n" for r in records)
     return load(io.BytesIO(data), format)
 
-
-def records_of(path: Path) -> list[dict[str, Any]]:
-    with path.open("rb") as f:
-        return [json.loads(raw) for raw in f if raw.strip()]
 
 
 def init(model: str = MODEL) -> dict[str, Any]:
@@ -71,16 +68,6 @@ def typed(text: str, **extra: Any) -> dict[str, Any]:
             "parent_tool_use_id": None, "session_id": SESSION, **extra}
 
 
-def assert_tool_pairs(messages: list[Message]) -> None:
-    """Every result answers an earlier call, and every call is answered."""
-    seen: set[str | None] = set()
-    answered: set[str | None] = set()
-    for m in messages:
-        for r in m.tool_results:
-            assert r.call_id in seen, f"line {m.line}: result for unknown call {r.call_id}"
-            answered.add(r.call_id)
-        seen.update(c.id for c in m.tool_calls)
-    assert seen <= answered, f"calls without results: {seen - answered}"
 
 
 # --- the real stream-json files ------------------------------------------------------------

@@ -15,6 +15,7 @@ from ctxpack.loader import Scanner, load, write
 from ctxpack.model import Image, Message, Text, ToolResult, Transcript
 
 from .conftest import CORPUS, corpus_params
+from .helpers import assert_tool_pairs, records_of
 
 MODEL = "claude-opus-4-6"
 SPOTTER = CORPUS / "claude-code" / "spotter__fa812bfe-b295-4cca-9c2f-fdf01028cb46.jsonl"
@@ -28,10 +29,6 @@ def load_lines(*records: dict[str, Any], format: str | None = None) -> Transcrip
     data = b"".join(json.dumps(r).encode() + b"\n" for r in records)
     return load(io.BytesIO(data), format)
 
-
-def records_of(path: Path) -> list[dict[str, Any]]:
-    with path.open("rb") as f:
-        return [json.loads(raw) for raw in f if raw.strip()]
 
 
 def envelope(kind: str, uuid: str | None, parent: str | None, **extra: Any) -> dict[str, Any]:
@@ -86,16 +83,6 @@ def lines_of(messages: list[Message]) -> list[int]:
     return [m.line for m in messages]
 
 
-def assert_tool_pairs(messages: list[Message]) -> None:
-    """Every result answers an earlier call, and every call is answered."""
-    seen: set[str | None] = set()
-    answered: set[str | None] = set()
-    for m in messages:
-        for r in m.tool_results:
-            assert r.call_id in seen, f"line {m.line}: result for unknown call {r.call_id}"
-            answered.add(r.call_id)
-        seen.update(c.id for c in m.tool_calls)
-    assert seen <= answered, f"calls without results: {seen - answered}"
 
 
 # --- the real session files --------------------------------------------------------------

@@ -15,6 +15,7 @@ from ctxpack.loader import load, write
 from ctxpack.model import Image, Text, Thinking, ToolCall, ToolResult, Transcript
 
 from .conftest import corpus_files, corpus_params
+from .helpers import records_of
 
 TS = "2026-01-01T00:00:00.000Z"
 PROMPT = "You are Codex, a coding agent."
@@ -50,10 +51,6 @@ def token_count(total_in: int, last_in: int) -> dict[str, Any]:
         "last_token_usage": {"input_tokens": last_in, **usage},
         "model_context_window": 258400}})
 
-
-def records_of(path: Path) -> list[dict[str, Any]]:
-    with path.open(encoding="utf-8") as f:
-        return [json.loads(raw) for raw in f if raw.strip()]
 
 
 def instructions_of(payload: dict[str, Any]) -> str | None:
