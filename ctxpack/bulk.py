@@ -11,7 +11,7 @@ from __future__ import annotations
 import os
 import sys
 from collections import deque
-from collections.abc import Callable, Iterable
+from collections.abc import Callable
 from typing import TYPE_CHECKING, Any, Generic, TypeVar
 
 from . import tokens
@@ -59,8 +59,8 @@ def _tokenize(encoding: str, texts: list[str]) -> list[int]:
 class BulkCounter(Generic[T]):
     """Feed it plans with a payload; `deliver(payload, count)` is called as each adds up."""
 
-    def __init__(self, counter: TokenCounter, deliver: Callable[[T, MessageCount], None]
-                 | None = None, *, persistent: bool = False, workers: int | None = None) -> None:
+    def __init__(self, counter: TokenCounter, deliver: Callable[[T, MessageCount], None], *,
+                 persistent: bool = False, workers: int | None = None) -> None:
         self.counter = counter
         self.deliver = deliver
         self.workers = worker_count() if workers is None else workers
@@ -78,12 +78,6 @@ class BulkCounter(Generic[T]):
         self._started = False
         self._flying: deque[tuple[Any, list[Key], list[str]]] = deque()
         self._flying_keys: set[Key] = set()
-
-    def __enter__(self) -> BulkCounter[T]:
-        return self
-
-    def __exit__(self, *exc: object) -> None:
-        self.close()
 
     def need(self, text: str) -> int | Key:
         """The count of `text` if known, else its key (and the text joins the next round)."""
@@ -107,8 +101,7 @@ class BulkCounter(Generic[T]):
         if not self._plans:
             count = self.counter.resolve(plan)
             if count is not None:
-                if self.deliver is not None:
-                    self.deliver(payload, count)
+                self.deliver(payload, count)
                 return
         self._plans.append((plan, payload))
         if self._want_chars >= BATCH_CHARS or len(self._plans) > MAX_PLANS:
@@ -119,14 +112,6 @@ class BulkCounter(Generic[T]):
         else:
             return  # nothing new counted, nothing to release
         self._release()
-
-    def prefetch(self, texts: Iterable[str]) -> None:
-        """Count texts ahead of use, in rounds as they gather (TokenCounter.prime)."""
-        for text in texts:
-            self.need(text)
-            if self._want_chars >= BATCH_CHARS:
-                self._round()
-                self._collect(block=False)
 
     def finish(self) -> None:
         """Count everything still waiting and deliver every plan."""
@@ -256,5 +241,4 @@ class BulkCounter(Generic[T]):
             if count is None:
                 return
             plan, payload = plans.popleft()
-            if self.deliver is not None:
-                self.deliver(payload, count)
+            self.deliver(payload, count)

@@ -238,14 +238,6 @@ class TokenCounter:
         """Take a count made elsewhere (a worker process, the persistent cache)."""
         self._cache[key] = tokens
 
-    def prime(self, texts: Iterable[str]) -> None:
-        """Count many texts ahead of use: in bulk, in worker processes when there are many."""
-        from .bulk import BulkCounter
-
-        bulk: BulkCounter[None] = BulkCounter(self)
-        bulk.prefetch(texts)
-        bulk.finish()
-
     def image(self, part: Image) -> int:
         """Tokens of an image from its pixel size, by the provider's formula."""
         size = images.size_from_base64(part.data) if part.data else None

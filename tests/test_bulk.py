@@ -121,16 +121,6 @@ def test_small_inputs_stay_in_one_process(exact_tokens):
                                          for m in messages]
 
 
-def test_prime_fills_the_memory_cache(exact_tokens, parallel):
-    counter = TokenCounter("gpt-4o")
-    texts = [f"line {i} of a long tool output\n" * 50 for i in range(300)]
-    counter.prime(texts)
-    tokenized = counter.tokenized
-    assert tokenized == 300
-    assert [counter.text(t) for t in texts] == [TokenCounter("gpt-4o").text(t) for t in texts]
-    assert counter.tokenized == tokenized
-
-
 def test_images_are_sized_from_their_header_not_tokenized(exact_tokens, monkeypatch):
     data = _png(1920, 1080, 2_000_000)
     decoded: list[int] = []
