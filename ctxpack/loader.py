@@ -46,11 +46,15 @@ class Scanner:
 
     @property
     def named_model(self) -> str | None:
-        """The model the transcript has named so far; once read, the format's usual model."""
-        named = getattr(self._reader, "model", None)
-        if named is None and self.layout is not None and self.format is not None:
-            return getattr(self.format, "default_model", None)
-        return named
+        """The model the transcript has named so far, if its reader tracks one."""
+        return getattr(self._reader, "model", None)
+
+    @property
+    def usual_model(self) -> str | None:
+        """Once the file is read, its format's usual model (for files that name none)."""
+        if self.layout is None or self.format is None:
+            return None
+        return formats.usual_model(self.format.name)
 
     def messages(self) -> Iterator[Message]:
         """Yield messages in the order the reader completes them."""

@@ -80,6 +80,10 @@ class ModelTable:
     def all(self) -> list[ModelInfo]:
         return sorted(self._by_name.values(), key=lambda m: (m.provider != "openai", m.name))
 
+    def choose(self, candidates: list[str | None]) -> str | None:
+        """The first candidate model this table knows (a transcript may name any model)."""
+        return next((c for c in candidates if c and self.find(c) is not None), None)
+
     def find(self, model: str) -> ModelInfo | None:
         """The entry for `model` (e.g. 'openai/gpt-4o-2024-08-06'), or None."""
         name = model.strip().lower().rsplit("/", 1)[-1]

@@ -13,6 +13,7 @@ from dataclasses import dataclass, field
 from typing import Any
 
 from .bulk import BulkCounter
+from .formats import usual_model
 from .formats.base import Layout
 from .loader import PathOrFile, Scanner
 from .model import Image, Message, ToolCall, ToolResult, Transcript, group_rounds
@@ -136,11 +137,10 @@ class _Collector:
     tokens are filled in when its texts come back from the tokenizer.
     """
 
-    def __init__(self, model: str | None, table: ModelTable, find_model: Callable[[], str | None],
-                 *, cache: bool = False) -> None:
-        self.flag_model = model
+    def __init__(self, model: str | None, table: ModelTable,
+                 candidates: Callable[[], list[str | None]], *, cache: bool = False) -> None:
         self.table = table
-        self.find_model = find_model
+        self.candidates = candidates  # models the transcript suggests, most specific first
         self.cache = cache
         self.counter: TokenCounter | None = None
         self.bulk: BulkCounter[MessageStat] | None = None
@@ -152,9 +152,7 @@ class _Collector:
     def add(self, message: Message) -> None:
         if self.bulk is None:
             self._buffer.append(message)
-            named = self.flag_model or message.model or self.find_model()
-            if named and self.table.find(named) is None and not self.flag_model:
-                named = None
+            named = self.table.choose([message.model, *self.candidates()])
             if named or len(self._buffer) >= MODEL_LOOKAHEAD:
                 self._start(named)
             return
@@ -170,7 +168,7 @@ class _Collector:
     def done(self) -> TokenCounter:
         """Finish counting; every stat has its tokens after this."""
         if self.bulk is None:
-            self._start(self.find_model())
+            self._start(self.table.choose(self.candidates()))
         assert self.bulk is not None and self.counter is not None
         self.bulk.finish()
         return self.counter
@@ -218,7 +216,7 @@ def stats(source: PathOrFile | Transcript, model: str | None = None, *, format: 
     if isinstance(source, Transcript):
         return _stats_of_transcript(source, model, top, table, cache)
     scanner = Scanner(source, format, skip_invalid=skip_invalid, progress=progress)
-    collector = _Collector(model, table, lambda: getattr(scanner, "named_model", None),
+    collector = _Collector(model, table, lambda: [scanner.named_model, scanner.usual_model],
                            cache=cache)
     try:
         for message in scanner.messages():
@@ -235,13 +233,18 @@ def stats(source: PathOrFile | Transcript, model: str | None = None, *, format: 
     return result
 
 
+def transcript_models(t: Transcript) -> list[str | None]:
+    """The models to count a loaded transcript with, in order: the one it names, its format's."""
+    return [t.model, usual_model(t.format)]
+
+
 def _stats_of_transcript(t: Transcript, model: str | None, top: int,
                          table: ModelTable, cache: bool) -> FileStats:
     ordered = [*t.messages, *t.sidechain, *t.outside]
     n, s = len(t.messages), len(t.sidechain)
     layout = Layout(list(range(n)), list(range(n, n + s)), t.model, t.usage,
                     conversations=len({m.conversation for m in t.messages}) or 1)
-    collector = _Collector(model or t.model, table, lambda: t.model, cache=cache)
+    collector = _Collector(model, table, lambda: transcript_models(t), cache=cache)
     try:
         for message in ordered:
             collector.add(message)

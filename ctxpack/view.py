@@ -17,6 +17,7 @@ from .errors import UsageError
 from .loader import PathOrFile, load
 from .model import Image, Message, Part, Round, Text, Thinking, ToolCall, ToolResult, Transcript
 from .models import TABLE, ModelTable
+from .stats import transcript_models
 from .tokens import REPLY_PRIMING, MessageCount, TokenCounter
 
 FOLD_LINES = 12  # lines kept of a long tool output, argument list, system prompt or thinking
@@ -127,8 +128,7 @@ def view_file(source: PathOrFile, model: str | None = None, *, format: str | Non
     """Load a transcript and build its view, counting for `model` (else the one it names)."""
     compile_grep(grep)  # a bad pattern fails before the file is read
     transcript = load(source, format, skip_invalid=skip_invalid)
-    named = transcript.model if transcript.model and table.find(transcript.model) else None
-    counter = TokenCounter(model or named, table)
+    counter = TokenCounter(model or table.choose(transcript_models(transcript)), table)
     return build_view(transcript, counter, full=full, round=round, grep=grep)
 
 

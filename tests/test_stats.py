@@ -173,3 +173,20 @@ def test_files_naming_no_model_get_their_formats_usual_one(exact_tokens, tmp_pat
     s = stats(path)
     assert (s.format, s.model, s.exact) == ("anthropic", "claude", False)
     assert "approximation" in s.note
+
+
+def test_a_model_the_table_does_not_know_falls_back_instead_of_failing(exact_tokens, tmp_path):
+    path = tmp_path / "m.jsonl"
+    path.write_text(json.dumps({"role": "user", "content": "hi", "model": "acme-7b"}) + "\n")
+    assert stats(path).model == "gpt-4o"
+    assert stats(load(path)).to_dict() == stats(path).to_dict()
+    run = ctxpack("show", str(path))
+    assert run.code == 0 and "gpt-4o" in run.out, run.err
+    # an explicit --model must still be one the table knows
+    assert ctxpack("stats", "--model", "acme-7b", str(path)).code == 2
+
+
+def test_loaded_and_streamed_agree_on_a_file_naming_no_model(exact_tokens):
+    path = SAMPLES / "multi-round.anthropic.jsonl"
+    assert stats(load(path)).to_dict() == stats(path).to_dict()
+    assert stats(path).model == "claude"

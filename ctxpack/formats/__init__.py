@@ -25,6 +25,11 @@ def get(name: str) -> Format:
         raise UsageError(f"unknown format {name!r}", f"valid formats: {valid}") from None
 
 
+def usual_model(name: str) -> str | None:
+    """The model to assume for a file of format `name` that names none."""
+    return getattr(FORMATS.get(name), "default_model", None)
+
+
 def sniff(record: dict[str, Any]) -> tuple[Format | None, int]:
     """The format that claims `record` most surely, and how surely (0 = none)."""
     best: Format | None = None
@@ -49,4 +54,5 @@ def _register_builtin() -> None:
 
 _register_builtin()
 
-__all__ = ["FORMATS", "Format", "Layout", "Reader", "RecordError", "get", "register", "sniff"]
+__all__ = ["FORMATS", "Format", "Layout", "Reader", "RecordError", "get", "register", "sniff",
+           "usual_model"]
