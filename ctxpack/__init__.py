@@ -1,7 +1,8 @@
 """ctxpack: inspect and compress LLM agent transcripts.
 
 The public API: `load` and `write` transcripts in any supported format,
-`stats` for where the tokens went, `validate` for what a provider would reject.
+`stats` for where the tokens went, `validate` for what a provider would reject,
+`compress` to make a transcript fit its model and `restore` to undo it.
 Names are imported on first use so that the command line starts fast.
 """
 
@@ -21,15 +22,18 @@ _EXPORTS = {
     "Image": "model", "ToolCall": "model", "ToolResult": "model",
     "stats": "stats", "FileStats": "stats",
     "validate": "validate", "Problem": "validate",
+    "compress": "compress", "restore": "archive",
 }
 
 __all__ = [
     "CtxpackError", "FileStats", "Image", "InputError", "Message", "Problem", "Text",
-    "Thinking", "ToolCall", "ToolResult", "Transcript", "UsageError", "load", "stats",
-    "validate", "write",
+    "Thinking", "ToolCall", "ToolResult", "Transcript", "UsageError", "compress", "load",
+    "restore", "stats", "validate", "write",
 ]
 
 if TYPE_CHECKING:
+    from .archive import restore
+    from .compress import compress
     from .errors import CtxpackError, InputError, UsageError
     from .loader import load, write
     from .model import Image, Message, Text, Thinking, ToolCall, ToolResult, Transcript

@@ -10,6 +10,7 @@ from __future__ import annotations
 import glob
 import os
 import sys
+import time
 from pathlib import Path
 from typing import Annotated, Any, NoReturn
 
@@ -296,6 +297,197 @@ def models(
         out.add_row(m.name, m.provider, m.encoding, f"{m.context_window:,}",
                     "exact" if m.exact else "approximate")
     Console().print(out)
+
+
+RECENT_SECONDS = 5.0  # a file written this recently may still be open in an agent
+
+OutputOpt = Annotated[str | None, typer.Option(
+    "--output", "-o", metavar="PATH", help="Write here (- for stdout; default stdout).")]
+InPlaceOpt = Annotated[bool, typer.Option(
+    "--in-place", help="Replace the input atomically, keeping the original as FILE.bak.")]
+ForceOpt = Annotated[bool, typer.Option(
+    "--force", help="With --in-place: go ahead even if the file was modified a moment ago.")]
+ArchiveDirOpt = Annotated[str | None, typer.Option(
+    "--archive-dir", metavar="DIR",
+    help="Keep originals in this content-addressed folder instead of inline.")]
+
+
+def _destination(file: str, output: str | None, in_place: bool, force: bool) -> str:
+    """Where the result goes, with the conflicts and the in-place guard checked first."""
+    if in_place:
+        if output is not None:
+            raise UsageError("--in-place and --output cannot be used together")
+        if file == "-":
+            raise UsageError("--in-place needs a file, not stdin")
+        age = time.time() - os.stat(file).st_mtime
+        if age < RECENT_SECONDS and not force:
+            raise UsageError(f"{file} was modified {age:.1f} s ago; an agent may still be "
+                             "writing it", "wait, or pass --force")
+        return file
+    if output not in (None, "-") and file != "-" and os.path.exists(output) \
+            and os.path.samefile(file, output):
+        raise UsageError("--output is the input file", "use --in-place to replace it")
+    return output or "-"
+
+
+def _write_result(dest: str, source: str, lines: list[bytes], in_place: bool) -> None:
+    from .jsonl import write_atomic
+
+    if in_place:
+        import shutil
+
+        shutil.copy2(source, source + ".bak")
+    if dest == "-":
+        out = sys.stdout.buffer
+        for line in lines:
+            out.write(line)
+        out.flush()
+    else:
+        write_atomic(dest, lines)
+
+
+@app.command()
+def compress(
+    file: Annotated[str, typer.Argument(metavar="FILE", help="Transcript file, or - for stdin.")],
+    output: OutputOpt = None,
+    in_place: InPlaceOpt = False,
+    force: ForceOpt = False,
+    model: ModelOpt = None,
+    format: FormatOpt = None,
+    budget: Annotated[int | None, typer.Option(
+        "--budget", metavar="N", help="Summarize above N tokens, and never write more than N "
+        "(default: --threshold x the model's window).")] = None,
+    target: Annotated[int | None, typer.Option(
+        "--target", metavar="N", help="Summarize down to N tokens (default: half the window).")]
+    = None,
+    threshold: Annotated[float | None, typer.Option(
+        "--threshold", metavar="R", help="Summarize above this share of the window (0.8).")]
+    = None,
+    strategy: Annotated[str | None, typer.Option(
+        "--strategy", metavar="NAME", help="Summarizer: extractive (default) or structured.")]
+    = None,
+    truncate: Annotated[bool | None, typer.Option(
+        "--truncate/--no-truncate", help="Cut tool outputs over the limits (on).")] = None,
+    max_lines: Annotated[int | None, typer.Option(
+        "--max-lines", metavar="N", help="Truncate outputs over N lines (300).")] = None,
+    max_bytes: Annotated[int | None, typer.Option(
+        "--max-bytes", metavar="N", help="Truncate outputs over N bytes (30000).")] = None,
+    max_tokens: Annotated[int | None, typer.Option(
+        "--max-tokens", metavar="N", help="Truncate outputs over N tokens (6000).")] = None,
+    truncate_mode: Annotated[str | None, typer.Option(
+        "--truncate-mode", metavar="MODE", help="Keep head, tail or head_tail (default).")]
+    = None,
+    mask: Annotated[bool | None, typer.Option(
+        "--mask/--no-mask", help="Mask outputs older than the newest steps (on).")] = None,
+    keep_observations: Annotated[int | None, typer.Option(
+        "--keep-observations", metavar="K", help="Steps whose outputs stay unmasked (10).")]
+    = None,
+    summarize: Annotated[bool | None, typer.Option(
+        "--summarize/--no-summarize", help="Summarize old history when over the trigger (on).")]
+    = None,
+    keep_rounds: Annotated[int | None, typer.Option(
+        "--keep-rounds", metavar="N", help="Newest rounds always kept in full (0).")] = None,
+    keep_steps: Annotated[int | None, typer.Option(
+        "--keep-steps", metavar="N", help="Newest steps always kept in full (2).")] = None,
+    max_summary_tokens: Annotated[int | None, typer.Option(
+        "--max-summary-tokens", metavar="N",
+        help="Condense the summary above N tokens (4000).")] = None,
+    archive_dir: ArchiveDirOpt = None,
+    no_archive: Annotated[bool, typer.Option(
+        "--no-archive", help="Drop the originals: restore cannot bring them back.")] = False,
+    strip_metadata: Annotated[bool, typer.Option(
+        "--strip-metadata", help="Write API-ready records without ctxpack metadata (and so "
+        "without the archive).")] = False,
+    dry_run: Annotated[bool, typer.Option(
+        "--dry-run", help="Report what would be done; write nothing.")] = False,
+    report_json: Annotated[str | None, typer.Option(
+        "--report-json", metavar="PATH", help="Write the report as JSON here (- for stdout).")]
+    = None,
+    quiet: Annotated[bool, typer.Option(
+        "--quiet", "-q", help="No report table on stderr (warnings still show).")] = False,
+    skip_invalid: SkipOpt = False,
+    config: ConfigOpt = None,
+) -> None:
+    """Shrink a transcript to fit its model; originals are archived for restore."""
+    from .compress import compress_file
+    from .compress.options import from_env, resolve
+
+    dest = _destination(file, output, in_place, force)
+    if strip_metadata and in_place:
+        raise UsageError("--strip-metadata would drop the archive from the only copy",
+                         "write it elsewhere with --output")
+    if report_json == "-" and dest == "-" and not dry_run:
+        raise UsageError("--report-json - and the transcript cannot both go to stdout")
+    cfg = _config(config)
+    flags = {"budget": budget, "target": target, "threshold": threshold, "strategy": strategy,
+             "truncate": truncate, "max_lines": max_lines, "max_bytes": max_bytes,
+             "max_tokens": max_tokens, "truncate_mode": truncate_mode, "mask": mask,
+             "keep_observations": keep_observations, "summarize": summarize,
+             "keep_rounds": keep_rounds, "keep_steps": keep_steps,
+             "max_summary_tokens": max_summary_tokens, "archive_dir": archive_dir,
+             "archive": False if no_archive else None}
+    options = resolve(cfg.compress, from_env(dict(os.environ)), flags)
+    result = compress_file(file, options, model=model, format=format,
+                           skip_invalid=skip_invalid, table=cfg.models,
+                           strip_metadata=strip_metadata)
+    _compress_report(result.report, quiet, dry_run, report_json)
+    if not options.archive and result.report.changed:
+        warn("--no-archive: the replaced originals are not kept; restore cannot bring them back")
+    if not dry_run:
+        _write_result(dest, file, result.lines, in_place)
+
+
+def _compress_report(report: Any, quiet: bool, dry_run: bool, json_path: str | None) -> None:
+    from .render import compress as render
+
+    if not report.exact and "tiktoken" in report.model_note:
+        warn(report.model_note)
+    if json_path == "-":
+        sys.stdout.buffer.write(render.to_json(report))
+    elif json_path:
+        from .jsonl import write_atomic
+
+        write_atomic(json_path, [render.to_json(report)])
+    if not quiet:
+        render.print_report(_stderr(), report, dry_run=dry_run)
+    elif report.warnings:
+        for w in report.warnings:
+            warn(w)
+
+
+@app.command()
+def restore(
+    file: Annotated[str, typer.Argument(metavar="FILE",
+        help="A compressed transcript, or - for stdin.")],
+    output: OutputOpt = None,
+    in_place: InPlaceOpt = False,
+    force: ForceOpt = False,
+    only: Annotated[str | None, typer.Option(
+        "--only", metavar="ID", help="Expand just this item (ids are in the markers and --list).")]
+    = None,
+    list_: Annotated[bool, typer.Option(
+        "--list", help="List the compressed items (id, kind, line) instead of restoring.")]
+    = False,
+    archive_dir: ArchiveDirOpt = None,
+) -> None:
+    """Undo compress: give back the original transcript, byte for byte."""
+    from . import archive
+    from .jsonl import iter_lines, open_source
+
+    dest = _destination(file, output, in_place, force)
+    src = open_source(file)
+    try:
+        lines = list(iter_lines(src.stream, src.size))
+    finally:
+        src.close()
+    if list_:
+        for item in archive.items(lines):
+            print("\t".join(str(x) for x in item))
+        return
+    restored, layers = archive.restore_layers(lines, src.name, only=only, folder=archive_dir)
+    if layers == 0:
+        warn(f"{src.name}: nothing to restore (no ctxpack items); writing it unchanged")
+    _write_result(dest, file, restored, in_place)
 
 
 def main() -> None:

@@ -15,7 +15,7 @@ from typing import Any
 from .errors import UsageError
 from .models import TABLE, ModelInfo, ModelTable
 
-KNOWN_KEYS = {"models"}
+KNOWN_KEYS = {"models", "compress"}
 MODEL_KEYS = {"name", "encoding", "context_window", "exact", "provider", "note"}
 
 
@@ -24,6 +24,7 @@ class Config:
     """Resolved settings; `models` is the model table with the file's additions."""
 
     models: ModelTable = field(default_factory=lambda: TABLE)
+    compress: dict[str, Any] = field(default_factory=dict)
     source: str | None = None
 
 
@@ -65,7 +66,20 @@ def load_config(explicit: str | None = None) -> Config:
     if unknown:
         raise UsageError(f"{path}: unknown config key(s): {', '.join(unknown)}",
                          f"known keys: {', '.join(sorted(KNOWN_KEYS))}")
-    return Config(models=TABLE.extend(_models(data.get("models") or [], path)), source=str(path))
+    return Config(models=TABLE.extend(_models(data.get("models") or [], path)),
+                  compress=_compress(data.get("compress") or {}, path), source=str(path))
+
+
+def _compress(section: Any, path: Path) -> dict[str, Any]:
+    from .compress.options import SETTINGS, convert
+
+    if not isinstance(section, dict):
+        raise UsageError(f"{path}: `compress` must be a mapping of settings")
+    unknown = sorted(set(section) - set(SETTINGS))
+    if unknown:
+        raise UsageError(f"{path}: unknown compress setting(s): {', '.join(unknown)}",
+                         f"known: {', '.join(SETTINGS)}")
+    return {k: convert(k, v, f"{path}: compress") for k, v in section.items()}
 
 
 def _models(entries: Any, path: Path) -> list[ModelInfo]:

@@ -38,3 +38,9 @@ class InputError(CtxpackError):
         self.path = path
         self.line = line
         self.problem = problem
+
+
+class CannotFit(CtxpackError):
+    """The transcript cannot be brought under the budget or the model's window."""
+
+    exit_code = EXIT_CANNOT_FIT

@@ -15,7 +15,7 @@ from . import formats
 from .errors import InputError
 from .formats.base import Format, Layout, RecordError
 from .jsonl import iter_lines, open_source, parse_document, parse_line, write_atomic
-from .model import BadLine, Message, Record, Transcript
+from .model import SUMMARY_HEADING, BadLine, Message, Record, Text, Transcript
 
 SNIFF_RECORDS = 50
 DEFAULT_FORMAT = "openai"
@@ -97,7 +97,7 @@ class Scanner:
         if self.progress is not None:
             self.progress(self.bytes_read)
         rest, self.layout = reader.finish()
-        yield from rest
+        yield from _not_summaries(rest)
 
     def _lines(self, src: Any) -> Iterator[tuple[int, bytes]]:
         for number, raw in enumerate(iter_lines(src.stream, src.size), 1):
@@ -120,7 +120,7 @@ class Scanner:
         if self.progress is not None:
             self.progress(self.bytes_read)
         rest_messages, self.layout = self._reader.finish()
-        yield from rest_messages
+        yield from _not_summaries(rest_messages)
 
     def _choose(self, fmt: Format | None, pending: list[tuple[int, dict[str, Any]]]) -> Any:
         if fmt is None:
@@ -145,7 +145,7 @@ class Scanner:
 
     def _feed(self, reader: Any, number: int, record: dict[str, Any]) -> list[Message]:
         try:
-            return reader.feed(number, record)
+            return _not_summaries(reader.feed(number, record))
         except RecordError as exc:
             name = self.format.name if self.format else "?"
             problem = f"not a {name} record: {exc}"
@@ -155,6 +155,15 @@ class Scanner:
                                  ) from None
             self.skipped.append(BadLine(number, problem))
             return []
+
+
+def _not_summaries(messages: list[Message]) -> list[Message]:
+    """A summary compress wrote is never a person's request, whatever its role."""
+    for m in messages:
+        if m.human and m.parts and isinstance(m.parts[0], Text) \
+                and m.parts[0].text.startswith(SUMMARY_HEADING):
+            m.human = False
+    return messages
 
 
 def _opens_document(raw: bytes, forced: Format | None) -> bool:

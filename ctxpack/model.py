@@ -11,6 +11,10 @@ from collections.abc import Sequence
 from dataclasses import dataclass, field
 from typing import Any, ClassVar, Protocol
 
+# The first line of every summary message ctxpack writes: such a message is never a
+# person's request, whatever its role.
+SUMMARY_HEADING = "## Archived Session Summary"
+
 
 @dataclass(frozen=True, slots=True)
 class Text:

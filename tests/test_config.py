@@ -49,3 +49,13 @@ def test_bad_config_is_a_usage_error_naming_the_problem(tmp_path, text, fragment
 def test_missing_explicit_config(tmp_path):
     with pytest.raises(UsageError, match="not found"):
         load_config(str(tmp_path / "nope.yaml"))
+
+
+def test_the_example_config_documents_every_compress_setting():
+    from ctxpack.compress.options import SETTINGS, Options, resolve
+
+    text = (ROOT / "config.example.yaml").read_text()
+    for name in SETTINGS:
+        assert f"{name}:" in text, f"config.example.yaml does not document {name}"
+    cfg = load_config(str(ROOT / "config.example.yaml"))
+    assert resolve(cfg.compress) == Options()  # the documented values are the defaults

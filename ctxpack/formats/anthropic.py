@@ -11,8 +11,16 @@ from dataclasses import dataclass, field
 from typing import Any, NamedTuple
 
 from ..jsonl import dumps
-from ..model import Image, Message, Part, Text, Thinking, ToolCall, ToolResult
-from .base import Layout, RecordError, content_parts, text_of
+from ..model import SUMMARY_HEADING, Image, Message, Part, Text, Thinking, ToolCall, ToolResult
+from .base import (
+    META_KEY,
+    Compaction,
+    Layout,
+    RecordError,
+    content_parts,
+    text_of,
+    tool_result_blocks,
+)
 
 CONTINUATION = "This session is being continued from a previous conversation"
 SYNTHETIC_MODEL = "<synthetic>"
@@ -309,6 +317,65 @@ def _result_totals(record: dict[str, Any]) -> dict[str, Any]:
     return out
 
 
+def text_blocks(content: Any) -> list[Any]:
+    """A `content` value as a list of blocks (a string becomes one text block)."""
+    if isinstance(content, str):
+        return [{"type": "text", "text": content}] if content else []
+    return list(content) if isinstance(content, list) else []
+
+
+def boundary_record(c: Compaction, fields: dict[str, Any]) -> dict[str, Any]:
+    """A `compact_boundary` system record in Claude Code's shape, before a ctxpack summary."""
+    return {**fields, "type": "system", "subtype": "compact_boundary",
+            "content": "Conversation compacted", "timestamp": c.time,
+            "compactMetadata": {"trigger": "ctxpack", "preTokens": c.tokens_before},
+            META_KEY: c.part}
+
+
+class AnthropicEditor:
+    """Plain Messages API lines alternate roles, so the summary joins the user message
+    before it; stream-json has Claude Code's compact boundary to restart after."""
+
+    def __init__(self, plain: bool) -> None:
+        self.plain = self.alternates = plain
+        self.resets = not plain
+
+    def keeps_place(self, message: Message) -> bool:
+        return False
+
+    def with_results(self, record: dict[str, Any], texts: dict[str | None, str]) -> dict[str, Any]:
+        if isinstance(record.get("message"), dict):
+            message = record["message"]
+            content = tool_result_blocks(message.get("content"), texts)
+            return {**record, "message": {**message, "content": content}}
+        return {**record, "content": tool_result_blocks(record.get("content"), texts)}
+
+    def compaction(self, c: Compaction) -> list[dict[str, Any]]:
+        block = {"type": "text", "text": c.summary}
+        if self.plain:
+            if c.merge is None:
+                return [{"role": "user", "content": [block], META_KEY: c.meta}]
+            kept = [b for b in text_blocks(c.merge.get("content")) if not _is_summary(b)]
+            return [{**c.merge, "content": [*kept, block], META_KEY: c.meta}]
+        session = next((r["session_id"] for r in (c.before, *c.head)
+                        if r is not None and "session_id" in r), None)
+        fields = {} if session is None else {"session_id": session}
+        boundary = boundary_record(c, fields)
+        boundary["compact_metadata"] = boundary.pop("compactMetadata")
+        del boundary["timestamp"], boundary["content"]
+        head = [{**r, META_KEY: c.part} for r in c.head]
+        summary = {"type": "user", "message": {"role": "user", "content": [block]},
+                   "parent_tool_use_id": None, **fields, META_KEY: c.meta}
+        return [boundary, *head, summary]
+
+    def relink(self, record: dict[str, Any], removed: set[str], to: str) -> dict[str, Any] | None:
+        return None
+
+
+def _is_summary(block: Any) -> bool:
+    return isinstance(block, dict) and str(block.get("text", "")).startswith(SUMMARY_HEADING)
+
+
 class AnthropicFormat:
     name = "anthropic"
     default_model = "claude"  # when the file names no model
@@ -319,3 +386,7 @@ class AnthropicFormat:
 
     def reader(self) -> AnthropicReader:
         return AnthropicReader()
+
+    def editor(self, transcript: Any) -> AnthropicEditor:
+        first = transcript.messages[0].raw if transcript.messages else None
+        return AnthropicEditor(plain=isinstance(first, dict) and "role" in first)

@@ -15,6 +15,7 @@ from typing import Any, Protocol, TypeVar
 from ..model import Message, Text
 
 P = TypeVar("P")
+META_KEY = "ctxpack"  # the field of every record compress writes or changes
 
 
 class RecordError(Exception):
@@ -99,3 +100,61 @@ def content_parts(content: Any, item_part: Callable[[dict[str, Any]], P | None])
         elif isinstance(item, dict) and (part := item_part(item)) is not None:
             parts.append(part)
     return parts
+
+
+@dataclass
+class Compaction:
+    """What replaces an archived span of the file: a summary and what must come with it.
+
+    `meta` is the `ctxpack` object of the summary record, `part` the one every other
+    new record of the span carries. `head` holds the records of the kept head (the
+    system prompt, the task) to write again after a reset marker; `before` is the
+    last record before the span; `merge` a user record the summary joins (formats
+    that need roles to alternate), else None.
+    """
+
+    summary: str
+    meta: dict[str, Any]
+    part: dict[str, Any]
+    head: list[dict[str, Any]] = field(default_factory=list)
+    before: dict[str, Any] | None = None
+    merge: dict[str, Any] | None = None
+    tokens_before: int = 0
+    time: str = ""
+    seed: str = ""
+
+
+class Editor(Protocol):
+    """How compress writes a format: tool results replaced, a span compacted."""
+
+    resets: bool  # the format has a marker after which the context starts again
+    alternates: bool  # the summary must join an adjacent user message
+
+    def keeps_place(self, message: Message) -> bool:
+        """True for a head message that stays in context across a reset marker."""
+        ...
+
+    def with_results(self, record: dict[str, Any], texts: dict[str | None, str]) -> dict[str, Any]:
+        """A copy of `record` whose tool results (by call id) read `texts` instead."""
+        ...
+
+    def compaction(self, c: Compaction) -> list[dict[str, Any]]:
+        """The records that replace the archived span."""
+        ...
+
+    def relink(self, record: dict[str, Any], removed: set[str], to: str) -> dict[str, Any] | None:
+        """A copy of a later record re-pointed from a removed record to `to`, or None."""
+        ...
+
+
+def tool_result_blocks(blocks: Any, texts: dict[str | None, str]) -> Any:
+    """Content blocks with each `tool_result` named in `texts` holding that text instead."""
+    if not isinstance(blocks, list):
+        return blocks
+    out = []
+    for block in blocks:
+        if (isinstance(block, dict) and block.get("type") == "tool_result"
+                and block.get("tool_use_id") in texts):
+            block = {**block, "content": texts[block["tool_use_id"]]}
+        out.append(block)
+    return out

@@ -8,11 +8,20 @@ other bookkeeping records stay in the file as links of the chain at most.
 
 from __future__ import annotations
 
+import hashlib
+import uuid
 from typing import Any
 
 from ..model import Message
-from .anthropic import SYNTHETIC_MODEL, Emitted, ResponseMerger, UsageTally, api_message
-from .base import Layout, RecordError
+from .anthropic import (
+    SYNTHETIC_MODEL,
+    Emitted,
+    ResponseMerger,
+    UsageTally,
+    api_message,
+    boundary_record,
+)
+from .base import META_KEY, Compaction, Layout, RecordError, tool_result_blocks
 
 # record types only Claude Code writes; generic names (progress, attachment) need more
 _OWN_TYPES = {"file-history-snapshot", "queue-operation", "last-prompt", "ai-title",
@@ -147,3 +156,54 @@ class ClaudeCodeFormat:
 
     def reader(self) -> ClaudeCodeReader:
         return ClaudeCodeReader()
+
+    def editor(self, transcript: Any) -> ClaudeCodeEditor:
+        return ClaudeCodeEditor()
+
+
+# Fields every linked record repeats; new records copy them from their neighbours.
+_SESSION_FIELDS = ("isSidechain", "agentId", "userType", "cwd", "sessionId", "version",
+                   "gitBranch", "slug")
+
+
+def new_uuid(seed: str, n: int) -> str:
+    """A uuid4-shaped id derived from `seed`: the same compress gives the same file."""
+    digest = hashlib.sha256(f"{seed}/{n}".encode()).hexdigest()
+    return str(uuid.UUID(digest[:32], version=4))
+
+
+class ClaudeCodeEditor:
+    """Writes Claude Code's own compaction: a `compact_boundary` record, the kept head
+    again, then an `isCompactSummary` user record; later records are re-pointed."""
+
+    resets = True
+    alternates = False
+
+    def keeps_place(self, message: Message) -> bool:
+        return False
+
+    def with_results(self, record: dict[str, Any], texts: dict[str | None, str]) -> dict[str, Any]:
+        message = record["message"]
+        content = tool_result_blocks(message.get("content"), texts)
+        return {**record, "message": {**message, "content": content}}
+
+    def compaction(self, c: Compaction) -> list[dict[str, Any]]:
+        near = next((r for r in (*c.head, c.before) if r is not None), {})
+        fields = {k: near[k] for k in _SESSION_FIELDS if k in near}  # a sub-agent file stays one
+        boundary = boundary_record(c, {"parentUuid": None, **fields})
+        boundary["logicalParentUuid"] = c.before.get("uuid") if c.before else None
+        boundary["uuid"] = parent = new_uuid(c.seed, 0)
+        head = []
+        for record in c.head:
+            head.append({**record, "parentUuid": parent, META_KEY: c.part})
+            parent = record.get("uuid", parent)
+        summary = {"parentUuid": parent, **fields, "type": "user",
+                   "message": {"role": "user", "content": c.summary},
+                   "isCompactSummary": True, "isVisibleInTranscriptOnly": True,
+                   "uuid": new_uuid(c.seed, 1), "timestamp": c.time, META_KEY: c.meta}
+        return [boundary, *head, summary]
+
+    def relink(self, record: dict[str, Any], removed: set[str], to: str) -> dict[str, Any] | None:
+        if record.get("parentUuid") in removed:
+            return {**record, "parentUuid": to}
+        return None

@@ -14,7 +14,7 @@ from typing import Any
 
 from ..jsonl import dumps
 from ..model import Image, Message, Part, Text, Thinking, ToolCall, ToolResult
-from .base import Layout, RecordError, content_parts
+from .base import META_KEY, Compaction, Layout, RecordError, content_parts
 from .openai import parse_data_url
 
 _SURE_TYPES = {"session_meta", "response_item", "event_msg", "turn_context", "compacted"}
@@ -293,6 +293,31 @@ class CodexReader:
         return [], Layout(context, model=self.model or self.meta_model, usage=self.usage())
 
 
+class CodexEditor:
+    """Writes a `compacted` line whose replacement history is the kept head and the summary,
+    as the CLI's own compaction does; the system prompt stays in its `session_meta`."""
+
+    resets = True
+    alternates = False
+
+    def keeps_place(self, message: Message) -> bool:
+        return message.role == "system"
+
+    def with_results(self, record: dict[str, Any], texts: dict[str | None, str]) -> dict[str, Any]:
+        return {**record, "payload": {**record["payload"], "output": next(iter(texts.values()))}}
+
+    def compaction(self, c: Compaction) -> list[dict[str, Any]]:
+        items = [r["payload"] if "payload" in r else r for r in c.head]
+        items.append({"type": "message", "role": "user",
+                      "content": [{"type": "input_text", "text": c.summary}]})
+        return [{"timestamp": c.time, "type": "compacted",
+                 "payload": {"message": c.summary, "replacement_history": items},
+                 META_KEY: c.meta}]
+
+    def relink(self, record: dict[str, Any], removed: set[str], to: str) -> dict[str, Any] | None:
+        return None
+
+
 class CodexFormat:
     name = "codex"
     default_model = "gpt-5"  # when the file names no model
@@ -305,3 +330,6 @@ class CodexFormat:
 
     def reader(self) -> CodexReader:
         return CodexReader()
+
+    def editor(self, transcript: Any) -> CodexEditor:
+        return CodexEditor()

@@ -11,7 +11,7 @@ from typing import Any
 
 from ..jsonl import dumps
 from ..model import Image, Message, Part, Text, Thinking, ToolCall, ToolResult
-from .base import Layout, RecordError, content_parts
+from .base import META_KEY, Compaction, Layout, RecordError, content_parts
 
 _SURE_ROLES = {"system", "developer", "tool", "function"}
 
@@ -118,3 +118,25 @@ class OpenAIFormat:
 
     def reader(self) -> OpenAIReader:
         return OpenAIReader()
+
+    def editor(self, transcript: Any) -> OpenAIEditor:
+        return OpenAIEditor()
+
+
+class OpenAIEditor:
+    """Chat Completions lines: a result is a `tool` message; the summary a user message."""
+
+    resets = False
+    alternates = False
+
+    def keeps_place(self, message: Message) -> bool:
+        return True
+
+    def with_results(self, record: dict[str, Any], texts: dict[str | None, str]) -> dict[str, Any]:
+        return {**record, "content": next(iter(texts.values()))}  # one result per message
+
+    def compaction(self, c: Compaction) -> list[dict[str, Any]]:
+        return [{"role": "user", "content": c.summary, META_KEY: c.meta}]
+
+    def relink(self, record: dict[str, Any], removed: set[str], to: str) -> dict[str, Any] | None:
+        return None

@@ -1,0 +1,221 @@
+"""Where originals go when compress replaces them, and how `restore` gets them back.
+
+Every line compress writes or changes carries a `ctxpack` object with an `id`;
+one line of each id's group holds `archive`: the replaced original bytes inline
+(zlib + base64, so nesting never multiplies escapes), or their sha256 in a
+content-addressed `--archive-dir`. Restoring swaps each group back for its bytes.
+"""
+
+from __future__ import annotations
+
+import base64
+import hashlib
+import os
+import zlib
+from collections.abc import Iterable, Iterator
+from dataclasses import dataclass
+from pathlib import Path
+from typing import IO, Any
+
+import orjson
+
+from .errors import InputError, UsageError
+from .formats.base import META_KEY as KEY
+from .jsonl import iter_lines, open_source, write_atomic
+
+PathOrFile = str | os.PathLike[str] | IO[Any]
+MARK = b'"ctxpack"'  # a line without it was not written by compress: no need to parse it
+VERSION = 1
+
+
+@dataclass(frozen=True, slots=True)
+class Archiver:
+    """Archives originals inline (the default), in a folder, or not at all (`enabled` off)."""
+
+    folder: str | None = None
+    enabled: bool = True
+
+    def pack(self, original: bytes) -> dict[str, Any]:
+        """The `archive` object for `original`, storing it as configured."""
+        sha = hashlib.sha256(original).hexdigest()
+        ref: dict[str, Any] = {"sha256": sha, "bytes": len(original)}
+        if not self.enabled:
+            return {**ref, "inline": False, "dropped": True}
+        if self.folder is None:
+            data = base64.b64encode(zlib.compress(original, 6)).decode("ascii")
+            return {**ref, "inline": True, "encoding": "zlib+base64", "data": data}
+        path = blob_path(self.folder, sha)
+        if not path.exists():
+            path.parent.mkdir(parents=True, exist_ok=True)
+            write_atomic(str(path), [original])
+        return {**ref, "inline": False, "dir": self.folder}
+
+
+def blob_path(folder: str | os.PathLike[str], sha: str) -> Path:
+    return Path(folder) / sha[:2] / sha
+
+
+def reference(item_id: str) -> str:
+    """How a marker in the text names an archived item: `ctxpack restore --only` takes the id."""
+    return f"ctxpack:{item_id}"
+
+
+def unpack(ref: dict[str, Any], where: str, folder: str | None = None) -> bytes:
+    """The original bytes an `archive` object stands for, checked against its sha256."""
+    sha = ref.get("sha256")
+    if ref.get("dropped"):
+        raise InputError(where, None, "the original was not archived (compressed with "
+                         "--no-archive); it cannot be restored")
+    if ref.get("inline"):
+        try:
+            data = zlib.decompress(base64.b64decode(ref["data"]))
+        except (KeyError, TypeError, ValueError, zlib.error):
+            raise InputError(where, None, "the inline archive is damaged") from None
+    else:
+        base = folder or ref.get("dir")
+        if not isinstance(base, str) or not isinstance(sha, str):
+            raise InputError(where, None, "the archive names no folder; pass --archive-dir")
+        path = blob_path(base, sha)
+        try:
+            data = path.read_bytes()
+        except OSError:
+            raise UsageError(f"{where}: archived original {sha[:12]} not found in {base}",
+                             "pass the --archive-dir it was compressed with") from None
+    if hashlib.sha256(data).hexdigest() != sha:
+        raise InputError(where, None, "archived original does not match its sha256")
+    return data
+
+
+def meta_of(raw: bytes) -> dict[str, Any] | None:
+    """The `ctxpack` object of a line, or None for a line compress did not write."""
+    if MARK not in raw:
+        return None
+    try:
+        record = orjson.loads(raw)
+    except orjson.JSONDecodeError:
+        return None
+    meta = record.get(KEY) if isinstance(record, dict) else None
+    return meta if isinstance(meta, dict) and isinstance(meta.get("id"), str) else None
+
+
+def restore_lines(lines: Iterable[bytes], path: str, *, only: str | None = None,
+                  folder: str | None = None) -> Iterator[bytes]:
+    """Undo one layer of compression: each group of lines with one id becomes its original.
+
+    With `only`, just that id's group is expanded and every other line stays.
+    """
+    group: list[tuple[int, bytes, dict[str, Any]]] = []
+    for number, raw in enumerate(lines, 1):
+        meta = meta_of(raw)
+        if group and (meta is None or meta["id"] != group[0][2]["id"]):
+            yield from _expand(group, path, only, folder)
+            group = []
+        if meta is None:
+            yield raw
+        else:
+            group.append((number, raw, meta))
+    if group:
+        yield from _expand(group, path, only, folder)
+
+
+def _expand(group: list[tuple[int, bytes, dict[str, Any]]], path: str, only: str | None,
+            folder: str | None) -> Iterator[bytes]:
+    first, _, meta = group[0]
+    if only is not None and meta["id"] != only:
+        yield from (raw for _, raw, _ in group)
+        return
+    heads = [(n, m) for n, _, m in group if isinstance(m.get("archive"), dict)]
+    if len(heads) != 1 or heads[0][1].get("lines", 1) != len(group):
+        raise InputError(path, first, f"compressed item {meta['id']} is incomplete or damaged "
+                         "(lines were added, removed or reordered)")
+    n, head = heads[0]
+    yield unpack(head["archive"], f"{path}:{n}", folder)
+
+
+def ids(lines: Iterable[bytes]) -> list[str]:
+    """The ids of the compressed items in file order."""
+    seen: dict[str, None] = {}
+    for raw in lines:
+        meta = meta_of(raw)
+        if meta is not None:
+            seen.setdefault(meta["id"])
+    return list(seen)
+
+
+def strip(raw: bytes) -> bytes:
+    """The line without its `ctxpack` object (for API-ready output)."""
+    if MARK not in raw:
+        return raw
+    record = orjson.loads(raw)
+    if not isinstance(record, dict) or KEY not in record:
+        return raw
+    del record[KEY]
+    end = b"\n" if raw.endswith(b"\n") else b""
+    return orjson.dumps(record) + end
+
+
+MAX_LAYERS = 64  # a transcript compressed again and again nests its archives
+
+
+def restore(source: PathOrFile | list[bytes], *, only: str | None = None,
+            archive_dir: str | None = None) -> bytes:
+    """The original of a compressed transcript (a file, `-`, or its lines), byte for byte."""
+    if isinstance(source, list):
+        return b"".join(restore_layers(source, "<lines>", only=only, folder=archive_dir)[0])
+    src = open_source(source)
+    try:
+        lines = list(iter_lines(src.stream, src.size))
+    finally:
+        src.close()
+    return b"".join(restore_layers(lines, src.name, only=only, folder=archive_dir)[0])
+
+
+def restore_layers(lines: list[bytes], path: str, *, only: str | None = None,
+                   folder: str | None = None) -> tuple[list[bytes], int]:
+    """The original lines and how many layers of compression were undone.
+
+    Without `only`, every layer comes off: a transcript compressed twice comes
+    back as it was before the first compress. With `only`, one item of the top
+    layer is expanded and the rest stays compressed.
+    """
+    if only is not None:
+        if only not in ids(lines):
+            raise UsageError(f"{path}: no compressed item {only!r}",
+                             "`ctxpack restore --list` shows the ids")
+        return _split(restore_lines(lines, path, only=only, folder=folder)), 1
+    layers = 0
+    while any(meta_of(line) is not None for line in lines):
+        if layers == MAX_LAYERS:
+            raise InputError(path, None, f"more than {MAX_LAYERS} layers of compression")
+        lines = _split(restore_lines(lines, path, folder=folder))
+        layers += 1
+    return lines, layers
+
+
+def _split(chunks: Iterable[bytes]) -> list[bytes]:
+    """Chunks (an archived span may hold many lines) as lines, each with its newline."""
+    data = b"".join(chunks)
+    lines = [piece + b"\n" for piece in data.split(b"\n")]
+    lines[-1] = lines[-1][:-1]  # what followed the last newline has none
+    return lines if lines[-1] else lines[:-1]
+
+
+def items(lines: Iterable[bytes]) -> list[tuple[str, str, int, str]]:
+    """(id, kind, line, what) for each compressed item of the top layer, in file order."""
+    out: list[tuple[str, str, int, str]] = []
+    for number, raw in enumerate(lines, 1):
+        meta = meta_of(raw)
+        if meta is None or not isinstance(meta.get("archive"), dict):
+            continue
+        ref = meta["archive"]
+        where = "inline" if ref.get("inline") else "dropped" if ref.get("dropped") \
+            else f"in {ref.get('dir')}"
+        what = f"{ref.get('bytes', 0):,} bytes {where}"
+        if meta.get("kind") == "archived_summary":
+            span = meta.get("range") or {}
+            what = f"messages {span.get('start')}–{span.get('end')}, {what}"
+        elif meta.get("items"):
+            actions = sorted({str(i.get("action")) for i in meta["items"]})
+            what = f"{'+'.join(actions)}, {what}"
+        out.append((meta["id"], str(meta.get("kind")), number, what))
+    return out

@@ -1,0 +1,281 @@
+"""Facts: the verbatim details of a text that a summary must not lose.
+
+`extract` finds file paths, URLs, identifiers, error lines, significant numbers and
+shell commands; `retention` says how many of them a summary still holds. Pure and
+fast: linear-time precompiled regexes, so a megabyte of tool output takes milliseconds.
+"""
+
+from __future__ import annotations
+
+import json
+import re
+from collections.abc import Iterable, Iterator
+from dataclasses import dataclass, fields
+
+CATEGORIES = ("paths", "urls", "identifiers", "errors", "numbers", "commands")
+MAX_LINE = 300  # error lines and commands longer than this are kept cut to it
+MAX_WORD = 2048  # a longer run without spaces is data (base64, minified code), not a path
+MAX_NAME = 200  # nor can a longer one be an identifier
+
+EXTENSIONS = frozenset((
+    "py pyi pyx ipynb js mjs cjs jsx ts tsx vue svelte go rs rb java kt kts scala swift c h cc"
+    " cpp cxx hpp hh cs fs m mm php pl pm lua r jl ex exs erl hrl hs ml mli clj dart zig nim sol"
+    " move sh bash zsh fish ps1 bat cmd sql graphql gql proto json jsonl ndjson yaml yml toml ini"
+    " cfg conf env lock xml html htm css scss sass less md mdx rst txt csv tsv log svg png jpg"
+    " jpeg gif webp ico pdf zip gz tgz tar whl db sqlite parquet patch diff tf tfvars gradle"
+    " cmake mk dockerfile pem crt key out err bak tmp map wasm so dll exe bin dat heex eex leex"
+    " astro"
+).split())
+# A run of path characters; whether it is a path is judged in Python (fast, no backtracking).
+_RUN = re.compile(r"(?:[A-Za-z]:)?[\w.@+~\-/]+")
+_WIN_PATH = re.compile(r"(?<![\w\\])[A-Za-z]:(?:\\{1,2}[\w.@+~\-]+)+")
+_LETTER = re.compile(r"[^\W\d_]")
+_URL = re.compile(r"\b(?:https?|ftp|file)://[^\s<>\"'`\\|^{}]+")
+_URL_TAIL = ".,;:!?'\")]}*"
+_NOT_PATHS = frozenset({
+    "and/or", "either/or", "w/o", "yes/no", "true/false", "on/off", "read/write", "input/output",
+    "client/server", "he/she", "his/her", "s/he", "n/a", "am/pm",
+})
+_MEDIA = re.compile(r"(?:application|text|image|audio|video|multipart|font)/[\w.+\-]+$")
+
+_IDENTIFIER = re.compile(
+    r"\b(?P<uuid>[0-9a-fA-F]{8}-[0-9a-fA-F]{4}-[0-9a-fA-F]{4}-[0-9a-fA-F]{4}-[0-9a-fA-F]{12})\b"
+    r"|\b(?P<sha>[0-9a-f]{7,64})\b"
+    r"|\b(?P<call>(?:toolu|call|fc)_[A-Za-z0-9_]{8,})\b"
+    r"|(?<![\w&#])(?P<issue>#\d{1,6})\b"
+    r"|\b(?P<ticket>[A-Z][A-Z0-9]{1,9}-\d{2,})\b"
+    r"|`(?P<code>[\w.:$@<>\[\]()\-]{2,60})`"
+    r"|(?<![\w.])(?P<dotted>[A-Za-z_]\w*(?:\.[A-Za-z_]\w*)+(?:\(\))?)(?![\w.])"
+    r"|(?<![\w.])(?P<called>[A-Za-z_]\w*\(\))"
+)
+_CAMEL = re.compile(r"[a-z][A-Z]|[A-Z][a-z]+[A-Z]")
+_SYMBOL_SPLIT = re.compile(r"[.:()<>\[\]$@\-]+")
+_NOT_TICKETS = frozenset({"UTF", "SHA", "ISO", "AES", "RSA", "TLS", "SSL", "HTTP", "COVID", "MD"})
+
+_ERROR_START = re.compile(
+    r"^[ \t]*(?:<\w+>)?(?:E[ \t]+)?(?:"
+    r"Traceback \(most recent call last\)"
+    r"|(?:[A-Za-z_][\w.]*)?(?:Error|Exception)\b(?:\[\w+\])?(?::|[ \t]*$)"
+    r"|FAILED\b|FAIL:|ERROR\b|FATAL\b|fatal:|fatal error\b|panic:|npm ERR!"
+    r"|thread '[^'\n]*' panicked|Segmentation fault"
+    r"|\S{0,2}[ \t]*\[(?:ERROR|FATAL)\]"
+    r"|=*[ \t]*\d+ (?:failed|errors?)\b"
+    r")|^(?:error|Error)(?:\[\w+\])?:",
+    re.MULTILINE,
+)
+# Every branch starts with a literal, so the regex engine can skip ahead quickly.
+_ERROR_ANYWHERE = re.compile(
+    r"No such file or directory|command not found|Permission denied|Operation not permitted"
+    r"|(?:[Ee]xit(?:ed)?(?: with)? (?:code|status)|[Ee]xit [Cc]ode:?|EXIT CODE:?|returncode>)"
+    r"[ \t]*:?[ \t]*-?[1-9]"
+)
+_EXIT = re.compile(
+    r"\b(?:exit(?:ed)?(?: with)? (?:code|status)|exit code:?|returncode>)[ \t]*:?[ \t]*(-?\d+)",
+    re.IGNORECASE,
+)
+
+_UNITS = (
+    r"ms|s|sec|secs|seconds?|min|mins|minutes?|h|hours?|[kKMGT]i?B|bytes?|tokens?|%|x"
+    r"|passed|failed|errors?|tests?|files?|lines?|warnings?|skipped|items?|rows?|commits?"
+)
+_NUMBER = re.compile(
+    r"(?<![\w.,:/#+\-])(?:"
+    r"v?\d+\.\d+\.\d+(?:[.\-+][0-9A-Za-z]+)*(?![\w.\-/])"
+    rf"|\d+(?:\.\d+)?[ ]?(?:{_UNITS})(?![\w/])"
+    # a bare number needs 3+ digits; line numbers of listings ("12→", "12\t", ":12:") are not facts
+    r"|\d{3,}(?:,\d{3})*(?:\.\d+)?(?![\w:/\-\t→|]|[.,]\d)"
+    r")"
+)
+_COMMAND_LINE = re.compile(r"^[ \t]*\$ ([^\n]+)", re.MULTILINE)
+_COMMAND_JSON = re.compile(
+    r'"(?:command|cmd)"[ \t]*:[ \t]*(\[(?:[^\]"]|"(?:[^"\\\n]|\\.)*")*\]|"(?:[^"\\\n]|\\.)*")'
+)
+
+
+@dataclass(frozen=True, slots=True)
+class Facts:
+    """Facts of one kind each, distinct and in first-seen order."""
+
+    paths: tuple[str, ...] = ()
+    urls: tuple[str, ...] = ()
+    identifiers: tuple[str, ...] = ()
+    errors: tuple[str, ...] = ()
+    numbers: tuple[str, ...] = ()
+    commands: tuple[str, ...] = ()
+
+    def all(self) -> Iterator[str]:
+        """Every fact, category by category in CATEGORIES order."""
+        for name in CATEGORIES:
+            yield from getattr(self, name)
+
+
+@dataclass(frozen=True, slots=True)
+class Retention:
+    """How many facts of one category a summary kept, and which it dropped."""
+
+    total: int
+    kept: int
+    dropped: tuple[str, ...]
+
+    @property
+    def ratio(self) -> float:
+        return self.kept / self.total if self.total else 1.0
+
+
+def extract(text: str) -> Facts:
+    """The facts of `text`."""
+    urls = _distinct(_urls(text))
+    # URLs are blanked out so that their paths and hosts are not read a second time
+    rest = _URL.sub(lambda m: " " * len(m.group()), text) if urls else text
+    # Paths and identifiers sit inside one word; scanning only the words that can hold
+    # one is several times faster than scanning everything (and skips base64 blobs).
+    words = [w for w in rest.split() if len(w) <= MAX_WORD]
+    path_words = " ".join(w for w in words if "/" in w or "." in w or "\\" in w)
+    id_words = " ".join(w for w in words if len(w) <= MAX_NAME and not w.isalpha())
+    return Facts(
+        paths=_distinct(_paths(path_words)),
+        urls=urls,
+        identifiers=_distinct(_identifiers(id_words)),
+        errors=_distinct(error_lines(text)),
+        numbers=_distinct(_numbers(rest)),
+        commands=_distinct(commands(text)),
+    )
+
+
+def merge(*facts: Facts) -> Facts:
+    """One Facts holding all of `facts`, still distinct and in first-seen order."""
+    return Facts(**{
+        f.name: _distinct(x for one in facts for x in getattr(one, f.name)) for f in fields(Facts)
+    })
+
+
+def retention(source: Facts, summary: str) -> dict[str, Retention]:
+    """For each category, how many of the source facts appear verbatim in the summary."""
+    out: dict[str, Retention] = {}
+    for name in CATEGORIES:
+        items: tuple[str, ...] = getattr(source, name)
+        dropped = tuple(x for x in items if x not in summary)
+        out[name] = Retention(len(items), len(items) - len(dropped), dropped)
+    return out
+
+
+def error_lines(text: str) -> Iterator[str]:
+    """Whole lines of `text` that report an error, stripped and cut to MAX_LINE."""
+    starts: set[int] = set()
+    for match in _ERROR_START.finditer(text):
+        starts.add(text.rfind("\n", 0, match.start()) + 1)
+    for match in _ERROR_ANYWHERE.finditer(text):
+        starts.add(text.rfind("\n", 0, match.start()) + 1)
+    for start in sorted(starts):
+        end = text.find("\n", start)
+        line = text[start : end if end >= 0 else len(text)].strip()
+        if line:
+            yield line[:MAX_LINE]
+
+
+def exit_code(text: str) -> int | None:
+    """The last exit code `text` reports (`Exit code: 2`, `<returncode>0`...), if any."""
+    found = _EXIT.findall(text)
+    return int(found[-1]) if found else None
+
+
+def commands(text: str) -> Iterator[str]:
+    """Shell commands in `text`: `$ cmd` lines and JSON "command"/"cmd" values."""
+    for match in _COMMAND_LINE.finditer(text):
+        yield match.group(1).strip()[:MAX_LINE]
+    for match in _COMMAND_JSON.finditer(text):
+        try:
+            value = json.loads(match.group(1))
+        except ValueError:
+            continue
+        command = shell_command(value)
+        if command:
+            yield command[:MAX_LINE]
+
+
+def shell_command(value: object) -> str:
+    """A command as one line of text, from a string or an argv list (`bash -lc X` gives X)."""
+    if isinstance(value, str):
+        return value.strip()
+    if isinstance(value, list) and all(isinstance(v, str) for v in value):
+        if len(value) == 3 and value[1] in ("-lc", "-c") and value[0].endswith("sh"):
+            return value[2].strip()
+        return " ".join(value)
+    return ""
+
+
+def _paths(text: str) -> Iterator[str]:
+    for match in _RUN.finditer(text):
+        run = match.group()
+        if "/" not in run and "." not in run:
+            continue
+        before = text[match.start() - 1] if match.start() else ""
+        if before in (":", "<"):  # "host:8080/api", "</div>": not paths
+            continue
+        if before == "\\":
+            if run[0] not in "ntr":  # a piece of a Windows path, found whole below
+                continue
+            run = run[1:]  # glued to a JSON escape ("\n/src/app.py")
+        path = run.rstrip(".-~")
+        if _is_path(path):
+            yield path
+    if ":\\" in text:
+        for match in _WIN_PATH.finditer(text):
+            yield match.group().replace("\\\\", "\\")
+
+
+def _is_path(path: str) -> bool:
+    if "/" not in path:
+        name, _, ext = path.rpartition(".")
+        return bool(name) and ext.lower() in EXTENSIONS and _LETTER.search(name) is not None
+    if not _LETTER.search(path) or path.lower() in _NOT_PATHS or _MEDIA.match(path):
+        return False
+    parts = [p for p in path.split("/") if p]
+    # "I/O", "TCP/IP", "A/B": short all-capital words are prose, not folders
+    return not (len(parts) == 2 and all(p.isupper() and len(p) <= 4 for p in parts))
+
+
+def _urls(text: str) -> Iterator[str]:
+    for match in _URL.finditer(text):
+        url = match.group()
+        while url and url[-1] in _URL_TAIL:
+            if url[-1] == ")" and url.count("(") >= url.count(")"):
+                break
+            url = url[:-1]
+        if len(url) > url.find("://") + 3:
+            yield url
+
+
+def _identifiers(text: str) -> Iterator[str]:
+    for match in _IDENTIFIER.finditer(text):
+        kind = match.lastgroup
+        value = match.group(kind or 0)
+        if kind == "sha" and (value.isdigit() or value.isalpha()):
+            continue
+        if kind == "ticket" and value.split("-")[0] in _NOT_TICKETS:
+            continue
+        if kind == "call" and not any(c.isdigit() for c in value):
+            continue  # a snake_case name such as call_count, not an API call id
+        if kind in ("dotted", "code", "called") and not _is_symbol(value):
+            continue
+        yield value
+
+
+def _is_symbol(value: str) -> bool:
+    """A name worth keeping: snake_case or CamelCase, or a dotted or called Capitalized one."""
+    if "/" in value or _is_path(value):
+        return False
+    words = [w for w in _SYMBOL_SPLIT.split(value) if w]
+    if any("_" in w.strip("_") or _CAMEL.search(w) for w in words):
+        return True
+    shaped = "." in value or value.endswith(")")
+    return shaped and any(w[0].isupper() and not w.isupper() for w in words)
+
+
+def _numbers(text: str) -> Iterator[str]:
+    for match in _NUMBER.finditer(text):
+        yield match.group()
+
+
+def _distinct(items: Iterable[str]) -> tuple[str, ...]:
+    return tuple(dict.fromkeys(items))

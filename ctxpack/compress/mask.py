@@ -1,0 +1,25 @@
+"""Masking: an old tool output becomes one line naming the call and what was removed.
+
+The result record and its call id stay, so the call still has its answer; the
+full output is archived and `ctxpack restore --only ID` brings it back.
+"""
+
+from __future__ import annotations
+
+from ..model import ToolCall
+from .args import describe
+
+PREFIX = "[ctxpack: output of "
+
+
+def placeholder(call: ToolCall | None, tokens: int, lines: int, item_id: str,
+                error: bool = False) -> str:
+    """The one line that stands in for a masked output."""
+    what = describe(call) if call is not None else "a tool call"
+    status = " (an error)" if error else ""
+    return (f"{PREFIX}{what}{status} masked: {tokens:,} tokens, {lines:,} lines; "
+            f"restore with `ctxpack restore --only {item_id}`]")
+
+
+def is_masked(text: str) -> bool:
+    return text.startswith(PREFIX)

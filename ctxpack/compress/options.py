@@ -1,0 +1,108 @@
+"""The settings of one compress run, checked once, with the documented defaults."""
+
+from __future__ import annotations
+
+from dataclasses import dataclass, field, fields
+
+from ..errors import UsageError
+from .truncate import MODES, Limits
+
+STRATEGIES = ("extractive", "structured")
+
+
+@dataclass(frozen=True, slots=True)
+class Options:
+    """Every knob of the pipeline; each step can be turned off."""
+
+    truncate: bool = True
+    limits: Limits = field(default_factory=Limits)
+    mask: bool = True
+    keep_observations: int = 10  # steps whose outputs stay unmasked
+    summarize: bool = True
+    strategy: str = "extractive"
+    threshold: float = 0.8  # summarize above this share of the context window
+    budget: int | None = None  # or above this many tokens
+    target: int | None = None  # summarize down to this (default: half the window)
+    keep_rounds: int = 0  # most recent rounds always kept in full
+    keep_steps: int = 2  # most recent steps always kept in full
+    max_summary_tokens: int = 4000
+    archive: bool = True
+    archive_dir: str | None = None
+
+    def __post_init__(self) -> None:
+        problems = []
+        if self.limits.mode not in MODES:
+            problems.append(f"truncate mode must be one of {', '.join(MODES)}")
+        if self.strategy not in STRATEGIES:
+            problems.append(f"strategy must be one of {', '.join(STRATEGIES)}")
+        if not 0 < self.threshold <= 1:
+            problems.append("threshold must be above 0 and at most 1")
+        for name in ("budget", "target", "max_summary_tokens"):
+            value = getattr(self, name)
+            if value is not None and value <= 0:
+                problems.append(f"{name} must be a positive number of tokens")
+        for name in ("keep_observations", "keep_rounds", "keep_steps"):
+            if getattr(self, name) < 0:
+                problems.append(f"{name} must not be negative")
+        for limit in ("max_lines", "max_bytes", "max_tokens"):
+            value = getattr(self.limits, limit)
+            if value is not None and value <= 0:
+                problems.append(f"{limit} must be positive")
+        if problems:
+            raise UsageError("; ".join(problems))
+
+
+OPTION_NAMES = tuple(f.name for f in fields(Options))
+
+
+# The settings as config keys and CTXPACK_* env vars: a flat name per knob, with its type.
+SETTINGS: dict[str, type] = {
+    "truncate": bool, "max_lines": int, "max_bytes": int, "max_tokens": int,
+    "truncate_mode": str, "mask": bool, "keep_observations": int, "summarize": bool,
+    "strategy": str, "threshold": float, "budget": int, "target": int, "keep_rounds": int,
+    "keep_steps": int, "max_summary_tokens": int, "archive": bool, "archive_dir": str,
+}
+_LIMITS = {"max_lines": "max_lines", "max_bytes": "max_bytes", "max_tokens": "max_tokens",
+           "truncate_mode": "mode"}
+_TRUE, _FALSE = {"1", "true", "yes", "on"}, {"0", "false", "no", "off"}
+
+
+def convert(name: str, value: object, where: str) -> object:
+    """A setting's value as its type; strings (env vars, YAML) are parsed."""
+    kind = SETTINGS[name]
+    if value is None:
+        return None
+    if kind is bool:
+        if isinstance(value, bool):
+            return value
+        text = str(value).strip().lower()
+        if text in _TRUE | _FALSE:
+            return text in _TRUE
+    elif kind is str:
+        return str(value)
+    elif not isinstance(value, bool) and not (kind is int and isinstance(value, float)):
+        try:
+            return kind(str(value).replace("_", "")) if isinstance(value, str) else kind(value)
+        except (TypeError, ValueError):
+            pass
+    raise UsageError(f"{where}: {name} must be {'true or false' if kind is bool else kind.__name__}"
+                     f", not {value!r}")
+
+
+def from_env(environ: dict[str, str]) -> dict[str, object]:
+    """Settings given as CTXPACK_<NAME> environment variables."""
+    out = {}
+    for name in SETTINGS:
+        key = f"CTXPACK_{name.upper()}"
+        if key in environ:
+            out[name] = convert(name, environ[key], key)
+    return out
+
+
+def resolve(*layers: dict[str, object]) -> Options:
+    """Options from settings layers, later layers winning (None means "not given")."""
+    merged: dict[str, object] = {}
+    for layer in layers:
+        merged.update({k: v for k, v in layer.items() if v is not None})
+    limits = {_LIMITS[k]: merged.pop(k) for k in list(merged) if k in _LIMITS}
+    return Options(limits=Limits(**limits), **merged)  # type: ignore[arg-type]

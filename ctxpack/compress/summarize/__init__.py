@@ -1,0 +1,52 @@
+"""Summarizers: turn the archived part of a transcript into one summary text.
+
+The pipeline hands a summarizer a `Region` (the archived units in order and the
+body of an earlier summary, if the transcript was compressed before) and gets
+back the text of the summary message, which starts with `HEADING`.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Callable
+from dataclasses import dataclass
+from typing import Protocol
+
+from ...model import SUMMARY_HEADING, ToolCall, ToolResult
+
+HEADING = SUMMARY_HEADING
+
+Count = Callable[[str], int]
+
+
+@dataclass(frozen=True, slots=True)
+class Unit:
+    """One archived piece: an assistant step (its text, calls and their results),
+    or a lone message (a person's request, injected context, a stray result)."""
+
+    role: str
+    text: str = ""
+    calls: tuple[ToolCall, ...] = ()
+    results: tuple[ToolResult, ...] = ()
+    human: bool = False
+
+    @property
+    def is_step(self) -> bool:
+        return self.role == "assistant"
+
+
+@dataclass(frozen=True, slots=True)
+class Region:
+    """What a summarizer summarizes: the archived units, oldest first, and the
+    body of an earlier ctxpack summary they continue (None on a first compress)."""
+
+    units: tuple[Unit, ...]
+    previous: str | None = None
+
+
+class Summarizer(Protocol):
+    name: str
+
+    def summarize(self, region: Region, max_tokens: int, count: Count) -> str:
+        """The summary text, starting with HEADING, at most `max_tokens` by `count`
+        when that is possible without dropping the verbatim items."""
+        ...

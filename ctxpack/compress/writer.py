@@ -1,0 +1,179 @@
+"""Turn a compress plan into the output lines: the input's lines, some replaced.
+
+A line the plan does not touch is written as read. Every new or changed line
+carries a `ctxpack` object; one line of each group holds the archive of the
+input lines the group replaced, so `restore` can put them back byte for byte.
+"""
+
+from __future__ import annotations
+
+from typing import Any
+
+import orjson
+
+from ..archive import VERSION, Archiver, meta_of
+from ..formats.base import META_KEY, Compaction
+from ..jsonl import dumps
+from ..model import Message, Record
+from .pipeline import Work, item_id, line_id
+
+
+def span_start(work: Work, head: int) -> int | None:
+    """The first line the summary's span replaces: 0 for "the region's first line".
+
+    Formats with a reset marker write the head again after it, so their span
+    starts at the head; formats that alternate roles start at the user message
+    the summary joins. None when the head cannot be written again.
+    """
+    messages = work.messages[:head]
+    if work.editor.resets:
+        moved = [m for m in messages if not work.editor.keeps_place(m)]
+        stays = [line for m in messages if work.editor.keeps_place(m) for line in m.lines]
+        if not moved:
+            return 0
+        first = min(line for m in moved for line in m.lines)
+        return first if all(line < first for line in stays) else None
+    if work.editor.alternates and messages and messages[-1].role == "user":
+        return messages[-1].line if len(messages[-1].lines) == 1 else None
+    return 0
+
+
+def output_lines(work: Work, archiver: Archiver, now: str) -> list[bytes]:
+    """The compressed file, line by line."""
+    records = work.transcript.records
+    edited: dict[int, dict[str, Any]] = {}
+    items: dict[int, list[dict[str, Any]]] = {}
+    for i, texts in work.texts.items():
+        line = work.messages[i].line
+        edited[line] = work.editor.with_results(_parse(records[line - 1].raw), texts)
+        items[line] = work.items[i]
+    group: list[dict[str, Any]] = []
+    first = last = 0
+    if work.summary is not None:
+        first, last, group = _compaction(work, archiver, now)
+        relinked = _relink(work, group, first, last, edited)
+    else:
+        relinked = set()
+    out: list[bytes] = []
+    for record in records:
+        n = record.line
+        if first <= n <= last:
+            if n == first:
+                out += [dumps(r) + b"\n" for r in group]
+            continue
+        if n not in edited:
+            out.append(record.raw)
+            continue
+        raw = record.raw
+        kind = "observations" if n in items else "relinked"
+        meta: dict[str, Any] = {"id": item_id("o" if n in items else "r", n, raw), "kind": kind,
+                                "version": VERSION}
+        if n in items:
+            meta["items"] = items[n]
+        if n in relinked and n in items:
+            meta["relinked"] = True
+        meta.update(lines=1, archive=archiver.pack(raw))
+        out.append(dumps({**edited[n], META_KEY: meta}) + _eol(raw))
+    return out
+
+
+def _compaction(work: Work, archiver: Archiver, now: str) -> tuple[int, int, list[dict]]:
+    s = work.summary
+    assert s is not None
+    region = work.messages[s.start:s.end]
+    records = work.transcript.records
+    start = span_start(work, s.head)
+    first = start or min(line for m in region for line in m.lines)
+    last = max(line for m in region for line in m.lines)
+    first, last = _whole_groups(records, first, last)
+    original = b"".join(r.raw for r in records[first - 1:last])
+    sid = item_id("s", first, original)
+    head = [m for m in work.messages[: s.head] if not work.editor.keeps_place(m)] \
+        if work.editor.resets else []
+    meta: dict[str, Any] = {
+        "id": sid, "kind": "archived_summary", "version": VERSION, "compressed_at": now,
+        "strategy": work.options.strategy, "range": {"start": s.start, "end": s.end},
+        "original_count": len(work.messages),
+        "new_count": len(work.messages) - (s.end - s.start) + (0 if s.merged else 1),
+        "original_tokens": work.steps[0].tokens_before if work.steps else work.total,
+        "archived_tokens": s.archived_tokens, "summary_tokens": s.tokens,
+        "tokens_after": work.total,
+    }
+    before = _parse(records[first - 2].raw) if first > 1 else None
+    merge = work.messages[s.head - 1].raw if s.merged else None
+    c = Compaction(s.text, meta, {"id": sid, "kind": "part"}, _head_records(work, head),
+                   before if isinstance(before, dict) else None, merge,
+                   tokens_before=meta["original_tokens"], time=now, seed=sid)
+    group = work.editor.compaction(c)
+    meta.update(lines=len(group), archive=archiver.pack(original))  # the record holds `meta`
+    return first, last, group
+
+
+def _whole_groups(records: list[Record], first: int, last: int) -> tuple[int, int]:
+    """Widen a span so that it never splits the lines of an earlier compress's item
+    (its boundary record before the head, say): restore needs each group whole."""
+    def group(line: int) -> str | None:
+        meta = meta_of(records[line - 1].raw) if 1 <= line <= len(records) else None
+        return meta["id"] if meta else None
+
+    while first > 1 and group(first) is not None and group(first - 1) == group(first):
+        first -= 1
+    while last < len(records) and group(last) is not None and group(last + 1) == group(last):
+        last += 1
+    return first, last
+
+
+def _head_records(work: Work, head: list[Message]) -> list[dict[str, Any]]:
+    records = work.transcript.records
+    out: list[dict[str, Any]] = []
+    for m in head:
+        if len(m.lines) == 1 and isinstance(m.raw, dict):
+            out.append(m.raw)
+        else:
+            out += [_parse(records[line - 1].raw) for line in m.lines]
+    return out
+
+
+def _relink(work: Work, group: list[dict[str, Any]], first: int, last: int,
+            edited: dict[int, dict[str, Any]]) -> set[int]:
+    """Re-point later records whose parent was in the span to the summary record."""
+    target = next((r.get("uuid") for r in group if r.get(META_KEY, {}).get("kind")
+                   == "archived_summary"), None)
+    if not isinstance(target, str):
+        return set()
+    records = work.transcript.records
+    kept = {r.get("uuid") for r in group}
+    removed = set()
+    for record in records[first - 1:last]:
+        if b'"uuid"' in record.raw:
+            uuid = _parse(record.raw).get("uuid")
+            if isinstance(uuid, str) and uuid not in kept:
+                removed.add(uuid)
+    out = set()
+    for record in records[last:]:
+        if b'"parentUuid"' not in record.raw:
+            continue
+        n = record.line
+        new = work.editor.relink(edited.get(n) or _parse(record.raw), removed, target)
+        if new is not None:
+            edited[n] = new
+            out.add(n)
+    return out
+
+
+def _parse(raw: bytes) -> Any:
+    try:
+        return orjson.loads(raw)
+    except orjson.JSONDecodeError:
+        return {}
+
+
+def _eol(raw: bytes) -> bytes:
+    if raw.endswith(b"\r\n"):
+        return b"\r\n"
+    return b"\n" if raw.endswith(b"\n") else b""
+
+
+def line_ids(work: Work) -> list[str]:
+    """Ids of the lines whose outputs were replaced (for the report)."""
+    return [line_id(work, i) for i in sorted(work.texts)]

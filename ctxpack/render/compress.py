@@ -1,0 +1,57 @@
+"""The compress report as a Rich table on stderr, and as JSON for --report-json."""
+
+from __future__ import annotations
+
+from typing import Any
+
+import orjson
+from rich.console import Console
+from rich.markup import escape
+from rich.table import Table
+
+from ..compress import Report
+
+
+def to_json(report: Report) -> bytes:
+    return orjson.dumps(report.to_dict(), option=orjson.OPT_INDENT_2) + b"\n"
+
+
+def print_report(console: Console, report: Report, *, dry_run: bool = False) -> None:
+    """Tokens before and after each step, then the summary and its retention audit."""
+    r = report
+    exact = "" if r.exact else " (approximate)"
+    title = (f"{escape(r.path)}: {r.format}, {r.model}{exact}, window {r.context_window:,}"
+             + (" — dry run, nothing written" if dry_run else ""))
+    table = Table("step", title=title, title_justify="left")
+    for name in ("tokens before", "tokens after", "saved", "items"):
+        table.add_column(name, justify="right")
+    for step in r.steps:
+        saved = step.tokens_before - step.tokens_after
+        items = f"{step.items:,}" + (f" ({step.note})" if step.note else "")
+        table.add_row(step.name, f"{step.tokens_before:,}", f"{step.tokens_after:,}",
+                      f"{saved:,}", items)
+    table.add_row("total", f"{r.tokens_before:,}", f"{r.tokens_after:,}",
+                  f"{r.tokens_before - r.tokens_after:,}", "", style="bold")
+    console.print(table)
+    used = r.tokens_after / r.context_window if r.context_window else 0
+    console.print(f"messages {r.messages_before:,} -> {r.messages_after:,}; "
+                  f"{r.truncated} outputs truncated, {r.masked} masked; "
+                  f"{used:.0%} of the window (summarize above {r.trigger:,}, "
+                  f"down to {r.target:,}); archive: {r.archive}", highlight=False)
+    if r.summary:
+        _summary(console, r.summary)
+    if not r.changed:
+        console.print("nothing to do: the transcript is within every limit", highlight=False)
+    for warning in r.warnings:
+        console.print(f"[yellow]warning:[/yellow] {escape(warning)}")
+
+
+def _summary(console: Console, s: dict[str, Any]) -> None:
+    ratio = s["archived_tokens"] / s["tokens"] if s["tokens"] else 0
+    console.print(f"summary ({s['strategy']}): {s['messages']:,} messages, "
+                  f"{s['archived_tokens']:,} tokens -> {s['tokens']:,} ({ratio:.1f}x)",
+                  highlight=False)
+    kept = [f"{name} {v['kept']}/{v['total']}" for name, v in s["retention"].items()
+            if v["total"]]
+    if kept:
+        console.print("retained verbatim: " + ", ".join(kept), highlight=False)

@@ -1,0 +1,184 @@
+"""The compress and restore commands as a user runs them: files, pipes, flags, errors."""
+
+from __future__ import annotations
+
+import json
+import os
+import shutil
+import time
+from pathlib import Path
+
+import pytest
+
+from .conftest import SAMPLES
+from .helpers import assert_clean_error, ctxpack, records_of
+
+pytestmark = pytest.mark.usefixtures("exact_tokens")
+
+CHAT = SAMPLES / "support-chat.openai.jsonl"
+
+
+@pytest.fixture
+def chat(tmp_path: Path) -> Path:
+    path = tmp_path / "chat.jsonl"
+    shutil.copy(CHAT, path)
+    old = time.time() - 60
+    os.utime(path, (old, old))  # not "just modified": --in-place may replace it
+    return path
+
+
+def test_compress_to_file_then_restore_gives_the_input_back(chat: Path, tmp_path: Path) -> None:
+    out, back = tmp_path / "out.jsonl", tmp_path / "back.jsonl"
+    run = ctxpack("compress", str(chat), "--budget", "3000", "-o", str(out))
+    assert run.code == 0, run.err
+    assert run.out == ""
+    assert "summarize" in run.err and "total" in run.err
+    assert ctxpack("validate", str(out)).code == 0
+    run = ctxpack("restore", str(out), "-o", str(back))
+    assert run.code == 0, run.err
+    assert back.read_bytes() == chat.read_bytes()
+
+
+def test_stdin_to_stdout_pipes(chat: Path) -> None:
+    compressed = ctxpack("compress", "-", "--budget", "3000", "-q", input=chat.read_bytes())
+    assert compressed.code == 0, compressed.err
+    assert compressed.err == ""
+    restored = ctxpack("restore", "-", input=compressed.out)
+    assert restored.out.encode() == chat.read_bytes()
+
+
+def test_in_place_keeps_a_backup_and_refuses_a_fresh_file(chat: Path) -> None:
+    original = chat.read_bytes()
+    run = ctxpack("compress", str(chat), "--in-place", "--budget", "3000", "-q")
+    assert run.code == 0, run.err
+    assert Path(f"{chat}.bak").read_bytes() == original
+    assert chat.read_bytes() != original
+    # the file was just written: an agent could still be appending to it
+    assert_clean_error(ctxpack("restore", str(chat), "--in-place"), 2, "--force")
+    assert ctxpack("restore", str(chat), "--in-place", "--force").code == 0
+    assert chat.read_bytes() == original
+
+
+def test_dry_run_writes_nothing_and_reports(chat: Path, tmp_path: Path) -> None:
+    out = tmp_path / "out.jsonl"
+    report = tmp_path / "report.json"
+    run = ctxpack("compress", str(chat), "--budget", "3000", "--dry-run", "-o", str(out),
+                  "--report-json", str(report))
+    assert run.code == 0, run.err
+    assert not out.exists() and run.out == ""
+    assert "dry run" in run.err
+    data = json.loads(report.read_text())
+    assert data["schema_version"] == 1
+    assert data["tokens_after"] <= 3000 < data["tokens_before"]
+    assert data["summary"]["retention"]["identifiers"]["total"] > 0
+
+
+def test_report_json_on_stdout_with_output_to_a_file(chat: Path, tmp_path: Path) -> None:
+    run = ctxpack("compress", str(chat), "--budget", "3000", "-q", "-o",
+                  str(tmp_path / "o.jsonl"), "--report-json", "-")
+    assert json.loads(run.out)["changed"] is True
+
+
+def test_strip_metadata_gives_api_ready_messages(chat: Path) -> None:
+    run = ctxpack("compress", str(chat), "--budget", "3000", "--strip-metadata", "-q")
+    assert run.code == 0, run.err
+    messages = [json.loads(line) for line in run.out.splitlines()]
+    assert all("ctxpack" not in m for m in messages)
+    assert any(str(m.get("content")).startswith("## Archived Session Summary") for m in messages)
+
+
+def test_no_archive_warns_and_restore_then_fails_cleanly(chat: Path, tmp_path: Path) -> None:
+    out = tmp_path / "out.jsonl"
+    run = ctxpack("compress", str(chat), "--budget", "3000", "--no-archive", "-q", "-o", str(out))
+    assert run.code == 0 and "--no-archive" in run.err
+    assert_clean_error(ctxpack("restore", str(out)), 2, "not archived")
+
+
+def test_archive_dir_holds_the_originals(chat: Path, tmp_path: Path) -> None:
+    out, store = tmp_path / "out.jsonl", tmp_path / "store"
+    run = ctxpack("compress", str(chat), "--budget", "3000", "--archive-dir", str(store), "-q",
+                  "-o", str(out))
+    assert run.code == 0, run.err
+    assert any(store.rglob("*"))
+    assert "zlib+base64" not in out.read_text()
+    assert ctxpack("restore", str(out)).out.encode() == chat.read_bytes()
+    moved = tmp_path / "moved"
+    store.rename(moved)
+    assert_clean_error(ctxpack("restore", str(out)), 2, "--archive-dir")
+    assert ctxpack("restore", str(out), "--archive-dir", str(moved)).code == 0
+
+
+def test_restore_only_expands_one_item(chat: Path, tmp_path: Path) -> None:
+    out = tmp_path / "out.jsonl"
+    ctxpack("compress", str(chat), "--no-summarize", "--keep-observations", "1", "-q",
+            "-o", str(out))
+    listed = ctxpack("restore", str(out), "--list").out.splitlines()
+    assert listed and all(line.split("\t")[1] == "observations" for line in listed)
+    item = listed[0].split("\t")[0]
+    one = ctxpack("restore", str(out), "--only", item)
+    assert one.code == 0, one.err
+    assert one.out.count('"ctxpack"') == out.read_text().count('"ctxpack"') - 1
+    assert_clean_error(ctxpack("restore", str(out), "--only", "o-nothing"), 2, "o-nothing")
+
+
+def test_settings_come_from_config_then_env_then_flags(chat: Path, tmp_path: Path) -> None:
+    config = tmp_path / "ctxpack.yaml"
+    config.write_text("compress:\n  budget: 3000\n  strategy: extractive\n")
+    env = {"CTXPACK_CONFIG": str(config)}
+    run = ctxpack("compress", str(chat), "--report-json", "-", "--dry-run", "-q", env=env)
+    assert json.loads(run.out)["limit"] == 3000
+    env["CTXPACK_BUDGET"] = "4000"
+    run = ctxpack("compress", str(chat), "--report-json", "-", "--dry-run", "-q", env=env)
+    assert json.loads(run.out)["limit"] == 4000
+    run = ctxpack("compress", str(chat), "--budget", "3500", "--report-json", "-", "--dry-run",
+                  "-q", env=env)
+    assert json.loads(run.out)["limit"] == 3500
+
+
+@pytest.mark.parametrize("text, fragment", [
+    ("compress:\n  budgett: 3\n", "budgett"),
+    ("compress:\n  budget: lots\n", "budget must be int"),
+    ("compresss: {}\n", "compresss"),
+])
+def test_bad_config_is_named(chat: Path, tmp_path: Path, text: str, fragment: str) -> None:
+    config = tmp_path / "bad.yaml"
+    config.write_text(text)
+    assert_clean_error(ctxpack("compress", str(chat), "--config", str(config)), 2, fragment)
+
+
+@pytest.mark.parametrize("args, fragment", [
+    (["--in-place", "-o", "x.jsonl"], "--in-place and --output"),
+    (["--strategy", "poetic"], "strategy must be one of"),
+    (["--threshold", "1.5"], "threshold"),
+    (["--truncate-mode", "middle"], "truncate mode"),
+    (["--model", "no-such-model"], "unknown model"),
+    (["--budget", "100"], "cannot fit"),
+])
+def test_bad_flags_are_one_line_errors(chat: Path, args: list[str], fragment: str) -> None:
+    run = ctxpack("compress", str(chat), *args)
+    assert_clean_error(run, 3 if fragment == "cannot fit" else 2, fragment)
+
+
+def test_output_is_never_half_written_on_failure(chat: Path, tmp_path: Path) -> None:
+    out = tmp_path / "out.jsonl"
+    out.write_text("keep me\n")
+    assert ctxpack("compress", str(chat), "--budget", "100", "-o", str(out)).code == 3
+    assert out.read_text() == "keep me\n"
+    assert not [p for p in tmp_path.iterdir() if p.name.startswith(".ctxpack-")]
+
+
+def test_bad_input_names_file_and_line(tmp_path: Path) -> None:
+    bad = tmp_path / "bad.jsonl"
+    bad.write_text('{"role":"user","content":"hi"}\n{"role": oops}\n')
+    assert_clean_error(ctxpack("compress", str(bad)), 2, f"{bad}:2")
+
+
+def test_damaged_archive_is_a_clean_error(chat: Path, tmp_path: Path) -> None:
+    out = tmp_path / "out.jsonl"
+    ctxpack("compress", str(chat), "--budget", "3000", "-q", "-o", str(out))
+    rows = records_of(out)
+    for row in rows:
+        if row.get("ctxpack", {}).get("kind") == "archived_summary":
+            row["ctxpack"]["archive"]["data"] = row["ctxpack"]["archive"]["data"][::-1]
+    out.write_text("".join(json.dumps(r) + "\n" for r in rows))
+    assert_clean_error(ctxpack("restore", str(out)), 2, "archive")

@@ -1,0 +1,169 @@
+"""compress and restore end to end: every sample and corpus file keeps its invariants.
+
+For each file: the output validates when the input did, stays within the budget,
+keeps the format's own markers, leaves untouched lines byte-identical, counts
+the same tokens as `stats` of the output, restores byte for byte, and a second
+compress with the same settings changes nothing.
+"""
+
+from __future__ import annotations
+
+from pathlib import Path
+
+import orjson
+import pytest
+
+from ctxpack import archive
+from ctxpack.compress import compress_file
+from ctxpack.compress.options import Options
+from ctxpack.errors import CannotFit
+from ctxpack.loader import load
+from ctxpack.stats import stats
+from ctxpack.validate import validate
+
+from .conftest import SAMPLES, corpus_params
+
+pytestmark = pytest.mark.usefixtures("exact_tokens")
+
+COMPRESSIBLE = sorted(p for p in SAMPLES.glob("*.jsonl") if "conversations" not in p.name)
+
+
+def roundtrip(path: Path, tmp_path: Path, share: float = 0.6) -> tuple[bytes, dict]:
+    """Compress `path` to `share` of its tokens and check every invariant on the way."""
+    original = path.read_bytes()
+    before = stats(path, cache=False)
+    budget = max(int(before.tokens * share), 1)
+    try:
+        result = compress_file(path, Options(budget=budget))
+    except CannotFit:
+        result = compress_file(path, Options(budget=before.tokens))
+        budget = before.tokens
+    out = tmp_path / path.name
+    out.write_bytes(result.data)
+    report = result.report
+    after = stats(out, cache=False)
+    assert after.tokens == report.tokens_after
+    assert report.tokens_after <= budget
+    if not validate(load(path)):
+        assert validate(load(out)) == []
+    assert load(out).format == load(path).format
+    untouched = [line for line in result.lines if archive.meta_of(line) is None]
+    originals = original.splitlines(keepends=True)
+    assert _subsequence(untouched, originals)
+    restored, _ = archive.restore_layers(result.lines, str(out))
+    assert b"".join(restored) == original
+    again = compress_file(out, Options(budget=budget))
+    assert again.data == result.data, "a second compress with the same settings changed it"
+    return result.data, report.to_dict()
+
+
+def _subsequence(part: list[bytes], whole: list[bytes]) -> bool:
+    it = iter(whole)
+    return all(any(line == x or line.rstrip(b"\n") == x.rstrip(b"\n") for x in it)
+               for line in part)
+
+
+@pytest.mark.parametrize("path", COMPRESSIBLE, ids=lambda p: p.name)
+def test_samples_keep_every_invariant(path: Path, tmp_path: Path) -> None:
+    data, report = roundtrip(path, tmp_path)
+    assert report["changed"]
+    assert report["tokens_after"] < report["tokens_before"]
+
+
+@pytest.mark.corpus
+@pytest.mark.parametrize("path", corpus_params("claude-code", "codex", "anthropic-messages"))
+def test_corpus_files_keep_every_invariant(path: Path, tmp_path: Path) -> None:
+    roundtrip(path, tmp_path, share=0.5)
+
+
+def records(data: bytes) -> list[dict]:
+    return [orjson.loads(line) for line in data.splitlines() if line.strip()]
+
+
+def test_claude_code_output_uses_its_own_compaction_markers(tmp_path: Path) -> None:
+    path = SAMPLES / "coding-agent.claude-code.jsonl"
+    data, _ = roundtrip(path, tmp_path, share=0.5)
+    written = [r for r in records(data) if "ctxpack" in r]
+    boundary = next(r for r in written if r.get("subtype") == "compact_boundary")
+    summary = next(r for r in written if r["ctxpack"].get("kind") == "archived_summary")
+    assert boundary["parentUuid"] is None
+    assert summary["isCompactSummary"] is True
+    assert summary["message"]["content"].startswith("## Archived Session Summary")
+    uuids = {r.get("uuid") for r in records(data)}
+    assert all(r["parentUuid"] in uuids for r in records(data) if r.get("parentUuid"))
+    t = load(tmp_path / path.name)
+    assert any(m.text.startswith("## Archived Session Summary") for m in t.messages)
+    assert not any(m.human and m.text.startswith("## Archived") for m in t.messages)
+
+
+def test_codex_output_uses_a_compacted_record(tmp_path: Path) -> None:
+    path = SAMPLES / "refactor.codex.jsonl"
+    result = compress_file(path, Options(budget=8000))
+    compacted = [r for r in records(result.data) if r.get("type") == "compacted"]
+    assert len(compacted) == 1
+    history = compacted[0]["payload"]["replacement_history"]
+    assert history[-1]["content"][0]["text"].startswith("## Archived Session Summary")
+    assert "ctxpack" in compacted[0] and all("ctxpack" not in item for item in history)
+
+
+def test_summary_metadata_names_everything_design_asks_for() -> None:
+    result = compress_file(SAMPLES / "support-chat.openai.jsonl", Options(budget=3000))
+    meta = next(r["ctxpack"] for r in records(result.data)
+                if r.get("ctxpack", {}).get("kind") == "archived_summary")
+    for key in ("version", "compressed_at", "strategy", "range", "original_count", "new_count",
+                "original_tokens", "summary_tokens", "archive"):
+        assert key in meta, key
+    assert meta["archive"]["inline"] is True and len(meta["archive"]["sha256"]) == 64
+    assert meta["range"]["start"] < meta["range"]["end"]
+
+
+def test_masked_and_truncated_outputs_name_their_archive_id() -> None:
+    result = compress_file(SAMPLES / "support-chat.openai.jsonl",
+                           Options(keep_observations=1, summarize=False))
+    changed = [r for r in records(result.data) if r.get("ctxpack", {}).get("kind")
+               == "observations"]
+    assert changed
+    for r in changed:
+        assert r["ctxpack"]["id"] in r["content"]
+        assert r["ctxpack"]["items"][0]["action"] == "masked"
+
+
+def test_an_impossible_budget_is_exit_3_with_the_sizes() -> None:
+    with pytest.raises(CannotFit) as info:
+        compress_file(SAMPLES / "support-chat.openai.jsonl", Options(budget=500))
+    assert info.value.exit_code == 3
+    assert "500" in str(info.value)
+
+
+def test_within_limits_nothing_changes() -> None:
+    path = SAMPLES / "multi-round.anthropic.jsonl"
+    result = compress_file(path, Options(mask=False))
+    assert result.data == path.read_bytes()
+    assert not result.report.changed
+
+
+def summary_texts(t) -> list[str]:
+    return [p.text for m in t.messages for p in m.parts
+            if getattr(p, "text", "").startswith("## Archived Session Summary")]
+
+
+@pytest.mark.parametrize("path", COMPRESSIBLE, ids=lambda p: p.name)
+def test_compressing_again_merges_the_summary_and_restores_whole(path: Path,
+                                                                 tmp_path: Path) -> None:
+    tokens = stats(path, cache=False).tokens
+    first = tmp_path / "first.jsonl"
+    first.write_bytes(compress_file(path, Options(budget=int(tokens * 0.8))).data)
+    old = summary_texts(load(first))
+    try:
+        second = compress_file(first, Options(budget=int(tokens * 0.6), keep_steps=1))
+    except CannotFit:
+        pytest.skip("the second budget cannot be met for this sample")
+    out = tmp_path / "second.jsonl"
+    out.write_bytes(second.data)
+    assert validate(load(out)) == []
+    new = summary_texts(load(out))
+    assert len(new) == (1 if old or second.report.summary else 0)
+    if old and second.report.summary:
+        step_lines = [line for line in old[0].splitlines() if line.startswith("* Step")]
+        assert all(line in new[0] for line in step_lines[:3]), "old steps were not merged"
+    assert archive.restore(out) == path.read_bytes()
