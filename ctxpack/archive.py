@@ -86,6 +86,27 @@ def unpack(ref: dict[str, Any], where: str, folder: str | None = None) -> bytes:
     return data
 
 
+def document_meta(item: str, kind: str, now: str, changes: list[dict[str, Any]], raw: bytes,
+                  archiver: Archiver) -> dict[str, Any]:
+    """The `ctxpack` object of a record rewritten whole (a conversation, a JSON document)."""
+    return {"id": item, "kind": kind, "version": VERSION, "compressed_at": now,
+            "conversations": changes, "lines": 1, "archive": archiver.pack(raw)}
+
+
+def _document_of(lines: list[bytes]) -> dict[str, Any] | None:
+    """The `ctxpack` object of a multi-line JSON document compress wrote, if it is one."""
+    head = lines[0].strip() if lines else b""
+    if len(lines) < 2 or head not in (b"{", b"[") or not any(MARK in x for x in lines):
+        return None
+    try:
+        doc = orjson.loads(b"".join(lines))
+    except orjson.JSONDecodeError:
+        return None
+    holder = doc[0] if isinstance(doc, list) and doc else doc
+    meta = holder.get(KEY) if isinstance(holder, dict) else None
+    return meta if isinstance(meta, dict) and isinstance(meta.get("id"), str) else None
+
+
 def meta_of(raw: bytes) -> dict[str, Any] | None:
     """The `ctxpack` object of a line, or None for a line compress did not write."""
     if MARK not in raw:
@@ -104,6 +125,14 @@ def restore_lines(lines: Iterable[bytes], path: str, *, only: str | None = None,
 
     With `only`, just that id's group is expanded and every other line stays.
     """
+    lines = list(lines)
+    doc = _document_of(lines)
+    if doc is not None:
+        if only is None or only == doc["id"]:
+            yield unpack(doc["archive"], f"{path}:1", folder) if "archive" in doc else b""
+        else:
+            yield from lines
+        return
     group: list[tuple[int, bytes, dict[str, Any]]] = []
     for number, raw in enumerate(lines, 1):
         meta = meta_of(raw)
@@ -132,8 +161,11 @@ def _expand(group: list[tuple[int, bytes, dict[str, Any]]], path: str, only: str
     yield unpack(head["archive"], f"{path}:{n}", folder)
 
 
-def ids(lines: Iterable[bytes]) -> list[str]:
+def ids(lines: list[bytes]) -> list[str]:
     """The ids of the compressed items in file order."""
+    doc = _document_of(lines)
+    if doc is not None:
+        return [doc["id"]]
     seen: dict[str, None] = {}
     for raw in lines:
         meta = meta_of(raw)
@@ -144,7 +176,8 @@ def ids(lines: Iterable[bytes]) -> list[str]:
 
 def strip(raw: bytes) -> bytes:
     """The line without its `ctxpack` object (for API-ready output)."""
-    if MARK not in raw:
+    meta = meta_of(raw)
+    if meta is None:
         return raw
     record = orjson.loads(raw)
     if not isinstance(record, dict) or KEY not in record:
@@ -182,17 +215,17 @@ def restore_layers(lines: list[bytes], path: str, *, only: str | None = None,
         if only not in ids(lines):
             raise UsageError(f"{path}: no compressed item {only!r}",
                              "`ctxpack restore --list` shows the ids")
-        return _split(restore_lines(lines, path, only=only, folder=folder)), 1
+        return split_lines(restore_lines(lines, path, only=only, folder=folder)), 1
     layers = 0
-    while any(meta_of(line) is not None for line in lines):
+    while _document_of(lines) is not None or any(meta_of(line) is not None for line in lines):
         if layers == MAX_LAYERS:
             raise InputError(path, None, f"more than {MAX_LAYERS} layers of compression")
-        lines = _split(restore_lines(lines, path, folder=folder))
+        lines = split_lines(restore_lines(lines, path, folder=folder))
         layers += 1
     return lines, layers
 
 
-def _split(chunks: Iterable[bytes]) -> list[bytes]:
+def split_lines(chunks: Iterable[bytes]) -> list[bytes]:
     """Chunks (an archived span may hold many lines) as lines, each with its newline."""
     data = b"".join(chunks)
     lines = [piece + b"\n" for piece in data.split(b"\n")]
@@ -200,11 +233,13 @@ def _split(chunks: Iterable[bytes]) -> list[bytes]:
     return lines if lines[-1] else lines[:-1]
 
 
-def items(lines: Iterable[bytes]) -> list[tuple[str, str, int, str]]:
+def items(lines: list[bytes]) -> list[tuple[str, str, int, str]]:
     """(id, kind, line, what) for each compressed item of the top layer, in file order."""
     out: list[tuple[str, str, int, str]] = []
-    for number, raw in enumerate(lines, 1):
-        meta = meta_of(raw)
+    doc = _document_of(lines)
+    metas = [(1, doc)] if doc is not None else [(n, meta_of(raw)) for n, raw in
+                                                enumerate(lines, 1)]
+    for number, meta in metas:
         if meta is None or not isinstance(meta.get("archive"), dict):
             continue
         ref = meta["archive"]

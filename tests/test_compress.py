@@ -25,7 +25,8 @@ from .conftest import SAMPLES, corpus_params
 
 pytestmark = pytest.mark.usefixtures("exact_tokens")
 
-COMPRESSIBLE = sorted(p for p in SAMPLES.glob("*.jsonl") if "conversations" not in p.name)
+COMPRESSIBLE = sorted([*SAMPLES.glob("*.jsonl"), *SAMPLES.glob("*.json")])
+DOCUMENTS = ("json-messages", "openai-conversations")  # records written again whole
 
 
 def roundtrip(path: Path, tmp_path: Path, share: float = 0.6) -> tuple[bytes, dict]:
@@ -43,13 +44,15 @@ def roundtrip(path: Path, tmp_path: Path, share: float = 0.6) -> tuple[bytes, di
     report = result.report
     after = stats(out, cache=False)
     assert after.tokens == report.tokens_after
-    assert report.tokens_after <= budget
+    if report.conversations == 1:  # the budget holds per conversation
+        assert report.tokens_after <= budget
     if not validate(load(path)):
         assert validate(load(out)) == []
     assert load(out).format == load(path).format
-    untouched = [line for line in result.lines if archive.meta_of(line) is None]
-    originals = original.splitlines(keepends=True)
-    assert _subsequence(untouched, originals)
+    if report.format not in DOCUMENTS:
+        untouched = [line for line in result.lines if archive.meta_of(line) is None]
+        originals = original.splitlines(keepends=True)
+        assert _subsequence(untouched, originals)
     restored, _ = archive.restore_layers(result.lines, str(out))
     assert b"".join(restored) == original
     again = compress_file(out, Options(budget=budget))
@@ -66,12 +69,15 @@ def _subsequence(part: list[bytes], whole: list[bytes]) -> bool:
 @pytest.mark.parametrize("path", COMPRESSIBLE, ids=lambda p: p.name)
 def test_samples_keep_every_invariant(path: Path, tmp_path: Path) -> None:
     data, report = roundtrip(path, tmp_path)
-    assert report["changed"]
-    assert report["tokens_after"] < report["tokens_before"]
+    assert report["changed"] or report["conversations"] > 1
+    assert report["tokens_after"] <= report["tokens_before"]
 
 
 @pytest.mark.corpus
-@pytest.mark.parametrize("path", corpus_params("claude-code", "codex", "anthropic-messages"))
+@pytest.mark.parametrize("path", [
+    *corpus_params("claude-code", "codex", "anthropic-messages"),
+    *corpus_params("openai-chat", pattern="*.json"), *corpus_params("swe-agent", pattern="*.traj"),
+])
 def test_corpus_files_keep_every_invariant(path: Path, tmp_path: Path) -> None:
     roundtrip(path, tmp_path, share=0.5)
 
@@ -135,6 +141,23 @@ def test_an_impossible_budget_is_exit_3_with_the_sizes() -> None:
     assert "500" in str(info.value)
 
 
+def test_a_trajectory_document_keeps_its_shape_and_archive() -> None:
+    path = SAMPLES / "bugfix.mini-swe-agent.traj.json"
+    tokens = stats(path, cache=False).tokens
+    result = compress_file(path, Options(budget=tokens * 3 // 4, keep_steps=1))
+    doc = orjson.loads(result.data)
+    original = orjson.loads(path.read_bytes())
+    assert set(original) <= set(doc) and doc["ctxpack"]["kind"] == "document"
+    assert doc["messages"][-1] == original["messages"][-1]  # the run's exit entry stays
+    assert len(doc["messages"]) < len(original["messages"])
+    assert any(str(m.get("content")).startswith("## Archived Session Summary")
+               for m in doc["messages"])
+    assert archive.restore(result.lines) == path.read_bytes()
+    stripped = orjson.loads(compress_file(path, Options(budget=tokens * 3 // 4),
+                                          strip_metadata=True).data)
+    assert "ctxpack" not in stripped
+
+
 def test_within_limits_nothing_changes() -> None:
     path = SAMPLES / "multi-round.anthropic.jsonl"
     result = compress_file(path, Options(mask=False))
@@ -160,7 +183,8 @@ def test_compressing_again_merges_the_summary_and_restores_whole(path: Path,
         pytest.skip("the second budget cannot be met for this sample")
     out = tmp_path / "second.jsonl"
     out.write_bytes(second.data)
-    assert validate(load(out)) == []
+    if not validate(load(path)):
+        assert validate(load(out)) == []
     new = summary_texts(load(out))
     assert len(new) == (1 if old or second.report.summary else 0)
     if old and second.report.summary:

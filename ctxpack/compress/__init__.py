@@ -27,6 +27,7 @@ from .options import Options
 from .pipeline import StepReport, Work, limit, run, target, trigger
 
 REPORT_VERSION = 1
+WHOLE_RECORDS = ("json-messages", "openai-conversations")  # a record holds conversations
 
 
 @dataclass
@@ -53,6 +54,7 @@ class Report:
     archive: str = "inline"
     warnings: list[str] = field(default_factory=list)
     changed: bool = False
+    conversations: int = 1
     schema_version: int = REPORT_VERSION
 
     def to_dict(self) -> dict[str, Any]:
@@ -90,19 +92,27 @@ def compress_file(source: PathOrFile, options: Options | None = None, *,
     options = options or Options()
     transcript = load(source, format, skip_invalid=skip_invalid)
     fmt = formats.get(transcript.format)
-    if not hasattr(fmt, "editor") or transcript.format == "json-messages":
-        raise UsageError(f"{transcript.path}: compress cannot write {transcript.format} files yet",
-                         "supported: openai, anthropic, claude-code, codex")
+    if not hasattr(fmt, "editor"):
+        raise UsageError(f"{transcript.path}: compress cannot write {transcript.format} files")
     if model is not None and table.find(model) is None:
         TokenCounter(model, table)  # raises the unknown-model error with its hint
     chosen = table.choose([model, transcript.model, formats.usual_model(transcript.format)])
     counter = TokenCounter(chosen or DEFAULT_MODEL, table)
-    work = run(transcript, counter, fmt.editor(transcript), options, summarize)
+    editor = fmt.editor(transcript)
     archiver = Archiver(options.archive_dir, options.archive)
+    if transcript.format in WHOLE_RECORDS:
+        from .documents import compress_records
+
+        def plan(part: Transcript, item: str) -> Work:
+            return run(part, counter, editor, options, summarize, item)
+
+        lines, works = compress_records(transcript, plan, archiver, now_iso(), strip_metadata)
+        return Compressed(lines, _report(works, transcript, archiver))
+    work = run(transcript, counter, editor, options, summarize)
     lines = output_lines(work, archiver, now_iso())
     if strip_metadata:
         lines = [strip(line) for line in lines]
-    return Compressed(lines, _report(work, archiver))
+    return Compressed(lines, _report([work], transcript, archiver))
 
 
 def compress(source: list[dict[str, Any]] | Transcript | PathOrFile, *,
@@ -136,23 +146,55 @@ def compress(source: list[dict[str, Any]] | Transcript | PathOrFile, *,
     return transcript, result.report
 
 
-def _report(work: Work, archiver: Archiver) -> Report:
-    t, s = work.transcript, work.summary
-    actions = [item["action"] for items in work.items.values() for item in items]
-    summary = None
-    if s is not None:
-        summary = {"strategy": work.options.strategy, "start": s.start, "end": s.end,
-                   "messages": s.end - s.start, "archived_tokens": s.archived_tokens,
-                   "tokens": s.tokens, "retention": s.retention}
-    after = len(t.messages) - (s.end - s.start) + (0 if s.merged else 1) if s else len(t.messages)
-    before = work.steps[0].tokens_before if work.steps else work.total
+def _report(works: list[Work], t: Transcript, archiver: Archiver) -> Report:
+    """One report over the plans of a file's conversations (most files have one)."""
+    first = works[0] if works else None
+    counter = first.counter if first else TokenCounter(DEFAULT_MODEL)
+    actions = [item["action"] for w in works for items in w.items.values() for item in items]
+    before = sum(w.steps[0].tokens_before if w.steps else w.total for w in works)
+    after = sum(w.total for w in works)
+    removed = sum(s.end - s.start - (0 if s.merged else 1) for w in works if (s := w.summary))
     archive = ("none" if not archiver.enabled else
                "inline" if archiver.folder is None else f"dir:{archiver.folder}")
     return Report(
-        path=t.path, format=t.format, model=work.counter.model, exact=work.counter.exact,
-        model_note=work.counter.note,
-        context_window=work.counter.info.context_window, trigger=trigger(work),
-        target=target(work), limit=limit(work), tokens_before=before, tokens_after=work.total,
-        messages_before=len(t.messages), messages_after=after, steps=work.steps,
-        truncated=actions.count("truncated"), masked=actions.count("masked"), summary=summary,
-        archive=archive, warnings=work.warnings, changed=bool(work.texts) or s is not None)
+        path=t.path, format=t.format, model=counter.model, exact=counter.exact,
+        model_note=counter.note, context_window=counter.info.context_window,
+        trigger=trigger(first) if first else 0, target=target(first) if first else 0,
+        limit=limit(first) if first else 0, tokens_before=before, tokens_after=after,
+        messages_before=len(t.messages), messages_after=len(t.messages) - removed,
+        steps=_steps(works), truncated=actions.count("truncated"),
+        masked=actions.count("masked"), summary=_summaries(works), archive=archive,
+        warnings=[x for w in works for x in w.warnings],
+        changed=any(w.texts or w.summary for w in works), conversations=len(works))
+
+
+def _steps(works: list[Work]) -> list[StepReport]:
+    """Each step's numbers summed over conversations."""
+    out: dict[str, StepReport] = {}
+    for w in works:
+        for s in w.steps:
+            total = out.setdefault(s.name, StepReport(s.name, 0, 0))
+            total.tokens_before += s.tokens_before
+            total.tokens_after += s.tokens_after
+            total.items += s.items
+            total.note = total.note or s.note
+    return list(out.values())
+
+
+def _summaries(works: list[Work]) -> dict[str, Any] | None:
+    """The summaries written, as one: sizes summed, the retention audit merged."""
+    done = [(w, s) for w in works if (s := w.summary) is not None]
+    if not done:
+        return None
+    retention: dict[str, dict[str, Any]] = {}
+    for _, s in done:
+        for name, r in s.retention.items():
+            total = retention.setdefault(name, {"total": 0, "kept": 0, "dropped": []})
+            total["total"] += r["total"]
+            total["kept"] += r["kept"]
+            total["dropped"] += r["dropped"]
+    w, s = done[0]
+    return {"strategy": w.options.strategy, "start": s.start, "end": s.end,
+            "conversations": len(done), "messages": sum(s.end - s.start for _, s in done),
+            "archived_tokens": sum(s.archived_tokens for _, s in done),
+            "tokens": sum(s.tokens for _, s in done), "retention": retention}

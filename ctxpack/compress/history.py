@@ -54,6 +54,8 @@ def _ends(work: Work, allowed: list[int], head: int) -> list[int]:
     """Cuts that can end the region: its lines all before the kept tail's lines."""
     from .writer import span_start
 
+    if work.item is not None:  # the record is written whole: any cut will do
+        return [c for c in allowed if head < c < len(work.messages)]
     if span_start(work, head) is None:
         return []
     tail_min = [0] * (len(work.messages) + 1)

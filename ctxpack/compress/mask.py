@@ -8,8 +8,9 @@ from __future__ import annotations
 
 from ..model import ToolCall
 from .args import describe
+from .truncate import MARKER
 
-PREFIX = "[ctxpack: output of "
+PREFIX = f"{MARKER}output of "
 
 
 def placeholder(call: ToolCall | None, tokens: int, lines: int, item_id: str,

@@ -21,7 +21,7 @@ from ..tokens import REPLY_PRIMING, MessageCount, TokenCounter
 from . import units as cutting
 from .mask import is_masked, placeholder
 from .options import Options
-from .truncate import truncate
+from .truncate import MARKER, truncate
 
 
 @dataclass
@@ -65,6 +65,8 @@ class Work:
     summary: Summary | None = None
     steps: list[StepReport] = field(default_factory=list)
     warnings: list[str] = field(default_factory=list)
+    item: str | None = None  # set where a record holds whole conversations: the id of all
+    # its changes, as the record is written again whole
 
     @property
     def total(self) -> int:
@@ -100,6 +102,9 @@ def item_id(kind: str, line: int, raw: bytes) -> str:
 
 
 def line_id(work: Work, i: int, kind: str = "o") -> str:
+    """The id the marker of message i's outputs names: its line's, or the whole record's."""
+    if work.item is not None:
+        return work.item
     m = work.messages[i]
     return item_id(kind, m.line, work.transcript.records[m.line - 1].raw)
 
@@ -135,7 +140,8 @@ def truncate_outputs(work: Work) -> int:
         if not _result_message(m) or _done(m):
             continue  # an output compress wrote is within the limits already
         for result in m.tool_results:
-            if not result.parts or not all(isinstance(p, Text) for p in result.parts):
+            if not result.parts or not all(isinstance(p, Text) for p in result.parts) \
+                    or MARKER in result.text:
                 continue
             cut = truncate(result.text, work.options.limits, work.counter.text,
                            reference(line_id(work, i)))
@@ -183,10 +189,10 @@ def mask_outputs(work: Work, allowed: list[int]) -> int:
 
 
 def run(transcript: Transcript, counter: TokenCounter, editor: Editor, options: Options,
-        summarize: Callable[[Work, list[int]], Summary | None]) -> Work:
+        summarize: Callable[[Work, list[int]], Summary | None], item: str | None = None) -> Work:
     """Plan the whole compression; raises CannotFit when no plan fits the limit."""
     work = Work(transcript, counter, editor, options, list(transcript.messages),
-                count_all(counter, transcript.messages))
+                count_all(counter, transcript.messages), item=item)
     allowed = cutting.cuts(work.messages)
     for name, enabled, step in (
         ("truncate", options.truncate, lambda: truncate_outputs(work)),

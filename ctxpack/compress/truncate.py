@@ -17,6 +17,7 @@ from operator import add, eq
 from ..errors import UsageError
 
 MODES = ("head", "tail", "head_tail")
+MARKER = "[ctxpack: "  # how every marker line starts: an output holding one was cut already
 _BUDGETS = ("max_lines", "max_bytes", "max_tokens")
 # Head and tail keep at most this share of each budget while error lines wait to be
 # rescued, so a long traceback cannot crowd out both ends; unused room flows back.
@@ -224,7 +225,7 @@ class _Job:
             clauses.append(f"folded {_many(folded, 'repeated line')}")
         clauses += [f"{_many(tokens_cut, 'token')} left out",
                     f"full output archived as {self.reference}"]
-        return f"[ctxpack: {'; '.join(clauses)}]"
+        return f"{MARKER}{'; '.join(clauses)}]"
 
     def fits(self, lay: _Layout, limits: Limits) -> bool:
         # the marker claims every original token as cut (and a plural): the final is no longer
@@ -301,7 +302,7 @@ class _Job:
 
     def bare_marker(self) -> Cut:
         """The smallest honest result, for limits with no room even for the marker."""
-        for marker in (f"[ctxpack: output cut; full output archived as {self.reference}]",
+        for marker in (f"{MARKER}output cut; full output archived as {self.reference}]",
                        "[ctxpack: cut]"):
             text = marker + "\n" * self.trailing
             if not self.limits.over(text, self.count):

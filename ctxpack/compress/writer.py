@@ -43,8 +43,10 @@ def output_lines(work: Work, archiver: Archiver, now: str) -> list[bytes]:
     records = work.transcript.records
     edited: dict[int, dict[str, Any]] = {}
     items: dict[int, list[dict[str, Any]]] = {}
+    ids: dict[int, str] = {}
     for i, texts in work.texts.items():
         line = work.messages[i].line
+        ids[line] = line_id(work, i)
         edited[line] = work.editor.with_results(_parse(records[line - 1].raw), texts)
         items[line] = work.items[i]
     group: list[dict[str, Any]] = []
@@ -66,7 +68,8 @@ def output_lines(work: Work, archiver: Archiver, now: str) -> list[bytes]:
             continue
         raw = record.raw
         kind = "observations" if n in items else "relinked"
-        meta: dict[str, Any] = {"id": item_id("o" if n in items else "r", n, raw), "kind": kind,
+        ident = ids[n] if n in ids else item_id("r", n, raw)
+        meta: dict[str, Any] = {"id": ident, "kind": kind,
                                 "version": VERSION}
         if n in items:
             meta["items"] = items[n]
@@ -173,7 +176,3 @@ def _eol(raw: bytes) -> bytes:
         return b"\r\n"
     return b"\n" if raw.endswith(b"\n") else b""
 
-
-def line_ids(work: Work) -> list[str]:
-    """Ids of the lines whose outputs were replaced (for the report)."""
-    return [line_id(work, i) for i in sorted(work.texts)]

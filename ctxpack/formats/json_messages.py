@@ -12,10 +12,10 @@ from typing import Any
 
 from ..model import Message, ToolResult
 from .base import Layout, RecordError
-from .openai import message_from_dict
+from .openai import OpenAIEditor, message_from_dict
 
 # mini-swe-agent ends with a role the API does not know: the run's exit, not model input
-_NOT_INPUT_ROLES = {"exit"}
+NOT_INPUT_ROLES = {"exit"}
 
 
 def conversations(document: Any) -> list[list[dict[str, Any]]]:
@@ -88,7 +88,7 @@ class JsonMessagesReader:
         out: list[Message] = []
         for messages in conversations(record):
             out += [_message(d, line, self.conversations) for d in messages
-                    if isinstance(d, dict) and d.get("role") not in _NOT_INPUT_ROLES]
+                    if isinstance(d, dict) and d.get("role") not in NOT_INPUT_ROLES]
             self.conversations += 1
         self.usage = _usage(record)
         self.model = _model(record)
@@ -111,6 +111,9 @@ class JsonMessagesFormat:
         except RecordError:
             return 0
         return 2 if isinstance(record, list) or "history" in record else 0
+
+    def editor(self, transcript: Any) -> OpenAIEditor:
+        return OpenAIEditor()  # the messages are Chat Completions dicts
 
     def reader(self) -> JsonMessagesReader:
         return JsonMessagesReader()

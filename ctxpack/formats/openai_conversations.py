@@ -10,7 +10,7 @@ from typing import Any
 
 from ..model import Message
 from .base import Layout, RecordError
-from .openai import message_from_dict
+from .openai import OpenAIEditor, message_from_dict
 
 
 class ConversationsReader:
@@ -42,6 +42,9 @@ class ConversationsFormat:
 
     def sniff(self, record: dict[str, Any]) -> int:
         return 2 if isinstance(record.get("messages"), list) else 0
+
+    def editor(self, transcript: Any) -> OpenAIEditor:
+        return OpenAIEditor()  # the messages are Chat Completions dicts
 
     def reader(self) -> ConversationsReader:
         return ConversationsReader()
