@@ -8,6 +8,7 @@ compress with the same settings changes nothing.
 
 from __future__ import annotations
 
+import io
 from pathlib import Path
 
 import orjson
@@ -191,3 +192,30 @@ def test_compressing_again_merges_the_summary_and_restores_whole(path: Path,
         step_lines = [line for line in old[0].splitlines() if line.startswith("* Step")]
         assert all(line in new[0] for line in step_lines[:3]), "old steps were not merged"
     assert archive.restore(out) == path.read_bytes()
+
+
+@pytest.mark.parametrize("path", [SAMPLES / "support-chat.openai.jsonl",
+                                  SAMPLES / "coding-agent.claude-code.jsonl"],
+                         ids=lambda p: p.name)
+def test_structured_strategy_keeps_the_invariants(path: Path, tmp_path: Path) -> None:
+    tokens = stats(path, cache=False).tokens
+    result = compress_file(path, Options(budget=int(tokens * 0.75), strategy="structured"))
+    out = tmp_path / path.name
+    out.write_bytes(result.data)
+    (summary,) = summary_texts(load(out))
+    assert "### Pending items" in summary or "### Completed work" in summary
+    assert result.report.summary["strategy"] == "structured"
+    assert validate(load(out)) == []
+    assert archive.restore(out) == path.read_bytes()
+
+
+def test_keep_rounds_keeps_the_newest_requests_in_full() -> None:
+    path = SAMPLES / "support-chat.openai.jsonl"
+    requests = [m.text for m in load(path).messages if m.human]
+    for rounds in range(4):
+        result = compress_file(path, Options(budget=4000, target=2500, keep_rounds=rounds,
+                                             keep_steps=0))
+        kept = [m.text for m in load(io.BytesIO(result.data)).messages if m.human]
+        newest = requests[len(requests) - rounds:] if rounds else []
+        assert kept[len(kept) - len(newest):] == newest
+        assert all(r not in kept for r in requests[1:len(requests) - rounds])

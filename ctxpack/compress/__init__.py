@@ -150,10 +150,11 @@ def _report(works: list[Work], t: Transcript, archiver: Archiver) -> Report:
     """One report over the plans of a file's conversations (most files have one)."""
     first = works[0] if works else None
     counter = first.counter if first else TokenCounter(DEFAULT_MODEL)
-    actions = [item["action"] for w in works for items in w.items.values() for item in items]
     before = sum(w.steps[0].tokens_before if w.steps else w.total for w in works)
     after = sum(w.total for w in works)
     removed = sum(s.end - s.start - (0 if s.merged else 1) for w in works if (s := w.summary))
+    steps = _steps(works)
+    done = {s.name: s.items for s in steps}
     archive = ("none" if not archiver.enabled else
                "inline" if archiver.folder is None else f"dir:{archiver.folder}")
     return Report(
@@ -162,8 +163,8 @@ def _report(works: list[Work], t: Transcript, archiver: Archiver) -> Report:
         trigger=trigger(first) if first else 0, target=target(first) if first else 0,
         limit=limit(first) if first else 0, tokens_before=before, tokens_after=after,
         messages_before=len(t.messages), messages_after=len(t.messages) - removed,
-        steps=_steps(works), truncated=actions.count("truncated"),
-        masked=actions.count("masked"), summary=_summaries(works), archive=archive,
+        steps=steps, truncated=done.get("truncate", 0), masked=done.get("mask", 0),
+        summary=_summaries(works), archive=archive,
         warnings=[x for w in works for x in w.warnings],
         changed=any(w.texts or w.summary for w in works), conversations=len(works))
 

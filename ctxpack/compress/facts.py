@@ -52,14 +52,16 @@ _CAMEL = re.compile(r"[a-z][A-Z]|[A-Z][a-z]+[A-Z]")
 _SYMBOL_SPLIT = re.compile(r"[.:()<>\[\]$@\-]+")
 _NOT_TICKETS = frozenset({"UTF", "SHA", "ISO", "AES", "RSA", "TLS", "SSL", "HTTP", "COVID", "MD"})
 
+# No two quantifiers here may take the same characters one after the other: on a long
+# run of spaces that backtracks quadratically.
 _ERROR_START = re.compile(
     r"^[ \t]*(?:<\w+>)?(?:E[ \t]+)?(?:"
     r"Traceback \(most recent call last\)"
     r"|(?:[A-Za-z_][\w.]*)?(?:Error|Exception)\b(?:\[\w+\])?(?::|[ \t]*$)"
     r"|FAILED\b|FAIL:|ERROR\b|FATAL\b|fatal:|fatal error\b|panic:|npm ERR!"
     r"|thread '[^'\n]*' panicked|Segmentation fault"
-    r"|\S{0,2}[ \t]*\[(?:ERROR|FATAL)\]"
-    r"|=*[ \t]*\d+ (?:failed|errors?)\b"
+    r"|(?:\S{1,2}[ \t]+)?\[(?:ERROR|FATAL)\]"
+    r"|(?:=+[ \t]+)?\d+ (?:failed|errors?)\b"
     r")|^(?:error|Error)(?:\[\w+\])?:",
     re.MULTILINE,
 )
@@ -67,10 +69,10 @@ _ERROR_START = re.compile(
 _ERROR_ANYWHERE = re.compile(
     r"No such file or directory|command not found|Permission denied|Operation not permitted"
     r"|(?:[Ee]xit(?:ed)?(?: with)? (?:code|status)|[Ee]xit [Cc]ode:?|EXIT CODE:?|returncode>)"
-    r"[ \t]*:?[ \t]*-?[1-9]"
+    r"[ \t]*(?::[ \t]*)?-?[1-9]"
 )
 _EXIT = re.compile(
-    r"\b(?:exit(?:ed)?(?: with)? (?:code|status)|exit code:?|returncode>)[ \t]*:?[ \t]*(-?\d+)",
+    r"\b(?:exit(?:ed)?(?: with)? (?:code|status)|exit code:?|returncode>)[ \t]*(?::[ \t]*)?(-?\d+)",
     re.IGNORECASE,
 )
 

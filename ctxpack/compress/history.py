@@ -82,17 +82,13 @@ def build(work: Work, head: int, end: int) -> Summary:
     strategy = summarizer(work.options.strategy)
     text = strategy.summarize(Region(tuple(units), previous), work.options.max_summary_tokens,
                               work.counter.text)
-    merged = work.editor.alternates and head > 0 and messages_role(work, head - 1) == "user"
+    merged = work.editor.alternates and head > 0 and work.messages[head - 1].role == "user"
     message = _message(work, head, text, merged)
     audit = retention(extract(region_text(units)), text)
     return Summary(text, head, end, head, sum(work.counts[head:end]),
                    work.counter.message(message).total, message, merged,
                    {k: {"total": v.total, "kept": v.kept, "dropped": list(v.dropped)}
                     for k, v in audit.items()})
-
-
-def messages_role(work: Work, i: int) -> str:
-    return work.messages[i].role
 
 
 def _message(work: Work, head: int, text: str, merged: bool) -> Message:

@@ -16,7 +16,7 @@ from ..archive import reference
 from ..bulk import BulkCounter
 from ..errors import CannotFit
 from ..formats.base import META_KEY, Editor
-from ..model import Message, Text, ToolCall, ToolResult, Transcript
+from ..model import Message, Text, ToolResult, Transcript
 from ..tokens import REPLY_PRIMING, MessageCount, TokenCounter
 from . import units as cutting
 from .mask import is_masked, placeholder
@@ -293,6 +293,3 @@ def region_text(units: list[Any]) -> str:
         out += [r.text for r in u.results]
     return "\n".join(out)
 
-
-def calls_of(messages: list[Message]) -> dict[str, ToolCall]:
-    return {c.id: c for m in messages for c in m.tool_calls if c.id is not None}
