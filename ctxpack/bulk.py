@@ -15,6 +15,8 @@ from collections.abc import Callable
 from typing import TYPE_CHECKING, Any, Generic, TypeVar
 
 from . import tokens
+from .model import Message
+from .models import DEFAULT_MODEL, ModelTable
 from .tokens import COUNT_VERSION, Key, MessageCount, MessagePlan, TokenCounter, cache_key, digest
 
 if TYPE_CHECKING:
@@ -29,6 +31,8 @@ TASKS_PER_WORKER = 3  # tasks queued ahead per worker, so none waits on the main
 # encoding and start in milliseconds; spawned ones load it again (~0.5 s of CPU each).
 PARALLEL_MIN_CHARS = {"fork": 2 << 20, "spawn": 32 << 20}
 MAX_PLANS = 20_000  # messages waiting before a round is forced
+# Messages held back while waiting for the transcript to name its model.
+MODEL_LOOKAHEAD = 256
 
 
 def worker_count() -> int:
@@ -242,3 +246,61 @@ class BulkCounter(Generic[T]):
                 return
             plan, payload = plans.popleft()
             self.deliver(payload, count)
+
+
+class StreamCounter(Generic[T]):
+    """Counts messages as a transcript streams in, once the model (and so the encoding)
+    is known: messages before the transcript names one wait, up to MODEL_LOOKAHEAD.
+
+    `candidates` gives the models the transcript suggests so far, most specific first;
+    `deliver(payload, count)` is called for each message, in order, as its count adds up.
+    """
+
+    def __init__(self, model: str | None, table: ModelTable,
+                 candidates: Callable[[], list[str | None]],
+                 deliver: Callable[[T, MessageCount], None], *, cache: bool = False) -> None:
+        self.table = table
+        self.candidates = candidates
+        self.deliver = deliver
+        self.cache = cache
+        self.counter: TokenCounter | None = None
+        self.bulk: BulkCounter[T] | None = None
+        self._waiting: list[tuple[Message, T]] = []
+        if model:
+            self._start(model)
+
+    def add(self, message: Message, payload: T) -> None:
+        if self.bulk is None:
+            self._waiting.append((message, payload))
+            named = self.table.choose([message.model, *self.candidates()])
+            if named or len(self._waiting) >= MODEL_LOOKAHEAD:
+                self._start(named)
+            return
+        self._count(message, payload)
+
+    def done(self) -> TokenCounter:
+        """Finish counting: every payload has had its count after this."""
+        if self.bulk is None:
+            self._start(self.table.choose(self.candidates()))
+        assert self.bulk is not None and self.counter is not None
+        self.bulk.finish()
+        return self.counter
+
+    def close(self) -> None:
+        if self.bulk is not None:
+            self.bulk.close()
+
+    @property
+    def tally(self) -> dict[str, Any]:
+        return self.bulk.tally if self.bulk is not None else {}
+
+    def _start(self, model: str | None) -> None:
+        self.counter = TokenCounter(model or DEFAULT_MODEL, self.table)
+        self.bulk = BulkCounter(self.counter, self.deliver, persistent=self.cache)
+        waiting, self._waiting = self._waiting, []
+        for message, payload in waiting:
+            self._count(message, payload)
+
+    def _count(self, message: Message, payload: T) -> None:
+        assert self.bulk is not None and self.counter is not None
+        self.bulk.add(self.counter.plan(message, self.bulk.need), payload)

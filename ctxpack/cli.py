@@ -11,6 +11,7 @@ import glob
 import os
 import sys
 import time
+from collections.abc import Iterable
 from pathlib import Path
 from typing import Annotated, Any, NoReturn
 
@@ -330,20 +331,30 @@ def _destination(file: str, output: str | None, in_place: bool, force: bool) -> 
     return output or "-"
 
 
-def _write_result(dest: str, source: str, lines: list[bytes], in_place: bool) -> None:
+def _write_result(dest: str, source: str, chunks: Iterable[bytes],
+                  seen: os.stat_result | None) -> None:
+    """Write to `dest` (`-` is stdout). In place (`seen` is the input's state when it was
+    read), keep FILE.bak and replace FILE only if nothing changed it since."""
     from .jsonl import write_atomic
 
-    if in_place:
+    if dest == "-":
+        out = sys.stdout.buffer
+        for chunk in chunks:
+            out.write(chunk)
+        out.flush()
+        return
+    check = None
+    if seen is not None:
         import shutil
 
         shutil.copy2(source, source + ".bak")
-    if dest == "-":
-        out = sys.stdout.buffer
-        for line in lines:
-            out.write(line)
-        out.flush()
-    else:
-        write_atomic(dest, lines)
+
+        def check() -> None:
+            now = os.stat(source)
+            if (now.st_size, now.st_mtime_ns) != (seen.st_size, seen.st_mtime_ns):
+                raise UsageError(f"{source} changed while it was being rewritten; it is left "
+                                 "as it is now", "run again once its writer is done")
+    write_atomic(dest, chunks, check)
 
 
 @app.command()
@@ -413,6 +424,7 @@ def compress(
     from .compress.options import from_env, resolve
 
     dest = _destination(file, output, in_place, force)
+    seen = os.stat(file) if in_place else None
     if strip_metadata and in_place:
         raise UsageError("--strip-metadata would drop the archive from the only copy",
                          "write it elsewhere with --output")
@@ -433,8 +445,10 @@ def compress(
     _compress_report(result.report, quiet, dry_run, report_json)
     if not options.archive and result.report.changed:
         warn("--no-archive: the replaced originals are not kept; restore cannot bring them back")
-    if not dry_run:
-        _write_result(dest, file, result.lines, in_place)
+    if dry_run:
+        result.close()
+    else:
+        _write_result(dest, file, result.chunks(), seen)
 
 
 def _compress_report(report: Any, quiet: bool, dry_run: bool, json_path: str | None) -> None:
@@ -475,6 +489,7 @@ def restore(
     from .jsonl import iter_lines, open_source
 
     dest = _destination(file, output, in_place, force)
+    seen = os.stat(file) if in_place else None
     src = open_source(file)
     try:
         lines = list(iter_lines(src.stream, src.size))
@@ -487,7 +502,7 @@ def restore(
     restored, layers = archive.restore_layers(lines, src.name, only=only, folder=archive_dir)
     if layers == 0:
         warn(f"{src.name}: nothing to restore (no ctxpack items); writing it unchanged")
-    _write_result(dest, file, restored, in_place)
+    _write_result(dest, file, restored, seen)
 
 
 def main() -> None:

@@ -8,14 +8,19 @@ from __future__ import annotations
 
 import json
 import os
+import shutil
 import sys
-from collections.abc import Iterator
+import tempfile
+from array import array
+from bisect import bisect_right
+from collections.abc import Callable, Iterator, Sequence
 from dataclasses import dataclass
-from typing import IO, Any, BinaryIO
+from typing import IO, Any, BinaryIO, overload
 
 import orjson
 
 from .errors import InputError
+from .model import Record
 
 CHUNK = 1 << 22
 
@@ -34,8 +39,11 @@ class Source:
             self.stream.close()
 
 
-def open_source(source: str | os.PathLike[str] | IO[Any]) -> Source:
+def open_source(source: str | os.PathLike[str] | IO[Any] | Source) -> Source:
     """Open a path, `-` (stdin) or a file object for binary reading."""
+    if isinstance(source, Source):  # opened already: the caller keeps it
+        source.stream.seek(0)
+        return Source(source.stream, source.name, source.size, False)
     if hasattr(source, "read"):
         stream = getattr(source, "buffer", source)
         return Source(stream, getattr(source, "name", "<stream>"), None, False)
@@ -52,6 +60,78 @@ def open_source(source: str | os.PathLike[str] | IO[Any]) -> Source:
         raise InputError(name, None, "permission denied") from None
     size = os.fstat(stream.fileno()).st_size
     return Source(stream, name, size, True)
+
+
+def reopenable(source: str | os.PathLike[str] | IO[Any]) -> Source:
+    """`source` opened so that it can be read again: a file as it is, anything else
+    (stdin, a pipe, a file object) copied to a temporary file first."""
+    src = open_source(source)
+    if src.owned:
+        return src
+    spool = tempfile.TemporaryFile()  # noqa: SIM115 - closed by Source.close
+    try:
+        shutil.copyfileobj(src.stream, spool, CHUNK)
+    except BaseException:
+        spool.close()
+        raise
+    size = spool.tell()
+    spool.seek(0)
+    return Source(spool, src.name, size, True)
+
+
+class LineIndex(Sequence[Record]):
+    """The lines of a seekable file by offset: a Record's bytes are read when asked for,
+    so that a huge file can be written back line for line without being held in memory."""
+
+    BLOCK = 1 << 22  # bytes read at a time when lines are walked in order
+
+    def __init__(self, stream: BinaryIO) -> None:
+        self._stream = stream
+        self._ends = array("q")
+
+    def add(self, length: int) -> None:
+        """Index the next line, `length` bytes long."""
+        self._ends.append((self._ends[-1] if self._ends else 0) + length)
+
+    def __len__(self) -> int:
+        return len(self._ends)
+
+    @overload
+    def __getitem__(self, i: int) -> Record: ...
+    @overload
+    def __getitem__(self, i: slice) -> list[Record]: ...
+
+    def __getitem__(self, i: int | slice) -> Record | list[Record]:
+        if isinstance(i, slice):
+            lo, hi, step = i.indices(len(self))
+            records = list(self.span(lo, max(lo, hi)))
+            return records if step == 1 else records[::step]
+        if i < 0:
+            i += len(self)
+        if not 0 <= i < len(self):
+            raise IndexError("line index out of range")
+        return Record(i + 1, self._read(self._start(i), self._ends[i]))
+
+    def __iter__(self) -> Iterator[Record]:
+        return self.span(0, len(self))
+
+    def span(self, lo: int, hi: int) -> Iterator[Record]:
+        """The records of lines lo+1 .. hi (0-based [lo, hi)), read in large blocks."""
+        i = lo
+        while i < hi:
+            base = self._start(i)
+            j = max(bisect_right(self._ends, base + self.BLOCK, i, hi), i + 1)
+            data = self._read(base, self._ends[j - 1])
+            for k in range(i, j):
+                yield Record(k + 1, data[self._start(k) - base : self._ends[k] - base])
+            i = j
+
+    def _start(self, i: int) -> int:
+        return self._ends[i - 1] if i else 0
+
+    def _read(self, start: int, end: int) -> bytes:
+        self._stream.seek(start)
+        return self._stream.read(end - start)
 
 
 def iter_lines(stream: BinaryIO, limit: int | None = None) -> Iterator[bytes]:
@@ -196,10 +276,12 @@ def _dumps_std(value: Any) -> str:
     return json.dumps(value, ensure_ascii=False, separators=(",", ":"))
 
 
-def write_atomic(path: str, chunks: Iterator[bytes] | list[bytes]) -> None:
-    """Write `chunks` to `path` through a temp file, fsync and rename: never half a file."""
-    import tempfile
+def write_atomic(path: str, chunks: Iterator[bytes] | list[bytes],
+                 check: Callable[[], None] | None = None) -> None:
+    """Write `chunks` to `path` through a temp file, fsync and rename: never half a file.
 
+    `check` runs just before the rename; an exception from it leaves `path` untouched.
+    """
     directory = os.path.dirname(os.path.abspath(path))
     fd, tmp = tempfile.mkstemp(prefix=".ctxpack-", suffix=".tmp", dir=directory)
     try:
@@ -210,6 +292,8 @@ def write_atomic(path: str, chunks: Iterator[bytes] | list[bytes]) -> None:
             os.fsync(out.fileno())
         if os.path.exists(path):
             os.chmod(tmp, os.stat(path).st_mode & 0o7777)
+        if check is not None:
+            check()
         os.replace(tmp, path)
     except BaseException:
         try:

@@ -14,7 +14,15 @@ from typing import IO, Any
 from . import formats
 from .errors import InputError
 from .formats.base import Format, Layout, RecordError
-from .jsonl import iter_lines, open_source, parse_document, parse_line, write_atomic
+from .jsonl import (
+    LineIndex,
+    Source,
+    iter_lines,
+    open_source,
+    parse_document,
+    parse_line,
+    write_atomic,
+)
 from .model import SUMMARY_HEADING, BadLine, Message, Record, Text, Transcript
 
 SNIFF_RECORDS = 50
@@ -24,15 +32,21 @@ PathOrFile = str | os.PathLike[str] | IO[Any]
 
 
 class Scanner:
-    """One pass over a transcript. Iterate `messages()`; then read the attributes."""
+    """One pass over a transcript. Iterate `messages()`; then read the attributes.
 
-    def __init__(self, source: PathOrFile, format: str | None = None, *,
+    `keep_records` keeps every line's bytes in `records`; `index` instead notes where
+    each line lies in a seekable source, so its bytes can be read again later.
+    """
+
+    def __init__(self, source: PathOrFile | Source, format: str | None = None, *,
                  skip_invalid: bool = False, keep_records: bool = False,
+                 index: LineIndex | None = None,
                  progress: Callable[[int], None] | None = None) -> None:
         self._source = source
         self._forced = formats.get(format) if format else None
         self.skip_invalid = skip_invalid
         self.keep_records = keep_records
+        self.index = index
         self.progress = progress
         self.path = ""
         self.size: int | None = None
@@ -105,6 +119,8 @@ class Scanner:
             self.bytes_read += len(raw)
             if self.keep_records:
                 self.records.append(Record(number, raw))
+            elif self.index is not None:
+                self.index.add(len(raw))
             if self.progress is not None and number % 4096 == 0:
                 self.progress(self.bytes_read)
             yield number, raw

@@ -139,7 +139,7 @@ class Transcript:
 
     format: str
     path: str
-    records: list[Record] = field(default_factory=list)
+    records: Sequence[Record] = field(default_factory=list)
     messages: list[Message] = field(default_factory=list)
     sidechain: list[Message] = field(default_factory=list)
     outside: list[Message] = field(default_factory=list)

@@ -12,18 +12,16 @@ from collections.abc import Callable
 from dataclasses import dataclass, field
 from typing import Any
 
-from .bulk import BulkCounter
+from .bulk import StreamCounter
 from .formats import usual_model
 from .formats.base import Layout
 from .loader import PathOrFile, Scanner
 from .model import Image, Message, ToolCall, ToolResult, Transcript, group_rounds
-from .models import DEFAULT_MODEL, TABLE, ModelTable
+from .models import TABLE, ModelTable
 from .tokens import REPLY_PRIMING, MessageCount, TokenCounter
 
 SCHEMA_VERSION = 1
 PREVIEW_CHARS = 80
-# Messages buffered while waiting for the transcript to name its model.
-MODEL_LOOKAHEAD = 256
 
 
 @dataclass(slots=True)
@@ -130,70 +128,18 @@ def preview(message: Message) -> str:
     return text if len(text) <= PREVIEW_CHARS else text[: PREVIEW_CHARS - 1] + "…"
 
 
-class _Collector:
-    """Counts messages as they stream in, once the model (and so the encoding) is known.
-
-    Counting goes through a BulkCounter: a message's stat is kept at once, its
-    tokens are filled in when its texts come back from the tokenizer.
-    """
-
-    def __init__(self, model: str | None, table: ModelTable,
-                 candidates: Callable[[], list[str | None]], *, cache: bool = False) -> None:
-        self.table = table
-        self.candidates = candidates  # models the transcript suggests, most specific first
-        self.cache = cache
-        self.counter: TokenCounter | None = None
-        self.bulk: BulkCounter[MessageStat] | None = None
-        self.stats: list[MessageStat] = []
-        self._buffer: list[Message] = []
-        if model:
-            self._start(model)
-
-    def add(self, message: Message) -> None:
-        if self.bulk is None:
-            self._buffer.append(message)
-            named = self.table.choose([message.model, *self.candidates()])
-            if named or len(self._buffer) >= MODEL_LOOKAHEAD:
-                self._start(named)
-            return
-        self._count(message)
-
-    def _start(self, model: str | None) -> None:
-        self.counter = TokenCounter(model or DEFAULT_MODEL, self.table)
-        self.bulk = BulkCounter(self.counter, _fill, persistent=self.cache)
-        buffered, self._buffer = self._buffer, []
-        for message in buffered:
-            self._count(message)
-
-    def done(self) -> TokenCounter:
-        """Finish counting; every stat has its tokens after this."""
-        if self.bulk is None:
-            self._start(self.table.choose(self.candidates()))
-        assert self.bulk is not None and self.counter is not None
-        self.bulk.finish()
-        return self.counter
-
-    def close(self) -> None:
-        if self.bulk is not None:
-            self.bulk.close()
-
-    @property
-    def tally(self) -> dict[str, Any]:
-        return self.bulk.tally if self.bulk is not None else {}
-
-    def _count(self, message: Message) -> None:
-        assert self.bulk is not None and self.counter is not None
-        stat = MessageStat(message.line, message.role, 0, preview(message),
-                           message.human, message.result_only)
-        for i, part in enumerate(message.parts):  # part indexes until the counts come
-            if isinstance(part, ToolCall):
-                stat.calls.append((part.id, part.name, i))
-            elif isinstance(part, ToolResult):
-                stat.results.append((part.call_id, i))
-        if stat.calls:
-            stat.tool = stat.calls[0][1]
-        self.stats.append(stat)
-        self.bulk.add(self.counter.plan(message, self.bulk.need), stat)
+def message_stat(message: Message) -> MessageStat:
+    """What stats keeps of a message: its tokens are filled in once they are counted."""
+    stat = MessageStat(message.line, message.role, 0, preview(message), message.human,
+                       message.result_only)
+    for i, part in enumerate(message.parts):  # part indexes until the counts come
+        if isinstance(part, ToolCall):
+            stat.calls.append((part.id, part.name, i))
+        elif isinstance(part, ToolResult):
+            stat.results.append((part.call_id, i))
+    if stat.calls:
+        stat.tool = stat.calls[0][1]
+    return stat
 
 
 def _fill(stat: MessageStat, count: MessageCount) -> None:
@@ -216,17 +162,19 @@ def stats(source: PathOrFile | Transcript, model: str | None = None, *, format: 
     if isinstance(source, Transcript):
         return _stats_of_transcript(source, model, top, table, cache)
     scanner = Scanner(source, format, skip_invalid=skip_invalid, progress=progress)
-    collector = _Collector(model, table, lambda: [scanner.named_model, scanner.usual_model],
-                           cache=cache)
+    collector: StreamCounter[MessageStat] = StreamCounter(
+        model, table, lambda: [scanner.named_model, scanner.usual_model], _fill, cache=cache)
+    found = []
     try:
         for message in scanner.messages():
-            collector.add(message)
+            found.append(stat := message_stat(message))
+            collector.add(message, stat)
         counter = collector.done()
     finally:
         collector.close()
     assert scanner.layout is not None and scanner.format is not None
     skipped = [{"line": b.line, "problem": b.problem} for b in scanner.skipped]
-    result = _summarize(collector.stats, scanner.layout, counter, top, path=scanner.path,
+    result = _summarize(found, scanner.layout, counter, top, path=scanner.path,
                         format=scanner.format.name, lines=scanner.lines,
                         size=scanner.bytes_read, skipped=skipped, flagged=model is not None)
     result.counting = collector.tally
@@ -244,16 +192,19 @@ def _stats_of_transcript(t: Transcript, model: str | None, top: int,
     n, s = len(t.messages), len(t.sidechain)
     layout = Layout(list(range(n)), list(range(n, n + s)), t.model, t.usage,
                     conversations=len({m.conversation for m in t.messages}) or 1)
-    collector = _Collector(model, table, lambda: transcript_models(t), cache=cache)
+    collector: StreamCounter[MessageStat] = StreamCounter(
+        model, table, lambda: transcript_models(t), _fill, cache=cache)
+    found = []
     try:
         for message in ordered:
-            collector.add(message)
+            found.append(stat := message_stat(message))
+            collector.add(message, stat)
         counter = collector.done()
     finally:
         collector.close()
     size = sum(len(r.raw) for r in t.records)
     skipped = [{"line": b.line, "problem": b.problem} for b in t.skipped]
-    result = _summarize(collector.stats, layout, counter, top, path=t.path, format=t.format,
+    result = _summarize(found, layout, counter, top, path=t.path, format=t.format,
                         lines=len(t.records), size=size, skipped=skipped,
                         flagged=model is not None)
     result.counting = collector.tally

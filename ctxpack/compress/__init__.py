@@ -9,6 +9,7 @@ from __future__ import annotations
 
 import io
 import os
+from collections.abc import Callable, Iterable, Iterator
 from dataclasses import asdict, dataclass, field
 from datetime import datetime, timezone
 from typing import Any
@@ -16,7 +17,7 @@ from typing import Any
 import orjson
 
 from .. import formats
-from ..archive import Archiver, strip
+from ..archive import Archiver, split_lines
 from ..errors import UsageError
 from ..jsonl import dumps
 from ..loader import PathOrFile, load
@@ -27,7 +28,6 @@ from .options import Options
 from .pipeline import StepReport, Work, limit, run, target, trigger
 
 REPORT_VERSION = 1
-WHOLE_RECORDS = ("json-messages", "openai-conversations")  # a record holds conversations
 
 
 @dataclass
@@ -61,16 +61,44 @@ class Report:
         return asdict(self)
 
 
-@dataclass
 class Compressed:
-    """The output lines of a compress and its report."""
+    """A compress's report, and its output, made piece by piece as `chunks` is read
+    (the input is read again meanwhile), or all at once through `data` and `lines`."""
 
-    lines: list[bytes]
-    report: Report
+    def __init__(self, report: Report, chunks: Iterable[bytes],
+                 close: Callable[[], None] = lambda: None) -> None:
+        self.report = report
+        self._chunks: Iterable[bytes] | None = chunks
+        self._close = close
+        self._data: bytes | None = None
+
+    def chunks(self) -> Iterator[bytes]:
+        """The output in pieces; it can be read once (the input is closed after)."""
+        if self._data is not None:
+            yield self._data
+            return
+        pieces, self._chunks = self._chunks, None
+        if pieces is None:
+            raise RuntimeError("the output of this compress was read already")
+        try:
+            yield from pieces
+        finally:
+            self.close()
 
     @property
     def data(self) -> bytes:
-        return b"".join(self.lines)
+        if self._data is None:
+            self._data = b"".join(self.chunks())
+        return self._data
+
+    @property
+    def lines(self) -> list[bytes]:
+        return split_lines([self.data])
+
+    def close(self) -> None:
+        """Let go of the input (when the output is not wanted, as in a dry run)."""
+        self._chunks = None
+        self._close()
 
 
 def now_iso() -> str:
@@ -85,34 +113,49 @@ def compress_file(source: PathOrFile, options: Options | None = None, *,
                   model: str | None = None, format: str | None = None,
                   skip_invalid: bool = False, table: ModelTable = TABLE,
                   strip_metadata: bool = False) -> Compressed:
-    """Compress a transcript file; the input is not touched (the caller writes the lines)."""
+    """Compress a transcript file; the input is not touched (the caller writes the output)."""
     from .history import summarize
-    from .writer import output_lines
+    from .scan import WHOLE_RECORDS, scan
+    from .writer import output
 
     options = options or Options()
-    transcript = load(source, format, skip_invalid=skip_invalid)
-    fmt = formats.get(transcript.format)
-    if not hasattr(fmt, "editor"):
-        raise UsageError(f"{transcript.path}: compress cannot write {transcript.format} files")
-    if model is not None and table.find(model) is None:
-        TokenCounter(model, table)  # raises the unknown-model error with its hint
-    chosen = table.choose([model, transcript.model, formats.usual_model(transcript.format)])
-    counter = TokenCounter(chosen or DEFAULT_MODEL, table)
-    editor = fmt.editor(transcript)
-    archiver = Archiver(options.archive_dir, options.archive)
-    if transcript.format in WHOLE_RECORDS:
-        from .documents import compress_records
+    scanned = scan(source, format, model=model, table=table, skip_invalid=skip_invalid)
+    try:
+        t = scanned.transcript
+        fmt = formats.get(t.format)
+        if not hasattr(fmt, "editor"):
+            raise UsageError(f"{t.path}: compress cannot write {t.format} files")
+        editor = fmt.editor(t)
+        archiver = Archiver(options.archive_dir, options.archive)
 
-        def plan(part: Transcript, item: str) -> Work:
-            return run(part, counter, editor, options, summarize, item)
+        def plan(indexes: list[int], item: str | None = None) -> Work:
+            part = t if item is None else Transcript(
+                t.format, t.path, t.records, [t.messages[i] for i in indexes], model=t.model)
+            work = Work(part, scanned.counter, editor, options, list(part.messages),
+                        [scanned.counts[i] for i in indexes],
+                        [scanned.outputs[i] for i in indexes],
+                        lambda wanted: _by_index(scanned.fetch(indexes[k] for k in wanted),
+                                                 indexes, wanted),
+                        item=item)
+            return run(work, summarize)
 
-        lines, works = compress_records(transcript, plan, archiver, now_iso(), strip_metadata)
-        return Compressed(lines, _report(works, transcript, archiver))
-    work = run(transcript, counter, editor, options, summarize)
-    lines = output_lines(work, archiver, now_iso())
-    if strip_metadata:
-        lines = [strip(line) for line in lines]
-    return Compressed(lines, _report([work], transcript, archiver))
+        if t.format in WHOLE_RECORDS:
+            from .documents import compress_records
+
+            lines, works = compress_records(t, plan, archiver, now_iso(), strip_metadata)
+            scanned.close()
+            return Compressed(_report(works, t, archiver), lines)
+        work = plan(list(range(len(t.messages))))
+        return Compressed(_report([work], t, archiver),
+                          output(work, archiver, now_iso(), strip_metadata), scanned.close)
+    except BaseException:
+        scanned.close()
+        raise
+
+
+def _by_index(found: dict[int, Any], indexes: list[int], wanted: Iterable[int]) -> dict[int, Any]:
+    """`found` (by index in the whole transcript) by index in a part of it."""
+    return {k: found[indexes[k]] for k in wanted}
 
 
 def compress(source: list[dict[str, Any]] | Transcript | PathOrFile, *,
@@ -197,5 +240,6 @@ def _summaries(works: list[Work]) -> dict[str, Any] | None:
     w, s = done[0]
     return {"strategy": w.options.strategy, "start": s.start, "end": s.end,
             "conversations": len(done), "messages": sum(s.end - s.start for _, s in done),
+            "audited_messages": sum(s.audited for _, s in done),
             "archived_tokens": sum(s.archived_tokens for _, s in done),
             "tokens": sum(s.tokens for _, s in done), "retention": retention}

@@ -1,61 +1,115 @@
-"""A tool call's arguments in short: the few values that say what the call did.
+"""A tool call in one line: its name and the few arguments that say what it did.
 
-Used wherever a call is named in one line (mask placeholders, summary step lines),
-so that `Bash(command=pytest -x)` reads the same everywhere.
+Used wherever a call is named in a line (mask placeholders, summary step lines, open
+calls), so that `Bash(command=pytest -x)` reads the same everywhere.
 """
 
 from __future__ import annotations
 
+import json
+import re
+from collections import Counter
+from functools import lru_cache
 from typing import Any
 
-import orjson
-
 from ..model import ToolCall
+from .facts import shell_command
 
-# The argument names that say most about a call, most telling first.
-KEY_NAMES = ("command", "cmd", "file_path", "path", "filename", "notebook_path", "pattern",
-             "query", "url", "description", "prompt", "old_str", "content", "code", "input")
-MAX_VALUE = 60
+# Arguments that tell most about a call, best first; paths among them are never cut.
+KEY_ARGS = ("command", "cmd", "file_path", "notebook_path", "path", "filePath", "pattern",
+            "glob", "url", "query", "description", "prompt")
+PATH_ARGS = frozenset({"file_path", "notebook_path", "path", "filePath"})
+SKIP_ARGS = frozenset({"content", "old_string", "new_string", "timeout", "timeout_ms",
+                       "yield_time_ms", "max_output_tokens", "workdir", "sandbox_permissions",
+                       "justification", "replace_all", "run_in_background", "limit", "offset"})
+MAX_ARGS = 3
+ARG_CHARS = 100
+DONE = frozenset({"completed", "complete", "done", "cancelled", "canceled"})  # plan states
+
+_PATCH_FILE = re.compile(r"\*\*\* ((?:Add|Update|Delete) File: [^\n\\\"]+)")
+_EMBEDDED_CMD = re.compile(r'"(?:cmd|command)"\s*:\s*("(?:[^"\\\n]|\\.)*"|\[[^\]\n]*\])')
 
 
-def parsed(call: ToolCall) -> Any:
-    """The call's arguments as JSON when they are JSON, else the raw text."""
-    text = call.arguments.strip()
-    if text[:1] in ("{", "["):
+def call_label(call: ToolCall) -> str:
+    """`Name(key=value, ...)` with the most telling arguments, long values cut."""
+    return f"{call.name}({key_args(call.arguments)})"
+
+
+@lru_cache(maxsize=4096)
+def key_args(arguments: str) -> str:
+    """The most telling arguments of a call in short."""
+    args = parse_args(arguments)
+    if args is None:
+        return _free_args(arguments)
+    plan = plan_list(args)
+    if plan is not None:  # a todo list says most by how far along it is
+        counts = Counter(status for status, _ in plan)
+        return ", ".join(f"{n} {status}" for status, n in sorted(counts.items()))
+    keys = [k for k in KEY_ARGS if args.get(k) not in (None, "", [], {})]
+    if "command" in keys or "cmd" in keys:
+        keys = [k for k in keys if k not in ("description", "prompt")]
+    if not keys:
+        keys = [k for k, v in args.items() if k not in SKIP_ARGS and _scalar(v)]
+    return ", ".join(f"{k}={_value(k, args[k])}" for k in keys[:MAX_ARGS])
+
+
+def _free_args(arguments: str) -> str:
+    files = list(dict.fromkeys(m.strip() for m in _PATCH_FILE.findall(arguments)))
+    if files:
+        more = f", +{len(files) - 5} files" if len(files) > 5 else ""
+        return ", ".join(files[:5]) + more
+    embedded = _EMBEDDED_CMD.search(arguments)
+    if embedded:
         try:
-            return orjson.loads(text)
-        except orjson.JSONDecodeError:
+            return f"cmd={shorten(shell_command(json.loads(embedded.group(1))))}"
+        except ValueError:
             pass
-    return text
+    return shorten(arguments)
 
 
-def key_args(call: ToolCall, width: int = MAX_VALUE) -> str:
-    """`name=value, ...` for the most telling arguments, each value cut to `width`."""
-    args = parsed(call)
-    if isinstance(args, str):
-        return shorten(args, width)
-    if isinstance(args, list):
-        return shorten(_flat(args), width)
-    if not isinstance(args, dict) or not args:
-        return ""
-    names = [k for k in KEY_NAMES if k in args] or list(args)[:1]
-    return ", ".join(f"{k}={shorten(_flat(args[k]), width)}" for k in names[:2])
+def _value(key: str, value: Any) -> str:
+    if key in ("command", "cmd"):
+        value = shell_command(value) or value
+    if not isinstance(value, str):
+        value = json.dumps(value, ensure_ascii=False, separators=(",", ":"))
+    return " ".join(value.split()) if key in PATH_ARGS else shorten(value)
 
 
-def describe(call: ToolCall, width: int = MAX_VALUE) -> str:
-    """`name(key args)`: a call in one short line."""
-    return f"{call.name or 'tool'}({key_args(call, width)})"
+def shorten(text: str, limit: int = ARG_CHARS) -> str:
+    """`text` on one line, cut near `limit` at a space so that paths stay whole."""
+    flat = " ".join(text.split())
+    if len(flat) <= limit:
+        return flat
+    end = flat.find(" ", limit)
+    if end < 0 or end > limit + 80:
+        end = limit
+    return flat[:end].rstrip() + "…"
 
 
-def shorten(text: str, width: int) -> str:
-    """One line of at most `width` characters; an ellipsis marks a cut."""
-    line = " ".join(text.split())
-    return line if len(line) <= width else line[: max(width - 1, 1)] + "…"
+def plan_list(args: dict[str, Any]) -> list[tuple[str, str]] | None:
+    """(status, text) of each item, when the arguments are a todo list or plan."""
+    items = args.get("todos", args.get("plan"))
+    if not isinstance(items, list) or not all(isinstance(i, dict) for i in items):
+        return None
+    out = []
+    for item in items:
+        text = next((item[k] for k in ("content", "step", "title", "task", "description")
+                     if isinstance(item.get(k), str)), None)
+        if text is not None:
+            out.append((str(item.get("status", "pending")).lower(), text))
+    return out
 
 
-def _flat(value: Any) -> str:
-    if isinstance(value, str):
-        return value
-    if isinstance(value, list) and all(isinstance(v, str) for v in value):
-        return " ".join(value)  # an argv list: the command as typed
-    return orjson.dumps(value).decode()
+def parse_args(arguments: str) -> dict[str, Any] | None:
+    """The arguments as a JSON object, or None when they are not one."""
+    if not arguments.lstrip().startswith("{"):
+        return None
+    try:
+        value = json.loads(arguments)
+    except ValueError:
+        return None
+    return value if isinstance(value, dict) else None
+
+
+def _scalar(value: Any) -> bool:
+    return isinstance(value, (str, int, float, bool)) and len(str(value)) <= 200

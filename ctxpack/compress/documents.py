@@ -18,28 +18,30 @@ from ..archive import Archiver, document_meta, split_lines
 from ..formats.base import META_KEY
 from ..formats.json_messages import NOT_INPUT_ROLES, conversations
 from ..jsonl import parse_document
-from ..model import Message, Transcript
+from ..model import Transcript
 from .pipeline import Summary, Work, item_id
 
+Plan = Callable[[list[int], str], Work]  # a conversation's message indexes and id -> plan
 
-def compress_records(t: Transcript, plan: Callable[[Transcript, str], Work],
-                     archiver: Archiver, now: str, strip: bool) -> tuple[list[bytes], list[Work]]:
+
+def compress_records(t: Transcript, plan: Plan, archiver: Archiver, now: str,
+                     strip: bool) -> tuple[list[bytes], list[Work]]:
     """The output lines and the plan of each conversation."""
-    groups: dict[int, list[Message]] = {}
-    for m in t.messages:
-        groups.setdefault(m.conversation, []).append(m)
+    groups: dict[int, list[int]] = {}
+    for i, m in enumerate(t.messages):
+        groups.setdefault(m.conversation, []).append(i)
     if t.format == "json-messages":
         return _document(t, groups, plan, archiver, now, strip)
     out: list[bytes] = []
     works = []
-    by_line = {ms[0].line: ms for ms in groups.values()}
+    by_line = {t.messages[ms[0]].line: ms for ms in groups.values()}
     for record in t.records:
-        messages = by_line.get(record.line)
-        if messages is None:
+        indexes = by_line.get(record.line)
+        if indexes is None:
             out.append(record.raw)
             continue
         raw = record.raw
-        work = plan(_sub(t, messages), item_id("c", record.line, raw))
+        work = plan(indexes, item_id("c", record.line, raw))
         works.append(work)
         if not _changed(work):
             out.append(raw)
@@ -52,13 +54,12 @@ def compress_records(t: Transcript, plan: Callable[[Transcript, str], Work],
     return out, works
 
 
-def _document(t: Transcript, groups: dict[int, list[Message]],
-              plan: Callable[[Transcript, str], Work], archiver: Archiver, now: str,
-              strip: bool) -> tuple[list[bytes], list[Work]]:
+def _document(t: Transcript, groups: dict[int, list[int]], plan: Plan, archiver: Archiver,
+              now: str, strip: bool) -> tuple[list[bytes], list[Work]]:
     raw = b"".join(r.raw for r in t.records)
     doc = parse_document(raw, t.path, 1)
     ident = item_id("d", 1, raw)
-    works = [plan(_sub(t, groups[k]), ident) for k in sorted(groups)]
+    works = [plan(groups[k], ident) for k in sorted(groups)]
     if not any(_changed(w) for w in works):
         return [r.raw for r in t.records], works
     lists = conversations(doc)
@@ -74,10 +75,6 @@ def _document(t: Transcript, groups: dict[int, list[Message]],
         holder[META_KEY] = _meta_document(works, archiver, raw, now)
     text = json.dumps(doc, indent=2, ensure_ascii=False).encode("utf-8", "surrogatepass")
     return split_lines([text, b"\n" if raw.endswith(b"\n") else b""]), works
-
-
-def _sub(t: Transcript, messages: list[Message]) -> Transcript:
-    return Transcript(t.format, t.path, t.records, messages, model=t.model)
 
 
 def _changed(work: Work) -> bool:

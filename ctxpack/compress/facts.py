@@ -161,24 +161,80 @@ def retention(source: Facts, summary: str) -> dict[str, Retention]:
     return out
 
 
+# Every branch of _ERROR_START holds one of these, lowercased, and so does every branch
+# of _ERROR_ANYWHERE one of the second: lines without one need no regex.
+_START_WORDS = ("error", "exception", "traceback", "fail", "fatal", "panic", "npm err",
+                "segmentation fault")
+_ANYWHERE_WORDS = ("no such file", "command not found", "permission denied", "not permitted",
+                   "exit", "returncode")
+_EXIT_WORDS = ("exit", "returncode")
+
+
+def _lowered(text: str) -> str | None:
+    """`text` in lower case with every character where it was, or None if that cannot be."""
+    if text.isascii():
+        return text.lower()
+    low = text.replace("\u0130", "I").lower()  # the one character lower() lengthens
+    return low if len(low) == len(text) else None  # a future Unicode may add more
+
+
+def _spans(text: str, words: Iterable[str]) -> Iterator[tuple[int, int]]:
+    """(start, end) of each line of `text` holding one of `words` (lowercase), each once,
+    in no order. A substring search runs at C speed, so the regexes that judge a line
+    need only run on the few lines it finds."""
+    low = _lowered(text)
+    if low is None:  # every line, then
+        start = 0
+        for line in text.split("\n"):
+            yield start, start + len(line)
+            start += len(line) + 1
+        return
+    seen: set[int] = set()
+    for word in words:
+        at = low.find(word)
+        while at >= 0:
+            end = text.find("\n", at)
+            end = len(text) if end < 0 else end
+            start = text.rfind("\n", 0, at) + 1
+            if start not in seen:
+                seen.add(start)
+                yield start, end
+            at = low.find(word, end)
+
+
+def _error_spans(text: str) -> Iterator[tuple[int, int]]:
+    """(start, end) of the lines of `text` that report an error, in no order, each once."""
+    # _ERROR_START only matches where a line begins, so such lines cost little to check
+    found = {start: end for start, end in _spans(text, _START_WORDS)
+             if _ERROR_START.match(text, start, end)}
+    yield from found.items()
+    yield from ((start, end) for start, end in _spans(text, _ANYWHERE_WORDS)
+                if start not in found and _ERROR_ANYWHERE.search(text, start, end))
+
+
 def error_lines(text: str) -> Iterator[str]:
     """Whole lines of `text` that report an error, stripped and cut to MAX_LINE."""
-    starts: set[int] = set()
-    for match in _ERROR_START.finditer(text):
-        starts.add(text.rfind("\n", 0, match.start()) + 1)
-    for match in _ERROR_ANYWHERE.finditer(text):
-        starts.add(text.rfind("\n", 0, match.start()) + 1)
-    for start in sorted(starts):
-        end = text.find("\n", start)
-        line = text[start : end if end >= 0 else len(text)].strip()
+    for start, end in sorted(_error_spans(text)):
+        line = text[start:end].strip()
         if line:
             yield line[:MAX_LINE]
 
 
+def looks_failed(text: str) -> bool:
+    """True when `text` reports a failure: a non-zero exit code, else an error line."""
+    code = exit_code(text)
+    if code is not None:
+        return code != 0
+    return any(text[start:end].strip() for start, end in _error_spans(text))
+
+
 def exit_code(text: str) -> int | None:
     """The last exit code `text` reports (`Exit code: 2`, `<returncode>0`...), if any."""
-    found = _EXIT.findall(text)
-    return int(found[-1]) if found else None
+    for start, end in sorted(_spans(text, _EXIT_WORDS), reverse=True):
+        found = _EXIT.findall(text, start, end)
+        if found:
+            return int(found[-1])
+    return None
 
 
 def commands(text: str) -> Iterator[str]:

@@ -11,9 +11,10 @@ from __future__ import annotations
 from typing import Any
 
 from ..model import SUMMARY_HEADING as HEADING
-from ..model import Message, Text
+from ..model import Message, Text, ToolResult
 from . import units as cutting
-from .pipeline import Summary, Work, limit, region_text, summary_units, target
+from .pipeline import Summary, Work, limit, target
+from .summarize import Region, Unit
 
 OVERHEAD = 8  # a message's framing around the summary text, with room to spare
 
@@ -74,21 +75,85 @@ def _ends(work: Work, allowed: list[int], head: int) -> list[int]:
 
 def build(work: Work, head: int, end: int) -> Summary:
     """The summary of messages [head, end) with its token counts."""
-    from .facts import extract, retention
+    from .facts import merge, retention
+    from .summarize._steps import unit_facts
 
-    units, previous = summary_units(work, head, end)
-    from .summarize import Region
-
+    region, audited = summary_region(work, head, end)
     strategy = summarizer(work.options.strategy)
-    text = strategy.summarize(Region(tuple(units), previous), work.options.max_summary_tokens,
-                              work.counter.text)
+    text = strategy.summarize(region, work.options.max_summary_tokens, work.counter.text)
     merged = work.editor.alternates and head > 0 and work.messages[head - 1].role == "user"
     message = _message(work, head, text, merged)
-    audit = retention(extract(region_text(units)), text)
+    audit = retention(merge(*(unit_facts(u) for u in region.units)), text)
     return Summary(text, head, end, head, sum(work.counts[head:end]),
                    work.counter.message(message).total, message, merged,
                    {k: {"total": v.total, "kept": v.kept, "dropped": list(v.dropped)}
-                    for k, v in audit.items()})
+                    for k, v in audit.items()}, audited)
+
+
+def summary_region(work: Work, start: int, end: int) -> tuple[Region, int]:
+    """What the summarizer gets of messages [start, end), and how many of them it reads
+    whole: the newest units', as many as a summary could show a line of; the older ones
+    come without the text of their outputs."""
+    previous: str | None = None
+    for m in work.messages[:start]:
+        previous = _summary_text(m) or previous
+    spans = []
+    for u in cutting.units(work.messages, cutting.cuts(work.messages), start):
+        if u.start >= end:
+            break
+        group = work.messages[u.start:u.end]
+        if len(group) == 1 and (text := _summary_text(group[0])):
+            previous = text  # an earlier summary is merged, never summarized again
+        else:
+            spans.append(u)
+    # first every unit as known without its outputs' text (whether each failed)...
+    units = [_unit(work, u, tuple(ToolResult(r.call_id, (), o.failed)
+                                  for i in range(u.start, u.end)
+                                  for r, o in zip(work.messages[i].tool_results,
+                                                  work.outputs[i], strict=True)))
+             for u in spans]
+    # ...then whole, those a summary could show: it cannot show more lines than fit
+    split = _shown_from(work, units, previous)
+    whole = work.originals(i for u in spans[split:] for i in range(u.start, u.end)
+                           if work.messages[i].tool_results)
+    for n in range(split, len(spans)):
+        u = spans[n]
+        units[n] = _unit(work, u, tuple(r for i in range(u.start, u.end) if i in whole
+                                        for r in whole[i].tool_results))
+    audited = sum(u.end - u.start for u in spans[split:])
+    return Region(tuple(units[split:]), previous, tuple(units[:split])), audited
+
+
+def _unit(work: Work, u: cutting.Unit, results: tuple[ToolResult, ...]) -> Unit:
+    group = work.messages[u.start:u.end]
+    calls = tuple(c for m in group for c in m.tool_calls)
+    texts = [p.text for m in group if m.role == "assistant" or not m.tool_results
+             for p in m.parts if isinstance(p, Text)]
+    role = "assistant" if u.step else group[0].role
+    return Unit(role, "\n".join(texts), calls, results, u.human)
+
+
+def _shown_from(work: Work, units: list[Unit], previous: str | None) -> int:
+    """The oldest unit a summary could show a line of: the lines of the newer ones, even
+    bare, fill max_summary_tokens. (The summary folds its oldest lines first.)"""
+    from .summarize._merge import last_step, parse
+    from .summarize._steps import bare_line
+
+    number = last_step(parse(previous)) + sum(u.is_step for u in units)
+    room = work.options.max_summary_tokens
+    for n in range(len(units) - 1, -1, -1):
+        room -= work.counter.text(bare_line(units[n], number)) + 1
+        if room < 0:
+            return n
+        number -= units[n].is_step
+    return 0
+
+
+def _summary_text(m: Message) -> str | None:
+    for p in m.parts:
+        if isinstance(p, Text) and p.text.startswith(HEADING):
+            return p.text
+    return None
 
 
 def _message(work: Work, head: int, text: str, merged: bool) -> Message:

@@ -6,17 +6,13 @@ full output is archived and `ctxpack restore --only ID` brings it back.
 
 from __future__ import annotations
 
-from ..model import ToolCall
-from .args import describe
 from .truncate import MARKER
 
 PREFIX = f"{MARKER}output of "
 
 
-def placeholder(call: ToolCall | None, tokens: int, lines: int, item_id: str,
-                error: bool = False) -> str:
-    """The one line that stands in for a masked output."""
-    what = describe(call) if call is not None else "a tool call"
+def placeholder(what: str, tokens: int, lines: int, item_id: str, error: bool = False) -> str:
+    """The one line that stands in for a masked output of the call `what` names."""
     status = " (an error)" if error else ""
     return (f"{PREFIX}{what}{status} masked: {tokens:,} tokens, {lines:,} lines; "
             f"restore with `ctxpack restore --only {item_id}`]")

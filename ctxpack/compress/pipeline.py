@@ -8,20 +8,21 @@ message as the plan changes them, so the report's numbers are the output's.
 from __future__ import annotations
 
 import hashlib
-from collections.abc import Callable
+from collections.abc import Callable, Iterable
 from dataclasses import dataclass, field, replace
 from typing import Any
 
 from ..archive import reference
-from ..bulk import BulkCounter
 from ..errors import CannotFit
 from ..formats.base import META_KEY, Editor
 from ..model import Message, Text, ToolResult, Transcript
 from ..tokens import REPLY_PRIMING, MessageCount, TokenCounter
 from . import units as cutting
-from .mask import is_masked, placeholder
+from .args import call_label
+from .mask import placeholder
 from .options import Options
-from .truncate import MARKER, truncate
+from .scan import Output
+from .truncate import truncate
 
 
 @dataclass
@@ -48,18 +49,27 @@ class Summary:
     message: Message = field(repr=False, default_factory=lambda: Message("user", []))
     merged: bool = False  # joined into the head's last user message
     retention: dict[str, Any] = field(default_factory=dict)
+    audited: int = 0  # archived messages the retention audit read (the newest)
 
 
 @dataclass
 class Work:
-    """The plan: the messages as they will be, their counts, and what changed where."""
+    """The plan: the messages as they will be, their counts, and what changed where.
+
+    Messages may come without the text of their tool outputs (see `scan`); `outputs`
+    says what is known of each output, and `originals` reads whole messages back.
+    """
 
     transcript: Transcript
     counter: TokenCounter
     editor: Editor
     options: Options
     messages: list[Message]
-    counts: list[int]
+    base: list[MessageCount]  # each message's count as read
+    outputs: list[tuple[Output, ...]]  # per message, one per tool result
+    fetch: Callable[[Iterable[int]], dict[int, Message]] = field(repr=False)
+    counts: list[int] = field(default_factory=list)
+    parts: list[list[int]] = field(default_factory=list)  # each message's count per part
     texts: dict[int, dict[str | None, str]] = field(default_factory=dict)
     items: dict[int, list[dict[str, Any]]] = field(default_factory=dict)
     summary: Summary | None = None
@@ -67,6 +77,10 @@ class Work:
     warnings: list[str] = field(default_factory=list)
     item: str | None = None  # set where a record holds whole conversations: the id of all
     # its changes, as the record is written again whole
+
+    def __post_init__(self) -> None:
+        self.counts = [c.total for c in self.base]
+        self.parts = [list(c.parts) for c in self.base]
 
     @property
     def total(self) -> int:
@@ -78,22 +92,14 @@ class Work:
             kept -= self.counts[s.head - 1]
         return kept + s.tokens + REPLY_PRIMING
 
-
-def count_all(counter: TokenCounter, messages: list[Message]) -> list[int]:
-    """Tokens of each message, counted in bulk (persistent cache, worker processes)."""
-    counts = [0] * len(messages)
-
-    def fill(i: int, count: MessageCount) -> None:
-        counts[i] = count.total
-
-    bulk: BulkCounter[int] = BulkCounter(counter, fill, persistent=True)
-    try:
-        for i, m in enumerate(messages):
-            bulk.add(counter.plan(m, bulk.need), i)
-        bulk.finish()
-    finally:
-        bulk.close()
-    return counts
+    def originals(self, indexes: Iterable[int]) -> dict[int, Message]:
+        """The messages at `indexes` as read, whole (read again if their outputs were set
+        aside); a message the plan has not changed is made whole in the plan too."""
+        found = self.fetch(sorted(set(indexes)))
+        for i, m in found.items():
+            if i not in self.texts:
+                self.messages[i] = m
+        return found
 
 
 def item_id(kind: str, line: int, raw: bytes) -> str:
@@ -122,81 +128,124 @@ def _done(m: Message) -> dict[str | None, set[str]]:
     return out
 
 
-def _set_result(work: Work, i: int, result: ToolResult, text: str, item: dict[str, Any]) -> None:
+def _part_index(m: Message, j: int) -> int:
+    """Where the j-th tool result of `m` sits among its parts."""
+    return [k for k, p in enumerate(m.parts) if isinstance(p, ToolResult)][j]
+
+
+def _set_result(work: Work, i: int, j: int, text: str, item: dict[str, Any]) -> None:
+    """Output j of message i now reads `text`; its count and the message's follow."""
     m = work.messages[i]
-    parts = [ToolResult(p.call_id, (Text(text),), p.is_error) if p is result else p
-             for p in m.parts]
+    k = _part_index(m, j)
+    result = m.parts[k]
+    assert isinstance(result, ToolResult)
+    parts = list(m.parts)
+    parts[k] = ToolResult(result.call_id, (Text(text),), result.is_error)
     work.messages[i] = replace(m, parts=parts)
-    work.counts[i] = work.counter.message(work.messages[i]).total
+    tokens = work.counter.text(text)  # a result's count is its texts'
+    work.counts[i] += tokens - work.parts[i][k]
+    work.parts[i][k] = tokens
     work.texts.setdefault(i, {})[result.call_id] = text
     items = work.items.setdefault(i, [])
     items[:] = [x for x in items if x.get("call_id") != result.call_id] + [item]
 
 
-def truncate_outputs(work: Work) -> int:
-    """Step 1: cut every tool output over the limits; returns how many were cut."""
-    n = 0
+def _over(work: Work, i: int, j: int) -> bool:
+    """Does output j of message i pass a limit? Told without its text."""
+    o = work.outputs[i][j]
+    tokens = work.base[i].parts[_part_index(work.messages[i], j)]
+    return o.text_only and work.options.limits.passed(o.lines, o.bytes, lambda: tokens)
+
+
+def truncate_outputs(work: Work, skip: set[tuple[int, int]]) -> int:
+    """Step 1: cut every tool output over the limits, but those in `skip` (message,
+    output), which step 2 replaces; returns how many were cut."""
+    candidates = []
     for i, m in enumerate(work.messages):
         if not _result_message(m) or _done(m):
             continue  # an output compress wrote is within the limits already
-        for result in m.tool_results:
-            if not result.parts or not all(isinstance(p, Text) for p in result.parts) \
-                    or MARKER in result.text:
-                continue
-            cut = truncate(result.text, work.options.limits, work.counter.text,
-                           reference(line_id(work, i)))
-            if cut is None:
-                continue
-            _set_result(work, i, result, cut.text, {
-                "call_id": result.call_id, "action": "truncated",
-                "tokens_before": cut.tokens_before, "tokens_after": cut.tokens_after,
-                "lines_cut": cut.lines_cut})
-            n += 1
+        candidates += [(i, j) for j in range(len(m.tool_results)) if (i, j) not in skip
+                       and not work.outputs[i][j].cut and _over(work, i, j)]
+    whole = work.originals({i for i, _ in candidates})
+    n = 0
+    for i, j in candidates:
+        result = whole[i].tool_results[j]
+        if not result.parts or not all(isinstance(p, Text) for p in result.parts):
+            continue
+        cut = truncate(result.text, work.options.limits, work.counter.text,
+                       reference(line_id(work, i)))
+        if cut is None:
+            continue
+        _set_result(work, i, j, cut.text, {
+            "call_id": result.call_id, "action": "truncated",
+            "tokens_before": cut.tokens_before, "tokens_after": cut.tokens_after,
+            "lines_cut": cut.lines_cut})
+        n += 1
     return n
 
 
-def mask_outputs(work: Work, allowed: list[int]) -> int:
-    """Step 2: outputs older than the last K steps become a one-line placeholder."""
+@dataclass(frozen=True, slots=True)
+class Mask:
+    """A planned mask: output j of message i becomes `text`."""
+
+    i: int
+    j: int
+    text: str
+    item: dict[str, Any]
+
+
+def plan_masks(work: Work, allowed: list[int]) -> list[Mask]:
+    """Step 2, decided before step 1 runs so that no output is cut and then masked:
+    outputs older than the last K steps become a one-line placeholder, if they are
+    over the truncate limits or else bigger than it."""
     keep = work.options.keep_observations
     steps = [u for u in cutting.units(work.messages, allowed, 0) if u.step]
     if len(steps) <= keep:
-        return 0
+        return []
     old_end = steps[-keep].start if keep else len(work.messages)
     calls = {c.id: c for m in work.messages for c in m.tool_calls if c.id is not None}
-    original = work.transcript.messages
-    n = 0
+    out = []
     for i in range(old_end):
         m = work.messages[i]
         if not _result_message(m):
             continue
         done = _done(m)
-        for result, first in zip(m.tool_results, original[i].tool_results, strict=True):
-            if "masked" in done.get(result.call_id, ()) or is_masked(result.text):
+        for j, result in enumerate(m.tool_results):
+            output = work.outputs[i][j]
+            if "masked" in done.get(result.call_id, ()) or output.masked:
                 continue
-            tokens = work.counter.part(first)
+            tokens = work.base[i].parts[_part_index(m, j)]
             call = calls.get(result.call_id) if result.call_id else None
-            lines = first.text.count("\n") + 1
+            what = call_label(call) if call is not None else "a tool call"
             # decided on a fixed id: ids follow line numbers, which a compress shifts
-            probe = placeholder(call, tokens, lines, "o-0000000000", result.is_error)
-            if work.counter.text(probe) >= work.counter.part(result):
+            probe = placeholder(what, tokens, output.lines, "o-0000000000", result.is_error)
+            # (a token is at least a byte: a text longer in tokens is surely longer)
+            if tokens <= len(probe.encode()) and work.counter.text(probe) >= tokens \
+                    and not (work.options.truncate and _over(work, i, j)):
                 continue  # the placeholder would not be smaller
-            text = placeholder(call, tokens, lines, line_id(work, i), result.is_error)
-            _set_result(work, i, result, text, {
-                "call_id": result.call_id, "action": "masked", "tokens_before": tokens,
-                "tokens_after": work.counter.text(text)})
-            n += 1
-    return n
+            text = placeholder(what, tokens, output.lines, line_id(work, i), result.is_error)
+            out.append(Mask(i, j, text, {"call_id": result.call_id, "action": "masked",
+                                         "tokens_before": tokens,
+                                         "tokens_after": work.counter.text(text)}))
+    return out
 
 
-def run(transcript: Transcript, counter: TokenCounter, editor: Editor, options: Options,
-        summarize: Callable[[Work, list[int]], Summary | None], item: str | None = None) -> Work:
+def mask_outputs(work: Work, masks: list[Mask]) -> int:
+    """Step 2: put the planned placeholders in."""
+    for mask in masks:
+        _set_result(work, mask.i, mask.j, mask.text, mask.item)
+    return len(masks)
+
+
+def run(work: Work, summarize: Callable[[Work, list[int]], Summary | None]) -> Work:
     """Plan the whole compression; raises CannotFit when no plan fits the limit."""
-    work = Work(transcript, counter, editor, options, list(transcript.messages),
-                count_all(counter, transcript.messages), item=item)
+    options = work.options
     allowed = cutting.cuts(work.messages)
+    masks = plan_masks(work, allowed) if options.mask else []
+    skip = {(m.i, m.j) for m in masks}
     for name, enabled, step in (
-        ("truncate", options.truncate, lambda: truncate_outputs(work)),
-        ("mask", options.mask, lambda: mask_outputs(work, allowed)),
+        ("truncate", options.truncate, lambda: truncate_outputs(work, skip)),
+        ("mask", options.mask, lambda: mask_outputs(work, masks)),
     ):
         before = work.total
         if enabled:
@@ -250,46 +299,3 @@ def check_fits(work: Work) -> None:
         f"cannot fit the {what} ({most:,} tokens): the best compression leaves {total:,} "
         f"tokens ({', '.join(parts)})",
         "raise --budget, pick a model with a larger window, or lower the truncate limits")
-
-
-def summary_units(work: Work, start: int, end: int) -> tuple[list[Any], str | None]:
-    """The region's units for a summarizer, and the body of an earlier summary in it."""
-    from .summarize import HEADING, Unit
-
-    previous: str | None = None
-    for m in work.messages[:start]:
-        previous = _summary_text(m, HEADING) or previous
-    out = []
-    for u in cutting.units(work.messages, cutting.cuts(work.messages), start):
-        if u.start >= end:
-            break
-        group = work.messages[u.start:u.end]
-        if len(group) == 1 and (text := _summary_text(group[0], HEADING)):
-            previous = text
-            continue
-        calls = tuple(c for m in group for c in m.tool_calls)
-        results = tuple(r for i in range(u.start, u.end)
-                        for r in work.transcript.messages[i].tool_results)
-        texts = [p.text for m in group if m.role == "assistant" or not m.tool_results
-                 for p in m.parts if isinstance(p, Text)]
-        role = "assistant" if u.step else group[0].role
-        out.append(Unit(role, "\n".join(texts), calls, results, u.human))
-    return out, previous
-
-
-def _summary_text(m: Message, heading: str) -> str | None:
-    for p in m.parts:
-        if isinstance(p, Text) and p.text.startswith(heading):
-            return p.text
-    return None
-
-
-def region_text(units: list[Any]) -> str:
-    """All the text of archived units, for the retention audit."""
-    out = []
-    for u in units:
-        out.append(u.text)
-        out += [f"{c.name} {c.arguments}" for c in u.calls]
-        out += [r.text for r in u.results]
-    return "\n".join(out)
-

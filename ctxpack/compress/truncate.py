@@ -52,11 +52,17 @@ class Limits:
 
     def over(self, text: str, count: Count) -> bool:
         """True when text passes any limit (count tokens only when needed: cheap checks first)."""
-        if self.max_lines is not None and line_count(text) > self.max_lines:
+        return self.passed(line_count(text), utf8_size(text, self.max_bytes),
+                           lambda: count(text))
+
+    def passed(self, lines: int, size: int, tokens: Callable[[], int]) -> bool:
+        """True when a text of `lines` lines, `size` UTF-8 bytes and `tokens()` tokens
+        passes any limit (the tokens are asked for last, as they cost most)."""
+        if self.max_lines is not None and lines > self.max_lines:
             return True
-        if self.max_bytes is not None and _utf8_size(text, self.max_bytes) > self.max_bytes:
+        if self.max_bytes is not None and size > self.max_bytes:
             return True
-        return self.max_tokens is not None and count(text) > self.max_tokens
+        return self.max_tokens is not None and tokens() > self.max_tokens
 
 
 @dataclass(frozen=True, slots=True)
@@ -79,9 +85,11 @@ def line_count(text: str) -> int:
     return text.count("\n") + (not text.endswith("\n"))
 
 
-def _utf8_size(text: str, cap: int) -> int:
+def utf8_size(text: str, cap: int | None = None) -> int:
+    """Bytes of `text` in UTF-8; past `cap` characters it is over `cap` in any case, and
+    only its length in characters is told."""
     # UTF-8 needs at least a byte per character, so a long text is over without encoding
-    if len(text) > cap or text.isascii():
+    if (cap is not None and len(text) > cap) or text.isascii():
         return len(text)
     return len(text.encode("utf-8", "surrogatepass"))
 

@@ -7,13 +7,16 @@ input lines the group replaced, so `restore` can put them back byte for byte.
 
 from __future__ import annotations
 
+import hashlib
+from collections.abc import Callable, Iterable, Iterator
 from typing import Any
 
 import orjson
 
-from ..archive import VERSION, Archiver, meta_of
+from ..archive import VERSION, Archiver, Packed, meta_of
+from ..archive import strip as strip_line
 from ..formats.base import META_KEY, Compaction
-from ..jsonl import dumps
+from ..jsonl import LineIndex, dumps
 from ..model import Message, Record
 from .pipeline import Work, item_id, line_id
 
@@ -38,59 +41,84 @@ def span_start(work: Work, head: int) -> int | None:
     return 0
 
 
-def output_lines(work: Work, archiver: Archiver, now: str) -> list[bytes]:
-    """The compressed file, line by line."""
+def output(work: Work, archiver: Archiver, now: str, strip: bool = False) -> Iterator[bytes]:
+    """The compressed file in pieces: whole lines, but for the summary record, whose
+    inline archive comes in pieces (see `Packed.splice`). With `strip`, records come
+    without their `ctxpack` object, and so without the archive."""
     records = work.transcript.records
+    assert isinstance(records, LineIndex)
+    first = last = 0
+    group: list[dict[str, Any]] = []
+    packed = None
+    if work.summary is not None:
+        first, last, group, packed = _compaction(work, Archiver(enabled=False) if strip
+                                                 else archiver, now)
     edited: dict[int, dict[str, Any]] = {}
     items: dict[int, list[dict[str, Any]]] = {}
     ids: dict[int, str] = {}
     for i, texts in work.texts.items():
         line = work.messages[i].line
+        if first <= line <= last:
+            continue  # archived with the region
         ids[line] = line_id(work, i)
         edited[line] = work.editor.with_results(_parse(records[line - 1].raw), texts)
         items[line] = work.items[i]
-    group: list[dict[str, Any]] = []
-    first = last = 0
-    if work.summary is not None:
-        first, last, group = _compaction(work, archiver, now)
-        relinked = _relink(work, group, first, last, edited)
-    else:
-        relinked = set()
-    out: list[bytes] = []
+    relinked = _relink(work, group, first, last, edited) if group else set()
+    finish = strip_line if strip else _same
+    yield from _lines(records.span(0, max(first - 1, 0)), edited, items, ids, relinked,
+                      archiver, finish)
+    for record in group:
+        line = dumps(record) + b"\n"
+        if strip:
+            yield strip_line(line)
+        elif packed is not None and packed.slot and packed.slot.encode() in line:
+            yield from packed.splice(line)
+        else:
+            yield line
+    yield from _lines(records.span(last, len(records)), edited, items, ids, relinked,
+                      archiver, finish)
+
+
+def _same(line: bytes) -> bytes:
+    return line
+
+
+def _lines(records: Iterable[Record], edited: dict[int, dict[str, Any]],
+           items: dict[int, list[dict[str, Any]]], ids: dict[int, str], relinked: set[int],
+           archiver: Archiver, finish: Callable[[bytes], bytes]) -> Iterator[bytes]:
+    """Records as read, but the edited ones, each with the archive of what it was."""
     for record in records:
-        n = record.line
-        if first <= n <= last:
-            if n == first:
-                out += [dumps(r) + b"\n" for r in group]
-            continue
+        n, raw = record.line, record.raw
         if n not in edited:
-            out.append(record.raw)
+            yield finish(raw)
             continue
-        raw = record.raw
         kind = "observations" if n in items else "relinked"
-        ident = ids[n] if n in ids else item_id("r", n, raw)
-        meta: dict[str, Any] = {"id": ident, "kind": kind,
-                                "version": VERSION}
+        meta: dict[str, Any] = {"id": ids[n] if n in ids else item_id("r", n, raw),
+                                "kind": kind, "version": VERSION}
         if n in items:
             meta["items"] = items[n]
         if n in relinked and n in items:
             meta["relinked"] = True
         meta.update(lines=1, archive=archiver.pack(raw))
-        out.append(dumps({**edited[n], META_KEY: meta}) + _eol(raw))
-    return out
+        yield finish(dumps({**edited[n], META_KEY: meta}) + _eol(raw))
 
 
-def _compaction(work: Work, archiver: Archiver, now: str) -> tuple[int, int, list[dict]]:
+def _compaction(work: Work, archiver: Archiver, now: str
+                ) -> tuple[int, int, list[dict[str, Any]], Packed]:
+    """The span of lines the summary replaces, the records that replace it, and the
+    archive of the span (read and packed in one pass)."""
     s = work.summary
     assert s is not None
     region = work.messages[s.start:s.end]
     records = work.transcript.records
+    assert isinstance(records, LineIndex)
     start = span_start(work, s.head)
     first = start or min(line for m in region for line in m.lines)
     last = max(line for m in region for line in m.lines)
     first, last = _whole_groups(records, first, last)
-    original = b"".join(r.raw for r in records[first - 1:last])
-    sid = item_id("s", first, original)
+    ident = hashlib.sha256(b"%d:" % first)  # the id of what was at `first`, as item_id
+    packed = archiver.pack_stream(_hashing(ident, records.span(first - 1, last)))
+    sid = f"s-{ident.hexdigest()[:10]}"
     head = [m for m in work.messages[: s.head] if not work.editor.keeps_place(m)] \
         if work.editor.resets else []
     meta: dict[str, Any] = {
@@ -108,8 +136,14 @@ def _compaction(work: Work, archiver: Archiver, now: str) -> tuple[int, int, lis
                    before if isinstance(before, dict) else None, merge,
                    tokens_before=meta["original_tokens"], time=now, seed=sid)
     group = work.editor.compaction(c)
-    meta.update(lines=len(group), archive=archiver.pack(original))  # the record holds `meta`
-    return first, last, group
+    meta.update(lines=len(group), archive=packed.ref)  # the record holds `meta`
+    return first, last, group, packed
+
+
+def _hashing(h: Any, records: Iterable[Record]) -> Iterator[bytes]:
+    for record in records:
+        h.update(record.raw)
+        yield record.raw
 
 
 def _whole_groups(records: list[Record], first: int, last: int) -> tuple[int, int]:
@@ -145,15 +179,16 @@ def _relink(work: Work, group: list[dict[str, Any]], first: int, last: int,
     if not isinstance(target, str):
         return set()
     records = work.transcript.records
+    assert isinstance(records, LineIndex)
     kept = {r.get("uuid") for r in group}
     removed = set()
-    for record in records[first - 1:last]:
+    for record in records.span(first - 1, last):
         if b'"uuid"' in record.raw:
             uuid = _parse(record.raw).get("uuid")
             if isinstance(uuid, str) and uuid not in kept:
                 removed.add(uuid)
     out = set()
-    for record in records[last:]:
+    for record in records.span(last, len(records)):
         if b'"parentUuid"' not in record.raw:
             continue
         n = record.line

@@ -37,10 +37,16 @@ class Unit:
 @dataclass(frozen=True, slots=True)
 class Region:
     """What a summarizer summarizes: the archived units, oldest first, and the
-    body of an earlier ctxpack summary they continue (None on a first compress)."""
+    body of an earlier ctxpack summary they continue (None on a first compress).
+
+    `older` are the units before those, more than a summary could show one line each:
+    they are told in one folded line of counts, and searched only for the verbatim
+    items (last request, open to-dos). Their results hold no text, only whether each
+    failed, as their outputs are not read."""
 
     units: tuple[Unit, ...]
     previous: str | None = None
+    older: tuple[Unit, ...] = ()
 
 
 class Summarizer(Protocol):

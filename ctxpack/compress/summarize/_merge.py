@@ -34,17 +34,20 @@ class Part:
     bullets: tuple[str, ...]
 
 
-def split_region(region: Region) -> tuple[tuple[Unit, ...], str | None]:
-    """The units to summarize and the earlier summary; a unit that is one joins the latter."""
+def split_region(region: Region) -> tuple[tuple[Unit, ...], tuple[Unit, ...], str | None]:
+    """The older units, the units to summarize and the earlier summary; a unit that is
+    one joins the latter."""
     previous = [region.previous] if region.previous else []
-    units = []
-    for unit in region.units:
-        # an earlier summary met among the units is merged, never summarized again
-        if unit.text.lstrip().startswith(HEADING):
-            previous.append(unit.text)
-        else:
-            units.append(unit)
-    return tuple(units), "\n".join(previous) if previous else None
+    older: list[Unit] = []
+    units: list[Unit] = []
+    for group, into in ((region.older, older), (region.units, units)):
+        for unit in group:
+            # an earlier summary met among the units is merged, never summarized again
+            if unit.text.lstrip().startswith(HEADING):
+                previous.append(unit.text)
+            else:
+                into.append(unit)
+    return tuple(older), tuple(units), "\n".join(previous) if previous else None
 
 
 def parse(body: str | None) -> dict[str, Part]:

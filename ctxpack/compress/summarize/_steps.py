@@ -6,32 +6,18 @@ way; also finds the verbatim items (last request, open todo items, unanswered ca
 
 from __future__ import annotations
 
-import json
 import re
 from collections import Counter
 from collections.abc import Iterable, Sequence
-from dataclasses import dataclass
+from dataclasses import dataclass, replace
 from functools import lru_cache
-from typing import Any
 
-from ...model import ToolCall, ToolResult
+from ...model import ToolResult
 from .. import facts as F
+from ..args import DONE, call_label, parse_args, plan_list, shorten
 from . import Unit
-from ._layout import Line
+from ._layout import Line, fold_line
 
-# Arguments that tell most about a call, best first; paths among them are never cut.
-KEY_ARGS = ("command", "cmd", "file_path", "notebook_path", "path", "filePath", "pattern",
-            "glob", "url", "query", "description", "prompt")
-PATH_ARGS = frozenset({"file_path", "notebook_path", "path", "filePath"})
-SKIP_ARGS = frozenset({"content", "old_string", "new_string", "timeout", "timeout_ms",
-                       "yield_time_ms", "max_output_tokens", "workdir", "sandbox_permissions",
-                       "justification", "replace_all", "run_in_background", "limit", "offset"})
-MAX_ARGS = 3
-ARG_CHARS = 100
-DONE = frozenset({"completed", "complete", "done", "cancelled", "canceled"})
-
-_PATCH_FILE = re.compile(r"\*\*\* ((?:Add|Update|Delete) File: [^\n\\\"]+)")
-_EMBEDDED_CMD = re.compile(r'"(?:cmd|command)"\s*:\s*("(?:[^"\\\n]|\\.)*"|\[[^\]\n]*\])')
 _SENTENCE_END = re.compile(r"(?<=[.!?])\s+|\n+")
 
 
@@ -57,16 +43,7 @@ def digest(unit: Unit, number: int | None) -> Digest:
 def _describe(unit: Unit) -> tuple[str, str, tuple[str, ...], tuple[tuple[str, str], ...]]:
     # cached: a pipeline may summarize overlapping regions while it looks for the cut
     calls = unit.calls
-    status = step_status(unit) if calls else ""
-    if calls:
-        label = ", ".join(call_label(c) for c in calls)
-    elif unit.is_step:
-        label = f"said: {first_sentence(unit.text) or '(no text)'}"
-    elif unit.human:
-        label = f"Request: {first_sentence(unit.text)}"
-    else:
-        kind = "Result" if unit.role == "tool" or unit.results else "Context"
-        label = f"{kind}: {first_sentence(unit.text or _results_text(unit.results))}"
+    label, status = _label(unit)
     own = {x for c in calls for x in F.commands(c.arguments)}  # already in the label
     found = unit_facts(unit)
     pairs = [("errors", e) for e in found.errors]
@@ -75,6 +52,26 @@ def _describe(unit: Unit) -> tuple[str, str, tuple[str, ...], tuple[tuple[str, s
     for name in ("paths", "urls", "identifiers", "commands", "numbers"):
         pairs.extend((name, x) for x in getattr(found, name) if x not in own)
     return label, status, tuple(c.name for c in calls), tuple(pairs)
+
+
+def _label(unit: Unit) -> tuple[str, str]:
+    """What a unit did, and how its calls went ("" when it made none)."""
+    calls = unit.calls
+    if calls:
+        return ", ".join(call_label(c) for c in calls), step_status(unit)
+    if unit.is_step:
+        return f"said: {first_sentence(unit.text) or '(no text)'}", ""
+    if unit.human:
+        return f"Request: {first_sentence(unit.text)}", ""
+    kind = "Result" if unit.role == "tool" or unit.results else "Context"
+    return f"{kind}: {first_sentence(unit.text or _results_text(unit.results))}", ""
+
+
+def bare_line(unit: Unit, number: int) -> str:
+    """The shortest line a summary gives `unit` short of folding it: its head, no facts
+    (`number` is its step number, or the last one before it)."""
+    label, status = _label(unit)
+    return head(Digest(number if unit.is_step else None, label, status, (), (), unit.text))
 
 
 def head(d: Digest) -> str:
@@ -95,6 +92,18 @@ def as_line(d: Digest, pos: int, kinds: Iterable[str] | None = None, text: str =
                 int(d.number is None), optional)
 
 
+def folded(units: Sequence[Unit], first: int) -> Line:
+    """One line telling `units` in counts, as a summary folds lines it cannot show: their
+    steps (numbered from `first`), tools, errors and other messages."""
+    steps = sum(u.is_step for u in units)
+    tools = Counter(c.name for u in units for c in u.calls)
+    errors = sum(bool(u.calls) and step_status(u) == "error" for u in units)
+    counts = Line(first + steps - 1, "", (), (first, first + steps - 1) if steps else None,
+                  tuple(tools.items()), errors, len(units) - steps)
+    return replace(counts, head=fold_line([counts], "messages"))
+
+
+@lru_cache(maxsize=4096)
 def unit_facts(unit: Unit) -> F.Facts:
     """All facts of a unit: its text, its calls' arguments and its results."""
     return F.extract(source_text(unit))
@@ -125,67 +134,7 @@ def answers_of(unit: Unit, index: int) -> tuple[ToolResult, ...]:
 
 def result_failed(result: ToolResult) -> bool:
     """True when a result is an error: flagged, a non-zero exit code, or error lines."""
-    if result.is_error:
-        return True
-    code = F.exit_code(result.text)
-    if code is not None:
-        return code != 0
-    return next(F.error_lines(result.text), None) is not None
-
-
-def call_label(call: ToolCall) -> str:
-    """`Name(key=value, ...)` with the most telling arguments, long values cut."""
-    return f"{call.name}({key_args(call.arguments)})"
-
-
-def key_args(arguments: str) -> str:
-    """The most telling arguments of a call in short."""
-    args = _parse(arguments)
-    if args is None:
-        return _free_args(arguments)
-    plan = _plan_list(args)
-    if plan is not None:  # a todo list says most by how far along it is
-        counts = Counter(status for status, _ in plan)
-        return ", ".join(f"{n} {status}" for status, n in sorted(counts.items()))
-    keys = [k for k in KEY_ARGS if args.get(k) not in (None, "", [], {})]
-    if "command" in keys or "cmd" in keys:
-        keys = [k for k in keys if k not in ("description", "prompt")]
-    if not keys:
-        keys = [k for k, v in args.items() if k not in SKIP_ARGS and _scalar(v)]
-    return ", ".join(f"{k}={_value(k, args[k])}" for k in keys[:MAX_ARGS])
-
-
-def _free_args(arguments: str) -> str:
-    files = list(dict.fromkeys(m.strip() for m in _PATCH_FILE.findall(arguments)))
-    if files:
-        more = f", +{len(files) - 5} files" if len(files) > 5 else ""
-        return ", ".join(files[:5]) + more
-    embedded = _EMBEDDED_CMD.search(arguments)
-    if embedded:
-        try:
-            return f"cmd={shorten(F.shell_command(json.loads(embedded.group(1))))}"
-        except ValueError:
-            pass
-    return shorten(arguments)
-
-
-def _value(key: str, value: Any) -> str:
-    if key in ("command", "cmd"):
-        value = F.shell_command(value) or value
-    if not isinstance(value, str):
-        value = json.dumps(value, ensure_ascii=False, separators=(",", ":"))
-    return " ".join(value.split()) if key in PATH_ARGS else shorten(value)
-
-
-def shorten(text: str, limit: int = ARG_CHARS) -> str:
-    """`text` on one line, cut near `limit` at a space so that paths stay whole."""
-    flat = " ".join(text.split())
-    if len(flat) <= limit:
-        return flat
-    end = flat.find(" ", limit)
-    if end < 0 or end > limit + 80:
-        end = limit
-    return flat[:end].rstrip() + "…"
+    return result.is_error or F.looks_failed(result.text)
 
 
 def first_sentence(text: str, limit: int = 160) -> str:
@@ -200,23 +149,10 @@ def todo_items(units: Sequence[Unit]) -> list[str] | None:
     """Open items of the newest todo or plan call, verbatim; None when there is no such call."""
     for unit in reversed(units):
         for call in reversed(unit.calls):
-            items = _plan_list(_args(call))
+            items = plan_list(parse_args(call.arguments) or {})
             if items is not None:
                 return [f"[{status}] {text}" for status, text in items if status not in DONE]
     return None
-
-
-def _plan_list(args: dict[str, Any]) -> list[tuple[str, str]] | None:
-    items = args.get("todos", args.get("plan"))
-    if not isinstance(items, list) or not all(isinstance(i, dict) for i in items):
-        return None
-    out = []
-    for item in items:
-        text = next((item[k] for k in ("content", "step", "title", "task", "description")
-                     if isinstance(item.get(k), str)), None)
-        if text is not None:
-            out.append((str(item.get("status", "pending")).lower(), text))
-    return out
 
 
 def unanswered(units: Iterable[Unit]) -> list[str]:
@@ -256,21 +192,3 @@ def _telling_lines(results: Iterable[ToolResult]) -> list[str]:
 
 def _results_text(results: Iterable[ToolResult]) -> str:
     return "\n".join(r.text for r in results)
-
-
-def _args(call: ToolCall) -> dict[str, Any]:
-    return _parse(call.arguments) or {}
-
-
-def _parse(arguments: str) -> dict[str, Any] | None:
-    if not arguments.lstrip().startswith("{"):
-        return None
-    try:
-        value = json.loads(arguments)
-    except ValueError:
-        return None
-    return value if isinstance(value, dict) else None
-
-
-def _scalar(value: Any) -> bool:
-    return isinstance(value, (str, int, float, bool)) and len(str(value)) <= 200

@@ -19,7 +19,7 @@ from ._merge import (
     request_section,
     split_region,
 )
-from ._steps import as_line, digest, last_request
+from ._steps import as_line, digest, folded, last_request
 
 STEPS = "Steps"
 LAST_REQUEST = "Last request (verbatim)"
@@ -36,10 +36,13 @@ class ExtractiveSummarizer:
 
     def summarize(self, region: Region, max_tokens: int, count: Count) -> str:
         """The summary of `region` (continuing `region.previous`), fit to `max_tokens`."""
-        units, previous = split_region(region)
+        older, units, previous = split_region(region)
         old = parse(previous)
         lines = _old_step_lines(old)
         number = last_step(old)
+        if older:
+            lines.append(folded(older, number + 1))
+            number += sum(u.is_step for u in older)
         for unit in units:
             if unit.is_step:
                 number += 1
@@ -48,8 +51,8 @@ class ExtractiveSummarizer:
         doc = Doc.of([
             *carried(old, (*STEP_SECTIONS, *PENDING_SECTIONS, LAST_REQUEST)),
             Section(STEPS, lines=tuple(lines)),
-            request_section(LAST_REQUEST, last_request(units), old.get(LAST_REQUEST)),
-            pending_section(PENDING, units, old_pending),
+            request_section(LAST_REQUEST, last_request(older + units), old.get(LAST_REQUEST)),
+            pending_section(PENDING, older + units, old_pending),
         ])
         return fit(doc, max_tokens, count)
 

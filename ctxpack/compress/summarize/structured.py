@@ -10,6 +10,7 @@ from __future__ import annotations
 import re
 from dataclasses import dataclass, field
 
+from ..args import shorten
 from . import Count, Region, Unit
 from ._budget import fit
 from ._layout import Doc, Line, Section
@@ -22,7 +23,7 @@ from ._merge import (
     pending_section,
     split_region,
 )
-from ._steps import Digest, as_line, digest, fence, first_request, shorten
+from ._steps import Digest, as_line, digest, fence, first_request, folded
 
 GOAL, DECISIONS, DONE = "Task goal", "Key decisions", "Completed work"
 PENDING, FINDINGS = "Pending items", "Important findings"
@@ -58,12 +59,16 @@ class StructuredSummarizer:
 
     def summarize(self, region: Region, max_tokens: int, count: Count) -> str:
         """The summary of `region` (continuing `region.previous`), fit to `max_tokens`."""
-        units, previous = split_region(region)
+        older, units, previous = split_region(region)
         old = parse(previous)
         parts = _old_parts(old)
-        goal = _goal_block(old, units)
-        skip_first = GOAL not in old and "Last request (verbatim)" not in old
+        goal = _goal_block(old, older + units)
+        skip_first = GOAL not in old and "Last request (verbatim)" not in old \
+            and first_request(older) is None
         number = last_step(old)
+        if older:
+            parts.done.append(folded(older, number + 1))
+            number += sum(u.is_step for u in older)
         for unit in units:
             if unit.is_step:
                 number += 1
@@ -77,7 +82,7 @@ class StructuredSummarizer:
             Section(GOAL, block=goal, lines=tuple(parts.goal), noun="requests"),
             Section(DECISIONS, lines=tuple(parts.decisions), noun="decisions"),
             Section(DONE, lines=tuple(parts.done)),
-            pending_section(PENDING, units, old_pending),
+            pending_section(PENDING, older + units, old_pending),
             Section(FINDINGS, lines=tuple(parts.findings)),
             *carried(old, OLD_KNOWN),
         ])

@@ -1,0 +1,158 @@
+"""Reading a transcript for compress: each message counted as it streams in, and the
+text of old tool outputs set aside, so that a file of any size fits in memory.
+
+Compress needs the whole text of few outputs: those it may truncate (the newest steps')
+and those the summary reads (the newest archived steps'). Outputs older than the newest
+`WINDOW` characters keep only what compress must know of them (an `Output`); if a plan
+needs one of them whole after all, `Scanned.fetch` reads the file again.
+"""
+
+from __future__ import annotations
+
+from collections import deque
+from collections.abc import Iterable
+from dataclasses import dataclass, field, replace
+
+from ..bulk import StreamCounter
+from ..formats.base import META_KEY
+from ..jsonl import LineIndex, Source, reopenable
+from ..loader import PathOrFile, Scanner
+from ..model import Image, Message, Text, ToolResult, Transcript
+from ..models import ModelTable
+from ..tokens import MessageCount, TokenCounter
+from .facts import looks_failed
+from .mask import is_masked
+from .truncate import MARKER, line_count, utf8_size
+
+WINDOW = 64 << 20  # characters of tool output kept whole, the newest
+WHOLE_RECORDS = ("json-messages", "openai-conversations")  # a record holds conversations
+
+
+@dataclass(frozen=True, slots=True)
+class Output:
+    """What compress knows of one tool output, whether or not its text is at hand."""
+
+    lines: int  # as truncate counts them (a final newline ends the last line)
+    bytes: int  # of its text, in UTF-8
+    size: int  # characters of its text and image data: what holding it costs
+    text_only: bool  # all its parts are text (only such outputs are truncated)
+    failed: bool  # it reports an error (flagged, an exit code, error lines)
+    cut: bool  # it holds a truncation marker: compress cut it before
+    masked: bool  # it is a mask placeholder
+
+
+def observe(result: ToolResult) -> Output:
+    text = result.text
+    images = sum(len(p.data or "") for p in result.parts if isinstance(p, Image))
+    return Output(line_count(text), utf8_size(text), len(text) + images,
+                  all(isinstance(p, Text) for p in result.parts),
+                  result.is_error or looks_failed(text), MARKER in text, is_masked(text))
+
+
+def set_aside(message: Message) -> Message:
+    """The message without the content of its tool outputs (and without its raw record,
+    which holds them too, but for its `ctxpack` object)."""
+    parts = [ToolResult(p.call_id, (), p.is_error) if isinstance(p, ToolResult) else p
+             for p in message.parts]
+    raw = message.raw
+    kept = {META_KEY: raw[META_KEY]} if isinstance(raw, dict) and META_KEY in raw else None
+    return replace(message, parts=parts, raw=kept)
+
+
+@dataclass
+class Scanned:
+    """A transcript read for compress: its context messages, their counts and outputs."""
+
+    transcript: Transcript  # records are a LineIndex: their bytes are read when needed
+    counter: TokenCounter
+    counts: list[MessageCount]  # per context message
+    outputs: list[tuple[Output, ...]]  # per context message, one per tool result
+    source: Source = field(repr=False)
+    skip_invalid: bool = False
+    order: list[int] = field(default_factory=list)  # emission index of each context message
+    aside: set[int] = field(default_factory=set)  # context messages set aside
+
+    def fetch(self, wanted: Iterable[int]) -> dict[int, Message]:
+        """The whole messages at these context indexes, reading the file again for those
+        set aside (each is also put back in the transcript)."""
+        wanted = set(wanted)
+        missing = {self.order[i]: i for i in wanted & self.aside}
+        if missing:
+            scanner = Scanner(self.source, self.transcript.format,
+                              skip_invalid=self.skip_invalid)
+            for n, message in enumerate(scanner.messages()):
+                i = missing.get(n)
+                if i is not None:
+                    self.transcript.messages[i] = message
+            self.aside -= wanted
+        return {i: self.transcript.messages[i] for i in wanted}
+
+    def close(self) -> None:
+        self.source.close()
+
+
+def scan(source: PathOrFile, format: str | None, *, model: str | None, table: ModelTable,
+         skip_invalid: bool = False) -> Scanned:
+    """Read and count a transcript; the file stays open for writing the output."""
+    src = reopenable(source)
+    try:
+        return _scan(src, format, model, table, skip_invalid)
+    except BaseException:
+        src.close()
+        raise
+
+
+def _scan(src: Source, format: str | None, model: str | None, table: ModelTable,
+          skip_invalid: bool) -> Scanned:
+    index = LineIndex(src.stream)
+    scanner = Scanner(src, format, skip_invalid=skip_invalid, index=index)
+    emitted: list[Message] = []
+    outputs: list[tuple[Output, ...]] = []
+    counts: list[MessageCount | None] = []
+    held: deque[tuple[int, int]] = deque()  # (emission index, size) of outputs at hand
+    held_size = 0
+    aside: set[int] = set()
+
+    def deliver(i: int, count: MessageCount) -> None:
+        counts[i] = count
+
+    counting: StreamCounter[int] = StreamCounter(
+        model, table, lambda: [scanner.named_model, scanner.usual_model], deliver)
+    try:
+        for message in scanner.messages():
+            n = len(emitted)
+            emitted.append(message)
+            counts.append(None)
+            outputs.append(tuple(observe(r) for r in message.tool_results))
+            counting.add(message, n)
+            size = sum(o.size for o in outputs[n])
+            if not size:
+                continue
+            held.append((n, size))
+            held_size += size
+            while held_size > WINDOW and len(held) > 1 and _may_set_aside(scanner):
+                old, old_size = held.popleft()
+                held_size -= old_size
+                emitted[old] = set_aside(emitted[old])
+                aside.add(old)
+        counter = counting.done()
+    finally:
+        counting.close()
+    layout = scanner.layout
+    assert layout is not None and scanner.format is not None
+    context = layout.context
+    where = {n: i for i, n in enumerate(context)}
+    transcript = Transcript(
+        format=scanner.format.name, path=scanner.path, records=index,
+        messages=[emitted[n] for n in context], model=layout.model, usage=layout.usage,
+        skipped=scanner.skipped)
+    found = [counts[n] for n in context]
+    assert all(c is not None for c in found)
+    return Scanned(transcript, counter, found, [outputs[n] for n in context],  # type: ignore[misc]
+                   src, skip_invalid, list(context), {where[n] for n in aside if n in where})
+
+
+def _may_set_aside(scanner: Scanner) -> bool:
+    # a record that holds whole conversations is written again whole, from its messages
+    return scanner.format is not None and scanner.format.name not in WHOLE_RECORDS
+
