@@ -31,15 +31,19 @@ import make_transcript  # noqa: E402
 MB = 1e6
 MODEL = "gpt-4o"
 CORPUS = ROOT.parent / "shared" / "corpus"
-FORMATS = ("claude-code", "codex", "anthropic-messages")
+# The corpus folders of Claude Code, Codex, Anthropic Messages and OpenAI tool-calling
+# runs (Chat Completions message lists: mini-swe-agent and tau-bench, SWE-agent trajectories).
+FORMATS = ("claude-code", "codex", "anthropic-messages", "openai-chat", "swe-agent")
+SUFFIXES = (".jsonl", ".json", ".traj")
 BAR = ("paths", "urls", "errors")  # the fact kinds the issue's quality bar names
 BAR_RETENTION = 0.9
 BAR_RATIO = 5.0
 BAR_TIME = 1.5
 BAR_MEMORY = 2.0
-# Budgets as shares of the file's tokens: up when the budget cannot be met, down when
-# truncating and masking alone meet it (no summary is written then).
-SHARES_UP = (0.4, 0.6, 0.8)
+# Budgets as shares of the file's tokens: up when the budget cannot be met or leaves the
+# summary less room than its own caps (that measures the budget, not the summarizer),
+# down when truncating and masking alone meet it (no summary is written then).
+SHARES_UP = (0.4, 0.6, 0.8, 0.9)
 SHARES_DOWN = (0.25, 0.15, 0.1)
 
 
@@ -84,7 +88,8 @@ class Quality:
 
 
 def corpus_files(corpus: Path) -> list[Path]:
-    return [p for fmt in FORMATS for p in sorted((corpus / fmt).glob("*.jsonl"))]
+    return [p for fmt in FORMATS for p in sorted((corpus / fmt).glob("*"))
+            if p.suffix in SUFFIXES]
 
 
 def first_summary(path: Path, tokens: int, strategy: str) -> tuple[float, Any, list[str]]:
@@ -96,6 +101,7 @@ def first_summary(path: Path, tokens: int, strategy: str) -> tuple[float, Any, l
     notes: list[str] = []
     up, down = iter(SHARES_UP[1:]), iter(SHARES_DOWN)
     share: float | None = SHARES_UP[0]
+    squeezed = None
     while share is not None:
         options = Options(budget=max(1, int(tokens * share)), strategy=strategy)
         try:
@@ -104,21 +110,28 @@ def first_summary(path: Path, tokens: int, strategy: str) -> tuple[float, Any, l
             notes.append(f"{share:.0%} cannot fit")
             share = next(up, None)
             continue
-        if report.summary is not None:
+        s = report.summary
+        if s is not None and s["squeezed"]:
+            notes.append(f"{share:.0%} squeezes the summary to {s['max_tokens']:,} tokens")
+            squeezed = squeezed or (share, report)
+            share = next(up, None)
+            continue
+        if s is not None:
             return share, report, notes
         notes.append(f"{share:.0%} no summary")
         share = next(down, None)
+    if squeezed is not None:  # no budget gives the summary its room: the tightest one
+        return squeezed[0], squeezed[1], notes
     return 0.0, None, notes
 
 
 def measure_quality(path: Path, corpus: Path, strategy: str) -> Quality | str:
     """The compress of one file, or why there is none."""
     from ctxpack.errors import CtxpackError
-    from ctxpack.stats import stats
 
     name = str(path.relative_to(corpus))
     try:
-        tokens = stats(path).tokens
+        tokens = largest_conversation(path)
         share, report, notes = first_summary(path, tokens, strategy)
     except CtxpackError as e:
         return f"{name}: skipped, {type(e).__name__}: {str(e).splitlines()[0][:100]}"
@@ -127,18 +140,24 @@ def measure_quality(path: Path, corpus: Path, strategy: str) -> Quality | str:
                 f"({'; '.join(notes)})")
     s = report.summary
     return Quality(name, strategy, share, report.tokens_before, report.tokens_after,
-                   region_tokens(path, report), s["archived_tokens"], s["tokens"],
+                   s["archived_tokens_read"], s["archived_tokens"], s["tokens"],
                    s["messages"], s["retention"], "; ".join(notes))
 
 
-def region_tokens(path: Path, report: Any) -> int:
-    """Tokens of the archived messages before truncate and mask shrank them."""
+def largest_conversation(path: Path) -> int:
+    """The tokens of the file's largest conversation: a file of many is compressed one
+    conversation at a time, the budget applying to each (most files hold one)."""
+    from collections import Counter
+
     from ctxpack import load
     from ctxpack.tokens import TokenCounter
 
-    counter = TokenCounter(report.model)
-    s = report.summary
-    return sum(counter.message(m).total for m in load(path).messages[s["start"]:s["end"]])
+    t = load(path)
+    counter = TokenCounter(t.model)
+    sizes: Counter[int] = Counter()
+    for m in t.messages:
+        sizes[m.conversation] += counter.message(m).total
+    return max(sizes.values(), default=0)
 
 
 def pct(kept: int, total: int) -> str:

@@ -12,6 +12,7 @@ import base64
 import hashlib
 import os
 import tempfile
+import threading
 import zlib
 from collections import deque
 from collections.abc import Iterable, Iterator
@@ -23,7 +24,7 @@ import orjson
 
 from .errors import InputError, UsageError
 from .formats.base import META_KEY as KEY
-from .jsonl import iter_lines, open_source
+from .jsonl import LineIndex, iter_lines, open_source
 
 PathOrFile = str | os.PathLike[str] | IO[Any]
 MARK = b'"ctxpack"'  # a line without it was not written by compress: no need to parse it
@@ -47,12 +48,14 @@ class Archiver:
         packed = self.pack_stream([original])
         return packed.ref if packed.slot is None else {**packed.ref, "data": packed.text()}
 
-    def pack_stream(self, chunks: Iterable[bytes]) -> Packed:
+    def pack_stream(self, chunks: Iterable[bytes],
+                    squeezed: Iterable[bytes] | None = None) -> Packed:
         """Archive an original given in pieces, in one pass, never holding it whole: it
         is hashed, and compressed into a temporary file (inline) or stored in the folder.
 
         Inline, each block becomes a zlib stream of its own, compressed on a thread
-        (zlib lets go of the GIL), and the streams follow one another."""
+        (zlib lets go of the GIL), and the streams follow one another; `squeezed` gives
+        those streams ready-made (see `Prepack`)."""
         sha = hashlib.sha256()
         size = 0
 
@@ -70,15 +73,21 @@ class Archiver:
             return Packed({"sha256": sha.hexdigest(), "bytes": size, "inline": False,
                            "dropped": True})
         if self.folder is None:
-            squeezed = tempfile.TemporaryFile()  # noqa: SIM115 - Packed.pieces closes it
+            spool = tempfile.TemporaryFile()  # noqa: SIM115 - Packed.pieces closes it
             try:
-                _squeeze(blocks, squeezed)
+                if squeezed is None:
+                    _squeeze(blocks, spool)
+                else:
+                    for stream in squeezed:
+                        spool.write(stream)
+                    for _ in blocks:  # hashed
+                        pass
             except BaseException:
-                squeezed.close()
+                spool.close()
                 raise
             slot = f"ctxpack-data-{os.urandom(12).hex()}"
             return Packed({"sha256": sha.hexdigest(), "bytes": size, "inline": True,
-                           "encoding": "zlib+base64", "data": slot}, slot, squeezed)
+                           "encoding": "zlib+base64", "data": slot}, slot, spool)
         Path(self.folder).mkdir(parents=True, exist_ok=True)
         fd, tmp = tempfile.mkstemp(prefix=".ctxpack-", dir=self.folder)
         try:
@@ -116,6 +125,12 @@ def _blocks(chunks: Iterable[bytes], size: int) -> Iterator[bytes]:
 
 def _squeeze(blocks: Iterator[bytes], out: IO[bytes]) -> None:
     """Compress each block to a zlib stream of its own, on threads, written in order."""
+    for stream in _squeezing(blocks):
+        out.write(stream)
+
+
+def _squeezing(blocks: Iterator[bytes]) -> Iterator[bytes]:
+    """The zlib stream of each block, in order, compressed on threads."""
     from concurrent.futures import ThreadPoolExecutor
 
     workers = max(1, min(4, os.cpu_count() or 1))
@@ -123,10 +138,77 @@ def _squeeze(blocks: Iterator[bytes], out: IO[bytes]) -> None:
         flying: deque[Any] = deque()
         for block in blocks:
             if len(flying) >= 2 * workers:  # bounded: never the whole original in memory
-                out.write(flying.popleft().result())
+                yield flying.popleft().result()
             flying.append(pool.submit(zlib.compress, block, LEVEL))
         while flying:
-            out.write(flying.popleft().result())
+            yield flying.popleft().result()
+
+
+class Prepack:
+    """Compresses a file's lines block by block on a thread while compress plans, so that
+    the inline archive of a span of most of the file is nearly done when it is written.
+
+    `streams` gives the zlib streams of a span: the blocks done that lie wholly in it,
+    the rest compressed then. It reads with os.pread (`possible` tells if there is one).
+    """
+
+    def __init__(self, records: LineIndex) -> None:
+        self.records = records
+        self.bounds = records.blocks(BLOCK)
+        self.done: list[tuple[int, int]] = []  # (offset, length) in the spool, per block
+        self.spool = tempfile.TemporaryFile()  # noqa: SIM115 - closed by close()
+        self.halt = threading.Event()
+        self.thread: threading.Thread | None = threading.Thread(
+            target=self._run, name="ctxpack-prepack", daemon=True)
+        self.thread.start()
+
+    @staticmethod
+    def possible() -> bool:
+        return hasattr(os, "pread")
+
+    def _run(self) -> None:
+        offset = 0
+        for lo, hi in self.bounds:
+            if self.halt.is_set():
+                return
+            stream = zlib.compress(self.records.bytes_of(lo, hi), LEVEL)
+            self.spool.write(stream)
+            self.done.append((offset, len(stream)))
+            offset += len(stream)
+
+    def _halt(self) -> None:
+        self.halt.set()
+        if self.thread is not None:
+            self.thread.join()
+            self.thread = None
+
+    def streams(self, lo: int, hi: int) -> Iterator[bytes]:
+        """The zlib streams of lines lo+1 .. hi (0-based [lo, hi)), in order."""
+        self._halt()
+        run: list[tuple[int, int]] = []  # line ranges not done: compressed now
+
+        def now() -> Iterator[bytes]:
+            pieces = (self.records.bytes_of(a, b) for a, b in run)
+            return _squeezing(_blocks(pieces, BLOCK))
+
+        for n, (a, b) in enumerate(self.bounds):
+            if b <= lo or a >= hi:
+                continue
+            if n < len(self.done) and lo <= a and b <= hi:
+                if run:
+                    yield from now()
+                    run = []
+                offset, length = self.done[n]
+                self.spool.seek(offset)
+                yield self.spool.read(length)
+            else:
+                run.append((max(a, lo), min(b, hi)))
+        if run:
+            yield from now()
+
+    def close(self) -> None:
+        self._halt()
+        self.spool.close()
 
 
 def inflate(data: bytes) -> bytes:

@@ -134,8 +134,7 @@ def stats(
             help="Exit 1 when any file uses more than this share of its window.")]
     = None,
     skip_invalid: SkipOpt = False,
-    no_cache: Annotated[bool, typer.Option(
-        "--no-cache", help="Do not use the persistent token cache.")] = False,
+    no_cache: NoCacheOpt = False,
     config: ConfigOpt = None,
 ) -> None:
     """Show where the tokens of a transcript went."""
@@ -302,6 +301,8 @@ def models(
 
 RECENT_SECONDS = 5.0  # a file written this recently may still be open in an agent
 
+NoCacheOpt = Annotated[bool, typer.Option(
+    "--no-cache", help="Do not use the persistent token cache.")]
 OutputOpt = Annotated[str | None, typer.Option(
     "--output", "-o", metavar="PATH", help="Write here (- for stdout; default stdout).")]
 InPlaceOpt = Annotated[bool, typer.Option(
@@ -402,7 +403,11 @@ def compress(
         "--keep-steps", metavar="N", help="Newest steps always kept in full (2).")] = None,
     max_summary_tokens: Annotated[int | None, typer.Option(
         "--max-summary-tokens", metavar="N",
-        help="Condense the summary above N tokens (4000).")] = None,
+        help="Condense the summary above N tokens (8000).")] = None,
+    summary_ratio: Annotated[int | None, typer.Option(
+        "--summary-ratio", metavar="N",
+        help="Keep the summary within 1/N of the tokens it archives (5; 1 for no limit).")]
+    = None,
     archive_dir: ArchiveDirOpt = None,
     no_archive: Annotated[bool, typer.Option(
         "--no-archive", help="Drop the originals: restore cannot bring them back.")] = False,
@@ -417,6 +422,7 @@ def compress(
     quiet: Annotated[bool, typer.Option(
         "--quiet", "-q", help="No report table on stderr (warnings still show).")] = False,
     skip_invalid: SkipOpt = False,
+    no_cache: NoCacheOpt = False,
     config: ConfigOpt = None,
 ) -> None:
     """Shrink a transcript to fit its model; originals are archived for restore."""
@@ -436,12 +442,13 @@ def compress(
              "max_tokens": max_tokens, "truncate_mode": truncate_mode, "mask": mask,
              "keep_observations": keep_observations, "summarize": summarize,
              "keep_rounds": keep_rounds, "keep_steps": keep_steps,
-             "max_summary_tokens": max_summary_tokens, "archive_dir": archive_dir,
+             "max_summary_tokens": max_summary_tokens, "summary_ratio": summary_ratio,
+             "archive_dir": archive_dir,
              "archive": False if no_archive else None}
     options = resolve(cfg.compress, from_env(dict(os.environ)), flags)
     result = compress_file(file, options, model=model, format=format,
                            skip_invalid=skip_invalid, table=cfg.models,
-                           strip_metadata=strip_metadata)
+                           strip_metadata=strip_metadata, cache=not no_cache)
     _compress_report(result.report, quiet, dry_run, report_json)
     if not options.archive and result.report.changed:
         warn("--no-archive: the replaced originals are not kept; restore cannot bring them back")

@@ -96,6 +96,11 @@ class LineIndex(Sequence[Record]):
     def __len__(self) -> int:
         return len(self._ends)
 
+    @property
+    def size(self) -> int:
+        """Bytes of all the lines."""
+        return self._ends[-1] if self._ends else 0
+
     @overload
     def __getitem__(self, i: int) -> Record: ...
     @overload
@@ -125,6 +130,22 @@ class LineIndex(Sequence[Record]):
             for k in range(i, j):
                 yield Record(k + 1, data[self._start(k) - base : self._ends[k] - base])
             i = j
+
+    def blocks(self, size: int) -> list[tuple[int, int]]:
+        """The lines cut into runs [lo, hi) of about `size` bytes (a longer line alone)."""
+        out = []
+        i = 0
+        while i < len(self):
+            j = max(bisect_right(self._ends, self._start(i) + size, i), i + 1)
+            out.append((i, j))
+            i = j
+        return out
+
+    def bytes_of(self, lo: int, hi: int) -> bytes:
+        """The bytes of lines lo+1 .. hi, read without moving the stream (safe from a thread
+        while the stream is read elsewhere); needs os.pread, so not on every platform."""
+        start = self._start(lo)
+        return os.pread(self._stream.fileno(), self._ends[hi - 1] - start, start)
 
     def _start(self, i: int) -> int:
         return self._ends[i - 1] if i else 0

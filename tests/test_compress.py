@@ -219,3 +219,84 @@ def test_keep_rounds_keeps_the_newest_requests_in_full() -> None:
         newest = requests[len(requests) - rounds:] if rounds else []
         assert kept[len(kept) - len(newest):] == newest
         assert all(r not in kept for r in requests[1:len(requests) - rounds])
+
+
+def agent_run(steps: int, task_words: int = 40, reuse_ids: bool = False) -> bytes:
+    """A Chat Completions run: a task, then `steps` bash steps whose outputs hold facts."""
+    lines: list[dict] = [
+        {"role": "system", "content": "You are a coding agent."},
+        {"role": "user", "content": "Fix the failing build. " + "Details follow. " * task_words}]
+    for k in range(steps):
+        call_id = f"call_{k % 3 if reuse_ids else k}"
+        arguments = orjson.dumps({"command": f"make target_{k}"}).decode()
+        lines.append({"role": "assistant", "content": None, "tool_calls": [{
+            "id": call_id, "type": "function",
+            "function": {"name": "bash", "arguments": arguments}}]})
+        lines.append({"role": "tool", "tool_call_id": call_id, "content": "\n".join(
+            [f"building src/pkg_{k}/main_{k}.c", f"see https://ci.example.org/runs/{k}",
+             *(f"cc -O2 -c unit_{k}_{j}.c" for j in range(12)), f"error: step {k} failed"])})
+    return b"".join(orjson.dumps(x) + b"\n" for x in lines)
+
+
+def test_a_tight_budget_squeezes_the_summary_rather_than_failing() -> None:
+    data = agent_run(24)
+    full = compress_file(io.BytesIO(data), Options(summarize=False, mask=False))
+    options = {"keep_steps": 14, "mask": False}  # steps 1-10 may be archived, no more
+    # an unreachable target: the region goes as far as it may, the summary at full size
+    loose = compress_file(io.BytesIO(data), Options(budget=full.report.tokens_after - 1,
+                                                    target=1, **options))
+    s = loose.report.summary
+    assert s is not None and s["messages"] == 20 and s["max_tokens"] == s["cap_tokens"]
+    kept = loose.report.tokens_after - s["tokens"]
+    budget = kept + s["tokens"] * 2 // 3  # less room than the summary took
+    result = compress_file(io.BytesIO(data), Options(budget=budget, **options))
+    s = result.report.summary
+    assert result.report.tokens_after <= budget and s["messages"] == 20
+    assert s["squeezed"] and s["max_tokens"] < s["cap_tokens"]
+    assert any("leaves the summary" in w for w in result.report.warnings)
+    assert archive.restore(result.lines) == data
+
+
+def test_the_summary_is_a_fifth_of_what_it_archives_at_most() -> None:
+    data = agent_run(40)
+    counts = {}
+    for ratio in (5, 1):
+        result = compress_file(io.BytesIO(data), Options(budget=5000, summary_ratio=ratio,
+                                                         mask=False))
+        s = result.report.summary
+        counts[ratio] = s["tokens"]
+        assert s["cap_tokens"] == min(8000, s["archived_tokens_read"] // ratio)
+        assert s["tokens"] <= s["cap_tokens"] + 16  # the message's framing
+    assert counts[5] < counts[1]
+
+
+def test_reused_call_ids_pair_each_call_with_the_next_result() -> None:
+    from ctxpack.compress.units import cuts
+
+    t = load(io.BytesIO(agent_run(9, reuse_ids=True)))
+    allowed = cuts(t.messages)
+    assert allowed == [0, 1, *range(2, len(t.messages) + 1, 2)]  # a cut after every step
+    result = compress_file(io.BytesIO(agent_run(30, reuse_ids=True)), Options(budget=2500))
+    out = load(io.BytesIO(result.data))
+    for i, m in enumerate(out.messages):  # every call still has its result right after it
+        if m.tool_calls:
+            assert out.messages[i + 1].tool_results[0].call_id == m.tool_calls[0].id
+
+
+@pytest.mark.parametrize("path", [SAMPLES / "support-chat.openai.jsonl",
+                                  SAMPLES / "coding-agent.claude-code.jsonl"],
+                         ids=lambda p: p.name)
+def test_an_archive_compressed_ahead_restores_the_same(path: Path, monkeypatch) -> None:
+    """Big files are compressed on a thread while the plan is made (`Prepack`); the
+    archive that makes must hold the same bytes as the one made when writing."""
+    import importlib
+
+    compress_module = importlib.import_module("ctxpack.compress")  # not the function
+    budget = stats(path, cache=False).tokens // 2
+    plain = compress_file(path, Options(budget=budget))
+    monkeypatch.setattr(compress_module, "PREPACK_BYTES", 0)
+    monkeypatch.setattr(archive, "BLOCK", 1 << 10)  # many blocks, some wholly in the span
+    ahead = compress_file(path, Options(budget=budget))
+    assert plain.report.summary is not None
+    assert archive.restore(ahead.lines) == path.read_bytes()
+    assert ahead.report.to_dict() == plain.report.to_dict()

@@ -112,14 +112,17 @@ def now_iso() -> str:
 def compress_file(source: PathOrFile, options: Options | None = None, *,
                   model: str | None = None, format: str | None = None,
                   skip_invalid: bool = False, table: ModelTable = TABLE,
-                  strip_metadata: bool = False) -> Compressed:
-    """Compress a transcript file; the input is not touched (the caller writes the output)."""
+                  strip_metadata: bool = False, cache: bool = True) -> Compressed:
+    """Compress a transcript file; the input is not touched (the caller writes the output).
+
+    With `cache`, token counts persist across runs (see ctxpack.cache), as for stats."""
     from .history import summarize
     from .scan import WHOLE_RECORDS, scan
     from .writer import output
 
     options = options or Options()
-    scanned = scan(source, format, model=model, table=table, skip_invalid=skip_invalid)
+    scanned = scan(source, format, model=model, table=table, skip_invalid=skip_invalid,
+                   cache=cache)
     try:
         t = scanned.transcript
         fmt = formats.get(t.format)
@@ -128,29 +131,64 @@ def compress_file(source: PathOrFile, options: Options | None = None, *,
         editor = fmt.editor(t)
         archiver = Archiver(options.archive_dir, options.archive)
 
-        def plan(indexes: list[int], item: str | None = None) -> Work:
+        def work_of(indexes: list[int], item: str | None = None) -> Work:
             part = t if item is None else Transcript(
                 t.format, t.path, t.records, [t.messages[i] for i in indexes], model=t.model)
-            work = Work(part, scanned.counter, editor, options, list(part.messages),
+            return Work(part, scanned.counter, editor, options, list(part.messages),
                         [scanned.counts[i] for i in indexes],
                         [scanned.outputs[i] for i in indexes],
                         lambda wanted: _by_index(scanned.fetch(indexes[k] for k in wanted),
                                                  indexes, wanted),
                         item=item)
-            return run(work, summarize)
 
         if t.format in WHOLE_RECORDS:
             from .documents import compress_records
 
-            lines, works = compress_records(t, plan, archiver, now_iso(), strip_metadata)
+            lines, works = compress_records(
+                t, lambda indexes, item: run(work_of(indexes, item), summarize), archiver,
+                now_iso(), strip_metadata)
             scanned.close()
             return Compressed(_report(works, t, archiver), lines)
-        work = plan(list(range(len(t.messages))))
+        work = work_of(list(range(len(t.messages))))
+        prepack = _prepack(work, archiver, strip_metadata)
+        closing = [prepack.close] if prepack else []
+        try:
+            run(work, summarize)
+        except BaseException:
+            for close in closing:
+                close()
+            raise
+        if prepack is not None and work.summary is None:
+            prepack.close()
+            prepack = None
+
+        def close() -> None:
+            for done in (scanned.close, *closing):
+                done()
+
         return Compressed(_report([work], t, archiver),
-                          output(work, archiver, now_iso(), strip_metadata), scanned.close)
+                          output(work, archiver, now_iso(), strip_metadata, prepack), close)
     except BaseException:
         scanned.close()
         raise
+
+
+PREPACK_BYTES = 32 << 20  # below this, the archive is compressed fast enough when written
+
+
+def _prepack(work: Work, archiver: Archiver, strip: bool) -> Any:
+    """Compress the file ahead on a thread while the plan is made, when a summary (and so
+    an archive of most of a big file) is to be expected."""
+    from ..archive import Prepack
+    from ..jsonl import LineIndex
+
+    records = work.transcript.records
+    likely = (work.options.summarize and work.total > trigger(work) and archiver.enabled
+              and archiver.folder is None and not strip)
+    if likely and isinstance(records, LineIndex) and records.size >= PREPACK_BYTES \
+            and Prepack.possible():
+        return Prepack(records)
+    return None
 
 
 def _by_index(found: dict[int, Any], indexes: list[int], wanted: Iterable[int]) -> dict[int, Any]:
@@ -242,4 +280,8 @@ def _summaries(works: list[Work]) -> dict[str, Any] | None:
             "conversations": len(done), "messages": sum(s.end - s.start for _, s in done),
             "audited_messages": sum(s.audited for _, s in done),
             "archived_tokens": sum(s.archived_tokens for _, s in done),
-            "tokens": sum(s.tokens for _, s in done), "retention": retention}
+            "archived_tokens_read": sum(s.read_tokens for _, s in done),
+            "tokens": sum(s.tokens for _, s in done),
+            "max_tokens": sum(s.max_tokens for _, s in done),
+            "cap_tokens": sum(s.cap for _, s in done),
+            "squeezed": any(s.squeezed for _, s in done), "retention": retention}

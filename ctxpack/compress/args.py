@@ -24,23 +24,26 @@ SKIP_ARGS = frozenset({"content", "old_string", "new_string", "timeout", "timeou
                        "justification", "replace_all", "run_in_background", "limit", "offset"})
 MAX_ARGS = 3
 ARG_CHARS = 100
+BRIEF_CHARS = 40  # a brief label (a condensed summary line) shows one argument, this long
 DONE = frozenset({"completed", "complete", "done", "cancelled", "canceled"})  # plan states
 
 _PATCH_FILE = re.compile(r"\*\*\* ((?:Add|Update|Delete) File: [^\n\\\"]+)")
 _EMBEDDED_CMD = re.compile(r'"(?:cmd|command)"\s*:\s*("(?:[^"\\\n]|\\.)*"|\[[^\]\n]*\])')
 
 
-def call_label(call: ToolCall) -> str:
-    """`Name(key=value, ...)` with the most telling arguments, long values cut."""
-    return f"{call.name}({key_args(call.arguments)})"
+def call_label(call: ToolCall, brief: bool = False) -> str:
+    """`Name(key=value, ...)` with the most telling arguments, long values cut; `brief`:
+    `Name(value)` of the most telling one, cut shorter."""
+    return f"{call.name}({key_args(call.arguments, brief)})"
 
 
 @lru_cache(maxsize=4096)
-def key_args(arguments: str) -> str:
-    """The most telling arguments of a call in short."""
+def key_args(arguments: str, brief: bool = False) -> str:
+    """The most telling arguments of a call in short (see `call_label`)."""
+    limit = BRIEF_CHARS if brief else ARG_CHARS
     args = parse_args(arguments)
     if args is None:
-        return _free_args(arguments)
+        return _free_args(arguments, limit)
     plan = plan_list(args)
     if plan is not None:  # a todo list says most by how far along it is
         counts = Counter(status for status, _ in plan)
@@ -50,29 +53,33 @@ def key_args(arguments: str) -> str:
         keys = [k for k in keys if k not in ("description", "prompt")]
     if not keys:
         keys = [k for k, v in args.items() if k not in SKIP_ARGS and _scalar(v)]
-    return ", ".join(f"{k}={_value(k, args[k])}" for k in keys[:MAX_ARGS])
+    if brief:
+        return _value(keys[0], args[keys[0]], limit) if keys else ""
+    return ", ".join(f"{k}={_value(k, args[k], limit)}" for k in keys[:MAX_ARGS])
 
 
-def _free_args(arguments: str) -> str:
+def _free_args(arguments: str, limit: int) -> str:
     files = list(dict.fromkeys(m.strip() for m in _PATCH_FILE.findall(arguments)))
     if files:
-        more = f", +{len(files) - 5} files" if len(files) > 5 else ""
-        return ", ".join(files[:5]) + more
+        most = 5 if limit >= ARG_CHARS else 1
+        more = f", +{len(files) - most} files" if len(files) > most else ""
+        return ", ".join(files[:most]) + more
     embedded = _EMBEDDED_CMD.search(arguments)
     if embedded:
         try:
-            return f"cmd={shorten(shell_command(json.loads(embedded.group(1))))}"
+            command = shorten(shell_command(json.loads(embedded.group(1))), limit)
+            return command if limit < ARG_CHARS else f"cmd={command}"
         except ValueError:
             pass
-    return shorten(arguments)
+    return shorten(arguments, limit)
 
 
-def _value(key: str, value: Any) -> str:
+def _value(key: str, value: Any, limit: int) -> str:
     if key in ("command", "cmd"):
         value = shell_command(value) or value
     if not isinstance(value, str):
         value = json.dumps(value, ensure_ascii=False, separators=(",", ":"))
-    return " ".join(value.split()) if key in PATH_ARGS else shorten(value)
+    return " ".join(value.split()) if key in PATH_ARGS else shorten(value, limit)
 
 
 def shorten(text: str, limit: int = ARG_CHARS) -> str:
@@ -81,7 +88,7 @@ def shorten(text: str, limit: int = ARG_CHARS) -> str:
     if len(flat) <= limit:
         return flat
     end = flat.find(" ", limit)
-    if end < 0 or end > limit + 80:
+    if end < 0 or end > limit + min(80, limit):
         end = limit
     return flat[:end].rstrip() + "…"
 

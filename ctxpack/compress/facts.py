@@ -178,43 +178,42 @@ def _lowered(text: str) -> str | None:
     return low if len(low) == len(text) else None  # a future Unicode may add more
 
 
-def _spans(text: str, words: Iterable[str]) -> Iterator[tuple[int, int]]:
-    """(start, end) of each line of `text` holding one of `words` (lowercase), each once,
-    in no order. A substring search runs at C speed, so the regexes that judge a line
-    need only run on the few lines it finds."""
-    low = _lowered(text)
+def _spans(text: str, low: str | None, words: Iterable[str]) -> Iterator[tuple[int, int]]:
+    """(start, end) of the lines of `text` holding one of `words` (lowercase), word by
+    word, a line again for each word it holds; `low` is `_lowered(text)`. A substring
+    search runs at C speed, so the regexes that judge a line need only run on the few
+    lines it finds."""
     if low is None:  # every line, then
         start = 0
         for line in text.split("\n"):
             yield start, start + len(line)
             start += len(line) + 1
         return
-    seen: set[int] = set()
     for word in words:
         at = low.find(word)
         while at >= 0:
             end = text.find("\n", at)
             end = len(text) if end < 0 else end
-            start = text.rfind("\n", 0, at) + 1
-            if start not in seen:
-                seen.add(start)
-                yield start, end
+            yield text.rfind("\n", 0, at) + 1, end
             at = low.find(word, end)
 
 
 def _error_spans(text: str) -> Iterator[tuple[int, int]]:
-    """(start, end) of the lines of `text` that report an error, in no order, each once."""
+    """(start, end) of the lines of `text` that report an error, in no order, at times
+    more than once; lazily, so that the first one costs no more than it must."""
+    low = _lowered(text)
     # _ERROR_START only matches where a line begins, so such lines cost little to check
-    found = {start: end for start, end in _spans(text, _START_WORDS)
-             if _ERROR_START.match(text, start, end)}
-    yield from found.items()
-    yield from ((start, end) for start, end in _spans(text, _ANYWHERE_WORDS)
-                if start not in found and _ERROR_ANYWHERE.search(text, start, end))
+    for start, end in _spans(text, low, _START_WORDS):
+        if _ERROR_START.match(text, start, end):
+            yield start, end
+    for start, end in _spans(text, low, _ANYWHERE_WORDS):
+        if _ERROR_ANYWHERE.search(text, start, end):
+            yield start, end
 
 
 def error_lines(text: str) -> Iterator[str]:
     """Whole lines of `text` that report an error, stripped and cut to MAX_LINE."""
-    for start, end in sorted(_error_spans(text)):
+    for start, end in sorted(set(_error_spans(text))):
         line = text[start:end].strip()
         if line:
             yield line[:MAX_LINE]
@@ -225,12 +224,13 @@ def looks_failed(text: str) -> bool:
     code = exit_code(text)
     if code is not None:
         return code != 0
-    return any(text[start:end].strip() for start, end in _error_spans(text))
+    # a line the error patterns match holds one of their words: it is never blank
+    return next(_error_spans(text), None) is not None
 
 
 def exit_code(text: str) -> int | None:
     """The last exit code `text` reports (`Exit code: 2`, `<returncode>0`...), if any."""
-    for start, end in sorted(_spans(text, _EXIT_WORDS), reverse=True):
+    for start, end in sorted(_spans(text, _lowered(text), _EXIT_WORDS), reverse=True):
         found = _EXIT.findall(text, start, end)
         if found:
             return int(found[-1])

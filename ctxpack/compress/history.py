@@ -8,6 +8,7 @@ if that is still over the limit, more of the newest units are archived too.
 
 from __future__ import annotations
 
+from collections.abc import Callable
 from typing import Any
 
 from ..model import SUMMARY_HEADING as HEADING
@@ -15,6 +16,7 @@ from ..model import Message, Text, ToolResult
 from . import units as cutting
 from .pipeline import Summary, Work, limit, target
 from .summarize import Region, Unit
+from .summarize._layout import CONDENSED
 
 OVERHEAD = 8  # a message's framing around the summary text, with room to spare
 
@@ -31,24 +33,56 @@ def summarizer(name: str) -> Any:
 
 
 def summarize(work: Work, allowed: list[int]) -> Summary | None:
-    """Archive the oldest region that must go; None when nothing can be archived."""
+    """Archive the oldest region that must go; None when nothing can be archived.
+
+    The region ends at the first cut where the rest, with a summary of a fair size,
+    is under the target; or, from the floor on (the newest steps asked for kept), under
+    the limit. The summary gets the room that leaves, within its own caps."""
     head = cutting.head_end(work.messages, allowed)
     ends = _ends(work, allowed, head)
     if not ends:
         return None
     floor = _floor(work, allowed, head)
-    reserve = min(work.options.max_summary_tokens, target(work) // 4) + OVERHEAD
+    reserve = min(work.options.max_summary_tokens, target(work) // 4)
     suffix = _suffix_sums(work.counts)
-    fixed = sum(work.counts[:head])
+    fixed = sum(work.counts[:head]) + OVERHEAD
     first = next((c for c in ends if fixed + reserve + suffix[c] <= target(work)), ends[-1])
     start = min(first, floor)
+    cap = _caps(work, head)
     chosen = None
     for end in (c for c in ends if c >= start or c == ends[-1]):
-        chosen = build(work, head, end)
-        total = work_total(work, chosen)
-        if total <= target(work) or (end >= floor and total <= limit(work)):
-            break  # later ends archive more: the first that fits is the one
+        room = target(work) - fixed - suffix[end]
+        if room >= min(cap(end), reserve):
+            chosen = build(work, allowed, head, end, min(cap(end), room), cap(end))
+            if work_total(work, chosen) <= target(work):
+                break  # later ends archive more: the first that fits is the one
+        if end >= floor or end == ends[-1]:
+            room = limit(work) - fixed - suffix[end]
+            chosen = build(work, allowed, head, end, max(1, min(cap(end), room)), cap(end))
+            if work_total(work, chosen) <= limit(work):
+                break
+    if chosen is not None and chosen.max_tokens < min(chosen.cap, reserve) \
+            and CONDENSED in chosen.text:
+        chosen.squeezed = True
+        work.warnings.append(
+            f"the budget leaves the summary {chosen.max_tokens:,} tokens (it could take "
+            f"{chosen.cap:,}): it is condensed more than it would be")
     return chosen
+
+
+def _caps(work: Work, head: int) -> Callable[[int], int]:
+    """For a region [head, end), the most tokens its summary may take: max_summary_tokens,
+    and a `summary_ratio`-th of what it archives as read, where an earlier summary it
+    continues counts whole (it is made small already, and never shrinks by merging)."""
+    earlier = [0] * (len(work.messages) + 1)  # prefix sums: earlier summaries' tokens
+    archived = [0] * (len(work.messages) + 1)  # and the other messages' from `head` on
+    for i, m in enumerate(work.messages):
+        text = _summary_text(m)
+        earlier[i + 1] = earlier[i] + (work.counter.text(text) if text is not None else 0)
+        archived[i + 1] = archived[i] + (work.base[i].total if text is None and i >= head
+                                         else 0)
+    most, ratio = work.options.max_summary_tokens, work.options.summary_ratio
+    return lambda end: max(1, min(most, earlier[end] + archived[end] // ratio))
 
 
 def _ends(work: Work, allowed: list[int], head: int) -> list[int]:
@@ -73,24 +107,28 @@ def _ends(work: Work, allowed: list[int], head: int) -> list[int]:
     return out
 
 
-def build(work: Work, head: int, end: int) -> Summary:
-    """The summary of messages [head, end) with its token counts."""
+def build(work: Work, allowed: list[int], head: int, end: int, max_tokens: int,
+          cap: int) -> Summary:
+    """The summary of messages [head, end), condensed to `max_tokens` if it can be, with
+    its token counts (`allowed`: the cuts; `cap`: what its caps would allow)."""
     from .facts import merge, retention
     from .summarize._steps import unit_facts
 
-    region, audited = summary_region(work, head, end)
+    region, audited = summary_region(work, allowed, head, end)
     strategy = summarizer(work.options.strategy)
-    text = strategy.summarize(region, work.options.max_summary_tokens, work.counter.text)
+    text = strategy.summarize(region, max_tokens, work.counter.text)
     merged = work.editor.alternates and head > 0 and work.messages[head - 1].role == "user"
     message = _message(work, head, text, merged)
     audit = retention(merge(*(unit_facts(u) for u in region.units)), text)
     return Summary(text, head, end, head, sum(work.counts[head:end]),
                    work.counter.message(message).total, message, merged,
                    {k: {"total": v.total, "kept": v.kept, "dropped": list(v.dropped)}
-                    for k, v in audit.items()}, audited)
+                    for k, v in audit.items()}, audited, max_tokens, cap,
+                   sum(c.total for c in work.base[head:end]))
 
 
-def summary_region(work: Work, start: int, end: int) -> tuple[Region, int]:
+def summary_region(work: Work, allowed: list[int], start: int,
+                   end: int) -> tuple[Region, int]:
     """What the summarizer gets of messages [start, end), and how many of them it reads
     whole: the newest units', as many as a summary could show a line of; the older ones
     come without the text of their outputs."""
@@ -98,7 +136,7 @@ def summary_region(work: Work, start: int, end: int) -> tuple[Region, int]:
     for m in work.messages[:start]:
         previous = _summary_text(m) or previous
     spans = []
-    for u in cutting.units(work.messages, cutting.cuts(work.messages), start):
+    for u in cutting.units(work.messages, allowed, start):
         if u.start >= end:
             break
         group = work.messages[u.start:u.end]
@@ -107,21 +145,28 @@ def summary_region(work: Work, start: int, end: int) -> tuple[Region, int]:
         else:
             spans.append(u)
     # first every unit as known without its outputs' text (whether each failed)...
-    units = [_unit(work, u, tuple(ToolResult(r.call_id, (), o.failed)
-                                  for i in range(u.start, u.end)
-                                  for r, o in zip(work.messages[i].tool_results,
-                                                  work.outputs[i], strict=True)))
-             for u in spans]
+    units = [_unit(work, u, _results(work, u, {})) for u in spans]
     # ...then whole, those a summary could show: it cannot show more lines than fit
     split = _shown_from(work, units, previous)
     whole = work.originals(i for u in spans[split:] for i in range(u.start, u.end)
                            if work.messages[i].tool_results)
     for n in range(split, len(spans)):
-        u = spans[n]
-        units[n] = _unit(work, u, tuple(r for i in range(u.start, u.end) if i in whole
-                                        for r in whole[i].tool_results))
+        units[n] = _unit(work, spans[n], _results(work, spans[n], whole))
     audited = sum(u.end - u.start for u in spans[split:])
     return Region(tuple(units[split:]), previous, tuple(units[:split])), audited
+
+
+def _results(work: Work, u: cutting.Unit, whole: dict[int, Message]
+             ) -> tuple[ToolResult, ...]:
+    """The results of unit `u`, whole where `whole` has their message, else without their
+    text; flagged `is_error` when they failed, as the scan found (see `Unit`)."""
+    out = []
+    for i in range(u.start, u.end):
+        m = whole.get(i)
+        results = (m or work.messages[i]).tool_results
+        out += [ToolResult(r.call_id, r.parts if m else (), o.failed)
+                for r, o in zip(results, work.outputs[i], strict=True)]
+    return tuple(out)
 
 
 def _unit(work: Work, u: cutting.Unit, results: tuple[ToolResult, ...]) -> Unit:

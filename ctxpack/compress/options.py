@@ -25,7 +25,8 @@ class Options:
     target: int | None = None  # summarize down to this (default: half the window)
     keep_rounds: int = 0  # most recent rounds always kept in full
     keep_steps: int = 2  # most recent steps always kept in full
-    max_summary_tokens: int = 4000
+    max_summary_tokens: int = 8000
+    summary_ratio: int = 5  # a summary is at most 1/N of the tokens it archives (as read)
     archive: bool = True
     archive_dir: str | None = None
 
@@ -41,6 +42,8 @@ class Options:
             value = getattr(self, name)
             if value is not None and value <= 0:
                 problems.append(f"{name} must be a positive number of tokens")
+        if self.summary_ratio < 1:
+            problems.append("summary_ratio must be at least 1 (1: no limit but the size)")
         for name in ("keep_observations", "keep_rounds", "keep_steps"):
             if getattr(self, name) < 0:
                 problems.append(f"{name} must not be negative")
@@ -60,7 +63,8 @@ SETTINGS: dict[str, type] = {
     "truncate": bool, "max_lines": int, "max_bytes": int, "max_tokens": int,
     "truncate_mode": str, "mask": bool, "keep_observations": int, "summarize": bool,
     "strategy": str, "threshold": float, "budget": int, "target": int, "keep_rounds": int,
-    "keep_steps": int, "max_summary_tokens": int, "archive": bool, "archive_dir": str,
+    "keep_steps": int, "max_summary_tokens": int, "summary_ratio": int, "archive": bool,
+    "archive_dir": str,
 }
 _LIMITS = {"max_lines": "max_lines", "max_bytes": "max_bytes", "max_tokens": "max_tokens",
            "truncate_mode": "mode"}

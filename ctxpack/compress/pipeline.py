@@ -50,6 +50,10 @@ class Summary:
     merged: bool = False  # joined into the head's last user message
     retention: dict[str, Any] = field(default_factory=dict)
     audited: int = 0  # archived messages the retention audit read (the newest)
+    max_tokens: int = 0  # what the summarizer was given: the cap, or less if the budget
+    cap: int = 0  # left less; the cap: max_summary_tokens and summary_ratio allow this
+    read_tokens: int = 0  # of the archived messages as read (archived_tokens: as planned)
+    squeezed: bool = False  # condensed to fit a budget that left it less than a fair size
 
 
 @dataclass

@@ -92,18 +92,18 @@ class Scanned:
 
 
 def scan(source: PathOrFile, format: str | None, *, model: str | None, table: ModelTable,
-         skip_invalid: bool = False) -> Scanned:
+         skip_invalid: bool = False, cache: bool = True) -> Scanned:
     """Read and count a transcript; the file stays open for writing the output."""
     src = reopenable(source)
     try:
-        return _scan(src, format, model, table, skip_invalid)
+        return _scan(src, format, model, table, skip_invalid, cache)
     except BaseException:
         src.close()
         raise
 
 
 def _scan(src: Source, format: str | None, model: str | None, table: ModelTable,
-          skip_invalid: bool) -> Scanned:
+          skip_invalid: bool, cache: bool) -> Scanned:
     index = LineIndex(src.stream)
     scanner = Scanner(src, format, skip_invalid=skip_invalid, index=index)
     emitted: list[Message] = []
@@ -117,7 +117,7 @@ def _scan(src: Source, format: str | None, model: str | None, table: ModelTable,
         counts[i] = count
 
     counting: StreamCounter[int] = StreamCounter(
-        model, table, lambda: [scanner.named_model, scanner.usual_model], deliver)
+        model, table, lambda: [scanner.named_model, scanner.usual_model], deliver, cache=cache)
     try:
         for message in scanner.messages():
             n = len(emitted)

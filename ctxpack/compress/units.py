@@ -8,10 +8,11 @@ between two cuts form a unit: a step, or a lone message.
 
 from __future__ import annotations
 
+from bisect import bisect_left
 from collections.abc import Sequence
 from dataclasses import dataclass
 
-from ..model import Message
+from ..model import SUMMARY_HEADING, Message, Text
 
 
 @dataclass(frozen=True, slots=True)
@@ -38,20 +39,23 @@ def cuts(messages: Sequence[Message]) -> list[int]:
 
 
 def _answer_index(messages: Sequence[Message]) -> dict[tuple[int, int], int]:
-    """(message, call number) -> index of the message that answers that call."""
-    by_id: dict[str, int] = {}
+    """(message, call number) -> index of the message that answers that call: the first
+    result with its id after it (models do reuse ids: tau-bench's gpt-4o runs do)."""
+    by_id: dict[str, list[int]] = {}
     legacy: list[int] = []  # results of calls that carry no id, in order
     for i, m in enumerate(messages):
         for r in m.tool_results:
             if r.call_id is None:
                 legacy.append(i)
             else:
-                by_id[r.call_id] = i
+                by_id.setdefault(r.call_id, []).append(i)
     out: dict[tuple[int, int], int] = {}
     for i, m in enumerate(messages):
         for n, call in enumerate(m.tool_calls):
-            if call.id is not None and call.id in by_id:
-                out[(i, n)] = by_id[call.id]
+            answers = by_id.get(call.id) if call.id is not None else None
+            at = bisect_left(answers, i) if answers else 0
+            if answers and at < len(answers):
+                out[(i, n)] = answers[at]
             elif call.id is None:
                 later = next((k for k in legacy if k > i), None)
                 if later is not None:
@@ -61,16 +65,17 @@ def _answer_index(messages: Sequence[Message]) -> dict[tuple[int, int], int]:
 
 
 def head_end(messages: Sequence[Message], allowed: list[int]) -> int:
-    """Where the kept head ends: the leading messages before the first assistant message,
-    up to and including the first human one (the task); always at an allowed cut."""
-    end = 0
-    for i, m in enumerate(messages):
-        if m.role == "assistant":
-            break
-        end = i + 1
-        if m.human:
-            break
+    """Where the kept head ends: after the messages before the first assistant message
+    (system prompts, the task and whatever came with it, such as a local command run
+    before it) or before an earlier compress's summary; always at an allowed cut."""
+    end = next((i for i, m in enumerate(messages)
+                if m.role == "assistant" or _opens_with_summary(m)), len(messages))
     return next(c for c in allowed if c >= end)
+
+
+def _opens_with_summary(m: Message) -> bool:
+    return bool(m.parts) and isinstance(m.parts[0], Text) \
+        and m.parts[0].text.startswith(SUMMARY_HEADING)
 
 
 def units(messages: Sequence[Message], allowed: list[int], start: int) -> list[Unit]:

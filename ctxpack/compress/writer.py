@@ -7,13 +7,12 @@ input lines the group replaced, so `restore` can put them back byte for byte.
 
 from __future__ import annotations
 
-import hashlib
 from collections.abc import Callable, Iterable, Iterator
 from typing import Any
 
 import orjson
 
-from ..archive import VERSION, Archiver, Packed, meta_of
+from ..archive import VERSION, Archiver, Packed, Prepack, meta_of
 from ..archive import strip as strip_line
 from ..formats.base import META_KEY, Compaction
 from ..jsonl import LineIndex, dumps
@@ -41,10 +40,12 @@ def span_start(work: Work, head: int) -> int | None:
     return 0
 
 
-def output(work: Work, archiver: Archiver, now: str, strip: bool = False) -> Iterator[bytes]:
+def output(work: Work, archiver: Archiver, now: str, strip: bool = False,
+           prepack: Prepack | None = None) -> Iterator[bytes]:
     """The compressed file in pieces: whole lines, but for the summary record, whose
     inline archive comes in pieces (see `Packed.splice`). With `strip`, records come
-    without their `ctxpack` object, and so without the archive."""
+    without their `ctxpack` object, and so without the archive. `prepack` may hold the
+    input compressed ahead."""
     records = work.transcript.records
     assert isinstance(records, LineIndex)
     first = last = 0
@@ -52,7 +53,7 @@ def output(work: Work, archiver: Archiver, now: str, strip: bool = False) -> Ite
     packed = None
     if work.summary is not None:
         first, last, group, packed = _compaction(work, Archiver(enabled=False) if strip
-                                                 else archiver, now)
+                                                 else archiver, now, prepack)
     edited: dict[int, dict[str, Any]] = {}
     items: dict[int, list[dict[str, Any]]] = {}
     ids: dict[int, str] = {}
@@ -103,7 +104,7 @@ def _lines(records: Iterable[Record], edited: dict[int, dict[str, Any]],
         yield finish(dumps({**edited[n], META_KEY: meta}) + _eol(raw))
 
 
-def _compaction(work: Work, archiver: Archiver, now: str
+def _compaction(work: Work, archiver: Archiver, now: str, prepack: Prepack | None
                 ) -> tuple[int, int, list[dict[str, Any]], Packed]:
     """The span of lines the summary replaces, the records that replace it, and the
     archive of the span (read and packed in one pass)."""
@@ -116,9 +117,9 @@ def _compaction(work: Work, archiver: Archiver, now: str
     first = start or min(line for m in region for line in m.lines)
     last = max(line for m in region for line in m.lines)
     first, last = _whole_groups(records, first, last)
-    ident = hashlib.sha256(b"%d:" % first)  # the id of what was at `first`, as item_id
-    packed = archiver.pack_stream(_hashing(ident, records.span(first - 1, last)))
-    sid = f"s-{ident.hexdigest()[:10]}"
+    packed = archiver.pack_stream((r.raw for r in records.span(first - 1, last)),
+                                  prepack.streams(first - 1, last) if prepack else None)
+    sid = item_id("s", first, bytes.fromhex(packed.ref["sha256"]))
     head = [m for m in work.messages[: s.head] if not work.editor.keeps_place(m)] \
         if work.editor.resets else []
     meta: dict[str, Any] = {
@@ -138,12 +139,6 @@ def _compaction(work: Work, archiver: Archiver, now: str
     group = work.editor.compaction(c)
     meta.update(lines=len(group), archive=packed.ref)  # the record holds `meta`
     return first, last, group, packed
-
-
-def _hashing(h: Any, records: Iterable[Record]) -> Iterator[bytes]:
-    for record in records:
-        h.update(record.raw)
-        yield record.raw
 
 
 def _whole_groups(records: list[Record], first: int, last: int) -> tuple[int, int]:

@@ -21,7 +21,11 @@ Count = Callable[[str], int]
 @dataclass(frozen=True, slots=True)
 class Unit:
     """One archived piece: an assistant step (its text, calls and their results),
-    or a lone message (a person's request, injected context, a stray result)."""
+    or a lone message (a person's request, injected context, a stray result).
+
+    A result's `is_error` says whether it failed: flagged so, a non-zero exit code, or
+    error lines in its text (`facts.looks_failed`), as the pipeline found when it read
+    the output; a summarizer need not look again."""
 
     role: str
     text: str = ""

@@ -16,6 +16,7 @@ from . import HEADING
 
 NONE = -1  # a position threshold below every line: nothing condensed
 RESTORE = "their full text can be restored with `ctxpack restore`."
+CONDENSED = "Condensed to fit the token budget:"  # opens the note of a condensed summary
 CAPS = {"identifiers": 5, "numbers": 4, "commands": 2}  # facts of a kind one line may show
 # Facts kept longest under pressure; "" is a fact read back from an earlier summary.
 PRIMARY = frozenset({"errors", "paths", "urls", ""})
@@ -39,6 +40,7 @@ class Line:
     errors: int = 0
     others: int = 0
     optional: bool = False  # shown only while it has facts to show
+    brief: str = ""  # the head in short, shown once the line is condensed ("": the head)
 
 
 @dataclass(frozen=True, slots=True)
@@ -119,13 +121,16 @@ def _section_lines(section: Section, cut: Cut, seen: set[str]) -> list[str]:
 
 
 def _line_text(line: Line, seen: set[str], level: int, cap: int) -> str:
+    head = line.brief if line.brief and level <= TRIMMED else line.head
     shown: list[str] = []
     errors: list[str] = []
     counts: Counter[str] = Counter()
+    told = False  # a fact of its own is in the line, if only in its head
     for kind, fact in line.facts if level > BARE else ():
         if level == TRIMMED and kind not in PRIMARY:
             continue
-        if fact in seen or fact in line.head or any(fact in e for e in errors):
+        if fact in seen or fact in head or any(fact in e for e in errors):
+            told = told or (fact in head and fact not in seen)
             seen.add(fact)
             continue
         counts[kind] += 1
@@ -137,12 +142,12 @@ def _line_text(line: Line, seen: set[str], level: int, cap: int) -> str:
             errors.append(fact)
     if level == TRIMMED:  # say what the per-line cap left out
         shown += [f"+{n - cap} more {kind or 'facts'}" for kind, n in counts.items() if n > cap]
-    if line.optional and not shown:
+    if line.optional and not shown and not told:
         return ""
     if not shown:
-        return line.head
+        return head
     # a head that ends in ":" introduces its facts ("* Step 4 (Bash): 12 passed")
-    return line.head + (" " if line.head.endswith(":") else "; ") + "; ".join(shown)
+    return head + (" " if head.endswith(":") else "; ") + "; ".join(shown)
 
 
 def fold_line(lines: list[Line], noun: str) -> str:
@@ -185,8 +190,9 @@ def _condensed_note(doc: Doc, cut: Cut) -> str:
         if level in by_level and (ln.facts or level == FOLDED):
             by_level[level].append(ln)
     what = {FOLDED: "{} folded into counts", BARE: "facts of {} left out",
-            TRIMMED: "identifiers, numbers, commands and long lists of {} left out"}
+            TRIMMED: "long arguments, identifiers, numbers, commands and long lists of {} "
+                     "left out"}
     notes = [what[k].format(span(v).lower()) for k, v in by_level.items() if v]
     if not notes:
         return ""
-    return f"Condensed to fit the token budget: {'; '.join(notes)} (the archive has them all)."
+    return f"{CONDENSED} {'; '.join(notes)} (the archive has them all)."

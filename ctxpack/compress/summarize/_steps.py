@@ -14,10 +14,12 @@ from functools import lru_cache
 
 from ...model import ToolResult
 from .. import facts as F
-from ..args import DONE, call_label, parse_args, plan_list, shorten
+from ..args import BRIEF_CHARS, DONE, call_label, parse_args, plan_list, shorten
 from . import Unit
 from ._layout import Line, fold_line
 
+CONTEXT = "Context:"  # the label of a message that is neither a step nor a request
+SENTENCE_CHARS = 160  # of a message's words a line shows (BRIEF_CHARS once condensed)
 _SENTENCE_END = re.compile(r"(?<=[.!?])\s+|\n+")
 
 
@@ -31,12 +33,15 @@ class Digest:
     tools: tuple[str, ...]
     facts: tuple[tuple[str, str], ...]  # (category, fact), error lines first
     text: str  # the message's own words
+    brief: str = ""  # the label with each call's one telling argument, short ("": as is)
 
 
 def digest(unit: Unit, number: int | None) -> Digest:
     """Describe `unit`; `number` is its step number when it is an assistant step."""
     label, status, tools, pairs = _describe(unit)
-    return Digest(number, label, status, tools, pairs, unit.text)
+    brief, _ = _label(unit, brief=True)
+    return Digest(number, label, status, tools, pairs, unit.text,
+                  brief if brief != label else "")
 
 
 @lru_cache(maxsize=4096)
@@ -54,17 +59,19 @@ def _describe(unit: Unit) -> tuple[str, str, tuple[str, ...], tuple[tuple[str, s
     return label, status, tuple(c.name for c in calls), tuple(pairs)
 
 
-def _label(unit: Unit) -> tuple[str, str]:
-    """What a unit did, and how its calls went ("" when it made none)."""
+def _label(unit: Unit, brief: bool = False) -> tuple[str, str]:
+    """What a unit did, and how its calls went ("" when it made none); `brief`: in
+    short, for a line condensed to make room for the facts."""
     calls = unit.calls
     if calls:
-        return ", ".join(call_label(c) for c in calls), step_status(unit)
+        return ", ".join(call_label(c, brief) for c in calls), step_status(unit)
+    words = BRIEF_CHARS if brief else SENTENCE_CHARS
     if unit.is_step:
-        return f"said: {first_sentence(unit.text) or '(no text)'}", ""
+        return f"said: {first_sentence(unit.text, words) or '(no text)'}", ""
     if unit.human:
-        return f"Request: {first_sentence(unit.text)}", ""
-    kind = "Result" if unit.role == "tool" or unit.results else "Context"
-    return f"{kind}: {first_sentence(unit.text or _results_text(unit.results))}", ""
+        return f"Request: {first_sentence(unit.text, words)}", ""
+    kind = "Result:" if unit.role == "tool" or unit.results else CONTEXT
+    return f"{kind} {first_sentence(unit.text or _results_text(unit.results), words)}", ""
 
 
 def bare_line(unit: Unit, number: int) -> str:
@@ -83,13 +90,15 @@ def head(d: Digest) -> str:
 
 def as_line(d: Digest, pos: int, kinds: Iterable[str] | None = None, text: str = "",
             optional: bool = False) -> Line:
-    """`d` as a summary line holding its facts of `kinds` (all when None)."""
+    """`d` as a summary line holding its facts of `kinds` (all when None). Injected
+    context (a hook's reminder, a caveat) gets a line only when it has facts to show."""
     wanted = None if kinds is None else set(kinds)
     facts = tuple(f for f in d.facts if wanted is None or f[0] in wanted)
     steps = (d.number, d.number) if d.number is not None else None
     tools = tuple(Counter(d.tools).items())
+    brief = head(replace(d, label=d.brief)) if d.brief and not text else ""
     return Line(pos, text or head(d), facts, steps, tools, int(d.status == "error"),
-                int(d.number is None), optional)
+                int(d.number is None), optional or d.label.startswith(CONTEXT), brief)
 
 
 def folded(units: Sequence[Unit], first: int) -> Line:
@@ -119,7 +128,7 @@ def source_text(unit: Unit) -> str:
 def step_status(unit: Unit) -> str:
     """`error` if a call failed, `no result` if none was answered, else `ok`."""
     answers = [answers_of(unit, i) for i in range(len(unit.calls))]
-    if any(result_failed(r) for rs in answers for r in rs):
+    if any(r.is_error for rs in answers for r in rs):  # see Unit
         return "error"
     return "ok" if any(answers) else "no result"
 
@@ -132,12 +141,7 @@ def answers_of(unit: Unit, index: int) -> tuple[ToolResult, ...]:
     return unit.results[index : index + 1]
 
 
-def result_failed(result: ToolResult) -> bool:
-    """True when a result is an error: flagged, a non-zero exit code, or error lines."""
-    return result.is_error or F.looks_failed(result.text)
-
-
-def first_sentence(text: str, limit: int = 160) -> str:
+def first_sentence(text: str, limit: int = SENTENCE_CHARS) -> str:
     """The first sentence or line of `text`, short; `;` becomes `,` so the line parses back."""
     for piece in _SENTENCE_END.split(text.strip()):
         if piece.strip():
@@ -181,7 +185,7 @@ def _telling_lines(results: Iterable[ToolResult]) -> list[str]:
     """For each failed result whose error lines only give an exit code, its first other line."""
     lines = []
     for r in results:
-        if not result_failed(r) or any(F.exit_code(e) is None for e in F.error_lines(r.text)):
+        if not r.is_error or any(F.exit_code(e) is None for e in F.error_lines(r.text)):
             continue
         text = next((x.strip() for x in r.text.splitlines()
                      if x.strip() and F.exit_code(x) is None), "")
