@@ -300,3 +300,18 @@ def test_an_archive_compressed_ahead_restores_the_same(path: Path, monkeypatch) 
     assert plain.report.summary is not None
     assert archive.restore(ahead.lines) == path.read_bytes()
     assert ahead.report.to_dict() == plain.report.to_dict()
+
+
+def test_a_second_compress_summarizes_masked_outputs_from_their_archive(tmp_path: Path) -> None:
+    path = SAMPLES / "refactor.codex.jsonl"
+    first = tmp_path / "first.jsonl"
+    first.write_bytes(compress_file(path, Options(budget=15746)).data)
+    masked = [m for m in load(first).messages
+              if any("go build" in r.text and "masked" in r.text for r in m.tool_results)]
+    assert masked and "(an error) masked" in masked[0].tool_results[0].text
+    second = compress_file(first, Options(budget=9447))
+    (summary,) = summary_texts(load(io.BytesIO(second.data)))
+    line = next(x for x in summary.splitlines() if "go build" in x)
+    assert "-> error" in line  # as the original said, not the placeholder
+    assert 'main.go:11:2: "log" imported and not used' in line
+    assert archive.restore(second.lines) == path.read_bytes()

@@ -264,8 +264,13 @@ ERROR_LINES = [
     "thread 'main' panicked at src/main.rs:2:5", "panic: runtime error", "fatal: not a repo",
     "java.lang.IllegalStateException", "Process exited with code 1", "exit code 2",
     "Exit code: 1", "returned non-zero exit status 1", "EXIT CODE 137",
+    'cmd/agent/main.go:11:2: "log" imported and not used', "lib/a.c:3:5: error: expected ';'",
+    "src/app.py:12: error: Incompatible types in assignment", "src/app.py:1:8: F401 unused",
 ]
-QUIET_LINES = ["exit code 0", "all errors cleared", "INFO done", "Exit code: 0"]
+QUIET_LINES = ["exit code 0", "all errors cleared", "INFO done", "Exit code: 0",
+               "lib/a.c:3:5: warning: unused variable 'x'", "src/app.py:12:def parse():",
+               "src/app.py:12:5:    return ValueError", "    raise ValueError('bad')",
+               "see notes.md:3: for the plan"]
 
 
 @pytest.mark.parametrize("line", ERROR_LINES)

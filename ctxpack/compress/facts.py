@@ -71,6 +71,14 @@ _ERROR_ANYWHERE = re.compile(
     r"|(?:[Ee]xit(?:ed)?(?: with)? (?:code|status)|[Ee]xit [Cc]ode:?|EXIT CODE:?|returncode>)"
     r"[ \t]*(?::[ \t]*)?-?[1-9]"
 )
+# A compiler's or linter's finding: `path.ext:LINE:COL: message` (go build, gcc, clang,
+# ruff, eslint's unix format; not warnings or notes), or `path.ext:LINE: error: ...`
+# (mypy). Lines the gate finds are checked from their start.
+_DIAGNOSTIC_GATE = re.compile(r":\d+(?::\d+)?: ")
+_DIAGNOSTIC = re.compile(
+    r"[ \t]*(?:[A-Za-z]:)?[\w./\\@+~\-]*\w\.[A-Za-z]\w{0,9}:\d+"
+    r"(?::\d+: (?!warning\b|note\b|info\b|hint\b)[^\s\d]|: (?:fatal )?error\b)"
+)
 _EXIT = re.compile(
     r"\b(?:exit(?:ed)?(?: with)? (?:code|status)|exit code:?|returncode>)[ \t]*(?::[ \t]*)?(-?\d+)",
     re.IGNORECASE,
@@ -198,7 +206,7 @@ def _spans(text: str, low: str | None, words: Iterable[str]) -> Iterator[tuple[i
             at = low.find(word, end)
 
 
-def _error_spans(text: str) -> Iterator[tuple[int, int]]:
+def error_spans(text: str) -> Iterator[tuple[int, int]]:
     """(start, end) of the lines of `text` that report an error, in no order, at times
     more than once; lazily, so that the first one costs no more than it must."""
     low = _lowered(text)
@@ -209,11 +217,19 @@ def _error_spans(text: str) -> Iterator[tuple[int, int]]:
     for start, end in _spans(text, low, _ANYWHERE_WORDS):
         if _ERROR_ANYWHERE.search(text, start, end):
             yield start, end
+    at = _DIAGNOSTIC_GATE.search(text)
+    while at is not None:
+        start = text.rfind("\n", 0, at.start()) + 1
+        end = text.find("\n", at.end())
+        end = len(text) if end < 0 else end
+        if _DIAGNOSTIC.match(text, start, end):
+            yield start, end
+        at = _DIAGNOSTIC_GATE.search(text, end)
 
 
 def error_lines(text: str) -> Iterator[str]:
     """Whole lines of `text` that report an error, stripped and cut to MAX_LINE."""
-    for start, end in sorted(set(_error_spans(text))):
+    for start, end in sorted(set(error_spans(text))):
         line = text[start:end].strip()
         if line:
             yield line[:MAX_LINE]
@@ -225,7 +241,7 @@ def looks_failed(text: str) -> bool:
     if code is not None:
         return code != 0
     # a line the error patterns match holds one of their words: it is never blank
-    return next(_error_spans(text), None) is not None
+    return next(error_spans(text), None) is not None
 
 
 def exit_code(text: str) -> int | None:

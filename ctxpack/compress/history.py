@@ -8,13 +8,19 @@ if that is still over the limit, more of the newest units are archived too.
 
 from __future__ import annotations
 
+import io
 from collections.abc import Callable
 from typing import Any
 
+from ..archive import unpack
+from ..errors import CtxpackError
+from ..formats.base import META_KEY
+from ..loader import load
 from ..model import SUMMARY_HEADING as HEADING
 from ..model import Message, Text, ToolResult
 from . import units as cutting
-from .pipeline import Summary, Work, limit, target
+from .facts import looks_failed
+from .pipeline import OBSERVATIONS, Summary, Work, limit, target
 from .summarize import Region, Unit
 from .summarize._layout import CONDENSED
 
@@ -159,14 +165,38 @@ def summary_region(work: Work, allowed: list[int], start: int,
 def _results(work: Work, u: cutting.Unit, whole: dict[int, Message]
              ) -> tuple[ToolResult, ...]:
     """The results of unit `u`, whole where `whole` has their message, else without their
-    text; flagged `is_error` when they failed, as the scan found (see `Unit`)."""
+    text; flagged `is_error` when they failed, as the scan found (see `Unit`). Outputs an
+    earlier compress masked or cut are read from its archive, as they first were."""
     out = []
     for i in range(u.start, u.end):
         m = whole.get(i)
+        first = _first_read(work, m) if m is not None else None
+        if first is not None:
+            out += [ToolResult(r.call_id, r.parts, r.is_error or looks_failed(r.text))
+                    for r in first.tool_results]
+            continue
         results = (m or work.messages[i]).tool_results
         out += [ToolResult(r.call_id, r.parts if m else (), o.failed)
                 for r, o in zip(results, work.outputs[i], strict=True)]
     return tuple(out)
+
+
+def _first_read(work: Work, m: Message) -> Message | None:
+    """The message as it was before an earlier compress masked or cut its outputs, from
+    that compress's archive; None when it was not, or the archive is not at hand."""
+    meta = m.raw.get(META_KEY) if isinstance(m.raw, dict) else None
+    if not isinstance(meta, dict) or meta.get("kind") != OBSERVATIONS \
+            or not isinstance(meta.get("archive"), dict):
+        return None
+    try:
+        raw = unpack(meta["archive"], work.transcript.path, work.options.archive_dir)
+        t = load(io.BytesIO(raw), work.transcript.format)
+    except CtxpackError:
+        return None  # dropped (--no-archive) or elsewhere: the placeholder must do
+    found = [x for x in t.messages if x.tool_results]
+    if len(found) != 1 or len(found[0].tool_results) != len(m.tool_results):
+        return None
+    return found[0]
 
 
 def _unit(work: Work, u: cutting.Unit, results: tuple[ToolResult, ...]) -> Unit:

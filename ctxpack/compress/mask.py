@@ -11,12 +11,21 @@ from .truncate import MARKER
 PREFIX = f"{MARKER}output of "
 
 
+FAILED = " (an error) masked:"
+
+
 def placeholder(what: str, tokens: int, lines: int, item_id: str, error: bool = False) -> str:
-    """The one line that stands in for a masked output of the call `what` names."""
-    status = " (an error)" if error else ""
-    return (f"{PREFIX}{what}{status} masked: {tokens:,} tokens, {lines:,} lines; "
+    """The one line that stands in for a masked output of the call `what` names; `error`:
+    the output reported a failure."""
+    status = FAILED if error else " masked:"
+    return (f"{PREFIX}{what}{status} {tokens:,} tokens, {lines:,} lines; "
             f"restore with `ctxpack restore --only {item_id}`]")
 
 
 def is_masked(text: str) -> bool:
     return text.startswith(PREFIX)
+
+
+def masked_failure(text: str) -> bool:
+    """Does this placeholder say the output it stands for failed?"""
+    return is_masked(text) and FAILED in text

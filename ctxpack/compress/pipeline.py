@@ -106,6 +106,9 @@ class Work:
         return found
 
 
+OBSERVATIONS = "observations"  # the kind of a line whose outputs were masked or cut
+
+
 def item_id(kind: str, line: int, raw: bytes) -> str:
     """A stable id for what compress replaces at `line`: same input, same id."""
     return f"{kind}-{hashlib.sha256(b'%d:' % line + raw).hexdigest()[:10]}"
@@ -222,12 +225,12 @@ def plan_masks(work: Work, allowed: list[int]) -> list[Mask]:
             call = calls.get(result.call_id) if result.call_id else None
             what = call_label(call) if call is not None else "a tool call"
             # decided on a fixed id: ids follow line numbers, which a compress shifts
-            probe = placeholder(what, tokens, output.lines, "o-0000000000", result.is_error)
+            probe = placeholder(what, tokens, output.lines, "o-0000000000", output.failed)
             # (a token is at least a byte: a text longer in tokens is surely longer)
             if tokens <= len(probe.encode()) and work.counter.text(probe) >= tokens \
                     and not (work.options.truncate and _over(work, i, j)):
                 continue  # the placeholder would not be smaller
-            text = placeholder(what, tokens, output.lines, line_id(work, i), result.is_error)
+            text = placeholder(what, tokens, output.lines, line_id(work, i), output.failed)
             out.append(Mask(i, j, text, {"call_id": result.call_id, "action": "masked",
                                          "tokens_before": tokens,
                                          "tokens_after": work.counter.text(text)}))

@@ -21,7 +21,7 @@ from ..model import Image, Message, Text, ToolResult, Transcript
 from ..models import ModelTable
 from ..tokens import MessageCount, TokenCounter
 from .facts import looks_failed
-from .mask import is_masked
+from .mask import is_masked, masked_failure
 from .truncate import MARKER, line_count, utf8_size
 
 WINDOW = 64 << 20  # characters of tool output kept whole, the newest
@@ -46,7 +46,8 @@ def observe(result: ToolResult) -> Output:
     images = sum(len(p.data or "") for p in result.parts if isinstance(p, Image))
     return Output(line_count(text), utf8_size(text), len(text) + images,
                   all(isinstance(p, Text) for p in result.parts),
-                  result.is_error or looks_failed(text), MARKER in text, is_masked(text))
+                  result.is_error or masked_failure(text) or looks_failed(text), MARKER in text,
+                  is_masked(text))
 
 
 def set_aside(message: Message) -> Message:

@@ -7,7 +7,6 @@ is archived. Error lines from the cut region are kept right after the marker.
 
 from __future__ import annotations
 
-import re
 from bisect import bisect_left
 from collections.abc import Callable, Sequence
 from dataclasses import dataclass, replace
@@ -15,6 +14,7 @@ from itertools import accumulate, compress, islice
 from operator import add, eq
 
 from ..errors import UsageError
+from .facts import error_spans
 
 MODES = ("head", "tail", "head_tail")
 MARKER = "[ctxpack: "  # how every marker line starts: an output holding one was cut already
@@ -22,14 +22,6 @@ _BUDGETS = ("max_lines", "max_bytes", "max_tokens")
 # Head and tail keep at most this share of each budget while error lines wait to be
 # rescued, so a long traceback cannot crowd out both ends; unused room flows back.
 ENDS_SHARE = 3 / 4
-_ERROR = re.compile(
-    r"Traceback \(most recent call last\):|Error|error(?:\[\w+\])?:|ERROR|FAILED|FAIL:"
-    r"|panic:|panicked at|fatal:|Exception"
-    r"|(?i:exit(?:ed with)? code:? *-?[1-9]|exit status:? *-?[1-9]|non-zero exit status)"
-)
-# Every branch of _ERROR holds one of these, lowercased: a cheap screen for long texts.
-_KEYWORDS = ("error", "fail", "panic", "fatal", "exception", "exit", "traceback")
-
 Count = Callable[[str], int]
 
 
@@ -171,20 +163,10 @@ def _fold(lines: list[str]) -> tuple[list[str], list[int]]:
 
 
 def _error_rows(rows: list[str]) -> list[int]:
-    """Indexes of the rows that look like errors: a keyword screen at C speed, then the regex."""
+    """Indexes of the rows that report an error, as `facts` tells error lines."""
     block = "\n".join(rows)
-    low = block.replace("\u0130", "I").lower()  # the one character lower() lengthens
-    if len(low) != len(block):  # a future Unicode may add more: stay right, if slower
-        return [i for i, row in enumerate(rows) if _ERROR.search(row)]
     ends = list(map(add, accumulate(map(len, rows)), range(len(rows))))  # each row's "\n"
-    found: set[int] = set()
-    for word in _KEYWORDS:
-        at = low.find(word)
-        while at >= 0:
-            row = bisect_left(ends, at)
-            found.add(row)
-            at = low.find(word, ends[row] + 1)
-    return sorted(i for i in found if _ERROR.search(rows[i]))
+    return sorted({bisect_left(ends, start) for start, _ in error_spans(block)})
 
 
 class _Job:

@@ -17,7 +17,7 @@ from ..archive import strip as strip_line
 from ..formats.base import META_KEY, Compaction
 from ..jsonl import LineIndex, dumps
 from ..model import Message, Record
-from .pipeline import Work, item_id, line_id
+from .pipeline import OBSERVATIONS, Work, item_id, line_id
 
 
 def span_start(work: Work, head: int) -> int | None:
@@ -93,7 +93,7 @@ def _lines(records: Iterable[Record], edited: dict[int, dict[str, Any]],
         if n not in edited:
             yield finish(raw)
             continue
-        kind = "observations" if n in items else "relinked"
+        kind = OBSERVATIONS if n in items else "relinked"
         meta: dict[str, Any] = {"id": ids[n] if n in ids else item_id("r", n, raw),
                                 "kind": kind, "version": VERSION}
         if n in items:
