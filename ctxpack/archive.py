@@ -329,7 +329,8 @@ def restore_lines(lines: Iterable[bytes], path: str, *, only: str | None = None,
                   folder: str | None = None) -> Iterator[bytes]:
     """Undo one layer of compression: each group of lines with one id becomes its original.
 
-    With `only`, just that id's group is expanded and every other line stays.
+    With `only`, just that id's group is expanded (with the lines that follow a summary:
+    re-pointed at it, they are restored with it) and every other line stays.
     """
     lines = list(lines)
     doc = _document_of(lines)
@@ -356,7 +357,7 @@ def restore_lines(lines: Iterable[bytes], path: str, *, only: str | None = None,
 def _expand(group: list[tuple[int, bytes, dict[str, Any]]], path: str, only: str | None,
             folder: str | None) -> Iterator[bytes]:
     first, _, meta = group[0]
-    if only is not None and meta["id"] != only:
+    if only is not None and only not in (meta["id"], meta.get("follows")):
         yield from (raw for _, raw, _ in group)
         return
     heads = [(n, m) for n, _, m in group if isinstance(m.get("archive"), dict)]

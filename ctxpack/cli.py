@@ -368,9 +368,11 @@ def compress(
     format: FormatOpt = None,
     budget: Annotated[int | None, typer.Option(
         "--budget", metavar="N", help="Summarize above N tokens, and never write more than N "
-        "(default: --threshold x the model's window).")] = None,
+        "(per conversation, in a file of many; default: --threshold x the model's window).")]
+    = None,
     target: Annotated[int | None, typer.Option(
-        "--target", metavar="N", help="Summarize down to N tokens (default: half the window).")]
+        "--target", metavar="N", help="Summarize down to N tokens (default: half the window, "
+        "or 5/8 of --budget if less).")]
     = None,
     threshold: Annotated[float | None, typer.Option(
         "--threshold", metavar="R", help="Summarize above this share of the window (0.8).")]
@@ -450,7 +452,10 @@ def compress(
                            skip_invalid=skip_invalid, table=cfg.models,
                            strip_metadata=strip_metadata, cache=not no_cache)
     _compress_report(result.report, quiet, dry_run, report_json)
-    if not options.archive and result.report.changed:
+    if result.report.changed and strip_metadata:
+        warn("--strip-metadata: the output holds no archive; keep the input to have the "
+             "replaced originals")
+    elif result.report.changed and not options.archive:
         warn("--no-archive: the replaced originals are not kept; restore cannot bring them back")
     if dry_run:
         result.close()

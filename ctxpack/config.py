@@ -42,7 +42,9 @@ def find_config(explicit: str | None = None) -> Path | None:
         return path
     env = os.environ.get("CTXPACK_CONFIG")
     if env:
-        return Path(env) if Path(env).is_file() else None
+        if not Path(env).is_file():
+            raise UsageError(f"config file {env} (from $CTXPACK_CONFIG) not found")
+        return Path(env)
     for candidate in (Path("ctxpack.yaml"), user_config_dir() / "config.yaml"):
         if candidate.is_file():
             return candidate
@@ -71,7 +73,7 @@ def load_config(explicit: str | None = None) -> Config:
 
 
 def _compress(section: Any, path: Path) -> dict[str, Any]:
-    from .compress.options import SETTINGS, convert
+    from .compress.options import SETTINGS, check, convert
 
     if not isinstance(section, dict):
         raise UsageError(f"{path}: `compress` must be a mapping of settings")
@@ -79,7 +81,11 @@ def _compress(section: Any, path: Path) -> dict[str, Any]:
     if unknown:
         raise UsageError(f"{path}: unknown compress setting(s): {', '.join(unknown)}",
                          f"known: {', '.join(SETTINGS)}")
-    return {k: convert(k, v, f"{path}: compress") for k, v in section.items()}
+    settings = {k: convert(k, v, f"{path}: compress") for k, v in section.items()}
+    problems = check(settings)
+    if problems:
+        raise UsageError(f"{path}: compress: {'; '.join(problems)}")
+    return settings
 
 
 def _models(entries: Any, path: Path) -> list[ModelInfo]:

@@ -297,6 +297,12 @@ def _dumps_std(value: Any) -> str:
     return json.dumps(value, ensure_ascii=False, separators=(",", ":"))
 
 
+def _umask() -> int:
+    mask = os.umask(0)  # the only way to read it is to set it
+    os.umask(mask)
+    return mask
+
+
 def write_atomic(path: str, chunks: Iterator[bytes] | list[bytes],
                  check: Callable[[], None] | None = None) -> None:
     """Write `chunks` to `path` through a temp file, fsync and rename: never half a file.
@@ -311,8 +317,10 @@ def write_atomic(path: str, chunks: Iterator[bytes] | list[bytes],
                 out.write(chunk)
             out.flush()
             os.fsync(out.fileno())
-        if os.path.exists(path):
-            os.chmod(tmp, os.stat(path).st_mode & 0o7777)
+        # a file replaced keeps its mode; a new one gets what open() would give it
+        # (mkstemp makes it 0600)
+        os.chmod(tmp, os.stat(path).st_mode & 0o7777 if os.path.exists(path)
+                 else 0o666 & ~_umask())
         if check is not None:
             check()
         os.replace(tmp, path)

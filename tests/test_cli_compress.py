@@ -39,6 +39,19 @@ def test_compress_to_file_then_restore_gives_the_input_back(chat: Path, tmp_path
     assert back.read_bytes() == chat.read_bytes()
 
 
+def test_a_new_output_file_gets_the_usual_mode(chat: Path, tmp_path: Path) -> None:
+    out = tmp_path / "out.jsonl"
+    old = os.umask(0o022)
+    try:
+        assert ctxpack("compress", str(chat), "--budget", "3000", "-q", "-o", str(out)).code == 0
+    finally:
+        os.umask(old)
+    assert out.stat().st_mode & 0o777 == 0o644
+    chat.chmod(0o600)
+    assert ctxpack("compress", str(chat), "--budget", "3000", "-q", "--in-place").code == 0
+    assert chat.stat().st_mode & 0o777 == 0o600  # a file replaced keeps its own
+
+
 def test_stdin_to_stdout_pipes(chat: Path) -> None:
     compressed = ctxpack("compress", "-", "--budget", "3000", "-q", input=chat.read_bytes())
     assert compressed.code == 0, compressed.err
@@ -84,13 +97,23 @@ def test_strip_metadata_gives_api_ready_messages(chat: Path) -> None:
     assert run.code == 0, run.err
     messages = [json.loads(line) for line in run.out.splitlines()]
     assert all("ctxpack" not in m for m in messages)
-    assert any(str(m.get("content")).startswith("## Archived Session Summary") for m in messages)
+    summary = next(str(m["content"]) for m in messages
+                   if str(m.get("content")).startswith("## Archived Session Summary"))
+    # nothing here can be restored, and nothing says it can
+    assert "--strip-metadata" in run.err and "no archive" in run.err
+    assert "their full text was not kept" in summary and "ctxpack restore" not in run.out
+    masked = ctxpack("compress", str(chat), "--no-summarize", "--keep-observations", "1",
+                     "--strip-metadata", "-q")
+    tools = [json.loads(line) for line in masked.out.splitlines() if '"tool"' in line]
+    assert any("masked" in m["content"] and "not kept" in m["content"] for m in tools)
+    assert "ctxpack restore" not in masked.out
 
 
 def test_no_archive_warns_and_restore_then_fails_cleanly(chat: Path, tmp_path: Path) -> None:
     out = tmp_path / "out.jsonl"
     run = ctxpack("compress", str(chat), "--budget", "3000", "--no-archive", "-q", "-o", str(out))
     assert run.code == 0 and "--no-archive" in run.err
+    assert "ctxpack restore" not in out.read_text() and "not kept" in out.read_text()
     assert_clean_error(ctxpack("restore", str(out)), 2, "not archived")
 
 
@@ -139,11 +162,24 @@ def test_settings_come_from_config_then_env_then_flags(chat: Path, tmp_path: Pat
     ("compress:\n  budgett: 3\n", "budgett"),
     ("compress:\n  budget: lots\n", "budget must be int"),
     ("compresss: {}\n", "compresss"),
+    ("compress:\n  strategy: bogus\n", "strategy must be one of extractive"),
+    ("compress:\n  keep_steps: -1\n", "keep_steps must be 0 or more, not -1"),
 ])
 def test_bad_config_is_named(chat: Path, tmp_path: Path, text: str, fragment: str) -> None:
     config = tmp_path / "bad.yaml"
     config.write_text(text)
-    assert_clean_error(ctxpack("compress", str(chat), "--config", str(config)), 2, fragment)
+    run = ctxpack("compress", str(chat), "--config", str(config))
+    assert_clean_error(run, 2, fragment, "bad.yaml")
+
+
+@pytest.mark.parametrize("env, fragment", [
+    ({"CTXPACK_STRATEGY": "bogus"}, "CTXPACK_STRATEGY: strategy must be one of"),
+    ({"CTXPACK_THRESHOLD": "2"}, "CTXPACK_THRESHOLD: threshold must be above 0"),
+    ({"CTXPACK_BUDGET": "lots"}, "CTXPACK_BUDGET"),
+    ({"CTXPACK_CONFIG": "/no/such/ctxpack.yaml"}, "$CTXPACK_CONFIG"),
+])
+def test_bad_environment_is_named(chat: Path, env: dict, fragment: str) -> None:
+    assert_clean_error(ctxpack("compress", str(chat), env=env), 2, fragment)
 
 
 @pytest.mark.parametrize("args, fragment", [

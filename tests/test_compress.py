@@ -261,8 +261,8 @@ def test_the_summary_is_a_fifth_of_what_it_archives_at_most() -> None:
     data = agent_run(40)
     counts = {}
     for ratio in (5, 1):
-        result = compress_file(io.BytesIO(data), Options(budget=5000, summary_ratio=ratio,
-                                                         mask=False))
+        options = Options(budget=5000, target=5000, summary_ratio=ratio, mask=False)
+        result = compress_file(io.BytesIO(data), options)
         s = result.report.summary
         counts[ratio] = s["tokens"]
         assert s["cap_tokens"] == min(8000, s["archived_tokens_read"] // ratio)
@@ -305,13 +305,37 @@ def test_an_archive_compressed_ahead_restores_the_same(path: Path, monkeypatch) 
 def test_a_second_compress_summarizes_masked_outputs_from_their_archive(tmp_path: Path) -> None:
     path = SAMPLES / "refactor.codex.jsonl"
     first = tmp_path / "first.jsonl"
-    first.write_bytes(compress_file(path, Options(budget=15746)).data)
+    first.write_bytes(compress_file(path, Options(budget=15746, target=15746)).data)
     masked = [m for m in load(first).messages
               if any("go build" in r.text and "masked" in r.text for r in m.tool_results)]
     assert masked and "(an error) masked" in masked[0].tool_results[0].text
-    second = compress_file(first, Options(budget=9447))
+    second = compress_file(first, Options(budget=9447, target=9447))
     (summary,) = summary_texts(load(io.BytesIO(second.data)))
     line = next(x for x in summary.splitlines() if "go build" in x)
     assert "-> error" in line  # as the original said, not the placeholder
     assert 'main.go:11:2: "log" imported and not used' in line
     assert archive.restore(second.lines) == path.read_bytes()
+
+
+def test_restoring_only_a_summary_brings_back_the_links_to_it(tmp_path: Path) -> None:
+    path = SAMPLES / "coding-agent.claude-code.jsonl"
+    result = compress_file(path, Options(budget=stats(path, cache=False).tokens // 2))
+    sid = next(meta["id"] for line in result.lines if (meta := archive.meta_of(line))
+               and meta["kind"] == "archived_summary")
+    relinked = [meta for line in result.lines if (meta := archive.meta_of(line))
+                and meta["kind"] == "relinked"]
+    assert relinked and all(m["follows"] == sid for m in relinked)
+    out = tmp_path / "one.jsonl"
+    out.write_bytes(archive.restore(result.lines, only=sid))
+    assert validate(load(out)) == []
+    assert not any((m := archive.meta_of(line)) and m["id"] in {sid, *(r["id"] for r in relinked)}
+                   for line in out.read_bytes().splitlines())
+
+
+def test_the_default_target_leaves_room_below_the_budget() -> None:
+    path = SAMPLES / "support-chat.openai.jsonl"
+    report = compress_file(path, Options(budget=4000)).report
+    assert (report.trigger, report.target, report.limit) == (4000, 2500, 4000)
+    assert compress_file(path, Options(budget=4000, target=3900)).report.target == 3900
+    window = compress_file(path, Options()).report
+    assert window.target == window.context_window // 2

@@ -10,7 +10,7 @@ from __future__ import annotations
 import io
 import os
 from collections.abc import Callable, Iterable, Iterator
-from dataclasses import asdict, dataclass, field
+from dataclasses import asdict, dataclass, field, replace
 from datetime import datetime, timezone
 from typing import Any
 
@@ -115,12 +115,15 @@ def compress_file(source: PathOrFile, options: Options | None = None, *,
                   strip_metadata: bool = False, cache: bool = True) -> Compressed:
     """Compress a transcript file; the input is not touched (the caller writes the output).
 
-    With `cache`, token counts persist across runs (see ctxpack.cache), as for stats."""
+    With `cache`, token counts persist across runs (see ctxpack.cache), as for stats.
+    With `strip_metadata` the output keeps no archive, as with `archive=False`."""
     from .history import summarize
     from .scan import WHOLE_RECORDS, scan
     from .writer import output
 
     options = options or Options()
+    if strip_metadata:
+        options = replace(options, archive=False)
     scanned = scan(source, format, model=model, table=table, skip_invalid=skip_invalid,
                    cache=cache)
     try:

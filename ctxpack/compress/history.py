@@ -159,7 +159,8 @@ def summary_region(work: Work, allowed: list[int], start: int,
     for n in range(split, len(spans)):
         units[n] = _unit(work, spans[n], _results(work, spans[n], whole))
     audited = sum(u.end - u.start for u in spans[split:])
-    return Region(tuple(units[split:]), previous, tuple(units[:split])), audited
+    return Region(tuple(units[split:]), previous, tuple(units[:split]),
+                  work.options.archive), audited
 
 
 def _results(work: Work, u: cutting.Unit, whole: dict[int, Message]

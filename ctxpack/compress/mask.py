@@ -14,12 +14,13 @@ PREFIX = f"{MARKER}output of "
 FAILED = " (an error) masked:"
 
 
-def placeholder(what: str, tokens: int, lines: int, item_id: str, error: bool = False) -> str:
+def placeholder(what: str, tokens: int, lines: int, item_id: str | None,
+                error: bool = False) -> str:
     """The one line that stands in for a masked output of the call `what` names; `error`:
-    the output reported a failure."""
+    the output reported a failure; `item_id` None: the output is not archived."""
     status = FAILED if error else " masked:"
-    return (f"{PREFIX}{what}{status} {tokens:,} tokens, {lines:,} lines; "
-            f"restore with `ctxpack restore --only {item_id}`]")
+    where = f"restore with `ctxpack restore --only {item_id}`" if item_id else "not kept"
+    return f"{PREFIX}{what}{status} {tokens:,} tokens, {lines:,} lines; {where}]"
 
 
 def is_masked(text: str) -> bool:

@@ -2,7 +2,9 @@
 
 from __future__ import annotations
 
+from collections.abc import Callable
 from dataclasses import dataclass, field, fields
+from typing import Any
 
 from ..errors import UsageError
 from .truncate import MODES, Limits
@@ -22,7 +24,7 @@ class Options:
     strategy: str = "extractive"
     threshold: float = 0.8  # summarize above this share of the context window
     budget: int | None = None  # or above this many tokens
-    target: int | None = None  # summarize down to this (default: half the window)
+    target: int | None = None  # summarize down to this (half the window, or 5/8 of budget)
     keep_rounds: int = 0  # most recent rounds always kept in full
     keep_steps: int = 2  # most recent steps always kept in full
     max_summary_tokens: int = 8000
@@ -31,28 +33,35 @@ class Options:
     archive_dir: str | None = None
 
     def __post_init__(self) -> None:
-        problems = []
-        if self.limits.mode not in MODES:
-            problems.append(f"truncate mode must be one of {', '.join(MODES)}")
-        if self.strategy not in STRATEGIES:
-            problems.append(f"strategy must be one of {', '.join(STRATEGIES)}")
-        if not 0 < self.threshold <= 1:
-            problems.append("threshold must be above 0 and at most 1")
-        for name in ("budget", "target", "max_summary_tokens"):
-            value = getattr(self, name)
-            if value is not None and value <= 0:
-                problems.append(f"{name} must be a positive number of tokens")
-        if self.summary_ratio < 1:
-            problems.append("summary_ratio must be at least 1 (1: no limit but the size)")
-        for name in ("keep_observations", "keep_rounds", "keep_steps"):
-            if getattr(self, name) < 0:
-                problems.append(f"{name} must not be negative")
-        for limit in ("max_lines", "max_bytes", "max_tokens"):
-            value = getattr(self.limits, limit)
-            if value is not None and value <= 0:
-                problems.append(f"{limit} must be positive")
+        settings = {f.name: getattr(self, f.name) for f in fields(self) if f.name != "limits"}
+        settings.update(truncate_mode=self.limits.mode, max_lines=self.limits.max_lines,
+                        max_bytes=self.limits.max_bytes, max_tokens=self.limits.max_tokens)
+        problems = check(settings)
         if problems:
             raise UsageError("; ".join(problems))
+
+
+def check(settings: dict[str, Any]) -> list[str]:
+    """What is wrong with these settings' values (any of them, by their config names)."""
+    problems = []
+    for name, value in settings.items():
+        good, what = _RULES.get(name, (None, ""))
+        if good is not None and value is not None and not good(value):
+            problems.append(f"{name} must be {what}, not {value!r}")
+    return problems
+
+
+_POSITIVE: tuple[Callable[[Any], bool], str] = (lambda v: v > 0, "a positive number")
+_RULES: dict[str, tuple[Callable[[Any], bool], str]] = {
+    "truncate_mode": (lambda v: v in MODES, f"one of {', '.join(MODES)}"),
+    "strategy": (lambda v: v in STRATEGIES, f"one of {', '.join(STRATEGIES)}"),
+    "threshold": (lambda v: 0 < v <= 1, "above 0 and at most 1"),
+    "summary_ratio": (lambda v: v >= 1, "at least 1 (1: no limit but the size)"),
+    **dict.fromkeys(("budget", "target", "max_summary_tokens", "max_lines", "max_bytes",
+                     "max_tokens"), _POSITIVE),
+    **dict.fromkeys(("keep_observations", "keep_rounds", "keep_steps"),
+                    (lambda v: v >= 0, "0 or more")),
+}
 
 
 OPTION_NAMES = tuple(f.name for f in fields(Options))
@@ -94,12 +103,16 @@ def convert(name: str, value: object, where: str) -> object:
 
 
 def from_env(environ: dict[str, str]) -> dict[str, object]:
-    """Settings given as CTXPACK_<NAME> environment variables."""
+    """Settings given as CTXPACK_<NAME> environment variables, each checked (the error
+    names the variable)."""
     out = {}
     for name in SETTINGS:
         key = f"CTXPACK_{name.upper()}"
         if key in environ:
             out[name] = convert(name, environ[key], key)
+            problems = check({name: out[name]})
+            if problems:
+                raise UsageError(f"{key}: {problems[0]}")
     return out
 
 

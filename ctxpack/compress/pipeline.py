@@ -114,6 +114,11 @@ def item_id(kind: str, line: int, raw: bytes) -> str:
     return f"{kind}-{hashlib.sha256(b'%d:' % line + raw).hexdigest()[:10]}"
 
 
+def archived_as(work: Work, i: int) -> str | None:
+    """The id under which the outputs of message i are archived; None if they are not."""
+    return line_id(work, i) if work.options.archive else None
+
+
 def line_id(work: Work, i: int, kind: str = "o") -> str:
     """The id the marker of message i's outputs names: its line's, or the whole record's."""
     if work.item is not None:
@@ -179,8 +184,9 @@ def truncate_outputs(work: Work, skip: set[tuple[int, int]]) -> int:
         result = whole[i].tool_results[j]
         if not result.parts or not all(isinstance(p, Text) for p in result.parts):
             continue
+        archived = archived_as(work, i)
         cut = truncate(result.text, work.options.limits, work.counter.text,
-                       reference(line_id(work, i)))
+                       reference(archived) if archived else None)
         if cut is None:
             continue
         _set_result(work, i, j, cut.text, {
@@ -225,12 +231,13 @@ def plan_masks(work: Work, allowed: list[int]) -> list[Mask]:
             call = calls.get(result.call_id) if result.call_id else None
             what = call_label(call) if call is not None else "a tool call"
             # decided on a fixed id: ids follow line numbers, which a compress shifts
-            probe = placeholder(what, tokens, output.lines, "o-0000000000", output.failed)
+            probe = placeholder(what, tokens, output.lines,
+                                "o-0000000000" if work.options.archive else None, output.failed)
             # (a token is at least a byte: a text longer in tokens is surely longer)
             if tokens <= len(probe.encode()) and work.counter.text(probe) >= tokens \
                     and not (work.options.truncate and _over(work, i, j)):
                 continue  # the placeholder would not be smaller
-            text = placeholder(what, tokens, output.lines, line_id(work, i), output.failed)
+            text = placeholder(what, tokens, output.lines, archived_as(work, i), output.failed)
             out.append(Mask(i, j, text, {"call_id": result.call_id, "action": "masked",
                                          "tokens_before": tokens,
                                          "tokens_after": work.counter.text(text)}))
@@ -279,8 +286,11 @@ def trigger(work: Work) -> int:
 
 
 def target(work: Work) -> int:
-    """Summarize down to this: `--target`, else half the window (never above the trigger)."""
-    return work.options.target or min(window(work) // 2, trigger(work))
+    """Summarize down to this: `--target`, else half the window, or 5/8 of the budget if
+    that is less: as far under the trigger as the default target is under the default
+    trigger (0.5 and 0.8 of the window), so that the next turns do not trigger it again."""
+    o = work.options
+    return o.target or min(window(work) // 2, trigger(work) * 5 // 8 if o.budget else window(work))
 
 
 def limit(work: Work) -> int:
@@ -291,7 +301,8 @@ def limit(work: Work) -> int:
 def check_fits(work: Work) -> None:
     total, most = work.total, limit(work)
     if total <= most:
-        if total > target(work) and work.summary is not None:
+        # the default target is a soft aim (room to grow); one that was asked for is not
+        if total > target(work) and work.summary is not None and work.options.target:
             work.warnings.append(f"the output ({total:,} tokens) is above the target "
                                  f"({target(work):,}); the newest steps it keeps are large")
         return

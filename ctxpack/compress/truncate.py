@@ -86,8 +86,9 @@ def utf8_size(text: str, cap: int | None = None) -> int:
     return len(text.encode("utf-8", "surrogatepass"))
 
 
-def truncate(text: str, limits: Limits, count: Count, reference: str) -> Cut | None:
-    """The cut version of `text`, or None when it is within every limit.
+def truncate(text: str, limits: Limits, count: Count, reference: str | None) -> Cut | None:
+    """The cut version of `text`, or None when it is within every limit; the marker names
+    `reference`, where the full output is archived (None: it is not kept).
 
     The result is always within `limits`. Limits with no room even for the marker get
     a shorter one, then `[ctxpack: cut]`, and past that the empty text (the one case
@@ -172,11 +173,14 @@ def _error_rows(rows: list[str]) -> list[int]:
 class _Job:
     """One truncation: the folded rows, the budget, and the search for a layout that fits."""
 
-    def __init__(self, text: str, tokens: int, limits: Limits, count: Count, reference: str):
+    def __init__(self, text: str, tokens: int, limits: Limits, count: Count,
+                 reference: str | None):
         self.trailing = text.endswith("\n")
         lines = (text[:-1] if self.trailing else text).split("\n")
         self.rows, self.starts = _fold(lines)  # starts[-1] is the number of lines
-        self.limits, self.count, self.reference = limits, count, reference
+        self.limits, self.count = limits, count
+        self.kept = f"full output archived as {reference}" if reference else \
+            "full output not kept"
         self.tokens_before = tokens
 
     def render(self, lay: _Layout, marker: str | None) -> str:
@@ -213,8 +217,7 @@ class _Job:
             clauses.append(f"kept {_many(len(lay.rescued), 'error line')} from them below")
         if folded:
             clauses.append(f"folded {_many(folded, 'repeated line')}")
-        clauses += [f"{_many(tokens_cut, 'token')} left out",
-                    f"full output archived as {self.reference}"]
+        clauses += [f"{_many(tokens_cut, 'token')} left out", self.kept]
         return f"{MARKER}{'; '.join(clauses)}]"
 
     def fits(self, lay: _Layout, limits: Limits) -> bool:
@@ -292,7 +295,7 @@ class _Job:
 
     def bare_marker(self) -> Cut:
         """The smallest honest result, for limits with no room even for the marker."""
-        for marker in (f"{MARKER}output cut; full output archived as {self.reference}]",
+        for marker in (f"{MARKER}output cut; {self.kept}]",
                        "[ctxpack: cut]"):
             text = marker + "\n" * self.trailing
             if not self.limits.over(text, self.count):

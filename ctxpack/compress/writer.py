@@ -65,9 +65,11 @@ def output(work: Work, archiver: Archiver, now: str, strip: bool = False,
         edited[line] = work.editor.with_results(_parse(records[line - 1].raw), texts)
         items[line] = work.items[i]
     relinked = _relink(work, group, first, last, edited) if group else set()
+    # a line re-pointed at the summary goes back with it (`restore --only` the summary)
+    follows = next((r[META_KEY]["id"] for r in group if META_KEY in r), None)
     finish = strip_line if strip else _same
-    yield from _lines(records.span(0, max(first - 1, 0)), edited, items, ids, relinked,
-                      archiver, finish)
+    yield from _lines(records.span(0, max(first - 1, 0)), edited, items, ids,
+                      dict.fromkeys(relinked, follows), archiver, finish)
     for record in group:
         line = dumps(record) + b"\n"
         if strip:
@@ -76,8 +78,8 @@ def output(work: Work, archiver: Archiver, now: str, strip: bool = False,
             yield from packed.splice(line)
         else:
             yield line
-    yield from _lines(records.span(last, len(records)), edited, items, ids, relinked,
-                      archiver, finish)
+    yield from _lines(records.span(last, len(records)), edited, items, ids,
+                      dict.fromkeys(relinked, follows), archiver, finish)
 
 
 def _same(line: bytes) -> bytes:
@@ -85,9 +87,11 @@ def _same(line: bytes) -> bytes:
 
 
 def _lines(records: Iterable[Record], edited: dict[int, dict[str, Any]],
-           items: dict[int, list[dict[str, Any]]], ids: dict[int, str], relinked: set[int],
-           archiver: Archiver, finish: Callable[[bytes], bytes]) -> Iterator[bytes]:
-    """Records as read, but the edited ones, each with the archive of what it was."""
+           items: dict[int, list[dict[str, Any]]], ids: dict[int, str],
+           relinked: dict[int, str | None], archiver: Archiver,
+           finish: Callable[[bytes], bytes]) -> Iterator[bytes]:
+    """Records as read, but the edited ones, each with the archive of what it was;
+    `relinked`: lines re-pointed at a summary, and that summary's id."""
     for record in records:
         n, raw = record.line, record.raw
         if n not in edited:
@@ -100,6 +104,8 @@ def _lines(records: Iterable[Record], edited: dict[int, dict[str, Any]],
             meta["items"] = items[n]
         if n in relinked and n in items:
             meta["relinked"] = True
+        if relinked.get(n):
+            meta["follows"] = relinked[n]
         meta.update(lines=1, archive=archiver.pack(raw))
         yield finish(dumps({**edited[n], META_KEY: meta}) + _eol(raw))
 

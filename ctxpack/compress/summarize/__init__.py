@@ -51,6 +51,7 @@ class Region:
     units: tuple[Unit, ...]
     previous: str | None = None
     older: tuple[Unit, ...] = ()
+    archived: bool = True  # the originals are kept (not --no-archive, --strip-metadata)
 
 
 class Summarizer(Protocol):

@@ -16,6 +16,7 @@ from . import HEADING
 
 NONE = -1  # a position threshold below every line: nothing condensed
 RESTORE = "their full text can be restored with `ctxpack restore`."
+NOT_KEPT = "their full text was not kept."
 CONDENSED = "Condensed to fit the token budget:"  # opens the note of a condensed summary
 CAPS = {"identifiers": 5, "numbers": 4, "commands": 2}  # facts of a kind one line may show
 # Facts kept longest under pressure; "" is a fact read back from an earlier summary.
@@ -60,13 +61,14 @@ class Doc:
 
     sections: tuple[Section, ...]
     protected: frozenset[str] = field(default=frozenset())
+    archived: bool = True  # the originals are kept, and the summary says how to get them
 
     @classmethod
-    def of(cls, sections: Iterable[Section | None]) -> Doc:
+    def of(cls, sections: Iterable[Section | None], archived: bool = True) -> Doc:
         """A Doc of the given sections (None ones left out), with its blocks' facts noted."""
         kept = tuple(s for s in sections if s is not None)
         blocks = "\n".join(s.block for s in kept if s.block)
-        return cls(kept, frozenset(extract(blocks).all()) if blocks else frozenset())
+        return cls(kept, frozenset(extract(blocks).all()) if blocks else frozenset(), archived)
 
     def positions(self) -> list[int]:
         """The distinct positions of the condensable lines, oldest first."""
@@ -179,7 +181,8 @@ def span(lines: Iterable[Line]) -> str:
 def _intro(doc: Doc) -> str:
     what = span(ln for s in doc.sections for ln in s.lines)
     verb = "was" if what.startswith("Step ") else "were"
-    return f"{what} of this session {verb} archived by ctxpack; {RESTORE}"
+    return f"{what} of this session {verb} archived by ctxpack; " \
+        f"{RESTORE if doc.archived else NOT_KEPT}"
 
 
 def _condensed_note(doc: Doc, cut: Cut) -> str:

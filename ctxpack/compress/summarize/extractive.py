@@ -53,7 +53,7 @@ class ExtractiveSummarizer:
             Section(STEPS, lines=tuple(lines)),
             request_section(LAST_REQUEST, last_request(older + units), old.get(LAST_REQUEST)),
             pending_section(PENDING, older + units, old_pending),
-        ])
+        ], region.archived)
         return fit(doc, max_tokens, count)
 
 

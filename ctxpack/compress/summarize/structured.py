@@ -85,7 +85,7 @@ class StructuredSummarizer:
             pending_section(PENDING, older + units, old_pending),
             Section(FINDINGS, lines=tuple(parts.findings)),
             *carried(old, OLD_KNOWN),
-        ])
+        ], region.archived)
         return fit(doc, max_tokens, count)
 
 
