@@ -116,3 +116,14 @@ def test_looks_failed_agrees_with_the_error_lines_and_exit_code(text: str) -> No
     code = exit_code(text)
     expected = code != 0 if code is not None else bool(list(error_lines(text)))
     assert looks_failed(text) is expected
+
+
+def test_the_structured_goal_points_to_a_task_kept_before_the_summary() -> None:
+    count = TokenCounter("gpt-4o").text
+    units = (step(1, "make", "ok"), step(2, "make test", "ok"))
+    task = "Port the parser to Rust. Keep the public API. Tests must pass."
+    text = StructuredSummarizer().summarize(Region(units, task=task), 4000, count)
+    goal = text.split("### Task goal\n", 1)[1].split("\n", 1)[0]
+    assert "kept whole before this summary" in goal and "Port the parser to Rust." in goal
+    assert "Keep the public API" not in text  # a pointer, not a second copy
+    assert "### Task goal" not in StructuredSummarizer().summarize(Region(units), 4000, count)

@@ -159,8 +159,9 @@ def summary_region(work: Work, allowed: list[int], start: int,
     for n in range(split, len(spans)):
         units[n] = _unit(work, spans[n], _results(work, spans[n], whole))
     audited = sum(u.end - u.start for u in spans[split:])
+    task = next((m.text for m in work.messages[:start] if m.human), None)
     return Region(tuple(units[split:]), previous, tuple(units[:split]),
-                  work.options.archive), audited
+                  work.options.archive, task), audited
 
 
 def _results(work: Work, u: cutting.Unit, whole: dict[int, Message]

@@ -52,6 +52,7 @@ class Region:
     previous: str | None = None
     older: tuple[Unit, ...] = ()
     archived: bool = True  # the originals are kept (not --no-archive, --strip-metadata)
+    task: str | None = None  # the person's request kept whole before the summary, if any
 
 
 class Summarizer(Protocol):

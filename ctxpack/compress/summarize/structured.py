@@ -23,11 +23,12 @@ from ._merge import (
     pending_section,
     split_region,
 )
-from ._steps import Digest, as_line, digest, fence, first_request, folded
+from ._steps import Digest, as_line, digest, fence, first_request, first_sentence, folded
 
 GOAL, DECISIONS, DONE = "Task goal", "Key decisions", "Completed work"
 PENDING, FINDINGS = "Pending items", "Important findings"
 GOAL_CHARS = 600  # the task goal is the first request's opening, verbatim up to here
+KEPT_TASK = "The task, kept whole before this summary:"
 DONE_FACTS = ("paths", "commands")
 FOUND_FACTS = ("errors", "urls", "identifiers", "numbers")
 MAX_DECISIONS = 2  # per step
@@ -62,7 +63,7 @@ class StructuredSummarizer:
         older, units, previous = split_region(region)
         old = parse(previous)
         parts = _old_parts(old)
-        goal = _goal_block(old, older + units)
+        goal = _goal_block(old, older + units, region.task)
         skip_first = GOAL not in old and "Last request (verbatim)" not in old \
             and first_request(older) is None
         number = last_step(old)
@@ -89,14 +90,15 @@ class StructuredSummarizer:
         return fit(doc, max_tokens, count)
 
 
-def _goal_block(old: dict[str, Part], units: tuple[Unit, ...]) -> str:
-    """The earlier summary's goal, else its last request, else this region's first request."""
+def _goal_block(old: dict[str, Part], units: tuple[Unit, ...], task: str | None) -> str:
+    """The earlier summary's goal, else its last request, else this region's first
+    request; else the task kept before the summary, in a line."""
     for title in (GOAL, "Last request (verbatim)"):
         if title in old and old[title].block:
             return old[title].block
     text = first_request(units)
     if text is None:
-        return ""
+        return f"{KEPT_TASK} {first_sentence(task)}" if task and task.strip() else ""
     cut = text if len(text) <= GOAL_CHARS else text[:GOAL_CHARS] + "…"
     return fence(cut)
 
