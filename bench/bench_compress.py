@@ -33,7 +33,8 @@ MODEL = "gpt-4o"
 CORPUS = ROOT.parent / "shared" / "corpus"
 # The corpus folders of Claude Code, Codex, Anthropic Messages and OpenAI tool-calling
 # runs (Chat Completions message lists: mini-swe-agent and tau-bench, SWE-agent trajectories).
-FORMATS = ("claude-code", "codex", "anthropic-messages", "openai-chat", "swe-agent")
+FORMATS = ("claude-code", "codex", "anthropic-messages", "anthropic-agent-events", "openai-chat",
+           "swe-agent")
 SUFFIXES = (".jsonl", ".json", ".traj")
 BAR = ("paths", "urls", "errors")  # the fact kinds the quality bar names
 BAR_RETENTION = 0.9

@@ -41,9 +41,9 @@ def summarizer(name: str) -> Any:
 def summarize(work: Work, allowed: list[int]) -> Summary | None:
     """Archive the oldest region that must go; None when nothing can be archived.
 
-    The region ends at the first cut where the rest, with a summary of a fair size,
-    is under the target; or, from the floor on (the newest steps asked for kept), under
-    the limit. The summary gets the room that leaves, within its own caps."""
+    The region ends at the first cut where the rest and its summary are under the target;
+    or, from the floor on (the newest steps asked for kept), under the limit, the summary
+    condensed to the room left if it must be, before any kept step is archived."""
     head = cutting.head_end(work.messages, allowed)
     ends = _ends(work, allowed, head)
     if not ends:
@@ -57,18 +57,17 @@ def summarize(work: Work, allowed: list[int]) -> Summary | None:
     cap = _caps(work, head)
     chosen = None
     for end in (c for c in ends if c >= start or c == ends[-1]):
-        room = target(work) - fixed - suffix[end]
-        if room >= min(cap(end), reserve):
-            chosen = build(work, allowed, head, end, min(cap(end), room), cap(end))
-            if work_total(work, chosen) <= target(work):
-                break  # later ends archive more: the first that fits is the one
+        chosen = build(work, allowed, head, end, cap(end), cap(end))
+        total = work_total(work, chosen)
+        if total <= target(work):
+            break  # later ends archive more: the first that fits is the one
         if end >= floor or end == ends[-1]:
-            room = limit(work) - fixed - suffix[end]
-            chosen = build(work, allowed, head, end, max(1, min(cap(end), room)), cap(end))
+            if total > limit(work):
+                room = limit(work) - fixed - suffix[end]
+                chosen = build(work, allowed, head, end, max(1, min(cap(end), room)), cap(end))
             if work_total(work, chosen) <= limit(work):
                 break
-    if chosen is not None and chosen.max_tokens < min(chosen.cap, reserve) \
-            and CONDENSED in chosen.text:
+    if chosen is not None and chosen.max_tokens < chosen.cap and CONDENSED in chosen.text:
         chosen.squeezed = True
         work.warnings.append(
             f"the budget leaves the summary {chosen.max_tokens:,} tokens (it could take "

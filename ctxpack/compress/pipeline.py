@@ -313,6 +313,9 @@ def check_fits(work: Work) -> None:
     if s:
         parts.append(f"the summary {s.tokens:,}")
     parts.append(f"the newest message {work.counts[-1] if work.counts else 0:,}")
+    if s is None and work.options.summarize:
+        parts.append("no older messages could be summarized: the task and the steps "
+                     "--keep-steps and --keep-rounds keep are all there is")
     raise CannotFit(
         f"cannot fit the {what} ({most:,} tokens): the best compression leaves {total:,} "
         f"tokens ({', '.join(parts)})",
