@@ -17,6 +17,7 @@ __version__ = "0.1.0"
 
 _EXPORTS = {
     "CtxpackError": "errors", "InputError": "errors", "UsageError": "errors",
+    "CannotFit": "errors",
     "load": "loader", "write": "loader",
     "Transcript": "model", "Message": "model", "Text": "model", "Thinking": "model",
     "Image": "model", "ToolCall": "model", "ToolResult": "model",
@@ -26,7 +27,7 @@ _EXPORTS = {
 }
 
 __all__ = [
-    "CtxpackError", "FileStats", "Image", "InputError", "Message", "Problem", "Text",
+    "CannotFit", "CtxpackError", "FileStats", "Image", "InputError", "Message", "Problem", "Text",
     "Thinking", "ToolCall", "ToolResult", "Transcript", "UsageError", "compress", "load",
     "restore", "stats", "validate", "write",
 ]
@@ -34,7 +35,7 @@ __all__ = [
 if TYPE_CHECKING:
     from .archive import restore
     from .compress import compress
-    from .errors import CtxpackError, InputError, UsageError
+    from .errors import CannotFit, CtxpackError, InputError, UsageError
     from .loader import load, write
     from .model import Image, Message, Text, Thinking, ToolCall, ToolResult, Transcript
     from .stats import FileStats, stats

@@ -405,7 +405,7 @@ def compress(
         "--keep-steps", metavar="N", help="Newest steps always kept in full (2).")] = None,
     max_summary_tokens: Annotated[int | None, typer.Option(
         "--max-summary-tokens", metavar="N",
-        help="Condense the summary above N tokens (8000).")] = None,
+        help="Condense the summary above N tokens (10000).")] = None,
     summary_ratio: Annotated[int | None, typer.Option(
         "--summary-ratio", metavar="N",
         help="Keep the summary within 1/N of the tokens it archives (5; 1 for no limit).")]

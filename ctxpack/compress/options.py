@@ -27,7 +27,7 @@ class Options:
     target: int | None = None  # summarize down to this (half the window, or 5/8 of budget)
     keep_rounds: int = 0  # most recent rounds always kept in full
     keep_steps: int = 2  # most recent steps always kept in full
-    max_summary_tokens: int = 8000
+    max_summary_tokens: int = 10_000
     summary_ratio: int = 5  # a summary is at most 1/N of the tokens it archives (as read)
     archive: bool = True
     archive_dir: str | None = None

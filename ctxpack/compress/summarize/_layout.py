@@ -125,13 +125,13 @@ def _section_lines(section: Section, cut: Cut, seen: set[str]) -> list[str]:
 def _line_text(line: Line, seen: set[str], level: int, cap: int) -> str:
     head = line.brief if line.brief and level <= TRIMMED else line.head
     shown: list[str] = []
-    errors: list[str] = []
+    errors = ""  # the error lines shown, one per line: a fact inside one is not repeated
     counts: Counter[str] = Counter()
     told = False  # a fact of its own is in the line, if only in its head
     for kind, fact in line.facts if level > BARE else ():
         if level == TRIMMED and kind not in PRIMARY:
             continue
-        if fact in seen or fact in head or any(fact in e for e in errors):
+        if fact in seen or fact in head or fact in errors:
             told = told or (fact in head and fact not in seen)
             seen.add(fact)
             continue
@@ -141,7 +141,7 @@ def _line_text(line: Line, seen: set[str], level: int, cap: int) -> str:
         seen.add(fact)
         shown.append(fact)
         if kind == "errors":
-            errors.append(fact)
+            errors += fact + "\n"
     if level == TRIMMED:  # say what the per-line cap left out
         shown += [f"+{n - cap} more {kind or 'facts'}" for kind, n in counts.items() if n > cap]
     if line.optional and not shown and not told:
