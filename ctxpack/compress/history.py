@@ -69,8 +69,9 @@ def summarize(work: Work, allowed: list[int]) -> Summary | None:
                 break
     if chosen is not None and chosen.max_tokens < chosen.cap and CONDENSED in chosen.text:
         chosen.squeezed = True
+        what = "budget" if work.options.budget else "context window"
         work.warnings.append(
-            f"the budget leaves the summary {chosen.max_tokens:,} tokens (it could take "
+            f"the {what} leaves the summary {chosen.max_tokens:,} tokens (it could take "
             f"{chosen.cap:,}): it is condensed more than it would be")
     return chosen
 
