@@ -33,11 +33,14 @@ OUTPUT = st.lists(TEXT, min_size=1, max_size=60).map("\n".join)
 
 
 @st.composite
-def transcripts(draw: st.DrawFn) -> bytes:
-    """A Chat Completions run: system, task, then steps with parallel calls and chat."""
+def transcripts(draw: st.DrawFn, reuse_ids: bool = False) -> bytes:
+    """A Chat Completions run: system, task, then steps with parallel calls and chat;
+    `reuse_ids`: later steps may use the ids of earlier ones again, as some models do."""
     lines = [{"role": "system", "content": draw(TEXT)}, {"role": "user", "content": draw(TEXT)}]
     n = 0
     for _ in range(draw(st.integers(1, 14))):
+        if reuse_ids and n and draw(st.booleans()):
+            n = 0  # the next step's ids are an earlier step's
         kind = draw(st.sampled_from(["step", "step", "step", "say", "ask"]))
         if kind == "say":
             lines.append({"role": "assistant", "content": draw(TEXT)})
@@ -83,3 +86,28 @@ def test_compress_invariants(data: bytes, share: float, keep: int, max_lines: in
         return
     assert validate(load(io.BytesIO(twice.data))) == []
     assert archive.restore(twice.lines) == data
+
+
+@settings(max_examples=40, deadline=None, suppress_health_check=[HealthCheck.too_slow])
+@given(data=transcripts(reuse_ids=True), share=st.floats(0.2, 1.0), steps=st.integers(0, 3))
+def test_reused_call_ids_never_split_a_call_from_its_result(data: bytes, share: float,
+                                                            steps: int) -> None:
+    total = compress_file(io.BytesIO(data), Options(truncate=False, mask=False,
+                                                     summarize=False)).report.tokens_after
+    options = Options(budget=max(int(total * share), 1), keep_steps=steps,
+                      max_summary_tokens=400)
+    try:
+        result = compress_file(io.BytesIO(data), options)
+    except CannotFit:
+        return
+    out = [orjson.loads(line) for line in result.lines if line.strip()]
+    open_calls: list[str] = []  # Chat Completions: the results right after their call
+    for m in out:
+        if m["role"] == "tool":
+            assert m["tool_call_id"] in open_calls, "a result without its call"
+            open_calls.remove(m["tool_call_id"])
+            continue
+        assert not open_calls, "a call without its result"
+        open_calls = [c["id"] for c in m.get("tool_calls") or ()]
+    assert not open_calls
+    assert archive.restore(result.lines) == data
