@@ -329,8 +329,9 @@ def restore_lines(lines: Iterable[bytes], path: str, *, only: str | None = None,
                   folder: str | None = None) -> Iterator[bytes]:
     """Undo one layer of compression: each group of lines with one id becomes its original.
 
-    With `only`, just that id's group is expanded (with the lines that follow a summary:
-    re-pointed at it, they are restored with it) and every other line stays.
+    With `only`, just that id's group is expanded and every other line stays; but a
+    summary and the lines compress re-pointed at it (their `follows`) come back together,
+    or the links between them would break.
     """
     lines = list(lines)
     doc = _document_of(lines)
@@ -340,24 +341,32 @@ def restore_lines(lines: Iterable[bytes], path: str, *, only: str | None = None,
         else:
             yield from lines
         return
+    metas = [meta_of(raw) for raw in lines]
+    wanted = None if only is None else _together(only, [m for m in metas if m is not None])
     group: list[tuple[int, bytes, dict[str, Any]]] = []
-    for number, raw in enumerate(lines, 1):
-        meta = meta_of(raw)
+    for number, (raw, meta) in enumerate(zip(lines, metas, strict=True), 1):
         if group and (meta is None or meta["id"] != group[0][2]["id"]):
-            yield from _expand(group, path, only, folder)
+            yield from _expand(group, path, wanted, folder)
             group = []
         if meta is None:
             yield raw
         else:
             group.append((number, raw, meta))
     if group:
-        yield from _expand(group, path, only, folder)
+        yield from _expand(group, path, wanted, folder)
 
 
-def _expand(group: list[tuple[int, bytes, dict[str, Any]]], path: str, only: str | None,
-            folder: str | None) -> Iterator[bytes]:
+def _together(only: str, metas: list[dict[str, Any]]) -> set[str]:
+    """The ids that come back with `only`: the summary it follows, the lines that follow
+    it (or that summary)."""
+    summaries = {only} | {m["follows"] for m in metas if m["id"] == only and m.get("follows")}
+    return summaries | {m["id"] for m in metas if m.get("follows") in summaries}
+
+
+def _expand(group: list[tuple[int, bytes, dict[str, Any]]], path: str,
+            wanted: set[str] | None, folder: str | None) -> Iterator[bytes]:
     first, _, meta = group[0]
-    if only is not None and only not in (meta["id"], meta.get("follows")):
+    if wanted is not None and meta["id"] not in wanted:
         yield from (raw for _, raw, _ in group)
         return
     heads = [(n, m) for n, _, m in group if isinstance(m.get("archive"), dict)]

@@ -114,6 +114,8 @@ def test_no_archive_warns_and_restore_then_fails_cleanly(chat: Path, tmp_path: P
     run = ctxpack("compress", str(chat), "--budget", "3000", "--no-archive", "-q", "-o", str(out))
     assert run.code == 0 and "--no-archive" in run.err
     assert "ctxpack restore" not in out.read_text() and "not kept" in out.read_text()
+    squeezed = ctxpack("compress", str(chat), "--budget", "2300", "--no-archive", "-q")
+    assert "Condensed to fit" in squeezed.out and "archive has them" not in squeezed.out
     assert_clean_error(ctxpack("restore", str(out)), 2, "not archived")
 
 

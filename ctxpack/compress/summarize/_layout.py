@@ -198,4 +198,5 @@ def _condensed_note(doc: Doc, cut: Cut) -> str:
     notes = [what[k].format(span(v).lower()) for k, v in by_level.items() if v]
     if not notes:
         return ""
-    return f"{CONDENSED} {'; '.join(notes)} (the archive has them all)."
+    kept = "the archive has them all" if doc.archived else "they were not kept"
+    return f"{CONDENSED} {'; '.join(notes)} ({kept})."

@@ -65,7 +65,7 @@ class StructuredSummarizer:
         parts = _old_parts(old)
         goal = _goal_block(old, older + units, region.task)
         skip_first = GOAL not in old and "Last request (verbatim)" not in old \
-            and first_request(older) is None
+            and not region.task and first_request(older) is None
         number = last_step(old)
         if older:
             parts.done.append(folded(older, number + 1))
@@ -91,14 +91,17 @@ class StructuredSummarizer:
 
 
 def _goal_block(old: dict[str, Part], units: tuple[Unit, ...], task: str | None) -> str:
-    """The earlier summary's goal, else its last request, else this region's first
-    request; else the task kept before the summary, in a line."""
-    for title in (GOAL, "Last request (verbatim)"):
-        if title in old and old[title].block:
-            return old[title].block
+    """The earlier summary's goal; else the task kept before the summary, in a line; else
+    the earlier summary's last request, or this region's first request."""
+    if GOAL in old and old[GOAL].block:
+        return old[GOAL].block
+    if task and task.strip():
+        return f"{KEPT_TASK} {first_sentence(task)}"
+    if "Last request (verbatim)" in old and old["Last request (verbatim)"].block:
+        return old["Last request (verbatim)"].block
     text = first_request(units)
     if text is None:
-        return f"{KEPT_TASK} {first_sentence(task)}" if task and task.strip() else ""
+        return ""
     cut = text if len(text) <= GOAL_CHARS else text[:GOAL_CHARS] + "…"
     return fence(cut)
 
