@@ -131,10 +131,18 @@ class BulkCounter(Generic[T]):
         if self.store is not None:
             self.store.close()
 
-    def _stop_pool(self) -> None:
-        if self._pool is not None:
-            self._pool.shutdown(wait=True, cancel_futures=True)
-            self._pool = None
+    def _stop_pool(self, broken: bool = False) -> None:
+        if self._pool is None:
+            return
+        if broken:
+            # Python 3.10's executor then waits for good on its queue feeder, blocked
+            # writing tasks nobody will read: closing the read end lets it fail instead
+            queue = getattr(self._pool, "_call_queue", None)
+            reader = getattr(queue, "_reader", None)
+            if reader is not None:
+                reader.close()
+        self._pool.shutdown(wait=not broken, cancel_futures=True)
+        self._pool = None
 
     @property
     def tally(self) -> dict[str, Any]:
@@ -207,7 +215,7 @@ class BulkCounter(Generic[T]):
             try:
                 future = self._pool.submit(_tokenize, self.counter.encoding_name, texts)
             except Exception:  # the pool broke or cannot start (no fork): count here
-                self._stop_pool()
+                self._stop_pool(broken=True)
             else:
                 self._flying.append((future, keys, texts))
                 self._flying_keys.update(keys)
@@ -224,7 +232,7 @@ class BulkCounter(Generic[T]):
             counts = future.result()
         except Exception:  # a worker died (BrokenProcessPool) or failed: count these here
             counts = [self.counter.count_now(t) for t in texts]
-            self._stop_pool()
+            self._stop_pool(broken=True)
         else:
             self.counter.tokenized += len(counts)
         self._flying_keys.difference_update(keys)
