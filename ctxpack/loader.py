@@ -23,7 +23,7 @@ from .jsonl import (
     parse_line,
     write_atomic,
 )
-from .model import SUMMARY_HEADING, BadLine, Message, Record, Text, Transcript
+from .model import BadLine, Message, Record, Transcript, opens_with_summary
 
 SNIFF_RECORDS = 50
 DEFAULT_FORMAT = "openai"
@@ -176,8 +176,7 @@ class Scanner:
 def _not_summaries(messages: list[Message]) -> list[Message]:
     """A summary compress wrote is never a person's request, whatever its role."""
     for m in messages:
-        if m.human and m.parts and isinstance(m.parts[0], Text) \
-                and m.parts[0].text.startswith(SUMMARY_HEADING):
+        if m.human and opens_with_summary(m):
             m.human = False
     return messages
 

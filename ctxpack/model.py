@@ -114,6 +114,12 @@ class Message:
         return "\n".join(out)
 
 
+def opens_with_summary(message: Message) -> bool:
+    """Is this a summary compress wrote (its first part opens with SUMMARY_HEADING)?"""
+    first = message.parts[0] if message.parts else None
+    return isinstance(first, Text) and first.text.startswith(SUMMARY_HEADING)
+
+
 @dataclass(slots=True)
 class Record:
     """One line of the file, kept as read so that writing it back is exact."""

@@ -209,7 +209,10 @@ def _spans(text: str, low: str | None, words: Iterable[str]) -> Iterator[tuple[i
 def error_spans(text: str) -> Iterator[tuple[int, int]]:
     """(start, end) of the lines of `text` that report an error, in no order, at times
     more than once; lazily, so that the first one costs no more than it must."""
-    low = _lowered(text)
+    return _error_spans(text, _lowered(text))
+
+
+def _error_spans(text: str, low: str | None) -> Iterator[tuple[int, int]]:
     # _ERROR_START only matches where a line begins, so such lines cost little to check
     for start, end in _spans(text, low, _START_WORDS):
         if _ERROR_START.match(text, start, end):
@@ -237,16 +240,21 @@ def error_lines(text: str) -> Iterator[str]:
 
 def looks_failed(text: str) -> bool:
     """True when `text` reports a failure: a non-zero exit code, else an error line."""
-    code = exit_code(text)
+    low = _lowered(text)  # once, for both searches
+    code = _exit_code(text, low)
     if code is not None:
         return code != 0
     # a line the error patterns match holds one of their words: it is never blank
-    return next(error_spans(text), None) is not None
+    return next(_error_spans(text, low), None) is not None
 
 
 def exit_code(text: str) -> int | None:
     """The last exit code `text` reports (`Exit code: 2`, `<returncode>0`...), if any."""
-    for start, end in sorted(_spans(text, _lowered(text), _EXIT_WORDS), reverse=True):
+    return _exit_code(text, _lowered(text))
+
+
+def _exit_code(text: str, low: str | None) -> int | None:
+    for start, end in sorted(_spans(text, low, _EXIT_WORDS), reverse=True):
         found = _EXIT.findall(text, start, end)
         if found:
             return int(found[-1])

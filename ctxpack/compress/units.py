@@ -12,7 +12,7 @@ from bisect import bisect_left
 from collections.abc import Sequence
 from dataclasses import dataclass
 
-from ..model import SUMMARY_HEADING, Message, Text
+from ..model import Message, opens_with_summary
 
 
 @dataclass(frozen=True, slots=True)
@@ -69,13 +69,8 @@ def head_end(messages: Sequence[Message], allowed: list[int]) -> int:
     (system prompts, the task and whatever came with it, such as a local command run
     before it) or before an earlier compress's summary; always at an allowed cut."""
     end = next((i for i, m in enumerate(messages)
-                if m.role == "assistant" or _opens_with_summary(m)), len(messages))
+                if m.role == "assistant" or opens_with_summary(m)), len(messages))
     return next(c for c in allowed if c >= end)
-
-
-def _opens_with_summary(m: Message) -> bool:
-    return bool(m.parts) and isinstance(m.parts[0], Text) \
-        and m.parts[0].text.startswith(SUMMARY_HEADING)
 
 
 def units(messages: Sequence[Message], allowed: list[int], start: int) -> list[Unit]:
