@@ -154,20 +154,20 @@ def compress_file(source: PathOrFile, options: Options | None = None, *,
             return Compressed(_report(works, t, archiver), lines)
         work = work_of(list(range(len(t.messages))))
         prepack = _prepack(work, archiver, strip_metadata)
-        closing = [prepack.close] if prepack else []
         try:
             run(work, summarize)
         except BaseException:
-            for close in closing:
-                close()
+            if prepack is not None:
+                prepack.close()
             raise
-        if prepack is not None and work.summary is None:
+        if prepack is not None and work.summary is None:  # nothing to archive whole
             prepack.close()
             prepack = None
 
         def close() -> None:
-            for done in (scanned.close, *closing):
-                done()
+            scanned.close()
+            if prepack is not None:
+                prepack.close()
 
         return Compressed(_report([work], t, archiver),
                           output(work, archiver, now_iso(), strip_metadata, prepack), close)

@@ -289,8 +289,10 @@ def target(work: Work) -> int:
     """Summarize down to this: `--target`, else half the window, or 5/8 of the budget if
     that is less: as far under the trigger as the default target is under the default
     trigger (0.5 and 0.8 of the window), so that the next turns do not trigger it again."""
-    o = work.options
-    return o.target or min(window(work) // 2, trigger(work) * 5 // 8 if o.budget else window(work))
+    if work.options.target:
+        return work.options.target
+    half = window(work) // 2
+    return min(half, trigger(work) * 5 // 8) if work.options.budget else half
 
 
 def limit(work: Work) -> int:

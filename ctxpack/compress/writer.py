@@ -64,12 +64,13 @@ def output(work: Work, archiver: Archiver, now: str, strip: bool = False,
         ids[line] = line_id(work, i)
         edited[line] = work.editor.with_results(_parse(records[line - 1].raw), texts)
         items[line] = work.items[i]
-    relinked = _relink(work, group, first, last, edited) if group else set()
-    # a line re-pointed at the summary goes back with it (`restore --only` the summary)
+    # lines re-pointed at the summary, which go back with it (`restore --only`)
     follows = next((r[META_KEY]["id"] for r in group if META_KEY in r), None)
+    relinked = dict.fromkeys(_relink(work, group, first, last, edited) if group else (),
+                             follows)
     finish = strip_line if strip else _same
-    yield from _lines(records.span(0, max(first - 1, 0)), edited, items, ids,
-                      dict.fromkeys(relinked, follows), archiver, finish)
+    yield from _lines(records.span(0, max(first - 1, 0)), edited, items, ids, relinked,
+                      archiver, finish)
     for record in group:
         line = dumps(record) + b"\n"
         if strip:
@@ -78,8 +79,8 @@ def output(work: Work, archiver: Archiver, now: str, strip: bool = False,
             yield from packed.splice(line)
         else:
             yield line
-    yield from _lines(records.span(last, len(records)), edited, items, ids,
-                      dict.fromkeys(relinked, follows), archiver, finish)
+    yield from _lines(records.span(last, len(records)), edited, items, ids, relinked,
+                      archiver, finish)
 
 
 def _same(line: bytes) -> bytes:
