@@ -341,3 +341,56 @@ def test_the_default_target_leaves_room_below_the_budget() -> None:
     assert compress_file(path, Options(budget=4000, target=3900)).report.target == 3900
     window = compress_file(path, Options()).report
     assert window.target == window.context_window // 2
+
+
+def test_the_library_takes_message_dicts_and_gives_api_ready_ones_back() -> None:
+    import ctxpack
+
+    messages = [orjson.loads(line) for line in agent_run(30).splitlines()]
+    out, report = ctxpack.compress(messages, model="gpt-4o", budget=2500, keep_steps=3)
+    assert report.tokens_after <= 2500 < report.tokens_before
+    assert out[:2] == messages[:2]  # the system prompt and the task
+    assert out[-6:] == messages[-6:]  # the three newest steps, untouched
+    assert all("ctxpack" not in m for m in out)
+    (summary,) = [m["content"] for m in out if str(m["content"]).startswith("## Archived")]
+    assert "their full text was not kept" in summary  # the caller holds the originals
+    open_calls: list[str] = []
+    for m in out:  # Chat Completions accepts it: each call's results right after it
+        if m["role"] == "tool":
+            open_calls.remove(m["tool_call_id"])
+        else:
+            assert not open_calls
+            open_calls = [c["id"] for c in m.get("tool_calls") or ()]
+    assert messages == [orjson.loads(line) for line in agent_run(30).splitlines()]
+
+
+def test_the_library_on_a_transcript_keeps_the_archive() -> None:
+    import ctxpack
+
+    path = SAMPLES / "support-chat.openai.jsonl"
+    small, report = ctxpack.compress(load(path), budget=3000)
+    assert report.summary is not None and small.format == "openai"
+    assert archive.restore([r.raw for r in small.records]) == path.read_bytes()
+
+
+@pytest.mark.parametrize("settings, fragment", [
+    ({"keep_step": 3}, "unknown compress setting(s): keep_step"),
+    ({"threshold": "high"}, "threshold must be float"),
+    ({"summary_ratio": 0}, "summary_ratio must be at least 1"),
+    ({"keep_steps": True}, "keep_steps must be int"),
+])
+def test_the_library_refuses_bad_settings_by_name(settings: dict, fragment: str) -> None:
+    import ctxpack
+    from ctxpack.errors import UsageError
+
+    with pytest.raises(UsageError) as info:
+        ctxpack.compress([{"role": "user", "content": "hi"}], **settings)
+    assert fragment in str(info.value)
+
+
+def test_settings_given_as_text_are_read_as_their_type() -> None:
+    import ctxpack
+
+    _, report = ctxpack.compress([{"role": "user", "content": "hi"}], budget="3000",
+                                 threshold="0.5")
+    assert report.limit == 3000

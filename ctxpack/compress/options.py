@@ -46,7 +46,13 @@ def check(settings: dict[str, Any]) -> list[str]:
     problems = []
     for name, value in settings.items():
         good, what = _RULES.get(name, (None, ""))
-        if good is not None and value is not None and not good(value):
+        if good is None or value is None:
+            continue
+        try:
+            fine = good(value)
+        except TypeError:  # a string for a number, say (Options made in code)
+            fine = False
+        if not fine:
             problems.append(f"{name} must be {what}, not {value!r}")
     return problems
 
