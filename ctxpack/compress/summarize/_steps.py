@@ -38,17 +38,17 @@ class Digest:
 
 def digest(unit: Unit, number: int | None) -> Digest:
     """Describe `unit`; `number` is its step number when it is an assistant step."""
-    label, status, tools, pairs = _describe(unit)
-    brief, _ = _label(unit, brief=True)
+    label, brief, status, tools, pairs = _describe(unit)
     return Digest(number, label, status, tools, pairs, unit.text,
                   brief if brief != label else "")
 
 
 @lru_cache(maxsize=4096)
-def _describe(unit: Unit) -> tuple[str, str, tuple[str, ...], tuple[tuple[str, str], ...]]:
+def _describe(unit: Unit) -> tuple[str, str, str, tuple[str, ...], tuple[tuple[str, str], ...]]:
     # cached: a pipeline may summarize overlapping regions while it looks for the cut
     calls = unit.calls
     label, status = _label(unit)
+    brief, _ = _label(unit, brief=True)
     own = {x for c in calls for x in F.commands(c.arguments)}  # already in the label
     found = unit_facts(unit)
     pairs = [("errors", e) for e in found.errors]
@@ -56,7 +56,7 @@ def _describe(unit: Unit) -> tuple[str, str, tuple[str, ...], tuple[tuple[str, s
         pairs.extend(("errors", line) for line in _telling_lines(unit.results))
     for name in ("paths", "urls", "identifiers", "commands", "numbers"):
         pairs.extend((name, x) for x in getattr(found, name) if x not in own)
-    return label, status, tuple(c.name for c in calls), tuple(pairs)
+    return label, brief, status, tuple(c.name for c in calls), tuple(pairs)
 
 
 def _label(unit: Unit, brief: bool = False) -> tuple[str, str]:
