@@ -59,29 +59,27 @@ class Archiver:
         sha = hashlib.sha256()
         size = 0
 
-        def hashed(blocks: Iterable[bytes]) -> Iterator[bytes]:
+        def hashed(pieces: Iterable[bytes]) -> Iterator[bytes]:
             nonlocal size
-            for block in blocks:
-                sha.update(block)
-                size += len(block)
-                yield block
+            for piece in pieces:
+                sha.update(piece)
+                size += len(piece)
+                yield piece
 
-        blocks = hashed(_blocks(chunks, BLOCK))
+        blocks = hashed(chunks)
         if not self.enabled:
-            for _ in blocks:
-                pass
+            deque(blocks, maxlen=0)  # hashed only
             return Packed({"sha256": sha.hexdigest(), "bytes": size, "inline": False,
                            "dropped": True})
         if self.folder is None:
             spool = tempfile.TemporaryFile()  # noqa: SIM115 - Packed.pieces closes it
             try:
                 if squeezed is None:
-                    _squeeze(blocks, spool)
+                    _squeeze(_blocks(blocks, BLOCK), spool)
                 else:
                     for stream in squeezed:
                         spool.write(stream)
-                    for _ in blocks:  # hashed
-                        pass
+                    deque(blocks, maxlen=0)  # hashed only: the streams are made already
             except BaseException:
                 spool.close()
                 raise
