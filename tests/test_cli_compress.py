@@ -220,3 +220,16 @@ def test_damaged_archive_is_a_clean_error(chat: Path, tmp_path: Path) -> None:
             row["ctxpack"]["archive"]["data"] = row["ctxpack"]["archive"]["data"][::-1]
     out.write_text("".join(json.dumps(r) + "\n" for r in rows))
     assert_clean_error(ctxpack("restore", str(out)), 2, "archive")
+
+
+@pytest.mark.parametrize("data", [b"", b"\n\n"], ids=["empty", "blank lines"])
+def test_an_empty_transcript_is_left_as_it_is(tmp_path: Path, data: bytes) -> None:
+    path = tmp_path / "empty.jsonl"
+    path.write_bytes(data)
+    run = ctxpack("compress", str(path), "--budget", "10", "-o", str(tmp_path / "out.jsonl"))
+    assert run.code == 0, run.err
+    assert "nothing to do" in run.err and "Traceback" not in run.err
+    assert (tmp_path / "out.jsonl").read_bytes() == data
+    piped = ctxpack("compress", "-", "-q", input=data)
+    assert piped.code == 0 and piped.out.encode() == data
+    assert ctxpack("restore", str(tmp_path / "out.jsonl")).out.encode() == data

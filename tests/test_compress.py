@@ -300,6 +300,9 @@ def test_an_archive_compressed_ahead_restores_the_same(path: Path, monkeypatch) 
     assert plain.report.summary is not None
     assert archive.restore(ahead.lines) == path.read_bytes()
     assert ahead.report.to_dict() == plain.report.to_dict()
+    # a stream (stdin) is read from a spooled copy, which the thread reads too
+    piped = compress_file(io.BytesIO(path.read_bytes()), Options(budget=budget))
+    assert archive.restore(piped.lines) == path.read_bytes()
 
 
 def test_a_second_compress_summarizes_masked_outputs_from_their_archive(tmp_path: Path) -> None:
