@@ -1,0 +1,291 @@
+"""Tests of ctxpack.redact: each kind of secret, the placeholder and the counts, what stays
+(names, hosts, the word Bearer), which kind wins, idempotence, secrets anywhere in random
+text, and ordinary engineering text that must come back untouched.
+
+Every fake secret is put together from pieces at run time, so that this file holds nothing
+a secret scanner would flag.
+"""
+
+from __future__ import annotations
+
+import time
+from collections import Counter
+
+import pytest
+from hypothesis import HealthCheck, given, settings
+from hypothesis import strategies as st
+
+from ctxpack.redact import KINDS, PLACEHOLDER, redact
+
+
+def mark(kind: str) -> str:
+    return PLACEHOLDER.format(kind)
+
+
+OPENAI = "sk-" + "A1b2" * 12
+OPENAI_PROJECT = "sk-proj-" + "Xy7_Qw3-" * 6 + "Zz9"
+OPENAI_SERVICE = "sk-svcacct-" + "Zq9Yw8Xv" * 5
+ANTHROPIC = "sk-ant-" + "api03-" + "Qm4_Rt7-" * 11 + "AA"
+GITHUB = "gh" + "p_" + "a1B2c3D4e5F6" * 3
+GITHUB_APP = "gh" + "s_" + "Z9y8X7w6V5u4" * 3
+GITHUB_PAT = "github" + "_pat_" + "11ABCDEFG0" + "_" + "x9Y8z7W6v5" * 6
+GITLAB = "gl" + "pat-" + "Ab3Cd4Ef5Gh6Ij7Kl8Mn"
+GOOGLE = "AI" + "za" + "Sy" + "B3c4D5e6F7g8H9i0J1k2L3m4N5o6P7q8R"
+SLACK = "xo" + "xb-" + "123456789012-1234567890123-" + "AbCdEfGhIjKlMnOpQrStUvWx"
+STRIPE = "sk" + "_live_" + "4eC39HqLyjWDarjtT1zdp7dc"
+STRIPE_RESTRICTED = "rk" + "_live_" + "51H8bN2eZvKYlo2C0a1b2c3d"
+STRIPE_TEST = "sk" + "_test_" + "26PHem9AhJZvU623DfE1x4sd"
+HUGGINGFACE = "hf" + "_" + "AbCdEfGhIjKlMnOpQrStUvWxYz0123"
+AWS_ID = "AK" + "IA" + "QX7RT2LM9PWZ4KDA"
+AWS_SESSION_ID = "AS" + "IA" + "Y34FZKBOKMUTVV7A"
+AWS_SECRET = ("Zq8R" + "t1V/") * 5
+JWT = ".".join(("ey" + "JhbGciOiJIUzI1NiIsInR5cCI6IkpXVCJ9", "ey" + "JzdWIiOiIxMjM0NTY3ODkwIn0",
+                "s1gNaTuRe_" * 4))
+BEARER = "mF_9.B5f-4.1JqM" + "Tk7vQ2"
+DASHES = "-" * 5
+BODY = "\n".join(["MIIEpAIBAAKCAQEA" + "u1SU1LfVLPHCozMxH2Mo4lgOEePzNm0tRgeLezV6ffAt0gun"] * 3
+                 + ["VHqF1jv3zLxk="])
+
+
+def pem(label: str, body: str = BODY, newline: str = "\n") -> str:
+    """A private key block with `label` ("RSA ", "OPENSSH "...) around `body`."""
+    return newline.join((f"{DASHES}BEGIN {label}PRIVATE KEY{DASHES}",
+                         body.replace("\n", newline), f"{DASHES}END {label}PRIVATE KEY{DASHES}"))
+
+
+# (kind, text, the text redacted): one secret in each
+CASES = [
+    ("openai_key", f"key: {OPENAI} done", f"key: {mark('openai_key')} done"),
+    ("openai_key", f"using {OPENAI_PROJECT}.", f"using {mark('openai_key')}."),
+    ("openai_key", f"({OPENAI_SERVICE})", f"({mark('openai_key')})"),
+    ("anthropic_key", f"client = Anthropic('{ANTHROPIC}')",
+     f"client = Anthropic('{mark('anthropic_key')}')"),
+    ("github_token", f"git push https://{GITHUB}@github.com/o/r",
+     f"git push https://{mark('github_token')}@github.com/o/r"),
+    ("github_token", f"token {GITHUB_APP} expires", f"token {mark('github_token')} expires"),
+    ("github_token", f"gh auth login --with-token <<< {GITHUB_PAT}",
+     f"gh auth login --with-token <<< {mark('github_token')}"),
+    ("gitlab_token", f"PRIVATE-TOKEN: {GITLAB}", f"PRIVATE-TOKEN: {mark('gitlab_token')}"),
+    ("google_api_key", f"maps.googleapis.com/maps/api/js?key={GOOGLE}&v=3",
+     f"maps.googleapis.com/maps/api/js?key={mark('google_api_key')}&v=3"),
+    ("slack_token", f"slack: {SLACK}", f"slack: {mark('slack_token')}"),
+    ("stripe_key", f"stripe.api_key = '{STRIPE}'", f"stripe.api_key = '{mark('stripe_key')}'"),
+    ("stripe_key", f"{STRIPE_RESTRICTED} and", f"{mark('stripe_key')} and"),
+    ("stripe_key", f"[{STRIPE_TEST}]", f"[{mark('stripe_key')}]"),
+    ("huggingface_token", f"huggingface-cli login --token {HUGGINGFACE}",
+     f"huggingface-cli login --token {mark('huggingface_token')}"),
+    ("aws_access_key", f"aws_access_key_id = {AWS_ID}",
+     f"aws_access_key_id = {mark('aws_access_key')}"),
+    ("aws_access_key", f'"AccessKeyId": "{AWS_SESSION_ID}"',
+     f'"AccessKeyId": "{mark("aws_access_key")}"'),
+    ("aws_secret_key", f"export AWS_SECRET_ACCESS_KEY={AWS_SECRET}",
+     f"export AWS_SECRET_ACCESS_KEY={mark('aws_secret_key')}"),
+    ("aws_secret_key", f"[default]\naws_secret_access_key = {AWS_SECRET}\n",
+     f"[default]\naws_secret_access_key = {mark('aws_secret_key')}\n"),
+    ("aws_secret_key", f'{{"SecretAccessKey": "{AWS_SECRET}"}}',
+     f'{{"SecretAccessKey": "{mark("aws_secret_key")}"}}'),
+    ("aws_secret_key", f"  aws_secret_access_key: {AWS_SECRET}",
+     f"  aws_secret_access_key: {mark('aws_secret_key')}"),
+    ("jwt", f"cookie session={JWT}; Path=/", f"cookie session={mark('jwt')}; Path=/"),
+    ("bearer_token", f"Authorization: Bearer {BEARER}",
+     f"Authorization: Bearer {mark('bearer_token')}"),
+    ("bearer_token", f"curl -H 'authorization: bearer {BEARER}' https://api.x.io",
+     f"curl -H 'authorization: bearer {mark('bearer_token')}' https://api.x.io"),
+    ("private_key", f"id_rsa:\n{pem('RSA ')}\nthat was it",
+     f"id_rsa:\n{mark('private_key')}\nthat was it"),
+    ("url_password", "postgres://app:" + "hunter2-Very-Secret" + "@db:5432/x",
+     f"postgres://app:{mark('url_password')}@db:5432/x"),
+    ("url_password", "REDIS_URL=redis://:" + "s3cr3tRedis" + "@cache.internal:6379/0",
+     f"REDIS_URL=redis://:{mark('url_password')}@cache.internal:6379/0"),
+    ("env_secret", "DB_PASSWORD=" + "hunter2-prod", f"DB_PASSWORD={mark('env_secret')}"),
+    ("env_secret", "export API_KEY=" + "9f8e7d6c5b4a", f"export API_KEY={mark('env_secret')}"),
+    ("env_secret", "  client_secret: " + "Zx9-Lm8-Qw7\n",
+     f"  client_secret: {mark('env_secret')}\n"),
+    ("env_secret", '{"githubToken": "' + "abc123def456" + '"}',
+     f'{{"githubToken": "{mark("env_secret")}"}}'),
+    ("env_secret", 'api_key = "' + "abc123secretvalue" + '"', f'api_key = "{mark("env_secret")}"'),
+]
+
+
+@pytest.mark.parametrize(("kind", "text", "expected"), CASES,
+                         ids=[f"{k}-{i}" for i, (k, _, _) in enumerate(CASES)])
+def test_each_kind_is_replaced_by_its_placeholder(kind: str, text: str, expected: str) -> None:
+    out, counts = redact(text)
+    assert out == expected
+    assert counts == Counter({kind: 1})
+
+
+def test_every_kind_is_tested_and_kinds_lists_each_once() -> None:
+    assert sorted({kind for kind, _, _ in CASES}) == sorted(KINDS)
+    assert len(set(KINDS)) == len(KINDS)
+
+
+def test_the_placeholder_names_the_kind_in_brackets() -> None:
+    assert redact(f"a {OPENAI} b")[0] == "a [REDACTED:openai_key] b"
+
+
+def test_counts_say_how_many_of_each_kind_and_nothing_of_the_values() -> None:
+    text = "\n".join([OPENAI, OPENAI_PROJECT, f"x={GITHUB}", "API_TOKEN=" + "q1w2e3r4t5",
+                      f"Bearer {BEARER}", AWS_ID, OPENAI])
+    out, counts = redact(text)
+    assert counts == Counter(openai_key=3, github_token=1, env_secret=1, bearer_token=1,
+                             aws_access_key=1)
+    assert out.count("[REDACTED:") == 7
+    assert "A1b2" not in repr(counts) and "q1w2" not in repr(counts)
+
+
+@pytest.mark.parametrize("label", ["", "RSA ", "EC ", "DSA ", "OPENSSH ", "ENCRYPTED "])
+def test_a_private_key_block_becomes_one_placeholder(label: str) -> None:
+    out, counts = redact(f"before\n{pem(label)}\nafter")
+    assert out == f"before\n{mark('private_key')}\nafter"
+    assert counts == Counter(private_key=1)
+
+
+def test_an_encrypted_pem_with_headers_an_escaped_one_and_a_cut_one_are_gone() -> None:
+    headers = "Proc-Type: 4,ENCRYPTED\nDEK-Info: AES-128-CBC,3F17F5316E2BAC89\n\n" + BODY
+    escaped = pem("RSA ", newline="\\n")  # inside a JSON string
+    cut = pem("RSA ").rsplit("\n", 2)[0]  # no END line: the output was truncated
+    for text in (pem("RSA ", headers), f'{{"key": "{escaped}"}}', cut + "\n[truncated]"):
+        out, counts = redact(text)
+        assert counts == Counter(private_key=1), text
+        assert "MIIE" not in out and "VHqF" not in out and "ENCRYPTED" not in out
+
+
+def test_names_schemes_users_hosts_and_the_word_bearer_stay() -> None:
+    out, _ = redact("mysql://root:" + "Tr0ub4dor-3" + "@10.0.0.7:3306/app?ssl=true")
+    assert out == f"mysql://root:{mark('url_password')}@10.0.0.7:3306/app?ssl=true"
+    out, _ = redact(f"-H 'Authorization: Bearer   {BEARER}'")
+    assert out == f"-H 'Authorization: Bearer   {mark('bearer_token')}'"
+    out, _ = redact('DB_PASSWORD="' + "hunter22" + "\"\nSECRET_KEY='" + "x9y8z7w6" + "'")
+    assert out == f"DB_PASSWORD=\"{mark('env_secret')}\"\nSECRET_KEY='{mark('env_secret')}'"
+
+
+@pytest.mark.parametrize(("text", "expected"), [
+    ("POSTGRES_PASSWORD: " + "postgres", f"POSTGRES_PASSWORD: {mark('env_secret')}"),
+    ("curl -H 'X-Api-Key: " + "k3y-v4lue-99" + "' https://a.io",
+     f"curl -H 'X-Api-Key: {mark('env_secret')}' https://a.io"),
+    ("https://rpc.io/?api-key=" + "d4f302b4-c9aa" + "&cluster=dev",
+     f"https://rpc.io/?api-key={mark('env_secret')}&cluster=dev"),
+    ("mytool --password=" + "Pa55word!" + " --verbose",
+     f"mytool --password={mark('env_secret')} --verbose"),
+    ("    api_key: str = '" + "abc123secretvalue" + "'",
+     f"    api_key: str = '{mark('env_secret')}'"),
+    ("    12\u2192auth_token: " + "Qw3rTy-9876", f"    12\u2192auth_token: {mark('env_secret')}"),
+    ("OAUTH_CREDENTIALS=" + "x1y2z3w4v5", f"OAUTH_CREDENTIALS={mark('env_secret')}"),
+    ("DB_PASSWORD='" + "@dm1n!Pa55" + "'", f"DB_PASSWORD='{mark('env_secret')}'"),
+    ("password: " + "hunter2-prod" + "\r\nuser: app",
+     f"password: {mark('env_secret')}\r\nuser: app"),
+    ('{"command": "export API_KEY=' + "abc123def" + '\\nmake"}',
+     f'{{"command": "export API_KEY={mark("env_secret")}\\nmake"}}'),
+])
+def test_env_secret_forms(text: str, expected: str) -> None:
+    out, counts = redact(text)
+    assert out == expected
+    assert counts == Counter(env_secret=1)
+
+
+@pytest.mark.parametrize(("text", "kind"), [
+    (f"OPENAI_API_KEY={OPENAI}", "openai_key"),
+    (f'"api_key": "{GOOGLE}"', "google_api_key"),
+    (f"export GITHUB_TOKEN={GITHUB}", "github_token"),
+    (f"x {ANTHROPIC} y", "anthropic_key"),
+    (f"Authorization: Bearer {JWT}", "jwt"),
+    (f"Authorization: Bearer {OPENAI}", "openai_key"),
+    (f"https://x-access-token:{GITHUB_APP}@github.com/o/r.git", "github_token"),
+    (f"AWS_ACCESS_KEY_ID={AWS_ID}", "aws_access_key"),
+])
+def test_a_value_of_a_known_format_counts_once_as_that_format(text: str, kind: str) -> None:
+    out, counts = redact(text)
+    assert counts == Counter({kind: 1})
+    assert mark(kind) in out
+
+
+@pytest.mark.parametrize("text", [
+    # placeholders, in every place a secret was
+    "API_KEY=[REDACTED:env_secret]", "Authorization: Bearer [REDACTED:bearer_token]",
+    "postgres://app:[REDACTED:url_password]@db:5432/x", '{"token": "[REDACTED:github_token]"}',
+    "[REDACTED:private_key]\n", "  password: [REDACTED:env_secret]  # rotated",
+    # digests, ids, paths
+    "commit 3f786850e387550fdab836ed7e6dc881de23001b (HEAD -> main, a1b2c3d)",
+    "sha256:e3b0c44298fc1c149afbf4c8996fb92427ae41e4649b934ca495991b7852b855",
+    "request 123e4567-e89b-12d3-a456-426614174000 failed",
+    "src/keys/token_store.py:12: error: Name 'secret' is not defined",
+    "tests/test_auth.py::test_password_reset PASSED",
+    "ls ~/.ssh/id_rsa.pub /etc/ssl/private/server.key",
+    # settings that are not secrets
+    "PATH=/usr/bin:/bin\nDEBUG=1\nHOME=/root", "max_tokens=4096", "tokens: 1200",
+    "TOKENIZERS_PARALLELISM=false", "PRIVATE_KEY_PATH=~/.ssh/id_ed25519",
+    '{"token_type": "Bearer", "expires_in": 3600, "input_tokens": 1234}',
+    "auth_method: password", "secret_name: prod-db-creds-v2", "key_id: 7f3a9c",
+    "public_key: ssh-ed25519-AAAAC3NzaC1lZDI1NTE5", "private: true",
+    # prose
+    "Please enter your password to continue.", "The token limit was exceeded again.",
+    "Rotate the API key every 90 days; the secret manager handles it.",
+    "Bearer tokens are described in RFC 6750.", "Use sk-learn-compatible-estimators here.",
+    # code: expressions, not literals
+    "token = tokens[i]", 'api_key = os.environ["OPENAI_API_KEY"]',
+    "client = OpenAI(api_key=api_key)", "password = getpass.getpass()",
+    "if token == expected_token:\n    return True", "def login(user, password=None):",
+    "    api_key=api_key,\n    base_url=base_url,\n",
+    "headers = {'Authorization': f'Bearer {token}'}",
+    "apiKey: string;", "password: string", "token: process.env.API_TOKEN,",
+    "const STORAGE_KEY = 'vue-todo-list'", "print('keys:', sorted(d.keys()), 'relation:', rel)",
+    # templates and references
+    "API_KEY=your-api-key-here", "TOKEN=${GITHUB_TOKEN}", "PASSWORD=$DB_PASSWORD",
+    "OPENAI_API_KEY=<your key>", "password: '***'", "SECRET_KEY=changeme-please",
+    "db_password: !vault |", "api_token: *default_token", "curl -d token=@token.txt",
+    "postgres://user:${DB_PASSWORD}@db/x", "postgres://user:password@localhost/db",
+    # URLs, other blocks and near misses
+    "https://example.com:8080/path?q=1 and git@github.com:org/repo.git",
+    "ssh://git@github.com/org/repo.git", "http://user@host/x",
+    f"{DASHES}BEGIN PUBLIC KEY{DASHES}\nMIIBIjANBgkqhkiG9w0BAQEFAAOCAQ8AMIIBCgKCAQEA\n"
+    f"{DASHES}END PUBLIC KEY{DASHES}",
+    "ey" + "JhbGciOiJIUzI1NiJ9 alone", "AKIA1234 is too short", "task-" + "A1b2" * 10,
+    "iVBORw0KGgoAAAANSUhEUgAAAAEAAAABCAYAAAAfFcSJAAAADUlEQVR42mNkYPhfDwAChwGA60e6kgAAAABJRU5Erk",
+])
+def test_ordinary_text_comes_back_unchanged(text: str) -> None:
+    assert redact(text) == (text, Counter())
+
+
+SECRETS = [OPENAI, OPENAI_PROJECT, ANTHROPIC, GITHUB, GITHUB_PAT, GITLAB, GOOGLE, SLACK,
+           STRIPE, HUGGINGFACE, AWS_ID, AWS_SESSION_ID, JWT, pem("OPENSSH ")]
+SPACE = st.text(alphabet=" \t\n\r\u00a0\u2003", min_size=1, max_size=3)
+
+
+@settings(max_examples=300, deadline=None)
+@given(before=st.text(max_size=80), secret=st.sampled_from(SECRETS), space=SPACE,
+       after=st.text(max_size=80), space2=SPACE)
+def test_a_secret_anywhere_in_any_text_never_survives(before: str, secret: str, space: str,
+                                                      after: str, space2: str) -> None:
+    out, counts = redact(before + space + secret + space2 + after)
+    assert secret not in out
+    assert sum(counts.values()) >= 1
+    for line in secret.splitlines():  # not a line of a key block, nor most of a token
+        assert line not in out and line[len(line) // 4 :] not in out
+
+
+IN_CONTEXT = [f"Bearer {BEARER}", "DB_PASSWORD=hunter2-prod", "postgres://app:pw-Zz9@db/x",
+              f"AWS_SECRET_KEY={AWS_SECRET}", '"api_key": "abc123secretvalue"',
+              "  client_secret: Zx9-Lm8\n"]
+FRAGMENTS = ["token", "password:", "key=", "Bearer", "://", "@", '"', "'", "\n", "=", "]",
+             f"{DASHES}BEGIN RSA PRIVATE KEY{DASHES}", "[REDACTED:", "sk-", "eyJ", "x"]
+PIECES = st.one_of(st.sampled_from(SECRETS + IN_CONTEXT), st.sampled_from(FRAGMENTS),
+                   st.text(max_size=12))
+
+
+@settings(max_examples=400, deadline=None, suppress_health_check=[HealthCheck.too_slow])
+@given(pieces=st.lists(PIECES, max_size=12), glue=st.sampled_from(["", " ", "\n", "=", ": "]))
+def test_redacting_twice_changes_nothing_more(pieces: list[str], glue: str) -> None:
+    once, counts = redact(glue.join(pieces))
+    assert set(counts) <= set(KINDS)
+    assert redact(once) == (once, Counter())
+
+
+def test_megabytes_take_well_under_a_second_even_when_built_to_be_slow() -> None:
+    line = ("2026-01-02 INFO fetched src/app/auth.py in 12 ms; token count: 1200; "
+            "sha 3f786850e387550fdab836ed7e6dc881de23001b\n")
+    for text in (line * 40_000, "eyJ" * 100_000, "password: x\n" * 50_000, "api_key" * 80_000,
+                 f"{DASHES}BEGIN PRIVATE KEY{DASHES}\n" * 2_000):
+        started = time.perf_counter()
+        redact(text)
+        assert time.perf_counter() - started < 2.0, text[:40]
