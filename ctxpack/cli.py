@@ -378,7 +378,8 @@ def compress(
         "--threshold", metavar="R", help="Summarize above this share of the window (0.8).")]
     = None,
     strategy: Annotated[str | None, typer.Option(
-        "--strategy", metavar="NAME", help="Summarizer: extractive (default) or structured.")]
+        "--strategy", metavar="NAME",
+        help="Summarizer: extractive (default), structured, or llm (a chat endpoint).")]
     = None,
     truncate: Annotated[bool | None, typer.Option(
         "--truncate/--no-truncate", help="Cut tool outputs over the limits (on).")] = None,
@@ -410,6 +411,33 @@ def compress(
         "--summary-ratio", metavar="N",
         help="Keep the summary within 1/N of the tokens it archives (5; 1 for no limit).")]
     = None,
+    llm_model: Annotated[str | None, typer.Option(
+        "--llm-model", metavar="NAME", help="llm: the model to ask (gpt-4o-mini).")] = None,
+    llm_base_url: Annotated[str | None, typer.Option(
+        "--llm-base-url", metavar="URL", help="llm: an OpenAI-compatible endpoint (OpenAI's; "
+        "e.g. http://localhost:11434/v1 for Ollama).")] = None,
+    llm_api_key_env: Annotated[str | None, typer.Option(
+        "--llm-api-key-env", metavar="VAR",
+        help="llm: the environment variable holding the API key (OPENAI_API_KEY).")] = None,
+    llm_timeout: Annotated[float | None, typer.Option(
+        "--llm-timeout", metavar="S", help="llm: seconds to wait for an answer (60).")] = None,
+    llm_retries: Annotated[int | None, typer.Option(
+        "--llm-retries", metavar="N",
+        help="llm: retries on 429, 5xx, timeouts, lost connections (3).")] = None,
+    llm_max_tokens: Annotated[int | None, typer.Option(
+        "--llm-max-tokens", metavar="N", help="llm: the most tokens an answer may take "
+        "(2000).")] = None,
+    llm_concurrency: Annotated[int | None, typer.Option(
+        "--llm-concurrency", metavar="N", help="llm: requests in flight at once (4).")] = None,
+    llm_context: Annotated[int | None, typer.Option(
+        "--llm-context", metavar="N", help="llm: the summarizer model's window, for chunking "
+        "(the model table's, else 8192).")] = None,
+    llm_per_step: Annotated[bool | None, typer.Option(
+        "--llm-per-step/--no-llm-per-step",
+        help="llm: a line per step, cached across runs, instead of sections (off).")] = None,
+    redact: Annotated[bool | None, typer.Option(
+        "--redact/--no-redact",
+        help="llm: replace secrets by typed placeholders before sending (on).")] = None,
     archive_dir: ArchiveDirOpt = None,
     no_archive: Annotated[bool, typer.Option(
         "--no-archive", help="Drop the originals: restore cannot bring them back.")] = False,
@@ -445,12 +473,16 @@ def compress(
              "keep_observations": keep_observations, "summarize": summarize,
              "keep_rounds": keep_rounds, "keep_steps": keep_steps,
              "max_summary_tokens": max_summary_tokens, "summary_ratio": summary_ratio,
-             "archive_dir": archive_dir,
-             "archive": False if no_archive else None}
+             "archive_dir": archive_dir, "archive": False if no_archive else None,
+             "llm_model": llm_model, "llm_base_url": llm_base_url,
+             "llm_api_key_env": llm_api_key_env, "llm_timeout": llm_timeout,
+             "llm_retries": llm_retries, "llm_max_tokens": llm_max_tokens,
+             "llm_concurrency": llm_concurrency, "llm_context": llm_context,
+             "llm_per_step": llm_per_step, "redact": redact}
     options = resolve(cfg.compress, from_env(dict(os.environ)), flags)
     result = compress_file(file, options, model=model, format=format,
                            skip_invalid=skip_invalid, table=cfg.models,
-                           strip_metadata=strip_metadata, cache=not no_cache)
+                           strip_metadata=strip_metadata, cache=not no_cache, dry_run=dry_run)
     _compress_report(result.report, quiet, dry_run, report_json)
     if result.report.changed and strip_metadata:
         warn("--strip-metadata: the output holds no archive; keep the input to have the "

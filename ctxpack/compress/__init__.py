@@ -9,6 +9,7 @@ from __future__ import annotations
 
 import io
 import os
+from collections import Counter
 from collections.abc import Callable, Iterable, Iterator
 from dataclasses import asdict, dataclass, field, replace
 from datetime import datetime, timezone
@@ -51,6 +52,7 @@ class Report:
     truncated: int = 0
     masked: int = 0
     summary: dict[str, Any] | None = None
+    llm: dict[str, Any] | None = None  # what the llm summarizer did and cost, if asked
     archive: str = "inline"
     warnings: list[str] = field(default_factory=list)
     changed: bool = False
@@ -112,11 +114,14 @@ def now_iso() -> str:
 def compress_file(source: PathOrFile, options: Options | None = None, *,
                   model: str | None = None, format: str | None = None,
                   skip_invalid: bool = False, table: ModelTable = TABLE,
-                  strip_metadata: bool = False, cache: bool = True) -> Compressed:
+                  strip_metadata: bool = False, cache: bool = True,
+                  dry_run: bool = False) -> Compressed:
     """Compress a transcript file; the input is not touched (the caller writes the output).
 
-    With `cache`, token counts persist across runs (see ctxpack.cache), as for stats.
-    With `strip_metadata` the output keeps no archive, as with `archive=False`."""
+    With `cache`, token counts persist across runs (see ctxpack.cache), as for stats,
+    and so do the llm summarizer's per-step lines. With `strip_metadata` the output
+    keeps no archive, as with `archive=False`. A `dry_run` plans without asking an
+    LLM endpoint anything (its report tells the extractive summary's numbers)."""
     from .history import summarize
     from .scan import WHOLE_RECORDS, scan
     from .writer import output
@@ -142,7 +147,7 @@ def compress_file(source: PathOrFile, options: Options | None = None, *,
                         [scanned.outputs[i] for i in indexes],
                         lambda wanted: _by_index(scanned.fetch(indexes[k] for k in wanted),
                                                  indexes, wanted),
-                        item=item)
+                        item=item, dry_run=dry_run, cache=cache)
 
         if t.format in WHOLE_RECORDS:
             from .documents import compress_records
@@ -249,7 +254,7 @@ def _report(works: list[Work], t: Transcript, archiver: Archiver) -> Report:
         limit=limit(first) if first else 0, tokens_before=before, tokens_after=after,
         messages_before=len(t.messages), messages_after=len(t.messages) - removed,
         steps=steps, truncated=done.get("truncate", 0), masked=done.get("mask", 0),
-        summary=_summaries(works), archive=archive,
+        summary=_summaries(works), llm=_llm(works), archive=archive,
         warnings=[x for w in works for x in w.warnings],
         changed=any(w.texts or w.summary for w in works), conversations=len(works))
 
@@ -280,7 +285,7 @@ def _summaries(works: list[Work]) -> dict[str, Any] | None:
             total["kept"] += r["kept"]
             total["dropped"] += r["dropped"]
     w, s = done[0]
-    return {"strategy": w.options.strategy, "start": s.start, "end": s.end,
+    return {"strategy": s.strategy, "start": s.start, "end": s.end,
             "conversations": len(done), "messages": sum(s.end - s.start for _, s in done),
             "audited_messages": sum(s.audited for _, s in done),
             "archived_tokens": sum(s.archived_tokens for _, s in done),
@@ -289,3 +294,21 @@ def _summaries(works: list[Work]) -> dict[str, Any] | None:
             "max_tokens": sum(s.max_tokens for _, s in done),
             "cap_tokens": sum(s.cap for _, s in done),
             "squeezed": any(s.squeezed for _, s in done), "retention": retention}
+
+
+def _llm(works: list[Work]) -> dict[str, Any] | None:
+    """What the llm summarizer did over a file's conversations: numbers summed, the
+    first fallback reason told."""
+    done = [s.llm for w in works if (s := w.summary) is not None and s.llm is not None]
+    if not done:
+        return None
+    out = dict(done[0])
+    for more in done[1:]:
+        for name, value in more.items():
+            if name == "redacted":
+                out[name] = dict(Counter(out.get(name) or {}) + Counter(value))
+            elif isinstance(value, int) and not isinstance(value, bool):
+                out[name] = out.get(name, 0) + value
+        out["used"] = out["used"] and more["used"]
+        out["fallback"] = out["fallback"] or more["fallback"]
+    return out

@@ -20,6 +20,7 @@ from ..formats.json_messages import NOT_INPUT_ROLES, conversations
 from ..jsonl import parse_document
 from ..model import Transcript
 from .pipeline import Summary, Work, item_id
+from .writer import llm_meta
 
 Plan = Callable[[list[int], str], Work]  # a conversation's message indexes and id -> plan
 
@@ -116,10 +117,12 @@ def _summary(work: Work) -> dict[str, Any]:
     s = work.summary
     out: dict[str, Any] = {"items": [x for items in work.items.values() for x in items]}
     if s is not None:
-        out.update(kind="archived_summary", strategy=work.options.strategy,
+        out.update(kind="archived_summary", strategy=s.strategy,
                    range={"start": s.start, "end": s.end}, original_count=len(work.messages),
                    new_count=len(work.messages) - (s.end - s.start) + 1,
                    archived_tokens=s.archived_tokens, summary_tokens=s.tokens)
+        if s.strategy == "llm" and s.llm:
+            out["llm"] = llm_meta(s.llm)
     out["original_tokens"] = work.steps[0].tokens_before if work.steps else work.total
     out["tokens_after"] = work.total
     return out

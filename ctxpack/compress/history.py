@@ -28,7 +28,8 @@ OVERHEAD = 8  # a message's framing around the summary text, with room to spare
 
 
 def summarizer(name: str) -> Any:
-    """The summarizer called `name`."""
+    """The summarizer called `name`; for `llm`, the extractive one that sizes the region
+    (and stands in if the model fails: see `_by_llm`)."""
     if name == "structured":
         from .summarize.structured import StructuredSummarizer
 
@@ -73,7 +74,36 @@ def summarize(work: Work, allowed: list[int]) -> Summary | None:
         work.warnings.append(
             f"the {what} leaves the summary {chosen.max_tokens:,} tokens (it could take "
             f"{chosen.cap:,}): it is condensed more than it would be")
+    if chosen is not None and work.options.strategy == "llm":
+        chosen = _by_llm(work, allowed, chosen)
     return chosen
+
+
+def _by_llm(work: Work, allowed: list[int], chosen: Summary) -> Summary:
+    """The model's summary of the region the extractive one was sized for, given the
+    room that one left under the same bound; the extractive one if the model fails."""
+    from .summarize.llm import Failed, LLMSummarizer
+
+    if work.dry_run:
+        chosen.llm = {"used": False, "fallback": None, "note": "dry run: nothing was sent"}
+        return chosen
+    total = work_total(work, chosen)
+    bound = target(work) if total <= target(work) else limit(work)
+    framing = chosen.tokens - work.counter.text(chosen.text)
+    room = min(chosen.max_tokens, bound - (total - chosen.tokens) - framing)
+    region, audited = summary_region(work, allowed, chosen.head, chosen.end)
+    info = work.counter.table.find(work.options.llm_model)
+    llm = LLMSummarizer(work.options, info.context_window if info else None, work.cache)
+    try:
+        text = llm.summarize(region, room, work.counter.text)
+    except Failed as exc:
+        work.warnings.append(f"the llm summarizer failed: {exc}; the extractive summary "
+                             "is used instead")
+        chosen.llm = {**llm.outcome.to_dict(), "used": False, "fallback": str(exc)}
+        return chosen
+    made = _made(work, region, audited, chosen.head, chosen.end, text, room, chosen.cap, "llm")
+    made.llm = {**llm.outcome.to_dict(), "used": True, "fallback": None}
+    return made
 
 
 def _caps(work: Work, head: int) -> Callable[[int], int]:
@@ -117,12 +147,19 @@ def build(work: Work, allowed: list[int], head: int, end: int, max_tokens: int,
           cap: int) -> Summary:
     """The summary of messages [head, end), condensed to `max_tokens` if it can be, with
     its token counts (`allowed`: the cuts; `cap`: what its caps would allow)."""
-    from .facts import merge, retention
-    from .summarize._steps import unit_facts
-
     region, audited = summary_region(work, allowed, head, end)
     strategy = summarizer(work.options.strategy)
     text = strategy.summarize(region, max_tokens, work.counter.text)
+    return _made(work, region, audited, head, end, text, max_tokens, cap, strategy.name)
+
+
+def _made(work: Work, region: Region, audited: int, head: int, end: int, text: str,
+          max_tokens: int, cap: int, strategy: str) -> Summary:
+    """The Summary of messages [head, end) whose text is `text`, with its counts and its
+    retention audit."""
+    from .facts import merge, retention
+    from .summarize._steps import unit_facts
+
     merged = work.editor.alternates and head > 0 and work.messages[head - 1].role == "user"
     message = _message(work, head, text, merged)
     audit = retention(merge(*(unit_facts(u) for u in region.units)), text)
@@ -130,7 +167,7 @@ def build(work: Work, allowed: list[int], head: int, end: int, max_tokens: int,
                    work.counter.message(message).total, message, merged,
                    {k: {"total": v.total, "kept": v.kept, "dropped": list(v.dropped)}
                     for k, v in audit.items()}, audited, max_tokens, cap,
-                   sum(c.total for c in work.base[head:end]))
+                   sum(c.total for c in work.base[head:end]), strategy=strategy)
 
 
 def summary_region(work: Work, allowed: list[int], start: int,

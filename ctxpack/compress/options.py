@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import re
 from collections.abc import Callable
 from dataclasses import dataclass, field, fields
 from typing import Any
@@ -9,7 +10,7 @@ from typing import Any
 from ..errors import UsageError
 from .truncate import MODES, Limits
 
-STRATEGIES = ("extractive", "structured")
+STRATEGIES = ("extractive", "structured", "llm")
 
 
 @dataclass(frozen=True, slots=True)
@@ -31,6 +32,17 @@ class Options:
     summary_ratio: int = 5  # a summary is at most 1/N of the tokens it archives (as read)
     archive: bool = True
     archive_dir: str | None = None
+    # the llm summarizer: an OpenAI-compatible chat endpoint (see summarize.llm)
+    llm_model: str = "gpt-4o-mini"
+    llm_base_url: str | None = None  # None: the client's default (OpenAI, or $OPENAI_BASE_URL)
+    llm_api_key_env: str = "OPENAI_API_KEY"  # the key is read from this variable, never a flag
+    llm_timeout: float = 60.0  # seconds per request
+    llm_retries: int = 3  # more attempts on 429, 5xx, timeouts and lost connections
+    llm_max_tokens: int = 2000  # the most tokens one answer may take
+    llm_concurrency: int = 4  # requests in flight at once
+    llm_context: int | None = None  # the summarizer model's window (the table's, or 8192)
+    llm_per_step: bool = False  # a line per step, each asked for once and cached
+    redact: bool = True  # secrets become typed placeholders before any text is sent
 
     def __post_init__(self) -> None:
         settings = {f.name: getattr(self, f.name) for f in fields(self) if f.name != "limits"}
@@ -65,8 +77,12 @@ _RULES: dict[str, tuple[Callable[[Any], bool], str]] = {
     "summary_ratio": (lambda v: v >= 1, "at least 1 (1: no limit but the size)"),
     **dict.fromkeys(("budget", "target", "max_summary_tokens", "max_lines", "max_bytes",
                      "max_tokens"), _POSITIVE),
-    **dict.fromkeys(("keep_observations", "keep_rounds", "keep_steps"),
+    **dict.fromkeys(("keep_observations", "keep_rounds", "keep_steps", "llm_retries"),
                     (lambda v: v >= 0, "0 or more")),
+    **dict.fromkeys(("llm_timeout", "llm_max_tokens", "llm_concurrency"), _POSITIVE),
+    "llm_context": (lambda v: v >= 1024, "at least 1024 tokens"),
+    "llm_api_key_env": (lambda v: bool(re.fullmatch(r"[A-Za-z_][A-Za-z0-9_]*", v)),
+                        "the name of an environment variable"),
 }
 
 
@@ -79,7 +95,9 @@ SETTINGS: dict[str, type] = {
     "truncate_mode": str, "mask": bool, "keep_observations": int, "summarize": bool,
     "strategy": str, "threshold": float, "budget": int, "target": int, "keep_rounds": int,
     "keep_steps": int, "max_summary_tokens": int, "summary_ratio": int, "archive": bool,
-    "archive_dir": str,
+    "archive_dir": str, "llm_model": str, "llm_base_url": str, "llm_api_key_env": str,
+    "llm_timeout": float, "llm_retries": int, "llm_max_tokens": int, "llm_concurrency": int,
+    "llm_context": int, "llm_per_step": bool, "redact": bool,
 }
 _LIMITS = {"max_lines": "max_lines", "max_bytes": "max_bytes", "max_tokens": "max_tokens",
            "truncate_mode": "mode"}

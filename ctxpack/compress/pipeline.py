@@ -54,6 +54,8 @@ class Summary:
     cap: int = 0  # left less; the cap: max_summary_tokens and summary_ratio allow this
     read_tokens: int = 0  # of the archived messages as read (archived_tokens: as planned)
     squeezed: bool = False  # condensed to fit a budget that left it less than a fair size
+    strategy: str = "extractive"  # the summarizer that wrote `text`
+    llm: dict[str, Any] | None = None  # what the llm summarizer did, when it was asked
 
 
 @dataclass
@@ -81,6 +83,8 @@ class Work:
     warnings: list[str] = field(default_factory=list)
     item: str | None = None  # set where a record holds whole conversations: the id of all
     # its changes, as the record is written again whole
+    dry_run: bool = False  # plan only: nothing is sent to an LLM endpoint
+    cache: bool = True  # caches across runs may be used (tokens, per-step summary lines)
 
     def __post_init__(self) -> None:
         self.counts = [c.total for c in self.base]

@@ -131,13 +131,15 @@ def _compaction(work: Work, archiver: Archiver, now: str, prepack: Prepack | Non
         if work.editor.resets else []
     meta: dict[str, Any] = {
         "id": sid, "kind": "archived_summary", "version": VERSION, "compressed_at": now,
-        "strategy": work.options.strategy, "range": {"start": s.start, "end": s.end},
+        "strategy": s.strategy, "range": {"start": s.start, "end": s.end},
         "original_count": len(work.messages),
         "new_count": len(work.messages) - (s.end - s.start) + (0 if s.merged else 1),
         "original_tokens": work.steps[0].tokens_before if work.steps else work.total,
         "archived_tokens": s.archived_tokens, "summary_tokens": s.tokens,
         "tokens_after": work.total,
     }
+    if s.strategy == "llm" and s.llm:
+        meta["llm"] = llm_meta(s.llm)
     before = _parse(records[first - 2].raw) if first > 1 else None
     merge = work.messages[s.head - 1].raw if s.merged else None
     c = Compaction(s.text, meta, {"id": sid, "kind": "part"}, _head_records(work, head),
@@ -146,6 +148,12 @@ def _compaction(work: Work, archiver: Archiver, now: str, prepack: Prepack | Non
     group = work.editor.compaction(c)
     meta.update(lines=len(group), archive=packed.ref)  # the record holds `meta`
     return first, last, group, packed
+
+
+def llm_meta(outcome: dict[str, Any]) -> dict[str, Any]:
+    """What a summary's metadata says of the model that wrote it (what it cost is in the
+    report: the same answers, from the cache or not, give the same output)."""
+    return {k: outcome[k] for k in ("model", "per_step")}
 
 
 def _whole_groups(records: list[Record], first: int, last: int) -> tuple[int, int]:

@@ -40,6 +40,8 @@ def print_report(console: Console, report: Report, *, dry_run: bool = False) -> 
                   f"down to {r.target:,}); archive: {r.archive}", highlight=False)
     if r.summary:
         _summary(console, r.summary)
+    if r.llm:
+        _llm(console, r.llm)
     if not r.changed:
         console.print("nothing to do: the transcript is within every limit", highlight=False)
     for warning in r.warnings:
@@ -55,3 +57,23 @@ def _summary(console: Console, s: dict[str, Any]) -> None:
             if v["total"]]
     if kept:
         console.print("retained verbatim: " + ", ".join(kept), highlight=False)
+
+
+def _llm(console: Console, x: dict[str, Any]) -> None:
+    if "requests" not in x:  # not asked (a dry run)
+        console.print(f"llm: {x.get('note', 'not asked')}", highlight=False)
+        return
+    what = "used" if x["used"] else "not used (see the warning)"
+    parts = [f"{x['requests']} request" + ("" if x["requests"] == 1 else "s"),
+             f"{x['prompt_tokens']:,} prompt + {x['completion_tokens']:,} completion tokens"]
+    if x["usage_unreported"]:
+        parts.append(f"{x['usage_unreported']} answers without usage")
+    if x["per_step"]:
+        parts.append(f"{x['steps']} step lines, {x['cached_steps']} from the cache")
+    elif x["chunks"] > 1:
+        parts.append(f"{x['chunks']} chunks merged in {x['merges']}")
+    secrets = ", ".join(f"{kind} ×{n}" for kind, n in x["redacted"].items())
+    parts.append("redaction off" if not x["redact"] else
+                 f"redacted: {secrets}" if secrets else "no secrets found")
+    console.print(f"llm summary by {escape(x['model'])} at {escape(x['base_url'])}: {what}; "
+                  + "; ".join(parts), highlight=False)

@@ -165,7 +165,7 @@ def fold_line(lines: list[Line], noun: str) -> str:
     errors = sum(ln.errors for ln in lines)
     others = sum(ln.others for ln in lines)
     parts += [f"{errors} error" + ("" if errors == 1 else "s")] if errors else []
-    parts += [f"{others} {noun}"] if others else []
+    parts += [f"{others} {noun.removesuffix('s') if others == 1 else noun}"] if others else []
     return f"* {span(lines)} (condensed): " + "; ".join(p for p in parts if p)
 
 

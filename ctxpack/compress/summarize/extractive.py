@@ -6,7 +6,9 @@ and the pending items follow verbatim. An earlier summary is continued, not summ
 
 from __future__ import annotations
 
-from . import Count, Region
+from collections.abc import Callable
+
+from . import Count, Region, Unit
 from ._budget import fit
 from ._layout import Doc, Line, Section
 from ._merge import (
@@ -36,25 +38,32 @@ class ExtractiveSummarizer:
 
     def summarize(self, region: Region, max_tokens: int, count: Count) -> str:
         """The summary of `region` (continuing `region.previous`), fit to `max_tokens`."""
-        older, units, previous = split_region(region)
-        old = parse(previous)
-        lines = _old_step_lines(old)
-        number = last_step(old)
-        if older:
-            lines.append(folded(older, number + 1))
-            number += sum(u.is_step for u in older)
-        for unit in units:
-            if unit.is_step:
-                number += 1
-            lines.append(as_line(digest(unit, number if unit.is_step else None), number))
-        old_pending = next((old[t] for t in PENDING_SECTIONS if t in old), None)
-        doc = Doc.of([
-            *carried(old, (*STEP_SECTIONS, *PENDING_SECTIONS, LAST_REQUEST)),
-            Section(STEPS, lines=tuple(lines)),
-            request_section(LAST_REQUEST, last_request(older + units), old.get(LAST_REQUEST)),
-            pending_section(PENDING, older + units, old_pending),
-        ], region.archived)
-        return fit(doc, max_tokens, count)
+        return fit(document(region), max_tokens, count)
+
+
+def document(region: Region, heads: Callable[[Unit, int], str | None] | None = None) -> Doc:
+    """The extractive summary of `region` before fitting; `heads` may give a step's line
+    its own words (`* Step N: ...`, its facts still after them), None keeping the usual."""
+    older, units, previous = split_region(region)
+    old = parse(previous)
+    lines = _old_step_lines(old)
+    number = last_step(old)
+    if older:
+        lines.append(folded(older, number + 1))
+        number += sum(u.is_step for u in older)
+    for unit in units:
+        if unit.is_step:
+            number += 1
+        own = heads(unit, number) if heads and unit.is_step else None
+        lines.append(as_line(digest(unit, number if unit.is_step else None), number,
+                             text=own or ""))
+    old_pending = next((old[t] for t in PENDING_SECTIONS if t in old), None)
+    return Doc.of([
+        *carried(old, (*STEP_SECTIONS, *PENDING_SECTIONS, LAST_REQUEST)),
+        Section(STEPS, lines=tuple(lines)),
+        request_section(LAST_REQUEST, last_request(older + units), old.get(LAST_REQUEST)),
+        pending_section(PENDING, older + units, old_pending),
+    ], region.archived)
 
 
 def _old_step_lines(old: dict[str, Part]) -> list[Line]:

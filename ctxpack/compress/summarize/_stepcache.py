@@ -1,0 +1,76 @@
+"""Per-step summary lines kept across runs, so a growing transcript pays only for its
+new steps.
+
+A line is stored under the sha256 of what produced it: the prompt's version, the
+model, the endpoint and the step's text as sent (redacted, unless redaction was
+off). It sits beside the token cache (`ctxpack.cache.cache_dir`, readable by its
+owner only); a store that cannot be opened, read or written is dropped silently.
+"""
+
+from __future__ import annotations
+
+import hashlib
+import os
+import sqlite3
+from pathlib import Path
+
+from ...cache import cache_dir
+
+FILENAME = "step-summaries.sqlite"
+_SCHEMA = "CREATE TABLE IF NOT EXISTS lines (key TEXT PRIMARY KEY, line TEXT NOT NULL)"
+
+
+def key(*parts: str) -> str:
+    """The store key of a step: a digest of everything its line depends on."""
+    return hashlib.sha256("\0".join(parts).encode("utf-8", "surrogatepass")).hexdigest()
+
+
+class StepCache:
+    """Step lines by key; `enabled=False` gives a store that never finds or keeps any."""
+
+    def __init__(self, enabled: bool = True, path: Path | None = None) -> None:
+        self._db: sqlite3.Connection | None = None
+        if not enabled:
+            return
+        path = path or cache_dir() / FILENAME
+        try:
+            path.parent.mkdir(parents=True, exist_ok=True)
+            fresh = not path.exists()
+            db = sqlite3.connect(path, timeout=1, isolation_level=None,
+                                 check_same_thread=False)
+            if fresh:
+                os.chmod(path, 0o600)  # lines tell what the steps did
+            db.execute(_SCHEMA)
+            self._db = db
+        except (sqlite3.Error, OSError):
+            self._db = None
+
+    def get(self, keys: list[str]) -> dict[str, str]:
+        if self._db is None or not keys:
+            return {}
+        found: dict[str, str] = {}
+        try:
+            for i in range(0, len(keys), 500):
+                chunk = keys[i : i + 500]
+                sql = f"SELECT key, line FROM lines WHERE key IN ({','.join('?' * len(chunk))})"
+                found.update(self._db.execute(sql, chunk).fetchall())
+        except sqlite3.Error:
+            self.close()
+        return found
+
+    def put(self, rows: dict[str, str]) -> None:
+        if self._db is None or not rows:
+            return
+        try:
+            self._db.executemany("INSERT OR REPLACE INTO lines (key, line) VALUES (?, ?)",
+                                 rows.items())
+        except sqlite3.Error:
+            self.close()
+
+    def close(self) -> None:
+        if self._db is not None:
+            try:
+                self._db.close()
+            except sqlite3.Error:
+                pass
+            self._db = None

@@ -1,0 +1,76 @@
+"""The llm summarizer against a real small model (SmolLM2-135M) served by llama.cpp.
+
+A 135M model writes poor summaries, so these tests check structure, not wording: the
+model's summary is used, the report holds the token usage the server reported, and
+the output validates and restores byte for byte.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Iterator
+from pathlib import Path
+
+import pytest
+
+from ctxpack import archive
+from ctxpack.compress import compress_file
+from ctxpack.compress.options import Options
+from ctxpack.loader import load
+from ctxpack.validate import validate
+
+from .llama_server import MODEL, smollm_server
+from .test_llm import summary_meta, summary_text, transcript, write
+
+pytestmark = [pytest.mark.llm_model, pytest.mark.usefixtures("exact_tokens")]
+
+
+@pytest.fixture(scope="module")
+def base_url() -> Iterator[str]:
+    with smollm_server(threads=1, ctx=8192) as url:  # llama.cpp threads spin: never oversubscribe
+        yield url
+
+
+@pytest.fixture(autouse=True)
+def _env(monkeypatch: pytest.MonkeyPatch, tmp_path: Path) -> None:
+    monkeypatch.delenv("OPENAI_API_KEY", raising=False)  # a local server wants none
+    monkeypatch.setenv("CTXPACK_CACHE_DIR", str(tmp_path / "cache"))
+
+
+def settings(base_url: str, budget: int, **more: object) -> Options:
+    return Options(strategy="llm", llm_base_url=base_url, llm_model=MODEL, budget=budget,
+                   llm_context=8192, llm_max_tokens=160, llm_timeout=60, llm_retries=0,
+                   **more)  # type: ignore[arg-type]
+
+
+def check_output(path: Path, data: bytes, tmp_path: Path) -> None:
+    out = tmp_path / "out.jsonl"
+    out.write_bytes(data)
+    assert validate(load(out)) == []
+    restored, _ = archive.restore_layers(data.splitlines(keepends=True), str(out))
+    assert b"".join(restored) == path.read_bytes()
+
+
+def test_a_real_model_writes_the_summary(base_url: str, tmp_path: Path) -> None:
+    path = write(tmp_path, transcript(steps=10, output_lines=3, secrets=True))  # ~1,000 tokens
+    result = compress_file(path, settings(base_url, 700))
+    llm = result.report.llm
+    assert llm["used"] is True, llm["fallback"]
+    assert llm["requests"] == llm["answers"] == 1
+    assert llm["prompt_tokens"] > 200 and 0 < llm["completion_tokens"] <= 160
+    assert summary_meta(result.data)["strategy"] == "llm"
+    text = summary_text(result.data)
+    assert text.startswith("## Archived Session Summary")
+    assert "Also keep docs/CHANGELOG.md in step with each fix." in text  # from the file
+    check_output(path, result.data, tmp_path)
+
+
+def test_a_real_model_writes_step_lines(base_url: str, tmp_path: Path) -> None:
+    path = write(tmp_path, transcript(steps=6, output_lines=2))  # ~450 tokens
+    result = compress_file(path, settings(base_url, 350, llm_per_step=True, summary_ratio=1,
+                                          llm_concurrency=1))
+    llm = result.report.llm
+    assert llm["used"] is True, llm["fallback"]
+    assert llm["steps"] == llm["requests"] > 0 and llm["completion_tokens"] > 0
+    check_output(path, result.data, tmp_path)
+    again = compress_file(path, settings(base_url, 350, llm_per_step=True, summary_ratio=1))
+    assert again.report.llm["requests"] == 0 and again.data == result.data  # all cached
