@@ -16,6 +16,7 @@ CATEGORIES = ("paths", "urls", "identifiers", "errors", "numbers", "commands")
 MAX_LINE = 300  # error lines and commands longer than this are kept cut to it
 MAX_WORD = 2048  # a longer run without spaces is data (base64, minified code), not a path
 MAX_NAME = 200  # nor can a longer one be an identifier
+GRAM = 6  # the retention audit's quick test: see `retention`
 
 EXTENSIONS = frozenset((
     "py pyi pyx ipynb js mjs cjs jsx ts tsx vue svelte go rs rb java kt kts scala swift c h cc"
@@ -48,6 +49,7 @@ _IDENTIFIER = re.compile(
     r"|(?<![\w.])(?P<dotted>[A-Za-z_]\w*(?:\.[A-Za-z_]\w*)+(?:\(\))?)(?![\w.])"
     r"|(?<![\w.])(?P<called>[A-Za-z_]\w*\(\))"
 )
+_ID_HINT = re.compile(r"[\d`.(]")
 _CAMEL = re.compile(r"[a-z][A-Z]|[A-Z][a-z]+[A-Z]")
 _SYMBOL_SPLIT = re.compile(r"[.:()<>\[\]$@\-]+")
 _NOT_TICKETS = frozenset({"UTF", "SHA", "ISO", "AES", "RSA", "TLS", "SSL", "HTTP", "COVID", "MD"})
@@ -88,13 +90,20 @@ _UNITS = (
     r"ms|s|sec|secs|seconds?|min|mins|minutes?|h|hours?|[kKMGT]i?B|bytes?|tokens?|%|x"
     r"|passed|failed|errors?|tests?|files?|lines?|warnings?|skipped|items?|rows?|commits?"
 )
+_VERSION_TAIL = r"(?:[.\-+][0-9A-Za-z]+)*(?![\w.\-/])"
+# A version (v1.2.3), a number with its unit (12 ms, 3 passed), or a bare number of 3+
+# digits, none glued to the word before. The pattern opens with the character class
+# every match starts with, so that the regex engine skips to the next "v" or digit at
+# C speed; the lookbehind then looks at the character before it, and the branches know
+# which it was by looking back at it.
 _NUMBER = re.compile(
-    r"(?<![\w.,:/#+\-])(?:"
-    r"v?\d+\.\d+\.\d+(?:[.\-+][0-9A-Za-z]+)*(?![\w.\-/])"
-    rf"|\d+(?:\.\d+)?[ ]?(?:{_UNITS})(?![\w/])"
+    r"[v\d](?<![\w.,:/#+\-].)(?:"
+    rf"(?<=v)\d+\.\d+\.\d+{_VERSION_TAIL}"
+    rf"|(?<=\d)(?:\d*\.\d+\.\d+{_VERSION_TAIL}"
+    rf"|\d*(?:\.\d+)?[ ]?(?:{_UNITS})(?![\w/])"
     # a bare number needs 3+ digits; line numbers of listings ("12→", "12\t", ":12:") are not facts
-    r"|\d{3,}(?:,\d{3})*(?:\.\d+)?(?![\w:/\-\t→|]|[.,]\d)"
-    r")"
+    r"|\d{2,}(?:,\d{3})*(?:\.\d+)?(?![\w:/\-\t→|]|[.,]\d)"
+    r"))"
 )
 _COMMAND_LINE = re.compile(r"^[ \t]*\$ ([^\n]+)", re.MULTILINE)
 _COMMAND_JSON = re.compile(
@@ -141,7 +150,11 @@ def extract(text: str) -> Facts:
     # one is several times faster than scanning everything (and skips base64 blobs).
     words = [w for w in rest.split() if len(w) <= MAX_WORD]
     path_words = " ".join(w for w in words if "/" in w or "." in w or "\\" in w)
-    id_words = " ".join(w for w in words if len(w) <= MAX_NAME and not w.isalpha())
+    # every kind of identifier holds a digit, a backtick, a dot or a call's "(" (a UUID
+    # may have none: it is long and has dashes)
+    hint = _ID_HINT.search
+    id_words = " ".join([w for w in words if not w.isalpha() and len(w) <= MAX_NAME
+                         and (hint(w) or len(w) >= 36 and "-" in w)])
     return Facts(
         paths=_distinct(_paths(path_words)),
         urls=urls,
@@ -161,10 +174,14 @@ def merge(*facts: Facts) -> Facts:
 
 def retention(source: Facts, summary: str) -> dict[str, Retention]:
     """For each category, how many of the source facts appear verbatim in the summary."""
+    # A fact whose opening GRAM characters are nowhere in the summary is not in it: a set
+    # lookup tells that, where a search would read the whole summary once per fact.
+    grams = {summary[i : i + GRAM] for i in range(len(summary) - GRAM + 1)}
     out: dict[str, Retention] = {}
     for name in CATEGORIES:
         items: tuple[str, ...] = getattr(source, name)
-        dropped = tuple(x for x in items if x not in summary)
+        dropped = tuple(x for x in items
+                        if (len(x) >= GRAM and x[:GRAM] not in grams) or x not in summary)
         out[name] = Retention(len(items), len(items) - len(dropped), dropped)
     return out
 

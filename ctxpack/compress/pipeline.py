@@ -83,6 +83,7 @@ class Work:
     warnings: list[str] = field(default_factory=list)
     item: str | None = None  # set where a record holds whole conversations: the id of all
     # its changes, as the record is written again whole
+    ids: dict[tuple[int, str], str] = field(default_factory=dict)  # line_id's, made once
     dry_run: bool = False  # plan only: nothing is sent to an LLM endpoint
     cache: bool = True  # caches across runs may be used (tokens, per-step summary lines)
 
@@ -127,8 +128,12 @@ def line_id(work: Work, i: int, kind: str = "o") -> str:
     """The id the marker of message i's outputs names: its line's, or the whole record's."""
     if work.item is not None:
         return work.item
-    m = work.messages[i]
-    return item_id(kind, m.line, work.transcript.records[m.line - 1].raw)
+    found = work.ids.get((i, kind))
+    if found is None:  # the plan names it, then the writer: the line is read and hashed once
+        m = work.messages[i]
+        found = work.ids[i, kind] = item_id(kind, m.line,
+                                            work.transcript.records[m.line - 1].raw)
+    return found
 
 
 def _result_message(m: Message) -> bool:
@@ -150,7 +155,8 @@ def _part_index(m: Message, j: int) -> int:
 
 
 def _set_result(work: Work, i: int, j: int, text: str, item: dict[str, Any]) -> None:
-    """Output j of message i now reads `text`; its count and the message's follow."""
+    """Output j of message i now reads `text`, whose count `item` holds (tokens_after);
+    the message's count follows."""
     m = work.messages[i]
     k = _part_index(m, j)
     result = m.parts[k]
@@ -158,7 +164,7 @@ def _set_result(work: Work, i: int, j: int, text: str, item: dict[str, Any]) -> 
     parts = list(m.parts)
     parts[k] = ToolResult(result.call_id, (Text(text),), result.is_error)
     work.messages[i] = replace(m, parts=parts)
-    tokens = work.counter.text(text)  # a result's count is its texts'
+    tokens = item["tokens_after"]  # a result's count is its texts'
     work.counts[i] += tokens - work.parts[i][k]
     work.parts[i][k] = tokens
     work.texts.setdefault(i, {})[result.call_id] = text
