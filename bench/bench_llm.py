@@ -30,6 +30,7 @@ sys.path.insert(0, str(ROOT))
 
 from ctxpack.compress import compress_file  # noqa: E402
 from ctxpack.compress.options import Options  # noqa: E402
+from ctxpack.errors import CtxpackError  # noqa: E402
 from ctxpack.stats import stats  # noqa: E402
 
 CORPUS = ROOT.parent / "shared" / "corpus"
@@ -49,10 +50,16 @@ def answer(body: dict[str, Any]) -> str:
 
 
 def run(path: Path, options: Options, cache: bool) -> dict[str, Any]:
-    result = compress_file(path, options, cache=cache)
-    llm = result.report.llm or {}
-    if not llm.get("used"):
-        raise SystemExit(f"{path.name}: the llm summary was not used: {llm.get('fallback')}")
+    try:
+        result = compress_file(path, options, cache=cache)
+    except CtxpackError as exc:
+        raise SystemExit(f"{path.name}: {exc}") from None
+    llm = result.report.llm
+    if llm is None:
+        raise SystemExit(f"{path.name}: no summary was needed at this budget: pick a longer "
+                         "transcript")
+    if not llm["used"]:
+        raise SystemExit(f"{path.name}: the llm summary was not used: {llm['fallback']}")
     return {"data": result.data, **llm}
 
 
@@ -64,6 +71,8 @@ def main() -> None:
     parser.add_argument("--model", default="gpt-4o-mini")
     parser.add_argument("--context", type=int, default=32768, help="the summarizer's window")
     parser.add_argument("--timeout", type=float, default=60, help="seconds per request")
+    parser.add_argument("--max-tokens", type=int, default=2000, help="the most an answer "
+                        "may take (a small model may not stop before)")
     args = parser.parse_args()
     if not args.file.is_file():
         raise SystemExit(f"{args.file} not found (the corpus is in ../shared/corpus)")
@@ -87,7 +96,8 @@ def measure(args: argparse.Namespace, tmp: Path, url: str) -> None:
     whole.write_bytes(b"".join(lines))
     budget = int(stats(whole, cache=False).tokens * BUDGET)
     base = {"strategy": "llm", "llm_base_url": url, "llm_model": args.model,
-            "llm_context": args.context, "llm_timeout": args.timeout, "budget": budget}
+            "llm_context": args.context, "llm_timeout": args.timeout,
+            "llm_max_tokens": args.max_tokens, "budget": budget}
     rows = []
     for mode, per_step, cache, continued in (
             ("sections", False, False, False), ("sections, continued", False, False, True),

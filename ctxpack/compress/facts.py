@@ -31,7 +31,9 @@ EXTENSIONS = frozenset((
 _RUN = re.compile(r"(?:[A-Za-z]:)?[\w.@+~\-/]+")
 _WIN_PATH = re.compile(r"(?<![\w\\])[A-Za-z]:(?:\\{1,2}[\w.@+~\-]+)+")
 _LETTER = re.compile(r"[^\W\d_]")
-_URL = re.compile(r"\b(?:https?|ftp|file)://[^\s<>\"'`\\|^{}]+")
+# (opening with the class of its first letter lets the engine skip to the next h or f
+# at C speed; the lookbehind is the word boundary before it)
+_URL = re.compile(r"[hf](?<!\w[hf])(?:(?<=h)ttps?|(?<=f)(?:tp|ile))://[^\s<>\"'`\\|^{}]+")
 _URL_TAIL = ".,;:!?'\")]}*"
 _NOT_PATHS = frozenset({
     "and/or", "either/or", "w/o", "yes/no", "true/false", "on/off", "read/write", "input/output",
