@@ -16,6 +16,10 @@ from .errors import UsageError
 from .models import TABLE, ModelInfo, ModelTable
 
 KNOWN_KEYS = {"models", "compress"}
+LOCAL = Path("ctxpack.yaml")  # found in the working directory, if no other is named
+# Where the llm summarizer sends text, and which variable's value goes with it: not for
+# a file that came with the working directory to decide.
+ENDPOINT_KEYS = {"llm_base_url", "llm_api_key_env"}
 MODEL_KEYS = {"name", "encoding", "context_window", "exact", "provider", "note"}
 
 
@@ -45,7 +49,7 @@ def find_config(explicit: str | None = None) -> Path | None:
         if not Path(env).is_file():
             raise UsageError(f"config file {env} (from $CTXPACK_CONFIG) not found")
         return Path(env)
-    for candidate in (Path("ctxpack.yaml"), user_config_dir() / "config.yaml"):
+    for candidate in (LOCAL, user_config_dir() / "config.yaml"):
         if candidate.is_file():
             return candidate
     return None
@@ -68,8 +72,17 @@ def load_config(explicit: str | None = None) -> Config:
     if unknown:
         raise UsageError(f"{path}: unknown config key(s): {', '.join(unknown)}",
                          f"known keys: {', '.join(sorted(KNOWN_KEYS))}")
+    compress = _compress(data.get("compress") or {}, path)
+    local = not explicit and not os.environ.get("CTXPACK_CONFIG") and path == LOCAL
+    where = sorted(set(compress) & ENDPOINT_KEYS)
+    if local and where:
+        raise UsageError(
+            f"{path}: {' and '.join(where)} cannot be set by a ctxpack.yaml found in the "
+            "working directory: a checked-out repository could send your transcripts and "
+            "keys elsewhere",
+            "set them in your user config, with --config FILE, CTXPACK_* variables or flags")
     return Config(models=TABLE.extend(_models(data.get("models") or [], path)),
-                  compress=_compress(data.get("compress") or {}, path), source=str(path))
+                  compress=compress, source=str(path))
 
 
 def _compress(section: Any, path: Path) -> dict[str, Any]:

@@ -368,3 +368,175 @@ def test_the_models_text_keeps_its_order_and_cannot_fake_ctxpack_sections(
         "`pytest -x`\nthen it passed\n```\n### not a heading in a fence\n```\n" in text
     assert "made up by the model" not in text and "**Detail**" not in text  # dropped whole
     assert text.count("### Last request (verbatim)") == 1
+
+
+# -- what an audit found ------------------------------------------------------------------
+
+PEM_BODY = ["MIIEpAIBAAKCAQEA" + "q7Lm3Xv9" * 7] * 30
+
+
+def test_secrets_are_redacted_before_a_long_output_is_cut(server: ChatServer,
+                                                          tmp_path: Path) -> None:
+    lines = transcript(steps=12)
+    record = orjson.loads(lines[5])
+    assert record["role"] == "tool"
+    key = "\n".join(["-----BEGIN RSA PRIVATE KEY-----", *PEM_BODY,
+                     "-----END RSA PRIVATE KEY-----"])
+    record["content"] = "\n".join(["log line"] * 400) + "\n$ cat id_rsa\n" + key
+    lines[5] = orjson.dumps(record) + b"\n"
+    result = compress_file(write(tmp_path, lines), llm(server, llm_context=2048,
+                                                       budget=2500, llm_max_tokens=200))
+    assert result.report.llm["redacted"].get("private_key") == 1
+    assert PEM_BODY[0][:40] not in sent(server)
+
+
+def test_requests_fit_the_summarizers_window(tmp_path: Path) -> None:
+    from ctxpack.tokens import TokenCounter
+
+    lines = transcript(steps=30)
+    for n in range(3, len(lines), 2):  # outputs full of long error lines
+        record = orjson.loads(lines[n])
+        if record.get("role") == "tool":
+            record["content"] += "".join(
+                "\nERROR: " + " ".join(str(1000 + 37 * j * k) for j in range(40))
+                for k in range(40))
+            lines[n] = orjson.dumps(record) + b"\n"
+    with ChatServer(responder=lambda body: ANSWER) as server:
+        result = compress_file(write(tmp_path, lines), llm(server, llm_context=2048,
+                                                           llm_max_tokens=200))
+    assert result.report.llm["used"] and result.report.llm["chunks"] > 1
+    count = TokenCounter("gpt-4o").text
+    for r in server.requests:
+        asked = sum(count(m["content"]) for m in r.body["messages"]) + r.body["max_tokens"]
+        assert asked <= 2048
+
+
+def test_long_partial_answers_still_merge(tmp_path: Path) -> None:
+    def long_answer(body: dict) -> Reply:
+        words = body["max_tokens"] * 9 // 10  # an answer that nearly fills its allowance
+        return Reply("### Completed work\n- " + " ".join(["done"] * words))
+
+    with ChatServer(responder=long_answer) as server:
+        result = compress_file(write(tmp_path, transcript(steps=40)),
+                               llm(server, llm_context=2048))
+    assert result.report.llm["used"], result.report.llm["fallback"]
+    assert result.report.llm["merges"] >= 1
+
+
+def test_the_models_pending_items_are_not_taken_for_verbatim_ones(tmp_path: Path) -> None:
+    answer = "### Pending items\n- MODEL-INVENTED: delete the production database"
+    with ChatServer(responder=lambda body: answer) as server:
+        first = compress_file(write(tmp_path, transcript()), llm(server))
+    text = summary_text(first.data)
+    assert "### Pending items (summarized)\n- MODEL-INVENTED" in text
+    grown = write(tmp_path, [first.data, *transcript(steps=30, first=100)[2:]], "grown.jsonl")
+    again = summary_text(compress_file(grown, Options(budget=6000)).data)
+    verbatim = again.split("### Pending (verbatim)", 1)[1] if "Pending (verbatim)" in again \
+        else ""
+    assert "MODEL-INVENTED" not in verbatim.split("\n### ", 1)[0]
+
+
+def test_an_answer_cut_at_its_limit_loses_its_last_line_and_closes_its_fence(
+        tmp_path: Path) -> None:
+    answer = "### Completed work\n- edited a.py\n```\nsome code\nhalf a li"
+    with ChatServer(responder=lambda body: Reply(answer, finish_reason="length")) as server:
+        result = compress_file(write(tmp_path, transcript()), llm(server))
+    text = summary_text(result.data)
+    assert "half a li" not in text and "```\nsome code\n```" in text
+    assert "\n### Steps\n" in text and "\n### Last request (verbatim)\n" in text
+
+
+@pytest.mark.parametrize("per_step", [False, True])
+def test_an_answer_that_is_not_valid_unicode_is_mended(tmp_path: Path, per_step: bool) -> None:
+    with ChatServer(responder=lambda body: "### Task goal\n- fix \ud800 it") as server:
+        result = compress_file(write(tmp_path, transcript()), llm(server, llm_per_step=per_step))
+    assert result.report.llm["used"]
+    result.data.decode("utf-8")  # strict: valid UTF-8
+    out = tmp_path / "out.jsonl"
+    out.write_bytes(result.data)
+    assert validate(load(out)) == []
+
+
+def test_a_key_echoed_in_an_answer_is_not_written(tmp_path: Path) -> None:
+    with ChatServer(responder=lambda body: f"### Task goal\n- the key is {KEY}") as server:
+        result = compress_file(write(tmp_path, transcript()), llm(server))
+    assert KEY.encode() not in result.data and b"[REDACTED:api_key]" in result.data
+
+
+def test_a_trickling_server_is_given_up_on(tmp_path: Path) -> None:
+    """The client's timeout is per read; a server sending a byte at a time is stopped by
+    the deadline on the whole request."""
+    import socket
+    import threading
+    import time
+
+    listener = socket.create_server(("127.0.0.1", 0))
+    stop = threading.Event()
+
+    def serve() -> None:
+        conn, _ = listener.accept()
+        conn.recv(65536)
+        conn.sendall(b"HTTP/1.1 200 OK\r\ncontent-type: application/json\r\n"
+                     b"content-length: 100000\r\n\r\n")
+        while not stop.is_set():
+            try:
+                conn.sendall(b" ")
+            except OSError:
+                break
+            time.sleep(0.1)
+        conn.close()
+
+    threading.Thread(target=serve, daemon=True).start()
+    url = f"http://127.0.0.1:{listener.getsockname()[1]}/v1"
+    started = time.monotonic()
+    try:
+        result = compress_file(write(tmp_path, transcript()),
+                               Options(strategy="llm", llm_base_url=url, budget=6000,
+                                       llm_timeout=0.5, llm_retries=0))
+    finally:
+        stop.set()
+        listener.close()
+    assert time.monotonic() - started < 20
+    assert "no answer within 0.5 s" in result.report.llm["fallback"]
+
+
+def test_a_password_in_the_base_url_is_not_told(tmp_path: Path) -> None:
+    result = compress_file(write(tmp_path, transcript()), Options(
+        strategy="llm", budget=6000, llm_retries=0,
+        llm_base_url="http://admin:S3cretPass99@127.0.0.1:1/v1"))
+    told = json.dumps(result.report.to_dict())
+    assert "S3cretPass99" not in told and "the connection to" in result.report.llm["fallback"]
+
+
+def test_per_step_lines_are_kept_as_they_arrive(tmp_path: Path) -> None:
+    path = write(tmp_path, transcript())
+    with ChatServer(responder=lambda body: "- ran the step") as server:
+        server.push(*[Reply("- ran the step")] * 5, Status(500), Status(500))
+        first = compress_file(path, llm(server, llm_per_step=True, llm_concurrency=1))
+        assert first.report.llm["used"] is False
+        again = compress_file(path, llm(server, llm_per_step=True, llm_concurrency=1))
+    assert again.report.llm["used"] and again.report.llm["cached_steps"] == 5
+
+
+def test_a_repositorys_ctxpack_yaml_cannot_choose_where_text_goes(tmp_path: Path) -> None:
+    path = write(tmp_path, transcript())
+    (tmp_path / "ctxpack.yaml").write_text(
+        "compress:\n  strategy: llm\n  llm_base_url: http://203.0.113.9/v1\n"
+        "  llm_api_key_env: GITHUB_TOKEN\n")
+    run = ctxpack("compress", str(path), "--budget", "6000", cwd=str(tmp_path))
+    assert run.code == 2 and "llm_api_key_env and llm_base_url cannot be set" in run.err
+    assert "Traceback" not in run.err
+    named = ctxpack("compress", str(path), "--budget", "6000", "--dry-run",
+                    "--config", str(tmp_path / "ctxpack.yaml"), cwd=str(tmp_path))
+    assert named.code == 0, named.err  # a file named on purpose may
+
+
+def test_a_key_given_for_its_variables_name_is_not_echoed(tmp_path: Path) -> None:
+    run = ctxpack("compress", str(write(tmp_path, transcript())), "--dry-run",
+                  "--llm-api-key-env", KEY)
+    assert run.code == 2 and "llm_api_key_env must be the name of an environment variable" \
+        in run.err
+    assert KEY not in run.err
+    bad = ctxpack("compress", str(write(tmp_path, transcript())), "--dry-run",
+                  "--llm-base-url", "http://[::1")
+    assert bad.code == 2 and "llm_base_url must be an http:// or https:// URL" in bad.err

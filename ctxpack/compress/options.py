@@ -6,6 +6,7 @@ import re
 from collections.abc import Callable
 from dataclasses import dataclass, field, fields
 from typing import Any
+from urllib.parse import urlsplit
 
 from ..errors import UsageError
 from .truncate import MODES, Limits
@@ -64,8 +65,9 @@ def check(settings: dict[str, Any]) -> list[str]:
             fine = good(value)
         except TypeError:  # a string for a number, say (Options made in code)
             fine = False
-        if not fine:
-            problems.append(f"{name} must be {what}, not {value!r}")
+        if not fine:  # (a key given for its variable's name is not echoed)
+            shown = "what was given" if name in SECRET_LIKE else repr(value)
+            problems.append(f"{name} must be {what}, not {shown}")
     return problems
 
 
@@ -83,7 +85,17 @@ _RULES: dict[str, tuple[Callable[[Any], bool], str]] = {
     "llm_context": (lambda v: v >= 1024, "at least 1024 tokens"),
     "llm_api_key_env": (lambda v: bool(re.fullmatch(r"[A-Za-z_][A-Za-z0-9_]*", v)),
                         "the name of an environment variable"),
+    "llm_base_url": (lambda v: _is_url(v), "an http:// or https:// URL"),
 }
+SECRET_LIKE = frozenset({"llm_api_key_env", "llm_base_url"})  # values never shown in errors
+
+
+def _is_url(value: str) -> bool:
+    try:
+        parts = urlsplit(value)
+        return parts.scheme in ("http", "https") and bool(parts.hostname)
+    except ValueError:  # a malformed host ("[::1")
+        return False
 
 
 OPTION_NAMES = tuple(f.name for f in fields(Options))

@@ -20,6 +20,8 @@ from ...redact import redact
 OPENAI_HOST = "api.openai.com"
 NO_KEY = "not-needed"  # sent to servers that ask for none (llama.cpp, Ollama, vLLM)
 REASON_CHARS = 200  # of a server's own error message, a reason shows this much
+RETRIED = frozenset({408, 409, 429})  # statuses the client retries (and every 5xx)
+BACKOFF = 10.0  # seconds the client may wait between two tries, at most (and some)
 
 
 class Failed(Exception):
@@ -79,48 +81,82 @@ class Endpoint:
         self.settings = settings
         self.spend = spend
         self._key = os.environ.get(settings.key_env, "").strip()
-        if not self._key and urlsplit(settings.url).hostname == OPENAI_HOST:
+        self.shown_url = redact(settings.url)[0]  # a password in the URL is not told
+        try:
+            host = urlsplit(settings.url).hostname
+        except ValueError:
+            raise Failed(f"{self.shown_url} is not a URL") from None
+        if not self._key and host == OPENAI_HOST:
             raise Failed(f"no API key: ${settings.key_env} is not set")
-        self._client = openai.OpenAI(
-            api_key=self._key or NO_KEY, base_url=settings.url, timeout=settings.timeout,
-            max_retries=settings.retries)
+        try:
+            self._client = openai.OpenAI(
+                api_key=self._key or NO_KEY, base_url=settings.url, timeout=settings.timeout,
+                max_retries=settings.retries)
+        except (openai.OpenAIError, ValueError) as exc:
+            raise Failed(f"cannot use {self.shown_url}: {self.scrub(str(exc))}") from None
         self._completion_param = "max_tokens"  # newer OpenAI models want the other name
+        # the client's timeout holds for each read: a server that trickles bytes is
+        # stopped by this deadline on the whole request, its retries and their backoff
+        self.deadline = settings.timeout * (settings.retries + 1) + BACKOFF * settings.retries
 
     def close(self) -> None:
         self._client.close()
 
     def ask(self, system: str, user: str, max_tokens: int) -> str:
-        """The model's answer to one system + user prompt, at most `max_tokens` long."""
-        import openai
+        """The model's answer to one system + user prompt, at most `max_tokens` long.
 
+        An answer cut at `max_tokens` loses its unfinished last line; characters that
+        cannot be written as UTF-8 become "?"; the API key, if echoed, is replaced."""
         messages = [{"role": "system", "content": system}, {"role": "user", "content": user}]
         self.spend.sent()
+        done: list[Any] = []
+        worker = threading.Thread(target=lambda: done.append(self._answer(messages, max_tokens)),
+                                  name="ctxpack-llm-request", daemon=True)
+        worker.start()
+        worker.join(self.deadline)
+        if not done:
+            raise Failed(f"no answer within {self.deadline:g} s, retries included")
+        answer = done[0]
+        if isinstance(answer, Failed):
+            raise answer
+        self.spend.add(getattr(answer, "usage", None))
+        try:
+            choice = answer.choices[0]
+            text = choice.message.content
+        except (AttributeError, IndexError, KeyError, TypeError):
+            raise Failed("unusable answer: no choices[0].message.content in it") from None
+        if not isinstance(text, str):
+            raise Failed("unusable answer: its message has no text")
+        text = self.scrub_key(text.encode("utf-8", "replace").decode("utf-8"))
+        if getattr(choice, "finish_reason", None) == "length":
+            text = text[: text.rfind("\n")] if "\n" in text.strip() else text + "…"
+        return text
+
+    def _answer(self, messages: list[dict[str, str]], max_tokens: int) -> Any:
+        """The client's answer, or the Failed that says why there is none."""
+        import openai
+
         try:
             try:
-                answer = self._create(messages, max_tokens)
+                return self._create(messages, max_tokens)
             except openai.BadRequestError as exc:
                 if "max_completion_tokens" not in str(exc) or \
                         self._completion_param == "max_completion_tokens":
                     raise
                 self._completion_param = "max_completion_tokens"
-                answer = self._create(messages, max_tokens)
+                return self._create(messages, max_tokens)
         except openai.APITimeoutError:
-            raise Failed(self._tries(f"no answer within {self.settings.timeout:g} s")) from None
+            return Failed(self._tries(f"no answer within {self.settings.timeout:g} s"))
         except openai.APIConnectionError:
-            raise Failed(self._tries(f"could not connect to {self.settings.url}")) from None
+            return Failed(self._tries(f"the connection to {self.shown_url} failed"))
         except openai.APIStatusError as exc:
-            raise Failed(self._tries(f"the server answered {exc.status_code}"
-                                     + self._said(exc))) from None
+            said = f"the server answered {exc.status_code}{self._said(exc)}"
+            retried = exc.status_code in RETRIED or exc.status_code >= 500
+            return Failed(self._tries(said) if retried else said)
         except (openai.OpenAIError, ValueError) as exc:  # ValueError: a body not JSON
-            raise Failed(f"unusable answer: {self.scrub(type(exc).__name__)}") from None
-        self.spend.add(getattr(answer, "usage", None))
-        try:
-            text = answer.choices[0].message.content
-        except (AttributeError, IndexError, KeyError, TypeError):
-            raise Failed("unusable answer: no choices[0].message.content in it") from None
-        if not isinstance(text, str):
-            raise Failed("unusable answer: its message has no text")
-        return text
+            return Failed(f"unusable answer: {self.scrub(type(exc).__name__)}")
+        except Exception as exc:  # on its thread, an error must come back, not hang the run
+            return Failed(f"the request failed: {type(exc).__name__}")
 
     def _create(self, messages: list[dict[str, str]], max_tokens: int) -> Any:
         return self._client.chat.completions.create(
@@ -144,6 +180,7 @@ class Endpoint:
 
     def scrub(self, text: str) -> str:
         """`text` with the API key (and any other secret) replaced."""
-        if self._key:
-            text = text.replace(self._key, "[REDACTED:api_key]")
-        return redact(text)[0]
+        return redact(self.scrub_key(text))[0]
+
+    def scrub_key(self, text: str) -> str:
+        return text.replace(self._key, "[REDACTED:api_key]") if self._key else text

@@ -43,6 +43,9 @@ PROMPT_VERSION = "1"  # part of every cached line's key: a new prompt asks again
 SECTIONS = ("Task goal", "Key decisions", "Completed work", "Pending items",
             "Important findings")
 OWN_SECTIONS = frozenset({STEPS, LAST_REQUEST, PENDING})  # ctxpack writes these
+# The model's sections titled as ctxpack's verbatim ones (a later compress would take
+# their words for the transcript's own) are renamed.
+RETITLED = {"Pending items": "Pending items (summarized)"}
 DEFAULT_CONTEXT = 8192  # the summarizer's window when neither settings nor table know it
 FILL = 0.75  # of that window a request fills by our count (the model's tokenizer differs)
 ANSWER_SHARE = 4  # an answer may take at most a 1/N of the window
@@ -159,13 +162,18 @@ class LLMSummarizer:
         system = SYSTEM.format(words=max(20, answer * 3 // 4))
         data = self.window * FILL - count(system) - answer - 64  # 64: the user message's words
         blocks = self._blocks(older, units, first, count, int(data))
-        task = self._clean(_clip(region.task, TASK_TOKENS, count)) if region.task else None
+        # redacted, then cut: a cut could leave part of a secret no pattern knows
+        task = _clip(self._clean(region.task), TASK_TOKENS, count) if region.task else None
         earlier = self._clean(previous) if previous else None
-        fixed = count(task or "") + count(earlier or "")
+        head = count(earlier or "")
+        fixed = count(task or "") + head
         if fixed + sum(n for _, n in blocks) <= data:
             self.outcome.chunks = 1
             body = endpoint.ask(system, _prompt(task, earlier, ("STEPS", _join(blocks))), answer)
         else:
+            if head > data // 2:  # told before any request is paid for
+                raise Failed(f"the earlier summary ({head:,} tokens) leaves too little of the "
+                             f"summarizer's window ({self.window:,}) to merge into")
             body = self._chunked(endpoint, system, blocks, task, earlier, answer,
                                  int(data), count)
         return _render(frame, _own_words(body))
@@ -174,17 +182,16 @@ class LLMSummarizer:
                  task: str | None, earlier: str | None, answer: int, data: int,
                  count: Count) -> str:
         """Summarize the blocks in parts that fit, then merge the parts (and the summary
-        so far) into one, in rounds while they do not fit one request together."""
+        so far) into one, in rounds while they do not fit one request together. A part's
+        answer may take a third of the room a merge has, so that merges make headway."""
         room = data - count(task or "")
-        chunks = _pack(blocks, room)
+        head = count(earlier or "")
+        part_answer = max(MIN_DATA // 2, min(answer, (data - head) // 3))
+        chunks = _pack(blocks, room + answer - part_answer)
         self.outcome.chunks = len(chunks)
         prompts = [_prompt(task, None, ("STEPS", _join(c)), note=PART.format(n=n, of=len(chunks)))
                    for n, c in enumerate(chunks, 1)]
-        parts = self._ask_all(endpoint, system, prompts, answer)
-        head = count(earlier or "")
-        if head > data // 2:
-            raise Failed(f"the earlier summary ({head:,} tokens) leaves too little of the "
-                         f"summarizer's window ({self.window:,}) to merge into")
+        parts = self._ask_all(endpoint, system, prompts, part_answer)
         while True:
             sized = [(p, count(p)) for p in parts]
             groups = _pack(sized, data - head)
@@ -197,7 +204,8 @@ class LLMSummarizer:
                              f"summarizer's window ({self.window:,} tokens)")
             self.outcome.merges += sum(len(g) > 1 for g in groups)
             merged = self._ask_all(endpoint, system, [
-                _prompt(None, None, *_parts(g), note=MERGE) for g in groups if len(g) > 1], answer)
+                _prompt(None, None, *_parts(g), note=MERGE) for g in groups if len(g) > 1],
+                part_answer)
             it = iter(merged)
             parts = [next(it) if len(g) > 1 else g[0][0] for g in groups]
 
@@ -212,43 +220,54 @@ class LLMSummarizer:
         if data < MIN_DATA:
             raise Failed(f"the summarizer's window ({self.window:,} tokens) is too small")
         steps = [u for u in units if u.is_step]
-        texts = [self._clean(_block(u, None, count, data)) for u in steps]
+        found: list[Counter[str]] = [Counter() for _ in steps]  # secrets, step by step
+        texts = [_block(u, None, count, data, lambda t, n=n: self._clean(t, found[n]))
+                 for n, u in enumerate(steps)]
         keys = [key(PROMPT_VERSION, self.settings.model, self.settings.url,
                     str(self.options.redact), t) for t in texts]
         cache = StepCache(self._cache)
         try:
-            found = cache.get(keys)
-            wanted = [(k, t) for k, t in zip(keys, texts, strict=True) if k not in found]
+            lines = cache.get(keys)
+            wanted = [n for n, k in enumerate(keys) if k not in lines]
             self.outcome.steps = len(steps)
             self.outcome.cached_steps = len(steps) - len(wanted)
+            for n in wanted:  # what is sent: the cached steps are not
+                self.outcome.redacted.update(found[n])
+
+            def keep(n: int, answer: str) -> str:
+                line = _one_line(answer)
+                if line:  # kept as it comes: a later failure does not lose it
+                    cache.put({keys[n]: line})
+                return line
+
             answers = self._ask_all(endpoint, STEP_SYSTEM, [
-                _delimited("STEP", t) for _, t in wanted], STEP_ANSWER, keep=_one_line)
-            new = dict(zip((k for k, _ in wanted), answers, strict=True))
-            cache.put(new)
+                _delimited("STEP", texts[n]) for n in wanted], STEP_ANSWER,
+                keep=lambda i, answer: keep(wanted[i], answer))
         finally:
             cache.close()
-        lines = {id(u): found.get(k) or new[k] for u, k in zip(steps, keys, strict=True)}
+        lines.update({keys[n]: line for n, line in zip(wanted, answers, strict=True)})
+        by_unit = {id(u): lines[k] for u, k in zip(steps, keys, strict=True)}
 
         def head(unit: Unit, number: int) -> str:
             status = step_status(unit) if unit.calls else ""
-            return f"* Step {number}: {lines[id(unit)]}" + (f" -> {status}" if status else "")
+            return f"* Step {number}: {by_unit[id(unit)]}" + (f" -> {status}" if status else "")
 
         return fit(document(region, head), max_tokens, count)
 
     # -- shared -----------------------------------------------------------------------
 
     def _ask_all(self, endpoint: Endpoint, system: str, prompts: list[str], answer: int,
-                 keep: Callable[[str], str] = str.strip) -> list[str]:
-        """The answers to `prompts`, in order, at most `llm_concurrency` in flight; the
-        first failure stops the rest."""
-        def one(prompt: str) -> str:
-            text = keep(endpoint.ask(system, prompt, answer))
+                 keep: Callable[[int, str], str] = lambda _, a: a.strip()) -> list[str]:
+        """The answers to `prompts`, in order, each as `keep` (given its index) makes it,
+        at most `llm_concurrency` in flight; the first failure stops the rest."""
+        def one(n: int, prompt: str) -> str:
+            text = keep(n, endpoint.ask(system, prompt, answer))
             if not text:
                 raise Failed("the model answered with no text")
             return text
 
         if len(prompts) <= 1:
-            return [one(p) for p in prompts]
+            return [one(n, p) for n, p in enumerate(prompts)]
         # daemon threads, not an executor: Ctrl-C must not wait for requests in flight
         answers: list[str] = [""] * len(prompts)
         failures: list[BaseException] = []
@@ -262,7 +281,7 @@ class LLMSummarizer:
                 if n < 0:
                     return
                 try:
-                    answers[n] = one(prompt)
+                    answers[n] = one(n, prompt)
                 except BaseException as exc:  # raised again in the caller's thread
                     failures.append(exc)
 
@@ -280,23 +299,26 @@ class LLMSummarizer:
                 count: Count, most: int) -> list[tuple[str, int]]:
         """Each unit as a redacted text block with its token count; the older units, whose
         outputs are not read, in one counted line."""
-        texts = []
+        texts: list[str] = []
         number = first - 1
         if older:
             line = folded(older, first).head
             texts.append(f"(Before these: {line.removeprefix('* ')})")
             number += sum(u.is_step for u in older)
+        blocks = [self._clean(t) for t in texts]
         for unit in units:
             number += unit.is_step
-            texts.append(_block(unit, number if unit.is_step else None, count, most))
-        return [(clean, count(clean) + 1) for clean in map(self._clean, texts)]
+            blocks.append(_block(unit, number if unit.is_step else None, count, most,
+                                 self._clean))
+        return [(text, count(text) + 1) for text in blocks]
 
-    def _clean(self, text: str) -> str:
-        """`text` as it may be sent: secrets replaced (unless redaction is off), counted."""
+    def _clean(self, text: str, counts: Counter[str] | None = None) -> str:
+        """`text` as it may be sent: secrets replaced (unless redaction is off), and
+        counted in `counts` (the report's, by default)."""
         if not self.options.redact:
             return text
         clean, found = redact(text)
-        self.outcome.redacted.update(found)
+        (self.outcome.redacted if counts is None else counts).update(found)
         return clean
 
 
@@ -367,7 +389,10 @@ def _own_words(answer: str) -> list[Section]:
             found.append((m.group(1).strip(), []))
         elif raw.strip() != HEADING:
             found[-1][1].append(re.sub(r"^#{4,} +(.+)$", r"**\1**", raw))
-    sections = [Section(title, block="\n".join(lines).strip("\n"), fixed=True)
+    if fence:  # cut short inside a code block: close it, or it would swallow the rest
+        found[-1][1].append(fence)
+    sections = [Section(RETITLED.get(title, title), block="\n".join(lines).strip("\n"),
+                        fixed=True)
                 for title, lines in found if title not in OWN_SECTIONS and "".join(lines).strip()]
     if not sections:
         raise Failed("the model answered with no summary text")
@@ -377,30 +402,33 @@ def _own_words(answer: str) -> list[Section]:
 # -- what is sent --------------------------------------------------------------------
 
 
-def _block(unit: Unit, number: int | None, count: Count, most: int) -> str:
-    """One unit as text: who spoke, what was called with which arguments, what came back."""
+def _block(unit: Unit, number: int | None, count: Count, most: int,
+           clean: Callable[[str], str]) -> str:
+    """One unit as text: who spoke, what was called with which arguments, what came back;
+    each piece `clean`ed before it is cut, so no cut leaves a secret its pattern misses."""
     who = (f"Step {number} (assistant)" if number is not None else
            "Request (user)" if unit.human else f"Message ({unit.role})")
     out = [f"## {who}"]
     if unit.text.strip():
-        out.append(unit.text.strip())
+        out.append(clean(unit.text.strip()))
     answered: set[int] = set()
     share = max(MIN_DATA, most // max(1, len(unit.results) + 1))
     for i, call in enumerate(unit.calls):
-        out.append(f"-> call {call.name} {_short(call.arguments, ARGUMENT_CHARS)}")
+        out.append(f"-> call {call.name} {_short(clean(call.arguments), ARGUMENT_CHARS)}")
         for result in answers_of(unit, i):
             answered.add(id(result))
-            out += _result(call.name, result, share, count)
+            out += _result(call.name, result, share, count, clean)
     for result in unit.results:
         if id(result) not in answered:
-            out += _result(None, result, share, count)
+            out += _result(None, result, share, count, clean)
     return _clip("\n".join(out), most, count)
 
 
-def _result(name: str | None, result: Any, most: int, count: Count) -> list[str]:
+def _result(name: str | None, result: Any, most: int, count: Count,
+            clean: Callable[[str], str]) -> list[str]:
     status = "error" if result.is_error else "ok"
     what = f"<- result of {name}" if name else "<- result"
-    return [f"{what} ({status}):", _clip(result.text, most, count)]
+    return [f"{what} ({status}):", _clip(clean(result.text), most, count)]
 
 
 def _clip(text: str, most: int, count: Count) -> str:
@@ -408,10 +436,12 @@ def _clip(text: str, most: int, count: Count) -> str:
     if len(text) <= most or (n := count(text)) <= most:
         return text
     keep = max(1, int(len(text) * most / n * 0.8)) // 2
-    middle = text[keep:-keep]
-    errors = list(dict.fromkeys(F.error_lines(middle)))[:ERROR_LINES]
-    note = f"[… {n - most:,} tokens left out here"
-    note += "; their error lines:]" if errors else "]"
+    errors = list(dict.fromkeys(F.error_lines(text[keep:-keep])))[:ERROR_LINES]
+    while errors and count("\n".join(errors)) > most // 4:  # they take from the head and tail
+        errors.pop()
+    if errors:
+        keep = max(1, int(len(text) * (most - count("\n".join(errors))) / n * 0.8)) // 2
+    note = f"[… {n - most:,} tokens left out here" + ("; their error lines:]" if errors else "]")
     return "\n".join([text[:keep], note, *errors, text[-keep:]])
 
 
