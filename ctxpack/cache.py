@@ -147,12 +147,17 @@ class Store:
         self._disconnect()
 
     def _disconnect(self) -> None:
-        if self._db is not None:
-            try:
-                self._db.close()
-            except sqlite3.Error:
-                pass
-            self._db = None
+        close_quietly(self._db)
+        self._db = None
+
+
+def close_quietly(db: sqlite3.Connection | None) -> None:
+    """Close `db` if open; a cache that fails to close has nothing more to lose."""
+    if db is not None:
+        try:
+            db.close()
+        except sqlite3.Error:
+            pass
 
 
 def open_store(encoding: str, path: Path | None = None) -> Store:

@@ -12,9 +12,10 @@ from __future__ import annotations
 import hashlib
 import os
 import sqlite3
+import threading
 from pathlib import Path
 
-from ...cache import cache_dir
+from ...cache import cache_dir, close_quietly
 
 FILENAME = "step-summaries.sqlite"
 _SCHEMA = "CREATE TABLE IF NOT EXISTS lines (key TEXT PRIMARY KEY, line TEXT NOT NULL)"
@@ -30,6 +31,7 @@ class StepCache:
 
     def __init__(self, enabled: bool = True, path: Path | None = None) -> None:
         self._db: sqlite3.Connection | None = None
+        self._lock = threading.Lock()
         if not enabled:
             return
         path = path or cache_dir() / FILENAME
@@ -46,31 +48,31 @@ class StepCache:
             self._db = None
 
     def get(self, keys: list[str]) -> dict[str, str]:
-        if self._db is None or not keys:
-            return {}
         found: dict[str, str] = {}
-        try:
-            for i in range(0, len(keys), 500):
-                chunk = keys[i : i + 500]
-                sql = f"SELECT key, line FROM lines WHERE key IN ({','.join('?' * len(chunk))})"
-                found.update(self._db.execute(sql, chunk).fetchall())
-        except sqlite3.Error:
-            self.close()
+        with self._lock:
+            try:
+                for i in range(0, len(keys), 500) if self._db is not None else ():
+                    chunk = keys[i : i + 500]
+                    sql = f"SELECT key, line FROM lines WHERE key IN ({','.join('?' * len(chunk))})"
+                    found.update(self._db.execute(sql, chunk).fetchall())
+            except sqlite3.Error:
+                self._drop()
         return found
 
     def put(self, rows: dict[str, str]) -> None:
-        if self._db is None or not rows:
-            return
-        try:
-            self._db.executemany("INSERT OR REPLACE INTO lines (key, line) VALUES (?, ?)",
-                                 rows.items())
-        except sqlite3.Error:
-            self.close()
+        """Keep `rows`; safe from several threads (lines are kept as they come)."""
+        with self._lock:
+            try:
+                if self._db is not None:
+                    self._db.executemany(
+                        "INSERT OR REPLACE INTO lines (key, line) VALUES (?, ?)", rows.items())
+            except sqlite3.Error:
+                self._drop()
 
     def close(self) -> None:
-        if self._db is not None:
-            try:
-                self._db.close()
-            except sqlite3.Error:
-                pass
-            self._db = None
+        with self._lock:
+            self._drop()
+
+    def _drop(self) -> None:
+        close_quietly(self._db)
+        self._db = None
