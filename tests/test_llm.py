@@ -438,11 +438,11 @@ def test_the_models_pending_items_are_not_taken_for_verbatim_ones(tmp_path: Path
 
 def test_an_answer_cut_at_its_limit_loses_its_last_line_and_closes_its_fence(
         tmp_path: Path) -> None:
-    answer = "### Completed work\n- edited a.py\n```\nsome code\nhalf a li"
+    answer = "### Completed work\n- edited a.py\n````\nsome code\n```\nhalf a li"
     with ChatServer(responder=lambda body: Reply(answer, finish_reason="length")) as server:
         result = compress_file(write(tmp_path, transcript()), llm(server))
     text = summary_text(result.data)
-    assert "half a li" not in text and "```\nsome code\n```" in text
+    assert "half a li" not in text and "````\nsome code\n```\n````" in text
     assert "\n### Steps\n" in text and "\n### Last request (verbatim)\n" in text
 
 

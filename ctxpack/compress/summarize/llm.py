@@ -46,6 +46,7 @@ OWN_SECTIONS = frozenset({STEPS, LAST_REQUEST, PENDING})  # ctxpack writes these
 # The model's sections titled as ctxpack's verbatim ones (a later compress would take
 # their words for the transcript's own) are renamed.
 RETITLED = {"Pending items": "Pending items (summarized)"}
+_FENCE = re.compile(r"`{3,}|~{3,}")
 DEFAULT_CONTEXT = 8192  # the summarizer's window when neither settings nor table know it
 FILL = 0.75  # of that window a request fills by our count (the model's tokenizer differs)
 ANSWER_SHARE = 4  # an answer may take at most a 1/N of the window
@@ -323,9 +324,9 @@ class LLMSummarizer:
 
 
 def check(text: str, region: Region, max_tokens: int, count: Count) -> None:
-    """Raise Failed unless `text` is a summary fit to use: it has words of the model's
-    own, fits `max_tokens`, and keeps the verbatim items (the newest request, pending
-    items) the extractive summary would keep."""
+    """Raise Failed unless `text` is a summary fit to use: it fits `max_tokens` and keeps
+    the verbatim items (the newest request, pending items) the extractive summary would
+    keep. (An answer with no words of its own fails before: see `_own_words`.)"""
     n = count(text)
     if n > max_tokens:
         raise Failed(f"the summary takes {n:,} tokens, over the {max_tokens:,} it may")
@@ -381,9 +382,10 @@ def _own_words(answer: str) -> list[Section]:
     found: list[tuple[str, list[str]]] = [("Summary", [])]
     fence = ""
     for raw in answer.strip().splitlines():
-        mark = raw.lstrip()[:3]
-        if fence or mark in ("```", "~~~"):
-            fence = "" if fence and raw.strip().startswith(fence) else fence or mark
+        mark = _FENCE.match(raw.lstrip())
+        if fence or mark:
+            closes = fence and raw.strip().startswith(fence) and not raw.strip().strip(fence[0])
+            fence = "" if closes else fence or (mark.group() if mark else "")
             found[-1][1].append(raw)
         elif (m := re.match(r"#{1,3} +(.+?)\s*#*\s*$", raw)) and raw.strip() != HEADING:
             found.append((m.group(1).strip(), []))
