@@ -1,6 +1,7 @@
 """Tests of ctxpack.redact: each kind of secret, the placeholder and the counts, what stays
-(names, hosts, the word Bearer), which kind wins, idempotence, secrets anywhere in random
-text, and ordinary engineering text that must come back untouched.
+(names, hosts, the words Bearer and Basic), which kind wins, the places secrets hide in
+(JSON text, numbered listings, diffs, command lines), idempotence, secrets anywhere in
+random text, and ordinary engineering text that must come back untouched.
 
 Every fake secret is put together from pieces at run time, so that this file holds nothing
 a secret scanner would flag.
@@ -8,6 +9,8 @@ a secret scanner would flag.
 
 from __future__ import annotations
 
+import base64
+import json
 import time
 from collections import Counter
 
@@ -42,6 +45,15 @@ AWS_SECRET = ("Zq8R" + "t1V/") * 5
 JWT = ".".join(("ey" + "JhbGciOiJIUzI1NiIsInR5cCI6IkpXVCJ9", "ey" + "JzdWIiOiIxMjM0NTY3ODkwIn0",
                 "s1gNaTuRe_" * 4))
 BEARER = "mF_9.B5f-4.1JqM" + "Tk7vQ2"
+OPENROUTER = "sk-" + "or-v1-" + "0123456789abcdef" * 4
+NPM = "np" + "m_" + "a1B2c3D4e5F6g7H8i9J0" + "k1L2m3N4o5P6q7R8"
+GROQ = "gs" + "k_" + "Ab1Cd2Ef3Gh4" * 4 + "Zz9Yy8Xx"
+XAI = "xa" + "i-" + "Qw3Er4Ty5Ui6Op7As8Df9" * 4
+SENDGRID = ("S" + "G." + "Ab1Cd2Ef3Gh4Ij5Kl6Mn7O" + "."
+            + "Pq8Rs9Tu0Vw1Xy2Za3Bc4" + "De5Fg6Hi7Jk8Lm9No0Pq1R")
+TWILIO = "S" + "K" + "0123456789abcdef" * 2
+DISCORD = "MT" + "A4NjU0NzY1NDMyMTIzNDU2Nw" + ".GhIjKl." + "aBcDeFgHiJkLmNoPqRsTuVwXyZ0123"
+BASIC = base64.b64encode(b"deploy:" + b"Tr0ub4dor-3").decode()
 DASHES = "-" * 5
 BODY = "\n".join(["MIIEpAIBAAKCAQEA" + "u1SU1LfVLPHCozMxH2Mo4lgOEePzNm0tRgeLezV6ffAt0gun"] * 3
                  + ["VHqF1jv3zLxk="])
@@ -104,6 +116,19 @@ CASES = [
     ("env_secret", '{"githubToken": "' + "abc123def456" + '"}',
      f'{{"githubToken": "{mark("env_secret")}"}}'),
     ("env_secret", 'api_key = "' + "abc123secretvalue" + '"', f'api_key = "{mark("env_secret")}"'),
+    ("openrouter_key", f"OPENROUTER_API_KEY={OPENROUTER}",
+     f"OPENROUTER_API_KEY={mark('openrouter_key')}"),
+    ("npm_token", f"//registry.npmjs.org/:_authToken={NPM}",
+     f"//registry.npmjs.org/:_authToken={mark('npm_token')}"),
+    ("groq_key", f"Groq(api_key='{GROQ}')", f"Groq(api_key='{mark('groq_key')}')"),
+    ("xai_key", f"export XAI_API_KEY={XAI}", f"export XAI_API_KEY={mark('xai_key')}"),
+    ("sendgrid_key", f"SendGrid('{SENDGRID}')", f"SendGrid('{mark('sendgrid_key')}')"),
+    ("twilio_key", f"Client('{TWILIO}', secret)", f"Client('{mark('twilio_key')}', secret)"),
+    ("discord_token", f"bot.run('{DISCORD}')", f"bot.run('{mark('discord_token')}')"),
+    ("basic_auth", f"curl -H 'Authorization: Basic {BASIC}' https://api.x.io",
+     f"curl -H 'Authorization: Basic {mark('basic_auth')}' https://api.x.io"),
+    ("cli_secret", "mysql -u root -p" + "Hunter22" + " app",
+     f"mysql -u root -p{mark('cli_secret')} app"),
 ]
 
 
@@ -166,8 +191,6 @@ def test_names_schemes_users_hosts_and_the_word_bearer_stay() -> None:
      f"curl -H 'X-Api-Key: {mark('env_secret')}' https://a.io"),
     ("https://rpc.io/?api-key=" + "d4f302b4-c9aa" + "&cluster=dev",
      f"https://rpc.io/?api-key={mark('env_secret')}&cluster=dev"),
-    ("mytool --password=" + "Pa55word!" + " --verbose",
-     f"mytool --password={mark('env_secret')} --verbose"),
     ("    api_key: str = '" + "abc123secretvalue" + "'",
      f"    api_key: str = '{mark('env_secret')}'"),
     ("    12\u2192auth_token: " + "Qw3rTy-9876", f"    12\u2192auth_token: {mark('env_secret')}"),
@@ -198,6 +221,112 @@ def test_a_value_of_a_known_format_counts_once_as_that_format(text: str, kind: s
     out, counts = redact(text)
     assert counts == Counter({kind: 1})
     assert mark(kind) in out
+
+
+ENV_FILE = ["DB_HOST=db", "DB_PASSWORD=" + "Pg-Pass-2931", "JWT_SECRET=" + "abc123def456ghi"]
+ENV_FILE_REDACTED = ["DB_HOST=db", f"DB_PASSWORD={mark('env_secret')}",
+                     f"JWT_SECRET={mark('env_secret')}"]
+
+
+@pytest.mark.parametrize("separator", ["\n", "\r\n", "\t"])
+def test_an_env_file_in_json_text_loses_its_values_and_keeps_its_names(separator: str) -> None:
+    # a tool call's arguments as they are sent: JSON, its newlines the two characters \n
+    text = json.dumps({"path": ".env", "content": separator.join(ENV_FILE)})
+    out, counts = redact(text)
+    assert json.loads(out) == {"path": ".env", "content": separator.join(ENV_FILE_REDACTED)}
+    assert counts == Counter(env_secret=2)
+
+
+SECRET = "hunter2-" + "smtp-99"
+
+
+@pytest.mark.parametrize("content", [
+    f"db:\n  host: db\n  password: {SECRET}\n",
+    f"password: {SECRET}\nuser: app",
+    f'{{\n  "user": "app",\n  "password": "{SECRET}"\n}}',
+    f"     1\u2192# mail\n     2\u2192SMTP_PASSWORD={SECRET}\n",
+    f"     2\u2192SMTP_PASSWORD={SECRET}\n",
+    f"    12\u2192  smtp_password: {SECRET}\n",
+    f"     2\tSMTP_PASSWORD={SECRET}\n",
+])
+@pytest.mark.parametrize("ascii_only", [True, False])
+def test_a_file_in_json_text_loses_its_secret(content: str, ascii_only: bool) -> None:
+    text = json.dumps({"file_path": "x", "content": content}, ensure_ascii=ascii_only)
+    out, counts = redact(text)
+    assert json.loads(out)["content"] == content.replace(SECRET, mark("env_secret"))
+    assert counts == Counter(env_secret=1)
+
+
+@pytest.mark.parametrize("gutter", ["     2\u2192", "  12\t", "12: ", "12|", "   7\u2192  "])
+@pytest.mark.parametrize("name", ["SMTP_PASSWORD", "API_KEY", "TOKEN", "SECRET"])
+def test_a_numbered_listing_line_loses_its_value(gutter: str, name: str) -> None:
+    # Claude Code's Read tool, cat -n, grep -n
+    assert redact(f"{gutter}{name}={SECRET}") == (f"{gutter}{name}={mark('env_secret')}",
+                                                  Counter(env_secret=1))
+
+
+@pytest.mark.parametrize("text", [
+    f"DB_PASS={SECRET}", f"MYSQL_PASS={SECRET}", f"REDIS_PWD={SECRET}", f"SMTPPASS={SECRET}",
+    f"SMTP_PASSPHRASE={SECRET}", f"passphrase: {SECRET}", f'{{"dbPass": "{SECRET}"}}',
+    f"  ssh_key_passphrase: '{SECRET}'",
+    # diffs and quotes
+    f"+DB_PASSWORD={SECRET}", f"-API_KEY={SECRET}", f"> TOKEN={SECRET}", f"+  password: {SECRET}",
+    # dotted or slashed values under a secret's name
+    "GOOGLE_OAUTH_TOKEN=ya29." + "a0AfH6SMBx" + "Zr9-kQ2_" * 5,
+    "GOOGLE_OAUTH_TOKEN=ya29." + "a0AfH6SMBxyzQ12abcDEF", "API_TOKEN=abcd1234." + "efgh5678ijkl",
+    'token: "abcd1234.' + 'efgh5678ijkl"', "AWS_SESSION_TOKEN=" + "IQoJb3JpZ2luX2Vj/" * 3,
+    "SECRET_KEY=django-insecure-" + "x9#f!2k$a@q8(z)w&k2^m*=+-_",
+    "SECRET_KEY = 'django-insecure-" + "x9#f!2k$a@q8(z)w&k2^m*=+-_'",
+    # short passwords under a password's name
+    "PASSWORD=" + "pg12", "DB_PASSWORD=" + "abcd", '{"password": "' + "abcd" + '"}',
+    "  db_password: " + "admin", "password = '" + "hunter" + "'",
+    # a passphrase's words
+    '"passphrase": "correct horse battery staple"', "passphrase: correct horse battery staple",
+    "SMTP_PASSPHRASE: correct horse battery staple", 'password = "correct horse battery staple"',
+])
+def test_more_values_known_by_their_name_go_whole(text: str) -> None:
+    out, counts = redact(text)
+    assert counts == Counter(env_secret=1), out
+    name, value_ends = out.split(mark("env_secret"))
+    assert text.startswith(name) and value_ends in ("", "'", '"', '"}')  # the whole value
+
+
+def test_a_diff_loses_the_old_and_the_new_value() -> None:
+    text = f"@@ -1,2 +1,2 @@\n DB_HOST=db\n-DB_PASSWORD={SECRET}\n+DB_PASSWORD={SECRET}x\n"
+    out, counts = redact(text)
+    assert out == (f"@@ -1,2 +1,2 @@\n DB_HOST=db\n-DB_PASSWORD={mark('env_secret')}\n"
+                   f"+DB_PASSWORD={mark('env_secret')}\n")
+    assert counts == Counter(env_secret=2)
+
+
+@pytest.mark.parametrize(("text", "expected"), [
+    ("mysql -u root -p" + "Hunter22" + " app", f"mysql -u root -p{mark('cli_secret')} app"),
+    ("mysql -uroot -p'" + "S3cr3t pw" + "' app", f"mysql -uroot -p'{mark('cli_secret')}' app"),
+    ("mysqldump --password=" + "hunter22" + " db", f"mysqldump --password={mark('cli_secret')} db"),
+    ("mytool --password=" + "Pa55word!" + " --verbose",
+     f"mytool --password={mark('cli_secret')} --verbose"),
+    ("docker login -u me --password " + "Xy9-pw77" + " ghcr.io",
+     f"docker login -u me --password {mark('cli_secret')} ghcr.io"),
+    ("tool --token " + "abc123def456", f"tool --token {mark('cli_secret')}"),
+    ("tool --api-key=" + "abc123def456", f"tool --api-key={mark('cli_secret')}"),
+    ("tool --api-key '" + "abc123def456" + "' -v", f"tool --api-key '{mark('cli_secret')}' -v"),
+    ("vault login --db-password=" + "hunter", f"vault login --db-password={mark('cli_secret')}"),
+    ('{"command": "deploy --db-password \\"' + "S3cret-99" + '\\""}',
+     f'{{"command": "deploy --db-password \\"{mark("cli_secret")}\\""}}'),
+])
+def test_a_command_line_flag_loses_its_value(text: str, expected: str) -> None:
+    assert redact(text) == (expected, Counter(cli_secret=1))
+
+
+def test_a_flag_value_with_a_format_counts_as_that_format() -> None:
+    assert redact(f"gh auth --token {GITHUB}") == (f"gh auth --token {mark('github_token')}",
+                                                    Counter(github_token=1))
+
+
+def test_basic_credentials_go_and_the_word_basic_stays() -> None:
+    out, counts = redact(f'headers = {{"authorization": "basic {BASIC}"}}')
+    assert out == f'headers = {{"authorization": "basic {mark("basic_auth")}"}}'
+    assert counts == Counter(basic_auth=1)
 
 
 @pytest.mark.parametrize("text", [
@@ -242,13 +371,47 @@ def test_a_value_of_a_known_format_counts_once_as_that_format(text: str, kind: s
     f"{DASHES}END PUBLIC KEY{DASHES}",
     "ey" + "JhbGciOiJIUzI1NiJ9 alone", "AKIA1234 is too short", "task-" + "A1b2" * 10,
     "iVBORw0KGgoAAAANSUhEUgAAAAEAAAABCAYAAAAfFcSJAAAADUlEQVR42mNkYPhfDwAChwGA60e6kgAAAABJRU5Erk",
+    # paths, URLs, references, numbers, versions and names in code under a secret's name
+    "API_KEY=/etc/ssl/key.pem", "API_TOKEN=./secrets/token.txt", "API_TOKEN=secrets/token.txt",
+    "API_KEY=https://vault.internal/v1/key", "PASSWORD=true", "SECRET_KEY=12345678",
+    "API_KEY=1.2.3", "token = self.config.token", "password=args.password",
+    "PASSWORD=args.password", "login(user, password=args.password)",
+    "TOKEN_SERIALIZER=app.serializers.TokenSerializer", "OLDPWD=/home/app",
+    # short values under a looser name; placeholders, types and sentences under a password's
+    "API_KEY=" + "ab12c", "TOKEN=" + "abcde", "password: abc", '"password": "string"',
+    '"password": "Password"', '"new_password": "New password"', "password: string | null",
+    '"password": "Enter your password"', '"password": "This field may not be blank."',
+    '    "password": user_password\n}', "password: hashedPassword", "gpass : float",
+    "passwd:         files systemd", "pwd: Jim Meyering", "Password: enter it twice",
+    'raise TypeError("pwd: expected bytes, got %s" % type(pwd))', "bypass: enabled",
+    # test runs
+    "--- PASS: TestRouter (0.00s)\n    --- PASS: TestRouter/not_found (0.00s)\nPASS",
+    "5 passed, 1 failed", "passes: 12",
+    # flags that hold no secret, or not here
+    "--password is required", "use the --token flag", "tool --token $TOKEN",
+    'tool --password "$PW"', "tool --api-key ${KEY}", "tool --token <token>",
+    "tool --api-key YOUR_API_KEY", "tool --api-key=API_KEY", "tool --password=***",
+    "mysql -u root -p mydb", "mysql -u root -p$MYSQL_PWD mydb", "pg_dump --no-password mydb2",
+    "ansible-playbook --ask-pass site2.yml", "echo $PW | docker login --password-stdin",
+    "aws s3api list-objects --bucket b --starting-token Z3M3LMPEXAMPLE2",
+    "gh auth login --with-token < token.txt", "mkdir -p /tmp/x && cp -pr a b", "ssh -p 2222 h",
+    "docker run -p8080:80 img", "gcc -pthread -pedantic x.c", "find . -name x -print",
+    "parser.add_argument('--password', help='x')", 'run(["mysql", "--password", pw])',
+    # the word Basic
+    "Basic authentication is described in RFC 7617.", "Basic usage: ctxpack stats x.jsonl",
+    "Authorization: Basic ABCDEFGHIJKL", "Authorization: Basic [REDACTED:basic_auth]",
+    "mysql -p[REDACTED:cli_secret]", "--token [REDACTED:cli_secret]",
+    # near misses of the new formats
+    "SKU 0123456789abcdef0123456789abcdef", "npm_" + "config_cache", "xai-" + "grok-2",
+    "SG.key.value", "MTIz.abc.def is not a bot token",
 ])
 def test_ordinary_text_comes_back_unchanged(text: str) -> None:
     assert redact(text) == (text, Counter())
 
 
 SECRETS = [OPENAI, OPENAI_PROJECT, ANTHROPIC, GITHUB, GITHUB_PAT, GITLAB, GOOGLE, SLACK,
-           STRIPE, HUGGINGFACE, AWS_ID, AWS_SESSION_ID, JWT, pem("OPENSSH ")]
+           STRIPE, HUGGINGFACE, AWS_ID, AWS_SESSION_ID, JWT, pem("OPENSSH "), OPENROUTER, NPM,
+           GROQ, XAI, SENDGRID, TWILIO, DISCORD]
 SPACE = st.text(alphabet=" \t\n\r\u00a0\u2003", min_size=1, max_size=3)
 
 
@@ -266,9 +429,14 @@ def test_a_secret_anywhere_in_any_text_never_survives(before: str, secret: str, 
 
 IN_CONTEXT = [f"Bearer {BEARER}", "DB_PASSWORD=hunter2-prod", "postgres://app:pw-Zz9@db/x",
               f"AWS_SECRET_KEY={AWS_SECRET}", '"api_key": "abc123secretvalue"',
-              "  client_secret: Zx9-Lm8\n"]
+              "  client_secret: Zx9-Lm8\n", "--password S3cret-99", f"Basic {BASIC}",
+              "\\nDB_PASSWORD=Pg-Pass-2931\\n", "  2\u2192SMTP_PASS=hunter2", "+DB_PWD=abcd",
+              "passphrase: correct horse battery staple\n", "mysql -u root -pHunter22",
+              "SECRET_KEY=django-insecure-x9#f!2k&q8(z)w"]
 FRAGMENTS = ["token", "password:", "key=", "Bearer", "://", "@", '"', "'", "\n", "=", "]",
-             f"{DASHES}BEGIN RSA PRIVATE KEY{DASHES}", "[REDACTED:", "sk-", "eyJ", "x"]
+             f"{DASHES}BEGIN RSA PRIVATE KEY{DASHES}", "[REDACTED:", "sk-", "eyJ", "x",
+             "\\n", "\\", '\\"', "--token ", " -p", "PASS", "passphrase: ", "\u2192", "Basic ",
+             "&", "."]
 PIECES = st.one_of(st.sampled_from(SECRETS + IN_CONTEXT), st.sampled_from(FRAGMENTS),
                    st.text(max_size=12))
 
@@ -285,7 +453,10 @@ def test_megabytes_take_well_under_a_second_even_when_built_to_be_slow() -> None
     line = ("2026-01-02 INFO fetched src/app/auth.py in 12 ms; token count: 1200; "
             "sha 3f786850e387550fdab836ed7e6dc881de23001b\n")
     for text in (line * 40_000, "eyJ" * 100_000, "password: x\n" * 50_000, "api_key" * 80_000,
-                 f"{DASHES}BEGIN PRIVATE KEY{DASHES}\n" * 2_000):
+                 f"{DASHES}BEGIN PRIVATE KEY{DASHES}\n" * 2_000, "--token ab\n" * 80_000,
+                 "passphrase: a b c d e f g h i\n" * 30_000, "\\nDB_PASS=x" * 60_000,
+                 "--- PASS: TestX (0.00s)\n" * 40_000, "Basic " + "QUJD" * 200_000,
+                 " -p" * 200_000, "MTA" * 200_000, "passphrase: " + "a " * 300_000):
         started = time.perf_counter()
         redact(text)
         assert time.perf_counter() - started < 2.0, text[:40]
