@@ -1,0 +1,65 @@
+"""Secret redaction: API keys, tokens, passwords and private keys become typed placeholders.
+
+`redact` runs on text before it leaves the machine (the `llm` summarizer's requests): each
+secret becomes `[REDACTED:<kind>]`. The values found are never logged, kept or returned;
+only how many of each kind is. Precompiled regexes find secrets with a format of their own
+or a word or flag before them (`Basic`, `--password`), then values that only their name
+gives away (`DB_PASSWORD=...`), also inside JSON text, where a newline is `\\n`.
+
+The passes live in their own modules: `formats` (private key blocks and the token formats
+providers give their secrets), `around` (secrets a word, flag or URL stands before) and
+`named` (values their name gives away), which `values` helps judge.
+"""
+
+from __future__ import annotations
+
+import re
+from collections import Counter
+from collections.abc import Callable
+
+from .around import _SPECIFIC, _specific
+from .formats import _PRIVATE_KEY, _private_key
+from .named import _NAMED, _named
+
+__all__ = ["KINDS", "PLACEHOLDER", "redact"]
+
+PLACEHOLDER = "[REDACTED:{}]"
+# The order they are looked for in: whole key blocks, then the formats providers give
+# their secrets (a longer prefix before a shorter one), then values known by what stands
+# around them. A value that has a format counts once, as that format's kind.
+KINDS = (
+    "private_key", "jwt", "anthropic_key", "openrouter_key", "openai_key", "github_token",
+    "gitlab_token", "google_api_key", "slack_token", "stripe_key", "huggingface_token",
+    "npm_token", "groq_key", "xai_key", "sendgrid_key", "twilio_key", "discord_token",
+    "aws_access_key", "bearer_token", "basic_auth", "url_password", "cli_secret",
+    "aws_secret_key", "env_secret",
+)
+
+
+def redact(text: str) -> tuple[str, Counter[str]]:
+    """`text` with every secret found replaced by [REDACTED:<kind>], and how many of each kind."""
+    counts: Counter[str] = Counter()
+    text = _replace(text, _PRIVATE_KEY, _private_key, counts)
+    text = _replace(text, _SPECIFIC, _specific, counts)
+    return _replace(text, _NAMED, _named, counts), counts
+
+
+Judge = Callable[[str, re.Match[str]], tuple[str, int, int] | None]
+
+
+def _replace(text: str, regex: re.Pattern[str], judge: Judge, counts: Counter[str]) -> str:
+    """`text` with a placeholder for each secret that `judge` sees in a match of `regex`.
+    A secret that ends after its match (a value that runs on past an `&`) is searched on
+    from its end, as the text redacted will be: so redacting again finds nothing more."""
+    out: list[str] = []
+    done = 0
+    match = regex.search(text)
+    while match is not None:
+        found = judge(text, match)
+        if found is not None and found[1] >= done:
+            kind, start, end = found
+            out += (text[done:start], PLACEHOLDER.format(kind))
+            done = end
+            counts[kind] += 1
+        match = regex.search(text, max(match.end(), done))
+    return "".join(out) + text[done:] if out else text
