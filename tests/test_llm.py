@@ -478,7 +478,8 @@ def test_a_trickling_server_is_given_up_on(tmp_path: Path) -> None:
         conn.recv(65536)
         conn.sendall(b"HTTP/1.1 200 OK\r\ncontent-type: application/json\r\n"
                      b"content-length: 100000\r\n\r\n")
-        while not stop.is_set():
+        began = time.monotonic()
+        while not stop.is_set() and time.monotonic() - began < 30:  # then it gives up
             try:
                 conn.sendall(b" ")
             except OSError:
@@ -488,7 +489,6 @@ def test_a_trickling_server_is_given_up_on(tmp_path: Path) -> None:
 
     threading.Thread(target=serve, daemon=True).start()
     url = f"http://127.0.0.1:{listener.getsockname()[1]}/v1"
-    started = time.monotonic()
     try:
         result = compress_file(write(tmp_path, transcript()),
                                Options(strategy="llm", llm_base_url=url, budget=6000,
@@ -496,8 +496,8 @@ def test_a_trickling_server_is_given_up_on(tmp_path: Path) -> None:
     finally:
         stop.set()
         listener.close()
-    assert time.monotonic() - started < 20
-    assert "no answer within 0.5 s" in result.report.llm["fallback"]
+    # the deadline's own words: the client's timeout alone would have waited it out
+    assert result.report.llm["fallback"] == "no answer within 0.5 s, retries included"
 
 
 def test_a_password_in_the_base_url_is_not_told(tmp_path: Path) -> None:
