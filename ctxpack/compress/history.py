@@ -103,6 +103,7 @@ def _by_llm(work: Work, allowed: list[int], chosen: Summary) -> Summary:
         return chosen
     made = _made(work, region, audited, chosen.head, chosen.end, text, room, chosen.cap, "llm")
     made.llm = {**llm.outcome.to_dict(), "used": True, "fallback": None}
+    made.squeezed = chosen.squeezed  # given the room the squeezed one had
     return made
 
 
