@@ -75,11 +75,11 @@ def summarize(work: Work, allowed: list[int]) -> Summary | None:
             f"the {what} leaves the summary {chosen.max_tokens:,} tokens (it could take "
             f"{chosen.cap:,}): it is condensed more than it would be")
     if chosen is not None and work.options.strategy == "llm":
-        chosen = _by_llm(work, allowed, chosen)
+        chosen = _by_llm(work, chosen)
     return chosen
 
 
-def _by_llm(work: Work, allowed: list[int], chosen: Summary) -> Summary:
+def _by_llm(work: Work, chosen: Summary) -> Summary:
     """The model's summary of the region the extractive one was sized for, given the
     room that one left under the same bound; the extractive one if the model fails."""
     from .summarize.llm import Failed, LLMSummarizer
@@ -91,17 +91,17 @@ def _by_llm(work: Work, allowed: list[int], chosen: Summary) -> Summary:
     bound = target(work) if total <= target(work) else limit(work)
     framing = chosen.tokens - work.counter.text(chosen.text)
     room = min(chosen.max_tokens, bound - (total - chosen.tokens) - framing)
-    region, audited = summary_region(work, allowed, chosen.head, chosen.end)
     info = work.counter.table.find(work.options.llm_model)
     llm = LLMSummarizer(work.options, info.context_window if info else None, work.cache)
     try:
-        text = llm.summarize(region, room, work.counter.text)
+        text = llm.summarize(chosen.region, room, work.counter.text)
     except Failed as exc:
         work.warnings.append(f"the llm summarizer failed: {exc}; the extractive summary "
                              "is used instead")
         chosen.llm = {**llm.outcome.to_dict(), "used": False, "fallback": str(exc)}
         return chosen
-    made = _made(work, region, audited, chosen.head, chosen.end, text, room, chosen.cap, "llm")
+    made = _made(work, chosen.region, chosen.audited, chosen.head, chosen.end, text, room,
+                 chosen.cap, "llm")
     made.llm = {**llm.outcome.to_dict(), "used": True, "fallback": None}
     made.squeezed = chosen.squeezed  # given the room the squeezed one had
     return made
@@ -168,7 +168,8 @@ def _made(work: Work, region: Region, audited: int, head: int, end: int, text: s
                    work.counter.message(message).total, message, merged,
                    {k: {"total": v.total, "kept": v.kept, "dropped": list(v.dropped)}
                     for k, v in audit.items()}, audited, max_tokens, cap,
-                   sum(c.total for c in work.base[head:end]), strategy=strategy)
+                   sum(c.total for c in work.base[head:end]), strategy=strategy,
+                   region=region)
 
 
 def summary_region(work: Work, allowed: list[int], start: int,

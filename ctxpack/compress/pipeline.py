@@ -55,6 +55,7 @@ class Summary:
     read_tokens: int = 0  # of the archived messages as read (archived_tokens: as planned)
     squeezed: bool = False  # condensed to fit a budget that left it less than a fair size
     strategy: str = "extractive"  # the summarizer that wrote `text`
+    region: Any = field(default=None, repr=False, compare=False)  # what it summarized
     llm: dict[str, Any] | None = None  # what the llm summarizer did, when it was asked
 
 

@@ -60,8 +60,8 @@ def _summary(console: Console, s: dict[str, Any]) -> None:
 
 
 def _llm(console: Console, x: dict[str, Any]) -> None:
-    if "requests" not in x:  # not asked (a dry run)
-        console.print(f"llm: {x.get('note', 'not asked')}", highlight=False)
+    if x.get("note"):  # not asked (a dry run)
+        console.print(f"llm: {x['note']}", highlight=False)
         return
     what = "used" if x["used"] else "not used (see the warning)"
     parts = [f"{x['requests']} request" + ("" if x["requests"] == 1 else "s"),

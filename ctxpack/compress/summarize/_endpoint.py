@@ -71,6 +71,11 @@ class Settings:
         return (self.base_url or os.environ.get("OPENAI_BASE_URL")
                 or f"https://{OPENAI_HOST}/v1").rstrip("/")
 
+    @property
+    def shown_url(self) -> str:
+        """`url` as messages and reports may tell it: a password in it is not."""
+        return redact(self.url)[0]
+
 
 class Endpoint:
     """A chat-completions endpoint; `ask` is safe to call from several threads."""
@@ -81,11 +86,10 @@ class Endpoint:
         self.settings = settings
         self.spend = spend
         self._key = os.environ.get(settings.key_env, "").strip()
-        self.shown_url = redact(settings.url)[0]  # a password in the URL is not told
         try:
             host = urlsplit(settings.url).hostname
         except ValueError:
-            raise Failed(f"{self.shown_url} is not a URL") from None
+            raise Failed(f"{settings.shown_url} is not a URL") from None
         if not self._key and host == OPENAI_HOST:
             raise Failed(f"no API key: ${settings.key_env} is not set")
         try:
@@ -93,7 +97,7 @@ class Endpoint:
                 api_key=self._key or NO_KEY, base_url=settings.url, timeout=settings.timeout,
                 max_retries=settings.retries)
         except (openai.OpenAIError, ValueError) as exc:
-            raise Failed(f"cannot use {self.shown_url}: {self.scrub(str(exc))}") from None
+            raise Failed(f"cannot use {settings.shown_url}: {self.scrub(str(exc))}") from None
         self._completion_param = "max_tokens"  # newer OpenAI models want the other name
         # the client's timeout holds for each read: a server that trickles bytes is
         # stopped by this deadline on the whole request, its retries and their backoff
@@ -148,7 +152,7 @@ class Endpoint:
         except openai.APITimeoutError:
             return Failed(self._tries(f"no answer within {self.settings.timeout:g} s"))
         except openai.APIConnectionError:
-            return Failed(self._tries(f"the connection to {self.shown_url} failed"))
+            return Failed(self._tries(f"the connection to {self.settings.shown_url} failed"))
         except openai.APIStatusError as exc:
             said = f"the server answered {exc.status_code}{self._said(exc)}"
             retried = exc.status_code in RETRIED or exc.status_code >= 500

@@ -50,13 +50,14 @@ class StepCache:
     def get(self, keys: list[str]) -> dict[str, str]:
         found: dict[str, str] = {}
         with self._lock:
-            try:
-                for i in range(0, len(keys), 500) if self._db is not None else ():
-                    chunk = keys[i : i + 500]
-                    sql = f"SELECT key, line FROM lines WHERE key IN ({','.join('?' * len(chunk))})"
-                    found.update(self._db.execute(sql, chunk).fetchall())
-            except sqlite3.Error:
-                self._drop()
+            for i in range(0, len(keys), 500):
+                chunk = keys[i : i + 500]
+                sql = f"SELECT key, line FROM lines WHERE key IN ({','.join('?' * len(chunk))})"
+                try:
+                    if self._db is not None:
+                        found.update(self._db.execute(sql, chunk).fetchall())
+                except sqlite3.Error:
+                    self._drop()
         return found
 
     def put(self, rows: dict[str, str]) -> None:
