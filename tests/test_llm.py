@@ -540,3 +540,51 @@ def test_a_key_given_for_its_variables_name_is_not_echoed(tmp_path: Path) -> Non
     bad = ctxpack("compress", str(write(tmp_path, transcript())), "--dry-run",
                   "--llm-base-url", "http://[::1")
     assert bad.code == 2 and "llm_base_url must be an http:// or https:// URL" in bad.err
+
+
+# -- what a new user meets on the command line ---------------------------------------------
+
+
+def test_stdin_to_stdout(server: ChatServer, tmp_path: Path) -> None:
+    run = ctxpack("compress", "-", "--budget", "6000", "--strategy", "llm", "--llm-base-url",
+                  server.base_url, "--quiet", input=b"".join(transcript()))
+    assert run.code == 0, run.err
+    assert "### Task goal\n- fix the failing parser test" in summary_text(run.out.encode())
+    out = tmp_path / "out.jsonl"
+    out.write_text(run.out)
+    assert validate(load(out)) == [] and len(server.requests) == 1
+
+
+def test_settings_from_the_environment(server: ChatServer, tmp_path: Path) -> None:
+    path = write(tmp_path, transcript())
+    env = {"CTXPACK_STRATEGY": "llm", "CTXPACK_LLM_BASE_URL": server.base_url,
+           "CTXPACK_LLM_MODEL": "acme-small", "CTXPACK_BUDGET": "6000"}
+    run = ctxpack("compress", str(path), "-o", str(tmp_path / "o.jsonl"), env=env)
+    assert run.code == 0, run.err
+    assert server.requests[0].body["model"] == "acme-small"
+    bad = ctxpack("compress", str(path), "--dry-run", env={**env, "CTXPACK_LLM_TIMEOUT": "soon"})
+    assert bad.code == 2 and "CTXPACK_LLM_TIMEOUT" in bad.err and "Traceback" not in bad.err
+
+
+def test_an_empty_transcript_sends_nothing(server: ChatServer, tmp_path: Path) -> None:
+    path = write(tmp_path, [], "empty.jsonl")
+    run = ctxpack("compress", str(path), "-o", str(tmp_path / "o.jsonl"), "--strategy", "llm",
+                  "--llm-base-url", server.base_url)
+    assert run.code == 0, run.err
+    assert server.requests == [] and (tmp_path / "o.jsonl").read_bytes() == b""
+
+
+def test_a_huge_one_line_output_is_cut_to_the_window(server: ChatServer, tmp_path: Path) -> None:
+    from ctxpack.tokens import TokenCounter
+
+    lines = transcript()
+    record = orjson.loads(lines[5])
+    assert record["role"] == "tool"
+    record["content"] = " ".join(f"w{k}" for k in range(600_000))  # 4 MB, no newline
+    lines[5] = orjson.dumps(record) + b"\n"
+    result = compress_file(write(tmp_path, lines), llm(server, llm_context=8192))
+    assert result.report.llm["used"]
+    count = TokenCounter("gpt-4o").text
+    for r in server.requests:
+        asked = sum(count(m["content"]) for m in r.body["messages"]) + r.body["max_tokens"]
+        assert asked <= 8192
