@@ -26,8 +26,8 @@ from dataclasses import dataclass, field
 from typing import Any
 
 from ...redact import redact
-from .. import facts as F
 from ..options import Options
+from ..truncate import Limits, truncate
 from . import HEADING, Count, Region, Unit
 from ._budget import fit
 from ._endpoint import Endpoint, Failed, Settings, Spend
@@ -55,7 +55,6 @@ LINE_CHARS = 400  # a step line is cut to this
 TASK_TOKENS = 600  # of the task, a request shows this much
 ARGUMENT_CHARS = 2000  # of a call's arguments, a block shows this much
 MIN_DATA = 256  # a request with less room than this for data is not worth sending
-ERROR_LINES = 12  # error lines a cut output keeps from its middle
 
 SYSTEM = """\
 You summarize the archived part of an AI agent's working session so that the agent \
@@ -429,17 +428,10 @@ def _result(name: str | None, result: Any, most: int, count: Count,
 
 
 def _clip(text: str, most: int, count: Count) -> str:
-    """`text`, or its head and tail with its error lines between, within `most` tokens."""
-    if len(text) <= most or (n := count(text)) <= most:
-        return text
-    keep = max(1, int(len(text) * most / n * 0.8)) // 2
-    errors = list(dict.fromkeys(F.error_lines(text[keep:-keep])))[:ERROR_LINES]
-    while errors and count("\n".join(errors)) > most // 4:  # they take from the head and tail
-        errors.pop()
-    if errors:
-        keep = max(1, int(len(text) * (most - count("\n".join(errors))) / n * 0.8)) // 2
-    note = f"[… {n - most:,} tokens left out here" + ("; their error lines:]" if errors else "]")
-    return "\n".join([text[:keep], note, *errors, text[-keep:]])
+    """`text` within `most` tokens, cut as a tool output is (head and tail, error lines
+    kept, repeats folded, a marker saying what was left out)."""
+    cut = truncate(text, Limits(max_lines=None, max_bytes=None, max_tokens=most), count, None)
+    return text if cut is None else cut.text
 
 
 def _short(text: str, chars: int) -> str:
