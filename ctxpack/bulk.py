@@ -117,13 +117,23 @@ class BulkCounter(Generic[T]):
             return  # nothing new counted, nothing to release
         self._release()
 
-    def finish(self) -> None:
-        """Count everything still waiting and deliver every plan."""
+    def finish(self, keep_workers: bool = False) -> None:
+        """Count everything still waiting and deliver every plan; with `keep_workers`,
+        the worker processes stay for `hand_over_workers`."""
         self._round()
         self._collect(block=True)
         self._release()
         assert not self._plans, "a plan names a text that was never counted"
-        self.close()
+        if not keep_workers:
+            self._stop_pool()
+        if self.store is not None:
+            self.store.close()
+
+    def hand_over_workers(self) -> Any:
+        """The pool of worker processes (a ProcessPoolExecutor) or None: the caller's to
+        use for other work and shut down."""
+        pool, self._pool = self._pool, None
+        return pool
 
     def close(self) -> None:
         """Stop the workers and close the store (also after an error or Ctrl-C)."""
@@ -286,13 +296,17 @@ class StreamCounter(Generic[T]):
             return
         self._count(message, payload)
 
-    def done(self) -> TokenCounter:
-        """Finish counting: every payload has had its count after this."""
+    def done(self, keep_workers: bool = False) -> TokenCounter:
+        """Finish counting: every payload has had its count after this (`keep_workers`:
+        see BulkCounter.finish)."""
         if self.bulk is None:
             self._start(self.table.choose(self.candidates()))
         assert self.bulk is not None and self.counter is not None
-        self.bulk.finish()
+        self.bulk.finish(keep_workers)
         return self.counter
+
+    def hand_over_workers(self) -> Any:
+        return self.bulk.hand_over_workers() if self.bulk is not None else None
 
     def close(self) -> None:
         if self.bulk is not None:

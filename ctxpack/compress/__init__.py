@@ -7,10 +7,13 @@ and a `Report`; `compress` is the same for an agent loop's list of messages.
 
 from __future__ import annotations
 
+import gc
 import io
 import os
+import threading
 from collections import Counter
 from collections.abc import Callable, Iterable, Iterator
+from contextlib import contextmanager
 from dataclasses import asdict, dataclass, field, replace
 from datetime import datetime, timezone
 from typing import Any
@@ -111,6 +114,21 @@ def now_iso() -> str:
     return moment.strftime("%Y-%m-%dT%H:%M:%SZ")
 
 
+@contextmanager
+def _collector_paused() -> Iterator[None]:
+    """Compress makes millions of objects that live until it returns and free no cycles:
+    the cyclic garbage collector would walk them again and again (a second of a big
+    file's planning), so it rests meanwhile, and is then set back as it was."""
+    enabled = gc.isenabled()
+    gc.disable()
+    try:
+        yield
+    finally:
+        if enabled:
+            gc.enable()
+
+
+@_collector_paused()
 def compress_file(source: PathOrFile, options: Options | None = None, *,
                   model: str | None = None, format: str | None = None,
                   skip_invalid: bool = False, table: ModelTable = TABLE,
@@ -122,6 +140,7 @@ def compress_file(source: PathOrFile, options: Options | None = None, *,
     and so do the llm summarizer's per-step lines. With `strip_metadata` the output
     keeps no archive, as with `archive=False`. A `dry_run` plans without asking an
     LLM endpoint anything (its report tells the extractive summary's numbers)."""
+    from .ahead import FactsAhead
     from .history import summarize
     from .scan import WHOLE_RECORDS, scan
     from .writer import output
@@ -158,13 +177,19 @@ def compress_file(source: PathOrFile, options: Options | None = None, *,
             scanned.close()
             return Compressed(_report(works, t, archiver), lines)
         work = work_of(list(range(len(t.messages))))
-        prepack = _prepack(work, archiver, strip_metadata)
+        work.ahead = FactsAhead.start(work, scanned.take_workers())
+        # the summary's facts first: the archive is wanted only when the output is written
+        prepack = _prepack(work, archiver, strip_metadata,
+                           work.ahead.done if work.ahead is not None else None)
         try:
             run(work, summarize)
         except BaseException:
             if prepack is not None:
                 prepack.close()
             raise
+        finally:
+            if work.ahead is not None:
+                work.ahead.close()
         if prepack is not None and work.summary is None:  # nothing to archive whole
             prepack.close()
             prepack = None
@@ -184,7 +209,8 @@ def compress_file(source: PathOrFile, options: Options | None = None, *,
 PREPACK_BYTES = 32 << 20  # below this, the archive is compressed fast enough when written
 
 
-def _prepack(work: Work, archiver: Archiver, strip: bool) -> Any:
+def _prepack(work: Work, archiver: Archiver, strip: bool,
+             after: threading.Event | None = None) -> Any:
     """Compress the file ahead on a thread while the plan is made, when a summary (and so
     an archive of most of a big file) is to be expected."""
     from ..archive import Prepack
@@ -195,7 +221,7 @@ def _prepack(work: Work, archiver: Archiver, strip: bool) -> Any:
               and archiver.folder is None and not strip)
     if likely and isinstance(records, LineIndex) and records.size >= PREPACK_BYTES \
             and Prepack.possible():
-        return Prepack(records)
+        return Prepack(records, after)
     return None
 
 

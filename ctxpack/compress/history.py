@@ -8,19 +8,14 @@ if that is still over the limit, more of the newest units are archived too.
 
 from __future__ import annotations
 
-import io
 from collections.abc import Callable
 from typing import Any
 
-from ..archive import unpack
-from ..errors import CtxpackError
-from ..formats.base import META_KEY
-from ..loader import load
 from ..model import SUMMARY_HEADING as HEADING
-from ..model import Message, Text, ToolResult
+from ..model import Message, Text
 from . import units as cutting
-from .facts import looks_failed
-from .pipeline import OBSERVATIONS, Summary, Work, limit, target
+from .pipeline import Summary, Work, limit, target
+from .region import summary_region, summary_text, whole_units
 from .summarize import Region, Unit
 from .summarize._layout import CONDENSED
 
@@ -49,12 +44,12 @@ def summarize(work: Work, allowed: list[int]) -> Summary | None:
     ends = _ends(work, allowed, head)
     if not ends:
         return None
+    if work.ahead is not None:
+        work.ahead.collect()
     floor = _floor(work, allowed, head)
-    reserve = min(work.options.max_summary_tokens, target(work) // 4)
+    start = _first_end(work, head, ends, floor)
     suffix = _suffix_sums(work.counts)
-    fixed = sum(work.counts[:head]) + OVERHEAD
-    first = next((c for c in ends if fixed + reserve + suffix[c] <= target(work)), ends[-1])
-    start = min(first, floor)
+    fixed = _fixed(work, head)
     cap = _caps(work, head)
     chosen = None
     for end in (c for c in ends if c >= start or c == ends[-1]):
@@ -77,6 +72,33 @@ def summarize(work: Work, allowed: list[int]) -> Summary | None:
     if chosen is not None and work.options.strategy == "llm":
         chosen = _by_llm(work, chosen)
     return chosen
+
+
+def _first_end(work: Work, head: int, ends: list[int], floor: int) -> int:
+    """The first end worth trying: where the rest, and a summary given its reserve, are
+    under the target; never after the floor."""
+    reserve = min(work.options.max_summary_tokens, target(work) // 4)
+    suffix = _suffix_sums(work.counts)
+    fixed = _fixed(work, head)
+    first = next((c for c in ends if fixed + reserve + suffix[c] <= target(work)), ends[-1])
+    return min(first, floor)
+
+
+def likely_whole(work: Work) -> tuple[Unit, ...]:
+    """The units a summary of `work` would read whole if its region ended where the
+    counts as they are now say it does (see `compress.ahead`)."""
+    allowed = work.allowed
+    head = cutting.head_end(work.messages, allowed)
+    ends = _ends(work, allowed, head)
+    if not ends:
+        return ()
+    return whole_units(work, allowed, head,
+                       _first_end(work, head, ends, _floor(work, allowed, head)))
+
+
+def _fixed(work: Work, head: int) -> int:
+    """What the output holds whatever is archived: the kept head, and a message's framing."""
+    return sum(work.counts[:head]) + OVERHEAD
 
 
 def _by_llm(work: Work, chosen: Summary) -> Summary:
@@ -114,7 +136,7 @@ def _caps(work: Work, head: int) -> Callable[[int], int]:
     earlier = [0] * (len(work.messages) + 1)  # prefix sums: earlier summaries' tokens
     archived = [0] * (len(work.messages) + 1)  # and the other messages' from `head` on
     for i, m in enumerate(work.messages):
-        text = _summary_text(m)
+        text = summary_text(m)
         earlier[i + 1] = earlier[i] + (work.counter.text(text) if text is not None else 0)
         archived[i + 1] = archived[i] + (work.base[i].total if text is None and i >= head
                                          else 0)
@@ -170,106 +192,6 @@ def _made(work: Work, region: Region, audited: int, head: int, end: int, text: s
                     for k, v in audit.items()}, audited, max_tokens, cap,
                    sum(c.total for c in work.base[head:end]), strategy=strategy,
                    region=region)
-
-
-def summary_region(work: Work, allowed: list[int], start: int,
-                   end: int) -> tuple[Region, int]:
-    """What the summarizer gets of messages [start, end), and how many of them it reads
-    whole: the newest units', as many as a summary could show a line of; the older ones
-    come without the text of their outputs."""
-    previous: str | None = None
-    for m in work.messages[:start]:
-        previous = _summary_text(m) or previous
-    spans = []
-    for u in cutting.units(work.messages, allowed, start):
-        if u.start >= end:
-            break
-        group = work.messages[u.start:u.end]
-        if len(group) == 1 and (text := _summary_text(group[0])):
-            previous = text  # an earlier summary is merged, never summarized again
-        else:
-            spans.append(u)
-    # first every unit as known without its outputs' text (whether each failed)...
-    units = [_unit(work, u, _results(work, u, {})) for u in spans]
-    # ...then whole, those a summary could show: it cannot show more lines than fit
-    split = _shown_from(work, units, previous)
-    whole = work.originals(i for u in spans[split:] for i in range(u.start, u.end)
-                           if work.messages[i].tool_results)
-    for n in range(split, len(spans)):
-        units[n] = _unit(work, spans[n], _results(work, spans[n], whole))
-    audited = sum(u.end - u.start for u in spans[split:])
-    task = next((m.text for m in work.messages[:start] if m.human), None)
-    return Region(tuple(units[split:]), previous, tuple(units[:split]),
-                  work.options.archive, task), audited
-
-
-def _results(work: Work, u: cutting.Unit, whole: dict[int, Message]
-             ) -> tuple[ToolResult, ...]:
-    """The results of unit `u`, whole where `whole` has their message, else without their
-    text; flagged `is_error` when they failed, as the scan found (see `Unit`). Outputs an
-    earlier compress masked or cut are read from its archive, as they first were."""
-    out = []
-    for i in range(u.start, u.end):
-        m = whole.get(i)
-        first = _first_read(work, m) if m is not None else None
-        if first is not None:
-            out += [ToolResult(r.call_id, r.parts, r.is_error or looks_failed(r.text))
-                    for r in first.tool_results]
-            continue
-        results = (m or work.messages[i]).tool_results
-        out += [ToolResult(r.call_id, r.parts if m else (), o.failed)
-                for r, o in zip(results, work.outputs[i], strict=True)]
-    return tuple(out)
-
-
-def _first_read(work: Work, m: Message) -> Message | None:
-    """The message as it was before an earlier compress masked or cut its outputs, from
-    that compress's archive; None when it was not, or the archive is not at hand."""
-    meta = m.raw.get(META_KEY) if isinstance(m.raw, dict) else None
-    if not isinstance(meta, dict) or meta.get("kind") != OBSERVATIONS \
-            or not isinstance(meta.get("archive"), dict):
-        return None
-    try:
-        raw = unpack(meta["archive"], work.transcript.path, work.options.archive_dir)
-        t = load(io.BytesIO(raw), work.transcript.format)
-    except CtxpackError:
-        return None  # dropped (--no-archive) or elsewhere: the placeholder must do
-    found = [x for x in t.messages if x.tool_results]
-    if len(found) != 1 or len(found[0].tool_results) != len(m.tool_results):
-        return None
-    return found[0]
-
-
-def _unit(work: Work, u: cutting.Unit, results: tuple[ToolResult, ...]) -> Unit:
-    group = work.messages[u.start:u.end]
-    calls = tuple(c for m in group for c in m.tool_calls)
-    texts = [p.text for m in group if m.role == "assistant" or not m.tool_results
-             for p in m.parts if isinstance(p, Text)]
-    role = "assistant" if u.step else group[0].role
-    return Unit(role, "\n".join(texts), calls, results, u.human)
-
-
-def _shown_from(work: Work, units: list[Unit], previous: str | None) -> int:
-    """The oldest unit a summary could show a line of: the lines of the newer ones, even
-    bare, fill max_summary_tokens. (The summary folds its oldest lines first.)"""
-    from .summarize._merge import last_step, parse
-    from .summarize._steps import bare_line
-
-    number = last_step(parse(previous)) + sum(u.is_step for u in units)
-    room = work.options.max_summary_tokens
-    for n in range(len(units) - 1, -1, -1):
-        room -= work.counter.text(bare_line(units[n], number)) + 1
-        if room < 0:
-            return n
-        number -= units[n].is_step
-    return 0
-
-
-def _summary_text(m: Message) -> str | None:
-    for p in m.parts:
-        if isinstance(p, Text) and p.text.startswith(HEADING):
-            return p.text
-    return None
 
 
 def _message(work: Work, head: int, text: str, merged: bool) -> Message:

@@ -10,6 +10,7 @@ from __future__ import annotations
 import hashlib
 from collections.abc import Callable, Iterable
 from dataclasses import dataclass, field, replace
+from functools import cached_property
 from typing import Any
 
 from ..archive import reference
@@ -87,10 +88,17 @@ class Work:
     ids: dict[tuple[int, str], str] = field(default_factory=dict)  # line_id's, made once
     dry_run: bool = False  # plan only: nothing is sent to an LLM endpoint
     cache: bool = True  # caches across runs may be used (tokens, per-step summary lines)
+    ahead: Any = None  # a FactsAhead: the summary's facts, found in a child process
 
     def __post_init__(self) -> None:
         self.counts = [c.total for c in self.base]
         self.parts = [list(c.parts) for c in self.base]
+
+    @cached_property
+    def allowed(self) -> list[int]:
+        """Where the messages may be cut (see units.cuts): truncating and masking change
+        no role, call or id, so this holds for the whole plan."""
+        return cutting.cuts(self.messages)
 
     @property
     def total(self) -> int:
@@ -265,7 +273,7 @@ def mask_outputs(work: Work, masks: list[Mask]) -> int:
 def run(work: Work, summarize: Callable[[Work, list[int]], Summary | None]) -> Work:
     """Plan the whole compression; raises CannotFit when no plan fits the limit."""
     options = work.options
-    allowed = cutting.cuts(work.messages)
+    allowed = work.allowed
     masks = plan_masks(work, allowed) if options.mask else []
     skip = {(m.i, m.j) for m in masks}
     for name, enabled, step in (

@@ -12,6 +12,7 @@ from __future__ import annotations
 from collections import deque
 from collections.abc import Iterable
 from dataclasses import dataclass, field, replace
+from typing import Any
 
 from ..bulk import StreamCounter
 from ..formats.base import META_KEY
@@ -72,6 +73,7 @@ class Scanned:
     skip_invalid: bool = False
     order: list[int] = field(default_factory=list)  # emission index of each context message
     aside: set[int] = field(default_factory=set)  # context messages set aside
+    workers: Any = None  # the counting's worker processes, kept for other work (or None)
 
     def fetch(self, wanted: Iterable[int]) -> dict[int, Message]:
         """The whole messages at these context indexes, reading the file again for those
@@ -88,7 +90,14 @@ class Scanned:
             self.aside -= wanted
         return {i: self.transcript.messages[i] for i in wanted}
 
+    def take_workers(self) -> Any:
+        """The worker processes (a ProcessPoolExecutor), now the caller's to shut down."""
+        workers, self.workers = self.workers, None
+        return workers
+
     def close(self) -> None:
+        if self.workers is not None:
+            self.take_workers().shutdown(wait=True, cancel_futures=True)
         self.source.close()
 
 
@@ -136,7 +145,8 @@ def _scan(src: Source, format: str | None, model: str | None, table: ModelTable,
                 held_size -= old_size
                 emitted[old] = set_aside(emitted[old])
                 aside.add(old)
-        counter = counting.done()
+        counter = counting.done(keep_workers=True)
+        workers = counting.hand_over_workers()
     finally:
         counting.close()
     layout = scanner.layout
@@ -150,7 +160,8 @@ def _scan(src: Source, format: str | None, model: str | None, table: ModelTable,
     found = [counts[n] for n in context]
     assert all(c is not None for c in found)
     return Scanned(transcript, counter, found, [outputs[n] for n in context],  # type: ignore[misc]
-                   src, skip_invalid, list(context), {where[n] for n in aside if n in where})
+                   src, skip_invalid, list(context), {where[n] for n in aside if n in where},
+                   workers)
 
 
 def _may_set_aside(scanner: Scanner) -> bool:

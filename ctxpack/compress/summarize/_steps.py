@@ -112,10 +112,24 @@ def folded(units: Sequence[Unit], first: int) -> Line:
     return replace(counts, head=fold_line([counts], "messages"))
 
 
-@lru_cache(maxsize=4096)
+FACTS_KEPT = 4096  # units whose facts are remembered (a summary reads a few hundred)
+_facts: dict[Unit, F.Facts] = {}
+
+
 def unit_facts(unit: Unit) -> F.Facts:
-    """All facts of a unit: its text, its calls' arguments and its results."""
-    return F.extract(source_text(unit))
+    """All facts of a unit: its text, its calls' arguments and its results. Remembered:
+    a pipeline may summarize overlapping regions while it looks for the cut, and the
+    retention audit reads them again."""
+    found = _facts.get(unit)
+    return found if found is not None else remember(unit, F.extract(source_text(unit)))
+
+
+def remember(unit: Unit, facts: F.Facts) -> F.Facts:
+    """Take `facts` as the facts of `unit` (found elsewhere: see `compress.ahead`)."""
+    if len(_facts) >= FACTS_KEPT:
+        del _facts[next(iter(_facts))]  # the oldest goes
+    _facts[unit] = facts
+    return facts
 
 
 def source_text(unit: Unit) -> str:

@@ -1,0 +1,101 @@
+"""Finding the summary's facts on other cores while the rest of the plan is made.
+
+On a long transcript much of the planning goes to one thing: the facts (paths,
+identifiers, error lines...) of the newest archived steps, which the summary shows
+and its retention audit counts. Which steps those are is known, near enough, as soon
+as the file is read, from the counts as read: `FactsAhead` has the worker processes
+that counted the tokens extract their facts while this process truncates and masks,
+and the summary finds them ready. A guess that misses costs only the workers' time:
+facts they did not find are extracted here, as they would have been.
+"""
+
+from __future__ import annotations
+
+import os
+import threading
+from collections.abc import Sequence
+from typing import Any
+
+from .facts import Facts, extract
+from .history import likely_whole
+from .pipeline import Work, trigger
+from .summarize import Unit
+from .summarize._steps import remember, source_text
+
+MIN_CHARS = 1 << 20  # of text to read: below this, extracting it here costs little
+TASK_CHARS = 256 << 10  # text per task: a plan that needs no summary waits at most one
+NICE = 19  # the workers' niceness while they extract: the lowest priority
+
+
+class FactsAhead:
+    """Facts of units being extracted by worker processes (a ProcessPoolExecutor)."""
+
+    def __init__(self, workers: Any, tasks: list[tuple[Sequence[Unit], Any]]) -> None:
+        self.workers = workers
+        self.tasks = tasks  # (units, future of their facts)
+        self.done = threading.Event()  # set once the facts are in, or not wanted
+
+    @classmethod
+    def start(cls, work: Work, workers: Any) -> FactsAhead | None:
+        """Start on the units a summary of `work` would read whole, when one is likely
+        and they are big; the workers are its to shut down (at once, if it does not start)."""
+        units = _likely_whole(work) if workers is not None else ()
+        texts = [source_text(u) for u in units]
+        if sum(map(len, texts)) < MIN_CHARS:
+            if workers is not None:
+                workers.shutdown(wait=False)
+            return None
+        tasks = []
+        for lo, hi in _runs([len(t) for t in texts], TASK_CHARS):
+            try:
+                tasks.append((units[lo:hi], workers.submit(_extract_all, texts[lo:hi])))
+            except Exception:  # noqa: BLE001 - a pool that broke: the facts are found here
+                break
+        return cls(workers, tasks)
+
+    def collect(self) -> None:
+        """Wait for the facts and remember them for the summarizers (once)."""
+        for units, future in self.tasks:
+            try:
+                found = future.result()
+            except Exception:  # noqa: BLE001 - a worker died: these are found here instead
+                continue
+            for unit, facts in zip(units, found, strict=True):
+                remember(unit, facts)
+        self.close()
+
+    def close(self) -> None:
+        """Let the workers go; tasks not begun are dropped (a plan without a summary)."""
+        self.tasks = []
+        self.done.set()
+        if self.workers is not None:
+            self.workers.shutdown(wait=False, cancel_futures=True)
+            self.workers = None
+
+
+def _likely_whole(work: Work) -> tuple[Unit, ...]:
+    """Units of a summary that is likely: none when the transcript is under its trigger."""
+    if not (work.options.summarize and work.total > trigger(work)):
+        return ()
+    return likely_whole(work)
+
+
+def _runs(sizes: list[int], most: int) -> list[tuple[int, int]]:
+    """[lo, hi) runs of the items, each of about `most` in size (or one bigger item)."""
+    out = []
+    lo = total = 0
+    for n, size in enumerate(sizes):
+        total += size
+        if total >= most:
+            out.append((lo, n + 1))
+            lo, total = n + 1, 0
+    if lo < len(sizes):
+        out.append((lo, len(sizes)))
+    return out
+
+
+def _extract_all(texts: list[str]) -> list[Facts]:
+    if hasattr(os, "nice"):
+        # the parent's planning comes first: this takes the cores it leaves idle
+        os.nice(NICE - os.nice(0))
+    return [extract(t) for t in texts]

@@ -1,0 +1,180 @@
+"""Work compress does ahead, beside its plan: the summary's facts in the counting's worker
+processes, the archive on a thread once they are in, and no garbage collection meanwhile.
+Whatever runs ahead, the output must be what a plain run writes."""
+
+from __future__ import annotations
+
+import gc
+import importlib
+import io
+import threading
+from pathlib import Path
+
+import pytest
+
+from ctxpack import archive, bulk
+from ctxpack.compress import compress_file
+from ctxpack.compress.facts import extract
+from ctxpack.compress.options import Options
+from ctxpack.errors import InputError
+from ctxpack.jsonl import LineIndex
+from ctxpack.stats import stats
+
+from .conftest import SAMPLES
+
+ahead = importlib.import_module("ctxpack.compress.ahead")
+steps = importlib.import_module("ctxpack.compress.summarize._steps")
+scan_module = importlib.import_module("ctxpack.compress.scan")
+
+PATH = SAMPLES / "coding-agent.claude-code.jsonl"
+
+
+@pytest.fixture
+def workers(exact_tokens, monkeypatch: pytest.MonkeyPatch) -> None:
+    """Two worker processes count even a small file, and find its facts in small tasks
+    (there are workers only where tokens are counted exactly)."""
+    monkeypatch.setenv("CTXPACK_WORKERS", "2")
+    monkeypatch.setitem(bulk.PARALLEL_MIN_CHARS, "fork", 0)
+    monkeypatch.setitem(bulk.PARALLEL_MIN_CHARS, "spawn", 0)
+    monkeypatch.setattr(ahead, "MIN_CHARS", 0)
+    monkeypatch.setattr(ahead, "TASK_CHARS", 4 << 10)
+
+
+def plain_run(budget: int, monkeypatch: pytest.MonkeyPatch) -> bytes:
+    """The output with every fact found in this process."""
+    with monkeypatch.context() as m:
+        m.setattr(ahead, "MIN_CHARS", 1 << 62)
+        steps._facts.clear()
+        return compress_file(PATH, Options(budget=budget), cache=False).data
+
+
+def collected(monkeypatch: pytest.MonkeyPatch) -> list:
+    """The units whose facts FactsAhead hands in, filled as it collects them: those it
+    remembered then (before the summary, which finds no others first)."""
+    seen: list = []
+    collect = ahead.FactsAhead.collect
+
+    def spy(self):
+        units = [u for units, _ in self.tasks for u in units]
+        collect(self)
+        seen.extend(u for u in units if u in steps._facts)
+
+    monkeypatch.setattr(ahead.FactsAhead, "collect", spy)
+    return seen
+
+
+def test_facts_found_by_the_workers_make_the_same_summary(workers, monkeypatch) -> None:
+    budget = stats(PATH, cache=False).tokens // 3
+    expected = plain_run(budget, monkeypatch)
+    seen = collected(monkeypatch)
+    steps._facts.clear()
+    result = compress_file(PATH, Options(budget=budget), cache=False)
+    assert result.report.summary is not None
+    assert result.data == expected
+    assert len(seen) >= 5  # the newest archived steps
+    for unit in seen:  # what the workers sent back is what this process would find
+        assert steps._facts[unit] == extract(steps.source_text(unit))
+    assert archive.restore(result.lines) == PATH.read_bytes()
+
+
+def test_workers_that_fail_leave_the_facts_to_this_process(workers, monkeypatch) -> None:
+    budget = stats(PATH, cache=False).tokens // 3
+    expected = plain_run(budget, monkeypatch)
+    seen = collected(monkeypatch)
+    monkeypatch.setattr(ahead, "_extract_all", _fail)  # the forked workers see it too
+    steps._facts.clear()
+    result = compress_file(PATH, Options(budget=budget), cache=False)
+    assert not seen and result.data == expected
+
+
+def _fail(texts: list[str]) -> list:
+    raise RuntimeError("a worker that breaks")
+
+
+def test_a_plan_that_needs_no_summary_lets_the_workers_go(workers, monkeypatch) -> None:
+    """Over the trigger as read, under it once masked: the facts are never collected."""
+    started: list = []
+    start = ahead.FactsAhead.start.__func__
+
+    def spy(cls, work, pool):
+        found = start(cls, work, pool)
+        started.append(found)
+        return found
+
+    monkeypatch.setattr(ahead.FactsAhead, "start", classmethod(spy))
+    tokens = stats(PATH, cache=False).tokens
+    result = compress_file(PATH, Options(budget=tokens - 1, threshold=0.5), cache=False)
+    assert result.report.summary is None and result.report.masked
+    (found,) = started
+    assert found is not None and found.workers is None and found.done.is_set()
+
+
+@pytest.mark.parametrize("enabled", [True, False])
+def test_compress_rests_the_garbage_collector_and_sets_it_back(enabled, monkeypatch) -> None:
+    during: list[bool] = []
+    scan = scan_module.scan
+
+    def spy(*args, **kwargs):
+        during.append(gc.isenabled())
+        return scan(*args, **kwargs)
+
+    monkeypatch.setattr(scan_module, "scan", spy)
+    (gc.enable if enabled else gc.disable)()
+    try:
+        compress_file(PATH, Options(budget=stats(PATH, cache=False).tokens // 2), cache=False)
+        assert during == [False] and gc.isenabled() is enabled
+        with pytest.raises(InputError):  # an error sets it back too
+            compress_file(io.BytesIO(b'{"role": "user", "content": "hi"}\n{oops\n'))
+        assert gc.isenabled() is enabled
+    finally:
+        gc.enable()
+
+
+@pytest.mark.parametrize("turn", ["never", "soon"])
+def test_an_archive_compressed_when_its_turn_comes_holds_the_same_bytes(turn, monkeypatch,
+                                                                         tmp_path: Path) -> None:
+    """The prepack waits for `after`; asked for its streams before that, it makes them then."""
+    monkeypatch.setattr(archive, "BLOCK", 1 << 10)
+    data = PATH.read_bytes()
+    with open(PATH, "rb") as stream:
+        index = LineIndex(stream)
+        for line in data.splitlines(keepends=True):
+            index.add(len(line))
+        after = threading.Event()
+        prepack = archive.Prepack(index, after)
+        if turn == "soon":
+            after.set()
+            assert prepack.thread is not None
+            prepack.thread.join(timeout=30)
+            assert prepack.done  # blocks compressed ahead
+        lo, hi = 3, len(index) - 2
+        try:
+            got = archive.inflate(b"".join(prepack.streams(lo, hi)))
+        finally:
+            prepack.close()
+    assert got == b"".join(data.splitlines(keepends=True)[lo:hi])
+
+
+def test_without_isal_the_archive_is_made_by_the_standard_zlib(tmp_path: Path) -> None:
+    """ISA-L has no wheel for some platforms: the same zlib streams come from the standard
+    library then, and either reads the other's."""
+    import subprocess
+    import sys
+
+    out = tmp_path / "out.jsonl"
+    code = (
+        "import sys, zlib; sys.modules['isal'] = None\n"  # as if it were not installed
+        "from ctxpack import archive\n"
+        "assert archive.deflate is zlib.compress\n"
+        "from ctxpack.compress import compress_file\n"
+        "from ctxpack.compress.options import Options\n"
+        f"data = compress_file({str(PATH)!r}, Options(budget={budget_of(PATH)})).data\n"
+        f"open({str(out)!r}, 'wb').write(data)\n"
+    )
+    subprocess.run([sys.executable, "-c", code], check=True)
+    assert archive.restore(out.read_bytes().splitlines(keepends=True)) == PATH.read_bytes()
+
+
+def budget_of(path: Path) -> int:
+    return stats(path, cache=False).tokens // 2
+
