@@ -16,6 +16,7 @@ import threading
 from collections.abc import Sequence
 from typing import Any
 
+from ..bulk import worker_count
 from .facts import Facts, extract
 from .history import likely_whole
 from .pipeline import Work, trigger
@@ -39,11 +40,14 @@ class FactsAhead:
     def start(cls, work: Work, workers: Any) -> FactsAhead | None:
         """Start on the units a summary of `work` would read whole, when one is likely
         and they are big; the workers are its to shut down (at once, if it does not start)."""
-        units = _likely_whole(work) if workers is not None else ()
+        units = _likely_whole(work)
         texts = [source_text(u) for u in units]
         if sum(map(len, texts)) < MIN_CHARS:
             if workers is not None:
                 workers.shutdown(wait=False)
+            return None
+        workers = workers or _forked_worker()  # none were needed to count (a warm cache)
+        if workers is None:
             return None
         tasks = []
         for lo, hi in _runs([len(t) for t in texts], TASK_CHARS):
@@ -78,6 +82,19 @@ def _likely_whole(work: Work) -> tuple[Unit, ...]:
     if not (work.options.summarize and work.total > trigger(work)):
         return ()
     return likely_whole(work)
+
+
+def _forked_worker() -> Any:
+    """One worker process forked now, where forking is the way to start one and there
+    is a core for it (elsewhere it would import everything again first)."""
+    import multiprocessing
+    import sys
+    from concurrent.futures import ProcessPoolExecutor
+
+    if sys.platform != "linux" or worker_count() < 2 \
+            or multiprocessing.current_process().daemon:
+        return None
+    return ProcessPoolExecutor(1, mp_context=multiprocessing.get_context("fork"))
 
 
 def _runs(sizes: list[int], most: int) -> list[tuple[int, int]]:

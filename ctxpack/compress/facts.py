@@ -11,6 +11,7 @@ import json
 import re
 from collections.abc import Iterable, Iterator
 from dataclasses import dataclass, fields
+from itertools import chain
 
 CATEGORIES = ("paths", "urls", "identifiers", "errors", "numbers", "commands")
 MAX_LINE = 300  # error lines and commands longer than this are kept cut to it
@@ -176,25 +177,26 @@ def merge(*facts: Facts) -> Facts:
 
 def retention(source: Facts, summary: str) -> dict[str, Retention]:
     """For each category, how many of the source facts appear verbatim in the summary."""
-    # A fact whose opening GRAM characters are nowhere in the summary is not in it: a set
-    # lookup tells that, where a search would read the whole summary once per fact.
+    # A fact whose first or last GRAM characters are nowhere in the summary is not in it:
+    # set lookups tell that, where a search would read the whole summary once per fact
+    # (facts share beginnings, "src/..."; their ends differ more).
     grams = {summary[i : i + GRAM] for i in range(len(summary) - GRAM + 1)}
     out: dict[str, Retention] = {}
     for name in CATEGORIES:
         items: tuple[str, ...] = getattr(source, name)
         dropped = tuple(x for x in items
-                        if (len(x) >= GRAM and x[:GRAM] not in grams) or x not in summary)
+                        if (len(x) >= GRAM and (x[:GRAM] not in grams or x[-GRAM:] not in grams))
+                        or x not in summary)
         out[name] = Retention(len(items), len(items) - len(dropped), dropped)
     return out
 
 
 # Every branch of _ERROR_START holds one of these, lowercased, and so does every branch
-# of _ERROR_ANYWHERE one of the second: lines without one need no regex.
+# of _ERROR_ANYWHERE one of the second or the third: lines without one need no regex.
 _START_WORDS = ("error", "exception", "traceback", "fail", "fatal", "panic", "npm err",
                 "segmentation fault")
-_ANYWHERE_WORDS = ("no such file", "command not found", "permission denied", "not permitted",
-                   "exit", "returncode")
-_EXIT_WORDS = ("exit", "returncode")
+_ANYWHERE_WORDS = ("no such file", "command not found", "permission denied", "not permitted")
+_EXIT_WORDS = ("exit", "returncode")  # the rest of _ERROR_ANYWHERE's words
 
 
 def _lowered(text: str) -> str | None:
@@ -231,12 +233,16 @@ def error_spans(text: str) -> Iterator[tuple[int, int]]:
     return _error_spans(text, _lowered(text))
 
 
-def _error_spans(text: str, low: str | None) -> Iterator[tuple[int, int]]:
-    # _ERROR_START only matches where a line begins, so such lines cost little to check
+def _error_spans(text: str, low: str | None,
+                 exits: Iterable[tuple[int, int]] | None = None) -> Iterator[tuple[int, int]]:
+    # _ERROR_START only matches where a line begins, so such lines cost little to check;
+    # `exits`: the lines holding an _EXIT_WORDS word, when they were found already
     for start, end in _spans(text, low, _START_WORDS):
         if _ERROR_START.match(text, start, end):
             yield start, end
-    for start, end in _spans(text, low, _ANYWHERE_WORDS):
+    if exits is None:
+        exits = _spans(text, low, _EXIT_WORDS)
+    for start, end in chain(_spans(text, low, _ANYWHERE_WORDS), exits):
         if _ERROR_ANYWHERE.search(text, start, end):
             yield start, end
     at = _DIAGNOSTIC_GATE.search(text)
@@ -260,20 +266,22 @@ def error_lines(text: str) -> Iterator[str]:
 def looks_failed(text: str) -> bool:
     """True when `text` reports a failure: a non-zero exit code, else an error line."""
     low = _lowered(text)  # once, for both searches
-    code = _exit_code(text, low)
+    exits = list(_spans(text, low, _EXIT_WORDS))  # and these lines once
+    code = _exit_code(text, exits)
     if code is not None:
         return code != 0
     # a line the error patterns match holds one of their words: it is never blank
-    return next(_error_spans(text, low), None) is not None
+    return next(_error_spans(text, low, exits), None) is not None
 
 
 def exit_code(text: str) -> int | None:
     """The last exit code `text` reports (`Exit code: 2`, `<returncode>0`...), if any."""
-    return _exit_code(text, _lowered(text))
+    return _exit_code(text, _spans(text, _lowered(text), _EXIT_WORDS))
 
 
-def _exit_code(text: str, low: str | None) -> int | None:
-    for start, end in sorted(_spans(text, low, _EXIT_WORDS), reverse=True):
+def _exit_code(text: str, exits: Iterable[tuple[int, int]]) -> int | None:
+    """The last exit code on the lines `exits` (those holding an _EXIT_WORDS word)."""
+    for start, end in sorted(exits, reverse=True):
         found = _EXIT.findall(text, start, end)
         if found:
             return int(found[-1])
