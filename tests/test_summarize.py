@@ -9,9 +9,11 @@ from __future__ import annotations
 
 import orjson
 import pytest
+from hypothesis import given, settings
+from hypothesis import strategies as st
 
 from ctxpack.compress.args import BRIEF_CHARS, call_label
-from ctxpack.compress.facts import error_lines, exit_code, looks_failed
+from ctxpack.compress.facts import Facts, error_lines, exit_code, looks_failed, retention
 from ctxpack.compress.summarize import Region, Unit
 from ctxpack.compress.summarize._layout import CONDENSED
 from ctxpack.compress.summarize.extractive import ExtractiveSummarizer
@@ -111,11 +113,26 @@ def test_injected_context_gets_a_line_only_with_facts(summarizer) -> None:
     "build\nerror: linker failed\nExit code: 2\n",
     "    raise ValueError('not an error line')\n",
     "ok\n" * 1000 + "FAILED tests/test_a.py::test_b\n",
+    "make: leaving directory\nprocess exited with code 3\n",
+    "<returncode>1</returncode>\n",
+    "Exit status: 0\nNo such file or directory\n",  # the code has the last word
+    "preexit code 1\n",  # no exit code (glued), but an error line all the same
 ])
 def test_looks_failed_agrees_with_the_error_lines_and_exit_code(text: str) -> None:
     code = exit_code(text)
     expected = code != 0 if code is not None else bool(list(error_lines(text)))
     assert looks_failed(text) is expected
+
+
+@settings(max_examples=300, deadline=None)
+@given(st.lists(st.text(alphabet="ab/c.1 é", max_size=12), max_size=30),
+       st.text(alphabet="ab/c.1 é\n", max_size=300))
+def test_the_retention_audit_keeps_exactly_the_facts_the_summary_holds(facts, summary) -> None:
+    """Its set lookups only rule facts out: what it says is kept, the summary holds."""
+    distinct = tuple(dict.fromkeys(facts))
+    found = retention(Facts(paths=distinct), summary)["paths"]
+    assert found.dropped == tuple(x for x in distinct if x not in summary)
+    assert found.kept == len(distinct) - len(found.dropped)
 
 
 def test_the_structured_goal_points_to_a_task_kept_before_the_summary() -> None:

@@ -177,16 +177,20 @@ def merge(*facts: Facts) -> Facts:
 
 def retention(source: Facts, summary: str) -> dict[str, Retention]:
     """For each category, how many of the source facts appear verbatim in the summary."""
-    # A fact whose first or last GRAM characters are nowhere in the summary is not in it:
-    # set lookups tell that, where a search would read the whole summary once per fact
-    # (facts share beginnings, "src/..."; their ends differ more).
-    grams = {summary[i : i + GRAM] for i in range(len(summary) - GRAM + 1)}
+    # Set lookups, where a search would read the whole summary once per fact: a fact
+    # shorter than GRAM is in it if it is one of its pieces that long; a longer one is not
+    # if its first or last GRAM characters are not (facts share beginnings, "src/...").
+    pieces = {summary[i : i + n] for n in range(GRAM + 1) for i in range(len(summary) - n + 1)}
+
+    def dropped_fact(x: str) -> bool:
+        if len(x) <= GRAM:
+            return x not in pieces
+        return x[:GRAM] not in pieces or x[-GRAM:] not in pieces or x not in summary
+
     out: dict[str, Retention] = {}
     for name in CATEGORIES:
         items: tuple[str, ...] = getattr(source, name)
-        dropped = tuple(x for x in items
-                        if (len(x) >= GRAM and (x[:GRAM] not in grams or x[-GRAM:] not in grams))
-                        or x not in summary)
+        dropped = tuple(filter(dropped_fact, items))
         out[name] = Retention(len(items), len(items) - len(dropped), dropped)
     return out
 
