@@ -66,7 +66,7 @@ def collected(monkeypatch: pytest.MonkeyPatch) -> list:
 @pytest.mark.parametrize("counted", ["by workers", "here"])
 def test_facts_found_by_the_workers_make_the_same_summary(counted, workers, monkeypatch) -> None:
     """The workers that counted the tokens find the facts; when the tokens were counted
-    here (or found in the cache), one worker is forked for them."""
+    here (or found in the cache), workers are forked for them."""
     if counted == "here":
         monkeypatch.setitem(bulk.PARALLEL_MIN_CHARS, "fork", 1 << 62)
         monkeypatch.setitem(bulk.PARALLEL_MIN_CHARS, "spawn", 1 << 62)

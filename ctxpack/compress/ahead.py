@@ -46,7 +46,7 @@ class FactsAhead:
             if workers is not None:
                 workers.shutdown(wait=False)
             return None
-        workers = workers or _forked_worker()  # none were needed to count (a warm cache)
+        workers = workers or _forked_workers()  # none were needed to count (a warm cache)
         if workers is None:
             return None
         tasks = []
@@ -84,9 +84,9 @@ def _likely_whole(work: Work) -> tuple[Unit, ...]:
     return likely_whole(work)
 
 
-def _forked_worker() -> Any:
-    """One worker process forked now, where forking is the way to start one and there
-    is a core for it (elsewhere it would import everything again first)."""
+def _forked_workers() -> Any:
+    """Worker processes forked now, where forking is the way to start them and there are
+    cores for them (elsewhere each would import everything again first)."""
     import multiprocessing
     import sys
     from concurrent.futures import ProcessPoolExecutor
@@ -94,7 +94,7 @@ def _forked_worker() -> Any:
     if sys.platform != "linux" or worker_count() < 2 \
             or multiprocessing.current_process().daemon:
         return None
-    return ProcessPoolExecutor(1, mp_context=multiprocessing.get_context("fork"))
+    return ProcessPoolExecutor(worker_count(), mp_context=multiprocessing.get_context("fork"))
 
 
 def _runs(sizes: list[int], most: int) -> list[tuple[int, int]]:

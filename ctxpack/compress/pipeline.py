@@ -16,6 +16,7 @@ from typing import Any
 from ..archive import reference
 from ..errors import CannotFit
 from ..formats.base import META_KEY, Editor
+from ..jsonl import LineIndex
 from ..model import Message, Text, ToolResult, Transcript
 from ..tokens import REPLY_PRIMING, MessageCount, TokenCounter
 from . import units as cutting
@@ -145,6 +146,24 @@ def line_id(work: Work, i: int, kind: str = "o") -> str:
     return found
 
 
+def line_ids(work: Work, indexes: Iterable[int], kind: str = "o") -> None:
+    """Make the line_id of many messages at once, their lines read in order, in blocks
+    (one read and one hash each, where asking one by one reads each line alone)."""
+    if work.item is not None:
+        return
+    wanted: dict[int, list[int]] = {}  # line -> the messages it holds
+    for i in indexes:
+        if (i, kind) not in work.ids:
+            wanted.setdefault(work.messages[i].line, []).append(i)
+    if not wanted:
+        return
+    records = work.transcript.records
+    lo, hi = min(wanted) - 1, max(wanted)
+    for record in records.span(lo, hi) if isinstance(records, LineIndex) else records[lo:hi]:
+        for i in wanted.get(record.line, ()):
+            work.ids[i, kind] = item_id(kind, record.line, record.raw)
+
+
 def _result_message(m: Message) -> bool:
     return m.role != "assistant" and bool(m.tool_results) and len(m.lines) == 1
 
@@ -236,7 +255,7 @@ def plan_masks(work: Work, allowed: list[int]) -> list[Mask]:
         return []
     old_end = steps[-keep].start if keep else len(work.messages)
     calls = {c.id: c for m in work.messages for c in m.tool_calls if c.id is not None}
-    out = []
+    chosen = []
     for i in range(old_end):
         m = work.messages[i]
         if not _result_message(m):
@@ -256,10 +275,15 @@ def plan_masks(work: Work, allowed: list[int]) -> list[Mask]:
             if tokens <= len(probe.encode()) and work.counter.text(probe) >= tokens \
                     and not (work.options.truncate and _over(work, i, j)):
                 continue  # the placeholder would not be smaller
-            text = placeholder(what, tokens, output.lines, archived_as(work, i), output.failed)
-            out.append(Mask(i, j, text, {"call_id": result.call_id, "action": "masked",
-                                         "tokens_before": tokens,
-                                         "tokens_after": work.counter.text(text)}))
+            chosen.append((i, j, what, tokens, output, result.call_id))
+    if work.options.archive:
+        line_ids(work, [i for i, *_ in chosen])
+    out = []
+    for i, j, what, tokens, output, call_id in chosen:
+        text = placeholder(what, tokens, output.lines, archived_as(work, i), output.failed)
+        out.append(Mask(i, j, text, {"call_id": call_id, "action": "masked",
+                                     "tokens_before": tokens,
+                                     "tokens_after": work.counter.text(text)}))
     return out
 
 

@@ -167,6 +167,8 @@ def todo_items(units: Sequence[Unit]) -> list[str] | None:
     """Open items of the newest todo or plan call, verbatim; None when there is no such call."""
     for unit in reversed(units):
         for call in reversed(unit.calls):
+            if "todos" not in call.arguments and "plan" not in call.arguments:
+                continue  # not one: no need to parse its arguments (some are big)
             items = plan_list(parse_args(call.arguments) or {})
             if items is not None:
                 return [f"[{status}] {text}" for status, text in items if status not in DONE]
