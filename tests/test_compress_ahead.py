@@ -16,6 +16,7 @@ from ctxpack import archive, bulk
 from ctxpack.compress import compress_file
 from ctxpack.compress.facts import extract
 from ctxpack.compress.options import Options
+from ctxpack.compress.summarize import Unit
 from ctxpack.errors import InputError
 from ctxpack.jsonl import LineIndex
 from ctxpack.stats import stats
@@ -38,6 +39,7 @@ def workers(exact_tokens, monkeypatch: pytest.MonkeyPatch) -> None:
     monkeypatch.setitem(bulk.PARALLEL_MIN_CHARS, "spawn", 0)
     monkeypatch.setattr(ahead, "MIN_CHARS", 0)
     monkeypatch.setattr(ahead, "TASK_CHARS", 4 << 10)
+    monkeypatch.setenv("SOURCE_DATE_EPOCH", "1795000000")  # outputs compare byte for byte
 
 
 def plain_run(budget: int, monkeypatch: pytest.MonkeyPatch) -> bytes:
@@ -90,11 +92,36 @@ def test_workers_that_fail_leave_the_facts_to_this_process(workers, monkeypatch)
     monkeypatch.setattr(ahead, "_extract_all", _fail)  # the forked workers see it too
     steps._facts.clear()
     result = compress_file(PATH, Options(budget=budget), cache=False)
-    assert not seen and result.data == expected
+    assert result.data == expected
+    # none came from a worker: only those taken back before a worker began them
+    for unit in seen:
+        assert steps._facts[unit] == extract(steps.source_text(unit))
 
 
 def _fail(texts: list[str]) -> list:
     raise RuntimeError("a worker that breaks")
+
+
+def test_collect_takes_back_the_tasks_no_worker_began() -> None:
+    """While the one worker is held up, collect finds the facts of the waiting tasks
+    itself instead of waiting for it."""
+    from concurrent.futures import ThreadPoolExecutor
+
+    units = [Unit("assistant", f"edit src/mod_{n}.py: KeyError at line {n}00") for n in range(6)]
+    release = threading.Event()
+    pool = ThreadPoolExecutor(1)
+    pool.submit(release.wait, 30)  # the worker is busy with something else
+    tasks = [([u], pool.submit(_fail, [])) for u in units]
+    found = ahead.FactsAhead(pool, tasks)
+    steps._facts.clear()
+    try:
+        found.collect()
+        assert not release.is_set()  # it did not wait for the worker
+    finally:
+        release.set()
+    assert all(future.cancelled() for _, future in tasks) and found.done.is_set()
+    for unit in units:
+        assert steps._facts[unit] == extract(steps.source_text(unit))
 
 
 def test_a_plan_that_needs_no_summary_lets_the_workers_go(workers, monkeypatch) -> None:

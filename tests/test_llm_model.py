@@ -34,6 +34,7 @@ def base_url() -> Iterator[str]:
 def _env(monkeypatch: pytest.MonkeyPatch, tmp_path: Path) -> None:
     monkeypatch.delenv("OPENAI_API_KEY", raising=False)  # a local server wants none
     monkeypatch.setenv("CTXPACK_CACHE_DIR", str(tmp_path / "cache"))
+    monkeypatch.setenv("SOURCE_DATE_EPOCH", "1795000000")  # outputs compare byte for byte
 
 
 def settings(base_url: str, budget: int, **more: object) -> Options:

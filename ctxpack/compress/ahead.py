@@ -21,7 +21,7 @@ from .facts import Facts, extract
 from .history import likely_whole
 from .pipeline import Work, trigger
 from .summarize import Unit
-from .summarize._steps import remember, source_text
+from .summarize._steps import remember, source_text, unit_facts
 
 MIN_CHARS = 1 << 20  # of text to read: below this, extracting it here costs little
 TASK_CHARS = 256 << 10  # text per task: a plan that needs no summary waits at most one
@@ -58,7 +58,12 @@ class FactsAhead:
         return cls(workers, tasks)
 
     def collect(self) -> None:
-        """Wait for the facts and remember them for the summarizers (once)."""
+        """Wait for the facts and remember them for the summarizers (once). Tasks not
+        begun yet are taken back, newest first, and done here while the workers finish
+        the older ones: this process would only wait otherwise."""
+        while self.tasks and self.tasks[-1][1].cancel():
+            for unit in self.tasks.pop()[0]:
+                unit_facts(unit)
         for units, future in self.tasks:
             try:
                 found = future.result()

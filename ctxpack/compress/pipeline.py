@@ -126,7 +126,9 @@ OBSERVATIONS = "observations"  # the kind of a line whose outputs were masked or
 
 def item_id(kind: str, line: int, raw: bytes) -> str:
     """A stable id for what compress replaces at `line`: same input, same id."""
-    return f"{kind}-{hashlib.sha256(b'%d:' % line + raw).hexdigest()[:10]}"
+    digest = hashlib.sha256(b"%d:" % line)
+    digest.update(raw)  # not `+ raw`: a line may be megabytes, better not copied
+    return f"{kind}-{digest.hexdigest()[:10]}"
 
 
 def archived_as(work: Work, i: int) -> str | None:
