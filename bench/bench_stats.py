@@ -67,8 +67,9 @@ def _pss_mb(pids: list[int]) -> float:
     return total / 1024
 
 
-def measure(cmd: list[str], env: dict[str, str] | None = None) -> Run:
-    """Run `cmd`, sampling its process tree's memory until it exits."""
+def measure(cmd: list[str], env: dict[str, str] | None = None, *, sample: bool = True) -> Run:
+    """Run `cmd`; with `sample`, its process tree's memory is sampled until it exits
+    (tree_pss_mb), which slows the run: reading a process's PSS walks its page tables."""
     with tempfile.TemporaryFile() as out, tempfile.TemporaryFile() as err:
         start = time.perf_counter()
         full = {**os.environ, **CHILD_ENV, **(env or {})}
@@ -76,7 +77,7 @@ def measure(cmd: list[str], env: dict[str, str] | None = None) -> Run:
                                 env={k: v for k, v in full.items() if v})
         peak = 0.0
         while True:
-            pid, status, usage = os.wait4(proc.pid, os.WNOHANG)
+            pid, status, usage = os.wait4(proc.pid, os.WNOHANG if sample else 0)
             if pid:
                 break
             peak = max(peak, _pss_mb(_tree(proc.pid)))
