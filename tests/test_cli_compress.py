@@ -179,6 +179,10 @@ def test_bad_config_is_named(chat: Path, tmp_path: Path, text: str, fragment: st
     ({"CTXPACK_THRESHOLD": "2"}, "CTXPACK_THRESHOLD: threshold must be above 0"),
     ({"CTXPACK_BUDGET": "lots"}, "CTXPACK_BUDGET"),
     ({"CTXPACK_CONFIG": "/no/such/ctxpack.yaml"}, "$CTXPACK_CONFIG"),
+    ({"CTXPACK_BUDJET": "9000"}, "CTXPACK_BUDJET is not a ctxpack setting; did you mean "
+                                 "CTXPACK_BUDGET?"),
+    ({"CTXPACK_budget": "9000"}, "CTXPACK_budget is not a ctxpack setting; did you mean "
+                                 "CTXPACK_BUDGET?"),
 ])
 def test_bad_environment_is_named(chat: Path, env: dict, fragment: str) -> None:
     assert_clean_error(ctxpack("compress", str(chat), env=env), 2, fragment)

@@ -5,6 +5,7 @@ from __future__ import annotations
 import re
 from collections.abc import Callable
 from dataclasses import dataclass, field, fields
+from difflib import get_close_matches
 from typing import Any
 from urllib.parse import urlsplit
 
@@ -138,9 +139,21 @@ def convert(name: str, value: object, where: str) -> object:
                      f", not {value!r}")
 
 
+# CTXPACK_* variables that are not compress settings, read where they apply
+OTHER_VARIABLES = ("CTXPACK_CONFIG", "CTXPACK_CACHE_DIR", "CTXPACK_WORKERS", "CTXPACK_DEBUG")
+
+
 def from_env(environ: dict[str, str]) -> dict[str, object]:
     """Settings given as CTXPACK_<NAME> environment variables, each checked (the error
-    names the variable)."""
+    names the variable); any other CTXPACK_ variable is an error, as an unknown key of
+    the config file is (a misspelt setting would otherwise be ignored without a word)."""
+    known = {f"CTXPACK_{name.upper()}" for name in SETTINGS} | set(OTHER_VARIABLES)
+    for key in sorted(k for k in environ if k.startswith("CTXPACK_") and k not in known):
+        close = get_close_matches(key.upper(), sorted(known), 1)
+        raise UsageError(f"{key} is not a ctxpack setting"
+                         + (f"; did you mean {close[0]}?" if close else ""),
+                         "settings are CTXPACK_<KEY>, one for each key under `compress:` "
+                         "in config.example.yaml")
     out = {}
     for name in SETTINGS:
         key = f"CTXPACK_{name.upper()}"
