@@ -148,9 +148,10 @@ def from_env(environ: dict[str, str]) -> dict[str, object]:
     names the variable); any other CTXPACK_ variable is an error, as an unknown key of
     the config file is (a misspelt setting would otherwise be ignored without a word)."""
     known = {f"CTXPACK_{name.upper()}" for name in SETTINGS} | set(OTHER_VARIABLES)
-    for key in sorted(k for k in environ if k.startswith("CTXPACK_") and k not in known):
-        close = get_close_matches(key.upper(), sorted(known), 1)
-        raise UsageError(f"{key} is not a ctxpack setting"
+    unknown = sorted(k for k in environ if k.startswith("CTXPACK_") and k not in known)
+    if unknown:
+        close = get_close_matches(unknown[0].upper(), sorted(known), 1)
+        raise UsageError(f"{unknown[0]} is not a ctxpack setting"
                          + (f"; did you mean {close[0]}?" if close else ""),
                          "settings are CTXPACK_<KEY>, one for each key under `compress:` "
                          "in config.example.yaml")
