@@ -67,7 +67,7 @@ def _pss_mb(pids: list[int]) -> float:
     return total / 1024
 
 
-def measure(cmd: list[str], env: dict[str, str] | None = None, *, sample: bool = True) -> Run:
+def measure(cmd: list[str], env: dict[str, str] | None = None, *, sample: bool = False) -> Run:
     """Run `cmd`; with `sample`, its process tree's memory is sampled until it exits
     (tree_pss_mb), which slows the run: reading a process's PSS walks its page tables."""
     with tempfile.TemporaryFile() as out, tempfile.TemporaryFile() as err:
@@ -203,8 +203,9 @@ def describe(path: Path, meta: dict) -> str:
 
 def row(name: str, run: Run, size: float, base: float | None) -> str:
     ratio = f"{base / run.seconds:5.2f}x" if base else "   — "
+    pss = f"{run.tree_pss_mb:7.0f} MB" if run.tree_pss_mb else f"{'—':>10}"
     return (f"  {name:<34} {run.seconds:7.2f} s {size / MB / run.seconds:7.1f} MB/s  {ratio}"
-            f"  {run.cpu:6.1f} s {run.max_rss_mb:7.0f} MB {run.tree_pss_mb:7.0f} MB")
+            f"  {run.cpu:6.1f} s {run.max_rss_mb:7.0f} MB {pss}")
 
 
 def run_once(path: Path, args: argparse.Namespace) -> dict:
@@ -216,15 +217,23 @@ def run_once(path: Path, args: argparse.Namespace) -> dict:
                                           "--sample-mb", str(args.sample_mb)]).out)
     base = None if args.no_baseline else measure(
         [sys.executable, __file__, "--baseline", str(path)])
-    with tempfile.TemporaryDirectory() as cache:
-        env = {"CTXPACK_CACHE_DIR": cache}
-        nocache = measure(ctxpack("stats", "--json", "--no-cache", *model, str(path)), env)
-        leftover = os.listdir(cache)
-        cold = measure(ctxpack("stats", "--json", *model, str(path)), env)
-        warm = measure(ctxpack("stats", "--json", *model, str(path)), env)
-        db_mb = sum(f.stat().st_size for f in Path(cache).iterdir()) / MB
-    return {"ceiling": ceiling_run, "baseline": base, "nocache": nocache, "cold": cold,
-            "warm": warm, "no_cache_left": leftover, "db_mb": db_mb}
+    runs = {}
+    for sample in (False, True):  # timed, then again for the memory (sampling slows a run)
+        with tempfile.TemporaryDirectory() as cache:
+            env = {"CTXPACK_CACHE_DIR": cache}
+            runs[sample] = {
+                "nocache": measure(ctxpack("stats", "--json", "--no-cache", *model, str(path)),
+                                   env, sample=sample),
+                "no_cache_left": os.listdir(cache),
+                "cold": measure(ctxpack("stats", "--json", *model, str(path)), env,
+                                sample=sample),
+                "warm": measure(ctxpack("stats", "--json", *model, str(path)), env,
+                                sample=sample),
+                "db_mb": sum(f.stat().st_size for f in Path(cache).iterdir()) / MB}
+    timed = runs[False]
+    for key in ("nocache", "cold", "warm"):
+        timed[key].tree_pss_mb = runs[True][key].tree_pss_mb
+    return {"ceiling": ceiling_run, "baseline": base, **timed}
 
 
 def best(rounds: list[dict]) -> dict:
