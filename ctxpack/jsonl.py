@@ -122,24 +122,28 @@ class LineIndex(Sequence[Record]):
 
     def span(self, lo: int, hi: int) -> Iterator[Record]:
         """The records of lines lo+1 .. hi (0-based [lo, hi)), read in large blocks."""
-        i = lo
-        while i < hi:
+        for i, j in self._runs(lo, hi, self.BLOCK):
             base = self._start(i)
-            j = max(bisect_right(self._ends, base + self.BLOCK, i, hi), i + 1)
             data = self._read(base, self._ends[j - 1])
             for k in range(i, j):
                 yield Record(k + 1, data[self._start(k) - base : self._ends[k] - base])
-            i = j
+
+    def chunks(self, lo: int, hi: int) -> Iterator[bytes]:
+        """The bytes of lines lo+1 .. hi in large blocks of whole lines: the span read
+        through (to hash or copy it) without a copy of each line."""
+        for i, j in self._runs(lo, hi, self.BLOCK):
+            yield self._read(self._start(i), self._ends[j - 1])
 
     def blocks(self, size: int) -> list[tuple[int, int]]:
         """The lines cut into runs [lo, hi) of about `size` bytes (a longer line alone)."""
-        out = []
-        i = 0
-        while i < len(self):
-            j = max(bisect_right(self._ends, self._start(i) + size, i), i + 1)
-            out.append((i, j))
+        return list(self._runs(0, len(self), size))
+
+    def _runs(self, lo: int, hi: int, size: int) -> Iterator[tuple[int, int]]:
+        i = lo
+        while i < hi:
+            j = max(bisect_right(self._ends, self._start(i) + size, i, hi), i + 1)
+            yield i, j
             i = j
-        return out
 
     def bytes_of(self, lo: int, hi: int) -> bytes:
         """The bytes of lines lo+1 .. hi, read without moving the stream (safe from a thread

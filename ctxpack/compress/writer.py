@@ -124,7 +124,7 @@ def _compaction(work: Work, archiver: Archiver, now: str, prepack: Prepack | Non
     first = start or min(line for m in region for line in m.lines)
     last = max(line for m in region for line in m.lines)
     first, last = _whole_groups(records, first, last)
-    packed = archiver.pack_stream((r.raw for r in records.span(first - 1, last)),
+    packed = archiver.pack_stream(records.chunks(first - 1, last),
                                   prepack.streams(first - 1, last) if prepack else None)
     sid = item_id("s", first, bytes.fromhex(packed.ref["sha256"]))
     head = [m for m in work.messages[: s.head] if not work.editor.keeps_place(m)] \
