@@ -3,8 +3,8 @@
 Quality: every corpus transcript is compressed with a budget that forces a summary, and
 the report's retention audit says how many distinct paths, URLs and error lines of the
 archived region the summary still holds. Speed: `compress_file` and `stats` of the big
-benchmark transcript, each in a fresh child process, timed in the same run; read the
-ratios, the machine is shared and noisy.
+benchmark transcript, and restore of compress's output, each in a fresh child process,
+timed in the same run; read the ratios, the machine is shared and noisy.
 """
 
 from __future__ import annotations
@@ -242,10 +242,12 @@ def run_quality(args: argparse.Namespace) -> list[str]:
 # -- speed -----------------------------------------------------------------------------
 
 
-def child(kind: str, path: str, budget: int) -> dict[str, Any]:
-    """One timed call in this (fresh) process; what it measured, as JSON for the parent."""
+def child(kind: str, path: str, budget: int, keep: str | None = None) -> dict[str, Any]:
+    """One timed call in this (fresh) process; what it measured, as JSON for the parent
+    (`keep`: where compress's output is kept, for restore to read)."""
     from ctxpack.compress import compress_file
     from ctxpack.compress.options import Options
+    from ctxpack.restore import restoring
     from ctxpack.stats import stats
     from ctxpack.tokens import TokenCounter
 
@@ -256,10 +258,14 @@ def child(kind: str, path: str, budget: int) -> dict[str, Any]:
     if kind in ("stats", "stats-cache"):
         found = stats(path, MODEL, cache=kind == "stats-cache")
         return {"seconds": time.perf_counter() - start, "tokens": found.tokens}
+    if kind == "restore":  # `path` is compress's output
+        with restoring(path) as restored, tempfile.TemporaryFile() as out:
+            written = sum(out.write(chunk) for chunk in restored.chunks())
+        return {"seconds": time.perf_counter() - start, "out_bytes": written}
     result = compress_file(path, Options(budget=budget), model=MODEL)
     planned = time.perf_counter() - start
     written = 0
-    with tempfile.TemporaryFile() as out:  # written as the command line writes it
+    with open(keep, "wb") if keep else tempfile.TemporaryFile() as out:  # as the CLI writes
         for chunk in result.chunks():
             written += out.write(chunk)
     seconds = time.perf_counter() - start
@@ -279,26 +285,32 @@ class Timed:
     out: dict[str, Any]
 
 
-def timed(kind: str, path: Path, budget: int = 0, sample: bool = False) -> Timed:
+def timed(kind: str, path: Path, budget: int = 0, sample: bool = False,
+          keep: Path | None = None) -> Timed:
     """`kind` in a fresh child process with an empty persistent cache of its own; with
     `sample`, for its memory (the sampling slows it: such runs are not timed)."""
     cmd = [sys.executable, __file__, "--child", kind, "--file", str(path), "--budget", str(budget)]
+    if keep is not None:
+        cmd += ["--keep", str(keep)]
     with tempfile.TemporaryDirectory() as cache:
         run = bench_stats.measure(cmd, {"CTXPACK_CACHE_DIR": cache}, sample=sample)
     out = json.loads(run.out)
     return Timed(out["seconds"], run, out)
 
 
-def speed_round(path: Path, budget: int | None) -> dict[str, Timed]:
+def speed_round(path: Path, budget: int | None, compressed: Path) -> dict[str, Timed]:
+    """One run of each kind; compress's output is kept in `compressed` for restore."""
     runs = {"stats": timed("stats", path)}
     budget = budget or runs["stats"].out["tokens"] // 2
     runs["stats-cache"] = timed("stats-cache", path)
-    runs["compress"] = timed("compress", path, budget)
+    runs["compress"] = timed("compress", path, budget, keep=compressed)
+    runs["restore"] = timed("restore", compressed)
     return runs
 
 
 NAMES = {"floor": "floor: python, ctxpack, o200k loaded", "stats": "stats, cache=False",
-         "stats-cache": "stats, empty cache", "compress": "compress and write, empty cache"}
+         "stats-cache": "stats, empty cache", "compress": "compress and write, empty cache",
+         "restore": "restore compress's output and write"}
 
 
 def speed_row(kind: str, t: Timed, size: float, pss: float) -> str:
@@ -328,7 +340,8 @@ def speed_lines(path: Path, meta: dict, rounds: list[dict[str, Timed]], floor: T
              f"  {'run':<38} {'call':>9} {'wall':>9} {'CPU':>9} {'max RSS':>10} {'/in':>5} "
              f"{'tree PSS':>10} {'/in':>5}",
              speed_row("floor", floor, size, pss["floor"])]
-    lines += [speed_row(k, best[k], size, pss[k]) for k in ("stats", "stats-cache", "compress")]
+    lines += [speed_row(k, best[k], size, pss[k])
+              for k in ("stats", "stats-cache", "compress", "restore")]
     return lines + speed_verdicts(best, rounds, size, floor, pss["compress"] * MB / size)
 
 
@@ -345,13 +358,18 @@ def speed_verdicts(best: dict[str, Timed], rounds: list[dict[str, Timed]], size:
     rss_above = (best["compress"].run.max_rss_mb - floor.run.max_rss_mb) * MB / size
     stats_above = (best["stats"].run.max_rss_mb - floor.run.max_rss_mb) * MB / size
     mem_ok = max(rss, pss) <= BAR_MEMORY
+    back = best["restore"]
+    assert back.out["out_bytes"] == size, "restore did not give the input's size back"
     return [f"compress / stats (cache=False), call time: best {ratio(best, 'stats'):.2f}x "
             f"(round by round {each}); wall {wall:.2f}x",
             f"compress / stats (empty cache, the cache work compress also does): best "
             f"{ratio(best, 'stats-cache'):.2f}x (round by round {cached})",
             f"compress peak memory: largest process {rss:.2f}x the input, whole tree (PSS) "
             f"{pss:.2f}x; above the floor's {floor.run.max_rss_mb:.0f} MB: {rss_above:.2f}x "
-            f"(stats: {stats_above:.2f}x)", "",
+            f"(stats: {stats_above:.2f}x)",
+            f"restore of compress's output: {back.call:.2f} s "
+            f"({back.call / best['stats'].call:.2f}x stats), largest process "
+            f"{back.run.max_rss_mb * MB / size:.2f}x the original it gives back", "",
             f"target: compress at most {BAR_TIME:g}x the time of stats: "
             f"{'met' if time_ok else 'MISSED'}",
             f"target: compress peak memory within {BAR_MEMORY:g}x the input size: "
@@ -361,9 +379,12 @@ def speed_verdicts(best: dict[str, Timed], rounds: list[dict[str, Timed]], size:
 def run_speed(args: argparse.Namespace) -> list[str]:
     path, meta = make_transcript.ensure(args.size_mb, args.seed, args.format)
     floor = timed("floor", path)
-    rounds = [speed_round(path, args.budget) for _ in range(args.repeat)]
-    budget = args.budget or rounds[0]["stats"].out["tokens"] // 2
-    pss = {k: timed(k, path, budget, sample=True).run.tree_pss_mb for k in NAMES}
+    with tempfile.TemporaryDirectory() as folder:
+        compressed = Path(folder) / "compressed.jsonl"
+        rounds = [speed_round(path, args.budget, compressed) for _ in range(args.repeat)]
+        budget = args.budget or rounds[0]["stats"].out["tokens"] // 2
+        pss = {k: timed(k, compressed if k == "restore" else path, budget,
+                        sample=True).run.tree_pss_mb for k in NAMES}
     return speed_lines(path, meta, rounds, floor, pss)
 
 
@@ -383,12 +404,12 @@ def main(argv: list[str] | None = None) -> int:
     parser.add_argument("--repeat", type=int, default=1, help="rounds; the best of each counts")
     parser.add_argument("--budget", type=int, default=0,
                         help="compress budget for --speed (default: half the file's tokens)")
-    parser.add_argument("--child", choices=("floor", "stats", "stats-cache", "compress"),
-                        help=argparse.SUPPRESS)
+    parser.add_argument("--child", choices=tuple(NAMES), help=argparse.SUPPRESS)
     parser.add_argument("--file", help=argparse.SUPPRESS)
+    parser.add_argument("--keep", help=argparse.SUPPRESS)
     args = parser.parse_args(argv)
     if args.child:
-        print(json.dumps(child(args.child, args.file, args.budget)))
+        print(json.dumps(child(args.child, args.file, args.budget, args.keep)))
         return 0
     both = not (args.quality or args.speed)
     if args.quality or both:

@@ -23,7 +23,7 @@ _EXPORTS = {
     "Image": "model", "ToolCall": "model", "ToolResult": "model",
     "stats": "stats", "FileStats": "stats",
     "validate": "validate", "Problem": "validate",
-    "compress": "compress", "restore": "archive",
+    "compress": "compress", "restore": "restore",
 }
 
 __all__ = [
@@ -33,11 +33,11 @@ __all__ = [
 ]
 
 if TYPE_CHECKING:
-    from .archive import restore
     from .compress import compress
     from .errors import CannotFit, CtxpackError, InputError, UsageError
     from .loader import load, write
     from .model import Image, Message, Text, Thinking, ToolCall, ToolResult, Transcript
+    from .restore import restore
     from .stats import FileStats, stats
     from .validate import Problem, validate
 

@@ -1,9 +1,9 @@
-"""Where originals go when compress replaces them, and how `restore` gets them back.
+"""Where originals go when compress replaces them, and how they are read back.
 
 Every line compress writes or changes carries a `ctxpack` object with an `id`;
 one line of each id's group holds `archive`: the replaced original bytes inline
 (zlib + base64, so nesting never multiplies escapes), or their sha256 in a
-content-addressed `--archive-dir`. Restoring swaps each group back for its bytes.
+content-addressed `--archive-dir`. `ctxpack.restore` swaps each group back for its bytes.
 """
 
 from __future__ import annotations
@@ -24,9 +24,8 @@ import orjson
 
 from .errors import InputError, UsageError
 from .formats.base import META_KEY as KEY
-from .jsonl import LineIndex, iter_lines, open_source
+from .jsonl import LineIndex
 
-PathOrFile = str | os.PathLike[str] | IO[Any]
 MARK = b'"ctxpack"'  # a line without it was not written by compress: no need to parse it
 VERSION = 1
 
@@ -35,10 +34,20 @@ PIECE = 3 << 20  # compressed bytes base64-encoded at a time (a multiple of 3: n
 BLOCK = 4 << 20  # an inline archive is compressed in blocks this big, side by side
 LEVEL = 1  # the fastest level: text still shrinks to about 40%, at several times the speed
 
-try:  # ISA-L writes the same zlib format about four times as fast (and lets go of the GIL)
+OUT = 4 << 20  # bytes of an original restored at a time
+PIECE_CHARS = 4 << 20  # base64 characters decoded at a time (a multiple of 4)
+
+try:  # ISA-L reads and writes the same zlib format several times as fast (and lets go of the GIL)
     from isal.isal_zlib import compress as deflate
+    from isal.isal_zlib import decompressobj
+    from isal.isal_zlib import error as _isal_error
+
+    INFLATE_ERRORS: tuple[type[Exception], ...] = (zlib.error, _isal_error)
 except ImportError:  # no wheel for this platform: the standard library's zlib
     from zlib import compress as deflate
+    from zlib import decompressobj
+
+    INFLATE_ERRORS = (zlib.error,)
 
 
 @dataclass(frozen=True, slots=True)
@@ -221,14 +230,30 @@ class Prepack:
 
 def inflate(data: bytes) -> bytes:
     """The bytes of one or more zlib streams, one after the other."""
-    out = []
-    while data:
-        stream = zlib.decompressobj()
-        out.append(stream.decompress(data))
-        if not stream.eof:
-            raise zlib.error("incomplete zlib stream")
-        data = stream.unused_data
-    return b"".join(out)
+    return b"".join(inflate_pieces([data]))
+
+
+def inflate_pieces(compressed: Iterable[bytes]) -> Iterator[bytes]:
+    """The bytes of zlib streams that follow one another, given and made in pieces: no
+    piece made is longer than OUT, however well a stream was compressed."""
+    stream = decompressobj()
+    begun = False  # the current stream has had input, so it must come to its end
+    for data in compressed:
+        while True:
+            out = stream.decompress(data, OUT)
+            begun = begun or bool(data)
+            if out:
+                yield out
+            if stream.eof:
+                data, stream, begun = stream.unused_data, decompressobj(), False
+                if not data:
+                    break
+            elif stream.unconsumed_tail or len(out) == OUT:  # more is waiting
+                data = stream.unconsumed_tail
+            else:
+                break
+    if begun:
+        raise zlib.error("incomplete zlib stream")
 
 
 @dataclass
@@ -276,28 +301,51 @@ def reference(item_id: str) -> str:
 
 def unpack(ref: dict[str, Any], where: str, folder: str | None = None) -> bytes:
     """The original bytes an `archive` object stands for, checked against its sha256."""
+    return b"".join(unpack_pieces(ref, where, folder))
+
+
+def unpack_pieces(ref: dict[str, Any], where: str, folder: str | None = None
+                  ) -> Iterator[bytes]:
+    """The original bytes an `archive` object stands for, in pieces; the sha256 is
+    checked once all are out, so a consumer must not keep them before the end."""
     sha = ref.get("sha256")
     if ref.get("dropped"):
         raise InputError(where, None, "the original was not archived (compressed with "
                          "--no-archive); it cannot be restored")
-    if ref.get("inline"):
-        try:
-            data = inflate(base64.b64decode(ref["data"]))
-        except (KeyError, TypeError, ValueError, zlib.error):
-            raise InputError(where, None, "the inline archive is damaged") from None
-    else:
-        base = folder or ref.get("dir")
-        if not isinstance(base, str) or not isinstance(sha, str):
-            raise InputError(where, None, "the archive names no folder; pass --archive-dir")
-        path = blob_path(base, sha)
-        try:
-            data = path.read_bytes()
-        except OSError:
-            raise UsageError(f"{where}: archived original {sha[:12]} not found in {base}",
-                             "pass the --archive-dir it was compressed with") from None
-    if hashlib.sha256(data).hexdigest() != sha:
+    digest = hashlib.sha256()
+    for piece in _inline(ref, where) if ref.get("inline") else _stored(ref, where, folder):
+        digest.update(piece)
+        yield piece
+    if digest.hexdigest() != sha:
         raise InputError(where, None, "archived original does not match its sha256")
-    return data
+
+
+def _inline(ref: dict[str, Any], where: str) -> Iterator[bytes]:
+    data = ref.get("data")  # a str, or bytes-like when read without parsing it
+    if not isinstance(data, (str, bytes, memoryview)):
+        raise InputError(where, None, "the inline archive is damaged")
+    # whole quanta of base64 at a time: each slice decodes on its own
+    decoded = (base64.b64decode(data[i:i + PIECE_CHARS], validate=True)
+               for i in range(0, len(data), PIECE_CHARS))
+    try:
+        yield from inflate_pieces(decoded)
+    except (ValueError, *INFLATE_ERRORS):  # binascii.Error is a ValueError
+        raise InputError(where, None, "the inline archive is damaged") from None
+
+
+def _stored(ref: dict[str, Any], where: str, folder: str | None) -> Iterator[bytes]:
+    sha = ref.get("sha256")
+    base = folder or ref.get("dir")
+    if not isinstance(base, str) or not isinstance(sha, str):
+        raise InputError(where, None, "the archive names no folder; pass --archive-dir")
+    try:
+        blob = open(blob_path(base, sha), "rb")  # noqa: SIM115 - closed below
+    except OSError:
+        raise UsageError(f"{where}: archived original {sha[:12]} not found in {base}",
+                         "pass the --archive-dir it was compressed with") from None
+    with blob:
+        while piece := blob.read(OUT):
+            yield piece
 
 
 def document_meta(item: str, kind: str, now: str, changes: list[dict[str, Any]], raw: bytes,
@@ -305,20 +353,6 @@ def document_meta(item: str, kind: str, now: str, changes: list[dict[str, Any]],
     """The `ctxpack` object of a record rewritten whole (a conversation, a JSON document)."""
     return {"id": item, "kind": kind, "version": VERSION, "compressed_at": now,
             "conversations": changes, "lines": 1, "archive": archiver.pack(raw)}
-
-
-def _document_of(lines: list[bytes]) -> dict[str, Any] | None:
-    """The `ctxpack` object of a multi-line JSON document compress wrote, if it is one."""
-    head = lines[0].strip() if lines else b""
-    if len(lines) < 2 or head not in (b"{", b"[") or not any(MARK in x for x in lines):
-        return None
-    try:
-        doc = orjson.loads(b"".join(lines))
-    except orjson.JSONDecodeError:
-        return None
-    holder = doc[0] if isinstance(doc, list) and doc else doc
-    meta = holder.get(KEY) if isinstance(holder, dict) else None
-    return meta if isinstance(meta, dict) and isinstance(meta.get("id"), str) else None
 
 
 def meta_of(raw: bytes) -> dict[str, Any] | None:
@@ -331,71 +365,6 @@ def meta_of(raw: bytes) -> dict[str, Any] | None:
         return None
     meta = record.get(KEY) if isinstance(record, dict) else None
     return meta if isinstance(meta, dict) and isinstance(meta.get("id"), str) else None
-
-
-def restore_lines(lines: Iterable[bytes], path: str, *, only: str | None = None,
-                  folder: str | None = None) -> Iterator[bytes]:
-    """Undo one layer of compression: each group of lines with one id becomes its original.
-
-    With `only`, just that id's group is expanded and every other line stays; but a
-    summary and the lines compress re-pointed at it (their `follows`) come back together,
-    or the links between them would break.
-    """
-    lines = list(lines)
-    doc = _document_of(lines)
-    if doc is not None:
-        if only is None or only == doc["id"]:
-            yield unpack(doc["archive"], f"{path}:1", folder) if "archive" in doc else b""
-        else:
-            yield from lines
-        return
-    metas = [meta_of(raw) for raw in lines]
-    wanted = None if only is None else _together(only, [m for m in metas if m is not None])
-    group: list[tuple[int, bytes, dict[str, Any]]] = []
-    for number, (raw, meta) in enumerate(zip(lines, metas, strict=True), 1):
-        if group and (meta is None or meta["id"] != group[0][2]["id"]):
-            yield from _expand(group, path, wanted, folder)
-            group = []
-        if meta is None:
-            yield raw
-        else:
-            group.append((number, raw, meta))
-    if group:
-        yield from _expand(group, path, wanted, folder)
-
-
-def _together(only: str, metas: list[dict[str, Any]]) -> set[str]:
-    """The ids that come back with `only`: the summary it follows, the lines that follow
-    it (or that summary)."""
-    summaries = {only} | {m["follows"] for m in metas if m["id"] == only and m.get("follows")}
-    return summaries | {m["id"] for m in metas if m.get("follows") in summaries}
-
-
-def _expand(group: list[tuple[int, bytes, dict[str, Any]]], path: str,
-            wanted: set[str] | None, folder: str | None) -> Iterator[bytes]:
-    first, _, meta = group[0]
-    if wanted is not None and meta["id"] not in wanted:
-        yield from (raw for _, raw, _ in group)
-        return
-    heads = [(n, m) for n, _, m in group if isinstance(m.get("archive"), dict)]
-    if len(heads) != 1 or heads[0][1].get("lines", 1) != len(group):
-        raise InputError(path, first, f"compressed item {meta['id']} is incomplete or damaged "
-                         "(lines were added, removed or reordered)")
-    n, head = heads[0]
-    yield unpack(head["archive"], f"{path}:{n}", folder)
-
-
-def ids(lines: list[bytes]) -> list[str]:
-    """The ids of the compressed items in file order."""
-    doc = _document_of(lines)
-    if doc is not None:
-        return [doc["id"]]
-    seen: dict[str, None] = {}
-    for raw in lines:
-        meta = meta_of(raw)
-        if meta is not None:
-            seen.setdefault(meta["id"])
-    return list(seen)
 
 
 def strip(raw: bytes) -> bytes:
@@ -411,70 +380,9 @@ def strip(raw: bytes) -> bytes:
     return orjson.dumps(record) + end
 
 
-MAX_LAYERS = 64  # a transcript compressed again and again nests its archives
-
-
-def restore(source: PathOrFile | list[bytes], *, only: str | None = None,
-            archive_dir: str | None = None) -> bytes:
-    """The original of a compressed transcript (a file, `-`, or its lines), byte for byte."""
-    if isinstance(source, list):
-        return b"".join(restore_layers(source, "<lines>", only=only, folder=archive_dir)[0])
-    src = open_source(source)
-    try:
-        lines = list(iter_lines(src.stream, src.size))
-    finally:
-        src.close()
-    return b"".join(restore_layers(lines, src.name, only=only, folder=archive_dir)[0])
-
-
-def restore_layers(lines: list[bytes], path: str, *, only: str | None = None,
-                   folder: str | None = None) -> tuple[list[bytes], int]:
-    """The original lines and how many layers of compression were undone.
-
-    Without `only`, every layer comes off: a transcript compressed twice comes
-    back as it was before the first compress. With `only`, one item of the top
-    layer is expanded and the rest stays compressed.
-    """
-    if only is not None:
-        if only not in ids(lines):
-            raise UsageError(f"{path}: no compressed item {only!r}",
-                             "`ctxpack restore --list` shows the ids")
-        return split_lines(restore_lines(lines, path, only=only, folder=folder)), 1
-    layers = 0
-    while _document_of(lines) is not None or any(meta_of(line) is not None for line in lines):
-        if layers == MAX_LAYERS:
-            raise InputError(path, None, f"more than {MAX_LAYERS} layers of compression")
-        lines = split_lines(restore_lines(lines, path, folder=folder))
-        layers += 1
-    return lines, layers
-
-
 def split_lines(chunks: Iterable[bytes]) -> list[bytes]:
     """Chunks (an archived span may hold many lines) as lines, each with its newline."""
     data = b"".join(chunks)
     lines = [piece + b"\n" for piece in data.split(b"\n")]
     lines[-1] = lines[-1][:-1]  # what followed the last newline has none
     return lines if lines[-1] else lines[:-1]
-
-
-def items(lines: list[bytes]) -> list[tuple[str, str, int, str]]:
-    """(id, kind, line, what) for each compressed item of the top layer, in file order."""
-    out: list[tuple[str, str, int, str]] = []
-    doc = _document_of(lines)
-    metas = [(1, doc)] if doc is not None else [(n, meta_of(raw)) for n, raw in
-                                                enumerate(lines, 1)]
-    for number, meta in metas:
-        if meta is None or not isinstance(meta.get("archive"), dict):
-            continue
-        ref = meta["archive"]
-        where = "inline" if ref.get("inline") else "dropped" if ref.get("dropped") \
-            else f"in {ref.get('dir')}"
-        what = f"{ref.get('bytes', 0):,} bytes {where}"
-        if meta.get("kind") == "archived_summary":
-            span = meta.get("range") or {}
-            what = f"messages {span.get('start')}–{span.get('end')}, {what}"
-        elif meta.get("items"):
-            actions = sorted({str(i.get("action")) for i in meta["items"]})
-            what = f"{'+'.join(actions)}, {what}"
-        out.append((meta["id"], str(meta.get("kind")), number, what))
-    return out

@@ -312,6 +312,10 @@ ForceOpt = Annotated[bool, typer.Option(
 ArchiveDirOpt = Annotated[str | None, typer.Option(
     "--archive-dir", metavar="DIR",
     help="Keep originals in this content-addressed folder instead of inline.")]
+ArchiveFromOpt = Annotated[str | None, typer.Option(
+    "--archive-dir", metavar="DIR",
+    help="Read originals from this folder (where compress --archive-dir put them, if "
+    "moved since).")]
 
 
 def _destination(file: str, output: str | None, in_place: bool, force: bool) -> str:
@@ -526,27 +530,22 @@ def restore(
     list_: Annotated[bool, typer.Option(
         "--list", help="List the compressed items (id, kind, line) instead of restoring.")]
     = False,
-    archive_dir: ArchiveDirOpt = None,
+    archive_dir: ArchiveFromOpt = None,
 ) -> None:
     """Undo compress: give back the original transcript, byte for byte."""
-    from . import archive
-    from .jsonl import iter_lines, open_source
+    from .restore import items, restoring
 
     dest = _destination(file, output, in_place, force)
-    seen = os.stat(file) if in_place else None
-    src = open_source(file)
-    try:
-        lines = list(iter_lines(src.stream, src.size))
-    finally:
-        src.close()
     if list_:
-        for item in archive.items(lines):
+        for item in items(file):
             print("\t".join(str(x) for x in item))
         return
-    restored, layers = archive.restore_layers(lines, src.name, only=only, folder=archive_dir)
-    if layers == 0:
-        warn(f"{src.name}: nothing to restore (no ctxpack items); writing it unchanged")
-    _write_result(dest, file, restored, seen)
+    seen = os.stat(file) if in_place else None
+    with restoring(file, only=only, folder=archive_dir) as restored:
+        if restored.layers == 0:
+            name = "<stdin>" if file == "-" else file
+            warn(f"{name}: nothing to restore (no ctxpack items); writing it unchanged")
+        _write_result(dest, file, restored.chunks(), seen)
 
 
 def main() -> None:

@@ -19,6 +19,7 @@ from ctxpack.compress import compress_file
 from ctxpack.compress.options import Options
 from ctxpack.errors import CannotFit
 from ctxpack.loader import load
+from ctxpack.restore import restore
 from ctxpack.stats import stats
 from ctxpack.validate import validate
 
@@ -54,8 +55,8 @@ def roundtrip(path: Path, tmp_path: Path, share: float = 0.6) -> tuple[bytes, di
         untouched = [line for line in result.lines if archive.meta_of(line) is None]
         originals = original.splitlines(keepends=True)
         assert _subsequence(untouched, originals)
-    restored, _ = archive.restore_layers(result.lines, str(out))
-    assert b"".join(restored) == original
+    restored = restore(result.lines)
+    assert restored == original
     again = compress_file(out, Options(budget=budget))
     assert again.data == result.data, "a second compress with the same settings changed it"
     return result.data, report.to_dict()
@@ -153,7 +154,7 @@ def test_a_trajectory_document_keeps_its_shape_and_archive() -> None:
     assert len(doc["messages"]) < len(original["messages"])
     assert any(str(m.get("content")).startswith("## Archived Session Summary")
                for m in doc["messages"])
-    assert archive.restore(result.lines) == path.read_bytes()
+    assert restore(result.lines) == path.read_bytes()
     stripped = orjson.loads(compress_file(path, Options(budget=tokens * 3 // 4),
                                           strip_metadata=True).data)
     assert "ctxpack" not in stripped
@@ -191,7 +192,7 @@ def test_compressing_again_merges_the_summary_and_restores_whole(path: Path,
     if old and second.report.summary:
         step_lines = [line for line in old[0].splitlines() if line.startswith("* Step")]
         assert all(line in new[0] for line in step_lines[:3]), "old steps were not merged"
-    assert archive.restore(out) == path.read_bytes()
+    assert restore(out) == path.read_bytes()
 
 
 @pytest.mark.parametrize("path", [SAMPLES / "support-chat.openai.jsonl",
@@ -206,7 +207,7 @@ def test_structured_strategy_keeps_the_invariants(path: Path, tmp_path: Path) ->
     assert "### Pending items" in summary or "### Completed work" in summary
     assert result.report.summary["strategy"] == "structured"
     assert validate(load(out)) == []
-    assert archive.restore(out) == path.read_bytes()
+    assert restore(out) == path.read_bytes()
 
 
 def test_keep_rounds_keeps_the_newest_requests_in_full() -> None:
@@ -254,7 +255,7 @@ def test_a_tight_budget_squeezes_the_summary_rather_than_failing() -> None:
     assert result.report.tokens_after <= budget and s["messages"] == 20
     assert s["squeezed"] and s["max_tokens"] < s["cap_tokens"]
     assert any("leaves the summary" in w for w in result.report.warnings)
-    assert archive.restore(result.lines) == data
+    assert restore(result.lines) == data
 
 
 def test_the_summary_is_a_fifth_of_what_it_archives_at_most() -> None:
@@ -298,11 +299,11 @@ def test_an_archive_compressed_ahead_restores_the_same(path: Path, monkeypatch) 
     monkeypatch.setattr(archive, "BLOCK", 1 << 10)  # many blocks, some wholly in the span
     ahead = compress_file(path, Options(budget=budget))
     assert plain.report.summary is not None
-    assert archive.restore(ahead.lines) == path.read_bytes()
+    assert restore(ahead.lines) == path.read_bytes()
     assert ahead.report.to_dict() == plain.report.to_dict()
     # a stream (stdin) is read from a spooled copy, which the thread reads too
     piped = compress_file(io.BytesIO(path.read_bytes()), Options(budget=budget))
-    assert archive.restore(piped.lines) == path.read_bytes()
+    assert restore(piped.lines) == path.read_bytes()
 
 
 def test_a_second_compress_summarizes_masked_outputs_from_their_archive(tmp_path: Path) -> None:
@@ -317,7 +318,7 @@ def test_a_second_compress_summarizes_masked_outputs_from_their_archive(tmp_path
     line = next(x for x in summary.splitlines() if "go build" in x)
     assert "-> error" in line  # as the original said, not the placeholder
     assert 'main.go:11:2: "log" imported and not used' in line
-    assert archive.restore(second.lines) == path.read_bytes()
+    assert restore(second.lines) == path.read_bytes()
 
 
 def test_restoring_only_a_summary_brings_back_the_links_to_it(tmp_path: Path) -> None:
@@ -330,7 +331,7 @@ def test_restoring_only_a_summary_brings_back_the_links_to_it(tmp_path: Path) ->
     assert relinked and all(m["follows"] == sid for m in relinked)
     for only in (sid, relinked[0]["id"]):  # either way, the two come back together
         out = tmp_path / "one.jsonl"
-        out.write_bytes(archive.restore(result.lines, only=only))
+        out.write_bytes(restore(result.lines, only=only))
         assert validate(load(out)) == []
         assert not any((m := archive.meta_of(line)) and m["id"] in
                        {sid, *(r["id"] for r in relinked)}
@@ -373,7 +374,7 @@ def test_the_library_on_a_transcript_keeps_the_archive() -> None:
     path = SAMPLES / "support-chat.openai.jsonl"
     small, report = ctxpack.compress(load(path), budget=3000)
     assert report.summary is not None and small.format == "openai"
-    assert archive.restore([r.raw for r in small.records]) == path.read_bytes()
+    assert restore([r.raw for r in small.records]) == path.read_bytes()
 
 
 @pytest.mark.parametrize("settings, fragment", [

@@ -19,6 +19,7 @@ from ctxpack.compress.options import Options
 from ctxpack.compress.summarize import Unit
 from ctxpack.errors import InputError
 from ctxpack.jsonl import LineIndex
+from ctxpack.restore import restore
 from ctxpack.stats import stats
 
 from .conftest import SAMPLES
@@ -82,7 +83,7 @@ def test_facts_found_by_the_workers_make_the_same_summary(counted, workers, monk
     assert len(seen) >= 5  # the newest archived steps
     for unit in seen:  # what the workers sent back is what this process would find
         assert steps._facts[unit] == extract(steps.source_text(unit))
-    assert archive.restore(result.lines) == PATH.read_bytes()
+    assert restore(result.lines) == PATH.read_bytes()
 
 
 def test_workers_that_fail_leave_the_facts_to_this_process(workers, monkeypatch) -> None:
@@ -205,7 +206,7 @@ def test_without_isal_the_archive_is_made_by_the_standard_zlib(tmp_path: Path) -
         f"open({str(out)!r}, 'wb').write(data)\n"
     )
     subprocess.run([sys.executable, "-c", code], check=True)
-    assert archive.restore(out.read_bytes().splitlines(keepends=True)) == PATH.read_bytes()
+    assert restore(out.read_bytes().splitlines(keepends=True)) == PATH.read_bytes()
 
 
 def budget_of(path: Path) -> int:

@@ -16,12 +16,12 @@ import pytest
 from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
 
-from ctxpack import archive
 from ctxpack.compress import compress_file
 from ctxpack.compress.options import Options
 from ctxpack.compress.truncate import Limits
 from ctxpack.errors import CannotFit
 from ctxpack.loader import load
+from ctxpack.restore import restore
 from ctxpack.validate import validate
 
 pytestmark = pytest.mark.usefixtures("exact_tokens")
@@ -74,8 +74,8 @@ def test_compress_invariants(data: bytes, share: float, keep: int, max_lines: in
     out = result.data
     assert result.report.tokens_after <= budget
     assert validate(load(io.BytesIO(out))) == []
-    restored, _ = archive.restore_layers(result.lines, "out.jsonl")
-    assert b"".join(restored) == data
+    restored = restore(result.lines)
+    assert restored == data
     assert compress_file(io.BytesIO(out), options).data == out
     smaller = Options(budget=max(budget * 3 // 4, 1), keep_observations=keep,
                       keep_steps=steps, limits=Limits(max_lines=max_lines),
@@ -85,7 +85,7 @@ def test_compress_invariants(data: bytes, share: float, keep: int, max_lines: in
     except CannotFit:
         return
     assert validate(load(io.BytesIO(twice.data))) == []
-    assert archive.restore(twice.lines) == data
+    assert restore(twice.lines) == data
 
 
 @settings(max_examples=40, deadline=None, suppress_health_check=[HealthCheck.too_slow])
@@ -110,4 +110,4 @@ def test_reused_call_ids_never_split_a_call_from_its_result(data: bytes, share: 
         assert not open_calls, "a call without its result"
         open_calls = [c["id"] for c in m.get("tool_calls") or ()]
     assert not open_calls
-    assert archive.restore(result.lines) == data
+    assert restore(result.lines) == data

@@ -22,6 +22,7 @@ from ctxpack.compress.summarize import Region, Unit
 from ctxpack.compress.summarize.llm import Failed, check
 from ctxpack.loader import load
 from ctxpack.model import ToolCall, ToolResult
+from ctxpack.restore import restore
 from ctxpack.validate import validate
 
 from .chat_server import ChatServer, Delay, Malformed, Reply, Status
@@ -141,8 +142,8 @@ def test_the_model_writes_the_summary(server: ChatServer, tmp_path: Path) -> Non
     out = tmp_path / "out.jsonl"
     out.write_bytes(result.data)
     assert validate(load(out)) == []
-    restored, _ = archive.restore_layers(result.lines, str(out))
-    assert b"".join(restored) == path.read_bytes()
+    restored = restore(result.lines)
+    assert restored == path.read_bytes()
 
 
 def test_the_request_declares_the_transcript_data(server: ChatServer, tmp_path: Path) -> None:
@@ -200,8 +201,8 @@ def test_an_earlier_summary_is_merged_not_summarized_again(server: ChatServer,
     assert text.count("## Archived Session Summary") == 1
     out = tmp_path / "again.jsonl"
     out.write_bytes(again.data)
-    restored, _ = archive.restore_layers(again.lines, str(out))
-    assert b"".join(restored) == b"".join(transcript()) + more  # as before the first compress
+    restored = restore(again.lines)
+    assert restored == b"".join(transcript()) + more  # as before the first compress
 
 
 def test_rate_limit_then_success(server: ChatServer, tmp_path: Path) -> None:

@@ -12,10 +12,10 @@ from pathlib import Path
 
 import pytest
 
-from ctxpack import archive
 from ctxpack.compress import compress_file
 from ctxpack.compress.options import Options
 from ctxpack.loader import load
+from ctxpack.restore import restore
 from ctxpack.validate import validate
 
 from .llama_server import MODEL, smollm_server
@@ -47,8 +47,8 @@ def check_output(path: Path, data: bytes, tmp_path: Path) -> None:
     out = tmp_path / "out.jsonl"
     out.write_bytes(data)
     assert validate(load(out)) == []
-    restored, _ = archive.restore_layers(data.splitlines(keepends=True), str(out))
-    assert b"".join(restored) == path.read_bytes()
+    restored = restore(data.splitlines(keepends=True))
+    assert restored == path.read_bytes()
 
 
 def test_a_real_model_writes_the_summary(base_url: str, tmp_path: Path) -> None:

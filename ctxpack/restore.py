@@ -1,0 +1,284 @@
+"""Restore: a compressed transcript back to its original, byte for byte.
+
+One pass over the lines takes off one layer of compression: each group of lines
+with one id becomes the original its archive holds, read in pieces. Each pass
+writes to a spool on disk, so memory holds one compressed item at a time, never
+the file; a transcript compressed twice takes two passes.
+"""
+
+from __future__ import annotations
+
+import io
+import tempfile
+from collections.abc import Iterable, Iterator
+from contextlib import contextmanager
+from itertools import chain
+from typing import IO, Any
+
+import orjson
+
+from .archive import KEY, MARK, meta_of, unpack_pieces
+from .errors import InputError, UsageError
+from .jsonl import CHUNK, Source, iter_lines, reopenable
+from .loader import PathOrFile
+
+MAX_LAYERS = 64  # a transcript compressed again and again nests its archives
+BIG = 1 << 20  # a line this long is parsed without its inline archive's text (see _meta)
+DATA = b'"encoding":"zlib+base64","data":"'  # how compress writes an inline archive's text
+
+Group = list[tuple[int, bytes, dict[str, Any]]]  # (line number, raw line, its meta)
+
+
+class Restored:
+    """What a restore made: the original's bytes (`chunks`, `read`) and how many layers of
+    compression came off (0: the input had nothing to restore and is given back as is)."""
+
+    def __init__(self, stream: IO[bytes], layers: int, size: int | None = None) -> None:
+        self._stream = stream
+        self._size = size  # bytes to read (an input still being appended to: as opened)
+        self.layers = layers
+
+    def chunks(self) -> Iterator[bytes]:
+        self._stream.seek(0)
+        left = self._size
+        while chunk := self._stream.read(CHUNK if left is None else min(CHUNK, left)):
+            if left is not None:
+                left -= len(chunk)
+            yield chunk
+
+    def read(self) -> bytes:
+        return b"".join(self.chunks())
+
+
+def restore(source: PathOrFile | list[bytes], *, only: str | None = None,
+            archive_dir: str | None = None) -> bytes:
+    """The original of a compressed transcript (a file, `-`, or its lines), byte for byte."""
+    with restoring(source, only=only, folder=archive_dir) as restored:
+        return restored.read()
+
+
+@contextmanager
+def restoring(source: PathOrFile | list[bytes], *, only: str | None = None,
+              folder: str | None = None) -> Iterator[Restored]:
+    """Restore `source`; what it gives is readable until the `with` block ends.
+
+    Without `only`, every layer comes off: a transcript compressed twice comes back
+    as it was before the first compress. With `only`, one item of the top layer is
+    expanded (with the lines that go with it) and the rest stays compressed.
+    """
+    src = _opened(source)
+    spool: IO[bytes] | None = None
+    try:
+        wanted = None
+        if only is not None:
+            metas = [m for _, m in top_metas(src)]
+            if only not in {m["id"] for m in metas}:
+                raise UsageError(f"{src.name}: no compressed item {only!r}",
+                                 "`ctxpack restore --list` shows the ids")
+            wanted = _together(only, metas)
+        layers = 0
+        while True:
+            current = spool or src.stream
+            current.seek(0)
+            out = tempfile.TemporaryFile()  # noqa: SIM115 - closed here or as `spool`
+            try:
+                expanded, more = _pass(current, src.size if spool is None else None, out,
+                                       src.name, wanted, folder)
+            except BaseException:
+                out.close()
+                raise
+            if not expanded:
+                out.close()
+                break
+            if spool is not None:
+                spool.close()
+            spool = out
+            layers += 1
+            if layers > MAX_LAYERS:
+                raise InputError(src.name, None, f"more than {MAX_LAYERS} layers of compression")
+            if only is not None or not more:
+                break
+        yield Restored(spool, layers) if spool is not None else Restored(src.stream, 0, src.size)
+    finally:
+        if spool is not None:
+            spool.close()
+        src.close()
+
+
+def _opened(source: PathOrFile | list[bytes]) -> Source:
+    if isinstance(source, list):
+        return Source(io.BytesIO(b"".join(source)), "<lines>", None, True)
+    return reopenable(source)  # read more than once: stdin is spooled first
+
+
+def _pass(stream: IO[bytes], limit: int | None, out: IO[bytes], path: str,
+          wanted: set[str] | None, folder: str | None) -> tuple[int, bool]:
+    """Take one layer off `stream` into `out` (only the `wanted` items, if given): (items
+    expanded, whether the result may hold more items)."""
+    lines = iter_lines(stream, limit)  # type: ignore[arg-type]
+    first = next(lines, None)
+    if first is None:
+        return 0, False
+    if _document_start(first):
+        every = [first, *lines]
+        doc = _document_of(every)
+        if doc is not None:
+            if wanted is not None and doc["id"] not in wanted:
+                out.writelines(every)
+                return 0, False
+            return 1, _write_marked(unpack_pieces(doc["archive"], f"{path}:1", folder), out)
+        lines = iter(every)
+    else:
+        lines = chain([first], lines)
+    expanded = 0
+    more = False
+    group: Group = []
+    for number, raw in enumerate(lines, 1):
+        meta = _meta(raw)
+        if group and (meta is None or meta["id"] != group[0][2]["id"]):
+            done, found = _expand(group, path, wanted, folder, out)
+            expanded, more, group = expanded + done, more or found, []
+        if meta is None:
+            out.write(raw)
+        else:  # the line is written back only if its item is not expanded
+            group.append((number, raw if wanted is not None else b"", meta))
+    if group:
+        done, found = _expand(group, path, wanted, folder, out)
+        expanded, more = expanded + done, more or found
+    return expanded, more
+
+
+def _meta(raw: bytes) -> dict[str, Any] | None:
+    """`meta_of(raw)`; but a long line's inline archive is left out of the parse (as a
+    str it would take as much memory again as the line) and given as a view of `raw`."""
+    at = raw.find(DATA) if len(raw) >= BIG else -1
+    start = at + len(DATA)
+    end = raw.find(b'"', start) if at >= 0 else -1
+    if end < 0:
+        return meta_of(raw)
+    meta = meta_of(raw[:start] + raw[end:])
+    ref = meta.get("archive") if meta is not None else None
+    if not isinstance(ref, dict) or ref.get("data") != "":  # that text was not the archive
+        return meta_of(raw)
+    ref["data"] = memoryview(raw)[start:end]
+    return meta
+
+
+def _reread(stream: IO[bytes], limit: int | None) -> Iterator[bytes]:
+    """The lines of `stream` from its start, leaving it where it was."""
+    at = stream.tell()
+    stream.seek(0)
+    try:
+        yield from iter_lines(stream, limit)  # type: ignore[arg-type]
+    finally:
+        stream.seek(at)
+
+
+def _together(only: str, metas: list[dict[str, Any]]) -> set[str]:
+    """The ids that come back with `only`: the summary it follows, the lines that follow
+    it (or that summary)."""
+    summaries = {only} | {m["follows"] for m in metas if m["id"] == only and m.get("follows")}
+    return summaries | {m["id"] for m in metas if m.get("follows") in summaries}
+
+
+def _expand(group: Group, path: str, wanted: set[str] | None, folder: str | None,
+            out: IO[bytes]) -> tuple[int, bool]:
+    """Write the original of one group of lines, or the lines themselves if it is not
+    `wanted`: (1 if expanded else 0, whether what was written may hold items)."""
+    first, _, meta = group[0]
+    if wanted is not None and meta["id"] not in wanted:
+        out.writelines(raw for _, raw, _ in group)
+        return 0, True
+    heads = [(n, m) for n, _, m in group if isinstance(m.get("archive"), dict)]
+    if len(heads) != 1 or heads[0][1].get("lines", 1) != len(group):
+        raise InputError(path, first, f"compressed item {meta['id']} is incomplete or damaged "
+                         "(lines were added, removed or reordered)")
+    n, head = heads[0]
+    return 1, _write_marked(unpack_pieces(head["archive"], f"{path}:{n}", folder), out)
+
+
+def _write_marked(pieces: Iterable[bytes], out: IO[bytes]) -> bool:
+    """Write `pieces`; whether they hold MARK (and so, maybe, items of an earlier layer)."""
+    found = False
+    tail = b""  # MARK may straddle two pieces
+    for piece in pieces:
+        out.write(piece)
+        found = found or MARK in tail + piece[: len(MARK)] or MARK in piece
+        tail = piece[-len(MARK):]
+    return found
+
+
+def _document_start(line: bytes) -> bool:
+    return line.strip() in (b"{", b"[")
+
+
+def _document_of(lines: list[bytes]) -> dict[str, Any] | None:
+    """The `ctxpack` object of a multi-line JSON document compress wrote, if it is one."""
+    if len(lines) < 2 or not _document_start(lines[0]) or not any(MARK in x for x in lines):
+        return None
+    try:
+        doc = orjson.loads(b"".join(lines))
+    except orjson.JSONDecodeError:
+        return None
+    holder = doc[0] if isinstance(doc, list) and doc else doc
+    meta = holder.get(KEY) if isinstance(holder, dict) else None
+    return meta if isinstance(meta, dict) and isinstance(meta.get("id"), str) else None
+
+
+def _metas(lines: Iterable[bytes]) -> Iterator[tuple[int, dict[str, Any]]]:
+    """(line number, meta) of each line compress wrote, without the archived data (which
+    may be most of the file)."""
+    lines = iter(lines)
+    first = next(lines, None)
+    if first is None:
+        return
+    if _document_start(first):
+        every = [first, *lines]
+        doc = _document_of(every)
+        if doc is not None:
+            yield 1, _light(doc)
+            return
+        lines = iter(every)
+    else:
+        lines = chain([first], lines)
+    for number, raw in enumerate(lines, 1):
+        meta = _meta(raw)
+        if meta is not None:
+            yield number, _light(meta)
+
+
+def _light(meta: dict[str, Any]) -> dict[str, Any]:
+    ref = meta.get("archive")
+    if isinstance(ref, dict) and "data" in ref:
+        return {**meta, "archive": {k: v for k, v in ref.items() if k != "data"}}
+    return meta
+
+
+def top_metas(source: PathOrFile | Source) -> list[tuple[int, dict[str, Any]]]:
+    """(line number, meta) of every line of the top layer that compress wrote."""
+    src = source if isinstance(source, Source) else reopenable(source)
+    try:
+        return list(_metas(_reread(src.stream, src.size)))
+    finally:
+        if src is not source:
+            src.close()
+
+
+def items(source: PathOrFile | Source) -> list[tuple[str, str, int, str]]:
+    """(id, kind, line, what) for each compressed item of the top layer, in file order."""
+    out: list[tuple[str, str, int, str]] = []
+    for number, meta in top_metas(source):
+        if not isinstance(meta.get("archive"), dict):
+            continue
+        ref = meta["archive"]
+        where = "inline" if ref.get("inline") else "dropped" if ref.get("dropped") \
+            else f"in {ref.get('dir')}"
+        what = f"{ref.get('bytes', 0):,} bytes {where}"
+        if meta.get("kind") == "archived_summary":
+            span = meta.get("range") or {}
+            what = f"messages {span.get('start')}–{span.get('end')}, {what}"
+        elif meta.get("items"):
+            actions = sorted({str(i.get("action")) for i in meta["items"]})
+            what = f"{'+'.join(actions)}, {what}"
+        out.append((meta["id"], str(meta.get("kind")), number, what))
+    return out
