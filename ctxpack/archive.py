@@ -228,11 +228,6 @@ class Prepack:
         self.spool.close()
 
 
-def inflate(data: bytes) -> bytes:
-    """The bytes of one or more zlib streams, one after the other."""
-    return b"".join(inflate_pieces([data]))
-
-
 def inflate_pieces(compressed: Iterable[bytes]) -> Iterator[bytes]:
     """The bytes of zlib streams that follow one another, given and made in pieces: no
     piece made is longer than OUT, however well a stream was compressed."""
