@@ -1,7 +1,7 @@
 """ctxpack: inspect and compress LLM agent transcripts.
 
 The public API: `load` and `write` transcripts in any supported format,
-`stats` for where the tokens went, `validate` for what a provider would reject,
+`count` and `stats` for where the tokens went, `validate` for what a provider would reject,
 `compress` to make a transcript fit its model and `restore` to undo it.
 Names are imported on first use so that the command line starts fast.
 """
@@ -21,14 +21,14 @@ _EXPORTS = {
     "load": "loader", "write": "loader",
     "Transcript": "model", "Message": "model", "Text": "model", "Thinking": "model",
     "Image": "model", "ToolCall": "model", "ToolResult": "model",
-    "stats": "stats", "FileStats": "stats",
+    "count": "tokens", "stats": "stats", "FileStats": "stats",
     "validate": "validate", "Problem": "validate",
     "compress": "compress", "restore": "restore",
 }
 
 __all__ = [
     "CannotFit", "CtxpackError", "FileStats", "Image", "InputError", "Message", "Problem", "Text",
-    "Thinking", "ToolCall", "ToolResult", "Transcript", "UsageError", "compress", "load",
+    "Thinking", "ToolCall", "ToolResult", "Transcript", "UsageError", "compress", "count", "load",
     "restore", "stats", "validate", "write",
 ]
 
@@ -39,6 +39,7 @@ if TYPE_CHECKING:
     from .model import Image, Message, Text, Thinking, ToolCall, ToolResult, Transcript
     from .restore import restore
     from .stats import FileStats, stats
+    from .tokens import count
     from .validate import Problem, validate
 
 

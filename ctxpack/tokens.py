@@ -130,6 +130,13 @@ def cache_key(text: str) -> Key:
     return digest(text)
 
 
+def count(text: str, model: str | None = None, table: ModelTable = TABLE) -> int:
+    """Tokens of plain text for `model` (default gpt-4o), no chat overhead: what
+    `ctxpack count` prints. An estimate where the encoding cannot be had (a
+    `TokenCounter` says which: `.estimated`)."""
+    return TokenCounter(model, table).text(text)
+
+
 @dataclass(frozen=True, slots=True)
 class MessageCount:
     """Tokens of one message: the total and each part's share (overhead not in parts)."""

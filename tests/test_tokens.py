@@ -122,3 +122,17 @@ def test_unknown_model_is_a_usage_error():
 
     with pytest.raises(UsageError, match="unknown model"):
         TokenCounter("not-a-model")
+
+
+def test_the_public_count_is_what_the_command_prints(exact_tokens):
+    import ctxpack
+
+    from .helpers import ctxpack as run
+
+    text = "Summarize this paragraph in one line."
+    assert ctxpack.count(text, model="gpt-4") == TokenCounter("gpt-4").text(text) == 9
+    assert ctxpack.count(text) == TokenCounter("gpt-4o").text(text)  # the default model
+    assert run("count", "--model", "gpt-4", text).out.strip() == "9"
+    assert ctxpack.count("", model="gpt-4o") == 0
+    with pytest.raises(ctxpack.UsageError, match="unknown model"):
+        ctxpack.count(text, model="not-a-model")
