@@ -27,6 +27,8 @@ from .formats.base import META_KEY as KEY
 from .jsonl import LineIndex
 
 MARK = b'"ctxpack"'  # a line without it was not written by compress: no need to parse it
+BIG = 1 << 20  # a line this long is parsed without its inline archive's text (see meta_of)
+DATA = b'"encoding":"zlib+base64","data":"'  # how compress writes an inline archive's text
 VERSION = 1
 
 
@@ -351,9 +353,25 @@ def document_meta(item: str, kind: str, now: str, changes: list[dict[str, Any]],
 
 
 def meta_of(raw: bytes) -> dict[str, Any] | None:
-    """The `ctxpack` object of a line, or None for a line compress did not write."""
+    """The `ctxpack` object of a line, or None for a line compress did not write.
+
+    A long line's inline archive is left out of the parse (as a str it would take as
+    much memory again as the line): its `data` is then a view of `raw`."""
     if MARK not in raw:
         return None
+    if len(raw) < BIG or (at := raw.find(DATA)) < 0 \
+            or (end := raw.find(b'"', at + len(DATA))) < 0:
+        return _parsed_meta(raw)
+    start = at + len(DATA)
+    meta = _parsed_meta(raw[:start] + raw[end:])
+    ref = meta.get("archive") if meta is not None else None
+    if not isinstance(ref, dict) or ref.get("data") != "":  # that text was not the archive
+        return _parsed_meta(raw)
+    ref["data"] = memoryview(raw)[start:end]
+    return meta
+
+
+def _parsed_meta(raw: bytes) -> dict[str, Any] | None:
     try:
         record = orjson.loads(raw)
     except orjson.JSONDecodeError:

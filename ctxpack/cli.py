@@ -543,8 +543,7 @@ def restore(
     seen = os.stat(file) if in_place else None
     with restoring(file, only=only, folder=archive_dir) as restored:
         if restored.layers == 0:
-            name = "<stdin>" if file == "-" else file
-            warn(f"{name}: nothing to restore (no ctxpack items); writing it unchanged")
+            warn(f"{restored.name}: nothing to restore (no ctxpack items); writing it unchanged")
         _write_result(dest, file, restored.chunks(), seen)
 
 

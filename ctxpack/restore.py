@@ -13,30 +13,34 @@ import tempfile
 from collections.abc import Iterable, Iterator
 from contextlib import contextmanager
 from itertools import chain
-from typing import IO, Any
+from typing import IO, TYPE_CHECKING, Any
 
 import orjson
 
 from .archive import KEY, MARK, meta_of, unpack_pieces
 from .errors import InputError, UsageError
 from .jsonl import CHUNK, Source, iter_lines, reopenable
-from .loader import PathOrFile
+
+if TYPE_CHECKING:
+    from .loader import PathOrFile
 
 MAX_LAYERS = 64  # a transcript compressed again and again nests its archives
-BIG = 1 << 20  # a line this long is parsed without its inline archive's text (see _meta)
-DATA = b'"encoding":"zlib+base64","data":"'  # how compress writes an inline archive's text
+ITEM = MARK + b':{"id":"'  # how the `ctxpack` object of a line compress wrote begins
 
 Group = list[tuple[int, bytes, dict[str, Any]]]  # (line number, raw line, its meta)
 
 
 class Restored:
-    """What a restore made: the original's bytes (`chunks`, `read`) and how many layers of
-    compression came off (0: the input had nothing to restore and is given back as is)."""
+    """What a restore made: the original's bytes (`chunks`, `read`), how many layers of
+    compression came off (0: the input had nothing to restore and is given back as is)
+    and the name of the input."""
 
-    def __init__(self, stream: IO[bytes], layers: int, size: int | None = None) -> None:
+    def __init__(self, stream: IO[bytes], layers: int, name: str,
+                 size: int | None = None) -> None:
         self._stream = stream
         self._size = size  # bytes to read (an input still being appended to: as opened)
         self.layers = layers
+        self.name = name
 
     def chunks(self) -> Iterator[bytes]:
         self._stream.seek(0)
@@ -98,7 +102,8 @@ def restoring(source: PathOrFile | list[bytes], *, only: str | None = None,
                 raise InputError(src.name, None, f"more than {MAX_LAYERS} layers of compression")
             if only is not None or not more:
                 break
-        yield Restored(spool, layers) if spool is not None else Restored(src.stream, 0, src.size)
+        yield Restored(spool, layers, src.name) if spool is not None else \
+            Restored(src.stream, 0, src.name, src.size)
     finally:
         if spool is not None:
             spool.close()
@@ -115,26 +120,17 @@ def _pass(stream: IO[bytes], limit: int | None, out: IO[bytes], path: str,
           wanted: set[str] | None, folder: str | None) -> tuple[int, bool]:
     """Take one layer off `stream` into `out` (only the `wanted` items, if given): (items
     expanded, whether the result may hold more items)."""
-    lines = iter_lines(stream, limit)  # type: ignore[arg-type]
-    first = next(lines, None)
-    if first is None:
-        return 0, False
-    if _document_start(first):
-        every = [first, *lines]
-        doc = _document_of(every)
-        if doc is not None:
-            if wanted is not None and doc["id"] not in wanted:
-                out.writelines(every)
-                return 0, False
-            return 1, _write_marked(unpack_pieces(doc["archive"], f"{path}:1", folder), out)
-        lines = iter(every)
-    else:
-        lines = chain([first], lines)
+    doc, lines = _document(iter_lines(stream, limit))  # type: ignore[arg-type]
+    if doc is not None:
+        if wanted is not None and doc["id"] not in wanted:
+            out.writelines(lines)
+            return 0, False
+        return 1, _write_marked(unpack_pieces(doc["archive"], f"{path}:1", folder), out)
     expanded = 0
     more = False
     group: Group = []
     for number, raw in enumerate(lines, 1):
-        meta = _meta(raw)
+        meta = _line_meta(raw, path, number)
         if group and (meta is None or meta["id"] != group[0][2]["id"]):
             done, found = _expand(group, path, wanted, folder, out)
             expanded, more, group = expanded + done, more or found, []
@@ -148,30 +144,18 @@ def _pass(stream: IO[bytes], limit: int | None, out: IO[bytes], path: str,
     return expanded, more
 
 
-def _meta(raw: bytes) -> dict[str, Any] | None:
-    """`meta_of(raw)`; but a long line's inline archive is left out of the parse (as a
-    str it would take as much memory again as the line) and given as a view of `raw`."""
-    at = raw.find(DATA) if len(raw) >= BIG else -1
-    start = at + len(DATA)
-    end = raw.find(b'"', start) if at >= 0 else -1
-    if end < 0:
-        return meta_of(raw)
-    meta = meta_of(raw[:start] + raw[end:])
-    ref = meta.get("archive") if meta is not None else None
-    if not isinstance(ref, dict) or ref.get("data") != "":  # that text was not the archive
-        return meta_of(raw)
-    ref["data"] = memoryview(raw)[start:end]
+def _line_meta(raw: bytes, path: str, number: int) -> dict[str, Any] | None:
+    """`meta_of(raw)`, but a line that opens a ctxpack object as compress writes one and
+    is not JSON is an error: it is an item cut short or damaged, whose original cannot
+    come back (other lines that are not JSON are the input's own, and stay as they are)."""
+    meta = meta_of(raw)
+    if meta is None and ITEM in raw:
+        try:
+            orjson.loads(raw)
+        except orjson.JSONDecodeError:
+            raise InputError(path, number, "a line compress wrote is not valid JSON (the "
+                             "file is damaged or cut short); nothing was restored") from None
     return meta
-
-
-def _reread(stream: IO[bytes], limit: int | None) -> Iterator[bytes]:
-    """The lines of `stream` from its start, leaving it where it was."""
-    at = stream.tell()
-    stream.seek(0)
-    try:
-        yield from iter_lines(stream, limit)  # type: ignore[arg-type]
-    finally:
-        stream.seek(at)
 
 
 def _together(only: str, metas: list[dict[str, Any]]) -> set[str]:
@@ -208,41 +192,34 @@ def _write_marked(pieces: Iterable[bytes], out: IO[bytes]) -> bool:
     return found
 
 
-def _document_start(line: bytes) -> bool:
-    return line.strip() in (b"{", b"[")
-
-
-def _document_of(lines: list[bytes]) -> dict[str, Any] | None:
-    """The `ctxpack` object of a multi-line JSON document compress wrote, if it is one."""
-    if len(lines) < 2 or not _document_start(lines[0]) or not any(MARK in x for x in lines):
-        return None
+def _document(lines: Iterator[bytes]) -> tuple[dict[str, Any] | None, Iterator[bytes]]:
+    """The `ctxpack` object of a multi-line JSON document compress wrote, if `lines` are
+    one (then read whole: compress writes such files whole too), and the lines again."""
+    first = next(lines, None)
+    if first is None or first.strip() not in (b"{", b"["):
+        return None, chain([first] if first is not None else [], lines)
+    every = [first, *lines]
+    if len(every) < 2 or not any(MARK in x for x in every):
+        return None, iter(every)
     try:
-        doc = orjson.loads(b"".join(lines))
+        doc = orjson.loads(b"".join(every))
     except orjson.JSONDecodeError:
-        return None
+        return None, iter(every)
     holder = doc[0] if isinstance(doc, list) and doc else doc
     meta = holder.get(KEY) if isinstance(holder, dict) else None
-    return meta if isinstance(meta, dict) and isinstance(meta.get("id"), str) else None
+    found = meta if isinstance(meta, dict) and isinstance(meta.get("id"), str) else None
+    return found, iter(every)
 
 
-def _metas(lines: Iterable[bytes]) -> Iterator[tuple[int, dict[str, Any]]]:
+def _metas(lines: Iterator[bytes], path: str) -> Iterator[tuple[int, dict[str, Any]]]:
     """(line number, meta) of each line compress wrote, without the archived data (which
     may be most of the file)."""
-    lines = iter(lines)
-    first = next(lines, None)
-    if first is None:
+    doc, lines = _document(lines)
+    if doc is not None:
+        yield 1, _light(doc)
         return
-    if _document_start(first):
-        every = [first, *lines]
-        doc = _document_of(every)
-        if doc is not None:
-            yield 1, _light(doc)
-            return
-        lines = iter(every)
-    else:
-        lines = chain([first], lines)
     for number, raw in enumerate(lines, 1):
-        meta = _meta(raw)
+        meta = _line_meta(raw, path, number)
         if meta is not None:
             yield number, _light(meta)
 
@@ -258,7 +235,8 @@ def top_metas(source: PathOrFile | Source) -> list[tuple[int, dict[str, Any]]]:
     """(line number, meta) of every line of the top layer that compress wrote."""
     src = source if isinstance(source, Source) else reopenable(source)
     try:
-        return list(_metas(_reread(src.stream, src.size)))
+        src.stream.seek(0)
+        return list(_metas(iter_lines(src.stream, src.size), src.name))
     finally:
         if src is not source:
             src.close()

@@ -204,6 +204,9 @@ def test_without_isal_the_archive_is_made_by_the_standard_zlib(tmp_path: Path) -
         "from ctxpack.compress.options import Options\n"
         f"data = compress_file({str(PATH)!r}, Options(budget={budget_of(PATH)})).data\n"
         f"open({str(out)!r}, 'wb').write(data)\n"
+        "from ctxpack.restore import restore\n"  # read back with the standard zlib too
+        f"assert restore({str(out)!r}) == open({str(PATH)!r}, 'rb').read()\n"
+        "assert archive.decompressobj is zlib.decompressobj\n"
     )
     subprocess.run([sys.executable, "-c", code], check=True)
     assert restore(out.read_bytes().splitlines(keepends=True)) == PATH.read_bytes()

@@ -10,7 +10,6 @@ import os
 import shutil
 import time
 import zlib
-from importlib import import_module
 from pathlib import Path
 from unittest import mock
 
@@ -23,14 +22,13 @@ from ctxpack import archive
 from ctxpack import restore as restore_fn
 from ctxpack.compress import compress_file
 from ctxpack.compress.options import Options
-from ctxpack.restore import _meta, items, restore
+from ctxpack.restore import items, restore
 
 from .conftest import SAMPLES
 from .helpers import assert_clean_error, ctxpack
 
 pytestmark = pytest.mark.usefixtures("exact_tokens")
 
-RESTORE = import_module("ctxpack.restore")  # the module: `ctxpack.restore` is the function
 CHAT = SAMPLES / "support-chat.openai.jsonl"
 RUN = SAMPLES / "coding-agent.claude-code.jsonl"
 
@@ -68,7 +66,7 @@ def test_small_pieces_and_the_long_line_path_restore_the_same(compressed: Path,
     # every archive read in many pieces, and every line with one parsed without its text
     monkeypatch.setattr(archive, "OUT", 97)
     monkeypatch.setattr(archive, "PIECE_CHARS", 8)
-    monkeypatch.setattr(RESTORE, "BIG", 0)
+    monkeypatch.setattr(archive, "BIG", 0)
     assert restore(compressed) == RUN.read_bytes()
     assert restore_fn is restore  # the package's name is the function, not the module
 
@@ -79,7 +77,7 @@ def test_a_long_line_is_read_without_parsing_its_archive_text() -> None:
            "encoding": "zlib+base64", "data": data}
     line = orjson.dumps({"role": "tool", "content": "x", "ctxpack": {"id": "o-1",
                                                                      "archive": ref}})
-    meta = _meta(line + b" " * RESTORE.BIG)
+    meta = archive.meta_of(line + b" " * archive.BIG)
     assert isinstance(meta["archive"]["data"], memoryview)
     assert bytes(meta["archive"]["data"]) == data.encode()
     assert archive.unpack(meta["archive"], "here") == b"original"
@@ -91,7 +89,7 @@ def test_a_decoy_of_the_archive_shape_falls_back_to_a_full_parse() -> None:
     ref = {"sha256": hashlib.sha256(b"original").hexdigest(), "inline": True,
            "encoding": "zlib+base64", "data": data}
     line = orjson.dumps({"result": decoy, "ctxpack": {"id": "o-1", "archive": ref}})
-    meta = _meta(line + b" " * RESTORE.BIG)
+    meta = archive.meta_of(line + b" " * archive.BIG)
     assert meta["archive"]["data"] == data
     assert archive.unpack(meta["archive"], "here") == b"original"
 
@@ -156,3 +154,35 @@ def test_a_file_compressed_twice_comes_back_in_two_passes(tmp_path: Path) -> Non
     top = restore(twice, only=next(i for i, kind, *_ in items(twice) if kind ==
                                    "archived_summary"))
     assert top != path.read_bytes()  # --only takes off one layer
+
+
+def test_an_item_cut_short_is_an_error_that_names_its_line(compressed: Path,
+                                                            tmp_path: Path) -> None:
+    data = compressed.read_bytes()
+    line = next(n for n, raw in enumerate(data.splitlines(keepends=True), 1)
+                if b'"archived_summary"' in raw)
+    lines = data.splitlines(keepends=True)
+    cut = b"".join(lines[:line - 1]) + lines[line - 1][:len(lines[line - 1]) // 2]
+    compressed.write_bytes(cut)  # as a copy interrupted half way through that line
+    back = tmp_path / "back.jsonl"
+    for args in (("-o", str(back)), ("--list",)):
+        assert_clean_error(ctxpack("restore", str(compressed), *args), 2,
+                           f"{compressed}:{line}", "cut short")
+    assert not back.exists()
+
+
+@pytest.mark.parametrize("data", [
+    b"",
+    b'{"role":"user","content":"no newline at the end"}',
+    b'{"role":"user","content":"x"}\n{"tool":"ctxpack", not json\n',  # the input's own
+], ids=["empty", "no final newline", "a broken line of its own"])
+def test_nothing_to_restore_is_given_back_as_it_is(tmp_path: Path, data: bytes) -> None:
+    path = tmp_path / "plain.jsonl"
+    path.write_bytes(data)
+    for args, piped in (((str(path),), None), (("-",), data)):
+        run = ctxpack("restore", *args, input=piped)
+        assert run.code == 0, run.err
+        assert run.out.encode() == data
+        assert "nothing to restore" in run.err
+        assert ("<stdin>" if piped is not None else str(path)) in run.err
+    assert ctxpack("restore", str(path), "--list").out == ""
