@@ -15,7 +15,7 @@ from array import array
 from bisect import bisect_right
 from collections.abc import Callable, Iterator, Sequence
 from dataclasses import dataclass
-from typing import IO, Any, BinaryIO, overload
+from typing import IO, Any, BinaryIO, ClassVar, overload
 
 import orjson
 
@@ -37,6 +37,41 @@ class Source:
     def close(self) -> None:
         if self.owned:
             self.stream.close()
+
+    def snapshot(self) -> Snapshot | None:
+        """The file as it is now, to tell later if it was rewritten meanwhile; None for a
+        stream that is not a file, or where there is no os.pread to read it aside."""
+        try:
+            now = os.fstat(self.stream.fileno())
+        except (AttributeError, OSError, ValueError):  # io.UnsupportedOperation included
+            return None
+        if not hasattr(os, "pread"):
+            return None
+        return Snapshot(now.st_size, now.st_mtime_ns, self._tail(now.st_size))
+
+    def rewritten(self, seen: Snapshot) -> bool:
+        """Has the file changed since `seen` other than by bytes added at its end? (Its
+        size fell, its time changed at the same size, or its last bytes then differ.)"""
+        now = os.fstat(self.stream.fileno())
+        if now.st_size < seen.size or (now.st_size == seen.size
+                                        and now.st_mtime_ns != seen.mtime_ns):
+            return True
+        return self._tail(seen.size) != seen.tail
+
+    def _tail(self, size: int) -> bytes:
+        start = max(0, size - Snapshot.TAIL)
+        return os.pread(self.stream.fileno(), size - start, start)
+
+
+@dataclass(frozen=True, slots=True)
+class Snapshot:
+    """A file's size, time and last bytes when it was read."""
+
+    TAIL: ClassVar[int] = 1 << 16
+
+    size: int
+    mtime_ns: int
+    tail: bytes
 
 
 def open_source(source: str | os.PathLike[str] | IO[Any] | Source) -> Source:

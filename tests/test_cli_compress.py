@@ -237,3 +237,82 @@ def test_an_empty_transcript_is_left_as_it_is(tmp_path: Path, data: bytes) -> No
     piped = ctxpack("compress", "-", "-q", input=data)
     assert piped.code == 0 and piped.out.encode() == data
     assert ctxpack("restore", str(tmp_path / "out.jsonl")).out.encode() == data
+
+
+def _rewrite(path: Path, how: str) -> None:
+    """What a writer may do to a transcript while compress works on it."""
+    data = path.read_bytes()
+    before = path.stat().st_mtime_ns
+    if how == "appended":
+        with path.open("ab") as f:
+            f.write(b'{"role": "user", "content": "one more question"}\n')
+        return
+    if how == "same size":  # one byte changed mid-file, the time moved on
+        middle = len(data) // 2
+        data = data[:middle] + (b"X" if data[middle:middle + 1] != b"X" else b"Y") \
+            + data[middle + 1:]
+    elif how == "shorter":
+        data = data[: len(data) // 2]
+    else:  # "longer": the last line replaced by a longer one
+        data = data[: data.rstrip(b"\n").rfind(b"\n") + 1] + \
+            b'{"role": "user", "content": "' + b"a rewritten ending " * 20 + b'"}\n'
+    with path.open("r+b") as f:  # the same file, not a new one renamed over it
+        f.truncate(0)
+        f.write(data)
+    os.utime(path, ns=(before + 10**9, before + 10**9))
+
+
+@pytest.mark.parametrize("how", ["same size", "shorter", "longer"])
+def test_an_input_rewritten_while_it_is_compressed_is_refused(chat: Path, how: str) -> None:
+    from ctxpack.compress import compress_file
+    from ctxpack.compress.options import Options
+    from ctxpack.errors import InputError
+
+    result = compress_file(chat, Options(budget=3000))
+    _rewrite(chat, how)
+    with pytest.raises(InputError, match="changed while it was being compressed"):
+        b"".join(result.chunks())
+
+
+def test_lines_appended_while_compressing_are_left_for_next_time(chat: Path,
+                                                                  tmp_path: Path) -> None:
+    from ctxpack.compress import compress_file
+    from ctxpack.compress.options import Options
+
+    original = chat.read_bytes()
+    result = compress_file(chat, Options(budget=3000))
+    _rewrite(chat, "appended")
+    out = tmp_path / "out.jsonl"
+    out.write_bytes(result.data)  # the file as it was when compress opened it
+    assert ctxpack("restore", str(out)).out.encode() == original
+
+
+def test_the_command_writes_nothing_when_the_input_is_rewritten(chat: Path,
+                                                                 tmp_path: Path) -> None:
+    """The command as an agent's rewrite meets it: the output file is not made."""
+    import subprocess
+    import sys
+
+    out = tmp_path / "out.jsonl"
+    script = (
+        "import importlib, sys\n"
+        "from pathlib import Path\n"
+        "from tests.test_cli_compress import _rewrite\n"
+        "module = importlib.import_module('ctxpack.compress')\n"
+        "real = module.compress_file\n"
+        "def planned_then_rewritten(*args, **kwargs):\n"
+        "    result = real(*args, **kwargs)\n"
+        "    _rewrite(Path(sys.argv[2]), 'same size')\n"
+        "    return result\n"
+        "module.compress_file = planned_then_rewritten\n"
+        "from ctxpack.cli import main\n"
+        "sys.exit(main())\n")
+    proc = subprocess.run([sys.executable, "-c", script, "compress", str(chat), "--budget",
+                           "3000", "-q", "-o", str(out)], capture_output=True, text=True,
+                          cwd=Path(__file__).parent.parent, timeout=120,
+                          env={**os.environ, "NO_COLOR": "1"})
+    assert proc.returncode == 2, proc.stderr
+    assert "changed while it was being compressed" in proc.stderr
+    assert "Traceback" not in proc.stderr
+    assert not out.exists()
+    assert not [p for p in tmp_path.iterdir() if p.name.startswith(".ctxpack-")]

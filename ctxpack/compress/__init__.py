@@ -200,10 +200,18 @@ def compress_file(source: PathOrFile, options: Options | None = None, *,
                 prepack.close()
 
         return Compressed(_report([work], t, archiver),
-                          output(work, archiver, now_iso(), strip_metadata, prepack), close)
+                          _checked(output(work, archiver, now_iso(), strip_metadata, prepack),
+                                   scanned), close)
     except BaseException:
         scanned.close()
         raise
+
+
+def _checked(chunks: Iterator[bytes], scanned: Any) -> Iterator[bytes]:
+    """The output, then a check that the input was not rewritten while it was made (its
+    untouched lines are copied from the file as it is now)."""
+    yield from chunks
+    scanned.check_unchanged()
 
 
 PREPACK_BYTES = 32 << 20  # below this, the archive is compressed fast enough when written

@@ -15,8 +15,9 @@ from dataclasses import dataclass, field, replace
 from typing import Any
 
 from ..bulk import StreamCounter
+from ..errors import InputError
 from ..formats.base import META_KEY
-from ..jsonl import LineIndex, Source, reopenable
+from ..jsonl import LineIndex, Snapshot, Source, reopenable
 from ..loader import PathOrFile, Scanner
 from ..model import Image, Message, Text, ToolResult, Transcript
 from ..models import ModelTable
@@ -74,6 +75,7 @@ class Scanned:
     order: list[int] = field(default_factory=list)  # emission index of each context message
     aside: set[int] = field(default_factory=set)  # context messages set aside
     workers: Any = None  # the counting's worker processes, kept for other work (or None)
+    seen: Snapshot | None = None  # the file when it was opened
 
     def fetch(self, wanted: Iterable[int]) -> dict[int, Message]:
         """The whole messages at these context indexes, reading the file again for those
@@ -89,6 +91,15 @@ class Scanned:
                     self.transcript.messages[i] = message
             self.aside -= wanted
         return {i: self.transcript.messages[i] for i in wanted}
+
+    def check_unchanged(self) -> None:
+        """Raise if the file was rewritten since it was opened: the output, made from its
+        lines as read then and as read now, would mix two versions. (Lines appended are
+        no harm: the output is the file as it was when opened.)"""
+        if self.seen is not None and self.source.rewritten(self.seen):
+            raise InputError(self.transcript.path, None,
+                             "changed while it was being compressed (not only appended to)",
+                             "compress it again once whatever writes it is done")
 
     def take_workers(self) -> Any:
         """The worker processes (a ProcessPoolExecutor), now the caller's to shut down."""
@@ -106,7 +117,10 @@ def scan(source: PathOrFile, format: str | None, *, model: str | None, table: Mo
     """Read and count a transcript; the file stays open for writing the output."""
     src = reopenable(source)
     try:
-        return _scan(src, format, model, table, skip_invalid, cache)
+        seen = src.snapshot()
+        scanned = _scan(src, format, model, table, skip_invalid, cache)
+        scanned.seen = seen
+        return scanned
     except BaseException:
         src.close()
         raise
