@@ -301,16 +301,21 @@ def unpack(ref: dict[str, Any], where: str, folder: str | None = None) -> bytes:
     return b"".join(unpack_pieces(ref, where, folder))
 
 
-def unpack_pieces(ref: dict[str, Any], where: str, folder: str | None = None
-                  ) -> Iterator[bytes]:
+def unpack_pieces(ref: dict[str, Any], where: str, folder: str | None = None,
+                  near: str | None = None) -> Iterator[bytes]:
     """The original bytes an `archive` object stands for, in pieces; the sha256 is
-    checked once all are out, so a consumer must not keep them before the end."""
+    checked once all are out, so a consumer must not keep them before the end.
+
+    An original kept in a folder is looked for in `folder` if given, else in the folder
+    the archive names, and, if that is a relative path not found from here, in that
+    path from `near` (the compressed file's folder: compress may have run there)."""
     sha = ref.get("sha256")
     if ref.get("dropped"):
         raise InputError(where, None, "the original was not archived (compressed with "
                          "--no-archive); it cannot be restored")
     digest = hashlib.sha256()
-    for piece in _inline(ref, where) if ref.get("inline") else _stored(ref, where, folder):
+    for piece in _inline(ref, where) if ref.get("inline") else _stored(ref, where, folder,
+                                                                         near):
         digest.update(piece)
         yield piece
     if digest.hexdigest() != sha:
@@ -330,16 +335,27 @@ def _inline(ref: dict[str, Any], where: str) -> Iterator[bytes]:
         raise InputError(where, None, "the inline archive is damaged") from None
 
 
-def _stored(ref: dict[str, Any], where: str, folder: str | None) -> Iterator[bytes]:
+def _stored(ref: dict[str, Any], where: str, folder: str | None,
+            near: str | None) -> Iterator[bytes]:
     sha = ref.get("sha256")
     base = folder or ref.get("dir")
     if not isinstance(base, str) or not isinstance(sha, str):
         raise InputError(where, None, "the archive names no folder; pass --archive-dir")
-    try:
-        blob = open(blob_path(base, sha), "rb")  # noqa: SIM115 - closed below
-    except OSError:
-        raise UsageError(f"{where}: archived original {sha[:12]} not found in {base}",
-                         "pass the --archive-dir it was compressed with") from None
+    bases = [base]
+    if not folder and near is not None and not os.path.isabs(base) \
+            and os.path.abspath(base) != os.path.abspath(os.path.join(near, base)):
+        bases.append(os.path.join(near, base))
+    blob = None
+    for base in bases:
+        try:
+            blob = open(blob_path(base, sha), "rb")  # noqa: SIM115 - closed below
+            break
+        except OSError:
+            continue
+    if blob is None:
+        raise UsageError(f"{where}: archived original {sha[:12]} not found in "
+                         f"{' nor in '.join(bases)}",
+                         "pass the --archive-dir it was compressed with")
     with blob:
         while piece := blob.read(OUT):
             yield piece

@@ -9,6 +9,7 @@ the file; a transcript compressed twice takes two passes.
 from __future__ import annotations
 
 import io
+import os
 import tempfile
 from collections.abc import Iterable, Iterator
 from contextlib import contextmanager
@@ -71,6 +72,7 @@ def restoring(source: PathOrFile | list[bytes], *, only: str | None = None,
     expanded (with the lines that go with it) and the rest stays compressed.
     """
     src = _opened(source)
+    near = _folder_of(source)
     spool: IO[bytes] | None = None
     try:
         wanted = None
@@ -87,7 +89,7 @@ def restoring(source: PathOrFile | list[bytes], *, only: str | None = None,
             out = tempfile.TemporaryFile()  # noqa: SIM115 - closed here or as `spool`
             try:
                 expanded, more = _pass(current, src.size if spool is None else None, out,
-                                       src.name, wanted, folder)
+                                       src.name, wanted, folder, near)
             except BaseException:
                 out.close()
                 raise
@@ -116,8 +118,17 @@ def _opened(source: PathOrFile | list[bytes]) -> Source:
     return reopenable(source)  # read more than once: stdin is spooled first
 
 
+def _folder_of(source: PathOrFile | list[bytes]) -> str | None:
+    """The folder of a compressed file given by its path (where its archive folder may
+    be, named from there); None for stdin and other streams."""
+    if isinstance(source, (str, os.PathLike)) and os.fspath(source) != "-":
+        return os.path.dirname(os.path.abspath(source))
+    return None
+
+
 def _pass(stream: IO[bytes], limit: int | None, out: IO[bytes], path: str,
-          wanted: set[str] | None, folder: str | None) -> tuple[int, bool]:
+          wanted: set[str] | None, folder: str | None,
+          near: str | None) -> tuple[int, bool]:
     """Take one layer off `stream` into `out` (only the `wanted` items, if given): (items
     expanded, whether the result may hold more items)."""
     doc, lines = _document(iter_lines(stream, limit))  # type: ignore[arg-type]
@@ -125,21 +136,22 @@ def _pass(stream: IO[bytes], limit: int | None, out: IO[bytes], path: str,
         if wanted is not None and doc["id"] not in wanted:
             out.writelines(lines)
             return 0, False
-        return 1, _write_marked(unpack_pieces(doc["archive"], f"{path}:1", folder), out)
+        return 1, _write_marked(unpack_pieces(doc["archive"], f"{path}:1", folder, near),
+                                out)
     expanded = 0
     more = False
     group: Group = []
     for number, raw in enumerate(lines, 1):
         meta = _line_meta(raw, path, number)
         if group and (meta is None or meta["id"] != group[0][2]["id"]):
-            done, found = _expand(group, path, wanted, folder, out)
+            done, found = _expand(group, path, wanted, folder, near, out)
             expanded, more, group = expanded + done, more or found, []
         if meta is None:
             out.write(raw)
         else:  # the line is written back only if its item is not expanded
             group.append((number, raw if wanted is not None else b"", meta))
     if group:
-        done, found = _expand(group, path, wanted, folder, out)
+        done, found = _expand(group, path, wanted, folder, near, out)
         expanded, more = expanded + done, more or found
     return expanded, more
 
@@ -166,7 +178,7 @@ def _together(only: str, metas: list[dict[str, Any]]) -> set[str]:
 
 
 def _expand(group: Group, path: str, wanted: set[str] | None, folder: str | None,
-            out: IO[bytes]) -> tuple[int, bool]:
+            near: str | None, out: IO[bytes]) -> tuple[int, bool]:
     """Write the original of one group of lines, or the lines themselves if it is not
     `wanted`: (1 if expanded else 0, whether what was written may hold items)."""
     first, _, meta = group[0]
@@ -178,7 +190,7 @@ def _expand(group: Group, path: str, wanted: set[str] | None, folder: str | None
         raise InputError(path, first, f"compressed item {meta['id']} is incomplete or damaged "
                          "(lines were added, removed or reordered)")
     n, head = heads[0]
-    return 1, _write_marked(unpack_pieces(head["archive"], f"{path}:{n}", folder), out)
+    return 1, _write_marked(unpack_pieces(head["archive"], f"{path}:{n}", folder, near), out)
 
 
 def _write_marked(pieces: Iterable[bytes], out: IO[bytes]) -> bool:

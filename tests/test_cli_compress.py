@@ -133,6 +133,28 @@ def test_archive_dir_holds_the_originals(chat: Path, tmp_path: Path) -> None:
     assert ctxpack("restore", str(out), "--archive-dir", str(moved)).code == 0
 
 
+def test_a_relative_archive_dir_is_found_from_anywhere(chat: Path, tmp_path: Path) -> None:
+    """Compress run in a project folder names its archive folder as given; restore run
+    elsewhere looks for it beside the compressed file too."""
+    project, elsewhere = tmp_path / "project", tmp_path / "elsewhere"
+    project.mkdir()
+    elsewhere.mkdir()
+    chat.rename(project / "chat.jsonl")
+    run = ctxpack("compress", "chat.jsonl", "--budget", "3000", "--archive-dir", ".archive",
+                  "-q", "-o", "small.jsonl", cwd=str(project))
+    assert run.code == 0, run.err
+    small = project / "small.jsonl"
+    assert '"dir":".archive"' in small.read_text()
+    original = (project / "chat.jsonl").read_bytes()
+    assert ctxpack("restore", str(small), cwd=str(elsewhere)).out.encode() == original
+    assert ctxpack("restore", "small.jsonl", cwd=str(project)).out.encode() == original
+    piped = ctxpack("restore", "-", input=small.read_bytes(), cwd=str(elsewhere))
+    assert_clean_error(piped, 2, "not found in .archive", "--archive-dir")
+    (project / ".archive").rename(project / "moved")
+    assert_clean_error(ctxpack("restore", str(small), cwd=str(elsewhere)), 2,
+                       f"not found in .archive nor in {project / '.archive'}")
+
+
 def test_restore_only_expands_one_item(chat: Path, tmp_path: Path) -> None:
     out = tmp_path / "out.jsonl"
     ctxpack("compress", str(chat), "--no-summarize", "--keep-observations", "1", "-q",
