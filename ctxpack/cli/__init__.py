@@ -1,0 +1,60 @@
+"""The ctxpack command line: each command parses, calls the library, renders, maps errors.
+
+Data goes to stdout, talk to stderr. Library errors become one red line and the
+documented exit code (0 ok, 1 check failed, 2 usage or input error, 3 cannot
+fit, 130 interrupted); no traceback reaches the user.
+"""
+
+from __future__ import annotations
+
+import os
+import sys
+from typing import NoReturn
+
+import typer
+
+from ..errors import EXIT_USAGE, CtxpackError
+from . import read, write  # noqa: F401 - the commands, registered on `app` in this order
+from .common import app, fail, stderr
+
+__all__ = ["app", "main"]
+
+
+def main() -> None:
+    """Entry point: run the app, turning every failure into one line and an exit code."""
+    import signal
+
+    if hasattr(signal, "SIGPIPE"):
+        # `ctxpack stats big.jsonl | head`: stop quietly when the reader goes away
+        signal.signal(signal.SIGPIPE, signal.SIG_DFL)
+    try:
+        code = app(standalone_mode=False)
+        # without standalone mode, an Exit inside a command comes back as its code
+        if isinstance(code, int) and code:
+            sys.exit(code)
+    except CtxpackError as exc:
+        _exit_with(str(exc), exc.exit_code)
+    except typer.Exit as exc:
+        sys.exit(exc.exit_code)
+    except KeyboardInterrupt:
+        stderr().print("interrupted")
+        sys.exit(130)
+    except Exception as exc:  # noqa: BLE001 - the one boundary: no traceback for users
+        # typer's own usage errors know how to show themselves
+        if hasattr(exc, "show") and isinstance(getattr(exc, "exit_code", None), int):
+            exc.show()
+            sys.exit(exc.exit_code)
+        if type(exc).__name__ == "Abort":
+            sys.exit(130)
+        if os.environ.get("CTXPACK_DEBUG"):
+            raise
+        _exit_with(f"internal error: {type(exc).__name__}: {exc} "
+                   "(set CTXPACK_DEBUG=1 for a traceback, and please report it)", EXIT_USAGE)
+
+
+def _exit_with(message: str, code: int) -> NoReturn:
+    try:
+        fail(message, code)
+    except typer.Exit:
+        sys.exit(code)
+

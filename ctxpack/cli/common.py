@@ -1,0 +1,70 @@
+"""What the commands share: the Typer app, the options several take, and the one way
+they print a warning or fail (one line on stderr, the documented exit code).
+"""
+
+from __future__ import annotations
+
+from typing import Annotated, Any, NoReturn
+
+import typer
+
+from ..errors import EXIT_USAGE
+
+app = typer.Typer(
+    name="ctxpack",
+    help="Inspect and compress LLM agent transcripts (JSONL).",
+    add_completion=False,
+    no_args_is_help=True,
+    context_settings={"help_option_names": ["-h", "--help"]},
+    pretty_exceptions_enable=False,
+    # plain help: Rich-formatted help costs ~100 ms of imports on every start
+    rich_markup_mode=None,
+)
+
+FormatOpt = Annotated[str | None, typer.Option(
+    "--format", metavar="FORMAT",
+        help="Transcript format to force (default: detect from the first records).")]
+ModelOpt = Annotated[str | None, typer.Option(
+    "--model", "-m", metavar="MODEL", help="Model whose tokenizer and context window to use "
+    "(default: the model named in the transcript, else gpt-4o).")]
+SkipOpt = Annotated[bool, typer.Option(
+    "--skip-invalid", help="Skip lines that cannot be read, and count them, instead of failing.")]
+ConfigOpt = Annotated[str | None, typer.Option(
+    "--config", metavar="PATH",
+        help="Config file (default: $CTXPACK_CONFIG, ./ctxpack.yaml, user config dir).")]
+
+NoCacheOpt = Annotated[bool, typer.Option(
+    "--no-cache", help="Do not use the persistent token cache.")]
+OutputOpt = Annotated[str | None, typer.Option(
+    "--output", "-o", metavar="PATH", help="Write here (- for stdout; default stdout).")]
+InPlaceOpt = Annotated[bool, typer.Option(
+    "--in-place", help="Replace the input atomically, keeping the original as FILE.bak.")]
+ForceOpt = Annotated[bool, typer.Option(
+    "--force", help="With --in-place: go ahead even if the file was modified a moment ago.")]
+
+
+def stderr() -> Any:
+    from rich.console import Console
+
+    return Console(stderr=True, highlight=False, soft_wrap=True)
+
+
+def fail(message: str, code: int = EXIT_USAGE) -> NoReturn:
+    """Print one red line on stderr and exit with `code`."""
+    from rich.markup import escape
+
+    stderr().print(f"[red]error:[/red] {escape(message)}")
+    raise typer.Exit(code)
+
+
+def warn(message: str) -> None:
+    from rich.markup import escape
+
+    stderr().print(f"[yellow]warning:[/yellow] {escape(message)}")
+
+
+def read_config(path: str | None) -> Any:
+    """The config file's settings (see ctxpack.config for where it is looked up)."""
+    from ..config import load_config
+
+    return load_config(path)

@@ -1,0 +1,258 @@
+"""The commands that read transcripts: stats, show, validate, count and models."""
+
+from __future__ import annotations
+
+import glob
+import os
+import sys
+from pathlib import Path
+from typing import Annotated, Any
+
+import typer
+
+from ..errors import EXIT_CHECK_FAILED, UsageError
+from .common import (
+    ConfigOpt,
+    FormatOpt,
+    ModelOpt,
+    NoCacheOpt,
+    SkipOpt,
+    app,
+    read_config,
+    stderr,
+    warn,
+)
+
+OUTPUT_FORMATS = ("table", "json", "csv", "markdown")
+TRANSCRIPT_SUFFIXES = (".jsonl",)
+
+
+
+def expand_paths(args: list[str]) -> list[str]:
+    """Files, folders (their *.jsonl, recursively), globs and `-`, in a stable order."""
+    out: list[str] = []
+    for arg in args:
+        if arg == "-" or os.path.isfile(arg):
+            out.append(arg)
+        elif os.path.isdir(arg):
+            found = sorted(str(p) for p in Path(arg).rglob("*") if p.is_file()
+                           and p.suffix in TRANSCRIPT_SUFFIXES)
+            if not found:
+                raise UsageError(f"{arg}: no *.jsonl files in this folder")
+            out += found
+        elif glob.has_magic(arg):
+            matches = sorted(p for p in glob.glob(arg, recursive=True) if os.path.isfile(p))
+            if not matches:
+                raise UsageError(f"{arg}: no file matches this pattern")
+            out += matches
+        else:
+            raise UsageError(f"{arg}: no such file")
+    return out
+
+
+
+def _split_formats(values: list[str]) -> tuple[str, str | None]:
+    """stats --format takes an output format, a transcript format, or one of each."""
+    from .. import formats
+
+    output, transcript = "table", None
+    for v in values:
+        if v in OUTPUT_FORMATS:
+            output = v
+        elif v in formats.FORMATS:
+            transcript = v
+        else:
+            raise UsageError(
+                f"unknown format {v!r}", f"output formats: {', '.join(OUTPUT_FORMATS)}; "
+                f"transcript formats: {', '.join(formats.FORMATS)}")
+    return output, transcript
+
+
+@app.command()
+def stats(
+    files: Annotated[list[str], typer.Argument(metavar="FILE",
+        help="Transcripts: files, folders, globs or -.")],
+    model: ModelOpt = None,
+    json_out: Annotated[bool, typer.Option("--json", help="Print JSON (schema_version 1).")]
+    = False,
+    format: Annotated[list[str] | None, typer.Option(
+        "--format", "-f", metavar="FORMAT",
+            help="Output format: table, json, csv or markdown; or a transcript "
+        "format to force (openai, anthropic, claude-code, codex, ...). May be given twice.")]
+    = None,
+    top: Annotated[int, typer.Option("--top", metavar="N",
+        help="How many of the largest messages to list.")]
+    = 10,
+    max_tokens: Annotated[int | None, typer.Option(
+        "--max-tokens", metavar="N",
+            help="Exit 1 when any file's context is over this many tokens.")] = None,
+    max_ratio: Annotated[float | None, typer.Option(
+        "--max-ratio", metavar="R",
+            help="Exit 1 when any file uses more than this share of its window.")]
+    = None,
+    skip_invalid: SkipOpt = False,
+    no_cache: NoCacheOpt = False,
+    config: ConfigOpt = None,
+) -> None:
+    """Show where the tokens of a transcript went."""
+    from ..render import stats as render
+    from ..stats import stats as compute
+
+    output, transcript_format = _split_formats(format or [])
+    if json_out:
+        output = "json"
+    cfg = read_config(config)
+    paths = expand_paths(files)
+    results = []
+    from ..render.progress import FileProgress
+
+    with FileProgress(paths, stderr()) as advance:
+        for path in paths:
+            results.append(compute(path, model, format=transcript_format,
+                                   skip_invalid=skip_invalid, top=top, table=cfg.models,
+                                   progress=advance(path), cache=not no_cache))
+    _warn_estimates(results)
+    if output == "json":
+        sys.stdout.buffer.write(render.to_json(results))
+    elif output == "csv":
+        sys.stdout.write(render.to_csv(results))
+    elif output == "markdown":
+        sys.stdout.write(render.to_markdown(results))
+    else:
+        from rich.console import Console
+
+        render.print_tables(Console(), results)
+    _gate(results, max_tokens, max_ratio)
+
+
+def _warn_estimates(results: list[Any]) -> None:
+    from ..tokens import ESTIMATE_NOTE
+
+    notes = {r.note for r in results if ESTIMATE_NOTE in r.note}
+    for note in notes:
+        warn(note)
+
+
+def _gate(results: list[Any], max_tokens: int | None, max_ratio: float | None) -> None:
+    over = []
+    for r in results:
+        if max_tokens is not None and r.tokens > max_tokens:
+            over.append(f"{r.path}: {r.tokens:,} tokens > --max-tokens {max_tokens:,}")
+        if max_ratio is not None and r.context_ratio is not None and r.context_ratio > max_ratio:
+            over.append(f"{r.path}: {r.context_ratio:.1%} of the {r.context_window:,}-token "
+                        f"window > --max-ratio {max_ratio}")
+    if over:
+        for line in over:
+            stderr().print(f"[red]over budget:[/red] {line}", highlight=False)
+        raise typer.Exit(EXIT_CHECK_FAILED)
+
+
+@app.command()
+def show(
+    file: Annotated[str, typer.Argument(metavar="FILE", help="Transcript file, or - for stdin.")],
+    format: FormatOpt = None,
+    model: ModelOpt = None,
+    full: Annotated[bool, typer.Option(
+        "--full", help="Show long outputs whole instead of folded to their first and last lines.")]
+    = False,
+    round_: Annotated[int | None, typer.Option(
+        "--round", metavar="N", help="Show round N only (stats lists the rounds).")] = None,
+    grep: Annotated[str | None, typer.Option(
+        "--grep", metavar="PATTERN",
+        help="Show only messages matching this Python regex (case-insensitive).")]
+    = None,
+    skip_invalid: SkipOpt = False,
+    config: ConfigOpt = None,
+    pager: Annotated[bool | None, typer.Option(
+        "--pager/--no-pager", help="Page the output (default: when stdout is a terminal).")]
+    = None,
+) -> None:
+    """Print a transcript for reading: rounds, steps, tool calls, token counts."""
+    from ..render.show import show as render
+    from ..view import view_file
+
+    view = view_file(file, model, format=format, skip_invalid=skip_invalid,
+                     table=read_config(config).models, full=full, round=round_, grep=grep)
+    render(view, pager=sys.stdout.isatty() if pager is None else pager)
+
+
+@app.command()
+def validate(
+    files: Annotated[list[str], typer.Argument(metavar="FILE",
+        help="Transcripts: files, folders, globs or -.")],
+    format: FormatOpt = None,
+    json_out: Annotated[bool, typer.Option("--json", help="Print problems as JSON.")] = False,
+    skip_invalid: SkipOpt = False,
+) -> None:
+    """Check that the provider would accept a transcript; exit 1 on any problem."""
+    import orjson
+
+    from ..loader import load
+    from ..validate import validate as check
+
+    report = []
+    for path in expand_paths(files):
+        t = load(path, format, skip_invalid=skip_invalid)
+        report.append((t, check(t)))
+    if json_out:
+        doc = {"schema_version": 1, "files": [
+            {"path": t.path, "format": t.format, "messages": len(t.messages), "valid": not p,
+             "problems": [x.to_dict() for x in p]} for t, p in report]}
+        sys.stdout.buffer.write(orjson.dumps(doc, option=orjson.OPT_INDENT_2) + b"\n")
+    else:
+        for t, problems in report:
+            for p in problems:
+                print(f"{t.path}:{p.line}: {p.message}")
+            verdict = "ok" if not problems else f"{len(problems)} problem(s)"
+            stderr().print(f"{t.path}: {t.format}, {len(t.messages)} messages: {verdict}")
+    if any(p for _, p in report):
+        raise typer.Exit(EXIT_CHECK_FAILED)
+
+
+@app.command()
+def count(
+    words: Annotated[list[str] | None, typer.Argument(metavar="[TEXT|-]",
+        help="Text to count (several words are joined by spaces); - or nothing reads stdin.")]
+    = None,
+    model: ModelOpt = None,
+    config: ConfigOpt = None,
+) -> None:
+    """Print the number of tokens of plain text (no chat overhead)."""
+    from ..tokens import TokenCounter
+
+    text = " ".join(words) if words else None
+    if text is None or text == "-":
+        if sys.stdin.isatty():
+            raise UsageError("no text given", "pass TEXT, or pipe it in: echo hi | ctxpack count")
+        text = sys.stdin.buffer.read().decode("utf-8", "replace")
+    counter = TokenCounter(model, read_config(config).models)
+    n = counter.text(text)
+    if counter.estimated:
+        warn(counter.note)
+    print(n)
+
+
+@app.command()
+def models(
+    json_out: Annotated[bool, typer.Option("--json", help="Print JSON.")] = False,
+    config: ConfigOpt = None,
+) -> None:
+    """List known models, their encodings and context windows."""
+    table = read_config(config).models.all()
+    if json_out:
+        import orjson
+
+        rows = [{"name": m.name, "encoding": m.encoding, "context_window": m.context_window,
+                 "exact": m.exact, "provider": m.provider, "note": m.note} for m in table]
+        sys.stdout.buffer.write(orjson.dumps(rows, option=orjson.OPT_INDENT_2) + b"\n")
+        return
+    from rich.console import Console
+    from rich.table import Table
+
+    out = Table("model (prefix)", "provider", "encoding", "context window", "tokens")
+    for m in table:
+        out.add_row(m.name, m.provider, m.encoding, f"{m.context_window:,}",
+                    "exact" if m.exact else "approximate")
+    Console().print(out)
+
+
