@@ -23,8 +23,8 @@ from typing import IO, Any
 import orjson
 
 from .errors import InputError, UsageError
-from .formats.base import META_KEY as KEY
 from .jsonl import LineIndex
+from .model import META_KEY as KEY
 
 MARK = b'"ctxpack"'  # a line without it was not written by compress: no need to parse it
 BIG = 1 << 20  # a line this long is parsed without its inline archive's text (see meta_of)

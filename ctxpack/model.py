@@ -14,6 +14,7 @@ from typing import Any, ClassVar, Protocol
 # The first line of every summary message ctxpack writes: such a message is never a
 # person's request, whatever its role.
 SUMMARY_HEADING = "## Archived Session Summary"
+META_KEY = "ctxpack"  # the field of every record compress writes or changes
 
 
 @dataclass(frozen=True, slots=True)

@@ -15,10 +15,9 @@ from typing import Any
 import orjson
 
 from ..archive import Archiver, document_meta, split_lines
-from ..formats.base import META_KEY
 from ..formats.json_messages import NOT_INPUT_ROLES, conversations
 from ..jsonl import parse_document
-from ..model import Transcript
+from ..model import META_KEY, Transcript
 from .pipeline import Summary, Work, item_id
 from .writer import llm_meta
 

@@ -15,9 +15,9 @@ from typing import Any
 
 from ..archive import reference
 from ..errors import CannotFit
-from ..formats.base import META_KEY, Editor
+from ..formats.base import Editor
 from ..jsonl import LineIndex
-from ..model import Message, Text, ToolResult, Transcript
+from ..model import META_KEY, Message, Text, ToolResult, Transcript
 from ..tokens import REPLY_PRIMING, MessageCount, TokenCounter
 from . import units as cutting
 from .args import call_label

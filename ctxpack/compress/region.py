@@ -9,10 +9,9 @@ import io
 
 from ..archive import unpack
 from ..errors import CtxpackError
-from ..formats.base import META_KEY
 from ..loader import load
+from ..model import META_KEY, Message, Text, ToolResult
 from ..model import SUMMARY_HEADING as HEADING
-from ..model import Message, Text, ToolResult
 from . import units as cutting
 from .facts import looks_failed
 from .pipeline import OBSERVATIONS, Work

@@ -16,10 +16,9 @@ from typing import Any
 
 from ..bulk import StreamCounter
 from ..errors import InputError
-from ..formats.base import META_KEY
 from ..jsonl import LineIndex, Snapshot, Source, reopenable
 from ..loader import PathOrFile, Scanner
-from ..model import Image, Message, Text, ToolResult, Transcript
+from ..model import META_KEY, Image, Message, Text, ToolResult, Transcript
 from ..models import ModelTable
 from ..tokens import MessageCount, TokenCounter
 from .facts import looks_failed

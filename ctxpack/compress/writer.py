@@ -14,9 +14,9 @@ import orjson
 
 from ..archive import VERSION, Archiver, Packed, Prepack, meta_of
 from ..archive import strip as strip_line
-from ..formats.base import META_KEY, Compaction
+from ..formats.base import Compaction
 from ..jsonl import LineIndex, dumps
-from ..model import Message, Record
+from ..model import META_KEY, Message, Record
 from .pipeline import OBSERVATIONS, Work, item_id, line_id
 
 

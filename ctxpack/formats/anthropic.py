@@ -11,9 +11,18 @@ from dataclasses import dataclass, field
 from typing import Any, NamedTuple
 
 from ..jsonl import dumps
-from ..model import SUMMARY_HEADING, Image, Message, Part, Text, Thinking, ToolCall, ToolResult
-from .base import (
+from ..model import (
     META_KEY,
+    SUMMARY_HEADING,
+    Image,
+    Message,
+    Part,
+    Text,
+    Thinking,
+    ToolCall,
+    ToolResult,
+)
+from .base import (
     Compaction,
     Layout,
     RecordError,

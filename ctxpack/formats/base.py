@@ -15,7 +15,6 @@ from typing import Any, Protocol, TypeVar
 from ..model import Message, Text
 
 P = TypeVar("P")
-META_KEY = "ctxpack"  # the field of every record compress writes or changes
 
 
 class RecordError(Exception):

@@ -12,7 +12,7 @@ import hashlib
 import uuid
 from typing import Any
 
-from ..model import Message
+from ..model import META_KEY, Message
 from .anthropic import (
     SYNTHETIC_MODEL,
     Emitted,
@@ -21,7 +21,7 @@ from .anthropic import (
     api_message,
     boundary_record,
 )
-from .base import META_KEY, Compaction, Layout, RecordError, tool_result_blocks
+from .base import Compaction, Layout, RecordError, tool_result_blocks
 
 # record types only Claude Code writes; generic names (progress, attachment) need more
 _OWN_TYPES = {"file-history-snapshot", "queue-operation", "last-prompt", "ai-title",

@@ -13,8 +13,8 @@ from collections.abc import Callable
 from typing import Any
 
 from ..jsonl import dumps
-from ..model import Image, Message, Part, Text, Thinking, ToolCall, ToolResult
-from .base import META_KEY, Compaction, Layout, RecordError, content_parts
+from ..model import META_KEY, Image, Message, Part, Text, Thinking, ToolCall, ToolResult
+from .base import Compaction, Layout, RecordError, content_parts
 from .openai import parse_data_url
 
 _SURE_TYPES = {"session_meta", "response_item", "event_msg", "turn_context", "compacted"}
