@@ -27,6 +27,7 @@ from .model import BadLine, Message, Record, Transcript, opens_with_summary
 
 SNIFF_RECORDS = 50
 DEFAULT_FORMAT = "openai"
+PROGRESS_STEP = 1 << 20  # bytes read between two calls of a progress callback
 
 PathOrFile = str | os.PathLike[str] | IO[Any]
 
@@ -114,6 +115,7 @@ class Scanner:
         yield from _not_summaries(rest)
 
     def _lines(self, src: Any) -> Iterator[tuple[int, bytes]]:
+        told = 0
         for number, raw in enumerate(iter_lines(src.stream, src.size), 1):
             self.lines = number
             self.bytes_read += len(raw)
@@ -121,8 +123,9 @@ class Scanner:
                 self.records.append(Record(number, raw))
             elif self.index is not None:
                 self.index.add(len(raw))
-            if self.progress is not None and number % 4096 == 0:
-                self.progress(self.bytes_read)
+            if self.progress is not None and self.bytes_read >= told + PROGRESS_STEP:
+                told = self.bytes_read
+                self.progress(told)
             yield number, raw
 
     def _document(self, first: int, raw: bytes,

@@ -1,4 +1,5 @@
-"""The stats progress bar: on a terminal for many files, silent otherwise."""
+"""The progress bar of stats and compress: on a terminal for many files or a big one,
+silent otherwise; and the byte counts the library reports to it."""
 
 from __future__ import annotations
 
@@ -35,3 +36,18 @@ def test_no_bar_in_a_pipe_or_for_one_small_file(tmp_path):
     with FileProgress(files(tmp_path, 1), Console(file=out, force_terminal=True)) as advance:
         assert advance("x") is None
     assert out.getvalue() == ""
+
+
+def test_compress_reports_the_bytes_it_has_read(tmp_path):
+    from ctxpack.compress import compress_file
+    from ctxpack.compress.options import Options
+
+    from .conftest import SAMPLES
+
+    path = SAMPLES / "coding-agent.claude-code.jsonl"
+    told: list[int] = []
+    result = compress_file(path, Options(budget=3000), progress=told.append, cache=False)
+    result.close()
+    assert told, "no progress was reported"
+    assert told == sorted(told)
+    assert told[-1] == path.stat().st_size

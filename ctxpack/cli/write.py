@@ -204,9 +204,13 @@ def compress(
              "llm_concurrency": llm_concurrency, "llm_context": llm_context,
              "llm_per_step": llm_per_step, "redact": redact}
     options = resolve(cfg.compress, from_env(dict(os.environ)), flags)
-    result = compress_file(file, options, model=model, format=format,
-                           skip_invalid=skip_invalid, table=cfg.models,
-                           strip_metadata=strip_metadata, cache=not no_cache, dry_run=dry_run)
+    from ..render.progress import FileProgress
+
+    with FileProgress([file], stderr()) as advance:  # a big file, on a terminal
+        result = compress_file(file, options, model=model, format=format,
+                               skip_invalid=skip_invalid, table=cfg.models,
+                               strip_metadata=strip_metadata, cache=not no_cache,
+                               dry_run=dry_run, progress=advance(file))
     _compress_report(result.report, quiet, dry_run, report_json)
     if result.report.changed and strip_metadata:
         warn("--strip-metadata: the output holds no archive; keep the input to have the "

@@ -133,13 +133,15 @@ def compress_file(source: PathOrFile, options: Options | None = None, *,
                   model: str | None = None, format: str | None = None,
                   skip_invalid: bool = False, table: ModelTable = TABLE,
                   strip_metadata: bool = False, cache: bool = True,
-                  dry_run: bool = False) -> Compressed:
+                  dry_run: bool = False,
+                  progress: Callable[[int], None] | None = None) -> Compressed:
     """Compress a transcript file; the input is not touched (the caller writes the output).
 
     With `cache`, token counts persist across runs (see ctxpack.cache), as for stats,
     and so do the llm summarizer's per-step lines. With `strip_metadata` the output
     keeps no archive, as with `archive=False`. A `dry_run` plans without asking an
-    LLM endpoint anything (its report tells the extractive summary's numbers)."""
+    LLM endpoint anything (its report tells the extractive summary's numbers).
+    `progress`, if given, is told how many bytes of the input are read, as it is read."""
     from .ahead import FactsAhead
     from .history import summarize
     from .scan import WHOLE_RECORDS, scan
@@ -149,7 +151,7 @@ def compress_file(source: PathOrFile, options: Options | None = None, *,
     if strip_metadata:
         options = replace(options, archive=False)
     scanned = scan(source, format, model=model, table=table, skip_invalid=skip_invalid,
-                   cache=cache)
+                   cache=cache, progress=progress)
     try:
         t = scanned.transcript
         fmt = formats.get(t.format)

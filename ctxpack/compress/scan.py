@@ -10,7 +10,7 @@ needs one of them whole after all, `Scanned.fetch` reads the file again.
 from __future__ import annotations
 
 from collections import deque
-from collections.abc import Iterable
+from collections.abc import Callable, Iterable
 from dataclasses import dataclass, field, replace
 from typing import Any
 
@@ -112,12 +112,14 @@ class Scanned:
 
 
 def scan(source: PathOrFile, format: str | None, *, model: str | None, table: ModelTable,
-         skip_invalid: bool = False, cache: bool = True) -> Scanned:
-    """Read and count a transcript; the file stays open for writing the output."""
+         skip_invalid: bool = False, cache: bool = True,
+         progress: Callable[[int], None] | None = None) -> Scanned:
+    """Read and count a transcript; the file stays open for writing the output.
+    `progress` is told the bytes read so far, as the reading goes."""
     src = reopenable(source)
     try:
         seen = src.snapshot()
-        scanned = _scan(src, format, model, table, skip_invalid, cache)
+        scanned = _scan(src, format, model, table, skip_invalid, cache, progress)
         scanned.seen = seen
         return scanned
     except BaseException:
@@ -126,9 +128,9 @@ def scan(source: PathOrFile, format: str | None, *, model: str | None, table: Mo
 
 
 def _scan(src: Source, format: str | None, model: str | None, table: ModelTable,
-          skip_invalid: bool, cache: bool) -> Scanned:
+          skip_invalid: bool, cache: bool, progress: Callable[[int], None] | None) -> Scanned:
     index = LineIndex(src.stream)
-    scanner = Scanner(src, format, skip_invalid=skip_invalid, index=index)
+    scanner = Scanner(src, format, skip_invalid=skip_invalid, index=index, progress=progress)
     emitted: list[Message] = []
     outputs: list[tuple[Output, ...]] = []
     counts: list[MessageCount | None] = []
