@@ -16,7 +16,7 @@ from collections.abc import Callable, Iterable, Iterator
 from contextlib import contextmanager
 from dataclasses import asdict, dataclass, field, replace
 from datetime import datetime, timezone
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
 import orjson
 
@@ -30,6 +30,9 @@ from ..models import DEFAULT_MODEL, TABLE, ModelTable
 from ..tokens import TokenCounter
 from .options import Options
 from .pipeline import StepReport, Work, limit, run, target, trigger
+
+if TYPE_CHECKING:
+    from .scan import Scanned
 
 REPORT_VERSION = 1
 
@@ -209,7 +212,7 @@ def compress_file(source: PathOrFile, options: Options | None = None, *,
         raise
 
 
-def _checked(chunks: Iterator[bytes], scanned: Any) -> Iterator[bytes]:
+def _checked(chunks: Iterator[bytes], scanned: Scanned) -> Iterator[bytes]:
     """The output, then a check that the input was not rewritten while it was made (its
     untouched lines are copied from the file as it is now)."""
     yield from chunks
