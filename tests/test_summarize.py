@@ -13,7 +13,14 @@ from hypothesis import given, settings
 from hypothesis import strategies as st
 
 from ctxpack.compress.args import BRIEF_CHARS, call_label
-from ctxpack.compress.facts import Facts, error_lines, exit_code, looks_failed, retention
+from ctxpack.compress.facts import (
+    EDGE,
+    Facts,
+    error_lines,
+    exit_code,
+    looks_failed,
+    retention,
+)
 from ctxpack.compress.summarize import Region, Unit
 from ctxpack.compress.summarize._layout import CONDENSED
 from ctxpack.compress.summarize.extractive import ExtractiveSummarizer
@@ -122,6 +129,19 @@ def test_looks_failed_agrees_with_the_error_lines_and_exit_code(text: str) -> No
     code = exit_code(text)
     expected = code != 0 if code is not None else bool(list(error_lines(text)))
     assert looks_failed(text) is expected
+
+
+def test_a_long_output_is_judged_by_its_first_and_last_lines() -> None:
+    filler = "collected line of output\n" * (2 * EDGE // 25)
+    error = "ERROR: the database is locked\n"
+    assert looks_failed(error + filler + filler)  # it could not start
+    assert looks_failed(filler + filler + error)  # it ended so
+    assert not looks_failed(filler + error + filler)  # a log it printed, say
+    assert not looks_failed(filler + error + filler + "Exit code: 0\n")  # the code decides
+    assert looks_failed(filler + filler + "Exit code: 1\n")
+    pad = "x" * (2 * EDGE)  # lines longer than the edge are cut in them
+    assert not looks_failed(pad + " No such file or directory " + pad)
+    assert looks_failed(pad + pad + " No such file or directory")
 
 
 @settings(max_examples=300, deadline=None)

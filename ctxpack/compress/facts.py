@@ -18,6 +18,7 @@ MAX_LINE = 300  # error lines and commands longer than this are kept cut to it
 MAX_WORD = 2048  # a longer run without spaces is data (base64, minified code), not a path
 MAX_NAME = 200  # nor can a longer one be an identifier
 GRAM = 6  # the retention audit's quick test: see `retention`
+EDGE = 4096  # characters at each end of an output that tell whether it failed
 
 EXTENSIONS = frozenset((
     "py pyi pyx ipynb js mjs cjs jsx ts tsx vue svelte go rs rb java kt kts scala swift c h cc"
@@ -271,7 +272,12 @@ def error_lines(text: str) -> Iterator[str]:
 
 
 def looks_failed(text: str) -> bool:
-    """True when `text` reports a failure: a non-zero exit code, else an error line."""
+    """True when `text` reports a failure: a non-zero exit code, else an error line,
+    among its first and last EDGE characters. That is where an outcome shows: a
+    traceback, a test run's tally and an exit code end an output, and a command that
+    cannot start says so at once; the middle of a long output is what the command
+    printed (a log read back, with its old errors in it), and costs the most to read."""
+    text = _edges(text, EDGE)
     low = _lowered(text)  # once, for both searches
     exits = list(_spans(text, low, _EXIT_WORDS))  # and these lines once
     code = _exit_code(text, exits)
@@ -279,6 +285,18 @@ def looks_failed(text: str) -> bool:
         return code != 0
     # a line the error patterns match holds one of their words: it is never blank
     return next(_error_spans(text, low, exits), None) is not None
+
+
+def _edges(text: str, size: int) -> str:
+    """The lines within the first and the last `size` characters of `text`, one after
+    the other: whole, unless a line is longer than that (a text no longer than both is
+    itself)."""
+    if len(text) <= 2 * size:
+        return text
+    head = text.rfind("\n", 0, size)
+    tail = text.find("\n", len(text) - size, len(text) - 1)  # not the final newline
+    return text[: size if head < 0 else head] + "\n" + text[
+        len(text) - size if tail < 0 else tail + 1 :]
 
 
 def exit_code(text: str) -> int | None:
