@@ -37,7 +37,7 @@ def call_label(call: ToolCall, brief: bool = False) -> str:
     return f"{call.name}({key_args(call.arguments, brief)})"
 
 
-@lru_cache(maxsize=4096)
+@lru_cache(maxsize=1 << 16)
 def key_args(arguments: str, brief: bool = False) -> str:
     """The most telling arguments of a call in short (see `call_label`)."""
     limit = BRIEF_CHARS if brief else ARG_CHARS
