@@ -46,21 +46,21 @@ def summarize(work: Work, allowed: list[int]) -> Summary | None:
         return None
     if work.ahead is not None:
         work.ahead.collect()
-    floor = _floor(work, allowed, head)
+    floor = _floor(work, head)
     start = _first_end(work, head, ends, floor)
     suffix = _suffix_sums(work.counts)
     fixed = _fixed(work, head)
     cap = _caps(work, head)
     chosen = None
     for end in (c for c in ends if c >= start or c == ends[-1]):
-        chosen = build(work, allowed, head, end, cap(end), cap(end))
+        chosen = build(work, head, end, cap(end), cap(end))
         total = work_total(work, chosen)
         if total <= target(work):
             break  # later ends archive more: the first that fits is the one
         if end >= floor or end == ends[-1]:
             if total > limit(work):
                 room = limit(work) - fixed - suffix[end]
-                chosen = build(work, allowed, head, end, max(1, min(cap(end), room)), cap(end))
+                chosen = build(work, head, end, max(1, min(cap(end), room)), cap(end))
             if work_total(work, chosen) <= limit(work):
                 break
     if chosen is not None and chosen.max_tokens < chosen.cap and CONDENSED in chosen.text:
@@ -92,8 +92,8 @@ def likely_whole(work: Work) -> tuple[Unit, ...]:
     ends = _ends(work, allowed, head)
     if not ends:
         return ()
-    return whole_units(work, allowed, head,
-                       _first_end(work, head, ends, _floor(work, allowed, head)))
+    return whole_units(work, head,
+                       _first_end(work, head, ends, _floor(work, head)))
 
 
 def _fixed(work: Work, head: int) -> int:
@@ -166,11 +166,10 @@ def _ends(work: Work, allowed: list[int], head: int) -> list[int]:
     return out
 
 
-def build(work: Work, allowed: list[int], head: int, end: int, max_tokens: int,
-          cap: int) -> Summary:
+def build(work: Work, head: int, end: int, max_tokens: int, cap: int) -> Summary:
     """The summary of messages [head, end), condensed to `max_tokens` if it can be, with
-    its token counts (`allowed`: the cuts; `cap`: what its caps would allow)."""
-    region, audited = summary_region(work, allowed, head, end)
+    its token counts (`cap`: what its caps would allow)."""
+    region, audited = summary_region(work, head, end)
     strategy = summarizer(work.options.strategy)
     text = strategy.summarize(region, max_tokens, work.counter.text)
     return _made(work, region, audited, head, end, text, max_tokens, cap, strategy.name)
@@ -217,9 +216,9 @@ def _suffix_sums(counts: list[int]) -> list[int]:
     return out
 
 
-def _floor(work: Work, allowed: list[int], head: int) -> int:
+def _floor(work: Work, head: int) -> int:
     """The latest end that still keeps the newest steps and rounds the options ask for."""
-    found = cutting.units(work.messages, allowed, head)
+    found = work.units(head)
     end = len(work.messages)
     steps = [u for u in found if u.step][-work.options.keep_steps:] if work.options.keep_steps \
         else []

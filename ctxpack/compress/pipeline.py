@@ -8,6 +8,7 @@ message as the plan changes them, so the report's numbers are the output's.
 from __future__ import annotations
 
 import hashlib
+from bisect import bisect_left
 from collections.abc import Callable, Iterable
 from dataclasses import dataclass, field, replace
 from functools import cached_property
@@ -100,6 +101,15 @@ class Work:
         """Where the messages may be cut (see units.cuts): truncating and masking change
         no role, call or id, so this holds for the whole plan."""
         return cutting.cuts(self.messages)
+
+    @cached_property
+    def _units(self) -> list[cutting.Unit]:
+        return cutting.units(self.messages, self.allowed, 0)
+
+    def units(self, start: int = 0) -> list[cutting.Unit]:
+        """The units from `start` (an allowed cut) on: made once, as they hold for the
+        whole plan (like `allowed`)."""
+        return self._units[bisect_left(self.allowed, start):]
 
     @property
     def total(self) -> int:
@@ -247,12 +257,12 @@ class Mask:
     item: dict[str, Any]
 
 
-def plan_masks(work: Work, allowed: list[int]) -> list[Mask]:
+def plan_masks(work: Work) -> list[Mask]:
     """Step 2, decided before step 1 runs so that no output is cut and then masked:
     outputs older than the last K steps become a one-line placeholder, if they are
     over the truncate limits or else bigger than it."""
     keep = work.options.keep_observations
-    steps = [u for u in cutting.units(work.messages, allowed, 0) if u.step]
+    steps = [u for u in work.units() if u.step]
     if len(steps) <= keep:
         return []
     old_end = steps[-keep].start if keep else len(work.messages)
@@ -300,7 +310,7 @@ def run(work: Work, summarize: Callable[[Work, list[int]], Summary | None]) -> W
     """Plan the whole compression; raises CannotFit when no plan fits the limit."""
     options = work.options
     allowed = work.allowed
-    masks = plan_masks(work, allowed) if options.mask else []
+    masks = plan_masks(work) if options.mask else []
     skip = {(m.i, m.j) for m in masks}
     for name, enabled, step in (
         ("truncate", options.truncate, lambda: truncate_outputs(work, skip)),

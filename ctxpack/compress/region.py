@@ -18,12 +18,11 @@ from .pipeline import OBSERVATIONS, Work
 from .summarize import Region, Unit
 
 
-def summary_region(work: Work, allowed: list[int], start: int,
-                   end: int) -> tuple[Region, int]:
+def summary_region(work: Work, start: int, end: int) -> tuple[Region, int]:
     """What the summarizer gets of messages [start, end), and how many of them it reads
     whole: the newest units', as many as a summary could show a line of; the older ones
     come without the text of their outputs (only whether each failed)."""
-    previous, spans = _region(work, allowed, start, end)
+    previous, spans = _region(work, start, end)
     split = _shown_from(work, spans, previous)
     older = tuple(_unit(work, u, _results(work, u, {})) for u in spans[:split])
     audited = sum(u.end - u.start for u in spans[split:])
@@ -32,21 +31,20 @@ def summary_region(work: Work, allowed: list[int], start: int,
                   task), audited
 
 
-def whole_units(work: Work, allowed: list[int], start: int, end: int) -> tuple[Unit, ...]:
+def whole_units(work: Work, start: int, end: int) -> tuple[Unit, ...]:
     """The units of messages [start, end) that `summary_region` reads whole."""
-    previous, spans = _region(work, allowed, start, end)
+    previous, spans = _region(work, start, end)
     return _whole(work, spans[_shown_from(work, spans, previous):])
 
 
-def _region(work: Work, allowed: list[int], start: int,
-            end: int) -> tuple[str | None, list[cutting.Unit]]:
+def _region(work: Work, start: int, end: int) -> tuple[str | None, list[cutting.Unit]]:
     """The earlier summary that messages [start, end) continue, and their units but those
     that are one (an earlier summary is merged, never summarized again)."""
     previous: str | None = None
     for m in work.messages[:start]:
         previous = summary_text(m) or previous
     spans = []
-    for u in cutting.units(work.messages, allowed, start):
+    for u in work.units(start):
         if u.start >= end:
             break
         group = work.messages[u.start:u.end]
