@@ -88,18 +88,18 @@ class Archiver:
             return Packed({"sha256": sha.hexdigest(), "bytes": size, "inline": False,
                            "dropped": True})
         if self.folder is None:
+            slot = f"ctxpack-data-{os.urandom(12).hex()}"
+            if squeezed is not None:  # the streams are made already, or on their way
+                deque(blocks, maxlen=0)  # hashed only
+                return Packed({"sha256": sha.hexdigest(), "bytes": size, "inline": True,
+                               "encoding": "zlib+base64", "data": slot}, slot,
+                              streams=iter(squeezed))
             spool = tempfile.TemporaryFile()  # noqa: SIM115 - Packed.pieces closes it
             try:
-                if squeezed is None:
-                    _squeeze(_blocks(blocks, BLOCK), spool)
-                else:
-                    for stream in squeezed:
-                        spool.write(stream)
-                    deque(blocks, maxlen=0)  # hashed only: the streams are made already
+                _squeeze(_blocks(blocks, BLOCK), spool)
             except BaseException:
                 spool.close()
                 raise
-            slot = f"ctxpack-data-{os.urandom(12).hex()}"
             return Packed({"sha256": sha.hexdigest(), "bytes": size, "inline": True,
                            "encoding": "zlib+base64", "data": slot}, slot, spool)
         Path(self.folder).mkdir(parents=True, exist_ok=True)
@@ -261,9 +261,14 @@ class Packed:
     ref: dict[str, Any]
     slot: str | None = None
     spool: IO[bytes] | None = None
+    streams: Iterator[bytes] | None = None  # instead of the spool: the zlib streams
 
     def pieces(self) -> Iterator[bytes]:
-        """The base64 text of the compressed bytes, in pieces; the spool is closed after."""
+        """The base64 text of the compressed bytes, in pieces, once: the spool is closed
+        after, or the streams are used up."""
+        if self.streams is not None:
+            yield from _base64(self.streams)
+            return
         assert self.spool is not None
         try:
             self.spool.seek(0)
@@ -285,6 +290,20 @@ class Packed:
         yield before
         yield from self.pieces()
         yield after
+
+
+def _base64(chunks: Iterable[bytes]) -> Iterator[bytes]:
+    """The base64 text of the bytes of `chunks`, a piece per chunk: each piece encodes a
+    multiple of 3 bytes (no padding inside the text), the rest waits for the next chunk."""
+    rest = b""
+    for chunk in chunks:
+        data = rest + chunk if rest else chunk
+        whole = len(data) - len(data) % 3
+        if whole:
+            yield base64.b64encode(memoryview(data)[:whole])
+        rest = data[whole:]
+    if rest:
+        yield base64.b64encode(rest)
 
 
 def blob_path(folder: str | os.PathLike[str], sha: str) -> Path:

@@ -52,6 +52,16 @@ def test_a_stream_cut_short_is_an_error() -> None:
         list(archive.inflate_pieces([data[:-10]]))
 
 
+@settings(max_examples=200, deadline=None)
+@given(chunks=st.lists(st.binary(max_size=40), max_size=8))
+def test_streams_made_ahead_are_encoded_as_one_text(chunks) -> None:
+    """Compressed streams are base64-encoded as they come (see `Packed.pieces`): the pieces
+    must read as the one text of all their bytes, with no padding but at the end."""
+    pieces = list(archive._base64(chunks))
+    assert b"".join(pieces) == base64.b64encode(b"".join(chunks))
+    assert all(b"=" not in p for p in pieces[:-1])
+
+
 @pytest.fixture
 def compressed(tmp_path: Path) -> Path:
     out = tmp_path / "small.jsonl"
