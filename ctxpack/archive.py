@@ -64,14 +64,22 @@ class Archiver:
         packed = self.pack_stream([original])
         return packed.ref if packed.slot is None else {**packed.ref, "data": packed.text()}
 
-    def pack_stream(self, chunks: Iterable[bytes],
-                    squeezed: Iterable[bytes] | None = None) -> Packed:
+    def pack_stream(self, chunks: Iterable[bytes], squeezed: Iterable[bytes] | None = None,
+                    digest: tuple[str, int] | None = None) -> Packed:
         """Archive an original given in pieces, in one pass, never holding it whole: it
         is hashed, and compressed into a temporary file (inline) or stored in the folder.
 
         Inline, each block becomes a zlib stream of its own, compressed on a thread
         (zlib lets go of the GIL), and the streams follow one another; `squeezed` gives
-        those streams ready-made (see `Prepack`)."""
+        those streams ready-made (see `Prepack`), and with them `digest` may give the
+        original's sha256 and size, found elsewhere: then `chunks` are not read at all."""
+        if squeezed is not None and self.enabled and self.folder is None:
+            # the streams are made already, or on their way: the original is only hashed
+            sha256, size = digest or sha256_of(chunks)
+            slot = f"ctxpack-data-{os.urandom(12).hex()}"
+            return Packed({"sha256": sha256, "bytes": size, "inline": True,
+                           "encoding": "zlib+base64", "data": slot}, slot,
+                          streams=iter(squeezed))
         sha = hashlib.sha256()
         size = 0
 
@@ -89,11 +97,6 @@ class Archiver:
                            "dropped": True})
         if self.folder is None:
             slot = f"ctxpack-data-{os.urandom(12).hex()}"
-            if squeezed is not None:  # the streams are made already, or on their way
-                deque(blocks, maxlen=0)  # hashed only
-                return Packed({"sha256": sha.hexdigest(), "bytes": size, "inline": True,
-                               "encoding": "zlib+base64", "data": slot}, slot,
-                              streams=iter(squeezed))
             spool = tempfile.TemporaryFile()  # noqa: SIM115 - Packed.pieces closes it
             try:
                 _squeeze(_blocks(blocks, BLOCK), spool)
@@ -121,6 +124,16 @@ class Archiver:
             raise
         return Packed({"sha256": sha.hexdigest(), "bytes": size, "inline": False,
                        "dir": self.folder})
+
+
+def sha256_of(chunks: Iterable[bytes]) -> tuple[str, int]:
+    """The sha256 (hex) and size of the bytes of `chunks`."""
+    sha = hashlib.sha256()
+    size = 0
+    for chunk in chunks:
+        sha.update(chunk)
+        size += len(chunk)
+    return sha.hexdigest(), size
 
 
 def _blocks(chunks: Iterable[bytes], size: int) -> Iterator[bytes]:

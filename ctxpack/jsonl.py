@@ -180,6 +180,14 @@ class LineIndex(Sequence[Record]):
             yield i, j
             i = j
 
+    def offsets(self, lo: int, hi: int) -> tuple[int, int]:
+        """Where the bytes of lines lo+1 .. hi begin and end in the file."""
+        return self._start(lo), self._ends[hi - 1] if hi > lo else self._start(lo)
+
+    def fileno(self) -> int:
+        """The file's descriptor (a process forked since has it too)."""
+        return self._stream.fileno()
+
     def bytes_of(self, lo: int, hi: int) -> bytes:
         """The bytes of lines lo+1 .. hi, read without moving the stream (safe from a thread
         while the stream is read elsewhere); needs os.pread, so not on every platform."""

@@ -57,9 +57,9 @@ def collected(monkeypatch: pytest.MonkeyPatch) -> list:
     seen: list = []
     collect = ahead.FactsAhead.collect
 
-    def spy(self):
+    def spy(self, *args):
         units = [u for units, _ in self.tasks for u in units]
-        collect(self)
+        collect(self, *args)
         seen.extend(u for u in units if u in steps._facts)
 
     monkeypatch.setattr(ahead.FactsAhead, "collect", spy)
@@ -84,6 +84,50 @@ def test_facts_found_by_the_workers_make_the_same_summary(counted, workers, monk
     for unit in seen:  # what the workers sent back is what this process would find
         assert steps._facts[unit] == extract(steps.source_text(unit))
     assert restore(result.lines) == PATH.read_bytes()
+
+
+@pytest.mark.parametrize("hashed", ["by a worker", "here"])
+def test_the_archive_of_a_span_a_worker_hashed_restores_the_same(hashed, workers,
+                                                                  monkeypatch) -> None:
+    """Once the facts are in, a worker hashes the span the summary is likely to archive;
+    the archive names that sha256 (restore checks it), or one made here if the worker
+    could not read the file."""
+    compress_module = importlib.import_module("ctxpack.compress")
+    monkeypatch.setattr(compress_module, "PREPACK_BYTES", 0)  # the streams come ahead too
+    monkeypatch.setattr(archive, "BLOCK", 1 << 10)
+    if hashed == "here":
+        monkeypatch.setattr(ahead, "_read", _fail)  # the forked workers see it too
+    given: list = []
+    pack_stream = archive.Archiver.pack_stream
+
+    def spy(self, chunks, squeezed=None, digest=None):
+        given.append(digest)
+        return pack_stream(self, chunks, squeezed, digest)
+
+    monkeypatch.setattr(archive.Archiver, "pack_stream", spy)
+    budget = stats(PATH, cache=False).tokens // 3
+    result = compress_file(PATH, Options(budget=budget), cache=False)
+    assert result.report.summary is not None
+    assert restore(result.lines) == PATH.read_bytes()  # each archive matches its sha256
+    assert (given[0] is not None) is (hashed == "by a worker")  # the summary's comes first
+
+
+def test_a_worker_hashes_only_the_file_it_was_forked_with(tmp_path: Path) -> None:
+    """A worker that was spawned, not forked, may have another file at that descriptor."""
+    import hashlib
+    import os
+
+    path, other = tmp_path / "a.jsonl", tmp_path / "b.jsonl"
+    path.write_bytes(b"0123456789" * 10)
+    other.write_bytes(b"x" * 100)
+    with open(path, "rb") as f, open(other, "rb") as g:
+        identity = ahead._identity(os.fstat(f.fileno()))
+        assert ahead._sha256(f.fileno(), identity, 5, 95) == (
+            hashlib.sha256(path.read_bytes()[5:95]).hexdigest(), 90)
+        with pytest.raises(OSError):
+            ahead._sha256(g.fileno(), identity, 5, 95)
+        with pytest.raises(OSError):  # the file is shorter than the span
+            ahead._sha256(f.fileno(), identity, 5, 200)
 
 
 def test_workers_that_fail_leave_the_facts_to_this_process(workers, monkeypatch) -> None:

@@ -7,6 +7,11 @@ as the file is read, from the counts as read: `FactsAhead` has the worker proces
 that counted the tokens extract their facts while this process truncates and masks,
 and the summary finds them ready. A guess that misses costs only the workers' time:
 facts they did not find are extracted here, as they would have been.
+
+Once the facts are in, the workers are idle while this process writes the summary:
+one of them hashes the span the summary is likely to archive, for the archive's
+sha256. It reads the file through the descriptor it was forked with; where it cannot,
+or the span turns out other, the span is hashed here, as it would have been.
 """
 
 from __future__ import annotations
@@ -16,7 +21,9 @@ import threading
 from collections.abc import Sequence
 from typing import Any
 
+from ..archive import sha256_of
 from ..bulk import worker_count
+from ..jsonl import LineIndex
 from .facts import Facts, extract
 from .history import likely_whole
 from .pipeline import Work, trigger
@@ -26,14 +33,18 @@ from .summarize._steps import remember, source_text, unit_facts
 MIN_CHARS = 1 << 20  # of text to read: below this, extracting it here costs little
 TASK_CHARS = 256 << 10  # text per task: a plan that needs no summary waits at most one
 NICE = 19  # the workers' niceness while they extract: the lowest priority
+READ = 16 << 20  # bytes a worker reads at a time to hash a span
 
 
 class FactsAhead:
     """Facts of units being extracted by worker processes (a ProcessPoolExecutor)."""
 
-    def __init__(self, workers: Any, tasks: list[tuple[Sequence[Unit], Any]]) -> None:
+    def __init__(self, workers: Any, tasks: list[tuple[Sequence[Unit], Any]],
+                 records: LineIndex | None = None) -> None:
         self.workers = workers
         self.tasks = tasks  # (units, future of their facts)
+        self.records = records  # the file's lines, which the workers can read too
+        self.span: tuple[tuple[int, int], Any] | None = None  # (lines, future of the digest)
         self.done = threading.Event()  # set once the facts are in, or not wanted
 
     @classmethod
@@ -55,12 +66,26 @@ class FactsAhead:
                 tasks.append((units[lo:hi], workers.submit(_extract_all, texts[lo:hi])))
             except Exception:  # noqa: BLE001 - a pool that broke: the facts are found here
                 break
-        return cls(workers, tasks)
+        records = work.transcript.records
+        return cls(workers, tasks, records if isinstance(records, LineIndex) else None)
 
-    def collect(self) -> None:
+    def digest(self, lo: int, hi: int) -> tuple[str, int] | None:
+        """The sha256 and size of lines lo+1 .. hi (0-based [lo, hi)) if a worker hashed
+        that span; None if it hashed another, or could not."""
+        if self.span is None or self.span[0] != (lo, hi):
+            return None
+        try:
+            found: tuple[str, int] = self.span[1].result()
+            return found
+        except Exception:  # noqa: BLE001 - a worker died, or could not read the file
+            return None
+
+    def collect(self, span: tuple[int, int] | None = None) -> None:
         """Wait for the facts and remember them for the summarizers (once). Tasks not
         begun yet are taken back, newest first, and done here while the workers finish
-        the older ones: this process would only wait otherwise."""
+        the older ones: this process would only wait otherwise. Then a worker hashes
+        `span`, the lines [lo, hi) the summary is likely to archive, while this process
+        writes the summary."""
         while self.tasks and self.tasks[-1][1].cancel():
             for unit in self.tasks.pop()[0]:
                 unit_facts(unit)
@@ -71,14 +96,23 @@ class FactsAhead:
                 continue
             for unit, facts in zip(units, found, strict=True):
                 remember(unit, facts)
+        self.tasks = []
+        if span is not None and self.records is not None and self.workers is not None:
+            try:
+                fd = self.records.fileno()
+                self.span = span, self.workers.submit(_sha256, fd, _identity(os.fstat(fd)),
+                                                      *self.records.offsets(*span))
+            except Exception:  # noqa: BLE001 - a pool that broke: it is hashed here
+                pass
         self.close()
 
     def close(self) -> None:
-        """Let the workers go; tasks not begun are dropped (a plan without a summary)."""
+        """Let the workers go once they are done; tasks not begun are dropped (a plan
+        without a summary), but for the span's hash."""
         self.tasks = []
         self.done.set()
         if self.workers is not None:
-            self.workers.shutdown(wait=False, cancel_futures=True)
+            self.workers.shutdown(wait=False, cancel_futures=self.span is None)
             self.workers = None
 
 
@@ -114,6 +148,25 @@ def _runs(sizes: list[int], most: int) -> list[tuple[int, int]]:
     if lo < len(sizes):
         out.append((lo, len(sizes)))
     return out
+
+
+def _sha256(fd: int, identity: tuple[int, int], start: int, end: int) -> tuple[str, int]:
+    """The sha256 and size of bytes start .. end of the file open as `fd`, which must be
+    the file `identity` names (in a worker that was not forked, it is another or none)."""
+    if _identity(os.fstat(fd)) != identity:
+        raise OSError("this worker does not have the file open")
+    return sha256_of(_read(fd, at, min(at + READ, end)) for at in range(start, end, READ))
+
+
+def _identity(stat: os.stat_result) -> tuple[int, int]:
+    return stat.st_dev, stat.st_ino
+
+
+def _read(fd: int, start: int, end: int) -> bytes:
+    data = os.pread(fd, end - start, start)
+    if len(data) != end - start:
+        raise OSError(f"read {len(data)} bytes of {end - start}: the file is shorter")
+    return data
 
 
 def _extract_all(texts: list[str]) -> list[Facts]:

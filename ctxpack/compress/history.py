@@ -18,6 +18,7 @@ from .pipeline import Summary, Work, limit, target
 from .region import summary_region, summary_text, whole_units
 from .summarize import Region, Unit
 from .summarize._layout import CONDENSED
+from .writer import span_lines
 
 OVERHEAD = 8  # a message's framing around the summary text, with room to spare
 
@@ -44,10 +45,11 @@ def summarize(work: Work, allowed: list[int]) -> Summary | None:
     ends = _ends(work, allowed, head)
     if not ends:
         return None
-    if work.ahead is not None:
-        work.ahead.collect()
     floor = _floor(work, head)
     start = _first_end(work, head, ends, floor)
+    if work.ahead is not None:  # with the span the archive of the first region tried holds
+        first, last = span_lines(work, head, start)
+        work.ahead.collect((first - 1, last) if work.item is None else None)
     suffix = _suffix_sums(work.counts)
     fixed = _fixed(work, head)
     cap = _caps(work, head)

@@ -40,6 +40,15 @@ def span_start(work: Work, head: int) -> int | None:
     return 0
 
 
+def span_lines(work: Work, head: int, end: int) -> tuple[int, int]:
+    """The first and last line (1-based) of the span that a summary of messages
+    [head, end) replaces, and its archive holds."""
+    region = work.messages[head:end]
+    first = span_start(work, head) or min(line for m in region for line in m.lines)
+    last = max(line for m in region for line in m.lines)
+    return _whole_groups(work.transcript.records, first, last)
+
+
 def output(work: Work, archiver: Archiver, now: str, strip: bool = False,
            prepack: Prepack | None = None) -> Iterator[bytes]:
     """The compressed file in pieces: whole lines, but for the summary record, whose
@@ -117,15 +126,12 @@ def _compaction(work: Work, archiver: Archiver, now: str, prepack: Prepack | Non
     archive of the span (read and packed in one pass)."""
     s = work.summary
     assert s is not None
-    region = work.messages[s.start:s.end]
     records = work.transcript.records
     assert isinstance(records, LineIndex)
-    start = span_start(work, s.head)
-    first = start or min(line for m in region for line in m.lines)
-    last = max(line for m in region for line in m.lines)
-    first, last = _whole_groups(records, first, last)
-    packed = archiver.pack_stream(records.chunks(first - 1, last),
-                                  prepack.streams(first - 1, last) if prepack else None)
+    first, last = span_lines(work, s.head, s.end)
+    packed = archiver.pack_stream(
+        records.chunks(first - 1, last), prepack.streams(first - 1, last) if prepack else None,
+        work.ahead.digest(first - 1, last) if work.ahead is not None else None)
     sid = item_id("s", first, bytes.fromhex(packed.ref["sha256"]))
     head = [m for m in work.messages[: s.head] if not work.editor.keeps_place(m)] \
         if work.editor.resets else []
