@@ -150,7 +150,10 @@ class BulkCounter(Generic[T]):
             queue = getattr(self._pool, "_call_queue", None)
             reader = getattr(queue, "_reader", None)
             if reader is not None:
-                reader.close()
+                try:
+                    reader.close()
+                except OSError:  # the executor's own thread was closing it at that moment
+                    pass
         self._pool.shutdown(wait=not broken, cancel_futures=True)
         self._pool = None
 
