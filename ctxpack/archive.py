@@ -323,6 +323,13 @@ def blob_path(folder: str | os.PathLike[str], sha: str) -> Path:
     return Path(folder) / sha[:2] / sha
 
 
+def item_id(kind: str, line: int, raw: bytes) -> str:
+    """A stable id for what compress replaces at `line`: same input, same id."""
+    digest = hashlib.sha256(b"%d:" % line)
+    digest.update(raw)  # not `+ raw`: a line may be megabytes, better not copied
+    return f"{kind}-{digest.hexdigest()[:10]}"
+
+
 def reference(item_id: str) -> str:
     """How a marker in the text names an archived item: `ctxpack restore --only` takes the id."""
     return f"ctxpack:{item_id}"

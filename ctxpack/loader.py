@@ -36,19 +36,22 @@ class Scanner:
     """One pass over a transcript. Iterate `messages()`; then read the attributes.
 
     `keep_records` keeps every line's bytes in `records`; `index` instead notes where
-    each line lies in a seekable source, so its bytes can be read again later.
+    each line lies in a seekable source, so its bytes can be read again later; `on_line`
+    is given each line's number and bytes as they are read.
     """
 
     def __init__(self, source: PathOrFile | Source, format: str | None = None, *,
                  skip_invalid: bool = False, keep_records: bool = False,
                  index: LineIndex | None = None,
-                 progress: Callable[[int], None] | None = None) -> None:
+                 progress: Callable[[int], None] | None = None,
+                 on_line: Callable[[int, bytes], None] | None = None) -> None:
         self._source = source
         self._forced = formats.get(format) if format else None
         self.skip_invalid = skip_invalid
         self.keep_records = keep_records
         self.index = index
         self.progress = progress
+        self.on_line = on_line
         self.path = ""
         self.size: int | None = None
         self.format: Format | None = self._forced
@@ -123,6 +126,8 @@ class Scanner:
                 self.records.append(Record(number, raw))
             elif self.index is not None:
                 self.index.add(len(raw))
+            if self.on_line is not None:
+                self.on_line(number, raw)
             if self.progress is not None and self.bytes_read >= told + PROGRESS_STEP:
                 told = self.bytes_read
                 self.progress(told)

@@ -398,3 +398,20 @@ def test_settings_given_as_text_are_read_as_their_type() -> None:
     _, report = ctxpack.compress([{"role": "user", "content": "hi"}], budget="3000",
                                  threshold="0.5")
     assert report.limit == 3000
+
+
+def test_the_ids_made_as_the_file_is_read_are_the_lines_ids() -> None:
+    """The scan makes each line's output id as it reads the line (see `line_id`): the
+    same id that hashing the line as it lies in the file gives."""
+    import importlib
+
+    from ctxpack.models import TABLE
+
+    scan_module = importlib.import_module("ctxpack.compress.scan")
+    path = SAMPLES / "coding-agent.claude-code.jsonl"
+    scanned = scan_module.scan(path, None, model=None, table=TABLE, cache=False)
+    try:
+        records = scanned.transcript.records
+        assert scanned.ids == {r.line: archive.item_id("o", r.line, r.raw) for r in records}
+    finally:
+        scanned.close()

@@ -171,7 +171,7 @@ def compress_file(source: PathOrFile, options: Options | None = None, *,
                         [scanned.outputs[i] for i in indexes],
                         lambda wanted: _by_index(scanned.fetch(indexes[k] for k in wanted),
                                                  indexes, wanted),
-                        item=item, dry_run=dry_run, cache=cache)
+                        item=item, dry_run=dry_run, cache=cache, read=scanned.ids)
 
         if t.format in WHOLE_RECORDS:
             from .documents import compress_records

@@ -14,11 +14,11 @@ from typing import Any
 
 import orjson
 
-from ..archive import Archiver, document_meta, split_lines
+from ..archive import Archiver, document_meta, item_id, split_lines
 from ..formats.json_messages import NOT_INPUT_ROLES, conversations
 from ..jsonl import parse_document
 from ..model import META_KEY, Transcript
-from .pipeline import Summary, Work, item_id
+from .pipeline import Summary, Work
 from .writer import llm_meta
 
 Plan = Callable[[list[int], str], Work]  # a conversation's message indexes and id -> plan

@@ -7,14 +7,13 @@ message as the plan changes them, so the report's numbers are the output's.
 
 from __future__ import annotations
 
-import hashlib
 from bisect import bisect_left
 from collections.abc import Callable, Iterable
 from dataclasses import dataclass, field, replace
 from functools import cached_property
 from typing import Any
 
-from ..archive import reference
+from ..archive import item_id, reference
 from ..errors import CannotFit
 from ..formats.base import Editor
 from ..jsonl import LineIndex
@@ -88,6 +87,7 @@ class Work:
     item: str | None = None  # set where a record holds whole conversations: the id of all
     # its changes, as the record is written again whole
     ids: dict[tuple[int, str], str] = field(default_factory=dict)  # line_id's, made once
+    read: dict[int, str] = field(default_factory=dict)  # line -> its "o" id, made as read
     dry_run: bool = False  # plan only: nothing is sent to an LLM endpoint
     cache: bool = True  # caches across runs may be used (tokens, per-step summary lines)
     ahead: Any = None  # a FactsAhead: the summary's facts, found in a child process
@@ -134,13 +134,6 @@ class Work:
 OBSERVATIONS = "observations"  # the kind of a line whose outputs were masked or cut
 
 
-def item_id(kind: str, line: int, raw: bytes) -> str:
-    """A stable id for what compress replaces at `line`: same input, same id."""
-    digest = hashlib.sha256(b"%d:" % line)
-    digest.update(raw)  # not `+ raw`: a line may be megabytes, better not copied
-    return f"{kind}-{digest.hexdigest()[:10]}"
-
-
 def archived_as(work: Work, i: int) -> str | None:
     """The id under which the outputs of message i are archived; None if they are not."""
     return line_id(work, i) if work.options.archive else None
@@ -152,9 +145,9 @@ def line_id(work: Work, i: int, kind: str = "o") -> str:
         return work.item
     found = work.ids.get((i, kind))
     if found is None:  # the plan names it, then the writer: the line is read and hashed once
-        m = work.messages[i]
-        found = work.ids[i, kind] = item_id(kind, m.line,
-                                            work.transcript.records[m.line - 1].raw)
+        line = work.messages[i].line
+        found = work.ids[i, kind] = (work.read.get(line) if kind == "o" else None) \
+            or item_id(kind, line, work.transcript.records[line - 1].raw)
     return found
 
 
@@ -165,8 +158,13 @@ def line_ids(work: Work, indexes: Iterable[int], kind: str = "o") -> None:
         return
     wanted: dict[int, list[int]] = {}  # line -> the messages it holds
     for i in indexes:
-        if (i, kind) not in work.ids:
-            wanted.setdefault(work.messages[i].line, []).append(i)
+        if (i, kind) in work.ids:
+            continue
+        line = work.messages[i].line
+        if kind == "o" and line in work.read:
+            work.ids[i, kind] = work.read[line]
+        else:
+            wanted.setdefault(line, []).append(i)
     if not wanted:
         return
     records = work.transcript.records

@@ -14,6 +14,7 @@ from collections.abc import Callable, Iterable
 from dataclasses import dataclass, field, replace
 from typing import Any
 
+from ..archive import item_id
 from ..bulk import StreamCounter
 from ..errors import InputError
 from ..jsonl import LineIndex, Snapshot, Source, reopenable
@@ -75,6 +76,7 @@ class Scanned:
     aside: set[int] = field(default_factory=set)  # context messages set aside
     workers: Any = None  # the counting's worker processes, kept for other work (or None)
     seen: Snapshot | None = None  # the file when it was opened
+    ids: dict[int, str] = field(default_factory=dict)  # line -> its item_id("o"), as read
 
     def fetch(self, wanted: Iterable[int]) -> dict[int, Message]:
         """The whole messages at these context indexes, reading the file again for those
@@ -130,7 +132,15 @@ def scan(source: PathOrFile, format: str | None, *, model: str | None, table: Mo
 def _scan(src: Source, format: str | None, model: str | None, table: ModelTable,
           skip_invalid: bool, cache: bool, progress: Callable[[int], None] | None) -> Scanned:
     index = LineIndex(src.stream)
-    scanner = Scanner(src, format, skip_invalid=skip_invalid, index=index, progress=progress)
+    ids: dict[int, str] = {}
+
+    def identify(line: int, raw: bytes) -> None:
+        # the id a mask or cut of this line's output will name (see pipeline.line_id):
+        # made here, where the line is at hand, not read again for it later
+        ids[line] = item_id("o", line, raw)
+
+    scanner = Scanner(src, format, skip_invalid=skip_invalid, index=index, progress=progress,
+                      on_line=identify)
     emitted: list[Message] = []
     outputs: list[tuple[Output, ...]] = []
     counts: list[MessageCount | None] = []
@@ -176,7 +186,7 @@ def _scan(src: Source, format: str | None, model: str | None, table: ModelTable,
     assert all(c is not None for c in found)
     return Scanned(transcript, counter, found, [outputs[n] for n in context],  # type: ignore[misc]
                    src, skip_invalid, list(context), {where[n] for n in aside if n in where},
-                   workers)
+                   workers, ids=ids)
 
 
 def _may_set_aside(scanner: Scanner) -> bool:

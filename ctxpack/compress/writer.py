@@ -12,12 +12,12 @@ from typing import Any
 
 import orjson
 
-from ..archive import VERSION, Archiver, Packed, Prepack, meta_of
+from ..archive import VERSION, Archiver, Packed, Prepack, item_id, meta_of
 from ..archive import strip as strip_line
 from ..formats.base import Compaction
 from ..jsonl import LineIndex, dumps
 from ..model import META_KEY, Message, Record
-from .pipeline import OBSERVATIONS, Work, item_id, line_id
+from .pipeline import OBSERVATIONS, Work, line_id
 
 
 def span_start(work: Work, head: int) -> int | None:
