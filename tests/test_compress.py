@@ -400,18 +400,37 @@ def test_settings_given_as_text_are_read_as_their_type() -> None:
     assert report.limit == 3000
 
 
-def test_the_ids_made_as_the_file_is_read_are_the_lines_ids() -> None:
-    """The scan makes each line's output id as it reads the line (see `line_id`): the
-    same id that hashing the line as it lies in the file gives."""
+@pytest.mark.parametrize("least", [0, 1 << 10])
+def test_the_ids_made_as_the_file_is_read_are_the_lines_ids(least, monkeypatch) -> None:
+    """The scan makes a long line's output id as it reads the line (see `line_id`): the
+    same id that hashing the line as it lies in the file gives. Shorter lines are left
+    to the plan: a file of many short lines would hold an id for each."""
     import importlib
 
     from ctxpack.models import TABLE
 
     scan_module = importlib.import_module("ctxpack.compress.scan")
+    monkeypatch.setattr(scan_module, "ID_BYTES", least)
     path = SAMPLES / "coding-agent.claude-code.jsonl"
     scanned = scan_module.scan(path, None, model=None, table=TABLE, cache=False)
     try:
         records = scanned.transcript.records
-        assert scanned.ids == {r.line: archive.item_id("o", r.line, r.raw) for r in records}
+        expected = {r.line: archive.item_id("o", r.line, r.raw) for r in records
+                    if len(r.raw) >= least}
+        assert scanned.ids == expected and 0 < len(expected) <= len(records)
     finally:
         scanned.close()
+
+
+def test_output_ids_are_the_same_whether_made_as_read_or_when_asked(monkeypatch) -> None:
+    import importlib
+
+    scan_module = importlib.import_module("ctxpack.compress.scan")
+    path = SAMPLES / "coding-agent.claude-code.jsonl"
+    options = Options(summarize=False, keep_observations=1)  # the masks stay in the output
+    monkeypatch.setenv("SOURCE_DATE_EPOCH", "1795000000")  # outputs compare byte for byte
+    monkeypatch.setattr(scan_module, "ID_BYTES", 0)
+    as_read = compress_file(path, options, cache=False).data
+    monkeypatch.setattr(scan_module, "ID_BYTES", 1 << 62)
+    asked = compress_file(path, options, cache=False).data
+    assert b"--only o-" in as_read and as_read == asked

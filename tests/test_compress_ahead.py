@@ -86,12 +86,14 @@ def test_facts_found_by_the_workers_make_the_same_summary(counted, workers, monk
     assert restore(result.lines) == PATH.read_bytes()
 
 
-@pytest.mark.parametrize("hashed", ["by a worker", "here"])
-def test_the_archive_of_a_span_a_worker_hashed_restores_the_same(hashed, workers,
+@pytest.mark.parametrize(("hashed", "piped"), [("by a worker", False), ("here", False),
+                                               ("by a worker", True)])
+def test_the_archive_of_a_span_a_worker_hashed_restores_the_same(hashed, piped, workers,
                                                                   monkeypatch) -> None:
     """Once the facts are in, a worker hashes the span the summary is likely to archive;
     the archive names that sha256 (restore checks it), or one made here if the worker
-    could not read the file."""
+    could not read the file. Piped input is read from a spooled copy, which the worker
+    reads too."""
     compress_module = importlib.import_module("ctxpack.compress")
     monkeypatch.setattr(compress_module, "PREPACK_BYTES", 0)  # the streams come ahead too
     monkeypatch.setattr(archive, "BLOCK", 1 << 10)
@@ -106,7 +108,8 @@ def test_the_archive_of_a_span_a_worker_hashed_restores_the_same(hashed, workers
 
     monkeypatch.setattr(archive.Archiver, "pack_stream", spy)
     budget = stats(PATH, cache=False).tokens // 3
-    result = compress_file(PATH, Options(budget=budget), cache=False)
+    source = io.BytesIO(PATH.read_bytes()) if piped else PATH
+    result = compress_file(source, Options(budget=budget), cache=False)
     assert result.report.summary is not None
     assert restore(result.lines) == PATH.read_bytes()  # each archive matches its sha256
     assert (given[0] is not None) is (hashed == "by a worker")  # the summary's comes first

@@ -96,7 +96,6 @@ class FactsAhead:
                 continue
             for unit, facts in zip(units, found, strict=True):
                 remember(unit, facts)
-        self.tasks = []
         if span is not None and self.records is not None and self.workers is not None:
             try:
                 fd = self.records.fileno()

@@ -49,7 +49,7 @@ def summarize(work: Work, allowed: list[int]) -> Summary | None:
     start = _first_end(work, head, ends, floor)
     if work.ahead is not None:  # with the span the archive of the first region tried holds
         first, last = span_lines(work, head, start)
-        work.ahead.collect((first - 1, last) if work.item is None else None)
+        work.ahead.collect((first - 1, last))
     suffix = _suffix_sums(work.counts)
     fixed = _fixed(work, head)
     cap = _caps(work, head)

@@ -16,7 +16,6 @@ from typing import Any
 from ..archive import item_id, reference
 from ..errors import CannotFit
 from ..formats.base import Editor
-from ..jsonl import LineIndex
 from ..model import META_KEY, Message, Text, ToolResult, Transcript
 from ..tokens import REPLY_PRIMING, MessageCount, TokenCounter
 from . import units as cutting
@@ -140,38 +139,17 @@ def archived_as(work: Work, i: int) -> str | None:
 
 
 def line_id(work: Work, i: int, kind: str = "o") -> str:
-    """The id the marker of message i's outputs names: its line's, or the whole record's."""
+    """The id the marker of message i's outputs names: its line's, or the whole record's.
+    Made once (the plan names it, then the writer); a long line's output id was made as
+    the file was read (see scan), another is made from the line read again."""
     if work.item is not None:
         return work.item
     found = work.ids.get((i, kind))
-    if found is None:  # the plan names it, then the writer: the line is read and hashed once
+    if found is None:
         line = work.messages[i].line
         found = work.ids[i, kind] = (work.read.get(line) if kind == "o" else None) \
             or item_id(kind, line, work.transcript.records[line - 1].raw)
     return found
-
-
-def line_ids(work: Work, indexes: Iterable[int], kind: str = "o") -> None:
-    """Make the line_id of many messages at once, their lines read in order, in blocks
-    (one read and one hash each, where asking one by one reads each line alone)."""
-    if work.item is not None:
-        return
-    wanted: dict[int, list[int]] = {}  # line -> the messages it holds
-    for i in indexes:
-        if (i, kind) in work.ids:
-            continue
-        line = work.messages[i].line
-        if kind == "o" and line in work.read:
-            work.ids[i, kind] = work.read[line]
-        else:
-            wanted.setdefault(line, []).append(i)
-    if not wanted:
-        return
-    records = work.transcript.records
-    lo, hi = min(wanted) - 1, max(wanted)
-    for record in records.span(lo, hi) if isinstance(records, LineIndex) else records[lo:hi]:
-        for i in wanted.get(record.line, ()):
-            work.ids[i, kind] = item_id(kind, record.line, record.raw)
 
 
 def _result_message(m: Message) -> bool:
@@ -286,8 +264,6 @@ def plan_masks(work: Work) -> list[Mask]:
                     and not (work.options.truncate and _over(work, i, j)):
                 continue  # the placeholder would not be smaller
             chosen.append((i, j, what, tokens, output, result.call_id))
-    if work.options.archive:
-        line_ids(work, [i for i, *_ in chosen])
     out = []
     for i, j, what, tokens, output, call_id in chosen:
         text = placeholder(what, tokens, output.lines, archived_as(work, i), output.failed)

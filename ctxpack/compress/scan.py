@@ -28,6 +28,9 @@ from .truncate import MARKER, line_count, utf8_size
 
 WINDOW = 64 << 20  # characters of tool output kept whole, the newest
 WHOLE_RECORDS = ("json-messages", "openai-conversations")  # a record holds conversations
+# Lines shorter than this get their output id when a plan asks for it: they cost little
+# to read again, and a file of many short lines would hold an id for each.
+ID_BYTES = 1 << 10
 
 
 @dataclass(frozen=True, slots=True)
@@ -76,7 +79,7 @@ class Scanned:
     aside: set[int] = field(default_factory=set)  # context messages set aside
     workers: Any = None  # the counting's worker processes, kept for other work (or None)
     seen: Snapshot | None = None  # the file when it was opened
-    ids: dict[int, str] = field(default_factory=dict)  # line -> its item_id("o"), as read
+    ids: dict[int, str] = field(default_factory=dict)  # long line -> its item_id("o"), as read
 
     def fetch(self, wanted: Iterable[int]) -> dict[int, Message]:
         """The whole messages at these context indexes, reading the file again for those
@@ -137,7 +140,8 @@ def _scan(src: Source, format: str | None, model: str | None, table: ModelTable,
     def identify(line: int, raw: bytes) -> None:
         # the id a mask or cut of this line's output will name (see pipeline.line_id):
         # made here, where the line is at hand, not read again for it later
-        ids[line] = item_id("o", line, raw)
+        if len(raw) >= ID_BYTES:
+            ids[line] = item_id("o", line, raw)
 
     scanner = Scanner(src, format, skip_invalid=skip_invalid, index=index, progress=progress,
                       on_line=identify)
