@@ -15,6 +15,7 @@ from hypothesis import strategies as st
 from ctxpack.compress.args import BRIEF_CHARS, call_label
 from ctxpack.compress.facts import (
     EDGE,
+    GRAM,
     Facts,
     error_lines,
     exit_code,
@@ -153,6 +154,17 @@ def test_the_retention_audit_keeps_exactly_the_facts_the_summary_holds(facts, su
     found = retention(Facts(paths=distinct), summary)["paths"]
     assert found.dropped == tuple(x for x in distinct if x not in summary)
     assert found.kept == len(distinct) - len(found.dropped)
+
+
+@settings(max_examples=300, deadline=None)
+@given(st.lists(st.text(alphabet="ab", min_size=GRAM, max_size=3 * GRAM), max_size=30),
+       st.text(alphabet="ab\n", max_size=200))
+def test_the_retention_audit_finds_facts_among_many_alike(facts, summary) -> None:
+    """Over two letters every piece recurs: a fact is looked for where its beginning is,
+    or where its end is, whichever is rarer; either way it is found exactly."""
+    distinct = tuple(dict.fromkeys(facts))
+    found = retention(Facts(paths=distinct), summary)["paths"]
+    assert found.dropped == tuple(x for x in distinct if x not in summary)
 
 
 def test_the_structured_goal_points_to_a_task_kept_before_the_summary() -> None:

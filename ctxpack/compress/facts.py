@@ -181,15 +181,25 @@ def merge(*facts: Facts) -> Facts:
 
 def retention(source: Facts, summary: str) -> dict[str, Retention]:
     """For each category, how many of the source facts appear verbatim in the summary."""
-    # Set lookups, where a search would read the whole summary once per fact: a fact
-    # shorter than GRAM is in it if it is one of its pieces that long; a longer one is not
-    # if its first or last GRAM characters are not (facts share beginnings, "src/...").
-    pieces = {summary[i : i + n] for n in range(GRAM + 1) for i in range(len(summary) - n + 1)}
+    # Lookups, where a search would read the whole summary once per fact: a fact shorter
+    # than GRAM is in it if it is one of its pieces that long; a longer one can only start
+    # where its first GRAM characters do, and end where its last do: it is compared there
+    # alone, from whichever of the two places are fewer.
+    pieces = {summary[i : i + n] for n in range(GRAM) for i in range(len(summary) - n + 1)}
+    at: dict[str, list[int]] = {}
+    for i in range(len(summary) - GRAM + 1):
+        at.setdefault(summary[i : i + GRAM], []).append(i)
 
     def dropped_fact(x: str) -> bool:
-        if len(x) <= GRAM:
+        if len(x) < GRAM:
             return x not in pieces
-        return x[:GRAM] not in pieces or x[-GRAM:] not in pieces or x not in summary
+        starts, ends = at.get(x[:GRAM]), at.get(x[-GRAM:])
+        if starts is None or ends is None:
+            return True
+        if len(ends) < len(starts):
+            back = len(x) - GRAM
+            return not any(summary.startswith(x, i - back) for i in ends if i >= back)
+        return not any(summary.startswith(x, i) for i in starts)
 
     out: dict[str, Retention] = {}
     for name in CATEGORIES:

@@ -123,26 +123,29 @@ def _section_lines(section: Section, cut: Cut, seen: set[str]) -> list[str]:
 
 
 def _line_text(line: Line, seen: set[str], level: int, cap: int) -> str:
-    head = line.brief if line.brief and level <= TRIMMED else line.head
+    if level <= BARE:  # no facts: its head, if it shows without them
+        return "" if line.optional else line.brief or line.head
+    trimmed = level == TRIMMED
+    head = line.brief if line.brief and trimmed else line.head
     shown: list[str] = []
     errors = ""  # the error lines shown, one per line: a fact inside one is not repeated
-    counts: Counter[str] = Counter()
+    counts: dict[str, int] = {}
     told = False  # a fact of its own is in the line, if only in its head
-    for kind, fact in line.facts if level > BARE else ():
-        if level == TRIMMED and kind not in PRIMARY:
+    for kind, fact in line.facts:
+        if (trimmed and kind not in PRIMARY) or fact in seen:
             continue
-        if fact in seen or fact in head or fact in errors:
-            told = told or (fact in head and fact not in seen)
+        if fact in head or fact in errors:
+            told = told or fact in head
             seen.add(fact)
             continue
-        counts[kind] += 1
-        if counts[kind] > (cap if level == TRIMMED else CAPS.get(kind, counts[kind])):
+        n = counts[kind] = counts.get(kind, 0) + 1
+        if n > (cap if trimmed else CAPS.get(kind, n)):
             continue
         seen.add(fact)
         shown.append(fact)
         if kind == "errors":
             errors += fact + "\n"
-    if level == TRIMMED:  # say what the per-line cap left out
+    if trimmed:  # say what the per-line cap left out
         shown += [f"+{n - cap} more {kind or 'facts'}" for kind, n in counts.items() if n > cap]
     if line.optional and not shown and not told:
         return ""
