@@ -17,6 +17,7 @@ import pytest
 from ctxpack import archive
 from ctxpack.compress import compress_file
 from ctxpack.compress.options import Options
+from ctxpack.compress.truncate import Limits
 from ctxpack.errors import CannotFit
 from ctxpack.loader import load
 from ctxpack.restore import restore
@@ -165,6 +166,30 @@ def test_within_limits_nothing_changes() -> None:
     result = compress_file(path, Options(mask=False))
     assert result.data == path.read_bytes()
     assert not result.report.changed
+
+
+def test_an_output_cut_before_is_not_cut_again_under_smaller_limits(tmp_path: Path) -> None:
+    """Without its metadata (--strip-metadata), a cut output is known by its marker line:
+    tighter limits the next time leave it as the first compress left it."""
+    log = "\n".join(f"step {n}: compiled module_{n}.c in {n % 7} ms" for n in range(400))
+    records = [{"role": "user", "content": "Build it."},
+               {"role": "assistant", "content": None, "tool_calls": [{
+                   "id": "call_1", "type": "function",
+                   "function": {"name": "bash", "arguments": '{"command": "make"}'}}]},
+               {"role": "tool", "tool_call_id": "call_1", "content": log},
+               {"role": "assistant", "content": "Built."}]
+    path = tmp_path / "build.jsonl"
+    path.write_bytes(b"".join(orjson.dumps(r) + b"\n" for r in records))
+    once = compress_file(path, Options(limits=Limits(max_lines=100), mask=False,
+                                       summarize=False), strip_metadata=True)
+    assert once.report.truncated == 1
+    assert b'"ctxpack"' not in once.data  # no metadata says it was cut
+    cut = tmp_path / "cut.jsonl"
+    cut.write_bytes(once.data)
+    again = compress_file(cut, Options(limits=Limits(max_lines=20), mask=False,
+                                       summarize=False))
+    assert again.report.truncated == 0
+    assert again.data == once.data
 
 
 def summary_texts(t) -> list[str]:

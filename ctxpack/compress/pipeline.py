@@ -23,7 +23,7 @@ from .args import call_label
 from .mask import placeholder
 from .options import Options
 from .scan import Output
-from .truncate import truncate
+from .truncate import MARKER, truncate
 
 
 @dataclass
@@ -203,12 +203,13 @@ def truncate_outputs(work: Work, skip: set[tuple[int, int]]) -> int:
         if not _result_message(m) or _done(m):
             continue  # an output compress wrote is within the limits already
         candidates += [(i, j) for j in range(len(m.tool_results)) if (i, j) not in skip
-                       and not work.outputs[i][j].cut and _over(work, i, j)]
+                       and _over(work, i, j)]
     whole = work.originals({i for i, _ in candidates})
     n = 0
     for i, j in candidates:
         result = whole[i].tool_results[j]
-        if not result.parts or not all(isinstance(p, Text) for p in result.parts):
+        if not result.parts or not all(isinstance(p, Text) for p in result.parts) \
+                or MARKER in result.text:  # cut before (under other limits): left as it is
             continue
         archived = archived_as(work, i)
         cut = truncate(result.text, work.options.limits, work.counter.text,

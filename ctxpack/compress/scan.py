@@ -24,7 +24,7 @@ from ..models import ModelTable
 from ..tokens import MessageCount, TokenCounter
 from .facts import looks_failed
 from .mask import is_masked, masked_failure
-from .truncate import MARKER, line_count, utf8_size
+from .truncate import line_count, utf8_size
 
 WINDOW = 64 << 20  # characters of tool output kept whole, the newest
 WHOLE_RECORDS = ("json-messages", "openai-conversations")  # a record holds conversations
@@ -42,7 +42,6 @@ class Output:
     size: int  # characters of its text and image data: what holding it costs
     text_only: bool  # all its parts are text (only such outputs are truncated)
     failed: bool  # it reports an error (flagged, an exit code, error lines)
-    cut: bool  # it holds a truncation marker: compress cut it before
     masked: bool  # it is a mask placeholder
 
 
@@ -51,8 +50,7 @@ def observe(result: ToolResult) -> Output:
     images = sum(len(p.data or "") for p in result.parts if isinstance(p, Image))
     return Output(line_count(text), utf8_size(text), len(text) + images,
                   all(isinstance(p, Text) for p in result.parts),
-                  result.is_error or masked_failure(text) or looks_failed(text), MARKER in text,
-                  is_masked(text))
+                  result.is_error or masked_failure(text) or looks_failed(text), is_masked(text))
 
 
 def set_aside(message: Message) -> Message:
