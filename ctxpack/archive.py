@@ -11,6 +11,7 @@ from __future__ import annotations
 import base64
 import hashlib
 import os
+import shutil
 import tempfile
 import threading
 import zlib
@@ -172,41 +173,59 @@ def _squeezing(blocks: Iterator[bytes]) -> Iterator[bytes]:
 
 
 class Prepack:
-    """Compresses a file's lines block by block on a thread while compress plans, so that
-    the inline archive of a span of most of the file is nearly done when it is written;
-    it begins once `after` is set, if given (work the plan needs sooner).
+    """Compresses a file's lines block by block ahead, so that the inline archive of a
+    span of most of the file is nearly done when it is written: in worker processes that
+    have the file open, once they are free (`submit`), else on a thread (`start`). Each
+    block's zlib stream goes to a file of its own.
 
     `streams` gives the zlib streams of a span: the blocks done that lie wholly in it,
     the rest compressed then. It reads with os.pread (`possible` tells if there is one).
     """
 
-    def __init__(self, records: LineIndex, after: threading.Event | None = None) -> None:
+    def __init__(self, records: LineIndex) -> None:
         self.records = records
-        self.after = after  # set when other work that comes first is done
         self.bounds = records.blocks(BLOCK)
-        self.done: list[tuple[int, int]] = []  # (offset, length) in the spool, per block
-        self.spool = tempfile.TemporaryFile()  # noqa: SIM115 - closed by close()
+        self.folder = tempfile.mkdtemp(prefix="ctxpack-")
+        self.done: dict[int, Any] = {}  # block -> its stream's length, or a future of it
         self.halt = threading.Event()
-        self.thread: threading.Thread | None = threading.Thread(
-            target=self._run, name="ctxpack-prepack", daemon=True)
-        self.thread.start()
+        self.thread: threading.Thread | None = None
 
     @staticmethod
     def possible() -> bool:
         return hasattr(os, "pread")
 
+    def start(self) -> None:
+        """Compress on a thread of this process (zlib lets go of the GIL as it works)."""
+        self.thread = threading.Thread(target=self._run, name="ctxpack-prepack", daemon=True)
+        self.thread.start()
+
+    def submit(self, workers: Any, span: tuple[int, int]) -> None:
+        """Have `workers` (a process pool forked with the file open) compress the blocks
+        that lie wholly in lines [lo, hi), after the work they have already."""
+        fd = self.records.fileno()
+        identity = file_identity(os.fstat(fd))
+        for n, (a, b) in enumerate(self.bounds):
+            if span[0] <= a and b <= span[1]:
+                try:
+                    self.done[n] = workers.submit(pack_block, fd, identity,
+                                                  *self.records.offsets(a, b), self._path(n))
+                except Exception:  # noqa: BLE001 - a pool that broke: compressed when written
+                    break
+
+    def _path(self, n: int) -> str:
+        return os.path.join(self.folder, f"{n}.zlib")
+
     def _run(self) -> None:
-        while self.after is not None and not self.after.wait(0.05):
+        fd = self.records.fileno()
+        identity = file_identity(os.fstat(fd))
+        for n, (a, b) in enumerate(self.bounds):
             if self.halt.is_set():
                 return
-        offset = 0
-        for lo, hi in self.bounds:
-            if self.halt.is_set():
+            try:
+                self.done[n] = pack_block(fd, identity, *self.records.offsets(a, b),
+                                          self._path(n))
+            except OSError:  # the rest are compressed when written
                 return
-            stream = deflate(self.records.bytes_of(lo, hi), LEVEL)
-            self.spool.write(stream)
-            self.done.append((offset, len(stream)))
-            offset += len(stream)
 
     def _halt(self) -> None:
         self.halt.set()
@@ -214,33 +233,79 @@ class Prepack:
             self.thread.join()
             self.thread = None
 
+    def _stream(self, n: int) -> bytes | None:
+        """Block n's stream if it was compressed ahead, or is being: a block a worker has
+        not begun is taken back (None), to be compressed here."""
+        found = self.done.get(n)
+        if found is not None and not isinstance(found, int):
+            try:
+                found = None if found.cancel() else found.result()
+            except Exception:  # noqa: BLE001 - a worker died, or could not read the file
+                found = None
+        if found is None:
+            return None
+        with open(self._path(n), "rb") as block:
+            stream = block.read()
+        return stream if len(stream) == found else None
+
     def streams(self, lo: int, hi: int) -> Iterator[bytes]:
         """The zlib streams of lines lo+1 .. hi (0-based [lo, hi)), in order."""
         self._halt()
         run: list[tuple[int, int]] = []  # line ranges not done: compressed now
 
         def now() -> Iterator[bytes]:
-            pieces = (self.records.bytes_of(a, b) for a, b in run)
-            return _squeezing(_blocks(pieces, BLOCK))
+            # block by block, as ahead: the same streams, whatever was done ahead
+            return _squeezing(self.records.bytes_of(a, b) for a, b in run)
 
         for n, (a, b) in enumerate(self.bounds):
             if b <= lo or a >= hi:
                 continue
-            if n < len(self.done) and lo <= a and b <= hi:
+            stream = self._stream(n) if lo <= a and b <= hi else None
+            if stream is not None:
                 if run:
                     yield from now()
                     run = []
-                offset, length = self.done[n]
-                self.spool.seek(offset)
-                yield self.spool.read(length)
+                yield stream
             else:
                 run.append((max(a, lo), min(b, hi)))
         if run:
             yield from now()
 
     def close(self) -> None:
+        """Stop, and remove the streams made (once the workers are done with theirs)."""
         self._halt()
-        self.spool.close()
+        for found in self.done.values():
+            if not isinstance(found, int) and not found.cancel():
+                try:
+                    found.result()
+                except Exception:  # noqa: BLE001 - what it made, if anything, goes too
+                    pass
+        shutil.rmtree(self.folder, ignore_errors=True)
+
+
+def pack_block(fd: int, identity: tuple[int, int], start: int, end: int, path: str) -> int:
+    """Compress bytes start .. end of the file open as `fd`, which must be the file
+    `identity` names (in a worker that was not forked, it is another or none), into a
+    zlib stream written to `path`; its length."""
+    if file_identity(os.fstat(fd)) != identity:
+        raise OSError("this process does not have the file open")
+    stream = deflate(read_exactly(fd, start, end), LEVEL)
+    with open(path, "wb") as out:
+        out.write(stream)
+    return len(stream)
+
+
+def file_identity(stat: os.stat_result) -> tuple[int, int]:
+    """What tells one open file from another: its device and inode."""
+    return stat.st_dev, stat.st_ino
+
+
+def read_exactly(fd: int, start: int, end: int) -> bytes:
+    """Bytes start .. end of the file open as `fd`, wherever its offset is (os.pread)."""
+    data = os.pread(fd, end - start, start)
+    if len(data) != end - start:
+        raise OSError(f"read {len(data)} bytes of {end - start}: the file is shorter")
+    return data
 
 
 def inflate_pieces(compressed: Iterable[bytes]) -> Iterator[bytes]:

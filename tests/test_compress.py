@@ -313,7 +313,7 @@ def test_reused_call_ids_pair_each_call_with_the_next_result() -> None:
                                   SAMPLES / "coding-agent.claude-code.jsonl"],
                          ids=lambda p: p.name)
 def test_an_archive_compressed_ahead_restores_the_same(path: Path, monkeypatch) -> None:
-    """Big files are compressed on a thread while the plan is made (`Prepack`); the
+    """Big files are compressed ahead while the plan is made (`Prepack`); the
     archive that makes must hold the same bytes as the one made when writing."""
     import importlib
 

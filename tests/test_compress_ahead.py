@@ -1,6 +1,7 @@
 """Work compress does ahead, beside its plan: the summary's facts in the counting's worker
-processes, the archive on a thread once they are in, and no garbage collection meanwhile.
-Whatever runs ahead, the output must be what a plain run writes."""
+processes, then the archive's hash and streams there too (or on a thread where there are
+no workers), and no garbage collection meanwhile. Whatever runs ahead, the output must be
+what a plain run writes."""
 
 from __future__ import annotations
 
@@ -86,19 +87,30 @@ def test_facts_found_by_the_workers_make_the_same_summary(counted, workers, monk
     assert restore(result.lines) == PATH.read_bytes()
 
 
-@pytest.mark.parametrize(("hashed", "piped"), [("by a worker", False), ("here", False),
-                                               ("by a worker", True)])
-def test_the_archive_of_a_span_a_worker_hashed_restores_the_same(hashed, piped, workers,
-                                                                  monkeypatch) -> None:
-    """Once the facts are in, a worker hashes the span the summary is likely to archive;
-    the archive names that sha256 (restore checks it), or one made here if the worker
-    could not read the file. Piped input is read from a spooled copy, which the worker
-    reads too."""
+@pytest.mark.parametrize(("done", "piped"), [("by the workers", False), ("here", False),
+                                             ("by the workers", True)])
+def test_the_archive_of_a_span_the_workers_made_restores_the_same(done, piped, workers,
+                                                                   monkeypatch) -> None:
+    """Once the facts are in, a worker hashes the span the summary is likely to archive,
+    and the workers compress its blocks; the archive names that sha256 (restore checks
+    it) and holds those streams, or ones made here if the workers could not read the
+    file. Piped input is read from a spooled copy, which the workers read too."""
     compress_module = importlib.import_module("ctxpack.compress")
     monkeypatch.setattr(compress_module, "PREPACK_BYTES", 0)  # the streams come ahead too
     monkeypatch.setattr(archive, "BLOCK", 1 << 10)
-    if hashed == "here":
-        monkeypatch.setattr(ahead, "_read", _fail)  # the forked workers see it too
+    expected = compress_file(PATH, Options(budget=stats(PATH, cache=False).tokens // 3),
+                             cache=False).data if done == "here" else None
+    if done == "here":  # the forked workers see these too
+        monkeypatch.setattr(ahead, "read_exactly", _fail)
+        monkeypatch.setattr(archive, "pack_block", _fail)
+    packed: list = []
+    submit = archive.Prepack.submit
+
+    def watch(self, pool, span):
+        submit(self, pool, span)
+        packed.append(self)
+
+    monkeypatch.setattr(archive.Prepack, "submit", watch)
     given: list = []
     pack_stream = archive.Archiver.pack_stream
 
@@ -111,8 +123,14 @@ def test_the_archive_of_a_span_a_worker_hashed_restores_the_same(hashed, piped, 
     source = io.BytesIO(PATH.read_bytes()) if piped else PATH
     result = compress_file(source, Options(budget=budget), cache=False)
     assert result.report.summary is not None
+    data = result.data
     assert restore(result.lines) == PATH.read_bytes()  # each archive matches its sha256
-    assert (given[0] is not None) is (hashed == "by a worker")  # the summary's comes first
+    assert (given[0] is not None) is (done == "by the workers")  # the summary's comes first
+    (prepack,) = packed
+    made = [f for f in prepack.done.values() if not f.cancelled() and f.exception() is None]
+    assert bool(made) is (done == "by the workers")
+    if expected is not None:  # made here, the archive is the same
+        assert data.split(b'"ctxpack-data-')[0] == expected.split(b'"ctxpack-data-')[0]
 
 
 def test_a_worker_hashes_only_the_file_it_was_forked_with(tmp_path: Path) -> None:
@@ -124,7 +142,7 @@ def test_a_worker_hashes_only_the_file_it_was_forked_with(tmp_path: Path) -> Non
     path.write_bytes(b"0123456789" * 10)
     other.write_bytes(b"x" * 100)
     with open(path, "rb") as f, open(other, "rb") as g:
-        identity = ahead._identity(os.fstat(f.fileno()))
+        identity = archive.file_identity(os.fstat(f.fileno()))
         assert ahead._sha256(f.fileno(), identity, 5, 95) == (
             hashlib.sha256(path.read_bytes()[5:95]).hexdigest(), 90)
         with pytest.raises(OSError):
@@ -146,7 +164,7 @@ def test_workers_that_fail_leave_the_facts_to_this_process(workers, monkeypatch)
         assert steps._facts[unit] == extract(steps.source_text(unit))
 
 
-def _fail(texts: list[str]) -> list:
+def _fail(*args) -> list:
     raise RuntimeError("a worker that breaks")
 
 
@@ -167,7 +185,7 @@ def test_collect_takes_back_the_tasks_no_worker_began() -> None:
         assert not release.is_set()  # it did not wait for the worker
     finally:
         release.set()
-    assert all(future.cancelled() for _, future in tasks) and found.done.is_set()
+    assert all(future.cancelled() for _, future in tasks) and not found.tasks
     for unit in units:
         assert steps._facts[unit] == extract(steps.source_text(unit))
 
@@ -187,7 +205,7 @@ def test_a_plan_that_needs_no_summary_lets_the_workers_go(workers, monkeypatch) 
     result = compress_file(PATH, Options(budget=tokens - 1, threshold=0.5), cache=False)
     assert result.report.summary is None and result.report.masked
     (found,) = started
-    assert found is not None and found.workers is None and found.done.is_set()
+    assert found is not None and found.workers is None and not found.tasks
 
 
 @pytest.mark.parametrize("enabled", [True, False])
@@ -211,29 +229,51 @@ def test_compress_rests_the_garbage_collector_and_sets_it_back(enabled, monkeypa
         gc.enable()
 
 
-@pytest.mark.parametrize("turn", ["never", "soon"])
-def test_an_archive_compressed_when_its_turn_comes_holds_the_same_bytes(turn, monkeypatch,
-                                                                         tmp_path: Path) -> None:
-    """The prepack waits for `after`; asked for its streams before that, it makes them then."""
-    monkeypatch.setattr(archive, "BLOCK", 1 << 10)
+@pytest.mark.parametrize("turn", ["never", "on a thread", "by workers", "taken back"])
+def test_an_archive_compressed_ahead_holds_the_same_bytes(turn, tmp_path: Path) -> None:
+    """However much was compressed ahead, and where, the span's streams hold its bytes:
+    blocks a worker has not begun when they are asked for are compressed then."""
+    import multiprocessing
+    from concurrent.futures import ProcessPoolExecutor, ThreadPoolExecutor
+
     data = PATH.read_bytes()
-    with open(PATH, "rb") as stream:
+    lo = 3
+    release = threading.Event()
+    with open(PATH, "rb") as stream, (
+            ThreadPoolExecutor(1) if turn == "taken back"
+            else ProcessPoolExecutor(1, mp_context=multiprocessing.get_context("fork"))) as pool:
         index = LineIndex(stream)
         for line in data.splitlines(keepends=True):
             index.add(len(line))
-        after = threading.Event()
-        prepack = archive.Prepack(index, after)
-        if turn == "soon":
-            after.set()
+        hi = len(index) - 2
+        original = archive.BLOCK
+        archive.BLOCK = 1 << 10
+        try:
+            prepack = archive.Prepack(index)
+        finally:
+            archive.BLOCK = original
+        if turn == "on a thread":
+            prepack.start()
             assert prepack.thread is not None
             prepack.thread.join(timeout=30)
-            assert prepack.done  # blocks compressed ahead
-        lo, hi = 3, len(index) - 2
+        elif turn != "never":
+            if turn == "taken back":
+                pool.submit(release.wait, 30)  # the one worker is busy meanwhile
+            prepack.submit(pool, (lo, hi))
         try:
             got = b"".join(archive.inflate_pieces(prepack.streams(lo, hi)))
+            futures = list(prepack.done.values())
         finally:
+            release.set()
             prepack.close()
+        assert not Path(prepack.folder).exists()  # the streams made are gone
     assert got == b"".join(data.splitlines(keepends=True)[lo:hi])
+    if turn == "on a thread":
+        assert prepack.done and all(isinstance(n, int) for n in prepack.done.values())
+    if turn == "by workers":
+        assert futures and all(f.result() > 0 for f in futures)
+    if turn == "taken back":  # none was begun: all were made when asked for
+        assert len(futures) > 3 and all(f.cancelled() for f in futures)
 
 
 def test_without_isal_the_archive_is_made_by_the_standard_zlib(tmp_path: Path) -> None:

@@ -10,7 +10,6 @@ from __future__ import annotations
 import gc
 import io
 import os
-import threading
 from collections import Counter
 from collections.abc import Callable, Iterable, Iterator
 from contextlib import contextmanager
@@ -183,9 +182,7 @@ def compress_file(source: PathOrFile, options: Options | None = None, *,
             return Compressed(_report(works, t, archiver), lines)
         work = work_of(list(range(len(t.messages))))
         work.ahead = FactsAhead.start(work, scanned.take_workers())
-        # the summary's facts first: the archive is wanted only when the output is written
-        prepack = _prepack(work, archiver, strip_metadata,
-                           work.ahead.done if work.ahead is not None else None)
+        prepack = _prepack(work, archiver, strip_metadata)
         try:
             run(work, summarize)
         except BaseException:
@@ -222,20 +219,26 @@ def _checked(chunks: Iterator[bytes], scanned: Scanned) -> Iterator[bytes]:
 PREPACK_BYTES = 32 << 20  # below this, the archive is compressed fast enough when written
 
 
-def _prepack(work: Work, archiver: Archiver, strip: bool,
-             after: threading.Event | None = None) -> Any:
-    """Compress the file ahead on a thread while the plan is made, when a summary (and so
-    an archive of most of a big file) is to be expected."""
+def _prepack(work: Work, archiver: Archiver, strip: bool) -> Any:
+    """Compress the file ahead while the plan is made, when a summary (and so an archive
+    of most of a big file) is to be expected: in the worker processes that find the
+    summary's facts, once those are in (the archive is wanted only when the output is
+    written), else on a thread."""
     from ..archive import Prepack
     from ..jsonl import LineIndex
 
     records = work.transcript.records
     likely = (work.options.summarize and work.total > trigger(work) and archiver.enabled
               and archiver.folder is None and not strip)
-    if likely and isinstance(records, LineIndex) and records.size >= PREPACK_BYTES \
-            and Prepack.possible():
-        return Prepack(records, after)
-    return None
+    if not (likely and isinstance(records, LineIndex) and records.size >= PREPACK_BYTES
+            and Prepack.possible()):
+        return None
+    prepack = Prepack(records)
+    if work.ahead is not None:
+        work.ahead.then.append(prepack.submit)
+    else:
+        prepack.start()
+    return prepack
 
 
 def _by_index(found: dict[int, Any], indexes: list[int], wanted: Iterable[int]) -> dict[int, Any]:

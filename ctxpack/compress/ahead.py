@@ -10,18 +10,18 @@ facts they did not find are extracted here, as they would have been.
 
 Once the facts are in, the workers are idle while this process writes the summary:
 one of them hashes the span the summary is likely to archive, for the archive's
-sha256. It reads the file through the descriptor it was forked with; where it cannot,
-or the span turns out other, the span is hashed here, as it would have been.
+sha256, and then they compress it for the archive (see `archive.Prepack`). They read
+the file through the descriptor they were forked with; where they cannot, or the span
+turns out other, the span is hashed and compressed here, as it would have been.
 """
 
 from __future__ import annotations
 
 import os
-import threading
-from collections.abc import Sequence
+from collections.abc import Callable, Sequence
 from typing import Any
 
-from ..archive import sha256_of
+from ..archive import file_identity, read_exactly, sha256_of
 from ..bulk import worker_count
 from ..jsonl import LineIndex
 from .facts import Facts, extract
@@ -45,7 +45,8 @@ class FactsAhead:
         self.tasks = tasks  # (units, future of their facts)
         self.records = records  # the file's lines, which the workers can read too
         self.span: tuple[tuple[int, int], Any] | None = None  # (lines, future of the digest)
-        self.done = threading.Event()  # set once the facts are in, or not wanted
+        # more work on the span for the workers, once it is hashed: (workers, lines) -> None
+        self.then: list[Callable[[Any, tuple[int, int]], None]] = []
 
     @classmethod
     def start(cls, work: Work, workers: Any) -> FactsAhead | None:
@@ -99,17 +100,18 @@ class FactsAhead:
         if span is not None and self.records is not None and self.workers is not None:
             try:
                 fd = self.records.fileno()
-                self.span = span, self.workers.submit(_sha256, fd, _identity(os.fstat(fd)),
+                self.span = span, self.workers.submit(_sha256, fd, file_identity(os.fstat(fd)),
                                                       *self.records.offsets(*span))
             except Exception:  # noqa: BLE001 - a pool that broke: it is hashed here
                 pass
+            for more in self.then:
+                more(self.workers, span)
         self.close()
 
     def close(self) -> None:
         """Let the workers go once they are done; tasks not begun are dropped (a plan
         without a summary), but for the span's hash."""
         self.tasks = []
-        self.done.set()
         if self.workers is not None:
             self.workers.shutdown(wait=False, cancel_futures=self.span is None)
             self.workers = None
@@ -152,20 +154,9 @@ def _runs(sizes: list[int], most: int) -> list[tuple[int, int]]:
 def _sha256(fd: int, identity: tuple[int, int], start: int, end: int) -> tuple[str, int]:
     """The sha256 and size of bytes start .. end of the file open as `fd`, which must be
     the file `identity` names (in a worker that was not forked, it is another or none)."""
-    if _identity(os.fstat(fd)) != identity:
+    if file_identity(os.fstat(fd)) != identity:
         raise OSError("this worker does not have the file open")
-    return sha256_of(_read(fd, at, min(at + READ, end)) for at in range(start, end, READ))
-
-
-def _identity(stat: os.stat_result) -> tuple[int, int]:
-    return stat.st_dev, stat.st_ino
-
-
-def _read(fd: int, start: int, end: int) -> bytes:
-    data = os.pread(fd, end - start, start)
-    if len(data) != end - start:
-        raise OSError(f"read {len(data)} bytes of {end - start}: the file is shorter")
-    return data
+    return sha256_of(read_exactly(fd, at, min(at + READ, end)) for at in range(start, end, READ))
 
 
 def _extract_all(texts: list[str]) -> list[Facts]:
