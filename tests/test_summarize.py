@@ -23,7 +23,8 @@ from ctxpack.compress.facts import (
     retention,
 )
 from ctxpack.compress.summarize import Region, Unit
-from ctxpack.compress.summarize._layout import CONDENSED
+from ctxpack.compress.summarize import _budget as budget_module
+from ctxpack.compress.summarize._layout import CONDENSED, Cut
 from ctxpack.compress.summarize.extractive import ExtractiveSummarizer
 from ctxpack.compress.summarize.structured import StructuredSummarizer
 from ctxpack.model import Text, ToolCall, ToolResult
@@ -81,6 +82,24 @@ def test_condensing_drops_lesser_facts_and_long_arguments_before_paths_urls_erro
     oldest = next(line for line in text.splitlines() if line.startswith("* Step 1:"))
     assert "sha256sum" not in oldest and "command=" not in oldest  # a brief head
     assert "a1b2c3d0001" not in oldest and "1007 rows" not in oldest  # no lesser facts
+
+
+def test_a_summary_is_fit_without_rendering_it_whole_unless_it_may_fit(monkeypatch) -> None:
+    """The search estimates from counts of texts near the answer: a summary many times its
+    budget is never rendered whole (the costliest text of all), and one its budget holds
+    exactly comes out whole, not condensed on an estimate."""
+    count = TokenCounter("gpt-4o").text
+    units = units_with_facts(60)
+    whole = ExtractiveSummarizer().summarize(Region(units), 1_000_000, count)
+    rendered: list = []
+    render = budget_module.render
+    monkeypatch.setattr(budget_module, "render",
+                        lambda doc, cut=None: rendered.append(cut) or render(doc, cut))
+    text = ExtractiveSummarizer().summarize(Region(units), count(whole) // 8, count)
+    assert count(text) <= count(whole) // 8 and CONDENSED in text
+    assert rendered and Cut() not in rendered
+    assert ExtractiveSummarizer().summarize(Region(units), count(whole), count) == whole
+    assert CONDENSED in ExtractiveSummarizer().summarize(Region(units), count(whole) - 1, count)
 
 
 def test_steps_fold_into_counts_only_when_nothing_else_is_left() -> None:

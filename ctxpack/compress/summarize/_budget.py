@@ -22,15 +22,23 @@ def fit(doc: Doc, max_tokens: int, count: Count) -> str:
             texts[cut] = render(doc, cut)
         return texts[cut]
 
-    exact = count(text(Cut()))
-    if exact <= max_tokens:
-        return text(Cut())
-    estimate = _LineCounter(count, exact, text(Cut()))
-
-    def fits(cut: Cut) -> bool:
-        return estimate(text(cut)) <= max_tokens
-
     at = [Cut().fold, *doc.positions()]  # at[0]: nothing condensed
+    # The estimates are calibrated on one exact count: of every line bare (the text least
+    # costly to render), then of what a search on that found, which renders about as the
+    # answer will. A long summary is never rendered whole: it would cost the most.
+    cut = Cut(at[0], at[-1], at[-1])
+    for _ in range(2):
+        estimate = _LineCounter(count, count(text(cut)), text(cut))
+        cut = _search(doc, at, lambda c, e=estimate: e(text(c)) <= max_tokens)
+    # every line still shows its facts: the whole text may fit after all (the estimates
+    # are near, not exact), and costs about as much to render as what was found
+    if cut.drop == at[0] and count(text(Cut())) <= max_tokens:
+        return text(Cut())
+    return text(_settle(cut, at, lambda c: count(text(c)) <= max_tokens))
+
+
+def _search(doc: Doc, at: list[int], fits: Callable[[Cut], bool]) -> Cut:
+    """The least condensing cut that `fits` (by estimate), found dimension by dimension."""
     n = len(at) - 1
     fold = _first(0, n, lambda i: fits(Cut(at[i], at[n], at[n])))
     drop = _first(fold, n, lambda i: fits(Cut(at[fold], at[i], at[n])))
@@ -41,7 +49,7 @@ def fit(doc: Doc, max_tokens: int, count: Count) -> str:
         cap = most - _first(0, most - TRIMMED_CAP,
                             lambda j: fits(Cut(cut.fold, cut.drop, cut.trim, most - j)))
         cut = Cut(cut.fold, cut.drop, cut.trim, cap)
-    return text(_settle(cut, at, lambda c: count(text(c)) <= max_tokens))
+    return cut
 
 
 def _settle(cut: Cut, at: list[int], ok: Callable[[Cut], bool]) -> Cut:
