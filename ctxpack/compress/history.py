@@ -9,6 +9,7 @@ if that is still over the limit, more of the newest units are archived too.
 from __future__ import annotations
 
 from collections.abc import Callable
+from itertools import accumulate
 from typing import Any
 
 from ..model import SUMMARY_HEADING as HEADING
@@ -154,18 +155,15 @@ def _ends(work: Work, allowed: list[int], head: int) -> list[int]:
         return [c for c in allowed if head < c < len(work.messages)]
     if span_start(work, head) is None:
         return []
-    tail_min = [0] * (len(work.messages) + 1)
-    tail_min[-1] = 1 << 62
-    for i in range(len(work.messages) - 1, -1, -1):
-        tail_min[i] = min(tail_min[i + 1], min(work.messages[i].lines, default=1 << 62))
-    out, last = [], 0
+    messages = work.messages
+    never = 1 << 62
+    # the first line of messages i.. (at i), and the last line of messages head..i
+    tail_min = [*accumulate(reversed([min(m.lines, default=never) for m in messages]), min)]
+    tail_min.reverse()
+    last = accumulate((max(m.lines, default=0) for m in messages[head:]), max)
     bounds = set(allowed)
-    for i in range(head, len(work.messages)):
-        last = max(last, max(work.messages[i].lines, default=0))
-        end = i + 1
-        if end in bounds and end < len(work.messages) and last < tail_min[end]:
-            out.append(end)
-    return out
+    return [end for end, seen in zip(range(head + 1, len(messages)), last, strict=False)
+            if end in bounds and seen < tail_min[end]]
 
 
 def build(work: Work, head: int, end: int, max_tokens: int, cap: int) -> Summary:
