@@ -11,7 +11,6 @@ from __future__ import annotations
 import base64
 import hashlib
 import os
-import shutil
 import tempfile
 import threading
 import zlib
@@ -175,17 +174,26 @@ def _squeezing(blocks: Iterator[bytes]) -> Iterator[bytes]:
 class Prepack:
     """Compresses a file's lines block by block ahead, so that the inline archive of a
     span of most of the file is nearly done when it is written: in worker processes that
-    have the file open, once they are free (`submit`), else on a thread (`start`). Each
-    block's zlib stream goes to a file of its own.
+    have the file open, once they are free (`submit`), else on a thread (`start`).
 
-    `streams` gives the zlib streams of a span: the blocks done that lie wholly in it,
-    the rest compressed then. It reads with os.pread (`possible` tells if there is one).
+    Each block's zlib stream goes to its own place in `spool`, an unnamed temporary file:
+    a worker forked after it was made writes there too, and nothing is left behind,
+    however the run ends. `streams` gives the zlib streams of a span: the blocks done
+    that lie wholly in it, the rest compressed then. It reads with os.pread (`possible`
+    tells if there is one).
     """
 
-    def __init__(self, records: LineIndex) -> None:
+    def __init__(self, records: LineIndex, spool: IO[bytes]) -> None:
         self.records = records
         self.bounds = records.blocks(BLOCK)
-        self.folder = tempfile.mkdtemp(prefix="ctxpack-")
+        self.spool = spool
+        self.slots: list[tuple[int, int]] = []  # (offset, room) of each block's stream
+        at = 0
+        for a, b in self.bounds:
+            start, end = records.offsets(a, b)
+            room = _room(end - start)
+            self.slots.append((at, room))
+            at += room
         self.done: dict[int, Any] = {}  # block -> its stream's length, or a future of it
         self.halt = threading.Event()
         self.thread: threading.Thread | None = None
@@ -200,30 +208,26 @@ class Prepack:
         self.thread.start()
 
     def submit(self, workers: Any, span: tuple[int, int]) -> None:
-        """Have `workers` (a process pool forked with the file open) compress the blocks
-        that lie wholly in lines [lo, hi), after the work they have already."""
-        fd = self.records.fileno()
-        identity = file_identity(os.fstat(fd))
+        """Have `workers` (a process pool forked with the file and the spool open)
+        compress the blocks that lie wholly in lines [lo, hi), after the work they have."""
         for n, (a, b) in enumerate(self.bounds):
             if span[0] <= a and b <= span[1]:
                 try:
-                    self.done[n] = workers.submit(pack_block, fd, identity,
-                                                  *self.records.offsets(a, b), self._path(n))
+                    self.done[n] = workers.submit(pack_block, *self._task(n))
                 except Exception:  # noqa: BLE001 - a pool that broke: compressed when written
                     break
 
-    def _path(self, n: int) -> str:
-        return os.path.join(self.folder, f"{n}.zlib")
+    def _task(self, n: int) -> tuple[Any, ...]:
+        fd, out = self.records.fileno(), self.spool.fileno()
+        return (fd, file_identity(os.fstat(fd)), *self.records.offsets(*self.bounds[n]),
+                out, file_identity(os.fstat(out)), *self.slots[n])
 
     def _run(self) -> None:
-        fd = self.records.fileno()
-        identity = file_identity(os.fstat(fd))
-        for n, (a, b) in enumerate(self.bounds):
+        for n in range(len(self.bounds)):
             if self.halt.is_set():
                 return
             try:
-                self.done[n] = pack_block(fd, identity, *self.records.offsets(a, b),
-                                          self._path(n))
+                self.done[n] = pack_block(*self._task(n))
             except OSError:  # the rest are compressed when written
                 return
 
@@ -244,9 +248,7 @@ class Prepack:
                 found = None
         if found is None:
             return None
-        with open(self._path(n), "rb") as block:
-            stream = block.read()
-        return stream if len(stream) == found else None
+        return os.pread(self.spool.fileno(), found, self.slots[n][0])
 
     def streams(self, lo: int, hi: int) -> Iterator[bytes]:
         """The zlib streams of lines lo+1 .. hi (0-based [lo, hi)), in order."""
@@ -272,26 +274,34 @@ class Prepack:
             yield from now()
 
     def close(self) -> None:
-        """Stop, and remove the streams made (once the workers are done with theirs)."""
+        """Stop, once the workers are done with the blocks they began, and let the spool go."""
         self._halt()
         for found in self.done.values():
             if not isinstance(found, int) and not found.cancel():
                 try:
                     found.result()
-                except Exception:  # noqa: BLE001 - what it made, if anything, goes too
+                except Exception:  # noqa: BLE001 - what it wrote, if anything, goes too
                     pass
-        shutil.rmtree(self.folder, ignore_errors=True)
+        self.spool.close()
 
 
-def pack_block(fd: int, identity: tuple[int, int], start: int, end: int, path: str) -> int:
-    """Compress bytes start .. end of the file open as `fd`, which must be the file
-    `identity` names (in a worker that was not forked, it is another or none), into a
-    zlib stream written to `path`; its length."""
-    if file_identity(os.fstat(fd)) != identity:
-        raise OSError("this process does not have the file open")
+def _room(size: int) -> int:
+    """Bytes a zlib stream of `size` bytes can take (stored, it grows by a few bytes per
+    64 KiB): the spool's holes cost no disk."""
+    return size + (size >> 10) + 64
+
+
+def pack_block(fd: int, identity: tuple[int, int], start: int, end: int,
+               out: int, out_identity: tuple[int, int], at: int, room: int) -> int:
+    """Compress bytes start .. end of the file open as `fd` into a zlib stream written at
+    `at` of the file open as `out` (in at most `room` bytes); its length. Both must be the
+    files their identities name (in a worker that was not forked, they are others)."""
+    if file_identity(os.fstat(fd)) != identity or file_identity(os.fstat(out)) != out_identity:
+        raise OSError("this process does not have the files open")
     stream = deflate(read_exactly(fd, start, end), LEVEL)
-    with open(path, "wb") as out:
-        out.write(stream)
+    if len(stream) > room:
+        raise OSError(f"a stream of {len(stream)} bytes does not fit its {room}")
+    os.pwrite(out, stream, at)
     return len(stream)
 
 

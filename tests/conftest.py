@@ -2,7 +2,9 @@
 
 from __future__ import annotations
 
+import atexit
 import os
+import shutil
 import tempfile
 from pathlib import Path
 
@@ -15,7 +17,9 @@ CORPUS = SHARED / "corpus"
 
 # The persistent token cache of every test (and of the CLI runs they start) lives
 # in a throwaway folder: tests never read or write the real user cache.
-os.environ["CTXPACK_CACHE_DIR"] = tempfile.mkdtemp(prefix="ctxpack-test-cache-")
+_CACHE = tempfile.mkdtemp(prefix="ctxpack-test-cache-")
+os.environ["CTXPACK_CACHE_DIR"] = _CACHE
+atexit.register(shutil.rmtree, _CACHE, ignore_errors=True)
 
 if "TIKTOKEN_CACHE_DIR" not in os.environ and (SHARED / "tiktoken-cache").is_dir():
     os.environ["TIKTOKEN_CACHE_DIR"] = str(SHARED / "tiktoken-cache")

@@ -8,7 +8,9 @@ from __future__ import annotations
 import gc
 import importlib
 import io
+import tempfile
 import threading
+import zlib
 from pathlib import Path
 
 import pytest
@@ -149,6 +151,15 @@ def test_a_worker_hashes_only_the_file_it_was_forked_with(tmp_path: Path) -> Non
             ahead._sha256(g.fileno(), identity, 5, 95)
         with pytest.raises(OSError):  # the file is shorter than the span
             ahead._sha256(f.fileno(), identity, 5, 200)
+        # the archive's blocks go the same way, into the spool it was forked with
+        with tempfile.TemporaryFile() as spool:
+            out = (spool.fileno(), archive.file_identity(os.fstat(spool.fileno())))
+            n = archive.pack_block(f.fileno(), identity, 5, 95, *out, 100, 200)
+            assert zlib.decompress(os.pread(spool.fileno(), n, 100)) == path.read_bytes()[5:95]
+            with pytest.raises(OSError):
+                archive.pack_block(f.fileno(), identity, 5, 95, g.fileno(), out[1], 0, 200)
+            with pytest.raises(OSError):  # no room for it
+                archive.pack_block(f.fileno(), identity, 5, 95, *out, 0, 8)
 
 
 def test_workers_that_fail_leave_the_facts_to_this_process(workers, monkeypatch) -> None:
@@ -239,6 +250,7 @@ def test_an_archive_compressed_ahead_holds_the_same_bytes(turn, tmp_path: Path) 
     data = PATH.read_bytes()
     lo = 3
     release = threading.Event()
+    spool = tempfile.TemporaryFile()  # before the workers fork, as compress makes it
     with open(PATH, "rb") as stream, (
             ThreadPoolExecutor(1) if turn == "taken back"
             else ProcessPoolExecutor(1, mp_context=multiprocessing.get_context("fork"))) as pool:
@@ -249,7 +261,7 @@ def test_an_archive_compressed_ahead_holds_the_same_bytes(turn, tmp_path: Path) 
         original = archive.BLOCK
         archive.BLOCK = 1 << 10
         try:
-            prepack = archive.Prepack(index)
+            prepack = archive.Prepack(index, spool)
         finally:
             archive.BLOCK = original
         if turn == "on a thread":
@@ -266,7 +278,7 @@ def test_an_archive_compressed_ahead_holds_the_same_bytes(turn, tmp_path: Path) 
         finally:
             release.set()
             prepack.close()
-        assert not Path(prepack.folder).exists()  # the streams made are gone
+        assert spool.closed  # the streams made go with it
     assert got == b"".join(data.splitlines(keepends=True)[lo:hi])
     if turn == "on a thread":
         assert prepack.done and all(isinstance(n, int) for n in prepack.done.values())

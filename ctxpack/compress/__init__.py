@@ -10,12 +10,13 @@ from __future__ import annotations
 import gc
 import io
 import os
+import tempfile
 from collections import Counter
 from collections.abc import Callable, Iterable, Iterator
 from contextlib import contextmanager
 from dataclasses import asdict, dataclass, field, replace
 from datetime import datetime, timezone
-from typing import TYPE_CHECKING, Any
+from typing import IO, TYPE_CHECKING, Any
 
 import orjson
 
@@ -152,8 +153,15 @@ def compress_file(source: PathOrFile, options: Options | None = None, *,
     options = options or Options()
     if strip_metadata:
         options = replace(options, archive=False)
-    scanned = scan(source, format, model=model, table=table, skip_invalid=skip_invalid,
-                   cache=cache, progress=progress)
+    # where the archive may be compressed ahead (see _prepack): made before the scan forks
+    # its worker processes, so that they have it open too
+    spool = tempfile.TemporaryFile()  # noqa: SIM115 - the prepack's to close, or closed here
+    try:
+        scanned = scan(source, format, model=model, table=table, skip_invalid=skip_invalid,
+                       cache=cache, progress=progress)
+    except BaseException:
+        spool.close()
+        raise
     try:
         t = scanned.transcript
         fmt = formats.get(t.format)
@@ -179,10 +187,11 @@ def compress_file(source: PathOrFile, options: Options | None = None, *,
                 t, lambda indexes, item: run(work_of(indexes, item), summarize), archiver,
                 now_iso(), strip_metadata)
             scanned.close()
+            spool.close()
             return Compressed(_report(works, t, archiver), lines)
         work = work_of(list(range(len(t.messages))))
         work.ahead = FactsAhead.start(work, scanned.take_workers())
-        prepack = _prepack(work, archiver, strip_metadata)
+        prepack = _prepack(work, archiver, strip_metadata, spool)
         try:
             run(work, summarize)
         except BaseException:
@@ -206,6 +215,7 @@ def compress_file(source: PathOrFile, options: Options | None = None, *,
                                    scanned), close)
     except BaseException:
         scanned.close()
+        spool.close()
         raise
 
 
@@ -219,11 +229,11 @@ def _checked(chunks: Iterator[bytes], scanned: Scanned) -> Iterator[bytes]:
 PREPACK_BYTES = 32 << 20  # below this, the archive is compressed fast enough when written
 
 
-def _prepack(work: Work, archiver: Archiver, strip: bool) -> Any:
-    """Compress the file ahead while the plan is made, when a summary (and so an archive
-    of most of a big file) is to be expected: in the worker processes that find the
-    summary's facts, once those are in (the archive is wanted only when the output is
-    written), else on a thread."""
+def _prepack(work: Work, archiver: Archiver, strip: bool, spool: IO[bytes]) -> Any:
+    """Compress the file ahead into `spool` while the plan is made, when a summary (and so
+    an archive of most of a big file) is to be expected: in the worker processes that find
+    the summary's facts, once those are in (the archive is wanted only when the output is
+    written), else on a thread. The spool is closed if it is not wanted."""
     from ..archive import Prepack
     from ..jsonl import LineIndex
 
@@ -232,8 +242,9 @@ def _prepack(work: Work, archiver: Archiver, strip: bool) -> Any:
               and archiver.folder is None and not strip)
     if not (likely and isinstance(records, LineIndex) and records.size >= PREPACK_BYTES
             and Prepack.possible()):
+        spool.close()
         return None
-    prepack = Prepack(records)
+    prepack = Prepack(records, spool)
     if work.ahead is not None:
         work.ahead.then.append(prepack.submit)
     else:
