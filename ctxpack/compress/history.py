@@ -36,14 +36,14 @@ def summarizer(name: str) -> Any:
     return ExtractiveSummarizer()
 
 
-def summarize(work: Work, allowed: list[int]) -> Summary | None:
+def summarize(work: Work) -> Summary | None:
     """Archive the oldest region that must go; None when nothing can be archived.
 
     The region ends at the first cut where the rest and its summary are under the target;
     or, from the floor on (the newest steps asked for kept), under the limit, the summary
     condensed to the room left if it must be, before any kept step is archived."""
-    head = cutting.head_end(work.messages, allowed)
-    ends = _ends(work, allowed, head)
+    head = cutting.head_end(work.messages, work.allowed)
+    ends = _ends(work, head)
     if not ends:
         return None
     floor = _floor(work, head)
@@ -90,9 +90,8 @@ def _first_end(work: Work, head: int, ends: list[int], floor: int) -> int:
 def likely_whole(work: Work) -> tuple[Unit, ...]:
     """The units a summary of `work` would read whole if its region ended where the
     counts as they are now say it does (see `compress.ahead`)."""
-    allowed = work.allowed
-    head = cutting.head_end(work.messages, allowed)
-    ends = _ends(work, allowed, head)
+    head = cutting.head_end(work.messages, work.allowed)
+    ends = _ends(work, head)
     if not ends:
         return ()
     return whole_units(work, head,
@@ -147,12 +146,12 @@ def _caps(work: Work, head: int) -> Callable[[int], int]:
     return lambda end: max(1, min(most, earlier[end] + archived[end] // ratio))
 
 
-def _ends(work: Work, allowed: list[int], head: int) -> list[int]:
+def _ends(work: Work, head: int) -> list[int]:
     """Cuts that can end the region: its lines all before the kept tail's lines."""
     from .writer import span_start
 
     if work.item is not None:  # the record is written whole: any cut will do
-        return [c for c in allowed if head < c < len(work.messages)]
+        return [c for c in work.allowed if head < c < len(work.messages)]
     if span_start(work, head) is None:
         return []
     messages = work.messages
@@ -161,7 +160,7 @@ def _ends(work: Work, allowed: list[int], head: int) -> list[int]:
     tail_min = [*accumulate(reversed([min(m.lines, default=never) for m in messages]), min)]
     tail_min.reverse()
     last = accumulate((max(m.lines, default=0) for m in messages[head:]), max)
-    bounds = set(allowed)
+    bounds = set(work.allowed)
     return [end for end, seen in zip(range(head + 1, len(messages)), last, strict=False)
             if end in bounds and seen < tail_min[end]]
 

@@ -281,10 +281,9 @@ def mask_outputs(work: Work, masks: list[Mask]) -> int:
     return len(masks)
 
 
-def run(work: Work, summarize: Callable[[Work, list[int]], Summary | None]) -> Work:
+def run(work: Work, summarize: Callable[[Work], Summary | None]) -> Work:
     """Plan the whole compression; raises CannotFit when no plan fits the limit."""
     options = work.options
-    allowed = work.allowed
     masks = plan_masks(work) if options.mask else []
     skip = {(m.i, m.j) for m in masks}
     for name, enabled, step in (
@@ -297,7 +296,7 @@ def run(work: Work, summarize: Callable[[Work, list[int]], Summary | None]) -> W
             work.steps.append(StepReport(name, before, work.total, items))
     before = work.total
     if options.summarize and before > trigger(work):
-        work.summary = summarize(work, allowed)
+        work.summary = summarize(work)
         note = "" if work.summary else "no region could be archived"
         items = work.summary.end - work.summary.start if work.summary else 0
         work.steps.append(StepReport("summarize", before, work.total, items, note))
