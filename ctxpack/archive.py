@@ -12,13 +12,12 @@ import base64
 import hashlib
 import os
 import tempfile
-import threading
 import zlib
 from collections import deque
 from collections.abc import Iterable, Iterator
 from dataclasses import dataclass
 from pathlib import Path
-from typing import IO, Any
+from typing import IO, TYPE_CHECKING, Any
 
 import orjson
 
@@ -26,13 +25,16 @@ from .errors import InputError, UsageError
 from .jsonl import LineIndex
 from .model import META_KEY as KEY
 
+if TYPE_CHECKING:
+    from concurrent.futures import Future, ThreadPoolExecutor
+
 MARK = b'"ctxpack"'  # a line without it was not written by compress: no need to parse it
 BIG = 1 << 20  # a line this long is parsed without its inline archive's text (see meta_of)
 DATA = b'"encoding":"zlib+base64","data":"'  # how compress writes an inline archive's text
 VERSION = 1
 
 
-PIECE = 3 << 20  # compressed bytes base64-encoded at a time (a multiple of 3: no padding)
+PIECE = 3 << 20  # compressed bytes read back from a spool at a time
 BLOCK = 4 << 20  # an inline archive is compressed in blocks this big, side by side
 LEVEL = 1  # the fastest level: text still shrinks to about 40%, at several times the speed
 
@@ -75,11 +77,7 @@ class Archiver:
         original's sha256 and size, found elsewhere: then `chunks` are not read at all."""
         if squeezed is not None and self.enabled and self.folder is None:
             # the streams are made already, or on their way: the original is only hashed
-            sha256, size = digest or sha256_of(chunks)
-            slot = f"ctxpack-data-{os.urandom(12).hex()}"
-            return Packed({"sha256": sha256, "bytes": size, "inline": True,
-                           "encoding": "zlib+base64", "data": slot}, slot,
-                          streams=iter(squeezed))
+            return _inline_packed(*(digest or sha256_of(chunks)), iter(squeezed))
         sha = hashlib.sha256()
         size = 0
 
@@ -96,15 +94,13 @@ class Archiver:
             return Packed({"sha256": sha.hexdigest(), "bytes": size, "inline": False,
                            "dropped": True})
         if self.folder is None:
-            slot = f"ctxpack-data-{os.urandom(12).hex()}"
-            spool = tempfile.TemporaryFile()  # noqa: SIM115 - Packed.pieces closes it
+            spool = tempfile.TemporaryFile()  # noqa: SIM115 - _spooled closes it
             try:
                 _squeeze(_blocks(blocks, BLOCK), spool)
             except BaseException:
                 spool.close()
                 raise
-            return Packed({"sha256": sha.hexdigest(), "bytes": size, "inline": True,
-                           "encoding": "zlib+base64", "data": slot}, slot, spool)
+            return _inline_packed(sha.hexdigest(), size, _spooled(spool))
         Path(self.folder).mkdir(parents=True, exist_ok=True)
         fd, tmp = tempfile.mkstemp(prefix=".ctxpack-", dir=self.folder)
         try:
@@ -124,6 +120,23 @@ class Archiver:
             raise
         return Packed({"sha256": sha.hexdigest(), "bytes": size, "inline": False,
                        "dir": self.folder})
+
+
+def _inline_packed(sha256: str, size: int, streams: Iterator[bytes]) -> Packed:
+    """An original archived inline: its zlib `streams`, base64-encoded when written."""
+    slot = f"ctxpack-data-{os.urandom(12).hex()}"
+    return Packed({"sha256": sha256, "bytes": size, "inline": True,
+                   "encoding": "zlib+base64", "data": slot}, slot, streams)
+
+
+def _spooled(spool: IO[bytes]) -> Iterator[bytes]:
+    """The bytes written to `spool`, in pieces; it is closed after."""
+    try:
+        spool.seek(0)
+        while chunk := spool.read(PIECE):
+            yield chunk
+    finally:
+        spool.close()
 
 
 def sha256_of(chunks: Iterable[bytes]) -> tuple[str, int]:
@@ -194,65 +207,48 @@ class Prepack:
             room = _room(end - start)
             self.slots.append((at, room))
             at += room
-        self.done: dict[int, Any] = {}  # block -> its stream's length, or a future of it
-        self.halt = threading.Event()
-        self.thread: threading.Thread | None = None
+        self.done: dict[int, Future[int]] = {}  # block -> the length of its stream, to come
+        self.thread: ThreadPoolExecutor | None = None
 
     @staticmethod
     def possible() -> bool:
         return hasattr(os, "pread")
 
     def start(self) -> None:
-        """Compress on a thread of this process (zlib lets go of the GIL as it works)."""
-        self.thread = threading.Thread(target=self._run, name="ctxpack-prepack", daemon=True)
-        self.thread.start()
+        """Compress every block on a thread of this process (zlib lets go of the GIL)."""
+        from concurrent.futures import ThreadPoolExecutor
+
+        self.thread = ThreadPoolExecutor(1, thread_name_prefix="ctxpack-prepack")
+        self.submit(self.thread, (0, len(self.records)))
 
     def submit(self, workers: Any, span: tuple[int, int]) -> None:
-        """Have `workers` (a process pool forked with the file and the spool open)
-        compress the blocks that lie wholly in lines [lo, hi), after the work they have."""
+        """Have `workers` (a process pool forked with the file and the spool open, or this
+        process's thread) compress the blocks that lie wholly in lines [lo, hi), after
+        the work they have already."""
+        fd, out = self.records.fileno(), self.spool.fileno()
+        files = (fd, file_identity(os.fstat(fd)), out, file_identity(os.fstat(out)))
         for n, (a, b) in enumerate(self.bounds):
             if span[0] <= a and b <= span[1]:
                 try:
-                    self.done[n] = workers.submit(pack_block, *self._task(n))
+                    self.done[n] = workers.submit(pack_block, *files,
+                                                  *self.records.offsets(a, b), *self.slots[n])
                 except Exception:  # noqa: BLE001 - a pool that broke: compressed when written
                     break
 
-    def _task(self, n: int) -> tuple[Any, ...]:
-        fd, out = self.records.fileno(), self.spool.fileno()
-        return (fd, file_identity(os.fstat(fd)), *self.records.offsets(*self.bounds[n]),
-                out, file_identity(os.fstat(out)), *self.slots[n])
-
-    def _run(self) -> None:
-        for n in range(len(self.bounds)):
-            if self.halt.is_set():
-                return
-            try:
-                self.done[n] = pack_block(*self._task(n))
-            except OSError:  # the rest are compressed when written
-                return
-
-    def _halt(self) -> None:
-        self.halt.set()
-        if self.thread is not None:
-            self.thread.join()
-            self.thread = None
-
     def _stream(self, n: int) -> bytes | None:
-        """Block n's stream if it was compressed ahead, or is being: a block a worker has
-        not begun is taken back (None), to be compressed here."""
+        """Block n's stream if it was compressed ahead, or is being: a block no worker has
+        begun is taken back (None), to be compressed here."""
         found = self.done.get(n)
-        if found is not None and not isinstance(found, int):
-            try:
-                found = None if found.cancel() else found.result()
-            except Exception:  # noqa: BLE001 - a worker died, or could not read the file
-                found = None
-        if found is None:
+        if found is None or found.cancel():
             return None
-        return os.pread(self.spool.fileno(), found, self.slots[n][0])
+        try:
+            length = found.result()
+        except Exception:  # noqa: BLE001 - a worker died, or could not read the file
+            return None
+        return os.pread(self.spool.fileno(), length, self.slots[n][0])
 
     def streams(self, lo: int, hi: int) -> Iterator[bytes]:
         """The zlib streams of lines lo+1 .. hi (0-based [lo, hi)), in order."""
-        self._halt()
         run: list[tuple[int, int]] = []  # line ranges not done: compressed now
 
         def now() -> Iterator[bytes]:
@@ -274,14 +270,16 @@ class Prepack:
             yield from now()
 
     def close(self) -> None:
-        """Stop, once the workers are done with the blocks they began, and let the spool go."""
-        self._halt()
+        """Stop, once the blocks begun are done with, and let the spool go."""
         for found in self.done.values():
-            if not isinstance(found, int) and not found.cancel():
+            if not found.cancel():
                 try:
                     found.result()
                 except Exception:  # noqa: BLE001 - what it wrote, if anything, goes too
                     pass
+        if self.thread is not None:
+            self.thread.shutdown()
+            self.thread = None
         self.spool.close()
 
 
@@ -291,13 +289,13 @@ def _room(size: int) -> int:
     return size + (size >> 10) + 64
 
 
-def pack_block(fd: int, identity: tuple[int, int], start: int, end: int,
-               out: int, out_identity: tuple[int, int], at: int, room: int) -> int:
+def pack_block(fd: int, identity: tuple[int, int], out: int, out_identity: tuple[int, int],
+               start: int, end: int, at: int, room: int) -> int:
     """Compress bytes start .. end of the file open as `fd` into a zlib stream written at
     `at` of the file open as `out` (in at most `room` bytes); its length. Both must be the
-    files their identities name (in a worker that was not forked, they are others)."""
-    if file_identity(os.fstat(fd)) != identity or file_identity(os.fstat(out)) != out_identity:
-        raise OSError("this process does not have the files open")
+    files their identities name (see `check_open`)."""
+    check_open(fd, identity)
+    check_open(out, out_identity)
     stream = deflate(read_exactly(fd, start, end), LEVEL)
     if len(stream) > room:
         raise OSError(f"a stream of {len(stream)} bytes does not fit its {room}")
@@ -308,6 +306,13 @@ def pack_block(fd: int, identity: tuple[int, int], start: int, end: int,
 def file_identity(stat: os.stat_result) -> tuple[int, int]:
     """What tells one open file from another: its device and inode."""
     return stat.st_dev, stat.st_ino
+
+
+def check_open(fd: int, identity: tuple[int, int]) -> None:
+    """Raise unless `fd` is the file `identity` names: in a worker process that was not
+    forked with it open, that descriptor is another file, or none."""
+    if file_identity(os.fstat(fd)) != identity:
+        raise OSError("this process does not have the file open")
 
 
 def read_exactly(fd: int, start: int, end: int) -> bytes:
@@ -348,22 +353,12 @@ class Packed:
 
     ref: dict[str, Any]
     slot: str | None = None
-    spool: IO[bytes] | None = None
-    streams: Iterator[bytes] | None = None  # instead of the spool: the zlib streams
+    streams: Iterator[bytes] | None = None  # inline: the zlib streams, to be read once
 
     def pieces(self) -> Iterator[bytes]:
-        """The base64 text of the compressed bytes, in pieces, once: the spool is closed
-        after, or the streams are used up."""
-        if self.streams is not None:
-            yield from _base64(self.streams)
-            return
-        assert self.spool is not None
-        try:
-            self.spool.seek(0)
-            while chunk := self.spool.read(PIECE):
-                yield base64.b64encode(chunk)
-        finally:
-            self.spool.close()
+        """The base64 text of the compressed bytes, in pieces, once."""
+        assert self.streams is not None
+        yield from _base64(self.streams)
 
     def text(self) -> str:
         return b"".join(self.pieces()).decode("ascii")

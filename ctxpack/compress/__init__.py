@@ -246,7 +246,7 @@ def _prepack(work: Work, archiver: Archiver, strip: bool, spool: IO[bytes]) -> A
         return None
     prepack = Prepack(records, spool)
     if work.ahead is not None:
-        work.ahead.then.append(prepack.submit)
+        work.ahead.prepack = prepack
     else:
         prepack.start()
     return prepack

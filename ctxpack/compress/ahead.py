@@ -18,10 +18,10 @@ turns out other, the span is hashed and compressed here, as it would have been.
 from __future__ import annotations
 
 import os
-from collections.abc import Callable, Sequence
+from collections.abc import Sequence
 from typing import Any
 
-from ..archive import file_identity, read_exactly, sha256_of
+from ..archive import Prepack, check_open, file_identity, read_exactly, sha256_of
 from ..bulk import worker_count
 from ..jsonl import LineIndex
 from .facts import Facts, extract
@@ -45,8 +45,7 @@ class FactsAhead:
         self.tasks = tasks  # (units, future of their facts)
         self.records = records  # the file's lines, which the workers can read too
         self.span: tuple[tuple[int, int], Any] | None = None  # (lines, future of the digest)
-        # more work on the span for the workers, once it is hashed: (workers, lines) -> None
-        self.then: list[Callable[[Any, tuple[int, int]], None]] = []
+        self.prepack: Prepack | None = None  # compresses the span next, when there is one
 
     @classmethod
     def start(cls, work: Work, workers: Any) -> FactsAhead | None:
@@ -104,8 +103,8 @@ class FactsAhead:
                                                       *self.records.offsets(*span))
             except Exception:  # noqa: BLE001 - a pool that broke: it is hashed here
                 pass
-            for more in self.then:
-                more(self.workers, span)
+            if self.prepack is not None:
+                self.prepack.submit(self.workers, span)
         self.close()
 
     def close(self) -> None:
@@ -154,8 +153,7 @@ def _runs(sizes: list[int], most: int) -> list[tuple[int, int]]:
 def _sha256(fd: int, identity: tuple[int, int], start: int, end: int) -> tuple[str, int]:
     """The sha256 and size of bytes start .. end of the file open as `fd`, which must be
     the file `identity` names (in a worker that was not forked, it is another or none)."""
-    if file_identity(os.fstat(fd)) != identity:
-        raise OSError("this worker does not have the file open")
+    check_open(fd, identity)
     return sha256_of(read_exactly(fd, at, min(at + READ, end)) for at in range(start, end, READ))
 
 
