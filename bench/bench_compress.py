@@ -95,8 +95,8 @@ def corpus_files(corpus: Path) -> list[Path]:
 
 def first_summary(path: Path, tokens: int, strategy: str) -> tuple[float, Any, list[str]]:
     """The first budget on the share ladder that gives a summary: (share, report, notes)."""
-    from ctxpack.compress import compress_file
-    from ctxpack.compress.options import Options
+    from ctxpack.compression import compress_file
+    from ctxpack.compression.options import Options
     from ctxpack.errors import CannotFit
 
     notes: list[str] = []
@@ -245,11 +245,11 @@ def run_quality(args: argparse.Namespace) -> list[str]:
 def child(kind: str, path: str, budget: int, keep: str | None = None) -> dict[str, Any]:
     """One timed call in this (fresh) process; what it measured, as JSON for the parent
     (`keep`: where compress's output is kept, for restore to read)."""
-    from ctxpack.compress import compress_file
-    from ctxpack.compress.options import Options
-    from ctxpack.restore import restoring
-    from ctxpack.stats import stats
+    from ctxpack.breakdown import stats
+    from ctxpack.compression import compress_file
+    from ctxpack.compression.options import Options
     from ctxpack.tokens import TokenCounter
+    from ctxpack.undo import restoring
 
     start = time.perf_counter()
     if kind == "floor":  # what any run holds before reading the file

@@ -28,10 +28,10 @@ HERE = Path(__file__).resolve().parent
 ROOT = HERE.parent
 sys.path.insert(0, str(ROOT))
 
-from ctxpack.compress import compress_file  # noqa: E402
-from ctxpack.compress.options import Options  # noqa: E402
+from ctxpack.breakdown import stats  # noqa: E402
+from ctxpack.compression import compress_file  # noqa: E402
+from ctxpack.compression.options import Options  # noqa: E402
 from ctxpack.errors import CtxpackError  # noqa: E402
-from ctxpack.stats import stats  # noqa: E402
 
 CORPUS = ROOT.parent / "shared" / "corpus"
 DEFAULT = CORPUS / "claude-code" / "claude-reliability__python-to-rust-port.jsonl"

@@ -244,7 +244,7 @@ def _first_difference(a: Any, b: Any, at: str = "") -> str:
             if a.get(key) != b.get(key):
                 return _first_difference(a.get(key), b.get(key), f"{at}.{key}")
     if isinstance(a, list) and isinstance(b, list) and len(a) == len(b):
-        for n, (x, y) in enumerate(zip(a, b)):
+        for n, (x, y) in enumerate(zip(a, b, strict=True)):
             if x != y:
                 return _first_difference(x, y, f"{at}[{n}]")
     return f"{at or '.'}: {str(a)[:120]} -> {str(b)[:120]}"

@@ -23,7 +23,7 @@ import orjson
 
 from .errors import InputError, UsageError
 from .jsonl import LineIndex
-from .model import META_KEY as KEY
+from .transcript import META_KEY as KEY
 
 if TYPE_CHECKING:
     from concurrent.futures import Future, ThreadPoolExecutor

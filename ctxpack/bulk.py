@@ -15,9 +15,9 @@ from collections.abc import Callable
 from typing import TYPE_CHECKING, Any, Generic, TypeVar
 
 from . import tokens
-from .model import Message
 from .models import DEFAULT_MODEL, ModelTable
 from .tokens import COUNT_VERSION, Key, MessageCount, MessagePlan, TokenCounter, cache_key, digest
+from .transcript import Message
 
 if TYPE_CHECKING:
     from .cache import Store

@@ -20,7 +20,7 @@ from typing import IO, Any, BinaryIO, ClassVar, overload
 import orjson
 
 from .errors import InputError
-from .model import Record
+from .transcript import Record
 
 CHUNK = 1 << 22
 

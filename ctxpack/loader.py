@@ -23,7 +23,7 @@ from .jsonl import (
     parse_line,
     write_atomic,
 )
-from .model import BadLine, Message, Record, Transcript, opens_with_summary
+from .transcript import BadLine, Message, Record, Transcript, opens_with_summary
 
 SNIFF_RECORDS = 50
 DEFAULT_FORMAT = "openai"

@@ -17,8 +17,8 @@ from typing import Any
 
 from . import images
 from .errors import UsageError
-from .model import Image, Message, Text, Thinking, ToolCall, ToolResult
 from .models import DEFAULT_MODEL, TABLE, ModelInfo, ModelTable
+from .transcript import Image, Message, Text, Thinking, ToolCall, ToolResult
 
 TOKENS_PER_MESSAGE = 3
 TOKENS_PER_NAME = 1

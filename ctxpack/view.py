@@ -13,12 +13,22 @@ from collections.abc import Iterator
 from dataclasses import dataclass
 
 from . import images
+from .breakdown import transcript_models
 from .errors import UsageError
 from .loader import PathOrFile, load
-from .model import Image, Message, Part, Round, Text, Thinking, ToolCall, ToolResult, Transcript
 from .models import TABLE, ModelTable
-from .stats import transcript_models
 from .tokens import REPLY_PRIMING, MessageCount, TokenCounter
+from .transcript import (
+    Image,
+    Message,
+    Part,
+    Round,
+    Text,
+    Thinking,
+    ToolCall,
+    ToolResult,
+    Transcript,
+)
 
 FOLD_LINES = 12  # lines kept of a long tool output, argument list, system prompt or thinking
 PROSE_LINES = 36  # lines kept of a long user or assistant message

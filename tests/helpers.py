@@ -10,7 +10,7 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
 
-from ctxpack.model import Message
+from ctxpack.transcript import Message
 
 
 @dataclass

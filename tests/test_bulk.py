@@ -22,11 +22,11 @@ from hypothesis import given, settings
 from hypothesis import strategies as st
 
 from ctxpack import bulk, images, tokens
+from ctxpack.breakdown import stats
 from ctxpack.bulk import BulkCounter
 from ctxpack.loader import load
-from ctxpack.model import Image, Message, Text
-from ctxpack.stats import stats
 from ctxpack.tokens import TokenCounter, split_long_runs
+from ctxpack.transcript import Image, Message, Text
 
 ROOT = Path(__file__).resolve().parent.parent
 

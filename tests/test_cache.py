@@ -15,7 +15,7 @@ from pathlib import Path
 import pytest
 
 from ctxpack import cache
-from ctxpack.stats import stats
+from ctxpack.breakdown import stats
 
 from .helpers import ctxpack
 
@@ -134,7 +134,7 @@ def test_estimates_are_never_stored(cache_dir, chat, monkeypatch):
 
 def test_two_processes_at_once(exact_tokens, cache_dir, chat):
     _write(chat, 60, 400)
-    script = ("import json, sys; from ctxpack.stats import stats; "
+    script = ("import json, sys; from ctxpack.breakdown import stats; "
               "print(json.dumps(stats(sys.argv[1], 'gpt-4o').to_dict()))")
     env_keys = {"CTXPACK_CACHE_DIR": str(cache_dir)}
     procs = [subprocess.Popen([sys.executable, "-c", script, str(chat)], stdout=subprocess.PIPE,

@@ -286,8 +286,8 @@ def _rewrite(path: Path, how: str) -> None:
 
 @pytest.mark.parametrize("how", ["same size", "shorter", "longer"])
 def test_an_input_rewritten_while_it_is_compressed_is_refused(chat: Path, how: str) -> None:
-    from ctxpack.compress import compress_file
-    from ctxpack.compress.options import Options
+    from ctxpack.compression import compress_file
+    from ctxpack.compression.options import Options
     from ctxpack.errors import InputError
 
     result = compress_file(chat, Options(budget=3000))
@@ -298,8 +298,8 @@ def test_an_input_rewritten_while_it_is_compressed_is_refused(chat: Path, how: s
 
 def test_lines_appended_while_compressing_are_left_for_next_time(chat: Path,
                                                                   tmp_path: Path) -> None:
-    from ctxpack.compress import compress_file
-    from ctxpack.compress.options import Options
+    from ctxpack.compression import compress_file
+    from ctxpack.compression.options import Options
 
     original = chat.read_bytes()
     result = compress_file(chat, Options(budget=3000))
@@ -320,7 +320,7 @@ def test_the_command_writes_nothing_when_the_input_is_rewritten(chat: Path,
         "import importlib, sys\n"
         "from pathlib import Path\n"
         "from tests.test_cli_compress import _rewrite\n"
-        "module = importlib.import_module('ctxpack.compress')\n"
+        "module = importlib.import_module('ctxpack.compression')\n"
         "real = module.compress_file\n"
         "def planned_then_rewritten(*args, **kwargs):\n"
         "    result = real(*args, **kwargs)\n"

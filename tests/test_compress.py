@@ -15,14 +15,14 @@ import orjson
 import pytest
 
 from ctxpack import archive
-from ctxpack.compress import compress_file
-from ctxpack.compress.options import Options
-from ctxpack.compress.truncate import Limits
+from ctxpack.breakdown import stats
+from ctxpack.checks import validate
+from ctxpack.compression import compress_file
+from ctxpack.compression.options import Options
+from ctxpack.compression.truncate import Limits
 from ctxpack.errors import CannotFit
 from ctxpack.loader import load
-from ctxpack.restore import restore
-from ctxpack.stats import stats
-from ctxpack.validate import validate
+from ctxpack.undo import restore
 
 from .conftest import SAMPLES, corpus_params
 
@@ -297,7 +297,7 @@ def test_the_summary_is_a_fifth_of_what_it_archives_at_most() -> None:
 
 
 def test_reused_call_ids_pair_each_call_with_the_next_result() -> None:
-    from ctxpack.compress.units import cuts
+    from ctxpack.compression.units import cuts
 
     t = load(io.BytesIO(agent_run(9, reuse_ids=True)))
     allowed = cuts(t.messages)
@@ -317,7 +317,7 @@ def test_an_archive_compressed_ahead_restores_the_same(path: Path, monkeypatch) 
     archive that makes must hold the same bytes as the one made when writing."""
     import importlib
 
-    compress_module = importlib.import_module("ctxpack.compress")  # not the function
+    compress_module = importlib.import_module("ctxpack.compression")  # not the function
     budget = stats(path, cache=False).tokens // 2
     plain = compress_file(path, Options(budget=budget))
     monkeypatch.setattr(compress_module, "PREPACK_BYTES", 0)
@@ -434,7 +434,7 @@ def test_the_ids_made_as_the_file_is_read_are_the_lines_ids(least, monkeypatch) 
 
     from ctxpack.models import TABLE
 
-    scan_module = importlib.import_module("ctxpack.compress.scan")
+    scan_module = importlib.import_module("ctxpack.compression.scan")
     monkeypatch.setattr(scan_module, "ID_BYTES", least)
     path = SAMPLES / "coding-agent.claude-code.jsonl"
     scanned = scan_module.scan(path, None, model=None, table=TABLE, cache=False)
@@ -450,7 +450,7 @@ def test_the_ids_made_as_the_file_is_read_are_the_lines_ids(least, monkeypatch) 
 def test_output_ids_are_the_same_whether_made_as_read_or_when_asked(monkeypatch) -> None:
     import importlib
 
-    scan_module = importlib.import_module("ctxpack.compress.scan")
+    scan_module = importlib.import_module("ctxpack.compression.scan")
     path = SAMPLES / "coding-agent.claude-code.jsonl"
     options = Options(summarize=False, keep_observations=1)  # the masks stay in the output
     monkeypatch.setenv("SOURCE_DATE_EPOCH", "1795000000")  # outputs compare byte for byte

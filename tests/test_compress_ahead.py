@@ -16,20 +16,20 @@ from pathlib import Path
 import pytest
 
 from ctxpack import archive, bulk
-from ctxpack.compress import compress_file
-from ctxpack.compress.facts import extract
-from ctxpack.compress.options import Options
-from ctxpack.compress.summarize import Unit
+from ctxpack.breakdown import stats
+from ctxpack.compression import compress_file
+from ctxpack.compression.facts import extract
+from ctxpack.compression.options import Options
+from ctxpack.compression.summarizers import Unit
 from ctxpack.errors import InputError
 from ctxpack.jsonl import LineIndex
-from ctxpack.restore import restore
-from ctxpack.stats import stats
+from ctxpack.undo import restore
 
 from .conftest import SAMPLES
 
-ahead = importlib.import_module("ctxpack.compress.ahead")
-steps = importlib.import_module("ctxpack.compress.summarize._steps")
-scan_module = importlib.import_module("ctxpack.compress.scan")
+ahead = importlib.import_module("ctxpack.compression.ahead")
+steps = importlib.import_module("ctxpack.compression.summarizers._steps")
+scan_module = importlib.import_module("ctxpack.compression.scan")
 
 PATH = SAMPLES / "coding-agent.claude-code.jsonl"
 
@@ -97,7 +97,7 @@ def test_the_archive_of_a_span_the_workers_made_restores_the_same(done, piped, w
     and the workers compress its blocks; the archive names that sha256 (restore checks
     it) and holds those streams, or ones made here if the workers could not read the
     file. Piped input is read from a spooled copy, which the workers read too."""
-    compress_module = importlib.import_module("ctxpack.compress")
+    compress_module = importlib.import_module("ctxpack.compression")
     monkeypatch.setattr(compress_module, "PREPACK_BYTES", 0)  # the streams come ahead too
     monkeypatch.setattr(archive, "BLOCK", 1 << 10)
     expected = compress_file(PATH, Options(budget=stats(PATH, cache=False).tokens // 3),
@@ -297,11 +297,11 @@ def test_without_isal_the_archive_is_made_by_the_standard_zlib(tmp_path: Path) -
         "import sys, zlib; sys.modules['isal'] = None\n"  # as if it were not installed
         "from ctxpack import archive\n"
         "assert archive.deflate is zlib.compress\n"
-        "from ctxpack.compress import compress_file\n"
-        "from ctxpack.compress.options import Options\n"
+        "from ctxpack.compression import compress_file\n"
+        "from ctxpack.compression.options import Options\n"
         f"data = compress_file({str(PATH)!r}, Options(budget={budget_of(PATH)})).data\n"
         f"open({str(out)!r}, 'wb').write(data)\n"
-        "from ctxpack.restore import restore\n"  # read back with the standard zlib too
+        "from ctxpack.undo import restore\n"  # read back with the standard zlib too
         f"assert restore({str(out)!r}) == open({str(PATH)!r}, 'rb').read()\n"
         "assert archive.decompressobj is zlib.decompressobj\n"
     )

@@ -16,13 +16,13 @@ import pytest
 from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
 
-from ctxpack.compress import compress_file
-from ctxpack.compress.options import Options
-from ctxpack.compress.truncate import Limits
+from ctxpack.checks import validate
+from ctxpack.compression import compress_file
+from ctxpack.compression.options import Options
+from ctxpack.compression.truncate import Limits
 from ctxpack.errors import CannotFit
 from ctxpack.loader import load
-from ctxpack.restore import restore
-from ctxpack.validate import validate
+from ctxpack.undo import restore
 
 pytestmark = pytest.mark.usefixtures("exact_tokens")
 

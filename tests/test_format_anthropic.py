@@ -14,7 +14,7 @@ from hypothesis import strategies as st
 from ctxpack.errors import InputError
 from ctxpack.formats.anthropic import AnthropicFormat, ResponseMerger, api_message
 from ctxpack.loader import load, write
-from ctxpack.model import Image, Text, Thinking, ToolCall, ToolResult, Transcript
+from ctxpack.transcript import Image, Text, Thinking, ToolCall, ToolResult, Transcript
 
 from .conftest import corpus_params
 from .helpers import assert_tool_pairs, records_of

@@ -12,7 +12,7 @@ import pytest
 from ctxpack.errors import InputError
 from ctxpack.formats.claude_code import ClaudeCodeFormat
 from ctxpack.loader import Scanner, load, write
-from ctxpack.model import Image, Message, Text, ToolResult, Transcript
+from ctxpack.transcript import Image, Message, Text, ToolResult, Transcript
 
 from .conftest import CORPUS, corpus_params
 from .helpers import assert_tool_pairs, records_of
@@ -393,8 +393,8 @@ def test_text_claude_code_writes_itself_is_no_persons_request() -> None:
 
 
 def test_compress_keeps_the_task_behind_a_local_command_in_full(tmp_path: Path) -> None:
-    from ctxpack.compress import compress_file
-    from ctxpack.compress.options import Options
+    from ctxpack.compression import compress_file
+    from ctxpack.compression.options import Options
 
     spec = "Build the prediction market contract. " + "Every rule is spelled out here. " * 80
     records = [

@@ -12,7 +12,7 @@ import pytest
 from ctxpack.errors import InputError
 from ctxpack.formats.codex import CodexFormat
 from ctxpack.loader import load, write
-from ctxpack.model import Image, Text, Thinking, ToolCall, ToolResult, Transcript
+from ctxpack.transcript import Image, Text, Thinking, ToolCall, ToolResult, Transcript
 
 from .conftest import corpus_files, corpus_params
 from .helpers import records_of

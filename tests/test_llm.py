@@ -16,14 +16,14 @@ import orjson
 import pytest
 
 from ctxpack import archive
-from ctxpack.compress import compress_file
-from ctxpack.compress.options import Options
-from ctxpack.compress.summarize import Region, Unit
-from ctxpack.compress.summarize.llm import Failed, check
+from ctxpack.checks import validate
+from ctxpack.compression import compress_file
+from ctxpack.compression.options import Options
+from ctxpack.compression.summarizers import Region, Unit
+from ctxpack.compression.summarizers.llm import Failed, check
 from ctxpack.loader import load
-from ctxpack.model import ToolCall, ToolResult
-from ctxpack.restore import restore
-from ctxpack.validate import validate
+from ctxpack.transcript import ToolCall, ToolResult
+from ctxpack.undo import restore
 
 from .chat_server import ChatServer, Delay, Malformed, Reply, Status
 from .helpers import ctxpack

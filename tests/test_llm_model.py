@@ -12,11 +12,11 @@ from pathlib import Path
 
 import pytest
 
-from ctxpack.compress import compress_file
-from ctxpack.compress.options import Options
+from ctxpack.checks import validate
+from ctxpack.compression import compress_file
+from ctxpack.compression.options import Options
 from ctxpack.loader import load
-from ctxpack.restore import restore
-from ctxpack.validate import validate
+from ctxpack.undo import restore
 
 from .llama_server import MODEL, smollm_server
 from .test_llm import summary_meta, summary_text, transcript, write

@@ -13,9 +13,9 @@ from rich.console import Console
 
 from ctxpack.errors import UsageError
 from ctxpack.loader import load
-from ctxpack.model import Image, Message, Text, ToolCall, ToolResult, Transcript
 from ctxpack.render.show import print_view
 from ctxpack.tokens import TokenCounter
+from ctxpack.transcript import Image, Message, Text, ToolCall, ToolResult, Transcript
 from ctxpack.view import Fold, build_view, pretty_arguments, view_file
 
 from .conftest import SAMPLES, corpus_params

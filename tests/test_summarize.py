@@ -12,8 +12,8 @@ import pytest
 from hypothesis import given, settings
 from hypothesis import strategies as st
 
-from ctxpack.compress.args import BRIEF_CHARS, call_label
-from ctxpack.compress.facts import (
+from ctxpack.compression.args import BRIEF_CHARS, call_label
+from ctxpack.compression.facts import (
     EDGE,
     GRAM,
     Facts,
@@ -22,13 +22,13 @@ from ctxpack.compress.facts import (
     looks_failed,
     retention,
 )
-from ctxpack.compress.summarize import Region, Unit
-from ctxpack.compress.summarize import _budget as budget_module
-from ctxpack.compress.summarize._layout import CONDENSED, Cut
-from ctxpack.compress.summarize.extractive import ExtractiveSummarizer
-from ctxpack.compress.summarize.structured import StructuredSummarizer
-from ctxpack.model import Text, ToolCall, ToolResult
+from ctxpack.compression.summarizers import Region, Unit
+from ctxpack.compression.summarizers import _budget as budget_module
+from ctxpack.compression.summarizers._layout import CONDENSED, Cut
+from ctxpack.compression.summarizers.extractive import ExtractiveSummarizer
+from ctxpack.compression.summarizers.structured import StructuredSummarizer
 from ctxpack.tokens import TokenCounter
+from ctxpack.transcript import Text, ToolCall, ToolResult
 
 pytestmark = pytest.mark.usefixtures("exact_tokens")
 

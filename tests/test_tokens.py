@@ -10,8 +10,8 @@ from hypothesis import strategies as st
 
 from ctxpack import tokens
 from ctxpack.loader import load
-from ctxpack.model import Message, Text
 from ctxpack.tokens import TokenCounter, load_encoding, split_long_runs
+from ctxpack.transcript import Message, Text
 
 
 def cookbook_count(messages: list[dict], encoding) -> int:
@@ -108,7 +108,7 @@ def test_fallback_cli_warns_once_and_marks_inexact(tmp_path):
 
 
 def test_image_counted_by_size_not_base64(exact_tokens):
-    from ctxpack.model import Image
+    from ctxpack.transcript import Image
 
     counter = TokenCounter("gpt-4o")
     huge = Message("user", [Image(media_type="image/png", data="A" * 2_000_000)])

@@ -13,7 +13,7 @@ import pytest
 from hypothesis import given, settings
 from hypothesis import strategies as st
 
-from ctxpack.compress.truncate import MODES, Cut, Limits, line_count, truncate
+from ctxpack.compression.truncate import MODES, Cut, Limits, line_count, truncate
 from ctxpack.errors import UsageError
 
 REF = "ctxpack:t-3f2a9c1d"

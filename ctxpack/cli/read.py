@@ -95,8 +95,8 @@ def stats(
     config: ConfigOpt = None,
 ) -> None:
     """Show where the tokens of a transcript went."""
+    from ..breakdown import stats as compute
     from ..render import stats as render
-    from ..stats import stats as compute
 
     output, transcript_format = _split_formats(format or [])
     if json_out:
@@ -187,8 +187,8 @@ def validate(
     """Check that the provider would accept a transcript; exit 1 on any problem."""
     import orjson
 
+    from ..checks import validate as check
     from ..loader import load
-    from ..validate import validate as check
 
     report = []
     for path in expand_paths(files):

@@ -180,8 +180,8 @@ def compress(
     config: ConfigOpt = None,
 ) -> None:
     """Shrink a transcript to fit its model; originals are archived for restore."""
-    from ..compress import compress_file
-    from ..compress.options import from_env, resolve
+    from ..compression import compress_file
+    from ..compression.options import from_env, resolve
 
     dest = _destination(file, output, in_place, force)
     seen = os.stat(file) if in_place else None
@@ -257,7 +257,7 @@ def restore(
     archive_dir: ArchiveFromOpt = None,
 ) -> None:
     """Undo compress: give back the original transcript, byte for byte."""
-    from ..restore import items, restoring
+    from ..undo import items, restoring
 
     dest = _destination(file, output, in_place, force)
     if list_:

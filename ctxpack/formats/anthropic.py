@@ -11,7 +11,7 @@ from dataclasses import dataclass, field
 from typing import Any, NamedTuple
 
 from ..jsonl import dumps
-from ..model import (
+from ..transcript import (
     META_KEY,
     SUMMARY_HEADING,
     Image,

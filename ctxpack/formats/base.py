@@ -12,7 +12,7 @@ from collections.abc import Callable
 from dataclasses import dataclass, field
 from typing import Any, Protocol, TypeVar
 
-from ..model import Message, Text
+from ..transcript import Message, Text
 
 P = TypeVar("P")
 

@@ -12,7 +12,7 @@ import hashlib
 import uuid
 from typing import Any
 
-from ..model import META_KEY, Message
+from ..transcript import META_KEY, Message
 from .anthropic import (
     SYNTHETIC_MODEL,
     Emitted,

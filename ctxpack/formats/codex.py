@@ -13,7 +13,7 @@ from collections.abc import Callable
 from typing import Any
 
 from ..jsonl import dumps
-from ..model import META_KEY, Image, Message, Part, Text, Thinking, ToolCall, ToolResult
+from ..transcript import META_KEY, Image, Message, Part, Text, Thinking, ToolCall, ToolResult
 from .base import Compaction, Layout, RecordError, content_parts
 from .openai import parse_data_url
 

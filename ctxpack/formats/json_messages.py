@@ -10,7 +10,7 @@ from __future__ import annotations
 
 from typing import Any
 
-from ..model import Message, ToolResult
+from ..transcript import Message, ToolResult
 from .base import Layout, RecordError
 from .openai import OpenAIEditor, message_from_dict
 

@@ -10,7 +10,7 @@ from __future__ import annotations
 from typing import Any
 
 from ..jsonl import dumps
-from ..model import META_KEY, Image, Message, Part, Text, Thinking, ToolCall, ToolResult
+from ..transcript import META_KEY, Image, Message, Part, Text, Thinking, ToolCall, ToolResult
 from .base import Compaction, Layout, RecordError, content_parts
 
 _SURE_ROLES = {"system", "developer", "tool", "function"}

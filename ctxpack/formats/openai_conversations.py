@@ -8,7 +8,7 @@ from __future__ import annotations
 
 from typing import Any
 
-from ..model import Message
+from ..transcript import Message
 from .base import Layout, RecordError
 from .openai import OpenAIEditor, message_from_dict
 

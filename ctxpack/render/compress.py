@@ -9,7 +9,7 @@ from rich.console import Console
 from rich.markup import escape
 from rich.table import Table
 
-from ..compress import Report
+from ..compression import Report
 
 
 def to_json(report: Report) -> bytes:

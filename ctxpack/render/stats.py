@@ -11,7 +11,7 @@ from rich.console import Console
 from rich.markup import escape
 from rich.table import Table
 
-from ..stats import SCHEMA_VERSION, FileStats
+from ..breakdown import SCHEMA_VERSION, FileStats
 
 CSV_ROLES = ("system", "developer", "user", "assistant", "tool")
 MAX_ROUNDS_SHOWN = 12

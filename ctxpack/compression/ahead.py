@@ -27,8 +27,8 @@ from ..jsonl import LineIndex
 from .facts import Facts, extract
 from .history import likely_whole
 from .pipeline import Work, trigger
-from .summarize import Unit
-from .summarize._steps import remember, source_text, unit_facts
+from .summarizers import Unit
+from .summarizers._steps import remember, source_text, unit_facts
 
 MIN_CHARS = 1 << 20  # of text to read: below this, extracting it here costs little
 TASK_CHARS = 256 << 10  # text per task: a plan that needs no summary waits at most one

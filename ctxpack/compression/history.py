@@ -12,13 +12,13 @@ from collections.abc import Callable
 from itertools import accumulate
 from typing import Any
 
-from ..model import SUMMARY_HEADING as HEADING
-from ..model import Message, Text
+from ..transcript import SUMMARY_HEADING as HEADING
+from ..transcript import Message, Text
 from . import units as cutting
 from .pipeline import Summary, Work, limit, target
 from .region import summary_region, summary_text, whole_units
-from .summarize import Region, Unit
-from .summarize._layout import CONDENSED
+from .summarizers import Region, Unit
+from .summarizers._layout import CONDENSED
 from .writer import span_lines
 
 OVERHEAD = 8  # a message's framing around the summary text, with room to spare
@@ -28,10 +28,10 @@ def summarizer(name: str) -> Any:
     """The summarizer called `name`; for `llm`, the extractive one that sizes the region
     (and stands in if the model fails: see `_by_llm`)."""
     if name == "structured":
-        from .summarize.structured import StructuredSummarizer
+        from .summarizers.structured import StructuredSummarizer
 
         return StructuredSummarizer()
-    from .summarize.extractive import ExtractiveSummarizer
+    from .summarizers.extractive import ExtractiveSummarizer
 
     return ExtractiveSummarizer()
 
@@ -106,7 +106,7 @@ def _fixed(work: Work, head: int) -> int:
 def _by_llm(work: Work, chosen: Summary) -> Summary:
     """The model's summary of the region the extractive one was sized for, given the
     room that one left under the same bound; the extractive one if the model fails."""
-    from .summarize.llm import Failed, LLMSummarizer
+    from .summarizers.llm import Failed, LLMSummarizer
 
     if work.dry_run:
         chosen.llm = {"used": False, "fallback": None, "note": "dry run: nothing was sent"}
@@ -179,7 +179,7 @@ def _made(work: Work, region: Region, audited: int, head: int, end: int, text: s
     """The Summary of messages [head, end) whose text is `text`, with its counts and its
     retention audit."""
     from .facts import merge, retention
-    from .summarize._steps import unit_facts
+    from .summarizers._steps import unit_facts
 
     merged = work.editor.alternates and head > 0 and work.messages[head - 1].role == "user"
     message = _message(work, head, text, merged)

@@ -12,7 +12,7 @@ from bisect import bisect_left
 from collections.abc import Sequence
 from dataclasses import dataclass
 
-from ..model import Message, opens_with_summary
+from ..transcript import Message, opens_with_summary
 
 
 @dataclass(frozen=True, slots=True)

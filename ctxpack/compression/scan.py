@@ -19,9 +19,9 @@ from ..bulk import StreamCounter
 from ..errors import InputError
 from ..jsonl import LineIndex, Snapshot, Source, reopenable
 from ..loader import PathOrFile, Scanner
-from ..model import META_KEY, Image, Message, Text, ToolResult, Transcript
 from ..models import ModelTable
 from ..tokens import MessageCount, TokenCounter
+from ..transcript import META_KEY, Image, Message, Text, ToolResult, Transcript
 from .facts import looks_failed
 from .mask import is_masked, masked_failure
 from .truncate import line_count, utf8_size

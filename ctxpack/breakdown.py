@@ -16,9 +16,9 @@ from .bulk import StreamCounter
 from .formats import usual_model
 from .formats.base import Layout
 from .loader import PathOrFile, Scanner
-from .model import Image, Message, ToolCall, ToolResult, Transcript, group_rounds
 from .models import TABLE, ModelTable
 from .tokens import REPLY_PRIMING, MessageCount, TokenCounter
+from .transcript import Image, Message, ToolCall, ToolResult, Transcript, group_rounds
 
 SCHEMA_VERSION = 1
 PREVIEW_CHARS = 80

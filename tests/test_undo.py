@@ -20,9 +20,9 @@ from hypothesis import strategies as st
 
 from ctxpack import archive
 from ctxpack import restore as restore_fn
-from ctxpack.compress import compress_file
-from ctxpack.compress.options import Options
-from ctxpack.restore import items, restore
+from ctxpack.compression import compress_file
+from ctxpack.compression.options import Options
+from ctxpack.undo import items, restore
 
 from .conftest import SAMPLES
 from .helpers import assert_clean_error, ctxpack

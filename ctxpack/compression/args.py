@@ -12,7 +12,7 @@ from collections import Counter
 from functools import lru_cache
 from typing import Any
 
-from ..model import ToolCall
+from ..transcript import ToolCall
 from .facts import shell_command
 
 # Arguments that tell most about a call, best first; paths among them are never cut.

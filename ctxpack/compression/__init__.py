@@ -25,9 +25,9 @@ from ..archive import Archiver, split_lines
 from ..errors import UsageError
 from ..jsonl import dumps
 from ..loader import PathOrFile, load
-from ..model import Transcript
 from ..models import DEFAULT_MODEL, TABLE, ModelTable
 from ..tokens import TokenCounter
+from ..transcript import Transcript
 from .options import Options
 from .pipeline import StepReport, Work, limit, run, target, trigger
 

@@ -17,7 +17,7 @@ import orjson
 from ..archive import Archiver, document_meta, item_id, split_lines
 from ..formats.json_messages import NOT_INPUT_ROLES, conversations
 from ..jsonl import parse_document
-from ..model import META_KEY, Transcript
+from ..transcript import META_KEY, Transcript
 from .pipeline import Summary, Work
 from .writer import llm_meta
 

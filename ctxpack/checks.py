@@ -12,7 +12,7 @@ from dataclasses import dataclass
 
 import orjson
 
-from .model import Message, Transcript
+from .transcript import Message, Transcript
 
 ROLES = {
     "openai": {"system", "developer", "user", "assistant", "tool", "function"},

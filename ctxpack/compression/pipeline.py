@@ -16,8 +16,8 @@ from typing import Any
 from ..archive import item_id, reference
 from ..errors import CannotFit
 from ..formats.base import Editor
-from ..model import META_KEY, Message, Text, ToolResult, Transcript
 from ..tokens import REPLY_PRIMING, MessageCount, TokenCounter
+from ..transcript import META_KEY, Message, Text, ToolResult, Transcript
 from . import units as cutting
 from .args import call_label
 from .mask import placeholder

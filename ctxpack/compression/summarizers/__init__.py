@@ -11,7 +11,7 @@ from collections.abc import Callable
 from dataclasses import dataclass
 from typing import Protocol
 
-from ...model import SUMMARY_HEADING, ToolCall, ToolResult
+from ...transcript import SUMMARY_HEADING, ToolCall, ToolResult
 
 HEADING = SUMMARY_HEADING
 

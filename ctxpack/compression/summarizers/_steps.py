@@ -12,7 +12,7 @@ from collections.abc import Iterable, Sequence
 from dataclasses import dataclass, replace
 from functools import lru_cache
 
-from ...model import ToolResult
+from ...transcript import ToolResult
 from .. import facts as F
 from ..args import BRIEF_CHARS, DONE, call_label, parse_args, plan_list, shorten
 from . import Unit

@@ -7,8 +7,8 @@ import json
 
 import pytest
 
+from ctxpack.checks import validate
 from ctxpack.loader import load
-from ctxpack.validate import validate
 
 from .conftest import corpus_params
 from .helpers import ctxpack

@@ -2,7 +2,7 @@
 
 from __future__ import annotations
 
-from ctxpack.model import Message, Text, ToolCall, ToolResult, group_rounds
+from ctxpack.transcript import Message, Text, ToolCall, ToolResult, group_rounds
 
 
 def user(text, human=True):

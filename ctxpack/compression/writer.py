@@ -16,7 +16,7 @@ from ..archive import VERSION, Archiver, Packed, Prepack, item_id, meta_of
 from ..archive import strip as strip_line
 from ..formats.base import Compaction
 from ..jsonl import LineIndex, dumps
-from ..model import META_KEY, Message, Record
+from ..transcript import META_KEY, Message, Record
 from .pipeline import OBSERVATIONS, Work, line_id
 
 

@@ -10,12 +10,12 @@ import io
 from ..archive import unpack
 from ..errors import CtxpackError
 from ..loader import load
-from ..model import META_KEY, Message, Text, ToolResult
-from ..model import SUMMARY_HEADING as HEADING
+from ..transcript import META_KEY, Message, Text, ToolResult
+from ..transcript import SUMMARY_HEADING as HEADING
 from . import units as cutting
 from .facts import looks_failed
 from .pipeline import OBSERVATIONS, Work
-from .summarize import Region, Unit
+from .summarizers import Region, Unit
 
 
 def summary_region(work: Work, start: int, end: int) -> tuple[Region, int]:
@@ -110,8 +110,8 @@ def _unit(work: Work, u: cutting.Unit, results: tuple[ToolResult, ...]) -> Unit:
 def _shown_from(work: Work, spans: list[cutting.Unit], previous: str | None) -> int:
     """The oldest unit a summary could show a line of: the lines of the newer ones, even
     bare, fill max_summary_tokens. (The summary folds its oldest lines first.)"""
-    from .summarize._merge import last_step, parse
-    from .summarize._steps import bare_line
+    from .summarizers._merge import last_step, parse
+    from .summarizers._steps import bare_line
 
     number = last_step(parse(previous)) + sum(u.step for u in spans)
     room = work.options.max_summary_tokens
