@@ -46,8 +46,10 @@ VARIANTS = (
     ("--max-summary-tokens", "200"), ("--summary-ratio", "1"), ("--target", "{half}"),
 )
 # Report fields a change renamed or numbered anew on purpose: (old name, new name).
-RENAMED: tuple[tuple[str, str], ...] = ()
+RENAMED: tuple[tuple[str, str], ...] = (("steps", "stages"),)
 IGNORED = frozenset({"schema_version"})
+# Stages that report rows of their own where the summarize row used to tell their effect.
+AFTER_SUMMARIZE = ("limit", "llm")
 
 
 @dataclass(frozen=True)
@@ -235,6 +237,13 @@ def _norm(report: Any) -> Any:
     for before, after in RENAMED:
         if after in out:
             out[before] = out.pop(after)
+    rows = [dict(r) for r in out.get("steps") or ()]
+    for row in [r for r in rows if r["name"] in AFTER_SUMMARIZE]:
+        rows.remove(row)
+        summarize = next(r for r in rows if r["name"] == "summarize")
+        summarize.update(tokens_after=row["tokens_after"], items=row["items"])
+    if rows:
+        out["steps"] = rows
     return out
 
 

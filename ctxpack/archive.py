@@ -14,19 +14,18 @@ import os
 import tempfile
 import zlib
 from collections import deque
-from collections.abc import Iterable, Iterator
+from collections.abc import Iterable, Iterator, Sequence
 from dataclasses import dataclass
+from itertools import accumulate
 from pathlib import Path
-from typing import IO, TYPE_CHECKING, Any
+from typing import IO, Any
 
 import orjson
 
 from .errors import InputError, UsageError
-from .jsonl import LineIndex
+from .jsonl import LineIndex, line_runs
 from .transcript import META_KEY as KEY
-
-if TYPE_CHECKING:
-    from concurrent.futures import Future, ThreadPoolExecutor
+from .transcript import Record
 
 MARK = b'"ctxpack"'  # a line without it was not written by compress: no need to parse it
 BIG = 1 << 20  # a line this long is parsed without its inline archive's text (see meta_of)
@@ -66,18 +65,12 @@ class Archiver:
         packed = self.pack_stream([original])
         return packed.ref if packed.slot is None else {**packed.ref, "data": packed.text()}
 
-    def pack_stream(self, chunks: Iterable[bytes], squeezed: Iterable[bytes] | None = None,
-                    digest: tuple[str, int] | None = None) -> Packed:
-        """Archive an original given in pieces, in one pass, never holding it whole: it
+    def pack_stream(self, blocks: Iterable[bytes]) -> Packed:
+        """Archive an original given in blocks, in one pass, never holding it whole: it
         is hashed, and compressed into a temporary file (inline) or stored in the folder.
 
-        Inline, each block becomes a zlib stream of its own, compressed on a thread
-        (zlib lets go of the GIL), and the streams follow one another; `squeezed` gives
-        those streams ready-made (see `Prepack`), and with them `digest` may give the
-        original's sha256 and size, found elsewhere: then `chunks` are not read at all."""
-        if squeezed is not None and self.enabled and self.folder is None:
-            # the streams are made already, or on their way: the original is only hashed
-            return _inline_packed(*(digest or sha256_of(chunks)), iter(squeezed))
+        Inline, each block becomes a zlib stream of its own, compressed on threads (zlib
+        lets go of the GIL), and the streams follow one another."""
         sha = hashlib.sha256()
         size = 0
 
@@ -88,7 +81,7 @@ class Archiver:
                 size += len(piece)
                 yield piece
 
-        blocks = hashed(chunks)
+        blocks = hashed(blocks)
         if not self.enabled:
             deque(blocks, maxlen=0)  # hashed only
             return Packed({"sha256": sha.hexdigest(), "bytes": size, "inline": False,
@@ -96,7 +89,7 @@ class Archiver:
         if self.folder is None:
             spool = tempfile.TemporaryFile()  # noqa: SIM115 - _spooled closes it
             try:
-                _squeeze(_blocks(blocks, BLOCK), spool)
+                _squeeze(blocks, spool)
             except BaseException:
                 spool.close()
                 raise
@@ -139,28 +132,19 @@ def _spooled(spool: IO[bytes]) -> Iterator[bytes]:
         spool.close()
 
 
-def sha256_of(chunks: Iterable[bytes]) -> tuple[str, int]:
-    """The sha256 (hex) and size of the bytes of `chunks`."""
-    sha = hashlib.sha256()
-    size = 0
-    for chunk in chunks:
-        sha.update(chunk)
-        size += len(chunk)
-    return sha.hexdigest(), size
-
-
-def _blocks(chunks: Iterable[bytes], size: int) -> Iterator[bytes]:
-    """The bytes of `chunks` regrouped in blocks of at least `size` (but the last)."""
-    pending: list[bytes] = []
-    held = 0
-    for chunk in chunks:
-        pending.append(chunk)
-        held += len(chunk)
-        if held >= size:
-            yield b"".join(pending)
-            pending, held = [], 0
-    if pending:
-        yield b"".join(pending)
+def span_blocks(records: Sequence[Record], lo: int, hi: int) -> Iterator[bytes]:
+    """The bytes of lines lo+1 .. hi (0-based [lo, hi)) in the blocks an inline archive
+    compresses one by one: the file's runs of lines of about BLOCK bytes (a longer line
+    alone), cut to the span, so that a span's streams do not depend on where it starts."""
+    if isinstance(records, LineIndex):
+        runs, read = records.blocks(BLOCK), records.chunks
+    else:
+        runs = list(line_runs(list(accumulate(len(r.raw) for r in records)), BLOCK))
+        read = lambda a, b: (r.raw for r in records[a:b])  # noqa: E731
+    for a, b in runs:
+        a, b = max(a, lo), min(b, hi)
+        if a < b:
+            yield b"".join(read(a, b))
 
 
 def _squeeze(blocks: Iterator[bytes], out: IO[bytes]) -> None:
@@ -182,145 +166,6 @@ def _squeezing(blocks: Iterator[bytes]) -> Iterator[bytes]:
             flying.append(pool.submit(deflate, block, LEVEL))
         while flying:
             yield flying.popleft().result()
-
-
-class Prepack:
-    """Compresses a file's lines block by block ahead, so that the inline archive of a
-    span of most of the file is nearly done when it is written: in worker processes that
-    have the file open, once they are free (`submit`), else on a thread (`start`).
-
-    Each block's zlib stream goes to its own place in `spool`, an unnamed temporary file:
-    a worker forked after it was made writes there too, and nothing is left behind,
-    however the run ends. `streams` gives the zlib streams of a span: the blocks done
-    that lie wholly in it, the rest compressed then. It reads with os.pread (`possible`
-    tells if there is one).
-    """
-
-    def __init__(self, records: LineIndex, spool: IO[bytes]) -> None:
-        self.records = records
-        self.bounds = records.blocks(BLOCK)
-        self.spool = spool
-        self.slots: list[tuple[int, int]] = []  # (offset, room) of each block's stream
-        at = 0
-        for a, b in self.bounds:
-            start, end = records.offsets(a, b)
-            room = _room(end - start)
-            self.slots.append((at, room))
-            at += room
-        self.done: dict[int, Future[int]] = {}  # block -> the length of its stream, to come
-        self.thread: ThreadPoolExecutor | None = None
-
-    @staticmethod
-    def possible() -> bool:
-        return hasattr(os, "pread")
-
-    def start(self) -> None:
-        """Compress every block on a thread of this process (zlib lets go of the GIL)."""
-        from concurrent.futures import ThreadPoolExecutor
-
-        self.thread = ThreadPoolExecutor(1, thread_name_prefix="ctxpack-prepack")
-        self.submit(self.thread, (0, len(self.records)))
-
-    def submit(self, workers: Any, span: tuple[int, int]) -> None:
-        """Have `workers` (a process pool forked with the file and the spool open, or this
-        process's thread) compress the blocks that lie wholly in lines [lo, hi), after
-        the work they have already."""
-        fd, out = self.records.fileno(), self.spool.fileno()
-        files = (fd, file_identity(os.fstat(fd)), out, file_identity(os.fstat(out)))
-        for n, (a, b) in enumerate(self.bounds):
-            if span[0] <= a and b <= span[1]:
-                try:
-                    self.done[n] = workers.submit(pack_block, *files,
-                                                  *self.records.offsets(a, b), *self.slots[n])
-                except Exception:  # noqa: BLE001 - a pool that broke: compressed when written
-                    break
-
-    def _stream(self, n: int) -> bytes | None:
-        """Block n's stream if it was compressed ahead, or is being: a block no worker has
-        begun is taken back (None), to be compressed here."""
-        found = self.done.get(n)
-        if found is None or found.cancel():
-            return None
-        try:
-            length = found.result()
-        except Exception:  # noqa: BLE001 - a worker died, or could not read the file
-            return None
-        return os.pread(self.spool.fileno(), length, self.slots[n][0])
-
-    def streams(self, lo: int, hi: int) -> Iterator[bytes]:
-        """The zlib streams of lines lo+1 .. hi (0-based [lo, hi)), in order."""
-        run: list[tuple[int, int]] = []  # line ranges not done: compressed now
-
-        def now() -> Iterator[bytes]:
-            # block by block, as ahead: the same streams, whatever was done ahead
-            return _squeezing(self.records.bytes_of(a, b) for a, b in run)
-
-        for n, (a, b) in enumerate(self.bounds):
-            if b <= lo or a >= hi:
-                continue
-            stream = self._stream(n) if lo <= a and b <= hi else None
-            if stream is not None:
-                if run:
-                    yield from now()
-                    run = []
-                yield stream
-            else:
-                run.append((max(a, lo), min(b, hi)))
-        if run:
-            yield from now()
-
-    def close(self) -> None:
-        """Stop, once the blocks begun are done with, and let the spool go."""
-        for found in self.done.values():
-            if not found.cancel():
-                try:
-                    found.result()
-                except Exception:  # noqa: BLE001 - what it wrote, if anything, goes too
-                    pass
-        if self.thread is not None:
-            self.thread.shutdown()
-            self.thread = None
-        self.spool.close()
-
-
-def _room(size: int) -> int:
-    """Bytes a zlib stream of `size` bytes can take (stored, it grows by a few bytes per
-    64 KiB): the spool's holes cost no disk."""
-    return size + (size >> 10) + 64
-
-
-def pack_block(fd: int, identity: tuple[int, int], out: int, out_identity: tuple[int, int],
-               start: int, end: int, at: int, room: int) -> int:
-    """Compress bytes start .. end of the file open as `fd` into a zlib stream written at
-    `at` of the file open as `out` (in at most `room` bytes); its length. Both must be the
-    files their identities name (see `check_open`)."""
-    check_open(fd, identity)
-    check_open(out, out_identity)
-    stream = deflate(read_exactly(fd, start, end), LEVEL)
-    if len(stream) > room:
-        raise OSError(f"a stream of {len(stream)} bytes does not fit its {room}")
-    os.pwrite(out, stream, at)
-    return len(stream)
-
-
-def file_identity(stat: os.stat_result) -> tuple[int, int]:
-    """What tells one open file from another: its device and inode."""
-    return stat.st_dev, stat.st_ino
-
-
-def check_open(fd: int, identity: tuple[int, int]) -> None:
-    """Raise unless `fd` is the file `identity` names: in a worker process that was not
-    forked with it open, that descriptor is another file, or none."""
-    if file_identity(os.fstat(fd)) != identity:
-        raise OSError("this process does not have the file open")
-
-
-def read_exactly(fd: int, start: int, end: int) -> bytes:
-    """Bytes start .. end of the file open as `fd`, wherever its offset is (os.pread)."""
-    data = os.pread(fd, end - start, start)
-    if len(data) != end - start:
-        raise OSError(f"read {len(data)} bytes of {end - start}: the file is shorter")
-    return data
 
 
 def inflate_pieces(compressed: Iterable[bytes]) -> Iterator[bytes]:

@@ -19,6 +19,7 @@ from .loader import PathOrFile, Scanner
 from .models import TABLE, ModelTable
 from .tokens import REPLY_PRIMING, MessageCount, TokenCounter
 from .transcript import Image, Message, ToolCall, ToolResult, Transcript, group_rounds
+from .workers import Workers
 
 SCHEMA_VERSION = 1
 PREVIEW_CHARS = 80
@@ -162,19 +163,21 @@ def stats(source: PathOrFile | Transcript, model: str | None = None, *, format: 
     if isinstance(source, Transcript):
         return _stats_of_transcript(source, model, top, table, cache)
     scanner = Scanner(source, format, skip_invalid=skip_invalid, progress=progress)
-    collector: StreamCounter[MessageStat] = StreamCounter(
-        model, table, lambda: [scanner.named_model, scanner.usual_model], _fill, cache=cache)
     found = []
-    try:
-        for message in scanner.messages():
-            found.append(stat := message_stat(message))
-            collector.add(message, stat)
-        counter = collector.done()
-    finally:
-        collector.close()
+    with Workers() as workers:
+        collector: StreamCounter[MessageStat] = StreamCounter(
+            model, table, lambda: [scanner.named_model, scanner.usual_model], _fill,
+            cache=cache, workers=workers)
+        try:
+            for message in scanner.messages():
+                found.append(stat := message_stat(message))
+                collector.add(message, stat)
+            counter = collector.done()
+        finally:
+            collector.close()
     assert scanner.layout is not None and scanner.format is not None
     skipped = [{"line": b.line, "problem": b.problem} for b in scanner.skipped]
-    result = _summarize(found, scanner.layout, counter, top, path=scanner.path,
+    result = _breakdown(found, scanner.layout, counter, top, path=scanner.path,
                         format=scanner.format.name, lines=scanner.lines,
                         size=scanner.bytes_read, skipped=skipped, flagged=model is not None)
     result.counting = collector.tally
@@ -192,26 +195,27 @@ def _stats_of_transcript(t: Transcript, model: str | None, top: int,
     n, s = len(t.messages), len(t.sidechain)
     layout = Layout(list(range(n)), list(range(n, n + s)), t.model, t.usage,
                     conversations=len({m.conversation for m in t.messages}) or 1)
-    collector: StreamCounter[MessageStat] = StreamCounter(
-        model, table, lambda: transcript_models(t), _fill, cache=cache)
     found = []
-    try:
-        for message in ordered:
-            found.append(stat := message_stat(message))
-            collector.add(message, stat)
-        counter = collector.done()
-    finally:
-        collector.close()
+    with Workers() as workers:
+        collector: StreamCounter[MessageStat] = StreamCounter(
+            model, table, lambda: transcript_models(t), _fill, cache=cache, workers=workers)
+        try:
+            for message in ordered:
+                found.append(stat := message_stat(message))
+                collector.add(message, stat)
+            counter = collector.done()
+        finally:
+            collector.close()
     size = sum(len(r.raw) for r in t.records)
     skipped = [{"line": b.line, "problem": b.problem} for b in t.skipped]
-    result = _summarize(found, layout, counter, top, path=t.path, format=t.format,
+    result = _breakdown(found, layout, counter, top, path=t.path, format=t.format,
                         lines=len(t.records), size=size, skipped=skipped,
                         flagged=model is not None)
     result.counting = collector.tally
     return result
 
 
-def _summarize(all_stats: list[MessageStat], layout: Layout, counter: TokenCounter, top: int,
+def _breakdown(all_stats: list[MessageStat], layout: Layout, counter: TokenCounter, top: int,
                **meta: Any) -> FileStats:
     context = [all_stats[i] for i in layout.context]
     side = [all_stats[i] for i in layout.sidechain]

@@ -1,5 +1,5 @@
 """Counting many messages at once: texts deduplicated, looked up in the persistent
-cache, and the rest tokenized in batches, in worker processes when there is enough.
+cache, and the rest tokenized in batches, by the run's workers when there is enough.
 
 The main process parses, hashes and gathers; workers only tokenize (texts go out,
 counts come back). A message waits as a plan (sums over texts) until its texts are
@@ -8,8 +8,6 @@ counted, so memory is bounded by the batches in flight, not by the file.
 
 from __future__ import annotations
 
-import os
-import sys
 from collections import deque
 from collections.abc import Callable
 from typing import TYPE_CHECKING, Any, Generic, TypeVar
@@ -21,40 +19,20 @@ from .transcript import Message
 
 if TYPE_CHECKING:
     from .cache import Store
+    from .workers import Workers
 
 T = TypeVar("T")
 
 BATCH_CHARS = 2 << 20  # new text gathered before a round of lookups and tokenizing
 TASK_CHARS = 512 << 10  # text per task sent to a worker
 TASKS_PER_WORKER = 3  # tasks queued ahead per worker, so none waits on the main process
-# Uncached text before worker processes pay off: forked workers share the loaded
-# encoding and start in milliseconds; spawned ones load it again (~0.5 s of CPU each).
-PARALLEL_MIN_CHARS = {"fork": 2 << 20, "spawn": 32 << 20}
 MAX_PLANS = 20_000  # messages waiting before a round is forced
 # Messages held back while waiting for the transcript to name its model.
 MODEL_LOOKAHEAD = 256
 
 
-def worker_count() -> int:
-    """Processes to tokenize with: $CTXPACK_WORKERS, else the CPUs this process may use."""
-    env = os.environ.get("CTXPACK_WORKERS", "").strip()
-    if env.isdigit():
-        return max(int(env), 1)
-    try:
-        return len(os.sched_getaffinity(0))
-    except AttributeError:  # not on Linux
-        return os.cpu_count() or 1
-
-
-def _worker_start(encoding: str) -> None:
-    import signal
-
-    signal.signal(signal.SIGINT, signal.SIG_IGN)  # Ctrl-C is the main process's to handle
-    tokens.load_encoding(encoding)  # a forked worker has it already
-
-
 def _tokenize(encoding: str, texts: list[str]) -> list[int]:
-    enc = tokens.load_encoding(encoding)
+    enc = tokens.load_encoding(encoding)  # a forked worker has it already
     if enc is None:
         return [tokens.estimate(t) for t in texts]
     return [tokens.encode_count(enc, t) for t in texts]
@@ -64,11 +42,10 @@ class BulkCounter(Generic[T]):
     """Feed it plans with a payload; `deliver(payload, count)` is called as each adds up."""
 
     def __init__(self, counter: TokenCounter, deliver: Callable[[T, MessageCount], None], *,
-                 persistent: bool = False, workers: int | None = None) -> None:
+                 persistent: bool = False, workers: Workers | None = None) -> None:
         self.counter = counter
         self.deliver = deliver
-        self.workers = worker_count() if workers is None else workers
-        self.method = "fork" if sys.platform == "linux" else "spawn"
+        self.workers = workers  # None: everything is counted in this process
         self.uncached_chars = 0
         self.store: Store | None = None
         if persistent:
@@ -78,8 +55,7 @@ class BulkCounter(Generic[T]):
         self._want: dict[Key, str] = {}
         self._want_chars = 0
         self._plans: deque[tuple[MessagePlan, T]] = deque()
-        self._pool: Any = None
-        self._started = False
+        self._parallel = False  # tasks go to the workers
         self._flying: deque[tuple[Any, list[Key], list[str]]] = deque()
         self._flying_keys: set[Key] = set()
 
@@ -117,45 +93,19 @@ class BulkCounter(Generic[T]):
             return  # nothing new counted, nothing to release
         self._release()
 
-    def finish(self, keep_workers: bool = False) -> None:
-        """Count everything still waiting and deliver every plan; with `keep_workers`,
-        the worker processes stay for `hand_over_workers`."""
+    def finish(self) -> None:
+        """Count everything still waiting and deliver every plan."""
         self._round()
         self._collect(block=True)
         self._release()
         assert not self._plans, "a plan names a text that was never counted"
-        if not keep_workers:
-            self._stop_pool()
         if self.store is not None:
             self.store.close()
-
-    def hand_over_workers(self) -> Any:
-        """The pool of worker processes (a ProcessPoolExecutor) or None: the caller's to
-        use for other work and shut down."""
-        pool, self._pool = self._pool, None
-        return pool
 
     def close(self) -> None:
-        """Stop the workers and close the store (also after an error or Ctrl-C)."""
-        self._stop_pool()
+        """Close the store (also after an error or Ctrl-C)."""
         if self.store is not None:
             self.store.close()
-
-    def _stop_pool(self, broken: bool = False) -> None:
-        if self._pool is None:
-            return
-        if broken:
-            # Python 3.10's executor then waits for good on its queue feeder, blocked
-            # writing tasks nobody will read: closing the read end lets it fail instead
-            queue = getattr(self._pool, "_call_queue", None)
-            reader = getattr(queue, "_reader", None)
-            if reader is not None:
-                try:
-                    reader.close()
-                except OSError:  # the executor's own thread was closing it at that moment
-                    pass
-        self._pool.shutdown(wait=not broken, cancel_futures=True)
-        self._pool = None
 
     @property
     def tally(self) -> dict[str, Any]:
@@ -163,7 +113,7 @@ class BulkCounter(Generic[T]):
         store = self.store
         return {"memory_hits": self.counter.hits, "stored_hits": store.found if store else 0,
                 "tokenized": self.counter.tokenized, "stored_new": store.written if store else 0,
-                "workers": self.workers if self._started else 0,
+                "workers": self.workers.count if self._parallel else 0,
                 "store": str(store.path) if store else None,
                 "store_problem": store.problem if store else ""}
 
@@ -175,9 +125,11 @@ class BulkCounter(Generic[T]):
         if not want:
             return
         self.uncached_chars += sum(map(len, want.values()))
-        if self._pool is None and self._parallel_pays():
-            self._start_pool()
-        if self._pool is None:
+        # (loading the encoding here first also hands it to forked workers ready-made)
+        self._parallel = self._parallel or (
+            self.workers is not None and not self.counter.estimated
+            and self.workers.worth(self.uncached_chars))
+        if not self._parallel:
             keys = list(want)
             self._absorb(keys, [self.counter.count_now(want[k]) for k in keys])
             return
@@ -199,40 +151,16 @@ class BulkCounter(Generic[T]):
             self.counter.remember(key, n)
             del want[key]
 
-    def _parallel_pays(self) -> bool:
-        if self.workers < 2 or self._started:
-            return False
-        import multiprocessing
-
-        if multiprocessing.current_process().daemon:  # a daemon may not have children
-            return False
-        # loading the encoding here also hands it to forked workers ready-made
-        return self.uncached_chars >= PARALLEL_MIN_CHARS[self.method] and \
-            not self.counter.estimated
-
-    def _start_pool(self) -> None:
-        import multiprocessing
-        from concurrent.futures import ProcessPoolExecutor
-
-        self._started = True
-        context = multiprocessing.get_context(self.method)
-        self._pool = ProcessPoolExecutor(self.workers, mp_context=context,
-                                         initializer=_worker_start,
-                                         initargs=(self.counter.encoding_name,))
-
     def _submit(self, keys: list[Key], want: dict[Key, str]) -> None:
         texts = [want[k] for k in keys]
-        while len(self._flying) >= TASKS_PER_WORKER * self.workers:
+        assert self.workers is not None
+        while len(self._flying) >= TASKS_PER_WORKER * self.workers.count:
             self._land(*self._flying.popleft())
-        if self._pool is not None:
-            try:
-                future = self._pool.submit(_tokenize, self.counter.encoding_name, texts)
-            except Exception:  # the pool broke or cannot start (no fork): count here
-                self._stop_pool(broken=True)
-            else:
-                self._flying.append((future, keys, texts))
-                self._flying_keys.update(keys)
-                return
+        future = self.workers.submit(_tokenize, self.counter.encoding_name, texts)
+        if future is not None:
+            self._flying.append((future, keys, texts))
+            self._flying_keys.update(keys)
+            return
         self._absorb(keys, [self.counter.count_now(t) for t in texts])
 
     def _collect(self, block: bool) -> None:
@@ -245,7 +173,8 @@ class BulkCounter(Generic[T]):
             counts = future.result()
         except Exception:  # a worker died (BrokenProcessPool) or failed: count these here
             counts = [self.counter.count_now(t) for t in texts]
-            self._stop_pool(broken=True)
+            assert self.workers is not None
+            self.workers.broke()
         else:
             self.counter.tokenized += len(counts)
         self._flying_keys.difference_update(keys)
@@ -279,8 +208,10 @@ class StreamCounter(Generic[T]):
 
     def __init__(self, model: str | None, table: ModelTable,
                  candidates: Callable[[], list[str | None]],
-                 deliver: Callable[[T, MessageCount], None], *, cache: bool = False) -> None:
+                 deliver: Callable[[T, MessageCount], None], *, cache: bool = False,
+                 workers: Workers | None = None) -> None:
         self.table = table
+        self.workers = workers
         self.candidates = candidates
         self.deliver = deliver
         self.cache = cache
@@ -299,17 +230,13 @@ class StreamCounter(Generic[T]):
             return
         self._count(message, payload)
 
-    def done(self, keep_workers: bool = False) -> TokenCounter:
-        """Finish counting: every payload has had its count after this (`keep_workers`:
-        see BulkCounter.finish)."""
+    def done(self) -> TokenCounter:
+        """Finish counting: every payload has had its count after this."""
         if self.bulk is None:
             self._start(self.table.choose(self.candidates()))
         assert self.bulk is not None and self.counter is not None
-        self.bulk.finish(keep_workers)
+        self.bulk.finish()
         return self.counter
-
-    def hand_over_workers(self) -> Any:
-        return self.bulk.hand_over_workers() if self.bulk is not None else None
 
     def close(self) -> None:
         if self.bulk is not None:
@@ -321,7 +248,8 @@ class StreamCounter(Generic[T]):
 
     def _start(self, model: str | None) -> None:
         self.counter = TokenCounter(model or DEFAULT_MODEL, self.table)
-        self.bulk = BulkCounter(self.counter, self.deliver, persistent=self.cache)
+        self.bulk = BulkCounter(self.counter, self.deliver, persistent=self.cache,
+                                workers=self.workers)
         waiting, self._waiting = self._waiting, []
         for message, payload in waiting:
             self._count(message, payload)

@@ -174,25 +174,7 @@ class LineIndex(Sequence[Record]):
         return list(self._runs(0, len(self), size))
 
     def _runs(self, lo: int, hi: int, size: int) -> Iterator[tuple[int, int]]:
-        i = lo
-        while i < hi:
-            j = max(bisect_right(self._ends, self._start(i) + size, i, hi), i + 1)
-            yield i, j
-            i = j
-
-    def offsets(self, lo: int, hi: int) -> tuple[int, int]:
-        """Where the bytes of lines lo+1 .. hi begin and end in the file."""
-        return self._start(lo), self._ends[hi - 1] if hi > lo else self._start(lo)
-
-    def fileno(self) -> int:
-        """The file's descriptor (a process forked since has it too)."""
-        return self._stream.fileno()
-
-    def bytes_of(self, lo: int, hi: int) -> bytes:
-        """The bytes of lines lo+1 .. hi, read without moving the stream (safe from a thread
-        while the stream is read elsewhere); needs os.pread, so not on every platform."""
-        start = self._start(lo)
-        return os.pread(self._stream.fileno(), self._ends[hi - 1] - start, start)
+        return line_runs(self._ends, size, lo, hi)
 
     def _start(self, i: int) -> int:
         return self._ends[i - 1] if i else 0
@@ -200,6 +182,19 @@ class LineIndex(Sequence[Record]):
     def _read(self, start: int, end: int) -> bytes:
         self._stream.seek(start)
         return self._stream.read(end - start)
+
+
+def line_runs(ends: Sequence[int], size: int, lo: int = 0,
+              hi: int | None = None) -> Iterator[tuple[int, int]]:
+    """Lines lo .. hi (0-based; `ends` says where each ends) in runs [i, j) of about `size`
+    bytes, a longer line alone."""
+    hi = len(ends) if hi is None else hi
+    i = lo
+    while i < hi:
+        start = ends[i - 1] if i else 0
+        j = max(bisect_right(ends, start + size, i, hi), i + 1)
+        yield i, j
+        i = j
 
 
 def iter_lines(stream: BinaryIO, limit: int | None = None) -> Iterator[bytes]:

@@ -21,12 +21,13 @@ import pytest
 from hypothesis import given, settings
 from hypothesis import strategies as st
 
-from ctxpack import bulk, images, tokens
+from ctxpack import bulk, images, tokens, workers
 from ctxpack.breakdown import stats
 from ctxpack.bulk import BulkCounter
 from ctxpack.loader import load
 from ctxpack.tokens import TokenCounter, split_long_runs
 from ctxpack.transcript import Image, Message, Text
+from ctxpack.workers import Workers
 
 ROOT = Path(__file__).resolve().parent.parent
 
@@ -65,20 +66,21 @@ def transcript(tmp_path_factory: pytest.TempPathFactory) -> Path:
 def parallel(monkeypatch: pytest.MonkeyPatch) -> None:
     """Force worker processes even for a small file, with many small tasks."""
     monkeypatch.setenv("CTXPACK_WORKERS", "2")
-    monkeypatch.setitem(bulk.PARALLEL_MIN_CHARS, "fork", 0)
-    monkeypatch.setitem(bulk.PARALLEL_MIN_CHARS, "spawn", 0)
+    monkeypatch.setitem(workers.WORTH_CHARS, "fork", 0)
+    monkeypatch.setitem(workers.WORTH_CHARS, "spawn", 0)
     monkeypatch.setattr(bulk, "BATCH_CHARS", 64 << 10)
     monkeypatch.setattr(bulk, "TASK_CHARS", 16 << 10)
 
 
-def bulk_counts(messages: list[Message], workers: int | None = None
+def bulk_counts(messages: list[Message], count: int | None = None
                 ) -> tuple[list[tokens.MessageCount], BulkCounter[int]]:
     counter = TokenCounter("gpt-4o")
     got: dict[int, tokens.MessageCount] = {}
-    counting: BulkCounter[int] = BulkCounter(counter, got.__setitem__, workers=workers)
-    for i, message in enumerate(messages):
-        counting.add(counter.plan(message, counting.need), i)
-    counting.finish()
+    with Workers(count) as pool:
+        counting: BulkCounter[int] = BulkCounter(counter, got.__setitem__, workers=pool)
+        for i, message in enumerate(messages):
+            counting.add(counter.plan(message, counting.need), i)
+        counting.finish()
     return [got[i] for i in range(len(messages))], counting
 
 
@@ -115,7 +117,7 @@ def test_a_dying_worker_falls_back_to_counting_here(exact_tokens, transcript, pa
 
 def test_small_inputs_stay_in_one_process(exact_tokens):
     messages = [Message("user", [Text(f"hello {i}")]) for i in range(50)]
-    counts, counting = bulk_counts(messages, workers=2)
+    counts, counting = bulk_counts(messages, count=2)
     assert counting.tally["workers"] == 0
     assert [c.total for c in counts] == [TokenCounter("gpt-4o").message(m).total
                                          for m in messages]

@@ -81,7 +81,8 @@ def test_dry_run_writes_nothing_and_reports(chat: Path, tmp_path: Path) -> None:
     assert not out.exists() and run.out == ""
     assert "dry run" in run.err
     data = json.loads(report.read_text())
-    assert data["schema_version"] == 1
+    assert data["schema_version"] == 2
+    assert [s["name"] for s in data["stages"]] == ["truncate", "mask", "summarize"]
     assert data["tokens_after"] <= 3000 < data["tokens_before"]
     assert data["summary"]["retention"]["identifiers"]["total"] > 0
 
@@ -287,7 +288,7 @@ def _rewrite(path: Path, how: str) -> None:
 @pytest.mark.parametrize("how", ["same size", "shorter", "longer"])
 def test_an_input_rewritten_while_it_is_compressed_is_refused(chat: Path, how: str) -> None:
     from ctxpack.compression import compress_file
-    from ctxpack.compression.options import Options
+    from ctxpack.compression.settings import Options
     from ctxpack.errors import InputError
 
     result = compress_file(chat, Options(budget=3000))
@@ -299,7 +300,7 @@ def test_an_input_rewritten_while_it_is_compressed_is_refused(chat: Path, how: s
 def test_lines_appended_while_compressing_are_left_for_next_time(chat: Path,
                                                                   tmp_path: Path) -> None:
     from ctxpack.compression import compress_file
-    from ctxpack.compression.options import Options
+    from ctxpack.compression.settings import Options
 
     original = chat.read_bytes()
     result = compress_file(chat, Options(budget=3000))

@@ -18,8 +18,8 @@ from ctxpack import archive
 from ctxpack.breakdown import stats
 from ctxpack.checks import validate
 from ctxpack.compression import compress_file
-from ctxpack.compression.options import Options
-from ctxpack.compression.truncate import Limits
+from ctxpack.compression.cutting import Limits
+from ctxpack.compression.settings import Options
 from ctxpack.errors import CannotFit
 from ctxpack.loader import load
 from ctxpack.undo import restore
@@ -309,28 +309,6 @@ def test_reused_call_ids_pair_each_call_with_the_next_result() -> None:
             assert out.messages[i + 1].tool_results[0].call_id == m.tool_calls[0].id
 
 
-@pytest.mark.parametrize("path", [SAMPLES / "support-chat.openai.jsonl",
-                                  SAMPLES / "coding-agent.claude-code.jsonl"],
-                         ids=lambda p: p.name)
-def test_an_archive_compressed_ahead_restores_the_same(path: Path, monkeypatch) -> None:
-    """Big files are compressed ahead while the plan is made (`Prepack`); the
-    archive that makes must hold the same bytes as the one made when writing."""
-    import importlib
-
-    compress_module = importlib.import_module("ctxpack.compression")  # not the function
-    budget = stats(path, cache=False).tokens // 2
-    plain = compress_file(path, Options(budget=budget))
-    monkeypatch.setattr(compress_module, "PREPACK_BYTES", 0)
-    monkeypatch.setattr(archive, "BLOCK", 1 << 10)  # many blocks, some wholly in the span
-    ahead = compress_file(path, Options(budget=budget))
-    assert plain.report.summary is not None
-    assert restore(ahead.lines) == path.read_bytes()
-    assert ahead.report.to_dict() == plain.report.to_dict()
-    # a stream (stdin) is read from a spooled copy, which the thread reads too
-    piped = compress_file(io.BytesIO(path.read_bytes()), Options(budget=budget))
-    assert restore(piped.lines) == path.read_bytes()
-
-
 def test_a_second_compress_summarizes_masked_outputs_from_their_archive(tmp_path: Path) -> None:
     path = SAMPLES / "refactor.codex.jsonl"
     first = tmp_path / "first.jsonl"
@@ -423,39 +401,3 @@ def test_settings_given_as_text_are_read_as_their_type() -> None:
     _, report = ctxpack.compress([{"role": "user", "content": "hi"}], budget="3000",
                                  threshold="0.5")
     assert report.limit == 3000
-
-
-@pytest.mark.parametrize("least", [0, 1 << 10])
-def test_the_ids_made_as_the_file_is_read_are_the_lines_ids(least, monkeypatch) -> None:
-    """The scan makes a long line's output id as it reads the line (see `line_id`): the
-    same id that hashing the line as it lies in the file gives. Shorter lines are left
-    to the plan: a file of many short lines would hold an id for each."""
-    import importlib
-
-    from ctxpack.models import TABLE
-
-    scan_module = importlib.import_module("ctxpack.compression.scan")
-    monkeypatch.setattr(scan_module, "ID_BYTES", least)
-    path = SAMPLES / "coding-agent.claude-code.jsonl"
-    scanned = scan_module.scan(path, None, model=None, table=TABLE, cache=False)
-    try:
-        records = scanned.transcript.records
-        expected = {r.line: archive.item_id("o", r.line, r.raw) for r in records
-                    if len(r.raw) >= least}
-        assert scanned.ids == expected and 0 < len(expected) <= len(records)
-    finally:
-        scanned.close()
-
-
-def test_output_ids_are_the_same_whether_made_as_read_or_when_asked(monkeypatch) -> None:
-    import importlib
-
-    scan_module = importlib.import_module("ctxpack.compression.scan")
-    path = SAMPLES / "coding-agent.claude-code.jsonl"
-    options = Options(summarize=False, keep_observations=1)  # the masks stay in the output
-    monkeypatch.setenv("SOURCE_DATE_EPOCH", "1795000000")  # outputs compare byte for byte
-    monkeypatch.setattr(scan_module, "ID_BYTES", 0)
-    as_read = compress_file(path, options, cache=False).data
-    monkeypatch.setattr(scan_module, "ID_BYTES", 1 << 62)
-    asked = compress_file(path, options, cache=False).data
-    assert b"--only o-" in as_read and as_read == asked

@@ -18,8 +18,8 @@ from hypothesis import strategies as st
 
 from ctxpack.checks import validate
 from ctxpack.compression import compress_file
-from ctxpack.compression.options import Options
-from ctxpack.compression.truncate import Limits
+from ctxpack.compression.cutting import Limits
+from ctxpack.compression.settings import Options
 from ctxpack.errors import CannotFit
 from ctxpack.loader import load
 from ctxpack.undo import restore

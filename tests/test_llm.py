@@ -18,8 +18,8 @@ import pytest
 from ctxpack import archive
 from ctxpack.checks import validate
 from ctxpack.compression import compress_file
-from ctxpack.compression.options import Options
-from ctxpack.compression.summarizers import Region, Unit
+from ctxpack.compression.settings import Options
+from ctxpack.compression.summarizers import Piece, Region
 from ctxpack.compression.summarizers.llm import Failed, check
 from ctxpack.loader import load
 from ctxpack.transcript import ToolCall, ToolResult
@@ -346,8 +346,8 @@ def test_the_report_table_tells_the_spend(server: ChatServer, tmp_path: Path) ->
 
 def test_check_wants_the_verbatim_items() -> None:
     request = "Please also rename parse() to parse_source() everywhere."
-    region = Region((Unit("user", request, human=True),
-                     Unit("assistant", "ok", (ToolCall("c1", "bash", '{"command": "ls"}'),),
+    region = Region((Piece("user", request, human=True),
+                     Piece("assistant", "ok", (ToolCall("c1", "bash", '{"command": "ls"}'),),
                           (ToolResult("c1", ()),))))
     with pytest.raises(Failed, match="dropped the newest request"):
         check("## Archived Session Summary\n### Task goal\n- rename things\n", region, 500, len)

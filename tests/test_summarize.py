@@ -22,7 +22,7 @@ from ctxpack.compression.facts import (
     looks_failed,
     retention,
 )
-from ctxpack.compression.summarizers import Region, Unit
+from ctxpack.compression.summarizers import Piece, Region
 from ctxpack.compression.summarizers import _budget as budget_module
 from ctxpack.compression.summarizers._layout import CONDENSED, Cut
 from ctxpack.compression.summarizers.extractive import ExtractiveSummarizer
@@ -36,9 +36,9 @@ LONG_COMMAND = ("curl -sL https://downloads.example.org/releases/v8.11.1/wrapper
                 "build/wrapper.jar && sha256sum build/wrapper.jar && ls -la build")
 
 
-def step(n: int, command: str, output: str, failed: bool = False) -> Unit:
+def step(n: int, command: str, output: str, failed: bool = False) -> Piece:
     call = ToolCall(f"call_{n}", "bash", orjson.dumps({"command": command}).decode())
-    return Unit("assistant", "", (call,), (ToolResult(f"call_{n}", (Text(output),), failed),))
+    return Piece("assistant", "", (call,), (ToolResult(f"call_{n}", (Text(output),), failed),))
 
 
 def test_a_brief_label_shows_one_argument_short() -> None:
@@ -54,7 +54,7 @@ def test_a_brief_label_shows_one_argument_short() -> None:
     assert len(short) <= len("bash()") + 2 * BRIEF_CHARS
 
 
-def units_with_facts(n: int) -> tuple[Unit, ...]:
+def units_with_facts(n: int) -> tuple[Piece, ...]:
     """Steps whose outputs hold one path, one URL, one error and a few lesser facts each."""
     return tuple(step(k, f"{LONG_COMMAND} --attempt {k}",
                       f"wrote src/module_{k}/handler_{k}.py\n"
@@ -68,11 +68,11 @@ def units_with_facts(n: int) -> tuple[Unit, ...]:
 def test_condensing_drops_lesser_facts_and_long_arguments_before_paths_urls_errors() -> None:
     count = TokenCounter("gpt-4o").text
     units = units_with_facts(12)
-    whole = ExtractiveSummarizer().summarize(Region(units), 100_000, count)
+    whole = ExtractiveSummarizer().write(Region(units), 100_000, count)
     assert CONDENSED not in whole and LONG_COMMAND[:60] in whole
     # room for the primary facts and short heads, not for everything
     budget = count(whole) * 3 // 4
-    text = ExtractiveSummarizer().summarize(Region(units), budget, count)
+    text = ExtractiveSummarizer().write(Region(units), budget, count)
     assert count(text) <= budget
     assert CONDENSED in text and "long arguments" in text
     for k in range(1, 13):
@@ -90,22 +90,22 @@ def test_a_summary_is_fit_without_rendering_it_whole_unless_it_may_fit(monkeypat
     exactly comes out whole, not condensed on an estimate."""
     count = TokenCounter("gpt-4o").text
     units = units_with_facts(60)
-    whole = ExtractiveSummarizer().summarize(Region(units), 1_000_000, count)
+    whole = ExtractiveSummarizer().write(Region(units), 1_000_000, count)
     rendered: list = []
     render = budget_module.render
     monkeypatch.setattr(budget_module, "render",
                         lambda doc, cut=None: rendered.append(cut) or render(doc, cut))
-    text = ExtractiveSummarizer().summarize(Region(units), count(whole) // 8, count)
+    text = ExtractiveSummarizer().write(Region(units), count(whole) // 8, count)
     assert count(text) <= count(whole) // 8 and CONDENSED in text
     assert rendered and Cut() not in rendered
-    assert ExtractiveSummarizer().summarize(Region(units), count(whole), count) == whole
-    assert CONDENSED in ExtractiveSummarizer().summarize(Region(units), count(whole) - 1, count)
+    assert ExtractiveSummarizer().write(Region(units), count(whole), count) == whole
+    assert CONDENSED in ExtractiveSummarizer().write(Region(units), count(whole) - 1, count)
 
 
 def test_steps_fold_into_counts_only_when_nothing_else_is_left() -> None:
     count = TokenCounter("gpt-4o").text
     units = units_with_facts(12)
-    text = ExtractiveSummarizer().summarize(Region(units), 150, count)
+    text = ExtractiveSummarizer().write(Region(units), 150, count)
     assert count(text) <= 150
     assert "(condensed): bash ×" in text and " errors" in text  # what the folded steps did
     assert "folded into counts" in text
@@ -115,7 +115,7 @@ def test_a_line_is_failed_by_its_flag_as_the_pipeline_found_it() -> None:
     count = TokenCounter("gpt-4o").text
     # the pipeline flags a result from its exit code and error lines; the summary trusts it
     units = (step(1, "make", "all good", failed=True), step(2, "make", "Error: boom"))
-    text = ExtractiveSummarizer().summarize(Region(units), 4000, count)
+    text = ExtractiveSummarizer().write(Region(units), 4000, count)
     assert "* Step 1: bash(command=make) -> error" in text
     assert "* Step 2: bash(command=make) -> ok" in text
 
@@ -123,11 +123,11 @@ def test_a_line_is_failed_by_its_flag_as_the_pipeline_found_it() -> None:
 @pytest.mark.parametrize("summarizer", [ExtractiveSummarizer(), StructuredSummarizer()])
 def test_injected_context_gets_a_line_only_with_facts(summarizer) -> None:
     count = TokenCounter("gpt-4o").text
-    units = (Unit("user", "<local-command-caveat>Caveat: generated by local commands."),
-             Unit("user", "<system-reminder>The user edited src/app/config.toml.</system-reminder>"
+    units = (Piece("user", "<local-command-caveat>Caveat: generated by local commands."),
+             Piece("user", "<system-reminder>The user edited src/app/config.toml.</system-reminder>"
                   ),
              step(1, "ls", "src"))
-    text = summarizer.summarize(Region(units), 4000, count)
+    text = summarizer.write(Region(units), 4000, count)
     assert "Caveat" not in text
     assert "src/app/config.toml" in text
 
@@ -190,8 +190,8 @@ def test_the_structured_goal_points_to_a_task_kept_before_the_summary() -> None:
     count = TokenCounter("gpt-4o").text
     units = (step(1, "make", "ok"), step(2, "make test", "ok"))
     task = "Port the parser to Rust. Keep the public API. Tests must pass."
-    text = StructuredSummarizer().summarize(Region(units, task=task), 4000, count)
+    text = StructuredSummarizer().write(Region(units, task=task), 4000, count)
     goal = text.split("### Task goal\n", 1)[1].split("\n", 1)[0]
     assert "kept whole before this summary" in goal and "Port the parser to Rust." in goal
     assert "Keep the public API" not in text  # a pointer, not a second copy
-    assert "### Task goal" not in StructuredSummarizer().summarize(Region(units), 4000, count)
+    assert "### Task goal" not in StructuredSummarizer().write(Region(units), 4000, count)

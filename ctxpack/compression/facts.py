@@ -172,6 +172,11 @@ def extract(text: str) -> Facts:
     )
 
 
+def extract_all(texts: list[str]) -> list[Facts]:
+    """The facts of each text (in a form worker processes can be given: see `workers`)."""
+    return [extract(t) for t in texts]
+
+
 def merge(*facts: Facts) -> Facts:
     """One Facts holding all of `facts`, still distinct and in first-seen order."""
     return Facts(**{

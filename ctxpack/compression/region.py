@@ -1,86 +1,99 @@
-"""What a summary reads of the messages it archives: their units (a step with its
-calls and results, or a lone message), the newest whole and the older ones without
-the text of their outputs, and the earlier summary they continue.
+"""What a summary reads of the messages it archives: their pieces (a step with its calls
+and results, or a lone message), the newest whole and the older ones without the text of
+their outputs, and the earlier summary they continue.
 """
 
 from __future__ import annotations
 
 import io
+from dataclasses import replace
 
 from ..archive import unpack
 from ..errors import CtxpackError
 from ..loader import load
 from ..transcript import META_KEY, Message, Text, ToolResult
 from ..transcript import SUMMARY_HEADING as HEADING
-from . import units as cutting
 from .facts import looks_failed
-from .pipeline import OBSERVATIONS, Work
-from .summarizers import Region, Unit
+from .plan import Plan
+from .summarizers import Piece, Region
+from .summarizers._digest import bare_line, source_text
+from .units import Unit
+
+OBSERVATIONS = "observations"  # the kind of a line whose outputs were masked or cut
 
 
-def summary_region(work: Work, start: int, end: int) -> tuple[Region, int]:
+def summary_region(plan: Plan, start: int, end: int) -> tuple[Region, int]:
     """What the summarizer gets of messages [start, end), and how many of them it reads
     whole: the newest units', as many as a summary could show a line of; the older ones
     come without the text of their outputs (only whether each failed)."""
-    previous, spans = _region(work, start, end)
-    split = _shown_from(work, spans, previous)
-    older = tuple(_unit(work, u, _results(work, u, {})) for u in spans[:split])
+    previous, spans = _region(plan, start, end)
+    split = _shown_from(plan, spans, previous)
+    older = tuple(_piece(plan, u, _results(plan, u, {})) for u in spans[:split])
     audited = sum(u.end - u.start for u in spans[split:])
-    task = next((m.text for m in work.messages[:start] if m.human), None)
-    return Region(_whole(work, spans[split:]), previous, older, work.options.archive,
+    task = next((m.text for m in plan.read.messages[:start] if m.human), None)
+    return Region(_whole(plan, spans[split:]), previous, older, plan.options.archive,
                   task), audited
 
 
-def whole_units(work: Work, start: int, end: int) -> tuple[Unit, ...]:
-    """The units of messages [start, end) that `summary_region` reads whole."""
-    previous, spans = _region(work, start, end)
-    return _whole(work, spans[_shown_from(work, spans, previous):])
+def whole_texts(plan: Plan, start: int, end: int) -> list[str]:
+    """The texts of the pieces of messages [start, end) that `summary_region` reads whole,
+    as their facts are found (without reading any output the input set aside)."""
+    previous, spans = _region(plan, start, end)
+    return [source_text(p) for p in _whole_pieces(plan, spans[_shown_from(plan, spans,
+                                                                         previous):])]
 
 
-def _region(work: Work, start: int, end: int) -> tuple[str | None, list[cutting.Unit]]:
+def _region(plan: Plan, start: int, end: int) -> tuple[str | None, list[Unit]]:
     """The earlier summary that messages [start, end) continue, and their units but those
     that are one (an earlier summary is merged, never summarized again)."""
+    messages = plan.read.messages
     previous: str | None = None
-    for m in work.messages[:start]:
+    for m in messages[:start]:
         previous = summary_text(m) or previous
     spans = []
-    for u in work.units(start):
+    for u in plan.read.units(start):
         if u.start >= end:
             break
-        group = work.messages[u.start:u.end]
-        if len(group) == 1 and (text := summary_text(group[0])):
+        if u.end - u.start == 1 and (text := summary_text(messages[u.start])):
             previous = text
         else:
             spans.append(u)
     return previous, spans
 
 
-def _whole(work: Work, spans: list[cutting.Unit]) -> tuple[Unit, ...]:
-    whole = work.originals(i for u in spans for i in range(u.start, u.end)
-                           if work.messages[i].tool_results)
-    return tuple(_unit(work, u, _results(work, u, whole)) for u in spans)
+def _whole(plan: Plan, spans: list[Unit]) -> tuple[Piece, ...]:
+    """The pieces of `spans` with the whole text of their outputs, and their facts."""
+    pieces = _whole_pieces(plan, spans)
+    facts = plan.read.facts([source_text(p) for p in pieces])
+    return tuple(replace(p, facts=f) for p, f in zip(pieces, facts, strict=True))
 
 
-def _results(work: Work, u: cutting.Unit, whole: dict[int, Message]
-             ) -> tuple[ToolResult, ...]:
+def _whole_pieces(plan: Plan, spans: list[Unit]) -> list[Piece]:
+    messages = plan.read.messages
+    whole = plan.read.originals(i for u in spans for i in range(u.start, u.end)
+                                if messages[i].tool_results)
+    return [_piece(plan, u, _results(plan, u, whole)) for u in spans]
+
+
+def _results(plan: Plan, u: Unit, whole: dict[int, Message]) -> tuple[ToolResult, ...]:
     """The results of unit `u`, whole where `whole` has their message, else without their
-    text; flagged `is_error` when they failed, as the scan found (see `Unit`). Outputs an
-    earlier compress masked or cut are read from its archive, as they first were."""
+    text; flagged `is_error` when they failed, as the input found (see `Piece`). Outputs
+    an earlier compress masked or cut are read from its archive, as they first were."""
     out = []
     for i in range(u.start, u.end):
         m = whole.get(i)
-        first = _first_read(work, m) if m is not None else None
+        first = _first_read(plan, m) if m is not None else None
         if first is not None:
             out += [ToolResult(r.call_id, r.parts, r.is_error or looks_failed(r.text))
                     for r in first.tool_results]
             continue
-        results = (m or work.messages[i]).tool_results
+        results = (m or plan.read.messages[i]).tool_results
         out += [ToolResult(r.call_id, r.parts if m else (), o.failed)
-                for r, o in zip(results, work.outputs[i], strict=True)]
+                for r, o in zip(results, plan.read.outputs[i], strict=True)]
     return tuple(out)
 
 
-def _first_read(work: Work, m: Message) -> Message | None:
+def _first_read(plan: Plan, m: Message) -> Message | None:
     """The message as it was before an earlier compress masked or cut its outputs, from
     that compress's archive; None when it was not, or the archive is not at hand."""
     meta = m.raw.get(META_KEY) if isinstance(m.raw, dict) else None
@@ -88,8 +101,8 @@ def _first_read(work: Work, m: Message) -> Message | None:
             or not isinstance(meta.get("archive"), dict):
         return None
     try:
-        raw = unpack(meta["archive"], work.transcript.path, work.options.archive_dir)
-        t = load(io.BytesIO(raw), work.transcript.format)
+        raw = unpack(meta["archive"], plan.read.transcript.path, plan.options.archive_dir)
+        t = load(io.BytesIO(raw), plan.read.transcript.format)
     except CtxpackError:
         return None  # dropped (--no-archive) or elsewhere: the placeholder must do
     found = [x for x in t.messages if x.tool_results]
@@ -98,29 +111,29 @@ def _first_read(work: Work, m: Message) -> Message | None:
     return found[0]
 
 
-def _unit(work: Work, u: cutting.Unit, results: tuple[ToolResult, ...]) -> Unit:
-    group = work.messages[u.start:u.end]
+def _piece(plan: Plan, u: Unit, results: tuple[ToolResult, ...]) -> Piece:
+    group = plan.read.messages[u.start:u.end]
     calls = tuple(c for m in group for c in m.tool_calls)
     texts = [p.text for m in group if m.role == "assistant" or not m.tool_results
              for p in m.parts if isinstance(p, Text)]
     role = "assistant" if u.step else group[0].role
-    return Unit(role, "\n".join(texts), calls, results, u.human)
+    return Piece(role, "\n".join(texts), calls, results, u.human)
 
 
-def _shown_from(work: Work, spans: list[cutting.Unit], previous: str | None) -> int:
+def _shown_from(plan: Plan, spans: list[Unit], previous: str | None) -> int:
     """The oldest unit a summary could show a line of: the lines of the newer ones, even
     bare, fill max_summary_tokens. (The summary folds its oldest lines first.)"""
     from .summarizers._merge import last_step, parse
-    from .summarizers._steps import bare_line
 
     number = last_step(parse(previous)) + sum(u.step for u in spans)
-    room = work.options.max_summary_tokens
+    room = plan.options.max_summary_tokens
+    count = plan.read.counter.text
     for n in range(len(spans) - 1, -1, -1):
-        unit = _unit(work, spans[n], _results(work, spans[n], {}))  # bare: no output text
-        room -= work.counter.text(bare_line(unit, number)) + 1
+        piece = _piece(plan, spans[n], _results(plan, spans[n], {}))  # bare: no output text
+        room -= count(bare_line(piece, number)) + 1
         if room < 0:
             return n
-        number -= unit.is_step
+        number -= piece.is_step
     return 0
 
 

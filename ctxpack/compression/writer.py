@@ -12,70 +12,53 @@ from typing import Any
 
 import orjson
 
-from ..archive import VERSION, Archiver, Packed, Prepack, item_id, meta_of
+from ..archive import VERSION, Archiver, Packed, item_id, meta_of
 from ..archive import strip as strip_line
 from ..formats.base import Compaction
 from ..jsonl import LineIndex, dumps
 from ..transcript import META_KEY, Message, Record
-from .pipeline import OBSERVATIONS, Work, line_id
+from .plan import Plan
+from .region import OBSERVATIONS
+from .summary import span_start
 
 
-def span_start(work: Work, head: int) -> int | None:
-    """The first line the summary's span replaces: 0 for "the region's first line".
-
-    Formats with a reset marker write the head again after it, so their span
-    starts at the head; formats that alternate roles start at the user message
-    the summary joins. None when the head cannot be written again.
-    """
-    messages = work.messages[:head]
-    if work.editor.resets:
-        moved = [m for m in messages if not work.editor.keeps_place(m)]
-        stays = [line for m in messages if work.editor.keeps_place(m) for line in m.lines]
-        if not moved:
-            return 0
-        first = min(line for m in moved for line in m.lines)
-        return first if all(line < first for line in stays) else None
-    if work.editor.alternates and messages and messages[-1].role == "user":
-        return messages[-1].line if len(messages[-1].lines) == 1 else None
-    return 0
-
-
-def span_lines(work: Work, head: int, end: int) -> tuple[int, int]:
-    """The first and last line (1-based) of the span that a summary of messages
-    [head, end) replaces, and its archive holds."""
-    region = work.messages[head:end]
-    first = span_start(work, head) or min(line for m in region for line in m.lines)
+def span_lines(plan: Plan) -> tuple[int, int]:
+    """The first and last line (1-based) of the span that the plan's summary replaces,
+    and its archive holds."""
+    s = plan.summary
+    assert s is not None
+    region = plan.read.messages[s.head:s.end]
+    first = span_start(plan, s.head) or min(line for m in region for line in m.lines)
     last = max(line for m in region for line in m.lines)
-    return _whole_groups(work.transcript.records, first, last)
+    return _whole_groups(plan.read.transcript.records, first, last)
 
 
-def output(work: Work, archiver: Archiver, now: str, strip: bool = False,
-           prepack: Prepack | None = None) -> Iterator[bytes]:
+def output(plan: Plan, archiver: Archiver, now: str, strip: bool = False) -> Iterator[bytes]:
     """The compressed file in pieces: whole lines, but for the summary record, whose
     inline archive comes in pieces (see `Packed.splice`). With `strip`, records come
-    without their `ctxpack` object, and so without the archive. `prepack` may hold the
-    input compressed ahead."""
-    records = work.transcript.records
+    without their `ctxpack` object, and so without the archive."""
+    read = plan.read
+    records = read.transcript.records
     assert isinstance(records, LineIndex)
     first = last = 0
     group: list[dict[str, Any]] = []
     packed = None
-    if work.summary is not None:
-        first, last, group, packed = _compaction(work, Archiver(enabled=False) if strip
-                                                 else archiver, now, prepack)
+    if plan.summary is not None:
+        first, last, group, packed = _compaction(plan, Archiver(enabled=False) if strip
+                                                 else archiver, now)
     edited: dict[int, dict[str, Any]] = {}
     items: dict[int, list[dict[str, Any]]] = {}
     ids: dict[int, str] = {}
-    for i, texts in work.texts.items():
-        line = work.messages[i].line
+    for i in plan.edited:
+        line = read.messages[i].line
         if first <= line <= last:
             continue  # archived with the region
-        ids[line] = line_id(work, i)
-        edited[line] = work.editor.with_results(_parse(records[line - 1].raw), texts)
-        items[line] = work.items[i]
+        ids[line] = read.line_id(i)
+        edited[line] = read.editor.with_results(_parse(records[line - 1].raw), plan.texts(i))
+        items[line] = [e.item for e in plan.edits_of(i)]
     # lines re-pointed at the summary, which go back with it (`restore --only`)
     follows = next((r[META_KEY]["id"] for r in group if META_KEY in r), None)
-    relinked = dict.fromkeys(_relink(work, group, first, last, edited) if group else (),
+    relinked = dict.fromkeys(_relink(plan, group, first, last, edited) if group else (),
                              follows)
     finish = strip_line if strip else _same
     yield from _lines(records.span(0, max(first - 1, 0)), edited, items, ids, relinked,
@@ -120,38 +103,36 @@ def _lines(records: Iterable[Record], edited: dict[int, dict[str, Any]],
         yield finish(dumps({**edited[n], META_KEY: meta}) + _eol(raw))
 
 
-def _compaction(work: Work, archiver: Archiver, now: str, prepack: Prepack | None
+def _compaction(plan: Plan, archiver: Archiver, now: str
                 ) -> tuple[int, int, list[dict[str, Any]], Packed]:
     """The span of lines the summary replaces, the records that replace it, and the
     archive of the span (read and packed in one pass)."""
-    s = work.summary
+    s, read = plan.summary, plan.read
     assert s is not None
-    records = work.transcript.records
+    records = read.transcript.records
     assert isinstance(records, LineIndex)
-    first, last = span_lines(work, s.head, s.end)
-    packed = archiver.pack_stream(
-        records.chunks(first - 1, last), prepack.streams(first - 1, last) if prepack else None,
-        work.ahead.digest(first - 1, last) if work.ahead is not None else None)
+    first, last = span_lines(plan)
+    packed = archiver.pack_stream(records.chunks(first - 1, last))
     sid = item_id("s", first, bytes.fromhex(packed.ref["sha256"]))
-    head = [m for m in work.messages[: s.head] if not work.editor.keeps_place(m)] \
-        if work.editor.resets else []
+    editor, messages = read.editor, read.messages
+    head = [m for m in messages[: s.head] if not editor.keeps_place(m)] \
+        if editor.resets else []
     meta: dict[str, Any] = {
         "id": sid, "kind": "archived_summary", "version": VERSION, "compressed_at": now,
         "strategy": s.strategy, "range": {"start": s.start, "end": s.end},
-        "original_count": len(work.messages),
-        "new_count": len(work.messages) - (s.end - s.start) + (0 if s.merged else 1),
-        "original_tokens": work.steps[0].tokens_before if work.steps else work.total,
-        "archived_tokens": s.archived_tokens, "summary_tokens": s.tokens,
-        "tokens_after": work.total,
+        "original_count": len(messages),
+        "new_count": len(messages) - (s.end - s.start) + (0 if s.merged else 1),
+        "original_tokens": read.total, "archived_tokens": s.archived_tokens,
+        "summary_tokens": s.tokens, "tokens_after": plan.total,
     }
     if s.strategy == "llm" and s.llm:
         meta["llm"] = llm_meta(s.llm)
     before = _parse(records[first - 2].raw) if first > 1 else None
-    merge = work.messages[s.head - 1].raw if s.merged else None
-    c = Compaction(s.text, meta, {"id": sid, "kind": "part"}, _head_records(work, head),
+    merge = messages[s.head - 1].raw if s.merged else None
+    c = Compaction(s.text, meta, {"id": sid, "kind": "part"}, _head_records(plan, head),
                    before if isinstance(before, dict) else None, merge,
                    tokens_before=meta["original_tokens"], time=now, seed=sid)
-    group = work.editor.compaction(c)
+    group = editor.compaction(c)
     meta.update(lines=len(group), archive=packed.ref)  # the record holds `meta`
     return first, last, group, packed
 
@@ -176,8 +157,8 @@ def _whole_groups(records: list[Record], first: int, last: int) -> tuple[int, in
     return first, last
 
 
-def _head_records(work: Work, head: list[Message]) -> list[dict[str, Any]]:
-    records = work.transcript.records
+def _head_records(plan: Plan, head: list[Message]) -> list[dict[str, Any]]:
+    records = plan.read.transcript.records
     out: list[dict[str, Any]] = []
     for m in head:
         if len(m.lines) == 1 and isinstance(m.raw, dict):
@@ -187,14 +168,14 @@ def _head_records(work: Work, head: list[Message]) -> list[dict[str, Any]]:
     return out
 
 
-def _relink(work: Work, group: list[dict[str, Any]], first: int, last: int,
+def _relink(plan: Plan, group: list[dict[str, Any]], first: int, last: int,
             edited: dict[int, dict[str, Any]]) -> set[int]:
     """Re-point later records whose parent was in the span to the summary record."""
     target = next((r.get("uuid") for r in group if r.get(META_KEY, {}).get("kind")
                    == "archived_summary"), None)
     if not isinstance(target, str):
         return set()
-    records = work.transcript.records
+    records = plan.read.transcript.records
     assert isinstance(records, LineIndex)
     kept = {r.get("uuid") for r in group}
     removed = set()
@@ -208,7 +189,7 @@ def _relink(work: Work, group: list[dict[str, Any]], first: int, last: int,
         if b'"parentUuid"' not in record.raw:
             continue
         n = record.line
-        new = work.editor.relink(edited.get(n) or _parse(record.raw), removed, target)
+        new = plan.read.editor.relink(edited.get(n) or _parse(record.raw), removed, target)
         if new is not None:
             edited[n] = new
             out.add(n)

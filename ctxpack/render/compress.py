@@ -17,18 +17,18 @@ def to_json(report: Report) -> bytes:
 
 
 def print_report(console: Console, report: Report, *, dry_run: bool = False) -> None:
-    """Tokens before and after each step, then the summary and its retention audit."""
+    """Tokens before and after each stage, then the summary and its retention audit."""
     r = report
     exact = "" if r.exact else " (approximate)"
     title = (f"{escape(r.path)}: {r.format}, {r.model}{exact}, window {r.context_window:,}"
              + (" — dry run, nothing written" if dry_run else ""))
-    table = Table("step", title=title, title_justify="left")
+    table = Table("stage", title=title, title_justify="left")
     for name in ("tokens before", "tokens after", "saved", "items"):
         table.add_column(name, justify="right")
-    for step in r.steps:
-        saved = step.tokens_before - step.tokens_after
-        items = f"{step.items:,}" + (f" ({step.note})" if step.note else "")
-        table.add_row(step.name, f"{step.tokens_before:,}", f"{step.tokens_after:,}",
+    for stage in r.stages:
+        saved = stage.tokens_before - stage.tokens_after
+        items = f"{stage.items:,}" + (f" ({stage.note})" if stage.note else "")
+        table.add_row(stage.name, f"{stage.tokens_before:,}", f"{stage.tokens_after:,}",
                       f"{saved:,}", items)
     table.add_row("total", f"{r.tokens_before:,}", f"{r.tokens_after:,}",
                   f"{r.tokens_before - r.tokens_after:,}", "", style="bold")

@@ -9,9 +9,9 @@ import re
 from collections.abc import Iterable, Sequence
 from dataclasses import dataclass
 
-from . import HEADING, Region, Unit
+from . import HEADING, Piece, Region
+from ._digest import fence, todo_items, unanswered
 from ._layout import Line, Section
-from ._steps import fence, todo_items, unanswered
 
 _STEP = re.compile(r"\* Steps? (\d+)(?:[–-](\d+))?\b")
 _STATUS = re.compile(r" -> (?:ok|error|no result)(?=;|$)")
@@ -34,20 +34,20 @@ class Part:
     bullets: tuple[str, ...]
 
 
-def split_region(region: Region) -> tuple[tuple[Unit, ...], tuple[Unit, ...], str | None]:
-    """The older units, the units to summarize and the earlier summary; a unit that is
+def split_region(region: Region) -> tuple[tuple[Piece, ...], tuple[Piece, ...], str | None]:
+    """The older pieces, the pieces to summarize and the earlier summary; a piece that is
     one joins the latter."""
     previous = [region.previous] if region.previous else []
-    older: list[Unit] = []
-    units: list[Unit] = []
-    for group, into in ((region.older, older), (region.units, units)):
-        for unit in group:
-            # an earlier summary met among the units is merged, never summarized again
-            if unit.text.lstrip().startswith(HEADING):
-                previous.append(unit.text)
+    older: list[Piece] = []
+    pieces: list[Piece] = []
+    for group, into in ((region.older, older), (region.pieces, pieces)):
+        for piece in group:
+            # an earlier summary met among the pieces is merged, never summarized again
+            if piece.text.lstrip().startswith(HEADING):
+                previous.append(piece.text)
             else:
-                into.append(unit)
-    return tuple(older), tuple(units), "\n".join(previous) if previous else None
+                into.append(piece)
+    return tuple(older), tuple(pieces), "\n".join(previous) if previous else None
 
 
 def parse(body: str | None) -> dict[str, Part]:
@@ -142,14 +142,14 @@ def request_section(title: str, text: str | None, old: Part | None) -> Section |
     return None
 
 
-def pending_section(title: str, units: Sequence[Unit], old: Part | None) -> Section | None:
+def pending_section(title: str, pieces: Sequence[Piece], old: Part | None) -> Section | None:
     """Open todo items of the newest plan (else the earlier ones) and unanswered calls."""
-    items = todo_items(units)
+    items = todo_items(pieces)
     if items is None:
         block = old.block if old else ""
     else:
         block = fence("\n".join(items)) if items else ""
-    calls = [*(old.bullets if old else ()), *(NO_RESULT + label for label in unanswered(units))]
+    calls = [*(old.bullets if old else ()), *(NO_RESULT + label for label in unanswered(pieces))]
     if not block and not calls:
         return None
     return Section(title, block=block, lines=tuple(Line(0, c) for c in calls), fixed=True)

@@ -8,8 +8,9 @@ from __future__ import annotations
 
 from collections.abc import Callable
 
-from . import Count, Region, Unit
+from . import Count, Piece, Region
 from ._budget import fit
+from ._digest import as_line, digest, folded, last_request
 from ._layout import Doc, Line, Section
 from ._merge import (
     Part,
@@ -21,7 +22,6 @@ from ._merge import (
     request_section,
     split_region,
 )
-from ._steps import as_line, digest, folded, last_request
 
 STEPS = "Steps"
 LAST_REQUEST = "Last request (verbatim)"
@@ -36,33 +36,33 @@ class ExtractiveSummarizer:
 
     name = "extractive"
 
-    def summarize(self, region: Region, max_tokens: int, count: Count) -> str:
+    def write(self, region: Region, max_tokens: int, count: Count) -> str:
         """The summary of `region` (continuing `region.previous`), fit to `max_tokens`."""
         return fit(document(region), max_tokens, count)
 
 
-def document(region: Region, heads: Callable[[Unit, int], str | None] | None = None) -> Doc:
+def document(region: Region, heads: Callable[[Piece, int], str | None] | None = None) -> Doc:
     """The extractive summary of `region` before fitting; `heads` may give a step's line
     its own words (`* Step N: ...`, its facts still after them), None keeping the usual."""
-    older, units, previous = split_region(region)
+    older, pieces, previous = split_region(region)
     old = parse(previous)
     lines = _old_step_lines(old)
     number = last_step(old)
     if older:
         lines.append(folded(older, number + 1))
         number += sum(u.is_step for u in older)
-    for unit in units:
-        if unit.is_step:
+    for piece in pieces:
+        if piece.is_step:
             number += 1
-        own = heads(unit, number) if heads and unit.is_step else None
-        lines.append(as_line(digest(unit, number if unit.is_step else None), number,
+        own = heads(piece, number) if heads and piece.is_step else None
+        lines.append(as_line(digest(piece, number if piece.is_step else None), number,
                              text=own or ""))
     old_pending = next((old[t] for t in PENDING_SECTIONS if t in old), None)
     return Doc.of([
         *carried(old, (*STEP_SECTIONS, *PENDING_SECTIONS, LAST_REQUEST)),
         Section(STEPS, lines=tuple(lines)),
-        request_section(LAST_REQUEST, last_request(older + units), old.get(LAST_REQUEST)),
-        pending_section(PENDING, older + units, old_pending),
+        request_section(LAST_REQUEST, last_request(older + pieces), old.get(LAST_REQUEST)),
+        pending_section(PENDING, older + pieces, old_pending),
     ], region.archived)
 
 

@@ -1,6 +1,6 @@
 """The `llm` summarizer: an OpenAI-compatible chat endpoint writes the summary.
 
-The archived units are sent as text blocks, redacted first (see `ctxpack.redact`),
+The archived pieces are sent as text blocks, redacted first (see `ctxpack.redact`),
 between delimiter lines that carry a digest of what they hold, so the text inside
 cannot close them; the model is told that everything inside is data, not
 instructions. A region too long for the summarizer's window goes in chunks, each
@@ -26,15 +26,15 @@ from dataclasses import dataclass, field
 from typing import Any
 
 from ...redact import redact
-from ..options import Options
-from ..truncate import Limits, truncate
-from . import HEADING, Count, Region, Unit
+from ..cutting import Limits, cut
+from ..settings import Options
+from . import HEADING, Count, Piece, Region
 from ._budget import fit
+from ._digest import answers_of, folded, last_request, step_status
 from ._endpoint import Endpoint, Failed, Settings, Spend
 from ._layout import Doc, Line, Section, fold_line, render
 from ._merge import last_step, lines_of, parse, pending_section, request_section, split_region
 from ._stepcache import StepCache, key
-from ._steps import answers_of, folded, last_request, step_status
 from .extractive import LAST_REQUEST, PENDING, PENDING_SECTIONS, STEP_SECTIONS, STEPS, document
 
 __all__ = ["Failed", "LLMSummarizer"]
@@ -129,7 +129,7 @@ class LLMSummarizer:
                                options.llm_per_step, options.redact)
         self._cache = cache
 
-    def summarize(self, region: Region, max_tokens: int, count: Count) -> str:
+    def write(self, region: Region, max_tokens: int, count: Count) -> str:
         """The summary of `region`, at most `max_tokens`; raises Failed."""
         endpoint = Endpoint(self.settings, self.outcome.spend)
         try:
@@ -146,10 +146,10 @@ class LLMSummarizer:
 
     def _sections(self, endpoint: Endpoint, region: Region, max_tokens: int,
                   count: Count) -> str:
-        older, units, previous = split_region(region)
+        older, pieces, previous = split_region(region)
         old = parse(previous)
         first = last_step(old) + 1
-        frame = _frame(older, units, first, old, region.archived)
+        frame = _frame(older, pieces, first, old, region.archived)
         room = max_tokens - count(_render(frame, []))  # what the model's sections may take
         answer = min(self.options.llm_max_tokens, room, self.window // ANSWER_SHARE)
         if answer < 32:
@@ -158,7 +158,7 @@ class LLMSummarizer:
         system = SYSTEM.format(words=max(20, answer * 3 // 4),
                                sections="\n".join(f"### {s}" for s in SECTIONS))
         data = self.window * FILL - count(system) - answer - 64  # 64: the user message's words
-        blocks = self._blocks(older, units, first, count, int(data))
+        blocks = self._blocks(older, pieces, first, count, int(data))
         # redacted, then cut: a cut could leave part of a secret no pattern knows
         task = _clip(self._clean(region.task), TASK_TOKENS, count) if region.task else None
         earlier = self._clean(previous) if previous else None
@@ -212,11 +212,11 @@ class LLMSummarizer:
                   count: Count) -> str:
         """The extractive layout with each step's line written by the model: asked for
         concurrently, and found in the cache when an earlier run asked already."""
-        _, units, _ = split_region(region)
+        _, pieces, _ = split_region(region)
         data = int(self.window * FILL) - count(STEP_SYSTEM) - STEP_ANSWER - 32
         if data < MIN_DATA:
             raise Failed(f"the summarizer's window ({self.window:,} tokens) is too small")
-        steps = [u for u in units if u.is_step]
+        steps = [u for u in pieces if u.is_step]
         found: list[Counter[str]] = [Counter() for _ in steps]  # secrets, step by step
         texts = [_block(u, None, count, data, lambda t, n=n: self._clean(t, found[n]))
                  for n, u in enumerate(steps)]
@@ -245,9 +245,9 @@ class LLMSummarizer:
         lines.update({keys[n]: line for n, line in zip(wanted, answers, strict=True)})
         by_unit = {id(u): lines[k] for u, k in zip(steps, keys, strict=True)}
 
-        def head(unit: Unit, number: int) -> str:
-            status = step_status(unit) if unit.calls else ""
-            return f"* Step {number}: {by_unit[id(unit)]}" + (f" -> {status}" if status else "")
+        def head(piece: Piece, number: int) -> str:
+            status = step_status(piece) if piece.calls else ""
+            return f"* Step {number}: {by_unit[id(piece)]}" + (f" -> {status}" if status else "")
 
         return fit(document(region, head), max_tokens, count)
 
@@ -292,18 +292,18 @@ class LLMSummarizer:
             raise failures[0]
         return answers
 
-    def _blocks(self, older: tuple[Unit, ...], units: tuple[Unit, ...], first: int,
+    def _blocks(self, older: tuple[Piece, ...], pieces: tuple[Piece, ...], first: int,
                 count: Count, most: int) -> list[tuple[str, int]]:
-        """Each unit as a redacted text block with its token count; the older units, whose
+        """Each piece as a redacted text block with its token count; the older pieces, whose
         outputs are not read, in one counted line."""
         blocks = []
         if older:
             line = folded(older, first).head.removeprefix("* ")
             blocks.append(self._clean(f"(Before these: {line})"))
         number = first - 1 + sum(u.is_step for u in older)
-        for unit in units:
-            number += unit.is_step
-            blocks.append(_block(unit, number if unit.is_step else None, count, most,
+        for piece in pieces:
+            number += piece.is_step
+            blocks.append(_block(piece, number if piece.is_step else None, count, most,
                                  self._clean))
         return [(text, count(text) + 1) for text in blocks]
 
@@ -324,9 +324,9 @@ def check(text: str, region: Region, max_tokens: int, count: Count) -> None:
     n = count(text)
     if n > max_tokens:
         raise Failed(f"the summary takes {n:,} tokens, over the {max_tokens:,} it may")
-    older, units, _ = split_region(region)
-    wanted = [last_request(older + units) or ""]
-    section = pending_section(PENDING, older + units, None)
+    older, pieces, _ = split_region(region)
+    wanted = [last_request(older + pieces) or ""]
+    section = pending_section(PENDING, older + pieces, None)
     wanted += [section.block] if section is not None else []
     missing = [w for w in wanted if w.strip() and w.strip() not in text]
     if missing:
@@ -346,15 +346,15 @@ class _Frame:
     archived: bool
 
 
-def _frame(older: tuple[Unit, ...], units: tuple[Unit, ...], first: int,
+def _frame(older: tuple[Piece, ...], pieces: tuple[Piece, ...], first: int,
            old: dict[str, Any], archived: bool) -> _Frame:
     earlier = [ln for title in STEP_SECTIONS if title in old for ln in lines_of(old[title].bullets)]
-    everything = [*earlier, folded(older + units, first)]
+    everything = [*earlier, folded(older + pieces, first)]
     steps = Line(everything[-1].pos, fold_line(everything, "messages"),
                  steps=_span(everything), others=sum(ln.others for ln in everything))
     old_pending = next((old[t] for t in PENDING_SECTIONS if t in old), None)
-    verbatim = (request_section(LAST_REQUEST, last_request(older + units), old.get(LAST_REQUEST)),
-                pending_section(PENDING, older + units, old_pending))
+    verbatim = (request_section(LAST_REQUEST, last_request(older + pieces), old.get(LAST_REQUEST)),
+                pending_section(PENDING, older + pieces, old_pending))
     return _Frame(steps, tuple(s for s in verbatim if s is not None), archived)
 
 
@@ -398,23 +398,23 @@ def _own_words(answer: str) -> list[Section]:
 # -- what is sent --------------------------------------------------------------------
 
 
-def _block(unit: Unit, number: int | None, count: Count, most: int,
+def _block(piece: Piece, number: int | None, count: Count, most: int,
            clean: Callable[[str], str]) -> str:
-    """One unit as text: who spoke, what was called with which arguments, what came back;
+    """One piece as text: who spoke, what was called with which arguments, what came back;
     each piece `clean`ed before it is cut, so no cut leaves a secret its pattern misses."""
     who = (f"Step {number} (assistant)" if number is not None else
-           "Request (user)" if unit.human else f"Message ({unit.role})")
+           "Request (user)" if piece.human else f"Message ({piece.role})")
     out = [f"## {who}"]
-    if unit.text.strip():
-        out.append(clean(unit.text.strip()))
+    if piece.text.strip():
+        out.append(clean(piece.text.strip()))
     answered: set[int] = set()
-    share = max(MIN_DATA, most // max(1, len(unit.results) + 1))
-    for i, call in enumerate(unit.calls):
+    share = max(MIN_DATA, most // max(1, len(piece.results) + 1))
+    for i, call in enumerate(piece.calls):
         out.append(f"-> call {call.name} {_short(clean(call.arguments), ARGUMENT_CHARS)}")
-        for result in answers_of(unit, i):
+        for result in answers_of(piece, i):
             answered.add(id(result))
             out += _result(call.name, result, share, count, clean)
-    for result in unit.results:
+    for result in piece.results:
         if id(result) not in answered:
             out += _result(None, result, share, count, clean)
     return _clip("\n".join(out), most, count)
@@ -430,8 +430,8 @@ def _result(name: str | None, result: Any, most: int, count: Count,
 def _clip(text: str, most: int, count: Count) -> str:
     """`text` within `most` tokens, cut as a tool output is (head and tail, error lines
     kept, repeats folded, a marker saying what was left out)."""
-    cut = truncate(text, Limits(max_lines=None, max_bytes=None, max_tokens=most), count, None)
-    return text if cut is None else cut.text
+    done = cut(text, Limits(max_lines=None, max_bytes=None, max_tokens=most), count, None)
+    return text if done is None else done.text
 
 
 def _short(text: str, chars: int) -> str:

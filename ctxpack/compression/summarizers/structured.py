@@ -11,8 +11,9 @@ import re
 from dataclasses import dataclass, field
 
 from ..args import shorten
-from . import Count, Region, Unit
+from . import Count, Piece, Region
 from ._budget import fit
+from ._digest import Digest, as_line, digest, fence, first_request, first_sentence, folded
 from ._layout import Doc, Line, Section
 from ._merge import (
     Part,
@@ -23,7 +24,6 @@ from ._merge import (
     pending_section,
     split_region,
 )
-from ._steps import Digest, as_line, digest, fence, first_request, first_sentence, folded
 
 GOAL, DECISIONS, DONE = "Task goal", "Key decisions", "Completed work"
 PENDING, FINDINGS = "Pending items", "Important findings"
@@ -58,39 +58,39 @@ class StructuredSummarizer:
 
     name = "structured"
 
-    def summarize(self, region: Region, max_tokens: int, count: Count) -> str:
+    def write(self, region: Region, max_tokens: int, count: Count) -> str:
         """The summary of `region` (continuing `region.previous`), fit to `max_tokens`."""
-        older, units, previous = split_region(region)
+        older, pieces, previous = split_region(region)
         old = parse(previous)
         parts = _old_parts(old)
-        goal = _goal_block(old, older + units, region.task)
+        goal = _goal_block(old, older + pieces, region.task)
         skip_first = GOAL not in old and "Last request (verbatim)" not in old \
             and not region.task and first_request(older) is None
         number = last_step(old)
         if older:
             parts.done.append(folded(older, number + 1))
             number += sum(u.is_step for u in older)
-        for unit in units:
-            if unit.is_step:
+        for piece in pieces:
+            if piece.is_step:
                 number += 1
-            if skip_first and unit.human and unit.text.strip():
+            if skip_first and piece.human and piece.text.strip():
                 skip_first = False
-                if len(unit.text) <= GOAL_CHARS:
+                if len(piece.text) <= GOAL_CHARS:
                     continue  # it is the task goal, whole; a cut one keeps its facts below
-            _place(digest(unit, number if unit.is_step else None), number, parts)
+            _place(digest(piece, number if piece.is_step else None), number, parts)
         old_pending = old.get(PENDING) or old.get("Pending (verbatim)")
         doc = Doc.of([
             Section(GOAL, block=goal, lines=tuple(parts.goal), noun="requests"),
             Section(DECISIONS, lines=tuple(parts.decisions), noun="decisions"),
             Section(DONE, lines=tuple(parts.done)),
-            pending_section(PENDING, older + units, old_pending),
+            pending_section(PENDING, older + pieces, old_pending),
             Section(FINDINGS, lines=tuple(parts.findings)),
             *carried(old, OLD_KNOWN),
         ], region.archived)
         return fit(doc, max_tokens, count)
 
 
-def _goal_block(old: dict[str, Part], units: tuple[Unit, ...], task: str | None) -> str:
+def _goal_block(old: dict[str, Part], pieces: tuple[Piece, ...], task: str | None) -> str:
     """The earlier summary's goal; else the task kept before the summary, in a line; else
     the earlier summary's last request, or this region's first request."""
     if GOAL in old and old[GOAL].block:
@@ -99,7 +99,7 @@ def _goal_block(old: dict[str, Part], units: tuple[Unit, ...], task: str | None)
         return f"{KEPT_TASK} {first_sentence(task)}"
     if "Last request (verbatim)" in old and old["Last request (verbatim)"].block:
         return old["Last request (verbatim)"].block
-    text = first_request(units)
+    text = first_request(pieces)
     if text is None:
         return ""
     cut = text if len(text) <= GOAL_CHARS else text[:GOAL_CHARS] + "…"
@@ -122,7 +122,7 @@ def _old_parts(old: dict[str, Part]) -> _Parts:
 
 
 def _place(d: Digest, pos: int, parts: _Parts) -> None:
-    """Put one unit's lines where they belong."""
+    """Put one piece's lines where they belong."""
     if d.number is None:
         target = parts.goal if d.label.startswith("Request:") else parts.findings
         target.append(as_line(d, pos))

@@ -1,4 +1,4 @@
-"""How a summarizer reads one archived unit: its calls in short, its status and its facts.
+"""How a summarizer reads one archived piece: its calls in short, its status and its facts.
 
 Shared by the extractive and structured summarizers so both describe a step the same
 way; also finds the verbatim items (last request, open todo items, unanswered calls).
@@ -15,7 +15,7 @@ from functools import lru_cache
 from ...transcript import ToolResult
 from .. import facts as F
 from ..args import BRIEF_CHARS, DONE, call_label, parse_args, plan_list, shorten
-from . import Unit
+from . import Piece
 from ._layout import Line, fold_line
 
 CONTEXT = "Context:"  # the label of a message that is neither a step nor a request
@@ -25,7 +25,7 @@ _SENTENCE_END = re.compile(r"(?<=[.!?])\s+|\n+")
 
 @dataclass(frozen=True, slots=True)
 class Digest:
-    """One unit in short: what it did, how it went, and the facts worth keeping."""
+    """One piece in short: what it did, how it went, and the facts worth keeping."""
 
     number: int | None  # the step number; None for a lone message
     label: str  # "Bash(command=ls), Read(file_path=a.py)", "said: ...", "Request: ..."
@@ -36,49 +36,49 @@ class Digest:
     brief: str = ""  # the label with each call's one telling argument, short ("": as is)
 
 
-def digest(unit: Unit, number: int | None) -> Digest:
-    """Describe `unit`; `number` is its step number when it is an assistant step."""
-    label, brief, status, tools, pairs = _describe(unit)
-    return Digest(number, label, status, tools, pairs, unit.text,
+def digest(piece: Piece, number: int | None) -> Digest:
+    """Describe `piece`; `number` is its step number when it is an assistant step."""
+    label, brief, status, tools, pairs = _describe(piece)
+    return Digest(number, label, status, tools, pairs, piece.text,
                   brief if brief != label else "")
 
 
 @lru_cache(maxsize=4096)
-def _describe(unit: Unit) -> tuple[str, str, str, tuple[str, ...], tuple[tuple[str, str], ...]]:
+def _describe(piece: Piece) -> tuple[str, str, str, tuple[str, ...], tuple[tuple[str, str], ...]]:
     # cached: a pipeline may summarize overlapping regions while it looks for the cut
-    calls = unit.calls
-    label, status = _label(unit)
-    brief, _ = _label(unit, brief=True)
+    calls = piece.calls
+    label, status = _label(piece)
+    brief, _ = _label(piece, brief=True)
     own = {x for c in calls for x in F.commands(c.arguments)}  # already in the label
-    found = unit_facts(unit)
+    found = piece_facts(piece)
     pairs = [("errors", e) for e in found.errors]
     if status == "error":
-        pairs.extend(("errors", line) for line in _telling_lines(unit.results))
+        pairs.extend(("errors", line) for line in _telling_lines(piece.results))
     for name in ("paths", "urls", "identifiers", "commands", "numbers"):
         pairs.extend((name, x) for x in getattr(found, name) if x not in own)
     return label, brief, status, tuple(c.name for c in calls), tuple(pairs)
 
 
-def _label(unit: Unit, brief: bool = False) -> tuple[str, str]:
-    """What a unit did, and how its calls went ("" when it made none); `brief`: in
+def _label(piece: Piece, brief: bool = False) -> tuple[str, str]:
+    """What a piece did, and how its calls went ("" when it made none); `brief`: in
     short, for a line condensed to make room for the facts."""
-    calls = unit.calls
+    calls = piece.calls
     if calls:
-        return ", ".join(call_label(c, brief) for c in calls), step_status(unit)
+        return ", ".join(call_label(c, brief) for c in calls), step_status(piece)
     words = BRIEF_CHARS if brief else SENTENCE_CHARS
-    if unit.is_step:
-        return f"said: {first_sentence(unit.text, words) or '(no text)'}", ""
-    if unit.human:
-        return f"Request: {first_sentence(unit.text, words)}", ""
-    kind = "Result:" if unit.role == "tool" or unit.results else CONTEXT
-    return f"{kind} {first_sentence(unit.text or _results_text(unit.results), words)}", ""
+    if piece.is_step:
+        return f"said: {first_sentence(piece.text, words) or '(no text)'}", ""
+    if piece.human:
+        return f"Request: {first_sentence(piece.text, words)}", ""
+    kind = "Result:" if piece.role == "tool" or piece.results else CONTEXT
+    return f"{kind} {first_sentence(piece.text or _results_text(piece.results), words)}", ""
 
 
-def bare_line(unit: Unit, number: int) -> str:
-    """The shortest line a summary gives `unit` short of folding it: its head, no facts
+def bare_line(piece: Piece, number: int) -> str:
+    """The shortest line a summary gives `piece` short of folding it: its head, no facts
     (`number` is its step number, or the last one before it)."""
-    label, status = _label(unit)
-    return head(Digest(number if unit.is_step else None, label, status, (), (), unit.text))
+    label, status = _label(piece)
+    return head(Digest(number if piece.is_step else None, label, status, (), (), piece.text))
 
 
 def head(d: Digest) -> str:
@@ -101,58 +101,44 @@ def as_line(d: Digest, pos: int, kinds: Iterable[str] | None = None, text: str =
                 int(d.number is None), optional or d.label.startswith(CONTEXT), brief)
 
 
-def folded(units: Sequence[Unit], first: int) -> Line:
-    """One line telling `units` in counts, as a summary folds lines it cannot show: their
+def folded(pieces: Sequence[Piece], first: int) -> Line:
+    """One line telling `pieces` in counts, as a summary folds lines it cannot show: their
     steps (numbered from `first`), tools, errors and other messages."""
-    steps = sum(u.is_step for u in units)
-    tools = Counter(c.name for u in units for c in u.calls)
-    errors = sum(bool(u.calls) and step_status(u) == "error" for u in units)
+    steps = sum(u.is_step for u in pieces)
+    tools = Counter(c.name for u in pieces for c in u.calls)
+    errors = sum(bool(u.calls) and step_status(u) == "error" for u in pieces)
     counts = Line(first + steps - 1, "", (), (first, first + steps - 1) if steps else None,
-                  tuple(tools.items()), errors, len(units) - steps)
+                  tuple(tools.items()), errors, len(pieces) - steps)
     return replace(counts, head=fold_line([counts], "messages"))
 
 
-FACTS_KEPT = 4096  # units whose facts are remembered (a summary reads a few hundred)
-_facts: dict[Unit, F.Facts] = {}
+def piece_facts(piece: Piece) -> F.Facts:
+    """All facts of a piece: its text, its calls' arguments and its results (found for it
+    when it was made, or now)."""
+    return piece.facts if piece.facts is not None else F.extract(source_text(piece))
 
 
-def unit_facts(unit: Unit) -> F.Facts:
-    """All facts of a unit: its text, its calls' arguments and its results. Remembered:
-    a pipeline may summarize overlapping regions while it looks for the cut, and the
-    retention audit reads them again."""
-    found = _facts.get(unit)
-    return found if found is not None else remember(unit, F.extract(source_text(unit)))
-
-
-def remember(unit: Unit, facts: F.Facts) -> F.Facts:
-    """Take `facts` as the facts of `unit` (found elsewhere: see `compress.ahead`)."""
-    if len(_facts) >= FACTS_KEPT:
-        del _facts[next(iter(_facts))]  # the oldest goes
-    _facts[unit] = facts
-    return facts
-
-
-def source_text(unit: Unit) -> str:
-    """The text a unit archives, as one string (what the retention audit should read)."""
-    parts = [unit.text, *(f"{c.name}({c.arguments})" for c in unit.calls)]
-    parts.extend(r.text for r in unit.results)
+def source_text(piece: Piece) -> str:
+    """The text a piece archives, as one string (what the retention audit should read)."""
+    parts = [piece.text, *(f"{c.name}({c.arguments})" for c in piece.calls)]
+    parts.extend(r.text for r in piece.results)
     return "\n".join(p for p in parts if p)
 
 
-def step_status(unit: Unit) -> str:
+def step_status(piece: Piece) -> str:
     """`error` if a call failed, `no result` if none was answered, else `ok`."""
-    answers = [answers_of(unit, i) for i in range(len(unit.calls))]
-    if any(r.is_error for rs in answers for r in rs):  # see Unit
+    answers = [answers_of(piece, i) for i in range(len(piece.calls))]
+    if any(r.is_error for rs in answers for r in rs):  # see Piece
         return "error"
     return "ok" if any(answers) else "no result"
 
 
-def answers_of(unit: Unit, index: int) -> tuple[ToolResult, ...]:
-    """The results answering call `index` of `unit`: by id, or by position when ids are absent."""
-    if any(r.call_id for r in unit.results):
-        call_id = unit.calls[index].id
-        return tuple(r for r in unit.results if r.call_id == call_id)
-    return unit.results[index : index + 1]
+def answers_of(piece: Piece, index: int) -> tuple[ToolResult, ...]:
+    """The results answering call `index` of `piece`: by id, or by position when ids are absent."""
+    if any(r.call_id for r in piece.results):
+        call_id = piece.calls[index].id
+        return tuple(r for r in piece.results if r.call_id == call_id)
+    return piece.results[index : index + 1]
 
 
 def first_sentence(text: str, limit: int = SENTENCE_CHARS) -> str:
@@ -163,10 +149,10 @@ def first_sentence(text: str, limit: int = SENTENCE_CHARS) -> str:
     return ""
 
 
-def todo_items(units: Sequence[Unit]) -> list[str] | None:
+def todo_items(pieces: Sequence[Piece]) -> list[str] | None:
     """Open items of the newest todo or plan call, verbatim; None when there is no such call."""
-    for unit in reversed(units):
-        for call in reversed(unit.calls):
+    for piece in reversed(pieces):
+        for call in reversed(piece.calls):
             if "todos" not in call.arguments and "plan" not in call.arguments:
                 continue  # not one: no need to parse its arguments (some are big)
             items = plan_list(parse_args(call.arguments) or {})
@@ -175,19 +161,19 @@ def todo_items(units: Sequence[Unit]) -> list[str] | None:
     return None
 
 
-def unanswered(units: Iterable[Unit]) -> list[str]:
+def unanswered(pieces: Iterable[Piece]) -> list[str]:
     """Labels of the calls that got no result."""
-    return [call_label(c) for u in units for i, c in enumerate(u.calls) if not answers_of(u, i)]
+    return [call_label(c) for u in pieces for i, c in enumerate(u.calls) if not answers_of(u, i)]
 
 
-def last_request(units: Sequence[Unit]) -> str | None:
+def last_request(pieces: Sequence[Piece]) -> str | None:
     """The text of the newest message a person typed, verbatim."""
-    return next((u.text for u in reversed(units) if u.human and u.text.strip()), None)
+    return next((u.text for u in reversed(pieces) if u.human and u.text.strip()), None)
 
 
-def first_request(units: Sequence[Unit]) -> str | None:
+def first_request(pieces: Sequence[Piece]) -> str | None:
     """The text of the oldest message a person typed, verbatim."""
-    return next((u.text for u in units if u.human and u.text.strip()), None)
+    return next((u.text for u in pieces if u.human and u.text.strip()), None)
 
 
 def fence(text: str) -> str:

@@ -10,7 +10,7 @@ from typing import Any
 from urllib.parse import urlsplit
 
 from ..errors import UsageError
-from .truncate import MODES, Limits
+from .cutting import MODES, Limits
 
 STRATEGIES = ("extractive", "structured", "llm")
 

@@ -1,4 +1,4 @@
-"""Step 1 of compress: cut one oversized tool output down to its limits.
+"""Cutting one oversized tool output down to its limits (what the truncate stage does to each).
 
 Runs of identical lines fold first; what is still over keeps its head, tail or both
 around one `[ctxpack: ...]` marker line that says what was cut and where the full text
@@ -58,7 +58,7 @@ class Limits:
 
 
 @dataclass(frozen=True, slots=True)
-class Cut:
+class Truncated:
     """A cut tool output and what the cut took away."""
 
     text: str  # the new output the model sees, marker line included
@@ -86,7 +86,7 @@ def utf8_size(text: str, cap: int | None = None) -> int:
     return len(text.encode("utf-8", "surrogatepass"))
 
 
-def truncate(text: str, limits: Limits, count: Count, reference: str | None) -> Cut | None:
+def cut(text: str, limits: Limits, count: Count, reference: str | None) -> Truncated | None:
     """The cut version of `text`, or None when it is within every limit; the marker names
     `reference`, where the full output is archived (None: it is not kept).
 
@@ -99,7 +99,7 @@ def truncate(text: str, limits: Limits, count: Count, reference: str | None) -> 
     cheaply_over = replace(limits, max_tokens=None).over(text, count)
     if not cheaply_over and limits.max_tokens is None:
         return None
-    tokens = count(text)  # needed for the Cut anyway, so the token check reuses it
+    tokens = count(text)  # needed for the Truncated anyway, so the token check reuses it
     if not cheaply_over and tokens <= limits.max_tokens:
         return None
     job = _Job(text, tokens, limits, count, reference)
@@ -282,8 +282,8 @@ class _Job:
                      len(errors))
         return self.fit_ends(self.limits, errors[:m])  # the ends take back unused room
 
-    def settle(self, lay: _Layout) -> Cut:
-        """The Cut for `lay` with its true figures, shrinking it if those no longer fit."""
+    def settle(self, lay: _Layout) -> Truncated:
+        """The Truncated for `lay` with its true figures, shrinking it if those no longer fit."""
         while True:
             body_tokens = self.count(self.render(lay, None))
             text = self.render(lay, self.marker(lay, max(0, self.tokens_before - body_tokens)))
@@ -293,7 +293,7 @@ class _Job:
                 return self.bare_marker()
             lay = _Layout(lay.head // 2, lay.tail // 2, lay.head_chars // 2, lay.tail_chars // 2)
 
-    def bare_marker(self) -> Cut:
+    def bare_marker(self) -> Truncated:
         """The smallest honest result, for limits with no room even for the marker."""
         for marker in (f"{MARKER}output cut; {self.kept}]",
                        "[ctxpack: cut]"):
@@ -302,9 +302,9 @@ class _Job:
                 return self.cut(text, _Layout())
         return self.cut("", _Layout())
 
-    def cut(self, text: str, lay: _Layout) -> Cut:
+    def cut(self, text: str, lay: _Layout) -> Truncated:
         lines_cut, folded, _, _ = self.tally(lay)
-        return Cut(text=text, lines_before=self.starts[-1], lines_cut=lines_cut,
+        return Truncated(text=text, lines_before=self.starts[-1], lines_cut=lines_cut,
                    tokens_before=self.tokens_before, tokens_after=self.count(text),
                    errors_kept=len(lay.rescued), repeats_collapsed=folded)
 

@@ -13,7 +13,8 @@ import pytest
 from hypothesis import given, settings
 from hypothesis import strategies as st
 
-from ctxpack.compression.truncate import MODES, Cut, Limits, line_count, truncate
+from ctxpack.compression import cutting
+from ctxpack.compression.cutting import MODES, Limits, Truncated, line_count
 from ctxpack.errors import UsageError
 
 REF = "ctxpack:t-3f2a9c1d"
@@ -33,14 +34,14 @@ def lines_limit(n: int, mode: str = "head_tail") -> Limits:
     return Limits(max_lines=n, max_bytes=None, max_tokens=None, mode=mode)
 
 
-def cut_of(text: str, limits: Limits, count=words) -> Cut:
-    cut = truncate(text, limits, count, REF)
-    assert cut is not None
-    assert not limits.over(cut.text, count), cut.text
-    return cut
+def cut_of(text: str, limits: Limits, count=words) -> Truncated:
+    done = cutting.cut(text, limits, count, REF)
+    assert done is not None
+    assert not limits.over(done.text, count), done.text
+    return done
 
 
-def split_at_marker(cut: Cut) -> tuple[list[str], str, list[str]]:
+def split_at_marker(cut: Truncated) -> tuple[list[str], str, list[str]]:
     """The lines before the one marker line, the marker, and the lines after it."""
     lines = cut.text.splitlines()
     at = [i for i, line in enumerate(lines) if line.startswith("[ctxpack:")]
@@ -96,21 +97,21 @@ def test_bad_limits_are_usage_errors(kwargs: dict) -> None:
 
 @pytest.mark.parametrize("mode", MODES)
 def test_text_within_limits_is_left_alone(mode: str) -> None:
-    assert truncate(numbered(10), lines_limit(10, mode), words, REF) is None
-    assert truncate("", Limits(max_lines=0, max_bytes=0, max_tokens=0, mode=mode),
+    assert cutting.cut(numbered(10), lines_limit(10, mode), words, REF) is None
+    assert cutting.cut("", Limits(max_lines=0, max_bytes=0, max_tokens=0, mode=mode),
                     words, REF) is None
-    assert truncate("x" * 30_000, Limits(mode=mode), words, REF) is None
+    assert cutting.cut("x" * 30_000, Limits(mode=mode), words, REF) is None
 
 
 def test_without_limits_nothing_is_cut_or_counted() -> None:
     def boom(text: str) -> int:
         raise AssertionError("count called")
 
-    assert truncate(numbered(10_000), NO_LIMITS, boom, REF) is None
+    assert cutting.cut(numbered(10_000), NO_LIMITS, boom, REF) is None
 
 
 def test_a_line_over_the_limit_is_cut() -> None:
-    assert truncate(numbered(11), lines_limit(10), words, REF) is not None
+    assert cutting.cut(numbered(11), lines_limit(10), words, REF) is not None
 
 
 # --- modes ----------------------------------------------------------------------------
@@ -178,12 +179,12 @@ def test_a_final_newline_is_kept_exactly_when_the_original_had_one(mode: str, en
 def test_cutting_twice_changes_nothing(mode: str) -> None:
     limits = Limits(max_lines=40, max_bytes=900, max_tokens=120, mode=mode)
     cut = cut_of(numbered(1_000) + "Error: disk full\n" + numbered(50), limits)
-    assert truncate(cut.text, limits, words, REF) is None
+    assert cutting.cut(cut.text, limits, words, REF) is None
 
 
 def test_same_input_same_output() -> None:
     text = numbered(500) + "FAILED test_x\n" * 3 + numbered(500, "more")
-    assert truncate(text, Limits(max_lines=30), words, REF) == truncate(
+    assert cutting.cut(text, Limits(max_lines=30), words, REF) == cutting.cut(
         text, Limits(max_lines=30), words, REF)
 
 
@@ -202,7 +203,7 @@ def test_one_enormous_line_is_cut_by_characters(mode: str) -> None:
         assert before and text.startswith(before[0])
     if mode != "head":
         assert after and text.endswith(after[-1])
-    assert truncate(cut.text, Limits(max_bytes=500, mode=mode), words, REF) is None
+    assert cutting.cut(cut.text, Limits(max_bytes=500, mode=mode), words, REF) is None
 
 
 @pytest.mark.parametrize("mode", MODES)
@@ -235,7 +236,7 @@ def test_very_small_limits(mode: str) -> None:
     limits = Limits(max_lines=3, max_bytes=200, mode=mode)
     cut = cut_of(text, limits)
     assert cut.text.count("\n") <= 3
-    assert truncate(cut.text, limits, words, REF) is None
+    assert cutting.cut(cut.text, limits, words, REF) is None
 
 
 # --- no room even for the marker ------------------------------------------------------
@@ -253,7 +254,7 @@ def test_when_not_even_the_marker_fits_the_smallest_honest_result(
     cut = cut_of(numbered(5_000), limits)
     assert cut.text == expected
     assert cut.lines_cut == cut.lines_before == 5_000
-    assert truncate(cut.text, limits, words, REF) is None
+    assert cutting.cut(cut.text, limits, words, REF) is None
 
 
 # --- error lines ----------------------------------------------------------------------
@@ -337,7 +338,7 @@ def test_folding_alone_can_be_enough() -> None:
         f"full output archived as {REF}]",
     ]
     assert (cut.lines_cut, cut.repeats_collapsed, cut.lines_before) == (0, 999, 1_002)
-    assert truncate(cut.text, lines_limit(20), words, REF) is None
+    assert cutting.cut(cut.text, lines_limit(20), words, REF) is None
 
 
 def test_in_tail_mode_the_fold_marker_comes_first() -> None:
@@ -408,7 +409,7 @@ def test_with_the_o200k_tokenizer(exact_tokens: None) -> None:
         cut = cut_of(text, limits, count)
         assert 380 <= cut.tokens_after <= 400
         assert "error[E0308]: mismatched types" in cut.text
-        assert truncate(cut.text, limits, count, REF) is None
+        assert cutting.cut(cut.text, limits, count, REF) is None
 
 
 # --- properties -----------------------------------------------------------------------
@@ -429,7 +430,7 @@ LIMITS = st.builds(
 )
 
 
-def check_ends(text: str, cut: Cut, mode: str) -> None:
+def check_ends(text: str, cut: Truncated, mode: str) -> None:
     """The shown ends are verbatim original lines (or parts of the lines at the cut)."""
     original = text.splitlines()
     before, _, after = split_at_marker(cut)
@@ -453,17 +454,17 @@ def check_ends(text: str, cut: Cut, mode: str) -> None:
 @settings(max_examples=400, deadline=None)
 @given(text=TEXTS, limits=LIMITS)
 def test_random_texts_and_limits(text: str, limits: Limits) -> None:
-    cut = truncate(text, limits, words, REF)
-    assert (cut is None) == (not text or not limits.over(text, words))
-    if cut is None:
+    done = cutting.cut(text, limits, words, REF)
+    assert (done is None) == (not text or not limits.over(text, words))
+    if done is None:
         return
-    assert not limits.over(cut.text, words)
-    assert truncate(cut.text, limits, words, REF) is None
-    assert cut.lines_before == line_count(text)
-    assert 0 <= cut.lines_cut <= cut.lines_before
-    assert cut.tokens_after == words(cut.text)
-    cut.text.encode("utf-8")  # strict: no character was split
-    if cut.text.startswith("[ctxpack: cut]") or cut.text == "":
+    assert not limits.over(done.text, words)
+    assert cutting.cut(done.text, limits, words, REF) is None
+    assert done.lines_before == line_count(text)
+    assert 0 <= done.lines_cut <= done.lines_before
+    assert done.tokens_after == words(done.text)
+    done.text.encode("utf-8")  # strict: no character was split
+    if done.text.startswith("[ctxpack: cut]") or done.text == "":
         return
-    assert cut.text.endswith("\n") == text.endswith("\n")
-    check_ends(text, cut, limits.mode)
+    assert done.text.endswith("\n") == text.endswith("\n")
+    check_ends(text, done, limits.mode)

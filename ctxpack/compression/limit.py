@@ -1,0 +1,64 @@
+"""Stage 4, the hard limit: a plan still over the budget (or, without one, the model's
+window) has its summary condensed to the room that is left, then more of the newest units
+archived, one at a time, until it fits; `check_fits` says when nothing can.
+"""
+
+from __future__ import annotations
+
+from dataclasses import replace
+
+from ..errors import CannotFit
+from .plan import Edits, Plan, Summary
+from .summarizers._layout import CONDENSED
+from .summary import audited, caps, draft, ends, fixed
+
+
+def limit(plan: Plan) -> Edits:
+    """A summary that brings the plan under its limit, if there is one; else the last
+    tried (`check_fits` then says how far over it is)."""
+    s = plan.summary
+    if s is None or plan.total <= max(plan.limit, plan.target):
+        return Edits()
+    cap = caps(plan)
+    n = len(plan.read.messages)
+    chosen: Summary = s
+    for end in (c for c in ends(plan) if c >= s.end):
+        if end > s.end:
+            chosen = draft(plan, end, cap(end), cap(end))
+            if plan.total_with(chosen) <= plan.target:
+                break
+        if plan.total_with(chosen) > plan.limit:
+            room = plan.limit - fixed(plan) - plan.tokens(end, n)
+            chosen = draft(plan, end, max(1, min(cap(end), room)), cap(end))
+        if plan.total_with(chosen) <= plan.limit:
+            break
+    if chosen.max_tokens < chosen.cap and CONDENSED in chosen.text:
+        what = "budget" if plan.options.budget else "context window"
+        warning = (f"the {what} leaves the summary {chosen.max_tokens:,} tokens (it could "
+                   f"take {chosen.cap:,}): it is condensed more than it would be")
+        return Edits(summary=audited(replace(chosen, squeezed=True)), warnings=(warning,))
+    return Edits(summary=audited(chosen))
+
+
+def check_fits(plan: Plan) -> list[str]:
+    """Raise CannotFit when the plan is over its limit; the warnings of one that fits."""
+    total, most = plan.total, plan.limit
+    s = plan.summary
+    if total <= most:
+        # the default target is a soft aim (room to grow); one that was asked for is not
+        if total > plan.target and s is not None and plan.options.target:
+            return [f"the output ({total:,} tokens) is above the target ({plan.target:,}); "
+                    "the newest steps it keeps are large"]
+        return []
+    what = "budget" if plan.options.budget else f"context window of {plan.read.counter.model}"
+    parts = [f"the system prompt and task take {plan.tokens(0, s.head):,}",
+             f"the summary {s.tokens:,}"] if s else []
+    counts = plan.counts
+    parts.append(f"the newest message {counts[-1] if counts else 0:,}")
+    if s is None and plan.options.summarize:
+        parts.append("no older messages could be summarized: the task and the steps "
+                     "--keep-steps and --keep-rounds keep are all there is")
+    raise CannotFit(
+        f"cannot fit the {what} ({most:,} tokens): the best compression leaves {total:,} "
+        f"tokens ({', '.join(parts)})",
+        "raise --budget, pick a model with a larger window, or lower the truncate limits")

@@ -1,0 +1,284 @@
+"""What compress reads: the transcript's context messages, their counts, what is known of
+each tool output, and how to get back what was set aside while reading.
+
+Compress needs the whole text of few outputs: those it may truncate (the newest steps')
+and those the summary reads (the newest archived steps'). Outputs older than the newest
+`WINDOW` characters keep only what compress must know of them (an `Output`); a plan that
+needs one of them whole after all has it read again from the file (`Input.originals`).
+"""
+
+from __future__ import annotations
+
+from collections import deque
+from collections.abc import Callable, Iterable, Sequence
+from dataclasses import dataclass, field, replace
+from functools import cached_property
+
+from .. import formats
+from ..archive import item_id
+from ..bulk import StreamCounter
+from ..errors import InputError, UsageError
+from ..formats.base import Editor
+from ..jsonl import LineIndex, Snapshot, Source, reopenable
+from ..loader import PathOrFile, Scanner
+from ..models import ModelTable
+from ..tokens import REPLY_PRIMING, MessageCount, TokenCounter
+from ..transcript import META_KEY, Image, Message, Text, ToolResult, Transcript
+from ..workers import Ahead, Workers, here
+from .cutting import line_count, utf8_size
+from .facts import Facts, extract_all, looks_failed
+from .masking import is_masked, masked_failure
+from .units import Unit, cuts, head_end, units
+
+WINDOW = 64 << 20  # characters of tool output kept whole, the newest
+WHOLE_RECORDS = ("json-messages", "openai-conversations")  # a record holds conversations
+
+
+@dataclass(frozen=True, slots=True)
+class Output:
+    """What compress knows of one tool output, whether or not its text is at hand."""
+
+    lines: int  # as truncate counts them (a final newline ends the last line)
+    bytes: int  # of its text, in UTF-8
+    size: int  # characters of its text and image data: what holding it costs
+    text_only: bool  # all its parts are text (only such outputs are truncated)
+    failed: bool  # it reports an error (flagged, an exit code, error lines)
+    masked: bool  # it is a mask placeholder
+
+
+def observe(result: ToolResult) -> Output:
+    text = result.text
+    images = sum(len(p.data or "") for p in result.parts if isinstance(p, Image))
+    return Output(line_count(text), utf8_size(text), len(text) + images,
+                  all(isinstance(p, Text) for p in result.parts),
+                  result.is_error or masked_failure(text) or looks_failed(text), is_masked(text))
+
+
+@dataclass(eq=False)
+class Input:
+    """A transcript as compress read it; stages read it, none changes it.
+
+    `transcript.messages` are the context messages, some without the text of their tool
+    outputs (read them whole with `originals`); `counts` and `outputs` are per message,
+    as read. `item` is set where a record holds whole conversations and is written again
+    whole: the id of all its changes. `facts` finds the facts of texts (see `workers`)."""
+
+    transcript: Transcript
+    counter: TokenCounter
+    editor: Editor
+    counts: Sequence[MessageCount]
+    outputs: Sequence[tuple[Output, ...]]
+    fetch: Callable[[set[int]], dict[int, Message]] = field(repr=False)
+    item: str | None = None
+    facts: Ahead[str, Facts] = field(default_factory=lambda: here(extract_all), repr=False)
+    _ids: dict[tuple[int, str], str] = field(default_factory=dict, repr=False)
+
+    @property
+    def messages(self) -> list[Message]:
+        return self.transcript.messages
+
+    @property
+    def total(self) -> int:
+        """The prompt's tokens as read."""
+        return sum(c.total for c in self.counts) + REPLY_PRIMING
+
+    @cached_property
+    def cuts(self) -> list[int]:
+        """Where the messages may be cut (see units.cuts)."""
+        return cuts(self.messages)
+
+    @cached_property
+    def _units(self) -> list[Unit]:
+        return units(self.messages, self.cuts, 0)
+
+    def units(self, start: int = 0) -> list[Unit]:
+        """The units from `start` (an allowed cut) on."""
+        from bisect import bisect_left
+
+        return self._units[bisect_left(self.cuts, start):]
+
+    @cached_property
+    def head(self) -> int:
+        """Where the kept head (system prompts, the task) ends."""
+        return head_end(self.messages, self.cuts)
+
+    def originals(self, indexes: Iterable[int]) -> dict[int, Message]:
+        """The messages at `indexes` as read, whole."""
+        wanted = set(indexes)
+        return self.fetch(wanted) if wanted else {}
+
+    def result_part(self, i: int, j: int) -> int:
+        """Where the j-th tool result of message i sits among its parts."""
+        return [k for k, p in enumerate(self.messages[i].parts) if isinstance(p, ToolResult)][j]
+
+    def result_tokens(self, i: int, j: int) -> int:
+        """Tokens of the j-th tool result of message i, as read."""
+        return self.counts[i].parts[self.result_part(i, j)]
+
+    def line_id(self, i: int, kind: str = "o") -> str:
+        """The id that names what compress does to message i's line (or, where records
+        hold conversations, to the whole record)."""
+        if self.item is not None:
+            return self.item
+        found = self._ids.get((i, kind))
+        if found is None:
+            line = self.messages[i].line
+            found = self._ids[i, kind] = item_id(kind, line,
+                                                 self.transcript.records[line - 1].raw)
+        return found
+
+    def part(self, indexes: list[int], item: str) -> Input:
+        """The input of one conversation of a file that holds many, its messages at
+        `indexes`; its changes are all named `item`."""
+        t = self.transcript
+        part = Transcript(t.format, t.path, t.records, [t.messages[i] for i in indexes],
+                          model=t.model)
+
+        def fetch(wanted: set[int]) -> dict[int, Message]:
+            found = self.fetch({indexes[k] for k in wanted})
+            return {k: found[indexes[k]] for k in wanted}
+
+        return replace(self, transcript=part, counts=[self.counts[i] for i in indexes],
+                       outputs=[self.outputs[i] for i in indexes], fetch=fetch, item=item,
+                       _ids={})
+
+    def with_facts(self, facts: Ahead[str, Facts]) -> Input:
+        return replace(self, facts=facts)
+
+
+@dataclass(eq=False)
+class Opened:
+    """A transcript file read for compress, kept open: its untouched lines are copied from
+    it when the output is written. `seen` is the file when it was opened."""
+
+    input: Input
+    source: Source
+    seen: Snapshot | None
+
+    def check_unchanged(self) -> None:
+        """Raise if the file was rewritten since it was opened: the output, made from its
+        lines as read then and as read now, would mix two versions. (Lines appended are
+        no harm: the output is the file as it was when opened.)"""
+        if self.seen is not None and self.source.rewritten(self.seen):
+            raise InputError(self.input.transcript.path, None,
+                             "changed while it was being compressed (not only appended to)",
+                             "compress it again once whatever writes it is done")
+
+    def close(self) -> None:
+        self.source.close()
+
+
+def read(source: PathOrFile, format: str | None, *, model: str | None, table: ModelTable,
+         skip_invalid: bool = False, cache: bool = True, workers: Workers | None = None,
+         progress: Callable[[int], None] | None = None) -> Opened:
+    """Read and count a transcript for compress; the file stays open (see `Opened`).
+    `progress` is told the bytes read so far, as the reading goes."""
+    src = reopenable(source)
+    try:
+        seen = src.snapshot()
+        return Opened(_read(src, format, model, table, skip_invalid, cache, workers, progress),
+                      src, seen)
+    except BaseException:
+        src.close()
+        raise
+
+
+def _read(src: Source, format: str | None, model: str | None, table: ModelTable,
+          skip_invalid: bool, cache: bool, workers: Workers | None,
+          progress: Callable[[int], None] | None) -> Input:
+    index = LineIndex(src.stream)
+    scanner = Scanner(src, format, skip_invalid=skip_invalid, index=index, progress=progress)
+    emitted: list[Message] = []
+    outputs: list[tuple[Output, ...]] = []
+    counts: list[MessageCount | None] = []
+    held: deque[tuple[int, int]] = deque()  # (emission index, size) of outputs at hand
+    held_size = 0
+    aside: set[int] = set()
+    counting: StreamCounter[int] = StreamCounter(
+        model, table, lambda: [scanner.named_model, scanner.usual_model], counts.__setitem__,
+        cache=cache, workers=workers)
+    try:
+        for message in scanner.messages():
+            n = len(emitted)
+            emitted.append(message)
+            counts.append(None)
+            outputs.append(tuple(observe(r) for r in message.tool_results))
+            counting.add(message, n)
+            size = sum(o.size for o in outputs[n])
+            if not size:
+                continue
+            held.append((n, size))
+            held_size += size
+            while held_size > WINDOW and len(held) > 1 and _may_set_aside(scanner):
+                old, old_size = held.popleft()
+                held_size -= old_size
+                emitted[old] = _set_aside(emitted[old])
+                aside.add(old)
+        counter = counting.done()
+    finally:
+        counting.close()
+    layout, fmt = scanner.layout, scanner.format
+    assert layout is not None and fmt is not None
+    context = layout.context
+    transcript = Transcript(
+        format=fmt.name, path=scanner.path, records=index,
+        messages=[emitted[n] for n in context], model=layout.model, usage=layout.usage,
+        skipped=scanner.skipped)
+    found = [counts[n] for n in context]
+    assert all(c is not None for c in found)
+    where = {n: i for i, n in enumerate(context)}
+    fetch = _refetch(src, transcript, skip_invalid, list(context),
+                     {where[n] for n in aside if n in where})
+    return Input(transcript, counter, editor_of(transcript), found,  # type: ignore[arg-type]
+                 [outputs[n] for n in context], fetch)
+
+
+def editor_of(t: Transcript) -> Editor:
+    """How compress writes a transcript of this format."""
+    fmt = formats.get(t.format)
+    if not hasattr(fmt, "editor"):
+        raise UsageError(f"{t.path}: compress cannot write {t.format} files")
+    return fmt.editor(t)  # type: ignore[no-any-return]
+
+
+def _may_set_aside(scanner: Scanner) -> bool:
+    # a record that holds whole conversations is written again whole, from its messages
+    return scanner.format is not None and scanner.format.name not in WHOLE_RECORDS
+
+
+def _set_aside(message: Message) -> Message:
+    """The message without the content of its tool outputs (and without its raw record,
+    which holds them too, but for its `ctxpack` object)."""
+    parts = [ToolResult(p.call_id, (), p.is_error) if isinstance(p, ToolResult) else p
+             for p in message.parts]
+    raw = message.raw
+    kept = {META_KEY: raw[META_KEY]} if isinstance(raw, dict) and META_KEY in raw else None
+    return replace(message, parts=parts, raw=kept)
+
+
+def _refetch(src: Source, t: Transcript, skip_invalid: bool, order: list[int],
+             aside: set[int]) -> Callable[[set[int]], dict[int, Message]]:
+    """How to have context messages whole: those set aside are read from the file again
+    (all at once: a pass over the file for each would cost more), and kept."""
+    whole: dict[int, Message] = {}
+
+    def fetch(wanted: set[int]) -> dict[int, Message]:
+        missing = {order[i]: i for i in wanted & aside if i not in whole}
+        if missing:
+            scanner = Scanner(src, t.format, skip_invalid=skip_invalid)
+            for n, message in enumerate(scanner.messages()):
+                i = missing.get(n)
+                if i is not None:
+                    whole[i] = message
+        return {i: whole.get(i, t.messages[i]) for i in wanted}
+
+    return fetch
+
+
+def of_transcript(t: Transcript, counter: TokenCounter) -> Input:
+    """A loaded transcript as compress's input: every message is whole already."""
+    counts = [counter.message(m) for m in t.messages]
+    outputs = [tuple(observe(r) for r in m.tool_results) for m in t.messages]
+    return Input(t, counter, editor_of(t), counts, outputs,
+                 lambda wanted: {i: t.messages[i] for i in wanted})
+

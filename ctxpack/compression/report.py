@@ -1,0 +1,125 @@
+"""What a compress did, as the table on stderr and `--report-json` show it: one report
+over the plans of a file's conversations (most files have one)."""
+
+from __future__ import annotations
+
+from collections import Counter
+from dataclasses import asdict, dataclass, field
+from typing import Any
+
+from ..archive import Archiver
+from ..transcript import Transcript
+from .pipeline import StageReport
+from .plan import Plan
+
+REPORT_VERSION = 2  # 2: `steps` became `stages`, and the limit and llm stages have rows
+
+
+@dataclass
+class Report:
+    """What a compress did, as the table on stderr and `--report-json` show it."""
+
+    path: str
+    format: str
+    model: str
+    exact: bool
+    model_note: str
+    context_window: int
+    trigger: int
+    target: int
+    limit: int
+    tokens_before: int
+    tokens_after: int
+    messages_before: int
+    messages_after: int
+    stages: list[StageReport] = field(default_factory=list)
+    truncated: int = 0
+    masked: int = 0
+    summary: dict[str, Any] | None = None
+    llm: dict[str, Any] | None = None  # what the llm summarizer did and cost, if asked
+    archive: str = "inline"
+    warnings: list[str] = field(default_factory=list)
+    changed: bool = False
+    conversations: int = 1
+    schema_version: int = REPORT_VERSION
+
+    def to_dict(self) -> dict[str, Any]:
+        return asdict(self)
+
+
+def report(t: Transcript, done: list[tuple[Plan, list[StageReport]]], archiver: Archiver,
+           counter: Any) -> Report:
+    """One report over the plans of a file's conversations, and what their stages did."""
+    plans = [p for p, _ in done]
+    first = plans[0] if plans else None
+    removed = sum(s.end - s.start - (0 if s.merged else 1) for p in plans
+                  if (s := p.summary))
+    stages = _stages([r for _, reports in done for r in reports])
+    items = {s.name: s.items for s in stages}
+    archive = ("none" if not archiver.enabled else
+               "inline" if archiver.folder is None else f"dir:{archiver.folder}")
+    return Report(
+        path=t.path, format=t.format, model=counter.model, exact=counter.exact,
+        model_note=counter.note, context_window=counter.info.context_window,
+        trigger=first.trigger if first else 0, target=first.target if first else 0,
+        limit=first.limit if first else 0,
+        tokens_before=sum(p.read.total for p in plans), tokens_after=sum(p.total for p in plans),
+        messages_before=len(t.messages), messages_after=len(t.messages) - removed,
+        stages=stages, truncated=items.get("truncate", 0), masked=items.get("mask", 0),
+        summary=_summaries(plans), llm=_llm(plans), archive=archive,
+        warnings=[x for p in plans for x in p.warnings],
+        changed=any(p.changed for p in plans), conversations=len(plans))
+
+
+def _stages(reports: list[StageReport]) -> list[StageReport]:
+    """Each stage's numbers summed over conversations."""
+    out: dict[str, StageReport] = {}
+    for s in reports:
+        total = out.setdefault(s.name, StageReport(s.name, 0, 0))
+        total.tokens_before += s.tokens_before
+        total.tokens_after += s.tokens_after
+        total.items += s.items
+        total.note = total.note or s.note
+    return list(out.values())
+
+
+def _summaries(plans: list[Plan]) -> dict[str, Any] | None:
+    """The summaries written, as one: sizes summed, the retention audit merged."""
+    done = [s for p in plans if (s := p.summary) is not None]
+    if not done:
+        return None
+    retention: dict[str, dict[str, Any]] = {}
+    for s in done:
+        for name, r in s.retention.items():
+            total = retention.setdefault(name, {"total": 0, "kept": 0, "dropped": []})
+            total["total"] += r["total"]
+            total["kept"] += r["kept"]
+            total["dropped"] += r["dropped"]
+    s = done[0]
+    return {"strategy": s.strategy, "start": s.start, "end": s.end,
+            "conversations": len(done), "messages": sum(s.end - s.start for s in done),
+            "audited_messages": sum(s.audited for s in done),
+            "archived_tokens": sum(s.archived_tokens for s in done),
+            "archived_tokens_read": sum(s.read_tokens for s in done),
+            "tokens": sum(s.tokens for s in done),
+            "max_tokens": sum(s.max_tokens for s in done),
+            "cap_tokens": sum(s.cap for s in done),
+            "squeezed": any(s.squeezed for s in done), "retention": retention}
+
+
+def _llm(plans: list[Plan]) -> dict[str, Any] | None:
+    """What the llm summarizer did over a file's conversations: numbers summed, the
+    first fallback reason told."""
+    done = [s.llm for p in plans if (s := p.summary) is not None and s.llm is not None]
+    if not done:
+        return None
+    out = dict(done[0])
+    for more in done[1:]:
+        for name, value in more.items():
+            if name == "redacted":
+                out[name] = dict(Counter(out.get(name) or {}) + Counter(value))
+            elif isinstance(value, int) and not isinstance(value, bool):
+                out[name] = out.get(name, 0) + value
+        out["used"] = out["used"] and more["used"]
+        out["fallback"] = out["fallback"] or more["fallback"]
+    return out

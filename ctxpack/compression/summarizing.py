@@ -1,0 +1,30 @@
+"""Stage 3: when the context is over its trigger, archive the oldest region that must go
+and put one summary message in its place.
+
+The kept head (system prompts, the task) and the newest units stay. The region ends at
+the first cut where the rest and its summary are under the target, but never later than
+the floor, which keeps the newest steps and rounds the settings ask for: there it stops,
+under the target or not (the hard limit, `limit`, takes it from there).
+"""
+
+from __future__ import annotations
+
+from .plan import Edits, Plan
+from .summary import audited, caps, draft, ends, first_end, floor
+
+
+def summarize(plan: Plan) -> Edits:
+    """The summary of the oldest region that brings the plan under its target."""
+    candidates = ends(plan)
+    if not candidates:
+        return Edits(note="no region could be archived")
+    lowest = floor(plan)
+    cap = caps(plan)
+    start = first_end(plan, candidates, lowest)
+    chosen = None
+    for end in (c for c in candidates if c >= start):
+        chosen = draft(plan, end, cap(end), cap(end))
+        if plan.total_with(chosen) <= plan.target or end >= lowest:
+            break  # later ends archive more: the first that fits is the one
+    assert chosen is not None
+    return Edits(summary=audited(chosen))

@@ -1,0 +1,165 @@
+"""The summary message: where its region may end, how big it may be, and how it is made.
+
+A summary stands for messages [head, end): the kept head (system prompts, the task) stays
+before it and the newest units after it. The stages that choose `end` (`summarizing`,
+`limit`) size candidates with `draft`; the one chosen is audited once (`audited`).
+"""
+
+from __future__ import annotations
+
+from collections.abc import Callable
+from dataclasses import replace
+from itertools import accumulate
+from typing import Any
+
+from ..transcript import SUMMARY_HEADING as HEADING
+from ..transcript import Message, Text
+from .facts import merge, retention
+from .plan import Plan, Summary
+from .region import summary_region, summary_text, whole_texts
+from .summarizers import Region
+from .summarizers._digest import piece_facts
+
+OVERHEAD = 8  # a message's framing around the summary text, with room to spare
+
+
+def summarizer(name: str) -> Any:
+    """The offline summarizer called `name`; the extractive one also sizes the region an
+    `llm` summary is asked for (see `rewriting`)."""
+    if name == "structured":
+        from .summarizers.structured import StructuredSummarizer
+
+        return StructuredSummarizer()
+    from .summarizers.extractive import ExtractiveSummarizer
+
+    return ExtractiveSummarizer()
+
+
+def draft(plan: Plan, end: int, max_tokens: int, cap: int) -> Summary:
+    """The summary of messages [head, end), condensed to `max_tokens` if it can be, with
+    its token counts (`cap`: what its caps would allow); not audited yet."""
+    head = plan.read.head
+    region, audited = summary_region(plan, head, end)
+    strategy = summarizer(plan.options.strategy)
+    text = strategy.write(region, max_tokens, plan.read.counter.text)
+    return made(plan, region, audited, end, text, max_tokens, cap, strategy.name)
+
+
+def made(plan: Plan, region: Region, audited: int, end: int, text: str, max_tokens: int,
+         cap: int, strategy: str) -> Summary:
+    """The Summary of messages [head, end) whose text is `text`, with its counts."""
+    read, head = plan.read, plan.read.head
+    merged = read.editor.alternates and head > 0 and read.messages[head - 1].role == "user"
+    message = _message(plan, head, text, merged)
+    return Summary(text, head, end, head, read.counter.message(message).total, message,
+                   region, archived_tokens=plan.tokens(head, end),
+                   read_tokens=sum(c.total for c in read.counts[head:end]), merged=merged,
+                   audited=audited, max_tokens=max_tokens, cap=cap, strategy=strategy)
+
+
+def audited(summary: Summary) -> Summary:
+    """The summary with its retention audit: which facts of the pieces it read whole it
+    still shows verbatim."""
+    audit = retention(merge(*(piece_facts(p) for p in summary.region.pieces)), summary.text)
+    return replace(summary, retention={
+        k: {"total": v.total, "kept": v.kept, "dropped": list(v.dropped)}
+        for k, v in audit.items()})
+
+
+def _message(plan: Plan, head: int, text: str, merged: bool) -> Message:
+    if not merged:
+        return Message("user", [Text(text)])
+    base = plan.read.messages[head - 1]
+    kept = [p for p in base.parts if not (isinstance(p, Text) and p.text.startswith(HEADING))]
+    return Message("user", [*kept, Text(text)])
+
+
+def ends(plan: Plan) -> list[int]:
+    """Cuts that can end the region: its lines all before the kept tail's lines."""
+    read, head = plan.read, plan.read.head
+    messages = read.messages
+    if read.item is not None:  # the record is written whole: any cut will do
+        return [c for c in read.cuts if head < c < len(messages)]
+    if span_start(plan, head) is None:
+        return []
+    never = 1 << 62
+    # the first line of messages i.. (at i), and the last line of messages head..i
+    tail_min = [*accumulate(reversed([min(m.lines, default=never) for m in messages]), min)]
+    tail_min.reverse()
+    last = accumulate((max(m.lines, default=0) for m in messages[head:]), max)
+    bounds = set(read.cuts)
+    return [end for end, seen in zip(range(head + 1, len(messages)), last, strict=False)
+            if end in bounds and seen < tail_min[end]]
+
+
+def span_start(plan: Plan, head: int) -> int | None:
+    """The first line the summary's span replaces: 0 for "the region's first line".
+
+    Formats with a reset marker write the head again after it, so their span starts at
+    the head; formats that alternate roles start at the user message the summary joins.
+    None when the head cannot be written again."""
+    editor, messages = plan.read.editor, plan.read.messages[:head]
+    if editor.resets:
+        moved = [m for m in messages if not editor.keeps_place(m)]
+        stays = [line for m in messages if editor.keeps_place(m) for line in m.lines]
+        if not moved:
+            return 0
+        first = min(line for m in moved for line in m.lines)
+        return first if all(line < first for line in stays) else None
+    if editor.alternates and messages and messages[-1].role == "user":
+        return messages[-1].line if len(messages[-1].lines) == 1 else None
+    return 0
+
+
+def floor(plan: Plan) -> int:
+    """The latest end that still keeps the newest steps and rounds the settings ask for."""
+    found = plan.read.units(plan.read.head)
+    o = plan.options
+    end = len(plan.read.messages)
+    steps = [u for u in found if u.step][-o.keep_steps:] if o.keep_steps else []
+    rounds = [u for u in found if u.human][-o.keep_rounds:] if o.keep_rounds else []
+    for u in (*steps[:1], *rounds[:1]):
+        end = min(end, u.start)
+    return end
+
+
+def caps(plan: Plan) -> Callable[[int], int]:
+    """For a region [head, end), the most tokens its summary may take: max_summary_tokens,
+    and a `summary_ratio`-th of what it archives as read, where an earlier summary it
+    continues counts whole (it is made small already, and never shrinks by merging)."""
+    read, head = plan.read, plan.read.head
+    earlier = [0] * (len(read.messages) + 1)  # prefix sums: earlier summaries' tokens
+    archived = [0] * (len(read.messages) + 1)  # and the other messages' from `head` on
+    for i, m in enumerate(read.messages):
+        text = summary_text(m)
+        earlier[i + 1] = earlier[i] + (read.counter.text(text) if text is not None else 0)
+        archived[i + 1] = archived[i] + (read.counts[i].total if text is None and i >= head
+                                         else 0)
+    most, ratio = plan.options.max_summary_tokens, plan.options.summary_ratio
+    return lambda end: max(1, min(most, earlier[end] + archived[end] // ratio))
+
+
+def fixed(plan: Plan) -> int:
+    """What the output holds whatever is archived: the kept head, and a message's framing."""
+    return plan.tokens(0, plan.read.head) + OVERHEAD
+
+
+def first_end(plan: Plan, candidates: list[int], lowest: int) -> int:
+    """The first end worth trying: where the rest, and a summary given its reserve, are
+    under the target; never after `lowest` (the floor)."""
+    reserve = min(plan.options.max_summary_tokens, plan.target // 4)
+    n = len(plan.read.messages)
+    first = next((c for c in candidates
+                  if fixed(plan) + reserve + plan.tokens(c, n) <= plan.target), candidates[-1])
+    return min(first, lowest)
+
+
+def likely_texts(plan: Plan) -> list[str]:
+    """The texts a summary of this plan would read whole if its region ended where the
+    counts as read say it does: what is worth finding the facts of ahead."""
+    if not (plan.options.summarize and plan.total > plan.trigger):
+        return []
+    found = ends(plan)
+    if not found:
+        return []
+    return whole_texts(plan, plan.read.head, first_end(plan, found, floor(plan)))

@@ -1,0 +1,211 @@
+"""Worker processes: the one place that knows how ctxpack uses more than one core.
+
+A run opens `with Workers() as workers:` once. The pool of processes starts on first use
+(forked where that is the way, so that each starts in milliseconds with what this process
+has loaded), is shared by whoever needs it in that run, and is shut down when the block
+ends, or at once if it breaks. Everything else gets plain functions from here and never
+learns whether its work ran in a worker or in this process.
+"""
+
+from __future__ import annotations
+
+import gc
+import os
+import sys
+from collections.abc import Callable, Iterator, Sequence
+from contextlib import contextmanager
+from typing import Any, Generic, TypeVar
+
+T = TypeVar("T")
+R = TypeVar("R")
+
+# Work, in characters of text, before worker processes pay off: forked workers share what
+# this process loaded and start in milliseconds; spawned ones import and load it all again
+# (about 0.5 s of CPU each).
+WORTH_CHARS = {"fork": 2 << 20, "spawn": 32 << 20}
+NICE = 19  # a task run `nicely` takes only the cores this process leaves idle
+
+
+def worker_count() -> int:
+    """Processes to work with: $CTXPACK_WORKERS, else the CPUs this process may use."""
+    env = os.environ.get("CTXPACK_WORKERS", "").strip()
+    if env.isdigit():
+        return max(int(env), 1)
+    try:
+        return len(os.sched_getaffinity(0))
+    except AttributeError:  # not on Linux
+        return os.cpu_count() or 1
+
+
+class Workers:
+    """The worker processes of one run: started when first needed, stopped once."""
+
+    def __init__(self, count: int | None = None) -> None:
+        self.count = worker_count() if count is None else count
+        self.method = "fork" if sys.platform == "linux" else "spawn"
+        self.used = False  # a pool was started in this run
+        self._pool: Any = None
+        self._broken = False
+
+    def __enter__(self) -> Workers:
+        return self
+
+    def __exit__(self, *exc: object) -> None:
+        self.close()
+
+    def worth(self, chars: int) -> bool:
+        """Would work on `chars` characters of text pay for starting the workers?"""
+        if self._pool is not None:
+            return True
+        return self._may_start() and chars >= WORTH_CHARS[self.method]
+
+    def submit(self, fn: Callable[..., R], *args: Any) -> Any:
+        """A future of `fn(*args)` run by a worker, or None when there is no pool to run it
+        (the caller then does the work itself). `fn` must be importable by name."""
+        if self._pool is None and not self._start():
+            return None
+        try:
+            return self._pool.submit(fn, *args)
+        except Exception:  # noqa: BLE001 - a pool that broke, or could not start
+            self.broke()
+            return None
+
+    def broke(self) -> None:
+        """Give up on the pool (a task's future raised: a worker died); nothing more is
+        sent to it, and the caller does the rest of the work itself."""
+        self._broken = True
+        self._stop(broken=True)
+
+    def ahead(self, fn: Callable[[list[T]], list[R]], items: Sequence[T],
+              size: Callable[[T], int], task: int, least: int) -> Ahead[T, R]:
+        """Start `fn` on `items` in the workers, in tasks of about `task` in `size`, when
+        they add up to `least` and the workers start cheaply; the `Ahead` gives their
+        results when asked for, computing here whatever the workers do not have."""
+        sizes = [size(x) for x in items]
+        tasks: list[tuple[Sequence[T], Any]] = []
+        if sum(sizes) >= least and (self._pool is not None or self.method == "fork"):
+            for lo, hi in _runs(sizes, task):
+                future = self.submit(_nicely, fn, list(items[lo:hi]))
+                if future is None:
+                    break
+                tasks.append((items[lo:hi], future))
+        return Ahead(fn, tasks, self)
+
+    def close(self) -> None:
+        """Stop the workers: tasks not begun are dropped, those begun are let finish."""
+        self._stop()
+
+    def _may_start(self) -> bool:
+        import multiprocessing
+
+        # a daemon process (a pool's worker, say) may not have children
+        return self.count >= 2 and not self._broken \
+            and not multiprocessing.current_process().daemon
+
+    def _start(self) -> bool:
+        if not self._may_start():
+            return False
+        import multiprocessing
+        from concurrent.futures import ProcessPoolExecutor
+
+        self.used = True
+        self._pool = ProcessPoolExecutor(self.count,
+                                         mp_context=multiprocessing.get_context(self.method),
+                                         initializer=_worker_start)
+        return True
+
+    def _stop(self, broken: bool = False) -> None:
+        pool, self._pool = self._pool, None
+        if pool is None:
+            return
+        if broken:
+            # Python 3.10's executor then waits for good on its queue feeder, blocked
+            # writing tasks nobody will read: closing the read end lets it fail instead
+            reader = getattr(getattr(pool, "_call_queue", None), "_reader", None)
+            if reader is not None:
+                try:
+                    reader.close()
+                except OSError:  # the executor's own thread was closing it at that moment
+                    pass
+        pool.shutdown(wait=not broken, cancel_futures=True)
+
+
+class Ahead(Generic[T, R]):
+    """Results of `fn` on items, some of them worked out ahead by worker processes."""
+
+    def __init__(self, fn: Callable[[list[T]], list[R]], tasks: list[tuple[Sequence[T], Any]],
+                 workers: Workers | None = None) -> None:
+        self.fn = fn
+        self._tasks = tasks
+        self._workers = workers
+        self._found: dict[T, R] = {}
+
+    def __call__(self, items: Sequence[T]) -> list[R]:
+        """`fn`'s results for `items`, in order: from the workers if they have them."""
+        self._collect()
+        missing = [x for x in dict.fromkeys(items) if x not in self._found]
+        if missing:
+            self._found.update(zip(missing, self.fn(missing), strict=True))
+        return [self._found[x] for x in items]
+
+    def _collect(self) -> None:
+        """Take in the workers' results (once). Tasks not begun yet are taken back, newest
+        first, and done here while the workers finish the older ones: this process
+        would only wait for them otherwise."""
+        tasks, self._tasks = self._tasks, []
+        while tasks and tasks[-1][1].cancel():
+            mine = list(tasks.pop()[0])
+            self._found.update(zip(mine, self.fn(mine), strict=True))
+        for items, future in tasks:
+            try:
+                found = future.result()
+            except Exception:  # noqa: BLE001 - a worker died: these are done here instead
+                if self._workers is not None:
+                    self._workers.broke()
+                continue
+            self._found.update(zip(items, found, strict=True))
+
+
+def here(fn: Callable[[list[T]], list[R]]) -> Ahead[T, R]:
+    """`fn`'s results, all worked out in this process (and remembered)."""
+    return Ahead(fn, [])
+
+
+def _runs(sizes: list[int], most: int) -> Iterator[tuple[int, int]]:
+    """[lo, hi) runs of the items, each of about `most` in size (or one bigger item)."""
+    lo = total = 0
+    for n, size in enumerate(sizes):
+        total += size
+        if total >= most:
+            yield lo, n + 1
+            lo, total = n + 1, 0
+    if lo < len(sizes):
+        yield lo, len(sizes)
+
+
+def _worker_start() -> None:
+    import signal
+
+    signal.signal(signal.SIGINT, signal.SIG_IGN)  # Ctrl-C is the main process's to handle
+
+
+def _nicely(fn: Callable[[list[T]], list[R]], items: list[T]) -> list[R]:
+    """`fn(items)` at the lowest priority: work done ahead must not slow what this run
+    does meanwhile."""
+    if hasattr(os, "nice"):
+        os.nice(NICE - os.nice(0))
+    return fn(items)
+
+
+@contextmanager
+def collector_paused() -> Iterator[None]:
+    """Compress makes millions of objects that live until it returns and free no cycles:
+    the cyclic garbage collector would walk them again and again (a second of a big
+    file's planning), so it rests meanwhile, and is then set back as it was."""
+    enabled = gc.isenabled()
+    gc.disable()
+    try:
+        yield
+    finally:
+        if enabled:
+            gc.enable()
