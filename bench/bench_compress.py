@@ -244,12 +244,20 @@ def run_quality(args: argparse.Namespace) -> list[str]:
 
 def child(kind: str, path: str, budget: int, keep: str | None = None) -> dict[str, Any]:
     """One timed call in this (fresh) process; what it measured, as JSON for the parent
-    (`keep`: where compress's output is kept, for restore to read)."""
-    from ctxpack.breakdown import stats
-    from ctxpack.compression import compress_file
-    from ctxpack.compression.settings import Options
+    (`keep`: where compress's output is kept, for restore to read). `compress-base` is
+    compress as the tree on PYTHONPATH has it (see --base), which may name its modules
+    as they were before 2026-11-25."""
+    try:  # an older tree first: an editable install may offer this tree's modules too
+        from ctxpack.compress import compress_file  # type: ignore[import-not-found]
+        from ctxpack.compress.options import Options  # type: ignore[import-not-found]
+        from ctxpack.restore import restoring  # type: ignore[import-not-found]
+        from ctxpack.stats import stats  # type: ignore[import-not-found]
+    except ImportError:
+        from ctxpack.breakdown import stats
+        from ctxpack.compression import compress_file
+        from ctxpack.compression.settings import Options
+        from ctxpack.undo import restoring
     from ctxpack.tokens import TokenCounter
-    from ctxpack.undo import restoring
 
     start = time.perf_counter()
     if kind == "floor":  # what any run holds before reading the file
@@ -285,6 +293,9 @@ class Timed:
     out: dict[str, Any]
 
 
+BASE: Path | None = None  # the tree `compress-base` runs (see --base)
+
+
 def timed(kind: str, path: Path, budget: int = 0, sample: bool = False,
           keep: Path | None = None) -> Timed:
     """`kind` in a fresh child process with an empty persistent cache of its own; with
@@ -293,7 +304,10 @@ def timed(kind: str, path: Path, budget: int = 0, sample: bool = False,
     if keep is not None:
         cmd += ["--keep", str(keep)]
     with tempfile.TemporaryDirectory() as cache:
-        run = bench_stats.measure(cmd, {"CTXPACK_CACHE_DIR": cache}, sample=sample)
+        env = {"CTXPACK_CACHE_DIR": cache}
+        if kind == "compress-base" and BASE is not None:
+            env["PYTHONPATH"] = str(BASE)
+        run = bench_stats.measure(cmd, env, sample=sample)
     out = json.loads(run.out)
     return Timed(out["seconds"], run, out)
 
@@ -303,6 +317,8 @@ def speed_round(path: Path, budget: int | None, compressed: Path) -> dict[str, T
     runs = {"stats": timed("stats", path)}
     budget = budget or runs["stats"].out["tokens"] // 2
     runs["stats-cache"] = timed("stats-cache", path)
+    if BASE is not None:  # before this tree's compress, so that its output is restored
+        runs["compress-base"] = timed("compress-base", path, budget)
     runs["compress"] = timed("compress", path, budget, keep=compressed)
     runs["restore"] = timed("restore", compressed)
     return runs
@@ -310,6 +326,7 @@ def speed_round(path: Path, budget: int | None, compressed: Path) -> dict[str, T
 
 NAMES = {"floor": "floor: python, ctxpack, o200k loaded", "stats": "stats, cache=False",
          "stats-cache": "stats, empty cache", "compress": "compress and write, empty cache",
+         "compress-base": "the same, --base's compress",
          "restore": "restore compress's output and write"}
 
 
@@ -341,7 +358,8 @@ def speed_lines(path: Path, meta: dict, rounds: list[dict[str, Timed]], floor: T
              f"{'tree PSS':>10} {'/in':>5}",
              speed_row("floor", floor, size, pss["floor"])]
     lines += [speed_row(k, best[k], size, pss[k])
-              for k in ("stats", "stats-cache", "compress", "restore")]
+              for k in ("stats", "stats-cache", "compress", "compress-base", "restore")
+              if k in best]
     return lines + speed_verdicts(best, rounds, size, floor, pss["compress"] * MB / size)
 
 
@@ -363,8 +381,15 @@ def speed_verdicts(best: dict[str, Timed], rounds: list[dict[str, Timed]], size:
     mem_ok = max(rss, pss) <= BAR_MEMORY
     back = best["restore"]
     assert back.out["out_bytes"] == size, "restore did not give the input's size back"
+    base = []
+    if "compress-base" in best:
+        ratios = [r["compress"].call / r["compress-base"].call for r in rounds]
+        base = [f"--base's compress / stats: best "
+                f"{best['compress-base'].call / best['stats'].call:.2f}x; this tree's compress / "
+                f"--base's, round by round: {', '.join(f'{x:.2f}x' for x in ratios)}; median "
+                f"{statistics.median(ratios):.2f}x"]
     return [f"compress / stats (cache=False), call time: best {ratio(best, 'stats'):.2f}x "
-            f"(round by round {each('stats')}); wall {wall:.2f}x",
+            f"(round by round {each('stats')}); wall {wall:.2f}x", *base,
             f"compress / stats (empty cache, the cache work compress also does): best "
             f"{ratio(best, 'stats-cache'):.2f}x (round by round {each('stats-cache')})",
             f"compress peak memory: largest process {rss:.2f}x the input, whole tree (PSS) "
@@ -387,7 +412,8 @@ def run_speed(args: argparse.Namespace) -> list[str]:
         rounds = [speed_round(path, args.budget, compressed) for _ in range(args.repeat)]
         budget = args.budget or rounds[0]["stats"].out["tokens"] // 2
         pss = {k: timed(k, compressed if k == "restore" else path, budget,
-                        sample=True).run.tree_pss_mb for k in NAMES}
+                        sample=True).run.tree_pss_mb for k in rounds[0]} \
+            | {"floor": timed("floor", path, sample=True).run.tree_pss_mb}
     return speed_lines(path, meta, rounds, floor, pss)
 
 
@@ -407,6 +433,8 @@ def main(argv: list[str] | None = None) -> int:
     parser.add_argument("--repeat", type=int, default=1, help="rounds; the best of each counts")
     parser.add_argument("--budget", type=int, default=0,
                         help="compress budget for --speed (default: half the file's tokens)")
+    parser.add_argument("--base", metavar="COMMIT",
+                        help="--speed: also time compress as COMMIT had it, round by round")
     parser.add_argument("--child", choices=tuple(NAMES), help=argparse.SUPPRESS)
     parser.add_argument("--file", help=argparse.SUPPRESS)
     parser.add_argument("--keep", help=argparse.SUPPRESS)
@@ -428,7 +456,14 @@ def main(argv: list[str] | None = None) -> int:
     if args.speed or both:
         if both:
             print()
-        print("\n".join(run_speed(args)))
+        with tempfile.TemporaryDirectory() as folder:
+            if args.base:
+                global BASE
+                from identity import export
+
+                BASE = Path(folder) / "base"
+                export(args.base, BASE)
+            print("\n".join(run_speed(args)))
     return 0
 
 

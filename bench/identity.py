@@ -81,7 +81,7 @@ def main() -> int:
     with tempfile.TemporaryDirectory(prefix="ctxpack-identity-") as tmp:
         work = Path(tmp)
         base = work / "base"
-        _export(args.base, base)
+        export(args.base, base)
         cases = _cases(Path(args.shared), args.bench, base)
         if args.only:
             cases = [c for c in cases if args.only in c.name]
@@ -105,7 +105,7 @@ def main() -> int:
     return 1 if failed else 0
 
 
-def _export(commit: str, into: Path) -> None:
+def export(commit: str, into: Path) -> None:
     """The tree of `commit`, as files in `into`."""
     into.mkdir()
     archive = subprocess.run(["git", "-C", str(ROOT), "archive", commit, "ctxpack"],
@@ -141,7 +141,7 @@ def _cases(shared: Path, bench: bool, base: Path) -> list[Case]:
         sys.path.insert(0, str(HERE))
         import make_transcript
 
-        path = make_transcript.ensure()
+        path, _ = make_transcript.ensure()
         out.append(Case(f"{path.name} bench", path, ("--budget", str(_tokens(base, path) // 2))))
     return out
 

@@ -12,7 +12,7 @@ from typing import Any
 
 import orjson
 
-from ..archive import VERSION, Archiver, Packed, item_id, meta_of
+from ..archive import VERSION, Archiver, Packed, item_id, meta_of, span_blocks
 from ..archive import strip as strip_line
 from ..formats.base import Compaction
 from ..jsonl import LineIndex, dumps
@@ -112,7 +112,7 @@ def _compaction(plan: Plan, archiver: Archiver, now: str
     records = read.transcript.records
     assert isinstance(records, LineIndex)
     first, last = span_lines(plan)
-    packed = archiver.pack_stream(records.chunks(first - 1, last))
+    packed = archiver.pack_stream(span_blocks(records, first - 1, last))
     sid = item_id("s", first, bytes.fromhex(packed.ref["sha256"]))
     editor, messages = read.editor, read.messages
     head = [m for m in messages[: s.head] if not editor.keeps_place(m)] \
