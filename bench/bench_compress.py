@@ -96,7 +96,7 @@ def corpus_files(corpus: Path) -> list[Path]:
 def first_summary(path: Path, tokens: int, strategy: str) -> tuple[float, Any, list[str]]:
     """The first budget on the share ladder that gives a summary: (share, report, notes)."""
     from ctxpack.compression import compress_file
-    from ctxpack.compression.options import Options
+    from ctxpack.compression.settings import Options
     from ctxpack.errors import CannotFit
 
     notes: list[str] = []
@@ -247,7 +247,7 @@ def child(kind: str, path: str, budget: int, keep: str | None = None) -> dict[st
     (`keep`: where compress's output is kept, for restore to read)."""
     from ctxpack.breakdown import stats
     from ctxpack.compression import compress_file
-    from ctxpack.compression.options import Options
+    from ctxpack.compression.settings import Options
     from ctxpack.tokens import TokenCounter
     from ctxpack.undo import restoring
 

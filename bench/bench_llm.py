@@ -30,7 +30,7 @@ sys.path.insert(0, str(ROOT))
 
 from ctxpack.breakdown import stats  # noqa: E402
 from ctxpack.compression import compress_file  # noqa: E402
-from ctxpack.compression.options import Options  # noqa: E402
+from ctxpack.compression.settings import Options  # noqa: E402
 from ctxpack.errors import CtxpackError  # noqa: E402
 
 CORPUS = ROOT.parent / "shared" / "corpus"

@@ -86,7 +86,7 @@ def load_config(explicit: str | None = None) -> Config:
 
 
 def _compress(section: Any, path: Path) -> dict[str, Any]:
-    from .compression.options import SETTINGS, check, convert
+    from .compression.settings import SETTINGS, check, convert
 
     if not isinstance(section, dict):
         raise UsageError(f"{path}: `compress` must be a mapping of settings")

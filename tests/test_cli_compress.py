@@ -287,7 +287,7 @@ def _rewrite(path: Path, how: str) -> None:
 @pytest.mark.parametrize("how", ["same size", "shorter", "longer"])
 def test_an_input_rewritten_while_it_is_compressed_is_refused(chat: Path, how: str) -> None:
     from ctxpack.compression import compress_file
-    from ctxpack.compression.options import Options
+    from ctxpack.compression.settings import Options
     from ctxpack.errors import InputError
 
     result = compress_file(chat, Options(budget=3000))
@@ -299,7 +299,7 @@ def test_an_input_rewritten_while_it_is_compressed_is_refused(chat: Path, how: s
 def test_lines_appended_while_compressing_are_left_for_next_time(chat: Path,
                                                                   tmp_path: Path) -> None:
     from ctxpack.compression import compress_file
-    from ctxpack.compression.options import Options
+    from ctxpack.compression.settings import Options
 
     original = chat.read_bytes()
     result = compress_file(chat, Options(budget=3000))

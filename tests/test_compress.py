@@ -18,7 +18,7 @@ from ctxpack import archive
 from ctxpack.breakdown import stats
 from ctxpack.checks import validate
 from ctxpack.compression import compress_file
-from ctxpack.compression.options import Options
+from ctxpack.compression.settings import Options
 from ctxpack.compression.truncate import Limits
 from ctxpack.errors import CannotFit
 from ctxpack.loader import load

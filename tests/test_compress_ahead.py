@@ -19,7 +19,7 @@ from ctxpack import archive, bulk
 from ctxpack.breakdown import stats
 from ctxpack.compression import compress_file
 from ctxpack.compression.facts import extract
-from ctxpack.compression.options import Options
+from ctxpack.compression.settings import Options
 from ctxpack.compression.summarizers import Unit
 from ctxpack.errors import InputError
 from ctxpack.jsonl import LineIndex
@@ -298,7 +298,7 @@ def test_without_isal_the_archive_is_made_by_the_standard_zlib(tmp_path: Path) -
         "from ctxpack import archive\n"
         "assert archive.deflate is zlib.compress\n"
         "from ctxpack.compression import compress_file\n"
-        "from ctxpack.compression.options import Options\n"
+        "from ctxpack.compression.settings import Options\n"
         f"data = compress_file({str(PATH)!r}, Options(budget={budget_of(PATH)})).data\n"
         f"open({str(out)!r}, 'wb').write(data)\n"
         "from ctxpack.undo import restore\n"  # read back with the standard zlib too

@@ -394,7 +394,7 @@ def test_text_claude_code_writes_itself_is_no_persons_request() -> None:
 
 def test_compress_keeps_the_task_behind_a_local_command_in_full(tmp_path: Path) -> None:
     from ctxpack.compression import compress_file
-    from ctxpack.compression.options import Options
+    from ctxpack.compression.settings import Options
 
     spec = "Build the prediction market contract. " + "Every rule is spelled out here. " * 80
     records = [

@@ -18,7 +18,7 @@ import pytest
 from ctxpack import archive
 from ctxpack.checks import validate
 from ctxpack.compression import compress_file
-from ctxpack.compression.options import Options
+from ctxpack.compression.settings import Options
 from ctxpack.compression.summarizers import Region, Unit
 from ctxpack.compression.summarizers.llm import Failed, check
 from ctxpack.loader import load

@@ -14,7 +14,7 @@ import pytest
 
 from ctxpack.checks import validate
 from ctxpack.compression import compress_file
-from ctxpack.compression.options import Options
+from ctxpack.compression.settings import Options
 from ctxpack.loader import load
 from ctxpack.undo import restore
 

@@ -40,7 +40,7 @@ def test_no_bar_in_a_pipe_or_for_one_small_file(tmp_path):
 
 def test_compress_reports_the_bytes_it_has_read(tmp_path):
     from ctxpack.compression import compress_file
-    from ctxpack.compression.options import Options
+    from ctxpack.compression.settings import Options
 
     from .conftest import SAMPLES
 

@@ -21,7 +21,7 @@ from hypothesis import strategies as st
 from ctxpack import archive
 from ctxpack import restore as restore_fn
 from ctxpack.compression import compress_file
-from ctxpack.compression.options import Options
+from ctxpack.compression.settings import Options
 from ctxpack.undo import items, restore
 
 from .conftest import SAMPLES

@@ -28,8 +28,8 @@ from ..loader import PathOrFile, load
 from ..models import DEFAULT_MODEL, TABLE, ModelTable
 from ..tokens import TokenCounter
 from ..transcript import Transcript
-from .options import Options
 from .pipeline import StepReport, Work, limit, run, target, trigger
+from .settings import Options
 
 if TYPE_CHECKING:
     from .scan import Scanned
@@ -267,7 +267,7 @@ def compress(source: list[dict[str, Any]] | Transcript | PathOrFile, *,
     whose records carry the archive (write it with `ctxpack.write`). `settings`
     are the config keys (`keep_steps=4`, `strategy="structured"`, ...).
     """
-    from .options import SETTINGS, convert, resolve
+    from .settings import SETTINGS, convert, resolve
 
     unknown = sorted(set(settings) - set(SETTINGS))
     if unknown:

@@ -21,8 +21,8 @@ from ..transcript import META_KEY, Message, Text, ToolResult, Transcript
 from . import units as cutting
 from .args import call_label
 from .mask import placeholder
-from .options import Options
 from .scan import Output
+from .settings import Options
 from .truncate import MARKER, truncate
 
 

@@ -26,7 +26,7 @@ from dataclasses import dataclass, field
 from typing import Any
 
 from ...redact import redact
-from ..options import Options
+from ..settings import Options
 from ..truncate import Limits, truncate
 from . import HEADING, Count, Region, Unit
 from ._budget import fit
