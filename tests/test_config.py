@@ -52,7 +52,8 @@ def test_missing_explicit_config(tmp_path):
 
 
 def test_the_example_config_documents_every_compress_setting():
-    from ctxpack.compression.settings import SETTINGS, Options, resolve
+    from ctxpack.compression.settings import Options, resolve
+    from ctxpack.settings import SETTINGS
 
     text = (ROOT / "config.example.yaml").read_text()
     for name in SETTINGS:

@@ -181,7 +181,8 @@ def compress(
 ) -> None:
     """Shrink a transcript to fit its model; originals are archived for restore."""
     from ..compression import compress_file
-    from ..compression.settings import from_env, resolve
+    from ..compression.settings import resolve
+    from ..settings import from_env
 
     dest = _destination(file, output, in_place, force)
     seen = os.stat(file) if in_place else None
