@@ -142,6 +142,10 @@ SECRET_LIKE = frozenset(s.name for s in SETTINGS.values() if s.secret)
 # CTXPACK_* variables that are not compress settings, read where they apply
 OTHER_VARIABLES = ("CTXPACK_CONFIG", "CTXPACK_CACHE_DIR", "CTXPACK_WORKERS", "CTXPACK_DEBUG")
 _TRUE, _FALSE = {"1", "true", "yes", "on"}, {"0", "false", "no", "off"}
+# How alike a name must be to a known one to be taken for a slip of the keyboard: a letter
+# dropped, doubled or swapped in even a short name (MASC: MASK), but not an unrelated word
+# of about the length (SHARED, TEST, DATA).
+CLOSE_ENOUGH = 0.75
 
 
 def convert(name: str, value: object, where: str) -> object:
@@ -198,17 +202,8 @@ def read(given: Mapping[str, Any], where: str) -> dict[str, Any]:
 
 
 def from_env(environ: Mapping[str, str]) -> dict[str, Any]:
-    """Settings given as CTXPACK_<NAME> environment variables, each checked (the error
-    names the variable); any other CTXPACK_ variable is an error, as an unknown key of
-    the config file is (a misspelt setting would otherwise be ignored without a word)."""
-    known = [s.variable for s in SETTINGS.values()] + list(OTHER_VARIABLES)
-    unknown = sorted(k for k in environ if k.startswith("CTXPACK_") and k not in known)
-    if unknown:
-        close = get_close_matches(unknown[0].upper(), sorted(known), 1)
-        raise UsageError(f"{unknown[0]} is not a ctxpack setting"
-                         + (f"; did you mean {close[0]}?" if close else ""),
-                         "settings are CTXPACK_<KEY>, one for each key under `compress:` "
-                         "in config.example.yaml")
+    """Settings given as CTXPACK_<NAME> variables, each checked: a bad value is an error
+    that names its variable. Other variables are not read here (see `misspelt`)."""
     out = {}
     for s in SETTINGS.values():
         if s.variable in environ:
@@ -217,3 +212,23 @@ def from_env(environ: Mapping[str, str]) -> dict[str, Any]:
             if problems:
                 raise UsageError(f"{s.variable}: {problems[0]}")
     return out
+
+
+def misspelt(environ: Mapping[str, str]) -> list[str]:
+    """A warning for each CTXPACK_ variable that ctxpack does not read but that looks like
+    one it does. The rest pass without a word: the prefix is not ours alone (the test
+    suite reads CTXPACK_SHARED), and a variable set for another program is no mistake."""
+    known = [s.variable for s in SETTINGS.values()] + list(OTHER_VARIABLES)
+    # compared without the prefix: every name shares it, and with it any CTXPACK_
+    # variable looks close to some setting
+    by_stem = {name.removeprefix("CTXPACK_"): name for name in known}
+    warnings = []
+    for variable in sorted(environ):
+        if not variable.startswith("CTXPACK_") or variable in known:
+            continue
+        stem = variable.removeprefix("CTXPACK_").upper()
+        close = get_close_matches(stem, list(by_stem), 1, CLOSE_ENOUGH)
+        if close:
+            warnings.append(f"{variable} is not a ctxpack setting; did you mean "
+                            f"{by_stem[close[0]]}?")
+    return warnings

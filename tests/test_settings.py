@@ -10,7 +10,7 @@ import pytest
 from ctxpack.compression.settings import Options, from_keywords, resolve, settings_of
 from ctxpack.compression.truncate import Limits
 from ctxpack.errors import UsageError
-from ctxpack.settings import SECRET_LIKE, SETTINGS, check, read
+from ctxpack.settings import SECRET_LIKE, SETTINGS, check, from_env, misspelt, read
 
 
 def test_options_are_the_tables_defaults() -> None:
@@ -91,3 +91,28 @@ def test_each_help_states_the_default(setting) -> None:
     else:
         shown = f"({default:g}"
     assert shown in setting.help, f"{setting.flags}: {setting.help!r} does not say {shown}"
+
+
+def test_known_variables_are_read_and_a_bad_value_names_its_variable() -> None:
+    assert from_env({"CTXPACK_BUDGET": "9000", "CTXPACK_MASK": "no", "HOME": "/"}) == \
+        {"budget": 9000, "mask": False}
+    with pytest.raises(UsageError, match="^CTXPACK_THRESHOLD: threshold must be above 0"):
+        from_env({"CTXPACK_THRESHOLD": "2"})
+
+
+@pytest.mark.parametrize("variable, meant", [
+    ("CTXPACK_BUDGT", "CTXPACK_BUDGET"), ("CTXPACK_budget", "CTXPACK_BUDGET"),
+    ("CTXPACK_MASC", "CTXPACK_MASK"), ("CTXPACK_KEEP_STEP", "CTXPACK_KEEP_STEPS"),
+    ("CTXPACK_CONFG", "CTXPACK_CONFIG"),
+])
+def test_a_variable_like_a_known_one_is_taken_for_a_slip(variable: str, meant: str) -> None:
+    assert misspelt({variable: "1"}) == [
+        f"{variable} is not a ctxpack setting; did you mean {meant}?"]
+
+
+@pytest.mark.parametrize("variable", ["CTXPACK_SHARED", "CTXPACK_TEST", "CTXPACK_DATA",
+                                      "CTXPACK_HOME", "CTXPACK_BUDGET", "CTXPACK_CONFIG",
+                                      "CTXPACK_WORKERS", "BUDGT"])
+def test_other_variables_pass_without_a_word(variable: str) -> None:
+    assert misspelt({variable: "1"}) == []
+    assert from_env({variable: "1"}) == ({"budget": 1} if variable == "CTXPACK_BUDGET" else {})

@@ -107,7 +107,7 @@ def compress(
     """Shrink a transcript to fit its model; originals are archived for restore."""
     from ..compression import compress_file
     from ..compression.settings import resolve
-    from ..settings import from_env
+    from ..settings import from_env, misspelt
 
     dest = _destination(file, output, in_place, force)
     seen = os.stat(file) if in_place else None
@@ -117,6 +117,8 @@ def compress(
     if report_json == "-" and dest == "-" and not dry_run:
         raise UsageError("--report-json - and the transcript cannot both go to stdout")
     cfg = read_config(config)
+    for message in misspelt(os.environ):
+        warn(message)
     options = resolve(cfg.compress, from_env(os.environ), given(flags))
     from ..render.progress import FileProgress
 
