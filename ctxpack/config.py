@@ -14,6 +14,7 @@ from typing import Any
 
 from .errors import UsageError
 from .models import TABLE, ModelInfo, ModelTable
+from .settings import read
 
 KNOWN_KEYS = {"models", "compress"}
 LOCAL = Path("ctxpack.yaml")  # found in the working directory, if no other is named
@@ -86,19 +87,9 @@ def load_config(explicit: str | None = None) -> Config:
 
 
 def _compress(section: Any, path: Path) -> dict[str, Any]:
-    from .compression.settings import SETTINGS, check, convert
-
     if not isinstance(section, dict):
         raise UsageError(f"{path}: `compress` must be a mapping of settings")
-    unknown = sorted(set(section) - set(SETTINGS))
-    if unknown:
-        raise UsageError(f"{path}: unknown compress setting(s): {', '.join(unknown)}",
-                         f"known: {', '.join(SETTINGS)}")
-    settings = {k: convert(k, v, f"{path}: compress") for k, v in section.items()}
-    problems = check(settings)
-    if problems:
-        raise UsageError(f"{path}: compress: {'; '.join(problems)}")
-    return settings
+    return read(section, f"{path}: compress")
 
 
 def _models(entries: Any, path: Path) -> list[ModelInfo]:

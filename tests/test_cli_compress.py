@@ -202,13 +202,26 @@ def test_bad_config_is_named(chat: Path, tmp_path: Path, text: str, fragment: st
     ({"CTXPACK_THRESHOLD": "2"}, "CTXPACK_THRESHOLD: threshold must be above 0"),
     ({"CTXPACK_BUDGET": "lots"}, "CTXPACK_BUDGET"),
     ({"CTXPACK_CONFIG": "/no/such/ctxpack.yaml"}, "$CTXPACK_CONFIG"),
-    ({"CTXPACK_BUDJET": "9000"}, "CTXPACK_BUDJET is not a ctxpack setting; did you mean "
-                                 "CTXPACK_BUDGET?"),
-    ({"CTXPACK_budget": "9000"}, "CTXPACK_budget is not a ctxpack setting; did you mean "
-                                 "CTXPACK_BUDGET?"),
+    ({"CTXPACK_KEEP_STEPS": "many"}, "CTXPACK_KEEP_STEPS: keep_steps must be int, not 'many'"),
 ])
 def test_bad_environment_is_named(chat: Path, env: dict, fragment: str) -> None:
     assert_clean_error(ctxpack("compress", str(chat), env=env), 2, fragment)
+
+
+def test_a_ctxpack_variable_of_someone_else_is_let_be(chat: Path) -> None:
+    run = ctxpack("compress", str(chat), "--budget", "3000", "-q",
+                  env={"CTXPACK_SHARED": "/work/shared"})
+    assert run.code == 0, run.err
+    assert run.err == "" and '"ctxpack"' in run.out
+
+
+@pytest.mark.parametrize("variable, meant", [("CTXPACK_BUDGT", "CTXPACK_BUDGET"),
+                                             ("CTXPACK_budget", "CTXPACK_BUDGET")])
+def test_a_misspelt_setting_is_warned_of_once(chat: Path, variable: str, meant: str) -> None:
+    run = ctxpack("compress", str(chat), "--budget", "3000", "-q", env={variable: "9000"})
+    assert run.code == 0, run.err
+    assert run.err.strip().splitlines() == [
+        f"warning: {variable} is not a ctxpack setting; did you mean {meant}?"]
 
 
 @pytest.mark.parametrize("args, fragment", [

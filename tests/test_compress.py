@@ -381,7 +381,7 @@ def test_the_library_on_a_transcript_keeps_the_archive() -> None:
 
 
 @pytest.mark.parametrize("settings, fragment", [
-    ({"keep_step": 3}, "unknown compress setting(s): keep_step"),
+    ({"keep_step": 3}, "compress(): unknown setting(s): keep_step"),
     ({"threshold": "high"}, "threshold must be float"),
     ({"summary_ratio": 0}, "summary_ratio must be at least 1"),
     ({"keep_steps": True}, "keep_steps must be int"),

@@ -2,6 +2,8 @@
 
 from __future__ import annotations
 
+import re
+
 import pytest
 
 from ctxpack.config import load_config
@@ -51,11 +53,16 @@ def test_missing_explicit_config(tmp_path):
         load_config(str(tmp_path / "nope.yaml"))
 
 
-def test_the_example_config_documents_every_compress_setting():
-    from ctxpack.compression.settings import SETTINGS, Options, resolve
+def test_the_example_config_lists_every_setting_with_its_default():
+    from ctxpack.compression.settings import Options, resolve
+    from ctxpack.settings import SETTINGS
 
-    text = (ROOT / "config.example.yaml").read_text()
-    for name in SETTINGS:
-        assert f"{name}:" in text, f"config.example.yaml does not document {name}"
+    section = (ROOT / "config.example.yaml").read_text().split("\ncompress:\n", 1)[1]
+    # a key at the section's indent, set or (as an example) commented out
+    keys = re.findall(r"^  (# )?(\w+):", section, flags=re.M)
+    names = [name for _, name in keys]
+    assert sorted(names) == sorted(SETTINGS), "config.example.yaml lists each setting once"
+    for commented, name in keys:  # a setting off by default can only be shown as an example
+        assert bool(commented) == (SETTINGS[name].default is None), name
     cfg = load_config(str(ROOT / "config.example.yaml"))
-    assert resolve(cfg.compress) == Options()  # the documented values are the defaults
+    assert resolve(cfg.compress) == Options()  # the values it sets are the defaults

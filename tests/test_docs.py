@@ -41,6 +41,15 @@ def test_every_option_is_in_the_readme(command):
     assert not missing, f"README does not mention {command} options {missing}"
 
 
+def test_readme_gives_each_numeric_settings_default_beside_its_flag():
+    from ctxpack.settings import SETTINGS
+
+    for s in SETTINGS.values():
+        if s.kind in (int, float) and s.default is not None:
+            said = re.escape(s.flags) + rf"`?[\s(,]*{s.default:g}\b"
+            assert re.search(said, README), f"README does not give {s.flags} as {s.default:g}"
+
+
 def test_readme_sample_paths_exist():
     for path in set(re.findall(r"samples/[\w.-]+\.jsonl", README)):
         assert (ROOT / path).is_file(), path

@@ -26,12 +26,10 @@ from .common import (
     stderr,
     warn,
 )
+from .flags import given, with_settings
 
 RECENT_SECONDS = 5.0  # a file written this recently may still be open in an agent
 
-ArchiveDirOpt = Annotated[str | None, typer.Option(
-    "--archive-dir", metavar="DIR",
-    help="Keep originals in this content-addressed folder instead of inline.")]
 ArchiveFromOpt = Annotated[str | None, typer.Option(
     "--archive-dir", metavar="DIR",
     help="Read originals from this folder (where compress --archive-dir put them, if "
@@ -83,6 +81,7 @@ def _write_result(dest: str, source: str, chunks: Iterable[bytes],
 
 
 @app.command()
+@with_settings(after="format")
 def compress(
     file: Annotated[str, typer.Argument(metavar="FILE", help="Transcript file, or - for stdin.")],
     output: OutputOpt = None,
@@ -90,81 +89,6 @@ def compress(
     force: ForceOpt = False,
     model: ModelOpt = None,
     format: FormatOpt = None,
-    budget: Annotated[int | None, typer.Option(
-        "--budget", metavar="N", help="Summarize above N tokens, and never write more than N "
-        "(per conversation, in a file of many; default: --threshold x the model's window).")]
-    = None,
-    target: Annotated[int | None, typer.Option(
-        "--target", metavar="N", help="Summarize down to N tokens (default: half the window, "
-        "or 5/8 of --budget if less).")]
-    = None,
-    threshold: Annotated[float | None, typer.Option(
-        "--threshold", metavar="R", help="Summarize above this share of the window (0.8).")]
-    = None,
-    strategy: Annotated[str | None, typer.Option(
-        "--strategy", metavar="NAME",
-        help="Summarizer: extractive (default), structured, or llm (a chat endpoint).")]
-    = None,
-    truncate: Annotated[bool | None, typer.Option(
-        "--truncate/--no-truncate", help="Cut tool outputs over the limits (on).")] = None,
-    max_lines: Annotated[int | None, typer.Option(
-        "--max-lines", metavar="N", help="Truncate outputs over N lines (300).")] = None,
-    max_bytes: Annotated[int | None, typer.Option(
-        "--max-bytes", metavar="N", help="Truncate outputs over N bytes (30000).")] = None,
-    max_tokens: Annotated[int | None, typer.Option(
-        "--max-tokens", metavar="N", help="Truncate outputs over N tokens (6000).")] = None,
-    truncate_mode: Annotated[str | None, typer.Option(
-        "--truncate-mode", metavar="MODE", help="Keep head, tail or head_tail (default).")]
-    = None,
-    mask: Annotated[bool | None, typer.Option(
-        "--mask/--no-mask", help="Mask outputs older than the newest steps (on).")] = None,
-    keep_observations: Annotated[int | None, typer.Option(
-        "--keep-observations", metavar="K", help="Steps whose outputs stay unmasked (10).")]
-    = None,
-    summarize: Annotated[bool | None, typer.Option(
-        "--summarize/--no-summarize", help="Summarize old history when over the trigger (on).")]
-    = None,
-    keep_rounds: Annotated[int | None, typer.Option(
-        "--keep-rounds", metavar="N", help="Newest rounds always kept in full (0).")] = None,
-    keep_steps: Annotated[int | None, typer.Option(
-        "--keep-steps", metavar="N", help="Newest steps always kept in full (2).")] = None,
-    max_summary_tokens: Annotated[int | None, typer.Option(
-        "--max-summary-tokens", metavar="N",
-        help="Condense the summary above N tokens (10000).")] = None,
-    summary_ratio: Annotated[int | None, typer.Option(
-        "--summary-ratio", metavar="N",
-        help="Keep the summary within 1/N of the tokens it archives (5; 1 for no limit).")]
-    = None,
-    llm_model: Annotated[str | None, typer.Option(
-        "--llm-model", metavar="NAME", help="llm: the model to ask (gpt-4o-mini).")] = None,
-    llm_base_url: Annotated[str | None, typer.Option(
-        "--llm-base-url", metavar="URL", help="llm: an OpenAI-compatible endpoint (OpenAI's; "
-        "e.g. http://localhost:11434/v1 for Ollama).")] = None,
-    llm_api_key_env: Annotated[str | None, typer.Option(
-        "--llm-api-key-env", metavar="VAR",
-        help="llm: the environment variable holding the API key (OPENAI_API_KEY).")] = None,
-    llm_timeout: Annotated[float | None, typer.Option(
-        "--llm-timeout", metavar="S", help="llm: seconds to wait for an answer (60).")] = None,
-    llm_retries: Annotated[int | None, typer.Option(
-        "--llm-retries", metavar="N",
-        help="llm: retries on 429, 5xx, timeouts, lost connections (3).")] = None,
-    llm_max_tokens: Annotated[int | None, typer.Option(
-        "--llm-max-tokens", metavar="N", help="llm: the most tokens an answer may take "
-        "(2000).")] = None,
-    llm_concurrency: Annotated[int | None, typer.Option(
-        "--llm-concurrency", metavar="N", help="llm: requests in flight at once (4).")] = None,
-    llm_context: Annotated[int | None, typer.Option(
-        "--llm-context", metavar="N", help="llm: the summarizer model's window, for chunking "
-        "(the model table's, else 8192).")] = None,
-    llm_per_step: Annotated[bool | None, typer.Option(
-        "--llm-per-step/--no-llm-per-step",
-        help="llm: a line per step, cached across runs, instead of sections (off).")] = None,
-    redact: Annotated[bool | None, typer.Option(
-        "--redact/--no-redact",
-        help="llm: replace secrets by typed placeholders before sending (on).")] = None,
-    archive_dir: ArchiveDirOpt = None,
-    no_archive: Annotated[bool, typer.Option(
-        "--no-archive", help="Drop the originals: restore cannot bring them back.")] = False,
     strip_metadata: Annotated[bool, typer.Option(
         "--strip-metadata", help="Write API-ready records without ctxpack metadata (and so "
         "without the archive).")] = False,
@@ -178,10 +102,12 @@ def compress(
     skip_invalid: SkipOpt = False,
     no_cache: NoCacheOpt = False,
     config: ConfigOpt = None,
+    **flags: Any,
 ) -> None:
     """Shrink a transcript to fit its model; originals are archived for restore."""
     from ..compression import compress_file
-    from ..compression.settings import from_env, resolve
+    from ..compression.settings import resolve
+    from ..settings import from_env, misspelt
 
     dest = _destination(file, output, in_place, force)
     seen = os.stat(file) if in_place else None
@@ -191,19 +117,9 @@ def compress(
     if report_json == "-" and dest == "-" and not dry_run:
         raise UsageError("--report-json - and the transcript cannot both go to stdout")
     cfg = read_config(config)
-    flags = {"budget": budget, "target": target, "threshold": threshold, "strategy": strategy,
-             "truncate": truncate, "max_lines": max_lines, "max_bytes": max_bytes,
-             "max_tokens": max_tokens, "truncate_mode": truncate_mode, "mask": mask,
-             "keep_observations": keep_observations, "summarize": summarize,
-             "keep_rounds": keep_rounds, "keep_steps": keep_steps,
-             "max_summary_tokens": max_summary_tokens, "summary_ratio": summary_ratio,
-             "archive_dir": archive_dir, "archive": False if no_archive else None,
-             "llm_model": llm_model, "llm_base_url": llm_base_url,
-             "llm_api_key_env": llm_api_key_env, "llm_timeout": llm_timeout,
-             "llm_retries": llm_retries, "llm_max_tokens": llm_max_tokens,
-             "llm_concurrency": llm_concurrency, "llm_context": llm_context,
-             "llm_per_step": llm_per_step, "redact": redact}
-    options = resolve(cfg.compress, from_env(dict(os.environ)), flags)
+    for message in misspelt(os.environ):
+        warn(message)
+    options = resolve(cfg.compress, from_env(os.environ), given(flags))
     from ..render.progress import FileProgress
 
     with FileProgress([file], stderr()) as advance:  # a big file, on a terminal

@@ -18,7 +18,6 @@ from typing import Any
 import orjson
 
 from ..archive import Archiver, split_lines
-from ..errors import UsageError
 from ..jsonl import dumps
 from ..loader import PathOrFile, load
 from ..models import TABLE, ModelTable
@@ -158,14 +157,9 @@ def compress(source: list[dict[str, Any]] | Transcript | PathOrFile, *,
     whose records carry the archive (write it with `ctxpack.write`). `settings`
     are the config keys (`keep_steps=4`, `strategy="structured"`, ...).
     """
-    from .settings import SETTINGS, convert, resolve
+    from .settings import from_keywords
 
-    unknown = sorted(set(settings) - set(SETTINGS))
-    if unknown:
-        raise UsageError(f"unknown compress setting(s): {', '.join(unknown)}",
-                         f"known: {', '.join(SETTINGS)}")
-    given = {**settings, "budget": budget}  # typed as the config file's values are
-    options = resolve({k: convert(k, v, "compress()") for k, v in given.items()})
+    options = from_keywords({**settings, "budget": budget})
     if isinstance(source, list):
         data = b"".join(dumps(m) + b"\n" for m in source)
         result = compress_file(io.BytesIO(data), options, model=model, format=format,

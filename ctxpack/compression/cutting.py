@@ -14,9 +14,10 @@ from itertools import accumulate, compress, islice
 from operator import add, eq
 
 from ..errors import UsageError
+from ..settings import TRUNCATE_MODES
 from .facts import error_spans
 
-MODES = ("head", "tail", "head_tail")
+MODES = TRUNCATE_MODES  # what the truncate_mode setting may be
 MARKER = "[ctxpack: "  # how every marker line starts: an output holding one was cut already
 _BUDGETS = ("max_lines", "max_bytes", "max_tokens")
 # Head and tail keep at most this share of each budget while error lines wait to be

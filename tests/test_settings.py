@@ -1,0 +1,118 @@
+"""The settings table and what is made from it: Options, reading values by name."""
+
+from __future__ import annotations
+
+import pickle
+from dataclasses import replace
+
+import pytest
+
+from ctxpack.compression.cutting import Limits
+from ctxpack.compression.settings import Options, from_keywords, resolve, settings_of
+from ctxpack.errors import UsageError
+from ctxpack.settings import SECRET_LIKE, SETTINGS, check, from_env, misspelt, read
+
+
+def test_options_are_the_tables_defaults() -> None:
+    assert settings_of(Options()) == {s.name: s.default for s in SETTINGS.values()}
+    assert Options().limits == Limits()  # truncate's own defaults say the same
+    assert resolve() == Options()
+
+
+def test_options_are_made_as_the_package_makes_them() -> None:
+    options = Options(budget=3000)
+    assert options.budget == 3000 and options.keep_steps == 2
+    assert replace(options, archive=False).archive is False
+    assert pickle.loads(pickle.dumps(options)) == options  # as worker processes get it
+    assert Options(limits=Limits(max_lines=100)).limits.max_lines == 100
+    with pytest.raises(AttributeError):
+        options.budget = 1  # type: ignore[misc]
+
+
+@pytest.mark.parametrize("made, fragment", [
+    (lambda: Options(keep_steps=-1), "keep_steps must be 0 or more, not -1"),
+    (lambda: Options(budget="lots"), "budget must be a positive number, not 'lots'"),
+    (lambda: Options(limits=Limits(max_lines=0)), "max_lines must be a positive number"),
+    (lambda: Options(llm_base_url="ftp://x"), "llm_base_url must be an http:// or https:// URL, "
+                                              "not what was given"),
+])
+def test_bad_options_are_one_line_naming_the_setting(made, fragment: str) -> None:
+    with pytest.raises(UsageError) as info:
+        made()
+    assert fragment in str(info.value) and "\n" not in str(info.value)
+
+
+def test_layers_resolve_later_winning_and_none_is_not_given() -> None:
+    options = resolve({"max_lines": 50, "budget": 10}, {"budget": 20, "max_lines": None})
+    assert options.budget == 20 and options.limits.max_lines == 50
+    assert options.limits.max_bytes == SETTINGS["max_bytes"].default
+
+
+def test_settings_by_name_are_read_as_their_types() -> None:
+    assert read({"keep_steps": "4", "mask": "off", "threshold": "0.5", "budget": "90_000"},
+                "here") == {"keep_steps": 4, "mask": False, "threshold": 0.5, "budget": 90000}
+    assert from_keywords({"keep_steps": "4"}).keep_steps == 4
+
+
+def test_every_unknown_name_is_told_at_once() -> None:
+    with pytest.raises(UsageError, match=r"here: unknown setting\(s\): 1, colour, keep_step"):
+        read({"keep_step": 3, "colour": "red", 1: 2, "mask": True}, "here")
+
+
+def test_a_secret_value_is_never_echoed() -> None:
+    assert SECRET_LIKE == {"llm_base_url", "llm_api_key_env"}
+    problems = check({"llm_api_key_env": "sk-not-a-variable-name", "llm_base_url": "sk-123"})
+    assert len(problems) == 2 and not any("sk-" in p for p in problems)
+
+
+@pytest.mark.parametrize("setting", SETTINGS.values(), ids=list(SETTINGS))
+def test_each_setting_is_whole(setting) -> None:
+    assert setting.kind in (bool, int, float, str)
+    switch = setting.kind is bool
+    assert (setting.metavar is None) == switch, "a switch takes no value; others name theirs"
+    assert setting.help.endswith(".") and setting.variable == f"CTXPACK_{setting.name.upper()}"
+    if setting.default is not None:
+        assert isinstance(setting.default, setting.kind)
+        assert check({setting.name: setting.default}) == []
+
+
+@pytest.mark.parametrize("setting", SETTINGS.values(), ids=list(SETTINGS))
+def test_each_help_states_the_default(setting) -> None:
+    """The help text is written by hand: it must not drift from the default."""
+    default = setting.default
+    if default is None:
+        return  # worked out when compress runs; the help says how
+    if setting.kind is bool and "/" not in setting.flags:
+        return  # --no-archive: the flag only turns it off
+    if setting.kind is bool:
+        shown = "(on)" if default else "(off)"
+    elif setting.kind is str:
+        shown = default
+    else:
+        shown = f"({default:g}"
+    assert shown in setting.help, f"{setting.flags}: {setting.help!r} does not say {shown}"
+
+
+def test_known_variables_are_read_and_a_bad_value_names_its_variable() -> None:
+    assert from_env({"CTXPACK_BUDGET": "9000", "CTXPACK_MASK": "no", "HOME": "/"}) == \
+        {"budget": 9000, "mask": False}
+    with pytest.raises(UsageError, match="^CTXPACK_THRESHOLD: threshold must be above 0"):
+        from_env({"CTXPACK_THRESHOLD": "2"})
+
+
+@pytest.mark.parametrize("variable, meant", [
+    ("CTXPACK_BUDGT", "CTXPACK_BUDGET"), ("CTXPACK_budget", "CTXPACK_BUDGET"),
+    ("CTXPACK_MASC", "CTXPACK_MASK"), ("CTXPACK_KEEP_STEP", "CTXPACK_KEEP_STEPS"),
+    ("CTXPACK_CONFG", "CTXPACK_CONFIG"),
+])
+def test_a_variable_like_a_known_one_is_taken_for_a_slip(variable: str, meant: str) -> None:
+    assert misspelt({variable: "1"}) == [
+        f"{variable} is not a ctxpack setting; did you mean {meant}?"]
+
+
+@pytest.mark.parametrize("variable", ["CTXPACK_SHARED", "CTXPACK_TEST", "CTXPACK_DATA",
+                                      "CTXPACK_HOME", "CTXPACK_BUDGET", "CTXPACK_CONFIG",
+                                      "CTXPACK_WORKERS", "BUDGT"])
+def test_other_variables_pass_without_a_word(variable: str) -> None:
+    assert misspelt({variable: "1"}) == []
+    assert from_env({variable: "1"}) == ({"budget": 1} if variable == "CTXPACK_BUDGET" else {})
