@@ -59,6 +59,10 @@ class Workers:
             return True
         return self._may_start() and chars >= WORTH_CHARS[self.method]
 
+    def quick(self) -> bool:
+        """Can work be sent without a costly start: a pool running, or one forked?"""
+        return self._pool is not None or (self.method == "fork" and self._may_start())
+
     def submit(self, fn: Callable[..., R], *args: Any) -> Any:
         """A future of `fn(*args)` run by a worker, or None when there is no pool to run it
         (the caller then does the work itself). `fn` must be importable by name."""
@@ -76,20 +80,9 @@ class Workers:
         self._broken = True
         self._stop(broken=True)
 
-    def ahead(self, fn: Callable[[list[T]], list[R]], items: Sequence[T],
-              size: Callable[[T], int], task: int, least: int) -> Ahead[T, R]:
-        """Start `fn` on `items` in the workers, in tasks of about `task` in `size`, when
-        they add up to `least` and the workers start cheaply; the `Ahead` gives their
-        results when asked for, computing here whatever the workers do not have."""
-        sizes = [size(x) for x in items]
-        tasks: list[tuple[Sequence[T], Any]] = []
-        if sum(sizes) >= least and (self._pool is not None or self.method == "fork"):
-            for lo, hi in _runs(sizes, task):
-                future = self.submit(_nicely, fn, list(items[lo:hi]))
-                if future is None:
-                    break
-                tasks.append((items[lo:hi], future))
-        return Ahead(fn, tasks, self)
+    def ahead(self, fn: Callable[[list[T]], list[R]]) -> Ahead[T, R]:
+        """`fn`'s results, some of which these workers may find ahead (see `Ahead.start`)."""
+        return Ahead(fn, self)
 
     def close(self) -> None:
         """Stop the workers: tasks not begun are dropped, those begun are let finish."""
@@ -133,12 +126,25 @@ class Workers:
 class Ahead(Generic[T, R]):
     """Results of `fn` on items, some of them worked out ahead by worker processes."""
 
-    def __init__(self, fn: Callable[[list[T]], list[R]], tasks: list[tuple[Sequence[T], Any]],
-                 workers: Workers | None = None) -> None:
+    def __init__(self, fn: Callable[[list[T]], list[R]], workers: Workers | None = None) -> None:
         self.fn = fn
-        self._tasks = tasks
         self._workers = workers
+        self._tasks: list[tuple[Sequence[T], Any]] = []
         self._found: dict[T, R] = {}
+
+    def start(self, items: Sequence[T], size: Callable[[T], int], task: int,
+              least: int) -> None:
+        """Have the workers work on `items`, in tasks of about `task` in `size`, when they
+        add up to `least` and the workers start cheaply (forked, or running already)."""
+        workers = self._workers
+        sizes = [size(x) for x in items]
+        if workers is None or sum(sizes) < least or not workers.quick():
+            return
+        for lo, hi in _runs(sizes, task):
+            future = workers.submit(_nicely, self.fn, list(items[lo:hi]))
+            if future is None:
+                break
+            self._tasks.append((items[lo:hi], future))
 
     def __call__(self, items: Sequence[T]) -> list[R]:
         """`fn`'s results for `items`, in order: from the workers if they have them."""
@@ -168,7 +174,7 @@ class Ahead(Generic[T, R]):
 
 def here(fn: Callable[[list[T]], list[R]]) -> Ahead[T, R]:
     """`fn`'s results, all worked out in this process (and remembered)."""
-    return Ahead(fn, [])
+    return Ahead(fn)
 
 
 def _runs(sizes: list[int], most: int) -> Iterator[tuple[int, int]]:

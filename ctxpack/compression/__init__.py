@@ -23,10 +23,9 @@ from ..loader import PathOrFile, load
 from ..models import TABLE, ModelTable
 from ..transcript import Transcript
 from ..workers import Workers, collector_paused
-from .facts import extract_all
 from .pipeline import run
 from .plan import Plan
-from .reading import WHOLE_RECORDS, Input, Opened, read
+from .reading import WHOLE_RECORDS, Opened, read
 from .report import Report, report
 from .settings import Options
 from .summary import likely_texts
@@ -104,13 +103,13 @@ def compress_file(source: PathOrFile, options: Options | None = None, *,
         opened = read(source, format, model=model, table=table, skip_invalid=skip_invalid,
                       cache=cache, workers=workers, progress=progress)
         try:
-            return _compress(opened, options, workers, strip_metadata, dry_run, cache)
+            return _compress(opened, options, strip_metadata, dry_run, cache)
         except BaseException:
             opened.close()
             raise
 
 
-def _compress(opened: Opened, options: Options, workers: Workers, strip: bool,
+def _compress(opened: Opened, options: Options, strip: bool,
               dry_run: bool, cache: bool) -> Compressed:
     """The plan of an opened file and its output; the file is the output's to close."""
     from .writer import output
@@ -120,24 +119,16 @@ def _compress(opened: Opened, options: Options, workers: Workers, strip: bool,
     if given.transcript.format in WHOLE_RECORDS:
         from .documents import compress_records
 
-        done: list = []
-        lines, _ = compress_records(
-            given.transcript, lambda indexes, item: _plan(given.part(indexes, item), options,
-                                                         dry_run, cache, done),
+        lines, plans = compress_records(
+            given.transcript, lambda indexes, item: run(given.part(indexes, item), options,
+                                                        dry_run=dry_run, cache=cache),
             archiver, now_iso(), strip)
         opened.close()
-        return Compressed(report(given.transcript, done, archiver, given.counter), lines)
-    wanted = likely_texts(Plan(given, options))
-    ahead = given.with_facts(workers.ahead(extract_all, wanted, len, AHEAD_TASK, AHEAD_CHARS))
-    plan, stages = run(ahead, options, dry_run=dry_run, cache=cache)
-    return Compressed(report(given.transcript, [(plan, stages)], archiver, given.counter),
+        return Compressed(report(given.transcript, plans, archiver, given.counter), lines)
+    given.facts.start(likely_texts(Plan(given, options)), len, AHEAD_TASK, AHEAD_CHARS)
+    plan = run(given, options, dry_run=dry_run, cache=cache)
+    return Compressed(report(given.transcript, [plan], archiver, given.counter),
                       _checked(output(plan, archiver, now_iso(), strip), opened), opened.close)
-
-
-def _plan(given: Input, options: Options, dry_run: bool, cache: bool, done: list) -> Plan:
-    plan, stages = run(given, options, dry_run=dry_run, cache=cache)
-    done.append((plan, stages))
-    return plan
 
 
 def _checked(chunks: Iterator[bytes], opened: Opened) -> Iterator[bytes]:

@@ -1,10 +1,10 @@
 """The compress pipeline, in its order: truncate, mask, summarize, the hard limit, and
 (for `--strategy llm`) the model's rewrite of the summary.
 
-Each stage reads the plan and returns its `Edits`; `apply` makes the next plan. A stage
-runs when its setting is on and the plan needs it; the report tells, per stage, the
-prompt's tokens before and after it. Whatever the stages did, the plan must fit the
-limit in the end, or compress stops (`limit.check_fits`).
+Each stage reads the plan and returns its `Edits`; `apply` makes the next plan and notes
+what the stage did. A stage runs when its setting is on and the plan needs it. Whatever
+the stages did, the plan must fit the limit in the end, or compress stops
+(`limit.check_fits`).
 """
 
 from __future__ import annotations
@@ -20,17 +20,6 @@ from .rewriting import rewrite
 from .settings import Options
 from .summarizing import summarize
 from .truncation import truncate
-
-
-@dataclass
-class StageReport:
-    """What one stage did: tokens of the whole context before and after it."""
-
-    name: str
-    tokens_before: int
-    tokens_after: int
-    items: int = 0
-    note: str = ""
 
 
 @dataclass(frozen=True)
@@ -57,18 +46,12 @@ def stages(options: Options, *, dry_run: bool = False, cache: bool = True) -> li
     return out
 
 
-def run(read: Input, options: Options, *, dry_run: bool = False,
-        cache: bool = True) -> tuple[Plan, list[StageReport]]:
-    """The plan of a compress and what each stage did; CannotFit if no plan fits.
+def run(read: Input, options: Options, *, dry_run: bool = False, cache: bool = True) -> Plan:
+    """The plan of a compress, with what each stage did; CannotFit if no plan fits.
     `dry_run`: no LLM endpoint is asked anything; `cache`: the llm summarizer's lines
     may be kept across runs."""
     plan = Plan(read, options)
-    reports = []
     for stage in stages(options, dry_run=dry_run, cache=cache):
-        if not stage.wanted(plan):
-            continue
-        before = plan.total
-        edits = stage.run(plan)
-        plan = apply(plan, edits)
-        reports.append(StageReport(stage.name, before, plan.total, edits.items, edits.note))
-    return apply(plan, Edits(warnings=tuple(check_fits(plan)))), reports
+        if stage.wanted(plan):
+            plan = apply(plan, stage.run(plan), stage.name)
+    return apply(plan, Edits(warnings=tuple(check_fits(plan))))

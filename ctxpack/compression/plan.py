@@ -8,7 +8,7 @@ pipeline reads a plan and returns `Edits`; `apply` makes the next plan from them
 from __future__ import annotations
 
 from collections.abc import Mapping
-from dataclasses import dataclass, field
+from dataclasses import dataclass, field, replace
 from functools import cached_property
 from itertools import accumulate
 from typing import TYPE_CHECKING, Any
@@ -61,6 +61,17 @@ class Summary:
 
 
 @dataclass(frozen=True)
+class StageReport:
+    """What one stage did: tokens of the whole context before and after it."""
+
+    name: str
+    tokens_before: int
+    tokens_after: int
+    items: int = 0
+    note: str = ""
+
+
+@dataclass(frozen=True)
 class Edits:
     """What one stage decided: outputs replaced, a summary (in place of the plan's), and
     what the report should say of it."""
@@ -86,6 +97,7 @@ class Plan:
     outputs: Mapping[tuple[int, int], Edit] = field(default_factory=dict)  # (message, output)
     summary: Summary | None = None
     warnings: tuple[str, ...] = ()
+    stages: tuple[StageReport, ...] = ()  # what each stage that ran did, in order
 
     @cached_property
     def counts(self) -> tuple[int, ...]:
@@ -170,10 +182,15 @@ class Plan:
         return min(self.options.budget or self.window, self.window)
 
 
-def apply(plan: Plan, edits: Edits) -> Plan:
-    """The plan with a stage's edits made: outputs replaced, the summary put in."""
+def apply(plan: Plan, edits: Edits, stage: str | None = None) -> Plan:
+    """The plan with a stage's edits made: outputs replaced, the summary put in, and
+    (given the `stage`'s name) what it did."""
     outputs = {**plan.outputs, **{(e.message, e.output): e for e in edits.outputs}} \
         if edits.outputs else plan.outputs
-    return Plan(plan.read, plan.options, outputs,
-                edits.summary if edits.summary is not None else plan.summary,
-                plan.warnings + edits.warnings)
+    after = Plan(plan.read, plan.options, outputs,
+                 edits.summary if edits.summary is not None else plan.summary,
+                 plan.warnings + edits.warnings, plan.stages)
+    if stage is None:
+        return after
+    done = StageReport(stage, plan.total, after.total, edits.items, edits.note)
+    return replace(after, stages=(*plan.stages, done))

@@ -142,8 +142,6 @@ class Input:
                        outputs=[self.outputs[i] for i in indexes], fetch=fetch, item=item,
                        _ids={})
 
-    def with_facts(self, facts: Ahead[str, Facts]) -> Input:
-        return replace(self, facts=facts)
 
 
 @dataclass(eq=False)
@@ -230,7 +228,8 @@ def _read(src: Source, format: str | None, model: str | None, table: ModelTable,
     fetch = _refetch(src, transcript, skip_invalid, list(context),
                      {where[n] for n in aside if n in where})
     return Input(transcript, counter, editor_of(transcript), found,  # type: ignore[arg-type]
-                 [outputs[n] for n in context], fetch)
+                 [outputs[n] for n in context], fetch,
+                 facts=workers.ahead(extract_all) if workers else here(extract_all))
 
 
 def editor_of(t: Transcript) -> Editor:

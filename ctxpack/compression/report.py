@@ -9,8 +9,7 @@ from typing import Any
 
 from ..archive import Archiver
 from ..transcript import Transcript
-from .pipeline import StageReport
-from .plan import Plan
+from .plan import Plan, StageReport
 
 REPORT_VERSION = 2  # 2: `steps` became `stages`, and the limit and llm stages have rows
 
@@ -47,14 +46,12 @@ class Report:
         return asdict(self)
 
 
-def report(t: Transcript, done: list[tuple[Plan, list[StageReport]]], archiver: Archiver,
-           counter: Any) -> Report:
-    """One report over the plans of a file's conversations, and what their stages did."""
-    plans = [p for p, _ in done]
+def report(t: Transcript, plans: list[Plan], archiver: Archiver, counter: Any) -> Report:
+    """One report over the plans of a file's conversations."""
     first = plans[0] if plans else None
     removed = sum(s.end - s.start - (0 if s.merged else 1) for p in plans
                   if (s := p.summary))
-    stages = _stages([r for _, reports in done for r in reports])
+    stages = _stages([r for p in plans for r in p.stages])
     items = {s.name: s.items for s in stages}
     archive = ("none" if not archiver.enabled else
                "inline" if archiver.folder is None else f"dir:{archiver.folder}")
@@ -75,11 +72,10 @@ def _stages(reports: list[StageReport]) -> list[StageReport]:
     """Each stage's numbers summed over conversations."""
     out: dict[str, StageReport] = {}
     for s in reports:
-        total = out.setdefault(s.name, StageReport(s.name, 0, 0))
-        total.tokens_before += s.tokens_before
-        total.tokens_after += s.tokens_after
-        total.items += s.items
-        total.note = total.note or s.note
+        total = out.get(s.name)
+        out[s.name] = s if total is None else StageReport(
+            s.name, total.tokens_before + s.tokens_before, total.tokens_after + s.tokens_after,
+            total.items + s.items, total.note or s.note)
     return list(out.values())
 
 
