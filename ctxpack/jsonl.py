@@ -184,6 +184,33 @@ class LineIndex(Sequence[Record]):
         return self._stream.read(end - start)
 
 
+class ParsedRecords(Sequence[Record]):
+    """Records given as parsed values (a library caller's list of message dicts), one a
+    line: each is serialized only if its bytes are asked for (to hash a span, say)."""
+
+    def __init__(self, values: Sequence[Any]) -> None:
+        self.values = values
+
+    def __len__(self) -> int:
+        return len(self.values)
+
+    @overload
+    def __getitem__(self, i: int) -> Record: ...
+    @overload
+    def __getitem__(self, i: slice) -> list[Record]: ...
+
+    def __getitem__(self, i: int | slice) -> Record | list[Record]:
+        if isinstance(i, slice):
+            return [self[k] for k in range(*i.indices(len(self)))]
+        if i < 0:
+            i += len(self)
+        return Record(i + 1, dumps(self.values[i]) + b"\n")
+
+    def value(self, i: int) -> Any:
+        """Record i (0-based) as it was given."""
+        return self.values[i]
+
+
 def line_runs(ends: Sequence[int], size: int, lo: int = 0,
               hi: int | None = None) -> Iterator[tuple[int, int]]:
     """Lines lo .. hi (0-based; `ends` says where each ends) in runs [i, j) of about `size`

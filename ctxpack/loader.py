@@ -8,7 +8,8 @@ lines raise `InputError` naming file and line, or are skipped and counted.
 from __future__ import annotations
 
 import os
-from collections.abc import Callable, Iterator
+from collections.abc import Callable, Iterator, Sequence
+from itertools import chain
 from typing import IO, Any
 
 from . import formats
@@ -16,6 +17,7 @@ from .errors import InputError
 from .formats.base import Format, Layout, RecordError
 from .jsonl import (
     LineIndex,
+    ParsedRecords,
     Source,
     iter_lines,
     open_source,
@@ -84,17 +86,30 @@ class Scanner:
             src.close()
 
     def _run(self, src: Any) -> Iterator[Message]:
-        pending: list[tuple[int, dict[str, Any]]] = []
-        reader = self._reader = self._forced.reader() if self._forced else None
-        best: tuple[Format | None, int] = (None, 0)
         lines = self._lines(src)
         for number, raw in lines:
-            if reader is None and not pending and _opens_document(raw, self._forced):
+            if _opens_document(raw, self._forced):
                 yield from self._document(number, raw, lines)
                 return
             record = self._parse(raw, number)
-            if record is None:
-                continue
+            if record is not None:
+                yield from self._records(chain([(number, record)], self._parsed(lines)))
+                return
+        yield from self._records(iter(()))
+
+    def _parsed(self, lines: Iterator[tuple[int, bytes]]) -> Iterator[tuple[int, dict[str, Any]]]:
+        for number, raw in lines:
+            record = self._parse(raw, number)
+            if record is not None:
+                yield number, record
+
+    def _records(self, numbered: Iterator[tuple[int, dict[str, Any]]]) -> Iterator[Message]:
+        """The messages of records (with their line numbers): the format sniffed from the
+        first ones unless forced, each record fed to its reader."""
+        pending: list[tuple[int, dict[str, Any]]] = []
+        reader = self._reader = self._forced.reader() if self._forced else None
+        best: tuple[Format | None, int] = (None, 0)
+        for number, record in numbered:
             if reader is None:
                 pending.append((number, record))
                 fmt, score = formats.sniff(record)
@@ -201,14 +216,31 @@ def load(source: PathOrFile, format: str | None = None, *,
          skip_invalid: bool = False) -> Transcript:
     """Read a whole transcript, keeping every line so that `write` gives it back exactly."""
     scanner = Scanner(source, format, skip_invalid=skip_invalid, keep_records=True)
-    emitted = list(scanner.messages())
+    return _transcript(scanner, list(scanner.messages()), scanner.records)
+
+
+def load_values(values: Sequence[Any], format: str | None = None,
+                name: str = "<messages>") -> Transcript:
+    """A transcript of records given as values (a list of message dicts, as an agent loop
+    holds them), read as a file of one record a line would be."""
+    scanner = Scanner(None, format)
+    scanner.path = name
+    for n, value in enumerate(values, 1):
+        if not isinstance(value, dict):
+            raise InputError(name, n, f"expected a message object, found {type(value).__name__}")
+    messages = list(scanner._records(enumerate(values, 1)))
+    return _transcript(scanner, messages, ParsedRecords(values))
+
+
+def _transcript(scanner: Scanner, emitted: list[Message], records: Sequence[Record]
+                ) -> Transcript:
     layout = scanner.layout
     assert layout is not None and scanner.format is not None
     seen = set(layout.context) | set(layout.sidechain)
     return Transcript(
         format=scanner.format.name,
         path=scanner.path,
-        records=scanner.records,
+        records=records,
         messages=[emitted[i] for i in layout.context],
         sidechain=[emitted[i] for i in layout.sidechain],
         outside=[m for i, m in enumerate(emitted) if i not in seen],

@@ -18,14 +18,13 @@ from typing import Any
 import orjson
 
 from ..archive import Archiver, split_lines
-from ..jsonl import dumps
-from ..loader import PathOrFile, load
+from ..loader import PathOrFile, load, load_values
 from ..models import TABLE, ModelTable
 from ..transcript import Transcript
 from ..workers import Workers, collector_paused
 from .pipeline import run
 from .plan import Plan
-from .reading import WHOLE_RECORDS, Opened, read
+from .reading import WHOLE_RECORDS, Input, Opened, of_transcript, read
 from .report import Report, report
 from .settings import Options
 from .summary import likely_texts
@@ -103,18 +102,19 @@ def compress_file(source: PathOrFile, options: Options | None = None, *,
         opened = read(source, format, model=model, table=table, skip_invalid=skip_invalid,
                       cache=cache, workers=workers, progress=progress)
         try:
-            return _compress(opened, options, strip_metadata, dry_run, cache)
+            made = _made(opened.input, options, strip_metadata, dry_run, cache)
         except BaseException:
             opened.close()
             raise
+    return Compressed(made.report, _checked(made.chunks(), opened), opened.close)
 
 
-def _compress(opened: Opened, options: Options, strip: bool,
-              dry_run: bool, cache: bool) -> Compressed:
-    """The plan of an opened file and its output; the file is the output's to close."""
+def _made(given: Input, options: Options, strip: bool = False, dry_run: bool = False,
+          cache: bool = True) -> Compressed:
+    """Plan the compression of `given`, and its output (made as it is read, where the
+    records are lines of their own)."""
     from .writer import output
 
-    given = opened.input
     archiver = Archiver(options.archive_dir, options.archive)
     if given.transcript.format in WHOLE_RECORDS:
         from .documents import compress_records
@@ -123,12 +123,11 @@ def _compress(opened: Opened, options: Options, strip: bool,
             given.transcript, lambda indexes, item: run(given.part(indexes, item), options,
                                                         dry_run=dry_run, cache=cache),
             archiver, now_iso(), strip)
-        opened.close()
         return Compressed(report(given.transcript, plans, archiver, given.counter), lines)
     given.facts.start(likely_texts(Plan(given, options)), len, AHEAD_TASK, AHEAD_CHARS)
     plan = run(given, options, dry_run=dry_run, cache=cache)
     return Compressed(report(given.transcript, [plan], archiver, given.counter),
-                      _checked(output(plan, archiver, now_iso(), strip), opened), opened.close)
+                      output(plan, archiver, now_iso(), strip))
 
 
 def _checked(chunks: Iterator[bytes], opened: Opened) -> Iterator[bytes]:
@@ -143,23 +142,30 @@ def compress(source: list[dict[str, Any]] | Transcript | PathOrFile, *,
              table: ModelTable = TABLE, **settings: Any) -> tuple[Any, Report]:
     """Compress inside an agent loop: returns the new messages and the report.
 
-    A list of message dicts (Chat Completions or Anthropic Messages) comes back as
-    an API-ready list of dicts; a Transcript or a file comes back as a Transcript
-    whose records carry the archive (write it with `ctxpack.write`). `settings`
-    are the config keys (`keep_steps=4`, `strategy="structured"`, ...).
+    A list of message dicts (Chat Completions or Anthropic Messages) comes back as an
+    API-ready list of dicts: the messages it keeps as they were given (the same objects),
+    and no archive (the caller holds the originals). A Transcript or a file comes back as
+    a Transcript whose records carry the archive (write it with `ctxpack.write`).
+    `settings` are the config keys (`keep_steps=4`, `strategy="structured"`, ...).
     """
     from .settings import from_keywords
+    from .writer import records_out
 
     options = from_keywords({**settings, "budget": budget})
     if isinstance(source, list):
-        data = b"".join(dumps(m) + b"\n" for m in source)
-        result = compress_file(io.BytesIO(data), options, model=model, format=format,
-                               table=table, strip_metadata=True)
-        return [orjson.loads(line) for line in result.lines if line.strip()], result.report
+        given = of_transcript(load_values(source, format), model, table)
+        options = replace(options, archive=False)
+        if given.transcript.format in WHOLE_RECORDS:  # a list of whole conversations
+            made = _made(given, options, strip=True)
+            return [orjson.loads(line) for line in made.lines], made.report
+        plan = run(given, options)
+        return records_out(plan), report(given.transcript, [plan], Archiver(enabled=False),
+                                         given.counter)
     if isinstance(source, Transcript):
-        format = format or source.format
-        source = io.BytesIO(b"".join(r.raw for r in source.records))
-    result = compress_file(source, options, model=model, format=format, table=table)
-    transcript = load(io.BytesIO(result.data), format or result.report.format)
-    transcript.path = result.report.path
-    return transcript, result.report
+        made = _made(of_transcript(source, model, table), options)
+        compressed = load(io.BytesIO(made.data), source.format)
+    else:
+        made = compress_file(source, options, model=model, format=format, table=table)
+        compressed = load(io.BytesIO(made.data), format or made.report.format)
+    compressed.path = made.report.path
+    return compressed, made.report

@@ -274,10 +274,22 @@ def _refetch(src: Source, t: Transcript, skip_invalid: bool, order: list[int],
     return fetch
 
 
-def of_transcript(t: Transcript, counter: TokenCounter) -> Input:
-    """A loaded transcript as compress's input: every message is whole already."""
-    counts = [counter.message(m) for m in t.messages]
-    outputs = [tuple(observe(r) for r in m.tool_results) for m in t.messages]
-    return Input(t, counter, editor_of(t), counts, outputs,
-                 lambda wanted: {i: t.messages[i] for i in wanted})
+def of_transcript(t: Transcript, model: str | None, table: ModelTable,
+                  cache: bool = True) -> Input:
+    """A loaded transcript (or one of values: see `loader.load_values`) as compress's
+    input: every message is whole already; each is counted as a file's would be."""
+    from ..formats import usual_model
 
+    counts: list[MessageCount | None] = [None] * len(t.messages)
+    counting: StreamCounter[int] = StreamCounter(
+        model, table, lambda: [t.model, usual_model(t.format)], counts.__setitem__,
+        cache=cache)
+    try:
+        for i, m in enumerate(t.messages):
+            counting.add(m, i)
+        counter = counting.done()
+    finally:
+        counting.close()
+    outputs = [tuple(observe(r) for r in m.tool_results) for m in t.messages]
+    return Input(t, counter, editor_of(t), counts, outputs,  # type: ignore[arg-type]
+                 lambda wanted: {i: t.messages[i] for i in wanted})

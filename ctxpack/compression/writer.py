@@ -1,13 +1,16 @@
-"""Turn a compress plan into the output lines: the input's lines, some replaced.
+"""Turn a compress plan into the output: the input's records, some replaced.
 
-A line the plan does not touch is written as read. Every new or changed line
-carries a `ctxpack` object; one line of each group holds the archive of the
-input lines the group replaced, so `restore` can put them back byte for byte.
+`rewrite` works out which records change; `output` writes the file, where a line the
+plan does not touch is written as read, and every new or changed line carries a
+`ctxpack` object (one line of each group holds the archive of the input lines the group
+replaced, so `restore` can put them back byte for byte); `records_out` gives records
+that were given as values back as values, API-ready.
 """
 
 from __future__ import annotations
 
-from collections.abc import Callable, Iterable, Iterator
+from collections.abc import Iterable, Iterator, Sequence
+from dataclasses import dataclass, field
 from typing import Any
 
 import orjson
@@ -15,7 +18,7 @@ import orjson
 from ..archive import VERSION, Archiver, Packed, item_id, meta_of, span_blocks
 from ..archive import strip as strip_line
 from ..formats.base import Compaction
-from ..jsonl import LineIndex, dumps
+from ..jsonl import LineIndex, ParsedRecords, dumps
 from ..transcript import META_KEY, Message, Record
 from .plan import Plan
 from .region import OBSERVATIONS
@@ -33,74 +36,121 @@ def span_lines(plan: Plan) -> tuple[int, int]:
     return _whole_groups(plan.read.transcript.records, first, last)
 
 
+@dataclass
+class Rewrite:
+    """What the output changes of the input's records: the span of lines [first, last]
+    (1-based; none when first is 0) the `group` stands for, the archive of the span, and
+    the lines written anew: `edited` (their records), `items` (what was done to their
+    outputs), `ids`, and `relinked` (re-pointed at the summary whose id it gives)."""
+
+    first: int = 0
+    last: int = 0
+    group: list[dict[str, Any]] = field(default_factory=list)
+    packed: Packed | None = None
+    edited: dict[int, dict[str, Any]] = field(default_factory=dict)
+    items: dict[int, list[dict[str, Any]]] = field(default_factory=dict)
+    ids: dict[int, str] = field(default_factory=dict)
+    relinked: dict[int, str | None] = field(default_factory=dict)
+
+    def meta(self, n: int, raw: bytes, archiver: Archiver) -> dict[str, Any]:
+        """The `ctxpack` object of edited line n, whose bytes were `raw`: it archives them
+        (made as the line is written, so that only one is held at a time)."""
+        meta: dict[str, Any] = {"id": self.ids.get(n) or item_id("r", n, raw),
+                                "kind": OBSERVATIONS if n in self.items else "relinked",
+                                "version": VERSION}
+        if n in self.items:
+            meta["items"] = self.items[n]
+        if n in self.relinked and n in self.items:
+            meta["relinked"] = True
+        if self.relinked.get(n):
+            meta["follows"] = self.relinked[n]
+        return {**meta, "lines": 1, "archive": archiver.pack(raw)}
+
+
+def rewrite(plan: Plan, archiver: Archiver, now: str) -> Rewrite:
+    """The records that change, and how: the summary's span and group (archived as
+    `archiver` says), the lines whose outputs are replaced and those re-pointed at it."""
+    read = plan.read
+    records = read.transcript.records
+    out = Rewrite()
+    if plan.summary is not None:
+        out.first, out.last, out.group, out.packed = _compaction(plan, archiver, now)
+    for i in plan.edited:
+        line = read.messages[i].line
+        if out.first <= line <= out.last:
+            continue  # archived with the region
+        out.ids[line] = read.line_id(i)
+        out.edited[line] = read.editor.with_results(_data(records, line), plan.texts(i))
+        out.items[line] = [e.item for e in plan.edits_of(i)]
+    # lines re-pointed at the summary, which go back with it (`restore --only`)
+    follows = next((r[META_KEY]["id"] for r in out.group if META_KEY in r), None)
+    out.relinked = dict.fromkeys(_relink(plan, out) if out.group else (), follows)
+    return out
+
+
 def output(plan: Plan, archiver: Archiver, now: str, strip: bool = False) -> Iterator[bytes]:
     """The compressed file in pieces: whole lines, but for the summary record, whose
     inline archive comes in pieces (see `Packed.splice`). With `strip`, records come
     without their `ctxpack` object, and so without the archive."""
-    read = plan.read
-    records = read.transcript.records
-    assert isinstance(records, LineIndex)
-    first = last = 0
-    group: list[dict[str, Any]] = []
-    packed = None
-    if plan.summary is not None:
-        first, last, group, packed = _compaction(plan, Archiver(enabled=False) if strip
-                                                 else archiver, now)
-    edited: dict[int, dict[str, Any]] = {}
-    items: dict[int, list[dict[str, Any]]] = {}
-    ids: dict[int, str] = {}
-    for i in plan.edited:
-        line = read.messages[i].line
-        if first <= line <= last:
-            continue  # archived with the region
-        ids[line] = read.line_id(i)
-        edited[line] = read.editor.with_results(_parse(records[line - 1].raw), plan.texts(i))
-        items[line] = [e.item for e in plan.edits_of(i)]
-    # lines re-pointed at the summary, which go back with it (`restore --only`)
-    follows = next((r[META_KEY]["id"] for r in group if META_KEY in r), None)
-    relinked = dict.fromkeys(_relink(plan, group, first, last, edited) if group else (),
-                             follows)
+    records = plan.read.transcript.records
+    archiver = Archiver(enabled=False) if strip else archiver
+    done = rewrite(plan, archiver, now)
     finish = strip_line if strip else _same
-    yield from _lines(records.span(0, max(first - 1, 0)), edited, items, ids, relinked,
-                      archiver, finish)
-    for record in group:
+    before = _span(records, 0, max(done.first - 1, 0))
+    yield from (finish(line) for line in _lines(before, done, archiver))
+    for record in done.group:
         line = dumps(record) + b"\n"
         if strip:
             yield strip_line(line)
-        elif packed is not None and packed.slot and packed.slot.encode() in line:
-            yield from packed.splice(line)
+        elif done.packed is not None and done.packed.slot and done.packed.slot.encode() in line:
+            yield from done.packed.splice(line)
         else:
             yield line
-    yield from _lines(records.span(last, len(records)), edited, items, ids, relinked,
-                      archiver, finish)
+    after = _span(records, done.last, len(records))
+    yield from (finish(line) for line in _lines(after, done, archiver))
+
+
+def records_out(plan: Plan) -> list[Any]:
+    """The compressed records as values, without `ctxpack` objects (and so without the
+    archive): for records that were given as values (see `ParsedRecords`)."""
+    records = plan.read.transcript.records
+    done = rewrite(plan, Archiver(enabled=False), now="")
+
+    def bare(n: int) -> Any:
+        value = done.edited.get(n) or _data(records, n)
+        return {k: v for k, v in value.items() if k != META_KEY} \
+            if isinstance(value, dict) and META_KEY in value else value
+
+    before = [bare(n) for n in range(1, max(done.first, 1))]
+    group = [{k: v for k, v in r.items() if k != META_KEY} for r in done.group]
+    return [*before, *group, *(bare(n) for n in range(done.last + 1, len(records) + 1))]
 
 
 def _same(line: bytes) -> bytes:
     return line
 
 
-def _lines(records: Iterable[Record], edited: dict[int, dict[str, Any]],
-           items: dict[int, list[dict[str, Any]]], ids: dict[int, str],
-           relinked: dict[int, str | None], archiver: Archiver,
-           finish: Callable[[bytes], bytes]) -> Iterator[bytes]:
-    """Records as read, but the edited ones, each with the archive of what it was;
-    `relinked`: lines re-pointed at a summary, and that summary's id."""
+def _lines(records: Iterable[Record], done: Rewrite, archiver: Archiver) -> Iterator[bytes]:
+    """Records as read, but the edited ones, each with the `ctxpack` object that holds
+    the archive of what it was."""
     for record in records:
         n, raw = record.line, record.raw
-        if n not in edited:
-            yield finish(raw)
-            continue
-        kind = OBSERVATIONS if n in items else "relinked"
-        meta: dict[str, Any] = {"id": ids[n] if n in ids else item_id("r", n, raw),
-                                "kind": kind, "version": VERSION}
-        if n in items:
-            meta["items"] = items[n]
-        if n in relinked and n in items:
-            meta["relinked"] = True
-        if relinked.get(n):
-            meta["follows"] = relinked[n]
-        meta.update(lines=1, archive=archiver.pack(raw))
-        yield finish(dumps({**edited[n], META_KEY: meta}) + _eol(raw))
+        if n in done.edited:
+            yield dumps({**done.edited[n], META_KEY: done.meta(n, raw, archiver)}) + _eol(raw)
+        else:
+            yield raw
+
+
+def _span(records: Sequence[Record], lo: int, hi: int) -> Iterator[Record]:
+    """The records of lines lo+1 .. hi, read in large blocks when they are a file's."""
+    return records.span(lo, hi) if isinstance(records, LineIndex) else iter(records[lo:hi])
+
+
+def _data(records: Sequence[Record], line: int) -> Any:
+    """The record at `line` as a value: given so, or parsed from its bytes."""
+    if isinstance(records, ParsedRecords):
+        return records.value(line - 1)
+    return _parse(records[line - 1].raw)
 
 
 def _compaction(plan: Plan, archiver: Archiver, now: str
@@ -110,7 +160,6 @@ def _compaction(plan: Plan, archiver: Archiver, now: str
     s, read = plan.summary, plan.read
     assert s is not None
     records = read.transcript.records
-    assert isinstance(records, LineIndex)
     first, last = span_lines(plan)
     packed = archiver.pack_stream(span_blocks(records, first - 1, last))
     sid = item_id("s", first, bytes.fromhex(packed.ref["sha256"]))
@@ -127,7 +176,7 @@ def _compaction(plan: Plan, archiver: Archiver, now: str
     }
     if s.strategy == "llm" and s.llm:
         meta["llm"] = llm_meta(s.llm)
-    before = _parse(records[first - 2].raw) if first > 1 else None
+    before = _data(records, first - 1) if first > 1 else None
     merge = messages[s.head - 1].raw if s.merged else None
     c = Compaction(s.text, meta, {"id": sid, "kind": "part"}, _head_records(plan, head),
                    before if isinstance(before, dict) else None, merge,
@@ -164,34 +213,33 @@ def _head_records(plan: Plan, head: list[Message]) -> list[dict[str, Any]]:
         if len(m.lines) == 1 and isinstance(m.raw, dict):
             out.append(m.raw)
         else:
-            out += [_parse(records[line - 1].raw) for line in m.lines]
+            out += [_data(records, line) for line in m.lines]
     return out
 
 
-def _relink(plan: Plan, group: list[dict[str, Any]], first: int, last: int,
-            edited: dict[int, dict[str, Any]]) -> set[int]:
-    """Re-point later records whose parent was in the span to the summary record."""
-    target = next((r.get("uuid") for r in group if r.get(META_KEY, {}).get("kind")
+def _relink(plan: Plan, done: Rewrite) -> set[int]:
+    """Re-point later records whose parent was in the span to the summary record (they
+    join `done.edited`); the lines re-pointed."""
+    target = next((r.get("uuid") for r in done.group if r.get(META_KEY, {}).get("kind")
                    == "archived_summary"), None)
     if not isinstance(target, str):
         return set()
     records = plan.read.transcript.records
-    assert isinstance(records, LineIndex)
-    kept = {r.get("uuid") for r in group}
+    kept = {r.get("uuid") for r in done.group}
     removed = set()
-    for record in records.span(first - 1, last):
+    for record in _span(records, done.first - 1, done.last):
         if b'"uuid"' in record.raw:
-            uuid = _parse(record.raw).get("uuid")
+            uuid = _data(records, record.line).get("uuid")
             if isinstance(uuid, str) and uuid not in kept:
                 removed.add(uuid)
     out = set()
-    for record in records.span(last, len(records)):
+    for record in _span(records, done.last, len(records)):
         if b'"parentUuid"' not in record.raw:
             continue
         n = record.line
-        new = plan.read.editor.relink(edited.get(n) or _parse(record.raw), removed, target)
+        new = plan.read.editor.relink(done.edited.get(n) or _data(records, n), removed, target)
         if new is not None:
-            edited[n] = new
+            done.edited[n] = new
             out.add(n)
     return out
 
