@@ -181,54 +181,68 @@ def read(source: PathOrFile, format: str | None, *, model: str | None, table: Mo
         raise
 
 
+class _Emitted:
+    """The messages of a file as its reader emits them, each with what is known of its
+    outputs; once the outputs held pass WINDOW characters, the oldest are set aside."""
+
+    def __init__(self, may_set_aside: bool) -> None:
+        self.messages: list[Message] = []
+        self.outputs: list[tuple[Output, ...]] = []
+        self.aside: set[int] = set()
+        self._held: deque[tuple[int, int]] = deque()  # (index, size) of outputs at hand
+        self._held_size = 0
+        self._may_set_aside = may_set_aside
+
+    def add(self, message: Message) -> None:
+        n = len(self.messages)
+        self.messages.append(message)
+        self.outputs.append(tuple(observe(r) for r in message.tool_results))
+        size = sum(o.size for o in self.outputs[n])
+        if not size:
+            return
+        self._held.append((n, size))
+        self._held_size += size
+        while self._held_size > WINDOW and len(self._held) > 1 and self._may_set_aside:
+            old, old_size = self._held.popleft()
+            self._held_size -= old_size
+            self.messages[old] = _set_aside(self.messages[old])
+            self.aside.add(old)
+
+
 def _read(src: Source, format: str | None, model: str | None, table: ModelTable,
           skip_invalid: bool, cache: bool, workers: Workers | None,
           progress: Callable[[int], None] | None) -> Input:
     index = LineIndex(src.stream)
     scanner = Scanner(src, format, skip_invalid=skip_invalid, index=index, progress=progress)
-    emitted: list[Message] = []
-    outputs: list[tuple[Output, ...]] = []
     counts: list[MessageCount | None] = []
-    held: deque[tuple[int, int]] = deque()  # (emission index, size) of outputs at hand
-    held_size = 0
-    aside: set[int] = set()
     counting: StreamCounter[int] = StreamCounter(
         model, table, lambda: [scanner.named_model, scanner.usual_model], counts.__setitem__,
         cache=cache, workers=workers)
+    emitted: _Emitted | None = None
     try:
         for message in scanner.messages():
-            n = len(emitted)
-            emitted.append(message)
+            # (the format is known once a message is out: a record that holds whole
+            # conversations is written again whole, from its messages)
+            emitted = emitted or _Emitted(scanner.format.name not in WHOLE_RECORDS)
             counts.append(None)
-            outputs.append(tuple(observe(r) for r in message.tool_results))
-            counting.add(message, n)
-            size = sum(o.size for o in outputs[n])
-            if not size:
-                continue
-            held.append((n, size))
-            held_size += size
-            while held_size > WINDOW and len(held) > 1 and _may_set_aside(scanner):
-                old, old_size = held.popleft()
-                held_size -= old_size
-                emitted[old] = _set_aside(emitted[old])
-                aside.add(old)
+            counting.add(message, len(emitted.messages))
+            emitted.add(message)
         counter = counting.done()
     finally:
         counting.close()
+    emitted = emitted or _Emitted(False)
     layout, fmt = scanner.layout, scanner.format
     assert layout is not None and fmt is not None
     context = layout.context
     transcript = Transcript(
         format=fmt.name, path=scanner.path, records=index,
-        messages=[emitted[n] for n in context], model=layout.model, usage=layout.usage,
-        skipped=scanner.skipped)
-    found = [counts[n] for n in context]
-    assert all(c is not None for c in found)
+        messages=[emitted.messages[n] for n in context], model=layout.model,
+        usage=layout.usage, skipped=scanner.skipped)
     where = {n: i for i, n in enumerate(context)}
     fetch = _refetch(src, transcript, skip_invalid, list(context),
-                     {where[n] for n in aside if n in where})
-    return Input(transcript, counter, editor_of(transcript), found,  # type: ignore[arg-type]
-                 [outputs[n] for n in context], fetch,
+                     {where[n] for n in emitted.aside if n in where})
+    return Input(transcript, counter, editor_of(transcript), [counts[n] for n in context],
+                 [emitted.outputs[n] for n in context], fetch,  # type: ignore[misc]
                  facts=workers.ahead(extract_all) if workers else here(extract_all))
 
 
@@ -238,11 +252,6 @@ def editor_of(t: Transcript) -> Editor:
     if not hasattr(fmt, "editor"):
         raise UsageError(f"{t.path}: compress cannot write {t.format} files")
     return fmt.editor(t)  # type: ignore[no-any-return]
-
-
-def _may_set_aside(scanner: Scanner) -> bool:
-    # a record that holds whole conversations is written again whole, from its messages
-    return scanner.format is not None and scanner.format.name not in WHOLE_RECORDS
 
 
 def _set_aside(message: Message) -> Message:
