@@ -11,11 +11,13 @@ from collections.abc import Callable
 from dataclasses import replace
 from itertools import accumulate
 from typing import Any
+from weakref import WeakKeyDictionary
 
 from ..transcript import SUMMARY_HEADING as HEADING
 from ..transcript import Message, Text
 from .facts import merge, retention
 from .plan import Plan, Summary
+from .reading import Input
 from .region import summary_region, summary_text, whole_texts
 from .summarizers import Region
 from .summarizers._digest import piece_facts
@@ -75,7 +77,18 @@ def _message(plan: Plan, head: int, text: str, merged: bool) -> Message:
 
 
 def ends(plan: Plan) -> list[int]:
-    """Cuts that can end the region: its lines all before the kept tail's lines."""
+    """Cuts that can end the region: its lines all before the kept tail's lines. They
+    depend on the input alone: found once for each."""
+    found = _ENDS.get(plan.read)
+    if found is None:
+        found = _ENDS[plan.read] = _ends(plan)
+    return found
+
+
+_ENDS: WeakKeyDictionary[Input, list[int]] = WeakKeyDictionary()
+
+
+def _ends(plan: Plan) -> list[int]:
     read, head = plan.read, plan.read.head
     messages = read.messages
     if read.item is not None:  # the record is written whole: any cut will do
