@@ -24,7 +24,7 @@ from ctxpack.compression.facts import (
 )
 from ctxpack.compression.summarizers import Piece, Region
 from ctxpack.compression.summarizers import _budget as budget_module
-from ctxpack.compression.summarizers._layout import CONDENSED, Cut
+from ctxpack.compression.summarizers._layout import CONDENSED, Condensing
 from ctxpack.compression.summarizers.extractive import ExtractiveSummarizer
 from ctxpack.compression.summarizers.structured import StructuredSummarizer
 from ctxpack.tokens import TokenCounter
@@ -97,7 +97,7 @@ def test_a_summary_is_fit_without_rendering_it_whole_unless_it_may_fit(monkeypat
                         lambda doc, cut=None: rendered.append(cut) or render(doc, cut))
     text = ExtractiveSummarizer().write(Region(units), count(whole) // 8, count)
     assert count(text) <= count(whole) // 8 and CONDENSED in text
-    assert rendered and Cut() not in rendered
+    assert rendered and Condensing() not in rendered
     assert ExtractiveSummarizer().write(Region(units), count(whole), count) == whole
     assert CONDENSED in ExtractiveSummarizer().write(Region(units), count(whole) - 1, count)
 

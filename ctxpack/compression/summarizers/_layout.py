@@ -1,8 +1,8 @@
-"""The shape of a summary: sections of lines, and how a `Cut` renders them shorter.
+"""The shape of a summary: sections of lines, and how a `Condensing` renders them shorter.
 
 Lines carry their facts apart from their head, so the oldest lines can show fewer
 facts, none, or be folded into one counted line; the text always says what was
-condensed. Sections with verbatim items are never condensed. `_budget` picks the Cut.
+condensed. Sections with verbatim items are never condensed. `_budget` picks the Condensing.
 """
 
 from __future__ import annotations
@@ -76,7 +76,7 @@ class Doc:
 
 
 @dataclass(frozen=True, slots=True)
-class Cut:
+class Condensing:
     """How far to condense, by line position: up to `fold` folded, up to `drop` without
     facts, up to `trim` with only `cap` errors, paths and URLs each; newer lines whole."""
 
@@ -91,9 +91,9 @@ class Cut:
                 else TRIMMED if pos <= self.trim else FULL)
 
 
-def render(doc: Doc, cut: Cut | None = None) -> str:
+def render(doc: Doc, cut: Condensing | None = None) -> str:
     """The summary text of `doc` condensed as `cut` says (not at all by default)."""
-    cut = cut or Cut()
+    cut = cut or Condensing()
     seen = set(doc.protected)
     out = [HEADING, _intro(doc)]
     note = _condensed_note(doc, cut)
@@ -108,7 +108,7 @@ def render(doc: Doc, cut: Cut | None = None) -> str:
     return "\n".join(out) + "\n"
 
 
-def _section_lines(section: Section, cut: Cut, seen: set[str]) -> list[str]:
+def _section_lines(section: Section, cut: Condensing, seen: set[str]) -> list[str]:
     if section.fixed:
         return [ln.head for ln in section.lines]
     folded = [ln for ln in section.lines if cut.level(ln.pos) == FOLDED]
@@ -188,7 +188,7 @@ def _intro(doc: Doc) -> str:
         f"{RESTORE if doc.archived else NOT_KEPT}"
 
 
-def _condensed_note(doc: Doc, cut: Cut) -> str:
+def _condensed_note(doc: Doc, cut: Condensing) -> str:
     lines = [ln for s in doc.sections if not s.fixed for ln in s.lines]
     by_level: dict[int, list[Line]] = {FOLDED: [], BARE: [], TRIMMED: []}
     for ln in lines:
