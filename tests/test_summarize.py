@@ -13,7 +13,8 @@ from hypothesis import given, settings
 from hypothesis import strategies as st
 
 from ctxpack.compression.args import BRIEF_CHARS, call_label
-from ctxpack.compression.facts import GRAM, Facts, retention
+from ctxpack.compression.audit import GRAM, retention
+from ctxpack.compression.facts import Facts
 from ctxpack.compression.failures import EDGE, error_lines, exit_code, looks_failed
 from ctxpack.compression.summarizers import Piece, Region
 from ctxpack.compression.summarizers import _budget as budget_module

@@ -1,9 +1,9 @@
 """Facts: the verbatim details of a text that a summary must not lose.
 
 `extract` finds file paths, URLs, identifiers, error lines, significant numbers and
-shell commands (error lines as `failures` tells them); `retention` says how many of
-them a summary still holds. Pure and fast: linear-time precompiled regexes, so a
-megabyte of tool output takes milliseconds.
+shell commands (error lines as `failures` tells them); `merge` joins the facts of
+several texts. Pure and fast: linear-time precompiled regexes, so a megabyte of tool
+output takes milliseconds.
 """
 
 from __future__ import annotations
@@ -18,7 +18,6 @@ from .failures import MAX_LINE, error_lines
 CATEGORIES = ("paths", "urls", "identifiers", "errors", "numbers", "commands")
 MAX_WORD = 2048  # a longer run without spaces is data (base64, minified code), not a path
 MAX_NAME = 200  # nor can a longer one be an identifier
-GRAM = 6  # the retention audit's quick test: see `retention`
 
 EXTENSIONS = frozenset((
     "py pyi pyx ipynb js mjs cjs jsx ts tsx vue svelte go rs rb java kt kts scala swift c h cc"
@@ -103,19 +102,6 @@ class Facts:
             yield from getattr(self, name)
 
 
-@dataclass(frozen=True, slots=True)
-class Retention:
-    """How many facts of one category a summary kept, and which it dropped."""
-
-    total: int
-    kept: int
-    dropped: tuple[str, ...]
-
-    @property
-    def ratio(self) -> float:
-        return self.kept / self.total if self.total else 1.0
-
-
 def extract(text: str) -> Facts:
     """The facts of `text`."""
     urls = _distinct(_urls(text))
@@ -150,36 +136,6 @@ def merge(*facts: Facts) -> Facts:
     return Facts(**{
         f.name: _distinct(x for one in facts for x in getattr(one, f.name)) for f in fields(Facts)
     })
-
-
-def retention(source: Facts, summary: str) -> dict[str, Retention]:
-    """For each category, how many of the source facts appear verbatim in the summary."""
-    # Lookups, where a search would read the whole summary once per fact: a fact shorter
-    # than GRAM is in it if it is one of its pieces that long; a longer one can only start
-    # where its first GRAM characters do, and end where its last do: it is compared there
-    # alone, from whichever of the two places are fewer.
-    pieces = {summary[i : i + n] for n in range(GRAM) for i in range(len(summary) - n + 1)}
-    at: dict[str, list[int]] = {}
-    for i in range(len(summary) - GRAM + 1):
-        at.setdefault(summary[i : i + GRAM], []).append(i)
-
-    def dropped_fact(x: str) -> bool:
-        if len(x) < GRAM:
-            return x not in pieces
-        starts, ends = at.get(x[:GRAM]), at.get(x[-GRAM:])
-        if starts is None or ends is None:
-            return True
-        if len(ends) < len(starts):
-            back = len(x) - GRAM
-            return not any(summary.startswith(x, i - back) for i in ends if i >= back)
-        return not any(summary.startswith(x, i) for i in starts)
-
-    out: dict[str, Retention] = {}
-    for name in CATEGORIES:
-        items: tuple[str, ...] = getattr(source, name)
-        dropped = tuple(filter(dropped_fact, items))
-        out[name] = Retention(len(items), len(items) - len(dropped), dropped)
-    return out
 
 
 def commands(text: str) -> Iterator[str]:

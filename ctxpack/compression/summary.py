@@ -14,7 +14,8 @@ from typing import Any
 
 from ..transcript import SUMMARY_HEADING as HEADING
 from ..transcript import Message, Text
-from .facts import merge, retention
+from .audit import retention
+from .facts import merge
 from .plan import Plan, Summary
 from .region import summary_region, summary_text, whole_texts
 from .summarizers import Region
