@@ -37,7 +37,7 @@ from ._merge import last_step, lines_of, parse, pending_section, request_section
 from ._stepcache import StepCache, key
 from .extractive import LAST_REQUEST, PENDING, PENDING_SECTIONS, STEP_SECTIONS, STEPS, document
 
-__all__ = ["Failed", "LLMSummarizer"]
+__all__ = ["LLMSummarizer"]
 
 PROMPT_VERSION = "1"  # part of every cached line's key: a new prompt asks again
 SECTIONS = ("Task goal", "Key decisions", "Completed work", "Pending items",
