@@ -197,14 +197,27 @@ class LLMSummarizer:
         found: list[Counter[str]] = [Counter() for _ in steps]  # secrets, step by step
         texts = [block(u, None, count, data, lambda t, n=n: self._clean(t, found[n]))
                  for n, u in enumerate(steps)]
+        lines = self._step_lines(endpoint, texts, found)
+        by_unit = {id(u): line for u, line in zip(steps, lines, strict=True)}
+
+        def head(piece: Piece, number: int) -> str:
+            status = step_status(piece) if piece.calls else ""
+            return f"* Step {number}: {by_unit[id(piece)]}" + (f" -> {status}" if status else "")
+
+        return fit(document(region, head), max_tokens, count)
+
+    def _step_lines(self, endpoint: Endpoint, texts: list[str],
+                    found: list[Counter[str]]) -> list[str]:
+        """The model's line for each step's text, from the cache where an earlier run asked
+        already; `found[n]`: the secrets taken out of text n, reported only if it is sent."""
         keys = [key(PROMPT_VERSION, self.settings.model, self.settings.url,
                     str(self.options.redact), t) for t in texts]
         cache = StepCache(self._cache)
         try:
             lines = cache.get(keys)
             wanted = [n for n, k in enumerate(keys) if k not in lines]
-            self.outcome.steps = len(steps)
-            self.outcome.cached_steps = len(steps) - len(wanted)
+            self.outcome.steps = len(texts)
+            self.outcome.cached_steps = len(texts) - len(wanted)
             for n in wanted:  # what is sent: the cached steps are not
                 self.outcome.redacted.update(found[n])
 
@@ -220,13 +233,7 @@ class LLMSummarizer:
         finally:
             cache.close()
         lines.update({keys[n]: line for n, line in zip(wanted, answers, strict=True)})
-        by_unit = {id(u): lines[k] for u, k in zip(steps, keys, strict=True)}
-
-        def head(piece: Piece, number: int) -> str:
-            status = step_status(piece) if piece.calls else ""
-            return f"* Step {number}: {by_unit[id(piece)]}" + (f" -> {status}" if status else "")
-
-        return fit(document(region, head), max_tokens, count)
+        return [lines[k] for k in keys]
 
     # -- shared -----------------------------------------------------------------------
 
