@@ -20,9 +20,7 @@ this module decides what to ask, in how many requests, and keeps the report.
 
 from __future__ import annotations
 
-import threading
 from collections import Counter
-from collections.abc import Callable
 from dataclasses import dataclass, field
 from typing import Any
 
@@ -164,7 +162,7 @@ class LLMSummarizer:
         prompts = [user_prompt(task, None, ("STEPS", joined(c)),
                                note=PART.format(n=n, of=len(chunks)))
                    for n, c in enumerate(chunks, 1)]
-        parts = self._ask_all(endpoint, system, prompts, part_answer)
+        parts = endpoint.ask_all(system, prompts, part_answer, self.options.llm_concurrency)
         while True:
             sized = [(p, count(p)) for p in parts]
             groups = pack(sized, data - head)
@@ -177,9 +175,9 @@ class LLMSummarizer:
                 raise Failed("the partial summaries are too long to merge within the "
                              f"summarizer's window ({self.window:,} tokens)")
             self.outcome.merges += sum(len(g) > 1 for g in groups)
-            merged = self._ask_all(endpoint, system, [
+            merged = endpoint.ask_all(system, [
                 user_prompt(None, None, *numbered_parts(g), note=MERGE)
-                for g in groups if len(g) > 1], part_answer)
+                for g in groups if len(g) > 1], part_answer, self.options.llm_concurrency)
             it = iter(merged)
             parts = [next(it) if len(g) > 1 else g[0][0] for g in groups]
 
@@ -227,54 +225,15 @@ class LLMSummarizer:
                     cache.put({keys[n]: line})
                 return line
 
-            answers = self._ask_all(endpoint, STEP_SYSTEM, [
+            answers = endpoint.ask_all(STEP_SYSTEM, [
                 delimited("STEP", texts[n]) for n in wanted], STEP_ANSWER,
-                keep=lambda i, answer: keep(wanted[i], answer))
+                self.options.llm_concurrency, keep=lambda i, answer: keep(wanted[i], answer))
         finally:
             cache.close()
         lines.update({keys[n]: line for n, line in zip(wanted, answers, strict=True)})
         return [lines[k] for k in keys]
 
     # -- shared -----------------------------------------------------------------------
-
-    def _ask_all(self, endpoint: Endpoint, system: str, prompts: list[str], answer: int,
-                 keep: Callable[[int, str], str] = lambda _, a: a.strip()) -> list[str]:
-        """The answers to `prompts`, in order, each as `keep` (given its index) makes it,
-        at most `llm_concurrency` in flight; the first failure stops the rest."""
-        def one(n: int, prompt: str) -> str:
-            text = keep(n, endpoint.ask(system, prompt, answer))
-            if not text:
-                raise Failed("the model answered with no text")
-            return text
-
-        if len(prompts) <= 1:
-            return [one(n, p) for n, p in enumerate(prompts)]
-        # daemon threads, not an executor: Ctrl-C must not wait for requests in flight
-        answers: list[str] = [""] * len(prompts)
-        failures: list[BaseException] = []
-        queue = iter(enumerate(prompts))
-        lock = threading.Lock()
-
-        def work() -> None:
-            while not failures:
-                with lock:
-                    n, prompt = next(queue, (-1, ""))
-                if n < 0:
-                    return
-                try:
-                    answers[n] = one(n, prompt)
-                except BaseException as exc:  # raised again in the caller's thread
-                    failures.append(exc)
-
-        threads = [threading.Thread(target=work, name="ctxpack-llm", daemon=True)
-                   for _ in range(min(self.options.llm_concurrency, len(prompts)))]
-        for t in threads:
-            t.start()
-        for t in threads:
-            t.join()
-        if failures:
-            raise failures[0]
-        return answers
 
     def _blocks(self, older: tuple[Piece, ...], pieces: tuple[Piece, ...], first: int,
                 count: Count, most: int) -> list[tuple[str, int]]:
