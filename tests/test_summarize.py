@@ -13,15 +13,9 @@ from hypothesis import given, settings
 from hypothesis import strategies as st
 
 from ctxpack.compression.args import BRIEF_CHARS, call_label
-from ctxpack.compression.facts import (
-    EDGE,
-    GRAM,
-    Facts,
-    error_lines,
-    exit_code,
-    looks_failed,
-    retention,
-)
+from ctxpack.compression.audit import GRAM, retention
+from ctxpack.compression.facts import Facts
+from ctxpack.compression.failures import EDGE, error_lines, exit_code, looks_failed
 from ctxpack.compression.summarizers import Piece, Region
 from ctxpack.compression.summarizers import _budget as budget_module
 from ctxpack.compression.summarizers._layout import CONDENSED, Condensing

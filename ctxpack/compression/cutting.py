@@ -15,7 +15,7 @@ from operator import add, eq
 
 from ..errors import UsageError
 from ..settings import TRUNCATE_MODES
-from .facts import error_spans
+from .failures import error_spans
 
 MODES = TRUNCATE_MODES  # what the truncate_mode setting may be
 MARKER = "[ctxpack: "  # how every marker line starts: an output holding one was cut already
@@ -165,7 +165,7 @@ def _fold(lines: list[str]) -> tuple[list[str], list[int]]:
 
 
 def _error_rows(rows: list[str]) -> list[int]:
-    """Indexes of the rows that report an error, as `facts` tells error lines."""
+    """Indexes of the rows that report an error, as `failures` tells error lines."""
     block = "\n".join(rows)
     ends = list(map(add, accumulate(map(len, rows)), range(len(rows))))  # each row's "\n"
     return sorted({bisect_left(ends, start) for start, _ in error_spans(block)})

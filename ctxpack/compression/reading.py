@@ -26,7 +26,8 @@ from ..tokens import REPLY_PRIMING, MessageCount, TokenCounter
 from ..transcript import META_KEY, Image, Message, Text, ToolResult, Transcript
 from ..workers import Ahead, Workers, here
 from .cutting import line_count, utf8_size
-from .facts import Facts, extract_all, looks_failed
+from .facts import Facts, extract_all
+from .failures import looks_failed
 from .masking import is_masked, masked_failure
 from .units import Unit, cuts, head_end, units
 

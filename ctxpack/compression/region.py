@@ -13,7 +13,7 @@ from ..errors import CtxpackError
 from ..loader import load
 from ..transcript import META_KEY, Message, Text, ToolResult
 from ..transcript import SUMMARY_HEADING as HEADING
-from .facts import looks_failed
+from .failures import looks_failed
 from .plan import Plan
 from .summarizers import Piece, Region
 from .summarizers._digest import bare_line, source_text

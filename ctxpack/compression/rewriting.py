@@ -16,7 +16,8 @@ def rewrite(dry_run: bool, cache: bool) -> Callable[[Plan], Edits]:
     """The stage: with `dry_run` nothing is sent; `cache` keeps per-step lines across runs."""
 
     def stage(plan: Plan) -> Edits:
-        from .summarizers.llm import Failed, LLMSummarizer
+        from .summarizers._endpoint import Failed
+        from .summarizers.llm import LLMSummarizer
 
         chosen = plan.summary
         if chosen is None:

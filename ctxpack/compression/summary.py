@@ -15,7 +15,8 @@ from weakref import WeakKeyDictionary
 
 from ..transcript import SUMMARY_HEADING as HEADING
 from ..transcript import Message, Text
-from .facts import merge, retention
+from .audit import retention
+from .facts import merge
 from .plan import Plan, Summary
 from .reading import Input
 from .region import summary_region, summary_text, whole_texts

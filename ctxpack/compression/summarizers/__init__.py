@@ -25,7 +25,7 @@ class Piece:
     or a lone message (a person's request, injected context, a stray result).
 
     A result's `is_error` says whether it failed: flagged so, a non-zero exit code, or
-    error lines in its text (`facts.looks_failed`), as the pipeline found when it read
+    error lines in its text (`failures.looks_failed`), as the pipeline found when it read
     the output; a summarizer need not look again."""
 
     role: str

@@ -13,8 +13,9 @@ from dataclasses import dataclass, replace
 from functools import lru_cache
 
 from ...transcript import ToolResult
-from .. import facts as F
 from ..args import BRIEF_CHARS, DONE, call_label, parse_args, plan_list, shorten
+from ..facts import Facts, commands, extract
+from ..failures import MAX_LINE, error_lines, exit_code
 from . import Piece
 from ._layout import Line, fold_line
 
@@ -49,7 +50,7 @@ def _describe(piece: Piece) -> tuple[str, str, str, tuple[str, ...], tuple[tuple
     calls = piece.calls
     label, status = _label(piece)
     brief, _ = _label(piece, brief=True)
-    own = {x for c in calls for x in F.commands(c.arguments)}  # already in the label
+    own = {x for c in calls for x in commands(c.arguments)}  # already in the label
     found = piece_facts(piece)
     pairs = [("errors", e) for e in found.errors]
     if status == "error":
@@ -112,10 +113,10 @@ def folded(pieces: Sequence[Piece], first: int) -> Line:
     return replace(counts, head=fold_line([counts], "messages"))
 
 
-def piece_facts(piece: Piece) -> F.Facts:
+def piece_facts(piece: Piece) -> Facts:
     """All facts of a piece: its text, its calls' arguments and its results (found for it
     when it was made, or now)."""
-    return piece.facts if piece.facts is not None else F.extract(source_text(piece))
+    return piece.facts if piece.facts is not None else extract(source_text(piece))
 
 
 def source_text(piece: Piece) -> str:
@@ -187,12 +188,12 @@ def _telling_lines(results: Iterable[ToolResult]) -> list[str]:
     """For each failed result whose error lines only give an exit code, its first other line."""
     lines = []
     for r in results:
-        if not r.is_error or any(F.exit_code(e) is None for e in F.error_lines(r.text)):
+        if not r.is_error or any(exit_code(e) is None for e in error_lines(r.text)):
             continue
         text = next((x.strip() for x in r.text.splitlines()
-                     if x.strip() and F.exit_code(x) is None), "")
+                     if x.strip() and exit_code(x) is None), "")
         if text:
-            lines.append(text[: F.MAX_LINE])
+            lines.append(text[:MAX_LINE])
     return lines
 
 

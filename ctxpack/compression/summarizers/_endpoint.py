@@ -11,6 +11,7 @@ from __future__ import annotations
 
 import os
 import threading
+from collections.abc import Callable
 from dataclasses import dataclass, field
 from typing import Any
 from urllib.parse import urlsplit
@@ -78,7 +79,8 @@ class Settings:
 
 
 class Endpoint:
-    """A chat-completions endpoint; `ask` is safe to call from several threads."""
+    """A chat-completions endpoint; `ask` is safe to call from several threads, and
+    `ask_all` calls it from several at once."""
 
     def __init__(self, settings: Settings, spend: Spend) -> None:
         import openai
@@ -135,6 +137,45 @@ class Endpoint:
         if getattr(choice, "finish_reason", None) == "length":
             text = text[: text.rfind("\n")] if "\n" in text.strip() else text + "…"
         return text
+
+    def ask_all(self, system: str, prompts: list[str], max_tokens: int, concurrency: int,
+                keep: Callable[[int, str], str] = lambda _, a: a.strip()) -> list[str]:
+        """The answers to `prompts`, in order, each as `keep` (given its index) makes it,
+        at most `concurrency` in flight; the first failure stops the rest."""
+        def one(n: int, prompt: str) -> str:
+            text = keep(n, self.ask(system, prompt, max_tokens))
+            if not text:
+                raise Failed("the model answered with no text")
+            return text
+
+        if len(prompts) <= 1:
+            return [one(n, p) for n, p in enumerate(prompts)]
+        # daemon threads, not an executor: Ctrl-C must not wait for requests in flight
+        answers: list[str] = [""] * len(prompts)
+        failures: list[BaseException] = []
+        queue = iter(enumerate(prompts))
+        lock = threading.Lock()
+
+        def work() -> None:
+            while not failures:
+                with lock:
+                    n, prompt = next(queue, (-1, ""))
+                if n < 0:
+                    return
+                try:
+                    answers[n] = one(n, prompt)
+                except BaseException as exc:  # raised again in the caller's thread
+                    failures.append(exc)
+
+        threads = [threading.Thread(target=work, name="ctxpack-llm", daemon=True)
+                   for _ in range(min(concurrency, len(prompts)))]
+        for t in threads:
+            t.start()
+        for t in threads:
+            t.join()
+        if failures:
+            raise failures[0]
+        return answers
 
     def _answer(self, messages: list[dict[str, str]], max_tokens: int) -> Any:
         """The client's answer, or the Failed that says why there is none."""
