@@ -10,7 +10,7 @@ from dataclasses import replace
 from ..errors import CannotFit
 from .plan import Edits, Plan, Summary
 from .summarizers._layout import CONDENSED
-from .summary import audited, caps, draft, ends, fixed
+from .summary import caps, draft, ends, fixed
 
 
 def limit(plan: Plan) -> Edits:
@@ -36,8 +36,8 @@ def limit(plan: Plan) -> Edits:
         what = "budget" if plan.options.budget else "context window"
         warning = (f"the {what} leaves the summary {chosen.max_tokens:,} tokens (it could "
                    f"take {chosen.cap:,}): it is condensed more than it would be")
-        return Edits(summary=audited(replace(chosen, squeezed=True)), warnings=(warning,))
-    return Edits(summary=audited(chosen))
+        return Edits(summary=replace(chosen, squeezed=True), warnings=(warning,))
+    return Edits(summary=chosen)
 
 
 def check_fits(plan: Plan) -> list[str]:

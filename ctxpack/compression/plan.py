@@ -56,7 +56,6 @@ class Summary:
     cap: int = 0  # budget left less; the cap: max_summary_tokens and summary_ratio allow
     squeezed: bool = False  # condensed to fit a budget that left it less than a fair size
     strategy: str = "extractive"  # the summarizer that wrote `text`
-    retention: dict[str, Any] = field(default_factory=dict)  # the audit of the one chosen
     llm: dict[str, Any] | None = None  # what the llm summarizer did, when it was asked
 
 

@@ -16,7 +16,7 @@ from ..transcript import SUMMARY_HEADING as HEADING
 from .failures import looks_failed
 from .plan import Plan
 from .summarizers import Piece, Region
-from .summarizers._digest import bare_line, source_text
+from .summarizers._digest import CONTEXT, bare_line, source_text
 from .units import Unit
 
 OBSERVATIONS = "observations"  # the kind of a line whose outputs were masked or cut
@@ -118,6 +118,31 @@ def _piece(plan: Plan, u: Unit, results: tuple[ToolResult, ...]) -> Piece:
              for p in m.parts if isinstance(p, Text)]
     role = "assistant" if u.step else group[0].role
     return Piece(role, "\n".join(texts), calls, results, u.human)
+
+
+def bare_sizes(plan: Plan, start: int) -> tuple[list[int], list[int]]:
+    """The least a summary of messages [start, end) shows of them, for the ends of its
+    units: each unit's bare line (its head, without facts) and a newline, added up from
+    `start` until they pass max_summary_tokens (later ends show at least as much)."""
+    from .summarizers._merge import last_step, parse
+
+    previous, spans = _region(plan, start, len(plan.read.messages))
+    number = last_step(parse(previous))
+    count = plan.read.counter.text
+    ends: list[int] = []
+    sizes: list[int] = []
+    total = 0
+    for u in spans:
+        piece = _piece(plan, u, _results(plan, u, {}))
+        number += piece.is_step
+        line = bare_line(piece, number)
+        if not line.startswith(f"* {CONTEXT}"):  # injected context shows only its facts
+            total += count(line) + 1
+        ends.append(u.end)
+        sizes.append(total)
+        if total > plan.options.max_summary_tokens:
+            break
+    return ends, sizes
 
 
 def _shown_from(plan: Plan, spans: list[Unit], previous: str | None) -> int:

@@ -10,6 +10,7 @@ from typing import Any
 from ..archive import Archiver
 from ..transcript import Transcript
 from .plan import Plan, StageReport
+from .summary import audit
 
 REPORT_VERSION = 2  # 2: `steps` became `stages`, and the limit and llm stages have rows
 
@@ -86,7 +87,7 @@ def _summaries(plans: list[Plan]) -> dict[str, Any] | None:
         return None
     retention: dict[str, dict[str, Any]] = {}
     for s in done:
-        for name, r in s.retention.items():
+        for name, r in audit(s).items():
             total = retention.setdefault(name, {"total": 0, "kept": 0, "dropped": []})
             total["total"] += r["total"]
             total["kept"] += r["kept"]

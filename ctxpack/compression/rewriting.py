@@ -9,7 +9,7 @@ from collections.abc import Callable
 from dataclasses import replace
 
 from .plan import Edits, Plan
-from .summary import audited, made
+from .summary import made
 
 
 def rewrite(dry_run: bool, cache: bool) -> Callable[[Plan], Edits]:
@@ -40,7 +40,7 @@ def rewrite(dry_run: bool, cache: bool) -> Callable[[Plan], Edits]:
                                    "summary is used instead",))
         written = made(plan, chosen.region, chosen.audited, chosen.end, text, room, chosen.cap,
                        "llm")
-        return Edits(summary=replace(audited(written), squeezed=chosen.squeezed,
+        return Edits(summary=replace(written, squeezed=chosen.squeezed,
                                      llm={**llm.outcome.to_dict(), "used": True,
                                           "fallback": None}))
 

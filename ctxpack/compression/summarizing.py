@@ -4,13 +4,14 @@ and put one summary message in its place.
 The kept head (system prompts, the task) and the newest units stay. The region ends at
 the first cut where the rest and its summary are under the target, but never later than
 the floor, which keeps the newest steps and rounds the settings ask for: there it stops,
-under the target or not (the hard limit, `limit`, takes it from there).
+under the target or not (the hard limit, `limit`, takes it from there). A summary is
+written only for the cuts that a low estimate of it leaves under the target.
 """
 
 from __future__ import annotations
 
 from .plan import Edits, Plan
-from .summary import audited, caps, draft, ends, first_end, floor
+from .summary import caps, draft, ends, first_end, floor, least_total
 
 
 def summarize(plan: Plan) -> Edits:
@@ -21,10 +22,13 @@ def summarize(plan: Plan) -> Edits:
     lowest = floor(plan)
     cap = caps(plan)
     start = first_end(plan, candidates, lowest)
+    least = least_total(plan)
     chosen = None
     for end in (c for c in candidates if c >= start):
+        if end < lowest and end != candidates[-1] and least(end, cap(end)) > plan.target:
+            continue  # its summary cannot leave the plan under the target
         chosen = draft(plan, end, cap(end), cap(end))
         if plan.total_with(chosen) <= plan.target or end >= lowest:
             break  # later ends archive more: the first that fits is the one
     assert chosen is not None
-    return Edits(summary=audited(chosen))
+    return Edits(summary=chosen)

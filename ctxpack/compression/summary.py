@@ -2,28 +2,32 @@
 
 A summary stands for messages [head, end): the kept head (system prompts, the task) stays
 before it and the newest units after it. The stages that choose `end` (`summarizing`,
-`limit`) size candidates with `draft`; the one chosen is audited once (`audited`).
+`limit`) size candidates with `draft`; the report audits the one chosen (`audit`).
 """
 
 from __future__ import annotations
 
 from collections.abc import Callable
-from dataclasses import replace
 from itertools import accumulate
 from typing import Any
 from weakref import WeakKeyDictionary
 
+from ..tokens import REPLY_PRIMING
 from ..transcript import SUMMARY_HEADING as HEADING
 from ..transcript import Message, Text
 from .audit import retention
 from .facts import merge
 from .plan import Plan, Summary
 from .reading import Input
-from .region import summary_region, summary_text, whole_texts
+from .region import bare_sizes, summary_region, summary_text, whole_texts
 from .summarizers import Region
 from .summarizers._digest import piece_facts
 
 OVERHEAD = 8  # a message's framing around the summary text, with room to spare
+# A summary given room for M tokens that must be condensed comes out within a line or so
+# of M; over the samples and the corpus none came out under LOW * M - SLACK (see
+# `least_total` and BENCHMARKS.md).
+LOW, SLACK = 0.9, 64
 
 
 def summarizer(name: str) -> Any:
@@ -52,7 +56,7 @@ def made(plan: Plan, region: Region, audited: int, end: int, text: str, max_toke
          cap: int, strategy: str) -> Summary:
     """The Summary of messages [head, end) whose text is `text`, with its counts."""
     read, head = plan.read, plan.read.head
-    merged = read.editor.alternates and head > 0 and read.messages[head - 1].role == "user"
+    merged = merges(plan)
     message = _message(plan, head, text, merged)
     return Summary(text, head, end, head, read.counter.message(message).total, message,
                    region, archived_tokens=plan.tokens(head, end),
@@ -60,13 +64,36 @@ def made(plan: Plan, region: Region, audited: int, end: int, text: str, max_toke
                    audited=audited, max_tokens=max_tokens, cap=cap, strategy=strategy)
 
 
-def audited(summary: Summary) -> Summary:
-    """The summary with its retention audit: which facts of the pieces it read whole it
-    still shows verbatim."""
-    audit = retention(merge(*(piece_facts(p) for p in summary.region.pieces)), summary.text)
-    return replace(summary, retention={
-        k: {"total": v.total, "kept": v.kept, "dropped": list(v.dropped)}
-        for k, v in audit.items()})
+def audit(summary: Summary) -> dict[str, dict[str, Any]]:
+    """The retention audit of the summary a plan chose: which facts of the pieces it read
+    whole it still shows verbatim, by kind."""
+    found = retention(merge(*(piece_facts(p) for p in summary.region.pieces)), summary.text)
+    return {k: {"total": v.total, "kept": v.kept, "dropped": list(v.dropped)}
+            for k, v in found.items()}
+
+
+def merges(plan: Plan) -> bool:
+    """Does the summary join the head's last message (formats whose roles alternate)?"""
+    read, head = plan.read, plan.read.head
+    return read.editor.alternates and head > 0 and read.messages[head - 1].role == "user"
+
+
+def least_total(plan: Plan) -> Callable[[int, int], float]:
+    """For a region [head, end) and its summary's `max_tokens`, a low estimate of the plan's
+    total: what it keeps, and a summary that shows every unit's bare line or, where those
+    pass `max_tokens`, is condensed to near it. (A merged summary's message holds its text.)"""
+    from bisect import bisect_right
+
+    head, n = plan.read.head, len(plan.read.messages)
+    kept = plan.tokens(0, head) - (plan.counts[head - 1] if merges(plan) else 0) + REPLY_PRIMING
+    ends_at, shown = bare_sizes(plan, head)
+
+    def total(end: int, max_tokens: int) -> float:
+        at = bisect_right(ends_at, end) - 1
+        least = min(shown[at] if at >= 0 else 0, max_tokens)
+        return kept + plan.tokens(end, n) + LOW * least - SLACK
+
+    return total
 
 
 def _message(plan: Plan, head: int, text: str, merged: bool) -> Message:
