@@ -43,7 +43,7 @@ def compress_records(t: Transcript, planner: Planner, archiver: Archiver, now: s
         raw = record.raw
         plan = planner(indexes, item_id("c", record.line, raw))
         plans.append(plan)
-        if not _changed(plan):
+        if not plan.changed:
             out.append(raw)
             continue
         data = orjson.loads(raw)
@@ -60,7 +60,7 @@ def _document(t: Transcript, groups: dict[int, list[int]], planner: Planner,
     doc = parse_document(raw, t.path, 1)
     ident = item_id("d", 1, raw)
     plans = [planner(groups[k], ident) for k in sorted(groups)]
-    if not any(_changed(w) for w in plans):
+    if not any(p.changed for p in plans):
         return [r.raw for r in t.records], plans
     lists = conversations(doc)
     for k, plan in zip(sorted(groups), plans, strict=True):
@@ -75,10 +75,6 @@ def _document(t: Transcript, groups: dict[int, list[int]], planner: Planner,
         holder[META_KEY] = _meta_document(plans, archiver, raw, now)
     text = json.dumps(doc, indent=2, ensure_ascii=False).encode("utf-8", "surrogatepass")
     return split_lines([text, b"\n" if raw.endswith(b"\n") else b""]), plans
-
-
-def _changed(plan: Plan) -> bool:
-    return plan.changed
 
 
 def _new_list(items: list[Any], plan: Plan) -> list[Any]:
@@ -108,7 +104,7 @@ def _meta(plan: Plan, archiver: Archiver, raw: bytes, now: str) -> dict[str, Any
 
 def _meta_document(plans: list[Plan], archiver: Archiver, raw: bytes,
                    now: str) -> dict[str, Any]:
-    done = [_summary(w) for w in plans if _changed(w)]
+    done = [_summary(p) for p in plans if p.changed]
     return document_meta(plans[0].read.item or "", "document", now, done, raw, archiver)
 
 
