@@ -106,37 +106,54 @@ def compress(
 ) -> None:
     """Shrink a transcript to fit its model; originals are archived for restore."""
     from ..compression import compress_file
-    from ..compression.settings import resolve
-    from ..settings import from_env, misspelt
-
-    dest = _destination(file, output, in_place, force)
-    seen = os.stat(file) if in_place else None
-    if strip_metadata and in_place:
-        raise UsageError("--strip-metadata would drop the archive from the only copy",
-                         "write it elsewhere with --output")
-    if report_json == "-" and dest == "-" and not dry_run:
-        raise UsageError("--report-json - and the transcript cannot both go to stdout")
-    cfg = read_config(config)
-    for message in misspelt(os.environ):
-        warn(message)
-    options = resolve(cfg.compress, from_env(os.environ), given(flags))
     from ..render.progress import FileProgress
 
+    dest = _destination(file, output, in_place, force)
+    _check_outputs(dest, in_place, strip_metadata, dry_run, report_json)
+    seen = os.stat(file) if in_place else None
+    cfg, options = _settings(config, flags)
     with FileProgress([file], stderr()) as advance:  # a big file, on a terminal
         result = compress_file(file, options, model=model, format=format,
                                skip_invalid=skip_invalid, table=cfg.models,
                                strip_metadata=strip_metadata, cache=not no_cache,
                                dry_run=dry_run, progress=advance(file))
     _compress_report(result.report, quiet, dry_run, report_json)
-    if result.report.changed and strip_metadata:
-        warn("--strip-metadata: the output holds no archive; keep the input to have the "
-             "replaced originals")
-    elif result.report.changed and not options.archive:
-        warn("--no-archive: the replaced originals are not kept; restore cannot bring them back")
+    _warn_if_dropped(result.report, options.archive, strip_metadata)
     if dry_run:
         result.close()
     else:
         _write_result(dest, file, result.chunks(), seen)
+
+
+def _check_outputs(dest: str, in_place: bool, strip_metadata: bool, dry_run: bool,
+                   report_json: str | None) -> None:
+    """Refuse what would lose the archive or mix two outputs on stdout, before any work."""
+    if strip_metadata and in_place:
+        raise UsageError("--strip-metadata would drop the archive from the only copy",
+                         "write it elsewhere with --output")
+    if report_json == "-" and dest == "-" and not dry_run:
+        raise UsageError("--report-json - and the transcript cannot both go to stdout")
+
+
+def _settings(config: str | None, flags: dict[str, Any]) -> tuple[Any, Any]:
+    """The config file, and the compress Options from it, CTXPACK_* variables and flags
+    (later ones win); a variable that looks like a misspelt setting is warned of."""
+    from ..compression.settings import resolve
+    from ..settings import from_env, misspelt
+
+    cfg = read_config(config)
+    for message in misspelt(os.environ):
+        warn(message)
+    return cfg, resolve(cfg.compress, from_env(os.environ), given(flags))
+
+
+def _warn_if_dropped(report: Any, archive: bool, strip_metadata: bool) -> None:
+    """Say so when what compress replaced is kept nowhere."""
+    if report.changed and strip_metadata:
+        warn("--strip-metadata: the output holds no archive; keep the input to have the "
+             "replaced originals")
+    elif report.changed and not archive:
+        warn("--no-archive: the replaced originals are not kept; restore cannot bring them back")
 
 
 def _compress_report(report: Any, quiet: bool, dry_run: bool, json_path: str | None) -> None:
