@@ -149,23 +149,12 @@ def span_blocks(records: Sequence[Record], lo: int, hi: int) -> Iterator[bytes]:
 
 def _squeeze(blocks: Iterator[bytes], out: IO[bytes]) -> None:
     """Compress each block to a zlib stream of its own, on threads, written in order."""
-    for stream in _squeezing(blocks):
+    from functools import partial
+
+    from .workers import on_threads
+
+    for stream in on_threads(partial(deflate, level=LEVEL), blocks):
         out.write(stream)
-
-
-def _squeezing(blocks: Iterator[bytes]) -> Iterator[bytes]:
-    """The zlib stream of each block, in order, compressed on threads."""
-    from concurrent.futures import ThreadPoolExecutor
-
-    workers = max(1, min(4, os.cpu_count() or 1))
-    with ThreadPoolExecutor(workers) as pool:
-        flying: deque[Any] = deque()
-        for block in blocks:
-            if len(flying) >= 2 * workers:  # bounded: never the whole original in memory
-                yield flying.popleft().result()
-            flying.append(pool.submit(deflate, block, LEVEL))
-        while flying:
-            yield flying.popleft().result()
 
 
 def inflate_pieces(compressed: Iterable[bytes]) -> Iterator[bytes]:

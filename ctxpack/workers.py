@@ -1,10 +1,12 @@
-"""Worker processes: the one place that knows how ctxpack uses more than one core.
+"""Worker processes and threads: the one place that knows how ctxpack uses more than one
+core.
 
 A run opens `with Workers() as workers:` once. The pool of processes starts on first use
 (forked where that is the way, so that each starts in milliseconds with what this process
 has loaded), is shared by whoever needs it in that run, and is shut down when the block
-ends, or at once if it breaks. Everything else gets plain functions from here and never
-learns whether its work ran in a worker or in this process.
+ends, or at once if it breaks. Work that lets go of the GIL (zlib) runs on threads
+instead (`on_threads`). Everything else gets plain functions from here and never learns
+whether its work ran in a worker, on a thread or in this process.
 """
 
 from __future__ import annotations
@@ -12,7 +14,8 @@ from __future__ import annotations
 import gc
 import os
 import sys
-from collections.abc import Callable, Iterator, Sequence
+from collections import deque
+from collections.abc import Callable, Iterable, Iterator, Sequence
 from contextlib import contextmanager
 from typing import Any, Generic, TypeVar
 
@@ -170,6 +173,23 @@ class Ahead(Generic[T, R]):
                     self._workers.broke()
                 continue
             self._found.update(zip(items, found, strict=True))
+
+
+def on_threads(fn: Callable[[T], R], items: Iterable[T], most: int = 4) -> Iterator[R]:
+    """`fn` of each item, in order, run on up to `most` threads: for work that lets go of
+    the GIL (zlib does). Few items are in flight at a time, so a stream of big ones never
+    has to be held whole."""
+    from concurrent.futures import ThreadPoolExecutor
+
+    width = max(1, min(most, os.cpu_count() or 1))
+    with ThreadPoolExecutor(width) as pool:
+        flying: deque[Any] = deque()
+        for item in items:
+            if len(flying) >= 2 * width:
+                yield flying.popleft().result()
+            flying.append(pool.submit(fn, item))
+        while flying:
+            yield flying.popleft().result()
 
 
 def here(fn: Callable[[list[T]], list[R]]) -> Ahead[T, R]:
