@@ -26,8 +26,8 @@ from ctxpack.loader import load
 from ctxpack.transcript import ToolCall, ToolResult
 from ctxpack.undo import restore
 
-from .chat_server import ChatServer, Delay, Malformed, Reply, Status
-from .helpers import ctxpack
+from ...chat_server import ChatServer, Delay, Malformed, Reply, Status
+from ...helpers import ctxpack
 
 pytestmark = pytest.mark.usefixtures("exact_tokens")
 

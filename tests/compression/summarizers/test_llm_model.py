@@ -18,7 +18,7 @@ from ctxpack.compression.settings import Options
 from ctxpack.loader import load
 from ctxpack.undo import restore
 
-from .llama_server import MODEL, smollm_server
+from ...llama_server import MODEL, smollm_server
 from .test_llm import summary_meta, summary_text, transcript, write
 
 pytestmark = [pytest.mark.llm_model, pytest.mark.usefixtures("exact_tokens")]

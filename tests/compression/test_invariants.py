@@ -24,7 +24,7 @@ from ctxpack.errors import CannotFit
 from ctxpack.loader import load
 from ctxpack.undo import restore
 
-from .conftest import SAMPLES, corpus_params
+from ..conftest import SAMPLES, corpus_params
 
 pytestmark = pytest.mark.usefixtures("exact_tokens")
 
