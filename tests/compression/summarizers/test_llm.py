@@ -21,8 +21,7 @@ from ctxpack.checks import validate
 from ctxpack.compression import compress_file
 from ctxpack.compression.settings import Options
 from ctxpack.compression.summarizers import Piece, Region
-from ctxpack.compression.summarizers._endpoint import Failed
-from ctxpack.compression.summarizers.llm import check
+from ctxpack.compression.summarizers.llm import Failed, check
 from ctxpack.loader import load
 from ctxpack.transcript import ToolCall, ToolResult
 from ctxpack.undo import restore
