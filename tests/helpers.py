@@ -1,16 +1,34 @@
-"""Test helpers: the real command line in a subprocess, and checks shared by format tests."""
+"""Test helpers: the real command line in a subprocess, checks shared by format tests, and
+the benchmark's transcript generator."""
 
 from __future__ import annotations
 
+import functools
+import importlib.util
 import json
 import os
 import subprocess
 import sys
+import types
 from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
 
 from ctxpack.transcript import Message
+
+ROOT = Path(__file__).resolve().parent.parent
+
+
+@functools.cache
+def bench_generator() -> types.ModuleType:
+    """bench/make_transcript.py (which is not a package): big transcripts, made alike."""
+    spec = importlib.util.spec_from_file_location("make_transcript",
+                                                  ROOT / "bench" / "make_transcript.py")
+    assert spec and spec.loader
+    module = importlib.util.module_from_spec(spec)
+    sys.modules[spec.name] = module  # its dataclasses look themselves up there
+    spec.loader.exec_module(module)
+    return module
 
 
 @dataclass
@@ -39,6 +57,14 @@ def assert_clean_error(run: Run, code: int, *fragments: str) -> None:
     assert len(lines) == 1, run.err
     for fragment in fragments:
         assert fragment in lines[0], (fragment, lines[0])
+
+
+def said(err: str) -> list[str]:
+    """The lines a command wrote to stderr, but the warning that its counts are estimated
+    (a machine without tiktoken's files says so wherever it counts)."""
+    from ctxpack.tokens import ESTIMATE_NOTE
+
+    return [line for line in err.splitlines() if line.strip() and ESTIMATE_NOTE not in line]
 
 
 def records_of(path: Path) -> list[dict[str, Any]]:

@@ -8,8 +8,6 @@ from __future__ import annotations
 
 import base64
 import binascii
-import functools
-import importlib.util
 import json
 import os
 import re
@@ -29,31 +27,19 @@ from ctxpack.tokens import TokenCounter, split_long_runs
 from ctxpack.transcript import Image, Message, Text
 from ctxpack.workers import Workers
 
-ROOT = Path(__file__).resolve().parent.parent
-
-
-@functools.cache
-def _generator() -> types.ModuleType:
-    """bench/make_transcript.py, which is not a package."""
-    spec = importlib.util.spec_from_file_location("make_transcript",
-                                                  ROOT / "bench" / "make_transcript.py")
-    assert spec and spec.loader
-    module = importlib.util.module_from_spec(spec)
-    sys.modules[spec.name] = module  # its dataclasses look themselves up there
-    spec.loader.exec_module(module)
-    return module
+from .helpers import bench_generator
 
 
 def _png(width: int, height: int, size: int) -> str:
     import random
 
-    return _generator().png_base64(random.Random(1), width, height, size)
+    return bench_generator().png_base64(random.Random(1), width, height, size)
 
 
 @pytest.fixture(scope="module")
 def transcript(tmp_path_factory: pytest.TempPathFactory) -> Path:
     """A ~3 MB agent run with weak-spot lines appended."""
-    path, _ = _generator().ensure(3, seed=11, out_dir=tmp_path_factory.mktemp("bulk"))
+    path, _ = bench_generator().ensure(3, seed=11, out_dir=tmp_path_factory.mktemp("bulk"))
     odd = [" " * 100_000 + "end", "a" * 50_000, "naïve café — 日本語のテキスト " * 2000,
            "\u3000" * 20_000 + "x" + "\t \n" * 5000]
     with open(path, "a", encoding="utf-8") as out:

@@ -53,3 +53,19 @@ def test_readme_gives_each_numeric_settings_default_beside_its_flag():
 def test_readme_sample_paths_exist():
     for path in set(re.findall(r"samples/[\w.-]+\.jsonl", README)):
         assert (ROOT / path).is_file(), path
+
+
+def test_the_compress_tests_mirror_its_modules():
+    """tests/compression/test_X.py tests ctxpack/compression/X.py, so that the tests of a
+    module are found by its name; those of the whole are named apart. Every module the
+    README's stage table names has tests of its own."""
+    package, tests = ROOT / "ctxpack" / "compression", ROOT / "tests" / "compression"
+    whole = {"test_invariants.py", "test_properties.py", "test_api.py", "test_llm_model.py"}
+    for test in tests.rglob("test_*.py"):
+        module = package / test.parent.relative_to(tests) / test.name[len("test_"):]
+        assert test.name in whole or module.is_file(), f"{test} mirrors no module"
+    table = README.split("| stage | module |", 1)[1].split("\n\n", 1)[0]
+    named = set(re.findall(r"`(\w+)\.py`", table))
+    assert {"truncation", "masking", "summarizing", "limit", "rewriting"} <= named
+    for name in named:
+        assert (tests / f"test_{name}.py").is_file(), f"{name}.py has no tests of its own"

@@ -24,10 +24,9 @@ from ctxpack.compression import compress_file
 from ctxpack.compression.settings import Options
 from ctxpack.undo import items, restore
 
+from .compression.transcripts import fitted
 from .conftest import SAMPLES
 from .helpers import assert_clean_error, ctxpack
-
-pytestmark = pytest.mark.usefixtures("exact_tokens")
 
 CHAT = SAMPLES / "support-chat.openai.jsonl"
 RUN = SAMPLES / "coding-agent.claude-code.jsonl"
@@ -65,7 +64,7 @@ def test_streams_made_ahead_are_encoded_as_one_text(chunks) -> None:
 @pytest.fixture
 def compressed(tmp_path: Path) -> Path:
     out = tmp_path / "small.jsonl"
-    result = compress_file(RUN, Options(budget=3000))
+    result = compress_file(RUN, Options(budget=fitted(RUN) * 3 // 4))
     assert result.report.summary is not None
     out.write_bytes(result.data)
     return out
@@ -156,9 +155,10 @@ def test_a_file_compressed_twice_comes_back_in_two_passes(tmp_path: Path) -> Non
     path = tmp_path / "chat.jsonl"
     shutil.copy(CHAT, path)
     once = tmp_path / "once.jsonl"
-    once.write_bytes(compress_file(path, Options(budget=4000)).data)
+    budget = fitted(path) * 3 // 4
+    once.write_bytes(compress_file(path, Options(budget=budget)).data)
     twice = tmp_path / "twice.jsonl"
-    twice.write_bytes(compress_file(once, Options(budget=2500)).data)
+    twice.write_bytes(compress_file(once, Options(budget=budget * 2 // 3)).data)
     assert twice.read_bytes() != once.read_bytes()
     assert restore(twice) == path.read_bytes()
     top = restore(twice, only=next(i for i, kind, *_ in items(twice) if kind ==

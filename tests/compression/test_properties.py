@@ -12,7 +12,6 @@ from __future__ import annotations
 import io
 
 import orjson
-import pytest
 from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
 
@@ -23,8 +22,6 @@ from ctxpack.compression.settings import Options
 from ctxpack.errors import CannotFit
 from ctxpack.loader import load
 from ctxpack.undo import restore
-
-pytestmark = pytest.mark.usefixtures("exact_tokens")
 
 WORDS = st.sampled_from(["ok", "error:", "src/app.py", "FAILED", "https://x.io/a", "42",
                          "Traceback", "the", "value", "def f():", "    return 1", "é", "🙂"])

@@ -7,6 +7,7 @@ what reached the server, what the output holds and what the report says.
 
 from __future__ import annotations
 
+import functools
 import json
 import re
 from pathlib import Path
@@ -20,16 +21,14 @@ from ctxpack.checks import validate
 from ctxpack.compression import compress_file
 from ctxpack.compression.settings import Options
 from ctxpack.compression.summarizers import Piece, Region
-from ctxpack.compression.summarizers._endpoint import Failed
-from ctxpack.compression.summarizers.llm import check
+from ctxpack.compression.summarizers.llm import Failed, check
 from ctxpack.loader import load
 from ctxpack.transcript import ToolCall, ToolResult
 from ctxpack.undo import restore
 
-from .chat_server import ChatServer, Delay, Malformed, Reply, Status
-from .helpers import ctxpack
-
-pytestmark = pytest.mark.usefixtures("exact_tokens")
+from ...chat_server import ChatServer, Delay, Malformed, Reply, Status
+from ...helpers import ctxpack
+from ..transcripts import fitted
 
 KEY = "sk-test-" + "Zq7" * 12  # what the "API key" env var holds in these tests
 SECRETS = {  # planted in the transcript; none may reach the server
@@ -75,6 +74,13 @@ def transcript(steps: int = 30, secrets: bool = False, request: str | None = Non
     return [orjson.dumps(x) + b"\n" for x in lines]
 
 
+@functools.cache
+def budget() -> int:
+    """The budget of most tests here: one that masking alone cannot meet on `transcript()`
+    (about 6,000 tokens as tiktoken counts them), so that a summary is written."""
+    return fitted(b"".join(transcript())) * 9 // 10
+
+
 @pytest.fixture(autouse=True)
 def _env(monkeypatch: pytest.MonkeyPatch, tmp_path: Path) -> None:
     monkeypatch.setenv("OPENAI_API_KEY", KEY)
@@ -99,7 +105,7 @@ def write(tmp_path: Path, lines: list[bytes], name: str = "run.jsonl") -> Path:
 
 
 def llm(server: ChatServer, **settings: Any) -> Options:
-    base = {"strategy": "llm", "llm_base_url": server.base_url, "budget": 6000,
+    base = {"strategy": "llm", "llm_base_url": server.base_url, "budget": budget(),
             "llm_retries": 1, "llm_timeout": 10.0}
     return Options(**{**base, **settings})
 
@@ -233,15 +239,15 @@ def test_failures_fall_back_to_extractive(server: ChatServer, tmp_path: Path,
     assert meta["strategy"] == "extractive" and "llm" not in meta
     text = summary_text(result.data)
     assert "* Step 1: bash(" in text or "* Step 1: bash" in text
-    assert result.data == compress_file(path, Options(budget=6000)).data  # extractive's own
+    assert result.data == compress_file(path, Options(budget=budget())).data  # extractive's own
 
 
 def test_fallback_on_the_command_line_exits_0(server: ChatServer, tmp_path: Path) -> None:
     server.push(Status(500), Status(500))
     path = write(tmp_path, transcript())
     out, report = tmp_path / "out.jsonl", tmp_path / "report.json"
-    run = ctxpack("compress", str(path), "-o", str(out), "--budget", "6000", "--strategy", "llm",
-                  "--llm-base-url", server.base_url, "--llm-retries", "1",
+    run = ctxpack("compress", str(path), "-o", str(out), "--budget", str(budget()),
+                  "--strategy", "llm", "--llm-base-url", server.base_url, "--llm-retries", "1",
                   "--report-json", str(report))
     assert run.code == 0, run.err
     assert "the llm summarizer failed: the server answered 500" in run.err
@@ -276,7 +282,7 @@ def test_the_key_is_never_written(tmp_path: Path) -> None:
         server.push(Status(401, body=echo))
         path = write(tmp_path, transcript())
         out, report = tmp_path / "out.jsonl", tmp_path / "report.json"
-        run = ctxpack("compress", str(path), "-o", str(out), "--budget", "6000",
+        run = ctxpack("compress", str(path), "-o", str(out), "--budget", str(budget()),
                       "--strategy", "llm", "--llm-base-url", server.base_url,
                       "--report-json", str(report))
         assert server.requests[0].headers["authorization"] == f"Bearer {KEY}"
@@ -290,7 +296,7 @@ def test_a_missing_key_for_openai_sends_nothing(monkeypatch: pytest.MonkeyPatch,
                                                 tmp_path: Path) -> None:
     monkeypatch.delenv("OPENAI_API_KEY")
     result = compress_file(write(tmp_path, transcript()),
-                           Options(strategy="llm", budget=6000))
+                           Options(strategy="llm", budget=budget()))
     assert result.report.llm["fallback"] == "no API key: $OPENAI_API_KEY is not set"
     assert result.report.llm["requests"] == 0
     assert summary_meta(result.data)["strategy"] == "extractive"
@@ -330,15 +336,15 @@ def test_per_step_lines_are_cached_across_runs(tmp_path: Path) -> None:
 
 def test_a_dry_run_sends_nothing(server: ChatServer, tmp_path: Path) -> None:
     path = write(tmp_path, transcript())
-    run = ctxpack("compress", str(path), "--dry-run", "--budget", "6000", "--strategy", "llm",
-                  "--llm-base-url", server.base_url)
+    run = ctxpack("compress", str(path), "--dry-run", "--budget", str(budget()),
+                  "--strategy", "llm", "--llm-base-url", server.base_url)
     assert run.code == 0, run.err
     assert server.requests == [] and "nothing was sent" in run.err
 
 
 def test_the_report_table_tells_the_spend(server: ChatServer, tmp_path: Path) -> None:
     path = write(tmp_path, transcript(secrets=True))
-    run = ctxpack("compress", str(path), "-o", str(tmp_path / "o.jsonl"), "--budget", "6000",
+    run = ctxpack("compress", str(path), "-o", str(tmp_path / "o.jsonl"), "--budget", str(budget()),
                   "--strategy", "llm", "--llm-base-url", server.base_url)
     assert run.code == 0, run.err
     assert "llm summary by gpt-4o-mini" in run.err and "1 request" in run.err
@@ -432,7 +438,7 @@ def test_the_models_pending_items_are_not_taken_for_verbatim_ones(tmp_path: Path
     text = summary_text(first.data)
     assert "### Pending items (summarized)\n- MODEL-INVENTED" in text
     grown = write(tmp_path, [first.data, *transcript(steps=30, first=100)[2:]], "grown.jsonl")
-    again = summary_text(compress_file(grown, Options(budget=6000)).data)
+    again = summary_text(compress_file(grown, Options(budget=budget())).data)
     verbatim = again.split("### Pending (verbatim)", 1)[1] if "Pending (verbatim)" in again \
         else ""
     assert "MODEL-INVENTED" not in verbatim.split("\n### ", 1)[0]
@@ -493,7 +499,7 @@ def test_a_trickling_server_is_given_up_on(tmp_path: Path) -> None:
     url = f"http://127.0.0.1:{listener.getsockname()[1]}/v1"
     try:
         result = compress_file(write(tmp_path, transcript()),
-                               Options(strategy="llm", llm_base_url=url, budget=6000,
+                               Options(strategy="llm", llm_base_url=url, budget=budget(),
                                        llm_timeout=0.5, llm_retries=0))
     finally:
         stop.set()
@@ -504,7 +510,7 @@ def test_a_trickling_server_is_given_up_on(tmp_path: Path) -> None:
 
 def test_a_password_in_the_base_url_is_not_told(tmp_path: Path) -> None:
     result = compress_file(write(tmp_path, transcript()), Options(
-        strategy="llm", budget=6000, llm_retries=0,
+        strategy="llm", budget=budget(), llm_retries=0,
         llm_base_url="http://admin:S3cretPass99@127.0.0.1:1/v1"))
     told = json.dumps(result.report.to_dict())
     assert "S3cretPass99" not in told and "the connection to" in result.report.llm["fallback"]
@@ -525,10 +531,10 @@ def test_a_repositorys_ctxpack_yaml_cannot_choose_where_text_goes(tmp_path: Path
     (tmp_path / "ctxpack.yaml").write_text(
         "compress:\n  strategy: llm\n  llm_base_url: http://203.0.113.9/v1\n"
         "  llm_api_key_env: GITHUB_TOKEN\n")
-    run = ctxpack("compress", str(path), "--budget", "6000", cwd=str(tmp_path))
+    run = ctxpack("compress", str(path), "--budget", str(budget()), cwd=str(tmp_path))
     assert run.code == 2 and "llm_api_key_env and llm_base_url cannot be set" in run.err
     assert "Traceback" not in run.err
-    named = ctxpack("compress", str(path), "--budget", "6000", "--dry-run",
+    named = ctxpack("compress", str(path), "--budget", str(budget()), "--dry-run",
                     "--config", str(tmp_path / "ctxpack.yaml"), cwd=str(tmp_path))
     assert named.code == 0, named.err  # a file named on purpose may
 
@@ -548,7 +554,7 @@ def test_a_key_given_for_its_variables_name_is_not_echoed(tmp_path: Path) -> Non
 
 
 def test_stdin_to_stdout(server: ChatServer, tmp_path: Path) -> None:
-    run = ctxpack("compress", "-", "--budget", "6000", "--strategy", "llm", "--llm-base-url",
+    run = ctxpack("compress", "-", "--budget", str(budget()), "--strategy", "llm", "--llm-base-url",
                   server.base_url, "--quiet", input=b"".join(transcript()))
     assert run.code == 0, run.err
     assert "### Task goal\n- fix the failing parser test" in summary_text(run.out.encode())
@@ -560,7 +566,7 @@ def test_stdin_to_stdout(server: ChatServer, tmp_path: Path) -> None:
 def test_settings_from_the_environment(server: ChatServer, tmp_path: Path) -> None:
     path = write(tmp_path, transcript())
     env = {"CTXPACK_STRATEGY": "llm", "CTXPACK_LLM_BASE_URL": server.base_url,
-           "CTXPACK_LLM_MODEL": "acme-small", "CTXPACK_BUDGET": "6000"}
+           "CTXPACK_LLM_MODEL": "acme-small", "CTXPACK_BUDGET": str(budget())}
     run = ctxpack("compress", str(path), "-o", str(tmp_path / "o.jsonl"), env=env)
     assert run.code == 0, run.err
     assert server.requests[0].body["model"] == "acme-small"

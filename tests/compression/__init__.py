@@ -1,0 +1,1 @@
+"""Tests of ctxpack/compression, one module per module it tests."""

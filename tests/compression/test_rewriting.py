@@ -1,0 +1,73 @@
+"""rewriting.py, the llm stage alone: a model rewrites the summary of the region the
+stages before chose, in the room that one left; on a dry run nothing is sent, and when
+the model fails the extractive summary stays, with a warning. (The llm summarizer
+itself, against a chat server, is tested in summarizers/test_llm.py.)"""
+
+from __future__ import annotations
+
+import pytest
+
+from ctxpack.compression.plan import apply
+from ctxpack.compression.rewriting import rewrite
+from ctxpack.compression.settings import Options
+from ctxpack.compression.summarizing import summarize
+
+from ..chat_server import ChatServer, Reply
+from .transcripts import agent_run, plan_of
+
+ANSWER = "### Completed work\n- built every target; step 7 failed"
+
+
+def summarized(**settings):
+    """The plan of a run after the summarize stage, for the llm stage to rewrite."""
+    data = agent_run(16)
+    plan = plan_of(data, Options(budget=plan_of(data).read.total - 1, mask=False,
+                                 strategy="llm", llm_retries=0, llm_timeout=5.0, **settings))
+    after = apply(plan, summarize(plan), "summarize")
+    assert after.summary is not None and after.summary.strategy == "extractive"
+    return after
+
+
+@pytest.fixture(autouse=True)
+def _key(monkeypatch: pytest.MonkeyPatch, tmp_path) -> None:
+    monkeypatch.setenv("OPENAI_API_KEY", "sk-test-key")
+    monkeypatch.setenv("CTXPACK_CACHE_DIR", str(tmp_path / "cache"))
+
+
+def test_the_model_rewrites_the_summary_of_the_same_region_in_its_room() -> None:
+    with ChatServer(responder=lambda body: Reply(ANSWER)) as server:
+        plan = summarized(llm_base_url=server.base_url)
+        edits = rewrite(dry_run=False, cache=False)(plan)
+    s, extractive = edits.summary, plan.summary
+    assert s is not None and len(server.requests) == 1
+    assert s.strategy == "llm" and s.llm["used"] and edits.warnings == ()
+    assert "- built every target; step 7 failed" in s.text and s.text != extractive.text
+    assert (s.start, s.end) == (extractive.start, extractive.end)  # the region it chose
+    assert plan.total <= plan.target  # the extractive summary fit the target:
+    assert apply(plan, edits).total <= plan.target  # the model's fits it as well
+    assert s.retention  # audited again, as the text is new
+
+
+def test_a_dry_run_sends_nothing_and_keeps_the_extractive_summary() -> None:
+    with ChatServer(responder=lambda body: Reply(ANSWER)) as server:
+        plan = summarized(llm_base_url=server.base_url)
+        edits = rewrite(dry_run=True, cache=False)(plan)
+    assert server.requests == []
+    assert edits.summary is not None and edits.summary.text == plan.summary.text
+    assert edits.summary.llm == {"used": False, "fallback": None,
+                                 "note": "dry run: nothing was sent"}
+
+
+def test_a_failing_model_leaves_the_extractive_summary_and_says_why() -> None:
+    plan = summarized(llm_base_url="http://127.0.0.1:1/v1")  # nothing listens there
+    edits = rewrite(dry_run=False, cache=False)(plan)
+    assert edits.summary is not None and edits.summary.text == plan.summary.text
+    assert edits.summary.llm["used"] is False and edits.summary.llm["fallback"]
+    (warning,) = edits.warnings
+    assert warning.startswith("the llm summarizer failed: ")
+    assert warning.endswith("; the extractive summary is used instead")
+
+
+def test_without_a_summary_there_is_nothing_to_rewrite() -> None:
+    plan = plan_of(agent_run(4), Options(strategy="llm"))
+    assert rewrite(dry_run=False, cache=False)(plan).summary is None

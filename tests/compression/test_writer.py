@@ -1,0 +1,138 @@
+"""writer.py: the plan written in the input's format: each format's own compaction
+markers, the lines the plan does not touch byte for byte in their places, and the
+`ctxpack` object of every line it writes."""
+
+from __future__ import annotations
+
+import io
+from pathlib import Path
+
+import orjson
+
+from ctxpack import archive
+from ctxpack.archive import Archiver
+from ctxpack.breakdown import stats
+from ctxpack.checks import validate
+from ctxpack.compression import compress_file
+from ctxpack.compression.pipeline import run
+from ctxpack.compression.settings import Options
+from ctxpack.compression.writer import output, records_out
+from ctxpack.loader import load
+from ctxpack.transcript import SUMMARY_HEADING
+from ctxpack.undo import restore
+
+from ..conftest import SAMPLES
+from .transcripts import agent_run, fitted, plan_of, records, tokens
+
+NOW = "2026-01-02T03:04:05Z"
+
+
+def test_claude_code_output_uses_its_own_compaction_markers(tmp_path: Path) -> None:
+    path = SAMPLES / "coding-agent.claude-code.jsonl"
+    result = compress_file(path, Options(budget=tokens(path) // 2))
+    written = [r for r in records(result.data) if "ctxpack" in r]
+    boundary = next(r for r in written if r.get("subtype") == "compact_boundary")
+    summary = next(r for r in written if r["ctxpack"].get("kind") == "archived_summary")
+    assert boundary["parentUuid"] is None
+    assert summary["isCompactSummary"] is True
+    assert summary["message"]["content"].startswith(SUMMARY_HEADING)
+    uuids = {r.get("uuid") for r in records(result.data)}
+    assert all(r["parentUuid"] in uuids for r in records(result.data) if r.get("parentUuid"))
+    out = tmp_path / path.name
+    out.write_bytes(result.data)
+    t = load(out)
+    assert validate(t) == []
+    assert any(m.text.startswith(SUMMARY_HEADING) for m in t.messages)
+    assert not any(m.human and m.text.startswith("## Archived") for m in t.messages)
+
+
+def test_codex_output_uses_a_compacted_record() -> None:
+    path = SAMPLES / "refactor.codex.jsonl"
+    result = compress_file(path, Options(budget=fitted(path) * 3 // 4))
+    compacted = [r for r in records(result.data) if r.get("type") == "compacted"]
+    assert len(compacted) == 1
+    history = compacted[0]["payload"]["replacement_history"]
+    assert history[-1]["content"][0]["text"].startswith(SUMMARY_HEADING)
+    assert "ctxpack" in compacted[0] and all("ctxpack" not in item for item in history)
+
+
+def test_summary_metadata_names_everything_design_asks_for() -> None:
+    path = SAMPLES / "support-chat.openai.jsonl"
+    result = compress_file(path, Options(budget=fitted(path) * 3 // 4))
+    meta = next(r["ctxpack"] for r in records(result.data)
+                if r.get("ctxpack", {}).get("kind") == "archived_summary")
+    for key in ("version", "compressed_at", "strategy", "range", "original_count", "new_count",
+                "original_tokens", "summary_tokens", "archive"):
+        assert key in meta, key
+    assert meta["archive"]["inline"] is True and len(meta["archive"]["sha256"]) == 64
+    assert meta["range"]["start"] < meta["range"]["end"]
+    assert meta["new_count"] == len(load(io.BytesIO(result.data)).messages)
+    assert meta["tokens_after"] == result.report.tokens_after
+
+
+def test_restoring_only_a_summary_brings_back_the_links_to_it(tmp_path: Path) -> None:
+    path = SAMPLES / "coding-agent.claude-code.jsonl"
+    result = compress_file(path, Options(budget=stats(path, cache=False).tokens // 2))
+    sid = next(meta["id"] for line in result.lines if (meta := archive.meta_of(line))
+               and meta["kind"] == "archived_summary")
+    relinked = [meta for line in result.lines if (meta := archive.meta_of(line))
+                and meta["kind"] == "relinked"]
+    assert relinked and all(m["follows"] == sid for m in relinked)
+    for only in (sid, relinked[0]["id"]):  # either way, the two come back together
+        out = tmp_path / "one.jsonl"
+        out.write_bytes(restore(result.lines, only=only))
+        assert validate(load(out)) == []
+        assert not any((m := archive.meta_of(line)) and m["id"] in
+                       {sid, *(r["id"] for r in relinked)}
+                       for line in out.read_bytes().splitlines())
+
+
+def odd_lines(data: bytes) -> bytes:
+    """The same records as `data`, written as no JSON writer would: spaced out, with CRLF
+    endings on some. A line written again from its value would differ."""
+    out = []
+    for n, line in enumerate(data.splitlines()):
+        spaced = orjson.loads(line)
+        text = "{ " + ",  ".join(f"{orjson.dumps(k).decode()} :{orjson.dumps(v).decode()}"
+                                 for k, v in spaced.items()) + " }"
+        out.append(text.encode() + (b"\r\n" if n % 3 == 0 else b"\n"))
+    return b"".join(out)
+
+
+def test_lines_the_plan_does_not_touch_are_written_as_read_in_their_places() -> None:
+    data = odd_lines(agent_run(8))
+    plan = run(plan_of(data).read, Options(keep_observations=3, summarize=False))
+    assert plan.edited  # old outputs masked
+    lines = archive.split_lines(output(plan, Archiver(), NOW))
+    given = data.splitlines(keepends=True)
+    assert len(lines) == len(given)
+    edited = {plan.read.messages[i].line: i for i in plan.edited}
+    for n, (line, before) in enumerate(zip(lines, given, strict=True), 1):
+        if n not in edited:
+            assert line == before
+            continue
+        meta = archive.meta_of(line)
+        assert meta is not None and meta["id"] == plan.read.line_id(edited[n])
+        assert meta["kind"] == "observations" and meta["items"][0]["action"] == "masked"
+        assert line.endswith(b"\r\n") == before.endswith(b"\r\n")  # its line ending kept
+    assert restore(lines) == data
+
+
+def test_records_given_as_values_come_back_as_values_without_metadata() -> None:
+    data = agent_run(12)
+    options = Options(keep_observations=4, keep_steps=8,
+                      budget=fitted(data, keep_observations=4) * 3 // 4)
+    plan = run(plan_of(data).read, options)
+    assert plan.summary is not None and max(plan.edited) >= plan.summary.end
+    values = records_out(plan)
+    assert all("ctxpack" not in v for v in values)
+    given = [orjson.loads(line) for line in data.splitlines()]
+    s = plan.summary
+    assert values[:s.start] == given[:s.start]  # the head, untouched
+    assert values[s.start]["content"].startswith(SUMMARY_HEADING)
+    assert len(values) == len(given) - (s.end - s.start) + 1
+    for i, value in zip(range(s.end, len(given)), values[s.start + 1:], strict=True):
+        if i in plan.edited:  # a masked output
+            assert value == {**given[i], "content": plan.texts(i)[given[i]["tool_call_id"]]}
+        else:
+            assert value == given[i]
