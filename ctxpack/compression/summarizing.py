@@ -1,11 +1,13 @@
 """Stage 3: when the context is over its trigger, archive the oldest region that must go
 and put one summary message in its place.
 
-The kept head (system prompts, the task) and the newest units stay. The region ends at
-the first cut where the rest and its summary are under the target, but never later than
-the floor, which keeps the newest steps and rounds the settings ask for: there it stops,
-under the target or not (the hard limit, `limit`, takes it from there). A summary is
-written only for the cuts that a low estimate of it leaves under the target.
+The kept head (system prompts, the task) and the newest units stay. The search starts at
+the first cut where the rest and a reserve for the summary are under the target
+(`first_end`), and the region ends at the first cut from there where the rest and its
+summary are, but never later than the floor, which keeps the newest steps and rounds the
+settings ask for: there it stops, under the target or not (the hard limit, `limit`,
+takes it from there). A summary is written only for the cuts that a low estimate of it
+leaves under the target.
 """
 
 from __future__ import annotations

@@ -1,21 +1,26 @@
 """summarizing.py, the summarize stage, the choice of the region: after the kept head,
-ending at the first cut where the rest and the summary are under the target, but never
-past the floor that keeps the newest steps and rounds the settings ask for."""
+ending at the first cut worth trying where the rest and the summary are under the
+target, but never past the floor that keeps the newest steps and rounds the settings
+ask for; summaries are written only for the ends a low estimate lets through."""
 
 from __future__ import annotations
 
 import io
 
 import pytest
+from hypothesis import HealthCheck, given, settings
+from hypothesis import strategies as st
 
 from ctxpack.compression import compress_file
+from ctxpack.compression.pipeline import stages
 from ctxpack.compression.plan import Edits, Plan, apply
 from ctxpack.compression.settings import Options
 from ctxpack.compression.summarizing import summarize
-from ctxpack.compression.summary import caps, draft, ends, floor
+from ctxpack.compression.summary import caps, draft, ends, first_end, floor
 from ctxpack.loader import load
 
 from ..conftest import SAMPLES
+from .test_properties import transcripts
 from .transcripts import agent_run, fitted, plan_of
 
 
@@ -61,17 +66,45 @@ def test_a_reachable_target_stops_the_region_short_of_the_floor() -> None:
     assert apply(plan, Edits(summary=s)).total == plan.total_with(s)
 
 
-@pytest.mark.xfail(strict=True, reason="the stage drafts summaries from the first end where "
-                   "one of its reserve (a quarter of the target) would fit (summary.first_end): "
-                   "an earlier end whose summary is smaller than that, and fits, is never tried")
-def test_the_region_ends_at_the_first_cut_that_brings_it_under_the_target() -> None:
-    """As summarizing.py says: no shorter region would have done."""
+def every_end_drafted(plan: Plan) -> int | None:
+    """The end the region search chooses when it writes the summary of every end from the
+    first worth trying (`first_end`) until one fits or the floor is reached."""
+    candidates = ends(plan)
+    if not candidates:
+        return None
+    lowest, cap = floor(plan), caps(plan)
+    end = None
+    for end in (c for c in candidates if c >= first_end(plan, candidates, lowest)):
+        if plan.total_with(draft(plan, end, cap(end), cap(end))) <= plan.target \
+                or end >= lowest:
+            break
+    return end
+
+
+def test_the_region_ends_at_the_first_end_worth_trying_whose_summary_fits() -> None:
     plan = reachable(agent_run(24))
     s = summarize(plan).summary
     assert s is not None and plan.total_with(s) <= plan.target
-    cap = caps(plan)
-    for end in (e for e in ends(plan) if e < s.end):
-        assert plan.total_with(draft(plan, end, cap(end), cap(end))) > plan.target, end
+    assert s.end == every_end_drafted(plan) < floor(plan)
+
+
+@settings(max_examples=80, deadline=None, suppress_health_check=[HealthCheck.too_slow])
+@given(data=transcripts(), share=st.floats(0.05, 0.9), steps=st.integers(0, 3),
+       most=st.integers(40, 2000), strategy=st.sampled_from(["extractive", "structured"]))
+def test_ends_ruled_out_by_estimate_are_ends_no_summary_would_fit(
+        data: bytes, share: float, steps: int, most: int, strategy: str) -> None:
+    """The stage writes a summary only for the ends a low estimate of it lets through: it
+    must choose the end that writing one for every end would choose."""
+    total = plan_of(data).read.total
+    options = Options(budget=max(1, int(total * share)), keep_steps=steps,
+                      max_summary_tokens=most, strategy=strategy)
+    plan = plan_of(data, options)
+    for stage in stages(options):
+        if stage.name == "summarize":
+            break
+        plan = apply(plan, stage.run(plan), stage.name)
+    chosen = summarize(plan).summary
+    assert (chosen.end if chosen else None) == every_end_drafted(plan)
 
 
 def test_without_a_target_the_stage_aims_at_five_eighths_of_the_budget() -> None:
