@@ -9,6 +9,7 @@ from __future__ import annotations
 
 import os
 from collections.abc import Callable, Iterator, Sequence
+from dataclasses import replace
 from itertools import chain
 from typing import IO, Any
 
@@ -198,9 +199,9 @@ class Scanner:
 
 def _not_summaries(messages: list[Message]) -> list[Message]:
     """A summary compress wrote is never a person's request, whatever its role."""
-    for m in messages:
+    for i, m in enumerate(messages):
         if m.human and opens_with_summary(m):
-            m.human = False
+            messages[i] = replace(m, human=False)
     return messages
 
 
@@ -241,17 +242,22 @@ def _transcript(scanner: Scanner, emitted: list[Message], records: Sequence[Reco
         format=scanner.format.name,
         path=scanner.path,
         records=records,
-        messages=[emitted[i] for i in layout.context],
-        sidechain=[emitted[i] for i in layout.sidechain],
-        outside=[m for i, m in enumerate(emitted) if i not in seen],
+        messages=tuple(emitted[i] for i in layout.context),
+        sidechain=tuple(emitted[i] for i in layout.sidechain),
+        outside=tuple(m for i, m in enumerate(emitted) if i not in seen),
         model=layout.model,
         usage=layout.usage,
-        skipped=scanner.skipped,
+        skipped=tuple(scanner.skipped),
     )
 
 
 def write(transcript: Transcript, dest: PathOrFile) -> None:
-    """Write a transcript back; lines that were not changed come out byte for byte."""
+    """Write the file's records as read, byte for byte.
+
+    A loaded Transcript is a read-only view of its file (its messages and parts are
+    frozen), so there is nothing else to write: to change what a transcript holds,
+    use `ctxpack.compress`, which writes through the format's editor.
+    """
     chunks = (r.raw for r in transcript.records)
     if hasattr(dest, "write"):
         out = getattr(dest, "buffer", dest)
