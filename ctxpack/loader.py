@@ -217,7 +217,7 @@ def load(source: PathOrFile, format: str | None = None, *,
          skip_invalid: bool = False) -> Transcript:
     """Read a whole transcript, keeping every line so that `write` gives it back exactly."""
     scanner = Scanner(source, format, skip_invalid=skip_invalid, keep_records=True)
-    return _transcript(scanner, list(scanner.messages()), scanner.records)
+    return _transcript(scanner, list(scanner.messages()), tuple(scanner.records))
 
 
 def load_values(values: Sequence[Any], format: str | None = None,

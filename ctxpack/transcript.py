@@ -72,7 +72,8 @@ class Message:
 
     `role` is system, developer, user, assistant or tool. `human` marks a user
     message a person typed (it starts a round). `lines` are the 1-based source
-    lines it was read from; `raw` is the record (or item) it came from.
+    lines it was read from; `raw` is the record (or item) it came from, as parsed: read
+    it, do not edit it.
     """
 
     role: str
