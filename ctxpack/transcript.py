@@ -2,8 +2,8 @@
 
 A transcript is an ordered sequence of messages made of typed parts. Rounds start at
 a human user message; steps are an assistant action plus the tool results that
-answer it. Every message remembers where in the file it came from. All of it is
-frozen: a loaded transcript is a read-only view of its file.
+answer it. Every message remembers where in the file it came from. Transcripts,
+messages and parts are frozen: a loaded transcript is a read-only view of its file.
 """
 
 from __future__ import annotations
@@ -149,8 +149,8 @@ class Transcript:
     `messages` is the model-visible context in order. `sidechain` holds sub-agent
     messages found in the file; `outside` counts message records that are in the
     file but no longer model input (before a compaction, off the active branch).
-    It is a read-only view: `write` gives back `records` as read, whatever the
-    messages say; `compress` is how a transcript's content changes.
+    It is a read-only view of the file: `write` gives back its `records` as read;
+    `compress` is how what a transcript holds changes.
     """
 
     format: str
