@@ -8,6 +8,7 @@ links must resolve.
 
 from __future__ import annotations
 
+from collections.abc import Sequence
 from dataclasses import dataclass
 
 import orjson
@@ -47,7 +48,7 @@ def validate(transcript: Transcript) -> list[Problem]:
     return sorted(problems, key=lambda p: p.line)
 
 
-def _conversations(messages: list[Message]) -> list[list[Message]]:
+def _conversations(messages: Sequence[Message]) -> list[list[Message]]:
     groups: dict[int, list[Message]] = {}
     for m in messages:
         groups.setdefault(m.conversation, []).append(m)

@@ -9,6 +9,7 @@ from __future__ import annotations
 
 import os
 from collections.abc import Callable, Iterator, Sequence
+from dataclasses import replace
 from itertools import chain
 from typing import IO, Any
 
@@ -198,9 +199,9 @@ class Scanner:
 
 def _not_summaries(messages: list[Message]) -> list[Message]:
     """A summary compress wrote is never a person's request, whatever its role."""
-    for m in messages:
+    for i, m in enumerate(messages):
         if m.human and opens_with_summary(m):
-            m.human = False
+            messages[i] = replace(m, human=False)
     return messages
 
 
@@ -216,7 +217,7 @@ def load(source: PathOrFile, format: str | None = None, *,
          skip_invalid: bool = False) -> Transcript:
     """Read a whole transcript, keeping every line so that `write` gives it back exactly."""
     scanner = Scanner(source, format, skip_invalid=skip_invalid, keep_records=True)
-    return _transcript(scanner, list(scanner.messages()), scanner.records)
+    return _transcript(scanner, list(scanner.messages()), tuple(scanner.records))
 
 
 def load_values(values: Sequence[Any], format: str | None = None,
@@ -241,17 +242,22 @@ def _transcript(scanner: Scanner, emitted: list[Message], records: Sequence[Reco
         format=scanner.format.name,
         path=scanner.path,
         records=records,
-        messages=[emitted[i] for i in layout.context],
-        sidechain=[emitted[i] for i in layout.sidechain],
-        outside=[m for i, m in enumerate(emitted) if i not in seen],
+        messages=tuple(emitted[i] for i in layout.context),
+        sidechain=tuple(emitted[i] for i in layout.sidechain),
+        outside=tuple(m for i, m in enumerate(emitted) if i not in seen),
         model=layout.model,
         usage=layout.usage,
-        skipped=scanner.skipped,
+        skipped=tuple(scanner.skipped),
     )
 
 
 def write(transcript: Transcript, dest: PathOrFile) -> None:
-    """Write a transcript back; lines that were not changed come out byte for byte."""
+    """Write the file's records as read, byte for byte.
+
+    A loaded Transcript is a read-only view of its file (its messages and parts are
+    frozen), so there is nothing else to write: to change what a transcript holds,
+    use `ctxpack.compress`, which writes through the format's editor.
+    """
     chunks = (r.raw for r in transcript.records)
     if hasattr(dest, "write"):
         out = getattr(dest, "buffer", dest)

@@ -1,8 +1,9 @@
 """The canonical transcript model: plain values, no I/O, no tokens.
 
-A transcript is an ordered list of messages made of typed parts. Rounds start at
+A transcript is an ordered sequence of messages made of typed parts. Rounds start at
 a human user message; steps are an assistant action plus the tool results that
-answer it. Every message remembers where in the file it came from.
+answer it. Every message remembers where in the file it came from. Transcripts,
+messages and parts are frozen: a loaded transcript is a read-only view of its file.
 """
 
 from __future__ import annotations
@@ -65,17 +66,18 @@ class ToolResult:
 Part = Text | Thinking | Image | ToolCall | ToolResult
 
 
-@dataclass(slots=True)
+@dataclass(frozen=True, slots=True)
 class Message:
     """One message the model sees.
 
     `role` is system, developer, user, assistant or tool. `human` marks a user
     message a person typed (it starts a round). `lines` are the 1-based source
-    lines it was read from; `raw` is the record (or item) it came from.
+    lines it was read from; `raw` is the record (or item) it came from, as parsed: read
+    it, do not edit it.
     """
 
     role: str
-    parts: list[Part]
+    parts: tuple[Part, ...]
     lines: tuple[int, ...] = ()
     raw: Any = None
     id: str | None = None
@@ -99,7 +101,7 @@ class Message:
     @property
     def result_only(self) -> bool:
         """True when the message only carries tool results (a step's second half)."""
-        return bool(self.parts) and all(isinstance(p, ToolResult) for p in self.parts)
+        return only_results(self.parts)
 
     @property
     def text(self) -> str:
@@ -115,13 +117,18 @@ class Message:
         return "\n".join(out)
 
 
+def only_results(parts: Sequence[Part]) -> bool:
+    """True for parts that are all tool results (and not none)."""
+    return bool(parts) and all(isinstance(p, ToolResult) for p in parts)
+
+
 def opens_with_summary(message: Message) -> bool:
     """Is this a summary compress wrote (its first part opens with SUMMARY_HEADING)?"""
     first = message.parts[0] if message.parts else None
     return isinstance(first, Text) and first.text.startswith(SUMMARY_HEADING)
 
 
-@dataclass(slots=True)
+@dataclass(frozen=True, slots=True)
 class Record:
     """One line of the file, kept as read so that writing it back is exact."""
 
@@ -135,32 +142,37 @@ class BadLine:
     problem: str
 
 
-@dataclass(slots=True)
+@dataclass(frozen=True, slots=True)
 class Transcript:
     """A loaded transcript: every line of the file plus the messages the model sees.
 
     `messages` is the model-visible context in order. `sidechain` holds sub-agent
     messages found in the file; `outside` counts message records that are in the
     file but no longer model input (before a compaction, off the active branch).
+    It is a read-only view of the file: `write` gives back its `records` as read;
+    `compress` is how what a transcript holds changes.
     """
 
     format: str
     path: str
-    records: Sequence[Record] = field(default_factory=list)
-    messages: list[Message] = field(default_factory=list)
-    sidechain: list[Message] = field(default_factory=list)
-    outside: list[Message] = field(default_factory=list)
+    records: Sequence[Record] = ()
+    messages: tuple[Message, ...] = ()
+    sidechain: tuple[Message, ...] = ()
+    outside: tuple[Message, ...] = ()
     model: str | None = None
     usage: dict[str, Any] = field(default_factory=dict)
-    skipped: list[BadLine] = field(default_factory=list)
+    skipped: tuple[BadLine, ...] = ()
 
     def rounds(self) -> list[Round]:
         return group_rounds(self.messages)
 
 
 class _Entry(Protocol):
-    role: str
-    human: bool
+    @property
+    def role(self) -> str: ...
+
+    @property
+    def human(self) -> bool: ...
 
     @property
     def result_only(self) -> bool: ...

@@ -9,7 +9,7 @@ from __future__ import annotations
 
 import json
 import re
-from collections.abc import Iterator
+from collections.abc import Iterator, Sequence
 from dataclasses import dataclass
 
 from . import images
@@ -214,7 +214,7 @@ def _title(first: Message) -> str:
     return line if len(line) <= TITLE_CHARS else line[: TITLE_CHARS - 1] + "…"
 
 
-def _conversation_starts(messages: list[Message]) -> dict[int, int]:
+def _conversation_starts(messages: Sequence[Message]) -> dict[int, int]:
     """Index -> conversation number (1-based) of each conversation's first message, when a
     file holds several (rounds run on across them, as stats counts them)."""
     firsts = {m.conversation: i for i, m in reversed(list(enumerate(messages)))}
@@ -223,7 +223,7 @@ def _conversation_starts(messages: list[Message]) -> dict[int, int]:
     return {i: n for n, i in enumerate(sorted(firsts.values()), 1)}
 
 
-def _tool_names(messages: list[Message]) -> dict[str, str]:
+def _tool_names(messages: Sequence[Message]) -> dict[str, str]:
     return {c.id: c.name for m in messages for c in m.tool_calls if c.id}
 
 

@@ -10,6 +10,7 @@ import os
 import subprocess
 import sys
 import types
+from collections.abc import Sequence
 from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
@@ -73,7 +74,7 @@ def records_of(path: Path) -> list[dict[str, Any]]:
         return [json.loads(raw) for raw in f if raw.strip()]
 
 
-def assert_tool_pairs(messages: list[Message]) -> None:
+def assert_tool_pairs(messages: Sequence[Message]) -> None:
     """Every result answers an earlier call, and every call is answered."""
     seen: set[str | None] = set()
     answered: set[str | None] = set()

@@ -102,7 +102,7 @@ def test_a_dying_worker_falls_back_to_counting_here(exact_tokens, transcript, pa
 
 
 def test_small_inputs_stay_in_one_process(exact_tokens):
-    messages = [Message("user", [Text(f"hello {i}")]) for i in range(50)]
+    messages = [Message("user", (Text(f"hello {i}"),)) for i in range(50)]
     counts, counting = bulk_counts(messages, count=2)
     assert counting.tally["workers"] == 0
     assert [c.total for c in counts] == [TokenCounter("gpt-4o").message(m).total
@@ -119,7 +119,7 @@ def test_images_are_sized_from_their_header_not_tokenized(exact_tokens, monkeypa
 
     monkeypatch.setattr(images, "binascii", types.SimpleNamespace(
         a2b_base64=a2b_base64, Error=binascii.Error))
-    message = Message("user", [Text("what is wrong here?"), Image("image/png", data)])
+    message = Message("user", (Text("what is wrong here?"), Image("image/png", data)))
     counter = TokenCounter("gpt-4o")
     seen: list[str] = []
     counting: BulkCounter[int] = BulkCounter(counter, lambda i, c: None)

@@ -128,8 +128,8 @@ def test_pieces_merge_and_interleaved_results_follow_the_response() -> None:
     assert [m.role for m in t.messages] == ["assistant", "user", "user", "assistant"]
     merged = t.messages[0]
     assert merged.id == "msg_A" and merged.model == MODEL and merged.lines == (2, 3, 5)
-    assert merged.parts == [Text("Looking."), ToolCall("t1", "Bash", '{"command":"ls"}'),
-                            ToolCall("t2", "Bash", '{"command":"pwd"}')]
+    assert merged.parts == (Text("Looking."), ToolCall("t1", "Bash", '{"command":"ls"}'),
+                            ToolCall("t2", "Bash", '{"command":"pwd"}'))
     assert [m.tool_results[0].text for m in t.messages[1:3]] == ["one", "two"]
     assert merged.raw["message"]["content"][0] == said("Looking.")
     assert_tool_pairs(t.messages)
@@ -222,10 +222,10 @@ def test_blocks_become_parts() -> None:
                 {"type": "search_result", "title": "t", "content": []}]}]})
     assert t.format == "anthropic"
     user, reply, result = t.messages
-    assert user.parts == [Text("what is in this picture?"), Image("image/png", PNG)]
-    assert reply.parts == [Thinking("look closer"), Thinking(""),
+    assert user.parts == (Text("what is in this picture?"), Image("image/png", PNG))
+    assert reply.parts == (Thinking("look closer"), Thinking(""),
                            ToolCall("t1", "zoom", '{"x":1,"label":"é"}'),
-                           Image(url="https://example.com/a.png")]
+                           Image(url="https://example.com/a.png"))
     (part,) = result.parts
     assert isinstance(part, ToolResult) and part.call_id == "t1" and part.is_error
     assert part.parts[:3] == (Text("zoomed"), Image("image/jpeg", "/9j/"), Text("WebFetch"))

@@ -333,7 +333,7 @@ def test_blocks_and_result_content() -> None:
                                           {"type": "tool_reference", "tool_name": "WebFetch"},
                                           said("and"), png]}],
                         toolUseResult="Error: a copy that is never counted"))
-    assert t.messages[0].parts == [Text("see this"), Image("image/png", "iVBORw0KGgo=")]
+    assert t.messages[0].parts == (Text("see this"), Image("image/png", "iVBORw0KGgo="))
     (result,) = t.messages[2].parts
     assert isinstance(result, ToolResult) and result.is_error
     assert result.parts == (Text("WebFetch"), Text("and"), Image("image/png", "iVBORw0KGgo="))

@@ -69,7 +69,7 @@ CODEX = corpus_params("codex")
 def test_corpus_is_detected_and_written_back_exactly(path: Path, tmp_path: Path) -> None:
     transcript = load(path)
     assert transcript.format == "codex"
-    assert transcript.skipped == []
+    assert transcript.skipped == ()
     assert len(transcript.messages) > 0
     out = tmp_path / "out.jsonl"
     write(transcript, out)
@@ -181,8 +181,8 @@ def test_function_call_and_output_pair() -> None:
               "output": "Exit code: 0\nOutput:\nREADME.md\n"}),
         say("assistant", "There is a README."), token_count(900, 400), token_count(900, 400)))
     assert [m.role for m in t.messages] == ["system", "user", "assistant", "tool", "assistant"]
-    assert t.messages[0].parts == [Text(PROMPT)] and t.messages[0].line == 1
-    assert t.messages[2].parts == [ToolCall("call_1", "shell_command", "{\"command\": \"ls\"}")]
+    assert t.messages[0].parts == (Text(PROMPT),) and t.messages[0].line == 1
+    assert t.messages[2].parts == (ToolCall("call_1", "shell_command", "{\"command\": \"ls\"}"),)
     result = t.messages[3].parts[0]
     assert isinstance(result, ToolResult) and result.call_id == "call_1"
     assert result.text == "Exit code: 0\nOutput:\nREADME.md\n"
@@ -198,7 +198,7 @@ def test_custom_tool_call_apply_patch_pair() -> None:
                                    "call_id": "call_p", "input": patch, "status": "completed"}),
                      item({"type": "custom_tool_call_output", "call_id": "call_p",
                            "output": output})))
-    assert t.messages[1].parts == [ToolCall("call_p", "apply_patch", patch)]
+    assert t.messages[1].parts == (ToolCall("call_p", "apply_patch", patch),)
     assert t.messages[2].tool_results[0].parts == (Text(output),)
 
 
@@ -218,7 +218,7 @@ def test_output_as_object_is_kept_as_json() -> None:
                                    "arguments": {"query": "calendar"}}),
                      item({"type": "tool_search_output", "call_id": "s",
                            "tools": [{"type": "function", "name": "cal"}]})))
-    assert t.messages[1].parts == [ToolCall("s", "tool_search", '{"query":"calendar"}')]
+    assert t.messages[1].parts == (ToolCall("s", "tool_search", '{"query":"calendar"}'),)
     assert t.messages[2].text == '[{"type":"function","name":"cal"}]'
 
 
@@ -262,7 +262,7 @@ def test_reasoning_summary_is_thinking_and_encrypted_part_is_only_counted() -> N
         {"type": "summary_text", "text": "Look at the tests."}],
         "content": None, "encrypted_content": "gAAAA" * 4}),
         item({"type": "reasoning", "summary": [], "encrypted_content": "gAAAA"})))
-    assert [m.parts for m in t.messages[1:]] == [[Thinking("**Planning**\n\nLook at the tests.")]]
+    assert [m.parts for m in t.messages[1:]] == [(Thinking("**Planning**\n\nLook at the tests."),)]
     assert t.usage == {"encrypted_reasoning_items": 2, "encrypted_reasoning_chars": 25}
 
 
@@ -281,8 +281,8 @@ def test_local_shell_call_pairs_with_its_output() -> None:
     t = load(rollout(meta(), item({"type": "local_shell_call", "call_id": "ls1",
                                    "status": "completed", "action": action}),
                      item({"type": "function_call_output", "call_id": "ls1", "output": "."})))
-    assert t.messages[1].parts == [ToolCall("ls1", "local_shell", json.dumps(
-        action, separators=(",", ":")))]
+    assert t.messages[1].parts == (ToolCall("ls1", "local_shell", json.dumps(
+        action, separators=(",", ":"))),)
     assert t.messages[2].tool_results[0].call_id == "ls1"
 
 
@@ -299,7 +299,7 @@ def test_bookkeeping_and_unknown_records_are_not_messages() -> None:
         item({"type": "ghost_snapshot", "ghost_commit": {"id": "abc"}}),
         item({"type": "brand_new_item", "text": "?"}), line("turn_context", {"cwd": "/"})))
     assert [m.role for m in t.messages] == ["system"]
-    assert t.outside == [] and len(t.records) == 6
+    assert t.outside == () and len(t.records) == 6
 
 
 def test_record_without_payload_is_an_input_error_or_skipped() -> None:

@@ -4,14 +4,16 @@ from __future__ import annotations
 
 import io
 import json
+from dataclasses import FrozenInstanceError
 
 import pytest
 from hypothesis import given, settings
 from hypothesis import strategies as st
 
 from ctxpack.loader import load, write
+from ctxpack.transcript import Text
 
-from .conftest import corpus_params
+from .conftest import SAMPLES, corpus_params
 
 
 def roundtrip(data: bytes, **kw) -> bytes:
@@ -71,11 +73,37 @@ def test_corpus_round_trip(path, tmp_path):
 
 
 def test_samples_round_trip(tmp_path):
-    from .conftest import SAMPLES
-
     files = sorted([*SAMPLES.glob("*.jsonl"), *SAMPLES.glob("*.json")])
     assert files, "samples/ must hold transcripts"
     for path in files:
         target = tmp_path / path.name
         write(load(path), target)
         assert target.read_bytes() == path.read_bytes(), path.name
+
+
+@pytest.mark.parametrize("path", sorted([*SAMPLES.glob("*.jsonl"), *SAMPLES.glob("*.json")]),
+                         ids=lambda p: p.name)
+def test_a_loaded_transcript_is_a_read_only_view_of_its_file(path):
+    # `write` writes the records as read; an edit it would drop must fail where it is made
+    t = load(path)
+    every = [*t.messages, *t.sidechain, *t.outside]
+    assert all(type(m.parts) is tuple for m in every), "a reader built parts as a list"
+    for held in (t.messages, t.sidechain, t.outside, t.skipped, t.records):
+        with pytest.raises(AttributeError, match="'tuple' object has no attribute 'append'"):
+            held.append(None)
+    m = t.messages[0]
+    with pytest.raises(TypeError, match="does not support item assignment"):
+        t.messages[0] = m
+    with pytest.raises(FrozenInstanceError):
+        t.messages = t.messages[1:]
+    with pytest.raises(AttributeError, match="'tuple' object has no attribute 'append'"):
+        m.parts.append(Text("more"))
+    with pytest.raises(TypeError, match="does not support item assignment"):
+        m.parts[0] = Text("other")
+    with pytest.raises(FrozenInstanceError):
+        m.human = not m.human
+    with pytest.raises(FrozenInstanceError):
+        t.records[0].raw = b""
+    out = io.BytesIO()
+    write(t, out)
+    assert out.getvalue() == path.read_bytes()

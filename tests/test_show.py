@@ -232,10 +232,10 @@ def test_view_round_errors_name_the_range(path, counter):
 
 def test_view_cuts_a_very_long_line(counter):
     line = "x" * 5000
-    t = Transcript("openai", "t.jsonl", messages=[
-        Message("user", [Text("hi")], lines=(1,), human=True),
-        Message("assistant", [ToolCall("c1", "shell", '{"cmd": "cat big"}')], lines=(2,)),
-        Message("tool", [ToolResult("c1", (Text(line),))], lines=(3,))])
+    t = Transcript("openai", "t.jsonl", messages=(
+        Message("user", (Text("hi"),), lines=(1,), human=True),
+        Message("assistant", (ToolCall("c1", "shell", '{"cmd": "cat big"}'),), lines=(2,)),
+        Message("tool", (ToolResult("c1", (Text(line),)),), lines=(3,))))
     body = build_view(t, counter).rounds[0].entries[2].segments[0].body
     assert len(body[0]) == 400 and isinstance(body[1], Fold)
     assert body[1].chars == 4600 and body[1].tokens == counter.text("x" * 4600)
@@ -243,13 +243,13 @@ def test_view_cuts_a_very_long_line(counter):
 
 
 def test_view_segments_of_every_kind(counter):
-    t = Transcript("anthropic", "t.jsonl", messages=[
-        Message("user", [Text("look"), Image("image/png", url="https://e.x/a.png")],
+    t = Transcript("anthropic", "t.jsonl", messages=(
+        Message("user", (Text("look"), Image("image/png", url="https://e.x/a.png")),
                 lines=(1,), human=True),
-        Message("assistant", [ToolCall("t1", "apply_patch", "*** Begin Patch\n+x\n")],
+        Message("assistant", (ToolCall("t1", "apply_patch", "*** Begin Patch\n+x\n"),),
                 lines=(2,)),
-        Message("user", [ToolResult("t1", (Text("boom"),), is_error=True),
-                         ToolResult("t9", (Text("?"),))], lines=(3,))])
+        Message("user", (ToolResult("t1", (Text("boom"),), is_error=True),
+                         ToolResult("t9", (Text("?"),))), lines=(3,))))
     entries = build_view(t, counter).rounds[0].entries
     image = entries[0].segments[1]
     assert image.kind == "image" and image.tokens > 0 and "https://e.x/a.png" in image.body[0]
@@ -295,11 +295,11 @@ def test_every_corpus_file_renders(corpus_file):
 
 
 def test_view_marks_where_each_conversation_starts(counter):
-    t = Transcript("openai-conversations", "c.jsonl", messages=[
-        Message("user", [Text("2+2?")], lines=(1,), human=True, conversation=0),
-        Message("assistant", [Text("4")], lines=(1,), conversation=0),
-        Message("system", [Text("Be brief.")], lines=(2,), conversation=1),
-        Message("user", [Text("Capital?")], lines=(2,), human=True, conversation=1)])
+    t = Transcript("openai-conversations", "c.jsonl", messages=(
+        Message("user", (Text("2+2?"),), lines=(1,), human=True, conversation=0),
+        Message("assistant", (Text("4"),), lines=(1,), conversation=0),
+        Message("system", (Text("Be brief."),), lines=(2,), conversation=1),
+        Message("user", (Text("Capital?"),), lines=(2,), human=True, conversation=1)))
     view = build_view(t, counter)
     marks = [e.conversation for r in view.rounds for e in r.entries]
     assert marks == [1, None, 2, None]

@@ -111,8 +111,8 @@ def test_image_counted_by_size_not_base64(exact_tokens):
     from ctxpack.transcript import Image
 
     counter = TokenCounter("gpt-4o")
-    huge = Message("user", [Image(media_type="image/png", data="A" * 2_000_000)])
-    small = Message("user", [Text("x")])
+    huge = Message("user", (Image(media_type="image/png", data="A" * 2_000_000),))
+    small = Message("user", (Text("x"),))
     assert counter.message(huge).total < 2000
     assert counter.message(small).total < 10
 

@@ -167,5 +167,4 @@ def compress(source: list[dict[str, Any]] | Transcript | PathOrFile, *,
     else:
         made = compress_file(source, options, model=model, format=format, table=table)
         compressed = load(io.BytesIO(made.data), format or made.report.format)
-    compressed.path = made.report.path
-    return compressed, made.report
+    return replace(compressed, path=made.report.path), made.report

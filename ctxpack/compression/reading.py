@@ -75,7 +75,7 @@ class Input:
     _ids: dict[tuple[int, str], str] = field(default_factory=dict, repr=False)
 
     @property
-    def messages(self) -> list[Message]:
+    def messages(self) -> tuple[Message, ...]:
         return self.transcript.messages
 
     @property
@@ -132,7 +132,7 @@ class Input:
         """The input of one conversation of a file that holds many, its messages at
         `indexes`; its changes are all named `item`."""
         t = self.transcript
-        part = Transcript(t.format, t.path, t.records, [t.messages[i] for i in indexes],
+        part = Transcript(t.format, t.path, t.records, tuple(t.messages[i] for i in indexes),
                           model=t.model)
 
         def fetch(wanted: set[int]) -> dict[int, Message]:
@@ -237,8 +237,8 @@ def _read(src: Source, format: str | None, model: str | None, table: ModelTable,
     context = layout.context
     transcript = Transcript(
         format=fmt.name, path=scanner.path, records=index,
-        messages=[emitted.messages[n] for n in context], model=layout.model,
-        usage=layout.usage, skipped=scanner.skipped)
+        messages=tuple(emitted.messages[n] for n in context), model=layout.model,
+        usage=layout.usage, skipped=tuple(scanner.skipped))
     where = {n: i for i, n in enumerate(context)}
     fetch = _refetch(src, transcript, skip_invalid, list(context),
                      {where[n] for n in emitted.aside if n in where})
@@ -258,8 +258,8 @@ def editor_of(t: Transcript) -> Editor:
 def _set_aside(message: Message) -> Message:
     """The message without the content of its tool outputs (and without its raw record,
     which holds them too, but for its `ctxpack` object)."""
-    parts = [ToolResult(p.call_id, (), p.is_error) if isinstance(p, ToolResult) else p
-             for p in message.parts]
+    parts = tuple(ToolResult(p.call_id, (), p.is_error) if isinstance(p, ToolResult) else p
+                  for p in message.parts)
     raw = message.raw
     kept = {META_KEY: raw[META_KEY]} if isinstance(raw, dict) and META_KEY in raw else None
     return replace(message, parts=parts, raw=kept)

@@ -98,10 +98,10 @@ def least_total(plan: Plan) -> Callable[[int, int], float]:
 
 def _message(plan: Plan, head: int, text: str, merged: bool) -> Message:
     if not merged:
-        return Message("user", [Text(text)])
+        return Message("user", (Text(text),))
     base = plan.read.messages[head - 1]
     kept = [p for p in base.parts if not (isinstance(p, Text) and p.text.startswith(HEADING))]
-    return Message("user", [*kept, Text(text)])
+    return Message("user", (*kept, Text(text)))
 
 
 def ends(plan: Plan) -> list[int]:

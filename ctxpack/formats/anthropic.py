@@ -7,7 +7,8 @@ counted once per API call. Stream-json `system` and `result` lines are not messa
 
 from __future__ import annotations
 
-from dataclasses import dataclass, field
+from collections.abc import Sequence
+from dataclasses import dataclass, field, replace
 from typing import Any, NamedTuple
 
 from ..jsonl import dumps
@@ -21,6 +22,7 @@ from ..transcript import (
     Thinking,
     ToolCall,
     ToolResult,
+    only_results,
 )
 from .base import (
     Compaction,
@@ -89,9 +91,9 @@ def block_part(block: dict[str, Any]) -> Part | None:
     return Text(block["text"]) if isinstance(block.get("text"), str) else None
 
 
-def message_parts(content: Any) -> list[Part]:
+def message_parts(content: Any) -> tuple[Part, ...]:
     """Parts of a message's `content`: a string or a list of blocks."""
-    return content_parts(content, block_part)
+    return tuple(content_parts(content, block_part))
 
 
 def api_message(d: dict[str, Any], line: int, raw: Any, role: str | None = None) -> Message:
@@ -99,16 +101,15 @@ def api_message(d: dict[str, Any], line: int, raw: Any, role: str | None = None)
     role = _str(d.get("role")) or role
     if role is None:
         raise RecordError("message without a 'role'")
-    model = _str(d.get("model"))
-    message = Message(role, message_parts(d.get("content")), (line,), raw,
-                      id=_str(d.get("id")), model=model)
-    message.human = role == "user" and not message.result_only and not is_continuation(message)
-    return message
+    parts = message_parts(d.get("content"))
+    human = role == "user" and not only_results(parts) and not is_continuation(parts)
+    return Message(role, parts, (line,), raw, id=_str(d.get("id")), model=_str(d.get("model")),
+                   human=human)
 
 
-def is_continuation(message: Message) -> bool:
-    """True for the summary user message Claude Code writes after a compaction."""
-    first = next((p for p in message.parts if isinstance(p, Text)), None)
+def is_continuation(parts: Sequence[Part]) -> bool:
+    """True for the parts of the summary user message Claude Code writes after a compaction."""
+    first = next((p for p in parts if isinstance(p, Text)), None)
     return first is not None and first.text.lstrip().startswith(CONTINUATION)
 
 
@@ -125,42 +126,52 @@ class Emitted(NamedTuple):
 class ResponseMerger:
     """Joins the lines of one streamed API response, holding results that arrive meanwhile.
 
-    Only the open response and its pending results are held; they are handed out
-    when an assistant line with another `id` or a message that is not a tool result
-    arrives, or on `flush`.
+    Only the open response (its lines' messages, `pieces`) and its pending results are
+    held; they are handed out, the pieces joined into one message, when an assistant
+    line with another `id` or a message that is not a tool result arrives, or on `flush`.
     """
 
-    open: Message | None = None
+    pieces: list[Message] = field(default_factory=list)
     keys: list[Any] = field(default_factory=list)
     results: list[tuple[Message, Any]] = field(default_factory=list)
 
     def add(self, message: Message, key: Any = None) -> list[Emitted]:
         """Take one line's message; return the messages this completes."""
-        current = self.open
+        pieces = self.pieces
         if message.role == "assistant":
-            if current is not None and message.id is not None and message.id == current.id:
-                current.parts.extend(message.parts)
-                current.lines += message.lines
+            if pieces and message.id is not None and message.id == pieces[0].id:
+                pieces.append(message)
                 self.keys.append(key)
                 return []
             out = self.flush()
-            self.open, self.keys = message, [key]
+            self.pieces, self.keys = [message], [key]
             return out
-        if current is not None and message.result_only:
+        if pieces and message.result_only:
             self.results.append((message, key))
             return []
         return [*self.flush(), Emitted(message, [key])]
 
     def flush(self) -> list[Emitted]:
         """Hand out the open response and its results."""
-        if self.open is None:
+        if not self.pieces:
             return []
-        calls = {c.id for c in self.open.tool_calls}
-        out = [Emitted(self.open, self.keys)]
+        response = _joined(self.pieces)
+        calls = {c.id for c in response.tool_calls}
+        out = [Emitted(response, self.keys)]
         out += [Emitted(m, [key], any(r.call_id in calls for r in m.tool_results))
                 for m, key in self.results]
-        self.open, self.keys, self.results = None, [], []
+        self.pieces, self.keys, self.results = [], [], []
         return out
+
+
+def _joined(pieces: Sequence[Message]) -> Message:
+    """One response written as several lines: the first line's message, with the parts
+    and lines of all of them."""
+    first = pieces[0]
+    if len(pieces) == 1:
+        return first
+    return replace(first, parts=tuple(p for m in pieces for p in m.parts),
+                   lines=tuple(n for m in pieces for n in m.lines))
 
 
 _USAGE_FIELDS = ("input_tokens", "cache_creation_input_tokens", "cache_read_input_tokens",
@@ -273,8 +284,8 @@ class AnthropicReader:
                  kind: str | None) -> list[Message]:
         message = api_message(d, line, record, kind)
         lane = _str(record.get("parent_tool_use_id"))  # sub-agent traffic, when interleaved
-        if record.get("isSynthetic") is True or lane is not None:
-            message.human = False
+        if message.human and (record.get("isSynthetic") is True or lane is not None):
+            message = replace(message, human=False)
         if message.role == "assistant" and message.model != SYNTHETIC_MODEL:
             self.last_model = message.model or self.last_model
             if lane is None and "usage" in d:

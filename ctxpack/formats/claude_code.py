@@ -10,6 +10,7 @@ from __future__ import annotations
 
 import hashlib
 import uuid
+from dataclasses import replace
 from typing import Any
 
 from ..transcript import META_KEY, Message
@@ -89,7 +90,7 @@ class ClaudeCodeReader:
         message = api_message(payload, line, record, record["type"])
         if message.human and (any(record.get(flag) is True for flag in _NOT_TYPED)
                               or message.text.lstrip().startswith(_NOT_TYPED_TAGS)):
-            message.human = False
+            message = replace(message, human=False)
         model = message.model
         if message.role == "assistant" and model and model != SYNTHETIC_MODEL:
             self.models[side] = model

@@ -9,8 +9,8 @@ line. Usage comes from the last `token_count` event, the model from `turn_contex
 from __future__ import annotations
 
 import re
-from collections.abc import Callable
-from typing import Any
+from collections.abc import Callable, Sequence
+from typing import Any, NamedTuple
 
 from ..jsonl import dumps
 from ..transcript import META_KEY, Image, Message, Part, Text, Thinking, ToolCall, ToolResult
@@ -73,62 +73,71 @@ def _readable(item: Any) -> bool:
     return isinstance(item, str)
 
 
-def _is_human(role: str, parts: list[Text | Image]) -> bool:
+def _is_human(role: str, parts: Sequence[Text | Image]) -> bool:
     texts = [p.text for p in parts if isinstance(p, Text)]
     # Like the CLI itself: one injected part makes the whole message injected.
     return role == "user" and bool(texts) and not any(_injected(t) for t in texts)
 
 
-def _message(item: dict[str, Any]) -> Message | None:
+class _Content(NamedTuple):
+    """What one item puts in the model's context; `item_message` adds where it came from."""
+
+    role: str
+    parts: tuple[Part, ...]
+    human: bool = False
+    name: str | None = None
+
+
+def _message(item: dict[str, Any]) -> _Content | None:
     role = item.get("role")
     if not isinstance(role, str):
         return None
     parts = _content_parts(item.get("content"))
-    return Message(role, list(parts), human=_is_human(role, parts))
+    return _Content(role, tuple(parts), _is_human(role, parts))
 
 
-def _agent_message(item: dict[str, Any]) -> Message:
+def _agent_message(item: dict[str, Any]) -> _Content:
     # Another agent of a multi-agent run speaking: input to this one, never a person.
     author = item.get("author") if isinstance(item.get("author"), str) else None
-    return Message("user", list(_content_parts(item.get("content"))), name=author)
+    return _Content("user", tuple(_content_parts(item.get("content"))), name=author)
 
 
-def _reasoning(item: dict[str, Any]) -> Message | None:
+def _reasoning(item: dict[str, Any]) -> _Content | None:
     texts = [p.text for p in _content_parts(item.get("summary"))
              + _content_parts(item.get("content")) if isinstance(p, Text) and p.text]
     if not texts:
         return None  # encrypted only: nothing readable to count or show
-    return Message("assistant", [Thinking("\n\n".join(texts))])
+    return _Content("assistant", (Thinking("\n\n".join(texts)),))
 
 
-def _call(item: dict[str, Any], name: Any, arguments: Any) -> Message:
+def _call(item: dict[str, Any], name: Any, arguments: Any) -> _Content:
     if not isinstance(arguments, str):
         arguments = "" if arguments is None else _json(arguments)
     call_id = item.get("call_id") if isinstance(item.get("call_id"), str) else None
-    return Message("assistant", [ToolCall(call_id, str(name or ""), arguments)])
+    return _Content("assistant", (ToolCall(call_id, str(name or ""), arguments),))
 
 
-def _web_search(item: dict[str, Any]) -> Message:
+def _web_search(item: dict[str, Any]) -> _Content:
     # Searched and answered inside the API: no output item follows, so not a ToolCall.
     action = item.get("action") if isinstance(item.get("action"), dict) else {}
     queries = action.get("queries") if isinstance(action.get("queries"), list) else []
     what = action.get("query") or "; ".join(q for q in queries if isinstance(q, str))
     if not isinstance(what, str) or not what:
         what = _json({k: v for k, v in action.items() if v is not None})
-    return Message("assistant", [Text(f"web_search: {what}")])
+    return _Content("assistant", (Text(f"web_search: {what}"),))
 
 
-def _image_generation(item: dict[str, Any]) -> Message:
+def _image_generation(item: dict[str, Any]) -> _Content:
     # Like web search, the result travels in the call item itself.
     prompt = item.get("revised_prompt")
     parts: list[Part] = [Text(f"image_generation: {prompt if isinstance(prompt, str) else ''}")]
     result = item.get("result")
     if isinstance(result, str) and result:
         parts.append(Image("image/png", data=result))
-    return Message("assistant", parts)
+    return _Content("assistant", tuple(parts))
 
 
-def _output(item: dict[str, Any]) -> Message:
+def _output(item: dict[str, Any]) -> _Content:
     value = item.get("output")
     if value is None:
         value = item.get("tools")  # tool_search_output lists the tools it found
@@ -140,10 +149,10 @@ def _output(item: dict[str, Any]) -> Message:
     if isinstance(items, list) and items and not any(map(_readable, items)):
         value = _json(value)  # plain data, not content items: keep all of it
     call_id = item.get("call_id") if isinstance(item.get("call_id"), str) else None
-    return Message("tool", [ToolResult(call_id, tuple(_content_parts(value)), error)])
+    return _Content("tool", (ToolResult(call_id, tuple(_content_parts(value)), error),))
 
 
-_CONVERTERS: dict[str, Callable[[dict[str, Any]], Message | None]] = {
+_CONVERTERS: dict[str, Callable[[dict[str, Any]], _Content | None]] = {
     "message": _message,
     "agent_message": _agent_message,
     "reasoning": _reasoning,
@@ -159,15 +168,19 @@ _CONVERTERS: dict[str, Callable[[dict[str, Any]], Message | None]] = {
 }
 
 
-def item_message(item: dict[str, Any], line: int, raw: Any = None) -> Message | None:
-    """Convert one Responses API item into a message; None for items the model never reads."""
+def item_message(item: dict[str, Any], line: int, raw: Any = None,
+                 model: str | None = None) -> Message | None:
+    """Convert one Responses API item into a message; None for items the model never reads.
+    `model` is the model that wrote it, if it is an assistant's."""
     convert = _CONVERTERS.get(str(item.get("type")))
-    message = convert(item) if convert else None
-    if message is not None:
-        message.lines = (line,)
-        message.raw = item if raw is None else raw
-        message.id = item.get("id") if isinstance(item.get("id"), str) else None
-    return message
+    content = convert(item) if convert else None
+    if content is None:
+        return None
+    role = content.role
+    return Message(role, content.parts, (line,), item if raw is None else raw,
+                   id=item.get("id") if isinstance(item.get("id"), str) else None,
+                   name=content.name, model=model if role == "assistant" else None,
+                   human=content.human)
 
 
 def _instructions(meta: dict[str, Any]) -> str | None:
@@ -203,7 +216,7 @@ class CodexReader:
             return []
         if kind == "response_item":
             self._note_encrypted(payload)
-            return self._emit([item_message(payload, line, record)])
+            return self._emit([item_message(payload, line, record, self._model())])
         if kind == "compacted":
             return self._compacted(line, record, payload)
         if kind == "session_meta":
@@ -214,11 +227,13 @@ class CodexReader:
             self._token_count(payload.get("info"))
         return []
 
+    def _model(self) -> str | None:
+        """The model assistant messages read now were written by."""
+        return self.model or self.meta_model
+
     def _emit(self, messages: list[Message | None]) -> list[Message]:
         out = [m for m in messages if m is not None]
-        for m in out:
-            if m.role == "assistant":
-                m.model = self.model or self.meta_model
+        for _ in out:
             self.window.append(self.count)
             self.count += 1
         return out
@@ -239,7 +254,7 @@ class CodexReader:
         # A resumed or forked session states its prompt again; only the newest one counts.
         self.system = self.count
         self.count += 1
-        return [Message("system", [Text(text)], (line,), record)]
+        return [Message("system", (Text(text),), (line,), record)]
 
     def _compacted(self, line: int, record: dict[str, Any],
                    payload: dict[str, Any]) -> list[Message]:
@@ -250,10 +265,11 @@ class CodexReader:
             items = [i for i in history if isinstance(i, dict)]
             for item in items:
                 self._note_encrypted(item)
-            return self._emit([item_message(item, line) for item in items])
+            model = self._model()
+            return self._emit([item_message(item, line, model=model) for item in items])
         summary = payload.get("message")
         if isinstance(summary, str) and summary:
-            return self._emit([Message("user", [Text(summary)], (line,), record)])
+            return self._emit([Message("user", (Text(summary),), (line,), record)])
         return []
 
     def _token_count(self, info: Any) -> None:

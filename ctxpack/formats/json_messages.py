@@ -8,6 +8,7 @@ shape; each run of a tau-bench list is its own conversation.
 
 from __future__ import annotations
 
+from dataclasses import replace
 from typing import Any
 
 from ..transcript import Message, ToolResult
@@ -39,7 +40,7 @@ def _message(d: dict[str, Any], line: int, conversation: int) -> Message:
     if message.role == "tool" and isinstance(ids, list) and ids and message.tool_results:
         # SWE-agent answers a call with `tool_call_ids: [id]` instead of `tool_call_id`
         result = message.tool_results[0]
-        message.parts = [ToolResult(str(ids[0]), result.parts, result.is_error)]
+        return replace(message, parts=(ToolResult(str(ids[0]), result.parts, result.is_error),))
     return message
 
 

@@ -69,7 +69,7 @@ def message_from_dict(d: dict[str, Any], line: int, conversation: int = 0) -> Me
         parts.append(ToolCall(None, str(legacy.get("name") or ""),
                               _arguments(legacy.get("arguments"))))
     name = d.get("name") if isinstance(d.get("name"), str) else None
-    return Message(role, parts, (line,), d, name=name, human=role == "user",
+    return Message(role, tuple(parts), (line,), d, name=name, human=role == "user",
                    conversation=conversation)
 
 
