@@ -225,9 +225,10 @@ def _nicely(fn: Callable[[list[T]], list[R]], items: list[T]) -> list[R]:
 
 @contextmanager
 def collector_paused() -> Iterator[None]:
-    """Compress makes millions of objects that live until it returns and free no cycles:
-    the cyclic garbage collector would walk them again and again (a second of a big
-    file's planning), so it rests meanwhile, and is then set back as it was."""
+    """Compress makes millions of objects that live until its output is written and free
+    no cycles: the cyclic garbage collector would walk them again and again (a second of
+    a big file's planning, 0.2 s of its writing), so it rests meanwhile, and is then set
+    back as it was."""
     enabled = gc.isenabled()
     gc.disable()
     try:

@@ -55,7 +55,8 @@ class Compressed:
         if pieces is None:
             raise RuntimeError("the output of this compress was read already")
         try:
-            yield from pieces
+            with collector_paused():  # the plan's objects are all alive still
+                yield from pieces
         finally:
             self.close()
 

@@ -74,3 +74,29 @@ def test_a_files_output_is_made_once_as_it_is_read(monkeypatch: pytest.MonkeyPat
         list(result.chunks())
     again = compress_file(path, Options(budget=fitted(path) * 3 // 4))
     assert again.data == b"".join(pieces) and list(again.chunks()) == [again.data]
+
+
+def test_the_garbage_collector_is_set_back_however_the_output_is_read() -> None:
+    """Compress pauses the cyclic collector while it plans and while its output is made;
+    a caller's process gets it back as it was, whether it reads the output, drops it
+    half read, or never reads it."""
+    import gc
+    import io
+
+    data = agent_run(30)
+    options = Options(budget=fitted(data) * 3 // 4)
+    assert gc.isenabled()
+    result = compress_file(io.BytesIO(data), options)
+    assert gc.isenabled()
+    pieces = result.chunks()
+    next(pieces)
+    pieces.close()  # dropped half read
+    assert gc.isenabled()
+    assert restore(compress_file(io.BytesIO(data), options).lines) == data
+    assert gc.isenabled()
+    gc.disable()
+    try:  # and a caller that had it off keeps it off
+        b"".join(compress_file(io.BytesIO(data), options).chunks())
+        assert not gc.isenabled()
+    finally:
+        gc.enable()
