@@ -2,7 +2,9 @@
 
 The file is `--config`, else `$CTXPACK_CONFIG`, else `./ctxpack.yaml`, else
 `ctxpack/config.yaml` in the user config directory. Unknown keys are errors that
-name every one of them together.
+name every one of them together. A `ctxpack.yaml` found in the working directory came
+with it as often as not (a checked-out repository): what it sets that would send data
+off the machine or weaken protection is ignored, and the config says so.
 """
 
 from __future__ import annotations
@@ -14,13 +16,10 @@ from typing import Any
 
 from .errors import UsageError
 from .models import TABLE, ModelInfo, ModelTable
-from .settings import read
+from .settings import SETTINGS, read
 
 KNOWN_KEYS = {"models", "compress"}
 LOCAL = Path("ctxpack.yaml")  # found in the working directory, if no other is named
-# Where the llm summarizer sends text, and which variable's value goes with it: not for
-# a file that came with the working directory to decide.
-ENDPOINT_KEYS = {"llm_base_url", "llm_api_key_env"}
 MODEL_KEYS = {"name", "encoding", "context_window", "exact", "provider", "note"}
 
 
@@ -31,6 +30,7 @@ class Config:
     models: ModelTable = field(default_factory=lambda: TABLE)
     compress: dict[str, Any] = field(default_factory=dict)
     source: str | None = None
+    warnings: list[str] = field(default_factory=list)  # for the command line to show
 
 
 def user_config_dir() -> Path:
@@ -75,15 +75,21 @@ def load_config(explicit: str | None = None) -> Config:
                          f"known keys: {', '.join(sorted(KNOWN_KEYS))}")
     compress = _compress(data.get("compress") or {}, path)
     local = not explicit and not os.environ.get("CTXPACK_CONFIG") and path == LOCAL
-    where = sorted(set(compress) & ENDPOINT_KEYS)
-    if local and where:
-        raise UsageError(
-            f"{path}: {' and '.join(where)} cannot be set by a ctxpack.yaml found in the "
-            "working directory: a checked-out repository could send your transcripts and "
-            "keys elsewhere",
-            "set them in your user config, with --config FILE, CTXPACK_* variables or flags")
+    ignored = _risky(compress) if local else []
+    warnings = [
+        f"{path}: ignored {', '.join(ignored)}: a ctxpack.yaml found in the working "
+        "directory may not send transcripts off the machine or weaken their protection; "
+        "set them in your user config, with --config FILE, CTXPACK_* variables or flags"
+    ] if ignored else []
     return Config(models=TABLE.extend(_models(data.get("models") or [], path)),
-                  compress=compress, source=str(path))
+                  compress={k: v for k, v in compress.items() if k not in ignored},
+                  source=str(path), warnings=warnings)
+
+
+def _risky(compress: dict[str, Any]) -> list[str]:
+    """The settings whose values would send data off the machine or weaken protection."""
+    return [name for name, value in compress.items()
+            if value is not None and (risky := SETTINGS[name].risky) and risky(value)]
 
 
 def _compress(section: Any, path: Path) -> dict[str, Any]:

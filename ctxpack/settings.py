@@ -29,6 +29,18 @@ def _one_of(choices: tuple[str, ...]) -> Rule:
     return Rule(lambda v: v in choices, f"one of {', '.join(choices)}")
 
 
+def _always(value: Any) -> bool:
+    return True
+
+
+def _outside_here(folder: str) -> bool:
+    """Is `folder` outside the working directory (links followed)?"""
+    import os
+
+    here = os.path.realpath(os.getcwd())
+    return os.path.commonpath([here, os.path.realpath(folder)]) != here
+
+
 def _is_url(value: str) -> bool:
     from urllib.parse import urlsplit
 
@@ -55,6 +67,9 @@ class Setting:
     rule: Rule | None = None
     flag: str | None = None  # if not --name (or --name/--no-name for a switch)
     secret: bool = False  # where text or keys go: the value is never shown in an error
+    # True for a value that sends data off the machine or weakens protection: a
+    # ctxpack.yaml found in the working directory may not set it (see ctxpack.config)
+    risky: Callable[[Any], bool] | None = None
 
     @property
     def variable(self) -> str:
@@ -78,6 +93,7 @@ SETTINGS: dict[str, Setting] = {s.name: s for s in (
     Setting("threshold", float, 0.8, metavar="R", rule=Rule(lambda v: 0 < v <= 1,
             "above 0 and at most 1"), help="Summarize above this share of the window (0.8)."),
     Setting("strategy", str, "extractive", metavar="NAME", rule=_one_of(STRATEGIES),
+            risky=lambda v: v == "llm",
             help="Summarizer: extractive (default), structured, or llm (a chat endpoint)."),
     Setting("truncate", bool, True, help="Cut tool outputs over the limits (on)."),
     Setting("max_lines", int, 300, metavar="N", rule=POSITIVE,
@@ -105,37 +121,46 @@ SETTINGS: dict[str, Setting] = {s.name: s for s in (
             help="Keep the summary within 1/N of the tokens it archives (5; 1 for no limit)."),
     # the llm summarizer: an OpenAI-compatible chat endpoint (see summarizers.llm)
     Setting("llm_model", str, "gpt-4o-mini", metavar="NAME",
+            risky=_always,
             help="llm: the model to ask (gpt-4o-mini)."),
     # None: the client's default (OpenAI, or $OPENAI_BASE_URL)
     Setting("llm_base_url", str, None, metavar="URL", secret=True,
             rule=Rule(_is_url, "an http:// or https:// URL"),
+            risky=_always,
             help="llm: an OpenAI-compatible endpoint (OpenAI's; e.g. "
             "http://localhost:11434/v1 for Ollama)."),
     # the key is read from this variable: there is no setting for the key itself
     Setting("llm_api_key_env", str, "OPENAI_API_KEY", metavar="VAR", secret=True,
             rule=Rule(lambda v: bool(re.fullmatch(r"[A-Za-z_][A-Za-z0-9_]*", v)),
                       "the name of an environment variable"),
+            risky=_always,
             help="llm: the environment variable holding the API key (OPENAI_API_KEY)."),
     Setting("llm_timeout", float, 60.0, metavar="S", rule=POSITIVE,
+            risky=_always,
             help="llm: seconds to wait for an answer (60)."),
     Setting("llm_retries", int, 3, metavar="N", rule=COUNT,
+            risky=_always,
             help="llm: retries on 429, 5xx, timeouts, lost connections (3)."),
     Setting("llm_max_tokens", int, 2000, metavar="N", rule=POSITIVE,
+            risky=_always,
             help="llm: the most tokens an answer may take (2000)."),
     Setting("llm_concurrency", int, 4, metavar="N", rule=POSITIVE,
+            risky=_always,
             help="llm: requests in flight at once (4)."),
     # None: the model table's window for llm_model, else 8192
     Setting("llm_context", int, None, metavar="N", rule=Rule(lambda v: v >= 1024,
-            "at least 1024 tokens"), help="llm: the summarizer model's window, for chunking "
+            "at least 1024 tokens"), risky=_always,
+            help="llm: the summarizer model's window, for chunking "
             "(the model table's, else 8192)."),
     Setting("llm_per_step", bool, False,
+            risky=_always,
             help="llm: a line per step, cached across runs, instead of sections (off)."),
-    Setting("redact", bool, True,
+    Setting("redact", bool, True, risky=lambda v: not v,
             help="llm: replace secrets by typed placeholders before sending (on)."),
-    Setting("archive_dir", str, None, metavar="DIR",
+    Setting("archive_dir", str, None, metavar="DIR", risky=_outside_here,
             help="Keep originals in this content-addressed folder instead of inline."),
     # on by default, so the flag only turns it off
-    Setting("archive", bool, True, flag="--no-archive",
+    Setting("archive", bool, True, flag="--no-archive", risky=lambda v: not v,
             help="Drop the originals: restore cannot bring them back."),
 )}
 SECRET_LIKE = frozenset(s.name for s in SETTINGS.values() if s.secret)

@@ -66,3 +66,55 @@ def test_the_example_config_lists_every_setting_with_its_default():
         assert bool(commented) == (SETTINGS[name].default is None), name
     cfg = load_config(str(ROOT / "config.example.yaml"))
     assert resolve(cfg.compress) == Options()  # the values it sets are the defaults
+
+
+RISKY = ("compress:\n  strategy: llm\n  llm_model: gpt-4o\n  redact: false\n"
+         "  archive: false\n  archive_dir: {outside}\n  keep_steps: 3\n")
+
+
+def test_a_ctxpack_yaml_found_here_cannot_send_data_out_or_weaken_protection(
+        tmp_path, monkeypatch):
+    monkeypatch.delenv("CTXPACK_CONFIG", raising=False)
+    monkeypatch.setenv("XDG_CONFIG_HOME", str(tmp_path / "xdg"))
+    repo = tmp_path / "repo"
+    repo.mkdir()
+    monkeypatch.chdir(repo)
+    (repo / "ctxpack.yaml").write_text(RISKY.format(outside=tmp_path / "elsewhere"))
+    cfg = load_config()
+    assert cfg.compress == {"keep_steps": 3}  # what is harmless still applies
+    (warning,) = cfg.warnings
+    assert "ignored strategy, llm_model, redact, archive, archive_dir" in warning
+    # the same file named on purpose is the user's own choice
+    named = load_config("ctxpack.yaml")
+    assert named.compress["strategy"] == "llm" and named.compress["redact"] is False
+    assert named.warnings == []
+
+
+@pytest.mark.parametrize("folder, kept", [
+    ("archive", True), ("./a/b", True), ("../elsewhere", False), ("/", False),
+    ("link", False),  # a link inside the tree to a folder outside it
+])
+def test_a_ctxpack_yaml_found_here_may_archive_inside_the_tree_only(
+        tmp_path, monkeypatch, folder, kept):
+    monkeypatch.delenv("CTXPACK_CONFIG", raising=False)
+    monkeypatch.setenv("XDG_CONFIG_HOME", str(tmp_path / "xdg"))
+    repo = tmp_path / "repo"
+    repo.mkdir()
+    (repo / "link").symlink_to(tmp_path)
+    monkeypatch.chdir(repo)
+    (repo / "ctxpack.yaml").write_text(f"compress:\n  archive_dir: {folder}\n")
+    cfg = load_config()
+    assert ("archive_dir" in cfg.compress) is kept
+    assert bool(cfg.warnings) is not kept
+
+
+def test_harmless_values_of_guarded_settings_are_taken(tmp_path, monkeypatch):
+    """Only the values that send data out or weaken protection are ignored."""
+    monkeypatch.delenv("CTXPACK_CONFIG", raising=False)
+    monkeypatch.setenv("XDG_CONFIG_HOME", str(tmp_path / "xdg"))
+    monkeypatch.chdir(tmp_path)
+    (tmp_path / "ctxpack.yaml").write_text(
+        "compress:\n  strategy: structured\n  redact: true\n  archive: true\n")
+    cfg = load_config()
+    assert cfg.compress == {"strategy": "structured", "redact": True, "archive": True}
+    assert cfg.warnings == []

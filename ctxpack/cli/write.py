@@ -137,12 +137,13 @@ def _check_outputs(dest: str, in_place: bool, strip_metadata: bool, dry_run: boo
 
 def _settings(config: str | None, flags: dict[str, Any]) -> tuple[Any, Any]:
     """The config file, and the compress Options from it, CTXPACK_* variables and flags
-    (later ones win); a variable that looks like a misspelt setting is warned of."""
+    (later ones win); what the file may not set, and a variable that looks like a
+    misspelt setting, are warned of."""
     from ..compression.settings import resolve
     from ..settings import from_env, misspelt
 
     cfg = read_config(config)
-    for message in misspelt(os.environ):
+    for message in [*cfg.warnings, *misspelt(os.environ)]:
         warn(message)
     return cfg, resolve(cfg.compress, from_env(os.environ), given(flags))
 

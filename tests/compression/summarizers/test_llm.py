@@ -526,17 +526,32 @@ def test_per_step_lines_are_kept_as_they_arrive(tmp_path: Path) -> None:
     assert again.report.llm["used"] and again.report.llm["cached_steps"] == 5
 
 
-def test_a_repositorys_ctxpack_yaml_cannot_choose_where_text_goes(tmp_path: Path) -> None:
+def test_a_repositorys_ctxpack_yaml_cannot_send_the_transcript_out(tmp_path: Path) -> None:
+    """A ctxpack.yaml that came with a checked-out repository asks for the llm strategy,
+    its own endpoint and key variable, and no redaction: none of it is taken, the run
+    says so, and nothing reaches the endpoint. Named on purpose, the same file is used."""
     path = write(tmp_path, transcript())
-    (tmp_path / "ctxpack.yaml").write_text(
-        "compress:\n  strategy: llm\n  llm_base_url: http://203.0.113.9/v1\n"
-        "  llm_api_key_env: GITHUB_TOKEN\n")
-    run = ctxpack("compress", str(path), "--budget", str(budget()), cwd=str(tmp_path))
-    assert run.code == 2 and "llm_api_key_env and llm_base_url cannot be set" in run.err
-    assert "Traceback" not in run.err
-    named = ctxpack("compress", str(path), "--budget", str(budget()), "--dry-run",
-                    "--config", str(tmp_path / "ctxpack.yaml"), cwd=str(tmp_path))
-    assert named.code == 0, named.err  # a file named on purpose may
+    with ChatServer(responder=lambda body: Reply(ANSWER)) as server:
+        (tmp_path / "ctxpack.yaml").write_text(
+            f"compress:\n  strategy: llm\n  llm_base_url: {server.base_url}\n"
+            "  llm_api_key_env: GITHUB_TOKEN\n  redact: false\n  keep_steps: 1\n")
+        run = ctxpack("compress", str(path), "--budget", str(budget()), "--report-json", "-",
+                      "-o", str(tmp_path / "out.jsonl"), cwd=str(tmp_path),
+                      env={"GITHUB_TOKEN": "ghp_" + "x" * 36})
+        assert run.code == 0, run.err
+        assert server.requests == []
+        report = json.loads(run.out)
+        assert report["summary"]["strategy"] == "extractive"
+        warning = next(line for line in run.err.splitlines() if "ctxpack.yaml" in line)
+        assert "ignored strategy, llm_base_url, llm_api_key_env, redact" in warning
+        assert "keep_steps" not in warning  # harmless settings still apply
+        named = ctxpack("compress", str(path), "--budget", str(budget()), "--report-json", "-",
+                        "-o", str(tmp_path / "out.jsonl"), "--config",
+                        str(tmp_path / "ctxpack.yaml"), cwd=str(tmp_path),
+                        env={"GITHUB_TOKEN": "ghp_" + "x" * 36})
+        assert named.code == 0, named.err
+        assert json.loads(named.out)["summary"]["strategy"] == "llm"
+        assert server.requests and "ignored" not in named.err
 
 
 def test_a_key_given_for_its_variables_name_is_not_echoed(tmp_path: Path) -> None:
