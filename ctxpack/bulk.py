@@ -114,7 +114,7 @@ class BulkCounter(Generic[T]):
         return {"memory_hits": self.counter.hits, "stored_hits": store.found if store else 0,
                 "tokenized": self.counter.tokenized, "stored_new": store.written if store else 0,
                 "workers": self.workers.count if self._parallel else 0,
-                "store": str(store.path) if store else None,
+                "store": str(store.path) if store and store.path else None,
                 "store_problem": store.problem if store else ""}
 
     def _round(self) -> None:

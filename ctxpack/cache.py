@@ -2,8 +2,9 @@
 
 Rows are keyed by (encoding, content digest), so a repeated `stats` pays only for
 text it has not seen. The file lives in the user cache dir (`CTXPACK_CACHE_DIR`
-moves it). A cache that cannot be opened, read or written is dropped silently:
-it only ever makes counting faster, never makes it fail.
+moves it), private to the user; without a home directory there is none. A cache that
+cannot be opened, read or written is dropped silently, and a row that holds no count
+is counted again: it only ever makes counting faster, never makes it fail or lie.
 
 Every text is stored, short ones too: a lookup (~2 us) costs about what tokenizing
 30 characters does, and a run whose texts are all stored never loads the tokenizer
@@ -22,6 +23,7 @@ SCHEMA_VERSION = 1
 _CHUNK = 500  # keys per `IN (...)` lookup, well under SQLite's variable limit
 _WRITE_BATCH = 20_000  # rows per write transaction
 _BUSY_MS = 1000  # wait this long for another process's write; then skip writing this run
+_MOST_TOKENS = 1 << 40  # more than any text a machine holds has tokens
 
 _SCHEMA = """
 CREATE TABLE IF NOT EXISTS counts (
@@ -33,8 +35,9 @@ CREATE TABLE IF NOT EXISTS counts (
 """
 
 
-def cache_dir() -> Path:
-    """$CTXPACK_CACHE_DIR, else the platform's user cache dir plus `ctxpack`."""
+def cache_dir() -> Path | None:
+    """$CTXPACK_CACHE_DIR, else the platform's user cache dir plus `ctxpack`; None without
+    a home directory (a folder shared with other users would let them plant counts)."""
     if os.environ.get("CTXPACK_CACHE_DIR"):
         return Path(os.environ["CTXPACK_CACHE_DIR"])
     if os.environ.get("XDG_CACHE_HOME"):
@@ -43,17 +46,36 @@ def cache_dir() -> Path:
         return Path(os.environ["LOCALAPPDATA"]) / "ctxpack" / "Cache"
     try:
         return Path.home() / ".cache" / "ctxpack"
-    except RuntimeError:  # no home directory (some CI users): a cache that lasts the boot
-        import tempfile
+    except RuntimeError:  # no home directory (some CI users): nothing is kept
+        return None
 
-        return Path(tempfile.gettempdir()) / "ctxpack-cache"
+
+def private_file(path: Path) -> Path:
+    """`path`, in a folder only this user can enter (0700, made so if it is this user's)
+    and readable by this user only (0600): what the caches hold tells what the
+    transcripts said. OSError when the folder or the file is another user's."""
+    folder = path.parent
+    folder.mkdir(parents=True, exist_ok=True, mode=0o700)
+    if os.name == "posix":
+        _own(folder, 0o700)
+        os.close(os.open(path, os.O_CREAT | os.O_RDWR, 0o600))
+        _own(path, 0o600)
+    return path
+
+
+def _own(path: Path, mode: int) -> None:
+    info = path.stat()
+    if info.st_uid != os.getuid():
+        raise PermissionError(f"{path} belongs to another user")
+    if info.st_mode & 0o777 != mode:
+        os.chmod(path, mode)
 
 
 class Store:
     """Token counts of one encoding on disk; every failure turns the store off, quietly."""
 
-    def __init__(self, path: Path, encoding: str) -> None:
-        self.path = path
+    def __init__(self, path: Path | None, encoding: str) -> None:
+        self.path = path  # None: there is no place for it (no home directory)
         self.encoding = encoding
         self.problem = ""  # why the store stopped working, if it did
         self.found = 0
@@ -61,14 +83,17 @@ class Store:
         self.read_only = False
         self._pending: list[tuple[bytes, int]] = []
         self._db: sqlite3.Connection | None = None
+        if path is None:
+            self.problem = "no token cache: no user cache folder (no home directory)"
+            return
         try:
-            self._db = self._open()
+            self._db = self._open(path)
         except (sqlite3.Error, OSError) as exc:
             self._fail(exc)
 
-    def _open(self) -> sqlite3.Connection:
-        self.path.parent.mkdir(parents=True, exist_ok=True)
-        db = sqlite3.connect(self.path, timeout=_BUSY_MS / 1000, isolation_level=None)
+    def _open(self, path: Path) -> sqlite3.Connection:
+        db = sqlite3.connect(private_file(path), timeout=_BUSY_MS / 1000,
+                             isolation_level=None)
         try:
             db.execute(f"PRAGMA busy_timeout = {_BUSY_MS}")
             if db.execute("PRAGMA user_version").fetchone()[0] != SCHEMA_VERSION:
@@ -102,7 +127,10 @@ class Store:
             for i in range(0, len(digests), _CHUNK):
                 chunk = digests[i : i + _CHUNK]
                 sql = query.format(",".join("?" * len(chunk)))
-                found.update(self._db.execute(sql, (self.encoding, *chunk)).fetchall())
+                # a count that is not a count (written by hand, or by another program) is
+                # left out: the text is counted again, and the row replaced
+                found.update((d, n) for d, n in self._db.execute(sql, (self.encoding, *chunk))
+                             if type(n) is int and 0 <= n <= _MOST_TOKENS)
         except sqlite3.Error as exc:
             self._fail(exc)
         self.found += len(found)
@@ -125,7 +153,7 @@ class Store:
             self._db.execute("BEGIN IMMEDIATE")
             try:
                 self._db.executemany(
-                    "INSERT OR IGNORE INTO counts (encoding, digest, tokens) VALUES (?, ?, ?)",
+                    "INSERT OR REPLACE INTO counts (encoding, digest, tokens) VALUES (?, ?, ?)",
                     [(self.encoding, d, n) for d, n in rows])
                 self._db.execute("COMMIT")
             except BaseException:
@@ -162,4 +190,5 @@ def close_quietly(db: sqlite3.Connection | None) -> None:
 
 def open_store(encoding: str, path: Path | None = None) -> Store:
     """The store for `encoding` (a tokens.COUNT_VERSION-qualified name) at the default place."""
-    return Store(path or cache_dir() / FILENAME, encoding)
+    folder = cache_dir()
+    return Store(path or (folder / FILENAME if folder else None), encoding)

@@ -7,6 +7,7 @@ real user cache.
 from __future__ import annotations
 
 import json
+import os
 import sqlite3
 import subprocess
 import sys
@@ -155,3 +156,84 @@ def _env() -> dict[str, str]:
     root = str(Path(__file__).resolve().parent.parent)
     return {**os.environ, "PYTHONPATH": os.pathsep.join(
         p for p in (root, os.environ.get("PYTHONPATH")) if p)}
+
+
+def test_a_planted_count_is_counted_again_and_replaced(cache_dir, chat):
+    """Rows written by hand or another program (a negative count, text, a float) must not
+    make a CI gate pass: they are ignored, the text is counted, and the row replaced."""
+    truth = stats(chat, "gpt-4o", cache=False).tokens
+    stats(chat, "gpt-4o")  # fills the cache
+    db = sqlite3.connect(cache_dir / cache.FILENAME)
+    rows = db.execute("SELECT digest FROM counts").fetchall()
+    assert len(rows) > 3
+    for (digest,), bad in zip(rows, (-1_000_000, "many", 2.5, None), strict=False):
+        if bad is None:
+            continue
+        db.execute("UPDATE counts SET tokens = ? WHERE digest = ?", (bad, digest))
+    db.commit()
+    db.close()
+    assert stats(chat, "gpt-4o").tokens == truth
+    run = ctxpack("stats", str(chat), "--max-tokens", "100", "--model", "gpt-4o",
+                  env={"CTXPACK_CACHE_DIR": str(cache_dir)})
+    assert run.code == 1, run.err  # the gate still sees the transcript's real size
+    db = sqlite3.connect(cache_dir / cache.FILENAME)
+    counts = [n for (n,) in db.execute("SELECT tokens FROM counts")]
+    assert all(type(n) is int and n >= 0 for n in counts)
+
+
+@pytest.mark.skipif(sys.platform == "win32", reason="POSIX permissions")
+def test_the_caches_are_private_to_their_user(cache_dir, chat, tmp_path):
+    from ctxpack.compression.summarizers._stepcache import FILENAME, StepCache
+
+    cache_dir.mkdir(mode=0o755)  # made earlier, more open than it should be
+    stats(chat, "gpt-4o")
+    StepCache().close()
+    assert cache_dir.stat().st_mode & 0o777 == 0o700
+    for name in (cache.FILENAME, FILENAME):
+        assert (cache_dir / name).stat().st_mode & 0o777 == 0o600, name
+
+
+@pytest.mark.skipif(not hasattr(os, "geteuid") or os.geteuid() != 0,
+                    reason="making a folder another user's needs root")
+def test_a_cache_folder_of_another_user_is_not_used(cache_dir, chat):
+    from ctxpack.compression.summarizers._stepcache import StepCache
+
+    cache_dir.mkdir()
+    os.chown(cache_dir, 4242, 4242)
+    result = stats(chat, "gpt-4o")
+    assert result.counting["stored_new"] == 0 and "another user" in \
+        result.counting["store_problem"]
+    assert not (cache_dir / cache.FILENAME).exists()
+    steps = StepCache()
+    steps.put({"k": "* Step 1: planted"})
+    assert steps.get(["k"]) == {}
+
+
+def test_without_a_home_directory_nothing_is_kept(chat, monkeypatch, tmp_path):
+    """No shared folder in /tmp to fall back on, where another user could plant counts."""
+    import tempfile
+
+    monkeypatch.delenv("CTXPACK_CACHE_DIR", raising=False)
+    monkeypatch.delenv("XDG_CACHE_HOME", raising=False)
+    monkeypatch.setattr(Path, "home", classmethod(lambda cls: (_ for _ in ()).throw(
+        RuntimeError("Could not determine home directory."))))
+    monkeypatch.setattr(tempfile, "tempdir", str(tmp_path))
+    assert cache.cache_dir() is None
+    result = stats(chat, "gpt-4o")
+    assert result.tokens == stats(chat, "gpt-4o", cache=False).tokens
+    assert result.counting["stored_new"] == 0 and "no home directory" in \
+        result.counting["store_problem"]
+    assert list(tmp_path.iterdir()) == [chat]
+
+
+def test_a_planted_step_line_that_is_no_text_is_asked_for_again(cache_dir):
+    from ctxpack.compression.summarizers._stepcache import FILENAME, StepCache
+
+    steps = StepCache()
+    steps.put({"a": "* Step 1: ran make", "b": "* Step 2: ran tests"})
+    steps.close()
+    db = sqlite3.connect(cache_dir / FILENAME)
+    db.execute("UPDATE lines SET line = ? WHERE key = 'b'", (b"\x00binary",))
+    db.commit()
+    db.close()
+    assert StepCache().get(["a", "b"]) == {"a": "* Step 1: ran make"}

@@ -4,18 +4,18 @@ new steps.
 A line is stored under the sha256 of what produced it: the prompt's version, the
 model, the endpoint and the step's text as sent (redacted, unless redaction was
 off). It sits beside the token cache (`ctxpack.cache.cache_dir`, readable by its
-owner only); a store that cannot be opened, read or written is dropped silently.
+owner only, and none without a home directory); a store that cannot be opened, read
+or written is dropped silently.
 """
 
 from __future__ import annotations
 
 import hashlib
-import os
 import sqlite3
 import threading
 from pathlib import Path
 
-from ...cache import cache_dir, close_quietly
+from ...cache import cache_dir, close_quietly, private_file
 
 FILENAME = "step-summaries.sqlite"
 _SCHEMA = "CREATE TABLE IF NOT EXISTS lines (key TEXT PRIMARY KEY, line TEXT NOT NULL)"
@@ -34,14 +34,13 @@ class StepCache:
         self._lock = threading.Lock()
         if not enabled:
             return
-        path = path or cache_dir() / FILENAME
+        folder = cache_dir()
+        path = path or (folder / FILENAME if folder else None)
+        if path is None:
+            return
         try:
-            path.parent.mkdir(parents=True, exist_ok=True)
-            fresh = not path.exists()
-            db = sqlite3.connect(path, timeout=1, isolation_level=None,
+            db = sqlite3.connect(private_file(path), timeout=1, isolation_level=None,
                                  check_same_thread=False)
-            if fresh:
-                os.chmod(path, 0o600)  # lines tell what the steps did
             db.execute(_SCHEMA)
             self._db = db
         except (sqlite3.Error, OSError):
@@ -54,8 +53,9 @@ class StepCache:
                 chunk = keys[i : i + 500]
                 sql = f"SELECT key, line FROM lines WHERE key IN ({','.join('?' * len(chunk))})"
                 try:
-                    if self._db is not None:
-                        found.update(self._db.execute(sql, chunk).fetchall())
+                    if self._db is not None:  # a line is text, or it is asked for again
+                        found.update((k, line) for k, line in self._db.execute(sql, chunk)
+                                     if isinstance(line, str) and line.strip())
                 except sqlite3.Error:
                     self._drop()
         return found
