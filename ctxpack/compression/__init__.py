@@ -160,7 +160,7 @@ def compress(source: list[dict[str, Any]] | Transcript | PathOrFile, *,
             made = _made(given, options, strip=True)
             return [orjson.loads(line) for line in made.lines], made.report
         plan = run(given, options)
-        return records_out(plan), report(given.transcript, [plan], Archiver(enabled=False),
+        return records_out(plan, now_iso()), report(given.transcript, [plan], Archiver(enabled=False),
                                          given.counter)
     if isinstance(source, Transcript):
         made = _made(of_transcript(source, model, table), options)

@@ -110,11 +110,11 @@ def output(plan: Plan, archiver: Archiver, now: str, strip: bool = False) -> Ite
     yield from (finish(line) for line in _lines(after, done, archiver))
 
 
-def records_out(plan: Plan) -> list[Any]:
+def records_out(plan: Plan, now: str) -> list[Any]:
     """The compressed records as values, without `ctxpack` objects (and so without the
     archive): for records that were given as values (see `ParsedRecords`)."""
     records = plan.read.transcript.records
-    done = rewrite(plan, Archiver(enabled=False), now="")
+    done = rewrite(plan, Archiver(enabled=False), now)
 
     def bare(n: int) -> Any:
         value = done.edited.get(n) or _data(records, n)

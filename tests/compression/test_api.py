@@ -10,12 +10,12 @@ import pytest
 import ctxpack
 from ctxpack.compression import compress_file
 from ctxpack.compression.settings import Options
-from ctxpack.errors import UsageError
+from ctxpack.errors import CannotFit, UsageError
 from ctxpack.loader import load
 from ctxpack.undo import restore
 
-from ..conftest import SAMPLES
-from .transcripts import agent_run, fitted
+from ..conftest import SAMPLES, corpus_params
+from .transcripts import agent_run, fitted, tokens
 
 
 def test_the_library_takes_message_dicts_and_gives_api_ready_ones_back() -> None:
@@ -100,3 +100,27 @@ def test_the_garbage_collector_is_set_back_however_the_output_is_read() -> None:
         assert not gc.isenabled()
     finally:
         gc.enable()
+
+
+@pytest.mark.parametrize("path", [
+    *(pytest.param(p, id=p.name) for p in sorted(SAMPLES.glob("*.jsonl"))),
+    *corpus_params("claude-code", "codex", "anthropic-messages"),
+])
+def test_a_list_of_records_comes_back_as_the_command_line_writes_it_stripped(
+        path, monkeypatch: pytest.MonkeyPatch) -> None:
+    """`ctxpack.compress(records)` plans and writes on values, the command line on the
+    file's lines: with the time pinned, the records are the same, every field of the
+    records compress writes (their time stamps, ids and links) included."""
+    monkeypatch.setenv("SOURCE_DATE_EPOCH", "1795000000")
+    records = [orjson.loads(line) for line in path.read_bytes().splitlines() if line.strip()]
+    if load(path).format in ("openai-conversations", "json-messages"):
+        pytest.skip("records that hold whole conversations are compared in test_documents")
+    options = {"budget": max(1, tokens(path) // 2)}
+    try:
+        written = compress_file(path, Options(**options), strip_metadata=True).lines
+    except CannotFit:
+        with pytest.raises(CannotFit):
+            ctxpack.compress(records, **options)
+        return
+    out, _ = ctxpack.compress(records, **options)
+    assert out == [orjson.loads(line) for line in written if line.strip()]
