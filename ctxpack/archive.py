@@ -9,8 +9,11 @@ content-addressed `--archive-dir`. `ctxpack.restore` swaps each group back for i
 from __future__ import annotations
 
 import base64
+import errno
 import hashlib
 import os
+import re
+import stat
 import tempfile
 import zlib
 from collections import deque
@@ -31,6 +34,9 @@ MARK = b'"ctxpack"'  # a line without it was not written by compress: no need to
 BIG = 1 << 20  # a line this long is parsed without its inline archive's text (see meta_of)
 DATA = b'"encoding":"zlib+base64","data":"'  # how compress writes an inline archive's text
 VERSION = 1
+SHA256 = re.compile(r"[0-9a-f]{64}")  # what names an archived original: its content
+_NOFOLLOW = getattr(os, "O_NOFOLLOW", 0)
+_NONBLOCK = getattr(os, "O_NONBLOCK", 0)
 
 
 PIECE = 3 << 20  # compressed bytes read back from a spool at a time
@@ -249,19 +255,30 @@ def unpack_pieces(ref: dict[str, Any], where: str, folder: str | None = None,
     """The original bytes an `archive` object stands for, in pieces; the sha256 is
     checked once all are out, so a consumer must not keep them before the end.
 
-    An original kept in a folder is looked for in `folder` if given, else in the folder
-    the archive names, and, if that is a relative path not found from here, in that
-    path from `near` (the compressed file's folder: compress may have run there)."""
-    sha = ref.get("sha256")
+    The archive is trusted no further than it can be checked: its sha256 must be one,
+    and the original stops at the size it records (an archive that expands past it was
+    crafted or damaged). An original kept in a folder is looked for in `folder` if given,
+    else in the folder the archive names, and, if that is a relative path not found from
+    here, in that path from `near` (the compressed file's folder: compress may have run
+    there); only a regular file of that folder, named by its sha256, is read."""
+    sha, size = ref.get("sha256"), ref.get("bytes")
     if ref.get("dropped"):
         raise InputError(where, None, "the original was not archived (compressed with "
                          "--no-archive); it cannot be restored")
+    if not isinstance(sha, str) or not SHA256.fullmatch(sha) or type(size) is not int \
+            or size < 0:
+        raise InputError(where, None, "the archive is damaged (no sha256 and size)")
     digest = hashlib.sha256()
-    for piece in _inline(ref, where) if ref.get("inline") else _stored(ref, where, folder,
-                                                                         near):
+    left = size
+    for piece in _inline(ref, where) if ref.get("inline") else _stored(sha, size, where,
+                                                                         ref, folder, near):
+        left -= len(piece)
+        if left < 0:
+            raise InputError(where, None, f"the archive holds more than the {size:,} bytes "
+                             "it records (crafted or damaged); nothing was restored")
         digest.update(piece)
         yield piece
-    if digest.hexdigest() != sha:
+    if left or digest.hexdigest() != sha:
         raise InputError(where, None, "archived original does not match its sha256")
 
 
@@ -278,29 +295,34 @@ def _inline(ref: dict[str, Any], where: str) -> Iterator[bytes]:
         raise InputError(where, None, "the inline archive is damaged") from None
 
 
-def _stored(ref: dict[str, Any], where: str, folder: str | None,
+def _stored(sha: str, size: int, where: str, ref: dict[str, Any], folder: str | None,
             near: str | None) -> Iterator[bytes]:
-    sha = ref.get("sha256")
     base = folder or ref.get("dir")
-    if not isinstance(base, str) or not isinstance(sha, str):
+    if not isinstance(base, str):
         raise InputError(where, None, "the archive names no folder; pass --archive-dir")
     bases = [base]
     if not folder and near is not None and not os.path.isabs(base) \
             and os.path.abspath(base) != os.path.abspath(os.path.join(near, base)):
         bases.append(os.path.join(near, base))
-    blob = None
+    fd = None
     for base in bases:
-        try:
-            blob = open(blob_path(base, sha), "rb")  # noqa: SIM115 - closed below
+        try:  # not a link, and never waiting on a pipe: a regular file, or nothing
+            fd = os.open(blob_path(base, sha), os.O_RDONLY | _NOFOLLOW | _NONBLOCK)
             break
-        except OSError:
-            continue
-    if blob is None:
+        except OSError as exc:
+            if exc.errno == errno.ELOOP:
+                raise InputError(where, None, f"archived original {sha[:12]} is a link, "
+                                 "not a file") from None
+    if fd is None:
         raise UsageError(f"{where}: archived original {sha[:12]} not found in "
                          f"{' nor in '.join(bases)}",
                          "pass the --archive-dir it was compressed with")
-    with blob:
-        while piece := blob.read(OUT):
+    with os.fdopen(fd, "rb") as blob:
+        if not stat.S_ISREG(os.fstat(fd).st_mode):
+            raise InputError(where, None, f"archived original {sha[:12]} is not a file")
+        left = size + 1  # one byte more tells a file longer than recorded
+        while left and (piece := blob.read(min(OUT, left))):
+            left -= len(piece)
             yield piece
 
 

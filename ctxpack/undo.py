@@ -14,7 +14,7 @@ import tempfile
 from collections.abc import Iterable, Iterator
 from contextlib import contextmanager
 from itertools import chain
-from typing import IO, TYPE_CHECKING, Any
+from typing import IO, TYPE_CHECKING, Any, overload
 
 import orjson
 
@@ -26,6 +26,11 @@ if TYPE_CHECKING:
     from .loader import PathOrFile
 
 MAX_LAYERS = 64  # a transcript compressed again and again nests its archives
+# What restore may write, in times the bytes it was given (the input, and the originals
+# read from an archive folder, which are there already): zlib gives back at most about
+# 1,000 times what it holds, so a real transcript stays far below, while nested inline
+# archives crafted to expand (a zip bomb) stop here.
+MAX_GROWTH = 2000
 ITEM = MARK + b':{"id":"'  # how the `ctxpack` object of a line compress wrote begins
 
 Group = list[tuple[int, bytes, dict[str, Any]]]  # (line number, raw line, its meta)
@@ -55,25 +60,50 @@ class Restored:
         return b"".join(self.chunks())
 
 
+@overload
+def restore(source: PathOrFile | list[bytes], *, only: str | None = ...,
+            archive_dir: str | None = ..., output: None = ...,
+            max_growth: int = ...) -> bytes: ...
+@overload
+def restore(source: PathOrFile | list[bytes], *, only: str | None = ...,
+            archive_dir: str | None = ..., output: PathOrFile,
+            max_growth: int = ...) -> None: ...
+
+
 def restore(source: PathOrFile | list[bytes], *, only: str | None = None,
-            archive_dir: str | None = None) -> bytes:
-    """The original of a compressed transcript (a file, `-`, or its lines), byte for byte."""
-    with restoring(source, only=only, folder=archive_dir) as restored:
-        return restored.read()
+            archive_dir: str | None = None, output: PathOrFile | None = None,
+            max_growth: int = MAX_GROWTH) -> bytes | None:
+    """The original of a compressed transcript (a file, `-`, or its lines), byte for byte;
+    with `output` (a path, written atomically, or a binary file), written there as it is
+    read instead of returned, never held in memory whole."""
+    with restoring(source, only=only, folder=archive_dir, max_growth=max_growth) as restored:
+        if output is None:
+            return restored.read()
+        if hasattr(output, "write"):
+            for chunk in restored.chunks():
+                output.write(chunk)
+        else:
+            from .jsonl import write_atomic
+
+            write_atomic(os.fspath(output), restored.chunks())
+        return None
 
 
 @contextmanager
 def restoring(source: PathOrFile | list[bytes], *, only: str | None = None,
-              folder: str | None = None) -> Iterator[Restored]:
+              folder: str | None = None, max_growth: int = MAX_GROWTH) -> Iterator[Restored]:
     """Restore `source`; what it gives is readable until the `with` block ends.
 
     Without `only`, every layer comes off: a transcript compressed twice comes back
     as it was before the first compress. With `only`, one item of the top layer is
-    expanded (with the lines that go with it) and the rest stays compressed.
+    expanded (with the lines that go with it) and the rest stays compressed. No layer
+    may come to more than `max_growth` times the bytes given (see MAX_GROWTH).
     """
     src = _opened(source)
     near = _folder_of(source)
     spool: IO[bytes] | None = None
+    given = _Given(src.size if src.size is not None else _size_of(src.stream), max_growth,
+                   src.name)
     try:
         wanted = None
         if only is not None:
@@ -88,8 +118,8 @@ def restoring(source: PathOrFile | list[bytes], *, only: str | None = None,
             current.seek(0)
             out = tempfile.TemporaryFile()  # noqa: SIM115 - closed here or as `spool`
             try:
-                expanded, more = _pass(current, src.size if spool is None else None, out,
-                                       src.name, wanted, folder, near)
+                expanded, more = _pass(current, src.size if spool is None else None,
+                                       _Bounded(out, given), src.name, wanted, folder, near)
             except BaseException:
                 out.close()
                 raise
@@ -112,6 +142,50 @@ def restoring(source: PathOrFile | list[bytes], *, only: str | None = None,
         src.close()
 
 
+class _Given:
+    """The bytes a restore was given, and so how much it may write: the input, and each
+    original read from an archive folder (they are on disk already, not expanded)."""
+
+    def __init__(self, size: int, growth: int, name: str) -> None:
+        self.size = size
+        self.growth = growth
+        self.name = name
+
+    @property
+    def most(self) -> int:
+        return self.growth * max(self.size, 1)
+
+
+class _Bounded:
+    """A layer's output, which stops the restore once it passes what `given` allows."""
+
+    def __init__(self, out: IO[bytes], given: _Given) -> None:
+        self.out = out
+        self.given = given
+        self.written = 0
+
+    def write(self, data: bytes) -> None:
+        self.written += len(data)
+        if self.written > self.given.most:
+            raise InputError(self.given.name, None,
+                             f"restoring it would write more than {self.given.growth:,} times "
+                             "the bytes it holds (nested archives crafted to expand, or "
+                             "damaged); nothing was written",
+                             f"if you trust it, pass --max-growth {self.given.growth * 10}")
+        self.out.write(data)
+
+    def writelines(self, lines: Iterable[bytes]) -> None:
+        for line in lines:
+            self.write(line)
+
+
+def _size_of(stream: IO[bytes]) -> int:
+    at = stream.tell()
+    size = stream.seek(0, os.SEEK_END)
+    stream.seek(at)
+    return size
+
+
 def _opened(source: PathOrFile | list[bytes]) -> Source:
     if isinstance(source, list):
         return Source(io.BytesIO(b"".join(source)), "<lines>", None, True)
@@ -126,7 +200,7 @@ def _folder_of(source: PathOrFile | list[bytes]) -> str | None:
     return None
 
 
-def _pass(stream: IO[bytes], limit: int | None, out: IO[bytes], path: str,
+def _pass(stream: IO[bytes], limit: int | None, out: _Bounded, path: str,
           wanted: set[str] | None, folder: str | None,
           near: str | None) -> tuple[int, bool]:
     """Take one layer off `stream` into `out` (only the `wanted` items, if given): (items
@@ -136,7 +210,7 @@ def _pass(stream: IO[bytes], limit: int | None, out: IO[bytes], path: str,
         if wanted is not None and doc["id"] not in wanted:
             out.writelines(lines)
             return 0, False
-        return 1, _write_marked(unpack_pieces(doc["archive"], f"{path}:1", folder, near),
+        return 1, _write_marked(_unpacked(doc["archive"], f"{path}:1", folder, near, out),
                                 out)
     expanded = 0
     more = False
@@ -178,7 +252,7 @@ def _together(only: str, metas: list[dict[str, Any]]) -> set[str]:
 
 
 def _expand(group: Group, path: str, wanted: set[str] | None, folder: str | None,
-            near: str | None, out: IO[bytes]) -> tuple[int, bool]:
+            near: str | None, out: _Bounded) -> tuple[int, bool]:
     """Write the original of one group of lines, or the lines themselves if it is not
     `wanted`: (1 if expanded else 0, whether what was written may hold items)."""
     first, _, meta = group[0]
@@ -190,10 +264,21 @@ def _expand(group: Group, path: str, wanted: set[str] | None, folder: str | None
         raise InputError(path, first, f"compressed item {meta['id']} is incomplete or damaged "
                          "(lines were added, removed or reordered)")
     n, head = heads[0]
-    return 1, _write_marked(unpack_pieces(head["archive"], f"{path}:{n}", folder, near), out)
+    return 1, _write_marked(_unpacked(head["archive"], f"{path}:{n}", folder, near, out), out)
 
 
-def _write_marked(pieces: Iterable[bytes], out: IO[bytes]) -> bool:
+def _unpacked(ref: Any, where: str, folder: str | None, near: str | None,
+              out: _Bounded) -> Iterator[bytes]:
+    """The original of an archive; one read from a folder adds to what the restore was
+    given (it is checked to be the size it records as it is read)."""
+    if not isinstance(ref, dict):
+        raise InputError(where, None, "the archive is damaged")
+    if not ref.get("inline") and type(ref.get("bytes")) is int and ref["bytes"] > 0:
+        out.given.size += ref["bytes"]
+    return unpack_pieces(ref, where, folder, near)
+
+
+def _write_marked(pieces: Iterable[bytes], out: _Bounded) -> bool:
     """Write `pieces`; whether they hold MARK (and so, maybe, items of an earlier layer)."""
     found = False
     tail = b""  # MARK may straddle two pieces
@@ -263,12 +348,14 @@ def items(source: PathOrFile | Source) -> list[tuple[str, str, int, str]]:
         ref = meta["archive"]
         where = "inline" if ref.get("inline") else "dropped" if ref.get("dropped") \
             else f"in {ref.get('dir')}"
-        what = f"{ref.get('bytes', 0):,} bytes {where}"
-        if meta.get("kind") == "archived_summary":
-            span = meta.get("range") or {}
+        size = ref.get("bytes")
+        what = f"{size:,} bytes {where}" if type(size) is int else f"? bytes {where}"
+        span, done = meta.get("range"), meta.get("items")
+        if meta.get("kind") == "archived_summary" and isinstance(span, dict):
             what = f"messages {span.get('start')}–{span.get('end')}, {what}"
-        elif meta.get("items"):
-            actions = sorted({str(i.get("action")) for i in meta["items"]})
+        elif isinstance(done, list) and done:
+            actions = sorted({str(i.get("action") if isinstance(i, dict) else "?")
+                              for i in done})
             what = f"{'+'.join(actions)}, {what}"
         out.append((meta["id"], str(meta.get("kind")), number, what))
     return out

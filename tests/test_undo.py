@@ -95,7 +95,7 @@ def test_a_long_line_is_read_without_parsing_its_archive_text() -> None:
 def test_a_decoy_of_the_archive_shape_falls_back_to_a_full_parse() -> None:
     data = base64.b64encode(zlib.compress(b"original")).decode()
     decoy = {"encoding": "zlib+base64", "data": "not it"}  # real JSON, before the archive
-    ref = {"sha256": hashlib.sha256(b"original").hexdigest(), "inline": True,
+    ref = {"sha256": hashlib.sha256(b"original").hexdigest(), "bytes": 8, "inline": True,
            "encoding": "zlib+base64", "data": data}
     line = orjson.dumps({"result": decoy, "ctxpack": {"id": "o-1", "archive": ref}})
     meta = archive.meta_of(line + b" " * archive.BIG)
@@ -196,3 +196,110 @@ def test_nothing_to_restore_is_given_back_as_it_is(tmp_path: Path, data: bytes) 
         assert "nothing to restore" in run.err
         assert ("<stdin>" if piped is not None else str(path)) in run.err
     assert ctxpack("restore", str(path), "--list").out == ""
+
+
+# -- a compressed file from a stranger ------------------------------------------------------
+
+def crafted_line(original: bytes, ref: dict | None = None, n: int = 1) -> bytes:
+    """A line as compress writes one, whose inline archive holds `original` (its sha256 and
+    size correct: whoever crafts a file can compute them), or whose archive is `ref`."""
+    ref = ref or {"sha256": hashlib.sha256(original).hexdigest(), "bytes": len(original),
+                  "inline": True, "encoding": "zlib+base64",
+                  "data": base64.b64encode(zlib.compress(original, 9)).decode()}
+    return orjson.dumps({"role": "tool", "tool_call_id": "call_1", "content": "[masked]",
+                         "ctxpack": {"id": f"o-{n:010d}", "kind": "observations",
+                                     "version": 1, "lines": 1, "archive": ref}}) + b"\n"
+
+
+def bomb(tmp_path: Path) -> tuple[Path, int]:
+    """Two nested inline archives of 30 MB of one byte: a 1 KB file, some 30,000 times
+    that restored."""
+    inner = crafted_line(b"\n" * 30_000_000, n=1)
+    path = tmp_path / "bomb.jsonl"
+    path.write_bytes(crafted_line(inner, n=2))
+    return path, 30_000_000
+
+
+def test_nested_archives_crafted_to_expand_stop_at_the_growth_limit(tmp_path: Path) -> None:
+    path, size = bomb(tmp_path)
+    assert path.stat().st_size * 2000 < size
+    out = tmp_path / "out.jsonl"
+    run = ctxpack("restore", str(path), "-o", str(out))
+    assert_clean_error(run, 2, "more than 2,000 times", "--max-growth")
+    assert not out.exists() and list(tmp_path.iterdir()) == [path]
+    with pytest.raises(Exception, match="more than 2,000 times"):
+        restore(path)
+    trusted = ctxpack("restore", str(path), "-o", str(out), "--max-growth", "100000")
+    assert trusted.code == 0, trusted.err
+    assert out.stat().st_size == size
+
+
+@pytest.mark.parametrize("name", ["/dev/zero", "../../../../dev/zero", "0" * 63 + "/"])
+def test_an_archive_reference_is_a_content_address_and_nothing_else(tmp_path: Path,
+                                                                     name: str) -> None:
+    ref = {"sha256": name, "bytes": 10, "inline": False, "dir": str(tmp_path)}
+    path = tmp_path / "odd.jsonl"
+    path.write_bytes(crafted_line(b"", ref))
+    run = ctxpack("restore", str(path), "-o", str(tmp_path / "out.jsonl"))
+    assert_clean_error(run, 2, "archive is damaged")
+    assert not (tmp_path / "out.jsonl").exists()
+
+
+@pytest.mark.skipif(not hasattr(os, "mkfifo"), reason="POSIX FIFOs")
+@pytest.mark.parametrize("kind", ["fifo", "link", "longer"])
+def test_only_a_regular_file_of_the_recorded_size_is_read_from_the_folder(
+        tmp_path: Path, kind: str) -> None:
+    original = b"the original line\n"
+    sha = hashlib.sha256(original).hexdigest()
+    blob = archive.blob_path(tmp_path / "arch", sha)
+    blob.parent.mkdir(parents=True)
+    if kind == "fifo":
+        os.mkfifo(blob)  # opening it to read would wait for a writer for ever
+    elif kind == "link":
+        blob.symlink_to("/dev/zero")
+    else:
+        blob.write_bytes(original + b"and more the record does not know of\n")
+    ref = {"sha256": sha, "bytes": len(original), "inline": False, "dir": str(tmp_path / "arch")}
+    path = tmp_path / "stored.jsonl"
+    path.write_bytes(crafted_line(b"", ref))
+    start = time.monotonic()
+    run = ctxpack("restore", str(path), "-o", str(tmp_path / "out.jsonl"))
+    fragment = {"fifo": "not a file", "link": "is a link", "longer": "more than the 18 bytes"}
+    assert_clean_error(run, 2, fragment[kind])
+    assert time.monotonic() - start < 60 and not (tmp_path / "out.jsonl").exists()
+
+
+def test_an_inline_archive_longer_than_it_records_is_refused(tmp_path: Path) -> None:
+    original = b"x" * 1000
+    ref = {"sha256": hashlib.sha256(original).hexdigest(), "bytes": 10, "inline": True,
+           "encoding": "zlib+base64", "data": base64.b64encode(zlib.compress(original)).decode()}
+    path = tmp_path / "long.jsonl"
+    path.write_bytes(crafted_line(b"", ref))
+    with pytest.raises(Exception, match="more than the 10 bytes it records"):
+        restore(path)
+
+
+def test_restore_streams_to_a_file_without_returning_it(tmp_path: Path) -> None:
+    compressed = tmp_path / "c.jsonl"
+    compressed.write_bytes(compress_file(CHAT, Options(budget=fitted(CHAT) // 2)).data)
+    out = tmp_path / "restored.jsonl"
+    assert restore_fn(compressed, output=out) is None
+    assert out.read_bytes() == CHAT.read_bytes()
+    with open(tmp_path / "again.jsonl", "wb") as f:
+        restore_fn(compressed, output=f)
+    assert (tmp_path / "again.jsonl").read_bytes() == CHAT.read_bytes()
+    bad, _ = bomb(tmp_path)
+    with pytest.raises(Exception, match="growth|times"):
+        restore_fn(bad, output=tmp_path / "never.jsonl")
+    assert not (tmp_path / "never.jsonl").exists()
+
+
+def test_listing_odd_metadata_lists_what_it_can(tmp_path: Path) -> None:
+    ref = {"sha256": "0" * 64, "bytes": "lots", "inline": True, "data": ""}
+    line = orjson.loads(crafted_line(b"", ref))
+    line["ctxpack"]["items"] = [1, {"action": "masked"}]
+    path = tmp_path / "odd.jsonl"
+    path.write_bytes(orjson.dumps(line) + b"\n")
+    run = ctxpack("restore", "--list", str(path))
+    assert run.code == 0, run.err
+    assert run.out.split("\t")[0] == "o-0000000001" and "? bytes inline" in run.out

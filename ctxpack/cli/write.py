@@ -189,9 +189,13 @@ def restore(
         "--list", help="List the compressed items (id, kind, line) instead of restoring.")]
     = False,
     archive_dir: ArchiveFromOpt = None,
+    max_growth: Annotated[int | None, typer.Option(
+        "--max-growth", metavar="N", min=1,
+        help="Refuse to write more than N times the bytes given (default 2000: far above "
+        "what compress makes; archives crafted to expand stop there).")] = None,
 ) -> None:
     """Undo compress: give back the original transcript, byte for byte."""
-    from ..undo import items, restoring
+    from ..undo import MAX_GROWTH, items, restoring
 
     dest = _destination(file, output, in_place, force)
     if list_:
@@ -199,7 +203,8 @@ def restore(
             print("\t".join(str(x) for x in item))
         return
     seen = os.stat(file) if in_place else None
-    with restoring(file, only=only, folder=archive_dir) as restored:
+    with restoring(file, only=only, folder=archive_dir,
+                   max_growth=max_growth or MAX_GROWTH) as restored:
         if restored.layers == 0:
             warn(f"{restored.name}: nothing to restore (no ctxpack items); writing it unchanged")
         _write_result(dest, file, restored.chunks(), seen)
