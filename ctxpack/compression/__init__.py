@@ -160,8 +160,8 @@ def compress(source: list[dict[str, Any]] | Transcript | PathOrFile, *,
             made = _made(given, options, strip=True)
             return [orjson.loads(line) for line in made.lines], made.report
         plan = run(given, options)
-        return records_out(plan, now_iso()), report(given.transcript, [plan], Archiver(enabled=False),
-                                         given.counter)
+        made_report = report(given.transcript, [plan], Archiver(enabled=False), given.counter)
+        return records_out(plan, now_iso()), made_report
     if isinstance(source, Transcript):
         made = _made(of_transcript(source, model, table), options)
         compressed = load(io.BytesIO(made.data), source.format)

@@ -14,7 +14,7 @@ from itertools import accumulate, compress, islice
 from operator import add, eq
 
 from ..errors import UsageError
-from ..settings import TRUNCATE_MODES
+from ..settings import SETTINGS, TRUNCATE_MODES
 from .failures import error_spans
 
 MODES = TRUNCATE_MODES  # what the truncate_mode setting may be
@@ -28,12 +28,13 @@ Count = Callable[[str], int]
 
 @dataclass(frozen=True, slots=True)
 class Limits:
-    """How big one tool output may be; None switches a kind of limit off."""
+    """How big one tool output may be; None switches a kind of limit off. The defaults
+    are the settings' (ctxpack.settings), which allow no limit to be off."""
 
-    max_lines: int | None = 300
-    max_bytes: int | None = 30_000  # UTF-8 bytes
-    max_tokens: int | None = 6_000
-    mode: str = "head_tail"  # one of MODES
+    max_lines: int | None = SETTINGS["max_lines"].default
+    max_bytes: int | None = SETTINGS["max_bytes"].default  # UTF-8 bytes
+    max_tokens: int | None = SETTINGS["max_tokens"].default
+    mode: str = SETTINGS["truncate_mode"].default  # one of MODES
 
     def __post_init__(self) -> None:
         if self.mode not in MODES:

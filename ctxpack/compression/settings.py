@@ -17,10 +17,6 @@ LIMITS = {"max_lines": "max_lines", "max_bytes": "max_bytes", "max_tokens": "max
           "truncate_mode": "mode"}
 
 
-def _default_limits() -> Limits:
-    return Limits(**{attr: SETTINGS[name].default for name, attr in LIMITS.items()})
-
-
 def _fields() -> list[tuple[str, Any, Any]]:
     """Options' fields in the table's order, `limits` where its first setting is."""
     out: list[tuple[str, Any, Any]] = []
@@ -29,7 +25,7 @@ def _fields() -> list[tuple[str, Any, Any]]:
             kind = s.kind if s.default is not None else s.kind | None
             out.append((s.name, kind, field(default=s.default)))
         elif not any(name == "limits" for name, _, _ in out):
-            out.append(("limits", Limits, field(default_factory=_default_limits)))
+            out.append(("limits", Limits, field(default_factory=Limits)))
     return out
 
 
@@ -49,7 +45,7 @@ def _check(self: Options) -> None:
 Options = make_dataclass(
     "Options", _fields(), frozen=True, slots=True,
     namespace={"__module__": __name__, "__post_init__": _check,
-               "__doc__": "Every knob of the pipeline (see ctxpack.settings); each step can "
+               "__doc__": "Every knob of the pipeline (see ctxpack.settings); each stage can "
                           "be turned off."})
 
 
