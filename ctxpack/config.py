@@ -1,10 +1,11 @@
-"""Configuration, resolved once: defaults, then the config file, then CTXPACK_* env vars.
+"""Configuration files: where the one that applies is found, and what it may set.
 
 The file is `--config`, else `$CTXPACK_CONFIG`, else `./ctxpack.yaml`, else
 `ctxpack/config.yaml` in the user config directory. Unknown keys are errors that
 name every one of them together. A `ctxpack.yaml` found in the working directory came
 with it as often as not (a checked-out repository): what it sets that would send data
-off the machine or weaken protection is ignored, and the config says so.
+off the machine or weaken protection is ignored, and the config says so. The command
+line puts CTXPACK_* variables and flags over what the file sets (cli.write).
 """
 
 from __future__ import annotations

@@ -66,6 +66,6 @@ def test_the_compress_tests_mirror_its_modules():
         assert test.name in whole or module.is_file(), f"{test} mirrors no module"
     table = README.split("| stage | module |", 1)[1].split("\n\n", 1)[0]
     named = set(re.findall(r"`(\w+)\.py`", table))
-    assert {"truncation", "masking", "summarizing", "limit", "rewriting"} <= named
+    assert {"truncation", "masking", "summarizing", "limiting", "rewriting"} <= named
     for name in named:
         assert (tests / f"test_{name}.py").is_file(), f"{name}.py has no tests of its own"

@@ -25,7 +25,7 @@ from ..workers import Workers, collector_paused
 from .pipeline import run
 from .plan import Plan
 from .reading import WHOLE_RECORDS, Input, Opened, of_transcript, read
-from .report import Report, report
+from .report import Report, report_of
 from .settings import Options
 from .summary import likely_texts
 
@@ -124,10 +124,10 @@ def _made(given: Input, options: Options, strip: bool = False, dry_run: bool = F
             given.transcript, lambda indexes, item: run(given.part(indexes, item), options,
                                                         dry_run=dry_run, cache=cache),
             archiver, now_iso(), strip)
-        return Compressed(report(given.transcript, plans, archiver, given.counter), lines)
+        return Compressed(report_of(given.transcript, plans, archiver, given.counter), lines)
     given.facts.start(likely_texts(Plan(given, options)), len, AHEAD_TASK, AHEAD_CHARS)
     plan = run(given, options, dry_run=dry_run, cache=cache)
-    return Compressed(report(given.transcript, [plan], archiver, given.counter),
+    return Compressed(report_of(given.transcript, [plan], archiver, given.counter),
                       output(plan, archiver, now_iso(), strip))
 
 
@@ -160,7 +160,7 @@ def compress(source: list[dict[str, Any]] | Transcript | PathOrFile, *,
             made = _made(given, options, strip=True)
             return [orjson.loads(line) for line in made.lines], made.report
         plan = run(given, options)
-        made_report = report(given.transcript, [plan], Archiver(enabled=False), given.counter)
+        made_report = report_of(given.transcript, [plan], Archiver(enabled=False), given.counter)
         return records_out(plan, now_iso()), made_report
     if isinstance(source, Transcript):
         made = _made(of_transcript(source, model, table), options)

@@ -98,17 +98,17 @@ def _new_list(items: list[Any], plan: Plan) -> list[Any]:
 
 
 def _meta(plan: Plan, archiver: Archiver, raw: bytes, now: str) -> dict[str, Any]:
-    return document_meta(plan.read.item or "", "conversation", now, [_summary(plan)], raw,
+    return document_meta(plan.read.item or "", "conversation", now, [_changes(plan)], raw,
                          archiver)
 
 
 def _meta_document(plans: list[Plan], archiver: Archiver, raw: bytes,
                    now: str) -> dict[str, Any]:
-    done = [_summary(p) for p in plans if p.changed]
+    done = [_changes(p) for p in plans if p.changed]
     return document_meta(plans[0].read.item or "", "document", now, done, raw, archiver)
 
 
-def _summary(plan: Plan) -> dict[str, Any]:
+def _changes(plan: Plan) -> dict[str, Any]:
     """What changed in one conversation, for the record's `ctxpack` object."""
     s = plan.summary
     n = len(plan.read.messages)

@@ -4,7 +4,7 @@
 Each stage reads the plan and returns its `Edits`; `apply` makes the next plan and notes
 what the stage did. A stage runs when its setting is on and the plan needs it. Whatever
 the stages did, the plan must fit the limit in the end, or compress stops
-(`limit.check_fits`).
+(`limiting.check_fits`).
 """
 
 from __future__ import annotations
@@ -12,7 +12,7 @@ from __future__ import annotations
 from collections.abc import Callable
 from dataclasses import dataclass
 
-from .limit import check_fits, limit
+from .limiting import check_fits, limit
 from .masking import mask
 from .plan import Edits, Plan, apply
 from .reading import Input

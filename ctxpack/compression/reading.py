@@ -29,7 +29,7 @@ from .cutting import line_count, utf8_size
 from .facts import Facts, extract_all
 from .failures import looks_failed
 from .masking import is_masked, masked_failure
-from .units import Unit, cuts, head_end, units
+from .units import Unit, cuts, head_end, units_of
 
 WINDOW = 64 << 20  # characters of tool output kept whole, the newest
 WHOLE_RECORDS = ("json-messages", "openai-conversations")  # a record holds conversations
@@ -90,7 +90,7 @@ class Input:
 
     @cached_property
     def _units(self) -> list[Unit]:
-        return units(self.messages, self.cuts, 0)
+        return units_of(self.messages, self.cuts, 0)
 
     def units(self, start: int = 0) -> list[Unit]:
         """The units from `start` (an allowed cut) on."""

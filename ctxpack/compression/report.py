@@ -10,7 +10,7 @@ from typing import Any
 from ..archive import Archiver
 from ..transcript import Transcript
 from .plan import Plan, StageReport
-from .summary import audit
+from .summary import retention_of
 
 REPORT_VERSION = 2  # 2: `steps` became `stages`, and the limit and llm stages have rows
 
@@ -47,7 +47,7 @@ class Report:
         return asdict(self)
 
 
-def report(t: Transcript, plans: list[Plan], archiver: Archiver, counter: Any) -> Report:
+def report_of(t: Transcript, plans: list[Plan], archiver: Archiver, counter: Any) -> Report:
     """One report over the plans of a file's conversations."""
     first = plans[0] if plans else None
     removed = sum(s.end - s.start - (0 if s.merged else 1) for p in plans
@@ -87,7 +87,7 @@ def _summaries(plans: list[Plan]) -> dict[str, Any] | None:
         return None
     retention: dict[str, dict[str, Any]] = {}
     for s in done:
-        for name, r in audit(s).items():
+        for name, r in retention_of(s).items():
             total = retention.setdefault(name, {"total": 0, "kept": 0, "dropped": []})
             total["total"] += r["total"]
             total["kept"] += r["kept"]

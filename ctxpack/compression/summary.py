@@ -2,7 +2,7 @@
 
 A summary stands for messages [head, end): the kept head (system prompts, the task) stays
 before it and the newest units after it. The stages that choose `end` (`summarizing`,
-`limit`) size candidates with `draft`; the report audits the one chosen (`audit`).
+`limit`) size candidates with `draft`; the report audits the one chosen (`retention_of`).
 """
 
 from __future__ import annotations
@@ -64,7 +64,7 @@ def made(plan: Plan, region: Region, audited: int, end: int, text: str, max_toke
                    audited=audited, max_tokens=max_tokens, cap=cap, strategy=strategy)
 
 
-def audit(summary: Summary) -> dict[str, dict[str, Any]]:
+def retention_of(summary: Summary) -> dict[str, dict[str, Any]]:
     """The retention audit of the summary a plan chose: which facts of the pieces it read
     whole it still shows verbatim, by kind."""
     found = retention(merge(*(piece_facts(p) for p in summary.region.pieces)), summary.text)

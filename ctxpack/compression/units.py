@@ -73,7 +73,7 @@ def head_end(messages: Sequence[Message], allowed: list[int]) -> int:
     return next(c for c in allowed if c >= end)
 
 
-def units(messages: Sequence[Message], allowed: list[int], start: int) -> list[Unit]:
+def units_of(messages: Sequence[Message], allowed: list[int], start: int) -> list[Unit]:
     """The units from `start` (an allowed cut) to the end."""
     bounds = [c for c in allowed if c >= start]
     return [Unit(a, b, any(messages[i].role == "assistant" for i in range(a, b)),

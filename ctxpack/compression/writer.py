@@ -1,6 +1,6 @@
 """Turn a compress plan into the output: the input's records, some replaced.
 
-`rewrite` works out which records change; `output` writes the file, where a line the
+`changes` works out which records change; `output` writes the file, where a line the
 plan does not touch is written as read, and every new or changed line carries a
 `ctxpack` object (one line of each group holds the archive of the input lines the group
 replaced, so `restore` can put them back byte for byte); `records_out` gives records
@@ -37,7 +37,7 @@ def span_lines(plan: Plan) -> tuple[int, int]:
 
 
 @dataclass
-class Rewrite:
+class Changes:
     """What the output changes of the input's records: the span of lines [first, last]
     (1-based; none when first is 0) the `group` stands for, the archive of the span, and
     the lines written anew: `edited` (their records), `items` (what was done to their
@@ -67,12 +67,12 @@ class Rewrite:
         return {**meta, "lines": 1, "archive": archiver.pack(raw)}
 
 
-def rewrite(plan: Plan, archiver: Archiver, now: str) -> Rewrite:
+def changes(plan: Plan, archiver: Archiver, now: str) -> Changes:
     """The records that change, and how: the summary's span and group (archived as
     `archiver` says), the lines whose outputs are replaced and those re-pointed at it."""
     read = plan.read
     records = read.transcript.records
-    out = Rewrite()
+    out = Changes()
     if plan.summary is not None:
         out.first, out.last, out.group, out.packed = _compaction(plan, archiver, now)
     for i in plan.edited:
@@ -94,7 +94,7 @@ def output(plan: Plan, archiver: Archiver, now: str, strip: bool = False) -> Ite
     without their `ctxpack` object, and so without the archive."""
     records = plan.read.transcript.records
     archiver = Archiver(enabled=False) if strip else archiver
-    done = rewrite(plan, archiver, now)
+    done = changes(plan, archiver, now)
     finish = strip_line if strip else _same
     before = _span(records, 0, max(done.first - 1, 0))
     yield from (finish(line) for line in _lines(before, done, archiver))
@@ -114,7 +114,7 @@ def records_out(plan: Plan, now: str) -> list[Any]:
     """The compressed records as values, without `ctxpack` objects (and so without the
     archive): for records that were given as values (see `ParsedRecords`)."""
     records = plan.read.transcript.records
-    done = rewrite(plan, Archiver(enabled=False), now)
+    done = changes(plan, Archiver(enabled=False), now)
 
     def bare(n: int) -> Any:
         value = done.edited.get(n) or _data(records, n)
@@ -130,7 +130,7 @@ def _same(line: bytes) -> bytes:
     return line
 
 
-def _lines(records: Iterable[Record], done: Rewrite, archiver: Archiver) -> Iterator[bytes]:
+def _lines(records: Iterable[Record], done: Changes, archiver: Archiver) -> Iterator[bytes]:
     """Records as read, but the edited ones, each with the `ctxpack` object that holds
     the archive of what it was."""
     for record in records:
@@ -217,7 +217,7 @@ def _head_records(plan: Plan, head: list[Message]) -> list[dict[str, Any]]:
     return out
 
 
-def _relink(plan: Plan, done: Rewrite) -> set[int]:
+def _relink(plan: Plan, done: Changes) -> set[int]:
     """Re-point later records whose parent was in the span to the summary record (they
     join `done.edited`); the lines re-pointed."""
     target = next((r.get("uuid") for r in done.group if r.get(META_KEY, {}).get("kind")

@@ -11,7 +11,7 @@ from ctxpack.compression.plan import apply
 from ctxpack.compression.rewriting import rewrite
 from ctxpack.compression.settings import Options
 from ctxpack.compression.summarizing import summarize
-from ctxpack.compression.summary import audit
+from ctxpack.compression.summary import retention_of
 
 from ..chat_server import ChatServer, Reply
 from .transcripts import agent_run, plan_of
@@ -47,7 +47,7 @@ def test_the_model_rewrites_the_summary_of_the_same_region_in_its_room() -> None
     assert plan.total <= plan.target  # the extractive summary fit the target:
     assert apply(plan, edits).total <= plan.target  # the model's fits it as well
     # the audit reads the model's text, which keeps fewer of the region's facts verbatim
-    ours, theirs = audit(s), audit(extractive)
+    ours, theirs = retention_of(s), retention_of(extractive)
     assert [v["total"] for v in ours.values()] == [v["total"] for v in theirs.values()]
     assert sum(v["kept"] for v in ours.values()) < sum(v["kept"] for v in theirs.values())
 

@@ -8,7 +8,7 @@ import io
 
 from ctxpack.compression import compress_file
 from ctxpack.compression.settings import Options
-from ctxpack.compression.units import cuts, head_end, units
+from ctxpack.compression.units import cuts, head_end, units_of
 from ctxpack.loader import load, load_values
 
 from .transcripts import agent_run, fitted
@@ -43,6 +43,6 @@ def test_parallel_calls_and_a_turn_of_assistant_messages_are_one_unit() -> None:
     allowed = cuts(t.messages)
     assert allowed == [0, 1, 2, 6, 7, 8]
     assert head_end(t.messages, allowed) == 2  # the system prompt and the task
-    found = units(t.messages, allowed, 2)
+    found = units_of(t.messages, allowed, 2)
     assert [(u.start, u.end, u.step, u.human) for u in found] == [
         (2, 6, True, False), (6, 7, False, True), (7, 8, True, False)]

@@ -124,7 +124,7 @@ def test_records_given_as_values_come_back_as_values_without_metadata() -> None:
                       budget=fitted(data, keep_observations=4) * 3 // 4)
     plan = run(plan_of(data).read, options)
     assert plan.summary is not None and max(plan.edited) >= plan.summary.end
-    values = records_out(plan)
+    values = records_out(plan, "2026-11-26T00:00:00Z")
     assert all("ctxpack" not in v for v in values)
     given = [orjson.loads(line) for line in data.splitlines()]
     s = plan.summary

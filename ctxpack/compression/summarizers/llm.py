@@ -11,7 +11,7 @@ the extractive summary lays its lines out.
 
 The model writes the sections; ctxpack adds the heading, a counted line of the
 archived steps and the verbatim items (last request, pending items), taken from
-the transcript itself. `summarize` raises `Failed` when no usable summary came back:
+the transcript itself. `write` raises `Failed` when no usable summary came back:
 the pipeline then keeps the extractive one.
 
 The text sent is built in `_prompts` and what the model writes is read in `_answers`;

@@ -1,4 +1,4 @@
-"""limit.py, the hard limit: a plan still over its budget has its summary condensed to
+"""limiting.py, the hard limit: a plan still over its budget has its summary condensed to
 the room left, then more of the newest steps archived; when nothing fits, CannotFit
 (exit 3) says how big it is, and nothing is written."""
 
@@ -9,7 +9,7 @@ import io
 import pytest
 
 from ctxpack.compression import compress_file
-from ctxpack.compression.limit import check_fits, limit
+from ctxpack.compression.limiting import check_fits, limit
 from ctxpack.compression.pipeline import run
 from ctxpack.compression.plan import Edits, apply
 from ctxpack.compression.settings import Options
