@@ -30,10 +30,15 @@ NICE = 19  # a task run `nicely` takes only the cores this process leaves idle
 
 
 def worker_count() -> int:
-    """Processes to work with: $CTXPACK_WORKERS, else the CPUs this process may use."""
+    """Cores to work on: $CTXPACK_WORKERS, else the CPUs this process may use."""
     env = os.environ.get("CTXPACK_WORKERS", "").strip()
-    if env.isdigit():
-        return max(int(env), 1)
+    if env:
+        if not env.isdigit() or int(env) < 1:
+            from .errors import UsageError
+
+            raise UsageError(f"CTXPACK_WORKERS must be a whole number, 1 or more, not {env!r}",
+                             "1 keeps all the work in one process")
+        return int(env)
     try:
         return len(os.sched_getaffinity(0))
     except AttributeError:  # not on Linux
@@ -46,7 +51,6 @@ class Workers:
     def __init__(self, count: int | None = None) -> None:
         self.count = worker_count() if count is None else count
         self.method = "fork" if sys.platform == "linux" else "spawn"
-        self.used = False  # a pool was started in this run
         self._pool: Any = None
         self._broken = False
 
@@ -104,7 +108,6 @@ class Workers:
         import multiprocessing
         from concurrent.futures import ProcessPoolExecutor
 
-        self.used = True
         self._pool = ProcessPoolExecutor(self.count,
                                          mp_context=multiprocessing.get_context(self.method),
                                          initializer=_worker_start)
@@ -176,12 +179,15 @@ class Ahead(Generic[T, R]):
 
 
 def on_threads(fn: Callable[[T], R], items: Iterable[T], most: int = 4) -> Iterator[R]:
-    """`fn` of each item, in order, run on up to `most` threads: for work that lets go of
-    the GIL (zlib does). Few items are in flight at a time, so a stream of big ones never
-    has to be held whole."""
+    """`fn` of each item, in order, run on up to `most` threads, one a core (see
+    `worker_count`): for work that lets go of the GIL (zlib does). Few items are in
+    flight at a time, so a stream of big ones never has to be held whole."""
+    width = max(1, min(most, worker_count()))
+    if width == 1:
+        yield from map(fn, items)
+        return
     from concurrent.futures import ThreadPoolExecutor
 
-    width = max(1, min(most, os.cpu_count() or 1))
     with ThreadPoolExecutor(width) as pool:
         flying: deque[Any] = deque()
         for item in items:

@@ -57,7 +57,9 @@ def observe(result: ToolResult) -> Output:
 
 @dataclass(eq=False)
 class Input:
-    """A transcript as compress read it; stages read it, none changes it.
+    """A transcript as compress read it; stages read it, none changes it. (What is
+    derived from it — cuts, units, line ids, outputs read again, facts — is remembered
+    once worked out: the same question always has the same answer.)
 
     `transcript.messages` are the context messages, some without the text of their tool
     outputs (read them whole with `originals`); `counts` and `outputs` are per message,
@@ -169,14 +171,15 @@ class Opened:
 
 def read(source: PathOrFile, format: str | None, *, model: str | None, table: ModelTable,
          skip_invalid: bool = False, cache: bool = True, workers: Workers | None = None,
-         progress: Callable[[int], None] | None = None) -> Opened:
+         progress: Callable[[int], None] | None = None, window: int = WINDOW) -> Opened:
     """Read and count a transcript for compress; the file stays open (see `Opened`).
-    `progress` is told the bytes read so far, as the reading goes."""
+    `progress` is told the bytes read so far, as the reading goes; outputs older than
+    the newest `window` characters are set aside."""
     src = reopenable(source)
     try:
         seen = src.snapshot()
-        return Opened(_read(src, format, model, table, skip_invalid, cache, workers, progress),
-                      src, seen)
+        return Opened(_read(src, format, model, table, skip_invalid, cache, workers, progress,
+                            window), src, seen)
     except BaseException:
         src.close()
         raise
@@ -184,15 +187,16 @@ def read(source: PathOrFile, format: str | None, *, model: str | None, table: Mo
 
 class _Emitted:
     """The messages of a file as its reader emits them, each with what is known of its
-    outputs; once the outputs held pass WINDOW characters, the oldest are set aside."""
+    outputs; once the outputs held pass `window` characters, the oldest are set aside
+    (None: never)."""
 
-    def __init__(self, may_set_aside: bool) -> None:
+    def __init__(self, window: int | None) -> None:
         self.messages: list[Message] = []
         self.outputs: list[tuple[Output, ...]] = []
         self.aside: set[int] = set()
         self._held: deque[tuple[int, int]] = deque()  # (index, size) of outputs at hand
         self._held_size = 0
-        self._may_set_aside = may_set_aside
+        self._window = window
 
     def add(self, message: Message) -> None:
         n = len(self.messages)
@@ -203,7 +207,8 @@ class _Emitted:
             return
         self._held.append((n, size))
         self._held_size += size
-        while self._held_size > WINDOW and len(self._held) > 1 and self._may_set_aside:
+        while self._window is not None and self._held_size > self._window \
+                and len(self._held) > 1:
             old, old_size = self._held.popleft()
             self._held_size -= old_size
             self.messages[old] = _set_aside(self.messages[old])
@@ -212,7 +217,7 @@ class _Emitted:
 
 def _read(src: Source, format: str | None, model: str | None, table: ModelTable,
           skip_invalid: bool, cache: bool, workers: Workers | None,
-          progress: Callable[[int], None] | None) -> Input:
+          progress: Callable[[int], None] | None, window: int) -> Input:
     index = LineIndex(src.stream)
     scanner = Scanner(src, format, skip_invalid=skip_invalid, index=index, progress=progress)
     counts: list[MessageCount | None] = []
@@ -224,14 +229,15 @@ def _read(src: Source, format: str | None, model: str | None, table: ModelTable,
         for message in scanner.messages():
             # (the format is known once a message is out: a record that holds whole
             # conversations is written again whole, from its messages)
-            emitted = emitted or _Emitted(scanner.format.name not in WHOLE_RECORDS)
+            emitted = emitted or _Emitted(
+                None if scanner.format.name in WHOLE_RECORDS else window)
             counts.append(None)
             counting.add(message, len(emitted.messages))
             emitted.add(message)
         counter = counting.done()
     finally:
         counting.close()
-    emitted = emitted or _Emitted(False)
+    emitted = emitted or _Emitted(None)
     layout, fmt = scanner.layout, scanner.format
     assert layout is not None and fmt is not None
     context = layout.context

@@ -34,3 +34,32 @@ def test_a_file_and_its_loaded_transcript_are_read_alike(path: Path) -> None:
     finally:
         opened.close()
 
+
+
+def test_outputs_set_aside_while_reading_give_the_same_compress(tmp_path: Path) -> None:
+    """A big file's older outputs are set aside as it is read and read again if a stage
+    needs them: with a window small enough that most are, the plan and the output are
+    those of a read that kept everything."""
+    from ctxpack.archive import Archiver
+    from ctxpack.compression.pipeline import run
+    from ctxpack.compression.settings import Options
+    from ctxpack.compression.writer import output
+
+    from .transcripts import agent_run, fitted
+
+    path = tmp_path / "run.jsonl"
+    path.write_bytes(agent_run(40))
+    options = Options(budget=fitted(path) // 2, keep_steps=6, keep_observations=12)
+    made = []
+    for window in (64 << 20, 2_000):
+        opened = read(path, None, model=None, table=TABLE, cache=False, window=window)
+        try:
+            given = opened.input
+            whole = sum(bool(r.parts) for m in given.messages for r in m.tool_results)
+            plan = run(given, options)
+            made.append((whole, plan.total, b"".join(output(plan, Archiver(), "now"))))
+        finally:
+            opened.close()
+    (all_kept, total, data), (few_kept, total_aside, data_aside) = made
+    assert few_kept < all_kept // 4  # most outputs were set aside
+    assert (total_aside, data_aside) == (total, data)

@@ -1,0 +1,93 @@
+"""workers.py, the one place that runs work on more than one core: whatever runs where,
+the answers are the ones this process would work out, in order, and a worker that dies
+costs time, never an answer."""
+
+from __future__ import annotations
+
+import os
+import threading
+
+import pytest
+
+from ctxpack.errors import UsageError
+from ctxpack.workers import Workers, here, on_threads, worker_count
+
+from .helpers import assert_clean_error, ctxpack
+
+PARENT = os.getpid()  # a forked worker inherits this, and knows it is not the parent
+
+
+def lengths(texts: list[str]) -> list[int]:
+    return [len(t) for t in texts]
+
+
+def lengths_where_run(texts: list[str]) -> list[tuple[int, int]]:
+    return [(len(t), os.getpid()) for t in texts]
+
+
+def dies_in_a_worker(texts: list[str]) -> list[int]:
+    if os.getpid() != PARENT:
+        os._exit(3)  # as a worker killed by the OOM killer would
+    return lengths(texts)
+
+
+TEXTS = [f"text {n} " * (n % 50) for n in range(400)]
+
+
+@pytest.mark.skipif(not hasattr(os, "fork"), reason="workers start forked here")
+def test_work_done_ahead_by_workers_is_what_this_process_would_find() -> None:
+    with Workers(2) as workers:
+        ahead = workers.ahead(lengths_where_run)
+        ahead.start(TEXTS, len, 200, 0)
+        found = ahead(TEXTS)
+    assert [n for n, _ in found] == lengths(TEXTS)
+    assert {pid for _, pid in found} - {PARENT}, "no worker took part"
+    assert here(lengths)(TEXTS) == lengths(TEXTS)
+
+
+@pytest.mark.skipif(not hasattr(os, "fork"), reason="workers start forked here")
+def test_a_worker_that_dies_costs_no_answer() -> None:
+    with Workers(2) as workers:
+        ahead = workers.ahead(dies_in_a_worker)
+        ahead.start(TEXTS, len, 200, 0)
+        assert ahead(TEXTS) == lengths(TEXTS)
+        assert ahead(["more", "texts"]) == [4, 5]  # and the run goes on, here
+        assert workers.submit(lengths, ["x"]) is None  # the broken pool is not used again
+
+
+def test_one_worker_does_everything_here() -> None:
+    with Workers(1) as workers:
+        assert workers.submit(lengths, ["x"]) is None
+        ahead = workers.ahead(lengths_where_run)
+        ahead.start(TEXTS, len, 200, 0)
+        assert ahead(TEXTS) == [(len(t), PARENT) for t in TEXTS]
+
+
+@pytest.mark.parametrize("cores", ["1", "2", "8"])
+def test_threads_give_answers_in_order(monkeypatch: pytest.MonkeyPatch, cores: str) -> None:
+    monkeypatch.setenv("CTXPACK_WORKERS", cores)
+    where: set[int] = set()
+
+    def square(n: int) -> int:
+        where.add(threading.get_ident())
+        return n * n
+
+    assert list(on_threads(square, iter(range(500)))) == [n * n for n in range(500)]
+    if cores == "1":  # one core: all of it in the calling thread
+        assert where == {threading.get_ident()}
+
+
+@pytest.mark.parametrize("value", ["0", "abc", "-2", "1.5"])
+def test_a_bad_worker_count_is_an_error_that_names_it(monkeypatch: pytest.MonkeyPatch,
+                                                       value: str) -> None:
+    monkeypatch.setenv("CTXPACK_WORKERS", value)
+    with pytest.raises(UsageError, match="CTXPACK_WORKERS must be a whole number"):
+        worker_count()
+
+
+def test_the_command_line_says_so_in_one_line(tmp_path) -> None:
+    from .conftest import SAMPLES
+
+    run = ctxpack("compress", str(SAMPLES / "support-chat.openai.jsonl"), "--dry-run",
+                  env={"CTXPACK_WORKERS": "many"})
+    assert_clean_error(run, 2, "CTXPACK_WORKERS must be a whole number")
