@@ -15,8 +15,6 @@ from dataclasses import replace
 from datetime import datetime, timezone
 from typing import Any
 
-import orjson
-
 from ..archive import Archiver, split_lines
 from ..loader import PathOrFile, load, load_values
 from ..models import TABLE, ModelTable
@@ -157,8 +155,12 @@ def compress(source: list[dict[str, Any]] | Transcript | PathOrFile, *,
         given = of_transcript(load_values(source, format), model, table)
         options = replace(options, archive=False)
         if given.transcript.format in WHOLE_RECORDS:  # a list of whole conversations
-            made = _made(given, options, strip=True)
-            return [orjson.loads(line) for line in made.lines], made.report
+            from .documents import conversations_out
+
+            records, plans = conversations_out(given.transcript, lambda indexes, item: run(
+                given.part(indexes, item), options))
+            return records, report_of(given.transcript, plans, Archiver(enabled=False),
+                                      given.counter)
         plan = run(given, options)
         made_report = report_of(given.transcript, [plan], Archiver(enabled=False), given.counter)
         return records_out(plan, now_iso()), made_report

@@ -16,7 +16,7 @@ import orjson
 
 from ..archive import Archiver, document_meta, item_id, split_lines
 from ..formats.json_messages import NOT_INPUT_ROLES, conversations
-from ..jsonl import parse_document
+from ..jsonl import ParsedRecords, parse_document
 from ..transcript import META_KEY, Transcript
 from .plan import Plan, Summary
 from .writer import llm_meta
@@ -27,9 +27,7 @@ Planner = Callable[[list[int], str], Plan]  # a conversation's message indexes a
 def compress_records(t: Transcript, planner: Planner, archiver: Archiver, now: str,
                      strip: bool) -> tuple[list[bytes], list[Plan]]:
     """The output lines and the plan of each conversation."""
-    groups: dict[int, list[int]] = {}
-    for i, m in enumerate(t.messages):
-        groups.setdefault(m.conversation, []).append(i)
+    groups = _conversations(t)
     if t.format == "json-messages":
         return _document(t, groups, planner, archiver, now, strip)
     out: list[bytes] = []
@@ -52,6 +50,36 @@ def compress_records(t: Transcript, planner: Planner, archiver: Archiver, now: s
             data[META_KEY] = _meta(plan, archiver, raw, now)
         out.append(orjson.dumps(data) + (b"\n" if raw.endswith(b"\n") else b""))
     return out, plans
+
+
+def conversations_out(t: Transcript, planner: Planner) -> tuple[list[Any], list[Plan]]:
+    """For records given as values (a list of `{"messages": [...]}` conversations): the
+    records compressed, as values without `ctxpack` objects — a conversation that does
+    not change is the very object given, one that does keeps the message dicts it keeps —
+    and the plan of each conversation."""
+    assert isinstance(t.records, ParsedRecords)
+    records = t.records
+    by_line = {t.messages[ms[0]].line: ms for ms in _conversations(t).values()}
+    out: list[Any] = []
+    plans = []
+    for n in range(len(records)):
+        value, indexes = records.value(n), by_line.get(n + 1)
+        if indexes is None:
+            out.append(value)
+            continue
+        plan = planner(indexes, item_id("c", n + 1, records[n].raw))
+        plans.append(plan)
+        out.append({**value, "messages": _new_list(value["messages"], plan)}
+                   if plan.changed else value)
+    return out, plans
+
+
+def _conversations(t: Transcript) -> dict[int, list[int]]:
+    """The indexes of each conversation's messages, by conversation."""
+    groups: dict[int, list[int]] = {}
+    for i, m in enumerate(t.messages):
+        groups.setdefault(m.conversation, []).append(i)
+    return groups
 
 
 def _document(t: Transcript, groups: dict[int, list[int]], planner: Planner,

@@ -48,3 +48,26 @@ def test_each_conversation_gets_the_budget_and_only_those_over_it_change() -> No
         assert record["ctxpack"]["kind"] == "conversation"
         assert set(records(given[n])[0]) <= set(record)
     assert restore(lines) == path.read_bytes()
+
+
+def test_a_list_of_conversations_comes_back_as_values_the_kept_ones_as_given() -> None:
+    """`ctxpack.compress` on a list of `{"messages": [...]}` records: what the command line
+    writes with --strip-metadata, as values, never through JSON text: a conversation left
+    as it was is the object given, and so is every message a changed one keeps."""
+    import ctxpack
+
+    path = SAMPLES / "evals.openai-conversations.jsonl"
+    given = [orjson.loads(line) for line in path.read_bytes().splitlines()]
+    budget = sorted(tokens(line) for line in path.read_bytes().splitlines())[-1] * 3 // 4
+    out, report = ctxpack.compress(given, budget=budget, keep_steps=0)
+    written = compress_file(path, Options(budget=budget, keep_steps=0), strip_metadata=True)
+    assert out == [orjson.loads(line) for line in written.lines]
+    assert report.conversations == len(given)
+    same = [a is b for a, b in zip(out, given, strict=True)]
+    assert any(same) and not all(same)
+    for new, old in zip(out, given, strict=True):
+        kept = {id(m) for m in old["messages"]}
+        assert all(id(m) in kept for m in new["messages"]
+                   if not str(m.get("content")).startswith("## Archived Session Summary")
+                   and m in old["messages"])
+    assert given == [orjson.loads(line) for line in path.read_bytes().splitlines()]
