@@ -144,7 +144,7 @@ def _changes(plan: Plan) -> dict[str, Any]:
     if s is not None:
         out.update(kind="archived_summary", strategy=s.strategy,
                    range={"start": s.start, "end": s.end}, original_count=n,
-                   new_count=n - (s.end - s.start) + 1,
+                   new_count=n - s.removed,
                    archived_tokens=s.archived_tokens, summary_tokens=s.tokens)
         if s.strategy == "llm" and s.llm:
             out["llm"] = llm_meta(s.llm)

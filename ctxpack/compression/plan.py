@@ -58,6 +58,12 @@ class Summary:
     strategy: str = "extractive"  # the summarizer that wrote `text`
     llm: dict[str, Any] | None = None  # what the llm summarizer did, when it was asked
 
+    @property
+    def removed(self) -> int:
+        """Context messages the summary takes out: those it stands for, less its own
+        message (none when it joins the head's last one)."""
+        return self.end - self.start - (0 if self.merged else 1)
+
 
 @dataclass(frozen=True)
 class StageReport:

@@ -50,8 +50,7 @@ class Report:
 def report_of(t: Transcript, plans: list[Plan], archiver: Archiver, counter: Any) -> Report:
     """One report over the plans of a file's conversations."""
     first = plans[0] if plans else None
-    removed = sum(s.end - s.start - (0 if s.merged else 1) for p in plans
-                  if (s := p.summary))
+    removed = sum(s.removed for p in plans if (s := p.summary))
     stages = _stages([r for p in plans for r in p.stages])
     items = {s.name: s.items for s in stages}
     archive = ("none" if not archiver.enabled else

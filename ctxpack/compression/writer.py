@@ -170,7 +170,7 @@ def _compaction(plan: Plan, archiver: Archiver, now: str
         "id": sid, "kind": "archived_summary", "version": VERSION, "compressed_at": now,
         "strategy": s.strategy, "range": {"start": s.start, "end": s.end},
         "original_count": len(messages),
-        "new_count": len(messages) - (s.end - s.start) + (0 if s.merged else 1),
+        "new_count": len(messages) - s.removed,
         "original_tokens": read.total, "archived_tokens": s.archived_tokens,
         "summary_tokens": s.tokens, "tokens_after": plan.total,
     }
