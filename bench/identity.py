@@ -48,6 +48,7 @@ VARIANTS = (
 # Report fields a change renamed or numbered anew on purpose: (old name, new name).
 RENAMED: tuple[tuple[str, str], ...] = (("steps", "stages"),)
 IGNORED = frozenset({"schema_version"})
+KEPT: Path | None = None  # where outputs are kept by their sha256 (--keep)
 # Stages that report rows of their own where the summarize row used to tell their effect.
 AFTER_SUMMARIZE = ("limit", "llm")
 
@@ -76,12 +77,18 @@ def main() -> int:
     ap.add_argument("--bench", action="store_true", help="add the 220 MB benchmark transcript")
     ap.add_argument("-j", "--jobs", type=int, default=os.cpu_count() or 1)
     ap.add_argument("--only", help="only cases whose name contains this")
+    ap.add_argument("--keep", metavar="DIR", type=Path,
+                    help="keep both outputs of each case that differs here")
     args = ap.parse_args()
 
+    global KEPT
     with tempfile.TemporaryDirectory(prefix="ctxpack-identity-") as tmp:
         work = Path(tmp)
         base = work / "base"
         export(args.base, base)
+        if args.keep:
+            KEPT = work / "outputs"
+            KEPT.mkdir()
         cases = _cases(Path(args.shared), args.bench, base)
         if args.only:
             cases = [c for c in cases if args.only in c.name]
@@ -93,6 +100,8 @@ def main() -> int:
         with ThreadPoolExecutor(max(1, args.jobs)) as pool:
             done += list(pool.map(lambda c: (c, _run(base, c, work), _run(ROOT, c, work)),
                                   again))
+        if KEPT is not None:
+            _keep(done, args.keep)
     failed = 0
     for case, old, new in done:
         problems = _compare(old, new)
@@ -103,6 +112,20 @@ def main() -> int:
     told = ", ".join(f"{n} exit {code}" for code, n in sorted(codes.items()))
     print(f"{len(done)} cases ({told}), {failed} differ", file=sys.stderr)
     return 1 if failed else 0
+
+
+def _keep(done: list[tuple[Case, Outcome, Outcome]], into: Path) -> None:
+    """Copy out both outputs of each case whose outputs differ."""
+    import shutil
+
+    assert KEPT is not None
+    into.mkdir(parents=True, exist_ok=True)
+    for case, old, new in done:
+        if old.output != new.output:
+            name = "".join(c if c.isalnum() or c in ".-" else "_" for c in case.name)
+            for side, outcome in (("base", old), ("tree", new)):
+                if outcome.output:
+                    shutil.copy(KEPT / outcome.output, into / f"{name}.{side}")
 
 
 def export(commit: str, into: Path) -> None:
@@ -194,6 +217,8 @@ def _run(tree: Path, case: Case, work: Path, keep: Path | None = None) -> Outcom
         digest = _sha256(out) if out.exists() else ""
         if keep is not None and out.exists():
             out.replace(keep)
+        elif out.exists() and KEPT is not None:  # by content: an output both wrote, once
+            out.replace(KEPT / digest)
         stored = tuple(sorted((p.relative_to(folder).as_posix(), _sha256(p))
                               for p in folder.rglob("*") if p.is_file())) \
             if folder.is_dir() else ()
