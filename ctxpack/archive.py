@@ -25,6 +25,7 @@ from typing import IO, Any
 
 import orjson
 
+from .atomic import temporary
 from .errors import InputError, UsageError
 from .jsonl import LineIndex, line_runs
 from .transcript import META_KEY as KEY
@@ -101,22 +102,15 @@ class Archiver:
                 raise
             return _inline_packed(sha.hexdigest(), size, _spooled(spool))
         Path(self.folder).mkdir(parents=True, exist_ok=True)
-        fd, tmp = tempfile.mkstemp(prefix=".ctxpack-", dir=self.folder)
-        try:
-            with os.fdopen(fd, "wb") as out:
-                for block in blocks:
-                    out.write(block)
-                out.flush()
-                os.fsync(out.fileno())
+        with temporary(self.folder) as (out, tmp):
+            for block in blocks:
+                out.write(block)
+            out.flush()
+            os.fsync(out.fileno())
             path = blob_path(self.folder, sha.hexdigest())
-            if path.exists():  # content-addressed: the same original is there already
-                os.unlink(tmp)
-            else:
+            if not path.exists():  # content-addressed: the same original may be there
                 path.parent.mkdir(parents=True, exist_ok=True)
                 os.replace(tmp, path)
-        except BaseException:
-            Path(tmp).unlink(missing_ok=True)
-            raise
         return Packed({"sha256": sha.hexdigest(), "bytes": size, "inline": False,
                        "dir": self.folder})
 

@@ -13,7 +13,7 @@ import sys
 import tempfile
 from array import array
 from bisect import bisect_right
-from collections.abc import Callable, Iterator, Sequence
+from collections.abc import Iterator, Sequence
 from dataclasses import dataclass
 from typing import IO, Any, BinaryIO, ClassVar, overload
 
@@ -364,38 +364,3 @@ def dumps(value: Any) -> bytes:
 
 def _dumps_std(value: Any) -> str:
     return json.dumps(value, ensure_ascii=False, separators=(",", ":"))
-
-
-def _umask() -> int:
-    mask = os.umask(0)  # the only way to read it is to set it
-    os.umask(mask)
-    return mask
-
-
-def write_atomic(path: str, chunks: Iterator[bytes] | list[bytes],
-                 check: Callable[[], None] | None = None) -> None:
-    """Write `chunks` to `path` through a temp file, fsync and rename: never half a file.
-
-    `check` runs just before the rename; an exception from it leaves `path` untouched.
-    """
-    directory = os.path.dirname(os.path.abspath(path))
-    fd, tmp = tempfile.mkstemp(prefix=".ctxpack-", suffix=".tmp", dir=directory)
-    try:
-        with os.fdopen(fd, "wb") as out:
-            for chunk in chunks:
-                out.write(chunk)
-            out.flush()
-            os.fsync(out.fileno())
-        # a file replaced keeps its mode; a new one gets what open() would give it
-        # (mkstemp makes it 0600)
-        os.chmod(tmp, os.stat(path).st_mode & 0o7777 if os.path.exists(path)
-                 else 0o666 & ~_umask())
-        if check is not None:
-            check()
-        os.replace(tmp, path)
-    except BaseException:
-        try:
-            os.unlink(tmp)
-        except FileNotFoundError:
-            pass
-        raise

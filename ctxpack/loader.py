@@ -14,6 +14,7 @@ from itertools import chain
 from typing import IO, Any
 
 from . import formats
+from .atomic import write_atomic
 from .errors import InputError
 from .formats.base import Format, Layout, RecordError
 from .jsonl import (
@@ -24,7 +25,6 @@ from .jsonl import (
     open_source,
     parse_document,
     parse_line,
-    write_atomic,
 )
 from .transcript import BadLine, Message, Record, Transcript, opens_with_summary
 

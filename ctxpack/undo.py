@@ -83,7 +83,7 @@ def restore(source: PathOrFile | list[bytes], *, only: str | None = None,
             for chunk in restored.chunks():
                 output.write(chunk)
         else:
-            from .jsonl import write_atomic
+            from .atomic import write_atomic
 
             write_atomic(os.fspath(output), restored.chunks())
         return None

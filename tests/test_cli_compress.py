@@ -72,11 +72,17 @@ def test_in_place_keeps_a_backup_and_refuses_a_fresh_file(chat: Path) -> None:
     run = ctxpack("compress", str(chat), "--in-place", "--budget", budget(), "-q")
     assert run.code == 0, run.err
     assert Path(f"{chat}.bak").read_bytes() == original
-    assert chat.read_bytes() != original
+    assert said(run.err) == [f"the original is kept as {chat}.bak: whatever still writes to "
+                             "the file it had open writes there"]
+    compressed = chat.read_bytes()
+    assert compressed != original
     # the file was just written: an agent could still be appending to it
     assert_clean_error(ctxpack("restore", str(chat), "--in-place"), 2, "--force")
     assert ctxpack("restore", str(chat), "--in-place", "--force").code == 0
     assert chat.read_bytes() == original
+    # a second run keeps its own original beside the first, never over it
+    assert Path(f"{chat}.bak").read_bytes() == original
+    assert Path(f"{chat}.bak.1").read_bytes() == compressed
 
 
 def test_dry_run_writes_nothing_and_reports(chat: Path, tmp_path: Path) -> None:

@@ -57,8 +57,9 @@ def _destination(file: str, output: str | None, in_place: bool, force: bool) -> 
 def _write_result(dest: str, source: str, chunks: Iterable[bytes],
                   seen: os.stat_result | None) -> None:
     """Write to `dest` (`-` is stdout). In place (`seen` is the input's state when it was
-    read), keep FILE.bak and replace FILE only if nothing changed it since."""
-    from ..jsonl import write_atomic
+    read), replace FILE only if nothing changed it since, keeping the original file
+    itself as FILE.bak (or the next free name), and say where."""
+    from ..atomic import replace_keeping, write_atomic
 
     if dest == "-":
         out = sys.stdout.buffer
@@ -66,18 +67,21 @@ def _write_result(dest: str, source: str, chunks: Iterable[bytes],
             out.write(chunk)
         out.flush()
         return
-    check = None
-    if seen is not None:
-        import shutil
+    if seen is None:
+        write_atomic(dest, chunks)
+        return
 
-        shutil.copy2(source, source + ".bak")
+    def check() -> None:
+        now = os.stat(source)
+        if (now.st_size, now.st_mtime_ns) != (seen.st_size, seen.st_mtime_ns):
+            raise UsageError(f"{source} changed while it was being rewritten; it is left "
+                             "as it is now", "run again once its writer is done")
 
-        def check() -> None:
-            now = os.stat(source)
-            if (now.st_size, now.st_mtime_ns) != (seen.st_size, seen.st_mtime_ns):
-                raise UsageError(f"{source} changed while it was being rewritten; it is left "
-                                 "as it is now", "run again once its writer is done")
-    write_atomic(dest, chunks, check)
+    from rich.markup import escape
+
+    backup = replace_keeping(dest, chunks, check)
+    stderr().print(escape(f"the original is kept as {backup}: whatever still writes to the "
+                          "file it had open writes there"))
 
 
 @app.command()
@@ -165,7 +169,7 @@ def _compress_report(report: Any, quiet: bool, dry_run: bool, json_path: str | N
     if json_path == "-":
         sys.stdout.buffer.write(render.to_json(report))
     elif json_path:
-        from ..jsonl import write_atomic
+        from ..atomic import write_atomic
 
         write_atomic(json_path, [render.to_json(report)])
     if not quiet:
