@@ -27,6 +27,7 @@ R = TypeVar("R")
 # (about 0.5 s of CPU each).
 WORTH_CHARS = {"fork": 2 << 20, "spawn": 32 << 20}
 NICE = 19  # a task run `nicely` takes only the cores this process leaves idle
+PARENT_WATCH = 0.5  # seconds between a worker's looks at whether its parent still lives
 
 
 def worker_count() -> int:
@@ -110,7 +111,7 @@ class Workers:
 
         self._pool = ProcessPoolExecutor(self.count,
                                          mp_context=multiprocessing.get_context(self.method),
-                                         initializer=_worker_start)
+                                         initializer=_worker_start, initargs=(os.getpid(),))
         return True
 
     def _stop(self, broken: bool = False) -> None:
@@ -215,10 +216,24 @@ def _runs(sizes: list[int], most: int) -> Iterator[tuple[int, int]]:
         yield lo, len(sizes)
 
 
-def _worker_start() -> None:
+def _worker_start(parent: int) -> None:
     import signal
+    import threading
 
     signal.signal(signal.SIGINT, signal.SIG_IGN)  # Ctrl-C is the main process's to handle
+    threading.Thread(target=_outlive_no_parent, args=(parent,), daemon=True,
+                     name="ctxpack-parent-watch").start()
+
+
+def _outlive_no_parent(parent: int) -> None:
+    """End this worker once the process that started it is gone (killed, say, where it
+    could not stop its pool): a worker left behind holds memory and its inputs open for
+    good. A process whose parent ends is handed to another, so its parent's id changes."""
+    import time
+
+    while os.getppid() == parent:
+        time.sleep(PARENT_WATCH)
+    os._exit(1)
 
 
 def _nicely(fn: Callable[[list[T]], list[R]], items: list[T]) -> list[R]:

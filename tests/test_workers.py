@@ -5,7 +5,11 @@ costs time, never an answer."""
 from __future__ import annotations
 
 import os
+import signal
+import subprocess
+import sys
 import threading
+import time
 
 import pytest
 
@@ -91,3 +95,36 @@ def test_the_command_line_says_so_in_one_line(tmp_path) -> None:
     run = ctxpack("compress", str(SAMPLES / "support-chat.openai.jsonl"), "--dry-run",
                   env={"CTXPACK_WORKERS": "many"})
     assert_clean_error(run, 2, "CTXPACK_WORKERS must be a whole number")
+
+
+def _alive(pid: int) -> bool:
+    try:
+        with open(f"/proc/{pid}/stat") as stat:
+            return stat.read().rsplit(")", 1)[1].split()[0] != "Z"  # a zombie has ended
+    except FileNotFoundError:
+        return False
+
+
+@pytest.mark.skipif(not os.path.isdir("/proc/self"), reason="reads process states in /proc")
+def test_workers_end_when_their_parent_is_killed() -> None:
+    script = ("import os, time\n"
+              "from ctxpack.workers import Workers\n"
+              "workers = Workers(2).__enter__()\n"
+              "pids = {workers.submit(os.getpid).result() for _ in range(8)}\n"
+              "busy = workers.submit(time.sleep, 600)\n"
+              "print(*pids, flush=True)\n"
+              "time.sleep(600)\n")
+    parent = subprocess.Popen([sys.executable, "-c", script], stdout=subprocess.PIPE, text=True)
+    try:
+        assert parent.stdout is not None
+        pids = [int(pid) for pid in parent.stdout.readline().split()]
+        assert pids and all(_alive(pid) for pid in pids)
+    finally:
+        parent.send_signal(signal.SIGKILL)  # no chance to stop its pool
+        parent.wait()
+        if parent.stdout is not None:
+            parent.stdout.close()
+    deadline = time.monotonic() + 10
+    while any(_alive(pid) for pid in pids) and time.monotonic() < deadline:
+        time.sleep(0.1)
+    assert not any(_alive(pid) for pid in pids)
