@@ -73,6 +73,50 @@ def temporary(folder: str) -> Iterator[tuple[BinaryIO, str]]:
             os.unlink(name)
 
 
+def open_for_writing(path: str) -> list[str]:
+    """The other processes that hold the file at `path` open for writing, each as
+    "NAME (pid N)", as far as this system shows them (Linux's /proc, and only processes
+    this user may look into; elsewhere none are seen)."""
+    try:
+        target = os.stat(path)
+        pids = [name for name in os.listdir("/proc") if name.isdigit()]
+    except OSError:
+        return []
+    me, found = str(os.getpid()), []
+    for pid in pids:
+        if pid != me and any(_writes(pid, fd, target) for fd in _descriptors(pid)):
+            found.append(f"{_command(pid)} (pid {pid})")
+    return found
+
+
+def _descriptors(pid: str) -> list[str]:
+    try:
+        return os.listdir(f"/proc/{pid}/fd")
+    except OSError:  # gone, or not ours to see
+        return []
+
+
+def _writes(pid: str, fd: str, target: os.stat_result) -> bool:
+    """Is descriptor `fd` of process `pid` the file `target`, open for writing?"""
+    try:
+        info = os.stat(f"/proc/{pid}/fd/{fd}")
+        if (info.st_dev, info.st_ino) != (target.st_dev, target.st_ino):
+            return False
+        with open(f"/proc/{pid}/fdinfo/{fd}") as fdinfo:
+            fields = dict(line.split(":", 1) for line in fdinfo if ":" in line)
+        return bool(int(fields["flags"], 8) & (os.O_WRONLY | os.O_RDWR))
+    except (OSError, KeyError, ValueError):
+        return False
+
+
+def _command(pid: str) -> str:
+    try:
+        with open(f"/proc/{pid}/comm") as comm:
+            return comm.read().strip() or "?"
+    except OSError:
+        return "?"
+
+
 def _write(path: str, chunks: Iterable[bytes], check: Callable[[], None] | None,
            keep: bool) -> str | None:
     folder = os.path.dirname(os.path.abspath(path))

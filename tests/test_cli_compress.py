@@ -85,6 +85,24 @@ def test_in_place_keeps_a_backup_and_refuses_a_fresh_file(chat: Path) -> None:
     assert Path(f"{chat}.bak.1").read_bytes() == compressed
 
 
+@pytest.mark.skipif(not os.path.isdir("/proc/self/fdinfo"), reason="sees open files in /proc")
+def test_in_place_refuses_a_file_another_process_writes(chat: Path) -> None:
+    original = chat.read_bytes()
+    with open(chat, "ab"):  # an agent that keeps its transcript open to append
+        run = ctxpack("compress", str(chat), "--in-place", "--budget", budget())
+        assert_clean_error(run, 2, f"{chat} is open for writing in ", f"(pid {os.getpid()})",
+                           "--force")
+        assert chat.read_bytes() == original
+        assert ctxpack("compress", str(chat), "--in-place", "--budget", budget(), "-q",
+                       "--force").code == 0
+    old = time.time() - 60
+    os.utime(chat, (old, old))
+    with open(chat, "rb"):  # a reader is no writer
+        run = ctxpack("restore", str(chat), "--in-place")
+        assert run.code == 0, run.err
+    assert chat.read_bytes() == original
+
+
 def test_dry_run_writes_nothing_and_reports(chat: Path, tmp_path: Path) -> None:
     out = tmp_path / "out.jsonl"
     report = tmp_path / "report.json"

@@ -43,10 +43,17 @@ def _destination(file: str, output: str | None, in_place: bool, force: bool) -> 
             raise UsageError("--in-place and --output cannot be used together")
         if file == "-":
             raise UsageError("--in-place needs a file, not stdin")
+        if force:
+            return file
         age = time.time() - os.stat(file).st_mtime
-        if age < RECENT_SECONDS and not force:
+        if age < RECENT_SECONDS:
             raise UsageError(f"{file} was modified {age:.1f} s ago; an agent may still be "
                              "writing it", "wait, or pass --force")
+        from ..atomic import open_for_writing
+
+        if writers := open_for_writing(file):
+            raise UsageError(f"{file} is open for writing in {', '.join(writers)}",
+                             "stop it first, or pass --force")
         return file
     if output not in (None, "-") and file != "-" and os.path.exists(output) \
             and os.path.samefile(file, output):
