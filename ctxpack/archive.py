@@ -101,16 +101,20 @@ class Archiver:
                 spool.close()
                 raise
             return _inline_packed(sha.hexdigest(), size, _spooled(spool))
-        Path(self.folder).mkdir(parents=True, exist_ok=True)
-        with temporary(self.folder) as (out, tmp):
-            for block in blocks:
-                out.write(block)
-            out.flush()
-            os.fsync(out.fileno())
-            path = blob_path(self.folder, sha.hexdigest())
-            if not path.exists():  # content-addressed: the same original may be there
-                path.parent.mkdir(parents=True, exist_ok=True)
-                os.replace(tmp, path)
+        try:
+            Path(self.folder).mkdir(parents=True, exist_ok=True)
+            with temporary(self.folder) as (out, tmp):
+                for block in blocks:
+                    out.write(block)
+                out.flush()
+                os.fsync(out.fileno())
+                path = blob_path(self.folder, sha.hexdigest())
+                if not path.exists():  # content-addressed: the same original may be there
+                    path.parent.mkdir(parents=True, exist_ok=True)
+                    os.replace(tmp, path)
+        except OSError as exc:
+            raise UsageError(f"{self.folder}: cannot keep originals there: "
+                             f"{exc.strerror or exc}", "see --archive-dir") from None
         return Packed({"sha256": sha.hexdigest(), "bytes": size, "inline": False,
                        "dir": self.folder})
 

@@ -121,6 +121,13 @@ def _write(path: str, chunks: Iterable[bytes], check: Callable[[], None] | None,
            keep: bool) -> str | None:
     folder = os.path.dirname(os.path.abspath(path))
     try:
+        if _special(path):  # /dev/null, a pipe: written to, never replaced
+            if keep:
+                raise UsageError(f"{path}: not a regular file; it cannot be replaced")
+            with open(path, "wb") as out:
+                for chunk in chunks:
+                    out.write(chunk)
+            return None
         with temporary(folder) as (out, name):
             for chunk in chunks:
                 out.write(chunk)
@@ -137,6 +144,14 @@ def _write(path: str, chunks: Iterable[bytes], check: Callable[[], None] | None,
     except OSError as exc:
         raise UsageError(f"{path}: cannot write it: {exc.strerror or exc}") from None
     return backup
+
+
+def _special(path: str) -> bool:
+    """Is `path` there, and not a regular file (a device, a pipe, a socket)?"""
+    try:
+        return not stat.S_ISREG(os.stat(path).st_mode)
+    except FileNotFoundError:
+        return False
 
 
 def _backup(path: str) -> str:

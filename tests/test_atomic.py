@@ -123,3 +123,14 @@ def test_only_old_unlocked_files_of_ours_are_swept(tmp_path: Path) -> None:
         fcntl.flock(held, fcntl.LOCK_EX)
         write_atomic(str(tmp_path / "out.jsonl"), [b"x"])
     assert leftovers(tmp_path) == sorted(n for k, n in names.items() if k != "stale")
+
+
+def test_a_device_or_pipe_is_written_to_not_replaced(tmp_path: Path) -> None:
+    fifo = tmp_path / "pipe"
+    os.mkfifo(fifo)
+    reader = subprocess.Popen(["cat", str(fifo)], stdout=subprocess.PIPE)
+    write_atomic(str(fifo), [b"through ", b"the pipe\n"])
+    assert reader.communicate(timeout=30)[0] == b"through the pipe\n"
+    assert fifo.is_fifo() and leftovers(tmp_path) == []
+    with pytest.raises(UsageError, match="not a regular file"):
+        replace_keeping(str(fifo), [b"x"])

@@ -4,6 +4,9 @@ from __future__ import annotations
 
 import io
 import json
+import os
+import subprocess
+import sys
 
 import pytest
 
@@ -178,3 +181,77 @@ def test_file_still_being_appended_to_is_read_as_opened(tmp_path):
         with open(path, "ab") as f:  # the agent keeps writing while we read
             f.write(GOOD)
     assert len(seen) == 2
+
+
+@pytest.fixture
+def folder_with_a_bad_file(tmp_path):
+    (tmp_path / "a-good.jsonl").write_bytes(GOOD + ASSISTANT)
+    (tmp_path / "b-bad.jsonl").write_bytes(GOOD + b"{bad\n")
+    (tmp_path / "c-good.jsonl").write_bytes(GOOD)
+    return tmp_path
+
+
+def test_a_bad_file_in_a_many_file_stats_run_costs_only_itself(folder_with_a_bad_file):
+    folder = folder_with_a_bad_file
+    run = ctxpack("stats", "--format", "csv", str(folder), str(folder / "missing.jsonl"))
+    assert run.code == 2, run.err
+    rows = run.out.splitlines()[1:]
+    assert [row.split(",")[0] for row in rows] == [str(folder / "a-good.jsonl"),
+                                                   str(folder / "c-good.jsonl")]
+    errors = [line for line in run.err.splitlines() if line.startswith("error:")]
+    assert errors == [f"error: {folder / 'missing.jsonl'}: no such file",
+                      f"error: {folder / 'b-bad.jsonl'}:2: malformed JSON: Expecting "
+                      "property name enclosed in double quotes at column 2"]
+    assert "Traceback" not in run.err
+    # over a limit and a bad file: the failure is what the exit code says
+    gated = ctxpack("stats", "--max-tokens", "1", str(folder))
+    assert gated.code == 2 and "over budget" in gated.err and "b-bad.jsonl:2" in gated.err
+
+
+def test_a_bad_file_in_a_many_file_validate_run_costs_only_itself(folder_with_a_bad_file):
+    folder = folder_with_a_bad_file
+    run = ctxpack("validate", "--json", str(folder))
+    assert run.code == 2, run.err
+    assert [f["path"] for f in json.loads(run.out)["files"]] == \
+        [str(folder / "a-good.jsonl"), str(folder / "c-good.jsonl")]
+    assert "b-bad.jsonl:2: malformed JSON" in run.err
+    only_bad = ctxpack("validate", str(folder / "b-bad.jsonl"))
+    assert_clean_error(only_bad, 2, "b-bad.jsonl:2: malformed JSON")
+    assert only_bad.out == ""
+
+
+def test_where_an_output_cannot_go_is_said_before_any_work(tmp_path):
+    src = tmp_path / "t.jsonl"
+    src.write_bytes(GOOD + ASSISTANT)
+    for args, fragment in [(["-o", str(tmp_path)], "is a folder"),
+                           (["-o", str(tmp_path / "no" / "out.jsonl")],
+                            "its folder does not exist")]:
+        assert_clean_error(ctxpack("compress", str(src), *args), 2, fragment)
+        assert_clean_error(ctxpack("restore", str(src), *args), 2, fragment)
+
+
+def test_a_full_disk_is_one_line(tmp_path):
+    if not os.path.exists("/dev/full"):
+        pytest.skip("needs /dev/full to stand for a full disk")
+    src = tmp_path / "t.jsonl"
+    src.write_bytes(GOOD + ASSISTANT)
+    assert_clean_error(ctxpack("compress", str(src), "-q", "-o", "/dev/full"), 2,
+                       "/dev/full: cannot write it: No space left on device")
+    with open("/dev/full", "wb") as full:
+        proc = subprocess.run([sys.executable, "-m", "ctxpack", "stats", "--json", str(src)],
+                              stdout=full, stderr=subprocess.PIPE, timeout=120)
+    assert proc.returncode == 2
+    assert proc.stderr.decode().strip() == "error: No space left on device"
+
+
+def test_an_archive_folder_that_cannot_be_made_is_named(tmp_path):
+    from .compression.transcripts import fitted
+    from .conftest import SAMPLES
+
+    sample = SAMPLES / "support-chat.openai.jsonl"
+    blocker = tmp_path / "archive"
+    blocker.write_bytes(b"a file where the folder should be")
+    run = ctxpack("compress", str(sample), "--budget", str(fitted(sample) * 3 // 4),
+                  "--archive-dir", str(blocker), "-q", "-o", str(tmp_path / "out.jsonl"))
+    assert_clean_error(run, 2, f"{blocker}: cannot keep originals there")
+    assert not (tmp_path / "out.jsonl").exists()

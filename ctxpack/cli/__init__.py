@@ -15,7 +15,7 @@ import typer
 
 from ..errors import EXIT_USAGE, CtxpackError
 from . import read, write  # noqa: F401 - the commands, registered on `app` in this order
-from .common import app, fail, stderr
+from .common import app, fail, os_problem, stderr
 
 __all__ = ["app", "main"]
 
@@ -36,6 +36,8 @@ def main() -> None:
         _exit_with(str(exc), exc.exit_code)
     except typer.Exit as exc:
         sys.exit(exc.exit_code)
+    except OSError as exc:  # a folder missing or read-only, a full disk, a permission
+        _exit_with(os_problem(exc), EXIT_USAGE)
     except KeyboardInterrupt:
         stderr().print("interrupted")
         sys.exit(130)

@@ -40,7 +40,8 @@ OutputOpt = Annotated[str | None, typer.Option(
 InPlaceOpt = Annotated[bool, typer.Option(
     "--in-place", help="Replace the input atomically, keeping the original as FILE.bak.")]
 ForceOpt = Annotated[bool, typer.Option(
-    "--force", help="With --in-place: go ahead even if the file was modified a moment ago.")]
+    "--force", help="With --in-place: go ahead even if the file was modified a moment ago "
+    "or is open for writing in another process.")]
 
 
 def stderr() -> Any:
@@ -51,10 +52,20 @@ def stderr() -> Any:
 
 def fail(message: str, code: int = EXIT_USAGE) -> NoReturn:
     """Print one red line on stderr and exit with `code`."""
+    error(message)
+    raise typer.Exit(code)
+
+
+def error(message: str) -> None:
     from rich.markup import escape
 
     stderr().print(f"[red]error:[/red] {escape(message)}")
-    raise typer.Exit(code)
+
+
+def os_problem(exc: OSError) -> str:
+    """A failure of the file system in one line: the file and what went wrong."""
+    what = exc.strerror or str(exc)
+    return f"{exc.filename}: {what}" if exc.filename is not None else what
 
 
 def warn(message: str) -> None:

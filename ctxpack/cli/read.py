@@ -5,12 +5,13 @@ from __future__ import annotations
 import glob
 import os
 import sys
+from collections.abc import Callable, Iterator
 from pathlib import Path
-from typing import Annotated, Any
+from typing import Annotated, Any, TypeVar
 
 import typer
 
-from ..errors import EXIT_CHECK_FAILED, UsageError
+from ..errors import EXIT_CHECK_FAILED, EXIT_USAGE, CtxpackError, UsageError
 from .common import (
     ConfigOpt,
     FormatOpt,
@@ -18,6 +19,8 @@ from .common import (
     NoCacheOpt,
     SkipOpt,
     app,
+    error,
+    os_problem,
     read_config,
     stderr,
     warn,
@@ -25,30 +28,60 @@ from .common import (
 
 OUTPUT_FORMATS = ("table", "json", "csv", "markdown")
 TRANSCRIPT_SUFFIXES = (".jsonl",)
+R = TypeVar("R")
 
 
 
-def expand_paths(args: list[str]) -> list[str]:
-    """Files, folders (their *.jsonl, recursively), globs and `-`, in a stable order."""
-    out: list[str] = []
-    for arg in args:
-        if arg == "-" or os.path.isfile(arg):
-            out.append(arg)
-        elif os.path.isdir(arg):
-            found = sorted(str(p) for p in Path(arg).rglob("*") if p.is_file()
-                           and p.suffix in TRANSCRIPT_SUFFIXES)
-            if not found:
-                raise UsageError(f"{arg}: no *.jsonl files in this folder")
-            out += found
-        elif glob.has_magic(arg):
-            matches = sorted(p for p in glob.glob(arg, recursive=True) if os.path.isfile(p))
-            if not matches:
-                raise UsageError(f"{arg}: no file matches this pattern")
-            out += matches
-        else:
-            raise UsageError(f"{arg}: no such file")
-    return out
+class Files:
+    """The files a many-file command was given: files, folders (their *.jsonl,
+    recursively), globs and `-`, in a stable order. One that is missing or cannot be read
+    is said in one line and left out; the others are still done, and `exit_if_any_failed`
+    then ends the run with exit 2, so that a gate over a folder keeps its good files'
+    results and still fails."""
 
+    def __init__(self, args: list[str]) -> None:
+        self.paths: list[str] = []
+        self.failed = 0
+        for arg in args:
+            try:
+                self.paths += _expand(arg)
+            except UsageError as exc:
+                self._said(str(exc))
+
+    def each(self, work: Callable[[str], R]) -> Iterator[R]:
+        """`work(path)` of every file that it does not fail on."""
+        for path in self.paths:
+            try:
+                yield work(path)
+            except CtxpackError as exc:
+                self._said(str(exc))
+            except OSError as exc:
+                self._said(os_problem(exc))
+
+    def exit_if_any_failed(self) -> None:
+        if self.failed:
+            raise typer.Exit(EXIT_USAGE)
+
+    def _said(self, problem: str) -> None:
+        self.failed += 1
+        error(problem)
+
+
+def _expand(arg: str) -> list[str]:
+    if arg == "-" or os.path.isfile(arg):
+        return [arg]
+    if os.path.isdir(arg):
+        found = sorted(str(p) for p in Path(arg).rglob("*") if p.is_file()
+                       and p.suffix in TRANSCRIPT_SUFFIXES)
+        if not found:
+            raise UsageError(f"{arg}: no *.jsonl files in this folder")
+        return found
+    if glob.has_magic(arg):
+        matches = sorted(p for p in glob.glob(arg, recursive=True) if os.path.isfile(p))
+        if not matches:
+            raise UsageError(f"{arg}: no file matches this pattern")
+        return matches
+    raise UsageError(f"{arg}: no such file")
 
 
 def _split_formats(values: list[str]) -> tuple[str, str | None]:
@@ -102,15 +135,15 @@ def stats(
     if json_out:
         output = "json"
     cfg = read_config(config)
-    paths = expand_paths(files)
-    results = []
+    inputs = Files(files)
     from ..render.progress import FileProgress
 
-    with FileProgress(paths, stderr()) as advance:
-        for path in paths:
-            results.append(compute(path, model, format=transcript_format,
-                                   skip_invalid=skip_invalid, top=top, table=cfg.models,
-                                   progress=advance(path), cache=not no_cache))
+    with FileProgress(inputs.paths, stderr()) as advance:
+        results = list(inputs.each(lambda path: compute(
+            path, model, format=transcript_format, skip_invalid=skip_invalid, top=top,
+            table=cfg.models, progress=advance(path), cache=not no_cache)))
+    if not results:
+        inputs.exit_if_any_failed()
     _warn_estimates(results)
     if output == "json":
         sys.stdout.buffer.write(render.to_json(results))
@@ -122,7 +155,10 @@ def stats(
         from rich.console import Console
 
         render.print_tables(Console(), results)
-    _gate(results, max_tokens, max_ratio)
+    over = _gate(results, max_tokens, max_ratio)
+    inputs.exit_if_any_failed()
+    if over:
+        raise typer.Exit(EXIT_CHECK_FAILED)
 
 
 def _warn_estimates(results: list[Any]) -> None:
@@ -133,7 +169,8 @@ def _warn_estimates(results: list[Any]) -> None:
         warn(note)
 
 
-def _gate(results: list[Any], max_tokens: int | None, max_ratio: float | None) -> None:
+def _gate(results: list[Any], max_tokens: int | None, max_ratio: float | None) -> bool:
+    """Say which files are over the limits given; are any?"""
     over = []
     for r in results:
         if max_tokens is not None and r.tokens > max_tokens:
@@ -141,10 +178,9 @@ def _gate(results: list[Any], max_tokens: int | None, max_ratio: float | None) -
         if max_ratio is not None and r.context_ratio is not None and r.context_ratio > max_ratio:
             over.append(f"{r.path}: {r.context_ratio:.1%} of the {r.context_window:,}-token "
                         f"window > --max-ratio {max_ratio}")
-    if over:
-        for line in over:
-            stderr().print(f"[red]over budget:[/red] {line}", highlight=False)
-        raise typer.Exit(EXIT_CHECK_FAILED)
+    for line in over:
+        stderr().print(f"[red]over budget:[/red] {line}", highlight=False)
+    return bool(over)
 
 
 @app.command()
@@ -190,10 +226,15 @@ def validate(
     from ..checks import validate as check
     from ..loader import load
 
-    report = []
-    for path in expand_paths(files):
+    inputs = Files(files)
+
+    def checked(path: str) -> tuple[Any, list[Any]]:
         t = load(path, format, skip_invalid=skip_invalid)
-        report.append((t, check(t)))
+        return t, check(t)
+
+    report = list(inputs.each(checked))
+    if not report:
+        inputs.exit_if_any_failed()
     if json_out:
         doc = {"schema_version": 1, "files": [
             {"path": t.path, "format": t.format, "messages": len(t.messages), "valid": not p,
@@ -205,6 +246,7 @@ def validate(
                 print(f"{t.path}:{p.line}: {p.message}")
             verdict = "ok" if not problems else f"{len(problems)} problem(s)"
             stderr().print(f"{t.path}: {t.format}, {len(t.messages)} messages: {verdict}")
+    inputs.exit_if_any_failed()
     if any(p for _, p in report):
         raise typer.Exit(EXIT_CHECK_FAILED)
 

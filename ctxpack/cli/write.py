@@ -55,10 +55,15 @@ def _destination(file: str, output: str | None, in_place: bool, force: bool) -> 
             raise UsageError(f"{file} is open for writing in {', '.join(writers)}",
                              "stop it first, or pass --force")
         return file
-    if output not in (None, "-") and file != "-" and os.path.exists(output) \
-            and os.path.samefile(file, output):
+    if output in (None, "-"):
+        return "-"
+    if os.path.isdir(output):
+        raise UsageError(f"{output}: is a folder", "--output takes a file name")
+    if not os.path.isdir(os.path.dirname(os.path.abspath(output))):
+        raise UsageError(f"{output}: its folder does not exist")
+    if file != "-" and os.path.exists(output) and os.path.samefile(file, output):
         raise UsageError("--output is the input file", "use --in-place to replace it")
-    return output or "-"
+    return output
 
 
 def _write_result(dest: str, source: str, chunks: Iterable[bytes],
