@@ -18,6 +18,7 @@ import tempfile
 import zlib
 from collections import deque
 from collections.abc import Iterable, Iterator, Sequence
+from contextlib import suppress
 from dataclasses import dataclass
 from itertools import accumulate
 from pathlib import Path
@@ -103,15 +104,15 @@ class Archiver:
             return _inline_packed(sha.hexdigest(), size, _spooled(spool))
         try:
             Path(self.folder).mkdir(parents=True, exist_ok=True)
-            with temporary(self.folder) as (out, tmp):
+            with temporary(self.folder) as draft:
                 for block in blocks:
-                    out.write(block)
-                out.flush()
-                os.fsync(out.fileno())
+                    draft.file.write(block)
+                draft.file.flush()
+                os.fsync(draft.file.fileno())
                 path = blob_path(self.folder, sha.hexdigest())
-                if not path.exists():  # content-addressed: the same original may be there
-                    path.parent.mkdir(parents=True, exist_ok=True)
-                    os.replace(tmp, path)
+                path.parent.mkdir(parents=True, exist_ok=True)
+                with suppress(FileExistsError):  # content-addressed: it is there already
+                    draft.publish(str(path), replace=False)
         except OSError as exc:
             raise UsageError(f"{self.folder}: cannot keep originals there: "
                              f"{exc.strerror or exc}", "see --archive-dir") from None

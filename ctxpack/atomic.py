@@ -1,11 +1,12 @@
 """Files written whole or not at all.
 
 An output appears under its name complete and synced, or not at all: it is written to a
-temporary file in the same folder, then renamed over the name. A temporary file is
-locked for as long as its writer lives; one left by a run that was killed (nobody holds
-its lock) is removed by the next write into that folder. Replaced in place, the original
-is kept as a backup: the very file, linked under a name nothing else holds, so that what
-a program still appends to it lands there, and no earlier backup is ever written over.
+file in the same folder that has no name yet (see `Draft`), then put over the name.
+Where files cannot be unnamed, a named temporary file is locked for as long as its
+writer lives; one left by a run that was killed (nobody holds its lock) is removed by
+the next write into that folder. Replaced in place, the original is kept as a backup:
+the very file, linked under a name nothing else holds, so that what a program still
+appends to it lands there, and no earlier backup is ever written over.
 """
 
 from __future__ import annotations
@@ -49,28 +50,137 @@ def replace_keeping(path: str, chunks: Iterable[bytes],
     return backup
 
 
+class Draft:
+    """A file being written in a folder, put under a name only once it is complete.
+
+    Where the system has unnamed files (Linux's O_TMPFILE, and a way to name one) it has
+    no name until then, so that a run killed half way leaves nothing behind. Elsewhere it
+    is a named temporary file, locked for as long as its writer lives."""
+
+    def __init__(self, folder: str) -> None:
+        self.folder = folder
+        self.name: str | None = None  # None: unnamed
+        _sweep(folder)
+        fd = _unnamed(folder)
+        if fd is None:
+            fd, self.name = _named(folder)
+        self.file: BinaryIO = os.fdopen(fd, "wb")
+
+    def publish(self, path: str, replace: bool = True) -> None:
+        """Put the file at `path`: over what is there, or (not `replace`) only where
+        nothing is (FileExistsError otherwise)."""
+        self.file.flush()
+        if self.name is not None and not replace:
+            os.link(self.name, path)
+        elif self.name is not None:
+            os.replace(self.name, path)
+            self.name = None
+        elif not replace:
+            _name_unnamed(self.file.fileno(), path)
+        else:  # a name of its own first: a link cannot take the place of a file
+            name = _free_name(self.folder)
+            _name_unnamed(self.file.fileno(), name)
+            try:
+                os.replace(name, path)
+            except BaseException:
+                _remove(name)
+                raise
+
+    def close(self) -> None:
+        self.file.close()
+        if self.name is not None:
+            _remove(self.name)
+
+
 @contextmanager
-def temporary(folder: str) -> Iterator[tuple[BinaryIO, str]]:
-    """A new, locked file in `folder` open for writing, and its name; removed on the way
-    out unless it was renamed meanwhile."""
-    _sweep(folder)
+def temporary(folder: str) -> Iterator[Draft]:
+    """A `Draft` in `folder`; gone on the way out unless it was published."""
+    draft = Draft(folder)
+    try:
+        yield draft
+    finally:
+        draft.close()
+
+
+def _unnamed(folder: str) -> int | None:
+    """A new unnamed file in `folder` open for writing, where it can be named later."""
+    if not _can_name_unnamed(folder):
+        return None
+    try:
+        return os.open(folder, os.O_TMPFILE | os.O_WRONLY, 0o600)
+    except OSError:
+        return None
+
+
+def _can_name_unnamed(folder: str) -> bool:
+    """Can an unnamed file be made in `folder` and named? Tried once per file system."""
+    try:
+        device = os.stat(folder).st_dev
+    except OSError:
+        return False
+    if device not in _NAMEABLE:
+        _NAMEABLE[device] = _try_naming(folder)
+    return _NAMEABLE[device]
+
+
+_NAMEABLE: dict[int, bool] = {}
+
+
+def _try_naming(folder: str) -> bool:
+    if not hasattr(os, "O_TMPFILE"):
+        return False
+    try:
+        fd = os.open(folder, os.O_TMPFILE | os.O_WRONLY, 0o600)
+    except OSError:  # a file system without them, or an older kernel
+        return False
+    try:
+        name = _free_name(folder)
+        _name_unnamed(fd, name)
+        os.unlink(name)
+        return True
+    except OSError:
+        return False
+    finally:
+        os.close(fd)
+
+
+def _name_unnamed(fd: int, name: str) -> None:
+    """Link the unnamed file open as `fd` under `name`: through /proc, or, where /proc
+    will not, with linkat's AT_EMPTY_PATH (which may need privileges)."""
+    try:
+        os.link(f"/proc/self/fd/{fd}", name, follow_symlinks=True)
+        return
+    except FileExistsError:
+        raise
+    except OSError:
+        pass
+    import ctypes
+
+    libc = ctypes.CDLL(None, use_errno=True)
+    if libc.linkat(fd, b"", AT_FDCWD, os.fsencode(name), AT_EMPTY_PATH) != 0:
+        err = ctypes.get_errno()
+        raise OSError(err, os.strerror(err), name)
+
+
+AT_FDCWD, AT_EMPTY_PATH = -100, 0x1000  # <fcntl.h> on Linux
+
+
+def _named(folder: str) -> tuple[int, str]:
+    """A new temporary file in `folder`, locked, and its name."""
     for _ in range(100):
-        name = os.path.join(folder, f"{PREFIX}{os.urandom(8).hex()}.tmp")
+        name = _free_name(folder)
         try:
             fd = os.open(name, os.O_WRONLY | os.O_CREAT | os.O_EXCL | os.O_NOFOLLOW, 0o600)
-            break
         except FileExistsError:
             continue
-    else:
-        raise FileExistsError(errno.EEXIST, "no free temporary name", folder)
-    try:
         if fcntl is not None:
             fcntl.flock(fd, fcntl.LOCK_EX)
-        with os.fdopen(fd, "wb") as out:
-            yield out, name
-    finally:
-        with suppress(FileNotFoundError):
-            os.unlink(name)
+        return fd, name
+    raise FileExistsError(errno.EEXIST, "no free temporary name", folder)
+
+
+def _free_name(folder: str) -> str:
+    return os.path.join(folder, f"{PREFIX}{os.urandom(8).hex()}.tmp")
 
 
 def open_for_writing(path: str) -> list[str]:
@@ -128,7 +238,8 @@ def _write(path: str, chunks: Iterable[bytes], check: Callable[[], None] | None,
                 for chunk in chunks:
                     out.write(chunk)
             return None
-        with temporary(folder) as (out, name):
+        with temporary(folder) as draft:
+            out = draft.file
             for chunk in chunks:
                 out.write(chunk)
             out.flush()
@@ -139,7 +250,7 @@ def _write(path: str, chunks: Iterable[bytes], check: Callable[[], None] | None,
             if check is not None:
                 check()
             backup = _backup(path) if keep else None
-            os.replace(name, path)
+            draft.publish(path)
         _sync_folder(folder)
     except OSError as exc:
         raise UsageError(f"{path}: cannot write it: {exc.strerror or exc}") from None
@@ -168,13 +279,13 @@ def _backup(path: str) -> str:
             if exc.errno not in (errno.EPERM, errno.EXDEV, errno.EOPNOTSUPP, errno.EMLINK):
                 raise
         if not os.path.lexists(name):
-            with temporary(os.path.dirname(os.path.abspath(path))) as (out, tmp):
+            with temporary(os.path.dirname(os.path.abspath(path))) as draft:
                 with open(path, "rb") as original:
-                    shutil.copyfileobj(original, out)
-                out.flush()
-                os.fsync(out.fileno())
-                shutil.copystat(path, tmp)
-                os.link(tmp, name)  # fails, rather than overwrites, if it was taken since
+                    shutil.copyfileobj(original, draft.file)
+                draft.file.flush()
+                os.fchmod(draft.file.fileno(), os.stat(path).st_mode & 0o7777)
+                os.fsync(draft.file.fileno())
+                draft.publish(name, replace=False)  # fails if it was taken since
             return name
     raise AssertionError("unreachable")
 
@@ -208,6 +319,11 @@ def _sweep(folder: str) -> None:
             pass
         finally:
             os.close(fd)
+
+
+def _remove(name: str) -> None:
+    with suppress(FileNotFoundError):
+        os.unlink(name)
 
 
 def _sync_folder(folder: str) -> None:
