@@ -17,7 +17,7 @@ from .formats import usual_model
 from .formats.base import Layout
 from .loader import PathOrFile, Scanner
 from .models import TABLE, ModelTable
-from .tokens import REPLY_PRIMING, MessageCount, TokenCounter
+from .tokens import REPLY_PRIMING, MessageCount, TokenCounter, model_and_window
 from .transcript import Image, Message, ToolCall, ToolResult, Transcript, group_rounds
 from .workers import Workers
 
@@ -226,7 +226,8 @@ def _breakdown(all_stats: list[MessageStat], layout: Layout, counter: TokenCount
     by_role: dict[str, int] = {}
     for s in context:
         by_role[s.role] = by_role.get(s.role, 0) + s.tokens
-    model, window = _model_and_window(counter, layout, meta.get("flagged", False))
+    model, window = model_and_window(counter, layout.model, layout.usage,
+                                     meta.get("flagged", False))
     rounds = _rounds(context)
     return FileStats(
         path=meta["path"], format=meta["format"], model=model,
@@ -240,18 +241,6 @@ def _breakdown(all_stats: list[MessageStat], layout: Layout, counter: TokenCount
         lines=meta["lines"], bytes=meta["size"], skipped=meta["skipped"],
         usage=_usage(layout.usage, total), conversations=conversations,
     )
-
-
-def _model_and_window(counter: TokenCounter, layout: Layout, flagged: bool) -> tuple[str, int]:
-    """The model to report: the flag's, else the transcript's latest (counting used the first)."""
-    model, window = counter.model, counter.info.context_window
-    latest = None if flagged or not layout.model else counter.table.find(layout.model)
-    if latest is not None and latest.encoding == counter.encoding_name and layout.model:
-        model, window = layout.model, latest.context_window
-    recorded = layout.usage.get("context_window")
-    if not flagged and isinstance(recorded, int) and recorded > 0:
-        window = recorded  # the agent's own statement of its window
-    return model, window
 
 
 def _by_tool(context: list[MessageStat]) -> dict[str, ToolStat]:

@@ -298,3 +298,19 @@ class TokenCounter:
         """Tokens of a whole prompt: every message plus the reply priming."""
         return sum(self.message(m).total for m in messages) + REPLY_PRIMING
 
+
+
+def model_and_window(counter: TokenCounter, named: str | None, usage: dict[str, Any],
+                     flagged: bool) -> tuple[str, int]:
+    """The model a transcript is reported under and the context window it has: the one
+    `--model` names (`flagged`); else the model it names last (`named`), where that counts
+    as the counter does, with the window the agent itself recorded, where it did (a Codex
+    rollout's is a share of the model's). stats and compress both ask here."""
+    model, window = counter.model, counter.info.context_window
+    latest = None if flagged or not named else counter.table.find(named)
+    if named and latest is not None and latest.encoding == counter.encoding_name:
+        model, window = named, latest.context_window
+    recorded = usage.get("context_window")
+    if not flagged and isinstance(recorded, int) and recorded > 0:
+        window = recorded
+    return model, window

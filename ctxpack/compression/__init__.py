@@ -122,10 +122,10 @@ def _made(given: Input, options: Options, strip: bool = False, dry_run: bool = F
             given.transcript, lambda indexes, item: run(given.part(indexes, item), options,
                                                         dry_run=dry_run, cache=cache),
             archiver, now_iso(), strip)
-        return Compressed(report_of(given.transcript, plans, archiver, given.counter), lines)
+        return Compressed(report_of(given, plans, archiver), lines)
     given.facts.start(likely_texts(Plan(given, options)), len, AHEAD_TASK, AHEAD_CHARS)
     plan = run(given, options, dry_run=dry_run, cache=cache)
-    return Compressed(report_of(given.transcript, [plan], archiver, given.counter),
+    return Compressed(report_of(given, [plan], archiver),
                       output(plan, archiver, now_iso(), strip))
 
 
@@ -159,10 +159,9 @@ def compress(source: list[dict[str, Any]] | Transcript | PathOrFile, *,
 
             records, plans = conversations_out(given.transcript, lambda indexes, item: run(
                 given.part(indexes, item), options))
-            return records, report_of(given.transcript, plans, Archiver(enabled=False),
-                                      given.counter)
+            return records, report_of(given, plans, Archiver(enabled=False))
         plan = run(given, options)
-        made_report = report_of(given.transcript, [plan], Archiver(enabled=False), given.counter)
+        made_report = report_of(given, [plan], Archiver(enabled=False))
         return records_out(plan, now_iso()), made_report
     if isinstance(source, Transcript):
         made = _made(of_transcript(source, model, table), options)

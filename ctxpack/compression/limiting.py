@@ -50,7 +50,7 @@ def check_fits(plan: Plan) -> list[str]:
             return [f"the output ({total:,} tokens) is above the target ({plan.target:,}); "
                     "the newest steps it keeps are large"]
         return []
-    what = "budget" if plan.options.budget else f"context window of {plan.read.counter.model}"
+    what = "budget" if plan.options.budget else f"context window of {plan.read.model}"
     parts = [f"the system prompt and task take {plan.tokens(0, s.head):,}",
              f"the summary {s.tokens:,}"] if s else []
     counts = plan.counts

@@ -163,7 +163,7 @@ class Plan:
 
     @property
     def window(self) -> int:
-        return self.read.counter.info.context_window
+        return self.read.window
 
     @property
     def trigger(self) -> int:

@@ -3,7 +3,7 @@ each tool output, and how to get back what was set aside while reading.
 
 Compress needs the whole text of few outputs: those it may truncate (the newest steps')
 and those the summary reads (the newest archived steps'). Outputs older than the newest
-`WINDOW` characters keep only what compress must know of them (an `Output`); a plan that
+`HOLD` characters keep only what compress must know of them (an `Output`); a plan that
 needs one of them whole after all has it read again from the file (`Input.originals`).
 """
 
@@ -22,7 +22,7 @@ from ..formats.base import Editor
 from ..jsonl import LineIndex, Snapshot, Source, reopenable
 from ..loader import PathOrFile, Scanner
 from ..models import ModelTable
-from ..tokens import REPLY_PRIMING, MessageCount, TokenCounter
+from ..tokens import REPLY_PRIMING, MessageCount, TokenCounter, model_and_window
 from ..transcript import META_KEY, Image, Message, Text, ToolResult, Transcript
 from ..workers import Ahead, Workers, here
 from .cutting import line_count, utf8_size
@@ -31,7 +31,7 @@ from .failures import looks_failed
 from .masking import is_masked, masked_failure
 from .units import Unit, cuts, head_end, units_of
 
-WINDOW = 64 << 20  # characters of tool output kept whole, the newest
+HOLD = 64 << 20  # characters of tool output kept whole, the newest
 WHOLE_RECORDS = ("json-messages", "openai-conversations")  # a record holds conversations
 
 
@@ -72,6 +72,8 @@ class Input:
     counts: Sequence[MessageCount]
     outputs: Sequence[tuple[Output, ...]]
     fetch: Callable[[set[int]], dict[int, Message]] = field(repr=False)
+    model: str  # the model it is reported under, and its context window (as stats says)
+    window: int
     item: str | None = None
     facts: Ahead[str, Facts] = field(default_factory=lambda: here(extract_all), repr=False)
     _ids: dict[tuple[int, str], str] = field(default_factory=dict, repr=False)
@@ -171,15 +173,15 @@ class Opened:
 
 def read(source: PathOrFile, format: str | None, *, model: str | None, table: ModelTable,
          skip_invalid: bool = False, cache: bool = True, workers: Workers | None = None,
-         progress: Callable[[int], None] | None = None, window: int = WINDOW) -> Opened:
+         progress: Callable[[int], None] | None = None, hold: int = HOLD) -> Opened:
     """Read and count a transcript for compress; the file stays open (see `Opened`).
     `progress` is told the bytes read so far, as the reading goes; outputs older than
-    the newest `window` characters are set aside."""
+    the newest `hold` characters are set aside."""
     src = reopenable(source)
     try:
         seen = src.snapshot()
         return Opened(_read(src, format, model, table, skip_invalid, cache, workers, progress,
-                            window), src, seen)
+                            hold), src, seen)
     except BaseException:
         src.close()
         raise
@@ -187,16 +189,16 @@ def read(source: PathOrFile, format: str | None, *, model: str | None, table: Mo
 
 class _Emitted:
     """The messages of a file as its reader emits them, each with what is known of its
-    outputs; once the outputs held pass `window` characters, the oldest are set aside
+    outputs; once the outputs held pass `hold` characters, the oldest are set aside
     (None: never)."""
 
-    def __init__(self, window: int | None) -> None:
+    def __init__(self, hold: int | None) -> None:
         self.messages: list[Message] = []
         self.outputs: list[tuple[Output, ...]] = []
         self.aside: set[int] = set()
         self._held: deque[tuple[int, int]] = deque()  # (index, size) of outputs at hand
         self._held_size = 0
-        self._window = window
+        self._hold = hold
 
     def add(self, message: Message) -> None:
         n = len(self.messages)
@@ -207,7 +209,7 @@ class _Emitted:
             return
         self._held.append((n, size))
         self._held_size += size
-        while self._window is not None and self._held_size > self._window \
+        while self._hold is not None and self._held_size > self._hold \
                 and len(self._held) > 1:
             old, old_size = self._held.popleft()
             self._held_size -= old_size
@@ -217,7 +219,7 @@ class _Emitted:
 
 def _read(src: Source, format: str | None, model: str | None, table: ModelTable,
           skip_invalid: bool, cache: bool, workers: Workers | None,
-          progress: Callable[[int], None] | None, window: int) -> Input:
+          progress: Callable[[int], None] | None, hold: int) -> Input:
     index = LineIndex(src.stream)
     scanner = Scanner(src, format, skip_invalid=skip_invalid, index=index, progress=progress)
     counts: list[MessageCount | None] = []
@@ -230,7 +232,7 @@ def _read(src: Source, format: str | None, model: str | None, table: ModelTable,
             # (the format is known once a message is out: a record that holds whole
             # conversations is written again whole, from its messages)
             emitted = emitted or _Emitted(
-                None if scanner.format.name in WHOLE_RECORDS else window)
+                None if scanner.format.name in WHOLE_RECORDS else hold)
             counts.append(None)
             counting.add(message, len(emitted.messages))
             emitted.add(message)
@@ -250,6 +252,7 @@ def _read(src: Source, format: str | None, model: str | None, table: ModelTable,
                      {where[n] for n in emitted.aside if n in where})
     return Input(transcript, counter, editor_of(transcript), [counts[n] for n in context],
                  [emitted.outputs[n] for n in context], fetch,  # type: ignore[misc]
+                 *model_and_window(counter, layout.model, layout.usage, model is not None),
                  facts=workers.ahead(extract_all) if workers else here(extract_all))
 
 
@@ -308,4 +311,5 @@ def of_transcript(t: Transcript, model: str | None, table: ModelTable,
         counting.close()
     outputs = [tuple(observe(r) for r in m.tool_results) for m in t.messages]
     return Input(t, counter, editor_of(t), counts, outputs,  # type: ignore[arg-type]
-                 lambda wanted: {i: t.messages[i] for i in wanted})
+                 lambda wanted: {i: t.messages[i] for i in wanted},
+                 *model_and_window(counter, t.model, t.usage, model is not None))

@@ -8,8 +8,8 @@ from dataclasses import asdict, dataclass, field
 from typing import Any
 
 from ..archive import Archiver
-from ..transcript import Transcript
 from .plan import Plan, StageReport
+from .reading import Input
 from .summary import retention_of
 
 REPORT_VERSION = 2  # 2: `steps` became `stages`, and the limit and llm stages have rows
@@ -47,8 +47,9 @@ class Report:
         return asdict(self)
 
 
-def report_of(t: Transcript, plans: list[Plan], archiver: Archiver, counter: Any) -> Report:
+def report_of(given: Input, plans: list[Plan], archiver: Archiver) -> Report:
     """One report over the plans of a file's conversations."""
+    t, counter = given.transcript, given.counter
     first = plans[0] if plans else None
     removed = sum(s.removed for p in plans if (s := p.summary))
     stages = _stages([r for p in plans for r in p.stages])
@@ -56,8 +57,8 @@ def report_of(t: Transcript, plans: list[Plan], archiver: Archiver, counter: Any
     archive = ("none" if not archiver.enabled else
                "inline" if archiver.folder is None else f"dir:{archiver.folder}")
     return Report(
-        path=t.path, format=t.format, model=counter.model, exact=counter.exact,
-        model_note=counter.note, context_window=counter.info.context_window,
+        path=t.path, format=t.format, model=given.model, exact=counter.exact,
+        model_note=counter.note, context_window=given.window,
         trigger=first.trigger if first else 0, target=first.target if first else 0,
         limit=first.limit if first else 0,
         tokens_before=sum(p.read.total for p in plans), tokens_after=sum(p.total for p in plans),

@@ -38,7 +38,7 @@ def test_a_file_and_its_loaded_transcript_are_read_alike(path: Path) -> None:
 
 def test_outputs_set_aside_while_reading_give_the_same_compress(tmp_path: Path) -> None:
     """A big file's older outputs are set aside as it is read and read again if a stage
-    needs them: with a window small enough that most are, the plan and the output are
+    needs them: with a hold small enough that most are, the plan and the output are
     those of a read that kept everything."""
     from ctxpack.archive import Archiver
     from ctxpack.compression.pipeline import run
@@ -51,8 +51,8 @@ def test_outputs_set_aside_while_reading_give_the_same_compress(tmp_path: Path) 
     path.write_bytes(agent_run(40))
     options = Options(budget=fitted(path) // 2, keep_steps=6, keep_observations=12)
     made = []
-    for window in (64 << 20, 2_000):
-        opened = read(path, None, model=None, table=TABLE, cache=False, window=window)
+    for hold in (64 << 20, 2_000):
+        opened = read(path, None, model=None, table=TABLE, cache=False, hold=hold)
         try:
             given = opened.input
             whole = sum(bool(r.parts) for m in given.messages for r in m.tool_results)
