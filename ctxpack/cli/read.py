@@ -31,7 +31,6 @@ TRANSCRIPT_SUFFIXES = (".jsonl",)
 R = TypeVar("R")
 
 
-
 class Files:
     """The files a many-file command was given: files, folders (their *.jsonl,
     recursively), globs and `-`, in a stable order. One that is missing or cannot be read
