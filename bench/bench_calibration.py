@@ -1,0 +1,102 @@
+"""How far ctxpack's count of a prompt is from what the provider billed for it, per call,
+on every corpus file that records its calls' usage (see ctxpack.calibration).
+
+For each file: the calls it records; the error of the plain count (naive); of the
+calibrated count, its overhead fitted on the first half of the calls and scored on the
+second; and of the anchored count (the previous call's billed size plus the calibrated
+count of what came since). Errors are |count - billed| / billed; median and worst.
+
+    PYTHONPATH=. python bench/bench_calibration.py [FILES...]
+    PYTHONPATH=. python bench/bench_calibration.py --slopes   # fit a slope per model
+"""
+
+from __future__ import annotations
+
+import argparse
+import itertools
+import statistics
+import sys
+from collections import Counter
+from pathlib import Path
+
+ROOT = Path(__file__).resolve().parent.parent
+sys.path.insert(0, str(ROOT))
+
+from ctxpack.calibration import anchored, calls_of, fit, prompt_sizes  # noqa: E402
+from ctxpack.errors import CtxpackError  # noqa: E402
+from ctxpack.loader import load  # noqa: E402
+from ctxpack.tokens import TokenCounter  # noqa: E402
+
+CORPUS = ROOT.parent / "shared" / "corpus"
+
+
+def errors(predicted: list[int], billed: list[int]) -> list[float]:
+    return [abs(p - b) / b for p, b in zip(predicted, billed, strict=True) if b > 0]
+
+
+def measure(path: Path) -> dict | None:
+    try:
+        t = load(path)
+    except CtxpackError:
+        return None
+    calls = calls_of(t)
+    if len(calls) < 2:
+        return None
+    model = Counter(c.model for c in calls if c.model).most_common(1)[0][0] \
+        if any(c.model for c in calls) else t.model
+    counted = prompt_sizes(t, calls, TokenCounter(model or None))
+    billed = [c.billed for c in calls]
+    half = max(1, len(calls) // 2)
+    f = fit(model, counted[:half], billed[:half])
+    tail = range(half, len(calls))
+    return {
+        "file": path.name, "model": model, "calls": len(calls),
+        "naive": errors(counted, billed),
+        "calibrated": errors([f(counted[k]) for k in tail], [billed[k] for k in tail]),
+        "anchored": errors([anchored(f.slope, billed[k - 1], counted[k - 1], counted[k])
+                            for k in range(1, len(calls))], billed[1:]),
+        "overhead": f.overhead, "slope": f.slope,
+        "points": list(zip(counted, billed, strict=True)),
+    }
+
+
+def cell(values: list[float]) -> str:
+    if not values:
+        return "      -       "
+    return f"{statistics.median(values):6.1%} {max(values):6.1%}"
+
+
+def main() -> None:
+    parser = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
+    parser.add_argument("files", nargs="*", type=Path)
+    parser.add_argument("--slopes", action="store_true",
+                        help="also fit a slope per model on the growth between calls")
+    args = parser.parse_args()
+    files = args.files or sorted(p for d in ("claude-code", "codex")
+                                 for p in (CORPUS / d).glob("*.jsonl"))
+    rows = [r for r in map(measure, files) if r]
+    print(f"{'file':44} {'model':18} {'calls':>5}  {'naive med/worst':>14}  "
+          f"{'calibrated':>14}  {'anchored':>14}  overhead")
+    for r in rows:
+        print(f"{r['file'][:44]:44} {(r['model'] or '?')[:18]:18} {r['calls']:5}  "
+              f"{cell(r['naive'])}  {cell(r['calibrated'])}  {cell(r['anchored'])}  "
+              f"{r['overhead']:8,.0f}")
+    many = [r for r in rows if r["calls"] >= 10]
+    for kind in ("naive", "calibrated", "anchored"):
+        medians = [statistics.median(r[kind]) for r in many if r[kind]]
+        print(f"files with >= 10 calls, {kind}: median of medians "
+              f"{statistics.median(medians):.1%}, worst median {max(medians):.1%}")
+    if args.slopes:
+        by_model: dict[str, list[float]] = {}
+        for r in rows:
+            pts = r["points"]
+            for (c0, b0), (c1, b1) in itertools.pairwise(pts):
+                if c1 - c0 > 500:  # growth big enough to read a ratio from
+                    by_model.setdefault(r["model"] or "?", []).append((b1 - b0) / (c1 - c0))
+        for model, ratios in sorted(by_model.items()):
+            print(f"slope {model}: median {statistics.median(ratios):.3f} "
+                  f"over {len(ratios)} steps")
+
+
+if __name__ == "__main__":
+    main()

@@ -1,0 +1,116 @@
+"""What a file records of its calls' billed prompts, and the counts calibrated on them."""
+
+from __future__ import annotations
+
+import json
+import statistics
+from pathlib import Path
+
+import pytest
+
+from ctxpack.calibration import anchored, calls_of, fit, prompt_sizes, slope_of
+from ctxpack.loader import load
+from ctxpack.tokens import TokenCounter
+
+from .conftest import SAMPLES, corpus_params
+
+
+def records(path: Path) -> list[dict]:
+    return [json.loads(line) for line in path.read_text().splitlines() if line.strip()]
+
+
+def test_a_claude_code_call_is_billed_its_input_and_both_cache_fields() -> None:
+    path = SAMPLES / "coding-agent.claude-code.jsonl"
+    billed: dict[str, int] = {}
+    for r in records(path):  # read here without ctxpack: one figure per API response
+        usage = r.get("message", {}).get("usage") if r.get("type") == "assistant" else None
+        if usage:
+            billed[r["message"]["id"]] = (usage["input_tokens"]
+                                          + usage.get("cache_creation_input_tokens", 0)
+                                          + usage.get("cache_read_input_tokens", 0))
+    t, lines = load(path), records(path)
+    calls = calls_of(t)
+    in_context = {lines[n - 1]["message"]["id"] for m in t.messages if m.role == "assistant"
+                  for n in m.lines}
+    assert len(calls) == len(in_context) > 5  # the calls before a compaction are not
+    for c in calls:
+        reply = t.messages[c.prompt]
+        assert c.billed == billed[lines[reply.line - 1]["message"]["id"]]
+
+
+def test_a_codex_call_is_a_token_count_whose_figures_changed() -> None:
+    path = SAMPLES / "refactor.codex.jsonl"
+    seen, billed = None, []
+    for r in records(path):
+        payload = r.get("payload", {})
+        if r["type"] == "event_msg" and payload.get("type") == "token_count" \
+                and payload.get("info"):
+            figures = json.dumps(payload["info"], sort_keys=True)
+            if figures != seen:
+                seen = figures
+                billed.append(payload["info"]["last_token_usage"]["input_tokens"])
+    calls = calls_of(load(path))
+    assert [c.billed for c in calls] == billed
+    assert len(billed) < sum(1 for r in records(path)
+                             if r.get("payload", {}).get("type") == "token_count")
+
+
+def test_a_reply_stored_without_its_thinking_counts_at_its_recorded_output(
+        tmp_path: Path) -> None:
+    def assistant(n: int, content: list, output: int) -> dict:
+        return {"type": "assistant", "uuid": f"a{n}", "parentUuid": f"u{n}",
+                "sessionId": "s", "timestamp": "2026-01-01T00:00:00Z",
+                "message": {"id": f"msg{n}", "role": "assistant", "model": "claude-opus-4-7",
+                            "content": content,
+                            "usage": {"input_tokens": 10, "cache_read_input_tokens": 1000 * n,
+                                      "output_tokens": output}}}
+
+    def user(n: int, parent: str | None, content: object) -> dict:
+        return {"type": "user", "uuid": f"u{n}", "parentUuid": parent, "sessionId": "s",
+                "timestamp": "2026-01-01T00:00:00Z",
+                "message": {"role": "user", "content": content}}
+
+    lines = [user(1, None, "list the files"),
+             assistant(1, [{"type": "thinking", "thinking": "", "signature": "x"},
+                           {"type": "tool_use", "id": "t1", "name": "ls", "input": {}}], 800),
+             user(2, "a1", [{"type": "tool_result", "tool_use_id": "t1", "content": "a.py"}]),
+             assistant(2, [{"type": "text", "text": "one file: a.py"}], 9)]
+    path = tmp_path / "s.jsonl"
+    path.write_text("".join(json.dumps(r) + "\n" for r in lines))
+    t = load(path)
+    calls = calls_of(t)
+    counter = TokenCounter("claude-opus-4-7")
+    first, second = prompt_sizes(t, calls, counter)
+    reply, result = t.messages[calls[0].prompt], t.messages[calls[0].prompt + 1]
+    assert counter.message(reply).total < 800
+    assert second - first == 800 + counter.message(result).total
+
+
+def test_a_fit_finds_the_overhead_and_the_anchor_follows_the_growth() -> None:
+    slope = slope_of("claude-opus-4-6")
+    counted = [1_000, 4_000, 9_000, 15_000, 30_000]
+    billed = [round(slope * c + 25_000) for c in counted]
+    f = fit("claude-opus-4-6", counted, billed)
+    assert abs(f.overhead - 25_000) <= 1
+    assert [f(c) for c in counted] == pytest.approx(billed, abs=1)
+    assert anchored(slope, billed[2], counted[2], counted[3]) == pytest.approx(billed[3], abs=1)
+    assert slope_of("claude-opus-4-6-20260101") == slope != slope_of("gpt-4o") == 1.0
+
+
+@pytest.mark.corpus
+@pytest.mark.parametrize("path", corpus_params("claude-code", "codex"))
+def test_calibrated_counts_come_near_the_bill(path: Path, exact_tokens: None) -> None:
+    t = load(path)
+    calls = calls_of(t)
+    if len(calls) < 10:
+        pytest.skip(f"{len(calls)} calls recorded: too few to fit on half and score half")
+    model = calls[-1].model
+    counted = prompt_sizes(t, calls, TokenCounter(model))
+    billed = [c.billed for c in calls]
+    half = len(calls) // 2
+    f = fit(model, counted[:half], billed[:half])
+    calibrated = [abs(f(c) - b) / b for c, b in zip(counted[half:], billed[half:], strict=True)]
+    near = [abs(anchored(f.slope, billed[k - 1], counted[k - 1], counted[k]) - billed[k])
+            / billed[k] for k in range(1, len(calls))]
+    assert statistics.median(calibrated) <= 0.10
+    assert statistics.median(near) <= 0.02
