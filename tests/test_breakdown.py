@@ -60,7 +60,10 @@ def test_model_flag_changes_encoding_and_window(exact_tokens, chat):
 
 
 def test_json_schema(exact_tokens, chat):
-    run = ctxpack("stats", "--json", str(chat), str(chat))
+    twin = chat.with_name("twin.jsonl")
+    twin.write_bytes(chat.read_bytes())
+    # a file named twice (here by name and by its folder) is counted once
+    run = ctxpack("stats", "--json", str(chat), str(chat.parent), str(twin))
     assert run.code == 0, run.err
     doc = json.loads(run.out)
     assert doc["schema_version"] == 1 and len(doc["files"]) == 2

@@ -40,12 +40,18 @@ class Files:
 
     def __init__(self, args: list[str]) -> None:
         self.paths: list[str] = []
+        self.below: dict[str, str] = {}  # each file's path below what named it
         self.failed = 0
         for arg in args:
             try:
-                self.paths += _expand(arg)
+                found = _expand(arg)
             except UsageError as exc:
                 self._said(str(exc))
+                continue
+            for path in found:
+                if path not in self.below:
+                    self.paths.append(path)
+                    self.below[path] = _below(arg, path)
 
     def each(self, work: Callable[[str], R]) -> Iterator[R]:
         """`work(path)` of every file that it does not fail on."""
@@ -64,6 +70,20 @@ class Files:
     def _said(self, problem: str) -> None:
         self.failed += 1
         error(problem)
+
+
+def _below(arg: str, path: str) -> str:
+    """Where `path` sits below the argument `arg` that named it: below a folder, its path
+    in it; a file or a glob's match, its own relative path (its name if that would leave
+    the current folder)."""
+    if path == "-":
+        return "-"
+    if os.path.isdir(arg):
+        return os.path.relpath(path, arg)
+    relative = os.path.normpath(path)
+    if os.path.isabs(relative) or relative.split(os.sep)[0] == os.pardir:
+        return os.path.basename(path)
+    return relative
 
 
 def _expand(arg: str) -> list[str]:

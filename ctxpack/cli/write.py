@@ -7,11 +7,12 @@ import os
 import sys
 import time
 from collections.abc import Iterable
+from dataclasses import dataclass
 from typing import Annotated, Any
 
 import typer
 
-from ..errors import UsageError
+from ..errors import EXIT_USAGE, CtxpackError, UsageError
 from .common import (
     ConfigOpt,
     ForceOpt,
@@ -67,10 +68,10 @@ def _destination(file: str, output: str | None, in_place: bool, force: bool) -> 
 
 
 def _write_result(dest: str, source: str, chunks: Iterable[bytes],
-                  seen: os.stat_result | None) -> None:
+                  seen: os.stat_result | None) -> str | None:
     """Write to `dest` (`-` is stdout). In place (`seen` is the input's state when it was
     read), replace FILE only if nothing changed it since, keeping the original file
-    itself as FILE.bak (or the next free name), and say where."""
+    itself as FILE.bak (or the next free name): that name is returned."""
     from ..atomic import replace_keeping, write_atomic
 
     if dest == "-":
@@ -78,10 +79,10 @@ def _write_result(dest: str, source: str, chunks: Iterable[bytes],
         for chunk in chunks:
             out.write(chunk)
         out.flush()
-        return
+        return None
     if seen is None:
         write_atomic(dest, chunks)
-        return
+        return None
 
     def check() -> None:
         now = os.stat(source)
@@ -89,20 +90,95 @@ def _write_result(dest: str, source: str, chunks: Iterable[bytes],
             raise UsageError(f"{source} changed while it was being rewritten; it is left "
                              "as it is now", "run again once its writer is done")
 
-    from rich.markup import escape
+    return replace_keeping(dest, chunks, check)
 
-    backup = replace_keeping(dest, chunks, check)
-    stderr().print(escape(f"the original is kept as {backup}: whatever still writes to the "
-                          "file it had open writes there"))
+
+def _say_kept(backup: str | None) -> None:
+    if backup is not None:
+        from rich.markup import escape
+
+        stderr().print(escape(f"the original is kept as {backup}: whatever still writes to "
+                              "the file it had open writes there"))
+
+
+FilesArg = Annotated[list[str], typer.Argument(
+    metavar="FILE...", help="Transcripts: a file or - for stdin; or many files, folders "
+    "(their *.jsonl) and globs, with --out-dir or --in-place.")]
+OutDirOpt = Annotated[str | None, typer.Option(
+    "--out-dir", metavar="DIR", help="With many inputs: write each below DIR, at the path "
+    "it has below the folder (or as the file) given.")]
+JobsOpt = Annotated[int | None, typer.Option(
+    "--jobs", "-j", metavar="N", min=1,
+    help="With many inputs: files at a time (default: every core).")]
+SkipExistingOpt = Annotated[bool, typer.Option(
+    "--skip-existing", help="With many inputs: skip a file whose output is newer than it "
+    "(a killed run resumes).")]
+ShardOpt = Annotated[str | None, typer.Option(
+    "--shard", metavar="I/N", help="With many inputs: only the I-th of N shares of the "
+    "files (I from 0 to N-1), the same share whoever runs it.")]
+
+
+def _one_file(files: list[str], out_dir: str | None) -> bool:
+    """Is this the one-file form (a file or stdin, its output -o, stdout or itself)?"""
+    return len(files) == 1 and out_dir is None and (files[0] == "-" or os.path.isfile(files[0]))
+
+
+@dataclass(frozen=True)
+class _CompressJob:
+    """What every file of a many-file compress is compressed with."""
+
+    options: Any
+    model: str | None
+    format: str | None
+    skip_invalid: bool
+    table: Any
+    strip_metadata: bool
+    cache: bool
+    dry_run: bool
+    in_place: bool
+    force: bool
+
+
+def compress_one(job: Any, how: _CompressJob, alone: bool) -> Any:
+    """One file of a many-file compress (run in a worker process when `alone`)."""
+    from ..compression import compress_file
+    from .batch import Outcome, failed
+
+    if alone:
+        os.environ["CTXPACK_WORKERS"] = "1"  # the other cores have files of their own
+    try:
+        if how.in_place:
+            _destination(job.source, None, True, how.force)
+        seen = os.stat(job.source) if how.in_place else None
+        result = compress_file(job.source, how.options, model=how.model, format=how.format,
+                               skip_invalid=how.skip_invalid, table=how.table,
+                               strip_metadata=how.strip_metadata, cache=how.cache,
+                               dry_run=how.dry_run)
+        try:
+            r = result.report
+            status = "planned" if how.dry_run else "written" if r.changed else "unchanged"
+            if not how.dry_run:
+                os.makedirs(os.path.dirname(os.path.abspath(job.dest)), exist_ok=True)
+                _write_result(job.dest, job.source, result.chunks(), seen)
+        finally:
+            result.close()
+        return Outcome(job.source, job.dest, status, tokens_before=r.tokens_before,
+                       tokens_after=r.tokens_after)
+    except (CtxpackError, OSError) as exc:
+        return failed(job, exc)
 
 
 @app.command()
 @with_settings(after="format")
 def compress(
-    file: Annotated[str, typer.Argument(metavar="FILE", help="Transcript file, or - for stdin.")],
+    files: FilesArg,
     output: OutputOpt = None,
     in_place: InPlaceOpt = False,
     force: ForceOpt = False,
+    out_dir: OutDirOpt = None,
+    jobs: JobsOpt = None,
+    skip_existing: SkipExistingOpt = False,
+    shard: ShardOpt = None,
     model: ModelOpt = None,
     format: FormatOpt = None,
     strip_metadata: Annotated[bool, typer.Option(
@@ -121,9 +197,19 @@ def compress(
     **flags: Any,
 ) -> None:
     """Shrink a transcript to fit its model; originals are archived for restore."""
+    if not _one_file(files, out_dir):
+        if output is not None:
+            raise UsageError("-o takes one input", "use --out-dir DIR for many")
+        _check_outputs("", in_place, strip_metadata, dry_run, report_json)
+        cfg, options = _settings(config, flags)
+        how = _CompressJob(options, model, format, skip_invalid, cfg.models, strip_metadata,
+                           not no_cache, dry_run, in_place, force)
+        raise typer.Exit(_many(files, out_dir, in_place, not dry_run, jobs, skip_existing,
+                               shard, compress_one, how, quiet, report_json))
     from ..compression import compress_file
     from ..render.progress import FileProgress
 
+    file = files[0]
     dest = _destination(file, output, in_place, force)
     _check_outputs(dest, in_place, strip_metadata, dry_run, report_json)
     seen = os.stat(file) if in_place else None
@@ -138,7 +224,23 @@ def compress(
     if dry_run:
         result.close()
     else:
-        _write_result(dest, file, result.chunks(), seen)
+        _say_kept(_write_result(dest, file, result.chunks(), seen))
+
+
+def _many(files: list[str], out_dir: str | None, in_place: bool, writes: bool,
+          jobs: int | None, skip_existing: bool, shard: str | None, task: Any, how: Any,
+          quiet: bool, report_json: str | None) -> int:
+    """Run `task` on every file given; the run's exit code."""
+    from ..workers import worker_count
+    from . import batch
+    from .read import Files
+
+    inputs = Files(files)
+    todo, fresh = batch.jobs_of(inputs, out_dir, in_place, writes, batch.parse_shard(shard),
+                                skip_existing)
+    outcomes = batch.run(todo, task, how, jobs or worker_count()) if todo else []
+    code = batch.finish(outcomes, fresh, quiet, report_json)
+    return max(code, EXIT_USAGE if inputs.failed else 0)
 
 
 def _check_outputs(dest: str, in_place: bool, strip_metadata: bool, dry_run: bool,
@@ -191,13 +293,32 @@ def _compress_report(report: Any, quiet: bool, dry_run: bool, json_path: str | N
             warn(w)
 
 
+def restore_one(job: Any, how: tuple[str | None, int], alone: bool) -> Any:
+    """One file of a many-file restore (`how`: the archive folder and the growth limit)."""
+    from ..undo import restoring
+    from .batch import Outcome, failed
+
+    folder, max_growth = how
+    try:
+        with restoring(job.source, folder=folder, max_growth=max_growth) as restored:
+            os.makedirs(os.path.dirname(os.path.abspath(job.dest)), exist_ok=True)
+            _write_result(job.dest, job.source, restored.chunks(), None)
+            status = "written" if restored.layers else "unchanged"
+        return Outcome(job.source, job.dest, status)
+    except (CtxpackError, OSError) as exc:
+        return failed(job, exc)
+
+
 @app.command()
 def restore(
-    file: Annotated[str, typer.Argument(metavar="FILE",
-        help="A compressed transcript, or - for stdin.")],
+    files: FilesArg,
     output: OutputOpt = None,
     in_place: InPlaceOpt = False,
     force: ForceOpt = False,
+    out_dir: OutDirOpt = None,
+    jobs: JobsOpt = None,
+    skip_existing: SkipExistingOpt = False,
+    shard: ShardOpt = None,
     only: Annotated[str | None, typer.Option(
         "--only", metavar="ID", help="Expand just this item (ids are in the markers and --list).")]
     = None,
@@ -209,10 +330,25 @@ def restore(
         "--max-growth", metavar="N", min=1,
         help="Refuse to write more than N times the bytes given (default 2000: far above "
         "what compress makes; archives crafted to expand stop there).")] = None,
+    quiet: Annotated[bool, typer.Option(
+        "--quiet", "-q", help="With many inputs: no table of the files on stderr.")] = False,
+    report_json: Annotated[str | None, typer.Option(
+        "--report-json", metavar="PATH",
+        help="With many inputs: what became of each file, as JSON (- for stdout).")] = None,
 ) -> None:
     """Undo compress: give back the original transcript, byte for byte."""
     from ..undo import MAX_GROWTH, items, restoring
 
+    if not _one_file(files, out_dir):
+        if output is not None or only is not None or list_:
+            raise UsageError("-o, --only and --list take one input",
+                             "use --out-dir DIR for many")
+        if in_place:
+            raise UsageError("restore --in-place takes one input", "use --out-dir DIR")
+        raise typer.Exit(_many(files, out_dir, False, True, jobs, skip_existing, shard,
+                               restore_one, (archive_dir, max_growth or MAX_GROWTH), quiet,
+                               report_json))
+    file = files[0]
     dest = _destination(file, output, in_place, force)
     if list_:
         for item in items(file):
@@ -223,5 +359,4 @@ def restore(
                    max_growth=max_growth or MAX_GROWTH) as restored:
         if restored.layers == 0:
             warn(f"{restored.name}: nothing to restore (no ctxpack items); writing it unchanged")
-        _write_result(dest, file, restored.chunks(), seen)
-
+        _say_kept(_write_result(dest, file, restored.chunks(), seen))

@@ -1,0 +1,171 @@
+"""Many files in one run: compress or restore a folder, a glob or a list of files.
+
+The inputs (see `read.Files`) become jobs, each writing below `--out-dir` at the path
+its input has below what named it (or over itself, `--in-place`). Jobs run one process
+each, `-j` at a time, and each process keeps its work to itself (one core); a single
+job runs here, with the workers a big file uses. A file that fails is said in one line
+and the others go on; the run ends with a table (or `--report-json`) of what became of
+each, and the highest exit code of its failures.
+"""
+
+from __future__ import annotations
+
+import hashlib
+import os
+from collections.abc import Callable
+from concurrent.futures import Future
+from dataclasses import asdict, dataclass
+from typing import Any
+
+from ..errors import EXIT_USAGE, CtxpackError, UsageError
+from .common import error, os_problem, stderr
+from .read import Files
+
+REPORT_VERSION = 1
+
+
+@dataclass(frozen=True)
+class Job:
+    """One input and where its result goes."""
+
+    source: str
+    dest: str
+
+
+@dataclass
+class Outcome:
+    """What became of a job: `status` is written, unchanged (written as it was read),
+    skipped (its output is newer than it: `--skip-existing`), planned (`--dry-run`) or
+    failed (`code` and `problem` say why)."""
+
+    source: str
+    dest: str
+    status: str
+    code: int = 0
+    problem: str = ""
+    tokens_before: int | None = None
+    tokens_after: int | None = None
+
+
+def jobs_of(inputs: Files, out_dir: str | None, in_place: bool, writes: bool,
+            shard: tuple[int, int] | None, skip_existing: bool) -> tuple[list[Job], list[Job]]:
+    """The jobs to run, and those skipped as up to date; refuses two inputs that would
+    write one output. (A run that `writes` nothing needs nowhere to write.)"""
+    if writes and out_dir is None and not in_place:
+        raise UsageError("more than one input needs --out-dir DIR (or --in-place)",
+                         "-o takes one input")
+    jobs: list[Job] = []
+    for path in inputs.paths:
+        if path == "-":
+            raise UsageError("- (stdin) cannot be one of many inputs")
+        below = inputs.below[path]
+        if shard is not None and _share(below, shard[1]) != shard[0]:
+            continue
+        jobs.append(Job(path, os.path.join(out_dir, below) if out_dir and not in_place
+                        else path))
+    taken: dict[str, str] = {}
+    for job in jobs:
+        if (other := taken.setdefault(os.path.abspath(job.dest), job.source)) != job.source:
+            raise UsageError(f"{other} and {job.source} would both be written to {job.dest}")
+    if not skip_existing:
+        return jobs, []
+    fresh = [j for j in jobs if _up_to_date(j)]
+    return [j for j in jobs if j not in fresh], fresh
+
+
+def parse_shard(value: str | None) -> tuple[int, int] | None:
+    """`--shard i/N`: the i-th of N shares (i from 0 to N-1)."""
+    if value is None:
+        return None
+    index, _, count = value.partition("/")
+    if not (index.isdigit() and count.isdigit() and int(index) < int(count)):
+        raise UsageError(f"--shard {value!r}: give i/N, with i from 0 to N-1 (0/4 ... 3/4)")
+    return int(index), int(count)
+
+
+def run(jobs: list[Job], task: Callable[..., Outcome], args: Any, parallel: int) -> list[Outcome]:
+    """Every job's outcome, in the jobs' order: `task(job, args, alone)` run `parallel`
+    at a time in worker processes (`alone`: keep to one core), or here, one by one, when
+    there is one job, one core or no pool to be had."""
+    from concurrent.futures import as_completed
+    from concurrent.futures.process import BrokenProcessPool
+
+    from ..render.progress import JobProgress
+    from ..workers import Workers
+
+    outcomes: dict[Job, Outcome] = {}
+    with Workers(min(parallel, len(jobs))) as workers:
+        futures: dict[Future[Outcome], Job] = {}
+        here: list[Job] = []
+        for job in jobs:  # all sent before the progress bar's thread starts: they fork
+            future = workers.submit(task, job, args, True) if len(jobs) > 1 else None
+            if future is None:
+                here.append(job)
+            else:
+                futures[future] = job
+        with JobProgress([j.source for j in jobs], stderr()) as advance:
+            for job in here:
+                outcomes[job] = _said(task(job, args, False))
+                advance(job.source)
+            for future in as_completed(futures):
+                job = futures[future]
+                try:
+                    outcomes[job] = _said(future.result())
+                except BrokenProcessPool:  # killed (out of memory, say): this job failed
+                    outcomes[job] = _said(Outcome(job.source, job.dest, "failed", EXIT_USAGE,
+                                                  f"{job.source}: its worker process died"))
+                advance(job.source)
+    return [outcomes[j] for j in jobs]
+
+
+def failed(job: Job, exc: BaseException) -> Outcome:
+    """The outcome of a job that raised `exc`."""
+    if isinstance(exc, CtxpackError):
+        return Outcome(job.source, job.dest, "failed", exc.exit_code, str(exc))
+    if isinstance(exc, OSError):
+        return Outcome(job.source, job.dest, "failed", EXIT_USAGE, os_problem(exc))
+    raise exc
+
+
+def finish(outcomes: list[Outcome], skipped: list[Job], quiet: bool,
+           report_json: str | None) -> int:
+    """Report the run (a table on stderr, and JSON where asked); its exit code."""
+    everything = outcomes + [Outcome(j.source, j.dest, "skipped") for j in skipped]
+    if report_json:
+        import orjson
+
+        data = orjson.dumps({"schema_version": REPORT_VERSION,
+                             "files": [asdict(o) for o in everything]},
+                            option=orjson.OPT_INDENT_2) + b"\n"
+        if report_json == "-":
+            import sys
+
+            sys.stdout.buffer.write(data)
+        else:
+            from ..atomic import write_atomic
+
+            write_atomic(report_json, [data])
+    if not quiet:
+        from ..render.batch import print_outcomes
+
+        print_outcomes(stderr(), everything)
+    return max((o.code for o in everything), default=0)
+
+
+def _said(outcome: Outcome) -> Outcome:
+    if outcome.status == "failed":
+        error(outcome.problem)
+    return outcome
+
+
+def _share(below: str, count: int) -> int:
+    """The share a file belongs to: from its path below its input, so that a file keeps
+    its share whoever else is in the folder."""
+    return int.from_bytes(hashlib.sha256(below.encode()).digest()[:8], "big") % count
+
+
+def _up_to_date(job: Job) -> bool:
+    try:
+        return os.stat(job.dest).st_mtime_ns >= os.stat(job.source).st_mtime_ns
+    except OSError:
+        return False

@@ -1,0 +1,140 @@
+"""Many files in one compress or restore: mirrored below --out-dir, in parallel, a bad
+file costing only itself, resumable, and shared out by --shard."""
+
+from __future__ import annotations
+
+import json
+import os
+import shutil
+import time
+from pathlib import Path
+
+import pytest
+
+from .conftest import SAMPLES
+from .helpers import assert_clean_error, ctxpack
+
+BUDGET = "3000"
+PINNED = {"SOURCE_DATE_EPOCH": "1795000000"}
+
+
+@pytest.fixture
+def folder(tmp_path: Path) -> Path:
+    """A folder of samples, one below a subfolder, and one file that cannot be read."""
+    root = tmp_path / "in"
+    (root / "sub").mkdir(parents=True)
+    for sample in sorted(SAMPLES.glob("*.jsonl")):
+        shutil.copy(sample, root / sample.name)
+    shutil.copy(SAMPLES / "support-chat.openai.jsonl", root / "sub" / "chat.jsonl")
+    (root / "sub" / "bad.jsonl").write_bytes(b'{"role":"user","content":"x"}\n{bad\n')
+    old = time.time() - 60
+    for path in root.rglob("*.jsonl"):
+        os.utime(path, (old, old))
+    return root
+
+
+def transcripts(root: Path) -> dict[str, bytes]:
+    return {str(p.relative_to(root)): p.read_bytes() for p in sorted(root.rglob("*.jsonl"))}
+
+
+def test_a_folder_is_compressed_below_out_dir_and_restored_byte_for_byte(
+        folder: Path, tmp_path: Path) -> None:
+    out, back, report = tmp_path / "out", tmp_path / "back", tmp_path / "report.json"
+    run = ctxpack("compress", str(folder), "--out-dir", str(out), "--budget", BUDGET,
+                  "--report-json", str(report))
+    assert run.code == 2, run.err  # the bad file failed; the others are done
+    assert [line for line in run.err.splitlines() if line.startswith("error:")] == \
+        [f"error: {folder / 'sub' / 'bad.jsonl'}:2: malformed JSON: Expecting property "
+         "name enclosed in double quotes at column 2"]
+    good = {k: v for k, v in transcripts(folder).items() if k != "sub/bad.jsonl"}
+    assert sorted(transcripts(out)) == sorted(good)
+    entries = {Path(e["source"]).relative_to(folder).as_posix(): e
+               for e in json.loads(report.read_text())["files"]}
+    assert entries["sub/bad.jsonl"]["status"] == "failed"
+    assert entries["sub/bad.jsonl"]["code"] == 2
+    assert entries["refactor.codex.jsonl"]["status"] == "written"
+    assert entries["refactor.codex.jsonl"]["tokens_after"] <= int(BUDGET) \
+        < entries["refactor.codex.jsonl"]["tokens_before"]
+    run = ctxpack("restore", str(out), "--out-dir", str(back))
+    assert run.code == 0, run.err
+    assert transcripts(back) == good
+
+
+def test_files_in_parallel_write_what_one_at_a_time_writes(folder: Path, tmp_path: Path) -> None:
+    (folder / "sub" / "bad.jsonl").unlink()
+    made = []
+    for jobs in ("1", "2"):
+        out = tmp_path / f"out-{jobs}"
+        run = ctxpack("compress", str(folder), "--out-dir", str(out), "--budget", BUDGET,
+                      "-j", jobs, "-q", env=PINNED)
+        assert run.code == 0, run.err
+        made.append(transcripts(out))
+    assert made[0] == made[1] and len(made[0]) == len(transcripts(folder))
+
+
+def test_a_second_run_skips_what_is_up_to_date(folder: Path, tmp_path: Path) -> None:
+    out, report = tmp_path / "out", tmp_path / "r.json"
+    assert ctxpack("restore", str(folder), "--out-dir", str(out), "-q").code == 0
+    before = {p: p.stat().st_mtime_ns for p in out.rglob("*.jsonl")}
+    touched = folder / "refactor.codex.jsonl"
+    touched.write_bytes(touched.read_bytes())  # newer than its output now
+    run = ctxpack("restore", str(folder), "--out-dir", str(out), "--skip-existing", "-q",
+                  "--report-json", str(report))
+    statuses = {Path(e["source"]).name: e["status"]
+                for e in json.loads(report.read_text())["files"]}
+    assert run.code == 0, run.err
+    assert statuses.pop("refactor.codex.jsonl") == "unchanged"  # restore: none to undo
+    assert set(statuses.values()) == {"skipped"}
+    after = {p: p.stat().st_mtime_ns for p in out.rglob("*.jsonl")}
+    assert [p.name for p in after if after[p] != before[p]] == ["refactor.codex.jsonl"]
+
+
+def test_shards_split_the_files_between_them_the_same_way_every_time(
+        folder: Path, tmp_path: Path) -> None:
+    shares = []
+    for i in range(3):
+        out = tmp_path / f"shard-{i}"
+        ctxpack("restore", str(folder), "--out-dir", str(out), "--shard", f"{i}/3", "-q")
+        shares.append(set(transcripts(out)) if out.exists() else set())
+    everything = set(transcripts(folder))  # restore copies what has nothing to undo
+    assert set.union(*shares) == everything
+    assert sum(len(s) for s in shares) == len(everything)
+    again = tmp_path / "again"
+    ctxpack("restore", str(folder), "--out-dir", str(again), "--shard", "1/3", "-q")
+    assert (set(transcripts(again)) if again.exists() else set()) == shares[1]
+
+
+def test_many_inputs_need_somewhere_to_go(folder: Path, tmp_path: Path) -> None:
+    a, b = str(folder / "refactor.codex.jsonl"), str(folder / "sub" / "chat.jsonl")
+    assert_clean_error(ctxpack("compress", a, b), 2, "--out-dir")
+    assert_clean_error(ctxpack("compress", a, b, "-o", str(tmp_path / "x")), 2,
+                       "-o takes one input")
+    assert_clean_error(ctxpack("restore", str(folder), "--shard", "3/3", "--out-dir",
+                               str(tmp_path)), 2, "--shard '3/3'")
+    clash = tmp_path / "clash"
+    (clash / "sub").mkdir(parents=True)
+    shutil.copy(a, clash / "chat.jsonl")
+    assert_clean_error(ctxpack("restore", str(clash), str(folder / "sub"), "--out-dir",
+                               str(tmp_path / "o")), 2, "would both be written to")
+
+
+def test_a_dry_run_over_many_writes_nothing(folder: Path, tmp_path: Path) -> None:
+    run = ctxpack("compress", str(folder), "--dry-run", "--budget", BUDGET,
+                  "--report-json", "-")
+    assert run.code == 2, run.err
+    statuses = {Path(e["source"]).name: e["status"] for e in json.loads(run.out)["files"]}
+    assert statuses.pop("bad.jsonl") == "failed"
+    assert set(statuses.values()) <= {"planned"}
+    assert not [p for p in folder.rglob("*") if ".bak" in p.name or p.name.startswith(".ctx")]
+
+
+def test_many_files_in_place_each_keep_their_original(folder: Path) -> None:
+    (folder / "sub" / "bad.jsonl").unlink()
+    before = transcripts(folder)
+    run = ctxpack("compress", str(folder), "--in-place", "--budget", BUDGET, "-q")
+    assert run.code == 0, run.err
+    after = transcripts(folder)
+    assert after["refactor.codex.jsonl"] != before["refactor.codex.jsonl"]
+    for name, data in before.items():
+        if after[name] != data:
+            assert (folder / f"{name}.bak").read_bytes() == data
