@@ -169,7 +169,9 @@ def test_an_encrypted_pem_with_headers_an_escaped_one_and_a_cut_one_are_gone() -
     headers = "Proc-Type: 4,ENCRYPTED\nDEK-Info: AES-128-CBC,3F17F5316E2BAC89\n\n" + BODY
     escaped = pem("RSA ", newline="\\n")  # inside a JSON string
     cut = pem("RSA ").rsplit("\n", 2)[0]  # no END line: the output was truncated
-    for text in (pem("RSA ", headers), f'{{"key": "{escaped}"}}', cut + "\n[truncated]"):
+    escaped_cut = cut.replace("\n", "\\n")
+    for text in (pem("RSA ", headers), f'{{"key": "{escaped}"}}', cut + "\n[truncated]",
+                 f'{{"out": "{escaped_cut}\\n[truncated]"}}'):
         out, counts = redact(text)
         assert counts == Counter(private_key=1), text
         assert "MIIE" not in out and "VHqF" not in out and "ENCRYPTED" not in out
@@ -215,6 +217,8 @@ def test_env_secret_forms(text: str, expected: str) -> None:
     (f"Authorization: Bearer {OPENAI}", "openai_key"),
     (f"https://x-access-token:{GITHUB_APP}@github.com/o/r.git", "github_token"),
     (f"AWS_ACCESS_KEY_ID={AWS_ID}", "aws_access_key"),
+    (f'{{"cmd": "printf \'x\\n{GITHUB}\\n\'"}}', "github_token"),
+    (f'{{"cmd": "echo \\t{OPENAI}"}}', "openai_key"),
 ])
 def test_a_value_of_a_known_format_counts_once_as_that_format(text: str, kind: str) -> None:
     out, counts = redact(text)

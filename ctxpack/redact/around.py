@@ -51,10 +51,11 @@ def _searched(patterns: list[tuple[str, str, str, bool]]) -> tuple[re.Pattern[st
 
 def _anchored(before: str, rest: str, token: bool) -> str:
     """`before` + `rest` as a regex that starts at the first character of `rest`; a `token`
-    starts where a word does (so that a run of "eyJeyJ..." is not searched once per J)."""
+    starts where a word does (so that a run of "eyJeyJ..." is not searched once per J), or
+    after the n, t or r of a newline, tab or return escaped in JSON text."""
     behind = before + rest[0]
     return (rest[0] + (f"(?<={behind})" if before else "")
-            + (rf"(?<![\w-]{behind})" if token else "") + rest[1:])
+            + (rf"(?<![A-Za-mo-qsu-z0-9_-]{behind})" if token else "") + rest[1:])
 
 
 _SPECIFIC, _SPECIFIC_KIND = _searched(
@@ -101,7 +102,11 @@ def _specific(text: str, match: re.Match[str]) -> tuple[str, int, int] | None:
         least = max(start - _LONGEST_PREFIX, 0)
         while start > least and text[start - 1] in _TOKEN_CHARS:
             start -= 1
-        kind = "" if start and text[start - 1] in _TOKEN_CHARS else _format(text, start, end)
+        if text[start - 1 : start] == "\\" and text[start] in "ntr":
+            start += 1  # JSON text's "\n" before it
+        elif start and text[start - 1] in _TOKEN_CHARS:
+            return None  # more of a word than a token of the format holds
+        kind = _format(text, start, end)
     return (kind, start, end) if kind else None
 
 

@@ -37,7 +37,7 @@ _FORMATS = (
 )
 _LONGEST_PREFIX = len("github")  # the longest part of a token before where its search starts
 _PEM_LABEL = r"(?:[A-Z0-9]+ ){0,3}PRIVATE KEY(?: BLOCK)?-----"
-_NEWLINE = r"(?:\r?\n|\\r?\\n)"  # a real one, or one escaped in JSON text
+_NEWLINE = r"(?:\r?\n|(?:\\r)?\\n)"  # a real one, or one escaped in JSON text
 # A whole block, found first: a token glued to it must not take its first line. A block
 # cut short before its END line still loses every base64 line it kept.
 _PRIVATE_KEY = re.compile(
