@@ -459,18 +459,19 @@ _PLACEHOLDER_KIND = re.compile(r"\[REDACTED:(\w+)\]")
 
 
 def leaks(secret: str, redacted: str, text: str) -> bool:
-    """True when `redacted` still holds `secret`, or a piece of it: a run of 6 or more of its
-    letters and digits (the part after a `#` or an `&`, half a token), unless that run also
-    stands in `text` apart from the secret (a word of the sentence around it)."""
+    """True when `redacted` still holds `secret`, or a piece of it: 4 or more of its letters
+    and digits in a row (the part after a `#` or an `&`, half a token), unless they also
+    stand in `text` apart from the secret (a word of the sentence around it)."""
     redacted = _PLACEHOLDER.sub("\0", redacted)
     if secret in redacted:
         return True
     around = text.replace(secret, "\0")
     pieces = "".join(c if c.isalnum() else " " for c in secret).split()
     for piece in pieces:
-        for i in range(max(len(piece) - 5, 1)):
-            window = piece[i : i + 6]
-            if len(window) >= 6 and window in redacted and window not in around:
+        width = min(len(piece), 6)
+        for i in range(len(piece) - width + 1):
+            window = piece[i : i + width]
+            if width >= 4 and window in redacted and window not in around:
                 return True
     return False
 
