@@ -483,6 +483,7 @@ def test_basic_credentials_go_and_the_word_basic_stays() -> None:
     "machine learning models forget the password policy", "<password>${DB_PASSWORD}</password>",
     "<token></token> and <div>hello world</div>", '<add key="ApiBase" value="https://x.io" />',
     "password = getpass()", "token = fetch_token()", "secret = os.urandom(32)",
+    "token = token_v2", "password = password2", "    secret = make_secret3",
     # near misses of the formats added for more providers
     "key-value store", "s.upper()", "os.environ.get('X')", "the rapid API", "pul-request",
     "shpat_ is Shopify's prefix", "dapi is Databricks'", "NRAK-",

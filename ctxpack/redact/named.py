@@ -74,6 +74,9 @@ _LINE_TAIL = re.compile(r"[ \t\r]*(?:#[^\n]{0,200})?(?:\n|\Z)"
                         r"|(?:[ \t]|\\t)*(?:#[^\"\\\n]{0,200})?(?:\\r)?(?:\\n|\")")
 _MORE_WORDS = re.compile(r"(?: [^\s\"'`#|\\()\[\]{},%]+){1,7}")  # a passphrase's, in YAML
 _ENV_REST = re.compile(r"[^\s\"'`\\]*")  # an .env line's value goes on past "&"
+_IDENTIFIER = re.compile(r"[A-Za-z_]\w*")
+_SECTION = re.compile(r"(?:^|\n|\\n|\")\[[\w. \"-]+\](?:\r?\n|\\r?\\n)")  # ini's [pypi]
+_GENERATED = re.compile(r"(?=.{12})(?=.*[0-9])(?=.*[a-z])(?=.*[A-Z]).*")  # Xk9mQ_2pLzT4v
 _NEXT_PAIR = re.compile(r";[A-Za-z][\w ]*=")  # a connection string's next `;Name=`
 _PAIR_VALUE = re.compile(r"[^;\s\"'`\\]*")
 _CODE_CHARS = frozenset("()[]{}")
@@ -235,7 +238,12 @@ def _bare_value(text: str, op: str, before: str, value: str, head: int, end: int
         return False
     if op == "=":
         return before in _BEFORE_ASSIGN or _line_head(text, head)
-    if op.strip() == "=":  # an ini file's `name = value`, alone on its line
+    if op.strip() == "=":  # an ini file's `name = value`, alone on its line; in code, a
+        # name (`token = token_v2`) is a variable, unless a [section] stands before or it
+        # looks generated
+        if (_IDENTIFIER.fullmatch(value) and not _GENERATED.fullmatch(value)
+                and _SECTION.search(text, max(head - 10 * _NEARBY, 0), head) is None):
+            return False
         return _line_head(text, head) and _line_tail(text, end)
     if op.strip() != ":" or op[-1] not in " \t":
         return False  # `name = value` in code is an expression, not a literal
