@@ -496,9 +496,16 @@ def test_ordinary_text_comes_back_unchanged(text: str) -> None:
     assert redact(text) == (text, Counter())
 
 
+SHOPIFY = "sh" + "pat_" + "0123456789abcdef" * 2
+DIGITALOCEAN = "do" + "p_v1_" + "0123456789abcdef" * 4
+PYPI = "py" + "pi-" + "AgEIcHlwaS5vcmc" + "Zr9-kQ2_" * 8
+VAULT = "hv" + "s." + "CAESI" + "Zr9-kQ2_" * 4
+NOTION = "nt" + "n_" + "12345678901" + "aB3dE5gH7jK9mN1pQ3sT5vX7zA9cE1gI3kM"
+TELEGRAM = "1234567890" + ":AA" + "Zr9-kQ2_" * 4 + "x"
 SECRETS = [OPENAI, OPENAI_PROJECT, ANTHROPIC, GITHUB, GITHUB_PAT, GITLAB, GOOGLE, SLACK,
            STRIPE, HUGGINGFACE, AWS_ID, AWS_SESSION_ID, JWT, pem("OPENSSH "), OPENROUTER, NPM,
-           GROQ, XAI, SENDGRID, TWILIO, DISCORD]
+           GROQ, XAI, SENDGRID, TWILIO, DISCORD, SHOPIFY, DIGITALOCEAN, PYPI, VAULT, NOTION,
+           TELEGRAM]
 SPACE = st.text(alphabet=" \t\n\r\u00a0\u2003", min_size=1, max_size=3)
 
 
@@ -519,7 +526,11 @@ IN_CONTEXT = [f"Bearer {BEARER}", "DB_PASSWORD=hunter2-prod", "postgres://app:pw
               "  client_secret: Zx9-Lm8\n", "--password S3cret-99", f"Basic {BASIC}",
               "\\nDB_PASSWORD=Pg-Pass-2931\\n", "  2\u2192SMTP_PASS=hunter2", "+DB_PWD=abcd",
               "passphrase: correct horse battery staple\n", "mysql -u root -pHunter22",
-              "SECRET_KEY=django-insecure-x9#f!2k&q8(z)w"]
+              "SECRET_KEY=django-insecure-x9#f!2k&q8(z)w", f"curl -u deploy:{PW} x",
+              f"sshpass -p {PW} ssh h", f"Cookie: a=1; sessionid={PW}x9Kq; b=2",
+              f"Authorization: Token {PW}x9Kq1234", f"https://hooks.slack.com/services/{HOOK}",
+              f"machine h login u password {PW}\n", f"<password>{PW}</password>",
+              f"Server=db;Password={PW}&x;Database=y", f"https://u:{PW}#x@h/"]
 FRAGMENTS = ["token", "password:", "key=", "Bearer", "://", "@", '"', "'", "\n", "=", "]",
              f"{DASHES}BEGIN RSA PRIVATE KEY{DASHES}", "[REDACTED:", "sk-", "eyJ", "x",
              "\\n", "\\", '\\"', "--token ", " -p", "PASS", "passphrase: ", "\u2192", "Basic ",

@@ -52,8 +52,9 @@ Judge = Callable[[str, re.Match[str]], tuple[str, int, int] | None]
 
 def _replace(text: str, regex: re.Pattern[str], judge: Judge, counts: Counter[str]) -> str:
     """`text` with a placeholder for each secret that `judge` sees in a match of `regex`.
-    A secret that ends after its match (a value that runs on past an `&`) is searched on
-    from its end, as the text redacted will be: so redacting again finds nothing more."""
+    The search goes on from the end of each secret, which may end before its match or after
+    it (a value that runs on past an `&`), as it will in the text redacted: so redacting
+    again finds nothing more."""
     out: list[str] = []
     done = 0
     match = regex.search(text)
@@ -62,7 +63,11 @@ def _replace(text: str, regex: re.Pattern[str], judge: Judge, counts: Counter[st
         if found is not None and found[1] >= done:
             kind, start, end = found
             out += (text[done:start], PLACEHOLDER.format(kind))
-            done = end
+            done = resume = end
             counts[kind] += 1
-        match = regex.search(text, max(match.end(), done))
+        elif "name" in regex.groupindex:  # a value not taken may hold the next name:
+            resume = match.end("name")  # `passphrase: <password>x</password>`
+        else:
+            resume = match.end()
+        match = regex.search(text, max(resume, done))
     return "".join(out) + text[done:] if out else text
