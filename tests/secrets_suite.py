@@ -1,4 +1,4 @@
-"""A suite of planted secrets for ctxpack.redact: over 200 synthetic secrets of over 100
+"""A suite of planted secrets for ctxpack.redact: over 300 synthetic secrets of over 100
 kinds, each in the kind of text it turns up in (a shell line, a config file, a header, a
 log line, prose), bare and under a variable's name.
 
@@ -444,6 +444,41 @@ _plant("aws_secret_key", "json", '{"AccessKeyId": "' + "AS" + "IA" + _pick(_BASE
        + '", "SecretAccessKey": "' + _AWS3 + '"}', _AWS3)
 _AWS_SESSION = "IQoJb3JpZ2luX2Vj" + _pick(_ALNUM + "/+", 300) + "=="
 _plant("aws_session_token", "env", "AWS_SESSION_TOKEN=" + _AWS_SESSION, _AWS_SESSION)
+
+# --- a second batch, written after the rules as a check of how well they generalize: at
+# first 17 of these 25 were caught -------------------------------------------------------
+
+for _kind, _form, _line in [
+    ("command_credentials", "wget --http-password", "wget --http-password={s} https://x.io/f"),
+    ("url_password", "git clone oauth2", "git clone https://oauth2:{s}@gitlab.com/g/r.git"),
+    ("command_credentials", "docker login --password=", "docker login --password={s} r.io"),
+    ("url_password", "psql quoted", 'psql "postgresql://u:{s}@h/db"'),
+    ("auth_token", "ApiKey", "Authorization: ApiKey {s}"),
+    ("api_key_header", "X-Vault-Token", "X-Vault-Token: {s}"),
+    ("json", "X-API-KEY", '{{"headers": {{"X-API-KEY": "{s}"}}}}'),
+    ("cookie", "set-cookie JSESSIONID", "set-cookie: JSESSIONID={s}; Path=/"),
+    ("config_set", "aws configure set", "aws configure set aws_secret_access_key {s}"),
+    ("config_set", "npm config set", "npm config set //registry.npmjs.org/:_authToken {s}"),
+    ("command_credentials", "kubectl --docker-password",
+     "kubectl create secret docker-registry r --docker-password={s}"),
+    ("command_credentials", "curl --user", "curl --user admin:{s} https://x.io"),
+    ("command_credentials", "curl -u quoted", 'curl -sSf -u "admin:{s}" https://x.io'),
+    ("command_credentials", "mongosh --password", "mongosh --username admin --password {s}"),
+    ("url_password", "redis-cli -u", "redis-cli -u redis://default:{s}@host:6379"),
+    ("url_password", "ftp", "ftp://anonymous:{s}@ftp.x.org/pub"),
+    ("yaml", "smtp_password", 'smtp_password: "{s}"'),
+    ("json", "client_secret", '{{"client_secret": "{s}"}}'),
+    ("env_list", "kubernetes", "env:\n  - name: DB_PASSWORD\n    value: {s}\n"),
+    ("command_credentials", "keytool -storepass", "keytool -storepass {s} -keystore k.jks"),
+    ("command_credentials", "openssl -passout", "openssl pkcs12 -export -passout pass:{s}"),
+    ("command_credentials", "zip -P", "zip -P {s} a.zip f"),
+    ("command_credentials", "7z -p", "7z a -p{s} a.7z f"),
+    ("command_credentials", "sqlcmd -P", "sqlcmd -S db -U sa -P {s}"),
+    ("command_credentials", "net use", "net use z: \\\\srv\\s /user:bob {s}"),
+]:
+    _secret = (_pick(_ALNUM + "/+", 40) if "aws" in _form else urlsafe(36) if "Token" in _form
+               or "ApiKey" in _form or "JSESSIONID" in _form else password())
+    _plant(_kind, _form, _line.format(s=_secret), _secret)
 
 # The secrets a miss of is accepted, and why: bare, they have no shape of their own, and
 # what they look like must stay (ids, digests)

@@ -37,6 +37,8 @@ _SHORT_FLAGS = (
     (("curl",), "U", "", "user:"),
     (("curl",), "b", "", "cookie"),
     (("htpasswd",), "b", "", "3"),
+    (("zip", "sqlcmd", "bcp", "osql"), "P", "", "value"),
+    (("7z", "7za", "7zz", "rar", "unrar"), "p", "", "glued"),
 )
 _LONG_FLAGS = {"user": "user:", "proxy-user": "user:", "cookie": "cookie"}  # curl's
 _COMMAND = re.compile(
@@ -50,12 +52,18 @@ _RULES = (
     ("cli_secret", "", rf"--(?<![\w\]-]--)(?:[a-z0-9]+[-_])*{_FLAG}(?:=|[ \t]+){_ARGUMENT_START}"),
     ("cli_long", "", rf"--(?<![\w\]-]--)(?:user|proxy-user|cookie)(?:=|[ \t]+){_ARGUMENT_START}"),
     ("cli_pass", "", rf"-(?<=[ \t]-)pass(?:in|out)?[ \t]+pass:{_ARGUMENT_START}"),
+    # Windows' `net use Z: \\srv\share /user:NAME password`
+    ("cli_net_use", "/user", r":[^\s\"]+[ \t]+(?=[^\s/*])"),
+    # keytool's -storepass x, -keypass x; Java's and openssl's -password x
+    ("cli_single", "", rf"-(?<=[ \t]-)[a-z]*pass(?:word|wd)?(?:=|[ \t]+){_ARGUMENT_START}"),
     ("cli_short", "", rf"-(?<=[ \t]-)[{_SHORT_LETTERS}](?=[^\s$<>|&;`-]|[ \t]+{_ARGUMENT_START})"),
 )
 # A flag's value, quoted (also in JSON text) or not
 _ARGUMENT = re.compile(r"\\?\"(?P<dq>[^\"\\\n]*)\\?\"|'(?P<sq>[^'\n]*)'"
                        r"|(?P<bare>[^\s\"'`;&|<>()\\]+)")
 _SPACES = re.compile(r"[ \t]*")
+_NET_USE = re.compile(r"(?<![\w-])net(?:\.exe)?[ \t]+use[ \t]", re.IGNORECASE)
+_SOURCE = re.compile(r"(?:env|file|fd|stdin|pass):")  # openssl's places of a password
 # --no-password, --ask-pass: what follows is the next argument; --next-token: a page's
 _NOT_SECRET_FLAGS = frozenset(
     "no ask prompt with use read show skip require next starting start continuation page"
@@ -76,8 +84,13 @@ def flag_secret(text: str, rule: str, at: int, end: int) -> Found | None:
         line = text.rfind("\n", max(at - _NEARBY, 0), at) + 1
         command = _last_command(text, line, at)
         return _part(text, start, stop, _LONG_FLAGS[flag]) if command == "curl" else None
+    if rule == "cli_net_use":
+        line = text.rfind("\n", max(at - _NEARBY, 0), at) + 1
+        return _judged(text, start, stop, 4, "loose") if _NET_USE.search(text, line, at) else None
     if rule == "cli_pass":
         return _judged(text, start, stop, 4, "loose")
+    if rule == "cli_single":  # not openssl's `-passin env:VAR`, `-passout file:path`
+        return None if _SOURCE.match(text, start) else _judged(text, start, stop, 4, "")
     if not _NOT_SECRET_FLAGS.isdisjoint(flag.replace("_", "-").split("-")):
         return None
     least = 4 if _password_part(flag.replace("-", "_").split("_")[-1]) else 6

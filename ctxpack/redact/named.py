@@ -40,7 +40,9 @@ _NAMED = re.compile(
     rf"(?P<name>(?:{_keyword_regex()}|T(?<=_PAT))(?=(?P<rest>[\w.-]{{0,64}}))(?P=rest))"
     r"(?P<close>\\\"|[\"']?)"
     r"(?:[ \t]*:[ \t]*[A-Za-z_][\w.\[\], |]*?(?=[ \t]*=))?"  # the type of `name: str = "..."`
-    r"(?P<op>[ \t]*[=:][ \t]*|>)"  # also XML's <name>
+    # also XML's <name>, and the value after an env list's name (Kubernetes, ECS)
+    r"(?P<op>[ \t]*[=:][ \t]*|>|[ \t]*(?:\r?\n|\\n)[ \t]*value:[ \t]*"
+    r"|,[ \t]*\\?\"value\\?\":[ \t]*|[ \t]+(?=[^\s=:]))"  # and `config set NAME value`
     r"(?:\"(?P<dq>[^\"\\\n]*(?:\\.[^\"\\\n]*)*)\"|\\\"(?P<edq>[^\"\\\n]*)\\\""
     r"|'(?P<sq>[^'\n]*)'|(?P<bare>[^\s\"'`&\\]+))",
     re.ASCII,
@@ -74,6 +76,8 @@ _LINE_TAIL = re.compile(r"[ \t\r]*(?:#[^\n]{0,200})?(?:\n|\Z)"
                         r"|(?:[ \t]|\\t)*(?:#[^\"\\\n]{0,200})?(?:\\r)?(?:\\n|\")")
 _MORE_WORDS = re.compile(r"(?: [^\s\"'`#|\\()\[\]{},%]+){1,7}")  # a passphrase's, in YAML
 _ENV_REST = re.compile(r"[^\s\"'`\\]*")  # an .env line's value goes on past "&"
+_CONFIG_SET = re.compile(r"config(?:ure)?[ \t]+set[ \t]+(?:[\w./:-]*:)?\Z")
+_ENV_LIST_NAME = re.compile(r"(?:name:[ \t]*|\\?\"name\\?\":[ \t]*)\Z")
 _IDENTIFIER = re.compile(r"[A-Za-z_]\w*")
 _SECTION = re.compile(r"(?:^|\n|\\n|\")\[[\w. \"-]+\](?:\r?\n|\\r?\\n)")  # ini's [pypi]
 _GENERATED = re.compile(r"(?=.{12})(?=.*[0-9])(?=.*[a-z])(?=.*[A-Z]).*")  # Xk9mQ_2pLzT4v
@@ -91,6 +95,8 @@ def _named(text: str, match: re.Match[str]) -> Found | None:
     group = match.lastgroup or "bare"  # the value's group closes last
     start, end = match.span(group)
     name = match["name"].lower()
+    if match["op"][-1] in " \t" and not match["op"].strip():
+        return _config_set(text, match, start, end)
     if name == "uthorization" and match["op"] != ">":
         return credentials(text, start)  # `Authorization: Token x`, in any scheme
     if match["op"] == ">" or (name == "key" and match["op"] == "=" and group in ("dq", "edq")
@@ -106,6 +112,8 @@ def _named(text: str, match: re.Match[str]) -> Found | None:
     if close and text[head:at] != close:
         return None
     before = "\n" if escaped else text[head - 1] if head else "\n"
+    if "value" in op and _ENV_LIST_NAME.search(text, max(head - 20, 0), head) is None:
+        return None  # `- name: DB_PASSWORD` then `value: x`; {"name": "X", "value": "x"}
     if _AWS_NAME.search(name) and _AWS_SECRET.fullmatch(text, start, end):
         return "aws_secret_key", start, end  # in any form, ini's `key = value` too
     password = _name_kind(name)
@@ -131,6 +139,20 @@ def _named(text: str, match: re.Match[str]) -> Found | None:
         return None
     least = 4 if password == "password" else 6
     return ("env_secret", start, end) if _plausible(value, least, how, group == "bare") else None
+
+
+def _config_set(text: str, match: re.Match[str], start: int, end: int) -> Found | None:
+    """The value of `aws configure set NAME value`, `npm config set NAME value`."""
+    at, _ = _name_start(text, match.start())
+    if _CONFIG_SET.search(text, max(at - 80, 0), at) is None or match["close"]:
+        return None
+    kind, value = _name_kind(text[at : match.end("name")]), text[start:end]
+    if not kind or value[0] in _NOT_BARE_START:
+        return None
+    if _AWS_NAME.search(text, at, match.end("name")) and _AWS_SECRET.fullmatch(value):
+        return "aws_secret_key", start, end
+    return ("env_secret", start, end) if _plausible(value, 4 if kind == "password" else 6,
+                                                    "", True) else None
 
 
 def _markup(text: str, match: re.Match[str], start: int, end: int) -> Found | None:
@@ -245,6 +267,8 @@ def _bare_value(text: str, op: str, before: str, value: str, head: int, end: int
                 and _SECTION.search(text, max(head - 10 * _NEARBY, 0), head) is None):
             return False
         return _line_head(text, head) and _line_tail(text, end)
+    if "value:" in op:  # an env list's `value: x` under `- name: X`
+        return _line_tail(text, end)
     if op.strip() != ":" or op[-1] not in " \t":
         return False  # `name = value` in code is an expression, not a literal
     if before in "\"'":
