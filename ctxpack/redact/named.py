@@ -1,5 +1,6 @@
 """Values known by their name: `NAME=value`, `name: value`, `"name": "value"`, also in JSON
-text, numbered listings and diffs, and AWS secret keys under their names; the regex that
+text, numbered listings and diffs, in XML (`<password>x</password>`), an Authorization
+header's credentials, and AWS secret keys under their names; the regex that
 finds a key word in a name, and the judges of the name, of where the value stands and
 where an unquoted one ends."""
 
@@ -7,7 +8,9 @@ from __future__ import annotations
 
 import re
 
+from .formats import Found
 from .values import _NOT_BARE_START, _NOT_SECRET_START, _plausible
+from .web import credentials
 
 # Values known by their name: `NAME=value`, `export NAME=value`, `NAME: value` (YAML, HTTP
 # headers), `"name": "value"` (JSON, also escaped in JSON text), `name = "value"` (code),
@@ -34,10 +37,12 @@ def _keyword_regex() -> str:
 
 _NAMED = re.compile(
     # (?=(x))\1 takes x whole, never a part of it: a long name fails at once
-    rf"(?P<name>(?:{_keyword_regex()})(?=(?P<rest>[\w.-]{{0,64}}))(?P=rest))"
+    rf"(?P<name>(?:{_keyword_regex()}|T(?<=_PAT))(?=(?P<rest>[\w.-]{{0,64}}))(?P=rest))"
     r"(?P<close>\\\"|[\"']?)"
     r"(?:[ \t]*:[ \t]*[A-Za-z_][\w.\[\], |]*?(?=[ \t]*=))?"  # the type of `name: str = "..."`
-    r"(?P<op>[ \t]*[=:][ \t]*)"
+    # also XML's <name>, and the value after an env list's name (Kubernetes, ECS)
+    r"(?P<op>[ \t]*[=:][ \t]*|>|[ \t]*(?:\r?\n|\\n)[ \t]*value:[ \t]*"
+    r"|,[ \t]*\\?\"value\\?\":[ \t]*|[ \t]+(?=[^\s=:]))"  # and `config set NAME value`
     r"(?:\"(?P<dq>[^\"\\\n]*(?:\\.[^\"\\\n]*)*)\"|\\\"(?P<edq>[^\"\\\n]*)\\\""
     r"|'(?P<sq>[^'\n]*)'|(?P<bare>[^\s\"'`&\\]+))",
     re.ASCII,
@@ -64,31 +69,51 @@ _AWS_SECRET = re.compile(r"[A-Za-z0-9/+=]{40}")
 # Around an unquoted value: what may stand before `NAME=value` (a shell line, a query
 # string, a flag), and the start and end of the line of a `name: value`, real or in JSON
 # text: a listing's gutter (`12→`, `12\t`, `12:`, `12|`), a diff's +/-, a quote's >, export.
-_BEFORE_ASSIGN = frozenset(" \t\r\n?&;|\"'`\u2192")
+_BEFORE_ASSIGN = frozenset(" \t\r\n?&;|\"'`\u2192:=")  # also .npmrc's ":_authToken="
 _LINE_HEAD = re.compile(
     r"(?:[ \t]|\\t)*(?:[0-9]+(?:\u2192|\\u2192|\t|\\t|:|\|))?(?:[ \t+>-]|\\t)*(?:export )?")
 _LINE_TAIL = re.compile(r"[ \t\r]*(?:#[^\n]{0,200})?(?:\n|\Z)"
                         r"|(?:[ \t]|\\t)*(?:#[^\"\\\n]{0,200})?(?:\\r)?(?:\\n|\")")
 _MORE_WORDS = re.compile(r"(?: [^\s\"'`#|\\()\[\]{},%]+){1,7}")  # a passphrase's, in YAML
 _ENV_REST = re.compile(r"[^\s\"'`\\]*")  # an .env line's value goes on past "&"
+_CONFIG_SET = re.compile(r"config(?:ure)?[ \t]+set[ \t]+(?:[\w./:-]*:)?\Z")
+_ENV_LIST_NAME = re.compile(r"(?:name:[ \t]*|\\?\"name\\?\":[ \t]*)\Z")
+_IDENTIFIER = re.compile(r"[A-Za-z_]\w*")
+_SECTION = re.compile(r"(?:^|\n|\\n|\")\[[\w. \"-]+\](?:\r?\n|\\r?\\n)")  # ini's [pypi]
+_GENERATED = re.compile(r"(?=.{12})(?=.*[0-9])(?=.*[a-z])(?=.*[A-Z]).*")  # Xk9mQ_2pLzT4v
+_NEXT_PAIR = re.compile(r";[A-Za-z][\w ]*=")  # a connection string's next `;Name=`
+_PAIR_VALUE = re.compile(r"[^;\s\"'`\\]*")
 _CODE_CHARS = frozenset("()[]{}")
 _CALL = re.compile(r"[\w.]*[(\[{]")
 _NEARBY = 200
+_ATTRIBUTE_VALUE = re.compile(r"\\?\"[ \t]+value=\\?\"([^\"\\\n]*)\\?\"")  # key="name" value="x"
 
 
-def _named(text: str, match: re.Match[str]) -> tuple[str, int, int] | None:
+def _named(text: str, match: re.Match[str]) -> Found | None:
     """The kind, start and end of the value that a match of _NAMED assigns to a name, if
     that value is a secret."""
     group = match.lastgroup or "bare"  # the value's group closes last
     start, end = match.span(group)
+    name = match["name"].lower()
+    if match["op"][-1] in " \t" and not match["op"].strip():
+        return _config_set(text, match, start, end)
+    if name == "uthorization" and match["op"] != ">":
+        return credentials(text, start)  # `Authorization: Token x`, in any scheme
+    if match["op"] == ">" or (name == "key" and match["op"] == "=" and group in ("dq", "edq")
+                              and text[match.start() - 1 : match.start()] in (" ", "\t")):
+        return _markup(text, match, start, end)
     if not _may_hold(text, match, start, end, group == "bare"):
         return None
     at, escaped = _name_start(text, match.start())
     name, close, op = text[at : match.end("name")], match["close"], match["op"]
+    if name.lower() == "key" and text[at - 4 : at].lower() == "api " and not close:
+        at, name = at - 4, "api_key"  # "API key: ..."
     head = at - len(close)  # where the name starts, with its opening quote
     if close and text[head:at] != close:
         return None
     before = "\n" if escaped else text[head - 1] if head else "\n"
+    if "value" in op and _ENV_LIST_NAME.search(text, max(head - 20, 0), head) is None:
+        return None  # `- name: DB_PASSWORD` then `value: x`; {"name": "X", "value": "x"}
     if _AWS_NAME.search(name) and _AWS_SECRET.fullmatch(text, start, end):
         return "aws_secret_key", start, end  # in any form, ini's `key = value` too
     password = _name_kind(name)
@@ -107,13 +132,48 @@ def _named(text: str, match: re.Match[str]) -> tuple[str, int, int] | None:
             return None
         if "=" in op and not env:
             how = "code"  # `login(password=args.password)`
-    elif before in "\"'" and not close:
+    elif before in "\"'" and not close and group != "edq":
         return None  # the name is in a string that ends at the value's opening quote
     value = text[start:end]
     if value[0] in (_NOT_BARE_START if group == "bare" else _NOT_SECRET_START):
         return None
     least = 4 if password == "password" else 6
     return ("env_secret", start, end) if _plausible(value, least, how, group == "bare") else None
+
+
+def _config_set(text: str, match: re.Match[str], start: int, end: int) -> Found | None:
+    """The value of `aws configure set NAME value`, `npm config set NAME value`."""
+    at, _ = _name_start(text, match.start())
+    if _CONFIG_SET.search(text, max(at - 80, 0), at) is None or match["close"]:
+        return None
+    kind, value = _name_kind(text[at : match.end("name")]), text[start:end]
+    if not kind or value[0] in _NOT_BARE_START:
+        return None
+    if _AWS_NAME.search(text, at, match.end("name")) and _AWS_SECRET.fullmatch(value):
+        return "aws_secret_key", start, end
+    return ("env_secret", start, end) if _plausible(value, 4 if kind == "password" else 6,
+                                                    "", True) else None
+
+
+def _markup(text: str, match: re.Match[str], start: int, end: int) -> Found | None:
+    """The value of an XML element named for a secret (`<password>x</password>`), or of
+    .NET's `<add key="Password" value="x" />`, if it may be one."""
+    if match["op"] == ">":
+        at, _ = _name_start(text, match.start())
+        name = text[at : match.end("name")]
+        end = text.find("<", start, end)
+        if text[at - 1 : at] != "<" or end < 0 or not text.startswith(f"</{name}>", end):
+            return None
+    else:  # key="Password" value="x": the name is the key's value
+        value = _ATTRIBUTE_VALUE.match(text, end)
+        if value is None:
+            return None
+        name, (start, end) = text[start:end], value.span(1)
+    kind, value = _name_kind(name), text[start:end]
+    if not kind or not value or value[0] in _NOT_SECRET_START:
+        return None
+    least, how = (4, "loose") if kind == "password" else (6, "")
+    return ("env_secret", start, end) if _plausible(value, least, how, False) else None
 
 
 def _may_hold(text: str, match: re.Match[str], start: int, end: int, bare: bool) -> bool:
@@ -145,6 +205,8 @@ def _name_kind(name: str) -> str:
     "secret" when another part is a key word (API_KEY, githubToken, apikey, tokens) and
     its last part does not say that the value is about a secret (key_id, token_type)."""
     parts = [p.lower() for p in _NAME_PART.findall(name)]
+    while len(parts) > 1 and parts[-1].isdigit():
+        parts.pop()  # KEY_FILE_2, PuTTY-User-Key-File-3
     if not parts or parts[-1] in _QUALIFIERS or parts in (["key"], ["keys"], ["private"],
                                                           ["pass"]):
         return ""  # a map's "key", a keyboard's; `private: true`; a test's "--- PASS: x"
@@ -153,6 +215,8 @@ def _name_kind(name: str) -> str:
     upper = name.isupper()
     if _password_part(parts[-1], upper):
         return "password"
+    if upper and parts[-1] == "pat" and len(parts) > 1:
+        return "secret"  # a personal access token's: GITHUB_PAT, AZURE_DEVOPS_PAT
     return "secret" if any(_password_part(p, upper) or (p[:-1] if p.endswith("s") else p)
                            .endswith(_KEYWORD_ENDS) for p in parts) else ""
 
@@ -166,9 +230,13 @@ def _password_part(part: str, upper: bool = False) -> bool:
 
 def _bare_end(text: str, match: re.Match[str], head: int, end: int, env: bool,
               words: bool) -> int:
-    """Where an unquoted value ends: before a `;` (`export TOKEN=...;`); past an `&` on an
-    .env line (a Django key); past its spaces when a YAML passphrase has `words`; -1 if
-    it does not end where a value can."""
+    """Where an unquoted value ends: at the `;` that ends a connection string's pair
+    (`Server=db;Password=a&b;Database=x`), also past an `&`; before a `;` (`export
+    TOKEN=...;`); past an `&` on an .env line (a Django key); past its spaces when a YAML
+    passphrase has `words`; -1 if it does not end where a value can."""
+    start = match.start("bare")
+    if text[head - 1 : head] == ";" or _NEXT_PAIR.search(text, start, end):
+        return _PAIR_VALUE.match(text, start).end()  # type: ignore[union-attr]  # matches ""
     if text[end - 1] == ";":
         return end - 1
     if text[end : end + 1] == "&" and env and _line_head(text, head):
@@ -183,7 +251,8 @@ def _bare_end(text: str, match: re.Match[str], head: int, end: int, env: bool,
 def _bare_value(text: str, op: str, before: str, value: str, head: int, end: int,
                 env: bool) -> bool:
     """True when an unquoted value stands where a literal does: `NAME=value` in a shell
-    line, a query string, a flag or a listing's line; `name: value` alone on a line (YAML,
+    line, a query string, a flag or a listing's line; `name = value` alone on a line (an
+    ini file); `name: value` alone on a line (YAML,
     an HTTP header) or as a whole quoted string (curl -H "X-Api-Key: ..."). Not a call's
     argument, nor code (an .env value may hold brackets, but is not a call)."""
     if value.endswith(",") or (_CODE_CHARS.intersection(value)
@@ -191,6 +260,15 @@ def _bare_value(text: str, op: str, before: str, value: str, head: int, end: int
         return False
     if op == "=":
         return before in _BEFORE_ASSIGN or _line_head(text, head)
+    if op.strip() == "=":  # an ini file's `name = value`, alone on its line; in code, a
+        # name (`token = token_v2`) is a variable, unless a [section] stands before or it
+        # looks generated
+        if (_IDENTIFIER.fullmatch(value) and not _GENERATED.fullmatch(value)
+                and _SECTION.search(text, max(head - 10 * _NEARBY, 0), head) is None):
+            return False
+        return _line_head(text, head) and _line_tail(text, end)
+    if "value:" in op:  # an env list's `value: x` under `- name: X`
+        return _line_tail(text, end)
     if op.strip() != ":" or op[-1] not in " \t":
         return False  # `name = value` in code is an expression, not a literal
     if before in "\"'":

@@ -9,14 +9,15 @@ import re
 _NOT_PASSWORDS = frozenset({"password", "passwd", "pass", "pwd", "pw", "secret"})  # templates
 # Values that are not secrets whatever their name: references ($VAR, ${VAR}, %VAR%),
 # templates (<token>, {{ x }}, ***, your-key-here), paths, numbers, versions and dates,
-# URLs, elided values (sk-abc...); and unquoted, YAML's tags, anchors, aliases and block
-# scalars, curl's @file. Names in code (os.environ, settings.API_KEY) are _DOTTED.
+# URLs, elided or masked values (sk-abc..., gho_****); and unquoted, YAML's tags, anchors,
+# aliases and block scalars, curl's @file. Names in code (os.environ, settings.API_KEY)
+# are _DOTTED.
 _NOT_SECRET_START = "$%<{[("
 _NOT_BARE_START = _NOT_SECRET_START + "!&*|>=:#@"
 _NOT_SECRET = re.compile(
     r"\.{0,2}/|~[/\\]|[A-Za-z]:\\|[\w.-]+(?:/[\w.-]+)+\.[A-Za-z]\w{0,4}$"
     r"|[-+]?[0-9][0-9.,_:eE+-]*$|v?[0-9]+(?:\.[0-9]+)+(?:[-+.][\w.]+)?$|[*xX.\u2022_/-]+$"
-    r"|.*(?:://|\.\.\.|\u2026"
+    r"|.*(?:://|\.\.\.|\u2026|\*{4}"
     r"|(?<![A-Za-z0-9])(?:your|replace|changeme|change-me|placeholder|example|dummy)"
     r"(?![A-Za-z0-9]))",
     re.IGNORECASE,
@@ -30,6 +31,8 @@ _TYPE_WORDS = frozenset(
     " dict list tuple array callable secretstr secretbytes required optional".split())
 _SENTENCE_CHARS = frozenset(",%{}")  # "expected bytes, got %s"
 _WORDS = re.compile(r"[A-Za-z]+(?:[ _-][A-Za-z]+)*")
+_SELF_NAMING = frozenset("key apikey token secret password".split())
+_SEPARATORS = re.compile(r"[ _-]")
 _WORD = re.compile(r"[A-Z]?[a-z]+|[A-Z]+(?![a-z])")
 
 
@@ -46,6 +49,8 @@ def _plausible(value: str, least: int, how: str, bare: bool) -> bool:
         return how != "code" and any(
             len(p) >= 8 and any(c.isdigit() for c in p) and any(c.isalpha() for c in p)
             for p in value.split("."))
+    if _WORDS.fullmatch(value) and not _SELF_NAMING.isdisjoint(_SEPARATORS.split(value.lower())):
+        return False  # a placeholder that names itself: "user-provided-api-key", "test-secret"
     if how == "env":
         return True
     spaced = _SPACE.search(value) is not None
