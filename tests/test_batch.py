@@ -138,3 +138,13 @@ def test_many_files_in_place_each_keep_their_original(folder: Path) -> None:
     for name, data in before.items():
         if after[name] != data:
             assert (folder / f"{name}.bak").read_bytes() == data
+
+
+def test_what_every_file_would_warn_of_is_said_once(folder: Path, tmp_path: Path) -> None:
+    (folder / "sub" / "bad.jsonl").unlink()
+    run = ctxpack("compress", str(folder), "--out-dir", str(tmp_path / "out"), "--budget",
+                  BUDGET, "--no-archive", "-q")
+    assert run.code == 0, run.err
+    assert [line for line in run.err.splitlines() if "--no-archive" in line] == \
+        ["warning: --no-archive: the replaced originals are not kept; restore cannot bring "
+         "them back"]

@@ -18,7 +18,7 @@ from dataclasses import asdict, dataclass
 from typing import Any
 
 from ..errors import EXIT_USAGE, CtxpackError, UsageError
-from .common import error, os_problem, stderr
+from .common import error, os_problem, stderr, warn
 from .read import Files
 
 REPORT_VERSION = 1
@@ -45,6 +45,7 @@ class Outcome:
     problem: str = ""
     tokens_before: int | None = None
     tokens_after: int | None = None
+    warnings: tuple[str, ...] = ()  # said once for the run, however many files say it
 
 
 def jobs_of(inputs: Files, out_dir: str | None, in_place: bool, writes: bool,
@@ -149,6 +150,8 @@ def finish(outcomes: list[Outcome], skipped: list[Job], quiet: bool,
         from ..render.batch import print_outcomes
 
         print_outcomes(stderr(), everything)
+    for message in dict.fromkeys(w for o in everything for w in o.warnings):
+        warn(message)
     return max((o.code for o in everything), default=0)
 
 

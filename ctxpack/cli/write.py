@@ -163,7 +163,9 @@ def compress_one(job: Any, how: _CompressJob, alone: bool) -> Any:
         finally:
             result.close()
         return Outcome(job.source, job.dest, status, tokens_before=r.tokens_before,
-                       tokens_after=r.tokens_after)
+                       tokens_after=r.tokens_after,
+                       warnings=tuple(w for w in (_estimated(r), _dropped(
+                           r, how.options.archive, how.strip_metadata)) if w))
     except (CtxpackError, OSError) as exc:
         return failed(job, exc)
 
@@ -268,18 +270,29 @@ def _settings(config: str | None, flags: dict[str, Any]) -> tuple[Any, Any]:
 
 def _warn_if_dropped(report: Any, archive: bool, strip_metadata: bool) -> None:
     """Say so when what compress replaced is kept nowhere."""
+    if message := _dropped(report, archive, strip_metadata):
+        warn(message)
+
+
+def _dropped(report: Any, archive: bool, strip_metadata: bool) -> str | None:
     if report.changed and strip_metadata:
-        warn("--strip-metadata: the output holds no archive; keep the input to have the "
-             "replaced originals")
-    elif report.changed and not archive:
-        warn("--no-archive: the replaced originals are not kept; restore cannot bring them back")
+        return ("--strip-metadata: the output holds no archive; keep the input to have the "
+                "replaced originals")
+    if report.changed and not archive:
+        return "--no-archive: the replaced originals are not kept; restore cannot bring them back"
+    return None
+
+
+def _estimated(report: Any) -> str | None:
+    """The note that counts are estimates, for want of tiktoken's files."""
+    return report.model_note if not report.exact and "tiktoken" in report.model_note else None
 
 
 def _compress_report(report: Any, quiet: bool, dry_run: bool, json_path: str | None) -> None:
     from ..render import compress as render
 
-    if not report.exact and "tiktoken" in report.model_note:
-        warn(report.model_note)
+    if note := _estimated(report):
+        warn(note)
     if json_path == "-":
         sys.stdout.buffer.write(render.to_json(report))
     elif json_path:
