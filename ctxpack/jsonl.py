@@ -9,6 +9,7 @@ from __future__ import annotations
 import json
 import os
 import shutil
+import stat
 import sys
 import tempfile
 from array import array
@@ -93,15 +94,16 @@ def open_source(source: str | os.PathLike[str] | IO[Any] | Source) -> Source:
         raise InputError(name, None, "is a directory") from None
     except PermissionError:
         raise InputError(name, None, "permission denied") from None
-    size = os.fstat(stream.fileno()).st_size
-    return Source(stream, name, size, True)
+    info = os.fstat(stream.fileno())
+    # a pipe (`<(cmd)`, a FIFO) or a device has no size to go by: read as a stream
+    return Source(stream, name, info.st_size if stat.S_ISREG(info.st_mode) else None, True)
 
 
 def reopenable(source: str | os.PathLike[str] | IO[Any]) -> Source:
     """`source` opened so that it can be read again: a file as it is, anything else
     (stdin, a pipe, a file object) copied to a temporary file first."""
     src = open_source(source)
-    if src.owned:
+    if src.owned and src.size is not None:
         return src
     spool = tempfile.TemporaryFile()  # noqa: SIM115 - closed by Source.close
     try:
@@ -109,6 +111,9 @@ def reopenable(source: str | os.PathLike[str] | IO[Any]) -> Source:
     except BaseException:
         spool.close()
         raise
+    finally:
+        if src.owned:
+            src.stream.close()
     size = spool.tell()
     spool.seek(0)
     return Source(spool, src.name, size, True)

@@ -99,6 +99,8 @@ def restoring(source: PathOrFile | list[bytes], *, only: str | None = None,
     expanded (with the lines that go with it) and the rest stays compressed. No layer
     may come to more than `max_growth` times the bytes given (see MAX_GROWTH).
     """
+    if not isinstance(max_growth, int) or max_growth < 1:
+        raise UsageError(f"max_growth must be a whole number, 1 or more, not {max_growth!r}")
     src = _opened(source)
     near = _folder_of(source)
     spool: IO[bytes] | None = None

@@ -148,3 +148,32 @@ def test_what_every_file_would_warn_of_is_said_once(folder: Path, tmp_path: Path
     assert [line for line in run.err.splitlines() if "--no-archive" in line] == \
         ["warning: --no-archive: the replaced originals are not kept; restore cannot bring "
          "them back"]
+
+
+def test_many_in_place_say_where_each_original_went(folder: Path, tmp_path: Path) -> None:
+    (folder / "sub" / "bad.jsonl").unlink()
+    codex = folder / "refactor.codex.jsonl"
+    Path(f"{codex}.bak").write_bytes(b"an earlier backup\n")
+    report = tmp_path / "r.json"
+    run = ctxpack("compress", str(folder), "--in-place", "--budget", BUDGET,
+                  "--report-json", str(report))
+    assert run.code == 0, run.err
+    entries = {Path(e["source"]).name: e for e in json.loads(report.read_text())["files"]}
+    assert entries["refactor.codex.jsonl"]["backup"] == f"{codex}.bak.1"
+    assert "original kept as" in run.err  # in the table (folded to its width)
+    assert Path(f"{codex}.bak").read_bytes() == b"an earlier backup\n"
+    unchanged = [name for name, e in entries.items() if e["status"] == "unchanged"]
+    assert unchanged and all(entries[n]["backup"] is None for n in unchanged)
+
+
+def test_odd_requests_are_one_line_each(folder: Path, tmp_path: Path) -> None:
+    assert_clean_error(ctxpack("compress", str(folder), "--in-place", "--out-dir",
+                               str(tmp_path / "o")), 2, "--in-place and --out-dir")
+    afile = tmp_path / "afile"
+    afile.write_text("x")
+    assert_clean_error(ctxpack("restore", str(folder), "--out-dir", str(afile)), 2,
+                       "is a file, not a folder")
+    empty = tmp_path / "empty"
+    empty.mkdir()
+    assert_clean_error(ctxpack("restore", str(empty), "--out-dir", str(tmp_path / "o")), 2,
+                       "no *.jsonl files in this folder")

@@ -12,7 +12,7 @@ from pathlib import Path
 import pytest
 
 from .conftest import SAMPLES
-from .helpers import assert_clean_error, ctxpack, records_of, said
+from .helpers import Run, assert_clean_error, ctxpack, records_of, said
 
 CHAT = SAMPLES / "support-chat.openai.jsonl"
 
@@ -101,6 +101,45 @@ def test_in_place_refuses_a_file_another_process_writes(chat: Path) -> None:
         run = ctxpack("restore", str(chat), "--in-place")
         assert run.code == 0, run.err
     assert chat.read_bytes() == original
+
+
+def test_in_place_with_nothing_to_do_leaves_the_file_alone(tmp_path: Path) -> None:
+    chat = tmp_path / "short.jsonl"
+    chat.write_text('{"role":"user","content":"hi"}\n{"role":"assistant","content":"hello"}\n')
+    old = time.time() - 60
+    os.utime(chat, (old, old))
+    before = chat.stat()
+    run = ctxpack("compress", str(chat), "--in-place", "-q")  # far under the default trigger
+    assert run.code == 0, run.err
+    after = chat.stat()
+    assert (after.st_ino, after.st_mtime_ns) == (before.st_ino, before.st_mtime_ns)
+    assert not Path(f"{chat}.bak").exists()
+    run = ctxpack("restore", str(chat), "--in-place")
+    assert run.code == 0 and "left as it is" in run.err
+    assert not Path(f"{chat}.bak").exists()
+
+
+@pytest.mark.skipif(not hasattr(os, "mkfifo"), reason="needs named pipes")
+def test_a_pipe_is_read_as_a_stream(chat: Path, tmp_path: Path) -> None:
+    import subprocess
+
+    def fed(*args: str) -> Run:
+        pipe = tmp_path / "pipe"
+        pipe.unlink(missing_ok=True)
+        os.mkfifo(pipe)
+        writer = subprocess.Popen(f"cat '{chat}' > '{pipe}'", shell=True)
+        try:
+            return ctxpack(*[str(pipe) if a == "PIPE" else a for a in args])
+        finally:
+            writer.wait(timeout=60)
+
+    stats = fed("stats", "-f", "csv", "PIPE")
+    assert stats.code == 0, stats.err
+    assert stats.out.splitlines()[1].split(",")[6] == \
+        ctxpack("stats", "-f", "csv", str(chat)).out.splitlines()[1].split(",")[6]
+    out = tmp_path / "out.jsonl"
+    assert fed("compress", "PIPE", "--budget", budget(), "-q", "-o", str(out)).code == 0
+    assert ctxpack("restore", str(out)).out.encode() == chat.read_bytes()
 
 
 def test_dry_run_writes_nothing_and_reports(chat: Path, tmp_path: Path) -> None:

@@ -22,6 +22,7 @@ from ctxpack import archive
 from ctxpack import restore as restore_fn
 from ctxpack.compression import compress_file
 from ctxpack.compression.settings import Options
+from ctxpack.errors import UsageError
 from ctxpack.undo import items, restore
 
 from .compression.transcripts import fitted
@@ -303,3 +304,23 @@ def test_listing_odd_metadata_lists_what_it_can(tmp_path: Path) -> None:
     run = ctxpack("restore", "--list", str(path))
     assert run.code == 0, run.err
     assert run.out.split("\t")[0] == "o-0000000001" and "? bytes inline" in run.out
+
+
+def test_names_from_a_crafted_file_reach_the_terminal_as_text(tmp_path: Path) -> None:
+    ref = {"sha256": "0" * 64, "bytes": 5, "inline": True, "data": "",
+           "dir": "\x1b]0;pwned\x07"}
+    line = orjson.loads(crafted_line(b"", ref))
+    line["ctxpack"]["id"] = "o-\x1b[2Jgone"
+    path = tmp_path / "odd.jsonl"
+    path.write_bytes(orjson.dumps(line) + b"\n")
+    listed = ctxpack("restore", "--list", str(path))
+    assert listed.code == 0, listed.err
+    assert "\x1b" not in listed.out and "o-\\x1b[2Jgone" in listed.out
+    run = ctxpack("restore", str(path), "-o", str(tmp_path / "back.jsonl"))
+    assert run.code == 2 and "\x1b" not in run.err and "\x07" not in run.err
+
+
+@pytest.mark.parametrize("growth", [0, -1, 1.5])
+def test_a_growth_limit_below_one_is_refused(compressed: Path, growth: object) -> None:
+    with pytest.raises(UsageError, match="max_growth must be a whole number, 1 or more"):
+        restore(compressed, max_growth=growth)  # type: ignore[arg-type]

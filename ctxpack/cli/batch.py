@@ -46,6 +46,7 @@ class Outcome:
     tokens_before: int | None = None
     tokens_after: int | None = None
     warnings: tuple[str, ...] = ()  # said once for the run, however many files say it
+    backup: str | None = None  # in place: where the original is kept
 
 
 def jobs_of(inputs: Files, out_dir: str | None, in_place: bool, writes: bool,
@@ -55,6 +56,8 @@ def jobs_of(inputs: Files, out_dir: str | None, in_place: bool, writes: bool,
     if writes and out_dir is None and not in_place:
         raise UsageError("more than one input needs --out-dir DIR (or --in-place)",
                          "-o takes one input")
+    if out_dir is not None and os.path.exists(out_dir) and not os.path.isdir(out_dir):
+        raise UsageError(f"--out-dir {out_dir}: is a file, not a folder")
     jobs: list[Job] = []
     for path in inputs.paths:
         if path == "-":

@@ -9,6 +9,7 @@ from typing import Annotated, Any, NoReturn
 import typer
 
 from ..errors import EXIT_USAGE
+from ..render import plain
 
 app = typer.Typer(
     name="ctxpack",
@@ -59,7 +60,8 @@ def fail(message: str, code: int = EXIT_USAGE) -> NoReturn:
 def error(message: str) -> None:
     from rich.markup import escape
 
-    stderr().print(f"[red]error:[/red] {escape(message)}")
+    stderr().print(f"[red]error:[/red] {escape(plain(message))}")
+
 
 
 def os_problem(exc: OSError) -> str:
@@ -71,7 +73,7 @@ def os_problem(exc: OSError) -> str:
 def warn(message: str) -> None:
     from rich.markup import escape
 
-    stderr().print(f"[yellow]warning:[/yellow] {escape(message)}")
+    stderr().print(f"[yellow]warning:[/yellow] {escape(plain(message))}")
 
 
 def read_config(path: str | None) -> Any:

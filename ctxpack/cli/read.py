@@ -86,8 +86,13 @@ def _below(arg: str, path: str) -> str:
     return relative
 
 
+def readable_file(arg: str) -> bool:
+    """Is `arg` one input: `-`, a file, or a pipe or device (`<(cmd)`), not a folder?"""
+    return arg == "-" or (os.path.exists(arg) and not os.path.isdir(arg))
+
+
 def _expand(arg: str) -> list[str]:
-    if arg == "-" or os.path.isfile(arg):
+    if readable_file(arg):
         return [arg]
     if os.path.isdir(arg):
         found = sorted(str(p) for p in Path(arg).rglob("*") if p.is_file()

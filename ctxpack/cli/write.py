@@ -23,6 +23,7 @@ from .common import (
     OutputOpt,
     SkipOpt,
     app,
+    plain,
     read_config,
     stderr,
     warn,
@@ -120,7 +121,9 @@ ShardOpt = Annotated[str | None, typer.Option(
 
 def _one_file(files: list[str], out_dir: str | None) -> bool:
     """Is this the one-file form (a file or stdin, its output -o, stdout or itself)?"""
-    return len(files) == 1 and out_dir is None and (files[0] == "-" or os.path.isfile(files[0]))
+    from .read import readable_file
+
+    return len(files) == 1 and out_dir is None and readable_file(files[0])
 
 
 @dataclass(frozen=True)
@@ -154,16 +157,17 @@ def compress_one(job: Any, how: _CompressJob, alone: bool) -> Any:
                                skip_invalid=how.skip_invalid, table=how.table,
                                strip_metadata=how.strip_metadata, cache=how.cache,
                                dry_run=how.dry_run)
+        backup = None
         try:
             r = result.report
             status = "planned" if how.dry_run else "written" if r.changed else "unchanged"
-            if not how.dry_run:
+            if not how.dry_run and (r.changed or not how.in_place):
                 os.makedirs(os.path.dirname(os.path.abspath(job.dest)), exist_ok=True)
-                _write_result(job.dest, job.source, result.chunks(), seen)
+                backup = _write_result(job.dest, job.source, result.chunks(), seen)
         finally:
             result.close()
         return Outcome(job.source, job.dest, status, tokens_before=r.tokens_before,
-                       tokens_after=r.tokens_after,
+                       tokens_after=r.tokens_after, backup=backup,
                        warnings=tuple(w for w in (_estimated(r), _dropped(
                            r, how.options.archive, how.strip_metadata)) if w))
     except (CtxpackError, OSError) as exc:
@@ -223,7 +227,7 @@ def compress(
                                dry_run=dry_run, progress=advance(file))
     _compress_report(result.report, quiet, dry_run, report_json)
     _warn_if_dropped(result.report, options.archive, strip_metadata)
-    if dry_run:
+    if dry_run or (in_place and not result.report.changed):  # in place: left as it is
         result.close()
     else:
         _say_kept(_write_result(dest, file, result.chunks(), seen))
@@ -237,7 +241,11 @@ def _many(files: list[str], out_dir: str | None, in_place: bool, writes: bool,
     from . import batch
     from .read import Files
 
+    if in_place and out_dir is not None:
+        raise UsageError("--in-place and --out-dir cannot be used together")
     inputs = Files(files)
+    if not inputs.paths:  # each said why already
+        return EXIT_USAGE
     todo, fresh = batch.jobs_of(inputs, out_dir, in_place, writes, batch.parse_shard(shard),
                                 skip_existing)
     outcomes = batch.run(todo, task, how, jobs or worker_count()) if todo else []
@@ -306,18 +314,24 @@ def _compress_report(report: Any, quiet: bool, dry_run: bool, json_path: str | N
             warn(w)
 
 
-def restore_one(job: Any, how: tuple[str | None, int], alone: bool) -> Any:
-    """One file of a many-file restore (`how`: the archive folder and the growth limit)."""
+def restore_one(job: Any, how: tuple[str | None, int, bool, bool], alone: bool) -> Any:
+    """One file of a many-file restore (`how`: the archive folder, the growth limit, in
+    place, and --force)."""
     from ..undo import restoring
     from .batch import Outcome, failed
 
-    folder, max_growth = how
+    folder, max_growth, in_place, force = how
     try:
+        if in_place:
+            _destination(job.source, None, True, force)
+        seen = os.stat(job.source) if in_place else None
+        backup = None
         with restoring(job.source, folder=folder, max_growth=max_growth) as restored:
-            os.makedirs(os.path.dirname(os.path.abspath(job.dest)), exist_ok=True)
-            _write_result(job.dest, job.source, restored.chunks(), None)
             status = "written" if restored.layers else "unchanged"
-        return Outcome(job.source, job.dest, status)
+            if restored.layers or not in_place:
+                os.makedirs(os.path.dirname(os.path.abspath(job.dest)), exist_ok=True)
+                backup = _write_result(job.dest, job.source, restored.chunks(), seen)
+        return Outcome(job.source, job.dest, status, backup=backup)
     except (CtxpackError, OSError) as exc:
         return failed(job, exc)
 
@@ -356,20 +370,21 @@ def restore(
         if output is not None or only is not None or list_:
             raise UsageError("-o, --only and --list take one input",
                              "use --out-dir DIR for many")
-        if in_place:
-            raise UsageError("restore --in-place takes one input", "use --out-dir DIR")
-        raise typer.Exit(_many(files, out_dir, False, True, jobs, skip_existing, shard,
-                               restore_one, (archive_dir, max_growth or MAX_GROWTH), quiet,
-                               report_json))
+        raise typer.Exit(_many(files, out_dir, in_place, True, jobs, skip_existing, shard,
+                               restore_one, (archive_dir, max_growth or MAX_GROWTH, in_place,
+                                             force), quiet, report_json))
     file = files[0]
     dest = _destination(file, output, in_place, force)
     if list_:
         for item in items(file):
-            print("\t".join(str(x) for x in item))
+            print("\t".join(plain(str(x)) for x in item))
         return
     seen = os.stat(file) if in_place else None
     with restoring(file, only=only, folder=archive_dir,
                    max_growth=max_growth or MAX_GROWTH) as restored:
+        if restored.layers == 0 and in_place:
+            warn(f"{restored.name}: nothing to restore (no ctxpack items); it is left as it is")
+            return
         if restored.layers == 0:
             warn(f"{restored.name}: nothing to restore (no ctxpack items); writing it unchanged")
         _say_kept(_write_result(dest, file, restored.chunks(), seen))

@@ -3,3 +3,12 @@
 Only this package and ctxpack.cli import rich; nothing here does arithmetic beyond
 formatting the numbers the library computed.
 """
+
+
+def plain(text: str) -> str:
+    """`text` with its control characters shown as escapes: a name read from a file a
+    stranger wrote must not reach the terminal as a command to it."""
+    return text.translate(_CONTROLS)
+
+
+_CONTROLS = {n: f"\\x{n:02x}" for n in (*range(0x20), *range(0x7F, 0xA0)) if n != 0x09}

@@ -8,6 +8,8 @@ from rich.console import Console
 from rich.markup import escape
 from rich.table import Table
 
+from . import plain
+
 
 def print_outcomes(console: Console, outcomes: list[Any]) -> None:
     """A row a file (input, output, what became of it, tokens before and after), then
@@ -21,7 +23,8 @@ def print_outcomes(console: Console, outcomes: list[Any]) -> None:
         table.add_column("tokens after", justify="right")
     for o in outcomes:
         numbers = [_number(o.tokens_before), _number(o.tokens_after)] if counted else []
-        table.add_row(escape(o.source), escape(o.dest), o.status, *numbers)
+        dest = o.dest if o.backup is None else f"{o.dest} (original kept as {o.backup})"
+        table.add_row(escape(plain(o.source)), escape(plain(dest)), o.status, *numbers)
     console.print(table)
     counts: dict[str, int] = {}
     for o in outcomes:
