@@ -124,18 +124,23 @@ def preview(message: Message) -> str:
     if not text and any(isinstance(p, Image) for p in message.parts):
         text = "[image]"
     # str.split() splits at exactly the characters re's \s matches, at a tenth of the cost
-    text = " ".join(text[:4 * PREVIEW_CHARS].split())
-    text = text.encode("utf-8", "replace").decode("utf-8")  # lone surrogates
+    text = printable(" ".join(text[:4 * PREVIEW_CHARS].split()))
     return text if len(text) <= PREVIEW_CHARS else text[: PREVIEW_CHARS - 1] + "…"
+
+
+def printable(text: str) -> str:
+    """`text` with each lone surrogate (JSON may hold one, UTF-8 cannot) as '?': what stats
+    keeps of a file's text is printed, and written as JSON, CSV and markdown."""
+    return text.encode("utf-8", "replace").decode("utf-8")
 
 
 def message_stat(message: Message) -> MessageStat:
     """What stats keeps of a message: its tokens are filled in once they are counted."""
-    stat = MessageStat(message.line, message.role, 0, preview(message), message.human,
-                       message.result_only)
+    stat = MessageStat(message.line, printable(message.role), 0, preview(message),
+                       message.human, message.result_only)
     for i, part in enumerate(message.parts):  # part indexes until the counts come
         if isinstance(part, ToolCall):
-            stat.calls.append((part.id, part.name, i))
+            stat.calls.append((part.id, printable(part.name), i))
         elif isinstance(part, ToolResult):
             stat.results.append((part.call_id, i))
     if stat.calls:
@@ -247,7 +252,7 @@ def _model_and_window(counter: TokenCounter, layout: Layout, flagged: bool) -> t
     model, window = counter.model, counter.info.context_window
     latest = None if flagged or not layout.model else counter.table.find(layout.model)
     if latest is not None and latest.encoding == counter.encoding_name and layout.model:
-        model, window = layout.model, latest.context_window
+        model, window = printable(layout.model), latest.context_window
     recorded = layout.usage.get("context_window")
     if not flagged and isinstance(recorded, int) and recorded > 0:
         window = recorded  # the agent's own statement of its window

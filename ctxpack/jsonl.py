@@ -268,11 +268,17 @@ def parse_line(raw: bytes, path: str, line: int) -> dict[str, Any] | None:
             return None
         value = _parse_slow(raw, path, line)
     if not isinstance(value, dict):
-        kind = type(value).__name__ if value is not None else "null"
-        kind = {"list": "an array", "str": "a string", "int": "a number", "float": "a number",
-                "bool": "a boolean"}.get(kind, kind)
-        raise InputError(path, line, f"expected a JSON object, found {kind}")
+        raise InputError(path, line, f"expected a JSON object, found {json_kind(value)}")
     return value
+
+
+def json_kind(value: Any) -> str:
+    """What a parsed JSON value is, as a problem names it: "an array", "null", ..."""
+    if value is None:
+        return "null"
+    kinds = {bool: "a boolean", str: "a string", int: "a number", float: "a number",
+             list: "an array", dict: "an object"}
+    return kinds.get(type(value), type(value).__name__)
 
 
 def parse_document(data: bytes, path: str, line: int) -> Any:

@@ -15,7 +15,7 @@ from typing import Any
 import orjson
 
 from ..archive import Archiver, document_meta, item_id, split_lines
-from ..formats.json_messages import NOT_INPUT_ROLES, conversations
+from ..formats.json_messages import conversations, not_input
 from ..jsonl import ParsedRecords, parse_document
 from ..transcript import META_KEY, Transcript
 from .plan import Plan, Summary
@@ -107,7 +107,7 @@ def _document(t: Transcript, groups: dict[int, list[int]], planner: Planner,
 
 def _new_list(items: list[Any], plan: Plan) -> list[Any]:
     """A conversation's message dicts with the plan applied; other entries stay put."""
-    model = [d for d in items if isinstance(d, dict) and d.get("role") not in NOT_INPUT_ROLES]
+    model = [d for d in items if isinstance(d, dict) and not not_input(d)]
     index = {id(d): i for i, d in enumerate(model)}
     s: Summary | None = plan.summary
     out: list[Any] = []
