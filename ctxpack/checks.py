@@ -11,8 +11,7 @@ from __future__ import annotations
 from collections.abc import Sequence
 from dataclasses import dataclass
 
-import orjson
-
+from .jsonl import loads
 from .transcript import Message, Transcript
 
 ROLES = {
@@ -120,9 +119,9 @@ def _check_parents(transcript: Transcript) -> list[Problem]:
     links: list[tuple[int, str]] = []
     for record in transcript.records:
         try:
-            data = orjson.loads(record.raw)
-        except orjson.JSONDecodeError:
-            continue
+            data = loads(record.raw)  # as the reader took it
+        except ValueError:
+            continue  # a line skipped as invalid
         if not isinstance(data, dict):
             continue
         if isinstance(data.get("uuid"), str):

@@ -13,12 +13,10 @@ from collections.abc import Iterable, Iterator, Sequence
 from dataclasses import dataclass, field
 from typing import Any
 
-import orjson
-
 from ..archive import VERSION, Archiver, Packed, item_id, meta_of, span_blocks
 from ..archive import strip as strip_line
 from ..formats.base import Compaction
-from ..jsonl import LineIndex, ParsedRecords, dumps
+from ..jsonl import LineIndex, ParsedRecords, dumps, loads
 from ..transcript import META_KEY, Message, Record
 from .plan import Plan
 from .region import OBSERVATIONS
@@ -246,9 +244,9 @@ def _relink(plan: Plan, done: Changes) -> set[int]:
 
 def _parse(raw: bytes) -> Any:
     try:
-        return orjson.loads(raw)
-    except orjson.JSONDecodeError:
-        return {}
+        return loads(raw)  # as the reader took it (NaN, lone surrogates, deep nesting)
+    except ValueError:
+        return {}  # a line skipped as invalid
 
 
 def _eol(raw: bytes) -> bytes:
