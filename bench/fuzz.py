@@ -521,10 +521,12 @@ _SEEDS: list[Seed] = []
 
 
 def _init(corpus: str | None, seed: int) -> None:
+    """Set a process up to run inputs: the seeds (once; forked processes share them)."""
     global _SEEDS
     os.environ.setdefault("CTXPACK_WORKERS", "1")  # the fuzzer's processes are the workers
     signal.signal(signal.SIGALRM, _alarm)
-    _SEEDS = load_seeds(Path(corpus) if corpus else None, random.Random(seed))
+    if not _SEEDS:
+        _SEEDS = load_seeds(Path(corpus) if corpus else None, random.Random(seed))
 
 
 def _batch(args: tuple[int, int, int, Shares]) -> Outcome:
@@ -564,8 +566,12 @@ def main(argv: list[str] | None = None) -> int:
     total = Outcome()
     tasks = [(ns.seed, s, min(ns.batch, ns.start + ns.count - s), shares)
              for s in range(ns.start, ns.start + ns.count, ns.batch)]
-    ctx = multiprocessing.get_context("fork" if hasattr(os, "fork") else "spawn")
-    with ctx.Pool(ns.jobs, _init, (ns.corpus, ns.seed), maxtasksperchild=50) as pool:
+    fork = hasattr(os, "fork")
+    if fork:
+        _init(ns.corpus, ns.seed)
+        print(f"{len(_SEEDS):,} seeds", file=sys.stderr, flush=True)
+    ctx = multiprocessing.get_context("fork" if fork else "spawn")
+    with ctx.Pool(ns.jobs, _init, (ns.corpus, ns.seed)) as pool:
         for n, part in enumerate(pool.imap_unordered(_batch, tasks), 1):
             total.counts.update(part.counts)
             total.kinds.update(part.kinds)
