@@ -275,7 +275,8 @@ class CodexReader:
     def _token_count(self, info: Any) -> None:
         if not isinstance(info, dict):
             return  # a rate-limit-only update
-        total, last = info.get("total_token_usage"), info.get("last_token_usage")
+        total, last = _numbers(info.get("total_token_usage")), _numbers(
+            info.get("last_token_usage"))
         # The CLI re-emits the same values several times a turn; a change marks a new call.
         if (total, last) != self._previous:
             self.calls += 1
@@ -307,6 +308,14 @@ class CodexReader:
     def finish(self) -> tuple[list[Message], Layout]:
         context = ([] if self.system is None else [self.system]) + self.window
         return [], Layout(context, model=self.model or self.meta_model, usage=self.usage())
+
+
+def _numbers(usage: Any) -> dict[str, Any] | None:
+    """A usage object's flat values (what else it holds is no count, and comparing it
+    could recurse as deep as it is nested); None for what is not an object."""
+    if not isinstance(usage, dict):
+        return None
+    return {k: v for k, v in usage.items() if not isinstance(v, (dict, list))}
 
 
 class CodexEditor:
