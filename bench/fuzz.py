@@ -485,7 +485,8 @@ def _attempt(name: str, results: list[tuple[str, str, str | None]], fn: Any,
     """Run one target on the input; note accepted, rejected or what went wrong."""
     from ctxpack.errors import CtxpackError
 
-    signal.alarm(TIMEOUT)
+    if _SEEDS_OWNED:
+        signal.alarm(TIMEOUT)
     try:
         said = fn(*args)
         ok = said in (None, "same")
@@ -495,7 +496,8 @@ def _attempt(name: str, results: list[tuple[str, str, str | None]], fn: Any,
     except Exception as exc:  # noqa: BLE001 - what the fuzzer looks for
         results.append((name, "internal", f"{type(exc).__name__} at {_where(exc)}"))
     finally:
-        signal.alarm(0)
+        if _SEEDS_OWNED:
+            signal.alarm(0)
 
 
 def run_one(seeds: list[Seed], seed: int, i: int,
@@ -518,13 +520,15 @@ def run_one(seeds: list[Seed], seed: int, i: int,
 # ---- the run -------------------------------------------------------------------------
 
 _SEEDS: list[Seed] = []
+_SEEDS_OWNED = False  # a process of the fuzzer's own: inputs that hang are stopped
 
 
 def _init(corpus: str | None, seed: int) -> None:
     """Set a process up to run inputs: the seeds (once; forked processes share them)."""
-    global _SEEDS
+    global _SEEDS, _SEEDS_OWNED
     os.environ.setdefault("CTXPACK_WORKERS", "1")  # the fuzzer's processes are the workers
     signal.signal(signal.SIGALRM, _alarm)
+    _SEEDS_OWNED = True
     if not _SEEDS:
         _SEEDS = load_seeds(Path(corpus) if corpus else None, random.Random(seed))
 
@@ -573,6 +577,10 @@ def main(argv: list[str] | None = None) -> int:
     ctx = multiprocessing.get_context("fork" if fork else "spawn")
     with ctx.Pool(ns.jobs, _init, (ns.corpus, ns.seed)) as pool:
         for n, part in enumerate(pool.imap_unordered(_batch, tasks), 1):
+            for f in part.failures:  # said at once: a long run's first finds are not kept back
+                if f["kind"] not in total.kinds:
+                    print(f"new failure at input {f['index']}: {f['kind']}", file=sys.stderr,
+                          flush=True)
             total.counts.update(part.counts)
             total.kinds.update(part.kinds)
             total.failures += [f for f in part.failures
