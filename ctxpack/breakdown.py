@@ -18,7 +18,15 @@ from .formats.base import Layout
 from .loader import PathOrFile, Scanner
 from .models import TABLE, ModelTable
 from .tokens import REPLY_PRIMING, MessageCount, TokenCounter
-from .transcript import Image, Message, ToolCall, ToolResult, Transcript, group_rounds
+from .transcript import (
+    Image,
+    Message,
+    ToolCall,
+    ToolResult,
+    Transcript,
+    group_rounds,
+    printable,
+)
 from .workers import Workers
 
 SCHEMA_VERSION = 1
@@ -126,12 +134,6 @@ def preview(message: Message) -> str:
     # str.split() splits at exactly the characters re's \s matches, at a tenth of the cost
     text = printable(" ".join(text[:4 * PREVIEW_CHARS].split()))
     return text if len(text) <= PREVIEW_CHARS else text[: PREVIEW_CHARS - 1] + "…"
-
-
-def printable(text: str) -> str:
-    """`text` with each lone surrogate (JSON may hold one, UTF-8 cannot) as '?': what stats
-    keeps of a file's text is printed, and written as JSON, CSV and markdown."""
-    return text.encode("utf-8", "replace").decode("utf-8")
 
 
 def message_stat(message: Message) -> MessageStat:

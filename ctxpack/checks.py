@@ -12,7 +12,7 @@ from collections.abc import Sequence
 from dataclasses import dataclass
 
 from .jsonl import loads
-from .transcript import Message, Transcript
+from .transcript import Message, Transcript, printable
 
 ROLES = {
     "openai": {"system", "developer", "user", "assistant", "tool", "function"},
@@ -44,7 +44,9 @@ def validate(transcript: Transcript) -> list[Problem]:
         problems += _check_pairs(conversation, transcript.format)
     if transcript.format == "claude-code":
         problems += _check_parents(transcript)
-    return sorted(problems, key=lambda p: p.line)
+    # names and roles come from the file, lone surrogates and all: problems are printed
+    return sorted((Problem(p.line, printable(p.message)) for p in problems),
+                  key=lambda p: p.line)
 
 
 def _conversations(messages: Sequence[Message]) -> list[list[Message]]:

@@ -280,7 +280,8 @@ def test_recorded_usage_of_the_wrong_type_counts_nothing():
 
 def test_lone_surrogates_in_names_print(exact_tokens, tmp_path):
     # JSON may hold a lone surrogate, UTF-8 cannot: a tool or model named with one is
-    # shown with '?' in its place, in every output of stats and in show
+    # shown with '?' in its place, in every output of stats, in show and in validate's
+    # problems (here the call has no result: the 'tool' role is misspelt)
     call = {"id": "c1", "type": "function", "function": {"name": "ls\ud800", "arguments": "{}"}}
     lines = [{"role": "user", "content": "go"},
              {"role": "assistant", "content": None, "tool_calls": [call],
@@ -289,11 +290,13 @@ def test_lone_surrogates_in_names_print(exact_tokens, tmp_path):
     path = tmp_path / "odd.jsonl"
     path.write_text("".join(json.dumps(x) + "\n" for x in lines))
     for args in (["stats"], ["stats", "--json"], ["stats", "--format", "csv"],
-                 ["stats", "--format", "markdown"], ["show", "--no-pager"]):
+                 ["stats", "--format", "markdown"], ["show", "--no-pager"], ["validate"],
+                 ["validate", "--json"]):
         run = ctxpack(*args, str(path), env={"PYTHONIOENCODING": "utf-8"})
-        assert run.code == 0, (args, run.err)
+        assert run.code == (1 if args[0] == "validate" else 0), (args, run.err)
         assert "internal error" not in run.err
     assert "ls?" in ctxpack("stats", "--json", str(path)).out
+    assert "(ls?) has no result" in ctxpack("validate", str(path)).out
 
 
 def test_arguments_nested_past_the_parsers_limit_are_shown_as_written(exact_tokens, tmp_path):
