@@ -409,8 +409,10 @@ def _alarm(signum: int, frame: Any) -> None:
     raise _Hang(f"no answer in {TIMEOUT} s")
 
 
-def _render(stats: Any, view: Any) -> None:
-    """Print the stats tables and the view to a strict UTF-8 stream, as the CLI does."""
+def _render(stats: Any, view: Any, problems: list[Any]) -> None:
+    """Print the stats tables, the view and the problems to a strict UTF-8 stream, and
+    make their JSON, as the CLI does."""
+    import orjson
     from rich.console import Console
 
     from ctxpack.render.show import print_view
@@ -421,7 +423,9 @@ def _render(stats: Any, view: Any) -> None:
     print_tables(console, [stats])
     print_view(console, view)
     out.write(to_csv([stats]) + to_markdown([stats]))
+    out.write("".join(f"x.jsonl:{p.line}: {p.message}\n" for p in problems))
     to_json([stats])
+    orjson.dumps([p.to_dict() for p in problems])
     out.flush()
 
 
@@ -436,11 +440,11 @@ def read_one(data: bytes, fmt: str | None, stats: bool, view: bool, render: bool
 
     found = stats_of(io.BytesIO(data), format=fmt, cache=False) if stats or render else None
     t = load(io.BytesIO(data), fmt)
-    validate(t)
+    problems = validate(t)
     if view or render:
         shown = build_view(t, TokenCounter(t.model or "gpt-4o"))
         if render:
-            _render(found, shown)
+            _render(found, shown, problems)
 
 
 def compress_one(data: bytes, rng: random.Random) -> str:
