@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import io
 import json
+import math
 
 import pytest
 
@@ -273,9 +274,12 @@ def test_recorded_usage_of_the_wrong_type_counts_nothing():
     doc = {"messages": [{"role": "user", "content": "go"},
                         {"role": "assistant", "content": "ok",
                          "extra": {"response": {"usage": {"prompt_tokens": [1],
-                                                          "completion_tokens": 7}}}}]}
+                                                          "completion_tokens": 7}}}},
+                        {"role": "assistant", "content": "ok",
+                         "extra": {"response": {"usage": {"prompt_tokens": 5,
+                                                          "completion_tokens": math.nan}}}}]}
     t = load(io.BytesIO(json.dumps(doc, indent=1).encode()))
-    assert (t.usage["input_tokens"], t.usage["output_tokens"]) == (0, 7)
+    assert (t.usage["input_tokens"], t.usage["output_tokens"]) == (5, 7)
 
 
 def test_lone_surrogates_in_names_print(exact_tokens, tmp_path):

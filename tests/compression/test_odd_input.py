@@ -6,6 +6,7 @@ from __future__ import annotations
 
 import io
 import json
+import math
 
 from hypothesis import HealthCheck, event, given, settings
 from hypothesis import strategies as st
@@ -89,6 +90,30 @@ def test_lone_surrogates_nan_and_big_numbers_in_a_rewritten_line() -> None:
     record = load(io.BytesIO(b"".join(lines))).messages[2].raw
     assert record["role"] == "tool" and record["tool_call_id"] == "call_1"
     assert record["extra"]["s"] == "a\ud800b" and record["extra"]["big"] == 10**30 - 1
+
+
+def test_a_masked_output_of_a_call_named_with_a_lone_surrogate() -> None:
+    # the placeholder names the call: its size is measured in UTF-8 it cannot be
+    data = run_with("1").replace(b'"name": "bash"', b'"name": "ba\\ud800sh"')
+    result = compress_file(io.BytesIO(data), Options(truncate=False, keep_observations=0))
+    assert result.report.masked == 1
+    assert restore(result.lines) == data
+
+
+def test_conversations_with_nan_and_lone_surrogates_come_back() -> None:
+    # a record that holds a whole conversation is parsed again to be written anew
+    call = {"id": "c1", "type": "function", "function": {"name": "bash", "arguments": "{}"}}
+    messages = [{"role": "user", "content": "build it \ud800"},
+                {"role": "assistant", "content": None, "tool_calls": [call]},
+                {"role": "tool", "tool_call_id": "c1", "content": OUTPUT},
+                {"role": "assistant", "content": "done"}]
+    line = json.dumps({"messages": messages, "score": math.nan})
+    data = (line + "\n" + line.replace("build", "make") + "\n").encode()
+    result = compress_file(io.BytesIO(data), Options(summarize=False,
+                                                     limits=Limits(max_lines=20)))
+    assert result.report.truncated == 2
+    b"".join(result.lines).decode("utf-8")
+    assert restore(result.lines) == data
 
 
 # --- the property: whatever odd input compress accepts, restore gives back --------------
