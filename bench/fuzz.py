@@ -547,7 +547,10 @@ def _batch(args: tuple[int, int, int, Shares]) -> Outcome:
             results = [("make:-", "internal", str(exc))]
         out.counts["inputs"] += 1
         for target, result, what in results:
-            out.counts[(*target.split(":"), result.split(":")[0])] += 1
+            refused = result.startswith("rejected:")
+            kind = ("InputError" if result == "rejected:InputError" else "refused") \
+                if refused else result
+            out.counts[(*target.split(":"), kind)] += 1
             if result in ("internal", "roundtrip"):
                 kind = f"{target.split(':')[0]} {result}: {what}"
                 out.kinds[kind] += 1
@@ -598,7 +601,10 @@ def main(argv: list[str] | None = None) -> int:
     return 1 if total.kinds else 0
 
 
-RESULTS = ("accepted", "rejected", "roundtrip", "internal")
+# what became of a run: taken, refused with an InputError naming file, line and problem,
+# refused otherwise (CannotFit: compress cannot meet the budget), restored other than it
+# was, or crashed
+RESULTS = ("accepted", "InputError", "refused", "roundtrip", "internal")
 
 
 def report(total: Outcome, ns: argparse.Namespace, seconds: float) -> str:
@@ -612,7 +618,8 @@ def report(total: Outcome, ns: argparse.Namespace, seconds: float) -> str:
     for target in ("read", "forced", "compress"):
         rows = [(f"{target} {fmt}", [c[(target, fmt, r)] for r in RESULTS])
                 for t, fmt in keys if t == target]
-        rows.append((f"{target} (all)", [sum(r[1][k] for r in rows) for k in range(4)]))
+        rows.append((f"{target} (all)",
+                     [sum(r[1][k] for r in rows) for k in range(len(RESULTS))]))
         for name, values in rows:
             lines.append(f"| {name:<30} | {sum(values):>9,} | "
                          + " | ".join(f"{v:>9,}" for v in values) + " |")

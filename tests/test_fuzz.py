@@ -42,6 +42,9 @@ def test_a_fuzz_sample_never_crashes_and_always_restores() -> None:
             seen[target.split(":")[0], result.split(":")[0]] += 1
             if result in ("internal", "roundtrip"):
                 failures.append((i, target, what))
+            elif result.startswith("rejected:") and not target.startswith("compress"):
+                # a reader refuses only with an InputError: file, line and problem
+                assert result == "rejected:InputError", (i, target, result)
     assert failures == [], f"again: python bench/fuzz.py --seed {SEED} --start N --count 1"
     # the sample reaches every target, with inputs each takes and inputs each refuses
     for target in ("read", "forced", "compress"):
