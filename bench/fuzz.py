@@ -433,8 +433,10 @@ def read_one(data: bytes, fmt: str | None, stats: bool, view: bool, render: bool
     """Load and validate an input; with `stats`, `view` and `render`, what `stats` and
     `show` make of it too, and with `render` those printed."""
     from ctxpack.breakdown import stats as stats_of
+    from ctxpack.breakdown import transcript_models
     from ctxpack.checks import validate
     from ctxpack.loader import load
+    from ctxpack.models import TABLE
     from ctxpack.tokens import TokenCounter
     from ctxpack.view import build_view
 
@@ -442,7 +444,9 @@ def read_one(data: bytes, fmt: str | None, stats: bool, view: bool, render: bool
     t = load(io.BytesIO(data), fmt)
     problems = validate(t)
     if view or render:
-        shown = build_view(t, TokenCounter(t.model or "gpt-4o"))
+        # the model as `show` picks it: the file's, if the table knows it (a name the
+        # table does not know is an error of a --model flag, not of the file)
+        shown = build_view(t, TokenCounter(TABLE.choose(transcript_models(t)), TABLE))
         if render:
             _render(found, shown, problems)
 
