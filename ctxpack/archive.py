@@ -24,11 +24,9 @@ from itertools import accumulate
 from pathlib import Path
 from typing import IO, Any
 
-import orjson
-
 from .atomic import temporary
 from .errors import InputError, UsageError
-from .jsonl import LineIndex, line_runs
+from .jsonl import LineIndex, dumps, line_runs, loads
 from .transcript import META_KEY as KEY
 from .transcript import Record
 
@@ -353,8 +351,8 @@ def meta_of(raw: bytes) -> dict[str, Any] | None:
 
 def _parsed_meta(raw: bytes) -> dict[str, Any] | None:
     try:
-        record = orjson.loads(raw)
-    except orjson.JSONDecodeError:
+        record = loads(raw)  # as it was read: compress writes what the readers took
+    except ValueError:
         return None
     meta = record.get(KEY) if isinstance(record, dict) else None
     return meta if isinstance(meta, dict) and isinstance(meta.get("id"), str) else None
@@ -365,12 +363,12 @@ def strip(raw: bytes) -> bytes:
     meta = meta_of(raw)
     if meta is None:
         return raw
-    record = orjson.loads(raw)
+    record = loads(raw)
     if not isinstance(record, dict) or KEY not in record:
         return raw
     del record[KEY]
     end = b"\n" if raw.endswith(b"\n") else b""
-    return orjson.dumps(record) + end
+    return dumps(record) + end
 
 
 def split_lines(chunks: Iterable[bytes]) -> list[bytes]:

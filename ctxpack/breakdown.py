@@ -18,7 +18,15 @@ from .formats.base import Layout
 from .loader import PathOrFile, Scanner
 from .models import TABLE, ModelTable
 from .tokens import REPLY_PRIMING, MessageCount, TokenCounter, model_and_window
-from .transcript import Image, Message, ToolCall, ToolResult, Transcript, group_rounds
+from .transcript import (
+    Image,
+    Message,
+    ToolCall,
+    ToolResult,
+    Transcript,
+    group_rounds,
+    printable,
+)
 from .workers import Workers
 
 SCHEMA_VERSION = 1
@@ -124,18 +132,17 @@ def preview(message: Message) -> str:
     if not text and any(isinstance(p, Image) for p in message.parts):
         text = "[image]"
     # str.split() splits at exactly the characters re's \s matches, at a tenth of the cost
-    text = " ".join(text[:4 * PREVIEW_CHARS].split())
-    text = text.encode("utf-8", "replace").decode("utf-8")  # lone surrogates
+    text = printable(" ".join(text[:4 * PREVIEW_CHARS].split()))
     return text if len(text) <= PREVIEW_CHARS else text[: PREVIEW_CHARS - 1] + "…"
 
 
 def message_stat(message: Message) -> MessageStat:
     """What stats keeps of a message: its tokens are filled in once they are counted."""
-    stat = MessageStat(message.line, message.role, 0, preview(message), message.human,
-                       message.result_only)
+    stat = MessageStat(message.line, printable(message.role), 0, preview(message),
+                       message.human, message.result_only)
     for i, part in enumerate(message.parts):  # part indexes until the counts come
         if isinstance(part, ToolCall):
-            stat.calls.append((part.id, part.name, i))
+            stat.calls.append((part.id, printable(part.name), i))
         elif isinstance(part, ToolResult):
             stat.results.append((part.call_id, i))
     if stat.calls:

@@ -11,9 +11,8 @@ from __future__ import annotations
 from collections.abc import Sequence
 from dataclasses import dataclass
 
-import orjson
-
-from .transcript import Message, Transcript
+from .jsonl import loads
+from .transcript import Message, Transcript, printable
 
 ROLES = {
     "openai": {"system", "developer", "user", "assistant", "tool", "function"},
@@ -45,7 +44,9 @@ def validate(transcript: Transcript) -> list[Problem]:
         problems += _check_pairs(conversation, transcript.format)
     if transcript.format == "claude-code":
         problems += _check_parents(transcript)
-    return sorted(problems, key=lambda p: p.line)
+    # names and roles come from the file, lone surrogates and all: problems are printed
+    return sorted((Problem(p.line, printable(p.message)) for p in problems),
+                  key=lambda p: p.line)
 
 
 def _conversations(messages: Sequence[Message]) -> list[list[Message]]:
@@ -120,9 +121,9 @@ def _check_parents(transcript: Transcript) -> list[Problem]:
     links: list[tuple[int, str]] = []
     for record in transcript.records:
         try:
-            data = orjson.loads(record.raw)
-        except orjson.JSONDecodeError:
-            continue
+            data = loads(record.raw)  # as the reader took it
+        except ValueError:
+            continue  # a line skipped as invalid
         if not isinstance(data, dict):
             continue
         if isinstance(data.get("uuid"), str):

@@ -8,6 +8,7 @@ from __future__ import annotations
 
 import json
 import os
+import re
 import shutil
 import stat
 import sys
@@ -273,11 +274,35 @@ def parse_line(raw: bytes, path: str, line: int) -> dict[str, Any] | None:
             return None
         value = _parse_slow(raw, path, line)
     if not isinstance(value, dict):
-        kind = type(value).__name__ if value is not None else "null"
-        kind = {"list": "an array", "str": "a string", "int": "a number", "float": "a number",
-                "bool": "a boolean"}.get(kind, kind)
-        raise InputError(path, line, f"expected a JSON object, found {kind}")
+        raise InputError(path, line, f"expected a JSON object, found {json_kind(value)}")
     return value
+
+
+def json_kind(value: Any) -> str:
+    """What a parsed JSON value is, as a problem names it: "an array", "null", ..."""
+    if value is None:
+        return "null"
+    kinds = {bool: "a boolean", str: "a string", int: "a number", float: "a number",
+             list: "an array", dict: "an object"}
+    return kinds.get(type(value), type(value).__name__)
+
+
+def loads(data: bytes) -> Any:
+    """A JSON value as the readers take it: by orjson, else by the standard parser (which
+    takes lone surrogates, NaN and nesting past orjson's limit); ValueError if not JSON."""
+    try:
+        return orjson.loads(data)
+    except orjson.JSONDecodeError:
+        pass
+    text = data.decode("utf-8")  # a UnicodeDecodeError is a ValueError
+    try:
+        return json.loads(text)
+    except RecursionError:
+        pass
+    try:
+        return deep_call(json.loads, text)
+    except RecursionError:
+        raise ValueError(f"JSON nested deeper than {DEEP_LIMIT:,} levels") from None
 
 
 def parse_document(data: bytes, path: str, line: int) -> Any:
@@ -354,18 +379,26 @@ def deep_call(fn: Any, *args: Any) -> Any:
     return box["value"]
 
 
-def dumps(value: Any) -> bytes:
-    """Compact JSON as agents write it (no spaces), without a newline."""
+def dumps(value: Any, indent: int | None = None) -> bytes:
+    """Compact JSON as agents write it (no spaces), or with `indent` as the standard library
+    indents it; without a newline, and always UTF-8."""
+    if indent is None:
+        try:
+            return orjson.dumps(value)
+        except TypeError:
+            pass  # lone surrogates, integers past 64 bits, nesting deeper than orjson takes
     try:
-        return orjson.dumps(value)
-    except TypeError:
-        pass  # lone surrogates, or nesting deeper than orjson takes
-    try:
-        text = _dumps_std(value)
+        text = _dumps_std(value, indent)
     except RecursionError:
-        text = deep_call(_dumps_std, value)
-    return text.encode("utf-8", "surrogatepass")
+        text = deep_call(_dumps_std, value, indent)
+    return text.encode("utf-8")
 
 
-def _dumps_std(value: Any) -> str:
-    return json.dumps(value, ensure_ascii=False, separators=(",", ":"))
+_LONE = re.compile("[\ud800-\udfff]")  # a surrogate not in a pair: no UTF-8 for it
+
+
+def _dumps_std(value: Any, indent: int | None = None) -> str:
+    text = json.dumps(value, ensure_ascii=False, indent=indent,
+                      separators=(",", ":") if indent is None else None)
+    # escaped, as JSON allows and the readers take, so that the output is UTF-8
+    return _LONE.sub(lambda m: f"\\u{ord(m.group()):04x}", text)

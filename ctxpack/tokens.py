@@ -18,7 +18,7 @@ from typing import Any
 from . import images
 from .errors import UsageError
 from .models import DEFAULT_MODEL, TABLE, ModelInfo, ModelTable
-from .transcript import Image, Message, Text, Thinking, ToolCall, ToolResult
+from .transcript import Image, Message, Text, Thinking, ToolCall, ToolResult, printable
 
 TOKENS_PER_MESSAGE = 3
 TOKENS_PER_NAME = 1
@@ -309,7 +309,7 @@ def model_and_window(counter: TokenCounter, named: str | None, usage: dict[str, 
     model, window = counter.model, counter.info.context_window
     latest = None if flagged or not named else counter.table.find(named)
     if named and latest is not None and latest.encoding == counter.encoding_name:
-        model, window = named, latest.context_window
+        model, window = printable(named), latest.context_window
     recorded = usage.get("context_window")
     if not flagged and isinstance(recorded, int) and recorded > 0:
         window = recorded

@@ -117,6 +117,12 @@ class Message:
         return "\n".join(out)
 
 
+def printable(text: str) -> str:
+    """`text` with each lone surrogate (JSON may hold one, UTF-8 cannot) as '?': for what
+    is printed of a file's text, and written as JSON, CSV and markdown."""
+    return text.encode("utf-8", "replace").decode("utf-8")
+
+
 def only_results(parts: Sequence[Part]) -> bool:
     """True for parts that are all tool results (and not none)."""
     return bool(parts) and all(isinstance(p, ToolResult) for p in parts)

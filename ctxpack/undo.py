@@ -16,11 +16,9 @@ from contextlib import contextmanager
 from itertools import chain
 from typing import IO, TYPE_CHECKING, Any, overload
 
-import orjson
-
 from .archive import KEY, MARK, meta_of, unpack_pieces
 from .errors import InputError, UsageError
-from .jsonl import CHUNK, Source, iter_lines, reopenable
+from .jsonl import CHUNK, Source, iter_lines, loads, reopenable
 
 if TYPE_CHECKING:
     from .loader import PathOrFile
@@ -239,8 +237,8 @@ def _line_meta(raw: bytes, path: str, number: int) -> dict[str, Any] | None:
     meta = meta_of(raw)
     if meta is None and ITEM in raw:
         try:
-            orjson.loads(raw)
-        except orjson.JSONDecodeError:
+            loads(raw)
+        except ValueError:
             raise InputError(path, number, "a line compress wrote is not valid JSON (the "
                              "file is damaged or cut short); nothing was restored") from None
     return meta
@@ -301,8 +299,8 @@ def _document(lines: Iterator[bytes]) -> tuple[dict[str, Any] | None, Iterator[b
     if len(every) < 2 or not any(MARK in x for x in every):
         return None, iter(every)
     try:
-        doc = orjson.loads(b"".join(every))
-    except orjson.JSONDecodeError:
+        doc = loads(b"".join(every))
+    except ValueError:
         return None, iter(every)
     holder = doc[0] if isinstance(doc, list) and doc else doc
     meta = holder.get(KEY) if isinstance(holder, dict) else None

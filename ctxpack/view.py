@@ -200,7 +200,7 @@ def pick_round(rounds: list[Round], number: int | None) -> list[Round]:
 def _header(t: Transcript, counter: TokenCounter, rounds: list[Round],
             counts: list[MessageCount]) -> Header:
     conversations = len({m.conversation for m in t.messages})
-    return Header(t.path, t.format, counter.model, counter.encoding_name, counter.exact,
+    return Header(t.path, t.format, clean(counter.model), counter.encoding_name, counter.exact,
                   counter.note, sum(c.total for c in counts) + REPLY_PRIMING * conversations,
                   len(t.messages), len(rounds), sum(len(r.steps) for r in rounds),
                   len(t.outside), len(t.sidechain), len(t.skipped))
@@ -224,7 +224,7 @@ def _conversation_starts(messages: Sequence[Message]) -> dict[int, int]:
 
 
 def _tool_names(messages: Sequence[Message]) -> dict[str, str]:
-    return {c.id: c.name for m in messages for c in m.tool_calls if c.id}
+    return {c.id: clean(c.name) for m in messages for c in m.tool_calls if c.id}
 
 
 def _entry(m: Message, count: MessageCount, tools: dict[str, str], folder: _Folder,
@@ -234,8 +234,8 @@ def _entry(m: Message, count: MessageCount, tools: dict[str, str], folder: _Fold
         segments.extend(_segments(part, tokens, m.role, tools, folder))
     answered = [tools.get(r.call_id or "", UNKNOWN_TOOL) for r in m.tool_results]
     tool = ", ".join(dict.fromkeys(answered)) or None
-    return Entry(m.line, m.role, count.total, tuple(segments), m.name, tool, step, m.human,
-                 conversation)
+    return Entry(m.line, clean(m.role), count.total, tuple(segments),
+                 clean(m.name) if m.name else m.name, tool, step, m.human, conversation)
 
 
 def _segments(part: Part, tokens: int, role: str, tools: dict[str, str],
@@ -245,8 +245,8 @@ def _segments(part: Part, tokens: int, role: str, tools: dict[str, str],
     elif isinstance(part, Thinking):
         yield Segment("thinking", folder.fold(part.text), tokens=tokens)
     elif isinstance(part, ToolCall):
-        yield Segment("tool_call", folder.fold(pretty_arguments(part.arguments)), part.name,
-                      part.id, tokens=tokens)
+        yield Segment("tool_call", folder.fold(pretty_arguments(part.arguments)),
+                      clean(part.name), part.id, tokens=tokens)
     elif isinstance(part, ToolResult):
         yield Segment("tool_result", folder.fold(part.text), tools.get(part.call_id or "",
                       UNKNOWN_TOOL), part.call_id, part.is_error, tokens)
@@ -271,10 +271,10 @@ def pretty_arguments(arguments: str) -> str:
     """JSON arguments indented; free text (apply_patch, shell scripts) as it is."""
     try:
         value = json.loads(arguments)
-    except ValueError:
-        return arguments
-    if isinstance(value, dict | list):
-        return json.dumps(value, indent=2, ensure_ascii=False) if value else ""
+        if isinstance(value, dict | list):
+            return json.dumps(value, indent=2, ensure_ascii=False) if value else ""
+    except (ValueError, RecursionError):  # nested too deep to indent: shown as written
+        pass
     return arguments
 
 

@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import io
 import json
+import math
 import os
 import stat
 import subprocess
@@ -254,3 +255,137 @@ def test_an_archive_folder_that_cannot_be_made_is_named(tmp_path):
                   "--archive-dir", str(blocker), "-q", "-o", str(tmp_path / "out.jsonl"))
     assert_clean_error(run, 2, f"{blocker}: cannot keep originals there")
     assert not (tmp_path / "out.jsonl").exists()
+# --- values of the wrong type --------------------------------------------------------
+# Each reader trusts a field to be a string where it compares or keys by it (a type, an
+# id, a link): a list or an object there is the record's problem, named at its line,
+# never a crash deeper in.
+
+CC = ('{"type":"user","uuid":"u1","parentUuid":null,"sessionId":"s",'
+      '"message":{"role":"user","content":"go"}}')
+CODEX = '{"type":"session_meta","payload":{"id":"s","instructions":"be brief"}}'
+ANTHROPIC = '{"role":"user","content":[{"type":"thinking","thinking":"go"}]}\n'  # surely
+DEEP = "[" * 2000 + "]" * 2000  # past the standard parser's recursion, not past ctxpack's
+WRONG_TYPES = {
+    "anthropic block type": (
+        ANTHROPIC + '{"role":"assistant","content":[{"type":["tool_use"],"id":"t1"}]}\n',
+        2, "'type' is an array, not a string"),
+    "anthropic tool_use id": (
+        ANTHROPIC + '{"role":"assistant","content":[{"type":"tool_use","id":{"a":1}}]}\n',
+        2, "'id' is an object, not a string"),
+    "anthropic tool name, nested deep": (
+        ANTHROPIC + f'{{"role":"assistant","content":[{{"type":"tool_use","name":{DEEP}}}]}}\n',
+        2, "'name' is an array, not a string"),
+    "claude code uuid": (
+        CC + "\n" + CC.replace('"uuid":"u1","parentUuid":null', '"uuid":["u2"],'
+                               '"parentUuid":"u1"') + "\n",
+        2, "'uuid' is an array, not a string"),
+    "claude code parentUuid": (
+        CC + "\n" + CC.replace('"uuid":"u1","parentUuid":null', '"uuid":"u2",'
+                               '"parentUuid":{"u":"u1"}') + "\n",
+        2, "'parentUuid' is an object, not a string"),
+    "claude code type": (
+        CC + "\n" + CC.replace('"type":"user"', '"type":["user"]') + "\n",
+        2, "'type' is an array, not a string"),
+    "claude code agentId": (
+        CC + "\n" + CC.replace('"uuid":"u1"', '"uuid":"u2","isSidechain":true,'
+                               '"agentId":[1]') + "\n",
+        2, "'agentId' is an array, not a string"),
+    "openai tool_calls": (
+        '{"role":"user","content":"go"}\n{"role":"assistant","tool_calls":1.5}\n',
+        2, "'tool_calls' is a number, not an array"),
+    "openai call id": (
+        '{"role":"user","content":"go"}\n{"role":"assistant","tool_calls":[{"id":["c1"],'
+        '"type":"function","function":{"name":"ls","arguments":"{}"}}]}\n',
+        2, "'id' is an array, not a string"),
+    "openai image url": (
+        '{"role":"user","content":[{"type":"image_url","image_url":{"url":[1]}}]}\n',
+        1, "'url' is an array, not a string"),
+    "openai image detail": (
+        '{"role":"user","content":[{"type":"image_url","image_url":{"url":"x.png",'
+        '"detail":{"a":1}}}]}\n',
+        1, "'detail' is an object, not a string"),
+    "openai role": (
+        '{"role":"user","content":"go"}\n{"role":["user"],"content":"x","tool_calls":[]}\n',
+        2, "'role' is an array, not a string"),
+    "codex item type": (
+        CODEX + '\n{"type":"response_item","payload":{"type":{"t":"message"},"role":"user"}}\n',
+        2, "'type' is an object, not a string"),
+    "codex item type, nested deep": (
+        CODEX + f'\n{{"type":"response_item","payload":{{"type":{DEEP},"role":"user"}}}}\n',
+        2, "'type' is an array, not a string"),
+    "codex call_id": (
+        CODEX + '\n{"type":"response_item","payload":{"type":"function_call","name":"sh",'
+        '"arguments":"{}","call_id":[1]}}\n',
+        2, "'call_id' is an array, not a string"),
+    "json document role": (
+        '[{"role":"user","content":"go"},{"role":{"r":"exit"},"content":"x"}]\n',
+        1, "'role' is an object, not a string"),
+    "json document tool_call_ids": (
+        '{"history":[{"role":"user","content":"go"},'
+        '{"role":"tool","content":"x","tool_call_ids":[["c1"]]}]}\n',
+        1, "'tool_call_ids' holds an array, not a string"),
+}
+
+
+@pytest.mark.parametrize("case", list(WRONG_TYPES))
+def test_a_value_of_the_wrong_type_is_the_lines_problem(case):
+    data, line, problem = WRONG_TYPES[case]
+    with pytest.raises(InputError) as info:
+        load(io.BytesIO(data.encode()))
+    assert info.value.line == line, str(info.value)
+    assert problem in info.value.problem
+
+
+def test_a_value_of_the_wrong_type_is_one_line_and_exit_2(tmp_path):
+    path = tmp_path / "bad.jsonl"
+    path.write_text(WRONG_TYPES["claude code parentUuid"][0])
+    for command in ("stats", "validate", "show", "compress"):
+        assert_clean_error(ctxpack(command, str(path)), 2, f"{path}:2:",
+                           "'parentUuid' is an object, not a string")
+
+
+def test_recorded_usage_of_the_wrong_type_counts_nothing():
+    doc = {"messages": [{"role": "user", "content": "go"},
+                        {"role": "assistant", "content": "ok",
+                         "extra": {"response": {"usage": {"prompt_tokens": [1],
+                                                          "completion_tokens": 7}}}},
+                        {"role": "assistant", "content": "ok",
+                         "extra": {"response": {"usage": {"prompt_tokens": 5,
+                                                          "completion_tokens": math.nan}}}}]}
+    t = load(io.BytesIO(json.dumps(doc, indent=1).encode()))
+    assert (t.usage["input_tokens"], t.usage["output_tokens"]) == (5, 7)
+
+
+def test_lone_surrogates_in_names_print(exact_tokens, tmp_path):
+    # JSON may hold a lone surrogate, UTF-8 cannot: a tool or model named with one is
+    # shown with '?' in its place, in every output of stats, in show and in validate's
+    # problems (here the call has no result: the 'tool' role is misspelt)
+    call = {"id": "c1", "type": "function", "function": {"name": "ls\ud800", "arguments": "{}"}}
+    lines = [{"role": "user", "content": "go"},
+             {"role": "assistant", "content": None, "tool_calls": [call],
+              "model": "gpt-4o\udfff"},
+             {"role": "tool\udc80", "tool_call_id": "c1", "content": "a.txt"}]
+    path = tmp_path / "odd.jsonl"
+    path.write_text("".join(json.dumps(x) + "\n" for x in lines))
+    for args in (["stats"], ["stats", "--json"], ["stats", "--format", "csv"],
+                 ["stats", "--format", "markdown"], ["show", "--no-pager"], ["validate"],
+                 ["validate", "--json"]):
+        run = ctxpack(*args, str(path), env={"PYTHONIOENCODING": "utf-8"})
+        assert run.code == (1 if args[0] == "validate" else 0), (args, run.err)
+        assert "internal error" not in run.err
+    assert "ls?" in ctxpack("stats", "--json", str(path)).out
+    assert "(ls?) has no result" in ctxpack("validate", str(path)).out
+
+
+def test_arguments_nested_past_the_parsers_limit_are_shown_as_written(exact_tokens, tmp_path):
+    call = {"id": "c1", "type": "function", "function": {"name": "ls", "arguments": DEEP}}
+    lines = [{"role": "user", "content": "go"},
+             {"role": "assistant", "content": None, "tool_calls": [call]},
+             {"role": "tool", "tool_call_id": "c1", "content": "a.txt"}]
+    path = tmp_path / "deep.jsonl"
+    path.write_text("".join(json.dumps(x) + "\n" for x in lines))
+    run = ctxpack("show", "--no-pager", "--full", str(path))
+    assert run.code == 0, run.err
+    assert "[[[[" in run.out
+    run = ctxpack("compress", "--budget", "40", "--keep-steps", "0", str(path))
+    assert "internal error" not in run.err

@@ -60,7 +60,8 @@ def test_the_compress_tests_mirror_its_modules():
     module are found by its name; those of the whole are named apart. Every module the
     README's stage table names has tests of its own."""
     package, tests = ROOT / "ctxpack" / "compression", ROOT / "tests" / "compression"
-    whole = {"test_invariants.py", "test_properties.py", "test_api.py", "test_llm_model.py"}
+    whole = {"test_invariants.py", "test_properties.py", "test_odd_input.py", "test_api.py",
+             "test_llm_model.py"}
     for test in tests.rglob("test_*.py"):
         module = package / test.parent.relative_to(tests) / test.name[len("test_"):]
         assert test.name in whole or module.is_file(), f"{test} mirrors no module"

@@ -191,6 +191,18 @@ def test_function_call_and_output_pair() -> None:
     assert t.usage["calls"] == 1 and t.usage["input_tokens"] == 900  # re-emits not summed
 
 
+def test_token_counts_holding_a_value_nested_deep_are_read() -> None:
+    # a usage object is compared with the one before it (the CLI repeats them): what it
+    # holds besides counts is no count, and comparing it must not recurse as deep
+    deep, odd = token_count(900, 400), token_count(900, 400)
+    for event in (deep, odd):
+        event["payload"]["info"]["total_token_usage"]["extra"] = "@deep@"
+    data = rollout(meta(), say("user", "hi"), deep, odd).getvalue()
+    data = data.replace(b'"@deep@"', b"[" * 5000 + b"]" * 5000)
+    t = load(io.BytesIO(data))
+    assert t.usage["calls"] == 1 and t.usage["input_tokens"] == 900
+
+
 def test_custom_tool_call_apply_patch_pair() -> None:
     patch = "*** Begin Patch\n*** Add File: a.txt\n+hello\n*** End Patch\n"
     output = json.dumps({"output": "Success. Updated: A a.txt\n", "metadata": {"exit_code": 0}})

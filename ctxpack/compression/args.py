@@ -69,7 +69,7 @@ def _free_args(arguments: str, limit: int) -> str:
         try:
             command = shorten(shell_command(json.loads(embedded.group(1))), limit)
             return command if limit < ARG_CHARS else f"cmd={command}"
-        except ValueError:
+        except (ValueError, RecursionError):
             pass
     return shorten(arguments, limit)
 
@@ -113,7 +113,7 @@ def parse_args(arguments: str) -> dict[str, Any] | None:
         return None
     try:
         value = json.loads(arguments)
-    except ValueError:
+    except (ValueError, RecursionError):  # not JSON, or nested past the parser's limit
         return None
     return value if isinstance(value, dict) else None
 

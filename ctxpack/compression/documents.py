@@ -8,15 +8,12 @@ archives the record as it was.
 
 from __future__ import annotations
 
-import json
 from collections.abc import Callable
 from typing import Any
 
-import orjson
-
 from ..archive import Archiver, document_meta, item_id, split_lines
-from ..formats.json_messages import NOT_INPUT_ROLES, conversations
-from ..jsonl import ParsedRecords, parse_document
+from ..formats.json_messages import conversations, not_input
+from ..jsonl import ParsedRecords, dumps, loads, parse_document
 from ..transcript import META_KEY, Transcript
 from .plan import Plan, Summary
 from .writer import llm_meta
@@ -44,11 +41,11 @@ def compress_records(t: Transcript, planner: Planner, archiver: Archiver, now: s
         if not plan.changed:
             out.append(raw)
             continue
-        data = orjson.loads(raw)
+        data = loads(raw)
         data["messages"] = _new_list(data["messages"], plan)
         if not strip:
             data[META_KEY] = _meta(plan, archiver, raw, now)
-        out.append(orjson.dumps(data) + (b"\n" if raw.endswith(b"\n") else b""))
+        out.append(dumps(data) + (b"\n" if raw.endswith(b"\n") else b""))
     return out, plans
 
 
@@ -101,13 +98,13 @@ def _document(t: Transcript, groups: dict[int, list[int]], planner: Planner,
             raise UsageError(f"{t.path}: a bare list of messages has no place for the archive",
                              "pass --strip-metadata to write it without one")
         holder[META_KEY] = _meta_document(plans, archiver, raw, now)
-    text = json.dumps(doc, indent=2, ensure_ascii=False).encode("utf-8", "surrogatepass")
+    text = dumps(doc, indent=2)
     return split_lines([text, b"\n" if raw.endswith(b"\n") else b""]), plans
 
 
 def _new_list(items: list[Any], plan: Plan) -> list[Any]:
     """A conversation's message dicts with the plan applied; other entries stay put."""
-    model = [d for d in items if isinstance(d, dict) and d.get("role") not in NOT_INPUT_ROLES]
+    model = [d for d in items if isinstance(d, dict) and not not_input(d)]
     index = {id(d): i for i, d in enumerate(model)}
     s: Summary | None = plan.summary
     out: list[Any] = []

@@ -145,7 +145,7 @@ def commands(text: str) -> Iterator[str]:
     for match in _COMMAND_JSON.finditer(text):
         try:
             value = json.loads(match.group(1))
-        except ValueError:
+        except (ValueError, RecursionError):  # not JSON, or an array nested past the parser
             continue
         command = shell_command(value)
         if command:

@@ -38,7 +38,8 @@ def mask(plan: Plan) -> Edits:
             probe = placeholder(what, tokens, output.lines,
                                 PROBE_ID if options.archive else None, output.failed)
             # (a token is at least a byte: a text longer in tokens is surely longer)
-            if tokens <= len(probe.encode()) and read.counter.text(probe) >= tokens \
+            size = len(probe.encode("utf-8", "surrogatepass"))
+            if tokens <= size and read.counter.text(probe) >= tokens \
                     and not (options.truncate and over(plan, i, j)):
                 continue  # the placeholder would not be smaller
             chosen.append((i, j, what, tokens, output, result.call_id))

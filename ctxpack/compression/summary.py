@@ -8,7 +8,7 @@ before it and the newest units after it. The stages that choose `end` (`summariz
 from __future__ import annotations
 
 from collections.abc import Callable
-from itertools import accumulate
+from itertools import accumulate, islice
 from typing import Any
 from weakref import WeakKeyDictionary
 
@@ -121,35 +121,47 @@ def _ends(plan: Plan) -> list[int]:
     messages = read.messages
     if read.item is not None:  # the record is written whole: any cut will do
         return [c for c in read.cuts if head < c < len(messages)]
-    if span_start(plan, head) is None:
+    found = head_lines(plan, head)
+    if found is None:
         return []
+    moved, stays = found
     never = 1 << 62
-    # the first line of messages i.. (at i), and the last line of messages head..i
+    # the first line of messages i.. (at i); the first and last line the span holds when
+    # the region is messages head..i (the head's lines written again, and the region's)
     tail_min = [*accumulate(reversed([min(m.lines, default=never) for m in messages]), min)]
     tail_min.reverse()
-    last = accumulate((max(m.lines, default=0) for m in messages[head:]), max)
+    region = messages[head:]
+    first = accumulate((min(m.lines, default=never) for m in region), min,
+                       initial=min(moved, default=never))
+    last = accumulate((max(m.lines, default=0) for m in region), max,
+                      initial=max(moved, default=0))
+    before = max(stays, default=0)
     bounds = set(read.cuts)
-    return [end for end, seen in zip(range(head + 1, len(messages)), last, strict=False)
-            if end in bounds and seen < tail_min[end]]
+    return [end for end, lo, hi in zip(range(head + 1, len(messages)), islice(first, 1, None),
+                                       islice(last, 1, None), strict=False)
+            if end in bounds and before < lo and hi < tail_min[end]]
 
 
-def span_start(plan: Plan, head: int) -> int | None:
-    """The first line the summary's span replaces: 0 for "the region's first line".
+def head_lines(plan: Plan, head: int) -> tuple[list[int], list[int]] | None:
+    """The lines of the head's messages that the summary's group writes again, and those
+    that stay where they are; None when the head cannot be written again.
 
-    Formats with a reset marker write the head again after it, so their span starts at
-    the head; formats that alternate roles start at the user message the summary joins.
-    None when the head cannot be written again."""
+    Formats with a reset marker write the head again after it (but what keeps its place,
+    as Codex's system prompt); formats that alternate roles rewrite the user message the
+    summary joins. Whatever a file's order, the span of lines the summary replaces holds
+    the lines it writes again, and the lines that stay must come before it."""
     editor, messages = plan.read.editor, plan.read.messages[:head]
     if editor.resets:
-        moved = [m for m in messages if not editor.keeps_place(m)]
+        moved = [line for m in messages if not editor.keeps_place(m) for line in m.lines]
         stays = [line for m in messages if editor.keeps_place(m) for line in m.lines]
-        if not moved:
-            return 0
-        first = min(line for m in moved for line in m.lines)
-        return first if all(line < first for line in stays) else None
+        if moved and not all(line < min(moved) for line in stays):
+            return None
+        return moved, stays
     if editor.alternates and messages and messages[-1].role == "user":
-        return messages[-1].line if len(messages[-1].lines) == 1 else None
-    return 0
+        if len(messages[-1].lines) != 1:
+            return None
+        return list(messages[-1].lines), [line for m in messages[:-1] for line in m.lines]
+    return [], [line for m in messages for line in m.lines]
 
 
 def floor(plan: Plan) -> int:

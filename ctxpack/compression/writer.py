@@ -13,16 +13,14 @@ from collections.abc import Iterable, Iterator, Sequence
 from dataclasses import dataclass, field
 from typing import Any
 
-import orjson
-
 from ..archive import VERSION, Archiver, Packed, item_id, meta_of, span_blocks
 from ..archive import strip as strip_line
 from ..formats.base import Compaction
-from ..jsonl import LineIndex, ParsedRecords, dumps
+from ..jsonl import LineIndex, ParsedRecords, dumps, loads
 from ..transcript import META_KEY, Message, Record
 from .plan import Plan
 from .region import OBSERVATIONS
-from .summary import span_start
+from .summary import head_lines
 
 
 def span_lines(plan: Plan) -> tuple[int, int]:
@@ -30,10 +28,10 @@ def span_lines(plan: Plan) -> tuple[int, int]:
     and its archive holds."""
     s = plan.summary
     assert s is not None
-    region = plan.read.messages[s.head:s.end]
-    first = span_start(plan, s.head) or min(line for m in region for line in m.lines)
-    last = max(line for m in region for line in m.lines)
-    return _whole_groups(plan.read.transcript.records, first, last)
+    found = head_lines(plan, s.head)
+    assert found is not None, "the summary's region ends where the head can be written again"
+    lines = [*found[0], *(line for m in plan.read.messages[s.head:s.end] for line in m.lines)]
+    return _whole_groups(plan.read.transcript.records, min(lines), max(lines))
 
 
 @dataclass
@@ -246,9 +244,9 @@ def _relink(plan: Plan, done: Changes) -> set[int]:
 
 def _parse(raw: bytes) -> Any:
     try:
-        return orjson.loads(raw)
-    except orjson.JSONDecodeError:
-        return {}
+        return loads(raw)  # as the reader took it (NaN, lone surrogates, deep nesting)
+    except ValueError:
+        return {}  # a line skipped as invalid
 
 
 def _eol(raw: bytes) -> bytes:

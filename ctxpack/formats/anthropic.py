@@ -29,6 +29,7 @@ from .base import (
     Layout,
     RecordError,
     content_parts,
+    string_field,
     text_of,
     tool_result_blocks,
 )
@@ -56,7 +57,7 @@ def _result_item(item: dict[str, Any]) -> Text | Image:
     if kind == "image":
         return image_part(item)
     if kind == "tool_reference":
-        return Text(str(item.get("tool_name") or ""))
+        return Text(string_field(item, "tool_name") or "")
     return Text(text_of(item))
 
 
@@ -72,7 +73,7 @@ def arguments(value: Any) -> str:
 
 def block_part(block: dict[str, Any]) -> Part | None:
     """One content block as a canonical part; None for blocks the model does not read."""
-    kind = block.get("type")
+    kind = string_field(block, "type")
     if kind == "text":
         return Text(block["text"]) if isinstance(block.get("text"), str) else None
     if kind == "thinking":
@@ -80,12 +81,12 @@ def block_part(block: dict[str, Any]) -> Part | None:
     if kind == "redacted_thinking":
         return Thinking("")  # encrypted: present in the prompt, unreadable here
     if kind in _CALL_BLOCKS:
-        return ToolCall(_str(block.get("id")), str(block.get("name") or ""),
+        return ToolCall(string_field(block, "id"), string_field(block, "name") or "",
                         arguments(block.get("input")))
-    if isinstance(kind, str) and kind.endswith("tool_result"):
+    if kind is not None and kind.endswith("tool_result"):
         # server tools (web_search_tool_result, ...) answer inside the assistant message
-        return ToolResult(_str(block.get("tool_use_id")), result_parts(block.get("content")),
-                          block.get("is_error") is True)
+        return ToolResult(string_field(block, "tool_use_id"),
+                          result_parts(block.get("content")), block.get("is_error") is True)
     if kind == "image":
         return image_part(block)
     return Text(block["text"]) if isinstance(block.get("text"), str) else None
@@ -238,7 +239,8 @@ def sniff_record(record: dict[str, Any]) -> int:
         return 1
     if not isinstance(content, list):
         return 0
-    kinds = {b.get("type") for b in content if isinstance(b, dict)}
+    kinds = {b.get("type") for b in content
+             if isinstance(b, dict) and isinstance(b.get("type"), str)}
     if kinds & _SURE_BLOCKS or any(
         isinstance(b, dict) and b.get("type") == "image" and "source" in b for b in content
     ):

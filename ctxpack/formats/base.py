@@ -59,6 +59,18 @@ class Format(Protocol):
     def reader(self) -> Reader: ...
 
 
+def string_field(d: dict[str, Any], key: str) -> str | None:
+    """`d[key]` if it is a string, None if it is absent or null. Any other value does not
+    fit the format: ids, types and links are used as keys and compared, so a reader that
+    took an array for one would fail far from the line that holds it."""
+    value = d.get(key)
+    if value is None or isinstance(value, str):
+        return value
+    from ..jsonl import json_kind
+
+    raise RecordError(f"{key!r} is {json_kind(value)}, not a string")
+
+
 def text_of(value: Any) -> str:
     """Text of a content value that may be a string, a list of blocks or something else."""
     if value is None:
@@ -152,8 +164,8 @@ def tool_result_blocks(blocks: Any, texts: dict[str | None, str]) -> Any:
         return blocks
     out = []
     for block in blocks:
-        if (isinstance(block, dict) and block.get("type") == "tool_result"
-                and block.get("tool_use_id") in texts):
-            block = {**block, "content": texts[block["tool_use_id"]]}
+        key = block.get("tool_use_id") if isinstance(block, dict) else None
+        if isinstance(block, dict) and block.get("type") == "tool_result" and key in texts:
+            block = {**block, "content": texts[key]}
         out.append(block)
     return out

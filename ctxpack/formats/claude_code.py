@@ -22,7 +22,7 @@ from .anthropic import (
     api_message,
     boundary_record,
 )
-from .base import Compaction, Layout, RecordError, tool_result_blocks
+from .base import Compaction, Layout, RecordError, string_field, tool_result_blocks
 
 # record types only Claude Code writes; generic names (progress, attachment) need more
 _OWN_TYPES = {"file-history-snapshot", "queue-operation", "last-prompt", "ai-title",
@@ -40,6 +40,8 @@ Lane = tuple[bool, str | None]  # (sidechain, agentId): one open response per ag
 def sniff_record(record: dict[str, Any]) -> int:
     """How surely a record is a Claude Code session record."""
     kind = record.get("type")
+    if not isinstance(kind, str):
+        return 0
     if kind in _OWN_TYPES or kind == "summary" and "leafUuid" in record:
         return 2
     if kind in _LINKED_TYPES and ("parentUuid" in record or "sessionId" in record):
@@ -64,16 +66,15 @@ class ClaudeCodeReader:
         self._leader: int | None = None
 
     def feed(self, line: int, record: dict[str, Any]) -> list[Message]:
-        kind = record.get("type")
-        if not isinstance(kind, str):
+        kind = string_field(record, "type")
+        if kind is None:
             raise RecordError("no 'type' field")
         side = record.get("isSidechain") is True
-        uuid = record.get("uuid")
-        if isinstance(uuid, str):
-            parent = record.get("parentUuid")
+        uuid, parent = string_field(record, "uuid"), string_field(record, "parentUuid")
+        if uuid is not None:
             if kind == "system" and record.get("subtype") == "compact_boundary":
                 parent = None  # a compaction starts the model's context afresh
-            self.parent[uuid] = parent if isinstance(parent, str) else None
+            self.parent[uuid] = parent
             self.newest[side] = uuid
         if kind not in ("user", "assistant"):
             return []
@@ -81,7 +82,7 @@ class ClaudeCodeReader:
         if not isinstance(payload, dict):
             raise RecordError(f"a {kind!r} record without a 'message' object")
         message = self._message(line, record, payload, side)
-        lane = (side, record.get("agentId") if side else None)
+        lane = (side, string_field(record, "agentId") if side else None)
         merger = self.lanes.setdefault(lane, ResponseMerger())
         return self._emit(merger.add(message, uuid), side)
 

@@ -14,7 +14,7 @@ from typing import Any, NamedTuple
 
 from ..jsonl import dumps
 from ..transcript import META_KEY, Image, Message, Part, Text, Thinking, ToolCall, ToolResult
-from .base import Compaction, Layout, RecordError, content_parts
+from .base import Compaction, Layout, RecordError, content_parts, string_field
 from .openai import parse_data_url
 
 _SURE_TYPES = {"session_meta", "response_item", "event_msg", "turn_context", "compacted"}
@@ -110,11 +110,11 @@ def _reasoning(item: dict[str, Any]) -> _Content | None:
     return _Content("assistant", (Thinking("\n\n".join(texts)),))
 
 
-def _call(item: dict[str, Any], name: Any, arguments: Any) -> _Content:
+def _call(item: dict[str, Any], name: str | None, arguments: Any) -> _Content:
     if not isinstance(arguments, str):
         arguments = "" if arguments is None else _json(arguments)
-    call_id = item.get("call_id") if isinstance(item.get("call_id"), str) else None
-    return _Content("assistant", (ToolCall(call_id, str(name or ""), arguments),))
+    return _Content("assistant", (ToolCall(string_field(item, "call_id"), name or "",
+                                           arguments),))
 
 
 def _web_search(item: dict[str, Any]) -> _Content:
@@ -148,16 +148,16 @@ def _output(item: dict[str, Any]) -> _Content:
     items = [value] if isinstance(value, dict) else value
     if isinstance(items, list) and items and not any(map(_readable, items)):
         value = _json(value)  # plain data, not content items: keep all of it
-    call_id = item.get("call_id") if isinstance(item.get("call_id"), str) else None
-    return _Content("tool", (ToolResult(call_id, tuple(_content_parts(value)), error),))
+    return _Content("tool", (ToolResult(string_field(item, "call_id"),
+                                        tuple(_content_parts(value)), error),))
 
 
 _CONVERTERS: dict[str, Callable[[dict[str, Any]], _Content | None]] = {
     "message": _message,
     "agent_message": _agent_message,
     "reasoning": _reasoning,
-    "function_call": lambda i: _call(i, i.get("name"), i.get("arguments")),
-    "custom_tool_call": lambda i: _call(i, i.get("name"), i.get("input")),
+    "function_call": lambda i: _call(i, string_field(i, "name"), i.get("arguments")),
+    "custom_tool_call": lambda i: _call(i, string_field(i, "name"), i.get("input")),
     "local_shell_call": lambda i: _call(i, "local_shell", i.get("action")),
     "tool_search_call": lambda i: _call(i, "tool_search", i.get("arguments")),
     "web_search_call": _web_search,
@@ -172,7 +172,7 @@ def item_message(item: dict[str, Any], line: int, raw: Any = None,
                  model: str | None = None) -> Message | None:
     """Convert one Responses API item into a message; None for items the model never reads.
     `model` is the model that wrote it, if it is an assistant's."""
-    convert = _CONVERTERS.get(str(item.get("type")))
+    convert = _CONVERTERS.get(string_field(item, "type") or "")
     content = convert(item) if convert else None
     if content is None:
         return None
@@ -275,7 +275,8 @@ class CodexReader:
     def _token_count(self, info: Any) -> None:
         if not isinstance(info, dict):
             return  # a rate-limit-only update
-        total, last = info.get("total_token_usage"), info.get("last_token_usage")
+        total, last = _numbers(info.get("total_token_usage")), _numbers(
+            info.get("last_token_usage"))
         # The CLI re-emits the same values several times a turn; a change marks a new call.
         if (total, last) != self._previous:
             self.calls += 1
@@ -307,6 +308,14 @@ class CodexReader:
     def finish(self) -> tuple[list[Message], Layout]:
         context = ([] if self.system is None else [self.system]) + self.window
         return [], Layout(context, model=self.model or self.meta_model, usage=self.usage())
+
+
+def _numbers(usage: Any) -> dict[str, Any] | None:
+    """A usage object's flat values (what else it holds is no count, and comparing it
+    could recurse as deep as it is nested); None for what is not an object."""
+    if not isinstance(usage, dict):
+        return None
+    return {k: v for k, v in usage.items() if not isinstance(v, (dict, list))}
 
 
 class CodexEditor:

@@ -11,6 +11,7 @@ from __future__ import annotations
 from dataclasses import replace
 from typing import Any
 
+from ..jsonl import json_kind
 from ..transcript import Message, ToolResult
 from .base import Layout, RecordError
 from .openai import OpenAIEditor, message_from_dict
@@ -34,13 +35,21 @@ def conversations(document: Any) -> list[list[dict[str, Any]]]:
     raise RecordError("not a list of messages, a list of runs with 'traj', or a trajectory")
 
 
+def not_input(d: dict[str, Any]) -> bool:
+    """Is this message dict one the model never reads (mini-swe-agent's `exit`)?"""
+    role = d.get("role")
+    return isinstance(role, str) and role in NOT_INPUT_ROLES
+
+
 def _message(d: dict[str, Any], line: int, conversation: int) -> Message:
     message = message_from_dict(d, line, conversation)
     ids = d.get("tool_call_ids")
     if message.role == "tool" and isinstance(ids, list) and ids and message.tool_results:
         # SWE-agent answers a call with `tool_call_ids: [id]` instead of `tool_call_id`
         result = message.tool_results[0]
-        return replace(message, parts=(ToolResult(str(ids[0]), result.parts, result.is_error),))
+        if not isinstance(ids[0], str):
+            raise RecordError(f"'tool_call_ids' holds {json_kind(ids[0])}, not a string")
+        return replace(message, parts=(ToolResult(ids[0], result.parts, result.is_error),))
     return message
 
 
@@ -56,15 +65,23 @@ def _usage(document: Any) -> dict[str, Any]:
     if calls:
         return {"source": "usage of each response (mini-swe-agent extra.response)",
                 "calls": len(calls),
-                "input_tokens": sum(int(u.get("prompt_tokens") or 0) for u in calls),
-                "output_tokens": sum(int(u.get("completion_tokens") or 0) for u in calls),
-                "last_input_tokens": int(calls[-1].get("prompt_tokens") or 0)}
-    if isinstance(stats, dict) and stats.get("tokens_sent"):
+                "input_tokens": sum(_count(u.get("prompt_tokens")) for u in calls),
+                "output_tokens": sum(_count(u.get("completion_tokens")) for u in calls),
+                "last_input_tokens": _count(calls[-1].get("prompt_tokens"))}
+    if isinstance(stats, dict) and _count(stats.get("tokens_sent")):
         return {"source": "info.model_stats (SWE-agent run totals)",
-                "calls": int(stats.get("api_calls") or 0),
-                "input_tokens": int(stats.get("tokens_sent") or 0),
-                "output_tokens": int(stats.get("tokens_received") or 0)}
+                "calls": _count(stats.get("api_calls")),
+                "input_tokens": _count(stats.get("tokens_sent")),
+                "output_tokens": _count(stats.get("tokens_received"))}
     return {}
+
+
+def _count(value: Any) -> int:
+    """A recorded count; what is not a whole number (a string, NaN, an array) counts 0:
+    usage only informs, and a run is read whatever its bookkeeping says."""
+    if isinstance(value, float) and value.is_integer():
+        return int(value)
+    return value if isinstance(value, int) and not isinstance(value, bool) else 0
 
 
 def _model(document: Any) -> str | None:
@@ -89,7 +106,7 @@ class JsonMessagesReader:
         out: list[Message] = []
         for messages in conversations(record):
             out += [_message(d, line, self.conversations) for d in messages
-                    if isinstance(d, dict) and d.get("role") not in NOT_INPUT_ROLES]
+                    if isinstance(d, dict) and not not_input(d)]
             self.conversations += 1
         self.usage = _usage(record)
         self.model = _model(record)

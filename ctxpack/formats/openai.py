@@ -9,9 +9,9 @@ from __future__ import annotations
 
 from typing import Any
 
-from ..jsonl import dumps
+from ..jsonl import dumps, json_kind
 from ..transcript import META_KEY, Image, Message, Part, Text, Thinking, ToolCall, ToolResult
-from .base import Compaction, Layout, RecordError, content_parts
+from .base import Compaction, Layout, RecordError, content_parts, string_field
 
 _SURE_ROLES = {"system", "developer", "tool", "function"}
 
@@ -28,9 +28,10 @@ def _item_part(item: dict[str, Any]) -> Text | Image | None:
     """One Chat Completions content part: text, image_url or refusal."""
     if item.get("type") == "image_url":
         image = item.get("image_url")
-        url = image.get("url", "") if isinstance(image, dict) else str(image or "")
-        img = parse_data_url(url)
-        detail = image.get("detail") if isinstance(image, dict) else None
+        url = string_field(image, "url") if isinstance(image, dict) else \
+            string_field(item, "image_url")
+        img = parse_data_url(url or "")
+        detail = string_field(image, "detail") if isinstance(image, dict) else None
         return Image(img.media_type, img.data, img.url, detail)
     for key in ("text", "refusal"):
         if isinstance(item.get(key), str):
@@ -46,8 +47,8 @@ def _arguments(value: Any) -> str:
 
 def message_from_dict(d: dict[str, Any], line: int, conversation: int = 0) -> Message:
     """Convert one Chat Completions message dict into the canonical model."""
-    role = d.get("role")
-    if not isinstance(role, str):
+    role = string_field(d, "role")
+    if role is None:
         raise RecordError("not a chat message: no 'role'")
     parts: list[Part] = []
     reasoning = d.get("reasoning_content")
@@ -55,18 +56,20 @@ def message_from_dict(d: dict[str, Any], line: int, conversation: int = 0) -> Me
         parts.append(Thinking(reasoning))
     content = content_parts(d.get("content"), _item_part)
     if role in ("tool", "function"):
-        call_id = d.get("tool_call_id")
-        parts.append(ToolResult(call_id if isinstance(call_id, str) else None, tuple(content)))
+        parts.append(ToolResult(string_field(d, "tool_call_id"), tuple(content)))
     else:
         parts.extend(content)
-    for call in d.get("tool_calls") or ():
+    calls = d.get("tool_calls") or ()
+    if not isinstance(calls, (list, tuple)):
+        raise RecordError(f"'tool_calls' is {json_kind(calls)}, not an array")
+    for call in calls:
         if isinstance(call, dict):
             fn = call.get("function") if isinstance(call.get("function"), dict) else {}
-            parts.append(ToolCall(call.get("id"), str(fn.get("name") or ""),
+            parts.append(ToolCall(string_field(call, "id"), string_field(fn, "name") or "",
                                   _arguments(fn.get("arguments"))))
     legacy = d.get("function_call")
     if isinstance(legacy, dict):
-        parts.append(ToolCall(None, str(legacy.get("name") or ""),
+        parts.append(ToolCall(None, string_field(legacy, "name") or "",
                               _arguments(legacy.get("arguments"))))
     name = d.get("name") if isinstance(d.get("name"), str) else None
     return Message(role, tuple(parts), (line,), d, name=name, human=role == "user",

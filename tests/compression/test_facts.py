@@ -63,6 +63,13 @@ def test_a_command_is_one_line_from_a_string_or_an_argv() -> None:
     assert shell_command({"cmd": "ls"}) == "" and shell_command(["ls", 1]) == ""
 
 
+
+def test_a_command_array_nested_past_the_parser_is_no_command() -> None:
+    # an output that shows a "command" key before thousands of brackets (a log of odd
+    # JSON, say) holds no argv: it is passed over, as text that is not JSON is
+    text = '{"command": ' + "[" * 3000 + "]" * 3000 + '}\n$ make test\n'
+    assert extract(text).commands == ("make test",)
+
 TEXT = st.text(alphabet=st.one_of(st.sampled_from(list("ab/._-:`()#$\n 0123456789vAB")),
                                    st.characters()), max_size=300)
 

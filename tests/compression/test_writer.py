@@ -17,6 +17,7 @@ from ctxpack.compression import compress_file
 from ctxpack.compression.pipeline import run
 from ctxpack.compression.settings import Options
 from ctxpack.compression.writer import output, records_out
+from ctxpack.errors import CannotFit
 from ctxpack.loader import load
 from ctxpack.transcript import SUMMARY_HEADING
 from ctxpack.undo import restore
@@ -136,3 +137,38 @@ def test_records_given_as_values_come_back_as_values_without_metadata() -> None:
             assert value == {**given[i], "content": plan.texts(i)[given[i]["tool_call_id"]]}
         else:
             assert value == given[i]
+
+
+def out_of_order_session(order: list[int]) -> bytes:
+    """A Claude Code session (a task, then six steps, each a call and its result) whose
+    records are written in `order` (indexes into the chain order): its links still make
+    the chain, whatever line each record is on."""
+    from ..test_format_claude_code import answer, calls, piece, user
+
+    chain = [user("u0", None, "please fix the failing tests " * 5)]
+    for k in range(1, 7):
+        parent = chain[-1]["uuid"]
+        chain.append(piece(f"a{k}", parent, f"m{k}", calls(f"c{k}")))
+        chain.append(answer(f"r{k}", f"a{k}", f"c{k}", f"output line {k}\n" * 40))
+    return b"".join(orjson.dumps(chain[i]) + b"\n" for i in order)
+
+
+def test_records_out_of_order_restore_exactly() -> None:
+    # The task's record comes after steps the summary would archive, and a kept step's
+    # record before it: the span of lines a summary replaces must hold every line it
+    # writes again and none that is kept, so nothing is written twice, or lost.
+    summarized = 0
+    for order in ([1, 2, 3, 4, 0, *range(5, 13)], [*range(1, 12), 0, 12],
+                  [*range(1, 11), 12, 0, 11], [*range(1, 13), 0]):
+        data = out_of_order_session(order)
+        for share in (0.4, 0.6):
+            budget = int(tokens(io.BytesIO(data)) * share)
+            try:
+                result = compress_file(io.BytesIO(data), Options(budget=budget, keep_steps=1))
+            except CannotFit:
+                continue
+            summarized += result.report.summary is not None
+            lines = result.lines
+            assert len(set(lines)) == len(lines), f"a line written twice ({order})"
+            assert restore(lines) == data, order
+    assert summarized >= 2  # where the order allows a summary, one is written
