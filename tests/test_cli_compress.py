@@ -11,7 +11,7 @@ from pathlib import Path
 
 import pytest
 
-from .conftest import SAMPLES
+from .conftest import SAMPLES, SHARED
 from .helpers import Run, assert_clean_error, ctxpack, records_of, said
 
 CHAT = SAMPLES / "support-chat.openai.jsonl"
@@ -283,7 +283,7 @@ def test_bad_environment_is_named(chat: Path, env: dict, fragment: str) -> None:
 
 def test_a_ctxpack_variable_of_someone_else_is_let_be(chat: Path) -> None:
     run = ctxpack("compress", str(chat), "--budget", budget(), "-q",
-                  env={"CTXPACK_SHARED": "/work/shared"})
+                  env={"CTXPACK_SHARED": str(SHARED)})
     assert run.code == 0, run.err
     assert said(run.err) == [] and '"ctxpack"' in run.out
 
