@@ -25,8 +25,7 @@ import statistics
 from collections.abc import Sequence
 from dataclasses import dataclass
 
-import orjson
-
+from .jsonl import loads
 from .tokens import REPLY_PRIMING, TokenCounter
 from .transcript import Message, Thinking, Transcript
 
@@ -124,30 +123,31 @@ def _hidden(m: Message) -> bool:
 def _claude_calls(t: Transcript) -> list[Call]:
     out = []
     for n, m in enumerate(t.messages):
-        if m.role != "assistant" or not m.lines:
+        message = m.raw.get("message") if m.role == "assistant" and isinstance(m.raw, dict) \
+            else None
+        usage = message.get("usage") if isinstance(message, dict) else None
+        if not isinstance(usage, dict) or _count(usage.get("input_tokens")) is None:
             continue
-        record = _record(t, m.line)
-        usage = (record.get("message") or {}).get("usage") if isinstance(record, dict) else None
-        if not isinstance(usage, dict) or not _ints(usage, "input_tokens"):
-            continue
-        billed = sum(usage.get(k) or 0 for k in
-                     ("input_tokens", "cache_creation_input_tokens", "cache_read_input_tokens")
-                     if isinstance(usage.get(k), int))
-        output = usage.get("output_tokens")
+        billed = sum(_count(usage.get(k)) or 0 for k in
+                     ("input_tokens", "cache_creation_input_tokens", "cache_read_input_tokens"))
         if billed > 0:  # not a reply Claude Code made up itself (model "<synthetic>")
-            out.append(Call(n, billed, output if isinstance(output, int) else None, m.model))
+            out.append(Call(n, billed, _count(usage.get("output_tokens")), m.model))
     return out
 
 
 def _codex_calls(t: Transcript) -> list[Call]:
     """A call per `token_count` whose figures changed (the CLI repeats them); its reply is
     the first assistant message after the one before."""
-    out, previous, after = [], None, 0
-    replies = [(m.line, n) for n, m in enumerate(t.messages) if m.role == "assistant"]
+    out, previous = [], None
+    replies = iter([(m.line, n) for n, m in enumerate(t.messages) if m.role == "assistant"])
+    reply = next(replies, None)
     for record in t.records:
         if b'"token_count"' not in record.raw:
             continue
-        value = _record(t, record.line)
+        try:
+            value = loads(record.raw)
+        except ValueError:
+            continue
         payload = value.get("payload") if isinstance(value, dict) else None
         info = payload.get("info") if isinstance(payload, dict) else None
         if not isinstance(info, dict) or payload.get("type") != "token_count":
@@ -156,23 +156,17 @@ def _codex_calls(t: Transcript) -> list[Call]:
         if figures == previous:
             continue
         previous, last = figures, figures[1]
-        reply = next((n for line, n in replies if after < line < record.line), None)
-        after = record.line
-        if reply is None or not isinstance(last, dict) or not _ints(last, "input_tokens"):
-            continue
-        output = last.get("output_tokens")
-        out.append(Call(reply, last["input_tokens"], output if isinstance(output, int)
-                        else None, t.messages[reply].model or t.model))
+        first = reply if reply is not None and reply[0] < record.line else None
+        while reply is not None and reply[0] < record.line:  # the replies before this count
+            reply = next(replies, None)
+        billed = _count(last.get("input_tokens")) if isinstance(last, dict) else None
+        if first is not None and billed is not None:
+            n = first[1]
+            out.append(Call(n, billed, _count(last.get("output_tokens")),
+                            t.messages[n].model or t.model))
     return out
 
 
-def _record(t: Transcript, line: int) -> object:
-    try:
-        return orjson.loads(t.records[line - 1].raw)
-    except (orjson.JSONDecodeError, IndexError):
-        return None
-
-
-def _ints(values: dict, *keys: str) -> bool:
-    return all(isinstance(values.get(k), int) and not isinstance(values.get(k), bool)
-               for k in keys)
+def _count(value: object) -> int | None:
+    """A token count as a file records it, or None for anything else."""
+    return value if isinstance(value, int) and not isinstance(value, bool) else None
