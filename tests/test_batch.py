@@ -177,3 +177,22 @@ def test_odd_requests_are_one_line_each(folder: Path, tmp_path: Path) -> None:
     empty.mkdir()
     assert_clean_error(ctxpack("restore", str(empty), "--out-dir", str(tmp_path / "o")), 2,
                        "no *.jsonl files in this folder")
+
+
+def test_stdin_is_one_input_only(folder: Path, tmp_path: Path) -> None:
+    run = ctxpack("restore", "-", str(folder), "--out-dir", str(tmp_path / "o"), input=b"")
+    assert_clean_error(run, 2, "- (stdin) cannot be one of many inputs")
+    assert not (tmp_path / "o").exists()
+
+
+def test_many_restored_in_place_come_back_as_they_were(folder: Path) -> None:
+    (folder / "sub" / "bad.jsonl").unlink()
+    before = transcripts(folder)
+    assert ctxpack("compress", str(folder), "--in-place", "--budget", BUDGET, "-q").code == 0
+    for path in folder.rglob("*.bak*"):
+        path.unlink()
+    run = ctxpack("restore", str(folder), "--in-place", "--force", "-q")
+    assert run.code == 0, run.err
+    assert transcripts(folder) == before
+    unchanged = [p for p in before if not (folder / f"{p}.bak").exists()]
+    assert unchanged  # what compress left alone was left alone again: no backup made

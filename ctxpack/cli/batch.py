@@ -18,7 +18,7 @@ from dataclasses import asdict, dataclass
 from typing import Any
 
 from ..errors import EXIT_USAGE, CtxpackError, UsageError
-from .common import error, os_problem, stderr, warn
+from .common import error, problem_of, stderr, warn
 from .read import Files
 
 REPORT_VERSION = 1
@@ -122,13 +122,10 @@ def run(jobs: list[Job], task: Callable[..., Outcome], args: Any, parallel: int)
     return [outcomes[j] for j in jobs]
 
 
-def failed(job: Job, exc: BaseException) -> Outcome:
+def failed(job: Job, exc: CtxpackError | OSError) -> Outcome:
     """The outcome of a job that raised `exc`."""
-    if isinstance(exc, CtxpackError):
-        return Outcome(job.source, job.dest, "failed", exc.exit_code, str(exc))
-    if isinstance(exc, OSError):
-        return Outcome(job.source, job.dest, "failed", EXIT_USAGE, os_problem(exc))
-    raise exc
+    code, problem = problem_of(exc)
+    return Outcome(job.source, job.dest, "failed", code, problem)
 
 
 def finish(outcomes: list[Outcome], skipped: list[Job], quiet: bool,

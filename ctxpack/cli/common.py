@@ -8,7 +8,7 @@ from typing import Annotated, Any, NoReturn
 
 import typer
 
-from ..errors import EXIT_USAGE
+from ..errors import EXIT_USAGE, CtxpackError
 from ..render import plain
 
 app = typer.Typer(
@@ -68,6 +68,13 @@ def os_problem(exc: OSError) -> str:
     """A failure of the file system in one line: the file and what went wrong."""
     what = exc.strerror or str(exc)
     return f"{exc.filename}: {what}" if exc.filename is not None else what
+
+
+def problem_of(exc: CtxpackError | OSError) -> tuple[int, str]:
+    """The exit code and the one line of a failure a run reports and goes on from."""
+    if isinstance(exc, OSError):
+        return EXIT_USAGE, os_problem(exc)
+    return exc.exit_code, str(exc)
 
 
 def warn(message: str) -> None:

@@ -20,7 +20,7 @@ from .common import (
     SkipOpt,
     app,
     error,
-    os_problem,
+    problem_of,
     read_config,
     stderr,
     warn,
@@ -58,10 +58,8 @@ class Files:
         for path in self.paths:
             try:
                 yield work(path)
-            except CtxpackError as exc:
-                self._said(str(exc))
-            except OSError as exc:
-                self._said(os_problem(exc))
+            except (CtxpackError, OSError) as exc:
+                self._said(problem_of(exc)[1])
 
     def exit_if_any_failed(self) -> None:
         if self.failed:

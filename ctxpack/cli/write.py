@@ -69,12 +69,15 @@ def _destination(file: str, output: str | None, in_place: bool, force: bool) -> 
 
 
 def _write_result(dest: str, source: str, chunks: Iterable[bytes],
-                  seen: os.stat_result | None) -> str | None:
-    """Write to `dest` (`-` is stdout). In place (`seen` is the input's state when it was
-    read), replace FILE only if nothing changed it since, keeping the original file
-    itself as FILE.bak (or the next free name): that name is returned."""
+                  seen: os.stat_result | None, changed: bool = True) -> str | None:
+    """Write to `dest` (`-` is stdout; its folder is made if need be). In place (`seen` is
+    the input's state when it was read), replace FILE only if the run `changed` anything
+    and nothing changed FILE since, keeping the original file itself as FILE.bak (or the
+    next free name): that name is returned."""
     from ..atomic import replace_keeping, write_atomic
 
+    if seen is not None and not changed:
+        return None  # nothing done: the file is left as it is, with no backup
     if dest == "-":
         out = sys.stdout.buffer
         for chunk in chunks:
@@ -82,6 +85,7 @@ def _write_result(dest: str, source: str, chunks: Iterable[bytes],
         out.flush()
         return None
     if seen is None:
+        os.makedirs(os.path.dirname(os.path.abspath(dest)), exist_ok=True)
         write_atomic(dest, chunks)
         return None
 
@@ -161,9 +165,8 @@ def compress_one(job: Any, how: _CompressJob, alone: bool) -> Any:
         try:
             r = result.report
             status = "planned" if how.dry_run else "written" if r.changed else "unchanged"
-            if not how.dry_run and (r.changed or not how.in_place):
-                os.makedirs(os.path.dirname(os.path.abspath(job.dest)), exist_ok=True)
-                backup = _write_result(job.dest, job.source, result.chunks(), seen)
+            if not how.dry_run:
+                backup = _write_result(job.dest, job.source, result.chunks(), seen, r.changed)
         finally:
             result.close()
         return Outcome(job.source, job.dest, status, tokens_before=r.tokens_before,
@@ -227,10 +230,11 @@ def compress(
                                dry_run=dry_run, progress=advance(file))
     _compress_report(result.report, quiet, dry_run, report_json)
     _warn_if_dropped(result.report, options.archive, strip_metadata)
-    if dry_run or (in_place and not result.report.changed):  # in place: left as it is
+    try:
+        if not dry_run:
+            _say_kept(_write_result(dest, file, result.chunks(), seen, result.report.changed))
+    finally:
         result.close()
-    else:
-        _say_kept(_write_result(dest, file, result.chunks(), seen))
 
 
 def _many(files: list[str], out_dir: str | None, in_place: bool, writes: bool,
@@ -328,9 +332,8 @@ def restore_one(job: Any, how: tuple[str | None, int, bool, bool], alone: bool) 
         backup = None
         with restoring(job.source, folder=folder, max_growth=max_growth) as restored:
             status = "written" if restored.layers else "unchanged"
-            if restored.layers or not in_place:
-                os.makedirs(os.path.dirname(os.path.abspath(job.dest)), exist_ok=True)
-                backup = _write_result(job.dest, job.source, restored.chunks(), seen)
+            backup = _write_result(job.dest, job.source, restored.chunks(), seen,
+                                   bool(restored.layers))
         return Outcome(job.source, job.dest, status, backup=backup)
     except (CtxpackError, OSError) as exc:
         return failed(job, exc)
@@ -382,9 +385,7 @@ def restore(
     seen = os.stat(file) if in_place else None
     with restoring(file, only=only, folder=archive_dir,
                    max_growth=max_growth or MAX_GROWTH) as restored:
-        if restored.layers == 0 and in_place:
-            warn(f"{restored.name}: nothing to restore (no ctxpack items); it is left as it is")
-            return
         if restored.layers == 0:
-            warn(f"{restored.name}: nothing to restore (no ctxpack items); writing it unchanged")
-        _say_kept(_write_result(dest, file, restored.chunks(), seen))
+            warn(f"{restored.name}: nothing to restore (no ctxpack items); "
+                 + ("it is left as it is" if in_place else "writing it unchanged"))
+        _say_kept(_write_result(dest, file, restored.chunks(), seen, bool(restored.layers)))
