@@ -21,6 +21,7 @@ from .tokens import REPLY_PRIMING, MessageCount, TokenCounter, model_and_window
 from .transcript import (
     Image,
     Message,
+    Thinking,
     ToolCall,
     ToolResult,
     Transcript,
@@ -29,13 +30,22 @@ from .transcript import (
 )
 from .workers import Workers
 
-SCHEMA_VERSION = 1
+# 2: by_role counts tool results as `tool` in every format, reasoning and the reply
+# priming as rows of their own (the roles add up to `tokens`); context_ratio is the
+# largest conversation's share of the window
+SCHEMA_VERSION = 2
 PREVIEW_CHARS = 80
+REASONING = "reasoning"  # the by_role row of thinking the model is shown again
+PRIMING = "priming"  # the by_role row of the tokens each request adds to prime the reply
 
 
 @dataclass(slots=True)
 class MessageStat:
-    """What stats keeps of one message once its content is dropped."""
+    """What stats keeps of one message once its content is dropped.
+
+    `role` is the row it counts under: `tool` for a message that only carries tool
+    results, whatever role its format gives it; `thinking` is the tokens of its
+    reasoning parts (an index list until the counts come)."""
 
     line: int
     role: str
@@ -46,6 +56,20 @@ class MessageStat:
     tool: str | None = None
     calls: list[tuple[str | None, str, int]] = field(default_factory=list)
     results: list[tuple[str | None, int]] = field(default_factory=list)
+    thinking: list[int] = field(default_factory=list)
+    conversation: int = 0
+
+    def shares(self) -> dict[str, int]:
+        """The message's tokens by row: tool results under `tool`, reasoning under
+        `reasoning`, the rest (framing included) under its role."""
+        tool = sum(n for _, n in self.results)
+        reasoning = sum(self.thinking)
+        out = {self.role: self.tokens - tool - reasoning}
+        if tool:
+            out["tool"] = out.get("tool", 0) + tool
+        if reasoning:
+            out[REASONING] = reasoning
+        return out
 
 
 @dataclass
@@ -104,11 +128,12 @@ class FileStats:
     skipped: list[dict[str, Any]]
     usage: dict[str, Any]
     conversations: int = 1
+    largest_conversation: dict[str, int] | None = None  # of a file of several conversations
     # what counting cost (cache hits, texts tokenized, workers); not part of the JSON schema
     counting: dict[str, Any] = field(default_factory=dict, compare=False, repr=False)
 
     def to_dict(self) -> dict[str, Any]:
-        """The JSON shape (schema_version 1) of one file's stats."""
+        """The JSON shape (schema_version 2) of one file's stats."""
         return {
             "path": self.path, "format": self.format, "model": self.model,
             "encoding": self.encoding, "exact": self.exact, "note": self.note,
@@ -120,7 +145,8 @@ class FileStats:
             "rounds": len(self.rounds), "steps": self.steps,
             "round_tokens": [vars(r) for r in self.rounds],
             "context_window": self.context_window, "context_ratio": self.context_ratio,
-            "conversations": self.conversations, "outside": self.outside,
+            "conversations": self.conversations,
+            "largest_conversation": self.largest_conversation, "outside": self.outside,
             "sidechain": self.sidechain, "lines": self.lines, "bytes": self.bytes,
             "skipped": self.skipped, "usage": self.usage,
         }
@@ -138,13 +164,16 @@ def preview(message: Message) -> str:
 
 def message_stat(message: Message) -> MessageStat:
     """What stats keeps of a message: its tokens are filled in once they are counted."""
-    stat = MessageStat(message.line, printable(message.role), 0, preview(message),
-                       message.human, message.result_only)
+    role = "tool" if message.result_only else printable(message.role)
+    stat = MessageStat(message.line, role, 0, preview(message), message.human,
+                       message.result_only, conversation=message.conversation)
     for i, part in enumerate(message.parts):  # part indexes until the counts come
         if isinstance(part, ToolCall):
             stat.calls.append((part.id, printable(part.name), i))
         elif isinstance(part, ToolResult):
             stat.results.append((part.call_id, i))
+        elif isinstance(part, Thinking):
+            stat.thinking.append(i)
     if stat.calls:
         stat.tool = stat.calls[0][1]
     return stat
@@ -157,6 +186,8 @@ def _fill(stat: MessageStat, count: MessageCount) -> None:
         stat.calls = [(call_id, name, parts[i]) for call_id, name, i in stat.calls]
     if stat.results:
         stat.results = [(call_id, parts[i]) for call_id, i in stat.results]
+    if stat.thinking:
+        stat.thinking = [parts[i] for i in stat.thinking]
 
 
 def stats(source: PathOrFile | Transcript, model: str | None = None, *, format: str | None = None,
@@ -230,11 +261,11 @@ def _breakdown(all_stats: list[MessageStat], layout: Layout, counter: TokenCount
     outside = [s for i, s in enumerate(all_stats) if i not in seen]
     conversations = max(layout.conversations, 1) if context else 0
     total = sum(s.tokens for s in context) + REPLY_PRIMING * conversations
-    by_role: dict[str, int] = {}
-    for s in context:
-        by_role[s.role] = by_role.get(s.role, 0) + s.tokens
+    by_role = _by_role(context, conversations)
     model, window = model_and_window(counter, layout.model, layout.usage,
                                      meta.get("flagged", False))
+    largest = _largest_conversation(context) if conversations > 1 else None
+    measured = largest["tokens"] if largest else total
     rounds = _rounds(context)
     return FileStats(
         path=meta["path"], format=meta["format"], model=model,
@@ -242,12 +273,38 @@ def _breakdown(all_stats: list[MessageStat], layout: Layout, counter: TokenCount
         messages=len(context), tokens=total, by_role=by_role, by_tool=_by_tool(context),
         largest=_largest(context, top), rounds=rounds,
         steps=sum(len(r.steps) for r in group_rounds(context)),
-        context_window=window, context_ratio=round(total / window, 4) if window else None,
+        context_window=window, context_ratio=round(measured / window, 4) if window else None,
         outside={"messages": len(outside), "tokens": sum(s.tokens for s in outside)},
         sidechain={"messages": len(side), "tokens": sum(s.tokens for s in side)},
         lines=meta["lines"], bytes=meta["size"], skipped=meta["skipped"],
         usage=_usage(layout.usage, total), conversations=conversations,
+        largest_conversation=largest,
     )
+
+
+def _by_role(context: list[MessageStat], conversations: int) -> dict[str, int]:
+    """Tokens by row, largest first; the rows add up to the context's total."""
+    by_role: dict[str, int] = {}
+    for s in context:
+        for role, n in s.shares().items():
+            by_role[role] = by_role.get(role, 0) + n
+    if conversations:
+        by_role[PRIMING] = REPLY_PRIMING * conversations
+    return dict(sorted(by_role.items(), key=lambda kv: -kv[1]))
+
+
+def _largest_conversation(context: list[MessageStat]) -> dict[str, int]:
+    """The conversation of a many-conversation file that is sent to the model whole and
+    so is measured against the window: its number (1-based, in file order), first line,
+    messages and tokens (its reply priming included)."""
+    sizes: dict[int, list[int]] = {}  # conversation -> [first line, messages, tokens]
+    for s in context:
+        size = sizes.setdefault(s.conversation, [s.line, 0, REPLY_PRIMING])
+        size[1] += 1
+        size[2] += s.tokens
+    number, (line, messages, tokens) = max(enumerate(sizes.values(), 1),
+                                           key=lambda x: x[1][2])
+    return {"number": number, "line": line, "messages": messages, "tokens": tokens}
 
 
 def _by_tool(context: list[MessageStat]) -> dict[str, ToolStat]:

@@ -128,7 +128,7 @@ def stats(
     files: Annotated[list[str], typer.Argument(metavar="FILE",
         help="Transcripts: files, folders, globs or -.")],
     model: ModelOpt = None,
-    json_out: Annotated[bool, typer.Option("--json", help="Print JSON (schema_version 1).")]
+    json_out: Annotated[bool, typer.Option("--json", help="Print JSON (schema_version 2).")]
     = False,
     format: Annotated[list[str] | None, typer.Option(
         "--format", "-f", metavar="FORMAT",
@@ -143,7 +143,8 @@ def stats(
             help="Exit 1 when any file's context is over this many tokens.")] = None,
     max_ratio: Annotated[float | None, typer.Option(
         "--max-ratio", metavar="R",
-            help="Exit 1 when any file uses more than this share of its window.")]
+            help="Exit 1 when any file (or any one conversation of a file of many) uses "
+            "more than this share of its window.")]
     = None,
     skip_invalid: SkipOpt = False,
     no_cache: NoCacheOpt = False,
@@ -198,8 +199,11 @@ def _gate(results: list[Any], max_tokens: int | None, max_ratio: float | None) -
         if max_tokens is not None and r.tokens > max_tokens:
             over.append(f"{r.path}: {r.tokens:,} tokens > --max-tokens {max_tokens:,}")
         if max_ratio is not None and r.context_ratio is not None and r.context_ratio > max_ratio:
-            over.append(f"{r.path}: {r.context_ratio:.1%} of the {r.context_window:,}-token "
-                        f"window > --max-ratio {max_ratio}")
+            largest = r.largest_conversation
+            which = "" if largest is None else \
+                f" (conversation {largest['number']:,} at line {largest['line']:,})"
+            over.append(f"{r.path}{which}: {r.context_ratio:.1%} of the "
+                        f"{r.context_window:,}-token window > --max-ratio {max_ratio}")
     for line in over:
         stderr().print(f"[red]over budget:[/red] {line}", highlight=False)
     return bool(over)

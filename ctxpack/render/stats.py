@@ -13,7 +13,7 @@ from rich.table import Table
 
 from ..breakdown import SCHEMA_VERSION, FileStats
 
-CSV_ROLES = ("system", "developer", "user", "assistant", "tool")
+CSV_ROLES = ("system", "developer", "user", "assistant", "tool", "reasoning", "priming")
 MAX_ROUNDS_SHOWN = 12
 
 
@@ -30,12 +30,19 @@ def total(files: list[FileStats]) -> dict[str, Any]:
             agg["tokens"] += t.tokens
     return {
         "files": len(files),
+        "conversations": sum(f.conversations for f in files),
+        "largest_conversation": max((conversation_tokens(f) for f in files), default=0),
         "messages": sum(f.messages for f in files),
         "tokens": sum(f.tokens for f in files),
         "exact": all(f.exact for f in files),
         "by_role": by_role,
         "by_tool": dict(sorted(by_tool.items(), key=lambda kv: -kv[1]["tokens"])),
     }
+
+
+def conversation_tokens(f: FileStats) -> int:
+    """The tokens of the file's largest conversation (of its one, most often)."""
+    return f.largest_conversation["tokens"] if f.largest_conversation else f.tokens
 
 
 def to_json(files: list[FileStats]) -> bytes:
@@ -110,7 +117,12 @@ def summary_lines(f: FileStats) -> list[str]:
     ]
     if f.context_window:
         ratio = f.context_ratio or 0
-        lines.append(f"context: {f.tokens:,} of {f.context_window:,} ({ratio:.1%})")
+        largest = f.largest_conversation
+        lines.append(f"context: {f.tokens:,} of {f.context_window:,} ({ratio:.1%})"
+                     if largest is None else
+                     f"context: the largest of {f.conversations:,} conversations (number "
+                     f"{largest['number']:,}) {largest['tokens']:,} of {f.context_window:,} "
+                     f"({ratio:.1%})")
     if f.outside["messages"]:
         lines.append(f"outside the model's context: {f.outside['messages']:,} messages, "
                      f"{f.outside['tokens']:,} tokens (before a compaction or off the branch)")
@@ -141,7 +153,8 @@ def to_markdown(files: list[FileStats]) -> str:
     if len(files) > 1:
         t = total(files)
         out += [f"**Total:** {t['tokens']:,} tokens in {t['messages']:,} messages, "
-                f"{t['files']} files", ""]
+                f"{t['files']} files, {t['conversations']:,} conversations (the largest "
+                f"{t['largest_conversation']:,} tokens)", ""]
     return "\n".join(out)
 
 
@@ -166,10 +179,12 @@ def print_tables(console: Console, files: list[FileStats]) -> None:
     if len(files) > 1:
         t = total(files)
         table = Table(title="All files", title_justify="left", title_style="bold")
-        for h in ("file", "format", "messages", "tokens", "context"):
+        for h in ("file", "format", "conversations", "messages", "tokens", "largest", "context"):
             table.add_column(h, justify="left" if h in ("file", "format") else "right")
         for f in files:
             ctx = f"{f.context_ratio:.1%}" if f.context_ratio is not None else "-"
-            table.add_row(escape(f.path), f.format, f"{f.messages:,}", f"{f.tokens:,}", ctx)
-        table.add_row("total", "", f"{t['messages']:,}", f"{t['tokens']:,}", "", style="bold")
+            table.add_row(escape(f.path), f.format, f"{f.conversations:,}", f"{f.messages:,}",
+                          f"{f.tokens:,}", f"{conversation_tokens(f):,}", ctx)
+        table.add_row("total", "", f"{t['conversations']:,}", f"{t['messages']:,}",
+                      f"{t['tokens']:,}", f"{t['largest_conversation']:,}", "", style="bold")
         console.print(table)

@@ -1,0 +1,140 @@
+"""stats counts alike in every format: tool results under `tool`, reasoning and the reply
+priming as rows of their own (the rows add up to the total), and a file of many
+conversations measured against the window one conversation at a time."""
+
+from __future__ import annotations
+
+import json
+
+import pytest
+from hypothesis import HealthCheck, given, settings
+
+from ctxpack import load, stats
+from ctxpack.tokens import REPLY_PRIMING, TokenCounter
+
+from .conftest import CORPUS, SAMPLES
+from .helpers import ctxpack
+from .strategies import openai_chat
+
+
+def _write(tmp_path, records, name="t.jsonl"):
+    path = tmp_path / name
+    path.write_text("".join(json.dumps(r) + "\n" for r in records))
+    return path
+
+
+def test_claude_code_results_are_tool_not_user(exact_tokens):
+    s = stats(SAMPLES / "coding-agent.claude-code.jsonl")
+    t = load(SAMPLES / "coding-agent.claude-code.jsonl")
+    counter = TokenCounter(s.model)
+    typed = [m for m in t.messages if m.role == "user" and not m.result_only]
+    assert s.by_role["user"] == sum(counter.message(m).total for m in typed)
+    results = sum(r.result_tokens for r in s.by_tool.values())
+    assert s.by_role["tool"] >= results > s.by_role["user"]
+    assert sum(s.by_role.values()) == s.tokens
+
+
+def test_anthropic_mixed_message_is_split(exact_tokens, tmp_path):
+    """A user message holding a tool result and typed text counts each where it belongs."""
+    records = [
+        {"role": "user", "content": "Read the file."},
+        {"role": "assistant", "content": [
+            {"type": "thinking", "thinking": "I should read it first.", "signature": "x"},
+            {"type": "tool_use", "id": "t1", "name": "read", "input": {"path": "a"}}]},
+        {"role": "user", "content": [
+            {"type": "tool_result", "tool_use_id": "t1", "content": "alpha beta gamma " * 20},
+            {"type": "text", "text": "And then stop."}]},
+    ]
+    path = _write(tmp_path, records)
+    s = stats(path, "claude")
+    t = load(path)
+    counter = TokenCounter("claude")
+    mixed = t.messages[2]
+    count = counter.message(mixed)
+    result, typed = count.parts
+    assert s.by_tool["read"].result_tokens == result
+    assert s.by_role["tool"] == result
+    assert s.by_role["user"] == counter.message(t.messages[0]).total + count.total - result
+    assert s.by_role["reasoning"] == counter.part(t.messages[1].parts[0])
+    assert s.by_role["priming"] == REPLY_PRIMING
+    assert sum(s.by_role.values()) == s.tokens
+
+
+def test_reasoning_content_is_its_own_row(exact_tokens, tmp_path):
+    records = [{"role": "user", "content": "2+2?"},
+               {"role": "assistant", "content": "4", "reasoning_content": "Two and two make four."}]
+    s = stats(_write(tmp_path, records))
+    assert s.by_role["reasoning"] == TokenCounter("gpt-4o").text("Two and two make four.")
+    assert sum(s.by_role.values()) == s.tokens
+
+
+@settings(max_examples=40, deadline=None, suppress_health_check=[HealthCheck.too_slow,
+                                                                  HealthCheck.function_scoped_fixture])
+@given(chat=openai_chat())
+def test_rows_add_up_to_the_header(exact_tokens, tmp_path_factory, chat):
+    path = _write(tmp_path_factory.mktemp("rows"), chat)
+    s = stats(path, cache=False)
+    assert sum(s.by_role.values()) == s.tokens
+    assert s.by_role.get("tool", 0) >= sum(t.result_tokens for t in s.by_tool.values())
+    assert all(n >= 0 for n in s.by_role.values())
+    assert stats(load(path), cache=False).by_role == s.by_role
+
+
+def test_each_conversation_is_measured_against_the_window(exact_tokens):
+    path = SAMPLES / "evals.openai-conversations.jsonl"
+    s = stats(path)
+    t = load(path)
+    counter = TokenCounter("gpt-4o")
+    sizes: dict[int, int] = {}
+    for m in t.messages:
+        sizes[m.conversation] = sizes.get(m.conversation, 0) + counter.message(m).total
+    largest = max(sizes.values()) + REPLY_PRIMING
+    assert s.conversations == len(sizes) > 1
+    assert s.largest_conversation is not None
+    assert s.largest_conversation["tokens"] == largest
+    assert s.context_ratio == round(largest / s.context_window, 4)
+    assert s.tokens == sum(sizes.values()) + REPLY_PRIMING * len(sizes)
+    assert s.by_role["priming"] == REPLY_PRIMING * len(sizes)
+
+
+def test_one_conversation_has_no_largest(exact_tokens, tmp_path):
+    s = stats(_write(tmp_path, [{"role": "user", "content": "hi"}]))
+    assert s.conversations == 1 and s.largest_conversation is None
+    assert s.context_ratio == round(s.tokens / s.context_window, 4)
+
+
+def test_max_ratio_gates_each_conversation(exact_tokens, tmp_path):
+    path = SAMPLES / "evals.openai-conversations.jsonl"
+    s = stats(path)
+    ratio = s.context_ratio
+    assert ratio is not None and ratio < s.tokens / s.context_window
+    below = ctxpack("stats", str(path), "--max-ratio", str(ratio * 0.9))
+    assert below.code == 1 and "conversation" in below.err and "over budget" in below.err
+    above = ctxpack("stats", str(path), "--max-ratio", str(ratio * 1.1))
+    assert above.code == 0, above.err
+    assert f"the largest of {s.conversations} conversations" in above.out
+
+
+def test_json_schema_2_and_totals(exact_tokens, tmp_path):
+    one = _write(tmp_path, [{"role": "user", "content": "hi"}])
+    run = ctxpack("stats", "--json", str(one), str(SAMPLES / "evals.openai-conversations.jsonl"))
+    doc = json.loads(run.out)
+    assert doc["schema_version"] == 2
+    for f in doc["files"]:
+        assert sum(f["by_role"].values()) == f["tokens"]
+    many = doc["files"][1]
+    assert doc["total"]["conversations"] == 1 + many["conversations"]
+    assert doc["total"]["largest_conversation"] == max(
+        doc["files"][0]["tokens"], many["largest_conversation"]["tokens"])
+
+
+@pytest.mark.corpus
+def test_tau_bench_is_measured_per_run(exact_tokens):
+    path = CORPUS / "openai-chat" / "tau-bench__gpt-4o-airline.json"
+    if not path.is_file():
+        pytest.skip("tau-bench corpus file not found beside the checkout")
+    s = stats(path)
+    assert s.conversations == 200
+    assert s.tokens > s.context_window  # all runs together would not fit one window...
+    assert s.context_ratio is not None and s.context_ratio < 0.2  # ...but each run does
+    assert sum(s.by_role.values()) == s.tokens
