@@ -179,6 +179,13 @@ def message_stat(message: Message) -> MessageStat:
     return stat
 
 
+def counted(message: Message, count: MessageCount) -> MessageStat:
+    """What stats keeps of a message already counted."""
+    stat = message_stat(message)
+    _fill(stat, count)
+    return stat
+
+
 def _fill(stat: MessageStat, count: MessageCount) -> None:
     stat.tokens = count.total
     parts = count.parts
@@ -270,7 +277,7 @@ def _breakdown(all_stats: list[MessageStat], layout: Layout, counter: TokenCount
     return FileStats(
         path=meta["path"], format=meta["format"], model=model,
         encoding=counter.encoding_name, exact=counter.exact, note=counter.note,
-        messages=len(context), tokens=total, by_role=by_role, by_tool=_by_tool(context),
+        messages=len(context), tokens=total, by_role=by_role, by_tool=by_tool(context),
         largest=_largest(context, top), rounds=rounds,
         steps=sum(len(r.steps) for r in group_rounds(context)),
         context_window=window, context_ratio=round(measured / window, 4) if window else None,
@@ -307,7 +314,9 @@ def _largest_conversation(context: list[MessageStat]) -> dict[str, int]:
     return {"number": number, "line": line, "messages": messages, "tokens": tokens}
 
 
-def _by_tool(context: list[MessageStat]) -> dict[str, ToolStat]:
+def by_tool(context: list[MessageStat]) -> dict[str, ToolStat]:
+    """Calls and tokens by tool, largest first; each result message's `tool` is set to
+    the tool it answers."""
     names: dict[str, str] = {}
     tools: dict[str, ToolStat] = {}
     for s in context:

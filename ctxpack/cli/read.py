@@ -146,6 +146,9 @@ def stats(
             help="Exit 1 when any file (or any one conversation of a file of many) uses "
             "more than this share of its window.")]
     = None,
+    html: Annotated[str | None, typer.Option(
+        "--html", metavar="PATH", help="Also write a page of pictures of where each file's "
+        "context went (inline SVG, readable offline).")] = None,
     skip_invalid: SkipOpt = False,
     no_cache: NoCacheOpt = False,
     config: ConfigOpt = None,
@@ -159,6 +162,9 @@ def stats(
         output = "json"
     cfg = read_config(config)
     inputs = Files(files)
+    if html is not None and "-" in inputs.paths:
+        raise UsageError("--html reads each file again for its pictures, and stdin can be "
+                         "read only once", "save it to a file first")
     from ..render.progress import FileProgress
 
     with FileProgress(inputs.paths, stderr()) as advance:
@@ -168,6 +174,8 @@ def stats(
     if not results:
         inputs.exit_if_any_failed()
     _warn_estimates(results)
+    if html is not None:
+        _write_pictures(html, results, model, transcript_format, skip_invalid, cfg.models)
     if output == "json":
         sys.stdout.buffer.write(render.to_json(results))
     elif output == "csv":
@@ -182,6 +190,25 @@ def stats(
     inputs.exit_if_any_failed()
     if over:
         raise typer.Exit(EXIT_CHECK_FAILED)
+
+
+def _write_pictures(dest: str, results: list[Any], model: str | None, fmt: str | None,
+                    skip_invalid: bool, table: Any) -> None:
+    """`stats --html`: each file's pictures on one page, written whole or not at all."""
+    from ..breakdown import transcript_models
+    from ..loader import load
+    from ..render.charts import charts_of, stats_page
+    from ..render.stats import summary_lines
+    from ..tokens import TokenCounter
+    from .write import _destination, _write_result
+
+    target = _destination("-", dest, in_place=False, force=False)
+    pages = []
+    for r in results:
+        t = load(r.path, fmt, skip_invalid=skip_invalid)
+        counter = TokenCounter(model or table.choose(transcript_models(t)), table)
+        pages.append((summary_lines(r), charts_of(t, counter, link=False)))
+    _write_result(target, "-", [stats_page(pages).encode("utf-8", "replace")], None)
 
 
 def _warn_estimates(results: list[Any]) -> None:

@@ -1,0 +1,299 @@
+"""A transcript of any format as request bodies a provider accepts: Chat Completions
+`{"messages": [...]}` or Anthropic Messages `{"system": ..., "messages": [...]}`, one
+per conversation. Pure: messages in, JSON values out, and notes on what had to change.
+
+Both APIs want each tool call answered, and Chat Completions wants the answers right
+after the call, Anthropic at the start of the next user message. So every result is
+placed after its call, wherever the log had it; a call the log never answered gets a
+result that says so, a result whose call is not in the log becomes text, and the
+reasoning a model wrote is left out (neither API takes reasoning it did not sign as
+input). Anthropic also wants the roles to alternate, starting with the user: messages
+of one role in a row are merged, and a log that opens with the assistant gets a short
+user message first. Each of these is counted in `Notes`, which the command prints.
+"""
+
+from __future__ import annotations
+
+import json
+from collections.abc import Iterable, Sequence
+from dataclasses import dataclass, field, replace
+from typing import Any
+
+from .transcript import Image, Message, Part, Text, Thinking, ToolCall, ToolResult, Transcript
+
+TARGETS = ("openai", "anthropic")
+NO_RESULT = "[no result for this call in the transcript]"
+OPENS_WITH_ASSISTANT = "[the transcript continues from here]"
+
+
+@dataclass
+class Notes:
+    """What converting had to change, counted: each kind's count, in the order first met."""
+
+    counts: dict[str, int] = field(default_factory=dict)
+
+    def add(self, what: str, n: int = 1) -> None:
+        if n:
+            self.counts[what] = self.counts.get(what, 0) + n
+
+    def lines(self) -> list[str]:
+        return [f"{n:,} {what}" for what, n in self.counts.items()]
+
+
+@dataclass(frozen=True, slots=True)
+class _Item:
+    """One turn on its way out: system, user, assistant, or result (one tool result)."""
+
+    kind: str
+    parts: tuple[Part, ...]
+    role: str = ""  # system items keep whether they were system or developer
+    call_id: str = ""
+
+
+def whole_log(t: Transcript) -> Transcript:
+    """The transcript with every message the file holds as its messages, in file order:
+    those outside the model's context and a sub-agent's too (`--all`)."""
+    every = sorted([*t.messages, *t.outside, *t.sidechain], key=lambda m: m.line)
+    return replace(t, messages=tuple(every), outside=(), sidechain=())
+
+
+def conversations(messages: Sequence[Message]) -> list[list[Message]]:
+    """The messages of each conversation, in order (most transcripts hold one)."""
+    groups: dict[int, list[Message]] = {}
+    for m in messages:
+        groups.setdefault(m.conversation, []).append(m)
+    return list(groups.values())
+
+
+def convert(t: Transcript, to: str, notes: Notes | None = None) -> list[dict[str, Any]]:
+    """One request body per conversation of `t`, for the API `to` (openai or anthropic)."""
+    notes = notes if notes is not None else Notes()
+    write = _openai if to == "openai" else _anthropic
+    return [write(_items(group, notes), notes) for group in conversations(t.messages)]
+
+
+def _items(messages: list[Message], notes: Notes) -> list[_Item]:
+    """The conversation as turns, each call's result right after the call that made it."""
+    ids = _call_ids(messages)
+    results, matched = _results(messages, ids, notes)
+    out: list[_Item] = []
+    seen_call = 0
+    for mi, m in enumerate(messages):
+        pending: list[Part] = []
+        for pi, part in enumerate(m.parts):
+            if isinstance(part, Thinking):
+                notes.add("reasoning parts left out (neither API takes unsigned reasoning)")
+            elif isinstance(part, ToolResult):
+                if (mi, pi) not in matched:
+                    label = f"[result of tool call {part.call_id or '(no id)'}]"
+                    pending.append(Text(f"{label}\n{part.text}"))
+                    pending.extend(p for p in part.parts if isinstance(p, Image))
+                    notes.add("tool results without their call kept as user text")
+            elif isinstance(part, ToolCall) and m.role != "assistant":
+                pending.append(Text(f"{part.name}({part.arguments})"))
+                notes.add("tool calls in a message not the assistant's written as text")
+            else:
+                pending.append(part)
+        if m.role in ("system", "developer"):
+            if pending:
+                out.append(_Item("system", tuple(pending), m.role))
+            continue
+        if m.role != "assistant":
+            if pending:
+                out.append(_Item("user", tuple(pending)))
+            continue
+        calls = [p for p in pending if isinstance(p, ToolCall)]
+        named = [replace(c, id=ids[seen_call + i]) for i, c in enumerate(calls)]
+        seen_call += len(calls)
+        rest = [p for p in pending if not isinstance(p, ToolCall)]
+        if rest or named:
+            out.append(_Item("assistant", (*rest, *named)))
+        for call in named:
+            assert call.id is not None
+            found = results.get(call.id)
+            if found is None:
+                notes.add("tool calls without a result given one that says so")
+                found = ToolResult(call.id, (Text(NO_RESULT),))
+            out.append(_Item("result", (found,), call_id=call.id))
+    return out
+
+
+def _call_ids(messages: list[Message]) -> list[str]:
+    """An id for every call in order: its own, or a new one where it has none or one an
+    earlier call took."""
+    taken: set[str] = set()
+    out = []
+    for m in messages:
+        if m.role != "assistant":
+            continue
+        for call in m.tool_calls:
+            cid = call.id if call.id and call.id not in taken else f"call_{len(out) + 1}"
+            while cid in taken:
+                cid += "_"
+            taken.add(cid)
+            out.append(cid)
+    return out
+
+
+def _results(messages: list[Message], ids: list[str], notes: Notes
+             ) -> tuple[dict[str, ToolResult], set[tuple[int, int]]]:
+    """Each call's result by the call's id, and where in the messages each one was: the
+    first result naming the call, or, for a result naming none (the legacy function
+    role), the oldest call not yet answered."""
+    by_id: dict[str, ToolResult] = {}
+    where: set[tuple[int, int]] = set()
+    original: dict[str, str] = {}  # a call's id in the file -> its id in the output
+    open_calls: list[str] = []
+    n = 0
+    for mi, m in enumerate(messages):
+        if m.role == "assistant":
+            for call in m.tool_calls:
+                if call.id and call.id not in original:
+                    original[call.id] = ids[n]
+                open_calls.append(ids[n])
+                n += 1
+        for pi, part in enumerate(m.parts):
+            if not isinstance(part, ToolResult):
+                continue
+            if part.call_id is None:
+                cid = next((c for c in open_calls if c not in by_id), None)
+            else:
+                cid = original.get(part.call_id)
+            if cid is None:
+                continue
+            if cid in by_id:
+                notes.add("second results for one call kept as user text")
+                continue
+            by_id[cid] = replace(part, call_id=cid)
+            where.add((mi, pi))
+    return by_id, where
+
+
+def _text(parts: Iterable[Part], notes: Notes) -> str:
+    out = []
+    for p in parts:
+        if isinstance(p, Text):
+            out.append(p.text)
+        elif isinstance(p, Image):
+            out.append("[image]")
+            notes.add("images where the API takes only text written as [image]")
+    return "\n".join(out)
+
+
+def _image_url(p: Image) -> str:
+    if p.data:
+        return f"data:{p.media_type or 'image/png'};base64,{p.data}"
+    return p.url or ""
+
+
+def _openai(items: list[_Item], notes: Notes) -> dict[str, Any]:
+    messages: list[dict[str, Any]] = []
+    for item in items:
+        if item.kind == "system":
+            messages.append({"role": item.role, "content": _text(item.parts, notes)})
+        elif item.kind == "user":
+            messages.append({"role": "user", "content": _openai_content(item.parts)})
+        elif item.kind == "assistant":
+            calls = [p for p in item.parts if isinstance(p, ToolCall)]
+            text = _text((p for p in item.parts if not isinstance(p, ToolCall)), notes)
+            out: dict[str, Any] = {"role": "assistant", "content": text or None}
+            if calls:
+                out["tool_calls"] = [{"id": c.id, "type": "function", "function": {
+                    "name": c.name, "arguments": c.arguments}} for c in calls]
+            messages.append(out)
+        else:
+            result = item.parts[0]
+            assert isinstance(result, ToolResult)
+            messages.append({"role": "tool", "tool_call_id": item.call_id,
+                             "content": _text(result.parts, notes)})
+    return {"messages": messages}
+
+
+def _openai_content(parts: Sequence[Part]) -> str | list[dict[str, Any]]:
+    if all(isinstance(p, Text) for p in parts):
+        return "\n".join(p.text for p in parts if isinstance(p, Text))
+    out: list[dict[str, Any]] = []
+    for p in parts:
+        if isinstance(p, Text):
+            out.append({"type": "text", "text": p.text})
+        elif isinstance(p, Image):
+            url: dict[str, Any] = {"url": _image_url(p)}
+            if p.detail:
+                url["detail"] = p.detail
+            out.append({"type": "image_url", "image_url": url})
+    return out
+
+
+def _anthropic(items: list[_Item], notes: Notes) -> dict[str, Any]:
+    system: list[str] = []
+    messages: list[dict[str, Any]] = []
+    for item in items:
+        if item.kind == "system" and not messages:
+            system.append(_text(item.parts, notes))
+            continue
+        if item.kind == "system":
+            notes.add("system messages after the first turn written as user text")
+            role, blocks = "user", [_text_block(f"[{item.role}]\n{_text(item.parts, notes)}")]
+        elif item.kind == "assistant":
+            role, blocks = "assistant", [_anthropic_block(p, notes) for p in item.parts]
+        elif item.kind == "result":
+            role, blocks = "user", [_tool_result(item.parts[0], notes)]
+        else:
+            role, blocks = "user", [_anthropic_block(p, notes) for p in item.parts]
+        blocks = [b for b in blocks if b is not None]
+        if not blocks:
+            continue
+        if messages and messages[-1]["role"] == role:
+            messages[-1]["content"] += blocks
+        else:
+            if not messages and role == "assistant":
+                notes.add("user messages added before an opening assistant message")
+                messages.append({"role": "user", "content": [_text_block(OPENS_WITH_ASSISTANT)]})
+            messages.append({"role": role, "content": blocks})
+    body: dict[str, Any] = {}
+    if system:
+        body["system"] = "\n\n".join(system)
+    body["messages"] = messages
+    return body
+
+
+def _text_block(text: str) -> dict[str, Any]:
+    return {"type": "text", "text": text}
+
+
+def _anthropic_block(p: Part, notes: Notes) -> dict[str, Any] | None:
+    if isinstance(p, Text):
+        return _text_block(p.text) if p.text.strip() else None  # the API refuses blank text
+    if isinstance(p, Image):
+        if p.data:
+            source = {"type": "base64", "media_type": p.media_type or "image/png", "data": p.data}
+        else:
+            source = {"type": "url", "url": p.url or ""}
+        return {"type": "image", "source": source}
+    if isinstance(p, ToolCall):
+        return {"type": "tool_use", "id": p.id, "name": p.name, "input": _input(p, notes)}
+    return None
+
+
+def _input(call: ToolCall, notes: Notes) -> dict[str, Any]:
+    """A call's arguments as the object Anthropic's `input` must be."""
+    try:
+        value = json.loads(call.arguments) if call.arguments.strip() else {}
+    except (ValueError, RecursionError):
+        value = None
+    if isinstance(value, dict):
+        return value
+    notes.add("tool call arguments that are not a JSON object put under 'input'")
+    return {"input": call.arguments}
+
+
+def _tool_result(result: Part, notes: Notes) -> dict[str, Any]:
+    assert isinstance(result, ToolResult)
+    content: str | list[dict[str, Any]] = result.text
+    if any(isinstance(p, Image) for p in result.parts):
+        content = [b for b in (_anthropic_block(p, notes) for p in result.parts) if b]
+    out: dict[str, Any] = {"type": "tool_result", "tool_use_id": result.call_id,
+                           "content": content}
+    if result.is_error:
+        out["is_error"] = True
+    return out

@@ -1,0 +1,194 @@
+"""Pictures of where a transcript's context went, as inline SVG: the context's size over
+the run by role, the largest tools and the largest messages. Each bar can link to its
+message in the page (`convert --to html`) or only name its line (`stats --html`).
+
+The numbers are the ones `stats` counts: a message's tokens split by row as its
+`MessageStat.shares` says (tool results under `tool`, reasoning under `reasoning`).
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass
+from html import escape
+
+from ..breakdown import REASONING, by_tool, counted
+from ..tokens import TokenCounter
+from ..transcript import Transcript
+
+# bottom to top in the stacked picture; any other role goes on top in grey
+ROWS = ("system", "developer", "user", "assistant", REASONING, "tool")
+COLOURS = {"system": "#8e44ad", "developer": "#b57edc", "user": "#2e9e4f",
+           "assistant": "#2a7fd4", REASONING: "#9aa5b1", "tool": "#e0a020"}
+OTHER = "#c0c0c0"
+MAX_COLUMNS = 240
+TOP = 10
+WIDTH, HEIGHT, PAD = 880, 200, 48
+
+
+@dataclass(frozen=True, slots=True)
+class Bar:
+    """One bar of a ranking: what it is, its tokens, the message it points at."""
+
+    label: str
+    tokens: int
+    index: int
+    line: int
+    role: str
+
+
+@dataclass
+class Charts:
+    """The three pictures of one transcript, ready to draw."""
+
+    name: str
+    link: bool  # bars link to #msg-N in the same page
+    context: list[tuple[int, int, dict[str, int]]]  # (message index, line, context by row)
+    tools: list[Bar]
+    largest: list[Bar]
+
+    def svg(self) -> str:
+        return (f'<div class="charts">{self._over_the_run()}'
+                f'{_ranking("Largest tools (calls and results)", self.tools, self.link)}'
+                f'{_ranking("Largest messages", self.largest, self.link)}</div>')
+
+    def _over_the_run(self) -> str:
+        if not self.context:
+            return "<p>No messages in the model's context.</p>"
+        columns = _columns(self.context)
+        peak = max(sum(rows.values()) for _, _, rows in columns) or 1
+        step = (WIDTH - PAD) / len(columns)
+        bars = []
+        for n, (index, line, rows) in enumerate(columns):
+            x, y = PAD + n * step, float(HEIGHT)
+            rects = []
+            for role in _ordered(rows):
+                h = rows[role] / peak * (HEIGHT - 20)
+                y -= h
+                rects.append(f'<rect x="{x:.1f}" y="{y:.1f}" width="{max(step - 0.5, 0.5):.1f}" '
+                             f'height="{h:.1f}" fill="{COLOURS.get(role, OTHER)}"/>')
+            total = sum(rows.values())
+            tip = f"line {line:,}: {total:,} tokens in context (" + ", ".join(
+                f"{role} {rows[role]:,}" for role in _ordered(rows)) + ")"
+            bars.append(_linked("".join(rects), tip, index, self.link))
+        axis = (f'<text x="{PAD - 4}" y="24" text-anchor="end">{_short(peak)}</text>'
+                f'<text x="{PAD - 4}" y="{HEIGHT}" text-anchor="end">0</text>'
+                f'<line x1="{PAD}" y1="{HEIGHT}" x2="{WIDTH}" y2="{HEIGHT}" stroke="#888"/>')
+        legend = "".join(
+            f'<span class="key"><i style="background:{COLOURS[r]}"></i>{r}</span>'
+            for r in ROWS if any(r in rows for _, _, rows in columns))
+        return (f'<figure class="chart"><figcaption>Context size over the run by role '
+                f'(peak {peak:,} tokens)</figcaption>'
+                f'<svg role="img" aria-label="context size over the run" '
+                f'viewBox="0 0 {WIDTH} {HEIGHT + 4}" width="{WIDTH}" height="{HEIGHT + 4}">'
+                f'{axis}{"".join(bars)}</svg><div class="legend">{legend}</div></figure>')
+
+
+def _ordered(rows: dict[str, int]) -> list[str]:
+    return [r for r in ROWS if rows.get(r)] + sorted(r for r in rows if r not in ROWS and rows[r])
+
+
+def _columns(points: list[tuple[int, int, dict[str, int]]]
+             ) -> list[tuple[int, int, dict[str, int]]]:
+    """At most MAX_COLUMNS points: of each run of messages, the one with the most context."""
+    if len(points) <= MAX_COLUMNS:
+        return points
+    size = -(-len(points) // MAX_COLUMNS)
+    return [max(points[i:i + size], key=lambda p: sum(p[2].values()))
+            for i in range(0, len(points), size)]
+
+
+def _short(n: int) -> str:
+    return f"{n / 1000:.0f}k" if n >= 10_000 else f"{n:,}"
+
+
+def _linked(content: str, tip: str, index: int, link: bool) -> str:
+    inner = f"<title>{escape(tip)}</title>{content}"
+    return f'<a href="#msg-{index}">{inner}</a>' if link else f"<g>{inner}</g>"
+
+
+def _ranking(title: str, bars: list[Bar], link: bool) -> str:
+    if not bars:
+        return ""
+    row, label_width = 22, 300
+    top = max(b.tokens for b in bars) or 1
+    height = row * len(bars)
+    out = []
+    for n, b in enumerate(bars):
+        y = n * row
+        w = max(b.tokens / top * (WIDTH - label_width - 90), 1)
+        label = b.label if len(b.label) <= 48 else b.label[:47] + "…"
+        drawn = (f'<text x="{label_width - 6}" y="{y + 15}" text-anchor="end">'
+                 f'{escape(label)}</text>'
+                 f'<rect x="{label_width}" y="{y + 3}" width="{w:.1f}" height="{row - 6}" '
+                 f'fill="{COLOURS.get(b.role, OTHER)}"/>'
+                 f'<text x="{label_width + w + 6:.1f}" y="{y + 15}">{b.tokens:,}</text>')
+        out.append(_linked(drawn, f"line {b.line:,}: {b.label}, {b.tokens:,} tokens",
+                           b.index, link))
+    return (f'<figure class="chart"><figcaption>{escape(title)}</figcaption>'
+            f'<svg role="img" aria-label="{escape(title, quote=True)}" '
+            f'viewBox="0 0 {WIDTH} {height}" width="{WIDTH}" height="{height}">'
+            f'{"".join(out)}</svg></figure>')
+
+
+def charts_of(t: Transcript, counter: TokenCounter, *, link: bool) -> Charts:
+    """The pictures of `t`'s model-visible messages, counted with `counter`."""
+    stats = [counted(m, counter.message(m)) for m in t.messages]
+    tools = by_tool(stats)  # also names the tool each result message answers
+    context: list[tuple[int, int, dict[str, int]]] = []
+    running: dict[int, dict[str, int]] = {}  # each conversation's context so far
+    for i, (m, s) in enumerate(zip(t.messages, stats, strict=True)):
+        rows = running.setdefault(m.conversation, {})
+        for role, n in s.shares().items():
+            rows[role] = rows.get(role, 0) + n
+        context.append((i, s.line, dict(rows)))
+    tool_bars = []
+    for name, tool in list(tools.items())[:TOP]:
+        where = max((i for i, s in enumerate(stats) if s.tool == name),
+                    key=lambda i: stats[i].tokens, default=0)
+        calls = f"{tool.calls:,} call" + ("" if tool.calls == 1 else "s")
+        tool_bars.append(Bar(f"{name} ({calls})", tool.tokens, where,
+                             stats[where].line if stats else 0, "tool"))
+    biggest = sorted(range(len(stats)), key=lambda i: -stats[i].tokens)[:TOP]
+    largest = [Bar(f"line {stats[i].line:,} · {stats[i].role}"
+                   + (f" · {stats[i].tool}" if stats[i].tool else ""),
+                   stats[i].tokens, i, stats[i].line, stats[i].role) for i in biggest]
+    return Charts(t.path, link, context, tool_bars, largest)
+
+
+STYLE = """
+body{font:14px/1.45 system-ui,sans-serif;max-width:960px;margin:2em auto;padding:0 1em;color:#222}
+h1{font-size:1.3em;word-break:break-all}h2{font-size:1.1em;border-top:1px solid #ccc;
+padding-top:.6em;margin-top:1.6em}h2 .tokens,h4 .tokens{font-weight:normal;color:#666;
+float:right;font-size:.9em}h4{margin:.2em 0;display:flex;justify-content:space-between}
+pre{white-space:pre-wrap;word-break:break-word;margin:.3em 0;background:#f6f6f6;padding:.4em;
+border-radius:3px}.text{white-space:pre-wrap;word-break:break-word}
+.msg{border-left:4px solid #ccc;padding:.3em .8em;margin:.8em 0}
+.role-user{border-color:#2e9e4f}.role-assistant{border-color:#2a7fd4}
+.role-system,.role-developer{border-color:#8e44ad}.role-tool{border-color:#e0a020}
+.fold{color:#777;font-style:italic}.thinking pre{color:#555;font-style:italic}
+.result.error pre{background:#fdecea}.note{color:#666}.call b{color:#a06a00}
+figure{margin:1em 0}figcaption{font-weight:bold;margin-bottom:.3em}
+svg text{font:11px system-ui,sans-serif;fill:#333}svg a:hover rect{opacity:.75}
+.legend .key{margin-right:1em;font-size:.9em}.legend i{display:inline-block;width:.8em;
+height:.8em;margin-right:.3em;vertical-align:middle}
+.msg:target{background:#fff8dc}
+"""
+
+
+def page(title: str, body: str) -> str:
+    """A whole HTML page around `body`: inline style, nothing fetched from anywhere."""
+    return (f'<!DOCTYPE html>\n<html lang="en"><head><meta charset="utf-8">'
+            f'<meta name="viewport" content="width=device-width, initial-scale=1">'
+            f'<title>{escape(title)}</title><style>{STYLE}</style></head>\n'
+            f'<body>\n{body}\n</body></html>\n')
+
+
+def stats_page(files: list[tuple[list[str], Charts]]) -> str:
+    """The pictures of many files on one page, each under its stats summary lines."""
+    body = ["<h1>Where the context went</h1>"]
+    for n, (summary, charts) in enumerate(files, 1):
+        head, *rest = summary
+        body.append(f'<h2 id="file-{n}">{escape(head)}</h2>')
+        body += [f'<p class="note">{escape(line)}</p>' for line in rest]
+        body.append(charts.svg())
+    return page("ctxpack stats", "\n".join(body))

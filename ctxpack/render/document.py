@@ -1,0 +1,185 @@
+"""A transcript as a document a person reads: markdown, or one self-contained HTML page.
+
+Both are made from the view `show` prints (rounds, steps, tool calls, outputs folded to
+their first and last lines), so the three agree. The HTML page opens with the pictures
+of `ctxpack.render.charts`, drawn inline, and every bar links to its message below;
+it loads nothing from anywhere.
+"""
+
+from __future__ import annotations
+
+import re
+from html import escape
+
+from ..view import Entry, Fold, Header, RoundView, Segment, View
+from .charts import Charts, page
+
+FENCE = re.compile(r"`{3,}")
+
+
+def _n(count: int, word: str) -> str:
+    return f"{count:,} {word}" if count == 1 else f"{count:,} {word}s"
+
+
+def _summary(h: Header) -> str:
+    exact = "exact" if h.exact else "approximate"
+    return (f"{h.format} · model {h.model} ({h.encoding}, {exact}) · "
+            f"{'' if h.exact else '~'}{h.tokens:,} tokens in {_n(h.messages, 'message')}, "
+            f"{_n(h.rounds, 'round')}, {_n(h.steps, 'step')}")
+
+
+def _hidden(h: Header) -> list[str]:
+    out = []
+    if h.outside:
+        out.append(f"{h.outside:,} messages outside the model's context "
+                   "(before a compaction or off the branch; --all to include them)")
+    if h.sidechain:
+        out.append(f"{h.sidechain:,} sub-agent (sidechain) messages (--all to include them)")
+    if h.skipped:
+        out.append(f"{h.skipped:,} invalid lines skipped")
+    return out
+
+
+def _round_facts(r: RoundView) -> str:
+    return f"{_n(r.messages, 'message')} · {_n(r.steps, 'step')} · {r.tokens:,} tokens"
+
+
+def _entry_title(e: Entry) -> str:
+    title = f"line {e.line:,} · {e.role}"
+    if e.name and e.name != e.tool:
+        title += f" ({e.name})"
+    if e.tool:
+        title += f" · {e.tool}"
+    if any(s.is_error for s in e.segments):
+        title += " · error"
+    if e.step is not None:
+        title += f" · step {e.step}"
+    return title
+
+
+def _lines(body: tuple[str | Fold, ...]) -> list[str]:
+    """Shown lines with each fold marker as a line (a cut line's marker joins it)."""
+    out: list[str] = []
+    for item in body:
+        if isinstance(item, Fold) and item.chars and out:
+            out[-1] += " " + item.label
+        else:
+            out.append(item.label if isinstance(item, Fold) else item)
+    return out
+
+
+# -- markdown ----------------------------------------------------------------------------
+
+def _fenced(lines: list[str], info: str = "") -> list[str]:
+    longest = max((len(m) for line in lines for m in FENCE.findall(line)), default=2)
+    fence = "`" * max(3, longest + 1)
+    return [fence + info, *lines, fence]
+
+
+def _md_segment(s: Segment, labels: bool) -> list[str]:
+    lines = _lines(s.body)
+    if s.kind == "tool_call":
+        return [f"**→ {s.tool or '?'}**", *(_fenced(lines) if lines else [])]
+    if s.kind == "image":
+        return [f"*[image: {s.body[0] if s.body else ''}, {_n(s.tokens, 'token')}]*"]
+    if s.kind == "thinking":
+        return ["*thinking*", "", *(f"> {line}" if line else ">" for line in lines)]
+    head = []
+    if s.kind == "tool_result" and labels:
+        head = [f"**← {s.tool or '?'}**{' · error' if s.is_error else ''} · "
+                f"{_n(s.tokens, 'token')}"]
+    if s.kind == "tool_result":
+        return [*head, *_fenced(lines)] if lines else head
+    return _prose(lines)
+
+
+def _prose(lines: list[str]) -> list[str]:
+    """Message text as markdown: a heading in it must not look like one of the
+    document's own, so a `#` that opens a line outside a code block is escaped."""
+    out, code = [], False
+    for line in lines:
+        if line.lstrip().startswith(("```", "~~~")):
+            code = not code
+        elif line.startswith("… ") and line.endswith("…"):
+            line = f"*{line}*"  # a fold marker
+        elif not code and line.lstrip().startswith("#"):
+            line = line.replace("#", "\\#", 1)
+        out.append(line)
+    return out
+
+
+def to_markdown(view: View) -> str:
+    """The view as GitHub-flavoured markdown: a section per round, one per message."""
+    h = view.header
+    blocks: list[list[str]] = [[f"# {h.path}"], [_summary(h)]]
+    if hidden := _hidden(h):
+        blocks.append([f"- not shown: {line}" for line in hidden])
+    for r in view.rounds:
+        blocks += [[f"## Round {r.number}: {r.title}"], [f"*{_round_facts(r)}*"]]
+        for e in r.entries:
+            if e.conversation is not None:
+                blocks.append([f"## Conversation {e.conversation}"])
+            blocks.append([f"### {_entry_title(e)} — {e.tokens:,} tokens"])
+            labels = sum(s.kind == "tool_result" for s in e.segments) > 1
+            blocks += [lines for s in e.segments if (lines := _md_segment(s, labels))]
+    return "\n\n".join("\n".join(b) for b in blocks) + "\n"
+
+
+# -- HTML --------------------------------------------------------------------------------
+
+def _html_body(body: tuple[str | Fold, ...]) -> str:
+    out = []
+    for item in body:
+        if isinstance(item, Fold):
+            marker = f'<span class="fold">{escape(item.label)}</span>'
+            out.append((" " + marker) if item.chars else "\n" + marker)
+        else:
+            out.append("\n" + escape(item))
+    return "".join(out).lstrip("\n")
+
+
+def _html_segment(s: Segment, labels: bool) -> str:
+    if s.kind == "tool_call":
+        args = f"<pre>{_html_body(s.body)}</pre>" if s.body else ""
+        return f'<div class="call"><b>→ {escape(s.tool or "?")}</b>{args}</div>'
+    if s.kind == "image":
+        what = escape(s.body[0]) if s.body else ""
+        return f'<p class="image">[image: {what}, {_n(s.tokens, "token")}]</p>'
+    if s.kind == "thinking":
+        return f'<div class="thinking"><b>thinking</b><pre>{_html_body(s.body)}</pre></div>'
+    if s.kind == "tool_result":
+        error = " error" if s.is_error else ""
+        head = ""
+        if labels:
+            head = (f'<b>← {escape(s.tool or "?")}{" · error" if s.is_error else ""}</b> '
+                    f'<span class="tokens">{_n(s.tokens, "token")}</span>')
+        return f'<div class="result{error}">{head}<pre>{_html_body(s.body)}</pre></div>'
+    return f'<div class="text">{_html_body(s.body)}</div>'
+
+
+def _html_entry(e: Entry, index: int) -> str:
+    labels = sum(s.kind == "tool_result" for s in e.segments) > 1
+    results = bool(e.segments) and all(s.kind in ("tool_result", "image") for s in e.segments)
+    role = "tool" if results else e.role
+    parts = "".join(_html_segment(s, labels) for s in e.segments)
+    conversation = "" if e.conversation is None else \
+        f'<h2 class="conversation">Conversation {e.conversation}</h2>'
+    return (f'{conversation}<section class="msg role-{escape(role, quote=True)}" '
+            f'id="msg-{index}"><h4><span>{escape(_entry_title(e))}</span>'
+            f'<span class="tokens">{e.tokens:,} tokens</span></h4>{parts}</section>')
+
+
+def to_html(view: View, charts: Charts) -> str:
+    """The view as one HTML page, the pictures of where the context went first."""
+    h = view.header
+    body = [f"<h1>{escape(h.path)}</h1>", f"<p>{escape(_summary(h))}</p>"]
+    body += [f'<p class="note">not shown: {escape(line)}</p>' for line in _hidden(h)]
+    body.append(charts.svg())
+    index = 0
+    for r in view.rounds:
+        body.append(f'<h2 id="round-{r.number}">Round {r.number}: {escape(r.title)} '
+                    f'<span class="tokens">{escape(_round_facts(r))}</span></h2>')
+        for e in r.entries:
+            body.append(_html_entry(e, index))
+            index += 1
+    return page(h.path, "\n".join(body))
