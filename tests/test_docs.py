@@ -27,13 +27,14 @@ def test_readme_opens_with_the_two_commands():
 
 def test_every_command_has_a_section():
     names = commands()
-    assert {"stats", "show", "validate", "compress", "restore", "count", "models"} <= set(names)
+    assert {"stats", "show", "validate", "compress", "restore", "count", "models",
+            "convert"} <= set(names)
     for name in names:
         assert f"ctxpack {name}" in README, f"README lacks a section for `ctxpack {name}`"
 
 
 @pytest.mark.parametrize("command", ["stats", "show", "validate", "compress", "restore", "count",
-                                     "models"])
+                                     "models", "convert"])
 def test_every_option_is_in_the_readme(command):
     help_text = ctxpack(command, "--help").out
     options = set(re.findall(r"(?<![\w-])(--[a-z][a-z-]+)", help_text)) - {"--help"}

@@ -1,0 +1,193 @@
+"""convert: request bodies each API accepts (checked with validate, and for Anthropic the
+alternation validate does not check), documents as show renders them, bad input."""
+
+from __future__ import annotations
+
+import json
+from collections import Counter
+from typing import Any
+
+import pytest
+from hypothesis import HealthCheck, given, settings
+
+from ctxpack import load
+from ctxpack.checks import validate
+from ctxpack.convert import NO_RESULT, OPENS_WITH_ASSISTANT, Notes, convert, whole_log
+from ctxpack.loader import load_values
+from ctxpack.tokens import TokenCounter
+from ctxpack.view import build_view
+
+from .conftest import SAMPLES, corpus_params
+from .helpers import assert_clean_error, ctxpack
+from .strategies import anthropic_chat, openai_chat
+
+SETTINGS = settings(max_examples=60, deadline=None, suppress_health_check=[
+    HealthCheck.too_slow, HealthCheck.function_scoped_fixture])
+API_FORMATS = ("claude-code", "codex", "anthropic-messages", "openai-chat")
+
+
+def _write(folder, records, name="t.jsonl"):
+    path = folder / name
+    path.write_text("".join(json.dumps(r) + "\n" for r in records))
+    return path
+
+
+def assert_accepted(body: dict[str, Any], to: str) -> None:
+    """The body is one the provider takes: validate finds nothing, and for Anthropic the
+    roles alternate from a user message, each tool_use is answered at the start of the
+    very next message, and no text block is blank."""
+    messages = body["messages"]
+    assert messages
+    problems = validate(load_values(messages, to))
+    assert not problems, problems
+    if to == "openai":
+        return
+    assert set(body) <= {"system", "messages"}
+    roles = [m["role"] for m in messages]
+    assert roles[0] == "user" and all(a != b for a, b in zip(roles, roles[1:], strict=False))
+    for m, after in zip(messages, [*messages[1:], None], strict=True):
+        assert m["content"]
+        assert all(b["text"].strip() for b in m["content"] if b["type"] == "text")
+        uses = [b["id"] for b in m["content"] if b["type"] == "tool_use"]
+        if uses:
+            assert after is not None
+            head = [b["tool_use_id"] for b in after["content"][:len(uses)]]
+            assert sorted(head) == sorted(uses)
+
+
+def result_texts(records: list[dict[str, Any]], to: str) -> Counter[str]:
+    t = load_values(records, to)
+    return Counter(r.text for m in t.messages for r in m.tool_results)
+
+
+@SETTINGS
+@given(chat=openai_chat())
+def test_openai_chat_converts_to_both_apis(tmp_path_factory, chat):
+    path = _write(tmp_path_factory.mktemp("c"), chat)
+    source = load(path)
+    for to in ("openai", "anthropic"):
+        notes = Notes()
+        [body] = convert(source, to, notes)
+        assert_accepted(body, to)
+        # every result is there, word for word; nothing made up for a valid input
+        assert result_texts(body["messages"], to) == result_texts(chat, "openai")
+        assert set(notes.counts) <= {"reasoning parts left out (neither API takes unsigned "
+                                     "reasoning)"}
+
+
+@SETTINGS
+@given(chat=anthropic_chat())
+def test_anthropic_chat_converts_to_both_apis(tmp_path_factory, chat):
+    path = _write(tmp_path_factory.mktemp("c"), chat)
+    source = load(path, "anthropic")  # text-only ones fit OpenAI's shape as well
+    for to in ("openai", "anthropic"):
+        [body] = convert(source, to)
+        assert_accepted(body, to)
+        assert result_texts(body["messages"], to) == result_texts(chat, "anthropic")
+
+
+def test_broken_pairs_are_mended_and_said(tmp_path):
+    """A call with no result, a result with no call, a result before its call's turn
+    ends: the output is still accepted, and what was done is counted."""
+    records = [
+        {"role": "system", "content": "Be brief."},
+        {"role": "assistant", "content": "Hello."},
+        {"role": "user", "content": "Look."},
+        {"role": "assistant", "content": None, "tool_calls": [
+            {"id": "a", "type": "function", "function": {"name": "ls", "arguments": "{}"}},
+            {"id": "b", "type": "function", "function": {"name": "cat", "arguments": "x y"}}]},
+        {"role": "user", "content": "Meanwhile..."},
+        {"role": "tool", "tool_call_id": "a", "content": "file.txt"},
+        {"role": "tool", "tool_call_id": "zzz", "content": "stray output"},
+    ]
+    source = load(_write(tmp_path, records))
+    for to in ("openai", "anthropic"):
+        notes = Notes()
+        [body] = convert(source, to, notes)
+        assert_accepted(body, to)
+        text = json.dumps(body)
+        assert NO_RESULT in text and "stray output" in text and "file.txt" in text
+        assert notes.counts["tool calls without a result given one that says so"] == 1
+        assert notes.counts["tool results without their call kept as user text"] == 1
+    [body] = convert(source, "anthropic")
+    assert body["system"] == "Be brief."
+    opening, hello, look, calls, answers = body["messages"]
+    assert opening["content"][0]["text"] == OPENS_WITH_ASSISTANT
+    assert [b.get("tool_use_id") for b in answers["content"]] == ["a", "b", None, None]
+    assert answers["content"][2]["text"] == "Meanwhile..."
+    cat = calls["content"][-1]
+    assert cat["name"] == "cat" and cat["input"] == {"input": "x y"}
+
+
+@pytest.mark.parametrize("sample", sorted(p.name for p in SAMPLES.glob("*.json*")))
+def test_samples_convert_and_validate_on_the_command_line(tmp_path, sample):
+    for to in ("openai", "anthropic"):
+        out = tmp_path / f"out.{to}.jsonl"
+        run = ctxpack("convert", str(SAMPLES / sample), "--to", to, "-o", str(out))
+        assert run.code == 0, run.err
+        bodies = [json.loads(line) for line in out.read_text().splitlines()]
+        assert len(bodies) == len({m.conversation for m in load(SAMPLES / sample).messages})
+        for body in bodies:
+            assert_accepted(body, to)
+    # the Chat Completions output is itself a file ctxpack reads and finds valid
+    run = ctxpack("validate", str(tmp_path / "out.openai.jsonl"))
+    assert run.code == 0, run.out + run.err
+
+
+@pytest.mark.corpus
+@pytest.mark.parametrize("path", corpus_params(*API_FORMATS, pattern="*.json*"))
+def test_corpus_converts_to_accepted_bodies(path):
+    source = load(path)
+    for to in ("openai", "anthropic"):
+        for body in convert(source, to):
+            if body["messages"]:
+                assert_accepted(body, to)
+
+
+def test_all_takes_the_whole_log():
+    t = load(SAMPLES / "coding-agent.claude-code.jsonl")
+    whole = whole_log(t)
+    assert len(whole.messages) == len(t.messages) + len(t.outside) + len(t.sidechain)
+    assert [m.line for m in whole.messages] == sorted(m.line for m in whole.messages)
+    [body] = convert(whole, "anthropic")
+    assert_accepted(body, "anthropic")
+    short = ctxpack("convert", str(SAMPLES / "coding-agent.claude-code.jsonl"), "--to",
+                    "markdown")
+    long = ctxpack("convert", str(SAMPLES / "coding-agent.claude-code.jsonl"), "--to",
+                   "markdown", "--all")
+    assert short.code == long.code == 0
+    assert long.out.count("\n### line ") == len(whole.messages)
+    assert short.out.count("\n### line ") == len(t.messages)
+    assert "--all to include them" in short.out and "--all to include" not in long.out
+
+
+def test_markdown_is_what_show_shows(exact_tokens):
+    path = SAMPLES / "refactor.codex.jsonl"
+    run = ctxpack("convert", str(path), "--to", "markdown")
+    assert run.code == 0, run.err
+    t = load(path)
+    view = build_view(t, TokenCounter("gpt-5.1-codex"))
+    labels = [item.label for r in view.rounds for e in r.entries for s in e.segments
+              for item in s.body if not isinstance(item, str)]
+    assert labels and all(label in run.out for label in labels)  # folded as show folds
+    for r in view.rounds:
+        assert f"## Round {r.number}: " in run.out
+    assert run.out.count("\n### line ") == len(t.messages)
+    assert "\n# How you work" not in run.out  # a heading in a message stays inside it
+    full = ctxpack("convert", str(path), "--to", "markdown", "--full")
+    assert "tokens folded" not in full.out and len(full.out) > len(run.out)
+
+
+def test_bad_input_is_one_line_and_no_output(tmp_path):
+    bad = tmp_path / "bad.jsonl"
+    bad.write_text('{"role": "user", "content": "hi"}\n{not json\n')
+    out = tmp_path / "out.html"
+    run = ctxpack("convert", str(bad), "--to", "html", "-o", str(out))
+    assert_clean_error(run, 2, "bad.jsonl:2")
+    assert not out.exists()
+    same = ctxpack("convert", str(SAMPLES / "support-chat.openai.jsonl"), "--to", "openai",
+                   "-o", str(SAMPLES / "support-chat.openai.jsonl"))
+    assert_clean_error(same, 2, "--output is the input file")
+    assert load(SAMPLES / "support-chat.openai.jsonl").messages  # untouched
+    wrong = ctxpack("convert", str(SAMPLES / "support-chat.openai.jsonl"), "--to", "pdf")
+    assert wrong.code == 2 and "pdf" in wrong.err and "Traceback" not in wrong.err

@@ -1,0 +1,179 @@
+"""The HTML of `convert --to html` and `stats --html`: self-contained, every bar linking to
+its message, and rendered by a real headless Chromium (skipped where there is none)."""
+
+from __future__ import annotations
+
+import re
+import shutil
+import struct
+import subprocess
+import zlib
+from html.parser import HTMLParser
+from pathlib import Path
+
+import pytest
+
+from ctxpack import load, stats
+
+from .conftest import SAMPLES
+from .helpers import assert_clean_error, ctxpack
+
+CHROMIUM = next((p for p in map(shutil.which, ("chromium", "chromium-browser")) if p), None)
+needs_chromium = pytest.mark.skipif(
+    CHROMIUM is None, reason="no headless Chromium (Debian package `chromium`; .ci/run "
+    "installs it)")
+
+
+class Links(HTMLParser):
+    """The ids, the links and anything fetched from elsewhere, of a page."""
+
+    def __init__(self) -> None:
+        super().__init__()
+        self.ids: set[str] = set()
+        self.hrefs: list[str] = []
+        self.fetched: list[str] = []
+        self.svgs = 0
+        self.titles: dict[str, str] = {}
+        self._in: str | None = None
+
+    def handle_starttag(self, tag, attrs):
+        a = dict(attrs)
+        if "id" in a:
+            self.ids.add(a["id"])
+        if tag == "a" and "href" in a:
+            self.hrefs.append(a["href"])
+        if tag == "svg":
+            self.svgs += 1
+        if tag in ("script", "link", "img", "iframe", "object", "embed") or "src" in a:
+            self.fetched.append(tag)
+        if tag == "section" and "id" in a:
+            self._in = a["id"]
+
+    def handle_data(self, data):
+        if self._in and self._in not in self.titles and data.startswith("line "):
+            self.titles[self._in] = data
+
+
+def _parse(text: str) -> Links:
+    links = Links()
+    links.feed(text)
+    return links
+
+
+def _render(page: Path, tmp_path: Path, *args: str) -> subprocess.CompletedProcess[bytes]:
+    assert CHROMIUM is not None
+    return subprocess.run(
+        [CHROMIUM, "--headless", "--no-sandbox", "--disable-gpu",
+         "--disable-background-networking", "--disable-component-update", "--disable-sync",
+         "--no-first-run", f"--user-data-dir={tmp_path / 'profile'}",
+         "--host-resolver-rules=MAP * ~NOTFOUND", *args, page.as_uri()],
+        capture_output=True, timeout=120, check=False)
+
+
+def _pixels(path: Path) -> tuple[int, int, list[bytes]]:
+    """Width, height and the rows of an 8-bit RGB(A) PNG, unfiltered."""
+    data = path.read_bytes()
+    assert data[:8] == b"\x89PNG\r\n\x1a\n"
+    width, height, depth, colour = struct.unpack(">IIBB", data[16:26])
+    assert depth == 8 and colour in (2, 6)
+    size = 3 if colour == 2 else 4
+    pos, idat = 8, b""
+    while pos < len(data):
+        (length,) = struct.unpack(">I", data[pos:pos + 4])
+        if data[pos + 4:pos + 8] == b"IDAT":
+            idat += data[pos + 8:pos + 8 + length]
+        pos += 12 + length
+    raw, stride = zlib.decompress(idat), width * size
+    rows: list[bytes] = []
+    prior = bytearray(stride)
+    for y in range(height):
+        start = y * (stride + 1)
+        kind, line = raw[start], bytearray(raw[start + 1:start + 1 + stride])
+        for i in range(stride):
+            a = line[i - size] if i >= size else 0
+            b, c = prior[i], prior[i - size] if i >= size else 0
+            if kind == 1:
+                line[i] = (line[i] + a) & 255
+            elif kind == 2:
+                line[i] = (line[i] + b) & 255
+            elif kind == 3:
+                line[i] = (line[i] + (a + b) // 2) & 255
+            elif kind == 4:
+                p = a + b - c
+                pa, pb, pc = abs(p - a), abs(p - b), abs(p - c)
+                line[i] = (line[i] + (a if pa <= pb and pa <= pc else b if pb <= pc else c)) & 255
+        rows.append(bytes(line))
+        prior = line
+    return width, height, [bytes(r[i:i + 3]) for r in rows for i in range(0, stride, size)]
+
+
+def _coloured(pixels: list[bytes]) -> float:
+    """The share of pixels in a colour (not white, grey or black): the bars."""
+    return sum(max(p) - min(p) > 60 for p in pixels) / len(pixels)
+
+
+def _convert_html(tmp_path: Path, sample: str = "multi-round.anthropic.jsonl") -> Path:
+    out = tmp_path / "page.html"
+    run = ctxpack("convert", str(SAMPLES / sample), "--to", "html", "-o", str(out))
+    assert run.code == 0, run.err
+    return out
+
+
+def test_page_is_self_contained_and_every_bar_links_to_its_message(tmp_path):
+    page = _parse(_convert_html(tmp_path).read_text(encoding="utf-8"))
+    t = load(SAMPLES / "multi-round.anthropic.jsonl")
+    assert page.fetched == []  # no script, stylesheet, image or frame from anywhere
+    assert page.svgs == 3  # context over the run, largest tools, largest messages
+    bars = [h for h in page.hrefs if h.startswith("#msg-")]
+    assert bars and all(h[1:] in page.ids for h in bars)
+    assert {f"msg-{i}" for i in range(len(t.messages))} <= page.ids
+    # the largest message's bar points at the message with that line
+    s = stats(SAMPLES / "multi-round.anthropic.jsonl")
+    text = _convert_html(tmp_path).read_text(encoding="utf-8")
+    bar = re.search(r'<a href="#(msg-\d+)"><title>line ([\d,]+): line [\d,]+ ·', text)
+    assert bar is not None
+    assert int(bar.group(2).replace(",", "")) == s.largest[0].line
+    assert page.titles[bar.group(1)].startswith(f"line {s.largest[0].line:,} ")
+
+
+@needs_chromium
+def test_a_real_browser_renders_the_page(tmp_path):
+    page = _convert_html(tmp_path)
+    dom = _render(page, tmp_path, "--dump-dom")
+    assert dom.returncode == 0, dom.stderr[-2000:]
+    rendered = _parse(dom.stdout.decode("utf-8"))
+    assert rendered.svgs == 3 and "msg-0" in rendered.ids
+    assert all(h[1:] in rendered.ids for h in rendered.hrefs if h.startswith("#"))
+    shot = tmp_path / "shot.png"
+    run = _render(page, tmp_path, "--window-size=1000,700", f"--screenshot={shot}")
+    assert run.returncode == 0 and shot.is_file(), run.stderr[-2000:]
+    width, height, pixels = _pixels(shot)
+    assert (width, height) == (1000, 700)
+    # the charts fill the top of the page with the roles' colours (text alone has none)
+    assert _coloured(pixels) > 0.05
+
+
+@needs_chromium
+def test_a_real_browser_renders_stats_pictures(tmp_path):
+    out = tmp_path / "stats.html"
+    files = [str(SAMPLES / "refactor.codex.jsonl"),
+             str(SAMPLES / "evals.openai-conversations.jsonl")]
+    run = ctxpack("stats", *files, "--html", str(out), "--format", "csv")
+    assert run.code == 0, run.err
+    assert run.out.startswith("path,")  # the tables are still printed
+    page = _parse(out.read_text(encoding="utf-8"))
+    assert page.fetched == [] and {"file-1", "file-2"} <= page.ids
+    assert page.svgs == 6 and not [h for h in page.hrefs if h.startswith("#msg-")]
+    dom = _render(out, tmp_path, "--dump-dom")
+    assert dom.returncode == 0 and _parse(dom.stdout.decode("utf-8")).svgs == 6
+
+
+def test_stats_html_refuses_stdin_and_bad_input_leaves_nothing(tmp_path):
+    out = tmp_path / "stats.html"
+    run = ctxpack("stats", "-", "--html", str(out),
+                  input=(SAMPLES / "support-chat.openai.jsonl").read_text())
+    assert_clean_error(run, 2, "--html")
+    bad = tmp_path / "bad.jsonl"
+    bad.write_text("[1, 2\n")
+    run = ctxpack("stats", str(bad), "--html", str(out))
+    assert run.code == 2 and "Traceback" not in run.err and not out.exists()
