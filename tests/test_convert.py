@@ -4,6 +4,7 @@ alternation validate does not check), documents as show renders them, bad input.
 from __future__ import annotations
 
 import json
+import re
 from collections import Counter
 from typing import Any
 
@@ -13,7 +14,10 @@ from hypothesis import HealthCheck, given, settings
 from ctxpack import load
 from ctxpack.checks import validate
 from ctxpack.convert import NO_RESULT, OPENS_WITH_ASSISTANT, Notes, convert, whole_log
+from ctxpack.errors import InputError
 from ctxpack.loader import load_values
+from ctxpack.render.charts import charts_of
+from ctxpack.render.document import to_html, to_markdown
 from ctxpack.tokens import TokenCounter
 from ctxpack.view import build_view
 
@@ -135,13 +139,25 @@ def test_samples_convert_and_validate_on_the_command_line(tmp_path, sample):
 
 
 @pytest.mark.corpus
-@pytest.mark.parametrize("path", corpus_params(*API_FORMATS, pattern="*.json*"))
+@pytest.mark.parametrize("path", corpus_params(pattern="*.json*"))
 def test_corpus_converts_to_accepted_bodies(path):
-    source = load(path)
+    try:
+        source = load(path)
+    except InputError as exc:
+        pytest.skip(f"no reader of this version takes it: {exc}")
+    if path.parent.name in API_FORMATS:
+        assert source.messages  # these are surely read
     for to in ("openai", "anthropic"):
         for body in convert(source, to):
             if body["messages"]:
                 assert_accepted(body, to)
+    counter = TokenCounter("gpt-4o")
+    view = build_view(source, counter)
+    assert to_markdown(view).count("\n### line ") == len(source.messages)
+    page = to_html(view, charts_of(source, counter, link=True))
+    targets = set(re.findall(r'href="#(msg-\d+)"', page))
+    assert all(f'id="{target}"' in page for target in targets)
+    assert page.count('class="msg ') == len(source.messages)
 
 
 def test_all_takes_the_whole_log():
