@@ -15,6 +15,7 @@ user message first. Each of these is counted in `Notes`, which the command print
 from __future__ import annotations
 
 import json
+import re
 from collections.abc import Iterable, Sequence
 from dataclasses import dataclass, field, replace
 from typing import Any
@@ -22,6 +23,9 @@ from typing import Any
 from .transcript import Image, Message, Part, Text, Thinking, ToolCall, ToolResult, Transcript
 
 TARGETS = ("openai", "anthropic")
+# what both APIs take as a tool call's id (Chat Completions: at most 40 characters) and name
+CALL_ID = re.compile(r"[A-Za-z0-9_-]{1,40}")
+TOOL_NAME = re.compile(r"[A-Za-z0-9_-]{1,64}")
 NO_RESULT = "[no result for this call in the transcript]"
 OPENS_WITH_ASSISTANT = "[the transcript continues from here]"
 
@@ -103,7 +107,8 @@ def _items(messages: list[Message], notes: Notes) -> list[_Item]:
                 out.append(_Item("user", tuple(pending)))
             continue
         calls = [p for p in pending if isinstance(p, ToolCall)]
-        named = [replace(c, id=ids[seen_call + i]) for i, c in enumerate(calls)]
+        named = [replace(c, id=ids[seen_call + i], name=_tool_name(c.name, notes))
+                 for i, c in enumerate(calls)]
         seen_call += len(calls)
         rest = [p for p in pending if not isinstance(p, ToolCall)]
         if rest or named:
@@ -118,16 +123,24 @@ def _items(messages: list[Message], notes: Notes) -> list[_Item]:
     return out
 
 
+def _tool_name(name: str, notes: Notes) -> str:
+    if TOOL_NAME.fullmatch(name):
+        return name
+    notes.add("tool names the APIs refuse written with _ for each character they refuse")
+    return re.sub(r"[^A-Za-z0-9_-]", "_", name)[:64] or "_"
+
+
 def _call_ids(messages: list[Message]) -> list[str]:
-    """An id for every call in order: its own, or a new one where it has none or one an
-    earlier call took."""
+    """An id for every call in order: its own, or a new one where it has none, one an
+    earlier call took, or one the APIs refuse."""
     taken: set[str] = set()
     out = []
     for m in messages:
         if m.role != "assistant":
             continue
         for call in m.tool_calls:
-            cid = call.id if call.id and call.id not in taken else f"call_{len(out) + 1}"
+            own = call.id and CALL_ID.fullmatch(call.id) and call.id not in taken
+            cid = call.id if own and call.id else f"call_{len(out) + 1}"
             while cid in taken:
                 cid += "_"
             taken.add(cid)

@@ -207,3 +207,28 @@ def test_bad_input_is_one_line_and_no_output(tmp_path):
     assert load(SAMPLES / "support-chat.openai.jsonl").messages  # untouched
     wrong = ctxpack("convert", str(SAMPLES / "support-chat.openai.jsonl"), "--to", "pdf")
     assert wrong.code == 2 and "pdf" in wrong.err and "Traceback" not in wrong.err
+
+
+def test_ids_and_names_the_apis_refuse_are_replaced(tmp_path):
+    long_id = "x" * 41
+    records = [
+        {"role": "user", "content": "Go."},
+        {"role": "assistant", "content": None, "tool_calls": [
+            {"id": long_id, "type": "function",
+             "function": {"name": "mcp.fs read", "arguments": "{}"}},
+            {"id": "ok.1", "type": "function", "function": {"name": "ls", "arguments": "{}"}}]},
+        {"role": "tool", "tool_call_id": long_id, "content": "first"},
+        {"role": "tool", "tool_call_id": "ok.1", "content": "second"},
+    ]
+    source = load(_write(tmp_path, records))
+    notes = Notes()
+    [body] = convert(source, "openai", notes)
+    assert_accepted(body, "openai")
+    calls = body["messages"][1]["tool_calls"]
+    assert [c["function"]["name"] for c in calls] == ["mcp_fs_read", "ls"]
+    ids = [c["id"] for c in calls]
+    assert all(re.fullmatch(r"[A-Za-z0-9_-]{1,40}", i) for i in ids)
+    # each result still follows its own call
+    assert [(m["tool_call_id"], m["content"]) for m in body["messages"][2:]] == \
+        [(ids[0], "first"), (ids[1], "second")]
+    assert len(notes.counts) == 1
