@@ -149,9 +149,14 @@ def charts_of(t: Transcript, counter: TokenCounter, *, link: bool) -> Charts:
         tool_bars.append(Bar(f"{name} ({calls})", tool.tokens, where,
                              stats[where].line if stats else 0, "tool"))
     biggest = sorted(range(len(stats)), key=lambda i: -stats[i].tokens)[:TOP]
-    largest = [Bar(f"line {stats[i].line:,} · {stats[i].role}"
-                   + (f" · {stats[i].tool}" if stats[i].tool else ""),
-                   stats[i].tokens, i, stats[i].line, stats[i].role) for i in biggest]
+    numbers = {c: n for n, c in enumerate(running, 1)}  # conversations, in file order
+    largest = []
+    for i in biggest:
+        s = stats[i]
+        where = f"line {s.line:,}" if len(numbers) < 2 else \
+            f"conversation {numbers[t.messages[i].conversation]:,}"
+        largest.append(Bar(f"{where} · {s.role}" + (f" · {s.tool}" if s.tool else ""),
+                           s.tokens, i, s.line, s.role))
     return Charts(t.path, link, context, tool_bars, largest)
 
 
