@@ -138,3 +138,18 @@ def test_tau_bench_is_measured_per_run(exact_tokens):
     assert s.tokens > s.context_window  # all runs together would not fit one window...
     assert s.context_ratio is not None and s.context_ratio < 0.2  # ...but each run does
     assert sum(s.by_role.values()) == s.tokens
+
+
+def test_csv_role_columns_add_up(exact_tokens):
+    import csv
+    import io
+
+    files = [str(SAMPLES / "multi-round.anthropic.jsonl"),
+             str(SAMPLES / "evals.openai-conversations.jsonl")]
+    run = ctxpack("stats", "--format", "csv", *files)
+    rows = list(csv.DictReader(io.StringIO(run.out)))
+    assert len(rows) == 2
+    for row in rows:
+        roles = sum(int(v) for k, v in row.items() if k.startswith("tokens_"))
+        assert roles == int(row["tokens"])
+    assert int(rows[0]["tokens_reasoning"]) > 0 and int(rows[1]["tokens_priming"]) > 3
