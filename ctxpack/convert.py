@@ -209,6 +209,8 @@ def _openai(items: list[_Item], notes: Notes) -> dict[str, Any]:
         elif item.kind == "assistant":
             calls = [p for p in item.parts if isinstance(p, ToolCall)]
             text = _text((p for p in item.parts if not isinstance(p, ToolCall)), notes)
+            if not text and not calls:
+                continue  # the API refuses an assistant message with neither
             out: dict[str, Any] = {"role": "assistant", "content": text or None}
             if calls:
                 out["tool_calls"] = [{"id": c.id, "type": "function", "function": {

@@ -45,6 +45,8 @@ def assert_accepted(body: dict[str, Any], to: str) -> None:
     problems = validate(load_values(messages, to))
     assert not problems, problems
     if to == "openai":
+        assert all(m.get("content") or m.get("tool_calls") for m in messages
+                   if m["role"] == "assistant")
         return
     assert set(body) <= {"system", "messages"}
     roles = [m["role"] for m in messages]
@@ -77,6 +79,20 @@ def test_openai_chat_converts_to_both_apis(tmp_path_factory, chat):
         assert result_texts(body["messages"], to) == result_texts(chat, "openai")
         assert set(notes.counts) <= {"reasoning parts left out (neither API takes unsigned "
                                      "reasoning)"}
+
+
+def test_empty_turns_are_left_out(tmp_path):
+    records = [{"role": "user", "content": "hi"}, {"role": "assistant", "content": ""},
+               {"role": "user", "content": "   "}, {"role": "assistant", "content": "hello"}]
+    source = load(_write(tmp_path, records))
+    [openai] = convert(source, "openai")
+    assert_accepted(openai, "openai")
+    assert [m["role"] for m in openai["messages"]] == ["user", "user", "assistant"]
+    [anthropic] = convert(source, "anthropic")
+    assert_accepted(anthropic, "anthropic")
+    assert anthropic["messages"] == [
+        {"role": "user", "content": [{"type": "text", "text": "hi"}]},
+        {"role": "assistant", "content": [{"type": "text", "text": "hello"}]}]
 
 
 @SETTINGS
