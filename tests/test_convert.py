@@ -10,6 +10,7 @@ from typing import Any
 
 import pytest
 from hypothesis import HealthCheck, given, settings
+from hypothesis import strategies as st
 
 from ctxpack import load
 from ctxpack.checks import validate
@@ -248,3 +249,39 @@ def test_ids_and_names_the_apis_refuse_are_replaced(tmp_path):
     assert [(m["tool_call_id"], m["content"]) for m in body["messages"][2:]] == \
         [(ids[0], "first"), (ids[1], "second")]
     assert len(notes.counts) == 1
+
+
+_IDS = st.sampled_from(["a", "b", "c", None, "x.y", ""])
+_BLOCK = st.one_of(
+    st.fixed_dictionaries({"type": st.just("text"), "text": st.sampled_from(["", " ", "t"])}),
+    st.fixed_dictionaries({"type": st.just("tool_use"), "id": _IDS, "name": st.just("f"),
+                           "input": st.sampled_from([{}, {"k": 1}, [], "s"])}),
+    st.fixed_dictionaries({"type": st.just("tool_result"), "tool_use_id": _IDS,
+                           "content": st.sampled_from(["r", "", [{"type": "text", "text": "r"}]])}),
+    st.fixed_dictionaries({"type": st.just("thinking"), "thinking": st.just("hm")}),
+)
+_LOOSE = st.fixed_dictionaries(
+    {"role": st.sampled_from(["system", "developer", "user", "assistant", "tool", "function"])},
+    optional={"content": st.none() | st.sampled_from(["", "hi"]) | st.lists(_BLOCK, max_size=3),
+              "tool_call_id": _IDS,
+              "tool_calls": st.lists(st.fixed_dictionaries({
+                  "id": _IDS, "type": st.just("function"),
+                  "function": st.fixed_dictionaries({"name": st.sampled_from(["g", "a b", ""]),
+                                                     "arguments": st.sampled_from(["{}", "x"])})}),
+                  max_size=2)})
+
+
+@SETTINGS
+@given(records=st.lists(_LOOSE, max_size=8), fmt=st.sampled_from(["openai", "anthropic"]))
+def test_any_readable_mess_converts_to_accepted_bodies(tmp_path_factory, records, fmt):
+    """Whatever order and pairing a file has, a file a reader takes converts to bodies the
+    provider accepts (or to none, when nothing in it is a turn)."""
+    path = _write(tmp_path_factory.mktemp("m"), records)
+    try:
+        source = load(path, fmt)
+    except InputError:
+        return
+    for to in ("openai", "anthropic"):
+        for body in convert(source, to):
+            if body["messages"]:
+                assert_accepted(body, to)
