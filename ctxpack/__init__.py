@@ -2,7 +2,8 @@
 
 The public API: `load` and `write` transcripts in any supported format,
 `count` and `stats` for where the tokens went, `validate` for what a provider would reject,
-`compress` to make a transcript fit its model and `restore` to undo it.
+`compress` to make a transcript fit its model and `restore` to undo it, `request_bodies`
+for a transcript as Chat Completions or Anthropic request bodies.
 Names are imported on first use so that the command line starts fast; no module is named
 like a function it exports, so importing a module never hides a public name.
 """
@@ -23,19 +24,20 @@ _EXPORTS = {
     "ToolResult": "transcript",
     "count": "tokens", "stats": "breakdown", "FileStats": "breakdown",
     "validate": "checks", "Problem": "checks",
-    "compress": "compression", "restore": "undo",
+    "compress": "compression", "restore": "undo", "request_bodies": "convert",
 }
 
 __all__ = [
     "CannotFit", "CtxpackError", "FileStats", "Image", "InputError", "Message", "Problem", "Text",
     "Thinking", "ToolCall", "ToolResult", "Transcript", "UsageError", "compress", "count", "load",
-    "restore", "stats", "validate", "write",
+    "request_bodies", "restore", "stats", "validate", "write",
 ]
 
 if TYPE_CHECKING:
     from .breakdown import FileStats, stats
     from .checks import Problem, validate
     from .compression import compress
+    from .convert import request_bodies
     from .errors import CannotFit, CtxpackError, InputError, UsageError
     from .loader import load, write
     from .tokens import count

@@ -69,7 +69,8 @@ def conversations(messages: Sequence[Message]) -> list[list[Message]]:
     return list(groups.values())
 
 
-def convert(t: Transcript, to: str, notes: Notes | None = None) -> list[dict[str, Any]]:
+def request_bodies(t: Transcript, to: str, notes: Notes | None = None
+                   ) -> list[dict[str, Any]]:
     """One request body per conversation of `t`, for the API `to` (openai or anthropic)."""
     notes = notes if notes is not None else Notes()
     write = _openai if to == "openai" else _anthropic

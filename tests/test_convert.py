@@ -14,7 +14,7 @@ from hypothesis import strategies as st
 
 from ctxpack import load
 from ctxpack.checks import validate
-from ctxpack.convert import NO_RESULT, OPENS_WITH_ASSISTANT, Notes, convert, whole_log
+from ctxpack.convert import NO_RESULT, OPENS_WITH_ASSISTANT, Notes, request_bodies, whole_log
 from ctxpack.errors import InputError
 from ctxpack.loader import load_values
 from ctxpack.render.charts import charts_of
@@ -74,7 +74,7 @@ def test_openai_chat_converts_to_both_apis(tmp_path_factory, chat):
     source = load(path)
     for to in ("openai", "anthropic"):
         notes = Notes()
-        [body] = convert(source, to, notes)
+        [body] = request_bodies(source, to, notes)
         assert_accepted(body, to)
         # every result is there, word for word; nothing made up for a valid input
         assert result_texts(body["messages"], to) == result_texts(chat, "openai")
@@ -86,10 +86,10 @@ def test_empty_turns_are_left_out(tmp_path):
     records = [{"role": "user", "content": "hi"}, {"role": "assistant", "content": ""},
                {"role": "user", "content": "   "}, {"role": "assistant", "content": "hello"}]
     source = load(_write(tmp_path, records))
-    [openai] = convert(source, "openai")
+    [openai] = request_bodies(source, "openai")
     assert_accepted(openai, "openai")
     assert [m["role"] for m in openai["messages"]] == ["user", "user", "assistant"]
-    [anthropic] = convert(source, "anthropic")
+    [anthropic] = request_bodies(source, "anthropic")
     assert_accepted(anthropic, "anthropic")
     assert anthropic["messages"] == [
         {"role": "user", "content": [{"type": "text", "text": "hi"}]},
@@ -102,7 +102,7 @@ def test_anthropic_chat_converts_to_both_apis(tmp_path_factory, chat):
     path = _write(tmp_path_factory.mktemp("c"), chat)
     source = load(path, "anthropic")  # text-only ones fit OpenAI's shape as well
     for to in ("openai", "anthropic"):
-        [body] = convert(source, to)
+        [body] = request_bodies(source, to)
         assert_accepted(body, to)
         assert result_texts(body["messages"], to) == result_texts(chat, "anthropic")
 
@@ -124,13 +124,13 @@ def test_broken_pairs_are_mended_and_said(tmp_path):
     source = load(_write(tmp_path, records))
     for to in ("openai", "anthropic"):
         notes = Notes()
-        [body] = convert(source, to, notes)
+        [body] = request_bodies(source, to, notes)
         assert_accepted(body, to)
         text = json.dumps(body)
         assert NO_RESULT in text and "stray output" in text and "file.txt" in text
         assert notes.counts["tool calls without a result given one that says so"] == 1
         assert notes.counts["tool results without their call kept as user text"] == 1
-    [body] = convert(source, "anthropic")
+    [body] = request_bodies(source, "anthropic")
     assert body["system"] == "Be brief."
     opening, hello, look, calls, answers = body["messages"]
     assert opening["content"][0]["text"] == OPENS_WITH_ASSISTANT
@@ -165,7 +165,7 @@ def test_corpus_converts_to_accepted_bodies(path):
     if path.parent.name in API_FORMATS:
         assert source.messages  # these are surely read
     for to in ("openai", "anthropic"):
-        for body in convert(source, to):
+        for body in request_bodies(source, to):
             if body["messages"]:
                 assert_accepted(body, to)
     counter = TokenCounter("gpt-4o")
@@ -182,7 +182,7 @@ def test_all_takes_the_whole_log():
     whole = whole_log(t)
     assert len(whole.messages) == len(t.messages) + len(t.outside) + len(t.sidechain)
     assert [m.line for m in whole.messages] == sorted(m.line for m in whole.messages)
-    [body] = convert(whole, "anthropic")
+    [body] = request_bodies(whole, "anthropic")
     assert_accepted(body, "anthropic")
     short = ctxpack("convert", str(SAMPLES / "coding-agent.claude-code.jsonl"), "--to",
                     "markdown")
@@ -239,7 +239,7 @@ def test_ids_and_names_the_apis_refuse_are_replaced(tmp_path):
     ]
     source = load(_write(tmp_path, records))
     notes = Notes()
-    [body] = convert(source, "openai", notes)
+    [body] = request_bodies(source, "openai", notes)
     assert_accepted(body, "openai")
     calls = body["messages"][1]["tool_calls"]
     assert [c["function"]["name"] for c in calls] == ["mcp_fs_read", "ls"]
@@ -282,6 +282,6 @@ def test_any_readable_mess_converts_to_accepted_bodies(tmp_path_factory, records
     except InputError:
         return
     for to in ("openai", "anthropic"):
-        for body in convert(source, to):
+        for body in request_bodies(source, to):
             if body["messages"]:
                 assert_accepted(body, to)

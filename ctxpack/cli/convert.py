@@ -57,12 +57,11 @@ def convert(
 
         transcript = whole_log(transcript)
     if to in ("openai", "anthropic"):
-        from ..convert import Notes
-        from ..convert import convert as to_api
+        from ..convert import Notes, request_bodies
         from ..jsonl import dumps
 
         notes = Notes()
-        bodies = to_api(transcript, to, notes)
+        bodies = request_bodies(transcript, to, notes)
         for line in notes.lines():
             warn(f"{transcript.path}: {line}")
         data = b"".join(dumps(body) + b"\n" for body in bodies)
