@@ -285,3 +285,17 @@ def test_any_readable_mess_converts_to_accepted_bodies(tmp_path_factory, records
         for body in request_bodies(source, to):
             if body["messages"]:
                 assert_accepted(body, to)
+
+
+def test_convert_then_compress(exact_tokens, tmp_path):
+    """convert's Chat Completions file is one compress takes, and restore gives it back."""
+    converted, small = tmp_path / "run.jsonl", tmp_path / "small.jsonl"
+    run = ctxpack("convert", str(SAMPLES / "refactor.codex.jsonl"), "--to", "openai",
+                  "-o", str(converted))
+    assert run.code == 0, run.err
+    run = ctxpack("compress", str(converted), "--budget", "8000", "-o", str(small))
+    assert run.code == 0, run.err
+    assert ctxpack("validate", str(small)).code == 0
+    assert load(small).format == "openai-conversations"
+    back = ctxpack("restore", str(small))
+    assert back.out == converted.read_text(encoding="utf-8")
