@@ -20,6 +20,7 @@ from collections.abc import Iterable, Sequence
 from dataclasses import dataclass, field, replace
 from typing import Any
 
+from .errors import UsageError
 from .transcript import Image, Message, Part, Text, Thinking, ToolCall, ToolResult, Transcript
 
 TARGETS = ("openai", "anthropic")
@@ -72,6 +73,8 @@ def conversations(messages: Sequence[Message]) -> list[list[Message]]:
 def request_bodies(t: Transcript, to: str, notes: Notes | None = None
                    ) -> list[dict[str, Any]]:
     """One request body per conversation of `t`, for the API `to` (openai or anthropic)."""
+    if to not in TARGETS:
+        raise UsageError(f"unknown API {to!r}", f"one of {', '.join(TARGETS)}")
     notes = notes if notes is not None else Notes()
     write = _openai if to == "openai" else _anthropic
     return [write(_items(group, notes), notes) for group in conversations(t.messages)]
@@ -80,7 +83,7 @@ def request_bodies(t: Transcript, to: str, notes: Notes | None = None
 def _items(messages: list[Message], notes: Notes) -> list[_Item]:
     """The conversation as turns, each call's result right after the call that made it."""
     ids = _call_ids(messages)
-    results, matched = _results(messages, ids, notes)
+    results, matched = _results(messages, ids)
     out: list[_Item] = []
     seen_call = 0
     for mi, m in enumerate(messages):
@@ -93,7 +96,7 @@ def _items(messages: list[Message], notes: Notes) -> list[_Item]:
                     label = f"[result of tool call {part.call_id or '(no id)'}]"
                     pending.append(Text(f"{label}\n{part.text}"))
                     pending.extend(p for p in part.parts if isinstance(p, Image))
-                    notes.add("tool results without their call kept as user text")
+                    notes.add("tool results that answer no open call kept as user text")
             elif isinstance(part, ToolCall) and m.role != "assistant":
                 pending.append(Text(f"{part.name}({part.arguments})"))
                 notes.add("tool calls in a message not the assistant's written as text")
@@ -149,7 +152,7 @@ def _call_ids(messages: list[Message]) -> list[str]:
     return out
 
 
-def _results(messages: list[Message], ids: list[str], notes: Notes
+def _results(messages: list[Message], ids: list[str]
              ) -> tuple[dict[str, ToolResult], set[tuple[int, int]]]:
     """Each call's result by the call's id, and where in the messages each one was: the
     first result naming the call, or, for a result naming none (the legacy function
@@ -176,8 +179,7 @@ def _results(messages: list[Message], ids: list[str], notes: Notes
             if cid is None:
                 continue
             if cid in by_id:
-                notes.add("second results for one call kept as user text")
-                continue
+                continue  # a second answer to one call: text, as a result with no call is
             by_id[cid] = replace(part, call_id=cid)
             where.add((mi, pi))
     return by_id, where

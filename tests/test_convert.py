@@ -15,7 +15,7 @@ from hypothesis import strategies as st
 from ctxpack import load
 from ctxpack.checks import validate
 from ctxpack.convert import NO_RESULT, OPENS_WITH_ASSISTANT, Notes, request_bodies, whole_log
-from ctxpack.errors import InputError
+from ctxpack.errors import InputError, UsageError
 from ctxpack.loader import load_values
 from ctxpack.render.charts import charts_of
 from ctxpack.render.document import to_html, to_markdown
@@ -129,7 +129,7 @@ def test_broken_pairs_are_mended_and_said(tmp_path):
         text = json.dumps(body)
         assert NO_RESULT in text and "stray output" in text and "file.txt" in text
         assert notes.counts["tool calls without a result given one that says so"] == 1
-        assert notes.counts["tool results without their call kept as user text"] == 1
+        assert notes.counts["tool results that answer no open call kept as user text"] == 1
     [body] = request_bodies(source, "anthropic")
     assert body["system"] == "Be brief."
     opening, hello, look, calls, answers = body["messages"]
@@ -299,3 +299,22 @@ def test_convert_then_compress(exact_tokens, tmp_path):
     assert load(small).format == "openai-conversations"
     back = ctxpack("restore", str(small))
     assert back.out == converted.read_text(encoding="utf-8")
+
+
+def test_a_second_answer_is_text_and_unknown_apis_are_refused(tmp_path):
+    records = [
+        {"role": "user", "content": "Go."},
+        {"role": "assistant", "content": None, "tool_calls": [
+            {"id": "a", "type": "function", "function": {"name": "ls", "arguments": "{}"}}]},
+        {"role": "tool", "tool_call_id": "a", "content": "first"},
+        {"role": "tool", "tool_call_id": "a", "content": "again"},
+    ]
+    source = load(_write(tmp_path, records))
+    notes = Notes()
+    [body] = request_bodies(source, "openai", notes)
+    assert_accepted(body, "openai")
+    assert body["messages"][2] == {"role": "tool", "tool_call_id": "a", "content": "first"}
+    assert body["messages"][3]["role"] == "user" and "again" in body["messages"][3]["content"]
+    assert notes.counts == {"tool results that answer no open call kept as user text": 1}
+    with pytest.raises(UsageError, match="markdown"):
+        request_bodies(source, "markdown")
