@@ -67,6 +67,30 @@ def summarized(path: Path) -> bytes:
     pytest.skip(f"compress cannot summarize {path.name} within {BUDGET} tokens")
 
 
+def reworked(path: Path, how: str, where: Path) -> bytes:
+    """`path` compressed another way: outputs masked only (no summary), or masked and then
+    compressed again with a summary (a second compress of a compressed session)."""
+    once = compress_file(path, Options(summarize=False, keep_observations=2)).data
+    if how == "masked":
+        return once
+    first = where / "once.jsonl"
+    first.write_bytes(once)
+    return compress_file(first, Options(budget=min(BUDGET, fitted(first) * 3 // 4))).data
+
+
+def expected(data: bytes, how: str) -> str:
+    """What the request of a session compressed `how` must hold: the masked outputs'
+    markers, or the second compress's summary."""
+    return "ctxpack restore --only" if how == "masked" else summary_text(data)[:400]
+
+
+def session(name: str, sessions: list[Any]) -> Path:
+    found = [p.values[0] for p in sessions if p.values[0] is not None and name in p.values[0].name]
+    if not found:
+        pytest.skip(f"corpus session {name} not found")
+    return found[0]
+
+
 def summary_text(data: bytes) -> str:
     for line in data.splitlines():
         if b'"archived_summary"' in line:
@@ -140,9 +164,20 @@ def test_claude_code_resumes_the_summary_and_does_not_compact_again(path: Path,
     claude_pairs(run.provider.messages[0])
 
 
+@pytest.mark.parametrize("how", ["masked", "twice"])
+def test_claude_code_resumes_a_session_compressed_otherwise(how: str, tmp_path: Path) -> None:
+    claude = cli("claude")
+    path = session("8463c716", CLAUDE_SESSIONS)
+    data = reworked(path, how, tmp_path)
+    run = claude_resume(claude, data, tmp_path, env=CLAUDE_LOW)
+    sent = only_request(run, run.provider.messages)
+    assert expected(data, how) in sent
+    claude_pairs(run.provider.messages[0])
+
+
 def test_claude_code_continue_picks_the_compressed_session(tmp_path: Path) -> None:
     claude = cli("claude")
-    path = next(p.values[0] for p in CLAUDE_SESSIONS if "8463c716" in str(p.values[0]))
+    path = session("8463c716", CLAUDE_SESSIONS)
     data = summarized(path)
     run = claude_resume(claude, data, tmp_path, latest=True, env=CLAUDE_LOW)
     sent = only_request(run, run.provider.messages)
@@ -152,7 +187,7 @@ def test_claude_code_continue_picks_the_compressed_session(tmp_path: Path) -> No
 def test_claude_code_compacts_the_original_at_the_low_threshold(tmp_path: Path) -> None:
     # the threshold bites: what the tests above show is compress's doing, not the setting's
     claude = cli("claude")
-    path = next(p.values[0] for p in CLAUDE_SESSIONS if "8463c716" in str(p.values[0]))
+    path = session("8463c716", CLAUDE_SESSIONS)
     run = claude_resume(claude, path.read_bytes(), tmp_path, env=CLAUDE_LOW)
     assert len(run.provider.messages) > 1
 
@@ -174,9 +209,20 @@ def test_codex_resumes_the_summary_and_does_not_compact_again(path: Path, how: s
     codex_pairs(run.provider.responses[0])
 
 
+@pytest.mark.parametrize("how", ["masked", "twice"])
+def test_codex_resumes_a_session_compressed_otherwise(how: str, tmp_path: Path) -> None:
+    codex = cli("codex")
+    path = session("raze", CODEX_SESSIONS)
+    data = reworked(path, how, tmp_path)
+    run = codex_resume(codex, data, tmp_path, *CODEX_LOW, latest=True)
+    sent = only_request(run, run.provider.responses)
+    assert expected(data, how) in sent
+    codex_pairs(run.provider.responses[0])
+
+
 def test_codex_compacts_the_original_at_the_low_threshold(tmp_path: Path) -> None:
     codex = cli("codex")
-    path = next(p.values[0] for p in CODEX_SESSIONS if "raze" in str(p.values[0]))
+    path = session("raze", CODEX_SESSIONS)
     run = codex_resume(codex, path.read_bytes(), tmp_path, *CODEX_LOW)
     assert run.code != 0 or len(run.provider.responses) > 1  # it tried (our mock says no)
 
