@@ -250,3 +250,17 @@ def test_compress_twice_then_append_restores_original_plus_appended(path: Path,
     with twice.open("ab") as f:
         f.writelines(more)
     assert restore(twice) == path.read_bytes() + b"".join(more)
+
+
+@pytest.mark.corpus
+@pytest.mark.parametrize("path", CLAUDE[1:], ids=lambda p: getattr(p, "name", "none"))
+def test_restated_usage_goes_back_with_its_summary(path: Path) -> None:
+    data = summarized(path)
+    metas = [r["ctxpack"] for r in lines(data) if "ctxpack" in r]
+    usage = [m for m in metas if m["kind"] == "usage" or m.get("usage")]
+    if not usage:
+        pytest.skip(f"{path.name}: no usage restated")
+    summary = next(m["id"] for m in metas if m["kind"] == "archived_summary")
+    assert all(m["follows"] == summary for m in usage)
+    back = [r.get("ctxpack", {}) for r in lines(restore([data], only=summary))]
+    assert not any(m.get("kind") == "usage" or m.get("usage") for m in back)

@@ -41,7 +41,8 @@ class Changes:
     """What the output changes of the input's records: the span of lines [first, last]
     (1-based; none when first is 0) the `group` stands for, the archive of the span, and
     the lines written anew: `edited` (their records), `items` (what was done to their
-    outputs), `ids`, and `relinked` (re-pointed at the summary whose id it gives)."""
+    outputs), `ids`, `relinked` (re-pointed at the summary whose id it gives) and
+    `resized` (their usage restated for the smaller context: see `_resize`)."""
 
     first: int = 0
     last: int = 0
@@ -52,6 +53,7 @@ class Changes:
     ids: dict[int, str] = field(default_factory=dict)
     relinked: dict[int, str | None] = field(default_factory=dict)
     resized: set[int] = field(default_factory=set)
+    summary: str | None = None  # the id of the summary's group, if any
 
     def meta(self, n: int, raw: bytes, archiver: Archiver) -> dict[str, Any]:
         """The `ctxpack` object of edited line n, whose bytes were `raw`: it archives them
@@ -66,8 +68,9 @@ class Changes:
             meta["relinked"] = True
         if n in self.resized and kind != "usage":
             meta["usage"] = True
-        if self.relinked.get(n):
-            meta["follows"] = self.relinked[n]
+        follows = self.relinked.get(n) or (self.summary if n in self.resized else None)
+        if follows:
+            meta["follows"] = follows
         return {**meta, "lines": 1, "archive": archiver.pack(raw)}
 
 
@@ -89,8 +92,7 @@ def changes(plan: Plan, archiver: Archiver, now: str) -> Changes:
     # lines re-pointed at the summary, which go back with it (`restore --only`)
     follows = next((r[META_KEY]["id"] for r in out.group if META_KEY in r), None)
     out.relinked = dict.fromkeys(_relink(plan, out) if out.group else (), follows)
-    out.resized = _resize(plan, out)  # their usage, too, is the summary's doing
-    out.relinked.update((n, follows) for n in out.resized if n not in out.relinked)
+    out.resized, out.summary = _resize(plan, out), follows  # restated usage goes back too
     return out
 
 
