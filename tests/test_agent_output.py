@@ -264,3 +264,17 @@ def test_restated_usage_goes_back_with_its_summary(path: Path) -> None:
     assert all(m["follows"] == summary for m in usage)
     back = [r.get("ctxpack", {}) for r in lines(restore([data], only=summary))]
     assert not any(m.get("kind") == "usage" or m.get("usage") for m in back)
+
+
+def test_records_of_odd_shapes_are_neither_kept_nor_restated() -> None:
+    odd: list[dict[str, Any]] = [
+        {"type": ["event_msg"], "payload": {}}, {"type": "event_msg", "payload": [1]},
+        {"type": "event_msg", "payload": {"type": {"user_message": 1}}},
+        {"type": {"a": 1}}, {"type": "assistant", "message": {"usage": [1, 2]}},
+        {"type": "assistant", "message": "text"},
+        {"type": "event_msg", "payload": {"type": "token_count", "info": {
+            "last_token_usage": {"total_tokens": "many"}}}},
+    ]
+    for editor in (ClaudeCodeEditor(), CodexEditor()):
+        assert not any(editor.keeps(r) for r in odd)
+        assert all(editor.recorded(r) is None for r in odd)

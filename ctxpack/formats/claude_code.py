@@ -208,7 +208,8 @@ class ClaudeCodeEditor:
         return {**record, "message": {**message, "content": content}}
 
     def keeps(self, record: dict[str, Any]) -> bool:
-        return record.get("type") in _BOOKKEEPING
+        kind = record.get("type")
+        return isinstance(kind, str) and kind in _BOOKKEEPING
 
     def recorded(self, record: dict[str, Any]) -> int | None:
         message = record.get("message")

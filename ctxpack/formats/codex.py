@@ -343,9 +343,10 @@ class CodexEditor:
 
     def keeps(self, record: dict[str, Any]) -> bool:
         kind, payload = record.get("type"), record.get("payload")
-        if kind == "event_msg":
-            return isinstance(payload, dict) and payload.get("type") in _INDEXED_EVENTS
-        return kind in _STATE_TYPES
+        if kind == "event_msg" and isinstance(payload, dict):
+            kind = payload.get("type")
+            return isinstance(kind, str) and kind in _INDEXED_EVENTS
+        return isinstance(kind, str) and kind in _STATE_TYPES
 
     def recorded(self, record: dict[str, Any]) -> int | None:
         payload = record.get("payload")
