@@ -9,6 +9,7 @@ that were given as values back as values, API-ready.
 
 from __future__ import annotations
 
+import re
 from bisect import bisect_left
 from collections.abc import Iterable, Iterator, Sequence
 from dataclasses import dataclass, field
@@ -340,8 +341,11 @@ def _stated(plan: Plan, end: int) -> tuple[int, int] | None:
 def _records(records: Sequence[Record], lo: int, hi: int, marks: tuple[bytes, ...]
              ) -> Iterator[dict[str, Any]]:
     """The records of lines lo+1 .. hi whose bytes hold one of `marks`, as values."""
+    if not marks:
+        return
+    found = re.compile(b"|".join(map(re.escape, marks))).search  # one pass over each line
     for record in _span(records, lo, hi):
-        if any(mark in record.raw for mark in marks):
+        if found(record.raw):
             value = _data(records, record.line)
             if isinstance(value, dict):
                 yield value
