@@ -298,7 +298,7 @@ def _resize(plan: Plan, done: Changes) -> set[int]:
     editor, records = plan.read.editor, plan.read.transcript.records
     if not editor.usage_mark or not plan.changed:
         return set()
-    start = done.first or min(plan.read.messages[i].line for i in plan.edited)
+    start = min([plan.read.messages[i].line for i in plan.edited] + [done.first or 1 << 62])
     shrink = Shrink(plan, done.first)
     context = {n for m in plan.read.messages for n in m.lines} \
         if editor.usage_on_messages else None
