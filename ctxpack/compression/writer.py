@@ -9,8 +9,11 @@ that were given as values back as values, API-ready.
 
 from __future__ import annotations
 
+import re
+from bisect import bisect_left
 from collections.abc import Iterable, Iterator, Sequence
 from dataclasses import dataclass, field
+from itertools import accumulate
 from typing import Any
 
 from ..archive import VERSION, Archiver, Packed, item_id, meta_of, span_blocks
@@ -39,7 +42,8 @@ class Changes:
     """What the output changes of the input's records: the span of lines [first, last]
     (1-based; none when first is 0) the `group` stands for, the archive of the span, and
     the lines written anew: `edited` (their records), `items` (what was done to their
-    outputs), `ids`, and `relinked` (re-pointed at the summary whose id it gives)."""
+    outputs), `ids`, `relinked` (re-pointed at the summary whose id it gives) and
+    `resized` (their usage restated for the smaller context: see `_resize`)."""
 
     first: int = 0
     last: int = 0
@@ -49,19 +53,25 @@ class Changes:
     items: dict[int, list[dict[str, Any]]] = field(default_factory=dict)
     ids: dict[int, str] = field(default_factory=dict)
     relinked: dict[int, str | None] = field(default_factory=dict)
+    resized: set[int] = field(default_factory=set)
+    summary: str | None = None  # the id of the summary's group, if any
 
     def meta(self, n: int, raw: bytes, archiver: Archiver) -> dict[str, Any]:
         """The `ctxpack` object of edited line n, whose bytes were `raw`: it archives them
         (made as the line is written, so that only one is held at a time)."""
+        kind = OBSERVATIONS if n in self.items else "relinked" if n in self.relinked \
+            else "usage"
         meta: dict[str, Any] = {"id": self.ids.get(n) or item_id("r", n, raw),
-                                "kind": OBSERVATIONS if n in self.items else "relinked",
-                                "version": VERSION}
+                                "kind": kind, "version": VERSION}
         if n in self.items:
             meta["items"] = self.items[n]
         if n in self.relinked and n in self.items:
             meta["relinked"] = True
-        if self.relinked.get(n):
-            meta["follows"] = self.relinked[n]
+        if n in self.resized and kind != "usage":
+            meta["usage"] = True
+        follows = self.relinked.get(n) or (self.summary if n in self.resized else None)
+        if follows:
+            meta["follows"] = follows
         return {**meta, "lines": 1, "archive": archiver.pack(raw)}
 
 
@@ -83,6 +93,7 @@ def changes(plan: Plan, archiver: Archiver, now: str) -> Changes:
     # lines re-pointed at the summary, which go back with it (`restore --only`)
     follows = next((r[META_KEY]["id"] for r in out.group if META_KEY in r), None)
     out.relinked = dict.fromkeys(_relink(plan, out) if out.group else (), follows)
+    out.resized, out.summary = _resize(plan, out), follows  # restated usage goes back too
     return out
 
 
@@ -176,9 +187,14 @@ def _compaction(plan: Plan, archiver: Archiver, now: str
         meta["llm"] = llm_meta(s.llm)
     before = _data(records, first - 1) if first > 1 else None
     merge = messages[s.head - 1].raw if s.merged else None
+    kept = [r for r in _records(records, first - 1, last, editor.keeps_mark) if editor.keeps(r)]
+    usage = _stated(plan, last)
+    context = Shrink(plan, first).context(last + 1, *(usage or (0, 0)))
     c = Compaction(s.text, meta, {"id": sid, "kind": "part"}, _head_records(plan, head),
                    before if isinstance(before, dict) else None, merge,
-                   tokens_before=meta["original_tokens"], time=now, seed=sid)
+                   tokens_before=meta["original_tokens"], time=now, seed=sid, kept=kept,
+                   tokens_after=plan.total,
+                   usage=_data(records, usage[0]) if usage else None, context=context)
     group = editor.compaction(c)
     meta.update(lines=len(group), archive=packed.ref)  # the record holds `meta`
     return first, last, group, packed
@@ -240,6 +256,99 @@ def _relink(plan: Plan, done: Changes) -> set[int]:
             done.edited[n] = new
             out.add(n)
     return out
+
+
+class Shrink:
+    """How much smaller the context before a line of the file is after the plan: every
+    context message wholly before it counts as planned, not as read; the summary counts
+    at the first line of the span it replaces (`first`, 0 for none)."""
+
+    def __init__(self, plan: Plan, first: int) -> None:
+        s, read = plan.summary, plan.read
+        points: list[tuple[int, int, int]] = []  # (last line, tokens read, tokens planned)
+        for j, (m, count) in enumerate(zip(read.messages, read.counts, strict=True)):
+            archived = s is not None and s.start <= j < s.end
+            points.append((max(m.lines, default=0), count.total,
+                           0 if archived else plan.counts[j]))
+        if s is not None:
+            points.append((first, 0, s.tokens))
+        points.sort()
+        self.lines = [p[0] for p in points]
+        self.read = [0, *accumulate(p[1] for p in points)]
+        self.planned = [0, *accumulate(p[2] for p in points)]
+
+    def before(self, line: int) -> tuple[int, int]:
+        """(tokens read, tokens planned) of the context before `line`."""
+        k = bisect_left(self.lines, line)
+        return self.read[k], self.planned[k]
+
+    def context(self, line: int, at: int, stated: int) -> int:
+        """The context before `line` after the plan, in the agent's terms: what a record
+        at line `at` stated (0: nothing stated) less what the plan took out before it
+        (what the agent counts and ctxpack does not, its system prompt and tools say,
+        stays), and never less than ctxpack's own count of it."""
+        read, planned = self.before(at)
+        return max(self.before(line)[1], stated - (read - planned))
+
+
+def _resize(plan: Plan, done: Changes) -> set[int]:
+    """Restate the usage of records after the first change for the smaller context (they
+    join `done.edited`); the lines restated. Records of the span are archived, and the
+    summary's group states the size at its end itself."""
+    editor, records = plan.read.editor, plan.read.transcript.records
+    if not editor.usage_mark or not plan.changed:
+        return set()
+    start = min([plan.read.messages[i].line for i in plan.edited] + [done.first or 1 << 62])
+    shrink = Shrink(plan, done.first)
+    context = {n for m in plan.read.messages for n in m.lines} \
+        if editor.usage_on_messages else None
+    out: set[int] = set()
+    cached, last = 0, (0, 0)  # the prompt of the call stated last, and (stated, new)
+    for record in _span(records, start - 1, len(records)):
+        n = record.line
+        if done.first <= n <= done.last or editor.usage_mark not in record.raw \
+                or (context is not None and n not in context):
+            continue
+        value = done.edited.get(n) or _data(records, n)
+        stated = editor.recorded(value) if isinstance(value, dict) else None
+        if stated is None:
+            continue
+        new = shrink.context(n, n, stated)
+        if (stated, new) != last:  # a call stated again (its pieces, repeated events)
+            cached, last = last[1], (stated, new)
+        if new != stated:
+            done.edited[n] = editor.resized(value, new, min(cached, new))
+            out.add(n)
+    return out
+
+
+def _stated(plan: Plan, end: int) -> tuple[int, int] | None:
+    """(line, tokens) of the last record up to line `end` that states the context's
+    size, or None."""
+    editor, records = plan.read.editor, plan.read.transcript.records
+    if not editor.usage_mark:
+        return None
+    for n in range(end, 0, -1):
+        raw = records[n - 1].raw
+        if editor.usage_mark in raw:
+            value = _data(records, n)
+            stated = editor.recorded(value) if isinstance(value, dict) else None
+            if stated is not None:
+                return n, stated
+    return None
+
+
+def _records(records: Sequence[Record], lo: int, hi: int, marks: tuple[bytes, ...]
+             ) -> Iterator[dict[str, Any]]:
+    """The records of lines lo+1 .. hi whose bytes hold one of `marks`, as values."""
+    if not marks:
+        return
+    found = re.compile(b"|".join(map(re.escape, marks))).search  # one pass over each line
+    for record in _span(records, lo, hi):
+        if found(record.raw):
+            value = _data(records, record.line)
+            if isinstance(value, dict):
+                yield value
 
 
 def _parse(raw: bytes) -> Any:

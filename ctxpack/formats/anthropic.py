@@ -27,6 +27,7 @@ from ..transcript import (
 from .base import (
     Compaction,
     Layout,
+    NoUsage,
     RecordError,
     content_parts,
     string_field,
@@ -350,11 +351,12 @@ def boundary_record(c: Compaction, fields: dict[str, Any]) -> dict[str, Any]:
     """A `compact_boundary` system record in Claude Code's shape, before a ctxpack summary."""
     return {**fields, "type": "system", "subtype": "compact_boundary",
             "content": "Conversation compacted", "timestamp": c.time,
-            "compactMetadata": {"trigger": "ctxpack", "preTokens": c.tokens_before},
+            "compactMetadata": {"trigger": "ctxpack", "preTokens": c.tokens_before,
+                                "postTokens": c.tokens_after},
             META_KEY: c.part}
 
 
-class AnthropicEditor:
+class AnthropicEditor(NoUsage):
     """Plain Messages API lines alternate roles, so the summary joins the user message
     before it; stream-json has Claude Code's compact boundary to restart after."""
 

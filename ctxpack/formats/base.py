@@ -8,7 +8,7 @@ out form the model-visible context, in model order.
 
 from __future__ import annotations
 
-from collections.abc import Callable
+from collections.abc import Callable, Iterable
 from dataclasses import dataclass, field
 from typing import Any, Protocol, TypeVar
 
@@ -71,6 +71,16 @@ def string_field(d: dict[str, Any], key: str) -> str | None:
     raise RecordError(f"{key!r} is {json_kind(value)}, not a string")
 
 
+def marks(names: Iterable[str]) -> tuple[bytes, ...]:
+    """The bytes of each name as a JSON string: one is in every record that holds it."""
+    return tuple(f'"{name}"'.encode() for name in names)
+
+
+def number(value: Any) -> int:
+    """A count as recorded: a whole number of at least 0, else 0 (absent, null, text, NaN)."""
+    return value if type(value) is int and value > 0 else 0
+
+
 def text_of(value: Any) -> str:
     """Text of a content value that may be a string, a list of blocks or something else."""
     if value is None:
@@ -121,7 +131,12 @@ class Compaction:
     new record of the span carries. `head` holds the records of the kept head (the
     system prompt, the task) to write again after a reset marker; `before` is the
     last record before the span; `merge` a user record the summary joins (formats
-    that need roles to alternate), else None.
+    that need roles to alternate), else None. `kept` holds the span's records the
+    agent reads back for itself (titles, the session index's first message: see
+    `Editor.keeps`), in file order; `tokens_after` is the context the summary leaves
+    (ctxpack's count, as `tokens_before`); `usage` is the last record before the span's
+    end that states the context's size, if any, and `context` the size to state after
+    the summary, in the agent's terms (see `Editor.recorded`).
     """
 
     summary: str
@@ -133,6 +148,10 @@ class Compaction:
     tokens_before: int = 0
     time: str = ""
     seed: str = ""
+    kept: list[dict[str, Any]] = field(default_factory=list)
+    tokens_after: int = 0
+    usage: dict[str, Any] | None = None
+    context: int = 0
 
 
 class Editor(Protocol):
@@ -156,6 +175,46 @@ class Editor(Protocol):
     def relink(self, record: dict[str, Any], removed: set[str], to: str) -> dict[str, Any] | None:
         """A copy of a later record re-pointed from a removed record to `to`, or None."""
         ...
+
+    # Records that state the size of the agent's context (its usage): an agent decides
+    # from the last of them whether to compact. After compress they must state the
+    # smaller context, or the agent compacts again what compress already made fit.
+    # `usage_mark` is in the bytes of every such record (b"" for a format without them);
+    # `usage_on_messages`: they are the context's own message records (else events).
+    usage_mark: bytes
+    usage_on_messages: bool
+    keeps_mark: tuple[bytes, ...]  # one is in the bytes of every record `keeps` takes
+
+    def recorded(self, record: dict[str, Any]) -> int | None:
+        """The context tokens `record` states the agent had, or None if it states none."""
+        ...
+
+    def resized(self, record: dict[str, Any], tokens: int, cached: int) -> dict[str, Any]:
+        """A copy of usage record `record` stating `tokens` instead, of which the agent's
+        provider had `cached` in its prompt cache (the previous call's prompt)."""
+        ...
+
+    def keeps(self, record: dict[str, Any]) -> bool:
+        """True for a record of an archived span that the agent reads back for itself
+        (not as model input): it is written again with the summary."""
+        ...
+
+
+class NoUsage:
+    """For an editor of a format whose records state no usage and keep nothing."""
+
+    usage_mark = b""
+    usage_on_messages = False
+    keeps_mark: tuple[bytes, ...] = ()
+
+    def recorded(self, record: dict[str, Any]) -> int | None:
+        return None
+
+    def resized(self, record: dict[str, Any], tokens: int, cached: int) -> dict[str, Any]:
+        return record
+
+    def keeps(self, record: dict[str, Any]) -> bool:
+        return False
 
 
 def tool_result_blocks(blocks: Any, texts: dict[str | None, str]) -> Any:

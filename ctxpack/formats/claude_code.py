@@ -22,7 +22,7 @@ from .anthropic import (
     api_message,
     boundary_record,
 )
-from .base import Compaction, Layout, RecordError, string_field, tool_result_blocks
+from .base import Compaction, Layout, RecordError, marks, number, string_field, tool_result_blocks
 
 # record types only Claude Code writes; generic names (progress, attachment) need more
 _OWN_TYPES = {"file-history-snapshot", "queue-operation", "last-prompt", "ai-title",
@@ -169,6 +169,15 @@ class ClaudeCodeFormat:
         return ClaudeCodeEditor()
 
 
+# Records the agent reads back for its session list, titles and resume picker, not as
+# model input: the newest of each type in an archived span is written again.
+_BOOKKEEPING = ("ai-title", "custom-title", "summary", "last-prompt", "permission-mode",
+                "tag", "agent-name", "agent-color", "agent-setting", "mode", "pr-link",
+                "worktree-state")
+# What Claude Code adds up as the context of a call (input, cache and output tokens).
+_USAGE_FIELDS = ("input_tokens", "cache_creation_input_tokens", "cache_read_input_tokens",
+                 "output_tokens")
+
 # Fields every linked record repeats; new records copy them from their neighbours.
 _SESSION_FIELDS = ("isSidechain", "agentId", "userType", "cwd", "sessionId", "version",
                    "gitBranch", "slug")
@@ -186,6 +195,9 @@ class ClaudeCodeEditor:
 
     resets = True
     alternates = False
+    usage_mark = b'"usage"'
+    usage_on_messages = True  # an assistant record's message.usage
+    keeps_mark = marks(_BOOKKEEPING)
 
     def keeps_place(self, message: Message) -> bool:
         return False
@@ -195,9 +207,41 @@ class ClaudeCodeEditor:
         content = tool_result_blocks(message.get("content"), texts)
         return {**record, "message": {**message, "content": content}}
 
+    def keeps(self, record: dict[str, Any]) -> bool:
+        kind = record.get("type")
+        return isinstance(kind, str) and kind in _BOOKKEEPING
+
+    def recorded(self, record: dict[str, Any]) -> int | None:
+        message = record.get("message")
+        usage = message.get("usage") if isinstance(message, dict) else None
+        if record.get("type") != "assistant" or not isinstance(usage, dict):
+            return None
+        tokens = sum(number(usage.get(k)) for k in _USAGE_FIELDS)
+        return tokens or None  # a synthetic reply states no call
+
+    def resized(self, record: dict[str, Any], tokens: int, cached: int) -> dict[str, Any]:
+        """The usage of a call that sent the smaller context: what was not in the cache
+        (the previous call's prompt) is written to it, as after the agent's own compaction."""
+        message = record["message"]
+        usage = message["usage"]
+        output = min(number(usage.get("output_tokens")), tokens)
+        prompt = tokens - output
+        fresh = min(number(usage.get("input_tokens")), prompt)
+        read = min(cached, prompt - fresh)
+        new = {**usage, "input_tokens": fresh, "cache_read_input_tokens": read,
+               "cache_creation_input_tokens": prompt - fresh - read, "output_tokens": output}
+        split = usage.get("cache_creation")
+        if isinstance(split, dict) and split:  # by cache lifetime: all to the one most used
+            most = max(split, key=lambda k: number(split[k]))
+            new["cache_creation"] = {k: (prompt - fresh - read if k == most else 0)
+                                     for k in split}
+        return {**record, "message": {**message, "usage": new}}
+
     def compaction(self, c: Compaction) -> list[dict[str, Any]]:
         near = next((r for r in (*c.head, c.before) if r is not None), {})
         fields = {k: near[k] for k in _SESSION_FIELDS if k in near}  # a sub-agent file stays one
+        newest = {r.get("type"): r for r in c.kept}  # the newest of each type
+        kept = [{**r, META_KEY: c.part} for r in c.kept if newest[r.get("type")] is r]
         boundary = boundary_record(c, {"parentUuid": None, **fields})
         boundary["logicalParentUuid"] = c.before.get("uuid") if c.before else None
         boundary["uuid"] = parent = new_uuid(c.seed, 0)
@@ -209,7 +253,7 @@ class ClaudeCodeEditor:
                    "message": {"role": "user", "content": c.summary},
                    "isCompactSummary": True, "isVisibleInTranscriptOnly": True,
                    "uuid": new_uuid(c.seed, 1), "timestamp": c.time, META_KEY: c.meta}
-        return [boundary, *head, summary]
+        return [*kept, boundary, *head, summary]
 
     def relink(self, record: dict[str, Any], removed: set[str], to: str) -> dict[str, Any] | None:
         if record.get("parentUuid") in removed:

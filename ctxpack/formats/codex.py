@@ -14,7 +14,7 @@ from typing import Any, NamedTuple
 
 from ..jsonl import dumps
 from ..transcript import META_KEY, Image, Message, Part, Text, Thinking, ToolCall, ToolResult
-from .base import Compaction, Layout, RecordError, content_parts, string_field
+from .base import Compaction, Layout, RecordError, content_parts, marks, number, string_field
 from .openai import parse_data_url
 
 _SURE_TYPES = {"session_meta", "response_item", "event_msg", "turn_context", "compacted"}
@@ -318,12 +318,58 @@ def _numbers(usage: Any) -> dict[str, Any] | None:
     return {k: v for k, v in usage.items() if not isinstance(v, (dict, list))}
 
 
+# Events the CLI reads back from an archived span: its session index takes a thread's
+# first message, title and settings from them (`resume --last` lists a thread by its first
+# `user_message`). They are written again before the `compacted` line.
+_INDEXED_EVENTS = {"user_message", "thread_name_updated", "thread_settings_applied",
+                   "thread_goal_updated", "session_configured"}
+# Records of the state a turn runs in (model, working folder, permissions): written again
+# after the `compacted` line, the last `turn_context` and every `world_state` (which may
+# be a change to the one before), so the next turn knows what the archived ones ran in.
+_STATE_TYPES = {"turn_context", "world_state"}
+_ZERO_USAGE = {"input_tokens": 0, "cached_input_tokens": 0, "output_tokens": 0,
+               "reasoning_output_tokens": 0, "total_tokens": 0}
+
+
 class CodexEditor:
     """Writes a `compacted` line whose replacement history is the kept head and the summary,
     as the CLI's own compaction does; the system prompt stays in its `session_meta`."""
 
     resets = True
     alternates = False
+    usage_mark = b'"token_count"'
+    usage_on_messages = False  # token_count events after each call
+    keeps_mark = marks(_INDEXED_EVENTS | _STATE_TYPES)
+
+    def keeps(self, record: dict[str, Any]) -> bool:
+        kind, payload = record.get("type"), record.get("payload")
+        if kind == "event_msg" and isinstance(payload, dict):
+            kind = payload.get("type")
+            return isinstance(kind, str) and kind in _INDEXED_EVENTS
+        return isinstance(kind, str) and kind in _STATE_TYPES
+
+    def recorded(self, record: dict[str, Any]) -> int | None:
+        payload = record.get("payload")
+        if record.get("type") != "event_msg" or not isinstance(payload, dict) \
+                or payload.get("type") != "token_count":
+            return None
+        info = payload.get("info")
+        last = info.get("last_token_usage") if isinstance(info, dict) else None
+        return number(last.get("total_tokens")) or None if isinstance(last, dict) else None
+
+    def resized(self, record: dict[str, Any], tokens: int, cached: int) -> dict[str, Any]:
+        """The event with its last call's usage stating `tokens` (the CLI's measure of the
+        context); the session's running totals stay what was spent."""
+        payload = record["payload"]
+        info = payload["info"]
+        last = info["last_token_usage"]
+        output = min(number(last.get("output_tokens")), tokens)
+        new = {**last, "input_tokens": tokens - output,
+               "cached_input_tokens": min(cached, tokens - output), "output_tokens": output,
+               "reasoning_output_tokens": min(number(last.get("reasoning_output_tokens")),
+                                              output),
+               "total_tokens": tokens}
+        return {**record, "payload": {**payload, "info": {**info, "last_token_usage": new}}}
 
     def keeps_place(self, message: Message) -> bool:
         return message.role == "system"
@@ -335,9 +381,21 @@ class CodexEditor:
         items = [r["payload"] if "payload" in r else r for r in c.head]
         items.append({"type": "message", "role": "user",
                       "content": [{"type": "input_text", "text": c.summary}]})
-        return [{"timestamp": c.time, "type": "compacted",
-                 "payload": {"message": c.summary, "replacement_history": items},
-                 META_KEY: c.meta}]
+        events = [r for r in c.kept if r.get("type") == "event_msg"]
+        turns = [r for r in c.kept if r.get("type") == "turn_context"][-1:]
+        states = [r for r in c.kept if r.get("type") == "world_state"]
+        usage = c.usage if c.usage is not None else {
+            "timestamp": c.time, "type": "event_msg",
+            "payload": {"type": "token_count", "rate_limits": None,
+                        "info": {"total_token_usage": _ZERO_USAGE,
+                                 "last_token_usage": _ZERO_USAGE}}}
+        fresh = {**self.resized(usage, c.context, 0), "timestamp": c.time}
+        compacted = {"timestamp": c.time, "type": "compacted",
+                     "payload": {"message": c.summary, "replacement_history": items},
+                     META_KEY: c.meta}
+        return [*({**r, META_KEY: c.part} for r in events), compacted,
+                *({**r, META_KEY: c.part} for r in (*turns, *states)),
+                {**fresh, META_KEY: c.part}]
 
     def relink(self, record: dict[str, Any], removed: set[str], to: str) -> dict[str, Any] | None:
         return None

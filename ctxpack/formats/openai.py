@@ -11,7 +11,7 @@ from typing import Any
 
 from ..jsonl import dumps, json_kind
 from ..transcript import META_KEY, Image, Message, Part, Text, Thinking, ToolCall, ToolResult
-from .base import Compaction, Layout, RecordError, content_parts, string_field
+from .base import Compaction, Layout, NoUsage, RecordError, content_parts, string_field
 
 _SURE_ROLES = {"system", "developer", "tool", "function"}
 
@@ -126,7 +126,7 @@ class OpenAIFormat:
         return OpenAIEditor()
 
 
-class OpenAIEditor:
+class OpenAIEditor(NoUsage):
     """Chat Completions lines: a result is a `tool` message; the summary a user message."""
 
     resets = False
