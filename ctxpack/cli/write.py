@@ -13,6 +13,7 @@ from typing import Annotated, Any
 import typer
 
 from ..errors import EXIT_USAGE, CtxpackError, UsageError
+from . import datasets
 from .common import (
     ConfigOpt,
     ForceOpt,
@@ -203,9 +204,18 @@ def compress(
     skip_invalid: SkipOpt = False,
     no_cache: NoCacheOpt = False,
     config: ConfigOpt = None,
+    messages_column: datasets.MessagesColumnOpt = None,
+    id_column: datasets.IdColumnOpt = None,
+    engine: datasets.EngineOpt = "local",
+    ray_address: datasets.RayAddressOpt = None,
     **flags: Any,
 ) -> None:
-    """Shrink a transcript to fit its model; originals are archived for restore."""
+    """Shrink a transcript (or each row of a dataset) to fit its model; originals are
+    archived for restore."""
+    if datasets.wanted(files, messages_column):
+        raise typer.Exit(_compress_dataset(files, output, model, format, messages_column,
+                                           id_column, engine, ray_address, no_cache, config,
+                                           flags, quiet, report_json))
     if not _one_file(files, out_dir):
         if output is not None:
             raise UsageError("-o takes one input", "use --out-dir DIR for many")
@@ -235,6 +245,20 @@ def compress(
             _say_kept(_write_result(dest, file, result.chunks(), seen, result.report.changed))
     finally:
         result.close()
+
+
+def _compress_dataset(files: list[str], output: str | None, model: str | None,
+                      format: str | None, column: str | None, id_column: str | None,
+                      engine: str, address: str | None, no_cache: bool, config: str | None,
+                      flags: dict[str, Any], quiet: bool, report_json: str | None) -> int:
+    from ..compression.settings import settings_of
+
+    if len(files) != 1:
+        raise UsageError("compress takes one dataset at a time")
+    cfg, options = _settings(config, flags)
+    rows = datasets.rows_of(column, id_column, format, model, cfg.models, not no_cache)
+    return datasets.compress(files[0], output, rows, datasets.engine_of(engine, address),
+                             settings_of(options), quiet, report_json)
 
 
 def _many(files: list[str], out_dir: str | None, in_place: bool, writes: bool,
@@ -365,9 +389,18 @@ def restore(
     report_json: Annotated[str | None, typer.Option(
         "--report-json", metavar="PATH",
         help="With many inputs: what became of each file, as JSON (- for stdout).")] = None,
+    engine: datasets.EngineOpt = "local",
+    ray_address: datasets.RayAddressOpt = None,
 ) -> None:
-    """Undo compress: give back the original transcript, byte for byte."""
+    """Undo compress: give back the original transcript, byte for byte (a dataset's
+    messages column, value for value)."""
     from ..undo import MAX_GROWTH, items, restoring
+
+    if datasets.wanted(files, None):
+        if len(files) != 1:
+            raise UsageError("restore takes one dataset at a time")
+        raise typer.Exit(datasets.restore(files[0], output, archive_dir,
+                                          datasets.engine_of(engine, ray_address)))
 
     if not _one_file(files, out_dir):
         if output is not None or only is not None or list_:

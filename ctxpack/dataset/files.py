@@ -1,0 +1,155 @@
+"""Dataset files in and out: a Parquet file read by row batches (or a JSONL file of rows,
+one trajectory a line), each batch run through one of the table functions, and the
+results written as they come (Parquet, or CSV for per-row stats), so memory holds one
+batch, never the dataset. An output is complete or not there at all.
+"""
+
+from __future__ import annotations
+
+import os
+from collections.abc import Callable, Iterator
+from contextlib import contextmanager
+from dataclasses import replace
+from typing import Any
+
+from ..errors import InputError, UsageError
+from ..jsonl import dumps, iter_lines, loads, open_source
+from .rows import ID_COLUMNS, Rows, pyarrow
+
+BATCH_ROWS = 256  # rows per batch: trajectories run to megabytes, so batches stay small
+Batch = tuple[Any, Rows]  # a table of rows, and how to read them (their first row's number)
+
+
+def is_parquet(path: str) -> bool:
+    return path.endswith((".parquet", ".pq"))
+
+
+def batches(path: str, rows: Rows, size: int = BATCH_ROWS) -> Iterator[Batch]:
+    """The rows of the dataset at `path`, a batch at a time, each with its Rows."""
+    pa = pyarrow()
+    rows = replace(rows, name=path)
+    start = 0
+    for table in (_parquet(path, size) if is_parquet(path) else _jsonl(path, rows, size)):
+        yield table, replace(rows, start=start)
+        start += table.num_rows
+    if start == 0 and not is_parquet(path):
+        yield pa.table({rows.column: pa.array([], pa.string())}), rows
+
+
+def _parquet(path: str, size: int) -> Iterator[Any]:
+    pa = pyarrow()
+    import pyarrow.parquet as pq
+
+    try:
+        data = pq.ParquetFile(path)
+    except (pa.ArrowInvalid, OSError) as exc:
+        raise InputError(path, None, f"not a Parquet file ({exc})") from None
+    schema = data.schema_arrow
+    for batch in data.iter_batches(batch_size=size):
+        yield pa.Table.from_batches([batch]).replace_schema_metadata(schema.metadata)
+
+
+def _jsonl(path: str, rows: Rows, size: int) -> Iterator[Any]:
+    """A JSONL file of rows as tables of the id column and the messages as JSON text (a
+    line that is not JSON keeps its text, which its row then reports)."""
+    pa = pyarrow()
+    src = open_source(path)
+    key = rows.id_column
+    try:
+        ids: list[Any] = []
+        texts: list[str] = []
+        for raw in iter_lines(src.stream, src.size):
+            if not raw.strip():
+                continue
+            try:
+                record = loads(raw)
+            except ValueError:
+                record = None
+            if isinstance(record, dict):
+                key = key or next((c for c in ID_COLUMNS if c in record), None)
+                value = record.get(rows.column)
+                ids.append(None if key is None or record.get(key) is None
+                           else str(record[key]))
+                texts.append(dumps(value).decode() if value is not None else "null")
+            else:
+                ids.append(None)
+                texts.append(raw.decode("utf-8", "replace").strip())
+            if len(texts) == size:
+                yield _rows_table(pa, key, ids, texts, rows.column)
+                ids, texts = [], []
+        if texts:
+            yield _rows_table(pa, key, ids, texts, rows.column)
+    finally:
+        src.close()
+
+
+def _rows_table(pa: Any, key: str | None, ids: list[Any], texts: list[str],
+                column: str) -> Any:
+    data = {column: pa.array(texts, pa.string())}
+    if key is not None:
+        data = {key: pa.array(ids, pa.string()), **data}
+    return pa.table(data)
+
+
+def results(path: str, rows: Rows, work: Callable[..., Any], engine: Any = None,
+            **settings: Any) -> Iterator[Any]:
+    """`work(batch, **rows, **settings)` of each batch of the dataset, in row order: here,
+    or by `engine` (see ctxpack.dataset.ray) where one is given."""
+    if engine is not None:
+        yield from engine.map(path, rows, work, settings)
+        return
+    for table, at in batches(path, rows):
+        yield work(table, **vars(at), **settings)
+
+
+@contextmanager
+def written(dest: str) -> Iterator[Callable[[Any], None]]:
+    """A function that appends tables to the file `dest` (Parquet, or CSV by its name),
+    which is there complete once the block ends, or not at all if it breaks."""
+    from ..atomic import temporary
+
+    folder = os.path.dirname(os.path.abspath(dest))
+    if not os.path.isdir(folder):
+        raise UsageError(f"{dest}: its folder does not exist")
+    if os.path.isdir(dest):
+        raise UsageError(f"{dest}: is a folder", "give a file name")
+    csv = dest.endswith(".csv")
+    with temporary(folder) as draft:
+        writer: Any = None
+
+        def add(table: Any) -> None:
+            nonlocal writer
+            table = _flat(table) if csv else table
+            if writer is None:
+                writer = _writer(draft.file, table.schema, csv)
+            writer.write_table(table)
+
+        try:
+            yield add
+        finally:
+            if writer is not None:
+                writer.close()
+        if writer is None:  # no rows at all: an empty file of no columns
+            _writer(draft.file, pyarrow().schema([]), csv).close()
+        draft.publish(dest)
+
+
+def _writer(sink: Any, schema: Any, csv: bool) -> Any:
+    if csv:
+        import pyarrow.csv as pcsv
+
+        return pcsv.CSVWriter(sink, schema)
+    import pyarrow.parquet as pq
+
+    return pq.ParquetWriter(sink, schema)
+
+
+def _flat(table: Any) -> Any:
+    """A table CSV can hold: lists joined into one text (problems, one after another)."""
+    pa = pyarrow()
+    for i, name in enumerate(table.column_names):
+        if pa.types.is_list(table.column(i).type):
+            joined = [" | ".join(v) if v is not None else None
+                      for v in table.column(i).to_pylist()]
+            table = table.set_column(i, name, pa.array(joined, pa.string()))
+    return table
