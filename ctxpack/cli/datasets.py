@@ -11,7 +11,7 @@ from typing import Annotated, Any
 import typer
 
 from ..errors import EXIT_CHECK_FAILED, UsageError
-from .common import error, stderr
+from .common import error, plain, stderr
 
 MessagesColumnOpt = Annotated[str | None, typer.Option(
     "--messages-column", metavar="NAME", help="Read a dataset of one trajectory a row "
@@ -116,13 +116,15 @@ def validate(files: list[str], rows: Any, engine: Any, json_out: bool) -> int:
                 if r["valid"]:
                     continue
                 counts["invalid"] += 1
-                problems = r["problems"] or [r["error"]]
                 if json_out:
                     docs.append({"path": path, "row": r["row"], "id": r["id"],
-                                 "problems": problems})
+                                 "problems": r["problems"], "error": r["error"]})
+                elif r["error"] is not None:  # it names the file and the row
+                    print(plain(r["error"]))
                 else:
-                    for p in problems:
-                        print(f"{path} row {r['row']} ({r['id']}): {p}")
+                    named = f" (id {r['id']})" if r["id"] != str(r["row"]) else ""
+                    for p in r["problems"]:
+                        print(plain(f"{path} row {r['row']}{named}: {p}"))
         bad += counts["invalid"]
         if not json_out:
             stderr().print(f"{path}: {counts['rows']:,} rows, {counts['invalid']:,} with "
