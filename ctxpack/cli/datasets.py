@@ -55,7 +55,7 @@ def engine_of(name: str, address: str | None) -> Any:
         return None
     if name != "ray":
         raise UsageError(f"unknown engine {name!r}", "engines: local, ray")
-    from ..dataset.ray import RayEngine
+    from ..dataset.on_ray import RayEngine
 
     return RayEngine(address)
 

@@ -94,7 +94,7 @@ def _rows_table(pa: Any, key: str | None, ids: list[Any], texts: list[str],
 def results(path: str, rows: Rows, work: Callable[..., Any], engine: Any = None,
             **settings: Any) -> Iterator[Any]:
     """`work(batch, **rows, **settings)` of each batch of the dataset, in row order: here,
-    or by `engine` (see ctxpack.dataset.ray) where one is given."""
+    or by `engine` (see ctxpack.dataset.on_ray) where one is given."""
     if engine is not None:
         yield from engine.map(path, rows, work, settings)
         return
