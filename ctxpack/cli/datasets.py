@@ -9,6 +9,7 @@ import sys
 from typing import Annotated, Any
 
 import typer
+from rich.markup import escape
 
 from ..errors import EXIT_CHECK_FAILED, UsageError
 from .common import error, plain, stderr
@@ -94,6 +95,10 @@ def stats(files: list[str], rows: Any, engine: Any, per_row: str | None,
     for totals in done:
         for problem in totals.errors:
             error(problem)
+        if max_tokens is not None and totals.over:
+            stderr().print(f"[red]over budget:[/red] {escape(plain(totals.path))}: "
+                           f"{totals.over:,} rows over --max-tokens {max_tokens:,}",
+                           highlight=False)
     failed = any(t.failed for t in done)
     over = max_tokens is not None and any(t.over for t in done)
     return EXIT_CHECK_FAILED if failed or over else 0

@@ -96,8 +96,10 @@ def _compress_row(row: Row, value: Any, kind: Any, rows: Rows, settings: dict[st
                 "archive": archiver.pack(original)}
         return Outcome(written, report.tokens_before, report.tokens_after, done_of(report),
                        meta=dumps(meta).decode())
-    except CtxpackError as exc:
-        return Outcome(value, error=str(exc))
+    except CtxpackError as exc:  # the row's problem, said with where it is
+        said = str(exc)
+        return Outcome(value, error=said if said.startswith(row.where) else
+                       f"{row.where}: {said}")
 
 
 def _check_fits(written: Any, kind: Any, row: Row) -> None:
