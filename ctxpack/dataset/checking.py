@@ -40,17 +40,20 @@ def stats_table(table: Any, **settings: Any) -> Any:
     """One row of stats per row of `table` (see STATS_SCHEMA); `settings` are the fields
     of `Rows` (column, format, id_column, name, start, model, models, cache). A row
     that cannot be read has its `error` and no counts."""
+    from ..cache import held
+
     rows = Rows(**settings)
     out = []
-    for row in read_rows(table, rows):
-        entry: dict[str, Any] = {"row": row.index, "id": row.id}
-        try:
-            if row.problem is not None:
-                raise row.problem
-            entry.update(_row_stats(row, rows))
-        except CtxpackError as exc:
-            entry.update(valid=False, error=str(exc))
-        out.append(entry)
+    with held():  # the token cache opened once for the batch, not once a row
+        for row in read_rows(table, rows):
+            entry: dict[str, Any] = {"row": row.index, "id": row.id}
+            try:
+                if row.problem is not None:
+                    raise row.problem
+                entry.update(_row_stats(row, rows))
+            except CtxpackError as exc:
+                entry.update(valid=False, error=str(exc))
+            out.append(entry)
     return table_of(out, STATS_SCHEMA)
 
 

@@ -93,13 +93,22 @@ def _rows_table(pa: Any, key: str | None, ids: list[Any], texts: list[str],
 
 def results(path: str, rows: Rows, work: Callable[..., Any], engine: Any = None,
             **settings: Any) -> Iterator[Any]:
-    """`work(batch, **rows, **settings)` of each batch of the dataset, in row order: here,
-    or by `engine` (see ctxpack.dataset.on_ray) where one is given."""
+    """`work(batch, **rows, **settings)` of each batch of the dataset, in row order: on
+    this machine's cores, or by `engine` (see ctxpack.dataset.on_ray) where one is given."""
     if engine is not None:
         yield from engine.map(path, rows, work, settings)
         return
-    for table, at in batches(path, rows):
-        yield work(table, **vars(at), **settings)
+    from ..workers import Workers, in_order
+
+    with Workers() as workers:  # batches a core, where there are cores
+        yield from in_order(run_batch, ((work, table, at, settings)
+                                        for table, at in batches(path, rows)), workers)
+
+
+def run_batch(work: Callable[..., Any], table: Any, rows: Rows,
+              settings: dict[str, Any]) -> Any:
+    """`work` of one batch (in a worker process, or here)."""
+    return work(table, **vars(rows), **settings)
 
 
 @contextmanager

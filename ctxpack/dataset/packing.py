@@ -47,6 +47,7 @@ def compress_table(table: Any, **settings: Any) -> Any:
     compress settings (`budget=`, `keep_steps=`, `archive_dir=`, ... as for
     `ctxpack.compress`)."""
     from ..archive import Archiver
+    from ..cache import held
     from ..compression.settings import from_keywords
 
     pa = pyarrow()
@@ -58,8 +59,9 @@ def compress_table(table: Any, **settings: Any) -> Any:
     archiver = Archiver(options.archive_dir, options.archive)
     column = messages_column(table, rows)
     values = column.to_pylist()
-    outcomes = [_compress_row(row, values[row.index - rows.start], column.type, rows, rest,
-                              archiver) for row in read_rows(table, rows)]
+    with held():  # the token cache opened once for the batch, not once a row
+        outcomes = [_compress_row(row, values[row.index - rows.start], column.type, rows,
+                                  rest, archiver) for row in read_rows(table, rows)]
     out = table.set_column(table.column_names.index(rows.column), rows.column,
                            pa.array([o.value for o in outcomes], type=column.type))
     added = {"ctxpack_tokens_before": ([o.tokens_before for o in outcomes], pa.int64()),
