@@ -230,6 +230,35 @@ def test_cli_compress_and_restore_a_parquet_file(tmp_path: Path) -> None:
     assert again.code == 1
 
 
+def test_cli_shards_split_the_row_groups_and_skip_existing_resumes(tmp_path: Path) -> None:
+    table = table_of(over_budget() * 2, "json", bad=False)  # 34 rows: 7 row groups of 5
+    data = write(table, tmp_path / "data.parquet")
+    parts = [tmp_path / f"part-{i}.parquet" for i in range(3)]
+    for i, part in enumerate(parts):
+        run = run_ctxpack("compress", str(data), "-o", str(part), "--budget", str(BUDGET),
+                          "--shard", f"{i}/3", env=PINNED)
+        assert run.code == 0, run.err
+    whole = tmp_path / "whole.parquet"
+    assert run_ctxpack("compress", str(data), "-o", str(whole), "--budget", str(BUDGET),
+                       env=PINNED).code == 0
+    shares = [pq.read_table(p) for p in parts]
+    assert [s.num_rows for s in shares] == [14, 10, 10]  # groups 0,3,6 / 1,4 / 2,5
+    by_id = {r["id"]: r for s in shares for r in s.to_pylist()}
+    assert [by_id[r["id"]] for r in pq.read_table(whole).to_pylist()] == \
+        pq.read_table(whole).to_pylist()  # each row as the whole run made it
+    back = []
+    for i, part in enumerate(parts):
+        assert run_ctxpack("restore", str(part), "-o", str(tmp_path / f"back-{i}.parquet")
+                           ).code == 0
+        back += pq.read_table(tmp_path / f"back-{i}.parquet").to_pylist()
+    assert sorted(back, key=lambda r: r["id"]) == table.to_pylist()
+    before = parts[0].stat().st_mtime_ns
+    run = run_ctxpack("compress", str(data), "-o", str(parts[0]), "--budget", str(BUDGET),
+                      "--shard", "0/3", "--skip-existing")
+    assert run.code == 0 and "skipped" in run.err
+    assert parts[0].stat().st_mtime_ns == before
+
+
 def test_cli_validate_reports_rows(tmp_path: Path) -> None:
     broken = [{"role": "tool", "tool_call_id": "call_9", "content": "orphan"}]
     data = write(table_of([evals()[0], broken], "json"), tmp_path / "data.parquet")
@@ -261,6 +290,8 @@ def test_jsonl_rows_read_as_a_dataset(tmp_path: Path) -> None:
     (["stats", "{data}", "--format", "codex"], "unknown messages dialect 'codex'"),
     (["stats", "{data}", "--engine", "spark"], "unknown engine 'spark'"),
     (["stats", "{data}", str(SAMPLES / "support-chat.openai.jsonl")], "separate runs"),
+    (["stats", "{data}", "--per-row", "{data}"], "--per-row is the input file"),
+    (["compress", "{data}", "-o", "{data}"], "--output is the input file"),
 ])
 def test_cli_usage_errors_are_one_line(tmp_path: Path, args: list[str], fragment: str) -> None:
     data = write(table_of(evals()[:2], "json", bad=False), tmp_path / "data.parquet")

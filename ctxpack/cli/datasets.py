@@ -5,6 +5,7 @@ A row that fails is reported and counted; the run then exits 1, its output compl
 
 from __future__ import annotations
 
+import os
 import sys
 from typing import Annotated, Any
 
@@ -71,6 +72,8 @@ def stats(files: list[str], rows: Any, engine: Any, per_row: str | None,
 
     if per_row is not None and len(files) != 1:
         raise UsageError("--per-row takes one dataset")
+    if per_row is not None:
+        _not_the_input(files[0], per_row, "--per-row")
     if output not in ("table", "json"):
         raise UsageError(f"a dataset's stats print as table or json, not {output}")
     done = []
@@ -145,22 +148,41 @@ def _destination(file: str, output: str | None) -> str:
 
     if output in (None, "-") or not is_parquet(output):
         raise UsageError("a dataset is written as a Parquet file", "pass -o OUT.parquet")
-    if output == file:
-        raise UsageError("--output is the input file")
+    _not_the_input(file, output, "--output")
     return output
 
 
+def _not_the_input(file: str, output: str, flag: str) -> None:
+    if output == file or os.path.exists(output) and os.path.exists(file) \
+            and os.path.samefile(output, file):
+        raise UsageError(f"{flag} is the input file", "write it elsewhere")
+
+
+def _up_to_date(file: str, dest: str) -> bool:
+    """Is `dest` there already, newer than `file` (a run that was done, for --skip-existing)?"""
+    try:
+        return os.stat(dest).st_mtime_ns >= os.stat(file).st_mtime_ns
+    except OSError:
+        return False
+
+
 def compress(file: str, output: str | None, rows: Any, engine: Any, settings: dict[str, Any],
-             quiet: bool, report_json: str | None) -> int:
+             quiet: bool, report_json: str | None, shard: tuple[int, int] | None = None,
+             skip_existing: bool = False) -> int:
+    """Compress a dataset (or the share `shard` of its rows) to `output`; the exit code."""
     from ..dataset import compress_table
     from ..dataset.files import results, written
     from ..dataset.totals import DatasetCompressed
     from ..render import dataset as render
 
     dest = _destination(file, output)
+    if skip_existing and _up_to_date(file, dest):
+        if not quiet:
+            stderr().print(escape(plain(f"{dest} is newer than {file}: skipped")))
+        return 0
     done = DatasetCompressed(file, dest)
     with written(dest) as add:
-        for table in results(file, rows, compress_table, engine, **settings):
+        for table in results(file, rows, compress_table, engine, shard, **settings):
             done.add(table)
             add(table)
     if report_json is not None:

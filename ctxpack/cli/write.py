@@ -117,11 +117,12 @@ JobsOpt = Annotated[int | None, typer.Option(
     "--jobs", "-j", metavar="N", min=1,
     help="With many inputs: files at a time (default: every core).")]
 SkipExistingOpt = Annotated[bool, typer.Option(
-    "--skip-existing", help="With many inputs: skip a file whose output is newer than it "
-    "(a killed run resumes).")]
+    "--skip-existing", help="With many inputs (or a dataset): skip a file whose output is "
+    "newer than it (a killed run resumes).")]
 ShardOpt = Annotated[str | None, typer.Option(
     "--shard", metavar="I/N", help="With many inputs: only the I-th of N shares of the "
-    "files (I from 0 to N-1), the same share whoever runs it.")]
+    "files (I from 0 to N-1), the same share whoever runs it; with a dataset, of its row "
+    "groups.")]
 
 
 def _one_file(files: list[str], out_dir: str | None) -> bool:
@@ -215,7 +216,7 @@ def compress(
     if datasets.wanted(files, messages_column):
         raise typer.Exit(_compress_dataset(files, output, model, format, messages_column,
                                            id_column, engine, ray_address, no_cache, config,
-                                           flags, quiet, report_json))
+                                           flags, quiet, report_json, shard, skip_existing))
     if not _one_file(files, out_dir):
         if output is not None:
             raise UsageError("-o takes one input", "use --out-dir DIR for many")
@@ -250,15 +251,18 @@ def compress(
 def _compress_dataset(files: list[str], output: str | None, model: str | None,
                       format: str | None, column: str | None, id_column: str | None,
                       engine: str, address: str | None, no_cache: bool, config: str | None,
-                      flags: dict[str, Any], quiet: bool, report_json: str | None) -> int:
+                      flags: dict[str, Any], quiet: bool, report_json: str | None,
+                      shard: str | None, skip_existing: bool) -> int:
     from ..compression.settings import settings_of
+    from .batch import parse_shard
 
     if len(files) != 1:
         raise UsageError("compress takes one dataset at a time")
     cfg, options = _settings(config, flags)
     rows = datasets.rows_of(column, id_column, format, model, cfg.models, not no_cache)
     return datasets.compress(files[0], output, rows, datasets.engine_of(engine, address),
-                             settings_of(options), quiet, report_json)
+                             settings_of(options), quiet, report_json, parse_shard(shard),
+                             skip_existing)
 
 
 def _many(files: list[str], out_dir: str | None, in_place: bool, writes: bool,

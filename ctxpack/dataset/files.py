@@ -24,19 +24,28 @@ def is_parquet(path: str) -> bool:
     return path.endswith((".parquet", ".pq"))
 
 
-def batches(path: str, rows: Rows, size: int = BATCH_ROWS) -> Iterator[Batch]:
-    """The rows of the dataset at `path`, a batch at a time, each with its Rows."""
+def batches(path: str, rows: Rows, size: int = BATCH_ROWS,
+            shard: tuple[int, int] | None = None) -> Iterator[Batch]:
+    """The rows of the dataset at `path`, a batch at a time, each with its Rows; with
+    `shard` (i, n), only the i-th of n shares: of the row groups of a Parquet file, of
+    the batches of a JSONL file (rows keep their numbers in the whole)."""
     pa = pyarrow()
     rows = replace(rows, name=path)
-    start = 0
-    for table in (_parquet(path, size) if is_parquet(path) else _jsonl(path, rows, size)):
-        yield table, replace(rows, start=start)
+    if is_parquet(path):
+        yield from _parquet(path, rows, size, shard)
+        return
+    start, empty = 0, True
+    for n, table in enumerate(_jsonl(path, rows, size)):
+        if shard is None or n % shard[1] == shard[0]:
+            empty = False
+            yield table, replace(rows, start=start)
         start += table.num_rows
-    if start == 0 and not is_parquet(path):
+    if empty:
         yield pa.table({rows.column: pa.array([], pa.string())}), rows
 
 
-def _parquet(path: str, size: int) -> Iterator[Any]:
+def _parquet(path: str, rows: Rows, size: int,
+             shard: tuple[int, int] | None) -> Iterator[Batch]:
     pa = pyarrow()
     import pyarrow.parquet as pq
 
@@ -45,8 +54,18 @@ def _parquet(path: str, size: int) -> Iterator[Any]:
     except (pa.ArrowInvalid, OSError) as exc:
         raise InputError(path, None, f"not a Parquet file ({exc})") from None
     schema = data.schema_arrow
-    for batch in data.iter_batches(batch_size=size):
-        yield pa.Table.from_batches([batch]).replace_schema_metadata(schema.metadata)
+    start = 0
+    for group in range(data.metadata.num_row_groups):
+        count = data.metadata.row_group(group).num_rows
+        if shard is None or group % shard[1] == shard[0]:
+            at = start
+            for batch in data.iter_batches(batch_size=size, row_groups=[group]):
+                yield (pa.Table.from_batches([batch]).replace_schema_metadata(schema.metadata),
+                       replace(rows, start=at))
+                at += batch.num_rows
+        start += count
+    if start == 0 or shard is not None and shard[0] >= data.metadata.num_row_groups:
+        yield schema.empty_table(), rows  # no rows: a table of no rows, with the columns
 
 
 def _jsonl(path: str, rows: Rows, size: int) -> Iterator[Any]:
@@ -92,17 +111,18 @@ def _rows_table(pa: Any, key: str | None, ids: list[Any], texts: list[str],
 
 
 def results(path: str, rows: Rows, work: Callable[..., Any], engine: Any = None,
-            **settings: Any) -> Iterator[Any]:
-    """`work(batch, **rows, **settings)` of each batch of the dataset, in row order: on
-    this machine's cores, or by `engine` (see ctxpack.dataset.on_ray) where one is given."""
+            shard: tuple[int, int] | None = None, **settings: Any) -> Iterator[Any]:
+    """`work(batch, **rows, **settings)` of each batch of the dataset (or of its `shard`),
+    in row order: on this machine's cores, or by `engine` (see ctxpack.dataset.on_ray)."""
     if engine is not None:
-        yield from engine.map(path, rows, work, settings)
+        yield from engine.map(path, rows, work, settings, shard)
         return
     from ..workers import Workers, in_order
 
     with Workers() as workers:  # batches a core, where there are cores
         yield from in_order(run_batch, ((work, table, at, settings)
-                                        for table, at in batches(path, rows)), workers)
+                                        for table, at in batches(path, rows, shard=shard)),
+                            workers)
 
 
 def run_batch(work: Callable[..., Any], table: Any, rows: Rows,

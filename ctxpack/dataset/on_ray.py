@@ -48,14 +48,20 @@ class RayEngine:
         context.execution_options.preserve_order = True  # results in row order
         context.enable_progress_bars = False
 
-    def map(self, path: str, rows: Rows, work: Callable[..., Any],
-            settings: dict[str, Any]) -> Iterator[Any]:
-        """`work` of every row group of the Parquet file at `path`, in row order."""
+    def map(self, path: str, rows: Rows, work: Callable[..., Any], settings: dict[str, Any],
+            shard: tuple[int, int] | None = None) -> Iterator[Any]:
+        """`work` of every row group of the Parquet file at `path` (or of the i-th of n
+        shares of them), in row order."""
         if not is_parquet(path):
             raise UsageError("--engine ray reads Parquet datasets", "convert JSONL rows first")
-        groups = row_groups(path)
+        groups = [(g, start) for g, start in row_groups(path)
+                  if shard is None or g % shard[1] == shard[0]]
         self.start()
-        if not groups:
+        if not groups:  # no rows: the columns a result of no rows has
+            import pyarrow.parquet as pq
+
+            empty = pq.ParquetFile(path).schema_arrow.empty_table()
+            yield work(empty, **vars(replace(rows, name=path)), **settings)
             return
         cpus = max(1, int(self.ray.cluster_resources().get("CPU", 1)))
         items = self.ray.data.from_items(
