@@ -16,7 +16,7 @@ from ..errors import InputError, UsageError
 from ..jsonl import dumps, iter_lines, loads, open_source
 from .rows import ID_COLUMNS, Rows, pyarrow
 
-BATCH_ROWS = 256  # rows per batch: trajectories run to megabytes, so batches stay small
+BATCH_ROWS = 64  # rows per batch: a trajectory may be megabytes, so a batch stays small
 Batch = tuple[Any, Rows]  # a table of rows, and how to read them (their first row's number)
 
 

@@ -110,14 +110,16 @@ class RowGroupWorker:
         self.schema = self.file.schema_arrow
         self.rows, self.work, self.settings = rows, work, settings
 
-    def __call__(self, task: Any) -> Any:
+    def __call__(self, task: Any) -> Iterator[Any]:
+        """The results of the row group, a batch at a time (so an actor holds one)."""
         pa = pyarrow()
         group, start = task.column("group")[0].as_py(), task.column("start")[0].as_py()
-        out = [self.work(self.schema.empty_table(), **vars(replace(self.rows, start=start)),
-                         **self.settings)]
+        empty = True
         for batch in self.file.iter_batches(batch_size=BATCH_ROWS, row_groups=[group]):
             table = pa.Table.from_batches([batch]).replace_schema_metadata(self.schema.metadata)
-            out.append(self.work(table, **vars(replace(self.rows, start=start)),
-                                 **self.settings))
+            yield self.work(table, **vars(replace(self.rows, start=start)), **self.settings)
             start += table.num_rows
-        return pa.concat_tables(out)
+            empty = False
+        if empty:  # a row group of no rows
+            yield self.work(self.schema.empty_table(), **vars(replace(self.rows, start=start)),
+                            **self.settings)

@@ -5,7 +5,7 @@ that keeps them from being read (a row's problem stays in its row)."""
 from __future__ import annotations
 
 from collections.abc import Iterator
-from dataclasses import dataclass, field
+from dataclasses import dataclass
 from typing import Any
 
 from ..errors import CtxpackError, InputError, UsageError
@@ -57,7 +57,6 @@ class Row:
     where: str
     messages: list[dict[str, Any]] | None = None
     problem: CtxpackError | None = None
-    extra: dict[str, Any] = field(default_factory=dict)
 
 
 def id_column(table: Any, rows: Rows) -> str | None:
