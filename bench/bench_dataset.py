@@ -123,7 +123,16 @@ def main() -> None:
     size = make_dataset(data, args.rows)
     print(f"dataset: {args.rows:,} rows, {size / 1e6:.1f} MB of messages, row groups of "
           f"{GROUP_ROWS:,}; {os.cpu_count()} CPUs, load {os.getloadavg()[0]:.1f}")
-    engine = None
+    works = ((stats_table, None), (compress_table, tmp / "small.parquet"))
+    times: dict[str, dict[str, float]] = {w.__name__: {} for w, _ in works}
+    for work, out in works:  # here first: a process that runs Ray must not fork
+        for cores in (1, 2):
+            os.environ["CTXPACK_WORKERS"] = str(cores)
+            times[work.__name__][f"local {cores}"] = best(
+                args.repeat, lambda w=work, o=out: run(data, w, None, o))
+    peak_local = resource.getrusage(resource.RUSAGE_CHILDREN).ru_maxrss << 10
+    peak_here = _self_peak()
+    peak_ray = 0
     if not args.no_ray:
         import ray
 
@@ -132,29 +141,25 @@ def main() -> None:
         ray.init(num_cpus=2, include_dashboard=False, logging_level="ERROR",
                  log_to_driver=False)
         engine = RayEngine()
-    for work, out in ((stats_table, None), (compress_table, tmp / "small.parquet")):
-        times = {}
-        for cores in (1, 2):
-            os.environ["CTXPACK_WORKERS"] = str(cores)
-            times[f"local {cores}"] = best(args.repeat, lambda w=work, o=out: run(data, w, None, o))
-        peak_local = resource.getrusage(resource.RUSAGE_CHILDREN).ru_maxrss << 10
-        peak_ray = 0
-        if engine is not None:
-            with PeakWatch("RowGroupWorker") as watch:
-                times["ray 2"] = best(args.repeat, lambda w=work, o=out: run(data, w, engine, o))
-            peak_ray = watch.peak
-        name = work.__name__.removesuffix("_table")
-        for label, seconds in times.items():
+        with PeakWatch("RowGroupWorker") as watch:
+            for work, out in works:
+                times[work.__name__]["ray 2"] = best(
+                    args.repeat, lambda w=work, o=out: run(data, w, engine, o))
+        peak_ray = watch.peak
+    for name, timed in times.items():
+        name = name.removesuffix("_table")
+        for label, seconds in timed.items():
             cores = int(label.split()[-1])
             print(f"{name:8} {label:8} {seconds:7.2f} s  {size / 1e6 / seconds:6.2f} MB/s  "
                   f"{size / 1e6 / seconds / cores:6.2f} MB/s per core  "
                   f"{args.rows / seconds:8.0f} rows/s")
-        print(f"{name:8} 2 cores over 1: {times['local 1'] / times['local 2']:.2f}x", end="")
-        if "ray 2" in times:
-            print(f"; ray 2 takes {times['ray 2'] / times['local 2']:.2f}x the time of "
-                  f"local 2", end="")
-        print(f"\n{name:8} peak memory: this process {_mb(_self_peak())}, a local worker "
-              f"{_mb(peak_local)}" + (f", a Ray actor {_mb(peak_ray)}" if engine else ""))
+        print(f"{name:8} 2 cores over 1: {timed['local 1'] / timed['local 2']:.2f}x", end="")
+        if "ray 2" in timed:
+            print(f"; ray 2 takes {timed['ray 2'] / timed['local 2']:.2f}x the time of "
+                  "local 2", end="")
+        print()
+    print(f"peak memory: this process {_mb(peak_here)}, a local worker {_mb(peak_local)}"
+          + (f", a Ray actor {_mb(peak_ray)}" if not args.no_ray else ""))
     sys.stdout.flush()
 
 

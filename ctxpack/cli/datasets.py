@@ -10,7 +10,6 @@ import sys
 from typing import Annotated, Any
 
 import typer
-from rich.markup import escape
 
 from ..errors import EXIT_CHECK_FAILED, UsageError
 from .common import error, plain, stderr
@@ -99,6 +98,8 @@ def stats(files: list[str], rows: Any, engine: Any, per_row: str | None,
         for problem in totals.errors:
             error(problem)
         if max_tokens is not None and totals.over:
+            from rich.markup import escape
+
             stderr().print(f"[red]over budget:[/red] {escape(plain(totals.path))}: "
                            f"{totals.over:,} rows over --max-tokens {max_tokens:,}",
                            highlight=False)
@@ -178,7 +179,8 @@ def compress(file: str, output: str | None, rows: Any, engine: Any, settings: di
     dest = _destination(file, output)
     if skip_existing and _up_to_date(file, dest):
         if not quiet:
-            stderr().print(escape(plain(f"{dest} is newer than {file}: skipped")))
+            stderr().print(plain(f"{dest} is newer than {file}: skipped"), markup=False,
+                           highlight=False)
         return 0
     done = DatasetCompressed(file, dest)
     with written(dest) as add:

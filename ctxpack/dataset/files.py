@@ -7,6 +7,7 @@ batch, never the dataset. An output is complete or not there at all.
 from __future__ import annotations
 
 import os
+import sys
 from collections.abc import Callable, Iterator
 from contextlib import contextmanager
 from dataclasses import replace
@@ -119,7 +120,9 @@ def results(path: str, rows: Rows, work: Callable[..., Any], engine: Any = None,
         return
     from ..workers import Workers, in_order
 
-    with Workers() as workers:  # batches a core, where there are cores
+    ray = sys.modules.get("ray")  # a process that runs Ray must not fork: its threads
+    alone = ray is not None and getattr(ray, "is_initialized", lambda: False)()
+    with Workers(1 if alone else None) as workers:  # batches a core, where there are cores
         yield from in_order(run_batch, ((work, table, at, settings)
                                         for table, at in batches(path, rows, shard=shard)),
                             workers)
