@@ -39,8 +39,11 @@ class RayEngine:
     def start(self) -> None:
         import logging
 
+        import ray.data  # noqa: F401 - it sets up its own loggers when imported
+
         ray = self.ray
-        logging.getLogger("ray").setLevel(logging.ERROR)  # its notes would bury the results
+        for name in ("ray", "ray.data"):  # their notes would bury the results
+            logging.getLogger(name).setLevel(logging.ERROR)
         if not ray.is_initialized():
             ray.init(address=self.address, logging_level="ERROR", log_to_driver=False,
                      include_dashboard=False, configure_logging=False)
