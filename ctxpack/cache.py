@@ -15,7 +15,8 @@ from __future__ import annotations
 
 import os
 import sqlite3
-from collections.abc import Iterable
+from collections.abc import Iterable, Iterator
+from contextlib import contextmanager
 from pathlib import Path
 
 FILENAME = "tokens.sqlite"
@@ -189,6 +190,47 @@ def close_quietly(db: sqlite3.Connection | None) -> None:
 
 
 def open_store(encoding: str, path: Path | None = None) -> Store:
-    """The store for `encoding` (a tokens.COUNT_VERSION-qualified name) at the default place."""
+    """The store for `encoding` (a tokens.COUNT_VERSION-qualified name) at the default place;
+    inside `held()`, the one store of that encoding the block keeps open."""
     folder = cache_dir()
-    return Store(path or (folder / FILENAME if folder else None), encoding)
+    where = path or (folder / FILENAME if folder else None)
+    if _held is None:
+        return Store(where, encoding)
+    store = _held.get((where, encoding))
+    if store is None:
+        store = _held[(where, encoding)] = Store(where, encoding)
+    return _Kept(store)  # type: ignore[return-value]
+
+
+_held: dict[tuple[Path | None, str], Store] | None = None
+
+
+@contextmanager
+def held() -> Iterator[None]:
+    """Keep each store opened in the block open until the block ends: a run that counts
+    many small transcripts one after another (the rows of a dataset) then opens and
+    closes the file once, not once each (closing it costs a checkpoint of the log)."""
+    global _held
+    if _held is not None:
+        yield
+        return
+    _held = {}
+    try:
+        yield
+    finally:
+        stores, _held = _held, None
+        for store in stores.values():
+            store.close()
+
+
+class _Kept:
+    """A held store as its users see it: theirs to read and write, not to close."""
+
+    def __init__(self, store: Store) -> None:
+        self._store = store
+
+    def __getattr__(self, name: str) -> object:
+        return getattr(self._store, name)
+
+    def close(self) -> None:
+        """Closed when the `held` block ends; what was queued waits for a full batch."""

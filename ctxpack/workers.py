@@ -199,6 +199,38 @@ def on_threads(fn: Callable[[T], R], items: Iterable[T], most: int = 4) -> Itera
             yield flying.popleft().result()
 
 
+def in_order(fn: Callable[..., R], calls: Iterable[tuple[Any, ...]],
+             workers: Workers) -> Iterator[R]:
+    """`fn(*args)` of each call, in order, a few calls ahead in the workers where there are
+    two cores or more. The first call is made here, so that what every call would fail on
+    is raised as it is; a call that fails in a worker is made again here."""
+    flying: deque[tuple[tuple[Any, ...], Any]] = deque()
+    calls = iter(calls)
+    first = next(calls, None)
+    if first is None:
+        return
+    yield fn(*first)
+    for args in calls:
+        future = workers.submit(fn, *args) if workers.count > 1 else None
+        if future is None:
+            while flying:
+                yield _result(fn, *flying.popleft())
+            yield fn(*args)
+            continue
+        flying.append((args, future))
+        if len(flying) > 2 * workers.count:
+            yield _result(fn, *flying.popleft())
+    while flying:
+        yield _result(fn, *flying.popleft())
+
+
+def _result(fn: Callable[..., R], args: tuple[Any, ...], future: Any) -> R:
+    try:
+        return future.result()
+    except Exception:  # noqa: BLE001 - a worker died, or its error did not travel: here
+        return fn(*args)
+
+
 def here(fn: Callable[[list[T]], list[R]]) -> Ahead[T, R]:
     """`fn`'s results, all worked out in this process (and remembered)."""
     return Ahead(fn)

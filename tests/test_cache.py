@@ -237,3 +237,16 @@ def test_a_planted_step_line_that_is_no_text_is_asked_for_again(cache_dir):
     db.commit()
     db.close()
     assert StepCache().get(["a", "b"]) == {"a": "* Step 1: ran make"}
+
+
+def test_a_held_store_is_opened_once_and_written_when_the_block_ends(cache_dir: Path) -> None:
+    with cache.held():
+        first = cache.open_store("o200k_base/v1")
+        first.put([(b"a" * 32, 7)])
+        first.close()  # the block's to close: still usable, nothing written yet
+        second = cache.open_store("o200k_base/v1")
+        assert second._store is first._store  # type: ignore[attr-defined]
+        assert second.get([b"a" * 32]) == {}
+    again = cache.open_store("o200k_base/v1")
+    assert again.get([b"a" * 32]) == {b"a" * 32: 7}
+    again.close()

@@ -128,3 +128,33 @@ def test_workers_end_when_their_parent_is_killed() -> None:
     while any(_alive(pid) for pid in pids) and time.monotonic() < deadline:
         time.sleep(0.1)
     assert not any(_alive(pid) for pid in pids)
+
+
+def square_where_run(n: int) -> tuple[int, int]:
+    return n * n, os.getpid()
+
+
+def fails_on_three(n: int) -> int:
+    if n == 3 and os.getpid() == PARENT:
+        raise ValueError("three, here")
+    if n == 3:
+        os._exit(1)  # a worker that dies on it: the call is made again here
+    return n
+
+
+@pytest.mark.parametrize("cores", [1, 2])
+def test_in_order_gives_each_answer_in_the_order_asked(cores: int) -> None:
+    from ctxpack.workers import in_order
+
+    with Workers(cores) as workers:
+        answers = list(in_order(square_where_run, ((n,) for n in range(12)), workers))
+    assert [a for a, _ in answers] == [n * n for n in range(12)]
+    assert answers[0][1] == PARENT  # the first call is made here
+    assert any(pid != PARENT for _, pid in answers) == (cores == 2)
+
+
+def test_in_order_makes_a_call_a_worker_died_on_again_here() -> None:
+    from ctxpack.workers import in_order
+
+    with Workers(2) as workers, pytest.raises(ValueError, match="three, here"):
+        list(in_order(fails_on_three, ((n,) for n in range(6)), workers))

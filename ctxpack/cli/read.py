@@ -12,6 +12,7 @@ from typing import Annotated, Any, TypeVar
 import typer
 
 from ..errors import EXIT_CHECK_FAILED, EXIT_USAGE, CtxpackError, UsageError
+from . import datasets
 from .common import (
     ConfigOpt,
     FormatOpt,
@@ -152,8 +153,15 @@ def stats(
     skip_invalid: SkipOpt = False,
     no_cache: NoCacheOpt = False,
     config: ConfigOpt = None,
+    messages_column: datasets.MessagesColumnOpt = None,
+    id_column: datasets.IdColumnOpt = None,
+    per_row: Annotated[str | None, typer.Option(
+        "--per-row", metavar="FILE", help="A dataset's stats of each row (id, tokens, by "
+        "role, by tool, largest message, valid) written to FILE (.parquet or .csv).")] = None,
+    engine: datasets.EngineOpt = "local",
+    ray_address: datasets.RayAddressOpt = None,
 ) -> None:
-    """Show where the tokens of a transcript went."""
+    """Show where the tokens of a transcript (or of each row of a dataset) went."""
     from ..breakdown import stats as compute
     from ..render import stats as render
 
@@ -161,6 +169,11 @@ def stats(
     if json_out:
         output = "json"
     cfg = read_config(config)
+    if datasets.wanted(files, messages_column, per_row):
+        rows = datasets.rows_of(messages_column, id_column, transcript_format, model,
+                                cfg.models, not no_cache)
+        raise typer.Exit(datasets.stats(files, rows, datasets.engine_of(engine, ray_address),
+                                        per_row, max_tokens, output))
     inputs = Files(files)
     if html is not None and "-" in inputs.paths:
         raise UsageError("--html reads each file again for its pictures, and stdin can be "
@@ -272,6 +285,10 @@ def validate(
     format: FormatOpt = None,
     json_out: Annotated[bool, typer.Option("--json", help="Print problems as JSON.")] = False,
     skip_invalid: SkipOpt = False,
+    messages_column: datasets.MessagesColumnOpt = None,
+    id_column: datasets.IdColumnOpt = None,
+    engine: datasets.EngineOpt = "local",
+    ray_address: datasets.RayAddressOpt = None,
 ) -> None:
     """Check that the provider would accept a transcript; exit 1 on any problem."""
     import orjson
@@ -279,6 +296,10 @@ def validate(
     from ..checks import validate as check
     from ..loader import load
 
+    if datasets.wanted(files, messages_column):
+        rows = datasets.rows_of(messages_column, id_column, format, None, None, False)
+        raise typer.Exit(datasets.validate(files, rows, datasets.engine_of(engine, ray_address),
+                                           json_out))
     inputs = Files(files)
 
     def checked(path: str) -> tuple[Any, list[Any]]:

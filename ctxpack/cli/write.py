@@ -13,6 +13,7 @@ from typing import Annotated, Any
 import typer
 
 from ..errors import EXIT_USAGE, CtxpackError, UsageError
+from . import datasets
 from .common import (
     ConfigOpt,
     ForceOpt,
@@ -116,11 +117,12 @@ JobsOpt = Annotated[int | None, typer.Option(
     "--jobs", "-j", metavar="N", min=1,
     help="With many inputs: files at a time (default: every core).")]
 SkipExistingOpt = Annotated[bool, typer.Option(
-    "--skip-existing", help="With many inputs: skip a file whose output is newer than it "
-    "(a killed run resumes).")]
+    "--skip-existing", help="With many inputs (or a dataset): skip a file whose output is "
+    "newer than it (a killed run resumes).")]
 ShardOpt = Annotated[str | None, typer.Option(
     "--shard", metavar="I/N", help="With many inputs: only the I-th of N shares of the "
-    "files (I from 0 to N-1), the same share whoever runs it.")]
+    "files (I from 0 to N-1), the same share whoever runs it; with a dataset, of its row "
+    "groups.")]
 
 
 def _one_file(files: list[str], out_dir: str | None) -> bool:
@@ -203,9 +205,18 @@ def compress(
     skip_invalid: SkipOpt = False,
     no_cache: NoCacheOpt = False,
     config: ConfigOpt = None,
+    messages_column: datasets.MessagesColumnOpt = None,
+    id_column: datasets.IdColumnOpt = None,
+    engine: datasets.EngineOpt = "local",
+    ray_address: datasets.RayAddressOpt = None,
     **flags: Any,
 ) -> None:
-    """Shrink a transcript to fit its model; originals are archived for restore."""
+    """Shrink a transcript (or each row of a dataset) to fit its model; originals are
+    archived for restore."""
+    if datasets.wanted(files, messages_column):
+        raise typer.Exit(_compress_dataset(files, output, model, format, messages_column,
+                                           id_column, engine, ray_address, no_cache, config,
+                                           flags, quiet, report_json, shard, skip_existing))
     if not _one_file(files, out_dir):
         if output is not None:
             raise UsageError("-o takes one input", "use --out-dir DIR for many")
@@ -235,6 +246,23 @@ def compress(
             _say_kept(_write_result(dest, file, result.chunks(), seen, result.report.changed))
     finally:
         result.close()
+
+
+def _compress_dataset(files: list[str], output: str | None, model: str | None,
+                      format: str | None, column: str | None, id_column: str | None,
+                      engine: str, address: str | None, no_cache: bool, config: str | None,
+                      flags: dict[str, Any], quiet: bool, report_json: str | None,
+                      shard: str | None, skip_existing: bool) -> int:
+    from ..compression.settings import settings_of
+    from .batch import parse_shard
+
+    if len(files) != 1:
+        raise UsageError("compress takes one dataset at a time")
+    cfg, options = _settings(config, flags)
+    rows = datasets.rows_of(column, id_column, format, model, cfg.models, not no_cache)
+    return datasets.compress(files[0], output, rows, datasets.engine_of(engine, address),
+                             settings_of(options), quiet, report_json, parse_shard(shard),
+                             skip_existing)
 
 
 def _many(files: list[str], out_dir: str | None, in_place: bool, writes: bool,
@@ -365,9 +393,18 @@ def restore(
     report_json: Annotated[str | None, typer.Option(
         "--report-json", metavar="PATH",
         help="With many inputs: what became of each file, as JSON (- for stdout).")] = None,
+    engine: datasets.EngineOpt = "local",
+    ray_address: datasets.RayAddressOpt = None,
 ) -> None:
-    """Undo compress: give back the original transcript, byte for byte."""
+    """Undo compress: give back the original transcript, byte for byte (a dataset's
+    messages column, value for value)."""
     from ..undo import MAX_GROWTH, items, restoring
+
+    if datasets.wanted(files, None):
+        if len(files) != 1:
+            raise UsageError("restore takes one dataset at a time")
+        raise typer.Exit(datasets.restore(files[0], output, archive_dir,
+                                          datasets.engine_of(engine, ray_address)))
 
     if not _one_file(files, out_dir):
         if output is not None or only is not None or list_:

@@ -1,0 +1,187 @@
+"""Dataset files in and out: a Parquet file read by row batches (or a JSONL file of rows,
+one trajectory a line), each batch run through one of the table functions, and the
+results written as they come (Parquet, or CSV for per-row stats), so memory holds one
+batch, never the dataset. An output is complete or not there at all.
+"""
+
+from __future__ import annotations
+
+import os
+import sys
+from collections.abc import Callable, Iterator
+from contextlib import contextmanager
+from dataclasses import replace
+from typing import Any
+
+from ..errors import InputError, UsageError
+from ..jsonl import dumps, iter_lines, loads, open_source
+from .rows import ID_COLUMNS, Rows, pyarrow
+
+BATCH_ROWS = 64  # rows per batch: a trajectory may be megabytes, so a batch stays small
+Batch = tuple[Any, Rows]  # a table of rows, and how to read them (their first row's number)
+
+
+def is_parquet(path: str) -> bool:
+    return path.endswith((".parquet", ".pq"))
+
+
+def batches(path: str, rows: Rows, size: int = BATCH_ROWS,
+            shard: tuple[int, int] | None = None) -> Iterator[Batch]:
+    """The rows of the dataset at `path`, a batch at a time, each with its Rows; with
+    `shard` (i, n), only the i-th of n shares: of the row groups of a Parquet file, of
+    the batches of a JSONL file (rows keep their numbers in the whole)."""
+    pa = pyarrow()
+    rows = replace(rows, name=path)
+    if is_parquet(path):
+        yield from _parquet(path, rows, size, shard)
+        return
+    start, empty = 0, True
+    for n, table in enumerate(_jsonl(path, rows, size)):
+        if shard is None or n % shard[1] == shard[0]:
+            empty = False
+            yield table, replace(rows, start=start)
+        start += table.num_rows
+    if empty:
+        yield pa.table({rows.column: pa.array([], pa.string())}), rows
+
+
+def _parquet(path: str, rows: Rows, size: int,
+             shard: tuple[int, int] | None) -> Iterator[Batch]:
+    pa = pyarrow()
+    import pyarrow.parquet as pq
+
+    try:
+        data = pq.ParquetFile(path)
+    except (pa.ArrowInvalid, OSError) as exc:
+        raise InputError(path, None, f"not a Parquet file ({exc})") from None
+    schema = data.schema_arrow
+    start = 0
+    for group in range(data.metadata.num_row_groups):
+        count = data.metadata.row_group(group).num_rows
+        if shard is None or group % shard[1] == shard[0]:
+            at = start
+            for batch in data.iter_batches(batch_size=size, row_groups=[group]):
+                yield (pa.Table.from_batches([batch]).replace_schema_metadata(schema.metadata),
+                       replace(rows, start=at))
+                at += batch.num_rows
+        start += count
+    if start == 0 or shard is not None and shard[0] >= data.metadata.num_row_groups:
+        yield schema.empty_table(), rows  # no rows: a table of no rows, with the columns
+
+
+def _jsonl(path: str, rows: Rows, size: int) -> Iterator[Any]:
+    """A JSONL file of rows as tables of the id column and the messages as JSON text (a
+    line that is not JSON keeps its text, which its row then reports)."""
+    pa = pyarrow()
+    src = open_source(path)
+    key = rows.id_column
+    try:
+        ids: list[Any] = []
+        texts: list[str] = []
+        for raw in iter_lines(src.stream, src.size):
+            if not raw.strip():
+                continue
+            try:
+                record = loads(raw)
+            except ValueError:
+                record = None
+            if isinstance(record, dict):
+                key = key or next((c for c in ID_COLUMNS if c in record), None)
+                value = record.get(rows.column)
+                ids.append(None if key is None or record.get(key) is None
+                           else str(record[key]))
+                texts.append(dumps(value).decode() if value is not None else "null")
+            else:
+                ids.append(None)
+                texts.append(raw.decode("utf-8", "replace").strip())
+            if len(texts) == size:
+                yield _rows_table(pa, key, ids, texts, rows.column)
+                ids, texts = [], []
+        if texts:
+            yield _rows_table(pa, key, ids, texts, rows.column)
+    finally:
+        src.close()
+
+
+def _rows_table(pa: Any, key: str | None, ids: list[Any], texts: list[str],
+                column: str) -> Any:
+    data = {column: pa.array(texts, pa.string())}
+    if key is not None:
+        data = {key: pa.array(ids, pa.string()), **data}
+    return pa.table(data)
+
+
+def results(path: str, rows: Rows, work: Callable[..., Any], engine: Any = None,
+            shard: tuple[int, int] | None = None, **settings: Any) -> Iterator[Any]:
+    """`work(batch, **rows, **settings)` of each batch of the dataset (or of its `shard`),
+    in row order: on this machine's cores, or by `engine` (see ctxpack.dataset.on_ray)."""
+    if engine is not None:
+        yield from engine.map(path, rows, work, settings, shard)
+        return
+    from ..workers import Workers, in_order
+
+    ray = sys.modules.get("ray")  # a process that runs Ray must not fork: its threads
+    alone = ray is not None and getattr(ray, "is_initialized", lambda: False)()
+    with Workers(1 if alone else None) as workers:  # batches a core, where there are cores
+        yield from in_order(run_batch, ((work, table, at, settings)
+                                        for table, at in batches(path, rows, shard=shard)),
+                            workers)
+
+
+def run_batch(work: Callable[..., Any], table: Any, rows: Rows,
+              settings: dict[str, Any]) -> Any:
+    """`work` of one batch (in a worker process, or here)."""
+    return work(table, **vars(rows), **settings)
+
+
+@contextmanager
+def written(dest: str) -> Iterator[Callable[[Any], None]]:
+    """A function that appends tables to the file `dest` (Parquet, or CSV by its name),
+    which is there complete once the block ends, or not at all if it breaks."""
+    from ..atomic import temporary
+
+    folder = os.path.dirname(os.path.abspath(dest))
+    if not os.path.isdir(folder):
+        raise UsageError(f"{dest}: its folder does not exist")
+    if os.path.isdir(dest):
+        raise UsageError(f"{dest}: is a folder", "give a file name")
+    csv = dest.endswith(".csv")
+    with temporary(folder) as draft:
+        writer: Any = None
+
+        def add(table: Any) -> None:
+            nonlocal writer
+            table = _flat(table) if csv else table
+            if writer is None:
+                writer = _writer(draft.file, table.schema, csv)
+            writer.write_table(table)
+
+        try:
+            yield add
+        finally:
+            if writer is not None:
+                writer.close()
+        if writer is None:  # no rows at all: an empty file of no columns
+            _writer(draft.file, pyarrow().schema([]), csv).close()
+        draft.publish(dest)
+
+
+def _writer(sink: Any, schema: Any, csv: bool) -> Any:
+    if csv:
+        import pyarrow.csv as pcsv
+
+        return pcsv.CSVWriter(sink, schema)
+    import pyarrow.parquet as pq
+
+    return pq.ParquetWriter(sink, schema)
+
+
+def _flat(table: Any) -> Any:
+    """A table CSV can hold: lists joined into one text (problems, one after another)."""
+    pa = pyarrow()
+    for i, name in enumerate(table.column_names):
+        if pa.types.is_list(table.column(i).type):
+            joined = [" | ".join(v) if v is not None else None
+                      for v in table.column(i).to_pylist()]
+            table = table.set_column(i, name, pa.array(joined, pa.string()))
+    return table

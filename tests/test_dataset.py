@@ -1,0 +1,338 @@
+"""Trajectory datasets: Parquet (and JSONL) tables with one trajectory a row, counted,
+checked, compressed and restored row by row with the transcript code, every other column
+and the row order kept, a bad row reported in its row."""
+
+from __future__ import annotations
+
+import json
+from pathlib import Path
+from typing import Any
+
+import pytest
+from hypothesis import HealthCheck, given, settings
+from hypothesis import strategies as st
+
+import ctxpack
+
+from .conftest import CORPUS, SAMPLES
+from .helpers import assert_clean_error
+from .helpers import ctxpack as run_ctxpack
+
+pa = pytest.importorskip("pyarrow", reason="datasets need pyarrow (pip install 'ctxpack[data]')")
+pq = pytest.importorskip("pyarrow.parquet")
+
+from ctxpack.dataset import (  # noqa: E402 - after the skip when pyarrow is absent
+    ADDED,
+    compress_table,
+    restore_table,
+    stats_table,
+    validate_table,
+)
+
+BUDGET = 1500
+PINNED = {"SOURCE_DATE_EPOCH": "1795000000"}
+BAD_JSON = '[{"role": "user", "content": "cut off'
+
+
+def chat() -> list[dict[str, Any]]:
+    """The support chat of samples/ as one trajectory (a list of structs cannot hold it:
+    one message's content is a list of parts, the others' text)."""
+    return [json.loads(line) for line in (SAMPLES / "support-chat.openai.jsonl").open()]
+
+
+def evals() -> list[list[dict[str, Any]]]:
+    """Each conversation of the eval file of samples/, a trajectory each."""
+    return [json.loads(line)["messages"]
+            for line in (SAMPLES / "evals.openai-conversations.jsonl").open()]
+
+
+def over_budget() -> list[list[dict[str, Any]]]:
+    """The eval conversations, the fourth made over the budget."""
+    trajectories = evals()
+    trajectories[3] = trajectories[3] * 6
+    return trajectories
+
+
+def sample_rows(kind: str = "json") -> list[list[dict[str, Any]]]:
+    """The eval conversations, then (as JSON text) the support chat."""
+    return [*evals(), chat()] if kind == "json" else evals()
+
+
+def table_of(trajectories: list[Any], kind: str, bad: bool = True) -> Any:
+    """A dataset: an id column, the messages (JSON text or a list of structs), an extra
+    column after them; with `bad`, a last row whose messages cannot be read."""
+    ids = [f"traj-{i:03d}" for i in range(len(trajectories))]
+    if kind == "json":
+        messages = pa.array([json.dumps(t) for t in trajectories] + ([BAD_JSON] if bad else []),
+                            pa.string())
+    else:
+        messages = pa.array(trajectories + ([None] if bad else []))
+    n = len(trajectories) + bad
+    return pa.table({"id": ids + (["traj-bad"] if bad else []), "messages": messages,
+                     "reward": pa.array([i / 4 for i in range(n)], pa.float64())})
+
+
+@pytest.fixture(params=["json", "struct"])
+def kind(request: pytest.FixtureRequest) -> str:
+    return request.param
+
+
+def test_row_tokens_equal_the_stats_of_the_same_transcripts_read_as_files(kind: str) -> None:
+    table = table_of(sample_rows(kind), kind)
+    rows = stats_table(table).to_pylist()
+    file = ctxpack.stats(str(SAMPLES / "evals.openai-conversations.jsonl"))
+    assert sum(r["tokens"] for r in rows[:17]) == file.tokens
+    assert sum(r["messages"] for r in rows[:17]) == file.messages
+    by_role: dict[str, int] = {}
+    for r in rows[:17]:
+        for role, n in json.loads(r["by_role"]).items():
+            by_role[role] = by_role.get(role, 0) + n
+    assert by_role == file.by_role
+    assert [r["id"] for r in rows] == table.column("id").to_pylist()
+    assert rows[-1]["tokens"] is None and rows[-1]["valid"] is False
+    assert f"row {len(rows) - 1} (id traj-bad)" in rows[-1]["error"]
+
+
+def test_a_whole_chat_in_a_row_counts_as_its_file() -> None:
+    row = stats_table(table_of([chat()], "json", bad=False)).to_pylist()[0]
+    file = ctxpack.stats(str(SAMPLES / "support-chat.openai.jsonl"))
+    assert row["tokens"] == file.tokens
+    assert json.loads(row["by_role"]) == file.by_role
+    assert json.loads(row["by_tool"]) == {k: v.tokens for k, v in file.by_tool.items()}
+    assert (row["largest_tokens"], row["largest_role"]) == (file.largest[0].tokens,
+                                                            file.largest[0].role)
+
+
+def test_validate_reports_each_row(kind: str) -> None:
+    broken = [{"role": "assistant", "content": None, "tool_calls": [
+        {"id": "call_1", "type": "function", "function": {"name": "f", "arguments": "{}"}}]}]
+    table = table_of([evals()[0], broken], kind)
+    rows = validate_table(table).to_pylist()
+    assert [r["valid"] for r in rows] == [True, False, False]
+    assert rows[1]["problems"] == ["message 1: tool call 'call_1' (f) has no result in the "
+                                    "transcript"]
+    assert rows[2]["error"] is not None and rows[2]["problems"] == []
+
+
+def test_compress_keeps_columns_and_order_and_restore_gives_the_table_back(kind: str) -> None:
+    table = table_of(over_budget(), kind)
+    out = compress_table(table, budget=BUDGET)
+    assert out.column_names == [*table.column_names, *ADDED]
+    assert out.column("messages").type == table.column("messages").type
+    for name in ("id", "reward"):
+        assert out.column(name).equals(table.column(name))
+    before = out.column("ctxpack_tokens_before").to_pylist()
+    after = out.column("ctxpack_tokens_after").to_pylist()
+    done = out.column("ctxpack_done").to_pylist()
+    assert before[3] > BUDGET >= after[3] and done[3]
+    changed = [i for i, m in enumerate(out.column("ctxpack").to_pylist()) if m is not None]
+    assert changed == [3]
+    for i in set(range(table.num_rows - 1)) - set(changed):  # rows left alone: as given
+        assert out.column("messages")[i].equals(table.column("messages")[i])
+    assert out.column("ctxpack_error").to_pylist()[-1].startswith("<table> row 17")
+    assert restore_table(out).equals(table)
+
+
+def test_compressed_rows_read_back_as_messages_within_the_budget(kind: str) -> None:
+    table = table_of([evals()[3] * 6], kind, bad=False)
+    out = compress_table(table, budget=BUDGET)
+    assert out.column("ctxpack").to_pylist()[0] is not None
+    after = out.column("ctxpack_tokens_after").to_pylist()[0]
+    assert after <= BUDGET
+    assert stats_table(out).column("tokens").to_pylist()[0] == after
+
+
+def test_an_anthropic_row_counts_as_the_anthropic_file() -> None:
+    path = SAMPLES / "multi-round.anthropic.jsonl"
+    table = pa.table({"messages": [path.read_text().replace("\n", ",").strip(",").join("[]")]})
+    row = stats_table(table, format="anthropic").to_pylist()[0]
+    assert row["error"] is None, row["error"]
+    assert row["tokens"] == ctxpack.stats(str(path), format="anthropic").tokens
+
+
+def test_a_compressed_table_is_not_compressed_again_and_a_plain_one_not_restored() -> None:
+    out = compress_table(table_of(over_budget(), "json", bad=False), budget=BUDGET)
+    with pytest.raises(ctxpack.UsageError, match="already compressed"):
+        compress_table(out, budget=BUDGET)
+    with pytest.raises(ctxpack.UsageError, match="nothing to restore"):
+        restore_table(table_of(evals(), "json"))
+
+
+message = st.one_of(
+    st.builds(lambda r, c: {"role": r, "content": c}, st.sampled_from(["user", "assistant"]),
+              st.text(min_size=0, max_size=400)),
+    st.builds(lambda i, out: [
+        {"role": "assistant", "content": None, "tool_calls": [
+            {"id": f"c{i}", "type": "function", "function": {"name": "run", "arguments": "{}"}}]},
+        {"role": "tool", "tool_call_id": f"c{i}", "content": out}],
+        st.integers(0, 10**6), st.text(min_size=0, max_size=3000)),
+)
+
+
+@settings(max_examples=25, deadline=None, suppress_health_check=[HealthCheck.too_slow])
+@given(st.lists(st.lists(message, min_size=1, max_size=12), min_size=1, max_size=4))
+def test_restore_of_compress_is_the_table_given(drawn: list[list[Any]]) -> None:
+    trajectories = [[m for item in t for m in (item if isinstance(item, list) else [item])]
+                    for t in drawn]
+    table = pa.table({"messages": [json.dumps(t) for t in trajectories],
+                      "n": list(range(len(trajectories)))})
+    out = compress_table(table, budget=300, keep_steps=1, max_tokens=50)
+    assert restore_table(out).equals(table)
+    for before, after, error in zip(*(out.column(c).to_pylist() for c in (
+            "ctxpack_tokens_before", "ctxpack_tokens_after", "ctxpack_error")), strict=True):
+        assert error is not None or after <= before
+
+
+def write(table: Any, path: Path) -> Path:
+    pq.write_table(table, path, row_group_size=5)  # several row groups: read in batches
+    return path
+
+
+def test_cli_stats_prints_the_distribution_and_writes_per_row_files(tmp_path: Path) -> None:
+    data = write(table_of(evals(), "struct"), tmp_path / "data.parquet")
+    run = run_ctxpack("stats", str(data), "--max-tokens", "600", "--per-row",
+                      str(tmp_path / "rows.parquet"), "--json")
+    assert run.code == 1, run.err  # a row could not be read
+    doc = json.loads(run.out)["datasets"][0]
+    direct = stats_table(table_of(evals(), "struct")).to_pylist()
+    tokens = sorted(r["tokens"] for r in direct[:-1])
+    assert doc["rows"] == 18 and doc["rows_failed"] == 1
+    assert doc["tokens"] == sum(tokens)
+    assert doc["tokens_per_row"]["max"] == tokens[-1]
+    assert doc["rows_over"] == sum(t > 600 for t in tokens)
+    assert [line for line in run.err.splitlines() if line.startswith("error:")] == \
+        [f"error: {data} row 17 (id traj-bad): messages are not a list of message objects"]
+    per_row = pq.read_table(tmp_path / "rows.parquet")
+    assert per_row.to_pylist() == stats_table(table_of(evals(), "struct"),
+                                              name=str(data)).to_pylist()
+    run = run_ctxpack("stats", str(data), "--per-row", str(tmp_path / "rows.csv"))
+    lines = (tmp_path / "rows.csv").read_text().splitlines()
+    assert lines[0].startswith('"row","id","tokens"') and len(lines) == 19
+    assert "tokens per row p50 / p90 / max" in run.out
+
+
+def test_cli_compress_and_restore_a_parquet_file(tmp_path: Path) -> None:
+    table = table_of(over_budget(), "json")
+    data = write(table, tmp_path / "data.parquet")
+    small, back = tmp_path / "small.parquet", tmp_path / "back.parquet"
+    run = run_ctxpack("compress", str(data), "-o", str(small), "--budget", str(BUDGET),
+                      env=PINNED)
+    assert run.code == 1, run.err  # the bad row is reported; the others are done
+    assert "18 rows, 1 compressed, 1 failed" in run.err
+    assert pq.read_table(small).column("ctxpack_error").to_pylist()[-1].startswith(
+        f"{data} row 17 (id traj-bad): messages are not JSON")
+    run = run_ctxpack("restore", str(small), "-o", str(back))
+    assert run.code == 0, run.err
+    assert pq.read_table(back).equals(table)
+    again = run_ctxpack("compress", str(data), "-o", str(tmp_path / "again.parquet"),
+                        "--budget", str(BUDGET), env=PINNED)
+    assert (tmp_path / "again.parquet").read_bytes() == small.read_bytes()  # deterministic
+    assert again.code == 1
+
+
+def test_cli_shards_split_the_row_groups_and_skip_existing_resumes(tmp_path: Path) -> None:
+    table = table_of(over_budget() * 2, "json", bad=False)  # 34 rows: 7 row groups of 5
+    data = write(table, tmp_path / "data.parquet")
+    parts = [tmp_path / f"part-{i}.parquet" for i in range(3)]
+    for i, part in enumerate(parts):
+        run = run_ctxpack("compress", str(data), "-o", str(part), "--budget", str(BUDGET),
+                          "--shard", f"{i}/3", env=PINNED)
+        assert run.code == 0, run.err
+    whole = tmp_path / "whole.parquet"
+    assert run_ctxpack("compress", str(data), "-o", str(whole), "--budget", str(BUDGET),
+                       env=PINNED).code == 0
+    shares = [pq.read_table(p) for p in parts]
+    assert [s.num_rows for s in shares] == [14, 10, 10]  # groups 0,3,6 / 1,4 / 2,5
+    by_id = {r["id"]: r for s in shares for r in s.to_pylist()}
+    assert [by_id[r["id"]] for r in pq.read_table(whole).to_pylist()] == \
+        pq.read_table(whole).to_pylist()  # each row as the whole run made it
+    back = []
+    for i, part in enumerate(parts):
+        assert run_ctxpack("restore", str(part), "-o", str(tmp_path / f"back-{i}.parquet")
+                           ).code == 0
+        back += pq.read_table(tmp_path / f"back-{i}.parquet").to_pylist()
+    assert sorted(back, key=lambda r: r["id"]) == table.to_pylist()
+    before = parts[0].stat().st_mtime_ns
+    run = run_ctxpack("compress", str(data), "-o", str(parts[0]), "--budget", str(BUDGET),
+                      "--shard", "0/3", "--skip-existing")
+    assert run.code == 0 and "skipped" in run.err
+    assert parts[0].stat().st_mtime_ns == before
+
+
+def test_cli_validate_reports_rows(tmp_path: Path) -> None:
+    broken = [{"role": "tool", "tool_call_id": "call_9", "content": "orphan"}]
+    data = write(table_of([evals()[0], broken], "json"), tmp_path / "data.parquet")
+    run = run_ctxpack("validate", str(data))
+    assert run.code == 1
+    assert run.out.splitlines() == [
+        f"{data} row 1 (id traj-001): message 1: tool result for call 'call_9', which no "
+        "earlier assistant message made",
+        f"{data} row 2 (id traj-bad): messages are not JSON: Unterminated string starting at: "
+        "line 1 column 30 (char 29)"]
+    assert "3 rows, 2 with problems" in run.err
+
+
+def test_jsonl_rows_read_as_a_dataset(tmp_path: Path) -> None:
+    path = SAMPLES / "evals.openai-conversations.jsonl"
+    run = run_ctxpack("stats", str(path), "--per-row", str(tmp_path / "rows.parquet"),
+                      "--json")
+    assert run.code == 0, run.err
+    rows = pq.read_table(tmp_path / "rows.parquet").to_pylist()
+    assert len(rows) == 17 and [r["row"] for r in rows] == list(range(17))
+    assert sum(r["tokens"] for r in rows) == ctxpack.stats(str(path)).tokens
+    assert json.loads(run.out)["datasets"][0]["tokens"] == ctxpack.stats(str(path)).tokens
+
+
+@pytest.mark.parametrize("args, fragment", [
+    (["compress", "{data}"], "pass -o OUT.parquet"),
+    (["stats", "{data}", "--messages-column", "text"], "no column 'text'"),
+    (["stats", "{data}", "--id-column", "nope"], "no column 'nope'"),
+    (["stats", "{data}", "--format", "codex"], "unknown messages dialect 'codex'"),
+    (["stats", "{data}", "--engine", "spark"], "unknown engine 'spark'"),
+    (["stats", "{data}", str(SAMPLES / "support-chat.openai.jsonl")], "separate runs"),
+    (["stats", "{data}", "--per-row", "{data}"], "--per-row is the input file"),
+    (["compress", "{data}", "-o", "{data}"], "--output is the input file"),
+])
+def test_cli_usage_errors_are_one_line(tmp_path: Path, args: list[str], fragment: str) -> None:
+    data = write(table_of(evals()[:2], "json", bad=False), tmp_path / "data.parquet")
+    run = run_ctxpack(*(a.format(data=data) for a in args))
+    assert_clean_error(run, 2, fragment)
+
+
+def test_not_a_parquet_file_is_one_line(tmp_path: Path) -> None:
+    fake = tmp_path / "fake.parquet"
+    fake.write_bytes(b"PAR1 but not really")
+    assert_clean_error(run_ctxpack("stats", str(fake)), 2, f"{fake}: not a Parquet file")
+    out = tmp_path / "out.parquet"
+    assert_clean_error(run_ctxpack("compress", str(fake), "-o", str(out)), 2, "not a Parquet")
+    assert not out.exists()
+
+
+def test_without_pyarrow_the_hint_names_the_extra(tmp_path: Path) -> None:
+    import subprocess
+    import sys
+
+    data = write(table_of(evals()[:1], "json", bad=False), tmp_path / "data.parquet")
+    code = ("import sys; sys.modules['pyarrow'] = None; sys.argv = ['ctxpack', 'stats', "
+            f"{str(data)!r}]; from ctxpack.cli import main; main()")
+    proc = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True)
+    assert proc.returncode == 2
+    assert proc.stderr.strip() == ("error: reading and writing datasets needs pyarrow "
+                                   "(pip install 'ctxpack[data]')")
+
+
+TAU = CORPUS / "openai-chat" / "tau-bench__gpt-4o-airline.json"
+
+
+@pytest.mark.corpus
+@pytest.mark.skipif(not TAU.is_file(), reason="corpus not found beside the checkout")
+def test_corpus_runs_as_a_dataset_count_as_the_file_and_come_back(kind: str) -> None:
+    runs = json.loads(TAU.read_text())
+    table = table_of([r["traj"] for r in runs], kind, bad=False).append_column(
+        "task_id", pa.array([r["task_id"] for r in runs]))
+    rows = stats_table(table).to_pylist()
+    assert sum(r["tokens"] for r in rows) == ctxpack.stats(str(TAU)).tokens
+    out = compress_table(table, budget=3000)
+    assert sum(e is None for e in out.column("ctxpack_error").to_pylist()) == len(runs)
+    assert max(out.column("ctxpack_tokens_after").to_pylist()) <= 3000
+    assert restore_table(out).equals(table)

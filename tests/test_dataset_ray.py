@@ -1,0 +1,96 @@
+"""Datasets on Ray: a local Ray of 2 CPUs runs the same table functions, with results
+equal to the local engine's row for row, and the command line joins it by address."""
+
+from __future__ import annotations
+
+import json
+from collections.abc import Iterator
+from pathlib import Path
+from typing import Any
+
+import pytest
+
+from .conftest import SAMPLES
+from .helpers import ctxpack as run_ctxpack
+
+pa = pytest.importorskip("pyarrow", reason="datasets need pyarrow (pip install 'ctxpack[data]')")
+pq = pytest.importorskip("pyarrow.parquet")
+ray = pytest.importorskip("ray", reason="Ray is not installed (pip install 'ctxpack[ray]')")
+
+from ctxpack.dataset import (  # noqa: E402 - after the skips
+    Rows,
+    compress_table,
+    restore_table,
+    stats_table,
+    validate_table,
+)
+from ctxpack.dataset.files import results  # noqa: E402
+from ctxpack.dataset.on_ray import RayEngine  # noqa: E402
+
+pytestmark = pytest.mark.ray
+
+
+PINNED = {"SOURCE_DATE_EPOCH": "1795000000"}  # the time stamp of archives, here and there
+
+
+@pytest.fixture(scope="module")
+def cluster() -> Iterator[str]:
+    """A local Ray of 2 CPUs for this module; its address, for other processes to join."""
+    patch = pytest.MonkeyPatch()
+    patch.setenv("SOURCE_DATE_EPOCH", PINNED["SOURCE_DATE_EPOCH"])
+    ray.init(num_cpus=2, include_dashboard=False, logging_level="ERROR",
+             log_to_driver=False, runtime_env={"env_vars": PINNED})
+    try:
+        yield ray.get_runtime_context().gcs_address
+    finally:
+        ray.shutdown()
+        patch.undo()
+
+
+@pytest.fixture
+def dataset(tmp_path: Path) -> Path:
+    """The eval conversations of samples/ as rows (one made long), in row groups of 4,
+    and a row that cannot be read."""
+    rows = [json.loads(line)["messages"]
+            for line in (SAMPLES / "evals.openai-conversations.jsonl").open()]
+    rows[5] = rows[5] * 8
+    texts = [json.dumps(r) for r in rows] + ["not json"]
+    table = pa.table({"instance_id": [f"i{n}" for n in range(len(texts))], "messages": texts,
+                      "split": ["test"] * len(texts)})
+    pq.write_table(table, tmp_path / "data.parquet", row_group_size=4)
+    return tmp_path / "data.parquet"
+
+
+def both(path: Path, work: Any, **settings: Any) -> tuple[Any, Any]:
+    """`work` over the dataset here and on Ray, each as one table."""
+    rows = Rows()
+    here = pa.concat_tables(results(str(path), rows, work, None, **settings))
+    there = pa.concat_tables(results(str(path), rows, work, RayEngine(), **settings))
+    return here, there
+
+
+@pytest.mark.parametrize("work", [stats_table, validate_table])
+def test_ray_reads_rows_as_the_local_engine_does(cluster: str, dataset: Path, work: Any) -> None:
+    here, there = both(dataset, work)
+    assert there.num_rows == 18
+    assert there.equals(here)
+
+
+def test_ray_compresses_as_the_local_engine_and_restores(cluster: str, dataset: Path) -> None:
+    here, there = both(dataset, compress_table, budget=1500)
+    assert there.column("ctxpack").to_pylist()[5] is not None
+    assert there.equals(here)
+    assert restore_table(there).equals(pq.read_table(dataset))
+
+
+def test_the_command_line_joins_a_running_ray(cluster: str, dataset: Path,
+                                              tmp_path: Path) -> None:
+    out, back = tmp_path / "small.parquet", tmp_path / "back.parquet"
+    run = run_ctxpack("compress", str(dataset), "-o", str(out), "--budget", "1500",
+                      "--engine", "ray", "--ray-address", cluster)
+    assert run.code == 1, run.err  # the row that cannot be read
+    assert "18 rows, 1 compressed, 1 failed" in run.err
+    run = run_ctxpack("restore", str(out), "-o", str(back), "--engine", "ray",
+                      "--ray-address", cluster)
+    assert run.code == 0, run.err
+    assert pq.read_table(back).equals(pq.read_table(dataset))
