@@ -148,7 +148,8 @@ def record_messages(record: dict[str, Any], line: int) -> list[Message]:
 
 
 class _Tokens:
-    """Per-reply `tokens`, each reply counted once (a JSONL line may repeat a reply)."""
+    """Per-reply `tokens`, each reply counted once (a JSONL line may repeat a reply); a
+    reply later rewound was still a call the provider answered, so it stays."""
 
     def __init__(self) -> None:
         self.replies: dict[str, dict[str, int]] = {}
@@ -157,9 +158,6 @@ class _Tokens:
         if isinstance(tokens, dict):
             self.replies[key] = {k: _count(tokens.get(k))
                                  for k in ("input", "output", "cached", "thoughts", "tool")}
-
-    def drop(self, key: str) -> None:
-        self.replies.pop(key, None)
 
     def summary(self) -> dict[str, Any]:
         if not self.replies:
@@ -209,8 +207,6 @@ class GeminiChatReader:
         return self._upsert(line, record)
 
     def _replace(self, line: int, messages: list[Any]) -> list[Message]:
-        for ident in self.entries:
-            self.tokens.drop(ident)
         self.entries = {}
         out: list[Message] = []
         for m in messages:
@@ -251,7 +247,6 @@ class GeminiChatReader:
         cut = keys.index(ident) if ident in self.entries else 0  # unknown id: all goes
         for key in keys[cut:]:
             del self.entries[key]
-            self.tokens.drop(key)
 
     def finish(self) -> tuple[list[Message], Layout]:
         context: list[int] = []

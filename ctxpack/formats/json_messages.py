@@ -129,9 +129,10 @@ class JsonMessagesFormat:
         except RecordError:
             return 0
         # every message must be a Chat Completions one: an Anthropic block or an
-        # agent's event in the list is some other format
-        # (a role that is no string is this format's broken line: the reader names it)
-        if any(isinstance(m, dict) and isinstance(m.get("role"), str) and sniff_message(m) == 0
+        # agent's event in the list is some other format (a role that is no string is
+        # this format's broken line, which the reader names)
+        if any(isinstance(m, dict) and ("role" not in m or isinstance(m["role"], str)
+                                        and sniff_message(m) == 0)
                for ms in lists for m in ms):
             return 0
         return 2
