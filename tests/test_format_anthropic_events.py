@@ -12,6 +12,7 @@ from hypothesis import given, settings
 from hypothesis import strategies as st
 
 from ctxpack import compress, restore
+from ctxpack.errors import InputError
 from ctxpack.loader import load, write
 from ctxpack.transcript import Text, ToolCall
 
@@ -166,3 +167,10 @@ def test_sample_reads_as_events() -> None:
     assert_tool_pairs(t.messages)
     assert [m.role for m in t.messages].count("tool") == 4
     assert t.messages[-1].text.startswith("Cause: migration 0031")
+
+
+def test_a_bad_field_in_the_last_turn_is_the_problem_of_its_line() -> None:
+    data = jsonl([run()[0], event(2, "agent.tool_use", name=["ls"], input={})])
+    with pytest.raises(InputError) as info:
+        load(io.BytesIO(data))
+    assert info.value.line == 2 and "'name' is an array" in info.value.problem

@@ -12,7 +12,7 @@ from hypothesis import given, settings
 from hypothesis import strategies as st
 
 from ctxpack import compress, restore, stats
-from ctxpack.errors import UsageError
+from ctxpack.errors import InputError, UsageError
 from ctxpack.loader import load, write
 from ctxpack.transcript import Text, Thinking, ToolCall, ToolResult, Transcript
 
@@ -336,3 +336,11 @@ def test_compress_of_a_recording_is_refused_before_anything_is_written(tmp_path:
     with pytest.raises(UsageError, match="cannot write gemini-cli"):
         compress(str(src), model="gemini-2.5-pro", budget=10)
     assert [p.name for p in tmp_path.iterdir()] == ["session.jsonl"]
+
+
+def test_a_bad_field_in_the_last_turn_is_the_problem_of_its_line() -> None:
+    data = jsonl(INIT, {"type": "message", "role": "assistant", "content": "x", "delta": True},
+                 {"type": "tool_use", "tool_name": "ls", "tool_id": ["no"], "parameters": {}})
+    with pytest.raises(InputError) as info:
+        load(data)
+    assert info.value.line == 3 and "'tool_id' is an array" in info.value.problem

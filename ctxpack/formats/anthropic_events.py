@@ -45,7 +45,9 @@ def event_of(record: Any) -> dict[str, Any] | None:
 class EventsReader:
     def __init__(self) -> None:
         self.count = 0
-        self.pending: list[tuple[int, dict[str, Any], dict[str, Any]]] = []
+        # the lines of the turn being read: line, record, event id, the parts it adds
+        # (read as it comes, so that a bad field is the problem of its own line)
+        self.pending: list[tuple[int, dict[str, Any], str | None, list[Part]]] = []
         self.tally = UsageTally()
         self.last_call: str | None = None
         self.totals: dict[str, Any] = {}
@@ -57,7 +59,7 @@ class EventsReader:
             raise RecordError("not a session event: no 'type' such as agent.message")
         kind = event["type"]
         if kind in _CALLS or kind in ("agent.message", "agent.thinking"):
-            self.pending.append((line, record, event))
+            self.pending.append((line, record, string_field(event, "id"), self._parts(event)))
             return []
         if kind == "span.model_request_start":
             return self._turn()
@@ -92,25 +94,28 @@ class EventsReader:
         self.count += 1
         return [message]
 
+    @staticmethod
+    def _parts(event: dict[str, Any]) -> list[Part]:
+        kind = event["type"]
+        if kind == "agent.message":
+            return list(content_parts(event.get("content"), _text_block))
+        if kind in _CALLS:
+            args = event.get("input")
+            return [ToolCall(string_field(event, "id"), string_field(event, "name") or "",
+                             "" if args is None else _json(args))]
+        return []  # agent.thinking holds no text
+
     def _turn(self) -> list[Message]:
         if not self.pending:
             return []
-        parts: list[Part] = []
-        for _, _, event in self.pending:
-            kind = event["type"]
-            if kind == "agent.message":
-                parts += content_parts(event.get("content"), _text_block)
-            elif kind in _CALLS:
-                args = event.get("input")
-                parts.append(ToolCall(string_field(event, "id"), string_field(event, "name") or "",
-                                      "" if args is None else _json(args)))
-        lines = tuple(n for n, _, _ in self.pending)
-        first, event = self.pending[0][1], self.pending[0][2]
+        parts = [p for *_, more in self.pending for p in more]
+        lines = tuple(n for n, *_ in self.pending)
+        _, first, ident, _ = self.pending[0]
         self.pending = []
         if not parts:
-            return []  # thinking only: the event holds no text
-        return self._emit(Message("assistant", tuple(parts), lines, first,
-                                  id=string_field(event, "id"), model=self.model))
+            return []  # thinking only
+        return self._emit(Message("assistant", tuple(parts), lines, first, id=ident,
+                                  model=self.model))
 
     def usage(self) -> dict[str, Any]:
         usage = self.tally.summary("span.model_request_end model_usage, once per request",

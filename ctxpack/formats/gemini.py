@@ -296,7 +296,9 @@ class GeminiStreamReader:
         self.context: list[int] = []
         self.runs = 0
         self.live = False  # inside a run: after its init, before its result
-        self.pending: list[tuple[int, dict[str, Any]]] = []
+        # the lines of the turn being read, each with the parts it adds (read as it comes,
+        # so that a bad field is the problem of its own line)
+        self.pending: list[tuple[int, dict[str, Any], Part]] = []
         self.model: str | None = None
         self.totals: dict[str, int] = {}
         self.stats_runs = 0
@@ -317,8 +319,17 @@ class GeminiStreamReader:
             out = self._turn()
             self.live = False
             return out
-        if kind == "tool_use" or kind == "message" and record.get("role") == "assistant":
-            self.pending.append((line, record))
+        if kind == "tool_use":
+            params = record.get("parameters")
+            self.pending.append((line, record, ToolCall(
+                string_field(record, "tool_id"), string_field(record, "tool_name") or "",
+                "" if params is None else _json(params))))
+            return []
+        if kind == "message" and record.get("role") == "assistant":
+            content = record.get("content")
+            text = content if isinstance(content, str) else "".join(
+                p.text for p in _parts(content) if isinstance(p, Text))
+            self.pending.append((line, record, Text(text)))
             return []
         if kind == "tool_result":
             status = record.get("status")
@@ -348,16 +359,13 @@ class GeminiStreamReader:
     def _turn(self) -> list[Message]:
         if not self.pending:
             return []
-        text = "".join(r.get("content") for _, r in self.pending
-                       if r.get("type") == "message" and isinstance(r.get("content"), str))
-        parts: list[Part] = [Text(text)] if text else []
-        for _, r in self.pending:
-            if r.get("type") == "tool_use":
-                params = r.get("parameters")
-                parts.append(ToolCall(string_field(r, "tool_id"),
-                                      string_field(r, "tool_name") or "",
-                                      "" if params is None else _json(params)))
-        lines = tuple(n for n, _ in self.pending)
+        parts: list[Part] = []
+        for _, _, part in self.pending:
+            if isinstance(part, Text) and parts and isinstance(parts[-1], Text):
+                parts[-1] = Text(parts[-1].text + part.text)  # chunks of one text
+            elif not isinstance(part, Text) or part.text:
+                parts.append(part)
+        lines = tuple(n for n, _, _ in self.pending)
         first = self.pending[0][1]
         self.pending = []
         return self._emit(Message("assistant", tuple(parts), lines, first, model=self.model))
