@@ -93,3 +93,14 @@ def test_a_document_no_reader_takes_says_so_and_lists_the_formats() -> None:
         load(io.BytesIO(b'{\n "kind": "something else"\n}\n'))
     assert info.value.problem == "this fits no transcript format ctxpack reads"
     assert "json-messages" in str(info.value) and "--format" not in str(info.value)
+
+
+@pytest.mark.parametrize("doc", [
+    {"history": [{"role": "user", "parts": [{"text": "hi"}]},
+                 {"role": "model", "parts": [{"text": "hello"}]}]},
+    [{"role": "user", "parts": [{"text": "hi"}]}],
+])
+def test_a_gemini_checkpoint_is_named_not_read_as_chat_messages(doc) -> None:
+    with pytest.raises(InputError) as info:
+        load(io.BytesIO(json.dumps(doc, indent=2).encode()))
+    assert "Gemini CLI checkpoint" in info.value.problem

@@ -131,8 +131,8 @@ class JsonMessagesFormat:
         # every message must be a Chat Completions one: an Anthropic block or an
         # agent's event in the list is some other format (a role that is no string is
         # this format's broken line, which the reader names)
-        if any(isinstance(m, dict) and ("role" not in m or isinstance(m["role"], str)
-                                        and sniff_message(m) == 0)
+        if any(isinstance(m, dict) and ("role" not in m or "parts" in m and "content" not in m
+                                        or isinstance(m["role"], str) and sniff_message(m) == 0)
                for ms in lists for m in ms):
             return 0
         return 2

@@ -47,7 +47,15 @@ def _openhands_output(value: Any) -> bool:
         _openhands_events(value.get("history"))
 
 
+def _gemini_checkpoint(value: Any) -> bool:
+    items = _items(value.get("history") if isinstance(value, dict) else value)
+    return bool(items) and all(x.get("role") in ("user", "model") and isinstance(
+        x.get("parts"), list) for x in items[:20])
+
+
 _SHAPES: tuple[tuple[str, Callable[[Any], bool]], ...] = (
+    ("a Gemini CLI checkpoint (`/chat save`: a history of role user/model with parts)",
+     _gemini_checkpoint),
     ("a Cline / Roo Code ui_messages.json (UI events)", _cline_ui),
     ("a Cline / Roo Code api_conversation_history.json (Anthropic messages with blocks)",
      _cline_api),
