@@ -351,3 +351,9 @@ def test_a_bad_field_in_the_last_turn_is_the_problem_of_its_line() -> None:
     with pytest.raises(InputError) as info:
         load(data)
     assert info.value.line == 3 and "'tool_id' is an array" in info.value.problem
+
+
+def test_a_line_that_is_no_recording_record_is_named() -> None:
+    with pytest.raises(InputError) as info:
+        load(jsonl(META, user("u1", "hi"), {"note": "pasted"}))
+    assert info.value.line == 3 and "no message 'type'" in info.value.problem

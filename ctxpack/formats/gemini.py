@@ -20,13 +20,13 @@ its own; lines outside a run (before its `init`) are not the CLI's.
 
 from __future__ import annotations
 
+from dataclasses import replace
 from typing import Any
 
 from ..jsonl import dumps
 from ..transcript import META_KEY, Image, Message, Part, Text, Thinking, ToolCall, ToolResult
 from .base import Compaction, Layout, RecordError, string_field
 
-_MESSAGE_TYPES = {"user", "gemini", "info", "error", "warning"}
 _MODEL_INPUT = {"user", "gemini"}
 _STREAM_TYPES = {"init", "message", "tool_use", "tool_result", "result", "error"}
 # Text the CLI puts in user messages on its own, not typed by a person.
@@ -191,7 +191,9 @@ class GeminiChatReader:
         if not isinstance(record, dict):
             raise RecordError("not a Gemini CLI chat record: not a JSON object")
         if "$rewindTo" in record:
-            self._rewind(string_field(record, "$rewindTo"))
+            target = string_field(record, "$rewindTo")
+            if target is not None:  # the CLI passes over a null one
+                self._rewind(target)
             return []
         if "$set" in record:
             update = record["$set"]
@@ -216,14 +218,14 @@ class GeminiChatReader:
 
     def _upsert(self, line: int, record: dict[str, Any]) -> list[Message]:
         kind = string_field(record, "type")
-        if kind not in _MESSAGE_TYPES:
-            raise RecordError(f"a message of type {kind!r}, not one of "
-                              + ", ".join(sorted(_MESSAGE_TYPES)))
+        if kind is None:
+            raise RecordError("no message 'type' (user, gemini, info, ...), '$set' or "
+                              "'$rewindTo'")
         ident = string_field(record, "id")
         if ident is None:
             self.anonymous += 1
             ident = f"\0{self.anonymous}"
-        if kind not in _MODEL_INPUT:  # a notice of the UI, never sent to the model
+        if kind not in _MODEL_INPUT:  # a notice of the UI (or a newer kind): not model input
             self.entries[ident] = []  # but a rewind may name it
             return []
         messages = record_messages(record, line)
@@ -242,7 +244,7 @@ class GeminiChatReader:
             self.tokens.add(ident, record.get("tokens"))
         return messages
 
-    def _rewind(self, ident: str | None) -> None:
+    def _rewind(self, ident: str) -> None:
         keys = list(self.entries)
         cut = keys.index(ident) if ident in self.entries else 0  # unknown id: all goes
         for key in keys[cut:]:
@@ -349,8 +351,6 @@ class GeminiStreamReader:
         return []  # an error event: a notice, not model input
 
     def _emit(self, message: Message) -> list[Message]:
-        from dataclasses import replace
-
         if self.live:
             self.context.append(self.count)
         self.count += 1
