@@ -311,7 +311,7 @@ def test_the_recording_sample_shows_rewind_upsert_and_echoes() -> None:
     assert not any("new module" in m.text for m in t.messages)
     assert sum(1 for m in t.outside if m.role == "tool") == 3  # the echoed results
     assert all(isinstance(r, ToolResult) and r.text for m in t.messages for r in m.tool_results)
-    assert t.model == "gemini-2.5-flash" and t.usage["calls"] == 6  # the rewound one too
+    assert t.model == "gemini-2.5-pro" and t.usage["calls"] == 6  # the rewound one too
 
 
 # --- compress ------------------------------------------------------------------------------
@@ -337,12 +337,36 @@ def test_stream_compress_summarizes_and_restore_gives_back_exactly(tmp_path: Pat
     assert restore(str(out)) == data
 
 
-def test_compress_of_a_recording_is_refused_before_anything_is_written(tmp_path: Path) -> None:
-    src = tmp_path / "session.jsonl"
-    src.write_bytes(jsonl(META, user("u1", "hi"), gemini("g1", "hello")).getvalue())
-    with pytest.raises(UsageError, match="cannot write gemini-cli"):
+def test_compress_masks_and_summarizes_a_recording_and_restore_gives_it_back(
+        tmp_path: Path) -> None:
+    records: list[dict[str, Any]] = [META, user("u1", "look at every file")]
+    for i in range(10):
+        records += [gemini(f"g{i}", calls=[call(f"c{i}")]),
+                    gemini(f"g{i}", calls=[call(f"c{i}", f"line {i}\n" * 300)]),
+                    {"id": f"e{i}", "type": "user", "content": [response(f"c{i}",
+                                                                         f"line {i}\n" * 300)]}]
+    records.append(gemini("last", "All read."))
+    data = jsonl(*records).getvalue()
+    src, out = tmp_path / "session.jsonl", tmp_path / "out.jsonl"
+    src.write_bytes(data)
+    compressed, report = compress(str(src), model="gemini-2.5-pro", budget=2500,
+                                  truncate=False)
+    assert report.summary is not None and report.masked > 0
+    write(compressed, out)
+    after = load(out)
+    assert after.format == "gemini-cli"
+    assert [m for m in after.messages if m.text.startswith("## Archived Session Summary")]
+    assert_tool_pairs(after.messages)  # no copied result outlives its call
+    assert restore(str(out)) == data
+
+
+def test_compress_of_the_single_document_form_is_refused(tmp_path: Path) -> None:
+    src = tmp_path / "session.json"
+    src.write_text(json.dumps({**META, "messages": [user("u1", "hi"), gemini("g1", "hello")]},
+                              indent=2))
+    with pytest.raises(UsageError, match="JSONL form"):
         compress(str(src), model="gemini-2.5-pro", budget=10)
-    assert [p.name for p in tmp_path.iterdir()] == ["session.jsonl"]
+    assert [p.name for p in tmp_path.iterdir()] == ["session.json"]
 
 
 def test_a_bad_field_in_the_last_turn_is_the_problem_of_its_line() -> None:

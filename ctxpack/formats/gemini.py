@@ -183,6 +183,7 @@ class GeminiChatReader:
         self.entries: dict[str, list[int]] = {}
         self.echoes: dict[int, set[str]] = {}  # user-copied results: emitted number -> call ids
         self.answers: dict[int, set[str]] = {}  # results beside their calls, likewise
+        self.calls: dict[int, set[str]] = {}  # the calls a reply makes, likewise
         self.tokens = _Tokens()
         self.model: str | None = None
         self.anonymous = 0
@@ -232,6 +233,7 @@ class GeminiChatReader:
         numbers = list(range(self.count, self.count + len(messages)))
         self.count += len(messages)
         for n, m in zip(numbers, messages, strict=True):
+            self.calls[n] = {c.id for c in m.tool_calls if c.id is not None}
             ids = {r.call_id for r in m.tool_results if r.call_id is not None}
             if ids and kind == "user":
                 self.echoes[n] = ids
@@ -253,11 +255,16 @@ class GeminiChatReader:
     def finish(self) -> tuple[list[Message], Layout]:
         context: list[int] = []
         answered: set[str] = set()
+        live = [n for numbers in self.entries.values() for n in numbers]
+        called = {c for n in live for c in self.calls.get(n, ())}
         for numbers in self.entries.values():
             for n in numbers:
                 echo = self.echoes.get(n)
-                if echo is not None and echo <= answered:
-                    continue  # the same results the gemini record holds: count once
+                # results a user message repeats count where they first answer a call the
+                # context holds: not again beside the reply's own copy, nor after the
+                # call has gone (into a summary, say)
+                if echo is not None and (echo <= answered or not echo & called):
+                    continue
                 answered |= self.answers.get(n, set()) | (echo or set())
                 context.append(n)
         return [], Layout(context, model=self.model, usage=self.tokens.summary())
@@ -277,6 +284,55 @@ def sniff_chat(record: Any) -> int:
     return 0
 
 
+_HOLDERS = ("$set", "messages", "toolCalls", "result", "content")  # where responses live
+
+
+def _with_responses(value: Any, texts: dict[str | None, str], call: str | None = None) -> Any:
+    """`value` with each `functionResponse` answering a call in `texts` reading its text."""
+    if isinstance(value, list):
+        return [_with_responses(v, texts, call) for v in value]
+    if not isinstance(value, dict):
+        return value
+    response = value.get("functionResponse")
+    if isinstance(response, dict):
+        key = response.get("id") if isinstance(response.get("id"), str) else call
+        if key in texts:
+            return {**value, "functionResponse": {**response, "response": {
+                "output": texts[key]}}}
+        return value
+    own = value.get("id") if isinstance(value.get("id"), str) and "args" in value else call
+    return {k: _with_responses(v, texts, own) if k in _HOLDERS else v for k, v in value.items()}
+
+
+class GeminiChatEditor:
+    """A JSONL recording: results are replaced where the line holds them; the summary and
+    the kept head are written as a `$set` of `messages`, which is how the CLI itself
+    records a compressed history (it replaces every message before it)."""
+
+    resets = True
+    alternates = False
+
+    def keeps_place(self, message: Message) -> bool:
+        return False  # nothing before the `$set` counts any more
+
+    def with_results(self, record: dict[str, Any], texts: dict[str | None, str]) -> dict[str, Any]:
+        return _with_responses(record, texts)  # type: ignore[no-any-return]
+
+    def compaction(self, c: Compaction) -> list[dict[str, Any]]:
+        head, seen = [], set()
+        for r in c.head:  # a reply and its results are one record
+            if id(r) not in seen:
+                seen.add(id(r))
+                head.append(r)
+        summary = {"id": c.seed, "timestamp": c.time, "type": "user",
+                   "content": [{"text": c.summary}]}
+        return [{"$set": {"messages": [*head, summary], "lastUpdated": c.time},
+                 META_KEY: c.meta}]
+
+    def relink(self, record: dict[str, Any], removed: set[str], to: str) -> dict[str, Any] | None:
+        return None
+
+
 class GeminiChatFormat:
     name = "gemini-cli"
     default_model = "gemini"  # when the file names no model
@@ -288,6 +344,16 @@ class GeminiChatFormat:
 
     def reader(self) -> GeminiChatReader:
         return GeminiChatReader()
+
+    def editor(self, transcript: Any) -> GeminiChatEditor:
+        records = transcript.records
+        if records and records[0].raw.strip() in (b"{", b"["):
+            from ..errors import UsageError
+
+            raise UsageError(f"{transcript.path}: compress writes Gemini CLI recordings in "
+                             "their JSONL form, not the older single JSON document",
+                             "the CLI turns a .json session into .jsonl when it resumes it")
+        return GeminiChatEditor()
 
 
 class GeminiStreamReader:
