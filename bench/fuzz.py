@@ -37,10 +37,11 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
 
+from ctxpack.formats import FORMATS as READERS
+
 ROOT = Path(__file__).resolve().parent.parent
 SAMPLES = ROOT / "samples"
-FORMATS = ("openai", "openai-conversations", "anthropic", "claude-code", "codex",
-           "json-messages")
+FORMATS = tuple(READERS)  # every registered format
 DEPTHS = (3, 50, 999, 1000, 1022, 1023, 1024, 1025, 1100, 2500)
 LONG = 600  # seed strings are cut to about this many characters, so inputs stay small
 TIMEOUT = 20  # seconds one input may take before it counts as a hang
@@ -51,11 +52,12 @@ TIMEOUT = 20  # seconds one input may take before it counts as a hang
 
 @dataclass
 class Seed:
-    """Records of one format (for json-messages: one document), and their name."""
+    """Records of one format (for a `document`: the one JSON value), and their name."""
 
     format: str
     records: list[Any]
     name: str
+    document: bool = False
 
 
 def _short(value: Any) -> Any:
@@ -101,14 +103,14 @@ def load_seeds(corpus: Path | None, rng: random.Random) -> list[Seed]:
         if fmt is None:
             continue
         data = path.read_bytes()
-        if fmt == "json-messages":
+        if data.lstrip()[:1] == b"[" or data.split(b"\n", 1)[0].strip() == b"{":
             doc = _short(json.loads(data))
-            seeds.append(Seed(fmt, [doc], path.name))
+            seeds.append(Seed(fmt, [doc], path.name, document=True))
             continue
         records = [_short(json.loads(line)) for line in data.splitlines() if line.strip()]
         seeds += _windows(records, fmt, path.name, rng, 12)
         if fmt == "openai":  # the same messages as a bare JSON array: a json-messages file
-            seeds.append(Seed("json-messages", [records[:20]], f"{path.name}[array]"))
+            seeds.append(Seed("json-messages", [records[:20]], f"{path.name}[array]", True))
     return seeds
 
 
@@ -355,10 +357,10 @@ def _made(seeds: list[Seed], seed: int, i: int) -> tuple[str, bytes, random.Rand
     rng = random.Random(seed * 1_000_003 + i)
     base = rng.choice(seeds)
     records = _copy(base.records)
-    if base.format == "json-messages":
+    if base.document:
         records = [records[0]]
     for _ in range(rng.randint(1, 4)):
-        if base.format == "json-messages" and rng.random() < 0.5:
+        if base.document and rng.random() < 0.5:
             inner = records[0]
             holder = inner if isinstance(inner, list) else next(
                 (v for v in inner.values() if isinstance(v, list)), None) \
@@ -367,7 +369,7 @@ def _made(seeds: list[Seed], seed: int, i: int) -> tuple[str, bytes, random.Rand
                 rng.choice(MUTATIONS)(holder, rng)
                 continue
         rng.choice(MUTATIONS)(records, rng)
-    if base.format == "json-messages":
+    if base.document:
         data = _dump(records[0] if records else [], rng)
         if rng.random() < 0.5:  # as a .traj file: indented (where orjson can)
             import orjson

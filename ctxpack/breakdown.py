@@ -129,6 +129,7 @@ class FileStats:
     usage: dict[str, Any]
     conversations: int = 1
     largest_conversation: dict[str, int] | None = None  # of a file of several conversations
+    unsure: str = ""  # why the format was taken without a record that marks it
     # what counting cost (cache hits, texts tokenized, workers); not part of the JSON schema
     counting: dict[str, Any] = field(default_factory=dict, compare=False, repr=False)
 
@@ -148,7 +149,7 @@ class FileStats:
             "conversations": self.conversations,
             "largest_conversation": self.largest_conversation, "outside": self.outside,
             "sidechain": self.sidechain, "lines": self.lines, "bytes": self.bytes,
-            "skipped": self.skipped, "usage": self.usage,
+            "skipped": self.skipped, "usage": self.usage, "format_unsure": self.unsure,
         }
 
 
@@ -225,6 +226,7 @@ def stats(source: PathOrFile | Transcript, model: str | None = None, *, format: 
     result = _breakdown(found, scanner.layout, counter, top, path=scanner.path,
                         format=scanner.format.name, lines=scanner.lines,
                         size=scanner.bytes_read, skipped=skipped, flagged=model is not None)
+    result.unsure = scanner.unsure
     result.counting = collector.tally
     return result
 
@@ -256,6 +258,7 @@ def _stats_of_transcript(t: Transcript, model: str | None, top: int,
     result = _breakdown(found, layout, counter, top, path=t.path, format=t.format,
                         lines=len(t.records), size=size, skipped=skipped,
                         flagged=model is not None)
+    result.unsure = t.unsure
     result.counting = collector.tally
     return result
 

@@ -17,6 +17,7 @@ from . import formats
 from .atomic import write_atomic
 from .errors import InputError
 from .formats.base import Format, Layout, RecordError
+from .formats.unknown import looks_like, looks_like_text
 from .jsonl import (
     LineIndex,
     ParsedRecords,
@@ -64,6 +65,8 @@ class Scanner:
         self.lines = 0
         self.bytes_read = 0
         self._reader: Any = None
+        # why the format was taken without a record that marks it ("" when one did)
+        self.unsure = ""
 
     @property
     def named_model(self) -> str | None:
@@ -92,6 +95,8 @@ class Scanner:
             if _opens_document(raw, self._forced):
                 yield from self._document(number, raw, lines)
                 return
+            if self._forced is None and (what := looks_like_text(raw)) is not None:
+                raise _unknown(self.path, number, None, what)
             record = self._parse(raw, number)
             if record is not None:
                 yield from self._records(chain([(number, record)], self._parsed(lines)))
@@ -118,14 +123,14 @@ class Scanner:
                     best = (fmt, score)
                 if best[1] < 2 and len(pending) < SNIFF_RECORDS:
                     continue
-                reader = self._choose(best[0], pending)
+                reader = self._choose(best, pending)
                 for n, r in pending:
                     yield from self._feed(reader, n, r)
                 pending.clear()
                 continue
             yield from self._feed(reader, number, record)
         if reader is None:
-            reader = self._choose(best[0], pending)
+            reader = self._choose(best, pending)
             for n, r in pending:
                 yield from self._feed(reader, n, r)
         if self.progress is not None:
@@ -154,7 +159,12 @@ class Scanner:
         """The whole input is one JSON value (a .traj file, a list of runs): read it at once."""
         data = b"".join([raw, *(r for _, r in rest)])
         value = parse_document(data, self.path, first)
-        fmt = self._forced or formats.get("json-messages")
+        fmt = self._forced
+        if fmt is None:
+            fmt, score = formats.sniff(value, document=True)
+            if fmt is None:
+                raise _unknown(self.path, first, value)
+            self.unsure = "" if score >= 2 else LOOSE
         self.format, self._reader = fmt, fmt.reader()
         yield from self._feed(self._reader, first, value)
         if self.progress is not None:
@@ -162,14 +172,15 @@ class Scanner:
         rest_messages, self.layout = self._reader.finish()
         yield from _not_summaries(rest_messages)
 
-    def _choose(self, fmt: Format | None, pending: list[tuple[int, dict[str, Any]]]) -> Any:
+    def _choose(self, best: tuple[Format | None, int],
+                pending: list[tuple[int, dict[str, Any]]]) -> Any:
+        fmt, score = best
         if fmt is None:
             if pending:
-                line = pending[0][0]
-                valid = ", ".join(formats.FORMATS)
-                raise InputError(self.path, line, "records fit no known transcript format",
-                                 f"known formats: {valid}; --format forces one")
+                raise _unknown(self.path, pending[0][0], pending[0][1])
             fmt = formats.get(DEFAULT_FORMAT)
+        elif score < 2:
+            self.unsure = LOOSE
         self.format = fmt
         self._reader = fmt.reader()
         return self._reader
@@ -195,6 +206,19 @@ class Scanner:
                                  ) from None
             self.skipped.append(BadLine(number, problem))
             return []
+
+
+LOOSE = ("no record carries a mark of its format: plain {role, content} messages fit "
+         "several readers")
+
+
+def _unknown(path: str, line: int, record: Any, what: str | None = None) -> InputError:
+    """The error for input no reader takes: what it looks like, and what ctxpack reads."""
+    what = what or looks_like(record)
+    problem = (f"this looks like {what}, which ctxpack does not read" if what
+               else "this fits no transcript format ctxpack reads")
+    known = ", ".join(formats.FORMATS)
+    return InputError(path, line, problem, f"ctxpack reads: {known}")
 
 
 def _not_summaries(messages: list[Message]) -> list[Message]:
@@ -248,6 +272,7 @@ def _transcript(scanner: Scanner, emitted: list[Message], records: Sequence[Reco
         model=layout.model,
         usage=layout.usage,
         skipped=tuple(scanner.skipped),
+        unsure=scanner.unsure,
     )
 
 

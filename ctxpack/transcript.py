@@ -168,6 +168,7 @@ class Transcript:
     model: str | None = None
     usage: dict[str, Any] = field(default_factory=dict)
     skipped: tuple[BadLine, ...] = ()
+    unsure: str = ""  # why the format was taken without a record that marks it
 
     def rounds(self) -> list[Round]:
         return group_rounds(self.messages)

@@ -65,7 +65,10 @@ def test_skip_invalid_keeps_bad_lines_for_a_lossless_write(tmp_path):
 def test_records_that_fit_no_format(tmp_path):
     path = tmp_path / "x.jsonl"
     path.write_bytes(b'{"hello": "world"}\n{"n": 1}\n')
-    assert_clean_error(ctxpack("stats", str(path)), 2, f"{path}:1:", "fit no known")
+    run = ctxpack("stats", str(path))
+    # it names what ctxpack reads, and no flag that could not help
+    assert_clean_error(run, 2, f"{path}:1:", "fits no transcript format", "openai, ")
+    assert "--format" not in run.err and "--skip-invalid" not in run.err
 
 
 def test_records_that_fit_not_the_forced_format(tmp_path):

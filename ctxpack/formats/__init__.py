@@ -30,11 +30,15 @@ def usual_model(name: str) -> str | None:
     return getattr(FORMATS.get(name), "default_model", None)
 
 
-def sniff(record: dict[str, Any]) -> tuple[Format | None, int]:
-    """The format that claims `record` most surely, and how surely (0 = none)."""
+def sniff(record: Any, document: bool = False) -> tuple[Format | None, int]:
+    """The format that claims `record` most surely, and how surely (0 = none). A
+    `document` (a whole file that is one JSON value) is read only by formats that
+    say they read documents."""
     best: Format | None = None
     score = 0
     for fmt in FORMATS.values():
+        if document and not getattr(fmt, "document", False):
+            continue
         s = fmt.sniff(record)
         if s > score:
             best, score = fmt, s
@@ -43,12 +47,15 @@ def sniff(record: dict[str, Any]) -> tuple[Format | None, int]:
 
 def _register_builtin() -> None:
     from .anthropic import AnthropicFormat
+    from .anthropic_events import EventsFormat
     from .claude_code import ClaudeCodeFormat
     from .codex import CodexFormat
+    from .gemini import GeminiChatFormat, GeminiStreamFormat
     from .json_messages import JsonMessagesFormat
 
     for fmt in (OpenAIFormat(), ConversationsFormat(), AnthropicFormat(), ClaudeCodeFormat(),
-                CodexFormat(), JsonMessagesFormat()):
+                CodexFormat(), JsonMessagesFormat(), GeminiChatFormat(), GeminiStreamFormat(),
+                EventsFormat()):
         register(fmt)
 
 

@@ -53,7 +53,8 @@ class Format(Protocol):
     # optional `default_model`: the model to assume when a file of this format names none
 
     def sniff(self, record: dict[str, Any]) -> int:
-        """How surely `record` is of this format: 0 no, 1 maybe, 2 surely."""
+        """How surely `record` is of this format: 0 no, 1 maybe (it fits, but so may
+        others), 2 surely, 3 by a mark no other format has (it beats another's 2)."""
         ...
 
     def reader(self) -> Reader: ...

@@ -14,7 +14,7 @@ from typing import Any
 from ..jsonl import json_kind
 from ..transcript import Message, ToolResult
 from .base import Layout, RecordError
-from .openai import OpenAIEditor, message_from_dict
+from .openai import OpenAIEditor, message_from_dict, sniff_message
 
 # mini-swe-agent ends with a role the API does not know: the run's exit, not model input
 NOT_INPUT_ROLES = {"exit"}
@@ -125,10 +125,17 @@ class JsonMessagesFormat:
 
     def sniff(self, record: Any) -> int:
         try:
-            conversations(record)
+            lists = conversations(record)
         except RecordError:
             return 0
-        return 2 if isinstance(record, list) or "history" in record else 0
+        # every message must be a Chat Completions one: an Anthropic block or an
+        # agent's event in the list is some other format (a role that is no string is
+        # this format's broken line, which the reader names)
+        if any(isinstance(m, dict) and ("role" not in m or "parts" in m and "content" not in m
+                                        or isinstance(m["role"], str) and sniff_message(m) == 0)
+               for ms in lists for m in ms):
+            return 0
+        return 2
 
     def editor(self, transcript: Any) -> OpenAIEditor:
         return OpenAIEditor()  # the messages are Chat Completions dicts

@@ -110,7 +110,7 @@ def summary_lines(f: FileStats) -> list[str]:
     """The headline facts of one file, one per line."""
     exactness = "exact" if f.exact else f"approximate: {f.note}"
     lines = [
-        f"{f.path}  [{f.format}]",
+        f"{f.path}  [{f.format}]" + (f"  (format unsure: {f.unsure})" if f.unsure else ""),
         f"model {f.model} ({f.encoding}, {exactness})",
         f"{f.tokens:,} tokens in {f.messages:,} messages, {len(f.rounds)} rounds, "
         f"{f.steps} steps",

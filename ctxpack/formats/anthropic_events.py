@@ -1,0 +1,182 @@
+"""Anthropic managed-agent session events, bare or wrapped one per line.
+
+An event is `{id: "sevt_…", type, processed_at, …}`; some tools save each inside
+`{role, kind, tool, content, time, raw}`, where `raw` is the event and the rest a
+copy of it for display. `user.*` events are what a person sent, `agent.message`,
+`agent.tool_use` and their kin are the model's output, `agent.tool_result` answers
+a call by its event id (`tool_use_id`). What one model request wrote (between two
+`span.model_request_start` events) is one assistant turn. `span.model_request_end`
+holds the usage of each request, `session.*` and `span.*` events are bookkeeping.
+"""
+
+from __future__ import annotations
+
+from typing import Any
+
+from ..jsonl import dumps
+from ..transcript import META_KEY, Message, Part, Text, ToolCall, ToolResult
+from .anthropic import UsageTally
+from .base import Compaction, Layout, RecordError, content_parts, string_field
+
+_PREFIXES = ("user.", "agent.", "session.", "span.")
+_CALLS = {"agent.tool_use", "agent.mcp_tool_use", "agent.custom_tool_use"}
+_RESULTS = {"agent.tool_result": "tool_use_id", "agent.mcp_tool_result": "mcp_tool_use_id",
+            "user.custom_tool_result": "custom_tool_use_id"}
+
+
+def _json(value: Any) -> str:
+    return dumps(value).decode("utf-8", "surrogatepass")
+
+
+def _text_block(block: dict[str, Any]) -> Text | None:
+    return Text(block["text"]) if isinstance(block.get("text"), str) else None
+
+
+def event_of(record: Any) -> dict[str, Any] | None:
+    """The session event a line holds: the line itself, or its `raw` field."""
+    if not isinstance(record, dict):
+        return None
+    raw = record.get("raw")
+    event = raw if isinstance(raw, dict) and "type" in raw else record
+    kind = event.get("type")
+    return event if isinstance(kind, str) and kind.startswith(_PREFIXES) else None
+
+
+class EventsReader:
+    def __init__(self) -> None:
+        self.count = 0
+        # the lines of the turn being read: line, record, event id, the parts it adds
+        # (read as it comes, so that a bad field is the problem of its own line)
+        self.pending: list[tuple[int, dict[str, Any], str | None, list[Part]]] = []
+        self.tally = UsageTally()
+        self.last_call: str | None = None
+        self.totals: dict[str, Any] = {}
+        self.model: str | None = None
+
+    def feed(self, line: int, record: dict[str, Any]) -> list[Message]:
+        event = event_of(record)
+        if event is None:
+            raise RecordError("not a session event: no 'type' such as agent.message")
+        kind = event["type"]
+        if kind in _CALLS or kind in ("agent.message", "agent.thinking"):
+            self.pending.append((line, record, string_field(event, "id"), self._parts(event)))
+            return []
+        if kind == "span.model_request_start":
+            return self._turn()
+        if kind == "span.model_request_end":
+            key = string_field(event, "model_request_start_id") or f"line {line}"
+            self.tally.add(key, event.get("model_usage"))
+            self.last_call = key
+            model = event.get("model")
+            self.model = model if isinstance(model, str) else self.model
+            return []
+        if kind == "session.usage" and isinstance(event.get("usage"), dict):
+            self.totals = event["usage"]
+            return []
+        if kind in _RESULTS:
+            parts = tuple(content_parts(event.get("content"), _text_block))
+            result = ToolResult(string_field(event, _RESULTS[kind]), parts,  # type: ignore
+                                event.get("is_error") is True)
+            return self._turn() + self._emit(Message("tool", (result,), (line,), record,
+                                                     id=string_field(event, "id")))
+        if kind == "user.message":
+            parts = tuple(content_parts(event.get("content"), _text_block))
+            return self._turn() + self._emit(Message("user", parts, (line,), record,
+                                                     id=string_field(event, "id"), human=True))
+        if kind == "user.define_outcome":
+            text = event.get("description")
+            parts = (Text(text),) if isinstance(text, str) and text else ()
+            return self._turn() + self._emit(Message("user", parts, (line,), record,
+                                                     id=string_field(event, "id"), human=True))
+        return []
+
+    def _emit(self, message: Message) -> list[Message]:
+        self.count += 1
+        return [message]
+
+    @staticmethod
+    def _parts(event: dict[str, Any]) -> list[Part]:
+        kind = event["type"]
+        if kind == "agent.message":
+            return list(content_parts(event.get("content"), _text_block))
+        if kind in _CALLS:
+            args = event.get("input")
+            return [ToolCall(string_field(event, "id"), string_field(event, "name") or "",
+                             "" if args is None else _json(args))]
+        return []  # agent.thinking holds no text
+
+    def _turn(self) -> list[Message]:
+        if not self.pending:
+            return []
+        parts = [p for *_, more in self.pending for p in more]
+        lines = tuple(n for n, *_ in self.pending)
+        _, first, ident, _ = self.pending[0]
+        self.pending = []
+        if not parts:
+            return []  # thinking only
+        return self._emit(Message("assistant", tuple(parts), lines, first, id=ident,
+                                  model=self.model))
+
+    def usage(self) -> dict[str, Any]:
+        usage = self.tally.summary("span.model_request_end model_usage, once per request",
+                                   self.last_call)
+        cost = self.totals.get("list_cost")
+        if isinstance(cost, dict) and isinstance(cost.get("amount"), str):
+            usage["list_cost"] = f"{cost['amount']} {cost.get('currency', '')}".strip()
+        return usage
+
+    def finish(self) -> tuple[list[Message], Layout]:
+        rest = self._turn()
+        return rest, Layout(list(range(self.count)), model=self.model, usage=self.usage())
+
+
+class EventsEditor:
+    """A result is the event's `content` (and the wrapper's copy of it, when wrapped); the
+    summary is a `user.message` event. The service never reads such a file back."""
+
+    resets = False
+    alternates = False
+
+    def __init__(self, wrapped: bool) -> None:
+        self.wrapped = wrapped
+
+    def keeps_place(self, message: Message) -> bool:
+        return True
+
+    def with_results(self, record: dict[str, Any], texts: dict[str | None, str]) -> dict[str, Any]:
+        text = next(iter(texts.values()))  # one result per event
+        if isinstance(record.get("raw"), dict):
+            raw = {**record["raw"], "content": [{"type": "text", "text": text}]}
+            return {**record, "content": text, "raw": raw}
+        return {**record, "content": [{"type": "text", "text": text}]}
+
+    def compaction(self, c: Compaction) -> list[dict[str, Any]]:
+        event = {"type": "user.message", "processed_at": c.time,
+                 "content": [{"type": "text", "text": c.summary}]}
+        if self.wrapped:
+            return [{"role": "user", "kind": "message", "content": c.summary, "time": c.time,
+                     "raw": event, META_KEY: c.meta}]
+        return [{**event, META_KEY: c.meta}]
+
+    def relink(self, record: dict[str, Any], removed: set[str], to: str) -> dict[str, Any] | None:
+        return None
+
+
+class EventsFormat:
+    name = "anthropic-events"
+    default_model = "claude"  # when the file names no model
+    description = "Anthropic managed-agent session events (bare or wrapped in {role, kind, raw})"
+
+    def sniff(self, record: Any) -> int:
+        event = event_of(record)
+        if event is None:
+            return 0
+        ident = event.get("id")
+        return 3 if isinstance(ident, str) and ident.startswith("sevt_") else 2
+
+    def reader(self) -> EventsReader:
+        return EventsReader()
+
+    def editor(self, transcript: Any) -> EventsEditor:
+        first = transcript.messages[0].raw if transcript.messages else None
+        return EventsEditor(wrapped=isinstance(first, dict) and "raw" in first)

@@ -1,0 +1,508 @@
+"""Gemini CLI: chat recordings (`session-*.json` and `.jsonl`) and `stream-json` output.
+
+A chat recording holds `messages` of type user, gemini, info, error and warning;
+only user and gemini records are model input. A gemini record carries its text,
+`thoughts` (summaries the model wrote: reasoning), `toolCalls` holding each call
+with its `result`, and the reply's `tokens`. Newer CLIs also write each result
+again as the next user message (`functionResponse` parts): that copy counts once.
+
+The older form is one JSON document; the newer one is JSONL: a metadata line, a
+line per message written again in full whenever it changes (the last copy holds
+its place), `{"$set": {...}}` metadata updates (`$set.messages` replaces the whole
+list, as the CLI does after compressing its history) and `{"$rewindTo": id}`,
+which drops that message and every later one.
+
+`--output-format stream-json` writes events: `init` (model, session), `message`
+(user, or assistant text in `delta` chunks), `tool_use`, `tool_result` and a
+closing `result` with run totals. Each `init` starts a new run, a conversation of
+its own; lines outside a run (before its `init`) are not the CLI's.
+"""
+
+from __future__ import annotations
+
+from dataclasses import replace
+from typing import Any
+
+from ..jsonl import dumps
+from ..transcript import META_KEY, Image, Message, Part, Text, Thinking, ToolCall, ToolResult
+from .base import Compaction, Layout, RecordError, string_field
+
+_MODEL_INPUT = {"user", "gemini"}
+_STREAM_TYPES = {"init", "message", "tool_use", "tool_result", "result", "error"}
+# Text the CLI puts in user messages on its own, not typed by a person.
+_INJECTED = ("<session_context>", "User has manually exited Plan Mode",
+             "User has manually entered Plan Mode")
+
+
+def _json(value: Any) -> str:
+    return dumps(value).decode("utf-8", "surrogatepass")
+
+
+def _count(value: Any) -> int:
+    """A recorded count; anything but a whole number counts 0 (usage only informs)."""
+    if isinstance(value, float) and value.is_integer():
+        return int(value)
+    return value if isinstance(value, int) and not isinstance(value, bool) else 0
+
+
+def _result_parts(response: Any) -> tuple[tuple[Text | Image, ...], bool]:
+    """The text a `functionResponse.response` puts before the model, and whether it failed."""
+    if not isinstance(response, dict):
+        return ((Text(_json(response)),) if response is not None else ()), False
+    error = "error" in response and response["error"] not in (None, "")
+    rest = {k: v for k, v in response.items() if k not in ("output", "error")}
+    value = response.get("error") if error else response.get("output")
+    if isinstance(value, str) and not rest:
+        return (Text(value),), error
+    return (Text(_json(response)),), error
+
+
+def _part(item: Any) -> Part | None:
+    """One Gemini API `Part`: text, thought, inline or file data, call or response."""
+    if isinstance(item, str):
+        return Text(item)
+    if not isinstance(item, dict):
+        return None
+    if isinstance(item.get("text"), str):
+        return Thinking(item["text"]) if item.get("thought") is True else Text(item["text"])
+    call = item.get("functionCall")
+    if isinstance(call, dict):
+        args = call.get("args")
+        return ToolCall(string_field(call, "id"), string_field(call, "name") or "",
+                        "" if args is None else _json(args))
+    response = item.get("functionResponse")
+    if isinstance(response, dict):
+        parts, error = _result_parts(response.get("response"))
+        return ToolResult(string_field(response, "id"), parts, error)
+    inline = item.get("inlineData")
+    if isinstance(inline, dict):
+        mime = string_field(inline, "mimeType")
+        if mime and mime.startswith("image/"):
+            return Image(mime, data=string_field(inline, "data"))
+        return Text(_json(item))
+    data = item.get("fileData")
+    if isinstance(data, dict):
+        uri = string_field(data, "fileUri")
+        mime = string_field(data, "mimeType")
+        return Image(mime, url=uri) if mime and mime.startswith("image/") else Text(uri or "")
+    return None
+
+
+def _parts(content: Any) -> list[Part]:
+    """The parts of a `PartListUnion`: a string, one part, or a list of them."""
+    if content is None or content == "":
+        return []
+    items = content if isinstance(content, list) else [content]
+    return [p for p in map(_part, items) if p is not None]
+
+
+def _thoughts(value: Any) -> list[Thinking]:
+    out = []
+    for t in value if isinstance(value, list) else ():
+        if not isinstance(t, dict):
+            continue
+        text = "\n".join(s for s in (t.get("subject"), t.get("description"))
+                         if isinstance(s, str) and s)
+        if text:
+            out.append(Thinking(text))
+    return out
+
+
+def _injected(parts: list[Part]) -> bool:
+    texts = [p.text.lstrip() for p in parts if isinstance(p, Text)]
+    return any(t.startswith(_INJECTED) for t in texts)
+
+
+def record_messages(record: dict[str, Any], line: int) -> list[Message]:
+    """The messages one user or gemini record puts before the model, in order."""
+    kind, ident = record.get("type"), string_field(record, "id")
+    parts = _parts(record.get("content"))
+    if kind == "user":
+        results = tuple(p for p in parts if isinstance(p, ToolResult))
+        said = [p for p in parts if not isinstance(p, ToolResult)]
+        out = []
+        if results:
+            out.append(Message("tool", results, (line,), record))
+        if said or not results:
+            out.append(Message("user", tuple(said), (line,), record, id=ident,
+                               human=bool(said) and not _injected(said)))
+        return out
+    model = string_field(record, "model")
+    calls = record.get("toolCalls") if isinstance(record.get("toolCalls"), list) else []
+    said = [*_thoughts(record.get("thoughts")), *parts]
+    results: list[Part] = []
+    for call in calls:
+        if not isinstance(call, dict):
+            continue
+        args = call.get("args")
+        said.append(ToolCall(string_field(call, "id"), string_field(call, "name") or "",
+                             "" if args is None else _json(args)))
+        for p in _parts(call.get("result")):
+            if isinstance(p, ToolResult):
+                results.append(p if p.call_id is not None else
+                               ToolResult(string_field(call, "id"), p.parts, p.is_error))
+    out = [Message("assistant", tuple(said), (line,), record, id=ident, model=model)]
+    if results:
+        out.append(Message("tool", tuple(results), (line,), record))
+    return out
+
+
+class _Tokens:
+    """Per-reply `tokens`, each reply counted once (a JSONL line may repeat a reply); a
+    reply later rewound was still a call the provider answered, so it stays."""
+
+    def __init__(self) -> None:
+        self.replies: dict[str, dict[str, int]] = {}
+
+    def add(self, key: str, tokens: Any) -> None:
+        if isinstance(tokens, dict):
+            self.replies[key] = {k: _count(tokens.get(k))
+                                 for k in ("input", "output", "cached", "thoughts", "tool")}
+
+    def summary(self) -> dict[str, Any]:
+        if not self.replies:
+            return {}
+        values = list(self.replies.values())
+        return {"source": "tokens of each gemini reply", "calls": len(values),
+                "input_tokens": sum(v["input"] for v in values),
+                "output_tokens": sum(v["output"] + v["thoughts"] for v in values),
+                "cache_read_tokens": sum(v["cached"] for v in values),
+                "reasoning_tokens": sum(v["thoughts"] for v in values),
+                "last_input_tokens": values[-1]["input"]}
+
+
+class GeminiChatReader:
+    """Replays a recording as the CLI does; the context is the messages left at the end.
+
+    `entries` maps each live message id (in the order the CLI keeps them) to the
+    numbers of the messages emitted for its newest copy.
+    """
+
+    def __init__(self) -> None:
+        self.count = 0
+        self.entries: dict[str, list[int]] = {}
+        self.echoes: dict[int, set[str]] = {}  # user-copied results: emitted number -> call ids
+        self.answers: dict[int, set[str]] = {}  # results beside their calls, likewise
+        self.calls: dict[int, set[str]] = {}  # the calls a reply makes, likewise
+        self.tokens = _Tokens()
+        self.model: str | None = None
+        self.anonymous = 0
+
+    def feed(self, line: int, record: Any) -> list[Message]:
+        if not isinstance(record, dict):
+            raise RecordError("not a Gemini CLI chat record: not a JSON object")
+        if "$rewindTo" in record:
+            target = string_field(record, "$rewindTo")
+            if target is not None:  # the CLI passes over a null one
+                self._rewind(target)
+            return []
+        if "$set" in record:
+            update = record["$set"]
+            if not isinstance(update, dict):
+                raise RecordError("'$set' is not an object")
+            messages = update.get("messages")
+            # as the CLI's own loader: an empty list replaces nothing
+            return self._replace(line, messages) if isinstance(messages, list) and messages \
+                else []
+        if "sessionId" in record and "type" not in record:
+            messages = record.get("messages")
+            return self._replace(line, messages) if isinstance(messages, list) else []
+        return self._upsert(line, record)
+
+    def _replace(self, line: int, messages: list[Any]) -> list[Message]:
+        self.entries = {}
+        out: list[Message] = []
+        for m in messages:
+            if isinstance(m, dict):
+                out += self._upsert(line, m)
+        return out
+
+    def _upsert(self, line: int, record: dict[str, Any]) -> list[Message]:
+        kind = string_field(record, "type")
+        if kind is None:
+            raise RecordError("no message 'type' (user, gemini, info, ...), '$set' or "
+                              "'$rewindTo'")
+        ident = string_field(record, "id")
+        if ident is None:
+            self.anonymous += 1
+            ident = f"\0{self.anonymous}"
+        if kind not in _MODEL_INPUT:  # a notice of the UI (or a newer kind): not model input
+            self.entries[ident] = []  # but a rewind may name it
+            return []
+        messages = record_messages(record, line)
+        numbers = list(range(self.count, self.count + len(messages)))
+        self.count += len(messages)
+        for n, m in zip(numbers, messages, strict=True):
+            self.calls[n] = {c.id for c in m.tool_calls if c.id is not None}
+            ids = {r.call_id for r in m.tool_results if r.call_id is not None}
+            if ids and kind == "user":
+                self.echoes[n] = ids
+            elif ids:
+                self.answers[n] = ids
+        self.entries[ident] = numbers  # an existing id keeps its place, as in a JS Map
+        if kind == "gemini":
+            model = string_field(record, "model")
+            self.model = model or self.model
+            self.tokens.add(ident, record.get("tokens"))
+        return messages
+
+    def _rewind(self, ident: str) -> None:
+        keys = list(self.entries)
+        cut = keys.index(ident) if ident in self.entries else 0  # unknown id: all goes
+        for key in keys[cut:]:
+            del self.entries[key]
+
+    def finish(self) -> tuple[list[Message], Layout]:
+        context: list[int] = []
+        answered: set[str] = set()
+        live = [n for numbers in self.entries.values() for n in numbers]
+        called = {c for n in live for c in self.calls.get(n, ())}
+        for numbers in self.entries.values():
+            for n in numbers:
+                echo = self.echoes.get(n)
+                # results a user message repeats count where they first answer a call the
+                # context holds: not again beside the reply's own copy, nor after the
+                # call has gone (into a summary, say)
+                if echo is not None and (echo <= answered or not echo & called):
+                    continue
+                answered |= self.answers.get(n, set()) | (echo or set())
+                context.append(n)
+        return [], Layout(context, model=self.model, usage=self.tokens.summary())
+
+
+def sniff_chat(record: Any) -> int:
+    if not isinstance(record, dict):
+        return 0
+    if isinstance(record.get("sessionId"), str) and isinstance(record.get("projectHash"), str):
+        return 2  # the metadata line, or the whole legacy document
+    if isinstance(record.get("$rewindTo"), str) or isinstance(record.get("$set"), dict):
+        return 2
+    kind = record.get("type")
+    if kind in ("gemini", "info", "warning") and isinstance(record.get("id"), str) \
+            and "content" in record:
+        return 2
+    return 0
+
+
+_HOLDERS = ("$set", "messages", "toolCalls", "result", "content")  # where responses live
+
+
+def _with_responses(value: Any, texts: dict[str | None, str], call: str | None = None) -> Any:
+    """`value` with each `functionResponse` answering a call in `texts` reading its text."""
+    if isinstance(value, list):
+        return [_with_responses(v, texts, call) for v in value]
+    if not isinstance(value, dict):
+        return value
+    response = value.get("functionResponse")
+    if isinstance(response, dict):
+        key = response.get("id") if isinstance(response.get("id"), str) else call
+        if key in texts:
+            return {**value, "functionResponse": {**response, "response": {
+                "output": texts[key]}}}
+        return value
+    own = value.get("id") if isinstance(value.get("id"), str) and "args" in value else call
+    return {k: _with_responses(v, texts, own) if k in _HOLDERS else v for k, v in value.items()}
+
+
+class GeminiChatEditor:
+    """A JSONL recording: results are replaced where the line holds them; the summary and
+    the kept head are written as a `$set` of `messages`, which is how the CLI itself
+    records a compressed history (it replaces every message before it)."""
+
+    resets = True
+    alternates = False
+
+    def keeps_place(self, message: Message) -> bool:
+        return False  # nothing before the `$set` counts any more
+
+    def with_results(self, record: dict[str, Any], texts: dict[str | None, str]) -> dict[str, Any]:
+        return _with_responses(record, texts)  # type: ignore[no-any-return]
+
+    def compaction(self, c: Compaction) -> list[dict[str, Any]]:
+        head, seen = [], set()
+        for r in c.head:  # a reply and its results are one record
+            if id(r) not in seen:
+                seen.add(id(r))
+                head.append(r)
+        summary = {"id": c.seed, "timestamp": c.time, "type": "user",
+                   "content": [{"text": c.summary}]}
+        return [{"$set": {"messages": [*head, summary], "lastUpdated": c.time},
+                 META_KEY: c.meta}]
+
+    def relink(self, record: dict[str, Any], removed: set[str], to: str) -> dict[str, Any] | None:
+        return None
+
+
+class GeminiChatFormat:
+    name = "gemini-cli"
+    default_model = "gemini"  # when the file names no model
+    description = "Gemini CLI chat recording (session-*.json or .jsonl)"
+    document = True  # the older form is one JSON document
+
+    def sniff(self, record: Any) -> int:
+        return sniff_chat(record)
+
+    def reader(self) -> GeminiChatReader:
+        return GeminiChatReader()
+
+    def editor(self, transcript: Any) -> GeminiChatEditor:
+        records = transcript.records
+        if records and records[0].raw.strip() in (b"{", b"["):
+            from ..errors import UsageError
+
+            raise UsageError(f"{transcript.path}: compress writes Gemini CLI recordings in "
+                             "their JSONL form, not the older single JSON document",
+                             "the CLI turns a .json session into .jsonl when it resumes it")
+        return GeminiChatEditor()
+
+
+class GeminiStreamReader:
+    """Assistant text chunks and the calls that follow them make one model turn."""
+
+    def __init__(self) -> None:
+        self.count = 0
+        self.context: list[int] = []
+        self.runs = 0
+        self.live = False  # inside a run: after its init, before its result
+        # the lines of the turn being read, each with the parts it adds (read as it comes,
+        # so that a bad field is the problem of its own line)
+        self.pending: list[tuple[int, dict[str, Any], Part]] = []
+        self.model: str | None = None
+        self.totals: dict[str, int] = {}
+        self.stats_runs = 0
+
+    def feed(self, line: int, record: dict[str, Any]) -> list[Message]:
+        kind = string_field(record, "type")
+        if kind not in _STREAM_TYPES:
+            raise RecordError(f"an event of type {kind!r}, not one of "
+                              + ", ".join(sorted(_STREAM_TYPES)))
+        if kind == "init":
+            out = self._turn()
+            self.runs += 1
+            self.live = True
+            self.model = string_field(record, "model") or self.model
+            return out
+        if kind == "result":
+            self._stats(record.get("stats"))
+            out = self._turn()
+            self.live = False
+            return out
+        if kind == "tool_use":
+            params = record.get("parameters")
+            self.pending.append((line, record, ToolCall(
+                string_field(record, "tool_id"), string_field(record, "tool_name") or "",
+                "" if params is None else _json(params))))
+            return []
+        if kind == "message" and record.get("role") == "assistant":
+            content = record.get("content")
+            text = content if isinstance(content, str) else "".join(
+                p.text for p in _parts(content) if isinstance(p, Text))
+            self.pending.append((line, record, Text(text)))
+            return []
+        if kind == "tool_result":
+            status = record.get("status")
+            error = record.get("error")
+            text = record.get("output")
+            if not isinstance(text, str) or not text and isinstance(error, dict):
+                text = error.get("message") if isinstance(error, dict) else text
+            part = ToolResult(string_field(record, "tool_id"),
+                              (Text(text if isinstance(text, str) else _json(text)),),
+                              status == "error")
+            return self._turn() + self._emit(Message("tool", (part,), (line,), record))
+        if kind == "message":
+            role = string_field(record, "role")
+            parts = tuple(_parts(record.get("content")))
+            return self._turn() + self._emit(Message(role or "user", parts, (line,), record,
+                                                     human=role == "user"))
+        return []  # an error event: a notice, not model input
+
+    def _emit(self, message: Message) -> list[Message]:
+        if self.live:
+            self.context.append(self.count)
+        self.count += 1
+        return [replace(message, conversation=max(self.runs - 1, 0))]
+
+    def _turn(self) -> list[Message]:
+        if not self.pending:
+            return []
+        parts: list[Part] = []
+        for _, _, part in self.pending:
+            if isinstance(part, Text) and parts and isinstance(parts[-1], Text):
+                parts[-1] = Text(parts[-1].text + part.text)  # chunks of one text
+            elif not isinstance(part, Text) or part.text:
+                parts.append(part)
+        lines = tuple(n for n, _, _ in self.pending)
+        first = self.pending[0][1]
+        self.pending = []
+        return self._emit(Message("assistant", tuple(parts), lines, first, model=self.model))
+
+    def _stats(self, stats: Any) -> None:
+        if not isinstance(stats, dict):
+            return
+        self.stats_runs += 1
+        for key in ("input_tokens", "output_tokens", "cached", "total_tokens", "tool_calls"):
+            self.totals[key] = self.totals.get(key, 0) + _count(stats.get(key))
+
+    def usage(self) -> dict[str, Any]:
+        if not self.stats_runs:
+            return {}
+        t = self.totals
+        return {"source": f"result stats of {self.stats_runs} run(s) (run totals)",
+                "input_tokens": t["input_tokens"], "output_tokens": t["output_tokens"],
+                "cache_read_tokens": t["cached"], "tool_calls": t["tool_calls"]}
+
+    def finish(self) -> tuple[list[Message], Layout]:
+        rest = self._turn()
+        return rest, Layout(self.context, model=self.model, usage=self.usage(),
+                            conversations=max(self.runs, 1))
+
+
+def sniff_stream(record: Any) -> int:
+    if not isinstance(record, dict):
+        return 0
+    kind = record.get("type")
+    if kind == "init" and isinstance(record.get("session_id"), str) and "model" in record:
+        return 2
+    if kind in ("tool_use", "tool_result") and isinstance(record.get("tool_id"), str):
+        return 2
+    if kind == "result" and isinstance(record.get("stats"), dict) and "status" in record:
+        return 2
+    if kind == "message" and "delta" in record and record.get("role") == "assistant":
+        return 2
+    return 0
+
+
+class GeminiStreamEditor:
+    """stream-json lines: a result is a `tool_result` event, the summary a user message.
+    The CLI never reads such a file back; what compress writes is for people and tools."""
+
+    resets = False
+    alternates = False
+
+    def keeps_place(self, message: Message) -> bool:
+        return True
+
+    def with_results(self, record: dict[str, Any], texts: dict[str | None, str]) -> dict[str, Any]:
+        return {**record, "output": next(iter(texts.values()))}  # one result per event
+
+    def compaction(self, c: Compaction) -> list[dict[str, Any]]:
+        return [{"type": "message", "timestamp": c.time, "role": "user", "content": c.summary,
+                 META_KEY: c.meta}]
+
+    def relink(self, record: dict[str, Any], removed: set[str], to: str) -> dict[str, Any] | None:
+        return None
+
+
+class GeminiStreamFormat:
+    name = "gemini-stream"
+    default_model = "gemini"  # when the file names no model
+    description = "Gemini CLI --output-format stream-json events"
+
+    def sniff(self, record: Any) -> int:
+        return sniff_stream(record)
+
+    def reader(self) -> GeminiStreamReader:
+        return GeminiStreamReader()
+
+    def editor(self, transcript: Any) -> GeminiStreamEditor:
+        return GeminiStreamEditor()

@@ -1,0 +1,383 @@
+"""Gemini CLI: chat recordings (JSON and JSONL) and stream-json, on the corpus and by hand."""
+
+from __future__ import annotations
+
+import io
+import json
+from dataclasses import replace
+from pathlib import Path
+from typing import Any
+
+import pytest
+from hypothesis import given, settings
+from hypothesis import strategies as st
+
+from ctxpack import compress, restore, stats
+from ctxpack.errors import InputError, UsageError
+from ctxpack.loader import load, write
+from ctxpack.transcript import Text, Thinking, ToolCall, ToolResult, Transcript
+
+from .conftest import SAMPLES, corpus_params
+from .helpers import assert_tool_pairs, records_of
+
+META = {"sessionId": "s-1", "projectHash": "ab" * 32, "startTime": "2026-03-03T09:00:00.000Z",
+        "lastUpdated": "2026-03-03T09:00:00.000Z", "kind": "main"}
+
+
+def jsonl(*records: dict[str, Any]) -> io.BytesIO:
+    return io.BytesIO(b"".join(json.dumps(r).encode() + b"\n" for r in records))
+
+
+def user(ident: str, text: str) -> dict[str, Any]:
+    return {"id": ident, "timestamp": "t", "type": "user", "content": [{"text": text}]}
+
+
+def gemini(ident: str, text: str = "", calls: list[dict[str, Any]] | None = None,
+           tokens: dict[str, int] | None = None, **extra: Any) -> dict[str, Any]:
+    record = {"id": ident, "timestamp": "t", "type": "gemini", "content": text,
+              "model": "gemini-2.5-pro", **extra}
+    if calls is not None:
+        record["toolCalls"] = calls
+    if tokens is not None:
+        record["tokens"] = tokens
+    return record
+
+
+def response(cid: str, output: str, error: bool = False) -> dict[str, Any]:
+    body = {"error": output} if error else {"output": output}
+    return {"functionResponse": {"id": cid, "name": "read_file", "response": body}}
+
+
+def call(cid: str, output: str | None = None, error: bool = False) -> dict[str, Any]:
+    c: dict[str, Any] = {"id": cid, "name": "read_file", "args": {"file_path": cid},
+                         "status": "error" if error else "success"}
+    if output is not None:
+        c["result"] = [response(cid, output, error)]
+    return c
+
+
+def ids_of(t: Transcript) -> list[str | None]:
+    return [m.raw.get("id") for m in t.messages]
+
+
+# --- the JSONL recording, by hand ---------------------------------------------------------
+
+def test_a_message_written_again_keeps_its_place_and_its_newest_copy_counts() -> None:
+    t = load(jsonl(META, user("u1", "read a"), gemini("g1", calls=[call("a")]),
+                   user("u2", "and?"), gemini("g1", calls=[call("a", "AAA")])))
+    assert t.format == "gemini-cli"
+    assert [m.role for m in t.messages] == ["user", "assistant", "tool", "user"]
+    assert t.messages[2].tool_results[0].text == "AAA"
+    assert [m.line for m in t.outside] == [3]  # the first copy of g1
+
+
+def test_a_rewind_drops_that_message_and_everything_after_it() -> None:
+    t = load(jsonl(META, user("u1", "first"), gemini("g1", "one"), user("u2", "second"),
+                   gemini("g2", "two"), {"$rewindTo": "u2"}, user("u3", "instead"),
+                   gemini("g3", "three")))
+    assert ids_of(t) == ["u1", "g1", "u3", "g3"]
+    assert {m.raw["id"] for m in t.outside} == {"u2", "g2"}
+
+
+def test_a_rewind_to_an_unknown_id_drops_everything_as_the_cli_does() -> None:
+    t = load(jsonl(META, user("u1", "first"), gemini("g1", "one"), {"$rewindTo": "nope"},
+                   user("u2", "again")))
+    assert ids_of(t) == ["u2"]
+
+
+def test_set_messages_replaces_the_list_and_later_lines_build_on_it() -> None:
+    summary = [user("s1", "<state_snapshot>all that happened</state_snapshot>"),
+               gemini("s2", "Got it.")]
+    t = load(jsonl(META, user("u1", "long"), gemini("g1", "work"), {"$set": {"messages": summary}},
+                   user("u2", "next"), {"$set": {"lastUpdated": "later", "messages": []}}))
+    assert ids_of(t) == ["s1", "s2", "u2"]
+    assert {m.line for m in t.messages[:2]} == {4}
+
+
+def test_results_repeated_as_the_next_user_message_count_once() -> None:
+    t = load(jsonl(META, user("u1", "read"), gemini("g1", calls=[call("a", "A" * 50)]),
+                   {"id": "e1", "type": "user", "content": [response("a", "A" * 50)]}))
+    results = [r for m in t.messages for r in m.tool_results]
+    assert [r.call_id for r in results] == ["a"]
+    assert [m.role for m in t.outside] == ["tool"]  # the copy: in the file, not counted
+    by_role = stats(t).by_role
+    assert by_role["tool"] > 0 and "user" in by_role
+
+
+def test_a_result_only_the_user_message_holds_is_counted() -> None:
+    t = load(jsonl(META, user("u1", "read"), gemini("g1", calls=[call("a")]),
+                   {"id": "e1", "type": "user", "content": [response("a", "oops", True)]}))
+    (result,) = [r for m in t.messages for r in m.tool_results]
+    assert result.is_error and result.text == "oops"
+    assert t.messages[-1].role == "tool" and not t.messages[-1].human
+
+
+def test_only_user_and_gemini_records_are_model_input() -> None:
+    t = load(jsonl(META, user("u1", "hi"), {"id": "i1", "type": "info", "content": "Request "
+                   "cancelled."}, {"id": "x1", "type": "error", "content": "[API Error]"},
+                   {"id": "w1", "type": "warning", "content": "slow"}, gemini("g1", "hello")))
+    assert ids_of(t) == ["u1", "g1"]
+    assert t.outside == ()
+
+
+def test_thoughts_are_reasoning_and_the_injected_context_is_no_person() -> None:
+    thought = {"subject": "Planning", "description": "Read first.", "timestamp": "t"}
+    t = load(jsonl(META, user("c", "<session_context>\nThis is the Gemini CLI.</session_context>"),
+                   user("u1", "fix it"), gemini("g1", "Done.", thoughts=[thought])))
+    assert [m.human for m in t.messages] == [False, True, False]
+    assert t.messages[2].parts == (Thinking("Planning\nRead first."), Text("Done."))
+    assert [r.number for r in t.rounds()] == [0, 1]
+
+
+def test_usage_counts_each_reply_once_and_the_last_prompt() -> None:
+    first = {"input": 100, "output": 10, "cached": 40, "thoughts": 5, "tool": 0, "total": 115}
+    second = {"input": 300, "output": 20, "cached": 200, "thoughts": 0, "tool": 0, "total": 320}
+    t = load(jsonl(META, user("u1", "a"), gemini("g1", calls=[call("a")]),
+                   gemini("g1", calls=[call("a", "x")], tokens=first), gemini("g2", "b",
+                                                                             tokens=second)))
+    assert t.usage["calls"] == 2
+    assert t.usage["input_tokens"] == 400 and t.usage["cache_read_tokens"] == 240
+    assert t.usage["output_tokens"] == 35 and t.usage["reasoning_tokens"] == 5
+    assert t.usage["last_input_tokens"] == 300
+    assert t.model == "gemini-2.5-pro"
+
+
+def test_the_legacy_document_is_read_like_the_jsonl() -> None:
+    doc = {**META, "messages": [user("u1", "read a"), gemini("g1", calls=[call("a", "AAA")]),
+                                {"id": "e", "type": "user", "content": [response("a", "AAA")]}]}
+    data = json.dumps(doc, indent=2).encode() + b"\n"
+    t = load(io.BytesIO(data))
+    assert t.format == "gemini-cli"
+    assert [m.role for m in t.messages] == ["user", "assistant", "tool"]
+    out = io.BytesIO()
+    write(t, out)
+    assert out.getvalue() == data
+
+
+# --- property: the reader replays the log as the CLI's own loader does ---------------------
+
+ops = st.lists(st.one_of(
+    st.tuples(st.just("add"), st.sampled_from(["user", "gemini"]), st.integers(0, 6)),
+    st.tuples(st.just("rewind"), st.just(""), st.integers(0, 7)),
+), max_size=25)
+
+
+@settings(max_examples=150, deadline=None)
+@given(ops)
+def test_replay_matches_an_ordered_map_model(steps: list[tuple[str, str, int]]) -> None:
+    records: list[dict[str, Any]] = [META]
+    live: dict[str, str] = {}  # id -> type, in the CLI's Map order
+    for op, kind, n in steps:
+        ident = f"m{n}"
+        if op == "add":
+            records.append(user(ident, f"text {len(records)}") if kind == "user"
+                           else gemini(ident, f"reply {len(records)}"))
+            live[ident] = kind  # an existing key keeps its place
+        else:
+            records.append({"$rewindTo": ident})
+            keys = list(live)
+            cut = keys.index(ident) if ident in live else 0
+            for key in keys[cut:]:
+                del live[key]
+    data = jsonl(*records).getvalue()
+    t = load(io.BytesIO(data))
+    assert ids_of(t) == list(live)
+    for m in t.messages:  # each live message is its newest copy
+        newest = max(i for i, r in enumerate(records, 1) if r.get("id") == m.raw["id"])
+        assert m.line == newest
+    out = io.BytesIO()
+    write(t, out)
+    assert out.getvalue() == data
+
+
+# --- stream-json, by hand ------------------------------------------------------------------
+
+INIT = {"type": "init", "timestamp": "t", "session_id": "s", "model": "gemini-2.5-flash"}
+
+
+def test_stream_chunks_and_calls_of_a_turn_are_one_message() -> None:
+    t = load(jsonl(INIT, {"type": "message", "role": "user", "content": "go"},
+                   {"type": "message", "role": "assistant", "content": "Look", "delta": True},
+                   {"type": "message", "role": "assistant", "content": "ing.", "delta": True},
+                   {"type": "tool_use", "tool_name": "ls", "tool_id": "ls-1", "parameters": {}},
+                   {"type": "tool_result", "tool_id": "ls-1", "status": "error", "output": "",
+                    "error": {"type": "x", "message": "denied"}},
+                   {"type": "result", "status": "success",
+                    "stats": {"input_tokens": 50, "output_tokens": 7, "cached": 0,
+                              "total_tokens": 57, "tool_calls": 1}}))
+    assert t.format == "gemini-stream"
+    user_m, turn, result = t.messages
+    assert user_m.human and turn.lines == (3, 4, 5)
+    assert turn.parts == (Text("Looking."), ToolCall("ls-1", "ls", "{}"))
+    assert result.role == "tool" and result.tool_results[0].is_error
+    assert result.tool_results[0].text == "denied"
+    assert t.usage["input_tokens"] == 50 and t.usage["output_tokens"] == 7
+
+
+def test_stream_lines_outside_a_run_are_not_the_clis_and_each_run_is_a_conversation() -> None:
+    note = {"type": "message", "role": "user", "content": "harness note", "ts": "t"}
+    t = load(jsonl(note, INIT, {"type": "message", "role": "user", "content": "one"},
+                   {"type": "result", "status": "success", "stats": {}}, note, INIT,
+                   {"type": "message", "role": "user", "content": "two"}))
+    assert [m.text for m in t.messages] == ["one", "two"]
+    assert [m.conversation for m in t.messages] == [0, 1]
+    assert [m.text for m in t.outside] == ["harness note", "harness note"]
+
+
+# --- the corpus and the samples -----------------------------------------------------------
+
+CHAT = corpus_params("gemini-cli-chat", pattern="*.json")
+STREAM = corpus_params("gemini-cli")
+
+
+@pytest.mark.corpus
+@pytest.mark.parametrize("path", [*CHAT, *STREAM])
+def test_corpus_is_detected_and_written_back_exactly(path: Path, tmp_path: Path) -> None:
+    t = load(path)
+    assert t.format == ("gemini-cli" if path.suffix == ".json" else "gemini-stream")
+    assert t.unsure == ""
+    out = tmp_path / path.name
+    write(t, out)
+    assert out.read_bytes() == path.read_bytes()
+
+
+@pytest.mark.corpus
+@pytest.mark.parametrize("path", CHAT)
+def test_corpus_recording_counts_each_result_once_and_its_usage(path: Path) -> None:
+    doc = json.loads(path.read_bytes())
+    replies = [m for m in doc["messages"] if m["type"] == "gemini"]
+    calls = [c for m in replies for c in m.get("toolCalls", [])]
+    t = load(path)
+    results = [r.call_id for m in t.messages for r in m.tool_results]
+    assert sorted(results) == sorted(c["id"] for c in calls if c.get("result"))
+    assert all(m.role == "tool" for m in t.messages if m.tool_results)
+    assert_tool_pairs(t.messages)
+    # the copies the CLI wrote as user messages are in the file, outside the count
+    echoes = [m for m in doc["messages"] if m["type"] == "user" and all(
+        "functionResponse" in p for p in m["content"])]
+    assert len(t.outside) == len(echoes)
+    assert t.usage["calls"] == sum(1 for m in replies if m.get("tokens"))
+    assert t.usage["input_tokens"] == sum(m["tokens"]["input"] for m in replies if m.get("tokens"))
+    assert t.usage["last_input_tokens"] == [m for m in replies if m.get("tokens")][-1][
+        "tokens"]["input"]
+    # Set against the last prompt the file records (which adds the system prompt and the
+    # tool declarations), the context without thoughts (summaries the CLI shows, which
+    # the API does not take back) is most of it, and no more: counting the results'
+    # copies twice would pass it.
+    counted = stats(t)
+    without = stats(replace(t, messages=tuple(
+        replace(m, parts=tuple(p for p in m.parts if not isinstance(p, Thinking)))
+        for m in t.messages)))
+    last = t.usage["last_input_tokens"]
+    assert counted.tokens > without.tokens  # thoughts are there, as reasoning
+    assert last / 2 < without.tokens <= last, (without.tokens, last)
+
+
+@pytest.mark.corpus
+@pytest.mark.parametrize("path", STREAM)
+def test_corpus_stream_pairs_calls_and_reads_the_run_totals(path: Path) -> None:
+    records = records_of(path)
+    t = load(path)
+    calls = [c for m in t.messages for c in m.tool_calls]
+    assert [c.id for c in calls] == [r["tool_id"] for r in records if r["type"] == "tool_use"]
+    results = [r for m in t.messages for r in m.tool_results]
+    assert len(results) == sum(r["type"] == "tool_result" for r in records)
+    totals = [r["stats"] for r in records if r["type"] == "result"]
+    if totals:
+        assert t.usage["input_tokens"] == sum(s["input_tokens"] for s in totals)
+    else:
+        assert t.usage == {}  # a run cut off before its result line
+    inits = sum(r["type"] == "init" for r in records)
+    assert {m.conversation for m in t.messages} == set(range(inits))
+
+
+@pytest.mark.parametrize("name", ["plateau-fix.gemini-cli.jsonl",
+                                  "todo-table.gemini-stream.jsonl"])
+def test_samples_read_as_their_format(name: str, tmp_path: Path) -> None:
+    path = SAMPLES / name
+    t = load(path)
+    assert t.format == name.split(".")[1]
+    assert_tool_pairs(t.messages)
+    out = tmp_path / name
+    write(t, out)
+    assert out.read_bytes() == path.read_bytes()
+
+
+def test_the_recording_sample_shows_rewind_upsert_and_echoes() -> None:
+    t = load(SAMPLES / "plateau-fix.gemini-cli.jsonl")
+    texts = [m.text for m in t.messages if m.human]
+    assert texts[0].startswith("test_plateau_is_one_high fails")
+    assert texts[1].startswith("Actually, put low_tides")  # the rewound question is gone
+    assert not any("new module" in m.text for m in t.messages)
+    assert sum(1 for m in t.outside if m.role == "tool") == 3  # the echoed results
+    assert all(isinstance(r, ToolResult) and r.text for m in t.messages for r in m.tool_results)
+    assert t.model == "gemini-2.5-pro" and t.usage["calls"] == 6  # the rewound one too
+
+
+# --- compress ------------------------------------------------------------------------------
+
+def test_stream_compress_summarizes_and_restore_gives_back_exactly(tmp_path: Path) -> None:
+    records: list[dict[str, Any]] = [INIT, {"type": "message", "role": "user", "content": "go"}]
+    for i in range(12):
+        records += [{"type": "tool_use", "tool_name": "sh", "tool_id": f"sh-{i}",
+                     "parameters": {"n": i}},
+                    {"type": "tool_result", "tool_id": f"sh-{i}", "status": "success",
+                     "output": f"row {i}\n" * 400}]
+    data = jsonl(*records).getvalue()
+    src, out = tmp_path / "in.jsonl", tmp_path / "out.jsonl"
+    src.write_bytes(data)
+    compressed, report = compress(str(src), model="gemini-2.5-pro", budget=3000,
+                                  truncate=False, mask=False)
+    assert report.summary is not None
+    write(compressed, out)
+    after = load(out)
+    assert after.format == "gemini-stream"
+    assert any(m.text.startswith("## Archived Session Summary") for m in after.messages)
+    assert_tool_pairs(after.messages)
+    assert restore(str(out)) == data
+
+
+def test_compress_masks_and_summarizes_a_recording_and_restore_gives_it_back(
+        tmp_path: Path) -> None:
+    records: list[dict[str, Any]] = [META, user("u1", "look at every file")]
+    for i in range(10):
+        records += [gemini(f"g{i}", calls=[call(f"c{i}")]),
+                    gemini(f"g{i}", calls=[call(f"c{i}", f"line {i}\n" * 300)]),
+                    {"id": f"e{i}", "type": "user", "content": [response(f"c{i}",
+                                                                         f"line {i}\n" * 300)]}]
+    records.append(gemini("last", "All read."))
+    data = jsonl(*records).getvalue()
+    src, out = tmp_path / "session.jsonl", tmp_path / "out.jsonl"
+    src.write_bytes(data)
+    compressed, report = compress(str(src), model="gemini-2.5-pro", budget=2500,
+                                  truncate=False)
+    assert report.summary is not None and report.masked > 0
+    write(compressed, out)
+    after = load(out)
+    assert after.format == "gemini-cli"
+    assert [m for m in after.messages if m.text.startswith("## Archived Session Summary")]
+    assert_tool_pairs(after.messages)  # no copied result outlives its call
+    assert restore(str(out)) == data
+
+
+def test_compress_of_the_single_document_form_is_refused(tmp_path: Path) -> None:
+    src = tmp_path / "session.json"
+    src.write_text(json.dumps({**META, "messages": [user("u1", "hi"), gemini("g1", "hello")]},
+                              indent=2))
+    with pytest.raises(UsageError, match="JSONL form"):
+        compress(str(src), model="gemini-2.5-pro", budget=10)
+    assert [p.name for p in tmp_path.iterdir()] == ["session.json"]
+
+
+def test_a_bad_field_in_the_last_turn_is_the_problem_of_its_line() -> None:
+    data = jsonl(INIT, {"type": "message", "role": "assistant", "content": "x", "delta": True},
+                 {"type": "tool_use", "tool_name": "ls", "tool_id": ["no"], "parameters": {}})
+    with pytest.raises(InputError) as info:
+        load(data)
+    assert info.value.line == 3 and "'tool_id' is an array" in info.value.problem
+
+
+def test_a_line_that_is_no_recording_record_is_named() -> None:
+    with pytest.raises(InputError) as info:
+        load(jsonl(META, user("u1", "hi"), {"note": "pasted"}))
+    assert info.value.line == 3 and "no message 'type'" in info.value.problem
