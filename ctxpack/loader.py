@@ -89,6 +89,11 @@ class Scanner:
     def _run(self, src: Any) -> Iterator[Message]:
         lines = self._lines(src)
         for number, raw in lines:
+            text = formats.sniff_text(raw) if self._forced is None else (
+                self._forced if getattr(self._forced, "text", False) else None)
+            if text is not None and raw.strip():
+                yield from self._document(number, raw, lines, text)
+                return
             if _opens_document(raw, self._forced):
                 yield from self._document(number, raw, lines)
                 return
@@ -149,13 +154,20 @@ class Scanner:
                 self.progress(told)
             yield number, raw
 
-    def _document(self, first: int, raw: bytes,
-                  rest: Iterator[tuple[int, bytes]]) -> Iterator[Message]:
-        """The whole input is one JSON value (a .traj file, a list of runs): read it at once."""
+    def _document(self, first: int, raw: bytes, rest: Iterator[tuple[int, bytes]],
+                  text: Format | None = None) -> Iterator[Message]:
+        """The whole input is one JSON value (a .traj file, a list of runs) or, for a `text`
+        format, one text (a Markdown log): read it at once."""
         data = b"".join([raw, *(r for _, r in rest)])
-        value = parse_document(data, self.path, first)
-        fmt = self._forced or formats.get("json-messages")
+        if text is not None:
+            value: Any = _decoded(data, self.path, first)
+            fmt = text
+        else:
+            value = parse_document(data, self.path, first)
+            fmt = self._forced or formats.sniff_document(value)
         self.format, self._reader = fmt, fmt.reader()
+        if hasattr(self._reader, "located"):  # its usage is in a file beside this one
+            self._reader.located(self.path)
         yield from self._feed(self._reader, first, value)
         if self.progress is not None:
             self.progress(self.bytes_read)
@@ -203,6 +215,15 @@ def _not_summaries(messages: list[Message]) -> list[Message]:
         if m.human and opens_with_summary(m):
             messages[i] = replace(m, human=False)
     return messages
+
+
+def _decoded(data: bytes, path: str, first: int) -> str:
+    """A text document as a string; bytes that are not UTF-8 name the line they are on."""
+    try:
+        return data.decode("utf-8")
+    except UnicodeDecodeError as exc:
+        line = first + data.count(b"\n", 0, exc.start)
+        raise InputError(path, line, f"not valid UTF-8: byte 0x{data[exc.start]:02x}") from None
 
 
 def _opens_document(raw: bytes, forced: Format | None) -> bool:

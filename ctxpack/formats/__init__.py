@@ -41,18 +41,37 @@ def sniff(record: dict[str, Any]) -> tuple[Format | None, int]:
     return best, score
 
 
+def sniff_document(value: Any) -> Format:
+    """The format of a whole-file JSON document: the first document format that claims it
+    surely, else the generic one of chat messages (which names what it cannot read)."""
+    fallback = FORMATS["json-messages"]
+    for fmt in FORMATS.values():
+        if fmt is not fallback and getattr(fmt, "document", False) and fmt.sniff(value) >= 2:
+            return fmt
+    return fallback
+
+
+def sniff_text(first_line: bytes) -> Format | None:
+    """The text (not JSON) format whose files open with this first non-blank line, if any."""
+    for fmt in FORMATS.values():
+        if getattr(fmt, "text", False) and fmt.sniff_text(first_line):  # type: ignore[attr-defined]
+            return fmt
+    return None
+
+
 def _register_builtin() -> None:
     from .anthropic import AnthropicFormat
     from .claude_code import ClaudeCodeFormat
     from .codex import CodexFormat
     from .json_messages import JsonMessagesFormat
+    from .more import FORMATS as MORE
 
     for fmt in (OpenAIFormat(), ConversationsFormat(), AnthropicFormat(), ClaudeCodeFormat(),
-                CodexFormat(), JsonMessagesFormat()):
+                CodexFormat(), JsonMessagesFormat(), *MORE):
         register(fmt)
 
 
 _register_builtin()
 
 __all__ = ["FORMATS", "Format", "Layout", "Reader", "RecordError", "get", "register", "sniff",
-           "usual_model"]
+           "sniff_document", "sniff_text", "usual_model"]

@@ -46,6 +46,9 @@ class Reader(Protocol):
         """Return the messages still pending and the layout of all of them."""
         ...
 
+    # optional `located(path)`: told the file's path before the first record, by a reader
+    # that reads what the file's agent keeps beside it (Cline's usage in ui_messages.json)
+
 
 class Format(Protocol):
     name: str

@@ -128,7 +128,12 @@ class JsonMessagesFormat:
             conversations(record)
         except RecordError:
             return 0
-        return 2 if isinstance(record, list) or "history" in record else 0
+        if isinstance(record, list):
+            return 2
+        history = record.get("history")
+        # an OpenHands instance has a `history` too, of events rather than messages
+        return 2 if isinstance(history, list) and all(
+            isinstance(m, dict) and "role" in m for m in history) else 0
 
     def editor(self, transcript: Any) -> OpenAIEditor:
         return OpenAIEditor()  # the messages are Chat Completions dicts
