@@ -31,7 +31,11 @@ def usual_model(name: str) -> str | None:
 
 
 def sniff(record: dict[str, Any]) -> tuple[Format | None, int]:
-    """The format that claims `record` most surely, and how surely (0 = none)."""
+    """The format that claims `record` most surely, and how surely (0 = none). A whole-file
+    format that knows the record surely (an OpenCode export written on one line) comes
+    before the generic chat shapes it also fits."""
+    if (whole := sniff_document(record)) is not FORMATS["json-messages"]:
+        return whole, 2
     best: Format | None = None
     score = 0
     for fmt in FORMATS.values():

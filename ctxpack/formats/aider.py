@@ -17,7 +17,7 @@ import re
 from typing import Any
 
 from ..transcript import Message, Text
-from .base import Layout, RecordError
+from .base import NOT_WRITTEN, Layout, RecordError
 
 START = "# aider chat started at"
 _PROMPT_COMMANDS = ("/ask", "/code", "/architect", "/context")
@@ -92,7 +92,7 @@ class AiderReader:
                 if block[-1].endswith("  "):
                     block[-1] = block[-1][:-2]
                 continue
-            if text.startswith(">"):
+            if text == ">" or text.startswith("> "):  # not `>>>>>>> REPLACE`
                 close()
                 if (found := _MODEL.match(text)) is not None:
                     self.model = found.group(1)
@@ -101,6 +101,7 @@ class AiderReader:
                 continue
             if kind != "assistant":
                 if not text.strip():
+                    close()  # a blank line ends a prompt
                     continue
                 close()
                 kind, first = "assistant", number
@@ -150,6 +151,7 @@ class AiderFormat:
     name = "aider"
     description = "Aider's .aider.chat.history.md (Markdown)"
     text = True  # not JSON: the whole file is read as one text
+    why_not_written = NOT_WRITTEN
 
     def sniff(self, record: Any) -> int:
         return 0  # never a JSON record

@@ -17,6 +17,10 @@ from ..transcript import Message, Text
 P = TypeVar("P")
 
 
+# the hint of compress for a format it only reads (`why_not_written` of such a format)
+NOT_WRITTEN = "compress does not rewrite this format yet; stats, show and validate read it"
+
+
 class RecordError(Exception):
     """A record that does not fit the format being read; the loader adds file and line."""
 

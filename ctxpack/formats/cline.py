@@ -25,7 +25,7 @@ from typing import Any
 from ..jsonl import loads
 from ..transcript import Image, Message, Part, Text, Thinking, ToolCall, ToolResult
 from .anthropic import block_part
-from .base import Layout, RecordError, content_parts, string_field
+from .base import NOT_WRITTEN, Layout, RecordError, content_parts, string_field
 
 # `[read_file for 'src/app.ts'] Result:` / `[attempt_completion] Result:`
 _RESULT_HEAD = re.compile(r"\[[\w:-]+(?: for .*?)?\] Result:", re.S)
@@ -169,6 +169,9 @@ class ClineHistoryReader:
                 pending = [i for i in pending if i not in {r.call_id for r in answered}]
                 results: list[Part] = list(answered)
                 for parts in sent:
+                    if _human([p.text for p in parts if isinstance(p, Text)], False):
+                        own.extend(parts)  # the person's feedback, sent as a result
+                        continue
                     call = pending.pop(0) if pending else None
                     if call is None:
                         results.append(Text("\n".join(p.text for p in parts
@@ -259,6 +262,7 @@ class ClineFormat:
     name = "cline"
     description = "a Cline / Roo Code task's api_conversation_history.json (JSON)"
     document = True
+    why_not_written = NOT_WRITTEN
 
     def sniff(self, record: Any) -> int:
         return 2 if is_api_history(record) else 0
@@ -271,6 +275,7 @@ class ClineUiFormat:
     name = "cline-ui"
     description = "a Cline / Roo Code task's ui_messages.json, the UI's event log (JSON)"
     document = True
+    why_not_written = NOT_WRITTEN
 
     def sniff(self, record: Any) -> int:
         return 2 if is_ui_log(record) else 0

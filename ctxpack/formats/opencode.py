@@ -17,7 +17,7 @@ from typing import Any
 
 from ..jsonl import dumps, json_kind
 from ..transcript import Message, Part, Text, Thinking, ToolCall, ToolResult
-from .base import Layout, RecordError, string_field
+from .base import NOT_WRITTEN, Layout, RecordError, string_field
 
 
 def _number(value: Any) -> int | float:
@@ -180,6 +180,7 @@ class OpenCodeFormat:
     name = "opencode"
     description = "an OpenCode session as `opencode export` writes it (JSON)"
     document = True  # the whole file is one JSON value
+    why_not_written = NOT_WRITTEN
 
     def sniff(self, record: Any) -> int:
         return 2 if looks_like_export(record) else 0

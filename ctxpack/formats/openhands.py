@@ -20,7 +20,7 @@ from typing import Any
 
 from ..jsonl import dumps, json_kind
 from ..transcript import Message, Part, Text, ToolCall, ToolResult
-from .base import Layout, RecordError, string_field
+from .base import NOT_WRITTEN, Layout, RecordError, string_field
 
 
 def _dict(value: Any) -> dict[str, Any]:
@@ -192,6 +192,7 @@ class OpenHandsFormat:
     name = "openhands"
     description = "OpenHands events: evaluation output.jsonl or a saved trajectory (JSON array)"
     document = True  # a trajectory is one JSON array; output.jsonl is read line by line
+    why_not_written = NOT_WRITTEN
 
     def sniff(self, record: Any) -> int:
         return 2 if events_of(record) is not None else 0
