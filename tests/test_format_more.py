@@ -270,3 +270,31 @@ def test_any_aider_log_round_trips_and_keeps_its_prompts(body, ending):
     for m in (*t.messages, *t.outside):
         assert not m.text.startswith(("> ", "####")) and m.text.strip()
         assert m.role in ("user", "assistant")
+
+
+def test_what_cline_cut_to_fit_the_window_is_not_context(tmp_path):
+    # Cline's inclusive deleted range names api_conversation_history indexes it stopped sending
+    events = json.loads((CLINE / "ui_messages.json").read_bytes())
+    events[-1]["conversationHistoryDeletedRange"] = [1, 4]
+    (tmp_path / "ui_messages.json").write_text(json.dumps(events))
+    history = json.loads((CLINE / "api_conversation_history.json").read_bytes())
+    (tmp_path / "api_conversation_history.json").write_text(json.dumps(history))
+    whole = load(CLINE / "api_conversation_history.json")
+    cut = load(tmp_path / "api_conversation_history.json")
+    gone = [m for m in whole.messages if history.index(m.raw) in range(1, 5)]
+    # 2 replies; 2 user messages, each a tool result and the environment details beside it
+    assert [m.role for m in gone] == ["assistant", "tool", "user"] * 2
+    assert [m.text for m in cut.outside] == [m.text for m in gone]
+    assert len(cut.messages) == len(whole.messages) - len(gone)
+    assert cut.messages[0].human  # the task stays
+    ui = load(tmp_path / "ui_messages.json")
+    assert len(ui.messages) == len(load(CLINE / "ui_messages.json").messages) - 4
+
+
+@pytest.mark.corpus
+@pytest.mark.parametrize("path", corpus_params("cline", pattern="*xray*ui_messages.json"))
+def test_a_truncated_cline_task_counts_what_its_last_request_sent(path, exact_tokens):
+    f = stats_of(path)
+    recorded = f["usage"]["last_input_tokens"]
+    # all but the system prompt and tool definitions (a few thousand tokens) is in the file
+    assert 0 < recorded - f["tokens"] < 20_000, (recorded, f["tokens"])

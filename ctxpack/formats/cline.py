@@ -14,6 +14,9 @@ file are archived, not context. Usage is not in this file: it is read from the s
 `ui_messages.json` alone is the UI's event log: each `api_req_started` event holds the
 user side of one request (`request`) and its usage; the `text`, `reasoning` and tool
 events after it, up to the next request, are the assistant's side as the UI showed it.
+When Cline cut the history to fit the window, the newest event's inclusive
+`conversationHistoryDeletedRange` names the api_conversation_history messages it no longer
+sends; they are not context, in either file.
 """
 
 from __future__ import annotations
@@ -112,6 +115,17 @@ def request_info(event: dict[str, Any]) -> dict[str, Any]:
         return {}
 
 
+def deleted_range(events: list[Any]) -> range:
+    """The messages of api_conversation_history.json (by index) Cline no longer sends: the
+    inclusive `conversationHistoryDeletedRange` the newest event carries (none: empty)."""
+    for e in reversed(events):
+        pair = e.get("conversationHistoryDeletedRange") if isinstance(e, dict) else None
+        if isinstance(pair, list) and len(pair) == 2 and all(
+                isinstance(n, int) and not isinstance(n, bool) for n in pair):
+            return range(pair[0], pair[1] + 1)
+    return range(0)
+
+
 def _human(texts: list[str], first: bool) -> bool:
     return first or any(tag in t for t in texts for tag in _HUMAN_TAGS)
 
@@ -138,6 +152,7 @@ class ClineHistoryReader:
     def __init__(self) -> None:
         self.messages: list[Message] = []
         self.archived: set[int] = set()
+        self.position: list[int] = []  # index in the file's array of each message
         self.model: str | None = None
         self.sibling: str | None = None
 
@@ -152,7 +167,7 @@ class ClineHistoryReader:
         markers = {m.get("truncationId") for m in record if m.get("isTruncationMarker") is True}
         pending: list[str | None] = []  # ids of calls the next results answer in order
         first, begin = True, len(self.messages)
-        for d in record:
+        for index, d in enumerate(record):
             role = d["role"]
             archived = d.get("condenseParent") in summaries - {None} or \
                 d.get("truncationParent") in markers - {None}
@@ -189,27 +204,39 @@ class ClineHistoryReader:
                 first = False
             if archived:
                 self.archived.update(range(start, len(self.messages)))
+            self.position += [index] * (len(self.messages) - start)
         return self.messages[begin:]
 
     def finish(self) -> tuple[list[Message], Layout]:
         usage: dict[str, Any] = {}
-        if self.sibling and os.path.isfile(self.sibling):
-            try:
-                with open(self.sibling, "rb") as f:
-                    events = loads(f.read())
-            except (OSError, ValueError):
-                events = None
-            if is_ui_log(events):
-                tally = RequestUsage()
-                tally.add_events(events)
-                usage = tally.summary(f"api_req_started events of the sibling {UI_SIBLING}")
+        events = self._ui_events()
+        if events is not None:
+            tally = RequestUsage()
+            tally.add_events(events)
+            usage = tally.summary(f"api_req_started events of the sibling {UI_SIBLING}")
+            # what Cline cut from the history to fit the window is not sent any more
+            gone = deleted_range(events)
+            self.archived.update(n for n, i in enumerate(self.position) if i in gone)
         context = [n for n in range(len(self.messages)) if n not in self.archived]
         return [], Layout(context, model=self.model, usage=usage)
+
+    def _ui_events(self) -> list[Any] | None:
+        """The UI log beside the file, if there is one that reads as such."""
+        if not self.sibling or not os.path.isfile(self.sibling):
+            return None
+        try:
+            with open(self.sibling, "rb") as f:
+                events = loads(f.read())
+        except (OSError, ValueError):
+            return None
+        return events if is_ui_log(events) else None
 
 
 class ClineUiReader:
     def __init__(self) -> None:
         self.messages: list[Message] = []
+        self.position: list[int] = []  # the api_conversation_history index of each message
+        self.gone = range(0)
         self.model: str | None = None
         self.usage = RequestUsage()
 
@@ -218,11 +245,13 @@ class ClineUiReader:
             raise RecordError("not a Cline ui_messages array of say/ask events")
         reply: list[Part] = []
         first, begin = True, len(self.messages)
+        asked = -1  # conversationHistoryIndex of the open request: its user message is next
 
         def close() -> None:
             if reply:
                 self.messages.append(Message("assistant", tuple(reply), (line,), None,
                                              model=self.model))
+                self.position.append(asked + 2)
                 reply.clear()
 
         for e in record:
@@ -234,6 +263,8 @@ class ClineUiReader:
                 continue  # a streaming copy the finished event replaces
             if kind == "api_req_started":
                 close()
+                index = e.get("conversationHistoryIndex")
+                asked = index if isinstance(index, int) and not isinstance(index, bool) else asked
                 info = request_info(e)
                 self.usage.add(info)
                 request = info.get("request")
@@ -243,6 +274,7 @@ class ClineUiReader:
                     self.messages.append(Message(role, (Text(request),), (line,), e,
                                                  human=role == "user" and _human([request],
                                                                                  first)))
+                    self.position.append(asked + 1)
                     first = False
             elif kind in ("text", "completion_result") and e["type"] == "say" and text:
                 reply.append(Text(text))
@@ -251,10 +283,13 @@ class ClineUiReader:
             elif kind in ("tool", "command", "use_mcp_server") and text:
                 reply.append(Text(text))
         close()
+        self.gone = deleted_range(record)
         return self.messages[begin:]
 
     def finish(self) -> tuple[list[Message], Layout]:
-        return [], Layout(list(range(len(self.messages))), model=self.model,
+        # Cline no longer sends the requests and replies it cut to fit the window
+        context = [n for n, i in enumerate(self.position) if i not in self.gone]
+        return [], Layout(context, model=self.model,
                           usage=self.usage.summary("api_req_started events"))
 
 
