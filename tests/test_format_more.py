@@ -298,3 +298,67 @@ def test_a_truncated_cline_task_counts_what_its_last_request_sent(path, exact_to
     recorded = f["usage"]["last_input_tokens"]
     # all but the system prompt and tool definitions (a few thousand tokens) is in the file
     assert 0 < recorded - f["tokens"] < 20_000, (recorded, f["tokens"])
+
+
+@st.composite
+def cline_histories(draw):
+    history = [{"role": "user", "ts": 1,
+                "content": [{"type": "text", "text": "<task>\n" + draw(texts) + "\n</task>"}]}]
+    for n in range(draw(st.integers(0, 6))):
+        history.append({"role": "assistant", "ts": 2 * n + 2,
+                        "content": [{"type": "text", "text": draw(texts)}]})
+        tool = draw(st.sampled_from(["read_file", "search_files"]))
+        blocks = [{"type": "text", "text": f"[{tool} for '{draw(texts)}'] Result:"},
+                  {"type": "text", "text": draw(texts)}]
+        if draw(st.booleans()):
+            blocks.append({"type": "text", "text": "<environment_details>\nx\n"
+                           "</environment_details>"})
+        history.append({"role": "user", "ts": 2 * n + 3, "content": blocks})
+    return history
+
+
+@settings(max_examples=80, deadline=None)
+@given(cline_histories())
+def test_any_cline_history_round_trips_and_counts_each_result_as_tool(history):
+    data = json.dumps(history, ensure_ascii=False).encode()
+    assert roundtrip(data) == data
+    t = load(io.BytesIO(data))
+    assert t.format == "cline"
+    tool = [m for m in t.messages if m.role == "tool"]
+    assert len(tool) == (len(history) - 1) // 2
+    assert all(" Result:" in m.text for m in tool)
+    assert all("Result:" not in m.text for m in t.messages if m.role == "user")
+    assert [m.human for m in t.messages].count(True) == 1
+
+
+@st.composite
+def openhands_runs(draw):
+    events = [{"id": 0, "source": "user", "action": "message", "args": {"content": draw(texts)}}]
+    calls = 0
+    for _ in range(draw(st.integers(0, 5))):
+        response = f"resp-{calls}"
+        batch = [f"call_{calls + k}" for k in range(draw(st.integers(1, 3)))]
+        calls += len(batch)
+        for cid in batch:
+            meta = {"function_name": "execute_bash", "tool_call_id": cid,
+                    "model_response": {"id": response, "choices": [{"message": {
+                        "content": draw(texts), "tool_calls": []}}]}}
+            events.append({"id": len(events), "source": "agent", "action": "run",
+                           "args": {"command": draw(texts)}, "tool_call_metadata": meta})
+        for cid in draw(st.permutations(batch)):
+            events.append({"id": len(events), "source": "agent", "observation": "run",
+                           "content": draw(texts), "tool_call_metadata": {"tool_call_id": cid}})
+    return events
+
+
+@settings(max_examples=80, deadline=None)
+@given(openhands_runs(), st.sampled_from([None, 2]))
+def test_any_openhands_trajectory_round_trips_with_one_message_per_response(events, indent):
+    data = json.dumps(events, indent=indent).encode()
+    assert roundtrip(data) == data
+    t = load(io.BytesIO(data))
+    assert t.format == "openhands"
+    responses = {e["tool_call_metadata"]["model_response"]["id"] for e in events
+                 if "action" in e and "tool_call_metadata" in e}
+    assert len([m for m in t.messages if m.role == "assistant"]) == len(responses)
+    assert validate(t) == []  # every call answered, every result after its call
