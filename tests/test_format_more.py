@@ -18,9 +18,9 @@ from .conftest import SAMPLES, corpus_params
 from .helpers import assert_clean_error, ctxpack
 
 CLINE = SAMPLES / "cline-task"
-AIDER = SAMPLES / "unit-conversions.aider.chat.history.md"
-OPENCODE = SAMPLES / "book-search.opencode.json"
-OPENHANDS = SAMPLES / "env-flags.openhands.jsonl"
+AIDER = SAMPLES / "aider" / "unit-conversions.aider.chat.history.md"
+OPENCODE = SAMPLES / "opencode" / "book-search.opencode.json"
+OPENHANDS = SAMPLES / "openhands" / "env-flags.openhands.jsonl"
 SAMPLE_FORMATS = [(AIDER, "aider"), (CLINE / "api_conversation_history.json", "cline"),
                   (CLINE / "ui_messages.json", "cline-ui"), (OPENCODE, "opencode"),
                   (OPENHANDS, "openhands")]
@@ -362,3 +362,42 @@ def test_any_openhands_trajectory_round_trips_with_one_message_per_response(even
                  if "action" in e and "tool_call_metadata" in e}
     assert len([m for m in t.messages if m.role == "assistant"]) == len(responses)
     assert validate(t) == []  # every call answered, every result after its call
+
+
+def test_opencode_context_starts_at_the_last_compaction():
+    def message(n, role, parts, **info):
+        return {"info": {"id": f"msg_{n}", "role": role, **info}, "parts": parts}
+
+    doc = {"info": {"id": "ses_compact"}, "messages": [
+        message(1, "user", [{"type": "text", "text": "build the parser"}]),
+        message(2, "assistant", [{"type": "text", "text": "done, long story"}]),
+        message(3, "user", [{"type": "compaction", "auto": True}]),
+        message(4, "assistant", [{"type": "text", "text": "Summary: parser built"}],
+                summary=True),
+        message(5, "user", [{"type": "text", "text": "now the printer"}]),
+    ]}
+    data = json.dumps(doc, indent=2).encode()
+    t = load(io.BytesIO(data))
+    assert [m.text for m in t.messages] == ["Summary: parser built", "now the printer"]
+    assert [m.text for m in t.outside] == ["build the parser", "done, long story"]
+    assert roundtrip(data) == data
+
+
+def test_openhands_condensation_forgets_the_events_it_names():
+    def run(i, cid):
+        meta = {"function_name": "execute_bash", "tool_call_id": cid,
+                "model_response": {"id": f"r{cid}", "choices": [{"message": {"content": ""}}]}}
+        return [{"id": i, "source": "agent", "action": "run", "args": {"command": f"ls {i}"},
+                 "tool_call_metadata": meta},
+                {"id": i + 1, "source": "agent", "observation": "run", "cause": i,
+                 "content": f"out {i}", "tool_call_metadata": {"tool_call_id": cid}}]
+
+    events = [{"id": 0, "source": "user", "action": "message", "args": {"content": "go"}},
+              *run(1, "a"), *run(3, "b"),
+              {"id": 5, "source": "agent", "action": "condensation",
+               "args": {"forgotten_events_start_id": 1, "forgotten_events_end_id": 2}},
+              *run(6, "c")]
+    t = load(io.BytesIO(json.dumps(events).encode()))
+    assert [m.text for m in t.messages if m.role == "tool"] == ["out 3", "out 6"]
+    assert [m.text for m in t.outside] == ['execute_bash({"command":"ls 1"})', "out 1"]
+    assert validate(t) == []
