@@ -166,8 +166,8 @@ class Scanner:
             value = parse_document(data, self.path, first)
             fmt = self._forced or formats.sniff_document(value)
         self.format, self._reader = fmt, fmt.reader()
-        if hasattr(self._reader, "located"):  # its usage is in a file beside this one
-            self._reader.located(self.path)
+        if hasattr(self._reader, "located"):  # it reads lines or files beside this one
+            self._reader.located(self.path, data, first)
         yield from self._feed(self._reader, first, value)
         if self.progress is not None:
             self.progress(self.bytes_read)

@@ -401,3 +401,17 @@ def test_openhands_condensation_forgets_the_events_it_names():
     assert [m.text for m in t.messages if m.role == "tool"] == ["out 3", "out 6"]
     assert [m.text for m in t.outside] == ['execute_bash({"command":"ls 1"})', "out 1"]
     assert validate(t) == []
+
+
+def test_each_message_of_a_pretty_printed_document_is_at_its_own_line(tmp_path):
+    lines = OPENCODE.read_text().splitlines()
+    t = load(OPENCODE)
+    assert len({m.line for m in t.messages}) > 5
+    for m in (*t.messages, *t.outside):
+        assert f'"id": "{m.raw["id"]}"' in lines[m.line - 1]
+    history = json.loads(OPENHANDS.read_bytes())["history"]
+    trajectory = tmp_path / "trajectory.json"
+    trajectory.write_text(json.dumps(history, indent=2))
+    lines = trajectory.read_text().splitlines()
+    for m in load(trajectory).messages:
+        assert lines[m.line - 1].strip() == f'"id": {m.raw["id"]},'

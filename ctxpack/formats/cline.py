@@ -156,7 +156,7 @@ class ClineHistoryReader:
         self.model: str | None = None
         self.sibling: str | None = None
 
-    def located(self, path: str) -> None:
+    def located(self, path: str, data: bytes, first: int) -> None:
         """Told the file's path: its usage is in the `ui_messages.json` beside it."""
         self.sibling = os.path.join(os.path.dirname(path), UI_SIBLING)
 

@@ -13,11 +13,12 @@ with `summary: true`) the model sees only what follows that user message.
 
 from __future__ import annotations
 
+import re
 from typing import Any
 
 from ..jsonl import dumps, json_kind
 from ..transcript import Message, Part, Text, Thinking, ToolCall, ToolResult
-from .base import NOT_WRITTEN, Layout, RecordError, string_field
+from .base import NOT_WRITTEN, Layout, LineFinder, RecordError, string_field
 
 
 def _number(value: Any) -> int | float:
@@ -99,6 +100,19 @@ class OpenCodeReader:
         self.start = 0
         self.model: str | None = None
         self.usage = StepUsage()
+        self.finder: LineFinder | None = None
+
+    def located(self, path: str, data: bytes, first: int) -> None:
+        """Told the document's bytes: each message is at the line of its `id`."""
+        self.finder = LineFinder(data, first)
+
+    def _line(self, info: dict[str, Any], line: int) -> int:
+        ident = info.get("id")
+        if self.finder is None or not isinstance(ident, str):
+            return line
+        found = self.finder.find(re.compile(rb'"id"\s*:\s*"' + re.escape(ident.encode(
+            "utf-8", "surrogatepass")) + rb'"'))
+        return line if found is None else found
 
     def feed(self, line: int, record: Any) -> list[Message]:
         if not looks_like_export(record):
@@ -115,14 +129,15 @@ class OpenCodeReader:
             if not isinstance(parts, list):
                 raise RecordError(f"message {n} has 'parts' that is {json_kind(parts)}")
             role = string_field(info, "role")
+            at = self._line(info, line)
             if role == "user":
                 if any(isinstance(p, dict) and p.get("type") == "compaction" for p in parts):
                     compacting = len(out)
-                out += self._user(line, info, parts)
+                out += self._user(at, info, parts)
             elif role == "assistant":
                 if info.get("summary") is True and compacting is not None:
                     self.start = compacting
-                out += self._assistant(line, info, parts)
+                out += self._assistant(at, info, parts)
             else:
                 raise RecordError(f"message {n} has role {role!r}, not 'user' or 'assistant'")
         self.count += len(out)

@@ -16,11 +16,12 @@ context. Usage is `metrics.token_usages` (one entry per LLM call).
 
 from __future__ import annotations
 
+import re
 from typing import Any
 
 from ..jsonl import dumps, json_kind
 from ..transcript import Message, Part, Text, ToolCall, ToolResult
-from .base import NOT_WRITTEN, Layout, RecordError, string_field
+from .base import NOT_WRITTEN, Layout, LineFinder, RecordError, string_field
 
 
 def _dict(value: Any) -> dict[str, Any]:
@@ -97,6 +98,11 @@ class OpenHandsReader:
         self.conversations = 0
         self.model: str | None = None
         self.calls: list[dict[str, Any]] = []
+        self.finder: LineFinder | None = None
+
+    def located(self, path: str, data: bytes, first: int) -> None:
+        """Told a trajectory's bytes: each event is at the line of its `id`."""
+        self.finder = LineFinder(data, first)
 
     def feed(self, line: int, record: Any) -> list[Message]:
         events = events_of(record)
@@ -126,6 +132,10 @@ class OpenHandsReader:
         response: str | None = None
         conversation = self.conversations
         for n, e in enumerate(events):
+            ident = e.get("id")
+            if self.finder is not None and isinstance(ident, int) and not isinstance(ident,
+                                                                                   bool):
+                line = self.finder.find(re.compile(rb'"id"\s*:\s*%d\b' % ident)) or line
             action, meta = e.get("action"), e.get("tool_call_metadata")
             source = string_field(e, "source")
             if action is not None and not isinstance(action, str):
