@@ -415,3 +415,31 @@ def test_each_message_of_a_pretty_printed_document_is_at_its_own_line(tmp_path):
     lines = trajectory.read_text().splitlines()
     for m in load(trajectory).messages:
         assert lines[m.line - 1].strip() == f'"id": {m.raw["id"]},'
+
+
+def test_a_file_forced_to_be_aider_must_open_like_one(tmp_path):
+    run = ctxpack("stats", "--format", "aider", str(OPENCODE))
+    assert_clean_error(run, 2, str(OPENCODE), "an Aider chat history opens with")
+    bad = tmp_path / ".aider.chat.history.md"
+    bad.write_bytes(b"# aider chat started at 2026-01-01 10:00:00\n\n#### hi \xff there\n")
+    assert_clean_error(ctxpack("stats", str(bad)), 2, f"{bad}:3", "not valid UTF-8")
+
+
+def test_cline_native_tool_calls_take_text_results_in_order():
+    history = [
+        {"role": "user", "ts": 1, "content": [{"type": "text", "text": "<task>\nlist\n</task>"}]},
+        {"role": "assistant", "ts": 2, "content": [
+            {"type": "tool_use", "id": "toolu_1", "name": "list_files", "input": {"path": "."}},
+            {"type": "tool_use", "id": "toolu_2", "name": "read_file", "input": {"path": "a"}}]},
+        {"role": "user", "ts": 3, "content": [
+            {"type": "text", "text": "[list_files for '.'] Result:"},
+            {"type": "text", "text": "a"},
+            {"type": "text", "text": "[read_file for 'a'] Result:"},
+            {"type": "text", "text": "1"}]},
+    ]
+    t = load(io.BytesIO(json.dumps(history).encode()))
+    results = t.messages[-1].tool_results
+    assert [(r.call_id, r.text) for r in results] == [
+        ("toolu_1", "[list_files for '.'] Result:\na"),
+        ("toolu_2", "[read_file for 'a'] Result:\n1")]
+    assert validate(t) == []

@@ -61,8 +61,8 @@ class AiderReader:
         self.runs = 0
 
     def feed(self, line: int, record: Any) -> list[Message]:
-        if not isinstance(record, str):
-            raise RecordError("not the text of an Aider chat history")
+        if not isinstance(record, str) or not record.lstrip().startswith(START):
+            raise RecordError(f"an Aider chat history opens with {START!r}")
         run_start = 0
         kind: str | None = None  # what the lines in `block` are: "user" or "assistant"
         block: list[str] = []
