@@ -125,7 +125,14 @@ def test_cline_history_reads_its_usage_from_the_sibling_ui_log(tmp_path):
     assert (t.usage["input_tokens"], t.usage["output_tokens"]) == (tokens_in, tokens_out)
     alone = tmp_path / "api_conversation_history.json"
     alone.write_bytes((CLINE / "api_conversation_history.json").read_bytes())
-    assert load(alone).usage == {}  # no ui_messages.json beside it: nothing recorded
+    usage = load(alone).usage  # no ui_messages.json beside it: the messages' own metrics
+    assert usage["source"].startswith("metrics of each assistant message")
+    assert (usage["input_tokens"], usage["output_tokens"]) == (tokens_in, tokens_out)
+    history = json.loads(alone.read_bytes())
+    for m in history:
+        m.pop("metrics", None)
+    alone.write_text(json.dumps(history))
+    assert load(alone).usage == {}  # nothing recorded anywhere
 
 
 def test_cline_text_results_become_tool_results_and_feedback_is_human():

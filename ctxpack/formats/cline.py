@@ -8,8 +8,8 @@ blocks in order). A result sent as text counts as `tool`: the result blocks beco
 message, what else the user message holds (environment details, feedback) stays a user
 message. Roo Code condenses without deleting: messages tagged `condenseParent` (or
 `truncationParent`) whose summary (`condenseId`) or marker (`truncationId`) is in the
-file are archived, not context. Usage is not in this file: it is read from the sibling
-`ui_messages.json` when there is one.
+file are archived, not context. Usage is read from the sibling `ui_messages.json` when
+there is one, else from the assistant messages' `metrics` (newer Cline writes them).
 
 `ui_messages.json` alone is the UI's event log: each `api_req_started` event holds the
 user side of one request (`request`) and its usage; the `text`, `reasoning` and tool
@@ -115,6 +115,18 @@ def request_info(event: dict[str, Any]) -> dict[str, Any]:
         return {}
 
 
+def _metrics(value: Any) -> dict[str, Any]:
+    """An assistant message's `metrics` ({tokens: {prompt, completion, cached}, cost}) in the
+    shape of an api_req_started event: `prompt` is the uncached input, `cached` the cache
+    reads and writes together (which are not told apart)."""
+    metrics = _dict(value)
+    tokens = _dict(metrics.get("tokens"))
+    if not tokens:
+        return {}
+    return {"tokensIn": tokens.get("prompt"), "tokensOut": tokens.get("completion"),
+            "cacheReads": tokens.get("cached"), "cost": metrics.get("cost")}
+
+
 def deleted_range(events: list[Any]) -> range:
     """The messages of api_conversation_history.json (by index) Cline no longer sends: the
     inclusive `conversationHistoryDeletedRange` the newest event carries (none: empty)."""
@@ -155,6 +167,7 @@ class ClineHistoryReader:
         self.position: list[int] = []  # index in the file's array of each message
         self.model: str | None = None
         self.sibling: str | None = None
+        self.metrics = RequestUsage()  # of the assistant messages' own `metrics`
 
     def located(self, path: str, data: bytes, first: int) -> None:
         """Told the file's path: its usage is in the `ui_messages.json` beside it."""
@@ -176,6 +189,7 @@ class ClineHistoryReader:
                 parts = tuple(content_parts(d.get("content"), block_part))
                 model = string_field(_dict(d.get("modelInfo")), "modelId")
                 self.model = model or self.model
+                self.metrics.add(_metrics(d.get("metrics")))
                 self.messages.append(Message("assistant", parts, (line,), d, model=model))
                 pending = [p.id for p in parts if isinstance(p, ToolCall)]
             else:
@@ -217,6 +231,9 @@ class ClineHistoryReader:
             # what Cline cut from the history to fit the window is not sent any more
             gone = deleted_range(events)
             self.archived.update(n for n, i in enumerate(self.position) if i in gone)
+        else:
+            usage = self.metrics.summary("metrics of each assistant message (no "
+                                         f"{UI_SIBLING} beside the file)")
         context = [n for n in range(len(self.messages)) if n not in self.archived]
         return [], Layout(context, model=self.model, usage=usage)
 
