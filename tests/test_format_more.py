@@ -450,3 +450,31 @@ def test_cline_native_tool_calls_take_text_results_in_order():
         ("toolu_1", "[list_files for '.'] Result:\na"),
         ("toolu_2", "[read_file for 'a'] Result:\n1")]
     assert validate(t) == []
+
+
+def test_opencode_sends_attached_images_and_not_a_text_files_part():
+    png = ("iVBORw0KGgoAAAANSUhEUgAAAAEAAAABCAYAAAAfFcSJAAAADUlEQVR4nGNgYGD4DwABBAEAghmmDwAAAAB"
+           "JRU5ErkJggg==")
+    doc = {"info": {"id": "ses_files"}, "messages": [{"info": {"id": "msg_1", "role": "user"},
+                                                      "parts": [
+        {"type": "text", "text": "what is wrong in this screenshot?"},
+        {"type": "file", "mime": "image/png", "filename": "shot.png",
+         "url": f"data:image/png;base64,{png}"},
+        {"type": "file", "mime": "text/plain", "filename": "notes.txt", "url": "file:///notes"},
+        {"type": "text", "text": "Called the Read tool: notes", "synthetic": True}]}]}
+    t = load(io.BytesIO(json.dumps(doc).encode()))
+    (m,) = t.messages
+    assert [p.kind for p in m.parts] == ["text", "image", "text"]
+    assert m.parts[1].data == png and m.parts[1].media_type == "image/png"
+    assert m.human
+
+
+def test_an_openhands_observation_no_call_asked_for_is_a_user_message():
+    events = [{"id": 0, "source": "user", "action": "message", "args": {"content": "hi"}},
+              {"id": 1, "source": "agent", "observation": "error",
+               "content": "Parameter 'command' is missing."},
+              {"id": 2, "source": "environment", "observation": "agent_state_changed",
+               "content": "", "extras": {"agent_state": "running"}}]
+    t = load(io.BytesIO(json.dumps(events).encode()))
+    assert [(m.role, m.human, m.text) for m in t.messages] == [
+        ("user", True, "hi"), ("user", False, "Parameter 'command' is missing.")]

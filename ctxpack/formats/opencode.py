@@ -17,8 +17,9 @@ import re
 from typing import Any
 
 from ..jsonl import dumps, json_kind
-from ..transcript import Message, Part, Text, Thinking, ToolCall, ToolResult
+from ..transcript import Image, Message, Part, Text, Thinking, ToolCall, ToolResult
 from .base import NOT_WRITTEN, Layout, LineFinder, RecordError, string_field
+from .openai import parse_data_url
 
 
 def _number(value: Any) -> int | float:
@@ -144,14 +145,23 @@ class OpenCodeReader:
         return out
 
     def _user(self, line: int, info: dict[str, Any], parts: list[Any]) -> list[Message]:
-        texts = tuple(Text(p["text"]) for p in parts
-                      if isinstance(p, dict) and p.get("type") == "text"
-                      and isinstance(p.get("text"), str) and p.get("ignored") is not True)
-        if not texts:
+        out: list[Part] = []
+        for p in parts:
+            if not isinstance(p, dict):
+                continue
+            if p.get("type") == "text" and isinstance(p.get("text"), str) \
+                    and p.get("ignored") is not True:
+                out.append(Text(p["text"]))
+            elif p.get("type") == "file" and str(p.get("mime", "")).startswith("image/"):
+                # an attached image goes to the model; a text file's content is in the
+                # synthetic text parts OpenCode adds beside it
+                image = parse_data_url(p["url"] if isinstance(p.get("url"), str) else "")
+                out.append(Image(image.media_type or p["mime"], image.data, image.url))
+        if not out:
             return []
         synthetic = all(p.get("synthetic") is True for p in parts
                         if isinstance(p, dict) and p.get("type") == "text")
-        return [Message("user", texts, (line,), info, id=string_field(info, "id"),
+        return [Message("user", tuple(out), (line,), info, id=string_field(info, "id"),
                         human=not synthetic)]
 
     def _assistant(self, line: int, info: dict[str, Any], parts: list[Any]) -> list[Message]:

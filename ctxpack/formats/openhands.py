@@ -9,7 +9,8 @@ request (from the agent, a plain reply), an action the model called a tool for
 share its `model_response.id`, are one message — and the observation that answers it is
 a tool result linked by `tool_call_id`; the workspace-context `recall` observation reaches
 the model as a user message. Other events (agent state changes, `null` observations,
-recall actions) are the UI's only. A `condensation` action drops the events it names
+recall actions) are the UI's only; an observation no tool call asked for (a command the
+user ran) reaches the model as a user message. A `condensation` action drops the events it names
 (`forgotten_event_ids`, or the `forgotten_events_start_id`..`end_id` range) from the
 context. Usage is `metrics.token_usages` (one entry per LLM call).
 """
@@ -22,6 +23,9 @@ from typing import Any
 from ..jsonl import dumps, json_kind
 from ..transcript import Message, Part, Text, ToolCall, ToolResult
 from .base import NOT_WRITTEN, Layout, LineFinder, RecordError, string_field
+
+# observations of the UI only: no text reaches the model
+_NOT_SHOWN = {None, "null", "agent_state_changed", "user_rejected", "success"}
 
 
 def _dict(value: Any) -> dict[str, Any]:
@@ -173,7 +177,13 @@ class OpenHandsReader:
                 role = "user" if source == "user" else "assistant"
                 out.append(Message(role, (Text(_text(text)),), (line,), e, human=role == "user",
                                    conversation=conversation))
-            elif e.get("observation") == "recall" and (text := _recall_text(e)):
+            elif e.get("observation") == "recall":
+                if text := _recall_text(e):
+                    out.append(Message("user", (Text(text),), (line,), e,
+                                       conversation=conversation))
+            elif e.get("observation") not in _NOT_SHOWN and (text := _text(e.get("content"))):
+                # an observation no tool call asked for (a command the user ran) reaches
+                # the model as a user message
                 out.append(Message("user", (Text(text),), (line,), e, conversation=conversation))
         return out
 
