@@ -478,3 +478,11 @@ def test_an_openhands_observation_no_call_asked_for_is_a_user_message():
     t = load(io.BytesIO(json.dumps(events).encode()))
     assert [(m.role, m.human, m.text) for m in t.messages] == [
         ("user", True, "hi"), ("user", False, "Parameter 'command' is missing.")]
+
+
+def test_an_aider_log_of_many_runs_sets_no_last_call_against_them_all(tmp_path):
+    assert "last_input_tokens" not in load(AIDER).usage  # two runs
+    one = tmp_path / ".aider.chat.history.md"
+    text = AIDER.read_text()
+    one.write_text(text[:text.index("# aider chat started at 2026-04-03")])
+    assert load(one).usage["last_input_tokens"] == 3300

@@ -137,8 +137,9 @@ class AiderReader:
             "calls": len(self.calls),
             "input_tokens": sum(c.get("sent", 0) for c in self.calls),
             "output_tokens": sum(c.get("received", 0) for c in self.calls),
-            "last_input_tokens": self.calls[-1].get("sent", 0),
         }
+        if self.runs <= 1:  # else the context counted is every run's, not the last call's
+            usage["last_input_tokens"] = self.calls[-1].get("sent", 0)
         if any("cache hit" in c or "cache write" in c for c in self.calls):
             usage["cache_read_tokens"] = sum(c.get("cache hit", 0) for c in self.calls)
             usage["cache_creation_tokens"] = sum(c.get("cache write", 0) for c in self.calls)
