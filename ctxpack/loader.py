@@ -17,7 +17,7 @@ from . import formats
 from .atomic import write_atomic
 from .errors import InputError
 from .formats.base import Format, Layout, RecordError
-from .formats.unknown import looks_like, looks_like_text
+from .formats.unknown import looks_like
 from .jsonl import (
     LineIndex,
     ParsedRecords,
@@ -92,11 +92,14 @@ class Scanner:
     def _run(self, src: Any) -> Iterator[Message]:
         lines = self._lines(src)
         for number, raw in lines:
+            text = formats.sniff_text(raw) if self._forced is None else (
+                self._forced if getattr(self._forced, "text", False) else None)
+            if text is not None and raw.strip():
+                yield from self._document(number, raw, lines, text)
+                return
             if _opens_document(raw, self._forced):
                 yield from self._document(number, raw, lines)
                 return
-            if self._forced is None and (what := looks_like_text(raw)) is not None:
-                raise _unknown(self.path, number, None, what)
             record = self._parse(raw, number)
             if record is not None:
                 yield from self._records(chain([(number, record)], self._parsed(lines)))
@@ -154,18 +157,25 @@ class Scanner:
                 self.progress(told)
             yield number, raw
 
-    def _document(self, first: int, raw: bytes,
-                  rest: Iterator[tuple[int, bytes]]) -> Iterator[Message]:
-        """The whole input is one JSON value (a .traj file, a list of runs): read it at once."""
+    def _document(self, first: int, raw: bytes, rest: Iterator[tuple[int, bytes]],
+                  text: Format | None = None) -> Iterator[Message]:
+        """The whole input is one JSON value (a .traj file, a list of runs) or, for a `text`
+        format, one text (a Markdown log): read it at once."""
         data = b"".join([raw, *(r for _, r in rest)])
-        value = parse_document(data, self.path, first)
-        fmt = self._forced
-        if fmt is None:
-            fmt, score = formats.sniff(value, document=True)
+        if text is not None:
+            value: Any = _decoded(data, self.path, first)
+            fmt = text
+        else:
+            value = parse_document(data, self.path, first)
+            fmt = self._forced
             if fmt is None:
-                raise _unknown(self.path, first, value)
-            self.unsure = "" if score >= 2 else LOOSE
+                fmt, score = formats.sniff(value, document=True)
+                if fmt is None:
+                    raise _unknown(self.path, first, value)
+                self.unsure = "" if score >= 2 else LOOSE
         self.format, self._reader = fmt, fmt.reader()
+        if hasattr(self._reader, "located"):  # it reads lines or files beside this one
+            self._reader.located(self.path, data, first)
         yield from self._feed(self._reader, first, value)
         if self.progress is not None:
             self.progress(self.bytes_read)
@@ -212,9 +222,9 @@ LOOSE = ("no record carries a mark of its format: plain {role, content} messages
          "several readers")
 
 
-def _unknown(path: str, line: int, record: Any, what: str | None = None) -> InputError:
+def _unknown(path: str, line: int, record: Any) -> InputError:
     """The error for input no reader takes: what it looks like, and what ctxpack reads."""
-    what = what or looks_like(record)
+    what = looks_like(record)
     problem = (f"this looks like {what}, which ctxpack does not read" if what
                else "this fits no transcript format ctxpack reads")
     known = ", ".join(formats.FORMATS)
@@ -227,6 +237,15 @@ def _not_summaries(messages: list[Message]) -> list[Message]:
         if m.human and opens_with_summary(m):
             messages[i] = replace(m, human=False)
     return messages
+
+
+def _decoded(data: bytes, path: str, first: int) -> str:
+    """A text document as a string; bytes that are not UTF-8 name the line they are on."""
+    try:
+        return data.decode("utf-8")
+    except UnicodeDecodeError as exc:
+        line = first + data.count(b"\n", 0, exc.start)
+        raise InputError(path, line, f"not valid UTF-8: byte 0x{data[exc.start]:02x}") from None
 
 
 def _opens_document(raw: bytes, forced: Format | None) -> bool:

@@ -260,7 +260,8 @@ def editor_of(t: Transcript) -> Editor:
     """How compress writes a transcript of this format."""
     fmt = formats.get(t.format)
     if not hasattr(fmt, "editor"):
-        raise UsageError(f"{t.path}: compress cannot write {t.format} files")
+        raise UsageError(f"{t.path}: compress cannot write {t.format} files",
+                         getattr(fmt, "why_not_written", None))
     return fmt.editor(t)  # type: ignore[no-any-return]
 
 

@@ -45,6 +45,14 @@ def sniff(record: Any, document: bool = False) -> tuple[Format | None, int]:
     return best, score
 
 
+def sniff_text(first_line: bytes) -> Format | None:
+    """The text (not JSON) format whose files open with this first non-blank line, if any."""
+    for fmt in FORMATS.values():
+        if getattr(fmt, "text", False) and fmt.sniff_text(first_line):  # type: ignore[attr-defined]
+            return fmt
+    return None
+
+
 def _register_builtin() -> None:
     from .anthropic import AnthropicFormat
     from .anthropic_events import EventsFormat
@@ -52,14 +60,15 @@ def _register_builtin() -> None:
     from .codex import CodexFormat
     from .gemini import GeminiChatFormat, GeminiStreamFormat
     from .json_messages import JsonMessagesFormat
+    from .more import FORMATS as MORE
 
     for fmt in (OpenAIFormat(), ConversationsFormat(), AnthropicFormat(), ClaudeCodeFormat(),
                 CodexFormat(), JsonMessagesFormat(), GeminiChatFormat(), GeminiStreamFormat(),
-                EventsFormat()):
+                EventsFormat(), *MORE):
         register(fmt)
 
 
 _register_builtin()
 
 __all__ = ["FORMATS", "Format", "Layout", "Reader", "RecordError", "get", "register", "sniff",
-           "usual_model"]
+           "sniff_text", "usual_model"]

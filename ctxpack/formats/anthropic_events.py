@@ -16,7 +16,7 @@ from typing import Any
 from ..jsonl import dumps
 from ..transcript import META_KEY, Message, Part, Text, ToolCall, ToolResult
 from .anthropic import UsageTally
-from .base import Compaction, Layout, RecordError, content_parts, string_field
+from .base import Compaction, Layout, NoUsage, RecordError, content_parts, string_field
 
 _PREFIXES = ("user.", "agent.", "session.", "span.")
 _CALLS = {"agent.tool_use", "agent.mcp_tool_use", "agent.custom_tool_use"}
@@ -130,7 +130,7 @@ class EventsReader:
         return rest, Layout(list(range(self.count)), model=self.model, usage=self.usage())
 
 
-class EventsEditor:
+class EventsEditor(NoUsage):
     """A result is the event's `content` (and the wrapper's copy of it, when wrapped); the
     summary is a `user.message` event. The service never reads such a file back."""
 

@@ -8,6 +8,7 @@ out form the model-visible context, in model order.
 
 from __future__ import annotations
 
+import re
 from collections.abc import Callable, Iterable
 from dataclasses import dataclass, field
 from typing import Any, Protocol, TypeVar
@@ -15,6 +16,10 @@ from typing import Any, Protocol, TypeVar
 from ..transcript import Message, Text
 
 P = TypeVar("P")
+
+
+# the hint of compress for a format it only reads (`why_not_written` of such a format)
+NOT_WRITTEN = "compress does not rewrite this format yet; stats, show and validate read it"
 
 
 class RecordError(Exception):
@@ -46,6 +51,10 @@ class Reader(Protocol):
         """Return the messages still pending and the layout of all of them."""
         ...
 
+    # optional `located(path, data, first)`: a reader of a whole-file document is told its
+    # path, bytes and first line before it is fed, to read what the agent keeps beside it
+    # (Cline's usage in ui_messages.json) or to give each message the line it starts on
+
 
 class Format(Protocol):
     name: str
@@ -58,6 +67,23 @@ class Format(Protocol):
         ...
 
     def reader(self) -> Reader: ...
+
+
+class LineFinder:
+    """The lines of things found in a document's bytes in order: `find` looks on from the
+    last thing found, so a whole document is walked once."""
+
+    def __init__(self, data: bytes, first: int) -> None:
+        self.data, self.pos, self.line = data, 0, first
+
+    def find(self, pattern: re.Pattern[bytes]) -> int | None:
+        """The line of the next match of `pattern`, or None (and nothing moves)."""
+        found = pattern.search(self.data, self.pos)
+        if found is None:
+            return None
+        self.line += self.data.count(b"\n", self.pos, found.start())
+        self.pos = found.start()
+        return self.line
 
 
 def string_field(d: dict[str, Any], key: str) -> str | None:

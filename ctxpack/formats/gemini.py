@@ -25,7 +25,7 @@ from typing import Any
 
 from ..jsonl import dumps
 from ..transcript import META_KEY, Image, Message, Part, Text, Thinking, ToolCall, ToolResult
-from .base import Compaction, Layout, RecordError, string_field
+from .base import Compaction, Layout, NoUsage, RecordError, string_field
 
 _MODEL_INPUT = {"user", "gemini"}
 _STREAM_TYPES = {"init", "message", "tool_use", "tool_result", "result", "error"}
@@ -304,7 +304,7 @@ def _with_responses(value: Any, texts: dict[str | None, str], call: str | None =
     return {k: _with_responses(v, texts, own) if k in _HOLDERS else v for k, v in value.items()}
 
 
-class GeminiChatEditor:
+class GeminiChatEditor(NoUsage):
     """A JSONL recording: results are replaced where the line holds them; the summary and
     the kept head are written as a `$set` of `messages`, which is how the CLI itself
     records a compressed history (it replaces every message before it)."""
@@ -472,7 +472,7 @@ def sniff_stream(record: Any) -> int:
     return 0
 
 
-class GeminiStreamEditor:
+class GeminiStreamEditor(NoUsage):
     """stream-json lines: a result is a `tool_result` event, the summary a user message.
     The CLI never reads such a file back; what compress writes is for people and tools."""
 

@@ -1,0 +1,336 @@
+"""Cline and Roo Code task files: `api_conversation_history.json` and `ui_messages.json`.
+
+`api_conversation_history.json` is the model input: a JSON array of Anthropic messages
+with Cline's extras (`ts`, `modelInfo`, `metrics`). Tools are called either as XML in the
+assistant's text (the results come back as user text blocks `[read_file for 'x']
+Result:` ...) or as `tool_use` blocks (answered by `tool_result` blocks, or by such text
+blocks in order). A result sent as text counts as `tool`: the result blocks become a tool
+message, what else the user message holds (environment details, feedback) stays a user
+message. Roo Code condenses without deleting: messages tagged `condenseParent` (or
+`truncationParent`) whose summary (`condenseId`) or marker (`truncationId`) is in the
+file are archived, not context. Usage is read from the sibling `ui_messages.json` when
+there is one, else from the assistant messages' `metrics` (newer Cline writes them).
+
+`ui_messages.json` alone is the UI's event log: each `api_req_started` event holds the
+user side of one request (`request`) and its usage; the `text`, `reasoning` and tool
+events after it, up to the next request, are the assistant's side as the UI showed it.
+When Cline cut the history to fit the window, the newest event's inclusive
+`conversationHistoryDeletedRange` names the api_conversation_history messages it no longer
+sends; they are not context, in either file.
+"""
+
+from __future__ import annotations
+
+import os
+import re
+from typing import Any
+
+from ..jsonl import loads
+from ..transcript import Image, Message, Part, Text, Thinking, ToolCall, ToolResult
+from .anthropic import block_part
+from .base import NOT_WRITTEN, Layout, RecordError, content_parts, string_field
+
+# `[read_file for 'src/app.ts'] Result:` / `[attempt_completion] Result:`
+_RESULT_HEAD = re.compile(r"\[[\w:-]+(?: for .*?)?\] Result:", re.S)
+_HUMAN_TAGS = ("<task>", "<feedback>", "<answer>", "<user_message>")
+UI_SIBLING = "ui_messages.json"
+
+
+def _dict(value: Any) -> dict[str, Any]:
+    return value if isinstance(value, dict) else {}
+
+
+def _count(value: Any) -> int:
+    if isinstance(value, float) and value.is_integer():
+        return int(value)
+    return value if isinstance(value, int) and not isinstance(value, bool) else 0
+
+
+def is_api_history(value: Any) -> bool:
+    """Anthropic messages with Cline's `ts` stamps."""
+    return (isinstance(value, list) and bool(value)
+            and all(isinstance(m, dict) and m.get("role") in ("user", "assistant")
+                    for m in value)
+            and any("ts" in m for m in value))
+
+
+def is_ui_log(value: Any) -> bool:
+    """Cline's UI events: `ts`, `type` say|ask."""
+    return (isinstance(value, list) and bool(value)
+            and all(isinstance(e, dict) and "ts" in e and e.get("type") in ("say", "ask")
+                    for e in value))
+
+
+class RequestUsage:
+    """Usage of each API request from the `api_req_started` events of a UI log."""
+
+    def __init__(self) -> None:
+        self.calls = 0
+        self.input = self.output = self.read = self.write = 0
+        self.cost: float = 0
+        self.last: int | None = None
+
+    def add_events(self, events: list[Any]) -> None:
+        for e in events:
+            if isinstance(e, dict) and e.get("say") == "api_req_started":
+                self.add(request_info(e))
+
+    def add(self, info: dict[str, Any]) -> None:
+        if not any(k in info for k in ("tokensIn", "tokensOut", "cacheReads", "cacheWrites")):
+            return
+        read, write = _count(info.get("cacheReads")), _count(info.get("cacheWrites"))
+        prompt = _count(info.get("tokensIn")) + read + write
+        self.calls += 1
+        self.input += prompt
+        self.read += read
+        self.write += write
+        self.output += _count(info.get("tokensOut"))
+        cost = info.get("cost")
+        if isinstance(cost, (int, float)) and not isinstance(cost, bool) and cost == cost:
+            self.cost += cost
+        self.last = prompt
+
+    def summary(self, source: str) -> dict[str, Any]:
+        if not self.calls:
+            return {}
+        usage: dict[str, Any] = {"source": source, "calls": self.calls,
+                                 "input_tokens": self.input, "output_tokens": self.output,
+                                 "cache_read_tokens": self.read,
+                                 "cache_creation_tokens": self.write}
+        if self.last is not None:
+            usage["last_input_tokens"] = self.last
+        if self.cost:
+            usage["cost_usd"] = round(self.cost, 6)
+        return usage
+
+
+def request_info(event: dict[str, Any]) -> dict[str, Any]:
+    """The JSON object an `api_req_started` event's text holds ({} when it holds none)."""
+    text = event.get("text")
+    if not isinstance(text, str):
+        return {}
+    try:
+        return _dict(loads(text.encode("utf-8", "surrogatepass")))
+    except ValueError:
+        return {}
+
+
+def _metrics(value: Any) -> dict[str, Any]:
+    """An assistant message's `metrics` ({tokens: {prompt, completion, cached}, cost}) in the
+    shape of an api_req_started event: `prompt` is the uncached input, `cached` the cache
+    reads and writes together (which are not told apart)."""
+    metrics = _dict(value)
+    tokens = _dict(metrics.get("tokens"))
+    if not tokens:
+        return {}
+    return {"tokensIn": tokens.get("prompt"), "tokensOut": tokens.get("completion"),
+            "cacheReads": tokens.get("cached"), "cost": metrics.get("cost")}
+
+
+def deleted_range(events: list[Any]) -> range:
+    """The messages of api_conversation_history.json (by index) Cline no longer sends: the
+    inclusive `conversationHistoryDeletedRange` the newest event carries (none: empty)."""
+    for e in reversed(events):
+        pair = e.get("conversationHistoryDeletedRange") if isinstance(e, dict) else None
+        if isinstance(pair, list) and len(pair) == 2 and all(
+                isinstance(n, int) and not isinstance(n, bool) for n in pair):
+            return range(pair[0], pair[1] + 1)
+    return range(0)
+
+
+def _human(texts: list[str], first: bool) -> bool:
+    return first or any(tag in t for t in texts for tag in _HUMAN_TAGS)
+
+
+def _user_parts(content: Any) -> tuple[list[Part], list[list[Part]]]:
+    """A user message's own parts, and the results it sends as text (one list each)."""
+    own: list[Part] = []
+    results: list[list[Part]] = []
+    current: list[Part] | None = None
+    for part in content_parts(content, block_part):
+        if isinstance(part, Text) and _RESULT_HEAD.match(part.text):
+            current = [part]
+            results.append(current)
+        elif current is not None and not (isinstance(part, Text)
+                                          and part.text.lstrip().startswith("<environment")):
+            current.append(part)
+        else:
+            current = None
+            own.append(part)
+    return own, results
+
+
+class ClineHistoryReader:
+    def __init__(self) -> None:
+        self.messages: list[Message] = []
+        self.archived: set[int] = set()
+        self.position: list[int] = []  # index in the file's array of each message
+        self.model: str | None = None
+        self.sibling: str | None = None
+        self.metrics = RequestUsage()  # of the assistant messages' own `metrics`
+
+    def located(self, path: str, data: bytes, first: int) -> None:
+        """Told the file's path: its usage is in the `ui_messages.json` beside it."""
+        self.sibling = os.path.join(os.path.dirname(path), UI_SIBLING)
+
+    def feed(self, line: int, record: Any) -> list[Message]:
+        if not is_api_history(record):
+            raise RecordError("not a Cline api_conversation_history array of messages")
+        summaries = {m.get("condenseId") for m in record if m.get("isSummary") is True}
+        markers = {m.get("truncationId") for m in record if m.get("isTruncationMarker") is True}
+        pending: list[str | None] = []  # ids of calls the next results answer in order
+        first, begin = True, len(self.messages)
+        for index, d in enumerate(record):
+            role = d["role"]
+            archived = d.get("condenseParent") in summaries - {None} or \
+                d.get("truncationParent") in markers - {None}
+            start = len(self.messages)
+            if role == "assistant":
+                parts = tuple(content_parts(d.get("content"), block_part))
+                model = string_field(_dict(d.get("modelInfo")), "modelId")
+                self.model = model or self.model
+                self.metrics.add(_metrics(d.get("metrics")))
+                self.messages.append(Message("assistant", parts, (line,), d, model=model))
+                pending = [p.id for p in parts if isinstance(p, ToolCall)]
+            else:
+                own, sent = _user_parts(d.get("content"))
+                answered = [p for p in own if isinstance(p, ToolResult)]
+                pending = [i for i in pending if i not in {r.call_id for r in answered}]
+                results: list[Part] = list(answered)
+                for parts in sent:
+                    if _human([p.text for p in parts if isinstance(p, Text)], False):
+                        own.extend(parts)  # the person's feedback, sent as a result
+                        continue
+                    call = pending.pop(0) if pending else None
+                    if call is None:
+                        results.append(Text("\n".join(p.text for p in parts
+                                                      if isinstance(p, Text))))
+                    else:
+                        results.append(ToolResult(call, tuple(
+                            p for p in parts if isinstance(p, (Text, Image)))))
+                own = [p for p in own if not isinstance(p, ToolResult)]
+                if results:
+                    self.messages.append(Message("tool", tuple(results), (line,), d))
+                if own or not results:
+                    texts = [p.text for p in own if isinstance(p, Text)]
+                    human = d.get("isSummary") is not True and _human(texts, first)
+                    self.messages.append(Message("user", tuple(own), (line,), d, human=human))
+                first = False
+            if archived:
+                self.archived.update(range(start, len(self.messages)))
+            self.position += [index] * (len(self.messages) - start)
+        return self.messages[begin:]
+
+    def finish(self) -> tuple[list[Message], Layout]:
+        usage: dict[str, Any] = {}
+        events = self._ui_events()
+        if events is not None:
+            tally = RequestUsage()
+            tally.add_events(events)
+            usage = tally.summary(f"api_req_started events of the sibling {UI_SIBLING}")
+            # what Cline cut from the history to fit the window is not sent any more
+            gone = deleted_range(events)
+            self.archived.update(n for n, i in enumerate(self.position) if i in gone)
+        else:
+            usage = self.metrics.summary("metrics of each assistant message (no "
+                                         f"{UI_SIBLING} beside the file)")
+        context = [n for n in range(len(self.messages)) if n not in self.archived]
+        return [], Layout(context, model=self.model, usage=usage)
+
+    def _ui_events(self) -> list[Any] | None:
+        """The UI log beside the file, if there is one that reads as such."""
+        if not self.sibling or not os.path.isfile(self.sibling):
+            return None
+        try:
+            with open(self.sibling, "rb") as f:
+                events = loads(f.read())
+        except (OSError, ValueError):
+            return None
+        return events if is_ui_log(events) else None
+
+
+class ClineUiReader:
+    def __init__(self) -> None:
+        self.messages: list[Message] = []
+        self.position: list[int] = []  # the api_conversation_history index of each message
+        self.gone = range(0)
+        self.model: str | None = None
+        self.usage = RequestUsage()
+
+    def feed(self, line: int, record: Any) -> list[Message]:
+        if not is_ui_log(record):
+            raise RecordError("not a Cline ui_messages array of say/ask events")
+        reply: list[Part] = []
+        first, begin = True, len(self.messages)
+        asked = -1  # conversationHistoryIndex of the open request: its user message is next
+
+        def close() -> None:
+            if reply:
+                self.messages.append(Message("assistant", tuple(reply), (line,), None,
+                                             model=self.model))
+                self.position.append(asked + 2)
+                reply.clear()
+
+        for e in record:
+            kind = e.get("say") if e["type"] == "say" else e.get("ask")
+            text = e.get("text") if isinstance(e.get("text"), str) else ""
+            model = string_field(_dict(e.get("modelInfo")), "modelId")
+            self.model = model or self.model
+            if e.get("partial") is True:
+                continue  # a streaming copy the finished event replaces
+            if kind == "api_req_started":
+                close()
+                index = e.get("conversationHistoryIndex")
+                asked = index if isinstance(index, int) and not isinstance(index, bool) else asked
+                info = request_info(e)
+                self.usage.add(info)
+                request = info.get("request")
+                if isinstance(request, str) and request:
+                    head = _RESULT_HEAD.match(request)
+                    role = "tool" if head and not _human([request], first) else "user"
+                    self.messages.append(Message(role, (Text(request),), (line,), e,
+                                                 human=role == "user" and _human([request],
+                                                                                 first)))
+                    self.position.append(asked + 1)
+                    first = False
+            elif kind in ("text", "completion_result") and e["type"] == "say" and text:
+                reply.append(Text(text))
+            elif kind == "reasoning" and text:
+                reply.append(Thinking(text))
+            elif kind in ("tool", "command", "use_mcp_server") and text:
+                reply.append(Text(text))
+        close()
+        self.gone = deleted_range(record)
+        return self.messages[begin:]
+
+    def finish(self) -> tuple[list[Message], Layout]:
+        # Cline no longer sends the requests and replies it cut to fit the window
+        context = [n for n, i in enumerate(self.position) if i not in self.gone]
+        return [], Layout(context, model=self.model,
+                          usage=self.usage.summary("api_req_started events"))
+
+
+class ClineFormat:
+    name = "cline"
+    description = "a Cline / Roo Code task's api_conversation_history.json (JSON)"
+    document = True
+    why_not_written = NOT_WRITTEN
+
+    def sniff(self, record: Any) -> int:
+        return 3 if is_api_history(record) else 0  # Cline's `ts` stamps are its mark
+
+    def reader(self) -> ClineHistoryReader:
+        return ClineHistoryReader()
+
+
+class ClineUiFormat:
+    name = "cline-ui"
+    description = "a Cline / Roo Code task's ui_messages.json, the UI's event log (JSON)"
+    document = True
+    why_not_written = NOT_WRITTEN
+
+    def sniff(self, record: Any) -> int:
+        return 2 if is_ui_log(record) else 0
+
+    def reader(self) -> ClineUiReader:
+        return ClineUiReader()

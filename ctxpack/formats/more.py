@@ -1,0 +1,10 @@
+"""The formats of more agents' own logs: Aider, Cline / Roo Code, OpenCode, OpenHands."""
+
+from __future__ import annotations
+
+from .aider import AiderFormat
+from .cline import ClineFormat, ClineUiFormat
+from .opencode import OpenCodeFormat
+from .openhands import OpenHandsFormat
+
+FORMATS = (AiderFormat(), ClineFormat(), ClineUiFormat(), OpenCodeFormat(), OpenHandsFormat())

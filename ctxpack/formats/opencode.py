@@ -1,0 +1,214 @@
+"""OpenCode sessions as `opencode export` writes them: one JSON document `{info, messages}`.
+
+Each message is `{info, parts}`. A user message's `text` parts are what the person sent;
+an assistant message is one model step: `reasoning` and `text` parts, and `tool` parts
+that hold the call (`callID`, `tool`, `state.input`) and its result (`state.output`, or
+`state.error` when it failed) together. The model reads the results as a tool message
+after the step, so each assistant message with finished tool parts is emitted as two
+messages: the step, then its results. Usage is the `step-finish` parts' `tokens` (an
+assistant `info.tokens` is the sum of its steps: only the parts are counted). After a
+compaction (a user message with a `compaction` part answered by an assistant message
+with `summary: true`) the model sees only what follows that user message.
+"""
+
+from __future__ import annotations
+
+import re
+from typing import Any
+
+from ..jsonl import dumps, json_kind
+from ..transcript import Image, Message, Part, Text, Thinking, ToolCall, ToolResult
+from .base import NOT_WRITTEN, Layout, LineFinder, RecordError, string_field
+from .openai import parse_data_url
+
+
+def _number(value: Any) -> int | float:
+    if isinstance(value, bool) or not isinstance(value, (int, float)) or value != value:
+        return 0
+    return value
+
+
+def _dict(value: Any) -> dict[str, Any]:
+    return value if isinstance(value, dict) else {}
+
+
+def looks_like_export(value: Any) -> bool:
+    """An `opencode export` document: session `info` with a `ses_` id and `messages`."""
+    if not isinstance(value, dict) or not isinstance(value.get("messages"), list):
+        return False
+    info = value.get("info")
+    return isinstance(info, dict) and str(info.get("id", "")).startswith("ses_")
+
+
+class StepUsage:
+    """Tokens of each model step, from `step-finish` parts."""
+
+    def __init__(self) -> None:
+        self.steps = 0
+        self.input = self.output = self.reasoning = self.read = self.write = 0
+        self.last_input: int | None = None
+        self.cost: float = 0
+
+    def add(self, part: dict[str, Any]) -> None:
+        tokens = _dict(part.get("tokens"))
+        cache = _dict(tokens.get("cache"))
+        fresh, read, write = (int(_number(tokens.get("input"))), int(_number(cache.get("read"))),
+                              int(_number(cache.get("write"))))
+        self.steps += 1
+        self.input += fresh + read + write
+        self.read += read
+        self.write += write
+        self.output += int(_number(tokens.get("output")))
+        self.reasoning += int(_number(tokens.get("reasoning")))
+        self.cost += _number(part.get("cost"))
+        self.last_input = fresh + read + write
+
+    def summary(self) -> dict[str, Any]:
+        if not self.steps:
+            return {}
+        usage: dict[str, Any] = {
+            "source": "step-finish tokens of each model step",
+            "calls": self.steps,
+            "input_tokens": self.input,
+            "output_tokens": self.output,
+            "reasoning_tokens": self.reasoning,
+            "cache_read_tokens": self.read,
+            "cache_creation_tokens": self.write,
+        }
+        if self.last_input is not None:
+            usage["last_input_tokens"] = self.last_input
+        if self.cost:
+            usage["cost_usd"] = round(self.cost, 6)
+        return usage
+
+
+def _result(state: dict[str, Any]) -> ToolResult | None:
+    """The result a tool part holds, or None while it has none (pending, running)."""
+    status = state.get("status")
+    if status == "completed":
+        output = state.get("output")
+        return ToolResult(None, (Text(output if isinstance(output, str) else
+                                      dumps(output).decode("utf-8", "surrogatepass")),))
+    if status == "error":
+        error = state.get("error")
+        return ToolResult(None, (Text(error if isinstance(error, str) else ""),), True)
+    return None
+
+
+class OpenCodeReader:
+    def __init__(self) -> None:
+        self.count = 0
+        self.start = 0
+        self.model: str | None = None
+        self.usage = StepUsage()
+        self.finder: LineFinder | None = None
+
+    def located(self, path: str, data: bytes, first: int) -> None:
+        """Told the document's bytes: each message is at the line of its `id`."""
+        self.finder = LineFinder(data, first)
+
+    def _line(self, info: dict[str, Any], line: int) -> int:
+        ident = info.get("id")
+        if self.finder is None or not isinstance(ident, str):
+            return line
+        found = self.finder.find(re.compile(rb'"id"\s*:\s*"' + re.escape(ident.encode(
+            "utf-8", "surrogatepass")) + rb'"'))
+        return line if found is None else found
+
+    def feed(self, line: int, record: Any) -> list[Message]:
+        if not looks_like_export(record):
+            raise RecordError("not an opencode export: no session 'info' with a 'ses_' id "
+                              "and 'messages' list")
+        session = _dict(record.get("info"))
+        self.model = string_field(_dict(session.get("model")), "id") or self.model
+        out: list[Message] = []
+        compacting: int | None = None
+        for n, item in enumerate(record["messages"]):
+            if not isinstance(item, dict) or not isinstance(item.get("info"), dict):
+                raise RecordError(f"message {n} is {json_kind(item)} without an 'info' object")
+            info, parts = item["info"], item.get("parts")
+            if not isinstance(parts, list):
+                raise RecordError(f"message {n} has 'parts' that is {json_kind(parts)}")
+            role = string_field(info, "role")
+            at = self._line(info, line)
+            if role == "user":
+                if any(isinstance(p, dict) and p.get("type") == "compaction" for p in parts):
+                    compacting = len(out)
+                out += self._user(at, info, parts)
+            elif role == "assistant":
+                if info.get("summary") is True and compacting is not None:
+                    self.start = compacting
+                out += self._assistant(at, info, parts)
+            else:
+                raise RecordError(f"message {n} has role {role!r}, not 'user' or 'assistant'")
+        self.count += len(out)
+        return out
+
+    def _user(self, line: int, info: dict[str, Any], parts: list[Any]) -> list[Message]:
+        out: list[Part] = []
+        for p in parts:
+            if not isinstance(p, dict):
+                continue
+            if p.get("type") == "text" and isinstance(p.get("text"), str) \
+                    and p.get("ignored") is not True:
+                out.append(Text(p["text"]))
+            elif p.get("type") == "file" and str(p.get("mime", "")).startswith("image/"):
+                # an attached image goes to the model; a text file's content is in the
+                # synthetic text parts OpenCode adds beside it
+                image = parse_data_url(p["url"] if isinstance(p.get("url"), str) else "")
+                out.append(Image(image.media_type or p["mime"], image.data, image.url))
+        if not out:
+            return []
+        synthetic = all(p.get("synthetic") is True for p in parts
+                        if isinstance(p, dict) and p.get("type") == "text")
+        return [Message("user", tuple(out), (line,), info, id=string_field(info, "id"),
+                        human=not synthetic)]
+
+    def _assistant(self, line: int, info: dict[str, Any], parts: list[Any]) -> list[Message]:
+        model = string_field(info, "modelID")
+        self.model = model or self.model
+        out: list[Part] = []
+        results: list[ToolResult] = []
+        for p in parts:
+            if not isinstance(p, dict):
+                continue
+            kind = p.get("type")
+            if kind == "text" and isinstance(p.get("text"), str):
+                out.append(Text(p["text"]))
+            elif kind == "reasoning" and isinstance(p.get("text"), str):
+                out.append(Thinking(p["text"]))
+            elif kind == "tool":
+                call_id = string_field(p, "callID")
+                state = _dict(p.get("state"))
+                out.append(ToolCall(call_id, string_field(p, "tool") or "",
+                                    dumps(state.get("input") or {}).decode("utf-8",
+                                                                            "surrogatepass")))
+                result = _result(state)
+                if result is not None:
+                    results.append(ToolResult(call_id, result.parts, result.is_error))
+            elif kind == "step-finish":
+                self.usage.add(p)
+        if not out:
+            return []
+        msg_id = string_field(info, "id")
+        messages = [Message("assistant", tuple(out), (line,), info, id=msg_id, model=model)]
+        if results:
+            messages.append(Message("tool", tuple(results), (line,), info, id=msg_id))
+        return messages
+
+    def finish(self) -> tuple[list[Message], Layout]:
+        return [], Layout(list(range(self.start, self.count)), model=self.model,
+                          usage=self.usage.summary())
+
+
+class OpenCodeFormat:
+    name = "opencode"
+    description = "an OpenCode session as `opencode export` writes it (JSON)"
+    document = True  # the whole file is one JSON value
+    why_not_written = NOT_WRITTEN
+
+    def sniff(self, record: Any) -> int:
+        return 3 if looks_like_export(record) else 0  # the `ses_` id is its mark
+
+    def reader(self) -> OpenCodeReader:
+        return OpenCodeReader()

@@ -1,0 +1,221 @@
+"""OpenHands event histories: an evaluation `output.jsonl` (one instance a line, its events
+in `history`) or a saved trajectory (a JSON array of events).
+
+Events are actions (`action`) and observations (`observation`, `cause` = the action's id).
+The model reads them the way OpenHands' conversation memory turns them into messages:
+the `system` action is the system prompt, a `message` action from the user is the user's
+request (from the agent, a plain reply), an action the model called a tool for
+(`tool_call_metadata`) is an assistant message — the actions of one LLM response, which
+share its `model_response.id`, are one message — and the observation that answers it is
+a tool result linked by `tool_call_id`; the workspace-context `recall` observation reaches
+the model as a user message. Other events (agent state changes, `null` observations,
+recall actions) are the UI's only; an observation no tool call asked for (a command the
+user ran) reaches the model as a user message. A `condensation` action drops the events it names
+(`forgotten_event_ids`, or the `forgotten_events_start_id`..`end_id` range) from the
+context. Usage is `metrics.token_usages` (one entry per LLM call).
+"""
+
+from __future__ import annotations
+
+import re
+from typing import Any
+
+from ..jsonl import dumps, json_kind
+from ..transcript import Message, Part, Text, ToolCall, ToolResult
+from .base import NOT_WRITTEN, Layout, LineFinder, RecordError, string_field
+
+# observations of the UI only: no text reaches the model
+_NOT_SHOWN = {None, "null", "agent_state_changed", "user_rejected", "success"}
+
+
+def _dict(value: Any) -> dict[str, Any]:
+    return value if isinstance(value, dict) else {}
+
+
+def _count(value: Any) -> int:
+    return value if isinstance(value, int) and not isinstance(value, bool) else 0
+
+
+def is_event(value: Any) -> bool:
+    return isinstance(value, dict) and ("action" in value or "observation" in value) \
+        and "source" in value
+
+
+def events_of(record: Any) -> list[Any] | None:
+    """The events of an output.jsonl instance or a trajectory array; None for neither."""
+    if isinstance(record, dict) and isinstance(record.get("history"), list):
+        history = record["history"]
+        return history if history and all(is_event(e) for e in history) else None
+    if isinstance(record, list) and record and all(is_event(e) for e in record):
+        return record
+    return None
+
+
+def _text(value: Any) -> str:
+    if isinstance(value, str):
+        return value
+    return "" if value is None else dumps(value).decode("utf-8", "surrogatepass")
+
+
+def _recall_text(event: dict[str, Any]) -> str:
+    """What a workspace-context recall tells the model: the instructions and knowledge its
+    extras hold (OpenHands renders them in its prompt template around these texts)."""
+    extras = _dict(event.get("extras"))
+    pieces = [extras.get(k) for k in ("repo_name", "repo_directory", "repo_instructions",
+                                      "additional_agent_instructions", "date")]
+    pieces += [_dict(k).get("content") for k in extras.get("microagent_knowledge") or ()]
+    hosts = extras.get("runtime_hosts")
+    if isinstance(hosts, dict):
+        pieces += list(hosts)
+    return "\n".join(p for p in pieces if isinstance(p, str) and p)
+
+
+def _forgotten(event: dict[str, Any]) -> set[int]:
+    args = _dict(event.get("args"))
+    ids = {i for i in args.get("forgotten_event_ids") or () if isinstance(i, int)}
+    start, end = args.get("forgotten_events_start_id"), args.get("forgotten_events_end_id")
+    if isinstance(start, int) and isinstance(end, int):
+        ids |= set(range(start, end + 1))
+    return ids
+
+
+def _response(meta: dict[str, Any]) -> tuple[str | None, str, dict[str, str]]:
+    """The LLM response an action came from: its id, its text, and each call's arguments."""
+    response = _dict(meta.get("model_response"))
+    choices = response.get("choices")
+    message = _dict(choices[0].get("message")) if isinstance(choices, list) and choices \
+        and isinstance(choices[0], dict) else {}
+    args = {}
+    for call in message.get("tool_calls") or ():
+        call = _dict(call)
+        fn = _dict(call.get("function"))
+        if isinstance(call.get("id"), str):
+            args[call["id"]] = _text(fn.get("arguments"))
+    rid = response.get("id")
+    return (rid if isinstance(rid, str) else None, _text(message.get("content")), args)
+
+
+class OpenHandsReader:
+    def __init__(self) -> None:
+        self.messages: list[Message] = []
+        self.context: list[int] = []
+        self.conversations = 0
+        self.model: str | None = None
+        self.calls: list[dict[str, Any]] = []
+        self.finder: LineFinder | None = None
+
+    def located(self, path: str, data: bytes, first: int) -> None:
+        """Told a trajectory's bytes: each event is at the line of its `id`."""
+        self.finder = LineFinder(data, first)
+
+    def feed(self, line: int, record: Any) -> list[Message]:
+        events = events_of(record)
+        if events is None:
+            raise RecordError("not an OpenHands instance ('history' of events) or event list")
+        if isinstance(record, dict):
+            metrics = _dict(record.get("metrics"))
+            self.calls += [u for u in metrics.get("token_usages") or () if isinstance(u, dict)]
+            model = _dict(_dict(record.get("metadata")).get("llm_config")).get("model")
+            self.model = model if isinstance(model, str) else self.model
+        start = len(self.messages)
+        built = self._conversation(line, events)
+        self.messages += built
+        self.context += [start + i for i, keep in enumerate(self._kept(events, built)) if keep]
+        self.conversations += 1
+        return built
+
+    def _kept(self, events: list[Any], built: list[Message]) -> list[bool]:
+        forgotten: set[int] = set()
+        for e in events:
+            if e.get("action") == "condensation":
+                forgotten |= _forgotten(e)
+        return [not (isinstance(m.raw, dict) and m.raw.get("id") in forgotten) for m in built]
+
+    def _conversation(self, line: int, events: list[dict[str, Any]]) -> list[Message]:
+        out: list[Message] = []
+        response: str | None = None
+        conversation = self.conversations
+        for n, e in enumerate(events):
+            ident = e.get("id")
+            if self.finder is not None and isinstance(ident, int) and not isinstance(ident,
+                                                                                   bool):
+                line = self.finder.find(re.compile(rb'"id"\s*:\s*%d\b' % ident)) or line
+            action, meta = e.get("action"), e.get("tool_call_metadata")
+            source = string_field(e, "source")
+            if action is not None and not isinstance(action, str):
+                raise RecordError(f"event {n}: 'action' is {json_kind(action)}")
+            if isinstance(meta, dict) and action is not None:
+                rid, text, args = _response(meta)
+                call_id = string_field(meta, "tool_call_id")
+                call = ToolCall(call_id, string_field(meta, "function_name") or action,
+                                args.get(call_id or "", "") or _text(e.get("args")))
+                last = out[-1] if out else None
+                if rid is not None and rid == response and last is not None \
+                        and last.role == "assistant":
+                    out[-1] = Message("assistant", (*last.parts, call), last.lines, last.raw,
+                                      id=rid, model=last.model, conversation=conversation)
+                    continue
+                model = _dict(meta.get("model_response")).get("model")
+                parts: list[Part] = [Text(text)] if text else []
+                out.append(Message("assistant", (*parts, call), (line,), e, id=rid,
+                                   model=model if isinstance(model, str) else None,
+                                   conversation=conversation))
+                if isinstance(model, str):
+                    self.model = self.model or model
+                response = rid
+            elif isinstance(meta, dict) and "observation" in e:
+                result = ToolResult(string_field(meta, "tool_call_id"),
+                                    (Text(_text(e.get("content"))),),
+                                    e.get("observation") == "error")
+                out.append(Message("tool", (result,), (line,), e, conversation=conversation))
+            elif action == "system":
+                text = _dict(e.get("args")).get("content") or e.get("message")
+                out.append(Message("system", (Text(_text(text)),), (line,), e,
+                                   conversation=conversation))
+            elif action == "message":
+                text = _dict(e.get("args")).get("content") or e.get("message")
+                role = "user" if source == "user" else "assistant"
+                out.append(Message(role, (Text(_text(text)),), (line,), e, human=role == "user",
+                                   conversation=conversation))
+            elif e.get("observation") == "recall":
+                if text := _recall_text(e):
+                    out.append(Message("user", (Text(text),), (line,), e,
+                                       conversation=conversation))
+            elif e.get("observation") not in _NOT_SHOWN and (text := _text(e.get("content"))):
+                # an observation no tool call asked for (a command the user ran) reaches
+                # the model as a user message
+                out.append(Message("user", (Text(text),), (line,), e, conversation=conversation))
+        return out
+
+    def finish(self) -> tuple[list[Message], Layout]:
+        return [], Layout(self.context, model=self.model, usage=self._usage(),
+                          conversations=max(self.conversations, 1))
+
+    def _usage(self) -> dict[str, Any]:
+        if not self.calls:
+            return {}
+        usage: dict[str, Any] = {
+            "source": "metrics.token_usages (one entry per LLM call)",
+            "calls": len(self.calls),
+            "input_tokens": sum(_count(u.get("prompt_tokens")) for u in self.calls),
+            "output_tokens": sum(_count(u.get("completion_tokens")) for u in self.calls),
+            "cache_read_tokens": sum(_count(u.get("cache_read_tokens")) for u in self.calls),
+            "cache_creation_tokens": sum(_count(u.get("cache_write_tokens"))
+                                         for u in self.calls),
+        }
+        if self.conversations == 1:
+            usage["last_input_tokens"] = _count(self.calls[-1].get("prompt_tokens"))
+        return usage
+
+
+class OpenHandsFormat:
+    name = "openhands"
+    description = "OpenHands events: evaluation output.jsonl or a saved trajectory (JSON array)"
+    document = True  # a trajectory is one JSON array; output.jsonl is read line by line
+    why_not_written = NOT_WRITTEN
+
+    def sniff(self, record: Any) -> int:
+        return 2 if events_of(record) is not None else 0
+
+    def reader(self) -> OpenHandsReader:
+        return OpenHandsReader()

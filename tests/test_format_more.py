@@ -1,0 +1,488 @@
+"""Aider, Cline / Roo Code, OpenCode and OpenHands: detection, lossless round trips, the
+usage each file records, tool results counted as tool, and compress refusing cleanly."""
+
+from __future__ import annotations
+
+import io
+import json
+import re
+
+import pytest
+from hypothesis import given, settings
+from hypothesis import strategies as st
+
+from ctxpack.checks import validate
+from ctxpack.loader import load, write
+
+from .conftest import SAMPLES, corpus_params
+from .helpers import assert_clean_error, ctxpack
+
+CLINE = SAMPLES / "cline-task"
+AIDER = SAMPLES / "aider" / "unit-conversions.aider.chat.history.md"
+OPENCODE = SAMPLES / "opencode" / "book-search.opencode.json"
+OPENHANDS = SAMPLES / "openhands" / "env-flags.openhands.jsonl"
+SAMPLE_FORMATS = [(AIDER, "aider"), (CLINE / "api_conversation_history.json", "cline"),
+                  (CLINE / "ui_messages.json", "cline-ui"), (OPENCODE, "opencode"),
+                  (OPENHANDS, "openhands")]
+CORPUS_FORMATS = {"aider": "aider", "cline": "cline-ui", "opencode": "opencode",
+                  "openhands": "openhands"}
+
+
+def roundtrip(data: bytes) -> bytes:
+    out = io.BytesIO()
+    write(load(io.BytesIO(data)), out)
+    return out.getvalue()
+
+
+def stats_of(path) -> dict:
+    run = ctxpack("stats", "--json", str(path))
+    assert run.code == 0, run.err
+    return json.loads(run.out)["files"][0]
+
+
+@pytest.mark.parametrize(("path", "fmt"), SAMPLE_FORMATS, ids=lambda v: getattr(v, "name", v))
+def test_samples_are_detected_round_trip_and_validate(path, fmt, tmp_path):
+    t = load(path)
+    assert t.format == fmt
+    assert t.messages
+    target = tmp_path / path.name
+    write(t, target)
+    assert target.read_bytes() == path.read_bytes()
+    assert [p.message for p in validate(t)] == (
+        ["tool call 'toolu_06' (finish) has no result in the transcript"]
+        if fmt == "openhands" else [])
+
+
+@pytest.mark.corpus
+@pytest.mark.parametrize("path", corpus_params(*CORPUS_FORMATS, pattern="*.*"))
+def test_corpus_files_are_detected_and_round_trip(path, tmp_path):
+    t = load(path)
+    assert t.format == CORPUS_FORMATS[path.parent.name]
+    target = tmp_path / path.name
+    write(t, target)
+    assert target.read_bytes() == path.read_bytes()
+
+
+@pytest.mark.parametrize("path", [OPENCODE, OPENHANDS, CLINE / "api_conversation_history.json",
+                                  CLINE / "ui_messages.json"], ids=lambda p: p.name)
+def test_tool_results_count_as_tool(path, exact_tokens):
+    f = stats_of(path)
+    assert f["by_role"]["tool"] > 0
+    t = load(path)
+    # the person typed little: no tool output is counted under user
+    assert all(not m.tool_results for m in t.messages if m.role == "user")
+
+
+def _opencode_recorded(doc: dict) -> tuple[int, int]:
+    tokens = doc["info"]["tokens"]
+    return (tokens["input"] + tokens["cache"]["read"] + tokens["cache"]["write"],
+            tokens["output"])
+
+
+@pytest.mark.corpus
+@pytest.mark.parametrize("path", [*corpus_params("opencode", pattern="*.json"),
+                                  pytest.param(OPENCODE, id="sample")])
+def test_opencode_usage_matches_the_session_totals(path):
+    doc = json.loads(path.read_bytes())
+    usage = load(path).usage
+    assert (usage["input_tokens"], usage["output_tokens"]) == _opencode_recorded(doc)
+    assert usage["reasoning_tokens"] == doc["info"]["tokens"]["reasoning"]
+
+
+@pytest.mark.corpus
+@pytest.mark.parametrize("path", [*corpus_params("openhands", pattern="*.jsonl"),
+                                  pytest.param(OPENHANDS, id="sample")])
+def test_openhands_usage_matches_the_accumulated_usage(path):
+    runs = [json.loads(line) for line in path.read_bytes().splitlines() if line.strip()]
+    t = load(path)
+    assert t.usage["input_tokens"] == sum(
+        r["metrics"]["accumulated_token_usage"]["prompt_tokens"] for r in runs)
+    assert t.usage["output_tokens"] == sum(
+        r["metrics"]["accumulated_token_usage"]["completion_tokens"] for r in runs)
+    assert {m.conversation for m in t.messages} == set(range(len(runs)))
+
+
+def _cline_recorded(ui_path) -> tuple[int, int, float]:
+    reqs = [json.loads(e["text"]) for e in json.loads(ui_path.read_bytes())
+            if e.get("say") == "api_req_started"]
+    return (sum(r["tokensIn"] + r["cacheReads"] + r["cacheWrites"] for r in reqs),
+            sum(r["tokensOut"] for r in reqs), sum(r["cost"] for r in reqs))
+
+
+@pytest.mark.corpus
+@pytest.mark.parametrize("path", [*corpus_params("cline", pattern="*.json"),
+                                  pytest.param(CLINE / "ui_messages.json", id="sample")])
+def test_cline_ui_usage_matches_the_requests(path):
+    usage = load(path).usage
+    tokens_in, tokens_out, cost = _cline_recorded(path)
+    assert (usage["input_tokens"], usage["output_tokens"]) == (tokens_in, tokens_out)
+    assert usage["cost_usd"] == pytest.approx(cost, abs=1e-5)
+
+
+def test_cline_history_reads_its_usage_from_the_sibling_ui_log(tmp_path):
+    t = load(CLINE / "api_conversation_history.json")
+    tokens_in, tokens_out, _ = _cline_recorded(CLINE / "ui_messages.json")
+    assert (t.usage["input_tokens"], t.usage["output_tokens"]) == (tokens_in, tokens_out)
+    alone = tmp_path / "api_conversation_history.json"
+    alone.write_bytes((CLINE / "api_conversation_history.json").read_bytes())
+    usage = load(alone).usage  # no ui_messages.json beside it: the messages' own metrics
+    assert usage["source"].startswith("metrics of each assistant message")
+    assert (usage["input_tokens"], usage["output_tokens"]) == (tokens_in, tokens_out)
+    history = json.loads(alone.read_bytes())
+    for m in history:
+        m.pop("metrics", None)
+    alone.write_text(json.dumps(history))
+    assert load(alone).usage == {}  # nothing recorded anywhere
+
+
+def test_cline_text_results_become_tool_results_and_feedback_is_human():
+    t = load(CLINE / "api_conversation_history.json")
+    tool = [m for m in t.messages if m.role == "tool"]
+    assert len(tool) == 4 and all(m.text.startswith("[") for m in tool)
+    humans = [m.text for m in t.messages if m.human]
+    assert len(humans) == 2 and "<task>" in humans[0] and "<feedback>" in humans[1]
+
+
+def test_roo_condensed_messages_are_archived_not_context():
+    history = [
+        {"role": "user", "content": [{"type": "text", "text": "<task>\nport it\n</task>"}],
+         "ts": 1},
+        {"role": "assistant", "content": [{"type": "text", "text": "old reply"}], "ts": 2,
+         "condenseParent": "c1"},
+        {"role": "user", "content": [{"type": "text", "text": "old question"}], "ts": 3,
+         "condenseParent": "c1"},
+        {"role": "user", "content": [{"type": "text", "text": "summary of the work"}], "ts": 4,
+         "isSummary": True, "condenseId": "c1"},
+        {"role": "assistant", "content": [{"type": "text", "text": "next"}], "ts": 5,
+         "condenseParent": "gone"},  # its summary is not in the file: still context
+    ]
+    data = json.dumps(history, indent=1).encode()
+    t = load(io.BytesIO(data))
+    assert t.format == "cline"
+    assert [m.text for m in t.messages] == ["<task>\nport it\n</task>", "summary of the work",
+                                            "next"]
+    assert [m.text for m in t.outside] == ["old reply", "old question"]
+    assert not t.messages[1].human
+    assert roundtrip(data) == data
+
+
+def test_aider_runs_clear_and_edit_blocks():
+    t = load(AIDER)
+    # the first run's messages before /clear are no longer context; /add, /run are Aider's
+    assert [m.role for m in t.messages] == ["user", "assistant", "user", "assistant"]
+    assert [m.conversation for m in t.messages] == [0, 0, 1, 1]
+    assert len(t.outside) == 4
+    edit = t.messages[1].text
+    assert ">>>>>>> REPLACE" in edit and "Tokens:" not in edit
+    assert t.model == "anthropic/claude-sonnet-4-5"
+
+
+def _aider_recorded(text: str) -> tuple[int, int]:
+    def value(s: str) -> int:
+        return round(float(s[:-1]) * 1000) if s.endswith("k") else int(s)
+
+    sent = received = 0
+    for line in text.splitlines():
+        if line.startswith("> Tokens: "):
+            sent += value(re.search(r"([\d.]+k?) sent", line).group(1))
+            received += value(re.search(r"([\d.]+k?) received", line).group(1))
+    return sent, received
+
+
+@pytest.mark.corpus
+@pytest.mark.parametrize("path", [*corpus_params("aider", pattern="*.md"),
+                                  pytest.param(AIDER, id="sample")])
+def test_aider_usage_matches_the_tokens_lines(path):
+    sent, received = _aider_recorded(path.read_text())
+    usage = load(path).usage
+    assert (usage.get("input_tokens", 0), usage.get("output_tokens", 0)) == (sent, received)
+
+
+@pytest.mark.parametrize(("path", "fmt"), SAMPLE_FORMATS, ids=lambda v: getattr(v, "name", v))
+def test_compress_says_it_cannot_write_these_formats(path, fmt, tmp_path):
+    out = tmp_path / "out"
+    run = ctxpack("compress", str(path), "-o", str(out))
+    assert_clean_error(run, 2, f"compress cannot write {fmt} files")
+    assert not out.exists()
+
+
+def test_a_broken_document_names_file_and_line(tmp_path):
+    bad = tmp_path / "session.json"
+    bad.write_bytes(OPENCODE.read_bytes()[:2000])
+    assert_clean_error(ctxpack("stats", str(bad)), 2, str(bad), "truncated")
+    wrong = tmp_path / "export.json"
+    doc = json.loads(OPENCODE.read_bytes())
+    doc["messages"][1]["parts"] = "none"
+    wrong.write_text(json.dumps(doc, indent=2))
+    assert_clean_error(ctxpack("stats", str(wrong)), 2, str(wrong), "not a opencode record",
+                       "'parts'")
+
+
+# --- properties ---------------------------------------------------------------------------
+
+texts = st.text(max_size=30)
+tool_parts = st.fixed_dictionaries({
+    "type": st.just("tool"), "tool": st.sampled_from(["bash", "read", "edit"]),
+    "callID": st.uuids().map(lambda u: f"call_{u.hex[:12]}"),
+    "state": st.one_of(
+        st.fixed_dictionaries({"status": st.just("completed"), "input": st.dictionaries(
+            texts, texts, max_size=2), "output": texts}),
+        st.fixed_dictionaries({"status": st.just("error"), "input": st.just({}),
+                               "error": texts}),
+        st.fixed_dictionaries({"status": st.just("running"), "input": st.just({})}))})
+assistant_parts = st.lists(st.one_of(
+    tool_parts, st.fixed_dictionaries({"type": st.sampled_from(["text", "reasoning"]),
+                                       "text": texts})), max_size=4)
+
+
+@st.composite
+def opencode_exports(draw):
+    messages = []
+    for n in range(draw(st.integers(0, 5))):
+        role = "user" if n % 2 == 0 else "assistant"
+        parts = ([{"type": "text", "text": draw(texts)}] if role == "user"
+                 else draw(assistant_parts))
+        messages.append({"info": {"id": f"msg_{n:04d}", "role": role}, "parts": parts})
+    return {"info": {"id": "ses_prop"}, "messages": messages}
+
+
+@settings(max_examples=80, deadline=None)
+@given(opencode_exports(), st.sampled_from([None, 2]))
+def test_any_opencode_export_round_trips_and_pairs_each_finished_call(doc, indent):
+    data = json.dumps(doc, indent=indent, ensure_ascii=False).encode()
+    assert roundtrip(data) == data
+    t = load(io.BytesIO(data), format="opencode")
+    finished = [p["callID"] for m in doc["messages"] for p in m["parts"]
+                if p["type"] == "tool" and p["state"]["status"] != "running"]
+    results = [r.call_id for m in t.messages for r in m.tool_results]
+    assert results == finished
+    assert all(m.role == "tool" for m in t.messages if m.tool_results)
+
+
+lines = st.one_of(
+    st.text(alphabet=st.characters(blacklist_categories=["Cs"], blacklist_characters="\r\n"),
+            max_size=30),
+    st.sampled_from(["#### fix the bug", "#### /clear", "#### /ask why?", "> Tokens: 1.2k sent, "
+                     "30 received.", ">>>>>>> REPLACE", "", "> Applied edit to a.py"]))
+
+
+@settings(max_examples=80, deadline=None)
+@given(st.lists(lines, max_size=25), st.sampled_from(["\n", "\r\n"]))
+def test_any_aider_log_round_trips_and_keeps_its_prompts(body, ending):
+    text = ending.join(["# aider chat started at 2026-01-01 10:00:00", *body]) + ending
+    data = text.encode()
+    assert roundtrip(data) == data
+    t = load(io.BytesIO(data))
+    assert t.format == "aider"
+    for m in (*t.messages, *t.outside):
+        assert not m.text.startswith(("> ", "####")) and m.text.strip()
+        assert m.role in ("user", "assistant")
+
+
+def test_what_cline_cut_to_fit_the_window_is_not_context(tmp_path):
+    # Cline's inclusive deleted range names api_conversation_history indexes it stopped sending
+    events = json.loads((CLINE / "ui_messages.json").read_bytes())
+    events[-1]["conversationHistoryDeletedRange"] = [1, 4]
+    (tmp_path / "ui_messages.json").write_text(json.dumps(events))
+    history = json.loads((CLINE / "api_conversation_history.json").read_bytes())
+    (tmp_path / "api_conversation_history.json").write_text(json.dumps(history))
+    whole = load(CLINE / "api_conversation_history.json")
+    cut = load(tmp_path / "api_conversation_history.json")
+    gone = [m for m in whole.messages if history.index(m.raw) in range(1, 5)]
+    # 2 replies; 2 user messages, each a tool result and the environment details beside it
+    assert [m.role for m in gone] == ["assistant", "tool", "user"] * 2
+    assert [m.text for m in cut.outside] == [m.text for m in gone]
+    assert len(cut.messages) == len(whole.messages) - len(gone)
+    assert cut.messages[0].human  # the task stays
+    ui = load(tmp_path / "ui_messages.json")
+    assert len(ui.messages) == len(load(CLINE / "ui_messages.json").messages) - 4
+
+
+@pytest.mark.corpus
+@pytest.mark.parametrize("path", corpus_params("cline", pattern="*xray*ui_messages.json"))
+def test_a_truncated_cline_task_counts_what_its_last_request_sent(path, exact_tokens):
+    f = stats_of(path)
+    recorded = f["usage"]["last_input_tokens"]
+    # all but the system prompt and tool definitions (a few thousand tokens) is in the file
+    assert 0 < recorded - f["tokens"] < 20_000, (recorded, f["tokens"])
+
+
+@st.composite
+def cline_histories(draw):
+    history = [{"role": "user", "ts": 1,
+                "content": [{"type": "text", "text": "<task>\n" + draw(texts) + "\n</task>"}]}]
+    for n in range(draw(st.integers(0, 6))):
+        history.append({"role": "assistant", "ts": 2 * n + 2,
+                        "content": [{"type": "text", "text": draw(texts)}]})
+        tool = draw(st.sampled_from(["read_file", "search_files"]))
+        blocks = [{"type": "text", "text": f"[{tool} for '{draw(texts)}'] Result:"},
+                  {"type": "text", "text": draw(texts)}]
+        if draw(st.booleans()):
+            blocks.append({"type": "text", "text": "<environment_details>\nx\n"
+                           "</environment_details>"})
+        history.append({"role": "user", "ts": 2 * n + 3, "content": blocks})
+    return history
+
+
+@settings(max_examples=80, deadline=None)
+@given(cline_histories())
+def test_any_cline_history_round_trips_and_counts_each_result_as_tool(history):
+    data = json.dumps(history, ensure_ascii=False).encode()
+    assert roundtrip(data) == data
+    t = load(io.BytesIO(data))
+    assert t.format == "cline"
+    tool = [m for m in t.messages if m.role == "tool"]
+    assert len(tool) == (len(history) - 1) // 2
+    assert all(" Result:" in m.text for m in tool)
+    assert all("Result:" not in m.text for m in t.messages if m.role == "user")
+    assert [m.human for m in t.messages].count(True) == 1
+
+
+@st.composite
+def openhands_runs(draw):
+    events = [{"id": 0, "source": "user", "action": "message", "args": {"content": draw(texts)}}]
+    calls = 0
+    for _ in range(draw(st.integers(0, 5))):
+        response = f"resp-{calls}"
+        batch = [f"call_{calls + k}" for k in range(draw(st.integers(1, 3)))]
+        calls += len(batch)
+        for cid in batch:
+            meta = {"function_name": "execute_bash", "tool_call_id": cid,
+                    "model_response": {"id": response, "choices": [{"message": {
+                        "content": draw(texts), "tool_calls": []}}]}}
+            events.append({"id": len(events), "source": "agent", "action": "run",
+                           "args": {"command": draw(texts)}, "tool_call_metadata": meta})
+        for cid in draw(st.permutations(batch)):
+            events.append({"id": len(events), "source": "agent", "observation": "run",
+                           "content": draw(texts), "tool_call_metadata": {"tool_call_id": cid}})
+    return events
+
+
+@settings(max_examples=80, deadline=None)
+@given(openhands_runs(), st.sampled_from([None, 2]))
+def test_any_openhands_trajectory_round_trips_with_one_message_per_response(events, indent):
+    data = json.dumps(events, indent=indent).encode()
+    assert roundtrip(data) == data
+    t = load(io.BytesIO(data))
+    assert t.format == "openhands"
+    responses = {e["tool_call_metadata"]["model_response"]["id"] for e in events
+                 if "action" in e and "tool_call_metadata" in e}
+    assert len([m for m in t.messages if m.role == "assistant"]) == len(responses)
+    assert validate(t) == []  # every call answered, every result after its call
+
+
+def test_opencode_context_starts_at_the_last_compaction():
+    def message(n, role, parts, **info):
+        return {"info": {"id": f"msg_{n}", "role": role, **info}, "parts": parts}
+
+    doc = {"info": {"id": "ses_compact"}, "messages": [
+        message(1, "user", [{"type": "text", "text": "build the parser"}]),
+        message(2, "assistant", [{"type": "text", "text": "done, long story"}]),
+        message(3, "user", [{"type": "compaction", "auto": True}]),
+        message(4, "assistant", [{"type": "text", "text": "Summary: parser built"}],
+                summary=True),
+        message(5, "user", [{"type": "text", "text": "now the printer"}]),
+    ]}
+    data = json.dumps(doc, indent=2).encode()
+    t = load(io.BytesIO(data))
+    assert [m.text for m in t.messages] == ["Summary: parser built", "now the printer"]
+    assert [m.text for m in t.outside] == ["build the parser", "done, long story"]
+    assert roundtrip(data) == data
+
+
+def test_openhands_condensation_forgets_the_events_it_names():
+    def run(i, cid):
+        meta = {"function_name": "execute_bash", "tool_call_id": cid,
+                "model_response": {"id": f"r{cid}", "choices": [{"message": {"content": ""}}]}}
+        return [{"id": i, "source": "agent", "action": "run", "args": {"command": f"ls {i}"},
+                 "tool_call_metadata": meta},
+                {"id": i + 1, "source": "agent", "observation": "run", "cause": i,
+                 "content": f"out {i}", "tool_call_metadata": {"tool_call_id": cid}}]
+
+    events = [{"id": 0, "source": "user", "action": "message", "args": {"content": "go"}},
+              *run(1, "a"), *run(3, "b"),
+              {"id": 5, "source": "agent", "action": "condensation",
+               "args": {"forgotten_events_start_id": 1, "forgotten_events_end_id": 2}},
+              *run(6, "c")]
+    t = load(io.BytesIO(json.dumps(events).encode()))
+    assert [m.text for m in t.messages if m.role == "tool"] == ["out 3", "out 6"]
+    assert [m.text for m in t.outside] == ['execute_bash({"command":"ls 1"})', "out 1"]
+    assert validate(t) == []
+
+
+def test_each_message_of_a_pretty_printed_document_is_at_its_own_line(tmp_path):
+    lines = OPENCODE.read_text().splitlines()
+    t = load(OPENCODE)
+    assert len({m.line for m in t.messages}) > 5
+    for m in (*t.messages, *t.outside):
+        assert f'"id": "{m.raw["id"]}"' in lines[m.line - 1]
+    history = json.loads(OPENHANDS.read_bytes())["history"]
+    trajectory = tmp_path / "trajectory.json"
+    trajectory.write_text(json.dumps(history, indent=2))
+    lines = trajectory.read_text().splitlines()
+    for m in load(trajectory).messages:
+        assert lines[m.line - 1].strip() == f'"id": {m.raw["id"]},'
+
+
+def test_a_file_forced_to_be_aider_must_open_like_one(tmp_path):
+    run = ctxpack("stats", "--format", "aider", str(OPENCODE))
+    assert_clean_error(run, 2, str(OPENCODE), "an Aider chat history opens with")
+    bad = tmp_path / ".aider.chat.history.md"
+    bad.write_bytes(b"# aider chat started at 2026-01-01 10:00:00\n\n#### hi \xff there\n")
+    assert_clean_error(ctxpack("stats", str(bad)), 2, f"{bad}:3", "not valid UTF-8")
+
+
+def test_cline_native_tool_calls_take_text_results_in_order():
+    history = [
+        {"role": "user", "ts": 1, "content": [{"type": "text", "text": "<task>\nlist\n</task>"}]},
+        {"role": "assistant", "ts": 2, "content": [
+            {"type": "tool_use", "id": "toolu_1", "name": "list_files", "input": {"path": "."}},
+            {"type": "tool_use", "id": "toolu_2", "name": "read_file", "input": {"path": "a"}}]},
+        {"role": "user", "ts": 3, "content": [
+            {"type": "text", "text": "[list_files for '.'] Result:"},
+            {"type": "text", "text": "a"},
+            {"type": "text", "text": "[read_file for 'a'] Result:"},
+            {"type": "text", "text": "1"}]},
+    ]
+    t = load(io.BytesIO(json.dumps(history).encode()))
+    results = t.messages[-1].tool_results
+    assert [(r.call_id, r.text) for r in results] == [
+        ("toolu_1", "[list_files for '.'] Result:\na"),
+        ("toolu_2", "[read_file for 'a'] Result:\n1")]
+    assert validate(t) == []
+
+
+def test_opencode_sends_attached_images_and_not_a_text_files_part():
+    png = ("iVBORw0KGgoAAAANSUhEUgAAAAEAAAABCAYAAAAfFcSJAAAADUlEQVR4nGNgYGD4DwABBAEAghmmDwAAAAB"
+           "JRU5ErkJggg==")
+    doc = {"info": {"id": "ses_files"}, "messages": [{"info": {"id": "msg_1", "role": "user"},
+                                                      "parts": [
+        {"type": "text", "text": "what is wrong in this screenshot?"},
+        {"type": "file", "mime": "image/png", "filename": "shot.png",
+         "url": f"data:image/png;base64,{png}"},
+        {"type": "file", "mime": "text/plain", "filename": "notes.txt", "url": "file:///notes"},
+        {"type": "text", "text": "Called the Read tool: notes", "synthetic": True}]}]}
+    t = load(io.BytesIO(json.dumps(doc).encode()))
+    (m,) = t.messages
+    assert [p.kind for p in m.parts] == ["text", "image", "text"]
+    assert m.parts[1].data == png and m.parts[1].media_type == "image/png"
+    assert m.human
+
+
+def test_an_openhands_observation_no_call_asked_for_is_a_user_message():
+    events = [{"id": 0, "source": "user", "action": "message", "args": {"content": "hi"}},
+              {"id": 1, "source": "agent", "observation": "error",
+               "content": "Parameter 'command' is missing."},
+              {"id": 2, "source": "environment", "observation": "agent_state_changed",
+               "content": "", "extras": {"agent_state": "running"}}]
+    t = load(io.BytesIO(json.dumps(events).encode()))
+    assert [(m.role, m.human, m.text) for m in t.messages] == [
+        ("user", True, "hi"), ("user", False, "Parameter 'command' is missing.")]
+
+
+def test_an_aider_log_of_many_runs_sets_no_last_call_against_them_all(tmp_path):
+    assert "last_input_tokens" not in load(AIDER).usage  # two runs
+    one = tmp_path / ".aider.chat.history.md"
+    text = AIDER.read_text()
+    one.write_text(text[:text.index("# aider chat started at 2026-04-03")])
+    assert load(one).usage["last_input_tokens"] == 3300
