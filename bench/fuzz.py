@@ -41,7 +41,9 @@ from ctxpack.formats import FORMATS as READERS
 
 ROOT = Path(__file__).resolve().parent.parent
 SAMPLES = ROOT / "samples"
-FORMATS = tuple(READERS)  # every registered format
+# every registered format of JSON records (a text format such as Aider's Markdown has no
+# records to mutate)
+FORMATS = tuple(name for name, fmt in READERS.items() if not getattr(fmt, "text", False))
 DEPTHS = (3, 50, 999, 1000, 1022, 1023, 1024, 1025, 1100, 2500)
 LONG = 600  # seed strings are cut to about this many characters, so inputs stay small
 TIMEOUT = 20  # seconds one input may take before it counts as a hang
@@ -94,16 +96,13 @@ def _format_of(path: Path) -> str | None:
 def load_seeds(corpus: Path | None, rng: random.Random) -> list[Seed]:
     """Seeds from the samples, and from `corpus` (any *.jsonl and .json below it)."""
     seeds: list[Seed] = []
-    from ctxpack.formats.more import FORMATS as MORE
-
-    unfuzzed = {f.name for f in MORE}  # whole-file readers compress does not write yet
-    paths = sorted(SAMPLES.glob("*.jsonl")) + sorted(SAMPLES.glob("*.json"))
+    paths = sorted(SAMPLES.rglob("*.jsonl")) + sorted(SAMPLES.rglob("*.json"))
     if corpus is not None:
         paths += sorted(p for p in corpus.rglob("*") if p.suffix in (".jsonl", ".json")
                         and p.stat().st_size < 20 << 20)
     for path in paths:
         fmt = _format_of(path)
-        if fmt is None or fmt in unfuzzed:
+        if fmt is None or fmt not in FORMATS:
             continue
         data = path.read_bytes()
         if data.lstrip()[:1] == b"[" or data.split(b"\n", 1)[0].strip() == b"{":
