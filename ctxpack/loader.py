@@ -248,6 +248,7 @@ def _transcript(scanner: Scanner, emitted: list[Message], records: Sequence[Reco
         model=layout.model,
         usage=layout.usage,
         skipped=tuple(scanner.skipped),
+        calls=tuple(layout.calls),
     )
 
 

@@ -246,7 +246,7 @@ def _read(src: Source, format: str | None, model: str | None, table: ModelTable,
     transcript = Transcript(
         format=fmt.name, path=scanner.path, records=index,
         messages=tuple(emitted.messages[n] for n in context), model=layout.model,
-        usage=layout.usage, skipped=tuple(scanner.skipped))
+        usage=layout.usage, skipped=tuple(scanner.skipped), calls=tuple(layout.calls))
     where = {n: i for i, n in enumerate(context)}
     fetch = _refetch(src, transcript, skip_invalid, list(context),
                      {where[n] for n in emitted.aside if n in where})
