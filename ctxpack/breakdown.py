@@ -13,6 +13,7 @@ from dataclasses import dataclass, field
 from typing import Any
 
 from .bulk import StreamCounter
+from .calibration import Bill, bill
 from .formats import usual_model
 from .formats.base import Layout
 from .loader import PathOrFile, Scanner
@@ -29,7 +30,10 @@ from .transcript import (
 )
 from .workers import Workers
 
-SCHEMA_VERSION = 1
+# 2: `context` (the context as billed, see ctxpack.calibration); context_ratio is of
+# its tokens; usage no longer holds counted_context_tokens, not_in_file_tokens and
+# explanation (context.visible and context.not_in_file say it)
+SCHEMA_VERSION = 2
 PREVIEW_CHARS = 80
 
 
@@ -104,11 +108,13 @@ class FileStats:
     skipped: list[dict[str, Any]]
     usage: dict[str, Any]
     conversations: int = 1
+    # the context as the provider would bill it (kind, visible part, the rest, error)
+    context: Bill | None = None
     # what counting cost (cache hits, texts tokenized, workers); not part of the JSON schema
     counting: dict[str, Any] = field(default_factory=dict, compare=False, repr=False)
 
     def to_dict(self) -> dict[str, Any]:
-        """The JSON shape (schema_version 1) of one file's stats."""
+        """The JSON shape (schema_version 2) of one file's stats."""
         return {
             "path": self.path, "format": self.format, "model": self.model,
             "encoding": self.encoding, "exact": self.exact, "note": self.note,
@@ -123,6 +129,7 @@ class FileStats:
             "conversations": self.conversations, "outside": self.outside,
             "sidechain": self.sidechain, "lines": self.lines, "bytes": self.bytes,
             "skipped": self.skipped, "usage": self.usage,
+            "context": self.context.to_dict() if self.context is not None else None,
         }
 
 
@@ -201,7 +208,8 @@ def _stats_of_transcript(t: Transcript, model: str | None, top: int,
     ordered = [*t.messages, *t.sidechain, *t.outside]
     n, s = len(t.messages), len(t.sidechain)
     layout = Layout(list(range(n)), list(range(n, n + s)), t.model, t.usage,
-                    conversations=len({m.conversation for m in t.messages}) or 1)
+                    conversations=len({m.conversation for m in t.messages}) or 1,
+                    calls=list(t.calls))
     found = []
     with Workers() as workers:
         collector: StreamCounter[MessageStat] = StreamCounter(
@@ -233,8 +241,10 @@ def _breakdown(all_stats: list[MessageStat], layout: Layout, counter: TokenCount
     by_role: dict[str, int] = {}
     for s in context:
         by_role[s.role] = by_role.get(s.role, 0) + s.tokens
-    model, window = model_and_window(counter, layout.model, layout.usage,
-                                     meta.get("flagged", False))
+    flagged = meta.get("flagged", False)
+    model, window = model_and_window(counter, layout.model, layout.usage, flagged)
+    billed = bill_of([s.tokens for s in context], layout, counter, meta["format"], flagged,
+                     conversations)
     rounds = _rounds(context)
     return FileStats(
         path=meta["path"], format=meta["format"], model=model,
@@ -242,12 +252,26 @@ def _breakdown(all_stats: list[MessageStat], layout: Layout, counter: TokenCount
         messages=len(context), tokens=total, by_role=by_role, by_tool=_by_tool(context),
         largest=_largest(context, top), rounds=rounds,
         steps=sum(len(r.steps) for r in group_rounds(context)),
-        context_window=window, context_ratio=round(total / window, 4) if window else None,
+        context_window=window,
+        context_ratio=round(billed.tokens / window, 4) if window else None,
         outside={"messages": len(outside), "tokens": sum(s.tokens for s in outside)},
         sidechain={"messages": len(side), "tokens": sum(s.tokens for s in side)},
         lines=meta["lines"], bytes=meta["size"], skipped=meta["skipped"],
-        usage=_usage(layout.usage, total), conversations=conversations,
+        usage=dict(layout.usage), conversations=conversations, context=billed,
     )
+
+
+def bill_of(counts: list[int], layout: Layout, counter: TokenCounter, format: str,
+            flagged: bool, conversations: int = 1) -> Bill:
+    """The bill of a context counted `counts` (see calibration.bill): calibrated as the
+    model its file's calls name (else the file, else the counter) unless `--model`
+    (`flagged`) named one."""
+    calls = layout.calls
+    model = counter.model if flagged else \
+        (calls[-1].model if calls else None) or layout.model or counter.model
+    return bill(counts, calls, model=model, format=format, exact=counter.exact,
+                estimated=counter.failed, table=counter.table,
+                priming=REPLY_PRIMING * conversations)
 
 
 def _by_tool(context: list[MessageStat]) -> dict[str, ToolStat]:
@@ -282,18 +306,3 @@ def _rounds(context: list[MessageStat]) -> list[RoundStat]:
         out.append(RoundStat(r.number, context[r.start].line, r.end - r.start, len(r.steps),
                              tokens, running))
     return out
-
-
-def _usage(recorded: dict[str, Any], counted: int) -> dict[str, Any]:
-    """Recorded provider usage beside the count, with the gap explained."""
-    usage = dict(recorded)
-    last = usage.get("last_input_tokens")
-    if isinstance(last, int) and last > 0:
-        usage["counted_context_tokens"] = counted
-        usage["not_in_file_tokens"] = last - counted
-        usage["explanation"] = (
-            "the last recorded call sent last_input_tokens; the file shows "
-            "counted_context_tokens of it; the rest (system prompt, tool definitions "
-            "the agent sends but does not log) is not_in_file_tokens"
-        )
-    return usage

@@ -202,6 +202,12 @@ class TokenCounter:
         return self._loaded and self._enc is None
 
     @property
+    def failed(self) -> bool:
+        """True once the encoding was tried and could not be had: counts are estimates.
+        (Never loads it: counts that all came from the persistent cache are not.)"""
+        return self._failed
+
+    @property
     def exact(self) -> bool:
         """True when counts are the model's own tokenizer, not an approximation or estimate.
 

@@ -66,7 +66,7 @@ def test_json_schema(exact_tokens, chat):
     run = ctxpack("stats", "--json", str(chat), str(chat.parent), str(twin))
     assert run.code == 0, run.err
     doc = json.loads(run.out)
-    assert doc["schema_version"] == 1 and len(doc["files"]) == 2
+    assert doc["schema_version"] == 2 and len(doc["files"]) == 2
     f = doc["files"][0]
     for key in ("path", "format", "model", "encoding", "exact", "messages", "tokens", "by_role",
                 "by_tool", "largest", "usage"):
