@@ -13,7 +13,7 @@ from dataclasses import dataclass, field
 from typing import Any
 
 from .bulk import StreamCounter
-from .calibration import Bill, bill
+from .calibration import Bill, bill_for
 from .formats import usual_model
 from .formats.base import Layout
 from .loader import PathOrFile, Scanner
@@ -243,8 +243,8 @@ def _breakdown(all_stats: list[MessageStat], layout: Layout, counter: TokenCount
         by_role[s.role] = by_role.get(s.role, 0) + s.tokens
     flagged = meta.get("flagged", False)
     model, window = model_and_window(counter, layout.model, layout.usage, flagged)
-    billed = bill_of([s.tokens for s in context], layout, counter, meta["format"], flagged,
-                     conversations)
+    billed = bill_for([s.tokens for s in context], layout.calls, layout.model, counter,
+                      meta["format"], flagged, conversations)
     rounds = _rounds(context)
     return FileStats(
         path=meta["path"], format=meta["format"], model=model,
@@ -259,19 +259,6 @@ def _breakdown(all_stats: list[MessageStat], layout: Layout, counter: TokenCount
         lines=meta["lines"], bytes=meta["size"], skipped=meta["skipped"],
         usage=dict(layout.usage), conversations=conversations, context=billed,
     )
-
-
-def bill_of(counts: list[int], layout: Layout, counter: TokenCounter, format: str,
-            flagged: bool, conversations: int = 1) -> Bill:
-    """The bill of a context counted `counts` (see calibration.bill): calibrated as the
-    model its file's calls name (else the file, else the counter) unless `--model`
-    (`flagged`) named one."""
-    calls = layout.calls
-    model = counter.model if flagged else \
-        (calls[-1].model if calls else None) or layout.model or counter.model
-    return bill(counts, calls, model=model, format=format, exact=counter.exact,
-                estimated=counter.failed, table=counter.table,
-                priming=REPLY_PRIMING * conversations)
 
 
 def _by_tool(context: list[MessageStat]) -> dict[str, ToolStat]:

@@ -73,7 +73,9 @@ def prompts_of(counts: Sequence[int], calls: Sequence[Call]) -> list[int]:
     for call in calls:
         running += sum(counts[upto:call.prompt])
         upto = max(upto, call.prompt)
-        sizes.append(running + REPLY_PRIMING)
+        # (a call before any message stands for the bill ctxpack carried over a compaction
+        # it wrote: `billed` is then what is sent besides the messages; see loader)
+        sizes.append(running + REPLY_PRIMING if call.prompt else 0)
     return sizes
 
 
@@ -138,8 +140,9 @@ class Bill:
         return round(self.slope * counted + self.overhead)
 
     def counted_at(self, billed: int) -> int:
-        """The most a context may count to be billed at most `billed`."""
-        return int((billed - self.overhead) // self.slope)
+        """The most a context may count to be billed at most `billed` (0 where what
+        is not in the file takes all of it)."""
+        return max(0, int((billed - self.overhead) // self.slope))
 
     def to_dict(self) -> dict[str, object]:
         return {"kind": self.kind, "tokens": self.tokens, "visible": self.visible,
@@ -157,15 +160,16 @@ def bill(counts: Sequence[int], calls: Sequence[Call], *, model: str | None, for
     counted = sum(counts) + priming
     found = table.calibration(model)
     slope = found.slope if found is not None else 1.0
+    calls = [c for c in calls if c.billed > 0]  # (not those only telling of hidden content)
     if calls:
         prompts = prompts_of(counts, calls)
         last = calls[-1]
-        tokens = anchored(slope, last.billed, prompts[-1], counted)
+        overhead = round(last.billed - slope * prompts[-1])
+        tokens = round(slope * counted + overhead)
         steps = [abs(anchored(slope, calls[k - 1].billed, prompts[k - 1], prompts[k])
                      - calls[k].billed) / calls[k].billed for k in range(1, len(calls))]
         error = statistics.median(steps) if steps else ANCHORED_ERROR
-        return _bill("anchored", tokens, slope, last.billed - slope * prompts[-1], counted,
-                     round(error, 4), len(calls))
+        return _bill("anchored", tokens, slope, overhead, counted, round(error, 4), len(calls))
     overhead = found.overhead if found is not None and found.overhead is not None \
         else UNLOGGED.get(format, 0)
     if estimated or (not exact and found is None):
@@ -183,3 +187,15 @@ def _bill(kind: str, tokens: int, slope: float, overhead: float, counted: int,
     visible = round(slope * counted)
     return Bill(kind, tokens, visible, max(0, tokens - visible), error, slope, overhead,
                 counted, calls)
+
+
+def bill_for(counts: Sequence[int], calls: Sequence[Call], named: str | None,
+             counter: TokenCounter, format: str, flagged: bool, conversations: int = 1) -> Bill:
+    """The bill of a context `counter` counted `counts`, calibrated as the model its
+    file's calls name (else the one it names, else the counter's) unless `--model`
+    (`flagged`) named one. stats and compress both ask here."""
+    model = counter.model if flagged else \
+        (calls[-1].model if calls else None) or named or counter.model
+    return bill(counts, calls, model=model, format=format, exact=counter.exact,
+                estimated=counter.failed, table=counter.table,
+                priming=REPLY_PRIMING * conversations)
