@@ -24,8 +24,10 @@ from __future__ import annotations
 
 import statistics
 from collections.abc import Sequence
-from dataclasses import dataclass
+from dataclasses import dataclass, replace
+from typing import Any
 
+from .errors import UsageError
 from .models import TABLE, ModelTable
 from .tokens import REPLY_PRIMING, TokenCounter
 from .transcript import RecordedCall, Transcript
@@ -199,3 +201,33 @@ def bill_for(counts: Sequence[int], calls: Sequence[Call], named: str | None,
     return bill(counts, calls, model=model, format=format, exact=counter.exact,
                 estimated=counter.failed, table=counter.table,
                 priming=REPLY_PRIMING * conversations)
+
+
+_PROMPT_FIELDS = ("input_tokens", "cache_creation_input_tokens", "cache_read_input_tokens")
+
+
+def reported(t: Transcript, usage: Any) -> Transcript:
+    """`t` with the provider's usage of its last call, the one whose reply is its last
+    assistant message: a prompt size, or the usage object (or dict) the API returned —
+    Anthropic Messages (input_tokens and both cache fields), Chat Completions
+    (prompt_tokens), the Responses API (input_tokens). Its bill is then anchored on it."""
+    def field(name: str) -> Any:
+        return usage.get(name) if isinstance(usage, dict) else getattr(usage, name, None)
+
+    if isinstance(usage, int) and not isinstance(usage, bool):
+        billed: Any = usage
+    elif isinstance(field("prompt_tokens"), int):
+        billed = field("prompt_tokens")
+    else:
+        found = [field(name) for name in _PROMPT_FIELDS]
+        billed = sum(n for n in found if isinstance(n, int)) \
+            if isinstance(found[0], int) else None
+    if not isinstance(billed, int) or isinstance(billed, bool) or billed <= 0:
+        raise UsageError("usage: expected the prompt size of the last call (a positive "
+                         "number) or the usage the API returned for it",
+                         "pass response.usage as the API gave it")
+    last = max((i for i, m in enumerate(t.messages) if m.role == "assistant"), default=None)
+    if last is None:
+        raise UsageError("usage is of the last call, whose reply is the last assistant "
+                         "message: there is none")
+    return replace(t, calls=(*t.calls, Call(last, billed, None, t.messages[last].model)))
