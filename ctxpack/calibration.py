@@ -22,8 +22,9 @@ what `stats` reports and `compress` decides with.
 
 from __future__ import annotations
 
+import itertools
 import statistics
-from collections.abc import Sequence
+from collections.abc import Iterable, Sequence
 from dataclasses import dataclass, replace
 from typing import Any
 
@@ -231,3 +232,58 @@ def reported(t: Transcript, usage: Any) -> Transcript:
         raise UsageError("usage is of the last call, whose reply is the last assistant "
                          "message: there is none")
     return replace(t, calls=(*t.calls, Call(last, billed, None, t.messages[last].model)))
+
+
+STEP_GROWTH = 500  # counted tokens two calls must differ by for a slope to be read off
+
+
+def step_slopes(points: Sequence[tuple[int, int]]) -> list[float]:
+    """Billed tokens per counted token between consecutive calls (counted, billed) whose
+    prompts grew by `STEP_GROWTH` or more: what the overhead cannot change."""
+    return [(b1 - b0) / (c1 - c0) for (c0, b0), (c1, b1) in itertools.pairwise(points)
+            if c1 - c0 >= STEP_GROWTH]
+
+
+@dataclass(frozen=True)
+class Fitted:
+    """A model's calibration fitted on the first half of each file's calls, and its
+    relative error on the second half (held out): median and worst."""
+
+    model: str
+    files: int
+    calls: int
+    steps: int  # the slopes the slope is the median of (0: the table's slope is kept)
+    slope: float
+    overhead: int
+    error: float | None
+    worst: float | None
+
+    def to_dict(self) -> dict[str, object]:
+        return dict(vars(self))
+
+
+def calibrate(transcripts: Iterable[Transcript], table: ModelTable = TABLE) -> list[Fitted]:
+    """Fit each model's slope and overhead on the calls the transcripts record."""
+    points: dict[str, list[list[tuple[int, int]]]] = {}
+    for t in transcripts:
+        calls = [c for c in t.calls if c.billed > 0 and c.prompt > 0]  # (see loader)
+        if not calls:
+            continue
+        model = calls[-1].model or t.model or "?"
+        counter = TokenCounter(model if table.find(model) else None, table)
+        counted = prompts_of(with_hidden([counter.message(m).total for m in t.messages],
+                                         t.calls), calls)
+        points.setdefault(model, []).append(list(zip(counted, (c.billed for c in calls),
+                                                     strict=True)))
+    out = []
+    for model, files in sorted(points.items()):
+        fit_half = [f[:max(1, len(f) // 2)] for f in files]
+        held = [f[max(1, len(f) // 2):] for f in files]
+        slopes = [x for f in fit_half for x in step_slopes(f)]
+        slope = round(statistics.median(slopes), 3) if slopes else slope_of(model, table)
+        overhead = statistics.median(b - slope * c for f in fit_half for c, b in f)
+        errors = [abs(slope * c + overhead - b) / b for f in held for c, b in f if b > 0]
+        out.append(Fitted(model, len(files), sum(map(len, files)), len(slopes), slope,
+                          round(overhead), round(statistics.median(errors), 4) if errors
+                          else None, round(max(errors), 4) if errors else None))
+    return out

@@ -155,3 +155,31 @@ def _calibrations(entries: Any, path: Path) -> list[Calibration]:
 def _number(value: Any) -> bool:
     return isinstance(value, (int, float)) and not isinstance(value, bool) and value == value \
         and value not in (float("inf"), float("-inf"))
+
+
+def add_calibrations(path: str, fitted: list[Any]) -> None:
+    """Put each fitted model's figures in the config file at `path`'s `calibration:`
+    list, replacing an entry of the same name; the file is written whole, atomically
+    (read back as the config is, so a file it cannot read is left alone)."""
+    import yaml
+
+    from .atomic import write_atomic
+
+    target = Path(path)
+    data: Any = {}
+    if target.exists():
+        try:
+            data = yaml.safe_load(target.read_text(encoding="utf-8")) or {}
+        except (yaml.YAMLError, UnicodeDecodeError) as exc:
+            raise UsageError(f"{path}: not valid YAML: {str(exc).splitlines()[0]}") from None
+        if not isinstance(data, dict):
+            raise UsageError(f"{path}: the config must be a mapping of keys to values")
+    entries = {e.name: e for e in _calibrations(data.get("calibration") or [], target)}
+    for f in fitted:
+        entries[f.model] = Calibration(f.model, f.slope, f.overhead, f.error)
+    data["calibration"] = [
+        {k: v for k, v in (("name", e.name), ("slope", e.slope), ("overhead", e.overhead),
+                           ("error", e.error)) if v is not None}
+        for e in entries.values()]
+    text = yaml.safe_dump(data, sort_keys=False, allow_unicode=True)
+    write_atomic(str(target), [text.encode("utf-8")])

@@ -180,3 +180,41 @@ def test_the_config_extends_the_calibration(tmp_path: Path) -> None:
               cache=False)
     assert s.context is not None and s.context.tokens == round(1.5 * s.tokens + 9000)
     assert orjson.loads(orjson.dumps(s.context.to_dict()))["overhead"] == 9000
+
+
+def test_calibrate_fits_a_slope_and_overhead_and_writes_them(tmp_path: Path) -> None:
+    config = tmp_path / "config.yaml"
+    config.write_text("calibration:\n  - {name: acme-coder, slope: 1.1}\n")
+    run = run_ctxpack("calibrate", str(SAMPLES / "refactor.codex.jsonl"), "--json",
+                      "--write-config", str(config))
+    assert run.code == 0, run.err
+    (row,) = json.loads(run.out)
+    assert row["model"] == "gpt-5.1-codex" and row["calls"] == 24 and row["files"] == 1
+    assert 0.5 < row["slope"] < 1.5 and row["overhead"] > 0 and row["error"] < 0.05
+    table = load_config(str(config)).models
+    assert slope_of("acme-coder", table) == 1.1  # what was there stays
+    assert slope_of("gpt-5.1-codex", table) == row["slope"]
+    # stats now counts a Codex file of that model with what was fitted
+    s = stats(SAMPLES / "refactor.codex.jsonl", table=table, cache=False)
+    assert s.context is not None and s.context.slope == row["slope"]
+
+
+def test_calibrate_without_recorded_usage_says_so() -> None:
+    run = run_ctxpack("calibrate", str(SAMPLES / "support-chat.openai.jsonl"))
+    assert run.code == 2 and "no file records the usage of a call" in run.err
+    assert "Traceback" not in run.err
+
+
+@pytest.mark.parametrize("entry, fragment", [
+    ("{name: x, slope: 0}", "slope must be a number above 0"),
+    ("{name: x, slope: .nan}", "slope must be a number above 0"),
+    ("{slope: 1.2}", "needs a 'name'"),
+    ("{name: x, slope: 1.2, overhead: -5}", "overhead must be a number of tokens"),
+    ("{name: x, slope: 1.2, sloap: 1}", "unknown key(s): sloap"),
+])
+def test_a_bad_calibration_entry_is_named(tmp_path: Path, entry: str, fragment: str) -> None:
+    config = tmp_path / "c.yaml"
+    config.write_text(f"calibration:\n  - {entry}\n")
+    with pytest.raises(UsageError) as info:
+        load_config(str(config))
+    assert fragment in str(info.value) and "calibration[1]" in str(info.value)
