@@ -167,7 +167,10 @@ def bill(counts: Sequence[int], calls: Sequence[Call], *, model: str | None, for
     if calls:
         prompts = prompts_of(counts, calls)
         last = calls[-1]
-        overhead = round(last.billed - slope * prompts[-1])
+        # (a bill below the count — usage made up, or an agent that cuts old outputs
+        # from its prompts — is taken as the count: what is not in the file is never
+        # below 0, and compress errs on the side of acting)
+        overhead = max(0, round(last.billed - slope * prompts[-1]))
         tokens = round(slope * counted + overhead)
         steps = [abs(anchored(slope, calls[k - 1].billed, prompts[k - 1], prompts[k])
                      - calls[k].billed) / calls[k].billed for k in range(1, len(calls))]
