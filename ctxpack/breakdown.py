@@ -13,6 +13,7 @@ from dataclasses import dataclass, field
 from typing import Any
 
 from .bulk import StreamCounter
+from .calibration import Bill, bill_for
 from .formats import usual_model
 from .formats.base import Layout
 from .loader import PathOrFile, Scanner
@@ -31,8 +32,10 @@ from .transcript import (
 from .workers import Workers
 
 # 2: by_role counts tool results as `tool` in every format, reasoning and the reply
-# priming as rows of their own (the roles add up to `tokens`); context_ratio is the
-# largest conversation's share of the window
+# priming as rows of their own (the roles add up to `tokens`); `context` (the context as
+# billed, see ctxpack.calibration); context_ratio is of its tokens, or of the largest
+# conversation's in a file of several; usage no longer holds counted_context_tokens,
+# not_in_file_tokens and explanation (context.visible and context.not_in_file say it)
 SCHEMA_VERSION = 2
 PREVIEW_CHARS = 80
 REASONING = "reasoning"  # the by_role row of thinking the model is shown again
@@ -130,6 +133,8 @@ class FileStats:
     conversations: int = 1
     largest_conversation: dict[str, int] | None = None  # of a file of several conversations
     unsure: str = ""  # why the format was taken without a record that marks it
+    # the context as the provider would bill it (kind, visible part, the rest, error)
+    context: Bill | None = None
     # what counting cost (cache hits, texts tokenized, workers); not part of the JSON schema
     counting: dict[str, Any] = field(default_factory=dict, compare=False, repr=False)
 
@@ -150,6 +155,7 @@ class FileStats:
             "largest_conversation": self.largest_conversation, "outside": self.outside,
             "sidechain": self.sidechain, "lines": self.lines, "bytes": self.bytes,
             "skipped": self.skipped, "usage": self.usage, "format_unsure": self.unsure,
+            "context": self.context.to_dict() if self.context is not None else None,
         }
 
 
@@ -241,7 +247,8 @@ def _stats_of_transcript(t: Transcript, model: str | None, top: int,
     ordered = [*t.messages, *t.sidechain, *t.outside]
     n, s = len(t.messages), len(t.sidechain)
     layout = Layout(list(range(n)), list(range(n, n + s)), t.model, t.usage,
-                    conversations=len({m.conversation for m in t.messages}) or 1)
+                    conversations=len({m.conversation for m in t.messages}) or 1,
+                    calls=list(t.calls))
     found = []
     with Workers() as workers:
         collector: StreamCounter[MessageStat] = StreamCounter(
@@ -272,10 +279,12 @@ def _breakdown(all_stats: list[MessageStat], layout: Layout, counter: TokenCount
     conversations = max(layout.conversations, 1) if context else 0
     total = sum(s.tokens for s in context) + REPLY_PRIMING * conversations
     by_role = _by_role(context, conversations)
-    model, window = model_and_window(counter, layout.model, layout.usage,
-                                     meta.get("flagged", False))
+    flagged = meta.get("flagged", False)
+    model, window = model_and_window(counter, layout.model, layout.usage, flagged)
+    billed = bill_for([s.tokens for s in context], layout.calls, layout.model, counter,
+                      meta["format"], flagged, conversations)
     largest = _largest_conversation(context) if conversations > 1 else None
-    measured = largest["tokens"] if largest else total
+    measured = largest["tokens"] if largest else billed.tokens
     rounds = _rounds(context)
     return FileStats(
         path=meta["path"], format=meta["format"], model=model,
@@ -287,8 +296,8 @@ def _breakdown(all_stats: list[MessageStat], layout: Layout, counter: TokenCount
         outside={"messages": len(outside), "tokens": sum(s.tokens for s in outside)},
         sidechain={"messages": len(side), "tokens": sum(s.tokens for s in side)},
         lines=meta["lines"], bytes=meta["size"], skipped=meta["skipped"],
-        usage=_usage(layout.usage, total), conversations=conversations,
-        largest_conversation=largest,
+        usage=dict(layout.usage), conversations=conversations,
+        largest_conversation=largest, context=billed,
     )
 
 
@@ -351,18 +360,3 @@ def _rounds(context: list[MessageStat]) -> list[RoundStat]:
         out.append(RoundStat(r.number, context[r.start].line, r.end - r.start, len(r.steps),
                              tokens, running))
     return out
-
-
-def _usage(recorded: dict[str, Any], counted: int) -> dict[str, Any]:
-    """Recorded provider usage beside the count, with the gap explained."""
-    usage = dict(recorded)
-    last = usage.get("last_input_tokens")
-    if isinstance(last, int) and last > 0:
-        usage["counted_context_tokens"] = counted
-        usage["not_in_file_tokens"] = last - counted
-        usage["explanation"] = (
-            "the last recorded call sent last_input_tokens; the file shows "
-            "counted_context_tokens of it; the rest (system prompt, tool definitions "
-            "the agent sends but does not log) is not_in_file_tokens"
-        )
-    return usage

@@ -16,77 +16,77 @@ one. So:
 - anchored: the prompt size recorded last, plus the calibrated count of what came after.
 
 A reply whose thinking the file stores empty is counted at the output tokens recorded
-for it, since the next prompt carries it.
+for it, since the next prompt carries it. `bill` puts these together for a context:
+what `stats` reports and `compress` decides with.
 """
 
 from __future__ import annotations
 
+import itertools
 import statistics
-from collections.abc import Sequence
-from dataclasses import dataclass
+from collections.abc import Iterable, Sequence
+from dataclasses import dataclass, replace
+from typing import Any
 
-from .jsonl import loads
+from .errors import UsageError
+from .models import TABLE, ModelTable
 from .tokens import REPLY_PRIMING, TokenCounter
-from .transcript import Message, Thinking, Transcript
+from .transcript import RecordedCall, Transcript
 
-# Tokens of the model's tokenizer per token of the one ctxpack counts it with, by the
-# start of the model's name (the longest that matches wins). Measured with
-# bench/bench_calibration.py on the Claude Code and Codex sessions of the shared corpus
-# (see BENCHMARKS.md); a model not listed counts 1:1.
-SLOPES: dict[str, float] = {
-    "claude": 1.21,
-    "claude-haiku-4-5": 1.17,
-    "claude-opus-4-5": 1.19,
-    "claude-opus-4-6": 1.21,
-    "claude-opus-4-7": 1.21,
-    "gpt-5": 1.03,
-    "gpt-5.5": 1.10,
-}
+Call = RecordedCall
 
-
-@dataclass(frozen=True)
-class Call:
-    """One model call the file records: its prompt was the first `prompt` messages of the
-    context, and the provider counted `billed` tokens in it; `output` is what it
-    recorded of the reply (None where it did not)."""
-
-    prompt: int
-    billed: int
-    output: int | None
-    model: str | None
+# What an agent sends with every call and does not write to its file (system prompt, tool
+# definitions), by format, where the file records no call to measure it from: the
+# overhead column of BENCHMARKS.md's "counts against the bill" (Claude Code 18-42k,
+# Codex 4-9k). The config's `calibration:` entries give a model's own figure.
+UNLOGGED: dict[str, int] = {"claude-code": 25_000, "codex": 5_500}
+# The expected error of a count of each kind, where the file has no calls of its own to
+# measure it on: BENCHMARKS.md's medians (calibrated: under 5% on every file with 10 or
+# more calls; anchored: 0.0-0.3%, 1% allowing for a call after a compaction).
+CALIBRATED_ERROR = 0.05
+ANCHORED_ERROR = 0.01
+KINDS = ("exact", "calibrated", "anchored", "estimated")
 
 
 def calls_of(t: Transcript) -> list[Call]:
     """The calls `t` records the prompt size of, in order (none for formats that do not
-    record it per call)."""
-    if t.format == "claude-code":
-        return _claude_calls(t)
-    if t.format == "codex":
-        return _codex_calls(t)
-    return []
+    record it per call): what its reader found."""
+    return list(t.calls)
 
 
-def slope_of(model: str | None) -> float:
-    if not model:
-        return 1.0
-    known = [name for name in SLOPES if model.startswith(name)]
-    return SLOPES[max(known, key=len)] if known else 1.0
+def slope_of(model: str | None, table: ModelTable = TABLE) -> float:
+    found = table.calibration(model)
+    return found.slope if found is not None else 1.0
+
+
+def with_hidden(counts: Sequence[int], calls: Sequence[Call]) -> list[int]:
+    """Each message's count, a reply whose text is not all in the file (see the module's
+    note) counted at its recorded output where that is more."""
+    out = list(counts)
+    for c in calls:
+        if c.hidden and c.output and c.prompt < len(out):
+            out[c.prompt] = max(out[c.prompt], c.output)
+    return out
+
+
+def prompts_of(counts: Sequence[int], calls: Sequence[Call]) -> list[int]:
+    """The count of each call's prompt: the messages before its reply, from counts
+    `with_hidden` made."""
+    running, upto, sizes = 0, 0, []
+    for call in calls:
+        running += sum(counts[upto:call.prompt])
+        upto = max(upto, call.prompt)
+        # (a call before any message stands for the bill ctxpack carried over a compaction
+        # it wrote: `billed` is then what is sent besides the messages; see loader)
+        sizes.append(running + REPLY_PRIMING if call.prompt else 0)
+    return sizes
 
 
 def prompt_sizes(t: Transcript, calls: Sequence[Call], counter: TokenCounter) -> list[int]:
-    """ctxpack's count of each call's prompt, a reply whose text is not in the file (see
-    the module's note) counted at its recorded output."""
-    output_of = {c.prompt: c.output for c in calls}  # a call's reply ends its prompt
-    running, upto, sizes = 0, 0, []
-    for call in calls:
-        for n in range(upto, call.prompt):
-            m = t.messages[n]
-            seen = counter.message(m).total
-            output = output_of.get(n)
-            running += max(seen, output) if output and _hidden(m) else seen
-        upto = max(upto, call.prompt)
-        sizes.append(running + REPLY_PRIMING)
-    return sizes
+    """ctxpack's count of each call's prompt, a reply whose text is not in the file
+    counted at its recorded output."""
+    counts = with_hidden([counter.message(m).total for m in t.messages], calls)
+    return prompts_of(counts, calls)
 
 
 @dataclass(frozen=True)
@@ -100,9 +100,10 @@ class Fit:
         return round(self.slope * counted + self.overhead)
 
 
-def fit(model: str | None, counted: Sequence[int], billed: Sequence[int]) -> Fit:
+def fit(model: str | None, counted: Sequence[int], billed: Sequence[int],
+        table: ModelTable = TABLE) -> Fit:
     """The model's slope, and the overhead the calls given show (their median gap)."""
-    slope = slope_of(model)
+    slope = slope_of(model, table)
     gaps = [b - slope * c for c, b in zip(counted, billed, strict=True)]
     return Fit(slope, statistics.median(gaps) if gaps else 0.0)
 
@@ -112,61 +113,180 @@ def anchored(slope: float, last_billed: int, last_counted: int, counted: int) ->
     return round(last_billed + slope * (counted - last_counted))
 
 
-def _hidden(m: Message) -> bool:
-    """Does the file leave out text of this reply that the next prompt carries? (Thinking
-    stored empty. Codex's encrypted reasoning is not: counted so, its prompts come out
-    far over what was billed.)"""
-    return m.role == "assistant" and any(isinstance(p, Thinking) and not p.text
-                                         for p in m.parts)
+@dataclass(frozen=True)
+class Bill:
+    """A context as the provider would bill it, and what kind of count that is:
+
+    - exact: the model's own tokenizer, and nothing sent that the file does not hold;
+    - calibrated: `slope` × the count + `overhead` (the model's figures, see
+      models.CALIBRATED, and what its agent sends unlogged, see UNLOGGED);
+    - anchored: the prompt size the file records last, plus slope × what came after;
+    - estimated: a count with another tokenizer, or none, that nothing calibrates.
+
+    `visible` is the part the file holds (slope × `counted`, ctxpack's count with hidden
+    content from the recorded output), `not_in_file` the rest, never below 0; `error`
+    the expected relative error of `tokens` (None: unknown). A count of other messages
+    is billed `slope × counted + overhead` (how compress decides)."""
+
+    kind: str
+    tokens: int
+    visible: int
+    not_in_file: int
+    error: float | None
+    slope: float
+    overhead: float
+    counted: int
+    calls: int = 0
+
+    def __call__(self, counted: int) -> int:
+        """What a context counted `counted` would be billed."""
+        return round(self.slope * counted + self.overhead)
+
+    def counted_at(self, billed: int) -> int:
+        """The most a context may count to be billed at most `billed` (0 where what
+        is not in the file takes all of it)."""
+        return max(0, int((billed - self.overhead) // self.slope))
+
+    def to_dict(self) -> dict[str, object]:
+        return {"kind": self.kind, "tokens": self.tokens, "visible": self.visible,
+                "not_in_file": self.not_in_file, "error": self.error,
+                "slope": self.slope, "overhead": round(self.overhead),
+                "counted": self.counted, "calls": self.calls}
 
 
-def _claude_calls(t: Transcript) -> list[Call]:
+def bill(counts: Sequence[int], calls: Sequence[Call], *, model: str | None, format: str,
+         exact: bool, estimated: bool, table: ModelTable = TABLE,
+         priming: int = REPLY_PRIMING) -> Bill:
+    """The bill of a context whose messages count `counts` (ctxpack's count of each) and
+    whose file records `calls`; `exact`/`estimated` say what the counter counted with."""
+    counts = with_hidden(counts, calls)
+    counted = sum(counts) + priming
+    found = table.calibration(model)
+    slope = found.slope if found is not None else 1.0
+    calls = [c for c in calls if c.billed > 0]  # (not those only telling of hidden content)
+    if calls:
+        prompts = prompts_of(counts, calls)
+        last = calls[-1]
+        # (a bill below the count — usage made up, or an agent that cuts old outputs
+        # from its prompts — is taken as the count: what is not in the file is never
+        # below 0, and compress errs on the side of acting)
+        overhead = max(0, round(last.billed - slope * prompts[-1]))
+        tokens = round(slope * counted + overhead)
+        steps = [abs(anchored(slope, calls[k - 1].billed, prompts[k - 1], prompts[k])
+                     - calls[k].billed) / calls[k].billed for k in range(1, len(calls))]
+        error = statistics.median(steps) if steps else ANCHORED_ERROR
+        return _bill("anchored", tokens, slope, overhead, counted, round(error, 4), len(calls))
+    overhead = found.overhead if found is not None and found.overhead is not None \
+        else UNLOGGED.get(format, 0)
+    if estimated or (not exact and found is None):
+        return _bill("estimated", counted + overhead, 1.0, overhead, counted, None)
+    if not exact or overhead:
+        error = found.error if found is not None and found.error is not None \
+            else CALIBRATED_ERROR
+        return _bill("calibrated", round(slope * counted + overhead), slope, overhead,
+                     counted, error)
+    return _bill("exact", counted, 1.0, 0, counted, 0.0)
+
+
+def _bill(kind: str, tokens: int, slope: float, overhead: float, counted: int,
+          error: float | None, calls: int = 0) -> Bill:
+    visible = round(slope * counted)
+    return Bill(kind, tokens, visible, max(0, tokens - visible), error, slope, overhead,
+                counted, calls)
+
+
+def bill_for(counts: Sequence[int], calls: Sequence[Call], named: str | None,
+             counter: TokenCounter, format: str, flagged: bool, conversations: int = 1) -> Bill:
+    """The bill of a context `counter` counted `counts`, calibrated as the model its
+    file's calls name (else the one it names, else the counter's) unless `--model`
+    (`flagged`) named one. stats and compress both ask here."""
+    model = counter.model if flagged else \
+        (calls[-1].model if calls else None) or named or counter.model
+    return bill(counts, calls, model=model, format=format, exact=counter.exact,
+                estimated=counter.failed, table=counter.table,
+                priming=REPLY_PRIMING * conversations)
+
+
+_PROMPT_FIELDS = ("input_tokens", "cache_creation_input_tokens", "cache_read_input_tokens")
+
+
+def reported(t: Transcript, usage: Any) -> Transcript:
+    """`t` with the provider's usage of its last call, the one whose reply is its last
+    assistant message: a prompt size, or the usage object (or dict) the API returned —
+    Anthropic Messages (input_tokens and both cache fields), Chat Completions
+    (prompt_tokens), the Responses API (input_tokens). Its bill is then anchored on it."""
+    def field(name: str) -> Any:
+        return usage.get(name) if isinstance(usage, dict) else getattr(usage, name, None)
+
+    if isinstance(usage, int) and not isinstance(usage, bool):
+        billed: Any = usage
+    elif isinstance(field("prompt_tokens"), int):
+        billed = field("prompt_tokens")
+    else:
+        found = [field(name) for name in _PROMPT_FIELDS]
+        billed = sum(n for n in found if isinstance(n, int)) \
+            if isinstance(found[0], int) else None
+    if not isinstance(billed, int) or isinstance(billed, bool) or billed <= 0:
+        raise UsageError("usage: expected the prompt size of the last call (a positive "
+                         "number) or the usage the API returned for it",
+                         "pass response.usage as the API gave it")
+    last = max((i for i, m in enumerate(t.messages) if m.role == "assistant"), default=None)
+    if last is None:
+        raise UsageError("usage is of the last call, whose reply is the last assistant "
+                         "message: there is none")
+    return replace(t, calls=(*t.calls, Call(last, billed, None, t.messages[last].model)))
+
+
+STEP_GROWTH = 500  # counted tokens two calls must differ by for a slope to be read off
+
+
+def step_slopes(points: Sequence[tuple[int, int]]) -> list[float]:
+    """Billed tokens per counted token between consecutive calls (counted, billed) whose
+    prompts grew by `STEP_GROWTH` or more: what the overhead cannot change."""
+    return [(b1 - b0) / (c1 - c0) for (c0, b0), (c1, b1) in itertools.pairwise(points)
+            if c1 - c0 >= STEP_GROWTH]
+
+
+@dataclass(frozen=True)
+class Fitted:
+    """A model's calibration fitted on the first half of each file's calls, and its
+    relative error on the second half (held out): median and worst."""
+
+    model: str
+    files: int
+    calls: int
+    steps: int  # the slopes the slope is the median of (0: the table's slope is kept)
+    slope: float
+    overhead: int
+    error: float | None
+    worst: float | None
+
+    def to_dict(self) -> dict[str, object]:
+        return dict(vars(self))
+
+
+def calibrate(transcripts: Iterable[Transcript], table: ModelTable = TABLE) -> list[Fitted]:
+    """Fit each model's slope and overhead on the calls the transcripts record."""
+    points: dict[str, list[list[tuple[int, int]]]] = {}
+    for t in transcripts:
+        calls = [c for c in t.calls if c.billed > 0 and c.prompt > 0]  # (see loader)
+        if not calls:
+            continue
+        model = calls[-1].model or t.model or "?"
+        counter = TokenCounter(model if table.find(model) else None, table)
+        counted = prompts_of(with_hidden([counter.message(m).total for m in t.messages],
+                                         t.calls), calls)
+        points.setdefault(model, []).append(list(zip(counted, (c.billed for c in calls),
+                                                     strict=True)))
     out = []
-    for n, m in enumerate(t.messages):
-        message = m.raw.get("message") if m.role == "assistant" and isinstance(m.raw, dict) \
-            else None
-        usage = message.get("usage") if isinstance(message, dict) else None
-        if not isinstance(usage, dict) or _count(usage.get("input_tokens")) is None:
-            continue
-        billed = sum(_count(usage.get(k)) or 0 for k in
-                     ("input_tokens", "cache_creation_input_tokens", "cache_read_input_tokens"))
-        if billed > 0:  # not a reply Claude Code made up itself (model "<synthetic>")
-            out.append(Call(n, billed, _count(usage.get("output_tokens")), m.model))
+    for model, files in sorted(points.items()):
+        fit_half = [f[:max(1, len(f) // 2)] for f in files]
+        held = [f[max(1, len(f) // 2):] for f in files]
+        slopes = [x for f in fit_half for x in step_slopes(f)]
+        slope = round(statistics.median(slopes), 3) if slopes else slope_of(model, table)
+        overhead = statistics.median(b - slope * c for f in fit_half for c, b in f)
+        errors = [abs(slope * c + overhead - b) / b for f in held for c, b in f if b > 0]
+        out.append(Fitted(model, len(files), sum(map(len, files)), len(slopes), slope,
+                          round(overhead), round(statistics.median(errors), 4) if errors
+                          else None, round(max(errors), 4) if errors else None))
     return out
-
-
-def _codex_calls(t: Transcript) -> list[Call]:
-    """A call per `token_count` whose figures changed (the CLI repeats them); its reply is
-    the first assistant message after the one before."""
-    out, previous = [], None
-    replies = iter([(m.line, n) for n, m in enumerate(t.messages) if m.role == "assistant"])
-    reply = next(replies, None)
-    for record in t.records:
-        if b'"token_count"' not in record.raw:
-            continue
-        try:
-            value = loads(record.raw)
-        except ValueError:
-            continue
-        payload = value.get("payload") if isinstance(value, dict) else None
-        info = payload.get("info") if isinstance(payload, dict) else None
-        if not isinstance(info, dict) or payload.get("type") != "token_count":
-            continue
-        figures = (info.get("total_token_usage"), info.get("last_token_usage"))
-        if figures == previous:
-            continue
-        previous, last = figures, figures[1]
-        first = reply if reply is not None and reply[0] < record.line else None
-        while reply is not None and reply[0] < record.line:  # the replies before this count
-            reply = next(replies, None)
-        billed = _count(last.get("input_tokens")) if isinstance(last, dict) else None
-        if first is not None and billed is not None:
-            n = first[1]
-            out.append(Call(n, billed, _count(last.get("output_tokens")),
-                            t.messages[n].model or t.model))
-    return out
-
-
-def _count(value: object) -> int | None:
-    """A token count as a file records it, or None for anything else."""
-    return value if isinstance(value, int) and not isinstance(value, bool) else None

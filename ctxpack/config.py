@@ -16,12 +16,13 @@ from pathlib import Path
 from typing import Any
 
 from .errors import UsageError
-from .models import TABLE, ModelInfo, ModelTable
+from .models import TABLE, Calibration, ModelInfo, ModelTable
 from .settings import SETTINGS, read
 
-KNOWN_KEYS = {"models", "compress"}
+KNOWN_KEYS = {"models", "compress", "calibration"}
 LOCAL = Path("ctxpack.yaml")  # found in the working directory, if no other is named
 MODEL_KEYS = {"name", "encoding", "context_window", "exact", "provider", "note"}
+CALIBRATION_KEYS = {"name", "slope", "overhead", "error"}
 
 
 @dataclass
@@ -82,7 +83,8 @@ def load_config(explicit: str | None = None) -> Config:
         "directory may not send transcripts off the machine or weaken their protection; "
         "set them in your user config, with --config FILE, CTXPACK_* variables or flags"
     ] if ignored else []
-    return Config(models=TABLE.extend(_models(data.get("models") or [], path)),
+    return Config(models=TABLE.extend(_models(data.get("models") or [], path),
+                                      _calibrations(data.get("calibration") or [], path)),
                   compress={k: v for k, v in compress.items() if k not in ignored},
                   source=str(path), warnings=warnings)
 
@@ -119,3 +121,65 @@ def _models(entries: Any, path: Path) -> list[ModelInfo]:
         except (TypeError, ValueError):
             raise UsageError(f"{path}: models[{i}]: context_window must be a number") from None
     return out
+
+
+def _calibrations(entries: Any, path: Path) -> list[Calibration]:
+    """The `calibration:` list: a model's slope (tokens billed per token counted) and,
+    optionally, what its agent sends unlogged and the error measured (`ctxpack calibrate
+    --write-config` writes them)."""
+    if not isinstance(entries, list):
+        raise UsageError(f"{path}: `calibration` must be a list")
+    out = []
+    for i, entry in enumerate(entries, 1):
+        where = f"{path}: calibration[{i}]"
+        if not isinstance(entry, dict):
+            raise UsageError(f"{where} must be a mapping")
+        unknown = sorted(set(entry) - CALIBRATION_KEYS)
+        if unknown:
+            raise UsageError(f"{where}: unknown key(s): {', '.join(unknown)}")
+        name, slope = entry.get("name"), entry.get("slope")
+        overhead, error = entry.get("overhead"), entry.get("error")
+        if not isinstance(name, str) or not name:
+            raise UsageError(f"{where} needs a 'name'")
+        if not _number(slope) or slope <= 0:
+            raise UsageError(f"{where}: slope must be a number above 0")
+        if overhead is not None and (not _number(overhead) or overhead < 0):
+            raise UsageError(f"{where}: overhead must be a number of tokens, 0 or more")
+        if error is not None and (not _number(error) or error < 0):
+            raise UsageError(f"{where}: error must be a fraction, 0 or more")
+        out.append(Calibration(name, float(slope), None if overhead is None else round(overhead),
+                               None if error is None else float(error)))
+    return out
+
+
+def _number(value: Any) -> bool:
+    return isinstance(value, (int, float)) and not isinstance(value, bool) and value == value \
+        and value not in (float("inf"), float("-inf"))
+
+
+def add_calibrations(path: str, fitted: list[Any]) -> None:
+    """Put each fitted model's figures in the config file at `path`'s `calibration:`
+    list, replacing an entry of the same name; the file is written whole, atomically
+    (read back as the config is, so a file it cannot read is left alone)."""
+    import yaml
+
+    from .atomic import write_atomic
+
+    target = Path(path)
+    data: Any = {}
+    if target.exists():
+        try:
+            data = yaml.safe_load(target.read_text(encoding="utf-8")) or {}
+        except (yaml.YAMLError, UnicodeDecodeError) as exc:
+            raise UsageError(f"{path}: not valid YAML: {str(exc).splitlines()[0]}") from None
+        if not isinstance(data, dict):
+            raise UsageError(f"{path}: the config must be a mapping of keys to values")
+    entries = {e.name: e for e in _calibrations(data.get("calibration") or [], target)}
+    for f in fitted:
+        entries[f.model] = Calibration(f.model, f.slope, f.overhead, f.error)
+    data["calibration"] = [
+        {k: v for k, v in (("name", e.name), ("slope", e.slope), ("overhead", e.overhead),
+                           ("error", e.error)) if v is not None}
+        for e in entries.values()]
+    text = yaml.safe_dump(data, sort_keys=False, allow_unicode=True)
+    write_atomic(str(target), [text.encode("utf-8")])

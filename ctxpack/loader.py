@@ -27,7 +27,15 @@ from .jsonl import (
     parse_document,
     parse_line,
 )
-from .transcript import BadLine, Message, Record, Transcript, opens_with_summary
+from .transcript import (
+    META_KEY,
+    BadLine,
+    Message,
+    Record,
+    RecordedCall,
+    Transcript,
+    opens_with_summary,
+)
 
 SNIFF_RECORDS = 50
 DEFAULT_FORMAT = "openai"
@@ -60,6 +68,7 @@ class Scanner:
         self.size: int | None = None
         self.format: Format | None = self._forced
         self.layout: Layout | None = None
+        self.compacted: bool | int = False  # a line compress wrote is in the file
         self.records: list[Record] = []
         self.skipped: list[BadLine] = []
         self.lines = 0
@@ -139,6 +148,7 @@ class Scanner:
         if self.progress is not None:
             self.progress(self.bytes_read)
         rest, self.layout = reader.finish()
+        self._stale_calls()
         yield from _not_summaries(rest)
 
     def _lines(self, src: Any) -> Iterator[tuple[int, bytes]]:
@@ -180,6 +190,7 @@ class Scanner:
         if self.progress is not None:
             self.progress(self.bytes_read)
         rest_messages, self.layout = self._reader.finish()
+        self._stale_calls()
         yield from _not_summaries(rest_messages)
 
     def _choose(self, best: tuple[Format | None, int],
@@ -204,7 +215,26 @@ class Scanner:
             self.skipped.append(BadLine(number, exc.problem))
             return None
 
+    def _stale_calls(self) -> None:
+        """A file ctxpack compressed keeps records whose recorded prompt sizes were of the
+        context before, and they cannot be told from calls made since: none is taken to
+        describe the context (each keeps only what it says of hidden content, billed 0).
+        What compress found was sent besides the messages (`not_in_file_tokens` of the
+        lines it wrote) stands for them, as a call before any message (see
+        calibration.prompts_of)."""
+        if self.compacted is not False and self.layout is not None:
+            carried = self.compacted
+            kept = [replace(c, billed=0) for c in self.layout.calls if c.hidden]
+            self.layout.calls = kept if carried is True else \
+                [RecordedCall(0, carried, None, None), *kept]
+
     def _feed(self, reader: Any, number: int, record: dict[str, Any]) -> list[Message]:
+        meta = record.get(META_KEY) if isinstance(record, dict) else None
+        if isinstance(meta, dict):  # a line compress wrote
+            carried = meta.get("not_in_file_tokens")
+            self.compacted = carried if isinstance(carried, int) and \
+                not isinstance(carried, bool) and carried >= 0 else \
+                (True if self.compacted is False else self.compacted)
         try:
             return _not_summaries(reader.feed(number, record))
         except RecordError as exc:
@@ -292,6 +322,7 @@ def _transcript(scanner: Scanner, emitted: list[Message], records: Sequence[Reco
         usage=layout.usage,
         skipped=tuple(scanner.skipped),
         unsure=scanner.unsure,
+        calls=tuple(layout.calls),
     )
 
 

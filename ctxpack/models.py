@@ -8,6 +8,7 @@ or override entries.
 from __future__ import annotations
 
 from dataclasses import dataclass
+from typing import Any
 
 DEFAULT_MODEL = "gpt-4o"
 
@@ -67,15 +68,67 @@ BUILTIN: tuple[ModelInfo, ...] = (
 )
 
 
+@dataclass(frozen=True, slots=True)
+class Calibration:
+    """How the tokens a provider bills for a model follow ctxpack's count: `slope` tokens
+    of the model's tokenizer per token counted; `overhead`, the tokens an agent sends
+    that its file does not hold (system prompt, tool definitions; None: the format's
+    usual figure, see ctxpack.calibration); `error`, the relative error measured on
+    held-out calls (None: not measured)."""
+
+    name: str
+    slope: float
+    overhead: int | None = None
+    error: float | None = None
+
+
+# Measured with bench/bench_calibration.py --slopes on the Claude Code and Codex sessions
+# of the shared corpus (BENCHMARKS.md, "counts against the bill"); a model not listed
+# counts 1:1. The config's `calibration:` adds or replaces entries (`ctxpack calibrate`).
+CALIBRATED: tuple[Calibration, ...] = (
+    Calibration("claude", 1.21),
+    Calibration("claude-haiku-4-5", 1.17),
+    Calibration("claude-opus-4-5", 1.19),
+    Calibration("claude-opus-4-6", 1.21),
+    Calibration("claude-opus-4-7", 1.21),
+    Calibration("gpt-5", 1.03),
+    Calibration("gpt-5.5", 1.10),
+)
+
+
+def _longest(names: dict[str, Any], model: str) -> Any | None:
+    """The entry whose name is `model`, else the longest that is a prefix of it ending at
+    a boundary (so dated snapshots find their family)."""
+    name = model.strip().lower().rsplit("/", 1)[-1]
+    if name in names:
+        return names[name]
+    best: str | None = None
+    for key in names:
+        boundary = name[len(key) : len(key) + 1] in ("", "-", ".", ":", "@", "_")
+        if name.startswith(key) and boundary and (best is None or len(key) > len(best)):
+            best = key
+    return None if best is None else names[best]
+
+
 class ModelTable:
-    """Model families by name; `find` resolves a concrete model id by longest prefix."""
+    """Model families by name; `find` resolves a concrete model id by longest prefix, and
+    `calibration` the same way in the calibration table."""
 
-    def __init__(self, entries: tuple[ModelInfo, ...] = BUILTIN) -> None:
+    def __init__(self, entries: tuple[ModelInfo, ...] = BUILTIN,
+                 calibrations: tuple[Calibration, ...] = CALIBRATED) -> None:
         self._by_name = {m.name: m for m in entries}
+        self._calibrations = {c.name.lower(): c for c in calibrations}
 
-    def extend(self, entries: list[ModelInfo]) -> ModelTable:
-        """A new table with `entries` added or replacing same-named ones."""
-        return ModelTable((*self._by_name.values(), *entries))
+    def extend(self, entries: list[ModelInfo],
+               calibrations: list[Calibration] | None = None) -> ModelTable:
+        """A new table with `entries` (and `calibrations`) added or replacing same-named
+        ones."""
+        return ModelTable((*self._by_name.values(), *entries),
+                          (*self._calibrations.values(), *(calibrations or ())))
+
+    def calibration(self, model: str | None) -> Calibration | None:
+        """How `model`'s billed tokens follow the count, or None where nothing says."""
+        return _longest(self._calibrations, model) if model else None
 
     def all(self) -> list[ModelInfo]:
         return sorted(self._by_name.values(), key=lambda m: (m.provider != "openai", m.name))
@@ -86,15 +139,8 @@ class ModelTable:
 
     def find(self, model: str) -> ModelInfo | None:
         """The entry for `model` (e.g. 'openai/gpt-4o-2024-08-06'), or None."""
-        name = model.strip().lower().rsplit("/", 1)[-1]
-        if name in self._by_name:
-            return self._by_name[name]
-        best: ModelInfo | None = None
-        for key, info in self._by_name.items():
-            boundary = name[len(key) : len(key) + 1] in ("", "-", ".", ":", "@", "_")
-            if name.startswith(key) and boundary and (best is None or len(key) > len(best.name)):
-                best = info
-        return best
+        found: ModelInfo | None = _longest(self._by_name, model)
+        return found
 
 
 TABLE = ModelTable()

@@ -149,6 +149,28 @@ class BadLine:
 
 
 @dataclass(frozen=True, slots=True)
+class RecordedCall:
+    """A model call whose prompt size the file records: its prompt was the first `prompt`
+    messages of the context (its reply is message `prompt`), and the provider counted
+    `billed` tokens in it; `output` is what it recorded of the reply (None where it did
+    not). `hidden`: the file stores the reply's thinking empty, though the next prompt
+    carries it."""
+
+    prompt: int
+    billed: int
+    output: int | None
+    model: str | None
+    hidden: bool = False
+
+
+def hides_thinking(message: Message) -> bool:
+    """Does the file leave out text of this reply that the next prompt carries? (Thinking
+    stored empty, as Claude Code writes it for some models.)"""
+    return message.role == "assistant" and any(isinstance(p, Thinking) and not p.text
+                                               for p in message.parts)
+
+
+@dataclass(frozen=True, slots=True)
 class Transcript:
     """A loaded transcript: every line of the file plus the messages the model sees.
 
@@ -169,6 +191,7 @@ class Transcript:
     usage: dict[str, Any] = field(default_factory=dict)
     skipped: tuple[BadLine, ...] = ()
     unsure: str = ""  # why the format was taken without a record that marks it
+    calls: tuple[RecordedCall, ...] = ()  # of context messages, in order
 
     def rounds(self) -> list[Round]:
         return group_rounds(self.messages)

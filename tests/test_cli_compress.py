@@ -151,7 +151,7 @@ def test_dry_run_writes_nothing_and_reports(chat: Path, tmp_path: Path) -> None:
     assert not out.exists() and run.out == ""
     assert "dry run" in run.err
     data = json.loads(report.read_text())
-    assert data["schema_version"] == 2
+    assert data["schema_version"] == 3
     assert [s["name"] for s in data["stages"]] == ["truncate", "mask", "summarize"]
     assert data["tokens_after"] <= int(budget()) < data["tokens_before"]
     assert data["summary"]["retention"]["identifiers"]["total"] > 0

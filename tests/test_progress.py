@@ -42,11 +42,13 @@ def test_compress_reports_the_bytes_it_has_read(tmp_path):
     from ctxpack.compression import compress_file
     from ctxpack.compression.settings import Options
 
+    from .compression.transcripts import billed
     from .conftest import SAMPLES
 
     path = SAMPLES / "coding-agent.claude-code.jsonl"
     told: list[int] = []
-    result = compress_file(path, Options(budget=3000), progress=told.append, cache=False)
+    budget = billed(path, 3000)  # 3,000 tokens of the file's own, in the billed tokens
+    result = compress_file(path, Options(budget=budget), progress=told.append, cache=False)
     result.close()
     assert told, "no progress was reported"
     assert told == sorted(told)

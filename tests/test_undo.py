@@ -25,7 +25,7 @@ from ctxpack.compression.settings import Options
 from ctxpack.errors import UsageError
 from ctxpack.undo import items, restore
 
-from .compression.transcripts import fitted
+from .compression.transcripts import billed, fitted
 from .conftest import SAMPLES
 from .helpers import assert_clean_error, ctxpack
 
@@ -65,7 +65,7 @@ def test_streams_made_ahead_are_encoded_as_one_text(chunks) -> None:
 @pytest.fixture
 def compressed(tmp_path: Path) -> Path:
     out = tmp_path / "small.jsonl"
-    result = compress_file(RUN, Options(budget=fitted(RUN) * 3 // 4))
+    result = compress_file(RUN, Options(budget=billed(RUN, fitted(RUN) * 3 // 4)))
     assert result.report.summary is not None
     out.write_bytes(result.data)
     return out

@@ -1,4 +1,5 @@
-"""The commands that read transcripts: stats, show, validate, count and models."""
+"""The commands that read transcripts: stats, show, validate, count, models and
+calibrate."""
 
 from __future__ import annotations
 
@@ -141,7 +142,8 @@ def stats(
     = 10,
     max_tokens: Annotated[int | None, typer.Option(
         "--max-tokens", metavar="N",
-            help="Exit 1 when any file's context is over this many tokens.")] = None,
+            help="Exit 1 when any file's context, as billed, is over this many tokens.")]
+    = None,
     max_ratio: Annotated[float | None, typer.Option(
         "--max-ratio", metavar="R",
             help="Exit 1 when any file (or any one conversation of a file of many) uses "
@@ -236,8 +238,9 @@ def _gate(results: list[Any], max_tokens: int | None, max_ratio: float | None) -
     """Say which files are over the limits given; are any?"""
     over = []
     for r in results:
-        if max_tokens is not None and r.tokens > max_tokens:
-            over.append(f"{r.path}: {r.tokens:,} tokens > --max-tokens {max_tokens:,}")
+        billed = r.context.tokens if r.context is not None else r.tokens
+        if max_tokens is not None and billed > max_tokens:
+            over.append(f"{r.path}: {billed:,} tokens > --max-tokens {max_tokens:,}")
         if max_ratio is not None and r.context_ratio is not None and r.context_ratio > max_ratio:
             largest = r.largest_conversation
             which = "" if largest is None else \
@@ -372,3 +375,57 @@ def models(
     Console().print(out)
 
 
+
+
+@app.command()
+def calibrate(
+    files: Annotated[list[str], typer.Argument(metavar="FILE",
+        help="Transcripts that record their calls' usage (Claude Code, Codex, "
+             "stream-json): files, folders, globs or -.")],
+    write_config: Annotated[str | None, typer.Option(
+        "--write-config", metavar="PATH",
+        help="Add the fitted figures to this config file's `calibration:` list (created "
+             "if missing), so that stats and compress count with them.")] = None,
+    json_out: Annotated[bool, typer.Option("--json", help="Print JSON.")] = False,
+    skip_invalid: SkipOpt = False,
+    config: ConfigOpt = None,
+) -> None:
+    """Fit each model's slope and overhead on the usage transcripts record, with the
+    error on held-out calls (each file's second half)."""
+    from ..calibration import calibrate as fit_all
+    from ..loader import load
+
+    cfg = read_config(config)
+    inputs = Files(files)
+    fitted = fit_all(inputs.each(lambda path: load(path, skip_invalid=skip_invalid)),
+                     cfg.models)
+    if not fitted:
+        inputs.exit_if_any_failed()
+        raise UsageError("no file records the usage of a call: nothing to fit",
+                         "Claude Code, Codex and stream-json files record it")
+    if json_out:
+        import orjson
+
+        rows = [f.to_dict() for f in fitted]
+        sys.stdout.buffer.write(orjson.dumps(rows, option=orjson.OPT_INDENT_2) + b"\n")
+    else:
+        from rich.console import Console
+        from rich.table import Table
+
+        out = Table("model", "files", "calls", "slope", "overhead", "held-out error",
+                    "worst", title="billed = slope × counted + overhead")
+        out.columns[0].min_width = max(len(f.model) for f in fitted)
+        for f in fitted:
+            error = "-" if f.error is None else f"{f.error:.1%}"
+            worst = "-" if f.worst is None else f"{f.worst:.1%}"
+            slope = f"{f.slope:g}" + ("" if f.steps else " (table)")
+            out.add_row(f.model, str(f.files), str(f.calls), slope, f"{f.overhead:,}", error,
+                        worst)
+        Console().print(out)
+    if write_config:
+        from ..config import add_calibrations
+
+        add_calibrations(write_config, fitted)
+        stderr().print(f"wrote {len(fitted)} calibration(s) to {write_config}",
+                       highlight=False)
+    inputs.exit_if_any_failed()

@@ -16,6 +16,8 @@ from datetime import datetime, timezone
 from typing import Any
 
 from ..archive import Archiver, split_lines
+from ..calibration import reported
+from ..errors import UsageError
 from ..loader import PathOrFile, load, load_values
 from ..models import TABLE, ModelTable
 from ..transcript import Transcript
@@ -138,8 +140,14 @@ def _checked(chunks: Iterator[bytes], opened: Opened) -> Iterator[bytes]:
 
 def compress(source: list[dict[str, Any]] | Transcript | PathOrFile, *,
              model: str | None = None, budget: int | None = None, format: str | None = None,
-             table: ModelTable = TABLE, **settings: Any) -> tuple[Any, Report]:
+             table: ModelTable = TABLE, usage: Any = None, **settings: Any
+             ) -> tuple[Any, Report]:
     """Compress inside an agent loop: returns the new messages and the report.
+
+    `usage` is what the provider reported of the last call (the one whose reply is the
+    last assistant message): `response.usage` as the API returned it, or the prompt size.
+    The count is then anchored on it, so that the budget, the trigger and the target are
+    of what the provider bills (the system prompt and tools the caller sends included).
 
     A list of message dicts (Chat Completions or Anthropic Messages) comes back as an
     API-ready list of dicts: the messages it keeps as they were given (the same objects),
@@ -151,8 +159,11 @@ def compress(source: list[dict[str, Any]] | Transcript | PathOrFile, *,
     from .writer import records_out
 
     options = from_keywords({**settings, "budget": budget})
+    if usage is not None and not isinstance(source, (list, Transcript)):
+        raise UsageError("usage is for messages or a Transcript: a file records its own")
     if isinstance(source, list):
-        given = of_transcript(load_values(source, format), model, table)
+        t = load_values(source, format)
+        given = of_transcript(t if usage is None else reported(t, usage), model, table)
         options = replace(options, archive=False)
         if given.transcript.format in WHOLE_RECORDS:  # a list of whole conversations
             from .documents import conversations_out
@@ -164,7 +175,8 @@ def compress(source: list[dict[str, Any]] | Transcript | PathOrFile, *,
         made_report = report_of(given, [plan], Archiver(enabled=False))
         return records_out(plan, now_iso()), made_report
     if isinstance(source, Transcript):
-        made = _made(of_transcript(source, model, table), options)
+        t = source if usage is None else reported(source, usage)
+        made = _made(of_transcript(t, model, table), options)
         compressed = load(io.BytesIO(made.data), source.format)
     else:
         made = compress_file(source, options, model=model, format=format, table=table)

@@ -42,15 +42,19 @@ def limit(plan: Plan) -> Edits:
 
 def check_fits(plan: Plan) -> list[str]:
     """Raise CannotFit when the plan is over its limit; the warnings of one that fits."""
-    total, most = plan.total, plan.limit
+    total = plan.total
     s = plan.summary
-    if total <= most:
+    if total <= plan.limit:
         # the default target is a soft aim (room to grow); one that was asked for is not
         if total > plan.target and s is not None and plan.options.target:
-            return [f"the output ({total:,} tokens) is above the target ({plan.target:,}); "
-                    "the newest steps it keeps are large"]
+            return [f"the output ({plan.billed:,} tokens) is above the target "
+                    f"({plan.billed_target:,}); the newest steps it keeps are large"]
         return []
     what = "budget" if plan.options.budget else f"context window of {plan.read.model}"
+    left = f"{plan.billed:,} tokens"
+    if plan.read.bill.kind != "exact":  # the limit is of the bill; the parts are counts
+        left += (f" billed ({plan.read.bill.kind}; the messages count {total:,}, the rest "
+                 "is sent but not in the file)")
     parts = [f"the system prompt and task take {plan.tokens(0, s.head):,}",
              f"the summary {s.tokens:,}"] if s else []
     counts = plan.counts
@@ -59,6 +63,6 @@ def check_fits(plan: Plan) -> list[str]:
         parts.append("no older messages could be summarized: the task and the steps "
                      "--keep-steps and --keep-rounds keep are all there is")
     raise CannotFit(
-        f"cannot fit the {what} ({most:,} tokens): the best compression leaves {total:,} "
-        f"tokens ({', '.join(parts)})",
+        f"cannot fit the {what} ({plan.billed_limit:,} tokens): the best compression leaves "
+        f"{left} ({', '.join(parts)})",
         "raise --budget, pick a model with a larger window, or lower the truncate limits")

@@ -159,33 +159,52 @@ class Plan:
     def changed(self) -> bool:
         return bool(self.outputs) or self.summary is not None
 
-    # The numbers the settings ask for, of this plan's model.
+    # The numbers the settings ask for, of this plan's model: in the tokens its provider
+    # bills (the settings' own figures: `billed_*`), and what they allow of ctxpack's count
+    # of the messages (the rest, that the stages compare counts with). They are the same
+    # where the count is exact and the file holds all the prompt; see Input.bill.
 
     @property
     def window(self) -> int:
         return self.read.window
 
     @property
-    def trigger(self) -> int:
+    def billed_trigger(self) -> int:
         """Summarize above this: `--budget`, else threshold × the context window."""
         o = self.options
         return min(o.budget, self.window) if o.budget else int(o.threshold * self.window)
 
     @property
-    def target(self) -> int:
+    def billed_target(self) -> int:
         """Summarize down to this: `--target`, else half the window, or 5/8 of the budget
         if that is less: as far under the trigger as the default target is under the
         default trigger (0.5 and 0.8 of the window), so the next turns do not trigger it."""
         if self.options.target:
             return self.options.target
         half = self.window // 2
-        return min(half, self.trigger * 5 // 8) if self.options.budget else half
+        return min(half, self.billed_trigger * 5 // 8) if self.options.budget else half
 
     @property
-    def limit(self) -> int:
+    def billed_limit(self) -> int:
         """The output must not pass this: the explicit budget, else the model's window."""
         return min(self.options.budget or self.window, self.window)
 
+    @property
+    def trigger(self) -> int:
+        return self.read.bill.counted_at(self.billed_trigger)
+
+    @property
+    def target(self) -> int:
+        return self.read.bill.counted_at(self.billed_target)
+
+    @property
+    def limit(self) -> int:
+        return self.read.bill.counted_at(self.billed_limit)
+
+    @property
+    def billed(self) -> int:
+        """The plan's prompt as the provider would bill it."""
+        return self.read.bill(self.total)
 
 def apply(plan: Plan, edits: Edits, stage: str | None = None) -> Plan:
     """The plan with a stage's edits made: outputs replaced, the summary put in, and

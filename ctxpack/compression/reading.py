@@ -13,10 +13,12 @@ from collections import deque
 from collections.abc import Callable, Iterable, Sequence
 from dataclasses import dataclass, field, replace
 from functools import cached_property
+from typing import Any
 
 from .. import formats
 from ..archive import item_id
 from ..bulk import StreamCounter
+from ..calibration import Bill, bill_for, with_hidden
 from ..errors import InputError, UsageError
 from ..formats.base import Editor
 from ..jsonl import LineIndex, Snapshot, Source, reopenable
@@ -63,8 +65,11 @@ class Input:
 
     `transcript.messages` are the context messages, some without the text of their tool
     outputs (read them whole with `originals`); `counts` and `outputs` are per message,
-    as read. `item` is set where a record holds whole conversations and is written again
-    whole: the id of all its changes. `facts` finds the facts of texts (see `workers`)."""
+    as read (a reply whose thinking the file stores empty counted at its recorded
+    output: see ctxpack.calibration). `bill` says what the provider bills for a count:
+    compress's trigger, target and limit are in billed tokens. `item` is set where a
+    record holds whole conversations and is written again whole: the id of all its
+    changes. `facts` finds the facts of texts (see `workers`)."""
 
     transcript: Transcript
     counter: TokenCounter
@@ -74,6 +79,7 @@ class Input:
     fetch: Callable[[set[int]], dict[int, Message]] = field(repr=False)
     model: str  # the model it is reported under, and its context window (as stats says)
     window: int
+    bill: Bill
     item: str | None = None
     facts: Ahead[str, Facts] = field(default_factory=lambda: here(extract_all), repr=False)
     _ids: dict[tuple[int, str], str] = field(default_factory=dict, repr=False)
@@ -246,14 +252,26 @@ def _read(src: Source, format: str | None, model: str | None, table: ModelTable,
     transcript = Transcript(
         format=fmt.name, path=scanner.path, records=index,
         messages=tuple(emitted.messages[n] for n in context), model=layout.model,
-        usage=layout.usage, skipped=tuple(scanner.skipped))
+        usage=layout.usage, skipped=tuple(scanner.skipped), calls=tuple(layout.calls))
     where = {n: i for i, n in enumerate(context)}
     fetch = _refetch(src, transcript, skip_invalid, list(context),
                      {where[n] for n in emitted.aside if n in where})
-    return Input(transcript, counter, editor_of(transcript), [counts[n] for n in context],
-                 [emitted.outputs[n] for n in context], fetch,  # type: ignore[misc]
-                 *model_and_window(counter, layout.model, layout.usage, model is not None),
-                 facts=workers.ahead(extract_all) if workers else here(extract_all))
+    return _input(transcript, counter, [counts[n] for n in context],  # type: ignore[misc]
+                  [emitted.outputs[n] for n in context], fetch, model is not None,
+                  facts=workers.ahead(extract_all) if workers else here(extract_all))
+
+
+def _input(t: Transcript, counter: TokenCounter, counts: list[MessageCount],
+           outputs: list[tuple[Output, ...]], fetch: Callable[[set[int]], dict[int, Message]],
+           flagged: bool, **more: Any) -> Input:
+    """The Input of a transcript read and counted: its bill worked out, and the count of
+    each reply that hides its thinking raised to its recorded output."""
+    totals = with_hidden([c.total for c in counts], t.calls)
+    counts = [c if n == c.total else MessageCount(n, c.parts)
+              for c, n in zip(counts, totals, strict=True)]
+    billed = bill_for(totals, t.calls, t.model, counter, t.format, flagged)
+    return Input(t, counter, editor_of(t), counts, outputs, fetch,
+                 *model_and_window(counter, t.model, t.usage, flagged), billed, **more)
 
 
 def editor_of(t: Transcript) -> Editor:
@@ -311,6 +329,5 @@ def of_transcript(t: Transcript, model: str | None, table: ModelTable,
     finally:
         counting.close()
     outputs = [tuple(observe(r) for r in m.tool_results) for m in t.messages]
-    return Input(t, counter, editor_of(t), counts, outputs,  # type: ignore[arg-type]
-                 lambda wanted: {i: t.messages[i] for i in wanted},
-                 *model_and_window(counter, t.model, t.usage, model is not None))
+    return _input(t, counter, counts, outputs,  # type: ignore[arg-type]
+                  lambda wanted: {i: t.messages[i] for i in wanted}, model is not None)

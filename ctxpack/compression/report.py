@@ -12,12 +12,16 @@ from .plan import Plan, StageReport
 from .reading import Input
 from .summary import retention_of
 
-REPORT_VERSION = 2  # 2: `steps` became `stages`, and the limit and llm stages have rows
+REPORT_VERSION = 3  # 2: `steps` became `stages`, and the limit and llm stages have rows;
+# 3: trigger, target and limit are in billed tokens, and `billed` says what is billed
 
 
 @dataclass
 class Report:
-    """What a compress did, as the table on stderr and `--report-json` show it."""
+    """What a compress did, as the table on stderr and `--report-json` show it. Tokens
+    are ctxpack's count of the messages; `billed` is the prompt before and after as the
+    provider would bill it (kind, tokens_before, tokens_after, not_in_file, error: see
+    ctxpack.calibration), and trigger, target and limit are in those billed tokens."""
 
     path: str
     format: str
@@ -33,6 +37,7 @@ class Report:
     messages_before: int
     messages_after: int
     stages: list[StageReport] = field(default_factory=list)
+    billed: dict[str, Any] = field(default_factory=dict)
     truncated: int = 0
     masked: int = 0
     summary: dict[str, Any] | None = None
@@ -59,14 +64,25 @@ def report_of(given: Input, plans: list[Plan], archiver: Archiver) -> Report:
     return Report(
         path=t.path, format=t.format, model=given.model, exact=counter.exact,
         model_note=counter.note, context_window=given.window,
-        trigger=first.trigger if first else 0, target=first.target if first else 0,
-        limit=first.limit if first else 0,
+        trigger=first.billed_trigger if first else 0,
+        target=first.billed_target if first else 0, limit=first.billed_limit if first else 0,
         tokens_before=sum(p.read.total for p in plans), tokens_after=sum(p.total for p in plans),
         messages_before=len(t.messages), messages_after=len(t.messages) - removed,
-        stages=stages, truncated=items.get("truncate", 0), masked=items.get("mask", 0),
+        stages=stages, billed=_billed(given, plans),
+        truncated=items.get("truncate", 0), masked=items.get("mask", 0),
         summary=_summaries(plans), llm=_llm(plans), archive=archive,
         warnings=[x for p in plans for x in p.warnings],
         changed=any(p.changed for p in plans), conversations=len(plans))
+
+
+def _billed(given: Input, plans: list[Plan]) -> dict[str, Any]:
+    """The prompt before and after as the provider would bill it."""
+    b = given.bill
+    before = b(sum(p.read.total for p in plans)) if plans else b.tokens
+    after = sum(p.billed for p in plans) if plans else b.tokens
+    return {"kind": b.kind, "tokens_before": before, "tokens_after": after,
+            "not_in_file": max(0, round(b.overhead)) if b.kind != "exact" else 0,
+            "slope": b.slope, "error": b.error}
 
 
 def _stages(reports: list[StageReport]) -> list[StageReport]:

@@ -18,6 +18,7 @@ from typing import Any
 
 from ..archive import VERSION, Archiver, Packed, item_id, meta_of, span_blocks
 from ..archive import strip as strip_line
+from ..calibration import Bill
 from ..formats.base import Compaction
 from ..jsonl import LineIndex, ParsedRecords, dumps, loads
 from ..transcript import META_KEY, Message, Record
@@ -55,6 +56,7 @@ class Changes:
     relinked: dict[int, str | None] = field(default_factory=dict)
     resized: set[int] = field(default_factory=set)
     summary: str | None = None  # the id of the summary's group, if any
+    carried: int | None = None  # what the file's calls showed is sent besides the messages
 
     def meta(self, n: int, raw: bytes, archiver: Archiver) -> dict[str, Any]:
         """The `ctxpack` object of edited line n, whose bytes were `raw`: it archives them
@@ -72,7 +74,16 @@ class Changes:
         follows = self.relinked.get(n) or (self.summary if n in self.resized else None)
         if follows:
             meta["follows"] = follows
+        if self.carried is not None:
+            meta["not_in_file_tokens"] = self.carried
         return {**meta, "lines": 1, "archive": archiver.pack(raw)}
+
+
+def carried(bill: Bill) -> int | None:
+    """What the recorded calls of a file showed is sent besides its messages, for the
+    lines compress writes to say: the calls they keep were of the context before (see
+    loader.Scanner._stale_calls)."""
+    return max(0, round(bill.overhead)) if bill.kind == "anchored" else None
 
 
 def changes(plan: Plan, archiver: Archiver, now: str) -> Changes:
@@ -80,7 +91,7 @@ def changes(plan: Plan, archiver: Archiver, now: str) -> Changes:
     `archiver` says), the lines whose outputs are replaced and those re-pointed at it."""
     read = plan.read
     records = read.transcript.records
-    out = Changes()
+    out = Changes(carried=carried(read.bill))
     if plan.summary is not None:
         out.first, out.last, out.group, out.packed = _compaction(plan, archiver, now)
     for i in plan.edited:
@@ -183,6 +194,8 @@ def _compaction(plan: Plan, archiver: Archiver, now: str
         "original_tokens": read.total, "archived_tokens": s.archived_tokens,
         "summary_tokens": s.tokens, "tokens_after": plan.total,
     }
+    if (known := carried(read.bill)) is not None:
+        meta["not_in_file_tokens"] = known
     if s.strategy == "llm" and s.llm:
         meta["llm"] = llm_meta(s.llm)
     before = _data(records, first - 1) if first > 1 else None

@@ -18,10 +18,12 @@ from ..transcript import (
     Image,
     Message,
     Part,
+    RecordedCall,
     Text,
     Thinking,
     ToolCall,
     ToolResult,
+    hides_thinking,
     only_results,
 )
 from .base import (
@@ -221,6 +223,24 @@ class UsageTally:
             usage["last_input_tokens"] = size
         return usage
 
+    def recorded(self, context: list[int], replies: dict[int, Reply]) -> list[RecordedCall]:
+        """The calls whose replies are in `context`, with the prompt size of each (a reply
+        the agent made up itself, billed nothing, is none)."""
+        out = []
+        for i, n in enumerate(context):
+            reply = replies.get(n)
+            nums = self.calls.get(reply[0]) if reply is not None else None
+            if nums is not None and (billed := nums[0] + nums[1] + nums[2]) > 0:
+                out.append(RecordedCall(i, billed, nums[3] or None, reply[1], reply[2]))
+        return out
+
+
+Reply = tuple[str, str | None, bool]  # a reply's call key, model, and whether it hides thinking
+
+
+def reply_of(message: Message, key: str) -> Reply:
+    return key, message.model, hides_thinking(message)
+
 
 def sniff_record(record: dict[str, Any]) -> int:
     """How surely a record is an Anthropic message or a stream-json line."""
@@ -260,7 +280,7 @@ class AnthropicReader:
         self.init_model: str | None = None
         self.last_model: str | None = None
         self.tally = UsageTally()
-        self.last_call: tuple[int, str] | None = None
+        self.replies: dict[int, Reply] = {}
         self.totals: dict[str, Any] = {}
 
     def feed(self, line: int, record: dict[str, Any]) -> list[Message]:
@@ -304,7 +324,7 @@ class AnthropicReader:
             elif message.role == "assistant":
                 key = message.id or f"line {message.line}"
                 if key in self.tally.calls:
-                    self.last_call = (self.count, key)
+                    self.replies[self.count] = reply_of(message, key)
             self.count += 1
         return [item.message for item in items]
 
@@ -318,13 +338,14 @@ class AnthropicReader:
         rest = self._flush_all()
         side = set(self.side)
         context = [n for n in range(self.start, self.count) if n not in side]
-        last = self.last_call[1] if self.last_call and self.last_call[0] >= self.start else None
+        last = next((self.replies[n][0] for n in reversed(context) if n in self.replies), None)
         usage = self.tally.summary("assistant message.usage, once per message.id", last)
         if self.totals:
             source = usage.get("source", "")
             source += "; cost and result_* from the result line" if source else "the result line"
             usage = {**usage, **self.totals, "source": source}
-        return rest, Layout(context, self.side, self.init_model or self.last_model, usage)
+        return rest, Layout(context, self.side, self.init_model or self.last_model, usage,
+                            calls=self.tally.recorded(context, self.replies))
 
 
 def _result_totals(record: dict[str, Any]) -> dict[str, Any]:

@@ -13,7 +13,7 @@ from collections.abc import Callable, Iterable
 from dataclasses import dataclass, field
 from typing import Any, Protocol, TypeVar
 
-from ..transcript import Message, Text
+from ..transcript import Message, RecordedCall, Text
 
 P = TypeVar("P")
 
@@ -32,7 +32,8 @@ class Layout:
 
     `context` lists them in model order; `sidechain` lists sub-agent messages;
     every other emitted message is in the file but outside the model's context.
-    `records_outside` counts non-message records kept in the file only.
+    `records_outside` counts non-message records kept in the file only. `calls` are the
+    model calls the file records the prompt size of, their `prompt` a place in `context`.
     """
 
     context: list[int]
@@ -40,6 +41,7 @@ class Layout:
     model: str | None = None
     usage: dict[str, Any] = field(default_factory=dict)
     conversations: int = 1
+    calls: list[RecordedCall] = field(default_factory=list)
 
 
 class Reader(Protocol):

@@ -17,10 +17,12 @@ from ..transcript import META_KEY, Message
 from .anthropic import (
     SYNTHETIC_MODEL,
     Emitted,
+    Reply,
     ResponseMerger,
     UsageTally,
     api_message,
     boundary_record,
+    reply_of,
 )
 from .base import Compaction, Layout, RecordError, marks, number, string_field, tool_result_blocks
 
@@ -59,7 +61,7 @@ class ClaudeCodeReader:
         self.newest: dict[bool, str] = {}  # sidechain? -> newest uuid
         self.side: list[int] = []
         self.attached: dict[int, list[int]] = {}  # response -> results held while it was open
-        self.call_of: dict[int, str] = {}  # response -> message.id with usage
+        self.call_of: dict[int, Reply] = {}  # response -> its message.id with usage
         self.lanes: dict[Lane, ResponseMerger] = {}
         self.tallies = {False: UsageTally(), True: UsageTally()}
         self.models: dict[bool, str] = {}
@@ -112,7 +114,7 @@ class ClaudeCodeReader:
             if message.role == "assistant":
                 self._leader = n
                 if message.id in self.tallies[side].calls:
-                    self.call_of[n] = message.id
+                    self.call_of[n] = reply_of(message, message.id)
             elif item.attached and self._leader is not None:
                 self.attached.setdefault(self._leader, []).append(n)
         return [item.message for item in items]
@@ -124,11 +126,12 @@ class ClaudeCodeReader:
         main = False in self.newest  # else a sub-agent file: its own chain is the context
         context = self._context(self.newest.get(False) or self.newest.get(True))
         tally = self.tallies[not main]
-        last = next((self.call_of[n] for n in reversed(context) if n in self.call_of), None)
+        last = next((self.call_of[n][0] for n in reversed(context) if n in self.call_of), None)
         who = "main chain" if main else "sub-agent"
         usage = tally.summary(f"assistant message.usage, once per message.id ({who})", last)
         model = self.models.get(not main)
-        return rest, Layout(context, self.side if main else [], model, usage)
+        return rest, Layout(context, self.side if main else [], model, usage,
+                            calls=tally.recorded(context, self.call_of))
 
     def _context(self, leaf: str | None) -> list[int]:
         """Messages on the chain ending at `leaf`, in chain order.

@@ -13,7 +13,17 @@ from collections.abc import Callable, Sequence
 from typing import Any, NamedTuple
 
 from ..jsonl import dumps
-from ..transcript import META_KEY, Image, Message, Part, Text, Thinking, ToolCall, ToolResult
+from ..transcript import (
+    META_KEY,
+    Image,
+    Message,
+    Part,
+    RecordedCall,
+    Text,
+    Thinking,
+    ToolCall,
+    ToolResult,
+)
 from .base import Compaction, Layout, RecordError, content_parts, marks, number, string_field
 from .openai import parse_data_url
 
@@ -207,6 +217,8 @@ class CodexReader:
         self._previous: tuple[Any, Any] | None = None
         self.encrypted_items = 0
         self.encrypted_chars = 0
+        self.reply: tuple[int, str | None] | None = None  # the first reply since the last call
+        self.recorded: list[tuple[int, str | None, int, int | None]] = []
 
     def feed(self, line: int, record: dict[str, Any]) -> list[Message]:
         kind, payload = record.get("type"), record.get("payload")
@@ -233,7 +245,9 @@ class CodexReader:
 
     def _emit(self, messages: list[Message | None]) -> list[Message]:
         out = [m for m in messages if m is not None]
-        for _ in out:
+        for m in out:
+            if self.reply is None and m.role == "assistant":
+                self.reply = (self.count, m.model)
             self.window.append(self.count)
             self.count += 1
         return out
@@ -259,6 +273,7 @@ class CodexReader:
     def _compacted(self, line: int, record: dict[str, Any],
                    payload: dict[str, Any]) -> list[Message]:
         self.window = []
+        self.reply = None
         self.encrypted_items = self.encrypted_chars = 0
         history = payload.get("replacement_history")
         if isinstance(history, list) and history:
@@ -281,6 +296,12 @@ class CodexReader:
         if (total, last) != self._previous:
             self.calls += 1
             self._previous = (total, last)
+            # a new call: its prompt ended where the first reply since the last one began
+            billed = last.get("input_tokens") if isinstance(last, dict) else None
+            if self.reply is not None and _count(billed) is not None:
+                output = last.get("output_tokens")  # type: ignore[union-attr]
+                self.recorded.append((*self.reply, billed, _count(output)))
+            self.reply = None
         if isinstance(total, dict):
             self.totals = total
         if isinstance(last, dict):
@@ -307,7 +328,16 @@ class CodexReader:
 
     def finish(self) -> tuple[list[Message], Layout]:
         context = ([] if self.system is None else [self.system]) + self.window
-        return [], Layout(context, model=self.model or self.meta_model, usage=self.usage())
+        where = {n: i for i, n in enumerate(context)}
+        model = self.model or self.meta_model
+        calls = [RecordedCall(where[n], billed, output, reply_model or model)
+                 for n, reply_model, billed, output in self.recorded if n in where]
+        return [], Layout(context, model=model, usage=self.usage(), calls=calls)
+
+
+def _count(value: Any) -> int | None:
+    """A token count as a file records it, or None for anything else."""
+    return value if isinstance(value, int) and not isinstance(value, bool) else None
 
 
 def _numbers(usage: Any) -> dict[str, Any] | None:

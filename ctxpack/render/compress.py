@@ -33,7 +33,15 @@ def print_report(console: Console, report: Report, *, dry_run: bool = False) -> 
     table.add_row("total", f"{r.tokens_before:,}", f"{r.tokens_after:,}",
                   f"{r.tokens_before - r.tokens_after:,}", "", style="bold")
     console.print(table)
-    used = r.tokens_after / r.context_window if r.context_window else 0
+    b = r.billed
+    billed = b["tokens_after"] if b else r.tokens_after
+    if b and b["kind"] != "exact":
+        error = "error unknown" if b["error"] is None else \
+            f"expected error ±{max(b['error'], 0.001):.1%}"
+        console.print(f"billed ({b['kind']}; {error}): {b['tokens_before']:,} -> "
+                      f"{b['tokens_after']:,} tokens, {b['not_in_file']:,} of them sent but "
+                      "not in the file", highlight=False)
+    used = billed / r.context_window if r.context_window else 0
     console.print(f"messages {r.messages_before:,} -> {r.messages_after:,}; "
                   f"{r.truncated} outputs truncated, {r.masked} masked; "
                   f"{used:.0%} of the window (summarize above {r.trigger:,}, "

@@ -59,13 +59,15 @@ def to_csv(files: list[FileStats]) -> str:
     writer.writerow(["path", "format", "model", "encoding", "exact", "messages", "tokens",
                      "rounds", "steps", "context_window", "context_ratio",
                      *(f"tokens_{r}" for r in CSV_ROLES), "outside_messages",
-                     "sidechain_messages", "recorded_last_input_tokens"])
+                     "sidechain_messages", "recorded_last_input_tokens", "billed_kind",
+                     "billed_tokens", "billed_not_in_file"])
     for f in files:
         writer.writerow([f.path, f.format, f.model, f.encoding, str(f.exact).lower(), f.messages,
                          f.tokens, len(f.rounds), f.steps, f.context_window or "",
                          "" if f.context_ratio is None else f.context_ratio,
                          *(f.by_role.get(r, 0) for r in CSV_ROLES), f.outside["messages"],
-                         f.sidechain["messages"], f.usage.get("last_input_tokens", "")])
+                         f.sidechain["messages"], f.usage.get("last_input_tokens", ""),
+                         *((c.kind, c.tokens, c.not_in_file) if (c := f.context) else ("",) * 3)])
     return out.getvalue()
 
 
@@ -115,14 +117,13 @@ def summary_lines(f: FileStats) -> list[str]:
         f"{f.tokens:,} tokens in {f.messages:,} messages, {len(f.rounds)} rounds, "
         f"{f.steps} steps",
     ]
-    if f.context_window:
-        ratio = f.context_ratio or 0
-        largest = f.largest_conversation
-        lines.append(f"context: {f.tokens:,} of {f.context_window:,} ({ratio:.1%})"
-                     if largest is None else
-                     f"context: the largest of {f.conversations:,} conversations (number "
+    largest = f.largest_conversation
+    if largest is not None and f.context_window:
+        lines.append(f"context: the largest of {f.conversations:,} conversations (number "
                      f"{largest['number']:,}) {largest['tokens']:,} of {f.context_window:,} "
-                     f"({ratio:.1%})")
+                     f"({f.context_ratio or 0:.1%})")
+    else:
+        lines += context_lines(f)
     if f.outside["messages"]:
         lines.append(f"outside the model's context: {f.outside['messages']:,} messages, "
                      f"{f.outside['tokens']:,} tokens (before a compaction or off the branch)")
@@ -132,10 +133,29 @@ def summary_lines(f: FileStats) -> list[str]:
     if f.skipped:
         lines.append(f"skipped {len(f.skipped)} invalid line(s): "
                      + ", ".join(str(s["line"]) for s in f.skipped[:10]))
-    if "explanation" in f.usage:
-        lines.append(f"recorded: the last call sent {f.usage['last_input_tokens']:,} input "
-                     f"tokens; {f.usage['not_in_file_tokens']:,} of them are not in the file "
-                     "(system prompt, tool definitions)")
+    return lines
+
+
+def context_lines(f: FileStats) -> list[str]:
+    """The context as the provider would bill it: how much, what kind of count, the part
+    the file holds and the rest."""
+    c = f.context
+    if c is None:
+        return []
+    of = f" of {f.context_window:,} ({f.context_ratio or 0:.1%})" if f.context_window else ""
+    if c.kind == "exact":
+        return [f"context: {c.tokens:,}{of}, exact"]
+    unlogged = f" + {round(c.overhead):,} sent but not logged" if c.overhead else ""
+    how = {"calibrated": f"calibrated: {c.slope:g} × the count{unlogged}",
+           "anchored": f"anchored on the last of {c.calls:,} recorded calls, "
+                       f"+ {c.slope:g} × the count of what came after",
+           "estimated": "estimated: counted with another tokenizer, not calibrated"}[c.kind]
+    error = "error unknown" if c.error is None else \
+        f"expected error ±{max(c.error, 0.001):.1%}"  # a median of 0 is no promise of 0
+    lines = [f"context as billed: {c.tokens:,}{of} ({how}; {error})"]
+    if c.not_in_file:
+        lines.append(f"  in the file {c.visible:,}, not in the file {c.not_in_file:,} "
+                     "(system prompt, tool definitions the agent sends but does not log)")
     return lines
 
 

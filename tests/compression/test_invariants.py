@@ -25,7 +25,7 @@ from ctxpack.workers import WORTH_CHARS, worker_count
 
 from ..conftest import SAMPLES, corpus_params
 from ..helpers import bench_generator
-from .transcripts import summary_texts
+from .transcripts import billed, summary_texts
 
 COMPRESSIBLE = sorted([*SAMPLES.glob("*.jsonl"), *SAMPLES.glob("*.json")])
 DOCUMENTS = ("json-messages", "openai-conversations")  # records written again whole
@@ -35,19 +35,19 @@ def roundtrip(path: Path, tmp_path: Path, share: float = 0.6) -> tuple[bytes, di
     """Compress `path` to `share` of its tokens and check every invariant on the way."""
     original = path.read_bytes()
     before = stats(path, cache=False)
-    budget = max(int(before.tokens * share), 1)
+    budget = max(billed(path, int(before.tokens * share)), 1)
     try:
         result = compress_file(path, Options(budget=budget))
     except CannotFit:
-        result = compress_file(path, Options(budget=before.tokens))
-        budget = before.tokens
+        budget = billed(path, before.tokens)
+        result = compress_file(path, Options(budget=budget))
     out = tmp_path / path.name
     out.write_bytes(result.data)
     report = result.report
     after = stats(out, cache=False)
-    assert after.tokens == report.tokens_after
+    assert after.context is not None and after.context.counted == report.tokens_after
     if report.conversations == 1:  # the budget holds per conversation
-        assert report.tokens_after <= budget
+        assert report.billed["tokens_after"] <= budget
     if not validate(load(path)):
         assert validate(load(out)) == []
     assert load(out).format == load(path).format
@@ -89,10 +89,11 @@ def test_compressing_again_merges_the_summary_and_restores_whole(path: Path,
                                                                  tmp_path: Path) -> None:
     tokens = stats(path, cache=False).tokens
     first = tmp_path / "first.jsonl"
-    first.write_bytes(compress_file(path, Options(budget=int(tokens * 0.8))).data)
+    first.write_bytes(compress_file(path, Options(budget=billed(path, int(tokens * 0.8)))).data)
     old = summary_texts(load(first))
     try:
-        second = compress_file(first, Options(budget=int(tokens * 0.6), keep_steps=1))
+        second = compress_file(first, Options(budget=billed(path, int(tokens * 0.6)),
+                                                    keep_steps=1))
     except CannotFit:
         pytest.skip("the second budget cannot be met for this sample")
     out = tmp_path / "second.jsonl"
@@ -112,7 +113,8 @@ def test_compressing_again_merges_the_summary_and_restores_whole(path: Path,
                          ids=lambda p: p.name)
 def test_structured_strategy_keeps_the_invariants(path: Path, tmp_path: Path) -> None:
     tokens = stats(path, cache=False).tokens
-    result = compress_file(path, Options(budget=int(tokens * 0.75), strategy="structured"))
+    result = compress_file(path, Options(budget=billed(path, int(tokens * 0.75)),
+                                           strategy="structured"))
     out = tmp_path / path.name
     out.write_bytes(result.data)
     (summary,) = summary_texts(load(out))
@@ -129,7 +131,7 @@ def test_the_output_is_the_same_with_worker_processes_and_without(
     path, _ = bench_generator().ensure(3, seed=5, out_dir=tmp_path)
     assert path.stat().st_size > WORTH_CHARS["fork"]  # big enough for forked workers
     monkeypatch.setenv("SOURCE_DATE_EPOCH", "1795000000")
-    options = Options(budget=stats(path, cache=False).tokens // 10)
+    options = Options(budget=billed(path, stats(path, cache=False).tokens // 10))
     made = {}
     for workers in ("1", "default"):
         if workers == "1":

@@ -14,7 +14,7 @@ from ctxpack.loader import load
 from ctxpack.undo import restore
 
 from ..conftest import SAMPLES
-from .transcripts import agent_run, fitted, plan_of, summary_texts
+from .transcripts import agent_run, billed, fitted, plan_of, summary_texts
 
 
 def test_a_second_compress_summarizes_masked_outputs_from_their_archive(tmp_path: Path) -> None:
@@ -27,7 +27,7 @@ def test_a_second_compress_summarizes_masked_outputs_from_their_archive(tmp_path
     assert "(an error) masked" in load(first).messages[masked[0]].tool_results[0].text
     # keep the steps after it: its step is the newest archived, whose line shows its facts
     later = [u for u in plan_of(first).read.units() if u.step and u.start > masked[0]]
-    second = compress_file(first, Options(budget=fitted(first) - 1, target=1,
+    second = compress_file(first, Options(budget=billed(first, fitted(first)) - 1, target=1,
                                           keep_steps=len(later)))
     (summary,) = summary_texts(load(io.BytesIO(second.data)))
     line = next(x for x in summary.splitlines() if "go build" in x)

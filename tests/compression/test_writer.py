@@ -23,14 +23,14 @@ from ctxpack.transcript import SUMMARY_HEADING
 from ctxpack.undo import restore
 
 from ..conftest import SAMPLES
-from .transcripts import agent_run, fitted, plan_of, records, tokens
+from .transcripts import agent_run, billed, fitted, plan_of, records, tokens
 
 NOW = "2026-01-02T03:04:05Z"
 
 
 def test_claude_code_output_uses_its_own_compaction_markers(tmp_path: Path) -> None:
     path = SAMPLES / "coding-agent.claude-code.jsonl"
-    result = compress_file(path, Options(budget=tokens(path) // 2))
+    result = compress_file(path, Options(budget=billed(path, tokens(path) // 2)))
     written = [r for r in records(result.data) if "ctxpack" in r]
     boundary = next(r for r in written if r.get("subtype") == "compact_boundary")
     summary = next(r for r in written if r["ctxpack"].get("kind") == "archived_summary")
@@ -49,7 +49,7 @@ def test_claude_code_output_uses_its_own_compaction_markers(tmp_path: Path) -> N
 
 def test_codex_output_uses_a_compacted_record() -> None:
     path = SAMPLES / "refactor.codex.jsonl"
-    result = compress_file(path, Options(budget=fitted(path) * 3 // 4))
+    result = compress_file(path, Options(budget=billed(path, fitted(path) * 3 // 4)))
     compacted = [r for r in records(result.data) if r.get("type") == "compacted"]
     assert len(compacted) == 1
     history = compacted[0]["payload"]["replacement_history"]
@@ -59,7 +59,7 @@ def test_codex_output_uses_a_compacted_record() -> None:
 
 def test_summary_metadata_names_everything_design_asks_for() -> None:
     path = SAMPLES / "support-chat.openai.jsonl"
-    result = compress_file(path, Options(budget=fitted(path) * 3 // 4))
+    result = compress_file(path, Options(budget=billed(path, fitted(path) * 3 // 4)))
     meta = next(r["ctxpack"] for r in records(result.data)
                 if r.get("ctxpack", {}).get("kind") == "archived_summary")
     for key in ("version", "compressed_at", "strategy", "range", "original_count", "new_count",
@@ -73,7 +73,7 @@ def test_summary_metadata_names_everything_design_asks_for() -> None:
 
 def test_restoring_only_a_summary_brings_back_the_links_to_it(tmp_path: Path) -> None:
     path = SAMPLES / "coding-agent.claude-code.jsonl"
-    result = compress_file(path, Options(budget=stats(path, cache=False).tokens // 2))
+    result = compress_file(path, Options(budget=billed(path, stats(path, cache=False).tokens // 2)))
     sid = next(meta["id"] for line in result.lines if (meta := archive.meta_of(line))
                and meta["kind"] == "archived_summary")
     relinked = [meta for line in result.lines if (meta := archive.meta_of(line))

@@ -55,6 +55,13 @@ def tokens(source: Source) -> int:
                                                  summarize=False)).report.tokens_after
 
 
+def billed(source: Source, counted: int) -> int:
+    """The budget, in the billed tokens compress takes, that leaves the messages of
+    `source` `counted` tokens of ctxpack's count (the same figure where the count is
+    exact and the file holds the whole prompt; see Input.bill)."""
+    return of_transcript(load(opened(source)), None, TABLE, cache=False).bill(counted)
+
+
 def fitted(source: Source, **settings: Any) -> int:
     """The tokens left once truncation and masking (at their defaults, or `settings`) did
     what they could: a budget below this needs a summary."""

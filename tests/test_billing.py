@@ -1,0 +1,220 @@
+"""Counts that say what they are: the context as the provider would bill it in `stats`
+(text and JSON), and `compress` deciding with it (ctxpack.calibration.bill)."""
+
+from __future__ import annotations
+
+import json
+from pathlib import Path
+
+import orjson
+import pytest
+from hypothesis import given
+from hypothesis import strategies as st
+
+import ctxpack
+from ctxpack.breakdown import stats
+from ctxpack.calibration import bill, slope_of
+from ctxpack.compression import compress_file
+from ctxpack.compression.settings import Options
+from ctxpack.config import load_config
+from ctxpack.errors import UsageError
+from ctxpack.models import TABLE
+from ctxpack.transcript import RecordedCall
+
+from .conftest import SAMPLES
+from .helpers import ctxpack as run_ctxpack
+
+CLAUDE_CODE = SAMPLES / "coding-agent.claude-code.jsonl"
+
+
+def last_billed_prompt(path: Path) -> int:
+    """The prompt size of the last call the file records, read here without ctxpack."""
+    sizes = [sum(u.get(k, 0) for k in ("input_tokens", "cache_creation_input_tokens",
+                                      "cache_read_input_tokens"))
+             for line in path.read_text().splitlines() if line.strip()
+             for r in [json.loads(line)] if r.get("type") == "assistant"
+             and (u := r["message"].get("usage"))]
+    return sizes[-1]
+
+
+def test_an_exact_count_is_the_bill_and_nothing_is_outside_the_file() -> None:
+    s = stats(SAMPLES / "support-chat.openai.jsonl", cache=False)
+    assert s.context is not None and s.context.kind == "exact"
+    assert s.context.tokens == s.tokens and s.context.not_in_file == 0
+    assert s.context.error == 0.0
+    assert s.context_ratio == round(s.tokens / s.context_window, 4)
+
+
+def test_a_claude_code_session_is_anchored_on_its_last_recorded_call() -> None:
+    s = stats(CLAUDE_CODE, cache=False)
+    c = s.context
+    assert c is not None and c.kind == "anchored" and c.calls > 5
+    # the reply of the last call is the newest assistant message, so the context is that
+    # prompt plus the reply and what came after: a little more than the recorded size
+    assert last_billed_prompt(CLAUDE_CODE) < c.tokens < last_billed_prompt(CLAUDE_CODE) + 2_000
+    assert c.visible == round(slope_of("claude-opus-4-6") * c.counted)
+    assert c.not_in_file == c.tokens - c.visible > 10 * s.tokens  # most is not in the file
+    assert s.context_ratio == round(c.tokens / s.context_window, 4)
+    assert 0 <= c.error < 0.02
+
+
+def test_a_claude_model_without_recorded_usage_is_calibrated() -> None:
+    s = stats(SAMPLES / "multi-round.anthropic.jsonl", cache=False)
+    c = s.context
+    assert c is not None and c.kind == "calibrated" and not s.exact
+    assert c.tokens == round(slope_of("claude") * s.tokens) == c.visible
+    assert c.error == 0.05
+
+
+def test_a_model_nothing_calibrates_is_estimated() -> None:
+    s = stats(SAMPLES / "multi-round.anthropic.jsonl", "gemini-2.0-flash", cache=False)
+    assert s.context is not None and s.context.kind == "estimated"
+    assert s.context.tokens == s.tokens and s.context.error is None
+
+
+def test_stats_json_and_text_say_the_kind_and_both_parts(tmp_path: Path) -> None:
+    run = run_ctxpack("stats", str(CLAUDE_CODE), "--json")
+    assert run.code == 0, run.err
+    doc = json.loads(run.out)
+    assert doc["schema_version"] == 2
+    c = doc["files"][0]["context"]
+    assert c["kind"] == "anchored"
+    assert c["tokens"] == c["visible"] + c["not_in_file"]
+    assert "not_in_file_tokens" not in doc["files"][0]["usage"]
+    text = run_ctxpack("stats", str(CLAUDE_CODE))
+    assert f"context as billed: {c['tokens']:,} of 200,000" in text.out.replace("\n", " ")
+    assert f"not in the file {c['not_in_file']:,}" in text.out.replace("\n", " ")
+
+
+def test_a_reply_whose_thinking_is_stored_empty_counts_at_its_output(tmp_path: Path) -> None:
+    def line(kind: str, n: int, parent: str | None, content: object, **more: object) -> str:
+        message = {"role": kind, "content": content, **more}
+        return json.dumps({"type": kind, "uuid": f"{kind}{n}", "parentUuid": parent,
+                           "sessionId": "s", "timestamp": "2026-01-01T00:00:00Z",
+                           "message": message}) + "\n"
+
+    think = [{"type": "thinking", "thinking": "", "signature": "x"},
+             {"type": "text", "text": "done"}]
+    path = tmp_path / "s.jsonl"
+    path.write_text(
+        line("user", 1, None, "go")
+        + line("assistant", 1, "user1", think, id="m1", model="claude-opus-4-7",
+               usage={"input_tokens": 30_000, "output_tokens": 900}))
+    s = stats(path, cache=False)
+    assert s.context is not None and s.context.counted >= s.tokens + 900 - 20
+    assert s.context.tokens == round(30_000 + s.context.slope * (s.context.counted - 900)) \
+        or abs(s.context.tokens - 30_000 - s.context.slope * 900) <= 60
+
+
+calls = st.lists(st.tuples(st.integers(1, 40), st.integers(1, 300_000),
+                           st.booleans(), st.integers(0, 5_000)), max_size=6)
+
+
+@given(st.lists(st.integers(0, 5_000), min_size=1, max_size=40), calls,
+       st.sampled_from(["claude-opus-4-6", "gpt-5.4", "gpt-4o", "gemini-2.0", None]),
+       st.sampled_from(["claude-code", "codex", "openai"]), st.booleans())
+def test_nothing_not_in_the_file_is_ever_negative(counts: list[int], drawn: list, model: str,
+                                                  format: str, estimated: bool) -> None:
+    places = sorted({min(p, len(counts) - 1) for p, *_ in drawn})
+    recorded = [RecordedCall(p, b, out, model, hidden)
+                for p, (_, b, hidden, out) in zip(places, drawn, strict=False)]
+    info = TABLE.find(model or "gpt-4o")
+    b = bill(counts, recorded, model=model, format=format,
+             exact=bool(info and info.exact), estimated=estimated)
+    assert b.kind in ("exact", "calibrated", "anchored", "estimated")
+    assert b.not_in_file >= 0 and b.tokens <= b.visible + b.not_in_file
+    assert b.counted >= sum(counts)
+    assert b(b.counted) == b.tokens or abs(b(b.counted) - b.tokens) <= 1
+    assert b(b.counted_at(b.tokens)) <= b.tokens
+
+
+def test_compress_of_a_claude_code_session_acts_at_its_billed_size() -> None:
+    counted = stats(CLAUDE_CODE, cache=False)
+    c = counted.context
+    assert c is not None
+    # a budget far above what the file holds, below what the provider bills
+    budget = c.tokens - c.visible // 2
+    report = compress_file(CLAUDE_CODE, Options(budget=budget)).report
+    assert report.summary is not None  # it acted; by the file's own count it had no cause
+    assert report.tokens_before < budget < report.billed["tokens_before"]
+    assert report.billed["tokens_after"] <= budget
+    assert report.billed["kind"] == "anchored" and report.trigger == budget
+    # the trigger is a share of the window in billed tokens: 36% of it acts here (the
+    # file holds about 2% of the window)
+    assert compress_file(CLAUDE_CODE, Options(threshold=0.36)).report.summary is not None
+    assert counted.tokens < 0.03 * counted.context_window
+
+
+def test_the_compress_report_shows_the_visible_and_the_billed_figures() -> None:
+    run = run_ctxpack("compress", str(CLAUDE_CODE), "--dry-run")
+    assert run.code == 0, run.err
+    said = run.err.replace("\n", " ")
+    assert "billed (anchored; expected error" in said and "not in the file" in said
+
+
+def test_the_library_anchors_on_the_usage_it_is_told() -> None:
+    messages = [{"role": "system", "content": "You help."},
+                {"role": "user", "content": "Summarize the plan. " * 200},
+                {"role": "assistant", "content": "The plan has three parts. " * 150},
+                {"role": "user", "content": "And the risks? " * 200},
+                {"role": "assistant", "content": "Mostly schedule. " * 150},
+                {"role": "user", "content": "Go on."}]
+    _, plain = ctxpack.compress(messages, model="gpt-4o", budget=13_500)
+    assert plain.summary is None  # the messages alone fit 13,500 well
+    usage = {"prompt_tokens": 14_000, "completion_tokens": 700}  # the tools sent besides
+    out, told = ctxpack.compress(messages, model="gpt-4o", budget=13_500, usage=usage)
+    assert told.billed["kind"] == "anchored" and told.billed["tokens_before"] > 13_500
+    assert told.summary is not None and told.billed["tokens_after"] <= 13_500
+    assert out[0] == messages[0]
+    with pytest.raises(UsageError):
+        ctxpack.compress(messages, model="gpt-4o", usage={"prompt_tokens": "many"})
+
+
+def test_the_config_extends_the_calibration(tmp_path: Path) -> None:
+    config = tmp_path / "ctxpack.yaml"
+    config.write_text("calibration:\n  - {name: claude-opus-4-6, slope: 1.5, overhead: 9000}\n")
+    table = load_config(str(config)).models
+    assert slope_of("claude-opus-4-6-20260101", table) == 1.5
+    assert slope_of("claude-opus-4-5", table) == slope_of("claude-opus-4-5")
+    s = stats(SAMPLES / "multi-round.anthropic.jsonl", "claude-opus-4-6", table=table,
+              cache=False)
+    assert s.context is not None and s.context.tokens == round(1.5 * s.tokens + 9000)
+    assert orjson.loads(orjson.dumps(s.context.to_dict()))["overhead"] == 9000
+
+
+def test_calibrate_fits_a_slope_and_overhead_and_writes_them(tmp_path: Path) -> None:
+    config = tmp_path / "config.yaml"
+    config.write_text("calibration:\n  - {name: acme-coder, slope: 1.1}\n")
+    run = run_ctxpack("calibrate", str(SAMPLES / "refactor.codex.jsonl"), "--json",
+                      "--write-config", str(config))
+    assert run.code == 0, run.err
+    (row,) = json.loads(run.out)
+    assert row["model"] == "gpt-5.1-codex" and row["calls"] == 24 and row["files"] == 1
+    assert 0.5 < row["slope"] < 1.5 and row["overhead"] > 0 and row["error"] < 0.05
+    table = load_config(str(config)).models
+    assert slope_of("acme-coder", table) == 1.1  # what was there stays
+    assert slope_of("gpt-5.1-codex", table) == row["slope"]
+    # stats now counts a Codex file of that model with what was fitted
+    s = stats(SAMPLES / "refactor.codex.jsonl", table=table, cache=False)
+    assert s.context is not None and s.context.slope == row["slope"]
+
+
+def test_calibrate_without_recorded_usage_says_so() -> None:
+    run = run_ctxpack("calibrate", str(SAMPLES / "support-chat.openai.jsonl"))
+    assert run.code == 2 and "no file records the usage of a call" in run.err
+    assert "Traceback" not in run.err
+
+
+@pytest.mark.parametrize("entry, fragment", [
+    ("{name: x, slope: 0}", "slope must be a number above 0"),
+    ("{name: x, slope: .nan}", "slope must be a number above 0"),
+    ("{slope: 1.2}", "needs a 'name'"),
+    ("{name: x, slope: 1.2, overhead: -5}", "overhead must be a number of tokens"),
+    ("{name: x, slope: 1.2, sloap: 1}", "unknown key(s): sloap"),
+])
+def test_a_bad_calibration_entry_is_named(tmp_path: Path, entry: str, fragment: str) -> None:
+    config = tmp_path / "c.yaml"
+    config.write_text(f"calibration:\n  - {entry}\n")
+    with pytest.raises(UsageError) as info:
+        load_config(str(config))
+    assert fragment in str(info.value) and "calibration[1]" in str(info.value)
