@@ -107,6 +107,8 @@ SETTINGS: dict[str, Setting] = {s.name: s for s in (
     Setting("mask", bool, True, help="Mask outputs older than the newest steps (on)."),
     Setting("keep_observations", int, 10, metavar="K", rule=COUNT,
             help="Steps whose outputs stay unmasked (10)."),
+    Setting("keep_output_tokens", int, 40_000, metavar="N", rule=COUNT,
+            help="Newest tool-output tokens never masked (40000; at most half the target)."),
     Setting("summarize", bool, True,
             help="Summarize old history when over the trigger (on)."),
     Setting("keep_rounds", int, 0, metavar="N", rule=COUNT,

@@ -63,14 +63,15 @@ def test_each_stage_is_noted_with_what_it_did() -> None:
     data = agent_run(16)
     read = plan_of(data).read
     budget = fitted(data, limits=SMALL, keep_observations=4) * 3 // 4
-    plan = run(read, Options(limits=SMALL, keep_observations=4, budget=budget))
+    plan = run(read, Options(limits=SMALL, keep_observations=4, keep_output_tokens=0,
+                             budget=budget))
     truncated, masked, summarized = plan.stages
     assert truncated.tokens_before == read.total
     for before, after in zip(plan.stages, plan.stages[1:], strict=False):
         assert after.tokens_before == before.tokens_after  # each reads the one before
         assert after.tokens_after < after.tokens_before
     assert summarized.tokens_after == plan.total <= budget
-    assert truncated.items == 4 and masked.items == 12  # the newest four steps', the rest
+    assert truncated.items == 16 and masked.items == 12  # all; all but the newest four steps'
     s = plan.summary
     assert s is not None and summarized.items == s.end - s.start
     report = compress_file(io.BytesIO(data), plan.options).report

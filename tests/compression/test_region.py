@@ -14,13 +14,13 @@ from ctxpack.loader import load
 from ctxpack.undo import restore
 
 from ..conftest import SAMPLES
-from .transcripts import agent_run, fitted, plan_of, summary_texts
+from .transcripts import agent_run, fitted, plan_of, squeezed, summary_texts
 
 
 def test_a_second_compress_summarizes_masked_outputs_from_their_archive(tmp_path: Path) -> None:
     path = SAMPLES / "refactor.codex.jsonl"
     first = tmp_path / "first.jsonl"
-    first.write_bytes(compress_file(path, Options(summarize=False)).data)
+    first.write_bytes(compress_file(path, squeezed(path, summarize=False)).data)
     masked = [i for i, m in enumerate(load(first).messages)
               if any("go build" in r.text and "masked" in r.text for r in m.tool_results)]
     assert masked
