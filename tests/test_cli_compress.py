@@ -25,6 +25,13 @@ def budget() -> str:
     return str(fitted(CHAT) * 3 // 4)
 
 
+def mask_all() -> list[str]:
+    """Flags under which masking masks every output it may of CHAT (no summary)."""
+    from .compression.transcripts import squeezed
+
+    return ["--no-summarize", "--budget", str(squeezed(CHAT).budget), "--target", "1"]
+
+
 @pytest.fixture
 def chat(tmp_path: Path) -> Path:
     path = tmp_path / "chat.jsonl"
@@ -173,7 +180,7 @@ def test_strip_metadata_gives_api_ready_messages(chat: Path) -> None:
     # nothing here can be restored, and nothing says it can
     assert "--strip-metadata" in run.err and "no archive" in run.err
     assert "their full text was not kept" in summary and "ctxpack restore" not in run.out
-    masked = ctxpack("compress", str(chat), "--no-summarize", "--keep-observations", "1",
+    masked = ctxpack("compress", str(chat), *mask_all(), "--keep-observations", "1",
                      "--strip-metadata", "-q")
     tools = [json.loads(line) for line in masked.out.splitlines() if '"tool"' in line]
     assert any("masked" in m["content"] and "not kept" in m["content"] for m in tools)
@@ -231,7 +238,7 @@ def test_a_relative_archive_dir_is_found_from_anywhere(chat: Path, tmp_path: Pat
 
 def test_restore_only_expands_one_item(chat: Path, tmp_path: Path) -> None:
     out = tmp_path / "out.jsonl"
-    ctxpack("compress", str(chat), "--no-summarize", "--keep-observations", "1", "-q",
+    ctxpack("compress", str(chat), *mask_all(), "--keep-observations", "1", "-q",
             "-o", str(out))
     listed = ctxpack("restore", str(out), "--list").out.splitlines()
     assert listed and all(line.split("\t")[1] == "observations" for line in listed)
