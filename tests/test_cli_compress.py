@@ -5,6 +5,7 @@ from __future__ import annotations
 import functools
 import json
 import os
+import re
 import shutil
 import time
 from pathlib import Path
@@ -432,3 +433,18 @@ def test_the_command_writes_nothing_when_the_input_is_rewritten(chat: Path,
     assert "Traceback" not in proc.stderr
     assert not out.exists()
     assert not [p for p in tmp_path.iterdir() if p.name.startswith(".ctxpack-")]
+
+
+def test_pin_keeps_matching_messages_verbatim_and_a_bad_regex_is_refused(chat: Path) -> None:
+    from ctxpack import load as load_file
+
+    archived = [m for m in load_file(chat).messages[2:8] if m.role == "assistant" and m.text]
+    words = archived[0].text.split("\n")[0][:40]  # a message the summary archives
+    run = ctxpack("compress", str(chat), "--budget", budget(), "--pin", re.escape(words),
+                  "--strip-metadata", "-q")
+    assert run.code == 0, run.err
+    summary = next(str(m["content"]) for m in map(json.loads, run.out.splitlines())
+                   if str(m.get("content")).startswith("## Archived Session Summary"))
+    assert "### Pinned (verbatim)" in summary and words in summary
+    assert_clean_error(ctxpack("compress", str(chat), "--pin", "(unclosed"), 2,
+                       "pin must be a Python regex")

@@ -6,6 +6,7 @@ their outputs, and the earlier summary they continue.
 from __future__ import annotations
 
 import io
+import re
 from dataclasses import replace
 
 from ..archive import unpack
@@ -32,7 +33,22 @@ def summary_region(plan: Plan, start: int, end: int) -> tuple[Region, int]:
     audited = sum(u.end - u.start for u in spans[split:])
     task = next((m.text for m in plan.read.messages[:start] if m.human), None)
     return Region(_whole(plan, spans[split:]), previous, older, plan.options.archive,
-                  task), audited
+                  task, pinned(plan, start, end)), audited
+
+
+def pinned(plan: Plan, start: int, end: int) -> tuple[str, ...]:
+    """The messages of [start, end) whose text `--pin` matches (case-insensitive), as
+    `role: text`; their tool outputs are not read."""
+    pin = plan.options.pin
+    if not pin:
+        return ()
+    found = re.compile(pin, re.IGNORECASE).search
+    out = []
+    for m in plan.read.messages[start:end]:
+        text = "\n".join(p.text for p in m.parts if isinstance(p, Text))
+        if text and summary_text(m) is None and found(text):
+            out.append(f"{m.role}: {text}")
+    return tuple(out)
 
 
 def whole_texts(plan: Plan, start: int, end: int) -> list[str]:

@@ -55,6 +55,7 @@ class Region:
     older: tuple[Piece, ...] = ()
     archived: bool = True  # the originals are kept (not --no-archive, --strip-metadata)
     task: str | None = None  # the person's request kept whole before the summary, if any
+    pinned: tuple[str, ...] = ()  # archived messages `--pin` keeps verbatim, oldest first
 
 
 class Summarizer(Protocol):
