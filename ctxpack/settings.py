@@ -120,6 +120,9 @@ SETTINGS: dict[str, Setting] = {s.name: s for s in (
     Setting("pin", str, None, metavar="REGEX", rule=Rule(_is_regex, "a Python regex"),
             help="Keep messages matching REGEX (case-insensitive) verbatim in the summary "
             "through every compress (default: none; the task is always kept)."),
+    Setting("focus", str, None, metavar="TEXT",
+            help="What matters next: summaries keep the archived facts that name its "
+            "words in a Focus section; the llm summarizer is told it (default: none)."),
     Setting("summarize", bool, True,
             help="Summarize old history when over the trigger (on)."),
     Setting("keep_rounds", int, 0, metavar="N", rule=COUNT,

@@ -448,3 +448,23 @@ def test_pin_keeps_matching_messages_verbatim_and_a_bad_regex_is_refused(chat: P
     assert "### Pinned (verbatim)" in summary and words in summary
     assert_clean_error(ctxpack("compress", str(chat), "--pin", "(unclosed"), 2,
                        "pin must be a Python regex")
+
+
+def test_focus_keeps_the_archived_facts_that_name_its_words(chat: Path) -> None:
+    def summary(*flags: str) -> str:
+        run = ctxpack("compress", str(chat), "--budget", budget(), "--strip-metadata", "-q",
+                      "--max-summary-tokens", "300", *flags)  # condensed: facts dropped
+        assert run.code == 0, run.err
+        return next(str(m["content"]) for m in map(json.loads, run.out.splitlines())
+                    if str(m.get("content")).startswith("## Archived Session Summary"))
+
+    plain = summary()
+    from ctxpack import load as load_file
+    from ctxpack.compression.facts import extract
+
+    archived = "\n".join(m.text for m in load_file(chat).messages[2:12])
+    dropped = [p for p in extract(archived).paths + extract(archived).urls if p not in plain]
+    assert dropped, "the condensed summary drops no fact: the test proves nothing"
+    word = dropped[0].rstrip("/").rsplit("/", 1)[-1][:20]
+    focused = summary("--focus", word)
+    assert f"### Focus\nWhat matters next: {word}" in focused and dropped[0] in focused

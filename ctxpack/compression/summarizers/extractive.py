@@ -13,8 +13,10 @@ from ._budget import fit
 from ._digest import as_line, digest, fence, folded, last_request
 from ._layout import Doc, Line, Section
 from ._merge import (
+    FOCUS,
     Part,
     carried,
+    focus_section,
     last_step,
     lines_of,
     parse,
@@ -60,7 +62,8 @@ def document(region: Region, heads: Callable[[Piece, int], str | None] | None = 
                              text=own or ""))
     old_pending = next((old[t] for t in PENDING_SECTIONS if t in old), None)
     return Doc.of([
-        *carried(old, (*STEP_SECTIONS, *PENDING_SECTIONS, LAST_REQUEST, PINNED)),
+        *carried(old, (*STEP_SECTIONS, *PENDING_SECTIONS, LAST_REQUEST, PINNED, FOCUS)),
+        focus_section(region),
         pinned_section(region, old.get(PINNED)),
         Section(STEPS, lines=tuple(lines)),
         request_section(LAST_REQUEST, last_request(older + pieces), old.get(LAST_REQUEST)),
