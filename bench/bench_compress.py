@@ -1,6 +1,10 @@
 """Measure `compress`: what its summaries keep of real transcripts, and what it costs on a big one.
 
-Quality: every corpus transcript is compressed with a budget that forces a summary, and
+Quality: first what the model sees (see `seen`): every corpus transcript compressed at
+--budget 20000 and at 40% of its tokens, the share of its distinct paths, URLs and error
+lines that the output read back still shows, the budget used, and keeping the newest
+text of the same size for a baseline. Then every corpus transcript is compressed with
+a budget that forces a summary (not with --seen-only), and
 the report's retention audit says how many distinct paths, URLs and error lines of the
 archived region the summary still holds. Speed: `compress_file` and `stats` of the big
 benchmark transcript, and restore of compress's output, each in a fresh child process,

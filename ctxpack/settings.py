@@ -118,7 +118,7 @@ SETTINGS: dict[str, Setting] = {s.name: s for s in (
     Setting("keep_output_tokens", int, 40_000, metavar="N", rule=COUNT,
             help="Newest tool-output tokens never masked (40000; at most half the target)."),
     Setting("pin", str, None, metavar="REGEX", rule=Rule(_is_regex, "a Python regex"),
-            help="Keep messages matching REGEX (case-insensitive) verbatim in the summary "
+            help="Keep messages matching REGEX (in any case) verbatim in the summary "
             "through every compress (default: none; the task is always kept)."),
     Setting("focus", str, None, metavar="TEXT",
             help="What matters next: summaries keep the archived facts that name its "

@@ -13,6 +13,7 @@ archived and `ctxpack restore --only ID` brings it back.
 from __future__ import annotations
 
 import re
+from collections.abc import Callable
 
 from .args import call_label
 from .cutting import MARKER
@@ -107,7 +108,7 @@ def boundary(plan: Plan) -> int:
 
 def placeholder(what: str, tokens: int, lines: int, item_id: str | None,
                 error: bool = False, text: str = "", facts: Facts | None = None,
-                count: object = None) -> str:
+                count: Callable[[str], int] | None = None) -> str:
     """What stands in for a masked output of the call `what` names: a first line saying
     what it was and how to restore it (`item_id` None: it is not archived; `error`: it
     reported a failure), then what of its `text` and `facts` fits in FACT_TOKENS
@@ -119,7 +120,7 @@ def placeholder(what: str, tokens: int, lines: int, item_id: str | None,
     room = 3 * cost
     while text and room > 0:
         body = "\n".join(fact_rows(text, facts, room))
-        used = count(body) if count is not None and body else 0  # type: ignore[operator]
+        used = count(body) if count is not None and body else 0
         if used <= cost:
             return f"{head}\n{body}" if body else head
         room = min(room - 1, room * cost // used)  # fewer characters to a token than thought
