@@ -1,6 +1,10 @@
 """Measure `compress`: what its summaries keep of real transcripts, and what it costs on a big one.
 
-Quality: every corpus transcript is compressed with a budget that forces a summary, and
+Quality: first what the model sees (see `seen`): every corpus transcript compressed at
+--budget 20000 and at 40% of its tokens, the share of its distinct paths, URLs and error
+lines that the output read back still shows, the budget used, and keeping the newest
+text of the same size for a baseline. Then every corpus transcript is compressed with
+a budget that forces a summary (not with --seen-only), and
 the report's retention audit says how many distinct paths, URLs and error lines of the
 archived region the summary still holds. Speed: `compress_file` and `stats` of the big
 benchmark transcript, and restore of compress's output, each in a fresh child process,
@@ -27,6 +31,7 @@ sys.path.insert(0, str(HERE))
 
 import bench_stats  # noqa: E402
 import make_transcript  # noqa: E402
+import seen  # noqa: E402
 
 MB = 1e6
 MODEL = "gpt-4o"
@@ -46,6 +51,7 @@ BAR_MEMORY = 2.0
 # down when truncating and masking alone meet it (no summary is written then).
 SHARES_UP = (0.4, 0.6, 0.8, 0.9)
 SHARES_DOWN = (0.25, 0.15, 0.1)
+SEEN_BUDGET, SEEN_SHARE = 20_000, 0.4  # the budgets what the model sees is measured at
 
 
 # -- quality ---------------------------------------------------------------------------
@@ -230,6 +236,13 @@ def run_quality(args: argparse.Namespace) -> list[str]:
     if not files:
         return [f"no transcripts under {args.corpus}/{{{','.join(FORMATS)}}} (see --corpus)"]
     lines = [f"corpus {args.corpus}: {len(files)} files"]
+    for budget, share, label in ((SEEN_BUDGET, None, f"--budget {SEEN_BUDGET:,}"),
+                                 (None, SEEN_SHARE, f"budget {SEEN_SHARE:.0%} of each file")):
+        found = [seen.measure(p, str(p.relative_to(args.corpus)), budget, share, MODEL)
+                 for p in files]
+        lines += ["", *seen.lines(found, label)]
+    if args.seen_only:
+        return lines
     for strategy in args.strategies.split(","):
         results, skipped = [], []
         for path in files:
@@ -421,6 +434,8 @@ def main(argv: list[str] | None = None) -> int:
     parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     parser.add_argument("--quality", action="store_true", help="only the corpus part")
     parser.add_argument("--speed", action="store_true", help="only the big-file part")
+    parser.add_argument("--seen-only", action="store_true",
+                        help="--quality: only what the model sees, not the summary ladder")
     parser.add_argument("--corpus", type=Path, default=CORPUS,
                         help=f"holds {', '.join(FORMATS)} folders (default: %(default)s)")
     parser.add_argument("--strategies", default="extractive",

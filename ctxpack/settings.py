@@ -41,6 +41,14 @@ def _outside_here(folder: str) -> bool:
     return os.path.commonpath([here, os.path.realpath(folder)]) != here
 
 
+def _is_regex(value: str) -> bool:
+    try:
+        re.compile(value)
+    except (re.error, RecursionError, OverflowError):
+        return False
+    return True
+
+
 def _is_url(value: str) -> bool:
     from urllib.parse import urlsplit
 
@@ -107,6 +115,14 @@ SETTINGS: dict[str, Setting] = {s.name: s for s in (
     Setting("mask", bool, True, help="Mask outputs older than the newest steps (on)."),
     Setting("keep_observations", int, 10, metavar="K", rule=COUNT,
             help="Steps whose outputs stay unmasked (10)."),
+    Setting("keep_output_tokens", int, 40_000, metavar="N", rule=COUNT,
+            help="Newest tool-output tokens never masked (40000; at most half the target)."),
+    Setting("pin", str, None, metavar="REGEX", rule=Rule(_is_regex, "a Python regex"),
+            help="Keep messages matching REGEX (in any case) verbatim in the summary "
+            "through every compress (default: none; the task is always kept)."),
+    Setting("focus", str, None, metavar="TEXT",
+            help="What matters next: summaries keep the archived facts that name its "
+            "words in a Focus section; the llm summarizer is told it (default: none)."),
     Setting("summarize", bool, True,
             help="Summarize old history when over the trigger (on)."),
     Setting("keep_rounds", int, 0, metavar="N", rule=COUNT,

@@ -5,6 +5,7 @@ from __future__ import annotations
 import functools
 import json
 import os
+import re
 import shutil
 import time
 from pathlib import Path
@@ -23,6 +24,13 @@ def budget() -> str:
     from .compression.transcripts import fitted
 
     return str(fitted(CHAT) * 3 // 4)
+
+
+def mask_all() -> list[str]:
+    """Flags under which masking masks every output it may of CHAT (no summary)."""
+    from .compression.transcripts import squeezed
+
+    return ["--no-summarize", "--budget", str(squeezed(CHAT).budget), "--target", "1"]
 
 
 @pytest.fixture
@@ -173,7 +181,7 @@ def test_strip_metadata_gives_api_ready_messages(chat: Path) -> None:
     # nothing here can be restored, and nothing says it can
     assert "--strip-metadata" in run.err and "no archive" in run.err
     assert "their full text was not kept" in summary and "ctxpack restore" not in run.out
-    masked = ctxpack("compress", str(chat), "--no-summarize", "--keep-observations", "1",
+    masked = ctxpack("compress", str(chat), *mask_all(), "--keep-observations", "1",
                      "--strip-metadata", "-q")
     tools = [json.loads(line) for line in masked.out.splitlines() if '"tool"' in line]
     assert any("masked" in m["content"] and "not kept" in m["content"] for m in tools)
@@ -231,7 +239,7 @@ def test_a_relative_archive_dir_is_found_from_anywhere(chat: Path, tmp_path: Pat
 
 def test_restore_only_expands_one_item(chat: Path, tmp_path: Path) -> None:
     out = tmp_path / "out.jsonl"
-    ctxpack("compress", str(chat), "--no-summarize", "--keep-observations", "1", "-q",
+    ctxpack("compress", str(chat), *mask_all(), "--keep-observations", "1", "-q",
             "-o", str(out))
     listed = ctxpack("restore", str(out), "--list").out.splitlines()
     assert listed and all(line.split("\t")[1] == "observations" for line in listed)
@@ -425,3 +433,38 @@ def test_the_command_writes_nothing_when_the_input_is_rewritten(chat: Path,
     assert "Traceback" not in proc.stderr
     assert not out.exists()
     assert not [p for p in tmp_path.iterdir() if p.name.startswith(".ctxpack-")]
+
+
+def test_pin_keeps_matching_messages_verbatim_and_a_bad_regex_is_refused(chat: Path) -> None:
+    from ctxpack import load as load_file
+
+    archived = [m for m in load_file(chat).messages[2:8] if m.role == "assistant" and m.text]
+    words = archived[0].text.split("\n")[0][:40]  # a message the summary archives
+    run = ctxpack("compress", str(chat), "--budget", budget(), "--pin", re.escape(words),
+                  "--strip-metadata", "-q")
+    assert run.code == 0, run.err
+    summary = next(str(m["content"]) for m in map(json.loads, run.out.splitlines())
+                   if str(m.get("content")).startswith("## Archived Session Summary"))
+    assert "### Pinned (verbatim)" in summary and words in summary
+    assert_clean_error(ctxpack("compress", str(chat), "--pin", "(unclosed"), 2,
+                       "pin must be a Python regex")
+
+
+def test_focus_keeps_the_archived_facts_that_name_its_words(chat: Path) -> None:
+    def summary(*flags: str) -> str:
+        run = ctxpack("compress", str(chat), "--budget", budget(), "--strip-metadata", "-q",
+                      "--max-summary-tokens", "300", *flags)  # condensed: facts dropped
+        assert run.code == 0, run.err
+        return next(str(m["content"]) for m in map(json.loads, run.out.splitlines())
+                    if str(m.get("content")).startswith("## Archived Session Summary"))
+
+    plain = summary()
+    from ctxpack import load as load_file
+    from ctxpack.compression.facts import extract
+
+    archived = "\n".join(m.text for m in load_file(chat).messages[2:12])
+    dropped = [p for p in extract(archived).paths + extract(archived).urls if p not in plain]
+    assert dropped, "the condensed summary drops no fact: the test proves nothing"
+    word = dropped[0].rstrip("/").rsplit("/", 1)[-1][:20]
+    focused = summary("--focus", word)
+    assert f"### Focus\nWhat matters next: {word}" in focused and dropped[0] in focused

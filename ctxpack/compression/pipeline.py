@@ -54,4 +54,14 @@ def run(read: Input, options: Options, *, dry_run: bool = False, cache: bool = T
     for stage in stages(options, dry_run=dry_run, cache=cache):
         if stage.wanted(plan):
             plan = apply(plan, stage.run(plan), stage.name)
+    plan = never_worse(plan)
     return apply(plan, Edits(warnings=tuple(check_fits(plan))))
+
+
+def never_worse(plan: Plan) -> Plan:
+    """The plan, or where it is not smaller than its input, the input as it is (saying so)."""
+    if not plan.changed or plan.total < plan.read.total:
+        return plan
+    return apply(Plan(plan.read, plan.options, stages=plan.stages), Edits(warnings=(
+        f"the compressed result ({plan.total:,} tokens) is not smaller than the input "
+        f"({plan.read.total:,}): the input is kept as it is",)))

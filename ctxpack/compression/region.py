@@ -6,6 +6,7 @@ their outputs, and the earlier summary they continue.
 from __future__ import annotations
 
 import io
+import re
 from dataclasses import replace
 
 from ..archive import unpack
@@ -32,7 +33,44 @@ def summary_region(plan: Plan, start: int, end: int) -> tuple[Region, int]:
     audited = sum(u.end - u.start for u in spans[split:])
     task = next((m.text for m in plan.read.messages[:start] if m.human), None)
     return Region(_whole(plan, spans[split:]), previous, older, plan.options.archive,
-                  task), audited
+                  task, pinned(plan, start, end), plan.options.focus,
+                  focused(plan, spans)), audited
+
+
+FOCUS_FACTS = 40  # facts a Focus section lists at most
+_WORD = re.compile(r"[\w./\-]{3,}")
+
+
+def focused(plan: Plan, spans: list[Unit]) -> tuple[str, ...]:
+    """The facts of `spans` (their outputs read whole) that name a word of `--focus`:
+    error lines, paths, URLs, identifiers, commands; newest first."""
+    focus = plan.options.focus
+    if not focus:
+        return ()
+    words = {w.lower() for w in _WORD.findall(focus)}
+    pieces = _whole_pieces(plan, spans)
+    found: dict[str, None] = {}
+    for facts in reversed(plan.read.facts([source_text(p) for p in pieces])):
+        for kind in ("errors", "paths", "urls", "identifiers", "commands"):
+            for fact in getattr(facts, kind):
+                if len(found) < FOCUS_FACTS and any(w in fact.lower() for w in words):
+                    found.setdefault(fact)
+    return tuple(found)
+
+
+def pinned(plan: Plan, start: int, end: int) -> tuple[str, ...]:
+    """The messages of [start, end) whose text `--pin` matches (case-insensitive), as
+    `role: text`; their tool outputs are not read."""
+    pin = plan.options.pin
+    if not pin:
+        return ()
+    found = re.compile(pin, re.IGNORECASE).search
+    out = []
+    for m in plan.read.messages[start:end]:
+        text = "\n".join(p.text for p in m.parts if isinstance(p, Text))
+        if text and summary_text(m) is None and found(text):
+            out.append(f"{m.role}: {text}")
+    return tuple(out)
 
 
 def whole_texts(plan: Plan, start: int, end: int) -> list[str]:

@@ -12,8 +12,8 @@ leaves under the target.
 
 from __future__ import annotations
 
-from .plan import Edits, Plan
-from .summary import caps, draft, ends, first_end, floor, least_total
+from .plan import Edits, Plan, Summary
+from .summary import OVERHEAD, caps, draft, ends, first_end, floor, least_total
 
 
 def summarize(plan: Plan) -> Edits:
@@ -33,4 +33,22 @@ def summarize(plan: Plan) -> Edits:
         if plan.total_with(chosen) <= plan.target or end >= lowest:
             break  # later ends archive more: the first that fits is the one
     assert chosen is not None
-    return Edits(summary=chosen)
+    return Edits(summary=roomier(plan, chosen))
+
+
+def roomier(plan: Plan, summary: Summary) -> Summary:
+    """Where the target cannot be met (the newest steps kept are over it), the summary
+    given the room the limit leaves beside them, up to max_summary_tokens: more of the
+    facts it archives stay in sight. (Kept only if it fits the limit.) A plan that meets
+    the target keeps its room below the trigger, so that the next turns do not trigger
+    a compress again at once."""
+    if plan.total_with(summary) <= plan.target:
+        return summary
+    room = min(plan.options.max_summary_tokens,
+               plan.limit - (plan.total_with(summary) - summary.tokens) - OVERHEAD)
+    if room <= summary.max_tokens or not summary.squeezed and summary.cap >= room:
+        return summary
+    wider = draft(plan, summary.end, room, summary.cap)
+    if wider.tokens <= summary.tokens or plan.total_with(wider) > plan.limit:
+        return summary
+    return wider

@@ -1,5 +1,5 @@
-"""Stage 1: every tool output over the limits is cut down to them (see `cutting`), but
-those that masking replaces anyway: with masking on, the outputs before its boundary.
+"""Stage 1: every tool output over the limits is cut down to them (see `cutting`);
+masking may replace a cut output later, when the budget needs it.
 """
 
 from __future__ import annotations
@@ -7,7 +7,6 @@ from __future__ import annotations
 from ..archive import reference
 from ..transcript import Text
 from .cutting import MARKER, cut
-from .masking import boundary
 from .outputs import archived_as, done, over, result_message
 from .plan import Edit, Edits, Plan
 
@@ -15,9 +14,8 @@ from .plan import Edit, Edits, Plan
 def truncate(plan: Plan) -> Edits:
     """The outputs over the limits, cut; outputs compress wrote before are left as they are."""
     read = plan.read
-    first = boundary(plan) if plan.options.mask else 0
     candidates = []
-    for i in range(first, len(read.messages)):
+    for i in range(len(read.messages)):
         m = read.messages[i]
         if not result_message(m) or done(m):
             continue  # an output compress wrote is within the limits already

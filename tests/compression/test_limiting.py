@@ -38,12 +38,13 @@ def test_a_tight_budget_squeezes_the_summary_rather_than_failing() -> None:
     full = compress_file(io.BytesIO(data), Options(summarize=False, mask=False))
     options = {"keep_steps": 14, "mask": False}  # steps 1-10 may be archived, no more
     # an unreachable target: the region goes as far as it may, the summary at full size
+    # (or more, where the budget leaves it room)
     loose = compress_file(io.BytesIO(data), Options(budget=full.report.tokens_after - 1,
                                                     target=1, **options))
     s = loose.report.summary
-    assert s is not None and s["messages"] == 20 and s["max_tokens"] == s["cap_tokens"]
+    assert s is not None and s["messages"] == 20 and s["max_tokens"] >= s["cap_tokens"]
     kept = loose.report.tokens_after - s["tokens"]
-    budget = kept + s["tokens"] * 2 // 3  # less room than the summary took
+    budget = kept + s["cap_tokens"] * 2 // 3  # less room than its caps allow
     result = compress_file(io.BytesIO(data), Options(budget=budget, **options))
     s = result.report.summary
     assert result.report.tokens_after <= budget and s["messages"] == 20

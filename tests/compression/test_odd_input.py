@@ -18,7 +18,7 @@ from ctxpack.errors import CannotFit, InputError
 from ctxpack.loader import load
 from ctxpack.undo import restore
 
-from .transcripts import tokens
+from .transcripts import squeezed, tokens
 
 ORJSON_DEPTH = 1024  # orjson refuses a value nested deeper than this
 
@@ -95,7 +95,8 @@ def test_lone_surrogates_nan_and_big_numbers_in_a_rewritten_line() -> None:
 def test_a_masked_output_of_a_call_named_with_a_lone_surrogate() -> None:
     # the placeholder names the call: its size is measured in UTF-8 it cannot be
     data = run_with("1").replace(b'"name": "bash"', b'"name": "ba\\ud800sh"')
-    result = compress_file(io.BytesIO(data), Options(truncate=False, keep_observations=0))
+    result = compress_file(io.BytesIO(data), squeezed(data, truncate=False,
+                                                               keep_observations=0))
     assert result.report.masked == 1
     assert restore(result.lines) == data
 

@@ -6,14 +6,19 @@ from __future__ import annotations
 
 import io
 
+from hypothesis import HealthCheck, given, settings
+from hypothesis import strategies as st
+
 from ctxpack.compression import compress_file
 from ctxpack.compression.cutting import Limits
-from ctxpack.compression.pipeline import run
+from ctxpack.compression.pipeline import never_worse, run
+from ctxpack.compression.plan import Edit, Edits, apply
 from ctxpack.compression.settings import Options
 from ctxpack.compression.summary import floor
+from ctxpack.errors import CannotFit
 
 from ..conftest import SAMPLES
-from .transcripts import agent_run, fitted, plan_of
+from .transcripts import agent_run, fitted, plan_of, squeezed, tokens
 
 SMALL = Limits(max_lines=10)  # agent_run's outputs have 15 lines
 
@@ -63,14 +68,15 @@ def test_each_stage_is_noted_with_what_it_did() -> None:
     data = agent_run(16)
     read = plan_of(data).read
     budget = fitted(data, limits=SMALL, keep_observations=4) * 3 // 4
-    plan = run(read, Options(limits=SMALL, keep_observations=4, budget=budget))
+    plan = run(read, Options(limits=SMALL, keep_observations=4, keep_output_tokens=0,
+                             budget=budget))
     truncated, masked, summarized = plan.stages
     assert truncated.tokens_before == read.total
     for before, after in zip(plan.stages, plan.stages[1:], strict=False):
         assert after.tokens_before == before.tokens_after  # each reads the one before
         assert after.tokens_after < after.tokens_before
     assert summarized.tokens_after == plan.total <= budget
-    assert truncated.items == 4 and masked.items == 12  # the newest four steps', the rest
+    assert truncated.items == 16 and masked.items == 12  # all; all but the newest four steps'
     s = plan.summary
     assert s is not None and summarized.items == s.end - s.start
     report = compress_file(io.BytesIO(data), plan.options).report
@@ -79,3 +85,38 @@ def test_each_stage_is_noted_with_what_it_did() -> None:
     assert (report.tokens_before, report.tokens_after) == (read.total, plan.total)
     assert (report.trigger, report.target, report.limit) == (plan.trigger, plan.target,
                                                              plan.limit)
+
+
+def test_a_result_not_smaller_than_its_input_keeps_the_input_and_says_so() -> None:
+    data = agent_run(4)
+    plan = plan_of(data)
+    read = plan.read
+    i = next(k for k, m in enumerate(read.messages) if m.tool_results)
+    longer = read.messages[i].tool_results[0].text * 2  # an edit that grows the output
+    grown = apply(plan, Edits((Edit(i, 0, longer, {
+        "call_id": None, "action": "truncated",
+        "tokens_before": read.result_tokens(i, 0),
+        "tokens_after": read.counter.text(longer)}),)), "truncate")
+    assert grown.total > read.total
+    kept = never_worse(grown)
+    assert not kept.changed and kept.total == read.total
+    assert any("not smaller than the input" in w for w in kept.warnings)
+    assert never_worse(plan) is plan  # nothing done: nothing to say
+    shrunk = run(read, squeezed(data, summarize=False, keep_observations=0))
+    assert shrunk.changed and never_worse(shrunk) is shrunk
+
+
+@settings(max_examples=30, deadline=None, suppress_health_check=[HealthCheck.too_slow])
+@given(steps=st.integers(1, 12), share=st.floats(0.2, 1.2), keep=st.integers(0, 4))
+def test_compress_gives_a_smaller_output_or_the_input_unchanged(steps: int, share: float,
+                                                                 keep: int) -> None:
+    data = agent_run(steps)
+    options = Options(budget=max(1, int(tokens(data) * share)), keep_steps=keep)
+    try:
+        result = compress_file(io.BytesIO(data), options)
+    except CannotFit:
+        return
+    if result.report.changed:
+        assert result.report.tokens_after < result.report.tokens_before
+    else:
+        assert result.data == data

@@ -23,7 +23,7 @@ from ctxpack.transcript import SUMMARY_HEADING
 from ctxpack.undo import restore
 
 from ..conftest import SAMPLES
-from .transcripts import agent_run, billed, fitted, plan_of, records, tokens
+from .transcripts import agent_run, billed, fitted, plan_of, records, squeezed, tokens
 
 NOW = "2026-01-02T03:04:05Z"
 
@@ -102,7 +102,7 @@ def odd_lines(data: bytes) -> bytes:
 
 def test_lines_the_plan_does_not_touch_are_written_as_read_in_their_places() -> None:
     data = odd_lines(agent_run(8))
-    plan = run(plan_of(data).read, Options(keep_observations=3, summarize=False))
+    plan = run(plan_of(data).read, squeezed(data, keep_observations=3, summarize=False))
     assert plan.edited  # old outputs masked
     lines = archive.split_lines(output(plan, Archiver(), NOW))
     given = data.splitlines(keepends=True)
@@ -121,7 +121,7 @@ def test_lines_the_plan_does_not_touch_are_written_as_read_in_their_places() -> 
 
 def test_records_given_as_values_come_back_as_values_without_metadata() -> None:
     data = agent_run(12)
-    options = Options(keep_observations=4, keep_steps=8,
+    options = Options(keep_observations=4, keep_steps=8, keep_output_tokens=0,
                       budget=fitted(data, keep_observations=4) * 3 // 4)
     plan = run(plan_of(data).read, options)
     assert plan.summary is not None and max(plan.edited) >= plan.summary.end

@@ -64,9 +64,23 @@ def billed(source: Source, counted: int) -> int:
 
 def fitted(source: Source, **settings: Any) -> int:
     """The tokens left once truncation and masking (at their defaults, or `settings`) did
-    what they could: a budget below this needs a summary."""
-    return compress_file(opened(source), Options(summarize=False, **settings)
-                         ).report.tokens_after
+    all they could, as they do under a budget no masking can meet: a budget below this
+    needs a summary."""
+    from ctxpack.compression.pipeline import stages
+    from ctxpack.compression.plan import apply
+
+    options = Options(**{"summarize": False, **settings, "budget": 1})
+    plan = plan_of(source, options)
+    for stage in stages(options):
+        plan = apply(plan, stage.run(plan))
+    return plan.total
+
+
+def squeezed(source: Source, **settings: Any) -> Options:
+    """Settings under which masking masks all it may: a budget one token under what
+    truncation (as `settings` have it) leaves, and a target no masking reaches."""
+    cut = fitted(source, **{**settings, "mask": False})
+    return Options(**{"budget": cut - 1, "target": 1, **settings})
 
 
 def plan_of(source: Source, options: Options | None = None, model: str | None = None) -> Plan:

@@ -55,6 +55,9 @@ class Region:
     older: tuple[Piece, ...] = ()
     archived: bool = True  # the originals are kept (not --no-archive, --strip-metadata)
     task: str | None = None  # the person's request kept whole before the summary, if any
+    pinned: tuple[str, ...] = ()  # archived messages `--pin` keeps verbatim, oldest first
+    focus: str | None = None  # what matters next (`--focus`)
+    focused: tuple[str, ...] = ()  # the archived facts that name a word of `focus`
 
 
 class Summarizer(Protocol):

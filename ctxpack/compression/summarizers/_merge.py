@@ -155,6 +155,19 @@ def pending_section(title: str, pieces: Sequence[Piece], old: Part | None) -> Se
     return Section(title, block=block, lines=tuple(Line(0, c) for c in calls), fixed=True)
 
 
+FOCUS = "Focus"
+
+
+def focus_section(region: Region) -> Section | None:
+    """What matters next (`--focus`) and the archived facts that name its words, kept
+    whatever the summary condenses."""
+    if not region.focus:
+        return None
+    listed = "\n".join(f"- `{x}`" if "`" not in x else f"- {x}" for x in region.focused)
+    block = f"What matters next: {region.focus}" + (f"\n{listed}" if listed else "")
+    return Section(FOCUS, block=block, fixed=True)
+
+
 def carried(parts: dict[str, Part], known: Iterable[str]) -> list[Section]:
     """Sections of an earlier summary this strategy has no place for, kept as they were."""
     skip = set(known)

@@ -35,6 +35,11 @@ Copy file paths, identifiers, commands, numbers, URLs and error messages exactly
 they appear. Prefer facts over narration. Leave out a section that would be empty. \
 Write nothing before the first heading. Use at most {words} words."""
 
+FOCUS_NOTE = """
+
+What matters next, as the user put it: {focus}
+Keep first the facts that bear on it."""
+
 STEP_SYSTEM = """\
 You describe one step of an AI agent's working session in a single line of at most \
 30 words: what the agent did and what came of it. The step is given between \

@@ -10,11 +10,13 @@ from collections.abc import Callable
 
 from . import Count, Piece, Region
 from ._budget import fit
-from ._digest import as_line, digest, folded, last_request
+from ._digest import as_line, digest, fence, folded, last_request
 from ._layout import Doc, Line, Section
 from ._merge import (
+    FOCUS,
     Part,
     carried,
+    focus_section,
     last_step,
     lines_of,
     parse,
@@ -25,6 +27,7 @@ from ._merge import (
 
 STEPS = "Steps"
 LAST_REQUEST = "Last request (verbatim)"
+PINNED = "Pinned (verbatim)"
 PENDING = "Pending (verbatim)"
 # Sections of an earlier structured summary that hold step lines, and its pending items.
 STEP_SECTIONS = (STEPS, "Completed work", "Important findings")
@@ -59,11 +62,20 @@ def document(region: Region, heads: Callable[[Piece, int], str | None] | None = 
                              text=own or ""))
     old_pending = next((old[t] for t in PENDING_SECTIONS if t in old), None)
     return Doc.of([
-        *carried(old, (*STEP_SECTIONS, *PENDING_SECTIONS, LAST_REQUEST)),
+        *carried(old, (*STEP_SECTIONS, *PENDING_SECTIONS, LAST_REQUEST, PINNED, FOCUS)),
+        focus_section(region),
+        pinned_section(region, old.get(PINNED)),
         Section(STEPS, lines=tuple(lines)),
         request_section(LAST_REQUEST, last_request(older + pieces), old.get(LAST_REQUEST)),
         pending_section(PENDING, older + pieces, old_pending),
     ], region.archived)
+
+
+def pinned_section(region: Region, old: Part | None) -> Section | None:
+    """The messages `--pin` keeps, verbatim: an earlier summary's, then this region's."""
+    blocks = [old.block] if old is not None and old.block else []
+    blocks += [fence(text) for text in region.pinned]
+    return Section(PINNED, block="\n".join(blocks), fixed=True) if blocks else None
 
 
 def _old_step_lines(old: dict[str, Part]) -> list[Line]:

@@ -33,6 +33,7 @@ from ._digest import folded, last_request, step_status
 from ._endpoint import Endpoint, Failed, Settings, Spend
 from ._merge import last_step, parse, pending_section, split_region
 from ._prompts import (
+    FOCUS_NOTE,
     MERGE,
     MIN_DATA,
     PART,
@@ -129,6 +130,8 @@ class LLMSummarizer:
                          "tokens and its fixed parts take most of them")
         system = SYSTEM.format(words=max(20, answer * 3 // 4),
                                sections="\n".join(f"### {s}" for s in SECTIONS))
+        if region.focus:
+            system += FOCUS_NOTE.format(focus=region.focus)
         data = self.window * FILL - count(system) - answer - 64  # 64: the user message's words
         blocks = self._blocks(older, pieces, first, count, int(data))
         # redacted, then cut: a cut could leave part of a secret no pattern knows

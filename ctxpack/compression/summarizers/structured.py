@@ -16,8 +16,10 @@ from ._budget import fit
 from ._digest import Digest, as_line, digest, fence, first_request, first_sentence, folded
 from ._layout import Doc, Line, Section
 from ._merge import (
+    FOCUS,
     Part,
     carried,
+    focus_section,
     last_step,
     lines_of,
     parse,
@@ -40,7 +42,8 @@ _CUE = re.compile(
 _SENTENCES = re.compile(r"(?<=[.!?])\s+|\n+")
 # What an earlier summary's sections become here (an extractive one has Steps).
 OLD_PLACES = {GOAL: "goal", DECISIONS: "decisions", DONE: "done", FINDINGS: "findings"}
-OLD_KNOWN = (*OLD_PLACES, "Steps", PENDING, "Pending (verbatim)", "Last request (verbatim)")
+OLD_KNOWN = (*OLD_PLACES, "Steps", PENDING, "Pending (verbatim)", "Last request (verbatim)",
+             FOCUS)
 
 
 @dataclass(slots=True)
@@ -80,6 +83,7 @@ class StructuredSummarizer:
             _place(digest(piece, number if piece.is_step else None), number, parts)
         old_pending = old.get(PENDING) or old.get("Pending (verbatim)")
         doc = Doc.of([
+            focus_section(region),
             Section(GOAL, block=goal, lines=tuple(parts.goal), noun="requests"),
             Section(DECISIONS, lines=tuple(parts.decisions), noun="decisions"),
             Section(DONE, lines=tuple(parts.done)),

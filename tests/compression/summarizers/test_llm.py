@@ -611,3 +611,12 @@ def test_a_huge_one_line_output_is_cut_to_the_window(server: ChatServer, tmp_pat
     for r in server.requests:
         asked = sum(count(m["content"]) for m in r.body["messages"]) + r.body["max_tokens"]
         assert asked <= 8192
+
+
+def test_focus_is_told_to_the_model(server: ChatServer, tmp_path: Path) -> None:
+    path = write(tmp_path, transcript())
+    compress_file(path, llm(server, focus="the lexer's tokenize()"))
+    system = server.requests[0].body["messages"][0]["content"]
+    assert "What matters next, as the user put it: the lexer's tokenize()" in system
+    compress_file(path, llm(server))
+    assert "What matters next" not in server.requests[-1].body["messages"][0]["content"]
