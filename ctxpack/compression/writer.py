@@ -299,9 +299,11 @@ class Shrink:
         """The context before `line` after the plan, in the agent's terms: what a record
         at line `at` stated (0: nothing stated) less what the plan took out before it
         (what the agent counts and ctxpack does not, its system prompt and tools say,
-        stays), and never less than ctxpack's own count of it."""
+        stays), and never less than ctxpack's own count of it — nor more than was stated:
+        compress only takes out (a file whose agent sent less than ctxpack counts, having
+        cut old outputs itself, is not made to look larger)."""
         read, planned = self.before(at)
-        return max(self.before(line)[1], stated - (read - planned))
+        return min(stated, max(self.before(line)[1], stated - (read - planned)))
 
 
 def _resize(plan: Plan, done: Changes) -> set[int]:
