@@ -202,8 +202,15 @@ def test_aider_usage_matches_the_tokens_lines(path):
 def test_compress_says_it_cannot_write_these_formats(path, fmt, tmp_path):
     out = tmp_path / "out"
     run = ctxpack("compress", str(path), "-o", str(out))
-    assert_clean_error(run, 2, f"compress cannot write {fmt} files")
+    assert_clean_error(run, 2, f"compress cannot write {fmt} files", "ctxpack convert")
     assert not out.exists()
+    # the way the message gives works: convert, then compress, and restore undoes it
+    converted, packed, back = tmp_path / "run.jsonl", tmp_path / "packed.jsonl", tmp_path / "b"
+    assert ctxpack("convert", str(path), "--to", "openai", "-o", str(converted)).code == 0
+    compressed = ctxpack("compress", str(converted), "-o", str(packed), "--budget", "600")
+    assert compressed.code == 0, compressed.err
+    assert ctxpack("restore", str(packed), "-o", str(back)).code == 0
+    assert back.read_bytes() == converted.read_bytes()
 
 
 def test_a_broken_document_names_file_and_line(tmp_path):

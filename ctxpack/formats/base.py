@@ -19,7 +19,9 @@ P = TypeVar("P")
 
 
 # the hint of compress for a format it only reads (`why_not_written` of such a format)
-NOT_WRITTEN = "compress does not rewrite this format yet; stats, show and validate read it"
+NOT_WRITTEN = ("compress does not rewrite this format, since its agent would not read the result: "
+               "`ctxpack convert FILE --to openai -o run.jsonl`, then `ctxpack compress "
+               "run.jsonl`, compresses its context as Chat Completions messages")
 
 
 class RecordError(Exception):
