@@ -37,13 +37,20 @@ def stages(options: Options, *, dry_run: bool = False, cache: bool = True) -> li
     if options.mask:
         out.append(Stage("mask", mask))
     if options.summarize:
-        out += [Stage("summarize", summarize, lambda plan: plan.total > plan.trigger),
+        out += [Stage("summarize", summarize, _summary_wanted),
                 Stage("limit", limit, lambda plan: plan.summary is not None
                       and plan.total > max(plan.limit, plan.target))]
         if options.strategy == "llm":
             out.append(Stage("llm", rewrite(dry_run, cache),
                              lambda plan: plan.summary is not None))
     return out
+
+
+def _summary_wanted(plan: Plan) -> bool:
+    """Over the trigger; or brought under it by masking but still over the target: a
+    compress that acts goes down to its target, so the next turns do not trigger it."""
+    masked = any(s.name == "mask" and s.items for s in plan.stages)
+    return plan.total > plan.trigger or masked and plan.total > plan.target
 
 
 def run(read: Input, options: Options, *, dry_run: bool = False, cache: bool = True) -> Plan:
