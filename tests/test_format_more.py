@@ -486,3 +486,31 @@ def test_an_aider_log_of_many_runs_sets_no_last_call_against_them_all(tmp_path):
     text = AIDER.read_text()
     one.write_text(text[:text.index("# aider chat started at 2026-04-03")])
     assert load(one).usage["last_input_tokens"] == 3300
+
+
+@pytest.mark.parametrize(("field", "value", "problem"), [
+    ("observation", {"run": 1}, "event 1: 'observation' is an object, not a string"),
+    ("action", ["run"], "event 1: 'action' is an array, not a string"),
+    ("id", "1", "event 1: 'id' is a string, not a whole number")])
+def test_an_openhands_event_field_of_the_wrong_type_names_its_line(field, value, problem,
+                                                                   tmp_path):
+    events = [{"id": 0, "source": "user", "action": "message", "args": {"content": "hi"}},
+              {"id": 1, "source": "agent", "observation": "run", "content": "ok"}]
+    events[1][field] = value
+    path = tmp_path / "trajectory.json"
+    text = json.dumps(events, indent=2)
+    path.write_text(text)
+    # the line of the event's id; of the id before it when its own is not a number
+    found = '"id": 0' if field == "id" else '"id": 1'
+    line = text[:text.index(found)].count("\n") + 1
+    assert_clean_error(ctxpack("stats", str(path)), 2, f"{path}:{line}:", problem)
+
+
+def test_an_openhands_condensation_of_a_vast_range_forgets_only_what_is_in_it():
+    events = [{"id": 0, "source": "user", "action": "message", "args": {"content": "hi"}},
+              {"id": 1, "source": "agent", "action": "message", "args": {"content": "yes"}},
+              {"id": 2, "source": "agent", "action": "condensation",
+               "args": {"forgotten_events_start_id": 1, "forgotten_events_end_id": 10**15}}]
+    t = load(io.BytesIO(json.dumps(events).encode()))
+    assert [m.text for m in t.messages] == ["hi"]
+    assert [m.text for m in t.outside] == ["yes"]

@@ -23,7 +23,13 @@ NOT_WRITTEN = "compress does not rewrite this format yet; stats, show and valida
 
 
 class RecordError(Exception):
-    """A record that does not fit the format being read; the loader adds file and line."""
+    """A record that does not fit the format being read; the loader adds file and line
+    (`line` if the reader knows it, as of an event deep in a whole-file document, else the
+    record's first line)."""
+
+    def __init__(self, problem: str, line: int | None = None) -> None:
+        super().__init__(problem)
+        self.line = line
 
 
 @dataclass
@@ -96,6 +102,17 @@ def string_field(d: dict[str, Any], key: str) -> str | None:
     from ..jsonl import json_kind
 
     raise RecordError(f"{key!r} is {json_kind(value)}, not a string")
+
+
+def int_field(d: dict[str, Any], key: str) -> int | None:
+    """`d[key]` if it is a whole number, None if it is absent or null; like `string_field`,
+    any other value (text, an array, true) does not fit the format."""
+    value = d.get(key)
+    if value is None or (isinstance(value, int) and not isinstance(value, bool)):
+        return value
+    from ..jsonl import json_kind
+
+    raise RecordError(f"{key!r} is {json_kind(value)}, not a whole number")
 
 
 def marks(names: Iterable[str]) -> tuple[bytes, ...]:

@@ -20,9 +20,9 @@ from __future__ import annotations
 import re
 from typing import Any
 
-from ..jsonl import dumps, json_kind
+from ..jsonl import dumps
 from ..transcript import Message, Part, Text, ToolCall, ToolResult
-from .base import NOT_WRITTEN, Layout, LineFinder, RecordError, string_field
+from .base import NOT_WRITTEN, Layout, LineFinder, RecordError, int_field, string_field
 
 # observations of the UI only: no text reaches the model
 _NOT_SHOWN = {None, "null", "agent_state_changed", "user_rejected", "success"}
@@ -70,13 +70,14 @@ def _recall_text(event: dict[str, Any]) -> str:
     return "\n".join(p for p in pieces if isinstance(p, str) and p)
 
 
-def _forgotten(event: dict[str, Any]) -> set[int]:
+def _forgotten(event: dict[str, Any]) -> tuple[set[int], list[tuple[int, int]]]:
+    """The ids a condensation names and its range of ids (kept as bounds: a stranger's
+    range may be far larger than the events it could name)."""
     args = _dict(event.get("args"))
-    ids = {i for i in args.get("forgotten_event_ids") or () if isinstance(i, int)}
+    ids = {i for i in args.get("forgotten_event_ids") or () if type(i) is int}
     start, end = args.get("forgotten_events_start_id"), args.get("forgotten_events_end_id")
-    if isinstance(start, int) and isinstance(end, int):
-        ids |= set(range(start, end + 1))
-    return ids
+    ranges = [(start, end)] if type(start) is int and type(end) is int else []
+    return ids, ranges
 
 
 def _response(meta: dict[str, Any]) -> tuple[str | None, str, dict[str, str]]:
@@ -125,11 +126,19 @@ class OpenHandsReader:
         return built
 
     def _kept(self, events: list[Any], built: list[Message]) -> list[bool]:
-        forgotten: set[int] = set()
+        ids: set[int] = set()
+        ranges: list[tuple[int, int]] = []
         for e in events:
             if e.get("action") == "condensation":
-                forgotten |= _forgotten(e)
-        return [not (isinstance(m.raw, dict) and m.raw.get("id") in forgotten) for m in built]
+                named, spans = _forgotten(e)
+                ids |= named
+                ranges += spans
+
+        def forgotten(ident: Any) -> bool:  # ids were checked whole numbers (or null) in feed
+            return ident in ids or any(start <= ident <= end for start, end in ranges)
+
+        return [not (isinstance(m.raw, dict) and isinstance(m.raw.get("id"), int)
+                     and forgotten(m.raw["id"])) for m in built]
 
     def _conversation(self, line: int, events: list[dict[str, Any]]) -> list[Message]:
         out: list[Message] = []
@@ -137,13 +146,15 @@ class OpenHandsReader:
         conversation = self.conversations
         for n, e in enumerate(events):
             ident = e.get("id")
-            if self.finder is not None and isinstance(ident, int) and not isinstance(ident,
-                                                                                   bool):
+            if self.finder is not None and type(ident) is int:
                 line = self.finder.find(re.compile(rb'"id"\s*:\s*%d\b' % ident)) or line
-            action, meta = e.get("action"), e.get("tool_call_metadata")
-            source = string_field(e, "source")
-            if action is not None and not isinstance(action, str):
-                raise RecordError(f"event {n}: 'action' is {json_kind(action)}")
+            try:  # the fields compared and used as keys: a stranger's may be of any type
+                int_field(e, "id")
+                action, source = string_field(e, "action"), string_field(e, "source")
+                observation = string_field(e, "observation")
+            except RecordError as error:
+                raise RecordError(f"event {n}: {error}", line) from None
+            meta = e.get("tool_call_metadata")
             if isinstance(meta, dict) and action is not None:
                 rid, text, args = _response(meta)
                 call_id = string_field(meta, "tool_call_id")
@@ -166,7 +177,7 @@ class OpenHandsReader:
             elif isinstance(meta, dict) and "observation" in e:
                 result = ToolResult(string_field(meta, "tool_call_id"),
                                     (Text(_text(e.get("content"))),),
-                                    e.get("observation") == "error")
+                                    observation == "error")
                 out.append(Message("tool", (result,), (line,), e, conversation=conversation))
             elif action == "system":
                 text = _dict(e.get("args")).get("content") or e.get("message")
@@ -177,11 +188,11 @@ class OpenHandsReader:
                 role = "user" if source == "user" else "assistant"
                 out.append(Message(role, (Text(_text(text)),), (line,), e, human=role == "user",
                                    conversation=conversation))
-            elif e.get("observation") == "recall":
+            elif observation == "recall":
                 if text := _recall_text(e):
                     out.append(Message("user", (Text(text),), (line,), e,
                                        conversation=conversation))
-            elif e.get("observation") not in _NOT_SHOWN and (text := _text(e.get("content"))):
+            elif observation not in _NOT_SHOWN and (text := _text(e.get("content"))):
                 # an observation no tool call asked for (a command the user ran) reaches
                 # the model as a user message
                 out.append(Message("user", (Text(text),), (line,), e, conversation=conversation))
