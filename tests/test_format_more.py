@@ -514,3 +514,17 @@ def test_an_openhands_condensation_of_a_vast_range_forgets_only_what_is_in_it():
     t = load(io.BytesIO(json.dumps(events).encode()))
     assert [m.text for m in t.messages] == ["hi"]
     assert [m.text for m in t.outside] == ["yes"]
+
+
+@pytest.mark.parametrize("key", ["condenseId", "condenseParent", "truncationId",
+                                 "truncationParent"])
+def test_a_roo_link_of_the_wrong_type_is_named_not_a_crash(key, tmp_path):
+    history = [
+        {"role": "user", "content": [{"type": "text", "text": "<task>\nport it\n</task>"}],
+         "ts": 1},
+        {"role": "user", "content": [{"type": "text", "text": "summary"}], "ts": 2,
+         "isSummary": True, "isTruncationMarker": True, key: ["c1"]}]
+    path = tmp_path / "api_conversation_history.json"
+    path.write_text(json.dumps(history))
+    assert_clean_error(ctxpack("stats", str(path)), 2, str(path),
+                       f"message 1: {key!r} is an array, not a string")
