@@ -528,3 +528,46 @@ def test_a_roo_link_of_the_wrong_type_is_named_not_a_crash(key, tmp_path):
     path.write_text(json.dumps(history))
     assert_clean_error(ctxpack("stats", str(path)), 2, str(path),
                        f"message 1: {key!r} is an array, not a string")
+
+
+@pytest.mark.parametrize(("where", "problem"), [
+    ("tool_calls", "event 1: 'tool_calls' is a number, not an array"),
+    ("forgotten_event_ids", "event 1: 'forgotten_event_ids' is a number, not an array")])
+def test_an_openhands_list_of_the_wrong_type_names_its_event(where, problem, tmp_path):
+    if where == "tool_calls":
+        response = {"id": "r1", "choices": [{"message": {"content": "", "tool_calls": 5}}]}
+        event = {"id": 1, "source": "agent", "action": "run", "args": {"command": "ls"},
+                 "tool_call_metadata": {"tool_call_id": "a", "function_name": "execute_bash",
+                                        "model_response": response}}
+    else:
+        event = {"id": 1, "source": "agent", "action": "condensation",
+                 "args": {"forgotten_event_ids": 5}}
+    events = [{"id": 0, "source": "user", "action": "message", "args": {"content": "hi"}},
+              event]
+    path = tmp_path / "trajectory.json"
+    text = json.dumps(events, indent=2)
+    path.write_text(text)
+    line = text[:text.index('"id": 1')].count("\n") + 1
+    assert_clean_error(ctxpack("stats", str(path)), 2, f"{path}:{line}:", problem)
+
+
+def test_openhands_usage_of_the_wrong_type_is_no_usage():
+    instance = json.loads(OPENHANDS.read_bytes().splitlines()[0])
+    instance["metrics"]["token_usages"] = 7
+    t = load(io.BytesIO(json.dumps(instance).encode()))
+    assert t.format == "openhands" and t.messages
+    assert "input_tokens" not in t.usage
+
+
+def test_opencode_counts_past_what_a_float_holds_count_zero():
+    doc = json.loads(OPENCODE.read_bytes())
+    usage = load(OPENCODE).usage
+    steps = [p for m in doc["messages"] for p in m.get("parts", ())
+             if p.get("type") == "step-finish"]
+    assert len(steps) >= 2
+    input_, cost = steps[0]["tokens"]["input"], steps[0]["cost"]
+    steps[0]["tokens"]["input"] = float("inf")
+    steps[0]["cost"] = 10**400  # and the next step's cost a float: no overflow in the sum
+    t = load(io.BytesIO(json.dumps(doc).encode()))
+    assert t.usage["input_tokens"] == usage["input_tokens"] - input_
+    assert t.usage["cost_usd"] == pytest.approx(usage["cost_usd"] - cost, abs=1e-6)

@@ -115,6 +115,17 @@ def int_field(d: dict[str, Any], key: str) -> int | None:
     raise RecordError(f"{key!r} is {json_kind(value)}, not a whole number")
 
 
+def array_field(d: dict[str, Any], key: str) -> list[Any]:
+    """`d[key]` if it is an array, [] if it is absent or null; like `string_field`, any
+    other value (a number, an object) does not fit the format."""
+    value = d.get(key)
+    if value is None or isinstance(value, list):
+        return value or []
+    from ..jsonl import json_kind
+
+    raise RecordError(f"{key!r} is {json_kind(value)}, not an array")
+
+
 def marks(names: Iterable[str]) -> tuple[bytes, ...]:
     """The bytes of each name as a JSON string: one is in every record that holds it."""
     return tuple(f'"{name}"'.encode() for name in names)

@@ -23,7 +23,10 @@ from .openai import parse_data_url
 
 
 def _number(value: Any) -> int | float:
-    if isinstance(value, bool) or not isinstance(value, (int, float)) or value != value:
+    """A recorded count or cost; anything but a number a float holds exactly (text, NaN,
+    1e999, 10**400: no real count, and a sum of them would overflow) counts 0."""
+    if isinstance(value, bool) or not isinstance(value, (int, float)) \
+            or not abs(value) <= 2**53:
         return 0
     return value
 
