@@ -571,3 +571,27 @@ def test_opencode_counts_past_what_a_float_holds_count_zero():
     t = load(io.BytesIO(json.dumps(doc).encode()))
     assert t.usage["input_tokens"] == usage["input_tokens"] - input_
     assert t.usage["cost_usd"] == pytest.approx(usage["cost_usd"] - cost, abs=1e-6)
+
+
+def test_aider_amounts_past_what_a_float_holds_count_zero(tmp_path):
+    usage = load(AIDER).usage
+    text = AIDER.read_text()
+    assert "> Tokens: 3.4k sent" in text and "Cost: $0.01 message" in text
+    path = tmp_path / AIDER.name
+    path.write_text(text.replace("> Tokens: 3.4k sent", "> Tokens: " + "9" * 400 + " sent", 1)
+                    .replace("Cost: $0.01 message", "Cost: $" + "9" * 400 + " message", 1))
+    t = load(path)
+    assert t.usage["input_tokens"] == usage["input_tokens"] - 3400
+    assert t.usage["cost_usd"] == pytest.approx(usage["cost_usd"] - 0.01)
+
+
+def test_a_cline_cost_past_what_a_float_holds_counts_zero(tmp_path):
+    events = json.loads((CLINE / "ui_messages.json").read_bytes())
+    first = next(e for e in events if e.get("say") == "api_req_started")
+    info = json.loads(first["text"])
+    cost, info["cost"] = info["cost"], 10**400  # the later costs are floats: no overflow
+    first["text"] = json.dumps(info)
+    path = tmp_path / "ui_messages.json"
+    path.write_text(json.dumps(events))
+    usage = load(CLINE / "ui_messages.json").usage
+    assert load(path).usage["cost_usd"] == pytest.approx(usage["cost_usd"] - cost, abs=1e-6)

@@ -136,6 +136,15 @@ def number(value: Any) -> int:
     return value if type(value) is int and value > 0 else 0
 
 
+def measure(value: Any) -> int | float:
+    """A recorded count or cost as a number a float holds exactly, else 0: text, NaN,
+    infinity and numbers past 2**53 are no real count, and a sum with them overflows."""
+    if isinstance(value, bool) or not isinstance(value, (int, float)) \
+            or not abs(value) <= 2**53:
+        return 0
+    return value
+
+
 def text_of(value: Any) -> str:
     """Text of a content value that may be a string, a list of blocks or something else."""
     if value is None:

@@ -28,7 +28,7 @@ from typing import Any
 from ..jsonl import loads
 from ..transcript import Image, Message, Part, Text, Thinking, ToolCall, ToolResult
 from .anthropic import block_part
-from .base import NOT_WRITTEN, Layout, RecordError, content_parts, string_field
+from .base import NOT_WRITTEN, Layout, RecordError, content_parts, measure, string_field
 
 # `[read_file for 'src/app.ts'] Result:` / `[attempt_completion] Result:`
 _RESULT_HEAD = re.compile(r"\[[\w:-]+(?: for .*?)?\] Result:", re.S)
@@ -85,9 +85,7 @@ class RequestUsage:
         self.read += read
         self.write += write
         self.output += _count(info.get("tokensOut"))
-        cost = info.get("cost")
-        if isinstance(cost, (int, float)) and not isinstance(cost, bool) and cost == cost:
-            self.cost += cost
+        self.cost += measure(info.get("cost"))
         self.last = prompt
 
     def summary(self, source: str) -> dict[str, Any]:
