@@ -241,7 +241,7 @@ class Scanner:
             name = self.format.name if self.format else "?"
             problem = f"not a {name} record: {exc}"
             if not self.skip_invalid:
-                raise InputError(self.path, number, problem,
+                raise InputError(self.path, exc.line or number, problem,
                                  "--format picks another format; --skip-invalid skips such lines"
                                  ) from None
             self.skipped.append(BadLine(number, problem))

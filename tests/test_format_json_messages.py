@@ -76,3 +76,11 @@ def test_a_document_with_no_messages_is_a_clean_error(tmp_path):
     path = tmp_path / "x.json"
     path.write_text('{\n  "name": "not a transcript"\n}\n')
     assert_clean_error(ctxpack("stats", str(path)), 2, f"{path}:1:", "json-messages")
+
+
+def test_a_messages_value_of_another_type_beside_the_history_is_no_usage():
+    doc = {"history": [{"role": "user", "content": "hi"}], "messages": 5}
+    t = load(io.BytesIO(json.dumps(doc).encode()))
+    assert t.format == "json-messages"
+    assert [m.text for m in t.messages] == ["hi"]
+    assert t.usage == {}

@@ -493,3 +493,112 @@ def test_an_aider_log_of_many_runs_sets_no_last_call_against_them_all(tmp_path):
     text = AIDER.read_text()
     one.write_text(text[:text.index("# aider chat started at 2026-04-03")])
     assert load(one).usage["last_input_tokens"] == 3300
+
+
+@pytest.mark.parametrize(("field", "value", "problem"), [
+    ("observation", {"run": 1}, "event 1: 'observation' is an object, not a string"),
+    ("action", ["run"], "event 1: 'action' is an array, not a string"),
+    ("id", "1", "event 1: 'id' is a string, not a whole number")])
+def test_an_openhands_event_field_of_the_wrong_type_names_its_line(field, value, problem,
+                                                                   tmp_path):
+    events = [{"id": 0, "source": "user", "action": "message", "args": {"content": "hi"}},
+              {"id": 1, "source": "agent", "observation": "run", "content": "ok"}]
+    events[1][field] = value
+    path = tmp_path / "trajectory.json"
+    text = json.dumps(events, indent=2)
+    path.write_text(text)
+    # the line of the event's id; of the id before it when its own is not a number
+    found = '"id": 0' if field == "id" else '"id": 1'
+    line = text[:text.index(found)].count("\n") + 1
+    assert_clean_error(ctxpack("stats", str(path)), 2, f"{path}:{line}:", problem)
+
+
+def test_an_openhands_condensation_of_a_vast_range_forgets_only_what_is_in_it():
+    events = [{"id": 0, "source": "user", "action": "message", "args": {"content": "hi"}},
+              {"id": 1, "source": "agent", "action": "message", "args": {"content": "yes"}},
+              {"id": 2, "source": "agent", "action": "condensation",
+               "args": {"forgotten_events_start_id": 1, "forgotten_events_end_id": 10**15}}]
+    t = load(io.BytesIO(json.dumps(events).encode()))
+    assert [m.text for m in t.messages] == ["hi"]
+    assert [m.text for m in t.outside] == ["yes"]
+
+
+@pytest.mark.parametrize("key", ["condenseId", "condenseParent", "truncationId",
+                                 "truncationParent"])
+def test_a_roo_link_of_the_wrong_type_is_named_not_a_crash(key, tmp_path):
+    history = [
+        {"role": "user", "content": [{"type": "text", "text": "<task>\nport it\n</task>"}],
+         "ts": 1},
+        {"role": "user", "content": [{"type": "text", "text": "summary"}], "ts": 2,
+         "isSummary": True, "isTruncationMarker": True, key: ["c1"]}]
+    path = tmp_path / "api_conversation_history.json"
+    path.write_text(json.dumps(history))
+    assert_clean_error(ctxpack("stats", str(path)), 2, str(path),
+                       f"message 1: {key!r} is an array, not a string")
+
+
+@pytest.mark.parametrize(("where", "problem"), [
+    ("tool_calls", "event 1: 'tool_calls' is a number, not an array"),
+    ("forgotten_event_ids", "event 1: 'forgotten_event_ids' is a number, not an array")])
+def test_an_openhands_list_of_the_wrong_type_names_its_event(where, problem, tmp_path):
+    if where == "tool_calls":
+        response = {"id": "r1", "choices": [{"message": {"content": "", "tool_calls": 5}}]}
+        event = {"id": 1, "source": "agent", "action": "run", "args": {"command": "ls"},
+                 "tool_call_metadata": {"tool_call_id": "a", "function_name": "execute_bash",
+                                        "model_response": response}}
+    else:
+        event = {"id": 1, "source": "agent", "action": "condensation",
+                 "args": {"forgotten_event_ids": 5}}
+    events = [{"id": 0, "source": "user", "action": "message", "args": {"content": "hi"}},
+              event]
+    path = tmp_path / "trajectory.json"
+    text = json.dumps(events, indent=2)
+    path.write_text(text)
+    line = text[:text.index('"id": 1')].count("\n") + 1
+    assert_clean_error(ctxpack("stats", str(path)), 2, f"{path}:{line}:", problem)
+
+
+def test_openhands_usage_of_the_wrong_type_is_no_usage():
+    instance = json.loads(OPENHANDS.read_bytes().splitlines()[0])
+    instance["metrics"]["token_usages"] = 7
+    t = load(io.BytesIO(json.dumps(instance).encode()))
+    assert t.format == "openhands" and t.messages
+    assert "input_tokens" not in t.usage
+
+
+def test_opencode_counts_past_what_a_float_holds_count_zero():
+    doc = json.loads(OPENCODE.read_bytes())
+    usage = load(OPENCODE).usage
+    steps = [p for m in doc["messages"] for p in m.get("parts", ())
+             if p.get("type") == "step-finish"]
+    assert len(steps) >= 2
+    input_, cost = steps[0]["tokens"]["input"], steps[0]["cost"]
+    steps[0]["tokens"]["input"] = float("inf")
+    steps[0]["cost"] = 10**400  # and the next step's cost a float: no overflow in the sum
+    t = load(io.BytesIO(json.dumps(doc).encode()))
+    assert t.usage["input_tokens"] == usage["input_tokens"] - input_
+    assert t.usage["cost_usd"] == pytest.approx(usage["cost_usd"] - cost, abs=1e-6)
+
+
+def test_aider_amounts_past_what_a_float_holds_count_zero(tmp_path):
+    usage = load(AIDER).usage
+    text = AIDER.read_text()
+    assert "> Tokens: 3.4k sent" in text and "Cost: $0.01 message" in text
+    path = tmp_path / AIDER.name
+    path.write_text(text.replace("> Tokens: 3.4k sent", "> Tokens: " + "9" * 400 + " sent", 1)
+                    .replace("Cost: $0.01 message", "Cost: $" + "9" * 400 + " message", 1))
+    t = load(path)
+    assert t.usage["input_tokens"] == usage["input_tokens"] - 3400
+    assert t.usage["cost_usd"] == pytest.approx(usage["cost_usd"] - 0.01)
+
+
+def test_a_cline_cost_past_what_a_float_holds_counts_zero(tmp_path):
+    events = json.loads((CLINE / "ui_messages.json").read_bytes())
+    first = next(e for e in events if e.get("say") == "api_req_started")
+    info = json.loads(first["text"])
+    cost, info["cost"] = info["cost"], 10**400  # the later costs are floats: no overflow
+    first["text"] = json.dumps(info)
+    path = tmp_path / "ui_messages.json"
+    path.write_text(json.dumps(events))
+    usage = load(CLINE / "ui_messages.json").usage
+    assert load(path).usage["cost_usd"] == pytest.approx(usage["cost_usd"] - cost, abs=1e-6)

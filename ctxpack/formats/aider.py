@@ -17,7 +17,7 @@ import re
 from typing import Any
 
 from ..transcript import Message, Text
-from .base import NOT_WRITTEN, Layout, RecordError
+from .base import NOT_WRITTEN, Layout, RecordError, measure
 
 START = "# aider chat started at"
 _PROMPT_COMMANDS = ("/ask", "/code", "/architect", "/context")
@@ -32,8 +32,8 @@ def amount(number: str, suffix: str) -> int:
     """`3.2` `k` -> 3200, as Aider abbreviates token counts."""
     scale = {"": 1, "k": 1_000, "m": 1_000_000}[suffix.lower()]
     try:
-        return round(float(number) * scale)
-    except ValueError:
+        return round(measure(float(number) * scale))
+    except ValueError:  # `1.2.3`
         return 0
 
 
@@ -46,7 +46,7 @@ def tokens_line(line: str) -> dict[str, Any] | None:
     cost = _COST.search(found.group(1))
     if cost is not None:
         try:
-            values["cost"] = float(cost.group(1))
+            values["cost"] = measure(float(cost.group(1)))
         except ValueError:
             pass
     return values

@@ -25,7 +25,13 @@ NOT_WRITTEN = ("compress does not rewrite this format, since its agent would not
 
 
 class RecordError(Exception):
-    """A record that does not fit the format being read; the loader adds file and line."""
+    """A record that does not fit the format being read; the loader adds file and line
+    (`line` if the reader knows it, as of an event deep in a whole-file document, else the
+    record's first line)."""
+
+    def __init__(self, problem: str, line: int | None = None) -> None:
+        super().__init__(problem)
+        self.line = line
 
 
 @dataclass
@@ -102,6 +108,28 @@ def string_field(d: dict[str, Any], key: str) -> str | None:
     raise RecordError(f"{key!r} is {json_kind(value)}, not a string")
 
 
+def int_field(d: dict[str, Any], key: str) -> int | None:
+    """`d[key]` if it is a whole number, None if it is absent or null; like `string_field`,
+    any other value (text, an array, true) does not fit the format."""
+    value = d.get(key)
+    if value is None or (isinstance(value, int) and not isinstance(value, bool)):
+        return value
+    from ..jsonl import json_kind
+
+    raise RecordError(f"{key!r} is {json_kind(value)}, not a whole number")
+
+
+def array_field(d: dict[str, Any], key: str) -> list[Any]:
+    """`d[key]` if it is an array, [] if it is absent or null; like `string_field`, any
+    other value (a number, an object) does not fit the format."""
+    value = d.get(key)
+    if value is None or isinstance(value, list):
+        return value or []
+    from ..jsonl import json_kind
+
+    raise RecordError(f"{key!r} is {json_kind(value)}, not an array")
+
+
 def marks(names: Iterable[str]) -> tuple[bytes, ...]:
     """The bytes of each name as a JSON string: one is in every record that holds it."""
     return tuple(f'"{name}"'.encode() for name in names)
@@ -110,6 +138,15 @@ def marks(names: Iterable[str]) -> tuple[bytes, ...]:
 def number(value: Any) -> int:
     """A count as recorded: a whole number of at least 0, else 0 (absent, null, text, NaN)."""
     return value if type(value) is int and value > 0 else 0
+
+
+def measure(value: Any) -> int | float:
+    """A recorded count or cost as a number a float holds exactly, else 0: text, NaN,
+    infinity and numbers past 2**53 are no real count, and a sum with them overflows."""
+    if isinstance(value, bool) or not isinstance(value, (int, float)) \
+            or not abs(value) <= 2**53:
+        return 0
+    return value
 
 
 def text_of(value: Any) -> str:

@@ -28,7 +28,7 @@ from typing import Any
 from ..jsonl import loads
 from ..transcript import Image, Message, Part, Text, Thinking, ToolCall, ToolResult
 from .anthropic import block_part
-from .base import NOT_WRITTEN, Layout, RecordError, content_parts, string_field
+from .base import NOT_WRITTEN, Layout, RecordError, content_parts, measure, string_field
 
 # `[read_file for 'src/app.ts'] Result:` / `[attempt_completion] Result:`
 _RESULT_HEAD = re.compile(r"\[[\w:-]+(?: for .*?)?\] Result:", re.S)
@@ -85,9 +85,7 @@ class RequestUsage:
         self.read += read
         self.write += write
         self.output += _count(info.get("tokensOut"))
-        cost = info.get("cost")
-        if isinstance(cost, (int, float)) and not isinstance(cost, bool) and cost == cost:
-            self.cost += cost
+        self.cost += measure(info.get("cost"))
         self.last = prompt
 
     def summary(self, source: str) -> dict[str, Any]:
@@ -160,6 +158,16 @@ def _user_parts(content: Any) -> tuple[list[Part], list[list[Part]]]:
     return own, results
 
 
+def _links(index: int, message: dict[str, Any]) -> tuple[str | None, ...]:
+    """A message's condense and truncation ids and the ids it points to, in that order:
+    they are matched against each other, so each must be a string (or absent)."""
+    try:
+        return tuple(string_field(message, key) for key in
+                     ("condenseId", "condenseParent", "truncationId", "truncationParent"))
+    except RecordError as error:
+        raise RecordError(f"message {index}: {error}") from None
+
+
 class ClineHistoryReader:
     def __init__(self) -> None:
         self.messages: list[Message] = []
@@ -176,14 +184,17 @@ class ClineHistoryReader:
     def feed(self, line: int, record: Any) -> list[Message]:
         if not is_api_history(record):
             raise RecordError("not a Cline api_conversation_history array of messages")
-        summaries = {m.get("condenseId") for m in record if m.get("isSummary") is True}
-        markers = {m.get("truncationId") for m in record if m.get("isTruncationMarker") is True}
+        links = [_links(index, m) for index, m in enumerate(record)]
+        summaries = {ids[0] for m, ids in zip(record, links, strict=True)
+                     if m.get("isSummary") is True}
+        markers = {ids[2] for m, ids in zip(record, links, strict=True)
+                   if m.get("isTruncationMarker") is True}
         pending: list[str | None] = []  # ids of calls the next results answer in order
         first, begin = True, len(self.messages)
         for index, d in enumerate(record):
             role = d["role"]
-            archived = d.get("condenseParent") in summaries - {None} or \
-                d.get("truncationParent") in markers - {None}
+            archived = links[index][1] in summaries - {None} or \
+                links[index][3] in markers - {None}
             start = len(self.messages)
             if role == "assistant":
                 parts = tuple(content_parts(d.get("content"), block_part))

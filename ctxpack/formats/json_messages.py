@@ -58,7 +58,10 @@ def _usage(document: Any) -> dict[str, Any]:
         return {}
     stats = (document.get("info") or {}).get("model_stats") if isinstance(
         document.get("info"), dict) else None
-    calls = [m["extra"]["response"]["usage"] for m in document.get("messages") or ()
+    messages = document.get("messages")  # usage only informs: a 'messages' of another
+    # type beside the 'history' read is no usage, not a broken file
+    calls = [m["extra"]["response"]["usage"] for m in (messages if isinstance(messages, list)
+                                                         else ())
              if isinstance(m, dict) and isinstance(m.get("extra"), dict)
              and isinstance(m["extra"].get("response"), dict)
              and isinstance(m["extra"]["response"].get("usage"), dict)]

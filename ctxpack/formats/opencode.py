@@ -18,14 +18,8 @@ from typing import Any
 
 from ..jsonl import dumps, json_kind
 from ..transcript import Image, Message, Part, Text, Thinking, ToolCall, ToolResult
-from .base import NOT_WRITTEN, Layout, LineFinder, RecordError, string_field
+from .base import NOT_WRITTEN, Layout, LineFinder, RecordError, measure, string_field
 from .openai import parse_data_url
-
-
-def _number(value: Any) -> int | float:
-    if isinstance(value, bool) or not isinstance(value, (int, float)) or value != value:
-        return 0
-    return value
 
 
 def _dict(value: Any) -> dict[str, Any]:
@@ -52,15 +46,15 @@ class StepUsage:
     def add(self, part: dict[str, Any]) -> None:
         tokens = _dict(part.get("tokens"))
         cache = _dict(tokens.get("cache"))
-        fresh, read, write = (int(_number(tokens.get("input"))), int(_number(cache.get("read"))),
-                              int(_number(cache.get("write"))))
+        fresh, read, write = (int(measure(tokens.get("input"))), int(measure(cache.get("read"))),
+                              int(measure(cache.get("write"))))
         self.steps += 1
         self.input += fresh + read + write
         self.read += read
         self.write += write
-        self.output += int(_number(tokens.get("output")))
-        self.reasoning += int(_number(tokens.get("reasoning")))
-        self.cost += _number(part.get("cost"))
+        self.output += int(measure(tokens.get("output")))
+        self.reasoning += int(measure(tokens.get("reasoning")))
+        self.cost += measure(part.get("cost"))
         self.last_input = fresh + read + write
 
     def summary(self) -> dict[str, Any]:

@@ -20,9 +20,17 @@ from __future__ import annotations
 import re
 from typing import Any
 
-from ..jsonl import dumps, json_kind
+from ..jsonl import dumps
 from ..transcript import Message, Part, Text, ToolCall, ToolResult
-from .base import NOT_WRITTEN, Layout, LineFinder, RecordError, string_field
+from .base import (
+    NOT_WRITTEN,
+    Layout,
+    LineFinder,
+    RecordError,
+    array_field,
+    int_field,
+    string_field,
+)
 
 # observations of the UI only: no text reaches the model
 _NOT_SHOWN = {None, "null", "agent_state_changed", "user_rejected", "success"}
@@ -63,20 +71,21 @@ def _recall_text(event: dict[str, Any]) -> str:
     extras = _dict(event.get("extras"))
     pieces = [extras.get(k) for k in ("repo_name", "repo_directory", "repo_instructions",
                                       "additional_agent_instructions", "date")]
-    pieces += [_dict(k).get("content") for k in extras.get("microagent_knowledge") or ()]
+    pieces += [_dict(k).get("content") for k in array_field(extras, "microagent_knowledge")]
     hosts = extras.get("runtime_hosts")
     if isinstance(hosts, dict):
         pieces += list(hosts)
     return "\n".join(p for p in pieces if isinstance(p, str) and p)
 
 
-def _forgotten(event: dict[str, Any]) -> set[int]:
+def _forgotten(event: dict[str, Any]) -> tuple[set[int], list[tuple[int, int]]]:
+    """The ids a condensation names and its range of ids (kept as bounds: a stranger's
+    range may be far larger than the events it could name)."""
     args = _dict(event.get("args"))
-    ids = {i for i in args.get("forgotten_event_ids") or () if isinstance(i, int)}
+    ids = {i for i in array_field(args, "forgotten_event_ids") if type(i) is int}
     start, end = args.get("forgotten_events_start_id"), args.get("forgotten_events_end_id")
-    if isinstance(start, int) and isinstance(end, int):
-        ids |= set(range(start, end + 1))
-    return ids
+    ranges = [(start, end)] if type(start) is int and type(end) is int else []
+    return ids, ranges
 
 
 def _response(meta: dict[str, Any]) -> tuple[str | None, str, dict[str, str]]:
@@ -86,7 +95,7 @@ def _response(meta: dict[str, Any]) -> tuple[str | None, str, dict[str, str]]:
     message = _dict(choices[0].get("message")) if isinstance(choices, list) and choices \
         and isinstance(choices[0], dict) else {}
     args = {}
-    for call in message.get("tool_calls") or ():
+    for call in array_field(message, "tool_calls"):
         call = _dict(call)
         fn = _dict(call.get("function"))
         if isinstance(call.get("id"), str):
@@ -103,6 +112,8 @@ class OpenHandsReader:
         self.model: str | None = None
         self.calls: list[dict[str, Any]] = []
         self.finder: LineFinder | None = None
+        self.at = (0, 0)  # the event being read and its line
+        self.forgotten: tuple[set[int], list[tuple[int, int]]] = (set(), [])
 
     def located(self, path: str, data: bytes, first: int) -> None:
         """Told a trajectory's bytes: each event is at the line of its `id`."""
@@ -114,22 +125,30 @@ class OpenHandsReader:
             raise RecordError("not an OpenHands instance ('history' of events) or event list")
         if isinstance(record, dict):
             metrics = _dict(record.get("metrics"))
-            self.calls += [u for u in metrics.get("token_usages") or () if isinstance(u, dict)]
+            usages = metrics.get("token_usages")  # usage only informs: any other value is none
+            self.calls += [u for u in usages if isinstance(u, dict)] \
+                if isinstance(usages, list) else []
             model = _dict(_dict(record.get("metadata")).get("llm_config")).get("model")
             self.model = model if isinstance(model, str) else self.model
         start = len(self.messages)
-        built = self._conversation(line, events)
+        self.forgotten = (set(), [])  # of this conversation
+        try:
+            built = self._conversation(line, events)
+        except RecordError as error:  # a field of the wrong type: name the event and its line
+            n, at = self.at
+            raise RecordError(f"event {n}: {error}", at) from None
         self.messages += built
-        self.context += [start + i for i, keep in enumerate(self._kept(events, built)) if keep]
+        self.context += [start + i for i, m in enumerate(built) if not self._forgets(m)]
         self.conversations += 1
         return built
 
-    def _kept(self, events: list[Any], built: list[Message]) -> list[bool]:
-        forgotten: set[int] = set()
-        for e in events:
-            if e.get("action") == "condensation":
-                forgotten |= _forgotten(e)
-        return [not (isinstance(m.raw, dict) and m.raw.get("id") in forgotten) for m in built]
+    def _forgets(self, m: Message) -> bool:
+        """True if a condensation of its conversation dropped the event `m` was made of."""
+        ident = m.raw.get("id") if isinstance(m.raw, dict) else None
+        if type(ident) is not int:
+            return False
+        ids, ranges = self.forgotten
+        return ident in ids or any(start <= ident <= end for start, end in ranges)
 
     def _conversation(self, line: int, events: list[dict[str, Any]]) -> list[Message]:
         out: list[Message] = []
@@ -137,13 +156,18 @@ class OpenHandsReader:
         conversation = self.conversations
         for n, e in enumerate(events):
             ident = e.get("id")
-            if self.finder is not None and isinstance(ident, int) and not isinstance(ident,
-                                                                                   bool):
+            if self.finder is not None and type(ident) is int:
                 line = self.finder.find(re.compile(rb'"id"\s*:\s*%d\b' % ident)) or line
-            action, meta = e.get("action"), e.get("tool_call_metadata")
-            source = string_field(e, "source")
-            if action is not None and not isinstance(action, str):
-                raise RecordError(f"event {n}: 'action' is {json_kind(action)}")
+            self.at = (n, line)  # where a field of the wrong type is (see feed)
+            # the fields compared and used as keys: a stranger's may be of any type
+            int_field(e, "id")
+            action, source = string_field(e, "action"), string_field(e, "source")
+            observation = string_field(e, "observation")
+            if action == "condensation":
+                named, spans = _forgotten(e)
+                self.forgotten[0].update(named)
+                self.forgotten[1].extend(spans)
+            meta = e.get("tool_call_metadata")
             if isinstance(meta, dict) and action is not None:
                 rid, text, args = _response(meta)
                 call_id = string_field(meta, "tool_call_id")
@@ -166,7 +190,7 @@ class OpenHandsReader:
             elif isinstance(meta, dict) and "observation" in e:
                 result = ToolResult(string_field(meta, "tool_call_id"),
                                     (Text(_text(e.get("content"))),),
-                                    e.get("observation") == "error")
+                                    observation == "error")
                 out.append(Message("tool", (result,), (line,), e, conversation=conversation))
             elif action == "system":
                 text = _dict(e.get("args")).get("content") or e.get("message")
@@ -177,11 +201,11 @@ class OpenHandsReader:
                 role = "user" if source == "user" else "assistant"
                 out.append(Message(role, (Text(_text(text)),), (line,), e, human=role == "user",
                                    conversation=conversation))
-            elif e.get("observation") == "recall":
+            elif observation == "recall":
                 if text := _recall_text(e):
                     out.append(Message("user", (Text(text),), (line,), e,
                                        conversation=conversation))
-            elif e.get("observation") not in _NOT_SHOWN and (text := _text(e.get("content"))):
+            elif observation not in _NOT_SHOWN and (text := _text(e.get("content"))):
                 # an observation no tool call asked for (a command the user ran) reaches
                 # the model as a user message
                 out.append(Message("user", (Text(text),), (line,), e, conversation=conversation))
