@@ -26,7 +26,7 @@ from ctxpack.errors import CannotFit
 from ctxpack.transcript import SUMMARY_HEADING
 
 from .agent_provider import PACKAGES, Run, claude_resume, codex_resume, find
-from .compression.transcripts import fitted
+from .compression.transcripts import billed, fitted
 from .conftest import corpus_params
 
 pytestmark = [pytest.mark.agents, pytest.mark.corpus]
@@ -34,9 +34,10 @@ pytestmark = [pytest.mark.agents, pytest.mark.corpus]
 # Thresholds under which the original sessions make the CLIs compact on their own.
 CLAUDE_LOW = {"CLAUDE_AUTOCOMPACT_PCT_OVERRIDE": "50"}
 CODEX_LOW = ("-c", "model_auto_compact_token_limit=60000")
-# The most compress leaves: under both thresholds above, as the default target is under
-# the default trigger (a session compress leaves over a threshold is compacted, rightly).
-BUDGET = 40_000
+# The most compress leaves, in the billed tokens compress takes (the agent's own
+# prompts included): under both thresholds above, as the default target is under the
+# default trigger (a session compress leaves over a threshold is compacted, rightly).
+BUDGET = 55_000
 
 CLAUDE_SESSIONS = corpus_params("claude-code", pattern="*.jsonl")
 CODEX_SESSIONS = corpus_params("codex", pattern="*.jsonl")
@@ -56,7 +57,7 @@ def summarized(path: Path) -> bytes:
         pytest.skip("a schema fixture, not a session the CLI resumes")
     if "__subagents__" in path.name:
         pytest.skip("a sub-agent's file is not a session the CLI resumes")
-    left = fitted(path)
+    left = billed(path, fitted(path))  # what masking leaves, as billed
     for budget in (min(BUDGET, left * 3 // 4), min(BUDGET, left * 9 // 10)):
         try:
             data = compress_file(path, Options(budget=max(budget, 1))).data
@@ -70,12 +71,16 @@ def summarized(path: Path) -> bytes:
 def reworked(path: Path, how: str, where: Path) -> bytes:
     """`path` compressed another way: outputs masked only (no summary), or masked and then
     compressed again with a summary (a second compress of a compressed session)."""
-    once = compress_file(path, Options(summarize=False, keep_observations=2)).data
+    # masking as far as it goes: a target it cannot reach, a budget what it leaves
+    masked = billed(path, fitted(path, keep_observations=2)) + 1
+    once = compress_file(path, Options(summarize=False, keep_observations=2, budget=masked,
+                                       target=1)).data
     if how == "masked":
         return once
     first = where / "once.jsonl"
     first.write_bytes(once)
-    return compress_file(first, Options(budget=min(BUDGET, fitted(first) * 3 // 4))).data
+    left = billed(first, fitted(first))
+    return compress_file(first, Options(budget=min(BUDGET, left * 3 // 4))).data
 
 
 def expected(data: bytes, how: str) -> str:
