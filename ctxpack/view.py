@@ -123,6 +123,21 @@ class Header:
     sidechain: int
     skipped: int
 
+    def hidden(self, bring_in: str = "") -> list[str]:
+        """What is not shown, a phrase each; `bring_in` (how to show them) is said of the
+        messages an option brings in."""
+        more = f"; {bring_in}" if bring_in else ""
+        out = []
+        if self.outside:
+            out.append(f"{self.outside:,} messages outside the model's context "
+                       f"(before a compaction or off the branch{more})")
+        if self.sidechain:
+            out.append(f"{self.sidechain:,} sub-agent (sidechain) messages"
+                       + (f" ({bring_in})" if bring_in else ""))
+        if self.skipped:
+            out.append(f"{self.skipped:,} invalid lines skipped")
+        return out
+
 
 @dataclass(frozen=True, slots=True)
 class View:

@@ -14,6 +14,8 @@ from html import escape
 from ..view import Entry, Fold, Header, RoundView, Segment, View
 from .charts import Charts, page
 
+ALL_HINT = "--all to include them"  # of what the document leaves out
+
 FENCE = re.compile(r"`{3,}")
 
 
@@ -26,18 +28,6 @@ def _summary(h: Header) -> str:
     return (f"{h.format} · model {h.model} ({h.encoding}, {exact}) · "
             f"{'' if h.exact else '~'}{h.tokens:,} tokens in {_n(h.messages, 'message')}, "
             f"{_n(h.rounds, 'round')}, {_n(h.steps, 'step')}")
-
-
-def _hidden(h: Header) -> list[str]:
-    out = []
-    if h.outside:
-        out.append(f"{h.outside:,} messages outside the model's context "
-                   "(before a compaction or off the branch; --all to include them)")
-    if h.sidechain:
-        out.append(f"{h.sidechain:,} sub-agent (sidechain) messages (--all to include them)")
-    if h.skipped:
-        out.append(f"{h.skipped:,} invalid lines skipped")
-    return out
 
 
 def _round_facts(r: RoundView) -> str:
@@ -112,7 +102,7 @@ def to_markdown(view: View) -> str:
     """The view as GitHub-flavoured markdown: a section per round, one per message."""
     h = view.header
     blocks: list[list[str]] = [[f"# {h.path}"], [_summary(h)]]
-    if hidden := _hidden(h):
+    if hidden := h.hidden(ALL_HINT):
         blocks.append([f"- not shown: {line}" for line in hidden])
     for r in view.rounds:
         blocks += [[f"## Round {r.number}: {r.title}"], [f"*{_round_facts(r)}*"]]
@@ -173,7 +163,8 @@ def to_html(view: View, charts: Charts) -> str:
     """The view as one HTML page, the pictures of where the context went first."""
     h = view.header
     body = [f"<h1>{escape(h.path)}</h1>", f"<p>{escape(_summary(h))}</p>"]
-    body += [f'<p class="note">not shown: {escape(line)}</p>' for line in _hidden(h)]
+    body += [f'<p class="note">not shown: {escape(line)}</p>'
+             for line in h.hidden(ALL_HINT)]
     body.append(charts.svg())
     index = 0
     for r in view.rounds:

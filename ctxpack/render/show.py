@@ -92,15 +92,7 @@ def header(view: View) -> Text:
                         f"{_n(h.steps, 'step')}")
     if not h.exact and h.note:
         out.append(f"\ntokens: {h.note}", style="dim")
-    hidden = []
-    if h.outside:
-        hidden.append(f"{h.outside:,} messages outside the model's context "
-                      "(before a compaction or off the branch)")
-    if h.sidechain:
-        hidden.append(f"{h.sidechain:,} sub-agent (sidechain) messages")
-    if h.skipped:
-        hidden.append(f"{h.skipped:,} invalid lines skipped")
-    if hidden:
+    if hidden := h.hidden():
         out.append("\nnot shown: " + "; ".join(hidden), style="dim")
     if view.pattern is not None:
         out.append(f"\n--grep {view.pattern.pattern!r}: {view.matches:,} of {h.messages:,} "
