@@ -47,7 +47,8 @@ CORPUS = Path(os.environ.get("CTXPACK_SHARED", ROOT.parent / "shared")) / "corpu
 def summarized(path: Path, most: int) -> tuple[int, bytes] | None:
     """The budget and output of a compress with a summary: under `most` and under what
     masking alone leaves (3/4 of it, else 9/10), as the agents tests compress."""
-    left = compress_file(path, Options(summarize=False)).report.tokens_after
+    # what masking alone leaves, in the billed tokens a budget is given in
+    left = compress_file(path, Options(summarize=False)).report.billed["tokens_after"]
     for budget in (min(most, left * 3 // 4), min(most, left * 9 // 10)):
         try:
             data = compress_file(path, Options(budget=max(budget, 1))).data

@@ -24,7 +24,7 @@ from ctxpack.formats.claude_code import ClaudeCodeEditor
 from ctxpack.formats.codex import CodexEditor
 from ctxpack.undo import restore
 
-from .compression.transcripts import fitted
+from .compression.transcripts import billed, fitted
 from .conftest import SAMPLES, corpus_params
 
 CLAUDE_KEPT = ("ai-title", "custom-title", "summary", "last-prompt", "permission-mode")
@@ -42,7 +42,7 @@ def bare(record: dict[str, Any]) -> dict[str, Any]:
 def summarized(path: Path) -> bytes:
     """`path` compressed with a summary: a budget under what masking leaves (the lowest
     of three that it fits), or skip."""
-    left = fitted(path)
+    left = billed(path, fitted(path))  # what masking leaves, in the billed tokens of a budget
     for share in (0.5, 0.75, 0.9):
         try:
             return compress_file(path, Options(budget=max(int(left * share), 1))).data
@@ -90,7 +90,10 @@ def test_claude_code_summary_keeps_what_the_agent_reads_and_restates_usage(path:
     meta = boundary["compactMetadata"]
     assert 0 < meta["postTokens"] < meta["preTokens"]
     summary = next(r for r in after if r.get("ctxpack", {}).get("kind") == "archived_summary")
-    assert meta["postTokens"] == summary["ctxpack"]["tokens_after"]
+    # the agent's own figures are of the whole prompt it sends, as billed: more than
+    # ctxpack's count of the messages in the file
+    assert meta["postTokens"] > summary["ctxpack"]["tokens_after"]
+    assert meta["preTokens"] > summary["ctxpack"]["original_tokens"]
     for kind in CLAUDE_KEPT:  # the newest title, prompt, mode... is the same record
         assert newest(after, kind) == newest(before, kind), kind
     editor = ClaudeCodeEditor()
@@ -241,7 +244,8 @@ def test_compress_twice_then_append_restores_original_plus_appended(path: Path,
     once.write_bytes(compress_file(path, Options(summarize=False, keep_observations=1)).data)
     twice = tmp_path / "twice.jsonl"
     try:
-        twice.write_bytes(compress_file(once, Options(budget=fitted(once) * 3 // 4)).data)
+        budget = billed(once, fitted(once) * 3 // 4)  # 3/4 of what masking leaves
+        twice.write_bytes(compress_file(once, Options(budget=budget)).data)
     except CannotFit as exc:
         pytest.skip(f"cannot summarize {path.name}: {exc}")
     assert restore(twice) == path.read_bytes()

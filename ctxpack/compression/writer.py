@@ -205,8 +205,8 @@ def _compaction(plan: Plan, archiver: Archiver, now: str
     context = Shrink(plan, first).context(last + 1, *(usage or (0, 0)))
     c = Compaction(s.text, meta, {"id": sid, "kind": "part"}, _head_records(plan, head),
                    before if isinstance(before, dict) else None, merge,
-                   tokens_before=meta["original_tokens"], time=now, seed=sid, kept=kept,
-                   tokens_after=plan.total,
+                   tokens_before=read.bill(meta["original_tokens"]), time=now, seed=sid,
+                   kept=kept, tokens_after=plan.billed,
                    usage=_data(records, usage[0]) if usage else None, context=context)
     group = editor.compaction(c)
     meta.update(lines=len(group), archive=packed.ref)  # the record holds `meta`

@@ -201,10 +201,11 @@ class Compaction:
     last record before the span; `merge` a user record the summary joins (formats
     that need roles to alternate), else None. `kept` holds the span's records the
     agent reads back for itself (titles, the session index's first message: see
-    `Editor.keeps`), in file order; `tokens_after` is the context the summary leaves
-    (ctxpack's count, as `tokens_before`); `usage` is the last record before the span's
-    end that states the context's size, if any, and `context` the size to state after
-    the summary, in the agent's terms (see `Editor.recorded`).
+    `Editor.keeps`), in file order; `tokens_before` and `tokens_after` are the context
+    before and after, as the provider would bill it (as an agent states its own);
+    `usage` is the last record before the span's end that states the context's size, if
+    any, and `context` the size to state after the summary, in the agent's terms (see
+    `Editor.recorded`).
     """
 
     summary: str
