@@ -2,7 +2,7 @@
 after `ctxpack compress`.
 
 For each corpus session of the two agents that compress can summarize (with a budget of
-at most `--budget`, 40,000 by default, and under what masking alone leaves, as the
+at most `--budget`, 55,000 billed tokens by default, and under what masking alone leaves, as the
 agents tests compress), the CLI resumes the original and
 then the compressed file, each under a temporary home, against the test suite's mock
 provider on 127.0.0.1 (tests/agent_provider.py), with the CLI's default settings; the
@@ -72,7 +72,7 @@ def measure(run: Run, agent: str) -> dict[str, Any]:
 
 def main() -> None:
     parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
-    parser.add_argument("--budget", type=int, default=40_000)
+    parser.add_argument("--budget", type=int, default=55_000)
     parser.add_argument("--low", action="store_true", help="the tests' low thresholds")
     args = parser.parse_args()
     clis = {name: find(name) for name in ("claude", "codex")}
