@@ -235,16 +235,19 @@ def test_where_an_output_cannot_go_is_said_before_any_work(tmp_path):
         assert_clean_error(ctxpack("restore", str(src), *args), 2, fragment)
 
 
-def test_a_full_disk_is_one_line(tmp_path):
+@pytest.mark.parametrize("args", [["stats"], ["stats", "--json"], ["show"], ["compress"]])
+def test_a_full_disk_behind_stdout_is_one_line_naming_it(args, tmp_path):
     if not (os.path.exists("/dev/full") and stat.S_ISCHR(os.stat("/dev/full").st_mode)):
         pytest.skip("needs /dev/full to stand for a full disk")
     src = tmp_path / "t.jsonl"
     src.write_bytes(GOOD + ASSISTANT)
-    with open("/dev/full", "wb") as full:
-        proc = subprocess.run([sys.executable, "-m", "ctxpack", "stats", "--json", str(src)],
-                              stdout=full, stderr=subprocess.PIPE, timeout=120)
+    with open("/dev/full", "wb") as full:  # written through, as a shell's `>` would
+        proc = subprocess.run([sys.executable, "-m", "ctxpack", *args, str(src)],
+                              stdout=full, stderr=subprocess.PIPE, timeout=120,
+                              env={**os.environ, "NO_COLOR": "1"})
     assert proc.returncode == 2
-    assert proc.stderr.decode().strip() == "error: No space left on device"
+    errors = [line for line in proc.stderr.decode().splitlines() if "error" in line]
+    assert errors == ["error: stdout: No space left on device"], proc.stderr.decode()
 
 
 def test_an_archive_folder_that_cannot_be_made_is_named(tmp_path):
@@ -392,3 +395,12 @@ def test_arguments_nested_past_the_parsers_limit_are_shown_as_written(exact_toke
     assert "[[[[" in run.out
     run = ctxpack("compress", "--budget", "40", "--keep-steps", "0", str(path))
     assert "internal error" not in run.err
+
+
+@pytest.mark.parametrize("command", ["compress", "restore"])
+def test_one_missing_file_says_so_even_with_an_output(command, tmp_path):
+    missing = tmp_path / "nope.jsonl"
+    run = ctxpack(command, str(missing), "-o", str(tmp_path / "out.jsonl"))
+    assert_clean_error(run, 2, str(missing), "o such file")
+    assert not (tmp_path / "out.jsonl").exists()
+

@@ -7,9 +7,10 @@ fit, 130 interrupted); no traceback reaches the user.
 
 from __future__ import annotations
 
+import io
 import os
 import sys
-from typing import NoReturn
+from typing import Any, NoReturn
 
 import typer
 
@@ -30,8 +31,10 @@ def main() -> None:
     if hasattr(signal, "SIGPIPE"):
         # `ctxpack stats big.jsonl | head`: stop quietly when the reader goes away
         signal.signal(signal.SIGPIPE, signal.SIG_DFL)
+    _name_stdout_errors()
     try:
         code = app(standalone_mode=False)
+        sys.stdout.flush()  # a full disk behind `> out` is found here, not at exit
         # without standalone mode, an Exit inside a command comes back as its code
         if isinstance(code, int) and code:
             sys.exit(code)
@@ -55,6 +58,35 @@ def main() -> None:
             raise
         _exit_with(f"internal error: {type(exc).__name__}: {exc} "
                    "(set CTXPACK_DEBUG=1 for a traceback, and please report it)", EXIT_USAGE)
+
+
+class _Stdout(io.FileIO):
+    """File descriptor 1 whose failure names it (`error: stdout: No space left on device`)
+    and is reported once: what is written after it is dropped, not failed again at exit."""
+
+    failed = False
+
+    def write(self, data: Any) -> int | None:
+        if self.failed:
+            return len(data)
+        try:
+            return super().write(data)
+        except OSError as exc:
+            self.failed = True
+            exc.filename = exc.filename or "stdout"
+            raise
+
+
+def _name_stdout_errors() -> None:
+    """Python's own stdout says nothing of which file failed; put one that does in its place."""
+    old = sys.stdout
+    try:
+        raw = _Stdout(old.fileno(), "w", closefd=False)
+    except (AttributeError, OSError, ValueError):  # no real descriptor 1: leave it be
+        return
+    sys.stdout = io.TextIOWrapper(io.BufferedWriter(raw), encoding=old.encoding,
+                                  errors=old.errors, line_buffering=old.line_buffering,
+                                  write_through=False)
 
 
 def _exit_with(message: str, code: int) -> NoReturn:

@@ -3,6 +3,7 @@ the input itself (atomically, keeping a backup, and only if nothing changed it).
 
 from __future__ import annotations
 
+import glob
 import os
 import sys
 import time
@@ -126,10 +127,14 @@ ShardOpt = Annotated[str | None, typer.Option(
 
 
 def _one_file(files: list[str], out_dir: str | None) -> bool:
-    """Is this the one-file form (a file or stdin, its output -o, stdout or itself)?"""
-    from .read import readable_file
+    """Is this the one-file form (a file or stdin, its output -o, stdout or itself)?
 
-    return len(files) == 1 and out_dir is None and readable_file(files[0])
+    A single path that is neither a folder nor a pattern is one file even when it does
+    not exist, so that the error says so rather than asking for --out-dir."""
+    if len(files) != 1 or out_dir is not None:
+        return False
+    arg = files[0]
+    return not os.path.isdir(arg) and (os.path.exists(arg) or not glob.has_magic(arg))
 
 
 @dataclass(frozen=True)
