@@ -286,6 +286,7 @@ for _form, _line in [
     ("wget --password", "wget --user=bob --password={s} https://files.internal/a.zip"),
     ("smbclient -U", "smbclient //fs/share -U alice%{s}"),
     ("htpasswd -b", "htpasswd -bc .htpasswd admin {s}"),
+    ("htpasswd -b -c", "htpasswd -b -c /etc/nginx/.htpasswd admin {s}"),
     ("PGPASSWORD", "PGPASSWORD={s} psql -h db -U app app"),
     ("psql url", "psql postgresql://app:{s}@db.internal:5432/app"),
     ("git clone", "git clone https://bob:{s}@git.internal.org/team/repo.git"),

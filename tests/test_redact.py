@@ -342,6 +342,8 @@ HOOK = "T0A1B2C3D/B4E5F6G7H8/" + "aB3dE5gH7jK9mN1pQ3sT5vX7"
      "cli_secret"),
     (f"htpasswd -bc .htpasswd admin {PW}", f"htpasswd -bc .htpasswd admin {mark('cli_secret')}",
      "cli_secret"),
+    (f"htpasswd -B -b -c .htpasswd admin {PW}",
+     f"htpasswd -B -b -c .htpasswd admin {mark('cli_secret')}", "cli_secret"),
     # a cookie's name and the other cookies stay
     (f"Cookie: theme=dark; sessionid={PW}x9Kq; lang=en",
      f"Cookie: theme=dark; sessionid={mark('cookie')}; lang=en", "cookie"),
@@ -470,6 +472,7 @@ def test_basic_credentials_go_and_the_word_basic_stays() -> None:
     "redis-cli -h cache -p 6379 ping", "sshpass -p $PW ssh host", "psql -U app -W -h db",
     "htpasswd -c .htpasswd admin", "tar -a -b 20 -u -w -f x.tar", "ls -a -b -p -u -w",
     "openssl rsa -passin env:KEY_PASS -in k.pem", "mysql -p -u root",
+    "sshpass -p -e ssh host", "htpasswd -b -c .htpasswd admin",
     # headers and cookies that hold none
     "Authorization: required", "the Authorization header carries the token",
     "Cookie: theme=dark; lang=en-US", "Set-Cookie: theme=dark; Path=/; Max-Age=3600",

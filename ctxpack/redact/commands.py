@@ -56,7 +56,9 @@ _RULES = (
     ("cli_net_use", "/user", r":[^\s\"]+[ \t]+(?=[^\s/*])"),
     # keytool's -storepass x, -keypass x; Java's and openssl's -password x
     ("cli_single", "", rf"-(?<=[ \t]-)[a-z]*pass(?:word|wd)?(?:=|[ \t]+){_ARGUMENT_START}"),
-    ("cli_short", "", rf"-(?<=[ \t]-)[{_SHORT_LETTERS}](?=[^\s$<>|&;`-]|[ \t]+{_ARGUMENT_START})"),
+    # (other flags may stand between: `htpasswd -b -c FILE USER PASSWORD`)
+    ("cli_short", "", rf"-(?<=[ \t]-)[{_SHORT_LETTERS}]"
+                      rf"(?=[^\s$<>|&;`-]|(?:[ \t]+-[A-Za-z]+){{0,3}}[ \t]+{_ARGUMENT_START})"),
 )
 # A flag's value, quoted (also in JSON text) or not
 _ARGUMENT = re.compile(r"\\?\"(?P<dq>[^\"\\\n]*)\\?\"|'(?P<sq>[^'\n]*)'"
@@ -114,7 +116,7 @@ def _short_flag(text: str, letter: str, at: int, end: int) -> Found | None:
             return _nth_argument(text, end, int(where))
         spaces = _SPACES.match(text, end).end()  # type: ignore[union-attr]  # or ""
         argument = _ARGUMENT.match(text, spaces)
-        if argument is None:
+        if argument is None or text.startswith("-", spaces):  # another flag, not its value
             return None
         start, stop = argument.span(argument.lastgroup or "bare")
         return _part(text, start, stop, where)
@@ -142,17 +144,25 @@ def _part(text: str, start: int, stop: int, where: str) -> Found | None:
 
 
 def _nth_argument(text: str, end: int, n: int) -> Found | None:
-    """The nth argument after the flag that ends at `end` (its glued letters skipped)."""
-    at = end
-    for _ in range(n):
-        while at < len(text) and text[at] not in " \t\n":
-            at += 1
-        at = _SPACES.match(text, at).end()  # type: ignore[union-attr]  # or ""
+    """The nth argument after the flag that ends at `end`, counting its glued letters as
+    the first and skipping other flags (`htpasswd -b -c FILE USER PASSWORD`)."""
+    at = _next_word(text, end)
+    counted = 1
+    while counted < n or text.startswith("-", at):
+        counted += not text.startswith("-", at)
+        at = _next_word(text, at)
     argument = _ARGUMENT.match(text, at)
     if argument is None:
         return None
     start, stop = argument.span(argument.lastgroup or "bare")
     return _judged(text, start, stop, 4, "loose")
+
+
+def _next_word(text: str, at: int) -> int:
+    """Where the word after the one at `at` starts, on the same line."""
+    while at < len(text) and text[at] not in " \t\n":
+        at += 1
+    return _SPACES.match(text, at).end()  # type: ignore[union-attr]  # or ""
 
 
 def _judged(text: str, start: int, stop: int, least: int, how: str) -> Found | None:
