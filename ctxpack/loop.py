@@ -26,7 +26,7 @@ from .tokens import REPLY_PRIMING, MessageCount, TokenCounter
 from .transcript import Message
 from .workers import here
 
-__all__ = ["Context", "Event", "rewind_point"]
+__all__ = ["Context", "Event", "rewind_point", "steps_from"]
 
 
 @dataclass(frozen=True)
@@ -158,9 +158,9 @@ class Context:
         cut = rewind_point(self._parsed, steps=None if rounds else steps, rounds=rounds,
                            name="<messages>")
         before, n = self._tokens, len(self._messages)
+        what = f"{steps_from(self._parsed, cut)} step(s)"
         self._replace(self._messages[:cut])
         self._store()
-        what = f"{rounds} round(s)" if rounds else f"{steps} step(s)"
         event = Event("rewind", now_iso(), before, self._tokens, n, cut,
                       f"rewound {what}: {n - cut} message(s) out")
         self.history.append(event)
@@ -291,3 +291,10 @@ def rewind_point(messages: Sequence[Message], *, steps: int | None = None,
     if cut == 0:
         raise UsageError(f"{name}: nothing would be left", "rewind fewer steps")
     return cut
+
+
+def steps_from(messages: Sequence[Message], cut: int) -> int:
+    """The steps of the messages from `cut` (an allowed cut) on."""
+    from .compression.units import cuts, units_of
+
+    return sum(1 for u in units_of(messages, cuts(messages), cut) if u.step)
