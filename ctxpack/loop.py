@@ -14,7 +14,7 @@ from __future__ import annotations
 
 import io
 from collections.abc import Iterable, Sequence
-from dataclasses import dataclass, replace
+from dataclasses import dataclass, field, replace
 from typing import Any
 
 from .archive import Archiver, unpack
@@ -24,16 +24,17 @@ from .loader import load_values
 from .models import TABLE, ModelTable
 from .tokens import REPLY_PRIMING, MessageCount, TokenCounter
 from .transcript import Message
-from .workers import here
+from .workers import Remembered
 
 __all__ = ["Context", "Event", "rewind_point", "steps_from"]
 
 
-@dataclass(frozen=True)
+@dataclass
 class Event:
     """One change `Context` made to the messages: a compress or a rewind, when (UTC),
-    the tokens and messages before and after, and what was done, in words; `report` is
-    the compress's own report (as `ctxpack.compress` gives it), None for a rewind."""
+    the tokens and messages before and after, and what was done, in words. `report` is
+    a compress's own report (as `ctxpack.compress` gives it; made when first asked for:
+    its retention audit takes a while), None for a rewind."""
 
     kind: str
     at: str
@@ -42,7 +43,13 @@ class Event:
     messages_before: int
     messages_after: int
     done: str
-    report: Any = None
+    _report: Any = field(default=None, repr=False, compare=False)
+
+    @property
+    def report(self) -> Any:
+        if callable(self._report):
+            self._report = self._report()
+        return self._report
 
 
 class Context:
@@ -73,7 +80,6 @@ class Context:
         self._originals: list[Any] = []  # every message appended and not yet stored away
         self._stored: list[dict[str, Any]] = []  # archive refs of those written to the folder
         self._trigger: int | None = None
-        self._facts = None  # facts of outputs, remembered from one compress to the next
 
     # -- the loop's side -------------------------------------------------------------
 
@@ -138,14 +144,13 @@ class Context:
         plan = run(given, self.options)
         if not plan.changed:
             return None
-        report = report_of(given, [plan], Archiver(enabled=False))
         now = now_iso()
         out = records_out(plan, now)
-        event = Event("compress", now, self._tokens, 0, len(self._messages), len(out),
-                      _done(report), report)
+        before, n = self._tokens, len(self._messages)
         self._replace(out)
         self._store()
-        event = replace(event, tokens_after=self._tokens)
+        event = Event("compress", now, before, self._tokens, n, len(out), _done(plan.stages),
+                      lambda: report_of(given, [plan], Archiver(enabled=False)))
         self.history.append(event)
         return event
 
@@ -210,12 +215,8 @@ class Context:
 
         t = load_values(self._messages, self.format)
         assert self._counter is not None
-        if self._facts is None:
-            from .compression.facts import extract_all
-
-            self._facts = here(extract_all)
         return of_transcript(t, self.model, self.table, counted=(self._counter, self._counts),
-                             facts=self._facts)
+                             facts=_facts())
 
     def _replace(self, messages: list[Any], again: bool = False) -> None:
         """Hold `messages` instead: those held already keep their count (unless read
@@ -244,12 +245,24 @@ class Context:
 
 
 _WHOLE = ("json-messages", "openai-conversations")
+REMEMBER_CHARS = 64 << 20  # of text whose facts compressions in this process remember
+_remembered: list[Any] = []
 
 
-def _done(report: Any) -> str:
+def _facts() -> Any:
+    """The facts of texts, remembered by every Context of this process: a loop that
+    compresses again, or rewinds and goes on, meets the same outputs again."""
+    if not _remembered:
+        from .compression.facts import extract_all
+
+        _remembered.append(Remembered(extract_all, len, REMEMBER_CHARS))
+    return _remembered[0]
+
+
+def _done(stages: Iterable[Any]) -> str:
     """What a compress did, in words (as its report's stages say)."""
     words = []
-    for s in report.stages:
+    for s in stages:
         if s.items:
             what = "messages" if s.name in ("summarize", "limit") else "outputs"
             words.append(f"{s.name} {s.items} {what}")

@@ -25,7 +25,7 @@ def rewind(
         help="Take out the newest N rounds (from a person's message on).")] = None,
     to: Annotated[int | None, typer.Option(
         "--to", metavar="STEP", min=0,
-        help="Keep steps 1 to STEP (as `ctxpack show` numbers them) and take out the rest.")]
+        help="Keep the first STEP steps and take out the rest.")]
     = None,
     output: OutputOpt = None,
     in_place: InPlaceOpt = False,
