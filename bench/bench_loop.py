@@ -18,7 +18,10 @@ step that starts under 77,000 tokens.
    provider's prompt cache then keeps working)? The baseline is a window that drops the
    oldest messages (after the system prompt) to stay under the budget.
 
-    PYTHONPATH=. python bench/bench_loop.py --repeat 5
+    PYTHONPATH=. python bench/bench_loop.py --repeat 5 [--cpu]
+
+On a loaded machine, `--cpu` times compress and append by this process's CPU time (it
+runs on one thread: only the waits of a busy machine are left out).
 """
 
 from __future__ import annotations
@@ -73,11 +76,9 @@ def compress_warm(messages: list[dict[str, Any]], repeat: int) -> list[dict[str,
         _timed_context(messages, budget)  # once, not timed
         loop = [_timed_context(messages, budget) for _ in range(repeat)]
         ctxpack.compress(messages, model=MODEL, budget=budget)
-        files = []
-        for _ in range(repeat):
-            start = time.perf_counter()
-            out, report = ctxpack.compress(messages, model=MODEL, budget=budget)
-            files.append(time.perf_counter() - start)
+        files = [_timed(lambda b=budget: ctxpack.compress(messages, model=MODEL, budget=b))
+                 for _ in range(repeat)]
+        out, report = ctxpack.compress(messages, model=MODEL, budget=budget)
         ctx = Context(MODEL, budget)
         ctx.extend(messages)
         ctx.compress()
@@ -94,9 +95,19 @@ def _timed_context(messages: list[dict[str, Any]], budget: int) -> float:
 
     ctx = Context(MODEL, budget)
     ctx.extend(messages)
-    start = time.perf_counter()
-    ctx.compress()
-    return time.perf_counter() - start
+    return _timed(ctx.compress)
+
+
+def _timed(fn: Any) -> float:
+    """Seconds `fn()` took: wall time, or with --cpu this process's CPU time (free of
+    what other processes of a loaded machine take from it)."""
+    clock = time.process_time if CPU else time.perf_counter
+    start = clock()
+    fn()
+    return clock() - start
+
+
+CPU = False
 
 
 def per_append(messages: list[dict[str, Any]]) -> dict[str, float]:
@@ -107,9 +118,7 @@ def per_append(messages: list[dict[str, Any]]) -> dict[str, float]:
     times, sizes = [], []
     for m in messages[1:]:
         tokens = ctx.tokens
-        start = time.perf_counter()
-        ctx.append(m)
-        times.append(time.perf_counter() - start)
+        times.append(_timed(lambda m=m: ctx.append(m)))
         sizes.append(ctx.tokens - tokens)
     worst = max(range(len(times)), key=times.__getitem__)
     return {"messages": len(times), "mean_ms": statistics.mean(times) * 1000,
@@ -158,7 +167,11 @@ def main(argv: list[str] | None = None) -> int:
     parser.add_argument("--shared", type=Path, default=ROOT.parent / "shared",
                         help="the folder holding corpus/")
     parser.add_argument("--repeat", type=int, default=5)
+    parser.add_argument("--cpu", action="store_true",
+                        help="time by this process's CPU time instead of the wall clock")
     args = parser.parse_args(argv)
+    global CPU
+    CPU = args.cpu
     if not (args.shared / SESSION).is_file():
         print(f"the corpus session {SESSION} is not under {args.shared}", file=sys.stderr)
         return 2
@@ -172,7 +185,8 @@ def main(argv: list[str] | None = None) -> int:
           f"(of {len(whole)} in the session)\n")
     print(f"the first compress of the process (budget {BUDGETS[0]:,}): "
           f"{_timed_context(messages, BUDGETS[0]) * 1000:.0f} ms\n")
-    print("compress, warm (best of the repeats, median in brackets)")
+    print(f"compress, warm (best of the repeats, median in brackets; "
+          f"{'CPU' if CPU else 'wall'} time)")
     print(f"{'budget':>8} {'Context':>16} {'file API':>16} {'ratio':>6} "
           f"{'tokens after':>12}")
     for r in compress_warm(messages, args.repeat):

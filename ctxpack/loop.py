@@ -198,7 +198,7 @@ class Context:
             # the API a message alone looked like, and counted for its usual model
             self.format = t.format
             if self._counter is not None and t.format != self._guess:
-                self._counter = None
+                self._counter, self._trigger = None, None
                 self._replace(self._messages, again=True)
         if self._counter is None:
             from .formats import usual_model
