@@ -200,22 +200,27 @@ class Context:
             if self._counter is not None and t.format != self._guess:
                 self._counter, self._trigger = None, None
                 self._replace(self._messages, again=True)
+        parsed = replace(t.messages[0], lines=(number,))
+        return parsed, self._counting(t.format).message(parsed)
+
+    def _counting(self, format: str) -> TokenCounter:
+        """The counter, made on first need for `model`, else the usual model of the API
+        the messages are in."""
         if self._counter is None:
             from .formats import usual_model
 
-            self._guess = t.format
-            self._counter = TokenCounter(self.model or usual_model(t.format), self.table)
-        parsed = replace(t.messages[0], lines=(number,))
-        return parsed, self._counter.message(parsed)
+            self._guess = format
+            self._counter = TokenCounter(self.model or usual_model(format), self.table)
+        return self._counter
 
     def _input(self) -> Any:
         """The messages held as compress reads them: parsed and counted once more only
         where a reader needs its neighbours (`human`: who opened a round)."""
         from .compression.reading import of_transcript
 
-        t = load_values(self._messages, self.format)
-        assert self._counter is not None
-        return of_transcript(t, self.model, self.table, counted=(self._counter, self._counts),
+        t = load_values(self._messages, self.format or (None if self._messages else "openai"))
+        counter = self._counting(t.format)
+        return of_transcript(t, self.model, self.table, counted=(counter, self._counts),
                              facts=_facts())
 
     def _replace(self, messages: list[Any], again: bool = False) -> None:

@@ -89,6 +89,7 @@ def test_compress_keeps_what_the_file_api_keeps(budget_share: float) -> None:
     event = ctx.compress()
     out, report = ctxpack.compress(messages, model="gpt-4o", budget=budget)
     assert event is not None and ctx.history == [event]
+    assert ctx.trigger == report.trigger == budget  # the file API's trigger, exact counts
     assert ctx.messages == out  # the same messages kept, the same summary
     assert ctx.tokens == report.tokens_after == event.tokens_after
     assert file_count(ctx.messages) == ctx.tokens  # the count carried over is the fresh one
@@ -186,6 +187,9 @@ def test_bad_messages_are_refused_by_number_and_nothing_is_kept() -> None:
     assert ctx.messages == [{"role": "user", "content": "hi"}] == ctx.restore()
     with pytest.raises(UsageError, match="budget"):
         Context("gpt-4o", budget=-5)
+    empty = Context("gpt-4o", 20_000)
+    assert (empty.trigger, empty.needs_compress, empty.compress()) == (20_000, False, None)
+    assert empty.restore() == [] and empty.history == []
 
 
 def unanswered(messages: list[dict[str, Any]]) -> set[str | None]:
