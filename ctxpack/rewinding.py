@@ -74,7 +74,7 @@ def rewind_file(source: PathOrFile, *, steps: int | None = None, rounds: int | N
     meta = {"id": ident, "kind": KIND, "version": VERSION, "rewound_at": now_iso(),
             "range": {"start": cut, "end": len(t.messages)}, "original_count": len(t.messages),
             "new_count": cut, "lines": 1, "archive": packed.ref}
-    line = dumps({**record, META_KEY: meta}) + (b"\n" if raw.endswith(b"\n") else b"")
+    line = dumps({**record, META_KEY: meta}) + raw[len(raw.rstrip(b"\r\n")):]  # its ending
 
     def chunks() -> Iterator[bytes]:
         for r in records[: anchor - 1]:
