@@ -21,6 +21,7 @@ from .compression.test_properties import transcripts
 from .conftest import SAMPLES
 from .helpers import assert_clean_error, assert_tool_pairs
 from .helpers import ctxpack as run
+from .strategies import anthropic_chat, openai_chat
 
 LINE_FORMATS = ["coding-agent.claude-code.jsonl", "export-timeout.anthropic-events.jsonl",
                 "multi-round.anthropic.jsonl", "plateau-fix.gemini-cli.jsonl",
@@ -145,3 +146,26 @@ def test_restore_of_rewind_is_the_input_and_pairs_stay_whole(tmp_path_factory: p
     after = ctxpack.load(out_path)
     assert_tool_pairs(after.messages)
     assert done.steps == back and done.messages_after == len(after.messages)
+
+
+@settings(max_examples=40, deadline=None, suppress_health_check=[HealthCheck.too_slow])
+@given(chat=openai_chat() | anthropic_chat(), back=st.integers(1, 3))
+def test_rewind_in_either_api_restores_and_keeps_pairs(tmp_path_factory: pytest.TempPathFactory,
+                                                       chat: list, back: int) -> None:
+    data = b"".join(orjson.dumps(m) + b"\n" for m in chat)
+    path = tmp_path_factory.mktemp("rewind") / "run.jsonl"
+    path.write_bytes(data)
+    try:
+        done = rewind_file(str(path), steps=back)
+    except UsageError as exc:
+        assert "step(s), not" in str(exc) or "nothing would be left" in str(exc)
+        return
+    out = done.data
+    assert restore([out]) == data
+    out_path = path.with_name("out.jsonl")
+    out_path.write_bytes(out)
+    after, before = ctxpack.load(out_path), ctxpack.load(path)
+    assert after.format == before.format
+    assert [m.parts for m in after.messages] == [m.parts for m in before.messages[:len(
+        after.messages)]]
+    assert_tool_pairs(after.messages)
