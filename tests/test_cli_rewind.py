@@ -165,7 +165,8 @@ def test_rewind_in_either_api_restores_and_keeps_pairs(tmp_path_factory: pytest.
     out_path = path.with_name("out.jsonl")
     out_path.write_bytes(out)
     after, before = ctxpack.load(out_path), ctxpack.load(path)
-    assert after.format == before.format
+    # (what is left may fit either API, as a lone plain user message does)
+    assert after.format == before.format or after.unsure
     assert [m.parts for m in after.messages] == [m.parts for m in before.messages[:len(
         after.messages)]]
     assert_tool_pairs(after.messages)
