@@ -3,7 +3,8 @@
 The public API: `load` and `write` transcripts in any supported format,
 `count` and `stats` for where the tokens went, `validate` for what a provider would reject,
 `compress` to make a transcript fit its model and `restore` to undo it, `request_bodies`
-for a transcript as Chat Completions or Anthropic request bodies.
+for a transcript as Chat Completions or Anthropic request bodies; `Context` keeps an agent
+loop's messages counted and compressed as the loop runs.
 Names are imported on first use so that the command line starts fast; no module is named
 like a function it exports, so importing a module never hides a public name.
 """
@@ -25,12 +26,13 @@ _EXPORTS = {
     "count": "tokens", "stats": "breakdown", "FileStats": "breakdown",
     "validate": "checks", "Problem": "checks",
     "compress": "compression", "restore": "undo", "request_bodies": "convert",
+    "Context": "loop",
 }
 
 __all__ = [
-    "CannotFit", "CtxpackError", "FileStats", "Image", "InputError", "Message", "Problem", "Text",
-    "Thinking", "ToolCall", "ToolResult", "Transcript", "UsageError", "compress", "count", "load",
-    "request_bodies", "restore", "stats", "validate", "write",
+    "CannotFit", "Context", "CtxpackError", "FileStats", "Image", "InputError", "Message",
+    "Problem", "Text", "Thinking", "ToolCall", "ToolResult", "Transcript", "UsageError",
+    "compress", "count", "load", "request_bodies", "restore", "stats", "validate", "write",
 ]
 
 if TYPE_CHECKING:
@@ -40,6 +42,7 @@ if TYPE_CHECKING:
     from .convert import request_bodies
     from .errors import CannotFit, CtxpackError, InputError, UsageError
     from .loader import load, write
+    from .loop import Context
     from .tokens import count
     from .transcript import Image, Message, Text, Thinking, ToolCall, ToolResult, Transcript
     from .undo import restore

@@ -236,6 +236,26 @@ def here(fn: Callable[[list[T]], list[R]]) -> Ahead[T, R]:
     return Ahead(fn)
 
 
+class Remembered(Ahead[T, R]):
+    """`fn`'s results, worked out in this process and remembered from one run to the next
+    until the items remembered add up to `most` in `size` (it then starts afresh): for a
+    process that compresses again and again (an agent loop), where the same texts come
+    back."""
+
+    def __init__(self, fn: Callable[[list[T]], list[R]], size: Callable[[T], int],
+                 most: int) -> None:
+        super().__init__(fn)
+        self._size, self._most, self._held = size, most, 0
+
+    def __call__(self, items: Sequence[T]) -> list[R]:
+        new = [x for x in dict.fromkeys(items) if x not in self._found]
+        self._held += sum(self._size(x) for x in new)
+        if self._held > self._most:
+            self._found.clear()
+            self._held = sum(self._size(x) for x in dict.fromkeys(items))
+        return super().__call__(items)
+
+
 def _runs(sizes: list[int], most: int) -> Iterator[tuple[int, int]]:
     """[lo, hi) runs of the items, each of about `most` in size (or one bigger item)."""
     lo = total = 0

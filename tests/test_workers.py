@@ -158,3 +158,20 @@ def test_in_order_makes_a_call_a_worker_died_on_again_here() -> None:
 
     with Workers(2) as workers, pytest.raises(ValueError, match="three, here"):
         list(in_order(fails_on_three, ((n,) for n in range(6)), workers))
+
+
+def test_remembered_results_last_across_calls_until_the_limit() -> None:
+    from ctxpack.workers import Remembered
+
+    calls: list[list[str]] = []
+
+    def upper(items: list[str]) -> list[str]:
+        calls.append(list(items))
+        return [x.upper() for x in items]
+
+    seen = Remembered(upper, len, most=10)
+    assert seen(["ab", "cd"]) == ["AB", "CD"]
+    assert seen(["cd", "ab", "ef"]) == ["CD", "AB", "EF"]
+    assert calls == [["ab", "cd"], ["ef"]]  # only the new one worked out
+    assert seen(["ghijkl"]) == ["GHIJKL"]  # past 10 characters: it starts afresh
+    assert seen(["ab"]) == ["AB"] and calls[-1] == ["ab"]

@@ -18,7 +18,7 @@ from ..errors import EXIT_USAGE, CtxpackError
 from . import read, write  # noqa: F401 - the commands, registered on `app` in this order
 
 # isort: split
-from . import convert  # noqa: F401 - after compress and restore
+from . import convert, rewind  # noqa: F401 - after compress and restore
 from .common import app, fail, os_problem, stderr
 
 __all__ = ["app", "main"]

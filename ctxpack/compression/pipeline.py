@@ -47,10 +47,11 @@ def stages(options: Options, *, dry_run: bool = False, cache: bool = True) -> li
 
 
 def _summary_wanted(plan: Plan) -> bool:
-    """Over the trigger; or brought under it by masking but still over the target: a
-    compress that acts goes down to its target, so the next turns do not trigger it."""
-    masked = any(s.name == "mask" and s.items for s in plan.stages)
-    return plan.total > plan.trigger or masked and plan.total > plan.target
+    """Over the trigger; or brought under it by truncating or masking but still over the
+    target: a compress that acts goes down to its target, so the next turns do not
+    trigger it (and an agent loop's prompt keeps its prefix between compressions)."""
+    acted = any(s.name in ("truncate", "mask") and s.items for s in plan.stages)
+    return plan.total > plan.trigger or acted and plan.total > plan.target
 
 
 def run(read: Input, options: Options, *, dry_run: bool = False, cache: bool = True) -> Plan:

@@ -313,11 +313,20 @@ def _refetch(src: Source, t: Transcript, skip_invalid: bool, order: list[int],
 
 
 def of_transcript(t: Transcript, model: str | None, table: ModelTable,
-                  cache: bool = True) -> Input:
+                  cache: bool = True, counted: tuple[TokenCounter, Sequence[MessageCount]]
+                  | None = None, **more: Any) -> Input:
     """A loaded transcript (or one of values: see `loader.load_values`) as compress's
-    input: every message is whole already; each is counted as a file's would be."""
+    input: every message is whole already; each is counted as a file's would be, or
+    was counted so already (`counted`: the counter and each message's count, as an agent
+    loop keeps them; see ctxpack.loop). `more` are Input's own fields (`facts`)."""
     from ..formats import usual_model
 
+    outputs = [tuple(observe(r) for r in m.tool_results) for m in t.messages]
+    if counted is not None:
+        counter, known = counted
+        return _input(t, counter, list(known), outputs,
+                      lambda wanted: {i: t.messages[i] for i in wanted}, model is not None,
+                      **more)
     counts: list[MessageCount | None] = [None] * len(t.messages)
     counting: StreamCounter[int] = StreamCounter(
         model, table, lambda: [t.model, usual_model(t.format)], counts.__setitem__,
@@ -328,6 +337,6 @@ def of_transcript(t: Transcript, model: str | None, table: ModelTable,
         counter = counting.done()
     finally:
         counting.close()
-    outputs = [tuple(observe(r) for r in m.tool_results) for m in t.messages]
     return _input(t, counter, counts, outputs,  # type: ignore[arg-type]
-                  lambda wanted: {i: t.messages[i] for i in wanted}, model is not None)
+                  lambda wanted: {i: t.messages[i] for i in wanted}, model is not None,
+                  **more)

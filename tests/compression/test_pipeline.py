@@ -120,3 +120,21 @@ def test_compress_gives_a_smaller_output_or_the_input_unchanged(steps: int, shar
         assert result.report.tokens_after < result.report.tokens_before
     else:
         assert result.data == data
+
+
+def test_a_compress_that_truncated_short_of_its_target_goes_on_to_it() -> None:
+    """Truncation that brings the prompt under the trigger but not to the target is
+    followed by the summary, as masking is: else the next turns trigger it again (and an
+    agent loop's prompt changes at each)."""
+    data = agent_run(16)
+    before = tokens(data)
+    cut = fitted(data, limits=SMALL, mask=False)
+    budget = (before + cut) // 2  # truncation alone takes it under this
+    assert cut < budget < before
+    plan = run(plan_of(data).read, Options(limits=SMALL, mask=False, budget=budget,
+                                          target=cut - 200))
+    assert names(plan)[:2] == ["truncate", "summarize"]
+    assert plan.total <= plan.target
+    kept = run(plan_of(data).read, Options(limits=SMALL, mask=False, budget=budget,
+                                          target=cut + 200))
+    assert names(kept) == ["truncate"]  # at its target already: no summary

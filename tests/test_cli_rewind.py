@@ -1,0 +1,172 @@
+"""`ctxpack rewind`: the newest steps out of a transcript, whole tool pairs only, archived so
+that `ctxpack restore` brings the file back byte for byte."""
+
+from __future__ import annotations
+
+import os
+import shutil
+from pathlib import Path
+
+import orjson
+import pytest
+from hypothesis import HealthCheck, given, settings
+from hypothesis import strategies as st
+
+import ctxpack
+from ctxpack.errors import UsageError
+from ctxpack.rewinding import rewind_file
+from ctxpack.undo import restore
+
+from .compression.test_properties import transcripts
+from .conftest import SAMPLES
+from .helpers import assert_clean_error, assert_tool_pairs
+from .helpers import ctxpack as run
+from .strategies import anthropic_chat, openai_chat
+
+LINE_FORMATS = ["coding-agent.claude-code.jsonl", "export-timeout.anthropic-events.jsonl",
+                "multi-round.anthropic.jsonl", "plateau-fix.gemini-cli.jsonl",
+                "refactor.codex.jsonl", "stream.anthropic.jsonl", "support-chat.openai.jsonl",
+                "todo-table.gemini-stream.jsonl"]
+
+
+def steps_of(path: Path) -> list[int]:
+    """Where each step of the context starts (an index), read independently of rewind:
+    at an assistant message after a message that is not one."""
+    ms = ctxpack.load(path).messages
+    return [i for i, m in enumerate(ms) if m.role == "assistant"
+            and (i == 0 or ms[i - 1].role != "assistant")]
+
+
+@pytest.mark.parametrize("name", LINE_FORMATS)
+def test_rewind_takes_the_newest_steps_out_and_restore_brings_them_back(
+        tmp_path: Path, name: str) -> None:
+    source = SAMPLES / name
+    out = tmp_path / name
+    done = run("rewind", str(source), "--steps", "2", "-o", str(out))
+    assert done.code == 0, done.err
+    assert "restore --only w-" in done.err
+    before, after = ctxpack.load(source), ctxpack.load(out)
+    kept = len(after.messages)
+    assert kept == steps_of(source)[-2]  # from the second newest step on, all went
+    assert [(m.role, m.parts) for m in after.messages] == \
+        [(m.role, m.parts) for m in before.messages[:kept]]
+    assert_tool_pairs(after.messages)
+    assert restore(str(out)) == source.read_bytes()
+    ids = [item[0] for item in ctxpack.undo.items(str(out))]
+    assert restore(str(out), only=ids[-1]) == source.read_bytes()
+
+
+def test_to_and_rounds_keep_what_they_name(tmp_path: Path) -> None:
+    source = SAMPLES / "support-chat.openai.jsonl"
+    starts = steps_of(source)
+    out = tmp_path / "to.jsonl"
+    assert run("rewind", str(source), "--to", "3", "-o", str(out)).code == 0
+    assert len(ctxpack.load(out).messages) == starts[3]
+    assert run("rewind", str(source), "--rounds", "1", "-o", str(out)).code == 0
+    messages = ctxpack.load(source).messages
+    last_round = max(i for i, m in enumerate(messages) if m.human)
+    assert len(ctxpack.load(out).messages) == last_round
+    assert restore(str(out)) == source.read_bytes()
+
+
+def test_in_place_keeps_a_backup_and_restores_in_place(tmp_path: Path) -> None:
+    path = tmp_path / "run.jsonl"
+    shutil.copy(SAMPLES / "refactor.codex.jsonl", path)
+    old = path.stat().st_mtime - 60
+    os.utime(path, (old, old))
+    original = path.read_bytes()
+    assert run("rewind", str(path), "--steps", "1", "--in-place").code == 0
+    assert path.read_bytes() != original
+    assert (tmp_path / "run.jsonl.bak").read_bytes() == original
+    assert run("restore", str(path), "--in-place", "--force").code == 0
+    assert path.read_bytes() == original
+
+
+def test_the_archive_can_go_to_a_folder(tmp_path: Path) -> None:
+    source = SAMPLES / "multi-round.anthropic.jsonl"
+    out = tmp_path / "out.jsonl"
+    folder = tmp_path / "originals"
+    assert run("rewind", str(source), "-n", "1", "-o", str(out),
+               "--archive-dir", str(folder)).code == 0
+    assert any(p.is_file() for p in folder.rglob("*"))
+    assert len(out.read_bytes()) < len(source.read_bytes())
+    assert restore(str(out), archive_dir=str(folder)) == source.read_bytes()
+
+
+@pytest.mark.parametrize(("args", "fragments"), [
+    (["--steps", "999"], ["step(s), not 999"]),
+    (["--steps", "1", "--rounds", "1"], ["one of --steps"]),
+    ([], ["one of --steps"]),
+    (["--to", "999"], ["nothing comes after step 999"]),
+])
+def test_what_cannot_be_rewound_is_one_line_and_no_output(
+        tmp_path: Path, args: list[str], fragments: list[str]) -> None:
+    out = tmp_path / "out.jsonl"
+    assert_clean_error(run("rewind", str(SAMPLES / "support-chat.openai.jsonl"), *args,
+                           "-o", str(out)), 2, *fragments)
+    assert not out.exists()
+
+
+def test_a_format_whose_record_holds_the_conversation_says_how_instead(tmp_path: Path) -> None:
+    out = tmp_path / "out.json"
+    assert_clean_error(run("rewind", str(SAMPLES / "bugfix.mini-swe-agent.traj.json"),
+                           "--steps", "1", "-o", str(out)), 2, "share a record", "convert")
+    assert not out.exists()
+
+
+def test_a_bad_line_is_named_and_nothing_is_written(tmp_path: Path) -> None:
+    bad = tmp_path / "bad.jsonl"
+    bad.write_bytes((SAMPLES / "support-chat.openai.jsonl").read_bytes() + b"{oops\n")
+    out = tmp_path / "out.jsonl"
+    assert_clean_error(run("rewind", str(bad), "--steps", "1", "-o", str(out)), 2,
+                       "bad.jsonl:43")
+    assert not out.exists()
+
+
+@settings(max_examples=60, deadline=None, suppress_health_check=[HealthCheck.too_slow])
+@given(data=transcripts(), back=st.integers(1, 4))
+def test_restore_of_rewind_is_the_input_and_pairs_stay_whole(tmp_path_factory: pytest.
+                                                            TempPathFactory, data: bytes,
+                                                            back: int) -> None:
+    path = tmp_path_factory.mktemp("rewind") / "run.jsonl"
+    path.write_bytes(data)
+    try:
+        done = rewind_file(str(path), steps=back)
+    except UsageError as exc:  # fewer steps than that, or nothing would be left
+        assert "step(s), not" in str(exc) or "nothing would be left" in str(exc)
+        return
+    out = done.data
+    assert restore([out]) == data
+    kept = [orjson.loads(line) for line in out.splitlines()]
+    given_lines = [orjson.loads(line) for line in data.splitlines()]
+    assert [{k: v for k, v in r.items() if k != "ctxpack"} for r in kept] == \
+        given_lines[:len(kept)]
+    out_path = path.with_name("out.jsonl")
+    out_path.write_bytes(out)
+    after = ctxpack.load(out_path)
+    assert_tool_pairs(after.messages)
+    assert done.steps == back and done.messages_after == len(after.messages)
+
+
+@settings(max_examples=40, deadline=None, suppress_health_check=[HealthCheck.too_slow])
+@given(chat=openai_chat() | anthropic_chat(), back=st.integers(1, 3))
+def test_rewind_in_either_api_restores_and_keeps_pairs(tmp_path_factory: pytest.TempPathFactory,
+                                                       chat: list, back: int) -> None:
+    data = b"".join(orjson.dumps(m) + b"\n" for m in chat)
+    path = tmp_path_factory.mktemp("rewind") / "run.jsonl"
+    path.write_bytes(data)
+    try:
+        done = rewind_file(str(path), steps=back)
+    except UsageError as exc:
+        assert "step(s), not" in str(exc) or "nothing would be left" in str(exc)
+        return
+    out = done.data
+    assert restore([out]) == data
+    out_path = path.with_name("out.jsonl")
+    out_path.write_bytes(out)
+    after, before = ctxpack.load(out_path), ctxpack.load(path)
+    # (what is left may fit either API, as a lone plain user message does)
+    assert after.format == before.format or after.unsure
+    assert [m.parts for m in after.messages] == [m.parts for m in before.messages[:len(
+        after.messages)]]
+    assert_tool_pairs(after.messages)

@@ -1,0 +1,259 @@
+"""`ctxpack.Context`: an agent loop's messages, against the file API on the same inputs,
+and the invariants of append, compress, rewind and restore on generated conversations."""
+
+from __future__ import annotations
+
+import copy
+import json
+from pathlib import Path
+from typing import Any
+
+import orjson
+import pytest
+from hypothesis import HealthCheck, given, settings
+from hypothesis import strategies as st
+
+import ctxpack
+from ctxpack import Context
+from ctxpack.errors import CannotFit, InputError, UsageError
+from ctxpack.loader import load_values
+from ctxpack.tokens import REPLY_PRIMING
+
+from .conftest import CORPUS, SAMPLES
+from .helpers import assert_tool_pairs
+from .strategies import anthropic_chat, openai_chat
+
+WORDS = st.sampled_from(["ok", "error:", "src/app.py", "FAILED", "https://x.io/a", "42",
+                         "Traceback", "the", "value", "def f():", "    return 1", "é"])
+TEXT = st.lists(WORDS, min_size=1, max_size=30).map(" ".join)
+OUTPUT = st.lists(TEXT, min_size=1, max_size=40).map("\n".join)
+
+
+@st.composite
+def runs(draw: st.DrawFn) -> list[dict[str, Any]]:
+    """A Chat Completions run big enough to compress: a task, then steps of parallel
+    calls with long outputs, some chat and new requests between them."""
+    out: list[dict[str, Any]] = [{"role": "system", "content": draw(TEXT)},
+                                 {"role": "user", "content": draw(TEXT)}]
+    n = 0
+    for _ in range(draw(st.integers(1, 16))):
+        kind = draw(st.sampled_from(["step", "step", "step", "say", "ask"]))
+        if kind == "say":
+            out.append({"role": "assistant", "content": draw(TEXT)})
+        elif kind == "ask":
+            out.append({"role": "user", "content": draw(TEXT)})
+        else:
+            ids = [f"call_{n + k}" for k in range(draw(st.integers(1, 3)))]
+            n += len(ids)
+            out.append({"role": "assistant", "content": None, "tool_calls": [
+                {"id": i, "type": "function", "function": {
+                    "name": draw(st.sampled_from(["bash", "read_file"])),
+                    "arguments": json.dumps({"command": draw(TEXT)})}} for i in ids]})
+            out += [{"role": "tool", "tool_call_id": i, "content": draw(OUTPUT)} for i in ids]
+    return out
+
+
+def file_count(messages: list[dict[str, Any]], model: str | None = "gpt-4o") -> int:
+    """The file API's count of the messages: what compress reads before it acts."""
+    _, report = ctxpack.compress(messages, model=model, budget=10**7)
+    return report.tokens_before
+
+
+def sample_messages() -> list[dict[str, Any]]:
+    """A real-shaped tool-calling run of the samples, as Chat Completions messages."""
+    t = ctxpack.load(SAMPLES / "coding-agent.claude-code.jsonl")
+    return ctxpack.request_bodies(t, "openai")[0]["messages"]
+
+
+@pytest.mark.usefixtures("exact_tokens")
+def test_counts_kept_as_messages_come_are_the_file_apis() -> None:
+    messages = sample_messages()
+    ctx = Context("gpt-4o", 100_000)
+    counts = []
+    for m in messages:
+        ctx.append(m)
+        counts.append(ctx.tokens)
+    assert counts == sorted(counts) and counts[0] > REPLY_PRIMING
+    assert ctx.tokens == file_count(messages)
+    assert ctx.messages == messages and not ctx.needs_compress
+
+
+@pytest.mark.usefixtures("exact_tokens")
+@pytest.mark.parametrize("budget_share", [0.3, 0.6])
+def test_compress_keeps_what_the_file_api_keeps(budget_share: float) -> None:
+    messages = sample_messages()
+    budget = int(file_count(messages) * budget_share)
+    ctx = Context("gpt-4o", budget)
+    ctx.extend(messages)
+    assert ctx.needs_compress
+    event = ctx.compress()
+    out, report = ctxpack.compress(messages, model="gpt-4o", budget=budget)
+    assert event is not None and ctx.history == [event]
+    assert ctx.trigger == report.trigger == budget  # the file API's trigger, exact counts
+    assert ctx.messages == out  # the same messages kept, the same summary
+    assert ctx.tokens == report.tokens_after == event.tokens_after
+    assert file_count(ctx.messages) == ctx.tokens  # the count carried over is the fresh one
+    assert event.tokens_before == report.tokens_before and event.tokens_after <= budget
+    assert event.messages_after == len(out) < event.messages_before == len(messages)
+    assert "summarize" in event.done and event.report.changed
+    assert not ctx.needs_compress
+    assert ctx.restore() == messages
+
+
+@pytest.mark.corpus
+@pytest.mark.usefixtures("exact_tokens")
+def test_a_corpus_session_compressed_in_a_loop_matches_the_file_api() -> None:
+    path = CORPUS / "codex" / "raze__codex-session.jsonl"
+    if not path.is_file():
+        pytest.skip("corpus not found beside the checkout (../shared/corpus)")
+    messages = ctxpack.request_bodies(ctxpack.load(path), "openai")[0]["messages"]
+    ctx = Context("gpt-4o", 20_000)
+    ctx.extend(messages)
+    assert ctx.tokens == file_count(messages)
+    ctx.compress()
+    out, report = ctxpack.compress(messages, model="gpt-4o", budget=20_000)
+    assert ctx.messages == out and ctx.tokens == report.tokens_after <= 20_000
+
+
+@pytest.mark.usefixtures("exact_tokens")
+def test_the_prefix_stays_the_same_between_compressions() -> None:
+    messages = sample_messages()
+    budget = int(file_count(messages) * 0.5)
+    ctx = Context("gpt-4o", budget)
+    sent: list[bytes] = []
+    for m in messages:
+        ctx.append(m)
+        if ctx.needs_compress:
+            ctx.compress()
+        sent.append(b"".join(orjson.dumps(x) for x in ctx.messages))
+    compressions = len(ctx.history)
+    assert compressions >= 1
+    grown = sum(1 for a, b in zip(sent, sent[1:], strict=False) if b.startswith(a))
+    assert grown == len(sent) - 1 - compressions  # only a compress changes what was sent
+    # each compress goes under the trigger (down to its target where the newest steps
+    # kept leave room for it: this run is small, its budget 2,000 tokens)
+    assert all(e.tokens_after < ctx.trigger for e in ctx.history)
+    assert ctx.history[0].tokens_after <= ctx.history[0].report.target
+    assert ctx.restore() == messages
+
+
+def test_rewind_takes_the_newest_steps_out_and_restore_brings_them_back() -> None:
+    messages = [
+        {"role": "system", "content": "You fix bugs."},
+        {"role": "user", "content": "Fix the test."},
+        {"role": "assistant", "content": None, "tool_calls": [
+            {"id": "a", "type": "function", "function": {"name": "bash", "arguments": "{}"}},
+            {"id": "b", "type": "function", "function": {"name": "bash", "arguments": "{}"}}]},
+        {"role": "tool", "tool_call_id": "a", "content": "FAILED test_x"},
+        {"role": "tool", "tool_call_id": "b", "content": "ok"},
+        {"role": "assistant", "content": None, "tool_calls": [
+            {"id": "c", "type": "function", "function": {"name": "edit", "arguments": "{}"}}]},
+        {"role": "tool", "tool_call_id": "c", "content": "edited"},
+        {"role": "assistant", "content": "Done."},
+    ]
+    ctx = Context("gpt-4o")
+    ctx.extend(messages)
+    full = ctx.tokens
+    event = ctx.rewind(2)  # the reply and the edit step
+    assert ctx.messages == messages[:5]
+    assert ctx.tokens == file_count(messages[:5]) < full
+    assert (event.kind, event.messages_before, event.messages_after) == ("rewind", 8, 5)
+    ctx.append({"role": "assistant", "content": "Trying another way."})
+    assert ctx.restore() == [*messages, {"role": "assistant", "content": "Trying another way."}]
+    ctx.rewind(rounds=1)
+    assert ctx.messages == messages[:1]
+    with pytest.raises(UsageError, match="has 0 step"):
+        ctx.rewind(3)
+
+
+def test_the_archive_folder_holds_what_left_the_context(tmp_path: Path) -> None:
+    messages = sample_messages()
+    ctx = Context("gpt-4o", 4_000, archive_dir=str(tmp_path / "originals"))
+    ctx.extend(messages)
+    ctx.compress()
+    ctx.append({"role": "user", "content": "And now?"})
+    stored = [p for p in (tmp_path / "originals").rglob("*") if p.is_file()]
+    assert len(stored) == 1
+    assert ctx.restore() == [*messages, {"role": "user", "content": "And now?"}]
+
+
+def test_bad_messages_are_refused_by_number_and_nothing_is_kept() -> None:
+    ctx = Context("gpt-4o")
+    ctx.append({"role": "user", "content": "hi"})
+    with pytest.raises(InputError, match=r"<messages>:2: .*found str"):
+        ctx.append("hello")  # type: ignore[arg-type]
+    with pytest.raises(InputError, match=r"<messages>:2: not JSON"):
+        ctx.append({"role": "user", "content": object()})
+    assert ctx.messages == [{"role": "user", "content": "hi"}] == ctx.restore()
+    with pytest.raises(UsageError, match="budget"):
+        Context("gpt-4o", budget=-5)
+    empty = Context("gpt-4o", 20_000)
+    assert (empty.trigger, empty.needs_compress, empty.compress()) == (20_000, False, None)
+    assert empty.restore() == [] and empty.history == []
+
+
+def unanswered(messages: list[dict[str, Any]]) -> set[str | None]:
+    """The calls still waiting for their results (the loop may be mid-step); every
+    result must answer an earlier call."""
+    seen: set[str | None] = set()
+    for m in load_values(messages).messages:
+        for r in m.tool_results:
+            assert r.call_id in seen, f"message {m.line}: result of unknown call {r.call_id}"
+            seen.discard(r.call_id)
+        seen.update(c.id for c in m.tool_calls)
+    return seen
+
+
+def _checked(ctx: Context, appended: list[dict[str, Any]], budget: int,
+             waiting: set[str | None]) -> None:
+    """The invariants after any compress or rewind: the count is the file API's, no
+    call is parted from its result (those waiting before may wait still), the budget
+    holds, and restore gives back all that was appended."""
+    kept = copy.deepcopy(ctx.messages)
+    assert ctx.tokens == file_count(kept)
+    assert unanswered(kept) <= waiting
+    if ctx.history and ctx.history[-1].kind == "compress":
+        assert ctx.tokens <= budget
+    assert ctx.restore() == appended
+
+
+@settings(max_examples=40, deadline=None, suppress_health_check=[HealthCheck.too_slow])
+@given(run=runs(), share=st.floats(0.15, 1.0), back=st.integers(0, 3), data=st.data())
+def test_append_compress_rewind_restore_invariants(run: list[dict[str, Any]], share: float,
+                                                   back: int, data: st.DataObject) -> None:
+    budget = max(200, int(file_count(run) * share))
+    ctx = Context("gpt-4o", budget)
+    appended: list[dict[str, Any]] = []
+    for m in run:  # the loop: append, and compress when the trigger says so
+        ctx.append(m)
+        appended.append(m)
+        if ctx.needs_compress:
+            before = ctx.messages
+            try:
+                ctx.compress()
+            except CannotFit:
+                assert ctx.messages == before  # nothing changed
+                return
+            _checked(ctx, appended, budget, unanswered(before))
+    steps = sum(1 for m in load_values(ctx.messages).messages if m.role == "assistant")
+    if back and steps > back:
+        before = ctx.messages
+        try:
+            ctx.rewind(back)
+        except UsageError:
+            assert ctx.messages == before  # nothing would be left: nothing changed
+        _checked(ctx, appended, budget, set())
+        assert_tool_pairs(load_values(ctx.messages).messages)
+    extra = {"role": "user", "content": data.draw(TEXT)}
+    ctx.append(extra)
+    appended.append(extra)
+    assert ctx.restore() == appended
+
+
+@settings(max_examples=30, deadline=None, suppress_health_check=[HealthCheck.too_slow])
+@given(run=openai_chat() | anthropic_chat())
+def test_counts_match_the_file_api_in_either_api(run: list[dict[str, Any]]) -> None:
+    ctx = Context()
+    ctx.extend(run)
+    assert ctx.tokens == file_count(run, model=None)
+    assert ctx.restore() == run and ctx.messages == run
