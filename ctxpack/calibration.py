@@ -167,9 +167,11 @@ def bill(counts: Sequence[int], calls: Sequence[Call], *, model: str | None, for
     if calls:
         prompts = prompts_of(counts, calls)
         last = calls[-1]
-        # (a bill below the count — usage made up, or an agent that cuts old outputs
-        # from its prompts — is taken as the count: what is not in the file is never
-        # below 0, and compress errs on the side of acting)
+        if 0 < last.billed < slope * prompts[-1]:
+            # a bill below the calibrated count (a file whose text the model's tokenizer
+            # splits more tightly, or an agent that sends less than it logs): the file's
+            # own ratio is the slope, and nothing is outside the file
+            slope = last.billed / prompts[-1]
         overhead = max(0, round(last.billed - slope * prompts[-1]))
         tokens = round(slope * counted + overhead)
         steps = [abs(anchored(slope, calls[k - 1].billed, prompts[k - 1], prompts[k])

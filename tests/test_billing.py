@@ -218,3 +218,29 @@ def test_a_bad_calibration_entry_is_named(tmp_path: Path, entry: str, fragment: 
     with pytest.raises(UsageError) as info:
         load_config(str(config))
     assert fragment in str(info.value) and "calibration[1]" in str(info.value)
+
+
+@pytest.mark.parametrize("name", ["export-timeout.anthropic-events.jsonl",
+                                  "opencode/book-search.opencode.json",
+                                  "cline-task/api_conversation_history.json",
+                                  "cline-task/ui_messages.json",
+                                  "plateau-fix.gemini-cli.jsonl"])
+def test_formats_that_record_each_call_are_anchored_on_the_last(name: str) -> None:
+    s = stats(SAMPLES / name, cache=False)
+    c, last = s.context, s.usage["last_input_tokens"]
+    # (every call the file records, but one whose reply was rewound: not of this context)
+    assert c is not None and c.kind == "anchored" and 1 < c.calls <= s.usage["calls"]
+    # the recorded prompt, plus its reply and what came after (a few hundred tokens here)
+    assert last < c.tokens < last + 1_000
+    assert c.visible + c.not_in_file == c.tokens
+
+
+def test_a_bill_below_the_calibrated_count_takes_the_files_own_ratio() -> None:
+    # a file whose text the model's tokenizer splits more tightly than the table says
+    b = bill([400, 600, 500], [RecordedCall(1, 450, None, "claude-opus-4-6")],
+             model="claude-opus-4-6", format="claude-code", exact=False, estimated=False)
+    assert b.kind == "anchored" and b.not_in_file == 0
+    assert b.slope == pytest.approx(450 / (400 + 3))
+    assert b.slope < slope_of("claude-opus-4-6")
+    # anchored: the recorded prompt plus the file's ratio times what came after it
+    assert b.tokens == round(450 + b.slope * (1_500 + 3 - 403)) == b.visible
