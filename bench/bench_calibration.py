@@ -72,8 +72,9 @@ def main() -> None:
     parser.add_argument("--slopes", action="store_true",
                         help="also fit a slope per model on the growth between calls")
     args = parser.parse_args()
-    files = args.files or sorted(p for d in ("claude-code", "codex")
-                                 for p in (CORPUS / d).glob("*.jsonl"))
+    # every corpus file: those that record fewer than two calls' usage are passed over
+    files = args.files or sorted(p for p in CORPUS.rglob("*")
+                                 if p.is_file() and p.name != "MANIFEST.md")
     rows = [r for r in map(measure, files) if r]
     print(f"{'file':44} {'model':18} {'calls':>5}  {'naive med/worst':>14}  "
           f"{'calibrated':>14}  {'anchored':>14}  overhead")
