@@ -84,9 +84,10 @@ class StepUsage:
 def _encrypted(part: Any) -> bool:
     """A reasoning part whose text is a summary of what the model is sent back: the
     encrypted reasoning OpenAI's Responses API returns (counted at the step's output)."""
-    meta = _dict(_dict(part).get("metadata")) if isinstance(part, dict) else {}
-    return part.get("type") == "reasoning" and any(
-        isinstance(_dict(v).get("reasoningEncryptedContent"), str) for v in meta.values())
+    if not isinstance(part, dict) or part.get("type") != "reasoning":
+        return False
+    return any(isinstance(_dict(v).get("reasoningEncryptedContent"), str)
+               for v in _dict(part.get("metadata")).values())
 
 
 def _result(state: dict[str, Any]) -> ToolResult | None:
