@@ -222,17 +222,19 @@ class Scanner:
         context before: none of those is taken to describe the context (each keeps only
         what it says of hidden content, billed 0). What compress found was sent besides the
         messages (`not_in_file_tokens` of the lines it wrote) stands for them, as a call
-        before any message (see calibration.prompts_of) — until the session goes on: calls
-        whose replies start after the last line compress wrote were made on the context as
-        it is, and the newest of them anchors."""
+        before any message (see calibration.prompts_of) — until the session goes on: where
+        compress restates the usage of the records it keeps (the format's
+        `restates_usage`), calls whose replies start after the last line it wrote were made
+        on the context as it is, and the newest of them anchors."""
         self.starts += [m.lines[0] if m.lines else self.lines for m in rest]
         if self.compacted is not False and self.layout is not None:
             carried, context = self.compacted, self.layout.context
-            since = [c for c in self.layout.calls if c.billed > 0 and c.prompt < len(context)
-                     and context[c.prompt] < len(self.starts)
+            restates = getattr(self.format, "restates_usage", False)
+            since = [c for c in self.layout.calls if restates and c.billed > 0
+                     and c.prompt < len(context) and context[c.prompt] < len(self.starts)
                      and self.starts[context[c.prompt]] > self.boundary]
-            kept = [replace(c, billed=0) for c in self.layout.calls if c.hidden
-                    and c not in since]
+            kept = [replace(c, billed=0) for c in self.layout.calls
+                    if (c.hidden or c.reasoning) and c not in since]
             if since:
                 self.layout.calls = sorted([*kept, *since], key=lambda c: c.prompt)
                 return

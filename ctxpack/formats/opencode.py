@@ -7,19 +7,21 @@ that hold the call (`callID`, `tool`, `state.input`) and its result (`state.outp
 after the step, so each assistant message with finished tool parts is emitted as two
 messages: the step, then its results. Usage is the `step-finish` parts' `tokens` (an
 assistant `info.tokens` is the sum of its steps: only the parts are counted); each step's
-prompt size is a recorded call, and a step whose reasoning the file holds only encrypted
-counts at its recorded output and reasoning tokens, as the next prompt carries it. After a
+prompt size is a recorded call, and the reasoning tokens of a step whose reasoning the
+file holds only encrypted are counted in the prompts that carry it. After a
 compaction (a user message with a `compaction` part answered by an assistant message
 with `summary: true`) the model sees only what follows that user message.
 """
 
 from __future__ import annotations
 
+import bisect
 import re
 from dataclasses import replace
 from typing import Any
 
 from ..jsonl import dumps, json_kind
+from ..models import keeps_reasoning
 from ..transcript import Image, Message, Part, RecordedCall, Text, Thinking, ToolCall, ToolResult
 from .base import NOT_WRITTEN, Layout, LineFinder, RecordError, measure, string_field
 from .openai import parse_data_url
@@ -110,6 +112,7 @@ class OpenCodeReader:
         self.model: str | None = None
         self.usage = StepUsage()
         self.calls: list[RecordedCall] = []  # their `prompt` the number of the step's message
+        self.users: list[int] = []  # the numbers of user messages
         self.finder: LineFinder | None = None
 
     def located(self, path: str, data: bytes, first: int) -> None:
@@ -143,7 +146,9 @@ class OpenCodeReader:
             if role == "user":
                 if any(isinstance(p, dict) and p.get("type") == "compaction" for p in parts):
                     compacting = len(out)
-                out += self._user(at, info, parts)
+                said = self._user(at, info, parts)
+                self.users += [self.count + len(out)] if said else []
+                out += said
             elif role == "assistant":
                 if info.get("summary") is True and compacting is not None:
                     self.start = compacting
@@ -179,7 +184,7 @@ class OpenCodeReader:
         self.model = model or self.model
         out: list[Part] = []
         billed: int | None = None  # the prompt of the message's (first) step, its output
-        output = 0
+        output = reasoning = 0
         results: list[ToolResult] = []
         for p in parts:
             if not isinstance(p, dict):
@@ -202,13 +207,14 @@ class OpenCodeReader:
                 prompt = self.usage.add(p)
                 if billed is None:
                     billed, tokens = prompt, _dict(p.get("tokens"))
-                    output = int(measure(tokens.get("output"))) + \
-                        int(measure(tokens.get("reasoning")))
+                    output = int(measure(tokens.get("output")))
+                    reasoning = int(measure(tokens.get("reasoning")))
         if not out:
             return []
         if billed:
             self.calls.append(RecordedCall(number, billed, output or None, model or self.model,
-                                           hidden=any(map(_encrypted, parts))))
+                                           reasoning=reasoning if any(map(_encrypted, parts))
+                                           else 0))
         msg_id = string_field(info, "id")
         messages = [Message("assistant", tuple(out), (line,), info, id=msg_id, model=model)]
         if results:
@@ -216,8 +222,13 @@ class OpenCodeReader:
         return messages
 
     def finish(self) -> tuple[list[Message], Layout]:
-        calls = [replace(c, prompt=c.prompt - self.start) for c in self.calls
-                 if c.prompt >= self.start]
+        # reasoning held encrypted is sent back for good, or (older models) until the next
+        # user message (see models.keeps_reasoning)
+        users = [n - self.start for n in self.users if n >= self.start]
+        calls = [replace(c, prompt=c.prompt - self.start, until=None if keeps_reasoning(
+                     c.model) or (after := bisect.bisect_right(users, c.prompt - self.start))
+                     == len(users) else users[after])
+                 for c in self.calls if c.prompt >= self.start]
         return [], Layout(list(range(self.start, self.count)), model=self.model,
                           usage=self.usage.summary(), calls=calls)
 
