@@ -30,6 +30,7 @@ from dataclasses import dataclass, replace
 from typing import Any
 
 from .errors import UsageError
+from .formats import usual_model
 from .models import TABLE, ModelTable
 from .tokens import REPLY_PRIMING, TokenCounter
 from .transcript import RecordedCall, Transcript
@@ -319,7 +320,7 @@ def calibrate(transcripts: Iterable[Transcript], table: ModelTable = TABLE) -> l
         calls = [c for c in t.calls if c.billed > 0 and c.prompt > 0]  # (see loader)
         if not calls:
             continue
-        model = calls[-1].model or t.model or "?"
+        model = calls[-1].model or t.model or usual_model(t.format) or "?"
         counter = TokenCounter(model if table.find(model) else None, table)
         counted = prompts_of(with_hidden([counter.message(m).total for m in t.messages],
                                          t.calls), calls)
