@@ -1,5 +1,5 @@
 """How far ctxpack's count of a prompt is from what the provider billed for it, per call,
-on every corpus file that records its calls' usage (see ctxpack.calibration).
+on every corpus file that records two or more calls' usage (see ctxpack.calibration).
 
 For each file: the calls it records; the error of the plain count (naive); of the
 calibrated count, its overhead fitted on the first half of the calls and scored on the
@@ -25,6 +25,7 @@ sys.path.insert(0, str(ROOT))
 from ctxpack.calibration import anchored, calls_of, fit, prompt_sizes  # noqa: E402
 from ctxpack.errors import CtxpackError  # noqa: E402
 from ctxpack.loader import load  # noqa: E402
+from ctxpack.models import TABLE  # noqa: E402
 from ctxpack.tokens import TokenCounter  # noqa: E402
 
 CORPUS = ROOT.parent / "shared" / "corpus"
@@ -44,7 +45,9 @@ def measure(path: Path) -> dict | None:
         return None
     model = Counter(c.model for c in calls if c.model).most_common(1)[0][0] \
         if any(c.model for c in calls) else t.model
-    counted = prompt_sizes(t, calls, TokenCounter(model or None))
+    # (a model the table does not know is counted as ctxpack counts it: with its default)
+    counted = prompt_sizes(t, calls, TokenCounter(model if model and TABLE.find(model)
+                                                  else None))
     billed = [c.billed for c in calls]
     half = max(1, len(calls) // 2)
     f = fit(model, counted[:half], billed[:half])
@@ -72,8 +75,9 @@ def main() -> None:
     parser.add_argument("--slopes", action="store_true",
                         help="also fit a slope per model on the growth between calls")
     args = parser.parse_args()
-    files = args.files or sorted(p for d in ("claude-code", "codex")
-                                 for p in (CORPUS / d).glob("*.jsonl"))
+    # every corpus file: those that record fewer than two calls' usage are passed over
+    files = args.files or sorted(p for p in CORPUS.rglob("*")
+                                 if p.is_file() and p.name != "MANIFEST.md")
     rows = [r for r in map(measure, files) if r]
     print(f"{'file':44} {'model':18} {'calls':>5}  {'naive med/worst':>14}  "
           f"{'calibrated':>14}  {'anchored':>14}  overhead")

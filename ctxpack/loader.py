@@ -69,6 +69,8 @@ class Scanner:
         self.format: Format | None = self._forced
         self.layout: Layout | None = None
         self.compacted: bool | int = False  # a line compress wrote is in the file
+        self.starts: list[int] = []  # the line each message handed out starts on
+        self.boundary = 0  # the last line compress wrote
         self.records: list[Record] = []
         self.skipped: list[BadLine] = []
         self.lines = 0
@@ -148,7 +150,7 @@ class Scanner:
         if self.progress is not None:
             self.progress(self.bytes_read)
         rest, self.layout = reader.finish()
-        self._stale_calls()
+        self._stale_calls(rest)
         yield from _not_summaries(rest)
 
     def _lines(self, src: Any) -> Iterator[tuple[int, bytes]]:
@@ -190,7 +192,7 @@ class Scanner:
         if self.progress is not None:
             self.progress(self.bytes_read)
         rest_messages, self.layout = self._reader.finish()
-        self._stale_calls()
+        self._stale_calls(rest_messages)
         yield from _not_summaries(rest_messages)
 
     def _choose(self, best: tuple[Format | None, int],
@@ -215,16 +217,27 @@ class Scanner:
             self.skipped.append(BadLine(number, exc.problem))
             return None
 
-    def _stale_calls(self) -> None:
+    def _stale_calls(self, rest: list[Message]) -> None:
         """A file ctxpack compressed keeps records whose recorded prompt sizes were of the
-        context before, and they cannot be told from calls made since: none is taken to
-        describe the context (each keeps only what it says of hidden content, billed 0).
-        What compress found was sent besides the messages (`not_in_file_tokens` of the
-        lines it wrote) stands for them, as a call before any message (see
-        calibration.prompts_of)."""
+        context before: none of those is taken to describe the context (each keeps only
+        what it says of hidden content, billed 0). What compress found was sent besides the
+        messages (`not_in_file_tokens` of the lines it wrote) stands for them, as a call
+        before any message (see calibration.prompts_of) — until the session goes on: where
+        compress restates the usage of the records it keeps (the format's
+        `restates_usage`), calls whose replies start after the last line it wrote were made
+        on the context as it is, and the newest of them anchors."""
+        self.starts += [m.lines[0] if m.lines else self.lines for m in rest]
         if self.compacted is not False and self.layout is not None:
-            carried = self.compacted
-            kept = [replace(c, billed=0) for c in self.layout.calls if c.hidden]
+            carried, context = self.compacted, self.layout.context
+            restates = getattr(self.format, "restates_usage", False)
+            since = [c for c in self.layout.calls if restates and c.billed > 0
+                     and c.prompt < len(context) and context[c.prompt] < len(self.starts)
+                     and self.starts[context[c.prompt]] > self.boundary]
+            kept = [replace(c, billed=0) for c in self.layout.calls
+                    if (c.hidden or c.reasoning) and c not in since]
+            if since:
+                self.layout.calls = sorted([*kept, *since], key=lambda c: c.prompt)
+                return
             self.layout.calls = kept if carried is True else \
                 [RecordedCall(0, carried, None, None), *kept]
 
@@ -236,7 +249,7 @@ class Scanner:
                 not isinstance(carried, bool) and carried >= 0 else \
                 (True if self.compacted is False else self.compacted)
         try:
-            return _not_summaries(reader.feed(number, record))
+            out = _not_summaries(reader.feed(number, record))
         except RecordError as exc:
             name = self.format.name if self.format else "?"
             problem = f"not a {name} record: {exc}"
@@ -246,6 +259,10 @@ class Scanner:
                                  ) from None
             self.skipped.append(BadLine(number, problem))
             return []
+        self.starts += [m.lines[0] if m.lines else number for m in out]
+        if isinstance(meta, dict):
+            self.boundary = number
+        return out
 
 
 LOOSE = ("no record carries a mark of its format: plain {role, content} messages fit "

@@ -96,6 +96,18 @@ CALIBRATED: tuple[Calibration, ...] = (
 )
 
 
+# Models whose reasoning an agent sends back (encrypted) stays in every later prompt: on
+# the corpus, gpt-5.4, 5.5 and 5.6 prompts grow by each reply's reasoning tokens (counting
+# it takes edgerunner's calibrated error from 3.5% to 0.1%). Older ones (gpt-5.1-codex-max)
+# drop it at the next user message: only the current turn's is in the prompt.
+REASONING_KEPT = ("gpt-5.4", "gpt-5.5", "gpt-5.6")
+
+
+def keeps_reasoning(model: str | None) -> bool:
+    """Does `model` keep the reasoning of earlier turns in its prompts?"""
+    return model is not None and _longest(dict.fromkeys(REASONING_KEPT, True), model) is True
+
+
 def _longest(names: dict[str, Any], model: str) -> Any | None:
     """The entry whose name is `model`, else the longest that is a prefix of it ending at
     a boundary (so dated snapshots find their family)."""

@@ -154,13 +154,17 @@ class RecordedCall:
     messages of the context (its reply is message `prompt`), and the provider counted
     `billed` tokens in it; `output` is what it recorded of the reply (None where it did
     not). `hidden`: the file stores the reply's thinking empty, though the next prompt
-    carries it."""
+    carries it. `reasoning`: tokens of reasoning the file holds only encrypted, which the
+    next prompts carry besides what the file shows of the reply — up to the message
+    `until` (a user message: the prompts of calls after it no longer do; None: for good)."""
 
     prompt: int
     billed: int
     output: int | None
     model: str | None
     hidden: bool = False
+    reasoning: int = 0
+    until: int | None = None
 
 
 def hides_thinking(message: Message) -> bool:

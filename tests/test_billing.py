@@ -218,3 +218,56 @@ def test_a_bad_calibration_entry_is_named(tmp_path: Path, entry: str, fragment: 
     with pytest.raises(UsageError) as info:
         load_config(str(config))
     assert fragment in str(info.value) and "calibration[1]" in str(info.value)
+
+
+@pytest.mark.parametrize("name", ["export-timeout.anthropic-events.jsonl",
+                                  "opencode/book-search.opencode.json",
+                                  "cline-task/api_conversation_history.json",
+                                  "cline-task/ui_messages.json",
+                                  "plateau-fix.gemini-cli.jsonl"])
+def test_formats_that_record_each_call_are_anchored_on_the_last(name: str) -> None:
+    s = stats(SAMPLES / name, cache=False)
+    c, last = s.context, s.usage["last_input_tokens"]
+    # (every call the file records, but one whose reply was rewound: not of this context)
+    assert c is not None and c.kind == "anchored" and 1 < c.calls <= s.usage["calls"]
+    # the recorded prompt, plus its reply and what came after (a few hundred tokens here)
+    assert last < c.tokens < last + 1_000
+    assert c.visible + c.not_in_file == c.tokens
+
+
+def test_a_bill_below_the_calibrated_count_takes_the_files_own_ratio() -> None:
+    # a file whose text the model's tokenizer splits more tightly than the table says
+    b = bill([400, 600, 500], [RecordedCall(1, 450, None, "claude-opus-4-6")],
+             model="claude-opus-4-6", format="claude-code", exact=False, estimated=False)
+    assert b.kind == "anchored" and b.not_in_file == 0
+    assert b.slope == pytest.approx(450 / (400 + 3))
+    assert b.slope < slope_of("claude-opus-4-6")
+    # anchored: the recorded prompt plus the file's ratio times what came after it
+    assert b.tokens == round(450 + b.slope * (1_500 + 3 - 403)) == b.visible
+
+
+def test_a_session_that_goes_on_after_compress_anchors_on_its_newest_call(
+        tmp_path: Path) -> None:
+    c = stats(CLAUDE_CODE, cache=False).context
+    assert c is not None
+    done = compress_file(CLAUDE_CODE, Options(budget=c.tokens - c.visible // 2), cache=False)
+    out = tmp_path / "compressed.jsonl"
+    out.write_bytes(b"".join(done.chunks()))
+    before = stats(out, cache=False).context
+    assert before is not None and before.calls == 1  # what compress carried, none since
+    # the agent goes on: one more call, its usage as the provider reports it
+    lines = out.read_text().splitlines()
+    last = json.loads(next(x for x in reversed(lines) if '"uuid"' in x))
+    billed = before.tokens + 3_000  # (a new system reminder, say, not in the file)
+    reply = {"parentUuid": last["uuid"], "isSidechain": False, "type": "assistant",
+             "sessionId": last["sessionId"], "uuid": "after-compress-reply",
+             "timestamp": "2026-03-10T09:30:00.000Z",
+             "message": {"id": "msg_after_compress", "role": "assistant",
+                         "model": "claude-opus-4-6", "type": "message",
+                         "content": [{"type": "text", "text": "Done."}],
+                         "usage": {"input_tokens": 10, "cache_read_input_tokens": billed - 10,
+                                   "cache_creation_input_tokens": 0, "output_tokens": 3}}}
+    out.write_text("\n".join([*lines, json.dumps(reply)]) + "\n")
+    after = stats(out, cache=False).context
+    assert after is not None and after.kind == "anchored"
+    assert after.calls == 1 and billed < after.tokens < billed + 20  # + its short reply

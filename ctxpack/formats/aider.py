@@ -8,15 +8,18 @@ conversation of its own (a new Aider process starts a new chat); in a run, `/cle
 `/reset` empty the chat, so what comes before them is no longer context. Slash commands
 are Aider's, not prompts — but for `/ask`, `/code`, `/architect` and `/context`, whose
 text after the command goes to the model. Usage is the `> Tokens: 3.2k sent, 66
-received. Cost: $0.0086 message, ...` lines (rounded as Aider prints them).
+received. Cost: $0.0086 message, ...` lines (rounded as Aider prints them); each tells
+of the call whose reply precedes it, its prompt holding what the file does not (the
+repository map, the files added to the chat).
 """
 
 from __future__ import annotations
 
 import re
+from dataclasses import replace
 from typing import Any
 
-from ..transcript import Message, Text
+from ..transcript import Message, RecordedCall, Text
 from .base import NOT_WRITTEN, Layout, RecordError, measure
 
 START = "# aider chat started at"
@@ -59,6 +62,7 @@ class AiderReader:
         self.model: str | None = None
         self.calls: list[dict[str, Any]] = []
         self.runs = 0
+        self.replies: list[RecordedCall] = []  # `prompt`: the reply's number, until finish
 
     def feed(self, line: int, record: Any) -> list[Message]:
         if not isinstance(record, str) or not record.lstrip().startswith(START):
@@ -98,6 +102,7 @@ class AiderReader:
                     self.model = found.group(1)
                 if (usage := tokens_line(text)) is not None:
                     self.calls.append(usage)
+                    self._recorded(usage.get("sent", 0))
                 continue
             if kind != "assistant":
                 if not text.strip():
@@ -115,6 +120,7 @@ class AiderReader:
             command, _, rest = text.partition(" ")
             if command in _CLEARING:
                 self.context = [n for n in self.context if n < run_start]
+                self.replies = []  # (they were of the context cleared)
                 return
             if command not in _PROMPT_COMMANDS or not rest.strip():
                 return  # a command of Aider's own: not sent to the model
@@ -125,9 +131,19 @@ class AiderReader:
                                      conversation=conversation))
         self.context.append(n)
 
+    def _recorded(self, sent: int) -> None:
+        """A `Tokens:` line follows the reply of the call it tells of: the newest message,
+        if that is the model's (`sent` is its prompt, rounded as Aider prints it)."""
+        if sent > 0 and self.context and self.messages[self.context[-1]].role == "assistant":
+            self.replies.append(RecordedCall(self.context[-1], sent, None, self.model))
+
     def finish(self) -> tuple[list[Message], Layout]:
+        # (a file of several runs is billed per conversation, not as one prompt: no calls)
+        where = {n: i for i, n in enumerate(self.context)}
+        calls = [replace(c, prompt=where[c.prompt]) for c in self.replies
+                 if c.prompt in where] if self.runs <= 1 else []
         return [], Layout(self.context, model=self.model, usage=self._usage(),
-                          conversations=max(self.runs, 1))
+                          conversations=max(self.runs, 1), calls=calls)
 
     def _usage(self) -> dict[str, Any]:
         if not self.calls:

@@ -6,7 +6,9 @@ copy of it for display. `user.*` events are what a person sent, `agent.message`,
 `agent.tool_use` and their kin are the model's output, `agent.tool_result` answers
 a call by its event id (`tool_use_id`). What one model request wrote (between two
 `span.model_request_start` events) is one assistant turn. `span.model_request_end`
-holds the usage of each request, `session.*` and `span.*` events are bookkeeping.
+holds the usage of each request, `session.*` and `span.*` events are bookkeeping. An
+`agent.thinking` event holds no text, though the next request carries the thinking: the
+request's recorded output tokens stand for its reply (see calibration.with_hidden).
 """
 
 from __future__ import annotations
@@ -15,7 +17,7 @@ from typing import Any
 
 from ..jsonl import dumps
 from ..transcript import META_KEY, Message, Part, Text, ToolCall, ToolResult
-from .anthropic import UsageTally
+from .anthropic import Reply, UsageTally
 from .base import Compaction, Layout, NoUsage, RecordError, content_parts, string_field
 
 _PREFIXES = ("user.", "agent.", "session.", "span.")
@@ -52,6 +54,7 @@ class EventsReader:
         self.last_call: str | None = None
         self.totals: dict[str, Any] = {}
         self.model: str | None = None
+        self.replies: dict[int, Reply] = {}  # a request's reply (its number): its usage key
 
     def feed(self, line: int, record: dict[str, Any]) -> list[Message]:
         event = event_of(record)
@@ -69,7 +72,12 @@ class EventsReader:
             self.last_call = key
             model = event.get("model")
             self.model = model if isinstance(model, str) else self.model
-            return []
+            thought = any(e.get("type") == "agent.thinking" for _, r, _, _ in self.pending
+                          if isinstance(e := event_of(r), dict))
+            reply = self._turn()
+            if reply:  # the request's usage is of the prompt before it and of this reply
+                self.replies[self.count - 1] = (key, self.model, thought)
+            return reply
         if kind == "session.usage" and isinstance(event.get("usage"), dict):
             self.totals = event["usage"]
             return []
@@ -127,7 +135,9 @@ class EventsReader:
 
     def finish(self) -> tuple[list[Message], Layout]:
         rest = self._turn()
-        return rest, Layout(list(range(self.count)), model=self.model, usage=self.usage())
+        context = list(range(self.count))
+        return rest, Layout(context, model=self.model, usage=self.usage(),
+                            calls=self.tally.recorded(context, self.replies))
 
 
 class EventsEditor(NoUsage):

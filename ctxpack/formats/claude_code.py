@@ -161,6 +161,9 @@ class ClaudeCodeFormat:
     name = "claude-code"
     default_model = "claude"  # when the file names no model
     description = "Claude Code session log (~/.claude/projects/...)"
+    # compress restates the usage of every record after its change (the editor's
+    # usage_mark), so a call whose reply starts after the last line it wrote is a new one
+    restates_usage = True
 
     def sniff(self, record: dict[str, Any]) -> int:
         return sniff_record(record)

@@ -21,12 +21,13 @@ sends; they are not context, in either file.
 
 from __future__ import annotations
 
+import bisect
 import os
 import re
 from typing import Any
 
 from ..jsonl import loads
-from ..transcript import Image, Message, Part, Text, Thinking, ToolCall, ToolResult
+from ..transcript import Image, Message, Part, RecordedCall, Text, Thinking, ToolCall, ToolResult
 from .anthropic import block_part
 from .base import NOT_WRITTEN, Layout, RecordError, content_parts, measure, string_field
 
@@ -75,9 +76,10 @@ class RequestUsage:
             if isinstance(e, dict) and e.get("say") == "api_req_started":
                 self.add(request_info(e))
 
-    def add(self, info: dict[str, Any]) -> None:
+    def add(self, info: dict[str, Any]) -> int | None:
+        """Take a request's usage; its prompt size (None: it records none)."""
         if not any(k in info for k in ("tokensIn", "tokensOut", "cacheReads", "cacheWrites")):
-            return
+            return None
         read, write = _count(info.get("cacheReads")), _count(info.get("cacheWrites"))
         prompt = _count(info.get("tokensIn")) + read + write
         self.calls += 1
@@ -87,6 +89,7 @@ class RequestUsage:
         self.output += _count(info.get("tokensOut"))
         self.cost += measure(info.get("cost"))
         self.last = prompt
+        return prompt
 
     def summary(self, source: str) -> dict[str, Any]:
         if not self.calls:
@@ -136,6 +139,28 @@ def deleted_range(events: list[Any]) -> range:
     return range(0)
 
 
+def cut_at(events: list[Any], gone: range) -> int:
+    """The index of the last event before the first request Cline sent without `gone` (-1:
+    from the start). The first event to carry the range the newest one does follows that
+    request (its cache reads fall to the system prompt); a request before it was of a
+    prompt that held what is no longer context."""
+    if not gone:
+        return -1
+    first = next((n for n, e in enumerate(events) if isinstance(e, dict) and
+                  deleted_range([e]) == gone), 0)
+    return next((n - 1 for n in range(first - 1, -1, -1) if isinstance(events[n], dict)
+                 and events[n].get("say") == "api_req_started"), first - 1)
+
+
+def recorded(context: list[int], made: list[tuple[int, int, int, str | None]],
+             since: int) -> list[RecordedCall]:
+    """The calls `made` (the emitted number of the reply, the prompt size, the event's
+    index, the model) that were of the context as it is now, `prompt` a place in it."""
+    where = sorted(context)
+    return [RecordedCall(bisect.bisect_left(where, reply), billed, None, model)
+            for reply, billed, event, model in made if event > since and billed > 0]
+
+
 def _human(texts: list[str], first: bool) -> bool:
     return first or any(tag in t for t in texts for tag in _HUMAN_TAGS)
 
@@ -176,6 +201,7 @@ class ClineHistoryReader:
         self.model: str | None = None
         self.sibling: str | None = None
         self.metrics = RequestUsage()  # of the assistant messages' own `metrics`
+        self.made: list[tuple[int, int, int, str | None]] = []  # calls by `metrics`, as `recorded`
 
     def located(self, path: str, data: bytes, first: int) -> None:
         """Told the file's path: its usage is in the `ui_messages.json` beside it."""
@@ -200,7 +226,9 @@ class ClineHistoryReader:
                 parts = tuple(content_parts(d.get("content"), block_part))
                 model = string_field(_dict(d.get("modelInfo")), "modelId")
                 self.model = model or self.model
-                self.metrics.add(_metrics(d.get("metrics")))
+                billed = self.metrics.add(_metrics(d.get("metrics")))
+                if billed:
+                    self.made.append((len(self.messages), billed, index, model or self.model))
                 self.messages.append(Message("assistant", parts, (line,), d, model=model))
                 pending = [p.id for p in parts if isinstance(p, ToolCall)]
             else:
@@ -235,18 +263,31 @@ class ClineHistoryReader:
     def finish(self) -> tuple[list[Message], Layout]:
         usage: dict[str, Any] = {}
         events = self._ui_events()
+        made, since = self.made, -1
         if events is not None:
             tally = RequestUsage()
-            tally.add_events(events)
+            made = []
+            for n, e in enumerate(events):
+                billed = tally.add(request_info(e)) if isinstance(e, dict) and \
+                    e.get("say") == "api_req_started" else None
+                asked = e.get("conversationHistoryIndex") if billed else None
+                if isinstance(asked, int) and not isinstance(asked, bool):
+                    # its reply is the history's message asked + 2 (the prompt: all before)
+                    reply = bisect.bisect_left(self.position, asked + 2)
+                    made.append((reply, billed, n, self.model))
             usage = tally.summary(f"api_req_started events of the sibling {UI_SIBLING}")
             # what Cline cut from the history to fit the window is not sent any more
             gone = deleted_range(events)
+            since = cut_at(events, gone)
             self.archived.update(n for n, i in enumerate(self.position) if i in gone)
         else:
             usage = self.metrics.summary("metrics of each assistant message (no "
                                          f"{UI_SIBLING} beside the file)")
+            if any(i in self.archived for i in range(len(self.messages))):
+                made = made[-1:] if made and made[-1][0] not in self.archived else []
         context = [n for n in range(len(self.messages)) if n not in self.archived]
-        return [], Layout(context, model=self.model, usage=usage)
+        return [], Layout(context, model=self.model, usage=usage,
+                          calls=recorded(context, made, since))
 
     def _ui_events(self) -> list[Any] | None:
         """The UI log beside the file, if there is one that reads as such."""
@@ -267,6 +308,8 @@ class ClineUiReader:
         self.gone = range(0)
         self.model: str | None = None
         self.usage = RequestUsage()
+        self.made: list[tuple[int, int, int, str | None]] = []  # as `recorded` takes them
+        self.since = -1
 
     def feed(self, line: int, record: Any) -> list[Message]:
         if not is_ui_log(record):
@@ -282,7 +325,7 @@ class ClineUiReader:
                 self.position.append(asked + 2)
                 reply.clear()
 
-        for e in record:
+        for n, e in enumerate(record):
             kind = e.get("say") if e["type"] == "say" else e.get("ask")
             text = e.get("text") if isinstance(e.get("text"), str) else ""
             model = string_field(_dict(e.get("modelInfo")), "modelId")
@@ -294,7 +337,7 @@ class ClineUiReader:
                 index = e.get("conversationHistoryIndex")
                 asked = index if isinstance(index, int) and not isinstance(index, bool) else asked
                 info = request_info(e)
-                self.usage.add(info)
+                billed = self.usage.add(info)
                 request = info.get("request")
                 if isinstance(request, str) and request:
                     head = _RESULT_HEAD.match(request)
@@ -304,6 +347,8 @@ class ClineUiReader:
                                                                                  first)))
                     self.position.append(asked + 1)
                     first = False
+                if billed:  # its prompt: every message up to its reply, the next one
+                    self.made.append((len(self.messages), billed, n, self.model))
             elif kind in ("text", "completion_result") and e["type"] == "say" and text:
                 reply.append(Text(text))
             elif kind == "reasoning" and text:
@@ -312,13 +357,15 @@ class ClineUiReader:
                 reply.append(Text(text))
         close()
         self.gone = deleted_range(record)
+        self.since = cut_at(record, self.gone)
         return self.messages[begin:]
 
     def finish(self) -> tuple[list[Message], Layout]:
         # Cline no longer sends the requests and replies it cut to fit the window
         context = [n for n, i in enumerate(self.position) if i not in self.gone]
         return [], Layout(context, model=self.model,
-                          usage=self.usage.summary("api_req_started events"))
+                          usage=self.usage.summary("api_req_started events"),
+                          calls=recorded(context, self.made, self.since))
 
 
 class ClineFormat:

@@ -8,11 +8,13 @@ line. Usage comes from the last `token_count` event, the model from `turn_contex
 
 from __future__ import annotations
 
+import bisect
 import re
 from collections.abc import Callable, Sequence
 from typing import Any, NamedTuple
 
 from ..jsonl import dumps
+from ..models import keeps_reasoning
 from ..transcript import (
     META_KEY,
     Image,
@@ -218,7 +220,13 @@ class CodexReader:
         self.encrypted_items = 0
         self.encrypted_chars = 0
         self.reply: tuple[int, str | None] | None = None  # the first reply since the last call
-        self.recorded: list[tuple[int, str | None, int, int | None]] = []
+        self.replying = False  # the newest message is the model's (a reply under way)
+        self.streamed = False  # the model's output was shown since the newest item was written
+        self.users: set[int] = set()  # the numbers of user messages
+        # a call told of before its reply is written (older CLIs): its prompt size, output
+        self.ahead: tuple[int, int | None, int] | None = None
+        # each call's reply (its number, model), prompt size, output, reasoning tokens
+        self.recorded: list[tuple[int, str | None, int, int | None, int]] = []
 
     def feed(self, line: int, record: dict[str, Any]) -> list[Message]:
         kind, payload = record.get("type"), record.get("payload")
@@ -227,6 +235,7 @@ class CodexReader:
         if not isinstance(payload, dict):
             return []
         if kind == "response_item":
+            self.streamed = False
             self._note_encrypted(payload)
             return self._emit([item_message(payload, line, record, self._model())])
         if kind == "compacted":
@@ -237,6 +246,8 @@ class CodexReader:
             self.model = payload["model"]
         elif kind == "event_msg" and payload.get("type") == "token_count":
             self._token_count(payload.get("info"))
+        elif kind == "event_msg" and payload.get("type") in ("agent_reasoning", "agent_message"):
+            self.streamed = True
         return []
 
     def _model(self) -> str | None:
@@ -248,6 +259,12 @@ class CodexReader:
         for m in out:
             if self.reply is None and m.role == "assistant":
                 self.reply = (self.count, m.model)
+                if self.ahead is not None:  # the reply of the call told of before it
+                    self.recorded.append((*self.reply, *self.ahead))
+                    self.ahead = None
+            self.replying = m.role == "assistant"
+            if m.role == "user":
+                self.users.add(self.count)
             self.window.append(self.count)
             self.count += 1
         return out
@@ -273,7 +290,7 @@ class CodexReader:
     def _compacted(self, line: int, record: dict[str, Any],
                    payload: dict[str, Any]) -> list[Message]:
         self.window = []
-        self.reply = None
+        self.reply = self.ahead = None
         self.encrypted_items = self.encrypted_chars = 0
         history = payload.get("replacement_history")
         if isinstance(history, list) and history:
@@ -296,11 +313,19 @@ class CodexReader:
         if (total, last) != self._previous:
             self.calls += 1
             self._previous = (total, last)
-            # a new call: its prompt ended where the first reply since the last one began
+            # a new call: its prompt ended where the first reply since the last one began.
+            # Older CLIs (0.60) write the event after the reply was shown but before its
+            # items (after the last call's results): then its reply is the next to begin.
             billed = last.get("input_tokens") if isinstance(last, dict) else None
-            if self.reply is not None and _count(billed) is not None:
-                output = last.get("output_tokens")  # type: ignore[union-attr]
-                self.recorded.append((*self.reply, billed, _count(output)))
+            output = _count(last.get("output_tokens")) if isinstance(last, dict) else None
+            reasoning = _count(last.get("reasoning_output_tokens")) \
+                if isinstance(last, dict) else None
+            self.ahead = None
+            if _count(billed) is not None and self.streamed and not self.replying:
+                self.ahead = (billed, output, reasoning or 0)  # type: ignore[assignment]
+            elif self.reply is not None and _count(billed) is not None:
+                self.recorded.append((*self.reply, billed, output,  # type: ignore[arg-type]
+                                      reasoning or 0))
             self.reply = None
         if isinstance(total, dict):
             self.totals = total
@@ -330,8 +355,15 @@ class CodexReader:
         context = ([] if self.system is None else [self.system]) + self.window
         where = {n: i for i, n in enumerate(context)}
         model = self.model or self.meta_model
-        calls = [RecordedCall(where[n], billed, output, reply_model or model)
-                 for n, reply_model, billed, output in self.recorded if n in where]
+        # reasoning the file holds only encrypted is sent back with the next prompts: for
+        # good, or (older models) until the next user message
+        users = [i for i, n in enumerate(context) if n in self.users]
+        calls = [RecordedCall(where[n], billed, output, reply_model or model,
+                              reasoning=reasoning if self.encrypted_items else 0,
+                              until=None if keeps_reasoning(reply_model or model) or
+                              (after := bisect.bisect_right(users, where[n])) == len(users)
+                              else users[after])
+                 for n, reply_model, billed, output, reasoning in self.recorded if n in where]
         return [], Layout(context, model=model, usage=self.usage(), calls=calls)
 
 
@@ -435,6 +467,9 @@ class CodexFormat:
     name = "codex"
     default_model = "gpt-5"  # when the file names no model
     description = "Codex CLI rollout: one {timestamp, type, payload} item per line"
+    # compress restates the usage of every record after its change (the editor's
+    # usage_mark), so a call whose reply starts after the last line it wrote is a new one
+    restates_usage = True
 
     def sniff(self, record: dict[str, Any]) -> int:
         kind, payload = record.get("type"), record.get("payload")

@@ -24,7 +24,17 @@ from dataclasses import replace
 from typing import Any
 
 from ..jsonl import dumps
-from ..transcript import META_KEY, Image, Message, Part, Text, Thinking, ToolCall, ToolResult
+from ..transcript import (
+    META_KEY,
+    Image,
+    Message,
+    Part,
+    RecordedCall,
+    Text,
+    Thinking,
+    ToolCall,
+    ToolResult,
+)
 from .base import Compaction, Layout, NoUsage, RecordError, string_field
 
 _MODEL_INPUT = {"user", "gemini"}
@@ -185,8 +195,10 @@ class GeminiChatReader:
         self.answers: dict[int, set[str]] = {}  # results beside their calls, likewise
         self.calls: dict[int, set[str]] = {}  # the calls a reply makes, likewise
         self.tokens = _Tokens()
+        self.prompts: dict[int, tuple[int, str | None]] = {}  # reply number: its input, model
         self.model: str | None = None
         self.anonymous = 0
+        self.replacing = False
 
     def feed(self, line: int, record: Any) -> list[Message]:
         if not isinstance(record, dict):
@@ -202,19 +214,23 @@ class GeminiChatReader:
                 raise RecordError("'$set' is not an object")
             messages = update.get("messages")
             # as the CLI's own loader: an empty list replaces nothing
-            return self._replace(line, messages) if isinstance(messages, list) and messages \
-                else []
+            return self._replace(line, messages, compressed=True) \
+                if isinstance(messages, list) and messages else []
         if "sessionId" in record and "type" not in record:
             messages = record.get("messages")
             return self._replace(line, messages) if isinstance(messages, list) else []
         return self._upsert(line, record)
 
-    def _replace(self, line: int, messages: list[Any]) -> list[Message]:
+    def _replace(self, line: int, messages: list[Any], compressed: bool = False) -> list[Message]:
         self.entries = {}
+        if compressed:  # the replies of a list the CLI compressed were of another context
+            self.prompts = {}
         out: list[Message] = []
+        self.replacing = compressed
         for m in messages:
             if isinstance(m, dict):
                 out += self._upsert(line, m)
+        self.replacing = False
         return out
 
     def _upsert(self, line: int, record: dict[str, Any]) -> list[Message]:
@@ -244,6 +260,10 @@ class GeminiChatReader:
             model = string_field(record, "model")
             self.model = model or self.model
             self.tokens.add(ident, record.get("tokens"))
+            tokens = record.get("tokens")
+            billed = _count(tokens.get("input")) if isinstance(tokens, dict) else 0
+            if billed and not self.replacing:  # `input`: the prompt before this reply
+                self.prompts[numbers[0]] = (billed, model or self.model)
         return messages
 
     def _rewind(self, ident: str) -> None:
@@ -267,7 +287,9 @@ class GeminiChatReader:
                     continue
                 answered |= self.answers.get(n, set()) | (echo or set())
                 context.append(n)
-        return [], Layout(context, model=self.model, usage=self.tokens.summary())
+        calls = [RecordedCall(i, self.prompts[n][0], None, self.prompts[n][1])
+                 for i, n in enumerate(context) if n in self.prompts]
+        return [], Layout(context, model=self.model, usage=self.tokens.summary(), calls=calls)
 
 
 def sniff_chat(record: Any) -> int:

@@ -12,7 +12,7 @@ from dataclasses import replace
 from typing import Any
 
 from ..jsonl import json_kind
-from ..transcript import Message, ToolResult
+from ..transcript import Message, RecordedCall, ToolResult
 from .base import Layout, RecordError
 from .openai import OpenAIEditor, message_from_dict, sniff_message
 
@@ -51,6 +51,22 @@ def _message(d: dict[str, Any], line: int, conversation: int) -> Message:
             raise RecordError(f"'tool_call_ids' holds {json_kind(ids[0])}, not a string")
         return replace(message, parts=(ToolResult(ids[0], result.parts, result.is_error),))
     return message
+
+
+def _calls(messages: list[dict[str, Any]], first: int) -> list[RecordedCall]:
+    """The calls whose usage mini-swe-agent keeps with each reply (`extra.response`): its
+    `prompt_tokens` is the prompt of the messages before it (numbered from `first`)."""
+    out = []
+    for n, d in enumerate(messages, first):
+        extra = d.get("extra")
+        response = extra.get("response") if isinstance(extra, dict) else None
+        usage = response.get("usage") if isinstance(response, dict) else None
+        if d.get("role") == "assistant" and isinstance(usage, dict) and \
+                (billed := _count(usage.get("prompt_tokens"))) > 0:
+            model = response.get("model")  # type: ignore[union-attr]
+            out.append(RecordedCall(n, billed, _count(usage.get("completion_tokens")) or None,
+                                    model if isinstance(model, str) else None))
+    return out
 
 
 def _usage(document: Any) -> dict[str, Any]:
@@ -104,12 +120,15 @@ class JsonMessagesReader:
         self.conversations = 0
         self.usage: dict[str, Any] = {}
         self.model: str | None = None
+        self.calls: list[RecordedCall] = []
 
     def feed(self, line: int, record: Any) -> list[Message]:
         out: list[Message] = []
         for messages in conversations(record):
-            out += [_message(d, line, self.conversations) for d in messages
-                    if isinstance(d, dict) and not not_input(d)]
+            kept = [d for d in messages if isinstance(d, dict) and not not_input(d)]
+            if isinstance(record, dict) and messages is record.get("messages"):
+                self.calls += _calls(kept, self.count + len(out))
+            out += [_message(d, line, self.conversations) for d in kept]
             self.conversations += 1
         self.usage = _usage(record)
         self.model = _model(record)
@@ -118,7 +137,8 @@ class JsonMessagesReader:
 
     def finish(self) -> tuple[list[Message], Layout]:
         return [], Layout(list(range(self.count)), model=self.model, usage=self.usage,
-                          conversations=max(self.conversations, 1))
+                          conversations=max(self.conversations, 1),
+                          calls=self.calls if self.conversations <= 1 else [])
 
 
 class JsonMessagesFormat:

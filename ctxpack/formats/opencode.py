@@ -6,18 +6,23 @@ that hold the call (`callID`, `tool`, `state.input`) and its result (`state.outp
 `state.error` when it failed) together. The model reads the results as a tool message
 after the step, so each assistant message with finished tool parts is emitted as two
 messages: the step, then its results. Usage is the `step-finish` parts' `tokens` (an
-assistant `info.tokens` is the sum of its steps: only the parts are counted). After a
+assistant `info.tokens` is the sum of its steps: only the parts are counted); each step's
+prompt size is a recorded call, and the reasoning tokens of a step whose reasoning the
+file holds only encrypted are counted in the prompts that carry it. After a
 compaction (a user message with a `compaction` part answered by an assistant message
 with `summary: true`) the model sees only what follows that user message.
 """
 
 from __future__ import annotations
 
+import bisect
 import re
+from dataclasses import replace
 from typing import Any
 
 from ..jsonl import dumps, json_kind
-from ..transcript import Image, Message, Part, Text, Thinking, ToolCall, ToolResult
+from ..models import keeps_reasoning
+from ..transcript import Image, Message, Part, RecordedCall, Text, Thinking, ToolCall, ToolResult
 from .base import NOT_WRITTEN, Layout, LineFinder, RecordError, measure, string_field
 from .openai import parse_data_url
 
@@ -43,7 +48,8 @@ class StepUsage:
         self.last_input: int | None = None
         self.cost: float = 0
 
-    def add(self, part: dict[str, Any]) -> None:
+    def add(self, part: dict[str, Any]) -> int:
+        """Take a step's tokens; its prompt size (what `calls` records)."""
         tokens = _dict(part.get("tokens"))
         cache = _dict(tokens.get("cache"))
         fresh, read, write = (int(measure(tokens.get("input"))), int(measure(cache.get("read"))),
@@ -56,6 +62,7 @@ class StepUsage:
         self.reasoning += int(measure(tokens.get("reasoning")))
         self.cost += measure(part.get("cost"))
         self.last_input = fresh + read + write
+        return self.last_input
 
     def summary(self) -> dict[str, Any]:
         if not self.steps:
@@ -74,6 +81,15 @@ class StepUsage:
         if self.cost:
             usage["cost_usd"] = round(self.cost, 6)
         return usage
+
+
+def _encrypted(part: Any) -> bool:
+    """A reasoning part whose text is a summary of what the model is sent back: the
+    encrypted reasoning OpenAI's Responses API returns (counted at the step's output)."""
+    if not isinstance(part, dict) or part.get("type") != "reasoning":
+        return False
+    return any(isinstance(_dict(v).get("reasoningEncryptedContent"), str)
+               for v in _dict(part.get("metadata")).values())
 
 
 def _result(state: dict[str, Any]) -> ToolResult | None:
@@ -95,6 +111,8 @@ class OpenCodeReader:
         self.start = 0
         self.model: str | None = None
         self.usage = StepUsage()
+        self.calls: list[RecordedCall] = []  # their `prompt` the number of the step's message
+        self.users: list[int] = []  # the numbers of user messages
         self.finder: LineFinder | None = None
 
     def located(self, path: str, data: bytes, first: int) -> None:
@@ -128,11 +146,13 @@ class OpenCodeReader:
             if role == "user":
                 if any(isinstance(p, dict) and p.get("type") == "compaction" for p in parts):
                     compacting = len(out)
-                out += self._user(at, info, parts)
+                said = self._user(at, info, parts)
+                self.users += [self.count + len(out)] if said else []
+                out += said
             elif role == "assistant":
                 if info.get("summary") is True and compacting is not None:
                     self.start = compacting
-                out += self._assistant(at, info, parts)
+                out += self._assistant(at, info, parts, self.count + len(out))
             else:
                 raise RecordError(f"message {n} has role {role!r}, not 'user' or 'assistant'")
         self.count += len(out)
@@ -158,10 +178,13 @@ class OpenCodeReader:
         return [Message("user", tuple(out), (line,), info, id=string_field(info, "id"),
                         human=not synthetic)]
 
-    def _assistant(self, line: int, info: dict[str, Any], parts: list[Any]) -> list[Message]:
+    def _assistant(self, line: int, info: dict[str, Any], parts: list[Any],
+                   number: int) -> list[Message]:
         model = string_field(info, "modelID")
         self.model = model or self.model
         out: list[Part] = []
+        billed: int | None = None  # the prompt of the message's (first) step, its output
+        output = reasoning = 0
         results: list[ToolResult] = []
         for p in parts:
             if not isinstance(p, dict):
@@ -181,9 +204,17 @@ class OpenCodeReader:
                 if result is not None:
                     results.append(ToolResult(call_id, result.parts, result.is_error))
             elif kind == "step-finish":
-                self.usage.add(p)
+                prompt = self.usage.add(p)
+                if billed is None:
+                    billed, tokens = prompt, _dict(p.get("tokens"))
+                    output = int(measure(tokens.get("output")))
+                    reasoning = int(measure(tokens.get("reasoning")))
         if not out:
             return []
+        if billed:
+            self.calls.append(RecordedCall(number, billed, output or None, model or self.model,
+                                           reasoning=reasoning if any(map(_encrypted, parts))
+                                           else 0))
         msg_id = string_field(info, "id")
         messages = [Message("assistant", tuple(out), (line,), info, id=msg_id, model=model)]
         if results:
@@ -191,8 +222,15 @@ class OpenCodeReader:
         return messages
 
     def finish(self) -> tuple[list[Message], Layout]:
+        # reasoning held encrypted is sent back for good, or (older models) until the next
+        # user message (see models.keeps_reasoning)
+        users = [n - self.start for n in self.users if n >= self.start]
+        calls = [replace(c, prompt=c.prompt - self.start, until=None if keeps_reasoning(
+                     c.model) or (after := bisect.bisect_right(users, c.prompt - self.start))
+                     == len(users) else users[after])
+                 for c in self.calls if c.prompt >= self.start]
         return [], Layout(list(range(self.start, self.count)), model=self.model,
-                          usage=self.usage.summary())
+                          usage=self.usage.summary(), calls=calls)
 
 
 class OpenCodeFormat:

@@ -146,9 +146,9 @@ def context_lines(f: FileStats) -> list[str]:
     if c.kind == "exact":
         return [f"context: {c.tokens:,}{of}, exact"]
     unlogged = f" + {round(c.overhead):,} sent but not logged" if c.overhead else ""
-    how = {"calibrated": f"calibrated: {c.slope:g} × the count{unlogged}",
+    how = {"calibrated": f"calibrated: {c.slope:.3g} × the count{unlogged}",
            "anchored": f"anchored on the last of {c.calls:,} recorded calls, "
-                       f"+ {c.slope:g} × the count of what came after",
+                       f"+ {c.slope:.3g} × the count of what came after",
            "estimated": "estimated: counted with another tokenizer, not calibrated"}[c.kind]
     error = "error unknown" if c.error is None else \
         f"expected error ±{max(c.error, 0.001):.1%}"  # a median of 0 is no promise of 0
