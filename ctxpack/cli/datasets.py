@@ -5,6 +5,7 @@ A row that fails is reported and counted; the run then exits 1, its output compl
 
 from __future__ import annotations
 
+import glob
 import os
 import sys
 from contextlib import nullcontext
@@ -205,7 +206,7 @@ def _each(files: list[str], output: str | None, out_dir: str | None, skip_existi
     from .batch import Job, failed, finish, jobs_of
 
     if out_dir is None:
-        if len(files) != 1 or not os.path.isfile(files[0]):
+        if len(files) != 1 or os.path.isdir(files[0]) or glob.has_magic(files[0]):
             raise UsageError("more than one dataset (or a folder of them) needs --out-dir DIR",
                              "-o takes one dataset")
         dest = _destination(files[0], output)
