@@ -349,6 +349,10 @@ def test_cli_compresses_a_folder_of_datasets_skipping_a_bad_one(tmp_path: Path) 
             (str(out / "part" / "broken.parquet"), "failed", 2)}
     assert files[str(one)]["tokens_after"] < files[str(one)]["tokens_before"]
     assert sorted(p.name for p in out.rglob("*") if p.is_file()) == ["a.parquet", "b.parquet"]
+    run = run_ctxpack("stats", str(out), str(tmp_path / "gone.parquet"), "--json")
+    assert run.code == 2 and f"error: {tmp_path / 'gone.parquet'}: no such file" in run.err
+    assert [(d["path"], d["rows"]) for d in json.loads(run.out)["datasets"]] == \
+        [(str(out / "a.parquet"), 17), (str(out / "part" / "b.parquet"), 6)]
     single = tmp_path / "single.parquet"  # each as the run of that one file makes it
     run_ctxpack("compress", str(one), "-o", str(single), "--budget", str(BUDGET), env=PINNED)
     assert (out / "a.parquet").read_bytes() == single.read_bytes()

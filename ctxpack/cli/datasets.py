@@ -14,7 +14,7 @@ from typing import Annotated, Any
 
 import typer
 
-from ..errors import EXIT_CHECK_FAILED, UsageError
+from ..errors import EXIT_CHECK_FAILED, EXIT_USAGE, UsageError
 from .common import error, plain, stderr
 
 MessagesColumnOpt = Annotated[str | None, typer.Option(
@@ -94,6 +94,10 @@ def stats(files: list[str], rows: Any, engine: Any, per_row: str | None,
     from ..dataset.totals import DatasetStats
     from ..render import dataset as render
 
+    inputs = dataset_files(files)
+    if not inputs.paths:  # each said why already
+        return EXIT_USAGE
+    files = inputs.paths
     if per_row is not None and len(files) != 1:
         raise UsageError("--per-row takes one dataset")
     if per_row is not None:
@@ -129,7 +133,7 @@ def stats(files: list[str], rows: Any, engine: Any, per_row: str | None,
                            highlight=False)
     failed = any(t.failed for t in done)
     over = max_tokens is not None and any(t.over for t in done)
-    return EXIT_CHECK_FAILED if failed or over else 0
+    return EXIT_USAGE if inputs.failed else EXIT_CHECK_FAILED if failed or over else 0
 
 
 def validate(files: list[str], rows: Any, engine: Any, json_out: bool) -> int:
@@ -139,9 +143,12 @@ def validate(files: list[str], rows: Any, engine: Any, json_out: bool) -> int:
     from ..dataset import validate_table
     from ..dataset.files import results
 
+    inputs = dataset_files(files)
+    if not inputs.paths:  # each said why already
+        return EXIT_USAGE
     bad = 0
     docs = []
-    for path in files:
+    for path in inputs.paths:
         counts = {"rows": 0, "invalid": 0}
         for table in results(path, rows, validate_table, engine):
             for r in table.to_pylist():
@@ -165,7 +172,7 @@ def validate(files: list[str], rows: Any, engine: Any, json_out: bool) -> int:
     if json_out:
         sys.stdout.buffer.write(orjson.dumps({"schema_version": 1, "rows": docs},
                                              option=orjson.OPT_INDENT_2) + b"\n")
-    return EXIT_CHECK_FAILED if bad else 0
+    return EXIT_USAGE if inputs.failed else EXIT_CHECK_FAILED if bad else 0
 
 
 def _destination(file: str, output: str | None) -> str:
@@ -201,7 +208,7 @@ def _each(files: list[str], output: str | None, out_dir: str | None, skip_existi
     --out-dir, of every dataset the files, folders and globs name, written to the same
     path below DIR, one after another (each on all cores), a bad one said and skipped,
     and a row a dataset in the summary. `one` returns an Outcome; the exit code."""
-    from ..errors import EXIT_USAGE, CtxpackError
+    from ..errors import CtxpackError
     from ..render.dataset import RowProgress
     from .batch import Job, failed, finish, jobs_of
 
