@@ -210,7 +210,7 @@ def _each(files: list[str], output: str | None, out_dir: str | None, skip_existi
     and a row a dataset in the summary. `one` returns an Outcome; the exit code."""
     from ..errors import CtxpackError
     from ..render.dataset import RowProgress
-    from .batch import Job, failed, finish, jobs_of
+    from .batch import failed, finish, jobs_of
 
     if out_dir is None:
         if len(files) != 1 or os.path.isdir(files[0]) or glob.has_magic(files[0]):
@@ -238,7 +238,7 @@ def _each(files: list[str], output: str | None, out_dir: str | None, skip_existi
                 os.makedirs(os.path.dirname(os.path.abspath(job.dest)), exist_ok=True)
                 outcomes.append(one(job.source, _destination(job.source, job.dest), advance))
             except (CtxpackError, OSError) as exc:
-                outcomes.append(failed(Job(job.source, job.dest), exc))
+                outcomes.append(failed(job, exc))
                 error(outcomes[-1].problem)
     code = finish(outcomes, fresh, quiet, report_json)
     return max(code, EXIT_USAGE if inputs.failed else 0)
