@@ -1,7 +1,10 @@
 """A Parquet dataset of trajectories: stats and compress throughput on one core and on
-two, and the same two on a local Ray of 2 CPUs, in the same run (ratios; this machine
-is shared, so each is timed `--repeat` times and the fastest kept), with the peak
-memory of each worker.
+two, and the same two on a local Ray of 2 CPUs, in the same run (ratios), with the peak
+memory of each worker. Each run is a process of its own, as a user's command is; the
+three are taken in turn, `--repeat` times, so that each sees the load the others see
+(this machine is shared), and the fastest of each is kept, with the load average at
+its start. Each Ray run starts its own Ray before the clock (a cluster is up already)
+and its workers cold, as a job sent to a running cluster finds them.
 
 The dataset is made of the bundled samples' OpenAI-style trajectories (each eval
 conversation, the support chat, the mini-swe-agent run), each row's user messages
@@ -17,6 +20,7 @@ import argparse
 import json
 import os
 import resource
+import subprocess
 import sys
 import tempfile
 import threading
@@ -106,8 +110,31 @@ def run(path: Path, work: Any, engine: Any, out: Path | None) -> float:
     return time.perf_counter() - start
 
 
-def best(repeat: int, fn: Any) -> float:
-    return min(fn() for _ in range(repeat))
+LABELS = ("local 1", "local 2", "ray 2")
+
+
+def one_run(label: str, work_name: str, data: Path, out: Path | None) -> dict[str, Any]:
+    """One timed run in this process (a fresh one, as a user's command is): the seconds,
+    and the peak memory of this process and of its local workers."""
+    from ctxpack.dataset import compress_table, stats_table
+
+    work = {"stats_table": stats_table, "compress_table": compress_table}[work_name]
+    engine = None
+    if label.startswith("ray"):
+        import ray
+
+        from ctxpack.dataset.on_ray import RayEngine
+
+        # started before the clock (a cluster is up already), its workers cold, as a
+        # job sent to a running cluster finds them
+        ray.init(num_cpus=2, include_dashboard=False, logging_level="ERROR",
+                 log_to_driver=False)
+        engine = RayEngine()
+    else:
+        os.environ["CTXPACK_WORKERS"] = label.split()[-1]
+    seconds = run(data, work, engine, out)
+    return {"seconds": seconds, "here": _self_peak(),
+            "workers": resource.getrusage(resource.RUSAGE_CHILDREN).ru_maxrss << 10}
 
 
 def main() -> None:
@@ -115,51 +142,57 @@ def main() -> None:
     parser.add_argument("--rows", type=int, default=20_000)
     parser.add_argument("--repeat", type=int, default=2)
     parser.add_argument("--no-ray", action="store_true")
+    parser.add_argument("--one", nargs=4, metavar=("LABEL", "WORK", "DATA", "OUT"),
+                        help=argparse.SUPPRESS)  # a run of its own, in its own process
     args = parser.parse_args()
-    from ctxpack.dataset import compress_table, stats_table
+    if args.one:
+        label, work_name, data, out = args.one
+        print(json.dumps(one_run(label, work_name, Path(data), Path(out) if out != "-"
+                                 else None)))
+        return
 
     tmp = Path(tempfile.mkdtemp(prefix="bench-dataset-"))
     data = tmp / "data.parquet"
     size = make_dataset(data, args.rows)
     print(f"dataset: {args.rows:,} rows, {size / 1e6:.1f} MB of messages, row groups of "
           f"{GROUP_ROWS:,}; {os.cpu_count()} CPUs, load {os.getloadavg()[0]:.1f}")
-    works = ((stats_table, None), (compress_table, tmp / "small.parquet"))
-    times: dict[str, dict[str, float]] = {w.__name__: {} for w, _ in works}
-    for work, out in works:  # here first: a process that runs Ray must not fork
-        for cores in (1, 2):
-            os.environ["CTXPACK_WORKERS"] = str(cores)
-            times[work.__name__][f"local {cores}"] = best(
-                args.repeat, lambda w=work, o=out: run(data, w, None, o))
-    peak_local = resource.getrusage(resource.RUSAGE_CHILDREN).ru_maxrss << 10
-    peak_here = _self_peak()
-    peak_ray = 0
-    if not args.no_ray:
-        import ray
-
-        from ctxpack.dataset.on_ray import RayEngine
-
-        ray.init(num_cpus=2, include_dashboard=False, logging_level="ERROR",
-                 log_to_driver=False)
-        engine = RayEngine()
-        with PeakWatch("RowGroupWorker") as watch:
-            for work, out in works:
-                times[work.__name__]["ray 2"] = best(
-                    args.repeat, lambda w=work, o=out: run(data, w, engine, o))
-        peak_ray = watch.peak
+    labels = LABELS[:2] if args.no_ray else LABELS
+    works = (("stats_table", "-"), ("compress_table", str(tmp / "small.parquet")))
+    times: dict[str, dict[str, list[tuple[float, float]]]] = {
+        w: {label: [] for label in labels} for w, _ in works}
+    peaks = {"here": 0, "local worker": 0, "ray worker": 0}
+    with PeakWatch("ray::row_group") as watch:
+        for work, out in works:
+            for _ in range(args.repeat):  # taken in turn, so that each sees the same load
+                for label in labels:
+                    load = os.getloadavg()[0]
+                    done = subprocess.run(
+                        [sys.executable, __file__, "--one", label, work, str(data), out],
+                        capture_output=True, text=True, check=True)
+                    got = json.loads(done.stdout.strip().splitlines()[-1])
+                    times[work][label].append((got["seconds"], load))
+                    peaks["here"] = max(peaks["here"], got["here"])
+                    if label.startswith("local"):
+                        peaks["local worker"] = max(peaks["local worker"], got["workers"])
+    peaks["ray worker"] = watch.peak
     for name, timed in times.items():
-        name = name.removesuffix("_table")
-        for label, seconds in timed.items():
+        fastest = {label: min(runs) for label, runs in timed.items()}
+        for label, (seconds, load) in fastest.items():
             cores = int(label.split()[-1])
-            print(f"{name:8} {label:8} {seconds:7.2f} s  {size / 1e6 / seconds:6.2f} MB/s  "
-                  f"{size / 1e6 / seconds / cores:6.2f} MB/s per core  "
-                  f"{args.rows / seconds:8.0f} rows/s")
-        print(f"{name:8} 2 cores over 1: {timed['local 1'] / timed['local 2']:.2f}x", end="")
-        if "ray 2" in timed:
-            print(f"; ray 2 takes {timed['ray 2'] / timed['local 2']:.2f}x the time of "
-                  "local 2", end="")
+            print(f"{name.removesuffix('_table'):8} {label:8} {seconds:7.2f} s  "
+                  f"{size / 1e6 / seconds:6.2f} MB/s  {size / 1e6 / seconds / cores:6.2f} "
+                  f"MB/s per core  {args.rows / seconds:7.0f} rows/s  (load {load:.1f}; "
+                  f"all runs: {', '.join(f'{t:.1f}' for t, _ in timed[label])} s)")
+        print(f"{name.removesuffix('_table'):8} 2 cores over 1: "
+              f"{fastest['local 1'][0] / fastest['local 2'][0]:.2f}x", end="")
+        if "ray 2" in fastest:
+            print(f"; ray 2 takes {fastest['ray 2'][0] / fastest['local 2'][0]:.2f}x the time "
+                  "of local 2", end="")
         print()
-    print(f"peak memory: this process {_mb(peak_here)}, a local worker {_mb(peak_local)}"
-          + (f", a Ray actor {_mb(peak_ray)}" if not args.no_ray else ""))
+    print(f"peak memory: the command's process {_mb(peaks['here'])}, a local worker "
+          f"{_mb(peaks['local worker'])}"
+          + (f", a Ray worker {_mb(peaks['ray worker'])}" if not args.no_ray else ""))
+    print(f"load at the end: {os.getloadavg()[0]:.1f}")
     sys.stdout.flush()
 
 

@@ -15,7 +15,7 @@ from hypothesis import strategies as st
 import ctxpack
 
 from .conftest import CORPUS, SAMPLES
-from .helpers import assert_clean_error
+from .helpers import assert_clean_error, said
 from .helpers import ctxpack as run_ctxpack
 
 pa = pytest.importorskip("pyarrow", reason="datasets need pyarrow (pip install 'ctxpack[data]')")
@@ -150,12 +150,13 @@ def test_an_anthropic_row_counts_as_the_anthropic_file() -> None:
     assert row["tokens"] == ctxpack.stats(str(path), format="anthropic").tokens
 
 
-def test_a_compressed_table_is_not_compressed_again_and_a_plain_one_not_restored() -> None:
+def test_a_compressed_table_is_not_compressed_again_and_a_plain_one_restores_as_it_is(
+) -> None:
     out = compress_table(table_of(over_budget(), "json", bad=False), budget=BUDGET)
     with pytest.raises(ctxpack.UsageError, match="already compressed"):
         compress_table(out, budget=BUDGET)
-    with pytest.raises(ctxpack.UsageError, match="nothing to restore"):
-        restore_table(table_of(evals(), "json"))
+    plain = table_of(evals(), "json")
+    assert restore_table(plain).equals(plain)
 
 
 message = st.one_of(
@@ -283,8 +284,93 @@ def test_jsonl_rows_read_as_a_dataset(tmp_path: Path) -> None:
     assert json.loads(run.out)["datasets"][0]["tokens"] == ctxpack.stats(str(path)).tokens
 
 
+def jsonl_rows(path: Path, trajectories: list[Any]) -> Path:
+    """JSONL rows: an id, the messages, keys after them; a line that is not JSON, a blank
+    line, and a row without messages."""
+    lines = [json.dumps({"task_id": f"t{i}", "messages": t, "reward": i / 4, "tags": ["x"]})
+             for i, t in enumerate(trajectories)]
+    lines[1:1] = ["not json at all", "", json.dumps({"task_id": "empty", "reward": 0})]
+    path.write_text("\n".join(lines) + "\n")
+    return path
+
+
+def test_cli_compresses_jsonl_rows_to_jsonl_rows_and_restores_them(tmp_path: Path) -> None:
+    data = jsonl_rows(tmp_path / "rows.jsonl", over_budget())
+    small, back = tmp_path / "small.jsonl", tmp_path / "back.jsonl"
+    run = run_ctxpack("compress", str(data), "--messages-column", "messages", "-o", str(small),
+                      "--budget", str(BUDGET), env=PINNED)
+    assert run.code == 1, run.err  # the line that is not JSON, the row without messages
+    assert "19 rows, 1 compressed, 2 failed" in run.err
+    lines = small.read_text().splitlines()
+    assert lines[1] == "not json at all"  # kept as it was
+    given = [json.loads(line) for line in data.read_text().splitlines() if line.strip()
+             and line != "not json at all"]
+    got = [json.loads(line) for line in lines if line != "not json at all"]
+    assert [list(r)[:4] for r in got if "messages" in r] == \
+        [["task_id", "messages", "reward", "tags"]] * 17  # the keys in their order
+    changed = [r for r in got if r["ctxpack"] is not None]
+    assert [r["task_id"] for r in changed] == ["t3"]
+    assert changed[0]["ctxpack_tokens_after"] <= BUDGET < changed[0]["ctxpack_tokens_before"]
+    assert isinstance(changed[0]["messages"], list)  # messages as the input had them
+    run = run_ctxpack("restore", str(small), "--messages-column", "messages", "-o", str(back))
+    assert run.code == 0, run.err
+    assert back.read_text().splitlines()[1] == "not json at all"
+    assert [json.loads(line) for line in back.read_text().splitlines()
+            if line != "not json at all"] == given
+
+
+def test_restore_of_a_dataset_never_compressed_writes_it_as_it_is(tmp_path: Path) -> None:
+    table = table_of(evals(), "json")
+    data = write(table, tmp_path / "data.parquet")
+    run = run_ctxpack("restore", str(data), "-o", str(tmp_path / "back.parquet"))
+    assert run.code == 0
+    assert said(run.err) == [f"warning: {data}: nothing to restore (no ctxpack column); "
+                             "writing it unchanged"]
+    assert pq.read_table(tmp_path / "back.parquet").equals(table)
+
+
+def test_cli_compresses_a_folder_of_datasets_skipping_a_bad_one(tmp_path: Path) -> None:
+    folder, out, back = tmp_path / "in", tmp_path / "out", tmp_path / "back"
+    (folder / "part").mkdir(parents=True)
+    one = write(table_of(over_budget(), "json", bad=False), folder / "a.parquet")
+    two = write(table_of(over_budget()[:5], "struct"), folder / "part" / "b.parquet")
+    (folder / "part" / "broken.parquet").write_bytes(b"PAR1 no footer")
+    (folder / "notes.jsonl").write_text("not a dataset here: the folder has Parquet files\n")
+    run = run_ctxpack("compress", str(folder), "--out-dir", str(out), "--budget", str(BUDGET),
+                      "--report-json", str(tmp_path / "report.json"), env=PINNED)
+    assert run.code == 2, run.err  # a file could not be read: the others are done
+    assert f"error: {folder / 'part' / 'broken.parquet'}: not a Parquet file" in run.err
+    assert f"error: {two} row 5 (id traj-bad): messages are not a list" in run.err
+    files = {f["source"]: f for f in json.loads((tmp_path / "report.json").read_text())["files"]}
+    assert {s: (f["dest"], f["status"], f["code"]) for s, f in files.items()} == {
+        str(one): (str(out / "a.parquet"), "written", 0),
+        str(two): (str(out / "part" / "b.parquet"), "written", 1),
+        str(folder / "part" / "broken.parquet"):
+            (str(out / "part" / "broken.parquet"), "failed", 2)}
+    assert files[str(one)]["tokens_after"] < files[str(one)]["tokens_before"]
+    assert sorted(p.name for p in out.rglob("*") if p.is_file()) == ["a.parquet", "b.parquet"]
+    run = run_ctxpack("stats", str(out), str(tmp_path / "gone.parquet"), "--json")
+    assert run.code == 2 and f"error: {tmp_path / 'gone.parquet'}: no such file" in run.err
+    assert [(d["path"], d["rows"]) for d in json.loads(run.out)["datasets"]] == \
+        [(str(out / "a.parquet"), 17), (str(out / "part" / "b.parquet"), 6)]
+    single = tmp_path / "single.parquet"  # each as the run of that one file makes it
+    run_ctxpack("compress", str(one), "-o", str(single), "--budget", str(BUDGET), env=PINNED)
+    assert (out / "a.parquet").read_bytes() == single.read_bytes()
+    run = run_ctxpack("restore", str(tmp_path / "out" / "*.parquet"), str(out / "part"),
+                      "--out-dir", str(back))
+    assert run.code == 0, run.err
+    assert pq.read_table(back / "a.parquet").equals(pq.read_table(one))
+    assert pq.read_table(back / "b.parquet").equals(pq.read_table(two))
+    again = run_ctxpack("compress", str(folder), "--out-dir", str(out), "--budget",
+                        str(BUDGET), "--skip-existing", "--report-json", "-")
+    assert [f["status"] for f in json.loads(again.out)["files"]] == \
+        ["failed", "skipped", "skipped"]
+
+
 @pytest.mark.parametrize("args, fragment", [
     (["compress", "{data}"], "pass -o OUT.parquet"),
+    (["compress", "{data}", "-o", "{data}.jsonl"], "written as its input is (parquet)"),
+    (["compress", "{data}", "{data}", "-o", "x.parquet"], "needs --out-dir DIR"),
     (["stats", "{data}", "--messages-column", "text"], "no column 'text'"),
     (["stats", "{data}", "--id-column", "nope"], "no column 'nope'"),
     (["stats", "{data}", "--format", "codex"], "unknown messages dialect 'codex'"),
@@ -336,3 +422,26 @@ def test_corpus_runs_as_a_dataset_count_as_the_file_and_come_back(kind: str) -> 
     assert sum(e is None for e in out.column("ctxpack_error").to_pylist()) == len(runs)
     assert max(out.column("ctxpack_tokens_after").to_pylist()) <= 3000
     assert restore_table(out).equals(table)
+
+
+def test_a_progress_bar_counts_rows_and_bytes_on_a_terminal_only(tmp_path: Path) -> None:
+    import io
+
+    from rich.console import Console
+
+    from ctxpack.render.dataset import RowProgress
+
+    data = write(table_of(evals(), "json"), tmp_path / "data.parquet")
+    rows = jsonl_rows(tmp_path / "rows.jsonl", evals()[:3])
+    out = io.StringIO()
+    console = Console(file=out, force_terminal=True, width=100)
+    with RowProgress([str(data), str(rows)], console) as advance:
+        advance(str(data), 18)
+        screen = out.getvalue()
+    assert "18/24 rows" in screen  # 18 rows of the Parquet file, 6 lines of the JSONL
+    megabytes = data.stat().st_size / 2**20
+    assert f"{megabytes:,.1f}/{megabytes + rows.stat().st_size / 2**20:,.1f} MB" in screen
+    quiet = io.StringIO()
+    with RowProgress([str(data)], Console(file=quiet, force_terminal=False)) as advance:
+        advance(str(data), 18)
+    assert quiet.getvalue() == ""

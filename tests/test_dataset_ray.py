@@ -94,3 +94,15 @@ def test_the_command_line_joins_a_running_ray(cluster: str, dataset: Path,
                       "--ray-address", cluster)
     assert run.code == 0, run.err
     assert pq.read_table(back).equals(pq.read_table(dataset))
+
+
+def test_ray_runs_jsonl_rows_as_the_local_engine_does(cluster: str, tmp_path: Path) -> None:
+    rows = [json.loads(line) for line in (SAMPLES / "evals.openai-conversations.jsonl").open()]
+    rows[2]["messages"] = rows[2]["messages"] * 8
+    data = tmp_path / "rows.jsonl"
+    data.write_text("".join(json.dumps(r) + "\n" for r in rows) + "not json\n")
+    for work, settings in ((stats_table, {}), (compress_table, {"budget": 1500})):
+        here, there = both(data, work, **settings)
+        assert there.num_rows == 18
+        assert there.equals(here)
+    assert there.column("ctxpack").to_pylist()[2] is not None

@@ -5,13 +5,16 @@ A row that fails is reported and counted; the run then exits 1, its output compl
 
 from __future__ import annotations
 
+import glob
 import os
 import sys
+from contextlib import nullcontext
+from pathlib import Path
 from typing import Annotated, Any
 
 import typer
 
-from ..errors import EXIT_CHECK_FAILED, UsageError
+from ..errors import EXIT_CHECK_FAILED, EXIT_USAGE, UsageError
 from .common import error, plain, stderr
 
 MessagesColumnOpt = Annotated[str | None, typer.Option(
@@ -30,13 +33,35 @@ RayAddressOpt = Annotated[str | None, typer.Option(
 
 
 def wanted(files: list[str], column: str | None, per_row: str | None = None) -> bool:
-    """Are these inputs datasets: Parquet files, or JSONL read as rows?"""
-    from ..dataset.files import is_parquet
-
-    parquet = [f for f in files if is_parquet(f)]
+    """Are these inputs datasets: Parquet files (or folders and globs of them), or JSONL
+    read as rows?"""
+    parquet = [f for f in files if _parquet_arg(f)]
     if parquet and len(parquet) != len(files):
         raise UsageError("datasets (.parquet) and transcripts go in separate runs")
     return bool(parquet) or column is not None or per_row is not None
+
+
+def _parquet_arg(arg: str) -> bool:
+    """A Parquet file, a glob of them, or a folder that holds some."""
+    from ..dataset.files import is_parquet
+
+    if os.path.isdir(arg):
+        return any(is_parquet(str(p)) for p in Path(arg).rglob("*") if p.is_file())
+    return is_parquet(arg)
+
+
+def dataset_files(args: list[str]) -> Any:
+    """The datasets named by files, folders (their .parquet files, recursively; where
+    there are none, their .jsonl files) and globs; one not found is said and left out."""
+    from ..dataset.files import is_parquet
+    from .read import Files
+
+    def in_folder(folder: str) -> list[str]:
+        found = sorted(str(p) for p in Path(folder).rglob("*") if p.is_file())
+        return [p for p in found if is_parquet(p)] or [p for p in found
+                                                        if p.endswith(".jsonl")]
+
+    return Files(args, in_folder, "datasets (.parquet or .jsonl files)")
 
 
 def rows_of(column: str | None, id_column: str | None, format: str | None,
@@ -69,6 +94,10 @@ def stats(files: list[str], rows: Any, engine: Any, per_row: str | None,
     from ..dataset.totals import DatasetStats
     from ..render import dataset as render
 
+    inputs = dataset_files(files)
+    if not inputs.paths:  # each said why already
+        return EXIT_USAGE
+    files = inputs.paths
     if per_row is not None and len(files) != 1:
         raise UsageError("--per-row takes one dataset")
     if per_row is not None:
@@ -76,17 +105,16 @@ def stats(files: list[str], rows: Any, engine: Any, per_row: str | None,
     if output not in ("table", "json"):
         raise UsageError(f"a dataset's stats print as table or json, not {output}")
     done = []
-    for path in files:
-        totals = DatasetStats(path, max_tokens=max_tokens)
-        if per_row is not None:
-            with written(per_row) as add:
+    with render.RowProgress(files, stderr()) as advance:
+        for path in files:
+            totals = DatasetStats(path, max_tokens=max_tokens)
+            with written(per_row) if per_row is not None else nullcontext(None) as add:
                 for table in results(path, rows, stats_table, engine):
                     totals.add(table)
-                    add(table)
-        else:
-            for table in results(path, rows, stats_table, engine):
-                totals.add(table)
-        done.append(totals)
+                    advance(path, table.num_rows)
+                    if add is not None:
+                        add(table)
+            done.append(totals)
     if output == "json":
         sys.stdout.buffer.write(render.to_json(done))
     else:
@@ -105,7 +133,7 @@ def stats(files: list[str], rows: Any, engine: Any, per_row: str | None,
                            highlight=False)
     failed = any(t.failed for t in done)
     over = max_tokens is not None and any(t.over for t in done)
-    return EXIT_CHECK_FAILED if failed or over else 0
+    return EXIT_USAGE if inputs.failed else EXIT_CHECK_FAILED if failed or over else 0
 
 
 def validate(files: list[str], rows: Any, engine: Any, json_out: bool) -> int:
@@ -115,9 +143,12 @@ def validate(files: list[str], rows: Any, engine: Any, json_out: bool) -> int:
     from ..dataset import validate_table
     from ..dataset.files import results
 
+    inputs = dataset_files(files)
+    if not inputs.paths:  # each said why already
+        return EXIT_USAGE
     bad = 0
     docs = []
-    for path in files:
+    for path in inputs.paths:
         counts = {"rows": 0, "invalid": 0}
         for table in results(path, rows, validate_table, engine):
             for r in table.to_pylist():
@@ -141,14 +172,18 @@ def validate(files: list[str], rows: Any, engine: Any, json_out: bool) -> int:
     if json_out:
         sys.stdout.buffer.write(orjson.dumps({"schema_version": 1, "rows": docs},
                                              option=orjson.OPT_INDENT_2) + b"\n")
-    return EXIT_CHECK_FAILED if bad else 0
+    return EXIT_USAGE if inputs.failed else EXIT_CHECK_FAILED if bad else 0
 
 
 def _destination(file: str, output: str | None) -> str:
-    from ..dataset.files import is_parquet
+    """Where one dataset's result goes: a file of the input's own kind."""
+    from ..dataset.files import is_parquet, output_kind
 
-    if output in (None, "-") or not is_parquet(output):
-        raise UsageError("a dataset is written as a Parquet file", "pass -o OUT.parquet")
+    kind = "parquet" if is_parquet(file) else "jsonl"
+    if output in (None, "-") or output_kind(output) != kind:
+        raise UsageError(f"a dataset is written as its input is ({kind})",
+                         f"pass -o OUT.{kind}" + (", or --out-dir DIR" if output is None
+                                                  else ""))
     _not_the_input(file, output, "--output")
     return output
 
@@ -167,48 +202,106 @@ def _up_to_date(file: str, dest: str) -> bool:
         return False
 
 
-def compress(file: str, output: str | None, rows: Any, engine: Any, settings: dict[str, Any],
-             quiet: bool, report_json: str | None, shard: tuple[int, int] | None = None,
-             skip_existing: bool = False) -> int:
-    """Compress a dataset (or the share `shard` of its rows) to `output`; the exit code."""
+def _each(files: list[str], output: str | None, out_dir: str | None, skip_existing: bool,
+          quiet: bool, report_json: str | None, one: Any) -> int:
+    """`one(source, dest, advance)` of each dataset: with `-o`, of the one given; with
+    --out-dir, of every dataset the files, folders and globs name, written to the same
+    path below DIR, one after another (each on all cores), a bad one said and skipped,
+    and a row a dataset in the summary. `one` returns an Outcome; the exit code."""
+    from ..errors import CtxpackError
+    from ..render.dataset import RowProgress
+    from .batch import failed, finish, jobs_of
+
+    if out_dir is None:
+        if len(files) != 1 or os.path.isdir(files[0]) or glob.has_magic(files[0]):
+            raise UsageError("more than one dataset (or a folder of them) needs --out-dir DIR",
+                             "-o takes one dataset")
+        dest = _destination(files[0], output)
+        if skip_existing and _up_to_date(files[0], dest):
+            if not quiet:
+                stderr().print(plain(f"{dest} is newer than {files[0]}: skipped"),
+                               markup=False, highlight=False)
+            return 0
+        with RowProgress(files, stderr()) as advance:
+            outcome = one(files[0], dest, advance)
+        return outcome.code
+    if output is not None:
+        raise UsageError("-o and --out-dir cannot be used together")
+    inputs = dataset_files(files)
+    if not inputs.paths:  # each said why already
+        return EXIT_USAGE
+    todo, fresh = jobs_of(inputs, out_dir, False, True, None, skip_existing)
+    outcomes = []
+    with RowProgress([j.source for j in todo], stderr()) as advance:
+        for job in todo:
+            try:
+                os.makedirs(os.path.dirname(os.path.abspath(job.dest)), exist_ok=True)
+                outcomes.append(one(job.source, _destination(job.source, job.dest), advance))
+            except (CtxpackError, OSError) as exc:
+                outcomes.append(failed(job, exc))
+                error(outcomes[-1].problem)
+    code = finish(outcomes, fresh, quiet, report_json)
+    return max(code, EXIT_USAGE if inputs.failed else 0)
+
+
+def compress(files: list[str], output: str | None, out_dir: str | None, rows: Any,
+             engine: Any, settings: dict[str, Any], quiet: bool, report_json: str | None,
+             shard: tuple[int, int] | None = None, skip_existing: bool = False) -> int:
+    """Compress each dataset (or the share `shard` of its row groups); the exit code."""
     from ..dataset import compress_table
     from ..dataset.files import results, written
     from ..dataset.totals import DatasetCompressed
     from ..render import dataset as render
+    from .batch import Outcome
 
-    dest = _destination(file, output)
-    if skip_existing and _up_to_date(file, dest):
-        if not quiet:
-            stderr().print(plain(f"{dest} is newer than {file}: skipped"), markup=False,
-                           highlight=False)
-        return 0
-    done = DatasetCompressed(file, dest)
-    with written(dest) as add:
-        for table in results(file, rows, compress_table, engine, shard, **settings):
-            done.add(table)
-            add(table)
-    if report_json is not None:
-        from ..atomic import write_atomic
+    one_file = out_dir is None
 
-        text = render.to_json([done])
-        sys.stdout.buffer.write(text) if report_json == "-" else write_atomic(report_json,
-                                                                              [text])
-    if not quiet:
-        render.print_compressed(stderr(), done)
-    for problem in done.errors:
-        error(problem)
-    return EXIT_CHECK_FAILED if done.failed else 0
+    def one(file: str, dest: str, advance: Any) -> Any:
+        done = DatasetCompressed(file, dest)
+        with written(dest, rows.column) as add:
+            for table in results(file, rows, compress_table, engine, shard, **settings):
+                done.add(table)
+                add(table)
+                advance(file, table.num_rows)
+        for problem in done.errors:
+            error(problem)
+        if one_file:
+            if report_json is not None:
+                from ..atomic import write_atomic
+
+                text = render.to_json([done])
+                sys.stdout.buffer.write(text) if report_json == "-" \
+                    else write_atomic(report_json, [text])
+            if not quiet:
+                render.print_compressed(stderr(), done)
+        return Outcome(file, dest, "written" if done.changed else "unchanged",
+                       EXIT_CHECK_FAILED if done.failed else 0,
+                       f"{done.failed:,} rows failed" if done.failed else "",
+                       done.tokens_before, done.tokens_after)
+
+    return _each(files, output, out_dir, skip_existing, quiet, report_json, one)
 
 
-def restore(file: str, output: str | None, archive_dir: str | None, engine: Any) -> int:
-    from ..dataset import Rows
-    from ..dataset.files import results, written
+def restore(files: list[str], output: str | None, out_dir: str | None, rows: Any,
+            archive_dir: str | None, engine: Any, quiet: bool = False,
+            report_json: str | None = None, skip_existing: bool = False) -> int:
+    """Restore each dataset; one that was never compressed is written as it is, with a
+    warning (as a transcript is)."""
+    from ..dataset.files import archived, results, written
+    from .batch import Outcome
+    from .common import warn
 
-    dest = _destination(file, output)
-    with written(dest) as add:
-        for table in results(file, Rows(), _restore_batch, engine, archive_dir=archive_dir):
-            add(table)
-    return 0
+    def one(file: str, dest: str, advance: Any) -> Any:
+        nothing = not archived(file)
+        if nothing:
+            warn(f"{file}: nothing to restore (no ctxpack column); writing it unchanged")
+        with written(dest, rows.column) as add:
+            for table in results(file, rows, _restore_batch, engine, archive_dir=archive_dir):
+                add(table)
+                advance(file, table.num_rows)
+        return Outcome(file, dest, "unchanged" if nothing else "written")
+
+    return _each(files, output, out_dir, skip_existing, quiet, report_json, one)
 
 
 def _restore_batch(table: Any, *, name: str, start: int, archive_dir: str | None = None,

@@ -40,13 +40,16 @@ class Files:
     then ends the run with exit 2, so that a gate over a folder keeps its good files'
     results and still fails."""
 
-    def __init__(self, args: list[str]) -> None:
+    def __init__(self, args: list[str], in_folder: Callable[[str], list[str]] | None = None,
+                 kind: str = "*.jsonl files") -> None:
+        """`in_folder` lists the inputs a folder holds (default: its transcripts), `kind`
+        names them when there are none."""
         self.paths: list[str] = []
         self.below: dict[str, str] = {}  # each file's path below what named it
         self.failed = 0
         for arg in args:
             try:
-                found = _expand(arg)
+                found = _expand(arg, in_folder or _transcripts, kind)
             except UsageError as exc:
                 self._said(str(exc))
                 continue
@@ -91,14 +94,18 @@ def readable_file(arg: str) -> bool:
     return arg == "-" or (os.path.exists(arg) and not os.path.isdir(arg))
 
 
-def _expand(arg: str) -> list[str]:
+def _transcripts(folder: str) -> list[str]:
+    return sorted(str(p) for p in Path(folder).rglob("*") if p.is_file()
+                  and p.suffix in TRANSCRIPT_SUFFIXES)
+
+
+def _expand(arg: str, in_folder: Callable[[str], list[str]], kind: str) -> list[str]:
     if readable_file(arg):
         return [arg]
     if os.path.isdir(arg):
-        found = sorted(str(p) for p in Path(arg).rglob("*") if p.is_file()
-                       and p.suffix in TRANSCRIPT_SUFFIXES)
+        found = in_folder(arg)
         if not found:
-            raise UsageError(f"{arg}: no *.jsonl files in this folder")
+            raise UsageError(f"{arg}: no {kind} in this folder")
         return found
     if glob.has_magic(arg):
         matches = sorted(p for p in glob.glob(arg, recursive=True) if os.path.isfile(p))

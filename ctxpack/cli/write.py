@@ -219,9 +219,10 @@ def compress(
     """Shrink a transcript (or each row of a dataset) to fit its model; originals are
     archived for restore."""
     if datasets.wanted(files, messages_column):
-        raise typer.Exit(_compress_dataset(files, output, model, format, messages_column,
-                                           id_column, engine, ray_address, no_cache, config,
-                                           flags, quiet, report_json, shard, skip_existing))
+        raise typer.Exit(_compress_dataset(files, output, out_dir, model, format,
+                                           messages_column, id_column, engine, ray_address,
+                                           no_cache, config, flags, quiet, report_json, shard,
+                                           skip_existing))
     if not _one_file(files, out_dir):
         if output is not None:
             raise UsageError("-o takes one input", "use --out-dir DIR for many")
@@ -253,21 +254,19 @@ def compress(
         result.close()
 
 
-def _compress_dataset(files: list[str], output: str | None, model: str | None,
-                      format: str | None, column: str | None, id_column: str | None,
-                      engine: str, address: str | None, no_cache: bool, config: str | None,
-                      flags: dict[str, Any], quiet: bool, report_json: str | None,
-                      shard: str | None, skip_existing: bool) -> int:
+def _compress_dataset(files: list[str], output: str | None, out_dir: str | None,
+                      model: str | None, format: str | None, column: str | None,
+                      id_column: str | None, engine: str, address: str | None,
+                      no_cache: bool, config: str | None, flags: dict[str, Any], quiet: bool,
+                      report_json: str | None, shard: str | None, skip_existing: bool) -> int:
     from ..compression.settings import settings_of
     from .batch import parse_shard
 
-    if len(files) != 1:
-        raise UsageError("compress takes one dataset at a time")
     cfg, options = _settings(config, flags)
     rows = datasets.rows_of(column, id_column, format, model, cfg.models, not no_cache)
-    return datasets.compress(files[0], output, rows, datasets.engine_of(engine, address),
-                             settings_of(options), quiet, report_json, parse_shard(shard),
-                             skip_existing)
+    return datasets.compress(files, output, out_dir, rows,
+                             datasets.engine_of(engine, address), settings_of(options), quiet,
+                             report_json, parse_shard(shard), skip_existing)
 
 
 def _many(files: list[str], out_dir: str | None, in_place: bool, writes: bool,
@@ -398,6 +397,7 @@ def restore(
     report_json: Annotated[str | None, typer.Option(
         "--report-json", metavar="PATH",
         help="With many inputs: what became of each file, as JSON (- for stdout).")] = None,
+    messages_column: datasets.MessagesColumnOpt = None,
     engine: datasets.EngineOpt = "local",
     ray_address: datasets.RayAddressOpt = None,
 ) -> None:
@@ -405,11 +405,11 @@ def restore(
     messages column, value for value)."""
     from ..undo import MAX_GROWTH, items, restoring
 
-    if datasets.wanted(files, None):
-        if len(files) != 1:
-            raise UsageError("restore takes one dataset at a time")
-        raise typer.Exit(datasets.restore(files[0], output, archive_dir,
-                                          datasets.engine_of(engine, ray_address)))
+    if datasets.wanted(files, messages_column):
+        rows = datasets.rows_of(messages_column, None, None, None, None, False)
+        raise typer.Exit(datasets.restore(files, output, out_dir, rows, archive_dir,
+                                          datasets.engine_of(engine, ray_address), quiet,
+                                          report_json, skip_existing))
 
     if not _one_file(files, out_dir):
         if output is not None or only is not None or list_:

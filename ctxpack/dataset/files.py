@@ -15,7 +15,8 @@ from typing import Any
 
 from ..errors import InputError, UsageError
 from ..jsonl import dumps, iter_lines, loads, open_source
-from .rows import ID_COLUMNS, Rows, pyarrow
+from .packing import ADDED, META
+from .rows import ID_COLUMNS, MESSAGES, Rows, pyarrow
 
 BATCH_ROWS = 64  # rows per batch: a trajectory may be megabytes, so a batch stays small
 Batch = tuple[Any, Rows]  # a table of rows, and how to read them (their first row's number)
@@ -45,6 +46,47 @@ def batches(path: str, rows: Rows, size: int = BATCH_ROWS,
         yield pa.table({rows.column: pa.array([], pa.string())}), rows
 
 
+def archived(path: str) -> bool:
+    """Has the dataset at `path` an archive to restore from: a `ctxpack` column (Parquet),
+    or a row with a `ctxpack` value (JSONL rows)?"""
+    if is_parquet(path):
+        import pyarrow.parquet as pq
+
+        pa = pyarrow()
+        try:
+            return META in pq.ParquetFile(path).schema_arrow.names
+        except (pa.ArrowInvalid, OSError) as exc:
+            raise InputError(path, None, f"not a Parquet file ({exc})") from None
+    probe = f'"{META}":'.encode()
+    src = open_source(path)
+    try:
+        for raw in iter_lines(src.stream, src.size):
+            if probe in raw:
+                try:
+                    record = loads(raw)
+                except ValueError:
+                    continue
+                if isinstance(record, dict) and record.get(META) is not None:
+                    return True
+        return False
+    finally:
+        src.close()
+
+
+def rows_in(path: str) -> int:
+    """How many rows the dataset at `path` has, as its metadata says (a Parquet file) or
+    by its lines (JSONL rows, blank ones counted); 0 where it cannot be read."""
+    try:
+        if is_parquet(path):
+            import pyarrow.parquet as pq
+
+            return int(pq.ParquetFile(path).metadata.num_rows)
+        with open(path, "rb") as f:
+            return sum(chunk.count(b"\n") for chunk in iter(lambda: f.read(1 << 20), b""))
+    except Exception:  # noqa: BLE001 - a bar's total; the run itself says what is wrong
+        return 0
+
+
 def _parquet(path: str, rows: Rows, size: int,
              shard: tuple[int, int] | None) -> Iterator[Batch]:
     pa = pyarrow()
@@ -69,15 +111,22 @@ def _parquet(path: str, rows: Rows, size: int,
         yield schema.empty_table(), rows  # no rows: a table of no rows, with the columns
 
 
+RECORD = "_ctxpack_record"  # JSONL rows: the rest of each line's object, to write it back
+
+
 def _jsonl(path: str, rows: Rows, size: int) -> Iterator[Any]:
-    """A JSONL file of rows as tables of the id column and the messages as JSON text (a
-    line that is not JSON keeps its text, which its row then reports)."""
+    """A JSONL file of rows as tables of the id column, the messages as JSON text, the
+    archive (`ctxpack`) where there is one, and the rest of each line's object (RECORD,
+    JSON text) for writing the row back; a line that is not a JSON object keeps its
+    text, which its row then reports."""
     pa = pyarrow()
     src = open_source(path)
     key = rows.id_column
     try:
         ids: list[Any] = []
         texts: list[str] = []
+        metas: list[Any] = []
+        records: list[Any] = []
         for raw in iter_lines(src.stream, src.size):
             if not raw.strip():
                 continue
@@ -91,24 +140,52 @@ def _jsonl(path: str, rows: Rows, size: int) -> Iterator[Any]:
                 ids.append(None if key is None or record.get(key) is None
                            else str(record[key]))
                 texts.append(dumps(value).decode() if value is not None else "null")
+                meta = record.get(META)
+                metas.append(meta if isinstance(meta, str) or meta is None
+                             else dumps(meta).decode())
+                rest = {k: (None if k == rows.column else v) for k, v in record.items()
+                        if k not in ADDED}
+                records.append(dumps(rest).decode())
             else:
                 ids.append(None)
                 texts.append(raw.decode("utf-8", "replace").strip())
+                metas.append(None)
+                records.append(None)
             if len(texts) == size:
-                yield _rows_table(pa, key, ids, texts, rows.column)
-                ids, texts = [], []
+                yield _rows_table(pa, key, ids, texts, metas, records, rows.column)
+                ids, texts, metas, records = [], [], [], []
         if texts:
-            yield _rows_table(pa, key, ids, texts, rows.column)
+            yield _rows_table(pa, key, ids, texts, metas, records, rows.column)
     finally:
         src.close()
 
 
 def _rows_table(pa: Any, key: str | None, ids: list[Any], texts: list[str],
-                column: str) -> Any:
+                metas: list[Any], records: list[Any], column: str) -> Any:
     data = {column: pa.array(texts, pa.string())}
     if key is not None:
         data = {key: pa.array(ids, pa.string()), **data}
+    if any(m is not None for m in metas):
+        data[META] = pa.array(metas, pa.string())
+    data[RECORD] = pa.array(records, pa.string())
     return pa.table(data)
+
+
+def jsonl_lines(table: Any, column: str) -> Iterator[bytes]:
+    """The rows of a table read from JSONL rows as lines again: each line's object with
+    its messages (as the table has them now) and the columns compress added; a line
+    that was not an object, as it was."""
+    values = table.column(column).to_pylist()
+    added = [(c, table.column(c).to_pylist()) for c in ADDED if c in table.column_names]
+    for i, rest in enumerate(table.column(RECORD).to_pylist()):
+        if rest is None:
+            yield values[i].encode("utf-8", "surrogatepass") + b"\n"
+            continue
+        record = loads(rest.encode("utf-8", "surrogatepass"))
+        if column in record:
+            record[column] = loads(values[i].encode("utf-8", "surrogatepass"))
+        record.update((c, v[i]) for c, v in added)
+        yield dumps(record) + b"\n"
 
 
 def results(path: str, rows: Rows, work: Callable[..., Any], engine: Any = None,
@@ -134,10 +211,16 @@ def run_batch(work: Callable[..., Any], table: Any, rows: Rows,
     return work(table, **vars(rows), **settings)
 
 
+def output_kind(dest: str) -> str:
+    """What a dataset output is written as, by its name: parquet, csv or jsonl."""
+    return "parquet" if is_parquet(dest) else "csv" if dest.endswith(".csv") else "jsonl"
+
+
 @contextmanager
-def written(dest: str) -> Iterator[Callable[[Any], None]]:
-    """A function that appends tables to the file `dest` (Parquet, or CSV by its name),
-    which is there complete once the block ends, or not at all if it breaks."""
+def written(dest: str, column: str = MESSAGES) -> Iterator[Callable[[Any], None]]:
+    """A function that appends tables to the file `dest` (Parquet, CSV or JSONL rows by
+    its name; JSONL rows need the tables read from JSONL rows, whose messages are in
+    `column`), which is there complete once the block ends, or not at all if it breaks."""
     from ..atomic import temporary
 
     folder = os.path.dirname(os.path.abspath(dest))
@@ -145,15 +228,19 @@ def written(dest: str) -> Iterator[Callable[[Any], None]]:
         raise UsageError(f"{dest}: its folder does not exist")
     if os.path.isdir(dest):
         raise UsageError(f"{dest}: is a folder", "give a file name")
-    csv = dest.endswith(".csv")
+    kind = output_kind(dest)
     with temporary(folder) as draft:
         writer: Any = None
 
         def add(table: Any) -> None:
             nonlocal writer
-            table = _flat(table) if csv else table
+            if kind == "jsonl":
+                if table.num_rows:
+                    draft.file.writelines(jsonl_lines(table, column))
+                return
+            table = _flat(table) if kind == "csv" else table
             if writer is None:
-                writer = _writer(draft.file, table.schema, csv)
+                writer = _writer(draft.file, table.schema, kind == "csv")
             writer.write_table(table)
 
         try:
@@ -161,8 +248,8 @@ def written(dest: str) -> Iterator[Callable[[Any], None]]:
         finally:
             if writer is not None:
                 writer.close()
-        if writer is None:  # no rows at all: an empty file of no columns
-            _writer(draft.file, pyarrow().schema([]), csv).close()
+        if writer is None and kind != "jsonl":  # no rows at all: a file of no columns
+            _writer(draft.file, pyarrow().schema([]), kind == "csv").close()
         draft.publish(dest)
 
 

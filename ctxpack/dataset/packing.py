@@ -132,12 +132,13 @@ def done_of(report: Any) -> str:
 def restore_table(table: Any, *, archive_dir: str | None = None, name: str = "<table>",
                   start: int = 0) -> Any:
     """The table compress_table was given: each changed row's original value back in its
-    messages column, the added columns gone."""
+    messages column, the added columns gone (a table without the archive column was
+    never compressed, and comes back as it is)."""
     from ..archive import unpack
 
     pa = pyarrow()
-    if META not in table.column_names:
-        raise UsageError(f"{name}: nothing to restore (no {META!r} column)")
+    if META not in table.column_names:  # never compressed: nothing to put back
+        return table.drop_columns([c for c in ADDED if c in table.column_names])
     metas = table.column(META).to_pylist()
     column = next((_meta(m, name)["column"] for m in metas if m is not None), None)
     out = table.drop_columns([c for c in ADDED if c in table.column_names])

@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import os
 from typing import Any
 
 import orjson
@@ -57,3 +58,54 @@ def print_compressed(console: Console, c: Any) -> None:
     console.print(escape(plain(
         f"{c.path} -> {c.dest}: {c.rows:,} rows, {c.changed:,} compressed, {c.failed:,} "
         f"failed; tokens {c.tokens_before:,} -> {c.tokens_after:,}{share}")))
+
+
+class RowProgress:
+    """A bar on stderr while datasets are worked through, on a terminal only: rows done
+    of all, megabytes, time left. Entering gives `advance(path, rows)`, said as each
+    batch of a dataset is done. It has no thread of its own (it is drawn as batches come
+    in), so worker processes can start while it is shown."""
+
+    def __init__(self, paths: list[str], console: Console) -> None:
+        from ..dataset.files import rows_in
+
+        self.console = console
+        self.enabled = console.is_terminal
+        self.rows = {p: rows_in(p) for p in paths} if self.enabled else {}
+        self.sizes = {p: _size(p) for p in self.rows}
+        self.bar: Any = None
+
+    def __enter__(self) -> Any:
+        if not self.enabled:
+            return lambda path, rows: None
+        from rich.progress import BarColumn, Progress, TextColumn, TimeRemainingColumn
+
+        self.bar = Progress(TextColumn("{task.completed:,.0f}/{task.total:,.0f} rows"),
+                            BarColumn(), TextColumn("{task.fields[done]}"),
+                            TimeRemainingColumn(), console=self.console, transient=True,
+                            auto_refresh=False)
+        self.bar.start()
+        task = self.bar.add_task("rows", total=sum(self.rows.values()), done="")
+        total = sum(self.sizes.values())
+        seen = dict.fromkeys(self.rows, 0)
+
+        def advance(path: str, rows: int) -> None:
+            seen[path] = seen.get(path, 0) + rows
+            done = sum(self.sizes[p] * min(1.0, n / self.rows[p])
+                       for p, n in seen.items() if self.rows.get(p))
+            self.bar.update(task, advance=rows,
+                            done=f"{done / 2**20:,.1f}/{total / 2**20:,.1f} MB")
+            self.bar.refresh()
+
+        return advance
+
+    def __exit__(self, *exc: object) -> None:
+        if self.bar is not None:
+            self.bar.stop()
+
+
+def _size(path: str) -> int:
+    try:
+        return os.path.getsize(path)
+    except OSError:
+        return 0
