@@ -221,7 +221,7 @@ def test_a_broken_document_names_file_and_line(tmp_path):
     doc = json.loads(OPENCODE.read_bytes())
     doc["messages"][1]["parts"] = "none"
     wrong.write_text(json.dumps(doc, indent=2))
-    assert_clean_error(ctxpack("stats", str(wrong)), 2, str(wrong), "not a opencode record",
+    assert_clean_error(ctxpack("stats", str(wrong)), 2, str(wrong), "not read as opencode",
                        "'parts'")
 
 
