@@ -18,7 +18,7 @@ from ctxpack.loader import load, write
 from ctxpack.transcript import Text, Thinking, ToolCall, ToolResult, Transcript
 
 from .conftest import SAMPLES, corpus_params
-from .helpers import assert_tool_pairs, records_of
+from .helpers import assert_tool_pairs, ctxpack, records_of
 
 META = {"sessionId": "s-1", "projectHash": "ab" * 32, "startTime": "2026-03-03T09:00:00.000Z",
         "lastUpdated": "2026-03-03T09:00:00.000Z", "kind": "main"}
@@ -381,3 +381,24 @@ def test_a_line_that_is_no_recording_record_is_named() -> None:
     with pytest.raises(InputError) as info:
         load(jsonl(META, user("u1", "hi"), {"note": "pasted"}))
     assert info.value.line == 3 and "no message 'type'" in info.value.problem
+
+
+@pytest.mark.parametrize(("sample", "says"), [
+    ("todo-table.gemini-stream.jsonl", "Gemini CLI does not read this file back"),
+    ("export-timeout.anthropic-events.jsonl", "the managed-agent API does not read this file back"),
+    ("plateau-fix.gemini-cli.jsonl", None),
+])
+def test_compress_says_when_the_agent_reads_no_such_file(sample: str, says: str | None,
+                                                         tmp_path: Path) -> None:
+    out = tmp_path / "out.jsonl"
+    run = ctxpack("compress", str(SAMPLES / sample), "-o", str(out), "--budget", "600",
+                  "--report-json", str(tmp_path / "report.json"))
+    assert run.code == 0, run.err
+    warnings = json.loads((tmp_path / "report.json").read_text())["warnings"]
+    if says is None:
+        assert not any("read this file back" in w for w in warnings)
+        assert "read this file back" not in run.err
+        return
+    assert any(w.startswith(says) and "convert FILE --to openai" in w for w in warnings)
+    assert says in " ".join(run.err.split())
+    assert restore(str(out)) == (SAMPLES / sample).read_bytes()

@@ -24,6 +24,14 @@ NOT_WRITTEN = ("compress does not rewrite this format, since its agent would not
                "run.jsonl`, compresses its context as Chat Completions messages")
 
 
+# what compress says of the output of a format it writes but whose agent reads no such file
+# (`not_read_back` of such a format)
+NOT_READ_BACK = ("{agent} does not read this file back: the output is for people and for "
+                 "ctxpack (restore gives the original back); to send the context to a model, "
+                 "`ctxpack convert FILE --to openai -o run.jsonl`, then `ctxpack compress "
+                 "run.jsonl`")
+
+
 class RecordError(Exception):
     """A record that does not fit the format being read; the loader adds file and line
     (`line` if the reader knows it, as of an event deep in a whole-file document, else the

@@ -25,7 +25,7 @@ from typing import Any
 
 from ..jsonl import dumps
 from ..transcript import META_KEY, Image, Message, Part, Text, Thinking, ToolCall, ToolResult
-from .base import Compaction, Layout, NoUsage, RecordError, string_field
+from .base import NOT_READ_BACK, Compaction, Layout, NoUsage, RecordError, string_field
 
 _MODEL_INPUT = {"user", "gemini"}
 _STREAM_TYPES = {"init", "message", "tool_use", "tool_result", "result", "error"}
@@ -497,6 +497,7 @@ class GeminiStreamFormat:
     name = "gemini-stream"
     default_model = "gemini"  # when the file names no model
     description = "Gemini CLI --output-format stream-json events"
+    not_read_back = NOT_READ_BACK.format(agent="Gemini CLI")
 
     def sniff(self, record: Any) -> int:
         return sniff_stream(record)
