@@ -49,7 +49,7 @@ def assert_accepted(body: dict[str, Any], to: str) -> None:
         assert all(m.get("content") or m.get("tool_calls") for m in messages
                    if m["role"] == "assistant")
         return
-    assert set(body) <= {"system", "messages"}
+    assert set(body) <= {"model", "system", "messages"}
     roles = [m["role"] for m in messages]
     assert roles[0] == "user" and all(a != b for a, b in zip(roles, roles[1:], strict=False))
     for m, after in zip(messages, [*messages[1:], None], strict=True):
@@ -318,3 +318,39 @@ def test_a_second_answer_is_text_and_unknown_apis_are_refused(tmp_path):
     assert notes.counts == {"tool results that answer no open call kept as user text": 1}
     with pytest.raises(UsageError, match="markdown"):
         request_bodies(source, "markdown")
+
+
+@pytest.mark.parametrize("to", ["openai", "anthropic"])
+def test_the_model_is_kept_where_the_body_has_a_place_for_it(tmp_path, to):
+    out = tmp_path / "out.jsonl"
+    run = ctxpack("convert", str(SAMPLES / "plateau-fix.gemini-cli.jsonl"), "--to", to,
+                  "-o", str(out))
+    assert run.code == 0, run.err
+    [body] = [json.loads(line) for line in out.read_text().splitlines()]
+    assert body["model"] == "gemini-2.5-pro"
+    # what the body cannot hold is said: the usage the file recorded per reply
+    assert "6 model calls' recorded usage left out" in " ".join(run.err.split())
+    if to == "openai":  # a later reading finds the model, and so its window
+        assert load(out).model == "gemini-2.5-pro"
+        stats_run = ctxpack("stats", "--json", str(out))
+        assert json.loads(stats_run.out)["files"][0]["context_window"] == 1_048_576
+
+
+def test_a_model_given_is_named_and_none_is_said(tmp_path):
+    source = SAMPLES / "support-chat.openai.jsonl"
+    out = tmp_path / "out.jsonl"
+    run = ctxpack("convert", str(source), "--to", "openai", "-o", str(out))
+    assert run.code == 0 and "no model named" in run.err
+    assert "model" not in json.loads(out.read_text().splitlines()[0])
+    named = tmp_path / "named.jsonl"
+    run = ctxpack("convert", str(source), "--to", "openai", "-m", "gpt-4.1", "-o", str(named))
+    assert run.code == 0 and "no model named" not in run.err
+    assert json.loads(named.read_text().splitlines()[0])["model"] == "gpt-4.1"
+
+
+def test_anthropic_bodies_with_tool_blocks_are_not_read_as_chat_completions(tmp_path):
+    out = tmp_path / "out.jsonl"
+    assert ctxpack("convert", str(SAMPLES / "refactor.codex.jsonl"), "--to", "anthropic",
+                   "-o", str(out)).code == 0
+    assert_clean_error(ctxpack("stats", str(out)), 2, f"{out}:1:",
+                       "Anthropic Messages request bodies", "ctxpack reads: ")
