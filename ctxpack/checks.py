@@ -1,7 +1,8 @@
 """Would the provider accept this transcript? Pure checks that return a list of problems.
 
 Every tool result needs its call earlier and every call its result later (the
-OpenAI and Anthropic APIs reject either orphan); results must come where the
+OpenAI and Anthropic APIs reject either orphan), but for the call that ends an agent's run
+(a final action no result follows by design); results must come where the
 provider expects them; roles must be ones the provider knows; Claude Code parent
 links must resolve.
 """
@@ -12,7 +13,7 @@ from collections.abc import Sequence
 from dataclasses import dataclass
 
 from .jsonl import loads
-from .transcript import Message, Transcript, printable
+from .transcript import Message, ToolCall, Transcript, printable
 
 ROLES = {
     "openai": {"system", "developer", "user", "assistant", "tool", "function"},
@@ -21,6 +22,10 @@ ROLES = {
     "claude-code": {"user", "assistant"},
     "codex": {"system", "developer", "user", "assistant", "tool"},
 }
+# Calls that end a run, so that no result follows by design: OpenHands' `finish` action, and
+# mini-swe-agent's submit (a command that echoes its marker; the run's `exit` record follows).
+FINAL_TOOLS = {"finish"}
+FINAL_MARKS = ("COMPLETE_TASK_AND_SUBMIT", "MINI_SWE_AGENT_FINAL_OUTPUT")
 # Providers that need each call's results before the next assistant turn.
 RESULTS_BEFORE_NEXT_TURN = {"openai", "openai-conversations", "anthropic", "claude-code"}
 
@@ -105,9 +110,18 @@ def _check_pairs(messages: list[Message], fmt: str) -> list[Problem]:
                 problems.append(Problem(
                     m.line, f"tool result for call {result.call_id!r}, which no earlier "
                     "assistant message made"))
+    if messages:
+        for call in messages[-1].tool_calls:
+            if call.id in open_calls and _ends_the_run(call):
+                del open_calls[call.id]
     problems += _unanswered(open_calls, "in the transcript")
     problems += [Problem(line, "function call without a result") for line in legacy_open]
     return problems
+
+
+def _ends_the_run(call: ToolCall) -> bool:
+    """Is this call (in a conversation's last message) the agent's way to end its run?"""
+    return call.name in FINAL_TOOLS or any(mark in call.arguments for mark in FINAL_MARKS)
 
 
 def _unanswered(open_calls: dict[str, tuple[int, str]], where: str) -> list[Problem]:

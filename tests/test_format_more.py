@@ -48,9 +48,7 @@ def test_samples_are_detected_round_trip_and_validate(path, fmt, tmp_path):
     target = tmp_path / path.name
     write(t, target)
     assert target.read_bytes() == path.read_bytes()
-    assert [p.message for p in validate(t)] == (
-        ["tool call 'toolu_06' (finish) has no result in the transcript"]
-        if fmt == "openhands" else [])
+    assert validate(t) == []  # the OpenHands run ends in `finish`, answered by no result
 
 
 @pytest.mark.corpus
