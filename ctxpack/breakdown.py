@@ -15,7 +15,7 @@ from typing import Any
 from .bulk import StreamCounter
 from .calibration import Bill, bill_for
 from .formats import usual_model
-from .formats.base import Layout
+from .formats.base import OUTSIDE_WHY, Layout
 from .loader import PathOrFile, Scanner
 from .models import TABLE, ModelTable
 from .tokens import REPLY_PRIMING, MessageCount, TokenCounter, model_and_window
@@ -124,7 +124,7 @@ class FileStats:
     steps: int
     context_window: int | None
     context_ratio: float | None
-    outside: dict[str, int]
+    outside: dict[str, Any]  # messages, tokens, and why they are not context
     sidechain: dict[str, int]
     lines: int
     bytes: int
@@ -248,7 +248,7 @@ def _stats_of_transcript(t: Transcript, model: str | None, top: int,
     n, s = len(t.messages), len(t.sidechain)
     layout = Layout(list(range(n)), list(range(n, n + s)), t.model, t.usage,
                     conversations=len({m.conversation for m in t.messages}) or 1,
-                    calls=list(t.calls))
+                    calls=list(t.calls), outside_why=t.outside_why)
     found = []
     with Workers() as workers:
         collector: StreamCounter[MessageStat] = StreamCounter(
@@ -293,7 +293,8 @@ def _breakdown(all_stats: list[MessageStat], layout: Layout, counter: TokenCount
         largest=_largest(context, top), rounds=rounds,
         steps=sum(len(r.steps) for r in group_rounds(context)),
         context_window=window, context_ratio=round(measured / window, 4) if window else None,
-        outside={"messages": len(outside), "tokens": sum(s.tokens for s in outside)},
+        outside={"messages": len(outside), "tokens": sum(s.tokens for s in outside),
+                 "why": (layout.outside_why or OUTSIDE_WHY) if outside else ""},
         sidechain={"messages": len(side), "tokens": sum(s.tokens for s in side)},
         lines=meta["lines"], bytes=meta["size"], skipped=meta["skipped"],
         usage=dict(layout.usage), conversations=conversations,

@@ -346,6 +346,7 @@ def _transcript(scanner: Scanner, emitted: list[Message], records: Sequence[Reco
         skipped=tuple(scanner.skipped),
         unsure=scanner.unsure,
         calls=tuple(layout.calls),
+        outside_why=layout.outside_why,
     )
 
 

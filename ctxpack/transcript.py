@@ -192,6 +192,7 @@ class Transcript:
     skipped: tuple[BadLine, ...] = ()
     unsure: str = ""  # why the format was taken without a record that marks it
     calls: tuple[RecordedCall, ...] = ()  # of context messages, in order
+    outside_why: str = ""  # why `outside` is not context, if the reader says
 
     def rounds(self) -> list[Round]:
         return group_rounds(self.messages)

@@ -600,3 +600,39 @@ def test_a_cline_cost_past_what_a_float_holds_counts_zero(tmp_path):
     path.write_text(json.dumps(events))
     usage = load(CLINE / "ui_messages.json").usage
     assert load(path).usage["cost_usd"] == pytest.approx(usage["cost_usd"] - cost, abs=1e-6)
+
+
+# --- why messages are outside the context ---------------------------------------------------
+
+OUTSIDE_WHY = {
+    "plateau-fix.gemini-cli.jsonl": ("tool results a user message repeats", "rewound"),
+    "aider/unit-conversions.aider.chat.history.md": ("before a /clear or /reset",),
+    "coding-agent.claude-code.jsonl": ("before a compaction or off the branch",),
+}
+
+
+@pytest.mark.parametrize("name", list(OUTSIDE_WHY))
+def test_the_outside_line_says_why_for_the_format(name):
+    doc = stats_of(SAMPLES / name)
+    assert doc["outside"]["messages"] > 0
+    for phrase in OUTSIDE_WHY[name]:
+        assert phrase in doc["outside"]["why"]
+    if "claude-code" not in name:
+        assert "off the branch" not in doc["outside"]["why"]
+    # show says the same where it says what it leaves out
+    shown = " ".join(ctxpack("show", "--no-pager", str(SAMPLES / name)).out.split())
+    assert f"outside the model's context ({doc['outside']['why']})" in shown
+
+
+def test_a_file_with_nothing_outside_gives_no_reason():
+    doc = stats_of(SAMPLES / "support-chat.openai.jsonl")
+    assert doc["outside"] == {"messages": 0, "tokens": 0, "why": ""}
+
+
+@pytest.mark.corpus
+@pytest.mark.parametrize("path", corpus_params("aider", "gemini-cli-chat", pattern="*.*"))
+def test_corpus_outside_reasons(path):
+    doc = stats_of(path)
+    if doc["outside"]["messages"]:
+        want = "before a /clear" if path.parent.name == "aider" else "a user message repeats"
+        assert want in doc["outside"]["why"]

@@ -127,7 +127,8 @@ class AiderReader:
 
     def finish(self) -> tuple[list[Message], Layout]:
         return [], Layout(self.context, model=self.model, usage=self._usage(),
-                          conversations=max(self.runs, 1))
+                          conversations=max(self.runs, 1),
+                          outside_why="before a /clear or /reset")
 
     def _usage(self) -> dict[str, Any]:
         if not self.calls:

@@ -58,6 +58,12 @@ class Layout:
     usage: dict[str, Any] = field(default_factory=dict)
     conversations: int = 1
     calls: list[RecordedCall] = field(default_factory=list)
+    # why the messages outside the context are (a phrase; "" for OUTSIDE_WHY)
+    outside_why: str = ""
+
+
+# why messages are outside the context, unless the reader says otherwise
+OUTSIDE_WHY = "before a compaction or off the branch"
 
 
 class Reader(Protocol):

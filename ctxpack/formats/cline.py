@@ -246,7 +246,8 @@ class ClineHistoryReader:
             usage = self.metrics.summary("metrics of each assistant message (no "
                                          f"{UI_SIBLING} beside the file)")
         context = [n for n in range(len(self.messages)) if n not in self.archived]
-        return [], Layout(context, model=self.model, usage=usage)
+        return [], Layout(context, model=self.model, usage=usage,
+                          outside_why="condensed into a summary, or cut to fit the window")
 
     def _ui_events(self) -> list[Any] | None:
         """The UI log beside the file, if there is one that reads as such."""
@@ -318,7 +319,8 @@ class ClineUiReader:
         # Cline no longer sends the requests and replies it cut to fit the window
         context = [n for n, i in enumerate(self.position) if i not in self.gone]
         return [], Layout(context, model=self.model,
-                          usage=self.usage.summary("api_req_started events"))
+                          usage=self.usage.summary("api_req_started events"),
+                          outside_why="cut to fit the window")
 
 
 class ClineFormat:

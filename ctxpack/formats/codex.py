@@ -332,7 +332,8 @@ class CodexReader:
         model = self.model or self.meta_model
         calls = [RecordedCall(where[n], billed, output, reply_model or model)
                  for n, reply_model, billed, output in self.recorded if n in where]
-        return [], Layout(context, model=model, usage=self.usage(), calls=calls)
+        return [], Layout(context, model=model, usage=self.usage(), calls=calls,
+                          outside_why="before a compaction, or a system prompt replaced since")
 
 
 def _count(value: Any) -> int | None:

@@ -187,6 +187,7 @@ class GeminiChatReader:
         self.tokens = _Tokens()
         self.model: str | None = None
         self.anonymous = 0
+        self.gone: set[str] = set()  # why messages left the context, in the words of `finish`
 
     def feed(self, line: int, record: Any) -> list[Message]:
         if not isinstance(record, dict):
@@ -210,6 +211,8 @@ class GeminiChatReader:
         return self._upsert(line, record)
 
     def _replace(self, line: int, messages: list[Any]) -> list[Message]:
+        if any(self.entries.values()):
+            self.gone.add("replaced by a compression's `$set`")
         self.entries = {}
         out: list[Message] = []
         for m in messages:
@@ -239,6 +242,8 @@ class GeminiChatReader:
                 self.echoes[n] = ids
             elif ids:
                 self.answers[n] = ids
+        if self.entries.get(ident):
+            self.gone.add("earlier versions of a message recorded again")
         self.entries[ident] = numbers  # an existing id keeps its place, as in a JS Map
         if kind == "gemini":
             model = string_field(record, "model")
@@ -250,7 +255,8 @@ class GeminiChatReader:
         keys = list(self.entries)
         cut = keys.index(ident) if ident in self.entries else 0  # unknown id: all goes
         for key in keys[cut:]:
-            del self.entries[key]
+            if self.entries.pop(key):
+                self.gone.add("rewound (`$rewindTo`)")
 
     def finish(self) -> tuple[list[Message], Layout]:
         context: list[int] = []
@@ -264,10 +270,12 @@ class GeminiChatReader:
                 # context holds: not again beside the reply's own copy, nor after the
                 # call has gone (into a summary, say)
                 if echo is not None and (echo <= answered or not echo & called):
+                    self.gone.add("tool results a user message repeats, counted once")
                     continue
                 answered |= self.answers.get(n, set()) | (echo or set())
                 context.append(n)
-        return [], Layout(context, model=self.model, usage=self.tokens.summary())
+        return [], Layout(context, model=self.model, usage=self.tokens.summary(),
+                          outside_why="; ".join(sorted(self.gone)))
 
 
 def sniff_chat(record: Any) -> int:
@@ -454,6 +462,7 @@ class GeminiStreamReader:
     def finish(self) -> tuple[list[Message], Layout]:
         rest = self._turn()
         return rest, Layout(self.context, model=self.model, usage=self.usage(),
+                            outside_why="outside a run (after its `result`, before an `init`)",
                             conversations=max(self.runs, 1))
 
 

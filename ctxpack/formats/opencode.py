@@ -192,6 +192,7 @@ class OpenCodeReader:
 
     def finish(self) -> tuple[list[Message], Layout]:
         return [], Layout(list(range(self.start, self.count)), model=self.model,
+                          outside_why="before a compaction",
                           usage=self.usage.summary())
 
 

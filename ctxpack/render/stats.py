@@ -126,7 +126,7 @@ def summary_lines(f: FileStats) -> list[str]:
         lines += context_lines(f)
     if f.outside["messages"]:
         lines.append(f"outside the model's context: {f.outside['messages']:,} messages, "
-                     f"{f.outside['tokens']:,} tokens (before a compaction or off the branch)")
+                     f"{f.outside['tokens']:,} tokens ({f.outside['why']})")
     if f.sidechain["messages"]:
         lines.append(f"sub-agent (sidechain): {f.sidechain['messages']:,} messages, "
                      f"{f.sidechain['tokens']:,} tokens")
