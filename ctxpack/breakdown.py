@@ -353,11 +353,15 @@ def _largest(context: list[MessageStat], top: int) -> list[Largest]:
 
 
 def _rounds(context: list[MessageStat]) -> list[RoundStat]:
+    """Each round's tokens, and the context so far: the rounds' tokens and the reply
+    priming of each conversation begun (so the last is the file's total)."""
     out: list[RoundStat] = []
     running = 0
+    begun: set[int] = set()
     for r in group_rounds(context):
         tokens = sum(context[i].tokens for i in r.indexes)
         running += tokens
+        begun.update(context[i].conversation for i in r.indexes)
         out.append(RoundStat(r.number, context[r.start].line, r.end - r.start, len(r.steps),
-                             tokens, running))
+                             tokens, running + REPLY_PRIMING * len(begun)))
     return out
