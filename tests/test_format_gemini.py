@@ -402,3 +402,74 @@ def test_compress_says_when_the_agent_reads_no_such_file(sample: str, says: str 
     assert any(w.startswith(says) and "convert FILE --to openai" in w for w in warnings)
     assert says in " ".join(run.err.split())
     assert restore(str(out)) == (SAMPLES / sample).read_bytes()
+
+
+# --- stream-json, properties ----------------------------------------------------------------
+
+words = st.text(st.characters(blacklist_categories=("Cs",)), min_size=1, max_size=20)
+
+
+@st.composite
+def stream_runs(draw: Any) -> tuple[list[dict[str, Any]], int, list[str]]:
+    """A stream-json output: runs of a prompt and turns of text chunks and tool calls, each
+    call answered (in any order); with the number of calls and each turn's text."""
+    records: list[dict[str, Any]] = []
+    calls, turns = 0, []
+    for _ in range(draw(st.integers(1, 2))):
+        model = draw(st.sampled_from(["gemini-2.5-pro", "gemini-2.5-flash"]))
+        records += [{**INIT, "model": model},
+                    {"type": "message", "role": "user", "content": draw(words)}]
+        for _ in range(draw(st.integers(0, 4))):
+            chunks = draw(st.lists(words, min_size=1, max_size=3))
+            records += [{"type": "message", "role": "assistant", "content": c, "delta": True}
+                        for c in chunks]
+            turns.append("".join(chunks))
+            ids = [f"t-{calls + k}" for k in range(draw(st.integers(0, 3)))]
+            calls += len(ids)
+            records += [{"type": "tool_use", "tool_name": draw(st.sampled_from(["ls", "grep"])),
+                         "tool_id": i, "parameters": {"q": draw(words)}} for i in ids]
+            records += [{"type": "tool_result", "tool_id": i, "status": "success",
+                         "output": draw(st.text(max_size=40))} for i in draw(st.permutations(ids))]
+        records.append({"type": "result", "status": "success", "stats": {
+            "input_tokens": draw(st.integers(0, 10**6)), "output_tokens": draw(st.integers(0, 999)),
+            "total_tokens": 0, "cached": 0, "tool_calls": len(ids) if turns else 0}})
+    return records, calls, turns
+
+
+@settings(max_examples=60, deadline=None)
+@given(stream_runs(), st.sampled_from([{}, {"ensure_ascii": False}]))
+def test_any_stream_output_round_trips_and_pairs_every_call(run: Any, how: dict[str, Any]) -> None:
+    from ctxpack.checks import validate
+
+    records, calls, turns = run
+    data = b"".join(json.dumps(r, **how).encode() + b"\n" for r in records)
+    t = load(io.BytesIO(data))
+    assert t.format == "gemini-stream"
+    out = io.BytesIO()
+    write(t, out)
+    assert out.getvalue() == data
+    assert validate(t) == []
+    results = [r for m in t.messages for r in m.tool_results]
+    assert len(results) == calls and all(m.role == "tool" for m in t.messages if m.tool_results)
+    # the chunks of a turn are one text (turns with no call between them, one turn)
+    said = [p.text for m in t.messages if m.role == "assistant" for p in m.parts
+            if isinstance(p, Text)]
+    assert "".join(said) == "".join(turns)
+    assert len(said) <= len(turns)
+    assert t.usage["input_tokens"] == sum(r["stats"]["input_tokens"] for r in records
+                                          if r["type"] == "result")
+
+
+@settings(max_examples=20, deadline=None)
+@given(stream_runs())
+def test_any_stream_output_compressed_restores_exactly(run: Any) -> None:
+    from ctxpack.errors import CannotFit
+
+    data = b"".join(json.dumps(r).encode() + b"\n" for r in run[0])
+    try:
+        compressed, _ = compress(io.BytesIO(data), model="gemini-2.5-pro", budget=200)
+    except CannotFit:
+        return
+    out = io.BytesIO()
+    write(compressed, out)
+    assert restore([out.getvalue()]) == data
