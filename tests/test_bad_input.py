@@ -450,3 +450,11 @@ def test_arguments_nested_past_the_parsers_limit_are_shown_as_written(exact_toke
     assert "[[[[" in run.out
     run = ctxpack("compress", "--budget", "40", "--keep-steps", "0", str(path))
     assert "internal error" not in run.err
+
+
+def test_a_long_array_of_messages_that_fits_no_format_is_named_without_a_crash(tmp_path):
+    # the shape is judged on the first messages; one further on without 'content' is fine
+    messages = [{"role": "assistant", "content": "hi"}] * 20
+    path = tmp_path / "x.json"
+    path.write_text(json.dumps([*messages, {"role": "user", "parts": []}]))
+    assert_clean_error(ctxpack("stats", str(path)), 2, f"{path}:1:", "ctxpack reads: ")

@@ -29,7 +29,7 @@ def _anthropic_array(value: Any) -> bool:
     items = _items(value)
     return bool(items) and all("role" in x and "content" in x for x in items[:20]) and any(
         isinstance(b, dict) and b.get("type") in ("tool_use", "tool_result", "thinking")
-        for x in items for b in (x["content"] if isinstance(x["content"], list) else ()))
+        for x in items[:20] for b in (x["content"] if isinstance(x["content"], list) else ()))
 
 
 _RESPONSES_ITEMS = ("function_call", "function_call_output", "reasoning", "custom_tool_call",
