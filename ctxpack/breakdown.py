@@ -61,6 +61,7 @@ class MessageStat:
     results: list[tuple[str | None, int]] = field(default_factory=list)
     thinking: list[int] = field(default_factory=list)
     conversation: int = 0
+    place: str = ""  # see Message.place
 
     def shares(self) -> dict[str, int]:
         """The message's tokens by row: tool results under `tool`, reasoning under
@@ -93,6 +94,7 @@ class Largest:
     tool: str | None
     tokens: int
     preview: str
+    place: str = ""  # in a one-line document, where the message is in it (`history[3]`)
 
 
 @dataclass
@@ -173,7 +175,8 @@ def message_stat(message: Message) -> MessageStat:
     """What stats keeps of a message: its tokens are filled in once they are counted."""
     role = "tool" if message.result_only else printable(message.role)
     stat = MessageStat(message.line, role, 0, preview(message), message.human,
-                       message.result_only, conversation=message.conversation)
+                       message.result_only, conversation=message.conversation,
+                       place=printable(message.place))
     for i, part in enumerate(message.parts):  # part indexes until the counts come
         if isinstance(part, ToolCall):
             stat.calls.append((part.id, printable(part.name), i))
@@ -349,7 +352,7 @@ def by_tool(context: list[MessageStat]) -> dict[str, ToolStat]:
 
 def _largest(context: list[MessageStat], top: int) -> list[Largest]:
     biggest = sorted(context, key=lambda s: -s.tokens)[: max(top, 0)]
-    return [Largest(s.line, s.role, s.tool, s.tokens, s.preview) for s in biggest]
+    return [Largest(s.line, s.role, s.tool, s.tokens, s.preview, s.place) for s in biggest]
 
 
 def _rounds(context: list[MessageStat]) -> list[RoundStat]:

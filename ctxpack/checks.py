@@ -32,7 +32,8 @@ RESULTS_BEFORE_NEXT_TURN = {"openai", "openai-conversations", "anthropic", "clau
 
 @dataclass(frozen=True, slots=True)
 class Problem:
-    """One reason the provider would reject the transcript, at a source line."""
+    """One reason the provider would reject the transcript, at a source line (in a
+    document on one line, the message begins with the place in it: `history[3]: ...`)."""
 
     line: int
     message: str
@@ -65,57 +66,57 @@ def _check_roles(messages: list[Message], fmt: str) -> list[Problem]:
     allowed = ROLES.get(fmt)
     out = []
     if allowed:
-        out = [Problem(m.line, f"role {m.role!r} is not accepted by the {fmt} API")
+        out = [_at(m, f"role {m.role!r} is not accepted by the {fmt} API")
                for m in messages if m.role not in allowed]
     # stream-json output never echoes the prompt, so only plain message files start with it
     plain = bool(messages) and isinstance(messages[0].raw, dict) and "role" in messages[0].raw
     if fmt == "anthropic" and plain and messages[0].role != "user":
-        out.append(Problem(messages[0].line, "the first message must have role 'user'"))
+        out.append(_at(messages[0], "the first message must have role 'user'"))
     return out
 
 
 def _check_pairs(messages: list[Message], fmt: str) -> list[Problem]:
     problems: list[Problem] = []
-    open_calls: dict[str, tuple[int, str]] = {}
+    open_calls: dict[str, tuple[Message, str]] = {}
     answered: set[str] = set()
-    legacy_open: list[int] = []
+    legacy_open: list[Message] = []
     strict_adjacent = fmt in ("openai", "openai-conversations")
     for m in messages:
         if strict_adjacent and open_calls and m.role not in ("tool", "function"):
             # Chat Completions wants the tool messages right after the call.
-            problems += _unanswered(open_calls, f"before the {m.role} message at line {m.line}")
+            problems += _unanswered(open_calls, f"before the {m.role} message at {m.where}")
             open_calls.clear()
         if m.role == "assistant" and fmt in RESULTS_BEFORE_NEXT_TURN:
             problems += _unanswered(open_calls, "before the next assistant message")
             open_calls.clear()
         for call in m.tool_calls:
             if call.id is None:
-                legacy_open.append(m.line)
+                legacy_open.append(m)
             elif call.id in open_calls or call.id in answered:
-                problems.append(Problem(m.line, f"tool call id {call.id!r} is used twice"))
+                problems.append(_at(m, f"tool call id {call.id!r} is used twice"))
             else:
-                open_calls[call.id] = (m.line, call.name)
+                open_calls[call.id] = (m, call.name)
         for result in m.tool_results:
             if result.call_id is None:
                 if legacy_open:
                     legacy_open.pop(0)
                 else:
-                    problems.append(Problem(m.line, "tool result without a preceding call"))
+                    problems.append(_at(m, "tool result without a preceding call"))
             elif result.call_id in open_calls:
                 del open_calls[result.call_id]
                 answered.add(result.call_id)
             elif result.call_id in answered:
-                problems.append(Problem(m.line, f"second result for tool call {result.call_id!r}"))
+                problems.append(_at(m, f"second result for tool call {result.call_id!r}"))
             else:
-                problems.append(Problem(
-                    m.line, f"tool result for call {result.call_id!r}, which no earlier "
+                problems.append(_at(
+                    m, f"tool result for call {result.call_id!r}, which no earlier "
                     "assistant message made"))
     if messages:
         for call in messages[-1].tool_calls:
             if call.id in open_calls and _ends_the_run(call):
                 del open_calls[call.id]
     problems += _unanswered(open_calls, "in the transcript")
-    problems += [Problem(line, "function call without a result") for line in legacy_open]
+    problems += [_at(m, "function call without a result") for m in legacy_open]
     return problems
 
 
@@ -124,9 +125,14 @@ def _ends_the_run(call: ToolCall) -> bool:
     return call.name in FINAL_TOOLS or any(mark in call.arguments for mark in FINAL_MARKS)
 
 
-def _unanswered(open_calls: dict[str, tuple[int, str]], where: str) -> list[Problem]:
-    return [Problem(line, f"tool call {call_id!r} ({name}) has no result {where}")
-            for call_id, (line, name) in open_calls.items()]
+def _unanswered(open_calls: dict[str, tuple[Message, str]], where: str) -> list[Problem]:
+    return [_at(m, f"tool call {call_id!r} ({name}) has no result {where}")
+            for call_id, (m, name) in open_calls.items()]
+
+
+def _at(m: Message, problem: str) -> Problem:
+    """A problem of message `m`, at its line and, in a one-line document, its place."""
+    return Problem(m.line, f"{m.place}: {problem}" if m.place else problem)
 
 
 def _check_parents(transcript: Transcript) -> list[Problem]:

@@ -194,12 +194,12 @@ class Scanner:
         self.format, self._reader = fmt, fmt.reader()
         if hasattr(self._reader, "located"):  # it reads lines or files beside this one
             self._reader.located(self.path, data, first)
-        yield from self._feed(self._reader, first, value)
+        read = self._feed(self._reader, first, value)
         if self.progress is not None:
             self.progress(self.bytes_read)
         rest_messages, self.layout = self._reader.finish()
         self._stale_calls()
-        yield from _not_summaries(rest_messages)
+        yield from placed([*read, *_not_summaries(rest_messages)], value)
 
     def _choose(self, best: tuple[Format | None, int],
                 pending: list[tuple[int, dict[str, Any]]]) -> Any:
@@ -276,6 +276,32 @@ def _unknown(path: str, line: int, record: Any, tried: str = "") -> InputError:
                else "this fits no transcript format ctxpack reads")
     known = ", ".join(formats.FORMATS)
     return InputError(path, line, problem, f"ctxpack reads: {known}")
+
+
+PLACE_DEPTH = 4  # how deep in a document messages are looked for (`[0].traj[5]`)
+
+
+def placed(messages: list[Message], document: Any) -> list[Message]:
+    """The messages of a document, each given its place in it (`history[3]`) when they all
+    share one line (a document written on one line, or read as one): a line number would
+    tell them apart no more than "line 1" does."""
+    if len(messages) < 2 or len({m.line for m in messages}) > 1:
+        return messages
+    paths: dict[int, str] = {}
+    todo: list[tuple[Any, str, int]] = [(document, "", 0)]
+    while todo:
+        value, path, depth = todo.pop()
+        if isinstance(value, dict):
+            paths.setdefault(id(value), path or "the document")
+            items: Any = ((f"{path}.{k}" if path else str(k), v) for k, v in value.items())
+        elif isinstance(value, list):
+            paths.setdefault(id(value), path or "the document")
+            items = ((f"{path}[{i}]", v) for i, v in enumerate(value))
+        else:
+            continue
+        if depth < PLACE_DEPTH:
+            todo += [(v, p, depth + 1) for p, v in items if isinstance(v, (dict, list))]
+    return [replace(m, place=paths[id(m.raw)]) if id(m.raw) in paths else m for m in messages]
 
 
 def _not_summaries(messages: list[Message]) -> list[Message]:

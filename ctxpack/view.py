@@ -93,6 +93,7 @@ class Entry:
     step: int | None = None  # the step this message opens, counted within its round
     human: bool = False
     conversation: int | None = None  # set on the first message of each conversation (1-based)
+    where: str = ""  # the message's line, or its place in a one-line document
 
 
 @dataclass(frozen=True, slots=True)
@@ -252,7 +253,8 @@ def _entry(m: Message, count: MessageCount, tools: dict[str, str], folder: _Fold
     answered = [tools.get(r.call_id or "", UNKNOWN_TOOL) for r in m.tool_results]
     tool = ", ".join(dict.fromkeys(answered)) or None
     return Entry(m.line, clean(m.role), count.total, tuple(segments),
-                 clean(m.name) if m.name else m.name, tool, step, m.human, conversation)
+                 clean(m.name) if m.name else m.name, tool, step, m.human, conversation,
+                 clean(m.where))
 
 
 def _segments(part: Part, tokens: int, role: str, tools: dict[str, str],

@@ -62,6 +62,12 @@ def assert_accepted(body: dict[str, Any], to: str) -> None:
             assert sorted(head) == sorted(uses)
 
 
+def entries(markdown: str) -> int:
+    """The messages of a Markdown document: headings at a line, or at a place in a
+    document on one line (`### messages[3] · tool`)."""
+    return len(re.findall(r"\n### (?:line [\d,]+|\S+) · ", markdown))
+
+
 def result_texts(records: list[dict[str, Any]], to: str) -> Counter[str]:
     t = load_values(records, to)
     return Counter(r.text for m in t.messages for r in m.tool_results)
@@ -170,7 +176,7 @@ def test_corpus_converts_to_accepted_bodies(path):
                 assert_accepted(body, to)
     counter = TokenCounter("gpt-4o")
     view = build_view(source, counter)
-    assert to_markdown(view).count("\n### line ") == len(source.messages)
+    assert entries(to_markdown(view)) == len(source.messages)
     page = to_html(view, charts_of(source, counter, link=True))
     targets = set(re.findall(r'href="#(msg-\d+)"', page))
     assert all(f'id="{target}"' in page for target in targets)
@@ -189,8 +195,8 @@ def test_all_takes_the_whole_log():
     long = ctxpack("convert", str(SAMPLES / "coding-agent.claude-code.jsonl"), "--to",
                    "markdown", "--all")
     assert short.code == long.code == 0
-    assert long.out.count("\n### line ") == len(whole.messages)
-    assert short.out.count("\n### line ") == len(t.messages)
+    assert entries(long.out) == len(whole.messages)
+    assert entries(short.out) == len(t.messages)
     assert "--all to include them" in short.out and "--all to include" not in long.out
 
 
@@ -205,7 +211,7 @@ def test_markdown_is_what_show_shows(exact_tokens):
     assert labels and all(label in run.out for label in labels)  # folded as show folds
     for r in view.rounds:
         assert f"## Round {r.number}: " in run.out
-    assert run.out.count("\n### line ") == len(t.messages)
+    assert entries(run.out) == len(t.messages)
     assert "\n# How you work" not in run.out  # a heading in a message stays inside it
     full = ctxpack("convert", str(path), "--to", "markdown", "--full")
     assert "tokens folded" not in full.out and len(full.out) > len(run.out)

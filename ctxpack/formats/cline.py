@@ -273,15 +273,17 @@ class ClineUiReader:
         if not is_ui_log(record):
             raise RecordError("not a Cline ui_messages array of say/ask events")
         reply: list[Part] = []
+        opened: list[Any] = []  # the event the reply's first part is of
         first, begin = True, len(self.messages)
         asked = -1  # conversationHistoryIndex of the open request: its user message is next
 
         def close() -> None:
             if reply:
-                self.messages.append(Message("assistant", tuple(reply), (line,), None,
+                self.messages.append(Message("assistant", tuple(reply), (line,), opened[0],
                                              model=self.model))
                 self.position.append(asked + 2)
                 reply.clear()
+                opened.clear()
 
         for e in record:
             kind = e.get("say") if e["type"] == "say" else e.get("ask")
@@ -311,6 +313,8 @@ class ClineUiReader:
                 reply.append(Thinking(text))
             elif kind in ("tool", "command", "use_mcp_server") and text:
                 reply.append(Text(text))
+            if reply and not opened:
+                opened.append(e)
         close()
         self.gone = deleted_range(record)
         return self.messages[begin:]
