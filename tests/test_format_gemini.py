@@ -4,7 +4,6 @@ from __future__ import annotations
 
 import io
 import json
-from dataclasses import replace
 from pathlib import Path
 from typing import Any
 
@@ -120,13 +119,18 @@ def test_only_user_and_gemini_records_are_model_input() -> None:
     assert t.outside == ()
 
 
-def test_thoughts_are_reasoning_and_the_injected_context_is_no_person() -> None:
+def test_thoughts_are_not_context_and_the_injected_context_is_no_person() -> None:
     thought = {"subject": "Planning", "description": "Read first.", "timestamp": "t"}
     t = load(jsonl(META, user("c", "<session_context>\nThis is the Gemini CLI.</session_context>"),
                    user("u1", "fix it"), gemini("g1", "Done.", thoughts=[thought])))
     assert [m.human for m in t.messages] == [False, True, False]
-    assert t.messages[2].parts == (Thinking("Planning\nRead first."), Text("Done."))
+    assert t.messages[2].parts == (Text("Done."),)
     assert [r.number for r in t.rounds()] == [0, 1]
+    # the CLI sends no thought back: they are in the file, outside the context, and say so
+    (thoughts,) = t.outside
+    assert thoughts.parts == (Thinking("Planning\nRead first."),) and thoughts.id == "g1"
+    assert "thoughts, which the CLI does not send back" in t.outside_why
+    assert "reasoning" not in stats(t).by_role
 
 
 def test_usage_counts_each_reply_once_and_the_last_prompt() -> None:
@@ -252,25 +256,24 @@ def test_corpus_recording_counts_each_result_once_and_its_usage(path: Path) -> N
     assert sorted(results) == sorted(c["id"] for c in calls if c.get("result"))
     assert all(m.role == "tool" for m in t.messages if m.tool_results)
     assert_tool_pairs(t.messages)
-    # the copies the CLI wrote as user messages are in the file, outside the count
+    # the copies the CLI wrote as user messages are in the file, outside the count, and so
+    # are the thoughts of each reply that has some
     echoes = [m for m in doc["messages"] if m["type"] == "user" and all(
         "functionResponse" in p for p in m["content"])]
-    assert len(t.outside) == len(echoes)
+    thinking = [m for m in replies if m.get("thoughts")]
+    assert len(t.outside) == len(echoes) + len(thinking)
     assert t.usage["calls"] == sum(1 for m in replies if m.get("tokens"))
     assert t.usage["input_tokens"] == sum(m["tokens"]["input"] for m in replies if m.get("tokens"))
     assert t.usage["last_input_tokens"] == [m for m in replies if m.get("tokens")][-1][
         "tokens"]["input"]
     # Set against the last prompt the file records (which adds the system prompt and the
-    # tool declarations), the context without thoughts (summaries the CLI shows, which
-    # the API does not take back) is most of it, and no more: counting the results'
-    # copies twice would pass it.
+    # tool declarations), the context (without the thoughts, which the CLI does not send
+    # back) is most of it, and no more: counting the thoughts, or the results' copies
+    # twice, would pass it.
     counted = stats(t)
-    without = stats(replace(t, messages=tuple(
-        replace(m, parts=tuple(p for p in m.parts if not isinstance(p, Thinking)))
-        for m in t.messages)))
     last = t.usage["last_input_tokens"]
-    assert counted.tokens > without.tokens  # thoughts are there, as reasoning
-    assert last / 2 < without.tokens <= last, (without.tokens, last)
+    assert "reasoning" not in counted.by_role
+    assert last / 2 < counted.tokens <= last, (counted.tokens, last)
 
 
 @pytest.mark.corpus

@@ -5,6 +5,9 @@ only user and gemini records are model input. A gemini record carries its text,
 `thoughts` (summaries the model wrote: reasoning), `toolCalls` holding each call
 with its `result`, and the reply's `tokens`. Newer CLIs also write each result
 again as the next user message (`functionResponse` parts): that copy counts once.
+The thoughts are not context: the CLI keeps no thought part of a reply in the
+history it sends (`GeminiChat` filters `part.thought` out of the response before
+recording it), so they are read as a message of their own, outside the context.
 
 The older form is one JSON document; the newer one is JSONL: a metadata line, a
 line per message written again in full whenever it changes (the last copy holds
@@ -129,7 +132,8 @@ def record_messages(record: dict[str, Any], line: int) -> list[Message]:
         return out
     model = string_field(record, "model")
     calls = record.get("toolCalls") if isinstance(record.get("toolCalls"), list) else []
-    said = [*_thoughts(record.get("thoughts")), *parts]
+    thoughts = [*_thoughts(record.get("thoughts")), *(p for p in parts if isinstance(p, Thinking))]
+    said: list[Part] = [p for p in parts if not isinstance(p, Thinking)]
     results: list[Part] = []
     for call in calls:
         if not isinstance(call, dict):
@@ -144,7 +148,15 @@ def record_messages(record: dict[str, Any], line: int) -> list[Message]:
     out = [Message("assistant", tuple(said), (line,), record, id=ident, model=model)]
     if results:
         out.append(Message("tool", tuple(results), (line,), record))
+    if thoughts:  # first, as the model thought them; never sent back (see `unsent`)
+        out.insert(0, Message("assistant", tuple(thoughts), (line,), record, id=ident,
+                              model=model))
     return out
+
+
+def unsent(message: Message) -> bool:
+    """Is this the message of a reply's thoughts, which the CLI does not send back?"""
+    return bool(message.parts) and all(isinstance(p, Thinking) for p in message.parts)
 
 
 class _Tokens:
@@ -188,6 +200,7 @@ class GeminiChatReader:
         self.model: str | None = None
         self.anonymous = 0
         self.gone: set[str] = set()  # why messages left the context, in the words of `finish`
+        self.thoughts: set[int] = set()  # the messages of replies' thoughts: never context
 
     def feed(self, line: int, record: Any) -> list[Message]:
         if not isinstance(record, dict):
@@ -236,6 +249,8 @@ class GeminiChatReader:
         numbers = list(range(self.count, self.count + len(messages)))
         self.count += len(messages)
         for n, m in zip(numbers, messages, strict=True):
+            if kind == "gemini" and unsent(m):
+                self.thoughts.add(n)
             self.calls[n] = {c.id for c in m.tool_calls if c.id is not None}
             ids = {r.call_id for r in m.tool_results if r.call_id is not None}
             if ids and kind == "user":
@@ -265,6 +280,9 @@ class GeminiChatReader:
         called = {c for n in live for c in self.calls.get(n, ())}
         for numbers in self.entries.values():
             for n in numbers:
+                if n in self.thoughts:
+                    self.gone.add("thoughts, which the CLI does not send back")
+                    continue
                 echo = self.echoes.get(n)
                 # results a user message repeats count where they first answer a call the
                 # context holds: not again beside the reply's own copy, nor after the
