@@ -476,3 +476,86 @@ def test_any_stream_output_compressed_restores_exactly(run: Any) -> None:
     out = io.BytesIO()
     write(compressed, out)
     assert restore([out.getvalue()]) == data
+
+
+# --- checkpoints (`/chat save`) -------------------------------------------------------------
+
+CHECKPOINT = SAMPLES / "gemini-checkpoint" / "checkpoint-station-case.json"
+
+
+def test_the_checkpoint_sample_reads_round_trips_and_validates(tmp_path: Path) -> None:
+    from ctxpack.checks import validate
+
+    t = load(CHECKPOINT)
+    assert t.format == "gemini-checkpoint"
+    doc = json.loads(CHECKPOINT.read_bytes())
+    calls = [p["functionCall"]["id"] for c in doc["history"] for p in c["parts"]
+             if "functionCall" in p]
+    assert [c.id for m in t.messages for c in m.tool_calls] == calls
+    assert [r.call_id for m in t.messages for r in m.tool_results] == calls
+    assert all(m.role == "tool" for m in t.messages if m.tool_results)
+    assert [m.human for m in t.messages].count(True) == 2  # the session context is no person
+    assert validate(t) == [] and t.outside == () and t.usage == {}
+    assert [m.place for m in t.messages][:3] == ["history[0]", "history[1]", "history[2]"]
+    out = tmp_path / CHECKPOINT.name
+    write(t, out)
+    assert out.read_bytes() == CHECKPOINT.read_bytes()
+
+
+def test_thought_parts_of_a_checkpoint_are_not_context() -> None:
+    doc = {"history": [{"role": "user", "parts": [{"text": "go"}]},
+                       {"role": "model", "parts": [{"text": "Plan", "thought": True},
+                                                   {"text": "Done."}]}]}
+    t = load(io.BytesIO(json.dumps(doc).encode()))
+    assert [m.text for m in t.messages] == ["go", "Done."]
+    assert [m.parts for m in t.outside] == [(Thinking("Plan"),)]
+
+
+@pytest.mark.parametrize(("history", "problem"), [
+    ([{"role": "user", "parts": []}, {"role": "system", "parts": []}],
+     "history[1] has role 'system'"),
+    ([{"role": "user", "parts": []}, 7], "history[1] is a number"),
+])
+def test_a_broken_checkpoint_is_one_line_naming_the_entry(history: list[Any], problem: str,
+                                                           tmp_path: Path) -> None:
+    from .helpers import assert_clean_error
+
+    path = tmp_path / "checkpoint-x.json"
+    path.write_text(json.dumps({"history": history}))
+    assert_clean_error(ctxpack("stats", "--format", "gemini-checkpoint", str(path)), 2,
+                       f"{path}:1:", problem)
+
+
+def test_compress_of_a_checkpoint_points_to_convert(tmp_path: Path) -> None:
+    from .helpers import assert_clean_error
+
+    out = tmp_path / "out.json"
+    run = ctxpack("compress", str(CHECKPOINT), "-o", str(out))
+    assert_clean_error(run, 2, "compress does not rewrite Gemini CLI checkpoints",
+                       "convert FILE --to openai")
+    assert not out.exists()
+
+
+contents = st.one_of(
+    st.fixed_dictionaries({"role": st.just("user"), "parts": st.lists(
+        st.fixed_dictionaries({"text": st.text(max_size=20)}), max_size=2)}),
+    st.fixed_dictionaries({"role": st.just("model"), "parts": st.lists(st.one_of(
+        st.fixed_dictionaries({"text": st.text(max_size=20)}),
+        st.fixed_dictionaries({"text": st.text(max_size=20), "thought": st.just(True)})),
+        max_size=3)}))
+
+
+@settings(max_examples=60, deadline=None)
+@given(st.lists(contents, min_size=1, max_size=8), st.sampled_from([None, 2]),
+       st.booleans())
+def test_any_checkpoint_round_trips_and_keeps_thoughts_out(history: list[Any],
+                                                           indent: int | None,
+                                                           bare: bool) -> None:
+    data = json.dumps(history if bare else {"history": history}, indent=indent).encode()
+    t = load(io.BytesIO(data), "gemini-checkpoint")
+    out = io.BytesIO()
+    write(t, out)
+    assert out.getvalue() == data
+    thoughts = sum(1 for c in history for p in c["parts"] if p.get("thought"))
+    assert sum(len(m.parts) for m in t.outside) == thoughts
+    assert not any(isinstance(p, Thinking) for m in t.messages for p in m.parts)

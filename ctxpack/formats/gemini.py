@@ -15,6 +15,11 @@ its place), `{"$set": {...}}` metadata updates (`$set.messages` replaces the who
 list, as the CLI does after compressing its history) and `{"$rewindTo": id}`,
 which drops that message and every later one.
 
+A checkpoint (`/chat save TAG` writes `checkpoint-TAG.json` beside the recordings) is
+the history the CLI sends, as it sends it: `{"history": [Content...]}` (older CLIs: the
+bare array), each Content `{role: user|model, parts}` of Gemini API parts. It records no
+usage and no model; `/chat resume TAG` sends it again as it is.
+
 `--output-format stream-json` writes events: `init` (model, session), `message`
 (user, or assistant text in `delta` chunks), `tool_use`, `tool_result` and a
 closing `result` with run totals. Each `init` starts a new run, a conversation of
@@ -26,7 +31,7 @@ from __future__ import annotations
 from dataclasses import replace
 from typing import Any
 
-from ..jsonl import dumps
+from ..jsonl import dumps, json_kind
 from ..transcript import META_KEY, Image, Message, Part, Text, Thinking, ToolCall, ToolResult
 from .base import NOT_READ_BACK, Compaction, Layout, NoUsage, RecordError, string_field
 
@@ -380,6 +385,66 @@ class GeminiChatFormat:
                              "their JSONL form, not the older single JSON document",
                              "the CLI turns a .json session into .jsonl when it resumes it")
         return GeminiChatEditor()
+
+
+def checkpoint_history(value: Any) -> list[Any] | None:
+    """The Contents of a checkpoint document (`{history}` or the older bare array), if
+    the value is one: entries of role user or model, each with a list of parts."""
+    history = value.get("history") if isinstance(value, dict) else value
+    if not isinstance(history, list) or not history:
+        return None
+    head = history[:20]
+    if all(isinstance(c, dict) and c.get("role") in ("user", "model")
+           and isinstance(c.get("parts"), list) for c in head):
+        return history
+    return None
+
+
+class GeminiCheckpointReader:
+    """A checkpoint's history, each Content the messages a recording's record would be."""
+
+    def __init__(self) -> None:
+        self.count = 0
+        self.thoughts: set[int] = set()
+
+    def feed(self, line: int, record: Any) -> list[Message]:
+        history = record.get("history") if isinstance(record, dict) else record
+        if not isinstance(history, list):
+            raise RecordError("not a Gemini CLI checkpoint: no 'history' list of contents")
+        out: list[Message] = []
+        for i, content in enumerate(history):
+            if not isinstance(content, dict):
+                raise RecordError(f"history[{i}] is {json_kind(content)}, not a Content object")
+            role = string_field(content, "role")
+            if role not in ("user", "model"):
+                raise RecordError(f"history[{i}] has role {role!r}, not 'user' or 'model'")
+            kind = "gemini" if role == "model" else "user"
+            for m in record_messages({"type": kind, "content": content.get("parts")}, line):
+                if kind == "gemini" and unsent(m):
+                    self.thoughts.add(self.count)
+                out.append(replace(m, raw=content))
+                self.count += 1
+        return out
+
+    def finish(self) -> tuple[list[Message], Layout]:
+        context = [n for n in range(self.count) if n not in self.thoughts]
+        return [], Layout(context, outside_why="thoughts, which the CLI does not send back")
+
+
+class GeminiCheckpointFormat:
+    name = "gemini-checkpoint"
+    default_model = "gemini"  # a checkpoint names no model
+    description = "Gemini CLI checkpoint (`/chat save`: the history as the CLI sends it)"
+    document = True
+    why_not_written = ("compress does not rewrite Gemini CLI checkpoints: `ctxpack convert "
+                       "FILE --to openai -o run.jsonl`, then `ctxpack compress run.jsonl`, "
+                       "compresses its context as Chat Completions messages")
+
+    def sniff(self, record: Any) -> int:
+        return 2 if checkpoint_history(record) is not None else 0
+
+    def reader(self) -> GeminiCheckpointReader:
+        return GeminiCheckpointReader()
 
 
 class GeminiStreamReader:

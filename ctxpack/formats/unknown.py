@@ -15,12 +15,6 @@ def _items(value: Any) -> list[dict[str, Any]]:
     return [x for x in value if isinstance(x, dict)] if isinstance(value, list) else []
 
 
-def _gemini_checkpoint(value: Any) -> bool:
-    items = _items(value.get("history") if isinstance(value, dict) else value)
-    return bool(items) and all(x.get("role") in ("user", "model") and isinstance(
-        x.get("parts"), list) for x in items[:20])
-
-
 def _anthropic_bodies(value: Any) -> bool:
     return isinstance(value, dict) and _anthropic_array(value.get("messages"))
 
@@ -59,8 +53,6 @@ def _opencode_messages(value: Any) -> bool:
 
 
 _SHAPES: tuple[tuple[str, Callable[[Any], bool]], ...] = (
-    ("a Gemini CLI checkpoint (`/chat save`: a history of role user/model with parts)",
-     _gemini_checkpoint),
     ("Anthropic Messages in one JSON array (the `anthropic` format reads one message a line)",
      _anthropic_array),
     ("Anthropic Messages request bodies (`{system, messages}` a line, as `ctxpack convert --to "
