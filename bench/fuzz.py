@@ -1,7 +1,10 @@
 """Fuzz every reader, and compress with restore, on mutated real-shaped transcripts.
 
 Seeds are short runs of records cut from the bundled samples (one per format, and a
-JSON document of messages), and from any folder of transcripts named with `--corpus`.
+JSON document of messages), and from any folder of transcripts named with `--corpus`;
+a text format's seed (Aider's Markdown) is its opening line and a run of lines, mutated
+a line at a time (lines dropped, repeated, moved, given another kind's marker, odd
+characters, numbers past what a float holds).
 Each input is a seed put through one to four mutations — a value swapped for one of
 another type, nesting past the parsers' limits, records reordered, duplicated, dropped
 or cut short, lone surrogates and odd characters, huge numbers, NaN and Infinity — and
@@ -41,9 +44,10 @@ from ctxpack.formats import FORMATS as READERS
 
 ROOT = Path(__file__).resolve().parent.parent
 SAMPLES = ROOT / "samples"
-# every registered format of JSON records (a text format such as Aider's Markdown has no
-# records to mutate)
-FORMATS = tuple(name for name, fmt in READERS.items() if not getattr(fmt, "text", False))
+# every registered format: of JSON records, and of text (Aider's Markdown), whose lines
+# are mutated instead
+FORMATS = tuple(READERS)
+TEXT_FORMATS = {name for name, fmt in READERS.items() if getattr(fmt, "text", False)}
 DEPTHS = (3, 50, 999, 1000, 1022, 1023, 1024, 1025, 1100, 2500)
 LONG = 600  # seed strings are cut to about this many characters, so inputs stay small
 TIMEOUT = 20  # seconds one input may take before it counts as a hang
@@ -60,6 +64,7 @@ class Seed:
     records: list[Any]
     name: str
     document: bool = False
+    text: bool = False  # `records` are the lines of a text file
 
 
 def _short(value: Any) -> Any:
@@ -96,15 +101,22 @@ def _format_of(path: Path) -> str | None:
 def load_seeds(corpus: Path | None, rng: random.Random) -> list[Seed]:
     """Seeds from the samples, and from `corpus` (any *.jsonl and .json below it)."""
     seeds: list[Seed] = []
-    paths = sorted(SAMPLES.rglob("*.jsonl")) + sorted(SAMPLES.rglob("*.json"))
+    paths = sorted(SAMPLES.rglob("*.jsonl")) + sorted(SAMPLES.rglob("*.json")) + \
+        sorted(SAMPLES.rglob("*.md"))
     if corpus is not None:
-        paths += sorted(p for p in corpus.rglob("*") if p.suffix in (".jsonl", ".json")
+        paths += sorted(p for p in corpus.rglob("*") if p.suffix in (".jsonl", ".json", ".md")
                         and p.stat().st_size < 20 << 20)
     for path in paths:
-        fmt = _format_of(path)
+        fmt = _format_of(path) if path.name != "README.md" else None
         if fmt is None or fmt not in FORMATS:
             continue
         data = path.read_bytes()
+        if fmt in TEXT_FORMATS:
+            lines = [_short(line) for line in data.decode("utf-8").splitlines()]
+            head = next((n for n, line in enumerate(lines) if line.strip()), 0)
+            for window in _windows(lines[head + 1:], fmt, path.name, rng, 6):
+                seeds.append(Seed(fmt, [lines[head], *window.records], window.name, text=True))
+            continue
         if data.lstrip()[:1] == b"[" or data.split(b"\n", 1)[0].strip() == b"{":
             doc = _short(json.loads(data))
             seeds.append(Seed(fmt, [doc], path.name, document=True))
@@ -300,6 +312,38 @@ MUTATIONS = (_swap_type, _swap_key_field, _swap_key_field, _deepen, _reorder, _d
              _drop, _odd_text, _delete_key, _copy_value, _reorder, _duplicate)
 
 
+# the marks that open a line of an Aider history, and lines that stretch its numbers
+LINE_MARKS = ("#### ", "> ", "", "# aider chat started at ", "```", ">>>>>>> REPLACE", "> /")
+ODD_LINES = ("> Tokens: 1e400 sent, 1e999k received. Cost: $1e400 message, $nan session.",
+             "> Tokens: 99999999999999999999999999999M sent, -3 received.",
+             "> Tokens: 2.5k sent, 310 cache write, 1.1k cache hit, 90 received.",
+             "#### /clear", "#### /ask", "#### /code " + "x" * 50, "#### /reset",
+             "> Main model: " + "m" * 300, "> Model: gpt-4o with whole edit format",
+             "\x00\x1b[31m\ud800", "```" * 3, "", "#### " * 40)
+
+
+def _mutate_lines(lines: list[str], rng: random.Random) -> None:
+    """One change to the lines of a text transcript, in place."""
+    if not lines:
+        lines.append(rng.choice(ODD_LINES))
+        return
+    k = rng.randrange(len(lines))
+    how = rng.randrange(6)
+    if how == 0:
+        del lines[k]
+    elif how == 1:
+        lines.insert(k, lines[rng.randrange(len(lines))])
+    elif how == 2:
+        lines.insert(rng.randrange(len(lines) + 1), lines.pop(k))
+    elif how == 3:  # another kind of line: the text behind another marker
+        text = lines[k].lstrip("#> ")
+        lines[k] = rng.choice(LINE_MARKS) + text
+    elif how == 4:
+        lines.insert(k, rng.choice(ODD_LINES))
+    else:
+        lines[k] = lines[k][: rng.randrange(len(lines[k]) + 1)] + _odd_string(rng)
+
+
 # ---- writing an input ----------------------------------------------------------------
 
 
@@ -358,6 +402,16 @@ def make_input(seeds: list[Seed], seed: int, i: int) -> tuple[str, bytes, random
 def _made(seeds: list[Seed], seed: int, i: int) -> tuple[str, bytes, random.Random]:
     rng = random.Random(seed * 1_000_003 + i)
     base = rng.choice(seeds)
+    if base.text:
+        lines = list(base.records)
+        for _ in range(rng.randint(1, 4)):
+            _mutate_lines(lines, rng)
+        ending = rng.choice(["\n", "\r\n", "  \n"])
+        text = ending.join(lines) + ending
+        data = text.encode("utf-8", "surrogatepass")  # a lone surrogate: not UTF-8, rejected
+        if rng.random() < 0.08:
+            data = _bytes_mutation(data, rng)
+        return base.format, data, rng
     records = _copy(base.records)
     if base.document:
         records = [records[0]]

@@ -15,7 +15,7 @@ from typing import Any
 from .bulk import StreamCounter
 from .calibration import Bill, bill_for
 from .formats import usual_model
-from .formats.base import Layout
+from .formats.base import OUTSIDE_WHY, Layout
 from .loader import PathOrFile, Scanner
 from .models import TABLE, ModelTable
 from .tokens import REPLY_PRIMING, MessageCount, TokenCounter, model_and_window
@@ -61,6 +61,7 @@ class MessageStat:
     results: list[tuple[str | None, int]] = field(default_factory=list)
     thinking: list[int] = field(default_factory=list)
     conversation: int = 0
+    place: str = ""  # see Message.place
 
     def shares(self) -> dict[str, int]:
         """The message's tokens by row: tool results under `tool`, reasoning under
@@ -93,6 +94,7 @@ class Largest:
     tool: str | None
     tokens: int
     preview: str
+    place: str = ""  # in a one-line document, where the message is in it (`history[3]`)
 
 
 @dataclass
@@ -124,7 +126,7 @@ class FileStats:
     steps: int
     context_window: int | None
     context_ratio: float | None
-    outside: dict[str, int]
+    outside: dict[str, Any]  # messages, tokens, and why they are not context
     sidechain: dict[str, int]
     lines: int
     bytes: int
@@ -173,7 +175,8 @@ def message_stat(message: Message) -> MessageStat:
     """What stats keeps of a message: its tokens are filled in once they are counted."""
     role = "tool" if message.result_only else printable(message.role)
     stat = MessageStat(message.line, role, 0, preview(message), message.human,
-                       message.result_only, conversation=message.conversation)
+                       message.result_only, conversation=message.conversation,
+                       place=printable(message.place))
     for i, part in enumerate(message.parts):  # part indexes until the counts come
         if isinstance(part, ToolCall):
             stat.calls.append((part.id, printable(part.name), i))
@@ -248,7 +251,7 @@ def _stats_of_transcript(t: Transcript, model: str | None, top: int,
     n, s = len(t.messages), len(t.sidechain)
     layout = Layout(list(range(n)), list(range(n, n + s)), t.model, t.usage,
                     conversations=len({m.conversation for m in t.messages}) or 1,
-                    calls=list(t.calls))
+                    calls=list(t.calls), outside_why=t.outside_why)
     found = []
     with Workers() as workers:
         collector: StreamCounter[MessageStat] = StreamCounter(
@@ -293,7 +296,8 @@ def _breakdown(all_stats: list[MessageStat], layout: Layout, counter: TokenCount
         largest=_largest(context, top), rounds=rounds,
         steps=sum(len(r.steps) for r in group_rounds(context)),
         context_window=window, context_ratio=round(measured / window, 4) if window else None,
-        outside={"messages": len(outside), "tokens": sum(s.tokens for s in outside)},
+        outside={"messages": len(outside), "tokens": sum(s.tokens for s in outside),
+                 "why": (layout.outside_why or OUTSIDE_WHY) if outside else ""},
         sidechain={"messages": len(side), "tokens": sum(s.tokens for s in side)},
         lines=meta["lines"], bytes=meta["size"], skipped=meta["skipped"],
         usage=dict(layout.usage), conversations=conversations,
@@ -348,15 +352,19 @@ def by_tool(context: list[MessageStat]) -> dict[str, ToolStat]:
 
 def _largest(context: list[MessageStat], top: int) -> list[Largest]:
     biggest = sorted(context, key=lambda s: -s.tokens)[: max(top, 0)]
-    return [Largest(s.line, s.role, s.tool, s.tokens, s.preview) for s in biggest]
+    return [Largest(s.line, s.role, s.tool, s.tokens, s.preview, s.place) for s in biggest]
 
 
 def _rounds(context: list[MessageStat]) -> list[RoundStat]:
+    """Each round's tokens, and the context so far: the rounds' tokens and the reply
+    priming of each conversation begun (so the last is the file's total)."""
     out: list[RoundStat] = []
     running = 0
+    begun: set[int] = set()
     for r in group_rounds(context):
         tokens = sum(context[i].tokens for i in r.indexes)
         running += tokens
+        begun.update(context[i].conversation for i in r.indexes)
         out.append(RoundStat(r.number, context[r.start].line, r.end - r.start, len(r.steps),
-                             tokens, running))
+                             tokens, running + REPLY_PRIMING * len(begun)))
     return out

@@ -1,7 +1,8 @@
 """Would the provider accept this transcript? Pure checks that return a list of problems.
 
 Every tool result needs its call earlier and every call its result later (the
-OpenAI and Anthropic APIs reject either orphan); results must come where the
+OpenAI and Anthropic APIs reject either orphan), but for the call that ends an agent's run
+(a final action no result follows by design); results must come where the
 provider expects them; roles must be ones the provider knows; Claude Code parent
 links must resolve.
 """
@@ -12,7 +13,7 @@ from collections.abc import Sequence
 from dataclasses import dataclass
 
 from .jsonl import loads
-from .transcript import Message, Transcript, printable
+from .transcript import Message, ToolCall, Transcript, printable
 
 ROLES = {
     "openai": {"system", "developer", "user", "assistant", "tool", "function"},
@@ -21,13 +22,18 @@ ROLES = {
     "claude-code": {"user", "assistant"},
     "codex": {"system", "developer", "user", "assistant", "tool"},
 }
+# Calls that end a run, so that no result follows by design: OpenHands' `finish` action, and
+# mini-swe-agent's submit (a command that echoes its marker; the run's `exit` record follows).
+FINAL_TOOLS = {"finish"}
+FINAL_MARKS = ("COMPLETE_TASK_AND_SUBMIT", "MINI_SWE_AGENT_FINAL_OUTPUT")
 # Providers that need each call's results before the next assistant turn.
 RESULTS_BEFORE_NEXT_TURN = {"openai", "openai-conversations", "anthropic", "claude-code"}
 
 
 @dataclass(frozen=True, slots=True)
 class Problem:
-    """One reason the provider would reject the transcript, at a source line."""
+    """One reason the provider would reject the transcript, at a source line (in a
+    document on one line, the message begins with the place in it: `history[3]: ...`)."""
 
     line: int
     message: str
@@ -60,59 +66,73 @@ def _check_roles(messages: list[Message], fmt: str) -> list[Problem]:
     allowed = ROLES.get(fmt)
     out = []
     if allowed:
-        out = [Problem(m.line, f"role {m.role!r} is not accepted by the {fmt} API")
+        out = [_at(m, f"role {m.role!r} is not accepted by the {fmt} API")
                for m in messages if m.role not in allowed]
     # stream-json output never echoes the prompt, so only plain message files start with it
     plain = bool(messages) and isinstance(messages[0].raw, dict) and "role" in messages[0].raw
     if fmt == "anthropic" and plain and messages[0].role != "user":
-        out.append(Problem(messages[0].line, "the first message must have role 'user'"))
+        out.append(_at(messages[0], "the first message must have role 'user'"))
     return out
 
 
 def _check_pairs(messages: list[Message], fmt: str) -> list[Problem]:
     problems: list[Problem] = []
-    open_calls: dict[str, tuple[int, str]] = {}
+    open_calls: dict[str, tuple[Message, str]] = {}
     answered: set[str] = set()
-    legacy_open: list[int] = []
+    legacy_open: list[Message] = []
     strict_adjacent = fmt in ("openai", "openai-conversations")
     for m in messages:
         if strict_adjacent and open_calls and m.role not in ("tool", "function"):
             # Chat Completions wants the tool messages right after the call.
-            problems += _unanswered(open_calls, f"before the {m.role} message at line {m.line}")
+            problems += _unanswered(open_calls, f"before the {m.role} message at {m.where}")
             open_calls.clear()
         if m.role == "assistant" and fmt in RESULTS_BEFORE_NEXT_TURN:
             problems += _unanswered(open_calls, "before the next assistant message")
             open_calls.clear()
         for call in m.tool_calls:
             if call.id is None:
-                legacy_open.append(m.line)
+                legacy_open.append(m)
             elif call.id in open_calls or call.id in answered:
-                problems.append(Problem(m.line, f"tool call id {call.id!r} is used twice"))
+                problems.append(_at(m, f"tool call id {call.id!r} is used twice"))
             else:
-                open_calls[call.id] = (m.line, call.name)
+                open_calls[call.id] = (m, call.name)
         for result in m.tool_results:
             if result.call_id is None:
                 if legacy_open:
                     legacy_open.pop(0)
                 else:
-                    problems.append(Problem(m.line, "tool result without a preceding call"))
+                    problems.append(_at(m, "tool result without a preceding call"))
             elif result.call_id in open_calls:
                 del open_calls[result.call_id]
                 answered.add(result.call_id)
             elif result.call_id in answered:
-                problems.append(Problem(m.line, f"second result for tool call {result.call_id!r}"))
+                problems.append(_at(m, f"second result for tool call {result.call_id!r}"))
             else:
-                problems.append(Problem(
-                    m.line, f"tool result for call {result.call_id!r}, which no earlier "
+                problems.append(_at(
+                    m, f"tool result for call {result.call_id!r}, which no earlier "
                     "assistant message made"))
+    if messages:
+        for call in messages[-1].tool_calls:
+            if call.id in open_calls and _ends_the_run(call):
+                del open_calls[call.id]
     problems += _unanswered(open_calls, "in the transcript")
-    problems += [Problem(line, "function call without a result") for line in legacy_open]
+    problems += [_at(m, "function call without a result") for m in legacy_open]
     return problems
 
 
-def _unanswered(open_calls: dict[str, tuple[int, str]], where: str) -> list[Problem]:
-    return [Problem(line, f"tool call {call_id!r} ({name}) has no result {where}")
-            for call_id, (line, name) in open_calls.items()]
+def _ends_the_run(call: ToolCall) -> bool:
+    """Is this call (in a conversation's last message) the agent's way to end its run?"""
+    return call.name in FINAL_TOOLS or any(mark in call.arguments for mark in FINAL_MARKS)
+
+
+def _unanswered(open_calls: dict[str, tuple[Message, str]], where: str) -> list[Problem]:
+    return [_at(m, f"tool call {call_id!r} ({name}) has no result {where}")
+            for call_id, (m, name) in open_calls.items()]
+
+
+def _at(m: Message, problem: str) -> Problem:
+    """A problem of message `m`, at its line and, in a one-line document, its place."""
+    return Problem(m.line, f"{m.place}: {problem}" if m.place else problem)
 
 
 def _check_parents(transcript: Transcript) -> list[Problem]:

@@ -36,13 +36,18 @@ class Notes:
     """What converting had to change, counted: each kind's count, in the order first met."""
 
     counts: dict[str, int] = field(default_factory=dict)
+    said: list[str] = field(default_factory=list)  # what is said once, without a count
 
     def add(self, what: str, n: int = 1) -> None:
         if n:
             self.counts[what] = self.counts.get(what, 0) + n
 
+    def say(self, what: str) -> None:
+        if what not in self.said:
+            self.said.append(what)
+
     def lines(self) -> list[str]:
-        return [f"{n:,} {what}" for what, n in self.counts.items()]
+        return [*self.said, *(f"{n:,} {what}" for what, n in self.counts.items())]
 
 
 @dataclass(frozen=True, slots=True)
@@ -70,14 +75,24 @@ def conversations(messages: Sequence[Message]) -> list[list[Message]]:
     return list(groups.values())
 
 
-def request_bodies(t: Transcript, to: str, notes: Notes | None = None
-                   ) -> list[dict[str, Any]]:
-    """One request body per conversation of `t`, for the API `to` (openai or anthropic)."""
+def request_bodies(t: Transcript, to: str, notes: Notes | None = None,
+                   model: str | None = None) -> list[dict[str, Any]]:
+    """One request body per conversation of `t`, for the API `to` (openai or anthropic),
+    naming `model` or else the model the transcript names (a body's `model` is where a
+    later reading of the file finds the model, and so its window)."""
     if to not in TARGETS:
         raise UsageError(f"unknown API {to!r}", f"one of {', '.join(TARGETS)}")
     notes = notes if notes is not None else Notes()
     write = _openai if to == "openai" else _anthropic
-    return [write(_items(group, notes), notes) for group in conversations(t.messages)]
+    model = model or t.model
+    if model is None:
+        notes.say("no model named: the transcript names none (-m names one)")
+    calls = t.usage.get("calls") if t.usage else None
+    if isinstance(calls, int) and not isinstance(calls, bool):
+        notes.add("model calls' recorded usage left out (a request body has no place for it)",
+                  calls)
+    return [{**({"model": model} if model else {}), **write(_items(group, notes), notes)}
+            for group in conversations(t.messages)]
 
 
 def _items(messages: list[Message], notes: Notes) -> list[_Item]:

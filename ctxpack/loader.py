@@ -17,7 +17,7 @@ from . import formats
 from .atomic import write_atomic
 from .errors import InputError
 from .formats.base import Format, Layout, RecordError
-from .formats.unknown import looks_like
+from .formats.unknown import looks_like, looks_like_text
 from .jsonl import (
     LineIndex,
     ParsedRecords,
@@ -76,6 +76,8 @@ class Scanner:
         self.lines = 0
         self.bytes_read = 0
         self._reader: Any = None
+        self._fed = False  # a record was read by the reader
+        self._whole = False  # the file is one document (no line of it can be skipped)
         # why the format was taken without a record that marks it ("" when one did)
         self.unsure = ""
 
@@ -111,6 +113,11 @@ class Scanner:
             if _opens_document(raw, self._forced):
                 yield from self._document(number, raw, lines)
                 return
+            if self._forced is None and not self.skip_invalid and _not_json(raw):
+                what = looks_like_text(self.path, raw)
+                raise InputError(self.path, number, f"this is not JSON: it looks like {what}, "
+                                 "which ctxpack does not read",
+                                 f"ctxpack reads: {', '.join(formats.FORMATS)}")
             record = self._parse(raw, number)
             if record is not None:
                 yield from self._records(chain([(number, record)], self._parsed(lines)))
@@ -174,6 +181,7 @@ class Scanner:
         """The whole input is one JSON value (a .traj file, a list of runs) or, for a `text`
         format, one text (a Markdown log): read it at once."""
         data = b"".join([raw, *(r for _, r in rest)])
+        self._whole = True
         if text is not None:
             value: Any = _decoded(data, self.path, first)
             fmt = text
@@ -188,12 +196,12 @@ class Scanner:
         self.format, self._reader = fmt, fmt.reader()
         if hasattr(self._reader, "located"):  # it reads lines or files beside this one
             self._reader.located(self.path, data, first)
-        yield from self._feed(self._reader, first, value)
+        read = self._feed(self._reader, first, value)
         if self.progress is not None:
             self.progress(self.bytes_read)
         rest_messages, self.layout = self._reader.finish()
         self._stale_calls(rest_messages)
-        yield from _not_summaries(rest_messages)
+        yield from placed([*read, *_not_summaries(rest_messages)], value)
 
     def _choose(self, best: tuple[Format | None, int],
                 pending: list[tuple[int, dict[str, Any]]]) -> Any:
@@ -250,13 +258,19 @@ class Scanner:
                 (True if self.compacted is False else self.compacted)
         try:
             out = _not_summaries(reader.feed(number, record))
+            self._fed = True
         except RecordError as exc:
+            line = exc.line or number
             name = self.format.name if self.format else "?"
-            problem = f"not a {name} record: {exc}"
+            if self._forced is None and not self.skip_invalid and (
+                    looks_like(record) or self.unsure and not self._fed):
+                # the format was only guessed, and this record shows the guess wrong
+                raise _unknown(self.path, line, record, f"read as {name}: {exc}") from None
+            problem = f"not read as {name}: {exc}"
             if not self.skip_invalid:
-                raise InputError(self.path, exc.line or number, problem,
-                                 "--format picks another format; --skip-invalid skips such lines"
-                                 ) from None
+                raise InputError(self.path, line, problem, None if self._whole else (
+                    "--format picks another format; --skip-invalid skips such lines"
+                    if self._forced else "--skip-invalid skips such lines")) from None
             self.skipped.append(BadLine(number, problem))
             return []
         self.starts += [m.lines[0] if m.lines else number for m in out]
@@ -269,13 +283,41 @@ LOOSE = ("no record carries a mark of its format: plain {role, content} messages
          "several readers")
 
 
-def _unknown(path: str, line: int, record: Any) -> InputError:
-    """The error for input no reader takes: what it looks like, and what ctxpack reads."""
+def _unknown(path: str, line: int, record: Any, tried: str = "") -> InputError:
+    """The error for input no reader takes: what it looks like (else, if given, how the
+    reader it seemed to fit failed), and what ctxpack reads."""
     what = looks_like(record)
     problem = (f"this looks like {what}, which ctxpack does not read" if what
+               else f"this fits no transcript format ctxpack reads ({tried})" if tried
                else "this fits no transcript format ctxpack reads")
     known = ", ".join(formats.FORMATS)
     return InputError(path, line, problem, f"ctxpack reads: {known}")
+
+
+PLACE_DEPTH = 4  # how deep in a document messages are looked for (`[0].traj[5]`)
+
+
+def placed(messages: list[Message], document: Any) -> list[Message]:
+    """The messages of a document, each given its place in it (`history[3]`) when they all
+    share one line (a document written on one line, or read as one): a line number would
+    tell them apart no more than "line 1" does."""
+    if len(messages) < 2 or len({m.line for m in messages}) > 1:
+        return messages
+    paths: dict[int, str] = {}
+    todo: list[tuple[Any, str, int]] = [(document, "", 0)]
+    while todo:
+        value, path, depth = todo.pop()
+        if isinstance(value, dict):
+            paths.setdefault(id(value), path or "the document")
+            items: Any = ((f"{path}.{k}" if path else str(k), v) for k, v in value.items())
+        elif isinstance(value, list):
+            paths.setdefault(id(value), path or "the document")
+            items = ((f"{path}[{i}]", v) for i, v in enumerate(value))
+        else:
+            continue
+        if depth < PLACE_DEPTH:
+            todo += [(v, p, depth + 1) for p, v in items if isinstance(v, (dict, list))]
+    return [replace(m, place=paths[id(m.raw)]) if id(m.raw) in paths else m for m in messages]
 
 
 def _not_summaries(messages: list[Message]) -> list[Message]:
@@ -293,6 +335,12 @@ def _decoded(data: bytes, path: str, first: int) -> str:
     except UnicodeDecodeError as exc:
         line = first + data.count(b"\n", 0, exc.start)
         raise InputError(path, line, f"not valid UTF-8: byte 0x{data[exc.start]:02x}") from None
+
+
+def _not_json(raw: bytes) -> bool:
+    """Is this first non-blank line of a file plainly no JSON (text, a table, Markdown)?"""
+    head = raw.strip().removeprefix(b"\xef\xbb\xbf")
+    return bool(head) and head[:1] not in b'{["-0123456789tfn'
 
 
 def _opens_document(raw: bytes, forced: Format | None) -> bool:
@@ -340,6 +388,7 @@ def _transcript(scanner: Scanner, emitted: list[Message], records: Sequence[Reco
         skipped=tuple(scanner.skipped),
         unsure=scanner.unsure,
         calls=tuple(layout.calls),
+        outside_why=layout.outside_why,
     )
 
 

@@ -85,10 +85,18 @@ class Message:
     model: str | None = None
     human: bool = False
     conversation: int = 0
+    # where in a one-line document the message is (`history[3]`), when its line says nothing
+    place: str = ""
 
     @property
     def line(self) -> int:
         return self.lines[0] if self.lines else 0
+
+    @property
+    def where(self) -> str:
+        """Where the message is, as a person looks for it: its place in a document whose
+        messages share one line, else its line."""
+        return self.place or f"line {self.line:,}"
 
     @property
     def tool_calls(self) -> list[ToolCall]:
@@ -196,6 +204,7 @@ class Transcript:
     skipped: tuple[BadLine, ...] = ()
     unsure: str = ""  # why the format was taken without a record that marks it
     calls: tuple[RecordedCall, ...] = ()  # of context messages, in order
+    outside_why: str = ""  # why `outside` is not context, if the reader says
 
     def rounds(self) -> list[Round]:
         return group_rounds(self.messages)

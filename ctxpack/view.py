@@ -15,6 +15,7 @@ from dataclasses import dataclass
 from . import images
 from .breakdown import transcript_models
 from .errors import UsageError
+from .formats.base import OUTSIDE_WHY
 from .loader import PathOrFile, load
 from .models import TABLE, ModelTable
 from .tokens import REPLY_PRIMING, MessageCount, TokenCounter
@@ -92,6 +93,7 @@ class Entry:
     step: int | None = None  # the step this message opens, counted within its round
     human: bool = False
     conversation: int | None = None  # set on the first message of each conversation (1-based)
+    where: str = ""  # the message's line, or its place in a one-line document
 
 
 @dataclass(frozen=True, slots=True)
@@ -122,6 +124,7 @@ class Header:
     outside: int
     sidechain: int
     skipped: int
+    outside_why: str = ""
 
     def hidden(self, bring_in: str = "") -> list[str]:
         """What is not shown, a phrase each; `bring_in` (how to show them) is said of the
@@ -130,7 +133,7 @@ class Header:
         out = []
         if self.outside:
             out.append(f"{self.outside:,} messages outside the model's context "
-                       f"(before a compaction or off the branch{more})")
+                       f"({self.outside_why or OUTSIDE_WHY}{more})")
         if self.sidechain:
             out.append(f"{self.sidechain:,} sub-agent (sidechain) messages"
                        + (f" ({bring_in})" if bring_in else ""))
@@ -218,7 +221,7 @@ def _header(t: Transcript, counter: TokenCounter, rounds: list[Round],
     return Header(t.path, t.format, clean(counter.model), counter.encoding_name, counter.exact,
                   counter.note, sum(c.total for c in counts) + REPLY_PRIMING * conversations,
                   len(t.messages), len(rounds), sum(len(r.steps) for r in rounds),
-                  len(t.outside), len(t.sidechain), len(t.skipped))
+                  len(t.outside), len(t.sidechain), len(t.skipped), t.outside_why)
 
 
 def _title(first: Message) -> str:
@@ -250,7 +253,8 @@ def _entry(m: Message, count: MessageCount, tools: dict[str, str], folder: _Fold
     answered = [tools.get(r.call_id or "", UNKNOWN_TOOL) for r in m.tool_results]
     tool = ", ".join(dict.fromkeys(answered)) or None
     return Entry(m.line, clean(m.role), count.total, tuple(segments),
-                 clean(m.name) if m.name else m.name, tool, step, m.human, conversation)
+                 clean(m.name) if m.name else m.name, tool, step, m.human, conversation,
+                 clean(m.where))
 
 
 def _segments(part: Part, tokens: int, role: str, tools: dict[str, str],

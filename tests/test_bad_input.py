@@ -71,11 +71,69 @@ def test_records_that_fit_no_format(tmp_path):
     assert "--format" not in run.err and "--skip-invalid" not in run.err
 
 
+NOT_JSON = {
+    "notes.md": (b"\n# Release notes\n\nFixed the parser.\n", 2, "Markdown"),
+    "scores.csv": (b"model,task,score\ngpt-4o,swe,0.41\n", 1, "CSV"),
+    "log.txt": (b"Started the run at noon\nall went well\n", 1, "plain text"),
+}
+
+
+@pytest.mark.parametrize("name", list(NOT_JSON))
+def test_a_text_file_is_named_with_the_formats_ctxpack_reads(name, tmp_path):
+    data, line, what = NOT_JSON[name]
+    path = tmp_path / name
+    path.write_bytes(data)
+    for command in ("stats", "show", "validate", "convert"):
+        run = ctxpack(command, str(path), *(["--to", "markdown"] if command == "convert" else []))
+        assert_clean_error(run, 2, f"{path}:{line}:", f"looks like {what}",
+                           "ctxpack reads: openai, ", "aider")
+        assert "malformed JSON" not in run.err and "--format" not in run.err
+
+
+def test_a_text_file_forced_to_a_format_is_malformed_json(tmp_path):
+    path = tmp_path / "notes.md"
+    path.write_bytes(NOT_JSON["notes.md"][0])
+    assert_clean_error(ctxpack("stats", "--format", "openai", str(path)), 2, f"{path}:2:",
+                       "malformed JSON")
+
+
+def test_responses_api_items_are_named(tmp_path):
+    path = tmp_path / "items.jsonl"
+    items = [
+        {"type": "message", "role": "user", "content": [{"type": "input_text", "text": "ls"}]},
+        {"type": "function_call", "call_id": "call_1", "name": "shell", "arguments": "{}"},
+        {"type": "function_call_output", "call_id": "call_1", "output": "README.md"},
+    ]
+    path.write_text("".join(json.dumps(i) + "\n" for i in items))
+    run = ctxpack("stats", str(path))
+    assert_clean_error(run, 2, f"{path}:2:", "OpenAI Responses API items", "ctxpack reads: ")
+    assert "--format" not in run.err and "--skip-invalid" not in run.err
+    assert "not a openai" not in run.err
+
+
+def test_opencode_messages_without_session_info_are_named(tmp_path):
+    path = tmp_path / "messages.json"
+    path.write_text(json.dumps({"messages": [
+        {"info": {"id": "msg_1", "role": "user"}, "parts": [{"type": "text", "text": "hi"}]}]},
+        indent=2))
+    run = ctxpack("stats", str(path))
+    assert_clean_error(run, 2, f"{path}:1:", "OpenCode messages without the session `info`",
+                       "ctxpack reads: ")
+    assert "--format" not in run.err and "--skip-invalid" not in run.err
+
+
+def test_a_bad_record_after_good_ones_names_the_format_it_was_read_as(tmp_path):
+    path = tmp_path / "x.jsonl"
+    path.write_bytes(GOOD + b'{"type": "note", "content": "hi"}\n')
+    assert_clean_error(ctxpack("stats", str(path)), 2, f"{path}:2:",
+                       "not read as openai: ", "--skip-invalid skips such lines")
+
+
 def test_records_that_fit_not_the_forced_format(tmp_path):
     path = tmp_path / "x.jsonl"
     path.write_bytes(GOOD + ASSISTANT)
     assert_clean_error(ctxpack("stats", "--format", "codex", str(path)), 2, f"{path}:1:",
-                       "not a codex record")
+                       "not read as codex")
 
 
 def test_unknown_forced_format_lists_the_valid_ones(tmp_path):
@@ -404,3 +462,10 @@ def test_one_missing_file_says_so_even_with_an_output(command, tmp_path):
     assert_clean_error(run, 2, str(missing), "o such file")
     assert not (tmp_path / "out.jsonl").exists()
 
+
+def test_a_long_array_of_messages_that_fits_no_format_is_named_without_a_crash(tmp_path):
+    # the shape is judged on the first messages; one further on without 'content' is fine
+    messages = [{"role": "assistant", "content": "hi"}] * 20
+    path = tmp_path / "x.json"
+    path.write_text(json.dumps([*messages, {"role": "user", "parts": []}]))
+    assert_clean_error(ctxpack("stats", str(path)), 2, f"{path}:1:", "ctxpack reads: ")

@@ -44,7 +44,10 @@ def test_numbers_add_up(exact_tokens, chat):
     assert s.by_role["priming"] == 3
     assert s.messages == 7 and len(s.rounds) == 3 and s.steps == 2
     assert [r.number for r in s.rounds] == [0, 1, 2]
-    assert s.rounds[-1].cumulative + 3 == s.tokens
+    # the cumulative context includes the reply priming, so the last round's is the total
+    assert s.rounds[-1].cumulative == s.tokens
+    assert [r.cumulative for r in s.rounds] == [
+        sum(r.tokens for r in s.rounds[:n + 1]) + 3 for n in range(3)]
     # results are attributed to the tool that was called
     assert s.by_tool["ls"].calls == 1 and s.by_tool["ls"].result_tokens > s.by_tool["cat"].tokens
     assert s.largest[0].line == 4 and s.largest[0].tool == "ls" and len(s.largest) == 3

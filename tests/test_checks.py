@@ -101,3 +101,30 @@ def test_corpus_files_validate_without_crashing(path):
     found = validate(t)
     # every problem names a real line of the file
     assert all(1 <= p.line <= len(t.records) for p in found)
+
+
+def submit(cid, command):
+    return {"role": "assistant", "content": "done", "tool_calls": [{"id": cid, "type": "function",
+            "function": {"name": "bash", "arguments": json.dumps({"command": command})}}]}
+
+
+def test_a_final_action_is_no_problem_but_only_at_the_end():
+    # OpenHands' finish and mini-swe-agent's submit end the run: no result follows by design
+    assert problems(lines(USER, call("a"), result("a"), call("f", "finish"))) == []
+    assert problems(lines(USER, submit("s", "echo COMPLETE_TASK_AND_SUBMIT_FINAL_OUTPUT"))) == []
+    assert problems(lines(USER, submit("s", "echo MINI_SWE_AGENT_FINAL_OUTPUT"))) == []
+    # a finish the run went on past, and any other last call left open, are still reported
+    assert problems(lines(USER, call("f", "finish"), USER)) == [
+        (2, "tool call 'f' (finish) has no result before the user message at line 3")]
+    assert problems(lines(USER, call("a"), result("a"), call("b", "get"))) == [
+        (4, "tool call 'b' (get) has no result in the transcript")]
+    assert problems(lines(USER, submit("s", "echo hello"))) == [
+        (2, "tool call 's' (bash) has no result in the transcript")]
+
+
+def test_runs_that_end_by_their_final_action_validate(tmp_path):
+    from .conftest import SAMPLES
+
+    for name in ("bugfix.mini-swe-agent.traj.json", "openhands/env-flags.openhands.jsonl"):
+        run = ctxpack("validate", str(SAMPLES / name))
+        assert run.code == 0, run.out + run.err

@@ -49,7 +49,7 @@ def assert_accepted(body: dict[str, Any], to: str) -> None:
         assert all(m.get("content") or m.get("tool_calls") for m in messages
                    if m["role"] == "assistant")
         return
-    assert set(body) <= {"system", "messages"}
+    assert set(body) <= {"model", "system", "messages"}
     roles = [m["role"] for m in messages]
     assert roles[0] == "user" and all(a != b for a, b in zip(roles, roles[1:], strict=False))
     for m, after in zip(messages, [*messages[1:], None], strict=True):
@@ -60,6 +60,12 @@ def assert_accepted(body: dict[str, Any], to: str) -> None:
             assert after is not None
             head = [b["tool_use_id"] for b in after["content"][:len(uses)]]
             assert sorted(head) == sorted(uses)
+
+
+def entries(markdown: str) -> int:
+    """The messages of a Markdown document: headings at a line, or at a place in a
+    document on one line (`### messages[3] · tool`)."""
+    return len(re.findall(r"\n### (?:line [\d,]+|\S+) · ", markdown))
 
 
 def result_texts(records: list[dict[str, Any]], to: str) -> Counter[str]:
@@ -170,7 +176,7 @@ def test_corpus_converts_to_accepted_bodies(path):
                 assert_accepted(body, to)
     counter = TokenCounter("gpt-4o")
     view = build_view(source, counter)
-    assert to_markdown(view).count("\n### line ") == len(source.messages)
+    assert entries(to_markdown(view)) == len(source.messages)
     page = to_html(view, charts_of(source, counter, link=True))
     targets = set(re.findall(r'href="#(msg-\d+)"', page))
     assert all(f'id="{target}"' in page for target in targets)
@@ -189,8 +195,8 @@ def test_all_takes_the_whole_log():
     long = ctxpack("convert", str(SAMPLES / "coding-agent.claude-code.jsonl"), "--to",
                    "markdown", "--all")
     assert short.code == long.code == 0
-    assert long.out.count("\n### line ") == len(whole.messages)
-    assert short.out.count("\n### line ") == len(t.messages)
+    assert entries(long.out) == len(whole.messages)
+    assert entries(short.out) == len(t.messages)
     assert "--all to include them" in short.out and "--all to include" not in long.out
 
 
@@ -205,7 +211,7 @@ def test_markdown_is_what_show_shows(exact_tokens):
     assert labels and all(label in run.out for label in labels)  # folded as show folds
     for r in view.rounds:
         assert f"## Round {r.number}: " in run.out
-    assert run.out.count("\n### line ") == len(t.messages)
+    assert entries(run.out) == len(t.messages)
     assert "\n# How you work" not in run.out  # a heading in a message stays inside it
     full = ctxpack("convert", str(path), "--to", "markdown", "--full")
     assert "tokens folded" not in full.out and len(full.out) > len(run.out)
@@ -318,3 +324,39 @@ def test_a_second_answer_is_text_and_unknown_apis_are_refused(tmp_path):
     assert notes.counts == {"tool results that answer no open call kept as user text": 1}
     with pytest.raises(UsageError, match="markdown"):
         request_bodies(source, "markdown")
+
+
+@pytest.mark.parametrize("to", ["openai", "anthropic"])
+def test_the_model_is_kept_where_the_body_has_a_place_for_it(tmp_path, to):
+    out = tmp_path / "out.jsonl"
+    run = ctxpack("convert", str(SAMPLES / "plateau-fix.gemini-cli.jsonl"), "--to", to,
+                  "-o", str(out))
+    assert run.code == 0, run.err
+    [body] = [json.loads(line) for line in out.read_text().splitlines()]
+    assert body["model"] == "gemini-2.5-pro"
+    # what the body cannot hold is said: the usage the file recorded per reply
+    assert "6 model calls' recorded usage left out" in " ".join(run.err.split())
+    if to == "openai":  # a later reading finds the model, and so its window
+        assert load(out).model == "gemini-2.5-pro"
+        stats_run = ctxpack("stats", "--json", str(out))
+        assert json.loads(stats_run.out)["files"][0]["context_window"] == 1_048_576
+
+
+def test_a_model_given_is_named_and_none_is_said(tmp_path):
+    source = SAMPLES / "support-chat.openai.jsonl"
+    out = tmp_path / "out.jsonl"
+    run = ctxpack("convert", str(source), "--to", "openai", "-o", str(out))
+    assert run.code == 0 and "no model named" in run.err
+    assert "model" not in json.loads(out.read_text().splitlines()[0])
+    named = tmp_path / "named.jsonl"
+    run = ctxpack("convert", str(source), "--to", "openai", "-m", "gpt-4.1", "-o", str(named))
+    assert run.code == 0 and "no model named" not in run.err
+    assert json.loads(named.read_text().splitlines()[0])["model"] == "gpt-4.1"
+
+
+def test_anthropic_bodies_with_tool_blocks_are_not_read_as_chat_completions(tmp_path):
+    out = tmp_path / "out.jsonl"
+    assert ctxpack("convert", str(SAMPLES / "refactor.codex.jsonl"), "--to", "anthropic",
+                   "-o", str(out)).code == 0
+    assert_clean_error(ctxpack("stats", str(out)), 2, f"{out}:1:",
+                       "Anthropic Messages request bodies", "ctxpack reads: ")

@@ -74,13 +74,14 @@ def test_a_document_no_reader_takes_says_so_and_lists_the_formats() -> None:
                  {"role": "model", "parts": [{"text": "hello"}]}]},
     [{"role": "user", "parts": [{"text": "hi"}]}],
 ])
-def test_a_gemini_checkpoint_is_named_not_read_as_chat_messages(doc) -> None:
-    with pytest.raises(InputError) as info:
-        load(io.BytesIO(json.dumps(doc, indent=2).encode()))
-    assert "Gemini CLI checkpoint" in info.value.problem
+def test_a_gemini_checkpoint_is_read_as_one_not_as_chat_messages(doc) -> None:
+    t = load(io.BytesIO(json.dumps(doc, indent=2).encode()))
+    assert t.format == "gemini-checkpoint" and not t.unsure
+    assert [m.text for m in t.messages] == ["hi", "hello"][:len(t.messages)]
 
 
-def test_the_refusal_is_one_clean_line_with_exit_code_2(tmp_path: Path) -> None:
-    path = tmp_path / "checkpoint.json"
-    path.write_text(json.dumps({"history": [{"role": "user", "parts": [{"text": "hi"}]}]}))
-    assert_clean_error(ctxpack("stats", str(path)), 2, f"{path}:1:", "Gemini CLI checkpoint")
+def test_an_unread_shape_is_one_clean_line_with_exit_code_2(tmp_path: Path) -> None:
+    path = tmp_path / "messages.json"
+    path.write_text(json.dumps([{"role": "user", "content": "hi"}, {"role": "assistant",
+                    "content": [{"type": "tool_use", "id": "t", "name": "ls", "input": {}}]}]))
+    assert_clean_error(ctxpack("stats", str(path)), 2, f"{path}:1:", "Anthropic Messages")

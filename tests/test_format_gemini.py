@@ -4,7 +4,6 @@ from __future__ import annotations
 
 import io
 import json
-from dataclasses import replace
 from pathlib import Path
 from typing import Any
 
@@ -18,7 +17,7 @@ from ctxpack.loader import load, write
 from ctxpack.transcript import Text, Thinking, ToolCall, ToolResult, Transcript
 
 from .conftest import SAMPLES, corpus_params
-from .helpers import assert_tool_pairs, records_of
+from .helpers import assert_tool_pairs, ctxpack, records_of
 
 META = {"sessionId": "s-1", "projectHash": "ab" * 32, "startTime": "2026-03-03T09:00:00.000Z",
         "lastUpdated": "2026-03-03T09:00:00.000Z", "kind": "main"}
@@ -120,13 +119,18 @@ def test_only_user_and_gemini_records_are_model_input() -> None:
     assert t.outside == ()
 
 
-def test_thoughts_are_reasoning_and_the_injected_context_is_no_person() -> None:
+def test_thoughts_are_not_context_and_the_injected_context_is_no_person() -> None:
     thought = {"subject": "Planning", "description": "Read first.", "timestamp": "t"}
     t = load(jsonl(META, user("c", "<session_context>\nThis is the Gemini CLI.</session_context>"),
                    user("u1", "fix it"), gemini("g1", "Done.", thoughts=[thought])))
     assert [m.human for m in t.messages] == [False, True, False]
-    assert t.messages[2].parts == (Thinking("Planning\nRead first."), Text("Done."))
+    assert t.messages[2].parts == (Text("Done."),)
     assert [r.number for r in t.rounds()] == [0, 1]
+    # the CLI sends no thought back: they are in the file, outside the context, and say so
+    (thoughts,) = t.outside
+    assert thoughts.parts == (Thinking("Planning\nRead first."),) and thoughts.id == "g1"
+    assert "thoughts, which the CLI does not send back" in t.outside_why
+    assert "reasoning" not in stats(t).by_role
 
 
 def test_usage_counts_each_reply_once_and_the_last_prompt() -> None:
@@ -252,25 +256,24 @@ def test_corpus_recording_counts_each_result_once_and_its_usage(path: Path) -> N
     assert sorted(results) == sorted(c["id"] for c in calls if c.get("result"))
     assert all(m.role == "tool" for m in t.messages if m.tool_results)
     assert_tool_pairs(t.messages)
-    # the copies the CLI wrote as user messages are in the file, outside the count
+    # the copies the CLI wrote as user messages are in the file, outside the count, and so
+    # are the thoughts of each reply that has some
     echoes = [m for m in doc["messages"] if m["type"] == "user" and all(
         "functionResponse" in p for p in m["content"])]
-    assert len(t.outside) == len(echoes)
+    thinking = [m for m in replies if m.get("thoughts")]
+    assert len(t.outside) == len(echoes) + len(thinking)
     assert t.usage["calls"] == sum(1 for m in replies if m.get("tokens"))
     assert t.usage["input_tokens"] == sum(m["tokens"]["input"] for m in replies if m.get("tokens"))
     assert t.usage["last_input_tokens"] == [m for m in replies if m.get("tokens")][-1][
         "tokens"]["input"]
     # Set against the last prompt the file records (which adds the system prompt and the
-    # tool declarations), the context without thoughts (summaries the CLI shows, which
-    # the API does not take back) is most of it, and no more: counting the results'
-    # copies twice would pass it.
+    # tool declarations), the context (without the thoughts, which the CLI does not send
+    # back) is most of it, and no more: counting the thoughts, or the results' copies
+    # twice, would pass it.
     counted = stats(t)
-    without = stats(replace(t, messages=tuple(
-        replace(m, parts=tuple(p for p in m.parts if not isinstance(p, Thinking)))
-        for m in t.messages)))
     last = t.usage["last_input_tokens"]
-    assert counted.tokens > without.tokens  # thoughts are there, as reasoning
-    assert last / 2 < without.tokens <= last, (without.tokens, last)
+    assert "reasoning" not in counted.by_role
+    assert last / 2 < counted.tokens <= last, (counted.tokens, last)
 
 
 @pytest.mark.corpus
@@ -381,3 +384,178 @@ def test_a_line_that_is_no_recording_record_is_named() -> None:
     with pytest.raises(InputError) as info:
         load(jsonl(META, user("u1", "hi"), {"note": "pasted"}))
     assert info.value.line == 3 and "no message 'type'" in info.value.problem
+
+
+@pytest.mark.parametrize(("sample", "says"), [
+    ("todo-table.gemini-stream.jsonl", "Gemini CLI does not read this file back"),
+    ("export-timeout.anthropic-events.jsonl", "the managed-agent API does not read this file back"),
+    ("plateau-fix.gemini-cli.jsonl", None),
+])
+def test_compress_says_when_the_agent_reads_no_such_file(sample: str, says: str | None,
+                                                         tmp_path: Path) -> None:
+    out = tmp_path / "out.jsonl"
+    run = ctxpack("compress", str(SAMPLES / sample), "-o", str(out), "--budget", "600",
+                  "--report-json", str(tmp_path / "report.json"))
+    assert run.code == 0, run.err
+    warnings = json.loads((tmp_path / "report.json").read_text())["warnings"]
+    if says is None:
+        assert not any("read this file back" in w for w in warnings)
+        assert "read this file back" not in run.err
+        return
+    assert any(w.startswith(says) and "convert FILE --to openai" in w for w in warnings)
+    assert says in " ".join(run.err.split())
+    assert restore(str(out)) == (SAMPLES / sample).read_bytes()
+
+
+# --- stream-json, properties ----------------------------------------------------------------
+
+words = st.text(st.characters(blacklist_categories=("Cs",)), min_size=1, max_size=20)
+
+
+@st.composite
+def stream_runs(draw: Any) -> tuple[list[dict[str, Any]], int, list[str]]:
+    """A stream-json output: runs of a prompt and turns of text chunks and tool calls, each
+    call answered (in any order); with the number of calls and each turn's text."""
+    records: list[dict[str, Any]] = []
+    calls, turns = 0, []
+    for _ in range(draw(st.integers(1, 2))):
+        model = draw(st.sampled_from(["gemini-2.5-pro", "gemini-2.5-flash"]))
+        records += [{**INIT, "model": model},
+                    {"type": "message", "role": "user", "content": draw(words)}]
+        for _ in range(draw(st.integers(0, 4))):
+            chunks = draw(st.lists(words, min_size=1, max_size=3))
+            records += [{"type": "message", "role": "assistant", "content": c, "delta": True}
+                        for c in chunks]
+            turns.append("".join(chunks))
+            ids = [f"t-{calls + k}" for k in range(draw(st.integers(0, 3)))]
+            calls += len(ids)
+            records += [{"type": "tool_use", "tool_name": draw(st.sampled_from(["ls", "grep"])),
+                         "tool_id": i, "parameters": {"q": draw(words)}} for i in ids]
+            records += [{"type": "tool_result", "tool_id": i, "status": "success",
+                         "output": draw(st.text(max_size=40))} for i in draw(st.permutations(ids))]
+        records.append({"type": "result", "status": "success", "stats": {
+            "input_tokens": draw(st.integers(0, 10**6)), "output_tokens": draw(st.integers(0, 999)),
+            "total_tokens": 0, "cached": 0, "tool_calls": len(ids) if turns else 0}})
+    return records, calls, turns
+
+
+@settings(max_examples=60, deadline=None)
+@given(stream_runs(), st.sampled_from([{}, {"ensure_ascii": False}]))
+def test_any_stream_output_round_trips_and_pairs_every_call(run: Any, how: dict[str, Any]) -> None:
+    from ctxpack.checks import validate
+
+    records, calls, turns = run
+    data = b"".join(json.dumps(r, **how).encode() + b"\n" for r in records)
+    t = load(io.BytesIO(data))
+    assert t.format == "gemini-stream"
+    out = io.BytesIO()
+    write(t, out)
+    assert out.getvalue() == data
+    assert validate(t) == []
+    results = [r for m in t.messages for r in m.tool_results]
+    assert len(results) == calls and all(m.role == "tool" for m in t.messages if m.tool_results)
+    # the chunks of a turn are one text (turns with no call between them, one turn)
+    said = [p.text for m in t.messages if m.role == "assistant" for p in m.parts
+            if isinstance(p, Text)]
+    assert "".join(said) == "".join(turns)
+    assert len(said) <= len(turns)
+    assert t.usage["input_tokens"] == sum(r["stats"]["input_tokens"] for r in records
+                                          if r["type"] == "result")
+
+
+@settings(max_examples=20, deadline=None)
+@given(stream_runs())
+def test_any_stream_output_compressed_restores_exactly(run: Any) -> None:
+    from ctxpack.errors import CannotFit
+
+    data = b"".join(json.dumps(r).encode() + b"\n" for r in run[0])
+    try:
+        compressed, _ = compress(io.BytesIO(data), model="gemini-2.5-pro", budget=200)
+    except CannotFit:
+        return
+    out = io.BytesIO()
+    write(compressed, out)
+    assert restore([out.getvalue()]) == data
+
+
+# --- checkpoints (`/chat save`) -------------------------------------------------------------
+
+CHECKPOINT = SAMPLES / "gemini-checkpoint" / "checkpoint-station-case.json"
+
+
+def test_the_checkpoint_sample_reads_round_trips_and_validates(tmp_path: Path) -> None:
+    from ctxpack.checks import validate
+
+    t = load(CHECKPOINT)
+    assert t.format == "gemini-checkpoint"
+    doc = json.loads(CHECKPOINT.read_bytes())
+    calls = [p["functionCall"]["id"] for c in doc["history"] for p in c["parts"]
+             if "functionCall" in p]
+    assert [c.id for m in t.messages for c in m.tool_calls] == calls
+    assert [r.call_id for m in t.messages for r in m.tool_results] == calls
+    assert all(m.role == "tool" for m in t.messages if m.tool_results)
+    assert [m.human for m in t.messages].count(True) == 2  # the session context is no person
+    assert validate(t) == [] and t.outside == () and t.usage == {}
+    assert [m.place for m in t.messages][:3] == ["history[0]", "history[1]", "history[2]"]
+    out = tmp_path / CHECKPOINT.name
+    write(t, out)
+    assert out.read_bytes() == CHECKPOINT.read_bytes()
+
+
+def test_thought_parts_of_a_checkpoint_are_not_context() -> None:
+    doc = {"history": [{"role": "user", "parts": [{"text": "go"}]},
+                       {"role": "model", "parts": [{"text": "Plan", "thought": True},
+                                                   {"text": "Done."}]}]}
+    t = load(io.BytesIO(json.dumps(doc).encode()))
+    assert [m.text for m in t.messages] == ["go", "Done."]
+    assert [m.parts for m in t.outside] == [(Thinking("Plan"),)]
+
+
+@pytest.mark.parametrize(("history", "problem"), [
+    ([{"role": "user", "parts": []}, {"role": "system", "parts": []}],
+     "history[1] has role 'system'"),
+    ([{"role": "user", "parts": []}, 7], "history[1] is a number"),
+])
+def test_a_broken_checkpoint_is_one_line_naming_the_entry(history: list[Any], problem: str,
+                                                           tmp_path: Path) -> None:
+    from .helpers import assert_clean_error
+
+    path = tmp_path / "checkpoint-x.json"
+    path.write_text(json.dumps({"history": history}))
+    assert_clean_error(ctxpack("stats", "--format", "gemini-checkpoint", str(path)), 2,
+                       f"{path}:1:", problem)
+
+
+def test_compress_of_a_checkpoint_points_to_convert(tmp_path: Path) -> None:
+    from .helpers import assert_clean_error
+
+    out = tmp_path / "out.json"
+    run = ctxpack("compress", str(CHECKPOINT), "-o", str(out))
+    assert_clean_error(run, 2, "compress does not rewrite Gemini CLI checkpoints",
+                       "convert FILE --to openai")
+    assert not out.exists()
+
+
+contents = st.one_of(
+    st.fixed_dictionaries({"role": st.just("user"), "parts": st.lists(
+        st.fixed_dictionaries({"text": st.text(max_size=20)}), max_size=2)}),
+    st.fixed_dictionaries({"role": st.just("model"), "parts": st.lists(st.one_of(
+        st.fixed_dictionaries({"text": st.text(max_size=20)}),
+        st.fixed_dictionaries({"text": st.text(max_size=20), "thought": st.just(True)})),
+        max_size=3)}))
+
+
+@settings(max_examples=60, deadline=None)
+@given(st.lists(contents, min_size=1, max_size=8), st.sampled_from([None, 2]),
+       st.booleans())
+def test_any_checkpoint_round_trips_and_keeps_thoughts_out(history: list[Any],
+                                                           indent: int | None,
+                                                           bare: bool) -> None:
+    data = json.dumps(history if bare else {"history": history}, indent=indent).encode()
+    t = load(io.BytesIO(data), "gemini-checkpoint")
+    out = io.BytesIO()
+    write(t, out)
+    assert out.getvalue() == data
+    thoughts = sum(1 for c in history for p in c["parts"] if p.get("thought"))
+    assert sum(len(m.parts) for m in t.outside) == thoughts
+    assert not any(isinstance(p, Thinking) for m in t.messages for p in m.parts)

@@ -84,3 +84,37 @@ def test_a_messages_value_of_another_type_beside_the_history_is_no_usage():
     assert t.format == "json-messages"
     assert [m.text for m in t.messages] == ["hi"]
     assert t.usage == {}
+
+
+def test_messages_of_a_one_line_document_are_named_by_their_place(tmp_path):
+    runs = [{"traj": [{"role": "user", "content": "book it"},
+                      {"role": "assistant", "content": None, "tool_calls": [
+                          {"id": "c1", "type": "function",
+                           "function": {"name": "book", "arguments": "{}"}}]},
+                      {"role": "user", "content": "thanks"}]},
+            {"traj": [{"role": "user", "content": "x " * 300},
+                      {"role": "tool", "tool_call_id": "zz", "content": "ok"}]}]
+    path = tmp_path / "runs.json"
+    path.write_text(json.dumps(runs, indent=1))  # many lines, but every message at line 1
+    t = load(path)
+    assert [m.place for m in t.messages] == ["[0].traj[0]", "[0].traj[1]", "[0].traj[2]",
+                                             "[1].traj[0]", "[1].traj[1]"]
+    run = ctxpack("stats", "--json", str(path))
+    assert json.loads(run.out)["files"][0]["largest"][0]["place"] == "[1].traj[0]"
+    table = ctxpack("stats", str(path)).out
+    assert "[1].traj[0]" in table and "place" in table
+    shown = ctxpack("show", "--no-pager", str(path)).out
+    assert "[0].traj[1]  assistant" in shown and "line 1  " not in shown
+    checked = ctxpack("validate", str(path)).out.splitlines()
+    assert f"{path}:1: [0].traj[1]: tool call 'c1' (book) has no result in the transcript" \
+        in checked
+    assert any(line.startswith(f"{path}:1: [1].traj[1]: tool result for call 'zz'")
+               for line in checked)
+
+
+def test_messages_of_a_jsonl_file_keep_their_lines(tmp_path):
+    path = tmp_path / "chat.jsonl"
+    path.write_text('{"role": "user", "content": "hi"}\n{"role": "assistant", "content": "yo"}\n')
+    t = load(path)
+    assert [m.place for m in t.messages] == ["", ""] and [m.where for m in t.messages] == [
+        "line 1", "line 2"]

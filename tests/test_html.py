@@ -168,6 +168,28 @@ def test_a_real_browser_renders_stats_pictures(tmp_path):
     assert dom.returncode == 0 and _parse(dom.stdout.decode("utf-8")).svgs == 6
 
 
+def test_stats_html_bars_link_to_the_messages_they_measure(tmp_path):
+    out = tmp_path / "stats.html"
+    files = [SAMPLES / "multi-round.anthropic.jsonl", SAMPLES / "bugfix.mini-swe-agent.traj.json"]
+    assert ctxpack("stats", *map(str, files), "--html", str(out)).code == 0
+    text = out.read_text(encoding="utf-8")
+    page = _parse(text)
+    bars = [h[1:] for h in page.hrefs if h.startswith("#")]
+    assert bars and all(b in page.ids for b in bars)  # every bar has its target
+    for n, path in enumerate(files, 1):
+        mine = {b for b in bars if b.startswith(f"file-{n}-msg-")}
+        assert mine  # each file's bars point into its own list
+        # the largest message's bar leads to the row of that message
+        largest = stats(path).largest[0]
+        where = largest.place or f"line {largest.line:,}"
+        bar = re.search(rf'<a href="#(file-{n}-msg-\d+)"><title>{re.escape(where)}: '
+                        rf'{re.escape(where)} ·', text)
+        assert bar is not None, where
+        row = re.search(rf'<tr id="{bar.group(1)}"><td>([^<]*)</td><td>([^<]*)</td>', text)
+        assert row is not None and row.groups() == (where, largest.role)
+    assert "messages[" in text and 'line 1 ·' not in text.split('id="file-2"')[1]
+
+
 def test_stats_html_refuses_stdin_and_bad_input_leaves_nothing(tmp_path):
     out = tmp_path / "stats.html"
     run = ctxpack("stats", "-", "--html", str(out),

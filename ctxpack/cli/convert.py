@@ -61,7 +61,7 @@ def convert(
         from ..jsonl import dumps
 
         notes = Notes()
-        bodies = request_bodies(transcript, to, notes)
+        bodies = request_bodies(transcript, to, notes, model)
         for line in notes.lines():
             warn(f"{transcript.path}: {line}")
         data = b"".join(dumps(body) + b"\n" for body in bodies)

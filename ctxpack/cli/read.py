@@ -229,7 +229,7 @@ def _write_pictures(dest: str, results: list[Any], model: str | None, fmt: str |
     for r in results:
         t = load(r.path, fmt, skip_invalid=skip_invalid)
         counter = TokenCounter(model or table.choose(transcript_models(t)), table)
-        pages.append((summary_lines(r), charts_of(t, counter, link=False)))
+        pages.append((summary_lines(r), charts_of(t, counter, link=True)))
     _write_result(target, "-", [stats_page(pages).encode("utf-8", "replace")], None)
 
 

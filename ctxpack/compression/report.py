@@ -7,6 +7,7 @@ from collections import Counter
 from dataclasses import asdict, dataclass, field
 from typing import Any
 
+from .. import formats
 from ..archive import Archiver
 from .plan import Plan, StageReport
 from .reading import Input
@@ -71,8 +72,14 @@ def report_of(given: Input, plans: list[Plan], archiver: Archiver) -> Report:
         stages=stages, billed=_billed(given, plans),
         truncated=items.get("truncate", 0), masked=items.get("mask", 0),
         summary=_summaries(plans), llm=_llm(plans), archive=archive,
-        warnings=[x for p in plans for x in p.warnings],
+        warnings=[*_not_read_back(t.format), *(x for p in plans for x in p.warnings)],
         changed=any(p.changed for p in plans), conversations=len(plans))
+
+
+def _not_read_back(name: str) -> list[str]:
+    """What compress says of a format whose agent reads no file it writes."""
+    note = getattr(formats.get(name), "not_read_back", None)
+    return [note] if note else []
 
 
 def _billed(given: Input, plans: list[Plan]) -> dict[str, Any]:

@@ -58,13 +58,13 @@ def _register_builtin() -> None:
     from .anthropic_events import EventsFormat
     from .claude_code import ClaudeCodeFormat
     from .codex import CodexFormat
-    from .gemini import GeminiChatFormat, GeminiStreamFormat
+    from .gemini import GeminiChatFormat, GeminiCheckpointFormat, GeminiStreamFormat
     from .json_messages import JsonMessagesFormat
     from .more import FORMATS as MORE
 
     for fmt in (OpenAIFormat(), ConversationsFormat(), AnthropicFormat(), ClaudeCodeFormat(),
                 CodexFormat(), JsonMessagesFormat(), GeminiChatFormat(), GeminiStreamFormat(),
-                EventsFormat(), *MORE):
+                GeminiCheckpointFormat(), EventsFormat(), *MORE):
         register(fmt)
 
 

@@ -143,7 +143,8 @@ class AiderReader:
         calls = [replace(c, prompt=where[c.prompt]) for c in self.replies
                  if c.prompt in where] if self.runs <= 1 else []
         return [], Layout(self.context, model=self.model, usage=self._usage(),
-                          conversations=max(self.runs, 1), calls=calls)
+                          conversations=max(self.runs, 1), calls=calls,
+                          outside_why="before a /clear or /reset")
 
     def _usage(self) -> dict[str, Any]:
         if not self.calls:

@@ -345,7 +345,8 @@ class AnthropicReader:
             source += "; cost and result_* from the result line" if source else "the result line"
             usage = {**usage, **self.totals, "source": source}
         return rest, Layout(context, self.side, self.init_model or self.last_model, usage,
-                            calls=self.tally.recorded(context, self.replies))
+                            calls=self.tally.recorded(context, self.replies),
+                            outside_why="before a compaction")
 
 
 def _result_totals(record: dict[str, Any]) -> dict[str, Any]:

@@ -18,7 +18,15 @@ from typing import Any
 from ..jsonl import dumps
 from ..transcript import META_KEY, Message, Part, Text, ToolCall, ToolResult
 from .anthropic import Reply, UsageTally
-from .base import Compaction, Layout, NoUsage, RecordError, content_parts, string_field
+from .base import (
+    NOT_READ_BACK,
+    Compaction,
+    Layout,
+    NoUsage,
+    RecordError,
+    content_parts,
+    string_field,
+)
 
 _PREFIXES = ("user.", "agent.", "session.", "span.")
 _CALLS = {"agent.tool_use", "agent.mcp_tool_use", "agent.custom_tool_use"}
@@ -176,6 +184,7 @@ class EventsFormat:
     name = "anthropic-events"
     default_model = "claude"  # when the file names no model
     description = "Anthropic managed-agent session events (bare or wrapped in {role, kind, raw})"
+    not_read_back = NOT_READ_BACK.format(agent="the managed-agent API")
 
     def sniff(self, record: Any) -> int:
         event = event_of(record)

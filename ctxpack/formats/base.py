@@ -24,6 +24,14 @@ NOT_WRITTEN = ("compress does not rewrite this format, since its agent would not
                "run.jsonl`, compresses its context as Chat Completions messages")
 
 
+# what compress says of the output of a format it writes but whose agent reads no such file
+# (`not_read_back` of such a format)
+NOT_READ_BACK = ("{agent} does not read this file back: the output is for people and for "
+                 "ctxpack (restore gives the original back); to send the context to a model, "
+                 "`ctxpack convert FILE --to openai -o run.jsonl`, then `ctxpack compress "
+                 "run.jsonl`")
+
+
 class RecordError(Exception):
     """A record that does not fit the format being read; the loader adds file and line
     (`line` if the reader knows it, as of an event deep in a whole-file document, else the
@@ -50,6 +58,12 @@ class Layout:
     usage: dict[str, Any] = field(default_factory=dict)
     conversations: int = 1
     calls: list[RecordedCall] = field(default_factory=list)
+    # why the messages outside the context are (a phrase; "" for OUTSIDE_WHY)
+    outside_why: str = ""
+
+
+# why messages are outside the context, unless the reader says otherwise
+OUTSIDE_WHY = "before a compaction or off the branch"
 
 
 class Reader(Protocol):

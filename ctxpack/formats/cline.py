@@ -287,7 +287,8 @@ class ClineHistoryReader:
                 made = made[-1:] if made and made[-1][0] not in self.archived else []
         context = [n for n in range(len(self.messages)) if n not in self.archived]
         return [], Layout(context, model=self.model, usage=usage,
-                          calls=recorded(context, made, since))
+                          calls=recorded(context, made, since),
+                          outside_why="condensed into a summary, or cut to fit the window")
 
     def _ui_events(self) -> list[Any] | None:
         """The UI log beside the file, if there is one that reads as such."""
@@ -315,15 +316,17 @@ class ClineUiReader:
         if not is_ui_log(record):
             raise RecordError("not a Cline ui_messages array of say/ask events")
         reply: list[Part] = []
+        opened: list[Any] = []  # the event the reply's first part is of
         first, begin = True, len(self.messages)
         asked = -1  # conversationHistoryIndex of the open request: its user message is next
 
         def close() -> None:
             if reply:
-                self.messages.append(Message("assistant", tuple(reply), (line,), None,
+                self.messages.append(Message("assistant", tuple(reply), (line,), opened[0],
                                              model=self.model))
                 self.position.append(asked + 2)
                 reply.clear()
+                opened.clear()
 
         for n, e in enumerate(record):
             kind = e.get("say") if e["type"] == "say" else e.get("ask")
@@ -355,6 +358,8 @@ class ClineUiReader:
                 reply.append(Thinking(text))
             elif kind in ("tool", "command", "use_mcp_server") and text:
                 reply.append(Text(text))
+            if reply and not opened:
+                opened.append(e)
         close()
         self.gone = deleted_range(record)
         self.since = cut_at(record, self.gone)
@@ -365,7 +370,8 @@ class ClineUiReader:
         context = [n for n, i in enumerate(self.position) if i not in self.gone]
         return [], Layout(context, model=self.model,
                           usage=self.usage.summary("api_req_started events"),
-                          calls=recorded(context, self.made, self.since))
+                          calls=recorded(context, self.made, self.since),
+                          outside_why="cut to fit the window")
 
 
 class ClineFormat:

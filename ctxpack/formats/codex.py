@@ -364,7 +364,8 @@ class CodexReader:
                               (after := bisect.bisect_right(users, where[n])) == len(users)
                               else users[after])
                  for n, reply_model, billed, output, reasoning in self.recorded if n in where]
-        return [], Layout(context, model=model, usage=self.usage(), calls=calls)
+        return [], Layout(context, model=model, usage=self.usage(), calls=calls,
+                          outside_why="before a compaction, or a system prompt replaced since")
 
 
 def _count(value: Any) -> int | None:

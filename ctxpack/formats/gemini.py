@@ -5,12 +5,20 @@ only user and gemini records are model input. A gemini record carries its text,
 `thoughts` (summaries the model wrote: reasoning), `toolCalls` holding each call
 with its `result`, and the reply's `tokens`. Newer CLIs also write each result
 again as the next user message (`functionResponse` parts): that copy counts once.
+The thoughts are not context: the CLI keeps no thought part of a reply in the
+history it sends (`GeminiChat` filters `part.thought` out of the response before
+recording it), so they are read as a message of their own, outside the context.
 
 The older form is one JSON document; the newer one is JSONL: a metadata line, a
 line per message written again in full whenever it changes (the last copy holds
 its place), `{"$set": {...}}` metadata updates (`$set.messages` replaces the whole
 list, as the CLI does after compressing its history) and `{"$rewindTo": id}`,
 which drops that message and every later one.
+
+A checkpoint (`/chat save TAG` writes `checkpoint-TAG.json` beside the recordings) is
+the history the CLI sends, as it sends it: `{"history": [Content...]}` (older CLIs: the
+bare array), each Content `{role: user|model, parts}` of Gemini API parts. It records no
+usage and no model; `/chat resume TAG` sends it again as it is.
 
 `--output-format stream-json` writes events: `init` (model, session), `message`
 (user, or assistant text in `delta` chunks), `tool_use`, `tool_result` and a
@@ -23,7 +31,7 @@ from __future__ import annotations
 from dataclasses import replace
 from typing import Any
 
-from ..jsonl import dumps
+from ..jsonl import dumps, json_kind
 from ..transcript import (
     META_KEY,
     Image,
@@ -35,7 +43,7 @@ from ..transcript import (
     ToolCall,
     ToolResult,
 )
-from .base import Compaction, Layout, NoUsage, RecordError, string_field
+from .base import NOT_READ_BACK, Compaction, Layout, NoUsage, RecordError, string_field
 
 _MODEL_INPUT = {"user", "gemini"}
 _STREAM_TYPES = {"init", "message", "tool_use", "tool_result", "result", "error"}
@@ -139,7 +147,8 @@ def record_messages(record: dict[str, Any], line: int) -> list[Message]:
         return out
     model = string_field(record, "model")
     calls = record.get("toolCalls") if isinstance(record.get("toolCalls"), list) else []
-    said = [*_thoughts(record.get("thoughts")), *parts]
+    thoughts = [*_thoughts(record.get("thoughts")), *(p for p in parts if isinstance(p, Thinking))]
+    said: list[Part] = [p for p in parts if not isinstance(p, Thinking)]
     results: list[Part] = []
     for call in calls:
         if not isinstance(call, dict):
@@ -154,7 +163,15 @@ def record_messages(record: dict[str, Any], line: int) -> list[Message]:
     out = [Message("assistant", tuple(said), (line,), record, id=ident, model=model)]
     if results:
         out.append(Message("tool", tuple(results), (line,), record))
+    if thoughts:  # first, as the model thought them; never sent back (see `unsent`)
+        out.insert(0, Message("assistant", tuple(thoughts), (line,), record, id=ident,
+                              model=model))
     return out
+
+
+def unsent(message: Message) -> bool:
+    """Is this the message of a reply's thoughts, which the CLI does not send back?"""
+    return bool(message.parts) and all(isinstance(p, Thinking) for p in message.parts)
 
 
 class _Tokens:
@@ -199,6 +216,8 @@ class GeminiChatReader:
         self.model: str | None = None
         self.anonymous = 0
         self.replacing = False
+        self.gone: set[str] = set()  # why messages left the context, in the words of `finish`
+        self.thoughts: set[int] = set()  # the messages of replies' thoughts: never context
 
     def feed(self, line: int, record: Any) -> list[Message]:
         if not isinstance(record, dict):
@@ -222,6 +241,8 @@ class GeminiChatReader:
         return self._upsert(line, record)
 
     def _replace(self, line: int, messages: list[Any], compressed: bool = False) -> list[Message]:
+        if any(self.entries.values()):
+            self.gone.add("replaced by a compression's `$set`")
         self.entries = {}
         if compressed:  # the replies of a list the CLI compressed were of another context
             self.prompts = {}
@@ -249,12 +270,16 @@ class GeminiChatReader:
         numbers = list(range(self.count, self.count + len(messages)))
         self.count += len(messages)
         for n, m in zip(numbers, messages, strict=True):
+            if kind == "gemini" and unsent(m):
+                self.thoughts.add(n)
             self.calls[n] = {c.id for c in m.tool_calls if c.id is not None}
             ids = {r.call_id for r in m.tool_results if r.call_id is not None}
             if ids and kind == "user":
                 self.echoes[n] = ids
             elif ids:
                 self.answers[n] = ids
+        if self.entries.get(ident):
+            self.gone.add("earlier versions of a message recorded again")
         self.entries[ident] = numbers  # an existing id keeps its place, as in a JS Map
         if kind == "gemini":
             model = string_field(record, "model")
@@ -270,7 +295,8 @@ class GeminiChatReader:
         keys = list(self.entries)
         cut = keys.index(ident) if ident in self.entries else 0  # unknown id: all goes
         for key in keys[cut:]:
-            del self.entries[key]
+            if self.entries.pop(key):
+                self.gone.add("rewound (`$rewindTo`)")
 
     def finish(self) -> tuple[list[Message], Layout]:
         context: list[int] = []
@@ -279,17 +305,22 @@ class GeminiChatReader:
         called = {c for n in live for c in self.calls.get(n, ())}
         for numbers in self.entries.values():
             for n in numbers:
+                if n in self.thoughts:
+                    self.gone.add("thoughts, which the CLI does not send back")
+                    continue
                 echo = self.echoes.get(n)
                 # results a user message repeats count where they first answer a call the
                 # context holds: not again beside the reply's own copy, nor after the
                 # call has gone (into a summary, say)
                 if echo is not None and (echo <= answered or not echo & called):
+                    self.gone.add("tool results a user message repeats, counted once")
                     continue
                 answered |= self.answers.get(n, set()) | (echo or set())
                 context.append(n)
         calls = [RecordedCall(i, self.prompts[n][0], None, self.prompts[n][1])
                  for i, n in enumerate(context) if n in self.prompts]
-        return [], Layout(context, model=self.model, usage=self.tokens.summary(), calls=calls)
+        return [], Layout(context, model=self.model, usage=self.tokens.summary(), calls=calls,
+                          outside_why="; ".join(sorted(self.gone)))
 
 
 def sniff_chat(record: Any) -> int:
@@ -376,6 +407,66 @@ class GeminiChatFormat:
                              "their JSONL form, not the older single JSON document",
                              "the CLI turns a .json session into .jsonl when it resumes it")
         return GeminiChatEditor()
+
+
+def checkpoint_history(value: Any) -> list[Any] | None:
+    """The Contents of a checkpoint document (`{history}` or the older bare array), if
+    the value is one: entries of role user or model, each with a list of parts."""
+    history = value.get("history") if isinstance(value, dict) else value
+    if not isinstance(history, list) or not history:
+        return None
+    head = history[:20]
+    if all(isinstance(c, dict) and c.get("role") in ("user", "model")
+           and isinstance(c.get("parts"), list) for c in head):
+        return history
+    return None
+
+
+class GeminiCheckpointReader:
+    """A checkpoint's history, each Content the messages a recording's record would be."""
+
+    def __init__(self) -> None:
+        self.count = 0
+        self.thoughts: set[int] = set()
+
+    def feed(self, line: int, record: Any) -> list[Message]:
+        history = record.get("history") if isinstance(record, dict) else record
+        if not isinstance(history, list):
+            raise RecordError("not a Gemini CLI checkpoint: no 'history' list of contents")
+        out: list[Message] = []
+        for i, content in enumerate(history):
+            if not isinstance(content, dict):
+                raise RecordError(f"history[{i}] is {json_kind(content)}, not a Content object")
+            role = string_field(content, "role")
+            if role not in ("user", "model"):
+                raise RecordError(f"history[{i}] has role {role!r}, not 'user' or 'model'")
+            kind = "gemini" if role == "model" else "user"
+            for m in record_messages({"type": kind, "content": content.get("parts")}, line):
+                if kind == "gemini" and unsent(m):
+                    self.thoughts.add(self.count)
+                out.append(replace(m, raw=content))
+                self.count += 1
+        return out
+
+    def finish(self) -> tuple[list[Message], Layout]:
+        context = [n for n in range(self.count) if n not in self.thoughts]
+        return [], Layout(context, outside_why="thoughts, which the CLI does not send back")
+
+
+class GeminiCheckpointFormat:
+    name = "gemini-checkpoint"
+    default_model = "gemini"  # a checkpoint names no model
+    description = "Gemini CLI checkpoint (`/chat save`: the history as the CLI sends it)"
+    document = True
+    why_not_written = ("compress does not rewrite Gemini CLI checkpoints: `ctxpack convert "
+                       "FILE --to openai -o run.jsonl`, then `ctxpack compress run.jsonl`, "
+                       "compresses its context as Chat Completions messages")
+
+    def sniff(self, record: Any) -> int:
+        return 2 if checkpoint_history(record) is not None else 0
+
+    def reader(self) -> GeminiCheckpointReader:
+        return GeminiCheckpointReader()
 
 
 class GeminiStreamReader:
@@ -476,6 +567,7 @@ class GeminiStreamReader:
     def finish(self) -> tuple[list[Message], Layout]:
         rest = self._turn()
         return rest, Layout(self.context, model=self.model, usage=self.usage(),
+                            outside_why="outside a run (after its `result`, before an `init`)",
                             conversations=max(self.runs, 1))
 
 
@@ -519,6 +611,7 @@ class GeminiStreamFormat:
     name = "gemini-stream"
     default_model = "gemini"  # when the file names no model
     description = "Gemini CLI --output-format stream-json events"
+    not_read_back = NOT_READ_BACK.format(agent="Gemini CLI")
 
     def sniff(self, record: Any) -> int:
         return sniff_stream(record)

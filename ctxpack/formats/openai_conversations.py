@@ -10,7 +10,7 @@ from typing import Any
 
 from ..transcript import Message
 from .base import Layout, RecordError
-from .openai import OpenAIEditor, message_from_dict
+from .openai import OpenAIEditor, message_from_dict, sniff_message
 
 
 class ConversationsReader:
@@ -41,7 +41,14 @@ class ConversationsFormat:
     description = 'one {"messages": [...]} conversation per line'
 
     def sniff(self, record: dict[str, Any]) -> int:
-        return 2 if isinstance(record.get("messages"), list) else 0
+        messages = record.get("messages")
+        if not isinstance(messages, list):
+            return 0
+        # a message with Anthropic blocks (an Anthropic request body) is no Chat Completions one
+        if any(isinstance(m, dict) and isinstance(m.get("role"), str) and sniff_message(m) == 0
+               for m in messages):
+            return 0
+        return 2
 
     def editor(self, transcript: Any) -> OpenAIEditor:
         return OpenAIEditor()  # the messages are Chat Completions dicts

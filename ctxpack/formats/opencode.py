@@ -230,6 +230,7 @@ class OpenCodeReader:
                      == len(users) else users[after])
                  for c in self.calls if c.prompt >= self.start]
         return [], Layout(list(range(self.start, self.count)), model=self.model,
+                          outside_why="before a compaction",
                           usage=self.usage.summary(), calls=calls)
 
 

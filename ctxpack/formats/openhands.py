@@ -213,6 +213,7 @@ class OpenHandsReader:
 
     def finish(self) -> tuple[list[Message], Layout]:
         return [], Layout(self.context, model=self.model, usage=self._usage(),
+                          outside_why="forgotten by a condensation",
                           conversations=max(self.conversations, 1))
 
     def _usage(self) -> dict[str, Any]:

@@ -15,24 +15,52 @@ def _items(value: Any) -> list[dict[str, Any]]:
     return [x for x in value if isinstance(x, dict)] if isinstance(value, list) else []
 
 
-def _gemini_checkpoint(value: Any) -> bool:
-    items = _items(value.get("history") if isinstance(value, dict) else value)
-    return bool(items) and all(x.get("role") in ("user", "model") and isinstance(
-        x.get("parts"), list) for x in items[:20])
+def _anthropic_bodies(value: Any) -> bool:
+    return isinstance(value, dict) and _anthropic_array(value.get("messages"))
 
 
 def _anthropic_array(value: Any) -> bool:
     items = _items(value)
     return bool(items) and all("role" in x and "content" in x for x in items[:20]) and any(
         isinstance(b, dict) and b.get("type") in ("tool_use", "tool_result", "thinking")
-        for x in items for b in (x["content"] if isinstance(x["content"], list) else ()))
+        for x in items[:20] for b in (x["content"] if isinstance(x["content"], list) else ()))
+
+
+_RESPONSES_ITEMS = ("function_call", "function_call_output", "reasoning", "custom_tool_call",
+                    "custom_tool_call_output", "web_search_call", "local_shell_call")
+
+
+def _responses_items(value: Any) -> bool:
+    """Items of the OpenAI Responses API (`input` or `output` items): typed, with `call_id`s
+    and `input_text`/`output_text` content rather than chat messages."""
+    items = _items(value) if isinstance(value, list) else _items([value])
+    for x in items[:20]:
+        kind = x.get("type")
+        if kind in _RESPONSES_ITEMS and ("call_id" in x or kind == "reasoning"):
+            return True
+        if kind == "message" and any(
+                isinstance(b, dict) and b.get("type") in ("input_text", "output_text")
+                for b in (x.get("content") if isinstance(x.get("content"), list) else ())):
+            return True
+    return False
+
+
+def _opencode_messages(value: Any) -> bool:
+    """OpenCode messages (`{info, parts}`) without the session `info` an export opens with."""
+    items = _items(value.get("messages") if isinstance(value, dict) else value)
+    return bool(items) and all(isinstance(x.get("info"), dict) and isinstance(
+        x.get("parts"), list) for x in items[:20])
 
 
 _SHAPES: tuple[tuple[str, Callable[[Any], bool]], ...] = (
-    ("a Gemini CLI checkpoint (`/chat save`: a history of role user/model with parts)",
-     _gemini_checkpoint),
     ("Anthropic Messages in one JSON array (the `anthropic` format reads one message a line)",
      _anthropic_array),
+    ("Anthropic Messages request bodies (`{system, messages}` a line, as `ctxpack convert --to "
+     "anthropic` writes them)", _anthropic_bodies),
+    ("OpenAI Responses API items (typed items with `call_id`s, not chat messages)",
+     _responses_items),
+    ("OpenCode messages without the session `info` that `opencode export` writes before them "
+     "(the `opencode` format reads whole exports)", _opencode_messages),
 )
 
 
@@ -42,3 +70,18 @@ def looks_like(value: Any) -> str | None:
         if fits(value):
             return name
     return None
+
+
+def looks_like_text(path: str, first_line: bytes) -> str:
+    """What a file that is not JSON looks like, from its name and first non-blank line."""
+    suffix = path.rsplit(".", 1)[-1].lower() if "." in path.rsplit("/", 1)[-1] else ""
+    head = first_line.strip()
+    if suffix in ("md", "markdown") or head.startswith((b"#", b"- ", b"* ", b"```")):
+        return "Markdown"
+    if suffix in ("csv", "tsv") or head.count(b",") >= 2 or head.count(b"\t") >= 2:
+        return "CSV"
+    if suffix in ("yaml", "yml"):
+        return "YAML"
+    if suffix in ("html", "htm", "xml") or head.startswith(b"<"):
+        return "HTML or XML"
+    return "plain text"

@@ -1,6 +1,7 @@
 """Pictures of where a transcript's context went, as inline SVG: the context's size over
-the run by role, the largest tools and the largest messages. Each bar can link to its
-message in the page (`convert --to html`) or only name its line (`stats --html`).
+the run by role, the largest tools and the largest messages. Each bar links to its
+message: in the transcript below the pictures (`convert --to html`), or, where the page
+holds no transcript (`stats --html`), in a list of the messages the bars measure.
 
 The numbers are the ones `stats` counts: a message's tokens split by row as its
 `MessageStat.shares` says (tool results under `tool`, reasoning under `reasoning`).
@@ -8,10 +9,10 @@ The numbers are the ones `stats` counts: a message's tokens split by row as its
 
 from __future__ import annotations
 
-from dataclasses import dataclass
+from dataclasses import dataclass, field, replace
 from html import escape
 
-from ..breakdown import REASONING, by_tool, counted
+from ..breakdown import REASONING, MessageStat, by_tool, counted
 from ..tokens import TokenCounter
 from ..transcript import Transcript
 
@@ -32,7 +33,7 @@ class Bar:
     label: str
     tokens: int
     index: int
-    line: int
+    where: str  # the message's line, or its place in a one-line document
     role: str
 
 
@@ -42,14 +43,34 @@ class Charts:
 
     name: str
     link: bool  # bars link to #msg-N in the same page
-    context: list[tuple[int, int, dict[str, int]]]  # (message index, line, context by row)
+    context: list[tuple[int, str, dict[str, int]]]  # (message index, where, context by row)
     tools: list[Bar]
     largest: list[Bar]
+    stats: list[MessageStat] = field(default_factory=list)  # of each message, by index
+    anchor: str = "msg-"  # bars link to #{anchor}N
 
     def svg(self) -> str:
+        link = self.anchor if self.link else None
         return (f'<div class="charts">{self._over_the_run()}'
-                f'{_ranking("Largest tools (calls and results)", self.tools, self.link)}'
-                f'{_ranking("Largest messages", self.largest, self.link)}</div>')
+                f'{_ranking("Largest tools (calls and results)", self.tools, link)}'
+                f'{_ranking("Largest messages", self.largest, link)}</div>')
+
+    def measured(self) -> str:
+        """The messages the bars point at, each with its anchor (`stats --html`, where the
+        page holds no transcript for the bars to link to)."""
+        shown = sorted({i for i, _, _ in _columns(self.context)}
+                       | {b.index for b in (*self.tools, *self.largest)})
+        rows = []
+        for i in shown:
+            s = self.stats[i]
+            rows.append(f'<tr id="{self.anchor}{i}"><td>{escape(_where(s))}</td>'
+                        f'<td>{escape(s.role)}</td><td>{escape(s.tool or "")}</td>'
+                        f'<td class="n">{s.tokens:,}</td><td>{escape(s.preview)}</td></tr>')
+        if not rows:
+            return ""
+        return (f'<details class="measured"><summary>The {len(rows):,} messages the bars '
+                f'measure</summary><table><tr><th>where</th><th>role</th><th>tool</th>'
+                f'<th>tokens</th><th>preview</th></tr>{"".join(rows)}</table></details>')
 
     def _over_the_run(self) -> str:
         if not self.context:
@@ -58,7 +79,7 @@ class Charts:
         peak = max(sum(rows.values()) for _, _, rows in columns) or 1
         step = (WIDTH - PAD) / len(columns)
         bars = []
-        for n, (index, line, rows) in enumerate(columns):
+        for n, (index, where, rows) in enumerate(columns):
             x, y = PAD + n * step, float(HEIGHT)
             rects = []
             for role in _ordered(rows):
@@ -67,9 +88,10 @@ class Charts:
                 rects.append(f'<rect x="{x:.1f}" y="{y:.1f}" width="{max(step - 0.5, 0.5):.1f}" '
                              f'height="{h:.1f}" fill="{COLOURS.get(role, OTHER)}"/>')
             total = sum(rows.values())
-            tip = f"line {line:,}: {total:,} tokens in context (" + ", ".join(
+            tip = f"{where}: {total:,} tokens in context (" + ", ".join(
                 f"{role} {rows[role]:,}" for role in _ordered(rows)) + ")"
-            bars.append(_linked("".join(rects), tip, index, self.link))
+            bars.append(_linked("".join(rects), tip, index,
+                                self.anchor if self.link else None))
         axis = (f'<text x="{PAD - 4}" y="24" text-anchor="end">{_short(peak)}</text>'
                 f'<text x="{PAD - 4}" y="{HEIGHT}" text-anchor="end">0</text>'
                 f'<line x1="{PAD}" y1="{HEIGHT}" x2="{WIDTH}" y2="{HEIGHT}" stroke="#888"/>')
@@ -87,8 +109,8 @@ def _ordered(rows: dict[str, int]) -> list[str]:
     return [r for r in ROWS if rows.get(r)] + sorted(r for r in rows if r not in ROWS and rows[r])
 
 
-def _columns(points: list[tuple[int, int, dict[str, int]]]
-             ) -> list[tuple[int, int, dict[str, int]]]:
+def _columns(points: list[tuple[int, str, dict[str, int]]]
+             ) -> list[tuple[int, str, dict[str, int]]]:
     """At most MAX_COLUMNS points: of each run of messages, the one with the most context."""
     if len(points) <= MAX_COLUMNS:
         return points
@@ -101,12 +123,12 @@ def _short(n: int) -> str:
     return f"{n / 1000:.0f}k" if n >= 10_000 else f"{n:,}"
 
 
-def _linked(content: str, tip: str, index: int, link: bool) -> str:
+def _linked(content: str, tip: str, index: int, anchor: str | None) -> str:
     inner = f"<title>{escape(tip)}</title>{content}"
-    return f'<a href="#msg-{index}">{inner}</a>' if link else f"<g>{inner}</g>"
+    return f'<a href="#{anchor}{index}">{inner}</a>' if anchor else f"<g>{inner}</g>"
 
 
-def _ranking(title: str, bars: list[Bar], link: bool) -> str:
+def _ranking(title: str, bars: list[Bar], link: str | None) -> str:
     if not bars:
         return ""
     row, label_width = 22, 300
@@ -122,7 +144,7 @@ def _ranking(title: str, bars: list[Bar], link: bool) -> str:
                  f'<rect x="{label_width}" y="{y + 3}" width="{w:.1f}" height="{row - 6}" '
                  f'fill="{COLOURS.get(b.role, OTHER)}"/>'
                  f'<text x="{label_width + w + 6:.1f}" y="{y + 15}">{b.tokens:,}</text>')
-        out.append(_linked(drawn, f"line {b.line:,}: {b.label}, {b.tokens:,} tokens",
+        out.append(_linked(drawn, f"{b.where}: {b.label}, {b.tokens:,} tokens",
                            b.index, link))
     return (f'<figure class="chart"><figcaption>{escape(title)}</figcaption>'
             f'<svg role="img" aria-label="{escape(title, quote=True)}" '
@@ -130,34 +152,38 @@ def _ranking(title: str, bars: list[Bar], link: bool) -> str:
             f'{"".join(out)}</svg></figure>')
 
 
+def _where(s: MessageStat) -> str:
+    return s.place or f"line {s.line:,}"
+
+
 def charts_of(t: Transcript, counter: TokenCounter, *, link: bool) -> Charts:
     """The pictures of `t`'s model-visible messages, counted with `counter`."""
     stats = [counted(m, counter.message(m)) for m in t.messages]
     tools = by_tool(stats)  # also names the tool each result message answers
-    context: list[tuple[int, int, dict[str, int]]] = []
+    context: list[tuple[int, str, dict[str, int]]] = []
     running: dict[int, dict[str, int]] = {}  # each conversation's context so far
     for i, (m, s) in enumerate(zip(t.messages, stats, strict=True)):
         rows = running.setdefault(m.conversation, {})
         for role, n in s.shares().items():
             rows[role] = rows.get(role, 0) + n
-        context.append((i, s.line, dict(rows)))
+        context.append((i, _where(s), dict(rows)))
     tool_bars = []
     for name, tool in list(tools.items())[:TOP]:
         where = max((i for i, s in enumerate(stats) if s.tool == name),
                     key=lambda i: stats[i].tokens, default=0)
         calls = f"{tool.calls:,} call" + ("" if tool.calls == 1 else "s")
         tool_bars.append(Bar(f"{name} ({calls})", tool.tokens, where,
-                             stats[where].line if stats else 0, "tool"))
+                             _where(stats[where]) if stats else "", "tool"))
     biggest = sorted(range(len(stats)), key=lambda i: -stats[i].tokens)[:TOP]
     numbers = {c: n for n, c in enumerate(running, 1)}  # conversations, in file order
     largest = []
     for i in biggest:
         s = stats[i]
-        where = f"line {s.line:,}" if len(numbers) < 2 else \
+        where = _where(s) if len(numbers) < 2 else \
             f"conversation {numbers[t.messages[i].conversation]:,}"
         largest.append(Bar(f"{where} · {s.role}" + (f" · {s.tool}" if s.tool else ""),
-                           s.tokens, i, s.line, s.role))
-    return Charts(t.path, link, context, tool_bars, largest)
+                           s.tokens, i, _where(s), s.role))
+    return Charts(t.path, link, context, tool_bars, largest, stats)
 
 
 STYLE = """
@@ -176,7 +202,9 @@ figure{margin:1em 0}figcaption{font-weight:bold;margin-bottom:.3em}
 svg text{font:11px system-ui,sans-serif;fill:#333}svg a:hover rect{opacity:.75}
 .legend .key{margin-right:1em;font-size:.9em}.legend i{display:inline-block;width:.8em;
 height:.8em;margin-right:.3em;vertical-align:middle}
-.msg:target{background:#fff8dc}
+.msg:target,tr:target{background:#fff8dc}
+.measured table{border-collapse:collapse;font-size:.9em}.measured td,.measured th{
+padding:.1em .5em;text-align:left;vertical-align:top}.measured .n{text-align:right}
 """
 
 
@@ -195,5 +223,6 @@ def stats_page(files: list[tuple[list[str], Charts]]) -> str:
         head, *rest = summary
         body.append(f'<h2 id="file-{n}">{escape(head)}</h2>')
         body += [f'<p class="note">{escape(line)}</p>' for line in rest]
-        body.append(charts.svg())
+        charts = replace(charts, link=True, anchor=f"file-{n}-msg-")
+        body += [charts.svg(), charts.measured()]
     return page("ctxpack stats", "\n".join(body))

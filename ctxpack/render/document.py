@@ -35,7 +35,7 @@ def _round_facts(r: RoundView) -> str:
 
 
 def _entry_title(e: Entry) -> str:
-    title = f"line {e.line:,} · {e.role}"
+    title = f"{e.where} · {e.role}"
     if e.name and e.name != e.tool:
         title += f" ({e.name})"
     if e.tool:

@@ -113,7 +113,7 @@ def entry_header(e: Entry, exact: bool = True) -> Table:
     results = bool(e.segments) and all(s.kind in ("tool_result", "image") for s in e.segments) \
         and any(s.kind == "tool_result" for s in e.segments)
     role = ROLE_STYLES["tool"] if results else ROLE_STYLES.get(e.role, "bold")
-    left = Text.assemble((f"line {e.line:,}  ", "dim"), (e.role, role))
+    left = Text.assemble((f"{e.where}  ", "dim"), (e.role, role))
     if e.name and e.name != e.tool:
         left.append(f" ({e.name})")
     errored = any(s.is_error for s in e.segments)

@@ -87,10 +87,12 @@ def _tables(f: FileStats) -> list[tuple[str, list[str], list[list[str]]]]:
         tables.append(("Tokens by tool", ["tool", "calls", "call tokens", "result tokens",
                                           "total", "share"], rows))
     if f.largest:
-        rows = [[str(x.line), x.role, x.tool or "", f"{x.tokens:,}", x.preview]
-                for x in f.largest]
+        placed = any(x.place for x in f.largest)  # a one-line document: places, not lines
+        rows = [[x.place or str(x.line) if placed else str(x.line), x.role, x.tool or "",
+                 f"{x.tokens:,}", x.preview] for x in f.largest]
         tables.append((f"Largest {len(f.largest)} messages",
-                       ["line", "role", "tool", "tokens", "preview"], rows))
+                       ["place" if placed else "line", "role", "tool", "tokens", "preview"],
+                       rows))
     if f.rounds:
         shown = f.rounds if len(f.rounds) <= MAX_ROUNDS_SHOWN else \
             sorted(sorted(f.rounds, key=lambda r: -r.tokens)[:MAX_ROUNDS_SHOWN],
@@ -126,7 +128,7 @@ def summary_lines(f: FileStats) -> list[str]:
         lines += context_lines(f)
     if f.outside["messages"]:
         lines.append(f"outside the model's context: {f.outside['messages']:,} messages, "
-                     f"{f.outside['tokens']:,} tokens (before a compaction or off the branch)")
+                     f"{f.outside['tokens']:,} tokens ({f.outside['why']})")
     if f.sidechain["messages"]:
         lines.append(f"sub-agent (sidechain): {f.sidechain['messages']:,} messages, "
                      f"{f.sidechain['tokens']:,} tokens")
