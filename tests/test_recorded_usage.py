@@ -38,9 +38,6 @@ MIN_GROWTH = 5_000
 # Files whose recorded usage says something no reader can see yet (strict: the day one
 # does, the test says so and the entry goes).
 KNOWN = {
-    "personal_finance__gemini_session.json":
-        "Gemini thoughts are counted as context, though the API is not sent them back "
-        "(issue 21: whether thoughts are context)",
     "Cap__opencode-session.json":
         "after a step aborted with no parts, the next prompt is 65k larger than the file holds",
     "pfm-categorization__opencode-session.json":

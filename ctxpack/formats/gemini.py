@@ -287,8 +287,9 @@ class GeminiChatReader:
             self.tokens.add(ident, record.get("tokens"))
             tokens = record.get("tokens")
             billed = _count(tokens.get("input")) if isinstance(tokens, dict) else 0
-            if billed and not self.replacing:  # `input`: the prompt before this reply
-                self.prompts[numbers[0]] = (billed, model or self.model)
+            sent = [n for n in numbers if n not in self.thoughts]
+            if billed and sent and not self.replacing:  # `input`: the prompt before this reply
+                self.prompts[sent[0]] = (billed, model or self.model)
         return messages
 
     def _rewind(self, ident: str) -> None:
