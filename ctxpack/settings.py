@@ -175,6 +175,10 @@ SETTINGS: dict[str, Setting] = {s.name: s for s in (
     Setting("llm_per_step", bool, False,
             risky=_always,
             help="llm: a line per step, cached across runs, instead of sections (off)."),
+    Setting("llm_verify", bool, False,
+            risky=_always,
+            help="llm: show the model what its summary dropped and ask for a corrected "
+            "one, kept only if it keeps more (off)."),
     Setting("redact", bool, True, risky=lambda v: not v,
             help="llm: replace secrets by typed placeholders before sending (on)."),
     Setting("archive_dir", str, None, metavar="DIR", risky=_outside_here,

@@ -85,3 +85,11 @@ def _llm(console: Console, x: dict[str, Any]) -> None:
                  f"redacted: {secrets}" if secrets else "no secrets found")
     console.print(f"llm summary by {escape(x['model'])} at {escape(x['base_url'])}: {what}; "
                   + "; ".join(parts), highlight=False)
+    v = x.get("verify")
+    if v:
+        done = (f"it dropped {v['dropped_before']:,} of the facts checked; written again, "
+                f"{v['kept_before']:,} -> {v['kept_after']:,} kept: "
+                + ("the second is used" if v["used"] else "the first is kept")
+                if v["asked"] else "")
+        console.print("llm verify: " + "; ".join(
+            escape(p) for p in (done, v["note"] or "") if p), highlight=False)
