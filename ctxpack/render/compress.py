@@ -48,6 +48,8 @@ def print_report(console: Console, report: Report, *, dry_run: bool = False) -> 
                   f"down to {r.target:,}); archive: {r.archive}", highlight=False)
     if r.summary:
         _summary(console, r.summary)
+    if r.seen:
+        _seen(console, r.seen)
     if r.llm:
         _llm(console, r.llm)
     if not r.changed:
@@ -65,6 +67,15 @@ def _summary(console: Console, s: dict[str, Any]) -> None:
             if v["total"]]
     if kept:
         console.print("retained verbatim: " + ", ".join(kept), highlight=False)
+
+
+def _seen(console: Console, x: dict[str, Any]) -> None:
+    kept = [f"{name} {v['kept']}/{v['total']}" for name, v in x.items()
+            if isinstance(v, dict) and v["total"]]
+    if kept:
+        console.print("seen in the whole output, of what was archived, masked or cut: "
+                      + ", ".join(kept),
+                      highlight=False)
 
 
 def _llm(console: Console, x: dict[str, Any]) -> None:
