@@ -135,6 +135,8 @@ def _seen(plans: list[Plan]) -> dict[str, Any] | None:
         for name, value in more.items():
             if isinstance(value, int):
                 out[name] += value
+            elif isinstance(value, str) or name not in out:
+                out[name] = out.get(name) or value  # (not audited: it says why)
             else:
                 out[name] = {"total": out[name]["total"] + value["total"],
                              "kept": out[name]["kept"] + value["kept"],

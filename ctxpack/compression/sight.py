@@ -4,9 +4,10 @@ those the model still sees anywhere in what it is given.
 What is taken out of sight: the archived messages the summary read whole (as the
 summary's own audit reads them) and every output masked or truncated, as they were
 read. Each of their facts is seen if the output's text (the summary, the placeholders,
-the messages kept, a truncated output as cut) holds it verbatim. The output is at most
-a context window, but a window may be long: a fact is searched for only where its
-first and last few characters both occur in it.
+the messages kept, a truncated output as cut) holds it verbatim. A fact is searched for
+only where its first and last few characters both occur in the output; an output over
+AUDIT_TOKENS (a window of a million tokens, a budget of half a huge file) is not
+audited, and the report says so.
 """
 
 from __future__ import annotations
@@ -20,6 +21,7 @@ from .plan import Plan
 from .summarizers._digest import piece_facts
 
 DROPPED_LISTED = 20  # of each kind, the dropped facts the report names
+AUDIT_TOKENS = 250_000  # the largest output audited (its pieces are held in memory)
 
 
 def sight(plan: Plan) -> dict[str, Any] | None:
@@ -29,6 +31,9 @@ def sight(plan: Plan) -> dict[str, Any] | None:
         return None
     read, s = plan.read, plan.summary
     region = range(s.start, s.end) if s is not None else range(0)
+    if plan.total > AUDIT_TOKENS:
+        return {"messages": len(region), "audited_messages": 0, "outputs": 0,
+                "skipped": f"the output is over {AUDIT_TOKENS:,} tokens: not audited"}
     sources: list[Facts] = [piece_facts(p) for p in s.region.pieces] if s is not None else []
     edited = [i for i in plan.edited if i not in region]
     whole = read.originals(edited)

@@ -72,6 +72,8 @@ def _summary(console: Console, s: dict[str, Any]) -> None:
 def _seen(console: Console, x: dict[str, Any]) -> None:
     kept = [f"{name} {v['kept']}/{v['total']}" for name, v in x.items()
             if isinstance(v, dict) and v["total"]]
+    if x.get("skipped"):
+        console.print(f"seen in the whole output: {x['skipped']}", highlight=False)
     if kept:
         console.print("seen in the whole output, of what was archived, masked or cut: "
                       + ", ".join(kept),

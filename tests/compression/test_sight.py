@@ -52,3 +52,14 @@ def test_what_the_audit_calls_dropped_is_nowhere_in_the_output(how: str) -> None
 def test_nothing_taken_out_nothing_audited() -> None:
     made = compress_file(io.BytesIO(RUN), Options(budget=billed(RUN, fitted(RUN) * 4)))
     assert not made.report.changed and made.report.seen is None
+
+
+def test_an_output_too_long_to_audit_says_so(monkeypatch: pytest.MonkeyPatch) -> None:
+    from ctxpack.compression import sight
+
+    options = Options(budget=billed(RUN, fitted(RUN) * 2 // 3))
+    monkeypatch.setattr(sight, "AUDIT_TOKENS", fitted(RUN) // 10)
+    made = compress_file(io.BytesIO(RUN), options)
+    assert made.report.changed
+    assert "not audited" in made.report.seen["skipped"]
+    assert "paths" not in made.report.seen
