@@ -14,7 +14,7 @@ from __future__ import annotations
 
 from typing import Any
 
-from ..transcript import Text, Thinking, ToolCall, ToolResult
+from ..transcript import Message, Text, Thinking, ToolCall, ToolResult
 from .audit import GRAM
 from .facts import CATEGORIES, Facts, merge
 from .plan import Plan
@@ -39,8 +39,12 @@ def sight(plan: Plan) -> dict[str, Any] | None:
     whole = read.originals(edited)
     texts = [whole[i].tool_results[e.output].text for i in edited for e in plan.edits_of(i)]
     sources += read.facts(texts)
+    kept = [i for i in range(len(read.messages)) if i not in region]
+    # outputs compress replaced, or set aside when read, whole (in one pass over the file)
+    whole = read.originals(i for i in kept if plan.edits_of(i)
+                           or any(not r.parts for r in read.messages[i].tool_results))
     shown = "\n".join([s.text] if s is not None else []) + "\n" + "\n".join(
-        _text(plan, i) for i in range(len(read.messages)) if i not in region)
+        _text(plan, whole.get(i, read.messages[i]), i) for i in kept)
     grams = {shown[i:i + GRAM] for i in range(len(shown) - GRAM + 1)}
 
     def seen(fact: str) -> bool:
@@ -59,11 +63,9 @@ def sight(plan: Plan) -> dict[str, Any] | None:
     return out
 
 
-def _text(plan: Plan, i: int) -> str:
-    """Message i's text as the output has it (its outputs as compress left them)."""
-    m = plan.read.messages[i]
-    if plan.edits_of(i) or any(not r.parts for r in m.tool_results):
-        m = plan.read.originals([i])[i]  # outputs set aside when read, whole
+def _text(plan: Plan, m: Message, i: int) -> str:
+    """The text of message i (`m`, whole) as the output has it: its outputs as compress
+    left them."""
     new = {e.output: e.text for e in plan.edits_of(i)}
     out: list[str] = []
     j = 0
