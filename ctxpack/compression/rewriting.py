@@ -88,6 +88,5 @@ def verify(plan: Plan, llm: LLMSummarizer, written: Summary,
                  "llm")
     after, _ = kept(again)
     better = after > before
-    return (again if better else written), {
-        **done, "asked": True, "kept_after": after, "used": better,
-        "note": None if better else "the second summary kept no more: the first is kept"}
+    return (again if better else written), {**done, "asked": True, "kept_after": after,
+                                            "used": better}
