@@ -19,10 +19,11 @@ KINDS = ("paths", "urls", "errors")
 
 @dataclass
 class Seen:
-    """One compress of one file at one budget."""
+    """One compress of one file at one budget (of its messages, as ctxpack counts them)."""
 
     name: str
     budget: int
+    billed: int  # the same budget as the provider bills it: what compress is given
     before: int  # tokens of the input's largest conversation (what the budget applies to)
     after: int  # tokens of the output's largest conversation
     kept: dict[str, tuple[int, int]]  # kind: (seen, total)
@@ -65,8 +66,13 @@ def tally(facts, text: str) -> dict[str, tuple[int, int]]:
 
 def measure(path: Path, name: str, budget: int | None, share: float | None = None,
             model: str = "gpt-4o") -> Seen | str:
-    """Compress `path` at `budget` (or `share` of its largest conversation's tokens)."""
+    """Compress `path` at `budget` (or `share` of its largest conversation's tokens).
+
+    The budget is of the file's messages: compress is given it as billed (see
+    ctxpack.calibration), so that what an agent sends and does not log (its system
+    prompt, its tools) is not taken from it."""
     from ctxpack import load
+    from ctxpack.calibration import bill_for
     from ctxpack.compression import compress_file
     from ctxpack.compression.facts import extract
     from ctxpack.compression.settings import Options
@@ -82,8 +88,10 @@ def measure(path: Path, name: str, budget: int | None, share: float | None = Non
     counts = {c: [counter.message(m).total for m in ms] for c, ms in given.items()}
     largest = max((sum(c) for c in counts.values()), default=0)
     budget = budget or max(1, int(largest * (share or 1)))
+    every = [n for c in counts.values() for n in c]
+    billed = bill_for(every, t.calls, t.model, counter, t.format, True, len(given))(budget)
     try:
-        made = compress_file(path, Options(budget=budget), model=model, strip_metadata=True)
+        made = compress_file(path, Options(budget=billed), model=model, strip_metadata=True)
         data = made.data
     except CtxpackError as e:
         return f"{name} at {budget:,}: {type(e).__name__}: {str(e).splitlines()[0][:100]}"
@@ -101,7 +109,7 @@ def measure(path: Path, name: str, budget: int | None, share: float | None = Non
             kept[k, 1] += b
         for k, (a, _) in tally(facts, seen_text(newest(ms, counts[c], size))).items():
             base[k, 0] += a
-    return Seen(name, budget, largest, max(sizes.values(), default=0),
+    return Seen(name, budget, billed, largest, max(sizes.values(), default=0),
                 {k: (kept[k, 0], kept[k, 1]) for k in KINDS},
                 {k: (base[k, 0], kept[k, 1]) for k in KINDS},
                 "" if made.report.changed else "unchanged")
@@ -116,14 +124,16 @@ def lines(results: list[Seen | str], label: str) -> list[str]:
     width = max((len(r.name) for r in done), default=10)
     out = [f"what the model sees, {label}: distinct paths, URLs and error lines of the input "
            "still in the output (read back from --strip-metadata output); newest = keeping "
-           "the newest messages of the output's size",
-           f"{'file':<{width}} {'budget':>7} {'tokens → out':>17} {'used':>5}  "
+           "the newest messages of the output's size; billed = the budget given to "
+           "compress, as the provider bills it (with what the file does not hold)",
+           f"{'file':<{width}} {'budget':>7} {'billed':>7} {'tokens → out':>17} {'used':>5}  "
            f"{'paths':>9} {'urls':>9} {'errors':>9}  {'seen':>5} {'newest':>6}"]
     for r in done:
         each = " ".join(f"{r.kept[k][0]:>4}/{r.kept[k][1]:<4}" for k in KINDS)
         used = f"{r.after / r.budget:5.0%}" if r.after < r.before else "    —"
-        out.append(f"{r.name:<{width}} {r.budget:>7,} {r.before:>8,} → {r.after:>6,} {used}  "
-                   f"{each}  {pct(*r.share()):>5} {pct(*r.share('baseline')):>6}"
+        out.append(f"{r.name:<{width}} {r.budget:>7,} {r.billed:>7,} {r.before:>8,} → "
+                   f"{r.after:>6,} {used}  {each}  {pct(*r.share()):>5} "
+                   f"{pct(*r.share('baseline')):>6}"
                    + (f"  ({r.note})" if r.note else ""))
     out += [f"  {r}" for r in results if isinstance(r, str)]
     squeezed = [r for r in done if r.before > r.budget]

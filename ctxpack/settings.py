@@ -78,6 +78,9 @@ class Setting:
     # True for a value that sends data off the machine or weakens protection: a
     # ctxpack.yaml found in the working directory may not set it (see ctxpack.config)
     risky: Callable[[Any], bool] | None = None
+    # a regex that a list may give (the config file, keyword arguments): its items are
+    # alternatives, so that a text matching any of them matches
+    alternatives: bool = False
 
     @property
     def variable(self) -> str:
@@ -118,8 +121,9 @@ SETTINGS: dict[str, Setting] = {s.name: s for s in (
     Setting("keep_output_tokens", int, 40_000, metavar="N", rule=COUNT,
             help="Newest tool-output tokens never masked (40000; at most half the target)."),
     Setting("pin", str, None, metavar="REGEX", rule=Rule(_is_regex, "a Python regex"),
-            help="Keep messages matching REGEX (in any case) verbatim in the summary "
-            "through every compress (default: none; the task is always kept)."),
+            alternatives=True, help="Keep messages matching REGEX (in any case) verbatim in "
+            "the summary through every compress (default: none; the task is always kept; "
+            "the config file may give a list)."),
     Setting("focus", str, None, metavar="TEXT",
             help="What matters next: summaries keep the archived facts that name its "
             "words in a Focus section; the llm summarizer is told it (default: none)."),
@@ -171,6 +175,10 @@ SETTINGS: dict[str, Setting] = {s.name: s for s in (
     Setting("llm_per_step", bool, False,
             risky=_always,
             help="llm: a line per step, cached across runs, instead of sections (off)."),
+    Setting("llm_verify", bool, False,
+            risky=_always,
+            help="llm: show the model what its summary dropped and ask for a corrected "
+            "one, kept only if it keeps more (off)."),
     Setting("redact", bool, True, risky=lambda v: not v,
             help="llm: replace secrets by typed placeholders before sending (on)."),
     Setting("archive_dir", str, None, metavar="DIR", risky=_outside_here,
@@ -201,6 +209,8 @@ def convert(name: str, value: object, where: str) -> object:
         if text in _TRUE | _FALSE:
             return text in _TRUE
     elif kind is str:
+        if SETTINGS[name].alternatives and isinstance(value, (list, tuple)):
+            return _alternatives(name, value, where)
         return str(value)
     elif not isinstance(value, bool) and not (kind is int and isinstance(value, float)):
         try:
@@ -209,6 +219,28 @@ def convert(name: str, value: object, where: str) -> object:
             pass
     raise UsageError(f"{where}: {name} must be {'true or false' if kind is bool else kind.__name__}"
                      f", not {value!r}")
+
+
+def _alternatives(name: str, items: list[Any] | tuple[Any, ...], where: str) -> str | None:
+    """A list of regexes as one that matches what any of them does (None for none); an
+    item that is not a regex is named."""
+    texts = [str(x) for x in items]
+    for n, text in enumerate(texts, 1):
+        if isinstance(items[n - 1], (dict, list)) or not _is_regex(text):
+            raise UsageError(f"{where}: {name} item {n} must be a Python regex, not {text!r}")
+    return "|".join(_scoped(t) for t in texts) or None
+
+
+_GLOBAL_FLAGS = re.compile(r"\(\?([aiLmsux]+)\)")
+
+
+def _scoped(regex: str) -> str:
+    """`regex` as a group that may stand among others: flags it opens with (`(?i)x`)
+    apply to it alone (`(?i:x)`)."""
+    found = _GLOBAL_FLAGS.match(regex)
+    if found:
+        return f"(?{found.group(1)}:{regex[found.end():]})"
+    return f"(?:{regex})"
 
 
 def check(settings: Mapping[str, Any]) -> list[str]:

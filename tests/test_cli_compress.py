@@ -450,6 +450,31 @@ def test_pin_keeps_matching_messages_verbatim_and_a_bad_regex_is_refused(chat: P
                        "pin must be a Python regex")
 
 
+def test_a_config_list_of_pins_keeps_messages_matching_any_of_them(chat: Path,
+                                                                  tmp_path: Path) -> None:
+    from ctxpack import load as load_file
+    from ctxpack.transcript import Text
+
+    said = [t for m in load_file(chat).messages[2:8]
+            for t in ("\n".join(p.text for p in m.parts if isinstance(p, Text)),) if t]
+    first, second = (t.split("\n")[0][:40] for t in (said[0], said[-1]))
+    assert first != second
+    config = tmp_path / "pins.yaml"
+    config.write_text("compress:\n  pin:\n"
+                      + "".join(f"    - {json.dumps('(?i)' + re.escape(w))}\n"
+                                for w in (first, second)))
+    run = ctxpack("compress", str(chat), "--budget", budget(), "--config", str(config),
+                  "--strip-metadata", "-q")
+    assert run.code == 0, run.err
+    summary = next(str(m["content"]) for m in map(json.loads, run.out.splitlines())
+                   if str(m.get("content")).startswith("## Archived Session Summary"))
+    pinned = summary.split("### Pinned (verbatim)", 1)[1]
+    assert first in pinned and second in pinned
+    config.write_text('compress:\n  pin: ["fine", "(unclosed"]\n')
+    assert_clean_error(ctxpack("compress", str(chat), "--config", str(config)), 2,
+                       "pin item 2 must be a Python regex", "pins.yaml")
+
+
 def test_focus_keeps_the_archived_facts_that_name_its_words(chat: Path) -> None:
     def summary(*flags: str) -> str:
         run = ctxpack("compress", str(chat), "--budget", budget(), "--strip-metadata", "-q",

@@ -4,7 +4,11 @@ tests are in tests/compression/test_settings.py)."""
 
 from __future__ import annotations
 
+import re
+
 import pytest
+from hypothesis import given
+from hypothesis import strategies as st
 
 from ctxpack.errors import UsageError
 from ctxpack.settings import SECRET_LIKE, SETTINGS, check, from_env, misspelt, read
@@ -13,6 +17,24 @@ from ctxpack.settings import SECRET_LIKE, SETTINGS, check, from_env, misspelt, r
 def test_settings_by_name_are_read_as_their_types() -> None:
     assert read({"keep_steps": "4", "mask": "off", "threshold": "0.5", "budget": "90_000"},
                 "here") == {"keep_steps": 4, "mask": False, "threshold": 0.5, "budget": 90000}
+
+
+_WORDS = st.text(st.sampled_from("abAB .(*"), min_size=1, max_size=4)
+
+
+@given(st.lists(_WORDS, min_size=1, max_size=4), st.booleans(), _WORDS.map(lambda w: w * 2))
+def test_a_list_of_pins_matches_what_any_of_its_regexes_matches(words: list[str], flag: bool,
+                                                                text: str) -> None:
+    # a list (the config file's) is one regex; flags an item opens with stay its own
+    items = [("(?i)" if flag and n == 0 else "") + re.escape(w) for n, w in enumerate(words)]
+    joined = read({"pin": items}, "here")["pin"]
+    assert bool(re.search(joined, text)) == any(re.search(x, text) for x in items)
+
+
+def test_a_pin_list_item_that_is_no_regex_is_named() -> None:
+    with pytest.raises(UsageError, match=r"here: pin item 2 must be a Python regex"):
+        read({"pin": ["ok", "(unclosed"]}, "here")
+    assert read({"pin": []}, "here") == {"pin": None}
 
 
 def test_every_unknown_name_is_told_at_once() -> None:

@@ -186,7 +186,11 @@ def _paths(text: str) -> Iterator[str]:
 def _is_path(path: str) -> bool:
     if "/" not in path:
         name, _, ext = path.rpartition(".")
-        return bool(name) and ext.lower() in EXTENSIONS and _LETTER.search(name) is not None
+        # a file name's extension is in lower case, or the whole name in capitals
+        # (README.TXT); `store.DB` and `ctx.Err` are a field and a method, not files
+        cased = ext.islower() or path.isupper()
+        return (bool(name) and cased and ext.lower() in EXTENSIONS
+                and _LETTER.search(name) is not None)
     if not _LETTER.search(path) or path.lower() in _NOT_PATHS or _MEDIA.match(path):
         return False
     parts = [p for p in path.split("/") if p]

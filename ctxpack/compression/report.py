@@ -11,6 +11,7 @@ from .. import formats
 from ..archive import Archiver
 from .plan import Plan, StageReport
 from .reading import Input
+from .sight import DROPPED_LISTED, sight
 from .summary import retention_of
 
 REPORT_VERSION = 3  # 2: `steps` became `stages`, and the limit and llm stages have rows;
@@ -43,6 +44,9 @@ class Report:
     masked: int = 0
     summary: dict[str, Any] | None = None
     llm: dict[str, Any] | None = None  # what the llm summarizer did and cost, if asked
+    # the retention audit of the whole output: of the facts taken out of sight (archived,
+    # masked, truncated), those the model still sees anywhere in it (see `sight`)
+    seen: dict[str, Any] | None = None
     archive: str = "inline"
     warnings: list[str] = field(default_factory=list)
     changed: bool = False
@@ -71,7 +75,7 @@ def report_of(given: Input, plans: list[Plan], archiver: Archiver) -> Report:
         messages_before=len(t.messages), messages_after=len(t.messages) - removed,
         stages=stages, billed=_billed(given, plans),
         truncated=items.get("truncate", 0), masked=items.get("mask", 0),
-        summary=_summaries(plans), llm=_llm(plans), archive=archive,
+        summary=_summaries(plans), llm=_llm(plans), seen=_seen(plans), archive=archive,
         warnings=[*_not_read_back(t.format), *(x for p in plans for x in p.warnings)],
         changed=any(p.changed for p in plans), conversations=len(plans))
 
@@ -125,6 +129,27 @@ def _summaries(plans: list[Plan]) -> dict[str, Any] | None:
             "max_tokens": sum(s.max_tokens for s in done),
             "cap_tokens": sum(s.cap for s in done),
             "squeezed": any(s.squeezed for s in done), "retention": retention}
+
+
+def _seen(plans: list[Plan]) -> dict[str, Any] | None:
+    """The whole-output audit over a file's conversations: counts summed, the dropped
+    facts of the first named."""
+    done = [found for p in plans if (found := sight(p)) is not None]
+    if not done:
+        return None
+    out = dict(done[0])
+    for more in done[1:]:
+        for name, value in more.items():
+            if isinstance(value, int):
+                out[name] += value
+            elif isinstance(value, str) or name not in out:
+                out[name] = out.get(name) or value  # (not audited: it says why)
+            else:
+                out[name] = {"total": out[name]["total"] + value["total"],
+                             "kept": out[name]["kept"] + value["kept"],
+                             "dropped": (out[name]["dropped"] + value["dropped"])[
+                                 :DROPPED_LISTED]}
+    return out
 
 
 def _llm(plans: list[Plan]) -> dict[str, Any] | None:

@@ -48,6 +48,8 @@ def print_report(console: Console, report: Report, *, dry_run: bool = False) -> 
                   f"down to {r.target:,}); archive: {r.archive}", highlight=False)
     if r.summary:
         _summary(console, r.summary)
+    if r.seen:
+        _seen(console, r.seen)
     if r.llm:
         _llm(console, r.llm)
     if not r.changed:
@@ -65,6 +67,17 @@ def _summary(console: Console, s: dict[str, Any]) -> None:
             if v["total"]]
     if kept:
         console.print("retained verbatim: " + ", ".join(kept), highlight=False)
+
+
+def _seen(console: Console, x: dict[str, Any]) -> None:
+    kept = [f"{name} {v['kept']}/{v['total']}" for name, v in x.items()
+            if isinstance(v, dict) and v["total"]]
+    if x.get("skipped"):
+        console.print(f"seen in the whole output: {x['skipped']}", highlight=False)
+    if kept:
+        console.print("seen in the whole output, of what was archived, masked or cut: "
+                      + ", ".join(kept),
+                      highlight=False)
 
 
 def _llm(console: Console, x: dict[str, Any]) -> None:
@@ -85,3 +98,11 @@ def _llm(console: Console, x: dict[str, Any]) -> None:
                  f"redacted: {secrets}" if secrets else "no secrets found")
     console.print(f"llm summary by {escape(x['model'])} at {escape(x['base_url'])}: {what}; "
                   + "; ".join(parts), highlight=False)
+    v = x.get("verify")
+    if v:
+        done = (f"it dropped {v['dropped_before']:,} of the facts checked; written again, "
+                f"{v['kept_before']:,} -> {v['kept_after']:,} kept: "
+                + ("the second is used" if v["used"] else "the first is kept")
+                if v["asked"] else "")
+        console.print("llm verify: " + "; ".join(
+            escape(p) for p in (done, v["note"] or "") if p), highlight=False)

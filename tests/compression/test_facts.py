@@ -15,6 +15,7 @@ from ctxpack.compression.facts import CATEGORIES, Facts, extract, merge, shell_c
      ("src/app/main.py", "./tests/test_cli.py")),
     ("open README.md, then C:\\work\\proj\\setup.cfg", "paths",
      ("README.md", "C:\\work\\proj\\setup.cfg")),
+    ("copy AUTOEXEC.BAT and notes.txt", "paths", ("AUTOEXEC.BAT", "notes.txt")),
     ("see https://docs.example.org/guide/part-3?x=1. Also (ftp://files.example.org/a).",
      "urls", ("https://docs.example.org/guide/part-3?x=1", "ftp://files.example.org/a")),
     ("call `parse_args` on app.HttpClient.send() for toolu_01ABCdef23 and #1234 (PROJ-42)",
@@ -41,6 +42,8 @@ def test_a_fact_is_found_verbatim(text: str, kind: str, found: tuple[str, ...]) 
     ("  12→import os\n  13→import sys", "numbers", ("12", "13")),
     ("it is 2 parts of 1", "numbers", ("2", "1")),  # a bare number needs 3 digits
     ("x" * 3000 + "/y.py", "paths", ("x" * 3000 + "/y.py",)),  # data, not a path
+    # a Go field and method whose names end as an extension might
+    ("return store.DB.Close() when ctx.Err() is set", "paths", ("store.DB", "ctx.Err")),
 ])
 def test_what_only_looks_like_a_fact_is_not_one(text: str, kind: str,
                                                 not_found: tuple[str, ...]) -> None:

@@ -63,10 +63,26 @@ def _span(lines: Iterable[Line]) -> tuple[int, int] | None:
     return (min(s[0] for s in spans), max(s[1] for s in spans)) if spans else None
 
 
+# An answer that opens so, with no section of a summary in it, declines the task.
+_REFUSAL = re.compile(
+    r"\W*(?:(?:I['’]?m|I am) (?:so )?sorry|sorry\b|I apologi[sz]e|unfortunately,? I\b"
+    r"|I (?:can(?:no|['’])?t|won['’]t|will not|am unable|am not able|['’]m unable|['’]m not able)"
+    r"|as an AI\b)", re.IGNORECASE)
+
+
+def refusal(answer: str) -> bool:
+    """Does the model's answer decline to summarize rather than summarize?"""
+    text = answer.strip()
+    return bool(_REFUSAL.match(text)) and not re.search(r"^#{1,3} ", text, re.MULTILINE)
+
+
 def own_words(answer: str) -> list[Section]:
     """The model's answer as sections, its text kept in order; a heading of ctxpack's own
     it repeats is left out, text under no heading becomes a section of its own, and
-    headings inside a section are made bold lines, so they cannot open sections."""
+    headings inside a section are made bold lines, so they cannot open sections. An
+    answer that is a refusal raises Failed."""
+    if refusal(answer):
+        raise Failed("the model declined to write the summary (its answer is a refusal)")
     found: list[tuple[str, list[str]]] = [("Summary", [])]
     fence = ""
     for raw in answer.strip().splitlines():

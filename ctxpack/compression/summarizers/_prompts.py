@@ -51,6 +51,10 @@ EARLIER = ("The summary so far, written when earlier steps were archived. Update
            "with the new steps: keep what still holds, correct what changed, add what "
            "is new; keep its facts.")
 PART = "Part {n} of {of} of the archived steps. Summarize this part only."
+REVISE = ("Your summary of the archived steps is below, then facts of the session it "
+          "leaves out (paths, URLs, error lines, identifiers, commands), one a line. Write "
+          "the summary again with the same sections: keep what it says, and add each "
+          "dropped fact that the agent may need where it belongs, copied exactly.")
 MERGE = ("Partial summaries of consecutive parts of the session, oldest first. Merge "
          "them into one summary.")
 

@@ -27,7 +27,7 @@ from typing import Any
 from ...redact import redact
 from ..settings import Options
 from . import Count, Piece, Region
-from ._answers import Frame, one_line, own_words
+from ._answers import Frame, one_line, own_words, refusal
 from ._budget import fit
 from ._digest import folded, last_request, step_status
 from ._endpoint import Endpoint, Failed, Settings, Spend
@@ -37,6 +37,7 @@ from ._prompts import (
     MERGE,
     MIN_DATA,
     PART,
+    REVISE,
     SECTIONS,
     STEP_SYSTEM,
     SYSTEM,
@@ -117,12 +118,34 @@ class LLMSummarizer:
 
     # -- one summary in sections ------------------------------------------------------
 
-    def _sections(self, endpoint: Endpoint, region: Region, max_tokens: int,
-                  count: Count) -> str:
+    def revise(self, region: Region, summary: str, dropped: list[str], max_tokens: int,
+               count: Count) -> str:
+        """The summary written again by the model, shown `summary` (its own, framed) and
+        the facts of the region it `dropped`; raises Failed as `write` does."""
+        endpoint = Endpoint(self.settings, self.outcome.spend)
+        try:
+            frame, system, answer, data = self._frame(region, max_tokens, count)
+            shown = self._clean(summary)
+            room = data - count(shown)
+            if room < MIN_DATA:
+                raise Failed("the summary leaves no room in the summarizer's window to list "
+                             "what it dropped")
+            facts = clip(self._clean("\n".join(dropped)), room, count)
+            body = endpoint.ask(system, user_prompt(None, None, ("SUMMARY", shown),
+                                                    ("DROPPED", facts), note=REVISE), answer)
+        finally:
+            endpoint.close()
+        text = frame.around(own_words(body))
+        check(text, region, max_tokens, count)
+        return text
+
+    def _frame(self, region: Region, max_tokens: int,
+               count: Count) -> tuple[Frame, str, int, int]:
+        """What a request in sections is made of: the frame ctxpack writes around the
+        model's sections, the system prompt, the answer's size and the room for data."""
         older, pieces, previous = split_region(region)
         old = parse(previous)
-        first = last_step(old) + 1
-        frame = Frame.of(older, pieces, first, old, region.archived)
+        frame = Frame.of(older, pieces, last_step(old) + 1, old, region.archived)
         room = max_tokens - count(frame.around([]))  # what the model's sections may take
         answer = min(self.options.llm_max_tokens, room, self.window // ANSWER_SHARE)
         if answer < 32:
@@ -133,6 +156,13 @@ class LLMSummarizer:
         if region.focus:
             system += FOCUS_NOTE.format(focus=region.focus)
         data = self.window * FILL - count(system) - answer - 64  # 64: the user message's words
+        return frame, system, answer, int(data)
+
+    def _sections(self, endpoint: Endpoint, region: Region, max_tokens: int,
+                  count: Count) -> str:
+        older, pieces, previous = split_region(region)
+        first = last_step(parse(previous)) + 1
+        frame, system, answer, data = self._frame(region, max_tokens, count)
         blocks = self._blocks(older, pieces, first, count, int(data))
         # redacted, then cut: a cut could leave part of a secret no pattern knows
         task = clip(self._clean(region.task), TASK_TOKENS, count) if region.task else None
@@ -224,8 +254,8 @@ class LLMSummarizer:
 
             def keep(n: int, answer: str) -> str:
                 line = one_line(answer)
-                if line:  # kept as it comes: a later failure does not lose it
-                    cache.put({keys[n]: line})
+                if line and not refusal(line):  # kept as it comes: a later failure
+                    cache.put({keys[n]: line})  # does not lose it
                 return line
 
             answers = endpoint.ask_all(STEP_SYSTEM, [
@@ -234,6 +264,8 @@ class LLMSummarizer:
         finally:
             cache.close()
         lines.update({keys[n]: line for n, line in zip(wanted, answers, strict=True)})
+        if any(refusal(line) for line in lines.values()):
+            raise Failed("the model declined to describe a step (its answer is a refusal)")
         return [lines[k] for k in keys]
 
     # -- shared -----------------------------------------------------------------------

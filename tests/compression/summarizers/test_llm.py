@@ -620,3 +620,88 @@ def test_focus_is_told_to_the_model(server: ChatServer, tmp_path: Path) -> None:
     assert "What matters next, as the user put it: the lexer's tokenize()" in system
     compress_file(path, llm(server))
     assert "What matters next" not in server.requests[-1].body["messages"][0]["content"]
+
+
+@pytest.mark.parametrize("per_step", [False, True])
+def test_a_refusal_is_rejected_and_the_extractive_summary_kept(tmp_path: Path,
+                                                               per_step: bool) -> None:
+    refusal = "I'm sorry, but I can't help with summarizing this conversation."
+    path = write(tmp_path, transcript())
+    with ChatServer(responder=lambda body: Reply(refusal, USAGE)) as server:
+        result = compress_file(path, llm(server, llm_per_step=per_step))
+        assert server.requests  # it was asked
+    assert result.report.llm["used"] is False
+    assert "refusal" in result.report.llm["fallback"]
+    assert refusal not in summary_text(result.data)
+    assert result.data == compress_file(path, Options(budget=budget())).data
+    # nothing refused is cached as a step's line: a later run asks again
+    with ChatServer(responder=lambda body: Reply("Ran the check; it passed.", USAGE)) as server:
+        again = compress_file(path, llm(server, llm_per_step=per_step))
+    assert again.report.llm["used"] is True and again.report.llm["cached_steps"] == 0
+
+
+_DROPPED = re.compile(r"<<<DROPPED (\w+)>>>\n(.*?)\n<<<END DROPPED \1>>>", re.S)
+
+
+def _echoing(body: dict[str, Any]) -> Reply:
+    """ANSWER; asked again with what it dropped, ANSWER with those facts as bullets."""
+    found = _DROPPED.search(body["messages"][-1]["content"])
+    if found is None:
+        return Reply(ANSWER, USAGE)
+    facts = [x for x in found.group(2).splitlines() if x.strip()][:25]
+    return Reply(ANSWER + "\n### Important findings\n" + "\n".join(f"- {x}" for x in facts),
+                 USAGE)
+
+
+def test_llm_verify_keeps_a_second_summary_that_keeps_more(tmp_path: Path) -> None:
+    path = write(tmp_path, transcript())
+    with ChatServer(responder=_echoing) as server:
+        plain = compress_file(path, llm(server))
+        assert len(server.requests) == 1
+        result = compress_file(path, llm(server, llm_verify=True))
+        assert len(server.requests) == 3  # the summary, then the second pass
+        asked = server.requests[-1].body["messages"][-1]["content"]
+    v = result.report.llm["verify"]
+    assert v["asked"] and v["used"] and v["kept_after"] > v["kept_before"]
+    assert v["dropped_before"] > 0
+    dropped = _DROPPED.search(asked).group(2).splitlines()
+    text = summary_text(result.data)
+    assert dropped[0] in text and dropped[0] not in summary_text(plain.data)
+
+    def kept(r: Any) -> int:
+        return sum(x["kept"] for x in r.summary["retention"].values())
+
+    assert kept(result.report) > kept(plain.report)  # the report audits what is written
+    assert result.report.llm["requests"] == 2
+    assert restore(result.lines) == path.read_bytes()
+
+
+def test_llm_verify_keeps_the_first_summary_when_the_second_keeps_no_more(
+        server: ChatServer, tmp_path: Path) -> None:
+    path = write(tmp_path, transcript())
+    plain = compress_file(path, llm(server))
+    result = compress_file(path, llm(server, llm_verify=True))
+    v = result.report.llm["verify"]
+    assert v["asked"] and not v["used"] and v["kept_after"] <= v["kept_before"]
+    assert v["note"] is None
+    assert result.data == plain.data
+    # a second pass that fails leaves the first summary, and says why
+    server.push(Reply(ANSWER, USAGE), Status(500), Status(500))
+    failed = compress_file(path, llm(server, llm_verify=True))
+    assert failed.report.llm["used"] is True and failed.data == plain.data
+    assert "the second pass failed: the server answered 500" in \
+        failed.report.llm["verify"]["note"]
+
+
+def test_llm_verify_on_the_command_line(tmp_path: Path) -> None:
+    path = write(tmp_path, transcript())
+    out, report = tmp_path / "out.jsonl", tmp_path / "report.json"
+    with ChatServer(responder=_echoing) as server:
+        run = ctxpack("compress", str(path), "-o", str(out), "--budget", str(budget()),
+                      "--strategy", "llm", "--llm-base-url", server.base_url, "--llm-verify",
+                      "--report-json", str(report))
+    assert run.code == 0, run.err
+    assert re.search(r"llm verify: it dropped \d+ of the facts checked; written again, "
+                     r"\d+ -> \d+ kept: the second is used", run.err)
+    assert json.loads(report.read_text())["llm"]["verify"]["used"] is True
+    assert validate(load(out)) == []
