@@ -445,3 +445,17 @@ def test_a_progress_bar_counts_rows_and_bytes_on_a_terminal_only(tmp_path: Path)
     with RowProgress([str(data)], Console(file=quiet, force_terminal=False)) as advance:
         advance(str(data), 18)
     assert quiet.getvalue() == ""
+
+
+def test_cli_compress_no_cache_leaves_no_database_and_the_same_rows(tmp_path: Path) -> None:
+    data = write(table_of(over_budget(), "json", bad=False), tmp_path / "data.parquet")
+    cached, uncached = tmp_path / "cached.parquet", tmp_path / "uncached.parquet"
+    env = {**PINNED, "CTXPACK_CACHE_DIR": str(tmp_path / "cache")}
+    run = run_ctxpack("compress", str(data), "-o", str(uncached), "--budget", str(BUDGET),
+                      "--no-cache", env=env)
+    assert run.code == 0, run.err
+    assert not (tmp_path / "cache").exists()
+    run = run_ctxpack("compress", str(data), "-o", str(cached), "--budget", str(BUDGET), env=env)
+    assert run.code == 0, run.err
+    assert (tmp_path / "cache").exists()
+    assert pq.read_table(cached).equals(pq.read_table(uncached))

@@ -140,8 +140,8 @@ def _checked(chunks: Iterator[bytes], opened: Opened) -> Iterator[bytes]:
 
 def compress(source: list[dict[str, Any]] | Transcript | PathOrFile, *,
              model: str | None = None, budget: int | None = None, format: str | None = None,
-             table: ModelTable = TABLE, usage: Any = None, **settings: Any
-             ) -> tuple[Any, Report]:
+             table: ModelTable = TABLE, usage: Any = None, cache: bool = True,
+             **settings: Any) -> tuple[Any, Report]:
     """Compress inside an agent loop: returns the new messages and the report.
 
     `usage` is what the provider reported of the last call (the one whose reply is the
@@ -153,6 +153,7 @@ def compress(source: list[dict[str, Any]] | Transcript | PathOrFile, *,
     API-ready list of dicts: the messages it keeps as they were given (the same objects),
     and no archive (the caller holds the originals). A Transcript or a file comes back as
     a Transcript whose records carry the archive (write it with `ctxpack.write`).
+    `cache`: counts and llm summaries may be kept across runs (`--no-cache` is False).
     `settings` are the config keys (`keep_steps=4`, `strategy="structured"`, ...).
     """
     from .settings import from_keywords
@@ -163,22 +164,23 @@ def compress(source: list[dict[str, Any]] | Transcript | PathOrFile, *,
         raise UsageError("usage is for messages or a Transcript: a file records its own")
     if isinstance(source, list):
         t = load_values(source, format)
-        given = of_transcript(t if usage is None else reported(t, usage), model, table)
+        given = of_transcript(t if usage is None else reported(t, usage), model, table, cache)
         options = replace(options, archive=False)
         if given.transcript.format in WHOLE_RECORDS:  # a list of whole conversations
             from .documents import conversations_out
 
             records, plans = conversations_out(given.transcript, lambda indexes, item: run(
-                given.part(indexes, item), options))
+                given.part(indexes, item), options, cache=cache))
             return records, report_of(given, plans, Archiver(enabled=False))
-        plan = run(given, options)
+        plan = run(given, options, cache=cache)
         made_report = report_of(given, [plan], Archiver(enabled=False))
         return records_out(plan, now_iso()), made_report
     if isinstance(source, Transcript):
         t = source if usage is None else reported(source, usage)
-        made = _made(of_transcript(t, model, table), options)
+        made = _made(of_transcript(t, model, table, cache), options, cache=cache)
         compressed = load(io.BytesIO(made.data), source.format)
     else:
-        made = compress_file(source, options, model=model, format=format, table=table)
+        made = compress_file(source, options, model=model, format=format, table=table,
+                             cache=cache)
         compressed = load(io.BytesIO(made.data), format or made.report.format)
     return replace(compressed, path=made.report.path), made.report

@@ -84,7 +84,7 @@ def _compress_row(row: Row, value: Any, kind: Any, rows: Rows, settings: dict[st
         assert row.messages is not None
         try:
             new, report = compress(row.messages, model=rows.model, format=rows.format,
-                                   table=rows.models, **settings)
+                                   table=rows.models, cache=rows.cache, **settings)
         except InputError as exc:  # the reader names the message: say which row holds it
             raise InputError(row.where, None, f"message {exc.line}: {exc.problem}") from None
         if not report.changed:
