@@ -8,7 +8,7 @@ messages and parts are frozen: a loaded transcript is a read-only view of its fi
 
 from __future__ import annotations
 
-from collections.abc import Sequence
+from collections.abc import Mapping, Sequence
 from dataclasses import dataclass, field
 from typing import Any, ClassVar, Protocol
 
@@ -114,14 +114,21 @@ class Message:
     @property
     def text(self) -> str:
         """All readable text of the message, parts joined by newlines."""
+        return self.text_with({})
+
+    def text_with(self, outputs: Mapping[int, str]) -> str:
+        """The message's text with its jth tool output read as `outputs[j]` where given
+        (as compress left it: masked, truncated)."""
         out: list[str] = []
+        j = 0
         for p in self.parts:
             if isinstance(p, (Text, Thinking)):
                 out.append(p.text)
             elif isinstance(p, ToolCall):
                 out.append(f"{p.name}({p.arguments})")
             elif isinstance(p, ToolResult):
-                out.append(p.text)
+                out.append(outputs.get(j, p.text))
+                j += 1
         return "\n".join(out)
 
 

@@ -14,7 +14,7 @@ from __future__ import annotations
 
 from typing import Any
 
-from ..transcript import Message, Text, Thinking, ToolCall, ToolResult
+from ..transcript import Message
 from .audit import GRAM
 from .facts import CATEGORIES, Facts, merge
 from .plan import Plan
@@ -66,15 +66,4 @@ def sight(plan: Plan) -> dict[str, Any] | None:
 def _text(plan: Plan, m: Message, i: int) -> str:
     """The text of message i (`m`, whole) as the output has it: its outputs as compress
     left them."""
-    new = {e.output: e.text for e in plan.edits_of(i)}
-    out: list[str] = []
-    j = 0
-    for p in m.parts:
-        if isinstance(p, (Text, Thinking)):
-            out.append(p.text)
-        elif isinstance(p, ToolCall):
-            out.append(f"{p.name}({p.arguments})")
-        elif isinstance(p, ToolResult):
-            out.append(new.get(j, p.text))
-            j += 1
-    return "\n".join(out)
+    return m.text_with({e.output: e.text for e in plan.edits_of(i)})
