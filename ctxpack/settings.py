@@ -122,8 +122,8 @@ SETTINGS: dict[str, Setting] = {s.name: s for s in (
             help="Newest tool-output tokens never masked (40000; at most half the target)."),
     Setting("pin", str, None, metavar="REGEX", rule=Rule(_is_regex, "a Python regex"),
             alternatives=True, help="Keep messages matching REGEX (in any case) verbatim in "
-            "the summary through every compress (default: none; the task is always kept; "
-            "the config file may give a list)."),
+            "the summary through every compress; repeat it for more (default: none; the task "
+            "is always kept; the config file may give a list, which --pin replaces)."),
     Setting("focus", str, None, metavar="TEXT",
             help="What matters next: summaries keep the archived facts that name its "
             "words in a Focus section; the llm summarizer is told it (default: none)."),

@@ -470,6 +470,16 @@ def test_a_config_list_of_pins_keeps_messages_matching_any_of_them(chat: Path,
                    if str(m.get("content")).startswith("## Archived Session Summary"))
     pinned = summary.split("### Pinned (verbatim)", 1)[1]
     assert first in pinned and second in pinned
+    # the flag repeated does as the list; given, it replaces the config's
+    run = ctxpack("compress", str(chat), "--budget", budget(), "--pin", re.escape(first),
+                  "--pin", re.escape(second), "--strip-metadata", "-q")
+    assert run.code == 0, run.err
+    summary = next(str(m["content"]) for m in map(json.loads, run.out.splitlines())
+                   if str(m.get("content")).startswith("## Archived Session Summary"))
+    pinned = summary.split("### Pinned (verbatim)", 1)[1]
+    assert first in pinned and second in pinned
+    assert_clean_error(ctxpack("compress", str(chat), "--pin", "ok", "--pin", "(unclosed"), 2,
+                       "pin item 2 must be a Python regex")
     config.write_text('compress:\n  pin: ["fine", "(unclosed"]\n')
     assert_clean_error(ctxpack("compress", str(chat), "--config", str(config)), 2,
                        "pin item 2 must be a Python regex", "pins.yaml")

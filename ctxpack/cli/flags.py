@@ -11,7 +11,7 @@ from typing import Annotated, Any, TypeVar
 
 import typer
 
-from ..settings import SETTINGS, Setting
+from ..settings import SETTINGS, Setting, convert
 
 Command = TypeVar("Command", bound=Callable[..., Any])
 
@@ -41,6 +41,8 @@ def _option(setting: Setting) -> inspect.Parameter:
     option = typer.Option(setting.flags, metavar=setting.metavar, help=setting.help)
     if _only_one_way(setting):
         kind, default = bool, False
+    elif setting.alternatives:  # repeatable: any of them (--pin A --pin B)
+        kind, default = list[setting.kind] | None, None  # type: ignore[name-defined]
     else:
         kind, default = setting.kind | None, None
     return inspect.Parameter(setting.name, inspect.Parameter.POSITIONAL_OR_KEYWORD,
@@ -54,5 +56,8 @@ def given(flags: dict[str, Any]) -> dict[str, Any]:
         value = flags[s.name]
         if _only_one_way(s):  # it sets what it spells: --no-archive is archive=false
             value = not s.flags.startswith("--no-") if value else None
+        elif s.alternatives:  # repeated: one regex of them all; once: itself; [] not given
+            value = (convert(s.name, value, s.flags) if len(value) > 1 else value[0]) \
+                if value else None
         out[s.name] = value
     return out
