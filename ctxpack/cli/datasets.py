@@ -14,8 +14,8 @@ from typing import Annotated, Any
 
 import typer
 
-from ..errors import EXIT_CHECK_FAILED, EXIT_USAGE, UsageError
-from .common import error, plain, stderr
+from ..errors import EXIT_CHECK_FAILED, EXIT_USAGE, CtxpackError, UsageError
+from .common import error, plain, problem_of, stderr
 
 MessagesColumnOpt = Annotated[str | None, typer.Option(
     "--messages-column", metavar="NAME", help="Read a dataset of one trajectory a row "
@@ -105,15 +105,21 @@ def stats(files: list[str], rows: Any, engine: Any, per_row: str | None,
     if output not in ("table", "json"):
         raise UsageError(f"a dataset's stats print as table or json, not {output}")
     done = []
+    unread = False
     with render.RowProgress(files, stderr()) as advance:
         for path in files:
             totals = DatasetStats(path, max_tokens=max_tokens)
-            with written(per_row) if per_row is not None else nullcontext(None) as add:
-                for table in results(path, rows, stats_table, engine):
-                    totals.add(table)
-                    advance(path, table.num_rows)
-                    if add is not None:
-                        add(table)
+            try:
+                with written(per_row) if per_row is not None else nullcontext(None) as add:
+                    for table in results(path, rows, stats_table, engine):
+                        totals.add(table)
+                        advance(path, table.num_rows)
+                        if add is not None:
+                            add(table)
+            except (CtxpackError, OSError) as exc:  # said, and the others still counted
+                error(problem_of(exc)[1])
+                unread = True
+                continue
             done.append(totals)
     if output == "json":
         sys.stdout.buffer.write(render.to_json(done))
@@ -133,7 +139,7 @@ def stats(files: list[str], rows: Any, engine: Any, per_row: str | None,
                            highlight=False)
     failed = any(t.failed for t in done)
     over = max_tokens is not None and any(t.over for t in done)
-    return EXIT_USAGE if inputs.failed else EXIT_CHECK_FAILED if failed or over else 0
+    return EXIT_USAGE if inputs.failed or unread else EXIT_CHECK_FAILED if failed or over else 0
 
 
 def validate(files: list[str], rows: Any, engine: Any, json_out: bool) -> int:
@@ -147,24 +153,30 @@ def validate(files: list[str], rows: Any, engine: Any, json_out: bool) -> int:
     if not inputs.paths:  # each said why already
         return EXIT_USAGE
     bad = 0
+    unread = False
     docs = []
     for path in inputs.paths:
         counts = {"rows": 0, "invalid": 0}
-        for table in results(path, rows, validate_table, engine):
-            for r in table.to_pylist():
-                counts["rows"] += 1
-                if r["valid"]:
-                    continue
-                counts["invalid"] += 1
-                if json_out:
-                    docs.append({"path": path, "row": r["row"], "id": r["id"],
-                                 "problems": r["problems"], "error": r["error"]})
-                elif r["error"] is not None:  # it names the file and the row
-                    print(plain(r["error"]))
-                else:
-                    named = f" (id {r['id']})" if r["id"] != str(r["row"]) else ""
-                    for p in r["problems"]:
-                        print(plain(f"{path} row {r['row']}{named}: {p}"))
+        try:
+            for table in results(path, rows, validate_table, engine):
+                for r in table.to_pylist():
+                    counts["rows"] += 1
+                    if r["valid"]:
+                        continue
+                    counts["invalid"] += 1
+                    if json_out:
+                        docs.append({"path": path, "row": r["row"], "id": r["id"],
+                                     "problems": r["problems"], "error": r["error"]})
+                    elif r["error"] is not None:  # it names the file and the row
+                        print(plain(r["error"]))
+                    else:
+                        named = f" (id {r['id']})" if r["id"] != str(r["row"]) else ""
+                        for p in r["problems"]:
+                            print(plain(f"{path} row {r['row']}{named}: {p}"))
+        except (CtxpackError, OSError) as exc:  # said, and the others still checked
+            error(problem_of(exc)[1])
+            unread = True
+            continue
         bad += counts["invalid"]
         if not json_out:
             stderr().print(f"{path}: {counts['rows']:,} rows, {counts['invalid']:,} with "
@@ -172,7 +184,7 @@ def validate(files: list[str], rows: Any, engine: Any, json_out: bool) -> int:
     if json_out:
         sys.stdout.buffer.write(orjson.dumps({"schema_version": 1, "rows": docs},
                                              option=orjson.OPT_INDENT_2) + b"\n")
-    return EXIT_USAGE if inputs.failed else EXIT_CHECK_FAILED if bad else 0
+    return EXIT_USAGE if inputs.failed or unread else EXIT_CHECK_FAILED if bad else 0
 
 
 def _destination(file: str, output: str | None) -> str:
@@ -208,7 +220,6 @@ def _each(files: list[str], output: str | None, out_dir: str | None, skip_existi
     --out-dir, of every dataset the files, folders and globs name, written to the same
     path below DIR, one after another (each on all cores), a bad one said and skipped,
     and a row a dataset in the summary. `one` returns an Outcome; the exit code."""
-    from ..errors import CtxpackError
     from ..render.dataset import RowProgress
     from .batch import failed, finish, jobs_of
 
