@@ -13,6 +13,8 @@ from dataclasses import replace
 from itertools import chain
 from typing import IO, Any
 
+import orjson
+
 from . import formats
 from .atomic import write_atomic
 from .errors import InputError
@@ -338,9 +340,17 @@ def _decoded(data: bytes, path: str, first: int) -> str:
 
 
 def _not_json(raw: bytes) -> bool:
-    """Is this first non-blank line of a file plainly no JSON (text, a table, Markdown)?"""
+    """Is this first non-blank line of a file plainly no JSON (text, a table, Markdown)?
+    One that opens an object or array is JSON cut or broken; any other is text unless it
+    is a JSON value whole (a CSV row may open with a digit or a quote)."""
     head = raw.strip().removeprefix(b"\xef\xbb\xbf")
-    return bool(head) and head[:1] not in b'{["-0123456789tfn'
+    if not head or head[:1] in b"{[":
+        return False
+    try:
+        orjson.loads(head)
+    except orjson.JSONDecodeError:
+        return True
+    return False
 
 
 def _opens_document(raw: bytes, forced: Format | None) -> bool:

@@ -75,6 +75,10 @@ NOT_JSON = {
     "notes.md": (b"\n# Release notes\n\nFixed the parser.\n", 2, "Markdown"),
     "scores.csv": (b"model,task,score\ngpt-4o,swe,0.41\n", 1, "CSV"),
     "log.txt": (b"Started the run at noon\nall went well\n", 1, "plain text"),
+    # text whose first character could open a JSON value
+    "quoted.csv": (b'"model","score"\n"gpt-4o",0.41\n', 1, "CSV"),
+    "dated.csv": (b"2024-01-01,ok\n2024-01-02,failed\n", 1, "CSV"),
+    "todo.txt": (b"notes from the meeting\nship it\n", 1, "plain text"),
 }
 
 
