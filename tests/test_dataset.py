@@ -408,12 +408,16 @@ def test_without_pyarrow_the_hint_names_the_extra(tmp_path: Path) -> None:
     import sys
 
     data = write(table_of(evals()[:1], "json", bad=False), tmp_path / "data.parquet")
-    code = ("import sys; sys.modules['pyarrow'] = None; sys.argv = ['ctxpack', 'stats', "
-            f"{str(data)!r}]; from ctxpack.cli import main; main()")
-    proc = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True)
-    assert proc.returncode == 2
-    assert proc.stderr.strip() == ("error: reading and writing datasets needs pyarrow "
-                                   "(pip install 'ctxpack[data]')")
+    out = tmp_path / "out.parquet"
+    for args in (["stats", str(data)], ["validate", str(data)],
+                 ["compress", str(data), "-o", str(out)], ["restore", str(data), "-o", str(out)]):
+        code = ("import sys; sys.modules['pyarrow'] = None; sys.argv = ['ctxpack', "
+                f"*{args!r}]; from ctxpack.cli import main; main()")
+        proc = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True)
+        assert proc.returncode == 2, (args, proc.stderr)
+        assert proc.stderr.strip() == ("error: reading and writing datasets needs pyarrow "
+                                       "(pip install 'ctxpack[data]')"), args
+        assert not out.exists()
 
 
 TAU = CORPUS / "openai-chat" / "tau-bench__gpt-4o-airline.json"

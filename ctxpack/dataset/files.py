@@ -50,9 +50,9 @@ def archived(path: str) -> bool:
     """Has the dataset at `path` an archive to restore from: a `ctxpack` column (Parquet),
     or a row with a `ctxpack` value (JSONL rows)?"""
     if is_parquet(path):
+        pa = pyarrow()  # first: without pyarrow, the hint that names the extra
         import pyarrow.parquet as pq
 
-        pa = pyarrow()
         try:
             return META in pq.ParquetFile(path).schema_arrow.names
         except (pa.ArrowInvalid, OSError) as exc:
