@@ -472,3 +472,16 @@ def test_cli_compress_no_cache_leaves_no_database_and_the_same_rows(tmp_path: Pa
     assert run.code == 0, run.err
     assert (tmp_path / "cache").exists()
     assert pq.read_table(cached).equals(pq.read_table(uncached))
+
+
+def test_the_messages_field_keeps_its_nullability_and_metadata() -> None:
+    given = table_of(over_budget(), "json", bad=False)
+    field = pa.field("messages", given.schema.field("messages").type, nullable=False,
+                     metadata={b"source": b"ours"})
+    table = given.set_column(given.column_names.index("messages"), field,
+                             given.column("messages"))
+    small = compress_table(table, budget=BUDGET)
+    assert small.schema.field("messages") == field
+    assert small.schema.field("messages").metadata == field.metadata
+    back = restore_table(small)
+    assert back.equals(table) and back.schema.field("messages").metadata == field.metadata

@@ -62,7 +62,8 @@ def compress_table(table: Any, **settings: Any) -> Any:
     with held():  # the token cache opened once for the batch, not once a row
         outcomes = [_compress_row(row, values[row.index - rows.start], column.type, rows,
                                   rest, archiver) for row in read_rows(table, rows)]
-    out = table.set_column(table.column_names.index(rows.column), rows.column,
+    # the column's own field: its type, nullability and metadata stay as they were
+    out = table.set_column(table.column_names.index(rows.column), table.schema.field(rows.column),
                            pa.array([o.value for o in outcomes], type=column.type))
     added = {"ctxpack_tokens_before": ([o.tokens_before for o in outcomes], pa.int64()),
              "ctxpack_tokens_after": ([o.tokens_after for o in outcomes], pa.int64()),
@@ -153,7 +154,7 @@ def restore_table(table: Any, *, archive_dir: str | None = None, name: str = "<t
             where = f"{name} row {start + i}"
             original = unpack(_meta(m, name)["archive"], where, archive_dir)
             values[i] = _value_of(original, kind, pa, where)
-    return out.set_column(out.column_names.index(column), column,
+    return out.set_column(out.column_names.index(column), out.schema.field(column),
                           pa.array(values, type=kind))
 
 
