@@ -485,3 +485,18 @@ def test_the_messages_field_keeps_its_nullability_and_metadata() -> None:
     assert small.schema.field("messages").metadata == field.metadata
     back = restore_table(small)
     assert back.equals(table) and back.schema.field("messages").metadata == field.metadata
+
+
+def test_a_dataset_named_by_a_url_is_read_by_every_command(tmp_path: Path) -> None:
+    table = table_of(over_budget(), "json", bad=False)
+    data = write(table, tmp_path / "data.parquet")
+    url = data.as_uri()  # file://...: pyarrow opens object-store URLs the same way
+    run = run_ctxpack("stats", url, "--json")
+    assert run.code == 0, run.err
+    assert [d["rows"] for d in json.loads(run.out)["datasets"]] == [table.num_rows]
+    run = run_ctxpack("validate", url)
+    assert run.code == 0 and f"{table.num_rows} rows, 0 with problems" in run.err, run.err
+    run = run_ctxpack("compress", url, "--out-dir", str(tmp_path / "out"), "--budget",
+                      str(BUDGET))
+    assert run.code == 0, run.err
+    assert pq.read_table(tmp_path / "out" / "data.parquet").num_rows == table.num_rows

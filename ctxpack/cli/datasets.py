@@ -61,7 +61,7 @@ def dataset_files(args: list[str]) -> Any:
         return [p for p in found if is_parquet(p)] or [p for p in found
                                                         if p.endswith(".jsonl")]
 
-    return Files(args, in_folder, "datasets (.parquet or .jsonl files)")
+    return Files(args, in_folder, "datasets (.parquet or .jsonl files)", urls=True)
 
 
 def rows_of(column: str | None, id_column: str | None, format: str | None,

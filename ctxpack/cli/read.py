@@ -5,6 +5,7 @@ from __future__ import annotations
 
 import glob
 import os
+import re
 import sys
 from collections.abc import Callable, Iterator
 from pathlib import Path
@@ -41,15 +42,17 @@ class Files:
     results and still fails."""
 
     def __init__(self, args: list[str], in_folder: Callable[[str], list[str]] | None = None,
-                 kind: str = "*.jsonl files") -> None:
+                 kind: str = "*.jsonl files", urls: bool = False) -> None:
         """`in_folder` lists the inputs a folder holds (default: its transcripts), `kind`
-        names them when there are none."""
+        names them when there are none; with `urls`, an argument that is a URL
+        (`s3://bucket/x.parquet`) is one input as it is, for its reader to open."""
         self.paths: list[str] = []
         self.below: dict[str, str] = {}  # each file's path below what named it
         self.failed = 0
         for arg in args:
             try:
-                found = _expand(arg, in_folder or _transcripts, kind)
+                found = [arg] if urls and URL.match(arg) else \
+                    _expand(arg, in_folder or _transcripts, kind)
             except UsageError as exc:
                 self._said(str(exc))
                 continue
@@ -75,12 +78,17 @@ class Files:
         error(problem)
 
 
+URL = re.compile(r"[A-Za-z][A-Za-z0-9+.-]*://")  # an object store's, or file://
+
+
 def _below(arg: str, path: str) -> str:
     """Where `path` sits below the argument `arg` that named it: below a folder, its path
     in it; a file or a glob's match, its own relative path (its name if that would leave
     the current folder)."""
     if path == "-":
         return "-"
+    if URL.match(arg):
+        return path.rsplit("/", 1)[-1]
     if os.path.isdir(arg):
         return os.path.relpath(path, arg)
     relative = os.path.normpath(path)
