@@ -500,3 +500,21 @@ def test_a_dataset_named_by_a_url_is_read_by_every_command(tmp_path: Path) -> No
                       str(BUDGET))
     assert run.code == 0, run.err
     assert pq.read_table(tmp_path / "out" / "data.parquet").num_rows == table.num_rows
+
+
+def test_shards_of_a_folder_of_datasets_split_the_files_below_one_out_dir(tmp_path: Path) -> None:
+    folder, out = tmp_path / "in", tmp_path / "out"
+    (folder / "a").mkdir(parents=True)
+    names = ["part-0.parquet", "part-1.parquet", "a/part-2.parquet", "a/part-3.parquet"]
+    table = table_of(over_budget(), "json", bad=False)
+    for name in names:
+        write(table, folder / name)
+    for i in range(2):
+        run = run_ctxpack("compress", str(folder), "--out-dir", str(out), "--budget",
+                          str(BUDGET), "--shard", f"{i}/2", env=PINNED)
+        assert run.code == 0, run.err
+    # every dataset written once, whole, by one of the jobs: none emptied by the other
+    written = sorted(str(p.relative_to(out)) for p in out.rglob("*.parquet"))
+    assert written == sorted(names)
+    for name in names:
+        assert pq.read_table(out / name).num_rows == table.num_rows

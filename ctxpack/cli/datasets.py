@@ -215,11 +215,13 @@ def _up_to_date(file: str, dest: str) -> bool:
 
 
 def _each(files: list[str], output: str | None, out_dir: str | None, skip_existing: bool,
-          quiet: bool, report_json: str | None, one: Any) -> int:
+          quiet: bool, report_json: str | None, one: Any,
+          shard: tuple[int, int] | None = None) -> int:
     """`one(source, dest, advance)` of each dataset: with `-o`, of the one given; with
     --out-dir, of every dataset the files, folders and globs name, written to the same
     path below DIR, one after another (each on all cores), a bad one said and skipped,
-    and a row a dataset in the summary. `one` returns an Outcome; the exit code."""
+    and a row a dataset in the summary; `shard` (i, n) takes the i-th of n shares of
+    the datasets. `one` returns an Outcome; the exit code."""
     from ..render.dataset import RowProgress
     from .batch import failed, finish, jobs_of
 
@@ -241,7 +243,7 @@ def _each(files: list[str], output: str | None, out_dir: str | None, skip_existi
     inputs = dataset_files(files)
     if not inputs.paths:  # each said why already
         return EXIT_USAGE
-    todo, fresh = jobs_of(inputs, out_dir, False, True, None, skip_existing)
+    todo, fresh = jobs_of(inputs, out_dir, False, True, shard, skip_existing)
     outcomes = []
     with RowProgress([j.source for j in todo], stderr()) as advance:
         for job in todo:
@@ -258,7 +260,8 @@ def _each(files: list[str], output: str | None, out_dir: str | None, skip_existi
 def compress(files: list[str], output: str | None, out_dir: str | None, rows: Any,
              engine: Any, settings: dict[str, Any], quiet: bool, report_json: str | None,
              shard: tuple[int, int] | None = None, skip_existing: bool = False) -> int:
-    """Compress each dataset (or the share `shard` of its row groups); the exit code."""
+    """Compress each dataset; the exit code. `shard` takes a share of the datasets with
+    --out-dir (each job then writes files of its own), of the one's row groups with -o."""
     from ..dataset import compress_table
     from ..dataset.files import results, written
     from ..dataset.totals import DatasetCompressed
@@ -266,11 +269,12 @@ def compress(files: list[str], output: str | None, out_dir: str | None, rows: An
     from .batch import Outcome
 
     one_file = out_dir is None
+    of_rows = shard if one_file else None
 
     def one(file: str, dest: str, advance: Any) -> Any:
         done = DatasetCompressed(file, dest)
         with written(dest, rows.column) as add:
-            for table in results(file, rows, compress_table, engine, shard, **settings):
+            for table in results(file, rows, compress_table, engine, of_rows, **settings):
                 done.add(table)
                 add(table)
                 advance(file, table.num_rows)
@@ -290,7 +294,8 @@ def compress(files: list[str], output: str | None, out_dir: str | None, rows: An
                        f"{done.failed:,} rows failed" if done.failed else "",
                        done.tokens_before, done.tokens_after)
 
-    return _each(files, output, out_dir, skip_existing, quiet, report_json, one)
+    return _each(files, output, out_dir, skip_existing, quiet, report_json, one,
+                 None if one_file else shard)
 
 
 def restore(files: list[str], output: str | None, out_dir: str | None, rows: Any,
