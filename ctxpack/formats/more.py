@@ -5,8 +5,8 @@ from __future__ import annotations
 from .aider import AiderFormat
 from .cline import ClineFormat, ClineUiFormat
 from .opencode import OpenCodeFormat
-from .opencode_storage import OpenCodeStorageFormat
+from .opencode_storage import OpenCodeDbFormat, OpenCodeStorageFormat
 from .openhands import OpenHandsFormat
 
 FORMATS = (AiderFormat(), ClineFormat(), ClineUiFormat(), OpenCodeFormat(),
-           OpenCodeStorageFormat(), OpenHandsFormat())
+           OpenCodeStorageFormat(), OpenCodeDbFormat(), OpenHandsFormat())

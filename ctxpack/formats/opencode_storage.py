@@ -1,4 +1,4 @@
-"""An OpenCode session kept in its `storage/` folder tree, one JSON file per record.
+"""An OpenCode session kept in its `storage/` folder tree or in its SQLite `opencode.db`.
 
 OpenCode (before its SQLite database) kept each session under its data folder's
 `storage/` as separate files. The layout, as OpenCode's own migration to SQLite reads it
@@ -18,11 +18,23 @@ order of their ids (`part_message_id_id_idx`); both ids grow with time.
 
 The file a user points ctxpack at is the session's info file. Only it is rewritten by a
 lossless round trip; compress refuses, since OpenCode would not read a rewritten tree.
+
+Current OpenCode keeps the same records in SQLite (`opencode.db` in its data folder),
+in the tables of `session.sql.ts`: `session` (one row a session: `id`, `project_id`,
+`title`, `version`, `time_created`, `time_updated`, ...), `message` (`id`, `session_id`,
+`time_created`, `data`: the info as JSON without `id` and `sessionID`) and `part` (`id`,
+`message_id`, `session_id`, `data`: the part as JSON without `id`, `sessionID` and
+`messageID`) — the migration above fills them so from the tree. Given a database,
+ctxpack reads its most recently updated session (`opencode export <sessionID>` writes
+any other as JSON), opening the file read-only; compress refuses it too.
 """
 
 from __future__ import annotations
 
+import json
 import os
+import sqlite3
+from pathlib import Path
 from typing import Any
 
 from ..errors import InputError
@@ -123,3 +135,75 @@ class OpenCodeStorageFormat:
 
     def reader(self) -> OpenCodeStorageReader:
         return OpenCodeStorageReader()
+
+
+SQLITE_MAGIC = b"SQLite format 3\x00"
+TABLES = ("session", "message", "part")
+
+
+def _json(text: Any, what: str) -> dict[str, Any]:
+    try:
+        value = json.loads(text)
+    except (TypeError, ValueError):
+        raise RecordError(f"{what} has 'data' that is not JSON") from None
+    if not isinstance(value, dict):
+        raise RecordError(f"{what} has 'data' that is {json_kind(value)}, not an object")
+    return value
+
+
+def export_from_db(db: sqlite3.Connection) -> dict[str, Any]:
+    """The `opencode export` document of the database's most recently updated session."""
+    have = {row[0] for row in db.execute("SELECT name FROM sqlite_master WHERE type = 'table'")}
+    missing = [t for t in TABLES if t not in have]
+    if missing:
+        raise RecordError(f"a SQLite database without OpenCode's {', '.join(missing)} "
+                          f"table{'s' if len(missing) > 1 else ''}: not an opencode.db")
+    row = db.execute("SELECT id, project_id, title, version, time_created, time_updated "
+                     "FROM session ORDER BY time_updated DESC, id DESC LIMIT 1").fetchone()
+    if row is None:
+        raise RecordError("an opencode.db that holds no session")
+    ident, project, title, version, created, updated = row
+    messages: dict[str, dict[str, Any]] = {}
+    for msg, data in db.execute("SELECT id, data FROM message WHERE session_id = ? "
+                                "ORDER BY time_created, id", (ident,)):
+        info = {**_json(data, f"message {msg}"), "id": msg, "sessionID": ident}
+        messages[msg] = {"info": info, "parts": []}
+    for part, msg, data in db.execute("SELECT id, message_id, data FROM part WHERE "
+                                      "session_id = ? ORDER BY message_id, id", (ident,)):
+        if msg not in messages:
+            raise RecordError(f"part {part} belongs to message {msg}, which the session "
+                              "does not hold")
+        messages[msg]["parts"].append({**_json(data, f"part {part}"), "id": part,
+                                       "sessionID": ident, "messageID": msg})
+    info = {"id": ident, "projectID": project, "title": title, "version": version,
+            "time": {"created": created, "updated": updated}}
+    return {"info": info, "messages": list(messages.values())}
+
+
+class OpenCodeDbReader(OpenCodeStorageReader):
+    def feed(self, line: int, record: Any) -> list:
+        if not os.path.isfile(self.path):
+            raise RecordError("an opencode.db is read from a file, not a stream")
+        try:
+            db = sqlite3.connect(f"{Path(self.path).resolve().as_uri()}?mode=ro", uri=True)
+            try:
+                export = export_from_db(db)
+            finally:
+                db.close()
+        except sqlite3.Error as exc:
+            raise RecordError(f"cannot read this SQLite database: {exc}") from None
+        return self.export.feed(line, export)
+
+
+class OpenCodeDbFormat:
+    name = "opencode-db"
+    description = "OpenCode's SQLite opencode.db (its most recently updated session)"
+    magic = SQLITE_MAGIC  # a binary file: read by its reader from the path
+    document = True
+    why_not_written = NOT_WRITTEN
+
+    def sniff(self, record: Any) -> int:
+        return 0  # no JSON record is a database
+
+    def reader(self) -> OpenCodeDbReader:
+        return OpenCodeDbReader()
