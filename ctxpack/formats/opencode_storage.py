@@ -45,7 +45,8 @@ from .opencode import OpenCodeReader
 
 def looks_like_session_info(value: Any) -> bool:
     """A session info file: a `ses_` id, its project and times, and no messages."""
-    return (isinstance(value, dict) and str(value.get("id", "")).startswith("ses_")
+    return (isinstance(value, dict) and isinstance(value.get("id"), str)
+            and value["id"].startswith("ses_")
             and isinstance(value.get("projectID"), str) and isinstance(value.get("time"), dict)
             and "messages" not in value)
 
