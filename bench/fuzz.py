@@ -45,8 +45,8 @@ from ctxpack.formats import FORMATS as READERS
 ROOT = Path(__file__).resolve().parent.parent
 SAMPLES = ROOT / "samples"
 # every registered format: of JSON records, and of text (Aider's Markdown), whose lines
-# are mutated instead
-FORMATS = tuple(READERS)
+# are mutated instead; not a binary one (a database, read through its own library)
+FORMATS = tuple(name for name, fmt in READERS.items() if not getattr(fmt, "magic", None))
 TEXT_FORMATS = {name for name, fmt in READERS.items() if getattr(fmt, "text", False)}
 DEPTHS = (3, 50, 999, 1000, 1022, 1023, 1024, 1025, 1100, 2500)
 LONG = 600  # seed strings are cut to about this many characters, so inputs stay small

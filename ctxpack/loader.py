@@ -107,6 +107,10 @@ class Scanner:
     def _run(self, src: Any) -> Iterator[Message]:
         lines = self._lines(src)
         for number, raw in lines:
+            binary = formats.sniff_magic(raw) if number == 1 else None
+            if binary is not None and self._forced in (None, binary):
+                yield from self._document(number, raw, lines, binary)
+                return
             text = formats.sniff_text(raw) if self._forced is None else (
                 self._forced if getattr(self._forced, "text", False) else None)
             if text is not None and raw.strip():
@@ -180,12 +184,16 @@ class Scanner:
 
     def _document(self, first: int, raw: bytes, rest: Iterator[tuple[int, bytes]],
                   text: Format | None = None) -> Iterator[Message]:
-        """The whole input is one JSON value (a .traj file, a list of runs) or, for a `text`
-        format, one text (a Markdown log): read it at once."""
+        """The whole input is one JSON value (a .traj file, a list of runs), for a `text`
+        format one text (a Markdown log), or for a format with a `magic` a binary file its
+        reader opens from the path (a database): read it at once."""
         data = b"".join([raw, *(r for _, r in rest)])
         self._whole = True
-        if text is not None:
-            value: Any = _decoded(data, self.path, first)
+        if getattr(text, "magic", None):  # a binary file (a database) its reader opens
+            value: Any = None
+            fmt = text
+        elif text is not None:
+            value = _decoded(data, self.path, first)
             fmt = text
         else:
             value = parse_document(data, self.path, first)

@@ -53,6 +53,15 @@ def sniff_text(first_line: bytes) -> Format | None:
     return None
 
 
+def sniff_magic(first_line: bytes) -> Format | None:
+    """The binary format (a database) whose files open with its `magic` bytes, if any."""
+    for fmt in FORMATS.values():
+        magic = getattr(fmt, "magic", None)
+        if magic and first_line.startswith(magic):
+            return fmt
+    return None
+
+
 def _register_builtin() -> None:
     from .anthropic import AnthropicFormat
     from .anthropic_events import EventsFormat
@@ -71,4 +80,4 @@ def _register_builtin() -> None:
 _register_builtin()
 
 __all__ = ["FORMATS", "Format", "Layout", "Reader", "RecordError", "get", "register", "sniff",
-           "sniff_text", "usual_model"]
+           "sniff_magic", "sniff_text", "usual_model"]

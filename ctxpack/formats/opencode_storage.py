@@ -1,0 +1,210 @@
+"""An OpenCode session kept in its `storage/` folder tree or in its SQLite `opencode.db`.
+
+OpenCode (before its SQLite database) kept each session under its data folder's
+`storage/` as separate files. The layout, as OpenCode's own migration to SQLite reads it
+(`packages/opencode/src/storage/json-migration.ts` in sst/opencode, which derives every id
+from the file paths):
+
+    storage/session/<projectID>/<sessionID>.json   the session info (`ses_` id, title, ...)
+    storage/message/<sessionID>/<messageID>.json   a message's info (role, tokens, ...)
+    storage/part/<messageID>/<partID>.json         one part of that message
+
+A message file is the `info` and a part file one of the `parts` that `opencode export`
+writes for the same session, so the session is put together as that export and read by
+the export reader (formats/opencode.py): the same messages, counts and `step-finish`
+usage. Messages are taken in the order the database keeps them (`message` table index
+on `time_created, id` in `packages/opencode/src/session/session.sql.ts`), parts in the
+order of their ids (`part_message_id_id_idx`); both ids grow with time.
+
+The file a user points ctxpack at is the session's info file. Only it is rewritten by a
+lossless round trip; compress refuses, since OpenCode would not read a rewritten tree.
+
+Current OpenCode keeps the same records in SQLite (`opencode.db` in its data folder),
+in the tables of `session.sql.ts`: `session` (one row a session: `id`, `project_id`,
+`title`, `version`, `time_created`, `time_updated`, ...), `message` (`id`, `session_id`,
+`time_created`, `data`: the info as JSON without `id` and `sessionID`) and `part` (`id`,
+`message_id`, `session_id`, `data`: the part as JSON without `id`, `sessionID` and
+`messageID`) — the migration above fills them so from the tree. Given a database,
+ctxpack reads its most recently updated session (`opencode export <sessionID>` writes
+any other as JSON), opening the file read-only; compress refuses it too.
+"""
+
+from __future__ import annotations
+
+import json
+import os
+import sqlite3
+from pathlib import Path
+from typing import Any
+
+from ..errors import InputError
+from ..jsonl import json_kind, parse_document
+from .base import NOT_WRITTEN, Layout, RecordError
+from .opencode import OpenCodeReader
+
+
+def looks_like_session_info(value: Any) -> bool:
+    """A session info file: a `ses_` id, its project and times, and no messages."""
+    return (isinstance(value, dict) and isinstance(value.get("id"), str)
+            and value["id"].startswith("ses_")
+            and isinstance(value.get("projectID"), str) and isinstance(value.get("time"), dict)
+            and "messages" not in value)
+
+
+def _read(path: str) -> Any:
+    """One record file of the tree; a file that cannot be read names itself."""
+    try:
+        with open(path, "rb") as f:
+            data = f.read()
+    except OSError as exc:
+        raise InputError(path, None, f"cannot read this OpenCode storage file: "
+                         f"{exc.strerror or exc}") from None
+    value = parse_document(data, path, 1)
+    if not isinstance(value, dict):
+        raise InputError(path, 1, f"an OpenCode storage record is an object, not "
+                         f"{json_kind(value)}")
+    return value
+
+
+def _records(folder: str) -> list[dict[str, Any]]:
+    """The record files of one folder of the tree, each with the id its file name gives."""
+    names = sorted(n for n in os.listdir(folder) if n.endswith(".json"))
+    return [{**_read(os.path.join(folder, n)), "id": n[:-len(".json")]} for n in names]
+
+
+def _when(info: dict[str, Any]) -> int:
+    created = info.get("time", {}).get("created") if isinstance(info.get("time"), dict) else None
+    return created if isinstance(created, int) else 0
+
+
+def export_of(path: str, session: dict[str, Any]) -> dict[str, Any]:
+    """The `opencode export` document of the session whose info file is `path`."""
+    project = os.path.dirname(os.path.abspath(path))
+    if os.path.basename(os.path.dirname(project)) != "session":
+        raise RecordError("an OpenCode session info file is read where OpenCode keeps it, "
+                          "storage/session/<projectID>/<sessionID>.json")
+    storage = os.path.dirname(os.path.dirname(project))
+    ident = os.path.basename(path)[:-len(".json")] if path.endswith(".json") else session["id"]
+    messages_dir = os.path.join(storage, "message", ident)
+    if not os.path.isdir(messages_dir):
+        raise RecordError(f"no folder of its messages: {messages_dir} is missing")
+    infos = sorted(_records(messages_dir), key=lambda m: (_when(m), m["id"]))
+    messages = []
+    for info in infos:
+        parts_dir = os.path.join(storage, "part", info["id"])
+        if not os.path.isdir(parts_dir):
+            raise RecordError(f"message {info['id']} has no folder of parts: {parts_dir} "
+                              "is missing")
+        messages.append({"info": {**info, "sessionID": ident},
+                         "parts": [{**p, "sessionID": ident, "messageID": info["id"]}
+                                   for p in _records(parts_dir)]})
+    return {"info": {**session, "id": ident}, "messages": messages}
+
+
+class OpenCodeStorageReader:
+    def __init__(self) -> None:
+        self.path = ""
+        self.export = OpenCodeReader()
+
+    @property
+    def model(self) -> str | None:
+        return self.export.model
+
+    def located(self, path: str, data: bytes, first: int) -> None:
+        """Told the info file's path: the session's messages and parts are beside it."""
+        self.path = path
+
+    def feed(self, line: int, record: Any) -> list:
+        if not looks_like_session_info(record):
+            raise RecordError("not an OpenCode session info file: no 'ses_' id with its "
+                              "'projectID' and 'time'")
+        return self.export.feed(line, export_of(self.path, record))
+
+    def finish(self) -> tuple[list, Layout]:
+        return self.export.finish()
+
+
+class OpenCodeStorageFormat:
+    name = "opencode-storage"
+    description = ("an OpenCode session in its storage/ folder tree "
+                   "(give storage/session/<projectID>/<sessionID>.json)")
+    document = True  # the info file is one JSON value
+    why_not_written = NOT_WRITTEN
+
+    def sniff(self, record: Any) -> int:
+        return 3 if looks_like_session_info(record) else 0  # the `ses_` id is its mark
+
+    def reader(self) -> OpenCodeStorageReader:
+        return OpenCodeStorageReader()
+
+
+SQLITE_MAGIC = b"SQLite format 3\x00"
+TABLES = ("session", "message", "part")
+
+
+def _json(text: Any, what: str) -> dict[str, Any]:
+    try:
+        value = json.loads(text)
+    except (TypeError, ValueError):
+        raise RecordError(f"{what} has 'data' that is not JSON") from None
+    if not isinstance(value, dict):
+        raise RecordError(f"{what} has 'data' that is {json_kind(value)}, not an object")
+    return value
+
+
+def export_from_db(db: sqlite3.Connection) -> dict[str, Any]:
+    """The `opencode export` document of the database's most recently updated session."""
+    have = {row[0] for row in db.execute("SELECT name FROM sqlite_master WHERE type = 'table'")}
+    missing = [t for t in TABLES if t not in have]
+    if missing:
+        raise RecordError(f"a SQLite database without OpenCode's {', '.join(missing)} "
+                          f"table{'s' if len(missing) > 1 else ''}: not an opencode.db")
+    row = db.execute("SELECT id, project_id, title, version, time_created, time_updated "
+                     "FROM session ORDER BY time_updated DESC, id DESC LIMIT 1").fetchone()
+    if row is None:
+        raise RecordError("an opencode.db that holds no session")
+    ident, project, title, version, created, updated = row
+    messages: dict[str, dict[str, Any]] = {}
+    for msg, data in db.execute("SELECT id, data FROM message WHERE session_id = ? "
+                                "ORDER BY time_created, id", (ident,)):
+        info = {**_json(data, f"message {msg}"), "id": msg, "sessionID": ident}
+        messages[msg] = {"info": info, "parts": []}
+    for part, msg, data in db.execute("SELECT id, message_id, data FROM part WHERE "
+                                      "session_id = ? ORDER BY message_id, id", (ident,)):
+        if msg not in messages:
+            raise RecordError(f"part {part} belongs to message {msg}, which the session "
+                              "does not hold")
+        messages[msg]["parts"].append({**_json(data, f"part {part}"), "id": part,
+                                       "sessionID": ident, "messageID": msg})
+    info = {"id": ident, "projectID": project, "title": title, "version": version,
+            "time": {"created": created, "updated": updated}}
+    return {"info": info, "messages": list(messages.values())}
+
+
+class OpenCodeDbReader(OpenCodeStorageReader):
+    def feed(self, line: int, record: Any) -> list:
+        if not os.path.isfile(self.path):
+            raise RecordError("an opencode.db is read from a file, not a stream")
+        try:
+            db = sqlite3.connect(f"{Path(self.path).resolve().as_uri()}?mode=ro", uri=True)
+            try:
+                export = export_from_db(db)
+            finally:
+                db.close()
+        except sqlite3.Error as exc:
+            raise RecordError(f"cannot read this SQLite database: {exc}") from None
+        return self.export.feed(line, export)
+
+
+class OpenCodeDbFormat:
+    name = "opencode-db"
+    description = "OpenCode's SQLite opencode.db (its most recently updated session)"
+    magic = SQLITE_MAGIC  # a binary file: read by its reader from the path
+    document = True
+    why_not_written = NOT_WRITTEN
+
+    def sniff(self, record: Any) -> int:
+        return 0  # no JSON record is a database
+
+    def reader(self) -> OpenCodeDbReader:
+        return OpenCodeDbReader()
