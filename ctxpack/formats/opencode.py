@@ -36,7 +36,8 @@ def looks_like_export(value: Any) -> bool:
     if not isinstance(value, dict) or not isinstance(value.get("messages"), list):
         return False
     info = value.get("info")
-    return isinstance(info, dict) and str(info.get("id", "")).startswith("ses_")
+    ident = info.get("id") if isinstance(info, dict) else None
+    return isinstance(ident, str) and ident.startswith("ses_")  # (no str() of a deep value)
 
 
 class StepUsage:
