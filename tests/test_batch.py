@@ -201,3 +201,15 @@ def test_many_restored_in_place_come_back_as_they_were(folder: Path) -> None:
     assert transcripts(folder) == before
     unchanged = [p for p in before if not (folder / f"{p}.bak").exists()]
     assert unchanged  # what compress left alone was left alone again: no backup made
+
+
+def test_a_file_that_cannot_fit_is_named_in_its_error(folder: Path, tmp_path: Path) -> None:
+    big = folder / "big.jsonl"
+    shutil.copy(SAMPLES / "coding-agent.claude-code.jsonl", big)  # its agent sends ~68k more
+    run = ctxpack("compress", str(folder), "--out-dir", str(tmp_path / "out"), "--budget",
+                  BUDGET, "--report-json", str(tmp_path / "report.json"))
+    assert run.code == 3, run.err
+    assert any(line.startswith(f"error: {big}: cannot fit the budget")
+               for line in run.err.splitlines()), run.err
+    report = {f["source"]: f for f in json.loads((tmp_path / "report.json").read_text())["files"]}
+    assert report[str(big)]["problem"].startswith(f"{big}: cannot fit")

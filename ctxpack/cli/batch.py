@@ -123,8 +123,11 @@ def run(jobs: list[Job], task: Callable[..., Outcome], args: Any, parallel: int)
 
 
 def failed(job: Job, exc: CtxpackError | OSError) -> Outcome:
-    """The outcome of a job that raised `exc`."""
+    """The outcome of a job that raised `exc`: its problem names the file (a budget that
+    cannot be met, say, does not by itself)."""
     code, problem = problem_of(exc)
+    if not problem.startswith(job.source):
+        problem = f"{job.source}: {problem}"
     return Outcome(job.source, job.dest, "failed", code, problem)
 
 
