@@ -406,7 +406,9 @@ class GeminiChatFormat:
 
             raise UsageError(f"{transcript.path}: compress writes Gemini CLI recordings in "
                              "their JSONL form, not the older single JSON document",
-                             "the CLI turns a .json session into .jsonl when it resumes it")
+                             "the CLI turns a .json session into .jsonl when it resumes it; "
+                             "or `ctxpack convert FILE --to openai -o run.jsonl`, then "
+                             "`ctxpack compress run.jsonl`")
         return GeminiChatEditor()
 
 

@@ -11,4 +11,9 @@ def plain(text: str) -> str:
     return text.translate(_CONTROLS)
 
 
+def counted(count: int, word: str) -> str:
+    """`1 round`, `1,491 rounds`."""
+    return f"{count:,} {word}" if count == 1 else f"{count:,} {word}s"
+
+
 _CONTROLS = {n: f"\\x{n:02x}" for n in (*range(0x20), *range(0x7F, 0xA0)) if n != 0x09}

@@ -12,6 +12,7 @@ import re
 from html import escape
 
 from ..view import Entry, Fold, Header, RoundView, Segment, View
+from . import counted
 from .charts import Charts, page
 
 ALL_HINT = "--all to include them"  # of what the document leaves out
@@ -19,19 +20,15 @@ ALL_HINT = "--all to include them"  # of what the document leaves out
 FENCE = re.compile(r"`{3,}")
 
 
-def _n(count: int, word: str) -> str:
-    return f"{count:,} {word}" if count == 1 else f"{count:,} {word}s"
-
-
 def _summary(h: Header) -> str:
     exact = "exact" if h.exact else "approximate"
     return (f"{h.format} · model {h.model} ({h.encoding}, {exact}) · "
-            f"{'' if h.exact else '~'}{h.tokens:,} tokens in {_n(h.messages, 'message')}, "
-            f"{_n(h.rounds, 'round')}, {_n(h.steps, 'step')}")
+            f"{'' if h.exact else '~'}{h.tokens:,} tokens in {counted(h.messages, 'message')}, "
+            f"{counted(h.rounds, 'round')}, {counted(h.steps, 'step')}")
 
 
 def _round_facts(r: RoundView) -> str:
-    return f"{_n(r.messages, 'message')} · {_n(r.steps, 'step')} · {r.tokens:,} tokens"
+    return f"{counted(r.messages, 'message')} · {counted(r.steps, 'step')} · {r.tokens:,} tokens"
 
 
 def _entry_title(e: Entry) -> str:
@@ -71,13 +68,13 @@ def _md_segment(s: Segment, labels: bool) -> list[str]:
     if s.kind == "tool_call":
         return [f"**→ {s.tool or '?'}**", *(_fenced(lines) if lines else [])]
     if s.kind == "image":
-        return [f"*[image: {s.body[0] if s.body else ''}, {_n(s.tokens, 'token')}]*"]
+        return [f"*[image: {s.body[0] if s.body else ''}, {counted(s.tokens, 'token')}]*"]
     if s.kind == "thinking":
         return ["*thinking*", "", *(f"> {line}" if line else ">" for line in lines)]
     head = []
     if s.kind == "tool_result" and labels:
         head = [f"**← {s.tool or '?'}**{' · error' if s.is_error else ''} · "
-                f"{_n(s.tokens, 'token')}"]
+                f"{counted(s.tokens, 'token')}"]
     if s.kind == "tool_result":
         return [*head, *_fenced(lines)] if lines else head
     return _prose(lines)
@@ -134,7 +131,7 @@ def _html_segment(s: Segment, labels: bool) -> str:
         return f'<div class="call"><b>→ {escape(s.tool or "?")}</b>{args}</div>'
     if s.kind == "image":
         what = escape(s.body[0]) if s.body else ""
-        return f'<p class="image">[image: {what}, {_n(s.tokens, "token")}]</p>'
+        return f'<p class="image">[image: {what}, {counted(s.tokens, "token")}]</p>'
     if s.kind == "thinking":
         return f'<div class="thinking"><b>thinking</b><pre>{_html_body(s.body)}</pre></div>'
     if s.kind == "tool_result":
@@ -142,7 +139,7 @@ def _html_segment(s: Segment, labels: bool) -> str:
         head = ""
         if labels:
             head = (f'<b>← {escape(s.tool or "?")}{" · error" if s.is_error else ""}</b> '
-                    f'<span class="tokens">{_n(s.tokens, "token")}</span>')
+                    f'<span class="tokens">{counted(s.tokens, "token")}</span>')
         return f'<div class="result{error}">{head}<pre>{_html_body(s.body)}</pre></div>'
     return f'<div class="text">{_html_body(s.body)}</div>'
 

@@ -16,6 +16,7 @@ from rich.table import Table
 from rich.text import Text
 
 from ..view import Entry, Fold, RoundView, Segment, View
+from . import counted
 
 ROLE_STYLES = {"system": "bold magenta", "developer": "bold magenta", "user": "bold green",
                "assistant": "bold cyan", "tool": "bold yellow"}
@@ -88,8 +89,8 @@ def header(view: View) -> Text:
     exact = "exact" if h.exact else "approximate"
     out = Text.assemble((h.path, "bold"), f"\n{h.format} · model ", (h.model, "bold"),
                         f" ({h.encoding}, {exact})\n", (_tokens(h.tokens, h.exact), "bold"),
-                        f" in {_n(h.messages, 'message')}, {_n(h.rounds, 'round')}, "
-                        f"{_n(h.steps, 'step')}")
+                        f" in {counted(h.messages, 'message')}, {counted(h.rounds, 'round')}, "
+                        f"{counted(h.steps, 'step')}")
     if not h.exact and h.note:
         out.append(f"\ntokens: {h.note}", style="dim")
     if hidden := h.hidden():
@@ -103,7 +104,7 @@ def header(view: View) -> Text:
 def round_header(r: RoundView) -> Table:
     """Round number and first line on the left; its size on the right."""
     left = Text.assemble((f"round {r.number}", "bold"), "  ", (r.title, "italic"))
-    right = f"{_n(r.messages, 'message')} · {_n(r.steps, 'step')} · {r.tokens:,} tokens"
+    right = f"{counted(r.messages, 'message')} · {counted(r.steps, 'step')} · {r.tokens:,} tokens"
     return _row(left, Text(right, style="bold"))
 
 
@@ -152,7 +153,7 @@ def segment(s: Segment, view: View, *, label: bool = False) -> RenderableType:
                          body(s.body, view))
     if s.kind == "image":
         return Text.assemble(("[image: ", "magenta"), s.body[0] if s.body else "",
-                             (f", {_n(s.tokens, 'token')}]", "magenta"))
+                             (f", {counted(s.tokens, 'token')}]", "magenta"))
     if s.kind == "thinking":
         if not s.body:
             return Text("thinking (no readable text)", style=THINKING)
@@ -162,7 +163,7 @@ def segment(s: Segment, view: View, *, label: bool = False) -> RenderableType:
         colour = ERROR if s.is_error else CALL
         head = Text.assemble(("← ", colour), (s.tool or "?", "bold " + colour),
                              (" · error" if s.is_error else "", ERROR),
-                             (f"  {_n(s.tokens, 'token')}", "dim"))
+                             (f"  {counted(s.tokens, 'token')}", "dim"))
         return _labelled(head, body(s.body, view))
     return body(s.body, view, style=ERROR if s.is_error else "")
 
@@ -184,10 +185,6 @@ def body(lines: tuple[str | Fold, ...], view: View, *, style: str = "") -> Text:
     if view.pattern is not None:
         out.highlight_regex(view.pattern, MATCH)
     return out
-
-
-def _n(count: int, word: str) -> str:
-    return f"{count:,} {word}" if count == 1 else f"{count:,} {word}s"
 
 
 def _tokens(n: int, exact: bool) -> str:

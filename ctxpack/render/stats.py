@@ -12,6 +12,7 @@ from rich.markup import escape
 from rich.table import Table
 
 from ..breakdown import SCHEMA_VERSION, FileStats
+from . import counted
 
 CSV_ROLES = ("system", "developer", "user", "assistant", "tool", "reasoning", "priming")
 MAX_ROUNDS_SHOWN = 12
@@ -116,8 +117,8 @@ def summary_lines(f: FileStats) -> list[str]:
     lines = [
         f"{f.path}  [{f.format}]" + (f"  (format unsure: {f.unsure})" if f.unsure else ""),
         f"model {f.model} ({f.encoding}, {exactness})",
-        f"{f.tokens:,} tokens in {f.messages:,} messages, {len(f.rounds)} rounds, "
-        f"{f.steps} steps",
+        f"{f.tokens:,} tokens in {counted(f.messages, 'message')}, "
+        f"{counted(len(f.rounds), 'round')}, {counted(f.steps, 'step')}",
     ]
     largest = f.largest_conversation
     if largest is not None and f.context_window:
