@@ -518,3 +518,17 @@ def test_shards_of_a_folder_of_datasets_split_the_files_below_one_out_dir(tmp_pa
     assert written == sorted(names)
     for name in names:
         assert pq.read_table(out / name).num_rows == table.num_rows
+
+
+def test_jobs_set_the_local_engines_cores_and_not_the_result(tmp_path: Path) -> None:
+    data = write(table_of(over_budget() * 2, "json"), tmp_path / "data.parquet")
+    outs = []
+    for jobs in ("1", "2"):
+        outs.append(tmp_path / f"j{jobs}.parquet")
+        run = run_ctxpack("compress", str(data), "-o", str(outs[-1]), "--budget", str(BUDGET),
+                          "-j", jobs, env=PINNED)
+        assert run.code == 1, run.err  # the bad rows said, the others done
+    assert outs[0].read_bytes() == outs[1].read_bytes()
+    run = run_ctxpack("compress", str(data), "-o", str(tmp_path / "r.parquet"), "-j", "2",
+                      "--engine", "ray")
+    assert_clean_error(run, 2, "-j is for the local engine")

@@ -73,14 +73,19 @@ def rows_of(column: str | None, id_column: str | None, format: str | None,
                 model=model, models=TABLE if models is None else models, cache=cache)
 
 
-def engine_of(name: str, address: str | None) -> Any:
-    """The engine rows run on: None for this process, else a Ray engine."""
+def engine_of(name: str, address: str | None, jobs: int | None = None) -> Any:
+    """The engine rows run on: None for this process (on `jobs` cores, default every
+    one), else a Ray engine."""
     if name == "local":
         if address is not None:
             raise UsageError("--ray-address needs --engine ray")
+        if jobs is not None:  # the local engine's workers are as many as ctxpack's
+            os.environ["CTXPACK_WORKERS"] = str(jobs)
         return None
     if name != "ray":
         raise UsageError(f"unknown engine {name!r}", "engines: local, ray")
+    if jobs is not None:
+        raise UsageError("-j is for the local engine", "on Ray, the cluster's CPUs do the rows")
     from ..dataset.on_ray import RayEngine
 
     return RayEngine(address)

@@ -116,7 +116,8 @@ OutDirOpt = Annotated[str | None, typer.Option(
     "it has below the folder (or as the file) given.")]
 JobsOpt = Annotated[int | None, typer.Option(
     "--jobs", "-j", metavar="N", min=1,
-    help="With many inputs: files at a time (default: every core).")]
+    help="With many inputs: files at a time; with datasets, the cores the local engine "
+    "uses (default: every core).")]
 SkipExistingOpt = Annotated[bool, typer.Option(
     "--skip-existing", help="With many inputs (or a dataset): skip a file whose output is "
     "newer than it (a killed run resumes).")]
@@ -220,7 +221,8 @@ def compress(
     archived for restore."""
     if datasets.wanted(files, messages_column):
         raise typer.Exit(_compress_dataset(files, output, out_dir, model, format,
-                                           messages_column, id_column, engine, ray_address,
+                                           messages_column, id_column,
+                                           datasets.engine_of(engine, ray_address, jobs),
                                            no_cache, config, flags, quiet, report_json, shard,
                                            skip_existing))
     if not _one_file(files, out_dir):
@@ -256,7 +258,7 @@ def compress(
 
 def _compress_dataset(files: list[str], output: str | None, out_dir: str | None,
                       model: str | None, format: str | None, column: str | None,
-                      id_column: str | None, engine: str, address: str | None,
+                      id_column: str | None, engine: Any,
                       no_cache: bool, config: str | None, flags: dict[str, Any], quiet: bool,
                       report_json: str | None, shard: str | None, skip_existing: bool) -> int:
     from ..compression.settings import settings_of
@@ -265,7 +267,7 @@ def _compress_dataset(files: list[str], output: str | None, out_dir: str | None,
     cfg, options = _settings(config, flags)
     rows = datasets.rows_of(column, id_column, format, model, cfg.models, not no_cache)
     return datasets.compress(files, output, out_dir, rows,
-                             datasets.engine_of(engine, address), settings_of(options), quiet,
+                             engine, settings_of(options), quiet,
                              report_json, parse_shard(shard), skip_existing)
 
 
@@ -408,8 +410,8 @@ def restore(
     if datasets.wanted(files, messages_column):
         rows = datasets.rows_of(messages_column, None, None, None, None, False)
         raise typer.Exit(datasets.restore(files, output, out_dir, rows, archive_dir,
-                                          datasets.engine_of(engine, ray_address), quiet,
-                                          report_json, skip_existing))
+                                          datasets.engine_of(engine, ray_address, jobs),
+                                          quiet, report_json, skip_existing))
 
     if not _one_file(files, out_dir):
         if output is not None or only is not None or list_:
