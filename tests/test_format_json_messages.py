@@ -52,6 +52,23 @@ def test_bare_array_and_runs_list():
     assert [m.conversation for m in t.messages] == [0, 0, 0, 1]
 
 
+def test_an_array_of_dataset_rows_counts_as_their_jsonl_and_comes_back(tmp_path):
+    jsonl = SAMPLES / "evals.openai-conversations.jsonl"
+    rows = [json.loads(line) for line in jsonl.read_text().splitlines()]
+    path = tmp_path / "rows.json"
+    path.write_text(json.dumps(rows, indent=1))
+    t = load(path)
+    assert t.format == "json-messages"
+    assert stats(path).tokens == stats(jsonl).tokens
+    assert [m.conversation for m in t.messages] == [m.conversation for m in load(jsonl).messages]
+    small, back = tmp_path / "small.json", tmp_path / "back.json"
+    run = ctxpack("compress", str(path), "--budget", "600", "-o", str(small), "-q")
+    assert run.code == 0, run.err
+    assert small.read_bytes() != path.read_bytes()
+    assert ctxpack("restore", str(small), "-o", str(back)).code == 0
+    assert back.read_bytes() == path.read_bytes()
+
+
 def test_swe_agent_tool_call_ids_link_results():
     doc = {"history": [
         {"role": "user", "content": [{"type": "text", "text": "fix it"}]},

@@ -1,5 +1,6 @@
 """JSON documents that hold chat messages: SWE-agent `.traj`, mini-swe-agent `.traj.json`,
-tau-bench run lists, or a bare JSON array of Chat Completions messages.
+tau-bench run lists, a JSON array of dataset rows each with its `messages`, or a bare
+JSON array of Chat Completions messages.
 
 The whole file is one JSON value, read at once (these files are small next to
 JSONL logs) and written back as the bytes it was. Messages are in the OpenAI
@@ -30,9 +31,13 @@ def conversations(document: Any) -> list[list[dict[str, Any]]]:
     if isinstance(document, list):
         if all(isinstance(x, dict) and isinstance(x.get("traj"), list) for x in document):
             return [run["traj"] for run in document]
+        if document and all(isinstance(x, dict) and isinstance(x.get("messages"), list)
+                            for x in document):  # dataset rows, as one JSON array
+            return [row["messages"] for row in document]
         if all(isinstance(x, dict) and "role" in x for x in document):
             return [document]
-    raise RecordError("not a list of messages, a list of runs with 'traj', or a trajectory")
+    raise RecordError("not a list of messages, a list of runs with 'traj' or rows with "
+                      "'messages', or a trajectory")
 
 
 def not_input(d: dict[str, Any]) -> bool:
