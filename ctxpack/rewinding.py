@@ -14,7 +14,7 @@ from collections.abc import Iterator
 from dataclasses import dataclass
 from typing import Any
 
-from .archive import VERSION, Archiver, item_id, meta_of, span_blocks
+from .archive import VERSION, Archiver, item_id, span_blocks
 from .errors import UsageError
 from .jsonl import dumps, loads
 from .loader import PathOrFile, load
@@ -63,10 +63,9 @@ def rewind_file(source: PathOrFile, *, steps: int | None = None, rounds: int | N
         raise UsageError(f"{t.path}: rewind takes out whole lines, and in {t.format} files "
                          "the steps kept and those taken out share a record",
                          "`ctxpack convert` to openai, then rewind that")
-    anchor = _anchor(t, first)
+    anchor, record = _anchor(t, first)
     records = t.records
     raw = records[anchor - 1].raw
-    record = loads(raw)
     archiver = Archiver(archive_dir)
     packed = archiver.pack_stream(span_blocks(records, anchor - 1, len(records)))
     ident = item_id("w", anchor, raw)
@@ -85,9 +84,10 @@ def rewind_file(source: PathOrFile, *, steps: int | None = None, rounds: int | N
                    (anchor + 1, len(records)), chunks())
 
 
-def _anchor(t: Transcript, first: int) -> int:
+def _anchor(t: Transcript, first: int) -> tuple[int, dict[str, Any]]:
     """The line whose `ctxpack` object holds the archive of what is taken out: the last
-    line before line `first` (blank lines between go into the archive too)."""
+    line before line `first` (blank lines between go into the archive too), and its
+    record as parsed."""
     records = t.records
     n = first - 1
     while n >= 1 and not records[n - 1].raw.strip():
@@ -103,8 +103,8 @@ def _anchor(t: Transcript, first: int) -> int:
         raise UsageError(f"{t.path}:{n}: the line before the steps taken out is no JSON "
                          "object, so it cannot hold their archive", "rewind another number "
                          "of steps")
-    if meta_of(raw) is not None:
+    if META_KEY in value:  # compress wrote it (or it has a key of that name to keep)
         raise UsageError(f"{t.path}:{n}: the line before the steps taken out is one compress "
                          "wrote; it already holds an archive",
                          "rewind another number of steps, or restore the file first")
-    return n
+    return n, value

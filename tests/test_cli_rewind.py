@@ -170,3 +170,16 @@ def test_rewind_in_either_api_restores_and_keeps_pairs(tmp_path_factory: pytest.
     assert [m.parts for m in after.messages] == [m.parts for m in before.messages[:len(
         after.messages)]]
     assert_tool_pairs(after.messages)
+
+
+def test_a_line_with_its_own_ctxpack_key_is_not_overwritten(tmp_path: Path) -> None:
+    # the line that would hold the archive already has a key of that name: refused, as
+    # writing the archive there would lose that value for good
+    lines = [{"role": "user", "content": "first"}, {"role": "assistant", "content": "one"},
+             {"role": "user", "content": "again", "ctxpack": "a note of the user's"},
+             {"role": "assistant", "content": "two"}]
+    path = tmp_path / "run.jsonl"
+    path.write_bytes(b"".join(orjson.dumps(x) + b"\n" for x in lines))
+    with pytest.raises(UsageError) as info:
+        rewind_file(path, steps=1)
+    assert f"{path}:3:" in str(info.value)
