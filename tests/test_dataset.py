@@ -532,3 +532,17 @@ def test_jobs_set_the_local_engines_cores_and_not_the_result(tmp_path: Path) -> 
     run = run_ctxpack("compress", str(data), "-o", str(tmp_path / "r.parquet"), "-j", "2",
                       "--engine", "ray")
     assert_clean_error(run, 2, "-j is for the local engine")
+
+
+def test_stats_takes_jobs_as_compress_does(tmp_path: Path) -> None:
+    data = write(table_of(over_budget() * 2, "json"), tmp_path / "data.parquet")
+    docs = []
+    for jobs in ("1", "2"):
+        run = run_ctxpack("stats", str(data), "-j", jobs, "--json")
+        assert run.code == 1, run.err  # the bad rows said, the others counted
+        docs.append(json.loads(run.out))
+    assert docs[0] == docs[1] and docs[0]["datasets"][0]["rows"] == 35
+    run = run_ctxpack("stats", str(SAMPLES / "refactor.codex.jsonl"), "-j", "1", "--json")
+    assert run.code == 0, run.err  # a transcript's workers too
+    assert_clean_error(run_ctxpack("stats", str(data), "-j", "2", "--engine", "ray"), 2,
+                       "-j is for the local engine")

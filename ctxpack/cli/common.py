@@ -83,6 +83,13 @@ def warn(message: str) -> None:
     stderr().print(f"[yellow]warning:[/yellow] {escape(plain(message))}")
 
 
+def use_cores(jobs: int) -> None:
+    """`-j N`: the workers of this run (and of the processes it starts) are N."""
+    import os
+
+    os.environ["CTXPACK_WORKERS"] = str(jobs)
+
+
 def read_config(path: str | None) -> Any:
     """The config file's settings (see ctxpack.config for where it is looked up)."""
     from ..config import load_config

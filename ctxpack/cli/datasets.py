@@ -15,7 +15,7 @@ from typing import Annotated, Any
 import typer
 
 from ..errors import EXIT_CHECK_FAILED, EXIT_USAGE, CtxpackError, UsageError
-from .common import error, plain, problem_of, stderr
+from .common import error, plain, problem_of, stderr, use_cores
 
 MessagesColumnOpt = Annotated[str | None, typer.Option(
     "--messages-column", metavar="NAME", help="Read a dataset of one trajectory a row "
@@ -80,7 +80,7 @@ def engine_of(name: str, address: str | None, jobs: int | None = None) -> Any:
         if address is not None:
             raise UsageError("--ray-address needs --engine ray")
         if jobs is not None:  # the local engine's workers are as many as ctxpack's
-            os.environ["CTXPACK_WORKERS"] = str(jobs)
+            use_cores(jobs)
         return None
     if name != "ray":
         raise UsageError(f"unknown engine {name!r}", "engines: local, ray")

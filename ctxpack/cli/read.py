@@ -26,6 +26,7 @@ from .common import (
     problem_of,
     read_config,
     stderr,
+    use_cores,
     warn,
 )
 
@@ -177,6 +178,10 @@ def stats(
         "role, by tool, largest message, valid) written to FILE (.parquet or .csv).")] = None,
     engine: datasets.EngineOpt = "local",
     ray_address: datasets.RayAddressOpt = None,
+    jobs: Annotated[int | None, typer.Option(
+        "--jobs", "-j", metavar="N", min=1,
+        help="Cores to count on: a big file's workers, a dataset's local engine (default: "
+        "every core).")] = None,
 ) -> None:
     """Show where the tokens of a transcript (or of each row of a dataset) went."""
     from ..breakdown import stats as compute
@@ -189,8 +194,11 @@ def stats(
     if datasets.wanted(files, messages_column, per_row):
         rows = datasets.rows_of(messages_column, id_column, transcript_format, model,
                                 cfg.models, not no_cache)
-        raise typer.Exit(datasets.stats(files, rows, datasets.engine_of(engine, ray_address),
+        raise typer.Exit(datasets.stats(files, rows,
+                                        datasets.engine_of(engine, ray_address, jobs),
                                         per_row, max_tokens, output))
+    if jobs is not None:  # a big transcript's workers
+        use_cores(jobs)
     inputs = Files(files)
     if html is not None and "-" in inputs.paths:
         raise UsageError("--html reads each file again for its pictures, and stdin can be "
