@@ -213,3 +213,51 @@ def test_a_file_that_cannot_fit_is_named_in_its_error(folder: Path, tmp_path: Pa
                for line in run.err.splitlines()), run.err
     report = {f["source"]: f for f in json.loads((tmp_path / "report.json").read_text())["files"]}
     assert report[str(big)]["problem"].startswith(f"{big}: cannot fit")
+
+
+def test_convert_writes_each_file_below_out_dir_as_its_target(folder: Path,
+                                                             tmp_path: Path) -> None:
+    out, report = tmp_path / "out", tmp_path / "report.json"
+    run = ctxpack("convert", str(folder), "--to", "markdown", "--out-dir", str(out),
+                  "--report-json", str(report))
+    assert run.code == 2, run.err  # the bad file failed; the others are done
+    assert [line for line in run.err.splitlines() if line.startswith("error:")] == \
+        [f"error: {folder / 'sub' / 'bad.jsonl'}:2: malformed JSON: Expecting property "
+         "name enclosed in double quotes at column 2"]
+    good = [k for k in transcripts(folder) if k != "sub/bad.jsonl"]
+    made = sorted(str(p.relative_to(out)) for p in out.rglob("*") if p.is_file())
+    assert made == sorted(k.removesuffix(".jsonl") + ".md" for k in good)
+    entries = {Path(e["source"]).relative_to(folder).as_posix(): e["status"]
+               for e in json.loads(report.read_text())["files"]}
+    assert entries.pop("sub/bad.jsonl") == "failed" and set(entries.values()) == {"written"}
+    one = tmp_path / "one.md"  # each as the run of that one file writes it
+    assert ctxpack("convert", str(folder / "sub" / "chat.jsonl"), "--to", "markdown", "-o",
+                   str(one)).code == 0
+    assert (out / "sub" / "chat.md").read_bytes() == one.read_bytes()
+
+
+def test_convert_of_many_resumes_shards_and_never_writes_over_an_input(
+        folder: Path, tmp_path: Path) -> None:
+    (folder / "sub" / "bad.jsonl").unlink()
+    out = tmp_path / "out"
+    assert ctxpack("convert", str(folder), "--to", "openai", "--out-dir", str(out), "-q",
+                   "-j", "2").code == 0
+    first = transcripts(out)
+    assert sorted(first) == sorted(transcripts(folder))  # .jsonl to .jsonl: the same names
+    run = ctxpack("convert", str(folder), "--to", "openai", "--out-dir", str(out),
+                  "--skip-existing", "--report-json", "-")
+    assert run.code == 0, run.err
+    assert {e["status"] for e in json.loads(run.out)["files"]} == {"skipped"}
+    shares = []
+    for i in range(2):
+        part = tmp_path / f"part-{i}"
+        assert ctxpack("convert", str(folder), "--to", "openai", "--out-dir", str(part),
+                       "--shard", f"{i}/2", "-q").code == 0
+        shares.append(transcripts(part) if part.exists() else {})
+    assert {**shares[0], **shares[1]} == first and not set(shares[0]) & set(shares[1])
+    before = transcripts(folder)
+    assert_clean_error(ctxpack("convert", str(folder), "--to", "openai", "--out-dir",
+                               str(folder)), 2, "would be written over itself")
+    assert transcripts(folder) == before
+    assert_clean_error(ctxpack("convert", str(folder), "--to", "html", "-o",
+                               str(tmp_path / "x.html")), 2, "-o takes one input")

@@ -50,9 +50,12 @@ class Outcome:
 
 
 def jobs_of(inputs: Files, out_dir: str | None, in_place: bool, writes: bool,
-            shard: tuple[int, int] | None, skip_existing: bool) -> tuple[list[Job], list[Job]]:
+            shard: tuple[int, int] | None, skip_existing: bool,
+            suffix: str | None = None) -> tuple[list[Job], list[Job]]:
     """The jobs to run, and those skipped as up to date; refuses two inputs that would
-    write one output. (A run that `writes` nothing needs nowhere to write.)"""
+    write one output, and an output that would be its own input. (A run that `writes`
+    nothing needs nowhere to write.) With `suffix`, each output's name ends in it
+    instead of its input's extension (`convert --to markdown`: `.md`)."""
     if writes and out_dir is None and not in_place:
         raise UsageError("more than one input needs --out-dir DIR (or --in-place)",
                          "-o takes one input")
@@ -65,12 +68,18 @@ def jobs_of(inputs: Files, out_dir: str | None, in_place: bool, writes: bool,
         below = inputs.below[path]
         if shard is not None and _share(below, shard[1]) != shard[0]:
             continue
-        jobs.append(Job(path, os.path.join(out_dir, below) if out_dir and not in_place
-                        else path))
+        if out_dir is None or in_place:
+            jobs.append(Job(path, path))
+            continue
+        dest = os.path.join(out_dir, below)
+        jobs.append(Job(path, dest if suffix is None else os.path.splitext(dest)[0] + suffix))
     taken: dict[str, str] = {}
     for job in jobs:
         if (other := taken.setdefault(os.path.abspath(job.dest), job.source)) != job.source:
             raise UsageError(f"{other} and {job.source} would both be written to {job.dest}")
+        if writes and not in_place and _same_file(job.source, job.dest):
+            raise UsageError(f"{job.source} would be written over itself",
+                             "give --out-dir another folder")
     if not skip_existing:
         return jobs, []
     fresh = [j for j in jobs if _up_to_date(j)]
@@ -168,6 +177,15 @@ def _share(below: str, count: int) -> int:
     """The share a file belongs to: from its path below its input, so that a file keeps
     its share whoever else is in the folder."""
     return int.from_bytes(hashlib.sha256(below.encode()).digest()[:8], "big") % count
+
+
+def _same_file(source: str, dest: str) -> bool:
+    if os.path.abspath(source) == os.path.abspath(dest):
+        return True
+    try:
+        return os.path.samefile(source, dest)
+    except OSError:  # not there yet (or not a local path): not the same
+        return False
 
 
 def _up_to_date(job: Job) -> bool:

@@ -1,11 +1,15 @@
-"""`ctxpack convert`: a transcript as API request bodies or as a document to read."""
+"""`ctxpack convert`: a transcript as API request bodies or as a document to read; many
+transcripts (files, folders, globs) each to a file of its own below --out-dir, through
+the runner compress and restore use."""
 
 from __future__ import annotations
 
-from typing import Annotated
+from dataclasses import dataclass
+from typing import Annotated, Any
 
 import typer
 
+from ..errors import CtxpackError, UsageError
 from .common import (
     ConfigOpt,
     FormatOpt,
@@ -16,9 +20,19 @@ from .common import (
     read_config,
     warn,
 )
-from .write import _destination, _write_result
+from .write import (
+    JobsOpt,
+    OutDirOpt,
+    ShardOpt,
+    SkipExistingOpt,
+    _destination,
+    _many,
+    _one_file,
+    _write_result,
+)
 
 TARGETS = ("openai", "anthropic", "markdown", "html")
+SUFFIXES = {"openai": ".jsonl", "anthropic": ".jsonl", "markdown": ".md", "html": ".html"}
 
 
 def _target(value: str) -> str:
@@ -27,14 +41,81 @@ def _target(value: str) -> str:
     return value
 
 
+@dataclass(frozen=True)
+class _ConvertJob:
+    """What every file of a convert is converted with."""
+
+    to: str
+    all_: bool
+    full: bool
+    format: str | None
+    model: str | None
+    skip_invalid: bool
+    table: Any
+
+
+def _converted(file: str, how: _ConvertJob) -> tuple[bytes, list[str]]:
+    """The file as `how.to` has it, and what had to change (one line each)."""
+    from ..loader import load
+
+    transcript = load(file, how.format, skip_invalid=how.skip_invalid)
+    if how.all_:
+        from ..convert import whole_log
+
+        transcript = whole_log(transcript)
+    if how.to in ("openai", "anthropic"):
+        from ..convert import Notes, request_bodies
+        from ..jsonl import dumps
+
+        notes = Notes()
+        bodies = request_bodies(transcript, how.to, notes, how.model)
+        data = b"".join(dumps(body) + b"\n" for body in bodies)
+        return data, [f"{transcript.path}: {line}" for line in notes.lines()]
+    from ..breakdown import transcript_models
+    from ..tokens import TokenCounter
+    from ..view import build_view
+
+    counter = TokenCounter(how.model or how.table.choose(transcript_models(transcript)),
+                           how.table)
+    view = build_view(transcript, counter, full=how.full)
+    if how.to == "markdown":
+        from ..render.document import to_markdown
+
+        text = to_markdown(view)
+    else:
+        from ..render.charts import charts_of
+        from ..render.document import to_html
+
+        text = to_html(view, charts_of(transcript, counter, link=True))
+    return text.encode("utf-8", "replace"), []
+
+
+def convert_one(job: Any, how: _ConvertJob, alone: bool) -> Any:
+    """One file of a many-file convert (run in a worker process when `alone`)."""
+    from .batch import Outcome, failed
+
+    try:
+        data, notes = _converted(job.source, how)
+        _write_result(job.dest, job.source, [data], None)
+        return Outcome(job.source, job.dest, "written", warnings=tuple(notes))
+    except (CtxpackError, OSError) as exc:
+        return failed(job, exc)
+
+
 @app.command()
 def convert(
-    file: Annotated[str, typer.Argument(metavar="FILE", help="Transcript file, or - for stdin.")],
+    files: Annotated[list[str], typer.Argument(
+        metavar="FILE...", help="Transcripts: a file or - for stdin; or many files, folders "
+        "(their *.jsonl) and globs, with --out-dir.")],
     to: Annotated[str, typer.Option(
         "--to", metavar="TARGET", callback=_target,
         help="openai (Chat Completions {\"messages\"} a line per conversation), anthropic "
         "(Messages {\"system\", \"messages\"} a line per conversation), markdown or html.")],
     output: OutputOpt = None,
+    out_dir: OutDirOpt = None,
+    jobs: JobsOpt = None,
+    skip_existing: SkipExistingOpt = False,
+    shard: ShardOpt = None,
     all_: Annotated[bool, typer.Option(
         "--all", help="The whole log: also the messages before a compaction, off the "
         "branch, and of sub-agents, in file order (default: what the model sees).")]
@@ -45,42 +126,23 @@ def convert(
     format: FormatOpt = None,
     model: ModelOpt = None,
     skip_invalid: SkipOpt = False,
+    report_json: Annotated[str | None, typer.Option(
+        "--report-json", metavar="PATH",
+        help="With many inputs: what became of each file, as JSON (- for stdout).")] = None,
+    quiet: Annotated[bool, typer.Option(
+        "--quiet", "-q", help="With many inputs: no table of the files on stderr.")] = False,
     config: ConfigOpt = None,
 ) -> None:
     """Write a transcript as API-ready messages or as a document a person reads."""
-    from ..loader import load
-
+    how = _ConvertJob(to, all_, full, format, model, skip_invalid, read_config(config).models)
+    if not _one_file(files, out_dir):
+        if output is not None:
+            raise UsageError("-o takes one input", "use --out-dir DIR for many")
+        raise typer.Exit(_many(files, out_dir, False, True, jobs, skip_existing, shard,
+                               convert_one, how, quiet, report_json, SUFFIXES[to]))
+    file = files[0]
     dest = _destination(file, output, in_place=False, force=False)
-    transcript = load(file, format, skip_invalid=skip_invalid)
-    if all_:
-        from ..convert import whole_log
-
-        transcript = whole_log(transcript)
-    if to in ("openai", "anthropic"):
-        from ..convert import Notes, request_bodies
-        from ..jsonl import dumps
-
-        notes = Notes()
-        bodies = request_bodies(transcript, to, notes, model)
-        for line in notes.lines():
-            warn(f"{transcript.path}: {line}")
-        data = b"".join(dumps(body) + b"\n" for body in bodies)
-    else:
-        from ..breakdown import transcript_models
-        from ..tokens import TokenCounter
-        from ..view import build_view
-
-        table = read_config(config).models
-        counter = TokenCounter(model or table.choose(transcript_models(transcript)), table)
-        view = build_view(transcript, counter, full=full)
-        if to == "markdown":
-            from ..render.document import to_markdown
-
-            text = to_markdown(view)
-        else:
-            from ..render.charts import charts_of
-            from ..render.document import to_html
-
-            text = to_html(view, charts_of(transcript, counter, link=True))
-        data = text.encode("utf-8", "replace")
+    data, notes = _converted(file, how)
+    for line in notes:
+        warn(line)
     _write_result(dest, file, [data], None)

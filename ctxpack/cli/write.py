@@ -273,8 +273,9 @@ def _compress_dataset(files: list[str], output: str | None, out_dir: str | None,
 
 def _many(files: list[str], out_dir: str | None, in_place: bool, writes: bool,
           jobs: int | None, skip_existing: bool, shard: str | None, task: Any, how: Any,
-          quiet: bool, report_json: str | None) -> int:
-    """Run `task` on every file given; the run's exit code."""
+          quiet: bool, report_json: str | None, suffix: str | None = None) -> int:
+    """Run `task` on every file given (each output's name ending in `suffix`, if one is
+    given); the run's exit code."""
     from ..workers import worker_count
     from . import batch
     from .read import Files
@@ -285,7 +286,7 @@ def _many(files: list[str], out_dir: str | None, in_place: bool, writes: bool,
     if not inputs.paths:  # each said why already
         return EXIT_USAGE
     todo, fresh = batch.jobs_of(inputs, out_dir, in_place, writes, batch.parse_shard(shard),
-                                skip_existing)
+                                skip_existing, suffix)
     outcomes = batch.run(todo, task, how, jobs or worker_count()) if todo else []
     code = batch.finish(outcomes, fresh, quiet, report_json)
     return max(code, EXIT_USAGE if inputs.failed else 0)
