@@ -261,3 +261,22 @@ def test_convert_of_many_resumes_shards_and_never_writes_over_an_input(
     assert transcripts(folder) == before
     assert_clean_error(ctxpack("convert", str(folder), "--to", "html", "-o",
                                str(tmp_path / "x.html")), 2, "-o takes one input")
+
+
+def test_rewind_of_many_takes_steps_out_of_each_and_restore_brings_them_back(
+        folder: Path, tmp_path: Path) -> None:
+    out, back = tmp_path / "out", tmp_path / "back"
+    run = ctxpack("rewind", str(folder), "--steps", "1", "--out-dir", str(out),
+                  "--report-json", "-")
+    assert run.code == 2, run.err  # the bad file (and any a rewind refuses) failed
+    entries = {Path(e["source"]).relative_to(folder).as_posix(): e
+               for e in json.loads(run.out)["files"]}
+    assert entries["sub/bad.jsonl"]["status"] == "failed"
+    written = [k for k, e in entries.items() if e["status"] == "written"]
+    assert "refactor.codex.jsonl" in written and "sub/chat.jsonl" in written
+    rewound = transcripts(out)
+    assert sorted(rewound) == sorted(written)
+    given = transcripts(folder)
+    assert all(rewound[k] != given[k] for k in written)
+    assert ctxpack("restore", str(out), "--out-dir", str(back), "-q").code == 0
+    assert transcripts(back) == {k: given[k] for k in written}

@@ -1,21 +1,70 @@
-"""`ctxpack rewind`: take the newest steps or rounds back out of a transcript, archived so
-that `ctxpack restore` brings them back."""
+"""`ctxpack rewind`: take the newest steps or rounds back out of a transcript (or of each
+of many, through the runner compress uses), archived so that `ctxpack restore` brings
+them back."""
 
 from __future__ import annotations
 
 import os
-from typing import Annotated
+from dataclasses import dataclass
+from typing import Annotated, Any
 
 import typer
 
-from ..errors import UsageError
+from ..errors import CtxpackError, UsageError
 from .common import ForceOpt, FormatOpt, InPlaceOpt, OutputOpt, SkipOpt, app, plain, stderr
-from .write import _check_outputs, _destination, _say_kept, _write_result
+from .write import (
+    FilesArg,
+    JobsOpt,
+    OutDirOpt,
+    ShardOpt,
+    SkipExistingOpt,
+    _check_outputs,
+    _destination,
+    _many,
+    _one_file,
+    _say_kept,
+    _write_result,
+)
+
+
+@dataclass(frozen=True)
+class _RewindJob:
+    """How every file of a many-file rewind is rewound."""
+
+    steps: int | None
+    rounds: int | None
+    to: int | None
+    format: str | None
+    skip_invalid: bool
+    archive_dir: str | None
+    in_place: bool
+    force: bool
+
+    def run(self, file: str) -> Any:
+        from ..rewinding import rewind_file
+
+        return rewind_file(file, steps=self.steps, rounds=self.rounds, to=self.to,
+                           format=self.format, skip_invalid=self.skip_invalid,
+                           archive_dir=self.archive_dir)
+
+
+def rewind_one(job: Any, how: _RewindJob, alone: bool) -> Any:
+    """One file of a many-file rewind (run in a worker process when `alone`)."""
+    from .batch import Outcome, failed
+
+    try:
+        if how.in_place:
+            _destination(job.source, None, True, how.force)
+        seen = os.stat(job.source) if how.in_place else None
+        backup = _write_result(job.dest, job.source, how.run(job.source).chunks, seen)
+        return Outcome(job.source, job.dest, "written", backup=backup)
+    except (CtxpackError, OSError) as exc:
+        return failed(job, exc)
 
 
 @app.command()
 def rewind(
-    file: Annotated[str, typer.Argument(metavar="FILE", help="A transcript, or - for stdin.")],
+    files: FilesArg,
     steps: Annotated[int | None, typer.Option(
         "--steps", "-n", metavar="N", min=1,
         help="Take out the newest N steps (a step: a model turn and its tool results).")]
@@ -30,23 +79,36 @@ def rewind(
     output: OutputOpt = None,
     in_place: InPlaceOpt = False,
     force: ForceOpt = False,
+    out_dir: OutDirOpt = None,
+    jobs: JobsOpt = None,
+    skip_existing: SkipExistingOpt = False,
+    shard: ShardOpt = None,
     format: FormatOpt = None,
     archive_dir: Annotated[str | None, typer.Option(
         "--archive-dir", metavar="DIR",
         help="Keep what is taken out in this folder instead of inside the file.")] = None,
     skip_invalid: SkipOpt = False,
+    report_json: Annotated[str | None, typer.Option(
+        "--report-json", metavar="PATH",
+        help="With many inputs: what became of each file, as JSON (- for stdout).")] = None,
+    quiet: Annotated[bool, typer.Option(
+        "--quiet", "-q", help="With many inputs: no table of the files on stderr.")] = False,
 ) -> None:
     """Take the newest steps or rounds back out of a transcript (whole tool calls with
     their results); restore brings them back."""
-    from ..rewinding import rewind_file
-
     if sum(x is not None for x in (steps, rounds, to)) != 1:
         raise UsageError("rewind takes one of --steps, --rounds and --to")
+    how = _RewindJob(steps, rounds, to, format, skip_invalid, archive_dir, in_place, force)
+    if not _one_file(files, out_dir):
+        if output is not None:
+            raise UsageError("-o takes one input", "use --out-dir DIR for many")
+        raise typer.Exit(_many(files, out_dir, in_place, True, jobs, skip_existing, shard,
+                               rewind_one, how, quiet, report_json))
+    file = files[0]
     dest = _destination(file, output, in_place, force)
     _check_outputs(dest, in_place, False, False, None)
     seen = os.stat(file) if in_place else None
-    done = rewind_file(file, steps=steps, rounds=rounds, to=to, format=format,
-                       skip_invalid=skip_invalid, archive_dir=archive_dir)
+    done = how.run(file)
     _say_kept(_write_result(dest, file, done.chunks, seen))
     first, last = done.lines
     stderr().print(plain(
