@@ -280,3 +280,18 @@ def test_rewind_of_many_takes_steps_out_of_each_and_restore_brings_them_back(
     assert all(rewound[k] != given[k] for k in written)
     assert ctxpack("restore", str(out), "--out-dir", str(back), "-q").code == 0
     assert transcripts(back) == {k: given[k] for k in written}
+
+
+def test_many_restored_that_were_never_compressed_warn_as_one_does(
+        folder: Path, tmp_path: Path) -> None:
+    (folder / "sub" / "bad.jsonl").unlink()
+    chat = folder / "sub" / "chat.jsonl"
+    one = ctxpack("restore", str(chat), "-o", str(tmp_path / "one.jsonl"))
+    assert one.code == 0
+    [warning] = [line for line in one.err.splitlines() if line.startswith("warning:")]
+    assert warning == f"warning: {chat}: nothing to restore (no ctxpack items); writing it " \
+        "unchanged"
+    run = ctxpack("restore", str(folder), "--out-dir", str(tmp_path / "out"), "-q")
+    assert run.code == 0, run.err
+    warnings = [line for line in run.err.splitlines() if line.startswith("warning:")]
+    assert warning in warnings and len(warnings) == len(transcripts(folder))

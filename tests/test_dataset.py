@@ -546,3 +546,28 @@ def test_stats_takes_jobs_as_compress_does(tmp_path: Path) -> None:
     assert run.code == 0, run.err  # a transcript's workers too
     assert_clean_error(run_ctxpack("stats", str(data), "-j", "2", "--engine", "ray"), 2,
                        "-j is for the local engine")
+
+
+def test_a_messages_column_of_another_type_is_one_line_for_the_dataset(tmp_path: Path) -> None:
+    numbers = write(pa.table({"id": [f"r{i}" for i in range(12)],
+                              "messages": pa.array(range(12), pa.int64())}),
+                    tmp_path / "numbers.parquet")
+    good = write(table_of(evals()[:3], "json", bad=False), tmp_path / "good.parquet")
+    problem = (f"error: {numbers}: column 'messages' holds int64, not messages (JSON text, or "
+               "a list of message structs)")
+    assert_clean_error(run_ctxpack("stats", str(numbers)), 2, problem)
+    out = tmp_path / "out.parquet"
+    assert_clean_error(run_ctxpack("compress", str(numbers), "-o", str(out)), 2, problem)
+    assert not out.exists()
+    run = run_ctxpack("validate", str(numbers), str(good))
+    assert run.code == 2 and run.out == ""
+    assert said(run.err) == [problem, f"{good}: 3 rows, 0 with problems"]
+
+
+def test_a_row_is_named_by_id_whatever_its_id_column_is_called(tmp_path: Path) -> None:
+    table = table_of(evals()[:2], "json").rename_columns(["trajectory_id", "messages", "reward"])
+    data = write(table, tmp_path / "data.parquet")
+    run = run_ctxpack("validate", str(data))
+    assert run.out.startswith(f"{data} row 2 (id traj-bad): messages are not JSON")
+    run = run_ctxpack("stats", str(data))
+    assert f"error: {data} row 2 (id traj-bad): messages are not JSON" in run.err

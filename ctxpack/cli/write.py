@@ -369,9 +369,16 @@ def restore_one(job: Any, how: tuple[str | None, int, bool, bool], alone: bool) 
             status = "written" if restored.layers else "unchanged"
             backup = _write_result(job.dest, job.source, restored.chunks(), seen,
                                    bool(restored.layers))
-        return Outcome(job.source, job.dest, status, backup=backup)
+        return Outcome(job.source, job.dest, status, backup=backup,
+                       warnings=() if restored.layers else (_nothing(restored.name, in_place),))
     except (CtxpackError, OSError) as exc:
         return failed(job, exc)
+
+
+def _nothing(name: str, in_place: bool) -> str:
+    """The warning for a file restore finds nothing to undo in."""
+    return (f"{name}: nothing to restore (no ctxpack items); "
+            + ("it is left as it is" if in_place else "writing it unchanged"))
 
 
 @app.command()
@@ -431,6 +438,5 @@ def restore(
     with restoring(file, only=only, folder=archive_dir,
                    max_growth=max_growth or MAX_GROWTH) as restored:
         if restored.layers == 0:
-            warn(f"{restored.name}: nothing to restore (no ctxpack items); "
-                 + ("it is left as it is" if in_place else "writing it unchanged"))
+            warn(_nothing(restored.name, in_place))
         _say_kept(_write_result(dest, file, restored.chunks(), seen, bool(restored.layers)))

@@ -71,10 +71,20 @@ def id_column(table: Any, rows: Rows) -> str | None:
 
 
 def messages_column(table: Any, rows: Rows) -> Any:
+    """The messages column: JSON text, or a list of messages (structs); a column of
+    another type is the dataset's one problem, not one of each row."""
     if rows.column not in table.column_names:
         raise UsageError(f"{rows.name}: no column {rows.column!r}",
                          f"columns: {', '.join(table.column_names)}; --messages-column picks one")
-    return table.column(rows.column)
+    column = table.column(rows.column)
+    pa = pyarrow()
+    kind = column.type
+    if not (pa.types.is_string(kind) or pa.types.is_large_string(kind)
+            or (pa.types.is_list(kind) or pa.types.is_large_list(kind))
+            and pa.types.is_struct(kind.value_type)):
+        raise InputError(rows.name, None, f"column {rows.column!r} holds {kind}, not messages "
+                         "(JSON text, or a list of message structs)")
+    return column
 
 
 def read_rows(table: Any, rows: Rows) -> Iterator[Row]:
@@ -85,7 +95,7 @@ def read_rows(table: Any, rows: Rows) -> Iterator[Row]:
     for i, (value, ident) in enumerate(zip(values, ids, strict=True)):
         n = rows.start + i
         name = str(n) if ident is None else str(ident)
-        where = f"{rows.name} row {n}" + (f" ({key} {name})" if key else "")
+        where = f"{rows.name} row {n}" + (f" (id {name})" if key else "")
         row = Row(n, name, where)
         try:
             row.messages = messages_of(value, where)
