@@ -571,3 +571,97 @@ def test_a_row_is_named_by_id_whatever_its_id_column_is_called(tmp_path: Path) -
     assert run.out.startswith(f"{data} row 2 (id traj-bad): messages are not JSON")
     run = run_ctxpack("stats", str(data))
     assert f"error: {data} row 2 (id traj-bad): messages are not JSON" in run.err
+
+
+def test_stats_of_several_datasets_adds_them_up_as_one_dataset_of_their_rows(
+        tmp_path: Path) -> None:
+    one, two = table_of(evals(), "json"), table_of(over_budget()[:5], "json", bad=False)
+    a, b = write(one, tmp_path / "a.parquet"), write(two, tmp_path / "b.parquet")
+    both = write(pa.concat_tables([one, two]), tmp_path / "both.parquet")
+    run = run_ctxpack("stats", str(a), str(b), "--max-tokens", "600", "--json")
+    assert run.code == 1, run.err  # a row could not be read, rows over the limit
+    doc = json.loads(run.out)
+    whole = json.loads(run_ctxpack("stats", str(both), "--max-tokens", "600", "--json").out)
+    expected = {k: v for k, v in whole["datasets"][0].items()
+                if k not in ("schema_version", "path", "errors")}
+    assert doc["total"] == {"datasets": 2, **expected}
+    assert doc["total"]["rows"] == sum(d["rows"] for d in doc["datasets"]) == 23
+    table = run_ctxpack("stats", str(a), str(b)).out
+    assert "total of 2 datasets" in table
+    alone = run_ctxpack("stats", str(a)).out
+    assert "total of" not in alone
+
+
+def test_report_json_has_one_shape_for_one_dataset_or_many(tmp_path: Path) -> None:
+    folder = tmp_path / "in"
+    folder.mkdir()
+    data = write(table_of(over_budget(), "json"), folder / "data.parquet")
+    single, many = tmp_path / "single.json", tmp_path / "many.json"
+    run = run_ctxpack("compress", str(data), "-o", str(tmp_path / "small.parquet"),
+                      "--budget", str(BUDGET), "--report-json", str(single))
+    assert run.code == 1, run.err  # the bad row
+    assert "18 rows, 1 compressed, 1 failed; tokens" in run.err
+    assert run.err.rstrip().endswith(", 1 failed row not counted")
+    assert run_ctxpack("compress", str(folder), "--out-dir", str(tmp_path / "out"), "--budget",
+                       str(BUDGET), "--report-json", str(many), "-q").code == 1
+    [entry] = json.loads(single.read_text())["files"]
+    [other] = json.loads(many.read_text())["files"]
+    assert {**entry, "dest": None} == {**other, "dest": None}
+    small = pq.read_table(tmp_path / "small.parquet")
+    done = [b for b, e in zip(small.column("ctxpack_tokens_before").to_pylist(),
+                              small.column("ctxpack_error").to_pylist(), strict=True)
+            if e is None]
+    assert (entry["status"], entry["code"], entry["rows"], entry["rows_compressed"],
+            entry["rows_failed"], entry["tokens_before"], entry["problem"]) == \
+        ("written", 1, 18, 1, 1, sum(done), "1 failed row not counted")
+    back = tmp_path / "back.json"
+    assert run_ctxpack("restore", str(tmp_path / "small.parquet"), "-o",
+                       str(tmp_path / "back.parquet"), "--report-json", str(back)).code == 0
+    assert [(e["status"], e["rows"]) for e in json.loads(back.read_text())["files"]] == \
+        [("written", 18)]
+
+
+def on_a_terminal(*args: str) -> str:
+    """What `ctxpack ARGS` writes to stderr when stderr is a terminal (a pseudo-terminal
+    here), its stdout thrown away."""
+    import os
+    import subprocess
+    import sys
+
+    pty = pytest.importorskip("pty", reason="needs a pseudo-terminal (POSIX)")
+    master, slave = pty.openpty()
+    env = {**os.environ, "COLUMNS": "120", "TERM": "xterm"}
+    env.pop("NO_COLOR", None)
+    proc = subprocess.Popen([sys.executable, "-m", "ctxpack", *args], stdout=subprocess.DEVNULL,
+                            stderr=slave, stdin=subprocess.DEVNULL, env=env)
+    os.close(slave)
+    screen = b""
+    while True:
+        try:
+            chunk = os.read(master, 1 << 16)
+        except OSError:  # the other end closed
+            break
+        if not chunk:
+            break
+        screen += chunk
+    proc.wait(timeout=300)
+    os.close(master)
+    return screen.decode("utf-8", "replace")
+
+
+def test_an_error_said_under_a_progress_bar_starts_a_line_of_its_own(tmp_path: Path) -> None:
+    import re
+
+    folder = tmp_path / "in"
+    folder.mkdir()
+    for name in ("a", "c"):
+        write(table_of(evals(), "json", bad=False), folder / f"{name}.parquet")
+    write(table_of(evals()[:2], "json"), folder / "b.parquet")  # a row that cannot be read
+    screen = on_a_terminal("compress", str(folder), "--out-dir", str(tmp_path / "out"),
+                           "--budget", str(BUDGET))
+    assert " rows " in screen and "MB" in screen  # the bar was drawn
+    said_at = [m.start() for m in re.finditer("error:", screen)]
+    assert said_at, screen
+    for at in said_at:
+        before = re.split(r"[\r\n]", screen[:at])[-1]  # what the line holds before it
+        assert re.sub(r"\x1b\[[0-9;?]*[A-Za-z]", "", before) == "", repr(screen[at - 200:at])

@@ -47,6 +47,9 @@ class Outcome:
     tokens_after: int | None = None
     warnings: tuple[str, ...] = ()  # said once for the run, however many files say it
     backup: str | None = None  # in place: where the original is kept
+    rows: int | None = None  # a dataset's rows, and how many compress changed and failed
+    rows_compressed: int | None = None
+    rows_failed: int | None = None
 
 
 def jobs_of(inputs: Files, out_dir: str | None, in_place: bool, writes: bool,
@@ -145,19 +148,7 @@ def finish(outcomes: list[Outcome], skipped: list[Job], quiet: bool,
     """Report the run (a table on stderr, and JSON where asked); its exit code."""
     everything = outcomes + [Outcome(j.source, j.dest, "skipped") for j in skipped]
     if report_json:
-        import orjson
-
-        data = orjson.dumps({"schema_version": REPORT_VERSION,
-                             "files": [asdict(o) for o in everything]},
-                            option=orjson.OPT_INDENT_2) + b"\n"
-        if report_json == "-":
-            import sys
-
-            sys.stdout.buffer.write(data)
-        else:
-            from ..atomic import write_atomic
-
-            write_atomic(report_json, [data])
+        write_report(everything, report_json)
     if not quiet:
         from ..render.batch import print_outcomes
 
@@ -165,6 +156,24 @@ def finish(outcomes: list[Outcome], skipped: list[Job], quiet: bool,
     for message in dict.fromkeys(w for o in everything for w in o.warnings):
         warn(message)
     return max((o.code for o in everything), default=0)
+
+
+def write_report(outcomes: list[Outcome], path: str) -> None:
+    """`--report-json PATH` (`-`: stdout): an entry a file, in one shape whether one
+    file or many, transcripts or datasets, were given."""
+    import orjson
+
+    data = orjson.dumps({"schema_version": REPORT_VERSION,
+                         "files": [asdict(o) for o in outcomes]},
+                        option=orjson.OPT_INDENT_2) + b"\n"
+    if path == "-":
+        import sys
+
+        sys.stdout.buffer.write(data)
+    else:
+        from ..atomic import write_atomic
+
+        write_atomic(path, [data])
 
 
 def _said(outcome: Outcome) -> Outcome:

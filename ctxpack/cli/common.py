@@ -4,6 +4,7 @@ they print a warning or fail (one line on stderr, the documented exit code).
 
 from __future__ import annotations
 
+from functools import cache
 from typing import Annotated, Any, NoReturn
 
 import typer
@@ -45,7 +46,10 @@ ForceOpt = Annotated[bool, typer.Option(
     "or is open for writing in another process.")]
 
 
+@cache
 def stderr() -> Any:
+    """The run's one console on stderr: a line said while a progress bar is shown on it
+    goes above the bar (a console of its own would write after the bar, on its line)."""
     from rich.console import Console
 
     return Console(stderr=True, highlight=False, soft_wrap=True)

@@ -126,12 +126,13 @@ def stats(files: list[str], rows: Any, engine: Any, per_row: str | None,
                 unread = True
                 continue
             done.append(totals)
+    total = DatasetStats.across(done)
     if output == "json":
-        sys.stdout.buffer.write(render.to_json(done))
+        sys.stdout.buffer.write(render.to_json(done, total))
     else:
         from rich.console import Console
 
-        for totals in done:
+        for totals in done + ([total] if len(done) > 1 else []):
             render.print_stats(Console(), totals)
     for totals in done:
         for problem in totals.errors:
@@ -228,7 +229,7 @@ def _each(files: list[str], output: str | None, out_dir: str | None, skip_existi
     and a row a dataset in the summary; `shard` (i, n) takes the i-th of n shares of
     the datasets. `one` returns an Outcome; the exit code."""
     from ..render.dataset import RowProgress
-    from .batch import failed, finish, jobs_of
+    from .batch import failed, finish, jobs_of, write_report
 
     if out_dir is None:
         if len(files) != 1 or os.path.isdir(files[0]) or glob.has_magic(files[0]):
@@ -242,6 +243,8 @@ def _each(files: list[str], output: str | None, out_dir: str | None, skip_existi
             return 0
         with RowProgress(files, stderr()) as advance:
             outcome = one(files[0], dest, advance)
+        if report_json is not None:
+            write_report([outcome], report_json)
         return outcome.code
     if output is not None:
         raise UsageError("-o and --out-dir cannot be used together")
@@ -285,19 +288,13 @@ def compress(files: list[str], output: str | None, out_dir: str | None, rows: An
                 advance(file, table.num_rows)
         for problem in done.errors:
             error(problem)
-        if one_file:
-            if report_json is not None:
-                from ..atomic import write_atomic
-
-                text = render.to_json([done])
-                sys.stdout.buffer.write(text) if report_json == "-" \
-                    else write_atomic(report_json, [text])
-            if not quiet:
-                render.print_compressed(stderr(), done)
+        if one_file and not quiet:
+            render.print_compressed(stderr(), done)
         return Outcome(file, dest, "written" if done.changed else "unchanged",
                        EXIT_CHECK_FAILED if done.failed else 0,
-                       f"{done.failed:,} rows failed" if done.failed else "",
-                       done.tokens_before, done.tokens_after)
+                       render.failed_rows(done.failed) if done.failed else "",
+                       done.tokens_before, done.tokens_after, rows=done.rows,
+                       rows_compressed=done.changed, rows_failed=done.failed)
 
     return _each(files, output, out_dir, skip_existing, quiet, report_json, one,
                  None if one_file else shard)
@@ -316,11 +313,13 @@ def restore(files: list[str], output: str | None, out_dir: str | None, rows: Any
         nothing = not archived(file)
         if nothing:
             warn(f"{file}: nothing to restore (no ctxpack column); writing it unchanged")
+        count = 0
         with written(dest, rows.column) as add:
             for table in results(file, rows, _restore_batch, engine, archive_dir=archive_dir):
                 add(table)
                 advance(file, table.num_rows)
-        return Outcome(file, dest, "unchanged" if nothing else "written")
+                count += table.num_rows
+        return Outcome(file, dest, "unchanged" if nothing else "written", rows=count)
 
     return _each(files, output, out_dir, skip_existing, quiet, report_json, one)
 

@@ -57,6 +57,25 @@ class DatasetStats:
             self.invalid += not r["valid"]
             self.over += self.max_tokens is not None and r["tokens"] > self.max_tokens
 
+    @classmethod
+    def across(cls, parts: list[DatasetStats]) -> DatasetStats:
+        """Several datasets' stats taken together, as one dataset of all their rows would
+        have them (its `path` says how many; the rows' problems stay with their own)."""
+        total = cls(f"total of {len(parts):,} datasets",
+                    max_tokens=parts[0].max_tokens if parts else None)
+        for p in parts:
+            total.rows += p.rows
+            total.tokens += p.tokens
+            total.messages += p.messages
+            total.by_role.update(p.by_role)
+            total.by_tool.update(p.by_tool)
+            total.models.update(p.models)
+            total.invalid += p.invalid
+            total.failed += p.failed
+            total.over += p.over
+            total.per_row.extend(p.per_row)
+        return total
+
     def distribution(self) -> dict[str, int]:
         ordered = sorted(self.per_row)
         return {"p50": percentile(ordered, 0.5), "p90": percentile(ordered, 0.9),

@@ -24,7 +24,10 @@ def print_outcomes(console: Console, outcomes: list[Any]) -> None:
     for o in outcomes:
         numbers = [_number(o.tokens_before), _number(o.tokens_after)] if counted else []
         dest = o.dest if o.backup is None else f"{o.dest} (original kept as {o.backup})"
-        table.add_row(escape(plain(o.source)), escape(plain(dest)), o.status, *numbers)
+        # a file done in part (a dataset with rows that failed) says what is left out
+        status = f"{o.status}: {o.problem}" if o.problem and o.status != "failed" else o.status
+        table.add_row(escape(plain(o.source)), escape(plain(dest)), escape(plain(status)),
+                      *numbers)
     console.print(table)
     counts: dict[str, int] = {}
     for o in outcomes:

@@ -10,13 +10,17 @@ from rich.console import Console
 from rich.markup import escape
 from rich.table import Table
 
-from . import plain
+from . import counted, plain
 
 TOP_TOOLS = 10
 
 
-def to_json(results: list[Any]) -> bytes:
-    doc = {"schema_version": 1, "datasets": [r.to_dict() for r in results]}
+def to_json(results: list[Any], total: Any) -> bytes:
+    """`stats --json` of datasets: each one's stats, and `total`'s (all of them)."""
+    summed = {k: v for k, v in total.to_dict().items()
+              if k not in ("schema_version", "path", "errors")}
+    doc = {"schema_version": 1, "datasets": [r.to_dict() for r in results],
+           "total": {"datasets": len(results), **summed}}
     return orjson.dumps(doc, option=orjson.OPT_INDENT_2) + b"\n"
 
 
@@ -55,9 +59,16 @@ def _shares(console: Console, what: str, counts: dict[str, int], total: int) -> 
 def print_compressed(console: Console, c: Any) -> None:
     saved = c.tokens_before - c.tokens_after
     share = f" ({saved / c.tokens_before:.1%})" if c.tokens_before else ""
+    left_out = f", {failed_rows(c.failed)}" if c.failed else ""
     console.print(escape(plain(
         f"{c.path} -> {c.dest}: {c.rows:,} rows, {c.changed:,} compressed, {c.failed:,} "
-        f"failed; tokens {c.tokens_before:,} -> {c.tokens_after:,}{share}")))
+        f"failed; tokens {c.tokens_before:,} -> {c.tokens_after:,}{share}{left_out}")))
+
+
+def failed_rows(count: int) -> str:
+    """What the tokens of a compress leave out: the rows that failed, which were not
+    counted (a row that cannot be read has no count)."""
+    return f"{counted(count, 'failed row')} not counted"
 
 
 class RowProgress:
