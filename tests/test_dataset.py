@@ -665,3 +665,11 @@ def test_an_error_said_under_a_progress_bar_starts_a_line_of_its_own(tmp_path: P
     for at in said_at:
         before = re.split(r"[\r\n]", screen[:at])[-1]  # what the line holds before it
         assert re.sub(r"\x1b\[[0-9;?]*[A-Za-z]", "", before) == "", repr(screen[at - 200:at])
+
+
+def test_jsonl_rows_are_not_written_under_a_parquet_name(tmp_path: Path) -> None:
+    data = jsonl_rows(tmp_path / "rows.jsonl", evals()[:3])
+    out = tmp_path / "small.parquet"
+    run = run_ctxpack("compress", str(data), "--messages-column", "messages", "-o", str(out))
+    assert_clean_error(run, 2, "a dataset is written as its input is (jsonl)", "OUT.jsonl")
+    assert not out.exists()
