@@ -24,6 +24,10 @@ class CtxpackError(Exception):
     def __str__(self) -> str:
         return self.message if not self.hint else f"{self.message} ({self.hint})"
 
+    def __reduce__(self) -> tuple[type, tuple[object, ...]]:
+        # made again whole where it is raised from a worker process or a Ray task
+        return type(self), (self.message, self.hint)
+
 
 class UsageError(CtxpackError):
     """A flag, model name or option that cannot be used."""
@@ -38,6 +42,9 @@ class InputError(CtxpackError):
         self.path = path
         self.line = line
         self.problem = problem
+
+    def __reduce__(self) -> tuple[type, tuple[object, ...]]:
+        return type(self), (self.path, self.line, self.problem, self.hint)
 
 
 class CannotFit(CtxpackError):

@@ -473,3 +473,18 @@ def test_a_long_array_of_messages_that_fits_no_format_is_named_without_a_crash(t
     path = tmp_path / "x.json"
     path.write_text(json.dumps([*messages, {"role": "user", "parts": []}]))
     assert_clean_error(ctxpack("stats", str(path)), 2, f"{path}:1:", "ctxpack reads: ")
+
+
+def test_errors_travel_whole_between_processes() -> None:
+    """A worker process or a Ray task sends its error back pickled: it must arrive as the
+    same one line, hint and all."""
+    import pickle
+
+    from ctxpack.errors import CannotFit, InputError, UsageError
+
+    for error in (InputError("rows.parquet", 3, "messages are not JSON", "a hint"),
+                  InputError("rows.parquet", None, "column 'messages' holds int64"),
+                  UsageError("no column 'x'", "columns: a, b"), CannotFit("over the window")):
+        back = pickle.loads(pickle.dumps(error))
+        assert type(back) is type(error) and str(back) == str(error)
+        assert vars(back) == vars(error)

@@ -106,3 +106,13 @@ def test_ray_runs_jsonl_rows_as_the_local_engine_does(cluster: str, tmp_path: Pa
         assert there.num_rows == 18
         assert there.equals(here)
     assert there.column("ctxpack").to_pylist()[2] is not None
+
+
+def test_a_dataset_problem_raised_on_ray_is_its_one_line(cluster: str, tmp_path: Path) -> None:
+    data = tmp_path / "numbers.parquet"
+    pq.write_table(pa.table({"id": ["a", "b"], "messages": pa.array([1, 2])}), data)
+    run = run_ctxpack("stats", str(data), "--engine", "ray", "--ray-address", cluster)
+    assert run.code == 2, run.err
+    assert [line for line in run.err.splitlines() if line.strip()] == \
+        [f"error: {data}: column 'messages' holds int64, not messages (JSON text, or a list "
+         "of message structs)"]
