@@ -619,6 +619,10 @@ def test_report_json_has_one_shape_for_one_dataset_or_many(tmp_path: Path) -> No
                        str(tmp_path / "back.parquet"), "--report-json", str(back)).code == 0
     assert [(e["status"], e["rows"]) for e in json.loads(back.read_text())["files"]] == \
         [("written", 18)]
+    run = run_ctxpack("compress", str(data), "-o", str(tmp_path / "small.parquet"),
+                      "--skip-existing", "--report-json", "-")
+    assert run.code == 0, run.err
+    assert [e["status"] for e in json.loads(run.out)["files"]] == ["skipped"]
 
 
 def on_a_terminal(*args: str) -> str:

@@ -229,7 +229,7 @@ def _each(files: list[str], output: str | None, out_dir: str | None, skip_existi
     and a row a dataset in the summary; `shard` (i, n) takes the i-th of n shares of
     the datasets. `one` returns an Outcome; the exit code."""
     from ..render.dataset import RowProgress
-    from .batch import failed, finish, jobs_of, write_report
+    from .batch import Outcome, failed, finish, jobs_of, write_report
 
     if out_dir is None:
         if len(files) != 1 or os.path.isdir(files[0]) or glob.has_magic(files[0]):
@@ -240,9 +240,10 @@ def _each(files: list[str], output: str | None, out_dir: str | None, skip_existi
             if not quiet:
                 stderr().print(plain(f"{dest} is newer than {files[0]}: skipped"),
                                markup=False, highlight=False)
-            return 0
-        with RowProgress(files, stderr()) as advance:
-            outcome = one(files[0], dest, advance)
+            outcome = Outcome(files[0], dest, "skipped")
+        else:
+            with RowProgress(files, stderr()) as advance:
+                outcome = one(files[0], dest, advance)
         if report_json is not None:
             write_report([outcome], report_json)
         return outcome.code
