@@ -16,6 +16,8 @@ own changed, and the run says so.
 
 The loop of one call a file is timed on `--loop` files spread evenly over the folder
 (every k-th), and its mean scaled to the whole folder. Every run has `--no-cache`.
+Each run's CPU time (user and system, its workers' included) is printed beside its
+wall time: what the machine's load cannot change.
 
     PYTHONPATH=. python bench/bench_batch.py --files 1000 --loop 100
 """
@@ -27,6 +29,7 @@ import json
 import math
 import os
 import random
+import resource
 import shutil
 import subprocess
 import sys
@@ -115,12 +118,16 @@ def sample_folder(folder: Path, count: int) -> list[Path]:
     return made
 
 
-def timed(args: list[str]) -> float:
+def timed(args: list[str]) -> tuple[float, float]:
+    """Wall seconds of the command, and CPU seconds of it and its workers."""
+    before = resource.getrusage(resource.RUSAGE_CHILDREN)
     start = time.perf_counter()
     proc = subprocess.run([sys.executable, "-m", "ctxpack", *args], capture_output=True)
+    wall = time.perf_counter() - start
     if proc.returncode not in (0, 3):  # 3: a file could not fit the budget (counted)
         raise SystemExit(proc.stderr.decode())
-    return time.perf_counter() - start
+    after = resource.getrusage(resource.RUSAGE_CHILDREN)
+    return wall, (after.ru_utime - before.ru_utime) + (after.ru_stime - before.ru_stime)
 
 
 def load() -> str:
@@ -149,22 +156,24 @@ def main() -> None:
         for jobs in ("1", "2"):
             out = Path(tmp) / f"out-{jobs}"
             report = Path(tmp) / f"report-{jobs}.json"
-            times[jobs] = timed(["compress", str(folder), "--out-dir", str(out), "-j", jobs,
-                                 "--report-json", str(report), *common])
+            times[jobs], cpu = timed(["compress", str(folder), "--out-dir", str(out), "-j",
+                                      jobs, "--report-json", str(report), *common])
             shutil.rmtree(out)
             done = Counter(f["status"] for f in json.loads(report.read_text())["files"])
-            print(f"  compress --out-dir -j {jobs}: {times[jobs]:7.1f} s "
+            print(f"  compress --out-dir -j {jobs}: {times[jobs]:7.1f} s, CPU {cpu:6.1f} s "
                   f"({len(files) / times[jobs]:6.1f} files/s; "
                   + ", ".join(f"{v} {k}" for k, v in sorted(done.items())) + ")")
         step = max(1, len(files) // args.loop)
         sample = files[::step][: args.loop]
-        loop = 0.0
+        loop = loop_cpu = 0.0
         one = Path(tmp) / "one-output"
         for path in sample:
-            loop += timed(["compress", str(path), "-o", str(one), *common])
+            wall, cpu = timed(["compress", str(path), "-o", str(one), *common])
+            loop, loop_cpu = loop + wall, loop_cpu + cpu
         per_file = loop / len(sample)
         print(f"  one call a file (timed on {len(sample)}, every {step}th file): "
-              f"{per_file:.3f} s a file, {per_file * len(files):7.1f} s for all")
+              f"{per_file:.3f} s a file ({loop_cpu / len(sample):.3f} s CPU), "
+              f"{per_file * len(files):7.1f} s for all")
         print(f"-j 2 / -j 1: {times['1'] / times['2']:.2f}x faster; "
               f"-j 2 / the loop: {per_file * len(files) / times['2']:.2f}x faster")
         print(f"load average at the end: {load()}")
