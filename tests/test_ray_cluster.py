@@ -127,7 +127,7 @@ class Node:
     def tasks(self, name: str) -> int:
         """How many tasks called `name` the node's workers ran (Ray marks each in the
         worker's log)."""
-        logs = Path(self.folder).glob("session_*/logs/worker-*.out")
+        logs = {f.resolve() for f in Path(self.folder).glob("session_*/logs/worker-*.out")}
         return sum(f.read_text(errors="replace").count(f":task_name:{name}\n") for f in logs)
 
     def stop(self) -> None:

@@ -69,13 +69,17 @@ class RayEngine:
             raise self.failed
         if ray.is_initialized():
             return
+        held = Held()
         try:  # Ray's own warnings of a failed join are replaced by one line
-            with _held_stderr(self.address is not None):
+            with _held_stderr(held, self.address is not None):
                 ray.init(address=self.address, logging_level="ERROR", log_to_driver=False,
                          include_dashboard=False, configure_logging=False)
-        except (ConnectionError, ValueError) as exc:
-            self.failed = UsageError(f"cannot join the Ray at {self.address}: {exc}",
-                                     "is it a Ray head? `ray status --address ADDRESS`")
+        except (ConnectionError, ValueError, ray.exceptions.RayError) as exc:
+            why = held.last or str(exc)
+            hint = ("set RAY_AUTH_MODE=token here, with the cluster's token in "
+                    "~/.ray/auth_token or $RAY_AUTH_TOKEN" if "Auth" in why
+                    else "is it a Ray head? `ray status --address ADDRESS`")
+            self.failed = UsageError(f"cannot join the Ray at {self.address}: {why}", hint)
             raise self.failed from None
 
     def map(self, path: str, rows: Rows, work: Callable[..., Any], settings: dict[str, Any],
@@ -184,29 +188,43 @@ def reach(address: str, named: str = "--ray-address") -> None:
                          "default), not the dashboard's or a worker's")
 
 
+class Held:
+    """What Ray wrote to stderr while it joined a cluster: its last line, the reason."""
+
+    last = ""
+
+
 @contextmanager
-def _held_stderr(hold: bool) -> Iterator[None]:
+def _held_stderr(held: Held, hold: bool) -> Iterator[None]:
     """What is written to file descriptor 2 in the block (Ray's core logs there, not
-    through Python) is held, and written out only if the block ends without an error.
-    Only for joining a running Ray: a Ray started here would start its processes with
-    the held descriptor as their stderr."""
+    through Python) is held, and written out only if the block ends without an error;
+    if it does, `held.last` is the last line, without the log's prefix. Only for joining
+    a running Ray: a Ray started here would start its processes with the held
+    descriptor as their stderr."""
     if not hold:
         yield
         return
+    import re
     import sys
     import tempfile
 
     sys.stderr.flush()
     saved = os.dup(2)
-    with tempfile.TemporaryFile() as held:
-        os.dup2(held.fileno(), 2)
+    with tempfile.TemporaryFile() as file:
+        os.dup2(file.fileno(), 2)
         try:
             yield
+        except BaseException:
+            file.seek(0)
+            lines = file.read().decode(errors="replace").strip().splitlines()
+            # "[2026-11-26 17:53:59,672 W 13539 13539] gcs_client.cc:210: the reason"
+            held.last = re.sub(r"^\[[^]]*\] \S+:\d+: ", "", lines[-1]) if lines else ""
+            raise
         finally:
             os.dup2(saved, 2)
             os.close(saved)
-        held.seek(0)
-        os.write(2, held.read())
+        file.seek(0)
+        os.write(2, file.read())
 
 
 def _read(sock: socket.socket, size: int) -> bytes:
