@@ -16,12 +16,15 @@ own changed, and the run says so.
 
 The loop of one call a file is timed on `--loop` files spread evenly over the folder
 (every k-th), and its mean scaled to the whole folder. Every run has `--no-cache`.
-Each run's CPU time (user and system, its workers' included) is printed beside its
-wall time: what the machine's load cannot change. With `--repeat N`, `-j 1` and `-j 2`
-are run in turn N times, so that each sees the load the other sees, and the fastest of
-each counts.
+`compress DIR --out-dir OUT` is run three ways: on one core (`-j 1` with
+`CTXPACK_WORKERS=1`: one file at a time, and no workers inside a big file), with `-j 1`
+as a user runs it (one file at a time, a big file's own workers on every core), and
+with `-j 2` (a file a core). Each run's CPU time (user and system, its workers'
+included) is printed beside its wall time: what the machine's load cannot change. With
+`--repeat N` the three are run in turn N times, so that each sees the load the others
+see, and the fastest of each counts.
 
-    PYTHONPATH=. python bench/bench_batch.py --files 1000 --loop 50 --repeat 2
+    PYTHONPATH=. python bench/bench_batch.py --files 1000 --loop 40 --repeat 2
 """
 
 from __future__ import annotations
@@ -120,11 +123,12 @@ def sample_folder(folder: Path, count: int) -> list[Path]:
     return made
 
 
-def timed(args: list[str]) -> tuple[float, float]:
+def timed(args: list[str], env: dict[str, str] | None = None) -> tuple[float, float]:
     """Wall seconds of the command, and CPU seconds of it and its workers."""
     before = resource.getrusage(resource.RUSAGE_CHILDREN)
     start = time.perf_counter()
-    proc = subprocess.run([sys.executable, "-m", "ctxpack", *args], capture_output=True)
+    proc = subprocess.run([sys.executable, "-m", "ctxpack", *args], capture_output=True,
+                          env={**os.environ, **(env or {})})
     wall = time.perf_counter() - start
     if proc.returncode not in (0, 3):  # 3: a file could not fit the budget (counted)
         raise SystemExit(proc.stderr.decode())
@@ -157,16 +161,16 @@ def main() -> None:
         print(f"load average (1/5/15 min) at the start: {load()}")
         common = ["--budget", args.budget, "--no-cache", "-q"]
         times: dict[str, float] = {}
+        runs = {"1 core": ("1", {"CTXPACK_WORKERS": "1"}), "-j 1": ("1", {}), "-j 2": ("2", {})}
         for _ in range(args.repeat):
-            for jobs in ("1", "2"):
-                out = Path(tmp) / f"out-{jobs}"
-                report = Path(tmp) / f"report-{jobs}.json"
+            for name, (jobs, env) in runs.items():
+                out, report = Path(tmp) / "out", Path(tmp) / "report.json"
                 wall, cpu = timed(["compress", str(folder), "--out-dir", str(out), "-j", jobs,
-                                   "--report-json", str(report), *common])
+                                   "--report-json", str(report), *common], env)
                 shutil.rmtree(out)
-                times[jobs] = min(wall, times.get(jobs, wall))
+                times[name] = min(wall, times.get(name, wall))
                 done = Counter(f["status"] for f in json.loads(report.read_text())["files"])
-                print(f"  compress --out-dir -j {jobs}: {wall:7.1f} s, CPU {cpu:6.1f} s "
+                print(f"  {name:6}: {wall:7.1f} s, CPU {cpu:6.1f} s "
                       f"({len(files) / wall:6.1f} files/s; "
                       + ", ".join(f"{v} {k}" for k, v in sorted(done.items()))
                       + f"; load {load()})")
@@ -181,8 +185,9 @@ def main() -> None:
         print(f"  one call a file (timed on {len(sample)}, every {step}th file): "
               f"{per_file:.3f} s a file ({loop_cpu / len(sample):.3f} s CPU), "
               f"{per_file * len(files):7.1f} s for all")
-        print(f"-j 2 / -j 1: {times['1'] / times['2']:.2f}x faster; "
-              f"-j 2 / the loop: {per_file * len(files) / times['2']:.2f}x faster")
+        print(f"-j 2 over one core: {times['1 core'] / times['-j 2']:.2f}x faster; over -j 1: "
+              f"{times['-j 1'] / times['-j 2']:.2f}x; over the loop: "
+              f"{per_file * len(files) / times['-j 2']:.2f}x")
         print(f"load average at the end: {load()}")
 
 
