@@ -17,8 +17,10 @@ run on a few thousand rows could not win back; see BENCHMARKS.md.
 from __future__ import annotations
 
 import os
+import socket
 from collections import deque
 from collections.abc import Callable, Iterator
+from contextlib import contextmanager
 from dataclasses import replace
 from typing import Any
 
@@ -27,6 +29,13 @@ from .files import BATCH_ROWS, batches, is_parquet
 from .rows import Rows, pyarrow
 
 IN_FLIGHT = 2  # tasks a CPU has queued, so that none waits for the next while one is read
+CONNECT_SECONDS = 5  # how long a cluster's head may take to answer before it is given up
+# Ray's own bounds on joining a cluster, set (unless the user set them) before Ray is
+# imported, which is when it reads them: by default it retries a head that does not
+# answer as one 20 times for 40 s each, printing warnings, which looks like a hang.
+RAY_CONNECT_BOUNDS = {"RAY_py_gcs_connect_timeout_s": str(CONNECT_SECONDS),
+                      "RAY_gcs_server_port_wait_time_s": "1", "RAY_NUM_REDIS_GET_RETRIES": "1"}
+HTTP2_PREFACE = b"PRI * HTTP/2.0\r\n\r\nSM\r\n\r\n" + bytes([0, 0, 0, 4, 0, 0, 0, 0, 0])
 
 
 def ray_module() -> Any:
@@ -42,7 +51,13 @@ class RayEngine:
     here with every core); a Ray already started in this process is used as it is."""
 
     def __init__(self, address: str | None = None) -> None:
+        named = "--ray-address" if address else "$RAY_ADDRESS"
         self.address = address or os.environ.get("RAY_ADDRESS") or None
+        self.failed: CtxpackError | None = None
+        if self.address is not None:
+            reach(self.address, named)  # a bad address said in a few seconds, not a hang
+            for key, value in RAY_CONNECT_BOUNDS.items():
+                os.environ.setdefault(key, value)
         self.ray = ray_module()
 
     def start(self) -> None:
@@ -50,15 +65,29 @@ class RayEngine:
 
         ray = self.ray
         logging.getLogger("ray").setLevel(logging.ERROR)  # its notes would bury the results
-        if not ray.is_initialized():
-            ray.init(address=self.address, logging_level="ERROR", log_to_driver=False,
-                     include_dashboard=False, configure_logging=False)
+        if self.failed is not None:  # tried once already: not again for each dataset
+            raise self.failed
+        if ray.is_initialized():
+            return
+        held = Held()
+        try:  # Ray's own warnings of a failed join are replaced by one line
+            with _held_stderr(held, self.address is not None):
+                ray.init(address=self.address, logging_level="ERROR", log_to_driver=False,
+                         include_dashboard=False, configure_logging=False)
+        except (ConnectionError, ValueError, ray.exceptions.RayError) as exc:
+            why = held.last or str(exc)
+            hint = ("set RAY_AUTH_MODE=token here, with the cluster's token in "
+                    "~/.ray/auth_token or $RAY_AUTH_TOKEN" if "Auth" in why
+                    else "is it a Ray head? `ray status --address ADDRESS`")
+            self.failed = UsageError(f"cannot join the Ray at {self.address}: {why}", hint)
+            raise self.failed from None
 
     def map(self, path: str, rows: Rows, work: Callable[..., Any], settings: dict[str, Any],
             shard: tuple[int, int] | None = None) -> Iterator[Any]:
         """`work` of every batch of the dataset at `path` (or of the i-th of n shares of
         it), in row order."""
         rows = replace(rows, name=path)
+        epoch = os.environ.get("SOURCE_DATE_EPOCH")  # pinned here, pinned on every node
         if is_parquet(path):
             groups = [(g, start) for g, start in row_groups(path)
                       if shard is None or g % shard[1] == shard[0]]
@@ -68,10 +97,10 @@ class RayEngine:
                 yield work(pq.ParquetFile(path).schema_arrow.empty_table(), **vars(rows),
                            **settings)
                 return
-            calls = ((row_group, (path, g, replace(rows, start=start), work, settings))
+            calls = ((row_group, (path, g, replace(rows, start=start), work, settings, epoch))
                      for g, start in groups)
         else:  # JSONL rows are read here: a task is a batch
-            calls = ((one_batch, (table, at, work, settings))
+            calls = ((one_batch, (table, at, work, settings, epoch))
                      for table, at in batches(path, rows, shard=shard))
         self.start()
         yield from self._in_order(calls)
@@ -114,6 +143,101 @@ class RayEngine:
             raise
 
 
+def reach(address: str, named: str = "--ray-address") -> None:
+    """A UsageError, within about CONNECT_SECONDS, unless a Ray head may listen at
+    `address` (HOST:PORT, or ray://HOST:PORT for Ray Client; `auto` and `local` are
+    Ray's to resolve): the value is well formed, its host is known, something listens
+    at the port, and it speaks gRPC (HTTP/2), as Ray's head does."""
+    if address in ("auto", "local"):
+        return
+    said = f"{named} {address}"
+    if "://" in address and not address.startswith("ray://"):
+        raise UsageError(f"{said}: not a Ray head's address",
+                         "give HOST:PORT as `ray start --head` prints it (port 6379 by "
+                         "default); http://HOST:8265 is the dashboard's, for `ray job submit`")
+    host, sep, port = address.removeprefix("ray://").rpartition(":")
+    host = host.removeprefix("[").removesuffix("]")  # [IPv6]:PORT
+    if not sep or not host or not port.isdigit() or not 0 < int(port) < 65536:
+        raise UsageError(f"{said}: not HOST:PORT", "the address `ray start --head` prints, "
+                         "such as 10.0.0.5:6379")
+    try:
+        sock = socket.create_connection((host, int(port)), timeout=CONNECT_SECONDS)
+    except socket.gaierror:
+        raise UsageError(f"{said}: unknown host {host}") from None
+    except ConnectionRefusedError:
+        raise UsageError(f"{said}: nothing listens there (connection refused)",
+                         "is Ray started on that machine (`ray start --head`), at that "
+                         "port?") from None
+    except TimeoutError:
+        raise UsageError(f"{said}: no answer in {CONNECT_SECONDS} s",
+                         "a wrong host, or a firewall between here and there") from None
+    except OSError as exc:
+        raise UsageError(f"{said}: cannot connect ({exc.strerror or exc})") from None
+    if os.environ.get("RAY_USE_TLS", "0").lower() in ("1", "true"):
+        sock.close()  # a TLS head answers only a TLS hello
+        return
+    with sock:
+        try:
+            sock.sendall(HTTP2_PREFACE)
+            frame = _read(sock, 9)
+        except OSError:  # closed on us, or silent
+            frame = b""
+    if len(frame) < 9 or frame[3] != 4:  # an HTTP/2 server opens with a SETTINGS frame
+        raise UsageError(f"{said}: what listens there is not a Ray head (it does not "
+                         "speak gRPC)", "the port `ray start --head` prints (6379 by "
+                         "default), not the dashboard's or a worker's")
+
+
+class Held:
+    """What Ray wrote to stderr while it joined a cluster: its last line, the reason."""
+
+    last = ""
+
+
+@contextmanager
+def _held_stderr(held: Held, hold: bool) -> Iterator[None]:
+    """What is written to file descriptor 2 in the block (Ray's core logs there, not
+    through Python) is held, and written out only if the block ends without an error;
+    if it does, `held.last` is the last line, without the log's prefix. Only for joining
+    a running Ray: a Ray started here would start its processes with the held
+    descriptor as their stderr."""
+    if not hold:
+        yield
+        return
+    import re
+    import sys
+    import tempfile
+
+    sys.stderr.flush()
+    saved = os.dup(2)
+    with tempfile.TemporaryFile() as file:
+        os.dup2(file.fileno(), 2)
+        try:
+            yield
+        except BaseException:
+            file.seek(0)
+            lines = file.read().decode(errors="replace").strip().splitlines()
+            # "[2026-11-26 17:53:59,672 W 13539 13539] gcs_client.cc:210: the reason"
+            held.last = re.sub(r"^\[[^]]*\] \S+:\d+: ", "", lines[-1]) if lines else ""
+            raise
+        finally:
+            os.dup2(saved, 2)
+            os.close(saved)
+        file.seek(0)
+        os.write(2, file.read())
+
+
+def _read(sock: socket.socket, size: int) -> bytes:
+    """Up to `size` bytes, fewer when the peer closes first."""
+    data = b""
+    while len(data) < size:
+        chunk = sock.recv(size - len(data))
+        if not chunk:
+            break
+        data += chunk
+    return data
+
+
 def row_groups(path: str) -> list[tuple[int, int]]:
     """Each row group of the file and the number of its first row."""
     import pyarrow.parquet as pq
@@ -131,12 +255,12 @@ def row_groups(path: str) -> list[tuple[int, int]]:
 
 
 def row_group(path: str, group: int, rows: Rows, work: Callable[..., Any],
-              settings: dict[str, Any]) -> Iterator[Any]:
+              settings: dict[str, Any], epoch: str | None = None) -> Iterator[Any]:
     """A Ray task: `work` of the rows of one row group, a batch at a time (so a worker
     holds one batch)."""
     import pyarrow.parquet as pq
 
-    _one_core()
+    _as_the_driver(epoch)
     pa = pyarrow()
     file = pq.ParquetFile(path)
     meta, start, empty = file.schema_arrow.metadata, rows.start, True
@@ -150,13 +274,19 @@ def row_group(path: str, group: int, rows: Rows, work: Callable[..., Any],
 
 
 def one_batch(table: Any, rows: Rows, work: Callable[..., Any],
-              settings: dict[str, Any]) -> Iterator[Any]:
+              settings: dict[str, Any], epoch: str | None = None) -> Iterator[Any]:
     """A Ray task: `work` of one batch of rows sent to it."""
-    _one_core()
+    _as_the_driver(epoch)
     yield work(table, **vars(rows), **settings)
 
 
-def _one_core() -> None:
-    """The task's CPU is its share: no pool of processes inside it; the tokenizer is
-    loaded with the worker's first task and kept by the process for the next."""
+def _as_the_driver(epoch: str | None) -> None:
+    """The task's CPU is its share: no pool of processes inside it (the tokenizer is
+    loaded with the worker's first task and kept by the process for the next); and the
+    time stamp of archives is pinned as it is where the command runs, so that every
+    node writes what the local engine would."""
     os.environ["CTXPACK_WORKERS"] = "1"
+    if epoch is None:
+        os.environ.pop("SOURCE_DATE_EPOCH", None)
+    else:
+        os.environ["SOURCE_DATE_EPOCH"] = epoch
