@@ -331,25 +331,30 @@ def _done(stages: Iterable[Any]) -> str:
 
 def rewind_point(messages: Sequence[Message], *, steps: int | None = None,
                  rounds: int | None = None, to: int | None = None,
-                 name: str = "<messages>") -> int:
+                 to_round: int | None = None, name: str = "<messages>") -> int:
     """Where the context is cut to take out the newest `steps` steps, or the newest
-    `rounds` rounds, or every step after step `to` (numbered from 1): the index of the
-    first message taken out, always where no tool call is parted from its result."""
+    `rounds` rounds, or every step after step `to`, or every round after round
+    `to_round` (numbered from 1): the index of the first message taken out, always
+    where no tool call is parted from its result."""
     from .compression.units import cuts, units_of
     from .transcript import group_rounds
 
-    given = [x for x in (steps, rounds, to) if x is not None]
+    given = [x for x in (steps, rounds, to, to_round) if x is not None]
     if len(given) != 1:
-        raise UsageError("rewind takes one of: steps, rounds, or the step to go back to")
-    if given[0] < (0 if to is not None else 1):
+        raise UsageError("rewind takes one of: steps, rounds, or the step or round to go "
+                         "back to")
+    if given[0] < (0 if to is not None or to_round is not None else 1):
         raise UsageError(f"rewind: {given[0]} is not a number of steps or rounds, 1 or more")
     allowed = cuts(messages)
     starts = [u.start for u in units_of(messages, allowed, 0) if u.step]
-    if rounds is not None:
+    if rounds is not None or to_round is not None:
         opened = [r.start for r in group_rounds(messages) if messages[r.start].human]
-        if rounds > len(opened):
+        if rounds is not None and rounds > len(opened):
             raise UsageError(f"{name}: it has {len(opened)} round(s), not {rounds}")
-        at = opened[-rounds]
+        if to_round is not None and to_round >= len(opened):
+            raise UsageError(f"{name}: it has {len(opened)} round(s); nothing comes after "
+                             f"round {to_round}")
+        at = opened[-rounds] if rounds is not None else opened[to_round]  # type: ignore[index]
         cut = max(c for c in allowed if c <= at)
     elif steps is not None:
         if steps > len(starts):
