@@ -184,14 +184,17 @@ class Context:
         self.history.append(event)
         return event
 
-    def rewind(self, steps: int = 1, *, rounds: int | None = None) -> Event:
-        """Take the newest `steps` steps (or `rounds` rounds) back out of the messages:
-        whole tool calls with their results, and whatever came after them. They stay
+    def rewind(self, steps: int = 1, *, rounds: int | None = None, to: int | None = None,
+               to_round: int | None = None) -> Event:
+        """Take the newest `steps` steps (or `rounds` rounds, or every step after step
+        `to`, or every round after round `to_round`) back out of the messages: whole
+        tool calls with their results, and whatever came after them. They stay
         archived: `restore()` gives them back."""
         from .compression import now_iso
 
-        cut = rewind_point(self._parsed, steps=None if rounds else steps, rounds=rounds,
-                           name="<messages>")
+        other = rounds is not None or to is not None or to_round is not None
+        cut = rewind_point(self._parsed, steps=None if other else steps, rounds=rounds,
+                           to=to, to_round=to_round, name="<messages>")
         before, n = self._tokens, len(self._messages)
         what = f"{steps_from(self._parsed, cut)} step(s)"
         bill = self._bill()

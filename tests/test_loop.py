@@ -164,6 +164,16 @@ def test_rewind_takes_the_newest_steps_out_and_restore_brings_them_back() -> Non
     assert ctx.messages == messages[:1]
     with pytest.raises(UsageError, match="has 0 step"):
         ctx.rewind(3)
+    again = Context("gpt-4o")
+    again.extend(messages)
+    again.rewind(to=1)  # the first step kept
+    assert again.messages == messages[:5]
+    again.extend([{"role": "user", "content": "Now the docs."},
+                  {"role": "assistant", "content": "Docs done."}])
+    again.rewind(to_round=1)  # the first round kept: from the second request on, out
+    assert again.messages == messages[:5]
+    with pytest.raises(UsageError, match="nothing comes after round 1"):
+        again.rewind(to_round=1)
 
 
 def test_the_archive_folder_holds_what_left_the_context(tmp_path: Path) -> None:
