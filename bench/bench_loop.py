@@ -16,7 +16,8 @@ step that starts under 77,000 tokens.
    `needs_compress` says so, and at every model call (before each assistant message) the
    prompt compared with the one before: does it start with it, byte for byte (the
    provider's prompt cache then keeps working)? The baseline is a window that drops the
-   oldest messages (after the system prompt) to stay under the budget.
+   oldest messages (after the system prompt) to stay under the budget. `compressing`:
+   the time of the replay's compressions (CPU time with --cpu), and the slowest.
 
     PYTHONPATH=. python bench/bench_loop.py --repeat 5 [--cpu]
 
@@ -139,11 +140,12 @@ def replay(messages: list[dict[str, Any]], budget: int) -> dict[str, Any]:
     window: list[tuple[dict[str, Any], int]] = []  # (message, its tokens)
     turns = stable = window_stable = 0
     before = window_before = None
+    compressing: list[float] = []  # each compress's time (CPU time with --cpu)
     start = time.perf_counter()
     for m in messages:
         if m["role"] == "assistant" and ctx.messages:  # the model is called here
             if ctx.needs_compress:
-                ctx.compress()
+                compressing.append(_timed(ctx.compress))
             prompt = b"".join(orjson.dumps(x) for x in ctx.messages)
             sent = b"".join(orjson.dumps(x) for x, _ in window)
             if before is not None:
@@ -159,6 +161,7 @@ def replay(messages: list[dict[str, Any]], budget: int) -> dict[str, Any]:
     return {"budget": budget, "messages": len(messages), "calls": turns, "stable": stable,
             "compressions": sum(e.kind == "compress" for e in ctx.history),
             "window_stable": window_stable, "seconds": time.perf_counter() - start,
+            "compress_s": sum(compressing), "slowest_ms": max(compressing, default=0) * 1000,
             "restored": ctx.restore() == messages}
 
 
@@ -202,12 +205,14 @@ def main(argv: list[str] | None = None) -> int:
     print(f"\nreplay of the whole session ({len(whole)} messages), model calls whose prompt "
           "starts with the one before")
     print(f"{'budget':>8} {'calls':>6} {'Context':>10} {'compressions':>12} "
-          f"{'drop-oldest':>12} {'seconds':>8} {'restore':>8}")
+          f"{'drop-oldest':>12} {'seconds':>8} {'restore':>8} {'compressing':>12} "
+          f"{'slowest':>8}")
     for budget in BUDGETS:
         r = replay(whole, budget)
         print(f"{budget:>8,} {r['calls']:>6} {r['stable']:>10} {r['compressions']:>12} "
               f"{r['window_stable']:>12} {r['seconds']:>8.1f} "
-              f"{'exact' if r['restored'] else 'DIFFERS':>8}")
+              f"{'exact' if r['restored'] else 'DIFFERS':>8} {r['compress_s']:>11.2f}s "
+              f"{r['slowest_ms']:>6.0f}ms")
     return 0
 
 

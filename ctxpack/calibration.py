@@ -237,9 +237,26 @@ _PROMPT_FIELDS = ("input_tokens", "cache_creation_input_tokens", "cache_read_inp
 
 def reported(t: Transcript, usage: Any) -> Transcript:
     """`t` with the provider's usage of its last call, the one whose reply is its last
-    assistant message: a prompt size, or the usage object (or dict) the API returned —
-    Anthropic Messages (input_tokens and both cache fields), Chat Completions
-    (prompt_tokens), the Responses API (input_tokens). Its bill is then anchored on it."""
+    assistant message: a prompt size, or the usage object (or dict) the API returned
+    (see `prompt_size`). Its bill is then anchored on it."""
+    return replace(t, calls=(*t.calls, last_call(t.messages, usage)))
+
+
+def last_call(messages: Sequence[Any], usage: Any) -> Call:
+    """The call whose reply is the last assistant message of `messages`, billed as
+    `usage` says (see `prompt_size`)."""
+    billed = prompt_size(usage)
+    last = max((i for i, m in enumerate(messages) if m.role == "assistant"), default=None)
+    if last is None:
+        raise UsageError("usage is of the last call, whose reply is the last assistant "
+                         "message: there is none")
+    return Call(last, billed, None, messages[last].model)
+
+
+def prompt_size(usage: Any) -> int:
+    """The prompt size of a call: a number, or the usage object (or dict) the API
+    returned — Anthropic Messages (input_tokens and both cache fields), Chat Completions
+    (prompt_tokens), the Responses API (input_tokens)."""
     def field(name: str) -> Any:
         return usage.get(name) if isinstance(usage, dict) else getattr(usage, name, None)
 
@@ -255,11 +272,7 @@ def reported(t: Transcript, usage: Any) -> Transcript:
         raise UsageError("usage: expected the prompt size of the last call (a positive "
                          "number) or the usage the API returned for it",
                          "pass response.usage as the API gave it")
-    last = max((i for i, m in enumerate(t.messages) if m.role == "assistant"), default=None)
-    if last is None:
-        raise UsageError("usage is of the last call, whose reply is the last assistant "
-                         "message: there is none")
-    return replace(t, calls=(*t.calls, Call(last, billed, None, t.messages[last].model)))
+    return billed
 
 
 STEP_GROWTH = 500  # counted tokens two calls must differ by for a slope to be read off

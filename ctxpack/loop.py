@@ -8,6 +8,13 @@ same from one compress to the next, only growing at the end: the provider's prom
 cache keeps working between compressions. `rewind(n)` takes the newest steps back out.
 Every message appended is kept (in memory, or in a folder once it leaves the context),
 and `restore()` gives them all back as they were appended.
+
+`record_usage` (or `append(reply, usage=...)`) tells the prompt size the provider billed
+for the call whose reply is the last assistant message: the count is then anchored on it
+as `ctxpack.compress(..., usage=...)` anchors it (the size billed, plus the count of what
+came after), so the trigger is of what is billed, the system prompt and tools the loop
+sends beside the messages included. After a compress (or a rewind past that reply) what
+the provider added beside the messages is carried over, as a compressed file carries it.
 """
 
 from __future__ import annotations
@@ -18,6 +25,7 @@ from dataclasses import dataclass, field, replace
 from typing import Any
 
 from .archive import Archiver, unpack
+from .calibration import Bill, Call, bill_for, last_call
 from .errors import InputError, UsageError
 from .jsonl import dumps, loads
 from .loader import load_values
@@ -79,7 +87,9 @@ class Context:
         self._guess: str | None = None  # the format the counter was chosen for
         self._originals: list[Any] = []  # every message appended and not yet stored away
         self._stored: list[dict[str, Any]] = []  # archive refs of those written to the folder
-        self._trigger: int | None = None
+        self._trigger: int | None = None  # in ctxpack's count, for the bill as it is
+        self._billed_trigger: int | None = None  # in billed tokens: the settings' own
+        self._call: Call | None = None  # the newest call whose prompt size was recorded
 
     # -- the loop's side -------------------------------------------------------------
 
@@ -94,13 +104,30 @@ class Context:
         """The prompt's tokens as ctxpack counts them (what `ctxpack stats` says)."""
         return self._tokens
 
+    @property
+    def billed(self) -> int:
+        """The prompt as the provider would bill it (see `record_usage`)."""
+        return self._bill().tokens if self._messages else 0
+
     def __len__(self) -> int:
         return len(self._messages)
 
-    def append(self, message: Any) -> None:
+    def append(self, message: Any, usage: Any = None) -> None:
         """Add one message (a Chat Completions or Anthropic Messages dict); only it is
-        read and counted. It must be JSON (it is archived as JSON)."""
+        read and counted. It must be JSON (it is archived as JSON). With `usage`, the
+        message is a reply and `usage` what the provider reported of its call (see
+        `record_usage`)."""
         self.extend([message])
+        if usage is not None:
+            self.record_usage(usage)
+
+    def record_usage(self, usage: Any) -> None:
+        """What the provider reported of the call whose reply is the last assistant
+        message: `response.usage` as the API returned it (Chat Completions, Anthropic
+        Messages, Responses), or the prompt size. The count is anchored on it, as the
+        file API's `usage=` is: the trigger and target are then of what is billed."""
+        self._call = last_call(self._parsed, usage)
+        self._trigger = None
 
     def extend(self, messages: Iterable[Any]) -> None:
         for message in messages:
@@ -118,9 +145,11 @@ class Context:
     def trigger(self) -> int:
         """The count above which `compress()` acts: the one `ctxpack compress` uses."""
         if self._trigger is None:
-            from .compression.plan import Plan
+            if self._billed_trigger is None:
+                from .compression.plan import Plan
 
-            self._trigger = Plan(self._input(), self.options).trigger
+                self._billed_trigger = Plan(self._input(), self.options).billed_trigger
+            self._trigger = self._bill().counted_at(self._billed_trigger)
         return self._trigger
 
     @property
@@ -148,23 +177,30 @@ class Context:
         out = records_out(plan, now)
         before, n = self._tokens, len(self._messages)
         self._replace(out)
+        self._carry(given.bill)
         self._store()
         event = Event("compress", now, before, self._tokens, n, len(out), _done(plan.stages),
                       lambda: report_of(given, [plan], Archiver(enabled=False)))
         self.history.append(event)
         return event
 
-    def rewind(self, steps: int = 1, *, rounds: int | None = None) -> Event:
-        """Take the newest `steps` steps (or `rounds` rounds) back out of the messages:
-        whole tool calls with their results, and whatever came after them. They stay
+    def rewind(self, steps: int = 1, *, rounds: int | None = None, to: int | None = None,
+               to_round: int | None = None) -> Event:
+        """Take the newest `steps` steps (or `rounds` rounds, or every step after step
+        `to`, or every round after round `to_round`) back out of the messages: whole
+        tool calls with their results, and whatever came after them. They stay
         archived: `restore()` gives them back."""
         from .compression import now_iso
 
-        cut = rewind_point(self._parsed, steps=None if rounds else steps, rounds=rounds,
-                           name="<messages>")
+        other = rounds is not None or to is not None or to_round is not None
+        cut = rewind_point(self._parsed, steps=None if other else steps, rounds=rounds,
+                           to=to, to_round=to_round, name="<messages>")
         before, n = self._tokens, len(self._messages)
         what = f"{steps_from(self._parsed, cut)} step(s)"
+        bill = self._bill()
         self._replace(self._messages[:cut])
+        if self._call is not None and self._call.prompt >= cut:
+            self._carry(bill)  # the reply of the call recorded is taken out
         self._store()
         event = Event("rewind", now_iso(), before, self._tokens, n, cut,
                       f"rewound {what}: {n - cut} message(s) out")
@@ -182,6 +218,26 @@ class Context:
 
     # -- inside ------------------------------------------------------------------------
 
+    def _bill(self) -> Bill:
+        """The bill of the messages held, as compress works it out (`Input.bill`)."""
+        counter = self._counting(self.format or self._guess or "openai")
+        return bill_for([c.total for c in self._counts], self._calls(), None, counter,
+                        self.format or "openai", self.model is not None)
+
+    def _calls(self) -> tuple[Call, ...]:
+        return (self._call,) if self._call is not None else ()
+
+    def _carry(self, bill: Bill) -> None:
+        """After the messages the recorded call was of are gone: what its bill showed is
+        sent beside the messages stands for it (as a compressed file's lines carry it;
+        see loader.Scanner._stale_calls)."""
+        if self._call is not None:
+            from .compression.writer import carried
+
+            left = carried(bill)
+            self._call = Call(0, left, None, None) if left else None
+        self._trigger = None
+
     def _read(self, message: dict[str, Any], number: int) -> tuple[Message, MessageCount]:
         try:
             dumps(message)
@@ -198,7 +254,7 @@ class Context:
             # the API a message alone looked like, and counted for its usual model
             self.format = t.format
             if self._counter is not None and t.format != self._guess:
-                self._counter, self._trigger = None, None
+                self._counter, self._trigger, self._billed_trigger = None, None, None
                 self._replace(self._messages, again=True)
         parsed = replace(t.messages[0], lines=(number,))
         return parsed, self._counting(t.format).message(parsed)
@@ -219,6 +275,8 @@ class Context:
         from .compression.reading import of_transcript
 
         t = load_values(self._messages, self.format or (None if self._messages else "openai"))
+        if self._call is not None:
+            t = replace(t, calls=(*t.calls, self._call))
         counter = self._counting(t.format)
         return of_transcript(t, self.model, self.table, counted=(counter, self._counts),
                              facts=_facts())
@@ -276,25 +334,30 @@ def _done(stages: Iterable[Any]) -> str:
 
 def rewind_point(messages: Sequence[Message], *, steps: int | None = None,
                  rounds: int | None = None, to: int | None = None,
-                 name: str = "<messages>") -> int:
+                 to_round: int | None = None, name: str = "<messages>") -> int:
     """Where the context is cut to take out the newest `steps` steps, or the newest
-    `rounds` rounds, or every step after step `to` (numbered from 1): the index of the
-    first message taken out, always where no tool call is parted from its result."""
+    `rounds` rounds, or every step after step `to`, or every round after round
+    `to_round` (numbered from 1): the index of the first message taken out, always
+    where no tool call is parted from its result."""
     from .compression.units import cuts, units_of
     from .transcript import group_rounds
 
-    given = [x for x in (steps, rounds, to) if x is not None]
+    given = [x for x in (steps, rounds, to, to_round) if x is not None]
     if len(given) != 1:
-        raise UsageError("rewind takes one of: steps, rounds, or the step to go back to")
-    if given[0] < (0 if to is not None else 1):
+        raise UsageError("rewind takes one of: steps, rounds, or the step or round to go "
+                         "back to")
+    if given[0] < (0 if to is not None or to_round is not None else 1):
         raise UsageError(f"rewind: {given[0]} is not a number of steps or rounds, 1 or more")
     allowed = cuts(messages)
     starts = [u.start for u in units_of(messages, allowed, 0) if u.step]
-    if rounds is not None:
+    if rounds is not None or to_round is not None:
         opened = [r.start for r in group_rounds(messages) if messages[r.start].human]
-        if rounds > len(opened):
+        if rounds is not None and rounds > len(opened):
             raise UsageError(f"{name}: it has {len(opened)} round(s), not {rounds}")
-        at = opened[-rounds]
+        if to_round is not None and to_round >= len(opened):
+            raise UsageError(f"{name}: it has {len(opened)} round(s); nothing comes after "
+                             f"round {to_round}")
+        at = opened[-rounds] if rounds is not None else opened[to_round]  # type: ignore[index]
         cut = max(c for c in allowed if c <= at)
     elif steps is not None:
         if steps > len(starts):

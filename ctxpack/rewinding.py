@@ -6,6 +6,12 @@ The lines taken out go, with the last line kept, into the archive of that line's
 restore` puts back the lines byte for byte (see ctxpack.undo), and the agent, which
 ignores the object as it does on every line compress writes, reads the context as it
 was before those steps.
+
+Where that line is one an earlier compress (or rewind) wrote as an item of its own, its
+`ctxpack` object is replaced by the rewind's, whose archive holds the line as it was,
+object and archive included: restore takes the rewind off, then that item, byte for
+byte. A line that is one of several compress wrote as one item is refused (the item
+would lose a line), and so is one whose `ctxpack` key is not compress's.
 """
 
 from __future__ import annotations
@@ -14,7 +20,7 @@ from collections.abc import Iterator
 from dataclasses import dataclass
 from typing import Any
 
-from .archive import VERSION, Archiver, item_id, span_blocks
+from .archive import VERSION, Archiver, item_id, meta_of, span_blocks
 from .errors import UsageError
 from .jsonl import dumps, loads
 from .loader import PathOrFile, load
@@ -47,23 +53,26 @@ class Rewound:
 
 
 def rewind_file(source: PathOrFile, *, steps: int | None = None, rounds: int | None = None,
-                to: int | None = None, format: str | None = None, skip_invalid: bool = False,
+                to: int | None = None, to_round: int | None = None,
+                format: str | None = None, skip_invalid: bool = False,
                 archive_dir: str | None = None) -> Rewound:
-    """Rewind a transcript file by `steps` steps, `rounds` rounds, or to step `to` (see
-    `rewind_point`); the input is not touched (the caller writes the output)."""
+    """Rewind a transcript file by `steps` steps, `rounds` rounds, to step `to` or to
+    round `to_round` (see `rewind_point`); the input is not touched (the caller writes
+    the output)."""
     from .compression import now_iso
     from .compression.reading import editor_of
 
     t = load(source, format, skip_invalid=skip_invalid)
     editor_of(t)  # a format compress cannot write is one rewind cannot either
-    cut = rewind_point(t.messages, steps=steps, rounds=rounds, to=to, name=t.path)
+    cut = rewind_point(t.messages, steps=steps, rounds=rounds, to=to, to_round=to_round,
+                       name=t.path)
     first = min(t.messages[cut].lines)
     kept_last = max((n for m in t.messages[:cut] for n in m.lines), default=0)
     if kept_last >= first:
         raise UsageError(f"{t.path}: rewind takes out whole lines, and in {t.format} files "
                          "the steps kept and those taken out share a record",
                          "`ctxpack convert` to openai, then rewind that")
-    anchor, record = _anchor(t, first)
+    anchor, record, earlier = _anchor(t, first)
     records = t.records
     raw = records[anchor - 1].raw
     archiver = Archiver(archive_dir)
@@ -73,6 +82,8 @@ def rewind_file(source: PathOrFile, *, steps: int | None = None, rounds: int | N
     meta = {"id": ident, "kind": KIND, "version": VERSION, "rewound_at": now_iso(),
             "range": {"start": cut, "end": len(t.messages)}, "original_count": len(t.messages),
             "new_count": cut, "lines": 1, "archive": packed.ref}
+    if earlier is not None and "not_in_file_tokens" in earlier:  # what billing reads of it
+        meta["not_in_file_tokens"] = earlier["not_in_file_tokens"]
     line = dumps({**record, META_KEY: meta}) + raw[len(raw.rstrip(b"\r\n")):]  # its ending
 
     def chunks() -> Iterator[bytes]:
@@ -84,10 +95,11 @@ def rewind_file(source: PathOrFile, *, steps: int | None = None, rounds: int | N
                    (anchor + 1, len(records)), chunks())
 
 
-def _anchor(t: Transcript, first: int) -> tuple[int, dict[str, Any]]:
+def _anchor(t: Transcript,
+            first: int) -> tuple[int, dict[str, Any], dict[str, Any] | None]:
     """The line whose `ctxpack` object holds the archive of what is taken out: the last
-    line before line `first` (blank lines between go into the archive too), and its
-    record as parsed."""
+    line before line `first` (blank lines between go into the archive too), its record
+    as parsed, and the `ctxpack` object an earlier compress wrote on it (or None)."""
     records = t.records
     n = first - 1
     while n >= 1 and not records[n - 1].raw.strip():
@@ -103,8 +115,15 @@ def _anchor(t: Transcript, first: int) -> tuple[int, dict[str, Any]]:
         raise UsageError(f"{t.path}:{n}: the line before the steps taken out is no JSON "
                          "object, so it cannot hold their archive", "rewind another number "
                          "of steps")
-    if META_KEY in value:  # compress wrote it (or it has a key of that name to keep)
-        raise UsageError(f"{t.path}:{n}: the line before the steps taken out is one compress "
-                         "wrote; it already holds an archive",
+    if META_KEY not in value:
+        return n, value, None
+    meta = meta_of(raw)
+    if meta is None:  # a key of that name the line had of its own: it would be lost
+        raise UsageError(f"{t.path}:{n}: the line before the steps taken out has a "
+                         f"`{META_KEY}` key of its own, which the archive would replace",
+                         "rewind another number of steps")
+    if not isinstance(meta.get("archive"), dict) or meta.get("lines", 1) != 1:
+        raise UsageError(f"{t.path}:{n}: the line before the steps taken out is one of the "
+                         f"lines compress wrote as one item ({meta.get('id')})",
                          "rewind another number of steps, or restore the file first")
-    return n, value
+    return n, value, meta

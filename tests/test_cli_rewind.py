@@ -4,6 +4,7 @@ that `ctxpack restore` brings the file back byte for byte."""
 from __future__ import annotations
 
 import os
+import re
 import shutil
 from pathlib import Path
 
@@ -13,6 +14,7 @@ from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
 
 import ctxpack
+from ctxpack.archive import meta_of
 from ctxpack.errors import UsageError
 from ctxpack.rewinding import rewind_file
 from ctxpack.undo import restore
@@ -183,3 +185,86 @@ def test_a_line_with_its_own_ctxpack_key_is_not_overwritten(tmp_path: Path) -> N
     with pytest.raises(UsageError) as info:
         rewind_file(path, steps=1)
     assert f"{path}:3:" in str(info.value)
+
+
+COMPRESSED = [("support-chat.openai.jsonl", 3_000), ("coding-agent.claude-code.jsonl", 71_000),
+              ("refactor.codex.jsonl", 6_000), ("multi-round.anthropic.jsonl", 3_000)]
+
+
+@pytest.mark.parametrize(("name", "budget"), COMPRESSED)
+def test_a_file_compress_wrote_rewinds_to_any_step_and_restores_byte_for_byte(
+        tmp_path: Path, name: str, budget: int) -> None:
+    """Where the last line kept is one compress wrote (the summary, a line whose output
+    it replaced), the rewind's archive holds that line as it was: restore takes the
+    rewind off, then the compress."""
+    source = SAMPLES / name
+    compressed = tmp_path / f"small-{name}"
+    assert run("compress", str(source), "--budget", str(budget), "-q",
+               "-o", str(compressed)).code == 0
+    lines = compressed.read_bytes().splitlines(keepends=True)
+    before = ctxpack.load(compressed).messages
+    anchors = []
+    for kept in range(len(steps_of(compressed))):
+        out = tmp_path / f"to{kept}-{name}"
+        done = run("rewind", str(compressed), "--to", str(kept), "-o", str(out))
+        assert done.code == 0, done.err
+        first = int(re.search(r"lines (\d+)–", done.err).group(1))
+        anchors.append(meta_of(lines[first - 2]))  # the line before those taken out
+        after = ctxpack.load(out)
+        assert [m.parts for m in after.messages] == \
+            [m.parts for m in before[:len(after.messages)]]
+        assert_tool_pairs(after.messages)
+        assert restore(str(out)) == source.read_bytes()  # both layers off
+        ident = re.search(r"--only (w-[0-9a-f]+)", done.err).group(1)
+        assert restore(str(out), only=ident) == compressed.read_bytes()  # the rewind's
+    if name == "support-chat.openai.jsonl":  # its summary is the last line kept once
+        assert any(a is not None and a["kind"] == "archived_summary" for a in anchors)
+
+
+def test_a_line_of_an_item_compress_wrote_on_several_lines_is_not_taken(
+        tmp_path: Path) -> None:
+    # the last line kept is the second of two lines written as one item: the item
+    # would lose a line, so the rewind is refused, naming the line, and writes nothing
+    from ctxpack.archive import Archiver
+
+    ref = Archiver().pack(b'{"role": "user", "content": "long ago"}\n')
+    head = {"id": "s-0123456789", "kind": "archived_summary", "version": 1, "lines": 2,
+            "archive": ref}
+    lines = [{"role": "system", "content": "be brief"},
+             {"role": "user", "content": "## Archived Session Summary\nearlier", "ctxpack": head},
+             {"role": "user", "content": "go on",
+              "ctxpack": {"id": "s-0123456789", "kind": "part"}},
+             {"role": "assistant", "content": "on it"}]
+    path = tmp_path / "run.jsonl"
+    path.write_bytes(b"".join(orjson.dumps(x) + b"\n" for x in lines))
+    assert restore(str(path)) != path.read_bytes()  # (an item restore takes)
+    out = tmp_path / "out.jsonl"
+    assert_clean_error(run("rewind", str(path), "--steps", "1", "-o", str(out)), 2,
+                       "run.jsonl:3:", "one of the lines compress wrote as one item",
+                       "s-0123456789")
+    assert not out.exists()
+
+
+def test_to_takes_a_round(tmp_path: Path) -> None:
+    source = SAMPLES / "support-chat.openai.jsonl"
+    messages = ctxpack.load(source).messages
+    opened = [i for i, m in enumerate(messages) if m.human]
+    assert len(opened) >= 3
+    out, same = tmp_path / "round.jsonl", tmp_path / "rounds.jsonl"
+    done = run("rewind", str(source), "--to", "round:2", "-o", str(out))
+    assert done.code == 0, done.err
+    assert len(ctxpack.load(out).messages) == opened[2]  # the first two rounds kept
+    assert run("rewind", str(source), "--rounds", str(len(opened) - 2),
+               "-o", str(same)).code == 0
+    assert out.read_bytes().split(b'"rewound_at"')[0] == \
+        same.read_bytes().split(b'"rewound_at"')[0]
+    assert restore(str(out)) == source.read_bytes()
+    assert run("rewind", str(source), "--to", "step:3", "-o", str(same)).code == 0
+    assert len(ctxpack.load(same).messages) == steps_of(source)[3]
+    for bad, fragment in (("round:x", "a step number or round:N"),
+                          ("3 rounds", "a step number or round:N"),
+                          (f"round:{len(opened)}", "nothing comes after round")):
+        gone = tmp_path / "gone.jsonl"
+        assert_clean_error(run("rewind", str(source), "--to", bad, "-o", str(gone)), 2,
+                           fragment)
+        assert not gone.exists()

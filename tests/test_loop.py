@@ -164,6 +164,16 @@ def test_rewind_takes_the_newest_steps_out_and_restore_brings_them_back() -> Non
     assert ctx.messages == messages[:1]
     with pytest.raises(UsageError, match="has 0 step"):
         ctx.rewind(3)
+    again = Context("gpt-4o")
+    again.extend(messages)
+    again.rewind(to=1)  # the first step kept
+    assert again.messages == messages[:5]
+    again.extend([{"role": "user", "content": "Now the docs."},
+                  {"role": "assistant", "content": "Docs done."}])
+    again.rewind(to_round=1)  # the first round kept: from the second request on, out
+    assert again.messages == messages[:5]
+    with pytest.raises(UsageError, match="nothing comes after round 1"):
+        again.rewind(to_round=1)
 
 
 def test_the_archive_folder_holds_what_left_the_context(tmp_path: Path) -> None:
@@ -257,3 +267,96 @@ def test_counts_match_the_file_api_in_either_api(run: list[dict[str, Any]]) -> N
     ctx.extend(run)
     assert ctx.tokens == file_count(run, model=None)
     assert ctx.restore() == run and ctx.messages == run
+
+
+def replies(messages: list[dict[str, Any]]) -> list[int]:
+    """The indexes of the assistant messages: the replies of the loop's calls."""
+    return [i for i, m in enumerate(messages) if m.get("role") == "assistant"]
+
+
+@pytest.mark.usefixtures("exact_tokens")
+def test_usage_anchors_the_count_as_the_file_api_does() -> None:
+    messages = sample_messages()
+    last = replies(messages)[-1]
+    given, after = messages[:last + 1], messages[last + 1:]
+    counted = file_count(messages)
+    budget = counted + 1_000  # the messages alone fit it; with the tools sent, not
+    ctx = Context("gpt-4o", budget)
+    ctx.extend(given[:-1])
+    prompt = ctx.tokens  # what the loop sends for the last call
+    usage = {"prompt_tokens": prompt + 3_000, "completion_tokens": 80}
+    ctx.append(given[-1], usage=usage)
+    ctx.extend(after)
+    # the size billed, plus ctxpack's count of what came after the call's prompt
+    assert ctx.billed == usage["prompt_tokens"] + ctx.tokens - prompt
+    assert ctx.tokens == counted and ctx.needs_compress
+    out, report = ctxpack.compress(messages, model="gpt-4o", budget=budget, usage=usage)
+    assert report.billed["kind"] == "anchored"
+    assert ctx.billed == report.billed["tokens_before"]
+    assert ctx.trigger == budget - 3_000  # the count the billed budget allows
+    event = ctx.compress()
+    assert event is not None and ctx.messages == out  # the same messages kept
+    # what the provider adds beside the messages is carried over the compress
+    assert ctx.billed == report.billed["tokens_after"] == ctx.tokens + 3_000 <= budget
+    assert not ctx.needs_compress and ctx.trigger == budget - 3_000
+    assert ctx.restore() == messages
+    plain = Context("gpt-4o", budget)  # without the usage, the count fits the budget
+    plain.extend(messages)
+    assert not plain.needs_compress and plain.billed == plain.tokens
+
+
+@pytest.mark.usefixtures("exact_tokens")
+def test_a_usage_of_the_last_call_is_what_it_was_given() -> None:
+    ctx = Context("gpt-4o", 20_000)
+    ctx.append({"role": "user", "content": "hi"})
+    with pytest.raises(UsageError, match="there is none"):
+        ctx.record_usage(500)  # no reply yet
+    ctx.append({"role": "assistant", "content": "hello"})
+    for bad in ({"prompt_tokens": "many"}, 0, -3, True, None, "500"):
+        with pytest.raises(UsageError, match="expected the prompt size"):
+            ctx.record_usage(bad)
+    assert ctx.billed == ctx.tokens  # nothing recorded: the count
+    ctx.record_usage({"input_tokens": 100, "cache_read_input_tokens": 400,
+                      "cache_creation_input_tokens": 30})  # Anthropic's fields, summed
+    prompt = file_count([{"role": "user", "content": "hi"}])
+    assert ctx.billed == 530 + ctx.tokens - prompt
+    ctx.append({"role": "user", "content": "more"})
+    assert ctx.billed == 530 + ctx.tokens - prompt
+    # a rewind that takes out the call's reply keeps what the provider adds beside
+    prompt = ctx.tokens
+    ctx.append({"role": "assistant", "content": None, "tool_calls": [
+        {"id": "c1", "type": "function", "function": {"name": "ls", "arguments": "{}"}}]},
+        usage=prompt + 1_000)
+    ctx.append({"role": "tool", "tool_call_id": "c1", "content": "a.py"})
+    assert ctx.billed == ctx.tokens + 1_000
+    ctx.rewind(1)
+    assert ctx.billed == ctx.tokens + 1_000
+
+
+@settings(max_examples=25, deadline=None, suppress_health_check=[HealthCheck.too_slow])
+@given(run=runs(), extra=st.integers(0, 5_000), share=st.floats(0.3, 1.2), data=st.data())
+def test_usage_anchors_as_the_file_api_on_generated_runs(
+        run: list[dict[str, Any]], extra: int, share: float, data: st.DataObject) -> None:
+    answered = replies(run)
+    if not answered:
+        return
+    reply = data.draw(st.sampled_from(answered))
+    # (the file API's usage is of the last call: the run ends before the next reply)
+    run = run[:next((i for i in answered if i > reply), len(run))]
+    budget = max(300, int((file_count(run) + extra) * share))
+    ctx = Context("gpt-4o", budget)
+    ctx.extend(run[:reply])
+    usage = ctx.tokens + extra
+    ctx.append(run[reply], usage=usage)
+    ctx.extend(run[reply + 1:])
+    try:
+        out, report = ctxpack.compress(run, model="gpt-4o", budget=budget, usage=usage)
+    except CannotFit:
+        with pytest.raises(CannotFit):
+            ctx.compress()
+        return
+    assert ctx.billed == report.billed["tokens_before"]
+    assert ctx.needs_compress == (report.billed["tokens_before"] > report.trigger)
+    ctx.compress()
+    assert ctx.messages == out and ctx.billed == report.billed["tokens_after"]
+    assert ctx.restore() == run

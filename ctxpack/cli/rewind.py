@@ -5,6 +5,7 @@ them back."""
 from __future__ import annotations
 
 import os
+import re
 from dataclasses import dataclass
 from typing import Annotated, Any
 
@@ -34,6 +35,7 @@ class _RewindJob:
     steps: int | None
     rounds: int | None
     to: int | None
+    to_round: int | None
     format: str | None
     skip_invalid: bool
     archive_dir: str | None
@@ -44,7 +46,8 @@ class _RewindJob:
         from ..rewinding import rewind_file
 
         return rewind_file(file, steps=self.steps, rounds=self.rounds, to=self.to,
-                           format=self.format, skip_invalid=self.skip_invalid,
+                           to_round=self.to_round, format=self.format,
+                           skip_invalid=self.skip_invalid,
                            archive_dir=self.archive_dir)
 
 
@@ -72,9 +75,10 @@ def rewind(
     rounds: Annotated[int | None, typer.Option(
         "--rounds", metavar="N", min=1,
         help="Take out the newest N rounds (from a person's message on).")] = None,
-    to: Annotated[int | None, typer.Option(
-        "--to", metavar="STEP", min=0,
-        help="Keep the first STEP steps and take out the rest.")]
+    to: Annotated[str | None, typer.Option(
+        "--to", metavar="STEP|round:N",
+        help="Keep the first STEP steps (or, with round:N, the first N rounds) and take "
+             "out the rest.")]
     = None,
     output: OutputOpt = None,
     in_place: InPlaceOpt = False,
@@ -98,7 +102,9 @@ def rewind(
     their results); restore brings them back."""
     if sum(x is not None for x in (steps, rounds, to)) != 1:
         raise UsageError("rewind takes one of --steps, --rounds and --to")
-    how = _RewindJob(steps, rounds, to, format, skip_invalid, archive_dir, in_place, force)
+    step, round_ = _point(to) if to is not None else (None, None)
+    how = _RewindJob(steps, rounds, step, round_, format, skip_invalid, archive_dir,
+                     in_place, force)
     if not _one_file(files, out_dir):
         if output is not None:
             raise UsageError("-o takes one input", "use --out-dir DIR for many")
@@ -115,3 +121,16 @@ def rewind(
         f"{done.path}: {done.messages_before} → {done.messages_after} messages "
         f"({done.steps} step(s) out, lines {first}–{last}); `ctxpack restore --only "
         f"{done.id}` brings them back"), markup=False)
+
+
+_POINT = re.compile(r"(?:(step|round):)?(\d+)")
+
+
+def _point(to: str) -> tuple[int | None, int | None]:
+    """`--to`: a step (`7`, `step:7`) or a round (`round:2`), as (step, round)."""
+    found = _POINT.fullmatch(to.strip())
+    if found is None:
+        raise UsageError(f"--to takes a step number or round:N, not {to!r}",
+                         "--to 7 keeps the first 7 steps, --to round:2 the first 2 rounds")
+    n = int(found.group(2))
+    return (None, n) if found.group(1) == "round" else (n, None)

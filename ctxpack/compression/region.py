@@ -81,6 +81,15 @@ def whole_texts(plan: Plan, start: int, end: int) -> list[str]:
                                                                          previous):])]
 
 
+def out_of_sight(plan: Plan, start: int, end: int) -> list[str]:
+    """The texts a summary of messages [start, end) takes out of sight: every unit's,
+    its outputs read whole (as first read, where an earlier compress masked or cut
+    them), and the text of the earlier summary it continues, which it replaces."""
+    previous, spans = _region(plan, start, end)
+    texts = [source_text(p) for p in _whole_pieces(plan, spans)]
+    return texts + ([previous] if previous is not None else [])
+
+
 def _region(plan: Plan, start: int, end: int) -> tuple[str | None, list[Unit]]:
     """The earlier summary that messages [start, end) continue, and their units but those
     that are one (an earlier summary is merged, never summarized again)."""

@@ -3,6 +3,11 @@ before chose (sized with the extractive summary), in the room that one left unde
 same bound. If the model fails, the extractive summary stays and a warning says why.
 With `llm_verify`, a second request shows the model the facts its summary dropped; the
 summary it writes then is kept only if the retention audit finds more facts in it.
+
+A model's summary that keeps clearly fewer of the facts an agent acts on (VERIFIED) than
+the extractive summary of the same region is rejected as a failure is: the extractive
+one stays. Clearly fewer: under half as many, and at least MIN_SHORTFALL fewer (so
+that a region of a few facts does not turn on one of them). See `short_of`.
 """
 
 from __future__ import annotations
@@ -52,6 +57,12 @@ def rewrite(dry_run: bool, cache: bool) -> Callable[[Plan], Edits]:
         outcome = {**llm.outcome.to_dict(), "used": True, "fallback": None}
         if verified:
             outcome["verify"] = verified
+        short = short_of(written, chosen)
+        if short is not None:
+            outcome.update(used=False, fallback=short)
+            return Edits(summary=replace(chosen, llm=outcome),
+                         warnings=(f"the llm summary was rejected: {short}; the extractive "
+                                   "summary is used instead",))
         return Edits(summary=replace(written, squeezed=chosen.squeezed, llm=outcome))
 
     return stage
@@ -61,6 +72,29 @@ def rewrite(dry_run: bool, cache: bool) -> Callable[[Plan], Edits]:
 VERIFIED = ("paths", "urls", "errors", "identifiers", "commands")
 
 
+MIN_SHORTFALL = 3  # the fewest facts fewer than the extractive summary's that reject one
+
+
+def checked(summary: Summary) -> tuple[int, list[str]]:
+    """How many of the facts of VERIFIED kinds that `summary` archives it shows verbatim,
+    and those it dropped."""
+    found = retention_of(summary)
+    return (sum(found[k]["kept"] for k in VERIFIED),
+            [x for k in VERIFIED for x in found[k]["dropped"]])
+
+
+def short_of(written: Summary, extractive: Summary) -> str | None:
+    """Why the model's summary `written` keeps clearly fewer of the facts checked than the
+    extractive summary of the same region: under half as many, and at least
+    MIN_SHORTFALL fewer; None when it does not."""
+    ours, _ = checked(written)
+    theirs, _ = checked(extractive)
+    if ours * 2 >= theirs or theirs - ours < MIN_SHORTFALL:
+        return None
+    return (f"it keeps {ours:,} of the facts checked (paths, URLs, errors, identifiers, "
+            f"commands), the extractive summary {theirs:,}: under half as many")
+
+
 def verify(plan: Plan, llm: LLMSummarizer, written: Summary,
            room: int) -> tuple[Summary, dict[str, Any]]:
     """`written`, or the summary the model writes again when shown what `written` dropped
@@ -68,12 +102,7 @@ def verify(plan: Plan, llm: LLMSummarizer, written: Summary,
     was done, for the report."""
     from .summarizers._endpoint import Failed
 
-    def kept(summary: Summary) -> tuple[int, list[str]]:
-        found = retention_of(summary)
-        return (sum(found[k]["kept"] for k in VERIFIED),
-                [x for k in VERIFIED for x in found[k]["dropped"]])
-
-    before, dropped = kept(written)
+    before, dropped = checked(written)
     done: dict[str, Any] = {"asked": False, "kept_before": before, "dropped_before": len(dropped),
                             "kept_after": before, "used": False, "note": None}
     if not dropped:
@@ -86,7 +115,7 @@ def verify(plan: Plan, llm: LLMSummarizer, written: Summary,
         return written, {**done, "asked": True, "note": f"the second pass failed: {exc}"}
     again = made(plan, written.region, written.audited, written.end, text, room, written.cap,
                  "llm")
-    after, _ = kept(again)
+    after, _ = checked(again)
     better = after > before
     return (again if better else written), {**done, "asked": True, "kept_after": after,
                                             "used": better}

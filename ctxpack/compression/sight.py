@@ -1,10 +1,12 @@
 """The retention audit of the whole output: of the facts a compress took out of sight,
 those the model still sees anywhere in what it is given.
 
-What is taken out of sight: the archived messages the summary read whole (as the
-summary's own audit reads them) and every output masked or truncated, as they were
-read. Each of their facts is seen if the output's text (the summary, the placeholders,
-the messages kept, a truncated output as cut) holds it verbatim. A fact is searched for
+What is taken out of sight: every message the summary archives, its outputs read whole
+(where an earlier compress masked or cut them, as first read, from its archive), the
+earlier summary it replaces, and every output masked or truncated, as they were read
+(`audited_messages`: the archived messages read). Each of their facts is seen if the
+output's text (the summary, the placeholders, the messages kept, a truncated output as
+cut) holds it verbatim. A fact is searched for
 only where its first and last few characters both occur in the output; an output over
 AUDIT_TOKENS (a window of a million tokens, a budget of half a huge file) is not
 audited, and the report says so.
@@ -18,7 +20,7 @@ from ..transcript import Message
 from .audit import GRAM
 from .facts import CATEGORIES, Facts, merge
 from .plan import Plan
-from .summarizers._digest import piece_facts
+from .region import out_of_sight
 
 DROPPED_LISTED = 20  # of each kind, the dropped facts the report names
 AUDIT_TOKENS = 250_000  # the largest output audited (its pieces are held in memory)
@@ -34,11 +36,11 @@ def sight(plan: Plan) -> dict[str, Any] | None:
     if plan.total > AUDIT_TOKENS:
         return {"messages": len(region), "audited_messages": 0, "outputs": 0,
                 "skipped": f"the output is over {AUDIT_TOKENS:,} tokens: not audited"}
-    sources: list[Facts] = [piece_facts(p) for p in s.region.pieces] if s is not None else []
     edited = [i for i in plan.edited if i not in region]
     whole = read.originals(edited)
     texts = [whole[i].tool_results[e.output].text for i in edited for e in plan.edits_of(i)]
-    sources += read.facts(texts)
+    archived = out_of_sight(plan, s.start, s.end) if s is not None else []
+    sources: list[Facts] = read.facts(archived + texts)
     kept = [i for i in range(len(read.messages)) if i not in region]
     # outputs compress replaced, or set aside when read, whole (in one pass over the file)
     whole = read.originals(i for i in kept if plan.edits_of(i)
@@ -53,7 +55,7 @@ def sight(plan: Plan) -> dict[str, Any] | None:
         return fact in shown
 
     facts = merge(*sources)
-    out: dict[str, Any] = {"messages": len(region), "audited_messages": s.audited if s else 0,
+    out: dict[str, Any] = {"messages": len(region), "audited_messages": len(region),
                            "outputs": len(texts)}
     for name in CATEGORIES:
         items = getattr(facts, name)

@@ -12,6 +12,8 @@ leaves under the target.
 
 from __future__ import annotations
 
+from collections.abc import Callable
+
 from .plan import Edits, Plan, Summary
 from .summary import OVERHEAD, caps, draft, ends, first_end, floor, least_total
 
@@ -25,15 +27,47 @@ def summarize(plan: Plan) -> Edits:
     cap = caps(plan)
     start = first_end(plan, candidates, lowest)
     least = least_total(plan)
-    chosen = None
+    # the ends worth a draft, up to the first at the floor (the search stops there)
+    tried: list[int] = []
     for end in (c for c in candidates if c >= start):
         if end < lowest and end != candidates[-1] and least(end, cap(end)) > plan.target:
             continue  # its summary cannot leave the plan under the target
-        chosen = draft(plan, end, cap(end), cap(end))
-        if plan.total_with(chosen) <= plan.target or end >= lowest:
-            break  # later ends archive more: the first that fits is the one
-    assert chosen is not None
-    return Edits(summary=roomier(plan, chosen))
+        tried.append(end)
+        if end >= lowest:
+            break
+    drafts: dict[int, Summary] = {}
+
+    def fits(i: int) -> bool:
+        if i not in drafts:
+            drafts[i] = draft(plan, tried[i], cap(tried[i]), cap(tried[i]))
+        return plan.total_with(drafts[i]) <= plan.target
+
+    return Edits(summary=roomier(plan, drafts[first_fit(len(tried), fits)]))
+
+
+def first_fit(n: int, fits: Callable[[int], bool]) -> int:
+    """The first of `n` ends whose summary `fits`, else the last: later ends archive
+    more, so the totals nearly always fall as the ends go on. Found by trying the
+    first, then ends 2, 4, 8... apart until one fits, then bisecting the last gap: a
+    draft for each try, about 2 log2 k for the k-th end where a scan of them all drafts
+    k. (Where the totals do not fall, an end that fits may be passed over for a later
+    one, or for the last.)"""
+    if n == 0:
+        raise AssertionError("no end to try")
+    low, step = 0, 1  # the ends before `low` do not fit
+    at = 0
+    while not fits(at):
+        if at == n - 1:
+            return at  # none fits: the last, at the floor
+        low, at = at + 1, min(n - 1, at + step)
+        step *= 2
+    while low < at:  # `at` fits; the first that fits is in [low, at]
+        mid = (low + at) // 2
+        if fits(mid):
+            at = mid
+        else:
+            low = mid + 1
+    return at
 
 
 def roomier(plan: Plan, summary: Summary) -> Summary:

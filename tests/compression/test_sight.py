@@ -4,14 +4,16 @@ facts a compress took out of sight, wherever the output shows them."""
 from __future__ import annotations
 
 import io
+import re
 
 import pytest
 
 from ctxpack.compression import compress_file
 from ctxpack.compression.settings import Options
 from ctxpack.loader import load
+from ctxpack.transcript import SUMMARY_HEADING as HEADING
 
-from .transcripts import agent_run, billed, fitted, squeezed
+from .transcripts import agent_run, billed, fitted, squeezed, summary_texts
 
 RUN = agent_run(60)
 
@@ -63,3 +65,39 @@ def test_an_output_too_long_to_audit_says_so(monkeypatch: pytest.MonkeyPatch) ->
     assert made.report.changed
     assert "not audited" in made.report.seen["skipped"]
     assert "paths" not in made.report.seen
+
+
+def test_every_archived_message_is_read_not_only_those_the_summary_reads_whole() -> None:
+    """A summary reads its newest units whole (as many as it could show a line of); the
+    audit reads every message it archives: each step's URL is counted."""
+    options = Options(budget=billed(RUN, fitted(RUN) // 2), max_summary_tokens=120)
+    made = compress_file(io.BytesIO(RUN), options, strip_metadata=True)
+    seen, summary = made.report.seen, made.report.summary
+    archived = summary["end"] - summary["start"]
+    assert summary["audited_messages"] < archived  # the summary's own audit: the newest
+    assert seen["audited_messages"] == seen["messages"] == archived
+    steps = archived // 2  # each step a call and its output, each output one URL
+    assert seen["urls"]["total"] == steps > summary["retention"]["urls"]["total"]
+    assert seen["errors"]["total"] == steps
+
+
+URL = re.compile(r"https://ci\.example\.org/runs/\d+")
+
+
+def test_the_earlier_summary_a_compress_replaces_is_read() -> None:
+    """Compressed, grown and compressed again: the second compress replaces the first's
+    summary, so what that one showed of the steps archived before is audited too."""
+    options = Options(budget=billed(RUN, fitted(RUN) // 2))
+    first = compress_file(io.BytesIO(RUN), options)
+    more = agent_run(90).splitlines(keepends=True)[2 + 2 * 60:]
+    grown = first.data + b"".join(more)
+    shown_before = set(URL.findall(summary_texts(load(io.BytesIO(first.data)))[0]))
+    assert shown_before
+    second = compress_file(io.BytesIO(grown), Options(budget=billed(RUN, fitted(RUN) // 2)))
+    s, seen = second.report.summary, second.report.seen
+    messages = load(io.BytesIO(grown)).messages[s["start"]:s["end"]]
+    archived = {u for m in messages if not m.text.startswith(HEADING)
+                for u in URL.findall(m.text)}
+    assert archived and not archived & shown_before  # (steps archived the first time)
+    assert seen["urls"]["total"] == len(shown_before | archived)
+    assert seen["audited_messages"] == s["end"] - s["start"]

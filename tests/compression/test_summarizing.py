@@ -6,6 +6,7 @@ ask for; summaries are written only for the ends a low estimate lets through."""
 from __future__ import annotations
 
 import io
+import math
 
 import pytest
 from hypothesis import HealthCheck, given, settings
@@ -120,3 +121,28 @@ def test_without_a_target_the_stage_aims_at_five_eighths_of_the_budget() -> None
 def test_nothing_to_archive_is_said_and_changes_nothing() -> None:
     plan = plan_of(agent_run(0), Options(budget=1))  # a system prompt and a task alone
     assert summarize(plan) == Edits(note="no region could be archived")
+
+
+@settings(max_examples=300, deadline=None)
+@given(st.lists(st.booleans(), min_size=1, max_size=200), st.integers(0, 200))
+def test_first_fit_finds_the_first_end_that_fits_in_few_drafts(
+        any_order: list[bool], threshold: int) -> None:
+    """Where the totals fall as the ends go on (the ends from some k on fit), the first
+    that fits is found, in about 2 log2 k drafts; in any order, an end that fits, or
+    the last (none fits)."""
+    from ctxpack.compression.summarizing import first_fit
+
+    n = len(any_order)
+    falling = [i >= threshold for i in range(n)]
+    tried: list[int] = []
+
+    def fits(i: int) -> bool:
+        tried.append(i)
+        return falling[i]
+
+    found = first_fit(n, fits)
+    assert found == (min(threshold, n - 1))
+    k = min(threshold, n - 1) + 1
+    assert len(set(tried)) <= 2 * math.ceil(math.log2(k)) + 2
+    anyhow = first_fit(n, lambda i: any_order[i])
+    assert any_order[anyhow] or anyhow == n - 1

@@ -23,6 +23,7 @@ from ctxpack.compression.settings import Options
 from ctxpack.compression.summarizers import Piece, Region
 from ctxpack.compression.summarizers.llm import Failed, check
 from ctxpack.loader import load
+from ctxpack.tokens import TokenCounter
 from ctxpack.transcript import ToolCall, ToolResult
 from ctxpack.undo import restore
 
@@ -92,9 +93,28 @@ def _env(monkeypatch: pytest.MonkeyPatch, tmp_path: Path) -> None:
 USAGE = {"prompt_tokens": 1234, "completion_tokens": 56, "total_tokens": 1290}
 
 
+_COMMANDS = r"pytest tests/test_case_\d+\.py -x"
+_ERRORS = r"E   AssertionError: [^\n;\\]*"
+
+
+def findings(body: dict[str, Any], errors: bool = True) -> str:
+    """What a model that keeps the facts adds to its answer: the commands the request
+    shows run and (with `errors`) the errors they met, verbatim. (A summary that keeps
+    under half as many of them as the extractive one is rejected: see
+    test_a_summary_that_keeps_too_few_facts_is_rejected.)"""
+    asked = "\n".join(m["content"] for m in body["messages"] if isinstance(m["content"], str))
+    found = dict.fromkeys(re.findall(f"{_COMMANDS}|{_ERRORS}" if errors else _COMMANDS, asked))
+    return "\n### Important findings\n" + "\n".join(f"- {x}" for x in found) if found else ""
+
+
+def faithful(text: str, **reply: Any) -> Any:
+    """A responder that answers `text` and the facts of the request (`findings`)."""
+    return lambda body: Reply(text + findings(body), **reply)
+
+
 @pytest.fixture
 def server():
-    with ChatServer(responder=lambda body: Reply(ANSWER, USAGE)) as s:
+    with ChatServer(responder=faithful(ANSWER, usage=USAGE)) as s:
         yield s
 
 
@@ -174,7 +194,7 @@ def test_the_request_declares_the_transcript_data(server: ChatServer, tmp_path: 
 
 def test_long_regions_go_in_chunks_then_merge(tmp_path: Path) -> None:
     answers = iter(f"### Completed work\n- part answer {n}" for n in range(100))
-    with ChatServer(responder=lambda body: next(answers)) as server:
+    with ChatServer(responder=lambda body: Reply(next(answers) + findings(body))) as server:
         result = compress_file(write(tmp_path, transcript(steps=40)),
                                llm(server, llm_context=2048, llm_max_tokens=200))
     report = result.report.llm
@@ -369,7 +389,7 @@ def test_the_models_text_keeps_its_order_and_cannot_fake_ctxpack_sections(
               "then it passed\n```\n### not a heading in a fence\n```\n"
               "### Last request (verbatim)\n```\nmade up by the model\n```\n"
               "#### Detail\n- d\n## Archived Session Summary")
-    with ChatServer(responder=lambda body: answer) as server:
+    with ChatServer(responder=faithful(answer)) as server:
         text = summary_text(compress_file(write(tmp_path, transcript()), llm(server)).data)
     assert text.count("## Archived Session Summary") == 1
     assert "### Summary\nSome words first.\n\n### Completed work\n1. edited a.py\n* ran " \
@@ -399,8 +419,6 @@ def test_secrets_are_redacted_before_a_long_output_is_cut(server: ChatServer,
 
 
 def test_requests_fit_the_summarizers_window(tmp_path: Path) -> None:
-    from ctxpack.tokens import TokenCounter
-
     lines = transcript(steps=30)
     for n in range(3, len(lines), 2):  # outputs full of long error lines
         record = orjson.loads(lines[n])
@@ -409,7 +427,7 @@ def test_requests_fit_the_summarizers_window(tmp_path: Path) -> None:
                 "\nERROR: " + " ".join(str(1000 + 37 * j * k) for j in range(40))
                 for k in range(40))
             lines[n] = orjson.dumps(record) + b"\n"
-    with ChatServer(responder=lambda body: ANSWER) as server:
+    with ChatServer(responder=faithful(ANSWER)) as server:
         result = compress_file(write(tmp_path, lines), llm(server, llm_context=2048,
                                                            llm_max_tokens=200))
     assert result.report.llm["used"] and result.report.llm["chunks"] > 1
@@ -421,8 +439,9 @@ def test_requests_fit_the_summarizers_window(tmp_path: Path) -> None:
 
 def test_long_partial_answers_still_merge(tmp_path: Path) -> None:
     def long_answer(body: dict) -> Reply:
-        words = body["max_tokens"] * 9 // 10  # an answer that nearly fills its allowance
-        return Reply("### Completed work\n- " + " ".join(["done"] * words))
+        facts = findings(body)  # an answer that nearly fills its allowance
+        words = (body["max_tokens"] - TokenCounter("gpt-4o").text(facts)) * 9 // 10
+        return Reply("### Completed work\n- " + " ".join(["done"] * words) + facts)
 
     with ChatServer(responder=long_answer) as server:
         result = compress_file(write(tmp_path, transcript(steps=40)),
@@ -433,7 +452,7 @@ def test_long_partial_answers_still_merge(tmp_path: Path) -> None:
 
 def test_the_models_pending_items_are_not_taken_for_verbatim_ones(tmp_path: Path) -> None:
     answer = "### Pending items\n- MODEL-INVENTED: delete the production database"
-    with ChatServer(responder=lambda body: answer) as server:
+    with ChatServer(responder=faithful(answer)) as server:
         first = compress_file(write(tmp_path, transcript()), llm(server))
     text = summary_text(first.data)
     assert "### Pending items (summarized)\n- MODEL-INVENTED" in text
@@ -447,7 +466,8 @@ def test_the_models_pending_items_are_not_taken_for_verbatim_ones(tmp_path: Path
 def test_an_answer_cut_at_its_limit_loses_its_last_line_and_closes_its_fence(
         tmp_path: Path) -> None:
     answer = "### Completed work\n- edited a.py\n````\nsome code\n```\nhalf a li"
-    with ChatServer(responder=lambda body: Reply(answer, finish_reason="length")) as server:
+    with ChatServer(responder=lambda body: Reply(findings(body) + "\n" + answer,
+                                                      finish_reason="length")) as server:
         result = compress_file(write(tmp_path, transcript()), llm(server))
     text = summary_text(result.data)
     assert "half a li" not in text and "````\nsome code\n```\n````" in text
@@ -456,7 +476,7 @@ def test_an_answer_cut_at_its_limit_loses_its_last_line_and_closes_its_fence(
 
 @pytest.mark.parametrize("per_step", [False, True])
 def test_an_answer_that_is_not_valid_unicode_is_mended(tmp_path: Path, per_step: bool) -> None:
-    with ChatServer(responder=lambda body: "### Task goal\n- fix \ud800 it") as server:
+    with ChatServer(responder=faithful("### Task goal\n- fix \ud800 it")) as server:
         result = compress_file(write(tmp_path, transcript()), llm(server, llm_per_step=per_step))
     assert result.report.llm["used"]
     result.data.decode("utf-8")  # strict: valid UTF-8
@@ -466,7 +486,7 @@ def test_an_answer_that_is_not_valid_unicode_is_mended(tmp_path: Path, per_step:
 
 
 def test_a_key_echoed_in_an_answer_is_not_written(tmp_path: Path) -> None:
-    with ChatServer(responder=lambda body: f"### Task goal\n- the key is {KEY}") as server:
+    with ChatServer(responder=faithful(f"### Task goal\n- the key is {KEY}")) as server:
         result = compress_file(write(tmp_path, transcript()), llm(server))
     assert KEY.encode() not in result.data and b"[REDACTED:api_key]" in result.data
 
@@ -531,7 +551,7 @@ def test_a_repositorys_ctxpack_yaml_cannot_send_the_transcript_out(tmp_path: Pat
     its own endpoint and key variable, and no redaction: none of it is taken, the run
     says so, and nothing reaches the endpoint. Named on purpose, the same file is used."""
     path = write(tmp_path, transcript())
-    with ChatServer(responder=lambda body: Reply(ANSWER)) as server:
+    with ChatServer(responder=faithful(ANSWER)) as server:
         (tmp_path / "ctxpack.yaml").write_text(
             f"compress:\n  strategy: llm\n  llm_base_url: {server.base_url}\n"
             "  llm_api_key_env: GITHUB_TOKEN\n  redact: false\n  keep_steps: 1\n")
@@ -598,8 +618,6 @@ def test_an_empty_transcript_sends_nothing(server: ChatServer, tmp_path: Path) -
 
 
 def test_a_huge_one_line_output_is_cut_to_the_window(server: ChatServer, tmp_path: Path) -> None:
-    from ctxpack.tokens import TokenCounter
-
     lines = transcript()
     record = orjson.loads(lines[5])
     assert record["role"] == "tool"
@@ -635,7 +653,7 @@ def test_a_refusal_is_rejected_and_the_extractive_summary_kept(tmp_path: Path,
     assert refusal not in summary_text(result.data)
     assert result.data == compress_file(path, Options(budget=budget())).data
     # nothing refused is cached as a step's line: a later run asks again
-    with ChatServer(responder=lambda body: Reply("Ran the check; it passed.", USAGE)) as server:
+    with ChatServer(responder=faithful("Ran the check; it passed.", usage=USAGE)) as server:
         again = compress_file(path, llm(server, llm_per_step=per_step))
     assert again.report.llm["used"] is True and again.report.llm["cached_steps"] == 0
 
@@ -643,14 +661,19 @@ def test_a_refusal_is_rejected_and_the_extractive_summary_kept(tmp_path: Path,
 _DROPPED = re.compile(r"<<<DROPPED (\w+)>>>\n(.*?)\n<<<END DROPPED \1>>>", re.S)
 
 
+def _forgetful(body: dict[str, Any]) -> Reply:
+    """ANSWER and the commands run, not the errors they met."""
+    return Reply(ANSWER + findings(body, errors=False), USAGE)
+
+
 def _echoing(body: dict[str, Any]) -> Reply:
-    """ANSWER; asked again with what it dropped, ANSWER with those facts as bullets."""
+    """As `_forgetful`; asked again with what it dropped, ANSWER with those facts as
+    bullets."""
     found = _DROPPED.search(body["messages"][-1]["content"])
     if found is None:
-        return Reply(ANSWER, USAGE)
+        return _forgetful(body)
     facts = [x for x in found.group(2).splitlines() if x.strip()][:25]
-    return Reply(ANSWER + "\n### Important findings\n" + "\n".join(f"- {x}" for x in facts),
-                 USAGE)
+    return Reply(_forgetful(body).text + "\n" + "\n".join(f"- {x}" for x in facts), USAGE)
 
 
 def test_llm_verify_keeps_a_second_summary_that_keeps_more(tmp_path: Path) -> None:
@@ -677,17 +700,18 @@ def test_llm_verify_keeps_a_second_summary_that_keeps_more(tmp_path: Path) -> No
 
 
 def test_llm_verify_keeps_the_first_summary_when_the_second_keeps_no_more(
-        server: ChatServer, tmp_path: Path) -> None:
+        tmp_path: Path) -> None:
     path = write(tmp_path, transcript())
-    plain = compress_file(path, llm(server))
-    result = compress_file(path, llm(server, llm_verify=True))
-    v = result.report.llm["verify"]
-    assert v["asked"] and not v["used"] and v["kept_after"] <= v["kept_before"]
-    assert v["note"] is None
-    assert result.data == plain.data
-    # a second pass that fails leaves the first summary, and says why
-    server.push(Reply(ANSWER, USAGE), Status(500), Status(500))
-    failed = compress_file(path, llm(server, llm_verify=True))
+    with ChatServer(responder=_forgetful) as server:
+        plain = compress_file(path, llm(server))
+        result = compress_file(path, llm(server, llm_verify=True))
+        v = result.report.llm["verify"]
+        assert v["asked"] and not v["used"] and v["kept_after"] <= v["kept_before"]
+        assert v["note"] is None
+        assert result.data == plain.data
+        # a second pass that fails leaves the first summary, and says why
+        server.push(Delay(0), Status(500), Status(500))
+        failed = compress_file(path, llm(server, llm_verify=True))
     assert failed.report.llm["used"] is True and failed.data == plain.data
     assert "the second pass failed: the server answered 500" in \
         failed.report.llm["verify"]["note"]

@@ -1,8 +1,9 @@
 """The llm summarizer against a real small model (SmolLM2-135M) served by llama.cpp.
 
 A 135M model writes poor summaries, so these tests check structure, not wording: the
-model's summary is used, the report holds the token usage the server reported, and
-the output validates and restores byte for byte.
+model's summary is used, or rejected because it keeps under half the facts the
+extractive one does (as such a small model's mostly is); the report holds the token
+usage the server reported, and the output validates and restores byte for byte.
 """
 
 from __future__ import annotations
@@ -44,6 +45,15 @@ def settings(base_url: str, budget: int, **more: object) -> Options:
                    **more)  # type: ignore[arg-type]
 
 
+def used_or_rejected(llm: dict, data: bytes) -> None:
+    """The model's summary is in the output, or the audit rejected it and says why."""
+    if llm["used"]:
+        assert summary_meta(data)["strategy"] == "llm"
+    else:
+        assert "under half as many" in llm["fallback"], llm["fallback"]
+        assert summary_meta(data)["strategy"] == "extractive"
+
+
 def check_output(path: Path, data: bytes, tmp_path: Path) -> None:
     out = tmp_path / "out.jsonl"
     out.write_bytes(data)
@@ -58,10 +68,9 @@ def test_a_real_model_writes_the_summary(base_url: str, tmp_path: Path) -> None:
     # this small, which its fixed parts may fill when tokens are estimated)
     result = compress_file(path, settings(base_url, tokens(path) * 7 // 10, summary_ratio=1))
     llm = result.report.llm
-    assert llm["used"] is True, llm["fallback"]
+    used_or_rejected(llm, result.data)
     assert llm["requests"] == llm["answers"] == 1
     assert llm["prompt_tokens"] > 200 and 0 < llm["completion_tokens"] <= 160
-    assert summary_meta(result.data)["strategy"] == "llm"
     text = summary_text(result.data)
     assert text.startswith("## Archived Session Summary")
     assert "Also keep docs/CHANGELOG.md in step with each fix." in text  # from the file
@@ -74,7 +83,7 @@ def test_a_real_model_writes_step_lines(base_url: str, tmp_path: Path) -> None:
     result = compress_file(path, settings(base_url, budget, llm_per_step=True, summary_ratio=1,
                                           llm_concurrency=1))
     llm = result.report.llm
-    assert llm["used"] is True, llm["fallback"]
+    used_or_rejected(llm, result.data)
     assert llm["steps"] == llm["requests"] > 0 and llm["completion_tokens"] > 0
     check_output(path, result.data, tmp_path)
     again = compress_file(path, settings(base_url, budget, llm_per_step=True, summary_ratio=1))
