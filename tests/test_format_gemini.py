@@ -14,7 +14,7 @@ from hypothesis import strategies as st
 from ctxpack import compress, restore, stats
 from ctxpack.errors import InputError, UsageError
 from ctxpack.loader import load, write
-from ctxpack.transcript import Text, Thinking, ToolCall, ToolResult, Transcript
+from ctxpack.transcript import SUMMARY_HEADING, Text, Thinking, ToolCall, ToolResult, Transcript
 
 from .conftest import SAMPLES, corpus_params
 from .helpers import assert_tool_pairs, ctxpack, records_of
@@ -340,6 +340,55 @@ def test_stream_compress_summarizes_and_restore_gives_back_exactly(tmp_path: Pat
     assert restore(str(out)) == data
 
 
+def stream_run(session: str, steps: int) -> list[dict[str, Any]]:
+    """One `gemini -p ... --output-format stream-json` run of `steps` shell calls."""
+    records: list[dict[str, Any]] = [
+        {**INIT, "session_id": session},
+        {"type": "message", "role": "user", "content": f"list the rows of {session}"}]
+    for i in range(steps):
+        records += [{"type": "tool_use", "tool_name": "sh", "tool_id": f"{session}-{i}",
+                     "parameters": {"n": i}},
+                    {"type": "tool_result", "tool_id": f"{session}-{i}", "status": "success",
+                     "output": f"{session} row {i}\n" * 400}]
+    return [*records, {"type": "result", "status": "success", "stats": {
+        "input_tokens": 9000, "output_tokens": 90, "total_tokens": 9090, "cached": 0,
+        "tool_calls": steps}}]
+
+
+def runs_of(data: bytes) -> list[list[dict[str, Any]]]:
+    """The records of each run (from its `init` to its `result`) of stream-json output."""
+    runs: list[list[dict[str, Any]]] = []
+    for record in map(json.loads, data.splitlines()):
+        if record["type"] == "init":
+            runs.append([])
+        if runs:  # (a line before the first run is not the CLI's)
+            runs[-1].append(record)
+    return runs
+
+
+def test_stream_compress_keeps_each_run_apart_with_a_summary_of_its_own(tmp_path: Path) -> None:
+    # Each run of the CLI is a process of its own with its own session: the next run
+    # does not see the last one, so each run is summarized on its own, inside it.
+    data = jsonl(*stream_run("first", 12), *stream_run("second", 12)).getvalue()
+    src, out = tmp_path / "runs.jsonl", tmp_path / "out.jsonl"
+    src.write_bytes(data)
+    compressed, report = compress(str(src), model="gemini-2.5-pro", budget=3000,
+                                  truncate=False, mask=False)
+    write(compressed, out)
+    runs = runs_of(out.read_bytes())
+    assert [r[0]["session_id"] for r in runs] == ["first", "second"]
+    for run in runs:
+        assert run[-1]["type"] == "result"
+        summaries = [r for r in run if str(r.get("content", "")).startswith(SUMMARY_HEADING)]
+        assert len(summaries) == 1  # its own, of its own steps only
+        other = "second" if run[0]["session_id"] == "first" else "first"
+        assert other not in summaries[0]["content"]
+    after = load(out)
+    assert {m.conversation for m in after.messages} == {0, 1}
+    assert_tool_pairs(after.messages)
+    assert restore(str(out)) == data
+
+
 def test_compress_masks_and_summarizes_a_recording_and_restore_gives_it_back(
         tmp_path: Path) -> None:
     records: list[dict[str, Any]] = [META, user("u1", "look at every file")]
@@ -480,6 +529,11 @@ def test_any_stream_output_compressed_restores_exactly(run: Any) -> None:
     out = io.BytesIO()
     write(compressed, out)
     assert restore([out.getvalue()]) == data
+    # the runs stay apart: as many, in the same order, each its own summary at most
+    before, after = runs_of(data), runs_of(out.getvalue())
+    assert [r[0] for r in after] == [r[0] for r in before]
+    assert all(sum(str(r.get("content", "")).startswith(SUMMARY_HEADING) for r in run) <= 1
+               for run in after)
 
 
 # --- checkpoints (`/chat save`) -------------------------------------------------------------
