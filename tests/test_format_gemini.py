@@ -221,11 +221,24 @@ def test_stream_chunks_and_calls_of_a_turn_are_one_message() -> None:
 def test_stream_lines_outside_a_run_are_not_the_clis_and_each_run_is_a_conversation() -> None:
     note = {"type": "message", "role": "user", "content": "harness note", "ts": "t"}
     t = load(jsonl(note, INIT, {"type": "message", "role": "user", "content": "one"},
-                   {"type": "result", "status": "success", "stats": {}}, note, INIT,
+                   {"type": "result", "status": "success", "stats": {}}, note,
+                   {**INIT, "session_id": "s2"},
                    {"type": "message", "role": "user", "content": "two"}))
     assert [m.text for m in t.messages] == ["one", "two"]
     assert [m.conversation for m in t.messages] == [0, 1]
     assert [m.text for m in t.outside] == ["harness note", "harness note"]
+
+
+def test_a_resumed_run_goes_on_with_its_sessions_conversation() -> None:
+    # `gemini --resume ID -p ...` keeps the session's id and sends its history again
+    done = {"type": "result", "status": "success", "stats": {}}
+    t = load(jsonl(INIT, {"type": "message", "role": "user", "content": "one"}, done,
+                   {**INIT, "session_id": "other"},
+                   {"type": "message", "role": "user", "content": "elsewhere"}, done,
+                   INIT, {"type": "message", "role": "user", "content": "two"}, done))
+    assert [(m.text, m.conversation) for m in t.messages] == \
+        [("one", 0), ("elsewhere", 1), ("two", 0)]
+    assert stats(t).conversations == 2
 
 
 # --- the corpus and the samples -----------------------------------------------------------
@@ -473,7 +486,7 @@ def stream_runs(draw: Any) -> tuple[list[dict[str, Any]], int, list[str]]:
     calls, turns = 0, []
     for _ in range(draw(st.integers(1, 2))):
         model = draw(st.sampled_from(["gemini-2.5-pro", "gemini-2.5-flash"]))
-        records += [{**INIT, "model": model},
+        records += [{**INIT, "model": model, "session_id": draw(st.sampled_from(["s", "t"]))},
                     {"type": "message", "role": "user", "content": draw(words)}]
         for _ in range(draw(st.integers(0, 4))):
             chunks = draw(st.lists(words, min_size=1, max_size=3))
@@ -529,9 +542,12 @@ def test_any_stream_output_compressed_restores_exactly(run: Any) -> None:
     out = io.BytesIO()
     write(compressed, out)
     assert restore([out.getvalue()]) == data
-    # the runs stay apart: as many, in the same order, each its own summary at most
+    # runs of different sessions stay apart: as many, in the same order, each with its own
+    # summary at most (a resumed run goes on with its session: one summary may hold both)
     before, after = runs_of(data), runs_of(out.getvalue())
-    assert [r[0] for r in after] == [r[0] for r in before]
+    sessions = [r[0]["session_id"] for r in before]
+    if len(set(sessions)) == len(sessions):
+        assert [r[0] for r in after] == [r[0] for r in before]
     assert all(sum(str(r.get("content", "")).startswith(SUMMARY_HEADING) for r in run) <= 1
                for run in after)
 
