@@ -402,6 +402,24 @@ def test_stream_compress_keeps_each_run_apart_with_a_summary_of_its_own(tmp_path
     assert restore(str(out)) == data
 
 
+def test_stream_compress_of_a_session_resumed_after_another_run_restores_exactly(
+        tmp_path: Path) -> None:
+    # first, other, then `--resume first`: the first session's messages lie on both sides
+    # of the other run, so the file is planned as one; nothing is lost or written twice
+    resumed = [r for r in stream_run("first", 6) if r["type"] != "init"]
+    data = jsonl(*stream_run("first", 6), *stream_run("other", 6),
+                 {**INIT, "session_id": "first"}, *resumed).getvalue()
+    src, out = tmp_path / "runs.jsonl", tmp_path / "out.jsonl"
+    src.write_bytes(data)
+    assert [m.conversation for m in load(src).messages if m.role == "user"] == [0, 1, 0]
+    compressed, report = compress(str(src), model="gemini-2.5-pro", budget=3000,
+                                  truncate=False, mask=False)
+    assert report.summary is not None
+    write(compressed, out)
+    assert_tool_pairs(load(out).messages)
+    assert restore(str(out)) == data
+
+
 def test_compress_masks_and_summarizes_a_recording_and_restore_gives_it_back(
         tmp_path: Path) -> None:
     records: list[dict[str, Any]] = [META, user("u1", "look at every file")]

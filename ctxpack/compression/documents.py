@@ -71,6 +71,14 @@ def conversations_out(t: Transcript, planner: Planner) -> tuple[list[Any], list[
     return out, plans
 
 
+def apart(t: Transcript, groups: dict[int, list[int]]) -> bool:
+    """Do the conversations' messages lie in line ranges of their own (none between the
+    first and last line of another)?"""
+    spans = sorted((min(t.messages[i].line for i in g), max(t.messages[i].lines[-1] for i in g))
+                   for g in groups.values())
+    return all(a[1] < b[0] for a, b in zip(spans, spans[1:], strict=False))
+
+
 def conversation_indexes(t: Transcript) -> dict[int, list[int]]:
     """The indexes of each conversation's messages, by conversation."""
     groups: dict[int, list[int]] = {}
