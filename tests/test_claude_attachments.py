@@ -16,8 +16,9 @@ from hypothesis import strategies as st
 from ctxpack.compression import compress_file
 from ctxpack.compression.settings import Options
 from ctxpack.errors import CannotFit
-from ctxpack.formats.claude_attachments import attachment_texts
+from ctxpack.formats.claude_attachments import attachment_parts
 from ctxpack.loader import load
+from ctxpack.transcript import Image, Text
 from ctxpack.undo import restore
 
 from .conftest import CORPUS
@@ -68,6 +69,19 @@ def test_reminders_list_what_they_remind_of() -> None:
                                  "prompt": "<task-notification>done</task-notification>"})
     assert notice.endswith("\n\n<task-notification>done</task-notification>\n</system-reminder>")
     assert "NOT a message from the user" in notice
+
+
+def attachment_texts(attachment: Any) -> list[str]:
+    return [p.text for p in attachment_parts(attachment) if isinstance(p, Text)]
+
+
+def test_a_mentioned_image_is_sent_as_the_image_not_its_encoded_bytes() -> None:
+    data = "iVBORw0KGgo" + "A" * 4000
+    parts = attachment_parts({"type": "file", "filename": "/w/plot.png", "content": {
+        "type": "image", "file": {"base64": data, "type": "image/png", "originalSize": 3000}}})
+    assert [type(p) for p in parts] == [Text, Image]
+    assert parts[0].text.startswith("<system-reminder>\nCalled the Read tool")
+    assert parts[1] == Image(media_type="image/png", data=data)
 
 
 def test_types_that_only_show_in_the_interface_send_nothing() -> None:

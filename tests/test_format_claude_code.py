@@ -10,7 +10,7 @@ from typing import Any
 import pytest
 
 from ctxpack.errors import InputError
-from ctxpack.formats.claude_attachments import attachment_texts
+from ctxpack.formats.claude_attachments import attachment_parts
 from ctxpack.formats.claude_code import ClaudeCodeFormat
 from ctxpack.loader import Scanner, load, write
 from ctxpack.transcript import Image, Message, Text, ToolResult, Transcript
@@ -106,7 +106,7 @@ def test_corpus_messages(path: Path) -> None:
     # user/assistant records are messages (one per user line, one per API response), and
     # so is each attachment record that sends the model something, as a user message
     assert all(m.raw["type"] in ("user", "assistant", "attachment") for m in emitted)
-    sent = [r for r in records if r["type"] == "attachment" and attachment_texts(r["attachment"])]
+    sent = [r for r in records if r["type"] == "attachment" and attachment_parts(r["attachment"])]
     assert sum(m.raw["type"] == "attachment" for m in emitted) == len(sent)
     assert all(m.role == "user" and m.joined and not m.human
                for m in emitted if m.raw["type"] == "attachment")

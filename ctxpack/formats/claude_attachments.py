@@ -16,6 +16,8 @@ import json
 from collections.abc import Callable
 from typing import Any
 
+from ..transcript import Image, Text
+
 Attachment = dict[str, Any]
 
 READ = "Read"  # the tool a file attachment is shown as a call of
@@ -51,18 +53,32 @@ def _selection(text: str) -> str:
 
 
 def _file(a: Attachment) -> list[str]:
-    """A file read for the turn: sent as a Read call and its result, lines numbered."""
+    """A file read for the turn: sent as a Read call and its result, lines numbered (an
+    image's result is the image itself: see `attachment_parts`)."""
     content = a.get("content") if isinstance(a.get("content"), dict) else {}
     call = f"Called the {READ} tool with the following input: " \
            f"{_json({'file_path': _text(a.get('filename'))})}"
     file = content.get("file") if isinstance(content.get("file"), dict) else {}
+    if content.get("type") == "image":
+        return [call]
     if content.get("type") == "text":
         start = file.get("startLine") if isinstance(file.get("startLine"), int) else 1
         body = "\n".join(f"{start + i}\t{line}"
                          for i, line in enumerate(_text(file.get("content")).split("\n")))
-    else:  # an image, a notebook or a PDF: what the file's record holds of it
-        body = _json(file)
+    else:  # a notebook or a PDF: what the file's record holds of it, but encoded bytes
+        body = _json({k: v for k, v in file.items() if k != "base64"})
     return [call, f"Result of calling the {READ} tool:\n{body}"]
+
+
+def _image(attachment: Attachment) -> Image | None:
+    """The image a file attachment sends, as a block of its own."""
+    content = attachment.get("content") if isinstance(attachment.get("content"), dict) else {}
+    file = content.get("file")
+    if attachment.get("type") != "file" or content.get("type") != "image" \
+            or not isinstance(file, dict) or not isinstance(file.get("base64"), str):
+        return None
+    media = file.get("type")
+    return Image(media_type=media if isinstance(media, str) else None, data=file["base64"])
 
 
 def _tasks(a: Attachment) -> list[str]:
@@ -288,11 +304,15 @@ _SENDS: dict[str, Callable[[Attachment], list[str]]] = {
 }
 
 
-def attachment_texts(attachment: Any) -> list[str]:
-    """The texts Claude Code sends the model for `attachment` (the record's `attachment`
-    object), each a user message of its own; [] for a type that sends nothing."""
+def attachment_parts(attachment: Any) -> list[Text | Image]:
+    """What Claude Code sends the model for `attachment` (the record's `attachment`
+    object): texts in `<system-reminder>` tags, and the image of an image file; [] for a
+    type that sends nothing."""
     if not isinstance(attachment, dict):
         return []
     kind = attachment.get("type")
     send = _SENDS.get(kind) if isinstance(kind, str) else None
-    return [reminder(t) for t in send(attachment) if t] if send else []
+    parts: list[Text | Image] = [Text(reminder(t)) for t in send(attachment) if t] \
+        if send else []
+    image = _image(attachment)
+    return [*parts, image] if image is not None else parts

@@ -16,7 +16,7 @@ import uuid
 from dataclasses import replace
 from typing import Any
 
-from ..transcript import META_KEY, Message, Text
+from ..transcript import META_KEY, Message
 from .anthropic import (
     SYNTHETIC_MODEL,
     Emitted,
@@ -28,7 +28,7 @@ from .anthropic import (
     reply_of,
 )
 from .base import Compaction, Layout, RecordError, marks, number, string_field, tool_result_blocks
-from .claude_attachments import attachment_texts
+from .claude_attachments import attachment_parts
 
 # record types only Claude Code writes; generic names (progress, attachment) need more
 _OWN_TYPES = {"file-history-snapshot", "queue-operation", "last-prompt", "ai-title",
@@ -83,11 +83,10 @@ class ClaudeCodeReader:
             self.parent[uuid] = parent
             self.newest[side] = uuid
         if kind == "attachment":
-            texts = attachment_texts(record.get("attachment"))
-            if not texts:
+            parts = attachment_parts(record.get("attachment"))
+            if not parts:
                 return []  # shown in the agent's interface only
-            message = Message("user", tuple(Text(t) for t in texts), (line,), record,
-                              joined=True)
+            message = Message("user", tuple(parts), (line,), record, joined=True)
         elif kind not in ("user", "assistant"):
             return []
         else:
