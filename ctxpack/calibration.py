@@ -164,9 +164,13 @@ class Bill:
         return round(self.slope * counted + self.overhead)
 
     def counted_at(self, billed: int) -> int:
-        """The most a context may count to be billed at most `billed` (0 where what
-        is not in the file takes all of it)."""
-        return max(0, int((billed - self.overhead) // self.slope))
+        """The most a context may count to be billed at most `billed` as `__call__` bills
+        it, rounded (0 where what is not in the file takes all of it): a budget of what a
+        context is billed holds that context."""
+        counted = max(0, int((billed - self.overhead) // self.slope))
+        while self(counted + 1) <= billed:
+            counted += 1
+        return counted
 
     def to_dict(self) -> dict[str, object]:
         return {"kind": self.kind, "tokens": self.tokens, "visible": self.visible,

@@ -87,6 +87,9 @@ class Message:
     conversation: int = 0
     # where in a one-line document the message is (`history[3]`), when its line says nothing
     place: str = ""
+    # context the agent sends with the message before it (Claude Code's attachments: a
+    # file a person mentioned, a reminder after a tool result): never cut from that message
+    joined: bool = False
 
     @property
     def line(self) -> int:

@@ -126,6 +126,10 @@ def test_nothing_not_in_the_file_is_ever_negative(counts: list[int], drawn: list
     assert b.counted >= sum(counts)
     assert b(b.counted) == b.tokens or abs(b(b.counted) - b.tokens) <= 1
     assert b(b.counted_at(b.tokens)) <= b.tokens
+    # and it is the most: a budget of what a context is billed holds that context
+    for budget in (b.tokens, b(b.counted), b(sum(counts))):
+        assert b(b.counted_at(budget)) <= budget < b(b.counted_at(budget) + 1) \
+            or b.counted_at(budget) == 0
 
 
 def test_compress_of_a_claude_code_session_acts_at_its_billed_size() -> None:

@@ -10,6 +10,7 @@ from typing import Any
 import pytest
 
 from ctxpack.errors import InputError
+from ctxpack.formats.claude_attachments import attachment_parts
 from ctxpack.formats.claude_code import ClaudeCodeFormat
 from ctxpack.loader import Scanner, load, write
 from ctxpack.transcript import Image, Message, Text, ToolResult, Transcript
@@ -102,9 +103,15 @@ def test_corpus_messages(path: Path) -> None:
     t = load(path)
     records = records_of(path)
     emitted = t.messages + t.outside + t.sidechain
-    # only user/assistant records are messages: one per user line, one per API response
-    assert all(m.raw["type"] in ("user", "assistant") for m in emitted)
-    assert sum(m.role == "user" for m in emitted) == sum(r["type"] == "user" for r in records)
+    # user/assistant records are messages (one per user line, one per API response), and
+    # so is each attachment record that sends the model something, as a user message
+    assert all(m.raw["type"] in ("user", "assistant", "attachment") for m in emitted)
+    sent = [r for r in records if r["type"] == "attachment" and attachment_parts(r["attachment"])]
+    assert sum(m.raw["type"] == "attachment" for m in emitted) == len(sent)
+    assert all(m.role == "user" and m.joined and not m.human
+               for m in emitted if m.raw["type"] == "attachment")
+    assert sum(m.role == "user" for m in emitted) == \
+        sum(r["type"] == "user" for r in records) + len(sent)
     ids = {r["message"]["id"] for r in records if r["type"] == "assistant"}
     assert sorted(m.id for m in emitted if m.role == "assistant") == sorted(ids)
     assert t.messages, "every corpus session has a context"
@@ -271,7 +278,7 @@ def test_bookkeeping_records_are_links_not_messages() -> None:
                    envelope("progress", "g0", None, data={"type": "hook_progress"}),
                    user("u1", "g0", "hi"),
                    {"type": "queue-operation", "operation": "enqueue", "sessionId": "s1"},
-                   envelope("attachment", "t1", "u1", attachment={"type": "task_reminder"}),
+                   envelope("attachment", "t1", "u1", attachment={"type": "command_permissions"}),
                    piece("a1", "t1", "msg_A", said("hello")),
                    envelope("system", "e1", "a1", subtype="api_error", error={"status": 500}),
                    {"type": "last-prompt", "lastPrompt": "hi", "sessionId": "s1"},

@@ -14,7 +14,7 @@ from hypothesis import strategies as st
 from ctxpack import compress, restore, stats
 from ctxpack.errors import InputError, UsageError
 from ctxpack.loader import load, write
-from ctxpack.transcript import Text, Thinking, ToolCall, ToolResult, Transcript
+from ctxpack.transcript import SUMMARY_HEADING, Text, Thinking, ToolCall, ToolResult, Transcript
 
 from .conftest import SAMPLES, corpus_params
 from .helpers import assert_tool_pairs, ctxpack, records_of
@@ -221,11 +221,24 @@ def test_stream_chunks_and_calls_of_a_turn_are_one_message() -> None:
 def test_stream_lines_outside_a_run_are_not_the_clis_and_each_run_is_a_conversation() -> None:
     note = {"type": "message", "role": "user", "content": "harness note", "ts": "t"}
     t = load(jsonl(note, INIT, {"type": "message", "role": "user", "content": "one"},
-                   {"type": "result", "status": "success", "stats": {}}, note, INIT,
+                   {"type": "result", "status": "success", "stats": {}}, note,
+                   {**INIT, "session_id": "s2"},
                    {"type": "message", "role": "user", "content": "two"}))
     assert [m.text for m in t.messages] == ["one", "two"]
     assert [m.conversation for m in t.messages] == [0, 1]
     assert [m.text for m in t.outside] == ["harness note", "harness note"]
+
+
+def test_a_resumed_run_goes_on_with_its_sessions_conversation() -> None:
+    # `gemini --resume ID -p ...` keeps the session's id and sends its history again
+    done = {"type": "result", "status": "success", "stats": {}}
+    t = load(jsonl(INIT, {"type": "message", "role": "user", "content": "one"}, done,
+                   {**INIT, "session_id": "other"},
+                   {"type": "message", "role": "user", "content": "elsewhere"}, done,
+                   INIT, {"type": "message", "role": "user", "content": "two"}, done))
+    assert [(m.text, m.conversation) for m in t.messages] == \
+        [("one", 0), ("elsewhere", 1), ("two", 0)]
+    assert stats(t).conversations == 2
 
 
 # --- the corpus and the samples -----------------------------------------------------------
@@ -340,6 +353,73 @@ def test_stream_compress_summarizes_and_restore_gives_back_exactly(tmp_path: Pat
     assert restore(str(out)) == data
 
 
+def stream_run(session: str, steps: int) -> list[dict[str, Any]]:
+    """One `gemini -p ... --output-format stream-json` run of `steps` shell calls."""
+    records: list[dict[str, Any]] = [
+        {**INIT, "session_id": session},
+        {"type": "message", "role": "user", "content": f"list the rows of {session}"}]
+    for i in range(steps):
+        records += [{"type": "tool_use", "tool_name": "sh", "tool_id": f"{session}-{i}",
+                     "parameters": {"n": i}},
+                    {"type": "tool_result", "tool_id": f"{session}-{i}", "status": "success",
+                     "output": f"{session} row {i}\n" * 400}]
+    return [*records, {"type": "result", "status": "success", "stats": {
+        "input_tokens": 9000, "output_tokens": 90, "total_tokens": 9090, "cached": 0,
+        "tool_calls": steps}}]
+
+
+def runs_of(data: bytes) -> list[list[dict[str, Any]]]:
+    """The records of each run (from its `init` to its `result`) of stream-json output."""
+    runs: list[list[dict[str, Any]]] = []
+    for record in map(json.loads, data.splitlines()):
+        if record["type"] == "init":
+            runs.append([])
+        if runs:  # (a line before the first run is not the CLI's)
+            runs[-1].append(record)
+    return runs
+
+
+def test_stream_compress_keeps_each_run_apart_with_a_summary_of_its_own(tmp_path: Path) -> None:
+    # Each run of the CLI is a process of its own with its own session: the next run
+    # does not see the last one, so each run is summarized on its own, inside it.
+    data = jsonl(*stream_run("first", 12), *stream_run("second", 12)).getvalue()
+    src, out = tmp_path / "runs.jsonl", tmp_path / "out.jsonl"
+    src.write_bytes(data)
+    compressed, report = compress(str(src), model="gemini-2.5-pro", budget=3000,
+                                  truncate=False, mask=False)
+    write(compressed, out)
+    runs = runs_of(out.read_bytes())
+    assert [r[0]["session_id"] for r in runs] == ["first", "second"]
+    for run in runs:
+        assert run[-1]["type"] == "result"
+        summaries = [r for r in run if str(r.get("content", "")).startswith(SUMMARY_HEADING)]
+        assert len(summaries) == 1  # its own, of its own steps only
+        other = "second" if run[0]["session_id"] == "first" else "first"
+        assert other not in summaries[0]["content"]
+    after = load(out)
+    assert {m.conversation for m in after.messages} == {0, 1}
+    assert_tool_pairs(after.messages)
+    assert restore(str(out)) == data
+
+
+def test_stream_compress_of_a_session_resumed_after_another_run_restores_exactly(
+        tmp_path: Path) -> None:
+    # first, other, then `--resume first`: the first session's messages lie on both sides
+    # of the other run, so the file is planned as one; nothing is lost or written twice
+    resumed = [r for r in stream_run("first", 6) if r["type"] != "init"]
+    data = jsonl(*stream_run("first", 6), *stream_run("other", 6),
+                 {**INIT, "session_id": "first"}, *resumed).getvalue()
+    src, out = tmp_path / "runs.jsonl", tmp_path / "out.jsonl"
+    src.write_bytes(data)
+    assert [m.conversation for m in load(src).messages if m.role == "user"] == [0, 1, 0]
+    compressed, report = compress(str(src), model="gemini-2.5-pro", budget=3000,
+                                  truncate=False, mask=False)
+    assert report.summary is not None
+    write(compressed, out)
+    assert_tool_pairs(load(out).messages)
+    assert restore(str(out)) == data
+
+
 def test_compress_masks_and_summarizes_a_recording_and_restore_gives_it_back(
         tmp_path: Path) -> None:
     records: list[dict[str, Any]] = [META, user("u1", "look at every file")]
@@ -424,7 +504,7 @@ def stream_runs(draw: Any) -> tuple[list[dict[str, Any]], int, list[str]]:
     calls, turns = 0, []
     for _ in range(draw(st.integers(1, 2))):
         model = draw(st.sampled_from(["gemini-2.5-pro", "gemini-2.5-flash"]))
-        records += [{**INIT, "model": model},
+        records += [{**INIT, "model": model, "session_id": draw(st.sampled_from(["s", "t"]))},
                     {"type": "message", "role": "user", "content": draw(words)}]
         for _ in range(draw(st.integers(0, 4))):
             chunks = draw(st.lists(words, min_size=1, max_size=3))
@@ -480,6 +560,14 @@ def test_any_stream_output_compressed_restores_exactly(run: Any) -> None:
     out = io.BytesIO()
     write(compressed, out)
     assert restore([out.getvalue()]) == data
+    # runs of different sessions stay apart: as many, in the same order, each with its own
+    # summary at most (a resumed run goes on with its session: one summary may hold both)
+    before, after = runs_of(data), runs_of(out.getvalue())
+    sessions = [r[0]["session_id"] for r in before]
+    if len(set(sessions)) == len(sessions):
+        assert [r[0] for r in after] == [r[0] for r in before]
+    assert all(sum(str(r.get("content", "")).startswith(SUMMARY_HEADING) for r in run) <= 1
+               for run in after)
 
 
 # --- checkpoints (`/chat save`) -------------------------------------------------------------

@@ -114,6 +114,7 @@ def _made(given: Input, options: Options, strip: bool = False, dry_run: bool = F
           cache: bool = True) -> Compressed:
     """Plan the compression of `given`, and its output (made as it is read, where the
     records are lines of their own)."""
+    from .documents import apart, conversation_indexes
     from .writer import output
 
     archiver = Archiver(options.archive_dir, options.archive)
@@ -125,10 +126,18 @@ def _made(given: Input, options: Options, strip: bool = False, dry_run: bool = F
                                                         dry_run=dry_run, cache=cache),
             archiver, now_iso(), strip)
         return Compressed(report_of(given, plans, archiver), lines)
-    given.facts.start(likely_texts(Plan(given, options)), len, AHEAD_TASK, AHEAD_CHARS)
-    plan = run(given, options, dry_run=dry_run, cache=cache)
-    return Compressed(report_of(given, [plan], archiver),
-                      output(plan, archiver, now_iso(), strip))
+    runs = conversation_indexes(given.transcript)
+    if len(runs) > 1 and apart(given.transcript, runs):
+        # runs of one file, each its own prompt (Gemini CLI's stream-json); runs whose
+        # lines interleave (a session resumed after another's run) are planned as one,
+        # since a summary's span must not cover another plan's lines
+        plans = [run(given.part(runs[k], None), options, dry_run=dry_run, cache=cache)
+                 for k in sorted(runs)]
+    else:
+        given.facts.start(likely_texts(Plan(given, options)), len, AHEAD_TASK, AHEAD_CHARS)
+        plans = [run(given, options, dry_run=dry_run, cache=cache)]
+    return Compressed(report_of(given, plans, archiver),
+                      output(plans, archiver, now_iso(), strip))
 
 
 def _checked(chunks: Iterator[bytes], opened: Opened) -> Iterator[bytes]:

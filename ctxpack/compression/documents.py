@@ -24,7 +24,7 @@ Planner = Callable[[list[int], str], Plan]  # a conversation's message indexes a
 def compress_records(t: Transcript, planner: Planner, archiver: Archiver, now: str,
                      strip: bool) -> tuple[list[bytes], list[Plan]]:
     """The output lines and the plan of each conversation."""
-    groups = _conversations(t)
+    groups = conversation_indexes(t)
     if t.format == "json-messages":
         return _document(t, groups, planner, archiver, now, strip)
     out: list[bytes] = []
@@ -56,7 +56,7 @@ def conversations_out(t: Transcript, planner: Planner) -> tuple[list[Any], list[
     and the plan of each conversation."""
     assert isinstance(t.records, ParsedRecords)
     records = t.records
-    by_line = {t.messages[ms[0]].line: ms for ms in _conversations(t).values()}
+    by_line = {t.messages[ms[0]].line: ms for ms in conversation_indexes(t).values()}
     out: list[Any] = []
     plans = []
     for n in range(len(records)):
@@ -71,7 +71,15 @@ def conversations_out(t: Transcript, planner: Planner) -> tuple[list[Any], list[
     return out, plans
 
 
-def _conversations(t: Transcript) -> dict[int, list[int]]:
+def apart(t: Transcript, groups: dict[int, list[int]]) -> bool:
+    """Do the conversations' messages lie in line ranges of their own (none between the
+    first and last line of another)?"""
+    spans = sorted((min(t.messages[i].line for i in g), max(t.messages[i].lines[-1] for i in g))
+                   for g in groups.values())
+    return all(a[1] < b[0] for a, b in zip(spans, spans[1:], strict=False))
+
+
+def conversation_indexes(t: Transcript) -> dict[int, list[int]]:
     """The indexes of each conversation's messages, by conversation."""
     groups: dict[int, list[int]] = {}
     for i, m in enumerate(t.messages):

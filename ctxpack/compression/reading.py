@@ -138,9 +138,10 @@ class Input:
                                                  self.transcript.records[line - 1].raw)
         return found
 
-    def part(self, indexes: list[int], item: str) -> Input:
+    def part(self, indexes: list[int], item: str | None) -> Input:
         """The input of one conversation of a file that holds many, its messages at
-        `indexes`; its changes are all named `item`."""
+        `indexes`; its changes are all named `item` (where records hold conversations),
+        or each by its line (None: a conversation of lines, as a Gemini CLI run)."""
         t = self.transcript
         part = Transcript(t.format, t.path, t.records, tuple(t.messages[i] for i in indexes),
                           model=t.model)

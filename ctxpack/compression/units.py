@@ -1,8 +1,9 @@
 """Where a transcript may be cut without splitting a tool call from its result.
 
 A cut before message i is allowed when every call made before i is answered
-before i, and i does not fall inside a run of assistant messages (Codex writes
-reasoning, text and each call as separate items of one turn). The messages
+before i, i does not fall inside a run of assistant messages (Codex writes
+reasoning, text and each call as separate items of one turn) and message i is not
+sent joined to the one before it (`Message.joined`). The messages
 between two cuts form a unit: a step, or a lone message.
 """
 
@@ -29,7 +30,8 @@ def cuts(messages: Sequence[Message]) -> list[int]:
     out = [0]
     reach = -1  # the furthest index at which a call made so far gets its result
     for i, m in enumerate(messages):
-        if i and reach < i and not (m.role == "assistant" and messages[i - 1].role == "assistant"):
+        if i and reach < i and not m.joined \
+                and not (m.role == "assistant" and messages[i - 1].role == "assistant"):
             out.append(i)
         for n, _ in enumerate(m.tool_calls):
             reach = max(reach, answered.get((i, n), -1))

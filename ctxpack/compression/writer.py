@@ -108,26 +108,34 @@ def changes(plan: Plan, archiver: Archiver, now: str) -> Changes:
     return out
 
 
-def output(plan: Plan, archiver: Archiver, now: str, strip: bool = False) -> Iterator[bytes]:
-    """The compressed file in pieces: whole lines, but for the summary record, whose
-    inline archive comes in pieces (see `Packed.splice`). With `strip`, records come
-    without their `ctxpack` object, and so without the archive."""
-    records = plan.read.transcript.records
+def output(plans: Sequence[Plan], archiver: Archiver, now: str,
+           strip: bool = False) -> Iterator[bytes]:
+    """The compressed file in pieces: whole lines, but for each summary record, whose
+    inline archive comes in pieces (see `Packed.splice`). `plans` are of the file's
+    conversations (most files have one; each run of a Gemini CLI stream is its own), their
+    lines apart. With `strip`, records come without their `ctxpack` object, and so
+    without the archive."""
+    records = plans[0].read.transcript.records
     archiver = Archiver(enabled=False) if strip else archiver
-    done = changes(plan, archiver, now)
+    dones = sorted((changes(plan, archiver, now) for plan in plans), key=lambda d: d.first)
     finish = strip_line if strip else _same
-    before = _span(records, 0, max(done.first - 1, 0))
-    yield from (finish(line) for line in _lines(before, done, archiver))
-    for record in done.group:
-        line = dumps(record) + b"\n"
-        if strip:
-            yield strip_line(line)
-        elif done.packed is not None and done.packed.slot and done.packed.slot.encode() in line:
-            yield from done.packed.splice(line)
-        else:
-            yield line
-    after = _span(records, done.last, len(records))
-    yield from (finish(line) for line in _lines(after, done, archiver))
+    at = 0  # the last line written
+    for done in dones:
+        if not done.first:
+            continue  # nothing summarized: only its edited lines change
+        yield from (finish(line) for line in _lines(_span(records, at, done.first - 1),
+                                                    dones, archiver))
+        for record in done.group:
+            line = dumps(record) + b"\n"
+            if strip:
+                yield strip_line(line)
+            elif done.packed is not None and done.packed.slot and done.packed.slot.encode() in line:
+                yield from done.packed.splice(line)
+            else:
+                yield line
+        at = done.last
+    yield from (finish(line) for line in _lines(_span(records, at, len(records)), dones,
+                                                archiver))
 
 
 def records_out(plan: Plan, now: str) -> list[Any]:
@@ -150,12 +158,14 @@ def _same(line: bytes) -> bytes:
     return line
 
 
-def _lines(records: Iterable[Record], done: Changes, archiver: Archiver) -> Iterator[bytes]:
+def _lines(records: Iterable[Record], dones: Sequence[Changes],
+           archiver: Archiver) -> Iterator[bytes]:
     """Records as read, but the edited ones, each with the `ctxpack` object that holds
     the archive of what it was."""
     for record in records:
         n, raw = record.line, record.raw
-        if n in done.edited:
+        done = next((d for d in dones if n in d.edited), None)
+        if done is not None:
             yield dumps({**done.edited[n], META_KEY: done.meta(n, raw, archiver)}) + _eol(raw)
         else:
             yield raw

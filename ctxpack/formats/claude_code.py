@@ -2,8 +2,11 @@
 
 A session file is a log, not a conversation: records link through `parentUuid`
 and the model's context is the chain ending at the newest main-chain record.
-Only `user`/`assistant` records are messages; progress, snapshots, system and
-other bookkeeping records stay in the file as links of the chain at most.
+`user`/`assistant` records are messages, and so is each `attachment` record that sends
+the model something (a mentioned file, a reminder, hook output: see
+`claude_attachments`), as the user message Claude Code makes of it, joined to the message
+before it; progress, snapshots, system and other bookkeeping records stay in the file as
+links of the chain at most.
 """
 
 from __future__ import annotations
@@ -25,6 +28,7 @@ from .anthropic import (
     reply_of,
 )
 from .base import Compaction, Layout, RecordError, marks, number, string_field, tool_result_blocks
+from .claude_attachments import attachment_parts
 
 # record types only Claude Code writes; generic names (progress, attachment) need more
 _OWN_TYPES = {"file-history-snapshot", "queue-operation", "last-prompt", "ai-title",
@@ -78,12 +82,18 @@ class ClaudeCodeReader:
                 parent = None  # a compaction starts the model's context afresh
             self.parent[uuid] = parent
             self.newest[side] = uuid
-        if kind not in ("user", "assistant"):
+        if kind == "attachment":
+            parts = attachment_parts(record.get("attachment"))
+            if not parts:
+                return []  # shown in the agent's interface only
+            message = Message("user", tuple(parts), (line,), record, joined=True)
+        elif kind not in ("user", "assistant"):
             return []
-        payload = record.get("message")
-        if not isinstance(payload, dict):
-            raise RecordError(f"a {kind!r} record without a 'message' object")
-        message = self._message(line, record, payload, side)
+        else:
+            payload = record.get("message")
+            if not isinstance(payload, dict):
+                raise RecordError(f"a {kind!r} record without a 'message' object")
+            message = self._message(line, record, payload, side)
         lane = (side, string_field(record, "agentId") if side else None)
         merger = self.lanes.setdefault(lane, ResponseMerger())
         return self._emit(merger.add(message, uuid), side)

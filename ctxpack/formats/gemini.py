@@ -23,7 +23,9 @@ usage and no model; `/chat resume TAG` sends it again as it is.
 `--output-format stream-json` writes events: `init` (model, session), `message`
 (user, or assistant text in `delta` chunks), `tool_use`, `tool_result` and a
 closing `result` with run totals. Each `init` starts a new run, a conversation of
-its own; lines outside a run (before its `init`) are not the CLI's.
+its own, but for a run of `--resume ID` (its `init` names a session an earlier run
+had), which goes on with that session's history; lines outside a run (before its
+`init`) are not the CLI's.
 """
 
 from __future__ import annotations
@@ -478,7 +480,9 @@ class GeminiStreamReader:
     def __init__(self) -> None:
         self.count = 0
         self.context: list[int] = []
-        self.runs = 0
+        self.sessions: dict[str, int] = {}  # session_id -> its conversation
+        self.conversation = 0  # of the newest run
+        self.started = 0  # conversations
         self.live = False  # inside a run: after its init, before its result
         # the lines of the turn being read, each with the parts it adds (read as it comes,
         # so that a bad field is the problem of its own line)
@@ -494,8 +498,16 @@ class GeminiStreamReader:
                               + ", ".join(sorted(_STREAM_TYPES)))
         if kind == "init":
             out = self._turn()
-            self.runs += 1
             self.live = True
+            # a run of `--resume ID` goes on with that session's history (the CLI keeps its
+            # id), so it is the same conversation; any other run starts one of its own
+            session = string_field(record, "session_id")
+            if session is not None and session in self.sessions:
+                self.conversation = self.sessions[session]
+            else:
+                self.conversation, self.started = self.started, self.started + 1
+                if session is not None:
+                    self.sessions[session] = self.conversation
             self.model = string_field(record, "model") or self.model
             return out
         if kind == "result":
@@ -536,7 +548,7 @@ class GeminiStreamReader:
         if self.live:
             self.context.append(self.count)
         self.count += 1
-        return [replace(message, conversation=max(self.runs - 1, 0))]
+        return [replace(message, conversation=self.conversation)]
 
     def _turn(self) -> list[Message]:
         if not self.pending:
@@ -571,7 +583,7 @@ class GeminiStreamReader:
         rest = self._turn()
         return rest, Layout(self.context, model=self.model, usage=self.usage(),
                             outside_why="outside a run (after its `result`, before an `init`)",
-                            conversations=max(self.runs, 1))
+                            conversations=max(self.started, 1))
 
 
 def sniff_stream(record: Any) -> int:

@@ -26,7 +26,7 @@ def edit(plan, i: int, text: str) -> Edit:
 
 def written_tokens(plan) -> int:
     """What stats counts of the plan written out: the plan's numbers must agree."""
-    data = b"".join(output(plan, Archiver(enabled=False), "2026-01-02T03:04:05Z"))
+    data = b"".join(output([plan], Archiver(enabled=False), "2026-01-02T03:04:05Z"))
     return stats(io.BytesIO(data), cache=False).tokens
 
 

@@ -57,7 +57,7 @@ def test_outputs_set_aside_while_reading_give_the_same_compress(tmp_path: Path) 
             given = opened.input
             whole = sum(bool(r.parts) for m in given.messages for r in m.tool_results)
             plan = run(given, options)
-            made.append((whole, plan.total, b"".join(output(plan, Archiver(), "now"))))
+            made.append((whole, plan.total, b"".join(output([plan], Archiver(), "now"))))
         finally:
             opened.close()
     (all_kept, total, data), (few_kept, total_aside, data_aside) = made

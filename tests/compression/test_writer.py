@@ -104,7 +104,7 @@ def test_lines_the_plan_does_not_touch_are_written_as_read_in_their_places() -> 
     data = odd_lines(agent_run(8))
     plan = run(plan_of(data).read, squeezed(data, keep_observations=3, summarize=False))
     assert plan.edited  # old outputs masked
-    lines = archive.split_lines(output(plan, Archiver(), NOW))
+    lines = archive.split_lines(output([plan], Archiver(), NOW))
     given = data.splitlines(keepends=True)
     assert len(lines) == len(given)
     edited = {plan.read.messages[i].line: i for i in plan.edited}
