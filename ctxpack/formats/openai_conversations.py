@@ -44,6 +44,11 @@ class ConversationsFormat:
         messages = record.get("messages")
         if not isinstance(messages, list):
             return 0
+        # a list none of whose entries has a role holds some other agent's messages (a
+        # Gemini CLI session's `type`d records)
+        if messages and not any(isinstance(m, dict) and isinstance(m.get("role"), str)
+                                for m in messages):
+            return 0
         # a message with Anthropic blocks (an Anthropic request body) is no Chat Completions one
         if any(isinstance(m, dict) and isinstance(m.get("role"), str) and sniff_message(m) == 0
                for m in messages):
