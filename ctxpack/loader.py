@@ -139,9 +139,12 @@ class Scanner:
         """Is this object, the file's only line, read as a whole document (a minified
         .traj or Gemini session), rather than as a file of one JSONL record? It is when
         a format that reads documents claims it at least as surely as a line format;
-        when both claim it as surely, `unsure` says which was taken and why."""
+        when both claim it as surely, `unsure` says which was taken and why. A file named
+        as JSONL (convert's one request body, say) is read as such."""
         if self._forced is not None:
             return bool(getattr(self._forced, "document", False))
+        if self.path.lower().endswith(JSONL_NAMES):
+            return False
         try:
             value = parse_line(raw, self.path, number)
         except InputError:
@@ -314,6 +317,8 @@ class Scanner:
             self.boundary = number
         return out
 
+
+JSONL_NAMES = (".jsonl", ".ndjson")  # a file named so is read line by line
 
 LOOSE = ("no record carries a mark of its format: plain {role, content} messages fit "
          "several readers")

@@ -179,3 +179,33 @@ def test_compress_refuses_a_one_line_gemini_session_as_it_does_the_pretty_one(
         run = ctxpack("compress", str(path), "-o", str(tmp_path / f"out-{name}"))
         assert_clean_error(run, 2, "older single JSON document", "convert")
         assert not (tmp_path / f"out-{name}").exists()
+
+
+def test_a_plain_json_array_of_messages_is_read_but_said_to_be_unsure(tmp_path: Path) -> None:
+    plain = [{"role": "user", "content": "hi"}, {"role": "assistant", "content": "hello"}]
+    path = tmp_path / "messages.json"
+    path.write_text(json.dumps(plain, indent=2))
+    s = stats(path)
+    assert s.format == "json-messages" and "plain {role, content}" in s.unsure
+    assert s.to_dict()["format_unsure"] == s.unsure
+    run = ctxpack("stats", str(path))
+    assert run.code == 0 and "format unsure" in run.out.replace("\n", " ")
+    # a mark of Chat Completions in any message makes it sure
+    for marked in ([{"role": "system", "content": "be brief"}, *plain],
+                   [*plain, {"role": "assistant", "content": None, "tool_calls": [
+                       {"id": "c", "type": "function",
+                        "function": {"name": "ls", "arguments": "{}"}}]},
+                    {"role": "tool", "tool_call_id": "c", "content": "a.py"}]):
+        t = load(io.BytesIO(json.dumps(marked, indent=1).encode()))
+        assert t.format == "json-messages" and t.unsure == ""
+
+
+def test_a_one_line_file_named_jsonl_is_read_as_jsonl(tmp_path: Path) -> None:
+    body = {"model": "gpt-4o", "messages": [{"role": "user", "content": "hi"},
+                                            {"role": "assistant", "content": "hello"}]}
+    (tmp_path / "run.jsonl").write_text(json.dumps(body) + "\n")
+    (tmp_path / "run.json").write_text(json.dumps(body) + "\n")
+    lines, whole = load(tmp_path / "run.jsonl"), load(tmp_path / "run.json")
+    assert (lines.format, lines.unsure) == ("openai-conversations", "")
+    assert whole.format == "json-messages" and "openai-conversations" in whole.unsure
+    assert [m.text for m in lines.messages] == [m.text for m in whole.messages]

@@ -163,6 +163,11 @@ class JsonMessagesFormat:
                                         or isinstance(m["role"], str) and sniff_message(m) == 0)
                for ms in lists for m in ms):
             return 0
+        # a bare array of plain {role, content} messages (no system prompt, tool call or
+        # result among them) fits other readers as well: taken, but not surely
+        if isinstance(record, list) and lists == [record] and not any(
+                isinstance(m, dict) and sniff_message(m) == 2 for m in record):
+            return 1
         return 2
 
     def editor(self, transcript: Any) -> OpenAIEditor:
