@@ -70,7 +70,7 @@ def test_json_schema(exact_tokens, chat):
     run = ctxpack("stats", "--json", str(chat), str(chat.parent), str(twin))
     assert run.code == 0, run.err
     doc = json.loads(run.out)
-    assert doc["schema_version"] == 2 and len(doc["files"]) == 2
+    assert doc["schema_version"] == 3 and len(doc["files"]) == 2
     f = doc["files"][0]
     for key in ("path", "format", "model", "encoding", "exact", "messages", "tokens", "by_role",
                 "by_tool", "largest", "usage"):
@@ -197,3 +197,23 @@ def test_loaded_and_streamed_agree_on_a_file_naming_no_model(exact_tokens):
     path = SAMPLES / "multi-round.anthropic.jsonl"
     assert stats(load(path)).to_dict() == stats(path).to_dict()
     assert stats(path).model == "claude"
+
+
+def test_stats_json_of_many_conversations_bills_the_largest_and_keeps_the_file_total(
+        tmp_path) -> None:
+    from ctxpack.render.stats import to_json
+
+    small = {"messages": [{"role": "user", "content": "hi"},
+                          {"role": "assistant", "content": "hello"}]}
+    large = {"messages": [{"role": "user", "content": "word " * 400},
+                          {"role": "assistant", "content": "done"}]}
+    path = tmp_path / "evals.jsonl"
+    path.write_text("".join(json.dumps(c) + "\n" for c in (small, large, small)))
+    s = stats(path)
+    doc = json.loads(to_json([s]))
+    f = doc["files"][0]
+    assert doc["schema_version"] == 3 and f["conversations"] == 3
+    largest = f["largest_conversation"]
+    assert largest["number"] == 2 and f["context"]["tokens"] == largest["tokens"]
+    assert f["context"]["file_tokens"] == f["tokens"] > largest["tokens"]
+    assert f["context_ratio"] == round(largest["tokens"] / f["context_window"], 4)
