@@ -18,7 +18,7 @@ from .formats import usual_model
 from .formats.base import OUTSIDE_WHY, Layout
 from .loader import PathOrFile, Scanner
 from .models import TABLE, ModelTable
-from .tokens import REPLY_PRIMING, MessageCount, TokenCounter, model_and_window
+from .tokens import REPLY_PRIMING, MessageCount, TokenCounter, model_and_window, unknown_model
 from .transcript import (
     Image,
     Message,
@@ -288,19 +288,23 @@ def _breakdown(all_stats: list[MessageStat], layout: Layout, counter: TokenCount
     by_role = _by_role(context, conversations)
     flagged = meta.get("flagged", False)
     model, window = model_and_window(counter, layout.model, layout.usage, flagged)
+    exact, note = counter.exact, counter.note
+    unknown = unknown_model(counter, layout.model, usual_model(meta["format"]), flagged)
+    if unknown is not None:
+        (model, note), exact = unknown, False
     billed = bill_for([s.tokens for s in context], layout.calls, layout.model, counter,
-                      meta["format"], flagged, conversations)
+                      meta["format"], flagged, conversations, exact=exact)
     whole = billed.tokens  # the file's conversations together
     largest = None
     if conversations > 1:  # each is its own prompt: the largest is measured and billed
         largest, key = _largest_conversation(context)
         billed = bill_for([s.tokens for s in context if s.conversation == key], [],
-                          layout.model, counter, meta["format"], flagged)
+                          layout.model, counter, meta["format"], flagged, exact=exact)
     measured = billed.tokens
     rounds = _rounds(context)
     return FileStats(
         path=meta["path"], format=meta["format"], model=model,
-        encoding=counter.encoding_name, exact=counter.exact, note=counter.note,
+        encoding=counter.encoding_name, exact=exact, note=note,
         messages=len(context), tokens=total, by_role=by_role, by_tool=by_tool(context),
         largest=_largest(context, top), rounds=rounds,
         steps=sum(len(r.steps) for r in group_rounds(context)),

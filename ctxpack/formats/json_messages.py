@@ -13,6 +13,7 @@ from dataclasses import replace
 from typing import Any
 
 from ..jsonl import json_kind
+from ..models import DEFAULT_MODEL
 from ..transcript import Message, RecordedCall, ToolResult
 from .base import Layout, RecordError
 from .openai import OpenAIEditor, message_from_dict, sniff_message
@@ -148,6 +149,7 @@ class JsonMessagesReader:
 
 class JsonMessagesFormat:
     name = "json-messages"
+    default_model = DEFAULT_MODEL  # Chat Completions with no model named: the usual one
     description = "one JSON document of chat messages (.traj, .traj.json, run lists)"
     document = True  # the whole file is one JSON value, not JSONL
 

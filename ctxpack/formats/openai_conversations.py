@@ -8,6 +8,7 @@ from __future__ import annotations
 
 from typing import Any
 
+from ..models import DEFAULT_MODEL
 from ..transcript import Message
 from .base import Layout, RecordError
 from .openai import OpenAIEditor, message_from_dict, sniff_message
@@ -38,6 +39,7 @@ class ConversationsReader:
 
 class ConversationsFormat:
     name = "openai-conversations"
+    default_model = DEFAULT_MODEL  # Chat Completions with no model named: the usual one
     description = 'one {"messages": [...]} conversation per line'
 
     def sniff(self, record: dict[str, Any]) -> int:
