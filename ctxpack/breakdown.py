@@ -18,7 +18,7 @@ from .formats import usual_model
 from .formats.base import OUTSIDE_WHY, Layout
 from .loader import PathOrFile, Scanner
 from .models import TABLE, ModelTable
-from .tokens import REPLY_PRIMING, MessageCount, TokenCounter, model_and_window
+from .tokens import REPLY_PRIMING, MessageCount, TokenCounter, model_and_window, unknown_model
 from .transcript import (
     Image,
     Message,
@@ -36,7 +36,7 @@ from .workers import Workers
 # billed, see ctxpack.calibration); context_ratio is of its tokens, or of the largest
 # conversation's in a file of several; usage no longer holds counted_context_tokens,
 # not_in_file_tokens and explanation (context.visible and context.not_in_file say it)
-SCHEMA_VERSION = 2
+SCHEMA_VERSION = 3
 PREVIEW_CHARS = 80
 REASONING = "reasoning"  # the by_role row of thinking the model is shown again
 PRIMING = "priming"  # the by_role row of the tokens each request adds to prime the reply
@@ -135,13 +135,15 @@ class FileStats:
     conversations: int = 1
     largest_conversation: dict[str, int] | None = None  # of a file of several conversations
     unsure: str = ""  # why the format was taken without a record that marks it
-    # the context as the provider would bill it (kind, visible part, the rest, error)
+    # the context as the provider would bill it (kind, visible part, the rest, error): of
+    # a file of several conversations, the largest one's (each is its own prompt)
     context: Bill | None = None
+    file_context: int | None = None  # the file's conversations together, as billed
     # what counting cost (cache hits, texts tokenized, workers); not part of the JSON schema
     counting: dict[str, Any] = field(default_factory=dict, compare=False, repr=False)
 
     def to_dict(self) -> dict[str, Any]:
-        """The JSON shape (schema_version 2) of one file's stats."""
+        """The JSON shape (schema_version 3) of one file's stats."""
         return {
             "path": self.path, "format": self.format, "model": self.model,
             "encoding": self.encoding, "exact": self.exact, "note": self.note,
@@ -157,7 +159,9 @@ class FileStats:
             "largest_conversation": self.largest_conversation, "outside": self.outside,
             "sidechain": self.sidechain, "lines": self.lines, "bytes": self.bytes,
             "skipped": self.skipped, "usage": self.usage, "format_unsure": self.unsure,
-            "context": self.context.to_dict() if self.context is not None else None,
+            "context": None if self.context is None else {
+                **self.context.to_dict(), "file_tokens": self.file_context
+                if self.file_context is not None else self.context.tokens},
         }
 
 
@@ -284,14 +288,23 @@ def _breakdown(all_stats: list[MessageStat], layout: Layout, counter: TokenCount
     by_role = _by_role(context, conversations)
     flagged = meta.get("flagged", False)
     model, window = model_and_window(counter, layout.model, layout.usage, flagged)
+    exact, note = counter.exact, counter.note
+    unknown = unknown_model(counter, layout.model, usual_model(meta["format"]), flagged)
+    if unknown is not None:
+        (model, note), exact = unknown, False
     billed = bill_for([s.tokens for s in context], layout.calls, layout.model, counter,
-                      meta["format"], flagged, conversations)
-    largest = _largest_conversation(context) if conversations > 1 else None
-    measured = largest["tokens"] if largest else billed.tokens
+                      meta["format"], flagged, conversations, exact=exact)
+    whole = billed.tokens  # the file's conversations together
+    largest = None
+    if conversations > 1:  # each is its own prompt: the largest is measured and billed
+        largest, key = _largest_conversation(context)
+        billed = bill_for([s.tokens for s in context if s.conversation == key], [],
+                          layout.model, counter, meta["format"], flagged, exact=exact)
+    measured = billed.tokens
     rounds = _rounds(context)
     return FileStats(
         path=meta["path"], format=meta["format"], model=model,
-        encoding=counter.encoding_name, exact=counter.exact, note=counter.note,
+        encoding=counter.encoding_name, exact=exact, note=note,
         messages=len(context), tokens=total, by_role=by_role, by_tool=by_tool(context),
         largest=_largest(context, top), rounds=rounds,
         steps=sum(len(r.steps) for r in group_rounds(context)),
@@ -301,7 +314,7 @@ def _breakdown(all_stats: list[MessageStat], layout: Layout, counter: TokenCount
         sidechain={"messages": len(side), "tokens": sum(s.tokens for s in side)},
         lines=meta["lines"], bytes=meta["size"], skipped=meta["skipped"],
         usage=dict(layout.usage), conversations=conversations,
-        largest_conversation=largest, context=billed,
+        largest_conversation=largest, context=billed, file_context=whole,
     )
 
 
@@ -316,18 +329,18 @@ def _by_role(context: list[MessageStat], conversations: int) -> dict[str, int]:
     return dict(sorted(by_role.items(), key=lambda kv: -kv[1]))
 
 
-def _largest_conversation(context: list[MessageStat]) -> dict[str, int]:
+def _largest_conversation(context: list[MessageStat]) -> tuple[dict[str, int], int]:
     """The conversation of a many-conversation file that is sent to the model whole and
     so is measured against the window: its number (1-based, in file order), first line,
-    messages and tokens (its reply priming included)."""
+    messages and tokens (its reply priming included); and its key in the messages."""
     sizes: dict[int, list[int]] = {}  # conversation -> [first line, messages, tokens]
     for s in context:
         size = sizes.setdefault(s.conversation, [s.line, 0, REPLY_PRIMING])
         size[1] += 1
         size[2] += s.tokens
-    number, (line, messages, tokens) = max(enumerate(sizes.values(), 1),
-                                           key=lambda x: x[1][2])
-    return {"number": number, "line": line, "messages": messages, "tokens": tokens}
+    number, (key, (line, messages, tokens)) = max(enumerate(sizes.items(), 1),
+                                                  key=lambda x: x[1][1][2])
+    return {"number": number, "line": line, "messages": messages, "tokens": tokens}, key
 
 
 def by_tool(context: list[MessageStat]) -> dict[str, ToolStat]:

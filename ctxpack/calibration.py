@@ -225,13 +225,15 @@ def _bill(kind: str, tokens: int, slope: float, overhead: float, counted: int,
 
 
 def bill_for(counts: Sequence[int], calls: Sequence[Call], named: str | None,
-             counter: TokenCounter, format: str, flagged: bool, conversations: int = 1) -> Bill:
+             counter: TokenCounter, format: str, flagged: bool, conversations: int = 1,
+             exact: bool = True) -> Bill:
     """The bill of a context `counter` counted `counts`, calibrated as the model its
     file's calls name (else the one it names, else the counter's) unless `--model`
-    (`flagged`) named one. stats and compress both ask here."""
+    (`flagged`) named one; not `exact` when the counter's model is not the file's. stats
+    and compress both ask here."""
     model = counter.model if flagged else \
         (calls[-1].model if calls else None) or named or counter.model
-    return bill(counts, calls, model=model, format=format, exact=counter.exact,
+    return bill(counts, calls, model=model, format=format, exact=exact and counter.exact,
                 estimated=counter.failed, table=counter.table,
                 priming=REPLY_PRIMING * conversations)
 

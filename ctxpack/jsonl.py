@@ -287,13 +287,21 @@ def json_kind(value: Any) -> str:
     return kinds.get(type(value), type(value).__name__)
 
 
+# 19 digits in a row: maybe an integer orjson cannot hold (past 64 bits, which it turns
+# into a float); such data is parsed by the standard parser, which keeps every integer
+_LONG_NUMBER = re.compile(rb"[0-9]{19}")
+
+
 def loads(data: bytes) -> Any:
     """A JSON value as the readers take it: by orjson, else by the standard parser (which
-    takes lone surrogates, NaN and nesting past orjson's limit); ValueError if not JSON."""
-    try:
-        return orjson.loads(data)
-    except orjson.JSONDecodeError:
-        pass
+    takes lone surrogates, NaN and nesting past orjson's limit, and keeps integers past 64
+    bits exact, where orjson makes floats of them); ValueError if not JSON. Compress
+    writes again what this gives, so a value must come out as it went in."""
+    if not _LONG_NUMBER.search(data):
+        try:
+            return orjson.loads(data)
+        except orjson.JSONDecodeError:
+            pass
     text = data.decode("utf-8")  # a UnicodeDecodeError is a ValueError
     try:
         return json.loads(text)
@@ -306,8 +314,11 @@ def loads(data: bytes) -> Any:
 
 
 def parse_document(data: bytes, path: str, line: int) -> Any:
-    """Parse a whole JSON document (any value); errors name the line where it breaks."""
+    """Parse a whole JSON document (any value); errors name the line where it breaks.
+    Integers past 64 bits stay exact, as with `loads`."""
     try:
+        if _LONG_NUMBER.search(data):
+            return _parse_slow(data, path, line)
         return orjson.loads(data)
     except orjson.JSONDecodeError as exc:
         if not data.strip():

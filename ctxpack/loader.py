@@ -119,6 +119,11 @@ class Scanner:
             if _opens_document(raw, self._forced):
                 yield from self._document(number, raw, lines)
                 return
+            if raw.lstrip()[:1] == b"{":
+                after, lines = _peek(lines)
+                if after is None and self._whole_object(raw, number):
+                    yield from self._document(number, raw, lines)
+                    return
             if self._forced is None and not self.skip_invalid and _not_json(raw):
                 what = looks_like_text(self.path, raw)
                 raise InputError(self.path, number, f"this is not JSON: it looks like {what}, "
@@ -129,6 +134,29 @@ class Scanner:
                 yield from self._records(chain([(number, record)], self._parsed(lines)))
                 return
         yield from self._records(iter(()))
+
+    def _whole_object(self, raw: bytes, number: int) -> bool:
+        """Is this object, the file's only line, read as a whole document (a minified
+        .traj or Gemini session), rather than as a file of one JSONL record? It is when
+        a format that reads documents claims it at least as surely as a line format;
+        when both claim it as surely, `unsure` says which was taken and why. A file named
+        as JSONL (convert's one request body, say) is read as such."""
+        if self._forced is not None:
+            return bool(getattr(self._forced, "document", False))
+        if self.path.lower().endswith(JSONL_NAMES):
+            return False
+        try:
+            value = parse_line(raw, self.path, number)
+        except InputError:
+            return False  # read as a line, whose problem is then said (or skipped)
+        doc, score = formats.sniff(value, document=True)
+        line, line_score = formats.sniff(value)
+        if doc is None or score < line_score:
+            return False
+        if line is not None and line is not doc and line_score == score:
+            self.unsure = (f"one JSON object on one line: read as a whole {doc.name} "
+                           f"document, though as a one-line JSONL file it fits {line.name}")
+        return True
 
     def _parsed(self, lines: Iterator[tuple[int, bytes]]) -> Iterator[tuple[int, dict[str, Any]]]:
         for number, raw in lines:
@@ -202,7 +230,8 @@ class Scanner:
                 fmt, score = formats.sniff(value, document=True)
                 if fmt is None:
                     raise _unknown(self.path, first, value)
-                self.unsure = "" if score >= 2 else LOOSE
+                if score < 2:
+                    self.unsure = LOOSE
         self.format, self._reader = fmt, fmt.reader()
         if hasattr(self._reader, "located"):  # it reads lines or files beside this one
             self._reader.located(self.path, data, first)
@@ -289,6 +318,8 @@ class Scanner:
         return out
 
 
+JSONL_NAMES = (".jsonl", ".ndjson")  # a file named so is read line by line
+
 LOOSE = ("no record carries a mark of its format: plain {role, content} messages fit "
          "several readers")
 
@@ -359,6 +390,17 @@ def _not_json(raw: bytes) -> bool:
     except orjson.JSONDecodeError:
         return True
     return False
+
+
+def _peek(lines: Iterator[tuple[int, bytes]]
+          ) -> tuple[tuple[int, bytes] | None, Iterator[tuple[int, bytes]]]:
+    """The next line that is not blank (None at the end) and the lines again, unread."""
+    seen: list[tuple[int, bytes]] = []
+    for item in lines:
+        seen.append(item)
+        if item[1].strip():
+            return item, chain(seen, lines)
+    return None, iter(seen)
 
 
 def _opens_document(raw: bytes, forced: Format | None) -> bool:

@@ -366,3 +366,22 @@ def model_and_window(counter: TokenCounter, named: str | None, usage: dict[str, 
     if not flagged and isinstance(recorded, int) and recorded > 0:
         window = recorded
     return model, window
+
+
+NOT_NAMED = "(not named)"  # the model of a file that names none, where nothing is assumed
+
+
+def unknown_model(counter: TokenCounter, named: str | None, usual: str | None,
+                  flagged: bool) -> tuple[str, str] | None:
+    """For a file whose model ctxpack does not know (it names one the table lacks, or
+    names none and its format assumes none): the model to report it under and why its
+    counts are estimates (stats, show and JSON say the same); None when the model is known
+    (or `--model` named one)."""
+    if flagged or (named and counter.table.find(named) is not None) or (not named and usual):
+        return None
+    how = f"counted with {counter.encoding_name}, {counter.model}'s tokenizer, as an estimate"
+    if counter.failed:
+        how += f"; {counter.note}"
+    if named:
+        return printable(named), f"{printable(named)} is a model ctxpack does not know: {how}"
+    return NOT_NAMED, f"the file names no model: {how}"

@@ -15,10 +15,11 @@ from dataclasses import dataclass
 from . import images
 from .breakdown import transcript_models
 from .errors import UsageError
+from .formats import usual_model
 from .formats.base import OUTSIDE_WHY
 from .loader import PathOrFile, load
 from .models import TABLE, ModelTable
-from .tokens import REPLY_PRIMING, MessageCount, TokenCounter
+from .tokens import REPLY_PRIMING, MessageCount, TokenCounter, unknown_model
 from .transcript import (
     Image,
     Message,
@@ -157,19 +158,21 @@ def view_file(source: PathOrFile, model: str | None = None, *, format: str | Non
     compile_grep(grep)  # a bad pattern fails before the file is read
     transcript = load(source, format, skip_invalid=skip_invalid)
     counter = TokenCounter(model or table.choose(transcript_models(transcript)), table)
-    return build_view(transcript, counter, full=full, round=round, grep=grep)
+    return build_view(transcript, counter, full=full, round=round, grep=grep,
+                      flagged=model is not None)
 
 
 def build_view(transcript: Transcript, counter: TokenCounter, *, full: bool = False,
                round: int | None = None, grep: str | None = None,
                fold_lines: int = FOLD_LINES, prose_lines: int = PROSE_LINES,
-               line_chars: int = LINE_CHARS) -> View:
-    """The transcript as a person reads it, narrowed to one round and/or to matching messages."""
+               line_chars: int = LINE_CHARS, flagged: bool = False) -> View:
+    """The transcript as a person reads it, narrowed to one round and/or to matching messages.
+    `flagged`: the counter's model was asked for (`--model`), not found in the file."""
     pattern = compile_grep(grep)
     messages = transcript.messages
     counts = [counter.message(m) for m in messages]
     rounds = transcript.rounds()
-    header = _header(transcript, counter, rounds, counts)
+    header = _header(transcript, counter, rounds, counts, flagged)
     folder = _Folder(counter, not full, fold_lines, prose_lines, line_chars, pattern)
     tools = _tool_names(messages)
     starts = _conversation_starts(messages)
@@ -216,10 +219,14 @@ def pick_round(rounds: list[Round], number: int | None) -> list[Round]:
 
 
 def _header(t: Transcript, counter: TokenCounter, rounds: list[Round],
-            counts: list[MessageCount]) -> Header:
+            counts: list[MessageCount], flagged: bool) -> Header:
     conversations = len({m.conversation for m in t.messages})
-    return Header(t.path, t.format, clean(counter.model), counter.encoding_name, counter.exact,
-                  counter.note, sum(c.total for c in counts) + REPLY_PRIMING * conversations,
+    model, exact, note = counter.model, counter.exact, counter.note
+    unknown = unknown_model(counter, t.model, usual_model(t.format), flagged)
+    if unknown is not None:  # said as stats says it
+        (model, note), exact = unknown, False
+    return Header(t.path, t.format, clean(model), counter.encoding_name, exact,
+                  note, sum(c.total for c in counts) + REPLY_PRIMING * conversations,
                   len(t.messages), len(rounds), sum(len(r.steps) for r in rounds),
                   len(t.outside), len(t.sidechain), len(t.skipped), t.outside_why)
 

@@ -70,7 +70,7 @@ def test_json_schema(exact_tokens, chat):
     run = ctxpack("stats", "--json", str(chat), str(chat.parent), str(twin))
     assert run.code == 0, run.err
     doc = json.loads(run.out)
-    assert doc["schema_version"] == 2 and len(doc["files"]) == 2
+    assert doc["schema_version"] == 3 and len(doc["files"]) == 2
     f = doc["files"][0]
     for key in ("path", "format", "model", "encoding", "exact", "messages", "tokens", "by_role",
                 "by_tool", "largest", "usage"):
@@ -182,13 +182,23 @@ def test_files_naming_no_model_get_their_formats_usual_one(exact_tokens, tmp_pat
     assert "approximation" in s.note
 
 
-def test_a_model_the_table_does_not_know_falls_back_instead_of_failing(exact_tokens, tmp_path):
+def test_a_model_the_table_does_not_know_is_named_and_said_to_be_estimated(exact_tokens,
+                                                                          tmp_path):
     path = tmp_path / "m.jsonl"
     path.write_text(json.dumps({"role": "user", "content": "hi", "model": "acme-7b"}) + "\n")
-    assert stats(path).model == "gpt-4o"
-    assert stats(load(path)).to_dict() == stats(path).to_dict()
-    run = ctxpack("show", str(path))
-    assert run.code == 0 and "gpt-4o" in run.out, run.err
+    s = stats(path)
+    assert (s.model, s.exact, s.encoding) == ("acme-7b", False, "o200k_base")
+    assert "acme-7b is a model ctxpack does not know" in s.note and "gpt-4o" in s.note
+    assert s.context is not None and s.context.kind == "estimated"
+    assert stats(load(path)).to_dict() == s.to_dict()
+    for command in ("stats", "show"):
+        run = ctxpack(command, str(path))
+        out = " ".join(run.out.split())
+        assert run.code == 0 and "model acme-7b" in out and "does not know" in out, run.err
+        assert "exact" not in out
+    # --model names the tokenizer: then the counts are that model's
+    flagged = stats(path, "gpt-4o")
+    assert (flagged.model, flagged.exact) == ("gpt-4o", True)
     # an explicit --model must still be one the table knows
     assert ctxpack("stats", "--model", "acme-7b", str(path)).code == 2
 
@@ -197,3 +207,31 @@ def test_loaded_and_streamed_agree_on_a_file_naming_no_model(exact_tokens):
     path = SAMPLES / "multi-round.anthropic.jsonl"
     assert stats(load(path)).to_dict() == stats(path).to_dict()
     assert stats(path).model == "claude"
+
+
+def test_stats_json_of_many_conversations_bills_the_largest_and_keeps_the_file_total(
+        tmp_path) -> None:
+    from ctxpack.render.stats import to_json
+
+    small = {"messages": [{"role": "user", "content": "hi"},
+                          {"role": "assistant", "content": "hello"}]}
+    large = {"messages": [{"role": "user", "content": "word " * 400},
+                          {"role": "assistant", "content": "done"}]}
+    path = tmp_path / "evals.jsonl"
+    path.write_text("".join(json.dumps(c) + "\n" for c in (small, large, small)))
+    s = stats(path)
+    doc = json.loads(to_json([s]))
+    f = doc["files"][0]
+    assert doc["schema_version"] == 3 and f["conversations"] == 3
+    largest = f["largest_conversation"]
+    assert largest["number"] == 2 and f["context"]["tokens"] == largest["tokens"]
+    assert f["context"]["file_tokens"] == f["tokens"] > largest["tokens"]
+    assert f["context_ratio"] == round(largest["tokens"] / f["context_window"], 4)
+
+
+@pytest.mark.corpus
+@pytest.mark.parametrize("path", corpus_params("cline", pattern="mcp-vscode-server*"))
+def test_a_file_that_names_no_model_says_so(path) -> None:
+    s = stats(path)
+    assert s.model == "(not named)" and not s.exact
+    assert s.note.startswith("the file names no model: counted with o200k_base")

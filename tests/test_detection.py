@@ -85,3 +85,127 @@ def test_an_unread_shape_is_one_clean_line_with_exit_code_2(tmp_path: Path) -> N
     path.write_text(json.dumps([{"role": "user", "content": "hi"}, {"role": "assistant",
                     "content": [{"type": "tool_use", "id": "t", "name": "ls", "input": {}}]}]))
     assert_clean_error(ctxpack("stats", str(path)), 2, f"{path}:1:", "Anthropic Messages")
+
+
+def _documents() -> list:
+    """The corpus files that are one JSON document (each read whole)."""
+    out = []
+    for p in _every(*READ):
+        if p.values[0] is None:
+            return [p]
+        try:
+            json.loads(p.values[0].read_bytes())
+        except ValueError:
+            continue
+        out.append(p)
+    return out
+
+
+@pytest.mark.corpus
+@pytest.mark.parametrize("path", _documents())
+def test_a_whole_document_written_on_one_line_is_read_as_the_pretty_one(
+        path: Path, tmp_path: Path) -> None:
+    one_line = tmp_path / path.name
+    one_line.write_text(json.dumps(json.loads(path.read_bytes())))
+    assert one_line.read_bytes().count(b"\n") == 0
+    pretty, minified = stats(path), stats(one_line)
+    assert minified.format == pretty.format == READ[path.relative_to(CORPUS).parts[0]]
+    assert (minified.messages, minified.tokens, len(minified.rounds), minified.steps,
+            minified.conversations, minified.by_role) == \
+        (pretty.messages, pretty.tokens, len(pretty.rounds), pretty.steps,
+         pretty.conversations, pretty.by_role)
+    assert minified.outside == pretty.outside
+    # sure unless the one line also fits a JSONL format as well (a .traj's `messages`)
+    assert not minified.unsure or "one JSON object on one line" in minified.unsure
+
+
+def test_a_one_line_document_that_also_fits_jsonl_says_which_it_was_read_as() -> None:
+    doc = {"info": {"exit_status": "Submitted"},
+           "messages": [{"role": "system", "content": "be brief"},
+                        {"role": "user", "content": "fix it"},
+                        {"role": "assistant", "content": "done"}]}
+    t = load(io.BytesIO(json.dumps(doc).encode() + b"\n\n"))
+    assert t.format == "json-messages" and len(t.messages) == 3
+    assert "read as a whole json-messages document" in t.unsure
+    assert "openai-conversations" in t.unsure
+    # two lines are JSONL: each its own conversation, read as such
+    two = load(io.BytesIO((json.dumps(doc) + "\n").encode() * 2))
+    assert two.format == "openai-conversations" and len(two.messages) == 6
+
+
+def test_a_one_line_gemini_session_is_sure_and_not_taken_for_chat_lines() -> None:
+    doc = {"sessionId": "s1", "projectHash": "p", "startTime": "2025-01-01T00:00:00Z",
+           "messages": [{"id": "a", "timestamp": "2025-01-01T00:00:01Z", "type": "user",
+                         "content": "hello"},
+                        {"id": "b", "timestamp": "2025-01-01T00:00:02Z", "type": "gemini",
+                         "content": "hi there", "model": "gemini-2.5-pro"}]}
+    t = load(io.BytesIO(json.dumps(doc).encode()))
+    assert t.format == "gemini-cli" and t.unsure == ""
+    assert [m.text for m in t.messages] == ["hello", "hi there"]
+    assert t.messages[1].place == "messages[1]"
+
+
+def _traj(steps: int) -> dict:
+    messages = [{"role": "system", "content": "You are a careful agent."},
+                {"role": "user", "content": "Find the bug in the parser."}]
+    for i in range(steps):
+        messages += [{"role": "assistant", "content": f"step {i}", "tool_calls": [
+            {"id": f"c{i}", "type": "function",
+             "function": {"name": "bash", "arguments": json.dumps({"command": f"cat f{i}.py"})}}]},
+            {"role": "tool", "tool_call_id": f"c{i}",
+             "content": "\n".join(f"line {j} of file {i}: value = {i * j}" for j in range(200))}]
+    return {"info": {"model": "gpt-4o"}, "messages": messages}
+
+
+def test_compress_keeps_a_one_line_document_on_one_line_and_restores_it(tmp_path: Path) -> None:
+    src, out, back = tmp_path / "run.traj.json", tmp_path / "out.json", tmp_path / "back.json"
+    src.write_text(json.dumps(_traj(12)))
+    run = ctxpack("compress", str(src), "-o", str(out), "--budget", "6000")
+    assert run.code == 0, run.err
+    assert out.read_bytes().count(b"\n") == 0 and out.read_bytes() != src.read_bytes()
+    assert load(out).format == "json-messages"
+    assert ctxpack("restore", str(out), "-o", str(back)).code == 0
+    assert back.read_bytes() == src.read_bytes()
+
+
+def test_compress_refuses_a_one_line_gemini_session_as_it_does_the_pretty_one(
+        tmp_path: Path) -> None:
+    doc = {"sessionId": "s1", "projectHash": "p",
+           "messages": [{"id": "a", "type": "user", "content": "hello " * 50},
+                        {"id": "b", "type": "gemini", "content": "hi " * 50}]}
+    for name, text in (("one.json", json.dumps(doc)), ("pretty.json", json.dumps(doc, indent=2))):
+        path = tmp_path / name
+        path.write_text(text)
+        run = ctxpack("compress", str(path), "-o", str(tmp_path / f"out-{name}"))
+        assert_clean_error(run, 2, "older single JSON document", "convert")
+        assert not (tmp_path / f"out-{name}").exists()
+
+
+def test_a_plain_json_array_of_messages_is_read_but_said_to_be_unsure(tmp_path: Path) -> None:
+    plain = [{"role": "user", "content": "hi"}, {"role": "assistant", "content": "hello"}]
+    path = tmp_path / "messages.json"
+    path.write_text(json.dumps(plain, indent=2))
+    s = stats(path)
+    assert s.format == "json-messages" and "plain {role, content}" in s.unsure
+    assert s.to_dict()["format_unsure"] == s.unsure
+    run = ctxpack("stats", str(path))
+    assert run.code == 0 and "format unsure" in run.out.replace("\n", " ")
+    # a mark of Chat Completions in any message makes it sure
+    for marked in ([{"role": "system", "content": "be brief"}, *plain],
+                   [*plain, {"role": "assistant", "content": None, "tool_calls": [
+                       {"id": "c", "type": "function",
+                        "function": {"name": "ls", "arguments": "{}"}}]},
+                    {"role": "tool", "tool_call_id": "c", "content": "a.py"}]):
+        t = load(io.BytesIO(json.dumps(marked, indent=1).encode()))
+        assert t.format == "json-messages" and t.unsure == ""
+
+
+def test_a_one_line_file_named_jsonl_is_read_as_jsonl(tmp_path: Path) -> None:
+    body = {"model": "gpt-4o", "messages": [{"role": "user", "content": "hi"},
+                                            {"role": "assistant", "content": "hello"}]}
+    (tmp_path / "run.jsonl").write_text(json.dumps(body) + "\n")
+    (tmp_path / "run.json").write_text(json.dumps(body) + "\n")
+    lines, whole = load(tmp_path / "run.jsonl"), load(tmp_path / "run.json")
+    assert (lines.format, lines.unsure) == ("openai-conversations", "")
+    assert whole.format == "json-messages" and "openai-conversations" in whole.unsure
+    assert [m.text for m in lines.messages] == [m.text for m in whole.messages]

@@ -310,3 +310,15 @@ def test_grep_matches_are_highlighted_on_a_terminal(path, counter):
     view = build_view(load(str(path)), counter, grep="line 0250")
     coloured = rendered(view, force_terminal=True, color_system="standard")
     assert "output \x1b[7mline 0250\x1b[0m of 500" in coloured
+
+
+@pytest.mark.parametrize("encoding", ["ascii", "latin-1"])
+@pytest.mark.parametrize("command", ["stats", "show"])
+def test_a_terminal_that_cannot_print_every_character_gets_the_rest(
+        command: str, encoding: str) -> None:
+    """`·`, `×` and box lines an encoding lacks come out as '?', not as an internal error."""
+    path = SAMPLES / "coding-agent.claude-code.jsonl"
+    run = ctxpack(command, str(path), env={"PYTHONIOENCODING": encoding})
+    assert run.code == 0, run.err
+    assert "Error" not in run.err and "4,246 tokens" in run.out.replace("~", "")
+    assert "?" in run.out  # what the encoding lacks, replaced

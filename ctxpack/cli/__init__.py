@@ -7,6 +7,7 @@ fit, 130 interrupted); no traceback reaches the user.
 
 from __future__ import annotations
 
+import codecs
 import io
 import os
 import sys
@@ -80,12 +81,18 @@ class _Stdout(io.FileIO):
 def _name_stdout_errors() -> None:
     """Python's own stdout says nothing of which file failed; put one that does in its place."""
     old = sys.stdout
+    # an encoding that cannot write every character (PYTHONIOENCODING=ascii, a legacy
+    # code page) shows the ones it lacks as '?' rather than failing on the first `·`
+    errors = old.errors if codecs.lookup(old.encoding or "utf-8").name == "utf-8" \
+        else "replace"
     try:
         raw = _Stdout(old.fileno(), "w", closefd=False)
     except (AttributeError, OSError, ValueError):  # no real descriptor 1: leave it be
+        if errors != old.errors and hasattr(old, "reconfigure"):
+            old.reconfigure(errors=errors)
         return
     sys.stdout = io.TextIOWrapper(io.BufferedWriter(raw), encoding=old.encoding,
-                                  errors=old.errors, line_buffering=old.line_buffering,
+                                  errors=errors, line_buffering=old.line_buffering,
                                   write_through=False)
 
 

@@ -106,7 +106,7 @@ def _document(t: Transcript, groups: dict[int, list[int]], planner: Planner,
             raise UsageError(f"{t.path}: a bare list of messages has no place for the archive",
                              "pass --strip-metadata to write it without one")
         holder[META_KEY] = _meta_document(plans, archiver, raw, now)
-    text = dumps(doc, indent=2)
+    text = dumps(doc, indent=2 if b"\n" in raw.strip() else None)  # one line stays one
     return split_lines([text, b"\n" if raw.endswith(b"\n") else b""]), plans
 
 

@@ -402,8 +402,7 @@ class GeminiChatFormat:
         return GeminiChatReader()
 
     def editor(self, transcript: Any) -> GeminiChatEditor:
-        records = transcript.records
-        if records and records[0].raw.strip() in (b"{", b"["):
+        if _one_document(transcript.records):
             from ..errors import UsageError
 
             raise UsageError(f"{transcript.path}: compress writes Gemini CLI recordings in "
@@ -412,6 +411,24 @@ class GeminiChatFormat:
                              "or `ctxpack convert FILE --to openai -o run.jsonl`, then "
                              "`ctxpack compress run.jsonl`")
         return GeminiChatEditor()
+
+
+def _one_document(records: Any) -> bool:
+    """Is this recording the older single JSON document (pretty, or written on one line)?
+    The JSONL form's first line is metadata: its messages come on lines of their own."""
+    first = next((r.raw for r in records if r.raw.strip()), b"")
+    if first.strip() in (b"{", b"["):
+        return True
+    if b'"messages"' not in first:
+        return False
+    from ..jsonl import loads
+
+    try:
+        value = loads(first)
+    except ValueError:
+        return False
+    return isinstance(value, dict) and "type" not in value \
+        and isinstance(value.get("messages"), list)
 
 
 def checkpoint_history(value: Any) -> list[Any] | None:

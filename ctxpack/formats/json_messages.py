@@ -13,6 +13,7 @@ from dataclasses import replace
 from typing import Any
 
 from ..jsonl import json_kind
+from ..models import DEFAULT_MODEL
 from ..transcript import Message, RecordedCall, ToolResult
 from .base import Layout, RecordError
 from .openai import OpenAIEditor, message_from_dict, sniff_message
@@ -148,6 +149,7 @@ class JsonMessagesReader:
 
 class JsonMessagesFormat:
     name = "json-messages"
+    default_model = DEFAULT_MODEL  # Chat Completions with no model named: the usual one
     description = "one JSON document of chat messages (.traj, .traj.json, run lists)"
     document = True  # the whole file is one JSON value, not JSONL
 
@@ -163,6 +165,11 @@ class JsonMessagesFormat:
                                         or isinstance(m["role"], str) and sniff_message(m) == 0)
                for ms in lists for m in ms):
             return 0
+        # a bare array of plain {role, content} messages (no system prompt, tool call or
+        # result among them) fits other readers as well: taken, but not surely
+        if isinstance(record, list) and lists == [record] and not any(
+                isinstance(m, dict) and sniff_message(m) == 2 for m in record):
+            return 1
         return 2
 
     def editor(self, transcript: Any) -> OpenAIEditor:

@@ -10,6 +10,7 @@ from __future__ import annotations
 from typing import Any
 
 from ..jsonl import dumps, json_kind
+from ..models import DEFAULT_MODEL
 from ..transcript import META_KEY, Image, Message, Part, Text, Thinking, ToolCall, ToolResult
 from .base import Compaction, Layout, NoUsage, RecordError, content_parts, string_field
 
@@ -114,6 +115,7 @@ class OpenAIReader:
 
 class OpenAIFormat:
     name = "openai"
+    default_model = DEFAULT_MODEL  # Chat Completions with no model named: the usual one
     description = "one Chat Completions message per line"
 
     def sniff(self, record: dict[str, Any]) -> int:

@@ -8,6 +8,7 @@ from __future__ import annotations
 
 from typing import Any
 
+from ..models import DEFAULT_MODEL
 from ..transcript import Message
 from .base import Layout, RecordError
 from .openai import OpenAIEditor, message_from_dict, sniff_message
@@ -38,11 +39,17 @@ class ConversationsReader:
 
 class ConversationsFormat:
     name = "openai-conversations"
+    default_model = DEFAULT_MODEL  # Chat Completions with no model named: the usual one
     description = 'one {"messages": [...]} conversation per line'
 
     def sniff(self, record: dict[str, Any]) -> int:
         messages = record.get("messages")
         if not isinstance(messages, list):
+            return 0
+        # a list none of whose entries has a role holds some other agent's messages (a
+        # Gemini CLI session's `type`d records)
+        if messages and not any(isinstance(m, dict) and isinstance(m.get("role"), str)
+                                for m in messages):
             return 0
         # a message with Anthropic blocks (an Anthropic request body) is no Chat Completions one
         if any(isinstance(m, dict) and isinstance(m.get("role"), str) and sniff_message(m) == 0

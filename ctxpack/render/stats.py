@@ -122,8 +122,9 @@ def summary_lines(f: FileStats) -> list[str]:
     ]
     largest = f.largest_conversation
     if largest is not None and f.context_window:
+        billed = f.context.tokens if f.context is not None else largest["tokens"]
         lines.append(f"context: the largest of {f.conversations:,} conversations (number "
-                     f"{largest['number']:,}) {largest['tokens']:,} of {f.context_window:,} "
+                     f"{largest['number']:,}) {billed:,} of {f.context_window:,} "
                      f"({f.context_ratio or 0:.1%})")
     else:
         lines += context_lines(f)
