@@ -13,6 +13,7 @@ from hypothesis import strategies as st
 
 from ctxpack.checks import validate
 from ctxpack.loader import load, write
+from ctxpack.transcript import Thinking
 
 from .conftest import SAMPLES, corpus_params
 from .helpers import assert_clean_error, ctxpack
@@ -561,7 +562,12 @@ def test_openhands_usage_of_the_wrong_type_is_no_usage():
     instance["metrics"]["token_usages"] = 7
     t = load(io.BytesIO(json.dumps(instance).encode()))
     assert t.format == "openhands" and t.messages
-    assert "input_tokens" not in t.usage
+    # no metrics: each response's own usage is read instead, once per response
+    prompts = {e["tool_call_metadata"]["model_response"]["id"]:
+               e["tool_call_metadata"]["model_response"]["usage"]["prompt_tokens"]
+               for e in instance["history"] if "tool_call_metadata" in e}
+    assert t.usage["source"] == "each LLM response's usage"
+    assert t.usage["input_tokens"] == sum(prompts.values())
 
 
 def test_opencode_counts_past_what_a_float_holds_count_zero():
@@ -633,9 +639,15 @@ def test_a_file_with_nothing_outside_gives_no_reason():
 @pytest.mark.parametrize("path", corpus_params("aider", "gemini-cli-chat", pattern="*.*"))
 def test_corpus_outside_reasons(path):
     doc = stats_of(path)
-    if doc["outside"]["messages"]:
-        want = "before a /clear" if path.parent.name == "aider" else "a user message repeats"
-        assert want in doc["outside"]["why"]
+    if not doc["outside"]["messages"]:
+        return
+    if path.parent.name != "aider":
+        assert "a user message repeats" in doc["outside"]["why"]
+        return
+    cleared = re.search(r"^#### /(clear|reset)\b", path.read_text(), re.MULTILINE)
+    thought = any(isinstance(p, Thinking) for m in load(path).outside for p in m.parts)
+    assert ("before a /clear" in doc["outside"]["why"]) == bool(cleared)
+    assert ("reasoning, which Aider does not send back" in doc["outside"]["why"]) == thought
 
 
 # --- cline-ui, properties -------------------------------------------------------------------
