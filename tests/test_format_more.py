@@ -11,7 +11,9 @@ import pytest
 from hypothesis import given, settings
 from hypothesis import strategies as st
 
+from ctxpack.breakdown import stats
 from ctxpack.checks import validate
+from ctxpack.formats.aider import REASONING_TAG
 from ctxpack.loader import load, write
 from ctxpack.transcript import Thinking
 
@@ -20,9 +22,11 @@ from .helpers import assert_clean_error, ctxpack
 
 CLINE = SAMPLES / "cline-task"
 AIDER = SAMPLES / "aider" / "unit-conversions.aider.chat.history.md"
+ARCHITECT = SAMPLES / "aider" / "architect-lint.aider.chat.history.md"
 OPENCODE = SAMPLES / "opencode" / "book-search.opencode.json"
 OPENHANDS = SAMPLES / "openhands" / "env-flags.openhands.jsonl"
-SAMPLE_FORMATS = [(AIDER, "aider"), (CLINE / "api_conversation_history.json", "cline"),
+SAMPLE_FORMATS = [(AIDER, "aider"), (ARCHITECT, "aider"),
+                  (CLINE / "api_conversation_history.json", "cline"),
                   (CLINE / "ui_messages.json", "cline-ui"), (OPENCODE, "opencode"),
                   (OPENHANDS, "openhands")]
 CORPUS_FORMATS = {"aider": "aider", "cline": "cline-ui", "opencode": "opencode",
@@ -176,6 +180,56 @@ def test_aider_runs_clear_and_edit_blocks():
     assert t.model == "anthropic/claude-sonnet-4-5"
 
 
+def test_aider_reasoning_is_outside_the_context_as_aider_strips_it():
+    t = load(ARCHITECT)
+    # the tagged reasoning of each reply: its own message, outside the context
+    assert [type(p) for m in t.outside for p in m.parts] == [Thinking, Thinking]
+    assert t.outside[0].text.startswith("The total sums `line.price` only.")
+    assert all("thinking-content" not in m.text for m in (*t.messages, *t.sidechain))
+    reply = t.messages[1]
+    assert reply.text.startswith("Change `Cart.total()`") and reply.lines == (17,)
+    doc = stats_of(ARCHITECT)
+    assert "reasoning, which Aider does not send back" in doc["outside"]["why"]
+
+
+def test_aider_editor_turns_are_a_sidechain_and_lint_errors_a_user_message():
+    t = load(ARCHITECT)
+    # the editor's prompt (a copy of the architect's answer), its edit, the lint errors
+    # the person let Aider send, and the edit that fixes them
+    assert [(m.role, m.human) for m in t.sidechain] == [
+        ("user", False), ("assistant", False), ("user", False), ("assistant", False)]
+    assert t.sidechain[0].text == t.messages[1].text
+    lint = t.sidechain[2].text
+    assert lint.startswith("# Fix any errors below, if possible.")
+    assert "F821 undefined name 'Decimal'" in lint and not lint.endswith("[Yes]: y")
+    # the person's prompts only; `Add file to the chat?` answered by "skip" is not one
+    assert [m.text[:20] for m in t.messages if m.role == "user"] == [
+        "`Cart.total()` ignor", "Is the discount appl", "Write a docstring fo"]
+
+
+def test_aider_a_confirmation_aider_answers_itself_is_no_prompt(tmp_path):
+    path = tmp_path / ".aider.chat.history.md"
+    path.write_text("# aider chat started at 2026-01-01 10:00:00\n\n#### explain a.py  \n\n"
+                    "It prints.\n\n> a.py  \n\n#### Add file to the chat? (Y)es/(N)o/(A)ll/"
+                    "(S)kip all/(D)on't ask again [Yes]: all  \n> Add file to the chat? "
+                    "(Y)es/(N)o/(A)ll/(S)kip all/(D)on't ask again [Yes]: a  \n")
+    assert [m.text for m in load(path).messages] == ["explain a.py", "It prints."]
+
+
+def test_aider_calls_are_the_chats_and_each_run_is_anchored_on_its_own():
+    t = load(ARCHITECT)
+    # the architect's and the last run's calls: the editor's are of another prompt
+    assert [(c.billed, t.messages[c.prompt].conversation) for c in t.calls] == [
+        (6100, 0), (6400, 0), (5200, 1)]
+    assert all(t.messages[c.prompt].role == "assistant" for c in t.calls)
+    s = stats(ARCHITECT, cache=False)
+    assert s.conversations == 2 and s.largest_conversation is not None
+    assert s.largest_conversation["number"] == 1
+    c = s.context
+    assert c is not None and c.kind == "anchored" and c.calls == 2
+    assert 6400 <= c.tokens <= 6400 * 1.05
+
+
 def _aider_recorded(text: str) -> tuple[int, int]:
     def value(s: str) -> int:
         return round(float(s[:-1]) * 1000) if s.endswith("k") else int(s)
@@ -269,7 +323,11 @@ lines = st.one_of(
     st.text(alphabet=st.characters(blacklist_categories=["Cs"], blacklist_characters="\r\n"),
             max_size=30),
     st.sampled_from(["#### fix the bug", "#### /clear", "#### /ask why?", "> Tokens: 1.2k sent, "
-                     "30 received.", ">>>>>>> REPLACE", "", "> Applied edit to a.py"]))
+                     "30 received.", ">>>>>>> REPLACE", "", "> Applied edit to a.py",
+                     f"<{REASONING_TAG}>", f"</{REASONING_TAG}>", "> # Fix any errors below, "
+                     "if possible.", "> Attempt to fix lint errors? (Y)es/(N)o [Yes]: y",
+                     "#### Add file to the chat? (Y)es/(N)o [Yes]: all",
+                     "> Main model: x with architect edit format"]))
 
 
 @settings(max_examples=80, deadline=None)
@@ -280,9 +338,13 @@ def test_any_aider_log_round_trips_and_keeps_its_prompts(body, ending):
     assert roundtrip(data) == data
     t = load(io.BytesIO(data))
     assert t.format == "aider"
-    for m in (*t.messages, *t.outside):
+    for m in (*t.messages, *t.outside, *t.sidechain):
         assert not m.text.startswith(("> ", "####")) and m.text.strip()
         assert m.role in ("user", "assistant")
+    # a reasoning block Aider strips is never context (a reply cut off inside its
+    # reasoning has no closing tag, and Aider sends it as it is)
+    block = re.compile(f"<{REASONING_TAG}>.*</{REASONING_TAG}>", re.DOTALL)
+    assert not any(block.search(m.text) for m in (*t.messages, *t.sidechain))
 
 
 def test_what_cline_cut_to_fit_the_window_is_not_context(tmp_path):
