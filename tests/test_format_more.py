@@ -478,6 +478,56 @@ def test_openhands_condensation_forgets_the_events_it_names():
     assert validate(t) == []
 
 
+def test_openhands_each_response_is_a_call_with_its_recorded_prompt():
+    instance = json.loads(OPENHANDS.read_bytes())
+    usages = instance["metrics"]["token_usages"]
+    t = load(OPENHANDS)
+    # one call per LLM response, at the assistant message made of it
+    assert [c.billed for c in t.calls] == [u["prompt_tokens"] for u in usages]
+    assert [t.messages[c.prompt].id for c in t.calls] == [u["response_id"] for u in usages]
+    s = stats(OPENHANDS, cache=False)
+    c = s.context
+    last = usages[-1]["prompt_tokens"]
+    assert c is not None and c.kind == "anchored" and c.calls == len(usages)
+    assert last <= c.tokens <= last * 1.05
+
+
+def test_openhands_a_trajectory_anchors_on_each_responses_own_usage(tmp_path):
+    history = json.loads(OPENHANDS.read_bytes())["history"]
+    trajectory = tmp_path / "trajectory.json"
+    trajectory.write_text(json.dumps(history, indent=2))
+    t = load(trajectory)
+    prompts = {}
+    for e in history:
+        response = e.get("tool_call_metadata", {}).get("model_response")
+        if response and "usage" in response:
+            prompts.setdefault(response["id"], response["usage"]["prompt_tokens"])
+    assert [c.billed for c in t.calls] == list(prompts.values())
+    assert t.usage["input_tokens"] == sum(prompts.values())
+    assert t.usage["last_input_tokens"] == list(prompts.values())[-1]
+
+
+def test_openhands_calls_before_a_condensation_are_not_the_contexts():
+    def run(i, cid):
+        meta = {"function_name": "execute_bash", "tool_call_id": cid,
+                "model_response": {"id": f"r{cid}", "choices": [{"message": {"content": ""}}],
+                                   "usage": {"prompt_tokens": 1000 * i}}}
+        return [{"id": i, "source": "agent", "action": "run", "args": {"command": f"ls {i}"},
+                 "tool_call_metadata": meta},
+                {"id": i + 1, "source": "agent", "observation": "run", "cause": i,
+                 "content": f"out {i}", "tool_call_metadata": {"tool_call_id": cid}}]
+
+    events = [{"id": 0, "source": "user", "action": "message", "args": {"content": "go"}},
+              *run(1, "a"), *run(3, "b"),
+              {"id": 5, "source": "agent", "action": "condensation",
+               "args": {"forgotten_events_start_id": 1, "forgotten_events_end_id": 2}},
+              *run(6, "c"), *run(8, "d")]
+    t = load(io.BytesIO(json.dumps(events).encode()))
+    # the prompts of r3 held the events the condensation forgot: only r6 and r8 anchor
+    assert [(c.billed, t.messages[c.prompt].id) for c in t.calls] == [(6000, "rc"),
+                                                                       (8000, "rd")]
+
+
 def test_each_message_of_a_pretty_printed_document_is_at_its_own_line(tmp_path):
     lines = OPENCODE.read_text().splitlines()
     t = load(OPENCODE)
