@@ -12,9 +12,11 @@ from hypothesis import given, settings
 from hypothesis import strategies as st
 
 from ctxpack.breakdown import stats
+from ctxpack.calibration import prompt_sizes
 from ctxpack.checks import validate
 from ctxpack.formats.aider import REASONING_TAG
 from ctxpack.loader import load, write
+from ctxpack.tokens import REPLY_PRIMING, TokenCounter
 from ctxpack.transcript import Thinking
 
 from .conftest import SAMPLES, corpus_params
@@ -228,6 +230,17 @@ def test_aider_calls_are_the_chats_and_each_run_is_anchored_on_its_own():
     c = s.context
     assert c is not None and c.kind == "anchored" and c.calls == 2
     assert 6400 <= c.tokens <= 6400 * 1.05
+
+
+def test_aider_a_runs_prompts_are_counted_from_its_own_start():
+    t = load(ARCHITECT)
+    counter = TokenCounter("gpt-4o")
+    sizes = prompt_sizes(t, t.calls, counter)
+    second = [i for i, m in enumerate(t.messages) if m.conversation == 1]
+    # the second run's call: its own messages before the reply, not the first run's too
+    reply = t.calls[-1].prompt
+    assert sizes[-1] == sum(counter.message(t.messages[i]).total for i in second
+                            if i < reply) + REPLY_PRIMING
 
 
 def _aider_recorded(text: str) -> tuple[int, int]:
@@ -505,6 +518,22 @@ def test_openhands_a_trajectory_anchors_on_each_responses_own_usage(tmp_path):
     assert [c.billed for c in t.calls] == list(prompts.values())
     assert t.usage["input_tokens"] == sum(prompts.values())
     assert t.usage["last_input_tokens"] == list(prompts.values())[-1]
+
+
+def test_openhands_a_file_edit_shows_the_model_what_the_aci_editor_does(tmp_path):
+    instance = json.loads(OPENHANDS.read_bytes())
+    edits = [e for e in instance["history"] if e.get("observation") == "edit"]
+    assert edits
+    for n, e in enumerate(edits):
+        e["extras"]["formatted_output_and_error"] = f"The file {n} has been edited."
+    path = tmp_path / "output.jsonl"
+    path.write_text(json.dumps(instance) + "\n")
+    results = {m.raw["id"]: m.text for m in load(path).messages if m.role == "tool"}
+    # the diff in `content` is for people; the model reads the editor's own message
+    assert [results[e["id"]] for e in edits] == [
+        f"The file {n} has been edited." for n in range(len(edits))]
+    assert all(results[e["id"]] == e["content"] for e in instance["history"]
+               if e["id"] in results and e.get("observation") != "edit")
 
 
 def test_openhands_calls_before_a_condensation_are_not_the_contexts():
