@@ -7,7 +7,9 @@ the `system` action is the system prompt, a `message` action from the user is th
 request (from the agent, a plain reply), an action the model called a tool for
 (`tool_call_metadata`) is an assistant message — the actions of one LLM response, which
 share its `model_response.id`, are one message — and the observation that answers it is
-a tool result linked by `tool_call_id`; the workspace-context `recall` observation reaches
+a tool result linked by `tool_call_id` (of a file edit, the text the ACI editor shows the
+model, `extras.formatted_output_and_error`, where the event has one: `content` holds
+the diff, for people); the workspace-context `recall` observation reaches
 the model as a user message. Other events (agent state changes, `null` observations,
 recall actions) are the UI's only; an observation no tool call asked for (a command the
 user ran) reaches the model as a user message. A `condensation` action drops the events it names
@@ -68,6 +70,16 @@ def _text(value: Any) -> str:
     if isinstance(value, str):
         return value
     return "" if value is None else dumps(value).decode("utf-8", "surrogatepass")
+
+
+def _shown(event: dict[str, Any]) -> str:
+    """What the model reads of an observation: its content, but for a file edit of the
+    ACI editor, which shows the model its `formatted_output_and_error` ("File created
+    successfully at: ...") and keeps the diff in `content` for people."""
+    shown = _dict(event.get("extras")).get("formatted_output_and_error")
+    if event.get("observation") == "edit" and isinstance(shown, str) and shown:
+        return shown
+    return _text(event.get("content"))
 
 
 def _recall_text(event: dict[str, Any]) -> str:
@@ -214,8 +226,7 @@ class OpenHandsReader:
                 response = rid
             elif isinstance(meta, dict) and "observation" in e:
                 result = ToolResult(string_field(meta, "tool_call_id"),
-                                    (Text(_text(e.get("content"))),),
-                                    observation == "error")
+                                    (Text(_shown(e)),), observation == "error")
                 out.append(Message("tool", (result,), (line,), e, conversation=conversation))
             elif action == "system":
                 text = _dict(e.get("args")).get("content") or e.get("message")
