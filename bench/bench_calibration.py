@@ -22,11 +22,18 @@ from pathlib import Path
 ROOT = Path(__file__).resolve().parent.parent
 sys.path.insert(0, str(ROOT))
 
-from ctxpack.calibration import anchored, calls_of, fit, prompt_sizes  # noqa: E402
+from ctxpack.calibration import (  # noqa: E402
+    anchored,
+    by_conversation,
+    calls_of,
+    fit,
+    prompt_sizes,
+)
 from ctxpack.errors import CtxpackError  # noqa: E402
 from ctxpack.loader import load  # noqa: E402
 from ctxpack.models import TABLE  # noqa: E402
 from ctxpack.tokens import TokenCounter  # noqa: E402
+from ctxpack.transcript import RecordedCall, Transcript  # noqa: E402
 
 CORPUS = ROOT.parent / "shared" / "corpus"
 
@@ -35,14 +42,19 @@ def errors(predicted: list[int], billed: list[int]) -> list[float]:
     return [abs(p - b) / b for p, b in zip(predicted, billed, strict=True) if b > 0]
 
 
-def measure(path: Path) -> dict | None:
+def measure(path: Path) -> list[dict]:
+    """A row per conversation of the file that records two or more calls (each
+    conversation of a file of several is sent apart: `[n]` after the name)."""
     try:
         t = load(path)
     except CtxpackError:
-        return None
-    calls = calls_of(t)
-    if len(calls) < 2:
-        return None
+        return []
+    runs = by_conversation(t, calls_of(t))
+    return [_measure(t, calls, path.name[:38] + f" [{n}]" if len(runs) > 1 else path.name)
+            for n, calls in enumerate(runs, 1) if len(calls) >= 2]
+
+
+def _measure(t: Transcript, calls: list[RecordedCall], name: str) -> dict:
     model = Counter(c.model for c in calls if c.model).most_common(1)[0][0] \
         if any(c.model for c in calls) else t.model
     # (a model the table does not know is counted as ctxpack counts it: with its default)
@@ -53,7 +65,7 @@ def measure(path: Path) -> dict | None:
     f = fit(model, counted[:half], billed[:half])
     tail = range(half, len(calls))
     return {
-        "file": path.name, "model": model, "calls": len(calls),
+        "file": name, "model": model, "calls": len(calls),
         "naive": errors(counted, billed),
         "calibrated": errors([f(counted[k]) for k in tail], [billed[k] for k in tail]),
         "anchored": errors([anchored(f.slope, billed[k - 1], counted[k - 1], counted[k])
@@ -78,7 +90,7 @@ def main() -> None:
     # every corpus file: those that record fewer than two calls' usage are passed over
     files = args.files or sorted(p for p in CORPUS.rglob("*")
                                  if p.is_file() and p.name != "MANIFEST.md")
-    rows = [r for r in map(measure, files) if r]
+    rows = [r for path in files for r in measure(path)]
     print(f"{'file':44} {'model':18} {'calls':>5}  {'naive med/worst':>14}  "
           f"{'calibrated':>14}  {'anchored':>14}  overhead")
     for r in rows:
@@ -88,6 +100,8 @@ def main() -> None:
     many = [r for r in rows if r["calls"] >= 10]
     for kind in ("naive", "calibrated", "anchored"):
         medians = [statistics.median(r[kind]) for r in many if r[kind]]
+        if not medians:
+            continue
         print(f"files with >= 10 calls, {kind}: median of medians "
               f"{statistics.median(medians):.1%}, worst median {max(medians):.1%}")
     if args.slopes:

@@ -9,7 +9,7 @@ what lies outside the model's context, and the provider's own usage records.
 from __future__ import annotations
 
 from collections.abc import Callable
-from dataclasses import dataclass, field
+from dataclasses import dataclass, field, replace
 from typing import Any
 
 from .bulk import StreamCounter
@@ -33,9 +33,12 @@ from .workers import Workers
 
 # 2: by_role counts tool results as `tool` in every format, reasoning and the reply
 # priming as rows of their own (the roles add up to `tokens`); `context` (the context as
-# billed, see ctxpack.calibration); context_ratio is of its tokens, or of the largest
-# conversation's in a file of several; usage no longer holds counted_context_tokens,
-# not_in_file_tokens and explanation (context.visible and context.not_in_file say it)
+# billed, see ctxpack.calibration: of the largest conversation in a file of several, each
+# anchored on its own recorded calls, context.file_tokens the file's conversations
+# together); context_ratio is of its tokens; usage no longer holds
+# counted_context_tokens, not_in_file_tokens and explanation (context.visible and
+# context.not_in_file say it)
+# 3: context (and its ratio) of the largest conversation in a file of several
 SCHEMA_VERSION = 3
 PREVIEW_CHARS = 80
 REASONING = "reasoning"  # the by_role row of thinking the model is shown again
@@ -292,14 +295,13 @@ def _breakdown(all_stats: list[MessageStat], layout: Layout, counter: TokenCount
     unknown = unknown_model(counter, layout.model, usual_model(meta["format"]), flagged)
     if unknown is not None:
         (model, note), exact = unknown, False
-    billed = bill_for([s.tokens for s in context], layout.calls, layout.model, counter,
-                      meta["format"], flagged, conversations, exact=exact)
-    whole = billed.tokens  # the file's conversations together
-    largest = None
     if conversations > 1:  # each is its own prompt: the largest is measured and billed
-        largest, key = _largest_conversation(context)
-        billed = bill_for([s.tokens for s in context if s.conversation == key], [],
-                          layout.model, counter, meta["format"], flagged, exact=exact)
+        billed, largest, whole = _largest_conversation(context, layout, counter,
+                                                       meta["format"], flagged, exact)
+    else:
+        billed = bill_for([s.tokens for s in context], layout.calls, layout.model, counter,
+                          meta["format"], flagged, conversations, exact=exact)
+        largest, whole = None, billed.tokens
     measured = billed.tokens
     rounds = _rounds(context)
     return FileStats(
@@ -329,18 +331,31 @@ def _by_role(context: list[MessageStat], conversations: int) -> dict[str, int]:
     return dict(sorted(by_role.items(), key=lambda kv: -kv[1]))
 
 
-def _largest_conversation(context: list[MessageStat]) -> tuple[dict[str, int], int]:
+def _largest_conversation(context: list[MessageStat], layout: Layout, counter: TokenCounter,
+                          format: str, flagged: bool,
+                          exact: bool) -> tuple[Bill, dict[str, int], int]:
     """The conversation of a many-conversation file that is sent to the model whole and
-    so is measured against the window: its number (1-based, in file order), first line,
-    messages and tokens (its reply priming included); and its key in the messages."""
-    sizes: dict[int, list[int]] = {}  # conversation -> [first line, messages, tokens]
-    for s in context:
-        size = sizes.setdefault(s.conversation, [s.line, 0, REPLY_PRIMING])
-        size[1] += 1
-        size[2] += s.tokens
-    number, (key, (line, messages, tokens)) = max(enumerate(sizes.items(), 1),
-                                                  key=lambda x: x[1][1][2])
-    return {"number": number, "line": line, "messages": messages, "tokens": tokens}, key
+    so is measured against the window, the largest as billed (each anchored on the calls
+    it records itself, where it records some): its bill, its number (1-based, in file
+    order), first line, messages and tokens (its reply priming included); and the bills
+    of all the file's conversations together."""
+    places: dict[int, list[int]] = {}  # conversation -> its places in the context
+    for i, s in enumerate(context):
+        places.setdefault(s.conversation, []).append(i)
+    best: tuple[Bill, dict[str, int]] | None = None
+    whole = 0
+    for number, at in enumerate(places.values(), 1):
+        local = {i: k for k, i in enumerate(at)}
+        calls = [replace(c, prompt=local[c.prompt]) for c in layout.calls if c.prompt in local]
+        billed = bill_for([context[i].tokens for i in at], calls, layout.model, counter,
+                          format, flagged, exact=exact)
+        whole += billed.tokens
+        if best is None or billed.tokens > best[0].tokens:
+            best = billed, {"number": number, "line": context[at[0]].line,
+                            "messages": len(at),
+                            "tokens": sum(context[i].tokens for i in at) + REPLY_PRIMING}
+    assert best is not None  # (a file of several conversations has messages)
+    return (*best, whole)
 
 
 def by_tool(context: list[MessageStat]) -> dict[str, ToolStat]:

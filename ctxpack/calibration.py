@@ -105,9 +105,27 @@ def prompts_of(counts: Sequence[int], calls: Sequence[Call]) -> list[int]:
 
 def prompt_sizes(t: Transcript, calls: Sequence[Call], counter: TokenCounter) -> list[int]:
     """ctxpack's count of each call's prompt, a reply whose text is not in the file
-    counted at its recorded output."""
-    counts = with_hidden([counter.message(m).total for m in t.messages], calls)
-    return prompts_of(counts, calls)
+    counted at its recorded output (as any of the file's calls tells of it); in a file
+    of several conversations, of the call's own conversation (each is sent apart)."""
+    counts = with_hidden([counter.message(m).total for m in t.messages], t.calls)
+    start: dict[int, int] = {}  # conversation -> the count of the messages before it
+    running = 0
+    for m, n in zip(t.messages, counts, strict=True):
+        start.setdefault(m.conversation, running)
+        running += n
+    return [size - start[t.messages[c.prompt].conversation]
+            if size and c.prompt < len(t.messages) else size
+            for size, c in zip(prompts_of(counts, calls), calls, strict=True)]
+
+
+def by_conversation(t: Transcript, calls: Sequence[Call]) -> list[list[Call]]:
+    """`calls` grouped by the conversation of their reply, in file order: each
+    conversation of a file of several is its own run of calls, sent apart."""
+    groups: dict[int, list[Call]] = {}
+    for c in calls:
+        key = t.messages[c.prompt].conversation if c.prompt < len(t.messages) else -1
+        groups.setdefault(key, []).append(c)
+    return list(groups.values())
 
 
 @dataclass(frozen=True)
@@ -336,15 +354,13 @@ def calibrate(transcripts: Iterable[Transcript], table: ModelTable = TABLE) -> l
     overhead their median gap; the error is of the second half, held out."""
     points: dict[str, list[list[tuple[int, int]]]] = {}
     for t in transcripts:
-        calls = [c for c in t.calls if c.billed > 0 and c.prompt > 0]  # (see loader)
-        if not calls:
-            continue
-        model = calls[-1].model or t.model or usual_model(t.format) or "?"
-        counter = TokenCounter(model if table.find(model) else None, table)
-        counted = prompts_of(with_hidden([counter.message(m).total for m in t.messages],
-                                         t.calls), calls)
-        points.setdefault(model, []).append(list(zip(counted, (c.billed for c in calls),
-                                                     strict=True)))
+        recorded = [c for c in t.calls if c.billed > 0 and c.prompt > 0]  # (see loader)
+        for calls in by_conversation(t, recorded):  # (each conversation a run of its own)
+            model = calls[-1].model or t.model or usual_model(t.format) or "?"
+            counter = TokenCounter(model if table.find(model) else None, table)
+            counted = prompt_sizes(t, calls, counter)
+            points.setdefault(model, []).append(list(zip(counted, (c.billed for c in calls),
+                                                         strict=True)))
     out = []
     for model, files in sorted(points.items()):
         fit_half = [f[:max(1, len(f) // 2)] for f in files]

@@ -11,17 +11,24 @@ import pytest
 from hypothesis import given, settings
 from hypothesis import strategies as st
 
+from ctxpack.breakdown import stats
+from ctxpack.calibration import prompt_sizes
 from ctxpack.checks import validate
+from ctxpack.formats.aider import REASONING_TAG
 from ctxpack.loader import load, write
+from ctxpack.tokens import REPLY_PRIMING, TokenCounter
+from ctxpack.transcript import Thinking
 
 from .conftest import SAMPLES, corpus_params
 from .helpers import assert_clean_error, ctxpack
 
 CLINE = SAMPLES / "cline-task"
 AIDER = SAMPLES / "aider" / "unit-conversions.aider.chat.history.md"
+ARCHITECT = SAMPLES / "aider" / "architect-lint.aider.chat.history.md"
 OPENCODE = SAMPLES / "opencode" / "book-search.opencode.json"
 OPENHANDS = SAMPLES / "openhands" / "env-flags.openhands.jsonl"
-SAMPLE_FORMATS = [(AIDER, "aider"), (CLINE / "api_conversation_history.json", "cline"),
+SAMPLE_FORMATS = [(AIDER, "aider"), (ARCHITECT, "aider"),
+                  (CLINE / "api_conversation_history.json", "cline"),
                   (CLINE / "ui_messages.json", "cline-ui"), (OPENCODE, "opencode"),
                   (OPENHANDS, "openhands")]
 CORPUS_FORMATS = {"aider": "aider", "cline": "cline-ui", "opencode": "opencode",
@@ -175,6 +182,67 @@ def test_aider_runs_clear_and_edit_blocks():
     assert t.model == "anthropic/claude-sonnet-4-5"
 
 
+def test_aider_reasoning_is_outside_the_context_as_aider_strips_it():
+    t = load(ARCHITECT)
+    # the tagged reasoning of each reply: its own message, outside the context
+    assert [type(p) for m in t.outside for p in m.parts] == [Thinking, Thinking]
+    assert t.outside[0].text.startswith("The total sums `line.price` only.")
+    assert all("thinking-content" not in m.text for m in (*t.messages, *t.sidechain))
+    reply = t.messages[1]
+    assert reply.text.startswith("Change `Cart.total()`") and reply.lines == (17,)
+    doc = stats_of(ARCHITECT)
+    assert "reasoning, which Aider does not send back" in doc["outside"]["why"]
+
+
+def test_aider_editor_turns_are_a_sidechain_and_lint_errors_a_user_message():
+    t = load(ARCHITECT)
+    # the editor's prompt (a copy of the architect's answer), its edit, the lint errors
+    # the person let Aider send, and the edit that fixes them
+    assert [(m.role, m.human) for m in t.sidechain] == [
+        ("user", False), ("assistant", False), ("user", False), ("assistant", False)]
+    assert t.sidechain[0].text == t.messages[1].text
+    lint = t.sidechain[2].text
+    assert lint.startswith("# Fix any errors below, if possible.")
+    assert "F821 undefined name 'Decimal'" in lint and not lint.endswith("[Yes]: y")
+    # the person's prompts only; `Add file to the chat?` answered by "skip" is not one
+    assert [m.text[:20] for m in t.messages if m.role == "user"] == [
+        "`Cart.total()` ignor", "Is the discount appl", "Write a docstring fo"]
+
+
+def test_aider_a_confirmation_aider_answers_itself_is_no_prompt(tmp_path):
+    path = tmp_path / ".aider.chat.history.md"
+    path.write_text("# aider chat started at 2026-01-01 10:00:00\n\n#### explain a.py  \n\n"
+                    "It prints.\n\n> a.py  \n\n#### Add file to the chat? (Y)es/(N)o/(A)ll/"
+                    "(S)kip all/(D)on't ask again [Yes]: all  \n> Add file to the chat? "
+                    "(Y)es/(N)o/(A)ll/(S)kip all/(D)on't ask again [Yes]: a  \n")
+    assert [m.text for m in load(path).messages] == ["explain a.py", "It prints."]
+
+
+def test_aider_calls_are_the_chats_and_each_run_is_anchored_on_its_own():
+    t = load(ARCHITECT)
+    # the architect's and the last run's calls: the editor's are of another prompt
+    assert [(c.billed, t.messages[c.prompt].conversation) for c in t.calls] == [
+        (6100, 0), (6400, 0), (5200, 1)]
+    assert all(t.messages[c.prompt].role == "assistant" for c in t.calls)
+    s = stats(ARCHITECT, cache=False)
+    assert s.conversations == 2 and s.largest_conversation is not None
+    assert s.largest_conversation["number"] == 1
+    c = s.context
+    assert c is not None and c.kind == "anchored" and c.calls == 2
+    assert 6400 <= c.tokens <= 6400 * 1.05
+
+
+def test_aider_a_runs_prompts_are_counted_from_its_own_start():
+    t = load(ARCHITECT)
+    counter = TokenCounter("gpt-4o")
+    sizes = prompt_sizes(t, t.calls, counter)
+    second = [i for i, m in enumerate(t.messages) if m.conversation == 1]
+    # the second run's call: its own messages before the reply, not the first run's too
+    reply = t.calls[-1].prompt
+    assert sizes[-1] == sum(counter.message(t.messages[i]).total for i in second
+                            if i < reply) + REPLY_PRIMING
+
+
 def _aider_recorded(text: str) -> tuple[int, int]:
     def value(s: str) -> int:
         return round(float(s[:-1]) * 1000) if s.endswith("k") else int(s)
@@ -268,7 +336,11 @@ lines = st.one_of(
     st.text(alphabet=st.characters(blacklist_categories=["Cs"], blacklist_characters="\r\n"),
             max_size=30),
     st.sampled_from(["#### fix the bug", "#### /clear", "#### /ask why?", "> Tokens: 1.2k sent, "
-                     "30 received.", ">>>>>>> REPLACE", "", "> Applied edit to a.py"]))
+                     "30 received.", ">>>>>>> REPLACE", "", "> Applied edit to a.py",
+                     f"<{REASONING_TAG}>", f"</{REASONING_TAG}>", "> # Fix any errors below, "
+                     "if possible.", "> Attempt to fix lint errors? (Y)es/(N)o [Yes]: y",
+                     "#### Add file to the chat? (Y)es/(N)o [Yes]: all",
+                     "> Main model: x with architect edit format"]))
 
 
 @settings(max_examples=80, deadline=None)
@@ -279,9 +351,13 @@ def test_any_aider_log_round_trips_and_keeps_its_prompts(body, ending):
     assert roundtrip(data) == data
     t = load(io.BytesIO(data))
     assert t.format == "aider"
-    for m in (*t.messages, *t.outside):
+    for m in (*t.messages, *t.outside, *t.sidechain):
         assert not m.text.startswith(("> ", "####")) and m.text.strip()
         assert m.role in ("user", "assistant")
+    # a reasoning block Aider strips is never context (a reply cut off inside its
+    # reasoning has no closing tag, and Aider sends it as it is)
+    block = re.compile(f"<{REASONING_TAG}>.*</{REASONING_TAG}>", re.DOTALL)
+    assert not any(block.search(m.text) for m in (*t.messages, *t.sidechain))
 
 
 def test_what_cline_cut_to_fit_the_window_is_not_context(tmp_path):
@@ -413,6 +489,72 @@ def test_openhands_condensation_forgets_the_events_it_names():
     assert [m.text for m in t.messages if m.role == "tool"] == ["out 3", "out 6"]
     assert [m.text for m in t.outside] == ['execute_bash({"command":"ls 1"})', "out 1"]
     assert validate(t) == []
+
+
+def test_openhands_each_response_is_a_call_with_its_recorded_prompt():
+    instance = json.loads(OPENHANDS.read_bytes())
+    usages = instance["metrics"]["token_usages"]
+    t = load(OPENHANDS)
+    # one call per LLM response, at the assistant message made of it
+    assert [c.billed for c in t.calls] == [u["prompt_tokens"] for u in usages]
+    assert [t.messages[c.prompt].id for c in t.calls] == [u["response_id"] for u in usages]
+    s = stats(OPENHANDS, cache=False)
+    c = s.context
+    last = usages[-1]["prompt_tokens"]
+    assert c is not None and c.kind == "anchored" and c.calls == len(usages)
+    assert last <= c.tokens <= last * 1.05
+
+
+def test_openhands_a_trajectory_anchors_on_each_responses_own_usage(tmp_path):
+    history = json.loads(OPENHANDS.read_bytes())["history"]
+    trajectory = tmp_path / "trajectory.json"
+    trajectory.write_text(json.dumps(history, indent=2))
+    t = load(trajectory)
+    prompts = {}
+    for e in history:
+        response = e.get("tool_call_metadata", {}).get("model_response")
+        if response and "usage" in response:
+            prompts.setdefault(response["id"], response["usage"]["prompt_tokens"])
+    assert [c.billed for c in t.calls] == list(prompts.values())
+    assert t.usage["input_tokens"] == sum(prompts.values())
+    assert t.usage["last_input_tokens"] == list(prompts.values())[-1]
+
+
+def test_openhands_a_file_edit_shows_the_model_what_the_aci_editor_does(tmp_path):
+    instance = json.loads(OPENHANDS.read_bytes())
+    edits = [e for e in instance["history"] if e.get("observation") == "edit"]
+    assert edits
+    for n, e in enumerate(edits):
+        e["extras"]["formatted_output_and_error"] = f"The file {n} has been edited."
+    path = tmp_path / "output.jsonl"
+    path.write_text(json.dumps(instance) + "\n")
+    results = {m.raw["id"]: m.text for m in load(path).messages if m.role == "tool"}
+    # the diff in `content` is for people; the model reads the editor's own message
+    assert [results[e["id"]] for e in edits] == [
+        f"The file {n} has been edited." for n in range(len(edits))]
+    assert all(results[e["id"]] == e["content"] for e in instance["history"]
+               if e["id"] in results and e.get("observation") != "edit")
+
+
+def test_openhands_calls_before_a_condensation_are_not_the_contexts():
+    def run(i, cid):
+        meta = {"function_name": "execute_bash", "tool_call_id": cid,
+                "model_response": {"id": f"r{cid}", "choices": [{"message": {"content": ""}}],
+                                   "usage": {"prompt_tokens": 1000 * i}}}
+        return [{"id": i, "source": "agent", "action": "run", "args": {"command": f"ls {i}"},
+                 "tool_call_metadata": meta},
+                {"id": i + 1, "source": "agent", "observation": "run", "cause": i,
+                 "content": f"out {i}", "tool_call_metadata": {"tool_call_id": cid}}]
+
+    events = [{"id": 0, "source": "user", "action": "message", "args": {"content": "go"}},
+              *run(1, "a"), *run(3, "b"),
+              {"id": 5, "source": "agent", "action": "condensation",
+               "args": {"forgotten_events_start_id": 1, "forgotten_events_end_id": 2}},
+              *run(6, "c"), *run(8, "d")]
+    t = load(io.BytesIO(json.dumps(events).encode()))
+    # the prompts of r3 held the events the condensation forgot: only r6 and r8 anchor
+    assert [(c.billed, t.messages[c.prompt].id) for c in t.calls] == [(6000, "rc"),
+                                                                       (8000, "rd")]
 
 
 def test_each_message_of_a_pretty_printed_document_is_at_its_own_line(tmp_path):
@@ -561,7 +703,12 @@ def test_openhands_usage_of_the_wrong_type_is_no_usage():
     instance["metrics"]["token_usages"] = 7
     t = load(io.BytesIO(json.dumps(instance).encode()))
     assert t.format == "openhands" and t.messages
-    assert "input_tokens" not in t.usage
+    # no metrics: each response's own usage is read instead, once per response
+    prompts = {e["tool_call_metadata"]["model_response"]["id"]:
+               e["tool_call_metadata"]["model_response"]["usage"]["prompt_tokens"]
+               for e in instance["history"] if "tool_call_metadata" in e}
+    assert t.usage["source"] == "each LLM response's usage"
+    assert t.usage["input_tokens"] == sum(prompts.values())
 
 
 def test_opencode_counts_past_what_a_float_holds_count_zero():
@@ -633,9 +780,15 @@ def test_a_file_with_nothing_outside_gives_no_reason():
 @pytest.mark.parametrize("path", corpus_params("aider", "gemini-cli-chat", pattern="*.*"))
 def test_corpus_outside_reasons(path):
     doc = stats_of(path)
-    if doc["outside"]["messages"]:
-        want = "before a /clear" if path.parent.name == "aider" else "a user message repeats"
-        assert want in doc["outside"]["why"]
+    if not doc["outside"]["messages"]:
+        return
+    if path.parent.name != "aider":
+        assert "a user message repeats" in doc["outside"]["why"]
+        return
+    cleared = re.search(r"^#### /(clear|reset)\b", path.read_text(), re.MULTILINE)
+    thought = any(isinstance(p, Thinking) for m in load(path).outside for p in m.parts)
+    assert ("before a /clear" in doc["outside"]["why"]) == bool(cleared)
+    assert ("reasoning, which Aider does not send back" in doc["outside"]["why"]) == thought
 
 
 # --- cline-ui, properties -------------------------------------------------------------------

@@ -25,6 +25,7 @@ from ctxpack.calibration import prompt_sizes, slope_of
 from ctxpack.loader import load
 from ctxpack.models import TABLE
 from ctxpack.tokens import TokenCounter
+from ctxpack.transcript import RecordedCall, Transcript
 
 from .conftest import corpus_files
 
@@ -82,14 +83,53 @@ def test_the_billed_context_agrees_with_the_last_recorded_prompt(path: Path) -> 
 @pytest.mark.parametrize("path", _params(KNOWN))
 def test_recorded_calls_grow_as_the_count_of_what_came_between(path: Path) -> None:
     t = load(path)
-    calls = [c for c in t.calls if c.billed > 0 and c.prompt > 0]
-    if len(calls) < 2:
-        pytest.skip("fewer than two recorded calls")
-    model = calls[-1].model or stats(path, cache=False).model  # (as the bill takes it)
-    counter = TokenCounter(model if model and TABLE.find(model) else None)
-    sizes = prompt_sizes(t, calls, counter)
-    counted = sizes[-1] - sizes[0]
-    if counted < MIN_GROWTH:
-        pytest.skip(f"the count grew by {counted} tokens between the first and last call")
-    ratio = (calls[-1].billed - calls[0].billed) / counted / slope_of(model)
-    assert GROWTH[0] <= ratio <= GROWTH[1], ratio
+    grown = 0
+    for calls in _by_conversation(t).values():  # (each conversation's calls its own)
+        if len(calls) < 2:
+            continue
+        model = calls[-1].model or stats(path, cache=False).model  # (as the bill takes it)
+        counter = TokenCounter(model if model and TABLE.find(model) else None)
+        sizes = prompt_sizes(t, calls, counter)
+        counted = sizes[-1] - sizes[0]
+        if counted < MIN_GROWTH:
+            continue
+        ratio = (calls[-1].billed - calls[0].billed) / counted / slope_of(model)
+        assert GROWTH[0] <= ratio <= GROWTH[1], ratio
+        grown += 1
+    if not grown:
+        pytest.skip(f"no conversation with two recorded calls {MIN_GROWTH} tokens apart")
+
+
+def _by_conversation(t: Transcript) -> dict[int, list[RecordedCall]]:
+    """The calls `t` records a prompt size of, by the conversation of their reply."""
+    out: dict[int, list[RecordedCall]] = {}
+    for c in t.calls:
+        if c.billed > 0 and c.prompt > 0:
+            out.setdefault(t.messages[c.prompt].conversation, []).append(c)
+    return out
+
+
+@pytest.mark.parametrize("path", _params({}))
+def test_each_conversation_is_billed_on_its_own_last_recorded_prompt(path: Path) -> None:
+    """A file of several conversations: the one measured against the window (the largest
+    as billed) is anchored on the last call recorded in it, not on another's."""
+    s = stats(path, cache=False)
+    if s.conversations < 2:
+        pytest.skip("one conversation")
+    t = load(path)
+    calls = _by_conversation(t)
+    if not calls:
+        pytest.skip("no recorded calls")
+    assert s.largest_conversation is not None and s.context is not None
+    numbers = {m.conversation for m in t.messages}
+    chosen = sorted(numbers)[s.largest_conversation["number"] - 1]
+    own = calls.get(chosen)
+    if own is None:
+        assert s.context.kind != "anchored"
+        return
+    last = own[-1].billed
+    assert s.context.kind == "anchored" and s.context.calls == len(own)
+    low, high = ANCHORED[0], max(ANCHORED[1], s.context.error or 0)
+    assert last * (1 + low) <= s.context.tokens <= last * (1 + high), (s.context.tokens, last)
+    # the largest as billed: no other conversation's last recorded prompt is larger
+    assert all(c[-1].billed <= s.context.tokens * (1 - low) for c in calls.values())

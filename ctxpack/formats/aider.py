@@ -11,6 +11,21 @@ text after the command goes to the model. Usage is the `> Tokens: 3.2k sent, 66
 received. Cost: $0.0086 message, ...` lines (rounded as Aider prints them); each tells
 of the call whose reply precedes it, its prompt holding what the file does not (the
 repository map, the files added to the chat).
+
+What Aider sends differs from what it logs (aider/coders/base_coder.py, io.py):
+- a reply's reasoning is logged between `<thinking-content-…>` tags (or `<think>` for
+  the models Aider strips those of), but removed from the reply before it joins the
+  chat: it is a message of its own, outside the context;
+- a confirmation answered by an earlier "all" or "skip" is logged as a `####` line
+  (`Add file to the chat? (Y)es/(N)o ... [Yes]: all`): not a prompt;
+- lint errors Aider offers to fix are logged as `>` lines and, once the person says yes,
+  sent as the next user message: that message, in the context. (The output of `/run`
+  and `/test` is printed to the terminal only: the file records its size, not its text,
+  and the recorded prompts carry it.)
+- in architect mode the architect's answer goes to the editor model as the prompt of a
+  chat of its own (logged as a `####` copy of the answer): the editor's turns, up to
+  the next prompt the person types, are a sub-agent's (sidechain), and their `Tokens:`
+  lines are the editor's calls, not the chat's.
 """
 
 from __future__ import annotations
@@ -19,7 +34,7 @@ import re
 from dataclasses import replace
 from typing import Any
 
-from ..transcript import Message, RecordedCall, Text
+from ..transcript import Message, RecordedCall, Text, Thinking
 from .base import NOT_WRITTEN, Layout, RecordError, measure
 
 START = "# aider chat started at"
@@ -29,6 +44,30 @@ _MODEL = re.compile(r"^> (?:Main model|Model): (\S+)")
 _TOKENS = re.compile(r"^> Tokens: (.*)")
 _AMOUNT = re.compile(r"([\d.]+)([kKmM]?) (sent|received|cache write|cache hit)")
 _COST = re.compile(r"Cost: \$([\d.]+) message")
+_EDIT_FORMAT = re.compile(r"with ([\w-]+) edit format")
+# a confirmation Aider answered itself from an earlier "all"/"skip", logged as a prompt
+_CONFIRMED = re.compile(r"\? \(Y\)es/\(N\)o.*\[(?:Yes|No)\]: ?\w*\s*$")
+REASONING_TAG = "thinking-content-7bbeb8e1441453ad999a0bbba8a46d4b"  # aider/reasoning_tags.py
+# the models whose `<think>` replies Aider strips (aider/models.py, model-settings.yml)
+_THINK_MODELS = re.compile(r"deepseek.*(?:r1|reasoning)|qwq-32b", re.IGNORECASE)
+_LINT_START = "# Fix any errors below, if possible."
+_LINT_FIX = re.compile(r"^> Attempt to fix lint errors\? .*: y")
+
+
+def reasoning_split(text: str, model: str | None) -> tuple[str, str]:
+    """A reply as logged -> (its reasoning, the reply Aider keeps in the chat), as
+    aider.reasoning_tags.remove_reasoning_content takes the reasoning out."""
+    tags = [REASONING_TAG] + (["think"] if model and _THINK_MODELS.search(model) else [])
+    thought: list[str] = []
+    for tag in tags:
+        pattern = re.compile(f"<{tag}>(.*?)</{tag}>", re.DOTALL)
+        thought += [m.group(1).strip() for m in pattern.finditer(text)]
+        text = pattern.sub("", text).strip()
+        before, closing, after = text.partition(f"</{tag}>")
+        if closing:  # the opening tag missing: all before the closing one is reasoning
+            thought.append(before.strip())
+            text = after.strip()
+    return "\n\n".join(t for t in thought if t), text
 
 
 def amount(number: str, suffix: str) -> int:
@@ -59,10 +98,15 @@ class AiderReader:
     def __init__(self) -> None:
         self.messages: list[Message] = []
         self.context: list[int] = []
+        self.sidechain: list[int] = []  # the editor model's turns in architect mode
         self.model: str | None = None
+        self.edit_format: str | None = None
         self.calls: list[dict[str, Any]] = []
         self.runs = 0
         self.replies: list[RecordedCall] = []  # `prompt`: the reply's number, until finish
+        self.reply: int | None = None  # the newest reply in the chat, until a prompt
+        self.editor = False  # in the editor's turns of an architect answer
+        self.why: dict[str, None] = {}  # why messages are outside the context, in order
 
     def feed(self, line: int, record: Any) -> list[Message]:
         if not isinstance(record, str) or not record.lstrip().startswith(START):
@@ -70,6 +114,7 @@ class AiderReader:
         run_start = 0
         kind: str | None = None  # what the lines in `block` are: "user" or "assistant"
         block: list[str] = []
+        quoted: list[str] = []  # the `>` lines since the last other line
         first, begin = line, len(self.messages)
 
         def close() -> None:
@@ -86,23 +131,35 @@ class AiderReader:
                 close()
                 self.runs += 1
                 run_start = len(self.messages)
+                self.editor, self.reply = False, None
                 continue
             if text.startswith("####"):
+                quoted.clear()
+                body = text[4:]
+                body = body[1:] if body.startswith(" ") else body
+                if _CONFIRMED.search(body):  # Aider answering itself: not a prompt
+                    close()
+                    continue
                 if kind != "user":
                     close()
                     kind, first = "user", number
-                body = text[4:]
-                block.append(body[1:] if body.startswith(" ") else body)
-                if block[-1].endswith("  "):
-                    block[-1] = block[-1][:-2]
+                block.append(body[:-2] if body.endswith("  ") else body)
                 continue
             if text == ">" or text.startswith("> "):  # not `>>>>>>> REPLACE`
                 close()
+                quoted.append(text[2:].strip())
                 if (found := _MODEL.match(text)) is not None:
                     self.model = found.group(1)
+                    edit = _EDIT_FORMAT.search(text)
+                    self.edit_format = edit.group(1) if edit else self.edit_format
                 if (usage := tokens_line(text)) is not None:
                     self.calls.append(usage)
                     self._recorded(usage.get("sent", 0))
+                if _LINT_FIX.match(text) and _LINT_START in quoted:
+                    at = len(quoted) - 1 - quoted[::-1].index(_LINT_START)
+                    errors = "\n".join(quoted[at:-1]).strip()
+                    self._message("user", errors, number - (len(quoted) - 1 - at), run_start,
+                                  human=False)
                 continue
             if kind != "assistant":
                 if not text.strip():
@@ -110,41 +167,67 @@ class AiderReader:
                     continue
                 close()
                 kind, first = "assistant", number
+            quoted.clear()
             block.append(text)
         close()
         return self.messages[begin:]
 
-    def _message(self, kind: str, text: str, line: int, run_start: int) -> None:
+    def _message(self, kind: str, text: str, line: int, run_start: int,
+                 human: bool = True) -> None:
         conversation = max(self.runs - 1, 0)
-        if kind == "user" and text.startswith("/"):
+        if kind == "user" and text.startswith("/") and human:
             command, _, rest = text.partition(" ")
             if command in _CLEARING:
+                if any(n >= run_start for n in self.context):
+                    self.why["before a /clear or /reset"] = None
                 self.context = [n for n in self.context if n < run_start]
-                self.replies = []  # (they were of the context cleared)
+                # (the calls of the chat cleared: their prompts are gone)
+                self.replies = [c for c in self.replies if c.prompt < run_start]
+                self.editor, self.reply = False, None
                 return
             if command not in _PROMPT_COMMANDS or not rest.strip():
                 return  # a command of Aider's own: not sent to the model
             text = rest.strip()
+        model = self.model if kind == "assistant" else None
+        if kind == "user":
+            if human:  # the architect's answer, copied to the editor as its prompt?
+                answer = self.messages[self.reply] if self.reply is not None else None
+                copy = self.edit_format == "architect" and answer is not None and \
+                    text.strip() == "".join(p.text for p in answer.parts
+                                            if isinstance(p, Text)).strip()
+                self.editor, human = copy, not copy
+            self.reply = None
+        else:
+            thought, text = reasoning_split(text, self.model)
+            if thought:  # outside the context: Aider does not send it back
+                self.why["reasoning, which Aider does not send back"] = None
+                self.messages.append(Message("assistant", (Thinking(thought),), (line,),
+                                             model=model, conversation=conversation))
+            if not text:
+                return
         n = len(self.messages)
-        self.messages.append(Message(kind, (Text(text),), (line,), None, human=kind == "user",
-                                     model=self.model if kind == "assistant" else None,
+        self.messages.append(Message(kind, (Text(text),), (line,), None,
+                                     human=kind == "user" and human, model=model,
                                      conversation=conversation))
-        self.context.append(n)
+        (self.sidechain if self.editor else self.context).append(n)
+        if kind == "assistant" and not self.editor:
+            self.reply = n
 
     def _recorded(self, sent: int) -> None:
-        """A `Tokens:` line follows the reply of the call it tells of: the newest message,
-        if that is the model's (`sent` is its prompt, rounded as Aider prints it)."""
-        if sent > 0 and self.context and self.messages[self.context[-1]].role == "assistant":
-            self.replies.append(RecordedCall(self.context[-1], sent, None, self.model))
+        """A `Tokens:` line follows the reply of the call it tells of: the newest reply in
+        the chat (`sent` is its prompt, rounded as Aider prints it); a line of the
+        editor's turns tells of the editor's call, whose prompt is not the chat's."""
+        if sent > 0 and not self.editor and self.reply is not None \
+                and not any(c.prompt == self.reply for c in self.replies[-1:]):
+            self.replies.append(RecordedCall(self.reply, sent, None, self.model))
 
     def finish(self) -> tuple[list[Message], Layout]:
-        # (a file of several runs is billed per conversation, not as one prompt: no calls)
+        # each run's calls anchor that run (conversation) only
         where = {n: i for i, n in enumerate(self.context)}
-        calls = [replace(c, prompt=where[c.prompt]) for c in self.replies
-                 if c.prompt in where] if self.runs <= 1 else []
-        return [], Layout(self.context, model=self.model, usage=self._usage(),
+        calls = [replace(c, prompt=where[c.prompt]) for c in self.replies if c.prompt in where]
+        return [], Layout(self.context, self.sidechain, model=self.model, usage=self._usage(),
                           conversations=max(self.runs, 1), calls=calls,
-                          outside_why="before a /clear or /reset")
+                          outside_why="; ".join(self.why) or "before a /clear or /reset")
 
     def _usage(self) -> dict[str, Any]:
         if not self.calls:
@@ -155,8 +238,9 @@ class AiderReader:
             "input_tokens": sum(c.get("sent", 0) for c in self.calls),
             "output_tokens": sum(c.get("received", 0) for c in self.calls),
         }
-        if self.runs <= 1:  # else the context counted is every run's, not the last call's
-            usage["last_input_tokens"] = self.calls[-1].get("sent", 0)
+        if self.runs <= 1:  # else each run's own (see the calls)
+            usage["last_input_tokens"] = self.replies[-1].billed if self.replies \
+                else self.calls[-1].get("sent", 0)
         if any("cache hit" in c or "cache write" in c for c in self.calls):
             usage["cache_read_tokens"] = sum(c.get("cache hit", 0) for c in self.calls)
             usage["cache_creation_tokens"] = sum(c.get("cache write", 0) for c in self.calls)

@@ -7,21 +7,28 @@ the `system` action is the system prompt, a `message` action from the user is th
 request (from the agent, a plain reply), an action the model called a tool for
 (`tool_call_metadata`) is an assistant message — the actions of one LLM response, which
 share its `model_response.id`, are one message — and the observation that answers it is
-a tool result linked by `tool_call_id`; the workspace-context `recall` observation reaches
+a tool result linked by `tool_call_id` (of a file edit, the text the ACI editor shows the
+model, `extras.formatted_output_and_error`, where the event has one: `content` holds
+the diff, for people); the workspace-context `recall` observation reaches
 the model as a user message. Other events (agent state changes, `null` observations,
 recall actions) are the UI's only; an observation no tool call asked for (a command the
 user ran) reaches the model as a user message. A `condensation` action drops the events it names
 (`forgotten_event_ids`, or the `forgotten_events_start_id`..`end_id` range) from the
-context. Usage is `metrics.token_usages` (one entry per LLM call).
+context. Usage is `metrics.token_usages` (one entry per LLM call, by `response_id`) or,
+in a trajectory, each LLM response's own `usage`: the `prompt_tokens` of a response (the
+whole prompt, cached parts included, as LiteLLM reports it) is the prompt size of the
+call whose reply is the assistant message made of it. Calls before a condensation are
+not recorded calls of the context: their prompts held the events it forgot.
 """
 
 from __future__ import annotations
 
 import re
+from dataclasses import replace
 from typing import Any
 
 from ..jsonl import dumps
-from ..transcript import Message, Part, Text, ToolCall, ToolResult
+from ..transcript import Message, Part, RecordedCall, Text, ToolCall, ToolResult
 from .base import (
     NOT_WRITTEN,
     Layout,
@@ -65,6 +72,16 @@ def _text(value: Any) -> str:
     return "" if value is None else dumps(value).decode("utf-8", "surrogatepass")
 
 
+def _shown(event: dict[str, Any]) -> str:
+    """What the model reads of an observation: its content, but for a file edit of the
+    ACI editor, which shows the model its `formatted_output_and_error` ("File created
+    successfully at: ...") and keeps the diff in `content` for people."""
+    shown = _dict(event.get("extras")).get("formatted_output_and_error")
+    if event.get("observation") == "edit" and isinstance(shown, str) and shown:
+        return shown
+    return _text(event.get("content"))
+
+
 def _recall_text(event: dict[str, Any]) -> str:
     """What a workspace-context recall tells the model: the instructions and knowledge its
     extras hold (OpenHands renders them in its prompt template around these texts)."""
@@ -86,6 +103,10 @@ def _forgotten(event: dict[str, Any]) -> tuple[set[int], list[tuple[int, int]]]:
     start, end = args.get("forgotten_events_start_id"), args.get("forgotten_events_end_id")
     ranges = [(start, end)] if type(start) is int and type(end) is int else []
     return ids, ranges
+
+
+def _prompt_tokens(usage: Any) -> int:
+    return _count(usage.get("prompt_tokens")) if isinstance(usage, dict) else 0
 
 
 def _response(meta: dict[str, Any]) -> tuple[str | None, str, dict[str, str]]:
@@ -114,6 +135,9 @@ class OpenHandsReader:
         self.finder: LineFinder | None = None
         self.at = (0, 0)  # the event being read and its line
         self.forgotten: tuple[set[int], list[tuple[int, int]]] = (set(), [])
+        self.prompts: dict[str, int] = {}  # response id -> its prompt size
+        self.replies: list[RecordedCall] = []  # `prompt`: the reply's number, until finish
+        self.responses: dict[str, dict[str, Any]] = {}  # a trajectory's own usages, by id
 
     def located(self, path: str, data: bytes, first: int) -> None:
         """Told a trajectory's bytes: each event is at the line of its `id`."""
@@ -123,11 +147,14 @@ class OpenHandsReader:
         events = events_of(record)
         if events is None:
             raise RecordError("not an OpenHands instance ('history' of events) or event list")
+        self.prompts = {}
         if isinstance(record, dict):
             metrics = _dict(record.get("metrics"))
             usages = metrics.get("token_usages")  # usage only informs: any other value is none
-            self.calls += [u for u in usages if isinstance(u, dict)] \
-                if isinstance(usages, list) else []
+            found = [u for u in usages if isinstance(u, dict)] if isinstance(usages, list) else []
+            self.calls += found
+            self.prompts = {u["response_id"]: _prompt_tokens(u) for u in found
+                            if isinstance(u.get("response_id"), str)}
             model = _dict(_dict(record.get("metadata")).get("llm_config")).get("model")
             self.model = model if isinstance(model, str) else self.model
         start = len(self.messages)
@@ -139,6 +166,10 @@ class OpenHandsReader:
             raise RecordError(f"event {n}: {error}", at) from None
         self.messages += built
         self.context += [start + i for i, m in enumerate(built) if not self._forgets(m)]
+        for i, m in enumerate(built[self.condensed:], start + self.condensed):
+            billed = self.prompts.get(m.id or "", 0)
+            if m.role == "assistant" and billed > 0:
+                self.replies.append(RecordedCall(i, billed, None, m.model or self.model))
         self.conversations += 1
         return built
 
@@ -154,6 +185,7 @@ class OpenHandsReader:
         out: list[Message] = []
         response: str | None = None
         conversation = self.conversations
+        self.condensed = 0  # the messages before the newest condensation
         for n, e in enumerate(events):
             ident = e.get("id")
             if self.finder is not None and type(ident) is int:
@@ -167,6 +199,7 @@ class OpenHandsReader:
                 named, spans = _forgotten(e)
                 self.forgotten[0].update(named)
                 self.forgotten[1].extend(spans)
+                self.condensed = len(out)
             meta = e.get("tool_call_metadata")
             if isinstance(meta, dict) and action is not None:
                 rid, text, args = _response(meta)
@@ -180,6 +213,10 @@ class OpenHandsReader:
                                       id=rid, model=last.model, conversation=conversation)
                     continue
                 model = _dict(meta.get("model_response")).get("model")
+                usage = _dict(meta.get("model_response")).get("usage")
+                if rid is not None and _prompt_tokens(usage):
+                    self.prompts.setdefault(rid, _prompt_tokens(usage))
+                    self.responses.setdefault(rid, usage)
                 parts: list[Part] = [Text(text)] if text else []
                 out.append(Message("assistant", (*parts, call), (line,), e, id=rid,
                                    model=model if isinstance(model, str) else None,
@@ -189,8 +226,7 @@ class OpenHandsReader:
                 response = rid
             elif isinstance(meta, dict) and "observation" in e:
                 result = ToolResult(string_field(meta, "tool_call_id"),
-                                    (Text(_text(e.get("content"))),),
-                                    observation == "error")
+                                    (Text(_shown(e)),), observation == "error")
                 out.append(Message("tool", (result,), (line,), e, conversation=conversation))
             elif action == "system":
                 text = _dict(e.get("args")).get("content") or e.get("message")
@@ -212,15 +248,25 @@ class OpenHandsReader:
         return out
 
     def finish(self) -> tuple[list[Message], Layout]:
+        where = {n: i for i, n in enumerate(self.context)}
+        calls = [replace(c, prompt=where[c.prompt]) for c in self.replies if c.prompt in where]
         return [], Layout(self.context, model=self.model, usage=self._usage(),
                           outside_why="forgotten by a condensation",
-                          conversations=max(self.conversations, 1))
+                          conversations=max(self.conversations, 1), calls=calls)
 
     def _usage(self) -> dict[str, Any]:
+        source = "metrics.token_usages (one entry per LLM call)"
+        if not self.calls and self.responses:  # a trajectory: each response's own
+            source = "each LLM response's usage"
+            self.calls = [{"prompt_tokens": _prompt_tokens(u),
+                           "completion_tokens": _count(u.get("completion_tokens")),
+                           "cache_read_tokens": _count(u.get("cache_read_input_tokens")),
+                           "cache_write_tokens": _count(u.get("cache_creation_input_tokens"))}
+                          for u in self.responses.values()]
         if not self.calls:
             return {}
         usage: dict[str, Any] = {
-            "source": "metrics.token_usages (one entry per LLM call)",
+            "source": source,
             "calls": len(self.calls),
             "input_tokens": sum(_count(u.get("prompt_tokens")) for u in self.calls),
             "output_tokens": sum(_count(u.get("completion_tokens")) for u in self.calls),

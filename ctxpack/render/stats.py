@@ -120,14 +120,7 @@ def summary_lines(f: FileStats) -> list[str]:
         f"{f.tokens:,} tokens in {counted(f.messages, 'message')}, "
         f"{counted(len(f.rounds), 'round')}, {counted(f.steps, 'step')}",
     ]
-    largest = f.largest_conversation
-    if largest is not None and f.context_window:
-        billed = f.context.tokens if f.context is not None else largest["tokens"]
-        lines.append(f"context: the largest of {f.conversations:,} conversations (number "
-                     f"{largest['number']:,}) {billed:,} of {f.context_window:,} "
-                     f"({f.context_ratio or 0:.1%})")
-    else:
-        lines += context_lines(f)
+    lines += context_lines(f)
     if f.outside["messages"]:
         lines.append(f"outside the model's context: {f.outside['messages']:,} messages, "
                      f"{f.outside['tokens']:,} tokens ({f.outside['why']})")
@@ -147,8 +140,11 @@ def context_lines(f: FileStats) -> list[str]:
     if c is None:
         return []
     of = f" of {f.context_window:,} ({f.context_ratio or 0:.1%})" if f.context_window else ""
+    largest = f.largest_conversation
+    which = "" if largest is None else \
+        f" (the largest of {f.conversations:,} conversations: number {largest['number']:,})"
     if c.kind == "exact":
-        return [f"context: {c.tokens:,}{of}, exact"]
+        return [f"context{which}: {c.tokens:,}{of}, exact"]
     unlogged = f" + {round(c.overhead):,} sent but not logged" if c.overhead else ""
     how = {"calibrated": f"calibrated: {c.slope:.3g} × the count{unlogged}",
            "anchored": f"anchored on the last of {c.calls:,} recorded calls, "
@@ -156,7 +152,7 @@ def context_lines(f: FileStats) -> list[str]:
            "estimated": "estimated: counted with another tokenizer, not calibrated"}[c.kind]
     error = "error unknown" if c.error is None else \
         f"expected error ±{max(c.error, 0.001):.1%}"  # a median of 0 is no promise of 0
-    lines = [f"context as billed: {c.tokens:,}{of} ({how}; {error})"]
+    lines = [f"context as billed{which}: {c.tokens:,}{of} ({how}; {error})"]
     if c.not_in_file:
         lines.append(f"  in the file {c.visible:,}, not in the file {c.not_in_file:,} "
                      "(system prompt, tool definitions the agent sends but does not log)")

@@ -46,8 +46,8 @@ def roundtrip(path: Path, tmp_path: Path, share: float = 0.6) -> tuple[bytes, di
     report = result.report
     after = stats(out, cache=False)
     assert after.context is not None
-    # the report counts every conversation; stats bills the largest, the file total apart
-    counted = after.context.counted if after.conversations == 1 else after.tokens
+    # (stats bills a file of several conversations by its largest; the report sums them)
+    counted = after.context.counted if report.conversations == 1 else after.tokens
     assert counted == report.tokens_after
     if report.conversations == 1:  # the budget holds per conversation
         assert report.billed["tokens_after"] <= budget
