@@ -30,6 +30,7 @@ from .errors import InputError, UsageError
 from .jsonl import dumps, loads
 from .loader import load_values
 from .models import TABLE, ModelTable
+from .render import counted
 from .tokens import REPLY_PRIMING, MessageCount, TokenCounter
 from .transcript import Message
 from .workers import Remembered
@@ -196,7 +197,7 @@ class Context:
         cut = rewind_point(self._parsed, steps=None if other else steps, rounds=rounds,
                            to=to, to_round=to_round, name="<messages>")
         before, n = self._tokens, len(self._messages)
-        what = f"{steps_from(self._parsed, cut)} step(s)"
+        what = counted(steps_from(self._parsed, cut), "step")
         bill = self._bill()
         self._replace(self._messages[:cut])
         if self._call is not None and self._call.prompt >= cut:

@@ -97,6 +97,17 @@ def test_the_command_line_says_so_in_one_line(tmp_path) -> None:
     assert_clean_error(run, 2, "CTXPACK_WORKERS must be a whole number")
 
 
+@pytest.mark.parametrize("command", ["compress", "stats"])
+def test_j_sets_the_workers_of_one_file(command: str) -> None:
+    """`-j N` on one transcript is its workers' count: it stands in for the environment's."""
+    from .conftest import SAMPLES
+
+    extra = ["--dry-run"] if command == "compress" else []
+    run = ctxpack(command, str(SAMPLES / "support-chat.openai.jsonl"), *extra, "-j", "1",
+                  env={"CTXPACK_WORKERS": "many"})
+    assert run.code == 0, run.err
+
+
 def _alive(pid: int) -> bool:
     try:
         with open(f"/proc/{pid}/stat") as stat:

@@ -12,6 +12,7 @@ from typing import Annotated, Any
 import typer
 
 from ..errors import CtxpackError, UsageError
+from ..render import counted
 from .common import ForceOpt, FormatOpt, InPlaceOpt, OutputOpt, SkipOpt, app, plain, stderr
 from .write import (
     FilesArg,
@@ -119,7 +120,7 @@ def rewind(
     first, last = done.lines
     stderr().print(plain(
         f"{done.path}: {done.messages_before} → {done.messages_after} messages "
-        f"({done.steps} step(s) out, lines {first}–{last}); `ctxpack restore --only "
+        f"({counted(done.steps, 'step')} out, lines {first}–{last}); `ctxpack restore --only "
         f"{done.id}` brings them back"), markup=False)
 
 

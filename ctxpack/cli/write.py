@@ -28,6 +28,7 @@ from .common import (
     plain,
     read_config,
     stderr,
+    use_cores,
     warn,
 )
 from .flags import given, with_settings
@@ -116,8 +117,8 @@ OutDirOpt = Annotated[str | None, typer.Option(
     "it has below the folder (or as the file) given.")]
 JobsOpt = Annotated[int | None, typer.Option(
     "--jobs", "-j", metavar="N", min=1,
-    help="With many inputs: files at a time; with datasets, the cores the local engine "
-    "uses (default: every core).")]
+    help="With many inputs: files at a time; with one big file, its workers; with "
+    "datasets, the cores the local engine uses (default: every core).")]
 SkipExistingOpt = Annotated[bool, typer.Option(
     "--skip-existing", help="With many inputs (or a dataset): skip a file whose output is "
     "newer than it (a killed run resumes).")]
@@ -237,6 +238,8 @@ def compress(
     from ..compression import compress_file
     from ..render.progress import FileProgress
 
+    if jobs is not None:  # one big file's workers
+        use_cores(jobs)
     file = files[0]
     dest = _destination(file, output, in_place, force)
     _check_outputs(dest, in_place, strip_metadata, dry_run, report_json)

@@ -147,7 +147,7 @@ def context_lines(f: FileStats) -> list[str]:
         return [f"context{which}: {c.tokens:,}{of}, exact"]
     unlogged = f" + {round(c.overhead):,} sent but not logged" if c.overhead else ""
     how = {"calibrated": f"calibrated: {c.slope:.3g} × the count{unlogged}",
-           "anchored": f"anchored on the last of {c.calls:,} recorded calls, "
+           "anchored": f"anchored on the {_last_of(c.calls)}, "
                        f"+ {c.slope:.3g} × the count of what came after",
            "estimated": "estimated: counted with another tokenizer, not calibrated"}[c.kind]
     error = "error unknown" if c.error is None else \
@@ -208,3 +208,8 @@ def print_tables(console: Console, files: list[FileStats]) -> None:
         table.add_row("total", "", f"{t['conversations']:,}", f"{t['messages']:,}",
                       f"{t['tokens']:,}", f"{t['largest_conversation']:,}", "", style="bold")
         console.print(table)
+
+
+def _last_of(calls: int) -> str:
+    """`last of 24 recorded calls`, or `one recorded call`."""
+    return "one recorded call" if calls == 1 else f"last of {calls:,} recorded calls"
