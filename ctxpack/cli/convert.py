@@ -11,6 +11,7 @@ from .common import (
     FormatOpt,
     ModelOpt,
     OutputOpt,
+    SessionOpt,
     SkipOpt,
     app,
     read_config,
@@ -45,13 +46,16 @@ def convert(
     format: FormatOpt = None,
     model: ModelOpt = None,
     skip_invalid: SkipOpt = False,
+    session: SessionOpt = None,
     config: ConfigOpt = None,
 ) -> None:
     """Write a transcript as API-ready messages or as a document a person reads."""
     from ..loader import load
+    from .read import one_file
 
+    file = one_file(file, session)
     dest = _destination(file, output, in_place=False, force=False)
-    transcript = load(file, format, skip_invalid=skip_invalid)
+    transcript = load(file, format, skip_invalid=skip_invalid, session=session)
     if all_:
         from ..convert import whole_log
 
