@@ -216,15 +216,18 @@ def _fill(stat: MessageStat, count: MessageCount) -> None:
 
 def stats(source: PathOrFile | Transcript, model: str | None = None, *, format: str | None = None,
           skip_invalid: bool = False, top: int = 10, table: ModelTable = TABLE,
-          progress: Callable[[int], None] | None = None, cache: bool = True) -> FileStats:
-    """Token stats of a transcript file (streamed) or of a loaded Transcript.
+          progress: Callable[[int], None] | None = None, cache: bool = True,
+          session: str | None = None) -> FileStats:
+    """Token stats of a transcript file (streamed; of an OpenCode database, its session
+    `session` if given) or of a loaded Transcript.
 
     With `cache`, token counts persist across runs (see ctxpack.cache), so a file
     seen before, or grown since, costs only its new text.
     """
     if isinstance(source, Transcript):
         return _stats_of_transcript(source, model, top, table, cache)
-    scanner = Scanner(source, format, skip_invalid=skip_invalid, progress=progress)
+    scanner = Scanner(source, format, skip_invalid=skip_invalid, progress=progress,
+                      session=session)
     found = []
     with Workers() as workers:
         collector: StreamCounter[MessageStat] = StreamCounter(

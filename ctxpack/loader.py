@@ -51,15 +51,18 @@ class Scanner:
 
     `keep_records` keeps every line's bytes in `records`; `index` instead notes where
     each line lies in a seekable source, so its bytes can be read again later; `on_line`
-    is given each line's number and bytes as they are read.
+    is given each line's number and bytes as they are read; `session` picks one session
+    of a file of many (an OpenCode database) for a reader that has a `session` to set.
     """
 
     def __init__(self, source: PathOrFile | Source, format: str | None = None, *,
                  skip_invalid: bool = False, keep_records: bool = False,
                  index: LineIndex | None = None,
                  progress: Callable[[int], None] | None = None,
-                 on_line: Callable[[int, bytes], None] | None = None) -> None:
+                 on_line: Callable[[int, bytes], None] | None = None,
+                 session: str | None = None) -> None:
         self._source = source
+        self.session = session
         self._forced = formats.get(format) if format else None
         self.skip_invalid = skip_invalid
         self.keep_records = keep_records
@@ -168,7 +171,7 @@ class Scanner:
         """The messages of records (with their line numbers): the format sniffed from the
         first ones unless forced, each record fed to its reader."""
         pending: list[tuple[int, dict[str, Any]]] = []
-        reader = self._reader = self._forced.reader() if self._forced else None
+        reader = self._start(self._forced) if self._forced else None
         best: tuple[Format | None, int] = (None, 0)
         for number, record in numbered:
             if reader is None:
@@ -232,7 +235,7 @@ class Scanner:
                     raise _unknown(self.path, first, value)
                 if score < 2:
                     self.unsure = LOOSE
-        self.format, self._reader = fmt, fmt.reader()
+        self._start(fmt)
         if hasattr(self._reader, "located"):  # it reads lines or files beside this one
             self._reader.located(self.path, data, first)
         read = self._feed(self._reader, first, value)
@@ -251,8 +254,17 @@ class Scanner:
             fmt = formats.get(DEFAULT_FORMAT)
         elif score < 2:
             self.unsure = LOOSE
-        self.format = fmt
-        self._reader = fmt.reader()
+        return self._start(fmt)
+
+    def _start(self, fmt: Format) -> Any:
+        """The reader of `fmt`, told the session to read if one was asked for."""
+        self.format, self._reader = fmt, fmt.reader()
+        if self.session is not None:
+            if not hasattr(self._reader, "session"):
+                raise InputError(self.path, None, f"a session ({self.session}) is picked "
+                                 f"only in a file of many: this {fmt.name} file holds one",
+                                 "--session is for OpenCode's opencode.db or storage folder")
+            self._reader.session = self.session
         return self._reader
 
     def _parse(self, raw: bytes, number: int) -> dict[str, Any] | None:
@@ -412,9 +424,11 @@ def _opens_document(raw: bytes, forced: Format | None) -> bool:
 
 
 def load(source: PathOrFile, format: str | None = None, *,
-         skip_invalid: bool = False) -> Transcript:
-    """Read a whole transcript, keeping every line so that `write` gives it back exactly."""
-    scanner = Scanner(source, format, skip_invalid=skip_invalid, keep_records=True)
+         skip_invalid: bool = False, session: str | None = None) -> Transcript:
+    """Read a whole transcript, keeping every line so that `write` gives it back exactly
+    (of an OpenCode database, its session `session` if given)."""
+    scanner = Scanner(source, format, skip_invalid=skip_invalid, keep_records=True,
+                      session=session)
     return _transcript(scanner, list(scanner.messages()), tuple(scanner.records))
 
 

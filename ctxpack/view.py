@@ -153,10 +153,12 @@ class View:
 
 def view_file(source: PathOrFile, model: str | None = None, *, format: str | None = None,
               skip_invalid: bool = False, table: ModelTable = TABLE, full: bool = False,
-              round: int | None = None, grep: str | None = None) -> View:
-    """Load a transcript and build its view, counting for `model` (else the one it names)."""
+              round: int | None = None, grep: str | None = None,
+              session: str | None = None) -> View:
+    """Load a transcript (of an OpenCode database, its session `session` if given) and
+    build its view, counting for `model` (else the one it names)."""
     compile_grep(grep)  # a bad pattern fails before the file is read
-    transcript = load(source, format, skip_invalid=skip_invalid)
+    transcript = load(source, format, skip_invalid=skip_invalid, session=session)
     counter = TokenCounter(model or table.choose(transcript_models(transcript)), table)
     return build_view(transcript, counter, full=full, round=round, grep=grep,
                       flagged=model is not None)

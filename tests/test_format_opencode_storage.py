@@ -29,7 +29,7 @@ def split(export: dict, storage) -> str:
     """Write `export` as OpenCode's storage tree under `storage`; the info file's path."""
     info = export["info"]
     ses = storage / "session" / str(info["projectID"]) / f"{info['id']}.json"
-    ses.parent.mkdir(parents=True)
+    ses.parent.mkdir(parents=True, exist_ok=True)
     ses.write_text(json.dumps(info, indent=2))
     (storage / "message" / info["id"]).mkdir(parents=True)
     for m in export["messages"]:
@@ -122,6 +122,70 @@ def test_an_info_file_outside_a_storage_tree_says_where_it_belongs(tmp_path):
     assert_clean_error(ctxpack("stats", str(kept)), 2, str(kept), "no folder of its messages")
 
 
+OLDER = {"info": {"id": "ses_older", "projectID": "prj_older", "title": "old",
+                  "time": {"created": 1, "updated": 2}},
+         "messages": [{"info": {"id": "msg_older", "role": "user", "time": {"created": 1}},
+                       "parts": [{"id": "prt_older", "type": "text",
+                                  "text": "an older question"}]}]}
+
+
+def two_sessions(tmp_path):
+    """The sample tree with an older session of one question beside its own."""
+    storage = tmp_path / "storage"
+    shutil.copytree(TREE, storage)
+    split(OLDER, storage)
+    return storage
+
+
+def test_a_storage_folder_is_each_of_its_sessions(tmp_path):
+    storage = two_sessions(tmp_path)
+    for folder in (storage, storage / "session"):
+        run = ctxpack("stats", "--json", str(folder))
+        assert run.code == 0, run.err
+        files = json.loads(run.out)["files"]
+        assert [(f["format"], f["path"].rsplit("/", 1)[-1]) for f in files] == [
+            ("opencode-storage", INFO.name), ("opencode-storage", "ses_older.json")]
+        assert files[1]["messages"] == 1
+        assert files[0]["tokens"] == json.loads(ctxpack(
+            "stats", "--json", str(EXPORT)).out)["files"][0]["tokens"]
+    checked = ctxpack("validate", str(storage))
+    assert checked.code == 0 and checked.err.count(": opencode-storage,") == 2, checked.err
+
+
+def test_session_picks_one_session_of_a_storage_folder(tmp_path):
+    storage = two_sessions(tmp_path)
+    run = ctxpack("stats", "--json", "--session", "ses_older", str(storage))
+    assert run.code == 0, run.err
+    (older,) = json.loads(run.out)["files"]
+    assert older["path"].endswith("ses_older.json") and older["messages"] == 1
+    # one-file commands read the folder's newest session, or the one asked for
+    newest = ctxpack("show", "--no-pager", str(storage))
+    assert newest.code == 0 and "an older question" not in newest.out, newest.err
+    assert INFO.name in newest.out
+    older_shown = ctxpack("show", "--no-pager", "--session", "ses_older", str(storage))
+    assert older_shown.code == 0 and "an older question" in older_shown.out
+    out = tmp_path / "older.jsonl"
+    made = ctxpack("convert", str(storage / "session"), "--session", "ses_older",
+                   "--to", "openai", "-o", str(out))
+    assert made.code == 0, made.err
+    assert json.loads(out.read_text())["messages"][-1]["content"] == "an older question"
+
+
+def test_an_unknown_session_of_a_storage_folder_lists_them(tmp_path):
+    storage = two_sessions(tmp_path)
+    for command in ("stats", "show"):
+        run = ctxpack(command, "--session", "ses_nowhere", str(storage))
+        assert_clean_error(run, 2, str(storage), "no session ses_nowhere in this OpenCode "
+                           "storage folder, which holds 2:", "'Trailing space breaks book "
+                           "search' (updated 2026-06-09 11:11 UTC, 9 messages); ses_older "
+                           "'old' (updated 1970-01-01 00:00 UTC, 1 message)")
+
+
+def test_an_info_file_is_not_read_as_another_session():
+    run = ctxpack("stats", "--session", "ses_older", str(INFO))
+    assert_clean_error(run, 2, str(INFO), "not ses_older", "give the storage folder")
+
+
 @settings(max_examples=25, deadline=None)
 @given(opencode_exports())
 def test_any_export_split_into_a_tree_reads_the_same(tmp_path_factory, doc):
@@ -162,21 +226,72 @@ def test_the_db_script_writes_a_file_stats_reads_like_the_export(tmp_path):
         assert tree[key] == export[key], key
 
 
-def test_the_newest_session_of_the_db_is_read(tmp_path):
-    db = make_db(json.loads(EXPORT.read_bytes()), tmp_path / "opencode.db")
+def add_older(db: str, ident: str = "ses_older", updated: int = 2,
+              text: str = "an older question") -> None:
+    """Add a session of one question, updated at `updated` (before the sample's)."""
     con = sqlite3.connect(db)
     con.execute("INSERT INTO session (id, project_id, slug, directory, title, version, "
-                "time_created, time_updated) SELECT 'ses_older', project_id, '', '', 'old', "
-                "'', 1, 2 FROM session")
-    con.execute("INSERT INTO message VALUES ('msg_old', 'ses_older', 1, 1, ?)",
-                (json.dumps({"role": "user", "time": {"created": 1}}),))
-    con.execute("INSERT INTO part VALUES ('prt_old', 'msg_old', 'ses_older', 1, 1, ?)",
-                (json.dumps({"type": "text", "text": "an older question"}),))
+                "time_created, time_updated) SELECT ?, project_id, '', '', ?, '', 1, ? "
+                "FROM session LIMIT 1", (ident, f"title of {ident}", updated))
+    con.execute("INSERT INTO message VALUES (?, ?, 1, 1, ?)",
+                (f"msg_{ident}", ident, json.dumps({"role": "user", "time": {"created": 1}})))
+    con.execute("INSERT INTO part VALUES (?, ?, ?, 1, 1, ?)",
+                (f"prt_{ident}", f"msg_{ident}", ident,
+                 json.dumps({"type": "text", "text": text})))
     con.commit()
     con.close()
+
+
+def test_the_newest_session_of_the_db_is_read(tmp_path):
+    db = make_db(json.loads(EXPORT.read_bytes()), tmp_path / "opencode.db")
+    add_older(db)
     texts = [m.text for m in load(db).messages]
     assert "an older question" not in texts
     assert texts == [m.text for m in load(EXPORT).messages]
+
+
+def test_session_picks_another_session_of_the_db(tmp_path):
+    db = make_db(json.loads(EXPORT.read_bytes()), tmp_path / "opencode.db")
+    add_older(db)
+    assert [m.text for m in load(db, session="ses_older").messages] == ["an older question"]
+    newest = json.loads(EXPORT.read_bytes())["info"]["id"]
+    _same(load(db, session=newest), load(EXPORT))
+    run = ctxpack("stats", "--json", "--session", "ses_older", db)
+    assert run.code == 0, run.err
+    (older,) = json.loads(run.out)["files"]
+    assert (older["format"], older["messages"]) == ("opencode-db", 1)
+    shown = ctxpack("show", "--no-pager", "--session", "ses_older", db)
+    assert shown.code == 0 and "an older question" in shown.out, shown.err
+    checked = ctxpack("validate", "--session", "ses_older", db)
+    assert checked.code == 0 and "opencode-db, 1 messages: ok" in checked.err, checked.err
+    out = tmp_path / "older.md"
+    made = ctxpack("convert", db, "--session", "ses_older", "--to", "markdown", "-o", str(out))
+    assert made.code == 0, made.err
+    doc = out.read_text()
+    assert "an older question" in doc and "book" not in doc.lower()
+
+
+def test_an_unknown_session_lists_the_newest_there_are(tmp_path):
+    db = make_db(json.loads(EXPORT.read_bytes()), tmp_path / "opencode.db")
+    for n in range(6):  # older than the sample's session, ses_old5 the newest of them
+        add_older(db, f"ses_old{n}", updated=1_000 * (n + 1))
+    for command in ("stats", "show", "validate"):
+        run = ctxpack(command, "--session", "ses_nowhere", db)
+        assert_clean_error(run, 2, db, "no session ses_nowhere in this opencode.db, which "
+                           "holds 7:", "(updated 2026-06-09 11:11 UTC, 9 messages)",
+                           "ses_old5 'title of ses_old5' (updated 1970-01-01 00:00 UTC, "
+                           "1 message)", "and 2 older")
+        assert "ses_old0" not in run.err and "ses_old1" not in run.err
+    run = ctxpack("convert", db, "--session", "ses_nowhere", "--to", "openai", "-o",
+                  str(tmp_path / "out.jsonl"))
+    assert_clean_error(run, 2, "no session ses_nowhere")
+    assert not (tmp_path / "out.jsonl").exists()
+
+
+def test_session_of_a_file_of_one_session_is_refused():
+    run = ctxpack("stats", "--session", "ses_x", str(EXPORT))
+    assert_clean_error(run, 2, str(EXPORT), "this opencode file holds one",
+                       "--session is for OpenCode's opencode.db or storage folder")
 
 
 def test_compress_refuses_the_db_and_writes_nothing(tmp_path):

@@ -31,6 +31,9 @@ ModelOpt = Annotated[str | None, typer.Option(
     "(default: the model named in the transcript, else gpt-4o).")]
 SkipOpt = Annotated[bool, typer.Option(
     "--skip-invalid", help="Skip lines that cannot be read, and count them, instead of failing.")]
+SessionOpt = Annotated[str | None, typer.Option(
+    "--session", metavar="ID", help="Of OpenCode's opencode.db or storage folder, the session "
+    "to read (default: the newest; stats and validate read each of a folder's).")]
 ConfigOpt = Annotated[str | None, typer.Option(
     "--config", metavar="PATH",
         help="Config file (default: $CTXPACK_CONFIG, ./ctxpack.yaml, user config dir).")]

@@ -15,6 +15,7 @@ from .common import (
     FormatOpt,
     ModelOpt,
     OutputOpt,
+    SessionOpt,
     SkipOpt,
     app,
     read_config,
@@ -51,6 +52,7 @@ class _ConvertJob:
     format: str | None
     model: str | None
     skip_invalid: bool
+    session: str | None
     table: Any
 
 
@@ -58,7 +60,7 @@ def _converted(file: str, how: _ConvertJob) -> tuple[bytes, list[str]]:
     """The file as `how.to` has it, and what had to change (one line each)."""
     from ..loader import load
 
-    transcript = load(file, how.format, skip_invalid=how.skip_invalid)
+    transcript = load(file, how.format, skip_invalid=how.skip_invalid, session=how.session)
     if how.all_:
         from ..convert import whole_log
 
@@ -131,10 +133,16 @@ def convert(
         help="With many inputs: what became of each file, as JSON (- for stdout).")] = None,
     quiet: Annotated[bool, typer.Option(
         "--quiet", "-q", help="With many inputs: no table of the files on stderr.")] = False,
+    session: SessionOpt = None,
     config: ConfigOpt = None,
 ) -> None:
     """Write a transcript as API-ready messages or as a document a person reads."""
-    how = _ConvertJob(to, all_, full, format, model, skip_invalid, read_config(config).models)
+    from .read import one_file
+
+    how = _ConvertJob(to, all_, full, format, model, skip_invalid, session,
+                      read_config(config).models)
+    if len(files) == 1 and out_dir is None:
+        files = [one_file(files[0], session)]  # an OpenCode storage folder: one session
     if not _one_file(files, out_dir):
         if output is not None:
             raise UsageError("-o takes one input", "use --out-dir DIR for many")

@@ -20,6 +20,7 @@ from .common import (
     FormatOpt,
     ModelOpt,
     NoCacheOpt,
+    SessionOpt,
     SkipOpt,
     app,
     error,
@@ -43,9 +44,11 @@ class Files:
     results and still fails."""
 
     def __init__(self, args: list[str], in_folder: Callable[[str], list[str]] | None = None,
-                 kind: str = "*.jsonl files", urls: bool = False) -> None:
-        """`in_folder` lists the inputs a folder holds (default: its transcripts), `kind`
-        names them when there are none; with `urls`, an argument that is a URL
+                 kind: str = "*.jsonl files", urls: bool = False,
+                 session: str | None = None) -> None:
+        """`in_folder` lists the inputs a folder holds (default: its transcripts, of an
+        OpenCode storage folder its sessions, only `session` if given), `kind` names them
+        when there are none; with `urls`, an argument that is a URL
         (`s3://bucket/x.parquet`) is one input as it is, for its reader to open."""
         self.paths: list[str] = []
         self.below: dict[str, str] = {}  # each file's path below what named it
@@ -53,8 +56,8 @@ class Files:
         for arg in args:
             try:
                 found = [arg] if urls and URL.match(arg) else \
-                    _expand(arg, in_folder or _transcripts, kind)
-            except UsageError as exc:
+                    _expand(arg, in_folder or (lambda d: _transcripts(d, session)), kind)
+            except CtxpackError as exc:
                 self._said(str(exc))
                 continue
             for path in found:
@@ -103,9 +106,26 @@ def readable_file(arg: str) -> bool:
     return arg == "-" or (os.path.exists(arg) and not os.path.isdir(arg))
 
 
-def _transcripts(folder: str) -> list[str]:
+def _transcripts(folder: str, session: str | None = None) -> list[str]:
+    from ..formats.opencode_storage import session_files
+
+    sessions = session_files(folder, session)
+    if sessions is not None:  # an OpenCode storage tree: its sessions' info files
+        if not sessions:
+            raise UsageError(f"{folder}: an OpenCode storage folder that holds no session")
+        return sessions
     return sorted(str(p) for p in Path(folder).rglob("*") if p.is_file()
                   and p.suffix in TRANSCRIPT_SUFFIXES)
+
+
+def one_file(arg: str, session: str | None) -> str:
+    """The input of a one-file command: an OpenCode storage folder stands for its session
+    `session`, else its most recently updated one."""
+    if os.path.isdir(arg):
+        from ..formats.opencode_storage import session_file
+
+        return session_file(arg, session) or arg
+    return arg
 
 
 def _expand(arg: str, in_folder: Callable[[str], list[str]], kind: str) -> list[str]:
@@ -169,6 +189,7 @@ def stats(
         "--html", metavar="PATH", help="Also write a page of pictures of where each file's "
         "context went (inline SVG, readable offline).")] = None,
     skip_invalid: SkipOpt = False,
+    session: SessionOpt = None,
     no_cache: NoCacheOpt = False,
     config: ConfigOpt = None,
     messages_column: datasets.MessagesColumnOpt = None,
@@ -199,7 +220,7 @@ def stats(
                                         per_row, max_tokens, output))
     if jobs is not None:  # a big transcript's workers
         use_cores(jobs)
-    inputs = Files(files)
+    inputs = Files(files, session=session)
     if html is not None and "-" in inputs.paths:
         raise UsageError("--html reads each file again for its pictures, and stdin can be "
                          "read only once", "save it to a file first")
@@ -208,12 +229,13 @@ def stats(
     with FileProgress(inputs.paths, stderr()) as advance:
         results = list(inputs.each(lambda path: compute(
             path, model, format=transcript_format, skip_invalid=skip_invalid, top=top,
-            table=cfg.models, progress=advance(path), cache=not no_cache)))
+            table=cfg.models, progress=advance(path), cache=not no_cache, session=session)))
     if not results:
         inputs.exit_if_any_failed()
     _warn_estimates(results)
     if html is not None:
-        _write_pictures(html, results, model, transcript_format, skip_invalid, cfg.models)
+        _write_pictures(html, results, model, transcript_format, skip_invalid, cfg.models,
+                        session)
     if output == "json":
         sys.stdout.buffer.write(render.to_json(results))
     elif output == "csv":
@@ -231,7 +253,7 @@ def stats(
 
 
 def _write_pictures(dest: str, results: list[Any], model: str | None, fmt: str | None,
-                    skip_invalid: bool, table: Any) -> None:
+                    skip_invalid: bool, table: Any, session: str | None) -> None:
     """`stats --html`: each file's pictures on one page, written whole or not at all."""
     from ..breakdown import transcript_models
     from ..loader import load
@@ -243,7 +265,7 @@ def _write_pictures(dest: str, results: list[Any], model: str | None, fmt: str |
     target = _destination("-", dest, in_place=False, force=False)
     pages = []
     for r in results:
-        t = load(r.path, fmt, skip_invalid=skip_invalid)
+        t = load(r.path, fmt, skip_invalid=skip_invalid, session=session)
         counter = TokenCounter(model or table.choose(transcript_models(t)), table)
         pages.append((summary_lines(r), charts_of(t, counter, link=True)))
     _write_result(target, "-", [stats_page(pages).encode("utf-8", "replace")], None)
@@ -290,6 +312,7 @@ def show(
         help="Show only messages matching this Python regex (case-insensitive).")]
     = None,
     skip_invalid: SkipOpt = False,
+    session: SessionOpt = None,
     config: ConfigOpt = None,
     pager: Annotated[bool | None, typer.Option(
         "--pager/--no-pager", help="Page the output (default: when stdout is a terminal).")]
@@ -299,8 +322,9 @@ def show(
     from ..render.show import show as render
     from ..view import view_file
 
-    view = view_file(file, model, format=format, skip_invalid=skip_invalid,
-                     table=read_config(config).models, full=full, round=round_, grep=grep)
+    view = view_file(one_file(file, session), model, format=format, skip_invalid=skip_invalid,
+                     table=read_config(config).models, full=full, round=round_, grep=grep,
+                     session=session)
     render(view, pager=sys.stdout.isatty() if pager is None else pager)
 
 
@@ -311,6 +335,7 @@ def validate(
     format: FormatOpt = None,
     json_out: Annotated[bool, typer.Option("--json", help="Print problems as JSON.")] = False,
     skip_invalid: SkipOpt = False,
+    session: SessionOpt = None,
     messages_column: datasets.MessagesColumnOpt = None,
     id_column: datasets.IdColumnOpt = None,
     engine: datasets.EngineOpt = "local",
@@ -326,10 +351,10 @@ def validate(
         rows = datasets.rows_of(messages_column, id_column, format, None, None, False)
         raise typer.Exit(datasets.validate(files, rows, datasets.engine_of(engine, ray_address),
                                            json_out))
-    inputs = Files(files)
+    inputs = Files(files, session=session)
 
     def checked(path: str) -> tuple[Any, list[Any]]:
-        t = load(path, format, skip_invalid=skip_invalid)
+        t = load(path, format, skip_invalid=skip_invalid, session=session)
         return t, check(t)
 
     report = list(inputs.each(checked))

@@ -16,8 +16,10 @@ usage. Messages are taken in the order the database keeps them (`message` table 
 on `time_created, id` in `packages/opencode/src/session/session.sql.ts`), parts in the
 order of their ids (`part_message_id_id_idx`); both ids grow with time.
 
-The file a user points ctxpack at is the session's info file. Only it is rewritten by a
-lossless round trip; compress refuses, since OpenCode would not read a rewritten tree.
+The file a user points ctxpack at is the session's info file, or the tree's folder
+(`storage/`, or its `session/` folder), which stands for the info files of its sessions
+(`session_files`). Only an info file is rewritten by a lossless round trip; compress
+refuses, since OpenCode would not read a rewritten tree.
 
 Current OpenCode keeps the same records in SQLite (`opencode.db` in its data folder),
 in the tables of `session.sql.ts`: `session` (one row a session: `id`, `project_id`,
@@ -25,8 +27,8 @@ in the tables of `session.sql.ts`: `session` (one row a session: `id`, `project_
 `time_created`, `data`: the info as JSON without `id` and `sessionID`) and `part` (`id`,
 `message_id`, `session_id`, `data`: the part as JSON without `id`, `sessionID` and
 `messageID`) — the migration above fills them so from the tree. Given a database,
-ctxpack reads its most recently updated session (`opencode export <sessionID>` writes
-any other as JSON), opening the file read-only; compress refuses it too.
+ctxpack reads its most recently updated session, or the one a reader's `session` names
+(`--session ID`), opening the file read-only; compress refuses it too.
 """
 
 from __future__ import annotations
@@ -77,6 +79,84 @@ def _when(info: dict[str, Any]) -> int:
     return created if isinstance(created, int) else 0
 
 
+TREE = ("session", "message", "part")  # the folders side by side in storage/
+SHOWN = 5  # sessions an unknown id's message lists, the newest first
+
+
+def no_such_session(ident: str, where: str, sessions: list[tuple[str, str, int, int]]
+                    ) -> str:
+    """Why `ident` is none of the `sessions` (id, title, updated in ms, messages): the
+    sessions there are, the newest first."""
+    if not sessions:
+        return f"no session {ident} in {where}, which holds none"
+    newest = sorted(sessions, key=lambda s: (s[2], s[0]), reverse=True)
+    shown = "; ".join(f"{i} {title!r} (updated {_day(updated)}, {n} message"
+                      f"{'' if n == 1 else 's'})" for i, title, updated, n in newest[:SHOWN])
+    more = f" and {len(newest) - SHOWN} older" if len(newest) > SHOWN else ""
+    return (f"no session {ident} in {where}, which holds {len(newest)}: "
+            f"{shown}{more}")
+
+
+def _day(ms: int) -> str:
+    from datetime import datetime, timezone
+
+    return datetime.fromtimestamp(ms / 1000, timezone.utc).strftime("%Y-%m-%d %H:%M UTC")
+
+
+def storage_of(folder: str) -> str | None:
+    """The storage/ tree `folder` is (or whose session/ folder it is), or None: a tree
+    has the session, message and part folders side by side."""
+    folder = os.path.abspath(folder)
+    tree = os.path.dirname(folder) if os.path.basename(folder) == "session" else folder
+    return tree if all(os.path.isdir(os.path.join(tree, sub)) for sub in TREE) else None
+
+
+def session_files(folder: str, session: str | None = None) -> list[str] | None:
+    """The info files of the sessions of the storage tree `folder` stands for (only
+    `session`'s, when given; an unknown id is refused with the sessions there are), or
+    None when it is no storage tree."""
+    tree = storage_of(folder)
+    if tree is None:
+        return None
+    base = os.path.join(folder, "session") if os.path.abspath(folder) == tree else folder
+    found = sorted(str(p) for p in Path(base).glob("*/ses_*.json") if p.is_file())
+    if session is None:
+        return found
+    picked = [f for f in found if os.path.basename(f) == f"{session}.json"]
+    if picked:
+        return picked
+    raise InputError(folder, None, no_such_session(session, "this OpenCode storage folder",
+                                                   _tree_sessions(tree, found)))
+
+
+def session_file(folder: str, session: str | None = None) -> str | None:
+    """The info file of one session of the storage tree `folder` stands for: `session`'s,
+    else the most recently updated one (as of a database); None when it is no storage
+    tree or holds no session."""
+    found = session_files(folder, session)
+    if not found:
+        return None
+    tree = storage_of(folder)
+    assert tree is not None
+    listed = zip(_tree_sessions(tree, found), found, strict=True)
+    return max(listed, key=lambda s: (s[0][2], s[0][0]))[1]
+
+
+def _tree_sessions(tree: str, infos: list[str]) -> list[tuple[str, str, int, int]]:
+    out = []
+    for path in infos:
+        info = _read(path)
+        ident = os.path.basename(path)[:-len(".json")]
+        when = info.get("time") if isinstance(info.get("time"), dict) else {}
+        updated = when.get("updated", when.get("created"))
+        messages = os.path.join(tree, "message", ident)
+        count = len([n for n in os.listdir(messages) if n.endswith(".json")]) \
+            if os.path.isdir(messages) else 0
+        out.append((ident, str(info.get("title", "")),
+                    updated if isinstance(updated, int) else 0, count))
+    return out
+
+
 def export_of(path: str, session: dict[str, Any]) -> dict[str, Any]:
     """The `opencode export` document of the session whose info file is `path`."""
     project = os.path.dirname(os.path.abspath(path))
@@ -105,6 +185,7 @@ class OpenCodeStorageReader:
     def __init__(self) -> None:
         self.path = ""
         self.export = OpenCodeReader()
+        self.session: str | None = None  # the session to read (else the file's own)
 
     @property
     def model(self) -> str | None:
@@ -118,7 +199,12 @@ class OpenCodeStorageReader:
         if not looks_like_session_info(record):
             raise RecordError("not an OpenCode session info file: no 'ses_' id with its "
                               "'projectID' and 'time'")
-        return self.export.feed(line, export_of(self.path, record))
+        export = export_of(self.path, record)
+        if self.session is not None and export["info"]["id"] != self.session:
+            raise RecordError(f"this info file is session {export['info']['id']}, not "
+                              f"{self.session}: give the storage folder to pick one of its "
+                              "sessions")
+        return self.export.feed(line, export)
 
     def finish(self) -> tuple[list, Layout]:
         return self.export.finish()
@@ -126,8 +212,8 @@ class OpenCodeStorageReader:
 
 class OpenCodeStorageFormat:
     name = "opencode-storage"
-    description = ("an OpenCode session in its storage/ folder tree "
-                   "(give storage/session/<projectID>/<sessionID>.json)")
+    description = ("an OpenCode session in its storage/ folder tree (give the storage/ "
+                   "folder, or storage/session/<projectID>/<sessionID>.json)")
     document = True  # the info file is one JSON value
     why_not_written = NOT_WRITTEN
 
@@ -152,17 +238,26 @@ def _json(text: Any, what: str) -> dict[str, Any]:
     return value
 
 
-def export_from_db(db: sqlite3.Connection) -> dict[str, Any]:
-    """The `opencode export` document of the database's most recently updated session."""
+def export_from_db(db: sqlite3.Connection, session: str | None = None) -> dict[str, Any]:
+    """The `opencode export` document of the database's session `session` (LookupError
+    naming the sessions there are if it holds none of that id), else of its most recently
+    updated one."""
     have = {row[0] for row in db.execute("SELECT name FROM sqlite_master WHERE type = 'table'")}
     missing = [t for t in TABLES if t not in have]
     if missing:
         raise RecordError(f"a SQLite database without OpenCode's {', '.join(missing)} "
                           f"table{'s' if len(missing) > 1 else ''}: not an opencode.db")
-    row = db.execute("SELECT id, project_id, title, version, time_created, time_updated "
-                     "FROM session ORDER BY time_updated DESC, id DESC LIMIT 1").fetchone()
-    if row is None:
-        raise RecordError("an opencode.db that holds no session")
+    columns = "SELECT id, project_id, title, version, time_created, time_updated FROM session "
+    if session is None:
+        row = db.execute(columns + "ORDER BY time_updated DESC, id DESC LIMIT 1").fetchone()
+        if row is None:
+            raise RecordError("an opencode.db that holds no session")
+    else:
+        row = db.execute(columns + "WHERE id = ?", (session,)).fetchone()
+        if row is None:
+            raise LookupError(no_such_session(session, "this opencode.db", list(db.execute(
+                "SELECT s.id, s.title, s.time_updated, (SELECT count(*) FROM message m "
+                "WHERE m.session_id = s.id) FROM session s"))))
     ident, project, title, version, created, updated = row
     messages: dict[str, dict[str, Any]] = {}
     for msg, data in db.execute("SELECT id, data FROM message WHERE session_id = ? "
@@ -188,17 +283,20 @@ class OpenCodeDbReader(OpenCodeStorageReader):
         try:
             db = sqlite3.connect(f"{Path(self.path).resolve().as_uri()}?mode=ro", uri=True)
             try:
-                export = export_from_db(db)
+                export = export_from_db(db, self.session)
             finally:
                 db.close()
         except sqlite3.Error as exc:
             raise RecordError(f"cannot read this SQLite database: {exc}") from None
+        except LookupError as exc:  # no session of the id asked for
+            raise InputError(self.path, None, str(exc)) from None
         return self.export.feed(line, export)
 
 
 class OpenCodeDbFormat:
     name = "opencode-db"
-    description = "OpenCode's SQLite opencode.db (its most recently updated session)"
+    description = ("OpenCode's SQLite opencode.db (its most recently updated session, "
+                   "or --session ID)")
     magic = SQLITE_MAGIC  # a binary file: read by its reader from the path
     document = True
     why_not_written = NOT_WRITTEN
