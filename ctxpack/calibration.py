@@ -299,6 +299,23 @@ def prompt_size(usage: Any) -> int:
     return billed
 
 
+def compaction_agent(t: Transcript) -> bool:
+    """Whether `t` is the file of the side-agent Claude Code runs to summarize a
+    conversation it compacts (agentId `acompact-...`): its prompt is mostly that parent
+    conversation, which its own file does not hold."""
+    return t.format == "claude-code" and any(
+        isinstance(m.raw, dict) and str(m.raw.get("agentId") or "").startswith("acompact-")
+        for m in t.messages[:1])
+
+
+def unlogged_cause(t: Transcript) -> str:
+    """What the part of `t`'s bill not in its file mostly is."""
+    return ("the parent conversation this agent summarizes" if compaction_agent(t)
+            else "system prompt, tool definitions the agent sends but does not log")
+
+
+# The fewest calls a fit is written to the config from (half of them held out to score it)
+LEAST_CALLS = 4
 STEP_GROWTH = 500  # counted tokens two calls must differ by for a slope to be read off
 # How far a model's slope may be from the one the shipped table gives its family (the
 # table's own entries differ by 0.02-0.1), and how far one step's slope strays where too
@@ -330,6 +347,8 @@ class Fitted:
     overhead: int
     error: float | None
     worst: float | None
+    # why the fit cannot stand as the model's entry in a config ("": it can)
+    untrusted: str = ""
 
     def to_dict(self) -> dict[str, object]:
         return dict(vars(self))
@@ -352,24 +371,41 @@ def calibrate(transcripts: Iterable[Transcript], table: ModelTable = TABLE) -> l
     """Fit each model's slope and overhead on the calls the transcripts record: the slope
     read off the first half of each file's calls, shrunk toward the table's (`shrunk`), the
     overhead their median gap; the error is of the second half, held out."""
-    points: dict[str, list[list[tuple[int, int]]]] = {}
+    # (model, whether of a compaction side-agent) -> each run's (counted, billed) points;
+    # a compaction agent's are fitted apart, since what it sends unlogged is the parent
+    # conversation, not what the model's other calls send
+    points: dict[tuple[str, bool], list[list[tuple[int, int]]]] = {}
     for t in transcripts:
         recorded = [c for c in t.calls if c.billed > 0 and c.prompt > 0]  # (see loader)
+        side = compaction_agent(t)
         for calls in by_conversation(t, recorded):  # (each conversation a run of its own)
             model = calls[-1].model or t.model or usual_model(t.format) or "?"
             counter = TokenCounter(model if table.find(model) else None, table)
             counted = prompt_sizes(t, calls, counter)
-            points.setdefault(model, []).append(list(zip(counted, (c.billed for c in calls),
-                                                         strict=True)))
+            points.setdefault((model, side), []).append(
+                list(zip(counted, (c.billed for c in calls), strict=True)))
     out = []
-    for model, files in sorted(points.items()):
+    for (model, side), files in sorted(points.items()):
         fit_half = [f[:max(1, len(f) // 2)] for f in files]
         held = [f[max(1, len(f) // 2):] for f in files]
         slopes = [x for f in fit_half for x in step_slopes(f)]
         slope = round(shrunk(slopes, slope_of(model, table)), 3)
         overhead = max(0.0, statistics.median(b - slope * c for f in fit_half for c, b in f))
         errors = [abs(slope * c + overhead - b) / b for f in held for c, b in f if b > 0]
-        out.append(Fitted(model, len(files), sum(map(len, files)), len(slopes), slope,
-                          round(overhead), round(statistics.median(errors), 4) if errors
-                          else None, round(max(errors), 4) if errors else None))
+        calls = sum(map(len, files))
+        out.append(Fitted(model, len(files), calls, len(slopes), slope, round(overhead),
+                          round(statistics.median(errors), 4) if errors else None,
+                          round(max(errors), 4) if errors else None,
+                          untrusted(model, side, calls, bool(errors))))
     return out
+
+
+def untrusted(model: str, side: bool, calls: int, held_out: bool) -> str:
+    """Why a fit cannot be written as `model`'s entry, for every file of it ("": it can)."""
+    if model == "?":
+        return "no model named"
+    if side:
+        return "a compaction side-agent: its overhead is the conversation it summarizes"
+    if calls < LEAST_CALLS or not held_out:
+        return f"{calls} call{'s' if calls != 1 else ''}, fewer than {LEAST_CALLS}"
+    return ""

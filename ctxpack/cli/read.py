@@ -467,13 +467,20 @@ def calibrate(
             error = "-" if f.error is None else f"{f.error:.1%}"
             worst = "-" if f.worst is None else f"{f.worst:.1%}"
             slope = f"{f.slope:g}" + ("" if f.steps else " (table)")
-            out.add_row(f.model, str(f.files), str(f.calls), slope, f"{f.overhead:,}", error,
-                        worst)
+            out.add_row(f.model + (" *" if f.untrusted else ""), str(f.files), str(f.calls),
+                        slope, f"{f.overhead:,}", error, worst)
+        if any(f.untrusted for f in fitted):
+            out.caption = "* not fit to stand as the model's entry (see below)"
         Console().print(out)
     if write_config:
         from ..config import add_calibrations
 
-        add_calibrations(write_config, fitted)
-        stderr().print(f"wrote {len(fitted)} calibration(s) to {write_config}",
+        for f in fitted:
+            if f.untrusted:
+                stderr().print(f"not writing {f.model}: {f.untrusted}", highlight=False)
+        trusted = [f for f in fitted if not f.untrusted]
+        if trusted:
+            add_calibrations(write_config, trusted)
+        stderr().print(f"wrote {len(trusted)} calibration(s) to {write_config}",
                        highlight=False)
     inputs.exit_if_any_failed()

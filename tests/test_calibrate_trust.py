@@ -1,0 +1,78 @@
+"""`calibrate --write-config` writes a fit only where it can stand as the model's entry for
+every file of it: not from a few calls, a model nobody named, or Claude Code's compaction
+side-agent (whose unlogged part is the conversation it summarizes)."""
+
+from __future__ import annotations
+
+import json
+from dataclasses import replace
+from pathlib import Path
+
+from ctxpack.calibration import LEAST_CALLS, calibrate
+from ctxpack.config import load_config
+from ctxpack.loader import load
+
+from .conftest import SAMPLES
+from .helpers import ctxpack as run_ctxpack
+
+CLAUDE_CODE = SAMPLES / "coding-agent.claude-code.jsonl"
+
+
+def first_calls(tmp_path: Path, calls: int) -> Path:
+    """The sample cut after the line of its `calls`-th recorded response."""
+    out, ids = [], set()
+    for line in CLAUDE_CODE.read_text().splitlines():
+        r = json.loads(line)
+        if r.get("type") == "assistant" and r["message"].get("usage"):
+            ids.add(r["message"]["id"])
+            if len(ids) > calls:
+                break
+        out.append(line)
+    path = tmp_path / f"first-{calls}.jsonl"
+    path.write_text("\n".join(out) + "\n")
+    return path
+
+
+def compaction_agent(tmp_path: Path) -> Path:
+    """The sample written as Claude Code writes its compaction side-agent's file."""
+    lines = [json.dumps({**json.loads(line), "isSidechain": True, "agentId": "acompact-1f2e3d"})
+             for line in CLAUDE_CODE.read_text().splitlines()]
+    path = tmp_path / "agent-acompact-1f2e3d.jsonl"
+    path.write_text("\n".join(lines) + "\n")
+    return path
+
+
+def test_a_fit_from_too_few_calls_is_shown_but_not_written(tmp_path: Path) -> None:
+    config = tmp_path / "config.yaml"
+    run = run_ctxpack("calibrate", str(first_calls(tmp_path, 2)), "--write-config",
+                      str(config))
+    assert run.code == 0, run.err
+    assert "claude-opus-4-6 *" in run.out  # the table still shows it, marked
+    assert f"not writing claude-opus-4-6: 2 calls, fewer than {LEAST_CALLS}" in run.err
+    assert "wrote 0 calibration(s)" in run.err and not config.exists()
+
+
+def test_a_compaction_agent_is_fitted_apart_and_not_written(tmp_path: Path) -> None:
+    config = tmp_path / "config.yaml"
+    run = run_ctxpack("calibrate", str(compaction_agent(tmp_path)), str(CLAUDE_CODE),
+                      "--json", "--write-config", str(config))
+    assert run.code == 0, run.err
+    rows = json.loads(run.out)
+    side = [r for r in rows if r["untrusted"]]
+    main = [r for r in rows if not r["untrusted"]]
+    assert len(side) == len(main) == 1 and side[0]["files"] == main[0]["files"] == 1
+    assert "compaction side-agent" in side[0]["untrusted"]
+    assert "not writing claude-opus-4-6: a compaction side-agent" in run.err
+    written = load_config(str(config)).models.calibration("claude-opus-4-6")
+    assert written is not None and written.overhead == main[0]["overhead"]
+    assert "wrote 1 calibration(s)" in run.err
+
+
+def test_a_fit_of_no_named_model_is_untrusted() -> None:
+    t = load(CLAUDE_CODE)
+    t = replace(t, format="cline", model=None,
+                calls=tuple(replace(c, model=None) for c in t.calls))
+    (fitted,) = calibrate([t])
+    assert fitted.model == "?" and fitted.untrusted == "no model named"
+    (real,) = calibrate([load(CLAUDE_CODE)])
+    assert real.calls >= LEAST_CALLS and real.untrusted == ""
