@@ -13,7 +13,7 @@ from dataclasses import dataclass, field, replace
 from typing import Any
 
 from .bulk import StreamCounter
-from .calibration import Bill, bill_for
+from .calibration import Bill, bill_for, unlogged_cause
 from .formats import usual_model
 from .formats.base import OUTSIDE_WHY, Layout
 from .loader import PathOrFile, Scanner
@@ -142,6 +142,7 @@ class FileStats:
     # a file of several conversations, the largest one's (each is its own prompt)
     context: Bill | None = None
     file_context: int | None = None  # the file's conversations together, as billed
+    not_in_file_why: str = ""  # what the part of the bill not in the file mostly is
     # what counting cost (cache hits, texts tokenized, workers); not part of the JSON schema
     counting: dict[str, Any] = field(default_factory=dict, compare=False, repr=False)
 
@@ -164,7 +165,8 @@ class FileStats:
             "skipped": self.skipped, "usage": self.usage, "format_unsure": self.unsure,
             "context": None if self.context is None else {
                 **self.context.to_dict(), "file_tokens": self.file_context
-                if self.file_context is not None else self.context.tokens},
+                if self.file_context is not None else self.context.tokens,
+                "not_in_file_why": self.not_in_file_why},
         }
 
 
@@ -234,7 +236,9 @@ def stats(source: PathOrFile | Transcript, model: str | None = None, *, format: 
             model, table, lambda: [scanner.named_model, scanner.usual_model], _fill,
             cache=cache, workers=workers)
         try:
+            first = None
             for message in scanner.messages():
+                first = first or message
                 found.append(stat := message_stat(message))
                 collector.add(message, stat)
             counter = collector.done()
@@ -246,6 +250,7 @@ def stats(source: PathOrFile | Transcript, model: str | None = None, *, format: 
                         format=scanner.format.name, lines=scanner.lines,
                         size=scanner.bytes_read, skipped=skipped, flagged=model is not None)
     result.unsure = scanner.unsure
+    result.not_in_file_why = unlogged_cause(scanner.format.name, first)
     result.counting = collector.tally
     return result
 
@@ -279,6 +284,7 @@ def _stats_of_transcript(t: Transcript, model: str | None, top: int,
                         lines=len(t.records), size=size, skipped=skipped,
                         flagged=model is not None)
     result.unsure = t.unsure
+    result.not_in_file_why = unlogged_cause(t.format, next(iter(ordered), None))
     result.counting = collector.tally
     return result
 

@@ -33,7 +33,7 @@ from .errors import UsageError
 from .formats import usual_model
 from .models import TABLE, ModelTable
 from .tokens import REPLY_PRIMING, TokenCounter
-from .transcript import RecordedCall, Transcript
+from .transcript import Message, RecordedCall, Transcript
 
 Call = RecordedCall
 
@@ -299,18 +299,18 @@ def prompt_size(usage: Any) -> int:
     return billed
 
 
-def compaction_agent(t: Transcript) -> bool:
-    """Whether `t` is the file of the side-agent Claude Code runs to summarize a
-    conversation it compacts (agentId `acompact-...`): its prompt is mostly that parent
-    conversation, which its own file does not hold."""
-    return t.format == "claude-code" and any(
-        isinstance(m.raw, dict) and str(m.raw.get("agentId") or "").startswith("acompact-")
-        for m in t.messages[:1])
+def compaction_agent(format: str, first: Message | None) -> bool:
+    """Whether a file of `format` whose first message is `first` is the side-agent Claude
+    Code runs to summarize a conversation it compacts (agentId `acompact-...`): its prompt
+    is mostly that parent conversation, which its own file does not hold."""
+    return format == "claude-code" and first is not None and isinstance(first.raw, dict) \
+        and str(first.raw.get("agentId") or "").startswith("acompact-")
 
 
-def unlogged_cause(t: Transcript) -> str:
-    """What the part of `t`'s bill not in its file mostly is."""
-    return ("the parent conversation this agent summarizes" if compaction_agent(t)
+def unlogged_cause(format: str = "", first: Message | None = None) -> str:
+    """What the part of a file's bill not in the file mostly is (see `compaction_agent`)."""
+    return ("mostly the parent conversation this agent summarizes, not a system prompt"
+            if compaction_agent(format, first)
             else "system prompt, tool definitions the agent sends but does not log")
 
 
@@ -377,7 +377,7 @@ def calibrate(transcripts: Iterable[Transcript], table: ModelTable = TABLE) -> l
     points: dict[tuple[str, bool], list[list[tuple[int, int]]]] = {}
     for t in transcripts:
         recorded = [c for c in t.calls if c.billed > 0 and c.prompt > 0]  # (see loader)
-        side = compaction_agent(t)
+        side = compaction_agent(t.format, next(iter(t.messages), None))
         for calls in by_conversation(t, recorded):  # (each conversation a run of its own)
             model = calls[-1].model or t.model or usual_model(t.format) or "?"
             counter = TokenCounter(model if table.find(model) else None, table)

@@ -52,7 +52,12 @@ def print_report(console: Console, report: Report, *, dry_run: bool = False) -> 
         _seen(console, r.seen)
     if r.llm:
         _llm(console, r.llm)
-    if not r.changed:
+    if not r.changed and r.trigger and billed > r.trigger:
+        console.print(f"nothing could be cut, though the context is billed above the trigger "
+                      f"({billed:,} > {r.trigger:,})"
+                      + (f": {b['not_in_file']:,} of it is not in the file" if b else ""),
+                      highlight=False)
+    elif not r.changed:
         console.print("nothing to do: the transcript is within every limit", highlight=False)
     for warning in r.warnings:
         console.print(f"[yellow]warning:[/yellow] {escape(warning)}")

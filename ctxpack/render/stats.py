@@ -12,6 +12,7 @@ from rich.markup import escape
 from rich.table import Table
 
 from ..breakdown import SCHEMA_VERSION, FileStats
+from ..calibration import unlogged_cause
 from . import counted
 
 CSV_ROLES = ("system", "developer", "user", "assistant", "tool", "reasoning", "priming")
@@ -154,8 +155,8 @@ def context_lines(f: FileStats) -> list[str]:
         f"expected error ±{max(c.error, 0.001):.1%}"  # a median of 0 is no promise of 0
     lines = [f"context as billed{which}: {c.tokens:,}{of} ({how}; {error})"]
     if c.not_in_file:
-        lines.append(f"  in the file {c.visible:,}, not in the file {c.not_in_file:,} "
-                     "(system prompt, tool definitions the agent sends but does not log)")
+        why = f.not_in_file_why or unlogged_cause()
+        lines.append(f"  in the file {c.visible:,}, not in the file {c.not_in_file:,} ({why})")
     return lines
 
 
