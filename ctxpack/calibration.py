@@ -47,6 +47,7 @@ UNLOGGED: dict[str, int] = {"claude-code": 25_000, "codex": 5_500}
 # more calls; anchored: 0.0-0.3%, 1% allowing for a call after a compaction).
 CALIBRATED_ERROR = 0.05
 ANCHORED_ERROR = 0.01
+LEAST_ERROR = 0.001  # the least expected error an anchored count is given
 KINDS = ("exact", "calibrated", "anchored", "estimated")
 # The least share of the calibrated count a file's last recorded prompt may be for the
 # file's own ratio to stand for the slope (the corpus: Cline 0.93, Gemini with its thoughts
@@ -221,7 +222,8 @@ def bill(counts: Sequence[int], calls: Sequence[Call], *, model: str | None, for
         tokens = round(slope * counted + overhead)
         steps = [abs(anchored(slope, calls[k - 1].billed, prompts[k - 1], prompts[k])
                      - calls[k].billed) / calls[k].billed for k in range(1, len(calls))]
-        error = statistics.median(steps) if steps else ANCHORED_ERROR
+        # (a median of 0 over a file's calls is no promise of 0 on the next)
+        error = max(statistics.median(steps), LEAST_ERROR) if steps else ANCHORED_ERROR
         return _bill("anchored", tokens, slope, overhead, counted, round(error, 4), len(calls))
     overhead = found.overhead if found is not None and found.overhead is not None \
         else UNLOGGED.get(format, 0)

@@ -13,7 +13,7 @@ from hypothesis import strategies as st
 
 import ctxpack
 from ctxpack.breakdown import stats
-from ctxpack.calibration import bill, slope_of
+from ctxpack.calibration import LEAST_ERROR, bill, slope_of
 from ctxpack.compression import compress_file
 from ctxpack.compression.settings import Options
 from ctxpack.config import load_config
@@ -275,3 +275,13 @@ def test_a_session_that_goes_on_after_compress_anchors_on_its_newest_call(
     after = stats(out, cache=False).context
     assert after is not None and after.kind == "anchored"
     assert after.calls == 1 and billed < after.tokens < billed + 20  # + its short reply
+
+
+def test_json_and_text_give_the_same_least_anchored_error() -> None:
+    # calls growing exactly as the count: a median error of 0 is still shown as 0.1%
+    counts = [1_000] * 6
+    calls = [RecordedCall(k, round(1.21 * (1_000 * k + 3)) + 20_000, None, "claude-opus-4-6")
+             for k in (1, 3, 5)]
+    b = bill(counts, calls, model="claude-opus-4-6", format="claude-code", exact=False,
+             estimated=False)
+    assert b.kind == "anchored" and b.error == b.to_dict()["error"] == LEAST_ERROR

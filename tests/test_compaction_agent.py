@@ -54,3 +54,4 @@ def test_compress_over_the_trigger_with_nothing_to_cut_does_not_say_within_limit
     assert "billed above the trigger (170,100 > 160,000)" in run.err
     assert "not in the file" in run.err
 
+

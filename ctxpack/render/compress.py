@@ -37,7 +37,7 @@ def print_report(console: Console, report: Report, *, dry_run: bool = False) -> 
     billed = b["tokens_after"] if b else r.tokens_after
     if b and b["kind"] != "exact":
         error = "error unknown" if b["error"] is None else \
-            f"expected error ±{max(b['error'], 0.001):.1%}"
+            f"expected error ±{b['error']:.1%}"
         console.print(f"billed ({b['kind']}; {error}): {b['tokens_before']:,} -> "
                       f"{b['tokens_after']:,} tokens, {b['not_in_file']:,} of them sent but "
                       "not in the file", highlight=False)

@@ -152,7 +152,7 @@ def context_lines(f: FileStats) -> list[str]:
                        f"+ {c.slope:.3g} × the count of what came after",
            "estimated": "estimated: counted with another tokenizer, not calibrated"}[c.kind]
     error = "error unknown" if c.error is None else \
-        f"expected error ±{max(c.error, 0.001):.1%}"  # a median of 0 is no promise of 0
+        f"expected error ±{c.error:.1%}"
     lines = [f"context as billed{which}: {c.tokens:,}{of} ({how}; {error})"]
     if c.not_in_file:
         why = f.not_in_file_why or unlogged_cause()
