@@ -136,6 +136,8 @@ class Scanner:
             if record is not None:
                 yield from self._records(chain([(number, record)], self._parsed(lines)))
                 return
+        if not self.skipped:
+            raise InputError(self.path, None, EMPTY)
         yield from self._records(iter(()))
 
     def _whole_object(self, raw: bytes, number: int) -> bool:
@@ -329,6 +331,8 @@ class Scanner:
             self.boundary = number
         return out
 
+
+EMPTY = "the file is empty (nothing but blank space): no transcript of any format"
 
 JSONL_NAMES = (".jsonl", ".ndjson")  # a file named so is read line by line
 
