@@ -328,7 +328,9 @@ def parse_document(data: bytes, path: str, line: int) -> Any:
         except InputError as err:
             where = line + data.count(b"\n", 0, getattr(exc, "pos", 0))
             problem = err.problem.replace("truncated last line", "truncated document")
-            raise InputError(path, where, problem, err.hint) from None
+            # a whole document has no line to skip: --skip-invalid would not help
+            hint = err.hint and err.hint.replace("; --skip-invalid skips it", "")
+            raise InputError(path, where, problem, hint) from None
 
 
 def _parse_slow(raw: bytes, path: str, line: int) -> Any:

@@ -10,7 +10,7 @@ from __future__ import annotations
 import os
 from collections.abc import Callable, Iterator, Sequence
 from dataclasses import replace
-from itertools import chain
+from itertools import chain, islice
 from typing import IO, Any
 
 import orjson
@@ -40,6 +40,7 @@ from .transcript import (
 )
 
 SNIFF_RECORDS = 50
+HEADLESS_LINES = 500  # lines a text without its opening line is judged from
 DEFAULT_FORMAT = "openai"
 PROGRESS_STEP = 1 << 20  # bytes read between two calls of a progress callback
 
@@ -128,6 +129,11 @@ class Scanner:
                     yield from self._document(number, raw, lines)
                     return
             if self._forced is None and not self.skip_invalid and _not_json(raw):
+                head = [(number, raw), *islice(lines, HEADLESS_LINES)]
+                fmt, self.unsure = formats.sniff_headless(b"".join(r for _, r in head))
+                if fmt is not None:
+                    yield from self._document(number, raw, chain(head[1:], lines), fmt)
+                    return
                 what = looks_like_text(self.path, raw)
                 raise InputError(self.path, number, f"this is not JSON: it looks like {what}, "
                                  "which ctxpack does not read",
@@ -136,6 +142,8 @@ class Scanner:
             if record is not None:
                 yield from self._records(chain([(number, record)], self._parsed(lines)))
                 return
+        if not self.skipped:
+            raise InputError(self.path, None, EMPTY)
         yield from self._records(iter(()))
 
     def _whole_object(self, raw: bytes, number: int) -> bool:
@@ -236,6 +244,8 @@ class Scanner:
                 if score < 2:
                     self.unsure = LOOSE
         self._start(fmt)
+        if self.unsure and hasattr(self._reader, "headless"):
+            self._reader.headless = True  # (formats.sniff_headless took it)
         if hasattr(self._reader, "located"):  # it reads lines or files beside this one
             self._reader.located(self.path, data, first)
         read = self._feed(self._reader, first, value)
@@ -329,6 +339,8 @@ class Scanner:
             self.boundary = number
         return out
 
+
+EMPTY = "the file is empty (nothing but blank space): no transcript of any format"
 
 JSONL_NAMES = (".jsonl", ".ndjson")  # a file named so is read line by line
 

@@ -167,14 +167,22 @@ def test_load_raises_input_error_with_path_and_line(tmp_path):
     assert (info.value.path, info.value.line) == (str(path), 2)
 
 
-def test_empty_file_is_an_empty_transcript(tmp_path):
-    path = tmp_path / "empty.jsonl"
-    path.write_bytes(b"")
-    run = ctxpack("stats", "--json", str(path))
-    assert run.code == 0, run.err
-    doc = json.loads(run.out)["files"][0]
-    assert (doc["messages"], doc["tokens"]) == (0, 0)
-    assert ctxpack("validate", str(path)).code == 0
+@pytest.mark.parametrize("name,data", [("empty.jsonl", b""), ("empty.json", b""),
+                                       ("blank.md", b"  \n\n\t\n")])
+def test_an_empty_file_is_no_transcript(tmp_path, name, data):
+    path = tmp_path / name
+    path.write_bytes(data)
+    out = tmp_path / "out.jsonl"
+    for args in (("stats",), ("show",), ("validate",), ("compress", "-o", str(out)),
+                 ("convert", "--to", "openai", "-o", str(out))):
+        assert_clean_error(ctxpack(*args, str(path)), 2, str(path), "empty")
+        assert not out.exists()
+    good = tmp_path / "good.jsonl"
+    good.write_bytes(GOOD)
+    many = ctxpack("stats", "--json", str(path), str(good))
+    assert many.code == 2 and f"{path}: the file is empty" in many.err, many.err
+    [read] = [f for f in json.loads(many.out)["files"] if f.get("messages")]
+    assert read["messages"] == 1
 
 
 def test_blank_lines_are_kept_and_ignored(tmp_path):

@@ -344,16 +344,15 @@ def test_damaged_archive_is_a_clean_error(chat: Path, tmp_path: Path) -> None:
 
 
 @pytest.mark.parametrize("data", [b"", b"\n\n"], ids=["empty", "blank lines"])
-def test_an_empty_transcript_is_left_as_it_is(tmp_path: Path, data: bytes) -> None:
+def test_an_empty_file_is_refused_and_nothing_is_written(tmp_path: Path, data: bytes) -> None:
     path = tmp_path / "empty.jsonl"
     path.write_bytes(data)
     run = ctxpack("compress", str(path), "--budget", "10", "-o", str(tmp_path / "out.jsonl"))
-    assert run.code == 0, run.err
-    assert "nothing to do" in run.err and "Traceback" not in run.err
-    assert (tmp_path / "out.jsonl").read_bytes() == data
+    assert_clean_error(run, 2, str(path), "empty")
+    assert not (tmp_path / "out.jsonl").exists()
     piped = ctxpack("compress", "-", "-q", input=data)
-    assert piped.code == 0 and piped.out.encode() == data
-    assert ctxpack("restore", str(tmp_path / "out.jsonl")).out.encode() == data
+    assert_clean_error(piped, 2, "<stdin>", "empty")
+    assert piped.out == ""
 
 
 def _rewrite(path: Path, how: str) -> None:

@@ -209,3 +209,13 @@ def test_a_one_line_file_named_jsonl_is_read_as_jsonl(tmp_path: Path) -> None:
     assert (lines.format, lines.unsure) == ("openai-conversations", "")
     assert whole.format == "json-messages" and "openai-conversations" in whole.unsure
     assert [m.text for m in lines.messages] == [m.text for m in whole.messages]
+
+
+@pytest.mark.parametrize("one_line", [False, True], ids=["pretty", "one line"])
+def test_a_gemini_session_with_no_messages_is_still_gemini_cli(one_line: bool) -> None:
+    # its sessionId and projectHash mark it; an empty `messages` list marks nothing
+    doc = {"sessionId": "s1", "projectHash": "ab12", "startTime": "2025-06-01T10:00:00Z",
+           "lastUpdated": "2025-06-01T10:00:00Z", "kind": "main", "messages": []}
+    data = json.dumps(doc, indent=None if one_line else 2).encode()
+    t = load(io.BytesIO(data))
+    assert (t.format, len(t.messages), t.unsure) == ("gemini-cli", 0, "")

@@ -89,6 +89,19 @@ def test_broken_document_names_the_line(tmp_path):
         load(io.BytesIO(b'[\n  {"role": "user", "content": "hi"}'))
 
 
+def test_a_truncated_document_gives_no_hint_that_cannot_help(tmp_path):
+    # a whole document cut short has no line --skip-invalid could skip; a JSONL file does
+    doc = tmp_path / "run.json"
+    doc.write_text('[\n  {"role": "user", "content": "hi"},\n  {"role": "assist')
+    for args in ((), ("--skip-invalid",)):
+        run = ctxpack("stats", *args, str(doc))
+        assert_clean_error(run, 2, f"{doc}:", "truncated document")
+        assert "--skip-invalid" not in run.err and "still be being written" in run.err
+    lines = tmp_path / "run.jsonl"
+    lines.write_text('{"role": "user", "content": "hi"}\n{"role": "assist')
+    assert_clean_error(ctxpack("stats", str(lines)), 2, f"{lines}:2:", "--skip-invalid")
+
+
 def test_a_document_with_no_messages_is_a_clean_error(tmp_path):
     path = tmp_path / "x.json"
     path.write_text('{\n  "name": "not a transcript"\n}\n')

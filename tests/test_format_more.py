@@ -841,3 +841,20 @@ def test_any_cline_ui_log_round_trips_and_reads_its_requests(log, indent):
     assert replies == finished
     assert t.usage["output_tokens"] == sum(tokens_out)
     assert t.usage["input_tokens"] == sum(tokens_in)
+
+
+def test_an_aider_log_cut_above_its_first_prompt_is_read_as_aider_but_unsure(tmp_path):
+    body = ("> Model: gpt-4o with diff edit format\n\n#### explain a.py  \n\n"
+            "It prints the sum.\n\n> Tokens: 1.2k sent, 40 received.\n\n")
+    whole = load(io.BytesIO(f"# aider chat started at 2026-01-01 10:00:00\n\n{body}".encode()))
+    path = tmp_path / "cut.md"
+    path.write_text(body)
+    cut = load(path)
+    assert cut.format == "aider" and "'####' prompts" in cut.unsure and not whole.unsure
+    assert [(m.role, m.text) for m in cut.messages] == \
+        [(m.role, m.text) for m in whole.messages] and len(cut.messages) == 2
+    assert cut.usage == whole.usage
+    assert "format unsure" in ctxpack("stats", str(path)).out
+    # Markdown with no such lines is still refused as Markdown
+    path.write_text("# Notes\n\n#### a heading\n\nsome text\n")
+    assert_clean_error(ctxpack("stats", str(path)), 2, "looks like Markdown")

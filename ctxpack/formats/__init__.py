@@ -53,6 +53,16 @@ def sniff_text(first_line: bytes) -> Format | None:
     return None
 
 
+def sniff_headless(head: bytes) -> tuple[Format | None, str]:
+    """The text format whose files these first lines are, though without the line that
+    opens them (cut off), and why it is taken; (None, "") if none."""
+    for fmt in FORMATS.values():
+        why = fmt.headless(head) if hasattr(fmt, "headless") else ""
+        if why:
+            return fmt, why
+    return None, ""
+
+
 def sniff_magic(first_line: bytes) -> Format | None:
     """The binary format (a database) whose files open with its `magic` bytes, if any."""
     for fmt in FORMATS.values():
@@ -80,4 +90,4 @@ def _register_builtin() -> None:
 _register_builtin()
 
 __all__ = ["FORMATS", "Format", "Layout", "Reader", "RecordError", "get", "register", "sniff",
-           "sniff_magic", "sniff_text", "usual_model"]
+           "sniff_headless", "sniff_magic", "sniff_text", "usual_model"]

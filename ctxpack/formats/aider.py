@@ -107,10 +107,13 @@ class AiderReader:
         self.reply: int | None = None  # the newest reply in the chat, until a prompt
         self.editor = False  # in the editor's turns of an architect answer
         self.why: dict[str, None] = {}  # why messages are outside the context, in order
+        self.headless = False  # the file lacks its START line (see AiderFormat.headless)
 
     def feed(self, line: int, record: Any) -> list[Message]:
         if not isinstance(record, str) or not record.lstrip().startswith(START):
-            raise RecordError(f"an Aider chat history opens with {START!r}")
+            if not (self.headless and isinstance(record, str)):
+                raise RecordError(f"an Aider chat history opens with {START!r}")
+            self.runs = 1  # one run, whose header line was cut off
         run_start = 0
         kind: str | None = None  # what the lines in `block` are: "user" or "assistant"
         block: list[str] = []
@@ -260,6 +263,16 @@ class AiderFormat:
 
     def sniff_text(self, first_line: bytes) -> bool:
         return first_line.lstrip(b"\xef\xbb\xbf").startswith(START.encode())
+
+    def headless(self, head: bytes) -> str:
+        """Why a text without the START line is read as Aider's, from its first lines
+        (`head`): a `####` prompt and a `> Tokens:` report; "" when it is not."""
+        lines = head.splitlines()
+        if any(ln.startswith(b"#### ") for ln in lines) and \
+                any(ln.startswith(b"> Tokens: ") for ln in lines):
+            return (f"no {START!r} line opens it: read as an Aider chat history from its "
+                    "'####' prompts and '> Tokens:' lines")
+        return ""
 
     def reader(self) -> AiderReader:
         return AiderReader()

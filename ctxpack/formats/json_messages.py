@@ -165,6 +165,10 @@ class JsonMessagesFormat:
                                         or isinstance(m["role"], str) and sniff_message(m) == 0)
                for ms in lists for m in ms):
             return 0
+        # no message at all marks nothing: a format whose own keys the value carries (a
+        # Gemini CLI session of `messages: []`) claims it more surely
+        if not any(lists):
+            return 1
         # a bare array of plain {role, content} messages (no system prompt, tool call or
         # result among them) fits other readers as well: taken, but not surely
         if isinstance(record, list) and lists == [record] and not any(

@@ -55,7 +55,7 @@ class ConversationsFormat:
         if any(isinstance(m, dict) and isinstance(m.get("role"), str) and sniff_message(m) == 0
                for m in messages):
             return 0
-        return 2
+        return 2 if messages else 1  # an empty list marks no format
 
     def editor(self, transcript: Any) -> OpenAIEditor:
         return OpenAIEditor()  # the messages are Chat Completions dicts
