@@ -388,6 +388,12 @@ def test_a_truncated_cline_task_counts_what_its_last_request_sent(path, exact_to
     assert 0 < recorded - f["tokens"] < 20_000, (recorded, f["tokens"])
 
 
+# a result's text, not the person's reply Cline sends the same way (`<feedback>` and the
+# like make a "Result:" block the person's message)
+results = texts.filter(lambda t: not any(tag in t for tag in
+                                         ("<task>", "<feedback>", "<answer>", "<user_message>")))
+
+
 @st.composite
 def cline_histories(draw):
     history = [{"role": "user", "ts": 1,
@@ -396,8 +402,8 @@ def cline_histories(draw):
         history.append({"role": "assistant", "ts": 2 * n + 2,
                         "content": [{"type": "text", "text": draw(texts)}]})
         tool = draw(st.sampled_from(["read_file", "search_files"]))
-        blocks = [{"type": "text", "text": f"[{tool} for '{draw(texts)}'] Result:"},
-                  {"type": "text", "text": draw(texts)}]
+        blocks = [{"type": "text", "text": f"[{tool} for '{draw(results)}'] Result:"},
+                  {"type": "text", "text": draw(results)}]
         if draw(st.booleans()):
             blocks.append({"type": "text", "text": "<environment_details>\nx\n"
                            "</environment_details>"})
