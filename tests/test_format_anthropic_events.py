@@ -115,7 +115,7 @@ events = st.lists(st.one_of(
                                                   "is_error": e}), texts, st.booleans()),
     st.just(("span.model_request_start", {})),
     st.just(("agent.thinking", {})),
-), max_size=30)
+), min_size=1, max_size=30)  # (an empty file is no transcript: refused)
 
 
 @settings(max_examples=150, deadline=None)

@@ -613,8 +613,8 @@ def test_an_empty_transcript_sends_nothing(server: ChatServer, tmp_path: Path) -
     path = write(tmp_path, [], "empty.jsonl")
     run = ctxpack("compress", str(path), "-o", str(tmp_path / "o.jsonl"), "--strategy", "llm",
                   "--llm-base-url", server.base_url)
-    assert run.code == 0, run.err
-    assert server.requests == [] and (tmp_path / "o.jsonl").read_bytes() == b""
+    assert run.code == 2 and "the file is empty" in run.err, run.err  # refused, in one line
+    assert server.requests == [] and not (tmp_path / "o.jsonl").exists()
 
 
 def test_a_huge_one_line_output_is_cut_to_the_window(server: ChatServer, tmp_path: Path) -> None:
