@@ -477,15 +477,21 @@ def test_opencode_context_starts_at_the_last_compaction():
     assert roundtrip(data) == data
 
 
-def test_openhands_condensation_forgets_the_events_it_names():
-    def run(i, cid):
-        meta = {"function_name": "execute_bash", "tool_call_id": cid,
-                "model_response": {"id": f"r{cid}", "choices": [{"message": {"content": ""}}]}}
-        return [{"id": i, "source": "agent", "action": "run", "args": {"command": f"ls {i}"},
-                 "tool_call_metadata": meta},
-                {"id": i + 1, "source": "agent", "observation": "run", "cause": i,
-                 "content": f"out {i}", "tool_call_metadata": {"tool_call_id": cid}}]
+def openhands_run(i, cid, usage=None):
+    """An OpenHands `run` action (event i, call cid, the response's usage if given) and the
+    observation it causes (event i + 1)."""
+    response = {"id": f"r{cid}", "choices": [{"message": {"content": ""}}]}
+    if usage is not None:
+        response["usage"] = usage
+    meta = {"function_name": "execute_bash", "tool_call_id": cid, "model_response": response}
+    return [{"id": i, "source": "agent", "action": "run", "args": {"command": f"ls {i}"},
+             "tool_call_metadata": meta},
+            {"id": i + 1, "source": "agent", "observation": "run", "cause": i,
+             "content": f"out {i}", "tool_call_metadata": {"tool_call_id": cid}}]
 
+
+def test_openhands_condensation_forgets_the_events_it_names():
+    run = openhands_run
     events = [{"id": 0, "source": "user", "action": "message", "args": {"content": "go"}},
               *run(1, "a"), *run(3, "b"),
               {"id": 5, "source": "agent", "action": "condensation",
@@ -544,13 +550,7 @@ def test_openhands_a_file_edit_shows_the_model_what_the_aci_editor_does(tmp_path
 
 def test_openhands_calls_before_a_condensation_are_not_the_contexts():
     def run(i, cid):
-        meta = {"function_name": "execute_bash", "tool_call_id": cid,
-                "model_response": {"id": f"r{cid}", "choices": [{"message": {"content": ""}}],
-                                   "usage": {"prompt_tokens": 1000 * i}}}
-        return [{"id": i, "source": "agent", "action": "run", "args": {"command": f"ls {i}"},
-                 "tool_call_metadata": meta},
-                {"id": i + 1, "source": "agent", "observation": "run", "cause": i,
-                 "content": f"out {i}", "tool_call_metadata": {"tool_call_id": cid}}]
+        return openhands_run(i, cid, usage={"prompt_tokens": 1000 * i})
 
     events = [{"id": 0, "source": "user", "action": "message", "args": {"content": "go"}},
               *run(1, "a"), *run(3, "b"),

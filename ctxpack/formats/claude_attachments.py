@@ -108,46 +108,52 @@ def _todos(a: Attachment) -> list[str]:
     return [text]
 
 
-def _deferred_tools(a: Attachment) -> list[str]:
-    out = []
-    if added := _lines(a.get("addedLines")):
-        out.append(f"The following deferred tools are now available via {TOOL_SEARCH}. Their "
-                   "schemas are NOT loaded \u2014 calling them directly will fail with "
-                   f"InputValidationError. Use {TOOL_SEARCH} with query "
-                   '"select:<name>[,<name>...]" to load tool schemas before calling them:\n'
-                   + "\n".join(added))
-    if removed := _lines(a.get("removedNames")):
-        out.append("The following deferred tools are no longer available (their MCP server "
-                   f"disconnected). Do not search for them \u2014 {TOOL_SEARCH} will return no "
-                   "match:\n" + "\n".join(removed))
-        out.append(AMBIENT)
+def _listing(added: str, removed: str) -> list[str]:
+    """A listing attachment's text: what was added, then what was removed (and the note
+    that follows a removal); nothing when neither is there."""
+    out = [added] if added else []
+    if removed:
+        out += [removed, AMBIENT]
     return ["\n\n".join(out)] if out else []
+
+
+def _deferred_tools(a: Attachment) -> list[str]:
+    added = removed = ""
+    if names := _lines(a.get("addedLines")):
+        added = (f"The following deferred tools are now available via {TOOL_SEARCH}. Their "
+                 "schemas are NOT loaded \u2014 calling them directly will fail with "
+                 f"InputValidationError. Use {TOOL_SEARCH} with query "
+                 '"select:<name>[,<name>...]" to load tool schemas before calling them:\n'
+                 + "\n".join(names))
+    if names := _lines(a.get("removedNames")):
+        removed = ("The following deferred tools are no longer available (their MCP server "
+                   f"disconnected). Do not search for them \u2014 {TOOL_SEARCH} will return no "
+                   "match:\n" + "\n".join(names))
+    return _listing(added, removed)
 
 
 def _mcp_instructions(a: Attachment) -> list[str]:
-    out = []
+    added = removed = ""
     if blocks := _lines(a.get("addedBlocks")):
-        out.append("# MCP Server Instructions\n\nThe following MCP servers have provided "
-                   "instructions for how to use their tools and resources:\n\n"
-                   + "\n\n".join(blocks))
-    if removed := _lines(a.get("removedNames")):
-        out.append("The following MCP servers have disconnected. Their instructions above no "
-                   "longer apply:\n" + "\n".join(removed))
-        out.append(AMBIENT)
-    return ["\n\n".join(out)] if out else []
+        added = ("# MCP Server Instructions\n\nThe following MCP servers have provided "
+                 "instructions for how to use their tools and resources:\n\n"
+                 + "\n\n".join(blocks))
+    if names := _lines(a.get("removedNames")):
+        removed = ("The following MCP servers have disconnected. Their instructions above no "
+                   "longer apply:\n" + "\n".join(names))
+    return _listing(added, removed)
 
 
 def _agents(a: Attachment) -> list[str]:
-    out = []
-    if added := _lines(a.get("addedLines")):
+    added = removed = ""
+    if lines := _lines(a.get("addedLines")):
         head = ("Available agent types for the Agent tool:" if a.get("isInitial") is True
                 else "New agent types are now available for the Agent tool:")
-        out.append(head + "\n" + "\n".join(added))
-    if removed := _lines(a.get("removedTypes")):
-        out.append("The following agent types are no longer available:\n"
-                   + "\n".join(f"- {r}" for r in removed))
-        out.append(AMBIENT)
-    return ["\n\n".join(out)] if out else []
+        added = head + "\n" + "\n".join(lines)
+    if types := _lines(a.get("removedTypes")):
+        removed = ("The following agent types are no longer available:\n"
+                   + "\n".join(f"- {r}" for r in types))
+    return _listing(added, removed)
 
 
 NOTIFICATION = ("[SYSTEM NOTIFICATION - NOT USER INPUT]\nThis is an automated background-task "
