@@ -5,6 +5,7 @@ and bad trees and databases."""
 from __future__ import annotations
 
 import json
+import os
 import runpy
 import shutil
 import sqlite3
@@ -14,6 +15,7 @@ import sys
 from hypothesis import given, settings
 
 from ctxpack.checks import validate
+from ctxpack.formats.opencode_storage import session_file
 from ctxpack.loader import load, write
 
 from .conftest import SAMPLES
@@ -179,6 +181,40 @@ def test_an_unknown_session_of_a_storage_folder_lists_them(tmp_path):
                            "storage folder, which holds 2:", "'Trailing space breaks book "
                            "search' (updated 2026-06-09 11:11 UTC, 9 messages); ses_older "
                            "'old' (updated 1970-01-01 00:00 UTC, 1 message)")
+
+
+def many_sessions(storage, count: int, newest: int, messages: int = 4) -> None:
+    """`count` sessions of `messages` message files each; session `newest` was updated
+    last though created early, and its id and message count mark it in no other way."""
+    for n in range(count):
+        ident = f"ses_{n:04d}"
+        updated = 10**12 if n == newest else 1000 * n + 1
+        info = {"id": ident, "projectID": f"prj_{n % 3}", "title": f"session {n}",
+                "time": {"created": 1000 * n, "updated": updated}}
+        (storage / "session" / info["projectID"]).mkdir(parents=True, exist_ok=True)
+        (storage / "session" / info["projectID"] / f"{ident}.json").write_text(
+            json.dumps(info))
+        (storage / "message" / ident).mkdir(parents=True)
+        for k in range(messages + (n == count - 1)):
+            (storage / "message" / ident / f"msg_{n:04d}_{k}.json").write_text(
+                json.dumps({"role": "user", "time": {"created": 1000 * n + k}}))
+    (storage / "part").mkdir(exist_ok=True)
+
+
+def test_the_newest_session_is_found_from_the_info_files_alone(tmp_path, monkeypatch):
+    storage = tmp_path / "storage"
+    many_sessions(storage, 300, newest=17)
+    listed: list[str] = []
+    for name in ("listdir", "scandir"):
+        real = getattr(os, name)
+        monkeypatch.setattr(os, name, lambda path=".", real=real: (
+            listed.append(os.fspath(path)), real(path))[1])
+    for folder in (storage, storage / "session"):
+        picked = session_file(str(folder))
+        assert picked is not None and picked.endswith(os.path.join("prj_2", "ses_0017.json"))
+    assert listed, "the session folders are listed"
+    # picking among 300 sessions reads none of their 1,201 message files
+    assert not [p for p in listed if os.path.join("storage", "message") in p]
 
 
 def test_an_info_file_is_not_read_as_another_session():

@@ -74,9 +74,16 @@ def _records(folder: str) -> list[dict[str, Any]]:
     return [{**_read(os.path.join(folder, n)), "id": n[:-len(".json")]} for n in names]
 
 
-def _when(info: dict[str, Any]) -> int:
-    created = info.get("time", {}).get("created") if isinstance(info.get("time"), dict) else None
-    return created if isinstance(created, int) else 0
+def _time(info: dict[str, Any], key: str) -> int:
+    """The info's `time.<key>` in ms (0 when it has none)."""
+    when = info.get("time")
+    value = when.get(key) if isinstance(when, dict) else None
+    return value if isinstance(value, int) else 0
+
+
+def _updated(info: dict[str, Any]) -> int:
+    """When a session was last updated (else created), the time OpenCode lists them by."""
+    return _time(info, "updated") or _time(info, "created")
 
 
 TREE = ("session", "message", "part")  # the folders side by side in storage/
@@ -122,7 +129,7 @@ def session_files(folder: str, session: str | None = None) -> list[str] | None:
     found = sorted(str(p) for p in Path(base).glob("*/ses_*.json") if p.is_file())
     if session is None:
         return found
-    picked = [f for f in found if os.path.basename(f) == f"{session}.json"]
+    picked = [f for f in found if _ident(f) == session]
     if picked:
         return picked
     raise InputError(folder, None, no_such_session(session, "this OpenCode storage folder",
@@ -131,29 +138,27 @@ def session_files(folder: str, session: str | None = None) -> list[str] | None:
 
 def session_file(folder: str, session: str | None = None) -> str | None:
     """The info file of one session of the storage tree `folder` stands for: `session`'s,
-    else the most recently updated one (as of a database); None when it is no storage
-    tree or holds no session."""
+    else the most recently updated one (as OpenCode lists them); None when it is no
+    storage tree or holds no session. Only the info files are read, not the messages."""
     found = session_files(folder, session)
     if not found:
         return None
-    tree = storage_of(folder)
-    assert tree is not None
-    listed = zip(_tree_sessions(tree, found), found, strict=True)
-    return max(listed, key=lambda s: (s[0][2], s[0][0]))[1]
+    return max(found, key=lambda path: (_updated(_read(path)), _ident(path)))
+
+
+def _ident(info_file: str) -> str:
+    return os.path.basename(info_file)[:-len(".json")]
 
 
 def _tree_sessions(tree: str, infos: list[str]) -> list[tuple[str, str, int, int]]:
+    """Each session's id, title, update time and messages (OpenCode's files of them)."""
     out = []
     for path in infos:
-        info = _read(path)
-        ident = os.path.basename(path)[:-len(".json")]
-        when = info.get("time") if isinstance(info.get("time"), dict) else {}
-        updated = when.get("updated", when.get("created"))
+        info, ident = _read(path), _ident(path)
         messages = os.path.join(tree, "message", ident)
         count = len([n for n in os.listdir(messages) if n.endswith(".json")]) \
             if os.path.isdir(messages) else 0
-        out.append((ident, str(info.get("title", "")),
-                    updated if isinstance(updated, int) else 0, count))
+        out.append((ident, str(info.get("title", "")), _updated(info), count))
     return out
 
 
@@ -168,7 +173,7 @@ def export_of(path: str, session: dict[str, Any]) -> dict[str, Any]:
     messages_dir = os.path.join(storage, "message", ident)
     if not os.path.isdir(messages_dir):
         raise RecordError(f"no folder of its messages: {messages_dir} is missing")
-    infos = sorted(_records(messages_dir), key=lambda m: (_when(m), m["id"]))
+    infos = sorted(_records(messages_dir), key=lambda m: (_time(m, "created"), m["id"]))
     messages = []
     for info in infos:
         parts_dir = os.path.join(storage, "part", info["id"])
