@@ -179,8 +179,9 @@ def test_an_unknown_session_of_a_storage_folder_lists_them(tmp_path):
         run = ctxpack(command, "--session", "ses_nowhere", str(storage))
         assert_clean_error(run, 2, str(storage), "no session ses_nowhere in this OpenCode "
                            "storage folder, which holds 2:", "'Trailing space breaks book "
-                           "search' (updated 2026-06-09 11:11 UTC, 9 messages); ses_older "
-                           "'old' (updated 1970-01-01 00:00 UTC, 1 message)")
+                           "search' (updated 2026-06-09 11:11 UTC, 9 OpenCode messages); "
+                           "ses_older 'old' (updated 1970-01-01 00:00 UTC, 1 OpenCode "
+                           "message)")
 
 
 def many_sessions(storage, count: int, newest: int, messages: int = 4) -> None:
@@ -314,9 +315,9 @@ def test_an_unknown_session_lists_the_newest_there_are(tmp_path):
     for command in ("stats", "show", "validate"):
         run = ctxpack(command, "--session", "ses_nowhere", db)
         assert_clean_error(run, 2, db, "no session ses_nowhere in this opencode.db, which "
-                           "holds 7:", "(updated 2026-06-09 11:11 UTC, 9 messages)",
+                           "holds 7:", "(updated 2026-06-09 11:11 UTC, 9 OpenCode messages)",
                            "ses_old5 'title of ses_old5' (updated 1970-01-01 00:00 UTC, "
-                           "1 message)", "and 2 older")
+                           "1 OpenCode message)", "and 2 older")
         assert "ses_old0" not in run.err and "ses_old1" not in run.err
     run = ctxpack("convert", db, "--session", "ses_nowhere", "--to", "openai", "-o",
                   str(tmp_path / "out.jsonl"))

@@ -93,11 +93,13 @@ SHOWN = 5  # sessions an unknown id's message lists, the newest first
 def no_such_session(ident: str, where: str, sessions: list[tuple[str, str, int, int]]
                     ) -> str:
     """Why `ident` is none of the `sessions` (id, title, updated in ms, messages): the
-    sessions there are, the newest first."""
+    sessions there are, the newest first. Their messages are OpenCode's records, a reply
+    with its tool calls and results one, so the count is named as OpenCode's: stats
+    counts the tool results as messages of their own."""
     if not sessions:
         return f"no session {ident} in {where}, which holds none"
     newest = sorted(sessions, key=lambda s: (s[2], s[0]), reverse=True)
-    shown = "; ".join(f"{i} {title!r} (updated {_day(updated)}, {n} message"
+    shown = "; ".join(f"{i} {title!r} (updated {_day(updated)}, {n} OpenCode message"
                       f"{'' if n == 1 else 's'})" for i, title, updated, n in newest[:SHOWN])
     more = f" and {len(newest) - SHOWN} older" if len(newest) > SHOWN else ""
     return (f"no session {ident} in {where}, which holds {len(newest)}: "
