@@ -131,7 +131,7 @@ class OpenHandsReader:
         self.context: list[int] = []
         self.conversations = 0
         self.model: str | None = None
-        self.calls: list[dict[str, Any]] = []
+        self.usages: list[dict[str, Any]] = []  # metrics.token_usages, one a call
         self.finder: LineFinder | None = None
         self.at = (0, 0)  # the event being read and its line
         self.forgotten: tuple[set[int], list[tuple[int, int]]] = (set(), [])
@@ -152,7 +152,7 @@ class OpenHandsReader:
             metrics = _dict(record.get("metrics"))
             usages = metrics.get("token_usages")  # usage only informs: any other value is none
             found = [u for u in usages if isinstance(u, dict)] if isinstance(usages, list) else []
-            self.calls += found
+            self.usages += found
             self.prompts = {u["response_id"]: _prompt_tokens(u) for u in found
                             if isinstance(u.get("response_id"), str)}
             model = _dict(_dict(record.get("metadata")).get("llm_config")).get("model")
@@ -160,13 +160,13 @@ class OpenHandsReader:
         start = len(self.messages)
         self.forgotten = (set(), [])  # of this conversation
         try:
-            built = self._conversation(line, events)
+            built, condensed = self._conversation(line, events)
         except RecordError as error:  # a field of the wrong type: name the event and its line
             n, at = self.at
             raise RecordError(f"event {n}: {error}", at) from None
         self.messages += built
         self.context += [start + i for i, m in enumerate(built) if not self._forgets(m)]
-        for i, m in enumerate(built[self.condensed:], start + self.condensed):
+        for i, m in enumerate(built[condensed:], start + condensed):
             billed = self.prompts.get(m.id or "", 0)
             if m.role == "assistant" and billed > 0:
                 self.replies.append(RecordedCall(i, billed, None, m.model or self.model))
@@ -181,11 +181,14 @@ class OpenHandsReader:
         ids, ranges = self.forgotten
         return ident in ids or any(start <= ident <= end for start, end in ranges)
 
-    def _conversation(self, line: int, events: list[dict[str, Any]]) -> list[Message]:
+    def _conversation(self, line: int, events: list[dict[str, Any]]
+                      ) -> tuple[list[Message], int]:
+        """The messages of one conversation's events, and how many of them came before
+        its newest condensation (calls before it are not calls of the context)."""
         out: list[Message] = []
         response: str | None = None
         conversation = self.conversations
-        self.condensed = 0  # the messages before the newest condensation
+        condensed = 0
         for n, e in enumerate(events):
             ident = e.get("id")
             if self.finder is not None and type(ident) is int:
@@ -199,7 +202,7 @@ class OpenHandsReader:
                 named, spans = _forgotten(e)
                 self.forgotten[0].update(named)
                 self.forgotten[1].extend(spans)
-                self.condensed = len(out)
+                condensed = len(out)
             meta = e.get("tool_call_metadata")
             if isinstance(meta, dict) and action is not None:
                 rid, text, args = _response(meta)
@@ -245,7 +248,7 @@ class OpenHandsReader:
                 # an observation no tool call asked for (a command the user ran) reaches
                 # the model as a user message
                 out.append(Message("user", (Text(text),), (line,), e, conversation=conversation))
-        return out
+        return out, condensed
 
     def finish(self) -> tuple[list[Message], Layout]:
         where = {n: i for i, n in enumerate(self.context)}
@@ -255,27 +258,26 @@ class OpenHandsReader:
                           conversations=max(self.conversations, 1), calls=calls)
 
     def _usage(self) -> dict[str, Any]:
-        source = "metrics.token_usages (one entry per LLM call)"
-        if not self.calls and self.responses:  # a trajectory: each response's own
+        calls, source = self.usages, "metrics.token_usages (one entry per LLM call)"
+        if not calls and self.responses:  # a trajectory: each response's own
             source = "each LLM response's usage"
-            self.calls = [{"prompt_tokens": _prompt_tokens(u),
-                           "completion_tokens": _count(u.get("completion_tokens")),
-                           "cache_read_tokens": _count(u.get("cache_read_input_tokens")),
-                           "cache_write_tokens": _count(u.get("cache_creation_input_tokens"))}
-                          for u in self.responses.values()]
-        if not self.calls:
+            calls = [{"prompt_tokens": _prompt_tokens(u),
+                      "completion_tokens": _count(u.get("completion_tokens")),
+                      "cache_read_tokens": _count(u.get("cache_read_input_tokens")),
+                      "cache_write_tokens": _count(u.get("cache_creation_input_tokens"))}
+                     for u in self.responses.values()]
+        if not calls:
             return {}
         usage: dict[str, Any] = {
             "source": source,
-            "calls": len(self.calls),
-            "input_tokens": sum(_count(u.get("prompt_tokens")) for u in self.calls),
-            "output_tokens": sum(_count(u.get("completion_tokens")) for u in self.calls),
-            "cache_read_tokens": sum(_count(u.get("cache_read_tokens")) for u in self.calls),
-            "cache_creation_tokens": sum(_count(u.get("cache_write_tokens"))
-                                         for u in self.calls),
+            "calls": len(calls),
+            "input_tokens": sum(_count(u.get("prompt_tokens")) for u in calls),
+            "output_tokens": sum(_count(u.get("completion_tokens")) for u in calls),
+            "cache_read_tokens": sum(_count(u.get("cache_read_tokens")) for u in calls),
+            "cache_creation_tokens": sum(_count(u.get("cache_write_tokens")) for u in calls),
         }
         if self.conversations == 1:
-            usage["last_input_tokens"] = _count(self.calls[-1].get("prompt_tokens"))
+            usage["last_input_tokens"] = _count(calls[-1].get("prompt_tokens"))
         return usage
 
 
