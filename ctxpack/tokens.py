@@ -322,6 +322,8 @@ class TokenCounter:
 
     def plan(self, message: Message, need: Callable[[str], int | Key]) -> MessagePlan:
         """The message's count as sums, texts replaced by what `need` says of them."""
+        # a `joined` message pays it too: sent as a block of the message before it, it
+        # costs tokens of its own (BENCHMARKS.md, "a joined attachment still pays ...")
         overhead: Pending = [TOKENS_PER_MESSAGE, need(message.role)]
         if message.name:
             overhead += [need(message.name), TOKENS_PER_NAME]
