@@ -125,8 +125,9 @@ class Scanner:
                 return
             if raw.lstrip()[:1] == b"{":
                 after, lines = _peek(lines)
-                if after is None and self._whole_object(raw, number):
-                    yield from self._document(number, raw, lines)
+                whole = self._whole_object(raw, number) if after is None else None
+                if whole is not None:
+                    yield from self._document(number, raw, lines, parsed=whole)
                     return
             if self._forced is None and not self.skip_invalid and _not_json(raw):
                 head = [(number, raw), *islice(lines, HEADLESS_LINES)]
@@ -146,28 +147,33 @@ class Scanner:
             raise InputError(self.path, None, EMPTY)
         yield from self._records(iter(()))
 
-    def _whole_object(self, raw: bytes, number: int) -> bool:
-        """Is this object, the file's only line, read as a whole document (a minified
-        .traj or Gemini session), rather than as a file of one JSONL record? It is when
-        a format that reads documents claims it at least as surely as a line format;
-        when both claim it as surely, `unsure` says which was taken and why. A file named
-        as JSONL (convert's one request body, say) is read as such."""
+    def _whole_object(self, raw: bytes, number: int) -> tuple[Format, Any] | None:
+        """The format and value of this object, the file's only line, if it is read as a
+        whole document (a minified .traj or Gemini session) rather than as a file of one
+        JSONL record; None if not. It is when a format that reads documents claims it at
+        least as surely as a line format; when both claim it as surely, `unsure` says
+        which was taken and why. A file named as JSONL (convert's one request body, say)
+        is read as such."""
         if self._forced is not None:
-            return bool(getattr(self._forced, "document", False))
+            if not getattr(self._forced, "document", False):
+                return None
+            return self._forced, parse_document(raw, self.path, number)
         if self.path.lower().endswith(JSONL_NAMES):
-            return False
+            return None
         try:
             value = parse_line(raw, self.path, number)
         except InputError:
-            return False  # read as a line, whose problem is then said (or skipped)
+            return None  # read as a line, whose problem is then said (or skipped)
         doc, score = formats.sniff(value, document=True)
         line, line_score = formats.sniff(value)
         if doc is None or score < line_score:
-            return False
-        if line is not None and line is not doc and line_score == score:
+            return None
+        if score < 2:
+            self.unsure = LOOSE
+        elif line is not None and line is not doc and line_score == score:
             self.unsure = (f"one JSON object on one line: read as a whole {doc.name} "
                            f"document, though as a one-line JSONL file it fits {line.name}")
-        return True
+        return doc, value
 
     def _parsed(self, lines: Iterator[tuple[int, bytes]]) -> Iterator[tuple[int, dict[str, Any]]]:
         for number, raw in lines:
@@ -222,10 +228,12 @@ class Scanner:
             yield number, raw
 
     def _document(self, first: int, raw: bytes, rest: Iterator[tuple[int, bytes]],
-                  text: Format | None = None) -> Iterator[Message]:
+                  text: Format | None = None, parsed: tuple[Format, Any] | None = None
+                  ) -> Iterator[Message]:
         """The whole input is one JSON value (a .traj file, a list of runs), for a `text`
         format one text (a Markdown log), or for a format with a `magic` a binary file its
-        reader opens from the path (a database): read it at once."""
+        reader opens from the path (a database): read it at once. `parsed` is the format
+        and value of a document already parsed (one on a single line)."""
         data = b"".join([raw, *(r for _, r in rest)])
         self._whole = True
         if getattr(text, "magic", None):  # a binary file (a database) its reader opens
@@ -234,6 +242,8 @@ class Scanner:
         elif text is not None:
             value = _decoded(data, self.path, first)
             fmt = text
+        elif parsed is not None:
+            fmt, value = parsed
         else:
             value = parse_document(data, self.path, first)
             fmt = self._forced

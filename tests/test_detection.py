@@ -219,3 +219,22 @@ def test_a_gemini_session_with_no_messages_is_still_gemini_cli(one_line: bool) -
     data = json.dumps(doc, indent=None if one_line else 2).encode()
     t = load(io.BytesIO(data))
     assert (t.format, len(t.messages), t.unsure) == ("gemini-cli", 0, "")
+
+
+def test_a_one_line_document_is_parsed_once(monkeypatch: pytest.MonkeyPatch) -> None:
+    import ctxpack.loader as loader
+
+    parsed: list[int] = []
+    for name in ("parse_line", "parse_document"):
+        real = getattr(loader, name)
+        monkeypatch.setattr(loader, name, lambda data, *a, real=real: (
+            parsed.append(len(data)), real(data, *a))[1])
+    doc = {"sessionId": "s1", "projectHash": "ab12", "startTime": "2025-06-01T10:00:00Z",
+           "lastUpdated": "2025-06-01T10:05:00Z", "messages": [
+               {"id": "m1", "timestamp": "2025-06-01T10:00:00Z", "type": "user",
+                "content": "list the files"},
+               {"id": "m2", "timestamp": "2025-06-01T10:00:05Z", "type": "gemini",
+                "content": "a.py and b.py"}]}
+    t = load(io.BytesIO(json.dumps(doc).encode() + b"\n"))
+    assert (t.format, len(t.messages), t.unsure) == ("gemini-cli", 2, "")
+    assert len(parsed) == 1, parsed
