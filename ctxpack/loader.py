@@ -83,7 +83,7 @@ class Scanner:
         self.bytes_read = 0
         self._reader: Any = None
         self._fed = False  # a record was read by the reader
-        self._whole = False  # the file is one document (no line of it can be skipped)
+        self.whole = False  # the file is one document (no line of it can be skipped)
         # why the format was taken without a record that marks it ("" when one did)
         self.unsure = ""
 
@@ -235,7 +235,7 @@ class Scanner:
         reader opens from the path (a database): read it at once. `parsed` is the format
         and value of a document already parsed (one on a single line)."""
         data = b"".join([raw, *(r for _, r in rest)])
-        self._whole = True
+        self.whole = True
         if getattr(text, "magic", None):  # a binary file (a database) its reader opens
             value: Any = None
             fmt = text
@@ -339,7 +339,7 @@ class Scanner:
                 raise _unknown(self.path, line, record, f"read as {name}: {exc}") from None
             problem = f"not read as {name}: {exc}"
             if not self.skip_invalid:
-                raise InputError(self.path, line, problem, None if self._whole else (
+                raise InputError(self.path, line, problem, None if self.whole else (
                     "--format picks another format; --skip-invalid skips such lines"
                     if self._forced else "--skip-invalid skips such lines")) from None
             self.skipped.append(BadLine(number, problem))
@@ -485,6 +485,7 @@ def _transcript(scanner: Scanner, emitted: list[Message], records: Sequence[Reco
         unsure=scanner.unsure,
         calls=tuple(layout.calls),
         outside_why=layout.outside_why,
+        document=scanner.whole,
     )
 
 

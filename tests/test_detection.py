@@ -13,7 +13,9 @@ from ctxpack.errors import InputError
 from ctxpack.loader import load
 
 from .conftest import CORPUS, corpus_params
-from .helpers import assert_clean_error, ctxpack
+from .helpers import ROOT, assert_clean_error, ctxpack
+
+SAMPLES = ROOT / "samples"
 
 # the corpus folder a file lies in -> the format it is
 READ = {"claude-code": "claude-code", "codex": "codex", "openai-chat": "json-messages",
@@ -179,6 +181,18 @@ def test_compress_refuses_a_one_line_gemini_session_as_it_does_the_pretty_one(
         run = ctxpack("compress", str(path), "-o", str(tmp_path / f"out-{name}"))
         assert_clean_error(run, 2, "older single JSON document", "convert")
         assert not (tmp_path / f"out-{name}").exists()
+
+
+def test_a_transcript_says_whether_it_was_read_as_one_document(tmp_path: Path) -> None:
+    doc = {"sessionId": "s1", "projectHash": "p",
+           "messages": [{"id": "a", "type": "user", "content": "hello"},
+                        {"id": "b", "type": "gemini", "content": "hi"}]}
+    for text in (json.dumps(doc), json.dumps(doc, indent=2)):
+        t = load(io.BytesIO(text.encode()))
+        assert (t.format, t.document, len(t.messages)) == ("gemini-cli", True, 2)
+    lines = load(SAMPLES / "plateau-fix.gemini-cli.jsonl")
+    assert (lines.format, lines.document) == ("gemini-cli", False)
+    assert load(SAMPLES / "bugfix.mini-swe-agent.traj.json").document
 
 
 def test_a_plain_json_array_of_messages_is_read_but_said_to_be_unsure(tmp_path: Path) -> None:
