@@ -209,6 +209,7 @@ class Scanner:
             self.progress(self.bytes_read)
         rest, self.layout = reader.finish()
         self._stale_calls(rest)
+        self._none_read(None, "none of the file's records is a message")
         yield from _not_summaries(rest)
 
     def _lines(self, src: Any) -> Iterator[tuple[int, bytes]]:
@@ -263,6 +264,8 @@ class Scanner:
             self.progress(self.bytes_read)
         rest_messages, self.layout = self._reader.finish()
         self._stale_calls(rest_messages)
+        self._none_read(first, "the file is an empty JSON array" if value == [] else
+                        "the file is a JSON object whose message list is empty")
         yield from placed([*read, *_not_summaries(rest_messages)], value)
 
     def _choose(self, best: tuple[Format | None, int],
@@ -295,6 +298,13 @@ class Scanner:
                 raise
             self.skipped.append(BadLine(number, exc.problem))
             return None
+
+    def _none_read(self, line: int | None, what: str) -> None:
+        """A file taken for a format only loosely, with no message in it either (`[]`,
+        `{"messages": []}`), is no transcript: refused as an empty file is."""
+        if not self.starts and self.unsure == LOOSE:
+            raise InputError(self.path, line,
+                             f"no messages: {what}, no transcript of any format")
 
     def _stale_calls(self, rest: list[Message]) -> None:
         """A file ctxpack compressed keeps records whose recorded prompt sizes were of the

@@ -185,6 +185,23 @@ def test_an_empty_file_is_no_transcript(tmp_path, name, data):
     assert read["messages"] == 1
 
 
+@pytest.mark.parametrize("name,data", [
+    ("empty-array.json", b"[]\n"), ("empty-list.json", b'{"messages": []}'),
+    ("pretty.json", b'{\n  "messages": []\n}\n'), ("history.traj", b'{"history": []}\n')])
+def test_a_document_of_no_messages_is_no_transcript(tmp_path, name, data):
+    # nothing in it marks a format, and nothing in it is context: refused as an empty
+    # file is, rather than read as json-messages "unsure" of plain messages it lacks
+    path = tmp_path / name
+    path.write_bytes(data)
+    out = tmp_path / "out.jsonl"
+    for args in (("stats",), ("show",), ("validate",), ("compress", "-o", str(out)),
+                 ("convert", "--to", "openai", "-o", str(out))):
+        assert_clean_error(ctxpack(*args, str(path)), 2, str(path), "no messages")
+        assert not out.exists()
+    with pytest.raises(InputError, match="no messages"):
+        load(path)
+
+
 def test_blank_lines_are_kept_and_ignored(tmp_path):
     data = GOOD + b"\n   \n" + ASSISTANT
     t = load(io.BytesIO(data))
