@@ -19,7 +19,7 @@ from . import formats
 from .atomic import write_atomic
 from .errors import InputError
 from .formats.base import Format, Layout, RecordError
-from .formats.unknown import looks_like, looks_like_text
+from .formats.unknown import looks_binary, looks_like, looks_like_text
 from .jsonl import (
     LineIndex,
     ParsedRecords,
@@ -115,6 +115,11 @@ class Scanner:
             if binary is not None and self._forced in (None, binary):
                 yield from self._document(number, raw, lines, binary)
                 return
+            if number == 1 and (kind := looks_binary(raw)) is not None:
+                what, advice = kind
+                known = f"ctxpack reads: {', '.join(formats.FORMATS)}"
+                raise InputError(self.path, None, f"not a transcript ctxpack reads: this is "
+                                 f"{what}", f"{advice}; {known}" if advice else known)
             text = formats.sniff_text(raw) if self._forced is None else (
                 self._forced if getattr(self._forced, "text", False) else None)
             if text is not None and raw.strip():

@@ -94,6 +94,41 @@ def test_a_text_file_is_named_with_the_formats_ctxpack_reads(name, tmp_path):
         assert "malformed JSON" not in run.err and "--format" not in run.err
 
 
+def _binaries() -> dict[str, tuple[bytes, str]]:
+    import gzip
+    import zipfile
+    import zlib
+
+    archive = io.BytesIO()
+    with zipfile.ZipFile(archive, "w") as z:
+        z.writestr("run.jsonl", GOOD)
+    row = b"\x00" + b"\x00\x00\x00" * 4
+    png = (b"\x89PNG\r\n\x1a\n" + b"\x00\x00\x00\rIHDR" + b"\x00\x00\x00\x01" * 2
+           + b"\x08\x02\x00\x00\x00" + zlib.compress(row))
+    return {
+        "zeros.jsonl": (b"\x00" * 4096, "binary data"),
+        "run.jsonl.gz": (gzip.compress(GOOD * 20), "gzip"),
+        "runs.zip": (archive.getvalue(), "zip"),
+        "shot.png": (png, "PNG"),
+        "utf16.json": ('[{"role": "user", "content": "hi"}]'.encode("utf-16"), "UTF-16"),
+    }
+
+
+@pytest.mark.parametrize("name", list(_binaries()))
+def test_a_binary_file_is_said_to_be_binary(name, tmp_path):
+    data, what = _binaries()[name]
+    path = tmp_path / name
+    path.write_bytes(data)
+    out = tmp_path / "out.jsonl"
+    for args in (("stats",), ("show",), ("validate",), ("compress", "-o", str(out)),
+                 ("convert", "--to", "openai", "-o", str(out)), ("stats", "--skip-invalid"),
+                 ("stats", "--format", "openai")):
+        run = ctxpack(*args, str(path))
+        assert_clean_error(run, 2, f"{path}: ", what, "not a transcript")
+        assert "plain text" not in run.err and "malformed JSON" not in run.err
+        assert not out.exists()
+
+
 def test_a_text_file_forced_to_a_format_is_malformed_json(tmp_path):
     path = tmp_path / "notes.md"
     path.write_bytes(NOT_JSON["notes.md"][0])
