@@ -268,7 +268,7 @@ def iter_lines(stream: BinaryIO, limit: int | None = None) -> Iterator[bytes]:
 def parse_line(raw: bytes, path: str, line: int) -> dict[str, Any] | None:
     """Parse one raw line into a JSON object; None for a blank line."""
     try:
-        value = orjson.loads(raw)
+        value = _fast(raw)
     except orjson.JSONDecodeError:
         if not raw.strip():
             return None
@@ -287,9 +287,47 @@ def json_kind(value: Any) -> str:
     return kinds.get(type(value), type(value).__name__)
 
 
-# 19 digits in a row: maybe an integer orjson cannot hold (past 64 bits, which it turns
-# into a float); such data is parsed by the standard parser, which keeps every integer
-_LONG_NUMBER = re.compile(rb"[0-9]{19}")
+# An integer past 64 bits has 19 digits or more in a row; orjson turns such integers into
+# floats, so a value holding a float that large may have lost one, and is read again by the
+# standard parser, which keeps every integer. The digit run is looked for first (a table
+# maps every digit to "0"): that is cheap, and most data has none.
+_INEXACT = float(2**63)
+_DIGITS = bytes(0x30 if 0x30 <= b <= 0x39 else 0x20 for b in range(256))
+_RUN = b"0" * 19
+
+
+def _fast(data: bytes) -> Any:
+    """`data` parsed by orjson when it gives the value exactly; orjson.JSONDecodeError when
+    it cannot parse it or turned an integer past 64 bits into a float (for the standard
+    parser to read it again)."""
+    value = orjson.loads(data)
+    if _has_run(data) and _huge_float(value):
+        raise orjson.JSONDecodeError("an integer past 64 bits", "", 0)
+    return value
+
+
+def _has_run(data: bytes) -> bool:
+    """Does `data` hold 19 digits in a row? (Looked for a block at a time: no copy of a
+    large document at once.)"""
+    step = CHUNK
+    for start in range(0, len(data), step):
+        if data[start : start + step + len(_RUN) - 1].translate(_DIGITS).find(_RUN) >= 0:
+            return True
+    return False
+
+
+def _huge_float(value: Any) -> bool:
+    todo = [value]
+    while todo:
+        item = todo.pop()
+        kind = type(item)
+        if kind is dict:
+            todo.extend(item.values())
+        elif kind is list:
+            todo.extend(item)
+        elif kind is float and not -_INEXACT < item < _INEXACT:
+            return True
+    return False
 
 
 def loads(data: bytes) -> Any:
@@ -297,11 +335,10 @@ def loads(data: bytes) -> Any:
     takes lone surrogates, NaN and nesting past orjson's limit, and keeps integers past 64
     bits exact, where orjson makes floats of them); ValueError if not JSON. Compress
     writes again what this gives, so a value must come out as it went in."""
-    if not _LONG_NUMBER.search(data):
-        try:
-            return orjson.loads(data)
-        except orjson.JSONDecodeError:
-            pass
+    try:
+        return _fast(data)
+    except orjson.JSONDecodeError:
+        pass
     text = data.decode("utf-8")  # a UnicodeDecodeError is a ValueError
     try:
         return json.loads(text)
@@ -317,9 +354,7 @@ def parse_document(data: bytes, path: str, line: int) -> Any:
     """Parse a whole JSON document (any value); errors name the line where it breaks.
     Integers past 64 bits stay exact, as with `loads`."""
     try:
-        if _LONG_NUMBER.search(data):
-            return _parse_slow(data, path, line)
-        return orjson.loads(data)
+        return _fast(data)
     except orjson.JSONDecodeError as exc:
         if not data.strip():
             raise InputError(path, line, "empty JSON document") from None

@@ -19,7 +19,7 @@ from . import formats
 from .atomic import write_atomic
 from .errors import InputError
 from .formats.base import Format, Layout, RecordError
-from .formats.unknown import looks_like, looks_like_text
+from .formats.unknown import looks_binary, looks_like, looks_like_text
 from .jsonl import (
     LineIndex,
     ParsedRecords,
@@ -83,7 +83,7 @@ class Scanner:
         self.bytes_read = 0
         self._reader: Any = None
         self._fed = False  # a record was read by the reader
-        self._whole = False  # the file is one document (no line of it can be skipped)
+        self.whole = False  # the file is one document (no line of it can be skipped)
         # why the format was taken without a record that marks it ("" when one did)
         self.unsure = ""
 
@@ -115,6 +115,11 @@ class Scanner:
             if binary is not None and self._forced in (None, binary):
                 yield from self._document(number, raw, lines, binary)
                 return
+            if number == 1 and (kind := looks_binary(raw)) is not None:
+                what, advice = kind
+                known = f"ctxpack reads: {', '.join(formats.FORMATS)}"
+                raise InputError(self.path, None, f"not a transcript ctxpack reads: this is "
+                                 f"{what}", f"{advice}; {known}" if advice else known)
             text = formats.sniff_text(raw) if self._forced is None else (
                 self._forced if getattr(self._forced, "text", False) else None)
             if text is not None and raw.strip():
@@ -125,8 +130,9 @@ class Scanner:
                 return
             if raw.lstrip()[:1] == b"{":
                 after, lines = _peek(lines)
-                if after is None and self._whole_object(raw, number):
-                    yield from self._document(number, raw, lines)
+                whole = self._whole_object(raw, number) if after is None else None
+                if whole is not None:
+                    yield from self._document(number, raw, lines, parsed=whole)
                     return
             if self._forced is None and not self.skip_invalid and _not_json(raw):
                 head = [(number, raw), *islice(lines, HEADLESS_LINES)]
@@ -146,28 +152,33 @@ class Scanner:
             raise InputError(self.path, None, EMPTY)
         yield from self._records(iter(()))
 
-    def _whole_object(self, raw: bytes, number: int) -> bool:
-        """Is this object, the file's only line, read as a whole document (a minified
-        .traj or Gemini session), rather than as a file of one JSONL record? It is when
-        a format that reads documents claims it at least as surely as a line format;
-        when both claim it as surely, `unsure` says which was taken and why. A file named
-        as JSONL (convert's one request body, say) is read as such."""
+    def _whole_object(self, raw: bytes, number: int) -> tuple[Format, Any] | None:
+        """The format and value of this object, the file's only line, if it is read as a
+        whole document (a minified .traj or Gemini session) rather than as a file of one
+        JSONL record; None if not. It is when a format that reads documents claims it at
+        least as surely as a line format; when both claim it as surely, `unsure` says
+        which was taken and why. A file named as JSONL (convert's one request body, say)
+        is read as such."""
         if self._forced is not None:
-            return bool(getattr(self._forced, "document", False))
+            if not getattr(self._forced, "document", False):
+                return None
+            return self._forced, parse_document(raw, self.path, number)
         if self.path.lower().endswith(JSONL_NAMES):
-            return False
+            return None
         try:
             value = parse_line(raw, self.path, number)
         except InputError:
-            return False  # read as a line, whose problem is then said (or skipped)
+            return None  # read as a line, whose problem is then said (or skipped)
         doc, score = formats.sniff(value, document=True)
         line, line_score = formats.sniff(value)
         if doc is None or score < line_score:
-            return False
-        if line is not None and line is not doc and line_score == score:
+            return None
+        if score < 2:
+            self.unsure = LOOSE
+        elif line is not None and line is not doc and line_score == score:
             self.unsure = (f"one JSON object on one line: read as a whole {doc.name} "
                            f"document, though as a one-line JSONL file it fits {line.name}")
-        return True
+        return doc, value
 
     def _parsed(self, lines: Iterator[tuple[int, bytes]]) -> Iterator[tuple[int, dict[str, Any]]]:
         for number, raw in lines:
@@ -203,6 +214,7 @@ class Scanner:
             self.progress(self.bytes_read)
         rest, self.layout = reader.finish()
         self._stale_calls(rest)
+        self._none_read(None, "none of the file's records is a message")
         yield from _not_summaries(rest)
 
     def _lines(self, src: Any) -> Iterator[tuple[int, bytes]]:
@@ -222,18 +234,22 @@ class Scanner:
             yield number, raw
 
     def _document(self, first: int, raw: bytes, rest: Iterator[tuple[int, bytes]],
-                  text: Format | None = None) -> Iterator[Message]:
+                  text: Format | None = None, parsed: tuple[Format, Any] | None = None
+                  ) -> Iterator[Message]:
         """The whole input is one JSON value (a .traj file, a list of runs), for a `text`
         format one text (a Markdown log), or for a format with a `magic` a binary file its
-        reader opens from the path (a database): read it at once."""
+        reader opens from the path (a database): read it at once. `parsed` is the format
+        and value of a document already parsed (one on a single line)."""
         data = b"".join([raw, *(r for _, r in rest)])
-        self._whole = True
+        self.whole = True
         if getattr(text, "magic", None):  # a binary file (a database) its reader opens
             value: Any = None
             fmt = text
         elif text is not None:
             value = _decoded(data, self.path, first)
             fmt = text
+        elif parsed is not None:
+            fmt, value = parsed
         else:
             value = parse_document(data, self.path, first)
             fmt = self._forced
@@ -253,6 +269,8 @@ class Scanner:
             self.progress(self.bytes_read)
         rest_messages, self.layout = self._reader.finish()
         self._stale_calls(rest_messages)
+        self._none_read(first, "the file is an empty JSON array" if value == [] else
+                        "the file is a JSON object whose message list is empty")
         yield from placed([*read, *_not_summaries(rest_messages)], value)
 
     def _choose(self, best: tuple[Format | None, int],
@@ -285,6 +303,13 @@ class Scanner:
                 raise
             self.skipped.append(BadLine(number, exc.problem))
             return None
+
+    def _none_read(self, line: int | None, what: str) -> None:
+        """A file taken for a format only loosely, with no message in it either (`[]`,
+        `{"messages": []}`), is no transcript: refused as an empty file is."""
+        if not self.starts and self.unsure == LOOSE:
+            raise InputError(self.path, line,
+                             f"no messages: {what}, no transcript of any format")
 
     def _stale_calls(self, rest: list[Message]) -> None:
         """A file ctxpack compressed keeps records whose recorded prompt sizes were of the
@@ -329,7 +354,7 @@ class Scanner:
                 raise _unknown(self.path, line, record, f"read as {name}: {exc}") from None
             problem = f"not read as {name}: {exc}"
             if not self.skip_invalid:
-                raise InputError(self.path, line, problem, None if self._whole else (
+                raise InputError(self.path, line, problem, None if self.whole else (
                     "--format picks another format; --skip-invalid skips such lines"
                     if self._forced else "--skip-invalid skips such lines")) from None
             self.skipped.append(BadLine(number, problem))
@@ -475,6 +500,7 @@ def _transcript(scanner: Scanner, emitted: list[Message], records: Sequence[Reco
         unsure=scanner.unsure,
         calls=tuple(layout.calls),
         outside_why=layout.outside_why,
+        document=scanner.whole,
     )
 
 

@@ -215,6 +215,7 @@ class Transcript:
     unsure: str = ""  # why the format was taken without a record that marks it
     calls: tuple[RecordedCall, ...] = ()  # of context messages, in order
     outside_why: str = ""  # why `outside` is not context, if the reader says
+    document: bool = False  # read as one whole document (JSON or text), not line by line
 
     def rounds(self) -> list[Round]:
         return group_rounds(self.messages)

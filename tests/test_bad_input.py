@@ -94,6 +94,41 @@ def test_a_text_file_is_named_with_the_formats_ctxpack_reads(name, tmp_path):
         assert "malformed JSON" not in run.err and "--format" not in run.err
 
 
+def _binaries() -> dict[str, tuple[bytes, str]]:
+    import gzip
+    import zipfile
+    import zlib
+
+    archive = io.BytesIO()
+    with zipfile.ZipFile(archive, "w") as z:
+        z.writestr("run.jsonl", GOOD)
+    row = b"\x00" + b"\x00\x00\x00" * 4
+    png = (b"\x89PNG\r\n\x1a\n" + b"\x00\x00\x00\rIHDR" + b"\x00\x00\x00\x01" * 2
+           + b"\x08\x02\x00\x00\x00" + zlib.compress(row))
+    return {
+        "zeros.jsonl": (b"\x00" * 4096, "binary data"),
+        "run.jsonl.gz": (gzip.compress(GOOD * 20), "gzip"),
+        "runs.zip": (archive.getvalue(), "zip"),
+        "shot.png": (png, "PNG"),
+        "utf16.json": ('[{"role": "user", "content": "hi"}]'.encode("utf-16"), "UTF-16"),
+    }
+
+
+@pytest.mark.parametrize("name", list(_binaries()))
+def test_a_binary_file_is_said_to_be_binary(name, tmp_path):
+    data, what = _binaries()[name]
+    path = tmp_path / name
+    path.write_bytes(data)
+    out = tmp_path / "out.jsonl"
+    for args in (("stats",), ("show",), ("validate",), ("compress", "-o", str(out)),
+                 ("convert", "--to", "openai", "-o", str(out)), ("stats", "--skip-invalid"),
+                 ("stats", "--format", "openai")):
+        run = ctxpack(*args, str(path))
+        assert_clean_error(run, 2, f"{path}: ", what, "not a transcript")
+        assert "plain text" not in run.err and "malformed JSON" not in run.err
+        assert not out.exists()
+
+
 def test_a_text_file_forced_to_a_format_is_malformed_json(tmp_path):
     path = tmp_path / "notes.md"
     path.write_bytes(NOT_JSON["notes.md"][0])
@@ -183,6 +218,23 @@ def test_an_empty_file_is_no_transcript(tmp_path, name, data):
     assert many.code == 2 and f"{path}: the file is empty" in many.err, many.err
     [read] = [f for f in json.loads(many.out)["files"] if f.get("messages")]
     assert read["messages"] == 1
+
+
+@pytest.mark.parametrize("name,data", [
+    ("empty-array.json", b"[]\n"), ("empty-list.json", b'{"messages": []}'),
+    ("pretty.json", b'{\n  "messages": []\n}\n'), ("history.traj", b'{"history": []}\n')])
+def test_a_document_of_no_messages_is_no_transcript(tmp_path, name, data):
+    # nothing in it marks a format, and nothing in it is context: refused as an empty
+    # file is, rather than read as json-messages "unsure" of plain messages it lacks
+    path = tmp_path / name
+    path.write_bytes(data)
+    out = tmp_path / "out.jsonl"
+    for args in (("stats",), ("show",), ("validate",), ("compress", "-o", str(out)),
+                 ("convert", "--to", "openai", "-o", str(out))):
+        assert_clean_error(ctxpack(*args, str(path)), 2, str(path), "no messages")
+        assert not out.exists()
+    with pytest.raises(InputError, match="no messages"):
+        load(path)
 
 
 def test_blank_lines_are_kept_and_ignored(tmp_path):

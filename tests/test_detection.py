@@ -13,7 +13,9 @@ from ctxpack.errors import InputError
 from ctxpack.loader import load
 
 from .conftest import CORPUS, corpus_params
-from .helpers import assert_clean_error, ctxpack
+from .helpers import ROOT, assert_clean_error, ctxpack
+
+SAMPLES = ROOT / "samples"
 
 # the corpus folder a file lies in -> the format it is
 READ = {"claude-code": "claude-code", "codex": "codex", "openai-chat": "json-messages",
@@ -181,6 +183,18 @@ def test_compress_refuses_a_one_line_gemini_session_as_it_does_the_pretty_one(
         assert not (tmp_path / f"out-{name}").exists()
 
 
+def test_a_transcript_says_whether_it_was_read_as_one_document(tmp_path: Path) -> None:
+    doc = {"sessionId": "s1", "projectHash": "p",
+           "messages": [{"id": "a", "type": "user", "content": "hello"},
+                        {"id": "b", "type": "gemini", "content": "hi"}]}
+    for text in (json.dumps(doc), json.dumps(doc, indent=2)):
+        t = load(io.BytesIO(text.encode()))
+        assert (t.format, t.document, len(t.messages)) == ("gemini-cli", True, 2)
+    lines = load(SAMPLES / "plateau-fix.gemini-cli.jsonl")
+    assert (lines.format, lines.document) == ("gemini-cli", False)
+    assert load(SAMPLES / "bugfix.mini-swe-agent.traj.json").document
+
+
 def test_a_plain_json_array_of_messages_is_read_but_said_to_be_unsure(tmp_path: Path) -> None:
     plain = [{"role": "user", "content": "hi"}, {"role": "assistant", "content": "hello"}]
     path = tmp_path / "messages.json"
@@ -219,3 +233,22 @@ def test_a_gemini_session_with_no_messages_is_still_gemini_cli(one_line: bool) -
     data = json.dumps(doc, indent=None if one_line else 2).encode()
     t = load(io.BytesIO(data))
     assert (t.format, len(t.messages), t.unsure) == ("gemini-cli", 0, "")
+
+
+def test_a_one_line_document_is_parsed_once(monkeypatch: pytest.MonkeyPatch) -> None:
+    import ctxpack.loader as loader
+
+    parsed: list[int] = []
+    for name in ("parse_line", "parse_document"):
+        real = getattr(loader, name)
+        monkeypatch.setattr(loader, name, lambda data, *a, real=real: (
+            parsed.append(len(data)), real(data, *a))[1])
+    doc = {"sessionId": "s1", "projectHash": "ab12", "startTime": "2025-06-01T10:00:00Z",
+           "lastUpdated": "2025-06-01T10:05:00Z", "messages": [
+               {"id": "m1", "timestamp": "2025-06-01T10:00:00Z", "type": "user",
+                "content": "list the files"},
+               {"id": "m2", "timestamp": "2025-06-01T10:00:05Z", "type": "gemini",
+                "content": "a.py and b.py"}]}
+    t = load(io.BytesIO(json.dumps(doc).encode() + b"\n"))
+    assert (t.format, len(t.messages), t.unsure) == ("gemini-cli", 2, "")
+    assert len(parsed) == 1, parsed

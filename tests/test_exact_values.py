@@ -5,10 +5,12 @@ from __future__ import annotations
 import json
 from pathlib import Path
 
+import pytest
 from hypothesis import given
 from hypothesis import strategies as st
 
-from ctxpack.jsonl import dumps, loads, parse_document
+from ctxpack.errors import InputError
+from ctxpack.jsonl import dumps, loads, parse_document, parse_line
 
 from .helpers import ctxpack
 
@@ -70,3 +72,36 @@ def test_compress_keeps_big_integers_of_a_document_it_rewrites(tmp_path: Path) -
     path.write_text(json.dumps({"run_id": BIG[4], "messages": _messages(BIG[3])}, indent=1))
     _check(path, tmp_path / "out.json", tmp_path)
     assert str(BIG[4]) in (tmp_path / "out.json").read_text()
+
+
+def test_a_jsonl_line_keeps_an_integer_past_64_bits(tmp_path: Path) -> None:
+    assert parse_line(b'{"n": 1234567890123456789012}\n', "f", 1) == {"n": 1234567890123456789012}
+    path = tmp_path / "big.anthropic.jsonl"
+    path.write_text("".join(json.dumps(m) + "\n" for m in [
+        {"role": "user", "content": "Find the order."},
+        {"role": "assistant", "content": [{"type": "tool_use", "id": "t1", "name": "lookup",
+                                           "input": {"order": BIG[4]}}]},
+        {"role": "user", "content": [{"type": "tool_result", "tool_use_id": "t1",
+                                      "content": "shipped"}]}]))
+    run = ctxpack("show", str(path), "--no-pager")
+    assert run.code == 0, run.err
+    assert str(BIG[4]) in run.out and "e+29" not in run.out
+
+
+def test_a_broken_document_with_a_big_integer_names_the_line_that_breaks(tmp_path: Path) -> None:
+    good = json.dumps({"run_id": BIG[4], "messages": _messages(BIG[3], steps=1)}, indent=1)
+    lines = good.splitlines()
+    lines[8] = lines[8] + " oops"  # a syntax error on line 9
+    with pytest.raises(InputError) as broken:
+        parse_document(("\n".join(lines) + "\n").encode(), "run.json", 1)
+    assert broken.value.line == 9, broken.value
+    with pytest.raises(InputError) as cut:
+        parse_document(good[: len(good) // 2].encode(), "run.json", 1)
+    assert "truncated document" in cut.value.problem
+    assert "--skip-invalid" not in (cut.value.hint or "")
+
+
+@given(value=st.integers(min_value=-(2**63), max_value=2**64 - 1))
+def test_integers_orjson_holds_are_read_as_they_are(value: int) -> None:
+    line = json.dumps({"ts": value, "id": f"x{value}"}).encode() + b"\n"
+    assert parse_line(line, "f", 1) == loads(line) == {"ts": value, "id": f"x{value}"}

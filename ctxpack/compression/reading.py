@@ -144,7 +144,7 @@ class Input:
         or each by its line (None: a conversation of lines, as a Gemini CLI run)."""
         t = self.transcript
         part = Transcript(t.format, t.path, t.records, tuple(t.messages[i] for i in indexes),
-                          model=t.model)
+                          model=t.model, document=t.document)
 
         def fetch(wanted: set[int]) -> dict[int, Message]:
             found = self.fetch({indexes[k] for k in wanted})
@@ -253,7 +253,8 @@ def _read(src: Source, format: str | None, model: str | None, table: ModelTable,
     transcript = Transcript(
         format=fmt.name, path=scanner.path, records=index,
         messages=tuple(emitted.messages[n] for n in context), model=layout.model,
-        usage=layout.usage, skipped=tuple(scanner.skipped), calls=tuple(layout.calls))
+        usage=layout.usage, skipped=tuple(scanner.skipped), calls=tuple(layout.calls),
+        document=scanner.whole)
     where = {n: i for i, n in enumerate(context)}
     fetch = _refetch(src, transcript, skip_invalid, list(context),
                      {where[n] for n in emitted.aside if n in where})

@@ -402,7 +402,7 @@ class GeminiChatFormat:
         return GeminiChatReader()
 
     def editor(self, transcript: Any) -> GeminiChatEditor:
-        if _one_document(transcript.records):
+        if transcript.document:  # the older form, pretty or on one line
             from ..errors import UsageError
 
             raise UsageError(f"{transcript.path}: compress writes Gemini CLI recordings in "
@@ -411,24 +411,6 @@ class GeminiChatFormat:
                              "or `ctxpack convert FILE --to openai -o run.jsonl`, then "
                              "`ctxpack compress run.jsonl`")
         return GeminiChatEditor()
-
-
-def _one_document(records: Any) -> bool:
-    """Is this recording the older single JSON document (pretty, or written on one line)?
-    The JSONL form's first line is metadata: its messages come on lines of their own."""
-    first = next((r.raw for r in records if r.raw.strip()), b"")
-    if first.strip() in (b"{", b"["):
-        return True
-    if b'"messages"' not in first:
-        return False
-    from ..jsonl import loads
-
-    try:
-        value = loads(first)
-    except ValueError:
-        return False
-    return isinstance(value, dict) and "type" not in value \
-        and isinstance(value.get("messages"), list)
 
 
 def checkpoint_history(value: Any) -> list[Any] | None:

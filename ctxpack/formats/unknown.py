@@ -85,3 +85,39 @@ def looks_like_text(path: str, first_line: bytes) -> str:
     if suffix in ("html", "htm", "xml") or head.startswith(b"<"):
         return "HTML or XML"
     return "plain text"
+
+
+# What a binary file is, by the bytes it opens with: (magic, what it is, what to do first)
+_BINARY: tuple[tuple[bytes, str, str], ...] = (
+    (b"\x1f\x8b", "a gzip archive", "unpack it first: gunzip -k FILE"),
+    (b"PK\x03\x04", "a zip archive", "unpack it first: unzip FILE"),
+    (b"(\xb5/\xfd", "a zstd archive", "unpack it first: zstd -d FILE"),
+    (b"\xfd7zXZ\x00", "an xz archive", "unpack it first: xz -dk FILE"),
+    (b"7z\xbc\xaf'\x1c", "a 7-Zip archive", "unpack it first"),
+    (b"\x89PNG", "a PNG image", ""),
+    (b"\xff\xd8\xff", "a JPEG image", ""),
+    (b"GIF8", "a GIF image", ""),
+    (b"%PDF-", "a PDF document", ""),
+    (b"SQLite format 3\x00", "an SQLite database", ""),
+    (b"PAR1", "a Parquet file", ""),
+    (b"\x7fELF", "a program (ELF)", ""),
+    (b"\xff\xfe", "UTF-16 text, where ctxpack reads UTF-8",
+     "iconv -f UTF-16 -t UTF-8 FILE > FILE.utf8 makes it UTF-8"),
+    (b"\xfe\xff", "UTF-16 text, where ctxpack reads UTF-8",
+     "iconv -f UTF-16 -t UTF-8 FILE > FILE.utf8 makes it UTF-8"),
+)
+BINARY_PROBE = 8192  # bytes looked at for a NUL, which no text transcript holds
+
+
+def looks_binary(head: bytes) -> tuple[str, str] | None:
+    """What a file that opens with `head` is, and what to do first, if it is binary (an
+    archive, an image, a database, UTF-16) rather than text; None for text."""
+    for magic, what, advice in _BINARY:
+        if head.startswith(magic):
+            return what, advice
+    if head.startswith(b"BZh") and head[4:10] == b"1AY&SY":
+        return "a bzip2 archive", "unpack it first: bunzip2 -k FILE"
+    nul = head.find(b"\x00", 0, BINARY_PROBE)
+    if nul >= 0:
+        return f"binary data (a NUL byte at offset {nul})", ""
+    return None
