@@ -32,6 +32,15 @@ RayAddressOpt = Annotated[str | None, typer.Option(
     "(default: $RAY_ADDRESS, else a Ray started here).")]
 
 
+def refuse(kind: str, flags: dict[str, Any]) -> None:
+    """The first of `flags` (name: value) given, refused in one line: it is not for `kind`
+    (datasets, or transcripts) and would otherwise be dropped without a word."""
+    other = "transcripts" if kind == "datasets" else "datasets"
+    for name, value in flags.items():
+        if value is not None and value is not False:
+            raise UsageError(f"{name} is for {other}, not {kind}")
+
+
 def wanted(files: list[str], column: str | None, per_row: str | None = None) -> bool:
     """Are these inputs datasets: Parquet files (or folders and globs of them), or JSONL
     read as rows?"""
@@ -303,12 +312,16 @@ def compress(files: list[str], output: str | None, out_dir: str | None, rows: An
 
 def restore(files: list[str], output: str | None, out_dir: str | None, rows: Any,
             archive_dir: str | None, engine: Any, quiet: bool = False,
-            report_json: str | None = None, skip_existing: bool = False) -> int:
+            report_json: str | None = None, skip_existing: bool = False,
+            shard: tuple[int, int] | None = None, max_growth: int | None = None) -> int:
     """Restore each dataset; one that was never compressed is written as it is, with a
-    warning (as a transcript is)."""
+    warning (as a transcript is). `shard` is taken as compress takes it; no row's
+    original may come to more than `max_growth` times the row (see undo.MAX_GROWTH)."""
     from ..dataset.files import archived, results, written
     from .batch import Outcome
     from .common import warn
+
+    of_rows = shard if out_dir is None else None
 
     def one(file: str, dest: str, advance: Any) -> Any:
         nothing = not archived(file)
@@ -316,17 +329,21 @@ def restore(files: list[str], output: str | None, out_dir: str | None, rows: Any
             warn(f"{file}: nothing to restore (no ctxpack column); writing it unchanged")
         count = 0
         with written(dest, rows.column) as add:
-            for table in results(file, rows, _restore_batch, engine, archive_dir=archive_dir):
+            for table in results(file, rows, _restore_batch, engine, of_rows,
+                                 archive_dir=archive_dir, max_growth=max_growth):
                 add(table)
                 advance(file, table.num_rows)
                 count += table.num_rows
         return Outcome(file, dest, "unchanged" if nothing else "written", rows=count)
 
-    return _each(files, output, out_dir, skip_existing, quiet, report_json, one)
+    return _each(files, output, out_dir, skip_existing, quiet, report_json, one,
+                 None if out_dir is None else shard)
 
 
 def _restore_batch(table: Any, *, name: str, start: int, archive_dir: str | None = None,
-                   **rows: Any) -> Any:
+                   max_growth: int | None = None, **rows: Any) -> Any:
     from ..dataset import restore_table
+    from ..undo import MAX_GROWTH
 
-    return restore_table(table, archive_dir=archive_dir, name=name, start=start)
+    return restore_table(table, archive_dir=archive_dir, name=name, start=start,
+                         max_growth=max_growth or MAX_GROWTH)

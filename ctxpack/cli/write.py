@@ -221,11 +221,16 @@ def compress(
     """Shrink a transcript (or each row of a dataset) to fit its model; originals are
     archived for restore."""
     if datasets.wanted(files, messages_column):
+        datasets.refuse("datasets", {"--dry-run": dry_run, "--strip-metadata": strip_metadata,
+                                     "--in-place": in_place, "--force": force,
+                                     "--skip-invalid": skip_invalid})
         raise typer.Exit(_compress_dataset(files, output, out_dir, model, format,
                                            messages_column, id_column,
                                            datasets.engine_of(engine, ray_address, jobs),
                                            no_cache, config, flags, quiet, report_json, shard,
                                            skip_existing))
+    datasets.refuse("transcripts", {"--id-column": id_column, "--engine": engine != "local",
+                                    "--ray-address": ray_address})
     if not _one_file(files, out_dir):
         if output is not None:
             raise UsageError("-o takes one input", "use --out-dir DIR for many")
@@ -419,10 +424,17 @@ def restore(
     from ..undo import MAX_GROWTH, items, restoring
 
     if datasets.wanted(files, messages_column):
+        datasets.refuse("datasets", {"--only": only, "--list": list_, "--in-place": in_place,
+                                     "--force": force})
+        from .batch import parse_shard
+
         rows = datasets.rows_of(messages_column, None, None, None, None, False)
         raise typer.Exit(datasets.restore(files, output, out_dir, rows, archive_dir,
                                           datasets.engine_of(engine, ray_address, jobs),
-                                          quiet, report_json, skip_existing))
+                                          quiet, report_json, skip_existing,
+                                          parse_shard(shard), max_growth))
+    datasets.refuse("transcripts", {"--engine": engine != "local",
+                                    "--ray-address": ray_address})
 
     if not _one_file(files, out_dir):
         if output is not None or only is not None or list_:
