@@ -102,7 +102,11 @@ def parse_shard(value: str | None) -> tuple[int, int] | None:
 def run(jobs: list[Job], task: Callable[..., Outcome], args: Any, parallel: int) -> list[Outcome]:
     """Every job's outcome, in the jobs' order: `task(job, args, alone)` run `parallel`
     at a time in worker processes (`alone`: keep to one core), or here, one by one, when
-    there is one job, one core or no pool to be had."""
+    there is one job, one core or no pool to be had.
+
+    A worker that dies (killed, out of memory, say) breaks the pool, and every job not
+    done by then with it: those are run again one at a time, each in a process of its
+    own, so that only the job that kills its process fails."""
     from concurrent.futures import as_completed
     from concurrent.futures.process import BrokenProcessPool
 
@@ -123,15 +127,39 @@ def run(jobs: list[Job], task: Callable[..., Outcome], args: Any, parallel: int)
             for job in here:
                 outcomes[job] = _said(task(job, args, False))
                 advance(job.source)
+            broken: list[Job] = []
             for future in as_completed(futures):
                 job = futures[future]
                 try:
                     outcomes[job] = _said(future.result())
-                except BrokenProcessPool:  # killed (out of memory, say): this job failed
-                    outcomes[job] = _said(Outcome(job.source, job.dest, "failed", EXIT_USAGE,
-                                                  f"{job.source}: its worker process died"))
+                except BrokenProcessPool:  # this job, or another, took its worker down
+                    broken.append(job)
+                    continue
+                advance(job.source)
+            if broken:
+                workers.broke()
+            for job in sorted(broken, key=jobs.index):
+                outcomes[job] = _said(_apart(task, job, args))
                 advance(job.source)
     return [outcomes[j] for j in jobs]
+
+
+def _apart(task: Callable[..., Outcome], job: Job, args: Any) -> Outcome:
+    """`task(job, args, True)` in a process of its own: the job's outcome, or its failure
+    if the process dies (or none can be started: it died once already)."""
+    from concurrent.futures.process import BrokenProcessPool
+
+    from ..workers import Workers
+
+    with Workers(1, apart=True) as alone:
+        future = alone.submit(task, job, args, True)
+        try:
+            if future is not None:
+                return future.result()
+        except BrokenProcessPool:
+            alone.broke()
+    return Outcome(job.source, job.dest, "failed", EXIT_USAGE,
+                   f"{job.source}: its worker process died")
 
 
 def failed(job: Job, exc: CtxpackError | OSError) -> Outcome:

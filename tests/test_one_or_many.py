@@ -1,0 +1,35 @@
+"""One input or many, the same run: a worker that dies fails only its own file, an
+OpenCode storage session converted below --out-dir, and --skip-existing and --shard
+with one transcript as with many."""
+
+from __future__ import annotations
+
+import os
+from pathlib import Path
+
+import pytest
+
+from ctxpack.cli import batch
+
+
+def dies_on_boom(job: batch.Job, args: object, alone: bool) -> batch.Outcome:
+    """A task whose process dies on the file named boom (as one killed for its memory)."""
+    if Path(job.source).name == "boom":
+        os._exit(9)
+    return batch.Outcome(job.source, job.dest, "written", tokens_before=len(job.source))
+
+
+# the pool's own thread must not fail (its error would be printed) as the pool is ended
+@pytest.mark.filterwarnings("error::pytest.PytestUnhandledThreadExceptionWarning")
+def test_a_worker_that_dies_fails_only_the_file_it_was_on(tmp_path: Path) -> None:
+    names = [f"f{i:02d}" for i in range(12)]
+    names[3] = "boom"
+    for name in names:
+        (tmp_path / name).write_text(name)
+    jobs = [batch.Job(str(tmp_path / n), str(tmp_path / "out" / n)) for n in names]
+    outcomes = batch.run(jobs, dies_on_boom, None, 2)
+    assert [o.source for o in outcomes] == [j.source for j in jobs]  # in the jobs' order
+    assert [(Path(o.source).name, o.status, o.code) for o in outcomes
+            if o.status != "written"] == [("boom", "failed", 2)]
+    assert outcomes[3].problem == f"{jobs[3].source}: its worker process died"
+    assert all(o.tokens_before == len(o.source) for o in outcomes if o.status == "written")
