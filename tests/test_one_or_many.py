@@ -4,12 +4,16 @@ with one transcript as with many."""
 
 from __future__ import annotations
 
+import json
 import os
 from pathlib import Path
 
 import pytest
 
 from ctxpack.cli import batch
+
+from .helpers import ctxpack
+from .test_format_opencode_storage import two_sessions
 
 
 def dies_on_boom(job: batch.Job, args: object, alone: bool) -> batch.Outcome:
@@ -33,3 +37,15 @@ def test_a_worker_that_dies_fails_only_the_file_it_was_on(tmp_path: Path) -> Non
             if o.status != "written"] == [("boom", "failed", 2)]
     assert outcomes[3].problem == f"{jobs[3].source}: its worker process died"
     assert all(o.tokens_before == len(o.source) for o in outcomes if o.status == "written")
+
+
+def test_convert_of_one_session_of_a_storage_folder_below_out_dir(tmp_path: Path) -> None:
+    storage = two_sessions(tmp_path)
+    out = tmp_path / "out"
+    run = ctxpack("convert", str(storage), "--session", "ses_older", "--to", "openai",
+                  "--out-dir", str(out), "--report-json", "-")
+    assert run.code == 0, run.err
+    [entry] = json.loads(run.out)["files"]
+    assert (Path(entry["source"]).name, entry["status"]) == ("ses_older.json", "written")
+    [made] = [p for p in out.rglob("*") if p.is_file()]
+    assert json.loads(made.read_text())["messages"][-1]["content"] == "an older question"

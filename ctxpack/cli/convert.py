@@ -147,7 +147,7 @@ def convert(
         if output is not None:
             raise UsageError("-o takes one input", "use --out-dir DIR for many")
         raise typer.Exit(_many(files, out_dir, False, True, jobs, skip_existing, shard,
-                               convert_one, how, quiet, report_json, SUFFIXES[to]))
+                               convert_one, how, quiet, report_json, SUFFIXES[to], session))
     file = files[0]
     dest = _destination(file, output, in_place=False, force=False)
     data, notes = _converted(file, how)

@@ -281,16 +281,18 @@ def _compress_dataset(files: list[str], output: str | None, out_dir: str | None,
 
 def _many(files: list[str], out_dir: str | None, in_place: bool, writes: bool,
           jobs: int | None, skip_existing: bool, shard: str | None, task: Any, how: Any,
-          quiet: bool, report_json: str | None, suffix: str | None = None) -> int:
+          quiet: bool, report_json: str | None, suffix: str | None = None,
+          session: str | None = None) -> int:
     """Run `task` on every file given (each output's name ending in `suffix`, if one is
-    given); the run's exit code."""
+    given; of an OpenCode storage folder, only its `session` if one is given); the run's
+    exit code."""
     from ..workers import worker_count
     from . import batch
     from .read import Files
 
     if in_place and out_dir is not None:
         raise UsageError("--in-place and --out-dir cannot be used together")
-    inputs = Files(files)
+    inputs = Files(files, session=session)
     if not inputs.paths:  # each said why already
         return EXIT_USAGE
     todo, fresh = batch.jobs_of(inputs, out_dir, in_place, writes, batch.parse_shard(shard),
