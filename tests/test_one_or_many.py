@@ -6,13 +6,15 @@ from __future__ import annotations
 
 import json
 import os
+import time
 from pathlib import Path
 
 import pytest
 
 from ctxpack.cli import batch
 
-from .helpers import ctxpack
+from .conftest import SAMPLES
+from .helpers import assert_clean_error, ctxpack
 from .test_format_opencode_storage import two_sessions
 
 
@@ -49,3 +51,36 @@ def test_convert_of_one_session_of_a_storage_folder_below_out_dir(tmp_path: Path
     assert (Path(entry["source"]).name, entry["status"]) == ("ses_older.json", "written")
     [made] = [p for p in out.rglob("*") if p.is_file()]
     assert json.loads(made.read_text())["messages"][-1]["content"] == "an older question"
+
+
+@pytest.mark.parametrize("command", [
+    ["compress", "--budget", "6000"], ["restore"], ["convert", "--to", "markdown"],
+    ["rewind", "--steps", "1"]])
+def test_one_transcript_skips_an_output_that_is_up_to_date_as_many_do(
+        tmp_path: Path, command: list[str]) -> None:
+    given = tmp_path / "refactor.codex.jsonl"
+    given.write_bytes((SAMPLES / "refactor.codex.jsonl").read_bytes())
+    old = time.time() - 60
+    os.utime(given, (old, old))
+    out = tmp_path / "out"
+    assert ctxpack(*command, str(given), "-o", str(out)).code == 0
+    made = out.stat().st_mtime_ns
+    run = ctxpack(*command, str(given), "-o", str(out), "--skip-existing", "--report-json", "-")
+    assert run.code == 0, run.err
+    assert [(e["source"], e["dest"], e["status"]) for e in json.loads(run.out)["files"]] == \
+        [(str(given), str(out), "skipped")]
+    assert f"{out} is newer than {given}: skipped" in run.err
+    assert out.stat().st_mtime_ns == made
+    given.touch()  # newer than its output now: done again
+    assert ctxpack(*command, str(given), "-o", str(out), "--skip-existing").code == 0
+    assert out.stat().st_mtime_ns > made
+
+
+@pytest.mark.parametrize("command", [["compress"], ["restore"], ["convert", "--to", "html"],
+                                     ["rewind", "--steps", "1"]])
+def test_one_transcript_has_no_shard_to_take(tmp_path: Path, command: list[str]) -> None:
+    out = tmp_path / "out"
+    run = ctxpack(*command, str(SAMPLES / "refactor.codex.jsonl"), "-o", str(out), "--shard",
+                  "1/2")
+    assert_clean_error(run, 2, "--shard takes a share of many inputs")
+    assert not out.exists()

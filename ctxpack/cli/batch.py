@@ -10,6 +10,7 @@ each, and the highest exit code of its failures.
 
 from __future__ import annotations
 
+import glob
 import hashlib
 import os
 from collections.abc import Callable
@@ -52,6 +53,44 @@ class Outcome:
     rows_failed: int | None = None
 
 
+def one_input(files: list[str], out_dir: str | None) -> bool:
+    """Is this the one-input form (a file or stdin, its output -o, stdout or itself)?
+
+    A single path that is neither a folder nor a pattern is one file even when it does
+    not exist, so that the error says so rather than asking for --out-dir."""
+    if len(files) != 1 or out_dir is not None:
+        return False
+    arg = files[0]
+    return not os.path.isdir(arg) and (os.path.exists(arg) or not glob.has_magic(arg))
+
+
+def single(source: str, dest: str, skip_existing: bool, shard: str | None, quiet: bool,
+           report_json: str | None) -> bool:
+    """The many-input flags in the one-input form of a transcript command: --shard is
+    refused (one file has no share to take), and --skip-existing is as `skipped`."""
+    if shard is not None:
+        raise UsageError("--shard takes a share of many inputs (or of a dataset's row "
+                         "groups)", "one transcript is done whole: drop --shard")
+    return skipped(source, dest, skip_existing, quiet, report_json)
+
+
+def skipped(source: str, dest: str, skip_existing: bool, quiet: bool,
+            report_json: str | None) -> bool:
+    """With --skip-existing, is one input's output up to date? It is then said (unless
+    `quiet`) and reported as the many-input runner reports a file it skips."""
+    if not skip_existing or dest == "-" or _same_file(source, dest) \
+            or not up_to_date(source, dest):
+        return False
+    if not quiet:
+        from .common import plain
+
+        stderr().print(plain(f"{dest} is newer than {source}: skipped"), markup=False,
+                       highlight=False)
+    if report_json is not None:
+        write_report([Outcome(source, dest, "skipped")], report_json)
+    return True
+
+
 def jobs_of(inputs: Files, out_dir: str | None, in_place: bool, writes: bool,
             shard: tuple[int, int] | None, skip_existing: bool,
             suffix: str | None = None) -> tuple[list[Job], list[Job]]:
@@ -85,7 +124,7 @@ def jobs_of(inputs: Files, out_dir: str | None, in_place: bool, writes: bool,
                              "give --out-dir another folder")
     if not skip_existing:
         return jobs, []
-    fresh = [j for j in jobs if _up_to_date(j)]
+    fresh = [j for j in jobs if up_to_date(j.source, j.dest)]
     return [j for j in jobs if j not in fresh], fresh
 
 
@@ -225,8 +264,9 @@ def _same_file(source: str, dest: str) -> bool:
         return False
 
 
-def _up_to_date(job: Job) -> bool:
+def up_to_date(source: str, dest: str) -> bool:
+    """Is `dest` there already, newer than `source` (a run that was done: --skip-existing)?"""
     try:
-        return os.stat(job.dest).st_mtime_ns >= os.stat(job.source).st_mtime_ns
+        return os.stat(dest).st_mtime_ns >= os.stat(source).st_mtime_ns
     except OSError:
         return False

@@ -5,7 +5,6 @@ A row that fails is reported and counted; the run then exits 1, its output compl
 
 from __future__ import annotations
 
-import glob
 import os
 import sys
 from contextlib import nullcontext
@@ -221,14 +220,6 @@ def _not_the_input(file: str, output: str, flag: str) -> None:
         raise UsageError(f"{flag} is the input file", "write it elsewhere")
 
 
-def _up_to_date(file: str, dest: str) -> bool:
-    """Is `dest` there already, newer than `file` (a run that was done, for --skip-existing)?"""
-    try:
-        return os.stat(dest).st_mtime_ns >= os.stat(file).st_mtime_ns
-    except OSError:
-        return False
-
-
 def _each(files: list[str], output: str | None, out_dir: str | None, skip_existing: bool,
           quiet: bool, report_json: str | None, one: Any,
           shard: tuple[int, int] | None = None) -> int:
@@ -238,21 +229,17 @@ def _each(files: list[str], output: str | None, out_dir: str | None, skip_existi
     and a row a dataset in the summary; `shard` (i, n) takes the i-th of n shares of
     the datasets. `one` returns an Outcome; the exit code."""
     from ..render.dataset import RowProgress
-    from .batch import Outcome, failed, finish, jobs_of, write_report
+    from .batch import failed, finish, jobs_of, one_input, skipped, write_report
 
     if out_dir is None:
-        if len(files) != 1 or os.path.isdir(files[0]) or glob.has_magic(files[0]):
+        if not one_input(files, out_dir):
             raise UsageError("more than one dataset (or a folder of them) needs --out-dir DIR",
                              "-o takes one dataset")
         dest = _destination(files[0], output)
-        if skip_existing and _up_to_date(files[0], dest):
-            if not quiet:
-                stderr().print(plain(f"{dest} is newer than {files[0]}: skipped"),
-                               markup=False, highlight=False)
-            outcome = Outcome(files[0], dest, "skipped")
-        else:
-            with RowProgress(files, stderr()) as advance:
-                outcome = one(files[0], dest, advance)
+        if skipped(files[0], dest, skip_existing, quiet, report_json):
+            return 0
+        with RowProgress(files, stderr()) as advance:
+            outcome = one(files[0], dest, advance)
         if report_json is not None:
             write_report([outcome], report_json)
         return outcome.code
