@@ -167,16 +167,19 @@ class _Bounded:
     def write(self, data: bytes) -> None:
         self.written += len(data)
         if self.written > self.given.most:
-            raise InputError(self.given.name, None,
-                             f"restoring it would write more than {self.given.growth:,} times "
-                             "the bytes it holds (nested archives crafted to expand, or "
-                             "damaged); nothing was written",
-                             f"if you trust it, pass --max-growth {self.given.growth * 10}")
+            raise too_large(self.given.name, self.given.growth)
         self.out.write(data)
 
     def writelines(self, lines: Iterable[bytes]) -> None:
         for line in lines:
             self.write(line)
+
+
+def too_large(where: str, growth: int) -> InputError:
+    """The error of a restore that would write more than `growth` times what it was given."""
+    return InputError(where, None, f"restoring it would write more than {growth:,} times the "
+                      "bytes it holds (nested archives crafted to expand, or damaged); "
+                      "nothing was written", f"if you trust it, pass --max-growth {growth * 10}")
 
 
 def _size_of(stream: IO[bytes]) -> int:

@@ -28,6 +28,7 @@ R = TypeVar("R")
 WORTH_CHARS = {"fork": 2 << 20, "spawn": 32 << 20}
 NICE = 19  # a task run `nicely` takes only the cores this process leaves idle
 PARENT_WATCH = 0.5  # seconds between a worker's looks at whether its parent still lives
+BROKEN_WAIT = 2.0  # seconds a broken pool is given to end itself before it is helped to
 
 
 def worker_count() -> int:
@@ -49,8 +50,11 @@ def worker_count() -> int:
 class Workers:
     """The worker processes of one run: started when first needed, stopped once."""
 
-    def __init__(self, count: int | None = None) -> None:
+    def __init__(self, count: int | None = None, apart: bool = False) -> None:
+        """`apart`: a pool even of one process, for work that might take this process
+        down with it (one worker gains no speed, but a crash is then the worker's)."""
         self.count = worker_count() if count is None else count
+        self.apart = apart
         self.method = "fork" if sys.platform == "linux" else "spawn"
         self._pool: Any = None
         self._broken = False
@@ -100,7 +104,7 @@ class Workers:
         import multiprocessing
 
         # a daemon process (a pool's worker, say) may not have children
-        return self.count >= 2 and not self._broken \
+        return (self.count >= 2 or self.apart) and not self._broken \
             and not multiprocessing.current_process().daemon
 
     def _start(self) -> bool:
@@ -119,10 +123,15 @@ class Workers:
         if pool is None:
             return
         if broken:
-            # Python 3.10's executor then waits for good on its queue feeder, blocked
-            # writing tasks nobody will read: closing the read end lets it fail instead
+            # The executor's own thread ends a broken pool, closing its queue's read end
+            # (closing it here too at that moment is an error in that thread, printed);
+            # Python 3.10's instead waits for good on its queue feeder, blocked writing
+            # tasks nobody will read: closing the read end then lets it fail
+            manager = getattr(pool, "_executor_manager_thread", None)
+            if manager is not None:
+                manager.join(BROKEN_WAIT)
             reader = getattr(getattr(pool, "_call_queue", None), "_reader", None)
-            if reader is not None:
+            if reader is not None and not reader.closed:
                 try:
                     reader.close()
                 except OSError:  # the executor's own thread was closing it at that moment

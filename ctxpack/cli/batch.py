@@ -10,6 +10,7 @@ each, and the highest exit code of its failures.
 
 from __future__ import annotations
 
+import glob
 import hashlib
 import os
 from collections.abc import Callable
@@ -52,6 +53,44 @@ class Outcome:
     rows_failed: int | None = None
 
 
+def one_input(files: list[str], out_dir: str | None) -> bool:
+    """Is this the one-input form (a file or stdin, its output -o, stdout or itself)?
+
+    A single path that is neither a folder nor a pattern is one file even when it does
+    not exist, so that the error says so rather than asking for --out-dir."""
+    if len(files) != 1 or out_dir is not None:
+        return False
+    arg = files[0]
+    return not os.path.isdir(arg) and (os.path.exists(arg) or not glob.has_magic(arg))
+
+
+def single(source: str, dest: str, skip_existing: bool, shard: str | None, quiet: bool,
+           report_json: str | None) -> bool:
+    """The many-input flags in the one-input form of a transcript command: --shard is
+    refused (one file has no share to take), and --skip-existing is as `skipped`."""
+    if shard is not None:
+        raise UsageError("--shard takes a share of many inputs (or of a dataset's row "
+                         "groups)", "one transcript is done whole: drop --shard")
+    return skipped(source, dest, skip_existing, quiet, report_json)
+
+
+def skipped(source: str, dest: str, skip_existing: bool, quiet: bool,
+            report_json: str | None) -> bool:
+    """With --skip-existing, is one input's output up to date? It is then said (unless
+    `quiet`) and reported as the many-input runner reports a file it skips."""
+    if not skip_existing or dest == "-" or _same_file(source, dest) \
+            or not up_to_date(source, dest):
+        return False
+    if not quiet:
+        from .common import plain
+
+        stderr().print(plain(f"{dest} is newer than {source}: skipped"), markup=False,
+                       highlight=False)
+    if report_json is not None:
+        write_report([Outcome(source, dest, "skipped")], report_json)
+    return True
+
+
 def jobs_of(inputs: Files, out_dir: str | None, in_place: bool, writes: bool,
             shard: tuple[int, int] | None, skip_existing: bool,
             suffix: str | None = None) -> tuple[list[Job], list[Job]]:
@@ -85,7 +124,7 @@ def jobs_of(inputs: Files, out_dir: str | None, in_place: bool, writes: bool,
                              "give --out-dir another folder")
     if not skip_existing:
         return jobs, []
-    fresh = [j for j in jobs if _up_to_date(j)]
+    fresh = [j for j in jobs if up_to_date(j.source, j.dest)]
     return [j for j in jobs if j not in fresh], fresh
 
 
@@ -102,7 +141,11 @@ def parse_shard(value: str | None) -> tuple[int, int] | None:
 def run(jobs: list[Job], task: Callable[..., Outcome], args: Any, parallel: int) -> list[Outcome]:
     """Every job's outcome, in the jobs' order: `task(job, args, alone)` run `parallel`
     at a time in worker processes (`alone`: keep to one core), or here, one by one, when
-    there is one job, one core or no pool to be had."""
+    there is one job, one core or no pool to be had.
+
+    A worker that dies (killed, out of memory, say) breaks the pool, and every job not
+    done by then with it: those are run again one at a time, each in a process of its
+    own, so that only the job that kills its process fails."""
     from concurrent.futures import as_completed
     from concurrent.futures.process import BrokenProcessPool
 
@@ -123,15 +166,39 @@ def run(jobs: list[Job], task: Callable[..., Outcome], args: Any, parallel: int)
             for job in here:
                 outcomes[job] = _said(task(job, args, False))
                 advance(job.source)
+            broken: list[Job] = []
             for future in as_completed(futures):
                 job = futures[future]
                 try:
                     outcomes[job] = _said(future.result())
-                except BrokenProcessPool:  # killed (out of memory, say): this job failed
-                    outcomes[job] = _said(Outcome(job.source, job.dest, "failed", EXIT_USAGE,
-                                                  f"{job.source}: its worker process died"))
+                except BrokenProcessPool:  # this job, or another, took its worker down
+                    broken.append(job)
+                    continue
+                advance(job.source)
+            if broken:
+                workers.broke()
+            for job in sorted(broken, key=jobs.index):
+                outcomes[job] = _said(_apart(task, job, args))
                 advance(job.source)
     return [outcomes[j] for j in jobs]
+
+
+def _apart(task: Callable[..., Outcome], job: Job, args: Any) -> Outcome:
+    """`task(job, args, True)` in a process of its own: the job's outcome, or its failure
+    if the process dies (or none can be started: it died once already)."""
+    from concurrent.futures.process import BrokenProcessPool
+
+    from ..workers import Workers
+
+    with Workers(1, apart=True) as alone:
+        future = alone.submit(task, job, args, True)
+        try:
+            if future is not None:
+                return future.result()
+        except BrokenProcessPool:
+            alone.broke()
+    return Outcome(job.source, job.dest, "failed", EXIT_USAGE,
+                   f"{job.source}: its worker process died")
 
 
 def failed(job: Job, exc: CtxpackError | OSError) -> Outcome:
@@ -197,8 +264,9 @@ def _same_file(source: str, dest: str) -> bool:
         return False
 
 
-def _up_to_date(job: Job) -> bool:
+def up_to_date(source: str, dest: str) -> bool:
+    """Is `dest` there already, newer than `source` (a run that was done: --skip-existing)?"""
     try:
-        return os.stat(job.dest).st_mtime_ns >= os.stat(job.source).st_mtime_ns
+        return os.stat(dest).st_mtime_ns >= os.stat(source).st_mtime_ns
     except OSError:
         return False

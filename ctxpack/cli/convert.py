@@ -10,6 +10,7 @@ from typing import Annotated, Any
 import typer
 
 from ..errors import CtxpackError, UsageError
+from .batch import one_input, single
 from .common import (
     ConfigOpt,
     FormatOpt,
@@ -28,7 +29,6 @@ from .write import (
     SkipExistingOpt,
     _destination,
     _many,
-    _one_file,
     _write_result,
 )
 
@@ -143,13 +143,15 @@ def convert(
                       read_config(config).models)
     if len(files) == 1 and out_dir is None:
         files = [one_file(files[0], session)]  # an OpenCode storage folder: one session
-    if not _one_file(files, out_dir):
+    if not one_input(files, out_dir):
         if output is not None:
             raise UsageError("-o takes one input", "use --out-dir DIR for many")
         raise typer.Exit(_many(files, out_dir, False, True, jobs, skip_existing, shard,
-                               convert_one, how, quiet, report_json, SUFFIXES[to]))
+                               convert_one, how, quiet, report_json, SUFFIXES[to], session))
     file = files[0]
     dest = _destination(file, output, in_place=False, force=False)
+    if single(file, dest, skip_existing, shard, quiet, report_json):
+        return
     data, notes = _converted(file, how)
     for line in notes:
         warn(line)

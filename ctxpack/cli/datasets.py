@@ -5,7 +5,6 @@ A row that fails is reported and counted; the run then exits 1, its output compl
 
 from __future__ import annotations
 
-import glob
 import os
 import sys
 from contextlib import nullcontext
@@ -30,6 +29,15 @@ EngineOpt = Annotated[str, typer.Option(
 RayAddressOpt = Annotated[str | None, typer.Option(
     "--ray-address", metavar="ADDRESS", help="With --engine ray: the cluster to join "
     "(default: $RAY_ADDRESS, else a Ray started here).")]
+
+
+def refuse(kind: str, flags: dict[str, Any]) -> None:
+    """The first of `flags` (name: value) given, refused in one line: it is not for `kind`
+    (datasets, or transcripts) and would otherwise be dropped without a word."""
+    other = "transcripts" if kind == "datasets" else "datasets"
+    for name, value in flags.items():
+        if value is not None and value is not False:
+            raise UsageError(f"{name} is for {other}, not {kind}")
 
 
 def wanted(files: list[str], column: str | None, per_row: str | None = None) -> bool:
@@ -212,14 +220,6 @@ def _not_the_input(file: str, output: str, flag: str) -> None:
         raise UsageError(f"{flag} is the input file", "write it elsewhere")
 
 
-def _up_to_date(file: str, dest: str) -> bool:
-    """Is `dest` there already, newer than `file` (a run that was done, for --skip-existing)?"""
-    try:
-        return os.stat(dest).st_mtime_ns >= os.stat(file).st_mtime_ns
-    except OSError:
-        return False
-
-
 def _each(files: list[str], output: str | None, out_dir: str | None, skip_existing: bool,
           quiet: bool, report_json: str | None, one: Any,
           shard: tuple[int, int] | None = None) -> int:
@@ -229,21 +229,17 @@ def _each(files: list[str], output: str | None, out_dir: str | None, skip_existi
     and a row a dataset in the summary; `shard` (i, n) takes the i-th of n shares of
     the datasets. `one` returns an Outcome; the exit code."""
     from ..render.dataset import RowProgress
-    from .batch import Outcome, failed, finish, jobs_of, write_report
+    from .batch import failed, finish, jobs_of, one_input, skipped, write_report
 
     if out_dir is None:
-        if len(files) != 1 or os.path.isdir(files[0]) or glob.has_magic(files[0]):
+        if not one_input(files, out_dir):
             raise UsageError("more than one dataset (or a folder of them) needs --out-dir DIR",
                              "-o takes one dataset")
         dest = _destination(files[0], output)
-        if skip_existing and _up_to_date(files[0], dest):
-            if not quiet:
-                stderr().print(plain(f"{dest} is newer than {files[0]}: skipped"),
-                               markup=False, highlight=False)
-            outcome = Outcome(files[0], dest, "skipped")
-        else:
-            with RowProgress(files, stderr()) as advance:
-                outcome = one(files[0], dest, advance)
+        if skipped(files[0], dest, skip_existing, quiet, report_json):
+            return 0
+        with RowProgress(files, stderr()) as advance:
+            outcome = one(files[0], dest, advance)
         if report_json is not None:
             write_report([outcome], report_json)
         return outcome.code
@@ -303,12 +299,16 @@ def compress(files: list[str], output: str | None, out_dir: str | None, rows: An
 
 def restore(files: list[str], output: str | None, out_dir: str | None, rows: Any,
             archive_dir: str | None, engine: Any, quiet: bool = False,
-            report_json: str | None = None, skip_existing: bool = False) -> int:
+            report_json: str | None = None, skip_existing: bool = False,
+            shard: tuple[int, int] | None = None, max_growth: int | None = None) -> int:
     """Restore each dataset; one that was never compressed is written as it is, with a
-    warning (as a transcript is)."""
+    warning (as a transcript is). `shard` is taken as compress takes it; no row's
+    original may come to more than `max_growth` times the row (see undo.MAX_GROWTH)."""
     from ..dataset.files import archived, results, written
     from .batch import Outcome
     from .common import warn
+
+    of_rows = shard if out_dir is None else None
 
     def one(file: str, dest: str, advance: Any) -> Any:
         nothing = not archived(file)
@@ -316,17 +316,21 @@ def restore(files: list[str], output: str | None, out_dir: str | None, rows: Any
             warn(f"{file}: nothing to restore (no ctxpack column); writing it unchanged")
         count = 0
         with written(dest, rows.column) as add:
-            for table in results(file, rows, _restore_batch, engine, archive_dir=archive_dir):
+            for table in results(file, rows, _restore_batch, engine, of_rows,
+                                 archive_dir=archive_dir, max_growth=max_growth):
                 add(table)
                 advance(file, table.num_rows)
                 count += table.num_rows
         return Outcome(file, dest, "unchanged" if nothing else "written", rows=count)
 
-    return _each(files, output, out_dir, skip_existing, quiet, report_json, one)
+    return _each(files, output, out_dir, skip_existing, quiet, report_json, one,
+                 None if out_dir is None else shard)
 
 
 def _restore_batch(table: Any, *, name: str, start: int, archive_dir: str | None = None,
-                   **rows: Any) -> Any:
+                   max_growth: int | None = None, **rows: Any) -> Any:
     from ..dataset import restore_table
+    from ..undo import MAX_GROWTH
 
-    return restore_table(table, archive_dir=archive_dir, name=name, start=start)
+    return restore_table(table, archive_dir=archive_dir, name=name, start=start,
+                         max_growth=max_growth or MAX_GROWTH)

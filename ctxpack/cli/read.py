@@ -218,6 +218,8 @@ def stats(
         raise typer.Exit(datasets.stats(files, rows,
                                         datasets.engine_of(engine, ray_address, jobs),
                                         per_row, max_tokens, output))
+    datasets.refuse("transcripts", {"--id-column": id_column, "--engine": engine != "local",
+                                    "--ray-address": ray_address})
     if jobs is not None:  # a big transcript's workers
         use_cores(jobs)
     inputs = Files(files, session=session)
@@ -351,6 +353,8 @@ def validate(
         rows = datasets.rows_of(messages_column, id_column, format, None, None, False)
         raise typer.Exit(datasets.validate(files, rows, datasets.engine_of(engine, ray_address),
                                            json_out))
+    datasets.refuse("transcripts", {"--id-column": id_column, "--engine": engine != "local",
+                                    "--ray-address": ray_address})
     inputs = Files(files, session=session)
 
     def checked(path: str) -> tuple[Any, list[Any]]:

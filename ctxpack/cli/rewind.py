@@ -13,6 +13,7 @@ import typer
 
 from ..errors import CtxpackError, UsageError
 from ..render import counted
+from .batch import one_input, single
 from .common import ForceOpt, FormatOpt, InPlaceOpt, OutputOpt, SkipOpt, app, plain, stderr
 from .write import (
     FilesArg,
@@ -23,7 +24,6 @@ from .write import (
     _check_outputs,
     _destination,
     _many,
-    _one_file,
     _say_kept,
     _write_result,
 )
@@ -106,7 +106,7 @@ def rewind(
     step, round_ = _point(to) if to is not None else (None, None)
     how = _RewindJob(steps, rounds, step, round_, format, skip_invalid, archive_dir,
                      in_place, force)
-    if not _one_file(files, out_dir):
+    if not one_input(files, out_dir):
         if output is not None:
             raise UsageError("-o takes one input", "use --out-dir DIR for many")
         raise typer.Exit(_many(files, out_dir, in_place, True, jobs, skip_existing, shard,
@@ -114,6 +114,8 @@ def rewind(
     file = files[0]
     dest = _destination(file, output, in_place, force)
     _check_outputs(dest, in_place, False, False, None)
+    if single(file, dest, skip_existing, shard, quiet, report_json):
+        return
     seen = os.stat(file) if in_place else None
     done = how.run(file)
     _say_kept(_write_result(dest, file, done.chunks, seen))

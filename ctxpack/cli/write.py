@@ -3,7 +3,6 @@ the input itself (atomically, keeping a backup, and only if nothing changed it).
 
 from __future__ import annotations
 
-import glob
 import os
 import sys
 import time
@@ -15,6 +14,7 @@ import typer
 
 from ..errors import EXIT_USAGE, CtxpackError, UsageError
 from . import datasets
+from .batch import one_input, single
 from .common import (
     ConfigOpt,
     ForceOpt,
@@ -120,23 +120,12 @@ JobsOpt = Annotated[int | None, typer.Option(
     help="With many inputs: files at a time; with one big file, its workers; with "
     "datasets, the cores the local engine uses (default: every core).")]
 SkipExistingOpt = Annotated[bool, typer.Option(
-    "--skip-existing", help="With many inputs (or a dataset): skip a file whose output is "
-    "newer than it (a killed run resumes).")]
+    "--skip-existing", help="Skip an input whose output is newer than it (a killed run "
+    "resumes).")]
 ShardOpt = Annotated[str | None, typer.Option(
     "--shard", metavar="I/N", help="With many inputs: only the I-th of N shares of the "
     "files (I from 0 to N-1), the same share whoever runs it; with a dataset, of its row "
     "groups.")]
-
-
-def _one_file(files: list[str], out_dir: str | None) -> bool:
-    """Is this the one-file form (a file or stdin, its output -o, stdout or itself)?
-
-    A single path that is neither a folder nor a pattern is one file even when it does
-    not exist, so that the error says so rather than asking for --out-dir."""
-    if len(files) != 1 or out_dir is not None:
-        return False
-    arg = files[0]
-    return not os.path.isdir(arg) and (os.path.exists(arg) or not glob.has_magic(arg))
 
 
 @dataclass(frozen=True)
@@ -221,12 +210,17 @@ def compress(
     """Shrink a transcript (or each row of a dataset) to fit its model; originals are
     archived for restore."""
     if datasets.wanted(files, messages_column):
+        datasets.refuse("datasets", {"--dry-run": dry_run, "--strip-metadata": strip_metadata,
+                                     "--in-place": in_place, "--force": force,
+                                     "--skip-invalid": skip_invalid})
         raise typer.Exit(_compress_dataset(files, output, out_dir, model, format,
                                            messages_column, id_column,
                                            datasets.engine_of(engine, ray_address, jobs),
                                            no_cache, config, flags, quiet, report_json, shard,
                                            skip_existing))
-    if not _one_file(files, out_dir):
+    datasets.refuse("transcripts", {"--id-column": id_column, "--engine": engine != "local",
+                                    "--ray-address": ray_address})
+    if not one_input(files, out_dir):
         if output is not None:
             raise UsageError("-o takes one input", "use --out-dir DIR for many")
         _check_outputs("", in_place, strip_metadata, dry_run, report_json)
@@ -243,6 +237,8 @@ def compress(
     file = files[0]
     dest = _destination(file, output, in_place, force)
     _check_outputs(dest, in_place, strip_metadata, dry_run, report_json)
+    if single(file, dest, skip_existing, shard, quiet, report_json):
+        return
     seen = os.stat(file) if in_place else None
     cfg, options = _settings(config, flags)
     with FileProgress([file], stderr()) as advance:  # a big file, on a terminal
@@ -276,16 +272,18 @@ def _compress_dataset(files: list[str], output: str | None, out_dir: str | None,
 
 def _many(files: list[str], out_dir: str | None, in_place: bool, writes: bool,
           jobs: int | None, skip_existing: bool, shard: str | None, task: Any, how: Any,
-          quiet: bool, report_json: str | None, suffix: str | None = None) -> int:
+          quiet: bool, report_json: str | None, suffix: str | None = None,
+          session: str | None = None) -> int:
     """Run `task` on every file given (each output's name ending in `suffix`, if one is
-    given); the run's exit code."""
+    given; of an OpenCode storage folder, only its `session` if one is given); the run's
+    exit code."""
     from ..workers import worker_count
     from . import batch
     from .read import Files
 
     if in_place and out_dir is not None:
         raise UsageError("--in-place and --out-dir cannot be used together")
-    inputs = Files(files)
+    inputs = Files(files, session=session)
     if not inputs.paths:  # each said why already
         return EXIT_USAGE
     todo, fresh = batch.jobs_of(inputs, out_dir, in_place, writes, batch.parse_shard(shard),
@@ -419,12 +417,19 @@ def restore(
     from ..undo import MAX_GROWTH, items, restoring
 
     if datasets.wanted(files, messages_column):
+        datasets.refuse("datasets", {"--only": only, "--list": list_, "--in-place": in_place,
+                                     "--force": force})
+        from .batch import parse_shard
+
         rows = datasets.rows_of(messages_column, None, None, None, None, False)
         raise typer.Exit(datasets.restore(files, output, out_dir, rows, archive_dir,
                                           datasets.engine_of(engine, ray_address, jobs),
-                                          quiet, report_json, skip_existing))
+                                          quiet, report_json, skip_existing,
+                                          parse_shard(shard), max_growth))
+    datasets.refuse("transcripts", {"--engine": engine != "local",
+                                    "--ray-address": ray_address})
 
-    if not _one_file(files, out_dir):
+    if not one_input(files, out_dir):
         if output is not None or only is not None or list_:
             raise UsageError("-o, --only and --list take one input",
                              "use --out-dir DIR for many")
@@ -433,6 +438,8 @@ def restore(
                                              force), quiet, report_json))
     file = files[0]
     dest = _destination(file, output, in_place, force)
+    if single(file, dest, skip_existing, shard, quiet, report_json):
+        return
     if list_:
         for item in items(file):
             print("\t".join(plain(str(x)) for x in item))

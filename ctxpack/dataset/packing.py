@@ -15,6 +15,7 @@ from typing import Any
 
 from ..errors import CtxpackError, InputError, UsageError
 from ..jsonl import dumps, loads
+from ..undo import MAX_GROWTH
 from .rows import Row, Rows, messages_column, pyarrow, read_rows
 
 META = "ctxpack"  # the column of each changed row's archive
@@ -131,12 +132,11 @@ def done_of(report: Any) -> str:
 
 
 def restore_table(table: Any, *, archive_dir: str | None = None, name: str = "<table>",
-                  start: int = 0) -> Any:
+                  start: int = 0, max_growth: int = MAX_GROWTH) -> Any:
     """The table compress_table was given: each changed row's original value back in its
     messages column, the added columns gone (a table without the archive column was
-    never compressed, and comes back as it is)."""
-    from ..archive import unpack
-
+    never compressed, and comes back as it is). No row's original may come to more than
+    `max_growth` times the row's messages and archive (see undo.MAX_GROWTH)."""
     pa = pyarrow()
     if META not in table.column_names:  # never compressed: nothing to put back
         return table.drop_columns([c for c in ADDED if c in table.column_names])
@@ -152,10 +152,33 @@ def restore_table(table: Any, *, archive_dir: str | None = None, name: str = "<t
     for i, m in enumerate(metas):
         if m is not None:
             where = f"{name} row {start + i}"
-            original = unpack(_meta(m, name)["archive"], where, archive_dir)
+            given = len(m) + (len(values[i]) if isinstance(values[i], str)
+                              else len(dumps(values[i])))
+            original = _unpacked(_meta(m, name)["archive"], where, archive_dir, given,
+                                 max_growth)
             values[i] = _value_of(original, kind, pa, where)
     return out.set_column(out.column_names.index(column), out.schema.field(column),
                           pa.array(values, type=kind))
+
+
+def _unpacked(ref: dict[str, Any], where: str, folder: str | None, given: int,
+              growth: int) -> bytes:
+    """The original a row's archive holds, stopped once it passes `growth` times the
+    `given` bytes of the row (and of the original, when it is read from a folder), as a
+    transcript's restore is stopped."""
+    from ..archive import unpack_pieces
+    from ..undo import too_large
+
+    if not ref.get("inline") and type(ref.get("bytes")) is int and ref["bytes"] > 0:
+        given += ref["bytes"]  # on disk already, not expanded
+    most = growth * max(given, 1)
+    pieces, size = [], 0
+    for piece in unpack_pieces(ref, where, folder):
+        size += len(piece)
+        if size > most:
+            raise too_large(where, growth)
+        pieces.append(piece)
+    return b"".join(pieces)
 
 
 def _meta(text: str, name: str) -> dict[str, Any]:

@@ -1,0 +1,86 @@
+"""One input or many, the same run: a worker that dies fails only its own file, an
+OpenCode storage session converted below --out-dir, and --skip-existing and --shard
+with one transcript as with many."""
+
+from __future__ import annotations
+
+import json
+import os
+import time
+from pathlib import Path
+
+import pytest
+
+from ctxpack.cli import batch
+
+from .conftest import SAMPLES
+from .helpers import assert_clean_error, ctxpack
+from .test_format_opencode_storage import two_sessions
+
+
+def dies_on_boom(job: batch.Job, args: object, alone: bool) -> batch.Outcome:
+    """A task whose process dies on the file named boom (as one killed for its memory)."""
+    if Path(job.source).name == "boom":
+        os._exit(9)
+    return batch.Outcome(job.source, job.dest, "written", tokens_before=len(job.source))
+
+
+# the pool's own thread must not fail (its error would be printed) as the pool is ended
+@pytest.mark.filterwarnings("error::pytest.PytestUnhandledThreadExceptionWarning")
+def test_a_worker_that_dies_fails_only_the_file_it_was_on(tmp_path: Path) -> None:
+    names = [f"f{i:02d}" for i in range(12)]
+    names[3] = "boom"
+    for name in names:
+        (tmp_path / name).write_text(name)
+    jobs = [batch.Job(str(tmp_path / n), str(tmp_path / "out" / n)) for n in names]
+    outcomes = batch.run(jobs, dies_on_boom, None, 2)
+    assert [o.source for o in outcomes] == [j.source for j in jobs]  # in the jobs' order
+    assert [(Path(o.source).name, o.status, o.code) for o in outcomes
+            if o.status != "written"] == [("boom", "failed", 2)]
+    assert outcomes[3].problem == f"{jobs[3].source}: its worker process died"
+    assert all(o.tokens_before == len(o.source) for o in outcomes if o.status == "written")
+
+
+def test_convert_of_one_session_of_a_storage_folder_below_out_dir(tmp_path: Path) -> None:
+    storage = two_sessions(tmp_path)
+    out = tmp_path / "out"
+    run = ctxpack("convert", str(storage), "--session", "ses_older", "--to", "openai",
+                  "--out-dir", str(out), "--report-json", "-")
+    assert run.code == 0, run.err
+    [entry] = json.loads(run.out)["files"]
+    assert (Path(entry["source"]).name, entry["status"]) == ("ses_older.json", "written")
+    [made] = [p for p in out.rglob("*") if p.is_file()]
+    assert json.loads(made.read_text())["messages"][-1]["content"] == "an older question"
+
+
+@pytest.mark.parametrize("command", [
+    ["compress", "--budget", "6000"], ["restore"], ["convert", "--to", "markdown"],
+    ["rewind", "--steps", "1"]])
+def test_one_transcript_skips_an_output_that_is_up_to_date_as_many_do(
+        tmp_path: Path, command: list[str]) -> None:
+    given = tmp_path / "refactor.codex.jsonl"
+    given.write_bytes((SAMPLES / "refactor.codex.jsonl").read_bytes())
+    old = time.time() - 60
+    os.utime(given, (old, old))
+    out = tmp_path / "out"
+    assert ctxpack(*command, str(given), "-o", str(out)).code == 0
+    made = out.stat().st_mtime_ns
+    run = ctxpack(*command, str(given), "-o", str(out), "--skip-existing", "--report-json", "-")
+    assert run.code == 0, run.err
+    assert [(e["source"], e["dest"], e["status"]) for e in json.loads(run.out)["files"]] == \
+        [(str(given), str(out), "skipped")]
+    assert f"{out} is newer than {given}: skipped" in run.err
+    assert out.stat().st_mtime_ns == made
+    given.touch()  # newer than its output now: done again
+    assert ctxpack(*command, str(given), "-o", str(out), "--skip-existing").code == 0
+    assert out.stat().st_mtime_ns > made
+
+
+@pytest.mark.parametrize("command", [["compress"], ["restore"], ["convert", "--to", "html"],
+                                     ["rewind", "--steps", "1"]])
+def test_one_transcript_has_no_shard_to_take(tmp_path: Path, command: list[str]) -> None:
+    out = tmp_path / "out"
+    run = ctxpack(*command, str(SAMPLES / "refactor.codex.jsonl"), "-o", str(out), "--shard",
+                  "1/2")
+    assert_clean_error(run, 2, "--shard takes a share of many inputs")
+    assert not out.exists()
