@@ -9,7 +9,9 @@ and its workers cold, as a job sent to a running cluster finds them.
 The dataset is made of the bundled samples' OpenAI-style trajectories (each eval
 conversation, the support chat, the mini-swe-agent run), each row's user messages
 marked with its number so that no two rows are the same; every timed run counts with
-a token cache of its own, empty.
+a token cache of its own, empty. Besides the time, each run's CPU seconds (its own and
+those of every process it started: the local workers, or Ray's daemons and workers)
+say how much work it took whatever share of the machine other users' processes took.
 
     PYTHONPATH=. python bench/bench_dataset.py --rows 20000
 """
@@ -97,7 +99,6 @@ def run(path: Path, work: Any, engine: Any, out: Path | None) -> float:
     from ctxpack.dataset import Rows
     from ctxpack.dataset.files import results, written
 
-    os.environ["CTXPACK_CACHE_DIR"] = tempfile.mkdtemp(prefix="bench-dataset-cache-")
     settings = {"budget": BUDGET} if work.__name__ == "compress_table" else {}
     start = time.perf_counter()
     if out is None:
@@ -119,22 +120,56 @@ def one_run(label: str, work_name: str, data: Path, out: Path | None) -> dict[st
     from ctxpack.dataset import compress_table, stats_table
 
     work = {"stats_table": stats_table, "compress_table": compress_table}[work_name]
+    # set before Ray starts, so that its workers (started with its environment) count
+    # with this run's empty cache too, not the user's own
+    os.environ["CTXPACK_CACHE_DIR"] = tempfile.mkdtemp(prefix="bench-dataset-cache-")
     engine = None
     if label.startswith("ray"):
         import ray
 
-        from ctxpack.dataset.on_ray import RayEngine
+        from ctxpack.dataset.on_ray import RAY_STARTED_HERE, RayEngine
 
         # started before the clock (a cluster is up already), its workers cold, as a
-        # job sent to a running cluster finds them
+        # job sent to a running cluster finds them; as the engine starts a Ray (its
+        # workers at this process's priority), but with 2 CPUs whatever the machine has
+        os.environ.update(RAY_STARTED_HERE)
         ray.init(num_cpus=2, include_dashboard=False, logging_level="ERROR",
                  log_to_driver=False)
         engine = RayEngine()
     else:
         os.environ["CTXPACK_WORKERS"] = label.split()[-1]
+    cpu = cpu_seconds()
     seconds = run(data, work, engine, out)
-    return {"seconds": seconds, "here": _self_peak(),
+    return {"seconds": seconds, "cpu": cpu_seconds() - cpu, "here": _self_peak(),
             "workers": resource.getrusage(resource.RUSAGE_CHILDREN).ru_maxrss << 10}
+
+
+def cpu_seconds() -> float:
+    """CPU seconds of this process and all it started, ended (the local engine's
+    workers) or running (Ray's daemons and workers): the work done, whatever share of
+    the machine other users' processes took meanwhile."""
+    ticks = os.sysconf("SC_CLK_TCK")
+    parents: dict[int, int] = {}
+    used: dict[int, float] = {}
+    for pid in filter(str.isdigit, os.listdir("/proc")):
+        try:
+            stat = Path(f"/proc/{pid}/stat").read_text()
+        except OSError:
+            continue
+        fields = stat.rpartition(")")[2].split()  # after the command's name, which may hold spaces
+        parents[int(pid)] = int(fields[1])
+        used[int(pid)] = (int(fields[11]) + int(fields[12])) / ticks  # utime, stime
+    mine, found = {os.getpid()}, True
+    while found:
+        found = False
+        for pid, parent in parents.items():
+            if parent in mine and pid not in mine:
+                mine.add(pid)
+                found = True
+    alive = sum(used[pid] for pid in mine - {os.getpid()})
+    me, ended = resource.getrusage(resource.RUSAGE_SELF), resource.getrusage(
+        resource.RUSAGE_CHILDREN)
+    return me.ru_utime + me.ru_stime + ended.ru_utime + ended.ru_stime + alive
 
 
 def main() -> None:
@@ -158,7 +193,7 @@ def main() -> None:
           f"{GROUP_ROWS:,}; {os.cpu_count()} CPUs, load {os.getloadavg()[0]:.1f}")
     labels = LABELS[:2] if args.no_ray else LABELS
     works = (("stats_table", "-"), ("compress_table", str(tmp / "small.parquet")))
-    times: dict[str, dict[str, list[tuple[float, float]]]] = {
+    times: dict[str, dict[str, list[tuple[float, float, float]]]] = {
         w: {label: [] for label in labels} for w, _ in works}
     peaks = {"here": 0, "local worker": 0, "ray worker": 0}
     with PeakWatch("ray::row_group") as watch:
@@ -170,24 +205,26 @@ def main() -> None:
                         [sys.executable, __file__, "--one", label, work, str(data), out],
                         capture_output=True, text=True, check=True)
                     got = json.loads(done.stdout.strip().splitlines()[-1])
-                    times[work][label].append((got["seconds"], load))
+                    times[work][label].append((got["seconds"], load, got["cpu"]))
                     peaks["here"] = max(peaks["here"], got["here"])
                     if label.startswith("local"):
                         peaks["local worker"] = max(peaks["local worker"], got["workers"])
     peaks["ray worker"] = watch.peak
     for name, timed in times.items():
         fastest = {label: min(runs) for label, runs in timed.items()}
-        for label, (seconds, load) in fastest.items():
+        cpu = {label: min(c for _, _, c in runs) for label, runs in timed.items()}
+        for label, (seconds, load, _) in fastest.items():
             cores = int(label.split()[-1])
             print(f"{name.removesuffix('_table'):8} {label:8} {seconds:7.2f} s  "
                   f"{size / 1e6 / seconds:6.2f} MB/s  {size / 1e6 / seconds / cores:6.2f} "
                   f"MB/s per core  {args.rows / seconds:7.0f} rows/s  (load {load:.1f}; "
-                  f"all runs: {', '.join(f'{t:.1f}' for t, _ in timed[label])} s)")
+                  f"all runs: {', '.join(f'{t:.1f}' for t, _, _ in timed[label])} s; "
+                  f"CPU {cpu[label]:.1f} s, {size / 1e6 / cpu[label]:.2f} MB per CPU-s)")
         print(f"{name.removesuffix('_table'):8} 2 cores over 1: "
               f"{fastest['local 1'][0] / fastest['local 2'][0]:.2f}x", end="")
         if "ray 2" in fastest:
             print(f"; ray 2 takes {fastest['ray 2'][0] / fastest['local 2'][0]:.2f}x the time "
-                  "of local 2", end="")
+                  f"of local 2 and {cpu['ray 2'] / cpu['local 2']:.2f}x its CPU", end="")
         print()
     print(f"peak memory: the command's process {_mb(peaks['here'])}, a local worker "
           f"{_mb(peaks['local worker'])}"

@@ -4,6 +4,9 @@ equal to the local engine's row for row, and the command line joins it by addres
 from __future__ import annotations
 
 import json
+import os
+import subprocess
+import sys
 from collections.abc import Iterator
 from pathlib import Path
 from typing import Any
@@ -116,3 +119,26 @@ def test_a_dataset_problem_raised_on_ray_is_its_one_line(cluster: str, tmp_path:
     assert [line for line in run.err.splitlines() if line.strip()] == \
         [f"error: {data}: column 'messages' holds int64, not messages (JSON text, or a list "
          "of message structs)"]
+
+
+# A process of its own starts a Ray (address "local": a new one, never a Ray another
+# program on this machine runs) through the engine, as the command does without an
+# address, and says its own niceness and that of a task's worker.
+STARTS_ITS_OWN = """
+import os, ray
+from ctxpack.dataset.on_ray import RayEngine
+RayEngine("local").start()
+print(os.nice(0), ray.get(ray.remote(lambda: os.nice(0)).remote()))
+"""
+
+
+def test_a_ray_started_here_runs_its_workers_at_the_commands_priority(tmp_path: Path) -> None:
+    """Ray's own default puts them at niceness 15, where any other busy process of the
+    same user takes their CPU; the local engine's workers run at the command's."""
+    env = {k: v for k, v in os.environ.items()
+           if k not in ("RAY_ADDRESS", "RAY_worker_niceness")}
+    done = subprocess.run([sys.executable, "-c", STARTS_ITS_OWN], env=env, cwd=tmp_path,
+                          capture_output=True, text=True, timeout=300)
+    assert done.returncode == 0, done.stderr
+    command, worker = done.stdout.split()[-2:]
+    assert worker == command

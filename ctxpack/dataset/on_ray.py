@@ -35,6 +35,14 @@ CONNECT_SECONDS = 5  # how long a cluster's head may take to answer before it is
 # answer as one 20 times for 40 s each, printing warnings, which looks like a hang.
 RAY_CONNECT_BOUNDS = {"RAY_py_gcs_connect_timeout_s": str(CONNECT_SECONDS),
                       "RAY_gcs_server_port_wait_time_s": "1", "RAY_NUM_REDIS_GET_RETRIES": "1"}
+# Ray starts its worker processes at niceness 15, below every process at the usual
+# priority (0), so that its own daemons keep theirs: on a machine that runs anything else
+# at that priority (a second command, a build, a test run of the same user), the workers
+# get only the CPU it leaves, and a Ray of 2 CPUs did about one core's work where the
+# local engine, at the usual priority, did two's (see BENCHMARKS.md). A Ray started here
+# runs its workers at this command's own priority instead, as the local engine's workers
+# run; a cluster's nodes keep what they were started with (read when the node starts).
+RAY_STARTED_HERE = {"RAY_worker_niceness": "0"}
 HTTP2_PREFACE = b"PRI * HTTP/2.0\r\n\r\nSM\r\n\r\n" + bytes([0, 0, 0, 4, 0, 0, 0, 0, 0])
 
 
@@ -69,6 +77,8 @@ class RayEngine:
             raise self.failed
         if ray.is_initialized():
             return
+        for key, value in RAY_STARTED_HERE.items():  # unless the user set them
+            os.environ.setdefault(key, value)
         held = Held()
         try:  # Ray's own warnings of a failed join are replaced by one line
             with _held_stderr(held, self.address is not None):
