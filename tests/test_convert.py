@@ -175,7 +175,7 @@ def test_corpus_converts_to_accepted_bodies(path):
             if body["messages"]:
                 assert_accepted(body, to)
     counter = TokenCounter("gpt-4o")
-    view = build_view(source, counter)
+    view = build_view(source, counter, flagged=False)
     assert entries(to_markdown(view)) == len(source.messages)
     page = to_html(view, charts_of(source, counter, link=True))
     targets = set(re.findall(r'href="#(msg-\d+)"', page))
@@ -205,7 +205,7 @@ def test_markdown_is_what_show_shows(exact_tokens):
     run = ctxpack("convert", str(path), "--to", "markdown")
     assert run.code == 0, run.err
     t = load(path)
-    view = build_view(t, TokenCounter("gpt-5.1-codex"))
+    view = build_view(t, TokenCounter("gpt-5.1-codex"), flagged=False)
     labels = [item.label for r in view.rounds for e in r.entries for s in e.segments
               for item in s.body if not isinstance(item, str)]
     assert labels and all(label in run.out for label in labels)  # folded as show folds
@@ -360,3 +360,21 @@ def test_anthropic_bodies_with_tool_blocks_are_not_read_as_chat_completions(tmp_
                    "-o", str(out)).code == 0
     assert_clean_error(ctxpack("stats", str(out)), 2, f"{out}:1:",
                        "Anthropic Messages request bodies", "ctxpack reads: ")
+
+
+@pytest.mark.parametrize("to", ["markdown", "html"])
+def test_a_document_is_counted_for_the_model_asked_for(tmp_path, to):
+    # the log names a model ctxpack does not know; --model names one it does, and the
+    # document's header says that one, as show's does
+    text = (SAMPLES / "aider" / "unit-conversions.aider.chat.history.md").read_text()
+    log = tmp_path / ".aider.chat.history.md"
+    log.write_text(text.replace("anthropic/claude-sonnet-4-5", "acme/house-model-7"))
+    out = tmp_path / f"doc.{to}"
+    run = ctxpack("convert", str(log), "--to", to, "-m", "gpt-4.1", "-o", str(out))
+    assert run.code == 0, run.err
+    header = "model gpt-4.1 (o200k_base, exact)"
+    assert header in out.read_text()
+    assert header in ctxpack("show", str(log), "-m", "gpt-4.1").out
+    plain = tmp_path / f"plain.{to}"
+    assert ctxpack("convert", str(log), "--to", to, "-o", str(plain)).code == 0
+    assert "model acme/house-model-7 (o200k_base, approximate)" in plain.read_text()

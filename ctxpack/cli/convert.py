@@ -79,7 +79,7 @@ def _converted(file: str, how: _ConvertJob) -> tuple[bytes, list[str]]:
 
     counter = TokenCounter(how.model or how.table.choose(transcript_models(transcript)),
                            how.table)
-    view = build_view(transcript, counter, full=how.full)
+    view = build_view(transcript, counter, flagged=how.model is not None, full=how.full)
     if how.to == "markdown":
         from ..render.document import to_markdown
 
