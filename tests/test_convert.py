@@ -342,16 +342,50 @@ def test_the_model_is_kept_where_the_body_has_a_place_for_it(tmp_path, to):
         assert json.loads(stats_run.out)["files"][0]["context_window"] == 1_048_576
 
 
-def test_a_model_given_is_named_and_none_is_said(tmp_path):
+def test_a_model_given_is_named_and_an_assumed_one_is_said(tmp_path):
     source = SAMPLES / "support-chat.openai.jsonl"
     out = tmp_path / "out.jsonl"
     run = ctxpack("convert", str(source), "--to", "openai", "-o", str(out))
-    assert run.code == 0 and "no model named" in run.err
-    assert "model" not in json.loads(out.read_text().splitlines()[0])
+    assert run.code == 0 and "model gpt-4o assumed" in run.err
+    assert json.loads(out.read_text().splitlines()[0])["model"] == "gpt-4o"
     named = tmp_path / "named.jsonl"
     run = ctxpack("convert", str(source), "--to", "openai", "-m", "gpt-4.1", "-o", str(named))
-    assert run.code == 0 and "no model named" not in run.err
+    assert run.code == 0 and "assumed" not in run.err
     assert json.loads(named.read_text().splitlines()[0])["model"] == "gpt-4.1"
+
+
+@pytest.mark.parametrize("to", ["openai", "anthropic"])
+def test_a_body_names_the_model_stats_reports(tmp_path, to):
+    # an Anthropic managed-agent log names no model; stats reads it as its format's
+    # (claude, and so claude's window), and the bodies convert writes name the same one
+    source = SAMPLES / "export-timeout.anthropic-events.jsonl"
+    first = json.loads(ctxpack("stats", "--json", str(source)).out)["files"][0]
+    assert first["model"] == "claude"
+    out = tmp_path / "out.jsonl"
+    run = ctxpack("convert", str(source), "--to", to, "-o", str(out))
+    assert run.code == 0, run.err
+    assert "no model named" not in run.err
+    assert "model claude assumed" in " ".join(run.err.split())
+    assert {json.loads(line)["model"] for line in out.read_text().splitlines()} == {"claude"}
+    if to == "openai":  # a later reading finds the same model and window
+        again = json.loads(ctxpack("stats", "--json", str(out)).out)["files"][0]
+        assert (again["model"], again["context_window"]) == \
+            (first["model"], first["context_window"])
+
+
+def test_a_body_names_no_model_where_stats_names_none(tmp_path):
+    # Cline's UI event log alone names no model, and its format assumes none
+    events = json.loads((SAMPLES / "cline-task" / "ui_messages.json").read_text())
+    for e in events:
+        e.pop("modelInfo", None)
+    log = tmp_path / "ui_messages.json"
+    log.write_text(json.dumps(events))
+    assert json.loads(ctxpack("stats", "--json", str(log)).out)["files"][0]["model"] == \
+        "(not named)"
+    out = tmp_path / "out.jsonl"
+    run = ctxpack("convert", str(log), "--to", "openai", "-o", str(out))
+    assert run.code == 0 and "no model named" in run.err
+    assert "model" not in json.loads(out.read_text().splitlines()[0])
 
 
 def test_anthropic_bodies_with_tool_blocks_are_not_read_as_chat_completions(tmp_path):
