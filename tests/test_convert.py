@@ -412,3 +412,60 @@ def test_a_document_is_counted_for_the_model_asked_for(tmp_path, to):
     plain = tmp_path / f"plain.{to}"
     assert ctxpack("convert", str(log), "--to", to, "-o", str(plain)).code == 0
     assert "model acme/house-model-7 (o200k_base, approximate)" in plain.read_text()
+
+
+def _commands_only(folder):
+    """An Aider log of two runs in which the person typed only Aider's own commands."""
+    log = folder / ".aider.chat.history.md"
+    log.write_text("# aider chat started at 2026-03-01 09:00:00\n\n"
+                   "> Main model: gpt-4o with diff edit format\n\n#### /add app.py  \n"
+                   "> Added app.py to the chat  \n\n#### /tokens  \n\n"
+                   "# aider chat started at 2026-03-01 09:05:00\n\n#### /exit  \n")
+    return log
+
+
+@pytest.mark.parametrize("to", ["openai", "markdown"])
+def test_a_log_of_commands_only_is_said_and_nothing_written(tmp_path, to):
+    log = _commands_only(tmp_path)
+    out = tmp_path / "out"
+    run = ctxpack("convert", str(log), "--to", to, "-o", str(out))
+    assert_clean_error(run, 2, f"{log}: ", "nothing to convert", "only")
+    assert not out.exists()
+    # with others, the rest are written and the run says which one had nothing
+    ok = tmp_path / "ok.aider.chat.history.md"
+    ok.write_text((SAMPLES / "aider" / "unit-conversions.aider.chat.history.md").read_text())
+    many = ctxpack("convert", str(log), str(ok), "--to", to, "--out-dir", str(tmp_path / "d"))
+    assert many.code == 2 and "nothing to convert" in many.err
+    assert [p.name for p in (tmp_path / "d").iterdir()] == \
+        [f"ok.aider.chat.history{'.jsonl' if to == 'openai' else '.md'}"]
+
+
+def test_stats_says_a_log_holds_no_model_input(tmp_path):
+    run = ctxpack("stats", str(_commands_only(tmp_path)))
+    assert run.code == 0, run.err
+    assert "0 messages" in run.out
+    assert "no model input" in " ".join(run.out.split())
+
+
+@pytest.mark.corpus
+@pytest.mark.parametrize("path", corpus_params("aider", pattern="zen-mcp*.md"))
+def test_the_corpus_log_of_commands_only(tmp_path, path):
+    out = tmp_path / "out.jsonl"
+    assert_clean_error(ctxpack("convert", str(path), "--to", "openai", "-o", str(out)), 2,
+                       "nothing to convert")
+    assert not out.exists()
+    assert "no model input" in " ".join(ctxpack("stats", str(path)).out.split())
+
+
+def test_a_log_cleared_at_its_end_points_to_all(tmp_path):
+    log = tmp_path / ".aider.chat.history.md"
+    log.write_text("# aider chat started at 2026-03-01 09:00:00\n\n#### what is 2+2?  \n\n"
+                   "4.\n\n> Tokens: 1.1k sent, 2 received.\n\n#### /clear  \n")
+    out = tmp_path / "out.md"
+    run = ctxpack("convert", str(log), "--to", "markdown", "-o", str(out))
+    assert_clean_error(run, 2, "nothing to convert", "outside the model's context",
+                       "--all converts the whole log")
+    assert not out.exists()
+    run = ctxpack("convert", str(log), "--to", "markdown", "--all", "-o", str(out))
+    assert run.code == 0, run.err
+    assert "what is 2+2?" in out.read_text()
