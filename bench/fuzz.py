@@ -504,7 +504,8 @@ def read_one(data: bytes, fmt: str | None, stats: bool, view: bool, render: bool
     if view or render:
         # the model as `show` picks it: the file's, if the table knows it (a name the
         # table does not know is an error of a --model flag, not of the file)
-        shown = build_view(t, TokenCounter(TABLE.choose(transcript_models(t)), TABLE))
+        shown = build_view(t, TokenCounter(TABLE.choose(transcript_models(t)), TABLE),
+                           flagged=False)
         if render:
             _render(found, shown, problems)
 

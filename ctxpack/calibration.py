@@ -30,7 +30,7 @@ from dataclasses import dataclass, replace
 from typing import Any
 
 from .errors import UsageError
-from .formats import usual_model
+from .formats import model_of
 from .models import TABLE, ModelTable
 from .tokens import REPLY_PRIMING, TokenCounter
 from .transcript import Message, RecordedCall, Transcript
@@ -381,7 +381,7 @@ def calibrate(transcripts: Iterable[Transcript], table: ModelTable = TABLE) -> l
         recorded = [c for c in t.calls if c.billed > 0 and c.prompt > 0]  # (see loader)
         side = compaction_agent(t.format, next(iter(t.messages), None))
         for calls in by_conversation(t, recorded):  # (each conversation a run of its own)
-            model = calls[-1].model or t.model or usual_model(t.format) or "?"
+            model = calls[-1].model or model_of(t.model, t.format) or "?"
             counter = TokenCounter(model if table.find(model) else None, table)
             counted = prompt_sizes(t, calls, counter)
             points.setdefault((model, side), []).append(

@@ -21,6 +21,7 @@ from dataclasses import dataclass, field, replace
 from typing import Any
 
 from .errors import UsageError
+from .formats import model_of
 from .transcript import Image, Message, Part, Text, Thinking, ToolCall, ToolResult, Transcript
 
 TARGETS = ("openai", "anthropic")
@@ -78,15 +79,21 @@ def conversations(messages: Sequence[Message]) -> list[list[Message]]:
 def request_bodies(t: Transcript, to: str, notes: Notes | None = None,
                    model: str | None = None) -> list[dict[str, Any]]:
     """One request body per conversation of `t`, for the API `to` (openai or anthropic),
-    naming `model` or else the model the transcript names (a body's `model` is where a
-    later reading of the file finds the model, and so its window)."""
+    naming `model` or else the model the transcript is read as: the one it names, else its
+    format's, as stats reports it (a body's `model` is where a later reading of the file
+    finds the model, and so its window)."""
     if to not in TARGETS:
         raise UsageError(f"unknown API {to!r}", f"one of {', '.join(TARGETS)}")
     notes = notes if notes is not None else Notes()
     write = _openai if to == "openai" else _anthropic
-    model = model or t.model
     if model is None:
-        notes.say("no model named: the transcript names none (-m names one)")
+        model = model_of(t.model, t.format)
+        if model is None:
+            notes.say("no model named: the transcript names none, nor does its format "
+                      "assume one (-m names one)")
+        elif t.model is None:
+            notes.say(f"model {model} assumed, as stats assumes it: the transcript names "
+                      f"none, and its format is {t.format} (-m names another)")
     calls = t.usage.get("calls") if t.usage else None
     if isinstance(calls, int) and not isinstance(calls, bool):
         notes.add("model calls' recorded usage left out (a request body has no place for it)",

@@ -109,7 +109,12 @@ class Scanner:
             src.close()
 
     def _run(self, src: Any) -> Iterator[Message]:
-        lines = self._lines(src)
+        yield from self._from(self._lines(src))
+
+    def _from(self, lines: Iterator[tuple[int, bytes]],
+              sniffed: bool = False) -> Iterator[Message]:
+        """The messages of the file's lines (`sniffed`: its first lines were already
+        tried as a text format's without their opening line, and were not)."""
         for number, raw in lines:
             binary = formats.sniff_magic(raw) if number == 1 else None
             if binary is not None and self._forced in (None, binary):
@@ -123,7 +128,15 @@ class Scanner:
             text = formats.sniff_text(raw) if self._forced is None else (
                 self._forced if getattr(self._forced, "text", False) else None)
             if text is not None and raw.strip():
-                yield from self._document(number, raw, lines, text)
+                headless = getattr(text, "headless", None)
+                if text is not self._forced or text.sniff_text(raw) or headless is None:
+                    yield from self._document(number, raw, lines, text)
+                    return
+                # a text format forced on a file whose opening line is cut off: read as
+                # the format reads such a file, if its first lines are one (else refused)
+                head = [(number, raw), *islice(lines, HEADLESS_LINES)]
+                yield from self._document(number, raw, chain(head[1:], lines), text,
+                                          headless=bool(headless(b"".join(r for _, r in head))))
                 return
             if _opens_document(raw, self._forced):
                 yield from self._document(number, raw, lines)
@@ -134,11 +147,15 @@ class Scanner:
                 if whole is not None:
                     yield from self._document(number, raw, lines, parsed=whole)
                     return
-            if self._forced is None and not self.skip_invalid and _not_json(raw):
+            if self._forced is None and not sniffed and _not_json(raw):
                 head = [(number, raw), *islice(lines, HEADLESS_LINES)]
                 fmt, self.unsure = formats.sniff_headless(b"".join(r for _, r in head))
                 if fmt is not None:
-                    yield from self._document(number, raw, chain(head[1:], lines), fmt)
+                    yield from self._document(number, raw, chain(head[1:], lines), fmt,
+                                              headless=True)
+                    return
+                if self.skip_invalid:  # each line then skipped, or read if it is a record
+                    yield from self._from(chain(head, lines), sniffed=True)
                     return
                 what = looks_like_text(self.path, raw)
                 raise InputError(self.path, number, f"this is not JSON: it looks like {what}, "
@@ -234,10 +251,11 @@ class Scanner:
             yield number, raw
 
     def _document(self, first: int, raw: bytes, rest: Iterator[tuple[int, bytes]],
-                  text: Format | None = None, parsed: tuple[Format, Any] | None = None
-                  ) -> Iterator[Message]:
+                  text: Format | None = None, headless: bool = False,
+                  parsed: tuple[Format, Any] | None = None) -> Iterator[Message]:
         """The whole input is one JSON value (a .traj file, a list of runs), for a `text`
-        format one text (a Markdown log), or for a format with a `magic` a binary file its
+        format one text (a Markdown log; `headless`: cut above its opening line, as the
+        format's `headless` found), or for a format with a `magic` a binary file its
         reader opens from the path (a database): read it at once. `parsed` is the format
         and value of a document already parsed (one on a single line)."""
         data = b"".join([raw, *(r for _, r in rest)])
@@ -260,8 +278,8 @@ class Scanner:
                 if score < 2:
                     self.unsure = LOOSE
         self._start(fmt)
-        if self.unsure and hasattr(self._reader, "headless"):
-            self._reader.headless = True  # (formats.sniff_headless took it)
+        if headless:
+            self._reader.headless = True
         if hasattr(self._reader, "located"):  # it reads lines or files beside this one
             self._reader.located(self.path, data, first)
         read = self._feed(self._reader, first, value)

@@ -381,9 +381,14 @@ def unknown_model(counter: TokenCounter, named: str | None, usual: str | None,
     (or `--model` named one)."""
     if flagged or (named and counter.table.find(named) is not None) or (not named and usual):
         return None
-    how = f"counted with {counter.encoding_name}, {counter.model}'s tokenizer, as an estimate"
+    # the encoding that counted, and whose it is: the fallback model's own, or the
+    # approximation ctxpack uses for a model whose tokenizer it does not have
+    whose = f"{counter.model}'s encoding" if counter.info.exact else \
+        f"as ctxpack counts {counter.model} (itself an approximation)"
+    how = f"counted with {counter.encoding_name}, {whose}, so the counts are an estimate for "
     if counter.failed:
-        how += f"; {counter.note}"
+        how = f"{counter.note}, for "  # (no encoding counted)
     if named:
-        return printable(named), f"{printable(named)} is a model ctxpack does not know: {how}"
-    return NOT_NAMED, f"the file names no model: {how}"
+        return printable(named), (f"{printable(named)} is a model ctxpack does not know: "
+                                  f"{how}{printable(named)}")
+    return NOT_NAMED, f"the file names no model: {how}the model that ran"

@@ -164,12 +164,13 @@ def view_file(source: PathOrFile, model: str | None = None, *, format: str | Non
                       flagged=model is not None)
 
 
-def build_view(transcript: Transcript, counter: TokenCounter, *, full: bool = False,
-               round: int | None = None, grep: str | None = None,
+def build_view(transcript: Transcript, counter: TokenCounter, *, flagged: bool,
+               full: bool = False, round: int | None = None, grep: str | None = None,
                fold_lines: int = FOLD_LINES, prose_lines: int = PROSE_LINES,
-               line_chars: int = LINE_CHARS, flagged: bool = False) -> View:
+               line_chars: int = LINE_CHARS) -> View:
     """The transcript as a person reads it, narrowed to one round and/or to matching messages.
-    `flagged`: the counter's model was asked for (`--model`), not found in the file."""
+    `flagged`: the counter's model was asked for (`--model`), not found in the file (no
+    default: a caller that forgets it would report the file's model over the one asked for)."""
     pattern = compile_grep(grep)
     messages = transcript.messages
     counts = [counter.message(m) for m in messages]

@@ -203,6 +203,35 @@ def test_a_model_the_table_does_not_know_is_named_and_said_to_be_estimated(exact
     assert ctxpack("stats", "--model", "acme-7b", str(path)).code == 2
 
 
+def test_an_unknown_model_says_which_encoding_counted_it_and_for_whom(tmp_path):
+    # an Anthropic file naming a model the table lacks is counted as claude is, with
+    # cl100k_base, which is not claude's tokenizer but an approximation of it
+    path = tmp_path / "a.jsonl"
+    path.write_text(json.dumps({"role": "user", "content": [{"type": "text", "text": "hi"}]})
+                    + "\n" + json.dumps({"id": "msg_1", "type": "message", "role": "assistant",
+                                         "model": "acme-7b", "content": [
+                                             {"type": "thinking", "thinking": "hm",
+                                              "signature": "x"},
+                                             {"type": "text", "text": "hello"}]}) + "\n")
+    s = stats(path)
+    assert (s.format, s.model, s.encoding) == ("anthropic", "acme-7b", "cl100k_base")
+    assert "claude's tokenizer" not in s.note
+    assert "counted with cl100k_base, as ctxpack counts claude (itself an approximation)" \
+        in s.note and "an estimate for acme-7b" in s.note
+    # where the encoding is the fallback model's own, it says so
+    path.write_text(json.dumps({"role": "user", "content": "hi", "model": "acme-7b"}) + "\n")
+    assert "counted with o200k_base, gpt-4o's encoding, so the counts are an estimate for " \
+        "acme-7b" in stats(path).note
+
+
+@pytest.mark.corpus
+@pytest.mark.parametrize("path", corpus_params("openhands", pattern="*multi_swe*"))
+def test_the_openhands_model_is_not_said_to_be_counted_with_llama_s_tokenizer(path) -> None:
+    s = stats(path)
+    assert "meta-llama/llama-4-maverick's tokenizer" not in s.note
+    assert "counted with o200k_base, as ctxpack counts " in s.note and "estimate for" in s.note
+
+
 def test_loaded_and_streamed_agree_on_a_file_naming_no_model(exact_tokens):
     path = SAMPLES / "multi-round.anthropic.jsonl"
     assert stats(load(path)).to_dict() == stats(path).to_dict()

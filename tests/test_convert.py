@@ -175,7 +175,7 @@ def test_corpus_converts_to_accepted_bodies(path):
             if body["messages"]:
                 assert_accepted(body, to)
     counter = TokenCounter("gpt-4o")
-    view = build_view(source, counter)
+    view = build_view(source, counter, flagged=False)
     assert entries(to_markdown(view)) == len(source.messages)
     page = to_html(view, charts_of(source, counter, link=True))
     targets = set(re.findall(r'href="#(msg-\d+)"', page))
@@ -205,7 +205,7 @@ def test_markdown_is_what_show_shows(exact_tokens):
     run = ctxpack("convert", str(path), "--to", "markdown")
     assert run.code == 0, run.err
     t = load(path)
-    view = build_view(t, TokenCounter("gpt-5.1-codex"))
+    view = build_view(t, TokenCounter("gpt-5.1-codex"), flagged=False)
     labels = [item.label for r in view.rounds for e in r.entries for s in e.segments
               for item in s.body if not isinstance(item, str)]
     assert labels and all(label in run.out for label in labels)  # folded as show folds
@@ -342,16 +342,50 @@ def test_the_model_is_kept_where_the_body_has_a_place_for_it(tmp_path, to):
         assert json.loads(stats_run.out)["files"][0]["context_window"] == 1_048_576
 
 
-def test_a_model_given_is_named_and_none_is_said(tmp_path):
+def test_a_model_given_is_named_and_an_assumed_one_is_said(tmp_path):
     source = SAMPLES / "support-chat.openai.jsonl"
     out = tmp_path / "out.jsonl"
     run = ctxpack("convert", str(source), "--to", "openai", "-o", str(out))
-    assert run.code == 0 and "no model named" in run.err
-    assert "model" not in json.loads(out.read_text().splitlines()[0])
+    assert run.code == 0 and "model gpt-4o assumed" in run.err
+    assert json.loads(out.read_text().splitlines()[0])["model"] == "gpt-4o"
     named = tmp_path / "named.jsonl"
     run = ctxpack("convert", str(source), "--to", "openai", "-m", "gpt-4.1", "-o", str(named))
-    assert run.code == 0 and "no model named" not in run.err
+    assert run.code == 0 and "assumed" not in run.err
     assert json.loads(named.read_text().splitlines()[0])["model"] == "gpt-4.1"
+
+
+@pytest.mark.parametrize("to", ["openai", "anthropic"])
+def test_a_body_names_the_model_stats_reports(tmp_path, to):
+    # an Anthropic managed-agent log names no model; stats reads it as its format's
+    # (claude, and so claude's window), and the bodies convert writes name the same one
+    source = SAMPLES / "export-timeout.anthropic-events.jsonl"
+    first = json.loads(ctxpack("stats", "--json", str(source)).out)["files"][0]
+    assert first["model"] == "claude"
+    out = tmp_path / "out.jsonl"
+    run = ctxpack("convert", str(source), "--to", to, "-o", str(out))
+    assert run.code == 0, run.err
+    assert "no model named" not in run.err
+    assert "model claude assumed" in " ".join(run.err.split())
+    assert {json.loads(line)["model"] for line in out.read_text().splitlines()} == {"claude"}
+    if to == "openai":  # a later reading finds the same model and window
+        again = json.loads(ctxpack("stats", "--json", str(out)).out)["files"][0]
+        assert (again["model"], again["context_window"]) == \
+            (first["model"], first["context_window"])
+
+
+def test_a_body_names_no_model_where_stats_names_none(tmp_path):
+    # Cline's UI event log alone names no model, and its format assumes none
+    events = json.loads((SAMPLES / "cline-task" / "ui_messages.json").read_text())
+    for e in events:
+        e.pop("modelInfo", None)
+    log = tmp_path / "ui_messages.json"
+    log.write_text(json.dumps(events))
+    assert json.loads(ctxpack("stats", "--json", str(log)).out)["files"][0]["model"] == \
+        "(not named)"
+    out = tmp_path / "out.jsonl"
+    run = ctxpack("convert", str(log), "--to", "openai", "-o", str(out))
+    assert run.code == 0 and "no model named" in run.err
+    assert "model" not in json.loads(out.read_text().splitlines()[0])
 
 
 def test_anthropic_bodies_with_tool_blocks_are_not_read_as_chat_completions(tmp_path):
@@ -360,3 +394,78 @@ def test_anthropic_bodies_with_tool_blocks_are_not_read_as_chat_completions(tmp_
                    "-o", str(out)).code == 0
     assert_clean_error(ctxpack("stats", str(out)), 2, f"{out}:1:",
                        "Anthropic Messages request bodies", "ctxpack reads: ")
+
+
+@pytest.mark.parametrize("to", ["markdown", "html"])
+def test_a_document_is_counted_for_the_model_asked_for(tmp_path, to):
+    # the log names a model ctxpack does not know; --model names one it does, and the
+    # document's header says that one, as show's does
+    text = (SAMPLES / "aider" / "unit-conversions.aider.chat.history.md").read_text()
+    log = tmp_path / ".aider.chat.history.md"
+    log.write_text(text.replace("anthropic/claude-sonnet-4-5", "acme/house-model-7"))
+    out = tmp_path / f"doc.{to}"
+    run = ctxpack("convert", str(log), "--to", to, "-m", "gpt-4.1", "-o", str(out))
+    assert run.code == 0, run.err
+    header = "model gpt-4.1 (o200k_base, exact)"
+    assert header in out.read_text()
+    assert header in ctxpack("show", str(log), "-m", "gpt-4.1").out
+    plain = tmp_path / f"plain.{to}"
+    assert ctxpack("convert", str(log), "--to", to, "-o", str(plain)).code == 0
+    assert "model acme/house-model-7 (o200k_base, approximate)" in plain.read_text()
+
+
+def _commands_only(folder):
+    """An Aider log of two runs in which the person typed only Aider's own commands."""
+    log = folder / ".aider.chat.history.md"
+    log.write_text("# aider chat started at 2026-03-01 09:00:00\n\n"
+                   "> Main model: gpt-4o with diff edit format\n\n#### /add app.py  \n"
+                   "> Added app.py to the chat  \n\n#### /tokens  \n\n"
+                   "# aider chat started at 2026-03-01 09:05:00\n\n#### /exit  \n")
+    return log
+
+
+@pytest.mark.parametrize("to", ["openai", "markdown"])
+def test_a_log_of_commands_only_is_said_and_nothing_written(tmp_path, to):
+    log = _commands_only(tmp_path)
+    out = tmp_path / "out"
+    run = ctxpack("convert", str(log), "--to", to, "-o", str(out))
+    assert_clean_error(run, 2, f"{log}: ", "nothing to convert", "only")
+    assert not out.exists()
+    # with others, the rest are written and the run says which one had nothing
+    ok = tmp_path / "ok.aider.chat.history.md"
+    ok.write_text((SAMPLES / "aider" / "unit-conversions.aider.chat.history.md").read_text())
+    many = ctxpack("convert", str(log), str(ok), "--to", to, "--out-dir", str(tmp_path / "d"))
+    assert many.code == 2 and "nothing to convert" in many.err
+    assert [p.name for p in (tmp_path / "d").iterdir()] == \
+        [f"ok.aider.chat.history{'.jsonl' if to == 'openai' else '.md'}"]
+
+
+def test_stats_says_a_log_holds_no_model_input(tmp_path):
+    run = ctxpack("stats", str(_commands_only(tmp_path)))
+    assert run.code == 0, run.err
+    assert "0 messages" in run.out
+    assert "no model input" in " ".join(run.out.split())
+
+
+@pytest.mark.corpus
+@pytest.mark.parametrize("path", corpus_params("aider", pattern="zen-mcp*.md"))
+def test_the_corpus_log_of_commands_only(tmp_path, path):
+    out = tmp_path / "out.jsonl"
+    assert_clean_error(ctxpack("convert", str(path), "--to", "openai", "-o", str(out)), 2,
+                       "nothing to convert")
+    assert not out.exists()
+    assert "no model input" in " ".join(ctxpack("stats", str(path)).out.split())
+
+
+def test_a_log_cleared_at_its_end_points_to_all(tmp_path):
+    log = tmp_path / ".aider.chat.history.md"
+    log.write_text("# aider chat started at 2026-03-01 09:00:00\n\n#### what is 2+2?  \n\n"
+                   "4.\n\n> Tokens: 1.1k sent, 2 received.\n\n#### /clear  \n")
+    out = tmp_path / "out.md"
+    run = ctxpack("convert", str(log), "--to", "markdown", "-o", str(out))
+    assert_clean_error(run, 2, "nothing to convert", "outside the model's context",
+                       "--all converts the whole log")
+    assert not out.exists()
+    run = ctxpack("convert", str(log), "--to", "markdown", "--all", "-o", str(out))
+    assert run.code == 0, run.err
+    assert "what is 2+2?" in out.read_text()

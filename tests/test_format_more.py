@@ -864,3 +864,51 @@ def test_an_aider_log_cut_above_its_first_prompt_is_read_as_aider_but_unsure(tmp
     # Markdown with no such lines is still refused as Markdown
     path.write_text("# Notes\n\n#### a heading\n\nsome text\n")
     assert_clean_error(ctxpack("stats", str(path)), 2, "looks like Markdown")
+
+
+def _cut_in_the_middle(text: str) -> str:
+    """A piece of an Aider log from its second prompt to the next run's opening line:
+    no `# aider chat started at` line in it."""
+    lines = text.splitlines(keepends=True)
+    prompts = [i for i, line in enumerate(lines) if line.startswith("#### ")]
+    end = next((i for i in range(prompts[1], len(lines))
+                if lines[i].startswith("# aider chat started at")), len(lines))
+    cut = "".join(lines[prompts[1]:end])
+    assert "# aider chat started at" not in cut and "> Tokens: " in cut
+    return cut
+
+
+def _read_every_way(path):
+    """The cut log read as found, with --format aider and with --skip-invalid: the same
+    Aider messages each time (it was refused forced, and read as 0 OpenAI messages
+    when skipping)."""
+    found = load(path)
+    assert found.format == "aider" and found.messages
+    for t in (load(path, "aider"), load(path, skip_invalid=True)):
+        assert t.format == "aider" and not t.skipped
+        assert [(m.role, m.text) for m in t.messages] == \
+            [(m.role, m.text) for m in found.messages]
+        assert t.usage == found.usage
+    for flags in (["--format", "aider"], ["--skip-invalid"]):
+        run = ctxpack("stats", *flags, str(path))
+        assert run.code == 0, run.err
+        assert "[aider]" in run.out and f"in {len(found.messages)} messages" in run.out
+
+
+def test_a_cut_aider_log_is_read_as_aider_forced_or_skipping(tmp_path):
+    text = (SAMPLES / "aider" / "unit-conversions.aider.chat.history.md").read_text()
+    path = tmp_path / "cut.md"
+    path.write_text(_cut_in_the_middle(text))
+    _read_every_way(path)
+    # forced on text that is no Aider log, it is still refused, as before
+    path.write_text("# Notes\n\nsome text\n")
+    assert_clean_error(ctxpack("stats", "--format", "aider", str(path)), 2,
+                       "an Aider chat history opens with")
+
+
+@pytest.mark.corpus
+@pytest.mark.parametrize("path", corpus_params("aider", pattern="luvatrix*.md"))
+def test_a_cut_corpus_aider_log_is_read_as_aider_forced_or_skipping(tmp_path, path):
+    cut = tmp_path / "cut.md"
+    cut.write_text(_cut_in_the_middle(path.read_text()))
+    _read_every_way(cut)

@@ -185,7 +185,7 @@ def test_every_sample_renders(sample):
 
 
 def test_view_counts_and_attributes_results(path, counter):
-    view = build_view(load(str(path)), counter)
+    view = build_view(load(str(path)), counter, flagged=False)
     h = view.header
     assert (h.messages, h.rounds, h.steps, h.format) == (8, 4, 3, "openai")
     assert [r.number for r in view.rounds] == [0, 1, 2, 3]
@@ -198,7 +198,8 @@ def test_view_counts_and_attributes_results(path, counter):
 
 
 def test_view_fold_marker_states_what_was_hidden(path, counter):
-    body = build_view(load(str(path)), counter).rounds[1].entries[2].segments[0].body
+    view = build_view(load(str(path)), counter, flagged=False)
+    body = view.rounds[1].entries[2].segments[0].body
     folds = [x for x in body if isinstance(x, Fold)]
     assert len(folds) == 1 and folds[0].lines == 488
     assert folds[0].tokens == folded_tokens(counter, OUTPUT[8:-4])
@@ -208,14 +209,14 @@ def test_view_fold_marker_states_what_was_hidden(path, counter):
 
 
 def test_view_full_has_no_folds(path, counter):
-    view = build_view(load(str(path)), counter, full=True)
+    view = build_view(load(str(path)), counter, flagged=False, full=True)
     bodies = [s.body for r in view.rounds for e in r.entries for s in e.segments]
     assert not any(isinstance(x, Fold) for b in bodies for x in b)
     assert sum(len(b) for b in bodies) >= 500
 
 
 def test_view_grep_keeps_matching_lines_visible_inside_a_fold(path, counter):
-    view = build_view(load(str(path)), counter, grep=r"line 0250")
+    view = build_view(load(str(path)), counter, flagged=False, grep=r"line 0250")
     assert view.matches == 1
     body = view.rounds[0].entries[0].segments[0].body
     assert "output line 0250 of 500" in body
@@ -225,9 +226,9 @@ def test_view_grep_keeps_matching_lines_visible_inside_a_fold(path, counter):
 
 def test_view_round_errors_name_the_range(path, counter):
     with pytest.raises(UsageError, match="rounds 0 to 3"):
-        build_view(load(str(path)), counter, round=7)
+        build_view(load(str(path)), counter, flagged=False, round=7)
     with pytest.raises(UsageError, match="not a valid regular expression"):
-        build_view(load(str(path)), counter, grep="[")
+        build_view(load(str(path)), counter, flagged=False, grep="[")
 
 
 def test_view_cuts_a_very_long_line(counter):
@@ -236,7 +237,7 @@ def test_view_cuts_a_very_long_line(counter):
         Message("user", (Text("hi"),), lines=(1,), human=True),
         Message("assistant", (ToolCall("c1", "shell", '{"cmd": "cat big"}'),), lines=(2,)),
         Message("tool", (ToolResult("c1", (Text(line),)),), lines=(3,))))
-    body = build_view(t, counter).rounds[0].entries[2].segments[0].body
+    body = build_view(t, counter, flagged=False).rounds[0].entries[2].segments[0].body
     assert len(body[0]) == 400 and isinstance(body[1], Fold)
     assert body[1].chars == 4600 and body[1].tokens == counter.text("x" * 4600)
     assert "4,600 more characters" in body[1].label
@@ -250,14 +251,14 @@ def test_view_segments_of_every_kind(counter):
                 lines=(2,)),
         Message("user", (ToolResult("t1", (Text("boom"),), is_error=True),
                          ToolResult("t9", (Text("?"),))), lines=(3,))))
-    entries = build_view(t, counter).rounds[0].entries
+    entries = build_view(t, counter, flagged=False).rounds[0].entries
     image = entries[0].segments[1]
     assert image.kind == "image" and image.tokens > 0 and "https://e.x/a.png" in image.body[0]
     assert entries[1].segments[0].body == ("*** Begin Patch", "+x")
     bad, unknown = entries[2].segments
     assert bad.is_error and bad.tool == "apply_patch" and unknown.tool == "(unknown tool)"
     assert entries[2].tool == "apply_patch, (unknown tool)"
-    text = rendered(build_view(t, counter))
+    text = rendered(build_view(t, counter, flagged=False))
     assert "← apply_patch · error  1 token\n      boom" in text
     assert "← (unknown tool)  1 token\n      ?" in text
 
@@ -270,7 +271,7 @@ def test_pretty_arguments():
 
 
 def test_rendering_escapes_markup_and_colours_only_a_terminal(path, counter):
-    view = build_view(load(str(path)), counter)
+    view = build_view(load(str(path)), counter, flagged=False)
     plain = rendered(view)
     assert "\x1b" not in plain and "[bold]x[/bold]" in plain
     coloured = rendered(view, force_terminal=True, color_system="standard")
@@ -300,14 +301,14 @@ def test_view_marks_where_each_conversation_starts(counter):
         Message("assistant", (Text("4"),), lines=(1,), conversation=0),
         Message("system", (Text("Be brief."),), lines=(2,), conversation=1),
         Message("user", (Text("Capital?"),), lines=(2,), human=True, conversation=1)))
-    view = build_view(t, counter)
+    view = build_view(t, counter, flagged=False)
     marks = [e.conversation for r in view.rounds for e in r.entries]
     assert marks == [1, None, 2, None]
     assert "conversation 2\nline 2  system" in rendered(view)
 
 
 def test_grep_matches_are_highlighted_on_a_terminal(path, counter):
-    view = build_view(load(str(path)), counter, grep="line 0250")
+    view = build_view(load(str(path)), counter, flagged=False, grep="line 0250")
     coloured = rendered(view, force_terminal=True, color_system="standard")
     assert "output \x1b[7mline 0250\x1b[0m of 500" in coloured
 

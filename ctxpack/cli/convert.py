@@ -9,7 +9,7 @@ from typing import Annotated, Any
 
 import typer
 
-from ..errors import CtxpackError, UsageError
+from ..errors import CtxpackError, InputError, UsageError
 from .batch import one_input, single
 from .common import (
     ConfigOpt,
@@ -65,6 +65,13 @@ def _converted(file: str, how: _ConvertJob) -> tuple[bytes, list[str]]:
         from ..convert import whole_log
 
         transcript = whole_log(transcript)
+    if not transcript.messages:
+        from ..formats.base import no_input
+
+        t = transcript
+        raise InputError(t.path, None, "nothing to convert: "
+                         + no_input(len(t.outside), len(t.sidechain), len(t.skipped)),
+                         "--all converts the whole log" if t.outside or t.sidechain else None)
     if how.to in ("openai", "anthropic"):
         from ..convert import Notes, request_bodies
         from ..jsonl import dumps
@@ -79,7 +86,7 @@ def _converted(file: str, how: _ConvertJob) -> tuple[bytes, list[str]]:
 
     counter = TokenCounter(how.model or how.table.choose(transcript_models(transcript)),
                            how.table)
-    view = build_view(transcript, counter, full=how.full)
+    view = build_view(transcript, counter, flagged=how.model is not None, full=how.full)
     if how.to == "markdown":
         from ..render.document import to_markdown
 

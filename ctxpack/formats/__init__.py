@@ -30,6 +30,13 @@ def usual_model(name: str) -> str | None:
     return getattr(FORMATS.get(name), "default_model", None)
 
 
+def model_of(named: str | None, format: str) -> str | None:
+    """The model a file of `format` that names `named` (or none) is read as: the one it
+    names, else the one its format assumes; None when neither. stats reports this model
+    (and its window), and the bodies convert writes name it."""
+    return named or usual_model(format)
+
+
 def sniff(record: Any, document: bool = False) -> tuple[Format | None, int]:
     """The format that claims `record` most surely, and how surely (0 = none). A
     `document` (a whole file that is one JSON value) is read only by formats that
@@ -90,4 +97,4 @@ def _register_builtin() -> None:
 _register_builtin()
 
 __all__ = ["FORMATS", "Format", "Layout", "Reader", "RecordError", "get", "register", "sniff",
-           "sniff_headless", "sniff_magic", "sniff_text", "usual_model"]
+           "model_of", "sniff_headless", "sniff_magic", "sniff_text", "usual_model"]

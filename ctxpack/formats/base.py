@@ -66,6 +66,17 @@ class Layout:
 OUTSIDE_WHY = "before a compaction or off the branch"
 
 
+def no_input(outside: int, sidechain: int, skipped: int) -> str:
+    """Why a file has no message in the model's context, given how many messages lie
+    outside it or in a sub-agent and how many lines were skipped (stats, convert)."""
+    if outside or sidechain:
+        return "every message is outside the model's context or a sub-agent's"
+    if skipped:
+        return "every line that could hold a message was skipped as invalid"
+    return ("the file holds only the agent's own lines (commands, notices), none of which "
+            "reaches the model")
+
+
 class Reader(Protocol):
     def feed(self, line: int, record: dict[str, Any]) -> list[Message]:
         """Take one record; return the messages it completes (maybe none)."""

@@ -13,6 +13,7 @@ from rich.table import Table
 
 from ..breakdown import SCHEMA_VERSION, FileStats
 from ..calibration import unlogged_cause
+from ..formats.base import no_input
 from . import counted
 
 CSV_ROLES = ("system", "developer", "user", "assistant", "tool", "reasoning", "priming")
@@ -121,6 +122,9 @@ def summary_lines(f: FileStats) -> list[str]:
         f"{f.tokens:,} tokens in {counted(f.messages, 'message')}, "
         f"{counted(len(f.rounds), 'round')}, {counted(f.steps, 'step')}",
     ]
+    if not f.messages:
+        lines.append("no model input: " + no_input(f.outside["messages"],
+                                                   f.sidechain["messages"], len(f.skipped)))
     lines += context_lines(f)
     if f.outside["messages"]:
         lines.append(f"outside the model's context: {f.outside['messages']:,} messages, "
