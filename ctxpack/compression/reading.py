@@ -271,8 +271,9 @@ def _input(t: Transcript, counter: TokenCounter, counts: list[MessageCount],
     counts = [c if n == c.total else MessageCount(n, c.parts)
               for c, n in zip(counts, totals, strict=True)]
     billed = bill_for(totals, t.calls, t.model, counter, t.format, flagged)
-    return Input(t, counter, editor_of(t), counts, outputs, fetch,
-                 *model_and_window(counter, t.model, t.usage, flagged), billed, **more)
+    model, window, _ = model_and_window(counter, t.model, t.usage, flagged, t.calls)
+    return Input(t, counter, editor_of(t), counts, outputs, fetch, model, window, billed,
+                 **more)
 
 
 def editor_of(t: Transcript) -> Editor:

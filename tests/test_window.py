@@ -1,0 +1,105 @@
+"""The window and the bill where a file's own calls say more than the tables: a window at
+least as large as the largest call the file records, the overhead measured before a
+compaction carried past it, and the not-in-file part split with the file's own slope."""
+
+from __future__ import annotations
+
+import json
+from pathlib import Path
+
+import pytest
+
+from ctxpack.breakdown import stats
+from ctxpack.compression import compress_file
+from ctxpack.compression.settings import Options
+from ctxpack.models import TABLE
+
+from .conftest import CORPUS
+from .helpers import ctxpack as run_ctxpack
+
+MANAGED = CORPUS / "anthropic-agent-events" / "open-hai__context-than-location__transcript.jsonl"
+
+
+def claude_code_line(kind: str, n: int, parent: str | None, content: object,
+                     **message: object) -> str:
+    """One Claude Code record of a user or assistant message."""
+    return json.dumps({"type": kind, "uuid": f"{kind}{n}", "parentUuid": parent,
+                       "isSidechain": False, "sessionId": "s",
+                       "timestamp": "2026-01-01T00:00:00Z",
+                       "message": {"role": kind, "content": content, **message}}) + "\n"
+
+
+def usage(prompt: int, output: int) -> dict[str, int]:
+    return {"input_tokens": 2, "cache_read_input_tokens": prompt - 2,
+            "cache_creation_input_tokens": 0, "output_tokens": output}
+
+
+def large_session(tmp_path: Path, prompt: int = 230_000, output: int = 500) -> Path:
+    """A Claude Code session whose one call's prompt is past the window the table gives
+    its model (most of it not in the file, as a long session's cached prefix)."""
+    path = tmp_path / "large.jsonl"
+    path.write_text(
+        claude_code_line("user", 1, None, "go on")
+        + claude_code_line("assistant", 1, "user1", [{"type": "text", "text": "Done."}],
+                           id="m1", model="claude-opus-4-6", usage=usage(prompt, output)))
+    return path
+
+
+def test_the_window_is_at_least_the_largest_call_the_file_records(tmp_path: Path) -> None:
+    path = large_session(tmp_path)
+    table = TABLE.find("claude-opus-4-6")
+    assert table is not None and table.context_window == 200_000
+    s = stats(path, cache=False)
+    assert s.context is not None and s.context.kind == "anchored"
+    # the model took a prompt of 230,000 and wrote 500 back: its window holds both
+    assert s.context_window == 230_500 and s.window_assumed == 200_000
+    assert s.context_ratio == round(s.context.tokens / 230_500, 4) <= 1.0
+    # compress decides against the same window
+    report = compress_file(path, Options(), cache=False).report
+    assert report.context_window == 230_500
+
+
+def test_stats_says_the_window_was_raised_and_why(tmp_path: Path) -> None:
+    path = large_session(tmp_path)
+    text = run_ctxpack("stats", str(path), "--top", "0")
+    assert text.code == 0, text.err
+    said = " ".join(text.out.split())
+    assert "of 230,500 (" in said
+    assert ("window 230,500: the largest call the file records (prompt and reply), more "
+            "than the 200,000 assumed for claude-opus-4-6") in said
+    doc = json.loads(run_ctxpack("stats", str(path), "--json").out)["files"][0]
+    assert (doc["context_window"], doc["context_window_assumed"]) == (230_500, 200_000)
+
+
+def test_a_call_within_the_window_leaves_it_as_assumed(tmp_path: Path) -> None:
+    s = stats(large_session(tmp_path, prompt=150_000), cache=False)
+    assert s.context_window == 200_000 and s.window_assumed is None
+    doc = json.loads(run_ctxpack("stats", str(large_session(tmp_path, prompt=150_000)),
+                                 "--json").out)["files"][0]
+    assert doc["context_window_assumed"] is None
+    assert "the largest call" not in run_ctxpack("stats", str(tmp_path / "large.jsonl")).out
+
+
+def test_model_asks_of_that_models_own_window(tmp_path: Path) -> None:
+    # `--model` measures the context against the model named, whatever the file ran on
+    s = stats(large_session(tmp_path), "claude-opus-4-6", cache=False)
+    assert s.context_window == 200_000 and s.window_assumed is None
+
+
+@pytest.mark.corpus
+def test_the_managed_agent_session_is_not_over_a_window_it_ran_within() -> None:
+    if not MANAGED.is_file():
+        pytest.skip("corpus not found beside the checkout (../shared/corpus)")
+    # the prompt sizes the file records, read here without ctxpack
+    sizes = []
+    for line in MANAGED.read_text().splitlines():
+        raw = json.loads(line).get("raw", {})
+        if raw.get("type") == "span.model_request_end":
+            u = raw["model_usage"]
+            sizes.append(u["input_tokens"] + u["cache_creation_input_tokens"]
+                         + u["cache_read_input_tokens"])
+    assert max(sizes) > 200_000  # past the window assumed for "claude"
+    s = stats(MANAGED, cache=False)
+    assert s.window_assumed == 200_000 and s.context_window is not None
+    assert s.context_window >= max(sizes)
+    assert s.context_ratio is not None and s.context_ratio <= 1.0
