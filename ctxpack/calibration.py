@@ -210,6 +210,11 @@ def bill(counts: Sequence[int], calls: Sequence[Call], *, model: str | None, for
     calls = [c for c in calls if c.billed > 0]  # (not those only telling of hidden content)
     if calls:
         prompts = prompts_of(counts, calls)
+        # the file's own slope where its calls show one, as `calibrate` fits it (a call
+        # before any message is no prompt of these messages: see prompts_of)
+        slope = shrunk(step_slopes(fit_half([(p, c.billed) for p, c in
+                                             zip(prompts, calls, strict=True) if c.prompt])),
+                       slope)
         last = calls[-1]
         if LEAST_RATIO * slope * prompts[-1] <= last.billed < slope * prompts[-1]:
             # a bill below the calibrated count (a file whose text the model's tokenizer
@@ -336,6 +341,13 @@ def step_slopes(points: Sequence[tuple[int, int]]) -> list[float]:
             if c1 - c0 >= STEP_GROWTH]
 
 
+def fit_half(points: Sequence[tuple[int, int]]) -> list[tuple[int, int]]:
+    """The calls of a run a slope is read off: the first half (the rest held out to score
+    it, in `calibrate`; the bill reads the same, so that it splits a file as `calibrate`
+    fits it)."""
+    return list(points[:max(1, len(points) // 2)])
+
+
 @dataclass(frozen=True)
 class Fitted:
     """A model's calibration fitted on the first half of each file's calls, and its
@@ -388,11 +400,11 @@ def calibrate(transcripts: Iterable[Transcript], table: ModelTable = TABLE) -> l
                 list(zip(counted, (c.billed for c in calls), strict=True)))
     out = []
     for (model, side), files in sorted(points.items()):
-        fit_half = [f[:max(1, len(f) // 2)] for f in files]
-        held = [f[max(1, len(f) // 2):] for f in files]
-        slopes = [x for f in fit_half for x in step_slopes(f)]
+        fitted = [fit_half(f) for f in files]
+        held = [f[len(fit_half(f)):] for f in files]
+        slopes = [x for f in fitted for x in step_slopes(f)]
         slope = round(shrunk(slopes, slope_of(model, table)), 3)
-        overhead = max(0.0, statistics.median(b - slope * c for f in fit_half for c, b in f))
+        overhead = max(0.0, statistics.median(b - slope * c for f in fitted for c, b in f))
         errors = [abs(slope * c + overhead - b) / b for f in held for c, b in f if b > 0]
         calls = sum(map(len, files))
         out.append(Fitted(model, len(files), calls, len(slopes), slope, round(overhead),

@@ -10,9 +10,11 @@ from pathlib import Path
 import pytest
 
 from ctxpack.breakdown import stats
+from ctxpack.calibration import bill, slope_of
 from ctxpack.compression import compress_file
 from ctxpack.compression.settings import Options
 from ctxpack.models import TABLE
+from ctxpack.transcript import RecordedCall
 
 from .conftest import CORPUS
 from .helpers import ctxpack as run_ctxpack
@@ -103,3 +105,47 @@ def test_the_managed_agent_session_is_not_over_a_window_it_ran_within() -> None:
     assert s.window_assumed == 200_000 and s.context_window is not None
     assert s.context_window >= max(sizes)
     assert s.context_ratio is not None and s.context_ratio <= 1.0
+
+
+def test_the_split_uses_the_slope_the_files_own_calls_show() -> None:
+    # each call's prompt grows exactly as the count (a slope of 1.0, where the table says
+    # 1.21 for the model) over 6,000 tokens sent but not logged
+    counts = [1_000] * 20
+    calls = [RecordedCall(k, 1_000 * k + 3 + 6_000, None, "claude-opus-4-6")
+             for k in range(1, 20)]
+    b = bill(counts, calls, model="claude-opus-4-6", format="claude-code", exact=False,
+             estimated=False)
+    assert b.kind == "anchored" and b.slope == pytest.approx(1.0, abs=0.005)
+    assert b.slope != slope_of("claude-opus-4-6")
+    assert b.not_in_file == pytest.approx(6_000, abs=100)
+    assert b.visible + b.not_in_file == b.tokens == round(b.slope * b.counted + b.overhead)
+
+
+def test_a_file_whose_calls_show_no_slope_keeps_the_tables() -> None:
+    # two calls, too close together to read a slope off: the table's stands
+    calls = [RecordedCall(1, 20_100, None, "claude-opus-4-6"),
+             RecordedCall(3, 20_300, None, "claude-opus-4-6")]
+    b = bill([100, 100, 100, 100], calls, model="claude-opus-4-6", format="claude-code",
+             exact=False, estimated=False)
+    assert b.slope == slope_of("claude-opus-4-6")
+
+
+@pytest.mark.corpus
+@pytest.mark.parametrize("name", ["edgerunner__codex-session.jsonl",
+                                  "rtchess__exported-session.jsonl"])
+def test_codex_sessions_split_as_calibrate_fits_them(name: str) -> None:
+    path = CORPUS / "codex" / name
+    if not path.is_file():
+        pytest.skip("corpus not found beside the checkout (../shared/corpus)")
+    run = run_ctxpack("calibrate", str(path), "--json")
+    assert run.code == 0, run.err
+    (fitted,) = json.loads(run.out)
+    s = stats(path, cache=False)
+    c = s.context
+    assert c is not None and c.kind == "anchored"
+    assert round(c.slope, 3) == fitted["slope"]
+    # what the file does not hold is the tool schemas and instructions Codex sends:
+    # thousands of tokens, near the overhead calibrate fits (the bill is anchored on the
+    # last call, the fit on the median of the first half)
+    assert 2_000 < c.not_in_file < 10_000
+    assert c.not_in_file == pytest.approx(fitted["overhead"], rel=0.35)
