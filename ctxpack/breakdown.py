@@ -270,7 +270,8 @@ def _stats_of_transcript(t: Transcript, model: str | None, top: int,
     n, s = len(t.messages), len(t.sidechain)
     layout = Layout(list(range(n)), list(range(n, n + s)), t.model, t.usage,
                     conversations=len({m.conversation for m in t.messages}) or 1,
-                    calls=list(t.calls), outside_why=t.outside_why)
+                    calls=list(t.calls), outside_why=t.outside_why,
+                    earlier=[n + s + k for k in t.earlier], earlier_calls=list(t.earlier_calls))
     found = []
     with Workers() as workers:
         collector: StreamCounter[MessageStat] = StreamCounter(
@@ -314,7 +315,9 @@ def _breakdown(all_stats: list[MessageStat], layout: Layout, counter: TokenCount
                                                        meta["format"], flagged, exact)
     else:
         billed = bill_for([s.tokens for s in context], layout.calls, layout.model, counter,
-                          meta["format"], flagged, conversations, exact=exact)
+                          meta["format"], flagged, conversations, exact=exact,
+                          earlier=([all_stats[i].tokens for i in layout.earlier],
+                                   layout.earlier_calls))
         largest, whole = None, billed.tokens
     measured = billed.tokens
     rounds = _rounds(context)

@@ -298,6 +298,7 @@ class Scanner:
         self.starts += [m.lines[0] if m.lines else self.lines for m in rest]
         if self.compacted is not False and self.layout is not None:
             carried, context = self.compacted, self.layout.context
+            self.layout.earlier, self.layout.earlier_calls = [], []  # (what compress carried)
             restates = getattr(self.format, "restates_usage", False)
             since = [c for c in self.layout.calls if restates and c.billed > 0
                      and c.prompt < len(context) and context[c.prompt] < len(self.starts)
@@ -462,13 +463,19 @@ def _transcript(scanner: Scanner, emitted: list[Message], records: Sequence[Reco
     layout = scanner.layout
     assert layout is not None and scanner.format is not None
     seen = set(layout.context) | set(layout.sidechain)
+    outside = [i for i in range(len(emitted)) if i not in seen]
+    place = {n: k for k, n in enumerate(outside)}
+    earlier = tuple(place[n] for n in layout.earlier if n in place)
     return Transcript(
         format=scanner.format.name,
         path=scanner.path,
         records=records,
         messages=tuple(emitted[i] for i in layout.context),
         sidechain=tuple(emitted[i] for i in layout.sidechain),
-        outside=tuple(m for i, m in enumerate(emitted) if i not in seen),
+        outside=tuple(emitted[i] for i in outside),
+        earlier=earlier,
+        earlier_calls=tuple(layout.earlier_calls) if len(earlier) == len(layout.earlier)
+        else (),
         model=layout.model,
         usage=layout.usage,
         skipped=tuple(scanner.skipped),

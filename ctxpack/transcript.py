@@ -215,6 +215,11 @@ class Transcript:
     unsure: str = ""  # why the format was taken without a record that marks it
     calls: tuple[RecordedCall, ...] = ()  # of context messages, in order
     outside_why: str = ""  # why `outside` is not context, if the reader says
+    # the context before the newest compaction (places in `outside`, in model order) and
+    # the calls made on it (their `prompt` a place in `earlier`): what they measured was
+    # sent besides the messages stands until a call is recorded after it
+    earlier: tuple[int, ...] = ()
+    earlier_calls: tuple[RecordedCall, ...] = ()
 
     def rounds(self) -> list[Round]:
         return group_rounds(self.messages)

@@ -13,6 +13,7 @@ from ctxpack.breakdown import stats
 from ctxpack.calibration import bill, slope_of
 from ctxpack.compression import compress_file
 from ctxpack.compression.settings import Options
+from ctxpack.loader import load
 from ctxpack.models import TABLE
 from ctxpack.transcript import RecordedCall
 
@@ -149,3 +150,95 @@ def test_codex_sessions_split_as_calibrate_fits_them(name: str) -> None:
     # last call, the fit on the median of the first half)
     assert 2_000 < c.not_in_file < 10_000
     assert c.not_in_file == pytest.approx(fitted["overhead"], rel=0.35)
+
+
+SPOTTER = CORPUS / "claude-code" / "spotter__fa812bfe-b295-4cca-9c2f-fdf01028cb46.jsonl"
+UNLOGGED = 12_000  # what this agent sends besides the messages (the table assumes 25,000)
+WORDS = "the parser reads each record and counts its tokens once " * 12
+
+
+def compacted_session(tmp_path: Path, after: int | None = None) -> Path:
+    """A Claude Code session of four calls, each billed its prompt (slope × a rough count
+    of it) plus `UNLOGGED`, then Claude Code's compaction: a boundary and its summary, and
+    (`after`) one call recorded on the new context, billed that."""
+    slope = slope_of("claude-opus-4-6")
+    out, parent, rough = [], None, 3
+    for k in range(1, 5):
+        out.append(claude_code_line("user", k, parent, f"step {k}: {WORDS}"))
+        rough += len(WORDS) // 5 + 8
+        out.append(claude_code_line(
+            "assistant", k, f"user{k}", [{"type": "text", "text": f"done {k}"}],
+            id=f"m{k}", model="claude-opus-4-6",
+            usage=usage(round(slope * rough) + UNLOGGED, 10)))
+        rough += 8
+        parent = f"assistant{k}"
+    out.append(json.dumps({
+        "parentUuid": None, "logicalParentUuid": parent, "isSidechain": False,
+        "sessionId": "s", "type": "system", "subtype": "compact_boundary",
+        "content": "Conversation compacted", "uuid": "boundary",
+        "timestamp": "2026-01-01T00:00:00Z",
+        "compactMetadata": {"trigger": "auto", "preTokens": 20_000}}) + "\n")
+    summary = json.loads(claude_code_line("user", 5, "boundary", "This session is being "
+                                          "continued: the parser was written. " + WORDS))
+    summary["isCompactSummary"] = True
+    out.append(json.dumps(summary) + "\n")
+    if after is not None:
+        out.append(claude_code_line("assistant", 5, "user5", [{"type": "text", "text": "ok"}],
+                                    id="m5", model="claude-opus-4-6", usage=usage(after, 5)))
+    path = tmp_path / "compacted.jsonl"
+    path.write_text("".join(out))
+    return path
+
+
+def test_after_a_compaction_the_overhead_measured_before_it_stands(tmp_path: Path) -> None:
+    path = compacted_session(tmp_path)
+    s = stats(path, cache=False)
+    c = s.context
+    assert c is not None and s.outside["messages"] == 8  # the four calls, compacted
+    # no call since the compaction: the calls before it said what is sent unlogged
+    assert c.kind == "calibrated" and abs(c.overhead - UNLOGGED) < 300
+    assert c.tokens == round(c.slope * c.counted + c.overhead)
+    assert c.not_in_file == round(c.overhead)
+    # a loaded transcript, and compress, bill it the same
+    assert stats(load(path), cache=False).to_dict() == s.to_dict()
+    report = compress_file(path, Options(), cache=False).report
+    assert report.billed["tokens_before"] == c.tokens
+    text = " ".join(run_ctxpack("stats", str(path)).out.split())
+    assert f"+ {round(c.overhead):,} sent but not logged" in text
+
+
+def test_a_call_after_the_compaction_anchors_the_bill_again(tmp_path: Path) -> None:
+    s = stats(compacted_session(tmp_path, after=40_000), cache=False)
+    c = s.context
+    assert c is not None and c.kind == "anchored" and c.calls == 1
+    assert 40_000 < c.tokens < 40_000 + 100  # the prompt recorded, and its short reply
+
+
+@pytest.mark.corpus
+def test_a_cut_spotter_session_is_billed_near_its_next_recorded_prompt(tmp_path: Path) -> None:
+    if not SPOTTER.is_file():
+        pytest.skip("corpus not found beside the checkout (../shared/corpus)")
+    lines = SPOTTER.read_bytes().splitlines(keepends=True)
+    cut = tmp_path / "cut.jsonl"
+    cut.write_bytes(b"".join(lines[:1589]))  # after the compaction, before its next call
+    nxt = json.loads(lines[1589])
+    assert nxt["type"] == "assistant" and not nxt["isSidechain"]
+    u = nxt["message"]["usage"]
+    recorded = (u["input_tokens"] + u["cache_creation_input_tokens"]
+                + u["cache_read_input_tokens"])
+    c = stats(cut, cache=False).context
+    assert c is not None and c.kind == "calibrated" and c.error is not None
+    assert recorded == 32_015
+    # (with the table's 25,000 it was 29,363: 8.3% low, outside the error it states)
+    assert abs(c.tokens - recorded) / recorded <= c.error
+
+
+def test_calls_whose_prompts_do_not_grow_keep_the_tables_slope() -> None:
+    # usage made up (the same every call) while the messages grow: no slope to read off,
+    # and the bill errs on the side of acting, never below the table's count
+    counts = [600] * 20
+    calls = [RecordedCall(k, 1_000, None, "claude-opus-4-6") for k in range(1, 20)]
+    b = bill(counts, calls, model="claude-opus-4-6", format="claude-code", exact=False,
+             estimated=False)
+    assert b.slope == slope_of("claude-opus-4-6")
+    assert b.tokens >= round(b.slope * b.counted)
