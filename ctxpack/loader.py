@@ -75,6 +75,7 @@ class Scanner:
         self.format: Format | None = self._forced
         self.layout: Layout | None = None
         self.compacted: bool | int = False  # a line compress wrote is in the file
+        self.carried_slope: float | None = None  # the slope of the bill compress carried
         self.starts: list[int] = []  # the line each message handed out starts on
         self.boundary = 0  # the last line compress wrote
         self.records: list[Record] = []
@@ -309,12 +310,15 @@ class Scanner:
                 self.layout.calls = sorted([*kept, *since], key=lambda c: c.prompt)
                 return
             self.layout.calls = kept if carried is True else \
-                [RecordedCall(0, carried, None, None), *kept]
+                [RecordedCall(0, carried, None, None, slope=self.carried_slope), *kept]
 
     def _feed(self, reader: Any, number: int, record: dict[str, Any]) -> list[Message]:
         meta = record.get(META_KEY) if isinstance(record, dict) else None
         if isinstance(meta, dict):  # a line compress wrote
             carried = meta.get("not_in_file_tokens")
+            slope = meta.get("billed_slope")
+            if isinstance(slope, float | int) and not isinstance(slope, bool) and slope > 0:
+                self.carried_slope = float(slope)
             self.compacted = carried if isinstance(carried, int) and \
                 not isinstance(carried, bool) and carried >= 0 else \
                 (True if self.compacted is False else self.compacted)

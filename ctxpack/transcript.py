@@ -183,6 +183,8 @@ class RecordedCall:
     hidden: bool = False
     reasoning: int = 0
     until: int | None = None
+    # of a call standing for what compress carried (`prompt` 0): the slope it billed with
+    slope: float | None = None
 
 
 def hides_thinking(message: Message) -> bool:

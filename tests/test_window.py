@@ -17,7 +17,7 @@ from ctxpack.loader import load
 from ctxpack.models import TABLE
 from ctxpack.transcript import RecordedCall
 
-from .conftest import CORPUS
+from .conftest import CORPUS, SAMPLES
 from .helpers import ctxpack as run_ctxpack
 
 MANAGED = CORPUS / "anthropic-agent-events" / "open-hai__context-than-location__transcript.jsonl"
@@ -242,3 +242,20 @@ def test_calls_whose_prompts_do_not_grow_keep_the_tables_slope() -> None:
              estimated=False)
     assert b.slope == slope_of("claude-opus-4-6")
     assert b.tokens >= round(b.slope * b.counted)
+
+
+def test_a_compressed_file_is_billed_with_the_slope_its_calls_showed(tmp_path: Path) -> None:
+    sample = SAMPLES / "refactor.codex.jsonl"
+    before = stats(sample, cache=False).context
+    assert before is not None and before.slope != slope_of("gpt-5.1-codex")  # its own
+    budget = before.tokens - before.visible // 3
+    done = compress_file(sample, Options(budget=budget), cache=False)
+    out = tmp_path / "compressed.jsonl"
+    out.write_bytes(done.data)
+    after = stats(out, cache=False).context
+    # the calls it keeps are of the context before: the slope they showed is carried
+    assert after is not None and after.calls == 1
+    assert after.slope == pytest.approx(before.slope, abs=1e-6)
+    assert after.tokens == done.report.billed["tokens_after"]
+    # so compress of its output, with the same budget, bills it as it did: no change
+    assert compress_file(out, Options(budget=budget), cache=False).data == done.data
