@@ -143,6 +143,9 @@ class FileStats:
     context: Bill | None = None
     file_context: int | None = None  # the file's conversations together, as billed
     not_in_file_why: str = ""  # what the part of the bill not in the file mostly is
+    # the window assumed for the model, where the file records a larger call (the window is
+    # then that call's size); None where it is the window
+    window_assumed: int | None = None
     # what counting cost (cache hits, texts tokenized, workers); not part of the JSON schema
     counting: dict[str, Any] = field(default_factory=dict, compare=False, repr=False)
 
@@ -159,6 +162,7 @@ class FileStats:
             "rounds": len(self.rounds), "steps": self.steps,
             "round_tokens": [vars(r) for r in self.rounds],
             "context_window": self.context_window, "context_ratio": self.context_ratio,
+            "context_window_assumed": self.window_assumed,
             "conversations": self.conversations,
             "largest_conversation": self.largest_conversation, "outside": self.outside,
             "sidechain": self.sidechain, "lines": self.lines, "bytes": self.bytes,
@@ -266,7 +270,8 @@ def _stats_of_transcript(t: Transcript, model: str | None, top: int,
     n, s = len(t.messages), len(t.sidechain)
     layout = Layout(list(range(n)), list(range(n, n + s)), t.model, t.usage,
                     conversations=len({m.conversation for m in t.messages}) or 1,
-                    calls=list(t.calls), outside_why=t.outside_why)
+                    calls=list(t.calls), outside_why=t.outside_why,
+                    earlier=[n + s + k for k in t.earlier], earlier_calls=list(t.earlier_calls))
     found = []
     with Workers() as workers:
         collector: StreamCounter[MessageStat] = StreamCounter(
@@ -299,7 +304,8 @@ def _breakdown(all_stats: list[MessageStat], layout: Layout, counter: TokenCount
     total = sum(s.tokens for s in context) + REPLY_PRIMING * conversations
     by_role = _by_role(context, conversations)
     flagged = meta.get("flagged", False)
-    model, window = model_and_window(counter, layout.model, layout.usage, flagged)
+    model, window, assumed = model_and_window(counter, layout.model, layout.usage, flagged,
+                                              layout.calls)
     exact, note = counter.exact, counter.note
     unknown = unknown_model(counter, layout.model, usual_model(meta["format"]), flagged)
     if unknown is not None:
@@ -309,7 +315,9 @@ def _breakdown(all_stats: list[MessageStat], layout: Layout, counter: TokenCount
                                                        meta["format"], flagged, exact)
     else:
         billed = bill_for([s.tokens for s in context], layout.calls, layout.model, counter,
-                          meta["format"], flagged, conversations, exact=exact)
+                          meta["format"], flagged, conversations, exact=exact,
+                          earlier=([all_stats[i].tokens for i in layout.earlier],
+                                   layout.earlier_calls))
         largest, whole = None, billed.tokens
     measured = billed.tokens
     rounds = _rounds(context)
@@ -320,6 +328,7 @@ def _breakdown(all_stats: list[MessageStat], layout: Layout, counter: TokenCount
         largest=_largest(context, top), rounds=rounds,
         steps=sum(len(r.steps) for r in group_rounds(context)),
         context_window=window, context_ratio=round(measured / window, 4) if window else None,
+        window_assumed=assumed if assumed < window else None,
         outside={"messages": len(outside), "tokens": sum(s.tokens for s in outside),
                  "why": (layout.outside_why or OUTSIDE_WHY) if outside else ""},
         sidechain={"messages": len(side), "tokens": sum(s.tokens for s in side)},

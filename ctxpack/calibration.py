@@ -36,6 +36,8 @@ from .tokens import REPLY_PRIMING, TokenCounter
 from .transcript import Message, RecordedCall, Transcript
 
 Call = RecordedCall
+# the counts of a context before a compaction, and the calls made on it (see `bill`)
+Earlier = tuple[Sequence[int], Sequence[Call]]
 
 # What an agent sends with every call and does not write to its file (system prompt, tool
 # definitions), by format, where the file records no call to measure it from: the
@@ -200,16 +202,33 @@ class Bill:
 
 def bill(counts: Sequence[int], calls: Sequence[Call], *, model: str | None, format: str,
          exact: bool, estimated: bool, table: ModelTable = TABLE,
-         priming: int = REPLY_PRIMING) -> Bill:
+         priming: int = REPLY_PRIMING, earlier: Earlier | None = None) -> Bill:
     """The bill of a context whose messages count `counts` (ctxpack's count of each) and
-    whose file records `calls`; `exact`/`estimated` say what the counter counted with."""
+    whose file records `calls`; `exact`/`estimated` say what the counter counted with.
+    `earlier`: the counts of the context before the newest compaction and the calls made
+    on it, whose slope and overhead stand while no call is recorded after it."""
     counts = with_hidden(counts, calls)
     counted = sum(counts) + priming
     found = table.calibration(model)
     slope = found.slope if found is not None else 1.0
     calls = [c for c in calls if c.billed > 0]  # (not those only telling of hidden content)
+    before = [c for c in earlier[1] if c.billed > 0 and c.prompt] if earlier else []
+    if not calls and before:
+        # what the agent sends besides the messages (system prompt, tool definitions) is
+        # the same after a compaction: the calls before it measured that, as `calibrate`
+        # fits them (the first calls, whose prompts are least of the messages, say it best)
+        assert earlier is not None
+        f = own_fit(call_points(with_hidden(earlier[0], earlier[1]), before), slope)
+        return _bill("calibrated", f(counted), f.slope, f.overhead, counted,
+                     _calibrated_error(found))
     if calls:
         prompts = prompts_of(counts, calls)
+        # the file's own slope where its calls show one, as `calibrate` fits it (a call
+        # before any message is no prompt of these messages: see prompts_of; one standing
+        # for what compress carried says the slope it billed with)
+        slope = calls[-1].slope or own_fit([(p, c.billed) for p, c in
+                                            zip(prompts, calls, strict=True) if c.prompt],
+                                           slope).slope
         last = calls[-1]
         if LEAST_RATIO * slope * prompts[-1] <= last.billed < slope * prompts[-1]:
             # a bill below the calibrated count (a file whose text the model's tokenizer
@@ -230,11 +249,15 @@ def bill(counts: Sequence[int], calls: Sequence[Call], *, model: str | None, for
     if estimated or (not exact and found is None):
         return _bill("estimated", counted + overhead, 1.0, overhead, counted, None)
     if not exact or overhead:
-        error = found.error if found is not None and found.error is not None \
-            else CALIBRATED_ERROR
         return _bill("calibrated", round(slope * counted + overhead), slope, overhead,
-                     counted, error)
+                     counted, _calibrated_error(found))
     return _bill("exact", counted, 1.0, 0, counted, 0.0)
+
+
+def _calibrated_error(found: Any) -> float:
+    """The expected error of a calibrated count: the table's for the model, else 5%."""
+    return found.error if found is not None and found.error is not None \
+        else CALIBRATED_ERROR
 
 
 def _bill(kind: str, tokens: int, slope: float, overhead: float, counted: int,
@@ -246,16 +269,17 @@ def _bill(kind: str, tokens: int, slope: float, overhead: float, counted: int,
 
 def bill_for(counts: Sequence[int], calls: Sequence[Call], named: str | None,
              counter: TokenCounter, format: str, flagged: bool, conversations: int = 1,
-             exact: bool = True) -> Bill:
+             exact: bool = True, earlier: Earlier | None = None) -> Bill:
     """The bill of a context `counter` counted `counts`, calibrated as the model its
     file's calls name (else the one it names, else the counter's) unless `--model`
-    (`flagged`) named one; not `exact` when the counter's model is not the file's. stats
-    and compress both ask here."""
+    (`flagged`) named one; not `exact` when the counter's model is not the file's;
+    `earlier` as `bill` takes it. stats and compress both ask here."""
+    last = calls[-1] if calls else earlier[1][-1] if earlier and earlier[1] else None
     model = counter.model if flagged else \
-        (calls[-1].model if calls else None) or named or counter.model
+        (last.model if last else None) or named or counter.model
     return bill(counts, calls, model=model, format=format, exact=exact and counter.exact,
                 estimated=counter.failed, table=counter.table,
-                priming=REPLY_PRIMING * conversations)
+                priming=REPLY_PRIMING * conversations, earlier=earlier)
 
 
 _PROMPT_FIELDS = ("input_tokens", "cache_creation_input_tokens", "cache_read_input_tokens")
@@ -336,6 +360,32 @@ def step_slopes(points: Sequence[tuple[int, int]]) -> list[float]:
             if c1 - c0 >= STEP_GROWTH]
 
 
+def call_points(counts: Sequence[int], calls: Sequence[Call]) -> list[tuple[int, int]]:
+    """Each call's prompt as counted (from counts `with_hidden` made) and as billed."""
+    return list(zip(prompts_of(counts, calls), (c.billed for c in calls), strict=True))
+
+
+def own_fit(run: Sequence[tuple[int, int]], prior: float) -> Fit:
+    """The slope and overhead one run of calls (counted, billed) shows, as `calibrate`
+    fits a model: the slope read off the steps of its first half, shrunk toward `prior`
+    (the table's); the overhead their median gap (`prior` and 0 where there are none).
+    A slope past `LEAST_RATIO` of the table's either way is not taken: calls whose prompts
+    do not grow with the messages were made up, or cut by the agent (see `bill`)."""
+    half = fit_half(run) if run else []
+    slope = shrunk(step_slopes(half), prior)
+    if not LEAST_RATIO <= slope / prior <= 1 / LEAST_RATIO:
+        slope = prior
+    return Fit(slope, max(0.0, statistics.median(b - slope * c for c, b in half))
+               if half else 0.0)
+
+
+def fit_half(points: Sequence[tuple[int, int]]) -> list[tuple[int, int]]:
+    """The calls of a run a slope is read off: the first half (the rest held out to score
+    it, in `calibrate`; the bill reads the same, so that it splits a file as `calibrate`
+    fits it)."""
+    return list(points[:max(1, len(points) // 2)])
+
+
 @dataclass(frozen=True)
 class Fitted:
     """A model's calibration fitted on the first half of each file's calls, and its
@@ -388,11 +438,11 @@ def calibrate(transcripts: Iterable[Transcript], table: ModelTable = TABLE) -> l
                 list(zip(counted, (c.billed for c in calls), strict=True)))
     out = []
     for (model, side), files in sorted(points.items()):
-        fit_half = [f[:max(1, len(f) // 2)] for f in files]
-        held = [f[max(1, len(f) // 2):] for f in files]
-        slopes = [x for f in fit_half for x in step_slopes(f)]
+        fitted = [fit_half(f) for f in files]
+        held = [f[len(fit_half(f)):] for f in files]
+        slopes = [x for f in fitted for x in step_slopes(f)]
         slope = round(shrunk(slopes, slope_of(model, table)), 3)
-        overhead = max(0.0, statistics.median(b - slope * c for f in fit_half for c, b in f))
+        overhead = max(0.0, statistics.median(b - slope * c for f in fitted for c, b in f))
         errors = [abs(slope * c + overhead - b) / b for f in held for c, b in f if b > 0]
         calls = sum(map(len, files))
         out.append(Fitted(model, len(files), calls, len(slopes), slope, round(overhead),

@@ -65,7 +65,8 @@ def whole_log(t: Transcript) -> Transcript:
     """The transcript with every message the file holds as its messages, in file order:
     those outside the model's context and a sub-agent's too (`--all`)."""
     every = sorted([*t.messages, *t.outside, *t.sidechain], key=lambda m: m.line)
-    return replace(t, messages=tuple(every), outside=(), sidechain=())
+    return replace(t, messages=tuple(every), outside=(), sidechain=(), earlier=(),
+                   earlier_calls=())
 
 
 def conversations(messages: Sequence[Message]) -> list[list[Message]]:

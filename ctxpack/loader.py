@@ -75,6 +75,7 @@ class Scanner:
         self.format: Format | None = self._forced
         self.layout: Layout | None = None
         self.compacted: bool | int = False  # a line compress wrote is in the file
+        self.carried_slope: float | None = None  # the slope of the bill compress carried
         self.starts: list[int] = []  # the line each message handed out starts on
         self.boundary = 0  # the last line compress wrote
         self.records: list[Record] = []
@@ -341,6 +342,7 @@ class Scanner:
         self.starts += [m.lines[0] if m.lines else self.lines for m in rest]
         if self.compacted is not False and self.layout is not None:
             carried, context = self.compacted, self.layout.context
+            self.layout.earlier, self.layout.earlier_calls = [], []  # (what compress carried)
             restates = getattr(self.format, "restates_usage", False)
             since = [c for c in self.layout.calls if restates and c.billed > 0
                      and c.prompt < len(context) and context[c.prompt] < len(self.starts)
@@ -351,12 +353,15 @@ class Scanner:
                 self.layout.calls = sorted([*kept, *since], key=lambda c: c.prompt)
                 return
             self.layout.calls = kept if carried is True else \
-                [RecordedCall(0, carried, None, None), *kept]
+                [RecordedCall(0, carried, None, None, slope=self.carried_slope), *kept]
 
     def _feed(self, reader: Any, number: int, record: dict[str, Any]) -> list[Message]:
         meta = record.get(META_KEY) if isinstance(record, dict) else None
         if isinstance(meta, dict):  # a line compress wrote
             carried = meta.get("not_in_file_tokens")
+            slope = meta.get("billed_slope")
+            if isinstance(slope, float | int) and not isinstance(slope, bool) and slope > 0:
+                self.carried_slope = float(slope)
             self.compacted = carried if isinstance(carried, int) and \
                 not isinstance(carried, bool) and carried >= 0 else \
                 (True if self.compacted is False else self.compacted)
@@ -505,13 +510,19 @@ def _transcript(scanner: Scanner, emitted: list[Message], records: Sequence[Reco
     layout = scanner.layout
     assert layout is not None and scanner.format is not None
     seen = set(layout.context) | set(layout.sidechain)
+    outside = [i for i in range(len(emitted)) if i not in seen]
+    place = {n: k for k, n in enumerate(outside)}
+    earlier = tuple(place[n] for n in layout.earlier if n in place)
     return Transcript(
         format=scanner.format.name,
         path=scanner.path,
         records=records,
         messages=tuple(emitted[i] for i in layout.context),
         sidechain=tuple(emitted[i] for i in layout.sidechain),
-        outside=tuple(m for i, m in enumerate(emitted) if i not in seen),
+        outside=tuple(emitted[i] for i in outside),
+        earlier=earlier,
+        earlier_calls=tuple(layout.earlier_calls) if len(earlier) == len(layout.earlier)
+        else (),
         model=layout.model,
         usage=layout.usage,
         skipped=tuple(scanner.skipped),

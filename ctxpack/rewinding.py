@@ -84,6 +84,8 @@ def rewind_file(source: PathOrFile, *, steps: int | None = None, rounds: int | N
             "new_count": cut, "lines": 1, "archive": packed.ref}
     if earlier is not None and "not_in_file_tokens" in earlier:  # what billing reads of it
         meta["not_in_file_tokens"] = earlier["not_in_file_tokens"]
+        if "billed_slope" in earlier:
+            meta["billed_slope"] = earlier["billed_slope"]
     line = dumps({**record, META_KEY: meta}) + raw[len(raw.rstrip(b"\r\n")):]  # its ending
 
     def chunks() -> Iterator[bytes]:

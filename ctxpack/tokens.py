@@ -18,7 +18,16 @@ from typing import Any
 from . import images
 from .errors import UsageError
 from .models import DEFAULT_MODEL, TABLE, ModelInfo, ModelTable
-from .transcript import Image, Message, Text, Thinking, ToolCall, ToolResult, printable
+from .transcript import (
+    Image,
+    Message,
+    RecordedCall,
+    Text,
+    Thinking,
+    ToolCall,
+    ToolResult,
+    printable,
+)
 
 TOKENS_PER_MESSAGE = 3
 TOKENS_PER_NAME = 1
@@ -355,11 +364,14 @@ class TokenCounter:
 
 
 def model_and_window(counter: TokenCounter, named: str | None, usage: dict[str, Any],
-                     flagged: bool) -> tuple[str, int]:
-    """The model a transcript is reported under and the context window it has: the one
-    `--model` names (`flagged`); else the model it names last (`named`), where that counts
-    as the counter does, with the window the agent itself recorded, where it did (a Codex
-    rollout's is a share of the model's). stats and compress both ask here."""
+                     flagged: bool, calls: Iterable[RecordedCall] = ()) -> tuple[str, int, int]:
+    """The model a transcript is reported under, the context window it has, and the window
+    assumed for it: the one `--model` names (`flagged`); else the model it names last
+    (`named`), where that counts as the counter does, with the window the agent itself
+    recorded, where it did (a Codex rollout's is a share of the model's). The window is at
+    least the largest call the file records (its prompt and reply), since the model took
+    it: a window assumed smaller is raised to that (`--model` asks of that model's own).
+    stats and compress both ask here."""
     model, window = counter.model, counter.info.context_window
     latest = None if flagged or not named else counter.table.find(named)
     if named and latest is not None and latest.encoding == counter.encoding_name:
@@ -367,7 +379,13 @@ def model_and_window(counter: TokenCounter, named: str | None, usage: dict[str, 
     recorded = usage.get("context_window")
     if not flagged and isinstance(recorded, int) and recorded > 0:
         window = recorded
-    return model, window
+    sent = 0 if flagged else largest_call(calls)
+    return model, max(window, sent), window
+
+
+def largest_call(calls: Iterable[RecordedCall]) -> int:
+    """The most tokens a call the file records held: its prompt and its recorded reply."""
+    return max((c.billed + (c.output or 0) for c in calls if c.billed > 0), default=0)
 
 
 NOT_NAMED = "(not named)"  # the model of a file that names none, where nothing is assumed

@@ -183,6 +183,8 @@ class RecordedCall:
     hidden: bool = False
     reasoning: int = 0
     until: int | None = None
+    # of a call standing for what compress carried (`prompt` 0): the slope it billed with
+    slope: float | None = None
 
 
 def hides_thinking(message: Message) -> bool:
@@ -216,6 +218,11 @@ class Transcript:
     calls: tuple[RecordedCall, ...] = ()  # of context messages, in order
     outside_why: str = ""  # why `outside` is not context, if the reader says
     document: bool = False  # read as one whole document (JSON or text), not line by line
+    # the context before the newest compaction (places in `outside`, in model order) and
+    # the calls made on it (their `prompt` a place in `earlier`): what they measured was
+    # sent besides the messages stands until a call is recorded after it
+    earlier: tuple[int, ...] = ()
+    earlier_calls: tuple[RecordedCall, ...] = ()
 
     def rounds(self) -> list[Round]:
         return group_rounds(self.messages)

@@ -18,7 +18,7 @@ from typing import Any
 from .. import formats
 from ..archive import item_id
 from ..bulk import StreamCounter
-from ..calibration import Bill, bill_for, with_hidden
+from ..calibration import Bill, Earlier, bill_for, with_hidden
 from ..errors import InputError, UsageError
 from ..formats.base import Editor
 from ..jsonl import LineIndex, Snapshot, Source, reopenable
@@ -260,20 +260,24 @@ def _read(src: Source, format: str | None, model: str | None, table: ModelTable,
                      {where[n] for n in emitted.aside if n in where})
     return _input(transcript, counter, [counts[n] for n in context],  # type: ignore[misc]
                   [emitted.outputs[n] for n in context], fetch, model is not None,
+                  earlier=([counts[n].total for n in layout.earlier],  # type: ignore[union-attr]
+                           layout.earlier_calls),
                   facts=workers.ahead(extract_all) if workers else here(extract_all))
 
 
 def _input(t: Transcript, counter: TokenCounter, counts: list[MessageCount],
            outputs: list[tuple[Output, ...]], fetch: Callable[[set[int]], dict[int, Message]],
-           flagged: bool, **more: Any) -> Input:
-    """The Input of a transcript read and counted: its bill worked out, and the count of
-    each reply that hides its thinking raised to its recorded output."""
+           flagged: bool, earlier: Earlier | None = None, **more: Any) -> Input:
+    """The Input of a transcript read and counted: its bill worked out (`earlier` as
+    calibration.bill takes it), and the count of each reply that hides its thinking raised
+    to its recorded output."""
     totals = with_hidden([c.total for c in counts], t.calls)
     counts = [c if n == c.total else MessageCount(n, c.parts)
               for c, n in zip(counts, totals, strict=True)]
-    billed = bill_for(totals, t.calls, t.model, counter, t.format, flagged)
-    return Input(t, counter, editor_of(t), counts, outputs, fetch,
-                 *model_and_window(counter, t.model, t.usage, flagged), billed, **more)
+    billed = bill_for(totals, t.calls, t.model, counter, t.format, flagged, earlier=earlier)
+    model, window, _ = model_and_window(counter, t.model, t.usage, flagged, t.calls)
+    return Input(t, counter, editor_of(t), counts, outputs, fetch, model, window, billed,
+                 **more)
 
 
 def editor_of(t: Transcript) -> Editor:
@@ -339,6 +343,8 @@ def of_transcript(t: Transcript, model: str | None, table: ModelTable,
         counter = counting.done()
     finally:
         counting.close()
+    earlier = None if any(c.billed > 0 for c in t.calls) else \
+        ([counter.message(t.outside[k]).total for k in t.earlier], t.earlier_calls)
     return _input(t, counter, counts, outputs,  # type: ignore[arg-type]
                   lambda wanted: {i: t.messages[i] for i in wanted}, model is not None,
-                  **more)
+                  earlier=earlier, **more)

@@ -57,6 +57,7 @@ class Changes:
     resized: set[int] = field(default_factory=set)
     summary: str | None = None  # the id of the summary's group, if any
     carried: int | None = None  # what the file's calls showed is sent besides the messages
+    slope: float | None = None  # and the slope the bill was of (see `carried`)
 
     def meta(self, n: int, raw: bytes, archiver: Archiver) -> dict[str, Any]:
         """The `ctxpack` object of edited line n, whose bytes were `raw`: it archives them
@@ -76,6 +77,7 @@ class Changes:
             meta["follows"] = follows
         if self.carried is not None:
             meta["not_in_file_tokens"] = self.carried
+            meta["billed_slope"] = self.slope
         return {**meta, "lines": 1, "archive": archiver.pack(raw)}
 
 
@@ -86,12 +88,19 @@ def carried(bill: Bill) -> int | None:
     return max(0, round(bill.overhead)) if bill.kind == "anchored" else None
 
 
+def carried_slope(bill: Bill) -> float:
+    """The slope of the bill whose overhead `carried` gives: the file's own, which its
+    calls, no longer of the context, cannot show again (so compress of its output bills
+    as it did)."""
+    return round(bill.slope, 6)
+
+
 def changes(plan: Plan, archiver: Archiver, now: str) -> Changes:
     """The records that change, and how: the summary's span and group (archived as
     `archiver` says), the lines whose outputs are replaced and those re-pointed at it."""
     read = plan.read
     records = read.transcript.records
-    out = Changes(carried=carried(read.bill))
+    out = Changes(carried=carried(read.bill), slope=carried_slope(read.bill))
     if plan.summary is not None:
         out.first, out.last, out.group, out.packed = _compaction(plan, archiver, now)
     for i in plan.edited:
@@ -206,6 +215,7 @@ def _compaction(plan: Plan, archiver: Archiver, now: str
     }
     if (known := carried(read.bill)) is not None:
         meta["not_in_file_tokens"] = known
+        meta["billed_slope"] = carried_slope(read.bill)
     if s.strategy == "llm" and s.llm:
         meta["llm"] = llm_meta(s.llm)
     before = _data(records, first - 1) if first > 1 else None

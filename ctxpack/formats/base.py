@@ -60,6 +60,11 @@ class Layout:
     calls: list[RecordedCall] = field(default_factory=list)
     # why the messages outside the context are (a phrase; "" for OUTSIDE_WHY)
     outside_why: str = ""
+    # the context before the newest compaction, in model order, and the calls made on it
+    # (their `prompt` a place in `earlier`): the bill measures what was sent besides the
+    # messages on them until a call is recorded after the compaction
+    earlier: list[int] = field(default_factory=list)
+    earlier_calls: list[RecordedCall] = field(default_factory=list)
 
 
 # why messages are outside the context, unless the reader says otherwise

@@ -70,6 +70,7 @@ class ClaudeCodeReader:
         self.tallies = {False: UsageTally(), True: UsageTally()}
         self.models: dict[bool, str] = {}
         self._leader: int | None = None
+        self.before: dict[str, str] = {}  # a compaction's uuid -> the message before it
 
     def feed(self, line: int, record: dict[str, Any]) -> list[Message]:
         kind = string_field(record, "type")
@@ -80,6 +81,9 @@ class ClaudeCodeReader:
         if uuid is not None:
             if kind == "system" and record.get("subtype") == "compact_boundary":
                 parent = None  # a compaction starts the model's context afresh
+                logical = record.get("logicalParentUuid")
+                if isinstance(logical, str):
+                    self.before[uuid] = logical
             self.parent[uuid] = parent
             self.newest[side] = uuid
         if kind == "attachment":
@@ -134,17 +138,21 @@ class ClaudeCodeReader:
         for (side, _), merger in self.lanes.items():
             rest += self._emit(merger.flush(), side)
         main = False in self.newest  # else a sub-agent file: its own chain is the context
-        context = self._context(self.newest.get(False) or self.newest.get(True))
+        context, root = self._context(self.newest.get(False) or self.newest.get(True))
         tally = self.tallies[not main]
         last = next((self.call_of[n][0] for n in reversed(context) if n in self.call_of), None)
         who = "main chain" if main else "sub-agent"
         usage = tally.summary(f"assistant message.usage, once per message.id ({who})", last)
         model = self.models.get(not main)
+        # the chain the newest compaction summarized, and the calls made on it
+        earlier = self._context(self.before[root])[0] if root in self.before else []
         return rest, Layout(context, self.side if main else [], model, usage,
-                            calls=tally.recorded(context, self.call_of))
+                            calls=tally.recorded(context, self.call_of), earlier=earlier,
+                            earlier_calls=tally.recorded(earlier, self.call_of))
 
-    def _context(self, leaf: str | None) -> list[int]:
-        """Messages on the chain ending at `leaf`, in chain order.
+    def _context(self, leaf: str | None) -> tuple[list[int], str | None]:
+        """Messages on the chain ending at `leaf`, in chain order, and the uuid the chain
+        starts at.
 
         A response sits at its first piece, followed by every tool result that came
         in while it was open: parallel results hang off their own piece, so the
@@ -152,8 +160,10 @@ class ClaudeCodeReader:
         """
         chain: list[int] = []
         seen: set[str] = set()
+        root = leaf
         while leaf is not None and leaf not in seen:
             seen.add(leaf)
+            root = leaf
             if (n := self.number.get(leaf)) is not None:
                 chain.append(n)
             leaf = self.parent.get(leaf)  # an unknown parent ends the chain
@@ -164,7 +174,7 @@ class ClaudeCodeReader:
                 if m not in placed:
                     placed.add(m)
                     order.append(m)
-        return order
+        return order, root
 
 
 class ClaudeCodeFormat:

@@ -149,7 +149,7 @@ def context_lines(f: FileStats) -> list[str]:
     which = "" if largest is None else \
         f" (the largest of {f.conversations:,} conversations: number {largest['number']:,})"
     if c.kind == "exact":
-        return [f"context{which}: {c.tokens:,}{of}, exact"]
+        return [f"context{which}: {c.tokens:,}{of}, exact", *window_lines(f)]
     unlogged = f" + {round(c.overhead):,} sent but not logged" if c.overhead else ""
     how = {"calibrated": f"calibrated: {c.slope:.3g} × the count{unlogged}",
            "anchored": f"anchored on the {_last_of(c.calls)}, "
@@ -161,7 +161,15 @@ def context_lines(f: FileStats) -> list[str]:
     if c.not_in_file:
         why = f.not_in_file_why or unlogged_cause()
         lines.append(f"  in the file {c.visible:,}, not in the file {c.not_in_file:,} ({why})")
-    return lines
+    return lines + window_lines(f)
+
+
+def window_lines(f: FileStats) -> list[str]:
+    """Why the window is more than the one assumed for the model, where it is."""
+    if f.window_assumed is None or not f.context_window:
+        return []
+    return [f"  window {f.context_window:,}: the largest call the file records (prompt and "
+            f"reply), more than the {f.window_assumed:,} assumed for {f.model}"]
 
 
 def to_markdown(files: list[FileStats]) -> str:
