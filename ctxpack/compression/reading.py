@@ -267,10 +267,12 @@ def _input(t: Transcript, counter: TokenCounter, counts: list[MessageCount],
            flagged: bool, **more: Any) -> Input:
     """The Input of a transcript read and counted: its bill worked out, and the count of
     each reply that hides its thinking raised to its recorded output."""
+    # (the bill raises them itself: it is given the counts as read, so that hidden
+    # content is added once; see breakdown for stats, which does the same)
+    billed = bill_for([c.total for c in counts], t.calls, t.model, counter, t.format, flagged)
     totals = with_hidden([c.total for c in counts], t.calls)
     counts = [c if n == c.total else MessageCount(n, c.parts)
               for c, n in zip(counts, totals, strict=True)]
-    billed = bill_for(totals, t.calls, t.model, counter, t.format, flagged)
     return Input(t, counter, editor_of(t), counts, outputs, fetch,
                  *model_and_window(counter, t.model, t.usage, flagged), billed, **more)
 
