@@ -13,7 +13,7 @@ from dataclasses import dataclass, field, replace
 from typing import Any
 
 from .bulk import StreamCounter
-from .calibration import Bill, bill_for, unlogged_cause, with_hidden
+from .calibration import Bill, bill_for, counts_with_hidden, unlogged_cause
 from .formats import usual_model
 from .formats.base import OUTSIDE_WHY, Layout
 from .loader import PathOrFile, Scanner
@@ -294,14 +294,15 @@ def _breakdown(all_stats: list[MessageStat], layout: Layout, counter: TokenCount
                **meta: Any) -> FileStats:
     context = [all_stats[i] for i in layout.context]
     counts = [s.tokens for s in context]  # as read: the bill adds what the file hides
-    _add_hidden(context, layout)
+    flagged = meta.get("flagged", False)
+    _add_hidden(context, counts_with_hidden(counts, layout.calls, layout.model, counter,
+                                            flagged))
     side = [all_stats[i] for i in layout.sidechain]
     seen = set(layout.context) | set(layout.sidechain)
     outside = [s for i, s in enumerate(all_stats) if i not in seen]
     conversations = max(layout.conversations, 1) if context else 0
     total = sum(s.tokens for s in context) + REPLY_PRIMING * conversations
     by_role = _by_role(context, conversations)
-    flagged = meta.get("flagged", False)
     model, window = model_and_window(counter, layout.model, layout.usage, flagged)
     exact, note = counter.exact, counter.note
     unknown = unknown_model(counter, layout.model, usual_model(meta["format"]), flagged)
@@ -332,11 +333,10 @@ def _breakdown(all_stats: list[MessageStat], layout: Layout, counter: TokenCount
     )
 
 
-def _add_hidden(context: list[MessageStat], layout: Layout) -> None:
-    """Each reply's count with what the file records of it but does not hold (thinking
-    stored empty, reasoning held encrypted: see calibration.with_hidden), the difference
-    under `reasoning`: the figure compress reads and the bill is of."""
-    raised = with_hidden([s.tokens for s in context], layout.calls)
+def _add_hidden(context: list[MessageStat], raised: list[int]) -> None:
+    """Each reply's count raised to what the file records of it but does not hold
+    (thinking stored empty, reasoning held encrypted: see calibration.counts_with_hidden),
+    the difference under `reasoning`: the figure compress reads and the bill is of."""
     for s, n in zip(context, raised, strict=True):
         if n > s.tokens:
             s.thinking.append(n - s.tokens)

@@ -16,8 +16,10 @@ one. So:
 - anchored: the prompt size recorded last, plus the calibrated count of what came after.
 
 A reply whose thinking the file stores empty is counted at the output tokens recorded
-for it, since the next prompt carries it. `bill` puts these together for a context:
-what `stats` reports and `compress` decides with.
+for it, since the next prompt carries it. Those are the provider's tokens, as the
+reasoning tokens recorded of what a file holds only encrypted are: each is taken as the
+count the slope bills at that many (`with_hidden`). `bill` puts these together for a
+context: what `stats` reports and `compress` decides with.
 """
 
 from __future__ import annotations
@@ -66,26 +68,48 @@ def slope_of(model: str | None, table: ModelTable = TABLE) -> float:
     return found.slope if found is not None else 1.0
 
 
-def with_hidden(counts: Sequence[int], calls: Sequence[Call]) -> list[int]:
+def model_of(calls: Sequence[Call], named: str | None, counter: TokenCounter,
+               flagged: bool) -> str | None:
+    """The model a context is billed as: the one its file's calls name (else the one the
+    file names, else the counter's) unless `--model` (`flagged`) named one."""
+    return counter.model if flagged else \
+        (calls[-1].model if calls else None) or named or counter.model
+
+
+def as_counted(tokens: int, slope: float) -> int:
+    """The count a model of `slope` bills at `tokens` of its own (recorded) tokens."""
+    return round(tokens / slope)
+
+
+def with_hidden(counts: Sequence[int], calls: Sequence[Call], slope: float = 1.0) -> list[int]:
     """Each message's count, a reply whose text is not all in the file (see the module's
     note) counted at its recorded output where that is more, and with the reasoning it
-    holds only encrypted."""
+    holds only encrypted: both recorded in the provider's tokens, so each taken as the
+    count `slope` bills at that many."""
     out = list(counts)
     for c in calls:
         if c.hidden and c.output and c.prompt < len(out):
-            out[c.prompt] = max(out[c.prompt], c.output)
+            out[c.prompt] = max(out[c.prompt], as_counted(c.output, slope))
         if c.reasoning and c.until is None and c.prompt < len(out):
-            out[c.prompt] += c.reasoning
+            out[c.prompt] += as_counted(c.reasoning, slope)
     return out
 
 
-def prompts_of(counts: Sequence[int], calls: Sequence[Call]) -> list[int]:
+def counts_with_hidden(counts: Sequence[int], calls: Sequence[Call], named: str | None,
+                       counter: TokenCounter, flagged: bool) -> list[int]:
+    """`with_hidden` at the slope of the model the context is billed as (`model_of`): the
+    messages' counts that stats reports, compress reads and the bill is of."""
+    return with_hidden(counts, calls,
+                       slope_of(model_of(calls, named, counter, flagged), counter.table))
+
+
+def prompts_of(counts: Sequence[int], calls: Sequence[Call], slope: float = 1.0) -> list[int]:
     """The count of each call's prompt: the messages before its reply, from counts
-    `with_hidden` made."""
+    `with_hidden` made (at `slope`, as is the reasoning sent back for a while)."""
     running, upto, sizes = 0, 0, []
     # reasoning sent back until a later user message (see RecordedCall): in the prompts of
     # the calls between its reply and that message
-    passing = sorted(((c.prompt, c.until, c.reasoning) for c in calls
+    passing = sorted(((c.prompt, c.until, as_counted(c.reasoning, slope)) for c in calls
                       if c.reasoning and c.until is not None), reverse=True)
     leaving: list[tuple[int, int]] = []
     carried = 0
@@ -108,7 +132,8 @@ def prompt_sizes(t: Transcript, calls: Sequence[Call], counter: TokenCounter) ->
     """ctxpack's count of each call's prompt, a reply whose text is not in the file
     counted at its recorded output (as any of the file's calls tells of it); in a file
     of several conversations, of the call's own conversation (each is sent apart)."""
-    counts = with_hidden([counter.message(m).total for m in t.messages], t.calls)
+    slope = slope_of(model_of(calls, t.model, counter, False), counter.table)
+    counts = with_hidden([counter.message(m).total for m in t.messages], t.calls, slope)
     start: dict[int, int] = {}  # conversation -> the count of the messages before it
     running = 0
     for m, n in zip(t.messages, counts, strict=True):
@@ -116,7 +141,7 @@ def prompt_sizes(t: Transcript, calls: Sequence[Call], counter: TokenCounter) ->
         running += n
     return [size - start[t.messages[c.prompt].conversation]
             if size and c.prompt < len(t.messages) else size
-            for size, c in zip(prompts_of(counts, calls), calls, strict=True)]
+            for size, c in zip(prompts_of(counts, calls, slope), calls, strict=True)]
 
 
 def by_conversation(t: Transcript, calls: Sequence[Call]) -> list[list[Call]]:
@@ -203,13 +228,13 @@ def bill(counts: Sequence[int], calls: Sequence[Call], *, model: str | None, for
          priming: int = REPLY_PRIMING) -> Bill:
     """The bill of a context whose messages count `counts` (ctxpack's count of each) and
     whose file records `calls`; `exact`/`estimated` say what the counter counted with."""
-    counts = with_hidden(counts, calls)
-    counted = sum(counts) + priming
     found = table.calibration(model)
     slope = found.slope if found is not None else 1.0
+    counts = with_hidden(counts, calls, slope)
+    counted = sum(counts) + priming
     calls = [c for c in calls if c.billed > 0]  # (not those only telling of hidden content)
     if calls:
-        prompts = prompts_of(counts, calls)
+        prompts = prompts_of(counts, calls, slope)
         last = calls[-1]
         if LEAST_RATIO * slope * prompts[-1] <= last.billed < slope * prompts[-1]:
             # a bill below the calibrated count (a file whose text the model's tokenizer
@@ -251,10 +276,8 @@ def bill_for(counts: Sequence[int], calls: Sequence[Call], named: str | None,
     file's calls name (else the one it names, else the counter's) unless `--model`
     (`flagged`) named one; not `exact` when the counter's model is not the file's. stats
     and compress both ask here."""
-    model = counter.model if flagged else \
-        (calls[-1].model if calls else None) or named or counter.model
-    return bill(counts, calls, model=model, format=format, exact=exact and counter.exact,
-                estimated=counter.failed, table=counter.table,
+    return bill(counts, calls, model=model_of(calls, named, counter, flagged), format=format,
+                exact=exact and counter.exact, estimated=counter.failed, table=counter.table,
                 priming=REPLY_PRIMING * conversations)
 
 
