@@ -34,7 +34,7 @@ from typing import Any
 from .errors import UsageError
 from .formats import usual_model
 from .models import TABLE, ModelTable
-from .tokens import REPLY_PRIMING, TokenCounter
+from .tokens import REPLY_PRIMING, MessageCount, TokenCounter
 from .transcript import Message, RecordedCall, Transcript
 
 Call = RecordedCall
@@ -101,6 +101,16 @@ def counts_with_hidden(counts: Sequence[int], calls: Sequence[Call], named: str 
     messages' counts that stats reports, compress reads and the bill is of."""
     return with_hidden(counts, calls,
                        slope_of(model_of(calls, named, counter, flagged), counter.table))
+
+
+def message_counts_with_hidden(counts: Sequence[MessageCount], calls: Sequence[Call],
+                               named: str | None, counter: TokenCounter,
+                               flagged: bool) -> list[MessageCount]:
+    """Each message's count, its total raised as `counts_with_hidden` raises it (its parts
+    as counted): what compress reads and `show` shows."""
+    totals = counts_with_hidden([c.total for c in counts], calls, named, counter, flagged)
+    return [c if n == c.total else MessageCount(n, c.parts)
+            for c, n in zip(counts, totals, strict=True)]
 
 
 def prompts_of(counts: Sequence[int], calls: Sequence[Call], slope: float = 1.0) -> list[int]:

@@ -12,6 +12,8 @@ import pytest
 from ctxpack.breakdown import REASONING, stats
 from ctxpack.compression import compress_file
 from ctxpack.errors import UsageError
+from ctxpack.tokens import REPLY_PRIMING
+from ctxpack.view import view_file
 
 from .conftest import SAMPLES, corpus_files
 
@@ -49,6 +51,15 @@ def check_one_figure(path: Path) -> None:
 @pytest.mark.parametrize("path", WRITTEN, ids=[p.name for p in WRITTEN])
 def test_compress_starts_from_the_figure_stats_reports(path: Path) -> None:
     check_one_figure(path)
+
+
+@pytest.mark.parametrize("path", WRITTEN, ids=[p.name for p in WRITTEN])
+def test_show_heads_the_transcript_with_the_same_figure(path: Path) -> None:
+    view, counted = view_file(str(path)), stats(path, cache=False)
+    assert view.header.tokens == counted.tokens
+    # its rounds add up to it, as stats' do
+    assert sum(r.tokens for r in view.rounds) + REPLY_PRIMING * counted.conversations \
+        == view.header.tokens
 
 
 def test_a_reply_that_hides_its_thinking_counts_at_its_recorded_output_in_stats() -> None:

@@ -18,7 +18,7 @@ from typing import Any
 from .. import formats
 from ..archive import item_id
 from ..bulk import StreamCounter
-from ..calibration import Bill, bill_for, counts_with_hidden
+from ..calibration import Bill, bill_for, message_counts_with_hidden
 from ..errors import InputError, UsageError
 from ..formats.base import Editor
 from ..jsonl import LineIndex, Snapshot, Source, reopenable
@@ -270,9 +270,7 @@ def _input(t: Transcript, counter: TokenCounter, counts: list[MessageCount],
     # (the bill raises them itself: it is given the counts as read, so that hidden
     # content is added once; see breakdown for stats, which does the same)
     billed = bill_for([c.total for c in counts], t.calls, t.model, counter, t.format, flagged)
-    totals = counts_with_hidden([c.total for c in counts], t.calls, t.model, counter, flagged)
-    counts = [c if n == c.total else MessageCount(n, c.parts)
-              for c, n in zip(counts, totals, strict=True)]
+    counts = message_counts_with_hidden(counts, t.calls, t.model, counter, flagged)
     return Input(t, counter, editor_of(t), counts, outputs, fetch,
                  *model_and_window(counter, t.model, t.usage, flagged), billed, **more)
 
