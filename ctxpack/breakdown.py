@@ -13,7 +13,7 @@ from dataclasses import dataclass, field, replace
 from typing import Any
 
 from .bulk import StreamCounter
-from .calibration import Bill, bill_for, unlogged_cause
+from .calibration import Bill, bill_for, counts_with_hidden, unlogged_cause
 from .formats import usual_model
 from .formats.base import OUTSIDE_WHY, Layout
 from .loader import PathOrFile, Scanner
@@ -51,7 +51,8 @@ class MessageStat:
 
     `role` is the row it counts under: `tool` for a message that only carries tool
     results, whatever role its format gives it; `thinking` is the tokens of its
-    reasoning parts (an index list until the counts come)."""
+    reasoning parts (an index list until the counts come), and of the reasoning the file
+    records but does not hold (see `_add_hidden`)."""
 
     line: int
     role: str
@@ -297,13 +298,16 @@ def _stats_of_transcript(t: Transcript, model: str | None, top: int,
 def _breakdown(all_stats: list[MessageStat], layout: Layout, counter: TokenCounter, top: int,
                **meta: Any) -> FileStats:
     context = [all_stats[i] for i in layout.context]
+    counts = [s.tokens for s in context]  # as read: the bill adds what the file hides
+    flagged = meta.get("flagged", False)
+    _add_hidden(context, counts_with_hidden(counts, layout.calls, layout.model, counter,
+                                            flagged))
     side = [all_stats[i] for i in layout.sidechain]
     seen = set(layout.context) | set(layout.sidechain)
     outside = [s for i, s in enumerate(all_stats) if i not in seen]
     conversations = max(layout.conversations, 1) if context else 0
     total = sum(s.tokens for s in context) + REPLY_PRIMING * conversations
     by_role = _by_role(context, conversations)
-    flagged = meta.get("flagged", False)
     model, window, assumed = model_and_window(counter, layout.model, layout.usage, flagged,
                                               layout.calls)
     exact, note = counter.exact, counter.note
@@ -311,11 +315,11 @@ def _breakdown(all_stats: list[MessageStat], layout: Layout, counter: TokenCount
     if unknown is not None:
         (model, note), exact = unknown, False
     if conversations > 1:  # each is its own prompt: the largest is measured and billed
-        billed, largest, whole = _largest_conversation(context, layout, counter,
+        billed, largest, whole = _largest_conversation(context, counts, layout, counter,
                                                        meta["format"], flagged, exact)
     else:
-        billed = bill_for([s.tokens for s in context], layout.calls, layout.model, counter,
-                          meta["format"], flagged, conversations, exact=exact,
+        billed = bill_for(counts, layout.calls, layout.model, counter, meta["format"],
+                          flagged, conversations, exact=exact,
                           earlier=([all_stats[i].tokens for i in layout.earlier],
                                    layout.earlier_calls))
         largest, whole = None, billed.tokens
@@ -338,6 +342,16 @@ def _breakdown(all_stats: list[MessageStat], layout: Layout, counter: TokenCount
     )
 
 
+def _add_hidden(context: list[MessageStat], raised: list[int]) -> None:
+    """Each reply's count raised to what the file records of it but does not hold
+    (thinking stored empty, reasoning held encrypted: see calibration.counts_with_hidden),
+    the difference under `reasoning`: the figure compress reads and the bill is of."""
+    for s, n in zip(context, raised, strict=True):
+        if n > s.tokens:
+            s.thinking.append(n - s.tokens)
+            s.tokens = n
+
+
 def _by_role(context: list[MessageStat], conversations: int) -> dict[str, int]:
     """Tokens by row, largest first; the rows add up to the context's total."""
     by_role: dict[str, int] = {}
@@ -349,14 +363,15 @@ def _by_role(context: list[MessageStat], conversations: int) -> dict[str, int]:
     return dict(sorted(by_role.items(), key=lambda kv: -kv[1]))
 
 
-def _largest_conversation(context: list[MessageStat], layout: Layout, counter: TokenCounter,
-                          format: str, flagged: bool,
+def _largest_conversation(context: list[MessageStat], counts: list[int], layout: Layout,
+                          counter: TokenCounter, format: str, flagged: bool,
                           exact: bool) -> tuple[Bill, dict[str, int], int]:
     """The conversation of a many-conversation file that is sent to the model whole and
     so is measured against the window, the largest as billed (each anchored on the calls
     it records itself, where it records some): its bill, its number (1-based, in file
     order), first line, messages and tokens (its reply priming included); and the bills
-    of all the file's conversations together."""
+    of all the file's conversations together. `counts` are the messages' counts as read
+    (the bill adds what the file hides)."""
     places: dict[int, list[int]] = {}  # conversation -> its places in the context
     for i, s in enumerate(context):
         places.setdefault(s.conversation, []).append(i)
@@ -365,7 +380,7 @@ def _largest_conversation(context: list[MessageStat], layout: Layout, counter: T
     for number, at in enumerate(places.values(), 1):
         local = {i: k for k, i in enumerate(at)}
         calls = [replace(c, prompt=local[c.prompt]) for c in layout.calls if c.prompt in local]
-        billed = bill_for([context[i].tokens for i in at], calls, layout.model, counter,
+        billed = bill_for([counts[i] for i in at], calls, layout.model, counter,
                           format, flagged, exact=exact)
         whole += billed.tokens
         if best is None or billed.tokens > best[0].tokens:

@@ -16,8 +16,10 @@ one. So:
 - anchored: the prompt size recorded last, plus the calibrated count of what came after.
 
 A reply whose thinking the file stores empty is counted at the output tokens recorded
-for it, since the next prompt carries it. `bill` puts these together for a context:
-what `stats` reports and `compress` decides with.
+for it, since the next prompt carries it. Those are the provider's tokens, as the
+reasoning tokens recorded of what a file holds only encrypted are: each is taken as the
+count the slope bills at that many (`with_hidden`). `bill` puts these together for a
+context: what `stats` reports and `compress` decides with.
 """
 
 from __future__ import annotations
@@ -32,7 +34,7 @@ from typing import Any
 from .errors import UsageError
 from .formats import model_of
 from .models import TABLE, ModelTable
-from .tokens import REPLY_PRIMING, TokenCounter
+from .tokens import REPLY_PRIMING, MessageCount, TokenCounter
 from .transcript import Message, RecordedCall, Transcript
 
 Call = RecordedCall
@@ -68,26 +70,58 @@ def slope_of(model: str | None, table: ModelTable = TABLE) -> float:
     return found.slope if found is not None else 1.0
 
 
-def with_hidden(counts: Sequence[int], calls: Sequence[Call]) -> list[int]:
+def billed_model(calls: Sequence[Call], named: str | None, counter: TokenCounter,
+                 flagged: bool) -> str | None:
+    """The model a context is billed as: the one its file's calls name (else the one the
+    file names, else the counter's) unless `--model` (`flagged`) named one."""
+    return counter.model if flagged else \
+        (calls[-1].model if calls else None) or named or counter.model
+
+
+def as_counted(tokens: int, slope: float) -> int:
+    """The count a model of `slope` bills at `tokens` of its own (recorded) tokens."""
+    return round(tokens / slope)
+
+
+def with_hidden(counts: Sequence[int], calls: Sequence[Call], slope: float = 1.0) -> list[int]:
     """Each message's count, a reply whose text is not all in the file (see the module's
     note) counted at its recorded output where that is more, and with the reasoning it
-    holds only encrypted."""
+    holds only encrypted: both recorded in the provider's tokens, so each taken as the
+    count `slope` bills at that many."""
     out = list(counts)
     for c in calls:
         if c.hidden and c.output and c.prompt < len(out):
-            out[c.prompt] = max(out[c.prompt], c.output)
+            out[c.prompt] = max(out[c.prompt], as_counted(c.output, slope))
         if c.reasoning and c.until is None and c.prompt < len(out):
-            out[c.prompt] += c.reasoning
+            out[c.prompt] += as_counted(c.reasoning, slope)
     return out
 
 
-def prompts_of(counts: Sequence[int], calls: Sequence[Call]) -> list[int]:
+def counts_with_hidden(counts: Sequence[int], calls: Sequence[Call], named: str | None,
+                       counter: TokenCounter, flagged: bool) -> list[int]:
+    """`with_hidden` at the slope of the model the context is billed as (`billed_model`): the
+    messages' counts that stats reports, compress reads and the bill is of."""
+    return with_hidden(counts, calls,
+                       slope_of(billed_model(calls, named, counter, flagged), counter.table))
+
+
+def message_counts_with_hidden(counts: Sequence[MessageCount], calls: Sequence[Call],
+                               named: str | None, counter: TokenCounter,
+                               flagged: bool) -> list[MessageCount]:
+    """Each message's count, its total raised as `counts_with_hidden` raises it (its parts
+    as counted): what compress reads and `show` shows."""
+    totals = counts_with_hidden([c.total for c in counts], calls, named, counter, flagged)
+    return [c if n == c.total else MessageCount(n, c.parts)
+            for c, n in zip(counts, totals, strict=True)]
+
+
+def prompts_of(counts: Sequence[int], calls: Sequence[Call], slope: float = 1.0) -> list[int]:
     """The count of each call's prompt: the messages before its reply, from counts
-    `with_hidden` made."""
+    `with_hidden` made (at `slope`, as is the reasoning sent back for a while)."""
     running, upto, sizes = 0, 0, []
     # reasoning sent back until a later user message (see RecordedCall): in the prompts of
     # the calls between its reply and that message
-    passing = sorted(((c.prompt, c.until, c.reasoning) for c in calls
+    passing = sorted(((c.prompt, c.until, as_counted(c.reasoning, slope)) for c in calls
                       if c.reasoning and c.until is not None), reverse=True)
     leaving: list[tuple[int, int]] = []
     carried = 0
@@ -110,7 +144,8 @@ def prompt_sizes(t: Transcript, calls: Sequence[Call], counter: TokenCounter) ->
     """ctxpack's count of each call's prompt, a reply whose text is not in the file
     counted at its recorded output (as any of the file's calls tells of it); in a file
     of several conversations, of the call's own conversation (each is sent apart)."""
-    counts = with_hidden([counter.message(m).total for m in t.messages], t.calls)
+    slope = slope_of(billed_model(calls, t.model, counter, False), counter.table)
+    counts = with_hidden([counter.message(m).total for m in t.messages], t.calls, slope)
     start: dict[int, int] = {}  # conversation -> the count of the messages before it
     running = 0
     for m, n in zip(t.messages, counts, strict=True):
@@ -118,7 +153,7 @@ def prompt_sizes(t: Transcript, calls: Sequence[Call], counter: TokenCounter) ->
         running += n
     return [size - start[t.messages[c.prompt].conversation]
             if size and c.prompt < len(t.messages) else size
-            for size, c in zip(prompts_of(counts, calls), calls, strict=True)]
+            for size, c in zip(prompts_of(counts, calls, slope), calls, strict=True)]
 
 
 def by_conversation(t: Transcript, calls: Sequence[Call]) -> list[list[Call]]:
@@ -207,10 +242,10 @@ def bill(counts: Sequence[int], calls: Sequence[Call], *, model: str | None, for
     whose file records `calls`; `exact`/`estimated` say what the counter counted with.
     `earlier`: the counts of the context before the newest compaction and the calls made
     on it, whose slope and overhead stand while no call is recorded after it."""
-    counts = with_hidden(counts, calls)
-    counted = sum(counts) + priming
     found = table.calibration(model)
     slope = found.slope if found is not None else 1.0
+    counts = with_hidden(counts, calls, slope)
+    counted = sum(counts) + priming
     calls = [c for c in calls if c.billed > 0]  # (not those only telling of hidden content)
     before = [c for c in earlier[1] if c.billed > 0 and c.prompt] if earlier else []
     if not calls and before:
@@ -218,11 +253,12 @@ def bill(counts: Sequence[int], calls: Sequence[Call], *, model: str | None, for
         # the same after a compaction: the calls before it measured that, as `calibrate`
         # fits them (the first calls, whose prompts are least of the messages, say it best)
         assert earlier is not None
-        f = own_fit(call_points(with_hidden(earlier[0], earlier[1]), before), slope)
+        f = own_fit(call_points(with_hidden(earlier[0], earlier[1], slope), before, slope),
+                    slope)
         return _bill("calibrated", f(counted), f.slope, f.overhead, counted,
                      _calibrated_error(found))
     if calls:
-        prompts = prompts_of(counts, calls)
+        prompts = prompts_of(counts, calls, slope)
         # the file's own slope where its calls show one, as `calibrate` fits it (a call
         # before any message is no prompt of these messages: see prompts_of; one standing
         # for what compress carried says the slope it billed with)
@@ -274,12 +310,10 @@ def bill_for(counts: Sequence[int], calls: Sequence[Call], named: str | None,
     file's calls name (else the one it names, else the counter's) unless `--model`
     (`flagged`) named one; not `exact` when the counter's model is not the file's;
     `earlier` as `bill` takes it. stats and compress both ask here."""
-    last = calls[-1] if calls else earlier[1][-1] if earlier and earlier[1] else None
-    model = counter.model if flagged else \
-        (last.model if last else None) or named or counter.model
-    return bill(counts, calls, model=model, format=format, exact=exact and counter.exact,
-                estimated=counter.failed, table=counter.table,
-                priming=REPLY_PRIMING * conversations, earlier=earlier)
+    named_by = calls or (earlier[1] if earlier else ())
+    return bill(counts, calls, model=billed_model(named_by, named, counter, flagged),
+                format=format, exact=exact and counter.exact, estimated=counter.failed,
+                table=counter.table, priming=REPLY_PRIMING * conversations, earlier=earlier)
 
 
 _PROMPT_FIELDS = ("input_tokens", "cache_creation_input_tokens", "cache_read_input_tokens")
@@ -360,9 +394,12 @@ def step_slopes(points: Sequence[tuple[int, int]]) -> list[float]:
             if c1 - c0 >= STEP_GROWTH]
 
 
-def call_points(counts: Sequence[int], calls: Sequence[Call]) -> list[tuple[int, int]]:
-    """Each call's prompt as counted (from counts `with_hidden` made) and as billed."""
-    return list(zip(prompts_of(counts, calls), (c.billed for c in calls), strict=True))
+def call_points(counts: Sequence[int], calls: Sequence[Call], slope: float = 1.0
+                ) -> list[tuple[int, int]]:
+    """Each call's prompt as counted (from counts `with_hidden` made at `slope`) and as
+    billed."""
+    return list(zip(prompts_of(counts, calls, slope), (c.billed for c in calls),
+                    strict=True))
 
 
 def own_fit(run: Sequence[tuple[int, int]], prior: float) -> Fit:

@@ -14,6 +14,7 @@ from dataclasses import dataclass
 
 from . import images
 from .breakdown import transcript_models
+from .calibration import message_counts_with_hidden
 from .errors import UsageError
 from .formats import usual_model
 from .formats.base import OUTSIDE_WHY
@@ -173,7 +174,9 @@ def build_view(transcript: Transcript, counter: TokenCounter, *, flagged: bool,
     default: a caller that forgets it would report the file's model over the one asked for)."""
     pattern = compile_grep(grep)
     messages = transcript.messages
-    counts = [counter.message(m) for m in messages]
+    # (a reply the file holds only part of counted as stats and compress count it)
+    counts = message_counts_with_hidden([counter.message(m) for m in messages],
+                                        transcript.calls, transcript.model, counter, flagged)
     rounds = transcript.rounds()
     header = _header(transcript, counter, rounds, counts, flagged)
     folder = _Folder(counter, not full, fold_lines, prose_lines, line_chars, pattern)

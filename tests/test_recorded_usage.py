@@ -45,14 +45,6 @@ KNOWN = {
     # what the restarted agent sends unlogged (its tools and system prompt), not a message.
     "Cap__opencode-session.json":
         "after a step aborted with no parts, the next prompt is 65k larger than the file holds",
-    # The step's thinking is a summary (some 4,500 tokens of text); Claude 4 models return
-    # the whole of it encrypted in the block's signature, and the next prompt carries the
-    # whole. Counting a signed step at its recorded output makes the growth 1.07, but the
-    # bill, which takes recorded output as a count and applies the slope to it, then puts
-    # the file's last (17,457-token) reply 14% over the last prompt.
-    "pfm-categorization__opencode-session.json":
-        "a reply recorded at 32,000 output tokens holds some 6,000 in the file (its thinking "
-        "a summary); the next prompt carries all of it",
 }
 
 

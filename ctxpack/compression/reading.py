@@ -18,7 +18,7 @@ from typing import Any
 from .. import formats
 from ..archive import item_id
 from ..bulk import StreamCounter
-from ..calibration import Bill, Earlier, bill_for, with_hidden
+from ..calibration import Bill, Earlier, bill_for, message_counts_with_hidden
 from ..errors import InputError, UsageError
 from ..formats.base import Editor
 from ..jsonl import LineIndex, Snapshot, Source, reopenable
@@ -271,10 +271,11 @@ def _input(t: Transcript, counter: TokenCounter, counts: list[MessageCount],
     """The Input of a transcript read and counted: its bill worked out (`earlier` as
     calibration.bill takes it), and the count of each reply that hides its thinking raised
     to its recorded output."""
-    totals = with_hidden([c.total for c in counts], t.calls)
-    counts = [c if n == c.total else MessageCount(n, c.parts)
-              for c, n in zip(counts, totals, strict=True)]
-    billed = bill_for(totals, t.calls, t.model, counter, t.format, flagged, earlier=earlier)
+    # (the bill raises them itself: it is given the counts as read, so that hidden
+    # content is added once; see breakdown for stats, which does the same)
+    billed = bill_for([c.total for c in counts], t.calls, t.model, counter, t.format, flagged,
+                      earlier=earlier)
+    counts = message_counts_with_hidden(counts, t.calls, t.model, counter, flagged)
     model, window, _ = model_and_window(counter, t.model, t.usage, flagged, t.calls)
     return Input(t, counter, editor_of(t), counts, outputs, fetch, model, window, billed,
                  **more)

@@ -93,6 +93,16 @@ def _encrypted(part: Any) -> bool:
                for v in _dict(part.get("metadata")).values())
 
 
+def _signed(part: Any) -> bool:
+    """A reasoning part Anthropic signed: of Claude 4 models, its text is a summary of the
+    model's thinking, the whole of which travels encrypted in the signature, and the next
+    prompt carries it (the step's recorded output stands for the reply where it is more)."""
+    if not isinstance(part, dict) or part.get("type") != "reasoning":
+        return False
+    return any(isinstance(_dict(v).get("signature"), str)
+               for v in _dict(part.get("metadata")).values())
+
+
 def _result(state: dict[str, Any]) -> ToolResult | None:
     """The result a tool part holds, or None while it has none (pending, running)."""
     status = state.get("status")
@@ -214,6 +224,7 @@ class OpenCodeReader:
             return []
         if billed:
             self.calls.append(RecordedCall(number, billed, output or None, model or self.model,
+                                           hidden=any(map(_signed, parts)),
                                            reasoning=reasoning if any(map(_encrypted, parts))
                                            else 0))
         msg_id = string_field(info, "id")
