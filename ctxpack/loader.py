@@ -134,6 +134,9 @@ class Scanner:
                 if fmt is not None:
                     yield from self._document(number, raw, chain(head[1:], lines), fmt)
                     return
+                from .dataset.rows import not_from_stdin
+
+                not_from_stdin(self.path, raw)  # a Parquet dataset's bytes: not lines at all
                 what = looks_like_text(self.path, raw)
                 raise InputError(self.path, number, f"this is not JSON: it looks like {what}, "
                                  "which ctxpack does not read",
