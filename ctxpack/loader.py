@@ -158,6 +158,9 @@ class Scanner:
                 if self.skip_invalid:  # each line then skipped, or read if it is a record
                     yield from self._from(chain(head, lines), sniffed=True)
                     return
+                from .dataset.rows import not_from_stdin
+
+                not_from_stdin(self.path, raw)  # a Parquet dataset's bytes: not lines at all
                 what = looks_like_text(self.path, raw)
                 raise InputError(self.path, number, f"this is not JSON: it looks like {what}, "
                                  "which ctxpack does not read",

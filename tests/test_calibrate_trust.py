@@ -76,3 +76,14 @@ def test_a_fit_of_no_named_model_is_untrusted() -> None:
     assert fitted.model == "?" and fitted.untrusted == "no model named"
     (real,) = calibrate([load(CLAUDE_CODE)])
     assert real.calls >= LEAST_CALLS and real.untrusted == ""
+
+
+def test_a_model_name_from_a_file_is_printed_as_it_is_written(tmp_path: Path) -> None:
+    odd = "claude-[bold]opus[/bold]"
+    path = tmp_path / "odd.jsonl"
+    path.write_text(first_calls(tmp_path, 2).read_text().replace('"claude-opus-4-6"',
+                                                                 json.dumps(odd)))
+    run = run_ctxpack("calibrate", str(path), "--write-config", str(tmp_path / "c.yaml"))
+    assert run.code == 0, run.err
+    assert f"{odd} *" in run.out  # not read as Rich markup
+    assert f"not writing {odd}: 2 calls" in run.err

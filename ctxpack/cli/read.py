@@ -24,6 +24,7 @@ from .common import (
     SkipOpt,
     app,
     error,
+    plain,
     problem_of,
     read_config,
     stderr,
@@ -463,6 +464,7 @@ def calibrate(
     else:
         from rich.console import Console
         from rich.table import Table
+        from rich.text import Text
 
         out = Table("model", "files", "calls", "slope", "overhead", "held-out error",
                     "worst", title="billed = slope × counted + overhead")
@@ -471,7 +473,8 @@ def calibrate(
             error = "-" if f.error is None else f"{f.error:.1%}"
             worst = "-" if f.worst is None else f"{f.worst:.1%}"
             slope = f"{f.slope:g}" + ("" if f.steps else " (table)")
-            out.add_row(f.model + (" *" if f.untrusted else ""), str(f.files), str(f.calls),
+            out.add_row(Text(plain(f.model) + (" *" if f.untrusted else "")), str(f.files),
+                        str(f.calls),
                         slope, f"{f.overhead:,}", error, worst)
         if any(f.untrusted for f in fitted):
             out.caption = "* not fit to stand as the model's entry (see below)"
@@ -481,10 +484,11 @@ def calibrate(
 
         for f in fitted:
             if f.untrusted:
-                stderr().print(f"not writing {f.model}: {f.untrusted}", highlight=False)
+                stderr().print(plain(f"not writing {f.model}: {f.untrusted}"), markup=False,
+                               highlight=False)
         trusted = [f for f in fitted if not f.untrusted]
         if trusted:
             add_calibrations(write_config, trusted)
-        stderr().print(f"wrote {len(trusted)} calibration(s) to {write_config}",
-                       highlight=False)
+        stderr().print(plain(f"wrote {len(trusted)} calibration(s) to {write_config}"),
+                       markup=False, highlight=False)
     inputs.exit_if_any_failed()

@@ -16,7 +16,7 @@ from typing import Any
 from ..errors import InputError, UsageError
 from ..jsonl import dumps, iter_lines, loads, open_source
 from .packing import ADDED, META
-from .rows import ID_COLUMNS, MESSAGES, Rows, pyarrow
+from .rows import ID_COLUMNS, LINE, MESSAGES, RECORD, Rows, not_from_stdin, pyarrow
 
 BATCH_ROWS = 64  # rows per batch: a trajectory may be megabytes, so a batch stays small
 Batch = tuple[Any, Rows]  # a table of rows, and how to read them (their first row's number)
@@ -111,14 +111,11 @@ def _parquet(path: str, rows: Rows, size: int,
         yield schema.empty_table(), rows  # no rows: a table of no rows, with the columns
 
 
-RECORD = "_ctxpack_record"  # JSONL rows: the rest of each line's object, to write it back
-
-
 def _jsonl(path: str, rows: Rows, size: int) -> Iterator[Any]:
     """A JSONL file of rows as tables of the id column, the messages as JSON text, the
-    archive (`ctxpack`) where there is one, and the rest of each line's object (RECORD,
-    JSON text) for writing the row back; a line that is not a JSON object keeps its
-    text, which its row then reports."""
+    archive (`ctxpack`) where there is one, the rest of each line's object (RECORD,
+    JSON text) for writing the row back, and its line number (LINE); a line that is not
+    a JSON object keeps its text, which its row then reports."""
     pa = pyarrow()
     src = open_source(path)
     key = rows.id_column
@@ -127,9 +124,13 @@ def _jsonl(path: str, rows: Rows, size: int) -> Iterator[Any]:
         texts: list[str] = []
         metas: list[Any] = []
         records: list[Any] = []
-        for raw in iter_lines(src.stream, src.size):
+        lines: list[int] = []
+        for number, raw in enumerate(iter_lines(src.stream, src.size), 1):
+            if number == 1:
+                not_from_stdin(src.name, raw)
             if not raw.strip():
                 continue
+            lines.append(number)
             try:
                 record = loads(raw)
             except ValueError:
@@ -152,22 +153,23 @@ def _jsonl(path: str, rows: Rows, size: int) -> Iterator[Any]:
                 metas.append(None)
                 records.append(None)
             if len(texts) == size:
-                yield _rows_table(pa, key, ids, texts, metas, records, rows.column)
-                ids, texts, metas, records = [], [], [], []
+                yield _rows_table(pa, key, ids, texts, metas, records, lines, rows.column)
+                ids, texts, metas, records, lines = [], [], [], [], []
         if texts:
-            yield _rows_table(pa, key, ids, texts, metas, records, rows.column)
+            yield _rows_table(pa, key, ids, texts, metas, records, lines, rows.column)
     finally:
         src.close()
 
 
 def _rows_table(pa: Any, key: str | None, ids: list[Any], texts: list[str],
-                metas: list[Any], records: list[Any], column: str) -> Any:
+                metas: list[Any], records: list[Any], lines: list[int], column: str) -> Any:
     data = {column: pa.array(texts, pa.string())}
     if key is not None:
         data = {key: pa.array(ids, pa.string()), **data}
     if any(m is not None for m in metas):
         data[META] = pa.array(metas, pa.string())
     data[RECORD] = pa.array(records, pa.string())
+    data[LINE] = pa.array(lines, pa.int64())
     return pa.table(data)
 
 

@@ -15,6 +15,12 @@ from ..models import TABLE, ModelTable
 MESSAGES = "messages"
 ID_COLUMNS = ("id", "instance_id", "trajectory_id", "task_id")  # the first present names rows
 DIALECTS = ("openai", "anthropic")
+# Tables read from JSONL rows carry, besides their columns, the rest of each line's object
+# (JSON text, to write the row back; None for a line that is not an object) and the
+# line's number in the file, which names the row in what is said of it.
+RECORD = "_ctxpack_record"
+LINE = "_ctxpack_line"
+PARQUET_MAGIC = b"PAR1"  # how a Parquet file begins
 
 
 def pyarrow() -> Any:
@@ -88,20 +94,46 @@ def messages_column(table: Any, rows: Rows) -> Any:
 
 
 def read_rows(table: Any, rows: Rows) -> Iterator[Row]:
-    """The rows of `table`, each with its messages as dicts, or the problem reading them."""
+    """The rows of `table`, each with its messages as dicts, or the problem reading them.
+    A row is named by its number (by its line, in JSONL rows), and its id where it has
+    one."""
     values = messages_column(table, rows).to_pylist()
     key = id_column(table, rows)
     ids = table.column(key).to_pylist() if key else [None] * len(values)
+    lines = table.column(LINE).to_pylist() if LINE in table.column_names else None
+    records = table.column(RECORD).to_pylist() if lines is not None else None
     for i, (value, ident) in enumerate(zip(values, ids, strict=True)):
         n = rows.start + i
         name = str(n) if ident is None else str(ident)
-        where = f"{rows.name} row {n}" + (f" (id {name})" if key else "")
+        where = (f"{rows.name}:{lines[i]}" if lines is not None else f"{rows.name} row {n}") \
+            + (f" (id {name})" if ident is not None else "")
         row = Row(n, name, where)
         try:
+            if records is not None and records[i] is None:
+                raise InputError(where, None, _not_an_object(value))
             row.messages = messages_of(value, where)
         except InputError as exc:
             row.problem = exc
         yield row
+
+
+def _not_an_object(line: str) -> str:
+    """What is wrong with a line of JSONL rows that holds no row object."""
+    try:
+        loads(line.encode("utf-8", "surrogatepass"))
+    except ValueError:
+        return "the line is not JSON"
+    return "the line is not a JSON object (a row's keys and values)"
+
+
+def not_from_stdin(name: str, head: bytes) -> None:
+    """Refuse a Parquet file read as a stream of lines: it is read by its path (its
+    footer first), and a stream of its bytes is no rows."""
+    if head.startswith(PARQUET_MAGIC):
+        if name in ("-", "<stdin>"):
+            raise UsageError("a Parquet dataset cannot be read from stdin; give its path")
+        raise UsageError(f"{name}: a Parquet file; ctxpack reads one by a name that ends "
+                         "in .parquet or .pq")
 
 
 def messages_of(value: Any, where: str) -> list[dict[str, Any]]:

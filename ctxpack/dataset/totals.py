@@ -5,7 +5,7 @@ a limit, and the rows that could not be read, failed validate or were compressed
 from __future__ import annotations
 
 from collections import Counter
-from dataclasses import dataclass, field
+from dataclasses import dataclass, field, fields
 from typing import Any
 
 from ..jsonl import loads
@@ -63,17 +63,16 @@ class DatasetStats:
         have them (its `path` says how many; the rows' problems stay with their own)."""
         total = cls(f"total of {len(parts):,} datasets",
                     max_tokens=parts[0].max_tokens if parts else None)
+        summed = [f.name for f in fields(cls) if f.name not in ("path", "max_tokens", "errors")]
         for p in parts:
-            total.rows += p.rows
-            total.tokens += p.tokens
-            total.messages += p.messages
-            total.by_role.update(p.by_role)
-            total.by_tool.update(p.by_tool)
-            total.models.update(p.models)
-            total.invalid += p.invalid
-            total.failed += p.failed
-            total.over += p.over
-            total.per_row.extend(p.per_row)
+            for name in summed:  # counts add up, counters and lists take the others in
+                mine, theirs = getattr(total, name), getattr(p, name)
+                if isinstance(mine, Counter):
+                    mine.update(theirs)
+                elif isinstance(mine, list):
+                    mine.extend(theirs)
+                else:
+                    setattr(total, name, mine + theirs)
         return total
 
     def distribution(self) -> dict[str, int]:
