@@ -125,6 +125,10 @@ def load_seeds(corpus: Path | None, rng: random.Random) -> list[Seed]:
         seeds += _windows(records, fmt, path.name, rng, 12)
         if fmt == "openai":  # the same messages as a bare JSON array: a json-messages file
             seeds.append(Seed("json-messages", [records[:20]], f"{path.name}[array]", True))
+        plain = [r for r in records if "role" in r][:20]
+        if fmt == "anthropic" and plain:  # the same messages as a request body, as convert writes
+            seeds.append(Seed("anthropic-requests", [{"system": "Be brief.", "messages": plain}],
+                              f"{path.name}[body]"))
     return seeds
 
 

@@ -388,14 +388,6 @@ def test_a_body_names_no_model_where_stats_names_none(tmp_path):
     assert "model" not in json.loads(out.read_text().splitlines()[0])
 
 
-def test_anthropic_bodies_with_tool_blocks_are_not_read_as_chat_completions(tmp_path):
-    out = tmp_path / "out.jsonl"
-    assert ctxpack("convert", str(SAMPLES / "refactor.codex.jsonl"), "--to", "anthropic",
-                   "-o", str(out)).code == 0
-    assert_clean_error(ctxpack("stats", str(out)), 2, f"{out}:1:",
-                       "Anthropic Messages request bodies", "ctxpack reads: ")
-
-
 @pytest.mark.parametrize("to", ["markdown", "html"])
 def test_a_document_is_counted_for_the_model_asked_for(tmp_path, to):
     # the log names a model ctxpack does not know; --model names one it does, and the
@@ -469,3 +461,24 @@ def test_a_log_cleared_at_its_end_points_to_all(tmp_path):
     run = ctxpack("convert", str(log), "--to", "markdown", "--all", "-o", str(out))
     assert run.code == 0, run.err
     assert "what is 2+2?" in out.read_text()
+
+
+@pytest.mark.parametrize("sample", sorted(p.name for p in SAMPLES.glob("*.json*")))
+def test_convert_output_reads_back_as_the_api_it_is_for(sample, tmp_path):
+    for to, fmt in (("anthropic", "anthropic-requests"), ("openai", "openai-conversations")):
+        out = tmp_path / f"{to}.jsonl"
+        run = ctxpack("convert", str(SAMPLES / sample), "--to", to, "-o", str(out))
+        assert run.code == 0, run.err
+        written = [json.loads(line) for line in out.read_text().splitlines()]
+        t = load(out)
+        assert t.format == fmt and not t.unsure, (t.format, t.unsure)
+        assert len(t.messages) == sum(len(b["messages"]) + ("system" in b) for b in written)
+        for args in (("stats", "-m", "gpt-4o"), ("show", "--no-pager"), ("validate",)):
+            run = ctxpack(*args, str(out))
+            assert run.code == 0 and fmt in run.out + run.err, (args, run.err)
+        # read back, the bodies are the messages they hold: converted again, the same
+        assert request_bodies(t, to) == written
+    # compress rewrites the transcript the bodies came from, not the bodies
+    assert_clean_error(ctxpack("compress", str(tmp_path / "anthropic.jsonl"), "-o",
+                               str(tmp_path / "small.jsonl")), 2, "request bodies", "convert")
+    assert not (tmp_path / "small.jsonl").exists()

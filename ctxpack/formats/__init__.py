@@ -82,13 +82,15 @@ def sniff_magic(first_line: bytes) -> Format | None:
 def _register_builtin() -> None:
     from .anthropic import AnthropicFormat
     from .anthropic_events import EventsFormat
+    from .anthropic_requests import RequestsFormat
     from .claude_code import ClaudeCodeFormat
     from .codex import CodexFormat
     from .gemini import GeminiChatFormat, GeminiCheckpointFormat, GeminiStreamFormat
     from .json_messages import JsonMessagesFormat
     from .more import FORMATS as MORE
 
-    for fmt in (OpenAIFormat(), ConversationsFormat(), AnthropicFormat(), ClaudeCodeFormat(),
+    for fmt in (OpenAIFormat(), ConversationsFormat(), AnthropicFormat(), RequestsFormat(),
+                ClaudeCodeFormat(),
                 CodexFormat(), JsonMessagesFormat(), GeminiChatFormat(), GeminiStreamFormat(),
                 GeminiCheckpointFormat(), EventsFormat(), *MORE):
         register(fmt)

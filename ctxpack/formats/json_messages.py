@@ -154,6 +154,8 @@ class JsonMessagesFormat:
     document = True  # the whole file is one JSON value, not JSONL
 
     def sniff(self, record: Any) -> int:
+        if isinstance(record, dict) and "system" in record:
+            return 0  # a system prompt beside the messages: an Anthropic request body
         try:
             lists = conversations(record)
         except RecordError:

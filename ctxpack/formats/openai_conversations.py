@@ -44,8 +44,8 @@ class ConversationsFormat:
 
     def sniff(self, record: dict[str, Any]) -> int:
         messages = record.get("messages")
-        if not isinstance(messages, list):
-            return 0
+        if not isinstance(messages, list) or "system" in record:
+            return 0  # (a system prompt beside the messages: an Anthropic request body)
         # a list none of whose entries has a role holds some other agent's messages (a
         # Gemini CLI session's `type`d records)
         if messages and not any(isinstance(m, dict) and isinstance(m.get("role"), str)

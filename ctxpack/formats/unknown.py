@@ -15,10 +15,6 @@ def _items(value: Any) -> list[dict[str, Any]]:
     return [x for x in value if isinstance(x, dict)] if isinstance(value, list) else []
 
 
-def _anthropic_bodies(value: Any) -> bool:
-    return isinstance(value, dict) and _anthropic_array(value.get("messages"))
-
-
 def _anthropic_array(value: Any) -> bool:
     items = _items(value)
     return bool(items) and all("role" in x and "content" in x for x in items[:20]) and any(
@@ -55,8 +51,6 @@ def _opencode_messages(value: Any) -> bool:
 _SHAPES: tuple[tuple[str, Callable[[Any], bool]], ...] = (
     ("Anthropic Messages in one JSON array (the `anthropic` format reads one message a line)",
      _anthropic_array),
-    ("Anthropic Messages request bodies (`{system, messages}` a line, as `ctxpack convert --to "
-     "anthropic` writes them)", _anthropic_bodies),
     ("OpenAI Responses API items (typed items with `call_id`s, not chat messages)",
      _responses_items),
     ("OpenCode messages without the session `info` that `opencode export` writes before them "

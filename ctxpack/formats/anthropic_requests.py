@@ -1,0 +1,87 @@
+"""Anthropic Messages request bodies, one a line: `{"model", "system", "messages"}`, as
+`ctxpack convert --to anthropic` writes them (and as batch and eval files hold them).
+
+Each line is one conversation: its `system` (a string or text blocks) and its messages,
+whose tool results come at the start of the next user message. Read for stats, show,
+validate and convert; compress rewrites the transcript they were made from instead.
+"""
+
+from __future__ import annotations
+
+from dataclasses import replace
+from typing import Any
+
+from ..errors import UsageError
+from ..transcript import Message
+from .anthropic import api_message, message_parts, sniff_record
+from .base import Layout, RecordError
+
+# blocks no Chat Completions message holds: a body with one is Anthropic's
+_ANTHROPIC_BLOCKS = {"tool_use", "tool_result", "thinking", "redacted_thinking", "document"}
+
+
+def sniff_body(record: Any) -> int:
+    """How surely a record is an Anthropic request body: one with a top-level `system`
+    or a block only Anthropic has; 0 if any message is not an Anthropic message."""
+    messages = record.get("messages") if isinstance(record, dict) else None
+    if not isinstance(messages, list) or not messages:
+        return 0
+    if not all(isinstance(m, dict) and sniff_record(m) > 0 for m in messages):
+        return 0
+    system = record.get("system")
+    if isinstance(system, str) or isinstance(system, list) and all(
+            isinstance(b, dict) and b.get("type") == "text" for b in system):
+        return 2
+    return 2 if any(isinstance(b, dict) and (b.get("type") in _ANTHROPIC_BLOCKS or
+                                             b.get("type") == "image" and "source" in b)
+                    for m in messages if isinstance(m["content"], list)
+                    for b in m["content"]) else 0
+
+
+class RequestsReader:
+    def __init__(self) -> None:
+        self.count = 0
+        self.conversations = 0
+        self.model: str | None = None
+
+    def feed(self, line: int, record: dict[str, Any]) -> list[Message]:
+        messages = record.get("messages")
+        if not isinstance(messages, list):
+            raise RecordError("not a request body: no 'messages' list")
+        out: list[Message] = []
+        system = record.get("system")
+        if system is not None:
+            parts = message_parts(system)
+            if not parts and system:
+                raise RecordError("'system' is neither a string nor a list of text blocks")
+            out.append(Message("system", parts, (line,), record, conversation=self.conversations))
+        for m in messages:
+            if not isinstance(m, dict):
+                raise RecordError(f"a message that is not an object: {type(m).__name__}")
+            out.append(replace(api_message(m, line, m), conversation=self.conversations))
+        if isinstance(record.get("model"), str):
+            self.model = record["model"]
+        self.conversations += 1
+        self.count += len(out)
+        return out
+
+    def finish(self) -> tuple[list[Message], Layout]:
+        return [], Layout(list(range(self.count)), model=self.model,
+                          conversations=self.conversations)
+
+
+class RequestsFormat:
+    name = "anthropic-requests"
+    default_model = "claude"  # when the file names no model
+    description = "Anthropic Messages request bodies ({system, messages}), one per line"
+
+    def sniff(self, record: Any) -> int:
+        return sniff_body(record)
+
+    def reader(self) -> RequestsReader:
+        return RequestsReader()
+
+    def editor(self, transcript: Any) -> Any:
+        raise UsageError(f"{transcript.path}: compress does not rewrite Anthropic request "
+                         "bodies", "compress the transcript they were converted from, then "
+                         "`ctxpack convert --to anthropic` the result")
