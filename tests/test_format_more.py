@@ -811,7 +811,7 @@ def cline_ui_logs(draw):
     tokens_in, tokens_out = [], []
     for n in range(draw(st.integers(1, 5))):
         request = f"<task>\n{task}\n</task>" if n == 0 else \
-            f"[read_file for 'f{n}.py'] Result:\n{draw(texts)}"
+            f"[read_file for 'f{n}.py'] Result:\n{draw(results)}"
         info = {"request": request, "tokensIn": draw(st.integers(0, 10**6)),
                 "tokensOut": draw(st.integers(0, 9999)), "cost": draw(st.floats(0, 5))}
         tokens_in.append(info["tokensIn"])
