@@ -14,7 +14,8 @@ from typing import Any
 from ..errors import UsageError
 from ..transcript import Message
 from .anthropic import api_message, message_parts, sniff_record
-from .base import Layout, RecordError
+from .base import RecordError
+from .openai_conversations import ConversationsReader
 
 # blocks no Chat Completions message holds: a body with one is Anthropic's
 _ANTHROPIC_BLOCKS = {"tool_use", "tool_result", "thinking", "redacted_thinking", "document"}
@@ -38,13 +39,11 @@ def sniff_body(record: Any) -> int:
                     for b in m["content"]) else 0
 
 
-class RequestsReader:
-    def __init__(self) -> None:
-        self.count = 0
-        self.conversations = 0
-        self.model: str | None = None
+class RequestsReader(ConversationsReader):
+    """Each line a conversation, as Chat Completions conversations are read; its messages
+    Anthropic's, its `system` the first."""
 
-    def feed(self, line: int, record: dict[str, Any]) -> list[Message]:
+    def messages(self, line: int, record: dict[str, Any]) -> list[Message]:
         messages = record.get("messages")
         if not isinstance(messages, list):
             raise RecordError("not a request body: no 'messages' list")
@@ -59,15 +58,7 @@ class RequestsReader:
             if not isinstance(m, dict):
                 raise RecordError(f"a message that is not an object: {type(m).__name__}")
             out.append(replace(api_message(m, line, m), conversation=self.conversations))
-        if isinstance(record.get("model"), str):
-            self.model = record["model"]
-        self.conversations += 1
-        self.count += len(out)
         return out
-
-    def finish(self) -> tuple[list[Message], Layout]:
-        return [], Layout(list(range(self.count)), model=self.model,
-                          conversations=self.conversations)
 
 
 class RequestsFormat:

@@ -21,11 +21,7 @@ class ConversationsReader:
         self.model: str | None = None
 
     def feed(self, line: int, record: dict[str, Any]) -> list[Message]:
-        messages = record.get("messages")
-        if not isinstance(messages, list):
-            raise RecordError("not a conversation: no 'messages' list")
-        out = [message_from_dict(m, line, self.conversations)
-               for m in messages if isinstance(m, dict)]
+        out = self.messages(line, record)
         if isinstance(record.get("model"), str):
             self.model = record["model"]
         self.conversations += 1
@@ -35,6 +31,14 @@ class ConversationsReader:
     def finish(self) -> tuple[list[Message], Layout]:
         return [], Layout(list(range(self.count)), model=self.model,
                           conversations=self.conversations)
+
+    def messages(self, line: int, record: dict[str, Any]) -> list[Message]:
+        """The messages of one line's conversation (its number `self.conversations`)."""
+        messages = record.get("messages")
+        if not isinstance(messages, list):
+            raise RecordError("not a conversation: no 'messages' list")
+        return [message_from_dict(m, line, self.conversations)
+                for m in messages if isinstance(m, dict)]
 
 
 class ConversationsFormat:
