@@ -123,6 +123,8 @@ class Scanner:
                 return
             if number == 1 and (kind := looks_binary(raw)) is not None:
                 what, advice = kind
+                if what == "a Parquet file" and self.path == "<stdin>":
+                    advice = "a Parquet dataset cannot be read from stdin; give its path"
                 known = f"ctxpack reads: {', '.join(formats.FORMATS)}"
                 raise InputError(self.path, None, f"not a transcript ctxpack reads: this is "
                                  f"{what}", f"{advice}; {known}" if advice else known)

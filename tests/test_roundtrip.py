@@ -11,6 +11,7 @@ from hypothesis import given, settings
 from hypothesis import strategies as st
 
 from ctxpack.errors import InputError
+from ctxpack.formats.unknown import looks_binary
 from ctxpack.loader import load, write
 from ctxpack.transcript import Text
 
@@ -59,6 +60,10 @@ def test_garbage_lines_survive_a_skip_invalid_round_trip(lines):
     data = b"\n".join(lines) + b"\n"
     if not data.strip():  # nothing but blank space: no transcript (see test_bad_input)
         with pytest.raises(InputError, match="empty"):
+            roundtrip(data, skip_invalid=True, format="openai")
+        return
+    if looks_binary(lines[0]) is not None:  # a binary file is named, not skipped through
+        with pytest.raises(InputError, match="not a transcript ctxpack reads"):
             roundtrip(data, skip_invalid=True, format="openai")
         return
     try:
