@@ -39,7 +39,9 @@ from .workers import Workers
 # counted_context_tokens, not_in_file_tokens and explanation (context.visible and
 # context.not_in_file say it)
 # 3: context (and its ratio) of the largest conversation in a file of several
-SCHEMA_VERSION = 3
+# 4: tokens (and by_role's reasoning row) hold what a reply's record says it held but the
+#    file does not (thinking stored empty, encrypted reasoning), as compress counts it
+SCHEMA_VERSION = 4
 PREVIEW_CHARS = 80
 REASONING = "reasoning"  # the by_role row of thinking the model is shown again
 PRIMING = "priming"  # the by_role row of the tokens each request adds to prime the reply
@@ -151,7 +153,7 @@ class FileStats:
     counting: dict[str, Any] = field(default_factory=dict, compare=False, repr=False)
 
     def to_dict(self) -> dict[str, Any]:
-        """The JSON shape (schema_version 3) of one file's stats."""
+        """The JSON shape (schema_version SCHEMA_VERSION) of one file's stats."""
         return {
             "path": self.path, "format": self.format, "model": self.model,
             "encoding": self.encoding, "exact": self.exact, "note": self.note,

@@ -167,7 +167,7 @@ def stats(
     files: Annotated[list[str], typer.Argument(metavar="FILE",
         help="Transcripts: files, folders, globs or -.")],
     model: ModelOpt = None,
-    json_out: Annotated[bool, typer.Option("--json", help="Print JSON (schema_version 2).")]
+    json_out: Annotated[bool, typer.Option("--json", help="Print JSON (see README, JSON output).")]
     = False,
     format: Annotated[list[str] | None, typer.Option(
         "--format", "-f", metavar="FORMAT",
