@@ -121,10 +121,12 @@ class Scanner:
             if binary is not None and self._forced in (None, binary):
                 yield from self._document(number, raw, lines, binary)
                 return
+            if number == 1:
+                from .dataset.rows import not_from_stdin
+
+                not_from_stdin(self.path, raw)  # a Parquet dataset: read by its path only
             if number == 1 and (kind := looks_binary(raw)) is not None:
                 what, advice = kind
-                if what == "a Parquet file" and self.path == "<stdin>":
-                    advice = "a Parquet dataset cannot be read from stdin; give its path"
                 known = f"ctxpack reads: {', '.join(formats.FORMATS)}"
                 raise InputError(self.path, None, f"not a transcript ctxpack reads: this is "
                                  f"{what}", f"{advice}; {known}" if advice else known)
@@ -160,9 +162,6 @@ class Scanner:
                 if self.skip_invalid:  # each line then skipped, or read if it is a record
                     yield from self._from(chain(head, lines), sniffed=True)
                     return
-                from .dataset.rows import not_from_stdin
-
-                not_from_stdin(self.path, raw)  # a Parquet dataset's bytes: not lines at all
                 what = looks_like_text(self.path, raw)
                 raise InputError(self.path, number, f"this is not JSON: it looks like {what}, "
                                  "which ctxpack does not read",

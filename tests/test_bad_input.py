@@ -129,6 +129,18 @@ def test_a_binary_file_is_said_to_be_binary(name, tmp_path):
         assert not out.exists()
 
 
+def test_a_parquet_file_under_another_name_says_how_ctxpack_reads_one(tmp_path):
+    path = tmp_path / "rows.bin"
+    path.write_bytes(b"PAR1" + b"\x15\x04\x15\x10" * 64 + b"PAR1")
+    out = tmp_path / "out.jsonl"
+    for args in (("stats",), ("show",), ("validate",), ("compress", "-o", str(out)),
+                 ("stats", "--skip-invalid"), ("stats", "--format", "openai")):
+        run = ctxpack(*args, str(path))
+        assert_clean_error(run, 2, f"{path}: a Parquet file; ctxpack reads one by a name "
+                           "that ends in .parquet or .pq")
+        assert not out.exists()
+
+
 def test_a_text_file_forced_to_a_format_is_malformed_json(tmp_path):
     path = tmp_path / "notes.md"
     path.write_bytes(NOT_JSON["notes.md"][0])

@@ -81,7 +81,9 @@ def looks_like_text(path: str, first_line: bytes) -> str:
     return "plain text"
 
 
-# What a binary file is, by the bytes it opens with: (magic, what it is, what to do first)
+# What a binary file is, by the bytes it opens with: (magic, what it is, what to do first).
+# A Parquet file is not here: ctxpack reads it as a dataset, and the loader lets
+# `dataset.rows.not_from_stdin` say how to give it.
 _BINARY: tuple[tuple[bytes, str, str], ...] = (
     (b"\x1f\x8b", "a gzip archive", "unpack it first: gunzip -k FILE"),
     (b"PK\x03\x04", "a zip archive", "unpack it first: unzip FILE"),
@@ -93,7 +95,6 @@ _BINARY: tuple[tuple[bytes, str, str], ...] = (
     (b"GIF8", "a GIF image", ""),
     (b"%PDF-", "a PDF document", ""),
     (b"SQLite format 3\x00", "an SQLite database", ""),
-    (b"PAR1", "a Parquet file", ""),
     (b"\x7fELF", "a program (ELF)", ""),
     (b"\xff\xfe", "UTF-16 text, where ctxpack reads UTF-8",
      "iconv -f UTF-16 -t UTF-8 FILE > FILE.utf8 makes it UTF-8"),
