@@ -451,6 +451,28 @@ def test_stats_says_a_log_holds_no_model_input(tmp_path):
     assert "no model input" in " ".join(run.out.split())
 
 
+def _info_only(tmp_path):
+    doc = tmp_path / "session-info.json"
+    doc.write_text(json.dumps({"sessionId": "s1", "projectHash": "p1", "messages": [
+        {"id": "m1", "timestamp": "2026-03-01T09:00:00Z", "type": "info",
+         "content": "Authenticated with a cached login"}]}))
+    return doc
+
+
+@pytest.mark.parametrize("make", [_commands_only, _info_only])
+def test_a_file_of_no_messages_prints_no_empty_role_table(tmp_path, make):
+    path = make(tmp_path)
+    for output in ("table", "markdown"):
+        run = ctxpack("stats", "-f", output, str(path))
+        assert run.code == 0, run.err
+        assert "no model input" in " ".join(run.out.split())
+        assert "Tokens by role" not in run.out
+    doc = json.loads(ctxpack("stats", "--json", str(path)).out)
+    assert doc["files"][0]["messages"] == 0 and doc["files"][0]["by_role"] == {}
+    # a file with messages still has its table
+    assert "Tokens by role" in ctxpack("stats", str(SAMPLES / "support-chat.openai.jsonl")).out
+
+
 @pytest.mark.corpus
 @pytest.mark.parametrize("path", corpus_params("aider", pattern="zen-mcp*.md"))
 def test_the_corpus_log_of_commands_only(tmp_path, path):

@@ -83,7 +83,8 @@ def _tables(f: FileStats) -> list[tuple[str, list[str], list[list[str]]]]:
     tables = []
     rows = [[role, f"{n:,}", _pct(n, f.tokens)] for role, n in
             sorted(f.by_role.items(), key=lambda kv: -kv[1])]
-    tables.append(("Tokens by role", ["role", "tokens", "share"], rows))
+    if rows:  # none for a file of no model input, which its summary says
+        tables.append(("Tokens by role", ["role", "tokens", "share"], rows))
     if f.by_tool:
         rows = [[name, str(t.calls), f"{t.call_tokens:,}", f"{t.result_tokens:,}",
                  f"{t.tokens:,}", _pct(t.tokens, f.tokens)] for name, t in f.by_tool.items()]
