@@ -195,6 +195,8 @@ class Scanner:
         line, line_score = formats.sniff(value)
         if doc is None or score < line_score:
             return None
+        if doc is line and getattr(doc, "one_record", None) and doc.one_record(value):
+            return None
         if score < 2:
             self.unsure = LOOSE
         elif line is not None and line is not doc and line_score == score:

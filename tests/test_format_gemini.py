@@ -452,6 +452,29 @@ def test_compress_of_the_single_document_form_is_refused(tmp_path: Path) -> None
     assert [p.name for p in tmp_path.iterdir()] == ["session.json"]
 
 
+@pytest.mark.parametrize("name", ["session-new.json", "session-new", "session-new.jsonl"])
+def test_a_jsonl_recording_of_its_metadata_line_only_is_read_as_jsonl(
+        tmp_path: Path, name: str) -> None:
+    # the CLI writes the metadata line first; a session closed before any message is that
+    # one line, whatever the file is called
+    src = tmp_path / name
+    src.write_text(json.dumps(META) + "\n")
+    t = load(str(src))
+    assert (t.format, len(t.messages), t.document) == ("gemini-cli", 0, False)
+    doc = json.loads(ctxpack("stats", "--json", str(src)).out)["files"][0]
+    assert (doc["format"], doc["messages"]) == ("gemini-cli", 0)
+    out = tmp_path / "out"
+    run = ctxpack("compress", str(src), "-o", str(out))
+    assert run.code == 0, run.err
+    assert run.err.splitlines() == [
+        f"{src}: nothing to compress: the file holds no message that reaches the model"]
+    assert out.read_bytes() == src.read_bytes()
+    # the older document form, on one line, is still read as a document
+    legacy = tmp_path / "session-old.json"
+    legacy.write_text(json.dumps({**META, "messages": [user("u1", "hi")]}))
+    assert load(str(legacy)).document
+
+
 def test_a_bad_field_in_the_last_turn_is_the_problem_of_its_line() -> None:
     data = jsonl(INIT, {"type": "message", "role": "assistant", "content": "x", "delta": True},
                  {"type": "tool_use", "tool_name": "ls", "tool_id": ["no"], "parameters": {}})

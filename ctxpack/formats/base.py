@@ -100,6 +100,8 @@ class Format(Protocol):
     name: str
     description: str
     # optional `default_model`: the model to assume when a file of this format names none
+    # optional `one_record(value) -> bool`, of a format that reads documents and lines: is
+    # this value, a file's only line, one record of its JSONL form rather than a document
 
     def sniff(self, record: dict[str, Any]) -> int:
         """How surely `record` is of this format: 0 no, 1 maybe (it fits, but so may

@@ -398,6 +398,11 @@ class GeminiChatFormat:
     def sniff(self, record: Any) -> int:
         return sniff_chat(record)
 
+    def one_record(self, value: Any) -> bool:
+        # the older document holds its messages; the JSONL form's lines hold none (its
+        # metadata line may be the whole file, before the first message is written)
+        return not (isinstance(value, dict) and isinstance(value.get("messages"), list))
+
     def reader(self) -> GeminiChatReader:
         return GeminiChatReader()
 

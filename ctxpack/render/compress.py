@@ -19,6 +19,12 @@ def to_json(report: Report) -> bytes:
 def print_report(console: Console, report: Report, *, dry_run: bool = False) -> None:
     """Tokens before and after each stage, then the summary and its retention audit."""
     r = report
+    if not r.messages_before:  # a table of zeros would say no more than this
+        console.print(f"{escape(r.path)}: nothing to compress: the file holds no message "
+                      "that reaches the model", highlight=False)
+        for warning in r.warnings:
+            console.print(f"[yellow]warning:[/yellow] {escape(warning)}")
+        return
     exact = "" if r.exact else " (approximate)"
     title = (f"{escape(r.path)}: {r.format}, {r.model}{exact}, window {r.context_window:,}"
              + (" — dry run, nothing written" if dry_run else ""))
