@@ -30,6 +30,10 @@ CALL_ID = re.compile(r"[A-Za-z0-9_-]{1,40}")
 TOOL_NAME = re.compile(r"[A-Za-z0-9_-]{1,64}")
 NO_RESULT = "[no result for this call in the transcript]"
 OPENS_WITH_ASSISTANT = "[the transcript continues from here]"
+# an Anthropic body's `max_tokens`, which the Messages API requires (and which tells the
+# body from a Chat Completions one when nothing else does): 4,096, what every Claude model
+# can give in one reply
+MAX_TOKENS = 4096
 
 
 @dataclass
@@ -291,7 +295,7 @@ def _anthropic(items: list[_Item], notes: Notes) -> dict[str, Any]:
                 notes.add("user messages added before an opening assistant message")
                 messages.append({"role": "user", "content": [_text_block(OPENS_WITH_ASSISTANT)]})
             messages.append({"role": role, "content": blocks})
-    body: dict[str, Any] = {}
+    body: dict[str, Any] = {"max_tokens": MAX_TOKENS}
     if system:
         body["system"] = "\n\n".join(system)
     body["messages"] = messages

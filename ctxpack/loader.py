@@ -307,6 +307,8 @@ class Scanner:
             fmt = formats.get(DEFAULT_FORMAT)
         elif score < 2:
             self.unsure = LOOSE
+        elif pending and hasattr(fmt, "doubt"):  # a mark that another format could have
+            self.unsure = fmt.doubt(pending[0][1]) or self.unsure
         return self._start(fmt)
 
     def _start(self, fmt: Format) -> Any:

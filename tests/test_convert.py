@@ -40,7 +40,7 @@ def _write(folder, records, name="t.jsonl"):
 def assert_accepted(body: dict[str, Any], to: str) -> None:
     """The body is one the provider takes: validate finds nothing, and for Anthropic the
     roles alternate from a user message, each tool_use is answered at the start of the
-    very next message, and no text block is blank."""
+    very next message, no text block is blank, and `max_tokens` is given."""
     messages = body["messages"]
     assert messages
     problems = validate(load_values(messages, to))
@@ -49,7 +49,8 @@ def assert_accepted(body: dict[str, Any], to: str) -> None:
         assert all(m.get("content") or m.get("tool_calls") for m in messages
                    if m["role"] == "assistant")
         return
-    assert set(body) <= {"model", "system", "messages"}
+    assert set(body) <= {"model", "max_tokens", "system", "messages"}
+    assert body["max_tokens"] > 0  # the Messages API requires it
     roles = [m["role"] for m in messages]
     assert roles[0] == "user" and all(a != b for a, b in zip(roles, roles[1:], strict=False))
     for m, after in zip(messages, [*messages[1:], None], strict=True):
@@ -495,6 +496,56 @@ def test_a_log_cleared_at_its_end_points_to_all(tmp_path):
     run = ctxpack("convert", str(log), "--to", "markdown", "--all", "-o", str(out))
     assert run.code == 0, run.err
     assert "what is 2+2?" in out.read_text()
+
+
+def _text_only(body):
+    """The body without its system prompt and with only its text blocks: a shape a Chat
+    Completions body with list content has too."""
+    messages = [{"role": m["role"], "content": text} for m in body["messages"]
+                if (text := [b for b in m["content"] if b["type"] == "text"])]
+    return {k: v for k, v in body.items() if k != "system"} | {"messages": messages}
+
+
+@pytest.mark.parametrize("sample", sorted(p.name for p in SAMPLES.glob("*.json*")))
+def test_an_anthropic_body_of_text_only_reads_back_as_anthropic(sample, tmp_path):
+    out = tmp_path / "anthropic.jsonl"
+    run = ctxpack("convert", str(SAMPLES / sample), "--to", "anthropic", "-o", str(out))
+    assert run.code == 0, run.err
+    bodies = [_text_only(json.loads(line)) for line in out.read_text().splitlines()]
+    assert all(b["max_tokens"] > 0 for b in bodies)  # the Messages API requires it
+    plain = tmp_path / "plain.jsonl"
+    plain.write_text("".join(json.dumps(b) + "\n" for b in bodies))
+    t = load(plain)
+    assert t.format == "anthropic-requests", (t.format, t.unsure)
+    claude = "claude" in str(t.model)
+    assert bool(t.unsure) != claude, t.unsure  # sure by a Claude model, else says why
+    run = ctxpack("stats", str(plain))
+    assert run.code == 0 and "anthropic-requests" in run.out
+    assert ("format unsure" in run.out) != claude
+    # Chat Completions conversations of the same messages, with no max_tokens
+    chat = tmp_path / "chat.jsonl"
+    chat.write_text("".join(json.dumps({"messages": b["messages"]}) + "\n" for b in bodies))
+    assert load(chat).format == "openai-conversations"
+
+
+@pytest.mark.parametrize(("extra", "fmt", "unsure"), [
+    ({"model": "claude-sonnet-4-5", "max_tokens": 1024}, "anthropic-requests", False),
+    ({"model": "claude-sonnet-4-5"}, "anthropic-requests", False),
+    ({"anthropic_version": "bedrock-2023-05-31", "max_tokens": 1024}, "anthropic-requests",
+     False),
+    ({"max_tokens": 1024}, "anthropic-requests", False),
+    ({"model": "gpt-4o", "max_tokens": 1024}, "anthropic-requests", True),
+    ({"model": "gpt-4o", "max_completion_tokens": 1024}, "openai-conversations", False),
+    ({"model": "gpt-4o", "max_tokens": 1024, "seed": 7}, "openai-conversations", False),
+    ({"model": "gpt-4o"}, "openai-conversations", False),
+])
+def test_what_tells_an_anthropic_body_from_a_chat_completions_one(tmp_path, extra, fmt, unsure):
+    messages = [{"role": "user", "content": [{"type": "text", "text": "What is 2+2?"}]},
+                {"role": "assistant", "content": [{"type": "text", "text": "4."}]}]
+    path = tmp_path / "bodies.jsonl"
+    path.write_text(json.dumps({**extra, "messages": messages}) + "\n")
+    t = load(path)
+    assert (t.format, bool(t.unsure)) == (fmt, unsure), t.unsure
 
 
 @pytest.mark.parametrize("sample", sorted(p.name for p in SAMPLES.glob("*.json*")))

@@ -19,24 +19,61 @@ from .openai_conversations import ConversationsReader
 
 # blocks no Chat Completions message holds: a body with one is Anthropic's
 _ANTHROPIC_BLOCKS = {"tool_use", "tool_result", "thinking", "redacted_thinking", "document"}
+# settings only the Messages API takes (Bedrock and Vertex bodies name a version, no model)
+_ANTHROPIC_KEYS = {"anthropic_version", "top_k", "stop_sequences", "thinking", "container",
+                   "mcp_servers"}
+# settings only Chat Completions takes: a body with one is OpenAI's, whatever else it holds
+_CHAT_KEYS = {"max_completion_tokens", "n", "seed", "stop", "response_format", "logprobs",
+              "top_logprobs", "logit_bias", "frequency_penalty", "presence_penalty",
+              "parallel_tool_calls", "reasoning_effort", "modalities", "audio", "prediction",
+              "functions", "function_call", "stream_options", "store"}
 
 
-def sniff_body(record: Any) -> int:
-    """How surely a record is an Anthropic request body: one with a top-level `system`
-    or a block only Anthropic has; 0 if any message is not an Anthropic message."""
+def _mark(record: Any) -> str:
+    """What says a record is an Anthropic request body, where anything does: "" if it is
+    not one (a message is not Anthropic's, or a setting is Chat Completions' only);
+    "max_tokens" where only that does (the Messages API requires it, and Chat Completions
+    takes it too, though OpenAI names it deprecated)."""
     messages = record.get("messages") if isinstance(record, dict) else None
     if not isinstance(messages, list) or not messages:
-        return 0
+        return ""
     if not all(isinstance(m, dict) and sniff_record(m) > 0 for m in messages):
-        return 0
+        return ""
     system = record.get("system")
     if isinstance(system, str) or isinstance(system, list) and all(
             isinstance(b, dict) and b.get("type") == "text" for b in system):
-        return 2
-    return 2 if any(isinstance(b, dict) and (b.get("type") in _ANTHROPIC_BLOCKS or
-                                             b.get("type") == "image" and "source" in b)
-                    for m in messages if isinstance(m["content"], list)
-                    for b in m["content"]) else 0
+        return "system"
+    if any(isinstance(b, dict) and (b.get("type") in _ANTHROPIC_BLOCKS or
+                                    b.get("type") == "image" and "source" in b)
+           for m in messages if isinstance(m["content"], list) for b in m["content"]):
+        return "blocks"
+    if _CHAT_KEYS & record.keys():
+        return ""
+    model = record.get("model")
+    if isinstance(model, str) and model.lower().startswith("claude") \
+            or _ANTHROPIC_KEYS & record.keys():
+        return "settings"
+    return "max_tokens" if isinstance(record.get("max_tokens"), int) else ""
+
+
+def sniff_body(record: Any) -> int:
+    """How surely a record is an Anthropic request body: one with a top-level `system`, a
+    block only Anthropic has, a Claude model, a setting only Anthropic takes or the
+    `max_tokens` it requires (3: it beats the Chat Completions reading the same messages
+    fit); 0 if a message is not an Anthropic message or a setting is Chat Completions'."""
+    mark = _mark(record)
+    return 2 if mark in ("system", "blocks") else 3 if mark else 0
+
+
+def doubt(record: Any) -> str:
+    """Why a body taken for Anthropic's might be a Chat Completions one; "" if nothing
+    says it might."""
+    model = record.get("model") if _mark(record) == "max_tokens" else None
+    if not isinstance(model, str):
+        return ""
+    return (f"read as Anthropic request bodies by their max_tokens, which that API "
+            f"requires; but they name {model}, not a Claude model, and their messages fit "
+            "Chat Completions too")
 
 
 class RequestsReader(ConversationsReader):
@@ -68,6 +105,9 @@ class RequestsFormat:
 
     def sniff(self, record: Any) -> int:
         return sniff_body(record)
+
+    def doubt(self, record: Any) -> str:
+        return doubt(record)
 
     def reader(self) -> RequestsReader:
         return RequestsReader()
