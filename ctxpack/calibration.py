@@ -259,8 +259,13 @@ def bill(counts: Sequence[int], calls: Sequence[Call], *, model: str | None, for
                      _calibrated_error(found))
     if calls:
         prompts = prompts_of(counts, calls, slope)
-        # (a call standing for what compress carried says the slope it billed with)
-        slope = calls[-1].slope or slope
+        # the file's own slope where its calls show one, as `calibrate` fits it, so that
+        # the bill splits into in and not in the file as `calibrate` fits the file (a call
+        # before any message is no prompt of these messages: see prompts_of; one standing
+        # for what compress carried says the slope it billed with)
+        slope = calls[-1].slope or own_fit([(p, c.billed) for p, c in
+                                            zip(prompts, calls, strict=True) if c.prompt],
+                                           slope).slope
         last = calls[-1]
         if LEAST_RATIO * slope * prompts[-1] <= last.billed < slope * prompts[-1]:
             # a bill below the calibrated count (a file whose text the model's tokenizer

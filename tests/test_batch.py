@@ -16,7 +16,7 @@ from ctxpack.breakdown import stats
 from .conftest import SAMPLES
 from .helpers import assert_clean_error, ctxpack
 
-BUDGET = "6000"
+BUDGET = "14000"
 PINNED = {"SOURCE_DATE_EPOCH": "1795000000"}
 
 

@@ -52,7 +52,9 @@ def test_a_claude_code_session_is_anchored_on_its_last_recorded_call() -> None:
     # the reply of the last call is the newest assistant message, so the context is that
     # prompt plus the reply and what came after: a little more than the recorded size
     assert last_billed_prompt(CLAUDE_CODE) < c.tokens < last_billed_prompt(CLAUDE_CODE) + 2_000
-    assert c.visible == round(slope_of("claude-opus-4-6") * c.counted)
+    # in the file: the slope its own calls show (near the table's) times the count
+    assert c.visible == round(c.slope * c.counted)
+    assert abs(c.slope - slope_of("claude-opus-4-6")) < 0.1
     assert c.not_in_file == c.tokens - c.visible > 10 * s.tokens  # most is not in the file
     assert s.context_ratio == round(c.tokens / s.context_window, 4)
     assert 0 <= c.error < 0.02
@@ -202,9 +204,15 @@ def test_calibrate_fits_a_slope_and_overhead_and_writes_them(tmp_path: Path) -> 
     table = load_config(str(config)).models
     assert slope_of("acme-coder", table) == 1.1  # what was there stays
     assert slope_of("gpt-5.1-codex", table) == row["slope"]
-    # stats now counts a Codex file of that model with what was fitted
-    s = stats(SAMPLES / "refactor.codex.jsonl", table=table, cache=False)
-    assert s.context is not None and s.context.slope == row["slope"]
+    # a file of that model that records no call of its own is now counted with what was
+    # fitted, and one that records calls shows its own fit (as calibrate read it) beside
+    # its bill whatever the table says
+    b = bill([1_000, 2_000], [], model="gpt-5.1-codex", format="codex", exact=True,
+             estimated=False, table=table)
+    assert b.kind == "calibrated" and b.slope == row["slope"]
+    s = stats(SAMPLES / "refactor.codex.jsonl", cache=False)
+    assert s.context is not None and round(s.context.slope, 3) == row["slope"]
+    assert s.context.slope != slope_of("gpt-5.1-codex")
 
 
 def test_calibrate_without_recorded_usage_says_so() -> None:

@@ -188,7 +188,7 @@ def test_a_line_with_its_own_ctxpack_key_is_not_overwritten(tmp_path: Path) -> N
 
 
 COMPRESSED = [("support-chat.openai.jsonl", 3_000), ("coding-agent.claude-code.jsonl", 71_000),
-              ("refactor.codex.jsonl", 6_000), ("multi-round.anthropic.jsonl", 3_000)]
+              ("refactor.codex.jsonl", 12_000), ("multi-round.anthropic.jsonl", 3_000)]
 
 
 @pytest.mark.parametrize(("name", "budget"), COMPRESSED)

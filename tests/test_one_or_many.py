@@ -54,7 +54,7 @@ def test_convert_of_one_session_of_a_storage_folder_below_out_dir(tmp_path: Path
 
 
 @pytest.mark.parametrize("command", [
-    ["compress", "--budget", "6000"], ["restore"], ["convert", "--to", "markdown"],
+    ["compress", "--budget", "14000"], ["restore"], ["convert", "--to", "markdown"],
     ["rewind", "--steps", "1"]])
 def test_one_transcript_skips_an_output_that_is_up_to_date_as_many_do(
         tmp_path: Path, command: list[str]) -> None:

@@ -1,6 +1,6 @@
 """The window and the bill where a file's own calls say more than the tables: a window at
-least as large as the largest call the file records, and the slope and overhead measured
-before a compaction carried past it."""
+least as large as the largest call the file records, the overhead measured before a
+compaction carried past it, and the not-in-file part split with the file's own slope."""
 
 from __future__ import annotations
 
@@ -17,7 +17,7 @@ from ctxpack.loader import load
 from ctxpack.models import TABLE
 from ctxpack.transcript import RecordedCall
 
-from .conftest import CORPUS
+from .conftest import CORPUS, SAMPLES
 from .helpers import ctxpack as run_ctxpack
 
 MANAGED = CORPUS / "anthropic-agent-events" / "open-hai__context-than-location__transcript.jsonl"
@@ -106,6 +106,66 @@ def test_the_managed_agent_session_is_not_over_a_window_it_ran_within() -> None:
     assert s.window_assumed == 200_000 and s.context_window is not None
     assert s.context_window >= max(sizes)
     assert s.context_ratio is not None and s.context_ratio <= 1.0
+
+
+def test_the_split_uses_the_slope_the_files_own_calls_show() -> None:
+    # each call's prompt grows exactly as the count (a slope of 1.0, where the table says
+    # 1.21 for the model) over 6,000 tokens sent but not logged
+    counts = [1_000] * 20
+    calls = [RecordedCall(k, 1_000 * k + 3 + 6_000, None, "claude-opus-4-6")
+             for k in range(1, 20)]
+    b = bill(counts, calls, model="claude-opus-4-6", format="claude-code", exact=False,
+             estimated=False)
+    assert b.kind == "anchored" and b.slope == pytest.approx(1.0, abs=0.005)
+    assert b.slope != slope_of("claude-opus-4-6")
+    assert b.not_in_file == pytest.approx(6_000, abs=100)
+    assert b.visible + b.not_in_file == b.tokens == round(b.slope * b.counted + b.overhead)
+
+
+def test_a_file_whose_calls_show_no_slope_keeps_the_tables() -> None:
+    # two calls, too close together to read a slope off: the table's stands
+    calls = [RecordedCall(1, 20_100, None, "claude-opus-4-6"),
+             RecordedCall(3, 20_300, None, "claude-opus-4-6")]
+    b = bill([100, 100, 100, 100], calls, model="claude-opus-4-6", format="claude-code",
+             exact=False, estimated=False)
+    assert b.slope == slope_of("claude-opus-4-6")
+
+
+def fitted_for(path: Path) -> dict:
+    run = run_ctxpack("calibrate", str(path), "--json")
+    assert run.code == 0, run.err
+    (fitted,) = json.loads(run.out)
+    return fitted
+
+
+@pytest.mark.corpus
+@pytest.mark.parametrize("name", ["edgerunner__codex-session.jsonl",
+                                  "rtchess__exported-session.jsonl"])
+def test_codex_sessions_split_as_calibrate_fits_them(name: str) -> None:
+    path = CORPUS / "codex" / name
+    if not path.is_file():
+        pytest.skip("corpus not found beside the checkout (../shared/corpus)")
+    fitted = fitted_for(path)
+    c = stats(path, cache=False).context
+    assert c is not None and c.kind == "anchored"
+    # the slope the split is made with is the one calibrate reads off the file (the
+    # table's, 1.03 for both, left edgerunner 1,268 outside the file and rtchess none)
+    assert round(c.slope, 3) == fitted["slope"]
+    assert c.slope != slope_of(load(path).calls[-1].model)
+    assert 0 < c.not_in_file == c.tokens - c.visible
+    if name.startswith("edgerunner"):
+        # what the file does not hold is the tool schemas and instructions Codex sends:
+        # within 15% of the overhead calibrate fits (the bill takes the last call's gap,
+        # calibrate the median of the first half's)
+        assert c.not_in_file == pytest.approx(fitted["overhead"], rel=0.15)
+    else:
+        # rtchess's gap (billed - slope x counted) shrinks over the session: 3,391 on its
+        # first call (168 tokens counted, 3,559 billed), about 1,200 from the 60th call,
+        # 287 on the last: its apply_patch inputs, 85k of the 154k counted, are billed
+        # about 0.84 a counted token on its steps, so one slope counts the visible part
+        # high as patches pile up. The bill is anchored on the last call, so the split is
+        # that call's gap: above 0, below the first half's median that calibrate fits
+        assert c.not_in_file < fitted["overhead"]
 
 
 SPOTTER = CORPUS / "claude-code" / "spotter__fa812bfe-b295-4cca-9c2f-fdf01028cb46.jsonl"
@@ -198,3 +258,20 @@ def test_calls_whose_prompts_do_not_grow_keep_the_tables_slope() -> None:
              estimated=False)
     assert b.slope == slope_of("claude-opus-4-6")
     assert b.tokens >= round(b.slope * b.counted)
+
+
+def test_a_compressed_file_is_billed_with_the_slope_its_calls_showed(tmp_path: Path) -> None:
+    sample = SAMPLES / "refactor.codex.jsonl"
+    before = stats(sample, cache=False).context
+    assert before is not None and before.slope != slope_of("gpt-5.1-codex")  # its own
+    budget = before.tokens - before.visible // 3
+    done = compress_file(sample, Options(budget=budget), cache=False)
+    out = tmp_path / "compressed.jsonl"
+    out.write_bytes(done.data)
+    after = stats(out, cache=False).context
+    # the calls it keeps are of the context before: the slope they showed is carried
+    assert after is not None and after.calls == 1
+    assert after.slope == pytest.approx(before.slope, abs=1e-6)
+    assert after.tokens == done.report.billed["tokens_after"]
+    # so compress of its output, with the same budget, bills it as it did: no change
+    assert compress_file(out, Options(budget=budget), cache=False).data == done.data
