@@ -179,14 +179,14 @@ def validate(files: list[str], rows: Any, engine: Any, json_out: bool) -> int:
                         continue
                     counts["invalid"] += 1
                     if json_out:
-                        docs.append({"path": path, "row": r["row"], "id": r["id"],
-                                     "problems": r["problems"], "error": r["error"]})
+                        docs.append({"path": path, "row": r["row"], "line": r["line"],
+                                     "id": r["id"], "problems": r["problems"],
+                                     "error": r["error"]})
                     elif r["error"] is not None:  # it names the file and the row
                         print(plain(r["error"]))
-                    else:
-                        named = f" (id {r['id']})" if r["id"] != str(r["row"]) else ""
+                    else:  # named as its read error would be: FILE:LINE or FILE row N
                         for p in r["problems"]:
-                            print(plain(f"{path} row {r['row']}{named}: {p}"))
+                            print(plain(f"{r['where']}: {p}"))
         except (CtxpackError, OSError) as exc:  # said, and the others still checked
             error(problem_of(exc)[1])
             unread = True

@@ -35,6 +35,9 @@ STATS_SCHEMA = (("row", "int64"), ("id", "string"), ("tokens", "int64"),
                 ("largest_tool", "string"), ("valid", "bool"), ("problems", "list<string>"),
                 ("error", "string"))
 
+VALIDATE_SCHEMA = (("row", "int64"), ("id", "string"), ("line", "int64"), ("where", "string"),
+                   ("valid", "bool"), ("problems", "list<string>"), ("error", "string"))
+
 
 def stats_table(table: Any, **settings: Any) -> Any:
     """One row of stats per row of `table` (see STATS_SCHEMA); `settings` are the fields
@@ -58,13 +61,15 @@ def stats_table(table: Any, **settings: Any) -> Any:
 
 
 def validate_table(table: Any, **settings: Any) -> Any:
-    """Whether each row would be accepted by its provider: row, id, valid, problems, error."""
+    """Whether each row would be accepted by its provider: row, id, line (of JSONL rows),
+    where (the row's name in what is said of it), valid, problems, error."""
     from ..checks import validate
 
     rows = Rows(**settings)
     out = []
     for row in read_rows(table, rows):
-        entry: dict[str, Any] = {"row": row.index, "id": row.id}
+        entry: dict[str, Any] = {"row": row.index, "id": row.id, "line": row.line,
+                                 "where": row.where}
         try:
             if row.problem is not None:
                 raise row.problem
@@ -74,5 +79,4 @@ def validate_table(table: Any, **settings: Any) -> Any:
         except CtxpackError as exc:
             entry.update(valid=False, problems=[], error=str(exc))
         out.append(entry)
-    schema = [(k, t) for k, t in STATS_SCHEMA if k in ("row", "id", "valid", "problems", "error")]
-    return table_of(out, tuple(schema))
+    return table_of(out, VALIDATE_SCHEMA)
