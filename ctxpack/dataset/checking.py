@@ -25,6 +25,7 @@ def _row_stats(row: Row, rows: Rows) -> dict[str, Any]:
             "largest_tokens": big.tokens if big else 0,
             "largest_role": big.role if big else None,
             "largest_tool": big.tool if big else None,
+            "context_ratio": s.context_ratio,
             "valid": not problems,
             "problems": [f"message {p.line}: {p.message}" for p in problems]}
 
@@ -32,8 +33,8 @@ def _row_stats(row: Row, rows: Rows) -> dict[str, Any]:
 STATS_SCHEMA = (("row", "int64"), ("id", "string"), ("tokens", "int64"),
                 ("messages", "int64"), ("model", "string"), ("by_role", "string"),
                 ("by_tool", "string"), ("largest_tokens", "int64"), ("largest_role", "string"),
-                ("largest_tool", "string"), ("valid", "bool"), ("problems", "list<string>"),
-                ("error", "string"))
+                ("largest_tool", "string"), ("context_ratio", "float64"), ("valid", "bool"),
+                ("problems", "list<string>"), ("error", "string"))
 
 VALIDATE_SCHEMA = (("row", "int64"), ("id", "string"), ("line", "int64"), ("where", "string"),
                    ("valid", "bool"), ("problems", "list<string>"), ("error", "string"))

@@ -173,7 +173,7 @@ def transcript_of(row: Row, rows: Rows) -> Any:
 
 def table_of(entries: list[dict[str, Any]], schema: tuple[tuple[str, str], ...]) -> Any:
     pa = pyarrow()
-    types = {"int64": pa.int64(), "string": pa.string(), "bool": pa.bool_(),
-             "list<string>": pa.list_(pa.string())}
+    types = {"int64": pa.int64(), "float64": pa.float64(), "string": pa.string(),
+             "bool": pa.bool_(), "list<string>": pa.list_(pa.string())}
     return pa.table({k: pa.array([e.get(k) for e in entries], type=types[t])
                      for k, t in schema})
