@@ -28,7 +28,8 @@ EngineOpt = Annotated[str, typer.Option(
     "needs ctxpack[ray]).")]
 RayAddressOpt = Annotated[str | None, typer.Option(
     "--ray-address", metavar="ADDRESS", help="With --engine ray: the cluster to join "
-    "(default: $RAY_ADDRESS, else a Ray started here).")]
+    "(default: $RAY_ADDRESS, else a Ray started here; auto: the one `ray start` runs on "
+    "this machine).")]
 
 
 def refuse(kind: str, flags: dict[str, Any]) -> None:
