@@ -295,3 +295,18 @@ def test_many_restored_that_were_never_compressed_warn_as_one_does(
     assert run.code == 0, run.err
     warnings = [line for line in run.err.splitlines() if line.startswith("warning:")]
     assert warning in warnings and len(warnings) == len(transcripts(folder))
+
+
+@pytest.mark.parametrize("command", [["compress", "--budget", BUDGET], ["restore"],
+                                     ["rewind", "--steps", "1"]])
+@pytest.mark.parametrize("many", [True, False])
+def test_skip_existing_in_place_is_refused_not_a_run_that_skips_every_file(
+        folder: Path, command: list[str], many: bool) -> None:
+    """In place each output is its input, so --skip-existing would find every file "up to
+    date" and do nothing (or, for one file, be dropped without a word)."""
+    given = transcripts(folder)
+    target = folder if many else folder / "refactor.codex.jsonl"
+    run = ctxpack(*command, str(target), "--in-place", "--skip-existing", "--force")
+    assert_clean_error(run, 2, "--skip-existing", "--in-place")
+    assert transcripts(folder) == given
+    assert not list(folder.rglob("*.bak*"))

@@ -133,3 +133,54 @@ def test_restore_of_a_row_stops_at_max_growth(small: Path, tmp_path: Path) -> No
     run = run_ctxpack("restore", str(bomb), "-o", str(out), "--max-growth", "100000")
     assert run.code == 0, run.err  # trusted: written
     assert len(pq.read_table(out).column("messages")[at].as_py()) == (4 << 20) + 2
+
+
+@pytest.mark.parametrize("command, args, fragment", [
+    ("stats", ["--session", "ses_1"], "--session is for transcripts, not datasets"),
+    ("stats", ["--html", "page.html"], "--html is for transcripts, not datasets"),
+    ("stats", ["--skip-invalid"], "--skip-invalid is for transcripts, not datasets"),
+    ("validate", ["--session", "ses_1"], "--session is for transcripts, not datasets"),
+    ("validate", ["--skip-invalid"], "--skip-invalid is for transcripts, not datasets"),
+])
+def test_stats_and_validate_of_a_dataset_refuse_what_is_for_transcripts(
+        tmp_path: Path, command: str, args: list[str], fragment: str) -> None:
+    data = write(table_of(over_budget(), "json", bad=False), tmp_path / "data.parquet")
+    run = run_ctxpack(command, str(data), *[a.replace("page.html", str(tmp_path / "page.html"))
+                                            for a in args])
+    assert_clean_error(run, 2, fragment)
+    assert run.out == "" and not (tmp_path / "page.html").exists()
+
+
+@pytest.mark.parametrize("kind", ["parquet", "jsonl"])
+def test_max_ratio_gates_a_dataset_on_each_rows_share_of_its_window(
+        tmp_path: Path, kind: str) -> None:
+    """Each row is measured against its window as each conversation of a file of many is:
+    a row's ratio is what stats says of the row written out as a transcript."""
+    from ctxpack.breakdown import stats
+
+    trajectories = over_budget()
+    ratios = []
+    for i, t in enumerate(trajectories):
+        alone = tmp_path / f"row{i}.jsonl"
+        alone.write_text("".join(json.dumps(m) + "\n" for m in t))
+        ratios.append(stats(alone).context_ratio)
+    limit = sorted(ratios)[len(ratios) // 2]  # about half the rows are over it
+    over = sum(r > limit for r in ratios)
+    assert 0 < over < len(ratios)
+    if kind == "parquet":
+        data = write(table_of(trajectories, "json", bad=False), tmp_path / "data.parquet")
+    else:
+        data = tmp_path / "rows.jsonl"
+        data.write_text("".join(json.dumps({"messages": t}) + "\n" for t in trajectories))
+    args = ["stats", str(data), "--messages-column", "messages", "--max-ratio"]
+    run = run_ctxpack(*args, str(limit), "--json")
+    assert run.code == 1, run.err
+    doc = json.loads(run.out)["datasets"][0]
+    assert (doc["max_ratio"], doc["rows_over_ratio"]) == (limit, over)
+    assert f"{data}: {over:,} rows over --max-ratio {limit}" in run.err
+    run = run_ctxpack(*args, str(max(ratios)))
+    assert run.code == 0, run.err
+    assert "over budget" not in run.err
+    per_row = tmp_path / "rows.parquet"
+    assert run_ctxpack(*args, str(limit), "--per-row", str(per_row)).code == 1
+    assert pq.read_table(per_row).column("context_ratio").to_pylist() == ratios

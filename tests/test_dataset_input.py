@@ -41,3 +41,18 @@ def test_jsonl_rows_are_named_by_their_line_and_by_an_id_only_where_they_have_on
         f"{data}:6 (id t5): messages are not a list of message objects"]
     run = run_ctxpack("stats", str(data), "--messages-column", "messages")
     assert f"error: {data}:3: the line is not JSON" in run.err
+
+
+def test_a_rule_problem_of_a_jsonl_row_is_named_by_its_line_as_a_read_error_is(
+        tmp_path: Path) -> None:
+    orphan = [{"role": "tool", "tool_call_id": "call_9", "content": "orphan"}]
+    problem = "message 1: tool result for call 'call_9', which no earlier assistant message made"
+    lines = [json.dumps({"messages": evals()[0]}), "",
+             json.dumps({"messages": orphan}), json.dumps({"task_id": "t3", "messages": orphan})]
+    data = tmp_path / "rows.jsonl"
+    data.write_text("\n".join(lines) + "\n")
+    run = run_ctxpack("validate", str(data), "--messages-column", "messages")
+    assert run.code == 1, run.err
+    assert run.out.splitlines() == [f"{data}:3: {problem}", f"{data}:4 (id t3): {problem}"]
+    run = run_ctxpack("validate", str(data), "--messages-column", "messages", "--json")
+    assert [(r["line"], r["id"]) for r in json.loads(run.out)["rows"]] == [(3, "1"), (4, "t3")]

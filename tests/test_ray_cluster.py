@@ -117,17 +117,18 @@ class Node:
     """One `ray start --block` node of this machine (a process group of its own, so
     that what it started ends with it), its files below a temporary folder of its own."""
 
-    def __init__(self, ray: str, args: list[str], env: dict[str, str]) -> None:
-        self.folder = tempfile.mkdtemp(prefix="ctxpack-ray-node-")
+    def __init__(self, ray: str, args: list[str], env: dict[str, str],
+                 folder: str | None = None) -> None:
+        self.folder = folder or tempfile.mkdtemp(prefix="ctxpack-ray-node-")
         self.proc = subprocess.Popen(
             [ray, "start", "--block", "--num-cpus", "1", "--temp-dir", self.folder,
              "--disable-usage-stats", *args], env=env, start_new_session=True,
             stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL)
 
-    def tasks(self, name: str) -> int:
+    def tasks(self, name: str, sessions: str = "session_*") -> int:
         """How many tasks called `name` the node's workers ran (Ray marks each in the
-        worker's log)."""
-        logs = {f.resolve() for f in Path(self.folder).glob("session_*/logs/worker-*.out")}
+        worker's log), in the sessions (folders) `sessions` matches."""
+        logs = {f.resolve() for f in Path(self.folder).glob(f"{sessions}/logs/worker-*.out")}
         return sum(f.read_text(errors="replace").count(f":task_name:{name}\n") for f in logs)
 
     def stop(self) -> None:
@@ -213,3 +214,34 @@ def test_two_nodes_compress_as_the_local_engine_byte_for_byte(
                       "--ray-address", address, env=env)
     assert run.code == 0, run.err
     assert pq.read_table(back).equals(pq.read_table(dataset))
+
+
+def test_a_ray_started_by_ray_start_here_is_joined_only_when_asked(dataset: Path) -> None:
+    """Without an address the command starts a Ray of its own (Ray's own default would
+    join the cluster `ray start` left its address for, if one is up on this machine);
+    `--ray-address auto` joins that cluster. Ray looks for it below $RAY_TMPDIR, so this
+    test's cluster is found there and no one else's is."""
+    ray = shutil.which("ray", path=os.path.dirname(sys.executable)) or shutil.which("ray")
+    if ray is None:
+        pytest.skip("the `ray` command is not installed (pip install 'ctxpack[ray]')")
+    base = tempfile.mkdtemp(prefix="ctxpack-ray-")
+    env = {**os.environ, **PINNED, "RAY_AUTH_MODE": "disabled", "RAY_TMPDIR": base}
+    for key in ("RAY_ADDRESS", "CTXPACK_WORKERS"):
+        env.pop(key, None)
+    port = _free_port()
+    head = Node(ray, ["--head", "--port", str(port), "--include-dashboard=false"], env,
+                folder=os.path.join(base, "ray"))  # where Ray looks for `ray start`'s
+    try:
+        if not _joinable(ray, f"127.0.0.1:{port}", env):
+            pytest.skip(f"the head node did not start: {_log_tail(head)}")
+        [own] = [p.name for p in Path(head.folder).glob("session_2*")]
+        run = stats_on(dataset, **{k: env[k] for k in ("RAY_AUTH_MODE", "RAY_TMPDIR")})
+        assert run.code == 0, run.err
+        assert head.tasks("row_group", own) == 0
+        assert len(list(Path(head.folder).glob("session_2*"))) == 2  # a Ray of its own
+        run = stats_on(dataset, "auto", **{k: env[k] for k in ("RAY_AUTH_MODE", "RAY_TMPDIR")})
+        assert run.code == 0, run.err
+        assert head.tasks("row_group", own) > 0
+    finally:
+        head.stop()
+        shutil.rmtree(base, ignore_errors=True)

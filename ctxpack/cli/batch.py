@@ -64,6 +64,14 @@ def one_input(files: list[str], out_dir: str | None) -> bool:
     return not os.path.isdir(arg) and (os.path.exists(arg) or not glob.has_magic(arg))
 
 
+def not_in_place(in_place: bool, skip_existing: bool, again: str) -> None:
+    """Refuse --skip-existing with --in-place: each output is its input, never older than
+    it, so every file would be skipped. `again` says what doing a file twice does."""
+    if in_place and skip_existing:
+        raise UsageError("--skip-existing skips a file whose output is newer than it, and "
+                         "with --in-place each output is its input", again)
+
+
 def single(source: str, dest: str, skip_existing: bool, shard: str | None, quiet: bool,
            report_json: str | None) -> bool:
     """The many-input flags in the one-input form of a transcript command: --shard is

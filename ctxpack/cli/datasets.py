@@ -28,7 +28,8 @@ EngineOpt = Annotated[str, typer.Option(
     "needs ctxpack[ray]).")]
 RayAddressOpt = Annotated[str | None, typer.Option(
     "--ray-address", metavar="ADDRESS", help="With --engine ray: the cluster to join "
-    "(default: $RAY_ADDRESS, else a Ray started here).")]
+    "(default: $RAY_ADDRESS, else a Ray started here; auto: the one `ray start` runs on "
+    "this machine).")]
 
 
 def refuse(kind: str, flags: dict[str, Any]) -> None:
@@ -100,7 +101,7 @@ def engine_of(name: str, address: str | None, jobs: int | None = None) -> Any:
 
 
 def stats(files: list[str], rows: Any, engine: Any, per_row: str | None,
-          max_tokens: int | None, output: str) -> int:
+          max_tokens: int | None, output: str, max_ratio: float | None = None) -> int:
     """Stats of each dataset, their per-row table written to `per_row`; the exit code."""
     from ..dataset import stats_table
     from ..dataset.files import results, written
@@ -121,7 +122,7 @@ def stats(files: list[str], rows: Any, engine: Any, per_row: str | None,
     unread = False
     with render.RowProgress(files, stderr()) as advance:
         for path in files:
-            totals = DatasetStats(path, max_tokens=max_tokens)
+            totals = DatasetStats(path, max_tokens=max_tokens, max_ratio=max_ratio)
             try:
                 with written(per_row) if per_row is not None else nullcontext(None) as add:
                     for table in results(path, rows, stats_table, engine):
@@ -145,15 +146,21 @@ def stats(files: list[str], rows: Any, engine: Any, per_row: str | None,
     for totals in done:
         for problem in totals.errors:
             error(problem)
-        if max_tokens is not None and totals.over:
-            from rich.markup import escape
-
-            stderr().print(f"[red]over budget:[/red] {escape(plain(totals.path))}: "
-                           f"{totals.over:,} rows over --max-tokens {max_tokens:,}",
-                           highlight=False)
+        _over_budget(totals)
     failed = any(t.failed for t in done)
-    over = max_tokens is not None and any(t.over for t in done)
+    over = any(t.over or t.over_ratio for t in done)
     return EXIT_USAGE if inputs.failed or unread else EXIT_CHECK_FAILED if failed or over else 0
+
+
+def _over_budget(totals: Any) -> None:
+    """Say how many of a dataset's rows are over --max-tokens and over --max-ratio."""
+    from rich.markup import escape
+
+    for count, limit in ((totals.over, f"--max-tokens {totals.max_tokens or 0:,}"),
+                         (totals.over_ratio, f"--max-ratio {totals.max_ratio}")):
+        if count:
+            stderr().print(f"[red]over budget:[/red] {escape(plain(totals.path))}: "
+                           f"{count:,} rows over {limit}", highlight=False)
 
 
 def validate(files: list[str], rows: Any, engine: Any, json_out: bool) -> int:
@@ -179,14 +186,14 @@ def validate(files: list[str], rows: Any, engine: Any, json_out: bool) -> int:
                         continue
                     counts["invalid"] += 1
                     if json_out:
-                        docs.append({"path": path, "row": r["row"], "id": r["id"],
-                                     "problems": r["problems"], "error": r["error"]})
+                        docs.append({"path": path, "row": r["row"], "line": r["line"],
+                                     "id": r["id"], "problems": r["problems"],
+                                     "error": r["error"]})
                     elif r["error"] is not None:  # it names the file and the row
                         print(plain(r["error"]))
-                    else:
-                        named = f" (id {r['id']})" if r["id"] != str(r["row"]) else ""
+                    else:  # named as its read error would be: FILE:LINE or FILE row N
                         for p in r["problems"]:
-                            print(plain(f"{path} row {r['row']}{named}: {p}"))
+                            print(plain(f"{r['where']}: {p}"))
         except (CtxpackError, OSError) as exc:  # said, and the others still checked
             error(problem_of(exc)[1])
             unread = True

@@ -183,8 +183,8 @@ def stats(
     = None,
     max_ratio: Annotated[float | None, typer.Option(
         "--max-ratio", metavar="R",
-            help="Exit 1 when any file (or any one conversation of a file of many) uses "
-            "more than this share of its window.")]
+            help="Exit 1 when any file (or any one conversation of a file of many, any "
+            "row of a dataset) uses more than this share of its window.")]
     = None,
     html: Annotated[str | None, typer.Option(
         "--html", metavar="PATH", help="Also write a page of pictures of where each file's "
@@ -214,11 +214,13 @@ def stats(
         output = "json"
     cfg = read_config(config)
     if datasets.wanted(files, messages_column, per_row):
+        datasets.refuse("datasets", {"--session": session, "--html": html,
+                                     "--skip-invalid": skip_invalid})
         rows = datasets.rows_of(messages_column, id_column, transcript_format, model,
                                 cfg.models, not no_cache)
         raise typer.Exit(datasets.stats(files, rows,
                                         datasets.engine_of(engine, ray_address, jobs),
-                                        per_row, max_tokens, output))
+                                        per_row, max_tokens, output, max_ratio))
     datasets.refuse("transcripts", {"--id-column": id_column, "--engine": engine != "local",
                                     "--ray-address": ray_address})
     if jobs is not None:  # a big transcript's workers
@@ -351,6 +353,7 @@ def validate(
     from ..loader import load
 
     if datasets.wanted(files, messages_column):
+        datasets.refuse("datasets", {"--session": session, "--skip-invalid": skip_invalid})
         rows = datasets.rows_of(messages_column, id_column, format, None, None, False)
         raise typer.Exit(datasets.validate(files, rows, datasets.engine_of(engine, ray_address),
                                            json_out))

@@ -13,7 +13,7 @@ import typer
 
 from ..errors import CtxpackError, UsageError
 from ..render import counted
-from .batch import one_input, single
+from .batch import not_in_place, one_input, single
 from .common import ForceOpt, FormatOpt, InPlaceOpt, OutputOpt, SkipOpt, app, plain, stderr
 from .write import (
     FilesArg,
@@ -104,6 +104,8 @@ def rewind(
     if sum(x is not None for x in (steps, rounds, to)) != 1:
         raise UsageError("rewind takes one of --steps, --rounds and --to")
     step, round_ = _point(to) if to is not None else (None, None)
+    not_in_place(in_place, skip_existing, "a file rewound already would be rewound again: "
+                 "give only the files not yet done")
     how = _RewindJob(steps, rounds, step, round_, format, skip_invalid, archive_dir,
                      in_place, force)
     if not one_input(files, out_dir):

@@ -14,7 +14,7 @@ import typer
 
 from ..errors import EXIT_USAGE, CtxpackError, UsageError
 from . import datasets
-from .batch import one_input, single
+from .batch import not_in_place, one_input, single
 from .common import (
     ConfigOpt,
     ForceOpt,
@@ -121,7 +121,7 @@ JobsOpt = Annotated[int | None, typer.Option(
     "datasets, the cores the local engine uses (default: every core).")]
 SkipExistingOpt = Annotated[bool, typer.Option(
     "--skip-existing", help="Skip an input whose output is newer than it (a killed run "
-    "resumes).")]
+    "resumes); not with --in-place.")]
 ShardOpt = Annotated[str | None, typer.Option(
     "--shard", metavar="I/N", help="With many inputs: only the I-th of N shares of the "
     "files (I from 0 to N-1), the same share whoever runs it; with a dataset, of its row "
@@ -220,6 +220,8 @@ def compress(
                                            skip_existing))
     datasets.refuse("transcripts", {"--id-column": id_column, "--engine": engine != "local",
                                     "--ray-address": ray_address})
+    not_in_place(in_place, skip_existing, "drop --skip-existing: a file already compressed "
+                 "to its limits is left as it is")
     if not one_input(files, out_dir):
         if output is not None:
             raise UsageError("-o takes one input", "use --out-dir DIR for many")
@@ -428,7 +430,8 @@ def restore(
                                           parse_shard(shard), max_growth))
     datasets.refuse("transcripts", {"--engine": engine != "local",
                                     "--ray-address": ray_address})
-
+    not_in_place(in_place, skip_existing, "drop --skip-existing: a file already restored is "
+                 "left as it is")
     if not one_input(files, out_dir):
         if output is not None or only is not None or list_:
             raise UsageError("-o, --only and --list take one input",

@@ -25,6 +25,7 @@ def _row_stats(row: Row, rows: Rows) -> dict[str, Any]:
             "largest_tokens": big.tokens if big else 0,
             "largest_role": big.role if big else None,
             "largest_tool": big.tool if big else None,
+            "context_ratio": s.context_ratio,
             "valid": not problems,
             "problems": [f"message {p.line}: {p.message}" for p in problems]}
 
@@ -32,8 +33,11 @@ def _row_stats(row: Row, rows: Rows) -> dict[str, Any]:
 STATS_SCHEMA = (("row", "int64"), ("id", "string"), ("tokens", "int64"),
                 ("messages", "int64"), ("model", "string"), ("by_role", "string"),
                 ("by_tool", "string"), ("largest_tokens", "int64"), ("largest_role", "string"),
-                ("largest_tool", "string"), ("valid", "bool"), ("problems", "list<string>"),
-                ("error", "string"))
+                ("largest_tool", "string"), ("context_ratio", "float64"), ("valid", "bool"),
+                ("problems", "list<string>"), ("error", "string"))
+
+VALIDATE_SCHEMA = (("row", "int64"), ("id", "string"), ("line", "int64"), ("where", "string"),
+                   ("valid", "bool"), ("problems", "list<string>"), ("error", "string"))
 
 
 def stats_table(table: Any, **settings: Any) -> Any:
@@ -58,13 +62,15 @@ def stats_table(table: Any, **settings: Any) -> Any:
 
 
 def validate_table(table: Any, **settings: Any) -> Any:
-    """Whether each row would be accepted by its provider: row, id, valid, problems, error."""
+    """Whether each row would be accepted by its provider: row, id, line (of JSONL rows),
+    where (the row's name in what is said of it), valid, problems, error."""
     from ..checks import validate
 
     rows = Rows(**settings)
     out = []
     for row in read_rows(table, rows):
-        entry: dict[str, Any] = {"row": row.index, "id": row.id}
+        entry: dict[str, Any] = {"row": row.index, "id": row.id, "line": row.line,
+                                 "where": row.where}
         try:
             if row.problem is not None:
                 raise row.problem
@@ -74,5 +80,4 @@ def validate_table(table: Any, **settings: Any) -> Any:
         except CtxpackError as exc:
             entry.update(valid=False, problems=[], error=str(exc))
         out.append(entry)
-    schema = [(k, t) for k, t in STATS_SCHEMA if k in ("row", "id", "valid", "problems", "error")]
-    return table_of(out, tuple(schema))
+    return table_of(out, VALIDATE_SCHEMA)

@@ -56,7 +56,8 @@ def ray_module() -> Any:
 
 class RayEngine:
     """Runs a dataset's batches on the Ray at `address` ($RAY_ADDRESS, else one started
-    here with every core); a Ray already started in this process is used as it is."""
+    here with every core; `auto`: the cluster `ray start` runs on this machine); a Ray
+    already started in this process is used as it is."""
 
     def __init__(self, address: str | None = None) -> None:
         named = "--ray-address" if address else "$RAY_ADDRESS"
@@ -82,7 +83,10 @@ class RayEngine:
         held = Held()
         try:  # Ray's own warnings of a failed join are replaced by one line
             with _held_stderr(held, self.address is not None):
-                ray.init(address=self.address, logging_level="ERROR", log_to_driver=False,
+                # "local": Ray's own default (None) joins a cluster `ray start` runs on
+                # this machine, if one is up, instead of starting one
+                ray.init(address=self.address or "local", logging_level="ERROR",
+                         log_to_driver=False,
                          include_dashboard=False, configure_logging=False)
         except (ConnectionError, ValueError, ray.exceptions.RayError) as exc:
             why = held.last or str(exc)

@@ -60,7 +60,8 @@ class Row:
 
     index: int
     id: str
-    where: str
+    where: str  # how it is named: FILE:LINE (JSONL rows) or FILE row N, and (id X)
+    line: int | None = None  # its line in JSONL rows
     messages: list[dict[str, Any]] | None = None
     problem: CtxpackError | None = None
 
@@ -107,7 +108,7 @@ def read_rows(table: Any, rows: Rows) -> Iterator[Row]:
         name = str(n) if ident is None else str(ident)
         where = (f"{rows.name}:{lines[i]}" if lines is not None else f"{rows.name} row {n}") \
             + (f" (id {name})" if ident is not None else "")
-        row = Row(n, name, where)
+        row = Row(n, name, where, lines[i] if lines is not None else None)
         try:
             if records is not None and records[i] is None:
                 raise InputError(where, None, _not_an_object(value))
@@ -172,7 +173,7 @@ def transcript_of(row: Row, rows: Rows) -> Any:
 
 def table_of(entries: list[dict[str, Any]], schema: tuple[tuple[str, str], ...]) -> Any:
     pa = pyarrow()
-    types = {"int64": pa.int64(), "string": pa.string(), "bool": pa.bool_(),
-             "list<string>": pa.list_(pa.string())}
+    types = {"int64": pa.int64(), "float64": pa.float64(), "string": pa.string(),
+             "bool": pa.bool_(), "list<string>": pa.list_(pa.string())}
     return pa.table({k: pa.array([e.get(k) for e in entries], type=types[t])
                      for k, t in schema})

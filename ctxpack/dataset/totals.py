@@ -35,7 +35,9 @@ class DatasetStats:
     invalid: int = 0
     failed: int = 0
     over: int = 0
+    over_ratio: int = 0
     max_tokens: int | None = None
+    max_ratio: float | None = None  # each row's share of its window, as --max-ratio
     per_row: list[int] = field(default_factory=list, repr=False)
     errors: list[str] = field(default_factory=list)  # the first few rows that failed
 
@@ -56,14 +58,17 @@ class DatasetStats:
             self.models[r["model"]] += 1
             self.invalid += not r["valid"]
             self.over += self.max_tokens is not None and r["tokens"] > self.max_tokens
+            self.over_ratio += self.max_ratio is not None and r["context_ratio"] is not None \
+                and r["context_ratio"] > self.max_ratio
 
     @classmethod
     def across(cls, parts: list[DatasetStats]) -> DatasetStats:
         """Several datasets' stats taken together, as one dataset of all their rows would
         have them (its `path` says how many; the rows' problems stay with their own)."""
+        limits = ("max_tokens", "max_ratio")
         total = cls(f"total of {len(parts):,} datasets",
-                    max_tokens=parts[0].max_tokens if parts else None)
-        summed = [f.name for f in fields(cls) if f.name not in ("path", "max_tokens", "errors")]
+                    **{k: getattr(parts[0], k) for k in limits} if parts else {})
+        summed = [f.name for f in fields(cls) if f.name not in ("path", "errors", *limits)]
         for p in parts:
             for name in summed:  # counts add up, counters and lists take the others in
                 mine, theirs = getattr(total, name), getattr(p, name)
@@ -85,6 +90,8 @@ class DatasetStats:
                 "tokens": self.tokens, "messages": self.messages,
                 "tokens_per_row": self.distribution(), "max_tokens": self.max_tokens,
                 "rows_over": self.over if self.max_tokens is not None else None,
+                "max_ratio": self.max_ratio,
+                "rows_over_ratio": self.over_ratio if self.max_ratio is not None else None,
                 "rows_invalid": self.invalid, "rows_failed": self.failed,
                 "by_role": dict(self.by_role.most_common()),
                 "by_tool": dict(self.by_tool.most_common()),

@@ -38,6 +38,8 @@ def print_stats(console: Console, s: Any) -> None:
                  f"{dist['p50']:,} / {dist['p90']:,} / {dist['max']:,}")
     if s.max_tokens is not None:
         head.add_row(f"rows over {s.max_tokens:,}", f"{s.over:,}")
+    if s.max_ratio is not None:
+        head.add_row(f"rows over {s.max_ratio:g} of the window", f"{s.over_ratio:,}")
     head.add_row("rows failing validate", f"{s.invalid:,}")
     head.add_row("rows not read", f"{s.failed:,}")
     head.add_row("models", escape(plain(", ".join(f"{m} ({n:,})"
