@@ -182,4 +182,8 @@ def add_calibrations(path: str, fitted: list[Any]) -> None:
                            ("error", e.error)) if v is not None}
         for e in entries.values()]
     text = yaml.safe_dump(data, sort_keys=False, allow_unicode=True)
+    try:  # (a fresh machine has no ~/.config/ctxpack yet)
+        target.parent.mkdir(parents=True, exist_ok=True)
+    except OSError as exc:
+        raise UsageError(f"{path}: cannot make its folder: {exc.strerror or exc}") from None
     write_atomic(str(target), [text.encode("utf-8")])
