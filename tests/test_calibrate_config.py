@@ -5,9 +5,16 @@ writes the file whole or not at all."""
 
 from __future__ import annotations
 
+import errno
+import os
 from pathlib import Path
 
-from ctxpack.config import load_config
+import pytest
+import yaml
+
+from ctxpack.calibration import Fitted, slope_of
+from ctxpack.config import add_calibrations, load_config
+from ctxpack.errors import UsageError
 
 from .conftest import SAMPLES
 from .helpers import ctxpack as run_ctxpack
@@ -22,3 +29,106 @@ def test_the_config_folder_is_made_on_a_fresh_machine(tmp_path: Path) -> None:
     assert "wrote 1 calibration(s)" in run.err
     entry = load_config(str(config)).models.calibration("gpt-5.1-codex")
     assert entry is not None and entry.name == "gpt-5.1-codex"
+
+
+def fitted(model: str, slope: float = 1.011, overhead: int = 6307,
+           error: float = 0.001) -> Fitted:
+    return Fitted(model, 1, 24, 10, slope, overhead, error, error)
+
+
+TEAM = """\
+# my team config
+models:
+  - {name: acme-coder, context_window: 100000}   # ours
+calibration:
+  - name: GPT-5.4   # measured in March
+    slope: 1.02
+  # the coder we host
+  - {name: acme-coder, slope: 1.1}
+compress:
+  budget: 90000  # keep
+"""
+
+
+def test_only_the_fitted_entries_change_and_the_rest_is_kept(tmp_path: Path) -> None:
+    config = tmp_path / "config.yaml"
+    config.write_text(TEAM)
+    add_calibrations(str(config), [fitted("gpt-5.4"), fitted("gpt-5.6-sol", 1.13, 7000)])
+    text = config.read_text()
+    kept = [line for line in TEAM.splitlines() if "GPT-5.4" not in line and "1.02" not in line]
+    assert all(line in text.splitlines() for line in kept), text
+    assert "  - {name: gpt-5.6-sol, slope: 1.13, overhead: 7000, error: 0.001}" in text
+    data = yaml.safe_load(text)
+    assert [e["name"].lower() for e in data["calibration"]] == \
+        ["gpt-5.4", "acme-coder", "gpt-5.6-sol"]
+    table = load_config(str(config)).models
+    assert slope_of("gpt-5.4", table) == 1.011 and slope_of("gpt-5.6-sol", table) == 1.13
+    assert slope_of("acme-coder", table) == 1.1 and data["compress"] == {"budget": 90000}
+
+
+@pytest.mark.parametrize("written, existing", [
+    ("gpt-5.4", "GPT-5.4"), ("gpt-5.4", "openai/gpt-5.4"), ("openai/GPT-5.4", "gpt-5.4")])
+def test_an_entry_is_replaced_under_any_name_the_table_takes_for_it(
+        tmp_path: Path, written: str, existing: str) -> None:
+    config = tmp_path / "config.yaml"
+    config.write_text(f"calibration:\n  - {{name: {existing}, slope: 1.02}}\n")
+    add_calibrations(str(config), [fitted(written)])
+    (entry,) = yaml.safe_load(config.read_text())["calibration"]
+    assert entry["slope"] == 1.011
+    assert slope_of("gpt-5.4-2026", load_config(str(config)).models) == 1.011
+
+
+@pytest.mark.parametrize("text", [
+    "", "# nothing yet\n", "compress:\n  budget: 90000  # keep\n", "calibration:\n",
+    "calibration: []  # none yet\n", "calibration: [{name: acme-coder, slope: 1.1}]\n",
+    "compress: {budget: 90000}\ncalibration:\n- {name: acme-coder, slope: 1.1}\n",
+])
+def test_every_shape_of_config_gets_the_entry(tmp_path: Path, text: str) -> None:
+    config = tmp_path / "config.yaml"
+    config.write_text(text)
+    add_calibrations(str(config), [fitted("gpt-5.4")])
+    after = config.read_text()
+    assert all(line in after.splitlines() for line in text.splitlines()
+               if "calibration" not in line)
+    table = load_config(str(config)).models
+    assert slope_of("gpt-5.4", table) == 1.011
+    if "acme" in text:
+        assert slope_of("acme-coder", table) == 1.1
+
+
+def test_a_config_it_cannot_edit_safely_is_refused_and_left_as_it_was(tmp_path: Path) -> None:
+    config = tmp_path / "config.yaml"
+    text = "{compress: {budget: 90000}, calibration: []}\n"  # one flow mapping
+    config.write_text(text)
+    with pytest.raises(UsageError) as info:
+        add_calibrations(str(config), [fitted("gpt-5.4")])
+    assert str(config) in str(info.value) and "edit" in str(info.value)
+    assert config.read_text() == text
+
+
+def test_a_linked_config_is_written_through_to_its_target(tmp_path: Path) -> None:
+    dotfiles = tmp_path / "dotfiles"
+    dotfiles.mkdir()
+    real = dotfiles / "ctxpack.yaml"
+    real.write_text(TEAM)
+    link = tmp_path / "config.yaml"
+    link.symlink_to(real)
+    add_calibrations(str(link), [fitted("gpt-5.4")])
+    assert link.is_symlink() and link.resolve() == real.resolve()
+    assert slope_of("gpt-5.4", load_config(str(real)).models) == 1.011
+    assert sorted(p.name for p in dotfiles.iterdir()) == ["ctxpack.yaml"]
+
+
+def test_a_failed_write_leaves_the_config_whole(tmp_path: Path,
+                                                monkeypatch: pytest.MonkeyPatch) -> None:
+    config = tmp_path / "config.yaml"
+    config.write_text(TEAM)
+
+    def full(fd: int) -> None:
+        raise OSError(errno.ENOSPC, os.strerror(errno.ENOSPC))
+
+    monkeypatch.setattr(os, "fsync", full)
+    with pytest.raises(UsageError) as info:
+        add_calibrations(str(config), [fitted("gpt-5.4")])
+    assert "No space left" in str(info.value)
+    assert config.read_text() == TEAM and [p.name for p in tmp_path.iterdir()] == ["config.yaml"]
