@@ -140,11 +140,13 @@ def prompts_of(counts: Sequence[int], calls: Sequence[Call], slope: float = 1.0)
     return sizes
 
 
-def prompt_sizes(t: Transcript, calls: Sequence[Call], counter: TokenCounter) -> list[int]:
+def prompt_sizes(t: Transcript, calls: Sequence[Call], counter: TokenCounter,
+                 model: str | None = None) -> list[int]:
     """ctxpack's count of each call's prompt, a reply whose text is not in the file
-    counted at its recorded output (as any of the file's calls tells of it); in a file
-    of several conversations, of the call's own conversation (each is sent apart)."""
-    slope = slope_of(billed_model(calls, t.model, counter, False), counter.table)
+    counted at its recorded output (as any of the file's calls tells of it, at `model`'s
+    slope: by default the one `billed_model` says); in a file of several conversations,
+    of the call's own conversation (each is sent apart)."""
+    slope = slope_of(model or billed_model(calls, t.model, counter, False), counter.table)
     counts = with_hidden([counter.message(m).total for m in t.messages], t.calls, slope)
     start: dict[int, int] = {}  # conversation -> the count of the messages before it
     running = 0
@@ -463,12 +465,17 @@ def calibrate(transcripts: Iterable[Transcript], table: ModelTable = TABLE) -> l
     for t in transcripts:
         recorded = [c for c in t.calls if c.billed > 0 and c.prompt > 0]  # (see loader)
         side = compaction_agent(t.format, next(iter(t.messages), None))
+        named = model_of(t.model, t.format) or "?"
         for calls in by_conversation(t, recorded):  # (each conversation a run of its own)
-            model = calls[-1].model or model_of(t.model, t.format) or "?"
-            counter = TokenCounter(model if table.find(model) else None, table)
-            counted = prompt_sizes(t, calls, counter)
-            points.setdefault((model, side), []).append(
-                list(zip(counted, (c.billed for c in calls), strict=True)))
+            # each call under the model that made it (a session may switch models): the
+            # prompts are counted whole, as that model counts them, and its calls' points
+            # are a run of its own
+            for model in dict.fromkeys(c.model or named for c in calls):
+                counter = TokenCounter(model if table.find(model) else None, table)
+                counted = prompt_sizes(t, calls, counter, model)
+                points.setdefault((model, side), []).append(
+                    [(n, c.billed) for n, c in zip(counted, calls, strict=True)
+                     if (c.model or named) == model])
     out = []
     for (model, side), files in sorted(points.items()):
         fitted = [fit_half(f) for f in files]

@@ -7,16 +7,18 @@ from __future__ import annotations
 
 import errno
 import os
+from collections import Counter
 from pathlib import Path
 
 import pytest
 import yaml
 
-from ctxpack.calibration import Fitted, slope_of
+from ctxpack.calibration import Fitted, calibrate, slope_of
 from ctxpack.config import add_calibrations, load_config
 from ctxpack.errors import UsageError
+from ctxpack.loader import load
 
-from .conftest import SAMPLES
+from .conftest import SAMPLES, corpus_params
 from .helpers import ctxpack as run_ctxpack
 
 CODEX = SAMPLES / "refactor.codex.jsonl"  # 24 recorded calls of gpt-5.1-codex
@@ -132,3 +134,41 @@ def test_a_failed_write_leaves_the_config_whole(tmp_path: Path,
         add_calibrations(str(config), [fitted("gpt-5.4")])
     assert "No space left" in str(info.value)
     assert config.read_text() == TEAM and [p.name for p in tmp_path.iterdir()] == ["config.yaml"]
+
+
+def switched(tmp_path: Path, after: int = 12) -> Path:
+    """The Codex sample with its model switched to gpt-5.4 from its `after`-th turn on."""
+    lines, turns = [], 0
+    for line in CODEX.read_text().splitlines():
+        if '"type":"turn_context"' in line:
+            turns += 1
+            if turns > after:
+                line = line.replace('"model":"gpt-5.1-codex"', '"model":"gpt-5.4"')
+        lines.append(line)
+    path = tmp_path / "switched.codex.jsonl"
+    path.write_text("\n".join(lines) + "\n")
+    return path
+
+
+def models_of_calls(path: Path) -> dict[str, int]:
+    """How many of the calls `calibrate` fits each model made, as the file records them."""
+    return dict(Counter(c.model for c in load(path).calls if c.billed > 0 and c.prompt > 0))
+
+
+def test_each_call_is_fitted_under_the_model_that_made_it(tmp_path: Path) -> None:
+    path = switched(tmp_path)
+    made = models_of_calls(path)
+    assert set(made) == {"gpt-5.1-codex", "gpt-5.4"}  # (the sample switches models)
+    fits = {f.model: f for f in calibrate([load(path)])}
+    assert {m: f.calls for m, f in fits.items()} == made
+    alone = {f.model: f for f in calibrate([load(CODEX)])}["gpt-5.1-codex"]
+    # the calls before the switch read as the whole file's first calls do
+    assert fits["gpt-5.1-codex"].overhead == pytest.approx(alone.overhead, rel=0.05)
+
+
+@pytest.mark.corpus
+@pytest.mark.parametrize("path", corpus_params("codex", pattern="edgerunner*.jsonl"))
+def test_a_corpus_session_that_switches_models_is_fitted_per_model(path: Path) -> None:
+    made = models_of_calls(path)
+    assert len(made) > 1  # (edgerunner: gpt-5.6-sol, then a few calls of gpt-5.6-luna)
+    assert {f.model: f.calls for f in calibrate([load(path)])} == made
