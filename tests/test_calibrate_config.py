@@ -172,3 +172,14 @@ def test_a_corpus_session_that_switches_models_is_fitted_per_model(path: Path) -
     made = models_of_calls(path)
     assert len(made) > 1  # (edgerunner: gpt-5.6-sol, then a few calls of gpt-5.6-luna)
     assert {f.model: f.calls for f in calibrate([load(path)])} == made
+
+
+@pytest.mark.parametrize("slope, shown", [(1.005, "1.005"), (1.21, "1.21"), (1.0025, "1.0025")])
+def test_stats_shows_a_configured_slope_as_written(tmp_path: Path, slope: float,
+                                                   shown: str) -> None:
+    config = tmp_path / "c.yaml"
+    config.write_text(f"calibration:\n  - {{name: claude-opus-4-6, slope: {slope}}}\n")
+    run = run_ctxpack("stats", str(SAMPLES / "multi-round.anthropic.jsonl"), "-m",
+                      "claude-opus-4-6", "--config", str(config))
+    assert run.code == 0, run.err
+    assert f"calibrated: {shown} × the count" in run.out
