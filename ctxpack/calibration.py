@@ -488,16 +488,20 @@ def calibrate(transcripts: Iterable[Transcript], table: ModelTable = TABLE) -> l
         out.append(Fitted(model, len(files), calls, len(slopes), slope, round(overhead),
                           round(statistics.median(errors), 4) if errors else None,
                           round(max(errors), 4) if errors else None,
-                          untrusted(model, side, calls, bool(errors))))
+                          untrusted(model, side, calls,
+                                    statistics.median(errors) if errors else None)))
     return out
 
 
-def untrusted(model: str, side: bool, calls: int, held_out: bool) -> str:
-    """Why a fit cannot be written as `model`'s entry, for every file of it ("": it can)."""
+def untrusted(model: str, side: bool, calls: int, error: float | None) -> str:
+    """Why a fit cannot be written as `model`'s entry, for every file of it ("": it can);
+    `error` is its median on the calls held out (None: none were)."""
     if model == "?":
         return "no model named"
     if side:
         return "a compaction side-agent: its overhead is the conversation it summarizes"
-    if calls < LEAST_CALLS or not held_out:
+    if calls < LEAST_CALLS or error is None:
         return f"{calls} call{'s' if calls != 1 else ''}, fewer than {LEAST_CALLS}"
+    if error > 1:  # (a config's error is a fraction: more is no calibration)
+        return f"off by {error:.0%} on the calls held out"
     return ""

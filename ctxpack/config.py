@@ -145,8 +145,8 @@ def _calibrations(entries: Any, path: Path) -> list[Calibration]:
             raise UsageError(f"{where}: slope must be a number above 0")
         if overhead is not None and (not _number(overhead) or overhead < 0):
             raise UsageError(f"{where}: overhead must be a number of tokens, 0 or more")
-        if error is not None and (not _number(error) or error < 0):
-            raise UsageError(f"{where}: error must be a fraction, 0 or more")
+        if error is not None and (not _number(error) or not 0 <= error <= 1):
+            raise UsageError(f"{where}: error must be a fraction from 0 to 1 (0.05 is 5%)")
         out.append(Calibration(name, float(slope), None if overhead is None else round(overhead),
                                None if error is None else float(error)))
     return out
