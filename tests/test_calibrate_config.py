@@ -6,7 +6,9 @@ writes the file whole or not at all."""
 from __future__ import annotations
 
 import errno
+import json
 import os
+import shutil
 from collections import Counter
 from pathlib import Path
 
@@ -183,3 +185,18 @@ def test_stats_shows_a_configured_slope_as_written(tmp_path: Path, slope: float,
                       "claude-opus-4-6", "--config", str(config))
     assert run.code == 0, run.err
     assert f"calibrated: {shown} × the count" in run.out
+
+
+def test_a_folder_gives_calibrate_its_json_tasks_too(tmp_path: Path) -> None:
+    folder = tmp_path / "tasks"
+    shutil.copytree(SAMPLES / "cline-task", folder / "task-1")
+    shutil.copy(SAMPLES / "support-chat.openai.jsonl", folder)  # records no usage
+    run = run_ctxpack("calibrate", str(folder), "--json")
+    assert run.code == 0, run.err
+    (row,) = json.loads(run.out)
+    # one task once: its ui_messages.json is where the history beside it reads its usage
+    assert row["model"].startswith("claude-sonnet-4-5") and row["files"] == 1
+    assert row["calls"] == len(load(SAMPLES / "cline-task" / "api_conversation_history.json")
+                               .calls)
+    (said,) = [line for line in run.err.splitlines() if "support-chat" in line]
+    assert "records no call's usage" in said and "skipped" in said
