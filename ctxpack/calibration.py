@@ -33,7 +33,7 @@ from typing import Any
 
 from .errors import UsageError
 from .formats import model_of
-from .models import TABLE, ModelTable
+from .models import TABLE, ModelTable, model_key
 from .tokens import REPLY_PRIMING, MessageCount, TokenCounter
 from .transcript import Message, RecordedCall, Transcript
 
@@ -462,6 +462,9 @@ def calibrate(transcripts: Iterable[Transcript], table: ModelTable = TABLE) -> l
     # a compaction agent's are fitted apart, since what it sends unlogged is the parent
     # conversation, not what the model's other calls send
     points: dict[tuple[str, bool], list[list[tuple[int, int]]]] = {}
+    # a model's name as first seen, by what the table takes of it (`GPT-5.4`,
+    # `openai/gpt-5.4`: one model, one entry in the config)
+    spelled: dict[str, str] = {}
     for t in transcripts:
         recorded = [c for c in t.calls if c.billed > 0 and c.prompt > 0]  # (see loader)
         side = compaction_agent(t.format, next(iter(t.messages), None))
@@ -473,7 +476,8 @@ def calibrate(transcripts: Iterable[Transcript], table: ModelTable = TABLE) -> l
             for model in dict.fromkeys(c.model or named for c in calls):
                 counter = TokenCounter(model if table.find(model) else None, table)
                 counted = prompt_sizes(t, calls, counter, model)
-                points.setdefault((model, side), []).append(
+                points.setdefault((spelled.setdefault(model_key(model), model), side),
+                                  []).append(
                     [(n, c.billed) for n, c in zip(counted, calls, strict=True)
                      if (c.model or named) == model])
     out = []

@@ -200,3 +200,12 @@ def test_a_folder_gives_calibrate_its_json_tasks_too(tmp_path: Path) -> None:
                                .calls)
     (said,) = [line for line in run.err.splitlines() if "support-chat" in line]
     assert "records no call's usage" in said and "skipped" in said
+
+
+def test_names_the_table_takes_for_one_model_are_fitted_as_one(tmp_path: Path) -> None:
+    other = tmp_path / "other.codex.jsonl"
+    other.write_text(CODEX.read_text().replace('"model":"gpt-5.1-codex"',
+                                               '"model":"openai/GPT-5.1-Codex"'))
+    (fit,) = calibrate([load(CODEX), load(other)])
+    assert fit.model == "gpt-5.1-codex" and fit.files == 2
+    assert fit.calls == 2 * sum(models_of_calls(CODEX).values())
