@@ -175,13 +175,13 @@ def add_calibrations(path: str, fitted: list[Any]) -> None:
         if not target.is_file():
             raise UsageError(f"{path}: not a regular file; the config cannot be written there")
         try:
-            text = target.read_text(encoding="utf-8")
+            text = target.read_bytes().decode("utf-8")  # (its line ends as they are)
             data = yaml.safe_load(text) or {}
         except (yaml.YAMLError, UnicodeDecodeError) as exc:
             raise UsageError(f"{path}: not valid YAML: {str(exc).splitlines()[0]}") from None
         if not isinstance(data, dict):
             raise UsageError(f"{path}: the config must be a mapping of keys to values")
-        _calibrations(data.get("calibration") or [], target)  # (what is there is sound)
+        _calibrations(data.get("calibration") or [], Path(path))  # (what is there is sound)
     else:
         data = {}
     new = {model_key(f.model): {k: v for k, v in (
@@ -217,7 +217,8 @@ def _edit_calibrations(text: str, new: dict[str, dict[str, Any]]) -> str | None:
 
     newline = "\r\n" if "\r\n" in text else "\n"
     root = yaml.compose(text) if text.strip() else None
-    if root is None:  # empty, or comments only
+    if root is None or (isinstance(root, yaml.ScalarNode) and not root.value):
+        # empty, comments only, or an empty document ("---")
         lines = [f"  - {flow(e)}" for e in new.values()]
         body = text if not text or text.endswith(("\n", "\r")) else text + newline
         return body + newline.join(["calibration:", *lines]) + newline

@@ -83,7 +83,9 @@ def test_an_entry_is_replaced_under_any_name_the_table_takes_for_it(
 
 
 @pytest.mark.parametrize("text", [
-    "", "# nothing yet\n", "compress:\n  budget: 90000  # keep\n", "calibration:\n",
+    "", "# nothing yet\n", "---\n# nothing yet\n", "compress:\r\n  budget: 90000\r\n",
+    "compress:\n  budget: 90000  # no newline at the end",
+    "compress:\n  budget: 90000  # keep\n", "calibration:\n",
     "calibration: []  # none yet\n", "calibration: [{name: acme-coder, slope: 1.1}]\n",
     "compress: {budget: 90000}\ncalibration:\n- {name: acme-coder, slope: 1.1}\n",
 ])
@@ -94,6 +96,8 @@ def test_every_shape_of_config_gets_the_entry(tmp_path: Path, text: str) -> None
     after = config.read_text()
     assert all(line in after.splitlines() for line in text.splitlines()
                if "calibration" not in line)
+    raw = config.read_bytes()
+    assert raw.count(b"\n") == raw.count(b"\r\n") if "\r\n" in text else b"\r" not in raw
     table = load_config(str(config)).models
     assert slope_of("gpt-5.4", table) == 1.011
     if "acme" in text:
