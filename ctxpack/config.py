@@ -187,13 +187,13 @@ def add_calibrations(path: str, fitted: list[Any]) -> None:
     new = {model_key(f.model): {k: v for k, v in (
         ("name", f.model), ("slope", f.slope), ("overhead", f.overhead), ("error", f.error))
         if v is not None} for f in fitted}
-    edited = _edit_calibrations(text, new)
-    expected = {**data, "calibration": _merged(data.get("calibration") or [], new)}
+    merged = _merged(data.get("calibration") or [], new)
+    edited = _edit_calibrations(text, new, merged)
     try:
-        safe = edited is not None and yaml.safe_load(edited) == expected
+        safe = edited is not None and yaml.safe_load(edited) == {**data, "calibration": merged}
     except yaml.YAMLError:
         safe = False
-    if not safe or edited is None:
+    if edited is None or not safe:
         raise UsageError(f"{path}: cannot edit its `calibration:` list safely (its layout is "
                          "not one ctxpack edits); nothing was changed",
                          "add the entries by hand, or write to a new file")
@@ -204,11 +204,13 @@ def add_calibrations(path: str, fitted: list[Any]) -> None:
     write_atomic(str(target), [edited.encode("utf-8")])
 
 
-def _edit_calibrations(text: str, new: dict[str, dict[str, Any]]) -> str | None:
+def _edit_calibrations(text: str, new: dict[str, dict[str, Any]],
+                       merged: list[Any]) -> str | None:
     """`text` with the `calibration:` entries of `new` (by `model_key`) in place of those of
-    the same model, and the others added after the list's last entry (a block list), in
-    place of the list (a flow list, or none), or as a new key at the end; None where the
-    file's layout is not one of those (the caller checks what it reads back as)."""
+    the same model, and the others added after the list's last entry (a block list); or
+    the list `merged` in place of a flow list or of none; or the key with `new`'s entries
+    added at the end. None where the file's layout is none of those (the caller checks
+    what the result reads back as)."""
     import yaml
 
     def flow(entry: dict[str, Any]) -> str:
@@ -216,33 +218,28 @@ def _edit_calibrations(text: str, new: dict[str, dict[str, Any]]) -> str | None:
                               allow_unicode=True).strip()
 
     newline = "\r\n" if "\r\n" in text else "\n"
+
+    def appended() -> str:
+        body = text if not text or text.endswith(("\n", "\r")) else text + newline
+        return body + newline.join(["calibration:", *(f"  - {flow(e)}" for e in new.values())]) \
+            + newline
+
     root = yaml.compose(text) if text.strip() else None
     if root is None or (isinstance(root, yaml.ScalarNode) and not root.value):
-        # empty, comments only, or an empty document ("---")
-        lines = [f"  - {flow(e)}" for e in new.values()]
-        body = text if not text or text.endswith(("\n", "\r")) else text + newline
-        return body + newline.join(["calibration:", *lines]) + newline
+        return appended()  # empty, comments only, or an empty document ("---")
     if not isinstance(root, yaml.MappingNode) or root.flow_style:
         return None
     found = [(k, v) for k, v in root.value if k.value == "calibration"]
     if not found:
-        lines = [f"  - {flow(e)}" for e in new.values()]
-        body = text if text.endswith(("\n", "\r")) else text + newline
-        return body + newline.join(["calibration:", *lines]) + newline
+        return appended()
     key, seq = found[0]
-    if isinstance(seq, yaml.ScalarNode) or (isinstance(seq, yaml.SequenceNode)
-                                            and (seq.flow_style or not seq.value)):
-        # none, or a flow list: the whole list, written as one flow list on the key's line
-        old = [] if isinstance(seq, yaml.ScalarNode) else \
-            [yaml.safe_load(text[i.start_mark.index:_end(i)]) for i in seq.value]
-        merged = _merged(old, new)
-        listed = "[" + ", ".join(flow(e) for e in merged) + "]"
-        if isinstance(seq, yaml.ScalarNode):
-            if seq.value not in ("", "~", "null"):
-                return None
-            colon = text.index(":", key.end_mark.index) + 1
-            return text[:colon] + " " + listed + text[seq.end_mark.index
-                                                   if seq.value else colon:]
+    listed = "[" + ", ".join(flow(e) for e in merged) + "]"
+    if isinstance(seq, yaml.ScalarNode):  # none: the list on the key's line
+        if seq.value not in ("", "~", "null"):
+            return None
+        colon = text.index(":", key.end_mark.index) + 1
+        return text[:colon] + " " + listed + text[seq.end_mark.index if seq.value else colon:]
+    if isinstance(seq, yaml.SequenceNode) and (seq.flow_style or not seq.value):
         return text[:seq.start_mark.index] + listed + text[seq.end_mark.index:]
     if not isinstance(seq, yaml.SequenceNode):
         return None
