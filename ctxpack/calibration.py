@@ -33,7 +33,7 @@ from typing import Any
 
 from .errors import UsageError
 from .formats import model_of
-from .models import TABLE, ModelTable
+from .models import TABLE, ModelTable, model_key
 from .tokens import REPLY_PRIMING, MessageCount, TokenCounter
 from .transcript import Message, RecordedCall, Transcript
 
@@ -140,11 +140,13 @@ def prompts_of(counts: Sequence[int], calls: Sequence[Call], slope: float = 1.0)
     return sizes
 
 
-def prompt_sizes(t: Transcript, calls: Sequence[Call], counter: TokenCounter) -> list[int]:
+def prompt_sizes(t: Transcript, calls: Sequence[Call], counter: TokenCounter,
+                 model: str | None = None) -> list[int]:
     """ctxpack's count of each call's prompt, a reply whose text is not in the file
-    counted at its recorded output (as any of the file's calls tells of it); in a file
-    of several conversations, of the call's own conversation (each is sent apart)."""
-    slope = slope_of(billed_model(calls, t.model, counter, False), counter.table)
+    counted at its recorded output (as any of the file's calls tells of it, at `model`'s
+    slope: by default the one `billed_model` says); in a file of several conversations,
+    of the call's own conversation (each is sent apart)."""
+    slope = slope_of(model or billed_model(calls, t.model, counter, False), counter.table)
     counts = with_hidden([counter.message(m).total for m in t.messages], t.calls, slope)
     start: dict[int, int] = {}  # conversation -> the count of the messages before it
     running = 0
@@ -465,15 +467,24 @@ def calibrate(transcripts: Iterable[Transcript], table: ModelTable = TABLE) -> l
     # a compaction agent's are fitted apart, since what it sends unlogged is the parent
     # conversation, not what the model's other calls send
     points: dict[tuple[str, bool], list[list[tuple[int, int]]]] = {}
+    # a model's name as first seen, by what the table takes of it (`GPT-5.4`,
+    # `openai/gpt-5.4`: one model, one entry in the config)
+    spelled: dict[str, str] = {}
     for t in transcripts:
         recorded = [c for c in t.calls if c.billed > 0 and c.prompt > 0]  # (see loader)
         side = compaction_agent(t.format, next(iter(t.messages), None))
+        named = model_of(t.model, t.format) or "?"
         for calls in by_conversation(t, recorded):  # (each conversation a run of its own)
-            model = calls[-1].model or model_of(t.model, t.format) or "?"
-            counter = TokenCounter(model if table.find(model) else None, table)
-            counted = prompt_sizes(t, calls, counter)
-            points.setdefault((model, side), []).append(
-                list(zip(counted, (c.billed for c in calls), strict=True)))
+            # each call under the model that made it (a session may switch models): the
+            # prompts are counted whole, as that model counts them, and its calls' points
+            # are a run of its own
+            for model in dict.fromkeys(c.model or named for c in calls):
+                counter = TokenCounter(model if table.find(model) else None, table)
+                counted = prompt_sizes(t, calls, counter, model)
+                points.setdefault((spelled.setdefault(model_key(model), model), side),
+                                  []).append(
+                    [(n, c.billed) for n, c in zip(counted, calls, strict=True)
+                     if (c.model or named) == model])
     out = []
     for (model, side), files in sorted(points.items()):
         fitted = [fit_half(f) for f in files]
@@ -486,16 +497,20 @@ def calibrate(transcripts: Iterable[Transcript], table: ModelTable = TABLE) -> l
         out.append(Fitted(model, len(files), calls, len(slopes), slope, round(overhead),
                           round(statistics.median(errors), 4) if errors else None,
                           round(max(errors), 4) if errors else None,
-                          untrusted(model, side, calls, bool(errors))))
+                          untrusted(model, side, calls,
+                                    statistics.median(errors) if errors else None)))
     return out
 
 
-def untrusted(model: str, side: bool, calls: int, held_out: bool) -> str:
-    """Why a fit cannot be written as `model`'s entry, for every file of it ("": it can)."""
+def untrusted(model: str, side: bool, calls: int, error: float | None) -> str:
+    """Why a fit cannot be written as `model`'s entry, for every file of it ("": it can);
+    `error` is its median on the calls held out (None: none were)."""
     if model == "?":
         return "no model named"
     if side:
         return "a compaction side-agent: its overhead is the conversation it summarizes"
-    if calls < LEAST_CALLS or not held_out:
+    if calls < LEAST_CALLS or error is None:
         return f"{calls} call{'s' if calls != 1 else ''}, fewer than {LEAST_CALLS}"
+    if error > 1:  # (a config's error is a fraction: more is no calibration)
+        return f"off by {error:.0%} on the calls held out"
     return ""

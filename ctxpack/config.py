@@ -16,7 +16,7 @@ from pathlib import Path
 from typing import Any
 
 from .errors import UsageError
-from .models import TABLE, Calibration, ModelInfo, ModelTable
+from .models import TABLE, Calibration, ModelInfo, ModelTable, model_key
 from .settings import SETTINGS, read
 
 KNOWN_KEYS = {"models", "compress", "calibration"}
@@ -145,8 +145,8 @@ def _calibrations(entries: Any, path: Path) -> list[Calibration]:
             raise UsageError(f"{where}: slope must be a number above 0")
         if overhead is not None and (not _number(overhead) or overhead < 0):
             raise UsageError(f"{where}: overhead must be a number of tokens, 0 or more")
-        if error is not None and (not _number(error) or error < 0):
-            raise UsageError(f"{where}: error must be a fraction, 0 or more")
+        if error is not None and (not _number(error) or not 0 <= error <= 1):
+            raise UsageError(f"{where}: error must be a fraction from 0 to 1 (0.05 is 5%)")
         out.append(Calibration(name, float(slope), None if overhead is None else round(overhead),
                                None if error is None else float(error)))
     return out
@@ -159,27 +159,124 @@ def _number(value: Any) -> bool:
 
 def add_calibrations(path: str, fitted: list[Any]) -> None:
     """Put each fitted model's figures in the config file at `path`'s `calibration:`
-    list, replacing an entry of the same name; the file is written whole, atomically
-    (read back as the config is, so a file it cannot read is left alone)."""
+    list: an entry the model table takes for the same model (`models.model_key`) is
+    replaced where it stands, a new one added after the list's last; the rest of the file,
+    its comments and layout, is kept as it was. A link is written through to its file; the
+    file is written whole or not at all, made (and its folder) if missing. A file it
+    cannot read as the config, or edit so that it reads back as intended, is refused and
+    left as it was."""
     import yaml
 
     from .atomic import write_atomic
 
-    target = Path(path)
-    data: Any = {}
+    target = Path(os.path.realpath(path))  # (a link to a dotfiles checkout stays a link)
+    text = ""
     if target.exists():
+        if not target.is_file():
+            raise UsageError(f"{path}: not a regular file; the config cannot be written there")
         try:
-            data = yaml.safe_load(target.read_text(encoding="utf-8")) or {}
+            text = target.read_bytes().decode("utf-8")  # (its line ends as they are)
+            data = yaml.safe_load(text) or {}
         except (yaml.YAMLError, UnicodeDecodeError) as exc:
             raise UsageError(f"{path}: not valid YAML: {str(exc).splitlines()[0]}") from None
         if not isinstance(data, dict):
             raise UsageError(f"{path}: the config must be a mapping of keys to values")
-    entries = {e.name: e for e in _calibrations(data.get("calibration") or [], target)}
-    for f in fitted:
-        entries[f.model] = Calibration(f.model, f.slope, f.overhead, f.error)
-    data["calibration"] = [
-        {k: v for k, v in (("name", e.name), ("slope", e.slope), ("overhead", e.overhead),
-                           ("error", e.error)) if v is not None}
-        for e in entries.values()]
-    text = yaml.safe_dump(data, sort_keys=False, allow_unicode=True)
-    write_atomic(str(target), [text.encode("utf-8")])
+        _calibrations(data.get("calibration") or [], Path(path))  # (what is there is sound)
+    else:
+        data = {}
+    new = {model_key(f.model): {k: v for k, v in (
+        ("name", f.model), ("slope", f.slope), ("overhead", f.overhead), ("error", f.error))
+        if v is not None} for f in fitted}
+    merged = _merged(data.get("calibration") or [], new)
+    edited = _edit_calibrations(text, new, merged)
+    try:
+        safe = edited is not None and yaml.safe_load(edited) == {**data, "calibration": merged}
+    except yaml.YAMLError:
+        safe = False
+    if edited is None or not safe:
+        raise UsageError(f"{path}: cannot edit its `calibration:` list safely (its layout is "
+                         "not one ctxpack edits); nothing was changed",
+                         "add the entries by hand, or write to a new file")
+    try:  # (a fresh machine has no ~/.config/ctxpack yet)
+        target.parent.mkdir(parents=True, exist_ok=True)
+    except OSError as exc:
+        raise UsageError(f"{path}: cannot make its folder: {exc.strerror or exc}") from None
+    write_atomic(str(target), [edited.encode("utf-8")])
+
+
+def _edit_calibrations(text: str, new: dict[str, dict[str, Any]],
+                       merged: list[Any]) -> str | None:
+    """`text` with the `calibration:` entries of `new` (by `model_key`) in place of those of
+    the same model, and the others added after the list's last entry (a block list); or
+    the list `merged` in place of a flow list or of none; or the key with `new`'s entries
+    added at the end. None where the file's layout is none of those (the caller checks
+    what the result reads back as)."""
+    import yaml
+
+    def flow(entry: dict[str, Any]) -> str:
+        return yaml.safe_dump(entry, default_flow_style=True, width=10**6, sort_keys=False,
+                              allow_unicode=True).strip()
+
+    newline = "\r\n" if "\r\n" in text else "\n"
+
+    def appended() -> str:
+        body = text if not text or text.endswith(("\n", "\r")) else text + newline
+        return body + newline.join(["calibration:", *(f"  - {flow(e)}" for e in new.values())]) \
+            + newline
+
+    root = yaml.compose(text) if text.strip() else None
+    if root is None or (isinstance(root, yaml.ScalarNode) and not root.value):
+        return appended()  # empty, comments only, or an empty document ("---")
+    if not isinstance(root, yaml.MappingNode) or root.flow_style:
+        return None
+    found = [(k, v) for k, v in root.value if k.value == "calibration"]
+    if not found:
+        return appended()
+    key, seq = found[0]
+    listed = "[" + ", ".join(flow(e) for e in merged) + "]"
+    if isinstance(seq, yaml.ScalarNode):  # none: the list on the key's line
+        if seq.value not in ("", "~", "null"):
+            return None
+        colon = text.index(":", key.end_mark.index) + 1
+        return text[:colon] + " " + listed + text[seq.end_mark.index if seq.value else colon:]
+    if isinstance(seq, yaml.SequenceNode) and (seq.flow_style or not seq.value):
+        return text[:seq.start_mark.index] + listed + text[seq.end_mark.index:]
+    if not isinstance(seq, yaml.SequenceNode):
+        return None
+    out, at, added = [], 0, dict(new)
+    for item in seq.value:
+        if not isinstance(item, yaml.MappingNode):
+            return None
+        name = next((v.value for k, v in item.value if k.value == "name"), None)
+        replacing = new.get(model_key(str(name))) if name is not None else None
+        if replacing is not None:
+            added.pop(model_key(str(name)), None)
+            out += [text[at:item.start_mark.index], flow(dict(replacing, name=name))]
+            at = _end(item)
+    last = _end(seq.value[-1])
+    indent = " " * seq.start_mark.column
+    tail = "".join(f"{newline}{indent}- {flow(e)}" for e in added.values())
+    if at > last:
+        return None
+    return "".join(out) + text[at:last] + tail + text[last:]
+
+
+def _end(node: Any) -> int:
+    """Where `node`'s own text ends (a block mapping's mark runs on to the next token,
+    over the comments and blank lines after it)."""
+    import yaml
+
+    if isinstance(node, yaml.MappingNode) and not node.flow_style and node.value:
+        return _end(node.value[-1][1])
+    if isinstance(node, yaml.SequenceNode) and not node.flow_style and node.value:
+        return _end(node.value[-1])
+    return int(node.end_mark.index)
+
+
+def _merged(old: list[Any], new: dict[str, dict[str, Any]]) -> list[dict[str, Any]]:
+    """`old` entries with those `new` has a figure for replaced (their names kept), and the
+    rest of `new` after them."""
+    out = [dict(new[model_key(str(e.get("name")))], name=e.get("name"))
+           if isinstance(e, dict) and model_key(str(e.get("name"))) in new else e for e in old]
+    named = {model_key(str(e.get("name"))) for e in old if isinstance(e, dict)}
+    return out + [e for k, e in new.items() if k not in named]

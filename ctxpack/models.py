@@ -111,10 +111,16 @@ def keeps_reasoning(model: str | None) -> bool:
     return model is not None and _longest(dict.fromkeys(REASONING_KEPT, True), model) is True
 
 
+def model_key(name: str) -> str:
+    """What a lookup compares of a model's name: without case, or a provider's prefix
+    (`openai/GPT-5.4` is `gpt-5.4`)."""
+    return name.strip().lower().rsplit("/", 1)[-1]
+
+
 def _longest(names: dict[str, Any], model: str) -> Any | None:
     """The entry whose name is `model`, else the longest that is a prefix of it ending at
     a boundary (so dated snapshots find their family)."""
-    name = model.strip().lower().rsplit("/", 1)[-1]
+    name = model_key(model)
     if name in names:
         return names[name]
     best: str | None = None
@@ -132,7 +138,7 @@ class ModelTable:
     def __init__(self, entries: tuple[ModelInfo, ...] = BUILTIN,
                  calibrations: tuple[Calibration, ...] = CALIBRATED) -> None:
         self._by_name = {m.name: m for m in entries}
-        self._calibrations = {c.name.lower(): c for c in calibrations}
+        self._calibrations = {model_key(c.name): c for c in calibrations}
 
     def extend(self, entries: list[ModelInfo],
                calibrations: list[Calibration] | None = None) -> ModelTable:

@@ -227,13 +227,15 @@ def test_calibrate_without_recorded_usage_says_so() -> None:
     ("{slope: 1.2}", "needs a 'name'"),
     ("{name: x, slope: 1.2, overhead: -5}", "overhead must be a number of tokens"),
     ("{name: x, slope: 1.2, sloap: 1}", "unknown key(s): sloap"),
+    ("{name: x, slope: 1.2, error: 7}", "error must be a fraction from 0 to 1"),
+    ("{name: x, slope: 1.2, error: -0.1}", "error must be a fraction from 0 to 1"),
 ])
 def test_a_bad_calibration_entry_is_named(tmp_path: Path, entry: str, fragment: str) -> None:
     config = tmp_path / "c.yaml"
     config.write_text(f"calibration:\n  - {entry}\n")
     with pytest.raises(UsageError) as info:
         load_config(str(config))
-    assert fragment in str(info.value) and "calibration[1]" in str(info.value)
+    assert fragment in str(info.value) and f"{config}: calibration[1]" in str(info.value)
 
 
 @pytest.mark.parametrize("name", ["export-timeout.anthropic-events.jsonl",

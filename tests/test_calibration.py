@@ -157,5 +157,7 @@ def test_codex_calls_are_calibrated_within_one_percent_held_out(path: Path,
     # reasoning, the error is 3.5-23%
     from ctxpack.calibration import calibrate
 
-    (fitted,) = calibrate([load(path)])
+    # (edgerunner's last calls, of another model, are fitted apart: the session's model
+    # is the one of most calls)
+    fitted = max(calibrate([load(path)]), key=lambda f: f.calls)
     assert fitted.calls > 100 and fitted.error is not None and fitted.error < 0.01

@@ -34,6 +34,9 @@ from .common import (
 
 OUTPUT_FORMATS = ("table", "json", "csv", "markdown")
 TRANSCRIPT_SUFFIXES = (".jsonl",)
+# what `calibrate` takes of a folder besides: the JSON documents that record their calls'
+# usage (Cline / Roo Code tasks, OpenCode exports)
+RECORDING_SUFFIXES = (*TRANSCRIPT_SUFFIXES, ".json")
 R = TypeVar("R")
 
 
@@ -107,7 +110,8 @@ def readable_file(arg: str) -> bool:
     return arg == "-" or (os.path.exists(arg) and not os.path.isdir(arg))
 
 
-def _transcripts(folder: str, session: str | None = None) -> list[str]:
+def _transcripts(folder: str, session: str | None = None,
+                 suffixes: tuple[str, ...] = TRANSCRIPT_SUFFIXES) -> list[str]:
     from ..formats.opencode_storage import session_files
 
     sessions = session_files(folder, session)
@@ -116,7 +120,19 @@ def _transcripts(folder: str, session: str | None = None) -> list[str]:
             raise UsageError(f"{folder}: an OpenCode storage folder that holds no session")
         return sessions
     return sorted(str(p) for p in Path(folder).rglob("*") if p.is_file()
-                  and p.suffix in TRANSCRIPT_SUFFIXES)
+                  and p.suffix in suffixes)
+
+
+def _recordings(folder: str) -> list[str]:
+    """The files below `folder` that may record their calls' usage: its transcripts and
+    JSON documents, less a Cline task's ui_messages.json where the
+    api_conversation_history.json beside it is taken (which reads the same calls from it)."""
+    from ..formats.cline import UI_SIBLING
+
+    found = _transcripts(folder, suffixes=RECORDING_SUFFIXES)
+    taken = set(found)
+    return [p for p in found if os.path.basename(p) != UI_SIBLING or os.path.join(
+        os.path.dirname(p), "api_conversation_history.json") not in taken]
 
 
 def one_file(arg: str, session: str | None) -> str:
@@ -437,7 +453,8 @@ def models(
 def calibrate(
     files: Annotated[list[str], typer.Argument(metavar="FILE",
         help="Transcripts that record their calls' usage (Claude Code, Codex, "
-             "stream-json): files, folders, globs or -.")],
+             "stream-json, Cline, OpenCode...): files, folders (their .jsonl and .json), "
+             "globs or -.")],
     write_config: Annotated[str | None, typer.Option(
         "--write-config", metavar="PATH",
         help="Add the fitted figures to this config file's `calibration:` list (created "
@@ -451,14 +468,20 @@ def calibrate(
     from ..calibration import calibrate as fit_all
     from ..loader import load
 
+    def recorded(path: str) -> Any:
+        t = load(path, skip_invalid=skip_invalid)
+        if not any(c.billed > 0 for c in t.calls):
+            warn(f"{path}: records no call's usage: skipped")
+        return t
+
     cfg = read_config(config)
-    inputs = Files(files)
-    fitted = fit_all(inputs.each(lambda path: load(path, skip_invalid=skip_invalid)),
-                     cfg.models)
+    inputs = Files(files, _recordings, "transcripts (*.jsonl, *.json)")
+    fitted = fit_all(inputs.each(recorded), cfg.models)
     if not fitted:
         inputs.exit_if_any_failed()
         raise UsageError("no file records the usage of a call: nothing to fit",
-                         "Claude Code, Codex and stream-json files record it")
+                         "Claude Code, Codex, Gemini CLI, Cline, OpenCode and stream-json "
+                         "files record it")
     if json_out:
         import orjson
 

@@ -152,9 +152,9 @@ def context_lines(f: FileStats) -> list[str]:
     if c.kind == "exact":
         return [f"context{which}: {c.tokens:,}{of}, exact", *window_lines(f)]
     unlogged = f" + {round(c.overhead):,} sent but not logged" if c.overhead else ""
-    how = {"calibrated": f"calibrated: {c.slope:.3g} × the count{unlogged}",
+    how = {"calibrated": f"calibrated: {slope_text(c.slope)} × the count{unlogged}",
            "anchored": f"anchored on the {_last_of(c.calls)}, "
-                       f"+ {c.slope:.3g} × the count of what came after",
+                       f"+ {slope_text(c.slope)} × the count of what came after",
            "estimated": "estimated: counted with another tokenizer, not calibrated"}[c.kind]
     error = "error unknown" if c.error is None else \
         f"expected error ±{c.error:.1%}"
@@ -163,6 +163,12 @@ def context_lines(f: FileStats) -> list[str]:
         why = f.not_in_file_why or unlogged_cause()
         lines.append(f"  in the file {c.visible:,}, not in the file {c.not_in_file:,} ({why})")
     return lines + window_lines(f)
+
+
+def slope_text(slope: float) -> str:
+    """A slope as precise as it is given (a config's 1.005, the table's 1.21), to four
+    decimals at most (a file's own ratio)."""
+    return f"{slope:.4f}".rstrip("0").rstrip(".")
 
 
 def window_lines(f: FileStats) -> list[str]:

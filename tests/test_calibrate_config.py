@@ -1,0 +1,215 @@
+"""`calibrate --write-config` edits a user's config as a careful person would: it makes the
+folder a fresh machine lacks, changes only the `calibration:` entries it fitted, keeps
+comments and layout, writes through a link, matches names as the model table does, and
+writes the file whole or not at all."""
+
+from __future__ import annotations
+
+import errno
+import json
+import os
+import shutil
+from collections import Counter
+from pathlib import Path
+
+import pytest
+import yaml
+
+from ctxpack.calibration import Fitted, calibrate, slope_of
+from ctxpack.config import add_calibrations, load_config
+from ctxpack.errors import UsageError
+from ctxpack.loader import load
+
+from .conftest import SAMPLES, corpus_params
+from .helpers import ctxpack as run_ctxpack
+
+CODEX = SAMPLES / "refactor.codex.jsonl"  # 24 recorded calls of gpt-5.1-codex
+
+
+def test_the_config_folder_is_made_on_a_fresh_machine(tmp_path: Path) -> None:
+    config = tmp_path / "home" / ".config" / "ctxpack" / "config.yaml"
+    run = run_ctxpack("calibrate", str(CODEX), "--write-config", str(config))
+    assert run.code == 0, run.err
+    assert "wrote 1 calibration(s)" in run.err
+    entry = load_config(str(config)).models.calibration("gpt-5.1-codex")
+    assert entry is not None and entry.name == "gpt-5.1-codex"
+
+
+def fitted(model: str, slope: float = 1.011, overhead: int = 6307,
+           error: float = 0.001) -> Fitted:
+    return Fitted(model, 1, 24, 10, slope, overhead, error, error)
+
+
+TEAM = """\
+# my team config
+models:
+  - {name: acme-coder, context_window: 100000}   # ours
+calibration:
+  - name: GPT-5.4   # measured in March
+    slope: 1.02
+  # the coder we host
+  - {name: acme-coder, slope: 1.1}
+compress:
+  budget: 90000  # keep
+"""
+
+
+def test_only_the_fitted_entries_change_and_the_rest_is_kept(tmp_path: Path) -> None:
+    config = tmp_path / "config.yaml"
+    config.write_text(TEAM)
+    add_calibrations(str(config), [fitted("gpt-5.4"), fitted("gpt-5.6-sol", 1.13, 7000)])
+    text = config.read_text()
+    kept = [line for line in TEAM.splitlines() if "GPT-5.4" not in line and "1.02" not in line]
+    assert all(line in text.splitlines() for line in kept), text
+    assert "  - {name: gpt-5.6-sol, slope: 1.13, overhead: 7000, error: 0.001}" in text
+    data = yaml.safe_load(text)
+    assert [e["name"].lower() for e in data["calibration"]] == \
+        ["gpt-5.4", "acme-coder", "gpt-5.6-sol"]
+    table = load_config(str(config)).models
+    assert slope_of("gpt-5.4", table) == 1.011 and slope_of("gpt-5.6-sol", table) == 1.13
+    assert slope_of("acme-coder", table) == 1.1 and data["compress"] == {"budget": 90000}
+
+
+@pytest.mark.parametrize("written, existing", [
+    ("gpt-5.4", "GPT-5.4"), ("gpt-5.4", "openai/gpt-5.4"), ("openai/GPT-5.4", "gpt-5.4")])
+def test_an_entry_is_replaced_under_any_name_the_table_takes_for_it(
+        tmp_path: Path, written: str, existing: str) -> None:
+    config = tmp_path / "config.yaml"
+    config.write_text(f"calibration:\n  - {{name: {existing}, slope: 1.02}}\n")
+    add_calibrations(str(config), [fitted(written)])
+    (entry,) = yaml.safe_load(config.read_text())["calibration"]
+    assert entry["slope"] == 1.011
+    assert slope_of("gpt-5.4-2026", load_config(str(config)).models) == 1.011
+
+
+@pytest.mark.parametrize("text", [
+    "", "# nothing yet\n", "---\n# nothing yet\n", "compress:\r\n  budget: 90000\r\n",
+    "compress:\n  budget: 90000  # no newline at the end",
+    "compress:\n  budget: 90000  # keep\n", "calibration:\n",
+    "calibration: []  # none yet\n", "calibration: [{name: acme-coder, slope: 1.1}]\n",
+    "compress: {budget: 90000}\ncalibration:\n- {name: acme-coder, slope: 1.1}\n",
+])
+def test_every_shape_of_config_gets_the_entry(tmp_path: Path, text: str) -> None:
+    config = tmp_path / "config.yaml"
+    config.write_text(text)
+    add_calibrations(str(config), [fitted("gpt-5.4")])
+    after = config.read_text()
+    assert all(line in after.splitlines() for line in text.splitlines()
+               if "calibration" not in line)
+    raw = config.read_bytes()
+    assert raw.count(b"\n") == raw.count(b"\r\n") if "\r\n" in text else b"\r" not in raw
+    table = load_config(str(config)).models
+    assert slope_of("gpt-5.4", table) == 1.011
+    if "acme" in text:
+        assert slope_of("acme-coder", table) == 1.1
+
+
+def test_a_config_it_cannot_edit_safely_is_refused_and_left_as_it_was(tmp_path: Path) -> None:
+    config = tmp_path / "config.yaml"
+    text = "{compress: {budget: 90000}, calibration: []}\n"  # one flow mapping
+    config.write_text(text)
+    with pytest.raises(UsageError) as info:
+        add_calibrations(str(config), [fitted("gpt-5.4")])
+    assert str(config) in str(info.value) and "edit" in str(info.value)
+    assert config.read_text() == text
+
+
+def test_a_linked_config_is_written_through_to_its_target(tmp_path: Path) -> None:
+    dotfiles = tmp_path / "dotfiles"
+    dotfiles.mkdir()
+    real = dotfiles / "ctxpack.yaml"
+    real.write_text(TEAM)
+    link = tmp_path / "config.yaml"
+    link.symlink_to(real)
+    add_calibrations(str(link), [fitted("gpt-5.4")])
+    assert link.is_symlink() and link.resolve() == real.resolve()
+    assert slope_of("gpt-5.4", load_config(str(real)).models) == 1.011
+    assert sorted(p.name for p in dotfiles.iterdir()) == ["ctxpack.yaml"]
+
+
+def test_a_failed_write_leaves_the_config_whole(tmp_path: Path,
+                                                monkeypatch: pytest.MonkeyPatch) -> None:
+    config = tmp_path / "config.yaml"
+    config.write_text(TEAM)
+
+    def full(fd: int) -> None:
+        raise OSError(errno.ENOSPC, os.strerror(errno.ENOSPC))
+
+    monkeypatch.setattr(os, "fsync", full)
+    with pytest.raises(UsageError) as info:
+        add_calibrations(str(config), [fitted("gpt-5.4")])
+    assert "No space left" in str(info.value)
+    assert config.read_text() == TEAM and [p.name for p in tmp_path.iterdir()] == ["config.yaml"]
+
+
+def switched(tmp_path: Path, after: int = 12) -> Path:
+    """The Codex sample with its model switched to gpt-5.4 from its `after`-th turn on."""
+    lines, turns = [], 0
+    for line in CODEX.read_text().splitlines():
+        if '"type":"turn_context"' in line:
+            turns += 1
+            if turns > after:
+                line = line.replace('"model":"gpt-5.1-codex"', '"model":"gpt-5.4"')
+        lines.append(line)
+    path = tmp_path / "switched.codex.jsonl"
+    path.write_text("\n".join(lines) + "\n")
+    return path
+
+
+def models_of_calls(path: Path) -> dict[str, int]:
+    """How many of the calls `calibrate` fits each model made, as the file records them."""
+    return dict(Counter(c.model for c in load(path).calls if c.billed > 0 and c.prompt > 0))
+
+
+def test_each_call_is_fitted_under_the_model_that_made_it(tmp_path: Path) -> None:
+    path = switched(tmp_path)
+    made = models_of_calls(path)
+    assert set(made) == {"gpt-5.1-codex", "gpt-5.4"}  # (the sample switches models)
+    fits = {f.model: f for f in calibrate([load(path)])}
+    assert {m: f.calls for m, f in fits.items()} == made
+    alone = {f.model: f for f in calibrate([load(CODEX)])}["gpt-5.1-codex"]
+    # the calls before the switch read as the whole file's first calls do
+    assert fits["gpt-5.1-codex"].overhead == pytest.approx(alone.overhead, rel=0.05)
+
+
+@pytest.mark.corpus
+@pytest.mark.parametrize("path", corpus_params("codex", pattern="edgerunner*.jsonl"))
+def test_a_corpus_session_that_switches_models_is_fitted_per_model(path: Path) -> None:
+    made = models_of_calls(path)
+    assert len(made) > 1  # (edgerunner: gpt-5.6-sol, then a few calls of gpt-5.6-luna)
+    assert {f.model: f.calls for f in calibrate([load(path)])} == made
+
+
+@pytest.mark.parametrize("slope, shown", [(1.005, "1.005"), (1.21, "1.21"), (1.0025, "1.0025")])
+def test_stats_shows_a_configured_slope_as_written(tmp_path: Path, slope: float,
+                                                   shown: str) -> None:
+    config = tmp_path / "c.yaml"
+    config.write_text(f"calibration:\n  - {{name: claude-opus-4-6, slope: {slope}}}\n")
+    run = run_ctxpack("stats", str(SAMPLES / "multi-round.anthropic.jsonl"), "-m",
+                      "claude-opus-4-6", "--config", str(config))
+    assert run.code == 0, run.err
+    assert f"calibrated: {shown} × the count" in run.out
+
+
+def test_a_folder_gives_calibrate_its_json_tasks_too(tmp_path: Path) -> None:
+    folder = tmp_path / "tasks"
+    shutil.copytree(SAMPLES / "cline-task", folder / "task-1")
+    shutil.copy(SAMPLES / "support-chat.openai.jsonl", folder)  # records no usage
+    run = run_ctxpack("calibrate", str(folder), "--json")
+    assert run.code == 0, run.err
+    (row,) = json.loads(run.out)
+    # one task once: its ui_messages.json is where the history beside it reads its usage
+    assert row["model"].startswith("claude-sonnet-4-5") and row["files"] == 1
+    assert row["calls"] == len(load(SAMPLES / "cline-task" / "api_conversation_history.json")
+                               .calls)
+    (said,) = [line for line in run.err.splitlines() if "support-chat" in line]
+    assert "records no call's usage" in said and "skipped" in said
+
+
+def test_names_the_table_takes_for_one_model_are_fitted_as_one(tmp_path: Path) -> None:
+    other = tmp_path / "other.codex.jsonl"
+    other.write_text(CODEX.read_text().replace('"model":"gpt-5.1-codex"',
+                                               '"model":"openai/GPT-5.1-Codex"'))
+    (fit,) = calibrate([load(CODEX), load(other)])
+    assert fit.model == "gpt-5.1-codex" and fit.files == 2
+    assert fit.calls == 2 * sum(models_of_calls(CODEX).values())
