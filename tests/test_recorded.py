@@ -95,3 +95,32 @@ def test_the_rule_for_a_model_the_table_does_not_know() -> None:
     assert "twice the largest window" in unbelievable(RecordedCall(3, MOST + 1, None, None))
     # the reply counts: a call's prompt and reply were both in its window
     assert unbelievable(RecordedCall(3, 10, ABSURD, "claude-opus-4-6"))
+
+
+def test_usage_far_below_the_count_is_not_called_an_anchor(tmp_path: Path) -> None:
+    # every call records a prompt of a few hundred tokens where the file holds thousands
+    lines = []
+    for text in SAMPLE.read_text().splitlines():
+        record = json.loads(text)
+        usage = (record.get("message") or {}).get("usage") \
+            if isinstance(record.get("message"), dict) else None
+        if usage:
+            usage.update(input_tokens=300, cache_read_input_tokens=0,
+                         cache_creation_input_tokens=0)
+        lines.append(json.dumps(record))
+    path = tmp_path / "low.jsonl"
+    path.write_text("\n".join(lines) + "\n")
+    s = stats(path, cache=False)
+    c = s.context
+    assert c is not None and c.kind == "calibrated" and c.below == 300
+    assert c.tokens == round(c.slope * c.counted) and c.not_in_file == 0 and c.error is None
+    said = " ".join(run_ctxpack("stats", str(path), "--top", "0").out.split())
+    assert "anchored" not in said
+    assert (f"calibrated: 1.21 × the count, not the 300 the last of {c.calls} recorded calls "
+            "says (far below the count: not used); error unknown") in said
+    # compress bills its output as it billed the input: the count, nothing outside the file
+    out = tmp_path / "small.jsonl"
+    assert run_ctxpack("compress", str(path), "--budget", "4000", "-o", str(out)).code == 0
+    after = stats(out, cache=False).context
+    assert after is not None and after.not_in_file == 0
+    assert after.tokens == round(after.slope * after.counted)

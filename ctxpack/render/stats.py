@@ -152,7 +152,9 @@ def context_lines(f: FileStats) -> list[str]:
         return [f"context{which}: {c.tokens:,}{of}, exact", *window_lines(f),
                 *set_aside_lines(f)]
     unlogged = f" + {round(c.overhead):,} sent but not logged" if c.overhead else ""
-    how = {"calibrated": f"calibrated: {c.slope:.3g} × the count{unlogged}",
+    below = f", not the {c.below:,} the {_last_of(c.calls)} says (far below the count: not " \
+        "used)" if c.below else ""
+    how = {"calibrated": f"calibrated: {c.slope:.3g} × the count{unlogged}{below}",
            "anchored": f"anchored on the {_last_of(c.calls)}, "
                        f"+ {c.slope:.3g} × the count of what came after",
            "estimated": "estimated: counted with another tokenizer, not calibrated"}[c.kind]
