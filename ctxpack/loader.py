@@ -366,12 +366,13 @@ class Scanner:
     def _believed(self) -> None:
         """Set aside the recorded calls that cannot be true (see ctxpack.recorded), before
         anything bills with them."""
-        if self.layout is None:
+        layout = self.layout
+        if layout is None:
             return
+
         def lines(places: list[int]) -> list[int]:
             return [self.starts[n] if n < len(self.starts) else 0 for n in places]
 
-        layout = self.layout
         layout.calls, aside = believed(layout.calls, lines(layout.context))
         layout.earlier_calls, before = believed(layout.earlier_calls, lines(layout.earlier))
         layout.set_aside = sorted([*before, *aside], key=lambda x: x.line)

@@ -4,11 +4,12 @@ bills with them or sizes a window by them.
 Files come from strangers, and a recorded usage is only a number someone wrote. One that
 no model could have taken would become the window and the bill (the window is raised to
 the largest recorded call, the bill anchored on the last). The rule: a call whose prompt
-and reply are more than `WINDOWS` times the window the model table gives its model (a
-Claude model's 200,000 allows 1,000,000, its largest window), or more than `MOST` whatever
-the model, cannot be true. The counts of what the file holds are no test: what is not in
-the file (a system prompt, the parent conversation of a compaction agent, the part cut
-from a session) legitimately makes a prompt hundreds of times the visible count.
+and reply are more than `WINDOWS` times the window the built-in model table gives its
+model (a Claude model's 200,000 allows 1,000,000, its largest window), or more than `MOST`
+whatever the model, cannot be true (the built-in table: loading reads no config). The
+counts of what the file holds are no test: what is not in the file (a system prompt, the
+parent conversation of a compaction agent, the part cut from a session) legitimately
+makes a prompt hundreds of times the visible count.
 """
 
 from __future__ import annotations
