@@ -149,6 +149,8 @@ class FileStats:
     # the window assumed for the model, where the file records a larger call (the window is
     # then that call's size); None where it is the window
     window_assumed: int | None = None
+    # recorded calls that cannot be true, left out of the bill and the window: line, problem
+    set_aside: list[dict[str, object]] = field(default_factory=list)
     # what counting cost (cache hits, texts tokenized, workers); not part of the JSON schema
     counting: dict[str, Any] = field(default_factory=dict, compare=False, repr=False)
 
@@ -166,6 +168,7 @@ class FileStats:
             "round_tokens": [vars(r) for r in self.rounds],
             "context_window": self.context_window, "context_ratio": self.context_ratio,
             "context_window_assumed": self.window_assumed,
+            "usage_set_aside": self.set_aside,
             "conversations": self.conversations,
             "largest_conversation": self.largest_conversation, "outside": self.outside,
             "sidechain": self.sidechain, "lines": self.lines, "bytes": self.bytes,
@@ -274,7 +277,8 @@ def _stats_of_transcript(t: Transcript, model: str | None, top: int,
     layout = Layout(list(range(n)), list(range(n, n + s)), t.model, t.usage,
                     conversations=len({m.conversation for m in t.messages}) or 1,
                     calls=list(t.calls), outside_why=t.outside_why,
-                    earlier=[n + s + k for k in t.earlier], earlier_calls=list(t.earlier_calls))
+                    earlier=[n + s + k for k in t.earlier], earlier_calls=list(t.earlier_calls),
+                    set_aside=list(t.set_aside))
     found = []
     with Workers() as workers:
         collector: StreamCounter[MessageStat] = StreamCounter(
@@ -341,6 +345,7 @@ def _breakdown(all_stats: list[MessageStat], layout: Layout, counter: TokenCount
         lines=meta["lines"], bytes=meta["size"], skipped=meta["skipped"],
         usage=dict(layout.usage), conversations=conversations,
         largest_conversation=largest, context=billed, file_context=whole,
+        set_aside=[x.to_dict() for x in layout.set_aside],
     )
 
 

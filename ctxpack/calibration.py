@@ -216,6 +216,9 @@ class Bill:
     overhead: float
     counted: int
     calls: int = 0
+    # the prompt size the last recorded call says, where it is too far below the count to
+    # be used (the bill is then the count: `calibrated`, nothing outside the file); else 0
+    below: int = 0
 
     def __call__(self, counted: int) -> int:
         """What a context counted `counted` would be billed."""
@@ -234,7 +237,7 @@ class Bill:
         return {"kind": self.kind, "tokens": self.tokens, "visible": self.visible,
                 "not_in_file": self.not_in_file, "error": self.error,
                 "slope": self.slope, "overhead": round(self.overhead),
-                "counted": self.counted, "calls": self.calls}
+                "counted": self.counted, "calls": self.calls, "below": self.below}
 
 
 def bill(counts: Sequence[int], calls: Sequence[Call], *, model: str | None, format: str,
@@ -269,12 +272,16 @@ def bill(counts: Sequence[int], calls: Sequence[Call], *, model: str | None, for
                                             zip(prompts, calls, strict=True) if c.prompt],
                                            slope).slope
         last = calls[-1]
+        if last.billed < LEAST_RATIO * slope * prompts[-1]:
+            # far below the count: the usage is made up, or the agent cut old outputs itself;
+            # the bill rests on the count alone, nothing outside the file (compress errs on
+            # acting), and says so rather than that it is anchored
+            return replace(_bill("calibrated", round(slope * counted), slope, 0, counted, None,
+                                 len(calls)), below=last.billed)
         if LEAST_RATIO * slope * prompts[-1] <= last.billed < slope * prompts[-1]:
             # a bill below the calibrated count (a file whose text the model's tokenizer
             # splits more tightly, or an agent that sends less than it logs): the file's
-            # own ratio is the slope, and nothing is outside the file. (Far below, the
-            # usage is made up or the agent cut old outputs itself: it is taken as the
-            # count, never below 0 outside the file, and compress errs on acting.)
+            # own ratio is the slope, and nothing is outside the file
             slope = last.billed / prompts[-1]
         overhead = max(0, round(last.billed - slope * prompts[-1]))
         tokens = round(slope * counted + overhead)

@@ -4,7 +4,7 @@ Every tool result needs its call earlier and every call its result later (the
 OpenAI and Anthropic APIs reject either orphan), but for the call that ends an agent's run
 (a final action no result follows by design); results must come where the
 provider expects them; roles must be ones the provider knows; Claude Code parent
-links must resolve.
+links must resolve. A recorded usage that cannot be true is named too: ctxpack sets it aside.
 """
 
 from __future__ import annotations
@@ -50,6 +50,9 @@ def validate(transcript: Transcript) -> list[Problem]:
         problems += _check_pairs(conversation, transcript.format)
     if transcript.format == "claude-code":
         problems += _check_parents(transcript)
+    # recorded usage that cannot be true is no reason for the provider to refuse the file,
+    # but it is wrong, and left out of what ctxpack bills (see ctxpack.recorded)
+    problems += [Problem(x.line, x.problem) for x in transcript.set_aside]
     # names and roles come from the file, lone surrogates and all: problems are printed
     return sorted((Problem(p.line, printable(p.message)) for p in problems),
                   key=lambda p: p.line)

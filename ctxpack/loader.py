@@ -29,6 +29,7 @@ from .jsonl import (
     parse_document,
     parse_line,
 )
+from .recorded import believed
 from .transcript import (
     META_KEY,
     BadLine,
@@ -238,6 +239,7 @@ class Scanner:
             self.progress(self.bytes_read)
         rest, self.layout = reader.finish()
         self._stale_calls(rest)
+        self._believed()
         self._none_read(None, "none of the file's records is a message")
         yield from _not_summaries(rest)
 
@@ -294,6 +296,7 @@ class Scanner:
             self.progress(self.bytes_read)
         rest_messages, self.layout = self._reader.finish()
         self._stale_calls(rest_messages)
+        self._believed()
         self._none_read(first, "the file is an empty JSON array" if value == [] else
                         "the file is a JSON object whose message list is empty")
         yield from placed([*read, *_not_summaries(rest_messages)], value)
@@ -362,6 +365,20 @@ class Scanner:
                 return
             self.layout.calls = kept if carried is True else \
                 [RecordedCall(0, carried, None, None, slope=self.carried_slope), *kept]
+
+    def _believed(self) -> None:
+        """Set aside the recorded calls that cannot be true (see ctxpack.recorded), before
+        anything bills with them."""
+        layout = self.layout
+        if layout is None:
+            return
+
+        def lines(places: list[int]) -> list[int]:
+            return [self.starts[n] if n < len(self.starts) else 0 for n in places]
+
+        layout.calls, aside = believed(layout.calls, lines(layout.context))
+        layout.earlier_calls, before = believed(layout.earlier_calls, lines(layout.earlier))
+        layout.set_aside = sorted([*before, *aside], key=lambda x: x.line)
 
     def _feed(self, reader: Any, number: int, record: dict[str, Any]) -> list[Message]:
         meta = record.get(META_KEY) if isinstance(record, dict) else None
@@ -536,6 +553,7 @@ def _transcript(scanner: Scanner, emitted: list[Message], records: Sequence[Reco
         skipped=tuple(scanner.skipped),
         unsure=scanner.unsure,
         calls=tuple(layout.calls),
+        set_aside=tuple(layout.set_aside),
         outside_why=layout.outside_why,
         document=scanner.whole,
     )

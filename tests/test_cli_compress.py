@@ -502,3 +502,35 @@ def test_focus_keeps_the_archived_facts_that_name_its_words(chat: Path) -> None:
     word = dropped[0].rstrip("/").rsplit("/", 1)[-1][:20]
     focused = summary("--focus", word)
     assert f"### Focus\nWhat matters next: {word}" in focused and dropped[0] in focused
+
+
+def test_a_target_the_part_not_in_the_file_puts_out_of_reach_is_said(tmp_path: Path) -> None:
+    # the Claude Code sample's calls record 68k tokens the file does not hold: a budget of
+    # 71,000 aims at 44,375, which no compression of the file reaches
+    run = tmp_path / "run.jsonl"
+    shutil.copy(SAMPLES / "coding-agent.claude-code.jsonl", run)
+    out = tmp_path / "small.jsonl"
+    result = ctxpack("compress", str(run), "--budget", "71000", "-o", str(out),
+                     "--report-json", str(tmp_path / "r.json"))
+    assert result.code == 0, result.err  # a missed target is no failure: it did what it could
+    report = json.loads((tmp_path / "r.json").read_text())
+    assert report["billed"]["tokens_after"] > report["target"] == 44_375
+    unlogged = report["billed"]["not_in_file"]
+    assert unlogged > report["target"]
+    (warning,) = [w for w in report["warnings"] if w.startswith("target ")]
+    assert warning.startswith(f"target 44,375 billed tokens not reached: {unlogged:,} are not "
+                              "in the file")
+    assert f"the output {report['billed']['tokens_after']:,}" in warning
+    assert f"warning: {warning}" in " ".join(result.err.split())
+    assert out.is_file()
+
+
+def test_a_reached_target_or_a_file_that_holds_all_its_prompt_warns_of_none(
+        tmp_path: Path) -> None:
+    # the chat's count is exact and the file holds all of it: the default target is a soft aim
+    result = ctxpack("compress", str(CHAT), "--budget", budget(), "-o",
+                     str(tmp_path / "out.jsonl"), "--report-json", str(tmp_path / "r.json"))
+    assert result.code == 0, result.err
+    report = json.loads((tmp_path / "r.json").read_text())
+    assert report["summary"] is not None
+    assert not [w for w in report["warnings"] if "target" in w]

@@ -40,16 +40,31 @@ def limit(plan: Plan) -> Edits:
     return Edits(summary=chosen)
 
 
+def missed_target(plan: Plan) -> list[str]:
+    """The warning of a plan that summarized and fits its limit but not its target: where
+    part of the bill is not in the file, that part is said, since no compression of the
+    file takes it off (the next turns may trigger compress again). The default target is
+    otherwise a soft aim (room to grow); one that was asked for is not."""
+    unlogged = round(plan.read.bill.overhead) if plan.read.bill.kind != "exact" else 0
+    if plan.summary is None or plan.billed <= plan.billed_target:
+        return []
+    if unlogged:
+        return [f"target {plan.billed_target:,} billed tokens not reached: {unlogged:,} are "
+                f"not in the file and the messages kept are billed "
+                f"{plan.billed - unlogged:,} (the output {plan.billed:,}); the next turns "
+                f"may trigger compress again"]
+    if plan.options.target:
+        return [f"the output ({plan.billed:,} tokens) is above the target "
+                f"({plan.billed_target:,}); the newest steps it keeps are large"]
+    return []
+
+
 def check_fits(plan: Plan) -> list[str]:
     """Raise CannotFit when the plan is over its limit; the warnings of one that fits."""
     total = plan.total
     s = plan.summary
     if total <= plan.limit:
-        # the default target is a soft aim (room to grow); one that was asked for is not
-        if total > plan.target and s is not None and plan.options.target:
-            return [f"the output ({plan.billed:,} tokens) is above the target "
-                    f"({plan.billed_target:,}); the newest steps it keeps are large"]
-        return []
+        return missed_target(plan)
     what = "budget" if plan.options.budget else f"context window of {plan.read.model}"
     left = f"{plan.billed:,} tokens"
     if plan.read.bill.kind != "exact":  # the limit is of the bill; the parts are counts

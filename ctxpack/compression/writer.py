@@ -84,8 +84,8 @@ class Changes:
 def carried(bill: Bill) -> int | None:
     """What the recorded calls of a file showed is sent besides its messages, for the
     lines compress writes to say: the calls they keep were of the context before (see
-    loader.Scanner._stale_calls)."""
-    return max(0, round(bill.overhead)) if bill.kind == "anchored" else None
+    loader.Scanner._stale_calls). (Of calls far below the count, none: see `Bill.below`.)"""
+    return max(0, round(bill.overhead)) if bill.kind == "anchored" or bill.below else None
 
 
 def carried_slope(bill: Bill) -> float:

@@ -13,6 +13,7 @@ from collections.abc import Callable, Iterable
 from dataclasses import dataclass, field
 from typing import Any, Protocol, TypeVar
 
+from ..recorded import SetAside
 from ..transcript import Message, RecordedCall, Text
 
 P = TypeVar("P")
@@ -65,6 +66,9 @@ class Layout:
     # messages on them until a call is recorded after the compaction
     earlier: list[int] = field(default_factory=list)
     earlier_calls: list[RecordedCall] = field(default_factory=list)
+    # recorded calls that cannot be true, taken out of `calls` and `earlier_calls` (see
+    # ctxpack.recorded)
+    set_aside: list[SetAside] = field(default_factory=list)
 
 
 # why messages are outside the context, unless the reader says otherwise

@@ -150,9 +150,12 @@ def context_lines(f: FileStats) -> list[str]:
     which = "" if largest is None else \
         f" (the largest of {f.conversations:,} conversations: number {largest['number']:,})"
     if c.kind == "exact":
-        return [f"context{which}: {c.tokens:,}{of}, exact", *window_lines(f)]
+        return [f"context{which}: {c.tokens:,}{of}, exact", *window_lines(f),
+                *set_aside_lines(f)]
     unlogged = f" + {round(c.overhead):,} sent but not logged" if c.overhead else ""
-    how = {"calibrated": f"calibrated: {slope_text(c.slope)} × the count{unlogged}",
+    below = f", not the {c.below:,} the {_last_of(c.calls)} says (far below the count: not " \
+        "used)" if c.below else ""
+    how = {"calibrated": f"calibrated: {slope_text(c.slope)} × the count{unlogged}{below}",
            "anchored": f"anchored on the {_last_of(c.calls)}, "
                        f"+ {slope_text(c.slope)} × the count of what came after",
            "estimated": "estimated: counted with another tokenizer, not calibrated"}[c.kind]
@@ -162,7 +165,17 @@ def context_lines(f: FileStats) -> list[str]:
     if c.not_in_file:
         why = f.not_in_file_why or unlogged_cause()
         lines.append(f"  in the file {c.visible:,}, not in the file {c.not_in_file:,} ({why})")
-    return lines + window_lines(f)
+    return lines + window_lines(f) + set_aside_lines(f)
+
+
+def set_aside_lines(f: FileStats) -> list[str]:
+    """The recorded calls left out of the bill and the window, where there are any."""
+    if not f.set_aside:
+        return []
+    where = ", ".join(f"line {x['line']:,}" for x in f.set_aside[:5])
+    more = f" (+{len(f.set_aside) - 5} more)" if len(f.set_aside) > 5 else ""
+    return [f"  recorded usage set aside, as it cannot be true (`ctxpack validate` says why): "
+            f"{where}{more}"]
 
 
 def slope_text(slope: float) -> str:

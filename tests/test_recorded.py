@@ -1,0 +1,126 @@
+"""A recorded usage that cannot be true is set aside: it neither anchors the bill nor raises
+the window, `validate` names its line, and stats says it set it aside."""
+
+from __future__ import annotations
+
+import json
+from pathlib import Path
+
+from ctxpack.breakdown import stats
+from ctxpack.compression import compress_file
+from ctxpack.compression.settings import Options
+from ctxpack.recorded import MOST, unbelievable
+from ctxpack.transcript import RecordedCall
+
+from .conftest import SAMPLES
+from .helpers import ctxpack as run_ctxpack
+from .test_window import large_session
+
+SAMPLE = SAMPLES / "coding-agent.claude-code.jsonl"
+ABSURD = 999_999_999_999
+
+
+def with_usage(tmp_path: Path, line: int, input_tokens: int) -> Path:
+    """The Claude Code sample with one line's recorded `input_tokens` replaced."""
+    lines = SAMPLE.read_text().splitlines()
+    record = json.loads(lines[line - 1])
+    record["message"]["usage"]["input_tokens"] = input_tokens
+    lines[line - 1] = json.dumps(record)
+    path = tmp_path / "run.jsonl"
+    path.write_text("\n".join(lines) + "\n")
+    return path
+
+
+def last_usage_line() -> int:
+    """The line of the sample's last recorded usage (the call the bill anchors on)."""
+    lines = SAMPLE.read_text().splitlines()
+    return max(n for n, text in enumerate(lines, 1) if '"usage"' in text)
+
+
+def test_an_absurd_last_usage_is_neither_the_window_nor_the_bill(tmp_path: Path) -> None:
+    honest = stats(SAMPLE, cache=False)
+    line = last_usage_line()
+    s = stats(with_usage(tmp_path, line, ABSURD), cache=False)
+    assert s.context_window == 200_000 and s.window_assumed is None
+    assert s.context is not None and s.context.kind == "anchored"
+    # anchored on the call before it: near the honest bill, not a trillion
+    assert honest.context is not None
+    assert abs(s.context.tokens - honest.context.tokens) < 0.01 * honest.context.tokens
+    assert s.context.calls == honest.context.calls - 1
+    assert [x["line"] for x in s.set_aside] == [line]
+
+
+def test_validate_names_the_line_and_stats_says_it_set_it_aside(tmp_path: Path) -> None:
+    line = last_usage_line()
+    path = with_usage(tmp_path, line, ABSURD)
+    checked = run_ctxpack("validate", str(path))
+    assert checked.code == 1
+    assert checked.out.startswith(f"{path}:{line}: recorded usage of 1,000,000,0")
+    assert "cannot be true" in checked.out and "set aside" in checked.out
+    said = " ".join(run_ctxpack("stats", str(path), "--top", "0").out.split())
+    assert "recorded usage set aside, as it cannot be true" in said and f"line {line}" in said
+    # (the recorded usage table still shows what the file says, sums and all)
+    assert "context as billed: 73," in said and "of 200,000 (36." in said
+    doc = json.loads(run_ctxpack("stats", str(path), "--json").out)["files"][0]
+    assert [x["line"] for x in doc["usage_set_aside"]] == [line]
+    assert doc["context_window"] == 200_000
+    assert run_ctxpack("validate", str(SAMPLE)).code == 0
+
+
+def test_compress_decides_without_it(tmp_path: Path) -> None:
+    report = compress_file(with_usage(tmp_path, last_usage_line(), ABSURD), Options(),
+                           cache=False).report
+    assert report.context_window == 200_000
+    assert report.trigger == 160_000  # 0.8 of the window, not of a trillion
+
+
+def test_an_earlier_absurd_usage_does_not_raise_the_window(tmp_path: Path) -> None:
+    # a call before the compaction: not the anchor, but the window was raised to it
+    s = stats(with_usage(tmp_path, 87, ABSURD), cache=False)
+    assert s.context_window == 200_000 and s.window_assumed is None
+    assert [x["line"] for x in s.set_aside] == [87]
+
+
+def test_a_large_call_a_model_can_take_still_raises_the_window(tmp_path: Path) -> None:
+    # Claude's largest window is 1,000,000, five times the table's: such a call is believed
+    s = stats(large_session(tmp_path, prompt=999_000, output=1_000), cache=False)
+    assert s.context_window == 1_000_000 and not s.set_aside
+    s = stats(large_session(tmp_path, prompt=999_001, output=1_000), cache=False)
+    assert s.context_window == 200_000 and len(s.set_aside) == 1
+
+
+def test_the_rule_for_a_model_the_table_does_not_know() -> None:
+    assert MOST == 2_097_152
+    assert not unbelievable(RecordedCall(3, MOST, None, "some-local-model"))
+    assert "twice the largest window" in unbelievable(RecordedCall(3, MOST + 1, None, None))
+    # the reply counts: a call's prompt and reply were both in its window
+    assert unbelievable(RecordedCall(3, 10, ABSURD, "claude-opus-4-6"))
+
+
+def test_usage_far_below_the_count_is_not_called_an_anchor(tmp_path: Path) -> None:
+    # every call records a prompt of a few hundred tokens where the file holds thousands
+    lines = []
+    for text in SAMPLE.read_text().splitlines():
+        record = json.loads(text)
+        usage = (record.get("message") or {}).get("usage") \
+            if isinstance(record.get("message"), dict) else None
+        if usage:
+            usage.update(input_tokens=300, cache_read_input_tokens=0,
+                         cache_creation_input_tokens=0)
+        lines.append(json.dumps(record))
+    path = tmp_path / "low.jsonl"
+    path.write_text("\n".join(lines) + "\n")
+    s = stats(path, cache=False)
+    c = s.context
+    assert c is not None and c.kind == "calibrated" and c.below == 300
+    assert c.tokens == round(c.slope * c.counted) and c.not_in_file == 0 and c.error is None
+    said = " ".join(run_ctxpack("stats", str(path), "--top", "0").out.split())
+    assert "anchored" not in said
+    assert (f"calibrated: 1.21 × the count, not the 300 the last of {c.calls} recorded calls "
+            "says (far below the count: not used); error unknown") in said
+    # compress bills its output as it billed the input: the count, nothing outside the file
+    out = tmp_path / "small.jsonl"
+    assert run_ctxpack("compress", str(path), "--budget", "4000", "-o", str(out)).code == 0
+    after = stats(out, cache=False).context
+    assert after is not None and after.not_in_file == 0
+    assert after.tokens == round(after.slope * after.counted)
