@@ -75,6 +75,18 @@ def _measure(t: Transcript, calls: list[RecordedCall], name: str) -> dict:
     }
 
 
+def slopes(rows: list[dict]) -> dict[str, list[float]]:
+    """Per model, the growth in billed tokens per counted token between consecutive calls
+    whose counts differ by more than 500: what `--slopes` prints the median of, and what
+    the shipped table's slopes are read from (BENCHMARKS.md)."""
+    by_model: dict[str, list[float]] = {}
+    for r in rows:
+        for (c0, b0), (c1, b1) in itertools.pairwise(r["points"]):
+            if c1 - c0 > 500:  # growth big enough to read a ratio from
+                by_model.setdefault(r["model"] or "?", []).append((b1 - b0) / (c1 - c0))
+    return by_model
+
+
 def cell(values: list[float]) -> str:
     if not values:
         return "      -       "
@@ -105,13 +117,7 @@ def main() -> None:
         print(f"files with >= 10 calls, {kind}: median of medians "
               f"{statistics.median(medians):.1%}, worst median {max(medians):.1%}")
     if args.slopes:
-        by_model: dict[str, list[float]] = {}
-        for r in rows:
-            pts = r["points"]
-            for (c0, b0), (c1, b1) in itertools.pairwise(pts):
-                if c1 - c0 > 500:  # growth big enough to read a ratio from
-                    by_model.setdefault(r["model"] or "?", []).append((b1 - b0) / (c1 - c0))
-        for model, ratios in sorted(by_model.items()):
+        for model, ratios in sorted(slopes(rows).items()):
             print(f"slope {model}: median {statistics.median(ratios):.3f} "
                   f"over {len(ratios)} steps")
 

@@ -1,0 +1,61 @@
+"""The shipped calibration table agrees with the corpus by the rule BENCHMARKS.md states
+("the model table and where its values come from"): each slope is the `--slopes` median of
+bench/bench_calibration.py, rounded to two decimals."""
+
+from __future__ import annotations
+
+import functools
+import importlib.util
+import statistics
+import sys
+import types
+
+import pytest
+
+from ctxpack.calibration import slope_of
+
+from .conftest import corpus_files
+from .helpers import ROOT
+
+# the corpus model an entry is read from: a model's own steps, or for a family the
+# family's model read on the most steps (claude-opus-4-7 has no value the rule can set)
+READ_FROM = {
+    "claude": "claude-opus-4-6",
+    "claude-haiku-4-5": "claude-haiku-4-5-20251001",
+    "claude-opus-4-5": "claude-opus-4-5-20251101",
+    "claude-opus-4-6": "claude-opus-4-6",
+    "claude-sonnet-5": "claude-sonnet-5",
+    "gpt-5": "gpt-5.6-sol",
+    "gpt-5.5": "gpt-5.5",
+}
+LEAST_STEPS = 5
+
+
+@functools.cache
+def bench() -> types.ModuleType:
+    spec = importlib.util.spec_from_file_location("bench_calibration",
+                                                  ROOT / "bench" / "bench_calibration.py")
+    assert spec and spec.loader
+    module = importlib.util.module_from_spec(spec)
+    sys.modules[spec.name] = module
+    spec.loader.exec_module(module)
+    return module
+
+
+@functools.cache
+def corpus_steps() -> dict[str, list[float]]:
+    b = bench()
+    return b.slopes([r for p in corpus_files(pattern="*") if p.name != "MANIFEST.md"
+                     for r in b.measure(p)])
+
+
+@pytest.mark.corpus
+@pytest.mark.parametrize("entry", sorted(READ_FROM))
+def test_each_shipped_slope_is_the_corpus_median_its_rule_gives(entry: str,
+                                                               exact_tokens: None) -> None:
+    if not corpus_files():
+        pytest.skip("corpus not found beside the checkout (../shared/corpus)")
+    steps = corpus_steps().get(READ_FROM[entry], [])
+    assert len(steps) >= LEAST_STEPS, f"{READ_FROM[entry]}: {len(steps)} steps"
+    # read with the table's own value in place (hidden content is converted at it)
+    assert round(statistics.median(steps), 2) == slope_of(entry)
