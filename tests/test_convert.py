@@ -530,7 +530,8 @@ def test_an_anthropic_body_of_text_only_reads_back_as_anthropic(sample, tmp_path
 
 @pytest.mark.parametrize(("extra", "fmt", "unsure"), [
     ({"model": "claude-sonnet-4-5", "max_tokens": 1024}, "anthropic-requests", False),
-    ({"model": "claude-sonnet-4-5"}, "anthropic-requests", False),
+    # what `convert --to openai` writes for a transcript that names a Claude model
+    ({"model": "claude-sonnet-4-5"}, "openai-conversations", False),
     ({"anthropic_version": "bedrock-2023-05-31", "max_tokens": 1024}, "anthropic-requests",
      False),
     ({"max_tokens": 1024}, "anthropic-requests", False),

@@ -59,9 +59,9 @@ def test_a_list_of_anthropic_block_messages_is_not_read_as_chat_completions() ->
     doc = [{"role": "user", "content": [{"type": "text", "text": "go"}]},
            {"role": "assistant", "content": [{"type": "tool_use", "id": "t1", "name": "ls",
                                               "input": {}}]}]
-    with pytest.raises(InputError) as info:
-        load(io.BytesIO(json.dumps(doc, indent=1).encode()))
-    assert "looks like Anthropic Messages" in info.value.problem
+    t = load(io.BytesIO(json.dumps(doc, indent=1).encode()))
+    assert (t.format, t.unsure) == ("anthropic-array", "")
+    assert [c.name for m in t.messages for c in m.tool_calls] == ["ls"]
 
 
 def test_a_document_no_reader_takes_says_so_and_lists_the_formats() -> None:
@@ -83,10 +83,11 @@ def test_a_gemini_checkpoint_is_read_as_one_not_as_chat_messages(doc) -> None:
 
 
 def test_an_unread_shape_is_one_clean_line_with_exit_code_2(tmp_path: Path) -> None:
-    path = tmp_path / "messages.json"
-    path.write_text(json.dumps([{"role": "user", "content": "hi"}, {"role": "assistant",
-                    "content": [{"type": "tool_use", "id": "t", "name": "ls", "input": {}}]}]))
-    assert_clean_error(ctxpack("stats", str(path)), 2, f"{path}:1:", "Anthropic Messages")
+    path = tmp_path / "items.json"
+    path.write_text(json.dumps([
+        {"type": "message", "role": "user", "content": [{"type": "input_text", "text": "hi"}]},
+        {"type": "function_call", "call_id": "c1", "name": "ls", "arguments": "{}"}]))
+    assert_clean_error(ctxpack("stats", str(path)), 2, f"{path}:1:", "OpenAI Responses API")
 
 
 def _documents() -> list:

@@ -81,6 +81,7 @@ def sniff_magic(first_line: bytes) -> Format | None:
 
 def _register_builtin() -> None:
     from .anthropic import AnthropicFormat
+    from .anthropic_array import ArrayFormat
     from .anthropic_events import EventsFormat
     from .anthropic_requests import RequestsFormat
     from .claude_code import ClaudeCodeFormat
@@ -92,7 +93,7 @@ def _register_builtin() -> None:
     for fmt in (OpenAIFormat(), ConversationsFormat(), AnthropicFormat(), RequestsFormat(),
                 ClaudeCodeFormat(),
                 CodexFormat(), JsonMessagesFormat(), GeminiChatFormat(), GeminiStreamFormat(),
-                GeminiCheckpointFormat(), EventsFormat(), *MORE):
+                GeminiCheckpointFormat(), EventsFormat(), ArrayFormat(), *MORE):
         register(fmt)
 
 

@@ -49,17 +49,17 @@ def _mark(record: Any) -> str:
         return "blocks"
     if _CHAT_KEYS & record.keys():
         return ""
-    model = record.get("model")
-    if isinstance(model, str) and model.lower().startswith("claude") \
-            or _ANTHROPIC_KEYS & record.keys():
+    # (a Claude model alone is no mark: `convert --to openai` names the model the
+    # transcript names, a Claude one in a Chat Completions body)
+    if _ANTHROPIC_KEYS & record.keys():
         return "settings"
     return "max_tokens" if isinstance(record.get("max_tokens"), int) else ""
 
 
 def sniff_body(record: Any) -> int:
     """How surely a record is an Anthropic request body: one with a top-level `system`, a
-    block only Anthropic has, a Claude model, a setting only Anthropic takes or the
-    `max_tokens` it requires (3: it beats the Chat Completions reading the same messages
+    block only Anthropic has, a setting only Anthropic takes or the `max_tokens` it
+    requires (3: it beats the Chat Completions reading the same messages
     fit); 0 if a message is not an Anthropic message or a setting is Chat Completions'."""
     mark = _mark(record)
     return 2 if mark in ("system", "blocks") else 3 if mark else 0
@@ -69,7 +69,7 @@ def doubt(record: Any) -> str:
     """Why a body taken for Anthropic's might be a Chat Completions one; "" if nothing
     says it might."""
     model = record.get("model") if _mark(record) == "max_tokens" else None
-    if not isinstance(model, str):
+    if not isinstance(model, str) or model.lower().startswith("claude"):
         return ""
     return (f"read as Anthropic request bodies by their max_tokens, which that API "
             f"requires; but they name {model}, not a Claude model, and their messages fit "

@@ -15,13 +15,6 @@ def _items(value: Any) -> list[dict[str, Any]]:
     return [x for x in value if isinstance(x, dict)] if isinstance(value, list) else []
 
 
-def _anthropic_array(value: Any) -> bool:
-    items = _items(value)
-    return bool(items) and all("role" in x and "content" in x for x in items[:20]) and any(
-        isinstance(b, dict) and b.get("type") in ("tool_use", "tool_result", "thinking")
-        for x in items[:20] for b in (x["content"] if isinstance(x["content"], list) else ()))
-
-
 _RESPONSES_ITEMS = ("function_call", "function_call_output", "reasoning", "custom_tool_call",
                     "custom_tool_call_output", "web_search_call", "local_shell_call")
 
@@ -49,8 +42,6 @@ def _opencode_messages(value: Any) -> bool:
 
 
 _SHAPES: tuple[tuple[str, Callable[[Any], bool]], ...] = (
-    ("Anthropic Messages in one JSON array (the `anthropic` format reads one message a line)",
-     _anthropic_array),
     ("OpenAI Responses API items (typed items with `call_id`s, not chat messages)",
      _responses_items),
     ("OpenCode messages without the session `info` that `opencode export` writes before them "
