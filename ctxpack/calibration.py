@@ -44,7 +44,7 @@ Earlier = tuple[Sequence[int], Sequence[Call]]
 # What an agent sends with every call and does not write to its file (system prompt, tool
 # definitions), by format, where the file records no call to measure it from: the
 # overhead column of BENCHMARKS.md's "counts against the bill" (Claude Code 18-42k,
-# Codex 4-9k). The config's `calibration:` entries give a model's own figure.
+# Codex 0.7-18k, 5-7k in most). The config's `calibration:` entries give a model's own figure.
 UNLOGGED: dict[str, int] = {"claude-code": 25_000, "codex": 5_500}
 # The expected error of a count of each kind, where the file has no calls of its own to
 # measure it on: BENCHMARKS.md's medians (calibrated: under 5% on every file with 10 or
