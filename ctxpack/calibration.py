@@ -268,16 +268,18 @@ def bill(counts: Sequence[int], calls: Sequence[Call], *, model: str | None, for
         # the bill splits into in and not in the file as `calibrate` fits the file (a call
         # before any message is no prompt of these messages: see prompts_of; one standing
         # for what compress carried says the slope it billed with)
-        slope = calls[-1].slope or own_fit([(p, c.billed) for p, c in
-                                            zip(prompts, calls, strict=True) if c.prompt],
-                                           slope).slope
         last = calls[-1]
-        if last.billed < LEAST_RATIO * slope * prompts[-1]:
+        if last.billed < LEAST_RATIO * (last.slope or slope) * prompts[-1]:
             # far below the count: the usage is made up, or the agent cut old outputs itself;
-            # the bill rests on the count alone, nothing outside the file (compress errs on
+            # the bill rests on the count alone at the table's slope (a slope read off such
+            # usage is no better than it), nothing outside the file (compress errs on
             # acting), and says so rather than that it is anchored
+            slope = last.slope or slope
             return replace(_bill("calibrated", round(slope * counted), slope, 0, counted, None,
                                  len(calls)), below=last.billed)
+        slope = last.slope or own_fit([(p, c.billed) for p, c in
+                                       zip(prompts, calls, strict=True) if c.prompt],
+                                      slope).slope
         if LEAST_RATIO * slope * prompts[-1] <= last.billed < slope * prompts[-1]:
             # a bill below the calibrated count (a file whose text the model's tokenizer
             # splits more tightly, or an agent that sends less than it logs): the file's
