@@ -124,3 +124,18 @@ def test_usage_far_below_the_count_is_not_called_an_anchor(tmp_path: Path) -> No
     after = stats(out, cache=False).context
     assert after is not None and after.not_in_file == 0
     assert after.tokens == round(after.slope * after.counted)
+
+
+def test_a_window_the_agent_records_that_no_model_has_is_not_taken(tmp_path: Path) -> None:
+    # a Codex rollout records the window the agent gave itself; one of a trillion tokens
+    # would make every context a rounding error of it
+    sample = SAMPLES / "refactor.codex.jsonl"
+    honest = stats(sample, cache=False)
+    path = tmp_path / "run.jsonl"
+    path.write_text(sample.read_text().replace('"model_context_window":272000',
+                                               f'"model_context_window":{ABSURD}'))
+    assert path.read_text() != sample.read_text()
+    s = stats(path, cache=False)
+    assert honest.context_window == 272_000
+    assert s.context_window < MOST and s.context_window != ABSURD
+    assert s.context_ratio is not None and s.context_ratio > honest.context_ratio * 0.5
