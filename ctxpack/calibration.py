@@ -34,6 +34,7 @@ from typing import Any
 from .errors import UsageError
 from .formats import model_of
 from .models import TABLE, ModelTable, model_key
+from .recorded import MOST
 from .tokens import REPLY_PRIMING, MessageCount, TokenCounter
 from .transcript import Message, RecordedCall, Transcript
 
@@ -352,14 +353,18 @@ def last_call(messages: Sequence[Any], usage: Any) -> Call:
 def prompt_size(usage: Any) -> int:
     """The prompt size of a call: a number, or the usage object (or dict) the API
     returned — Anthropic Messages (input_tokens and both cache fields), Chat Completions
-    (prompt_tokens), the Responses API (input_tokens)."""
+    (prompt_tokens), the Responses API (input_tokens), Gemini's usage_metadata
+    (prompt_token_count, cached content included; promptTokenCount in its REST JSON). One
+    no model could have taken (see ctxpack.recorded) is refused as a file's is set aside."""
     def field(name: str) -> Any:
         return usage.get(name) if isinstance(usage, dict) else getattr(usage, name, None)
 
+    whole = next((n for n in ("prompt_tokens", "prompt_token_count", "promptTokenCount")
+                  if isinstance(field(n), int)), None)
     if isinstance(usage, int) and not isinstance(usage, bool):
         billed: Any = usage
-    elif isinstance(field("prompt_tokens"), int):
-        billed = field("prompt_tokens")
+    elif whole is not None:
+        billed = field(whole)
     else:
         found = [field(name) for name in _PROMPT_FIELDS]
         billed = sum(n for n in found if isinstance(n, int)) \
@@ -367,6 +372,10 @@ def prompt_size(usage: Any) -> int:
     if not isinstance(billed, int) or isinstance(billed, bool) or billed <= 0:
         raise UsageError("usage: expected the prompt size of the last call (a positive "
                          "number) or the usage the API returned for it",
+                         "pass response.usage as the API gave it")
+    if billed > MOST:
+        raise UsageError(f"usage: a prompt of {billed:,} tokens cannot be true: more than "
+                         f"{MOST:,}, twice the largest window of any model",
                          "pass response.usage as the API gave it")
     return billed
 

@@ -178,6 +178,13 @@ def test_the_library_anchors_on_the_usage_it_is_told() -> None:
     assert out[0] == messages[0]
     with pytest.raises(UsageError):
         ctxpack.compress(messages, model="gpt-4o", usage={"prompt_tokens": "many"})
+    with pytest.raises(UsageError, match="cannot be true"):
+        ctxpack.compress(messages, model="gpt-4o", usage={"prompt_tokens": 10**12})
+    # Gemini's usage_metadata, as the SDK gives it and as its REST JSON spells it
+    for gemini in ({"prompt_token_count": 14_000, "candidates_token_count": 700},
+                   {"promptTokenCount": 14_000, "candidatesTokenCount": 700}):
+        _, same = ctxpack.compress(messages, model="gpt-4o", budget=13_500, usage=gemini)
+        assert same.billed == told.billed
 
 
 def test_the_config_extends_the_calibration(tmp_path: Path) -> None:
