@@ -30,7 +30,7 @@ def test_the_config_folder_is_made_on_a_fresh_machine(tmp_path: Path) -> None:
     config = tmp_path / "home" / ".config" / "ctxpack" / "config.yaml"
     run = run_ctxpack("calibrate", str(CODEX), "--write-config", str(config))
     assert run.code == 0, run.err
-    assert "wrote 1 calibration(s)" in run.err
+    assert "wrote 1 calibration to" in run.err
     entry = load_config(str(config)).models.calibration("gpt-5.1-codex")
     assert entry is not None and entry.name == "gpt-5.1-codex"
 

@@ -49,7 +49,11 @@ def test_a_fit_from_too_few_calls_is_shown_but_not_written(tmp_path: Path) -> No
     assert run.code == 0, run.err
     assert "claude-opus-4-6 *" in run.out  # the table still shows it, marked
     assert f"not writing claude-opus-4-6: 2 calls, fewer than {LEAST_CALLS}" in run.err
-    assert "wrote 0 calibration(s)" in run.err and not config.exists()
+    assert "wrote 0 calibrations to" in run.err and not config.exists()
+    # without --write-config the table's "see below" is kept too: the reason follows it
+    shown = run_ctxpack("calibrate", str(first_calls(tmp_path, 2)))
+    assert shown.code == 0, shown.err
+    assert f"* claude-opus-4-6: 2 calls, fewer than {LEAST_CALLS}" in shown.out
 
 
 def test_a_compaction_agent_is_fitted_apart_and_not_written(tmp_path: Path) -> None:
@@ -65,7 +69,7 @@ def test_a_compaction_agent_is_fitted_apart_and_not_written(tmp_path: Path) -> N
     assert "not writing claude-opus-4-6: a compaction side-agent" in run.err
     written = load_config(str(config)).models.calibration("claude-opus-4-6")
     assert written is not None and written.overhead == main[0]["overhead"]
-    assert "wrote 1 calibration(s)" in run.err
+    assert "wrote 1 calibration to" in run.err
 
 
 def test_a_fit_of_no_named_model_is_untrusted() -> None:

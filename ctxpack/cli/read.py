@@ -505,6 +505,10 @@ def calibrate(
         if any(f.untrusted for f in fitted):
             out.caption = "* not fit to stand as the model's entry (see below)"
         Console().print(out)
+        if not write_config:  # (--write-config says it for each fit it does not write)
+            for f in fitted:
+                if f.untrusted:
+                    print(plain(f"* {f.model}: {f.untrusted}"))
     if write_config:
         from ..config import add_calibrations
 
@@ -515,6 +519,7 @@ def calibrate(
         trusted = [f for f in fitted if not f.untrusted]
         if trusted:
             add_calibrations(write_config, trusted)
-        stderr().print(plain(f"wrote {len(trusted)} calibration(s) to {write_config}"),
+        many = "" if len(trusted) == 1 else "s"
+        stderr().print(plain(f"wrote {len(trusted)} calibration{many} to {write_config}"),
                        markup=False, highlight=False)
     inputs.exit_if_any_failed()
