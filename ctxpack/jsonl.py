@@ -355,28 +355,27 @@ def parse_document(data: bytes, path: str, line: int) -> Any:
     Integers past 64 bits stay exact, as with `loads`."""
     try:
         return _fast(data)
-    except orjson.JSONDecodeError as exc:
+    except orjson.JSONDecodeError:
         if not data.strip():
             raise InputError(path, line, "empty JSON document") from None
         try:
             return _parse_slow(data, path, line)
         except InputError as err:
-            where = line + data.count(b"\n", 0, getattr(exc, "pos", 0))
             problem = err.problem.replace("truncated last line", "truncated document")
             # a whole document has no line to skip: --skip-invalid would not help
             hint = err.hint and err.hint.replace("; --skip-invalid skips it", "")
-            raise InputError(path, where, problem, hint) from None
+            raise InputError(path, err.line, problem, hint) from None
 
 
 def _parse_slow(raw: bytes, path: str, line: int) -> Any:
-    """Second try with the standard parser, which accepts lone surrogates; explain failures."""
+    """Second try with the standard parser, which accepts lone surrogates; explain
+    failures at their line (`line` is the first of `raw`) and column on that line."""
     try:
         text = raw.decode("utf-8")
     except UnicodeDecodeError as exc:
-        byte = raw[exc.start]
-        raise InputError(
-            path, line, f"not valid UTF-8: byte 0x{byte:02x} at column {exc.start + 1}"
-        ) from None
+        below, column = _place(raw, exc.start)
+        raise InputError(path, line + below, f"not valid UTF-8: byte 0x{raw[exc.start]:02x} "
+                         f"at column {column}") from None
     try:
         try:
             return json.loads(text)
@@ -385,12 +384,25 @@ def _parse_slow(raw: bytes, path: str, line: int) -> Any:
     except RecursionError:
         raise InputError(path, line, f"JSON nested deeper than {DEEP_LIMIT:,} levels") from None
     except json.JSONDecodeError as exc:
+        if text[exc.pos:].strip():  # the parser stopped at a character of the text
+            below, column, end = exc.lineno - 1, exc.colno, ""
+        else:  # the text ends before its value: the parser points past it, at no character
+            below, column = _place(text, len(text[:exc.pos].rstrip()))
+            end = ", where the line ends"
         if not raw.endswith(b"\n"):
             raise InputError(
-                path, line, "truncated last line: the JSON ends before it is complete",
+                path, line + below, "truncated last line: the JSON ends before it is complete",
                 "the file may still be being written; --skip-invalid skips it",
             ) from None
-        raise InputError(path, line, f"malformed JSON: {exc.msg} at column {exc.colno}") from None
+        raise InputError(path, line + below,
+                         f"malformed JSON: {exc.msg} at column {column}{end}") from None
+
+
+def _place(data: str | bytes, offset: int) -> tuple[int, int]:
+    """Where `offset` is in `data`: the lines before its own, and its column on it."""
+    newline = b"\n" if isinstance(data, bytes) else "\n"
+    start = data.rfind(newline, 0, offset) + 1  # type: ignore[arg-type]
+    return data.count(newline, 0, offset), offset - start + 1  # type: ignore[arg-type]
 
 
 # Nesting beyond the parsers' recursion limits is rare but legal JSON; such values

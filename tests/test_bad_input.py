@@ -54,6 +54,30 @@ def test_skip_invalid_skips_and_counts(case, tmp_path):
     assert doc["messages"] == data.count(b"\n") + (not data.endswith(b"\n")) - 1
 
 
+@pytest.mark.parametrize("data, name, where", [
+    # a line whose JSON stops short of its newline: the parser stops past it, on the
+    # next line; the place is where the line's text ends
+    (b'{"a":\n', "x.jsonl", ":1: malformed JSON: Expecting value at column 6, where the "
+     "line ends"),
+    (GOOD + b'{"role": "user", "content": [1,  \n' + ASSISTANT, "x.jsonl",
+     ":2: malformed JSON: Expecting value at column 32, where the line ends"),
+    # a mistake inside the line is where it is
+    (GOOD + b'{"role" "user"}\n', "x.jsonl", ":2: malformed JSON: Expecting ':' delimiter "
+     "at column 9"),
+    # a document: the line and the column on that line
+    (b'[\n  {"role": "user",\n\n', "d.json", ":2: malformed JSON: Expecting property name "
+     "enclosed in double quotes at column 19, where the line ends"),
+    (b'[\n  {"role": "user", "content": "\xff"}\n]\n', "d.json",
+     ":2: not valid UTF-8: byte 0xff at column 32"),
+    (b'[\n  {"role": "user", "content": "x"}', "d.json",
+     ":2: truncated document"),
+])
+def test_the_place_of_a_json_error_is_on_its_own_line(data, name, where, tmp_path):
+    path = tmp_path / name
+    path.write_bytes(data)
+    assert_clean_error(ctxpack("stats", str(path)), 2, f"{path}{where}")
+
+
 def test_skip_invalid_keeps_bad_lines_for_a_lossless_write(tmp_path):
     data = BAD_CASES["malformed JSON"][0]
     t = load(io.BytesIO(data), skip_invalid=True)

@@ -239,7 +239,7 @@ def test_bad_input_is_one_line_and_no_output(tmp_path):
     assert not out.exists()
     same = ctxpack("convert", str(SAMPLES / "support-chat.openai.jsonl"), "--to", "openai",
                    "-o", str(SAMPLES / "support-chat.openai.jsonl"))
-    assert_clean_error(same, 2, "--output is the input file")
+    assert_clean_error(same, 2, "support-chat.openai.jsonl would be written over itself")
     assert load(SAMPLES / "support-chat.openai.jsonl").messages  # untouched
     wrong = ctxpack("convert", str(SAMPLES / "support-chat.openai.jsonl"), "--to", "pdf")
     assert wrong.code == 2 and "pdf" in wrong.err and "Traceback" not in wrong.err

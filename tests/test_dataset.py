@@ -385,8 +385,10 @@ def test_cli_compresses_a_folder_of_datasets_skipping_a_bad_one(tmp_path: Path) 
     (["stats", "{data}", "--format", "codex"], "unknown messages dialect 'codex'"),
     (["stats", "{data}", "--engine", "spark"], "unknown engine 'spark'"),
     (["stats", "{data}", str(SAMPLES / "support-chat.openai.jsonl")], "separate runs"),
-    (["stats", "{data}", "--per-row", "{data}"], "--per-row is the input file"),
-    (["compress", "{data}", "-o", "{data}"], "--output is the input file"),
+    (["stats", "{data}", "--per-row", "{data}"], "is an input: --per-row would be written"),
+    (["compress", "{data}", "-o", "{data}"], "data.parquet would be written over itself"),
+    (["compress", "{data}", "-o", "{data}.x.parquet", "--report-json", "{data}"],
+     "is an input: --report-json would be written over it"),
 ])
 def test_cli_usage_errors_are_one_line(tmp_path: Path, args: list[str], fragment: str) -> None:
     data = write(table_of(evals()[:2], "json", bad=False), tmp_path / "data.parquet")

@@ -20,6 +20,7 @@ from typing import Any
 
 from ..errors import EXIT_USAGE, CtxpackError, UsageError
 from .common import error, problem_of, stderr, warn
+from .guard import Writes, same_file
 from .read import Files
 
 REPORT_VERSION = 1
@@ -86,7 +87,7 @@ def skipped(source: str, dest: str, skip_existing: bool, quiet: bool,
             report_json: str | None) -> bool:
     """With --skip-existing, is one input's output up to date? It is then said (unless
     `quiet`) and reported as the many-input runner reports a file it skips."""
-    if not skip_existing or dest == "-" or _same_file(source, dest) \
+    if not skip_existing or dest == "-" or same_file(source, dest) \
             or not up_to_date(source, dest):
         return False
     if not quiet:
@@ -101,11 +102,13 @@ def skipped(source: str, dest: str, skip_existing: bool, quiet: bool,
 
 def jobs_of(inputs: Files, out_dir: str | None, in_place: bool, writes: bool,
             shard: tuple[int, int] | None, skip_existing: bool,
-            suffix: str | None = None) -> tuple[list[Job], list[Job]]:
+            suffix: str | None = None,
+            also: dict[str, str | None] | None = None) -> tuple[list[Job], list[Job]]:
     """The jobs to run, and those skipped as up to date; refuses two inputs that would
-    write one output, and an output that would be its own input. (A run that `writes`
-    nothing needs nowhere to write.) With `suffix`, each output's name ends in it
-    instead of its input's extension (`convert --to markdown`: `.md`)."""
+    write one output, and an output that would be one of the inputs, or one of the
+    files the options in `also` (name: path) name. (A run that `writes` nothing needs
+    nowhere to write.) With `suffix`, each output's name ends in it instead of its
+    input's extension (`convert --to markdown`: `.md`)."""
     if writes and out_dir is None and not in_place:
         raise UsageError("more than one input needs --out-dir DIR (or --in-place)",
                          "-o takes one input")
@@ -123,13 +126,13 @@ def jobs_of(inputs: Files, out_dir: str | None, in_place: bool, writes: bool,
             continue
         dest = os.path.join(out_dir, below)
         jobs.append(Job(path, dest if suffix is None else os.path.splitext(dest)[0] + suffix))
-    taken: dict[str, str] = {}
-    for job in jobs:
-        if (other := taken.setdefault(os.path.abspath(job.dest), job.source)) != job.source:
-            raise UsageError(f"{other} and {job.source} would both be written to {job.dest}")
-        if writes and not in_place and _same_file(job.source, job.dest):
-            raise UsageError(f"{job.source} would be written over itself",
-                             "give --out-dir another folder")
+    outputs = Writes(inputs.paths)
+    for flag, path in (also or {}).items():
+        outputs.output(path, flag)
+    if writes:
+        for job in jobs:
+            outputs.output(job.dest, f"the output of {job.source}", source=job.source,
+                           itself=in_place, hint="give --out-dir another folder")
     if not skip_existing:
         return jobs, []
     fresh = [j for j in jobs if up_to_date(j.source, j.dest)]
@@ -261,15 +264,6 @@ def _share(below: str, count: int) -> int:
     """The share a file belongs to: from its path below its input, so that a file keeps
     its share whoever else is in the folder."""
     return int.from_bytes(hashlib.sha256(below.encode()).digest()[:8], "big") % count
-
-
-def _same_file(source: str, dest: str) -> bool:
-    if os.path.abspath(source) == os.path.abspath(dest):
-        return True
-    try:
-        return os.path.samefile(source, dest)
-    except OSError:  # not there yet (or not a local path): not the same
-        return False
 
 
 def up_to_date(source: str, dest: str) -> bool:

@@ -22,6 +22,7 @@ from .common import (
     read_config,
     warn,
 )
+from .guard import refuse_overwrites
 from .write import (
     JobsOpt,
     OutDirOpt,
@@ -157,6 +158,7 @@ def convert(
                                convert_one, how, quiet, report_json, SUFFIXES[to], session))
     file = files[0]
     dest = _destination(file, output, in_place=False, force=False)
+    refuse_overwrites(file, dest, False, {"--report-json": report_json}, page=to == "html")
     if single(file, dest, skip_existing, shard, quiet, report_json):
         return
     data, notes = _converted(file, how)

@@ -115,7 +115,9 @@ def stats(files: list[str], rows: Any, engine: Any, per_row: str | None,
     if per_row is not None and len(files) != 1:
         raise UsageError("--per-row takes one dataset")
     if per_row is not None:
-        _not_the_input(files[0], per_row, "--per-row")
+        from .guard import Writes
+
+        Writes(files).output(per_row, "--per-row")
     if output not in ("table", "json"):
         raise UsageError(f"a dataset's stats print as table or json, not {output}")
     done = []
@@ -217,32 +219,29 @@ def _destination(file: str, output: str | None) -> str:
         raise UsageError(f"a dataset is written as its input is ({kind})",
                          f"pass -o OUT.{kind}" + (", or --out-dir DIR" if output is None
                                                   else ""))
-    _not_the_input(file, output, "--output")
     return output
-
-
-def _not_the_input(file: str, output: str, flag: str) -> None:
-    if output == file or os.path.exists(output) and os.path.exists(file) \
-            and os.path.samefile(output, file):
-        raise UsageError(f"{flag} is the input file", "write it elsewhere")
 
 
 def _each(files: list[str], output: str | None, out_dir: str | None, skip_existing: bool,
           quiet: bool, report_json: str | None, one: Any,
-          shard: tuple[int, int] | None = None) -> int:
+          shard: tuple[int, int] | None = None, archive_dir: str | None = None) -> int:
     """`one(source, dest, advance)` of each dataset: with `-o`, of the one given; with
     --out-dir, of every dataset the files, folders and globs name, written to the same
     path below DIR, one after another (each on all cores), a bad one said and skipped,
     and a row a dataset in the summary; `shard` (i, n) takes the i-th of n shares of
-    the datasets. `one` returns an Outcome; the exit code."""
+    the datasets; `archive_dir`, where compress keeps originals. `one` returns an
+    Outcome; the exit code."""
     from ..render.dataset import RowProgress
     from .batch import failed, finish, jobs_of, one_input, skipped, write_report
+    from .guard import refuse_overwrites
 
+    also = {"--report-json": report_json, "--archive-dir": archive_dir}
     if out_dir is None:
         if not one_input(files, out_dir):
             raise UsageError("more than one dataset (or a folder of them) needs --out-dir DIR",
                              "-o takes one dataset")
         dest = _destination(files[0], output)
+        refuse_overwrites(files[0], dest, False, also, hint="write it elsewhere")
         if skipped(files[0], dest, skip_existing, quiet, report_json):
             return 0
         with RowProgress(files, stderr()) as advance:
@@ -255,7 +254,7 @@ def _each(files: list[str], output: str | None, out_dir: str | None, skip_existi
     inputs = dataset_files(files)
     if not inputs.paths:  # each said why already
         return EXIT_USAGE
-    todo, fresh = jobs_of(inputs, out_dir, False, True, shard, skip_existing)
+    todo, fresh = jobs_of(inputs, out_dir, False, True, shard, skip_existing, also=also)
     outcomes = []
     with RowProgress([j.source for j in todo], stderr()) as advance:
         for job in todo:
@@ -301,7 +300,7 @@ def compress(files: list[str], output: str | None, out_dir: str | None, rows: An
                        rows_compressed=done.changed, rows_failed=done.failed)
 
     return _each(files, output, out_dir, skip_existing, quiet, report_json, one,
-                 None if one_file else shard)
+                 None if one_file else shard, settings.get("archive_dir"))
 
 
 def restore(files: list[str], output: str | None, out_dir: str | None, rows: Any,

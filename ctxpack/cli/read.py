@@ -242,9 +242,7 @@ def stats(
     if jobs is not None:  # a big transcript's workers
         use_cores(jobs)
     inputs = Files(files, session=session)
-    if html is not None and "-" in inputs.paths:
-        raise UsageError("--html reads each file again for its pictures, and stdin can be "
-                         "read only once", "save it to a file first")
+    page = _page_target(html, inputs.paths)
     from ..render.progress import FileProgress
 
     with FileProgress(inputs.paths, stderr()) as advance:
@@ -254,8 +252,8 @@ def stats(
     if not results:
         inputs.exit_if_any_failed()
     _warn_estimates(results)
-    if html is not None:
-        _write_pictures(html, results, model, transcript_format, skip_invalid, cfg.models,
+    if page is not None:
+        _write_pictures(page, results, model, transcript_format, skip_invalid, cfg.models,
                         session)
     if output == "json":
         sys.stdout.buffer.write(render.to_json(results))
@@ -273,7 +271,27 @@ def stats(
         raise typer.Exit(EXIT_CHECK_FAILED)
 
 
-def _write_pictures(dest: str, results: list[Any], model: str | None, fmt: str | None,
+def _page_target(html: str | None, inputs: list[str]) -> str | None:
+    """Where `stats --html` writes its page, refused before any work if it cannot be
+    written: stdin is among the inputs (read once, it cannot be read again for the
+    pictures), or it would be written over an input, the tables on stdout or a file that
+    is not a page (see guard.Writes)."""
+    if html is None:
+        return None
+    if "-" in inputs:
+        raise UsageError("--html reads each file again for its pictures, and stdin can be "
+                         "read only once", "save it to a file first")
+    from .guard import Writes
+    from .write import _destination
+
+    target = _destination("-", html, in_place=False, force=False)
+    outputs = Writes(inputs)
+    outputs.output("-", "the tables")
+    outputs.output(target, "--html", page=True, hint="write the page elsewhere")
+    return target
+
+
+def _write_pictures(target: str, results: list[Any], model: str | None, fmt: str | None,
                     skip_invalid: bool, table: Any, session: str | None) -> None:
     """`stats --html`: each file's pictures on one page, written whole or not at all."""
     from ..breakdown import transcript_models
@@ -281,9 +299,8 @@ def _write_pictures(dest: str, results: list[Any], model: str | None, fmt: str |
     from ..render.charts import charts_of, stats_page
     from ..render.stats import summary_lines
     from ..tokens import TokenCounter
-    from .write import _destination, _write_result
+    from .write import _write_result
 
-    target = _destination("-", dest, in_place=False, force=False)
     pages = []
     for r in results:
         t = load(r.path, fmt, skip_invalid=skip_invalid, session=session)
@@ -476,6 +493,11 @@ def calibrate(
 
     cfg = read_config(config)
     inputs = Files(files, _recordings, "transcripts (*.jsonl, *.json)")
+    if write_config is not None:
+        from .guard import Writes
+
+        Writes(inputs.paths).output(write_config, "--write-config",
+                                    hint="name the config file to add the figures to")
     fitted = fit_all(inputs.each(recorded), cfg.models)
     if not fitted:
         inputs.exit_if_any_failed()

@@ -15,13 +15,13 @@ from ..errors import CtxpackError, UsageError
 from ..render import counted
 from .batch import not_in_place, one_input, single
 from .common import ForceOpt, FormatOpt, InPlaceOpt, OutputOpt, SkipOpt, app, plain, stderr
+from .guard import refuse_overwrites
 from .write import (
     FilesArg,
     JobsOpt,
     OutDirOpt,
     ShardOpt,
     SkipExistingOpt,
-    _check_outputs,
     _destination,
     _many,
     _say_kept,
@@ -112,10 +112,12 @@ def rewind(
         if output is not None:
             raise UsageError("-o takes one input", "use --out-dir DIR for many")
         raise typer.Exit(_many(files, out_dir, in_place, True, jobs, skip_existing, shard,
-                               rewind_one, how, quiet, report_json))
+                               rewind_one, how, quiet, report_json,
+                               also={"--archive-dir": archive_dir}))
     file = files[0]
     dest = _destination(file, output, in_place, force)
-    _check_outputs(dest, in_place, False, False, None)
+    refuse_overwrites(file, dest, in_place,
+                       {"--report-json": report_json, "--archive-dir": archive_dir})
     if single(file, dest, skip_existing, shard, quiet, report_json):
         return
     seen = os.stat(file) if in_place else None

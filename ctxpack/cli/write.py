@@ -32,6 +32,7 @@ from .common import (
     warn,
 )
 from .flags import given, with_settings
+from .guard import refuse_overwrites
 
 RECENT_SECONDS = 5.0  # a file written this recently may still be open in an agent
 
@@ -66,8 +67,6 @@ def _destination(file: str, output: str | None, in_place: bool, force: bool) -> 
         raise UsageError(f"{output}: is a folder", "--output takes a file name")
     if not os.path.isdir(os.path.dirname(os.path.abspath(output))):
         raise UsageError(f"{output}: its folder does not exist")
-    if file != "-" and os.path.exists(output) and os.path.samefile(file, output):
-        raise UsageError("--output is the input file", "use --in-place to replace it")
     return output
 
 
@@ -225,12 +224,13 @@ def compress(
     if not one_input(files, out_dir):
         if output is not None:
             raise UsageError("-o takes one input", "use --out-dir DIR for many")
-        _check_outputs("", in_place, strip_metadata, dry_run, report_json)
+        _check_outputs(in_place, strip_metadata)
         cfg, options = _settings(config, flags)
         how = _CompressJob(options, model, format, skip_invalid, cfg.models, strip_metadata,
                            not no_cache, dry_run, in_place, force)
         raise typer.Exit(_many(files, out_dir, in_place, not dry_run, jobs, skip_existing,
-                               shard, compress_one, how, quiet, report_json))
+                               shard, compress_one, how, quiet, report_json,
+                               also={"--archive-dir": options.archive_dir}))
     from ..compression import compress_file
     from ..render.progress import FileProgress
 
@@ -238,11 +238,13 @@ def compress(
         use_cores(jobs)
     file = files[0]
     dest = _destination(file, output, in_place, force)
-    _check_outputs(dest, in_place, strip_metadata, dry_run, report_json)
+    _check_outputs(in_place, strip_metadata)
+    cfg, options = _settings(config, flags)
+    refuse_overwrites(file, None if dry_run else dest, in_place,
+                       {"--report-json": report_json, "--archive-dir": options.archive_dir})
     if single(file, dest, skip_existing, shard, quiet, report_json):
         return
     seen = os.stat(file) if in_place else None
-    cfg, options = _settings(config, flags)
     with FileProgress([file], stderr()) as advance:  # a big file, on a terminal
         result = compress_file(file, options, model=model, format=format,
                                skip_invalid=skip_invalid, table=cfg.models,
@@ -275,10 +277,10 @@ def _compress_dataset(files: list[str], output: str | None, out_dir: str | None,
 def _many(files: list[str], out_dir: str | None, in_place: bool, writes: bool,
           jobs: int | None, skip_existing: bool, shard: str | None, task: Any, how: Any,
           quiet: bool, report_json: str | None, suffix: str | None = None,
-          session: str | None = None) -> int:
+          session: str | None = None, also: dict[str, str | None] | None = None) -> int:
     """Run `task` on every file given (each output's name ending in `suffix`, if one is
-    given; of an OpenCode storage folder, only its `session` if one is given); the run's
-    exit code."""
+    given; of an OpenCode storage folder, only its `session` if one is given; `also`: the
+    other files the options name that the run writes); the run's exit code."""
     from ..workers import worker_count
     from . import batch
     from .read import Files
@@ -289,20 +291,18 @@ def _many(files: list[str], out_dir: str | None, in_place: bool, writes: bool,
     if not inputs.paths:  # each said why already
         return EXIT_USAGE
     todo, fresh = batch.jobs_of(inputs, out_dir, in_place, writes, batch.parse_shard(shard),
-                                skip_existing, suffix)
+                                skip_existing, suffix,
+                                {"--report-json": report_json, **(also or {})})
     outcomes = batch.run(todo, task, how, jobs or worker_count()) if todo else []
     code = batch.finish(outcomes, fresh, quiet, report_json)
     return max(code, EXIT_USAGE if inputs.failed else 0)
 
 
-def _check_outputs(dest: str, in_place: bool, strip_metadata: bool, dry_run: bool,
-                   report_json: str | None) -> None:
-    """Refuse what would lose the archive or mix two outputs on stdout, before any work."""
+def _check_outputs(in_place: bool, strip_metadata: bool) -> None:
+    """Refuse what would lose the archive, before any work."""
     if strip_metadata and in_place:
         raise UsageError("--strip-metadata would drop the archive from the only copy",
                          "write it elsewhere with --output")
-    if report_json == "-" and dest == "-" and not dry_run:
-        raise UsageError("--report-json - and the transcript cannot both go to stdout")
 
 
 def _settings(config: str | None, flags: dict[str, Any]) -> tuple[Any, Any]:
@@ -441,6 +441,7 @@ def restore(
                                              force), quiet, report_json))
     file = files[0]
     dest = _destination(file, output, in_place, force)
+    refuse_overwrites(file, None if list_ else dest, in_place, {"--report-json": report_json})
     if single(file, dest, skip_existing, shard, quiet, report_json):
         return
     if list_:

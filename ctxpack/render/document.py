@@ -9,7 +9,9 @@ it loads nothing from anywhere.
 from __future__ import annotations
 
 import re
+from functools import cache
 from html import escape
+from typing import Any
 
 from ..view import Entry, Fold, Header, RoundView, Segment, View
 from . import counted
@@ -80,19 +82,76 @@ def _md_segment(s: Segment, labels: bool) -> list[str]:
     return _prose(lines)
 
 
+PROBE = "ctxpack-end-of-message"  # a paragraph after a message's text: is it still one?
+_MAY_OPEN = ("#", "`", "~", "<")  # how a line that may open a block or a heading starts
+
+
 def _prose(lines: list[str]) -> list[str]:
-    """Message text as markdown: a heading in it must not look like one of the
-    document's own, so a `#` that opens a line outside a code block is escaped."""
-    out, code = [], False
-    for line in lines:
-        if line.lstrip().startswith(("```", "~~~")):
-            code = not code
-        elif line.startswith("… ") and line.endswith("…"):
-            line = f"*{line}*"  # a fold marker
-        elif not code and line.lstrip().startswith("#"):
-            line = line.replace("#", "\\#", 1)
+    """Message text as markdown (CommonMark, parsed by markdown-it-py): it stays the
+    message's own. A heading in it must not look like one of the document's, so its `#`
+    is escaped; and a block it leaves open must not run on over the rest of the document
+    (a reply cut off mid-code): an open fence is closed where the message ends, and an
+    HTML block that would run to the end of the document (`<!--`, `<pre>` unclosed) is
+    shown as text. Should anything still run on, the message is shown as code."""
+    lines = list(lines)
+    if not any(line.lstrip(" ").startswith(_MAY_OPEN) for line in lines):
+        return _marked(lines, [])
+    for _ in range(len(lines) + 2):
+        tokens = _blocks(lines)
+        if not _runs_on(tokens):
+            return _marked(lines, tokens)
+        last = [t for t in tokens if t.level == 0 and t.map is not None][-1]
+        first = last.map[0]  # the block that took in the paragraph after the message
+        if last.type == "fence":
+            lines.append(last.markup)  # a fence is closed by its own marks (or more)
+        elif last.type == "html_block":
+            lines[first] = lines[first].replace("<", "\\<", 1)  # now a paragraph
+        else:
+            break
+    return _fenced([_folded(line) for line in lines])
+
+
+def _blocks(lines: list[str]) -> list[Any]:
+    """The block tokens of the message's text followed by the PROBE paragraph."""
+    return _parser().parse("\n".join([*lines, "", PROBE]))
+
+
+@cache
+def _parser() -> Any:
+    from markdown_it import MarkdownIt
+
+    return MarkdownIt("commonmark").disable(["inline"])  # blocks are all it needs
+
+
+def _runs_on(tokens: list[Any]) -> bool:
+    """Did a block of the message take in the paragraph that follows it?"""
+    end = tokens[-3:]
+    return [t.type for t in end] != ["paragraph_open", "inline", "paragraph_close"] \
+        or end[0].level != 0 or end[1].content != PROBE
+
+
+def _marked(lines: list[str], tokens: list[Any]) -> list[str]:
+    """The lines outside code with a `#` that opens them escaped (a heading, or what a
+    reader of the plain text could take for one), and fold markers in italics."""
+    code: set[int] = set()
+    for t in tokens:
+        if t.map is None:
+            continue
+        if t.type in ("fence", "code_block"):
+            code.update(range(*t.map))
+    out = []
+    for n, line in enumerate(lines):
+        if n not in code:
+            line = _folded(line)
+            if line.lstrip().startswith("#"):
+                line = line.replace("#", "\\#", 1)
         out.append(line)
     return out
+
+
+def _folded(line: str) -> str:
+    """A fold marker (`… N lines …`) in italics; any other line as it is."""
+    return f"*{line}*" if line.startswith("… ") and line.endswith("…") else line
 
 
 def to_markdown(view: View) -> str:

@@ -1,0 +1,92 @@
+"""A message's text cannot open a block of the Markdown document that outlives the
+message: a code fence left open (a reply cut off mid-code), `~~~`, or an HTML block that
+runs to the end of the document (`<!--`, `<pre>`). The document is parsed by a CommonMark
+parser (markdown-it-py, which rich already needs) and every later message must still be a
+heading of its own with its text outside any code."""
+
+from __future__ import annotations
+
+import pytest
+from hypothesis import HealthCheck, given, settings
+from hypothesis import strategies as st
+
+from ctxpack.loader import load_values
+from ctxpack.render.document import to_markdown
+from ctxpack.tokens import TokenCounter
+from ctxpack.view import build_view
+
+markdown_it = pytest.importorskip("markdown_it", reason="markdown-it-py comes with rich")
+
+CODE = ("fence", "code_block", "html_block")
+
+
+def _document(texts: list[str]) -> str:
+    roles = ["user", "assistant"] * len(texts)
+    messages = [{"role": role, "content": text} for role, text in zip(roles, texts,
+                                                                        strict=False)]
+    view = build_view(load_values(messages, "openai"), TokenCounter("gpt-4o"), flagged=False)
+    return to_markdown(view)
+
+
+def _blocks(markdown: str) -> tuple[list[str], list[str]]:
+    """The document's third-level headings, and the text of its paragraphs (what is not
+    code, raw HTML or a heading)."""
+    tokens = markdown_it.MarkdownIt("commonmark").parse(markdown)
+    headings, prose = [], []
+    for before, token, _after in zip(tokens, tokens[1:], tokens[2:], strict=False):
+        if token.type != "inline":
+            continue
+        if before.type == "heading_open" and before.tag == "h3":
+            headings.append(token.content)
+        elif before.type == "paragraph_open":
+            prose.append(token.content)
+    return headings, prose
+
+
+@pytest.mark.parametrize("opener", [
+    "```", "```python", "````", "~~~", "  ```", "<!-- a note", "<pre>", "<script>",
+    "<?php", "<![CDATA[", "<!DOCTYPE x",
+])
+def test_a_block_a_message_leaves_open_ends_with_the_message(opener: str) -> None:
+    texts = [f"Here is the start:\n{opener}\nunclosed = 1", "the reply after it",
+             "a second question", "```\ncode\n```\nthe last reply"]
+    markdown = _document(texts)
+    headings, prose = _blocks(markdown)
+    assert len(headings) == len(texts), markdown
+    assert "the reply after it" in prose and "a second question" in prose, markdown
+    assert any(p.endswith("the last reply") for p in prose), markdown
+    tokens = markdown_it.MarkdownIt("commonmark").parse(markdown)
+    # the message's own text is still shown (as code, or escaped), not dropped
+    assert any("unclosed = 1" in t.content for t in tokens)
+
+
+def test_a_fence_that_closes_in_the_message_is_left_as_it_is() -> None:
+    markdown = _document(["````\n```\nnot a close\n````\n# not a heading", "after"])
+    tokens = markdown_it.MarkdownIt("commonmark").parse(markdown)
+    fences = [t for t in tokens if t.type == "fence"]
+    assert [f.content for f in fences] == ["```\nnot a close\n"]
+    headings, prose = _blocks(markdown)
+    # the heading in the message is escaped: a paragraph, not one of the document's
+    assert len(headings) == 2 and "after" in prose and "\\# not a heading" in prose
+    # an HTML block the message closes itself is kept as the message has it
+    tokens = markdown_it.MarkdownIt("commonmark").parse(_document(["<pre>\n```\n</pre>",
+                                                                     "after"]))
+    assert [t.content for t in tokens if t.type == "html_block"] == ["<pre>\n```\n</pre>\n"]
+
+
+PIECES = st.sampled_from(["```", "````", "~~~", "~~~~", "`", "<!--", "-->", "<pre>",
+                          "</pre>", "<?", "?>", "# h", "> q", "- item", "    code", "x",
+                          "  ", "\n", "\n\n", "\t"])
+
+
+@settings(max_examples=150, deadline=None, suppress_health_check=[HealthCheck.too_slow])
+@given(st.lists(st.lists(PIECES, min_size=1, max_size=12).map("".join), min_size=1,
+                max_size=4))
+def test_every_message_after_any_text_is_its_own_and_outside_code(texts: list[str]) -> None:
+    # each message of random text is followed by one whose text must stay prose
+    chat = [x for i, text in enumerate(texts) for x in (text + " z", f"sentinel{i}")]
+    markdown = _document(chat)
+    headings, prose = _blocks(markdown)
+    assert len(headings) == len(chat), markdown
+    for i in range(len(texts)):
+        assert f"sentinel{i}" in prose, markdown
