@@ -243,8 +243,7 @@ def _openai(items: list[_Item], notes: Notes) -> dict[str, Any]:
                 continue  # the API refuses an assistant message with neither
             out: dict[str, Any] = {"role": "assistant", "content": text or None}
             if calls:
-                out["tool_calls"] = [{"id": c.id, "type": "function", "function": {
-                    "name": c.name, "arguments": c.arguments}} for c in calls]
+                out["tool_calls"] = [_openai_call(c) for c in calls]
             messages.append(out)
         else:
             result = item.parts[0]
@@ -252,6 +251,25 @@ def _openai(items: list[_Item], notes: Notes) -> dict[str, Any]:
             messages.append({"role": "tool", "tool_call_id": item.call_id,
                              "content": _text(result.parts, notes)})
     return {"messages": messages}
+
+
+def _openai_call(c: ToolCall) -> dict[str, Any]:
+    """A call as Chat Completions writes it: a function call where its arguments are a
+    JSON object, else a custom tool's call holding its free text (Codex's freeform
+    apply_patch), which a function call's arguments may not be."""
+    if _object(c.arguments) is not None or not c.arguments.strip():
+        return {"id": c.id, "type": "function",
+                "function": {"name": c.name, "arguments": c.arguments}}
+    return {"id": c.id, "type": "custom", "custom": {"name": c.name, "input": c.arguments}}
+
+
+def _object(arguments: str) -> dict[str, Any] | None:
+    """`arguments` as the JSON object it holds, if it holds one."""
+    try:
+        value = json.loads(arguments) if arguments.strip() else None
+    except (ValueError, RecursionError):
+        return None
+    return value if isinstance(value, dict) else None
 
 
 def _openai_content(parts: Sequence[Part]) -> str | list[dict[str, Any]]:
@@ -322,11 +340,10 @@ def _anthropic_block(p: Part, notes: Notes) -> dict[str, Any] | None:
 
 def _input(call: ToolCall, notes: Notes) -> dict[str, Any]:
     """A call's arguments as the object Anthropic's `input` must be."""
-    try:
-        value = json.loads(call.arguments) if call.arguments.strip() else {}
-    except (ValueError, RecursionError):
-        value = None
-    if isinstance(value, dict):
+    if not call.arguments.strip():
+        return {}
+    value = _object(call.arguments)
+    if value is not None:
         return value
     notes.add("tool call arguments that are not a JSON object put under 'input'")
     return {"input": call.arguments}

@@ -48,6 +48,12 @@ def assert_accepted(body: dict[str, Any], to: str) -> None:
     if to == "openai":
         assert all(m.get("content") or m.get("tool_calls") for m in messages
                    if m["role"] == "assistant")
+        for call in (c for m in messages for c in m.get("tool_calls") or ()):
+            if call["type"] == "function":  # arguments the API parses as a JSON object
+                arguments = call["function"]["arguments"]
+                assert not arguments.strip() or isinstance(json.loads(arguments), dict)
+            else:
+                assert call["type"] == "custom" and isinstance(call["custom"]["input"], str)
         return
     assert set(body) <= {"model", "max_tokens", "system", "messages"}
     assert body["max_tokens"] > 0  # the Messages API requires it
@@ -568,3 +574,23 @@ def test_convert_output_reads_back_as_the_api_it_is_for(sample, tmp_path):
     assert_clean_error(ctxpack("compress", str(tmp_path / "anthropic.jsonl"), "-o",
                                str(tmp_path / "small.jsonl")), 2, "request bodies", "convert")
     assert not (tmp_path / "small.jsonl").exists()
+
+
+def test_a_freeform_call_becomes_a_custom_tool_call_and_reads_back(tmp_path):
+    # Codex's apply_patch takes free text, not JSON: Chat Completions has custom tools'
+    # calls for that, and the body reads back with the same calls, each answered
+    source = SAMPLES / "refactor.codex.jsonl"
+    out = tmp_path / "body.json"
+    run = ctxpack("convert", str(source), "--to", "openai", "-o", str(out))
+    assert run.code == 0, run.err
+    body = json.loads(out.read_text())
+    assert_accepted(body, "openai")
+    calls = [c for m in body["messages"] for c in m.get("tool_calls") or ()]
+    custom = [c for c in calls if c["type"] == "custom"]
+    assert custom and {c["custom"]["name"] for c in custom} == {"apply_patch"}
+    assert all(c["custom"]["input"].startswith("*** Begin Patch") for c in custom)
+    back = load_values(body["messages"], "openai")
+    assert [(c.id, c.name, c.arguments) for m in back.messages for c in m.tool_calls] == \
+        [(c["id"], (c.get("custom") or c.get("function"))["name"],
+          c["custom"]["input"] if c["type"] == "custom" else c["function"]["arguments"])
+         for c in calls]

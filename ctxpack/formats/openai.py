@@ -65,9 +65,12 @@ def message_from_dict(d: dict[str, Any], line: int, conversation: int = 0) -> Me
         raise RecordError(f"'tool_calls' is {json_kind(calls)}, not an array")
     for call in calls:
         if isinstance(call, dict):
-            fn = call.get("function") if isinstance(call.get("function"), dict) else {}
+            # a function's call, or a custom tool's (its free text in `input`)
+            custom = call.get("custom") if isinstance(call.get("custom"), dict) else None
+            fn = custom or (call.get("function") if isinstance(call.get("function"), dict)
+                            else {})
             parts.append(ToolCall(string_field(call, "id"), string_field(fn, "name") or "",
-                                  _arguments(fn.get("arguments"))))
+                                  _arguments(fn.get("input" if custom else "arguments"))))
     legacy = d.get("function_call")
     if isinstance(legacy, dict):
         parts.append(ToolCall(None, string_field(legacy, "name") or "",
