@@ -151,7 +151,10 @@ def _expand(arg: str, in_folder: Callable[[str], list[str]], kind: str) -> list[
     if os.path.isdir(arg):
         found = in_folder(arg)
         if not found:
-            raise UsageError(f"{arg}: no {kind} in this folder")
+            raise UsageError(f"{arg}: no {kind} in this folder",
+                             f"a folder gives its {kind}, an OpenCode storage folder its "
+                             "sessions: name other files themselves, or a quoted glob "
+                             f"such as '{os.path.join(arg, '**', '*.json')}'")
         return found
     if glob.has_magic(arg):
         matches = sorted(p for p in glob.glob(arg, recursive=True) if os.path.isfile(p))
