@@ -14,6 +14,8 @@ there is one, else from the assistant messages' `metrics` (newer Cline writes th
 `ui_messages.json` alone is the UI's event log: each `api_req_started` event holds the
 user side of one request (`request`) and its usage; the `text`, `reasoning` and tool
 events after it, up to the next request, are the assistant's side as the UI showed it.
+The task the log opens with (`say: task`, or `say: text` before any request, as older
+Cline wrote it) is the person's, and is sent in the first request: it is no reply.
 When Cline cut the history to fit the window, the newest event's inclusive
 `conversationHistoryDeletedRange` names the api_conversation_history messages it no longer
 sends; they are not context, in either file.
@@ -319,6 +321,7 @@ class ClineUiReader:
         opened: list[Any] = []  # the event the reply's first part is of
         first, begin = True, len(self.messages)
         asked = -1  # conversationHistoryIndex of the open request: its user message is next
+        requested = False  # a request was made: a text event is the model's, not the task
 
         def close() -> None:
             if reply:
@@ -336,6 +339,7 @@ class ClineUiReader:
             if e.get("partial") is True:
                 continue  # a streaming copy the finished event replaces
             if kind == "api_req_started":
+                requested = True
                 close()
                 index = e.get("conversationHistoryIndex")
                 asked = index if isinstance(index, int) and not isinstance(index, bool) else asked
@@ -352,7 +356,8 @@ class ClineUiReader:
                     first = False
                 if billed:  # its prompt: every message up to its reply, the next one
                     self.made.append((len(self.messages), billed, n, self.model))
-            elif kind in ("text", "completion_result") and e["type"] == "say" and text:
+            elif kind in ("text", "completion_result") and e["type"] == "say" and text \
+                    and requested:
                 reply.append(Text(text))
             elif kind == "reasoning" and text:
                 reply.append(Thinking(text))
