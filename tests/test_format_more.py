@@ -924,3 +924,14 @@ def test_a_cline_ui_log_opens_with_the_persons_task_read_once(path):
     task = next(e["text"] for e in json.loads(path.read_bytes())
                 if e.get("say") in ("task", "text"))
     assert not any(task in m.text for m in [*t.outside, *t.messages] if m.role == "assistant")
+
+
+def test_a_broken_ui_log_beside_a_cline_history_is_named_not_called_absent(tmp_path):
+    history = tmp_path / "api_conversation_history.json"
+    history.write_bytes((CLINE / "api_conversation_history.json").read_bytes())
+    ui = tmp_path / "ui_messages.json"
+    ui.write_bytes((CLINE / "ui_messages.json").read_bytes()[:-40])  # cut short
+    source = load(history).usage["source"]
+    assert "no ui_messages.json beside" not in source
+    assert "ui_messages.json beside the file is unreadable" in source
+    assert f"{ui}:" in source  # where it breaks: FILE:LINE
