@@ -288,3 +288,23 @@ def test_a_sample_forced_to_its_own_format_reads_as_detected(path: Path) -> None
 def test_opencode_db_forced_on_a_text_file_says_it_is_not_a_database() -> None:
     run = ctxpack("stats", "--format", "opencode-db", str(SAMPLES / "refactor.codex.jsonl"))
     assert_clean_error(run, 2, "refactor.codex.jsonl", "not an SQLite database")
+
+
+GEMINI_CONTENTS = [{"role": "user", "parts": [{"text": "hi"}]},
+                   {"role": "model", "parts": [{"text": "yo"}]}]
+
+
+@pytest.mark.parametrize("key", ["messages", "contents"])
+def test_gemini_api_contents_in_an_object_are_named_not_read_as_empty_messages(key) -> None:
+    # under `messages` they were read as openai-conversations: two empty messages, surely
+    data = json.dumps({key: GEMINI_CONTENTS}).encode()
+    with pytest.raises(InputError) as info:
+        load(io.BytesIO(data))
+    assert "the Gemini API's contents" in info.value.problem
+    assert "gemini-checkpoint" in info.value.problem  # how ctxpack reads them
+
+
+def test_a_bare_array_of_gemini_api_contents_is_read_with_its_text() -> None:
+    t = load(io.BytesIO(json.dumps(GEMINI_CONTENTS).encode()))
+    assert t.format == "gemini-checkpoint"
+    assert [(m.role, m.text) for m in t.messages] == [("user", "hi"), ("assistant", "yo")]
