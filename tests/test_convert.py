@@ -14,7 +14,14 @@ from hypothesis import strategies as st
 
 from ctxpack import load
 from ctxpack.checks import validate
-from ctxpack.convert import NO_RESULT, OPENS_WITH_ASSISTANT, Notes, request_bodies, whole_log
+from ctxpack.convert import (
+    NO_RESULT,
+    OPENS_WITH_ASSISTANT,
+    REASONING_LEFT_OUT,
+    Notes,
+    request_bodies,
+    whole_log,
+)
 from ctxpack.errors import InputError, UsageError
 from ctxpack.loader import load_values
 from ctxpack.render.charts import charts_of
@@ -23,7 +30,7 @@ from ctxpack.tokens import TokenCounter
 from ctxpack.view import build_view
 
 from .conftest import SAMPLES, corpus_params
-from .helpers import assert_clean_error, ctxpack
+from .helpers import ROOT, assert_clean_error, ctxpack
 from .strategies import anthropic_chat, openai_chat
 
 SETTINGS = settings(max_examples=60, deadline=None, suppress_health_check=[
@@ -86,7 +93,7 @@ def test_openai_chat_converts_to_both_apis(tmp_path_factory, chat):
         assert_accepted(body, to)
         # every result is there, word for word; nothing made up for a valid input
         assert result_texts(body["messages"], to) == result_texts(chat, "openai")
-        allowed = {"reasoning parts left out (neither API takes unsigned reasoning)"}
+        allowed = {REASONING_LEFT_OUT}
         if to == "anthropic" and _opens_blank(chat):
             # Anthropic takes no blank text: the blank turn is left out, and a user turn
             # is said to be put before the assistant's
@@ -567,3 +574,13 @@ def test_convert_output_reads_back_as_the_api_it_is_for(sample, tmp_path):
     assert_clean_error(ctxpack("compress", str(tmp_path / "anthropic.jsonl"), "-o",
                                str(tmp_path / "small.jsonl")), 2, "request bodies", "convert")
     assert not (tmp_path / "small.jsonl").exists()
+
+
+def test_the_reasoning_note_does_not_call_signed_thinking_unsigned(tmp_path):
+    # the sample's thinking blocks carry Anthropic's signature
+    path = ROOT / "samples" / "multi-round.anthropic.jsonl"
+    assert b'"signature"' in path.read_bytes()
+    run = ctxpack("convert", str(path), "--to", "anthropic", "-o", str(tmp_path / "a.jsonl"))
+    assert run.code == 0, run.err
+    assert "unsigned" not in run.err and "reasoning parts left out" in run.err
+    assert "signature" in run.err
