@@ -6,10 +6,11 @@ Both APIs want each tool call answered, and Chat Completions wants the answers r
 after the call, Anthropic at the start of the next user message. So every result is
 placed after its call, wherever the log had it; a call the log never answered gets a
 result that says so, a result whose call is not in the log becomes text, and the
-reasoning a model wrote is left out (neither API takes reasoning it did not sign as
-input). Anthropic also wants the roles to alternate, starting with the user: messages
-of one role in a row are merged, and a log that opens with the assistant gets a short
-user message first. Each of these is counted in `Notes`, which the command prints.
+reasoning a model wrote is left out (neither API takes reasoning back without its
+signature, and a part here keeps none, though the file may have signed it). Anthropic
+also wants the roles to alternate, starting with the user: messages of one role in a
+row are merged, and a log that opens with the assistant gets a short user message first.
+Each of these is counted in `Notes`, which the command prints.
 """
 
 from __future__ import annotations
@@ -107,6 +108,12 @@ def request_bodies(t: Transcript, to: str, notes: Notes | None = None,
             for group in conversations(t.messages)]
 
 
+# signed thinking (Claude Code's, OpenCode's Anthropic replies) is left out as well: the
+# parts convert builds from keep no signature
+REASONING_LEFT_OUT = ("reasoning parts left out (neither API takes reasoning back without "
+                      "its signature, which convert does not keep, signed or not)")
+
+
 def _items(messages: list[Message], notes: Notes) -> list[_Item]:
     """The conversation as turns, each call's result right after the call that made it."""
     ids = _call_ids(messages)
@@ -117,7 +124,7 @@ def _items(messages: list[Message], notes: Notes) -> list[_Item]:
         pending: list[Part] = []
         for pi, part in enumerate(m.parts):
             if isinstance(part, Thinking):
-                notes.add("reasoning parts left out (neither API takes unsigned reasoning)")
+                notes.add(REASONING_LEFT_OUT)
             elif isinstance(part, ToolResult):
                 if (mi, pi) not in matched:
                     label = f"[result of tool call {part.call_id or '(no id)'}]"

@@ -122,6 +122,11 @@ class Scanner:
             if binary is not None and self._forced in (None, binary):
                 yield from self._document(number, raw, lines, binary)
                 return
+            magic = getattr(self._forced, "magic", None)
+            if number == 1 and magic and (kind := looks_binary(magic)) is not None:
+                name = self._forced.name  # type: ignore[union-attr]
+                raise InputError(self.path, None, f"not {kind[0]}, which --format {name} "
+                                 "reads", "without --format ctxpack detects the file's format")
             if number == 1:
                 from .dataset.rows import not_from_stdin
 
@@ -380,6 +385,24 @@ class Scanner:
         layout.earlier_calls, before = believed(layout.earlier_calls, lines(layout.earlier))
         layout.set_aside = sorted([*before, *aside], key=lambda x: x.line)
 
+    def _fits_forced(self, record: Any) -> None:
+        """A record is not read as the format `--format` names where another format claims
+        it surely and the named one does not claim it (or only loosely, and the other by
+        its mark), or the named one does not claim it and it has a shape ctxpack knows of:
+        a reader takes what it can of any record and would read such a file as nonsense
+        (empty messages, or none, or tool calls as text) without a word."""
+        forced = self._forced
+        if forced is None:
+            return
+        fits = forced.sniff(record)
+        if fits >= 2:
+            return
+        other, score = formats.sniff(record, document=self.whole)
+        what = f"{other.name} ({other.description})" if other is not None and \
+            score - fits >= 2 else None if fits else looks_like(record)
+        if what:
+            raise RecordError(f"this {'file' if self.whole else 'line'} looks like {what}")
+
     def _feed(self, reader: Any, number: int, record: dict[str, Any]) -> list[Message]:
         meta = record.get(META_KEY) if isinstance(record, dict) else None
         if isinstance(meta, dict):  # a line compress wrote
@@ -391,6 +414,7 @@ class Scanner:
                 not isinstance(carried, bool) and carried >= 0 else \
                 (True if self.compacted is False else self.compacted)
         try:
+            self._fits_forced(record)
             out = _not_summaries(reader.feed(number, record))
             self._fed = True
         except RecordError as exc:

@@ -14,7 +14,14 @@ from hypothesis import strategies as st
 
 from ctxpack import load
 from ctxpack.checks import validate
-from ctxpack.convert import NO_RESULT, OPENS_WITH_ASSISTANT, Notes, request_bodies, whole_log
+from ctxpack.convert import (
+    NO_RESULT,
+    OPENS_WITH_ASSISTANT,
+    REASONING_LEFT_OUT,
+    Notes,
+    request_bodies,
+    whole_log,
+)
 from ctxpack.errors import InputError, UsageError
 from ctxpack.loader import load_values
 from ctxpack.render.charts import charts_of
@@ -23,7 +30,7 @@ from ctxpack.tokens import TokenCounter
 from ctxpack.view import build_view
 
 from .conftest import SAMPLES, corpus_params
-from .helpers import assert_clean_error, ctxpack
+from .helpers import ROOT, assert_clean_error, ctxpack
 from .strategies import anthropic_chat, openai_chat
 
 SETTINGS = settings(max_examples=60, deadline=None, suppress_health_check=[
@@ -92,7 +99,7 @@ def test_openai_chat_converts_to_both_apis(tmp_path_factory, chat):
         assert_accepted(body, to)
         # every result is there, word for word; nothing made up for a valid input
         assert result_texts(body["messages"], to) == result_texts(chat, "openai")
-        allowed = {"reasoning parts left out (neither API takes unsigned reasoning)"}
+        allowed = {REASONING_LEFT_OUT}
         if to == "anthropic" and _opens_blank(chat):
             # Anthropic takes no blank text: the blank turn is left out, and a user turn
             # is said to be put before the assistant's
@@ -594,3 +601,13 @@ def test_a_freeform_call_becomes_a_custom_tool_call_and_reads_back(tmp_path):
         [(c["id"], (c.get("custom") or c.get("function"))["name"],
           c["custom"]["input"] if c["type"] == "custom" else c["function"]["arguments"])
          for c in calls]
+
+
+def test_the_reasoning_note_does_not_call_signed_thinking_unsigned(tmp_path):
+    # the sample's thinking blocks carry Anthropic's signature
+    path = ROOT / "samples" / "multi-round.anthropic.jsonl"
+    assert b'"signature"' in path.read_bytes()
+    run = ctxpack("convert", str(path), "--to", "anthropic", "-o", str(tmp_path / "a.jsonl"))
+    assert run.code == 0, run.err
+    assert "unsigned" not in run.err and "reasoning parts left out" in run.err
+    assert "signature" in run.err

@@ -253,3 +253,59 @@ def test_a_one_line_document_is_parsed_once(monkeypatch: pytest.MonkeyPatch) -> 
     t = load(io.BytesIO(json.dumps(doc).encode() + b"\n"))
     assert (t.format, len(t.messages), t.unsure) == ("gemini-cli", 2, "")
     assert len(parsed) == 1, parsed
+
+
+@pytest.mark.parametrize(("name", "fits", "forced"), [
+    ("coding-agent.claude-code.jsonl", "claude-code", "gemini-cli"),
+    ("refactor.codex.jsonl", "codex", "gemini-cli"),
+    ("refactor.codex.jsonl", "codex", "claude-code"),
+    ("cline-task/api_conversation_history.json", "cline", "json-messages"),
+    ("plateau-fix.gemini-cli.jsonl", "gemini-cli", "openai"),
+])
+def test_a_forced_format_that_a_line_does_not_fit_is_refused(name, fits, forced) -> None:
+    # the reader would take what it could: empty messages, or none, with exit 0
+    run = ctxpack("stats", "--format", forced, str(SAMPLES / name))
+    assert_clean_error(run, 2, f"{name}:", f"not read as {forced}", f"looks like {fits} (")
+
+
+@pytest.mark.corpus
+@pytest.mark.parametrize("path", corpus_params("anthropic-agent-events", pattern="*.jsonl"))
+def test_managed_agent_events_forced_as_openai_chat_are_refused(path: Path) -> None:
+    # its events fit Chat Completions loosely; their own mark says what they are
+    run = ctxpack("stats", "--format", "openai", str(path))
+    assert_clean_error(run, 2, f"{path.name}:", "looks like anthropic-events")
+
+
+@pytest.mark.parametrize("path", sorted(
+    p for p in SAMPLES.rglob("*") if p.is_file() and p.suffix in (".json", ".jsonl", ".md")
+    and p.name != "README.md" and not {"message", "part"} & set(p.parts)),  # storage's own
+    ids=lambda p: str(p.relative_to(SAMPLES)))
+def test_a_sample_forced_to_its_own_format_reads_as_detected(path: Path) -> None:
+    found = load(path)
+    forced = load(path, found.format)
+    assert [m.text for m in forced.messages] == [m.text for m in found.messages]
+
+
+def test_opencode_db_forced_on_a_text_file_says_it_is_not_a_database() -> None:
+    run = ctxpack("stats", "--format", "opencode-db", str(SAMPLES / "refactor.codex.jsonl"))
+    assert_clean_error(run, 2, "refactor.codex.jsonl", "not an SQLite database")
+
+
+GEMINI_CONTENTS = [{"role": "user", "parts": [{"text": "hi"}]},
+                   {"role": "model", "parts": [{"text": "yo"}]}]
+
+
+@pytest.mark.parametrize("key", ["messages", "contents"])
+def test_gemini_api_contents_in_an_object_are_named_not_read_as_empty_messages(key) -> None:
+    # under `messages` they were read as openai-conversations: two empty messages, surely
+    data = json.dumps({key: GEMINI_CONTENTS}).encode()
+    with pytest.raises(InputError) as info:
+        load(io.BytesIO(data))
+    assert "the Gemini API's contents" in info.value.problem
+    assert "gemini-checkpoint" in info.value.problem  # how ctxpack reads them
+
+
+def test_a_bare_array_of_gemini_api_contents_is_read_with_its_text() -> None:
+    t = load(io.BytesIO(json.dumps(GEMINI_CONTENTS).encode()))
+    assert t.format == "gemini-checkpoint"
+    assert [(m.role, m.text) for m in t.messages] == [("user", "hi"), ("assistant", "yo")]

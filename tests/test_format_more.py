@@ -801,13 +801,14 @@ def test_corpus_outside_reasons(path):
 
 @st.composite
 def cline_ui_logs(draw):
-    """A Cline ui_messages.json: the task, then requests (the first the task, the rest a
-    tool's result sent back), each answered by reasoning, text and tool events, some of
-    them also as a streaming (partial) copy; with the requests' tokens in and out."""
+    """A Cline ui_messages.json: the task (`say: task`, or `say: text` as older Cline wrote
+    it), then requests (the first the task, the rest a tool's result sent back), each
+    answered by reasoning, text and tool events, some of them also as a streaming (partial)
+    copy; with the requests' tokens in and out."""
     task = draw(texts)
     ts = 1_779_870_000_000
-    events = [{"ts": ts, "type": "say", "say": "task", "text": task, "images": [],
-               "conversationHistoryIndex": -1}]
+    events = [{"ts": ts, "type": "say", "say": draw(st.sampled_from(["task", "text"])),
+               "text": task, "images": [], "conversationHistoryIndex": -1}]
     tokens_in, tokens_out = [], []
     for n in range(draw(st.integers(1, 5))):
         request = f"<task>\n{task}\n</task>" if n == 0 else \
@@ -842,7 +843,7 @@ def test_any_cline_ui_log_round_trips_and_reads_its_requests(log, indent):
     assert [m.human for m in requests] == [True] + [False] * (len(requests) - 1)
     assert all(m.role == "tool" for m in requests[1:])
     # no streaming copy is read: each finished event's text is in one reply, once
-    finished = [e["text"] for e in events if e.get("partial") is False and e["text"]]
+    finished = [e["text"] for e in events[1:] if e.get("partial") is False and e["text"]]
     replies = [p.text for m in t.messages if m.role == "assistant" for p in m.parts]
     assert replies == finished
     assert t.usage["output_tokens"] == sum(tokens_out)
@@ -912,3 +913,25 @@ def test_a_cut_corpus_aider_log_is_read_as_aider_forced_or_skipping(tmp_path, pa
     cut = tmp_path / "cut.md"
     cut.write_text(_cut_in_the_middle(path.read_text()))
     _read_every_way(cut)
+
+
+@pytest.mark.corpus
+@pytest.mark.parametrize("path", corpus_params("cline", pattern="*.json"))
+def test_a_cline_ui_log_opens_with_the_persons_task_read_once(path):
+    t = load(path)
+    assert t.messages[0].role == "user" and t.messages[0].human
+    assert "<task>" in t.messages[0].text
+    task = next(e["text"] for e in json.loads(path.read_bytes())
+                if e.get("say") in ("task", "text"))
+    assert not any(task in m.text for m in [*t.outside, *t.messages] if m.role == "assistant")
+
+
+def test_a_broken_ui_log_beside_a_cline_history_is_named_not_called_absent(tmp_path):
+    history = tmp_path / "api_conversation_history.json"
+    history.write_bytes((CLINE / "api_conversation_history.json").read_bytes())
+    ui = tmp_path / "ui_messages.json"
+    ui.write_bytes((CLINE / "ui_messages.json").read_bytes()[:-40])  # cut short
+    source = load(history).usage["source"]
+    assert "no ui_messages.json beside" not in source
+    assert "ui_messages.json beside the file is unreadable" in source
+    assert f"{ui}:" in source  # where it breaks: FILE:LINE

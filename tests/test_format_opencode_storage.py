@@ -93,15 +93,17 @@ def _written(doc: dict, path):
     return path
 
 
-def test_a_missing_part_folder_is_one_clear_line(tmp_path):
-    storage = tmp_path / "storage"
-    shutil.copytree(TREE, storage)
-    info = next((storage / "session").glob("*/ses_*.json"))
-    gone = sorted((storage / "part").iterdir())[2]
-    shutil.rmtree(gone)
-    run = ctxpack("stats", str(info))
-    assert_clean_error(run, 2, str(info), "not read as opencode-storage",
-                       f"{gone.name} has no folder of parts")
+def test_a_message_with_no_part_folder_is_an_empty_message_as_in_an_export(tmp_path):
+    # OpenCode writes no parts for a reply aborted or failed before its first one
+    export = json.loads(EXPORT.read_bytes())
+    aborted = next(m for m in export["messages"] if m["info"]["role"] == "assistant")
+    aborted["info"]["error"] = {"name": "MessageAbortedError", "data": {"message": "aborted"}}
+    info = split(export, tmp_path / "storage")
+    shutil.rmtree(tmp_path / "storage" / "part" / aborted["info"]["id"])
+    aborted["parts"] = []
+    tree, whole = load(info), load(_written(export, tmp_path / "export.json"))
+    _same(tree, whole)
+    assert ctxpack("stats", str(info)).code == 0
 
 
 def test_a_broken_part_file_names_itself(tmp_path):

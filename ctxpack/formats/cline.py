@@ -14,6 +14,8 @@ there is one, else from the assistant messages' `metrics` (newer Cline writes th
 `ui_messages.json` alone is the UI's event log: each `api_req_started` event holds the
 user side of one request (`request`) and its usage; the `text`, `reasoning` and tool
 events after it, up to the next request, are the assistant's side as the UI showed it.
+The task the log opens with (`say: task`, or `say: text` before any request, as older
+Cline wrote it) is the person's, and is sent in the first request: it is no reply.
 When Cline cut the history to fit the window, the newest event's inclusive
 `conversationHistoryDeletedRange` names the api_conversation_history messages it no longer
 sends; they are not context, in either file.
@@ -26,7 +28,8 @@ import os
 import re
 from typing import Any
 
-from ..jsonl import loads
+from ..errors import InputError
+from ..jsonl import loads, parse_document
 from ..transcript import Image, Message, Part, RecordedCall, Text, Thinking, ToolCall, ToolResult
 from .anthropic import block_part
 from .base import NOT_WRITTEN, Layout, RecordError, content_parts, measure, string_field
@@ -262,7 +265,7 @@ class ClineHistoryReader:
 
     def finish(self) -> tuple[list[Message], Layout]:
         usage: dict[str, Any] = {}
-        events = self._ui_events()
+        events, why = self._ui_events()
         made, since = self.made, -1
         if events is not None:
             tally = RequestUsage()
@@ -281,8 +284,7 @@ class ClineHistoryReader:
             since = cut_at(events, gone)
             self.archived.update(n for n, i in enumerate(self.position) if i in gone)
         else:
-            usage = self.metrics.summary("metrics of each assistant message (no "
-                                         f"{UI_SIBLING} beside the file)")
+            usage = self.metrics.summary(f"metrics of each assistant message ({why})")
             if any(i in self.archived for i in range(len(self.messages))):
                 made = made[-1:] if made and made[-1][0] not in self.archived else []
         context = [n for n in range(len(self.messages)) if n not in self.archived]
@@ -290,16 +292,21 @@ class ClineHistoryReader:
                           calls=recorded(context, made, since),
                           outside_why="condensed into a summary, or cut to fit the window")
 
-    def _ui_events(self) -> list[Any] | None:
-        """The UI log beside the file, if there is one that reads as such."""
+    def _ui_events(self) -> tuple[list[Any] | None, str]:
+        """The UI log beside the file, if there is one that reads as such; else why not."""
         if not self.sibling or not os.path.isfile(self.sibling):
-            return None
+            return None, f"no {UI_SIBLING} beside the file"
         try:
             with open(self.sibling, "rb") as f:
-                events = loads(f.read())
-        except (OSError, ValueError):
-            return None
-        return events if is_ui_log(events) else None
+                data = f.read()
+            events = parse_document(data, self.sibling, 1)
+        except OSError as exc:
+            return None, f"the {UI_SIBLING} beside the file cannot be read: {exc.strerror}"
+        except InputError as exc:
+            return None, f"the {UI_SIBLING} beside the file is unreadable: {exc}"
+        if not is_ui_log(events):
+            return None, f"the {UI_SIBLING} beside the file is no Cline UI log"
+        return events, ""
 
 
 class ClineUiReader:
@@ -319,6 +326,7 @@ class ClineUiReader:
         opened: list[Any] = []  # the event the reply's first part is of
         first, begin = True, len(self.messages)
         asked = -1  # conversationHistoryIndex of the open request: its user message is next
+        requested = False  # a request was made: a text event is the model's, not the task
 
         def close() -> None:
             if reply:
@@ -336,6 +344,7 @@ class ClineUiReader:
             if e.get("partial") is True:
                 continue  # a streaming copy the finished event replaces
             if kind == "api_req_started":
+                requested = True
                 close()
                 index = e.get("conversationHistoryIndex")
                 asked = index if isinstance(index, int) and not isinstance(index, bool) else asked
@@ -352,7 +361,8 @@ class ClineUiReader:
                     first = False
                 if billed:  # its prompt: every message up to its reply, the next one
                     self.made.append((len(self.messages), billed, n, self.model))
-            elif kind in ("text", "completion_result") and e["type"] == "say" and text:
+            elif kind in ("text", "completion_result") and e["type"] == "say" and text \
+                    and requested:
                 reply.append(Text(text))
             elif kind == "reasoning" and text:
                 reply.append(Thinking(text))

@@ -84,6 +84,8 @@ def sniff_message(record: dict[str, Any]) -> int:
     role = record.get("role")
     if not isinstance(role, str) or "type" in record and "message" in record:
         return 0
+    if "parts" in record and "content" not in record:
+        return 0  # the Gemini API's contents (role user/model, `parts`): no content read here
     if role in _SURE_ROLES or "tool_calls" in record or "tool_call_id" in record:
         return 2
     content = record.get("content")

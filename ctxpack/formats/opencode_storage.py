@@ -178,13 +178,13 @@ def export_of(path: str, session: dict[str, Any]) -> dict[str, Any]:
     infos = sorted(_records(messages_dir), key=lambda m: (_time(m, "created"), m["id"]))
     messages = []
     for info in infos:
+        # a reply aborted or failed before its first part has no folder of parts: an
+        # empty message, as `opencode export` writes it (`"parts": []`)
         parts_dir = os.path.join(storage, "part", info["id"])
-        if not os.path.isdir(parts_dir):
-            raise RecordError(f"message {info['id']} has no folder of parts: {parts_dir} "
-                              "is missing")
+        parts = _records(parts_dir) if os.path.isdir(parts_dir) else []
         messages.append({"info": {**info, "sessionID": ident},
                          "parts": [{**p, "sessionID": ident, "messageID": info["id"]}
-                                   for p in _records(parts_dir)]})
+                                   for p in parts]})
     return {"info": {**session, "id": ident}, "messages": messages}
 
 

@@ -41,7 +41,21 @@ def _opencode_messages(value: Any) -> bool:
         x.get("parts"), list) for x in items[:20])
 
 
+def _gemini_contents(value: Any) -> bool:
+    """The Gemini API's `contents` (a request body's, or under `messages`): entries of role
+    user/model whose text, calls and results are in `parts`."""
+    if isinstance(value, dict):
+        value = value.get("contents", value.get("messages"))
+    items = _items(value)
+    return bool(items) and all(isinstance(x.get("parts"), list) and "content" not in x
+                               for x in items[:20]) and any(
+        x.get("role") in ("user", "model") for x in items[:20])
+
+
 _SHAPES: tuple[tuple[str, Callable[[Any], bool]], ...] = (
+    ("the Gemini API's contents (role user/model, text and calls in `parts`) inside an "
+     "object; a bare JSON array of them is read as gemini-checkpoint",
+     _gemini_contents),
     ("OpenAI Responses API items (typed items with `call_id`s, not chat messages)",
      _responses_items),
     ("OpenCode messages without the session `info` that `opencode export` writes before them "
