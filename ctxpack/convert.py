@@ -100,6 +100,9 @@ def request_bodies(t: Transcript, to: str, notes: Notes | None = None,
         elif t.model is None:
             notes.say(f"model {model} assumed, as stats assumes it: the transcript names "
                       f"none, and its format is {t.format} (-m names another)")
+    if to == "anthropic" and model and "claude" not in model.lower():
+        notes.say(f"the bodies name {model}, which the Messages API does not serve: -m names "
+                  "the Claude model to send them to")
     calls = t.usage.get("calls") if t.usage else None
     if isinstance(calls, int) and not isinstance(calls, bool):
         notes.add("model calls' recorded usage left out (a request body has no place for it)",

@@ -611,3 +611,16 @@ def test_the_reasoning_note_does_not_call_signed_thinking_unsigned(tmp_path):
     assert run.code == 0, run.err
     assert "unsigned" not in run.err and "reasoning parts left out" in run.err
     assert "signature" in run.err
+
+
+def test_an_anthropic_body_of_a_model_anthropic_does_not_serve_says_so(tmp_path):
+    source = SAMPLES / "refactor.codex.jsonl"
+    run = ctxpack("convert", str(source), "--to", "anthropic", "-o", str(tmp_path / "a.jsonl"))
+    assert run.code == 0, run.err
+    assert "the bodies name gpt-5.1-codex, which the Messages API does not serve" in run.err
+    named = ctxpack("convert", str(source), "--to", "anthropic", "-m", "claude-opus-4-6",
+                    "-o", str(tmp_path / "b.jsonl"))
+    assert named.code == 0, named.err
+    assert "does not serve" not in named.err
+    assert json.loads((tmp_path / "b.jsonl").read_text().splitlines()[0])["model"] == \
+        "claude-opus-4-6"
