@@ -140,7 +140,7 @@ class ModelTable:
 
     def __init__(self, entries: tuple[ModelInfo, ...] = BUILTIN,
                  calibrations: tuple[Calibration, ...] = CALIBRATED) -> None:
-        self._by_name = {m.name: m for m in entries}
+        self._by_name = {model_key(m.name): m for m in entries}
         self._calibrations = {model_key(c.name): c for c in calibrations}
 
     def extend(self, entries: list[ModelInfo],

@@ -18,6 +18,19 @@ def test_the_example_config_loads_and_adds_its_model():
     assert info is not None and info.context_window == 131072 and not info.exact
 
 
+def test_a_config_model_is_found_as_a_table_model_is(tmp_path):
+    # a lookup ignores case and a provider's prefix: so does a name the config gives
+    config = tmp_path / "ctxpack.yaml"
+    config.write_text("models:\n  - {name: Acme-Coder, encoding: o200k_base, "
+                      "context_window: 64000}\n  - {name: openai/acme-tiny, "
+                      "encoding: o200k_base, context_window: 8000}\n")
+    models = load_config(str(config)).models
+    for asked, window in (("acme-coder", 64_000), ("ACME-CODER-2026-01", 64_000),
+                          ("acme-tiny", 8_000), ("openai/acme-tiny", 8_000)):
+        info = models.find(asked)
+        assert info is not None and info.context_window == window, asked
+
+
 def test_lookup_order_env_then_cwd(tmp_path, monkeypatch):
     monkeypatch.delenv("CTXPACK_CONFIG", raising=False)
     monkeypatch.setenv("XDG_CONFIG_HOME", str(tmp_path / "xdg"))
