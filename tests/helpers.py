@@ -21,15 +21,19 @@ ROOT = Path(__file__).resolve().parent.parent
 
 
 @functools.cache
-def bench_generator() -> types.ModuleType:
-    """bench/make_transcript.py (which is not a package): big transcripts, made alike."""
-    spec = importlib.util.spec_from_file_location("make_transcript",
-                                                  ROOT / "bench" / "make_transcript.py")
+def bench_module(name: str) -> types.ModuleType:
+    """bench/NAME.py (bench/ is not a package), imported once."""
+    spec = importlib.util.spec_from_file_location(name, ROOT / "bench" / f"{name}.py")
     assert spec and spec.loader
     module = importlib.util.module_from_spec(spec)
     sys.modules[spec.name] = module  # its dataclasses look themselves up there
     spec.loader.exec_module(module)
     return module
+
+
+def bench_generator() -> types.ModuleType:
+    """bench/make_transcript.py: big transcripts, made alike."""
+    return bench_module("make_transcript")
 
 
 @dataclass

@@ -5,9 +5,7 @@ bench/bench_calibration.py, rounded to two decimals."""
 from __future__ import annotations
 
 import functools
-import importlib.util
 import statistics
-import sys
 import types
 
 import pytest
@@ -15,7 +13,7 @@ import pytest
 from ctxpack.calibration import slope_of
 
 from .conftest import corpus_files
-from .helpers import ROOT
+from .helpers import bench_module
 
 # the corpus model an entry is read from: a model's own steps, or for a family the
 # family's model read on the most steps (claude-opus-4-7 has no value the rule can set)
@@ -31,15 +29,8 @@ READ_FROM = {
 LEAST_STEPS = 5
 
 
-@functools.cache
 def bench() -> types.ModuleType:
-    spec = importlib.util.spec_from_file_location("bench_calibration",
-                                                  ROOT / "bench" / "bench_calibration.py")
-    assert spec and spec.loader
-    module = importlib.util.module_from_spec(spec)
-    sys.modules[spec.name] = module
-    spec.loader.exec_module(module)
-    return module
+    return bench_module("bench_calibration")
 
 
 @functools.cache
