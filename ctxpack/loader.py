@@ -19,7 +19,7 @@ from . import formats
 from .atomic import write_atomic
 from .errors import InputError
 from .formats.base import Format, Layout, RecordError
-from .formats.unknown import looks_binary, looks_like, looks_like_text
+from .formats.unknown import first_step, looks_binary, looks_like, looks_like_text
 from .jsonl import (
     LineIndex,
     ParsedRecords,
@@ -132,7 +132,7 @@ class Scanner:
 
                 not_from_stdin(self.path, raw)  # a Parquet dataset: read by its path only
             if number == 1 and (kind := looks_binary(raw)) is not None:
-                what, advice = kind
+                what, advice = kind[0], first_step(kind[1], self.path)
                 known = f"ctxpack reads: {', '.join(formats.FORMATS)}"
                 raise InputError(self.path, None, f"not a transcript ctxpack reads: this is "
                                  f"{what}", f"{advice}; {known}" if advice else known)

@@ -153,6 +153,18 @@ def test_a_binary_file_is_said_to_be_binary(name, tmp_path):
         assert not out.exists()
 
 
+def test_what_to_do_first_names_the_file_or_the_pipe(tmp_path):
+    import gzip
+
+    path = tmp_path / "run.jsonl.gz"
+    path.write_bytes(gzip.compress(GOOD * 20))
+    named = ctxpack("stats", str(path))
+    assert_clean_error(named, 2, f"gunzip -k {path}")
+    piped = ctxpack("stats", "-", input=path.read_bytes())
+    assert_clean_error(piped, 2, "<stdin>: ", "gzip", "pipe it through gunzip -c")
+    assert "FILE" not in named.err + piped.err
+
+
 def test_a_parquet_file_under_another_name_says_how_ctxpack_reads_one(tmp_path):
     path = tmp_path / "rows.bin"
     path.write_bytes(b"PAR1" + b"\x15\x04\x15\x10" * 64 + b"PAR1")

@@ -7,6 +7,7 @@ reader simply takes such files before this is asked.
 
 from __future__ import annotations
 
+import shlex
 from collections.abc import Callable
 from typing import Any
 
@@ -102,11 +103,25 @@ _BINARY: tuple[tuple[bytes, str, str], ...] = (
     (b"SQLite format 3\x00", "an SQLite database", ""),
     (b"\x7fELF", "a program (ELF)", ""),
     (b"\xff\xfe", "UTF-16 text, where ctxpack reads UTF-8",
-     "iconv -f UTF-16 -t UTF-8 FILE > FILE.utf8 makes it UTF-8"),
+     "make it UTF-8 first: iconv -f UTF-16 -t UTF-8 FILE > FILE.utf8"),
     (b"\xfe\xff", "UTF-16 text, where ctxpack reads UTF-8",
-     "iconv -f UTF-16 -t UTF-8 FILE > FILE.utf8 makes it UTF-8"),
+     "make it UTF-8 first: iconv -f UTF-16 -t UTF-8 FILE > FILE.utf8"),
 )
 BINARY_PROBE = 8192  # bytes looked at for a NUL, which no text transcript holds
+
+
+def first_step(advice: str, path: str) -> str:
+    """`advice` (what to do first, of `looks_binary`) for the file at `path`: its FILE that
+    file, or of what came on stdin, the same command in the pipe, writing to stdout."""
+    if path not in ("-", "<stdin>"):
+        return advice.replace("FILE", shlex.quote(path))
+    command = advice.partition(": ")[2].split(" FILE")[0]
+    if not command:
+        return advice
+    piped = command.replace(" -dk", " -dc").replace(" -k", " -c")
+    if piped.startswith("unzip"):
+        piped = "funzip"  # (unzip reads no pipe)
+    return f"pipe it through {piped} before ctxpack"
 
 
 def looks_binary(head: bytes) -> tuple[str, str] | None:
