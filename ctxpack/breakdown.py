@@ -111,6 +111,7 @@ class RoundStat:
     steps: int
     tokens: int
     cumulative: int
+    place: str = ""  # in a one-line document, where its first message is (`[52].messages[0]`)
 
 
 @dataclass
@@ -139,7 +140,7 @@ class FileStats:
     skipped: list[dict[str, Any]]
     usage: dict[str, Any]
     conversations: int = 1
-    largest_conversation: dict[str, int] | None = None  # of a file of several conversations
+    largest_conversation: dict[str, Any] | None = None  # of a file of several conversations
     unsure: str = ""  # why the format was taken without a record that marks it
     # the context as the provider would bill it (kind, visible part, the rest, error): of
     # a file of several conversations, the largest one's (each is its own prompt)
@@ -392,6 +393,7 @@ def _largest_conversation(context: list[MessageStat], counts: list[int], layout:
         whole += billed.tokens
         if best is None or billed.tokens > best[0].tokens:
             best = billed, {"number": number, "line": context[at[0]].line,
+                            "place": context[at[0]].place,
                             "messages": len(at),
                             "tokens": sum(context[i].tokens for i in at) + REPLY_PRIMING}
     assert best is not None  # (a file of several conversations has messages)
@@ -434,5 +436,6 @@ def _rounds(context: list[MessageStat]) -> list[RoundStat]:
         running += tokens
         begun.update(context[i].conversation for i in r.indexes)
         out.append(RoundStat(r.number, context[r.start].line, r.end - r.start, len(r.steps),
-                             tokens, running + REPLY_PRIMING * len(begun)))
+                             tokens, running + REPLY_PRIMING * len(begun),
+                             context[r.start].place))
     return out

@@ -258,6 +258,23 @@ def test_stats_json_of_many_conversations_bills_the_largest_and_keeps_the_file_t
     assert f["context_ratio"] == round(largest["tokens"] / f["context_window"], 4)
 
 
+def test_a_document_of_many_conversations_places_its_rounds_not_line_1(tmp_path) -> None:
+    # a JSON document on one line: every message is on line 1, so rounds and the largest
+    # conversation are found by their place in it, as the largest messages are
+    runs = [{"traj": [{"role": "user", "content": f"task {n} " + "word " * 50 * n},
+                      {"role": "assistant", "content": "done"}]} for n in range(1, 4)]
+    path = tmp_path / "runs.json"
+    path.write_text(json.dumps(runs))
+    s = stats(path)
+    assert s.conversations == 3 and s.largest_conversation is not None
+    assert s.largest_conversation["place"] == "[2].traj[0]"
+    assert [r.place for r in s.rounds] == ["[0].traj[0]", "[1].traj[0]", "[2].traj[0]"]
+    run = ctxpack("stats", str(path), "--max-ratio", "0.0001", "--top", "0")
+    assert run.code == 1
+    assert "(conversation 3 at [2].traj[0])" in run.err
+    assert "[1].traj[0]" in run.out and "place" in run.out
+
+
 @pytest.mark.corpus
 @pytest.mark.parametrize("path", corpus_params("cline", pattern="mcp-vscode-server*"))
 def test_a_file_that_names_no_model_says_so(path) -> None:

@@ -330,7 +330,8 @@ def _gate(results: list[Any], max_tokens: int | None, max_ratio: float | None) -
         if max_ratio is not None and r.context_ratio is not None and r.context_ratio > max_ratio:
             largest = r.largest_conversation
             which = "" if largest is None else \
-                f" (conversation {largest['number']:,} at line {largest['line']:,})"
+                f" (conversation {largest['number']:,} at " \
+                f"{largest.get('place') or 'line ' + format(largest['line'], ',')})"
             over.append(f"{r.path}{which}: {r.context_ratio:.1%} of the "
                         f"{r.context_window:,}-token window > --max-ratio {max_ratio}")
     for line in over:

@@ -103,10 +103,12 @@ def _tables(f: FileStats) -> list[tuple[str, list[str], list[list[str]]]]:
                    key=lambda r: r.number)
         title = "Rounds" if len(shown) == len(f.rounds) else \
             f"Rounds ({len(shown)} largest of {len(f.rounds)})"
-        rows = [[str(r.number), str(r.line), str(r.messages), str(r.steps), f"{r.tokens:,}",
-                 f"{r.cumulative:,}"] for r in shown]
-        tables.append((title, ["round", "line", "messages", "steps", "tokens", "cumulative"],
-                       rows))
+        placed = any(r.place for r in shown)  # a one-line document: places, not lines
+        rows = [[str(r.number), r.place or str(r.line) if placed else str(r.line),
+                 str(r.messages), str(r.steps), f"{r.tokens:,}", f"{r.cumulative:,}"]
+                for r in shown]
+        tables.append((title, ["round", "place" if placed else "line", "messages", "steps",
+                               "tokens", "cumulative"], rows))
     if f.usage:
         rows = [[k, f"{v:,}" if isinstance(v, int) else str(v)] for k, v in f.usage.items()
                 if k != "explanation"]
