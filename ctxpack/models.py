@@ -150,6 +150,10 @@ class ModelTable:
         return ModelTable((*self._by_name.values(), *entries),
                           (*self._calibrations.values(), *(calibrations or ())))
 
+    def shipped_calibrations(self) -> ModelTable:
+        """This table's models with the calibrations ctxpack ships, none a config added."""
+        return ModelTable(tuple(self._by_name.values()), CALIBRATED)
+
     def calibration(self, model: str | None) -> Calibration | None:
         """How `model`'s billed tokens follow the count, or None where nothing says."""
         return _longest(self._calibrations, model) if model else None

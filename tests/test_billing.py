@@ -199,6 +199,22 @@ def test_the_config_extends_the_calibration(tmp_path: Path) -> None:
     assert orjson.loads(orjson.dumps(s.context.to_dict()))["overhead"] == 9000
 
 
+def test_calibrate_run_again_on_its_own_config_fits_the_same(tmp_path: Path) -> None:
+    # a fit written to the config is not the next fit's prior: run after run, the same
+    # file gives the same figures (the Codex sample's encrypted reasoning is converted at
+    # the slope, so a fit made against its own last value would drift)
+    config = tmp_path / "config.yaml"
+    config.write_text("# the team's\n")
+    rows = []
+    for _ in range(3):
+        run = run_ctxpack("calibrate", str(SAMPLES / "refactor.codex.jsonl"), "--json",
+                          "--config", str(config), "--write-config", str(config))
+        assert run.code == 0, run.err
+        rows.append(json.loads(run.out))
+    assert rows[0] == rows[1] == rows[2]
+    assert slope_of("gpt-5.1-codex", load_config(str(config)).models) == rows[0][0]["slope"]
+
+
 def test_calibrate_fits_a_slope_and_overhead_and_writes_them(tmp_path: Path) -> None:
     config = tmp_path / "config.yaml"
     config.write_text("calibration:\n  - {name: acme-coder, slope: 1.1}\n")

@@ -502,7 +502,10 @@ def calibrate(
 
         Writes(inputs.paths).output(write_config, "--write-config",
                                     hint="name the config file to add the figures to")
-    fitted = fit_all(inputs.each(recorded), cfg.models)
+    # fitted against the shipped calibrations, not the config's: a fit written there
+    # would be the next one's prior (and the slope hidden content is converted at), and
+    # each run would move it further
+    fitted = fit_all(inputs.each(recorded), cfg.models.shipped_calibrations())
     if not fitted:
         inputs.exit_if_any_failed()
         raise UsageError("no file records the usage of a call: nothing to fit",
