@@ -54,7 +54,7 @@ class MessageStat:
     `role` is the row it counts under: `tool` for a message that only carries tool
     results, whatever role its format gives it; `thinking` is the tokens of its
     reasoning parts (an index list until the counts come), and of the reasoning the file
-    records but does not hold (see `_add_hidden`)."""
+    records but does not hold (see `add_hidden`)."""
 
     line: int
     role: str
@@ -307,7 +307,7 @@ def _breakdown(all_stats: list[MessageStat], layout: Layout, counter: TokenCount
     context = [all_stats[i] for i in layout.context]
     counts = [s.tokens for s in context]  # as read: the bill adds what the file hides
     flagged = meta.get("flagged", False)
-    _add_hidden(context, counts_with_hidden(counts, layout.calls, layout.model, counter,
+    add_hidden(context, counts_with_hidden(counts, layout.calls, layout.model, counter,
                                             flagged))
     side = [all_stats[i] for i in layout.sidechain]
     seen = set(layout.context) | set(layout.sidechain)
@@ -350,7 +350,7 @@ def _breakdown(all_stats: list[MessageStat], layout: Layout, counter: TokenCount
     )
 
 
-def _add_hidden(context: list[MessageStat], raised: list[int]) -> None:
+def add_hidden(context: list[MessageStat], raised: list[int]) -> None:
     """Each reply's count raised to what the file records of it but does not hold
     (thinking stored empty, reasoning held encrypted: see calibration.counts_with_hidden),
     the difference under `reasoning`: the figure compress reads and the bill is of."""

@@ -199,3 +199,19 @@ def test_stats_html_refuses_stdin_and_bad_input_leaves_nothing(tmp_path):
     bad.write_text("[1, 2\n")
     run = ctxpack("stats", str(bad), "--html", str(out))
     assert run.code == 2 and "Traceback" not in run.err and not out.exists()
+
+
+@pytest.mark.parametrize("name", ["export-timeout.anthropic-events.jsonl",
+                                  "refactor.codex.jsonl", "coding-agent.claude-code.jsonl"])
+def test_the_pictures_count_the_context_as_stats_does(name):
+    # a reply the file holds only part of (thinking stored empty, encrypted reasoning) is
+    # counted at what its record says, in the pictures as in stats' header on the page
+    from ctxpack.render.charts import charts_of
+    from ctxpack.tokens import REPLY_PRIMING, TokenCounter
+
+    path = SAMPLES / name
+    s = stats(path, cache=False)
+    charts = charts_of(load(path), TokenCounter(s.model), link=True)
+    *_, (_, _, rows) = charts.context
+    assert sum(rows.values()) + REPLY_PRIMING == s.tokens
+    assert rows.get("reasoning", 0) == s.by_role.get("reasoning", 0)

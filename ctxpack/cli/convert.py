@@ -96,7 +96,8 @@ def _converted(file: str, how: _ConvertJob) -> tuple[bytes, list[str]]:
         from ..render.charts import charts_of
         from ..render.document import to_html
 
-        text = to_html(view, charts_of(transcript, counter, link=True))
+        text = to_html(view, charts_of(transcript, counter, link=True,
+                                       flagged=how.model is not None))
     return text.encode("utf-8", "replace"), []
 
 

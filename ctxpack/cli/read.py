@@ -308,7 +308,8 @@ def _write_pictures(target: str, results: list[Any], model: str | None, fmt: str
     for r in results:
         t = load(r.path, fmt, skip_invalid=skip_invalid, session=session)
         counter = TokenCounter(model or table.choose(transcript_models(t)), table)
-        pages.append((summary_lines(r), charts_of(t, counter, link=True)))
+        pages.append((summary_lines(r), charts_of(t, counter, link=True,
+                                                  flagged=model is not None)))
     _write_result(target, "-", [stats_page(pages).encode("utf-8", "replace")], None)
 
 

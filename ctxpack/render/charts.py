@@ -12,7 +12,8 @@ from __future__ import annotations
 from dataclasses import dataclass, field, replace
 from html import escape
 
-from ..breakdown import REASONING, MessageStat, by_tool, counted
+from ..breakdown import REASONING, MessageStat, add_hidden, by_tool, counted
+from ..calibration import counts_with_hidden
 from ..tokens import TokenCounter
 from ..transcript import Transcript
 
@@ -156,9 +157,14 @@ def _where(s: MessageStat) -> str:
     return s.place or f"line {s.line:,}"
 
 
-def charts_of(t: Transcript, counter: TokenCounter, *, link: bool) -> Charts:
-    """The pictures of `t`'s model-visible messages, counted with `counter`."""
+def charts_of(t: Transcript, counter: TokenCounter, *, link: bool,
+              flagged: bool = False) -> Charts:
+    """The pictures of `t`'s model-visible messages, counted with `counter` as stats
+    counts them (`flagged`: `--model` named its model), what a reply's record says it held
+    but the file does not among them."""
     stats = [counted(m, counter.message(m)) for m in t.messages]
+    add_hidden(stats, counts_with_hidden([s.tokens for s in stats], t.calls, t.model,
+                                         counter, flagged))
     tools = by_tool(stats)  # also names the tool each result message answers
     context: list[tuple[int, str, dict[str, int]]] = []
     running: dict[int, dict[str, int]] = {}  # each conversation's context so far
