@@ -389,7 +389,10 @@ def _parse_slow(raw: bytes, path: str, line: int) -> Any:
         else:  # the text ends before its value: the parser points past it, at no character
             below, column = _place(text, len(text[:exc.pos].rstrip()))
             end = ", where the line ends"
-        if not raw.endswith(b"\n"):
+        # a line cut off runs out of text (in a value, or in a string the parser then
+        # points back to); a mistake before its end is no cut
+        cut = bool(end) or exc.msg.startswith("Unterminated string")
+        if cut and not raw.endswith(b"\n"):
             raise InputError(
                 path, line + below, "truncated last line: the JSON ends before it is complete",
                 "the file may still be being written; --skip-invalid skips it",

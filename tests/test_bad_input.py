@@ -27,6 +27,11 @@ BAD_CASES = {
                        "not valid UTF-8"),
     "truncated last line": (GOOD + ASSISTANT + b'{"role":"user","content":"cut he', 3,
                             "truncated last line"),
+    "cut after a value": (GOOD + ASSISTANT + b'{"role":"user","content":"x"', 3,
+                          "truncated last line"),
+    # a last line with no newline whose mistake comes before its end is not cut off
+    "malformed last line": (GOOD + b'{"role":"user",,"content":"x"}', 2,
+                            "malformed JSON: Expecting property name"),
     "not an object": (GOOD + b'["role", "user"]\n', 2, "expected a JSON object, found an array"),
     "bare number": (GOOD + b"42\n", 2, "found a number"),
 }
