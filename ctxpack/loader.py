@@ -132,7 +132,7 @@ class Scanner:
 
                 not_from_stdin(self.path, raw)  # a Parquet dataset: read by its path only
             if number == 1 and (kind := looks_binary(raw)) is not None:
-                what, advice = kind[0], first_step(kind[1], self.path)
+                what, advice = kind[0], first_step(*kind, self.path)
                 known = f"ctxpack reads: {', '.join(formats.FORMATS)}"
                 raise InputError(self.path, None, f"not a transcript ctxpack reads: this is "
                                  f"{what}", f"{advice}; {known}" if advice else known)

@@ -110,18 +110,18 @@ _BINARY: tuple[tuple[bytes, str, str], ...] = (
 BINARY_PROBE = 8192  # bytes looked at for a NUL, which no text transcript holds
 
 
-def first_step(advice: str, path: str) -> str:
-    """`advice` (what to do first, of `looks_binary`) for the file at `path`: its FILE that
-    file, or of what came on stdin, the same command in the pipe, writing to stdout."""
+# Of what came on stdin, the command that does the first step in the pipe
+_PIPED = {"a gzip archive": "gunzip -c", "a zip archive": "funzip", "a zstd archive": "zstd -dc",
+          "an xz archive": "xz -dc", "a bzip2 archive": "bunzip2 -c",
+          "UTF-16 text, where ctxpack reads UTF-8": "iconv -f UTF-16 -t UTF-8"}
+
+
+def first_step(what: str, advice: str, path: str) -> str:
+    """`advice` (what to do first with `what`, of `looks_binary`) for the file at `path`:
+    its FILE that file, or of what came on stdin, the same step in the pipe."""
     if path not in ("-", "<stdin>"):
         return advice.replace("FILE", shlex.quote(path))
-    command = advice.partition(": ")[2].split(" FILE")[0]
-    if not command:
-        return advice
-    piped = command.replace(" -dk", " -dc").replace(" -k", " -c")
-    if piped.startswith("unzip"):
-        piped = "funzip"  # (unzip reads no pipe)
-    return f"pipe it through {piped} before ctxpack"
+    return f"pipe it through {_PIPED[what]} before ctxpack" if what in _PIPED else advice
 
 
 def looks_binary(head: bytes) -> tuple[str, str] | None:
