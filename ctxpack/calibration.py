@@ -33,7 +33,7 @@ from typing import Any
 
 from .errors import UsageError
 from .formats import model_of
-from .models import TABLE, ModelTable, model_key
+from .models import LARGEST_WINDOW, SLOPES, TABLE, ModelTable, model_key
 from .recorded import MOST
 from .tokens import REPLY_PRIMING, MessageCount, TokenCounter
 from .transcript import Message, RecordedCall, Transcript
@@ -516,13 +516,16 @@ def calibrate(transcripts: Iterable[Transcript], table: ModelTable = TABLE) -> l
                           round(statistics.median(errors), 4) if errors else None,
                           round(max(errors), 4) if errors else None,
                           untrusted(model, side, calls,
-                                    statistics.median(errors) if errors else None)))
+                                    statistics.median(errors) if errors else None,
+                                    slope, round(overhead))))
     return out
 
 
-def untrusted(model: str, side: bool, calls: int, error: float | None) -> str:
+def untrusted(model: str, side: bool, calls: int, error: float | None,
+              slope: float, overhead: int) -> str:
     """Why a fit cannot be written as `model`'s entry, for every file of it ("": it can);
-    `error` is its median on the calls held out (None: none were)."""
+    `error` is its median on the calls held out (None: none were); a slope or overhead a
+    config refuses (`models.SLOPES`, `LARGEST_WINDOW`) would make the config unreadable."""
     if model == "?":
         return "no model named"
     if side:
@@ -531,4 +534,10 @@ def untrusted(model: str, side: bool, calls: int, error: float | None) -> str:
         return f"{calls} call{'s' if calls != 1 else ''}, fewer than {LEAST_CALLS}"
     if error > 1:  # (a config's error is a fraction: more is no calibration)
         return f"off by {error:.0%} on the calls held out"
+    low, high = SLOPES
+    if not low <= slope <= high:
+        return f"slope {slope:g} is outside {low:g} to {high:g}, the range a config takes"
+    if overhead >= LARGEST_WINDOW:
+        return (f"overhead {overhead:,} is outside 0 to {LARGEST_WINDOW - 1:,}, the range a "
+                "config takes")
     return ""

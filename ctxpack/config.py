@@ -10,13 +10,22 @@ line puts CTXPACK_* variables and flags over what the file sets (cli.write).
 
 from __future__ import annotations
 
+import math
 import os
 from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
 
 from .errors import UsageError
-from .models import TABLE, Calibration, ModelInfo, ModelTable, model_key
+from .models import (
+    LARGEST_WINDOW,
+    SLOPES,
+    TABLE,
+    Calibration,
+    ModelInfo,
+    ModelTable,
+    model_key,
+)
 from .settings import SETTINGS, read
 
 KNOWN_KEYS = {"models", "compress", "calibration"}
@@ -137,24 +146,51 @@ def _calibrations(entries: Any, path: Path) -> list[Calibration]:
         unknown = sorted(set(entry) - CALIBRATION_KEYS)
         if unknown:
             raise UsageError(f"{where}: unknown key(s): {', '.join(unknown)}")
-        name, slope = entry.get("name"), entry.get("slope")
-        overhead, error = entry.get("overhead"), entry.get("error")
+        name = entry.get("name")
         if not isinstance(name, str) or not name:
             raise UsageError(f"{where} needs a 'name'")
-        if not _number(slope) or slope <= 0:
-            raise UsageError(f"{where}: slope must be a number above 0")
-        if overhead is not None and (not _number(overhead) or overhead < 0):
-            raise UsageError(f"{where}: overhead must be a number of tokens, 0 or more")
-        if error is not None and (not _number(error) or not 0 <= error <= 1):
+        slope = _within(entry.get("slope"), *SLOPES, f"{where}: slope",
+                        "tokens billed per token counted")
+        overhead = _within(entry.get("overhead"), 0, LARGEST_WINDOW - 1, f"{where}: overhead",
+                           "tokens, below the largest model window") \
+            if entry.get("overhead") is not None else None
+        error = None if entry.get("error") is None else _number(entry["error"])
+        if entry.get("error") is not None and (error is None or not 0 <= error <= 1):
             raise UsageError(f"{where}: error must be a fraction from 0 to 1 (0.05 is 5%)")
-        out.append(Calibration(name, float(slope), None if overhead is None else round(overhead),
-                               None if error is None else float(error)))
+        out.append(Calibration(name, slope, None if overhead is None else round(overhead),
+                               error))
     return out
 
 
-def _number(value: Any) -> bool:
-    return isinstance(value, (int, float)) and not isinstance(value, bool) and value == value \
-        and value not in (float("inf"), float("-inf"))
+def _number(value: Any) -> float | None:
+    """`value` as a finite number, or None; YAML text that reads as one counts (PyYAML
+    reads `1e3` as text, as it does `1_000` in a setting read by `settings.convert`)."""
+    if isinstance(value, bool):
+        return None
+    if isinstance(value, str):
+        try:
+            value = float(value.replace("_", ""))
+        except ValueError:
+            return None
+    if not isinstance(value, (int, float)) or not math.isfinite(value):
+        return None
+    return float(value)
+
+
+def _within(value: Any, low: float, high: float, what: str, unit: str) -> float:
+    """`value` as a number from `low` to `high`, or a UsageError naming `what` and the
+    range."""
+    shown = f"{_shown(low)} to {_shown(high)}"
+    number = _number(value)
+    if number is None:
+        raise UsageError(f"{what} must be a number from {shown} ({unit}), not {value!r}")
+    if not low <= number <= high:
+        raise UsageError(f"{what} {_shown(number)} is outside {shown} ({unit})")
+    return number
+
+
+def _shown(number: float) -> str:
+    return f"{int(number):,}" if number == int(number) and abs(number) < 1e15 else f"{number:g}"
 
 
 def add_calibrations(path: str, fitted: list[Any]) -> None:

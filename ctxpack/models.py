@@ -102,6 +102,16 @@ CALIBRATED: tuple[Calibration, ...] = (
 )
 
 
+# What a calibration may say (a config's entry, a fit `calibrate` writes). The corpus's
+# models bill 0.88 to 1.66 tokens per token counted (BENCHMARKS.md); a slope a quarter of
+# that or four times it is no tokenizer's ratio to another but a mistake (a percentage, a
+# ratio turned over, a window), and it would put every bill and every compress decision
+# for the model off by as much. The overhead, sent besides the messages, must leave room
+# for them in the largest window a model has.
+SLOPES = (0.25, 4.0)
+LARGEST_WINDOW = max(m.context_window for m in BUILTIN)
+
+
 # Models whose reasoning an agent sends back (encrypted) stays in every later prompt: on
 # the corpus, gpt-5.4, 5.5 and 5.6 prompts grow by each reply's reasoning tokens (counting
 # it takes edgerunner's calibrated error from 3.5% to 0.1%). Older ones (gpt-5.1-codex-max)

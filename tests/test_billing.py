@@ -245,13 +245,23 @@ def test_calibrate_without_recorded_usage_says_so() -> None:
 
 
 @pytest.mark.parametrize("entry, fragment", [
-    ("{name: x, slope: 0}", "slope must be a number above 0"),
-    ("{name: x, slope: .nan}", "slope must be a number above 0"),
+    ("{name: x, slope: 0}", "slope 0 is outside 0.25 to 4"),
+    ("{name: x, slope: .nan}", "slope must be a number from 0.25 to 4"),
+    ("{name: x, slope: fast}", "slope must be a number from 0.25 to 4"),
+    # a number above 0, but no tokenizer's ratio to another (a percentage, a window...)
+    ("{name: x, slope: 1e308}", "slope 1e+308 is outside 0.25 to 4"),
+    ("{name: x, slope: 50}", "slope 50 is outside 0.25 to 4"),
+    ("{name: x, slope: 0.2}", "slope 0.2 is outside 0.25 to 4"),
+    ("{name: x, slope: 1.2, overhead: 1048576}",
+     "overhead 1,048,576 is outside 0 to 1,048,575 (tokens"),
+    ("{name: x, slope: 1.2, overhead: 1e308}", "overhead 1e+308 is outside 0 to 1,048,575"),
     ("{slope: 1.2}", "needs a 'name'"),
-    ("{name: x, slope: 1.2, overhead: -5}", "overhead must be a number of tokens"),
+    ("{name: x, slope: 1.2, overhead: -5}", "overhead -5 is outside 0 to 1,048,575 (tokens"),
+    ("{name: x, slope: 1.2, overhead: lots}", "overhead must be a number from 0 to 1,048,575"),
     ("{name: x, slope: 1.2, sloap: 1}", "unknown key(s): sloap"),
     ("{name: x, slope: 1.2, error: 7}", "error must be a fraction from 0 to 1"),
     ("{name: x, slope: 1.2, error: -0.1}", "error must be a fraction from 0 to 1"),
+    ("{name: x, slope: 1.2, error: '7'}", "error must be a fraction from 0 to 1"),
 ])
 def test_a_bad_calibration_entry_is_named(tmp_path: Path, entry: str, fragment: str) -> None:
     config = tmp_path / "c.yaml"
@@ -259,6 +269,15 @@ def test_a_bad_calibration_entry_is_named(tmp_path: Path, entry: str, fragment: 
     with pytest.raises(UsageError) as info:
         load_config(str(config))
     assert fragment in str(info.value) and f"{config}: calibration[1]" in str(info.value)
+
+
+@pytest.mark.parametrize("entry", ["{name: x, slope: 0.25}", "{name: x, slope: 4}",
+                                   "{name: x, slope: 1.2, overhead: 0}",
+                                   "{name: x, slope: 1.2, overhead: 1048575}"])
+def test_a_calibration_at_the_ends_of_its_range_is_taken(tmp_path: Path, entry: str) -> None:
+    config = tmp_path / "c.yaml"
+    config.write_text(f"calibration:\n  - {entry}\n")
+    assert load_config(str(config)).models.calibration("x") is not None
 
 
 @pytest.mark.parametrize("name", ["export-timeout.anthropic-events.jsonl",

@@ -11,11 +11,13 @@ from pathlib import Path
 from ctxpack.calibration import LEAST_CALLS, calibrate
 from ctxpack.config import load_config
 from ctxpack.loader import load
+from ctxpack.models import LARGEST_WINDOW, TABLE
 
 from .conftest import SAMPLES
 from .helpers import ctxpack as run_ctxpack
 
 CLAUDE_CODE = SAMPLES / "coding-agent.claude-code.jsonl"
+CODEX = SAMPLES / "refactor.codex.jsonl"  # 24 recorded calls of gpt-5.1-codex
 
 
 def first_calls(tmp_path: Path, calls: int) -> Path:
@@ -110,3 +112,38 @@ def test_a_fit_off_by_more_than_the_whole_prompt_is_not_written(tmp_path: Path) 
     run = run_ctxpack("calibrate", str(path), "--write-config", str(config))
     assert run.code == 0, run.err
     assert "not writing gpt-5.1-codex: off by" in run.err and not config.exists()
+
+
+
+
+def with_more_unlogged(tmp_path: Path, tokens: int) -> Path:
+    """The Codex sample with `tokens` more in every recorded prompt (more sent unlogged)."""
+    lines = []
+    for line in CODEX.read_text().splitlines():
+        r = json.loads(line)
+        info = r["payload"].get("info") if r.get("type") == "event_msg" else None
+        for usage in (info or {}).values():
+            if isinstance(usage, dict) and isinstance(usage.get("input_tokens"), int):
+                usage["input_tokens"] += tokens
+        lines.append(json.dumps(r))
+    path = tmp_path / "more-unlogged.codex.jsonl"
+    path.write_text("\n".join(lines) + "\n")
+    return path
+
+
+def test_a_fit_a_config_would_refuse_is_shown_but_not_written(tmp_path: Path) -> None:
+    # prompts of 1.1M more than the sample's (a model of a 2M window could take them): an
+    # overhead beyond the largest window, which the config refuses (and with it every
+    # command that reads the config)
+    path = with_more_unlogged(tmp_path, 1_100_000)
+    (fitted,) = calibrate([load(path)])
+    assert fitted.overhead > LARGEST_WINDOW and fitted.calls >= LEAST_CALLS
+    assert fitted.untrusted == (f"overhead {fitted.overhead:,} is outside 0 to "
+                                f"{LARGEST_WINDOW - 1:,}, the range a config takes")
+    config = tmp_path / "config.yaml"
+    config.write_text("calibration:\n  - {name: acme-coder, slope: 1.1}\n")
+    run = run_ctxpack("calibrate", str(path), "--write-config", str(config))
+    assert run.code == 0, run.err
+    assert f"not writing gpt-5.1-codex: {fitted.untrusted}" in run.err
+    table = load_config(str(config)).models  # (it still reads, without the fit)
+    assert table.calibration("gpt-5.1-codex") == TABLE.calibration("gpt-5.1-codex")
