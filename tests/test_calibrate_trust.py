@@ -51,7 +51,18 @@ def test_a_fit_from_too_few_calls_is_shown_but_not_written(tmp_path: Path) -> No
     assert run.code == 0, run.err
     assert "claude-opus-4-6 *" in run.out  # the table still shows it, marked
     assert f"not writing claude-opus-4-6: 2 calls, fewer than {LEAST_CALLS}" in run.err
-    assert "wrote 0 calibrations to" in run.err and not config.exists()
+    # nothing to write: said plainly, with why, and no file made (not even an empty one)
+    assert run.err.splitlines()[-1] == (
+        f"nothing written: no fit can stand as a model's entry (the lines above say why); "
+        f"{config} was not created")
+    assert "wrote" not in run.err and not config.exists()
+    # a config that is there is left as it was, and says so
+    config.write_text("# ours\ncompress:\n  budget: 90000\n")
+    again = run_ctxpack("calibrate", str(first_calls(tmp_path, 2)), "--write-config",
+                        str(config))
+    assert again.code == 0, again.err
+    assert again.err.splitlines()[-1].endswith(f"{config} is as it was")
+    assert config.read_text() == "# ours\ncompress:\n  budget: 90000\n"
     # without --write-config the table's "see below" is kept too: the reason follows it
     shown = run_ctxpack("calibrate", str(first_calls(tmp_path, 2)))
     assert shown.code == 0, shown.err

@@ -549,7 +549,11 @@ def calibrate(
         trusted = [f for f in fitted if not f.untrusted]
         if trusted:
             add_calibrations(write_config, trusted)
-        many = "" if len(trusted) == 1 else "s"
-        stderr().print(plain(f"wrote {len(trusted)} calibration{many} to {write_config}"),
-                       markup=False, highlight=False)
+            many = "" if len(trusted) == 1 else "s"
+            said = f"wrote {len(trusted)} calibration{many} to {write_config}"
+        else:  # (the fits shown are the command's result: exit 0, the file untouched)
+            left = "is as it was" if os.path.lexists(write_config) else "was not created"
+            said = ("nothing written: no fit can stand as a model's entry (the lines above "
+                    f"say why); {write_config} {left}")
+        stderr().print(plain(said), markup=False, highlight=False)
     inputs.exit_if_any_failed()
