@@ -11,6 +11,7 @@ import types
 import pytest
 
 from ctxpack.calibration import slope_of
+from ctxpack.models import TABLE
 
 from .conftest import corpus_files
 from .helpers import bench_module
@@ -50,3 +51,15 @@ def test_each_shipped_slope_is_the_corpus_median_its_rule_gives(entry: str,
     assert len(steps) >= LEAST_STEPS, f"{READ_FROM[entry]}: {len(steps)} steps"
     # read with the table's own value in place (hidden content is converted at it)
     assert round(statistics.median(steps), 2) == slope_of(entry)
+
+
+@pytest.mark.parametrize("name, entry", [
+    ("claude-opus-4-6-thinking", "claude-opus-4-6"),  # a proxy's name for the model
+    ("anthropic/claude-opus-4-6-thinking", "claude-opus-4-6"),
+    ("claude-opus-4-5-20251101", "claude-opus-4-5"),
+    ("claude-opus-4-60", "claude"),  # (no boundary: another model of the family)
+    ("GPT-5.5-codex", "gpt-5.5"),
+])
+def test_a_suffixed_name_keeps_its_models_calibration(name: str, entry: str) -> None:
+    found = TABLE.calibration(name)
+    assert found is not None and found.name == entry
