@@ -8,7 +8,7 @@ what lies outside the model's context, and the provider's own usage records.
 
 from __future__ import annotations
 
-from collections.abc import Callable
+from collections.abc import Callable, Iterable
 from dataclasses import dataclass, field, replace
 from typing import Any
 
@@ -335,7 +335,7 @@ def _breakdown(all_stats: list[MessageStat], layout: Layout, counter: TokenCount
     return FileStats(
         path=meta["path"], format=meta["format"], model=model,
         encoding=counter.encoding_name, exact=exact, note=note,
-        messages=len(context), tokens=total, by_role=by_role, by_tool=by_tool(context),
+        messages=len(context), tokens=total, by_role=by_role, by_tool=by_tool(context, outside),
         largest=_largest(context, top), rounds=rounds,
         steps=sum(len(r.steps) for r in group_rounds(context)),
         context_window=window, context_ratio=round(measured / window, 4) if window else None,
@@ -400,10 +400,11 @@ def _largest_conversation(context: list[MessageStat], counts: list[int], layout:
     return (*best, whole)
 
 
-def by_tool(context: list[MessageStat]) -> dict[str, ToolStat]:
+def by_tool(context: list[MessageStat], outside: Iterable[MessageStat] = ()
+            ) -> dict[str, ToolStat]:
     """Calls and tokens by tool, largest first; each result message's `tool` is set to
-    the tool it answers."""
-    names: dict[str, str] = {}
+    the tool it answers (a call `outside` the context, cut from it, names it too)."""
+    names = {call_id: name for s in outside for call_id, name, _ in s.calls if call_id}
     tools: dict[str, ToolStat] = {}
     for s in context:
         for call_id, name, tokens in s.calls:

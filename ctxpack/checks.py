@@ -2,7 +2,8 @@
 
 Every tool result needs its call earlier and every call its result later (the
 OpenAI and Anthropic APIs reject either orphan), but for the call that ends an agent's run
-(a final action no result follows by design); results must come where the
+(a final action no result follows by design) and calls written in a reply's text (the API
+saw text, and so it does of their results); results must come where the
 provider expects them; roles must be ones the provider knows; Claude Code parent
 links must resolve. A recorded usage that cannot be true is named too: ctxpack sets it aside.
 """
@@ -93,6 +94,8 @@ def _check_pairs(messages: list[Message], fmt: str) -> list[Problem]:
             problems += _unanswered(open_calls, "before the next assistant message")
             open_calls.clear()
         for call in m.tool_calls:
+            if call.written:
+                continue  # text to the API (so is its result): nothing to pair
             if call.id is None:
                 legacy_open.append(m)
             elif call.id in open_calls or call.id in answered:
@@ -100,6 +103,8 @@ def _check_pairs(messages: list[Message], fmt: str) -> list[Problem]:
             else:
                 open_calls[call.id] = (m, call.name)
         for result in m.tool_results:
+            if result.written:
+                continue
             if result.call_id is None:
                 if legacy_open:
                     legacy_open.pop(0)

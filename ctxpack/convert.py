@@ -5,7 +5,8 @@ per conversation. Pure: messages in, JSON values out, and notes on what had to c
 Both APIs want each tool call answered, and Chat Completions wants the answers right
 after the call, Anthropic at the start of the next user message. So every result is
 placed after its call, wherever the log had it; a call the log never answered gets a
-result that says so, a result whose call is not in the log becomes text, and the
+result that says so, a result whose call is not in the log becomes text (as a call the
+model wrote in its reply's text, Cline's XML, stays, and its result), and the
 reasoning a model wrote is left out (neither API takes reasoning back without its
 signature, and a part here keeps none, though the file may have signed it). Anthropic
 also wants the roles to alternate, starting with the user: messages of one role in a
@@ -128,6 +129,12 @@ def _items(messages: list[Message], notes: Notes) -> list[_Item]:
         for pi, part in enumerate(m.parts):
             if isinstance(part, Thinking):
                 notes.add(REASONING_LEFT_OUT)
+            elif isinstance(part, ToolResult) and part.written:
+                pending.extend(part.parts)  # the result of a written call, as it was sent
+            elif isinstance(part, ToolCall) and part.written:
+                _glue(pending, part.arguments)
+            elif isinstance(part, Text) and _after_written_call(m, pi):
+                _glue(pending, part.text)
             elif isinstance(part, ToolResult):
                 if (mi, pi) not in matched:
                     label = f"[result of tool call {part.call_id or '(no id)'}]"
@@ -164,6 +171,20 @@ def _items(messages: list[Message], notes: Notes) -> list[_Item]:
     return out
 
 
+def _after_written_call(m: Message, i: int) -> bool:
+    before = m.parts[i - 1] if i else None
+    return isinstance(before, ToolCall) and before.written
+
+
+def _glue(pending: list[Part], text: str) -> None:
+    """A written call (cut from its reply's text) or the text after one, glued back to
+    the text before it: the reply's text as the model wrote it."""
+    if pending and isinstance(pending[-1], Text):
+        pending[-1] = Text(pending[-1].text + text)
+    else:
+        pending.append(Text(text))
+
+
 def _tool_name(name: str, notes: Notes) -> str:
     if TOOL_NAME.fullmatch(name):
         return name
@@ -179,7 +200,7 @@ def _call_ids(messages: list[Message]) -> list[str]:
     for m in messages:
         if m.role != "assistant":
             continue
-        for call in m.tool_calls:
+        for call in _api_calls(m):
             own = call.id and CALL_ID.fullmatch(call.id) and call.id not in taken
             cid = call.id if own and call.id else f"call_{len(out) + 1}"
             while cid in taken:
@@ -187,6 +208,11 @@ def _call_ids(messages: list[Message]) -> list[str]:
             taken.add(cid)
             out.append(cid)
     return out
+
+
+def _api_calls(m: Message) -> list[ToolCall]:
+    """The calls a message made through the API (a written one is text)."""
+    return [c for c in m.tool_calls if not c.written]
 
 
 def _results(messages: list[Message], ids: list[str]
@@ -201,13 +227,13 @@ def _results(messages: list[Message], ids: list[str]
     n = 0
     for mi, m in enumerate(messages):
         if m.role == "assistant":
-            for call in m.tool_calls:
+            for call in _api_calls(m):
                 if call.id and call.id not in original:
                     original[call.id] = ids[n]
                 open_calls.append(ids[n])
                 n += 1
         for pi, part in enumerate(m.parts):
-            if not isinstance(part, ToolResult):
+            if not isinstance(part, ToolResult) or part.written:
                 continue
             if part.call_id is None:
                 cid = next((c for c in open_calls if c not in by_id), None)

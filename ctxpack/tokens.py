@@ -322,8 +322,9 @@ class TokenCounter:
     def _plan_part(self, part: Any, need: Callable[[str], int | Key]) -> Pending:
         if isinstance(part, (Text, Thinking)):
             return [need(part.text)]
-        if isinstance(part, ToolCall):
-            return [TOKENS_PER_TOOL_CALL, need(part.name), need(part.arguments)]
+        if isinstance(part, ToolCall):  # one written in the text is that text
+            return [need(part.arguments)] if part.written else \
+                [TOKENS_PER_TOOL_CALL, need(part.name), need(part.arguments)]
         if isinstance(part, ToolResult):
             return [x for p in part.parts for x in self._plan_part(p, need)]
         if isinstance(part, Image):

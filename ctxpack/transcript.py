@@ -43,19 +43,28 @@ class Image:
 
 @dataclass(frozen=True, slots=True)
 class ToolCall:
-    """A call as the model wrote it; `arguments` is the JSON (or free) text it produced."""
+    """A call as the model wrote it; `arguments` is the JSON (or free) text it produced.
+
+    `written`: the model wrote the call in its reply's text (Cline's `<read_file>` XML), so
+    that the API carried text, not a call: `arguments` is that text as written, and it is
+    counted, converted and validated as the text it is; only ctxpack reads it as a call."""
 
     id: str | None
     name: str
     arguments: str
+    written: bool = False
     kind: ClassVar[str] = "tool_call"
 
 
 @dataclass(frozen=True, slots=True)
 class ToolResult:
+    """A tool's output; `written`: it answers a written call (see ToolCall), and was sent
+    as the text its parts hold."""
+
     call_id: str | None
     parts: tuple[Text | Image, ...]
     is_error: bool = False
+    written: bool = False
     kind: ClassVar[str] = "tool_result"
 
     @property
@@ -128,7 +137,7 @@ class Message:
             if isinstance(p, (Text, Thinking)):
                 out.append(p.text)
             elif isinstance(p, ToolCall):
-                out.append(f"{p.name}({p.arguments})")
+                out.append(p.arguments if p.written else f"{p.name}({p.arguments})")
             elif isinstance(p, ToolResult):
                 out.append(outputs.get(j, p.text))
                 j += 1

@@ -180,7 +180,7 @@ def build_view(transcript: Transcript, counter: TokenCounter, *, flagged: bool,
     rounds = transcript.rounds()
     header = _header(transcript, counter, rounds, counts, flagged)
     folder = _Folder(counter, not full, fold_lines, prose_lines, line_chars, pattern)
-    tools = _tool_names(messages)
+    tools = _tool_names([*messages, *transcript.outside])  # a result's call may be cut
     starts = _conversation_starts(messages)
     shown: list[RoundView] = []
     matches = 0

@@ -17,7 +17,7 @@ from ctxpack.checks import validate
 from ctxpack.formats.aider import REASONING_TAG
 from ctxpack.loader import load, write
 from ctxpack.tokens import REPLY_PRIMING, TokenCounter
-from ctxpack.transcript import Thinking
+from ctxpack.transcript import Thinking, ToolCall
 
 from .conftest import SAMPLES, corpus_params
 from .helpers import assert_clean_error, ctxpack
@@ -844,8 +844,18 @@ def test_any_cline_ui_log_round_trips_and_reads_its_requests(log, indent):
     assert all(m.role == "tool" for m in requests[1:])
     # no streaming copy is read: each finished event's text is in one reply, once
     finished = [e["text"] for e in events[1:] if e.get("partial") is False and e["text"]]
-    replies = [p.text for m in t.messages if m.role == "assistant" for p in m.parts]
+    replies = [p.arguments if isinstance(p, ToolCall) else p.text
+               for m in t.messages if m.role == "assistant" for p in m.parts]
     assert replies == finished
+    # a tool event is a written call; the next request's result answers the reply's first
+    # one and names it
+    for m, after in zip(t.messages, t.messages[1:], strict=False):
+        calls = m.tool_calls if m.role == "assistant" else []
+        assert all(c.written for c in calls)
+        if calls and after.role == "tool":
+            assert calls[0].name == "read_file"
+            assert [r.call_id for r in after.tool_results] == [calls[0].id]
+            assert after.tool_results[0].text == json.loads(after.raw["text"])["request"]
     assert t.usage["output_tokens"] == sum(tokens_out)
     assert t.usage["input_tokens"] == sum(tokens_in)
 

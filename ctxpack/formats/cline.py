@@ -11,9 +11,20 @@ message. Roo Code condenses without deleting: messages tagged `condenseParent` (
 file are archived, not context. Usage is read from the sibling `ui_messages.json` when
 there is one, else from the assistant messages' `metrics` (newer Cline writes them).
 
+A call written as XML in the reply's text (`<read_file>` on a line of its own, up to its
+`</read_file>`), as older Cline and Roo Code have the model write them, is read as a
+written call (see ToolCall): the tool names are Cline's and Roo's and those the file's
+results name, and the text results that follow answer the calls in order. The text is
+cut only at the start of the call's line and after the newlines that end it (a call
+its line goes on after is text), where tiktoken's encodings split the text anyway, so
+the reply counts as the text it was.
+
 `ui_messages.json` alone is the UI's event log: each `api_req_started` event holds the
 user side of one request (`request`) and its usage; the `text`, `reasoning` and tool
 events after it, up to the next request, are the assistant's side as the UI showed it.
+Its tool, command, MCP and plan-mode reply events are the reply's calls (written: the UI
+shows them as JSON, the model wrote XML), named by the `[name ...] Result:` the next
+request opens with, which is their result.
 The task the log opens with (`say: task`, or `say: text` before any request, as older
 Cline wrote it) is the person's, and is sent in the first request: it is no reply.
 When Cline cut the history to fit the window, the newest event's inclusive
@@ -26,6 +37,8 @@ from __future__ import annotations
 import bisect
 import os
 import re
+from collections.abc import Container
+from dataclasses import replace
 from typing import Any
 
 from ..errors import InputError
@@ -35,8 +48,25 @@ from .anthropic import block_part
 from .base import NOT_WRITTEN, Layout, RecordError, content_parts, measure, string_field
 
 # `[read_file for 'src/app.ts'] Result:` / `[attempt_completion] Result:`
-_RESULT_HEAD = re.compile(r"\[[\w:-]+(?: for .*?)?\] Result:", re.S)
-_HUMAN_TAGS = ("<task>", "<feedback>", "<answer>", "<user_message>")
+_RESULT_HEAD = re.compile(r"\[([\w:-]+)(?: for .*?)?\] Result:", re.S)
+# a result opening a line, where a request holds several
+_LINE_HEAD = re.compile(r"^\[([\w:-]+)(?: for [^\n]*?)?\] Result:", re.M)
+# a tag opening a line: a written call where it names a tool
+_OPENING = re.compile(r"^[ \t]*<([a-z_]+)>", re.M)
+# the tools Cline and Roo Code have the model call in XML
+TOOLS = frozenset((
+    "execute_command", "read_file", "write_to_file", "replace_in_file", "search_files",
+    "list_files", "list_code_definition_names", "browser_action", "use_mcp_tool",
+    "access_mcp_resource", "ask_followup_question", "attempt_completion", "plan_mode_respond",
+    "act_mode_respond", "load_mcp_documentation", "new_task", "condense", "summarize_task",
+    "report_bug", "new_rule", "web_fetch", "web_search", "apply_diff", "insert_content",
+    "search_and_replace", "switch_mode", "fetch_instructions", "codebase_search",
+    "update_todo_list", "run_slash_command", "generate_image"))
+# UI events that show a call of the model's
+_UI_CALLS = ("tool", "command", "use_mcp_server", "plan_mode_respond", "load_mcp_documentation")
+# what Cline wraps the person's words in, on a line of its own (a file a tool read may
+# name the tags in its text, as a file about Cline's logs does)
+_HUMAN_TAG = re.compile(r"^<(?:task|feedback|answer|user_message)>$", re.M)
 UI_SIBLING = "ui_messages.json"
 
 
@@ -111,12 +141,15 @@ class RequestUsage:
 def request_info(event: dict[str, Any]) -> dict[str, Any]:
     """The JSON object an `api_req_started` event's text holds ({} when it holds none)."""
     text = event.get("text")
-    if not isinstance(text, str):
-        return {}
+    return _dict(_json(text)) if isinstance(text, str) else {}
+
+
+def _json(text: str) -> Any:
+    """The JSON value an event's text holds (None where it holds none)."""
     try:
-        return _dict(loads(text.encode("utf-8", "surrogatepass")))
+        return loads(text.encode("utf-8", "surrogatepass"))
     except ValueError:
-        return {}
+        return None
 
 
 def _metrics(value: Any) -> dict[str, Any]:
@@ -164,8 +197,65 @@ def recorded(context: list[int], made: list[tuple[int, int, int, str | None]],
             for reply, billed, event, model in made if event > since and billed > 0]
 
 
+def written_calls(text: str, tools: Container[str], where: str) -> list[Text | ToolCall]:
+    """The text with each call written in it (see the module) cut out as a written call,
+    `where` and its number making its id."""
+    out: list[Text | ToolCall] = []
+    at = 0
+    for opening in _OPENING.finditer(text):
+        name = opening.group(1)
+        if opening.start() < at or name not in tools:
+            continue  # in an earlier call, or no tool
+        close = text.find(f"</{name}>", opening.end())
+        end = len(text) if close < 0 else close + len(name) + 3  # unclosed: to the end
+        if end < len(text) and not text[end].isspace():
+            continue  # text goes on after it on its line: no cut the tokenizer makes
+        while end < len(text) and text[end] in "\r\n":
+            end += 1
+        if opening.start() > at:
+            out.append(Text(text[at:opening.start()]))
+        out.append(ToolCall(f"{where}.{len(out)}", name, text[opening.start():end],
+                            written=True))
+        at = end
+    if at < len(text):
+        out.append(Text(text[at:]))
+    return out
+
+
+def _heads(request: str) -> list[re.Match[str]]:
+    """The results a request holds: none unless it opens with one, then each that opens a
+    line after it."""
+    first = _RESULT_HEAD.match(request)
+    return [first, *_LINE_HEAD.finditer(request, first.end())] if first else []
+
+
+def _answers(request: str, heads: list[re.Match[str]], calls: list[ToolCall]
+             ) -> tuple[Part, ...]:
+    """A request of results (`heads`): the results of the reply's calls in order, the text
+    cut where each opens a line (the last takes the rest); the whole text as one where
+    the reply made no call."""
+    if not calls:
+        return (Text(request),)
+    starts = [h.start() for h in heads[:len(calls)]]
+    ends = [*starts[1:], len(request)]
+    return tuple(ToolResult(call.id, (Text(request[a:b]),), written=True)
+                 for call, a, b in zip(calls, starts, ends, strict=False))
+
+
+def _tools(record: list[Any]) -> set[str]:
+    """The tools a history's calls may name: Cline's and Roo's, and those its results name."""
+    named = set(TOOLS)
+    for m in record:
+        if m.get("role") == "user":
+            for part in content_parts(m.get("content"), block_part):
+                head = _RESULT_HEAD.match(part.text) if isinstance(part, Text) else None
+                if head:
+                    named.add(head.group(1))
+    return named
+
+
 def _human(texts: list[str], first: bool) -> bool:
-    return first or any(tag in t for t in texts for tag in _HUMAN_TAGS)
+    return first or any(_HUMAN_TAG.search(t) for t in texts)
 
 
 def _user_parts(content: Any) -> tuple[list[Part], list[list[Part]]]:
@@ -218,7 +308,8 @@ class ClineHistoryReader:
                      if m.get("isSummary") is True}
         markers = {ids[2] for m, ids in zip(record, links, strict=True)
                    if m.get("isTruncationMarker") is True}
-        pending: list[str | None] = []  # ids of calls the next results answer in order
+        tools = _tools(record)
+        pending: list[ToolCall] = []  # the calls the next results answer, in order
         first, begin = True, len(self.messages)
         for index, d in enumerate(record):
             role = d["role"]
@@ -226,30 +317,32 @@ class ClineHistoryReader:
                 links[index][3] in markers - {None}
             start = len(self.messages)
             if role == "assistant":
-                parts = tuple(content_parts(d.get("content"), block_part))
+                parts = tuple(p for part in content_parts(d.get("content"), block_part)
+                              for p in (written_calls(part.text, tools, f"xml-{index}")
+                                        if isinstance(part, Text) else (part,)))
                 model = string_field(_dict(d.get("modelInfo")), "modelId")
                 self.model = model or self.model
                 billed = self.metrics.add(_metrics(d.get("metrics")))
                 if billed:
                     self.made.append((len(self.messages), billed, index, model or self.model))
                 self.messages.append(Message("assistant", parts, (line,), d, model=model))
-                pending = [p.id for p in parts if isinstance(p, ToolCall)]
+                pending = [p for p in parts if isinstance(p, ToolCall)]
             else:
                 own, sent = _user_parts(d.get("content"))
                 answered = [p for p in own if isinstance(p, ToolResult)]
-                pending = [i for i in pending if i not in {r.call_id for r in answered}]
+                pending = [c for c in pending if c.id not in {r.call_id for r in answered}]
                 results: list[Part] = list(answered)
                 for parts in sent:
+                    call = pending.pop(0) if pending else None  # answered, if by the person
                     if _human([p.text for p in parts if isinstance(p, Text)], False):
                         own.extend(parts)  # the person's feedback, sent as a result
-                        continue
-                    call = pending.pop(0) if pending else None
-                    if call is None:
+                    elif call is None:
                         results.append(Text("\n".join(p.text for p in parts
                                                       if isinstance(p, Text))))
                     else:
-                        results.append(ToolResult(call, tuple(
-                            p for p in parts if isinstance(p, (Text, Image)))))
+                        results.append(ToolResult(call.id, tuple(
+                            p for p in parts if isinstance(p, (Text, Image))),
+                            written=call.written))
                 own = [p for p in own if not isinstance(p, ToolResult)]
                 if results:
                     self.messages.append(Message("tool", tuple(results), (line,), d))
@@ -328,13 +421,20 @@ class ClineUiReader:
         asked = -1  # conversationHistoryIndex of the open request: its user message is next
         requested = False  # a request was made: a text event is the model's, not the task
 
-        def close() -> None:
+        def close(answers: list[str]) -> list[ToolCall]:
+            """The reply ends: its calls, each named as the next request's results name
+            the tool they answer, in order."""
+            calls = [p for p in reply if isinstance(p, ToolCall)]
+            for call, name in zip(calls, answers, strict=False):
+                reply[reply.index(call)] = replace(call, name=name)
+            calls = [p for p in reply if isinstance(p, ToolCall)]
             if reply:
                 self.messages.append(Message("assistant", tuple(reply), (line,), opened[0],
                                              model=self.model))
                 self.position.append(asked + 2)
                 reply.clear()
                 opened.clear()
+            return calls
 
         for n, e in enumerate(record):
             kind = e.get("say") if e["type"] == "say" else e.get("ask")
@@ -345,18 +445,20 @@ class ClineUiReader:
                 continue  # a streaming copy the finished event replaces
             if kind == "api_req_started":
                 requested = True
-                close()
+                info = request_info(e)
+                request = info.get("request") if isinstance(info.get("request"), str) else ""
+                heads = _heads(request)
+                calls = close([h.group(1) for h in heads])
                 index = e.get("conversationHistoryIndex")
                 asked = index if isinstance(index, int) and not isinstance(index, bool) else asked
-                info = request_info(e)
                 billed = self.usage.add(info)
-                request = info.get("request")
-                if isinstance(request, str) and request:
-                    head = _RESULT_HEAD.match(request)
-                    role = "tool" if head and not _human([request], first) else "user"
-                    self.messages.append(Message(role, (Text(request),), (line,), e,
-                                                 human=role == "user" and _human([request],
-                                                                                 first)))
+                if request:
+                    human = _human([request], first)
+                    results = bool(heads) and not human
+                    self.messages.append(Message(
+                        "tool" if results else "user",
+                        _answers(request, heads, calls) if results else (Text(request),),
+                        (line,), e, human=human))
                     self.position.append(asked + 1)
                     first = False
                 if billed:  # its prompt: every message up to its reply, the next one
@@ -366,11 +468,13 @@ class ClineUiReader:
                 reply.append(Text(text))
             elif kind == "reasoning" and text:
                 reply.append(Thinking(text))
-            elif kind in ("tool", "command", "use_mcp_server") and text:
-                reply.append(Text(text))
+            elif kind in _UI_CALLS:  # named by its result, else as the UI names it
+                shown = _dict(_json(text)).get("tool") if kind == "tool" else None
+                reply.append(ToolCall(f"ui-{n}", shown if isinstance(shown, str) and shown
+                                      else kind, text, written=True))
             if reply and not opened:
                 opened.append(e)
-        close()
+        close([])
         self.gone = deleted_range(record)
         self.since = cut_at(record, self.gone)
         return self.messages[begin:]

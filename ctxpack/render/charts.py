@@ -12,7 +12,7 @@ from __future__ import annotations
 from dataclasses import dataclass, field, replace
 from html import escape
 
-from ..breakdown import REASONING, MessageStat, add_hidden, by_tool, counted
+from ..breakdown import REASONING, MessageStat, add_hidden, by_tool, counted, message_stat
 from ..calibration import counts_with_hidden
 from ..tokens import TokenCounter
 from ..transcript import Transcript
@@ -165,7 +165,8 @@ def charts_of(t: Transcript, counter: TokenCounter, *, link: bool,
     stats = [counted(m, counter.message(m)) for m in t.messages]
     add_hidden(stats, counts_with_hidden([s.tokens for s in stats], t.calls, t.model,
                                          counter, flagged))
-    tools = by_tool(stats)  # also names the tool each result message answers
+    # also names the tool each result message answers
+    tools = by_tool(stats, [message_stat(m) for m in t.outside])
     context: list[tuple[int, str, dict[str, int]]] = []
     running: dict[int, dict[str, int]] = {}  # each conversation's context so far
     for i, (m, s) in enumerate(zip(t.messages, stats, strict=True)):

@@ -1,0 +1,244 @@
+"""Cline / Roo Code tool calls written as XML in the reply's text (`<read_file>`), and the
+UI log's tool events: read as calls named by their tool, answered by the text results
+after them, in stats' tool table, steps, show and convert, the count and the file
+unchanged."""
+
+from __future__ import annotations
+
+import io
+import json
+from dataclasses import replace
+
+import pytest
+from hypothesis import given, settings
+from hypothesis import strategies as st
+
+from ctxpack.breakdown import stats
+from ctxpack.checks import validate
+from ctxpack.convert import request_bodies
+from ctxpack.loader import load, write
+from ctxpack.tokens import TokenCounter
+from ctxpack.transcript import Text, ToolCall, group_rounds
+
+from .conftest import SAMPLES, corpus_params
+from .helpers import ctxpack
+
+HISTORY = SAMPLES / "cline-task" / "api_conversation_history.json"
+UI = SAMPLES / "cline-task" / "ui_messages.json"
+
+
+def _as_text(message):
+    """The message as read before calls were: a history's reply its text blocks as the
+    file holds them, a UI log's call events each their text, a result its text."""
+    if message.role == "assistant" and "content" in message.raw:
+        texts = [b["text"] for b in message.raw["content"] if b.get("type") == "text"]
+        return replace(message, parts=tuple(Text(t) for t in texts))
+    return replace(message, parts=tuple(Text(p.arguments) if isinstance(p, ToolCall) else p
+                                        for p in message.parts))
+
+
+def test_the_samples_xml_calls_are_calls_answered_by_their_results():
+    t = load(HISTORY)
+    calls = [c for m in t.messages for c in m.tool_calls]
+    assert [c.name for c in calls] == ["read_file", "replace_in_file", "execute_command",
+                                       "attempt_completion", "replace_in_file",
+                                       "attempt_completion"]
+    assert all(c.written and c.arguments.startswith(f"<{c.name}>") for c in calls)
+    assert calls[0].arguments == "<read_file>\n<path>src/export.ts</path>\n</read_file>"
+    # each result answers the call before it; the person's feedback on attempt_completion
+    # is their message, not a result
+    answered = [r.call_id for m in t.messages for r in m.tool_results]
+    assert answered == [calls[i].id for i in (0, 1, 2, 4)]
+    assert all(r.written for m in t.messages for r in m.tool_results)
+    assert validate(t) == []  # the API saw text: nothing to pair
+
+
+@pytest.mark.parametrize("model", ["gpt-4o", "gpt-4"])  # o200k_base and cl100k_base
+def test_a_reply_with_a_written_call_counts_as_its_text(model, exact_tokens):
+    for path in (HISTORY, UI):
+        t = load(path)
+        counter = TokenCounter(model)
+        for m in t.messages:
+            assert counter.message(m).total == counter.message(_as_text(m)).total, m.where
+
+
+def test_stats_names_the_tools_and_counts_the_same(tmp_path):
+    f = stats(HISTORY)
+    assert {name: t.calls for name, t in f.by_tool.items()} == {
+        "replace_in_file": 2, "read_file": 1, "execute_command": 1, "attempt_completion": 2}
+    assert f.by_tool["read_file"].result_tokens > 0
+    assert "(unknown tool)" not in f.by_tool
+    assert f.steps == 6
+    # the count is the file's text: the same as with the calls read as plain text
+    counter = TokenCounter(f.model)
+    whole = sum(counter.message(_as_text(m)).total for m in load(HISTORY).messages)
+    assert f.tokens == whole + 3
+    # every tool row token but the messages' framing is a named tool's result
+    tool_messages = [m for m in load(HISTORY).messages if m.role == "tool"]
+    results = sum(t.result_tokens for t in f.by_tool.values())
+    assert 0 < f.by_role["tool"] - results <= 5 * len(tool_messages)
+
+
+def test_the_file_is_written_back_byte_for_byte(tmp_path):
+    for path in (HISTORY, UI):
+        out = tmp_path / path.name
+        write(load(path), out)
+        assert out.read_bytes() == path.read_bytes()
+
+
+def test_show_renders_the_call_and_names_the_result():
+    run = ctxpack("show", "--full", str(HISTORY))
+    assert run.code == 0, run.err
+    assert "→ read_file" in run.out and "<path>src/export.ts</path>" in run.out
+    assert "tool · read_file" in run.out and "tool · execute_command" in run.out
+
+
+@pytest.mark.parametrize("to", ["openai", "anthropic"])
+def test_convert_keeps_the_xml_and_its_result_as_the_text_they_were(to):
+    t = load(HISTORY)
+    (body,) = request_bodies(t, to)
+    sent = body["messages"]
+    raw = json.loads(HISTORY.read_bytes())
+
+    def texts(message):
+        content = message["content"]
+        return [content] if isinstance(content, str) else [b["text"] for b in content]
+
+    replies = [texts(m) for m in sent if m["role"] == "assistant"]
+    assert replies == [[b["text"] for b in m["content"]] for m in raw
+                       if m["role"] == "assistant"]
+    assert not any("tool_calls" in m or m["role"] == "tool" for m in sent)
+    assert not any(b.get("type") in ("tool_use", "tool_result")
+                   for m in sent if isinstance(m["content"], list) for b in m["content"])
+    result = "\n".join(texts(sent[2])) if to == "openai" else sent[2]["content"][0]["text"]
+    assert result.startswith("[read_file for 'src/export.ts'] Result:")
+
+
+def test_the_ui_logs_tool_events_are_calls_named_by_their_results():
+    t = load(UI)
+    named = [(c.name, c.written) for m in t.messages for c in m.tool_calls]
+    assert named == [("read_file", True), ("replace_in_file", True),
+                     ("execute_command", True), ("replace_in_file", True)]
+    f = stats(UI)
+    assert {n: (x.calls, x.result_tokens > 0) for n, x in f.by_tool.items()} == {
+        "replace_in_file": (2, True), "read_file": (1, True), "execute_command": (1, True)}
+
+
+def test_a_request_of_several_results_answers_each_call_in_order():
+    ts = 1_779_870_000_000
+    reads = [{"ts": ts + n, "type": "say", "say": "tool",
+              "text": json.dumps({"tool": "readFile", "path": p})}
+             for n, p in enumerate(["a.py", "b.py"], 1)]
+    request = ("[read_file for 'a.py'] Result:\nA = 1\n\n\n[read_file for 'b.py'] Result:\n"
+               "B = 2\n\n<environment_details>\nnone\n</environment_details>")
+    events = [{"ts": ts, "type": "say", "say": "task", "text": "read a and b"},
+              {"ts": ts, "type": "say", "say": "api_req_started",
+               "text": json.dumps({"request": "<task>\nread a and b\n</task>"})},
+              *reads,
+              {"ts": ts + 9, "type": "say", "say": "api_req_started",
+               "text": json.dumps({"request": request})}]
+    data = json.dumps(events).encode()
+    t = load(io.BytesIO(data))
+    calls = t.messages[1].tool_calls
+    results = t.messages[2].tool_results
+    assert [c.name for c in calls] == ["read_file", "read_file"]
+    assert [r.call_id for r in results] == [c.id for c in calls]
+    assert [r.text for r in results] == [
+        "[read_file for 'a.py'] Result:\nA = 1\n\n\n",
+        "[read_file for 'b.py'] Result:\nB = 2\n\n<environment_details>\nnone\n"
+        "</environment_details>"]
+    assert "".join(r.text for r in results) == request
+
+
+@pytest.mark.corpus
+@pytest.mark.parametrize("path", corpus_params("cline", pattern="*.json"))
+def test_a_corpus_cline_logs_tool_row_is_in_its_tool_table(path):
+    f = stats(path)
+    t = load(path)
+    assert f.by_tool and "(unknown tool)" not in f.by_tool
+    assert {"replace_in_file", "execute_command", "read_file"} <= set(f.by_tool)
+    tool_messages = [m for m in t.messages if m.role == "tool"]
+    results = sum(x.result_tokens for x in f.by_tool.values())
+    # every token of the tool row is a named tool's result, but each message's framing
+    assert 0 < f.by_role["tool"] - results <= 5 * len(tool_messages)
+    assert results > 0.99 * f.by_role["tool"]
+    # each result follows its call in one step
+    by_id = {r.call_id: i for i, m in enumerate(t.messages) for r in m.tool_results}
+    calls = {c.id: i for i, m in enumerate(t.messages) for c in m.tool_calls}
+    steps = {i: s for r in group_rounds(t.messages) for s in r.steps for i in s.results}
+    for call_id, at in by_id.items():
+        if call_id in calls:
+            assert steps[at].action == calls[call_id]
+
+
+@pytest.mark.corpus
+@pytest.mark.parametrize("path", corpus_params("cline", pattern="*xray*.json"))
+def test_a_file_that_names_clines_tags_is_a_result_not_the_persons_message(path):
+    # the write_to_file result holds a document about Cline's `<feedback>` tags
+    t = load(path)
+    result = next(m for m in t.messages if m.text.startswith("[write_to_file for "))
+    assert result.role == "tool" and not result.human
+    assert [c.name for c in t.messages[t.messages.index(result) - 1].tool_calls] == \
+        ["write_to_file"]
+
+
+# --- property --------------------------------------------------------------------------------
+
+prose = st.text(max_size=40)
+TOOLS = ["read_file", "execute_command", "replace_in_file", "list_files"]
+
+
+@st.composite
+def xml_histories(draw):
+    """A Cline history whose replies call tools in XML on lines of their own, after some
+    prose (or none), answered by `[tool for '...'] Result:` text, or by the person's
+    feedback; with what each reply called."""
+    history = [{"role": "user", "ts": 1,
+                "content": [{"type": "text", "text": "<task>\n" + draw(prose) + "\n</task>"}]}]
+    made = []
+    for n in range(draw(st.integers(1, 5))):
+        tool = draw(st.sampled_from(TOOLS))
+        before = draw(prose)
+        call = f"<{tool}>\n<path>{draw(prose)}</path>\n</{tool}>"
+        after = draw(st.sampled_from(["", "\n", "\n\nThen " + draw(prose)]))
+        text = (before + "\n\n" if before else "") + call + after
+        history.append({"role": "assistant", "ts": 2 * n + 2,
+                        "content": [{"type": "text", "text": text}]})
+        feedback = draw(st.booleans()) and draw(st.booleans())
+        answer = "The user denied this operation.\n<feedback>\nno\n</feedback>" if feedback \
+            else draw(prose.filter(lambda t: "<" not in t))
+        history.append({"role": "user", "ts": 2 * n + 3, "content": [
+            {"type": "text", "text": f"[{tool} for 'x'] Result:"},
+            {"type": "text", "text": answer}]})
+        made.append((tool, call, feedback))
+    return history, made
+
+
+@settings(max_examples=60, deadline=None)
+@given(xml_histories())
+def test_any_xml_cline_history_reads_each_call_with_its_result(case):
+    history, made = case
+    data = json.dumps(history, ensure_ascii=False).encode()
+    out = io.BytesIO()
+    t = load(io.BytesIO(data))
+    write(t, out)
+    assert out.getvalue() == data  # attribution only: the file as it was
+    calls = [c for m in t.messages for c in m.tool_calls]
+    assert [(c.name, c.arguments.rstrip("\n")) for c in calls] == \
+        [(tool, call) for tool, call, _ in made]
+    # a result answers its call, in the same step (the person's feedback is no result)
+    steps = {i: s.action for r in t.rounds() for s in r.steps for i in s.results}
+    where = {c.id: i for i, m in enumerate(t.messages) for c in m.tool_calls}
+    answered = [(r.call_id, i) for i, m in enumerate(t.messages) for r in m.tool_results]
+    assert [cid for cid, _ in answered] == [c.id for c, (_, _, fb) in zip(calls, made,
+                                                                        strict=True) if not fb]
+    assert all(steps[i] == where[cid] for cid, i in answered)
+    # each reply counts as the text it is
+    counter = TokenCounter("gpt-4o")
+    for m in t.messages:
+        assert counter.message(m).total == counter.message(_as_text(m)).total
+    # and converts to it
+    (body,) = request_bodies(t, "openai")
+    replies = [m["content"] for m in body["messages"] if m["role"] == "assistant"]
+    assert replies == [m["content"][0]["text"] for m in history if m["role"] == "assistant"]
+    assert validate(t) == []
