@@ -7,10 +7,11 @@ import json
 from dataclasses import FrozenInstanceError
 
 import pytest
-from hypothesis import given, settings
+from hypothesis import example, given, settings
 from hypothesis import strategies as st
 
-from ctxpack.errors import InputError
+from ctxpack.dataset.rows import PARQUET_MAGIC
+from ctxpack.errors import InputError, UsageError
 from ctxpack.formats.unknown import looks_binary
 from ctxpack.loader import load, write
 from ctxpack.transcript import Text
@@ -56,6 +57,7 @@ def test_any_openai_jsonl_round_trips_byte_for_byte(msgs, style, ending, final_n
 @settings(max_examples=100, deadline=None)
 @given(st.lists(st.one_of(st.binary(max_size=40).filter(lambda b: b"\n" not in b),
                           st.just(b'{"role":"user","content":"ok"}')), max_size=10))
+@example([b"PAR1", b'{"role":"user","content":"ok"}'])
 def test_garbage_lines_survive_a_skip_invalid_round_trip(lines):
     data = b"\n".join(lines) + b"\n"
     if not data.strip():  # nothing but blank space: no transcript (see test_bad_input)
@@ -64,6 +66,10 @@ def test_garbage_lines_survive_a_skip_invalid_round_trip(lines):
         return
     if looks_binary(lines[0]) is not None:  # a binary file is named, not skipped through
         with pytest.raises(InputError, match="not a transcript ctxpack reads"):
+            roundtrip(data, skip_invalid=True, format="openai")
+        return
+    if data.startswith(PARQUET_MAGIC):  # a Parquet file is read by its path, not skipped
+        with pytest.raises(UsageError, match="Parquet"):
             roundtrip(data, skip_invalid=True, format="openai")
         return
     try:
