@@ -25,6 +25,7 @@ from .jsonl import (
     ParsedRecords,
     Source,
     iter_lines,
+    line_in,
     open_source,
     parse_document,
     parse_line,
@@ -85,6 +86,7 @@ class Scanner:
         self.bytes_read = 0
         self._reader: Any = None
         self._fed = False  # a record was read by the reader
+        self._data: bytes | None = None  # the bytes of a whole-file JSON document
         self.whole = False  # the file is one document (no line of it can be skipped)
         # why the format was taken without a record that marks it ("" when one did)
         self.unsure = ""
@@ -292,6 +294,7 @@ class Scanner:
                 if score < 2:
                     self.unsure = LOOSE
         self._start(fmt)
+        self._data = data if text is None else None  # (a JSON document)
         if headless:
             self._reader.headless = True
         if hasattr(self._reader, "located"):  # it reads lines or files beside this one
@@ -418,7 +421,10 @@ class Scanner:
             out = _not_summaries(reader.feed(number, record))
             self._fed = True
         except RecordError as exc:
-            line = exc.line or number
+            if getattr(reader, "items", None) is not None:  # it was reading an item
+                exc = reader.items.placed(exc)
+            line = exc.line or (self._data is not None and exc.at and
+                                line_in(self._data, number, exc.at)) or number
             name = self.format.name if self.format else "?"
             if self._forced is None and not self.skip_invalid and (
                     looks_like(record) or self.unsure and not self._fed):

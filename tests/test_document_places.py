@@ -1,0 +1,94 @@
+"""Places in whole-file JSON documents: a field error names the line its item starts on in
+the pretty-printed file and the item's index; a pretty document is read as one."""
+
+from __future__ import annotations
+
+import json
+from pathlib import Path
+from typing import Any
+
+import pytest
+
+from ctxpack.errors import InputError
+from ctxpack.loader import load
+
+from .conftest import SAMPLES
+from .helpers import assert_clean_error, ctxpack
+
+META = {"sessionId": "s-1", "projectHash": "ab" * 32, "startTime": "2026-03-03T09:00:00.000Z"}
+
+
+def item_line(items: list[Any], k: int, opening: int) -> int:
+    """The line item k of an array dumped with indent=2 starts on, where the array's first
+    item is on line `opening` + 1 (each item's own lines do not depend on its depth)."""
+    return opening + 1 + sum(json.dumps(x, indent=2).count("\n") + 1 for x in items[:k])
+
+
+def broken(kind: str) -> tuple[Any, list[Any], int, int, str]:
+    """A document of `kind` whose item k has a field of the wrong type: the document, the
+    array holding the items, k, the line before the first item, and the words naming it."""
+    if kind == "cline":
+        items = json.loads((SAMPLES / "cline-task/api_conversation_history.json").read_text())
+        items[7]["condenseId"] = [1]
+        return items, items, 7, 1, "message 7: 'condenseId' is an array"
+    if kind == "cline-ui":
+        items = json.loads((SAMPLES / "cline-task/ui_messages.json").read_text())
+        items[9]["modelInfo"] = {"modelId": 5}
+        return items, items, 9, 1, "event 9: 'modelId' is a number"
+    if kind == "anthropic-array":
+        items = json.loads((SAMPLES / "anthropic-array/late-orders.anthropic-array.json")
+                           .read_text())
+        items[7]["content"][0]["id"] = ["toolu_1"]
+        return items, items, 7, 1, "message 7: 'id' is an array"
+    if kind == "gemini-cli":
+        items = [{"id": f"m{n}", "timestamp": "t", "type": "user" if n % 2 == 0 else "gemini",
+                  "content": [{"text": f"line {n}\nand more"}]} for n in range(6)]
+        items[5]["model"] = {"name": "gemini-2.5-pro"}
+        return {"messages": items, **META}, items, 5, 2, "message 5: 'model' is an object"
+    assert kind == "gemini-checkpoint"
+    doc = json.loads((SAMPLES / "gemini-checkpoint/checkpoint-station-case.json").read_text())
+    items = doc["history"]
+    items[7]["parts"][0]["functionCall"]["id"] = 7
+    return doc, items, 7, 2, "history[7]: 'id' is a number"
+
+
+DOCUMENTS = ["cline", "cline-ui", "anthropic-array", "gemini-cli", "gemini-checkpoint"]
+NAMES = {"cline": "api_conversation_history.json", "cline-ui": "ui_messages.json"}
+
+
+@pytest.mark.parametrize("kind", DOCUMENTS)
+def test_a_field_error_names_the_line_and_index_of_its_item(kind, tmp_path):
+    doc, items, k, opening, words = broken(kind)
+    path = tmp_path / NAMES.get(kind, "doc.json")
+    path.write_text(json.dumps(doc, indent=2))
+    with pytest.raises(InputError) as caught:
+        load(str(path))
+    line = item_line(items, k, opening)
+    assert line > 10  # far from line 1, where it was said to be
+    assert (caught.value.line, words in caught.value.problem) == (line, True), caught.value
+    # the same document on one line: line 1, and the index still finds it
+    path.write_text(json.dumps(doc))
+    with pytest.raises(InputError) as caught:
+        load(str(path))
+    assert (caught.value.line, words in caught.value.problem) == (1, True), caught.value
+
+
+def test_the_command_line_names_file_line_and_item(tmp_path):
+    doc, items, k, opening, words = broken("cline")
+    path = tmp_path / NAMES["cline"]
+    path.write_text(json.dumps(doc, indent=2))
+    for command in ("stats", "show", "validate"):
+        assert_clean_error(ctxpack(command, str(path)), 2,
+                           f"{path}:{item_line(items, k, opening)}: ", words)
+
+
+def write_pretty(path: Path, doc: dict[str, Any], key: str) -> None:
+    """`doc` written as some tools pretty-print it: the first line opens its `key` list,
+    one item a line after it."""
+    rest = {k: v for k, v in doc.items() if k != key}
+    lines = [f'{{"{key}": [']
+    lines += [f"  {json.dumps(m)}," for m in doc[key]]
+    lines[-1] = lines[-1].rstrip(",")
+    lines.append("]" + "".join(f",\n{json.dumps(k)}: {json.dumps(v)}" for k, v in rest.items())
+                 + "\n}\n")
+    path.write_text("\n".join(lines))
