@@ -92,3 +92,25 @@ def write_pretty(path: Path, doc: dict[str, Any], key: str) -> None:
     lines.append("]" + "".join(f",\n{json.dumps(k)}: {json.dumps(v)}" for k, v in rest.items())
                  + "\n}\n")
     path.write_text("\n".join(lines))
+
+
+def test_each_message_of_an_opencode_tree_is_placed_at_its_own_file():
+    from .test_format_opencode_storage import INFO, TREE
+
+    t = load(INFO)
+    session = json.loads(INFO.read_text())["id"]
+    assert [m.place for m in t.messages] == [f"{m.id}.json" for m in t.messages]
+    assert all((TREE / "message" / session / m.place).is_file() for m in t.messages)
+    assert len({m.place for m in t.messages}) > 5
+    run = ctxpack("show", str(TREE))
+    assert run.code == 0, run.err
+    assert "line 1 " not in run.out
+    assert f"{t.messages[0].id}.json  user" in run.out
+
+
+def test_each_message_of_an_opencode_db_is_placed_at_its_row(tmp_path):
+    from .test_format_opencode_storage import EXPORT, make_db
+
+    t = load(make_db(json.loads(EXPORT.read_bytes()), tmp_path / "opencode.db"))
+    assert [m.place for m in t.messages] == [f"message {m.id}" for m in t.messages]
+    assert len({m.place for m in t.messages}) > 5
