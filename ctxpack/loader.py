@@ -7,6 +7,7 @@ lines raise `InputError` naming file and line, or are skipped and counted.
 
 from __future__ import annotations
 
+import json
 import os
 from collections.abc import Callable, Iterator, Sequence
 from dataclasses import replace
@@ -160,6 +161,9 @@ class Scanner:
                 if whole is not None:
                     yield from self._document(number, raw, lines, parsed=whole)
                     return
+                if after is not None and self._opens_pretty(raw, after[1]):
+                    yield from self._document(number, raw, lines)
+                    return
             if self._forced is None and not sniffed and _not_json(raw):
                 head = [(number, raw), *islice(lines, HEADLESS_LINES)]
                 fmt, self.unsure = formats.sniff_headless(b"".join(r for _, r in head))
@@ -211,6 +215,32 @@ class Scanner:
             self.unsure = (f"one JSON object on one line: read as a whole {doc.name} "
                            f"document, though as a one-line JSONL file it fits {line.name}")
         return doc, value
+
+    def _opens_pretty(self, raw: bytes, after: bytes) -> bool:
+        """Does this first line open a document pretty-printed from its first line on
+        (`{"messages": [`), rather than begin a JSONL file? It does when the line is JSON
+        that runs out at its end and the next line is no whole record (a JSONL file whose
+        first line was cut goes on with whole ones). A file named as JSONL is read as such."""
+        if self._forced is not None and not getattr(self._forced, "document", False) \
+                or self.path.lower().endswith(JSONL_NAMES):
+            return False
+        try:
+            orjson.loads(raw)
+            return False  # a whole value: a JSONL record
+        except orjson.JSONDecodeError:
+            pass
+        try:  # where it breaks
+            json.loads(raw.decode("utf-8", "replace"))
+            return False
+        except RecursionError:  # nested too deep to say: read as a line, as before
+            return False
+        except json.JSONDecodeError as exc:
+            if exc.doc[exc.pos:].strip():  # a mistake within the line
+                return False
+        try:
+            return not isinstance(orjson.loads(after), dict)
+        except orjson.JSONDecodeError:
+            return True
 
     def _parsed(self, lines: Iterator[tuple[int, bytes]]) -> Iterator[tuple[int, dict[str, Any]]]:
         for number, raw in lines:

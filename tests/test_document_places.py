@@ -114,3 +114,50 @@ def test_each_message_of_an_opencode_db_is_placed_at_its_row(tmp_path):
     t = load(make_db(json.loads(EXPORT.read_bytes()), tmp_path / "opencode.db"))
     assert [m.place for m in t.messages] == [f"message {m.id}" for m in t.messages]
     assert len({m.place for m in t.messages}) > 5
+
+
+CHAT = [{"role": "system", "content": "You fix bugs."},
+        {"role": "user", "content": "The parser drops the last row."},
+        {"role": "assistant", "content": None, "tool_calls": [
+            {"id": "c1", "type": "function",
+             "function": {"name": "bash", "arguments": "{\"cmd\": \"cat parse.py\"}"}}]},
+        {"role": "tool", "tool_call_id": "c1", "content": "rows = data[:-1]"},
+        {"role": "assistant", "content": "The slice drops it; `data[:]` keeps it."}]
+
+
+@pytest.mark.parametrize("key", ["messages", "history"])
+def test_a_document_whose_first_line_opens_its_list_is_read_whole(key, tmp_path):
+    # an OpenAI-style document of messages, and a SWE-agent trajectory, pretty-printed
+    # with the list opened on the first line
+    doc = {key: CHAT, "info": {"model_stats": {"api_calls": 1}}}
+    path = tmp_path / "run.json"
+    write_pretty(path, doc, key)
+    assert path.read_text().splitlines()[0] == f'{{"{key}": ['
+    t = load(str(path))
+    assert (t.format, t.document) == ("json-messages", True)
+    assert [m.role for m in t.messages] == [m["role"] for m in CHAT]
+    assert [m.where for m in t.messages] == [f"{key}[{i}]" for i in range(len(CHAT))]
+    assert path.read_bytes() == b"".join(r.raw for r in t.records)
+    run = ctxpack("stats", "--json", str(path))
+    assert run.code == 0, run.err
+    assert json.loads(run.out)["files"][0]["messages"] == len(CHAT)
+
+
+def test_a_later_syntax_error_in_such_a_document_names_its_own_line(tmp_path):
+    path = tmp_path / "run.json"
+    write_pretty(path, {"messages": CHAT}, "messages")
+    lines = path.read_text().splitlines()
+    lines[4] = lines[4].replace('"tool_call_id":', '"tool_call_id"')
+    path.write_text("\n".join(lines) + "\n")
+    assert_clean_error(ctxpack("stats", str(path)), 2, f"{path}:5: malformed JSON")
+
+
+def test_a_jsonl_file_whose_first_line_is_cut_is_still_read_a_line_at_a_time(tmp_path):
+    path = tmp_path / "run.jsonl"
+    lines = [json.dumps(m) for m in CHAT]
+    path.write_text("\n".join([lines[1][:-1], *lines[2:]]) + "\n")
+    with pytest.raises(InputError) as caught:
+        load(str(path))
+    assert caught.value.line == 1
+    t = load(str(path), skip_invalid=True)
+    assert ([s.line for s in t.skipped], len(t.messages)) == ([1], len(CHAT) - 2)
