@@ -467,6 +467,11 @@ class Scanner:
                     if self._forced else "--skip-invalid skips such lines")) from None
             self.skipped.append(BadLine(number, problem))
             return []
+        if not self.whole and len(out) > 1 and all(m.line == number and m.raw is not record
+                                                    for m in out):
+            # a line of many messages (an OpenHands instance): each at its place in it
+            out = [replace(m, place=f"line {number:,} {m.place}") if m.place else m
+                   for m in placed(out, record)]
         self.starts += [m.lines[0] if m.lines else number for m in out]
         if isinstance(meta, dict):
             self.boundary = number
