@@ -7,6 +7,7 @@ lines raise `InputError` naming file and line, or are skipped and counted.
 
 from __future__ import annotations
 
+import json
 import os
 from collections.abc import Callable, Iterator, Sequence
 from dataclasses import replace
@@ -25,6 +26,7 @@ from .jsonl import (
     ParsedRecords,
     Source,
     iter_lines,
+    line_in,
     open_source,
     parse_document,
     parse_line,
@@ -85,6 +87,7 @@ class Scanner:
         self.bytes_read = 0
         self._reader: Any = None
         self._fed = False  # a record was read by the reader
+        self._data: bytes | None = None  # the bytes of a whole-file JSON document
         self.whole = False  # the file is one document (no line of it can be skipped)
         # why the format was taken without a record that marks it ("" when one did)
         self.unsure = ""
@@ -158,6 +161,9 @@ class Scanner:
                 if whole is not None:
                     yield from self._document(number, raw, lines, parsed=whole)
                     return
+                if after is not None and self._opens_pretty(raw, after[1]):
+                    yield from self._document(number, raw, lines)
+                    return
             if self._forced is None and not sniffed and _not_json(raw):
                 head = [(number, raw), *islice(lines, HEADLESS_LINES)]
                 fmt, self.unsure = formats.sniff_headless(b"".join(r for _, r in head))
@@ -209,6 +215,32 @@ class Scanner:
             self.unsure = (f"one JSON object on one line: read as a whole {doc.name} "
                            f"document, though as a one-line JSONL file it fits {line.name}")
         return doc, value
+
+    def _opens_pretty(self, raw: bytes, after: bytes) -> bool:
+        """Does this first line open a document pretty-printed from its first line on
+        (`{"messages": [`), rather than begin a JSONL file? It does when the line is JSON
+        that runs out at its end and the next line is no whole record (a JSONL file whose
+        first line was cut goes on with whole ones). A file named as JSONL is read as such."""
+        if self._forced is not None and not getattr(self._forced, "document", False) \
+                or self.path.lower().endswith(JSONL_NAMES):
+            return False
+        try:
+            orjson.loads(raw)
+            return False  # a whole value: a JSONL record
+        except orjson.JSONDecodeError:
+            pass
+        try:  # where it breaks
+            json.loads(raw.decode("utf-8", "replace"))
+            return False
+        except RecursionError:  # nested too deep to say: read as a line, as before
+            return False
+        except json.JSONDecodeError as exc:
+            if exc.doc[exc.pos:].strip():  # a mistake within the line
+                return False
+        try:
+            return not isinstance(orjson.loads(after), dict)
+        except orjson.JSONDecodeError:
+            return True
 
     def _parsed(self, lines: Iterator[tuple[int, bytes]]) -> Iterator[tuple[int, dict[str, Any]]]:
         for number, raw in lines:
@@ -292,6 +324,7 @@ class Scanner:
                 if score < 2:
                     self.unsure = LOOSE
         self._start(fmt)
+        self._data = data if text is None else None  # (a JSON document)
         if headless:
             self._reader.headless = True
         if hasattr(self._reader, "located"):  # it reads lines or files beside this one
@@ -418,7 +451,10 @@ class Scanner:
             out = _not_summaries(reader.feed(number, record))
             self._fed = True
         except RecordError as exc:
-            line = exc.line or number
+            if getattr(reader, "items", None) is not None:  # it was reading an item
+                exc = reader.items.placed(exc)
+            line = exc.line or (self._data is not None and exc.at and
+                                line_in(self._data, number, exc.at)) or number
             name = self.format.name if self.format else "?"
             if self._forced is None and not self.skip_invalid and (
                     looks_like(record) or self.unsure and not self._fed):
@@ -431,6 +467,11 @@ class Scanner:
                     if self._forced else "--skip-invalid skips such lines")) from None
             self.skipped.append(BadLine(number, problem))
             return []
+        if not self.whole and len(out) > 1 and all(m.line == number and m.raw is not record
+                                                    for m in out):
+            # a line of many messages (an OpenHands instance): each at its place in it
+            out = [replace(m, place=f"line {number:,} {m.place}") if m.place else m
+                   for m in placed(out, record)]
         self.starts += [m.lines[0] if m.lines else number for m in out]
         if isinstance(meta, dict):
             self.boundary = number

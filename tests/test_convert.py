@@ -77,9 +77,10 @@ def assert_accepted(body: dict[str, Any], to: str) -> None:
 
 
 def entries(markdown: str) -> int:
-    """The messages of a Markdown document: headings at a line, or at a place in a
-    document on one line (`### messages[3] · tool`)."""
-    return len(re.findall(r"\n### (?:line [\d,]+|\S+) · ", markdown))
+    """The messages of a Markdown document: headings at a line, at a place in a
+    document on one line (`### messages[3] · tool`), or at a place in a line of many
+    messages (`### line 2 history[5] · tool`)."""
+    return len(re.findall(r"\n### (?:line [\d,]+(?: \S+)?|\S+) · ", markdown))
 
 
 def result_texts(records: list[dict[str, Any]], to: str) -> Counter[str]:

@@ -11,7 +11,7 @@ from typing import Any
 from ..errors import UsageError
 from ..transcript import Message
 from .anthropic import AnthropicReader, sniff_record
-from .base import RecordError
+from .base import Items, RecordError
 
 
 def sniff_array(value: Any) -> int:
@@ -28,14 +28,18 @@ def sniff_array(value: Any) -> int:
 class ArrayReader(AnthropicReader):
     """The array's messages in order, as the `anthropic` reader takes them one a line."""
 
+    def __init__(self) -> None:
+        super().__init__()
+        self.items = Items("message {}")
+
     def feed(self, line: int, record: Any) -> list[Message]:
         if not isinstance(record, list):
             raise RecordError("not a JSON array of Anthropic messages")
         out: list[Message] = []
-        for i, m in enumerate(record):
+        for i, m in self.items.each(record):
             if not isinstance(m, dict) or "role" not in m:
                 raise RecordError(f"item {i} of the array is not a message (an object with "
-                                  "a 'role')")
+                                  "a 'role')", at=(i,))
             out += super().feed(line, m)
         return out
 

@@ -9,7 +9,7 @@ out form the model-visible context, in model order.
 from __future__ import annotations
 
 import re
-from collections.abc import Callable, Iterable
+from collections.abc import Callable, Iterable, Iterator
 from dataclasses import dataclass, field
 from typing import Any, Protocol, TypeVar
 
@@ -36,11 +36,38 @@ NOT_READ_BACK = ("{agent} does not read this file back: the output is for people
 class RecordError(Exception):
     """A record that does not fit the format being read; the loader adds file and line
     (`line` if the reader knows it, as of an event deep in a whole-file document, else the
-    record's first line)."""
+    line where the item at `at` starts, keys and indexes from the top of a whole-file
+    document, else the record's first line)."""
 
-    def __init__(self, problem: str, line: int | None = None) -> None:
+    def __init__(self, problem: str, line: int | None = None,
+                 at: tuple[str | int, ...] = ()) -> None:
         super().__init__(problem)
         self.line = line
+        self.at = at
+
+
+class Items:
+    """A reader's walk over a list of items in a document, which knows the item it is at:
+    a RecordError raised while one is read names it (`message 12: ...`), and the loader
+    finds the line it starts on in a pretty-printed file by `at` (keys and indexes from
+    the top)."""
+
+    def __init__(self, label: str) -> None:
+        self.label = label  # of an item, its index in braces: "message {}"
+        self.at: tuple[str | int, ...] = ()
+
+    def each(self, values: list[Any], *keys: str) -> Iterator[tuple[int, Any]]:
+        """`enumerate(values)`, the list at `keys` in the record, noting each item."""
+        for n, value in enumerate(values):
+            self.at = (*keys, n)
+            yield n, value
+        self.at = ()
+
+    def placed(self, error: RecordError) -> RecordError:
+        """`error` naming the item being read, if one is and the error has no place."""
+        if not self.at or error.at or error.line:
+            return error
+        return RecordError(f"{self.label.format(self.at[-1])}: {error}", None, self.at)
 
 
 @dataclass

@@ -45,7 +45,7 @@ from ..errors import InputError
 from ..jsonl import loads, parse_document
 from ..transcript import Image, Message, Part, RecordedCall, Text, Thinking, ToolCall, ToolResult
 from .anthropic import block_part
-from .base import NOT_WRITTEN, Layout, RecordError, content_parts, measure, string_field
+from .base import NOT_WRITTEN, Items, Layout, RecordError, content_parts, measure, string_field
 
 # `[read_file for 'src/app.ts'] Result:` / `[attempt_completion] Result:`
 _RESULT_HEAD = re.compile(r"\[([\w:-]+)(?: for .*?)?\] Result:", re.S)
@@ -276,14 +276,11 @@ def _user_parts(content: Any) -> tuple[list[Part], list[list[Part]]]:
     return own, results
 
 
-def _links(index: int, message: dict[str, Any]) -> tuple[str | None, ...]:
+def _links(message: dict[str, Any]) -> tuple[str | None, ...]:
     """A message's condense and truncation ids and the ids it points to, in that order:
     they are matched against each other, so each must be a string (or absent)."""
-    try:
-        return tuple(string_field(message, key) for key in
-                     ("condenseId", "condenseParent", "truncationId", "truncationParent"))
-    except RecordError as error:
-        raise RecordError(f"message {index}: {error}") from None
+    return tuple(string_field(message, key) for key in
+                 ("condenseId", "condenseParent", "truncationId", "truncationParent"))
 
 
 class ClineHistoryReader:
@@ -295,6 +292,7 @@ class ClineHistoryReader:
         self.sibling: str | None = None
         self.metrics = RequestUsage()  # of the assistant messages' own `metrics`
         self.made: list[tuple[int, int, int, str | None]] = []  # calls by `metrics`, as `recorded`
+        self.items = Items("message {}")
 
     def located(self, path: str, data: bytes, first: int) -> None:
         """Told the file's path: its usage is in the `ui_messages.json` beside it."""
@@ -303,7 +301,7 @@ class ClineHistoryReader:
     def feed(self, line: int, record: Any) -> list[Message]:
         if not is_api_history(record):
             raise RecordError("not a Cline api_conversation_history array of messages")
-        links = [_links(index, m) for index, m in enumerate(record)]
+        links = [_links(m) for _, m in self.items.each(record)]
         summaries = {ids[0] for m, ids in zip(record, links, strict=True)
                      if m.get("isSummary") is True}
         markers = {ids[2] for m, ids in zip(record, links, strict=True)
@@ -311,7 +309,7 @@ class ClineHistoryReader:
         tools = _tools(record)
         pending: list[ToolCall] = []  # the calls the next results answer, in order
         first, begin = True, len(self.messages)
-        for index, d in enumerate(record):
+        for index, d in self.items.each(record):
             role = d["role"]
             archived = links[index][1] in summaries - {None} or \
                 links[index][3] in markers - {None}
@@ -411,6 +409,7 @@ class ClineUiReader:
         self.usage = RequestUsage()
         self.made: list[tuple[int, int, int, str | None]] = []  # as `recorded` takes them
         self.since = -1
+        self.items = Items("event {}")
 
     def feed(self, line: int, record: Any) -> list[Message]:
         if not is_ui_log(record):
@@ -436,7 +435,7 @@ class ClineUiReader:
                 opened.clear()
             return calls
 
-        for n, e in enumerate(record):
+        for n, e in self.items.each(record):
             kind = e.get("say") if e["type"] == "say" else e.get("ask")
             text = e.get("text") if isinstance(e.get("text"), str) else ""
             model = string_field(_dict(e.get("modelInfo")), "modelId")

@@ -45,7 +45,15 @@ from ..transcript import (
     ToolCall,
     ToolResult,
 )
-from .base import NOT_READ_BACK, Compaction, Layout, NoUsage, RecordError, string_field
+from .base import (
+    NOT_READ_BACK,
+    Compaction,
+    Items,
+    Layout,
+    NoUsage,
+    RecordError,
+    string_field,
+)
 
 _MODEL_INPUT = {"user", "gemini"}
 _STREAM_TYPES = {"init", "message", "tool_use", "tool_result", "result", "error"}
@@ -220,6 +228,7 @@ class GeminiChatReader:
         self.replacing = False
         self.gone: set[str] = set()  # why messages left the context, in the words of `finish`
         self.thoughts: set[int] = set()  # the messages of replies' thoughts: never context
+        self.items = Items("message {}")
 
     def feed(self, line: int, record: Any) -> list[Message]:
         if not isinstance(record, dict):
@@ -235,14 +244,16 @@ class GeminiChatReader:
                 raise RecordError("'$set' is not an object")
             messages = update.get("messages")
             # as the CLI's own loader: an empty list replaces nothing
-            return self._replace(line, messages, compressed=True) \
+            return self._replace(line, messages, ("$set", "messages"), compressed=True) \
                 if isinstance(messages, list) and messages else []
         if "sessionId" in record and "type" not in record:
             messages = record.get("messages")
-            return self._replace(line, messages) if isinstance(messages, list) else []
+            return self._replace(line, messages, ("messages",)) \
+                if isinstance(messages, list) else []
         return self._upsert(line, record)
 
-    def _replace(self, line: int, messages: list[Any], compressed: bool = False) -> list[Message]:
+    def _replace(self, line: int, messages: list[Any], keys: tuple[str, ...],
+                 compressed: bool = False) -> list[Message]:
         if any(self.entries.values()):
             self.gone.add("replaced by a compression's `$set`")
         self.entries = {}
@@ -250,7 +261,7 @@ class GeminiChatReader:
             self.prompts = {}
         out: list[Message] = []
         self.replacing = compressed
-        for m in messages:
+        for _, m in self.items.each(messages, *keys):
             if isinstance(m, dict):
                 out += self._upsert(line, m)
         self.replacing = False
@@ -437,18 +448,22 @@ class GeminiCheckpointReader:
     def __init__(self) -> None:
         self.count = 0
         self.thoughts: set[int] = set()
+        self.items = Items("history[{}]")
 
     def feed(self, line: int, record: Any) -> list[Message]:
         history = record.get("history") if isinstance(record, dict) else record
         if not isinstance(history, list):
             raise RecordError("not a Gemini CLI checkpoint: no 'history' list of contents")
         out: list[Message] = []
-        for i, content in enumerate(history):
+        keys = ("history",) if isinstance(record, dict) else ()
+        for i, content in self.items.each(history, *keys):
             if not isinstance(content, dict):
-                raise RecordError(f"history[{i}] is {json_kind(content)}, not a Content object")
+                raise RecordError(f"history[{i}] is {json_kind(content)}, not a Content object",
+                                  at=self.items.at)
             role = string_field(content, "role")
             if role not in ("user", "model"):
-                raise RecordError(f"history[{i}] has role {role!r}, not 'user' or 'model'")
+                raise RecordError(f"history[{i}] has role {role!r}, not 'user' or 'model'",
+                                  at=self.items.at)
             kind = "gemini" if role == "model" else "user"
             for m in record_messages({"type": kind, "content": content.get("parts")}, line):
                 if kind == "gemini" and unsent(m):

@@ -36,11 +36,13 @@ from __future__ import annotations
 import json
 import os
 import sqlite3
+from dataclasses import replace
 from pathlib import Path
 from typing import Any
 
 from ..errors import InputError
 from ..jsonl import json_kind, parse_document
+from ..transcript import Message
 from .base import NOT_WRITTEN, Layout, RecordError
 from .opencode import OpenCodeReader
 
@@ -188,6 +190,14 @@ def export_of(path: str, session: dict[str, Any]) -> dict[str, Any]:
     return {"info": {**session, "id": ident}, "messages": messages}
 
 
+def placed(messages: list[Message], place: str) -> list[Message]:
+    """Each message at `place` of its OpenCode message id (`{}`): the messages of a tree
+    or a database share no line a person could find them by, but each has its own file
+    or row. A file is named by its name in the session's `message/<sessionID>/` folder:
+    with the folder's path, `show`'s header would have no room for the role."""
+    return [replace(m, place=place.format(m.raw["id"])) for m in messages]
+
+
 class OpenCodeStorageReader:
     def __init__(self) -> None:
         self.path = ""
@@ -202,7 +212,7 @@ class OpenCodeStorageReader:
         """Told the info file's path: the session's messages and parts are beside it."""
         self.path = path
 
-    def feed(self, line: int, record: Any) -> list:
+    def feed(self, line: int, record: Any) -> list[Message]:
         if not looks_like_session_info(record):
             raise RecordError("not an OpenCode session info file: no 'ses_' id with its "
                               "'projectID' and 'time'")
@@ -211,9 +221,9 @@ class OpenCodeStorageReader:
             raise RecordError(f"this info file is session {export['info']['id']}, not "
                               f"{self.session}: give the storage folder to pick one of its "
                               "sessions")
-        return self.export.feed(line, export)
+        return placed(self.export.feed(line, export), "{}.json")
 
-    def finish(self) -> tuple[list, Layout]:
+    def finish(self) -> tuple[list[Message], Layout]:
         return self.export.finish()
 
 
@@ -284,7 +294,7 @@ def export_from_db(db: sqlite3.Connection, session: str | None = None) -> dict[s
 
 
 class OpenCodeDbReader(OpenCodeStorageReader):
-    def feed(self, line: int, record: Any) -> list:
+    def feed(self, line: int, record: Any) -> list[Message]:
         if not os.path.isfile(self.path):
             raise RecordError("an opencode.db is read from a file, not a stream")
         try:
@@ -297,7 +307,7 @@ class OpenCodeDbReader(OpenCodeStorageReader):
             raise RecordError(f"cannot read this SQLite database: {exc}") from None
         except LookupError as exc:  # no session of the id asked for
             raise InputError(self.path, None, str(exc)) from None
-        return self.export.feed(line, export)
+        return placed(self.export.feed(line, export), "message {}")
 
 
 class OpenCodeDbFormat:
