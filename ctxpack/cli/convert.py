@@ -78,7 +78,7 @@ def _converted(file: str, how: _ConvertJob) -> tuple[bytes, list[str]]:
         from ..jsonl import dumps
 
         notes = Notes()
-        bodies = request_bodies(transcript, how.to, notes, how.model)
+        bodies = request_bodies(transcript, how.to, notes, how.model, keep_last_reply=how.all_)
         data = b"".join(dumps(body) + b"\n" for body in bodies)
         return data, [f"{transcript.path}: {line}" for line in notes.lines()]
     from ..breakdown import transcript_models
@@ -129,7 +129,8 @@ def convert(
     shard: ShardOpt = None,
     all_: Annotated[bool, typer.Option(
         "--all", help="The whole log: also the messages before a compaction, off the "
-        "branch, and of sub-agents, in file order (default: what the model sees).")]
+        "branch, and of sub-agents, in file order, and for anthropic the replies it ends "
+        "on (default: what the model sees, an Anthropic body ending on the user's turn).")]
     = False,
     full: Annotated[bool, typer.Option(
         "--full", help="markdown, html: long outputs whole instead of folded to their first "
