@@ -303,6 +303,33 @@ def test_gemini_api_contents_in_an_object_are_named_not_read_as_empty_messages(k
         load(io.BytesIO(data))
     assert "the Gemini API's contents" in info.value.problem
     assert "gemini-checkpoint" in info.value.problem  # how ctxpack reads them
+    # one true thing: ctxpack reads them, as a bare array, and it says how to give them so
+    assert "does not read" not in info.value.problem
+    assert "reads only as a bare JSON array" in info.value.problem
+
+
+# What a file looks like, for shapes ctxpack knows of: each line says one verdict, not
+# "X, which ctxpack reads as Y, which ctxpack does not read"
+@pytest.mark.parametrize(("name", "text", "said"), [
+    ("contents.json", json.dumps({"contents": GEMINI_CONTENTS}),
+     "reads only as a bare JSON array (gemini-checkpoint)"),
+    ("items.jsonl", json.dumps({"type": "function_call", "call_id": "c1", "name": "f",
+                                "arguments": "{}"}) + "\n",
+     "OpenAI Responses API items (typed items with `call_id`s, not chat messages), which "
+     "ctxpack does not read"),
+    ("oc.json", json.dumps([{"info": {"id": "m1", "role": "user"}, "parts": []}]),
+     "which ctxpack does not read: it reads whole `opencode export` documents"),
+    ("notes.md", "# Notes\n\nsome text\n",
+     "Markdown, but no Aider chat history (the one Markdown ctxpack reads"),
+    ("table.csv", "a,b,c\n1,2,3\n", "CSV, which ctxpack does not read"),
+])
+def test_each_known_shape_is_named_with_one_verdict(tmp_path, name, text, said) -> None:
+    path = tmp_path / name
+    path.write_text(text)
+    run = ctxpack("stats", str(path))
+    assert_clean_error(run, 2, said)
+    line = run.err.split(" (ctxpack reads:")[0]  # the formats it reads follow, as a hint
+    assert line.count("ctxpack does not read") + line.count("ctxpack reads") == 1, line
 
 
 def test_a_bare_array_of_gemini_api_contents_is_read_with_its_text() -> None:

@@ -53,19 +53,23 @@ def _gemini_contents(value: Any) -> bool:
         x.get("role") in ("user", "model") for x in items[:20])
 
 
+NOT_READ = "which ctxpack does not read"
+
+# Each shape: what it looks like, and one verdict on it (what ctxpack does with it)
 _SHAPES: tuple[tuple[str, Callable[[Any], bool]], ...] = (
     ("the Gemini API's contents (role user/model, text and calls in `parts`) inside an "
-     "object; a bare JSON array of them is read as gemini-checkpoint",
-     _gemini_contents),
-    ("OpenAI Responses API items (typed items with `call_id`s, not chat messages)",
+     "object, which ctxpack reads only as a bare JSON array (gemini-checkpoint): write the "
+     "array to a file of its own", _gemini_contents),
+    (f"OpenAI Responses API items (typed items with `call_id`s, not chat messages), {NOT_READ}",
      _responses_items),
-    ("OpenCode messages without the session `info` that `opencode export` writes before them "
-     "(the `opencode` format reads whole exports)", _opencode_messages),
+    ("OpenCode messages without the session `info` that `opencode export` writes before them, "
+     f"{NOT_READ}: it reads whole `opencode export` documents", _opencode_messages),
 )
 
 
 def looks_like(value: Any) -> str | None:
-    """A name for what `value` (a JSON document or a file's first record) looks like."""
+    """What `value` (a JSON document or a file's first record) looks like, and what
+    ctxpack does with it: `this looks like ...` ends with it."""
     for name, fits in _SHAPES:
         if fits(value):
             return name
@@ -73,18 +77,20 @@ def looks_like(value: Any) -> str | None:
 
 
 def looks_like_text(path: str, first_line: bytes) -> str:
-    """What a file that is not JSON looks like, from its name and first non-blank line."""
+    """What a file that is not JSON (nor an Aider log) looks like, from its name and first
+    non-blank line, and that ctxpack does not read it."""
     suffix = path.rsplit(".", 1)[-1].lower() if "." in path.rsplit("/", 1)[-1] else ""
     head = first_line.strip()
     if suffix in ("md", "markdown") or head.startswith((b"#", b"- ", b"* ", b"```")):
-        return "Markdown"
+        return ("Markdown, but no Aider chat history (the one Markdown ctxpack reads: "
+                "'# aider chat started at' or '####' prompts with '> Tokens:' lines)")
     if suffix in ("csv", "tsv") or head.count(b",") >= 2 or head.count(b"\t") >= 2:
-        return "CSV"
+        return f"CSV, {NOT_READ}"
     if suffix in ("yaml", "yml"):
-        return "YAML"
+        return f"YAML, {NOT_READ}"
     if suffix in ("html", "htm", "xml") or head.startswith(b"<"):
-        return "HTML or XML"
-    return "plain text"
+        return f"HTML or XML, {NOT_READ}"
+    return f"plain text, {NOT_READ}"
 
 
 # What a binary file is, by the bytes it opens with: (magic, what it is, what to do first).
