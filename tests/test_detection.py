@@ -336,3 +336,34 @@ def test_a_bare_array_of_gemini_api_contents_is_read_with_its_text() -> None:
     t = load(io.BytesIO(json.dumps(GEMINI_CONTENTS).encode()))
     assert t.format == "gemini-checkpoint"
     assert [(m.role, m.text) for m in t.messages] == [("user", "hi"), ("assistant", "yo")]
+
+
+SHAREGPT = {"conversations": [{"from": "human", "value": "What is 2+2?"},
+                              {"from": "gpt", "value": "4."}]}
+ALPACA = {"instruction": "Add the numbers.", "input": "2 and 2", "output": "4"}
+PROMPT_COMPLETION = {"prompt": "2+2=", "completion": " 4"}
+
+
+@pytest.mark.parametrize(("record", "said"), [
+    (SHAREGPT, "looks like ShareGPT conversations (`conversations` of `from`/`value` turns)"),
+    (ALPACA, "looks like Alpaca instruction data (`instruction`, `input`, `output`)"),
+    (PROMPT_COMPLETION, "looks like prompt/completion pairs (`prompt`, `completion`)"),
+], ids=["sharegpt", "alpaca", "prompt-completion"])
+@pytest.mark.parametrize("layout", ["object", "array", "jsonl"])
+def test_training_data_is_named_and_pointed_to_chat_messages(tmp_path, record, said,
+                                                             layout) -> None:
+    """Datasets of no transcript format are named, with how to make them chat messages
+    ctxpack reads, whether the file holds one, an array of them, or one a line."""
+    second = json.loads(json.dumps(record))
+    if layout == "object":
+        path, text = tmp_path / "data.json", json.dumps(record, indent=2)
+    elif layout == "array":
+        path, text = tmp_path / "data.json", json.dumps([record, second])
+    else:
+        path, text = tmp_path / "data.jsonl", json.dumps(record) + "\n" + json.dumps(second)
+    path.write_text(text + "\n")
+    for command in (("stats",), ("validate",), ("convert", "--to", "openai")):
+        run = ctxpack(*command, str(path))
+        assert_clean_error(run, 2, f"{path}:1: this {said}, which ctxpack does not read",
+                           "{\"messages\": [...]} a line", "openai-conversations")
+        assert "fits no transcript format" not in run.err

@@ -53,7 +53,33 @@ def _gemini_contents(value: Any) -> bool:
         x.get("role") in ("user", "model") for x in items[:20])
 
 
+def _rows(value: Any) -> list[dict[str, Any]]:
+    """The records of a dataset: the object itself, or an array's first objects."""
+    return [value] if isinstance(value, dict) else _items(value)[:20]
+
+
+def _all_rows(value: Any, fits: Callable[[dict[str, Any]], bool]) -> bool:
+    rows = _rows(value)
+    return bool(rows) and all(fits(r) for r in rows)
+
+
+def _sharegpt(value: Any) -> bool:
+    """ShareGPT conversations: `conversations` of turns `{"from": human/gpt, "value"}`."""
+    return _all_rows(value, lambda r: bool(turns := _items(r.get("conversations"))) and all(
+        "from" in t and "value" in t for t in turns[:20]))
+
+
+def _alpaca(value: Any) -> bool:
+    return _all_rows(value, lambda r: "instruction" in r and "output" in r)
+
+
+def _prompt_completion(value: Any) -> bool:
+    return _all_rows(value, lambda r: "prompt" in r and "completion" in r)
+
+
 NOT_READ = "which ctxpack does not read"
+# how training data becomes what ctxpack reads: chat messages, one conversation a line
+AS_CHAT = "{\"messages\": [...]} a line, it is read as openai-conversations"
 
 # Each shape: what it looks like, and one verdict on it (what ctxpack does with it)
 _SHAPES: tuple[tuple[str, Callable[[Any], bool]], ...] = (
@@ -64,6 +90,16 @@ _SHAPES: tuple[tuple[str, Callable[[Any], bool]], ...] = (
      _responses_items),
     ("OpenCode messages without the session `info` that `opencode export` writes before them, "
      f"{NOT_READ}: it reads whole `opencode export` documents", _opencode_messages),
+    # training data, not transcripts
+    (f"ShareGPT conversations (`conversations` of `from`/`value` turns), {NOT_READ}: as "
+     "Chat Completions messages (`from` human: role user, gpt: assistant; `value`: content), "
+     f"{AS_CHAT}", _sharegpt),
+    (f"Alpaca instruction data (`instruction`, `input`, `output`), {NOT_READ}: as Chat "
+     "Completions messages (instruction and input: a user message; output: the assistant's), "
+     f"{AS_CHAT}", _alpaca),
+    (f"prompt/completion pairs (`prompt`, `completion`), {NOT_READ}: as Chat Completions "
+     f"messages (prompt: a user message; completion: the assistant's), {AS_CHAT}",
+     _prompt_completion),
 )
 
 
