@@ -4,8 +4,9 @@ Every tool result needs its call earlier and every call its result later (the
 OpenAI and Anthropic APIs reject either orphan), but for the call that ends an agent's run
 (a final action no result follows by design) and calls written in a reply's text (the API
 saw text, and so it does of their results); results must come where the
-provider expects them; roles must be ones the provider knows; Claude Code parent
-links must resolve. A recorded usage that cannot be true is named too: ctxpack sets it aside.
+provider expects them; roles must be ones the provider knows; a message's content must be
+a string or an array of typed parts (blocks); Claude Code parent links must resolve. A
+recorded usage that cannot be true is named too: ctxpack sets it aside.
 """
 
 from __future__ import annotations
@@ -13,7 +14,7 @@ from __future__ import annotations
 from collections.abc import Sequence
 from dataclasses import dataclass
 
-from .jsonl import loads
+from .jsonl import json_kind, loads
 from .transcript import Message, ToolCall, Transcript, printable
 
 ROLES = {
@@ -27,6 +28,14 @@ ROLES = {
 # mini-swe-agent's submit (a command that echoes its marker; the run's `exit` record follows).
 FINAL_TOOLS = {"finish"}
 FINAL_MARKS = ("COMPLETE_TASK_AND_SUBMIT", "MINI_SWE_AGENT_FINAL_OUTPUT")
+# What each format's `content` holds: Chat Completions content parts, or Messages API
+# content blocks; either a string or an array of objects, each with its `type`.
+CONTENT_ITEMS = {
+    "openai": "content part", "openai-conversations": "content part",
+    "anthropic": "content block", "anthropic-array": "content block",
+    "anthropic-requests": "content block", "claude-code": "content block",
+    "cline": "content block",
+}
 # Providers that need each call's results before the next assistant turn.
 RESULTS_BEFORE_NEXT_TURN = {"openai", "openai-conversations", "anthropic", "claude-code"}
 
@@ -48,6 +57,7 @@ def validate(transcript: Transcript) -> list[Problem]:
     problems: list[Problem] = []
     for conversation in _conversations(transcript.messages):
         problems += _check_roles(conversation, transcript.format)
+        problems += _check_content(conversation, transcript.format)
         problems += _check_pairs(conversation, transcript.format)
     if transcript.format == "claude-code":
         problems += _check_parents(transcript)
@@ -76,6 +86,34 @@ def _check_roles(messages: list[Message], fmt: str) -> list[Problem]:
     plain = bool(messages) and isinstance(messages[0].raw, dict) and "role" in messages[0].raw
     if fmt == "anthropic" and plain and messages[0].role != "user":
         out.append(_at(messages[0], "the first message must have role 'user'"))
+    return out
+
+
+def _check_content(messages: list[Message], fmt: str) -> list[Problem]:
+    """Content the API refuses: a number, an object, a part that is no object or has no
+    type (readers take such content as text, so only the record shows it)."""
+    item = CONTENT_ITEMS.get(fmt)
+    if item is None:
+        return []
+    out = []
+    for m in messages:
+        record = m.raw if isinstance(m.raw, dict) else {}
+        # a record that holds its message (stream-json, Claude Code) has it under `message`
+        message = record if "role" in record else record.get("message")
+        if not isinstance(message, dict) or "content" not in message:
+            continue
+        content = message["content"]
+        if content is None or isinstance(content, str):
+            continue
+        if not isinstance(content, list):
+            out.append(_at(m, f"content is {json_kind(content)}, not a string or an array "
+                           f"of {item}s"))
+            continue
+        for i, part in enumerate(content):
+            if not isinstance(part, dict):
+                out.append(_at(m, f"content[{i}] is {json_kind(part)}, not a {item} object"))
+            elif not isinstance(part.get("type"), str):
+                out.append(_at(m, f"content[{i}] has no 'type'"))
     return out
 
 

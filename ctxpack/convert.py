@@ -11,6 +11,9 @@ reasoning a model wrote is left out (neither API takes reasoning back without it
 signature, and a part here keeps none, though the file may have signed it). Anthropic
 also wants the roles to alternate, starting with the user: messages of one role in a
 row are merged, and a log that opens with the assistant gets a short user message first.
+An Anthropic body ends on the user's turn: Claude's newest models take no request that
+ends on the assistant's (a prefill), so the log's last replies are left out unless asked
+for; Chat Completions answers a request that ends on a reply, and keeps them.
 Each of these is counted in `Notes`, which the command prints.
 """
 
@@ -36,6 +39,9 @@ OPENS_WITH_ASSISTANT = "[the transcript continues from here]"
 # body from a Chat Completions one when nothing else does): 4,096, what every Claude model
 # can give in one reply
 MAX_TOKENS = 4096
+LAST_REPLY_LEFT_OUT = ("assistant replies at the end left out, so that each Anthropic body "
+                       "ends on the user's turn, as Claude's newest models require (--all "
+                       "keeps them)")
 
 
 @dataclass
@@ -84,15 +90,16 @@ def conversations(messages: Sequence[Message]) -> list[list[Message]]:
 
 
 def request_bodies(t: Transcript, to: str, notes: Notes | None = None,
-                   model: str | None = None) -> list[dict[str, Any]]:
+                   model: str | None = None, keep_last_reply: bool = False
+                   ) -> list[dict[str, Any]]:
     """One request body per conversation of `t`, for the API `to` (openai or anthropic),
     naming `model` or else the model the transcript is read as: the one it names, else its
     format's, as stats reports it (a body's `model` is where a later reading of the file
-    finds the model, and so its window)."""
+    finds the model, and so its window). An Anthropic body ends on the user's turn unless
+    `keep_last_reply`."""
     if to not in TARGETS:
         raise UsageError(f"unknown API {to!r}", f"one of {', '.join(TARGETS)}")
     notes = notes if notes is not None else Notes()
-    write = _openai if to == "openai" else _anthropic
     if model is None:
         model = model_of(t.model, t.format)
         if model is None:
@@ -108,8 +115,13 @@ def request_bodies(t: Transcript, to: str, notes: Notes | None = None,
     if isinstance(calls, int) and not isinstance(calls, bool):
         notes.add("model calls' recorded usage left out (a request body has no place for it)",
                   calls)
-    return [{**({"model": model} if model else {}), **write(_items(group, notes), notes)}
-            for group in conversations(t.messages)]
+    bodies = []
+    for group in conversations(t.messages):
+        items = _items(group, notes)
+        body = _openai(items, notes) if to == "openai" else \
+            _anthropic(items, notes, keep_last_reply)
+        bodies.append({**({"model": model} if model else {}), **body})
+    return bodies
 
 
 # signed thinking (Claude Code's, OpenCode's Anthropic replies) is left out as well: the
@@ -323,9 +335,10 @@ def _openai_content(parts: Sequence[Part]) -> str | list[dict[str, Any]]:
     return out
 
 
-def _anthropic(items: list[_Item], notes: Notes) -> dict[str, Any]:
+def _anthropic(items: list[_Item], notes: Notes, keep_last_reply: bool) -> dict[str, Any]:
     system: list[str] = []
     messages: list[dict[str, Any]] = []
+    replies = 0  # the assistant turns merged into the last message, when it is a reply
     for item in items:
         if item.kind == "system" and not messages:
             system.append(_text(item.parts, notes))
@@ -349,6 +362,11 @@ def _anthropic(items: list[_Item], notes: Notes) -> dict[str, Any]:
                 notes.add("user messages added before an opening assistant message")
                 messages.append({"role": "user", "content": [_text_block(OPENS_WITH_ASSISTANT)]})
             messages.append({"role": role, "content": blocks})
+        replies = replies + 1 if role == "assistant" else 0
+    if replies and not keep_last_reply:
+        # never a call: each is answered in a user message after it
+        notes.add(LAST_REPLY_LEFT_OUT, replies)
+        messages.pop()
     body: dict[str, Any] = {"max_tokens": MAX_TOKENS}
     if system:
         body["system"] = "\n\n".join(system)

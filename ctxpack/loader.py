@@ -175,8 +175,7 @@ class Scanner:
                     yield from self._from(chain(head, lines), sniffed=True)
                     return
                 what = looks_like_text(self.path, raw)
-                raise InputError(self.path, number, f"this is not JSON: it looks like {what}, "
-                                 "which ctxpack does not read",
+                raise InputError(self.path, number, f"this is not JSON: it looks like {what}",
                                  f"ctxpack reads: {', '.join(formats.FORMATS)}")
             record = self._parse(raw, number)
             if record is not None:
@@ -490,7 +489,7 @@ def _unknown(path: str, line: int, record: Any, tried: str = "") -> InputError:
     """The error for input no reader takes: what it looks like (else, if given, how the
     reader it seemed to fit failed), and what ctxpack reads."""
     what = looks_like(record)
-    problem = (f"this looks like {what}, which ctxpack does not read" if what
+    problem = (f"this looks like {what}" if what
                else f"this fits no transcript format ctxpack reads ({tried})" if tried
                else "this fits no transcript format ctxpack reads")
     known = ", ".join(formats.FORMATS)

@@ -128,3 +128,52 @@ def test_runs_that_end_by_their_final_action_validate(tmp_path):
     for name in ("bugfix.mini-swe-agent.traj.json", "openhands/env-flags.openhands.jsonl"):
         run = ctxpack("validate", str(SAMPLES / name))
         assert run.code == 0, run.out + run.err
+
+
+@pytest.mark.parametrize(("content", "problem"), [
+    (5, "content is a number, not a string or an array of content parts"),
+    ({"type": "text", "text": "hi"}, "content is an object, not a string or an array of "
+     "content parts"),
+    (True, "content is a boolean, not a string or an array of content parts"),
+    ([{"text": "hi"}], "content[0] has no 'type'"),
+    (["hi"], "content[0] is a string, not a content part object"),
+    ([{"type": "text", "text": "a"}, 7], "content[1] is a number, not a content part object"),
+])
+def test_content_chat_completions_refuses_is_named_at_its_line(tmp_path, content, problem):
+    found = problems(lines(USER, {"role": "user", "content": content}), "openai")
+    assert found == [(2, problem)]
+    path = tmp_path / "chat.jsonl"
+    path.write_bytes(lines(USER, {"role": "user", "content": content}))
+    run = ctxpack("validate", str(path))
+    assert run.code == 1 and f"{path}:2: {problem}" in run.out + run.err, run.out + run.err
+
+
+@pytest.mark.parametrize("content", ["hi", None, [], [{"type": "text", "text": "hi"}],
+                                     [{"type": "image_url", "image_url": {"url": "x"}}]])
+def test_content_chat_completions_takes_is_no_problem(content):
+    assert problems(lines(USER, {"role": "assistant", "content": content}), "openai") == []
+
+
+@pytest.mark.parametrize(("content", "problem"), [
+    (5, "content is a number, not a string or an array of content blocks"),
+    ({"type": "text", "text": "hi"}, "content is an object, not a string or an array of "
+     "content blocks"),
+    ([{"text": "hi"}], "content[0] has no 'type'"),
+    ([{"type": "text", "text": "a"}, "b"], "content[1] is a string, not a content block "
+     "object"),
+])
+def test_content_the_messages_api_refuses_is_named_at_its_line(content, problem):
+    found = problems(lines(USER, {"role": "assistant", "content": content}), "anthropic")
+    assert found == [(2, problem)]
+    # in a request body, the message's place too
+    body = {"model": "claude-sonnet-4-5", "max_tokens": 64, "system": "Be brief.", "messages": [
+        USER, {"role": "assistant", "content": content}]}
+    assert [m for _, m in problems(lines(body), "anthropic-requests")] == [problem]
+
+
+def test_content_blocks_in_an_array_document_name_their_message(tmp_path):
+    doc = tmp_path / "messages.json"
+    doc.write_text(json.dumps([{"role": "user", "content": "hi"},
+                               {"role": "assistant", "content": [{"text": "hello"}]}]))
+    found = [m for _, m in problems(doc.read_bytes(), "anthropic-array")]
+    assert found == ["[1]: content[0] has no 'type'"]

@@ -15,6 +15,7 @@ from hypothesis import strategies as st
 from ctxpack import load
 from ctxpack.checks import validate
 from ctxpack.convert import (
+    LAST_REPLY_LEFT_OUT,
     NO_RESULT,
     OPENS_WITH_ASSISTANT,
     REASONING_LEFT_OUT,
@@ -66,6 +67,7 @@ def assert_accepted(body: dict[str, Any], to: str) -> None:
     assert body["max_tokens"] > 0  # the Messages API requires it
     roles = [m["role"] for m in messages]
     assert roles[0] == "user" and all(a != b for a, b in zip(roles, roles[1:], strict=False))
+    assert roles[-1] == "user"  # the newest Claude models take no request ending on a reply
     for m, after in zip(messages, [*messages[1:], None], strict=True):
         assert m["content"]
         assert all(b["text"].strip() for b in m["content"] if b["type"] == "text")
@@ -101,6 +103,8 @@ def test_openai_chat_converts_to_both_apis(tmp_path_factory, chat):
         # every result is there, word for word; nothing made up for a valid input
         assert result_texts(body["messages"], to) == result_texts(chat, "openai")
         allowed = {REASONING_LEFT_OUT}
+        if to == "anthropic":
+            allowed.add(LAST_REPLY_LEFT_OUT)
         if to == "anthropic" and _opens_blank(chat):
             # Anthropic takes no blank text: the blank turn is left out, and a user turn
             # is said to be put before the assistant's
@@ -122,8 +126,7 @@ def test_empty_turns_are_left_out(tmp_path):
     [openai] = request_bodies(source, "openai")
     assert_accepted(openai, "openai")
     assert [m["role"] for m in openai["messages"]] == ["user", "user", "assistant"]
-    [anthropic] = request_bodies(source, "anthropic")
-    assert_accepted(anthropic, "anthropic")
+    [anthropic] = request_bodies(source, "anthropic", keep_last_reply=True)
     assert anthropic["messages"] == [
         {"role": "user", "content": [{"type": "text", "text": "hi"}]},
         {"role": "assistant", "content": [{"type": "text", "text": "hello"}]}]
@@ -625,3 +628,47 @@ def test_an_anthropic_body_of_a_model_anthropic_does_not_serve_says_so(tmp_path)
     assert "does not serve" not in named.err
     assert json.loads((tmp_path / "b.jsonl").read_text().splitlines()[0])["model"] == \
         "claude-opus-4-6"
+
+
+def test_an_anthropic_body_ends_on_the_users_turn(tmp_path):
+    """Claude's newest models refuse a request that ends on the assistant's turn (no
+    prefill): the log's last replies are left out of the body and counted; --all keeps
+    them, and a Chat Completions body, which takes a last assistant message, keeps them."""
+    log = _write(tmp_path, [
+        {"role": "user", "content": "What is 2+2?"},
+        {"role": "assistant", "content": "4."},
+        {"role": "assistant", "content": "Anything else?"}])
+    out = tmp_path / "a.jsonl"
+    run = ctxpack("convert", str(log), "--to", "anthropic", "-o", str(out))
+    assert run.code == 0, run.err
+    [body] = [json.loads(line) for line in out.read_text().splitlines()]
+    assert_accepted(body, "anthropic")
+    assert body["messages"] == [
+        {"role": "user", "content": [{"type": "text", "text": "What is 2+2?"}]}]
+    [line] = [x for x in run.err.splitlines() if "left out" in x]
+    assert f"{log}: 2 {LAST_REPLY_LEFT_OUT}" in " ".join(line.split())
+    kept = tmp_path / "kept.jsonl"
+    run = ctxpack("convert", str(log), "--to", "anthropic", "--all", "-o", str(kept))
+    assert run.code == 0 and "left out" not in run.err, run.err
+    [whole] = [json.loads(line) for line in kept.read_text().splitlines()]
+    assert whole["messages"][-1] == {"role": "assistant", "content": [
+        {"type": "text", "text": "4."}, {"type": "text", "text": "Anything else?"}]}
+    chat = tmp_path / "chat.jsonl"
+    run = ctxpack("convert", str(log), "--to", "openai", "-o", str(chat))
+    assert run.code == 0 and "left out" not in run.err, run.err
+    [openai] = [json.loads(line) for line in chat.read_text().splitlines()]
+    assert [m["content"] for m in openai["messages"]] == ["What is 2+2?", "4.", "Anything else?"]
+
+
+def test_a_log_ending_on_a_result_or_a_call_has_no_reply_left_out(tmp_path):
+    # a call's result (or the one convert gives a call the log never answered) is the
+    # user's turn already: nothing is left out, and the call stays answered
+    call = {"role": "assistant", "content": None, "tool_calls": [
+        {"id": "a", "type": "function", "function": {"name": "ls", "arguments": "{}"}}]}
+    for tail in ([call, {"role": "tool", "tool_call_id": "a", "content": "x.txt"}], [call]):
+        notes = Notes()
+        source = load(_write(tmp_path, [{"role": "user", "content": "Look."}, *tail]))
+        [body] = request_bodies(source, "anthropic", notes)
+        assert_accepted(body, "anthropic")
+        assert LAST_REPLY_LEFT_OUT not in notes.counts
+        assert body["messages"][-1]["content"][0]["tool_use_id"] == "a"

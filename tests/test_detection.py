@@ -303,9 +303,67 @@ def test_gemini_api_contents_in_an_object_are_named_not_read_as_empty_messages(k
         load(io.BytesIO(data))
     assert "the Gemini API's contents" in info.value.problem
     assert "gemini-checkpoint" in info.value.problem  # how ctxpack reads them
+    # one true thing: ctxpack reads them, as a bare array, and it says how to give them so
+    assert "does not read" not in info.value.problem
+    assert "reads only as a bare JSON array" in info.value.problem
+
+
+# What a file looks like, for shapes ctxpack knows of: each line says one verdict, not
+# "X, which ctxpack reads as Y, which ctxpack does not read"
+@pytest.mark.parametrize(("name", "text", "said"), [
+    ("contents.json", json.dumps({"contents": GEMINI_CONTENTS}),
+     "reads only as a bare JSON array (gemini-checkpoint)"),
+    ("items.jsonl", json.dumps({"type": "function_call", "call_id": "c1", "name": "f",
+                                "arguments": "{}"}) + "\n",
+     "OpenAI Responses API items (typed items with `call_id`s, not chat messages), which "
+     "ctxpack does not read"),
+    ("oc.json", json.dumps([{"info": {"id": "m1", "role": "user"}, "parts": []}]),
+     "which ctxpack does not read: it reads whole `opencode export` documents"),
+    ("notes.md", "# Notes\n\nsome text\n",
+     "Markdown, but no Aider chat history (the one Markdown ctxpack reads"),
+    ("table.csv", "a,b,c\n1,2,3\n", "CSV, which ctxpack does not read"),
+])
+def test_each_known_shape_is_named_with_one_verdict(tmp_path, name, text, said) -> None:
+    path = tmp_path / name
+    path.write_text(text)
+    run = ctxpack("stats", str(path))
+    assert_clean_error(run, 2, said)
+    line = run.err.split(" (ctxpack reads:")[0]  # the formats it reads follow, as a hint
+    assert line.count("ctxpack does not read") + line.count("ctxpack reads") == 1, line
 
 
 def test_a_bare_array_of_gemini_api_contents_is_read_with_its_text() -> None:
     t = load(io.BytesIO(json.dumps(GEMINI_CONTENTS).encode()))
     assert t.format == "gemini-checkpoint"
     assert [(m.role, m.text) for m in t.messages] == [("user", "hi"), ("assistant", "yo")]
+
+
+SHAREGPT = {"conversations": [{"from": "human", "value": "What is 2+2?"},
+                              {"from": "gpt", "value": "4."}]}
+ALPACA = {"instruction": "Add the numbers.", "input": "2 and 2", "output": "4"}
+PROMPT_COMPLETION = {"prompt": "2+2=", "completion": " 4"}
+
+
+@pytest.mark.parametrize(("record", "said"), [
+    (SHAREGPT, "looks like ShareGPT conversations (`conversations` of `from`/`value` turns)"),
+    (ALPACA, "looks like Alpaca instruction data (`instruction`, `input`, `output`)"),
+    (PROMPT_COMPLETION, "looks like prompt/completion pairs (`prompt`, `completion`)"),
+], ids=["sharegpt", "alpaca", "prompt-completion"])
+@pytest.mark.parametrize("layout", ["object", "array", "jsonl"])
+def test_training_data_is_named_and_pointed_to_chat_messages(tmp_path, record, said,
+                                                             layout) -> None:
+    """Datasets of no transcript format are named, with how to make them chat messages
+    ctxpack reads, whether the file holds one, an array of them, or one a line."""
+    second = json.loads(json.dumps(record))
+    if layout == "object":
+        path, text = tmp_path / "data.json", json.dumps(record, indent=2)
+    elif layout == "array":
+        path, text = tmp_path / "data.json", json.dumps([record, second])
+    else:
+        path, text = tmp_path / "data.jsonl", json.dumps(record) + "\n" + json.dumps(second)
+    path.write_text(text + "\n")
+    for command in (("stats",), ("validate",), ("convert", "--to", "openai")):
+        run = ctxpack(*command, str(path))
+        assert_clean_error(run, 2, f"{path}:1: this {said}, which ctxpack does not read",
+                           "{\"messages\": [...]} a line", "openai-conversations")
+        assert "fits no transcript format" not in run.err

@@ -84,3 +84,68 @@ def test_one_transcript_has_no_shard_to_take(tmp_path: Path, command: list[str])
                   "1/2")
     assert_clean_error(run, 2, "--shard takes a share of many inputs")
     assert not out.exists()
+
+
+ONE_INPUT_COMMANDS = [["compress", "--budget", "14000"], ["restore"],
+                      ["convert", "--to", "openai"], ["rewind", "--steps", "1"]]
+
+
+def _cline_task(tmp_path: Path) -> Path:
+    task = tmp_path / "1760000000000"
+    task.mkdir()
+    for f in (SAMPLES / "cline-task").iterdir():
+        (task / f.name).write_bytes(f.read_bytes())
+    return task
+
+
+@pytest.mark.parametrize("command", ONE_INPUT_COMMANDS)
+def test_a_folder_that_is_one_transcript_is_one_input_for_o(tmp_path: Path,
+                                                           command: list[str]) -> None:
+    """A Cline task folder is one transcript, its api_conversation_history.json: -o takes
+    it as it takes that file (compress and rewind say why they write no Cline file)."""
+    task = _cline_task(tmp_path)
+    history = task / "api_conversation_history.json"
+    by_folder, by_file = tmp_path / "by-folder", tmp_path / "by-file"
+    run = ctxpack(*command, str(task), "-o", str(by_folder))
+    again = ctxpack(*command, str(history), "-o", str(by_file))
+    assert "takes one input" not in run.err
+    assert (run.code, run.err.replace(str(history), "FILE")) == \
+        (again.code, again.err.replace(str(history), "FILE"))
+    assert by_folder.exists() == by_file.exists()
+    if by_file.exists():
+        assert by_folder.read_bytes() == by_file.read_bytes()
+    if command[0] == "convert":
+        assert run.code == 0 and by_folder.read_bytes()
+
+
+def test_a_task_folder_is_read_as_its_transcript(tmp_path: Path) -> None:
+    task = _cline_task(tmp_path)
+    for args in (("stats",), ("validate",), ("show", "--no-pager"),
+                 ("convert", "--to", "markdown")):
+        run = ctxpack(*args, str(task))
+        assert run.code == 0, (args, run.err)
+        assert run.out == ctxpack(*args, str(task / "api_conversation_history.json")).out
+    (task / "api_conversation_history.json").unlink()  # the UI log alone is read then
+    run = ctxpack("stats", str(task))
+    assert run.code == 0 and "cline-ui" in run.out, run.err
+
+
+@pytest.mark.parametrize("command", ONE_INPUT_COMMANDS)
+def test_o_with_a_folder_of_many_or_of_none_says_which(tmp_path: Path,
+                                                       command: list[str]) -> None:
+    many = tmp_path / "sessions"
+    many.mkdir()
+    for name in ("a.jsonl", "b.jsonl"):
+        (many / name).write_bytes((SAMPLES / "support-chat.openai.jsonl").read_bytes())
+    out = tmp_path / "out"
+    assert_clean_error(ctxpack(*command, str(many), "-o", str(out)), 2,
+                       f"-o takes one input, and {many} is a folder of 2 transcripts",
+                       "--out-dir DIR")
+    none = tmp_path / "notes"
+    none.mkdir()
+    (none / "readme.txt").write_text("no transcripts here\n")
+    assert_clean_error(ctxpack(*command, str(none), "-o", str(out)), 2,
+                       f"{none}: no *.jsonl files in this folder")
+    assert_clean_error(ctxpack(*command, str(many / "a.jsonl"), str(many / "b.jsonl"), "-o",
+                               str(out)), 2, "-o takes one input, and 2 are given")
+    assert not out.exists()

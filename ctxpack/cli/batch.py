@@ -65,6 +65,31 @@ def one_input(files: list[str], out_dir: str | None) -> bool:
     return not os.path.isdir(arg) and (os.path.exists(arg) or not glob.has_magic(arg))
 
 
+def the_one_input(files: list[str], out_dir: str | None, session: str | None = None
+                  ) -> str | None:
+    """The input of the one-input form, a folder that is one transcript (a Cline task, an
+    OpenCode storage folder's session) as the file it stands for; None for many."""
+    if len(files) == 1 and out_dir is None:
+        from .read import one_file
+
+        files = [one_file(files[0], session)]
+    return files[0] if one_input(files, out_dir) else None
+
+
+def many_inputs(files: list[str], flag: str = "-o") -> UsageError:
+    """The error for `flag`, which takes one input, given many: how many there are, or
+    the folder's (the pattern's) own line when it gives none."""
+    from .read import expand
+
+    if len(files) > 1:
+        said = f"{len(files):,} are given"
+    else:
+        n = len(expand(files[0]))
+        said = f"{files[0]} is a folder of {n:,} transcript{'s' * (n != 1)}" \
+            if os.path.isdir(files[0]) else f"{files[0]} matches {n:,} file{'s' * (n != 1)}"
+    return UsageError(f"{flag} takes one input, and {said}", "use --out-dir DIR for many")
+
+
 def not_in_place(in_place: bool, skip_existing: bool, again: str) -> None:
     """Refuse --skip-existing with --in-place: each output is its input, never older than
     it, so every file would be skipped. `again` says what doing a file twice does."""

@@ -9,8 +9,8 @@ from typing import Annotated, Any
 
 import typer
 
-from ..errors import CtxpackError, InputError, UsageError
-from .batch import one_input, single
+from ..errors import CtxpackError, InputError
+from .batch import many_inputs, single, the_one_input
 from .common import (
     ConfigOpt,
     FormatOpt,
@@ -78,7 +78,7 @@ def _converted(file: str, how: _ConvertJob) -> tuple[bytes, list[str]]:
         from ..jsonl import dumps
 
         notes = Notes()
-        bodies = request_bodies(transcript, how.to, notes, how.model)
+        bodies = request_bodies(transcript, how.to, notes, how.model, keep_last_reply=how.all_)
         data = b"".join(dumps(body) + b"\n" for body in bodies)
         return data, [f"{transcript.path}: {line}" for line in notes.lines()]
     from ..breakdown import transcript_models
@@ -129,7 +129,8 @@ def convert(
     shard: ShardOpt = None,
     all_: Annotated[bool, typer.Option(
         "--all", help="The whole log: also the messages before a compaction, off the "
-        "branch, and of sub-agents, in file order (default: what the model sees).")]
+        "branch, and of sub-agents, in file order, and for anthropic the replies it ends "
+        "on (default: what the model sees, an Anthropic body ending on the user's turn).")]
     = False,
     full: Annotated[bool, typer.Option(
         "--full", help="markdown, html: long outputs whole instead of folded to their first "
@@ -146,18 +147,14 @@ def convert(
     config: ConfigOpt = None,
 ) -> None:
     """Write a transcript as API-ready messages or as a document a person reads."""
-    from .read import one_file
-
     how = _ConvertJob(to, all_, full, format, model, skip_invalid, session,
                       read_config(config).models)
-    if len(files) == 1 and out_dir is None:
-        files = [one_file(files[0], session)]  # an OpenCode storage folder: one session
-    if not one_input(files, out_dir):
+    file = the_one_input(files, out_dir, session)
+    if file is None:
         if output is not None:
-            raise UsageError("-o takes one input", "use --out-dir DIR for many")
+            raise many_inputs(files)
         raise typer.Exit(_many(files, out_dir, False, True, jobs, skip_existing, shard,
                                convert_one, how, quiet, report_json, SUFFIXES[to], session))
-    file = files[0]
     dest = _destination(file, output, in_place=False, force=False)
     refuse_overwrites(file, dest, False, {"--report-json": report_json}, page=to == "html")
     if single(file, dest, skip_existing, shard, quiet, report_json):

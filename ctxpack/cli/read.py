@@ -60,7 +60,7 @@ class Files:
         for arg in args:
             try:
                 found = [arg] if urls and URL.match(arg) else \
-                    _expand(arg, in_folder or (lambda d: _transcripts(d, session)), kind)
+                    expand(arg, in_folder or (lambda d: _transcripts(d, session)), kind)
             except CtxpackError as exc:
                 self._said(str(exc))
                 continue
@@ -112,6 +112,7 @@ def readable_file(arg: str) -> bool:
 
 def _transcripts(folder: str, session: str | None = None,
                  suffixes: tuple[str, ...] = TRANSCRIPT_SUFFIXES) -> list[str]:
+    from ..formats.cline import task_file
     from ..formats.opencode_storage import session_files
 
     sessions = session_files(folder, session)
@@ -119,6 +120,9 @@ def _transcripts(folder: str, session: str | None = None,
         if not sessions:
             raise UsageError(f"{folder}: an OpenCode storage folder that holds no session")
         return sessions
+    task = task_file(folder)
+    if task is not None:  # a Cline task: one transcript
+        return [task]
     return sorted(str(p) for p in Path(folder).rglob("*") if p.is_file()
                   and p.suffix in suffixes)
 
@@ -136,16 +140,21 @@ def _recordings(folder: str) -> list[str]:
 
 
 def one_file(arg: str, session: str | None) -> str:
-    """The input of a one-file command: an OpenCode storage folder stands for its session
-    `session`, else its most recently updated one."""
+    """The input of a one-file command: a folder that is one transcript stands for it (a
+    Cline task for its file; an OpenCode storage folder for its session `session`, else
+    its most recently updated one)."""
     if os.path.isdir(arg):
+        from ..formats.cline import task_file
         from ..formats.opencode_storage import session_file
 
-        return session_file(arg, session) or arg
+        return session_file(arg, session) or task_file(arg) or arg
     return arg
 
 
-def _expand(arg: str, in_folder: Callable[[str], list[str]], kind: str) -> list[str]:
+def expand(arg: str, in_folder: Callable[[str], list[str]] = _transcripts,
+           kind: str = "*.jsonl files") -> list[str]:
+    """The inputs one argument names: itself, a folder's (`in_folder`), a glob's matches;
+    a folder or a pattern that gives none is refused, saying so."""
     if readable_file(arg):
         return [arg]
     if os.path.isdir(arg):

@@ -13,7 +13,7 @@ import typer
 
 from ..errors import CtxpackError, UsageError
 from ..render import counted
-from .batch import not_in_place, one_input, single
+from .batch import many_inputs, not_in_place, single, the_one_input
 from .common import ForceOpt, FormatOpt, InPlaceOpt, OutputOpt, SkipOpt, app, plain, stderr
 from .guard import refuse_overwrites
 from .write import (
@@ -108,13 +108,13 @@ def rewind(
                  "give only the files not yet done")
     how = _RewindJob(steps, rounds, step, round_, format, skip_invalid, archive_dir,
                      in_place, force)
-    if not one_input(files, out_dir):
+    file = the_one_input(files, out_dir)
+    if file is None:
         if output is not None:
-            raise UsageError("-o takes one input", "use --out-dir DIR for many")
+            raise many_inputs(files)
         raise typer.Exit(_many(files, out_dir, in_place, True, jobs, skip_existing, shard,
                                rewind_one, how, quiet, report_json,
                                also={"--archive-dir": archive_dir}))
-    file = files[0]
     dest = _destination(file, output, in_place, force)
     refuse_overwrites(file, dest, in_place,
                        {"--report-json": report_json, "--archive-dir": archive_dir})

@@ -14,7 +14,7 @@ import typer
 
 from ..errors import EXIT_USAGE, CtxpackError, UsageError
 from . import datasets
-from .batch import not_in_place, one_input, single
+from .batch import many_inputs, not_in_place, single, the_one_input
 from .common import (
     ConfigOpt,
     ForceOpt,
@@ -221,9 +221,10 @@ def compress(
                                     "--ray-address": ray_address})
     not_in_place(in_place, skip_existing, "drop --skip-existing: a file already compressed "
                  "to its limits is left as it is")
-    if not one_input(files, out_dir):
+    file = the_one_input(files, out_dir)
+    if file is None:
         if output is not None:
-            raise UsageError("-o takes one input", "use --out-dir DIR for many")
+            raise many_inputs(files)
         _check_outputs(in_place, strip_metadata)
         cfg, options = _settings(config, flags)
         how = _CompressJob(options, model, format, skip_invalid, cfg.models, strip_metadata,
@@ -236,7 +237,6 @@ def compress(
 
     if jobs is not None:  # one big file's workers
         use_cores(jobs)
-    file = files[0]
     dest = _destination(file, output, in_place, force)
     _check_outputs(in_place, strip_metadata)
     cfg, options = _settings(config, flags)
@@ -432,14 +432,14 @@ def restore(
                                     "--ray-address": ray_address})
     not_in_place(in_place, skip_existing, "drop --skip-existing: a file already restored is "
                  "left as it is")
-    if not one_input(files, out_dir):
+    file = the_one_input(files, out_dir)
+    if file is None:
         if output is not None or only is not None or list_:
-            raise UsageError("-o, --only and --list take one input",
-                             "use --out-dir DIR for many")
+            raise many_inputs(files, "-o" if output is not None else
+                              "--only" if only is not None else "--list")
         raise typer.Exit(_many(files, out_dir, in_place, True, jobs, skip_existing, shard,
                                restore_one, (archive_dir, max_growth or MAX_GROWTH, in_place,
                                              force), quiet, report_json))
-    file = files[0]
     dest = _destination(file, output, in_place, force)
     refuse_overwrites(file, None if list_ else dest, in_place, {"--report-json": report_json})
     if single(file, dest, skip_existing, shard, quiet, report_json):

@@ -68,6 +68,7 @@ _UI_CALLS = ("tool", "command", "use_mcp_server", "plan_mode_respond", "load_mcp
 # name the tags in its text, as a file about Cline's logs does)
 _HUMAN_TAG = re.compile(r"^<(?:task|feedback|answer|user_message)>$", re.M)
 UI_SIBLING = "ui_messages.json"
+API_HISTORY = "api_conversation_history.json"
 
 
 def _dict(value: Any) -> dict[str, Any]:
@@ -78,6 +79,16 @@ def _count(value: Any) -> int:
     if isinstance(value, float) and value.is_integer():
         return int(value)
     return value if isinstance(value, int) and not isinstance(value, bool) else 0
+
+
+def task_file(folder: str) -> str | None:
+    """The file a Cline / Roo Code task folder stands for: its model input, else its UI
+    log alone; None for a folder that holds neither."""
+    for name in (API_HISTORY, UI_SIBLING):
+        path = os.path.join(folder, name)
+        if os.path.isfile(path):
+            return path
+    return None
 
 
 def is_api_history(value: Any) -> bool:

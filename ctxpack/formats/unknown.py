@@ -53,19 +53,59 @@ def _gemini_contents(value: Any) -> bool:
         x.get("role") in ("user", "model") for x in items[:20])
 
 
+def _rows(value: Any) -> list[dict[str, Any]]:
+    """The records of a dataset: the object itself, or an array's first objects."""
+    return [value] if isinstance(value, dict) else _items(value)[:20]
+
+
+def _all_rows(value: Any, fits: Callable[[dict[str, Any]], bool]) -> bool:
+    rows = _rows(value)
+    return bool(rows) and all(fits(r) for r in rows)
+
+
+def _sharegpt(value: Any) -> bool:
+    """ShareGPT conversations: `conversations` of turns `{"from": human/gpt, "value"}`."""
+    return _all_rows(value, lambda r: bool(turns := _items(r.get("conversations"))) and all(
+        "from" in t and "value" in t for t in turns[:20]))
+
+
+def _alpaca(value: Any) -> bool:
+    return _all_rows(value, lambda r: "instruction" in r and "output" in r)
+
+
+def _prompt_completion(value: Any) -> bool:
+    return _all_rows(value, lambda r: "prompt" in r and "completion" in r)
+
+
+NOT_READ = "which ctxpack does not read"
+# how training data becomes what ctxpack reads: chat messages, one conversation a line
+AS_CHAT = "{\"messages\": [...]} a line, it is read as openai-conversations"
+
+# Each shape: what it looks like, and one verdict on it (what ctxpack does with it)
 _SHAPES: tuple[tuple[str, Callable[[Any], bool]], ...] = (
     ("the Gemini API's contents (role user/model, text and calls in `parts`) inside an "
-     "object; a bare JSON array of them is read as gemini-checkpoint",
-     _gemini_contents),
-    ("OpenAI Responses API items (typed items with `call_id`s, not chat messages)",
+     "object, which ctxpack reads only as a bare JSON array (gemini-checkpoint): write the "
+     "array to a file of its own", _gemini_contents),
+    (f"OpenAI Responses API items (typed items with `call_id`s, not chat messages), {NOT_READ}",
      _responses_items),
-    ("OpenCode messages without the session `info` that `opencode export` writes before them "
-     "(the `opencode` format reads whole exports)", _opencode_messages),
+    ("OpenCode messages without the session `info` that `opencode export` writes before them, "
+     f"{NOT_READ}: it reads whole `opencode export` documents", _opencode_messages),
+    # training data, not transcripts
+    (f"ShareGPT conversations (`conversations` of `from`/`value` turns), {NOT_READ}: as "
+     "Chat Completions messages (`from` human: role user, gpt: assistant; `value`: content), "
+     f"{AS_CHAT}", _sharegpt),
+    (f"Alpaca instruction data (`instruction`, `input`, `output`), {NOT_READ}: as Chat "
+     "Completions messages (instruction and input: a user message; output: the assistant's), "
+     f"{AS_CHAT}", _alpaca),
+    (f"prompt/completion pairs (`prompt`, `completion`), {NOT_READ}: as Chat Completions "
+     f"messages (prompt: a user message; completion: the assistant's), {AS_CHAT}",
+     _prompt_completion),
 )
 
 
 def looks_like(value: Any) -> str | None:
-    """A name for what `value` (a JSON document or a file's first record) looks like."""
+    """What `value` (a JSON document or a file's first record) looks like, and what
+    ctxpack does with it: `this looks like ...` ends with it."""
     for name, fits in _SHAPES:
         if fits(value):
             return name
@@ -73,18 +113,20 @@ def looks_like(value: Any) -> str | None:
 
 
 def looks_like_text(path: str, first_line: bytes) -> str:
-    """What a file that is not JSON looks like, from its name and first non-blank line."""
+    """What a file that is not JSON (nor an Aider log) looks like, from its name and first
+    non-blank line, and that ctxpack does not read it."""
     suffix = path.rsplit(".", 1)[-1].lower() if "." in path.rsplit("/", 1)[-1] else ""
     head = first_line.strip()
     if suffix in ("md", "markdown") or head.startswith((b"#", b"- ", b"* ", b"```")):
-        return "Markdown"
+        return ("Markdown, but no Aider chat history (the one Markdown ctxpack reads: "
+                "'# aider chat started at' or '####' prompts with '> Tokens:' lines)")
     if suffix in ("csv", "tsv") or head.count(b",") >= 2 or head.count(b"\t") >= 2:
-        return "CSV"
+        return f"CSV, {NOT_READ}"
     if suffix in ("yaml", "yml"):
-        return "YAML"
+        return f"YAML, {NOT_READ}"
     if suffix in ("html", "htm", "xml") or head.startswith(b"<"):
-        return "HTML or XML"
-    return "plain text"
+        return f"HTML or XML, {NOT_READ}"
+    return f"plain text, {NOT_READ}"
 
 
 # What a binary file is, by the bytes it opens with: (magic, what it is, what to do first).
