@@ -20,11 +20,16 @@ SAMPLE = SAMPLES / "coding-agent.claude-code.jsonl"
 ABSURD = 999_999_999_999
 
 
-def with_usage(tmp_path: Path, line: int, input_tokens: int) -> Path:
-    """The Claude Code sample with one line's recorded `input_tokens` replaced."""
+def with_usage(tmp_path: Path, line: int, input_tokens: int, cached: int | None = None
+               ) -> Path:
+    """The Claude Code sample with one line's recorded `input_tokens` replaced (and both
+    cache fields, where `cached` is given)."""
     lines = SAMPLE.read_text().splitlines()
     record = json.loads(lines[line - 1])
     record["message"]["usage"]["input_tokens"] = input_tokens
+    if cached is not None:
+        record["message"]["usage"].update(cache_creation_input_tokens=cached,
+                                          cache_read_input_tokens=cached)
     lines[line - 1] = json.dumps(record)
     path = tmp_path / "run.jsonl"
     path.write_text("\n".join(lines) + "\n")
@@ -124,6 +129,36 @@ def test_usage_far_below_the_count_is_not_called_an_anchor(tmp_path: Path) -> No
     after = stats(out, cache=False).context
     assert after is not None and after.not_in_file == 0
     assert after.tokens == round(after.slope * after.counted)
+
+
+def test_one_made_up_small_last_usage_is_passed_over_not_the_calls_before_it(
+        tmp_path: Path) -> None:
+    # ten earlier calls record a believable prompt (~73k); the last one says 10 tokens
+    honest = stats(SAMPLE, cache=False)
+    line = last_usage_line()
+    path = with_usage(tmp_path, line, 10, cached=0)
+    s = stats(path, cache=False)
+    c, h = s.context, honest.context
+    assert c is not None and h is not None
+    # anchored on the call before it, plus what came after: near the honest bill, not the
+    # bare count (5,138)
+    assert c.kind == "anchored" and c.below == 0 and c.calls == h.calls
+    assert abs(c.tokens - h.tokens) < 0.01 * h.tokens and c.not_in_file > 10 * s.tokens
+    assert s.passed_over == [{"line": line, "billed": 10}] and not s.set_aside
+    said = " ".join(run_ctxpack("stats", str(path), "--top", "0").out.split())
+    assert (f"anchored on the last of {c.calls} recorded calls not far below the count "
+            f"(call {c.calls - 1})") in said
+    assert "passed over, as far below the count" in said and f"line {line} (10 recorded)" \
+        in said
+    doc = json.loads(run_ctxpack("stats", str(path), "--json").out)["files"][0]["context"]
+    assert doc["passed_over"] == [{"line": line, "billed": 10}] and doc["kind"] == "anchored"
+    # compress decides with that bill: a budget under it makes it act
+    out = tmp_path / "small.jsonl"
+    done = run_ctxpack("compress", str(path), "--budget", "71000", "-o", str(out))
+    assert done.code == 0 and "nothing to do" not in done.out + done.err
+    assert stats(out, cache=False).messages < s.messages
+    # (validate finds nothing wrong: an agent may cut old outputs itself)
+    assert run_ctxpack("validate", str(path)).code == 0
 
 
 def test_a_window_the_agent_records_that_no_model_has_is_not_taken(tmp_path: Path) -> None:
