@@ -6,13 +6,15 @@ from __future__ import annotations
 import json
 from pathlib import Path
 
+import pytest
+
 from ctxpack.breakdown import stats
 from ctxpack.compression import compress_file
 from ctxpack.compression.settings import Options
-from ctxpack.recorded import MOST, unbelievable
+from ctxpack.recorded import MOST, RISE, believed, unbelievable
 from ctxpack.transcript import RecordedCall
 
-from .conftest import SAMPLES
+from .conftest import SAMPLES, corpus_params
 from .helpers import ctxpack as run_ctxpack
 from .test_window import large_session
 
@@ -174,3 +176,61 @@ def test_a_window_the_agent_records_that_no_model_has_is_not_taken(tmp_path: Pat
     assert honest.context_window == 272_000
     assert s.context_window < MOST and s.context_window != ABSURD
     assert s.context_ratio is not None and s.context_ratio > honest.context_ratio * 0.5
+
+
+def test_a_prompt_that_rose_and_fell_back_mid_session_is_set_aside(tmp_path: Path) -> None:
+    # the 4th-from-last call says 900,000 input tokens; the calls after it of the same
+    # context (no compaction between) ~73k: under the 5x bound, but not true
+    honest = stats(SAMPLE, cache=False)
+    path = with_usage(tmp_path, 105, 900_000)
+    checked = run_ctxpack("validate", str(path))
+    assert checked.code == 1
+    assert checked.out.startswith(f"{path}:105: recorded prompt of 972,649 tokens cannot be "
+                                  f"true: more than {RISE} times the 73,362 a later call")
+    assert "set aside" in checked.out
+    s = stats(path, cache=False)
+    assert s.context_window == 200_000 and s.window_assumed is None
+    assert [x["line"] for x in s.set_aside] == [105]
+    c, h = s.context, honest.context
+    assert c is not None and h is not None and c.kind == "anchored"
+    assert c.calls == h.calls - 1 and abs(c.tokens - h.tokens) < 0.01 * h.tokens
+    said = " ".join(run_ctxpack("stats", str(path), "--top", "0").out.split())
+    assert "recorded usage set aside, as it cannot be true" in said and "line 105" in said
+    assert compress_file(path, Options(), cache=False).report.context_window == 200_000
+
+
+def calls_of(*billed: int) -> list[RecordedCall]:
+    return [RecordedCall(k, b, 100, "claude-opus-4-6") for k, b in enumerate(billed, 1)]
+
+
+def test_only_a_rise_the_file_does_not_hold_and_a_fall_after_it_set_a_call_aside() -> None:
+    lines = list(range(0, 100, 10))  # the reply of call k on line 10k
+
+    def aside(calls: list[RecordedCall], between: int | None,
+              conversations: list[int] | tuple[()] = ()) -> list[int]:
+        return [x.line for x in believed(calls, lines, conversations,
+                                         lambda a, b: between)[1]]
+
+    # a spike with a few kilobytes between: set aside; a run of two as well
+    assert aside(calls_of(70_000, 900_000, 72_000), 5_000) == [20]
+    assert aside(calls_of(70_000, 900_000, 900_000, 72_000), 5_000) == [20, 30]
+    # a rise the bytes between could carry, then a fall (old results cleared): kept
+    assert aside(calls_of(20_000, 150_000, 60_000), 200_000) == []
+    # a step down after the prompt grew to its size (Codex drops a turn's reasoning)
+    assert aside(calls_of(50_000, 60_000, 60_423, 30_273), 5_000) == []
+    # one made-up small later call does not throw out the sane calls before it
+    assert aside(calls_of(70_000, 71_000, 72_000, 10), 5_000) == []
+    # no call before it, or nothing known of the file between: not judged
+    assert aside(calls_of(900_000, 70_000, 72_000), 5_000) == []
+    assert aside(calls_of(70_000, 900_000, 72_000), None) == []
+    # calls of other conversations are other prompts (an eval file)
+    assert aside(calls_of(70_000, 900_000, 72_000), 5_000, [0, 0, 1, 2]) == []
+
+
+@pytest.mark.corpus
+@pytest.mark.parametrize("path", corpus_params(pattern="*.json*"))
+def test_no_corpus_call_is_set_aside(path: Path) -> None:
+    # real sessions' prompts shrink (a compaction, cleared tool results, dropped
+    # reasoning, a resumed session, sub-agents): none of it is set aside, none far below
+    s = stats(path)
+    assert s.set_aside == [] and s.passed_over == []
