@@ -94,27 +94,35 @@ def believed(calls: Sequence[RecordedCall], lines: Sequence[int],
             aside.append(SetAside(line(c), why))
         else:
             kept.append(c)
-    out: list[RecordedCall] = []
+    # each context's calls (of one conversation, with a prompt size) in order, by place
+    runs: dict[int, list[int]] = {}
     for k, c in enumerate(kept):
-        def same(o: RecordedCall, c: RecordedCall = c) -> bool:
-            return o.billed > 0 and o.prompt > 0 and conversation(o) == conversation(c)
-        before = next((o for o in reversed(out) if same(o)), None)
-        why = "" if before is None or not same(c) else \
-            fell_back(c, before, [o for o in kept[k + 1:] if same(o)], line, span)
-        if why:
-            aside.append(SetAside(line(c), why))
-        else:
-            out.append(c)
+        if c.billed > 0 and c.prompt > 0:
+            runs.setdefault(conversation(c), []).append(k)
+    fell: dict[int, str] = {}
+    for run in runs.values():
+        lows: list[RecordedCall | None] = [None] * len(run)  # the least later prompt
+        for n in range(len(run) - 2, -1, -1):
+            later, least = kept[run[n + 1]], lows[n + 1]
+            lows[n] = later if least is None or later.billed <= least.billed else least
+        before = None
+        for n, k in enumerate(run):
+            why = "" if before is None else fell_back(kept[k], before, lows[n], line, span)
+            if why:
+                fell[k] = why
+            else:
+                before = kept[k]
+    aside += [SetAside(line(kept[k]), why) for k, why in fell.items()]
+    out = [c for k, c in enumerate(kept) if k not in fell]
     return out, sorted(aside, key=lambda x: x.line)
 
 
-def fell_back(call: RecordedCall, before: RecordedCall, later: Sequence[RecordedCall],
+def fell_back(call: RecordedCall, before: RecordedCall, low: RecordedCall | None,
               line: Callable[[RecordedCall], int], span: Callable[[int, int], int | None]
               ) -> str:
     """Why `call` cannot be true, as a prompt that rose with nothing in the file to carry
-    it and fell back (see the module's note), given the call `before` it and the `later`
-    calls of its context ("": it can)."""
-    low = min(later, key=lambda o: o.billed, default=None)
+    it and fell back (see the module's note), given the call `before` it and the later
+    call of its context with the least prompt, `low` ("": it can)."""
     if low is None or call.billed <= RISE * low.billed:
         return ""
     between = span(line(before), line(call)) if 0 < line(before) < line(call) else None
