@@ -152,6 +152,9 @@ class FileStats:
     window_assumed: int | None = None
     # recorded calls that cannot be true, left out of the bill and the window: line, problem
     set_aside: list[dict[str, object]] = field(default_factory=list)
+    # the last recorded calls the bill passed over, far below the count (see
+    # calibration.far_below): the line of each reply, and the prompt size it records
+    passed_over: list[dict[str, int]] = field(default_factory=list)
     # what counting cost (cache hits, texts tokenized, workers); not part of the JSON schema
     counting: dict[str, Any] = field(default_factory=dict, compare=False, repr=False)
 
@@ -177,7 +180,7 @@ class FileStats:
             "context": None if self.context is None else {
                 **self.context.to_dict(), "file_tokens": self.file_context
                 if self.file_context is not None else self.context.tokens,
-                "not_in_file_why": self.not_in_file_why},
+                "not_in_file_why": self.not_in_file_why, "passed_over": self.passed_over},
         }
 
 
@@ -347,6 +350,8 @@ def _breakdown(all_stats: list[MessageStat], layout: Layout, counter: TokenCount
         usage=dict(layout.usage), conversations=conversations,
         largest_conversation=largest, context=billed, file_context=whole,
         set_aside=[x.to_dict() for x in layout.set_aside],
+        passed_over=[{"line": context[p].line, "billed": b} for p, b in billed.passed
+                     if p < len(context)],
     )
 
 
@@ -390,6 +395,7 @@ def _largest_conversation(context: list[MessageStat], counts: list[int], layout:
         calls = [replace(c, prompt=local[c.prompt]) for c in layout.calls if c.prompt in local]
         billed = bill_for([counts[i] for i in at], calls, layout.model, counter,
                           format, flagged, exact=exact)
+        billed = replace(billed, passed=tuple((at[p], b) for p, b in billed.passed))
         whole += billed.tokens
         if best is None or billed.tokens > best[0].tokens:
             best = billed, {"number": number, "line": context[at[0]].line,

@@ -220,6 +220,10 @@ class Bill:
     # the prompt size the last recorded call says, where it is too far below the count to
     # be used (the bill is then the count: `calibrated`, nothing outside the file); else 0
     below: int = 0
+    # the last recorded calls, each far below the count, that the bill passed over (no
+    # anchor: see `far_below`), as (place of the call's reply in the context, its prompt
+    # size as recorded)
+    passed: tuple[tuple[int, int], ...] = ()
 
     def __call__(self, counted: int) -> int:
         """What a context counted `counted` would be billed."""
@@ -239,6 +243,13 @@ class Bill:
                 "not_in_file": self.not_in_file, "error": self.error,
                 "slope": self.slope, "overhead": round(self.overhead),
                 "counted": self.counted, "calls": self.calls, "below": self.below}
+
+
+def far_below(call: Call, prompt: int, slope: float) -> bool:
+    """Whether `call`'s recorded prompt is under `LEAST_RATIO` of the calibrated count of
+    its prompt (`prompt` counted, billed at `slope` unless the call says its own): made up,
+    or of an agent that cut old outputs itself. Such a call is no anchor."""
+    return call.billed < LEAST_RATIO * (call.slope or slope) * prompt
 
 
 def bill(counts: Sequence[int], calls: Sequence[Call], *, model: str | None, format: str,
@@ -269,22 +280,34 @@ def bill(counts: Sequence[int], calls: Sequence[Call], *, model: str | None, for
         # the bill splits into in and not in the file as `calibrate` fits the file (a call
         # before any message is no prompt of these messages: see prompts_of; one standing
         # for what compress carried says the slope it billed with)
+        # the last calls far below the count are passed over (one made-up small usage
+        # would otherwise throw away every sane call before it): the bill anchors on the
+        # last call that is not
+        keep = len(calls)
+        while keep and far_below(calls[keep - 1], prompts[keep - 1], slope):
+            keep -= 1
+        passed = tuple((c.prompt, c.billed) for c in calls[keep:])
         last = calls[-1]
-        if last.billed < LEAST_RATIO * (last.slope or slope) * prompts[-1]:
-            # far below the count: the usage is made up, or the agent cut old outputs itself;
-            # the bill rests on the count alone at the table's slope (a slope read off such
-            # usage is no better than it), nothing outside the file (compress errs on
-            # acting), and says so rather than that it is anchored
+        if not keep:
+            # every call far below the count: the usage is made up, or the agent cut old
+            # outputs itself from the start; the bill rests on the count alone at the
+            # table's slope (a slope read off such usage is no better than it), nothing
+            # outside the file (compress errs on acting), and says so rather than that it
+            # is anchored
             slope = last.slope or slope
             return replace(_bill("calibrated", round(slope * counted), slope, 0, counted, None,
-                                 len(calls)), below=last.billed)
+                                 len(calls)), below=last.billed, passed=passed)
+        calls, prompts, last = calls[:keep], prompts[:keep], calls[keep - 1]
         slope = last.slope or own_fit([(p, c.billed) for p, c in
                                        zip(prompts, calls, strict=True) if c.prompt],
                                       slope).slope
-        if LEAST_RATIO * slope * prompts[-1] <= last.billed < slope * prompts[-1]:
+        if LEAST_RATIO * slope * prompts[-1] <= last.billed < slope * prompts[-1] \
+                and not passed:
             # a bill below the calibrated count (a file whose text the model's tokenizer
             # splits more tightly, or an agent that sends less than it logs): the file's
-            # own ratio is the slope, and nothing is outside the file
+            # own ratio is the slope, and nothing is outside the file. (Not where later
+            # calls were passed over: calls that disagree show no ratio, and the bill errs
+            # on acting.)
             slope = last.billed / prompts[-1]
         overhead = max(0, round(last.billed - slope * prompts[-1]))
         tokens = round(slope * counted + overhead)
@@ -292,7 +315,8 @@ def bill(counts: Sequence[int], calls: Sequence[Call], *, model: str | None, for
                      - calls[k].billed) / calls[k].billed for k in range(1, len(calls))]
         # (a median of 0 over a file's calls is no promise of 0 on the next)
         error = max(statistics.median(steps), LEAST_ERROR) if steps else ANCHORED_ERROR
-        return _bill("anchored", tokens, slope, overhead, counted, round(error, 4), len(calls))
+        return replace(_bill("anchored", tokens, slope, overhead, counted, round(error, 4),
+                             len(calls) + len(passed)), passed=passed)
     overhead = found.overhead if found is not None and found.overhead is not None \
         else UNLOGGED.get(format, 0)
     if estimated or (not exact and found is None):

@@ -9,6 +9,7 @@ from __future__ import annotations
 
 import json
 import os
+from array import array
 from collections.abc import Callable, Iterator, Sequence
 from dataclasses import replace
 from itertools import chain, islice
@@ -80,6 +81,10 @@ class Scanner:
         self.compacted: bool | int = False  # a line compress wrote is in the file
         self.carried_slope: float | None = None  # the slope of the bill compress carried
         self.starts: list[int] = []  # the line each message handed out starts on
+        self.conversations: list[int] = []  # and the conversation it is of
+        # the bytes read through each line of a text file (none of a binary one): what the
+        # file holds between two lines (see ctxpack.recorded)
+        self.ends = array("Q")
         self.boundary = 0  # the last line compress wrote
         self.records: list[Record] = []
         self.skipped: list[BadLine] = []
@@ -284,6 +289,7 @@ class Scanner:
         for number, raw in enumerate(iter_lines(src.stream, src.size), 1):
             self.lines = number
             self.bytes_read += len(raw)
+            self.ends.append(self.bytes_read)
             if self.keep_records:
                 self.records.append(Record(number, raw))
             elif self.index is not None:
@@ -388,6 +394,7 @@ class Scanner:
         `restates_usage`), calls whose replies start after the last line it wrote were made
         on the context as it is, and the newest of them anchors."""
         self.starts += [m.lines[0] if m.lines else self.lines for m in rest]
+        self.conversations += [m.conversation for m in rest]
         if self.compacted is not False and self.layout is not None:
             carried, context = self.compacted, self.layout.context
             self.layout.earlier, self.layout.earlier_calls = [], []  # (what compress carried)
@@ -413,8 +420,20 @@ class Scanner:
         def lines(places: list[int]) -> list[int]:
             return [self.starts[n] if n < len(self.starts) else 0 for n in places]
 
-        layout.calls, aside = believed(layout.calls, lines(layout.context))
-        layout.earlier_calls, before = believed(layout.earlier_calls, lines(layout.earlier))
+        def conversations(places: list[int]) -> list[int]:
+            return [self.conversations[n] if n < len(self.conversations) else -1
+                    for n in places]
+
+        def span(first: int, last: int) -> int | None:
+            binary = getattr(self.format, "magic", None)
+            if binary or not 1 <= first <= last <= len(self.ends):
+                return None
+            return self.ends[last - 1] - (self.ends[first - 2] if first > 1 else 0)
+
+        layout.calls, aside = believed(layout.calls, lines(layout.context),
+                                       conversations(layout.context), span)
+        layout.earlier_calls, before = believed(layout.earlier_calls, lines(layout.earlier),
+                                                conversations(layout.earlier), span)
         layout.set_aside = sorted([*before, *aside], key=lambda x: x.line)
 
     def _fits_forced(self, record: Any) -> None:
@@ -472,6 +491,7 @@ class Scanner:
             out = [replace(m, place=f"line {number:,} {m.place}") if m.place else m
                    for m in placed(out, record)]
         self.starts += [m.lines[0] if m.lines else number for m in out]
+        self.conversations += [m.conversation for m in out]
         if isinstance(meta, dict):
             self.boundary = number
         return out

@@ -10,11 +10,22 @@ whatever the model, cannot be true (the built-in table: loading reads no config)
 counts of what the file holds are no test: what is not in the file (a system prompt, the
 parent conversation of a compaction agent, the part cut from a session) legitimately
 makes a prompt hundreds of times the visible count.
+
+Within one context (the calls after a compaction, of one conversation) the agent resends
+the conversation, so a prompt grows only by what was added: a call whose prompt is more
+than `RISE` times one a later call of the same context records, and more than `RISE`
+times what the call before it could have grown to (that call's prompt and reply, plus
+every byte of the file between the two replies: a token is at least a byte), rose and
+fell back with nothing to carry it: it cannot be true either. A prompt that shrinks
+legitimately (Claude Code clearing old tool results, Codex dropping an earlier turn's
+reasoning) grew to its size by what the file holds, so the rule leaves it; a call with
+no call before it, or whose file places its reply on the same line as the one before
+(one-line documents, a database, OpenCode's storage), is not judged.
 """
 
 from __future__ import annotations
 
-from collections.abc import Sequence
+from collections.abc import Callable, Sequence
 from dataclasses import dataclass
 
 from .models import TABLE
@@ -26,6 +37,11 @@ WINDOWS = 5
 # The most a call may hold whatever its model: twice the largest window of the table
 # (1,048,576), the largest any model has been served with (Gemini 1.5 Pro's 2,097,152)
 MOST = 2 * max(m.context_window for m in TABLE.all())
+# How many times a later prompt of the same context, and what the call before could grow
+# to, a prompt may be (see the module's note): Codex dropping a turn's reasoning at the
+# next user message halves a prompt of the corpus (60,423 -> 30,273) after a rise the
+# file holds; a rise the file does not hold, followed by such a fall, is made up
+RISE = 2
 
 
 @dataclass(frozen=True, slots=True)
@@ -58,15 +74,66 @@ def unbelievable(call: RecordedCall) -> str:
             f"{most:,}, {why}; set aside, not used for the bill or the window")
 
 
-def believed(calls: Sequence[RecordedCall], lines: Sequence[int]
+def believed(calls: Sequence[RecordedCall], lines: Sequence[int],
+             conversations: Sequence[int] = (),
+             span: Callable[[int, int], int | None] = lambda a, b: None,
              ) -> tuple[list[RecordedCall], list[SetAside]]:
     """The calls that can be true, and the others set aside; `lines[c.prompt]` is the line
-    of call `c`'s reply (0 where unknown)."""
+    of call `c`'s reply (0 where unknown), `conversations[c.prompt]` its conversation, and
+    `span(a, b)` the bytes of the file's lines a to b (None where unknown)."""
+    def line(c: RecordedCall) -> int:
+        return lines[c.prompt] if c.prompt < len(lines) else 0
+
+    def conversation(c: RecordedCall) -> int:
+        return conversations[c.prompt] if c.prompt < len(conversations) else -1
+
     kept, aside = [], []
     for c in calls:
         why = unbelievable(c)
         if why:
-            aside.append(SetAside(lines[c.prompt] if c.prompt < len(lines) else 0, why))
+            aside.append(SetAside(line(c), why))
         else:
             kept.append(c)
-    return kept, aside
+    # each context's calls (of one conversation, with a prompt size) in order, by place
+    runs: dict[int, list[int]] = {}
+    for k, c in enumerate(kept):
+        if c.billed > 0 and c.prompt > 0:
+            runs.setdefault(conversation(c), []).append(k)
+    fell: dict[int, str] = {}
+    for run in runs.values():
+        lows: list[RecordedCall | None] = [None] * len(run)  # the least later prompt
+        for n in range(len(run) - 2, -1, -1):
+            later, least = kept[run[n + 1]], lows[n + 1]
+            lows[n] = later if least is None or later.billed <= least.billed else least
+        before = None
+        for n, k in enumerate(run):
+            why = "" if before is None else fell_back(kept[k], before, lows[n], line, span)
+            if why:
+                fell[k] = why
+            else:
+                before = kept[k]
+    aside += [SetAside(line(kept[k]), why) for k, why in fell.items()]
+    out = [c for k, c in enumerate(kept) if k not in fell]
+    return out, sorted(aside, key=lambda x: x.line)
+
+
+def fell_back(call: RecordedCall, before: RecordedCall, low: RecordedCall | None,
+              line: Callable[[RecordedCall], int], span: Callable[[int, int], int | None]
+              ) -> str:
+    """Why `call` cannot be true, as a prompt that rose with nothing in the file to carry
+    it and fell back (see the module's note), given the call `before` it and the later
+    call of its context with the least prompt, `low` ("": it can)."""
+    if low is None or call.billed <= RISE * low.billed:
+        return ""
+    between = span(line(before), line(call)) if 0 < line(before) < line(call) else None
+    if between is None:
+        return ""
+    most = before.billed + (before.output or 0) + before.reasoning + between
+    if call.billed <= RISE * most:
+        return ""
+    return (f"recorded prompt of {call.billed:,} tokens cannot be true: more than {RISE} "
+            f"times the {low.billed:,} a later call of the same context records (line "
+            f"{line(low):,}), and {RISE} times the most the call before it could grow to "
+            f"(its {before.billed:,} at line {line(before):,}, its reply and the "
+            f"{between:,} bytes of the file between them); set aside, not used for the bill "
+            f"or the window")

@@ -4,6 +4,7 @@
 from __future__ import annotations
 
 import json
+import math
 from pathlib import Path
 
 import orjson
@@ -136,6 +137,31 @@ def test_nothing_not_in_the_file_is_ever_negative(counts: list[int], drawn: list
     for budget in (b.tokens, b(b.counted), b(sum(counts))):
         assert b(b.counted_at(budget)) <= budget < b(b.counted_at(budget) + 1) \
             or b.counted_at(budget) == 0
+
+
+@given(st.lists(st.integers(1, 5_000), min_size=5, max_size=30), st.integers(1, 3),
+       st.integers(0, 20_000), st.sampled_from(["claude-opus-4-6", "gpt-5.4"]))
+def test_calls_far_below_the_count_after_the_last_sane_one_never_move_the_bill(
+        counts: list[int], tail: int, overhead: int, model: str) -> None:
+    # sane calls: the calibrated count of each prompt plus what is sent unlogged (never
+    # below the count: passed-over calls leave no ratio below the table's to take)
+    slope = slope_of(model)
+    sane = [RecordedCall(p, math.ceil(slope * (sum(counts[:p]) + 3)) + overhead, None, model)
+            for p in range(1, len(counts) - tail)]
+    made_up = [RecordedCall(p, 1, None, model) for p in range(len(counts) - tail, len(counts))]
+    honest = bill(counts, sane, model=model, format="claude-code", exact=False,
+                  estimated=False)
+    b = bill(counts, sane + made_up, model=model, format="claude-code", exact=False,
+             estimated=False)
+    assert honest.kind == b.kind == "anchored" and b.below == 0
+    assert (b.tokens, b.slope, b.overhead) == (honest.tokens, honest.slope, honest.overhead)
+    assert b.passed == tuple((c.prompt, 1) for c in made_up)
+    assert b.calls == len(sane) + len(made_up)
+    # with no sane call left the bill is the count alone, and says what it passed over
+    alone = bill(counts, made_up, model=model, format="claude-code", exact=False,
+                 estimated=False)
+    assert alone.kind == "calibrated" and alone.not_in_file == 0 and alone.below == 1
+    assert alone.passed == b.passed
 
 
 def test_compress_of_a_claude_code_session_acts_at_its_billed_size() -> None:

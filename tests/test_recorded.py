@@ -6,13 +6,15 @@ from __future__ import annotations
 import json
 from pathlib import Path
 
+import pytest
+
 from ctxpack.breakdown import stats
 from ctxpack.compression import compress_file
 from ctxpack.compression.settings import Options
-from ctxpack.recorded import MOST, unbelievable
+from ctxpack.recorded import MOST, RISE, believed, unbelievable
 from ctxpack.transcript import RecordedCall
 
-from .conftest import SAMPLES
+from .conftest import SAMPLES, corpus_params
 from .helpers import ctxpack as run_ctxpack
 from .test_window import large_session
 
@@ -20,11 +22,16 @@ SAMPLE = SAMPLES / "coding-agent.claude-code.jsonl"
 ABSURD = 999_999_999_999
 
 
-def with_usage(tmp_path: Path, line: int, input_tokens: int) -> Path:
-    """The Claude Code sample with one line's recorded `input_tokens` replaced."""
+def with_usage(tmp_path: Path, line: int, input_tokens: int, cached: int | None = None
+               ) -> Path:
+    """The Claude Code sample with one line's recorded `input_tokens` replaced (and both
+    cache fields, where `cached` is given)."""
     lines = SAMPLE.read_text().splitlines()
     record = json.loads(lines[line - 1])
     record["message"]["usage"]["input_tokens"] = input_tokens
+    if cached is not None:
+        record["message"]["usage"].update(cache_creation_input_tokens=cached,
+                                          cache_read_input_tokens=cached)
     lines[line - 1] = json.dumps(record)
     path = tmp_path / "run.jsonl"
     path.write_text("\n".join(lines) + "\n")
@@ -126,6 +133,36 @@ def test_usage_far_below_the_count_is_not_called_an_anchor(tmp_path: Path) -> No
     assert after.tokens == round(after.slope * after.counted)
 
 
+def test_one_made_up_small_last_usage_is_passed_over_not_the_calls_before_it(
+        tmp_path: Path) -> None:
+    # ten earlier calls record a believable prompt (~73k); the last one says 10 tokens
+    honest = stats(SAMPLE, cache=False)
+    line = last_usage_line()
+    path = with_usage(tmp_path, line, 10, cached=0)
+    s = stats(path, cache=False)
+    c, h = s.context, honest.context
+    assert c is not None and h is not None
+    # anchored on the call before it, plus what came after: near the honest bill, not the
+    # bare count (5,138)
+    assert c.kind == "anchored" and c.below == 0 and c.calls == h.calls
+    assert abs(c.tokens - h.tokens) < 0.01 * h.tokens and c.not_in_file > 10 * s.tokens
+    assert s.passed_over == [{"line": line, "billed": 10}] and not s.set_aside
+    said = " ".join(run_ctxpack("stats", str(path), "--top", "0").out.split())
+    assert (f"anchored on the last of {c.calls} recorded calls not far below the count "
+            f"(call {c.calls - 1})") in said
+    assert "passed over, as far below the count" in said and f"line {line} (10 recorded)" \
+        in said
+    doc = json.loads(run_ctxpack("stats", str(path), "--json").out)["files"][0]["context"]
+    assert doc["passed_over"] == [{"line": line, "billed": 10}] and doc["kind"] == "anchored"
+    # compress decides with that bill: a budget under it makes it act
+    out = tmp_path / "small.jsonl"
+    done = run_ctxpack("compress", str(path), "--budget", "71000", "-o", str(out))
+    assert done.code == 0 and "nothing to do" not in done.out + done.err
+    assert stats(out, cache=False).messages < s.messages
+    # (validate finds nothing wrong: an agent may cut old outputs itself)
+    assert run_ctxpack("validate", str(path)).code == 0
+
+
 def test_a_window_the_agent_records_that_no_model_has_is_not_taken(tmp_path: Path) -> None:
     # a Codex rollout records the window the agent gave itself; one of a trillion tokens
     # would make every context a rounding error of it
@@ -139,3 +176,61 @@ def test_a_window_the_agent_records_that_no_model_has_is_not_taken(tmp_path: Pat
     assert honest.context_window == 272_000
     assert s.context_window < MOST and s.context_window != ABSURD
     assert s.context_ratio is not None and s.context_ratio > honest.context_ratio * 0.5
+
+
+def test_a_prompt_that_rose_and_fell_back_mid_session_is_set_aside(tmp_path: Path) -> None:
+    # the 4th-from-last call says 900,000 input tokens; the calls after it of the same
+    # context (no compaction between) ~73k: under the 5x bound, but not true
+    honest = stats(SAMPLE, cache=False)
+    path = with_usage(tmp_path, 105, 900_000)
+    checked = run_ctxpack("validate", str(path))
+    assert checked.code == 1
+    assert checked.out.startswith(f"{path}:105: recorded prompt of 972,649 tokens cannot be "
+                                  f"true: more than {RISE} times the 73,362 a later call")
+    assert "set aside" in checked.out
+    s = stats(path, cache=False)
+    assert s.context_window == 200_000 and s.window_assumed is None
+    assert [x["line"] for x in s.set_aside] == [105]
+    c, h = s.context, honest.context
+    assert c is not None and h is not None and c.kind == "anchored"
+    assert c.calls == h.calls - 1 and abs(c.tokens - h.tokens) < 0.01 * h.tokens
+    said = " ".join(run_ctxpack("stats", str(path), "--top", "0").out.split())
+    assert "recorded usage set aside, as it cannot be true" in said and "line 105" in said
+    assert compress_file(path, Options(), cache=False).report.context_window == 200_000
+
+
+def calls_of(*billed: int) -> list[RecordedCall]:
+    return [RecordedCall(k, b, 100, "claude-opus-4-6") for k, b in enumerate(billed, 1)]
+
+
+def test_only_a_rise_the_file_does_not_hold_and_a_fall_after_it_set_a_call_aside() -> None:
+    lines = list(range(0, 100, 10))  # the reply of call k on line 10k
+
+    def aside(calls: list[RecordedCall], between: int | None,
+              conversations: list[int] | tuple[()] = ()) -> list[int]:
+        return [x.line for x in believed(calls, lines, conversations,
+                                         lambda a, b: between)[1]]
+
+    # a spike with a few kilobytes between: set aside; a run of two as well
+    assert aside(calls_of(70_000, 900_000, 72_000), 5_000) == [20]
+    assert aside(calls_of(70_000, 900_000, 900_000, 72_000), 5_000) == [20, 30]
+    # a rise the bytes between could carry, then a fall (old results cleared): kept
+    assert aside(calls_of(20_000, 150_000, 60_000), 200_000) == []
+    # a step down after the prompt grew to its size (Codex drops a turn's reasoning)
+    assert aside(calls_of(50_000, 60_000, 60_423, 30_273), 5_000) == []
+    # one made-up small later call does not throw out the sane calls before it
+    assert aside(calls_of(70_000, 71_000, 72_000, 10), 5_000) == []
+    # no call before it, or nothing known of the file between: not judged
+    assert aside(calls_of(900_000, 70_000, 72_000), 5_000) == []
+    assert aside(calls_of(70_000, 900_000, 72_000), None) == []
+    # calls of other conversations are other prompts (an eval file)
+    assert aside(calls_of(70_000, 900_000, 72_000), 5_000, [0, 0, 1, 2]) == []
+
+
+@pytest.mark.corpus
+@pytest.mark.parametrize("path", corpus_params(pattern="*.json*"))
+def test_no_corpus_call_is_set_aside(path: Path) -> None:
+    # real sessions' prompts shrink (a compaction, cleared tool results, dropped
+    # reasoning, a resumed session, sub-agents): none of it is set aside, none far below
+    s = stats(path)
+    assert s.set_aside == [] and s.passed_over == []

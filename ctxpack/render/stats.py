@@ -12,7 +12,7 @@ from rich.markup import escape
 from rich.table import Table
 
 from ..breakdown import SCHEMA_VERSION, FileStats
-from ..calibration import unlogged_cause
+from ..calibration import Bill, unlogged_cause
 from ..formats.base import no_input
 from . import counted
 
@@ -158,7 +158,7 @@ def context_lines(f: FileStats) -> list[str]:
     below = f", not the {c.below:,} the {_last_of(c.calls)} says (far below the count: not " \
         "used)" if c.below else ""
     how = {"calibrated": f"calibrated: {slope_text(c.slope)} × the count{unlogged}{below}",
-           "anchored": f"anchored on the {_last_of(c.calls)}, "
+           "anchored": f"anchored on the {_anchor_of(c)}, "
                        f"+ {slope_text(c.slope)} × the count of what came after",
            "estimated": "estimated: counted with another tokenizer, not calibrated"}[c.kind]
     error = "error unknown" if c.error is None else \
@@ -167,7 +167,25 @@ def context_lines(f: FileStats) -> list[str]:
     if c.not_in_file:
         why = f.not_in_file_why or unlogged_cause()
         lines.append(f"  in the file {c.visible:,}, not in the file {c.not_in_file:,} ({why})")
-    return lines + window_lines(f) + set_aside_lines(f)
+    return lines + passed_lines(f) + window_lines(f) + set_aside_lines(f)
+
+
+def _anchor_of(c: Bill) -> str:
+    """The call an anchored bill rests on: the last, or the last not far below the count."""
+    if not c.passed:
+        return _last_of(c.calls)
+    return f"last of {c.calls:,} recorded calls not far below the count (call " \
+        f"{c.calls - len(c.passed):,})"
+
+
+def passed_lines(f: FileStats) -> list[str]:
+    """The last recorded calls an anchored bill passed over, where there are any."""
+    if f.context is None or f.context.kind != "anchored" or not f.passed_over:
+        return []
+    where = ", ".join(f"line {x['line']:,} ({x['billed']:,} recorded)" for x in f.passed_over[:5])
+    more = f" (+{len(f.passed_over) - 5} more)" if len(f.passed_over) > 5 else ""
+    return [f"  passed over, as far below the count (made up, or old outputs the agent cut "
+            f"itself): {where}{more}"]
 
 
 def set_aside_lines(f: FileStats) -> list[str]:
