@@ -295,14 +295,20 @@ GEMINI_CONTENTS = [{"role": "user", "parts": [{"text": "hi"}]},
                    {"role": "model", "parts": [{"text": "yo"}]}]
 
 
-@pytest.mark.parametrize("key", ["messages", "contents"])
-def test_gemini_api_contents_in_an_object_are_named_not_read_as_empty_messages(key) -> None:
+def test_gemini_api_contents_under_messages_are_named_not_read_as_empty_messages() -> None:
     # under `messages` they were read as openai-conversations: two empty messages, surely
-    data = json.dumps({key: GEMINI_CONTENTS}).encode()
+    data = json.dumps({"messages": GEMINI_CONTENTS}).encode()
     with pytest.raises(InputError) as info:
         load(io.BytesIO(data))
     assert "the Gemini API's contents" in info.value.problem
-    assert "gemini-checkpoint" in info.value.problem  # how ctxpack reads them
+    assert "gemini-api" in info.value.problem  # how ctxpack reads them
+    assert "gemini-checkpoint" in info.value.problem
+
+
+def test_gemini_api_contents_in_a_request_body_are_read_with_their_text() -> None:
+    t = load(io.BytesIO(json.dumps({"contents": GEMINI_CONTENTS}).encode()))
+    assert t.format == "gemini-api" and not t.unsure
+    assert [(m.role, m.text) for m in t.messages] == [("user", "hi"), ("assistant", "yo")]
 
 
 def test_a_bare_array_of_gemini_api_contents_is_read_with_its_text() -> None:

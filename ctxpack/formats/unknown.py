@@ -55,7 +55,8 @@ def _gemini_contents(value: Any) -> bool:
 
 _SHAPES: tuple[tuple[str, Callable[[Any], bool]], ...] = (
     ("the Gemini API's contents (role user/model, text and calls in `parts`) inside an "
-     "object; a bare JSON array of them is read as gemini-checkpoint",
+     "object not shaped as a request body; a body's `contents` are read as gemini-api, a "
+     "bare JSON array of them as gemini-checkpoint",
      _gemini_contents),
     ("OpenAI Responses API items (typed items with `call_id`s, not chat messages)",
      _responses_items),
