@@ -42,27 +42,30 @@ def body_of(record: Any) -> dict[str, Any] | None:
     return record
 
 
-def _fits(record: Any) -> tuple[bool, bool]:
-    """Does the record hold a body of Contents (each an object of `parts`, of a role the
-    API knows or none), and does one of them name its role?"""
+def _roles(record: Any) -> set[str | None] | None:
+    """The roles of a body's first Contents (None for one that names none), if the record
+    holds a body of Contents: objects of `parts` whose role, if any, is a string."""
     body = body_of(record)
     contents = body.get("contents") if body is not None else None
     if not isinstance(contents, list) or not contents:
-        return False, False
+        return None
     head = contents[:_HEAD]
-    fits = all(isinstance(c, dict) and isinstance(c.get("parts"), list) and "content" not in c
-               and c.get("role") in (*ROLES, "function", None) for c in head)
-    return fits, fits and any(c.get("role") in ROLES for c in head)
+    if not all(isinstance(c, dict) and isinstance(c.get("parts"), list) and "content" not in c
+               and isinstance(c.get("role", ""), str) for c in head):
+        return None
+    return {c.get("role") for c in head}
 
 
 def sniff_body(record: Any) -> int:
-    """2 for a body (or batch line) whose `contents` are Gemini Contents, else 0; one that
-    names no role is taken too, unsure (see `doubt`)."""
-    return 2 if _fits(record)[0] else 0
+    """2 for a body (or batch line) whose `contents` are Gemini Contents, one of them the
+    user's or the model's (another role is the body's problem, which validate names), or
+    none naming a role (taken unsure: see `doubt`); else 0."""
+    roles = _roles(record)
+    return 2 if roles is not None and (roles & set(ROLES) or roles == {None}) else 0
 
 
 def doubt(record: Any) -> str:
-    if _fits(record)[1]:
+    if (_roles(record) or set()) & set(ROLES):
         return ""
     return ("read as Gemini API request bodies by their `contents` of `parts`, though no "
             "Content names its role (user or model)")

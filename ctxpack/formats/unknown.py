@@ -43,10 +43,11 @@ def _opencode_messages(value: Any) -> bool:
 
 
 def _gemini_contents(value: Any) -> bool:
-    """The Gemini API's `contents` (a request body's, or under `messages`): entries of role
-    user/model whose text, calls and results are in `parts`."""
+    """The Gemini API's `contents` under `messages` (a request body's own `contents` are
+    read, by gemini-api): entries of role user/model whose text, calls and results are in
+    `parts`."""
     if isinstance(value, dict):
-        value = value.get("contents", value.get("messages"))
+        value = value.get("messages")
     items = _items(value)
     return bool(items) and all(isinstance(x.get("parts"), list) and "content" not in x
                                for x in items[:20]) and any(
@@ -54,9 +55,9 @@ def _gemini_contents(value: Any) -> bool:
 
 
 _SHAPES: tuple[tuple[str, Callable[[Any], bool]], ...] = (
-    ("the Gemini API's contents (role user/model, text and calls in `parts`) inside an "
-     "object not shaped as a request body; a body's `contents` are read as gemini-api, a "
-     "bare JSON array of them as gemini-checkpoint",
+    ("the Gemini API's contents (role user/model, text and calls in `parts`) under "
+     "`messages`; a request body's `contents` are read as gemini-api, a bare JSON array of "
+     "them as gemini-checkpoint",
      _gemini_contents),
     ("OpenAI Responses API items (typed items with `call_id`s, not chat messages)",
      _responses_items),
