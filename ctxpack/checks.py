@@ -61,6 +61,8 @@ def validate(transcript: Transcript) -> list[Problem]:
         problems += _check_pairs(conversation, transcript.format)
     if transcript.format == "claude-code":
         problems += _check_parents(transcript)
+    if transcript.format == "gemini-api":
+        problems += _check_contents(transcript)
     # recorded usage that cannot be true is no reason for the provider to refuse the file,
     # but it is wrong, and left out of what ctxpack bills (see ctxpack.recorded)
     problems += [Problem(x.line, x.problem) for x in transcript.set_aside]
@@ -198,3 +200,34 @@ def _check_parents(transcript: Transcript) -> list[Problem]:
             links.append((record.line, data["parentUuid"]))
     return [Problem(line, f"parentUuid {parent!r} does not resolve to any record in the file")
             for line, parent in links if parent not in uuids]
+
+
+def _check_contents(transcript: Transcript) -> list[Problem]:
+    """Gemini API bodies: what the API refuses of a Content besides its calls' pairs (which
+    the reader links by name): a role other than user or model (or the older function),
+    and a Content without parts."""
+    from .formats.gemini_api import body_of
+
+    records = transcript.records
+    if transcript.document and records:  # one body, indented: its first line names it
+        values = [(records[0].line, b"".join(r.raw for r in records))]
+    else:
+        values = [(r.line, r.raw) for r in records]
+    out = []
+    for line, raw in values:
+        try:
+            body = body_of(loads(raw))
+        except ValueError:
+            continue  # a line skipped as invalid
+        contents = body.get("contents") if body is not None else None
+        for i, content in enumerate(contents if isinstance(contents, list) else ()):
+            if not isinstance(content, dict):
+                continue
+            role = content.get("role")
+            if role is not None and role not in ("user", "model", "function"):
+                out.append(Problem(line, f"contents[{i}]: role {role!r} is not accepted by "
+                                   "the Gemini API (user or model)"))
+            if not content.get("parts"):
+                out.append(Problem(line, f"contents[{i}]: no parts (the Gemini API refuses "
+                                   "a Content with empty parts)"))
+    return out

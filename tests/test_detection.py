@@ -295,24 +295,22 @@ GEMINI_CONTENTS = [{"role": "user", "parts": [{"text": "hi"}]},
                    {"role": "model", "parts": [{"text": "yo"}]}]
 
 
-@pytest.mark.parametrize("key", ["messages", "contents"])
-def test_gemini_api_contents_in_an_object_are_named_not_read_as_empty_messages(key) -> None:
+def test_gemini_api_contents_under_messages_are_named_not_read_as_empty_messages() -> None:
     # under `messages` they were read as openai-conversations: two empty messages, surely
-    data = json.dumps({key: GEMINI_CONTENTS}).encode()
+    data = json.dumps({"messages": GEMINI_CONTENTS}).encode()
     with pytest.raises(InputError) as info:
         load(io.BytesIO(data))
     assert "the Gemini API's contents" in info.value.problem
-    assert "gemini-checkpoint" in info.value.problem  # how ctxpack reads them
-    # one true thing: ctxpack reads them, as a bare array, and it says how to give them so
+    # one true thing: ctxpack reads them, in a request body or as a bare array
     assert "does not read" not in info.value.problem
-    assert "reads only as a bare JSON array" in info.value.problem
+    assert "gemini-api" in info.value.problem and "gemini-checkpoint" in info.value.problem
 
 
 # What a file looks like, for shapes ctxpack knows of: each line says one verdict, not
 # "X, which ctxpack reads as Y, which ctxpack does not read"
 @pytest.mark.parametrize(("name", "text", "said"), [
-    ("contents.json", json.dumps({"contents": GEMINI_CONTENTS}),
-     "reads only as a bare JSON array (gemini-checkpoint)"),
+    ("contents.json", json.dumps({"messages": GEMINI_CONTENTS}),
+     "ctxpack reads them as a request body's `contents` (gemini-api)"),
     ("items.jsonl", json.dumps({"type": "function_call", "call_id": "c1", "name": "f",
                                 "arguments": "{}"}) + "\n",
      "OpenAI Responses API items (typed items with `call_id`s, not chat messages), which "
@@ -330,6 +328,12 @@ def test_each_known_shape_is_named_with_one_verdict(tmp_path, name, text, said) 
     assert_clean_error(run, 2, said)
     line = run.err.split(" (ctxpack reads:")[0]  # the formats it reads follow, as a hint
     assert line.count("ctxpack does not read") + line.count("ctxpack reads") == 1, line
+
+
+def test_gemini_api_contents_in_a_request_body_are_read_with_their_text() -> None:
+    t = load(io.BytesIO(json.dumps({"contents": GEMINI_CONTENTS}).encode()))
+    assert t.format == "gemini-api" and not t.unsure
+    assert [(m.role, m.text) for m in t.messages] == [("user", "hi"), ("assistant", "yo")]
 
 
 def test_a_bare_array_of_gemini_api_contents_is_read_with_its_text() -> None:

@@ -87,13 +87,14 @@ def _register_builtin() -> None:
     from .claude_code import ClaudeCodeFormat
     from .codex import CodexFormat
     from .gemini import GeminiChatFormat, GeminiCheckpointFormat, GeminiStreamFormat
+    from .gemini_api import GeminiApiFormat
     from .json_messages import JsonMessagesFormat
     from .more import FORMATS as MORE
 
     for fmt in (OpenAIFormat(), ConversationsFormat(), AnthropicFormat(), RequestsFormat(),
                 ClaudeCodeFormat(),
                 CodexFormat(), JsonMessagesFormat(), GeminiChatFormat(), GeminiStreamFormat(),
-                GeminiCheckpointFormat(), EventsFormat(), ArrayFormat(), *MORE):
+                GeminiCheckpointFormat(), GeminiApiFormat(), EventsFormat(), ArrayFormat(), *MORE):
         register(fmt)
 
 

@@ -43,10 +43,11 @@ def _opencode_messages(value: Any) -> bool:
 
 
 def _gemini_contents(value: Any) -> bool:
-    """The Gemini API's `contents` (a request body's, or under `messages`): entries of role
-    user/model whose text, calls and results are in `parts`."""
+    """The Gemini API's `contents` under `messages` (a request body's own `contents` are
+    read, by gemini-api): entries of role user/model whose text, calls and results are in
+    `parts`."""
     if isinstance(value, dict):
-        value = value.get("contents", value.get("messages"))
+        value = value.get("messages")
     items = _items(value)
     return bool(items) and all(isinstance(x.get("parts"), list) and "content" not in x
                                for x in items[:20]) and any(
@@ -83,9 +84,9 @@ AS_CHAT = "{\"messages\": [...]} a line, it is read as openai-conversations"
 
 # Each shape: what it looks like, and one verdict on it (what ctxpack does with it)
 _SHAPES: tuple[tuple[str, Callable[[Any], bool]], ...] = (
-    ("the Gemini API's contents (role user/model, text and calls in `parts`) inside an "
-     "object, which ctxpack reads only as a bare JSON array (gemini-checkpoint): write the "
-     "array to a file of its own", _gemini_contents),
+    ("the Gemini API's contents (role user/model, text and calls in `parts`) under "
+     "`messages`, where chat messages go: ctxpack reads them as a request body's `contents` "
+     "(gemini-api) or as a bare JSON array (gemini-checkpoint)", _gemini_contents),
     (f"OpenAI Responses API items (typed items with `call_id`s, not chat messages), {NOT_READ}",
      _responses_items),
     ("OpenCode messages without the session `info` that `opencode export` writes before them, "

@@ -1,0 +1,262 @@
+"""Gemini API request bodies (`gemini-api`): a log of bodies, batch lines, one body."""
+
+from __future__ import annotations
+
+import io
+import json
+from pathlib import Path
+from typing import Any
+
+import pytest
+from hypothesis import given, settings
+from hypothesis import strategies as st
+
+from ctxpack import stats
+from ctxpack.checks import validate
+from ctxpack.loader import load, write
+from ctxpack.transcript import Thinking, ToolCall, ToolResult, Transcript
+
+from .conftest import SAMPLES
+from .helpers import assert_clean_error, assert_tool_pairs, ctxpack, records_of
+
+LOG = SAMPLES / "gemini-api" / "irrigation.gemini-api.jsonl"
+BATCH = SAMPLES / "gemini-api" / "inbox-batch.gemini-api.jsonl"
+
+
+def jsonl(*records: Any) -> io.BytesIO:
+    return io.BytesIO(b"".join(json.dumps(r).encode() + b"\n" for r in records))
+
+
+def text(role: str, said: str, **more: Any) -> dict[str, Any]:
+    return {"role": role, "parts": [{"text": said, **more}]}
+
+
+def call(name: str, **args: Any) -> dict[str, Any]:
+    return {"functionCall": {"name": name, "args": args}}
+
+
+def answer(name: str, output: Any) -> dict[str, Any]:
+    return {"functionResponse": {"name": name, "response": {"output": output}}}
+
+
+def by_conversation(t: Transcript) -> dict[int, list[Any]]:
+    out: dict[int, list[Any]] = {}
+    for m in t.messages:
+        out.setdefault(m.conversation, []).append(m)
+    return out
+
+
+@pytest.mark.parametrize("path", [LOG, BATCH], ids=lambda p: p.name)
+def test_the_samples_read_write_back_exactly_and_validate(path: Path, tmp_path: Path) -> None:
+    t = load(path)
+    assert t.format == "gemini-api" and not t.unsure and t.outside == ()
+    assert validate(t) == []
+    conversations = by_conversation(t)
+    assert len(conversations) == len(records_of(path))  # a body a line, each sent whole
+    for messages in conversations.values():
+        assert messages[0].role == "system"  # the systemInstruction first
+        assert_tool_pairs(messages)
+    out = tmp_path / path.name
+    write(t, out)
+    assert out.read_bytes() == path.read_bytes()
+
+
+def test_the_log_pairs_calls_and_responses_by_name_and_counts_them_as_tool() -> None:
+    t = load(LOG)
+    last = by_conversation(t)[len(records_of(LOG)) - 1]
+    names = {c.id: c.name for m in last for c in m.tool_calls}
+    body = records_of(LOG)[-1]
+    responses = [p["functionResponse"]["name"] for c in body["contents"] for p in c["parts"]
+                 if "functionResponse" in p]
+    # the file holds no ids: each response answers the oldest open call of its name
+    assert [names[r.call_id] for m in last for r in m.tool_results] == responses
+    assert all(m.role == "tool" for m in last if m.tool_results)
+    assert [r.is_error for m in last for r in m.tool_results][-1]  # valve 4's error
+    counted = stats(t)
+    assert counted.by_role["tool"] > 0 and counted.by_role["reasoning"] > 0
+    assert counted.by_role["user"] < counted.by_role["tool"]  # the person typed little
+
+
+def test_thought_parts_are_reasoning_in_the_context() -> None:
+    t = load(jsonl({"contents": [text("user", "go"), {"role": "model", "parts": [
+        {"text": "Plan it", "thought": True}, {"text": "Done."}]}]}))
+    assert [m.parts for m in t.messages] == [t.messages[0].parts,
+                                             (Thinking("Plan it"), t.messages[1].parts[1])]
+    assert stats(t).by_role["reasoning"] > 0
+
+
+def test_a_batch_line_holds_the_reply_and_the_usage_of_its_call() -> None:
+    t = load(BATCH)
+    lines = records_of(BATCH)
+    usage = [line["response"]["usageMetadata"] for line in lines]
+    assert t.usage["calls"] == len(lines)
+    assert t.usage["input_tokens"] == sum(u["promptTokenCount"] for u in usage)
+    assert t.usage["output_tokens"] == sum(u["candidatesTokenCount"] + u.get(
+        "thoughtsTokenCount", 0) for u in usage)
+    assert t.usage["last_input_tokens"] == usage[-1]["promptTokenCount"]
+    assert t.model == "gemini-2.5-flash"
+    # each call's reply is the last message of its own conversation, after its request
+    assert [c.billed for c in t.calls] == [u["promptTokenCount"] for u in usage]
+    for c, messages in zip(t.calls, by_conversation(t).values(), strict=True):
+        assert t.messages[c.prompt] is messages[-1] and messages[-1].role == "assistant"
+    replies = [line["response"]["candidates"][0]["content"]["parts"][-1]["text"]
+               for line in lines]
+    assert [m[-1].parts[-1].text for m in by_conversation(t).values()] == replies
+
+
+def test_one_indented_body_is_read_as_a_document_and_written_back() -> None:
+    data = json.dumps({"contents": [text("user", "hi"), text("model", "yo")],
+                       "generationConfig": {"temperature": 0}}, indent=2).encode()
+    t = load(io.BytesIO(data))
+    assert t.format == "gemini-api" and t.document
+    assert [(m.role, m.text, m.place) for m in t.messages] == [
+        ("user", "hi", "contents[0]"), ("assistant", "yo", "contents[1]")]
+    out = io.BytesIO()
+    write(t, out)
+    assert out.getvalue() == data
+
+
+def test_a_body_whose_contents_name_no_role_is_read_but_unsure() -> None:
+    t = load(jsonl({"contents": [{"parts": [{"text": "Explain tides briefly."}]}]}))
+    assert t.format == "gemini-api" and "names its role" in t.unsure
+    assert [(m.role, m.human) for m in t.messages] == [("user", True)]
+
+
+def test_validate_names_what_the_gemini_api_refuses(tmp_path: Path) -> None:
+    path = tmp_path / "bad.jsonl"
+    path.write_text("\n".join(json.dumps(b) for b in [
+        {"contents": [text("user", "fine")]},
+        {"contents": [text("user", "go"), text("assistant", "ok"), {"role": "model",
+                                                                    "parts": []}]},
+        {"contents": [text("user", "go"), {"role": "model", "parts": [call("ls")]},
+                      {"role": "user", "parts": [answer("cat", "x")]}]},
+        {"contents": [text("system", "Be brief."), text("user", "go")]},
+    ]) + "\n")
+    problems = [(p.line, p.message) for p in validate(load(path))]
+    assert (2, "contents[1]: role 'assistant' is not accepted by the Gemini API "
+               "(user or model)") in problems
+    assert any(line == 2 and "contents[2]: no parts" in m for line, m in problems)
+    # cat's response answers no call of that name; ls's call has no response
+    assert any(line == 3 and "without a preceding call" in m for line, m in problems)
+    assert any(line == 3 and "(ls) has no result" in m for line, m in problems)
+    assert (4, "contents[0]: role 'system' is not accepted by the Gemini API "
+               "(user or model)") in problems
+    assert not any(line == 1 for line, _ in problems)
+    run = ctxpack("validate", str(path))
+    assert run.code == 1 and f"{path}:2: contents[1]: role 'assistant'" in run.out
+
+
+def test_responses_pair_with_calls_of_their_own_name_in_any_order() -> None:
+    t = load(jsonl({"contents": [
+        text("user", "go"), {"role": "model", "parts": [call("ls"), call("cat", p="a")]},
+        {"role": "user", "parts": [answer("cat", "A"), answer("ls", "L")]}]}))
+    calls = {c.id: c.name for m in t.messages for c in m.tool_calls}
+    assert {calls[r.call_id]: r.text for m in t.messages for r in m.tool_results} == {
+        "cat": "A", "ls": "L"}
+    assert validate(t) == []
+
+
+@pytest.mark.parametrize(("line", "problem"), [
+    ('{"contents": [{"role": "user", "parts": [{"text": "a"}]}, 7]}', "contents[1] is a number"),
+    ('{"contents": [{"role": 3, "parts": [{"text": "a"}]}]}', "'role' is a number"),
+])
+def test_a_broken_body_is_one_line_naming_its_line(line: str, problem: str,
+                                                   tmp_path: Path) -> None:
+    path = tmp_path / "bodies.jsonl"
+    path.write_text(json.dumps({"contents": [text("user", "ok")]}) + "\n" + line + "\n")
+    assert_clean_error(ctxpack("stats", str(path)), 2, f"{path}:2:", problem)
+
+
+def test_compress_points_to_convert_and_writes_nothing(tmp_path: Path) -> None:
+    out = tmp_path / "out.jsonl"
+    run = ctxpack("compress", str(LOG), "-o", str(out))
+    assert_clean_error(run, 2, "compress cannot write gemini-api files",
+                       "convert FILE --to openai")
+    assert not out.exists()
+
+
+@pytest.mark.parametrize("to", ["openai", "anthropic"])
+def test_convert_writes_bodies_whose_calls_and_results_pair(to: str, tmp_path: Path) -> None:
+    out = tmp_path / "bodies.jsonl"
+    run = ctxpack("convert", str(LOG), "--to", to, "-o", str(out))
+    assert run.code == 0, run.err
+    bodies = records_of(out)
+    assert len(bodies) == len(records_of(LOG))
+    last = bodies[-1]["messages"]
+    if to == "openai":
+        calls = [c["id"] for m in last for c in m.get("tool_calls") or ()]
+        results = [m["tool_call_id"] for m in last if m["role"] == "tool"]
+    else:
+        blocks = [b for m in last if isinstance(m["content"], list) for b in m["content"]]
+        calls = [b["id"] for b in blocks if b["type"] == "tool_use"]
+        results = [b["tool_use_id"] for b in blocks if b["type"] == "tool_result"]
+        assert bodies[-1]["system"].startswith("You are GreenRow")
+    assert sorted(calls) == sorted(results) and len(calls) == 5
+    assert not any("#" in c for c in calls)  # the reader's stand-in ids are not written
+    assert "reasoning parts left out" in run.err
+
+
+def test_convert_to_markdown_shows_the_calls_and_their_results(tmp_path: Path) -> None:
+    out = tmp_path / "log.md"
+    run = ctxpack("convert", str(LOG), "--to", "markdown", "-o", str(out))
+    assert run.code == 0, run.err
+    doc = out.read_text()
+    assert "set_valve" in doc and "valve 4 did not acknowledge" in doc
+
+
+# --- property: any log of bodies ------------------------------------------------------------
+
+NAMES = ("ls", "cat", "grep")
+words = st.text(max_size=12)
+model_parts = st.lists(st.one_of(
+    st.fixed_dictionaries({"text": words}),
+    st.fixed_dictionaries({"text": words, "thought": st.just(True)}),
+    st.builds(lambda n, a: call(n, arg=a), st.sampled_from(NAMES), words)), min_size=1,
+    max_size=3)
+user_parts = st.lists(st.one_of(
+    st.fixed_dictionaries({"text": words}),
+    st.builds(answer, st.sampled_from(NAMES), words)), min_size=1, max_size=3)
+contents = st.lists(st.one_of(
+    st.fixed_dictionaries({"role": st.just("user"), "parts": user_parts}),
+    st.fixed_dictionaries({"role": st.just("model"), "parts": model_parts})),
+    min_size=1, max_size=6)
+bodies = st.lists(st.builds(
+    lambda c, s: {"contents": c, **({"systemInstruction": {"parts": [{"text": s}]}}
+                                    if s is not None else {})},
+    contents, st.none() | words), min_size=1, max_size=4)
+
+
+@settings(max_examples=60, deadline=None)
+@given(bodies, st.booleans())
+def test_any_log_round_trips_and_pairs_each_response_by_name(log: list[dict[str, Any]],
+                                                              indent: bool) -> None:
+    if indent:
+        log = log[:1]
+    data = (json.dumps(log[0], indent=2).encode() if indent else
+            b"".join(json.dumps(b).encode() + b"\n" for b in log))
+    t = load(io.BytesIO(data), "gemini-api")
+    out = io.BytesIO()
+    write(t, out)
+    assert out.getvalue() == data
+    assert t.outside == () and len(by_conversation(t)) == len(log)
+    for body, messages in zip(log, by_conversation(t).values(), strict=True):
+        parts = [p for m in messages for p in m.parts]
+        given_parts = [p for c in body["contents"] for p in c["parts"]]
+        assert sum(isinstance(p, ToolCall) for p in parts) == sum(
+            "functionCall" in p for p in given_parts)
+        assert sum(isinstance(p, Thinking) for p in parts) == sum(
+            bool(p.get("thought")) for p in given_parts)
+        # a response answers the oldest open call of its name, where there is one
+        waiting: dict[str, list[int]] = {}
+        expected: list[int | None] = []
+        made = 0
+        for p in given_parts:
+            if "functionCall" in p:
+                waiting.setdefault(p["functionCall"]["name"], []).append(made)
+                made += 1
+            elif "functionResponse" in p:
+                queue = waiting.get(p["functionResponse"]["name"], [])
+                expected.append(queue.pop(0) if queue else None)
+        ids = [p.id for p in parts if isinstance(p, ToolCall)]
+        assert [ids.index(p.call_id) if p.call_id is not None else None
+                for p in parts if isinstance(p, ToolResult)] == expected
