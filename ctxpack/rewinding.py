@@ -63,7 +63,13 @@ def rewind_file(source: PathOrFile, *, steps: int | None = None, rounds: int | N
     from .compression.reading import editor_of
 
     t = load(source, format, skip_invalid=skip_invalid)
-    editor_of(t)  # a format compress cannot write is one rewind cannot either
+    try:
+        editor_of(t)  # a format compress cannot write is one rewind cannot either
+    except UsageError:
+        raise UsageError(f"{t.path}: rewind cannot write {t.format} files",
+                         "`ctxpack convert FILE --to openai -o run.jsonl`, then "
+                         "`ctxpack rewind run.jsonl`, rewinds it as Chat Completions "
+                         "messages") from None
     cut = rewind_point(t.messages, steps=steps, rounds=rounds, to=to, to_round=to_round,
                        name=t.path)
     first = min(t.messages[cut].lines)

@@ -116,6 +116,16 @@ def test_a_format_whose_record_holds_the_conversation_says_how_instead(tmp_path:
     assert not out.exists()
 
 
+def test_a_format_compress_cannot_write_is_refused_by_rewinds_name(tmp_path: Path) -> None:
+    # it said "compress cannot write cline files" and pointed to compress
+    out = tmp_path / "out.json"
+    run_ = run("rewind", str(SAMPLES / "cline-task" / "api_conversation_history.json"),
+               "--steps", "1", "-o", str(out))
+    assert_clean_error(run_, 2, "rewind cannot write cline files", "ctxpack rewind run.jsonl")
+    assert "compress" not in run_.err
+    assert not out.exists()
+
+
 def test_a_bad_line_is_named_and_nothing_is_written(tmp_path: Path) -> None:
     bad = tmp_path / "bad.jsonl"
     bad.write_bytes((SAMPLES / "support-chat.openai.jsonl").read_bytes() + b"{oops\n")
