@@ -149,3 +149,16 @@ def test_o_with_a_folder_of_many_or_of_none_says_which(tmp_path: Path,
     assert_clean_error(ctxpack(*command, str(many / "a.jsonl"), str(many / "b.jsonl"), "-o",
                                str(out)), 2, "-o takes one input, and 2 are given")
     assert not out.exists()
+
+
+def test_a_folder_of_one_file_without_a_destination_says_where_many_go(
+        tmp_path: Path) -> None:
+    # it said "more than one input needs --out-dir" of a folder holding one file
+    folder = tmp_path / "sessions"
+    folder.mkdir()
+    (folder / "a.jsonl").write_bytes((SAMPLES / "support-chat.openai.jsonl").read_bytes())
+    run = ctxpack("compress", str(folder))
+    assert_clean_error(run, 2, "many inputs (a folder, a pattern or more than one file)",
+                       "--out-dir DIR")
+    assert "more than one input" not in run.err
+    assert sorted(p.name for p in folder.iterdir()) == ["a.jsonl"]

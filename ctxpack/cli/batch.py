@@ -135,8 +135,9 @@ def jobs_of(inputs: Files, out_dir: str | None, in_place: bool, writes: bool,
     nowhere to write.) With `suffix`, each output's name ends in it instead of its
     input's extension (`convert --to markdown`: `.md`)."""
     if writes and out_dir is None and not in_place:
-        raise UsageError("more than one input needs --out-dir DIR (or --in-place)",
-                         "-o takes one input")
+        # (a folder holding one file is many inputs too: it could hold more)
+        raise UsageError("many inputs (a folder, a pattern or more than one file) are "
+                         "written to --out-dir DIR (or --in-place)", "-o takes one file")
     if out_dir is not None and os.path.exists(out_dir) and not os.path.isdir(out_dir):
         raise UsageError(f"--out-dir {out_dir}: is a file, not a folder")
     jobs: list[Job] = []
