@@ -152,6 +152,11 @@ class ModelTable:
                  calibrations: tuple[Calibration, ...] = CALIBRATED) -> None:
         self._by_name = {model_key(m.name): m for m in entries}
         self._calibrations = {model_key(c.name): c for c in calibrations}
+        # what each name looked up resolved to (a table is never changed: `extend` makes
+        # another): a file names a few models in each of its calls, and a lookup scans
+        # every entry
+        self._found: dict[str, ModelInfo | None] = {}
+        self._calibrated: dict[str, Calibration | None] = {}
 
     def extend(self, entries: list[ModelInfo],
                calibrations: list[Calibration] | None = None) -> ModelTable:
@@ -166,7 +171,11 @@ class ModelTable:
 
     def calibration(self, model: str | None) -> Calibration | None:
         """How `model`'s billed tokens follow the count, or None where nothing says."""
-        return _longest(self._calibrations, model) if model else None
+        if not model:
+            return None
+        if model not in self._calibrated:
+            self._calibrated[model] = _longest(self._calibrations, model)
+        return self._calibrated[model]
 
     def all(self) -> list[ModelInfo]:
         return sorted(self._by_name.values(), key=lambda m: (m.provider != "openai", m.name))
@@ -177,8 +186,9 @@ class ModelTable:
 
     def find(self, model: str) -> ModelInfo | None:
         """The entry for `model` (e.g. 'openai/gpt-4o-2024-08-06'), or None."""
-        found: ModelInfo | None = _longest(self._by_name, model)
-        return found
+        if model not in self._found:
+            self._found[model] = _longest(self._by_name, model)
+        return self._found[model]
 
 
 TABLE = ModelTable()
