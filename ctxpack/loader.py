@@ -167,6 +167,13 @@ class Scanner:
                     yield from self._document(number, raw, lines, parsed=whole)
                     return
                 if after is not None and self._opens_pretty(raw, after[1]):
+                    if self._forced is not None and not getattr(self._forced, "document",
+                                                                False):
+                        raise InputError(self.path, number,
+                                         "one JSON document over many lines, not the one "
+                                         f"record a line --format {self._forced.name} reads",
+                                         "drop --format: ctxpack tells a document's format "
+                                         "itself")
                     yield from self._document(number, raw, lines)
                     return
             if self._forced is None and not sniffed and _not_json(raw):
@@ -225,8 +232,7 @@ class Scanner:
         (`{"messages": [`), rather than begin a JSONL file? It does when the line is JSON
         that runs out at its end and the next line is no whole record (a JSONL file whose
         first line was cut goes on with whole ones). A file named as JSONL is read as such."""
-        if self._forced is not None and not getattr(self._forced, "document", False) \
-                or self.path.lower().endswith(JSONL_NAMES):
+        if self.path.lower().endswith(JSONL_NAMES):
             return False
         try:
             orjson.loads(raw)

@@ -143,6 +143,18 @@ def test_a_document_whose_first_line_opens_its_list_is_read_whole(key, tmp_path)
     assert json.loads(run.out)["files"][0]["messages"] == len(CHAT)
 
 
+def test_such_a_document_under_a_line_formats_name_says_it_is_one_document(tmp_path):
+    # `--format openai` read it a line at a time: "malformed JSON at column 2"
+    path = tmp_path / "run.json"
+    write_pretty(path, {"messages": CHAT}, "messages")
+    for flags in ([], ["--skip-invalid"]):
+        run = ctxpack("stats", "--format", "openai", *flags, str(path))
+        assert_clean_error(run, 2, f"{path}:1: one JSON document over many lines",
+                           "--format openai", "drop --format")
+        assert "malformed" not in run.err
+    assert load(str(path), "json-messages").format == "json-messages"
+
+
 def test_a_later_syntax_error_in_such_a_document_names_its_own_line(tmp_path):
     path = tmp_path / "run.json"
     write_pretty(path, {"messages": CHAT}, "messages")
