@@ -182,9 +182,10 @@ def test_odd_requests_are_one_line_each(folder: Path, tmp_path: Path) -> None:
     empty.mkdir()
     assert_clean_error(ctxpack("restore", str(empty), "--out-dir", str(tmp_path / "o")), 2,
                        "no *.jsonl files in this folder")
-    # a folder of .json files (Cline tasks) is told how to name them
-    (empty / "1760000000000").mkdir()
-    (empty / "1760000000000" / "api_conversation_history.json").write_text("[]")
+    # a folder of .json files is told how to name them (the Cline tasks below a folder
+    # are taken: see test_one_or_many)
+    (empty / "runs").mkdir()
+    (empty / "runs" / "run-1.json").write_text("[]")
     run = ctxpack("stats", str(empty))
     assert_clean_error(run, 2, "no *.jsonl files in this folder")
     assert "a quoted glob such as" in run.err and "*.json'" in run.err

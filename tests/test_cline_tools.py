@@ -96,7 +96,7 @@ def test_show_renders_the_call_and_names_the_result():
 @pytest.mark.parametrize("to", ["openai", "anthropic"])
 def test_convert_keeps_the_xml_and_its_result_as_the_text_they_were(to):
     t = load(HISTORY)
-    (body,) = request_bodies(t, to)
+    (body,) = request_bodies(t, to, keep_last_reply=True)  # every reply, the last too
     sent = body["messages"]
     raw = json.loads(HISTORY.read_bytes())
 

@@ -6,6 +6,7 @@ from __future__ import annotations
 
 import json
 import os
+import shutil
 import time
 from pathlib import Path
 
@@ -162,3 +163,23 @@ def test_a_folder_of_one_file_without_a_destination_says_where_many_go(
                        "--out-dir DIR")
     assert "more than one input" not in run.err
     assert sorted(p.name for p in folder.iterdir()) == ["a.jsonl"]
+
+
+def test_a_folder_of_cline_tasks_gives_each_task(tmp_path: Path) -> None:
+    # Cline keeps each task in tasks/<id>/: the folder gave "no *.jsonl files"
+    tasks = tmp_path / "tasks"
+    tasks.mkdir()
+    first = _cline_task(tasks)
+    second = first.with_name("1790000000000")
+    shutil.copytree(first, second)
+    (second / "api_conversation_history.json").unlink()  # a task with its UI log only
+    run = ctxpack("stats", "--format", "csv", str(tasks))
+    assert run.code == 0, run.err
+    paths = [row.split(",")[0] for row in run.out.splitlines()[1:]]
+    assert paths == [str(first / "api_conversation_history.json"),
+                     str(second / "ui_messages.json")]
+    out = tmp_path / "md"
+    run = ctxpack("convert", str(tasks), "--to", "markdown", "--out-dir", str(out))
+    assert run.code == 0, run.err
+    assert sorted(p.relative_to(out).as_posix() for p in out.rglob("*.md")) == [
+        f"{first.name}/api_conversation_history.md", f"{second.name}/ui_messages.md"]

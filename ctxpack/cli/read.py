@@ -8,7 +8,6 @@ import os
 import re
 import sys
 from collections.abc import Callable, Iterator
-from pathlib import Path
 from typing import Annotated, Any, TypeVar
 
 import typer
@@ -123,8 +122,13 @@ def _transcripts(folder: str, session: str | None = None,
     task = task_file(folder)
     if task is not None:  # a Cline task: one transcript
         return [task]
-    return sorted(str(p) for p in Path(folder).rglob("*") if p.is_file()
-                  and p.suffix in suffixes)
+    found = set()
+    for below, _, names in os.walk(folder):
+        found.update(os.path.join(below, n) for n in names if os.path.splitext(n)[1] in suffixes)
+        task = task_file(below)  # a Cline task below it (Cline's `tasks/<id>/`)
+        if task is not None:
+            found.add(task)
+    return sorted(found)
 
 
 def _recordings(folder: str) -> list[str]:
@@ -161,8 +165,9 @@ def expand(arg: str, in_folder: Callable[[str], list[str]] = _transcripts,
         found = in_folder(arg)
         if not found:
             raise UsageError(f"{arg}: no {kind} in this folder",
-                             f"a folder gives its {kind}, an OpenCode storage folder its "
-                             "sessions: name other files themselves, or a quoted glob "
+                             f"a folder gives its {kind} and Cline tasks, an OpenCode "
+                             "storage folder its sessions: name other files themselves, or "
+                             "a quoted glob "
                              f"such as '{os.path.join(arg, '**', '*.json')}'")
         return found
     if glob.has_magic(arg):
