@@ -7,6 +7,7 @@ or override entries.
 
 from __future__ import annotations
 
+import re
 from dataclasses import dataclass
 from typing import Any
 
@@ -124,10 +125,17 @@ def keeps_reasoning(model: str | None) -> bool:
     return model is not None and _longest(dict.fromkeys(REASONING_KEPT, True), model) is True
 
 
+# Amazon Bedrock's model ids: a provider, and for a cross-region profile its region, before
+# the model (`us.anthropic.claude-opus-4-7-v1:0`)
+_BEDROCK = re.compile(r"^(?:(?:us|eu|apac|us-gov|global)\.)?"
+                      r"(?:anthropic|meta|mistral|amazon|cohere|ai21|deepseek|openai|qwen)\.")
+
+
 def model_key(name: str) -> str:
     """What a lookup compares of a model's name: without case, or a provider's prefix
-    (`openai/GPT-5.4` is `gpt-5.4`)."""
-    return name.strip().lower().rsplit("/", 1)[-1]
+    (`openai/GPT-5.4` is `gpt-5.4`, Bedrock's `us.anthropic.claude-opus-4-7-v1:0` is
+    `claude-opus-4-7-v1:0`)."""
+    return _BEDROCK.sub("", name.strip().lower().rsplit("/", 1)[-1])
 
 
 def _longest(names: dict[str, Any], model: str) -> Any | None:

@@ -59,6 +59,8 @@ def test_each_shipped_slope_is_the_corpus_median_its_rule_gives(entry: str,
     ("claude-opus-4-5-20251101", "claude-opus-4-5"),
     ("claude-opus-4-60", "claude"),  # (no boundary: another model of the family)
     ("GPT-5.5-codex", "gpt-5.5"),
+    ("us.anthropic.claude-opus-4-7-v1:0", "claude-opus-4-7"),  # Amazon Bedrock's ids
+    ("anthropic.claude-haiku-4-5-20251001-v1:0", "claude-haiku-4-5"),
 ])
 def test_a_suffixed_name_keeps_its_models_calibration(name: str, entry: str) -> None:
     found = TABLE.calibration(name)
