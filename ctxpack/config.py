@@ -149,7 +149,13 @@ def _calibrations(entries: Any, path: Path) -> list[Calibration]:
         name = entry.get("name")
         if not isinstance(name, str) or not name:
             raise UsageError(f"{where} needs a 'name'")
-        slope = _within(entry.get("slope"), *SLOPES, f"{where}: slope",
+        same = next((k for k, c in enumerate(out, 1) if model_key(c.name) == model_key(name)),
+                    None)
+        if same is not None:  # (which of the two should count?)
+            raise UsageError(f"{where}: {name!r} is calibration[{same}]'s model again")
+        if "slope" not in entry:
+            raise UsageError(f"{where} needs a 'slope' (tokens billed per token counted)")
+        slope = _within(entry["slope"], *SLOPES, f"{where}: slope",
                         "tokens billed per token counted")
         overhead = _within(entry.get("overhead"), 0, LARGEST_WINDOW - 1, f"{where}: overhead",
                            "tokens, below the largest model window") \

@@ -282,6 +282,7 @@ def test_calibrate_without_recorded_usage_says_so() -> None:
      "overhead 1,048,576 is outside 0 to 1,048,575 (tokens"),
     ("{name: x, slope: 1.2, overhead: 1e308}", "overhead 1e+308 is outside 0 to 1,048,575"),
     ("{slope: 1.2}", "needs a 'name'"),
+    ("{name: x}", "needs a 'slope'"),
     ("{name: x, slope: 1.2, overhead: -5}", "overhead -5 is outside 0 to 1,048,575 (tokens"),
     ("{name: x, slope: 1.2, overhead: lots}", "overhead must be a number from 0 to 1,048,575"),
     ("{name: x, slope: 1.2, sloap: 1}", "unknown key(s): sloap"),
@@ -295,6 +296,16 @@ def test_a_bad_calibration_entry_is_named(tmp_path: Path, entry: str, fragment: 
     with pytest.raises(UsageError) as info:
         load_config(str(config))
     assert fragment in str(info.value) and f"{config}: calibration[1]" in str(info.value)
+
+
+def test_a_model_calibrated_twice_is_named(tmp_path: Path) -> None:
+    config = tmp_path / "c.yaml"
+    config.write_text("calibration:\n  - {name: gpt-5.4, slope: 1.1}\n"
+                      "  - {name: openai/GPT-5.4, slope: 1.2}\n")
+    with pytest.raises(UsageError) as info:
+        load_config(str(config))
+    assert f"{config}: calibration[2]: 'openai/GPT-5.4' is calibration[1]'s model again" \
+        in str(info.value)
 
 
 @pytest.mark.parametrize("entry", ["{name: x, slope: 0.25}", "{name: x, slope: 4}",
