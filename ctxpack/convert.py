@@ -60,7 +60,20 @@ class Notes:
             self.said.append(what)
 
     def lines(self) -> list[str]:
-        return [*self.said, *(f"{n:,} {what}" for what, n in self.counts.items())]
+        return [*self.said, *(f"{n:,} {_one(what) if n == 1 else what}"
+                              for what, n in self.counts.items())]
+
+
+def _one(what: str) -> str:
+    """A note's words for one thing: its first noun (and the verb after it) singular."""
+    for many, one in (("calls'", "call's"), ("calls", "call"), ("results that answer",
+                      "result that answers"), ("results", "result"), ("parts", "part"),
+                      ("names the APIs refuse", "name the APIs refuse"), ("images", "image"),
+                      ("messages", "message"), ("replies", "reply")):
+        head, found, rest = what.partition(many)
+        if found and len(head.split()) <= 2:  # (its first noun, not one further on)
+            return head + one + rest
+    return what
 
 
 @dataclass(frozen=True, slots=True)
@@ -399,7 +412,7 @@ def _input(call: ToolCall, notes: Notes) -> dict[str, Any]:
     value = _object(call.arguments)
     if value is not None:
         return value
-    notes.add("tool call arguments that are not a JSON object put under 'input'")
+    notes.add("tool calls whose arguments are no JSON object: put under 'input'")
     return {"input": call.arguments}
 
 

@@ -672,3 +672,15 @@ def test_a_log_ending_on_a_result_or_a_call_has_no_reply_left_out(tmp_path):
         assert_accepted(body, "anthropic")
         assert LAST_REPLY_LEFT_OUT not in notes.counts
         assert body["messages"][-1]["content"][0]["tool_use_id"] == "a"
+
+
+def test_a_note_of_one_thing_says_it_in_the_singular():
+    # "1 assistant replies at the end left out", "1 user messages added"
+    notes = Notes()
+    notes.add(LAST_REPLY_LEFT_OUT)
+    notes.add("model calls' recorded usage left out (a request body has no place for it)")
+    notes.add("tool results that answer no open call kept as user text", 2)
+    assert notes.lines() == [
+        "1 assistant reply at the end left out, " + LAST_REPLY_LEFT_OUT.split(", ", 1)[1],
+        "1 model call's recorded usage left out (a request body has no place for it)",
+        "2 tool results that answer no open call kept as user text"]
