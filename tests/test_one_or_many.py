@@ -146,7 +146,8 @@ def test_o_with_a_folder_of_many_or_of_none_says_which(tmp_path: Path,
     none.mkdir()
     (none / "readme.txt").write_text("no transcripts here\n")
     assert_clean_error(ctxpack(*command, str(none), "-o", str(out)), 2,
-                       f"{none}: no *.jsonl files in this folder")
+                       f"{none}: no *.jsonl files, Cline tasks or OpenCode storage trees in "
+                       "this folder")
     assert_clean_error(ctxpack(*command, str(many / "a.jsonl"), str(many / "b.jsonl"), "-o",
                                str(out)), 2, "-o takes one input, and 2 are given")
     assert not out.exists()
@@ -183,3 +184,12 @@ def test_a_folder_of_cline_tasks_gives_each_task(tmp_path: Path) -> None:
     assert run.code == 0, run.err
     assert sorted(p.relative_to(out).as_posix() for p in out.rglob("*.md")) == [
         f"{first.name}/api_conversation_history.md", f"{second.name}/ui_messages.md"]
+
+
+def test_a_folder_gives_the_opencode_storage_tree_below_it(tmp_path: Path) -> None:
+    # the folder above storage/ gave "no *.jsonl files" and a glob of its message files
+    shutil.copytree(SAMPLES / "opencode-storage", tmp_path / "opencode")
+    run = ctxpack("stats", "--format", "csv", str(tmp_path / "opencode"))
+    assert run.code == 0, run.err
+    (row,) = run.out.splitlines()[1:]
+    assert ",opencode-storage," in row and "/storage/session/" in row

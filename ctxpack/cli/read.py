@@ -7,6 +7,7 @@ import glob
 import os
 import re
 import sys
+from collections import Counter
 from collections.abc import Callable, Iterator
 from typing import Annotated, Any, TypeVar
 
@@ -33,6 +34,8 @@ from .common import (
 
 OUTPUT_FORMATS = ("table", "json", "csv", "markdown")
 TRANSCRIPT_SUFFIXES = (".jsonl",)
+# what a folder gives a transcript command, named where it gives none
+TRANSCRIPTS_BELOW = "*.jsonl files, Cline tasks or OpenCode storage trees"
 # what `calibrate` takes of a folder besides: the JSON documents that record their calls'
 # usage (Cline / Roo Code tasks, OpenCode exports)
 RECORDING_SUFFIXES = (*TRANSCRIPT_SUFFIXES, ".json")
@@ -47,7 +50,7 @@ class Files:
     results and still fails."""
 
     def __init__(self, args: list[str], in_folder: Callable[[str], list[str]] | None = None,
-                 kind: str = "*.jsonl files", urls: bool = False,
+                 kind: str = TRANSCRIPTS_BELOW, urls: bool = False,
                  session: str | None = None) -> None:
         """`in_folder` lists the inputs a folder holds (default: its transcripts, of an
         OpenCode storage folder its sessions, only `session` if given), `kind` names them
@@ -122,12 +125,18 @@ def _transcripts(folder: str, session: str | None = None,
     task = task_file(folder)
     if task is not None:  # a Cline task: one transcript
         return [task]
-    found = set()
-    for below, _, names in os.walk(folder):
+    found: set[str] = set()
+    for below, folders, names in os.walk(folder):
+        # a transcript that is a folder below it: a Cline task (Cline's `tasks/<id>/`), an
+        # OpenCode storage tree (its sessions); nothing inside it is another
+        within = task_file(below) if below != folder else None
+        within = [within] if within is not None else \
+            session_files(below) if below != folder else None
+        if within is not None:
+            found.update(within)
+            folders.clear()
+            continue
         found.update(os.path.join(below, n) for n in names if os.path.splitext(n)[1] in suffixes)
-        task = task_file(below)  # a Cline task below it (Cline's `tasks/<id>/`)
-        if task is not None:
-            found.add(task)
     return sorted(found)
 
 
@@ -156,7 +165,7 @@ def one_file(arg: str, session: str | None) -> str:
 
 
 def expand(arg: str, in_folder: Callable[[str], list[str]] = _transcripts,
-           kind: str = "*.jsonl files") -> list[str]:
+           kind: str = TRANSCRIPTS_BELOW) -> list[str]:
     """The inputs one argument names: itself, a folder's (`in_folder`), a glob's matches;
     a folder or a pattern that gives none is refused, saying so."""
     if readable_file(arg):
@@ -165,10 +174,9 @@ def expand(arg: str, in_folder: Callable[[str], list[str]] = _transcripts,
         found = in_folder(arg)
         if not found:
             raise UsageError(f"{arg}: no {kind} in this folder",
-                             f"a folder gives its {kind} and Cline tasks, an OpenCode "
-                             "storage folder its sessions: name other files themselves, or "
-                             "a quoted glob "
-                             f"such as '{os.path.join(arg, '**', '*.json')}'")
+                             f"a folder gives the {kind} below it: name other files "
+                             "themselves, or a quoted glob such as "
+                             f"'{os.path.join(arg, '**', '*' + _most_held(arg))}'")
         return found
     if glob.has_magic(arg):
         matches = sorted(p for p in glob.glob(arg, recursive=True) if os.path.isfile(p))
@@ -176,6 +184,14 @@ def expand(arg: str, in_folder: Callable[[str], list[str]] = _transcripts,
             raise UsageError(f"{arg}: no file matches this pattern")
         return matches
     raise UsageError(f"{arg}: no such file")
+
+
+def _most_held(folder: str) -> str:
+    """The ending most of the files below `folder` have (.json where none has one)."""
+    endings = Counter(os.path.splitext(n)[1] for _, _, names in os.walk(folder)
+                      for n in names)
+    endings.pop("", None)
+    return endings.most_common(1)[0][0] if endings else ".json"
 
 
 def _split_formats(values: list[str]) -> tuple[str, str | None]:
