@@ -16,7 +16,10 @@ the conversation, so a prompt grows only by what was added: a call whose prompt 
 than `RISE` times one a later call of the same context records, and more than `RISE`
 times what the call before it could have grown to (that call's prompt and reply, plus
 every byte of the file between the two replies: a token is at least a byte), rose and
-fell back with nothing to carry it: it cannot be true either. A prompt that shrinks
+fell back with nothing to carry it: it cannot be true either. Nor can one, with or without
+a later call, that is more than `RISE` times what the call before could have grown to and
+more than `MARGIN` tokens above it (the last call of a context has no later call to
+contradict it). A prompt that shrinks
 legitimately (Claude Code clearing old tool results, Codex dropping an earlier turn's
 reasoning) grew to its size by what the file holds, so the rule leaves it; a call with
 no call before it, or whose file places its reply on the same line as the one before
@@ -42,6 +45,12 @@ MOST = 2 * max(m.context_window for m in TABLE.all())
 # next user message halves a prompt of the corpus (60,423 -> 30,273) after a rise the
 # file holds; a rise the file does not hold, followed by such a fall, is made up
 RISE = 2
+# How far above what the call before could grow to a prompt may be before a rise alone
+# sets it aside: what no file records (a system prompt, tool definitions, a CLAUDE.md an
+# agent adds mid-session) measures 5,000 to 30,000 tokens in the corpus, and a few MCP
+# servers' tools add tens of thousands more; 100,000 (half a Claude window) leaves room
+# for all of it
+MARGIN = 100_000
 
 
 @dataclass(frozen=True, slots=True)
@@ -121,19 +130,24 @@ def fell_back(call: RecordedCall, before: RecordedCall, low: RecordedCall | None
               line: Callable[[RecordedCall], int], span: Callable[[int, int], int | None]
               ) -> str:
     """Why `call` cannot be true, as a prompt that rose with nothing in the file to carry
-    it and fell back (see the module's note), given the call `before` it and the later
-    call of its context with the least prompt, `low` ("": it can)."""
-    if low is None or call.billed <= RISE * low.billed:
-        return ""
+    it and fell back, or rose more than `MARGIN` besides (see the module's note), given the
+    call `before` it and the later call of its context with the least prompt, `low` ("": it
+    can)."""
     between = span(line(before), line(call)) if 0 < line(before) < line(call) else None
     if between is None:
         return ""
     most = before.billed + (before.output or 0) + before.reasoning + between
     if call.billed <= RISE * most:
         return ""
-    return (f"recorded prompt of {call.billed:,} tokens cannot be true: more than {RISE} "
-            f"times the {low.billed:,} a later call of the same context records (line "
-            f"{line(low):,}), and {RISE} times the most the call before it could grow to "
-            f"(its {before.billed:,} at line {line(before):,}, its reply and the "
-            f"{between:,} bytes of the file between them); set aside, not used for the bill "
-            f"or the window")
+    grew = (f"{RISE} times the most the call before it could grow to (its "
+            f"{before.billed:,} at line {line(before):,}, its reply and the {between:,} bytes "
+            f"of the file between them)")
+    if low is not None and call.billed > RISE * low.billed:
+        return (f"recorded prompt of {call.billed:,} tokens cannot be true: more than {RISE} "
+                f"times the {low.billed:,} a later call of the same context records (line "
+                f"{line(low):,}), and {grew}; set aside, not used for the bill or the window")
+    if call.billed <= most + MARGIN:
+        return ""
+    return (f"recorded prompt of {call.billed:,} tokens cannot be true: more than {grew}, "
+            f"and more than {MARGIN:,} above it; set aside, not used for the bill or the "
+            f"window")

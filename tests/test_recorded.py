@@ -11,7 +11,7 @@ import pytest
 from ctxpack.breakdown import stats
 from ctxpack.compression import compress_file
 from ctxpack.compression.settings import Options
-from ctxpack.recorded import MOST, RISE, believed, unbelievable
+from ctxpack.recorded import MARGIN, MOST, RISE, believed, unbelievable
 from ctxpack.transcript import RecordedCall
 
 from .conftest import SAMPLES, corpus_params
@@ -234,3 +234,29 @@ def test_no_corpus_call_is_set_aside(path: Path) -> None:
     # reasoning, a resumed session, sub-agents): none of it is set aside, none far below
     s = stats(path)
     assert s.set_aside == [] and s.passed_over == []
+
+
+def test_the_last_call_rising_far_past_what_the_file_added_is_set_aside(tmp_path: Path) -> None:
+    # line 114 is the last call: no later call contradicts it, but nothing in the file
+    # carries its prompt from the ~73k of the call before to 900,000
+    path = with_usage(tmp_path, 114, 900_000)
+    checked = run_ctxpack("validate", str(path))
+    assert checked.code == 1
+    assert checked.out.startswith(f"{path}:114: recorded prompt of 973,470 tokens cannot be "
+                                  f"true: more than {RISE} times the most the call before")
+    s = stats(path, cache=False)
+    assert [x["line"] for x in s.set_aside] == [114]
+    assert s.context is not None and s.context.tokens < 200_000
+    assert s.context_window == 200_000
+
+
+def test_a_rise_alone_sets_aside_only_far_above_what_the_file_added() -> None:
+    lines = list(range(0, 100, 10))
+
+    def aside(calls: list[RecordedCall], between: int | None) -> list[int]:
+        return [x.line for x in believed(calls, lines, (), lambda a, b: between)[1]]
+
+    # the last call: far above, set aside; tool definitions or a CLAUDE.md added (tens of
+    # thousands of tokens, more than twice a small prompt), kept
+    assert aside(calls_of(70_000, 72_000, 900_000), 5_000) == [30]
+    assert aside(calls_of(10_000, 12_000, 12_000 + MARGIN - 20_000), 5_000) == []
