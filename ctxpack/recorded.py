@@ -13,17 +13,20 @@ makes a prompt hundreds of times the visible count.
 
 Within one context (the calls after a compaction, of one conversation) the agent resends
 the conversation, so a prompt grows only by what was added: a call whose prompt is more
-than `RISE` times one a later call of the same context records, and more than `RISE`
-times what the call before it could have grown to (that call's prompt and reply, plus
-every byte of the file between the two replies: a token is at least a byte), rose and
-fell back with nothing to carry it: it cannot be true either. Nor can one, with or without
-a later call, that is more than `RISE` times what the call before could have grown to and
-more than `MARGIN` tokens above it (the last call of a context has no later call to
-contradict it). A prompt that shrinks
-legitimately (Claude Code clearing old tool results, Codex dropping an earlier turn's
-reasoning) grew to its size by what the file holds, so the rule leaves it; a call with
-no call before it, or whose file places its reply on the same line as the one before
-(one-line documents, a database, OpenCode's storage), is not judged.
+than `RISE` times one a later call of the same context records, and more than `RISE` times
+what the call before it could have grown to (that call's prompt and reply, plus every byte
+of the file between the two replies: a token is at least a byte), rose and fell back with
+nothing to carry it: it cannot be true either. Nor can one, with or without a later call,
+that is more than `RISE` times what the call before could have grown to and more than
+`MARGIN` tokens above it (the last call of a context has no later call to contradict it).
+Nor can the first call of a context (the file's first, or the first after a compaction)
+whose prompt is more than `RISE` times every later call of its context and more than
+`MARGIN` above the least of them, where at least two later calls agree (each within `RISE`
+times the other): the later calls, which resend what it held, outvote it. A prompt that
+shrinks legitimately (Claude Code clearing old tool results, Codex dropping an earlier
+turn's reasoning) grew to its size by what the file holds, so the rule leaves it; a call
+with no call before it (but for the outvote), or whose file places its reply on the same
+line as the one before (one-line documents, a database, OpenCode's storage), is not judged.
 """
 
 from __future__ import annotations
@@ -45,11 +48,11 @@ MOST = 2 * max(m.context_window for m in TABLE.all())
 # next user message halves a prompt of the corpus (60,423 -> 30,273) after a rise the
 # file holds; a rise the file does not hold, followed by such a fall, is made up
 RISE = 2
-# How far above what the call before could grow to a prompt may be before a rise alone
-# sets it aside: what no file records (a system prompt, tool definitions, a CLAUDE.md an
-# agent adds mid-session) measures 5,000 to 30,000 tokens in the corpus, and a few MCP
-# servers' tools add tens of thousands more; 100,000 (half a Claude window) leaves room
-# for all of it
+# How far above what the call before could grow to, or above every later call of its
+# context, a prompt may be before a rise alone sets it aside: what no file records (a
+# system prompt, tool definitions, a CLAUDE.md an agent adds mid-session) measures 5,000
+# to 30,000 tokens in the corpus, and a few MCP servers' tools add tens of thousands
+# more; 100,000 (half a Claude window) leaves room for all of it
 MARGIN = 100_000
 
 
@@ -116,7 +119,11 @@ def believed(calls: Sequence[RecordedCall], lines: Sequence[int],
             lows[n] = later if least is None or later.billed <= least.billed else least
         before = None
         for n, k in enumerate(run):
-            why = "" if before is None else fell_back(kept[k], before, lows[n], line, span)
+            if before is None:
+                agree = [kept[j] for j in run[n + 1:n + 3]]
+                why = outvoted(kept[k], agree, lows[n], line)
+            else:
+                why = fell_back(kept[k], before, lows[n], line, span)
             if why:
                 fell[k] = why
             else:
@@ -151,3 +158,19 @@ def fell_back(call: RecordedCall, before: RecordedCall, low: RecordedCall | None
     return (f"recorded prompt of {call.billed:,} tokens cannot be true: more than {grew}, "
             f"and more than {MARGIN:,} above it; set aside, not used for the bill or the "
             f"window")
+
+
+def outvoted(call: RecordedCall, agree: Sequence[RecordedCall], low: RecordedCall | None,
+             line: Callable[[RecordedCall], int]) -> str:
+    """Why the first call of a context cannot be true, as a prompt more than `RISE` times
+    and `MARGIN` above every later call of its context, the next two of which (`agree`)
+    are within `RISE` times each other (see the module's note) ("": it can)."""
+    if low is None or len(agree) < 2:
+        return ""
+    a, b = sorted(c.billed for c in agree)
+    if b > RISE * a or call.billed <= RISE * low.billed or call.billed <= low.billed + MARGIN:
+        return ""
+    return (f"recorded prompt of {call.billed:,} tokens cannot be true: the first of its "
+            f"context, more than {RISE} times and {MARGIN:,} above every later call of it "
+            f"(the least, {low.billed:,} at line {line(low):,}, and the next two agree); set "
+            f"aside, not used for the bill or the window")

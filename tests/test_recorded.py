@@ -220,8 +220,9 @@ def test_only_a_rise_the_file_does_not_hold_and_a_fall_after_it_set_a_call_aside
     assert aside(calls_of(50_000, 60_000, 60_423, 30_273), 5_000) == []
     # one made-up small later call does not throw out the sane calls before it
     assert aside(calls_of(70_000, 71_000, 72_000, 10), 5_000) == []
-    # no call before it, or nothing known of the file between: not judged
-    assert aside(calls_of(900_000, 70_000, 72_000), 5_000) == []
+    # no call before it (and one later call, too few to outvote it), or nothing known of
+    # the file between: not judged
+    assert aside(calls_of(900_000, 70_000), 5_000) == []
     assert aside(calls_of(70_000, 900_000, 72_000), None) == []
     # calls of other conversations are other prompts (an eval file)
     assert aside(calls_of(70_000, 900_000, 72_000), 5_000, [0, 0, 1, 2]) == []
@@ -250,6 +251,26 @@ def test_the_last_call_rising_far_past_what_the_file_added_is_set_aside(tmp_path
     assert s.context_window == 200_000
 
 
+def test_the_first_call_after_a_compaction_outvoted_by_the_later_ones_is_set_aside(
+        tmp_path: Path) -> None:
+    # lines 74 and 75: the first call after the sample's compaction (one reply, two lines)
+    honest = stats(SAMPLE, cache=False)
+    lines = SAMPLE.read_text().splitlines()
+    for n in (74, 75):
+        record = json.loads(lines[n - 1])
+        record["message"]["usage"]["input_tokens"] = 900_000
+        lines[n - 1] = json.dumps(record)
+    path = tmp_path / "run.jsonl"
+    path.write_text("\n".join(lines) + "\n")
+    checked = run_ctxpack("validate", str(path))
+    assert checked.code == 1 and "the first of its context" in checked.out
+    s = stats(path, cache=False)
+    assert len(s.set_aside) == 1 and s.set_aside[0]["line"] in (74, 75)
+    assert s.context_window == 200_000
+    assert s.context is not None and honest.context is not None
+    assert s.context.tokens == honest.context.tokens
+
+
 def test_a_rise_alone_sets_aside_only_far_above_what_the_file_added() -> None:
     lines = list(range(0, 100, 10))
 
@@ -260,3 +281,9 @@ def test_a_rise_alone_sets_aside_only_far_above_what_the_file_added() -> None:
     # thousands of tokens, more than twice a small prompt), kept
     assert aside(calls_of(70_000, 72_000, 900_000), 5_000) == [30]
     assert aside(calls_of(10_000, 12_000, 12_000 + MARGIN - 20_000), 5_000) == []
+    # the first call: outvoted by two later calls that agree; not by one, nor by two
+    # that disagree, nor when within the margin of them
+    assert aside(calls_of(900_000, 70_000, 72_000), 5_000) == [10]
+    assert aside(calls_of(900_000, 70_000), 5_000) == []
+    assert aside(calls_of(900_000, 70_000, 300_000), 200_000) == []
+    assert aside(calls_of(20_000 + MARGIN - 1_000, 20_000, 21_000), 5_000) == []
