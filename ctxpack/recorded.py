@@ -9,7 +9,9 @@ model (a Claude model's 200,000 allows 1,000,000, its largest window), or more t
 whatever the model, cannot be true (the built-in table: loading reads no config). The
 counts of what the file holds are no test: what is not in the file (a system prompt, the
 parent conversation of a compaction agent, the part cut from a session) legitimately
-makes a prompt hundreds of times the visible count.
+makes a prompt hundreds of times the visible count. Nor can a count that is negative or
+not a whole number (true, 1.5, "500"): a reader that meets one keeps it as the call's
+`problem` (Claude Code's and the Anthropic API's usage do), and the call is set aside.
 
 Within one context (the calls after a compaction, of one conversation) the agent resends
 the conversation, so a prompt grows only by what was added: a call whose prompt is more
@@ -78,6 +80,11 @@ def most_for(model: str | None) -> tuple[int, str]:
 
 def unbelievable(call: RecordedCall) -> str:
     """Why `call` cannot be true ("": it can)."""
+    counts = {"prompt": call.billed, "reply": call.output or 0, "reasoning": call.reasoning}
+    wrong = call.problem or ", ".join(f"{k} {v:,}" for k, v in counts.items() if v < 0)
+    if wrong:
+        return (f"recorded usage ({wrong}) cannot be true: a token count is a whole number, "
+                f"zero or more; set aside, not used for the bill or the window")
     held = call.billed + (call.output or 0)
     most, why = most_for(call.model)
     if held <= most:

@@ -287,3 +287,36 @@ def test_a_rise_alone_sets_aside_only_far_above_what_the_file_added() -> None:
     assert aside(calls_of(900_000, 70_000), 5_000) == []
     assert aside(calls_of(900_000, 70_000, 300_000), 200_000) == []
     assert aside(calls_of(20_000 + MARGIN - 1_000, 20_000, 21_000), 5_000) == []
+
+
+@pytest.mark.parametrize(("value", "said"), [(-500, "input_tokens -500"),
+                                             (1.5e300, "input_tokens 1.5e+300"),
+                                             ("500", "input_tokens '500'"),
+                                             (False, "input_tokens False")])
+def test_a_count_no_token_count_can_be_is_set_aside(tmp_path: Path, value: object,
+                                                    said: str) -> None:
+    # a negative count was summed into the bill (73,072), a float or a string dropped
+    # without a word; validate said ok
+    honest = stats(SAMPLE, cache=False)
+    lines = SAMPLE.read_text().splitlines()
+    record = json.loads(lines[113])
+    record["message"]["usage"]["input_tokens"] = value
+    lines[113] = json.dumps(record)
+    path = tmp_path / "run.jsonl"
+    path.write_text("\n".join(lines) + "\n")
+    checked = run_ctxpack("validate", str(path))
+    assert checked.code == 1
+    assert checked.out.startswith(f"{path}:114: recorded usage ({said}) cannot be true")
+    s = stats(path, cache=False)
+    assert [x["line"] for x in s.set_aside] == [114]
+    c, h = s.context, honest.context
+    assert c is not None and h is not None and c.calls == h.calls - 1
+    assert abs(c.tokens - h.tokens) < 0.01 * h.tokens
+
+
+def test_a_negative_count_any_reader_keeps_is_set_aside() -> None:
+    calls = [RecordedCall(1, 70_000, -5, "claude-opus-4-6"),
+             RecordedCall(2, 71_000, 100, "claude-opus-4-6", reasoning=-1)]
+    kept, aside = believed(calls, [0, 10, 20])
+    assert kept == [] and [x.line for x in aside] == [10, 20]
+    assert "reply -5" in aside[0].problem and "reasoning -1" in aside[1].problem
