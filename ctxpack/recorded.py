@@ -9,18 +9,26 @@ model (a Claude model's 200,000 allows 1,000,000, its largest window), or more t
 whatever the model, cannot be true (the built-in table: loading reads no config). The
 counts of what the file holds are no test: what is not in the file (a system prompt, the
 parent conversation of a compaction agent, the part cut from a session) legitimately
-makes a prompt hundreds of times the visible count.
+makes a prompt hundreds of times the visible count. Nor can a count that is negative or
+not a whole number (true, 1.5, "500"): a reader that meets one keeps it as the call's
+`problem` (Claude Code's and the Anthropic API's usage do), and the call is set aside.
 
 Within one context (the calls after a compaction, of one conversation) the agent resends
 the conversation, so a prompt grows only by what was added: a call whose prompt is more
-than `RISE` times one a later call of the same context records, and more than `RISE`
-times what the call before it could have grown to (that call's prompt and reply, plus
-every byte of the file between the two replies: a token is at least a byte), rose and
-fell back with nothing to carry it: it cannot be true either. A prompt that shrinks
-legitimately (Claude Code clearing old tool results, Codex dropping an earlier turn's
-reasoning) grew to its size by what the file holds, so the rule leaves it; a call with
-no call before it, or whose file places its reply on the same line as the one before
-(one-line documents, a database, OpenCode's storage), is not judged.
+than `RISE` times one a later call of the same context records, and more than `RISE` times
+what the call before it could have grown to (that call's prompt and reply, plus every byte
+of the file between the two replies: a token is at least a byte), rose and fell back with
+nothing to carry it: it cannot be true either. Nor can one, with or without a later call,
+that is more than `RISE` times what the call before could have grown to and more than
+`MARGIN` tokens above it (the last call of a context has no later call to contradict it).
+Nor can the first call of a context (the file's first, or the first after a compaction)
+whose prompt is more than `RISE` times every later call of its context and more than
+`MARGIN` above the least of them, where at least two later calls agree (each within `RISE`
+times the other): the later calls, which resend what it held, outvote it. A prompt that
+shrinks legitimately (Claude Code clearing old tool results, Codex dropping an earlier
+turn's reasoning) grew to its size by what the file holds, so the rule leaves it; a call
+with no call before it (but for the outvote), or whose file places its reply on the same
+line as the one before (one-line documents, a database, OpenCode's storage), is not judged.
 """
 
 from __future__ import annotations
@@ -42,6 +50,12 @@ MOST = 2 * max(m.context_window for m in TABLE.all())
 # next user message halves a prompt of the corpus (60,423 -> 30,273) after a rise the
 # file holds; a rise the file does not hold, followed by such a fall, is made up
 RISE = 2
+# How far above what the call before could grow to, or above every later call of its
+# context, a prompt may be before a rise alone sets it aside: what no file records (a
+# system prompt, tool definitions, a CLAUDE.md an agent adds mid-session) measures 5,000
+# to 30,000 tokens in the corpus, and a few MCP servers' tools add tens of thousands
+# more; 100,000 (half a Claude window) leaves room for all of it
+MARGIN = 100_000
 
 
 @dataclass(frozen=True, slots=True)
@@ -66,6 +80,11 @@ def most_for(model: str | None) -> tuple[int, str]:
 
 def unbelievable(call: RecordedCall) -> str:
     """Why `call` cannot be true ("": it can)."""
+    counts = {"prompt": call.billed, "reply": call.output or 0, "reasoning": call.reasoning}
+    wrong = call.problem or ", ".join(f"{k} {v:,}" for k, v in counts.items() if v < 0)
+    if wrong:
+        return (f"recorded usage ({wrong}) cannot be true: a token count is a whole number, "
+                f"zero or more; set aside, not used for the bill or the window")
     held = call.billed + (call.output or 0)
     most, why = most_for(call.model)
     if held <= most:
@@ -107,7 +126,11 @@ def believed(calls: Sequence[RecordedCall], lines: Sequence[int],
             lows[n] = later if least is None or later.billed <= least.billed else least
         before = None
         for n, k in enumerate(run):
-            why = "" if before is None else fell_back(kept[k], before, lows[n], line, span)
+            if before is None:
+                agree = [kept[j] for j in run[n + 1:n + 3]]
+                why = outvoted(kept[k], agree, lows[n], line)
+            else:
+                why = fell_back(kept[k], before, lows[n], line, span)
             if why:
                 fell[k] = why
             else:
@@ -121,19 +144,40 @@ def fell_back(call: RecordedCall, before: RecordedCall, low: RecordedCall | None
               line: Callable[[RecordedCall], int], span: Callable[[int, int], int | None]
               ) -> str:
     """Why `call` cannot be true, as a prompt that rose with nothing in the file to carry
-    it and fell back (see the module's note), given the call `before` it and the later
-    call of its context with the least prompt, `low` ("": it can)."""
-    if low is None or call.billed <= RISE * low.billed:
-        return ""
+    it and fell back, or rose more than `MARGIN` besides (see the module's note), given the
+    call `before` it and the later call of its context with the least prompt, `low` ("": it
+    can)."""
     between = span(line(before), line(call)) if 0 < line(before) < line(call) else None
     if between is None:
         return ""
     most = before.billed + (before.output or 0) + before.reasoning + between
     if call.billed <= RISE * most:
         return ""
-    return (f"recorded prompt of {call.billed:,} tokens cannot be true: more than {RISE} "
-            f"times the {low.billed:,} a later call of the same context records (line "
-            f"{line(low):,}), and {RISE} times the most the call before it could grow to "
-            f"(its {before.billed:,} at line {line(before):,}, its reply and the "
-            f"{between:,} bytes of the file between them); set aside, not used for the bill "
-            f"or the window")
+    grew = (f"{RISE} times the most the call before it could grow to (its "
+            f"{before.billed:,} at line {line(before):,}, its reply and the {between:,} bytes "
+            f"of the file between them)")
+    if low is not None and call.billed > RISE * low.billed:
+        return (f"recorded prompt of {call.billed:,} tokens cannot be true: more than {RISE} "
+                f"times the {low.billed:,} a later call of the same context records (line "
+                f"{line(low):,}), and {grew}; set aside, not used for the bill or the window")
+    if call.billed <= most + MARGIN:
+        return ""
+    return (f"recorded prompt of {call.billed:,} tokens cannot be true: more than {grew}, "
+            f"and more than {MARGIN:,} above it; set aside, not used for the bill or the "
+            f"window")
+
+
+def outvoted(call: RecordedCall, agree: Sequence[RecordedCall], low: RecordedCall | None,
+             line: Callable[[RecordedCall], int]) -> str:
+    """Why the first call of a context cannot be true, as a prompt more than `RISE` times
+    and `MARGIN` above every later call of its context, the next two of which (`agree`)
+    are within `RISE` times each other (see the module's note) ("": it can)."""
+    if low is None or len(agree) < 2:
+        return ""
+    a, b = sorted(c.billed for c in agree)
+    if b > RISE * a or call.billed <= RISE * low.billed or call.billed <= low.billed + MARGIN:
+        return ""
+    return (f"recorded prompt of {call.billed:,} tokens cannot be true: the first of its "
+            f"context, more than {RISE} times and {MARGIN:,} above every later call of it "
+            f"(the least, {low.billed:,} at line {line(low):,}, and the next two agree); set "
+            f"aside, not used for the bill or the window")

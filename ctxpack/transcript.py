@@ -194,6 +194,8 @@ class RecordedCall:
     until: int | None = None
     # of a call standing for what compress carried (`prompt` 0): the slope it billed with
     slope: float | None = None
+    # what the file recorded of it that no token count can be ("": nothing)
+    problem: str = ""
 
 
 def hides_thinking(message: Message) -> bool:

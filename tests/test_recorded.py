@@ -11,7 +11,7 @@ import pytest
 from ctxpack.breakdown import stats
 from ctxpack.compression import compress_file
 from ctxpack.compression.settings import Options
-from ctxpack.recorded import MOST, RISE, believed, unbelievable
+from ctxpack.recorded import MARGIN, MOST, RISE, believed, unbelievable
 from ctxpack.transcript import RecordedCall
 
 from .conftest import SAMPLES, corpus_params
@@ -220,8 +220,9 @@ def test_only_a_rise_the_file_does_not_hold_and_a_fall_after_it_set_a_call_aside
     assert aside(calls_of(50_000, 60_000, 60_423, 30_273), 5_000) == []
     # one made-up small later call does not throw out the sane calls before it
     assert aside(calls_of(70_000, 71_000, 72_000, 10), 5_000) == []
-    # no call before it, or nothing known of the file between: not judged
-    assert aside(calls_of(900_000, 70_000, 72_000), 5_000) == []
+    # no call before it (and one later call, too few to outvote it), or nothing known of
+    # the file between: not judged
+    assert aside(calls_of(900_000, 70_000), 5_000) == []
     assert aside(calls_of(70_000, 900_000, 72_000), None) == []
     # calls of other conversations are other prompts (an eval file)
     assert aside(calls_of(70_000, 900_000, 72_000), 5_000, [0, 0, 1, 2]) == []
@@ -234,3 +235,88 @@ def test_no_corpus_call_is_set_aside(path: Path) -> None:
     # reasoning, a resumed session, sub-agents): none of it is set aside, none far below
     s = stats(path)
     assert s.set_aside == [] and s.passed_over == []
+
+
+def test_the_last_call_rising_far_past_what_the_file_added_is_set_aside(tmp_path: Path) -> None:
+    # line 114 is the last call: no later call contradicts it, but nothing in the file
+    # carries its prompt from the ~73k of the call before to 900,000
+    path = with_usage(tmp_path, 114, 900_000)
+    checked = run_ctxpack("validate", str(path))
+    assert checked.code == 1
+    assert checked.out.startswith(f"{path}:114: recorded prompt of 973,470 tokens cannot be "
+                                  f"true: more than {RISE} times the most the call before")
+    s = stats(path, cache=False)
+    assert [x["line"] for x in s.set_aside] == [114]
+    assert s.context is not None and s.context.tokens < 200_000
+    assert s.context_window == 200_000
+
+
+def test_the_first_call_after_a_compaction_outvoted_by_the_later_ones_is_set_aside(
+        tmp_path: Path) -> None:
+    # lines 74 and 75: the first call after the sample's compaction (one reply, two lines)
+    honest = stats(SAMPLE, cache=False)
+    lines = SAMPLE.read_text().splitlines()
+    for n in (74, 75):
+        record = json.loads(lines[n - 1])
+        record["message"]["usage"]["input_tokens"] = 900_000
+        lines[n - 1] = json.dumps(record)
+    path = tmp_path / "run.jsonl"
+    path.write_text("\n".join(lines) + "\n")
+    checked = run_ctxpack("validate", str(path))
+    assert checked.code == 1 and "the first of its context" in checked.out
+    s = stats(path, cache=False)
+    assert len(s.set_aside) == 1 and s.set_aside[0]["line"] in (74, 75)
+    assert s.context_window == 200_000
+    assert s.context is not None and honest.context is not None
+    assert s.context.tokens == honest.context.tokens
+
+
+def test_a_rise_alone_sets_aside_only_far_above_what_the_file_added() -> None:
+    lines = list(range(0, 100, 10))
+
+    def aside(calls: list[RecordedCall], between: int | None) -> list[int]:
+        return [x.line for x in believed(calls, lines, (), lambda a, b: between)[1]]
+
+    # the last call: far above, set aside; tool definitions or a CLAUDE.md added (tens of
+    # thousands of tokens, more than twice a small prompt), kept
+    assert aside(calls_of(70_000, 72_000, 900_000), 5_000) == [30]
+    assert aside(calls_of(10_000, 12_000, 12_000 + MARGIN - 20_000), 5_000) == []
+    # the first call: outvoted by two later calls that agree; not by one, nor by two
+    # that disagree, nor when within the margin of them
+    assert aside(calls_of(900_000, 70_000, 72_000), 5_000) == [10]
+    assert aside(calls_of(900_000, 70_000), 5_000) == []
+    assert aside(calls_of(900_000, 70_000, 300_000), 200_000) == []
+    assert aside(calls_of(20_000 + MARGIN - 1_000, 20_000, 21_000), 5_000) == []
+
+
+@pytest.mark.parametrize(("value", "said"), [(-500, "input_tokens -500"),
+                                             (1.5e300, "input_tokens 1.5e+300"),
+                                             ("500", "input_tokens '500'"),
+                                             (False, "input_tokens False")])
+def test_a_count_no_token_count_can_be_is_set_aside(tmp_path: Path, value: object,
+                                                    said: str) -> None:
+    # a negative count was summed into the bill (73,072), a float or a string dropped
+    # without a word; validate said ok
+    honest = stats(SAMPLE, cache=False)
+    lines = SAMPLE.read_text().splitlines()
+    record = json.loads(lines[113])
+    record["message"]["usage"]["input_tokens"] = value
+    lines[113] = json.dumps(record)
+    path = tmp_path / "run.jsonl"
+    path.write_text("\n".join(lines) + "\n")
+    checked = run_ctxpack("validate", str(path))
+    assert checked.code == 1
+    assert checked.out.startswith(f"{path}:114: recorded usage ({said}) cannot be true")
+    s = stats(path, cache=False)
+    assert [x["line"] for x in s.set_aside] == [114]
+    c, h = s.context, honest.context
+    assert c is not None and h is not None and c.calls == h.calls - 1
+    assert abs(c.tokens - h.tokens) < 0.01 * h.tokens
+
+
+def test_a_negative_count_any_reader_keeps_is_set_aside() -> None:
+    calls = [RecordedCall(1, 70_000, -5, "claude-opus-4-6"),
+             RecordedCall(2, 71_000, 100, "claude-opus-4-6", reasoning=-1)]
+    kept, aside = believed(calls, [0, 10, 20])
+    assert kept == [] and [x.line for x in aside] == [10, 20]
+    assert "reply -5" in aside[0].problem and "reasoning -1" in aside[1].problem

@@ -182,8 +182,18 @@ _USAGE_FIELDS = ("input_tokens", "cache_creation_input_tokens", "cache_read_inpu
                  "output_tokens")
 
 
+def _whole(value: Any) -> bool:
+    return isinstance(value, int) and not isinstance(value, bool) and value >= 0
+
+
 def _count(value: Any) -> int:
-    return value if isinstance(value, int) and not isinstance(value, bool) else 0
+    return value if _whole(value) else 0
+
+
+def _wrong(usage: dict[str, Any]) -> str:
+    """The fields of `usage` that no token count can be, as the file has them."""
+    return ", ".join(f"{f} {usage[f]!r}"[:80] for f in _USAGE_FIELDS
+                     if usage.get(f) is not None and not _whole(usage[f]))
 
 
 class UsageTally:
@@ -191,12 +201,15 @@ class UsageTally:
 
     def __init__(self) -> None:
         self.calls: dict[str, list[int]] = {}
+        self.wrong: dict[str, str] = {}  # a call's fields that are no token count
 
     def add(self, key: str, usage: Any) -> None:
         """Record one piece's `usage`; per field the largest value seen for the call wins."""
         if not isinstance(usage, dict):
             return
         new = [_count(usage.get(f)) for f in _USAGE_FIELDS]
+        if wrong := _wrong(usage):
+            self.wrong.setdefault(key, wrong)
         old = self.calls.get(key)
         # copies agree on input; output grows (or is only real) on later pieces
         self.calls[key] = new if old is None else list(map(max, old, new))
@@ -230,8 +243,12 @@ class UsageTally:
         for i, n in enumerate(context):
             reply = replies.get(n)
             nums = self.calls.get(reply[0]) if reply is not None else None
-            if nums is not None and (billed := nums[0] + nums[1] + nums[2]) > 0:
-                out.append(RecordedCall(i, billed, nums[3] or None, reply[1], reply[2]))
+            if nums is None:
+                continue
+            wrong = self.wrong.get(reply[0], "")
+            if (billed := nums[0] + nums[1] + nums[2]) > 0 or wrong:
+                out.append(RecordedCall(i, billed, nums[3] or None, reply[1], reply[2],
+                                        problem=wrong))
         return out
 
 
