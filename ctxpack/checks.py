@@ -179,8 +179,9 @@ def _unanswered(open_calls: dict[str, tuple[Message, str]], where: str) -> list[
 
 
 def _at(m: Message, problem: str) -> Problem:
-    """A problem of message `m`, at its line and, in a one-line document, its place."""
-    return Problem(m.line, f"{m.place}: {problem}" if m.place else problem)
+    """A problem of message `m`, at its line (in a pretty-printed document, its item's)
+    and, in a document read as one, its place."""
+    return Problem(m.item_line or m.line, f"{m.place}: {problem}" if m.place else problem)
 
 
 def _check_parents(transcript: Transcript) -> list[Problem]:

@@ -15,7 +15,7 @@ import sys
 import tempfile
 from array import array
 from bisect import bisect_right
-from collections.abc import Iterator, Sequence
+from collections.abc import Collection, Iterator, Sequence
 from dataclasses import dataclass
 from typing import IO, Any, BinaryIO, ClassVar, overload
 
@@ -376,37 +376,88 @@ def line_in(data: bytes, first: int, at: Sequence[str | int]) -> int | None:
     standard parser's scanner steps over each value before it (C speed; no value is
     kept), so the cost is one parse of the document's bytes up to the value."""
     text = data.decode("utf-8", "replace")
-    scan = json.JSONDecoder().scan_once
+    pos = _seek(text, at)
+    return None if pos is None else first + text.count("\n", 0, pos)
 
-    def blank(pos: int) -> int:
-        return _BLANK.match(text, pos).end()  # type: ignore[union-attr]
+
+def lines_at(data: bytes, first: int,
+             paths: Collection[tuple[str | int, ...]]) -> dict[tuple[str | int, ...], int]:
+    """The line where the value at each of `paths` starts (as `line_in` of each), in one
+    walk over the document that goes down only towards them; a path it lacks is left
+    out."""
+    text = data.decode("utf-8", "replace")
+    scan = json.JSONDecoder().scan_once
+    prefixes = {p[:n] for p in paths for n in range(len(p))}
+    wanted = set(paths)
+    found: dict[tuple[str | int, ...], int] = {}
+
+    def walk(pos: int, at: tuple[str | int, ...]) -> int:
+        """Note the values below the one at `pos` (at `at`); where that value ends."""
+        if at in wanted:
+            found[at] = pos
+        if at not in prefixes or text[pos] not in "[{":
+            return scan(text, pos)[1]
+        closing = "]" if text[pos] == "[" else "}"
+        pos, n = _blank(text, pos + 1), 0
+        while text[pos] != closing:
+            step: str | int = n
+            if closing == "}":
+                step, pos = scan(text, pos)
+                pos = _blank(text, pos)
+                if text[pos] != ":":
+                    raise ValueError(pos)
+                pos = _blank(text, pos + 1)
+            pos = _blank(text, walk(pos, (*at, step)))
+            if text[pos] == ",":
+                pos = _blank(text, pos + 1)
+            n += 1
+        return pos + 1
 
     try:
-        pos = blank(0)
+        walk(_blank(text, 0), ())
+    except (IndexError, StopIteration, ValueError, RecursionError):
+        pass  # not JSON as the paths say: what was found so far
+    lines: dict[tuple[str | int, ...], int] = {}
+    line, counted = first, 0
+    for at, pos in sorted(found.items(), key=lambda x: x[1]):
+        line, counted = line + text.count("\n", counted, pos), pos
+        lines[at] = line
+    return lines
+
+
+def _blank(text: str, pos: int) -> int:
+    return _BLANK.match(text, pos).end()  # type: ignore[union-attr]
+
+
+def _seek(text: str, at: Sequence[str | int]) -> int | None:
+    """Where the value at `at` starts in the JSON text, or None."""
+    scan = json.JSONDecoder().scan_once
+    try:
+        pos = _blank(text, 0)
         for step in at:
             opening = "[" if isinstance(step, int) else "{"
             if text[pos] != opening:
                 return None
-            pos = blank(pos + 1)
+            pos = _blank(text, pos + 1)
             n = 0
             while True:
                 if isinstance(step, str):  # a key: its value follows
                     key, pos = scan(text, pos)
-                    pos = blank(pos)
+                    pos = _blank(text, pos)
                     if text[pos] != ":":
                         return None
-                    pos = blank(pos + 1)
+                    pos = _blank(text, pos + 1)
                     if key == step:
                         break
                 elif n == step:
                     break
-                pos = blank(scan(text, pos)[1])
+                pos = _blank(text, scan(text, pos)[1])
                 if text[pos] != ",":
                     return None
-                pos, n = blank(pos + 1), n + 1
+                pos, n = _blank(text, pos + 1), n + 1
     except (IndexError, StopIteration, ValueError, RecursionError):
         return None
-    return first + text.count("\n", 0, pos)
+    return pos
 
 
 def _parse_slow(raw: bytes, path: str, line: int) -> Any:

@@ -28,6 +28,7 @@ from .jsonl import (
     Source,
     iter_lines,
     line_in,
+    lines_at,
     open_source,
     parse_document,
     parse_line,
@@ -348,7 +349,7 @@ class Scanner:
         self._believed()
         self._none_read(first, "the file is an empty JSON array" if value == [] else
                         "the file is a JSON object whose message list is empty")
-        yield from placed([*read, *_not_summaries(rest_messages)], value)
+        yield from placed([*read, *_not_summaries(rest_messages)], value, self._data, first)
 
     def _choose(self, best: tuple[Format | None, int],
                 pending: list[tuple[int, dict[str, Any]]]) -> Any:
@@ -525,27 +526,35 @@ def _unknown(path: str, line: int, record: Any, tried: str = "") -> InputError:
 PLACE_DEPTH = 4  # how deep in a document messages are looked for (`[0].traj[5]`)
 
 
-def placed(messages: list[Message], document: Any) -> list[Message]:
+def placed(messages: list[Message], document: Any, data: bytes | None = None,
+           first: int = 1) -> list[Message]:
     """The messages of a document, each given its place in it (`history[3]`) when they all
     share one line (a document written on one line, or read as one): a line number would
-    tell them apart no more than "line 1" does."""
+    tell them apart no more than "line 1" does. Given the document's bytes `data` (from
+    line `first`) over many lines, each also gets the line its item starts on."""
     if len(messages) < 2 or len({m.line for m in messages}) > 1:
         return messages
-    paths: dict[int, str] = {}
-    todo: list[tuple[Any, str, int]] = [(document, "", 0)]
+    paths: dict[int, tuple[str, tuple[str | int, ...]]] = {}
+    todo: list[tuple[Any, str, tuple[str | int, ...], int]] = [(document, "", (), 0)]
     while todo:
-        value, path, depth = todo.pop()
+        value, path, at, depth = todo.pop()
         if isinstance(value, dict):
-            paths.setdefault(id(value), path or "the document")
-            items: Any = ((f"{path}.{k}" if path else str(k), v) for k, v in value.items())
+            paths.setdefault(id(value), (path or "the document", at))
+            items: Any = ((f"{path}.{k}" if path else str(k), (*at, k), v)
+                          for k, v in value.items())
         elif isinstance(value, list):
-            paths.setdefault(id(value), path or "the document")
-            items = ((f"{path}[{i}]", v) for i, v in enumerate(value))
+            paths.setdefault(id(value), (path or "the document", at))
+            items = ((f"{path}[{i}]", (*at, i), v) for i, v in enumerate(value))
         else:
             continue
         if depth < PLACE_DEPTH:
-            todo += [(v, p, depth + 1) for p, v in items if isinstance(v, (dict, list))]
-    return [replace(m, place=paths[id(m.raw)]) if id(m.raw) in paths else m for m in messages]
+            todo += [(v, p, a, depth + 1) for p, a, v in items if isinstance(v, (dict, list))]
+    lines: dict[tuple[str | int, ...], int] = {}
+    if data is not None and b"\n" in data.rstrip():  # pretty-printed: the items' own lines
+        lines = lines_at(data, first, [paths[id(m.raw)][1] for m in messages
+                                       if id(m.raw) in paths])
+    return [replace(m, place=paths[id(m.raw)][0], item_line=lines.get(paths[id(m.raw)][1], 0))
+            if id(m.raw) in paths else m for m in messages]
 
 
 def _not_summaries(messages: list[Message]) -> list[Message]:

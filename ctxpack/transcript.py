@@ -96,6 +96,8 @@ class Message:
     conversation: int = 0
     # where in a one-line document the message is (`history[3]`), when its line says nothing
     place: str = ""
+    # the line its item starts on in such a document pretty-printed (0: `line` says it)
+    item_line: int = 0
     # context the agent sends with the message before it (Claude Code's attachments: a
     # file a person mentioned, a reminder after a tool result): never cut from that message
     joined: bool = False

@@ -265,7 +265,8 @@ def _entry(m: Message, count: MessageCount, tools: dict[str, str], folder: _Fold
         segments.extend(_segments(part, tokens, m.role, tools, folder))
     answered = [tools.get(r.call_id or "", UNKNOWN_TOOL) for r in m.tool_results]
     tool = ", ".join(dict.fromkeys(answered)) or None
-    return Entry(m.line, clean(m.role), count.total, tuple(segments),
+    # a message of tool results only is tool output whatever its role, as stats counts it
+    return Entry(m.line, "tool" if m.result_only else clean(m.role), count.total, tuple(segments),
                  clean(m.name) if m.name else m.name, tool, step, m.human, conversation,
                  clean(m.where))
 

@@ -191,3 +191,34 @@ def test_the_messages_of_one_line_are_placed_in_it(tmp_path):
     # a file of one message a line keeps its lines
     chat = load(str(SAMPLES / "support-chat.openai.jsonl")).messages
     assert [m.where for m in chat] == [f"line {m.line:,}" for m in chat]
+
+
+@pytest.mark.parametrize("kind", ["anthropic-array", "cline"])
+def test_validate_names_the_line_a_problem_messages_item_starts_on(kind, tmp_path):
+    # validate said `FILE:1: [3]: ...` of a pretty-printed document, whose item 3 is far below
+    if kind == "anthropic-array":
+        items = json.loads((SAMPLES / "anthropic-array/late-orders.anthropic-array.json")
+                           .read_text())
+        k = next(i for i, m in enumerate(items) if i >= 3 and isinstance(m["content"], list))
+        del items[k]["content"][0]["type"]
+        path = tmp_path / "doc.json"
+    else:
+        items = json.loads((SAMPLES / "cline-task/api_conversation_history.json").read_text())
+        k = len(items) - 2
+        items[k]["content"] = 5
+        path = tmp_path / NAMES["cline"]
+    path.write_text(json.dumps(items, indent=2))
+    line = item_line(items, k, 1)
+    assert line > 10
+    run = ctxpack("validate", "--json", str(path))
+    found = [p for p in json.loads(run.out)["files"][0]["problems"]
+             if p["problem"].startswith(f"[{k}]: ")]
+    assert found and {p["line"] for p in found} == {line}, run.out
+    run = ctxpack("validate", str(path))
+    assert f"{path}:{line}: [{k}]: " in run.out + run.err
+    # the document on one line: line 1, and the place still finds the item
+    path.write_text(json.dumps(items))
+    run = ctxpack("validate", "--json", str(path))
+    found = [p for p in json.loads(run.out)["files"][0]["problems"]
+             if p["problem"].startswith(f"[{k}]: ")]
+    assert found and {p["line"] for p in found} == {1}, run.out

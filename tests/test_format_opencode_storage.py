@@ -372,3 +372,32 @@ def test_any_export_put_in_a_db_reads_the_same(tmp_path_factory, doc):
             p["id"] = f"prt_{n:03d}_{k:03d}"
     base = tmp_path_factory.mktemp("db")
     _same(load(make_db(doc, base / "opencode.db")), load(_written(doc, base / "export.json")))
+
+
+def test_a_field_error_in_a_message_file_names_that_file(tmp_path):
+    # it was reported at the session's info file, line 1
+    storage = tmp_path / "storage"
+    shutil.copytree(TREE, storage)
+    info = next((storage / "session").glob("*/ses_*.json"))
+    msg = sorted((storage / "message").rglob("msg_*.json"))[3]
+    value = json.loads(msg.read_bytes())
+    value["role"] = 5
+    msg.write_text(json.dumps(value, indent=2))
+    for command in ("stats", "validate", "show"):
+        run = ctxpack(command, str(info))
+        assert_clean_error(run, 2, f"{msg}:1: ", f"message {msg.stem}: 'role' is a number")
+        assert str(info) not in run.err
+
+
+def test_a_field_error_in_a_message_row_names_the_message(tmp_path):
+    db = make_db(json.loads(EXPORT.read_bytes()), tmp_path / "o3.db")
+    con = sqlite3.connect(db)
+    (msg, data) = con.execute("SELECT id, data FROM message ORDER BY id LIMIT 1 OFFSET 2"
+                              ).fetchone()
+    con.execute("UPDATE message SET data = ? WHERE id = ?",
+                (json.dumps({**json.loads(data), "role": 5}), msg))
+    con.commit()
+    con.close()
+    run = ctxpack("stats", db)
+    assert_clean_error(run, 2, f"{db}: ", f"message {msg}: 'role' is a number")
+    assert f"{db}:1:" not in run.err

@@ -323,3 +323,23 @@ def test_a_terminal_that_cannot_print_every_character_gets_the_rest(
     assert run.code == 0, run.err
     assert "Error" not in run.err and "4,246 tokens" in run.out.replace("~", "")
     assert "?" in run.out  # what the encoding lacks, replaced
+
+
+@pytest.mark.parametrize("sample", ["coding-agent.claude-code.jsonl",
+                                    "multi-round.anthropic.jsonl",
+                                    "anthropic-array/late-orders.anthropic-array.json"])
+def test_a_message_of_tool_results_only_is_shown_as_tool(sample, tmp_path):
+    # results inside a user message were shown `user · Read`; stats counts them as tool
+    path = SAMPLES / sample
+    t = load(str(path))
+    results = [m for m in t.messages if m.result_only]
+    assert results and all(m.role == "user" for m in results)
+    run = ctxpack("show", "--full", str(path), env={"COLUMNS": "100"})
+    assert run.code == 0, run.err
+    heads = [line for line in run.out.splitlines() if line.startswith(("line ", "["))]
+    assert not [h for h in heads if "user · " in h], heads
+    assert len([h for h in heads if "  tool · " in h]) >= len(results)
+    out = tmp_path / "doc.md"
+    assert ctxpack("convert", str(path), "--to", "markdown", "-o", str(out)).code == 0
+    text = out.read_text()
+    assert " · user · " not in text and " · tool · " in text

@@ -23,7 +23,7 @@ from typing import Any
 from ..jsonl import dumps, json_kind
 from ..models import keeps_reasoning
 from ..transcript import Image, Message, Part, RecordedCall, Text, Thinking, ToolCall, ToolResult
-from .base import NOT_WRITTEN, Layout, LineFinder, RecordError, measure, string_field
+from .base import NOT_WRITTEN, Items, Layout, LineFinder, RecordError, measure, string_field
 from .openai import parse_data_url
 
 
@@ -125,6 +125,7 @@ class OpenCodeReader:
         self.calls: list[RecordedCall] = []  # their `prompt` the number of the step's message
         self.users: list[int] = []  # the numbers of user messages
         self.finder: LineFinder | None = None
+        self.items = Items("message {}")
 
     def located(self, path: str, data: bytes, first: int) -> None:
         """Told the document's bytes: each message is at the line of its `id`."""
@@ -146,12 +147,14 @@ class OpenCodeReader:
         self.model = string_field(_dict(session.get("model")), "id") or self.model
         out: list[Message] = []
         compacting: int | None = None
-        for n, item in enumerate(record["messages"]):
+        for n, item in self.items.each(record["messages"], "messages"):
             if not isinstance(item, dict) or not isinstance(item.get("info"), dict):
-                raise RecordError(f"message {n} is {json_kind(item)} without an 'info' object")
+                raise RecordError(f"message {n} is {json_kind(item)} without an 'info' object",
+                                  at=("messages", n))
             info, parts = item["info"], item.get("parts")
             if not isinstance(parts, list):
-                raise RecordError(f"message {n} has 'parts' that is {json_kind(parts)}")
+                raise RecordError(f"message {n} has 'parts' that is {json_kind(parts)}",
+                                  at=("messages", n))
             role = string_field(info, "role")
             at = self._line(info, line)
             if role == "user":
@@ -165,7 +168,8 @@ class OpenCodeReader:
                     self.start = compacting
                 out += self._assistant(at, info, parts, self.count + len(out))
             else:
-                raise RecordError(f"message {n} has role {role!r}, not 'user' or 'assistant'")
+                raise RecordError(f"message {n} has role {role!r}, not 'user' or 'assistant'",
+                                  at=("messages", n))
         self.count += len(out)
         return out
 

@@ -35,6 +35,7 @@ from __future__ import annotations
 
 import json
 import os
+import re
 import sqlite3
 from dataclasses import replace
 from pathlib import Path
@@ -221,7 +222,26 @@ class OpenCodeStorageReader:
             raise RecordError(f"this info file is session {export['info']['id']}, not "
                               f"{self.session}: give the storage folder to pick one of its "
                               "sessions")
-        return placed(self.export.feed(line, export), "{}.json")
+        return placed(self._messages(line, export), "{}.json")
+
+    def _messages(self, line: int, export: dict[str, Any]) -> list[Message]:
+        """The export's messages; a field error in one names where it is kept."""
+        try:
+            return self.export.feed(line, export)
+        except RecordError as exc:
+            exc = self.export.items.placed(exc)
+            if exc.at[:1] != ("messages",) or len(exc.at) != 2:
+                raise exc from None
+            n = exc.at[1]
+            ident = str(export["messages"][n]["info"]["id"])
+            problem = re.sub(rf"^message {n}\b", lambda _: f"message {ident}", str(exc))
+            raise self._error(export["info"]["id"], ident, problem) from None
+
+    def _error(self, session: str, message: str, problem: str) -> InputError:
+        """A problem of a message, at its own file: storage/message/<session>/<id>.json."""
+        storage = os.path.dirname(os.path.dirname(os.path.dirname(self.path)))
+        return InputError(os.path.join(storage, "message", session, f"{message}.json"), 1,
+                          f"not read as opencode-storage: {problem}")
 
     def finish(self) -> tuple[list[Message], Layout]:
         return self.export.finish()
@@ -307,7 +327,12 @@ class OpenCodeDbReader(OpenCodeStorageReader):
             raise RecordError(f"cannot read this SQLite database: {exc}") from None
         except LookupError as exc:  # no session of the id asked for
             raise InputError(self.path, None, str(exc)) from None
-        return placed(self.export.feed(line, export), "message {}")
+        return placed(self._messages(line, export), "message {}")
+
+    def _error(self, session: str, message: str, problem: str) -> InputError:
+        """A problem of a message, at the database (its row has no line): the message's
+        id names it."""
+        return InputError(self.path, None, f"not read as opencode-db: {problem}")
 
 
 class OpenCodeDbFormat:
