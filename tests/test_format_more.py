@@ -945,3 +945,18 @@ def test_a_broken_ui_log_beside_a_cline_history_is_named_not_called_absent(tmp_p
     assert "no ui_messages.json beside" not in source
     assert "ui_messages.json beside the file is unreadable" in source
     assert f"{ui}:" in source  # where it breaks: FILE:LINE
+
+
+@pytest.mark.parametrize("kind", ["text", "reasoning"])
+def test_opencode_a_part_whose_text_is_no_string_is_named_not_dropped(tmp_path, kind):
+    doc = json.loads((SAMPLES / "opencode" / "book-search.opencode.json").read_text())
+    n, i = next((n, i) for n, m in enumerate(doc["messages"])
+                for i, p in enumerate(m["parts"]) if p.get("type") == kind)
+    doc["messages"][n]["parts"][i]["text"] = 5
+    path = tmp_path / "bad.opencode.json"
+    path.write_text(json.dumps(doc, indent=2))
+    line = next(k for k, text in enumerate(path.read_text().splitlines(), 1)
+                if f'"id": "{doc["messages"][n]["info"]["id"]}"' in text)
+    for command in ("validate", "stats"):
+        assert_clean_error(ctxpack(command, str(path)), 2, f"{path}:{line}:",
+                           f"message {n} part {i} ({kind}): 'text' is a number")

@@ -372,3 +372,13 @@ def test_any_export_put_in_a_db_reads_the_same(tmp_path_factory, doc):
             p["id"] = f"prt_{n:03d}_{k:03d}"
     base = tmp_path_factory.mktemp("db")
     _same(load(make_db(doc, base / "opencode.db")), load(_written(doc, base / "export.json")))
+
+
+def test_a_part_file_whose_text_is_no_string_is_named_not_dropped(tmp_path):
+    export = json.loads(EXPORT.read_text())
+    n, i = next((n, i) for n, m in enumerate(export["messages"])
+                for i, p in enumerate(m["parts"]) if p.get("type") == "text")
+    export["messages"][n]["parts"][i]["text"] = 5
+    info = split(export, tmp_path / "storage")
+    assert_clean_error(ctxpack("validate", info), 2, "not read as opencode-storage",
+                       f"message {n} part {i} (text): 'text' is a number, not a string")
