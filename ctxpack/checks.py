@@ -206,7 +206,7 @@ def _check_parents(transcript: Transcript) -> list[Problem]:
 def _check_contents(transcript: Transcript) -> list[Problem]:
     """Gemini API bodies: what the API refuses of a Content besides its calls' pairs (which
     the reader links by name): a role other than user or model (or the older function),
-    and a Content without parts."""
+    and a Content without parts or whose parts are no array."""
     from .formats.gemini_api import body_of
 
     records = transcript.records
@@ -228,7 +228,11 @@ def _check_contents(transcript: Transcript) -> list[Problem]:
             if role is not None and role not in ("user", "model", "function"):
                 out.append(Problem(line, f"contents[{i}]: role {role!r} is not accepted by "
                                    "the Gemini API (user or model)"))
-            if not content.get("parts"):
+            parts = content.get("parts")
+            if parts is not None and not isinstance(parts, list):
+                out.append(Problem(line, f"contents[{i}]: parts is {json_kind(parts)}, not an "
+                                   "array of Parts"))
+            elif not parts:
                 out.append(Problem(line, f"contents[{i}]: no parts (the Gemini API refuses "
                                    "a Content with empty parts)"))
     return out

@@ -441,7 +441,8 @@ class Scanner:
                                        conversations(layout.context), span)
         layout.earlier_calls, before = believed(layout.earlier_calls, lines(layout.earlier),
                                                 conversations(layout.earlier), span)
-        layout.set_aside = sorted([*before, *aside], key=lambda x: x.line)
+        # a reader's own (usage it could not read) with those of the calls it read
+        layout.set_aside = sorted([*layout.set_aside, *before, *aside], key=lambda x: x.line)
 
     def _fits_forced(self, record: Any) -> None:
         """A record is not read as the format `--format` names where another format claims

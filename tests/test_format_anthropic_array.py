@@ -84,3 +84,27 @@ def test_any_array_is_written_back_exactly_and_read_as_its_lines(chat):
         out = io.BytesIO()
         write(t, out)
         assert out.getvalue() == data
+
+
+def test_one_bad_content_value_keeps_the_format_and_is_named(tmp_path):
+    from ctxpack.checks import validate
+
+    messages = json.loads(SAMPLE.read_text())
+    messages[3]["content"] = 5
+    path = tmp_path / "bad.json"
+    path.write_text(json.dumps(messages, indent=2))
+    t = load(path)
+    assert t.format == "anthropic-array" and len(t.messages) == len(messages)
+    assert "[3]: content is a number, not a string or an array of content blocks" in [
+        p.message for p in validate(t)]
+    body = tmp_path / "body.json"
+    body.write_text(json.dumps({"model": "claude-opus-4-6", "max_tokens": 100,
+                                "messages": [{"role": "user", "content": 5}]}))
+    t = load(body)
+    assert t.format == "anthropic-requests"
+    assert [p.message for p in validate(t)] == [
+        "content is a number, not a string or an array of content blocks"]
+    # a Chat Completions message's null content is no such value: the body stays OpenAI's
+    body.write_text(json.dumps({"model": "gpt-4o", "max_tokens": 100, "messages": [
+        {"role": "user", "content": "hi"}, {"role": "assistant", "content": None}]}))
+    assert load(body).format != "anthropic-requests"

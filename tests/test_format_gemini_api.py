@@ -146,6 +146,24 @@ def test_validate_names_what_the_gemini_api_refuses(tmp_path: Path) -> None:
     assert run.code == 1 and f"{path}:2: contents[1]: role 'assistant'" in run.out
 
 
+@pytest.mark.parametrize(("parts", "kind"), [(5, "a number"), ("hi", "a string"),
+                                              ({"text": "hi"}, "an object")])
+def test_parts_that_are_no_array_are_named_and_do_not_change_the_format(
+        parts: Any, kind: str, tmp_path: Path) -> None:
+    bad = json.dumps({"contents": [{"role": "user", "parts": parts}]})
+    named = f"contents[0]: parts is {kind}, not an array of Parts"
+    log = tmp_path / "log.jsonl"
+    log.write_text(json.dumps({"contents": [text("user", "ok")]}) + "\n" + bad + "\n")
+    alone = tmp_path / "alone.jsonl"
+    alone.write_text(bad + "\n")
+    for path, line in ((log, 2), (alone, 1)):
+        t = load(path)
+        assert t.format == "gemini-api"
+        assert [(p.line, p.message) for p in validate(t)] == [(line, named)]
+        run = ctxpack("validate", str(path))
+        assert run.code == 1 and f"{path}:{line}: {named}" in run.out, run
+
+
 def test_responses_pair_with_calls_of_their_own_name_in_any_order() -> None:
     t = load(jsonl({"contents": [
         text("user", "go"), {"role": "model", "parts": [call("ls"), call("cat", p="a")]},

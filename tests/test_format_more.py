@@ -6,6 +6,7 @@ from __future__ import annotations
 import io
 import json
 import re
+import shutil
 
 import pytest
 from hypothesis import given, settings
@@ -945,3 +946,39 @@ def test_a_broken_ui_log_beside_a_cline_history_is_named_not_called_absent(tmp_p
     assert "no ui_messages.json beside" not in source
     assert "ui_messages.json beside the file is unreadable" in source
     assert f"{ui}:" in source  # where it breaks: FILE:LINE
+
+
+@pytest.mark.parametrize("kind", ["text", "reasoning"])
+def test_opencode_a_part_whose_text_is_no_string_is_named_not_dropped(tmp_path, kind):
+    doc = json.loads((SAMPLES / "opencode" / "book-search.opencode.json").read_text())
+    n, i = next((n, i) for n, m in enumerate(doc["messages"])
+                for i, p in enumerate(m["parts"]) if p.get("type") == kind)
+    doc["messages"][n]["parts"][i]["text"] = 5
+    path = tmp_path / "bad.opencode.json"
+    path.write_text(json.dumps(doc, indent=2))
+    line = next(k for k, text in enumerate(path.read_text().splitlines(), 1)
+                if f'"id": "{doc["messages"][n]["info"]["id"]}"' in text)
+    for command in ("validate", "stats"):
+        assert_clean_error(ctxpack(command, str(path)), 2, f"{path}:{line}:",
+                           f"message {n} part {i} ({kind}): 'text' is a number")
+
+
+def test_cline_a_request_event_of_broken_json_keeps_its_message_and_is_named(tmp_path):
+    shutil.copytree(CLINE, tmp_path / "task")
+    ui = tmp_path / "task" / "ui_messages.json"
+    events = json.loads(ui.read_bytes())
+    n = [i for i, e in enumerate(events) if e.get("say") == "api_req_started"][2]
+    events[n]["text"] = '{"request": "broken'
+    ui.write_text(json.dumps(events, indent=1))
+    before, after = load(CLINE / "ui_messages.json"), load(ui)
+    assert len(after.messages) == len(before.messages)
+    assert any(m.text == '{"request": "broken' for m in after.messages)
+    assert after.usage["calls"] == before.usage["calls"] - 1
+    named = f"event {n}: the text of this api_req_started event is no JSON object"
+    assert [p.message for p in validate(after)] == [f"{named}, so its request's usage is "
+                                                    "not counted"]
+    history = load(tmp_path / "task" / "api_conversation_history.json")
+    assert [p.message for p in validate(history)] == [f"ui_messages.json {p.message}"
+                                                      for p in validate(after)]
+    run = ctxpack("validate", str(ui))
+    assert run.code == 1 and f"{ui}:1: {named}" in run.out, run

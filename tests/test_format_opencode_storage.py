@@ -401,3 +401,13 @@ def test_a_field_error_in_a_message_row_names_the_message(tmp_path):
     run = ctxpack("stats", db)
     assert_clean_error(run, 2, f"{db}: ", f"message {msg}: 'role' is a number")
     assert f"{db}:1:" not in run.err
+
+
+def test_a_part_file_whose_text_is_no_string_is_named_not_dropped(tmp_path):
+    export = json.loads(EXPORT.read_text())
+    n, i = next((n, i) for n, m in enumerate(export["messages"])
+                for i, p in enumerate(m["parts"]) if p.get("type") == "text")
+    export["messages"][n]["parts"][i]["text"] = 5
+    info = split(export, tmp_path / "storage")
+    assert_clean_error(ctxpack("validate", info), 2, "not read as opencode-storage",
+                       f"message {n} part {i} (text): 'text' is a number, not a string")

@@ -286,6 +286,15 @@ def sniff_record(record: dict[str, Any]) -> int:
     return 1 if kinds <= {"text"} else 0
 
 
+def bad_content(record: dict[str, Any]) -> bool:
+    """A plain user or assistant message whose `content` is a value the API refuses (a
+    number, an object, true): the message's problem, which validate names, and no sign
+    that a file whose other messages are sure is of another format."""
+    content = record.get("content")
+    return (record.get("role") in ("user", "assistant") and "message" not in record
+            and content is not None and not isinstance(content, (str, list)))
+
+
 class AnthropicReader:
     """Reads plain Messages API lines and stream-json lines alike."""
 

@@ -10,7 +10,7 @@ from typing import Any
 
 from ..errors import UsageError
 from ..transcript import Message
-from .anthropic import AnthropicReader, sniff_record
+from .anthropic import AnthropicReader, bad_content, sniff_record
 from .base import Items, RecordError
 
 
@@ -21,7 +21,7 @@ def sniff_array(value: Any) -> int:
         return 0
     if not all(isinstance(m, dict) and "role" in m and "type" not in m for m in value):
         return 0
-    scores = [sniff_record(m) for m in value]
+    scores = [sniff_record(m) or int(bad_content(m)) for m in value]
     return 2 if min(scores) > 0 and max(scores) == 2 else 0
 
 

@@ -13,7 +13,7 @@ from typing import Any
 
 from ..errors import UsageError
 from ..transcript import Message
-from .anthropic import api_message, message_parts, sniff_record
+from .anthropic import api_message, bad_content, message_parts, sniff_record
 from .base import RecordError
 from .openai_conversations import ConversationsReader
 
@@ -37,7 +37,8 @@ def _mark(record: Any) -> str:
     messages = record.get("messages") if isinstance(record, dict) else None
     if not isinstance(messages, list) or not messages:
         return ""
-    if not all(isinstance(m, dict) and sniff_record(m) > 0 for m in messages):
+    if not all(isinstance(m, dict) and (sniff_record(m) > 0 or bad_content(m))
+               for m in messages):
         return ""
     system = record.get("system")
     if isinstance(system, str) or isinstance(system, list) and all(

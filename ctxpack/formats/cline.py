@@ -43,6 +43,7 @@ from typing import Any
 
 from ..errors import InputError
 from ..jsonl import loads, parse_document
+from ..recorded import SetAside
 from ..transcript import Image, Message, Part, RecordedCall, Text, Thinking, ToolCall, ToolResult
 from .anthropic import block_part
 from .base import NOT_WRITTEN, Items, Layout, RecordError, content_parts, measure, string_field
@@ -153,6 +154,16 @@ def request_info(event: dict[str, Any]) -> dict[str, Any]:
     """The JSON object an `api_req_started` event's text holds ({} when it holds none)."""
     text = event.get("text")
     return _dict(_json(text)) if isinstance(text, str) else {}
+
+
+def unread_request(line: int, n: int, event: Any) -> SetAside | None:
+    """The problem of an `api_req_started` event `n` whose text holds no JSON object: its
+    usage is not counted (and the UI reader keeps its text as the request)."""
+    if not isinstance(event, dict) or event.get("say") != "api_req_started" \
+            or not isinstance(event.get("text"), str) or isinstance(_json(event["text"]), dict):
+        return None
+    return SetAside(line, f"event {n}: the text of this api_req_started event is no JSON "
+                          "object, so its request's usage is not counted")
 
 
 def _json(text: str) -> Any:
@@ -304,6 +315,7 @@ class ClineHistoryReader:
         self.metrics = RequestUsage()  # of the assistant messages' own `metrics`
         self.made: list[tuple[int, int, int, str | None]] = []  # calls by `metrics`, as `recorded`
         self.items = Items("message {}")
+        self.unread: list[SetAside] = []  # the sibling UI log's unreadable usage
 
     def located(self, path: str, data: bytes, first: int) -> None:
         """Told the file's path: its usage is in the `ui_messages.json` beside it."""
@@ -373,6 +385,9 @@ class ClineHistoryReader:
             tally = RequestUsage()
             made = []
             for n, e in enumerate(events):
+                if (unread := unread_request(1, n, e)) is not None:
+                    unread = replace(unread, problem=f"{UI_SIBLING} {unread.problem}")
+                    self.unread.append(unread)
                 billed = tally.add(request_info(e)) if isinstance(e, dict) and \
                     e.get("say") == "api_req_started" else None
                 asked = e.get("conversationHistoryIndex") if billed else None
@@ -391,7 +406,7 @@ class ClineHistoryReader:
                 made = made[-1:] if made and made[-1][0] not in self.archived else []
         context = [n for n in range(len(self.messages)) if n not in self.archived]
         return [], Layout(context, model=self.model, usage=usage,
-                          calls=recorded(context, made, since),
+                          calls=recorded(context, made, since), set_aside=self.unread,
                           outside_why="condensed into a summary, or cut to fit the window")
 
     def _ui_events(self) -> tuple[list[Any] | None, str]:
@@ -421,6 +436,7 @@ class ClineUiReader:
         self.made: list[tuple[int, int, int, str | None]] = []  # as `recorded` takes them
         self.since = -1
         self.items = Items("event {}")
+        self.unread: list[SetAside] = []
 
     def feed(self, line: int, record: Any) -> list[Message]:
         if not is_ui_log(record):
@@ -457,6 +473,9 @@ class ClineUiReader:
                 requested = True
                 info = request_info(e)
                 request = info.get("request") if isinstance(info.get("request"), str) else ""
+                if (unread := unread_request(line, n, e)) is not None:
+                    self.unread.append(unread)
+                    request = text  # kept as written: the request is in it
                 heads = _heads(request)
                 calls = close([h.group(1) for h in heads])
                 index = e.get("conversationHistoryIndex")
@@ -495,7 +514,7 @@ class ClineUiReader:
         return [], Layout(context, model=self.model,
                           usage=self.usage.summary("api_req_started events"),
                           calls=recorded(context, self.made, self.since),
-                          outside_why="cut to fit the window")
+                          set_aside=self.unread, outside_why="cut to fit the window")
 
 
 class ClineFormat:

@@ -44,13 +44,14 @@ def body_of(record: Any) -> dict[str, Any] | None:
 
 def _roles(record: Any) -> set[str | None] | None:
     """The roles of a body's first Contents (None for one that names none), if the record
-    holds a body of Contents: objects of `parts` whose role, if any, is a string."""
+    holds a body of Contents: objects of `parts` whose role, if any, is a string (`parts`
+    that is no array is the Content's problem, which validate names)."""
     body = body_of(record)
     contents = body.get("contents") if body is not None else None
     if not isinstance(contents, list) or not contents:
         return None
     head = contents[:_HEAD]
-    if not all(isinstance(c, dict) and isinstance(c.get("parts"), list) and "content" not in c
+    if not all(isinstance(c, dict) and "parts" in c and "content" not in c
                and isinstance(c.get("role", ""), str) for c in head):
         return None
     return {c.get("role") for c in head}

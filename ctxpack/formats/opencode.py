@@ -157,6 +157,12 @@ class OpenCodeReader:
                                   at=("messages", n))
             role = string_field(info, "role")
             at = self._line(info, line)
+            for i, p in enumerate(parts):
+                if isinstance(p, dict) and p.get("type") in ("text", "reasoning") \
+                        and p.get("text") is not None and not isinstance(p["text"], str):
+                    # read past, the message would be lost without a word
+                    raise RecordError(f"message {n} part {i} ({p['type']}): 'text' is "
+                                      f"{json_kind(p['text'])}, not a string", at)
             if role == "user":
                 if any(isinstance(p, dict) and p.get("type") == "compaction" for p in parts):
                     compacting = len(out)

@@ -37,6 +37,10 @@ def _responses_items(value: Any) -> bool:
 
 def _opencode_messages(value: Any) -> bool:
     """OpenCode messages (`{info, parts}`) without the session `info` an export opens with."""
+    from .opencode import looks_like_export
+
+    if looks_like_export(value):
+        return False  # a whole export: its reader says what is wrong in it
     items = _items(value.get("messages") if isinstance(value, dict) else value)
     return bool(items) and all(isinstance(x.get("info"), dict) and isinstance(
         x.get("parts"), list) for x in items[:20])
