@@ -125,7 +125,7 @@ def test_messages_of_a_one_line_document_are_named_by_their_place(tmp_path):
             {"traj": [{"role": "user", "content": "x " * 300},
                       {"role": "tool", "tool_call_id": "zz", "content": "ok"}]}]
     path = tmp_path / "runs.json"
-    path.write_text(json.dumps(runs, indent=1))  # many lines, but every message at line 1
+    path.write_text(json.dumps(runs, indent=1))  # many lines: each item at its own
     t = load(path)
     assert [m.place for m in t.messages] == ["[0].traj[0]", "[0].traj[1]", "[0].traj[2]",
                                              "[1].traj[0]", "[1].traj[1]"]
@@ -136,9 +136,13 @@ def test_messages_of_a_one_line_document_are_named_by_their_place(tmp_path):
     shown = ctxpack("show", "--no-pager", str(path)).out
     assert "[0].traj[1]  assistant" in shown and "line 1  " not in shown
     checked = ctxpack("validate", str(path)).out.splitlines()
-    assert f"{path}:1: [0].traj[1]: tool call 'c1' (book) has no result in the transcript" \
-        in checked
-    assert any(line.startswith(f"{path}:1: [1].traj[1]: tool result for call 'zz'")
+    # validate names the line each item opens on (its `{`, the line before its role)
+    lines = path.read_text().splitlines()
+    call, result = (next(n for n, text in enumerate(lines) if f'"role": "{role}"' in text)
+                    for role in ("assistant", "tool"))
+    assert f"{path}:{call}: [0].traj[1]: tool call 'c1' (book) has no result in the " \
+        "transcript" in checked
+    assert any(line.startswith(f"{path}:{result}: [1].traj[1]: tool result for call 'zz'")
                for line in checked)
 
 

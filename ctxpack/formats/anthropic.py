@@ -192,8 +192,16 @@ def _count(value: Any) -> int:
 
 def _wrong(usage: dict[str, Any]) -> str:
     """The fields of `usage` that no token count can be, as the file has them."""
-    return ", ".join(f"{f} {usage[f]!r}"[:80] for f in _USAGE_FIELDS
+    return ", ".join(f"{f} {_shown(usage[f])}" for f in _USAGE_FIELDS
                      if usage.get(f) is not None and not _whole(usage[f]))
+
+
+def _shown(value: Any) -> str:
+    """A value as a problem names it: a number or text as written (cut short), another
+    value by its kind (a stranger's list may nest deeper than repr can go)."""
+    if isinstance(value, (bool, int, float, str)):
+        return repr(value)[:60]
+    return f"(a JSON {'array' if isinstance(value, list) else 'object'})"
 
 
 class UsageTally:
