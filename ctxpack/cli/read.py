@@ -122,16 +122,12 @@ def _transcripts(folder: str, session: str | None = None,
         if not sessions:
             raise UsageError(f"{folder}: an OpenCode storage folder that holds no session")
         return sessions
-    task = task_file(folder)
-    if task is not None:  # a Cline task: one transcript
-        return [task]
     found: set[str] = set()
     for below, folders, names in os.walk(folder):
-        # a transcript that is a folder below it: a Cline task (Cline's `tasks/<id>/`), an
-        # OpenCode storage tree (its sessions); nothing inside it is another
-        within = task_file(below) if below != folder else None
-        within = [within] if within is not None else \
-            session_files(below) if below != folder else None
+        # a folder that is a transcript: a Cline task (Cline's `tasks/<id>/`, or the folder
+        # given), an OpenCode storage tree (its sessions); nothing inside it is another
+        task = task_file(below)
+        within = [task] if task is not None else session_files(below)
         if within is not None:
             found.update(within)
             folders.clear()

@@ -11,7 +11,7 @@ from collections.abc import Sequence
 from dataclasses import dataclass, field, replace
 from typing import Any, NamedTuple
 
-from ..jsonl import dumps
+from ..jsonl import dumps, json_kind
 from ..transcript import (
     META_KEY,
     SUMMARY_HEADING,
@@ -201,7 +201,7 @@ def _shown(value: Any) -> str:
     value by its kind (a stranger's list may nest deeper than repr can go)."""
     if isinstance(value, (bool, int, float, str)):
         return repr(value)[:60]
-    return f"(a JSON {'array' if isinstance(value, list) else 'object'})"
+    return f"({json_kind(value)})"
 
 
 class UsageTally:
