@@ -241,8 +241,11 @@ def add_calibrations(path: str, fitted: list[Any]) -> None:
                          "add the entries by hand, or write to a new file")
     try:  # (a fresh machine has no ~/.config/ctxpack yet)
         target.parent.mkdir(parents=True, exist_ok=True)
-    except OSError as exc:
-        raise UsageError(f"{path}: cannot make its folder: {exc.strerror or exc}") from None
+    except OSError as exc:  # (a file where a folder of its path should be, say)
+        blocker = next((p for p in target.parents if p.exists() and not p.is_dir()), None)
+        why = f"{blocker} is a file, not a folder" if blocker else exc.strerror or str(exc)
+        raise UsageError(f"{path}: cannot make its folder: {why}; nothing was written") \
+            from None
     write_atomic(str(target), [edited.encode("utf-8")])
 
 

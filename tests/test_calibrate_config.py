@@ -35,6 +35,15 @@ def test_the_config_folder_is_made_on_a_fresh_machine(tmp_path: Path) -> None:
     assert entry is not None and entry.name == "gpt-5.1-codex"
 
 
+def test_a_folder_that_cannot_be_made_is_named_and_nothing_is_written(tmp_path: Path) -> None:
+    (tmp_path / "home").write_text("a file, not a folder")
+    config = tmp_path / "home" / ".config" / "config.yaml"
+    run = run_ctxpack("calibrate", str(CODEX), "--write-config", str(config))
+    assert run.code == 2 and "Traceback" not in run.err, run.err
+    assert f"cannot make its folder: {tmp_path / 'home'} is a file" in run.err, run.err
+    assert (tmp_path / "home").read_text() == "a file, not a folder"
+
+
 def fitted(model: str, slope: float = 1.011, overhead: int = 6307,
            error: float = 0.001) -> Fitted:
     return Fitted(model, 1, 24, 10, slope, overhead, error, error)

@@ -107,6 +107,15 @@ def test_an_address_where_something_else_listens_is_one_line(dataset: Path,
                        f"--ray-address {address}: what listens there is not a Ray head")
 
 
+def test_auto_with_no_ray_on_this_machine_is_one_line(dataset: Path) -> None:
+    if shutil.which("pgrep") is None:
+        pytest.skip("pgrep is not here to tell whether a Ray runs on this machine")
+    if subprocess.run(["pgrep", "-f", "gcs_server"], capture_output=True).returncode == 0:
+        pytest.skip("a Ray runs on this machine, which `auto` would join")
+    assert_clean_error(stats_on(dataset, "auto"), 2,
+                       "--ray-address auto: no Ray runs on this machine to join")
+
+
 def _free_port() -> int:
     with socket.socket() as sock:
         sock.bind(("127.0.0.1", 0))

@@ -60,11 +60,11 @@ class RayEngine:
     already started in this process is used as it is."""
 
     def __init__(self, address: str | None = None) -> None:
-        named = "--ray-address" if address else "$RAY_ADDRESS"
+        self.named = "--ray-address" if address else "$RAY_ADDRESS"
         self.address = address or os.environ.get("RAY_ADDRESS") or None
         self.failed: CtxpackError | None = None
         if self.address is not None:
-            reach(self.address, named)  # a bad address said in a few seconds, not a hang
+            reach(self.address, self.named)  # a bad address said in a few seconds, not a hang
             for key, value in RAY_CONNECT_BOUNDS.items():
                 os.environ.setdefault(key, value)
         self.ray = ray_module()
@@ -90,6 +90,12 @@ class RayEngine:
                          include_dashboard=False, configure_logging=False)
         except (ConnectionError, ValueError, ray.exceptions.RayError) as exc:
             why = held.last or str(exc)
+            if self.address == "auto" and "Could not find any running Ray" in why:
+                self.failed = UsageError(
+                    f"{self.named} auto: no Ray runs on this machine to join",
+                    "start one with `ray start --head`, or give no address and a Ray is "
+                    "started here for the run")
+                raise self.failed from None
             hint = ("set RAY_AUTH_MODE=token here, with the cluster's token in "
                     "~/.ray/auth_token or $RAY_AUTH_TOKEN" if "Auth" in why
                     else "is it a Ray head? `ray status --address ADDRESS`")
