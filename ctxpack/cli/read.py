@@ -252,6 +252,7 @@ def stats(
 ) -> None:
     """Show where the tokens of a transcript (or of each row of a dataset) went."""
     from ..breakdown import stats as compute
+    from ..loader import load
     from ..render import stats as render
 
     output, transcript_format = _split_formats(format or [])
@@ -274,16 +275,29 @@ def stats(
     page = _page_target(html, inputs.paths)
     from ..render.progress import FileProgress
 
+    pictures: list[tuple[list[str], Any]] = []
+
+    def measured(path: str, progress: Any) -> Any:
+        if page is None:  # streamed: the messages are not kept
+            return compute(path, model, format=transcript_format, skip_invalid=skip_invalid,
+                           top=top, table=cfg.models, progress=progress,
+                           cache=not no_cache, session=session)
+        # the pictures need the transcript whole: read once, for them and the tables
+        t = load(path, transcript_format, skip_invalid=skip_invalid, session=session)
+        result = compute(t, model, top=top, table=cfg.models, cache=not no_cache)
+        pictures.append(_pictures(t, result, model, cfg.models))
+        return result
+
     with FileProgress(inputs.paths, stderr()) as advance:
-        results = list(inputs.each(lambda path: compute(
-            path, model, format=transcript_format, skip_invalid=skip_invalid, top=top,
-            table=cfg.models, progress=advance(path), cache=not no_cache, session=session)))
+        results = list(inputs.each(lambda path: measured(path, advance(path))))
     if not results:
         inputs.exit_if_any_failed()
     _warn_estimates(results)
     if page is not None:
-        _write_pictures(page, results, model, transcript_format, skip_invalid, cfg.models,
-                        session)
+        from ..render.charts import stats_page
+        from .write import _write_result
+
+        _write_result(page, "-", [stats_page(pictures).encode("utf-8", "replace")], None)
     if output == "json":
         sys.stdout.buffer.write(render.to_json(results))
     elif output == "csv":
@@ -320,23 +334,15 @@ def _page_target(html: str | None, inputs: list[str]) -> str | None:
     return target
 
 
-def _write_pictures(target: str, results: list[Any], model: str | None, fmt: str | None,
-                    skip_invalid: bool, table: Any, session: str | None) -> None:
-    """`stats --html`: each file's pictures on one page, written whole or not at all."""
+def _pictures(t: Any, result: Any, model: str | None, table: Any) -> tuple[list[str], Any]:
+    """`stats --html`: one file's headline and pictures, for the page of them all."""
     from ..breakdown import transcript_models
-    from ..loader import load
-    from ..render.charts import charts_of, stats_page
+    from ..render.charts import charts_of
     from ..render.stats import summary_lines
     from ..tokens import TokenCounter
-    from .write import _write_result
 
-    pages = []
-    for r in results:
-        t = load(r.path, fmt, skip_invalid=skip_invalid, session=session)
-        counter = TokenCounter(model or table.choose(transcript_models(t)), table)
-        pages.append((summary_lines(r), charts_of(t, counter, link=True,
-                                                  flagged=model is not None)))
-    _write_result(target, "-", [stats_page(pages).encode("utf-8", "replace")], None)
+    counter = TokenCounter(model or table.choose(transcript_models(t)), table)
+    return summary_lines(result), charts_of(t, counter, link=True, flagged=model is not None)
 
 
 def _warn_estimates(results: list[Any]) -> None:
