@@ -290,17 +290,16 @@ def bill(counts: Sequence[int], calls: Sequence[Call], *, model: str | None, for
         last = calls[-1]
         if not keep:
             # every call far below the count: the usage is made up, or the agent cut old
-            # outputs itself from the start; the bill rests on the count alone at the
-            # table's slope (a slope read off such usage is no better than it), nothing
-            # outside the file (compress errs on acting), and says so rather than that it
-            # is anchored
-            slope = last.slope or slope
-            return replace(_bill("calibrated", round(slope * counted), slope, 0, counted, None,
-                                 len(calls)), below=last.billed, passed=passed)
+            # outputs itself from the start; it is passed over, and the bill is what it
+            # would be with no usage recorded (the table's slope and overhead: usage that
+            # says less than the file holds is no sign the agent sends less besides it),
+            # saying so rather than that it is anchored
+            return replace(unanchored(found, format, counted, exact, estimated),
+                           calls=len(calls), below=last.billed, passed=passed)
         calls, prompts, last = calls[:keep], prompts[:keep], calls[keep - 1]
-        slope = last.slope or own_fit([(p, c.billed) for p, c in
-                                       zip(prompts, calls, strict=True) if c.prompt],
-                                      slope).slope
+        run = [(p, c.billed) for p, c in zip(prompts, calls, strict=True) if c.prompt]
+        own = own_fit(run, slope)
+        slope = last.slope or own.slope
         if LEAST_RATIO * slope * prompts[-1] <= last.billed < slope * prompts[-1] \
                 and not passed:
             # a bill below the calibrated count (a file whose text the model's tokenizer
@@ -311,12 +310,26 @@ def bill(counts: Sequence[int], calls: Sequence[Call], *, model: str | None, for
             slope = last.billed / prompts[-1]
         overhead = max(0, round(last.billed - slope * prompts[-1]))
         tokens = round(slope * counted + overhead)
+        # the bill rests on the last call, but what is sent besides the messages is what
+        # the first calls, mostly made of it, show: the split is `calibrate`'s fit of the
+        # file (its slope and overhead) where that fit is sound, so that a file whose
+        # steps are steeper than its prompts as a whole does not have the slope's error
+        # over its whole prompt taken off what is not in the file
+        outside = round(own.overhead) if slope == own.slope and \
+            sound(run, own, tokens, slope * counted) else overhead
         steps = [abs(anchored(slope, calls[k - 1].billed, prompts[k - 1], prompts[k])
                      - calls[k].billed) / calls[k].billed for k in range(1, len(calls))]
         # (a median of 0 over a file's calls is no promise of 0 on the next)
         error = max(statistics.median(steps), LEAST_ERROR) if steps else ANCHORED_ERROR
         return replace(_bill("anchored", tokens, slope, overhead, counted, round(error, 4),
-                             len(calls) + len(passed)), passed=passed)
+                             len(calls) + len(passed), outside), passed=passed)
+    return unanchored(found, format, counted, exact, estimated)
+
+
+def unanchored(found: Any, format: str, counted: int, exact: bool, estimated: bool) -> Bill:
+    """The bill of a context counted `counted` that no recorded call anchors: the model's
+    table entry `found` (its slope, and its overhead or the format's `UNLOGGED`)."""
+    slope = found.slope if found is not None else 1.0
     overhead = found.overhead if found is not None and found.overhead is not None \
         else UNLOGGED.get(format, 0)
     if estimated or (not exact and found is None):
@@ -334,9 +347,12 @@ def _calibrated_error(found: Any) -> float:
 
 
 def _bill(kind: str, tokens: int, slope: float, overhead: float, counted: int,
-          error: float | None, calls: int = 0) -> Bill:
-    visible = round(slope * counted)
-    return Bill(kind, tokens, visible, max(0, tokens - visible), error, slope, overhead,
+          error: float | None, calls: int = 0, outside: int | None = None) -> Bill:
+    """A bill of `tokens`, split into slope × `counted` in the file and the rest not in
+    it, or (`outside`) into that much not in the file and the rest in it."""
+    not_in_file = min(max(0, outside), tokens) if outside is not None \
+        else max(0, tokens - round(slope * counted))
+    return Bill(kind, tokens, tokens - not_in_file, not_in_file, error, slope, overhead,
                 counted, calls)
 
 
@@ -459,6 +475,17 @@ def own_fit(run: Sequence[tuple[int, int]], prior: float) -> Fit:
         slope = prior
     return Fit(slope, max(0.0, statistics.median(b - slope * c for c, b in half))
                if half else 0.0)
+
+
+def sound(run: Sequence[tuple[int, int]], fitted: Fit, tokens: int, visible: float) -> bool:
+    """Whether `own_fit`'s `fitted` of `run` (counted, billed) can split a bill of `tokens`
+    whose part in the file its slope puts at `visible`: fitted from `LEAST_CALLS` or more
+    calls (as `calibrate` writes a fit to the config), and the part in the file it leaves
+    within `LEAST_RATIO` of `visible` either way (a fit far off the file's last calls
+    would make the file's own text a fraction or a multiple of its count)."""
+    left = tokens - fitted.overhead
+    return len(run) >= LEAST_CALLS and fitted.overhead > 0 and visible > 0 \
+        and LEAST_RATIO <= left / visible <= 1 / LEAST_RATIO
 
 
 def fit_half(points: Sequence[tuple[int, int]]) -> list[tuple[int, int]]:
