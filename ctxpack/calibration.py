@@ -33,7 +33,7 @@ from typing import Any
 
 from .errors import UsageError
 from .formats import model_of
-from .models import LARGEST_WINDOW, SLOPES, TABLE, ModelTable, model_key
+from .models import SLOPES, TABLE, ModelTable, model_key, overhead_bound
 from .recorded import MOST
 from .tokens import REPLY_PRIMING, MessageCount, TokenCounter
 from .transcript import Message, RecordedCall, Transcript
@@ -568,15 +568,16 @@ def calibrate(transcripts: Iterable[Transcript], table: ModelTable = TABLE) -> l
                           round(max(errors), 4) if errors else None,
                           untrusted(model, side, calls,
                                     statistics.median(errors) if errors else None,
-                                    slope, round(overhead))))
+                                    slope, round(overhead), table)))
     return out
 
 
 def untrusted(model: str, side: bool, calls: int, error: float | None,
-              slope: float, overhead: int) -> str:
+              slope: float, overhead: int, table: ModelTable = TABLE) -> str:
     """Why a fit cannot be written as `model`'s entry, for every file of it ("": it can);
     `error` is its median on the calls held out (None: none were); a slope or overhead a
-    config refuses (`models.SLOPES`, `LARGEST_WINDOW`) would make the config unreadable."""
+    config refuses (`models.SLOPES`, `models.overhead_bound` in `table`) would make the
+    config unreadable."""
     if model == "?":
         return "no model named"
     if side:
@@ -588,7 +589,8 @@ def untrusted(model: str, side: bool, calls: int, error: float | None,
     low, high = SLOPES
     if not low <= slope <= high:
         return f"slope {slope:g} is outside {low:g} to {high:g}, the range a config takes"
-    if overhead >= LARGEST_WINDOW:
-        return (f"overhead {overhead:,} is outside 0 to {LARGEST_WINDOW - 1:,}, the range a "
-                "config takes")
+    window, which = overhead_bound(model, table)
+    if overhead >= window:
+        return (f"overhead {overhead:,} is outside 0 to {window - 1:,} (below {which}), the "
+                "range a config takes")
     return ""

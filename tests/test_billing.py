@@ -303,6 +303,33 @@ def test_a_bad_calibration_entry_is_named(tmp_path: Path, entry: str, fragment: 
     assert fragment in str(info.value) and f"{config}: calibration[1]" in str(info.value)
 
 
+@pytest.mark.parametrize("models, entry, fragment", [
+    # the overhead is bounded by the model's own window, not the largest of any model
+    ("", "{name: claude-opus-4-6, slope: 1.2, overhead: 250000}",
+     "overhead 250,000 is outside 0 to 199,999 (tokens, below the 200,000-token window of "
+     "claude-opus-4)"),
+    ("", "{name: gpt-4o-2024-08-06, slope: 1, overhead: 128000}",
+     "overhead 128,000 is outside 0 to 127,999 (tokens, below the 128,000-token window of "
+     "gpt-4o)"),
+    # a model the config itself names, by the window it gives
+    ("models:\n  - {name: acme-coder, context_window: 32000}\n",
+     "{name: acme-coder, slope: 1.1, overhead: 40000}",
+     "overhead 40,000 is outside 0 to 31,999 (tokens, below the 32,000-token window of "
+     "acme-coder)"),
+])
+def test_a_calibration_overhead_is_bounded_by_its_own_models_window(
+        tmp_path: Path, models: str, entry: str, fragment: str) -> None:
+    config = tmp_path / "c.yaml"
+    config.write_text(f"{models}calibration:\n  - {entry}\n")
+    run = run_ctxpack("stats", str(SAMPLES / "support-chat.openai.jsonl"), "--config",
+                      str(config))
+    assert run.code != 0 and "Traceback" not in run.err
+    assert run.err.strip().splitlines()[0].endswith(f"{config}: calibration[1]: {fragment}")
+    config.write_text(f"{models}calibration:\n  - {entry.replace('000}', '}')}\n")
+    assert run_ctxpack("stats", str(SAMPLES / "support-chat.openai.jsonl"), "--config",
+                       str(config)).code == 0
+
+
 def test_a_model_calibrated_twice_is_named(tmp_path: Path) -> None:
     config = tmp_path / "c.yaml"
     config.write_text("calibration:\n  - {name: gpt-5.4, slope: 1.1}\n"
