@@ -186,6 +186,13 @@ def test_compress_of_a_claude_code_session_acts_at_its_billed_size() -> None:
     assert counted.tokens < 0.03 * counted.context_window
 
 
+def test_compress_help_says_its_figures_are_billed_tokens() -> None:
+    said = " ".join(run_ctxpack("compress", "--help").out.split())
+    assert ("--budget, --target, the --threshold share of the window and the hard limit are "
+            "in the model's billed tokens") in said
+    assert "not ctxpack's count of the file" in said
+
+
 def test_the_compress_report_shows_the_visible_and_the_billed_figures() -> None:
     run = run_ctxpack("compress", str(CLAUDE_CODE), "--dry-run")
     assert run.code == 0, run.err
