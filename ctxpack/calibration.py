@@ -204,9 +204,12 @@ class Bill:
     - estimated: a count with another tokenizer, or none, that nothing calibrates.
 
     `visible` is the part the file holds (slope × `counted`, ctxpack's count with hidden
-    content from the recorded output), `not_in_file` the rest, never below 0; `error`
-    the expected relative error of `tokens` (None: unknown). A count of other messages
-    is billed `slope × counted + overhead` (how compress decides)."""
+    content from the recorded output), `not_in_file` the rest, never below 0; of an
+    anchored bill, `not_in_file` is the overhead `calibrate` fits the file where that fit
+    is sound (see `sound`), `visible` the rest. `error` is the expected relative error of
+    `tokens` (None: unknown). A count of other messages is billed `slope × counted +
+    overhead` (how compress decides: of an anchored bill, the line through its last
+    call, whose overhead may differ from `not_in_file`)."""
 
     kind: str
     tokens: int
@@ -217,8 +220,8 @@ class Bill:
     overhead: float
     counted: int
     calls: int = 0
-    # the prompt size the last recorded call says, where it is too far below the count to
-    # be used (the bill is then the count: `calibrated`, nothing outside the file); else 0
+    # the prompt size the last recorded call says, where every call is too far below the
+    # count to be used (the bill is then what no usage gives: `unanchored`); else 0
     below: int = 0
     # the last recorded calls, each far below the count, that the bill passed over (no
     # anchor: see `far_below`), as (place of the call's reply in the context, its prompt
