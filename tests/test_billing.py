@@ -198,6 +198,10 @@ def test_the_compress_report_shows_the_visible_and_the_billed_figures() -> None:
     assert run.code == 0, run.err
     said = run.err.replace("\n", " ")
     assert "billed (anchored; expected error" in said and "not in the file" in said
+    # what compress says is not in the file is what stats says of the same file
+    c = stats(CLAUDE_CODE, cache=False).context
+    assert c is not None and f"{c.not_in_file:,} of them sent but not in the file" in \
+        " ".join(said.split())
 
 
 def test_the_library_anchors_on_the_usage_it_is_told() -> None:
