@@ -33,7 +33,7 @@ from typing import Any
 
 from .errors import UsageError
 from .formats import model_of
-from .models import LARGEST_WINDOW, SLOPES, TABLE, ModelTable, model_key
+from .models import SLOPES, TABLE, ModelTable, model_key, overhead_bound
 from .recorded import MOST
 from .tokens import REPLY_PRIMING, MessageCount, TokenCounter
 from .transcript import Message, RecordedCall, Transcript
@@ -204,9 +204,12 @@ class Bill:
     - estimated: a count with another tokenizer, or none, that nothing calibrates.
 
     `visible` is the part the file holds (slope × `counted`, ctxpack's count with hidden
-    content from the recorded output), `not_in_file` the rest, never below 0; `error`
-    the expected relative error of `tokens` (None: unknown). A count of other messages
-    is billed `slope × counted + overhead` (how compress decides)."""
+    content from the recorded output), `not_in_file` the rest, never below 0; of an
+    anchored bill, `not_in_file` is the overhead `calibrate` fits the file where that fit
+    is sound (see `sound`), `visible` the rest. `error` is the expected relative error of
+    `tokens` (None: unknown). A count of other messages is billed `slope × counted +
+    overhead` (how compress decides: of an anchored bill, the line through its last
+    call, whose overhead may differ from `not_in_file`)."""
 
     kind: str
     tokens: int
@@ -217,8 +220,8 @@ class Bill:
     overhead: float
     counted: int
     calls: int = 0
-    # the prompt size the last recorded call says, where it is too far below the count to
-    # be used (the bill is then the count: `calibrated`, nothing outside the file); else 0
+    # the prompt size the last recorded call says, where every call is too far below the
+    # count to be used (the bill is then what no usage gives: `unanchored`); else 0
     below: int = 0
     # the last recorded calls, each far below the count, that the bill passed over (no
     # anchor: see `far_below`), as (place of the call's reply in the context, its prompt
@@ -290,17 +293,16 @@ def bill(counts: Sequence[int], calls: Sequence[Call], *, model: str | None, for
         last = calls[-1]
         if not keep:
             # every call far below the count: the usage is made up, or the agent cut old
-            # outputs itself from the start; the bill rests on the count alone at the
-            # table's slope (a slope read off such usage is no better than it), nothing
-            # outside the file (compress errs on acting), and says so rather than that it
-            # is anchored
-            slope = last.slope or slope
-            return replace(_bill("calibrated", round(slope * counted), slope, 0, counted, None,
-                                 len(calls)), below=last.billed, passed=passed)
+            # outputs itself from the start; it is passed over, and the bill is what it
+            # would be with no usage recorded (the table's slope and overhead: usage that
+            # says less than the file holds is no sign the agent sends less besides it),
+            # saying so rather than that it is anchored
+            return replace(unanchored(found, format, counted, exact, estimated),
+                           calls=len(calls), below=last.billed, passed=passed)
         calls, prompts, last = calls[:keep], prompts[:keep], calls[keep - 1]
-        slope = last.slope or own_fit([(p, c.billed) for p, c in
-                                       zip(prompts, calls, strict=True) if c.prompt],
-                                      slope).slope
+        run = [(p, c.billed) for p, c in zip(prompts, calls, strict=True) if c.prompt]
+        own = own_fit(run, slope)
+        slope = last.slope or own.slope
         if LEAST_RATIO * slope * prompts[-1] <= last.billed < slope * prompts[-1] \
                 and not passed:
             # a bill below the calibrated count (a file whose text the model's tokenizer
@@ -311,12 +313,26 @@ def bill(counts: Sequence[int], calls: Sequence[Call], *, model: str | None, for
             slope = last.billed / prompts[-1]
         overhead = max(0, round(last.billed - slope * prompts[-1]))
         tokens = round(slope * counted + overhead)
+        # the bill rests on the last call, but what is sent besides the messages is what
+        # the first calls, mostly made of it, show: the split is `calibrate`'s fit of the
+        # file (its slope and overhead) where that fit is sound, so that a file whose
+        # steps are steeper than its prompts as a whole does not have the slope's error
+        # over its whole prompt taken off what is not in the file
+        outside = round(own.overhead) if slope == own.slope and \
+            sound(run, own, tokens, slope * counted) else overhead
         steps = [abs(anchored(slope, calls[k - 1].billed, prompts[k - 1], prompts[k])
                      - calls[k].billed) / calls[k].billed for k in range(1, len(calls))]
         # (a median of 0 over a file's calls is no promise of 0 on the next)
         error = max(statistics.median(steps), LEAST_ERROR) if steps else ANCHORED_ERROR
         return replace(_bill("anchored", tokens, slope, overhead, counted, round(error, 4),
-                             len(calls) + len(passed)), passed=passed)
+                             len(calls) + len(passed), outside), passed=passed)
+    return unanchored(found, format, counted, exact, estimated)
+
+
+def unanchored(found: Any, format: str, counted: int, exact: bool, estimated: bool) -> Bill:
+    """The bill of a context counted `counted` that no recorded call anchors: the model's
+    table entry `found` (its slope, and its overhead or the format's `UNLOGGED`)."""
+    slope = found.slope if found is not None else 1.0
     overhead = found.overhead if found is not None and found.overhead is not None \
         else UNLOGGED.get(format, 0)
     if estimated or (not exact and found is None):
@@ -334,9 +350,12 @@ def _calibrated_error(found: Any) -> float:
 
 
 def _bill(kind: str, tokens: int, slope: float, overhead: float, counted: int,
-          error: float | None, calls: int = 0) -> Bill:
-    visible = round(slope * counted)
-    return Bill(kind, tokens, visible, max(0, tokens - visible), error, slope, overhead,
+          error: float | None, calls: int = 0, outside: int | None = None) -> Bill:
+    """A bill of `tokens`, split into slope × `counted` in the file and the rest not in
+    it, or (`outside`) into that much not in the file and the rest in it."""
+    not_in_file = min(max(0, outside), tokens) if outside is not None \
+        else max(0, tokens - round(slope * counted))
+    return Bill(kind, tokens, tokens - not_in_file, not_in_file, error, slope, overhead,
                 counted, calls)
 
 
@@ -461,6 +480,17 @@ def own_fit(run: Sequence[tuple[int, int]], prior: float) -> Fit:
                if half else 0.0)
 
 
+def sound(run: Sequence[tuple[int, int]], fitted: Fit, tokens: int, visible: float) -> bool:
+    """Whether `own_fit`'s `fitted` of `run` (counted, billed) can split a bill of `tokens`
+    whose part in the file its slope puts at `visible`: fitted from `LEAST_CALLS` or more
+    calls (as `calibrate` writes a fit to the config), and the part in the file it leaves
+    within `LEAST_RATIO` of `visible` either way (a fit far off the file's last calls
+    would make the file's own text a fraction or a multiple of its count)."""
+    left = tokens - fitted.overhead
+    return len(run) >= LEAST_CALLS and fitted.overhead > 0 and visible > 0 \
+        and LEAST_RATIO <= left / visible <= 1 / LEAST_RATIO
+
+
 def fit_half(points: Sequence[tuple[int, int]]) -> list[tuple[int, int]]:
     """The calls of a run a slope is read off: the first half (the rest held out to score
     it, in `calibrate`; the bill reads the same, so that it splits a file as `calibrate`
@@ -541,15 +571,16 @@ def calibrate(transcripts: Iterable[Transcript], table: ModelTable = TABLE) -> l
                           round(max(errors), 4) if errors else None,
                           untrusted(model, side, calls,
                                     statistics.median(errors) if errors else None,
-                                    slope, round(overhead))))
+                                    slope, round(overhead), table)))
     return out
 
 
 def untrusted(model: str, side: bool, calls: int, error: float | None,
-              slope: float, overhead: int) -> str:
+              slope: float, overhead: int, table: ModelTable = TABLE) -> str:
     """Why a fit cannot be written as `model`'s entry, for every file of it ("": it can);
     `error` is its median on the calls held out (None: none were); a slope or overhead a
-    config refuses (`models.SLOPES`, `LARGEST_WINDOW`) would make the config unreadable."""
+    config refuses (`models.SLOPES`, `models.overhead_bound` in `table`) would make the
+    config unreadable."""
     if model == "?":
         return "no model named"
     if side:
@@ -561,7 +592,8 @@ def untrusted(model: str, side: bool, calls: int, error: float | None,
     low, high = SLOPES
     if not low <= slope <= high:
         return f"slope {slope:g} is outside {low:g} to {high:g}, the range a config takes"
-    if overhead >= LARGEST_WINDOW:
-        return (f"overhead {overhead:,} is outside 0 to {LARGEST_WINDOW - 1:,}, the range a "
-                "config takes")
+    window, which = overhead_bound(model, table)
+    if overhead >= window:
+        return (f"overhead {overhead:,} is outside 0 to {window - 1:,} (below {which}), the "
+                "range a config takes")
     return ""

@@ -18,13 +18,13 @@ from typing import Any
 
 from .errors import UsageError
 from .models import (
-    LARGEST_WINDOW,
     SLOPES,
     TABLE,
     Calibration,
     ModelInfo,
     ModelTable,
     model_key,
+    overhead_bound,
 )
 from .settings import SETTINGS, read
 
@@ -92,8 +92,9 @@ def load_config(explicit: str | None = None) -> Config:
         "directory may not send transcripts off the machine or weaken their protection; "
         "set them in your user config, with --config FILE, CTXPACK_* variables or flags"
     ] if ignored else []
-    return Config(models=TABLE.extend(_models(data.get("models") or [], path),
-                                      _calibrations(data.get("calibration") or [], path)),
+    models = TABLE.extend(_models(data.get("models") or [], path))
+    return Config(models=models.extend([], _calibrations(data.get("calibration") or [], path,
+                                                         models)),
                   compress={k: v for k, v in compress.items() if k not in ignored},
                   source=str(path), warnings=warnings)
 
@@ -132,9 +133,10 @@ def _models(entries: Any, path: Path) -> list[ModelInfo]:
     return out
 
 
-def _calibrations(entries: Any, path: Path) -> list[Calibration]:
+def _calibrations(entries: Any, path: Path, table: ModelTable) -> list[Calibration]:
     """The `calibration:` list: a model's slope (tokens billed per token counted) and,
-    optionally, what its agent sends unlogged and the error measured (`ctxpack calibrate
+    optionally, what its agent sends unlogged (below the model's window in `table`, the
+    config's models with the built-in ones) and the error measured (`ctxpack calibrate
     --write-config` writes them)."""
     if not isinstance(entries, list):
         raise UsageError(f"{path}: `calibration` must be a list")
@@ -157,8 +159,9 @@ def _calibrations(entries: Any, path: Path) -> list[Calibration]:
             raise UsageError(f"{where} needs a 'slope' (tokens billed per token counted)")
         slope = _within(entry["slope"], *SLOPES, f"{where}: slope",
                         "tokens billed per token counted")
-        overhead = _within(entry.get("overhead"), 0, LARGEST_WINDOW - 1, f"{where}: overhead",
-                           "tokens, below the largest model window") \
+        window, which = overhead_bound(name, table)
+        overhead = _within(entry.get("overhead"), 0, window - 1, f"{where}: overhead",
+                           f"tokens, below {which}") \
             if entry.get("overhead") is not None else None
         error = None if entry.get("error") is None else _number(entry["error"])
         if entry.get("error") is not None and (error is None or not 0 <= error <= 1):
@@ -223,7 +226,8 @@ def add_calibrations(path: str, fitted: list[Any]) -> None:
             raise UsageError(f"{path}: not valid YAML: {str(exc).splitlines()[0]}") from None
         if not isinstance(data, dict):
             raise UsageError(f"{path}: the config must be a mapping of keys to values")
-        _calibrations(data.get("calibration") or [], Path(path))  # (what is there is sound)
+        _calibrations(data.get("calibration") or [], Path(path),  # (what is there is sound)
+                      TABLE.extend(_models(data.get("models") or [], Path(path))))
     else:
         data = {}
     new = {model_key(f.model): {k: v for k, v in (

@@ -113,6 +113,15 @@ SLOPES = (0.25, 4.0)
 LARGEST_WINDOW = max(m.context_window for m in BUILTIN)
 
 
+def overhead_bound(model: str, table: ModelTable) -> tuple[int, str]:
+    """The window a calibration's overhead for `model` must be below, and what it is: the
+    model's own where `table` knows it, else the largest of any model."""
+    found = table.find(model)
+    if found is None:
+        return LARGEST_WINDOW, "the largest model window"
+    return found.context_window, f"the {found.context_window:,}-token window of {found.name}"
+
+
 # Models whose reasoning an agent sends back (encrypted) stays in every later prompt: on
 # the corpus, gpt-5.4, 5.5 and 5.6 prompts grow by each reply's reasoning tokens (counting
 # it takes edgerunner's calibrated error from 3.5% to 0.1%). Older ones (gpt-5.1-codex-max)

@@ -53,9 +53,12 @@ def test_a_claude_code_session_is_anchored_on_its_last_recorded_call() -> None:
     # the reply of the last call is the newest assistant message, so the context is that
     # prompt plus the reply and what came after: a little more than the recorded size
     assert last_billed_prompt(CLAUDE_CODE) < c.tokens < last_billed_prompt(CLAUDE_CODE) + 2_000
-    # in the file: the slope its own calls show (near the table's) times the count
-    assert c.visible == round(c.slope * c.counted)
+    # the slope its own calls show (near the table's); not in the file: the overhead
+    # `calibrate` fits the same file, in the file the rest
     assert abs(c.slope - slope_of("claude-opus-4-6")) < 0.1
+    fitted = json.loads(run_ctxpack("calibrate", str(CLAUDE_CODE), "--json").out)[0]
+    assert round(c.slope, 3) == fitted["slope"]
+    assert abs(c.not_in_file - fitted["overhead"]) <= 5  # (calibrate rounds the slope)
     assert c.not_in_file == c.tokens - c.visible > 10 * s.tokens  # most is not in the file
     assert s.context_ratio == round(c.tokens / s.context_window, 4)
     assert 0 <= c.error < 0.02
@@ -157,10 +160,12 @@ def test_calls_far_below_the_count_after_the_last_sane_one_never_move_the_bill(
     assert (b.tokens, b.slope, b.overhead) == (honest.tokens, honest.slope, honest.overhead)
     assert b.passed == tuple((c.prompt, 1) for c in made_up)
     assert b.calls == len(sane) + len(made_up)
-    # with no sane call left the bill is the count alone, and says what it passed over
+    # with no sane call left the bill is what no usage gives, and says what it passed over
     alone = bill(counts, made_up, model=model, format="claude-code", exact=False,
                  estimated=False)
-    assert alone.kind == "calibrated" and alone.not_in_file == 0 and alone.below == 1
+    none = bill(counts, [], model=model, format="claude-code", exact=False, estimated=False)
+    assert (alone.kind, alone.tokens, alone.not_in_file) == \
+        (none.kind, none.tokens, none.not_in_file) and alone.below == 1
     assert alone.passed == b.passed
 
 
@@ -181,11 +186,22 @@ def test_compress_of_a_claude_code_session_acts_at_its_billed_size() -> None:
     assert counted.tokens < 0.03 * counted.context_window
 
 
+def test_compress_help_says_its_figures_are_billed_tokens() -> None:
+    said = " ".join(run_ctxpack("compress", "--help").out.split())
+    assert ("--budget, --target, the --threshold share of the window and the hard limit are "
+            "in the model's billed tokens") in said
+    assert "not ctxpack's count of the file" in said
+
+
 def test_the_compress_report_shows_the_visible_and_the_billed_figures() -> None:
     run = run_ctxpack("compress", str(CLAUDE_CODE), "--dry-run")
     assert run.code == 0, run.err
     said = run.err.replace("\n", " ")
     assert "billed (anchored; expected error" in said and "not in the file" in said
+    # what compress says is not in the file is what stats says of the same file
+    c = stats(CLAUDE_CODE, cache=False).context
+    assert c is not None and f"{c.not_in_file:,} of them sent but not in the file" in \
+        " ".join(said.split())
 
 
 def test_the_library_anchors_on_the_usage_it_is_told() -> None:
@@ -296,6 +312,33 @@ def test_a_bad_calibration_entry_is_named(tmp_path: Path, entry: str, fragment: 
     with pytest.raises(UsageError) as info:
         load_config(str(config))
     assert fragment in str(info.value) and f"{config}: calibration[1]" in str(info.value)
+
+
+@pytest.mark.parametrize("models, entry, fragment", [
+    # the overhead is bounded by the model's own window, not the largest of any model
+    ("", "{name: claude-opus-4-6, slope: 1.2, overhead: 250000}",
+     "overhead 250,000 is outside 0 to 199,999 (tokens, below the 200,000-token window of "
+     "claude-opus-4)"),
+    ("", "{name: gpt-4o-2024-08-06, slope: 1, overhead: 128000}",
+     "overhead 128,000 is outside 0 to 127,999 (tokens, below the 128,000-token window of "
+     "gpt-4o)"),
+    # a model the config itself names, by the window it gives
+    ("models:\n  - {name: acme-coder, context_window: 32000}\n",
+     "{name: acme-coder, slope: 1.1, overhead: 40000}",
+     "overhead 40,000 is outside 0 to 31,999 (tokens, below the 32,000-token window of "
+     "acme-coder)"),
+])
+def test_a_calibration_overhead_is_bounded_by_its_own_models_window(
+        tmp_path: Path, models: str, entry: str, fragment: str) -> None:
+    config = tmp_path / "c.yaml"
+    config.write_text(f"{models}calibration:\n  - {entry}\n")
+    run = run_ctxpack("stats", str(SAMPLES / "support-chat.openai.jsonl"), "--config",
+                      str(config))
+    assert run.code != 0 and "Traceback" not in run.err
+    assert run.err.strip().splitlines()[0].endswith(f"{config}: calibration[1]: {fragment}")
+    config.write_text(f"{models}calibration:\n  - {entry.replace('000}', '}')}\n")
+    assert run_ctxpack("stats", str(SAMPLES / "support-chat.openai.jsonl"), "--config",
+                       str(config)).code == 0
 
 
 def test_a_model_calibrated_twice_is_named(tmp_path: Path) -> None:

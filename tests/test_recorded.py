@@ -104,33 +104,47 @@ def test_the_rule_for_a_model_the_table_does_not_know() -> None:
     assert unbelievable(RecordedCall(3, 10, ABSURD, "claude-opus-4-6"))
 
 
-def test_usage_far_below_the_count_is_not_called_an_anchor(tmp_path: Path) -> None:
-    # every call records a prompt of a few hundred tokens where the file holds thousands
-    lines = []
+def test_usage_all_far_below_the_count_bills_as_no_usage_would(tmp_path: Path) -> None:
+    # every call records a prompt of a few hundred tokens where the file holds thousands;
+    # beside it, the same file with no usage recorded at all
+    low, bare = [], []
     for text in SAMPLE.read_text().splitlines():
-        record = json.loads(text)
+        record, plain = json.loads(text), json.loads(text)
         usage = (record.get("message") or {}).get("usage") \
             if isinstance(record.get("message"), dict) else None
         if usage:
             usage.update(input_tokens=300, cache_read_input_tokens=0,
                          cache_creation_input_tokens=0)
-        lines.append(json.dumps(record))
-    path = tmp_path / "low.jsonl"
-    path.write_text("\n".join(lines) + "\n")
-    s = stats(path, cache=False)
-    c = s.context
-    assert c is not None and c.kind == "calibrated" and c.below == 300
-    assert c.tokens == round(c.slope * c.counted) and c.not_in_file == 0 and c.error is None
+            del plain["message"]["usage"]
+        low.append(json.dumps(record))
+        bare.append(json.dumps(plain))
+    path, none = tmp_path / "low.jsonl", tmp_path / "bare.jsonl"
+    path.write_text("\n".join(low) + "\n")
+    none.write_text("\n".join(bare) + "\n")
+
+    def context(p: Path) -> dict:
+        run = run_ctxpack("stats", str(p), "--json")
+        assert run.code == 0, run.err
+        return json.loads(run.out)["files"][0]["context"]
+
+    c, n = context(path), context(none)
+    # passed over, the usage leaves the bill where none would have put it: the calibrated
+    # count with the table's overhead (30,138 here), not the bare count (5,138)
+    assert c["kind"] == n["kind"] == "calibrated" and c["below"] == 300 and n["calls"] == 0
+    assert [c[k] for k in ("tokens", "visible", "not_in_file", "error")] == \
+        [n[k] for k in ("tokens", "visible", "not_in_file", "error")]
+    assert c["not_in_file"] == 25_000 and c["tokens"] > 5 * c["counted"]
     said = " ".join(run_ctxpack("stats", str(path), "--top", "0").out.split())
     assert "anchored" not in said
-    assert (f"calibrated: 1.21 × the count, not the 300 the last of {c.calls} recorded calls "
-            "says (far below the count: not used); error unknown") in said
-    # compress bills its output as it billed the input: the count, nothing outside the file
+    assert (f"calibrated: 1.21 × the count + 25,000 sent but not logged, as with no usage "
+            f"recorded: all {c['calls']} recorded calls are far below the count (the last "
+            "says 300), so none is used; expected error ±5.0%") in said
+    # compress bills its output as it billed the input: the table's overhead outside it
     out = tmp_path / "small.jsonl"
-    assert run_ctxpack("compress", str(path), "--budget", "4000", "-o", str(out)).code == 0
+    assert run_ctxpack("compress", str(path), "--budget", "29000", "-o", str(out)).code == 0
     after = stats(out, cache=False).context
-    assert after is not None and after.not_in_file == 0
-    assert after.tokens == round(after.slope * after.counted)
+    assert after is not None and after.not_in_file == c["not_in_file"]
+    assert after.tokens < c["tokens"]
 
 
 def test_one_made_up_small_last_usage_is_passed_over_not_the_calls_before_it(
@@ -148,8 +162,8 @@ def test_one_made_up_small_last_usage_is_passed_over_not_the_calls_before_it(
     assert abs(c.tokens - h.tokens) < 0.01 * h.tokens and c.not_in_file > 10 * s.tokens
     assert s.passed_over == [{"line": line, "billed": 10}] and not s.set_aside
     said = " ".join(run_ctxpack("stats", str(path), "--top", "0").out.split())
-    assert (f"anchored on the last of {c.calls} recorded calls not far below the count "
-            f"(call {c.calls - 1})") in said
+    assert (f"anchored on recorded call {c.calls - 1} of {c.calls}, passing over call "
+            f"{c.calls} (far below the count)") in said
     assert "passed over, as far below the count" in said and f"line {line} (10 recorded)" \
         in said
     doc = json.loads(run_ctxpack("stats", str(path), "--json").out)["files"][0]["context"]

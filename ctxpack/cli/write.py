@@ -207,7 +207,12 @@ def compress(
     **flags: Any,
 ) -> None:
     """Shrink a transcript (or each row of a dataset) to fit its model; originals are
-    archived for restore."""
+    archived for restore.
+
+    --budget, --target, the --threshold share of the window and the hard limit are in
+    the model's billed tokens, as `stats` gives the context as billed (what the agent
+    sends but does not log included, calibrated where the model has no public
+    tokenizer), not ctxpack's count of the file."""
     if datasets.wanted(files, messages_column):
         datasets.refuse("datasets", {"--dry-run": dry_run, "--strip-metadata": strip_metadata,
                                      "--in-place": in_place, "--force": force,

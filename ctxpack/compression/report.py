@@ -92,7 +92,7 @@ def _billed(given: Input, plans: list[Plan]) -> dict[str, Any]:
     before = b(sum(p.read.total for p in plans)) if plans else b.tokens
     after = sum(p.billed for p in plans) if plans else b.tokens
     return {"kind": b.kind, "tokens_before": before, "tokens_after": after,
-            "not_in_file": max(0, round(b.overhead)) if b.kind != "exact" else 0,
+            "not_in_file": min(b.not_in_file, after),  # (as stats splits the bill)
             "slope": b.slope, "error": b.error}
 
 

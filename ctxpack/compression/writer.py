@@ -84,7 +84,8 @@ class Changes:
 def carried(bill: Bill) -> int | None:
     """What the recorded calls of a file showed is sent besides its messages, for the
     lines compress writes to say: the calls they keep were of the context before (see
-    loader.Scanner._stale_calls). (Of calls far below the count, none: see `Bill.below`.)"""
+    loader.Scanner._stale_calls). (Of calls all far below the count, the table's overhead
+    the bill took instead: see `Bill.below`.)"""
     return max(0, round(bill.overhead)) if bill.kind == "anchored" or bill.below else None
 
 

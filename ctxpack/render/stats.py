@@ -155,10 +155,10 @@ def context_lines(f: FileStats) -> list[str]:
         return [f"context{which}: {c.tokens:,}{of}, exact", *window_lines(f),
                 *set_aside_lines(f)]
     unlogged = f" + {round(c.overhead):,} sent but not logged" if c.overhead else ""
-    below = f", not the {c.below:,} the {_last_of(c.calls)} says (far below the count: not " \
-        "used)" if c.below else ""
+    below = f", as with no usage recorded: {_every(c.calls)} far below the count (the " \
+        f"last says {c.below:,}), so none is used" if c.below else ""
     how = {"calibrated": f"calibrated: {slope_text(c.slope)} × the count{unlogged}{below}",
-           "anchored": f"anchored on the {_anchor_of(c)}, "
+           "anchored": f"anchored on {_anchor_of(c)}, "
                        f"+ {slope_text(c.slope)} × the count of what came after",
            "estimated": "estimated: counted with another tokenizer, not calibrated"}[c.kind]
     error = "error unknown" if c.error is None else \
@@ -173,9 +173,10 @@ def context_lines(f: FileStats) -> list[str]:
 def _anchor_of(c: Bill) -> str:
     """The call an anchored bill rests on: the last, or the last not far below the count."""
     if not c.passed:
-        return _last_of(c.calls)
-    return f"last of {c.calls:,} recorded calls not far below the count (call " \
-        f"{c.calls - len(c.passed):,})"
+        return f"the {_last_of(c.calls)}"
+    at = c.calls - len(c.passed)
+    over = f"call {c.calls:,}" if at + 1 == c.calls else f"calls {at + 1:,} to {c.calls:,}"
+    return f"recorded call {at:,} of {c.calls:,}, passing over {over} (far below the count)"
 
 
 def passed_lines(f: FileStats) -> list[str]:
@@ -261,6 +262,11 @@ def print_tables(console: Console, files: list[FileStats]) -> None:
         table.add_row("total", "", f"{t['conversations']:,}", f"{t['messages']:,}",
                       f"{t['tokens']:,}", f"{t['largest_conversation']:,}", "", style="bold")
         console.print(table)
+
+
+def _every(calls: int) -> str:
+    """`all 11 recorded calls are`, or `the one recorded call is`."""
+    return "the one recorded call is" if calls == 1 else f"all {calls:,} recorded calls are"
 
 
 def _last_of(calls: int) -> str:
