@@ -177,6 +177,23 @@ def test_compress_of_a_converted_cline_task_masks_its_old_tool_outputs(to, tmp_p
     assert "masked" not in results[-1]  # the newest output is kept
 
 
+def test_the_ui_logs_calls_convert_with_what_their_events_show():
+    """The UI log keeps no XML: a call's arguments are the JSON its event shows, and a
+    command event's text is the command line."""
+    (body,) = request_bodies(load(UI), "openai", keep_last_reply=True)
+    assert_accepted(body, "openai")
+    events = {e["ts"]: e for e in json.loads(UI.read_text())}
+    shown = [json.loads(e["text"]) for e in events.values() if e.get("say") == "tool"]
+    calls = _sent_calls(body, "openai")
+    assert [(name, args) for _, name, args in calls] == [
+        ("read_file", shown[0]), ("replace_in_file", shown[1]),
+        ("execute_command", {"command": "npm test -- export"}),
+        ("replace_in_file", shown[2])]
+    results = _sent_results(body, "openai")
+    assert [cid for cid, _ in results] == [cid for cid, _, _ in calls]
+    assert results[2][1].startswith("[execute_command for 'npm test -- export'] Result:")
+
+
 @pytest.mark.corpus
 @pytest.mark.parametrize("path", corpus_params("cline", pattern="*.json"))
 def test_a_corpus_cline_logs_calls_convert_to_api_calls_with_their_results(path):
