@@ -245,8 +245,9 @@ def written_calls(text: str, tools: Container[str], where: str) -> list[Text | T
     return out
 
 
-# a parameter of a written call opening (`<path>`)
+# a parameter of a written call opening (`<path>`); what may follow a parameter's end
 _PARAMETER = re.compile(r"<([a-z_]+)>")
+_AFTER_PARAMETER = re.compile(r"\s*(?:<[a-z_]+>|\Z)")
 
 
 def call_arguments(call: ToolCall) -> str:
@@ -277,8 +278,7 @@ def _parameters(text: str, name: str) -> dict[str, str]:
         value, at = body[opening.end():], len(body)
         look = opening.end()
         while (shut := body.find(end, look)) >= 0:
-            rest = body[shut + len(end):].lstrip()
-            if not rest or _PARAMETER.match(rest):
+            if _AFTER_PARAMETER.match(body, shut + len(end)):
                 value, at = body[opening.end():shut], shut + len(end)
                 break
             look = shut + 1
