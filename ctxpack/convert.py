@@ -5,8 +5,10 @@ per conversation. Pure: messages in, JSON values out, and notes on what had to c
 Both APIs want each tool call answered, and Chat Completions wants the answers right
 after the call, Anthropic at the start of the next user message. So every result is
 placed after its call, wherever the log had it; a call the log never answered gets a
-result that says so, a result whose call is not in the log becomes text (as a call the
-model wrote in its reply's text, Cline's XML, stays, and its result), and the
+result that says so, a result whose call is not in the log becomes text, a call the
+model wrote in its reply's text (Cline's XML) that a tool answered becomes a call of the
+API (its arguments a JSON object of the XML's parameters) and that answer its result (one
+the person answered stays the text it was, and their answer), and the
 reasoning a model wrote is left out (neither API takes reasoning back without its
 signature, and a part here keeps none, though the file may have signed it). Anthropic
 also wants the roles to alternate, starting with the user: messages of one role in a
@@ -27,6 +29,7 @@ from typing import Any
 
 from .errors import UsageError
 from .formats import model_of
+from .formats.cline import call_arguments
 from .transcript import Image, Message, Part, Text, Thinking, ToolCall, ToolResult, Transcript
 
 TARGETS = ("openai", "anthropic")
@@ -143,10 +146,17 @@ REASONING_LEFT_OUT = ("reasoning parts left out (neither API takes reasoning bac
                       "its signature, which convert does not keep, signed or not)")
 
 
+WRITTEN_MADE_CALLS = ("tool calls the model wrote in its reply's text (Cline's XML) made tool "
+                      "calls of the API, and the text results that answer them its tool results")
+WRITTEN_KEPT = ("tool calls the model wrote in its reply's text and no tool answered (the "
+                "person did, or no one) kept as that text")
+
+
 def _items(messages: list[Message], notes: Notes) -> list[_Item]:
     """The conversation as turns, each call's result right after the call that made it."""
-    ids = _call_ids(messages)
-    results, matched = _results(messages, ids)
+    native = _native(messages)
+    ids = _call_ids(messages, native)
+    results, matched = _results(messages, ids, native)
     out: list[_Item] = []
     seen_call = 0
     for mi, m in enumerate(messages):
@@ -154,12 +164,16 @@ def _items(messages: list[Message], notes: Notes) -> list[_Item]:
         for pi, part in enumerate(m.parts):
             if isinstance(part, Thinking):
                 notes.add(REASONING_LEFT_OUT)
-            elif isinstance(part, ToolResult) and part.written:
-                pending.extend(part.parts)  # the result of a written call, as it was sent
+            elif isinstance(part, ToolCall) and part.written and part.id in native:
+                pending.append(replace(part, arguments=call_arguments(part)))
+                notes.add(WRITTEN_MADE_CALLS)
             elif isinstance(part, ToolCall) and part.written:
                 _glue(pending, part.arguments)
-            elif isinstance(part, Text) and _after_written_call(m, pi):
+                notes.add(WRITTEN_KEPT)
+            elif isinstance(part, Text) and _after_kept_call(m, pi, native):
                 _glue(pending, part.text)
+            elif isinstance(part, ToolResult) and part.written and (mi, pi) not in matched:
+                pending.extend(part.parts)  # the result of a call kept as text, as it was sent
             elif isinstance(part, ToolResult):
                 if (mi, pi) not in matched:
                     label = f"[result of tool call {part.call_id or '(no id)'}]"
@@ -196,9 +210,20 @@ def _items(messages: list[Message], notes: Notes) -> list[_Item]:
     return out
 
 
-def _after_written_call(m: Message, i: int) -> bool:
+def _native(messages: list[Message]) -> set[str | None]:
+    """The written calls (see ToolCall) made calls of the API: those a written result
+    answers, which becomes their tool result. One the person answered, or none did, stays
+    the text it was, as does the person's answer: a call of the API would need a result
+    the log does not have."""
+    answered = {r.call_id for m in messages for r in m.tool_results if r.written}
+    return {c.id for m in messages if m.role == "assistant" for c in m.tool_calls
+            if c.written and c.id in answered}
+
+
+def _after_kept_call(m: Message, i: int, native: set[str | None]) -> bool:
+    """Is part `i` of `m` the text after a written call kept as text (glued back to it)?"""
     before = m.parts[i - 1] if i else None
-    return isinstance(before, ToolCall) and before.written
+    return isinstance(before, ToolCall) and before.written and before.id not in native
 
 
 def _glue(pending: list[Part], text: str) -> None:
@@ -217,7 +242,7 @@ def _tool_name(name: str, notes: Notes) -> str:
     return re.sub(r"[^A-Za-z0-9_-]", "_", name)[:64] or "_"
 
 
-def _call_ids(messages: list[Message]) -> list[str]:
+def _call_ids(messages: list[Message], native: set[str | None]) -> list[str]:
     """An id for every call in order: its own, or a new one where it has none, one an
     earlier call took, or one the APIs refuse."""
     taken: set[str] = set()
@@ -225,7 +250,7 @@ def _call_ids(messages: list[Message]) -> list[str]:
     for m in messages:
         if m.role != "assistant":
             continue
-        for call in _api_calls(m):
+        for call in _api_calls(m, native):
             own = call.id and CALL_ID.fullmatch(call.id) and call.id not in taken
             cid = call.id if own and call.id else f"call_{len(out) + 1}"
             while cid in taken:
@@ -235,12 +260,13 @@ def _call_ids(messages: list[Message]) -> list[str]:
     return out
 
 
-def _api_calls(m: Message) -> list[ToolCall]:
-    """The calls a message made through the API (a written one is text)."""
-    return [c for c in m.tool_calls if not c.written]
+def _api_calls(m: Message, native: set[str | None]) -> list[ToolCall]:
+    """The calls a message makes through the API: its own, and its written ones `native`
+    makes calls (another written one is text)."""
+    return [c for c in m.tool_calls if not c.written or c.id in native]
 
 
-def _results(messages: list[Message], ids: list[str]
+def _results(messages: list[Message], ids: list[str], native: set[str | None]
              ) -> tuple[dict[str, ToolResult], set[tuple[int, int]]]:
     """Each call's result by the call's id, and where in the messages each one was: the
     first result naming the call, or, for a result naming none (the legacy function
@@ -252,13 +278,13 @@ def _results(messages: list[Message], ids: list[str]
     n = 0
     for mi, m in enumerate(messages):
         if m.role == "assistant":
-            for call in _api_calls(m):
+            for call in _api_calls(m, native):
                 if call.id and call.id not in original:
                     original[call.id] = ids[n]
                 open_calls.append(ids[n])
                 n += 1
         for pi, part in enumerate(m.parts):
-            if not isinstance(part, ToolResult) or part.written:
+            if not isinstance(part, ToolResult) or part.written and part.call_id not in native:
                 continue
             if part.call_id is None:
                 cid = next((c for c in open_calls if c not in by_id), None)

@@ -47,7 +47,8 @@ class ToolCall:
 
     `written`: the model wrote the call in its reply's text (Cline's `<read_file>` XML), so
     that the API carried text, not a call: `arguments` is that text as written, and it is
-    counted, converted and validated as the text it is; only ctxpack reads it as a call."""
+    counted and validated as the text it is; only ctxpack reads it as a call (and convert,
+    where a tool answered it, makes it one)."""
 
     id: str | None
     name: str

@@ -20,8 +20,10 @@ from ctxpack.loader import load, write
 from ctxpack.tokens import TokenCounter
 from ctxpack.transcript import Text, ToolCall, group_rounds
 
+from .compression.transcripts import billed, squeezed
 from .conftest import SAMPLES, corpus_params
 from .helpers import ctxpack
+from .test_convert import assert_accepted
 
 HISTORY = SAMPLES / "cline-task" / "api_conversation_history.json"
 UI = SAMPLES / "cline-task" / "ui_messages.json"
@@ -93,25 +95,119 @@ def test_show_renders_the_call_and_names_the_result():
     assert "tool · read_file" in run.out and "tool · execute_command" in run.out
 
 
+def _sent_calls(body, to):
+    """The tool calls of a converted body, in order: (id, name, arguments as an object)."""
+    if to == "openai":
+        return [(c["id"], c["function"]["name"], json.loads(c["function"]["arguments"]))
+                for m in body["messages"] for c in m.get("tool_calls") or ()]
+    return [(b["id"], b["name"], b["input"]) for m in body["messages"]
+            if isinstance(m["content"], list) for b in m["content"] if b["type"] == "tool_use"]
+
+
+def _sent_results(body, to):
+    """The tool results of a converted body, in order: (the call's id, its text)."""
+    if to == "openai":
+        return [(m["tool_call_id"], m["content"]) for m in body["messages"]
+                if m["role"] == "tool"]
+    return [(b["tool_use_id"], b["content"]) for m in body["messages"]
+            if isinstance(m["content"], list) for b in m["content"]
+            if b["type"] == "tool_result"]
+
+
 @pytest.mark.parametrize("to", ["openai", "anthropic"])
-def test_convert_keeps_the_xml_and_its_result_as_the_text_they_were(to):
-    t = load(HISTORY)
-    (body,) = request_bodies(t, to, keep_last_reply=True)  # every reply, the last too
-    sent = body["messages"]
-    raw = json.loads(HISTORY.read_bytes())
+def test_convert_makes_the_xml_calls_api_calls_answered_by_their_results(to, tmp_path):
+    out = tmp_path / f"task.{to}.jsonl"
+    run = ctxpack("convert", str(HISTORY.parent), "--to", to, "-o", str(out))
+    assert run.code == 0, run.err
+    (body,) = [json.loads(line) for line in out.read_text().splitlines()]
+    assert_accepted(body, to)
+    calls = _sent_calls(body, to)
+    # the calls a tool answered, each with the parameters its XML named
+    assert [(name, args) for _, name, args in calls] == [
+        ("read_file", {"path": "src/export.ts"}),
+        ("replace_in_file", {"path": "src/export.ts", "diff": calls[1][2]["diff"]}),
+        ("execute_command", {"command": "npm test -- export", "requires_approval": "false"}),
+        ("replace_in_file", {"path": "test/export.test.ts", "diff": calls[3][2]["diff"]})]
+    assert calls[1][2]["diff"].startswith("------- SEARCH\n") and \
+        calls[1][2]["diff"].endswith("+++++++ REPLACE")
+    # each answered by its result, as the text Cline sent
+    results = _sent_results(body, to)
+    assert [cid for cid, _ in results] == [cid for cid, _, _ in calls]
+    assert results[0][1].startswith("[read_file for 'src/export.ts'] Result:\nimport {")
+    assert results[2][1].startswith("[execute_command for 'npm test -- export'] Result:")
+    # attempt_completion, which the person answered (or no one), stays the text it was
+    # (an Anthropic body leaves out the last, the reply it ended on)
+    replies = [m for m in body["messages"] if m["role"] == "assistant"]
+    texts = ["".join(m["content"]) if isinstance(m["content"], str) else "".join(
+        b.get("text", "") for b in m["content"]) for m in replies if m["content"]]
+    assert sum(t.startswith("<attempt_completion>\n<result>") for t in texts) == \
+        (2 if to == "openai" else 1)
+    assert not any("<read_file>" in t or "<replace_in_file>" in t for t in texts)
+    assert "4 tool calls the model wrote in its reply's text (Cline's XML) made tool calls " \
+        "of the API" in run.err
+    assert "2 tool calls the model wrote in its reply's text and no tool answered" in run.err
+    assert ctxpack("validate", str(out)).code == 0
 
-    def texts(message):
-        content = message["content"]
-        return [content] if isinstance(content, str) else [b["text"] for b in content]
 
-    replies = [texts(m) for m in sent if m["role"] == "assistant"]
-    assert replies == [[b["text"] for b in m["content"]] for m in raw
-                       if m["role"] == "assistant"]
-    assert not any("tool_calls" in m or m["role"] == "tool" for m in sent)
-    assert not any(b.get("type") in ("tool_use", "tool_result")
-                   for m in sent if isinstance(m["content"], list) for b in m["content"])
-    result = "\n".join(texts(sent[2])) if to == "openai" else sent[2]["content"][0]["text"]
-    assert result.startswith("[read_file for 'src/export.ts'] Result:")
+@pytest.mark.parametrize("to", ["openai", "anthropic"])
+def test_compress_of_a_converted_cline_task_masks_its_old_tool_outputs(to, tmp_path):
+    """Converted, its results are tool messages: masking takes the old ones, as it does
+    of any agent's, where as text they were each a user message and none was masked.
+    compress rewrites Chat Completions bodies; Anthropic ones are converted from its output."""
+    converted, small = tmp_path / "task.jsonl", tmp_path / "small.jsonl"
+    run = ctxpack("convert", str(HISTORY.parent), "--to", "openai", "-o", str(converted))
+    assert run.code == 0, run.err
+    budget = billed(converted, squeezed(converted).budget)  # one token under all outputs
+    run = ctxpack("compress", str(converted), "--no-summarize", "--budget", str(budget),
+                  "--target", "1", "--keep-observations", "1", "--keep-output-tokens", "0",
+                  "-o", str(small), "--report-json", "-")
+    assert run.code == 0, run.err
+    assert json.loads(run.out)["masked"] >= 2
+    assert ctxpack("validate", str(small)).code == 0
+    assert ctxpack("restore", str(small)).out == converted.read_text(encoding="utf-8")
+    if to == "anthropic":
+        run = ctxpack("convert", str(small), "--to", "anthropic", "-o", str(tmp_path / "a"))
+        assert run.code == 0, run.err
+        small = tmp_path / "a"
+    (body,) = [json.loads(line) for line in small.read_text().splitlines()
+               if '"messages"' in line]
+    results = [text if isinstance(text, str) else text[0]["text"]
+               for _, text in _sent_results(body, to)]
+    assert results[0].startswith("[ctxpack: output of read_file(path=src/export.ts) masked")
+    assert "masked" not in results[-1]  # the newest output is kept
+
+
+def test_the_ui_logs_calls_convert_with_what_their_events_show():
+    """The UI log keeps no XML: a call's arguments are the JSON its event shows, and a
+    command event's text is the command line."""
+    (body,) = request_bodies(load(UI), "openai", keep_last_reply=True)
+    assert_accepted(body, "openai")
+    events = {e["ts"]: e for e in json.loads(UI.read_text())}
+    shown = [json.loads(e["text"]) for e in events.values() if e.get("say") == "tool"]
+    calls = _sent_calls(body, "openai")
+    assert [(name, args) for _, name, args in calls] == [
+        ("read_file", shown[0]), ("replace_in_file", shown[1]),
+        ("execute_command", {"command": "npm test -- export"}),
+        ("replace_in_file", shown[2])]
+    results = _sent_results(body, "openai")
+    assert [cid for cid, _ in results] == [cid for cid, _, _ in calls]
+    assert results[2][1].startswith("[execute_command for 'npm test -- export'] Result:")
+
+
+@pytest.mark.corpus
+@pytest.mark.parametrize("path", corpus_params("cline", pattern="*.json"))
+def test_a_corpus_cline_logs_calls_convert_to_api_calls_with_their_results(path):
+    t = load(path)
+    (body,) = request_bodies(t, "openai", keep_last_reply=True)
+    assert_accepted(body, "openai")
+    answered = {r.call_id for m in t.messages for r in m.tool_results}
+    calls = _sent_calls(body, "openai")
+    assert len(calls) == len([c for m in t.messages for c in m.tool_calls if c.id in answered])
+    assert [cid for cid, _ in _sent_results(body, "openai")] == [cid for cid, _, _ in calls]
+    assert {name for _, name, _ in calls} >= {"read_file", "replace_in_file",
+                                              "execute_command"}
+    commands = [args for _, name, args in calls if name == "execute_command"]
+    assert commands and all(isinstance(a["command"], str) and a["command"] for a in commands)
 
 
 def test_the_ui_logs_tool_events_are_calls_named_by_their_results():
@@ -199,7 +295,8 @@ def xml_histories(draw):
     for n in range(draw(st.integers(1, 5))):
         tool = draw(st.sampled_from(TOOLS))
         before = draw(prose)
-        call = f"<{tool}>\n<path>{draw(prose)}</path>\n</{tool}>"
+        path = draw(prose)
+        call = f"<{tool}>\n<path>{path}</path>\n</{tool}>"
         after = draw(st.sampled_from(["", "\n", "\n\nThen " + draw(prose)]))
         text = (before + "\n\n" if before else "") + call + after
         history.append({"role": "assistant", "ts": 2 * n + 2,
@@ -210,7 +307,7 @@ def xml_histories(draw):
         history.append({"role": "user", "ts": 2 * n + 3, "content": [
             {"type": "text", "text": f"[{tool} for 'x'] Result:"},
             {"type": "text", "text": answer}]})
-        made.append((tool, call, feedback))
+        made.append((tool, call, feedback, path))
     return history, made
 
 
@@ -225,20 +322,50 @@ def test_any_xml_cline_history_reads_each_call_with_its_result(case):
     assert out.getvalue() == data  # attribution only: the file as it was
     calls = [c for m in t.messages for c in m.tool_calls]
     assert [(c.name, c.arguments.rstrip("\n")) for c in calls] == \
-        [(tool, call) for tool, call, _ in made]
+        [(tool, call) for tool, call, _, _ in made]
     # a result answers its call, in the same step (the person's feedback is no result)
     steps = {i: s.action for r in t.rounds() for s in r.steps for i in s.results}
     where = {c.id: i for i, m in enumerate(t.messages) for c in m.tool_calls}
     answered = [(r.call_id, i) for i, m in enumerate(t.messages) for r in m.tool_results]
-    assert [cid for cid, _ in answered] == [c.id for c, (_, _, fb) in zip(calls, made,
-                                                                        strict=True) if not fb]
+    assert [cid for cid, _ in answered] == [c.id for c, (_, _, fb, _) in zip(calls, made,
+                                                                           strict=True) if not fb]
     assert all(steps[i] == where[cid] for cid, i in answered)
     # each reply counts as the text it is
     counter = TokenCounter("gpt-4o")
     for m in t.messages:
         assert counter.message(m).total == counter.message(_as_text(m)).total
-    # and converts to it
-    (body,) = request_bodies(t, "openai")
-    replies = [m["content"] for m in body["messages"] if m["role"] == "assistant"]
-    assert replies == [m["content"][0]["text"] for m in history if m["role"] == "assistant"]
     assert validate(t) == []
+    # converted, a call a tool answered is a call of the API, with its path as Cline trims
+    # it, answered by its result; one the person answered stays the text it was
+    (body,) = request_bodies(t, "openai")
+    assert_accepted(body, "openai")
+    sent = _sent_calls(body, "openai")
+    assert [(name, args) for _, name, args in sent] == [
+        (tool, {"path": path.strip()}) for tool, _, fb, path in made if not fb]
+    assert [cid for cid, _ in _sent_results(body, "openai")] == [cid for cid, _, _ in sent]
+    replies = [m for m in body["messages"] if m["role"] == "assistant"]
+    assert [(call in (m["content"] or ""), "tool_calls" in m)
+            for m, (_, call, _, _) in zip(replies, made, strict=True)] == [
+        (fb, not fb) for _, _, fb, _ in made]
+
+
+def test_a_parameter_holding_its_own_closing_tag_converts_whole():
+    """A file's text that names the tag (`</content>` in a note about Cline's XML) is
+    the parameter's value, not its end; unknown tags inside are text too."""
+    content = "Calls close with </content> and <path> on a line\n<b>bold</b>\n"
+    reply = (f"Writing it.\n\n<write_to_file>\n<path>NOTES.md</path>\n<content>\n{content}"
+             "</content>\n</write_to_file>")
+    history = [
+        {"role": "user", "ts": 1, "content": [{"type": "text", "text": "<task>\nnote\n</task>"}]},
+        {"role": "assistant", "ts": 2, "content": [{"type": "text", "text": reply}]},
+        {"role": "user", "ts": 3, "content": [
+            {"type": "text", "text": "[write_to_file for 'NOTES.md'] Result:"},
+            {"type": "text", "text": "The content was successfully saved to NOTES.md."}]}]
+    t = load(io.BytesIO(json.dumps(history).encode()))
+    for to in ("openai", "anthropic"):
+        (body,) = request_bodies(t, to, keep_last_reply=True)
+        assert [(name, args) for _, name, args in _sent_calls(body, to)] == [
+            ("write_to_file", {"path": "NOTES.md", "content": content.strip()})]
+        assert [text for _, text in _sent_results(body, to)] == [
+            "[write_to_file for 'NOTES.md'] Result:\nThe content was successfully saved to "
+            "NOTES.md."]

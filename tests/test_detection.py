@@ -346,13 +346,26 @@ SHAREGPT = {"conversations": [{"from": "human", "value": "What is 2+2?"},
                               {"from": "gpt", "value": "4."}]}
 ALPACA = {"instruction": "Add the numbers.", "input": "2 and 2", "output": "4"}
 PROMPT_COMPLETION = {"prompt": "2+2=", "completion": " 4"}
+CHAT_UNDER_CONVERSATIONS = {"conversations": [{"role": "user", "content": "What is 2+2?"},
+                                              {"role": "assistant", "content": "4."}]}
+PREFERENCE = {"prompt": "What is 2+2?", "chosen": "4.", "rejected": "5."}
+PREFERENCE_CHATS = {"chosen": CHAT_UNDER_CONVERSATIONS["conversations"],
+                    "rejected": [{"role": "user", "content": "What is 2+2?"},
+                                 {"role": "assistant", "content": "5."}]}
+PREFERRED = ("looks like preference data (`chosen` and `rejected` replies, as DPO datasets "
+             "hold them)")
 
 
 @pytest.mark.parametrize(("record", "said"), [
     (SHAREGPT, "looks like ShareGPT conversations (`conversations` of `from`/`value` turns)"),
     (ALPACA, "looks like Alpaca instruction data (`instruction`, `input`, `output`)"),
     (PROMPT_COMPLETION, "looks like prompt/completion pairs (`prompt`, `completion`)"),
-], ids=["sharegpt", "alpaca", "prompt-completion"])
+    (CHAT_UNDER_CONVERSATIONS,
+     "looks like chat messages (`role`, `content`) under `conversations`"),
+    (PREFERENCE, PREFERRED),
+    (PREFERENCE_CHATS, PREFERRED),
+], ids=["sharegpt", "alpaca", "prompt-completion", "chat-under-conversations", "preference",
+        "preference-chats"])
 @pytest.mark.parametrize("layout", ["object", "array", "jsonl"])
 def test_training_data_is_named_and_pointed_to_chat_messages(tmp_path, record, said,
                                                              layout) -> None:
@@ -371,3 +384,81 @@ def test_training_data_is_named_and_pointed_to_chat_messages(tmp_path, record, s
         assert_clean_error(run, 2, f"{path}:1: this {said}, which ctxpack does not read",
                            "{\"messages\": [...]} a line", "openai-conversations")
         assert "fits no transcript format" not in run.err
+
+
+def test_chat_messages_under_conversations_read_once_the_key_is_messages(tmp_path) -> None:
+    """What the line says to do works: the same rows with the key renamed are read."""
+    rows = [CHAT_UNDER_CONVERSATIONS, {"conversations": [{"role": "user", "content": "hi"}]}]
+    path = tmp_path / "rows.jsonl"
+    path.write_text("".join(json.dumps(r) + "\n" for r in rows))
+    run = ctxpack("stats", str(path))
+    assert_clean_error(run, 2, "with the key renamed `messages`")
+    renamed = tmp_path / "renamed.jsonl"
+    renamed.write_text("".join(json.dumps({"messages": r["conversations"]}) + "\n"
+                               for r in rows))
+    t = load(renamed)
+    assert t.format == "openai-conversations"
+    assert [(m.role, m.text) for m in t.messages] == [
+        (d["role"], d["content"]) for r in rows for d in r["conversations"]]
+
+
+GEMINI_RESPONSE = {"candidates": [{"content": {"role": "model", "parts": [{"text": "yo"}]},
+                                   "finishReason": "STOP", "index": 0}],
+                   "usageMetadata": {"promptTokenCount": 2, "candidatesTokenCount": 1,
+                                     "totalTokenCount": 3},
+                   "modelVersion": "gemini-2.0-flash"}
+
+
+@pytest.mark.parametrize("layout", ["object", "stream-chunks", "jsonl"])
+def test_a_gemini_api_response_is_named_as_a_response_not_a_request(tmp_path,
+                                                                    layout) -> None:
+    if layout == "object":
+        text = json.dumps(GEMINI_RESPONSE, indent=2)
+    elif layout == "stream-chunks":  # streamGenerateContent without SSE: an array of them
+        first = {"candidates": [{"content": {"role": "model", "parts": [{"text": "y"}]}}]}
+        text = json.dumps([first, GEMINI_RESPONSE], indent=2)
+    else:
+        text = json.dumps(GEMINI_RESPONSE) + "\n" + json.dumps(GEMINI_RESPONSE) + "\n"
+    path = tmp_path / ("calls.jsonl" if layout == "jsonl" else "response.json")
+    path.write_text(text)
+    run = ctxpack("stats", str(path))
+    assert_clean_error(run, 2, f"{path}:1: this looks like a Gemini API response",
+                       "without the contents it was sent", "the request body (`contents`",
+                       "gemini-api")
+    assert "fits no transcript format" not in run.err
+
+
+def test_a_gemini_api_response_read_with_its_request_as_the_line_says() -> None:
+    line = {"request": {"contents": GEMINI_CONTENTS[:1]}, "response": GEMINI_RESPONSE}
+    t = load(io.BytesIO(json.dumps(line).encode() + b"\n"))
+    assert t.format == "gemini-api"
+    assert [(m.role, m.text) for m in t.messages] == [("user", "hi"), ("assistant", "yo")]
+
+
+STORAGE = SAMPLES / "opencode-storage" / "storage"
+
+
+@pytest.mark.parametrize(("folder", "said"), [
+    ("message", "one message of an OpenCode storage tree"),
+    ("part", "one part of a message of an OpenCode storage tree"),
+])
+def test_one_file_of_an_opencode_storage_tree_points_to_its_storage_folder(folder,
+                                                                           said) -> None:
+    one = sorted((STORAGE / folder).glob("*/*.json"))[0]
+    for command in (("stats",), ("show",), ("convert", "--to", "openai")):
+        run = ctxpack(*command, str(one))
+        assert_clean_error(run, 2, f"{one.name}:1: this looks like {said}",
+                           "give it the `storage` folder")
+    # the folder it names is read, as the session it holds
+    tree = ctxpack("stats", "--json", str(STORAGE))
+    assert tree.code == 0 and json.loads(tree.out)["files"][0]["format"] == \
+        "opencode-storage"
+
+
+def test_a_storage_message_without_its_id_field_is_named_as_well() -> None:
+    one = json.loads(sorted((STORAGE / "message").glob("*/*.json"))[0].read_text())
+    del one["id"]  # OpenCode takes the id from the file's name
+    with pytest.raises(InputError) as info:
+        load(io.BytesIO(json.dumps(one, indent=2).encode()))
+    assert info.value.problem.startswith("this looks like one message of an OpenCode "
+                                         "storage tree")

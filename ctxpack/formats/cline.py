@@ -35,6 +35,7 @@ sends; they are not context, in either file.
 from __future__ import annotations
 
 import bisect
+import json
 import os
 import re
 from collections.abc import Container
@@ -241,6 +242,47 @@ def written_calls(text: str, tools: Container[str], where: str) -> list[Text | T
         at = end
     if at < len(text):
         out.append(Text(text[at:]))
+    return out
+
+
+# a parameter of a written call opening (`<path>`); what may follow a parameter's end
+_PARAMETER = re.compile(r"<([a-z_]+)>")
+_AFTER_PARAMETER = re.compile(r"\s*(?:<[a-z_]+>|\Z)")
+
+
+def call_arguments(call: ToolCall) -> str:
+    """A written call's arguments as a tool call of the API carries them: a JSON object of
+    the parameters its XML names (`<path>src/a.ts</path>`: "path"), each trimmed as Cline
+    trims them; a UI log's call holds the JSON object its event shows, or the command line
+    a command event shows (its `command`)."""
+    text = call.arguments.strip()
+    if text.startswith(f"<{call.name}>"):
+        value: Any = _parameters(text, call.name)
+    else:
+        value = _json(text) if text else {}
+        value = value if isinstance(value, dict) else {"command": text}
+    return json.dumps(value, ensure_ascii=False, separators=(",", ":"))
+
+
+def _parameters(text: str, name: str) -> dict[str, str]:
+    """The parameters of a call written `<name><p>value</p>...</name>`: a value runs to the
+    first `</p>` followed by nothing but the next parameter or the call's end, so a file's
+    text that holds the tag (a `content` about Cline's XML) stays whole."""
+    body = text[len(name) + 2:]
+    close = body.rfind(f"</{name}>")
+    body = body[:close] if close >= 0 else body  # (unclosed: the call runs to the end)
+    out: dict[str, str] = {}
+    at = 0
+    while (opening := _PARAMETER.search(body, at)) is not None:
+        key, end = opening.group(1), f"</{opening.group(1)}>"
+        value, at = body[opening.end():], len(body)
+        look = opening.end()
+        while (shut := body.find(end, look)) >= 0:
+            if _AFTER_PARAMETER.match(body, shut + len(end)):
+                value, at = body[opening.end():shut], shut + len(end)
+                break
+            look = shut + 1
+        out.setdefault(key, value.strip())
     return out
 
 

@@ -58,6 +58,28 @@ def _gemini_contents(value: Any) -> bool:
         x.get("role") in ("user", "model") for x in items[:20])
 
 
+def _gemini_response(value: Any) -> bool:
+    """What the Gemini API answers (`generateContent`, or each chunk of a stream): the
+    reply's `candidates` and the call's `usageMetadata`, without the request's `contents`."""
+    return _all_rows(value, lambda r: isinstance(r.get("candidates"), list)
+                     and "contents" not in r and ("usageMetadata" in r or any(
+                         isinstance(c.get("content"), dict) for c in _items(r["candidates"]))))
+
+
+def _storage_record(prefix: str, owner: str, owner_prefix: str, kind: str
+                    ) -> Callable[[Any], bool]:
+    """A record file of OpenCode's storage tree, one object of a message (`msg_` id, its
+    `sessionID`, a `role`) or of a part (`prt_` id, its `messageID`, a `type`): the id,
+    which OpenCode also takes from the file's name, may be left out."""
+    def fits(value: Any) -> bool:
+        if not isinstance(value, dict) or not isinstance(value.get(kind), str):
+            return False
+        ident, of = value.get("id", prefix), value.get(owner)
+        return isinstance(ident, str) and ident.startswith(prefix) and \
+            isinstance(of, str) and of.startswith(owner_prefix)
+    return fits
+
+
 def _rows(value: Any) -> list[dict[str, Any]]:
     """The records of a dataset: the object itself, or an array's first objects."""
     return [value] if isinstance(value, dict) else _items(value)[:20]
@@ -74,6 +96,21 @@ def _sharegpt(value: Any) -> bool:
         "from" in t and "value" in t for t in turns[:20]))
 
 
+def _chat_under_conversations(value: Any) -> bool:
+    """Chat messages (`role`, `content`) under `conversations` (or LMSYS's `conversation`),
+    as some datasets name them, where ctxpack reads them under `messages`."""
+    def fits(r: dict[str, Any]) -> bool:
+        turns = _items(r.get("conversations", r.get("conversation")))
+        return bool(turns) and all("role" in t and "content" in t for t in turns[:20])
+    return _all_rows(value, fits)
+
+
+def _preference(value: Any) -> bool:
+    """Preference pairs for DPO and reward models: a `chosen` and a `rejected` reply (with
+    the `prompt`, or as whole conversations)."""
+    return _all_rows(value, lambda r: "chosen" in r and "rejected" in r)
+
+
 def _alpaca(value: Any) -> bool:
     return _all_rows(value, lambda r: "instruction" in r and "output" in r)
 
@@ -86,6 +123,10 @@ NOT_READ = "which ctxpack does not read"
 # how training data becomes what ctxpack reads: chat messages, one conversation a line
 AS_CHAT = "{\"messages\": [...]} a line, it is read as openai-conversations"
 
+# what to give for a file of OpenCode's storage tree given alone
+WHOLE_TREE = ("which ctxpack reads only whole: give it the `storage` folder (or the "
+              "session's file in `storage/session/<project>/`)")
+
 # Each shape: what it looks like, and one verdict on it (what ctxpack does with it)
 _SHAPES: tuple[tuple[str, Callable[[Any], bool]], ...] = (
     ("the Gemini API's contents (role user/model, text and calls in `parts`) under "
@@ -95,10 +136,24 @@ _SHAPES: tuple[tuple[str, Callable[[Any], bool]], ...] = (
      _responses_items),
     ("OpenCode messages without the session `info` that `opencode export` writes before them, "
      f"{NOT_READ}: it reads whole `opencode export` documents", _opencode_messages),
+    (f"one message of an OpenCode storage tree (a file of `storage/message/<session>/`), "
+     f"{WHOLE_TREE}", _storage_record("msg_", "sessionID", "ses_", "role")),
+    (f"one part of a message of an OpenCode storage tree (a file of "
+     f"`storage/part/<message>/`), {WHOLE_TREE}",
+     _storage_record("prt_", "messageID", "msg_", "type")),
+    (f"a Gemini API response (`candidates`, `usageMetadata`): the model's reply without the "
+     f"contents it was sent, {NOT_READ}: it reads the request body (`contents`, as "
+     "gemini-api), or a batch line holding both ({\"request\": ..., \"response\": ...})",
+     _gemini_response),
     # training data, not transcripts
     (f"ShareGPT conversations (`conversations` of `from`/`value` turns), {NOT_READ}: as "
      "Chat Completions messages (`from` human: role user, gpt: assistant; `value`: content), "
      f"{AS_CHAT}", _sharegpt),
+    (f"chat messages (`role`, `content`) under `conversations`, {NOT_READ} under that "
+     f"key: with the key renamed `messages`, {AS_CHAT}", _chat_under_conversations),
+    (f"preference data (`chosen` and `rejected` replies, as DPO datasets hold them), "
+     f"{NOT_READ}: as Chat Completions messages (prompt: a user message; chosen: the "
+     f"assistant's reply, or the conversation it holds), {AS_CHAT}", _preference),
     (f"Alpaca instruction data (`instruction`, `input`, `output`), {NOT_READ}: as Chat "
      "Completions messages (instruction and input: a user message; output: the assistant's), "
      f"{AS_CHAT}", _alpaca),
