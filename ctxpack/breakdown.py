@@ -67,7 +67,10 @@ class MessageStat:
     results: list[tuple[str | None, int]] = field(default_factory=list)
     thinking: list[int] = field(default_factory=list)
     conversation: int = 0
-    place: str = ""  # see Message.place
+    # where it is, as Message.where names it, and that again where its line alone does not
+    # say it (a document whose messages share one line), else ""
+    where: str = ""
+    place: str = ""
 
     def shares(self) -> dict[str, int]:
         """The message's tokens by row: tool results under `tool`, reasoning under
@@ -100,7 +103,7 @@ class Largest:
     tool: str | None
     tokens: int
     preview: str
-    place: str = ""  # in a one-line document, where the message is in it (`history[3]`)
+    place: str = ""  # in a one-line document, where the message is (`[3]`, `line 38 [3]`)
 
 
 @dataclass
@@ -111,7 +114,7 @@ class RoundStat:
     steps: int
     tokens: int
     cumulative: int
-    place: str = ""  # in a one-line document, where its first message is (`[52].messages[0]`)
+    place: str = ""  # in a one-line document, where its first message is (as Largest's)
 
 
 @dataclass
@@ -197,9 +200,10 @@ def preview(message: Message) -> str:
 def message_stat(message: Message) -> MessageStat:
     """What stats keeps of a message: its tokens are filled in once they are counted."""
     role = "tool" if message.result_only else printable(message.role)
-    stat = MessageStat(message.line, role, 0, preview(message), message.human,
-                       message.result_only, conversation=message.conversation,
-                       place=printable(message.place))
+    where = printable(message.where)
+    stat = MessageStat(message.item_line or message.line, role, 0, preview(message),
+                       message.human, message.result_only, conversation=message.conversation,
+                       where=where, place=where if message.place else "")
     for i, part in enumerate(message.parts):  # part indexes until the counts come
         if isinstance(part, ToolCall):
             stat.calls.append((part.id, printable(part.name), i))

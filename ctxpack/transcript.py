@@ -108,8 +108,12 @@ class Message:
 
     @property
     def where(self) -> str:
-        """Where the message is, as a person looks for it: its place in a document whose
-        messages share one line, else its line."""
+        """Where the message is, as a person looks for it (show, stats, convert, validate's
+        pairing): its line; in a document whose messages share one line, its place in it,
+        after the line its item starts on where the document is printed over many
+        (`line 38 [3]`, as a JSONL line of many names its messages: `line 1 history[4]`)."""
+        if self.place and self.item_line:
+            return f"line {self.item_line:,} {self.place}"
         return self.place or f"line {self.line:,}"
 
     @property
