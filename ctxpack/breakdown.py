@@ -155,6 +155,8 @@ class FileStats:
     window_assumed: int | None = None
     # recorded calls that cannot be true, left out of the bill and the window: line, problem
     set_aside: list[dict[str, object]] = field(default_factory=list)
+    # recorded usage that cannot be read, left out as well: line, place, problem
+    unread: list[dict[str, object]] = field(default_factory=list)
     # the last recorded calls the bill passed over, far below the count (see
     # calibration.far_below): the line of each reply, and the prompt size it records
     passed_over: list[dict[str, int]] = field(default_factory=list)
@@ -175,7 +177,7 @@ class FileStats:
             "round_tokens": [vars(r) for r in self.rounds],
             "context_window": self.context_window, "context_ratio": self.context_ratio,
             "context_window_assumed": self.window_assumed,
-            "usage_set_aside": self.set_aside,
+            "usage_set_aside": self.set_aside, "usage_unread": self.unread,
             "conversations": self.conversations,
             "largest_conversation": self.largest_conversation, "outside": self.outside,
             "sidechain": self.sidechain, "lines": self.lines, "bytes": self.bytes,
@@ -353,7 +355,8 @@ def _breakdown(all_stats: list[MessageStat], layout: Layout, counter: TokenCount
         lines=meta["lines"], bytes=meta["size"], skipped=meta["skipped"],
         usage=dict(layout.usage), conversations=conversations,
         largest_conversation=largest, context=billed, file_context=whole,
-        set_aside=[x.to_dict() for x in layout.set_aside],
+        set_aside=[x.to_dict() for x in layout.set_aside if x.readable],
+        unread=[x.to_dict() for x in layout.set_aside if not x.readable],
         passed_over=[{"line": context[p].line, "billed": b} for p, b in billed.passed
                      if p < len(context)],
     )

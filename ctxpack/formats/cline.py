@@ -42,9 +42,19 @@ from dataclasses import replace
 from typing import Any
 
 from ..errors import InputError
-from ..jsonl import loads, parse_document
+from ..jsonl import item_lines, loads, parse_document
 from ..recorded import SetAside
-from ..transcript import Image, Message, Part, RecordedCall, Text, Thinking, ToolCall, ToolResult
+from ..transcript import (
+    Image,
+    Message,
+    Part,
+    RecordedCall,
+    Text,
+    Thinking,
+    ToolCall,
+    ToolResult,
+    where_in,
+)
 from .anthropic import block_part
 from .base import NOT_WRITTEN, Items, Layout, RecordError, content_parts, measure, string_field
 
@@ -156,14 +166,24 @@ def request_info(event: dict[str, Any]) -> dict[str, Any]:
     return _dict(_json(text)) if isinstance(text, str) else {}
 
 
-def unread_request(line: int, n: int, event: Any) -> SetAside | None:
-    """The problem of an `api_req_started` event `n` whose text holds no JSON object: its
-    usage is not counted (and the UI reader keeps its text as the request)."""
-    if not isinstance(event, dict) or event.get("say") != "api_req_started" \
-            or not isinstance(event.get("text"), str) or isinstance(_json(event["text"]), dict):
-        return None
-    return SetAside(line, f"event {n}: the text of this api_req_started event is no JSON "
-                          "object, so its request's usage is not counted")
+UNREAD = ("recorded usage that cannot be read: the text of this api_req_started event is no "
+          "JSON object, so its request's usage is not counted")
+
+
+def unread_request(event: Any) -> bool:
+    """Is `event` an `api_req_started` event whose text holds no JSON object? Its usage
+    cannot be read (and the UI reader keeps its text as the request)."""
+    return isinstance(event, dict) and event.get("say") == "api_req_started" \
+        and isinstance(event.get("text"), str) and not isinstance(_json(event["text"]), dict)
+
+
+def unread_usage(events: list[int], data: bytes | None, first: int) -> list[SetAside]:
+    """The usage of the events at `events` (indexes, of such requests) set aside as it
+    cannot be read, each at the line its event starts on in the UI log `data` (from line
+    `first`) where it is printed over many lines."""
+    lines = item_lines(data, first, [(n,) for n in events])
+    return [SetAside(lines.get((n,), first), f"event {n}: {UNREAD}", readable=False,
+                     place=where_in(f"event {n}", lines.get((n,), 0))) for n in events]
 
 
 def _json(text: str) -> Any:
@@ -316,6 +336,7 @@ class ClineHistoryReader:
         self.made: list[tuple[int, int, int, str | None]] = []  # calls by `metrics`, as `recorded`
         self.items = Items("message {}")
         self.unread: list[SetAside] = []  # the sibling UI log's unreadable usage
+        self.line = 1
 
     def located(self, path: str, data: bytes, first: int) -> None:
         """Told the file's path: its usage is in the `ui_messages.json` beside it."""
@@ -332,6 +353,7 @@ class ClineHistoryReader:
         tools = _tools(record)
         pending: list[ToolCall] = []  # the calls the next results answer, in order
         first, begin = True, len(self.messages)
+        self.line = line
         for index, d in self.items.each(record):
             role = d["role"]
             archived = links[index][1] in summaries - {None} or \
@@ -379,15 +401,17 @@ class ClineHistoryReader:
 
     def finish(self) -> tuple[list[Message], Layout]:
         usage: dict[str, Any] = {}
-        events, why = self._ui_events()
+        events, data, why = self._ui_events()
         made, since = self.made, -1
         if events is not None:
             tally = RequestUsage()
             made = []
+            # the sibling's, at this file's first line: its own line and event named
+            self.unread = [SetAside(self.line, f"{UI_SIBLING} {x.place}: {UNREAD}",
+                                    readable=False, place=f"{UI_SIBLING} {x.place}")
+                           for x in unread_usage([n for n, e in enumerate(events)
+                                                  if unread_request(e)], data, 1)]
             for n, e in enumerate(events):
-                if (unread := unread_request(1, n, e)) is not None:
-                    unread = replace(unread, problem=f"{UI_SIBLING} {unread.problem}")
-                    self.unread.append(unread)
                 billed = tally.add(request_info(e)) if isinstance(e, dict) and \
                     e.get("say") == "api_req_started" else None
                 asked = e.get("conversationHistoryIndex") if billed else None
@@ -409,21 +433,22 @@ class ClineHistoryReader:
                           calls=recorded(context, made, since), set_aside=self.unread,
                           outside_why="condensed into a summary, or cut to fit the window")
 
-    def _ui_events(self) -> tuple[list[Any] | None, str]:
-        """The UI log beside the file, if there is one that reads as such; else why not."""
+    def _ui_events(self) -> tuple[list[Any] | None, bytes, str]:
+        """The UI log beside the file and its bytes, if there is one that reads as such;
+        else why not."""
         if not self.sibling or not os.path.isfile(self.sibling):
-            return None, f"no {UI_SIBLING} beside the file"
+            return None, b"", f"no {UI_SIBLING} beside the file"
         try:
             with open(self.sibling, "rb") as f:
                 data = f.read()
             events = parse_document(data, self.sibling, 1)
         except OSError as exc:
-            return None, f"the {UI_SIBLING} beside the file cannot be read: {exc.strerror}"
+            return None, b"", f"the {UI_SIBLING} beside the file cannot be read: {exc.strerror}"
         except InputError as exc:
-            return None, f"the {UI_SIBLING} beside the file is unreadable: {exc}"
+            return None, b"", f"the {UI_SIBLING} beside the file is unreadable: {exc}"
         if not is_ui_log(events):
-            return None, f"the {UI_SIBLING} beside the file is no Cline UI log"
-        return events, ""
+            return None, b"", f"the {UI_SIBLING} beside the file is no Cline UI log"
+        return events, data, ""
 
 
 class ClineUiReader:
@@ -436,7 +461,13 @@ class ClineUiReader:
         self.made: list[tuple[int, int, int, str | None]] = []  # as `recorded` takes them
         self.since = -1
         self.items = Items("event {}")
-        self.unread: list[SetAside] = []
+        self.unread: list[int] = []  # the requests whose usage cannot be read
+        self.data: bytes | None = None
+        self.line = 1
+
+    def located(self, path: str, data: bytes, first: int) -> None:
+        """Told the log's bytes: usage it cannot read is named at its event's own line."""
+        self.data = data
 
     def feed(self, line: int, record: Any) -> list[Message]:
         if not is_ui_log(record):
@@ -444,6 +475,7 @@ class ClineUiReader:
         reply: list[Part] = []
         opened: list[Any] = []  # the event the reply's first part is of
         first, begin = True, len(self.messages)
+        self.line = line
         asked = -1  # conversationHistoryIndex of the open request: its user message is next
         requested = False  # a request was made: a text event is the model's, not the task
 
@@ -473,8 +505,8 @@ class ClineUiReader:
                 requested = True
                 info = request_info(e)
                 request = info.get("request") if isinstance(info.get("request"), str) else ""
-                if (unread := unread_request(line, n, e)) is not None:
-                    self.unread.append(unread)
+                if unread_request(e):
+                    self.unread.append(n)
                     request = text  # kept as written: the request is in it
                 heads = _heads(request)
                 calls = close([h.group(1) for h in heads])
@@ -514,7 +546,8 @@ class ClineUiReader:
         return [], Layout(context, model=self.model,
                           usage=self.usage.summary("api_req_started events"),
                           calls=recorded(context, self.made, self.since),
-                          set_aside=self.unread, outside_why="cut to fit the window")
+                          set_aside=unread_usage(self.unread, self.data, self.line),
+                          outside_why="cut to fit the window")
 
 
 class ClineFormat:
