@@ -117,11 +117,73 @@ def test_convert_keeps_the_xml_and_its_result_as_the_text_they_were(to):
 def test_the_ui_logs_tool_events_are_calls_named_by_their_results():
     t = load(UI)
     named = [(c.name, c.written) for m in t.messages for c in m.tool_calls]
-    assert named == [("read_file", True), ("replace_in_file", True),
-                     ("execute_command", True), ("replace_in_file", True)]
+    # the calls the history holds, in its order: its completions too (the UI's
+    # completion_result events), which the person answered with their feedback
+    assert named == [(c.name, True) for m in load(HISTORY).messages for c in m.tool_calls]
     f = stats(UI)
     assert {n: (x.calls, x.result_tokens > 0) for n, x in f.by_tool.items()} == {
-        "replace_in_file": (2, True), "read_file": (1, True), "execute_command": (1, True)}
+        "replace_in_file": (2, True), "read_file": (1, True), "execute_command": (1, True),
+        "attempt_completion": (2, False)}
+
+
+QUESTION = {"question": "Should empty cells become an empty field or a zero?",
+            "options": ["empty field", "zero"]}
+
+
+def question_log() -> list[dict]:
+    """A UI log whose reply asks the person a question (ask: followup), whose answer
+    comes back as the next request, then completes (say: completion_result, then the
+    ask: completion_result that waits for the person's word)."""
+    ts = 1_779_870_000_000
+    answer = ("[ask_followup_question for 'Should empty cells become an empty field or a "
+              "zero?'] Result:\n<answer>\nempty field\n</answer>\n\n<environment_details>\n"
+              "# VSCode Open Tabs\nsrc/export.ts\n</environment_details>")
+    return [
+        {"ts": ts, "type": "say", "say": "task", "text": "Fix the CSV export of empty cells."},
+        {"ts": ts + 1, "type": "say", "say": "api_req_started", "text": json.dumps(
+            {"request": "<task>\nFix the CSV export of empty cells.\n</task>",
+             "tokensIn": 9, "tokensOut": 40, "cacheReads": 0, "cacheWrites": 9000})},
+        {"ts": ts + 2, "type": "say", "say": "text", "text": "One thing first.",
+         "partial": False},
+        {"ts": ts + 3, "type": "ask", "ask": "followup", "text": json.dumps(QUESTION),
+         "partial": True},
+        {"ts": ts + 3, "type": "ask", "ask": "followup", "text": json.dumps(QUESTION)},
+        {"ts": ts + 4, "type": "say", "say": "api_req_started", "text": json.dumps(
+            {"request": answer, "tokensIn": 12, "tokensOut": 30, "cacheReads": 9000,
+             "cacheWrites": 80})},
+        {"ts": ts + 5, "type": "say", "say": "completion_result",
+         "text": "Empty cells are now written as empty fields."},
+        {"ts": ts + 6, "type": "ask", "ask": "completion_result", "text": ""}]
+
+
+def test_the_ui_logs_question_and_completion_are_calls_of_their_tools(tmp_path):
+    # the question was dropped (its words uncounted), the completion read as prose
+    path = tmp_path / "ui_messages.json"
+    path.write_text(json.dumps(question_log(), indent=2))
+    t = load(path)
+    assert t.format == "cline-ui"
+    calls = [c for m in t.messages for c in m.tool_calls]
+    assert [(c.name, c.written) for c in calls] == [("ask_followup_question", True),
+                                                     ("attempt_completion", True)]
+    assert calls[0].arguments == json.dumps(QUESTION)
+    assert calls[1].arguments == "Empty cells are now written as empty fields."
+    # the answer is the person's, not a tool's output
+    answer = next(m for m in t.messages if "<answer>" in m.text)
+    assert (answer.role, answer.human) == ("user", True)
+    # each reply counts as the text it shows, the question's too
+    counter = TokenCounter("gpt-4o")
+    asking = next(m for m in t.messages if m.tool_calls)
+    assert counter.message(asking).total == counter.message(_as_text(asking)).total
+    assert counter.text(json.dumps(QUESTION)) < counter.message(asking).total
+    f = stats(path)
+    assert {n: x.calls for n, x in f.by_tool.items()} == {
+        "ask_followup_question": 1, "attempt_completion": 1}
+    run = ctxpack("show", "--full", str(path))
+    assert run.code == 0, run.err
+    assert "→ ask_followup_question" in run.out and "→ attempt_completion" in run.out
+    out = tmp_path / "again.json"
+    write(t, out)
+    assert out.read_bytes() == path.read_bytes()
 
 
 def test_a_request_of_several_results_answers_each_call_in_order():

@@ -22,9 +22,10 @@ the reply counts as the text it was.
 `ui_messages.json` alone is the UI's event log: each `api_req_started` event holds the
 user side of one request (`request`) and its usage; the `text`, `reasoning` and tool
 events after it, up to the next request, are the assistant's side as the UI showed it.
-Its tool, command, MCP and plan-mode reply events are the reply's calls (written: the UI
-shows them as JSON, the model wrote XML), named by the `[name ...] Result:` the next
-request opens with, which is their result.
+Its events that show a call (tool, command, question, completion, MCP, browser, plan-mode
+reply: `_UI_CALLS`) are the reply's calls (written: the UI shows them as JSON or text,
+the model wrote XML), named by the `[name ...] Result:` the next request opens with,
+which is their result, else by the tool the event is of.
 The task the log opens with (`say: task`, or `say: text` before any request, as older
 Cline wrote it) is the person's, and is sent in the first request: it is no reply.
 When Cline cut the history to fit the window, the newest event's inclusive
@@ -73,8 +74,20 @@ TOOLS = frozenset((
     "report_bug", "new_rule", "web_fetch", "web_search", "apply_diff", "insert_content",
     "search_and_replace", "switch_mode", "fetch_instructions", "codebase_search",
     "update_todo_list", "run_slash_command", "generate_image"))
-# UI events that show a call of the model's
-_UI_CALLS = ("tool", "command", "use_mcp_server", "plan_mode_respond", "load_mcp_documentation")
+# UI events (say or ask) that show a call of the model's, and the tool each is of, until
+# the next request's result names it (a `tool` event is named by its JSON's `tool`, an
+# MCP one by its `type`): a person's answer to a question or a completion is their
+# message, so the calls they answer may stay named so
+_UI_CALLS = {
+    "tool": "tool", "command": "execute_command", "followup": "ask_followup_question",
+    "completion_result": "attempt_completion", "plan_mode_respond": "plan_mode_respond",
+    "act_mode_respond": "act_mode_respond", "use_mcp_server": "use_mcp_tool",
+    "load_mcp_documentation": "load_mcp_documentation", "browser_action": "browser_action",
+    "browser_action_launch": "browser_action", "new_task": "new_task", "condense": "condense",
+    "summarize_task": "summarize_task", "report_bug": "report_bug",
+    "use_subagents": "use_subagents"}
+# the JSON key of a call event's text that names its tool, where it has one
+_UI_NAMED = {"tool": "tool", "use_mcp_server": "type"}
 # what Cline wraps the person's words in, on a line of its own (a file a tool read may
 # name the tags in its text, as a file about Cline's logs does)
 _HUMAN_TAG = re.compile(r"^<(?:task|feedback|answer|user_message)>$", re.M)
@@ -524,15 +537,13 @@ class ClineUiReader:
                     first = False
                 if billed:  # its prompt: every message up to its reply, the next one
                     self.made.append((len(self.messages), billed, n, self.model))
-            elif kind in ("text", "completion_result") and e["type"] == "say" and text \
-                    and requested:
+            elif kind == "text" and e["type"] == "say" and text and requested:
                 reply.append(Text(text))
             elif kind == "reasoning" and text:
                 reply.append(Thinking(text))
-            elif kind in _UI_CALLS:  # named by its result, else as the UI names it
-                shown = _dict(_json(text)).get("tool") if kind == "tool" else None
-                reply.append(ToolCall(f"ui-{n}", shown if isinstance(shown, str) and shown
-                                      else kind, text, written=True))
+            elif kind in _UI_CALLS and (text or kind != "completion_result"):
+                # (an empty completion_result is the UI waiting for the person's word)
+                reply.append(ToolCall(f"ui-{n}", _ui_tool(kind, text), text, written=True))
             if reply and not opened:
                 opened.append(e)
         close([])
@@ -548,6 +559,13 @@ class ClineUiReader:
                           calls=recorded(context, self.made, self.since),
                           set_aside=unread_usage(self.unread, self.data, self.line),
                           outside_why="cut to fit the window")
+
+
+def _ui_tool(kind: str, text: str) -> str:
+    """The tool a call event of `kind` shows a call of, as far as the event says."""
+    key = _UI_NAMED.get(kind)
+    named = _dict(_json(text)).get(key) if key else None
+    return named if isinstance(named, str) and named else _UI_CALLS[kind]
 
 
 class ClineFormat:
