@@ -67,9 +67,9 @@ class MessageStat:
     results: list[tuple[str | None, int]] = field(default_factory=list)
     thinking: list[int] = field(default_factory=list)
     conversation: int = 0
-    # where it is, as Message.where names it, and that again where its line alone does not
-    # say it (a document whose messages share one line), else ""
-    where: str = ""
+    where: str = ""  # as Message.where names it
+    # the same where its line alone does not say it (a document whose messages share one
+    # line: `[3]`, `line 38 [3]`), else ""
     place: str = ""
 
     def shares(self) -> dict[str, int]:

@@ -74,10 +74,9 @@ TOOLS = frozenset((
     "report_bug", "new_rule", "web_fetch", "web_search", "apply_diff", "insert_content",
     "search_and_replace", "switch_mode", "fetch_instructions", "codebase_search",
     "update_todo_list", "run_slash_command", "generate_image"))
-# UI events (say or ask) that show a call of the model's, and the tool each is of, until
-# the next request's result names it (a `tool` event is named by its JSON's `tool`, an
-# MCP one by its `type`): a person's answer to a question or a completion is their
-# message, so the calls they answer may stay named so
+# UI events (say or ask) that show a call of the model's, and the tool each is of until
+# the next request's result names it (see _UI_NAMED); a reply's last calls, answered by
+# no request, keep these names
 _UI_CALLS = {
     "tool": "tool", "command": "execute_command", "followup": "ask_followup_question",
     "completion_result": "attempt_completion", "plan_mode_respond": "plan_mode_respond",
