@@ -304,3 +304,40 @@ def test_any_xml_cline_history_reads_each_call_with_its_result(case):
     replies = [m["content"] for m in body["messages"] if m["role"] == "assistant"]
     assert replies == [m["content"][0]["text"] for m in history if m["role"] == "assistant"]
     assert validate(t) == []
+
+
+# the events Cline's UI shows a call of the model's by, and the tool each is of
+UI_CALLS = {("say", "command"): "execute_command", ("ask", "command"): "execute_command",
+            ("ask", "followup"): "ask_followup_question",
+            ("say", "completion_result"): "attempt_completion",
+            ("ask", "plan_mode_respond"): "plan_mode_respond",
+            ("say", "browser_action"): "browser_action",
+            ("ask", "browser_action_launch"): "browser_action", ("ask", "new_task"): "new_task",
+            ("ask", "condense"): "condense", ("ask", "report_bug"): "report_bug"}
+
+
+@settings(max_examples=40, deadline=None)
+@given(st.lists(st.tuples(st.sampled_from(sorted(UI_CALLS)), st.text(min_size=1, max_size=30),
+                          st.booleans()), min_size=1, max_size=6))
+def test_any_ui_logs_call_events_are_calls_of_their_tools(events):
+    # a reply of call events (some with a streaming copy first), no request after it
+    ts = 1_779_870_000_000
+    log = [{"ts": ts, "type": "say", "say": "task", "text": "go"},
+           {"ts": ts, "type": "say", "say": "api_req_started",
+            "text": json.dumps({"request": "<task>\ngo\n</task>"})}]
+    for n, ((kind, name), text, streamed) in enumerate(events, 1):
+        event = {"ts": ts + n, "type": kind, kind: name, "text": text}
+        log += [{**event, "partial": True}] if streamed else []
+        log.append(event)
+    log.append({"ts": ts + 99, "type": "ask", "ask": "completion_result", "text": ""})
+    data = json.dumps(log, ensure_ascii=False).encode()
+    t = load(io.BytesIO(data))
+    calls = [c for m in t.messages for c in m.tool_calls]
+    assert [(c.name, c.arguments, c.written) for c in calls] == [
+        (UI_CALLS[event], text, True) for event, text, _ in events]
+    counter = TokenCounter("gpt-4o")
+    for m in t.messages:
+        assert counter.message(m).total == counter.message(_as_text(m)).total
+    out = io.BytesIO()
+    write(t, out)
+    assert out.getvalue() == data
