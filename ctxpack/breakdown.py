@@ -67,7 +67,10 @@ class MessageStat:
     results: list[tuple[str | None, int]] = field(default_factory=list)
     thinking: list[int] = field(default_factory=list)
     conversation: int = 0
-    place: str = ""  # see Message.place
+    where: str = ""  # as Message.where names it
+    # the same where its line alone does not say it (a document whose messages share one
+    # line: `[3]`, `line 38 [3]`), else ""
+    place: str = ""
 
     def shares(self) -> dict[str, int]:
         """The message's tokens by row: tool results under `tool`, reasoning under
@@ -100,7 +103,7 @@ class Largest:
     tool: str | None
     tokens: int
     preview: str
-    place: str = ""  # in a one-line document, where the message is in it (`history[3]`)
+    place: str = ""  # in a one-line document, where the message is (`[3]`, `line 38 [3]`)
 
 
 @dataclass
@@ -111,7 +114,7 @@ class RoundStat:
     steps: int
     tokens: int
     cumulative: int
-    place: str = ""  # in a one-line document, where its first message is (`[52].messages[0]`)
+    place: str = ""  # in a one-line document, where its first message is (as Largest's)
 
 
 @dataclass
@@ -152,6 +155,8 @@ class FileStats:
     window_assumed: int | None = None
     # recorded calls that cannot be true, left out of the bill and the window: line, problem
     set_aside: list[dict[str, object]] = field(default_factory=list)
+    # recorded usage that cannot be read, left out as well: line, place, problem
+    unread: list[dict[str, object]] = field(default_factory=list)
     # the last recorded calls the bill passed over, far below the count (see
     # calibration.far_below): the line of each reply, and the prompt size it records
     passed_over: list[dict[str, int]] = field(default_factory=list)
@@ -172,7 +177,7 @@ class FileStats:
             "round_tokens": [vars(r) for r in self.rounds],
             "context_window": self.context_window, "context_ratio": self.context_ratio,
             "context_window_assumed": self.window_assumed,
-            "usage_set_aside": self.set_aside,
+            "usage_set_aside": self.set_aside, "usage_unread": self.unread,
             "conversations": self.conversations,
             "largest_conversation": self.largest_conversation, "outside": self.outside,
             "sidechain": self.sidechain, "lines": self.lines, "bytes": self.bytes,
@@ -197,9 +202,10 @@ def preview(message: Message) -> str:
 def message_stat(message: Message) -> MessageStat:
     """What stats keeps of a message: its tokens are filled in once they are counted."""
     role = "tool" if message.result_only else printable(message.role)
-    stat = MessageStat(message.line, role, 0, preview(message), message.human,
-                       message.result_only, conversation=message.conversation,
-                       place=printable(message.place))
+    where = printable(message.where)
+    stat = MessageStat(message.item_line or message.line, role, 0, preview(message),
+                       message.human, message.result_only, conversation=message.conversation,
+                       where=where, place=where if message.place else "")
     for i, part in enumerate(message.parts):  # part indexes until the counts come
         if isinstance(part, ToolCall):
             stat.calls.append((part.id, printable(part.name), i))
@@ -349,7 +355,8 @@ def _breakdown(all_stats: list[MessageStat], layout: Layout, counter: TokenCount
         lines=meta["lines"], bytes=meta["size"], skipped=meta["skipped"],
         usage=dict(layout.usage), conversations=conversations,
         largest_conversation=largest, context=billed, file_context=whole,
-        set_aside=[x.to_dict() for x in layout.set_aside],
+        set_aside=[x.to_dict() for x in layout.set_aside if x.readable],
+        unread=[x.to_dict() for x in layout.set_aside if not x.readable],
         passed_over=[{"line": context[p].line, "billed": b} for p, b in billed.passed
                      if p < len(context)],
     )

@@ -425,6 +425,15 @@ def lines_at(data: bytes, first: int,
     return lines
 
 
+def item_lines(data: bytes | None, first: int,
+               paths: Collection[tuple[str | int, ...]]) -> dict[tuple[str | int, ...], int]:
+    """`lines_at` of a document printed over many lines; {} of one on a single line (or
+    none), whose line tells its items apart no more than "line 1" does."""
+    if data is None or b"\n" not in data.rstrip():
+        return {}
+    return lines_at(data, first, paths)
+
+
 def _blank(text: str, pos: int) -> int:
     return _BLANK.match(text, pos).end()  # type: ignore[union-attr]
 

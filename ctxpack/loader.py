@@ -26,9 +26,9 @@ from .jsonl import (
     LineIndex,
     ParsedRecords,
     Source,
+    item_lines,
     iter_lines,
     line_in,
-    lines_at,
     open_source,
     parse_document,
     parse_line,
@@ -550,10 +550,9 @@ def placed(messages: list[Message], document: Any, data: bytes | None = None,
             continue
         if depth < PLACE_DEPTH:
             todo += [(v, p, a, depth + 1) for p, a, v in items if isinstance(v, (dict, list))]
-    lines: dict[tuple[str | int, ...], int] = {}
-    if data is not None and b"\n" in data.rstrip():  # pretty-printed: the items' own lines
-        lines = lines_at(data, first, [paths[id(m.raw)][1] for m in messages
-                                       if id(m.raw) in paths])
+    # pretty-printed: the items' own lines
+    lines = item_lines(data, first, [paths[id(m.raw)][1] for m in messages
+                                     if id(m.raw) in paths])
     return [replace(m, place=paths[id(m.raw)][0], item_line=lines.get(paths[id(m.raw)][1], 0))
             if id(m.raw) in paths else m for m in messages]
 

@@ -60,13 +60,19 @@ MARGIN = 100_000
 
 @dataclass(frozen=True, slots=True)
 class SetAside:
-    """A recorded call that cannot be true, at the line of its reply, and why."""
+    """Recorded usage left out of the bill and the window, at its line, and why: a call's
+    that cannot be true (at the line of its reply), or, not `readable`, a record of usage
+    that cannot be read, at `place` (`line 38 event 3`, as Message.where says it)."""
 
     line: int
     problem: str
+    readable: bool = True
+    place: str = ""
 
     def to_dict(self) -> dict[str, object]:
-        return {"line": self.line, "problem": self.problem}
+        if self.readable:
+            return {"line": self.line, "problem": self.problem}
+        return {"line": self.line, "place": self.place, "problem": self.problem}
 
 
 def most_for(model: str | None) -> tuple[int, str]:

@@ -109,9 +109,11 @@ class Message:
 
     @property
     def where(self) -> str:
-        """Where the message is, as a person looks for it: its place in a document whose
-        messages share one line, else its line."""
-        return self.place or f"line {self.line:,}"
+        """Where the message is, as a person looks for it (show, stats, convert, validate's
+        pairing): its line; in a document whose messages share one line, its place in it,
+        after the line its item starts on where the document is printed over many
+        (`line 38 [3]`, as a JSONL line of many names its messages: `line 1 history[4]`)."""
+        return where_in(self.place, self.item_line) if self.place else f"line {self.line:,}"
 
     @property
     def tool_calls(self) -> list[ToolCall]:
@@ -145,6 +147,12 @@ class Message:
                 out.append(outputs.get(j, p.text))
                 j += 1
         return "\n".join(out)
+
+
+def where_in(place: str, line: int = 0) -> str:
+    """A place in a document (`[3]`, `event 3`) as a person looks for it: after the line it
+    starts on, where that says more than the document's one line (`line 38 [3]`)."""
+    return f"line {line:,} {place}" if line else place
 
 
 def printable(text: str) -> str:

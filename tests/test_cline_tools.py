@@ -213,11 +213,73 @@ def test_a_corpus_cline_logs_calls_convert_to_api_calls_with_their_results(path)
 def test_the_ui_logs_tool_events_are_calls_named_by_their_results():
     t = load(UI)
     named = [(c.name, c.written) for m in t.messages for c in m.tool_calls]
-    assert named == [("read_file", True), ("replace_in_file", True),
-                     ("execute_command", True), ("replace_in_file", True)]
+    # the calls the history holds, in its order: its completions too (the UI's
+    # completion_result events), which the person answered with their feedback
+    assert named == [(c.name, True) for m in load(HISTORY).messages for c in m.tool_calls]
     f = stats(UI)
     assert {n: (x.calls, x.result_tokens > 0) for n, x in f.by_tool.items()} == {
-        "replace_in_file": (2, True), "read_file": (1, True), "execute_command": (1, True)}
+        "replace_in_file": (2, True), "read_file": (1, True), "execute_command": (1, True),
+        "attempt_completion": (2, False)}
+
+
+QUESTION = {"question": "Should empty cells become an empty field or a zero?",
+            "options": ["empty field", "zero"]}
+
+
+def question_log() -> list[dict]:
+    """A UI log whose reply asks the person a question (ask: followup), whose answer
+    comes back as the next request, then completes (say: completion_result, then the
+    ask: completion_result that waits for the person's word)."""
+    ts = 1_779_870_000_000
+    answer = ("[ask_followup_question for 'Should empty cells become an empty field or a "
+              "zero?'] Result:\n<answer>\nempty field\n</answer>\n\n<environment_details>\n"
+              "# VSCode Open Tabs\nsrc/export.ts\n</environment_details>")
+    return [
+        {"ts": ts, "type": "say", "say": "task", "text": "Fix the CSV export of empty cells."},
+        {"ts": ts + 1, "type": "say", "say": "api_req_started", "text": json.dumps(
+            {"request": "<task>\nFix the CSV export of empty cells.\n</task>",
+             "tokensIn": 9, "tokensOut": 40, "cacheReads": 0, "cacheWrites": 9000})},
+        {"ts": ts + 2, "type": "say", "say": "text", "text": "One thing first.",
+         "partial": False},
+        {"ts": ts + 3, "type": "ask", "ask": "followup", "text": json.dumps(QUESTION),
+         "partial": True},
+        {"ts": ts + 3, "type": "ask", "ask": "followup", "text": json.dumps(QUESTION)},
+        {"ts": ts + 4, "type": "say", "say": "api_req_started", "text": json.dumps(
+            {"request": answer, "tokensIn": 12, "tokensOut": 30, "cacheReads": 9000,
+             "cacheWrites": 80})},
+        {"ts": ts + 5, "type": "say", "say": "completion_result",
+         "text": "Empty cells are now written as empty fields."},
+        {"ts": ts + 6, "type": "ask", "ask": "completion_result", "text": ""}]
+
+
+def test_the_ui_logs_question_and_completion_are_calls_of_their_tools(tmp_path):
+    # the question was dropped (its words uncounted), the completion read as prose
+    path = tmp_path / "ui_messages.json"
+    path.write_text(json.dumps(question_log(), indent=2))
+    t = load(path)
+    assert t.format == "cline-ui"
+    calls = [c for m in t.messages for c in m.tool_calls]
+    assert [(c.name, c.written) for c in calls] == [("ask_followup_question", True),
+                                                     ("attempt_completion", True)]
+    assert calls[0].arguments == json.dumps(QUESTION)
+    assert calls[1].arguments == "Empty cells are now written as empty fields."
+    # the answer is the person's, not a tool's output
+    answer = next(m for m in t.messages if "<answer>" in m.text)
+    assert (answer.role, answer.human) == ("user", True)
+    # each reply counts as the text it shows, the question's too
+    counter = TokenCounter("gpt-4o")
+    asking = next(m for m in t.messages if m.tool_calls)
+    assert counter.message(asking).total == counter.message(_as_text(asking)).total
+    assert counter.text(json.dumps(QUESTION)) < counter.message(asking).total
+    f = stats(path)
+    assert {n: x.calls for n, x in f.by_tool.items()} == {
+        "ask_followup_question": 1, "attempt_completion": 1}
+    run = ctxpack("show", "--full", str(path))
+    assert run.code == 0, run.err
+    assert "→ ask_followup_question" in run.out and "→ attempt_completion" in run.out
+    out = tmp_path / "again.json"
+    write(t, out)
+    assert out.read_bytes() == path.read_bytes()
 
 
 def test_a_request_of_several_results_answers_each_call_in_order():
@@ -369,3 +431,40 @@ def test_a_parameter_holding_its_own_closing_tag_converts_whole():
         assert [text for _, text in _sent_results(body, to)] == [
             "[write_to_file for 'NOTES.md'] Result:\nThe content was successfully saved to "
             "NOTES.md."]
+
+
+# the events Cline's UI shows a call of the model's by, and the tool each is of
+UI_CALLS = {("say", "command"): "execute_command", ("ask", "command"): "execute_command",
+            ("ask", "followup"): "ask_followup_question",
+            ("say", "completion_result"): "attempt_completion",
+            ("ask", "plan_mode_respond"): "plan_mode_respond",
+            ("say", "browser_action"): "browser_action",
+            ("ask", "browser_action_launch"): "browser_action", ("ask", "new_task"): "new_task",
+            ("ask", "condense"): "condense", ("ask", "report_bug"): "report_bug"}
+
+
+@settings(max_examples=40, deadline=None)
+@given(st.lists(st.tuples(st.sampled_from(sorted(UI_CALLS)), st.text(min_size=1, max_size=30),
+                          st.booleans()), min_size=1, max_size=6))
+def test_any_ui_logs_call_events_are_calls_of_their_tools(events):
+    # a reply of call events (some with a streaming copy first), no request after it
+    ts = 1_779_870_000_000
+    log = [{"ts": ts, "type": "say", "say": "task", "text": "go"},
+           {"ts": ts, "type": "say", "say": "api_req_started",
+            "text": json.dumps({"request": "<task>\ngo\n</task>"})}]
+    for n, ((kind, name), text, streamed) in enumerate(events, 1):
+        event = {"ts": ts + n, "type": kind, kind: name, "text": text}
+        log += [{**event, "partial": True}] if streamed else []
+        log.append(event)
+    log.append({"ts": ts + 99, "type": "ask", "ask": "completion_result", "text": ""})
+    data = json.dumps(log, ensure_ascii=False).encode()
+    t = load(io.BytesIO(data))
+    calls = [c for m in t.messages for c in m.tool_calls]
+    assert [(c.name, c.arguments, c.written) for c in calls] == [
+        (UI_CALLS[event], text, True) for event, text, _ in events]
+    counter = TokenCounter("gpt-4o")
+    for m in t.messages:
+        assert counter.message(m).total == counter.message(_as_text(m)).total
+    out = io.BytesIO()
+    write(t, out)
+    assert out.getvalue() == data

@@ -4,6 +4,7 @@ the pretty-printed file and the item's index; a pretty document is read as one."
 from __future__ import annotations
 
 import json
+import re
 from pathlib import Path
 from typing import Any
 
@@ -24,32 +25,49 @@ def item_line(items: list[Any], k: int, opening: int) -> int:
     return opening + 1 + sum(json.dumps(x, indent=2).count("\n") + 1 for x in items[:k])
 
 
-def broken(kind: str) -> tuple[Any, list[Any], int, int, str]:
-    """A document of `kind` whose item k has a field of the wrong type: the document, the
-    array holding the items, k, the line before the first item, and the words naming it."""
+def document(kind: str) -> tuple[Any, list[Any], int]:
+    """A document of `kind`: the document, the array holding its items, and the line
+    before the first item when it is dumped with indent=2."""
     if kind == "cline":
         items = json.loads((SAMPLES / "cline-task/api_conversation_history.json").read_text())
-        items[7]["condenseId"] = [1]
-        return items, items, 7, 1, "message 7: 'condenseId' is an array"
+        return items, items, 1
     if kind == "cline-ui":
         items = json.loads((SAMPLES / "cline-task/ui_messages.json").read_text())
-        items[9]["modelInfo"] = {"modelId": 5}
-        return items, items, 9, 1, "event 9: 'modelId' is a number"
+        return items, items, 1
     if kind == "anthropic-array":
         items = json.loads((SAMPLES / "anthropic-array/late-orders.anthropic-array.json")
                            .read_text())
-        items[7]["content"][0]["id"] = ["toolu_1"]
-        return items, items, 7, 1, "message 7: 'id' is an array"
+        return items, items, 1
     if kind == "gemini-cli":
         items = [{"id": f"m{n}", "timestamp": "t", "type": "user" if n % 2 == 0 else "gemini",
                   "content": [{"text": f"line {n}\nand more"}]} for n in range(6)]
-        items[5]["model"] = {"name": "gemini-2.5-pro"}
-        return {"messages": items, **META}, items, 5, 2, "message 5: 'model' is an object"
+        return {"messages": items, **META}, items, 2
+    if kind == "json-messages":
+        return {"messages": CHAT}, CHAT, 2
     assert kind == "gemini-checkpoint"
     doc = json.loads((SAMPLES / "gemini-checkpoint/checkpoint-station-case.json").read_text())
-    items = doc["history"]
+    return doc, doc["history"], 2
+
+
+def broken(kind: str) -> tuple[Any, list[Any], int, int, str]:
+    """A document of `kind` whose item k has a field of the wrong type: the document, the
+    array holding the items, k, the line before the first item, and the words naming it."""
+    doc, items, opening = document(kind)
+    if kind == "cline":
+        items[7]["condenseId"] = [1]
+        return doc, items, 7, opening, "message 7: 'condenseId' is an array"
+    if kind == "cline-ui":
+        items[9]["modelInfo"] = {"modelId": 5}
+        return doc, items, 9, opening, "event 9: 'modelId' is a number"
+    if kind == "anthropic-array":
+        items[7]["content"][0]["id"] = ["toolu_1"]
+        return doc, items, 7, opening, "message 7: 'id' is an array"
+    if kind == "gemini-cli":
+        items[5]["model"] = {"name": "gemini-2.5-pro"}
+        return doc, items, 5, opening, "message 5: 'model' is an object"
+    assert kind == "gemini-checkpoint"
     items[7]["parts"][0]["functionCall"]["id"] = 7
-    return doc, items, 7, 2, "history[7]: 'id' is a number"
+    return doc, items, 7, opening, "history[7]: 'id' is a number"
 
 
 DOCUMENTS = ["cline", "cline-ui", "anthropic-array", "gemini-cli", "gemini-checkpoint"]
@@ -80,6 +98,42 @@ def test_the_command_line_names_file_line_and_item(tmp_path):
     for command in ("stats", "show", "validate"):
         assert_clean_error(ctxpack(command, str(path)), 2,
                            f"{path}:{item_line(items, k, opening)}: ", words)
+
+
+@pytest.mark.parametrize("kind", [*DOCUMENTS, "json-messages"])
+def test_show_and_stats_name_the_line_and_index_of_each_item(kind, tmp_path):
+    # show and stats said `[3]` of a pretty-printed document, whose item 3 is far below
+    doc, items, opening = document(kind)
+    path = tmp_path / NAMES.get(kind, "doc.json")
+    path.write_text(json.dumps(doc, indent=2))
+    t = load(str(path))
+    assert t.format == kind
+    index = re.compile(r"\[(\d+)\]$")
+    expected = []
+    for m in t.messages:
+        k = int(index.search(m.place).group(1))  # type: ignore[union-attr]
+        line = item_line(items, k, opening)
+        assert m.where == f"line {line} {m.place}", m.where
+        expected.append((m, line))
+    assert max(line for _, line in expected) > 10
+    shown = ctxpack("show", "--no-pager", "--full", str(path))
+    assert shown.code == 0, shown.err
+    starts = [ln for ln in shown.out.splitlines() if ln.startswith("line ")]
+    assert [ln.split("  ")[0] for ln in starts] == [m.where for m, _ in expected]
+    run = ctxpack("stats", "--json", "--top", "100", str(path))
+    assert run.code == 0, run.err
+    f = json.loads(run.out)["files"][0]
+    where = {m.where: line for m, line in expected}
+    assert f["largest"] and all(where[x["place"]] == x["line"] for x in f["largest"])
+    assert all(where[r["place"]] == r["line"] for r in f["round_tokens"])
+    table = ctxpack("stats", "--top", "100", str(path)).out
+    assert all(place in table for place in where)
+    page = ctxpack("convert", str(path), "--to", "markdown")
+    assert page.code == 0, page.err
+    assert all(f"{place} · " in page.out for place in where)
+    # the same document on one line names each message by its place alone
+    path.write_text(json.dumps(doc))
+    assert [m.where for m in load(str(path)).messages] == [m.place for m, _ in expected]
 
 
 def write_pretty(path: Path, doc: dict[str, Any], key: str) -> None:
@@ -136,7 +190,9 @@ def test_a_document_whose_first_line_opens_its_list_is_read_whole(key, tmp_path)
     t = load(str(path))
     assert (t.format, t.document) == ("json-messages", True)
     assert [m.role for m in t.messages] == [m["role"] for m in CHAT]
-    assert [m.where for m in t.messages] == [f"{key}[{i}]" for i in range(len(CHAT))]
+    # each item on a line of its own, after the one that opens the list
+    assert [m.where for m in t.messages] == [f"line {i + 2} {key}[{i}]"
+                                             for i in range(len(CHAT))]
     assert path.read_bytes() == b"".join(r.raw for r in t.records)
     run = ctxpack("stats", "--json", str(path))
     assert run.code == 0, run.err

@@ -129,17 +129,20 @@ def test_messages_of_a_one_line_document_are_named_by_their_place(tmp_path):
     t = load(path)
     assert [m.place for m in t.messages] == ["[0].traj[0]", "[0].traj[1]", "[0].traj[2]",
                                              "[1].traj[0]", "[1].traj[1]"]
-    run = ctxpack("stats", "--json", str(path))
-    assert json.loads(run.out)["files"][0]["largest"][0]["place"] == "[1].traj[0]"
-    table = ctxpack("stats", str(path)).out
-    assert "[1].traj[0]" in table and "place" in table
-    shown = ctxpack("show", "--no-pager", str(path)).out
-    assert "[0].traj[1]  assistant" in shown and "line 1  " not in shown
-    checked = ctxpack("validate", str(path)).out.splitlines()
-    # validate names the line each item opens on (its `{`, the line before its role)
+    # each item opens on the line before its role (its `{`): show, stats and validate name
+    # that line, and show and stats the place too
     lines = path.read_text().splitlines()
     call, result = (next(n for n, text in enumerate(lines) if f'"role": "{role}"' in text)
                     for role in ("assistant", "tool"))
+    big = next(n for n, text in enumerate(lines) if '"x x ' in text) - 1
+    run = ctxpack("stats", "--json", str(path))
+    largest = json.loads(run.out)["files"][0]["largest"][0]
+    assert (largest["line"], largest["place"]) == (big, f"line {big} [1].traj[0]")
+    table = ctxpack("stats", str(path)).out
+    assert f"line {big} [1].traj[0]" in table and "place" in table
+    shown = ctxpack("show", "--no-pager", str(path)).out
+    assert f"line {call} [0].traj[1]  assistant" in shown and "line 1  " not in shown
+    checked = ctxpack("validate", str(path)).out.splitlines()
     assert f"{path}:{call}: [0].traj[1]: tool call 'c1' (book) has no result in the " \
         "transcript" in checked
     assert any(line.startswith(f"{path}:{result}: [1].traj[1]: tool result for call 'zz'")

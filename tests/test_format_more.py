@@ -974,11 +974,32 @@ def test_cline_a_request_event_of_broken_json_keeps_its_message_and_is_named(tmp
     assert len(after.messages) == len(before.messages)
     assert any(m.text == '{"request": "broken' for m in after.messages)
     assert after.usage["calls"] == before.usage["calls"] - 1
-    named = f"event {n}: the text of this api_req_started event is no JSON object"
-    assert [p.message for p in validate(after)] == [f"{named}, so its request's usage is "
-                                                    "not counted"]
+    # unreadable, not unbelievable: named as such, at the line its event opens on (its
+    # `{`, the line before its `ts`), not the log's first line
+    line = [k for k, text in enumerate(ui.read_text().splitlines()) if '"ts"' in text][n]
+    assert line > 10
+    named = f"event {n}: recorded usage that cannot be read: the text of this " \
+        "api_req_started event is no JSON object"
+    assert [(p.line, p.message) for p in validate(after)] == [
+        (line, f"{named}, so its request's usage is not counted")]
     history = load(tmp_path / "task" / "api_conversation_history.json")
-    assert [p.message for p in validate(history)] == [f"ui_messages.json {p.message}"
-                                                      for p in validate(after)]
+    assert [(p.line, p.message) for p in validate(history)] == [
+        (1, f"ui_messages.json line {line} {p.message}") for p in validate(after)]
     run = ctxpack("validate", str(ui))
-    assert run.code == 1 and f"{ui}:1: {named}" in run.out, run
+    assert run.code == 1 and f"{ui}:{line}: {named}" in run.out, run
+    # stats lists it apart from the usage that cannot be true, by its line and event
+    for path, where in ((ui, f"line {line} event {n}"),
+                        (ui.with_name("api_conversation_history.json"),
+                         f"ui_messages.json line {line} event {n}")):
+        f = json.loads(ctxpack("stats", "--json", str(path)).out)["files"][0]
+        assert f["usage_set_aside"] == []
+        assert [(x["line"], x["place"]) for x in f["usage_unread"]] == [
+            (line if path == ui else 1, where)]
+        table = " ".join(ctxpack("stats", str(path)).out.split())
+        assert f"recorded usage that cannot be read, not counted (`ctxpack validate` says " \
+            f"why): {where}" in table
+        assert "cannot be true" not in table
+    # the log on one line: its one line, and the event named
+    ui.write_text(json.dumps(events))
+    assert [(p.line, p.message) for p in validate(load(ui))] == [
+        (1, f"{named}, so its request's usage is not counted")]

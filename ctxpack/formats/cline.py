@@ -22,9 +22,10 @@ the reply counts as the text it was.
 `ui_messages.json` alone is the UI's event log: each `api_req_started` event holds the
 user side of one request (`request`) and its usage; the `text`, `reasoning` and tool
 events after it, up to the next request, are the assistant's side as the UI showed it.
-Its tool, command, MCP and plan-mode reply events are the reply's calls (written: the UI
-shows them as JSON, the model wrote XML), named by the `[name ...] Result:` the next
-request opens with, which is their result.
+Its events that show a call (tool, command, question, completion, MCP, browser, plan-mode
+reply: `_UI_CALLS`) are the reply's calls (written: the UI shows them as JSON or text,
+the model wrote XML), named by the `[name ...] Result:` the next request opens with,
+which is their result, else by the tool the event is of.
 The task the log opens with (`say: task`, or `say: text` before any request, as older
 Cline wrote it) is the person's, and is sent in the first request: it is no reply.
 When Cline cut the history to fit the window, the newest event's inclusive
@@ -43,9 +44,19 @@ from dataclasses import replace
 from typing import Any
 
 from ..errors import InputError
-from ..jsonl import loads, parse_document
+from ..jsonl import item_lines, loads, parse_document
 from ..recorded import SetAside
-from ..transcript import Image, Message, Part, RecordedCall, Text, Thinking, ToolCall, ToolResult
+from ..transcript import (
+    Image,
+    Message,
+    Part,
+    RecordedCall,
+    Text,
+    Thinking,
+    ToolCall,
+    ToolResult,
+    where_in,
+)
 from .anthropic import block_part
 from .base import NOT_WRITTEN, Items, Layout, RecordError, content_parts, measure, string_field
 
@@ -64,8 +75,19 @@ TOOLS = frozenset((
     "report_bug", "new_rule", "web_fetch", "web_search", "apply_diff", "insert_content",
     "search_and_replace", "switch_mode", "fetch_instructions", "codebase_search",
     "update_todo_list", "run_slash_command", "generate_image"))
-# UI events that show a call of the model's
-_UI_CALLS = ("tool", "command", "use_mcp_server", "plan_mode_respond", "load_mcp_documentation")
+# UI events (say or ask) that show a call of the model's, and the tool each is of until
+# the next request's result names it (see _UI_NAMED); a reply's last calls, answered by
+# no request, keep these names
+_UI_CALLS = {
+    "tool": "tool", "command": "execute_command", "followup": "ask_followup_question",
+    "completion_result": "attempt_completion", "plan_mode_respond": "plan_mode_respond",
+    "act_mode_respond": "act_mode_respond", "use_mcp_server": "use_mcp_tool",
+    "load_mcp_documentation": "load_mcp_documentation", "browser_action": "browser_action",
+    "browser_action_launch": "browser_action", "new_task": "new_task", "condense": "condense",
+    "summarize_task": "summarize_task", "report_bug": "report_bug",
+    "use_subagents": "use_subagents"}
+# the JSON key of a call event's text that names its tool, where it has one
+_UI_NAMED = {"tool": "tool", "use_mcp_server": "type"}
 # what Cline wraps the person's words in, on a line of its own (a file a tool read may
 # name the tags in its text, as a file about Cline's logs does)
 _HUMAN_TAG = re.compile(r"^<(?:task|feedback|answer|user_message)>$", re.M)
@@ -157,14 +179,24 @@ def request_info(event: dict[str, Any]) -> dict[str, Any]:
     return _dict(_json(text)) if isinstance(text, str) else {}
 
 
-def unread_request(line: int, n: int, event: Any) -> SetAside | None:
-    """The problem of an `api_req_started` event `n` whose text holds no JSON object: its
-    usage is not counted (and the UI reader keeps its text as the request)."""
-    if not isinstance(event, dict) or event.get("say") != "api_req_started" \
-            or not isinstance(event.get("text"), str) or isinstance(_json(event["text"]), dict):
-        return None
-    return SetAside(line, f"event {n}: the text of this api_req_started event is no JSON "
-                          "object, so its request's usage is not counted")
+UNREAD = ("recorded usage that cannot be read: the text of this api_req_started event is no "
+          "JSON object, so its request's usage is not counted")
+
+
+def unread_request(event: Any) -> bool:
+    """Is `event` an `api_req_started` event whose text holds no JSON object? Its usage
+    cannot be read (and the UI reader keeps its text as the request)."""
+    return isinstance(event, dict) and event.get("say") == "api_req_started" \
+        and isinstance(event.get("text"), str) and not isinstance(_json(event["text"]), dict)
+
+
+def unread_usage(events: list[int], data: bytes | None, first: int) -> list[SetAside]:
+    """The usage of the events at `events` (indexes, of such requests) set aside as it
+    cannot be read, each at the line its event starts on in the UI log `data` (from line
+    `first`) where it is printed over many lines."""
+    lines = item_lines(data, first, [(n,) for n in events])
+    return [SetAside(lines.get((n,), first), f"event {n}: {UNREAD}", readable=False,
+                     place=where_in(f"event {n}", lines.get((n,), 0))) for n in events]
 
 
 def _json(text: str) -> Any:
@@ -358,6 +390,7 @@ class ClineHistoryReader:
         self.made: list[tuple[int, int, int, str | None]] = []  # calls by `metrics`, as `recorded`
         self.items = Items("message {}")
         self.unread: list[SetAside] = []  # the sibling UI log's unreadable usage
+        self.line = 1
 
     def located(self, path: str, data: bytes, first: int) -> None:
         """Told the file's path: its usage is in the `ui_messages.json` beside it."""
@@ -374,6 +407,7 @@ class ClineHistoryReader:
         tools = _tools(record)
         pending: list[ToolCall] = []  # the calls the next results answer, in order
         first, begin = True, len(self.messages)
+        self.line = line
         for index, d in self.items.each(record):
             role = d["role"]
             archived = links[index][1] in summaries - {None} or \
@@ -421,15 +455,17 @@ class ClineHistoryReader:
 
     def finish(self) -> tuple[list[Message], Layout]:
         usage: dict[str, Any] = {}
-        events, why = self._ui_events()
+        events, data, why = self._ui_events()
         made, since = self.made, -1
         if events is not None:
             tally = RequestUsage()
             made = []
+            # the sibling's, at this file's first line: its own line and event named
+            self.unread = [SetAside(self.line, f"{UI_SIBLING} {x.place}: {UNREAD}",
+                                    readable=False, place=f"{UI_SIBLING} {x.place}")
+                           for x in unread_usage([n for n, e in enumerate(events)
+                                                  if unread_request(e)], data, 1)]
             for n, e in enumerate(events):
-                if (unread := unread_request(1, n, e)) is not None:
-                    unread = replace(unread, problem=f"{UI_SIBLING} {unread.problem}")
-                    self.unread.append(unread)
                 billed = tally.add(request_info(e)) if isinstance(e, dict) and \
                     e.get("say") == "api_req_started" else None
                 asked = e.get("conversationHistoryIndex") if billed else None
@@ -451,21 +487,22 @@ class ClineHistoryReader:
                           calls=recorded(context, made, since), set_aside=self.unread,
                           outside_why="condensed into a summary, or cut to fit the window")
 
-    def _ui_events(self) -> tuple[list[Any] | None, str]:
-        """The UI log beside the file, if there is one that reads as such; else why not."""
+    def _ui_events(self) -> tuple[list[Any] | None, bytes, str]:
+        """The UI log beside the file and its bytes, if there is one that reads as such;
+        else why not."""
         if not self.sibling or not os.path.isfile(self.sibling):
-            return None, f"no {UI_SIBLING} beside the file"
+            return None, b"", f"no {UI_SIBLING} beside the file"
         try:
             with open(self.sibling, "rb") as f:
                 data = f.read()
             events = parse_document(data, self.sibling, 1)
         except OSError as exc:
-            return None, f"the {UI_SIBLING} beside the file cannot be read: {exc.strerror}"
+            return None, b"", f"the {UI_SIBLING} beside the file cannot be read: {exc.strerror}"
         except InputError as exc:
-            return None, f"the {UI_SIBLING} beside the file is unreadable: {exc}"
+            return None, b"", f"the {UI_SIBLING} beside the file is unreadable: {exc}"
         if not is_ui_log(events):
-            return None, f"the {UI_SIBLING} beside the file is no Cline UI log"
-        return events, ""
+            return None, b"", f"the {UI_SIBLING} beside the file is no Cline UI log"
+        return events, data, ""
 
 
 class ClineUiReader:
@@ -478,7 +515,13 @@ class ClineUiReader:
         self.made: list[tuple[int, int, int, str | None]] = []  # as `recorded` takes them
         self.since = -1
         self.items = Items("event {}")
-        self.unread: list[SetAside] = []
+        self.unread: list[int] = []  # the requests whose usage cannot be read
+        self.data: bytes | None = None
+        self.line = 1
+
+    def located(self, path: str, data: bytes, first: int) -> None:
+        """Told the log's bytes: usage it cannot read is named at its event's own line."""
+        self.data = data
 
     def feed(self, line: int, record: Any) -> list[Message]:
         if not is_ui_log(record):
@@ -486,6 +529,7 @@ class ClineUiReader:
         reply: list[Part] = []
         opened: list[Any] = []  # the event the reply's first part is of
         first, begin = True, len(self.messages)
+        self.line = line
         asked = -1  # conversationHistoryIndex of the open request: its user message is next
         requested = False  # a request was made: a text event is the model's, not the task
 
@@ -515,8 +559,8 @@ class ClineUiReader:
                 requested = True
                 info = request_info(e)
                 request = info.get("request") if isinstance(info.get("request"), str) else ""
-                if (unread := unread_request(line, n, e)) is not None:
-                    self.unread.append(unread)
+                if unread_request(e):
+                    self.unread.append(n)
                     request = text  # kept as written: the request is in it
                 heads = _heads(request)
                 calls = close([h.group(1) for h in heads])
@@ -534,15 +578,13 @@ class ClineUiReader:
                     first = False
                 if billed:  # its prompt: every message up to its reply, the next one
                     self.made.append((len(self.messages), billed, n, self.model))
-            elif kind in ("text", "completion_result") and e["type"] == "say" and text \
-                    and requested:
+            elif kind == "text" and e["type"] == "say" and text and requested:
                 reply.append(Text(text))
             elif kind == "reasoning" and text:
                 reply.append(Thinking(text))
-            elif kind in _UI_CALLS:  # named by its result, else as the UI names it
-                shown = _dict(_json(text)).get("tool") if kind == "tool" else None
-                reply.append(ToolCall(f"ui-{n}", shown if isinstance(shown, str) and shown
-                                      else kind, text, written=True))
+            elif kind in _UI_CALLS and (text or kind != "completion_result"):
+                # (an empty completion_result is the UI waiting for the person's word)
+                reply.append(ToolCall(f"ui-{n}", _ui_tool(kind, text), text, written=True))
             if reply and not opened:
                 opened.append(e)
         close([])
@@ -556,7 +598,15 @@ class ClineUiReader:
         return [], Layout(context, model=self.model,
                           usage=self.usage.summary("api_req_started events"),
                           calls=recorded(context, self.made, self.since),
-                          set_aside=self.unread, outside_why="cut to fit the window")
+                          set_aside=unread_usage(self.unread, self.data, self.line),
+                          outside_why="cut to fit the window")
+
+
+def _ui_tool(kind: str, text: str) -> str:
+    """The tool a call event of `kind` shows a call of, as far as the event says."""
+    key = _UI_NAMED.get(kind)
+    named = _dict(_json(text)).get(key) if key else None
+    return named if isinstance(named, str) and named else _UI_CALLS[kind]
 
 
 class ClineFormat:

@@ -64,7 +64,7 @@ class Charts:
         rows = []
         for i in shown:
             s = self.stats[i]
-            rows.append(f'<tr id="{self.anchor}{i}"><td>{escape(_where(s))}</td>'
+            rows.append(f'<tr id="{self.anchor}{i}"><td>{escape(s.where)}</td>'
                         f'<td>{escape(s.role)}</td><td>{escape(s.tool or "")}</td>'
                         f'<td class="n">{s.tokens:,}</td><td>{escape(s.preview)}</td></tr>')
         if not rows:
@@ -153,10 +153,6 @@ def _ranking(title: str, bars: list[Bar], link: str | None) -> str:
             f'{"".join(out)}</svg></figure>')
 
 
-def _where(s: MessageStat) -> str:
-    return s.place or f"line {s.line:,}"
-
-
 def charts_of(t: Transcript, counter: TokenCounter, *, link: bool,
               flagged: bool = False) -> Charts:
     """The pictures of `t`'s model-visible messages, counted with `counter` as stats
@@ -173,23 +169,23 @@ def charts_of(t: Transcript, counter: TokenCounter, *, link: bool,
         rows = running.setdefault(m.conversation, {})
         for role, n in s.shares().items():
             rows[role] = rows.get(role, 0) + n
-        context.append((i, _where(s), dict(rows)))
+        context.append((i, s.where, dict(rows)))
     tool_bars = []
     for name, tool in list(tools.items())[:TOP]:
         where = max((i for i, s in enumerate(stats) if s.tool == name),
                     key=lambda i: stats[i].tokens, default=0)
         calls = f"{tool.calls:,} call" + ("" if tool.calls == 1 else "s")
         tool_bars.append(Bar(f"{name} ({calls})", tool.tokens, where,
-                             _where(stats[where]) if stats else "", "tool"))
+                             stats[where].where if stats else "", "tool"))
     biggest = sorted(range(len(stats)), key=lambda i: -stats[i].tokens)[:TOP]
     numbers = {c: n for n, c in enumerate(running, 1)}  # conversations, in file order
     largest = []
     for i in biggest:
         s = stats[i]
-        where = _where(s) if len(numbers) < 2 else \
+        where = s.where if len(numbers) < 2 else \
             f"conversation {numbers[t.messages[i].conversation]:,}"
         largest.append(Bar(f"{where} · {s.role}" + (f" · {s.tool}" if s.tool else ""),
-                           s.tokens, i, _where(s), s.role))
+                           s.tokens, i, s.where, s.role))
     return Charts(t.path, link, context, tool_bars, largest, stats)
 
 

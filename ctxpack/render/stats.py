@@ -190,13 +190,22 @@ def passed_lines(f: FileStats) -> list[str]:
 
 
 def set_aside_lines(f: FileStats) -> list[str]:
-    """The recorded calls left out of the bill and the window, where there are any."""
-    if not f.set_aside:
-        return []
-    where = ", ".join(f"line {x['line']:,}" for x in f.set_aside[:5])
-    more = f" (+{len(f.set_aside) - 5} more)" if len(f.set_aside) > 5 else ""
-    return [f"  recorded usage set aside, as it cannot be true (`ctxpack validate` says why): "
-            f"{where}{more}"]
+    """The recorded usage left out of the bill and the window, where there is any: what
+    cannot be true, and what cannot be read."""
+    out = []
+    if f.set_aside:
+        out.append(_usage_left_out("set aside, as it cannot be true",
+                                   [f"line {x['line']:,}" for x in f.set_aside]))
+    if f.unread:
+        out.append(_usage_left_out("that cannot be read, not counted",
+                                   [str(x["place"]) for x in f.unread]))
+    return out
+
+
+def _usage_left_out(what: str, places: list[str]) -> str:
+    more = f" (+{len(places) - 5} more)" if len(places) > 5 else ""
+    return (f"  recorded usage {what} (`ctxpack validate` says why): "
+            f"{', '.join(places[:5])}{more}")
 
 
 def slope_text(slope: float) -> str:
