@@ -27,7 +27,7 @@ from collections.abc import Iterable, Sequence
 from dataclasses import dataclass, field, replace
 from typing import Any
 
-from .errors import UsageError
+from .errors import InputError, UsageError
 from .formats import model_of
 from .formats.cline import call_arguments
 from .transcript import Image, Message, Part, Text, Thinking, ToolCall, ToolResult, Transcript
@@ -136,8 +136,19 @@ def request_bodies(t: Transcript, to: str, notes: Notes | None = None,
         items = _items(group, notes)
         body = _openai(items, notes) if to == "openai" else \
             _anthropic(items, notes, keep_last_reply)
+        if not body["messages"]:  # (empty or blank text only, which no API takes)
+            notes.add(BLANK_LEFT_OUT)
+            continue
         bodies.append({**({"model": model} if model else {}), **body})
+    if not bodies and t.messages:
+        api = "Messages API" if to == "anthropic" else "Chat Completions API"
+        raise InputError(t.path, None, f"nothing to convert: no message holds anything "
+                         f"but empty or blank text, which the {api} refuses")
     return bodies
+
+
+BLANK_LEFT_OUT = ("conversations of nothing but empty or blank text left out (no body can "
+                  "hold them)")
 
 
 # signed thinking (Claude Code's, OpenCode's Anthropic replies) is left out as well: the

@@ -93,11 +93,16 @@ def result_texts(records: list[dict[str, Any]], to: str) -> Counter[str]:
 @SETTINGS
 @given(chat=openai_chat())
 @example(chat=[{"role": "user", "content": " "}, {"role": "assistant", "content": "0"}])
+@example(chat=[{"role": "user", "content": " "}, {"role": "assistant", "content": " "}])
 def test_openai_chat_converts_to_both_apis(tmp_path_factory, chat):
     path = _write(tmp_path_factory.mktemp("c"), chat)
     source = load(path)
     for to in ("openai", "anthropic"):
         notes = Notes()
+        if to == "anthropic" and _all_blank(chat):  # Anthropic takes no blank text
+            with pytest.raises(InputError, match="anything but empty or blank text"):
+                request_bodies(source, to, notes)
+            continue
         [body] = request_bodies(source, to, notes)
         assert_accepted(body, to)
         # every result is there, word for word; nothing made up for a valid input
@@ -110,6 +115,13 @@ def test_openai_chat_converts_to_both_apis(tmp_path_factory, chat):
             # is said to be put before the assistant's
             allowed.add("user messages added before an opening assistant message")
         assert set(notes.counts) <= allowed
+
+
+def _all_blank(chat: list[dict[str, Any]]) -> bool:
+    """Whether every turn but the system prompt is text that is blank, with no tool call."""
+    return all(m["role"] in ("system", "developer") or (
+        isinstance(m.get("content"), str) and not m["content"].strip()
+        and not m.get("tool_calls")) for m in chat)
 
 
 def _opens_blank(chat: list[dict[str, Any]]) -> bool:
@@ -138,9 +150,22 @@ def test_anthropic_chat_converts_to_both_apis(tmp_path_factory, chat):
     path = _write(tmp_path_factory.mktemp("c"), chat)
     source = load(path, "anthropic")  # text-only ones fit OpenAI's shape as well
     for to in ("openai", "anthropic"):
+        if to == "anthropic" and not _said(chat):  # Anthropic takes no blank text
+            with pytest.raises(InputError, match="anything but empty or blank text"):
+                request_bodies(source, to)
+            continue
         [body] = request_bodies(source, to)
         assert_accepted(body, to)
         assert result_texts(body["messages"], to) == result_texts(chat, "anthropic")
+
+
+def _said(chat: list[dict[str, Any]]) -> bool:
+    """Whether an Anthropic conversation holds a tool call or text that is not blank."""
+    def blocks(m: dict[str, Any]) -> list[dict[str, Any]]:
+        return m["content"] if isinstance(m["content"], list) else \
+            [{"type": "text", "text": m["content"]}]
+    return any(b["type"] in ("tool_use", "tool_result") or
+               (b["type"] == "text" and b["text"].strip()) for m in chat for b in blocks(m))
 
 
 def test_broken_pairs_are_mended_and_said(tmp_path):
@@ -201,9 +226,13 @@ def test_corpus_converts_to_accepted_bodies(path):
     if path.parent.name in API_FORMATS:
         assert source.messages  # these are surely read
     for to in ("openai", "anthropic"):
-        for body in request_bodies(source, to):
-            if body["messages"]:
-                assert_accepted(body, to)
+        try:
+            bodies = request_bodies(source, to)
+        except InputError as exc:  # (a file whose messages hold nothing a body takes)
+            assert "nothing to convert" in str(exc)
+            continue
+        for body in bodies:
+            assert_accepted(body, to)
     counter = TokenCounter("gpt-4o")
     view = build_view(source, counter, flagged=False)
     assert entries(to_markdown(view)) == len(source.messages)
@@ -311,16 +340,20 @@ _LOOSE = st.fixed_dictionaries(
 @given(records=st.lists(_LOOSE, max_size=8), fmt=st.sampled_from(["openai", "anthropic"]))
 def test_any_readable_mess_converts_to_accepted_bodies(tmp_path_factory, records, fmt):
     """Whatever order and pairing a file has, a file a reader takes converts to bodies the
-    provider accepts (or to none, when nothing in it is a turn)."""
+    provider accepts, or is refused in one line when nothing in it is a turn."""
     path = _write(tmp_path_factory.mktemp("m"), records)
     try:
         source = load(path, fmt)
     except InputError:
         return
     for to in ("openai", "anthropic"):
-        for body in request_bodies(source, to):
-            if body["messages"]:
-                assert_accepted(body, to)
+        try:
+            bodies = request_bodies(source, to)
+        except InputError as exc:  # (a file whose messages hold nothing a body takes)
+            assert "nothing to convert" in str(exc)
+            continue
+        for body in bodies:
+            assert_accepted(body, to)
 
 
 def test_convert_then_compress(exact_tokens, tmp_path):
