@@ -164,6 +164,47 @@ def test_parts_that_are_no_array_are_named_and_do_not_change_the_format(
         assert run.code == 1 and f"{path}:{line}: {named}" in run.out, run
 
 
+@pytest.mark.parametrize(("part", "problem"), [
+    ({"text": 5}, "parts[1]: 'text' is a number, not a string"),
+    ({"text": None}, "parts[1]: 'text' is null, not a string"),
+    ("hi", "parts[1] is a string, not a Part object"),
+])
+@pytest.mark.parametrize("indent", [None, 2])
+def test_parts_the_gemini_api_refuses_are_named_at_their_content(
+        part: Any, problem: str, indent: int | None, tmp_path: Path) -> None:
+    # the reader drops a Part it cannot read, so only validate can say the API refuses it
+    body = {"contents": [text("user", "go"), {"role": "model", "parts": [{"text": "ok"}, part]},
+                         text("user", "and?")]}
+    path = tmp_path / "bodies.jsonl"
+    path.write_text(json.dumps({"contents": [text("user", "fine")]}) + "\n"
+                    + json.dumps(body) + "\n")
+    line = 2
+    if indent:
+        path = tmp_path / "request.json"
+        path.write_text(json.dumps(body, indent=indent))
+        line = [n for n, x in enumerate(path.read_text().splitlines(), 1) if x == "    {"][1]
+    found = [(p.line, p.message) for p in validate(load(path))]
+    assert found == [(line, f"contents[1]: {problem}")]
+    run = ctxpack("validate", str(path))
+    assert run.code == 1 and run.out.strip() == f"{path}:{line}: contents[1]: {problem}", run
+
+
+def test_pairing_problems_name_the_content_of_a_line_of_one_content(tmp_path: Path) -> None:
+    path = tmp_path / "bodies.jsonl"
+    path.write_text("\n".join(json.dumps(b) for b in [
+        {"contents": [text("user", "go"), {"role": "model", "parts": [call("ls")]}]},
+        {"contents": [{"role": "user", "parts": [answer("cat", "x")]}]},
+    ]) + "\n")
+    run = ctxpack("validate", str(path))
+    assert run.code == 1
+    assert run.out.splitlines() == [
+        f"{path}:1: contents[1]: tool call 'ls#1' (ls) has no result in the transcript",
+        f"{path}:2: contents[0]: tool result without a preceding call"]
+    # show names each message by its line and its place in it
+    shown = ctxpack("show", str(path)).out
+    assert "line 1 contents[1]" in shown and "line 2 contents[0]" in shown
+
+
 def test_responses_pair_with_calls_of_their_own_name_in_any_order() -> None:
     t = load(jsonl({"contents": [
         text("user", "go"), {"role": "model", "parts": [call("ls"), call("cat", p="a")]},

@@ -26,7 +26,7 @@ from typing import Any
 from ..jsonl import json_kind
 from ..transcript import Message, Part, RecordedCall, Text, ToolCall, ToolResult
 from .base import NOT_WRITTEN, Layout, RecordError, measure, number, string_field
-from .gemini import _parts
+from .gemini import _parts, refused_part
 
 ROLES = ("user", "model")  # what the API takes (the older `function` role is a user side)
 _HEAD = 20  # contents looked at to tell a body
@@ -70,6 +70,27 @@ def doubt(record: Any) -> str:
         return ""
     return ("read as Gemini API request bodies by their `contents` of `parts`, though no "
             "Content names its role (user or model)")
+
+
+def refused(content: dict[str, Any]) -> list[str]:
+    """What the Gemini API refuses of one Content besides its calls' pairs (which the
+    reader links by name): a role other than user or model (or the older function), no
+    parts or parts that are no array, a Part that is no object or that it cannot read."""
+    out = []
+    role = content.get("role")
+    if role is not None and role not in (*ROLES, "function"):
+        out.append(f"role {role!r} is not accepted by the Gemini API (user or model)")
+    parts = content.get("parts")
+    if parts is not None and not isinstance(parts, list):
+        return [*out, f"parts is {json_kind(parts)}, not an array of Parts"]
+    if not parts:
+        return [*out, "no parts (the Gemini API refuses a Content with empty parts)"]
+    for i, part in enumerate(parts):
+        if not isinstance(part, dict):
+            out.append(f"parts[{i}] is {json_kind(part)}, not a Part object")
+        else:
+            out += [f"parts[{i}]: {problem}" for problem in refused_part(part)]
+    return out
 
 
 class Links:
@@ -174,23 +195,27 @@ class GeminiApiReader:
         conversation = self.conversations
         out: list[Message] = []
         links = Links()
+        # each message at its place in the line (a log's line holds a whole conversation)
+        at = "" if body is record else "request."
         system = body.get("systemInstruction")
         if system is not None:
             parts = _parts(system.get("parts") if isinstance(system, dict) else system)
             if not parts and system:
                 raise RecordError("'systemInstruction' is neither text nor a Content of parts")
             out.append(Message("system", tuple(parts), (line,), system,
-                               conversation=conversation))
+                               conversation=conversation, place=f"{at}systemInstruction"))
         for i, content in enumerate(contents):
             if not isinstance(content, dict):
                 raise RecordError(f"contents[{i}] is {json_kind(content)}, not a Content object")
-            out += content_messages(content, line, conversation, links)
+            out += [replace(m, place=f"{at}contents[{i}]")
+                    for m in content_messages(content, line, conversation, links)]
         response = record.get("response") if body is not record else None
         model = _model(body.get("model")) or _model(
             response.get("modelVersion") if isinstance(response, dict) else None)
         self.model = model or self.model
         if isinstance(response, dict):
-            out += self._reply(line, response, model, len(out), conversation, links)
+            out += [replace(m, place="response")
+                    for m in self._reply(line, response, model, len(out), conversation, links)]
         self.conversations += 1
         self.count += len(out)
         return out
