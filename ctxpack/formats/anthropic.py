@@ -305,15 +305,19 @@ def bad_content(record: dict[str, Any]) -> bool:
             and content is not None and not isinstance(content, (str, list)))
 
 
+def _refused_text(block: dict[str, Any]) -> list[str]:
+    """A text block without its text as a string, if `block` is one."""
+    return refused_string(block, "text", "text block") if block["type"] == "text" else []
+
+
 def _refused_block(block: dict[str, Any]) -> list[str]:
     """What the Messages API refuses of one typed content block: a text block without
-    its text, a tool_result whose content is no string or array of blocks (a number)."""
-    if block["type"] == "text":
-        return refused_string(block, "text", "text block")
+    its text, a tool_result whose content is no string or array of blocks (a number), or
+    holds a text block without its text."""
     if block["type"] == "tool_result" and block.get("content") is not None:
         return [f"tool_result {problem}"
-                for problem in refused_items(block["content"], "content block", _refused_block)]
-    return []
+                for problem in refused_items(block["content"], "content block", _refused_text)]
+    return _refused_text(block)
 
 
 def refused(record: dict[str, Any]) -> list[str]:

@@ -43,17 +43,22 @@ _HEAD = 20  # contents looked at to tell a body
 # a user's own data, kept as written: a call's arguments, what a function returned
 _OPAQUE = {("functionCall", "args"), ("functionResponse", "response")}
 _SNAKE = re.compile(r"[a-z][a-z0-9]*(?:_[a-z0-9]+)+")
+# the deepest key read: response.candidates[0].content.parts[j].functionCall.name
+_DEPTH = 8
 
 
-def camel(value: Any, key: str = "") -> Any:
+def camel(value: Any, key: str = "", depth: int = 0) -> Any:
     """A record with the Python SDK's snake_case keys (`function_call`, `inline_data`,
     `usage_metadata`, `system_instruction`: what `model_dump()` writes, and what the REST
     API takes too) as the camelCase ones of the REST docs; what a call or a function's
     response holds is the user's data, kept as it is. A key written both ways keeps the
     camelCase one. What has no snake_case key is the very object it was (so the loader
-    finds each Content's place in a document by it)."""
+    finds each Content's place in a document by it), and so is what lies deeper than any
+    key ctxpack reads (a stranger's deeply nested value)."""
+    if depth > _DEPTH:
+        return value
     if isinstance(value, list):
-        items = [camel(v, key) for v in value]
+        items = [camel(v, key, depth + 1) for v in value]
         return value if all(a is b for a, b in zip(items, value, strict=True)) else items
     if not isinstance(value, dict):
         return value
@@ -62,7 +67,7 @@ def camel(value: Any, key: str = "") -> Any:
         name = re.sub(r"_([a-z0-9])", lambda m: m[1].upper(), k) if _SNAKE.fullmatch(k) else k
         if name != k and name in value:
             continue
-        out[name] = v if (key, name) in _OPAQUE else camel(v, name)
+        out[name] = v if (key, name) in _OPAQUE else camel(v, name, depth + 1)
     same = out.keys() == value.keys() and all(out[k] is value[k] for k in out)
     return value if same else out
 
