@@ -14,7 +14,6 @@ from __future__ import annotations
 
 from collections.abc import Callable, Sequence
 from dataclasses import dataclass
-from typing import Any
 
 from .formats import anthropic, gemini, gemini_api, openai
 from .jsonl import loads
@@ -31,9 +30,9 @@ ROLES = {
 # mini-swe-agent's submit (a command that echoes its marker; the run's `exit` record follows).
 FINAL_TOOLS = {"finish"}
 FINAL_MARKS = ("COMPLETE_TASK_AND_SUBMIT", "MINI_SWE_AGENT_FINAL_OUTPUT")
-# What each format's provider refuses in one message record, as its reader keeps the record
-# (each format's `refused` owns what its API takes: content parts, blocks, Gemini Parts).
-REFUSED: dict[str, Callable[[dict[str, Any]], list[str]]] = {
+# What each format's provider refuses in a message's record (its `raw`, an object: each
+# format's `refused` owns what its API takes: content parts, blocks, Gemini Parts).
+REFUSED: dict[str, Callable[[Message], list[str]]] = {
     "openai": openai.refused, "openai-conversations": openai.refused,
     "anthropic": anthropic.refused, "anthropic-array": anthropic.refused,
     "anthropic-requests": anthropic.refused, "claude-code": anthropic.refused,
@@ -104,7 +103,7 @@ def _check_content(messages: list[Message], fmt: str) -> list[Problem]:
     for m in messages:
         if isinstance(m.raw, dict) and id(m.raw) not in seen:
             seen.add(id(m.raw))
-            out += [_at(m, problem) for problem in refused(m.raw)]
+            out += [_at(m, problem) for problem in refused(m)]
     return out
 
 

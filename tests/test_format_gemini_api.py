@@ -293,6 +293,18 @@ def test_parts_the_gemini_api_refuses_are_named_at_their_content(
     assert run.code == 1 and run.out.strip() == f"{path}:{line}: contents[1]: {problem}", run
 
 
+def test_the_system_instruction_is_checked_for_its_parts_not_its_role(tmp_path: Path) -> None:
+    # SDKs send the system instruction as a Content of role "system"
+    path = tmp_path / "bodies.jsonl"
+    path.write_text("\n".join(json.dumps({"systemInstruction": system, "contents": [
+        text("user", "go")]}) for system in [text("system", "Be brief."),
+                                             {"parts": [{"text": "Hi."}, {"text": 5}]}])
+                    + "\n")
+    run = ctxpack("validate", str(path))
+    assert run.code == 1 and run.out.splitlines() == [
+        f"{path}:2: systemInstruction: parts[1]: 'text' is a number, not a string"], run
+
+
 def test_pairing_problems_name_the_content_of_a_line_of_one_content(tmp_path: Path) -> None:
     path = tmp_path / "bodies.jsonl"
     path.write_text("\n".join(json.dumps(b) for b in [
@@ -301,9 +313,10 @@ def test_pairing_problems_name_the_content_of_a_line_of_one_content(tmp_path: Pa
     ]) + "\n")
     run = ctxpack("validate", str(path))
     assert run.code == 1
-    assert run.out.splitlines() == [
-        f"{path}:1: contents[1]: tool call 'ls#1' (ls) has no result in the transcript",
-        f"{path}:2: contents[0]: tool result without a preceding call"]
+    unanswered, unasked = run.out.splitlines()
+    assert unanswered.startswith(f"{path}:1: contents[1]: tool call ")
+    assert unanswered.endswith("(ls) has no result in the transcript")
+    assert unasked == f"{path}:2: contents[0]: tool result without a preceding call"
     # show names each message by its line and its place in it
     shown = ctxpack("show", str(path)).out
     assert "line 1 contents[1]" in shown and "line 2 contents[0]" in shown

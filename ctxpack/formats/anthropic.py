@@ -320,10 +320,11 @@ def _refused_block(block: dict[str, Any]) -> list[str]:
     return _refused_text(block)
 
 
-def refused(record: dict[str, Any]) -> list[str]:
+def refused(read: Message) -> list[str]:
     """What the Messages API refuses in one message's content besides its pairs: a value
     that is no string or array of typed blocks, a block it cannot read. The message is the
     record, or the one it holds (stream-json, Claude Code: under `message`)."""
+    record = read.raw
     message = record if "role" in record else record.get("message")
     content = message.get("content") if isinstance(message, dict) else None
     return [] if content is None else refused_items(content, "content block", _refused_block)

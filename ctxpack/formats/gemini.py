@@ -131,10 +131,10 @@ def refused_part(part: dict[str, Any]) -> list[str]:
     return []
 
 
-def refused(record: dict[str, Any]) -> list[str]:
+def refused(read: Message) -> list[str]:
     """What the Gemini API refuses of a chat recording's user or gemini record: a Part of
     its `content` (a string, a Part or a list of them, as the CLI sends it) it cannot read."""
-    content = record.get("content")
+    content = read.raw.get("content")
     if isinstance(content, dict):
         return [f"content: {problem}" for problem in refused_part(content)]
     return [f"content[{i}]: {problem}"

@@ -131,13 +131,15 @@ def doubt(record: Any) -> str:
             "Content names its role (user or model)")
 
 
-def refused(content: dict[str, Any]) -> list[str]:
-    """What the Gemini API refuses of one Content besides its calls' pairs (which the
-    reader links by name): a role other than user or model (or the older function), no
-    parts or parts that are no array, a Part that is no object or that it cannot read."""
-    out = []
+def refused(read: Message) -> list[str]:
+    """What the Gemini API refuses of the Content a message was read from (one of
+    `contents`, the system instruction, a reply) besides its calls' pairs (which the reader
+    links by name): a role other than user or model (or the older function), no parts or
+    parts that are no array, a Part that is no object or that it cannot read."""
+    out, content = [], read.raw
     role = content.get("role")
-    if role is not None and role not in (*ROLES, "function"):
+    # (the system instruction's role is not looked at: SDKs send it as "system")
+    if read.role != "system" and role is not None and role not in (*ROLES, "function"):
         out.append(f"role {role!r} is not accepted by the Gemini API (user or model)")
     parts = content.get("parts")
     if parts is not None and not isinstance(parts, list):

@@ -104,12 +104,12 @@ def _refused_part(part: dict[str, Any]) -> list[str]:
     return []
 
 
-def refused(message: dict[str, Any]) -> list[str]:
+def refused(read: Message) -> list[str]:
     """What Chat Completions refuses in one message besides its role and its pairs:
     content that is no string or array of typed parts (null only on an assistant message
     that makes calls, or a legacy function result), a part it cannot read, and a call
     whose `function.arguments` is no string (the API takes the JSON as text)."""
-    out = []
+    message, out = read.raw, []
     content = message.get("content")
     if content is not None:
         out += refused_items(content, "content part", _refused_part)
