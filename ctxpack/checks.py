@@ -5,16 +5,18 @@ OpenAI and Anthropic APIs reject either orphan), but for the call that ends an a
 (a final action no result follows by design) and calls written in a reply's text (the API
 saw text, and so it does of their results); results must come where the
 provider expects them; roles must be ones the provider knows; a message's content must be
-a string or an array of typed parts (blocks); Claude Code parent links must resolve. A
+what its provider takes (each format's `refused` says: a string or an array of typed parts
+or blocks it can read, Gemini Contents of Parts); Claude Code parent links must resolve. A
 recorded usage that cannot be true is named too: ctxpack sets it aside.
 """
 
 from __future__ import annotations
 
-from collections.abc import Sequence
+from collections.abc import Callable, Sequence
 from dataclasses import dataclass
 
-from .jsonl import json_kind, loads
+from .formats import anthropic, gemini, gemini_api, openai
+from .jsonl import loads
 from .transcript import Message, ToolCall, Transcript, printable
 
 ROLES = {
@@ -28,13 +30,14 @@ ROLES = {
 # mini-swe-agent's submit (a command that echoes its marker; the run's `exit` record follows).
 FINAL_TOOLS = {"finish"}
 FINAL_MARKS = ("COMPLETE_TASK_AND_SUBMIT", "MINI_SWE_AGENT_FINAL_OUTPUT")
-# What each format's `content` holds: Chat Completions content parts, or Messages API
-# content blocks; either a string or an array of objects, each with its `type`.
-CONTENT_ITEMS = {
-    "openai": "content part", "openai-conversations": "content part",
-    "anthropic": "content block", "anthropic-array": "content block",
-    "anthropic-requests": "content block", "claude-code": "content block",
-    "cline": "content block",
+# What each format's provider refuses in a message's record (its `raw`, an object: each
+# format's `refused` owns what its API takes: content parts, blocks, Gemini Parts).
+REFUSED: dict[str, Callable[[Message], list[str]]] = {
+    "openai": openai.refused, "openai-conversations": openai.refused,
+    "anthropic": anthropic.refused, "anthropic-array": anthropic.refused,
+    "anthropic-requests": anthropic.refused, "claude-code": anthropic.refused,
+    "cline": anthropic.refused, "gemini-cli": gemini.refused,
+    "gemini-checkpoint": gemini_api.refused, "gemini-api": gemini_api.refused,
 }
 # Providers that need each call's results before the next assistant turn.
 RESULTS_BEFORE_NEXT_TURN = {"openai", "openai-conversations", "anthropic", "claude-code"}
@@ -61,8 +64,6 @@ def validate(transcript: Transcript) -> list[Problem]:
         problems += _check_pairs(conversation, transcript.format)
     if transcript.format == "claude-code":
         problems += _check_parents(transcript)
-    if transcript.format == "gemini-api":
-        problems += _check_contents(transcript)
     # recorded usage that cannot be true is no reason for the provider to refuse the file,
     # but it is wrong, and left out of what ctxpack bills (see ctxpack.recorded)
     problems += [Problem(x.line, x.problem) for x in transcript.set_aside]
@@ -92,30 +93,17 @@ def _check_roles(messages: list[Message], fmt: str) -> list[Problem]:
 
 
 def _check_content(messages: list[Message], fmt: str) -> list[Problem]:
-    """Content the API refuses: a number, an object, a part that is no object or has no
-    type (readers take such content as text, so only the record shows it)."""
-    item = CONTENT_ITEMS.get(fmt)
-    if item is None:
+    """What the format's API refuses in each message record, named once a record (a record
+    may hold more than one message: tool results and what the user said)."""
+    refused = REFUSED.get(fmt)
+    if refused is None:
         return []
+    seen: set[int] = set()
     out = []
     for m in messages:
-        record = m.raw if isinstance(m.raw, dict) else {}
-        # a record that holds its message (stream-json, Claude Code) has it under `message`
-        message = record if "role" in record else record.get("message")
-        if not isinstance(message, dict) or "content" not in message:
-            continue
-        content = message["content"]
-        if content is None or isinstance(content, str):
-            continue
-        if not isinstance(content, list):
-            out.append(_at(m, f"content is {json_kind(content)}, not a string or an array "
-                           f"of {item}s"))
-            continue
-        for i, part in enumerate(content):
-            if not isinstance(part, dict):
-                out.append(_at(m, f"content[{i}] is {json_kind(part)}, not a {item} object"))
-            elif not isinstance(part.get("type"), str):
-                out.append(_at(m, f"content[{i}] has no 'type'"))
+        if isinstance(m.raw, dict) and id(m.raw) not in seen:
+            seen.add(id(m.raw))
+            out += [_at(m, problem) for problem in refused(m)]
     return out
 
 
@@ -180,8 +168,10 @@ def _unanswered(open_calls: dict[str, tuple[Message, str]], where: str) -> list[
 
 def _at(m: Message, problem: str) -> Problem:
     """A problem of message `m`, at its line (in a pretty-printed document, its item's)
-    and, in a document read as one, its place."""
-    return Problem(m.item_line or m.line, f"{m.place}: {problem}" if m.place else problem)
+    and, in a document read as one or a line of many messages, its place in it (the
+    problem's line says the line)."""
+    place = m.place.removeprefix(f"line {m.line:,} ")
+    return Problem(m.item_line or m.line, f"{place}: {problem}" if place else problem)
 
 
 def _check_parents(transcript: Transcript) -> list[Problem]:
@@ -202,37 +192,3 @@ def _check_parents(transcript: Transcript) -> list[Problem]:
     return [Problem(line, f"parentUuid {parent!r} does not resolve to any record in the file")
             for line, parent in links if parent not in uuids]
 
-
-def _check_contents(transcript: Transcript) -> list[Problem]:
-    """Gemini API bodies: what the API refuses of a Content besides its calls' pairs (which
-    the reader links by name): a role other than user or model (or the older function),
-    and a Content without parts or whose parts are no array."""
-    from .formats.gemini_api import body_of
-
-    records = transcript.records
-    if transcript.document and records:  # one body, indented: its first line names it
-        values = [(records[0].line, b"".join(r.raw for r in records))]
-    else:
-        values = [(r.line, r.raw) for r in records]
-    out = []
-    for line, raw in values:
-        try:
-            body = body_of(loads(raw))
-        except ValueError:
-            continue  # a line skipped as invalid
-        contents = body.get("contents") if body is not None else None
-        for i, content in enumerate(contents if isinstance(contents, list) else ()):
-            if not isinstance(content, dict):
-                continue
-            role = content.get("role")
-            if role is not None and role not in ("user", "model", "function"):
-                out.append(Problem(line, f"contents[{i}]: role {role!r} is not accepted by "
-                                   "the Gemini API (user or model)"))
-            parts = content.get("parts")
-            if parts is not None and not isinstance(parts, list):
-                out.append(Problem(line, f"contents[{i}]: parts is {json_kind(parts)}, not an "
-                                   "array of Parts"))
-            elif not parts:
-                out.append(Problem(line, f"contents[{i}]: no parts (the Gemini API refuses "
-                                   "a Content with empty parts)"))
-    return out

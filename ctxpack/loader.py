@@ -493,9 +493,10 @@ class Scanner:
                     if self._forced else "--skip-invalid skips such lines")) from None
             self.skipped.append(BadLine(number, problem))
             return []
-        if not self.whole and len(out) > 1 and all(m.line == number and m.raw is not record
-                                                    for m in out):
-            # a line of many messages (an OpenHands instance): each at its place in it
+        if not self.whole and (len(out) > 1 or out and out[0].place) and all(
+                m.line == number and m.raw is not record for m in out):
+            # a line of many messages (an OpenHands instance, a Gemini API request): each
+            # at its place in it (the reader's, if it gave one and the line holds no other)
             out = [replace(m, place=f"line {number:,} {m.place}") if m.place else m
                    for m in placed(out, record)]
         self.starts += [m.lines[0] if m.lines else number for m in out]

@@ -148,32 +148,74 @@ def test_content_chat_completions_refuses_is_named_at_its_line(tmp_path, content
     assert run.code == 1 and f"{path}:2: {problem}" in run.out + run.err, run.out + run.err
 
 
-@pytest.mark.parametrize("content", ["hi", None, [], [{"type": "text", "text": "hi"}],
+@pytest.mark.parametrize("content", ["hi", [], [{"type": "text", "text": "hi"}],
                                      [{"type": "image_url", "image_url": {"url": "x"}}]])
 def test_content_chat_completions_takes_is_no_problem(content):
     assert problems(lines(USER, {"role": "assistant", "content": content}), "openai") == []
 
 
-@pytest.mark.parametrize(("content", "problem"), [
-    (5, "content is a number, not a string or an array of content blocks"),
-    ({"type": "text", "text": "hi"}, "content is an object, not a string or an array of "
-     "content blocks"),
-    ([{"text": "hi"}], "content[0] has no 'type'"),
-    ([{"type": "text", "text": "a"}, "b"], "content[1] is a string, not a content block "
-     "object"),
+NO_CONTENT = ("(Chat Completions takes a message without content only from an assistant that "
+              "makes tool calls)")
+
+
+@pytest.mark.parametrize(("message", "problem"), [
+    ({"role": "user", "content": None}, f"content is null {NO_CONTENT}"),
+    ({"role": "user"}, f"no content {NO_CONTENT}"),
+    ({"role": "assistant", "content": None}, f"content is null {NO_CONTENT}"),
+    ({"role": "user", "content": [{"type": "text"}]}, "content[0]: text part without 'text'"),
+    ({"role": "user", "content": [{"type": "text", "text": 5}]},
+     "content[0]: text part's 'text' is a number, not a string"),
+    ({"role": "user", "content": [{"type": "image_url"}]},
+     "content[0]: image_url part without 'image_url' (the image)"),
+    ({"role": "user", "content": [{"type": "text", "text": "see"}, {"type": "image_url",
+                                                                    "image_url": {}}]},
+     "content[1]: image_url part's image without 'url'"),
+    ({"role": "user", "content": [{"type": "image_url", "image_url": "https://x/a.png"}]},
+     "content[0]: image_url part's 'image_url' is a string, not an object with the image's "
+     "url"),
+    ({"role": "assistant", "content": None, "tool_calls": [
+        {"id": "a", "type": "function", "function": {"name": "get", "arguments": 5}}]},
+     "tool_calls[0].function's 'arguments' is a number, not a string"),
+    ({"role": "assistant", "content": None, "function_call": {"name": "get", "arguments": {}}},
+     "function_call's 'arguments' is an object, not a string"),
 ])
-def test_content_the_messages_api_refuses_is_named_at_its_line(content, problem):
-    found = problems(lines(USER, {"role": "assistant", "content": content}), "anthropic")
-    assert found == [(2, problem)]
-    # in a request body, the message's place too
-    body = {"model": "claude-sonnet-4-5", "max_tokens": 64, "system": "Be brief.", "messages": [
-        USER, {"role": "assistant", "content": content}]}
-    assert [m for _, m in problems(lines(body), "anthropic-requests")] == [problem]
+def test_messages_chat_completions_refuses_are_named_at_their_line(tmp_path, message, problem):
+    # each was read (its text or call counted) and passed validate, which the API refuses
+    path = tmp_path / "chat.jsonl"
+    answered = ([result("a")] if "tool_calls" in message else
+                [{"role": "function", "name": "get", "content": "ok"}]
+                if "function_call" in message else [])
+    path.write_bytes(lines(USER, message, *answered))
+    assert problems(path.read_bytes(), "openai") == [(2, problem)]
+    run = ctxpack("validate", str(path))
+    assert run.code == 1 and run.out.strip() == f"{path}:2: {problem}", run.out + run.err
 
 
-def test_content_blocks_in_an_array_document_name_their_message(tmp_path):
-    doc = tmp_path / "messages.json"
-    doc.write_text(json.dumps([{"role": "user", "content": "hi"},
-                               {"role": "assistant", "content": [{"text": "hello"}]}]))
-    found = [m for _, m in problems(doc.read_bytes(), "anthropic-array")]
-    assert found == ["[1]: content[0] has no 'type'"]
+def test_null_content_is_no_problem_where_chat_completions_takes_it():
+    legacy = {"role": "assistant", "content": None,
+              "function_call": {"name": "get", "arguments": "{}"}}
+    answer = {"role": "function", "name": "get", "content": None}
+    assert problems(lines(USER, call("a"), result("a"), legacy, answer), "openai") == []
+
+
+ANSWER = {"type": "tool_result", "tool_use_id": "t1", "content": "ok"}
+
+
+@pytest.mark.parametrize(("blocks", "problem"), [
+    ([ANSWER, {"type": "text"}], "content[1]: text block without 'text'"),
+    ([ANSWER, {"type": "text", "text": ["hi"]}], "content[1]: text block's 'text' is an "
+     "array, not a string"),
+    ([{**ANSWER, "content": 5}], "content[0]: tool_result content is a number, not a string "
+     "or an array of content blocks"),
+    ([{**ANSWER, "content": [{"type": "text"}]}], "content[0]: tool_result content[0]: text "
+     "block without 'text'"),
+])
+def test_blocks_the_messages_api_refuses_are_named_once_at_their_line(tmp_path, blocks, problem):
+    # a message of tool results and text is read as two messages: its problem is named once
+    use = {"role": "assistant", "content": [{"type": "tool_use", "id": "t1", "name": "ls",
+                                             "input": {}}]}
+    path = tmp_path / "messages.jsonl"
+    path.write_bytes(lines(USER, use, {"role": "user", "content": blocks}))
+    assert problems(path.read_bytes(), "anthropic") == [(3, problem)]
+    run = ctxpack("validate", "--format", "anthropic", str(path))
+    assert run.code == 1 and run.out.strip() == f"{path}:3: {problem}", run.out + run.err

@@ -641,6 +641,26 @@ def test_a_broken_checkpoint_is_one_line_naming_the_entry(history: list[Any], pr
                        f"{path}:1:", problem)
 
 
+def test_parts_the_gemini_api_refuses_are_named_in_a_recording_and_a_checkpoint(
+        tmp_path: Path) -> None:
+    # the reader drops a Part it cannot read: the CLI would send it, and the API refuse it
+    recording = tmp_path / "session-x.jsonl"
+    bad = {**user("u2", ""), "content": [{"text": "see"}, {"text": 5}]}
+    recording.write_bytes(jsonl(META, user("u1", "go"), gemini("g1", "ok"), bad,
+                                {**gemini("g2"), "content": {"text": ["no"]}}).getvalue())
+    checkpoint = tmp_path / "checkpoint-x.json"
+    checkpoint.write_text(json.dumps({"history": [
+        {"role": "user", "parts": [{"text": "go"}]},
+        {"role": "model", "parts": [{"text": 5}]}]}))
+    for path, named in (
+            (recording, [f"{recording}:4: content[1]: 'text' is a number, not a string",
+                         f"{recording}:5: content: 'text' is an array, not a string"]),
+            (checkpoint, [f"{checkpoint}:1: history[1]: parts[0]: 'text' is a number, not "
+                          "a string"])):
+        run = ctxpack("validate", str(path))
+        assert run.code == 1 and run.out.splitlines() == named, run.out + run.err
+
+
 def test_compress_of_a_checkpoint_points_to_convert(tmp_path: Path) -> None:
     from .helpers import assert_clean_error
 

@@ -104,6 +104,110 @@ def test_a_batch_line_holds_the_reply_and_the_usage_of_its_call() -> None:
     assert [m[-1].parts[-1].text for m in by_conversation(t).values()] == replies
 
 
+def snake(value: Any, opaque: bool = False) -> Any:
+    """`value` with the Python SDK's snake_case keys, as `model_dump()` writes a request:
+    what a call or a function's response holds is the user's, left as it is."""
+    if isinstance(value, list):
+        return [snake(v) for v in value]
+    if not isinstance(value, dict) or opaque:
+        return value
+    out = {}
+    for k, v in value.items():
+        name = "".join(f"_{c.lower()}" if c.isupper() else c for c in k)
+        out[name] = {a: snake(b, a in ("args", "response")) for a, b in v.items()} \
+            if k in ("functionCall", "functionResponse") else snake(v)
+    return out
+
+
+def seen(t: Transcript) -> list[Any]:
+    # (each message is placed by its key as the file writes it)
+    return [(m.role, m.parts, m.conversation, m.where.replace("systemInstruction",
+                                                              "system_instruction"))
+            for m in t.messages]
+
+
+@pytest.mark.parametrize("path", [LOG, BATCH], ids=lambda p: p.name)
+def test_the_python_sdks_snake_case_keys_read_as_the_rest_apis(path: Path,
+                                                                tmp_path: Path) -> None:
+    dumped = tmp_path / path.name
+    dumped.write_text("".join(json.dumps(snake(r)) + "\n" for r in records_of(path)))
+    assert "system_instruction" in dumped.read_text()
+    assert ("function_call" in dumped.read_text()) == (path == LOG)
+    camel_case, snake_case = load(path), load(dumped)
+    assert snake_case.format == "gemini-api" and not snake_case.unsure
+    assert seen(snake_case) == seen(camel_case)  # the system prompt, calls, thoughts...
+    assert (snake_case.usage, snake_case.model) == (camel_case.usage, camel_case.model)
+    assert stats(snake_case).by_role == stats(camel_case).by_role
+    assert validate(snake_case) == []
+    out = tmp_path / "out.jsonl"
+    write(snake_case, out)
+    assert out.read_bytes() == dumped.read_bytes()
+
+
+def test_snake_case_parts_and_usage_and_the_users_own_keys() -> None:
+    body = {"system_instruction": {"parts": [{"text": "Be brief."}]}, "contents": [
+        {"role": "user", "parts": [{"text": "What is in it?"}, {"inline_data": {
+            "mime_type": "image/png", "data": "iVBORw0KGgo="}}]},
+        {"role": "model", "parts": [{"function_call": {"name": "ls", "args": {
+            "dir_path": "/srv", "showHidden": True}}}]},
+        {"role": "user", "parts": [{"function_response": {"name": "ls", "response": {
+            "exit_code": 0, "output": "a b"}}}]}]}
+    line = {"request": body, "response": {
+        "candidates": [{"content": {"role": "model", "parts": [{"text": "Two files."}]}}],
+        "usage_metadata": {"prompt_token_count": 120, "candidates_token_count": 3},
+        "model_version": "gemini-2.5-flash"}}
+    t = load(jsonl(line))
+    assert [m.role for m in t.messages] == ["system", "user", "assistant", "tool",
+                                            "assistant"]
+    assert t.messages[1].parts[1].media_type == "image/png"
+    # a call's arguments and a function's response are the user's: read as written
+    assert json.loads(t.messages[2].tool_calls[0].arguments) == {"dir_path": "/srv",
+                                                                 "showHidden": True}
+    assert json.loads(t.messages[3].tool_results[0].parts[0].text) == {"exit_code": 0,
+                                                                       "output": "a b"}
+    assert (t.usage["input_tokens"], t.usage["output_tokens"]) == (120, 3)
+    assert t.model == "gemini-2.5-flash" and [c.billed for c in t.calls] == [120]
+
+
+def reply_only(key: str, said: str, prompt: int, out: int) -> dict[str, Any]:
+    return {"key": key, "response": {
+        "candidates": [{"content": {"role": "model", "parts": [{"text": said}]},
+                        "finishReason": "STOP"}],
+        "usageMetadata": {"promptTokenCount": prompt, "candidatesTokenCount": out},
+        "modelVersion": "gemini-2.5-flash"}}
+
+
+def test_batch_output_lines_of_a_response_alone_are_each_a_reply(tmp_path: Path) -> None:
+    # the Gemini API's batch output holds each request's key and response, not the request
+    path = tmp_path / "output.jsonl"
+    lines = [reply_only("r1", "order_status", 99, 4), reply_only("r2", "plant_care", 80, 3),
+             records_of(BATCH)[0]]
+    path.write_text("".join(json.dumps(x) + "\n" for x in lines))
+    t = load(path)
+    assert t.format == "gemini-api" and not t.unsure
+    conversations = by_conversation(t)
+    assert [[(m.role, m.text) for m in c] for c in conversations.values()][:2] == [
+        [("assistant", "order_status")], [("assistant", "plant_care")]]
+    assert len(conversations) == 3 and t.messages[0].where == "line 1 response"
+    assert t.usage["calls"] == 3 and t.usage["input_tokens"] == 99 + 80 + lines[2][
+        "response"]["usageMetadata"]["promptTokenCount"]
+    assert [c.billed for c in t.calls][:2] == [99, 80]
+    assert validate(t) == []
+    run = ctxpack("stats", str(path))
+    assert run.code == 0 and "gemini-api" in run.out, run.err
+    out = tmp_path / "out.jsonl"
+    write(t, out)
+    assert out.read_bytes() == path.read_bytes()
+
+
+def test_a_batch_line_of_neither_request_nor_response_is_one_line(tmp_path: Path) -> None:
+    path = tmp_path / "output.jsonl"
+    path.write_text(json.dumps(reply_only("r1", "ok", 9, 1)) + "\n"
+                    + json.dumps({"key": "r2", "status": "failed"}) + "\n")
+    assert_clean_error(ctxpack("stats", str(path)), 2, f"{path}:2:",
+                       "neither a Gemini API request body")
+
+
 def test_one_indented_body_is_read_as_a_document_and_written_back() -> None:
     data = json.dumps({"contents": [text("user", "hi"), text("model", "yo")],
                        "generationConfig": {"temperature": 0}}, indent=2).encode()
@@ -162,6 +266,60 @@ def test_parts_that_are_no_array_are_named_and_do_not_change_the_format(
         assert [(p.line, p.message) for p in validate(t)] == [(line, named)]
         run = ctxpack("validate", str(path))
         assert run.code == 1 and f"{path}:{line}: {named}" in run.out, run
+
+
+@pytest.mark.parametrize(("part", "problem"), [
+    ({"text": 5}, "parts[1]: 'text' is a number, not a string"),
+    ({"text": None}, "parts[1]: 'text' is null, not a string"),
+    ("hi", "parts[1] is a string, not a Part object"),
+])
+@pytest.mark.parametrize("indent", [None, 2])
+def test_parts_the_gemini_api_refuses_are_named_at_their_content(
+        part: Any, problem: str, indent: int | None, tmp_path: Path) -> None:
+    # the reader drops a Part it cannot read, so only validate can say the API refuses it
+    body = {"contents": [text("user", "go"), {"role": "model", "parts": [{"text": "ok"}, part]},
+                         text("user", "and?")]}
+    path = tmp_path / "bodies.jsonl"
+    path.write_text(json.dumps({"contents": [text("user", "fine")]}) + "\n"
+                    + json.dumps(body) + "\n")
+    line = 2
+    if indent:
+        path = tmp_path / "request.json"
+        path.write_text(json.dumps(body, indent=indent))
+        line = [n for n, x in enumerate(path.read_text().splitlines(), 1) if x == "    {"][1]
+    found = [(p.line, p.message) for p in validate(load(path))]
+    assert found == [(line, f"contents[1]: {problem}")]
+    run = ctxpack("validate", str(path))
+    assert run.code == 1 and run.out.strip() == f"{path}:{line}: contents[1]: {problem}", run
+
+
+def test_the_system_instruction_is_checked_for_its_parts_not_its_role(tmp_path: Path) -> None:
+    # SDKs send the system instruction as a Content of role "system"
+    path = tmp_path / "bodies.jsonl"
+    path.write_text("\n".join(json.dumps({"systemInstruction": system, "contents": [
+        text("user", "go")]}) for system in [text("system", "Be brief."),
+                                             {"parts": [{"text": "Hi."}, {"text": 5}]}])
+                    + "\n")
+    run = ctxpack("validate", str(path))
+    assert run.code == 1 and run.out.splitlines() == [
+        f"{path}:2: systemInstruction: parts[1]: 'text' is a number, not a string"], run
+
+
+def test_pairing_problems_name_the_content_of_a_line_of_one_content(tmp_path: Path) -> None:
+    path = tmp_path / "bodies.jsonl"
+    path.write_text("\n".join(json.dumps(b) for b in [
+        {"contents": [text("user", "go"), {"role": "model", "parts": [call("ls")]}]},
+        {"contents": [{"role": "user", "parts": [answer("cat", "x")]}]},
+    ]) + "\n")
+    run = ctxpack("validate", str(path))
+    assert run.code == 1
+    unanswered, unasked = run.out.splitlines()
+    assert unanswered.startswith(f"{path}:1: contents[1]: tool call ")
+    assert unanswered.endswith("(ls) has no result in the transcript")
+    assert unasked == f"{path}:2: contents[0]: tool result without a preceding call"
+    # show names each message by its line and its place in it
+    shown = ctxpack("show", str(path)).out
+    assert "line 1 contents[1]" in shown and "line 2 contents[0]" in shown
 
 
 def test_responses_pair_with_calls_of_their_own_name_in_any_order() -> None:
@@ -278,3 +436,17 @@ def test_any_log_round_trips_and_pairs_each_response_by_name(log: list[dict[str,
         ids = [p.id for p in parts if isinstance(p, ToolCall)]
         assert [ids.index(p.call_id) if p.call_id is not None else None
                 for p in parts if isinstance(p, ToolResult)] == expected
+
+
+@settings(max_examples=40, deadline=None)
+@given(bodies)
+def test_any_log_dumped_in_snake_case_reads_as_written_in_camel_case(
+        log: list[dict[str, Any]]) -> None:
+    written = b"".join(json.dumps(b).encode() + b"\n" for b in log)
+    dumped = b"".join(json.dumps(snake(b)).encode() + b"\n" for b in log)
+    camel_case = load(io.BytesIO(written), "gemini-api")
+    snake_case = load(io.BytesIO(dumped), "gemini-api")
+    assert seen(snake_case) == seen(camel_case)
+    out = io.BytesIO()
+    write(snake_case, out)
+    assert out.getvalue() == dumped

@@ -32,6 +32,8 @@ from .base import (
     NoUsage,
     RecordError,
     content_parts,
+    refused_items,
+    refused_string,
     string_field,
     text_of,
     tool_result_blocks,
@@ -301,6 +303,31 @@ def bad_content(record: dict[str, Any]) -> bool:
     content = record.get("content")
     return (record.get("role") in ("user", "assistant") and "message" not in record
             and content is not None and not isinstance(content, (str, list)))
+
+
+def _refused_text(block: dict[str, Any]) -> list[str]:
+    """A text block without its text as a string, if `block` is one."""
+    return refused_string(block, "text", "text block") if block["type"] == "text" else []
+
+
+def _refused_block(block: dict[str, Any]) -> list[str]:
+    """What the Messages API refuses of one typed content block: a text block without
+    its text, a tool_result whose content is no string or array of blocks (a number), or
+    holds a text block without its text."""
+    if block["type"] == "tool_result" and block.get("content") is not None:
+        return [f"tool_result {problem}"
+                for problem in refused_items(block["content"], "content block", _refused_text)]
+    return _refused_text(block)
+
+
+def refused(read: Message) -> list[str]:
+    """What the Messages API refuses in one message's content besides its pairs: a value
+    that is no string or array of typed blocks, a block it cannot read. The message is the
+    record, or the one it holds (stream-json, Claude Code: under `message`)."""
+    record = read.raw
+    message = record if "role" in record else record.get("message")
+    content = message.get("content") if isinstance(message, dict) else None
+    return [] if content is None else refused_items(content, "content block", _refused_block)
 
 
 class AnthropicReader:

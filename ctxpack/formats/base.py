@@ -13,6 +13,7 @@ from collections.abc import Callable, Iterable, Iterator
 from dataclasses import dataclass, field
 from typing import Any, Protocol, TypeVar
 
+from ..jsonl import json_kind
 from ..recorded import SetAside
 from ..transcript import Message, RecordedCall, Text
 
@@ -254,6 +255,38 @@ def content_parts(content: Any, item_part: Callable[[dict[str, Any]], P | None])
         elif isinstance(item, dict) and (part := item_part(item)) is not None:
             parts.append(part)
     return parts
+
+
+def refused_items(content: Any, item: str,
+                  refused_item: Callable[[dict[str, Any]], list[str]]) -> list[str]:
+    """What an API of typed content items refuses of a `content` that is not null: a value
+    that is no string or array, an item that is no object or names no `type`, and what
+    `refused_item` (the format's own rules) says of an item; each named `content[i]: ...`
+    (readers take such content as text, so only the record shows it). `item` names an
+    item as the API does ("content part", "content block")."""
+    if isinstance(content, str):
+        return []
+    if not isinstance(content, list):
+        return [f"content is {json_kind(content)}, not a string or an array of {item}s"]
+    out = []
+    for i, part in enumerate(content):
+        if not isinstance(part, dict):
+            out.append(f"content[{i}] is {json_kind(part)}, not a {item} object")
+        elif not isinstance(part.get("type"), str):
+            out.append(f"content[{i}] has no 'type'")
+        else:
+            out += [f"content[{i}]: {problem}" for problem in refused_item(part)]
+    return out
+
+
+def refused_string(d: dict[str, Any], key: str, what: str) -> list[str]:
+    """`what` (a text part, a call's arguments) has no string at `key`, if so."""
+    value = d.get(key)
+    if isinstance(value, str):
+        return []
+    if key not in d:
+        return [f"{what} without {key!r}"]
+    return [f"{what}'s {key!r} is {json_kind(value)}, not a string"]
 
 
 @dataclass

@@ -124,6 +124,23 @@ def _parts(content: Any) -> list[Part]:
     return [p for p in map(_part, items) if p is not None]
 
 
+def refused_part(part: dict[str, Any]) -> list[str]:
+    """What the Gemini API refuses of one Part object: text that is no string."""
+    if "text" in part and not isinstance(part["text"], str):
+        return [f"'text' is {json_kind(part['text'])}, not a string"]
+    return []
+
+
+def refused(read: Message) -> list[str]:
+    """What the Gemini API refuses of a chat recording's user or gemini record: a Part of
+    its `content` (a string, a Part or a list of them, as the CLI sends it) it cannot read."""
+    content = read.raw.get("content")
+    if isinstance(content, dict):
+        return [f"content: {problem}" for problem in refused_part(content)]
+    return [f"content[{i}]: {problem}"
+            for i, item in enumerate(content if isinstance(content, list) else ())
+            if isinstance(item, dict) for problem in refused_part(item)]
+
 def _thoughts(value: Any) -> list[Thinking]:
     out = []
     for t in value if isinstance(value, list) else ():

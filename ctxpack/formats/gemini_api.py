@@ -12,7 +12,14 @@ settings, not messages.
 A batch line, `{"key"?, "request": body, "response"?: GenerateContentResponse}` (the
 Gemini API's batch files, Vertex AI's batch prediction output), is read the same way:
 the response's first candidate is the model's reply, after the request, and its
-`usageMetadata` the usage of that call (`promptTokenCount`: the prompt it was sent).
+`usageMetadata` the usage of that call (`promptTokenCount`: the prompt it was sent). The
+Gemini API's batch output holds no request, only `{"key", "response"}`: such a line is
+the reply alone, a conversation of its own whose prompt is not in the file (its usage
+still says how large it was).
+
+Keys are read as the REST docs write them or in the snake_case of the Python SDK's
+`model_dump()` (and of many `curl` examples): `system_instruction`, `function_call`,
+`inline_data`, `usage_metadata`, `prompt_token_count` and the like (see `camel`).
 
 Read for stats, show, validate and convert; compress does not rewrite it (see
 `NOT_WRITTEN`).
@@ -20,26 +27,70 @@ Read for stats, show, validate and convert; compress does not rewrite it (see
 
 from __future__ import annotations
 
+import re
 from dataclasses import replace
 from typing import Any
 
 from ..jsonl import json_kind
 from ..transcript import Message, Part, RecordedCall, Text, ToolCall, ToolResult
 from .base import NOT_WRITTEN, Layout, RecordError, measure, number, string_field
-from .gemini import _parts
+from .gemini import _parts, refused_part
 
 ROLES = ("user", "model")  # what the API takes (the older `function` role is a user side)
 _HEAD = 20  # contents looked at to tell a body
 
 
+# a user's own data, kept as written: a call's arguments, what a function returned
+_OPAQUE = {("functionCall", "args"), ("functionResponse", "response")}
+_SNAKE = re.compile(r"[a-z][a-z0-9]*(?:_[a-z0-9]+)+")
+# the deepest key read: response.candidates[0].content.parts[j].functionCall.name
+_DEPTH = 8
+
+
+def camel(value: Any, key: str = "", depth: int = 0) -> Any:
+    """A record with the Python SDK's snake_case keys (`function_call`, `inline_data`,
+    `usage_metadata`, `system_instruction`: what `model_dump()` writes, and what the REST
+    API takes too) as the camelCase ones of the REST docs; what a call or a function's
+    response holds is the user's data, kept as it is. A key written both ways keeps the
+    camelCase one. What has no snake_case key is the very object it was (so the loader
+    finds each Content's place in a document by it), and so is what lies deeper than any
+    key ctxpack reads (a stranger's deeply nested value)."""
+    if depth > _DEPTH:
+        return value
+    if isinstance(value, list):
+        items = [camel(v, key, depth + 1) for v in value]
+        return value if all(a is b for a, b in zip(items, value, strict=True)) else items
+    if not isinstance(value, dict):
+        return value
+    out: dict[str, Any] = {}
+    for k, v in value.items():
+        name = re.sub(r"_([a-z0-9])", lambda m: m[1].upper(), k) if _SNAKE.fullmatch(k) else k
+        if name != k and name in value:
+            continue
+        out[name] = v if (key, name) in _OPAQUE else camel(v, name, depth + 1)
+    same = out.keys() == value.keys() and all(out[k] is value[k] for k in out)
+    return value if same else out
+
+
 def body_of(record: Any) -> dict[str, Any] | None:
-    """The request body a record holds: itself, or a batch line's `request`."""
+    """The request body a record holds: itself, or a batch line's `request` (None for a
+    batch output line of its response alone)."""
     if not isinstance(record, dict):
         return None
     request = record.get("request")
     if "contents" not in record and isinstance(request, dict):
         return request
-    return record
+    return None if _reply_only(record) else record
+
+
+def _reply_only(record: dict[str, Any]) -> bool:
+    """A batch output line of a response and no request (the Gemini API's batch output
+    holds only each request's `key` and its `response`): a response's candidates or
+    usage, and no `contents`."""
+    response = record.get("response")
+    return "contents" not in record and "request" not in record and isinstance(
+        response, dict) and ("candidates" in response or "usageMetadata" in response
+                             or "usage_metadata" in response)
 
 
 def _roles(record: Any) -> set[str | None] | None:
@@ -60,16 +111,47 @@ def _roles(record: Any) -> set[str | None] | None:
 def sniff_body(record: Any) -> int:
     """2 for a body (or batch line) whose `contents` are Gemini Contents, one of them the
     user's or the model's (another role is the body's problem, which validate names), or
-    none naming a role (taken unsure: see `doubt`); else 0."""
+    none naming a role (taken unsure: see `doubt`), and for a batch output line of a
+    response whose candidates hold Contents; else 0."""
+    if isinstance(record, dict) and _reply_only(record):
+        candidates = record["response"].get("candidates")
+        first = candidates[0] if isinstance(candidates, list) and candidates else None
+        content = first.get("content") if isinstance(first, dict) else None
+        return 2 if isinstance(content, dict) and isinstance(content.get("parts"), list) \
+            else 0
     roles = _roles(record)
     return 2 if roles is not None and (roles & set(ROLES) or roles == {None}) else 0
 
 
 def doubt(record: Any) -> str:
-    if (_roles(record) or set()) & set(ROLES):
+    if (_roles(record) or set()) & set(ROLES) or isinstance(record, dict) and _reply_only(
+            record):
         return ""
     return ("read as Gemini API request bodies by their `contents` of `parts`, though no "
             "Content names its role (user or model)")
+
+
+def refused(read: Message) -> list[str]:
+    """What the Gemini API refuses of the Content a message was read from (one of
+    `contents`, the system instruction, a reply) besides its calls' pairs (which the reader
+    links by name): a role other than user or model (or the older function), no parts or
+    parts that are no array, a Part that is no object or that it cannot read."""
+    out, content = [], read.raw
+    role = content.get("role")
+    # (the system instruction's role is not looked at: SDKs send it as "system")
+    if read.role != "system" and role is not None and role not in (*ROLES, "function"):
+        out.append(f"role {role!r} is not accepted by the Gemini API (user or model)")
+    parts = content.get("parts")
+    if parts is not None and not isinstance(parts, list):
+        return [*out, f"parts is {json_kind(parts)}, not an array of Parts"]
+    if not parts:
+        return [*out, "no parts (the Gemini API refuses a Content with empty parts)"]
+    for i, part in enumerate(parts):
+        if not isinstance(part, dict):
+            out.append(f"parts[{i}] is {json_kind(part)}, not a Part object")
+        else:
+            out += [f"parts[{i}]: {problem}" for problem in refused_part(part)]
+    return out
 
 
 class Links:
@@ -167,30 +249,38 @@ class GeminiApiReader:
         self.calls: list[RecordedCall] = []
 
     def feed(self, line: int, record: Any) -> list[Message]:
+        record = camel(record)
         body = body_of(record)
+        if body is None and isinstance(record, dict) and _reply_only(record):
+            body = {"contents": []}  # the reply alone: its prompt is not in the file
         contents = body.get("contents") if body is not None else None
         if body is None or not isinstance(contents, list):
-            raise RecordError("not a Gemini API request body: no 'contents' list")
+            raise RecordError("neither a Gemini API request body (no 'contents' list) nor a "
+                              "batch line (no 'request' body or 'response' of candidates)")
         conversation = self.conversations
         out: list[Message] = []
         links = Links()
+        # each message at its place in the line (a log's line holds a whole conversation)
+        at = "" if body is record else "request."
         system = body.get("systemInstruction")
         if system is not None:
             parts = _parts(system.get("parts") if isinstance(system, dict) else system)
             if not parts and system:
                 raise RecordError("'systemInstruction' is neither text nor a Content of parts")
             out.append(Message("system", tuple(parts), (line,), system,
-                               conversation=conversation))
+                               conversation=conversation, place=f"{at}systemInstruction"))
         for i, content in enumerate(contents):
             if not isinstance(content, dict):
                 raise RecordError(f"contents[{i}] is {json_kind(content)}, not a Content object")
-            out += content_messages(content, line, conversation, links)
-        response = record.get("response") if body is not record else None
+            out += [replace(m, place=f"{at}contents[{i}]")
+                    for m in content_messages(content, line, conversation, links)]
+        response = record.get("response") if body is not record else None  # (a batch line)
         model = _model(body.get("model")) or _model(
             response.get("modelVersion") if isinstance(response, dict) else None)
         self.model = model or self.model
         if isinstance(response, dict):
-            out += self._reply(line, response, model, len(out), conversation, links)
+            out += [replace(m, place="response")
+                    for m in self._reply(line, response, model, len(out), conversation, links)]
         self.conversations += 1
         self.count += len(out)
         return out

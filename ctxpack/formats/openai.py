@@ -12,7 +12,16 @@ from typing import Any
 from ..jsonl import dumps, json_kind
 from ..models import DEFAULT_MODEL
 from ..transcript import META_KEY, Image, Message, Part, Text, Thinking, ToolCall, ToolResult
-from .base import Compaction, Layout, NoUsage, RecordError, content_parts, string_field
+from .base import (
+    Compaction,
+    Layout,
+    NoUsage,
+    RecordError,
+    content_parts,
+    refused_items,
+    refused_string,
+    string_field,
+)
 
 _SURE_ROLES = {"system", "developer", "tool", "function"}
 
@@ -78,6 +87,47 @@ def message_from_dict(d: dict[str, Any], line: int, conversation: int = 0) -> Me
     name = d.get("name") if isinstance(d.get("name"), str) else None
     return Message(role, tuple(parts), (line,), d, name=name, human=role == "user",
                    conversation=conversation)
+
+
+def _refused_part(part: dict[str, Any]) -> list[str]:
+    """What Chat Completions refuses of one typed content part: text that is no string, an
+    image_url part without an image (an object with its `url`)."""
+    if part["type"] == "text":
+        return refused_string(part, "text", "text part")
+    if part["type"] == "image_url":
+        image = part.get("image_url")
+        if not isinstance(image, dict):
+            return [f"image_url part's 'image_url' is {json_kind(image)}, not an object "
+                    "with the image's url" if "image_url" in part
+                    else "image_url part without 'image_url' (the image)"]
+        return refused_string(image, "url", "image_url part's image")
+    return []
+
+
+def refused(read: Message) -> list[str]:
+    """What Chat Completions refuses in one message besides its role and its pairs:
+    content that is no string or array of typed parts (null only on an assistant message
+    that makes calls, or a legacy function result), a part it cannot read, and a call
+    whose `function.arguments` is no string (the API takes the JSON as text)."""
+    message, out = read.raw, []
+    content = message.get("content")
+    if content is not None:
+        out += refused_items(content, "content part", _refused_part)
+    elif not (message.get("role") == "assistant" and (
+            message.get("tool_calls") or message.get("function_call"))
+            or message.get("role") == "function"):
+        out.append(f"{'content is null' if 'content' in message else 'no content'} (Chat "
+                   "Completions takes a message without content only from an assistant that "
+                   "makes tool calls)")
+    calls = message.get("tool_calls")
+    for i, call in enumerate(calls if isinstance(calls, list) else ()):
+        fn = call.get("function") if isinstance(call, dict) else None
+        if isinstance(fn, dict):
+            out += refused_string(fn, "arguments", f"tool_calls[{i}].function")
+    legacy = message.get("function_call")
+    if isinstance(legacy, dict):
+        out += refused_string(legacy, "arguments", "function_call")
+    return out
 
 
 def sniff_message(record: dict[str, Any]) -> int:
