@@ -10,8 +10,8 @@ whatever the model, cannot be true (the built-in table: loading reads no config)
 counts of what the file holds are no test: what is not in the file (a system prompt, the
 parent conversation of a compaction agent, the part cut from a session) legitimately
 makes a prompt hundreds of times the visible count. Nor can a count that is negative or
-not a whole number (true, 1.5, "500"): a reader that meets one keeps it as the call's
-`problem` (Claude Code's and the Anthropic API's usage do), and the call is set aside.
+not a whole number (true, 1.5, "500", a list): every reader that meets one in a call's usage
+keeps it as the call's `problem`, named by `wrong_counts`, and the call is set aside.
 
 Within one context (the calls after a compaction, of one conversation) the agent resends
 the conversation, so a prompt grows only by what was added: a call whose prompt is more
@@ -33,9 +33,11 @@ line as the one before (one-line documents, a database, OpenCode's storage), is 
 
 from __future__ import annotations
 
-from collections.abc import Callable, Sequence
+from collections.abc import Callable, Mapping, Sequence
 from dataclasses import dataclass
+from typing import Any
 
+from .jsonl import json_kind
 from .models import TABLE
 from .transcript import RecordedCall
 
@@ -67,6 +69,29 @@ class SetAside:
 
     def to_dict(self) -> dict[str, object]:
         return {"line": self.line, "problem": self.problem}
+
+
+def whole(value: Any) -> bool:
+    """Is `value` a token count: a whole number, zero or more (not true, 1.0 or "500")?"""
+    return isinstance(value, int) and not isinstance(value, bool) and value >= 0
+
+
+def wrong_counts(usage: Any, fields: Sequence[str], prefix: str = "") -> str:
+    """The `fields` of a usage object that no token count can be, as the file has them
+    ("": none; a missing or null field is no count, not a wrong one), each named with
+    `prefix` (where in the usage object they are)."""
+    if not isinstance(usage, Mapping):
+        return ""
+    return ", ".join(f"{prefix}{f} {shown(usage[f])}" for f in fields
+                     if usage.get(f) is not None and not whole(usage[f]))
+
+
+def shown(value: Any) -> str:
+    """A value as a problem names it: a number or text as written (cut short), another
+    value by its kind (a stranger's list may nest deeper than repr can go)."""
+    if isinstance(value, (bool, int, float, str)):
+        return repr(value)[:60]
+    return f"({json_kind(value)})"
 
 
 def most_for(model: str | None) -> tuple[int, str]:
@@ -110,7 +135,7 @@ def believed(calls: Sequence[RecordedCall], lines: Sequence[int],
     for c in calls:
         why = unbelievable(c)
         if why:
-            aside.append(SetAside(line(c), why))
+            aside.append(SetAside(c.at or line(c), why))
         else:
             kept.append(c)
     # each context's calls (of one conversation, with a prompt size) in order, by place

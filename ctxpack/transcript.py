@@ -198,6 +198,8 @@ class RecordedCall:
     slope: float | None = None
     # what the file recorded of it that no token count can be ("": nothing)
     problem: str = ""
+    # the line its usage is recorded on, where that is not its reply's (0: the reply's)
+    at: int = 0
 
 
 def hides_thinking(message: Message) -> bool:
