@@ -62,10 +62,12 @@ MARGIN = 100_000
 
 @dataclass(frozen=True, slots=True)
 class SetAside:
-    """A recorded call that cannot be true, at the line of its reply, and why."""
+    """A recorded call that cannot be true, at the line of its reply, and why (`call`: the
+    call itself, where it was read as one)."""
 
     line: int
     problem: str
+    call: RecordedCall | None = None
 
     def to_dict(self) -> dict[str, object]:
         return {"line": self.line, "problem": self.problem}
@@ -84,6 +86,14 @@ def wrong_counts(usage: Any, fields: Sequence[str], prefix: str = "") -> str:
         return ""
     return ", ".join(f"{prefix}{f} {shown(usage[f])}" for f in fields
                      if usage.get(f) is not None and not whole(usage[f]))
+
+
+Summed = tuple[tuple[str, int], ...]  # as `RecordedCall.summed`
+
+
+def summed(**amounts: int) -> Summed:
+    """What a reader added to its usage summary for one call, as `RecordedCall.summed`."""
+    return tuple(amounts.items())
 
 
 def shown(value: Any) -> str:
@@ -135,7 +145,7 @@ def believed(calls: Sequence[RecordedCall], lines: Sequence[int],
     for c in calls:
         why = unbelievable(c)
         if why:
-            aside.append(SetAside(c.at or line(c), why))
+            aside.append(SetAside(c.at or line(c), why, c))
         else:
             kept.append(c)
     # each context's calls (of one conversation, with a prompt size) in order, by place
@@ -160,9 +170,40 @@ def believed(calls: Sequence[RecordedCall], lines: Sequence[int],
                 fell[k] = why
             else:
                 before = kept[k]
-    aside += [SetAside(line(kept[k]), why) for k, why in fell.items()]
+    aside += [SetAside(line(kept[k]), why, kept[k]) for k, why in fell.items()]
     out = [c for k, c in enumerate(kept) if k not in fell]
     return out, sorted(aside, key=lambda x: x.line)
+
+
+def believed_usage(usage: dict[str, Any], aside: Sequence[SetAside],
+                   kept: Sequence[RecordedCall], earlier: Sequence[SetAside] = ()
+                   ) -> dict[str, Any]:
+    """A file's usage summary without the calls set aside (`aside` of the context, whose
+    calls `kept` can be true, and `earlier`, of the context before a compaction): what
+    each added to it taken back out (never below 0: a running total the agent kept may
+    never have held a count made up in one call's record), `calls` less them,
+    `calls_set_aside` how many there were, and the last prompt size the last kept call's
+    where the last one recorded was set aside (none where no call was kept)."""
+    last = [x.call for x in aside if x.call is not None]
+    calls = [x.call for x in earlier if x.call is not None] + last
+    if not usage or not calls:
+        return usage
+    out = dict(usage)
+    for call in calls:
+        for key, amount in call.summed:
+            if isinstance(out.get(key), int):
+                out[key] = max(out[key] - amount, 0)
+    if isinstance(out.get("calls"), int):
+        out["calls"] = max(out["calls"] - sum(1 for c in calls if c.summed), 0)
+    out["calls_set_aside"] = len(calls)
+    if "last_input_tokens" in out and last and max(c.prompt for c in last) > max(
+            (c.prompt for c in kept), default=-1):
+        billed = next((c.billed for c in reversed(kept) if c.billed > 0), None)
+        if billed is None:
+            del out["last_input_tokens"]
+        else:
+            out["last_input_tokens"] = billed
+    return out
 
 
 def fell_back(call: RecordedCall, before: RecordedCall, low: RecordedCall | None,

@@ -149,3 +149,43 @@ def test_every_reader_names_a_count_no_token_count_can_be(
     assert any(f"{field} {shown(bad)}" in x["problem"] for x in b["usage_set_aside"])
     # of the recorded calls, that one is left out of those the bill and window use
     assert len(load(poisoned).calls) == len(load(honest).calls) - 1
+    # and out of the usage table's totals, which say how many were set aside
+    hu, bu = h["usage"], b["usage"]
+    assert "calls_set_aside" not in hu and bu["calls_set_aside"] == 1
+    assert bu["calls"] == hu["calls"] - 1
+    assert bu["input_tokens"] < hu["input_tokens"]
+    # (a total never grows; the last prompt is the last kept call's, which may be larger)
+    assert all(bu.get(k, 0) <= v for k, v in hu.items()
+               if type(v) is int and k not in ("calls", "last_input_tokens"))
+
+
+def test_the_usage_table_sums_only_the_calls_believed(tmp_path: Path) -> None:
+    # a made-up prompt on the last call was summed into input_tokens (a trillion) and
+    # was the table's last_input_tokens, though the bill had set it aside
+    lines = (SAMPLES / "coding-agent.claude-code.jsonl").read_text().splitlines()
+    records = [json.loads(x) for x in lines]
+    last = max(n for n, r in enumerate(records) if "usage" in r.get("message", {}))
+    before = max(n for n, r in enumerate(records[:last]) if "usage" in r.get("message", {})
+                 and r["message"]["id"] != records[last]["message"]["id"])
+    usage = records[last]["message"]["usage"]
+    prompt = sum(usage[k] for k in ("input_tokens", "cache_creation_input_tokens",
+                                    "cache_read_input_tokens"))
+    earlier = records[before]["message"]["usage"]
+    usage["input_tokens"] = 999_999_999_999
+    lines[last] = json.dumps(records[last])
+    path = tmp_path / "run.jsonl"
+    path.write_text("\n".join(lines) + "\n")
+    honest = json.loads(ctxpack("stats", "--json", str(SAMPLES / "coding-agent.claude-code.jsonl")
+                                ).out)["files"][0]["usage"]
+    told = ctxpack("stats", "--json", str(path))
+    u = json.loads(told.out)["files"][0]["usage"]
+    assert u["input_tokens"] == honest["input_tokens"] - prompt
+    assert u["output_tokens"] == honest["output_tokens"] - usage["output_tokens"]
+    assert u["cache_read_tokens"] == honest["cache_read_tokens"] - usage[
+        "cache_read_input_tokens"]
+    assert u["calls"] == honest["calls"] - 1 and u["calls_set_aside"] == 1
+    assert u["last_input_tokens"] == sum(earlier[k] for k in (
+        "input_tokens", "cache_creation_input_tokens", "cache_read_input_tokens"))
+    # the table says it too
+    table = ctxpack("stats", str(path)).out
+    assert "calls_set_aside" in table and f"{u['input_tokens']:,}" in table

@@ -12,7 +12,7 @@ from dataclasses import dataclass, field, replace
 from typing import Any, NamedTuple
 
 from ..jsonl import dumps
-from ..recorded import wrong_counts
+from ..recorded import summed, wrong_counts
 from ..transcript import (
     META_KEY,
     SUMMARY_HEADING,
@@ -236,7 +236,10 @@ class UsageTally:
             wrong = self.wrong.get(reply[0], "")
             if (billed := nums[0] + nums[1] + nums[2]) > 0 or wrong:
                 out.append(RecordedCall(i, billed, nums[3] or None, reply[1], reply[2],
-                                        problem=wrong))
+                                        problem=wrong, summed=summed(
+                                            input_tokens=billed, output_tokens=nums[3],
+                                            cache_read_tokens=nums[2],
+                                            cache_creation_tokens=nums[1])))
         return out
 
 

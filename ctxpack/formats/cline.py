@@ -43,7 +43,7 @@ from typing import Any
 
 from ..errors import InputError
 from ..jsonl import loads, parse_document
-from ..recorded import SetAside, wrong_counts
+from ..recorded import SetAside, Summed, summed, wrong_counts
 from ..transcript import Image, Message, Part, RecordedCall, Text, Thinking, ToolCall, ToolResult
 from .anthropic import block_part
 from .base import (
@@ -127,20 +127,22 @@ class RequestUsage:
             if isinstance(e, dict) and e.get("say") == "api_req_started":
                 self.add(request_info(e))
 
-    def add(self, info: dict[str, Any]) -> int | None:
-        """Take a request's usage; its prompt size (None: it records none)."""
+    def add(self, info: dict[str, Any]) -> Summed:
+        """Take a request's usage; what it added to the summary, its prompt size first
+        (empty: it records none)."""
         if not any(k in info for k in _REQUEST_COUNTS):
-            return None
+            return ()
         read, write = number(info.get("cacheReads")), number(info.get("cacheWrites"))
-        prompt = number(info.get("tokensIn")) + read + write
+        prompt, output = number(info.get("tokensIn")) + read + write, number(info.get("tokensOut"))
         self.calls += 1
         self.input += prompt
         self.read += read
         self.write += write
-        self.output += number(info.get("tokensOut"))
+        self.output += output
         self.cost += measure(info.get("cost"))
         self.last = prompt
-        return prompt
+        return summed(input_tokens=prompt, output_tokens=output, cache_read_tokens=read,
+                      cache_creation_tokens=write)
 
     def summary(self, source: str) -> dict[str, Any]:
         if not self.calls:
@@ -223,17 +225,19 @@ def cut_at(events: list[Any], gone: range) -> int:
 
 
 # what a call `made` is, as `recorded` takes it
-Made = tuple[int, int, int, str | None, str]
+Made = tuple[int, Summed, int, str | None, str]
 
 
 def recorded(context: list[int], made: list[Made], since: int) -> list[RecordedCall]:
-    """The calls `made` (the emitted number of the reply, the prompt size, the event's
-    index, the model, the counts of its usage that no token count can be) that were of the
-    context as it is now, `prompt` a place in it."""
+    """The calls `made` (the emitted number of the reply, what its usage added to the
+    summary, its prompt size first, the event's index, the model, the counts of its usage
+    that no token count can be) that were of the context as it is now, `prompt` a place
+    in it."""
     where = sorted(context)
-    return [RecordedCall(bisect.bisect_left(where, reply), billed, None, model, problem=wrong)
-            for reply, billed, event, model, wrong in made
-            if event > since and (billed > 0 or wrong)]
+    return [RecordedCall(bisect.bisect_left(where, reply), added[0][1], None, model,
+                         problem=wrong, summed=added)
+            for reply, added, event, model, wrong in made
+            if event > since and (added[0][1] > 0 or wrong)]
 
 
 def written_calls(text: str, tools: Container[str], where: str) -> list[Text | ToolCall]:
@@ -360,12 +364,12 @@ class ClineHistoryReader:
                                         if isinstance(part, Text) else (part,)))
                 model = string_field(_dict(d.get("modelInfo")), "modelId")
                 self.model = model or self.model
-                billed = self.metrics.add(_metrics(d.get("metrics")))
+                added = self.metrics.add(_metrics(d.get("metrics")))
                 wrong = wrong_counts(_dict(_dict(d.get("metrics")).get("tokens")),
                                      ("prompt", "completion", "cached"), "metrics.tokens.")
-                if billed or wrong:
-                    self.made.append((len(self.messages), billed or 0, index,
-                                      model or self.model, wrong))
+                if added and (added[0][1] or wrong):
+                    self.made.append((len(self.messages), added, index, model or self.model,
+                                      wrong))
                 self.messages.append(Message("assistant", parts, (line,), d, model=model))
                 pending = [p for p in parts if isinstance(p, ToolCall)]
             else:
@@ -410,13 +414,14 @@ class ClineHistoryReader:
                     self.unread.append(unread)
                 info = request_info(e) if isinstance(e, dict) and \
                     e.get("say") == "api_req_started" else {}
-                billed = tally.add(info)
+                added = tally.add(info)
                 wrong = request_wrong(n, info, f"{UI_SIBLING} ")
-                asked = e.get("conversationHistoryIndex") if billed or wrong else None
+                asked = e.get("conversationHistoryIndex") if added and (added[0][1] or wrong) \
+                    else None
                 if isinstance(asked, int) and not isinstance(asked, bool):
                     # its reply is the history's message asked + 2 (the prompt: all before)
                     reply = bisect.bisect_left(self.position, asked + 2)
-                    made.append((reply, billed or 0, n, self.model, wrong))
+                    made.append((reply, added, n, self.model, wrong))
             usage = tally.summary(f"api_req_started events of the sibling {UI_SIBLING}")
             # what Cline cut from the history to fit the window is not sent any more
             gone = deleted_range(events)
@@ -502,7 +507,7 @@ class ClineUiReader:
                 calls = close([h.group(1) for h in heads])
                 index = e.get("conversationHistoryIndex")
                 asked = index if isinstance(index, int) and not isinstance(index, bool) else asked
-                billed = self.usage.add(info)
+                added = self.usage.add(info)
                 wrong = request_wrong(n, info)
                 if request:
                     human = _human([request], first)
@@ -513,8 +518,8 @@ class ClineUiReader:
                         (line,), e, human=human))
                     self.position.append(asked + 1)
                     first = False
-                if billed or wrong:  # its prompt: every message up to its reply, the next one
-                    self.made.append((len(self.messages), billed or 0, n, self.model, wrong))
+                if added and (added[0][1] or wrong):  # its prompt: every message to its reply
+                    self.made.append((len(self.messages), added, n, self.model, wrong))
             elif kind in ("text", "completion_result") and e["type"] == "say" and text \
                     and requested:
                 reply.append(Text(text))

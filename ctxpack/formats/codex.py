@@ -15,7 +15,7 @@ from typing import Any, NamedTuple
 
 from ..jsonl import dumps
 from ..models import keeps_reasoning
-from ..recorded import wrong_counts
+from ..recorded import Summed, summed, wrong_counts
 from ..transcript import (
     META_KEY,
     Image,
@@ -34,6 +34,10 @@ _SURE_TYPES = {"session_meta", "response_item", "event_msg", "turn_context", "co
 _DETAILS = {"low", "high", "auto", "original"}
 _OPAQUE = {"reasoning", "compaction", "compaction_summary"}  # items with encrypted_content
 _USAGE_SOURCE = "codex token_count events (last cumulative value)"
+# the summary's keys of the running totals (`total_token_usage`), and their fields
+_TOTALS = (("input_tokens", "input_tokens"), ("output_tokens", "output_tokens"),
+           ("cache_read_tokens", "cached_input_tokens"),
+           ("reasoning_tokens", "reasoning_output_tokens"))
 # the counts of a call's `last_token_usage`
 _CALL_FIELDS = ("input_tokens", "cached_input_tokens", "output_tokens",
                 "reasoning_output_tokens", "total_tokens")
@@ -228,10 +232,11 @@ class CodexReader:
         self.streamed = False  # the model's output was shown since the newest item was written
         self.users: set[int] = set()  # the numbers of user messages
         # a call told of before its reply is written (older CLIs): its prompt size, output,
-        # reasoning tokens, the counts of its usage no token count can be, and their line
-        self.ahead: tuple[int, int | None, int, str, int] | None = None
+        # reasoning tokens, the counts of its usage no token count can be, their line, and
+        # what it adds to the running totals
+        self.ahead: tuple[int, int | None, int, str, int, Summed] | None = None
         # each call's reply (its number, model), and then as `ahead`
-        self.recorded: list[tuple[int, str | None, int, int | None, int, str, int]] = []
+        self.recorded: list[tuple[int, str | None, int, int | None, int, str, int, Summed]] = []
 
     def feed(self, line: int, record: dict[str, Any]) -> list[Message]:
         kind, payload = record.get("type"), record.get("payload")
@@ -327,7 +332,10 @@ class CodexReader:
                                  "last_token_usage.")
             output = None if output is None else number(output)
             reasoning = number(usage.get("reasoning_output_tokens"))
-            call = (number(billed), output, reasoning, wrong, line)
+            # what the call added to the running totals the summary shows
+            added = summed(**{key: number((total or {}).get(field)) - number(
+                (self.totals or {}).get(field)) for key, field in _TOTALS})
+            call = (number(billed), output, reasoning, wrong, line, added)
             self.ahead = None
             if billed is None and not wrong:
                 pass  # a call that records no prompt size
@@ -346,10 +354,7 @@ class CodexReader:
     def usage(self) -> dict[str, Any]:
         """Provider usage in the shape all formats share, plus the opaque reasoning seen."""
         usage: dict[str, Any] = {"source": _USAGE_SOURCE, "calls": self.calls} if self.calls else {}
-        for key, values, field in (("input_tokens", self.totals, "input_tokens"),
-                                   ("output_tokens", self.totals, "output_tokens"),
-                                   ("cache_read_tokens", self.totals, "cached_input_tokens"),
-                                   ("reasoning_tokens", self.totals, "reasoning_output_tokens"),
+        for key, values, field in (*((k, self.totals, f) for k, f in _TOTALS),
                                    ("last_input_tokens", self.last_call, "input_tokens")):
             if values is not None and isinstance(values.get(field), int):
                 usage[key] = values[field]
@@ -371,8 +376,8 @@ class CodexReader:
                               reasoning=reasoning if self.encrypted_items else 0,
                               until=None if keeps_reasoning(reply_model or model) or
                               (after := bisect.bisect_right(users, where[n])) == len(users)
-                              else users[after], problem=wrong, at=at)
-                 for n, reply_model, billed, output, reasoning, wrong, at in self.recorded
+                              else users[after], problem=wrong, at=at, summed=added)
+                 for n, reply_model, billed, output, reasoning, wrong, at, added in self.recorded
                  if n in where]
         return [], Layout(context, model=model, usage=self.usage(), calls=calls,
                           outside_why="before a compaction, or a system prompt replaced since")

@@ -34,7 +34,7 @@ from dataclasses import replace
 from typing import Any
 
 from ..jsonl import dumps, json_kind
-from ..recorded import wrong_counts
+from ..recorded import Summed, summed, wrong_counts
 from ..transcript import (
     META_KEY,
     Image,
@@ -200,6 +200,13 @@ class _Tokens:
         if isinstance(tokens, dict):
             self.replies[key] = {k: number(tokens.get(k)) for k in _TOKEN_FIELDS}
 
+    def added(self, key: str) -> Summed:
+        """What the reply `key` adds to the summary."""
+        v = self.replies.get(key)
+        return () if v is None else summed(
+            input_tokens=v["input"], output_tokens=v["output"] + v["thoughts"],
+            cache_read_tokens=v["cached"], reasoning_tokens=v["thoughts"])
+
     def summary(self) -> dict[str, Any]:
         if not self.replies:
             return {}
@@ -226,8 +233,9 @@ class GeminiChatReader:
         self.answers: dict[int, set[str]] = {}  # results beside their calls, likewise
         self.calls: dict[int, set[str]] = {}  # the calls a reply makes, likewise
         self.tokens = _Tokens()
-        # reply number: its input, model, and the counts of its `tokens` no count can be
-        self.prompts: dict[int, tuple[int, str | None, str]] = {}
+        # reply number: its input, model, the counts of its `tokens` no count can be, and
+        # what they added to the summary
+        self.prompts: dict[int, tuple[int, str | None, str, Summed]] = {}
         self.model: str | None = None
         self.anonymous = 0
         self.replacing = False
@@ -309,7 +317,8 @@ class GeminiChatReader:
             sent = [n for n in numbers if n not in self.thoughts]
             if (billed or wrong) and sent and not self.replacing:
                 # `input`: the prompt before this reply
-                self.prompts[sent[0]] = (billed, model or self.model, wrong)
+                self.prompts[sent[0]] = (billed, model or self.model, wrong,
+                                         self.tokens.added(ident))
         return messages
 
     def _rewind(self, ident: str) -> None:
@@ -339,7 +348,7 @@ class GeminiChatReader:
                 answered |= self.answers.get(n, set()) | (echo or set())
                 context.append(n)
         calls = [RecordedCall(i, self.prompts[n][0], None, self.prompts[n][1],
-                              problem=self.prompts[n][2])
+                              problem=self.prompts[n][2], summed=self.prompts[n][3])
                  for i, n in enumerate(context) if n in self.prompts]
         return [], Layout(context, model=self.model, usage=self.tokens.summary(), calls=calls,
                           outside_why="; ".join(sorted(self.gone)))

@@ -14,7 +14,7 @@ from typing import Any
 
 from ..jsonl import json_kind
 from ..models import DEFAULT_MODEL
-from ..recorded import wrong_counts
+from ..recorded import summed, wrong_counts
 from ..transcript import Message, RecordedCall, ToolResult
 from .base import Layout, RecordError, number
 from .openai import OpenAIEditor, message_from_dict, sniff_message
@@ -77,8 +77,10 @@ def _calls(messages: list[dict[str, Any]], first: int) -> list[RecordedCall]:
         billed, wrong = number(usage.get("prompt_tokens")), wrong_counts(usage, _COUNTS)
         if billed > 0 or wrong:
             model = response.get("model")  # type: ignore[union-attr]
-            out.append(RecordedCall(n, billed, number(usage.get("completion_tokens")) or None,
-                                    model if isinstance(model, str) else None, problem=wrong))
+            output = number(usage.get("completion_tokens"))
+            out.append(RecordedCall(n, billed, output or None,
+                                    model if isinstance(model, str) else None, problem=wrong,
+                                    summed=summed(input_tokens=billed, output_tokens=output)))
     return out
 
 

@@ -22,7 +22,7 @@ from typing import Any
 
 from ..jsonl import dumps, json_kind
 from ..models import keeps_reasoning
-from ..recorded import wrong_counts
+from ..recorded import Summed, summed, wrong_counts
 from ..transcript import Image, Message, Part, RecordedCall, Text, Thinking, ToolCall, ToolResult
 from .base import (
     NOT_WRITTEN,
@@ -59,9 +59,9 @@ class StepUsage:
         self.last_input: int | None = None
         self.cost: float = 0
 
-    def add(self, part: dict[str, Any]) -> tuple[int, str]:
-        """Take a step's tokens; its prompt size (what `calls` records), and the counts of
-        its tokens that no token count can be."""
+    def add(self, part: dict[str, Any]) -> tuple[int, str, Summed]:
+        """Take a step's tokens; its prompt size (what `calls` records), the counts of its
+        tokens that no token count can be, and what it added to the summary."""
         tokens = _dict(part.get("tokens"))
         cache = _dict(tokens.get("cache"))
         fresh, read, write = (number(tokens.get("input")), number(cache.get("read")),
@@ -74,11 +74,14 @@ class StepUsage:
         self.input += fresh + read + write
         self.read += read
         self.write += write
-        self.output += number(tokens.get("output"))
-        self.reasoning += number(tokens.get("reasoning"))
+        output, reasoning = number(tokens.get("output")), number(tokens.get("reasoning"))
+        self.output += output
+        self.reasoning += reasoning
         self.cost += measure(part.get("cost"))
         self.last_input = fresh + read + write
-        return self.last_input, wrong
+        return self.last_input, wrong, summed(
+            input_tokens=self.last_input, output_tokens=output, reasoning_tokens=reasoning,
+            cache_read_tokens=read, cache_creation_tokens=write)
 
     def summary(self) -> dict[str, Any]:
         if not self.steps:
@@ -222,6 +225,7 @@ class OpenCodeReader:
         billed: int | None = None  # the prompt of the message's (first) step, its output
         output = reasoning = 0
         wrong = ""  # the first of its steps' counts that no token count can be
+        added: Summed = ()  # what its first step added to the summary
         results: list[ToolResult] = []
         for p in parts:
             if not isinstance(p, dict):
@@ -241,12 +245,12 @@ class OpenCodeReader:
                 if result is not None:
                     results.append(ToolResult(call_id, result.parts, result.is_error))
             elif kind == "step-finish":
-                prompt, step_wrong = self.usage.add(p)
+                prompt, step_wrong, step = self.usage.add(p)
                 wrong = wrong or step_wrong  # (a later step's too: the message's call)
                 if billed is None:
-                    billed, tokens = prompt, _dict(p.get("tokens"))
-                    output = number(tokens.get("output"))
-                    reasoning = number(tokens.get("reasoning"))
+                    billed, added = prompt, step
+                    output, reasoning = dict(step)["output_tokens"], dict(step)[
+                        "reasoning_tokens"]
         if not out:
             return []
         if billed or wrong:
@@ -254,7 +258,7 @@ class OpenCodeReader:
                                            model or self.model,
                                            hidden=any(map(_signed, parts)),
                                            reasoning=reasoning if any(map(_encrypted, parts))
-                                           else 0, problem=wrong))
+                                           else 0, problem=wrong, summed=added))
         msg_id = string_field(info, "id")
         messages = [Message("assistant", tuple(out), (line,), info, id=msg_id, model=model)]
         if results:

@@ -28,7 +28,7 @@ from dataclasses import replace
 from typing import Any
 
 from ..jsonl import dumps
-from ..recorded import wrong_counts
+from ..recorded import Summed, summed, wrong_counts
 from ..transcript import Message, Part, RecordedCall, Text, ToolCall, ToolResult
 from .base import (
     NOT_WRITTEN,
@@ -108,10 +108,16 @@ def _forgotten(event: dict[str, Any]) -> tuple[set[int], list[tuple[int, int]]]:
     return ids, ranges
 
 
-def _prompt(usage: Any) -> tuple[int, str]:
-    """A call's prompt size, and the counts of its usage that no token count can be."""
-    billed = number(usage.get("prompt_tokens")) if isinstance(usage, dict) else 0
-    return billed, wrong_counts(usage, _COUNTS)
+def _prompt(usage: Any) -> tuple[int, str, Summed]:
+    """A call's prompt size, the counts of its usage that no token count can be, and what
+    it adds to the summary (a `token_usages` entry's names, or a response's)."""
+    u = _dict(usage)
+    billed = number(u.get("prompt_tokens"))
+    return billed, wrong_counts(usage, _COUNTS), summed(
+        input_tokens=billed, output_tokens=number(u.get("completion_tokens")),
+        cache_read_tokens=number(u.get("cache_read_tokens", u.get("cache_read_input_tokens"))),
+        cache_creation_tokens=number(u.get("cache_write_tokens",
+                                           u.get("cache_creation_input_tokens"))))
 
 
 def _response(meta: dict[str, Any]) -> tuple[str | None, str, dict[str, str]]:
@@ -140,7 +146,7 @@ class OpenHandsReader:
         self.finder: LineFinder | None = None
         self.at = (0, 0)  # the event being read and its line
         self.forgotten: tuple[set[int], list[tuple[int, int]]] = (set(), [])
-        self.prompts: dict[str, tuple[int, str]] = {}  # response id -> as `_prompt`
+        self.prompts: dict[str, tuple[int, str, Summed]] = {}  # response id -> as `_prompt`
         self.replies: list[RecordedCall] = []  # `prompt`: the reply's number, until finish
         self.responses: dict[str, dict[str, Any]] = {}  # a trajectory's own usages, by id
 
@@ -172,10 +178,10 @@ class OpenHandsReader:
         self.messages += built
         self.context += [start + i for i, m in enumerate(built) if not self._forgets(m)]
         for i, m in enumerate(built[condensed:], start + condensed):
-            billed, wrong = self.prompts.get(m.id or "", (0, ""))
+            billed, wrong, added = self.prompts.get(m.id or "", (0, "", ()))
             if m.role == "assistant" and (billed > 0 or wrong):
                 self.replies.append(RecordedCall(i, billed, None, m.model or self.model,
-                                                 problem=wrong))
+                                                 problem=wrong, summed=added))
         self.conversations += 1
         return built
 
@@ -223,7 +229,7 @@ class OpenHandsReader:
                     continue
                 model = _dict(meta.get("model_response")).get("model")
                 usage = _dict(meta.get("model_response")).get("usage")
-                if rid is not None and any(prompt := _prompt(usage)):
+                if rid is not None and any((prompt := _prompt(usage))[:2]):
                     self.prompts.setdefault(rid, prompt)
                     self.responses.setdefault(rid, usage)
                 parts: list[Part] = [Text(text)] if text else []
