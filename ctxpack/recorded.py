@@ -134,7 +134,8 @@ def believed(calls: Sequence[RecordedCall], lines: Sequence[int],
              ) -> tuple[list[RecordedCall], list[SetAside]]:
     """The calls that can be true, and the others set aside; `lines[c.prompt]` is the line
     of call `c`'s reply (0 where unknown), `conversations[c.prompt]` its conversation, and
-    `span(a, b)` the bytes of the file's lines a to b (None where unknown)."""
+    `span(a, b)` the bytes of the file's lines a to b (None where unknown). A call set
+    aside is placed at the line its usage is on (`at`), else at its reply's."""
     def line(c: RecordedCall) -> int:
         return lines[c.prompt] if c.prompt < len(lines) else 0
 
@@ -170,7 +171,7 @@ def believed(calls: Sequence[RecordedCall], lines: Sequence[int],
                 fell[k] = why
             else:
                 before = kept[k]
-    aside += [SetAside(line(kept[k]), why, kept[k]) for k, why in fell.items()]
+    aside += [SetAside(kept[k].at or line(kept[k]), why, kept[k]) for k, why in fell.items()]
     out = [c for k, c in enumerate(kept) if k not in fell]
     return out, sorted(aside, key=lambda x: x.line)
 

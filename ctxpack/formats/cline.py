@@ -224,6 +224,11 @@ def cut_at(events: list[Any], gone: range) -> int:
                  and events[n].get("say") == "api_req_started"), first - 1)
 
 
+def _prompt(added: Summed) -> int:
+    """The prompt size of a request, from what it added to the summary."""
+    return dict(added).get("input_tokens", 0)
+
+
 # what a call `made` is, as `recorded` takes it
 Made = tuple[int, Summed, int, str | None, str]
 
@@ -234,10 +239,10 @@ def recorded(context: list[int], made: list[Made], since: int) -> list[RecordedC
     that no token count can be) that were of the context as it is now, `prompt` a place
     in it."""
     where = sorted(context)
-    return [RecordedCall(bisect.bisect_left(where, reply), added[0][1], None, model,
+    return [RecordedCall(bisect.bisect_left(where, reply), _prompt(added), None, model,
                          problem=wrong, summed=added)
             for reply, added, event, model, wrong in made
-            if event > since and (added[0][1] > 0 or wrong)]
+            if event > since and (_prompt(added) > 0 or wrong)]
 
 
 def written_calls(text: str, tools: Container[str], where: str) -> list[Text | ToolCall]:
@@ -367,7 +372,7 @@ class ClineHistoryReader:
                 added = self.metrics.add(_metrics(d.get("metrics")))
                 wrong = wrong_counts(_dict(_dict(d.get("metrics")).get("tokens")),
                                      ("prompt", "completion", "cached"), "metrics.tokens.")
-                if added and (added[0][1] or wrong):
+                if added and (_prompt(added) or wrong):
                     self.made.append((len(self.messages), added, index, model or self.model,
                                       wrong))
                 self.messages.append(Message("assistant", parts, (line,), d, model=model))
@@ -416,7 +421,7 @@ class ClineHistoryReader:
                     e.get("say") == "api_req_started" else {}
                 added = tally.add(info)
                 wrong = request_wrong(n, info, f"{UI_SIBLING} ")
-                asked = e.get("conversationHistoryIndex") if added and (added[0][1] or wrong) \
+                asked = e.get("conversationHistoryIndex") if added and (_prompt(added) or wrong) \
                     else None
                 if isinstance(asked, int) and not isinstance(asked, bool):
                     # its reply is the history's message asked + 2 (the prompt: all before)
@@ -518,7 +523,7 @@ class ClineUiReader:
                         (line,), e, human=human))
                     self.position.append(asked + 1)
                     first = False
-                if added and (added[0][1] or wrong):  # its prompt: every message to its reply
+                if added and (_prompt(added) or wrong):  # its prompt: every message to its reply
                     self.made.append((len(self.messages), added, n, self.model, wrong))
             elif kind in ("text", "completion_result") and e["type"] == "say" and text \
                     and requested:

@@ -332,9 +332,10 @@ class CodexReader:
                                  "last_token_usage.")
             output = None if output is None else number(output)
             reasoning = number(usage.get("reasoning_output_tokens"))
-            # what the call added to the running totals the summary shows
-            added = summed(**{key: number((total or {}).get(field)) - number(
-                (self.totals or {}).get(field)) for key, field in _TOTALS})
+            # what the call added to the running totals the summary shows (none where they
+            # start again, as a resumed session's may)
+            added = summed(**{key: max(number((total or {}).get(field)) - number(
+                (self.totals or {}).get(field)), 0) for key, field in _TOTALS})
             call = (number(billed), output, reasoning, wrong, line, added)
             self.ahead = None
             if billed is None and not wrong:

@@ -248,9 +248,8 @@ class OpenCodeReader:
                 prompt, step_wrong, step = self.usage.add(p)
                 wrong = wrong or step_wrong  # (a later step's too: the message's call)
                 if billed is None:
-                    billed, added = prompt, step
-                    output, reasoning = dict(step)["output_tokens"], dict(step)[
-                        "reasoning_tokens"]
+                    billed, added, counts = prompt, step, dict(step)
+                    output, reasoning = counts["output_tokens"], counts["reasoning_tokens"]
         if not out:
             return []
         if billed or wrong:
