@@ -33,7 +33,7 @@ from .jsonl import (
     parse_document,
     parse_line,
 )
-from .recorded import believed
+from .recorded import believed, believed_usage
 from .transcript import (
     META_KEY,
     BadLine,
@@ -443,6 +443,7 @@ class Scanner:
                                                 conversations(layout.earlier), span)
         # a reader's own (usage it could not read) with those of the calls it read
         layout.set_aside = sorted([*layout.set_aside, *before, *aside], key=lambda x: x.line)
+        layout.usage = believed_usage(layout.usage, aside, layout.calls, before)
 
     def _fits_forced(self, record: Any) -> None:
         """A record is not read as the format `--format` names where another format claims

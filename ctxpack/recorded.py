@@ -10,8 +10,8 @@ whatever the model, cannot be true (the built-in table: loading reads no config)
 counts of what the file holds are no test: what is not in the file (a system prompt, the
 parent conversation of a compaction agent, the part cut from a session) legitimately
 makes a prompt hundreds of times the visible count. Nor can a count that is negative or
-not a whole number (true, 1.5, "500"): a reader that meets one keeps it as the call's
-`problem` (Claude Code's and the Anthropic API's usage do), and the call is set aside.
+not a whole number (true, 1.5, "500", a list): every reader that meets one in a call's usage
+keeps it as the call's `problem`, named by `wrong_counts`, and the call is set aside.
 
 Within one context (the calls after a compaction, of one conversation) the agent resends
 the conversation, so a prompt grows only by what was added: a call whose prompt is more
@@ -33,9 +33,11 @@ line as the one before (one-line documents, a database, OpenCode's storage), is 
 
 from __future__ import annotations
 
-from collections.abc import Callable, Sequence
+from collections.abc import Callable, Mapping, Sequence
 from dataclasses import dataclass
+from typing import Any
 
+from .jsonl import json_kind
 from .models import TABLE
 from .transcript import RecordedCall
 
@@ -61,11 +63,13 @@ MARGIN = 100_000
 @dataclass(frozen=True, slots=True)
 class SetAside:
     """Recorded usage left out of the bill and the window, at its line, and why: a call's
-    that cannot be true (at the line of its reply), or, not `readable`, a record of usage
-    that cannot be read, at `place` (`line 38 event 3`, as Message.where says it)."""
+    that cannot be true (at the line of its reply; `call`: the call itself, where it was
+    read as one), or, not `readable`, a record of usage that cannot be read, at `place`
+    (`line 38 event 3`, as Message.where says it)."""
 
     line: int
     problem: str
+    call: RecordedCall | None = None
     readable: bool = True
     place: str = ""
 
@@ -73,6 +77,37 @@ class SetAside:
         if self.readable:
             return {"line": self.line, "problem": self.problem}
         return {"line": self.line, "place": self.place, "problem": self.problem}
+
+
+def whole(value: Any) -> bool:
+    """Is `value` a token count: a whole number, zero or more (not true, 1.0 or "500")?"""
+    return isinstance(value, int) and not isinstance(value, bool) and value >= 0
+
+
+def wrong_counts(usage: Any, fields: Sequence[str], prefix: str = "") -> str:
+    """The `fields` of a usage object that no token count can be, as the file has them
+    ("": none; a missing or null field is no count, not a wrong one), each named with
+    `prefix` (where in the usage object they are)."""
+    if not isinstance(usage, Mapping):
+        return ""
+    return ", ".join(f"{prefix}{f} {shown(usage[f])}" for f in fields
+                     if usage.get(f) is not None and not whole(usage[f]))
+
+
+Summed = tuple[tuple[str, int], ...]  # as `RecordedCall.summed`
+
+
+def summed(**amounts: int) -> Summed:
+    """What a reader added to its usage summary for one call, as `RecordedCall.summed`."""
+    return tuple(amounts.items())
+
+
+def shown(value: Any) -> str:
+    """A value as a problem names it: a number or text as written (cut short), another
+    value by its kind (a stranger's list may nest deeper than repr can go)."""
+    if isinstance(value, (bool, int, float, str)):
+        return repr(value)[:60]
+    return f"({json_kind(value)})"
 
 
 def most_for(model: str | None) -> tuple[int, str]:
@@ -105,7 +140,8 @@ def believed(calls: Sequence[RecordedCall], lines: Sequence[int],
              ) -> tuple[list[RecordedCall], list[SetAside]]:
     """The calls that can be true, and the others set aside; `lines[c.prompt]` is the line
     of call `c`'s reply (0 where unknown), `conversations[c.prompt]` its conversation, and
-    `span(a, b)` the bytes of the file's lines a to b (None where unknown)."""
+    `span(a, b)` the bytes of the file's lines a to b (None where unknown). A call set
+    aside is placed at the line its usage is on (`at`), else at its reply's."""
     def line(c: RecordedCall) -> int:
         return lines[c.prompt] if c.prompt < len(lines) else 0
 
@@ -116,7 +152,7 @@ def believed(calls: Sequence[RecordedCall], lines: Sequence[int],
     for c in calls:
         why = unbelievable(c)
         if why:
-            aside.append(SetAside(line(c), why))
+            aside.append(SetAside(c.at or line(c), why, c))
         else:
             kept.append(c)
     # each context's calls (of one conversation, with a prompt size) in order, by place
@@ -141,9 +177,40 @@ def believed(calls: Sequence[RecordedCall], lines: Sequence[int],
                 fell[k] = why
             else:
                 before = kept[k]
-    aside += [SetAside(line(kept[k]), why) for k, why in fell.items()]
+    aside += [SetAside(kept[k].at or line(kept[k]), why, kept[k]) for k, why in fell.items()]
     out = [c for k, c in enumerate(kept) if k not in fell]
     return out, sorted(aside, key=lambda x: x.line)
+
+
+def believed_usage(usage: dict[str, Any], aside: Sequence[SetAside],
+                   kept: Sequence[RecordedCall], earlier: Sequence[SetAside] = ()
+                   ) -> dict[str, Any]:
+    """A file's usage summary without the calls set aside (`aside` of the context, whose
+    calls `kept` can be true, and `earlier`, of the context before a compaction): what
+    each added to it taken back out (never below 0: a running total the agent kept may
+    never have held a count made up in one call's record), `calls` less them,
+    `calls_set_aside` how many there were, and the last prompt size the last kept call's
+    where the last one recorded was set aside (none where no call was kept)."""
+    last = [x.call for x in aside if x.call is not None]
+    calls = [x.call for x in earlier if x.call is not None] + last
+    if not usage or not calls:
+        return usage
+    out = dict(usage)
+    for call in calls:
+        for key, amount in call.summed:
+            if isinstance(out.get(key), int):
+                out[key] = max(out[key] - amount, 0)
+    if isinstance(out.get("calls"), int):
+        out["calls"] = max(out["calls"] - sum(1 for c in calls if c.summed), 0)
+    out["calls_set_aside"] = len(calls)
+    if "last_input_tokens" in out and last and max(c.prompt for c in last) > max(
+            (c.prompt for c in kept), default=-1):
+        billed = next((c.billed for c in reversed(kept) if c.billed > 0), None)
+        if billed is None:
+            del out["last_input_tokens"]
+        else:
+            out["last_input_tokens"] = billed
+    return out
 
 
 def fell_back(call: RecordedCall, before: RecordedCall, low: RecordedCall | None,

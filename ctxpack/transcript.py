@@ -207,6 +207,11 @@ class RecordedCall:
     slope: float | None = None
     # what the file recorded of it that no token count can be ("": nothing)
     problem: str = ""
+    # the line its usage is recorded on, where that is not its reply's (0: the reply's)
+    at: int = 0
+    # what the reader added to the file's usage summary for it (key, amount): taken back
+    # out where the call is set aside (empty: a summary that is no sum of calls)
+    summed: tuple[tuple[str, int], ...] = ()
 
 
 def hides_thinking(message: Message) -> bool:

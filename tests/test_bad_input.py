@@ -525,7 +525,9 @@ def test_a_value_of_the_wrong_type_is_one_line_and_exit_2(tmp_path):
                            "'parentUuid' is an object, not a string")
 
 
-def test_recorded_usage_of_the_wrong_type_counts_nothing():
+def test_recorded_usage_of_the_wrong_type_sets_its_call_aside():
+    # each call's usage holds a value no token count can be: neither is summed in part
+    # (they were: 5 and 7), and both are named
     doc = {"messages": [{"role": "user", "content": "go"},
                         {"role": "assistant", "content": "ok",
                          "extra": {"response": {"usage": {"prompt_tokens": [1],
@@ -534,7 +536,10 @@ def test_recorded_usage_of_the_wrong_type_counts_nothing():
                          "extra": {"response": {"usage": {"prompt_tokens": 5,
                                                           "completion_tokens": math.nan}}}}]}
     t = load(io.BytesIO(json.dumps(doc, indent=1).encode()))
-    assert (t.usage["input_tokens"], t.usage["output_tokens"]) == (5, 7)
+    assert (t.usage["input_tokens"], t.usage["output_tokens"]) == (0, 0)
+    assert (t.usage["calls"], t.usage["calls_set_aside"]) == (0, 2) and not t.calls
+    problems = " ".join(x.problem for x in t.set_aside)
+    assert "prompt_tokens (an array)" in problems and "completion_tokens nan" in problems
 
 
 def test_lone_surrogates_in_names_print(exact_tokens, tmp_path):

@@ -728,7 +728,11 @@ def test_opencode_counts_past_what_a_float_holds_count_zero():
     steps[0]["tokens"]["input"] = float("inf")
     steps[0]["cost"] = 10**400  # and the next step's cost a float: no overflow in the sum
     t = load(io.BytesIO(json.dumps(doc).encode()))
-    assert t.usage["input_tokens"] == usage["input_tokens"] - input_
+    # the step's call is set aside (its input no count), so none of its prompt is summed
+    cache = steps[0]["tokens"].get("cache", {})
+    prompt = input_ + cache.get("read", 0) + cache.get("write", 0)
+    assert t.usage["input_tokens"] == usage["input_tokens"] - prompt
+    assert t.usage["calls_set_aside"] == 1 and "tokens.input inf" in t.set_aside[0].problem
     assert t.usage["cost_usd"] == pytest.approx(usage["cost_usd"] - cost, abs=1e-6)
 
 

@@ -34,6 +34,7 @@ import re
 from dataclasses import replace
 from typing import Any
 
+from ..recorded import summed
 from ..transcript import Message, RecordedCall, Text, Thinking
 from .base import NOT_WRITTEN, Layout, RecordError, measure
 
@@ -157,7 +158,7 @@ class AiderReader:
                     self.edit_format = edit.group(1) if edit else self.edit_format
                 if (usage := tokens_line(text)) is not None:
                     self.calls.append(usage)
-                    self._recorded(usage.get("sent", 0))
+                    self._recorded(usage)
                 if _LINT_FIX.match(text) and _LINT_START in quoted:
                     at = len(quoted) - 1 - quoted[::-1].index(_LINT_START)
                     errors = "\n".join(quoted[at:-1]).strip()
@@ -216,13 +217,17 @@ class AiderReader:
         if kind == "assistant" and not self.editor:
             self.reply = n
 
-    def _recorded(self, sent: int) -> None:
+    def _recorded(self, usage: dict[str, Any]) -> None:
         """A `Tokens:` line follows the reply of the call it tells of: the newest reply in
-        the chat (`sent` is its prompt, rounded as Aider prints it); a line of the
-        editor's turns tells of the editor's call, whose prompt is not the chat's."""
+        the chat (what it has `sent` is its prompt, rounded as Aider prints it); a line of
+        the editor's turns tells of the editor's call, whose prompt is not the chat's."""
+        sent = usage.get("sent", 0)
         if sent > 0 and not self.editor and self.reply is not None \
                 and not any(c.prompt == self.reply for c in self.replies[-1:]):
-            self.replies.append(RecordedCall(self.reply, sent, None, self.model))
+            self.replies.append(RecordedCall(self.reply, sent, None, self.model, summed=summed(
+                input_tokens=sent, output_tokens=usage.get("received", 0),
+                cache_read_tokens=usage.get("cache hit", 0),
+                cache_creation_tokens=usage.get("cache write", 0))))
 
     def finish(self) -> tuple[list[Message], Layout]:
         # each run's calls anchor that run (conversation) only

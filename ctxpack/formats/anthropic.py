@@ -11,7 +11,8 @@ from collections.abc import Sequence
 from dataclasses import dataclass, field, replace
 from typing import Any, NamedTuple
 
-from ..jsonl import dumps, json_kind
+from ..jsonl import dumps
+from ..recorded import summed, wrong_counts
 from ..transcript import (
     META_KEY,
     SUMMARY_HEADING,
@@ -32,6 +33,7 @@ from .base import (
     NoUsage,
     RecordError,
     content_parts,
+    number,
     refused_items,
     refused_string,
     string_field,
@@ -184,28 +186,6 @@ _USAGE_FIELDS = ("input_tokens", "cache_creation_input_tokens", "cache_read_inpu
                  "output_tokens")
 
 
-def _whole(value: Any) -> bool:
-    return isinstance(value, int) and not isinstance(value, bool) and value >= 0
-
-
-def _count(value: Any) -> int:
-    return value if _whole(value) else 0
-
-
-def _wrong(usage: dict[str, Any]) -> str:
-    """The fields of `usage` that no token count can be, as the file has them."""
-    return ", ".join(f"{f} {_shown(usage[f])}" for f in _USAGE_FIELDS
-                     if usage.get(f) is not None and not _whole(usage[f]))
-
-
-def _shown(value: Any) -> str:
-    """A value as a problem names it: a number or text as written (cut short), another
-    value by its kind (a stranger's list may nest deeper than repr can go)."""
-    if isinstance(value, (bool, int, float, str)):
-        return repr(value)[:60]
-    return f"({json_kind(value)})"
-
-
 class UsageTally:
     """Provider usage per API call; the copies on every piece of a response count once."""
 
@@ -217,8 +197,8 @@ class UsageTally:
         """Record one piece's `usage`; per field the largest value seen for the call wins."""
         if not isinstance(usage, dict):
             return
-        new = [_count(usage.get(f)) for f in _USAGE_FIELDS]
-        if wrong := _wrong(usage):
+        new = [number(usage.get(f)) for f in _USAGE_FIELDS]
+        if wrong := wrong_counts(usage, _USAGE_FIELDS):
             self.wrong.setdefault(key, wrong)
         old = self.calls.get(key)
         # copies agree on input; output grows (or is only real) on later pieces
@@ -258,7 +238,10 @@ class UsageTally:
             wrong = self.wrong.get(reply[0], "")
             if (billed := nums[0] + nums[1] + nums[2]) > 0 or wrong:
                 out.append(RecordedCall(i, billed, nums[3] or None, reply[1], reply[2],
-                                        problem=wrong))
+                                        problem=wrong, summed=summed(
+                                            input_tokens=billed, output_tokens=nums[3],
+                                            cache_read_tokens=nums[2],
+                                            cache_creation_tokens=nums[1])))
         return out
 
 
@@ -415,8 +398,8 @@ def _result_totals(record: dict[str, Any]) -> dict[str, Any]:
     out: dict[str, Any] = {}
     usage = record.get("usage")
     if isinstance(usage, dict):
-        out["result_input_tokens"] = sum(_count(usage.get(f)) for f in _USAGE_FIELDS[:3])
-        out["result_output_tokens"] = _count(usage.get("output_tokens"))
+        out["result_input_tokens"] = sum(number(usage.get(f)) for f in _USAGE_FIELDS[:3])
+        out["result_output_tokens"] = number(usage.get("output_tokens"))
     cost = record.get("total_cost_usd")
     if isinstance(cost, (int, float)) and not isinstance(cost, bool):
         out["cost_usd"] = cost

@@ -14,7 +14,7 @@ from dataclasses import dataclass, field
 from typing import Any, Protocol, TypeVar
 
 from ..jsonl import json_kind
-from ..recorded import SetAside
+from ..recorded import SetAside, whole
 from ..transcript import Message, RecordedCall, Text
 
 P = TypeVar("P")
@@ -202,8 +202,10 @@ def marks(names: Iterable[str]) -> tuple[bytes, ...]:
 
 
 def number(value: Any) -> int:
-    """A count as recorded: a whole number of at least 0, else 0 (absent, null, text, NaN)."""
-    return value if type(value) is int and value > 0 else 0
+    """A count as recorded: a whole number of at least 0, else 0 (absent, null, text, NaN;
+    `recorded.wrong_counts` names such a value, so that its call is set aside rather than
+    billed as 0)."""
+    return value if whole(value) else 0
 
 
 def measure(value: Any) -> int | float:

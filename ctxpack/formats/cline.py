@@ -45,7 +45,7 @@ from typing import Any
 
 from ..errors import InputError
 from ..jsonl import item_lines, loads, parse_document
-from ..recorded import SetAside
+from ..recorded import SetAside, Summed, summed, wrong_counts
 from ..transcript import (
     Image,
     Message,
@@ -58,7 +58,16 @@ from ..transcript import (
     where_in,
 )
 from .anthropic import block_part
-from .base import NOT_WRITTEN, Items, Layout, RecordError, content_parts, measure, string_field
+from .base import (
+    NOT_WRITTEN,
+    Items,
+    Layout,
+    RecordError,
+    content_parts,
+    measure,
+    number,
+    string_field,
+)
 
 # `[read_file for 'src/app.ts'] Result:` / `[attempt_completion] Result:`
 _RESULT_HEAD = re.compile(r"\[([\w:-]+)(?: for .*?)?\] Result:", re.S)
@@ -99,12 +108,6 @@ def _dict(value: Any) -> dict[str, Any]:
     return value if isinstance(value, dict) else {}
 
 
-def _count(value: Any) -> int:
-    if isinstance(value, float) and value.is_integer():
-        return int(value)
-    return value if isinstance(value, int) and not isinstance(value, bool) else 0
-
-
 def task_file(folder: str) -> str | None:
     """The file a Cline / Roo Code task folder stands for: its model input, else its UI
     log alone; None for a folder that holds neither."""
@@ -130,6 +133,9 @@ def is_ui_log(value: Any) -> bool:
                     for e in value))
 
 
+_REQUEST_COUNTS = ("tokensIn", "tokensOut", "cacheWrites", "cacheReads")  # of a request
+
+
 class RequestUsage:
     """Usage of each API request from the `api_req_started` events of a UI log."""
 
@@ -144,20 +150,22 @@ class RequestUsage:
             if isinstance(e, dict) and e.get("say") == "api_req_started":
                 self.add(request_info(e))
 
-    def add(self, info: dict[str, Any]) -> int | None:
-        """Take a request's usage; its prompt size (None: it records none)."""
-        if not any(k in info for k in ("tokensIn", "tokensOut", "cacheReads", "cacheWrites")):
-            return None
-        read, write = _count(info.get("cacheReads")), _count(info.get("cacheWrites"))
-        prompt = _count(info.get("tokensIn")) + read + write
+    def add(self, info: dict[str, Any]) -> Summed:
+        """Take a request's usage; what it added to the summary, its prompt size first
+        (empty: it records none)."""
+        if not any(k in info for k in _REQUEST_COUNTS):
+            return ()
+        read, write = number(info.get("cacheReads")), number(info.get("cacheWrites"))
+        prompt, output = number(info.get("tokensIn")) + read + write, number(info.get("tokensOut"))
         self.calls += 1
         self.input += prompt
         self.read += read
         self.write += write
-        self.output += _count(info.get("tokensOut"))
+        self.output += output
         self.cost += measure(info.get("cost"))
         self.last = prompt
-        return prompt
+        return summed(input_tokens=prompt, output_tokens=output, cache_read_tokens=read,
+                      cache_creation_tokens=write)
 
     def summary(self, source: str) -> dict[str, Any]:
         if not self.calls:
@@ -197,6 +205,12 @@ def unread_usage(events: list[int], data: bytes | None, first: int) -> list[SetA
     lines = item_lines(data, first, [(n,) for n in events])
     return [SetAside(lines.get((n,), first), f"event {n}: {UNREAD}", readable=False,
                      place=where_in(f"event {n}", lines.get((n,), 0))) for n in events]
+
+
+def request_wrong(n: int, info: dict[str, Any], where: str = "") -> str:
+    """The counts of the usage `info` of an `api_req_started` event `n` that no token
+    count can be."""
+    return wrong_counts(info, _REQUEST_COUNTS, f"{where}event {n} ")
 
 
 def _json(text: str) -> Any:
@@ -243,13 +257,25 @@ def cut_at(events: list[Any], gone: range) -> int:
                  and events[n].get("say") == "api_req_started"), first - 1)
 
 
-def recorded(context: list[int], made: list[tuple[int, int, int, str | None]],
-             since: int) -> list[RecordedCall]:
-    """The calls `made` (the emitted number of the reply, the prompt size, the event's
-    index, the model) that were of the context as it is now, `prompt` a place in it."""
+def _prompt(added: Summed) -> int:
+    """The prompt size of a request, from what it added to the summary."""
+    return dict(added).get("input_tokens", 0)
+
+
+# what a call `made` is, as `recorded` takes it
+Made = tuple[int, Summed, int, str | None, str]
+
+
+def recorded(context: list[int], made: list[Made], since: int) -> list[RecordedCall]:
+    """The calls `made` (the emitted number of the reply, what its usage added to the
+    summary, its prompt size first, the event's index, the model, the counts of its usage
+    that no token count can be) that were of the context as it is now, `prompt` a place
+    in it."""
     where = sorted(context)
-    return [RecordedCall(bisect.bisect_left(where, reply), billed, None, model)
-            for reply, billed, event, model in made if event > since and billed > 0]
+    return [RecordedCall(bisect.bisect_left(where, reply), _prompt(added), None, model,
+                         problem=wrong, summed=added)
+            for reply, added, event, model, wrong in made
+            if event > since and (_prompt(added) > 0 or wrong)]
 
 
 def written_calls(text: str, tools: Container[str], where: str) -> list[Text | ToolCall]:
@@ -387,7 +413,7 @@ class ClineHistoryReader:
         self.model: str | None = None
         self.sibling: str | None = None
         self.metrics = RequestUsage()  # of the assistant messages' own `metrics`
-        self.made: list[tuple[int, int, int, str | None]] = []  # calls by `metrics`, as `recorded`
+        self.made: list[Made] = []  # calls by `metrics`, as `recorded`
         self.items = Items("message {}")
         self.unread: list[SetAside] = []  # the sibling UI log's unreadable usage
         self.line = 1
@@ -419,9 +445,12 @@ class ClineHistoryReader:
                                         if isinstance(part, Text) else (part,)))
                 model = string_field(_dict(d.get("modelInfo")), "modelId")
                 self.model = model or self.model
-                billed = self.metrics.add(_metrics(d.get("metrics")))
-                if billed:
-                    self.made.append((len(self.messages), billed, index, model or self.model))
+                added = self.metrics.add(_metrics(d.get("metrics")))
+                wrong = wrong_counts(_dict(_dict(d.get("metrics")).get("tokens")),
+                                     ("prompt", "completion", "cached"), "metrics.tokens.")
+                if added and (_prompt(added) or wrong):
+                    self.made.append((len(self.messages), added, index, model or self.model,
+                                      wrong))
                 self.messages.append(Message("assistant", parts, (line,), d, model=model))
                 pending = [p for p in parts if isinstance(p, ToolCall)]
             else:
@@ -466,13 +495,16 @@ class ClineHistoryReader:
                            for x in unread_usage([n for n, e in enumerate(events)
                                                   if unread_request(e)], data, 1)]
             for n, e in enumerate(events):
-                billed = tally.add(request_info(e)) if isinstance(e, dict) and \
-                    e.get("say") == "api_req_started" else None
-                asked = e.get("conversationHistoryIndex") if billed else None
+                info = request_info(e) if isinstance(e, dict) and \
+                    e.get("say") == "api_req_started" else {}
+                added = tally.add(info)
+                wrong = request_wrong(n, info, f"{UI_SIBLING} ")
+                asked = e.get("conversationHistoryIndex") if added and (_prompt(added) or wrong) \
+                    else None
                 if isinstance(asked, int) and not isinstance(asked, bool):
                     # its reply is the history's message asked + 2 (the prompt: all before)
                     reply = bisect.bisect_left(self.position, asked + 2)
-                    made.append((reply, billed, n, self.model))
+                    made.append((reply, added, n, self.model, wrong))
             usage = tally.summary(f"api_req_started events of the sibling {UI_SIBLING}")
             # what Cline cut from the history to fit the window is not sent any more
             gone = deleted_range(events)
@@ -512,7 +544,7 @@ class ClineUiReader:
         self.gone = range(0)
         self.model: str | None = None
         self.usage = RequestUsage()
-        self.made: list[tuple[int, int, int, str | None]] = []  # as `recorded` takes them
+        self.made: list[Made] = []  # as `recorded` takes them
         self.since = -1
         self.items = Items("event {}")
         self.unread: list[int] = []  # the requests whose usage cannot be read
@@ -566,7 +598,8 @@ class ClineUiReader:
                 calls = close([h.group(1) for h in heads])
                 index = e.get("conversationHistoryIndex")
                 asked = index if isinstance(index, int) and not isinstance(index, bool) else asked
-                billed = self.usage.add(info)
+                added = self.usage.add(info)
+                wrong = request_wrong(n, info)
                 if request:
                     human = _human([request], first)
                     results = bool(heads) and not human
@@ -576,8 +609,8 @@ class ClineUiReader:
                         (line,), e, human=human))
                     self.position.append(asked + 1)
                     first = False
-                if billed:  # its prompt: every message up to its reply, the next one
-                    self.made.append((len(self.messages), billed, n, self.model))
+                if added and (_prompt(added) or wrong):  # its prompt: every message to its reply
+                    self.made.append((len(self.messages), added, n, self.model, wrong))
             elif kind == "text" and e["type"] == "say" and text and requested:
                 reply.append(Text(text))
             elif kind == "reasoning" and text:

@@ -15,6 +15,7 @@ from typing import Any, NamedTuple
 
 from ..jsonl import dumps
 from ..models import keeps_reasoning
+from ..recorded import Summed, summed, wrong_counts
 from ..transcript import (
     META_KEY,
     Image,
@@ -33,6 +34,13 @@ _SURE_TYPES = {"session_meta", "response_item", "event_msg", "turn_context", "co
 _DETAILS = {"low", "high", "auto", "original"}
 _OPAQUE = {"reasoning", "compaction", "compaction_summary"}  # items with encrypted_content
 _USAGE_SOURCE = "codex token_count events (last cumulative value)"
+# the summary's keys of the running totals (`total_token_usage`), and their fields
+_TOTALS = (("input_tokens", "input_tokens"), ("output_tokens", "output_tokens"),
+           ("cache_read_tokens", "cached_input_tokens"),
+           ("reasoning_tokens", "reasoning_output_tokens"))
+# the counts of a call's `last_token_usage`
+_CALL_FIELDS = ("input_tokens", "cached_input_tokens", "output_tokens",
+                "reasoning_output_tokens", "total_tokens")
 
 # Text the CLI puts in user-role messages on its own: context, instructions, notices.
 _INJECTED = (
@@ -223,10 +231,12 @@ class CodexReader:
         self.replying = False  # the newest message is the model's (a reply under way)
         self.streamed = False  # the model's output was shown since the newest item was written
         self.users: set[int] = set()  # the numbers of user messages
-        # a call told of before its reply is written (older CLIs): its prompt size, output
-        self.ahead: tuple[int, int | None, int] | None = None
-        # each call's reply (its number, model), prompt size, output, reasoning tokens
-        self.recorded: list[tuple[int, str | None, int, int | None, int]] = []
+        # a call told of before its reply is written (older CLIs): its prompt size, output,
+        # reasoning tokens, the counts of its usage no token count can be, their line, and
+        # what it adds to the running totals
+        self.ahead: tuple[int, int | None, int, str, int, Summed] | None = None
+        # each call's reply (its number, model), and then as `ahead`
+        self.recorded: list[tuple[int, str | None, int, int | None, int, str, int, Summed]] = []
 
     def feed(self, line: int, record: dict[str, Any]) -> list[Message]:
         kind, payload = record.get("type"), record.get("payload")
@@ -245,7 +255,7 @@ class CodexReader:
         if kind == "turn_context" and isinstance(payload.get("model"), str):
             self.model = payload["model"]
         elif kind == "event_msg" and payload.get("type") == "token_count":
-            self._token_count(payload.get("info"))
+            self._token_count(line, payload.get("info"))
         elif kind == "event_msg" and payload.get("type") in ("agent_reasoning", "agent_message"):
             self.streamed = True
         return []
@@ -304,7 +314,7 @@ class CodexReader:
             return self._emit([Message("user", (Text(summary),), (line,), record)])
         return []
 
-    def _token_count(self, info: Any) -> None:
+    def _token_count(self, line: int, info: Any) -> None:
         if not isinstance(info, dict):
             return  # a rate-limit-only update
         total, last = _numbers(info.get("total_token_usage")), _numbers(
@@ -316,16 +326,24 @@ class CodexReader:
             # a new call: its prompt ended where the first reply since the last one began.
             # Older CLIs (0.60) write the event after the reply was shown but before its
             # items (after the last call's results): then its reply is the next to begin.
-            billed = last.get("input_tokens") if isinstance(last, dict) else None
-            output = _count(last.get("output_tokens")) if isinstance(last, dict) else None
-            reasoning = _count(last.get("reasoning_output_tokens")) \
-                if isinstance(last, dict) else None
+            usage = last if isinstance(last, dict) else {}
+            billed, output = usage.get("input_tokens"), usage.get("output_tokens")
+            wrong = wrong_counts(info.get("last_token_usage"), _CALL_FIELDS,
+                                 "last_token_usage.")
+            output = None if output is None else number(output)
+            reasoning = number(usage.get("reasoning_output_tokens"))
+            # what the call added to the running totals the summary shows (none where they
+            # start again, as a resumed session's may)
+            added = summed(**{key: max(number((total or {}).get(field)) - number(
+                (self.totals or {}).get(field)), 0) for key, field in _TOTALS})
+            call = (number(billed), output, reasoning, wrong, line, added)
             self.ahead = None
-            if _count(billed) is not None and self.streamed and not self.replying:
-                self.ahead = (billed, output, reasoning or 0)  # type: ignore[assignment]
-            elif self.reply is not None and _count(billed) is not None:
-                self.recorded.append((*self.reply, billed, output,  # type: ignore[arg-type]
-                                      reasoning or 0))
+            if billed is None and not wrong:
+                pass  # a call that records no prompt size
+            elif self.streamed and not self.replying:
+                self.ahead = call
+            elif self.reply is not None:
+                self.recorded.append((*self.reply, *call))
             self.reply = None
         if isinstance(total, dict):
             self.totals = total
@@ -337,10 +355,7 @@ class CodexReader:
     def usage(self) -> dict[str, Any]:
         """Provider usage in the shape all formats share, plus the opaque reasoning seen."""
         usage: dict[str, Any] = {"source": _USAGE_SOURCE, "calls": self.calls} if self.calls else {}
-        for key, values, field in (("input_tokens", self.totals, "input_tokens"),
-                                   ("output_tokens", self.totals, "output_tokens"),
-                                   ("cache_read_tokens", self.totals, "cached_input_tokens"),
-                                   ("reasoning_tokens", self.totals, "reasoning_output_tokens"),
+        for key, values, field in (*((k, self.totals, f) for k, f in _TOTALS),
                                    ("last_input_tokens", self.last_call, "input_tokens")):
             if values is not None and isinstance(values.get(field), int):
                 usage[key] = values[field]
@@ -362,15 +377,11 @@ class CodexReader:
                               reasoning=reasoning if self.encrypted_items else 0,
                               until=None if keeps_reasoning(reply_model or model) or
                               (after := bisect.bisect_right(users, where[n])) == len(users)
-                              else users[after])
-                 for n, reply_model, billed, output, reasoning in self.recorded if n in where]
+                              else users[after], problem=wrong, at=at, summed=added)
+                 for n, reply_model, billed, output, reasoning, wrong, at, added in self.recorded
+                 if n in where]
         return [], Layout(context, model=model, usage=self.usage(), calls=calls,
                           outside_why="before a compaction, or a system prompt replaced since")
-
-
-def _count(value: Any) -> int | None:
-    """A token count as a file records it, or None for anything else."""
-    return value if isinstance(value, int) and not isinstance(value, bool) else None
 
 
 def _numbers(usage: Any) -> dict[str, Any] | None:

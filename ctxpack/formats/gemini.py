@@ -34,6 +34,7 @@ from dataclasses import replace
 from typing import Any
 
 from ..jsonl import dumps, json_kind
+from ..recorded import Summed, summed, wrong_counts
 from ..transcript import (
     META_KEY,
     Image,
@@ -52,6 +53,7 @@ from .base import (
     Layout,
     NoUsage,
     RecordError,
+    number,
     string_field,
 )
 
@@ -201,6 +203,9 @@ def unsent(message: Message) -> bool:
     return bool(message.parts) and all(isinstance(p, Thinking) for p in message.parts)
 
 
+_TOKEN_FIELDS = ("input", "output", "cached", "thoughts", "tool")  # of a reply's `tokens`
+
+
 class _Tokens:
     """Per-reply `tokens`, each reply counted once (a JSONL line may repeat a reply); a
     reply later rewound was still a call the provider answered, so it stays."""
@@ -210,8 +215,14 @@ class _Tokens:
 
     def add(self, key: str, tokens: Any) -> None:
         if isinstance(tokens, dict):
-            self.replies[key] = {k: _count(tokens.get(k))
-                                 for k in ("input", "output", "cached", "thoughts", "tool")}
+            self.replies[key] = {k: number(tokens.get(k)) for k in _TOKEN_FIELDS}
+
+    def added(self, key: str) -> Summed:
+        """What the reply `key` adds to the summary."""
+        v = self.replies.get(key)
+        return () if v is None else summed(
+            input_tokens=v["input"], output_tokens=v["output"] + v["thoughts"],
+            cache_read_tokens=v["cached"], reasoning_tokens=v["thoughts"])
 
     def summary(self) -> dict[str, Any]:
         if not self.replies:
@@ -239,7 +250,9 @@ class GeminiChatReader:
         self.answers: dict[int, set[str]] = {}  # results beside their calls, likewise
         self.calls: dict[int, set[str]] = {}  # the calls a reply makes, likewise
         self.tokens = _Tokens()
-        self.prompts: dict[int, tuple[int, str | None]] = {}  # reply number: its input, model
+        # reply number: its input, model, the counts of its `tokens` no count can be, and
+        # what they added to the summary
+        self.prompts: dict[int, tuple[int, str | None, str, Summed]] = {}
         self.model: str | None = None
         self.anonymous = 0
         self.replacing = False
@@ -316,10 +329,13 @@ class GeminiChatReader:
             self.model = model or self.model
             self.tokens.add(ident, record.get("tokens"))
             tokens = record.get("tokens")
-            billed = _count(tokens.get("input")) if isinstance(tokens, dict) else 0
+            billed = number(tokens.get("input")) if isinstance(tokens, dict) else 0
+            wrong = wrong_counts(tokens, _TOKEN_FIELDS, "tokens.")
             sent = [n for n in numbers if n not in self.thoughts]
-            if billed and sent and not self.replacing:  # `input`: the prompt before this reply
-                self.prompts[sent[0]] = (billed, model or self.model)
+            if (billed or wrong) and sent and not self.replacing:
+                # `input`: the prompt before this reply
+                self.prompts[sent[0]] = (billed, model or self.model, wrong,
+                                         self.tokens.added(ident))
         return messages
 
     def _rewind(self, ident: str) -> None:
@@ -348,7 +364,8 @@ class GeminiChatReader:
                     continue
                 answered |= self.answers.get(n, set()) | (echo or set())
                 context.append(n)
-        calls = [RecordedCall(i, self.prompts[n][0], None, self.prompts[n][1])
+        calls = [RecordedCall(i, self.prompts[n][0], None, self.prompts[n][1],
+                              problem=self.prompts[n][2], summed=self.prompts[n][3])
                  for i, n in enumerate(context) if n in self.prompts]
         return [], Layout(context, model=self.model, usage=self.tokens.summary(), calls=calls,
                           outside_why="; ".join(sorted(self.gone)))

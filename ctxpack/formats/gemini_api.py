@@ -32,8 +32,9 @@ from dataclasses import replace
 from typing import Any
 
 from ..jsonl import json_kind
+from ..recorded import Summed, summed, wrong_counts
 from ..transcript import Message, Part, RecordedCall, Text, ToolCall, ToolResult
-from .base import NOT_WRITTEN, Layout, RecordError, measure, number, string_field
+from .base import NOT_WRITTEN, Layout, RecordError, number, string_field
 from .gemini import _parts, refused_part
 
 ROLES = ("user", "model")  # what the API takes (the older `function` role is a user side)
@@ -205,21 +206,30 @@ def content_messages(content: dict[str, Any], line: int, conversation: int,
     return out
 
 
+# the counts of a response's `usageMetadata` that the summary sums
+_COUNTS = ("promptTokenCount", "candidatesTokenCount", "thoughtsTokenCount",
+           "cachedContentTokenCount")
+
+
 class _Usage:
     """The `usageMetadata` of each logged response."""
 
     def __init__(self) -> None:
         self.calls: list[dict[str, int]] = []
 
-    def add(self, meta: Any) -> int:
-        """Keep one response's usage; its prompt's size (0 if it states none)."""
+    def add(self, meta: Any) -> tuple[int, str, Summed]:
+        """Keep one response's usage; its prompt's size (0 if it states none), the counts
+        of it that no token count can be, and what it adds to the summary."""
         if not isinstance(meta, dict):
-            return 0
-        counts = {k: number(measure(meta.get(k))) for k in (
-            "promptTokenCount", "candidatesTokenCount", "thoughtsTokenCount",
-            "cachedContentTokenCount")}
-        self.calls.append(counts)
-        return counts["promptTokenCount"]
+            return 0, "", ()
+        c = {k: number(meta.get(k)) for k in _COUNTS}
+        self.calls.append(c)
+        return c["promptTokenCount"], wrong_counts(meta, (*_COUNTS, "totalTokenCount"),
+                                                   "usageMetadata."), summed(
+            input_tokens=c["promptTokenCount"],
+            output_tokens=c["candidatesTokenCount"] + c["thoughtsTokenCount"],
+            cache_read_tokens=c["cachedContentTokenCount"],
+            reasoning_tokens=c["thoughtsTokenCount"])
 
     def summary(self) -> dict[str, Any]:
         if not self.calls:
@@ -289,7 +299,7 @@ class GeminiApiReader:
                conversation: int, links: Links) -> list[Message]:
         """The reply a logged response holds (its first candidate), and its usage as a
         call whose prompt is the request."""
-        billed = self.usage.add(response.get("usageMetadata"))
+        billed, wrong, added = self.usage.add(response.get("usageMetadata"))
         candidates = response.get("candidates")
         first = candidates[0] if isinstance(candidates, list) and candidates else None
         content = first.get("content") if isinstance(first, dict) else None
@@ -297,8 +307,9 @@ class GeminiApiReader:
             return []  # (a prompt the API blocked: usage, but no reply)
         reply = content_messages({**content, "role": "model"}, line, conversation, links)
         reply = [replace(m, raw=content, model=model) for m in reply]
-        if billed:
-            self.calls.append(RecordedCall(self.count + before, billed, None, model))
+        if billed or wrong:
+            self.calls.append(RecordedCall(self.count + before, billed, None, model,
+                                           problem=wrong, summed=added))
         return reply
 
     def finish(self) -> tuple[list[Message], Layout]:

@@ -14,8 +14,9 @@ from typing import Any
 
 from ..jsonl import json_kind
 from ..models import DEFAULT_MODEL
+from ..recorded import summed, wrong_counts
 from ..transcript import Message, RecordedCall, ToolResult
-from .base import Layout, RecordError
+from .base import Layout, RecordError, number
 from .openai import OpenAIEditor, message_from_dict, sniff_message
 
 # mini-swe-agent ends with a role the API does not know: the run's exit, not model input
@@ -59,6 +60,10 @@ def _message(d: dict[str, Any], line: int, conversation: int) -> Message:
     return message
 
 
+# the counts of a response's `usage`
+_COUNTS = ("prompt_tokens", "completion_tokens", "total_tokens")
+
+
 def _calls(messages: list[dict[str, Any]], first: int) -> list[RecordedCall]:
     """The calls whose usage mini-swe-agent keeps with each reply (`extra.response`): its
     `prompt_tokens` is the prompt of the messages before it (numbered from `first`)."""
@@ -67,11 +72,15 @@ def _calls(messages: list[dict[str, Any]], first: int) -> list[RecordedCall]:
         extra = d.get("extra")
         response = extra.get("response") if isinstance(extra, dict) else None
         usage = response.get("usage") if isinstance(response, dict) else None
-        if d.get("role") == "assistant" and isinstance(usage, dict) and \
-                (billed := _count(usage.get("prompt_tokens"))) > 0:
+        if d.get("role") != "assistant" or not isinstance(usage, dict):
+            continue
+        billed, wrong = number(usage.get("prompt_tokens")), wrong_counts(usage, _COUNTS)
+        if billed > 0 or wrong:
             model = response.get("model")  # type: ignore[union-attr]
-            out.append(RecordedCall(n, billed, _count(usage.get("completion_tokens")) or None,
-                                    model if isinstance(model, str) else None))
+            output = number(usage.get("completion_tokens"))
+            out.append(RecordedCall(n, billed, output or None,
+                                    model if isinstance(model, str) else None, problem=wrong,
+                                    summed=summed(input_tokens=billed, output_tokens=output)))
     return out
 
 
@@ -90,23 +99,15 @@ def _usage(document: Any) -> dict[str, Any]:
     if calls:
         return {"source": "usage of each response (mini-swe-agent extra.response)",
                 "calls": len(calls),
-                "input_tokens": sum(_count(u.get("prompt_tokens")) for u in calls),
-                "output_tokens": sum(_count(u.get("completion_tokens")) for u in calls),
-                "last_input_tokens": _count(calls[-1].get("prompt_tokens"))}
-    if isinstance(stats, dict) and _count(stats.get("tokens_sent")):
+                "input_tokens": sum(number(u.get("prompt_tokens")) for u in calls),
+                "output_tokens": sum(number(u.get("completion_tokens")) for u in calls),
+                "last_input_tokens": number(calls[-1].get("prompt_tokens"))}
+    if isinstance(stats, dict) and number(stats.get("tokens_sent")):
         return {"source": "info.model_stats (SWE-agent run totals)",
-                "calls": _count(stats.get("api_calls")),
-                "input_tokens": _count(stats.get("tokens_sent")),
-                "output_tokens": _count(stats.get("tokens_received"))}
+                "calls": number(stats.get("api_calls")),
+                "input_tokens": number(stats.get("tokens_sent")),
+                "output_tokens": number(stats.get("tokens_received"))}
     return {}
-
-
-def _count(value: Any) -> int:
-    """A recorded count; what is not a whole number (a string, NaN, an array) counts 0:
-    usage only informs, and a run is read whatever its bookkeeping says."""
-    if isinstance(value, float) and value.is_integer():
-        return int(value)
-    return value if isinstance(value, int) and not isinstance(value, bool) else 0
 
 
 def _model(document: Any) -> str | None:

@@ -22,8 +22,18 @@ from typing import Any
 
 from ..jsonl import dumps, json_kind
 from ..models import keeps_reasoning
+from ..recorded import Summed, summed, wrong_counts
 from ..transcript import Image, Message, Part, RecordedCall, Text, Thinking, ToolCall, ToolResult
-from .base import NOT_WRITTEN, Items, Layout, LineFinder, RecordError, measure, string_field
+from .base import (
+    NOT_WRITTEN,
+    Items,
+    Layout,
+    LineFinder,
+    RecordError,
+    measure,
+    number,
+    string_field,
+)
 from .openai import parse_data_url
 
 
@@ -49,21 +59,29 @@ class StepUsage:
         self.last_input: int | None = None
         self.cost: float = 0
 
-    def add(self, part: dict[str, Any]) -> int:
-        """Take a step's tokens; its prompt size (what `calls` records)."""
+    def add(self, part: dict[str, Any]) -> tuple[int, str, Summed]:
+        """Take a step's tokens; its prompt size (what `calls` records), the counts of its
+        tokens that no token count can be, and what it added to the summary."""
         tokens = _dict(part.get("tokens"))
         cache = _dict(tokens.get("cache"))
-        fresh, read, write = (int(measure(tokens.get("input"))), int(measure(cache.get("read"))),
-                              int(measure(cache.get("write"))))
+        fresh, read, write = (number(tokens.get("input")), number(cache.get("read")),
+                              number(cache.get("write")))
+        wrong = ", ".join(w for w in (wrong_counts(tokens, ("input", "output", "reasoning"),
+                                                   "tokens."),
+                                      wrong_counts(cache, ("read", "write"), "tokens.cache."))
+                          if w)
         self.steps += 1
         self.input += fresh + read + write
         self.read += read
         self.write += write
-        self.output += int(measure(tokens.get("output")))
-        self.reasoning += int(measure(tokens.get("reasoning")))
+        output, reasoning = number(tokens.get("output")), number(tokens.get("reasoning"))
+        self.output += output
+        self.reasoning += reasoning
         self.cost += measure(part.get("cost"))
         self.last_input = fresh + read + write
-        return self.last_input
+        return self.last_input, wrong, summed(
+            input_tokens=self.last_input, output_tokens=output, reasoning_tokens=reasoning,
+            cache_read_tokens=read, cache_creation_tokens=write)
 
     def summary(self) -> dict[str, Any]:
         if not self.steps:
@@ -200,12 +218,14 @@ class OpenCodeReader:
                         human=not synthetic)]
 
     def _assistant(self, line: int, info: dict[str, Any], parts: list[Any],
-                   number: int) -> list[Message]:
+                   place: int) -> list[Message]:
         model = string_field(info, "modelID")
         self.model = model or self.model
         out: list[Part] = []
         billed: int | None = None  # the prompt of the message's (first) step, its output
         output = reasoning = 0
+        wrong = ""  # the first of its steps' counts that no token count can be
+        added: Summed = ()  # what its first step added to the summary
         results: list[ToolResult] = []
         for p in parts:
             if not isinstance(p, dict):
@@ -225,18 +245,19 @@ class OpenCodeReader:
                 if result is not None:
                     results.append(ToolResult(call_id, result.parts, result.is_error))
             elif kind == "step-finish":
-                prompt = self.usage.add(p)
+                prompt, step_wrong, step = self.usage.add(p)
+                wrong = wrong or step_wrong  # (a later step's too: the message's call)
                 if billed is None:
-                    billed, tokens = prompt, _dict(p.get("tokens"))
-                    output = int(measure(tokens.get("output")))
-                    reasoning = int(measure(tokens.get("reasoning")))
+                    billed, added, counts = prompt, step, dict(step)
+                    output, reasoning = counts["output_tokens"], counts["reasoning_tokens"]
         if not out:
             return []
-        if billed:
-            self.calls.append(RecordedCall(number, billed, output or None, model or self.model,
+        if billed or wrong:
+            self.calls.append(RecordedCall(place, billed or 0, output or None,
+                                           model or self.model,
                                            hidden=any(map(_signed, parts)),
                                            reasoning=reasoning if any(map(_encrypted, parts))
-                                           else 0))
+                                           else 0, problem=wrong, summed=added))
         msg_id = string_field(info, "id")
         messages = [Message("assistant", tuple(out), (line,), info, id=msg_id, model=model)]
         if results:

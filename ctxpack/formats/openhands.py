@@ -28,6 +28,7 @@ from dataclasses import replace
 from typing import Any
 
 from ..jsonl import dumps
+from ..recorded import Summed, summed, wrong_counts
 from ..transcript import Message, Part, RecordedCall, Text, ToolCall, ToolResult
 from .base import (
     NOT_WRITTEN,
@@ -36,6 +37,7 @@ from .base import (
     RecordError,
     array_field,
     int_field,
+    number,
     string_field,
 )
 
@@ -47,8 +49,9 @@ def _dict(value: Any) -> dict[str, Any]:
     return value if isinstance(value, dict) else {}
 
 
-def _count(value: Any) -> int:
-    return value if isinstance(value, int) and not isinstance(value, bool) else 0
+# the counts of a `metrics.token_usages` entry or of an LLM response's `usage`
+_COUNTS = ("prompt_tokens", "completion_tokens", "cache_read_tokens", "cache_write_tokens",
+           "cache_read_input_tokens", "cache_creation_input_tokens")
 
 
 def is_event(value: Any) -> bool:
@@ -105,8 +108,16 @@ def _forgotten(event: dict[str, Any]) -> tuple[set[int], list[tuple[int, int]]]:
     return ids, ranges
 
 
-def _prompt_tokens(usage: Any) -> int:
-    return _count(usage.get("prompt_tokens")) if isinstance(usage, dict) else 0
+def _prompt(usage: Any) -> tuple[int, str, Summed]:
+    """A call's prompt size, the counts of its usage that no token count can be, and what
+    it adds to the summary (a `token_usages` entry's names, or a response's)."""
+    u = _dict(usage)
+    billed = number(u.get("prompt_tokens"))
+    return billed, wrong_counts(usage, _COUNTS), summed(
+        input_tokens=billed, output_tokens=number(u.get("completion_tokens")),
+        cache_read_tokens=number(u.get("cache_read_tokens", u.get("cache_read_input_tokens"))),
+        cache_creation_tokens=number(u.get("cache_write_tokens",
+                                           u.get("cache_creation_input_tokens"))))
 
 
 def _response(meta: dict[str, Any]) -> tuple[str | None, str, dict[str, str]]:
@@ -135,7 +146,7 @@ class OpenHandsReader:
         self.finder: LineFinder | None = None
         self.at = (0, 0)  # the event being read and its line
         self.forgotten: tuple[set[int], list[tuple[int, int]]] = (set(), [])
-        self.prompts: dict[str, int] = {}  # response id -> its prompt size
+        self.prompts: dict[str, tuple[int, str, Summed]] = {}  # response id -> as `_prompt`
         self.replies: list[RecordedCall] = []  # `prompt`: the reply's number, until finish
         self.responses: dict[str, dict[str, Any]] = {}  # a trajectory's own usages, by id
 
@@ -153,7 +164,7 @@ class OpenHandsReader:
             usages = metrics.get("token_usages")  # usage only informs: any other value is none
             found = [u for u in usages if isinstance(u, dict)] if isinstance(usages, list) else []
             self.usages += found
-            self.prompts = {u["response_id"]: _prompt_tokens(u) for u in found
+            self.prompts = {u["response_id"]: _prompt(u) for u in found
                             if isinstance(u.get("response_id"), str)}
             model = _dict(_dict(record.get("metadata")).get("llm_config")).get("model")
             self.model = model if isinstance(model, str) else self.model
@@ -167,9 +178,10 @@ class OpenHandsReader:
         self.messages += built
         self.context += [start + i for i, m in enumerate(built) if not self._forgets(m)]
         for i, m in enumerate(built[condensed:], start + condensed):
-            billed = self.prompts.get(m.id or "", 0)
-            if m.role == "assistant" and billed > 0:
-                self.replies.append(RecordedCall(i, billed, None, m.model or self.model))
+            billed, wrong, added = self.prompts.get(m.id or "", (0, "", ()))
+            if m.role == "assistant" and (billed > 0 or wrong):
+                self.replies.append(RecordedCall(i, billed, None, m.model or self.model,
+                                                 problem=wrong, summed=added))
         self.conversations += 1
         return built
 
@@ -217,8 +229,8 @@ class OpenHandsReader:
                     continue
                 model = _dict(meta.get("model_response")).get("model")
                 usage = _dict(meta.get("model_response")).get("usage")
-                if rid is not None and _prompt_tokens(usage):
-                    self.prompts.setdefault(rid, _prompt_tokens(usage))
+                if rid is not None and any((prompt := _prompt(usage))[:2]):
+                    self.prompts.setdefault(rid, prompt)
                     self.responses.setdefault(rid, usage)
                 parts: list[Part] = [Text(text)] if text else []
                 out.append(Message("assistant", (*parts, call), (line,), e, id=rid,
@@ -261,23 +273,23 @@ class OpenHandsReader:
         calls, source = self.usages, "metrics.token_usages (one entry per LLM call)"
         if not calls and self.responses:  # a trajectory: each response's own
             source = "each LLM response's usage"
-            calls = [{"prompt_tokens": _prompt_tokens(u),
-                      "completion_tokens": _count(u.get("completion_tokens")),
-                      "cache_read_tokens": _count(u.get("cache_read_input_tokens")),
-                      "cache_write_tokens": _count(u.get("cache_creation_input_tokens"))}
+            calls = [{"prompt_tokens": number(u.get("prompt_tokens")),
+                      "completion_tokens": number(u.get("completion_tokens")),
+                      "cache_read_tokens": number(u.get("cache_read_input_tokens")),
+                      "cache_write_tokens": number(u.get("cache_creation_input_tokens"))}
                      for u in self.responses.values()]
         if not calls:
             return {}
         usage: dict[str, Any] = {
             "source": source,
             "calls": len(calls),
-            "input_tokens": sum(_count(u.get("prompt_tokens")) for u in calls),
-            "output_tokens": sum(_count(u.get("completion_tokens")) for u in calls),
-            "cache_read_tokens": sum(_count(u.get("cache_read_tokens")) for u in calls),
-            "cache_creation_tokens": sum(_count(u.get("cache_write_tokens")) for u in calls),
+            "input_tokens": sum(number(u.get("prompt_tokens")) for u in calls),
+            "output_tokens": sum(number(u.get("completion_tokens")) for u in calls),
+            "cache_read_tokens": sum(number(u.get("cache_read_tokens")) for u in calls),
+            "cache_creation_tokens": sum(number(u.get("cache_write_tokens")) for u in calls),
         }
         if self.conversations == 1:
-            usage["last_input_tokens"] = _count(calls[-1].get("prompt_tokens"))
+            usage["last_input_tokens"] = number(calls[-1].get("prompt_tokens"))
         return usage
 
 

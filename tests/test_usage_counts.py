@@ -1,0 +1,191 @@
+"""A recorded usage count no token count can be (a float, a string, a boolean, an array) is
+named by every reader that records usage: `validate` names its place, and `stats` sets its
+call aside rather than billing it as 0 or dropping it without a word.
+
+Each case takes a sample, puts one bad value in the usage field of its last recorded call
+(a JSONL file's line alone is rewritten; a document is written again whole, its honest
+copy alike), and compares what the command line says of the two copies.
+"""
+
+from __future__ import annotations
+
+import json
+import shutil
+from collections.abc import Callable, Iterator
+from pathlib import Path
+from typing import Any
+
+import pytest
+
+from ctxpack import load
+
+from .conftest import SAMPLES
+from .helpers import ctxpack
+
+# (the dict holding the field's dict, the key it sits under, the field's dict) -> wanted
+Where = Callable[[dict[str, Any] | None, str | None, dict[str, Any]], bool]
+
+
+def under(name: str) -> Where:
+    return lambda owner, key, d: key == name
+
+
+def anywhere(owner: dict[str, Any] | None, key: str | None, d: dict[str, Any]) -> bool:
+    return True
+
+
+def step_tokens(owner: dict[str, Any] | None, key: str | None, d: dict[str, Any]) -> bool:
+    return key == "tokens" and owner is not None and owner.get("type") == "step-finish"
+
+
+# sample (file read, other files of its folder), field, where it is, the bad value, and
+# whether validate names the line the value is written on (JSONL) or the reply's item
+CASES = [
+    ("refactor.codex.jsonl", "input_tokens", under("last_token_usage"), 1.5e300, True),
+    ("cline-task/api_conversation_history.json", "tokensIn", anywhere, "500", False),
+    ("cline-task/ui_messages.json", "cacheReads", anywhere, True, False),
+    ("plateau-fix.gemini-cli.jsonl", "input", under("tokens"), [12_000], True),
+    ("openhands/env-flags.openhands.jsonl", "prompt_tokens", anywhere, 2.5, True),
+    ("bugfix.mini-swe-agent.traj.json", "prompt_tokens", under("usage"), "1200", False),
+    ("opencode/book-search.opencode.json", "input", step_tokens, False, False),
+    ("gemini-api/inbox-batch.gemini-api.jsonl", "promptTokenCount", under("usageMetadata"),
+     {"n": 1}, True),
+    ("coding-agent.claude-code.jsonl", "output_tokens", under("usage"), 7.0, True),
+]
+
+
+def shown(value: Any) -> str:
+    """The value as a problem names it (repr of a number or text, else its JSON kind)."""
+    if isinstance(value, (bool, int, float, str)):
+        return repr(value)
+    return {list: "(an array)", dict: "(an object)"}[type(value)]
+
+
+def fields(value: Any, owner: dict[str, Any] | None = None,
+           key: str | None = None) -> Iterator[tuple[dict[str, Any] | None, str | None,
+                                                     dict[str, Any]]]:
+    """Every dict in a JSON value, in document order, with the dict holding it and its key;
+    a string holding a JSON object (Cline's event text) is walked too."""
+    if isinstance(value, dict):
+        yield owner, key, value
+        for k, v in value.items():
+            yield from fields(v, value, k)
+    elif isinstance(value, list):
+        for v in value:
+            yield from fields(v, owner, key)
+    elif isinstance(value, str) and value.startswith("{"):
+        try:
+            yield from fields(json.loads(value), owner, key)
+        except ValueError:
+            pass
+
+
+def poison(value: Any, field: str, where: Where, bad: Any) -> bool:
+    """Put `bad` in the last `field` holding a count above 0 in a dict `where` wants;
+    False when there is none. A JSON object kept as text is written back as text."""
+    found = [(o, k, d) for o, k, d in fields(value)
+             if where(o, k, d) and type(d.get(field)) is int and d[field] > 0]
+    if not found:
+        return False
+    owner, key, d = found[-1]
+    d[field] = bad
+    if owner is not None and key is not None and isinstance(owner.get(key), str):
+        owner[key] = json.dumps(d)  # (Cline's event text)
+    return True
+
+
+def copies(tmp_path: Path, sample: str, field: str, where: Where, bad: Any
+           ) -> tuple[Path, Path, int]:
+    """An honest and a poisoned copy of `sample` (its folder's other files beside each),
+    and the line the bad value is on (0 for a document)."""
+    source = SAMPLES / sample
+    out = []
+    line = 0
+    for name, value in (("honest", None), ("bad", bad)):
+        folder = tmp_path / name
+        shutil.copytree(source.parent, folder) if source.parent != SAMPLES else folder.mkdir()
+        # the file whose usage is poisoned: Cline's UI log beside the history read
+        target = folder / ("ui_messages.json" if "cline" in sample else source.name)
+        text = target.read_text() if target.exists() else source.read_text()
+        if target.suffix == ".jsonl":
+            lines = text.splitlines()
+            records = [json.loads(x) for x in lines]
+            hit = max(n for n, r in enumerate(records) if poison(json.loads(lines[n]), field,
+                                                                 where, 1))
+            if name == "bad":
+                assert poison(records[hit], field, where, value)
+                lines[hit] = json.dumps(records[hit])
+            line = hit + 1
+            target.write_text("\n".join(lines) + "\n")
+        else:
+            document = json.loads(text)
+            assert name == "honest" or poison(document, field, where, value)
+            target.write_text(json.dumps(document, indent=1))
+        out.append(folder / source.name)
+    return out[0], out[1], line
+
+
+@pytest.mark.parametrize(("sample", "field", "where", "bad", "on_line"), CASES,
+                         ids=[c[0].split("/")[-1] for c in CASES])
+def test_every_reader_names_a_count_no_token_count_can_be(
+        tmp_path: Path, sample: str, field: str, where: Where, bad: Any, on_line: bool
+) -> None:
+    honest, poisoned, line = copies(tmp_path, sample, field, where, bad)
+    # validate: one new problem, naming the field and its value, at its place
+    said = {p: ctxpack("validate", str(p)) for p in (honest, poisoned)}
+    assert "Traceback" not in said[poisoned].err
+    assert said[poisoned].code == 1, said[poisoned]
+    before = {x.replace(str(honest), "FILE") for x in said[honest].out.splitlines()}
+    new = [x for x in said[poisoned].out.splitlines()
+           if x.replace(str(poisoned), "FILE") not in before]
+    assert len(new) == 1, said[poisoned].out
+    assert new[0].startswith(f"{poisoned}:{line if on_line else ''}")
+    assert f"{field} {shown(bad)}" in new[0] and "cannot be true" in new[0], new[0]
+    # stats: the call is set aside, not billed as 0 nor dropped unsaid
+    counted = {p: json.loads(ctxpack("stats", "--json", str(p)).out)["files"][0]
+               for p in (honest, poisoned)}
+    h, b = counted[honest], counted[poisoned]
+    assert len(b["usage_set_aside"]) == len(h["usage_set_aside"]) + 1
+    assert any(f"{field} {shown(bad)}" in x["problem"] for x in b["usage_set_aside"])
+    # of the recorded calls, that one is left out of those the bill and window use
+    assert len(load(poisoned).calls) == len(load(honest).calls) - 1
+    # and out of the usage table's totals, which say how many were set aside
+    hu, bu = h["usage"], b["usage"]
+    assert "calls_set_aside" not in hu and bu["calls_set_aside"] == 1
+    assert bu["calls"] == hu["calls"] - 1
+    assert bu["input_tokens"] < hu["input_tokens"]
+    # (a total never grows; the last prompt is the last kept call's, which may be larger)
+    assert all(bu.get(k, 0) <= v for k, v in hu.items()
+               if type(v) is int and k not in ("calls", "last_input_tokens"))
+
+
+def test_the_usage_table_sums_only_the_calls_believed(tmp_path: Path) -> None:
+    # a made-up prompt on the last call was summed into input_tokens (a trillion) and
+    # was the table's last_input_tokens, though the bill had set it aside
+    lines = (SAMPLES / "coding-agent.claude-code.jsonl").read_text().splitlines()
+    records = [json.loads(x) for x in lines]
+    last = max(n for n, r in enumerate(records) if "usage" in r.get("message", {}))
+    before = max(n for n, r in enumerate(records[:last]) if "usage" in r.get("message", {})
+                 and r["message"]["id"] != records[last]["message"]["id"])
+    usage = records[last]["message"]["usage"]
+    prompt = sum(usage[k] for k in ("input_tokens", "cache_creation_input_tokens",
+                                    "cache_read_input_tokens"))
+    earlier = records[before]["message"]["usage"]
+    usage["input_tokens"] = 999_999_999_999
+    lines[last] = json.dumps(records[last])
+    path = tmp_path / "run.jsonl"
+    path.write_text("\n".join(lines) + "\n")
+    honest = json.loads(ctxpack("stats", "--json", str(SAMPLES / "coding-agent.claude-code.jsonl")
+                                ).out)["files"][0]["usage"]
+    told = ctxpack("stats", "--json", str(path))
+    u = json.loads(told.out)["files"][0]["usage"]
+    assert u["input_tokens"] == honest["input_tokens"] - prompt
+    assert u["output_tokens"] == honest["output_tokens"] - usage["output_tokens"]
+    assert u["cache_read_tokens"] == honest["cache_read_tokens"] - usage[
+        "cache_read_input_tokens"]
+    assert u["calls"] == honest["calls"] - 1 and u["calls_set_aside"] == 1
+    assert u["last_input_tokens"] == sum(earlier[k] for k in (
+        "input_tokens", "cache_creation_input_tokens", "cache_read_input_tokens"))
+    # the table says it too
+    table = ctxpack("stats", str(path)).out
+    assert "calls_set_aside" in table and f"{u['input_tokens']:,}" in table
