@@ -225,14 +225,7 @@ def test_corpus_converts_to_accepted_bodies(path):
         pytest.skip(f"no reader of this version takes it: {exc}")
     if path.parent.name in API_FORMATS:
         assert source.messages  # these are surely read
-    for to in ("openai", "anthropic"):
-        try:
-            bodies = request_bodies(source, to)
-        except InputError as exc:  # (a file whose messages hold nothing a body takes)
-            assert "nothing to convert" in str(exc)
-            continue
-        for body in bodies:
-            assert_accepted(body, to)
+    converts_to_accepted_bodies(source)
     counter = TokenCounter("gpt-4o")
     view = build_view(source, counter, flagged=False)
     assert entries(to_markdown(view)) == len(source.messages)
@@ -346,10 +339,16 @@ def test_any_readable_mess_converts_to_accepted_bodies(tmp_path_factory, records
         source = load(path, fmt)
     except InputError:
         return
+    converts_to_accepted_bodies(source)
+
+
+def converts_to_accepted_bodies(source: Any) -> None:
+    """Each API's bodies of `source` are accepted, or it is refused in one line where no
+    message holds anything a body takes."""
     for to in ("openai", "anthropic"):
         try:
             bodies = request_bodies(source, to)
-        except InputError as exc:  # (a file whose messages hold nothing a body takes)
+        except InputError as exc:
             assert "nothing to convert" in str(exc)
             continue
         for body in bodies:
