@@ -468,3 +468,26 @@ def test_any_ui_logs_call_events_are_calls_of_their_tools(events):
     out = io.BytesIO()
     write(t, out)
     assert out.getvalue() == data
+
+
+def test_the_persons_feedback_keeps_its_place_in_the_user_message():
+    """Feedback on a completion, sent under the call's result head, is the person's
+    message, read in the order the file has it (before the environment details)."""
+    history = [
+        {"role": "user", "ts": 1, "content": [{"type": "text", "text": "<task>\nfix it\n</task>"}]},
+        {"role": "assistant", "ts": 2, "content": [{"type": "text", "text":
+            "<attempt_completion>\n<result>Fixed.</result>\n</attempt_completion>"}]},
+        {"role": "user", "ts": 3, "content": [
+            {"type": "text", "text": "[attempt_completion] Result:"},
+            {"type": "text", "text": "<feedback>\nthe tests still fail\n</feedback>"},
+            {"type": "text",
+             "text": "<environment_details>\n# Time\nnow\n</environment_details>"}]}]
+    data = json.dumps(history).encode()
+    t = load(io.BytesIO(data))
+    last = t.messages[-1]
+    assert last.role == "user" and last.human
+    assert [p.text.split("\n")[0] for p in last.parts if isinstance(p, Text)] == [
+        "[attempt_completion] Result:", "<feedback>", "<environment_details>"]
+    out = io.BytesIO()
+    write(t, out)
+    assert out.getvalue() == data

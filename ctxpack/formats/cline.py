@@ -380,21 +380,22 @@ def _human(texts: list[str], first: bool) -> bool:
     return first or any(_HUMAN_TAG.search(t) for t in texts)
 
 
-def _user_parts(content: Any) -> tuple[list[Part], list[list[Part]]]:
-    """A user message's own parts, and the results it sends as text (one list each)."""
-    own: list[Part] = []
-    results: list[list[Part]] = []
-    current: list[Part] | None = None
-    for part in content_parts(content, block_part):
+def _user_parts(content: Any) -> tuple[list[tuple[int, Part]], list[list[tuple[int, Part]]]]:
+    """A user message's own parts, and the results it sends as text (one list each), each
+    part with its place in the message (so that feedback sent as a result keeps it)."""
+    own: list[tuple[int, Part]] = []
+    results: list[list[tuple[int, Part]]] = []
+    current: list[tuple[int, Part]] | None = None
+    for n, part in enumerate(content_parts(content, block_part)):
         if isinstance(part, Text) and _RESULT_HEAD.match(part.text):
-            current = [part]
+            current = [(n, part)]
             results.append(current)
         elif current is not None and not (isinstance(part, Text)
                                           and part.text.lstrip().startswith("<environment")):
-            current.append(part)
+            current.append((n, part))
         else:
             current = None
-            own.append(part)
+            own.append((n, part))
     return own, results
 
 
@@ -454,14 +455,15 @@ class ClineHistoryReader:
                 self.messages.append(Message("assistant", parts, (line,), d, model=model))
                 pending = [p for p in parts if isinstance(p, ToolCall)]
             else:
-                own, sent = _user_parts(d.get("content"))
-                answered = [p for p in own if isinstance(p, ToolResult)]
+                placed, sent = _user_parts(d.get("content"))
+                answered = [p for _, p in placed if isinstance(p, ToolResult)]
                 pending = [c for c in pending if c.id not in {r.call_id for r in answered}]
                 results: list[Part] = list(answered)
-                for parts in sent:
+                for group in sent:
+                    parts = [p for _, p in group]
                     call = pending.pop(0) if pending else None  # answered, if by the person
                     if _human([p.text for p in parts if isinstance(p, Text)], False):
-                        own.extend(parts)  # the person's feedback, sent as a result
+                        placed.extend(group)  # the person's feedback, sent as a result
                     elif call is None:
                         results.append(Text("\n".join(p.text for p in parts
                                                       if isinstance(p, Text))))
@@ -469,7 +471,8 @@ class ClineHistoryReader:
                         results.append(ToolResult(call.id, tuple(
                             p for p in parts if isinstance(p, (Text, Image))),
                             written=call.written))
-                own = [p for p in own if not isinstance(p, ToolResult)]
+                own = [p for _, p in sorted(placed, key=lambda x: x[0])
+                       if not isinstance(p, ToolResult)]
                 if results:
                     self.messages.append(Message("tool", tuple(results), (line,), d))
                 if own or not results:
