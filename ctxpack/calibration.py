@@ -232,6 +232,13 @@ class Bill:
         """What a context counted `counted` would be billed."""
         return round(self.slope * counted + self.overhead)
 
+    @property
+    def unlogged(self) -> int:
+        """What `__call__` bills besides the messages of any context: the part of compress's
+        figures that is not in the file (of an anchored bill the line through its last
+        call, which may differ from the file's own split, `not_in_file`)."""
+        return max(0, round(self.overhead)) if self.kind != "exact" else 0
+
     def counted_at(self, billed: int) -> int:
         """The most a context may count to be billed at most `billed` as `__call__` bills
         it, rounded (0 where what is not in the file takes all of it): a budget of what a

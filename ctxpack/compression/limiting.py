@@ -45,7 +45,7 @@ def missed_target(plan: Plan) -> list[str]:
     part of the bill is not in the file, that part is said, since no compression of the
     file takes it off (the next turns may trigger compress again). The default target is
     otherwise a soft aim (room to grow); one that was asked for is not."""
-    unlogged = min(plan.read.bill.not_in_file, plan.billed)  # (as stats splits the bill)
+    unlogged = min(plan.read.bill.unlogged, plan.billed)
     if plan.summary is None or plan.billed <= plan.billed_target:
         return []
     if unlogged:

@@ -92,7 +92,7 @@ def _billed(given: Input, plans: list[Plan]) -> dict[str, Any]:
     before = b(sum(p.read.total for p in plans)) if plans else b.tokens
     after = sum(p.billed for p in plans) if plans else b.tokens
     return {"kind": b.kind, "tokens_before": before, "tokens_after": after,
-            "not_in_file": min(b.not_in_file, after),  # (as stats splits the bill)
+            "not_in_file": min(b.unlogged, after),  # (as stats of the output splits it)
             "slope": b.slope, "error": b.error}
 
 

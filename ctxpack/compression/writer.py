@@ -86,7 +86,7 @@ def carried(bill: Bill) -> int | None:
     lines compress writes to say: the calls they keep were of the context before (see
     loader.Scanner._stale_calls). (Of calls all far below the count, the table's overhead
     the bill took instead: see `Bill.below`.)"""
-    return max(0, round(bill.overhead)) if bill.kind == "anchored" or bill.below else None
+    return bill.unlogged if bill.kind == "anchored" or bill.below else None
 
 
 def carried_slope(bill: Bill) -> float:
