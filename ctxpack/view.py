@@ -20,6 +20,7 @@ from .formats import usual_model
 from .formats.base import OUTSIDE_WHY
 from .loader import PathOrFile, load
 from .models import TABLE, ModelTable
+from .render import counted
 from .tokens import REPLY_PRIMING, MessageCount, TokenCounter, unknown_model
 from .transcript import (
     Image,
@@ -134,7 +135,7 @@ class Header:
         more = f"; {bring_in}" if bring_in else ""
         out = []
         if self.outside:
-            out.append(f"{self.outside:,} messages outside the model's context "
+            out.append(f"{counted(self.outside, 'message')} outside the model's context "
                        f"({self.outside_why or OUTSIDE_WHY}{more})")
         if self.sidechain:
             out.append(f"{self.sidechain:,} sub-agent (sidechain) messages"

@@ -302,7 +302,7 @@ def test_session_picks_another_session_of_the_db(tmp_path):
     shown = ctxpack("show", "--no-pager", "--session", "ses_older", db)
     assert shown.code == 0 and "an older question" in shown.out, shown.err
     checked = ctxpack("validate", "--session", "ses_older", db)
-    assert checked.code == 0 and "opencode-db, 1 messages: ok" in checked.err, checked.err
+    assert checked.code == 0 and "opencode-db, 1 message: ok" in checked.err, checked.err
     out = tmp_path / "older.md"
     made = ctxpack("convert", db, "--session", "ses_older", "--to", "markdown", "-o", str(out))
     assert made.code == 0, made.err

@@ -14,6 +14,7 @@ from typing import Annotated, Any, TypeVar
 import typer
 
 from ..errors import EXIT_CHECK_FAILED, EXIT_USAGE, CtxpackError, UsageError
+from ..render import counted
 from . import datasets
 from .common import (
     ConfigOpt,
@@ -448,7 +449,8 @@ def validate(
             for p in problems:
                 print(f"{t.path}:{p.line}: {p.message}")
             verdict = "ok" if not problems else f"{len(problems)} problem(s)"
-            stderr().print(f"{t.path}: {t.format}, {len(t.messages)} messages: {verdict}")
+            stderr().print(f"{t.path}: {t.format}, {counted(len(t.messages), 'message')}: "
+                           f"{verdict}")
     inputs.exit_if_any_failed()
     if any(p for _, p in report):
         raise typer.Exit(EXIT_CHECK_FAILED)

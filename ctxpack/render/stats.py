@@ -130,13 +130,13 @@ def summary_lines(f: FileStats) -> list[str]:
                                                    f.sidechain["messages"], len(f.skipped)))
     lines += context_lines(f)
     if f.outside["messages"]:
-        lines.append(f"outside the model's context: {f.outside['messages']:,} messages, "
+        lines.append(f"outside the model's context: {counted(f.outside['messages'], 'message')}, "
                      f"{f.outside['tokens']:,} tokens ({f.outside['why']})")
     if f.sidechain["messages"]:
-        lines.append(f"sub-agent (sidechain): {f.sidechain['messages']:,} messages, "
+        lines.append(f"sub-agent (sidechain): {counted(f.sidechain['messages'], 'message')}, "
                      f"{f.sidechain['tokens']:,} tokens")
     if f.skipped:
-        lines.append(f"skipped {len(f.skipped)} invalid line(s): "
+        lines.append(f"skipped {counted(len(f.skipped), 'invalid line')}: "
                      + ", ".join(str(s["line"]) for s in f.skipped[:10]))
     return lines
 
