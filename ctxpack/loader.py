@@ -250,8 +250,8 @@ class Scanner:
                 return False
         try:
             return not isinstance(orjson.loads(after), dict)
-        except orjson.JSONDecodeError:
-            return True
+        except orjson.JSONDecodeError:  # a document goes on with JSON, not with garbage
+            return after.lstrip()[:1] in _JSON_GOES_ON
 
     def _parsed(self, lines: Iterator[tuple[int, bytes]]) -> Iterator[tuple[int, dict[str, Any]]]:
         for number, raw in lines:
@@ -506,6 +506,9 @@ class Scanner:
             self.boundary = number
         return out
 
+
+# what a line of a JSON document pretty-printed over many lines opens with
+_JSON_GOES_ON = {bytes([b]) for b in b'"{}[],-0123456789tfn'}
 
 EMPTY = "the file is empty (nothing but blank space): no transcript of any format"
 

@@ -134,8 +134,11 @@ def sniff_message(record: dict[str, Any]) -> int:
     role = record.get("role")
     if not isinstance(role, str) or "type" in record and "message" in record:
         return 0
-    if "parts" in record and "content" not in record:
-        return 0  # the Gemini API's contents (role user/model, `parts`): no content read here
+    if "content" not in record and not any(
+            k in record for k in ("tool_calls", "function_call", "tool_call_id")):
+        # no message of Chat Completions: one that says nothing has `content` (the Gemini
+        # API's contents, of `parts`; an OpenCode message, whose words are in other files)
+        return 0
     if role in _SURE_ROLES or "tool_calls" in record or "tool_call_id" in record:
         return 2
     content = record.get("content")
