@@ -63,10 +63,12 @@ MOST = 2 * max(m.context_window for m in TABLE.all())
 # file holds; a rise the file does not hold, followed by such a fall, is made up
 RISE = 2
 # How far above what the call before could grow to, or above every later call of its
-# context, a prompt may be before a rise alone sets it aside: what no file records (a
-# system prompt, tool definitions, a CLAUDE.md an agent adds mid-session) measures 5,000
-# to 30,000 tokens in the corpus, and a few MCP servers' tools add tens of thousands
-# more; 100,000 (half a Claude window) leaves room for all of it
+# context, a prompt may be before a rise alone sets it aside, and a reply above what the
+# next prompt grew by (old tool results cleared as it was resent, or its thinking dropped,
+# can leave that growth less than the reply): what no file records (a system prompt,
+# tool definitions, a CLAUDE.md an agent adds mid-session) measures 5,000 to 30,000
+# tokens in the corpus, and a few MCP servers' tools add tens of thousands more; 100,000
+# (half a Claude window) leaves room for all of it
 MARGIN = 100_000
 
 
