@@ -16,7 +16,8 @@ one. So:
 - anchored: the prompt size recorded last, plus the calibrated count of what came after.
 
 A reply whose thinking the file stores empty is counted at the output tokens recorded
-for it, since the next prompt carries it. Those are the provider's tokens, as the
+for it, since the next prompt carries it (an output the next prompt cannot hold is set
+aside with its call: see ctxpack.recorded). Those are the provider's tokens, as the
 reasoning tokens recorded of what a file holds only encrypted are: each is taken as the
 count the slope bills at that many (`with_hidden`). `bill` puts these together for a
 context: what `stats` reports and `compress` decides with.

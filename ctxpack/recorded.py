@@ -29,10 +29,20 @@ shrinks legitimately (Claude Code clearing old tool results, Codex dropping an e
 turn's reasoning) grew to its size by what the file holds, so the rule leaves it; a call
 with no call before it (but for the outvote), or whose file places its reply on the same
 line as the one before (one-line documents, a database, OpenCode's storage), is not judged.
+
+The next call of a context resends the reply before it, so its prompt grows by at least
+that reply (a reply whose thinking the file stores empty is counted at its recorded output
+for that reason: see ctxpack.calibration). A call whose recorded output is more than `RISE`
+times and more than `MARGIN` above what the next call's prompt grew by (nothing, where it
+shrank) records a reply that prompt cannot hold: it cannot be true either, and is set
+aside, its reply counted as the file holds it. The last call of a context, with no next
+call to hold its reply, and one whose next call's reply is on the same line, are not
+judged by this.
 """
 
 from __future__ import annotations
 
+import itertools
 from collections.abc import Callable, Mapping, Sequence
 from dataclasses import dataclass
 from typing import Any
@@ -53,10 +63,12 @@ MOST = 2 * max(m.context_window for m in TABLE.all())
 # file holds; a rise the file does not hold, followed by such a fall, is made up
 RISE = 2
 # How far above what the call before could grow to, or above every later call of its
-# context, a prompt may be before a rise alone sets it aside: what no file records (a
-# system prompt, tool definitions, a CLAUDE.md an agent adds mid-session) measures 5,000
-# to 30,000 tokens in the corpus, and a few MCP servers' tools add tens of thousands
-# more; 100,000 (half a Claude window) leaves room for all of it
+# context, a prompt may be before a rise alone sets it aside, and a reply above what the
+# next prompt grew by (old tool results cleared as it was resent, or its thinking dropped,
+# can leave that growth less than the reply): what no file records (a system prompt,
+# tool definitions, a CLAUDE.md an agent adds mid-session) measures 5,000 to 30,000
+# tokens in the corpus, and a few MCP servers' tools add tens of thousands more; 100,000
+# (half a Claude window) leaves room for all of it
 MARGIN = 100_000
 
 
@@ -161,7 +173,13 @@ def believed(calls: Sequence[RecordedCall], lines: Sequence[int],
         if c.billed > 0 and c.prompt > 0:
             runs.setdefault(conversation(c), []).append(k)
     fell: dict[int, str] = {}
+    # first the replies: one made up would be room for the next prompt to grow (fell_back)
     for run in runs.values():
+        for k, after in itertools.pairwise(run):
+            if why := overran(kept[k], kept[after], line):
+                fell[k] = why
+    for every in runs.values():
+        run = [k for k in every if k not in fell]
         lows: list[RecordedCall | None] = [None] * len(run)  # the least later prompt
         for n in range(len(run) - 2, -1, -1):
             later, least = kept[run[n + 1]], lows[n + 1]
@@ -254,3 +272,20 @@ def outvoted(call: RecordedCall, agree: Sequence[RecordedCall], low: RecordedCal
             f"context, more than {RISE} times and {MARGIN:,} above every later call of it "
             f"(the least, {low.billed:,} at line {line(low):,}, and the next two agree); set "
             f"aside, not used for the bill or the window")
+
+
+def overran(call: RecordedCall, after: RecordedCall, line: Callable[[RecordedCall], int]
+            ) -> str:
+    """Why `call` cannot be true, as a reply more than `RISE` times and `MARGIN` above what
+    the prompt of the next call of its context, `after`, grew by: that prompt resends it
+    (see the module's note) ("": it can)."""
+    if not call.output or not 0 < line(call) < line(after):
+        return ""
+    grew = max(after.billed - call.billed, 0)
+    if call.output <= RISE * grew or call.output <= grew + MARGIN:
+        return ""
+    return (f"recorded reply of {call.output:,} tokens cannot be true: the next call of the "
+            f"same context (line {line(after):,}), which resends it, records a prompt of "
+            f"{after.billed:,} tokens to this call's {call.billed:,}, and the reply is more "
+            f"than {RISE} times and {MARGIN:,} above the {grew:,} it grew by; set aside, not "
+            f"used for the bill or the window")

@@ -14,7 +14,7 @@ from ctxpack.compression.settings import Options
 from ctxpack.recorded import MARGIN, MOST, RISE, believed, unbelievable
 from ctxpack.transcript import RecordedCall
 
-from .conftest import SAMPLES, corpus_params
+from .conftest import SAMPLES, corpus_files, corpus_params
 from .helpers import ctxpack as run_ctxpack
 from .test_window import large_session
 
@@ -342,3 +342,114 @@ def test_a_negative_count_any_reader_keeps_is_set_aside() -> None:
     kept, aside = believed(calls, [0, 10, 20])
     assert kept == [] and [x.line for x in aside] == [10, 20]
     assert "reply -5" in aside[0].problem and "reasoning -1" in aside[1].problem
+
+
+# The sample's reply on line 79 (after its compaction, so in the context billed) given an
+# empty thinking block, as Claude Code stores some models' thinking: its recorded output is
+# then counted as hidden content. Its prompt is 70,243 tokens; the next call's, on line 81,
+# 70,878 (635 more), resends the reply.
+HIDDEN = 79
+
+
+def with_hidden_reply(tmp_path: Path, output: int | None, name: str = "run.jsonl") -> Path:
+    """The Claude Code sample, line `HIDDEN`'s reply with an empty thinking block and its
+    recorded `output_tokens` set to `output` (None: its usage removed, no call recorded)."""
+    lines = SAMPLE.read_text().splitlines()
+    record = json.loads(lines[HIDDEN - 1])
+    message = record["message"]
+    message["content"] = [{"type": "thinking", "thinking": "", "signature": "c2ln"},
+                          *message["content"]]
+    if output is None:
+        del message["usage"]
+    else:
+        message["usage"]["output_tokens"] = output
+    lines[HIDDEN - 1] = json.dumps(record)
+    path = tmp_path / name
+    path.write_text("\n".join(lines) + "\n")
+    return path
+
+
+def stats_doc(path: Path) -> dict:
+    done = run_ctxpack("stats", str(path), "--json")
+    assert done.code == 0, done.err
+    return json.loads(done.out)["files"][0]
+
+
+def test_a_reply_the_next_prompt_cannot_hold_is_set_aside(tmp_path: Path) -> None:
+    inflated = with_hidden_reply(tmp_path, 150_000)
+    checked = run_ctxpack("validate", str(inflated))
+    assert checked.code == 1
+    assert checked.out.startswith(
+        f"{inflated}:{HIDDEN}: recorded reply of 150,000 tokens cannot be true: the next "
+        f"call of the same context (line 81), which resends it, records a prompt of 70,878 "
+        f"tokens to this call's 70,243, and the reply is more than {RISE} times and "
+        f"{MARGIN:,} above the 635 it grew by; set aside")
+    honest = with_hidden_reply(tmp_path, 31, "honest.jsonl")
+    assert run_ctxpack("validate", str(honest)).code == 0
+    bare = with_hidden_reply(tmp_path, None, "bare.jsonl")
+    doc, kept, without = stats_doc(inflated), stats_doc(honest), stats_doc(bare)
+    assert [x["line"] for x in doc["usage_set_aside"]] == [HIDDEN]
+    said = " ".join(run_ctxpack("stats", str(inflated), "--top", "0").out.split())
+    assert "recorded usage set aside, as it cannot be true" in said
+    # its thinking is counted as the file holds it, as if no usage were recorded (the
+    # honest output of 31 is counted as hidden content), and the later calls anchor the
+    # bill as they do on the honest file: none passed over
+    assert doc["tokens"] == without["tokens"] < kept["tokens"]
+    assert doc["by_role"] == without["by_role"]
+    assert doc["context"]["passed_over"] == [] and doc["context"]["kind"] == "anchored"
+    assert doc["context"]["tokens"] == kept["context"]["tokens"]
+    assert doc["context_window"] == 200_000
+    report = compress_file(inflated, Options(), cache=False).report
+    assert report.billed["tokens_before"] == kept["context"]["tokens"] < report.trigger
+
+
+def test_a_reply_is_set_aside_only_past_both_bounds(tmp_path: Path) -> None:
+    # the next prompt grew by 635: the reply may be up to MARGIN above that
+    most = 635 + MARGIN
+    assert stats(with_hidden_reply(tmp_path, most), cache=False).set_aside == []
+    s = stats(with_hidden_reply(tmp_path, most + 1), cache=False)
+    assert [x["line"] for x in s.set_aside] == [HIDDEN]
+
+    lines = list(range(0, 100, 10))  # the reply of call k on line 10k
+
+    def aside(*calls: tuple[int, int], same_line: bool = False) -> list[int]:
+        recorded = [RecordedCall(k, b, out, "claude-opus-4-6")
+                    for k, (b, out) in enumerate(calls, 1)]
+        places = [0] * len(lines) if same_line else lines
+        return [x.line for x in believed(recorded, places, (), lambda a, b: None)[1]]
+
+    # a next prompt that grew by 150,000: the reply may be up to twice that
+    assert aside((50_000, 300_000), (200_000, 100)) == []
+    assert aside((50_000, 300_001), (200_000, 100)) == [10]
+    # one that shrank (old tool results cleared) held no more than nothing of it
+    assert aside((50_000, MARGIN), (40_000, 100)) == []
+    assert aside((50_000, MARGIN + 1), (40_000, 100)) == [10]
+    # the last call has no next prompt to hold its reply; nor are replies of unknown
+    # lines judged (one-line documents)
+    assert aside((50_000, 100), (60_000, 300_000)) == []
+    assert aside((50_000, 300_001), (200_000, 100), same_line=True) == []
+
+
+X402 = corpus_files("claude-code", pattern="privacy-x402__*.jsonl")
+
+
+@pytest.mark.corpus
+@pytest.mark.skipif(not X402, reason="corpus not found beside the checkout (../shared/corpus)")
+def test_an_inflated_output_on_empty_thinking_of_the_corpus_bills_as_before(
+        tmp_path: Path) -> None:
+    # line 9's reply (thinking stored empty, 594 output tokens) said to be 150,000: within
+    # the window bound, but the 33 calls after it resend it in prompts of 32k-64k
+    source = X402[0]
+    lines = source.read_text().splitlines()
+    record = json.loads(lines[8])
+    record["message"]["usage"]["output_tokens"] = 150_000
+    lines[8] = json.dumps(record)
+    path = tmp_path / source.name
+    path.write_text("\n".join(lines) + "\n")
+    checked = run_ctxpack("validate", str(path))
+    assert checked.code == 1 and checked.out.startswith(f"{path}:9: recorded reply of 150,000")
+    honest, s = stats(source), stats(path, cache=False)
+    assert [x["line"] for x in s.set_aside] == [9] and s.passed_over == []
+    assert s.context is not None and honest.context is not None
+    assert s.context.tokens == honest.context.tokens
+    assert s.context.calls == honest.context.calls - 1
