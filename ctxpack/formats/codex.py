@@ -368,7 +368,7 @@ class CodexReader:
         if isinstance(total, dict):
             # a running total no token count can be leaves the one before it standing
             self.totals = {**total, **{k: v for k, v in (self.totals or {}).items()
-                                       if miscounted(total.get(k))}}
+                                       if k in _CALL_FIELDS and miscounted(total.get(k))}}
         if isinstance(last, dict):
             self.last_call = last
         if isinstance(info.get("model_context_window"), int):
