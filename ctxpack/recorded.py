@@ -96,14 +96,19 @@ def whole(value: Any) -> bool:
     return isinstance(value, int) and not isinstance(value, bool) and value >= 0
 
 
+def miscounted(value: Any) -> bool:
+    """Is `value` written as a count no token count can be (a missing or null field is no
+    count, not a wrong one)?"""
+    return value is not None and not whole(value)
+
+
 def wrong_counts(usage: Any, fields: Sequence[str], prefix: str = "") -> str:
     """The `fields` of a usage object that no token count can be, as the file has them
-    ("": none; a missing or null field is no count, not a wrong one), each named with
-    `prefix` (where in the usage object they are)."""
+    ("": none), each named with `prefix` (where in the usage object they are)."""
     if not isinstance(usage, Mapping):
         return ""
     return ", ".join(f"{prefix}{f} {shown(usage[f])}" for f in fields
-                     if usage.get(f) is not None and not whole(usage[f]))
+                     if miscounted(usage.get(f)))
 
 
 Summed = tuple[tuple[str, int], ...]  # as `RecordedCall.summed`

@@ -12,6 +12,7 @@ from __future__ import annotations
 import json
 import shutil
 from collections.abc import Callable, Iterator
+from itertools import pairwise
 from pathlib import Path
 from typing import Any
 
@@ -19,7 +20,7 @@ import pytest
 
 from ctxpack import load
 
-from .conftest import SAMPLES
+from .conftest import CORPUS, SAMPLES
 from .helpers import ctxpack
 
 # (the dict holding the field's dict, the key it sits under, the field's dict) -> wanted
@@ -189,3 +190,104 @@ def test_the_usage_table_sums_only_the_calls_believed(tmp_path: Path) -> None:
     # the table says it too
     table = ctxpack("stats", str(path)).out
     assert "calls_set_aside" in table and f"{u['input_tokens']:,}" in table
+
+
+# Codex writes a call's usage as running totals and the call's own counts, and writes the
+# same event again a few times a turn: a count no token count can be in either is named,
+# its call set aside, and the table's `calls` counts the calls kept
+CODEX = CORPUS / "codex"
+
+
+def codex_events(path: Path) -> list[tuple[int, dict[str, Any]]]:
+    """The `token_count` events of a Codex file that tell of a call: line, `info`."""
+    out = []
+    for n, text in enumerate(path.read_text().splitlines(), 1):
+        record = json.loads(text)
+        payload = record.get("payload")
+        if isinstance(payload, dict) and payload.get("type") == "token_count" \
+                and isinstance(payload.get("info"), dict):
+            out.append((n, payload["info"]))
+    return out
+
+
+def codex_copy(tmp_path: Path, name: str, line: int, usage: str, field: str, bad: Any
+               ) -> tuple[Path, Path]:
+    """The corpus Codex file `name` and a copy of it with `bad` as the `field` of the
+    `usage` object of the event on `line`."""
+    source = CODEX / name
+    if not source.is_file():
+        pytest.skip(f"corpus file {name} not found")
+    lines = source.read_text().splitlines()
+    record = json.loads(lines[line - 1])
+    record["payload"]["info"][usage][field] = bad
+    lines[line - 1] = json.dumps(record)
+    path = tmp_path / name
+    path.write_text("\n".join(lines) + "\n")
+    return source, path
+
+
+def usage_of(path: Path) -> dict[str, Any]:
+    return json.loads(ctxpack("stats", "--json", str(path)).out)["files"][0]["usage"]
+
+
+def restated(events: list[tuple[int, dict[str, Any]]]) -> tuple[int, int]:
+    """The lines of the first event the next one tells again (the same values), and of
+    that next one."""
+    return next((a, b) for (a, x), (b, y) in pairwise(events) if x == y)
+
+
+@pytest.mark.parametrize("which", ["told", "told again", "last"])
+def test_a_running_total_no_count_can_be_sets_its_call_aside(tmp_path: Path, which: str
+                                                              ) -> None:
+    name = "rtchess__exported-session.jsonl"
+    events = codex_events(CODEX / name) if (CODEX / name).is_file() else []
+    if not events:
+        pytest.skip(f"corpus file {name} not found")
+    first, again = restated(events)
+    line = {"told": first, "told again": again, "last": events[-1][0]}[which]
+    honest, bad = codex_copy(tmp_path, name, line, "total_token_usage", "input_tokens", 3.5)
+    said = ctxpack("validate", str(bad))
+    assert said.code == 1 and "Traceback" not in said.err, said
+    named = [x for x in said.out.splitlines() if x.startswith(f"{bad}:")]
+    assert len(named) == 1 and named[0].startswith(f"{bad}:{line}: "), said.out
+    assert "total_token_usage.input_tokens 3.5" in named[0] and "cannot be true" in named[0]
+    # one call set aside, and no call more: the event telling a call again is no new call
+    h, b = usage_of(honest), usage_of(bad)
+    assert b["calls_set_aside"] == 1 and b["calls"] == h["calls"] - 1
+    assert b["calls"] == len(load(bad).calls)
+    # the running total stays one the file holds, with the call's share taken out
+    assert 0 < b["input_tokens"] <= h["input_tokens"]
+
+
+def test_the_table_counts_the_calls_kept_when_a_middle_one_is_set_aside(tmp_path: Path
+                                                                         ) -> None:
+    name = "raze__codex-session.jsonl"
+    events = codex_events(CODEX / name) if (CODEX / name).is_file() else []
+    if not events:
+        pytest.skip(f"corpus file {name} not found")
+    # a call in the middle whose event is written again after it
+    line = restated(events[len(events) // 2:])[0]
+    honest, bad = codex_copy(tmp_path, name, line, "last_token_usage", "input_tokens",
+                             1.5e300)
+    h, b = usage_of(honest), usage_of(bad)
+    assert h["calls"] == len(load(honest).calls)
+    assert b["calls_set_aside"] == 1 and b["calls"] == h["calls"] - 1 == len(load(bad).calls)
+    assert b["last_input_tokens"] == h["last_input_tokens"]
+
+
+def test_the_last_prompt_is_the_last_kept_calls_when_the_last_is_set_aside(tmp_path: Path
+                                                                            ) -> None:
+    name = "raze__codex-session.jsonl"
+    events = codex_events(CODEX / name) if (CODEX / name).is_file() else []
+    if not events:
+        pytest.skip(f"corpus file {name} not found")
+    line, last = events[-1]
+    # the call before the last: the newest event telling of another call
+    before = next(info for _, info in reversed(events) if info != last)
+    honest, bad = codex_copy(tmp_path, name, line, "last_token_usage", "input_tokens",
+                             1.5e300)
+    u = usage_of(bad)
+    assert u["calls_set_aside"] == 1 and u["calls"] == usage_of(honest)["calls"] - 1
+    assert u["last_input_tokens"] == before["last_token_usage"]["input_tokens"]
+    table = ctxpack("stats", str(bad)).out
+    assert "last_input_tokens" in table and f"{u['last_input_tokens']:,}" in table

@@ -11,11 +11,12 @@ from __future__ import annotations
 import bisect
 import re
 from collections.abc import Callable, Sequence
+from dataclasses import dataclass
 from typing import Any, NamedTuple
 
 from ..jsonl import dumps
 from ..models import keeps_reasoning
-from ..recorded import Summed, summed, wrong_counts
+from ..recorded import Summed, miscounted, summed, wrong_counts
 from ..transcript import (
     META_KEY,
     Image,
@@ -38,9 +39,10 @@ _USAGE_SOURCE = "codex token_count events (last cumulative value)"
 _TOTALS = (("input_tokens", "input_tokens"), ("output_tokens", "output_tokens"),
            ("cache_read_tokens", "cached_input_tokens"),
            ("reasoning_tokens", "reasoning_output_tokens"))
-# the counts of a call's `last_token_usage`
+# the counts of a call's `last_token_usage`, and of the running `total_token_usage`
 _CALL_FIELDS = ("input_tokens", "cached_input_tokens", "output_tokens",
                 "reasoning_output_tokens", "total_tokens")
+_USAGES = ("last_token_usage", "total_token_usage")
 
 # Text the CLI puts in user-role messages on its own: context, instructions, notices.
 _INJECTED = (
@@ -211,6 +213,20 @@ def _instructions(meta: dict[str, Any]) -> str | None:
     return text if isinstance(text, str) and text else None
 
 
+@dataclass(slots=True)
+class _Told:
+    """A call as a `token_count` event tells of it: its prompt size, output, reasoning
+    tokens, the counts of its usage no token count can be (`wrong`) and their line, and
+    what it adds to the running totals."""
+
+    billed: int
+    output: int | None
+    reasoning: int
+    wrong: str
+    at: int
+    added: Summed
+
+
 class CodexReader:
     """Keeps numbers of the current context window and the last usage values only."""
 
@@ -231,12 +247,11 @@ class CodexReader:
         self.replying = False  # the newest message is the model's (a reply under way)
         self.streamed = False  # the model's output was shown since the newest item was written
         self.users: set[int] = set()  # the numbers of user messages
-        # a call told of before its reply is written (older CLIs): its prompt size, output,
-        # reasoning tokens, the counts of its usage no token count can be, their line, and
-        # what it adds to the running totals
-        self.ahead: tuple[int, int | None, int, str, int, Summed] | None = None
-        # each call's reply (its number, model), and then as `ahead`
-        self.recorded: list[tuple[int, str | None, int, int | None, int, str, int, Summed]] = []
+        # a call told of before its reply is written (older CLIs)
+        self.ahead: _Told | None = None
+        # each call's reply (its number, model) and what was told of the call
+        self.recorded: list[tuple[int, str | None, _Told]] = []
+        self.told: _Told | None = None  # the newest call told of
 
     def feed(self, line: int, record: dict[str, Any]) -> list[Message]:
         kind, payload = record.get("type"), record.get("payload")
@@ -270,7 +285,7 @@ class CodexReader:
             if self.reply is None and m.role == "assistant":
                 self.reply = (self.count, m.model)
                 if self.ahead is not None:  # the reply of the call told of before it
-                    self.recorded.append((*self.reply, *self.ahead))
+                    self.recorded.append((*self.reply, self.ahead))
                     self.ahead = None
             self.replying = m.role == "assistant"
             if m.role == "user":
@@ -319,8 +334,11 @@ class CodexReader:
             return  # a rate-limit-only update
         total, last = _numbers(info.get("total_token_usage")), _numbers(
             info.get("last_token_usage"))
-        # The CLI re-emits the same values several times a turn; a change marks a new call.
-        if (total, last) != self._previous:
+        wrong = ", ".join(w for w in (wrong_counts(info.get(k), _CALL_FIELDS, f"{k}.")
+                                      for k in _USAGES) if w)
+        # The CLI re-emits the same values several times a turn; a change marks a new call
+        # (a count no token count can be is none, and marks nothing).
+        if not _restated(self._previous, (total, last)):
             self.calls += 1
             self._previous = (total, last)
             # a new call: its prompt ended where the first reply since the last one began.
@@ -328,25 +346,29 @@ class CodexReader:
             # items (after the last call's results): then its reply is the next to begin.
             usage = last if isinstance(last, dict) else {}
             billed, output = usage.get("input_tokens"), usage.get("output_tokens")
-            wrong = wrong_counts(info.get("last_token_usage"), _CALL_FIELDS,
-                                 "last_token_usage.")
             output = None if output is None else number(output)
             reasoning = number(usage.get("reasoning_output_tokens"))
             # what the call added to the running totals the summary shows (none where they
             # start again, as a resumed session's may)
             added = summed(**{key: max(number((total or {}).get(field)) - number(
                 (self.totals or {}).get(field)), 0) for key, field in _TOTALS})
-            call = (number(billed), output, reasoning, wrong, line, added)
+            call = self.told = _Told(number(billed), output, reasoning, wrong, line, added)
             self.ahead = None
             if billed is None and not wrong:
                 pass  # a call that records no prompt size
             elif self.streamed and not self.replying:
                 self.ahead = call
             elif self.reply is not None:
-                self.recorded.append((*self.reply, *call))
+                self.recorded.append((*self.reply, call))
             self.reply = None
+        elif wrong and self.told is not None and not self.told.wrong:
+            # the call's usage told again, with a count no token count can be: the call is
+            # set aside, named where it says so
+            self.told.wrong, self.told.at = wrong, line
         if isinstance(total, dict):
-            self.totals = total
+            # a running total no token count can be leaves the one before it standing
+            self.totals = {**total, **{k: v for k, v in (self.totals or {}).items()
+                                       if k in _CALL_FIELDS and miscounted(total.get(k))}}
         if isinstance(last, dict):
             self.last_call = last
         if isinstance(info.get("model_context_window"), int):
@@ -355,10 +377,13 @@ class CodexReader:
     def usage(self) -> dict[str, Any]:
         """Provider usage in the shape all formats share, plus the opaque reasoning seen."""
         usage: dict[str, Any] = {"source": _USAGE_SOURCE, "calls": self.calls} if self.calls else {}
-        for key, values, field in (*((k, self.totals, f) for k, f in _TOTALS),
-                                   ("last_input_tokens", self.last_call, "input_tokens")):
-            if values is not None and isinstance(values.get(field), int):
-                usage[key] = values[field]
+        for key, field in _TOTALS:
+            if self.totals is not None and isinstance(self.totals.get(field), int):
+                usage[key] = self.totals[field]
+        if self.last_call is not None and self.last_call.get("input_tokens") is not None:
+            # (one no token count can be is its call's, set aside: the last kept call's
+            # takes its place)
+            usage["last_input_tokens"] = number(self.last_call["input_tokens"])
         if self.context_window is not None:
             usage["context_window"] = self.context_window
         if self.encrypted_items:
@@ -373,15 +398,28 @@ class CodexReader:
         # reasoning the file holds only encrypted is sent back with the next prompts: for
         # good, or (older models) until the next user message
         users = [i for i, n in enumerate(context) if n in self.users]
-        calls = [RecordedCall(where[n], billed, output, reply_model or model,
-                              reasoning=reasoning if self.encrypted_items else 0,
+        calls = [RecordedCall(where[n], t.billed, t.output, reply_model or model,
+                              reasoning=t.reasoning if self.encrypted_items else 0,
                               until=None if keeps_reasoning(reply_model or model) or
                               (after := bisect.bisect_right(users, where[n])) == len(users)
-                              else users[after], problem=wrong, at=at, summed=added)
-                 for n, reply_model, billed, output, reasoning, wrong, at, added in self.recorded
-                 if n in where]
+                              else users[after], problem=t.wrong, at=t.at, summed=t.added)
+                 for n, reply_model, t in self.recorded if n in where]
         return [], Layout(context, model=model, usage=self.usage(), calls=calls,
                           outside_why="before a compaction, or a system prompt replaced since")
+
+
+def _restated(before: tuple[Any, Any] | None, now: tuple[Any, Any]) -> bool:
+    """Do the usage objects of a `token_count` event (`_numbers` of its total and last
+    usage) tell again of the call `before` told of?"""
+    return before is not None and all(_agree(a, b) for a, b in zip(before, now, strict=True))
+
+
+def _agree(a: Any, b: Any) -> bool:
+    """Are two usage objects the same, a count no token count can be agreeing with any?"""
+    if not isinstance(a, dict) or not isinstance(b, dict):
+        return a == b
+    return a.keys() == b.keys() and all(
+        a[k] == b[k] or k in _CALL_FIELDS and (miscounted(a[k]) or miscounted(b[k])) for k in a)
 
 
 def _numbers(usage: Any) -> dict[str, Any] | None:
