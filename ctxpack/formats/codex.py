@@ -232,11 +232,12 @@ class CodexReader:
         self.streamed = False  # the model's output was shown since the newest item was written
         self.users: set[int] = set()  # the numbers of user messages
         # a call told of before its reply is written (older CLIs): its prompt size, output,
-        # reasoning tokens, the counts of its usage no token count can be, their line, and
-        # what it adds to the running totals
-        self.ahead: tuple[int, int | None, int, str, int, Summed] | None = None
+        # reasoning tokens, the counts of its usage no token count can be, their line, what
+        # it adds to the running totals, and the window recorded for its model
+        self.ahead: tuple[int, int | None, int, str, int, Summed, int | None] | None = None
         # each call's reply (its number, model), and then as `ahead`
-        self.recorded: list[tuple[int, str | None, int, int | None, int, str, int, Summed]] = []
+        self.recorded: list[tuple[int, str | None, int, int | None, int, str, int, Summed,
+                                  int | None]] = []
 
     def feed(self, line: int, record: dict[str, Any]) -> list[Message]:
         kind, payload = record.get("type"), record.get("payload")
@@ -254,6 +255,7 @@ class CodexReader:
             return self._session_meta(line, record, payload)
         if kind == "turn_context" and isinstance(payload.get("model"), str):
             self.model = payload["model"]
+            self._window(payload)
         elif kind == "event_msg" and payload.get("type") == "token_count":
             self._token_count(line, payload.get("info"))
         elif kind == "event_msg" and payload.get("type") in ("agent_reasoning", "agent_message"):
@@ -317,6 +319,7 @@ class CodexReader:
     def _token_count(self, line: int, info: Any) -> None:
         if not isinstance(info, dict):
             return  # a rate-limit-only update
+        self._window(info)
         total, last = _numbers(info.get("total_token_usage")), _numbers(
             info.get("last_token_usage"))
         # The CLI re-emits the same values several times a turn; a change marks a new call.
@@ -336,7 +339,7 @@ class CodexReader:
             # start again, as a resumed session's may)
             added = summed(**{key: max(number((total or {}).get(field)) - number(
                 (self.totals or {}).get(field)), 0) for key, field in _TOTALS})
-            call = (number(billed), output, reasoning, wrong, line, added)
+            call = (number(billed), output, reasoning, wrong, line, added, self.context_window)
             self.ahead = None
             if billed is None and not wrong:
                 pass  # a call that records no prompt size
@@ -349,8 +352,12 @@ class CodexReader:
             self.totals = total
         if isinstance(last, dict):
             self.last_call = last
-        if isinstance(info.get("model_context_window"), int):
-            self.context_window = info["model_context_window"]
+
+    def _window(self, record: dict[str, Any]) -> None:
+        """Note the model's window where `record` (a `turn_context`, a `token_count`'s
+        info) names it."""
+        if isinstance(record.get("model_context_window"), int):
+            self.context_window = record["model_context_window"]
 
     def usage(self) -> dict[str, Any]:
         """Provider usage in the shape all formats share, plus the opaque reasoning seen."""
@@ -377,8 +384,10 @@ class CodexReader:
                               reasoning=reasoning if self.encrypted_items else 0,
                               until=None if keeps_reasoning(reply_model or model) or
                               (after := bisect.bisect_right(users, where[n])) == len(users)
-                              else users[after], problem=wrong, at=at, summed=added)
-                 for n, reply_model, billed, output, reasoning, wrong, at, added in self.recorded
+                              else users[after], problem=wrong, at=at, summed=added,
+                              window=window)
+                 for n, reply_model, billed, output, reasoning, wrong, at, added, window
+                 in self.recorded
                  if n in where]
         return [], Layout(context, model=model, usage=self.usage(), calls=calls,
                           outside_why="before a compaction, or a system prompt replaced since")
