@@ -40,7 +40,7 @@ from dataclasses import dataclass
 from typing import Any
 
 from .jsonl import json_kind
-from .models import TABLE, model_key
+from .models import TABLE, table_window
 from .transcript import RecordedCall, printable
 
 # How many times its table window a call of a known model may hold (the tables give a
@@ -122,9 +122,7 @@ def most_for(model: str | None, recorded: int | None = None) -> tuple[int, str]:
     if window is not None:
         why = f"the {window:,}-token window the file records for {named}"
     elif found is not None:
-        window = found.context_window
-        alias = "" if model_key(named) == model_key(found.name) else f" (as {found.name})"
-        why = f"the {window:,}-token window the table gives {named}{alias}"
+        window, why = found.context_window, table_window(named, found)
     if window is None or WINDOWS * window >= MOST:
         return MOST, "twice the largest window of any model"
     return WINDOWS * window, f"{WINDOWS} times {why}"
