@@ -12,7 +12,7 @@ from __future__ import annotations
 
 import math
 import os
-from dataclasses import dataclass, field
+from dataclasses import dataclass, field, replace
 from pathlib import Path
 from typing import Any
 
@@ -112,24 +112,44 @@ def _compress(section: Any, path: Path) -> dict[str, Any]:
 
 
 def _models(entries: Any, path: Path) -> list[ModelInfo]:
+    """The `models:` list. An entry for a model the built-in table knows (by the lookup
+    every model id gets: `claude-opus-4-6` is `claude-opus-4`) changes only the keys it
+    sets: giving a Claude model a larger window leaves it counted as an approximation and
+    billed at its calibration. An entry for a model it does not know needs its
+    `context_window`; its other keys default to an exact o200k_base count."""
     if not isinstance(entries, list):
         raise UsageError(f"{path}: `models` must be a list")
     out = []
     for i, entry in enumerate(entries, 1):
+        where = f"{path}: models[{i}]"
         if not isinstance(entry, dict):
-            raise UsageError(f"{path}: models[{i}] must be a mapping")
+            raise UsageError(f"{where} must be a mapping")
         unknown = sorted(set(entry) - MODEL_KEYS)
         if unknown:
-            raise UsageError(f"{path}: models[{i}]: unknown key(s): {', '.join(unknown)}")
-        try:
-            out.append(ModelInfo(
-                name=str(entry["name"]), encoding=str(entry.get("encoding", "o200k_base")),
-                context_window=int(entry["context_window"]), exact=bool(entry.get("exact", True)),
-                provider=str(entry.get("provider", "custom")), note=str(entry.get("note", ""))))
-        except KeyError as exc:
-            raise UsageError(f"{path}: models[{i}] needs {exc.args[0]!r}") from None
-        except (TypeError, ValueError):
-            raise UsageError(f"{path}: models[{i}]: context_window must be a number") from None
+            raise UsageError(f"{where}: unknown key(s): {', '.join(unknown)}")
+        if not isinstance(entry.get("name"), str) or not entry["name"].strip():
+            raise UsageError(f"{where} needs a 'name'")
+        name = entry["name"]
+        known = TABLE.find(name)
+        base = ModelInfo(name, "o200k_base", 0, provider="custom") if known is None \
+            else replace(known, name=name)
+        if "context_window" not in entry and known is None:
+            raise UsageError(f"{where} needs 'context_window' (the built-in table does not "
+                             f"know {name!r})")
+        window = _number(entry.get("context_window", base.context_window))
+        if window is None or window != int(window) or window <= 0:
+            raise UsageError(f"{where}: context_window must be a number of tokens, whole and "
+                             f"above 0, not {entry['context_window']!r}")
+        exact = entry.get("exact", base.exact)
+        if not isinstance(exact, bool):
+            raise UsageError(f"{where}: exact must be true or false, not {exact!r}")
+        encoding = str(entry.get("encoding", base.encoding))
+        # the table's note names its encoding: not kept for another one
+        note = str(entry.get("note", base.note if encoding == base.encoding else ""))
+        if not exact and not note:
+            note = f"counted with {encoding} as an approximation"
+        out.append(replace(base, encoding=encoding, context_window=int(window), exact=exact,
+                           provider=str(entry.get("provider", base.provider)), note=note))
     return out
 
 

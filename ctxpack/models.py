@@ -119,7 +119,15 @@ def overhead_bound(model: str, table: ModelTable) -> tuple[int, str]:
     found = table.find(model)
     if found is None:
         return LARGEST_WINDOW, "the largest model window"
-    return found.context_window, f"the {found.context_window:,}-token window of {found.name}"
+    return found.context_window, table_window(model, found)
+
+
+def table_window(model: str, found: ModelInfo) -> str:
+    """The window a table gives `model` (its entry `found`), named by that model, and by
+    the entry too where the model is found under another name: "the 400,000-token window
+    the table gives gpt-5.4 (as gpt-5)"."""
+    alias = "" if model_key(model) == model_key(found.name) else f" (as {found.name})"
+    return f"the {found.context_window:,}-token window the table gives {model}{alias}"
 
 
 # Models whose reasoning an agent sends back (encrypted) stays in every later prompt: on

@@ -4,9 +4,11 @@ bills with them or sizes a window by them.
 Files come from strangers, and a recorded usage is only a number someone wrote. One that
 no model could have taken would become the window and the bill (the window is raised to
 the largest recorded call, the bill anchored on the last). The rule: a call whose prompt
-and reply are more than `WINDOWS` times the window the built-in model table gives its
-model (a Claude model's 200,000 allows 1,000,000, its largest window), or more than `MOST`
-whatever the model, cannot be true (the built-in table: loading reads no config). The
+and reply are more than `WINDOWS` times the window the file records for its model (a Codex
+rollout's `model_context_window`, where it is one the model can have), else the window the
+built-in model table gives its model (a Claude model's 200,000 allows 1,000,000, its
+largest window), or more than `MOST` whatever the model, cannot be true (the built-in
+table: loading reads no config). The
 counts of what the file holds are no test: what is not in the file (a system prompt, the
 parent conversation of a compaction agent, the part cut from a session) legitimately
 makes a prompt hundreds of times the visible count. Nor can a count that is negative or
@@ -48,8 +50,8 @@ from dataclasses import dataclass
 from typing import Any
 
 from .jsonl import json_kind
-from .models import TABLE
-from .transcript import RecordedCall
+from .models import TABLE, table_window
+from .transcript import RecordedCall, printable
 
 # How many times its table window a call of a known model may hold (the tables give a
 # model's usual window; some are served with up to five times it, as Claude's 1M beta)
@@ -127,13 +129,31 @@ def shown(value: Any) -> str:
     return f"({json_kind(value)})"
 
 
-def most_for(model: str | None) -> tuple[int, str]:
-    """The most tokens a call of `model` can hold, and what says so."""
+def most_for(model: str | None, recorded: int | None = None) -> tuple[int, str]:
+    """The most tokens a call of `model` can hold, and what says so: `WINDOWS` times the
+    window the file records for it (`recorded`; see `recorded_window`), else times the one
+    the table gives it, named by the model the file names; never more than `MOST`."""
+    window = recorded_window(model, recorded)
     found = TABLE.find(model) if model else None
-    if found is not None and WINDOWS * found.context_window < MOST:
-        return WINDOWS * found.context_window, \
-            f"{WINDOWS} times the {found.context_window:,}-token window of {found.name}"
-    return MOST, "twice the largest window of any model"
+    named = printable(model)[:60] if model else "its model"
+    if window is not None:
+        why = f"the {window:,}-token window the file records for {named}"
+    elif found is not None:
+        window, why = found.context_window, table_window(named, found)
+    if window is None or WINDOWS * window >= MOST:
+        return MOST, "twice the largest window of any model"
+    return WINDOWS * window, f"{WINDOWS} times {why}"
+
+
+def recorded_window(model: str | None, recorded: Any) -> int | None:
+    """The window a file records for `model` (`recorded`), where it is one the model can
+    have: a whole number above 0 and no more than a call of it can hold by the table
+    (`WINDOWS` times its window, `MOST` for a model it does not know); else None."""
+    if not whole(recorded) or recorded == 0:
+        return None
+    found = TABLE.find(model) if model else None
+    most = MOST if found is None else min(WINDOWS * found.context_window, MOST)
+    return recorded if recorded <= most else None
 
 
 def unbelievable(call: RecordedCall) -> str:
@@ -144,7 +164,7 @@ def unbelievable(call: RecordedCall) -> str:
         return (f"recorded usage ({wrong}) cannot be true: a token count is a whole number, "
                 f"zero or more; set aside, not used for the bill or the window")
     held = call.billed + (call.output or 0)
-    most, why = most_for(call.model)
+    most, why = most_for(call.model, call.window)
     if held <= most:
         return ""
     return (f"recorded usage of {held:,} tokens (prompt and reply) cannot be true: more than "

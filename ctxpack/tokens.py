@@ -18,7 +18,7 @@ from typing import Any
 from . import images
 from .errors import UsageError
 from .models import DEFAULT_MODEL, TABLE, ModelInfo, ModelTable
-from .recorded import most_for
+from .recorded import recorded_window
 from .transcript import (
     Image,
     Message,
@@ -378,9 +378,8 @@ def model_and_window(counter: TokenCounter, named: str | None, usage: dict[str, 
     latest = None if flagged or not named else counter.table.find(named)
     if named and latest is not None and latest.encoding == counter.encoding_name:
         model, window = printable(named), latest.context_window
-    recorded = usage.get("context_window")
-    if not flagged and isinstance(recorded, int) and not isinstance(recorded, bool) \
-            and 0 < recorded <= most_for(named)[0]:  # one no model has is not taken
+    recorded = recorded_window(named, usage.get("context_window"))
+    if not flagged and recorded is not None:  # (one no model has is not taken)
         window = recorded
     sent = 0 if flagged else largest_call(calls)
     return model, max(window, sent), window

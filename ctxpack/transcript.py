@@ -212,6 +212,9 @@ class RecordedCall:
     # what the reader added to the file's usage summary for it (key, amount): taken back
     # out where the call is set aside (empty: a summary that is no sum of calls)
     summed: tuple[tuple[str, int], ...] = ()
+    # the context window the file records for its model (a Codex rollout's
+    # `model_context_window`; None: it records none), as written
+    window: int | None = None
 
 
 def hides_thinking(message: Message) -> bool:

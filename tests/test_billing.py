@@ -324,16 +324,16 @@ def test_a_bad_calibration_entry_is_named(tmp_path: Path, entry: str, fragment: 
 @pytest.mark.parametrize("models, entry, fragment", [
     # the overhead is bounded by the model's own window, not the largest of any model
     ("", "{name: claude-opus-4-6, slope: 1.2, overhead: 250000}",
-     "overhead 250,000 is outside 0 to 199,999 (tokens, below the 200,000-token window of "
-     "claude-opus-4)"),
+     "overhead 250,000 is outside 0 to 199,999 (tokens, below the 200,000-token window the "
+     "table gives claude-opus-4-6 (as claude-opus-4))"),
     ("", "{name: gpt-4o-2024-08-06, slope: 1, overhead: 128000}",
-     "overhead 128,000 is outside 0 to 127,999 (tokens, below the 128,000-token window of "
-     "gpt-4o)"),
+     "overhead 128,000 is outside 0 to 127,999 (tokens, below the 128,000-token window the "
+     "table gives gpt-4o-2024-08-06 (as gpt-4o))"),
     # a model the config itself names, by the window it gives
     ("models:\n  - {name: acme-coder, context_window: 32000}\n",
      "{name: acme-coder, slope: 1.1, overhead: 40000}",
-     "overhead 40,000 is outside 0 to 31,999 (tokens, below the 32,000-token window of "
-     "acme-coder)"),
+     "overhead 40,000 is outside 0 to 31,999 (tokens, below the 32,000-token window the "
+     "table gives acme-coder)"),
 ])
 def test_a_calibration_overhead_is_bounded_by_its_own_models_window(
         tmp_path: Path, models: str, entry: str, fragment: str) -> None:

@@ -150,8 +150,8 @@ def test_a_fit_a_config_would_refuse_is_shown_but_not_written(tmp_path: Path) ->
     (fitted,) = calibrate([load(path)])
     assert fitted.overhead > LARGEST_WINDOW and fitted.calls >= LEAST_CALLS
     assert fitted.untrusted == (f"overhead {fitted.overhead:,} is outside 0 to 399,999 (below "
-                                "the 400,000-token window of gpt-5.1-codex), the range a "
-                                "config takes")
+                                "the 400,000-token window the table gives gpt-5.1-codex), "
+                                "the range a config takes")
     config = tmp_path / "config.yaml"
     config.write_text("calibration:\n  - {name: acme-coder, slope: 1.1}\n")
     run = run_ctxpack("calibrate", str(path), "--write-config", str(config))

@@ -2,14 +2,17 @@
 
 from __future__ import annotations
 
+import json
 import re
+from typing import Any
 
 import pytest
 
 from ctxpack.config import load_config
 from ctxpack.errors import UsageError
 
-from .conftest import ROOT
+from .conftest import ROOT, SAMPLES
+from .helpers import assert_clean_error, ctxpack
 
 
 def test_the_example_config_loads_and_adds_its_model():
@@ -47,7 +50,11 @@ def test_lookup_order_env_then_cwd(tmp_path, monkeypatch):
 @pytest.mark.parametrize("text, fragment", [
     ("colour: red\nmodles: []\n", "colour, modles"),
     ("models: {a: 1}\n", "must be a list"),
-    ("models:\n  - {name: x}\n", "needs 'context_window'"),
+    ("models:\n  - {name: x}\n", "needs 'context_window' (the built-in table does not know"),
+    ("models:\n  - {context_window: 5}\n", "models[1] needs a 'name'"),
+    ("models:\n  - {name: x, context_window: 0}\n", "whole and above 0, not 0"),
+    ("models:\n  - {name: gpt-4o, context_window: 1.5}\n", "whole and above 0, not 1.5"),
+    ("models:\n  - {name: claude-opus-4-6, exact: 'no'}\n", "exact must be true or false"),
     ("models:\n  - {name: x, context_window: big}\n", "must be a number"),
     ("models:\n  - {name: x, context_window: 5, colour: red}\n", "unknown key(s): colour"),
     ("- just\n- a list\n", "must be a mapping"),
@@ -131,3 +138,51 @@ def test_harmless_values_of_guarded_settings_are_taken(tmp_path, monkeypatch):
     cfg = load_config()
     assert cfg.compress == {"strategy": "structured", "redact": True, "archive": True}
     assert cfg.warnings == []
+
+
+def _stats(*args: str) -> Any:
+    """stats of a Claude sample: its console text, or with --json its file's object."""
+    run = ctxpack("stats", str(SAMPLES / "multi-round.anthropic.jsonl"), *args)
+    assert run.code == 0, run.err
+    return run.out if "--json" not in args else json.loads(run.out)["files"][0]
+
+
+@pytest.mark.parametrize("entry", ["{name: claude-opus-4-6, context_window: 1000000}",
+                                   "{name: CLAUDE-opus-4-6, context_window: 1_000_000}"])
+def test_a_config_entry_for_a_known_model_changes_only_the_keys_it_sets(tmp_path, entry):
+    # giving a Claude model a larger window leaves it what the table makes it: counted
+    # with cl100k_base as an approximation, and billed at its calibration
+    config = tmp_path / "c.yaml"
+    config.write_text(f"models:\n  - {entry}\n")
+    plain = _stats("--model", "claude-opus-4-6", "--json")
+    mine = _stats("--model", "claude-opus-4-6", "--json", "--config", str(config))
+    assert mine["context_window"] == 1_000_000 != plain["context_window"]
+    assert (mine["encoding"], mine["exact"], mine["note"]) \
+        == (plain["encoding"], plain["exact"], plain["note"])
+    assert plain["encoding"] == "cl100k_base" and not plain["exact"] and plain["note"]
+    assert mine["context"]["slope"] == plain["context"]["slope"] != 1
+    assert mine["context"]["tokens"] == plain["context"]["tokens"]
+    header = _stats("--model", "claude-opus-4-6", "--config", str(config))
+    assert "(cl100k_base, approximate:" in header and "exact)" not in header
+
+
+def test_a_config_entry_may_still_set_each_key_of_a_known_model(tmp_path):
+    config = tmp_path / "c.yaml"
+    config.write_text("models:\n  - {name: claude-opus-4-6, exact: true}\n"
+                      "  - {name: claude-opus-4-5, encoding: o200k_base}\n")
+    exact = _stats("--model", "claude-opus-4-6", "--json", "--config", str(config))
+    assert exact["exact"] and exact["encoding"] == "cl100k_base"
+    assert exact["context_window"] == 200_000  # the table's, kept
+    other = _stats("--model", "claude-opus-4-5", "--json", "--config", str(config))
+    assert other["encoding"] == "o200k_base" and not other["exact"]
+    # the table's note names the encoding it no longer counts with
+    assert other["note"] == "counted with o200k_base as an approximation"
+    assert other["tokens"] != exact["tokens"]
+
+
+def test_a_config_entry_for_an_unknown_model_without_its_window_is_refused(tmp_path):
+    config = tmp_path / "c.yaml"
+    config.write_text("models:\n  - {name: acme-coder, exact: false}\n")
+    assert_clean_error(ctxpack("stats", str(SAMPLES / "multi-round.anthropic.jsonl"),
+                               "--config", str(config)), 2,
+                       f"{config}: models[1] needs 'context_window'", "'acme-coder'")

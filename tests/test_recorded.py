@@ -200,6 +200,51 @@ def test_a_window_the_agent_records_that_no_model_has_is_not_taken(tmp_path: Pat
     assert s.context_ratio is not None and s.context_ratio > honest.context_ratio * 0.5
 
 
+def codex_run(tmp_path: Path, window: str, input_tokens: int) -> tuple[Path, int]:
+    """The Codex sample as a gpt-5.4 session recording the context window `window` (""
+    records none), its last call's prompt `input_tokens`; and that call's line."""
+    lines = (SAMPLES / "refactor.codex.jsonl").read_text().splitlines()
+    last = max(n for n, text in enumerate(lines) if '"last_token_usage"' in text)
+    record = json.loads(lines[last])
+    record["payload"]["info"]["last_token_usage"]["input_tokens"] = input_tokens
+    lines[last] = json.dumps(record, separators=(",", ":"))
+    text = "\n".join(lines).replace('"model":"gpt-5.1-codex"', '"model":"gpt-5.4"')
+    text = text.replace(',"model_context_window":272000', window and
+                        f',"model_context_window":{window}')
+    path = tmp_path / "run.jsonl"
+    path.write_text(text + "\n")
+    return path, last + 1
+
+
+def test_a_call_too_large_is_judged_by_the_window_its_file_records(tmp_path: Path) -> None:
+    # a gpt-5.4 rollout records its window, 258,400: five times that bounds a call,
+    # not five times the 400,000 the table gives the gpt-5 family
+    path, line = codex_run(tmp_path, "258400", 1_400_000)
+    checked = run_ctxpack("validate", str(path))
+    assert checked.code == 1, checked.err
+    assert checked.out.startswith(
+        f"{path}:{line}: recorded usage of 1,400,3") and (
+        "more than 1,292,000, 5 times the 258,400-token window the file records for "
+        "gpt-5.4; set aside") in checked.out
+    s = stats(path, cache=False)
+    assert s.context_window == 258_400 and [x["line"] for x in s.set_aside] == [line]
+    # within that bound, it is not set aside for its size
+    path, line = codex_run(tmp_path, "258400", 1_200_000)
+    assert "window the file records" not in run_ctxpack("validate", str(path)).out
+
+
+@pytest.mark.parametrize("window", ["", str(ABSURD), "0"])
+def test_else_the_table_window_is_named_by_the_model_the_file_names(
+        tmp_path: Path, window: str) -> None:
+    # no window recorded, or one no model has: the table's for the gpt-5 family
+    path, line = codex_run(tmp_path, window, 2_050_000)
+    checked = run_ctxpack("validate", str(path))
+    assert checked.code == 1, checked.err
+    assert checked.out.startswith(f"{path}:{line}: recorded usage of 2,050,3")
+    assert ("more than 2,000,000, 5 times the 400,000-token window the table gives gpt-5.4 "
+            "(as gpt-5); set aside") in checked.out
+
+
 def test_a_prompt_that_rose_and_fell_back_mid_session_is_set_aside(tmp_path: Path) -> None:
     # the 4th-from-last call says 900,000 input tokens; the calls after it of the same
     # context (no compaction between) ~73k: under the 5x bound, but not true

@@ -216,8 +216,8 @@ def _instructions(meta: dict[str, Any]) -> str | None:
 @dataclass(slots=True)
 class _Told:
     """A call as a `token_count` event tells of it: its prompt size, output, reasoning
-    tokens, the counts of its usage no token count can be (`wrong`) and their line, and
-    what it adds to the running totals."""
+    tokens, the counts of its usage no token count can be (`wrong`) and their line, what
+    it adds to the running totals, and the window recorded for its model."""
 
     billed: int
     output: int | None
@@ -225,6 +225,7 @@ class _Told:
     wrong: str
     at: int
     added: Summed
+    window: int | None = None
 
 
 class CodexReader:
@@ -269,6 +270,7 @@ class CodexReader:
             return self._session_meta(line, record, payload)
         if kind == "turn_context" and isinstance(payload.get("model"), str):
             self.model = payload["model"]
+            self._window(payload)
         elif kind == "event_msg" and payload.get("type") == "token_count":
             self._token_count(line, payload.get("info"))
         elif kind == "event_msg" and payload.get("type") in ("agent_reasoning", "agent_message"):
@@ -332,6 +334,7 @@ class CodexReader:
     def _token_count(self, line: int, info: Any) -> None:
         if not isinstance(info, dict):
             return  # a rate-limit-only update
+        self._window(info)
         total, last = _numbers(info.get("total_token_usage")), _numbers(
             info.get("last_token_usage"))
         wrong = ", ".join(w for w in (wrong_counts(info.get(k), _CALL_FIELDS, f"{k}.")
@@ -352,7 +355,8 @@ class CodexReader:
             # start again, as a resumed session's may)
             added = summed(**{key: max(number((total or {}).get(field)) - number(
                 (self.totals or {}).get(field)), 0) for key, field in _TOTALS})
-            call = self.told = _Told(number(billed), output, reasoning, wrong, line, added)
+            call = self.told = _Told(number(billed), output, reasoning, wrong, line, added,
+                                     self.context_window)
             self.ahead = None
             if billed is None and not wrong:
                 pass  # a call that records no prompt size
@@ -371,8 +375,12 @@ class CodexReader:
                                        if k in _CALL_FIELDS and miscounted(total.get(k))}}
         if isinstance(last, dict):
             self.last_call = last
-        if isinstance(info.get("model_context_window"), int):
-            self.context_window = info["model_context_window"]
+
+    def _window(self, record: dict[str, Any]) -> None:
+        """Note the model's window where `record` (a `turn_context`, a `token_count`'s
+        info) names it."""
+        if isinstance(record.get("model_context_window"), int):
+            self.context_window = record["model_context_window"]
 
     def usage(self) -> dict[str, Any]:
         """Provider usage in the shape all formats share, plus the opaque reasoning seen."""
@@ -402,7 +410,8 @@ class CodexReader:
                               reasoning=t.reasoning if self.encrypted_items else 0,
                               until=None if keeps_reasoning(reply_model or model) or
                               (after := bisect.bisect_right(users, where[n])) == len(users)
-                              else users[after], problem=t.wrong, at=t.at, summed=t.added)
+                              else users[after], problem=t.wrong, at=t.at, summed=t.added,
+                              window=t.window)
                  for n, reply_model, t in self.recorded if n in where]
         return [], Layout(context, model=model, usage=self.usage(), calls=calls,
                           outside_why="before a compaction, or a system prompt replaced since")
