@@ -291,3 +291,25 @@ def test_the_last_prompt_is_the_last_kept_calls_when_the_last_is_set_aside(tmp_p
     assert u["last_input_tokens"] == before["last_token_usage"]["input_tokens"]
     table = ctxpack("stats", str(bad)).out
     assert "last_input_tokens" in table and f"{u['last_input_tokens']:,}" in table
+
+
+@pytest.mark.parametrize("said", ["5,000,000", "999999999999999999999", "1.2.3"])
+def test_an_aider_amount_aider_never_prints_sets_its_call_aside(tmp_path: Path,
+                                                               said: str) -> None:
+    """Aider prints `12k sent`, never a count with commas, nor one past what a float holds
+    exactly: such an amount in a `> Tokens:` line is named at its line, not billed as 0."""
+    sample = SAMPLES / "aider" / "unit-conversions.aider.chat.history.md"
+    lines = sample.read_text().split("\n")
+    at = max(n for n, line in enumerate(lines) if line.startswith("> Tokens: "))
+    first, rest = lines[at].split(" sent", 1)
+    lines[at] = f"> Tokens: {said} sent{rest}"
+    path = tmp_path / sample.name
+    path.write_text("\n".join(lines))
+    checked = ctxpack("validate", str(path))
+    assert checked.code == 1 and f"{path}:{at + 1}: recorded usage ('> Tokens:' {said} " \
+        "sent) cannot be true" in checked.out, checked.out
+    honest = json.loads(ctxpack("stats", "--json", str(sample)).out)["files"][0]
+    bad = json.loads(ctxpack("stats", "--json", str(path)).out)["files"][0]
+    assert [x["line"] for x in bad["usage_set_aside"]] == [at + 1]
+    assert bad["usage"]["calls_set_aside"] == 1
+    assert bad["usage"]["calls"] == honest["usage"]["calls"] - 1

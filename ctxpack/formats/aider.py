@@ -43,7 +43,7 @@ _PROMPT_COMMANDS = ("/ask", "/code", "/architect", "/context")
 _CLEARING = ("/clear", "/reset")
 _MODEL = re.compile(r"^> (?:Main model|Model): (\S+)")
 _TOKENS = re.compile(r"^> Tokens: (.*)")
-_AMOUNT = re.compile(r"([\d.]+)([kKmM]?) (sent|received|cache write|cache hit)")
+_AMOUNT = re.compile(r"([\d.,]+)([kKmM]?) (sent|received|cache write|cache hit)")
 _COST = re.compile(r"Cost: \$([\d.]+) message")
 _EDIT_FORMAT = re.compile(r"with ([\w-]+) edit format")
 # a confirmation Aider answered itself from an earlier "all"/"skip", logged as a prompt
@@ -71,21 +71,32 @@ def reasoning_split(text: str, model: str | None) -> tuple[str, str]:
     return "\n\n".join(t for t in thought if t), text
 
 
-def amount(number: str, suffix: str) -> int:
-    """`3.2` `k` -> 3200, as Aider abbreviates token counts."""
+def amount(number: str, suffix: str) -> int | None:
+    """`3.2` `k` -> 3200, as Aider abbreviates token counts; None for what Aider does not
+    print (`5,000,000`, `1.2.3`, a number past what a float holds exactly)."""
     scale = {"": 1, "k": 1_000, "m": 1_000_000}[suffix.lower()]
     try:
-        return round(measure(float(number) * scale))
-    except ValueError:  # `1.2.3`
-        return 0
+        value = float(number) * scale
+    except ValueError:
+        return None
+    return round(value) if "," not in number and value <= 2**53 else None
 
 
 def tokens_line(line: str) -> dict[str, Any] | None:
-    """The numbers of one `> Tokens:` line, or None for another line."""
+    """The numbers of one `> Tokens:` line, or None for another line; `wrong` names the
+    amounts no count Aider prints can be."""
     found = _TOKENS.match(line)
     if found is None:
         return None
-    values = {kind: amount(n, s) for n, s, kind in _AMOUNT.findall(found.group(1))}
+    values: dict[str, Any] = {}
+    wrong = []
+    for n, s, kind in _AMOUNT.findall(found.group(1)):
+        value = amount(n, s)
+        values[kind] = 0 if value is None else value
+        if value is None:
+            wrong.append(f"{n[:40]}{s} {kind}")
+    if wrong:
+        values["wrong"] = ", ".join(wrong)
     cost = _COST.search(found.group(1))
     if cost is not None:
         try:
@@ -158,7 +169,7 @@ class AiderReader:
                     self.edit_format = edit.group(1) if edit else self.edit_format
                 if (usage := tokens_line(text)) is not None:
                     self.calls.append(usage)
-                    self._recorded(usage)
+                    self._recorded(usage, number)
                 if _LINT_FIX.match(text) and _LINT_START in quoted:
                     at = len(quoted) - 1 - quoted[::-1].index(_LINT_START)
                     errors = "\n".join(quoted[at:-1]).strip()
@@ -217,17 +228,18 @@ class AiderReader:
         if kind == "assistant" and not self.editor:
             self.reply = n
 
-    def _recorded(self, usage: dict[str, Any]) -> None:
+    def _recorded(self, usage: dict[str, Any], line: int) -> None:
         """A `Tokens:` line follows the reply of the call it tells of: the newest reply in
         the chat (what it has `sent` is its prompt, rounded as Aider prints it); a line of
         the editor's turns tells of the editor's call, whose prompt is not the chat's."""
-        sent = usage.get("sent", 0)
-        if sent > 0 and not self.editor and self.reply is not None \
+        sent, wrong = usage.get("sent", 0), usage.get("wrong", "")
+        if (sent > 0 or wrong) and not self.editor and self.reply is not None \
                 and not any(c.prompt == self.reply for c in self.replies[-1:]):
             self.replies.append(RecordedCall(self.reply, sent, None, self.model, summed=summed(
                 input_tokens=sent, output_tokens=usage.get("received", 0),
                 cache_read_tokens=usage.get("cache hit", 0),
-                cache_creation_tokens=usage.get("cache write", 0))))
+                cache_creation_tokens=usage.get("cache write", 0)),
+                problem=f"'> Tokens:' {wrong}" if wrong else "", at=line))
 
     def finish(self) -> tuple[list[Message], Layout]:
         # each run's calls anchor that run (conversation) only
