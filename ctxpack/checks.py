@@ -34,6 +34,7 @@ FINAL_MARKS = ("COMPLETE_TASK_AND_SUBMIT", "MINI_SWE_AGENT_FINAL_OUTPUT")
 # format's `refused` owns what its API takes: content parts, blocks, Gemini Parts).
 REFUSED: dict[str, Callable[[Message], list[str]]] = {
     "openai": openai.refused, "openai-conversations": openai.refused,
+    "json-messages": openai.refused,
     "anthropic": anthropic.refused, "anthropic-array": anthropic.refused,
     "anthropic-requests": anthropic.refused, "claude-code": anthropic.refused,
     "cline": anthropic.refused, "gemini-cli": gemini.refused,

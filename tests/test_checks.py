@@ -219,3 +219,45 @@ def test_blocks_the_messages_api_refuses_are_named_once_at_their_line(tmp_path, 
     assert problems(path.read_bytes(), "anthropic") == [(3, problem)]
     run = ctxpack("validate", "--format", "anthropic", str(path))
     assert run.code == 1 and run.out.strip() == f"{path}:3: {problem}", run.out + run.err
+
+
+LS = {"type": "tool_use", "id": "t1", "name": "ls", "input": {}}
+IMAGE = {"type": "image", "source": {"type": "base64", "media_type": "image/png", "data": "iVBO"}}
+
+
+@pytest.mark.parametrize(("message", "problem"), [
+    ({"role": "user", "content": None},
+     "content is null (the Messages API takes no message without content)"),
+    ({"role": "user"}, "no content (the Messages API takes no message without content)"),
+    ({"role": "assistant", "content": [{**LS, "input": 5}]},
+     "content[0]: tool_use block's 'input' is a number, not an object"),
+    ({"role": "assistant", "content": [{"type": "tool_use", "id": "t1", "name": "ls"}]},
+     "content[0]: tool_use block without 'input'"),
+    ({"role": "user", "content": [{"type": "text", "text": "see"}, {"type": "image"}]},
+     "content[1]: image block without 'source' (the image)"),
+    ({"role": "user", "content": [{"type": "image", "source": "a.png"}]},
+     "content[0]: image block's 'source' is a string, not an object"),
+    ({"role": "user", "content": [{"type": "text", "text": ""}]},
+     "content[0]: text block's 'text' is empty (the API refuses empty text blocks)"),
+    ({"role": "user", "content": [{**ANSWER, "content": [{"type": "image"}]}]},
+     "content[0]: tool_result content[0]: image block without 'source' (the image)"),
+])
+def test_messages_the_messages_api_refuses_are_named_at_their_line(tmp_path, message, problem):
+    # each was read and passed validate; the API refuses it
+    use = {"role": "assistant", "content": [LS]}
+    calls = message["role"] == "assistant"
+    answered = [{"role": "user", "content": [ANSWER]}] if calls else []
+    before = [USER, use] if "tool_result" in str(message) else [USER]
+    path = tmp_path / "messages.jsonl"
+    path.write_bytes(lines(*before, message, *answered))
+    at = len(before) + 1
+    assert problems(path.read_bytes(), "anthropic") == [(at, problem)]
+    run = ctxpack("validate", "--format", "anthropic", str(path))
+    assert run.code == 1 and run.out.strip() == f"{path}:{at}: {problem}", run.out + run.err
+
+
+def test_blocks_the_messages_api_takes_are_no_problem():
+    said = {"role": "assistant", "content": [{"type": "text", "text": "looking"}, LS]}
+    shown = {"role": "user", "content": [{**ANSWER, "content": [IMAGE]}, IMAGE,
+                                         {"type": "text", "text": " "}]}
+    assert problems(lines(USER, said, shown), "anthropic") == []

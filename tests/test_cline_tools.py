@@ -364,8 +364,10 @@ def xml_histories(draw):
         history.append({"role": "assistant", "ts": 2 * n + 2,
                         "content": [{"type": "text", "text": text}]})
         feedback = draw(st.booleans()) and draw(st.booleans())
+        # never empty: Cline answers a tool that gave nothing "(tool did not return
+        # anything)", as the API refuses an empty text block
         answer = "The user denied this operation.\n<feedback>\nno\n</feedback>" if feedback \
-            else draw(prose.filter(lambda t: "<" not in t))
+            else draw(prose.filter(lambda t: t and "<" not in t))
         history.append({"role": "user", "ts": 2 * n + 3, "content": [
             {"type": "text", "text": f"[{tool} for 'x'] Result:"},
             {"type": "text", "text": answer}]})

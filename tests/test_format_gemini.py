@@ -17,7 +17,7 @@ from ctxpack.loader import load, write
 from ctxpack.transcript import SUMMARY_HEADING, Text, Thinking, ToolCall, ToolResult, Transcript
 
 from .conftest import SAMPLES, corpus_params
-from .helpers import assert_tool_pairs, ctxpack, records_of
+from .helpers import assert_clean_error, assert_tool_pairs, ctxpack, records_of
 
 META = {"sessionId": "s-1", "projectHash": "ab" * 32, "startTime": "2026-03-03T09:00:00.000Z",
         "lastUpdated": "2026-03-03T09:00:00.000Z", "kind": "main"}
@@ -633,8 +633,6 @@ def test_thought_parts_of_a_checkpoint_are_not_context() -> None:
 ])
 def test_a_broken_checkpoint_is_one_line_naming_the_entry(history: list[Any], problem: str,
                                                            tmp_path: Path) -> None:
-    from .helpers import assert_clean_error
-
     path = tmp_path / "checkpoint-x.json"
     path.write_text(json.dumps({"history": history}))
     assert_clean_error(ctxpack("stats", "--format", "gemini-checkpoint", str(path)), 2,
@@ -694,3 +692,31 @@ def test_any_checkpoint_round_trips_and_keeps_thoughts_out(history: list[Any],
     thoughts = sum(1 for c in history for p in c["parts"] if p.get("thought"))
     assert sum(len(m.parts) for m in t.outside) == thoughts
     assert not any(isinstance(p, Thinking) for m in t.messages for p in m.parts)
+
+
+@pytest.mark.parametrize("messages", [{"a": 1}, "none", 5])
+def test_a_recording_whose_messages_is_no_array_cannot_be_read(messages: Any,
+                                                               tmp_path: Path) -> None:
+    # it was read as a session of 0 messages, which validate passed
+    for indent in (None, 2):
+        path = tmp_path / "session-x.json"
+        path.write_text(json.dumps({**META, "messages": messages}, indent=indent))
+        assert_clean_error(ctxpack("validate", str(path)), 2, f"{path}:",
+                           "'messages' is ", "not an array")
+    path = tmp_path / "session-x.jsonl"  # a compression's `$set` of the JSONL form
+    path.write_text("".join(json.dumps(r) + "\n" for r in (
+        META, user("u1", "hi"), {"$set": {"messages": messages}})))
+    assert_clean_error(ctxpack("validate", str(path)), 2, f"{path}:3:", "not an array")
+
+
+def test_tool_calls_that_are_no_array_are_named_at_their_message(tmp_path: Path) -> None:
+    # they were passed over: the reply read as if it made no call
+    path = tmp_path / "session-x.json"
+    path.write_text(json.dumps({**META, "messages": [
+        user("u1", "hi"), gemini("g1", "reading", calls=5)]}, indent=2))  # type: ignore[arg-type]
+    at = next(n for n, text in enumerate(path.read_text().splitlines(), 1) if '"g1"' in text)
+    assert_clean_error(ctxpack("validate", str(path)), 2, f"{path}:{at - 1}:",
+                       "message 1: 'toolCalls' is a number, not an array")
+    path.write_text(json.dumps({**META, "messages": [
+        user("u1", "hi"), gemini("g1", "reading", calls=[call("c1", "text")])]}, indent=2))
+    assert ctxpack("validate", str(path)).code == 0

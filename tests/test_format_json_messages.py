@@ -155,3 +155,41 @@ def test_messages_of_a_jsonl_file_keep_their_lines(tmp_path):
     t = load(path)
     assert [m.place for m in t.messages] == ["", ""] and [m.where for m in t.messages] == [
         "line 1", "line 2"]
+
+
+ASK = {"role": "user", "content": "fix the test"}
+
+
+@pytest.mark.parametrize(("message", "problem"), [
+    ({"role": "assistant", "content": 5},
+     "content is a number, not a string or an array of content parts"),
+    ({"role": "user", "content": None}, "content is null (Chat Completions takes a message "
+     "without content only from an assistant that makes tool calls)"),
+    ({"role": "user", "content": [{"text": "see"}]}, "content[0] has no 'type'"),
+    ({"role": "user", "content": [{"type": "image_url", "image_url": {}}]},
+     "content[0]: image_url part's image without 'url'"),
+    ({"role": "assistant", "content": None, "tool_calls": [
+        {"id": "c1", "type": "function", "function": {"name": "ls", "arguments": 5}}]},
+     "tool_calls[0].function's 'arguments' is a number, not a string"),
+])
+@pytest.mark.parametrize("shape", ["array", "messages"])
+def test_content_the_api_refuses_is_named_in_a_document_as_in_jsonl(tmp_path, message,
+                                                                     problem, shape):
+    # SWE-agent, mini-swe-agent and tau-bench send these messages to Chat Completions
+    answered = [{"role": "tool", "tool_call_id": "c1", "content": "ok"}] \
+        if "tool_calls" in message else []
+    messages = [ASK, message, *answered]
+    path = tmp_path / "run.traj.json"
+    path.write_text(json.dumps(messages if shape == "array" else {"messages": messages},
+                               indent=2))
+    assert load(path).format == "json-messages"
+    # the second message is named at the line that opens it, the one before its role's
+    at = [n for n, text in enumerate(path.read_text().splitlines())
+          if text.strip().startswith('"role": ')][1]
+    place = "[1]" if shape == "array" else "messages[1]"
+    run = ctxpack("validate", str(path))
+    assert run.code == 1 and run.out.strip() == f"{path}:{at}: {place}: {problem}", \
+        run.out + run.err
+    jsonl = tmp_path / "run.jsonl"  # the same messages one a line: the same problem
+    jsonl.write_text("".join(json.dumps(m) + "\n" for m in messages))
+    assert ctxpack("validate", str(jsonl)).out.strip() == f"{jsonl}:2: {problem}"

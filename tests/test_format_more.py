@@ -1007,3 +1007,44 @@ def test_cline_a_request_event_of_broken_json_keeps_its_message_and_is_named(tmp
     ui.write_text(json.dumps(events))
     assert [(p.line, p.message) for p in validate(load(ui))] == [
         (1, f"{named}, so its request's usage is not counted")]
+
+
+ASKED = {"id": 0, "source": "user", "action": "message", "message": "list it",
+         "args": {"content": "list it"}}
+
+
+@pytest.mark.parametrize(("event", "problem"), [
+    ({"id": 1, "source": "user", "action": "message", "message": 5, "args": {}},
+     "event 1: 'message' is a number, not a string"),
+    ({"id": 1, "source": "user", "action": "run", "args": 5}, "event 1: 'args' is a number, "
+     "not an object"),
+    ({"id": 1, "source": "agent", "action": "run", "args": ["ls"],
+      "tool_call_metadata": openhands_run(1, "a")[0]["tool_call_metadata"]},
+     "event 1: 'args' is an array, not an object"),
+    ({"id": 1, "source": "user", "observation": "run", "content": None, "extras": {}},
+     "event 1: run observation's 'content' is null, not a string"),
+    ({"id": 1, "source": "user", "observation": "run", "extras": {}},
+     "event 1: run observation without 'content'"),
+])
+def test_openhands_events_of_the_wrong_shape_are_named_at_their_line(tmp_path, event,
+                                                                     problem):
+    # each was shown as JSON ("5") or dropped, and validate said ok
+    path = tmp_path / "trajectory.json"
+    path.write_text(json.dumps([ASKED, event], indent=2))
+    at = [n for n, text in enumerate(path.read_text().splitlines(), 1)
+          if text.strip() == '"id": 1,'][0]
+    assert_clean_error(ctxpack("validate", str(path)), 2, f"{path}:{at}:",
+                       f"not read as openhands: {problem}")
+
+
+def test_openhands_events_of_the_right_shape_validate(tmp_path):
+    # the same events as OpenHands writes them: a command the user ran, its output
+    path = tmp_path / "trajectory.json"
+    path.write_text(json.dumps([
+        ASKED, {"id": 1, "source": "user", "action": "run", "args": {"command": "ls"}},
+        {"id": 2, "source": "user", "observation": "run", "content": "a.py", "cause": 1},
+        {"id": 3, "source": "agent", "observation": "agent_state_changed", "content": ""},
+        *openhands_run(4, "a")], indent=2))
+    run = ctxpack("validate", str(path))
+    assert run.code == 0, run.out + run.err
+    assert [m.text for m in load(path).messages][:2] == ["list it", "a.py"]

@@ -11,7 +11,7 @@ from collections.abc import Sequence
 from dataclasses import dataclass, field, replace
 from typing import Any, NamedTuple
 
-from ..jsonl import dumps
+from ..jsonl import dumps, json_kind
 from ..recorded import summed, wrong_counts
 from ..transcript import (
     META_KEY,
@@ -288,29 +288,41 @@ def bad_content(record: dict[str, Any]) -> bool:
             and content is not None and not isinstance(content, (str, list)))
 
 
-def _refused_text(block: dict[str, Any]) -> list[str]:
-    """A text block without its text as a string, if `block` is one."""
-    return refused_string(block, "text", "text block") if block["type"] == "text" else []
-
-
 def _refused_block(block: dict[str, Any]) -> list[str]:
-    """What the Messages API refuses of one typed content block: a text block without
-    its text, a tool_result whose content is no string or array of blocks (a number), or
-    holds a text block without its text."""
-    if block["type"] == "tool_result" and block.get("content") is not None:
+    """What the Messages API refuses of one typed content block: a text block without its
+    text or with an empty one, an image without its `source` object, a tool_use whose
+    `input` is no object, a tool_result whose content is no string or array of blocks (a
+    number), or holds a block it refuses."""
+    kind = block["type"]
+    if kind == "text":
+        if block.get("text") == "":
+            return ["text block's 'text' is empty (the API refuses empty text blocks)"]
+        return refused_string(block, "text", "text block")
+    if kind == "image" and not isinstance(block.get("source"), dict):
+        return [f"image block's 'source' is {json_kind(block['source'])}, not an object"
+                if "source" in block else "image block without 'source' (the image)"]
+    if kind == "tool_use" and not isinstance(block.get("input"), dict):
+        return [f"tool_use block's 'input' is {json_kind(block['input'])}, not an object"
+                if "input" in block else "tool_use block without 'input'"]
+    if kind == "tool_result" and block.get("content") is not None:
         return [f"tool_result {problem}"
-                for problem in refused_items(block["content"], "content block", _refused_text)]
-    return _refused_text(block)
+                for problem in refused_items(block["content"], "content block", _refused_block)]
+    return []
 
 
 def refused(read: Message) -> list[str]:
-    """What the Messages API refuses in one message's content besides its pairs: a value
-    that is no string or array of typed blocks, a block it cannot read. The message is the
-    record, or the one it holds (stream-json, Claude Code: under `message`)."""
+    """What the Messages API refuses in one message's content besides its pairs: no
+    content, a value that is no string or array of typed blocks, a block it cannot read.
+    The message is the record, or the one it holds (stream-json, Claude Code: under
+    `message`)."""
     record = read.raw
     message = record if "role" in record else record.get("message")
-    content = message.get("content") if isinstance(message, dict) else None
-    return [] if content is None else refused_items(content, "content block", _refused_block)
+    if not isinstance(message, dict):
+        return []
+    if message.get("content") is None:
+        return [f"{'content is null' if 'content' in message else 'no content'} (the "
+                "Messages API takes no message without content)"]
+    return refused_items(message["content"], "content block", _refused_block)
 
 
 class AnthropicReader:

@@ -196,6 +196,17 @@ def array_field(d: dict[str, Any], key: str) -> list[Any]:
     raise RecordError(f"{key!r} is {json_kind(value)}, not an array")
 
 
+def object_field(d: dict[str, Any], key: str) -> dict[str, Any]:
+    """`d[key]` if it is an object, {} if it is absent or null; like `string_field`, any
+    other value (a number, an array) does not fit the format."""
+    value = d.get(key)
+    if value is None or isinstance(value, dict):
+        return value or {}
+    from ..jsonl import json_kind
+
+    raise RecordError(f"{key!r} is {json_kind(value)}, not an object")
+
+
 def marks(names: Iterable[str]) -> tuple[bytes, ...]:
     """The bytes of each name as a JSON string: one is in every record that holds it."""
     return tuple(f'"{name}"'.encode() for name in names)

@@ -53,6 +53,7 @@ from .base import (
     Layout,
     NoUsage,
     RecordError,
+    array_field,
     number,
     string_field,
 )
@@ -175,7 +176,7 @@ def record_messages(record: dict[str, Any], line: int) -> list[Message]:
                                human=bool(said) and not _injected(said)))
         return out
     model = string_field(record, "model")
-    calls = record.get("toolCalls") if isinstance(record.get("toolCalls"), list) else []
+    calls = array_field(record, "toolCalls")
     thoughts = [*_thoughts(record.get("thoughts")), *(p for p in parts if isinstance(p, Thinking))]
     said: list[Part] = [p for p in parts if not isinstance(p, Thinking)]
     results: list[Part] = []
@@ -272,14 +273,14 @@ class GeminiChatReader:
             update = record["$set"]
             if not isinstance(update, dict):
                 raise RecordError("'$set' is not an object")
-            messages = update.get("messages")
+            messages = array_field(update, "messages")
             # as the CLI's own loader: an empty list replaces nothing
             return self._replace(line, messages, ("$set", "messages"), compressed=True) \
-                if isinstance(messages, list) and messages else []
+                if messages else []
         if "sessionId" in record and "type" not in record:
-            messages = record.get("messages")
-            return self._replace(line, messages, ("messages",)) \
-                if isinstance(messages, list) else []
+            if record.get("messages") is None:  # the metadata line of the JSONL form
+                return []
+            return self._replace(line, array_field(record, "messages"), ("messages",))
         return self._upsert(line, record)
 
     def _replace(self, line: int, messages: list[Any], keys: tuple[str, ...],
@@ -445,8 +446,9 @@ class GeminiChatFormat:
 
     def one_record(self, value: Any) -> bool:
         # the older document holds its messages; the JSONL form's lines hold none (its
-        # metadata line may be the whole file, before the first message is written)
-        return not (isinstance(value, dict) and isinstance(value.get("messages"), list))
+        # metadata line may be the whole file, before the first message is written; a
+        # `messages` of another type is the document's, which the reader names)
+        return not (isinstance(value, dict) and value.get("messages") is not None)
 
     def reader(self) -> GeminiChatReader:
         return GeminiChatReader()

@@ -38,6 +38,8 @@ from .base import (
     array_field,
     int_field,
     number,
+    object_field,
+    refused_string,
     string_field,
 )
 
@@ -98,10 +100,9 @@ def _recall_text(event: dict[str, Any]) -> str:
     return "\n".join(p for p in pieces if isinstance(p, str) and p)
 
 
-def _forgotten(event: dict[str, Any]) -> tuple[set[int], list[tuple[int, int]]]:
-    """The ids a condensation names and its range of ids (kept as bounds: a stranger's
-    range may be far larger than the events it could name)."""
-    args = _dict(event.get("args"))
+def _forgotten(args: dict[str, Any]) -> tuple[set[int], list[tuple[int, int]]]:
+    """The ids a condensation's `args` name and its range of ids (kept as bounds: a
+    stranger's range may be far larger than the events it could name)."""
     ids = {i for i in array_field(args, "forgotten_event_ids") if type(i) is int}
     start, end = args.get("forgotten_events_start_id"), args.get("forgotten_events_end_id")
     ranges = [(start, end)] if type(start) is int and type(end) is int else []
@@ -209,9 +210,13 @@ class OpenHandsReader:
             # the fields compared and used as keys: a stranger's may be of any type
             int_field(e, "id")
             action, source = string_field(e, "action"), string_field(e, "source")
-            observation = string_field(e, "observation")
+            observation, said = string_field(e, "observation"), string_field(e, "message")
+            args = object_field(e, "args")
+            if observation is not None and not isinstance(e.get("content"), str):
+                # every observation holds the text it shows (maybe ""): one without is broken
+                raise RecordError(refused_string(e, "content", f"{observation} observation")[0])
             if action == "condensation":
-                named, spans = _forgotten(e)
+                named, spans = _forgotten(args)
                 self.forgotten[0].update(named)
                 self.forgotten[1].extend(spans)
                 condensed = len(out)
@@ -244,11 +249,11 @@ class OpenHandsReader:
                                     (Text(_shown(e)),), observation == "error")
                 out.append(Message("tool", (result,), (line,), e, conversation=conversation))
             elif action == "system":
-                text = _dict(e.get("args")).get("content") or e.get("message")
+                text = args.get("content") or said
                 out.append(Message("system", (Text(_text(text)),), (line,), e,
                                    conversation=conversation))
             elif action == "message":
-                text = _dict(e.get("args")).get("content") or e.get("message")
+                text = args.get("content") or said
                 role = "user" if source == "user" else "assistant"
                 out.append(Message(role, (Text(_text(text)),), (line,), e, human=role == "user",
                                    conversation=conversation))
