@@ -19,7 +19,7 @@ import orjson
 
 from . import formats
 from .atomic import write_atomic
-from .errors import InputError
+from .errors import InputError, UsageError
 from .formats.base import Format, Layout, RecordError
 from .formats.unknown import first_step, looks_binary, looks_like, looks_like_text
 from .jsonl import (
@@ -665,8 +665,15 @@ def write(transcript: Transcript, dest: PathOrFile) -> None:
 
     A loaded Transcript is a read-only view of its file (its messages and parts are
     frozen), so there is nothing else to write: to change what a transcript holds,
-    use `ctxpack.compress`, which writes through the format's editor.
+    use `ctxpack.compress`, which writes through the format's editor. A transcript
+    kept as many files (a format's `spread` says why) is refused: one stream cannot
+    hold it, and its records alone would lose the rest.
     """
+    spread = getattr(formats.get(transcript.format), "spread", None)
+    if spread:
+        raise UsageError(f"{transcript.path}: cannot write {transcript.format} as one file: "
+                         f"{spread}", "`ctxpack convert FILE --to openai -o run.jsonl` writes "
+                         "its context as one file")
     chunks = (r.raw for r in transcript.records)
     if hasattr(dest, "write"):
         out = getattr(dest, "buffer", dest)
