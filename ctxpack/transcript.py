@@ -207,8 +207,12 @@ class RecordedCall:
     slope: float | None = None
     # what the file recorded of it that no token count can be ("": nothing)
     problem: str = ""
-    # the line its usage is recorded on, where that is not its reply's (0: the reply's)
+    # the line its usage is recorded on, where that is not its reply's (0: the reply's),
+    # its place in a document (`event 4`: "" for the reply's), and the file it is in,
+    # where that is not the transcript's (a sibling file the reader took usage from)
     at: int = 0
+    place: str = ""
+    file: str = ""
     # what the reader added to the file's usage summary for it (key, amount): taken back
     # out where the call is set aside (empty: a summary that is no sum of calls)
     summed: tuple[tuple[str, int], ...] = ()
