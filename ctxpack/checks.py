@@ -71,6 +71,8 @@ def validate(transcript: Transcript) -> list[Problem]:
     # recorded usage that cannot be true is no reason for the provider to refuse the file,
     # but it is wrong, and left out of what ctxpack bills (see ctxpack.recorded)
     problems += [Problem(x.line, x.problem, x.file) for x in transcript.set_aside]
+    # a request the file records as failed: the provider refused it, and it has no reply
+    problems += [Problem(line, problem) for line, problem in transcript.failed]
     # names and roles come from the file, lone surrogates and all: problems are printed
     return sorted((Problem(p.line, printable(p.message), p.file) for p in problems),
                   key=lambda p: (p.file, p.line))

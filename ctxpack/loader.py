@@ -665,6 +665,7 @@ def _transcript(scanner: Scanner, emitted: list[Message], records: Sequence[Reco
         unsure=scanner.unsure,
         calls=tuple(layout.calls),
         set_aside=tuple(layout.set_aside),
+        failed=tuple(layout.failed),
         outside_why=layout.outside_why,
         document=scanner.whole,
     )

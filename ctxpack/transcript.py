@@ -249,6 +249,7 @@ class Transcript:
     calls: tuple[RecordedCall, ...] = ()  # of context messages, in order
     # recorded calls that cannot be true, left out of `calls` (see ctxpack.recorded)
     set_aside: tuple[Any, ...] = ()
+    failed: tuple[tuple[int, str], ...] = ()  # requests the file records as failed (Layout)
     outside_why: str = ""  # why `outside` is not context, if the reader says
     document: bool = False  # read as one whole document (JSON or text), not line by line
     # the context before the newest compaction (places in `outside`, in model order) and

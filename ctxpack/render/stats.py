@@ -139,6 +139,10 @@ def summary_lines(f: FileStats) -> list[str]:
     if f.skipped:
         lines.append(f"skipped {counted(len(f.skipped), 'invalid line')}: "
                      + ", ".join(str(s["line"]) for s in f.skipped[:10]))
+    if f.failed:
+        lines.append(f"{counted(len(f.failed), 'request')} failed, no reply (`ctxpack "
+                     f"validate` says why): line{'s' * (len(f.failed) > 1)} "
+                     + ", ".join(f"{x['line']:,}" for x in f.failed[:10]))
     return lines
 
 
