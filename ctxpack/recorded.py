@@ -158,8 +158,9 @@ def believed(calls: Sequence[RecordedCall], lines: Sequence[int],
         place, item = places[c.prompt] if c.prompt < len(places) and not c.file else ("", 0)
         if c.place or c.at:
             place, item = c.place, c.at
-        return SetAside(item or line(c), f"{place}: {why}" if place else why, c,
-                        place=where_in(place, item) if place else "", file=c.file)
+        # (in another file written on one line: that file's line 1, not the reply's)
+        return SetAside(item or (1 if c.file else line(c)), f"{place}: {why}" if place else why,
+                        c, place=where_in(place, item) if place else "", file=c.file)
 
     def conversation(c: RecordedCall) -> int:
         return conversations[c.prompt] if c.prompt < len(conversations) else -1
