@@ -157,6 +157,8 @@ class FileStats:
     set_aside: list[dict[str, object]] = field(default_factory=list)
     # recorded usage that cannot be read, left out as well: line, place, problem
     unread: list[dict[str, object]] = field(default_factory=list)
+    # requests the file records as failed, with no reply (a batch output's): line, problem
+    failed: list[dict[str, object]] = field(default_factory=list)
     # the last recorded calls the bill passed over, far below the count (see
     # calibration.far_below): the line of each reply, and the prompt size it records
     passed_over: list[dict[str, int]] = field(default_factory=list)
@@ -178,6 +180,7 @@ class FileStats:
             "context_window": self.context_window, "context_ratio": self.context_ratio,
             "context_window_assumed": self.window_assumed,
             "usage_set_aside": self.set_aside, "usage_unread": self.unread,
+            "failed_requests": self.failed,
             "conversations": self.conversations,
             "largest_conversation": self.largest_conversation, "outside": self.outside,
             "sidechain": self.sidechain, "lines": self.lines, "bytes": self.bytes,
@@ -288,7 +291,7 @@ def _stats_of_transcript(t: Transcript, model: str | None, top: int,
                     conversations=len({m.conversation for m in t.messages}) or 1,
                     calls=list(t.calls), outside_why=t.outside_why,
                     earlier=[n + s + k for k in t.earlier], earlier_calls=list(t.earlier_calls),
-                    set_aside=list(t.set_aside))
+                    set_aside=list(t.set_aside), failed=list(t.failed))
     found = []
     with Workers() as workers:
         collector: StreamCounter[MessageStat] = StreamCounter(
@@ -357,6 +360,7 @@ def _breakdown(all_stats: list[MessageStat], layout: Layout, counter: TokenCount
         largest_conversation=largest, context=billed, file_context=whole,
         set_aside=[x.to_dict() for x in layout.set_aside if x.readable],
         unread=[x.to_dict() for x in layout.set_aside if not x.readable],
+        failed=[{"line": line, "problem": problem} for line, problem in layout.failed],
         passed_over=[{"line": context[p].line, "billed": b} for p, b in billed.passed
                      if p < len(context)],
     )

@@ -47,13 +47,17 @@ RESULTS_BEFORE_NEXT_TURN = {"openai", "openai-conversations", "anthropic", "clau
 @dataclass(frozen=True, slots=True)
 class Problem:
     """One reason the provider would reject the transcript, at a source line (in a
-    document on one line, the message begins with the place in it: `history[3]: ...`)."""
+    document on one line, the message begins with the place in it: `history[3]: ...`);
+    `file`, where it is in a file beside the transcript's (a Cline task's usage in its
+    ui_messages.json), that file's path."""
 
     line: int
     message: str
+    file: str = ""
 
     def to_dict(self) -> dict[str, object]:
-        return {"line": self.line, "problem": self.message}
+        out: dict[str, object] = {"line": self.line, "problem": self.message}
+        return {"file": self.file, **out} if self.file else out
 
 
 def validate(transcript: Transcript) -> list[Problem]:
@@ -67,10 +71,12 @@ def validate(transcript: Transcript) -> list[Problem]:
         problems += _check_parents(transcript)
     # recorded usage that cannot be true is no reason for the provider to refuse the file,
     # but it is wrong, and left out of what ctxpack bills (see ctxpack.recorded)
-    problems += [Problem(x.line, x.problem) for x in transcript.set_aside]
+    problems += [Problem(x.line, x.problem, x.file) for x in transcript.set_aside]
+    # a request the file records as failed: the provider refused it, and it has no reply
+    problems += [Problem(line, problem) for line, problem in transcript.failed]
     # names and roles come from the file, lone surrogates and all: problems are printed
-    return sorted((Problem(p.line, printable(p.message)) for p in problems),
-                  key=lambda p: p.line)
+    return sorted((Problem(p.line, printable(p.message), p.file) for p in problems),
+                  key=lambda p: (p.file, p.line))
 
 
 def _conversations(messages: Sequence[Message]) -> list[list[Message]]:

@@ -19,7 +19,7 @@ import orjson
 
 from . import formats
 from .atomic import write_atomic
-from .errors import InputError
+from .errors import InputError, UsageError
 from .formats.base import Format, Layout, RecordError
 from .formats.unknown import first_step, looks_binary, looks_like, looks_like_text
 from .jsonl import (
@@ -82,6 +82,8 @@ class Scanner:
         self.compacted: bool | int = False  # a line compress wrote is in the file
         self.carried_slope: float | None = None  # the slope of the bill compress carried
         self.starts: list[int] = []  # the line each message handed out starts on
+        # of a document, each message's place in it and the line its item starts on
+        self.places: list[tuple[str, int]] = []
         self.conversations: list[int] = []  # and the conversation it is of
         # the bytes read through each line of a text file (none of a binary one): what the
         # file holds between two lines (see ctxpack.recorded)
@@ -346,10 +348,13 @@ class Scanner:
             self.progress(self.bytes_read)
         rest_messages, self.layout = self._reader.finish()
         self._stale_calls(rest_messages)
+        # each message's place in the document, which a call set aside is named by
+        emitted = placed([*read, *rest_messages], value, self._data, first)
+        self.places = [(m.place, m.item_line) for m in emitted]
         self._believed()
         self._none_read(first, "the file is an empty JSON array" if value == [] else
                         "the file is a JSON object whose message list is empty")
-        yield from placed([*read, *_not_summaries(rest_messages)], value, self._data, first)
+        yield from [*emitted[:len(read)], *_not_summaries(emitted[len(read):])]
 
     def _choose(self, best: tuple[Format | None, int],
                 pending: list[tuple[int, dict[str, Any]]]) -> Any:
@@ -437,10 +442,15 @@ class Scanner:
                 return None
             return self.ends[last - 1] - (self.ends[first - 2] if first > 1 else 0)
 
+        def places(at: list[int]) -> list[tuple[str, int]]:
+            return [self.places[n] if n < len(self.places) else ("", 0) for n in at]
+
         layout.calls, aside = believed(layout.calls, lines(layout.context),
-                                       conversations(layout.context), span)
+                                       conversations(layout.context), span,
+                                       places(layout.context))
         layout.earlier_calls, before = believed(layout.earlier_calls, lines(layout.earlier),
-                                                conversations(layout.earlier), span)
+                                                conversations(layout.earlier), span,
+                                                places(layout.earlier))
         # a reader's own (usage it could not read) with those of the calls it read
         layout.set_aside = sorted([*layout.set_aside, *before, *aside], key=lambda x: x.line)
         layout.usage = believed_usage(layout.usage, aside, layout.calls, before)
@@ -658,6 +668,7 @@ def _transcript(scanner: Scanner, emitted: list[Message], records: Sequence[Reco
         unsure=scanner.unsure,
         calls=tuple(layout.calls),
         set_aside=tuple(layout.set_aside),
+        failed=tuple(layout.failed),
         outside_why=layout.outside_why,
         document=scanner.whole,
     )
@@ -668,8 +679,15 @@ def write(transcript: Transcript, dest: PathOrFile) -> None:
 
     A loaded Transcript is a read-only view of its file (its messages and parts are
     frozen), so there is nothing else to write: to change what a transcript holds,
-    use `ctxpack.compress`, which writes through the format's editor.
+    use `ctxpack.compress`, which writes through the format's editor. A transcript
+    kept as many files (a format's `spread` says why) is refused: one stream cannot
+    hold it, and its records alone would lose the rest.
     """
+    spread = getattr(formats.get(transcript.format), "spread", None)
+    if spread:
+        raise UsageError(f"{transcript.path}: cannot write {transcript.format} as one file: "
+                         f"{spread}", "`ctxpack convert FILE --to openai -o run.jsonl` writes "
+                         "its context as one file")
     chunks = (r.raw for r in transcript.records)
     if hasattr(dest, "write"):
         out = getattr(dest, "buffer", dest)

@@ -51,7 +51,7 @@ from typing import Any
 
 from .jsonl import json_kind
 from .models import TABLE, table_window
-from .transcript import RecordedCall, printable
+from .transcript import RecordedCall, printable, where_in
 
 # How many times its table window a call of a known model may hold (the tables give a
 # model's usual window; some are served with up to five times it, as Claude's 1M beta)
@@ -78,19 +78,24 @@ MARGIN = 100_000
 class SetAside:
     """Recorded usage left out of the bill and the window, at its line, and why: a call's
     that cannot be true (at the line of its reply; `call`: the call itself, where it was
-    read as one), or, not `readable`, a record of usage that cannot be read, at `place`
-    (`line 38 event 3`, as Message.where says it)."""
+    read as one), or, not `readable`, a record of usage that cannot be read; at `place`
+    in a document (`line 38 event 3`, as Message.where says it; "" where its line tells
+    it), and in `file` where that is not the transcript's (its path)."""
 
     line: int
     problem: str
     call: RecordedCall | None = None
     readable: bool = True
     place: str = ""
+    file: str = ""
 
     def to_dict(self) -> dict[str, object]:
-        if self.readable:
-            return {"line": self.line, "problem": self.problem}
-        return {"line": self.line, "place": self.place, "problem": self.problem}
+        out: dict[str, object] = {"line": self.line}
+        if self.place:
+            out["place"] = self.place
+        if self.file:
+            out["file"] = self.file
+        return {**out, "problem": self.problem}
 
 
 def whole(value: Any) -> bool:
@@ -174,13 +179,25 @@ def unbelievable(call: RecordedCall) -> str:
 def believed(calls: Sequence[RecordedCall], lines: Sequence[int],
              conversations: Sequence[int] = (),
              span: Callable[[int, int], int | None] = lambda a, b: None,
+             places: Sequence[tuple[str, int]] = (),
              ) -> tuple[list[RecordedCall], list[SetAside]]:
     """The calls that can be true, and the others set aside; `lines[c.prompt]` is the line
-    of call `c`'s reply (0 where unknown), `conversations[c.prompt]` its conversation, and
-    `span(a, b)` the bytes of the file's lines a to b (None where unknown). A call set
-    aside is placed at the line its usage is on (`at`), else at its reply's."""
+    of call `c`'s reply (0 where unknown), `conversations[c.prompt]` its conversation,
+    `span(a, b)` the bytes of the file's lines a to b (None where unknown), and
+    `places[c.prompt]` the reply's place in a document and the line its item starts on
+    (`("[3]", 38)`; "" and 0 where unknown). A call set aside is placed where its usage
+    is (`at` and `place`, in `file`), else at its reply's item, else at its reply's line;
+    its problem opens with its place, as a document's other problems do (`[3]: ...`)."""
     def line(c: RecordedCall) -> int:
         return lines[c.prompt] if c.prompt < len(lines) else 0
+
+    def aside_of(c: RecordedCall, why: str) -> SetAside:
+        place, item = places[c.prompt] if c.prompt < len(places) and not c.file else ("", 0)
+        if c.place or c.at:
+            place, item = c.place, c.at
+        # (in another file written on one line: that file's line 1, not the reply's)
+        return SetAside(item or (1 if c.file else line(c)), f"{place}: {why}" if place else why,
+                        c, place=where_in(place, item) if place else "", file=c.file)
 
     def conversation(c: RecordedCall) -> int:
         return conversations[c.prompt] if c.prompt < len(conversations) else -1
@@ -189,7 +206,7 @@ def believed(calls: Sequence[RecordedCall], lines: Sequence[int],
     for c in calls:
         why = unbelievable(c)
         if why:
-            aside.append(SetAside(c.at or line(c), why, c))
+            aside.append(aside_of(c, why))
         else:
             kept.append(c)
     # each context's calls (of one conversation, with a prompt size) in order, by place
@@ -220,7 +237,7 @@ def believed(calls: Sequence[RecordedCall], lines: Sequence[int],
                 fell[k] = why
             else:
                 before = kept[k]
-    aside += [SetAside(kept[k].at or line(kept[k]), why, kept[k]) for k, why in fell.items()]
+    aside += [aside_of(kept[k], why) for k, why in fell.items()]
     out = [c for k, c in enumerate(kept) if k not in fell]
     return out, sorted(aside, key=lambda x: x.line)
 

@@ -207,8 +207,12 @@ class RecordedCall:
     slope: float | None = None
     # what the file recorded of it that no token count can be ("": nothing)
     problem: str = ""
-    # the line its usage is recorded on, where that is not its reply's (0: the reply's)
+    # the line its usage is recorded on, where that is not its reply's (0: the reply's),
+    # its place in a document (`event 4`: "" for the reply's), and the file it is in,
+    # where that is not the transcript's (a sibling file the reader took usage from)
     at: int = 0
+    place: str = ""
+    file: str = ""
     # what the reader added to the file's usage summary for it (key, amount): taken back
     # out where the call is set aside (empty: a summary that is no sum of calls)
     summed: tuple[tuple[str, int], ...] = ()
@@ -248,6 +252,7 @@ class Transcript:
     calls: tuple[RecordedCall, ...] = ()  # of context messages, in order
     # recorded calls that cannot be true, left out of `calls` (see ctxpack.recorded)
     set_aside: tuple[Any, ...] = ()
+    failed: tuple[tuple[int, str], ...] = ()  # requests the file records as failed (Layout)
     outside_why: str = ""  # why `outside` is not context, if the reader says
     document: bool = False  # read as one whole document (JSON or text), not line by line
     # the context before the newest compaction (places in `outside`, in model order) and

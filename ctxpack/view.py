@@ -128,6 +128,7 @@ class Header:
     sidechain: int
     skipped: int
     outside_why: str = ""
+    failed: int = 0  # requests the file records as failed, with no reply
 
     def hidden(self, bring_in: str = "") -> list[str]:
         """What is not shown, a phrase each; `bring_in` (how to show them) is said of the
@@ -142,6 +143,9 @@ class Header:
                        + (f" ({bring_in})" if bring_in else ""))
         if self.skipped:
             out.append(f"{self.skipped:,} invalid lines skipped")
+        if self.failed:
+            out.append(f"{counted(self.failed, 'failed request')}, with no reply (`ctxpack "
+                       "validate` says why)")
         return out
 
 
@@ -235,7 +239,8 @@ def _header(t: Transcript, counter: TokenCounter, rounds: list[Round],
     return Header(t.path, t.format, clean(model), counter.encoding_name, exact,
                   note, sum(c.total for c in counts) + REPLY_PRIMING * conversations,
                   len(t.messages), len(rounds), sum(len(r.steps) for r in rounds),
-                  len(t.outside), len(t.sidechain), len(t.skipped), t.outside_why)
+                  len(t.outside), len(t.sidechain), len(t.skipped), t.outside_why,
+                  len(t.failed))
 
 
 def _title(first: Message) -> str:

@@ -278,3 +278,67 @@ def test_validate_names_the_line_a_problem_messages_item_starts_on(kind, tmp_pat
     found = [p for p in json.loads(run.out)["files"][0]["problems"]
              if p["problem"].startswith(f"[{k}]: ")]
     assert found and {p["line"] for p in found} == {1}, run.out
+
+
+def usage_doc(kind: str, bad: Any) -> tuple[Any, list[Any], int, int, str]:
+    """A document of `kind` whose usage of item k is `bad`: the document, its items, k,
+    the line before the first item, and the place naming the item."""
+    doc, items, opening = document(kind)
+    if kind == "cline-ui":
+        k = max(n for n, e in enumerate(items) if e.get("say") == "api_req_started")
+        info = json.loads(items[k]["text"])
+        info["tokensIn"] = bad
+        items[k]["text"] = json.dumps(info)
+        return doc, items, k, opening, f"event {k}"
+    for n, m in enumerate(items):
+        if m["type"] == "gemini":
+            m["tokens"] = {"input": 1_000 + n, "output": 50}
+    k = len(items) - 1
+    items[k]["tokens"]["input"] = bad
+    return doc, items, k, opening, f"messages[{k}]"
+
+
+@pytest.mark.parametrize("bad", ["lots", 10**30], ids=["text", "too-large"])
+@pytest.mark.parametrize("kind", ["cline-ui", "gemini-cli"])
+def test_usage_set_aside_is_named_at_its_items_line_and_place(kind, bad, tmp_path):
+    # usage that cannot be true was placed at `line 1` of a pretty-printed document (and
+    # a count too large to be true did not even name its item)
+    doc, items, k, opening, place = usage_doc(kind, bad)
+    path = tmp_path / NAMES.get(kind, "g.json")
+    path.write_text(json.dumps(doc, indent=2))
+    line = item_line(items, k, opening)
+    assert line > 10
+    run = ctxpack("validate", str(path))
+    assert run.code == 1, run
+    said = [x for x in run.out.splitlines() if "cannot be true" in x]
+    assert len(said) == 1 and said[0].startswith(f"{path}:{line}: {place}: recorded "), run.out
+    f = json.loads(ctxpack("stats", "--json", str(path)).out)["files"][0]
+    assert [(x["line"], x["place"]) for x in f["usage_set_aside"]] == [
+        (line, f"line {line} {place}")]
+    assert f"line {line} {place}" in ctxpack("stats", str(path)).out
+    # on one line: line 1, the place still names the item
+    path.write_text(json.dumps(doc))
+    run = ctxpack("validate", str(path))
+    assert f"{path}:1: {place}: recorded " in run.out, run.out
+
+
+def test_a_cline_tasks_usage_is_named_in_its_ui_log(tmp_path):
+    # validate of the task said `api_conversation_history.json:1:` of usage that is in
+    # the ui_messages.json beside it
+    doc, items, k, opening, place = usage_doc("cline-ui", "lots")
+    (tmp_path / NAMES["cline-ui"]).write_text(json.dumps(doc, indent=2))
+    history = tmp_path / NAMES["cline"]
+    history.write_bytes((SAMPLES / "cline-task" / NAMES["cline"]).read_bytes())
+    line = item_line(items, k, opening)
+    for given in (tmp_path, history):
+        run = ctxpack("validate", str(given))
+        said = [x for x in run.out.splitlines() if "cannot be true" in x]
+        assert said == [f"{tmp_path / NAMES['cline-ui']}:{line}: {place}: recorded usage "
+                        "(tokensIn 'lots') cannot be true: a token count is a whole number, "
+                        "zero or more; set aside, not used for the bill or the window"], run.out
+    problems = json.loads(ctxpack("validate", "--json", str(history)).out)["files"][0][
+        "problems"]
+    assert [(p["file"], p["line"]) for p in problems if "cannot be true" in p["problem"]] == [
+        (str(tmp_path / NAMES["cline-ui"]), line)]
+    stats = ctxpack("stats", str(history)).out
+    assert f"ui_messages.json line {line} {place}" in stats, stats

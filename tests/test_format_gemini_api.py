@@ -203,9 +203,49 @@ def test_batch_output_lines_of_a_response_alone_are_each_a_reply(tmp_path: Path)
 def test_a_batch_line_of_neither_request_nor_response_is_one_line(tmp_path: Path) -> None:
     path = tmp_path / "output.jsonl"
     path.write_text(json.dumps(reply_only("r1", "ok", 9, 1)) + "\n"
-                    + json.dumps({"key": "r2", "status": "failed"}) + "\n")
+                    + json.dumps({"key": "r2", "outcome": "failed"}) + "\n")
     assert_clean_error(ctxpack("stats", str(path)), 2, f"{path}:2:",
                        "neither a Gemini API request body")
+
+
+FAILED = {"key": "r2", "status": {"code": 8, "message": "Resource has been exhausted."}}
+
+
+@pytest.mark.parametrize("at", [0, 1], ids=["first-line", "later-line"])
+def test_a_failed_request_of_a_batch_output_is_named_not_refused(at: int,
+                                                                  tmp_path: Path) -> None:
+    # one failed request (a `status` in place of its response) made the whole batch
+    # output refused: `not read as gemini-api`, exit 2
+    path = tmp_path / "b2.jsonl"
+    lines = [reply_only("r1", "order_status", 99, 4), reply_only("r3", "plant_care", 80, 3)]
+    lines.insert(at, FAILED)
+    path.write_text("".join(json.dumps(x) + "\n" for x in lines))
+    t = load(path)
+    assert t.format == "gemini-api" and not t.unsure
+    # no message and no usage of its own: the replies and calls are those of the others
+    assert [m.text for m in t.messages] == ["order_status", "plant_care"]
+    assert [c.billed for c in t.calls] == [99, 80] and t.usage["calls"] == 2
+    line = at + 1
+    said = "request 'r2' failed with no reply (code 8: Resource has been exhausted.)"
+    assert [(p.line, p.message) for p in validate(t)] == [(line, said)]
+    run = ctxpack("validate", str(path))
+    assert run.code == 1 and run.out.splitlines() == [f"{path}:{line}: {said}"], run
+    f = json.loads(ctxpack("stats", "--json", str(path)).out)["files"][0]
+    assert f["failed_requests"] == [{"line": line, "problem": said}]
+    assert f["messages"] == 2 and f["skipped"] == []
+    table = " ".join(ctxpack("stats", str(path)).out.split())
+    assert f"1 request failed, no reply (`ctxpack validate` says why): line {line}" in table
+    shown = " ".join(ctxpack("show", "--no-pager", str(path)).out.split())
+    assert "1 failed request, with no reply" in shown
+    out = tmp_path / "out.jsonl"
+    write(t, out)
+    assert out.read_bytes() == path.read_bytes()
+
+
+def test_a_batch_with_no_failed_request_says_none() -> None:
+    f = json.loads(ctxpack("stats", "--json", str(BATCH)).out)["files"][0]
+    assert f["failed_requests"] == []
+    assert "failed" not in ctxpack("stats", str(BATCH)).out
 
 
 def test_one_indented_body_is_read_as_a_document_and_written_back() -> None:

@@ -987,8 +987,9 @@ def test_cline_a_request_event_of_broken_json_keeps_its_message_and_is_named(tmp
     assert [(p.line, p.message) for p in validate(after)] == [
         (line, f"{named}, so its request's usage is not counted")]
     history = load(tmp_path / "task" / "api_conversation_history.json")
-    assert [(p.line, p.message) for p in validate(history)] == [
-        (1, f"ui_messages.json line {line} {p.message}") for p in validate(after)]
+    # of the task's history, named in the log it is in, at its own line
+    assert [(p.file, p.line, p.message) for p in validate(history)] == [
+        (str(ui), line, p.message) for p in validate(after)]
     run = ctxpack("validate", str(ui))
     assert run.code == 1 and f"{ui}:{line}: {named}" in run.out, run
     # stats lists it apart from the usage that cannot be true, by its line and event
@@ -997,8 +998,8 @@ def test_cline_a_request_event_of_broken_json_keeps_its_message_and_is_named(tmp
                          f"ui_messages.json line {line} event {n}")):
         f = json.loads(ctxpack("stats", "--json", str(path)).out)["files"][0]
         assert f["usage_set_aside"] == []
-        assert [(x["line"], x["place"]) for x in f["usage_unread"]] == [
-            (line if path == ui else 1, where)]
+        assert [(x["line"], x["place"], x.get("file")) for x in f["usage_unread"]] == [
+            (line, f"line {line} event {n}", None if path == ui else str(ui))]
         table = " ".join(ctxpack("stats", str(path)).out.split())
         assert f"recorded usage that cannot be read, not counted (`ctxpack validate` says " \
             f"why): {where}" in table

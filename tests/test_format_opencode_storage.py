@@ -1,6 +1,6 @@
 """OpenCode's storage/ folder tree and opencode.db: detection, the same messages, counts
-and usage as the export of the same session, a lossless round trip, compress refusing,
-and bad trees and databases."""
+and usage as the export of the same session, write and compress refusing the tree, the
+database round tripping, and bad trees and databases."""
 
 from __future__ import annotations
 
@@ -12,8 +12,10 @@ import sqlite3
 import subprocess
 import sys
 
+import pytest
 from hypothesis import given, settings
 
+import ctxpack as api
 from ctxpack.checks import validate
 from ctxpack.formats.opencode_storage import session_file
 from ctxpack.loader import load, write
@@ -66,10 +68,17 @@ def test_stats_of_the_tree_and_the_export_agree():
         assert tree[key] == export[key], key
 
 
-def test_the_info_file_round_trips_and_compress_refuses(tmp_path):
+def test_write_and_compress_refuse_the_tree_and_write_nothing(tmp_path):
+    # the info file alone is not the session: writing it as the transcript would lose
+    # every message without a word
     out = tmp_path / INFO.name
-    write(load(INFO), out)
-    assert out.read_bytes() == INFO.read_bytes()
+    t = api.load(INFO)
+    assert len(t.messages) > 1
+    with pytest.raises(api.UsageError, match="cannot write opencode-storage as one file: its "
+                       "messages and parts are files of their own") as caught:
+        api.write(t, out)
+    assert str(INFO) in str(caught.value) and "ctxpack convert" in str(caught.value)
+    assert not out.exists()
     run = ctxpack("compress", str(INFO), "-o", str(tmp_path / "packed.json"))
     assert_clean_error(run, 2, "compress cannot write opencode-storage files",
                        "ctxpack convert")

@@ -10,6 +10,7 @@ copy alike), and compares what the command line says of the two copies.
 from __future__ import annotations
 
 import json
+import re
 import shutil
 from collections.abc import Callable, Iterator
 from itertools import pairwise
@@ -40,18 +41,20 @@ def step_tokens(owner: dict[str, Any] | None, key: str | None, d: dict[str, Any]
 
 
 # sample (file read, other files of its folder), field, where it is, the bad value, and
-# whether validate names the line the value is written on (JSONL) or the reply's item
+# where validate names it: "line", the line the value is written on (JSONL); "item", in a
+# document, the item holding it (the line it starts on, and its place); "reply", the line
+# of its reply, where a document's messages have lines of their own (OpenCode's export)
 CASES = [
-    ("refactor.codex.jsonl", "input_tokens", under("last_token_usage"), 1.5e300, True),
-    ("cline-task/api_conversation_history.json", "tokensIn", anywhere, "500", False),
-    ("cline-task/ui_messages.json", "cacheReads", anywhere, True, False),
-    ("plateau-fix.gemini-cli.jsonl", "input", under("tokens"), [12_000], True),
-    ("openhands/env-flags.openhands.jsonl", "prompt_tokens", anywhere, 2.5, True),
-    ("bugfix.mini-swe-agent.traj.json", "prompt_tokens", under("usage"), "1200", False),
-    ("opencode/book-search.opencode.json", "input", step_tokens, False, False),
+    ("refactor.codex.jsonl", "input_tokens", under("last_token_usage"), 1.5e300, "line"),
+    ("cline-task/api_conversation_history.json", "tokensIn", anywhere, "500", "item"),
+    ("cline-task/ui_messages.json", "cacheReads", anywhere, True, "item"),
+    ("plateau-fix.gemini-cli.jsonl", "input", under("tokens"), [12_000], "line"),
+    ("openhands/env-flags.openhands.jsonl", "prompt_tokens", anywhere, 2.5, "line"),
+    ("bugfix.mini-swe-agent.traj.json", "prompt_tokens", under("usage"), "1200", "item"),
+    ("opencode/book-search.opencode.json", "input", step_tokens, False, "reply"),
     ("gemini-api/inbox-batch.gemini-api.jsonl", "promptTokenCount", under("usageMetadata"),
-     {"n": 1}, True),
-    ("coding-agent.claude-code.jsonl", "output_tokens", under("usage"), 7.0, True),
+     {"n": 1}, "line"),
+    ("coding-agent.claude-code.jsonl", "output_tokens", under("usage"), 7.0, "line"),
 ]
 
 
@@ -96,9 +99,9 @@ def poison(value: Any, field: str, where: Where, bad: Any) -> bool:
 
 
 def copies(tmp_path: Path, sample: str, field: str, where: Where, bad: Any
-           ) -> tuple[Path, Path, int]:
+           ) -> tuple[Path, Path, int, Path]:
     """An honest and a poisoned copy of `sample` (its folder's other files beside each),
-    and the line the bad value is on (0 for a document)."""
+    the line the bad value is on (0 for a document) and the file it is in."""
     source = SAMPLES / sample
     out = []
     line = 0
@@ -123,15 +126,32 @@ def copies(tmp_path: Path, sample: str, field: str, where: Where, bad: Any
             assert name == "honest" or poison(document, field, where, value)
             target.write_text(json.dumps(document, indent=1))
         out.append(folder / source.name)
-    return out[0], out[1], line
+    return out[0], out[1], line, target
 
 
-@pytest.mark.parametrize(("sample", "field", "where", "bad", "on_line"), CASES,
+def holds(item: Any, field: str, bad: Any) -> bool:
+    """Does the JSON value hold `field` set to `bad` (in an object kept as text too)?"""
+    return any(d.get(field, object()) == bad and type(d[field]) is type(bad)
+               for _, _, d in fields(item))
+
+
+def item_at(path: Path, line: int) -> Any:
+    """The JSON object a document written with indent=1 opens on `line` (to the line that
+    closes it at the same indentation)."""
+    lines = path.read_text().splitlines()
+    opening = lines[line - 1]
+    assert opening.strip() == "{", opening
+    indent = opening[:len(opening) - len(opening.lstrip())]
+    end = next(n for n in range(line, len(lines)) if lines[n].startswith(f"{indent}}}"))
+    return json.loads("\n".join(lines[line - 1:end] + ["}"]))
+
+
+@pytest.mark.parametrize(("sample", "field", "where", "bad", "named_at"), CASES,
                          ids=[c[0].split("/")[-1] for c in CASES])
 def test_every_reader_names_a_count_no_token_count_can_be(
-        tmp_path: Path, sample: str, field: str, where: Where, bad: Any, on_line: bool
+        tmp_path: Path, sample: str, field: str, where: Where, bad: Any, named_at: str
 ) -> None:
-    honest, poisoned, line = copies(tmp_path, sample, field, where, bad)
+    honest, poisoned, line, target = copies(tmp_path, sample, field, where, bad)
     # validate: one new problem, naming the field and its value, at its place
     said = {p: ctxpack("validate", str(p)) for p in (honest, poisoned)}
     assert "Traceback" not in said[poisoned].err
@@ -140,7 +160,18 @@ def test_every_reader_names_a_count_no_token_count_can_be(
     new = [x for x in said[poisoned].out.splitlines()
            if x.replace(str(poisoned), "FILE") not in before]
     assert len(new) == 1, said[poisoned].out
-    assert new[0].startswith(f"{poisoned}:{line if on_line else ''}")
+    # named in the file it is in (Cline's UI log, read beside its history), at its line;
+    # in a document printed over many lines, at the line its item starts on, which holds
+    # it, and by its place (`event 4: `, `[3]: `)
+    assert new[0].startswith(f"{target}:"), new[0]
+    named = int(new[0][len(f"{target}:"):].split(":")[0])
+    if named_at == "line":
+        assert named == line, new[0]
+    elif named_at == "item":
+        assert named > 1 and holds(item_at(target, named), field, bad), new[0]
+        assert re.match(r"[^:]+: recorded usage", new[0][len(f"{target}:{named}: "):]), new[0]
+    else:
+        assert f"line {named} " in ctxpack("show", str(poisoned)).out, new[0]
     assert f"{field} {shown(bad)}" in new[0] and "cannot be true" in new[0], new[0]
     # stats: the call is set aside, not billed as 0 nor dropped unsaid
     counted = {p: json.loads(ctxpack("stats", "--json", str(p)).out)["files"][0]

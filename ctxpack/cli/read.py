@@ -447,7 +447,7 @@ def validate(
     else:
         for t, problems in report:
             for p in problems:
-                print(f"{t.path}:{p.line}: {p.message}")
+                print(f"{p.file or t.path}:{p.line}: {p.message}")
             verdict = "ok" if not problems else f"{len(problems)} problem(s)"
             stderr().print(f"{t.path}: {t.format}, {counted(len(t.messages), 'message')}: "
                            f"{verdict}")

@@ -254,7 +254,7 @@ def _read(src: Source, format: str | None, model: str | None, table: ModelTable,
         format=fmt.name, path=scanner.path, records=index,
         messages=tuple(emitted.messages[n] for n in context), model=layout.model,
         usage=layout.usage, skipped=tuple(scanner.skipped), calls=tuple(layout.calls),
-        set_aside=tuple(layout.set_aside),
+        set_aside=tuple(layout.set_aside), failed=tuple(layout.failed),
         document=scanner.whole)
     where = {n: i for i, n in enumerate(context)}
     fetch = _refetch(src, transcript, skip_invalid, list(context),

@@ -198,19 +198,29 @@ def unread_request(event: Any) -> bool:
         and isinstance(event.get("text"), str) and not isinstance(_json(event["text"]), dict)
 
 
-def unread_usage(events: list[int], data: bytes | None, first: int) -> list[SetAside]:
+def event_lines(events: list[int], data: bytes | None, first: int) -> dict[int, int]:
+    """The line each event at `events` (indexes) starts on in the UI log `data` (from line
+    `first`), where it is printed over many lines (else none)."""
+    lines = item_lines(data, first, [(n,) for n in events])
+    return {n: lines[(n,)] for n in events if (n,) in lines}
+
+
+def unread_usage(events: list[int], data: bytes | None, first: int, file: str = ""
+                 ) -> list[SetAside]:
     """The usage of the events at `events` (indexes, of such requests) set aside as it
     cannot be read, each at the line its event starts on in the UI log `data` (from line
-    `first`) where it is printed over many lines."""
-    lines = item_lines(data, first, [(n,) for n in events])
-    return [SetAside(lines.get((n,), first), f"event {n}: {UNREAD}", readable=False,
-                     place=where_in(f"event {n}", lines.get((n,), 0))) for n in events]
+    `first`) where it is printed over many lines; `file`: the log's path, where it is
+    not the transcript's."""
+    lines = event_lines(events, data, first)
+    return [SetAside(lines.get(n, first), f"event {n}: {UNREAD}", readable=False,
+                     place=where_in(f"event {n}", lines.get(n, 0)), file=file)
+            for n in events]
 
 
-def request_wrong(n: int, info: dict[str, Any], where: str = "") -> str:
-    """The counts of the usage `info` of an `api_req_started` event `n` that no token
-    count can be."""
-    return wrong_counts(info, _REQUEST_COUNTS, f"{where}event {n} ")
+def request_wrong(info: dict[str, Any]) -> str:
+    """The counts of the usage `info` of an `api_req_started` event that no token count
+    can be."""
+    return wrong_counts(info, _REQUEST_COUNTS)
 
 
 def _json(text: str) -> Any:
@@ -266,14 +276,19 @@ def _prompt(added: Summed) -> int:
 Made = tuple[int, Summed, int, str | None, str]
 
 
-def recorded(context: list[int], made: list[Made], since: int) -> list[RecordedCall]:
+def recorded(context: list[int], made: list[Made], since: int,
+             events: dict[int, int] | None = None, file: str = "") -> list[RecordedCall]:
     """The calls `made` (the emitted number of the reply, what its usage added to the
     summary, its prompt size first, the event's index, the model, the counts of its usage
     that no token count can be) that were of the context as it is now, `prompt` a place
-    in it."""
+    in it. Given the UI log's `events` (each index's line, as `event_lines`; the log in
+    `file` where that is not the transcript), each call's usage is at its event."""
     where = sorted(context)
     return [RecordedCall(bisect.bisect_left(where, reply), _prompt(added), None, model,
-                         problem=wrong, summed=added)
+                         problem=wrong, summed=added,
+                         **({} if events is None else {"at": events.get(event, 0),
+                                                       "place": f"event {event}",
+                                                       "file": file}))
             for reply, added, event, model, wrong in made
             if event > since and (_prompt(added) > 0 or wrong)]
 
@@ -489,19 +504,20 @@ class ClineHistoryReader:
         usage: dict[str, Any] = {}
         events, data, why = self._ui_events()
         made, since = self.made, -1
+        at: dict[int, int] | None = None  # the sibling's events' lines, if it is read
         if events is not None:
             tally = RequestUsage()
             made = []
-            # the sibling's, at this file's first line: its own line and event named
-            self.unread = [SetAside(self.line, f"{UI_SIBLING} {x.place}: {UNREAD}",
-                                    readable=False, place=f"{UI_SIBLING} {x.place}")
-                           for x in unread_usage([n for n, e in enumerate(events)
-                                                  if unread_request(e)], data, 1)]
+            # the sibling's, in it: its own line and event named
+            self.unread = unread_usage([n for n, e in enumerate(events) if unread_request(e)],
+                                       data, 1, self.sibling or "")
+            at = event_lines([n for n, e in enumerate(events) if isinstance(e, dict)
+                              and e.get("say") == "api_req_started"], data, 1)
             for n, e in enumerate(events):
                 info = request_info(e) if isinstance(e, dict) and \
                     e.get("say") == "api_req_started" else {}
                 added = tally.add(info)
-                wrong = request_wrong(n, info, f"{UI_SIBLING} ")
+                wrong = request_wrong(info)
                 asked = e.get("conversationHistoryIndex") if added and (_prompt(added) or wrong) \
                     else None
                 if isinstance(asked, int) and not isinstance(asked, bool):
@@ -519,7 +535,8 @@ class ClineHistoryReader:
                 made = made[-1:] if made and made[-1][0] not in self.archived else []
         context = [n for n in range(len(self.messages)) if n not in self.archived]
         return [], Layout(context, model=self.model, usage=usage,
-                          calls=recorded(context, made, since), set_aside=self.unread,
+                          calls=recorded(context, made, since, at, self.sibling or ""),
+                          set_aside=self.unread,
                           outside_why="condensed into a summary, or cut to fit the window")
 
     def _ui_events(self) -> tuple[list[Any] | None, bytes, str]:
@@ -602,7 +619,7 @@ class ClineUiReader:
                 index = e.get("conversationHistoryIndex")
                 asked = index if isinstance(index, int) and not isinstance(index, bool) else asked
                 added = self.usage.add(info)
-                wrong = request_wrong(n, info)
+                wrong = request_wrong(info)
                 if request:
                     human = _human([request], first)
                     results = bool(heads) and not human
@@ -633,7 +650,8 @@ class ClineUiReader:
         context = [n for n, i in enumerate(self.position) if i not in self.gone]
         return [], Layout(context, model=self.model,
                           usage=self.usage.summary("api_req_started events"),
-                          calls=recorded(context, self.made, self.since),
+                          calls=recorded(context, self.made, self.since, event_lines(
+                              [n for _, _, n, _, _ in self.made], self.data, self.line)),
                           set_aside=unread_usage(self.unread, self.data, self.line),
                           outside_why="cut to fit the window")
 

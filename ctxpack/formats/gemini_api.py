@@ -15,7 +15,10 @@ the response's first candidate is the model's reply, after the request, and its
 `usageMetadata` the usage of that call (`promptTokenCount`: the prompt it was sent). The
 Gemini API's batch output holds no request, only `{"key", "response"}`: such a line is
 the reply alone, a conversation of its own whose prompt is not in the file (its usage
-still says how large it was).
+still says how large it was). A request that failed has a `status` in place of its
+response (the Gemini API's `{"key", "status": {"code", "message"}}`, a google.rpc.Status;
+Vertex AI's `"status"`, its error as text, beside the request): the line is read as a
+failed request, with no reply and no usage, which validate names (see `failure`).
 
 Keys are read as the REST docs write them or in the snake_case of the Python SDK's
 `model_dump()` (and of many `curl` examples): `system_instruction`, `function_call`,
@@ -32,7 +35,7 @@ from dataclasses import replace
 from typing import Any
 
 from ..jsonl import json_kind
-from ..recorded import Summed, summed, wrong_counts
+from ..recorded import Summed, shown, summed, wrong_counts
 from ..transcript import Message, Part, RecordedCall, Text, ToolCall, ToolResult
 from .base import NOT_WRITTEN, Layout, RecordError, number, string_field
 from .gemini import _parts, refused_part
@@ -84,6 +87,27 @@ def body_of(record: Any) -> dict[str, Any] | None:
     return None if _reply_only(record) else record
 
 
+def failure(record: Any) -> str:
+    """What a batch output line says of its request's failure ("": none): a `status` with
+    no response, the Gemini API's Status object (`code`, `message`) or Vertex AI's error
+    text."""
+    if not isinstance(record, dict) or "response" in record or "contents" in record:
+        return ""
+    status = record.get("status")
+    if isinstance(status, dict):
+        code, message = status.get("code"), status.get("message")
+        said = [f"code {shown(code)}" if code is not None else "",
+                message if isinstance(message, str) else ""]
+        why = ": ".join(s for s in said if s) or "no code or message"
+    elif isinstance(status, str) and status:
+        why = status
+    else:
+        return ""
+    key = record.get("key")
+    named = f"request {shown(key)}" if key is not None else "the request"
+    return f"{named} failed with no reply ({why[:300]})"
+
+
 def _reply_only(record: dict[str, Any]) -> bool:
     """A batch output line of a response and no request (the Gemini API's batch output
     holds only each request's `key` and its `response`): a response's candidates or
@@ -114,6 +138,8 @@ def sniff_body(record: Any) -> int:
     user's or the model's (another role is the body's problem, which validate names), or
     none naming a role (taken unsure: see `doubt`), and for a batch output line of a
     response whose candidates hold Contents; else 0."""
+    if failure(record) and body_of(record) is record:
+        return 1  # a failed request's line alone: of a batch, whose other lines tell it
     if isinstance(record, dict) and _reply_only(record):
         candidates = record["response"].get("candidates")
         first = candidates[0] if isinstance(candidates, list) and candidates else None
@@ -126,7 +152,7 @@ def sniff_body(record: Any) -> int:
 
 def doubt(record: Any) -> str:
     if (_roles(record) or set()) & set(ROLES) or isinstance(record, dict) and _reply_only(
-            record):
+            record) or failure(record):
         return ""
     return ("read as Gemini API request bodies by their `contents` of `parts`, though no "
             "Content names its role (user or model)")
@@ -257,10 +283,16 @@ class GeminiApiReader:
         self.model: str | None = None
         self.usage = _Usage()
         self.calls: list[RecordedCall] = []
+        self.failed: list[tuple[int, str]] = []  # requests failed: line, what it says
 
     def feed(self, line: int, record: Any) -> list[Message]:
         record = camel(record)
         body = body_of(record)
+        failed = failure(record)
+        if failed:
+            self.failed.append((line, failed))
+            if body is record:
+                return []  # the request is not in the file, nor a reply
         if body is None and isinstance(record, dict) and _reply_only(record):
             body = {"contents": []}  # the reply alone: its prompt is not in the file
         contents = body.get("contents") if body is not None else None
@@ -315,7 +347,7 @@ class GeminiApiReader:
     def finish(self) -> tuple[list[Message], Layout]:
         return [], Layout(list(range(self.count)), model=self.model,
                           usage=self.usage.summary(), calls=self.calls,
-                          conversations=max(self.conversations, 1))
+                          conversations=max(self.conversations, 1), failed=self.failed)
 
 
 class GeminiApiFormat:

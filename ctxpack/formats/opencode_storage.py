@@ -18,8 +18,8 @@ order of their ids (`part_message_id_id_idx`); both ids grow with time.
 
 The file a user points ctxpack at is the session's info file, or the tree's folder
 (`storage/`, or its `session/` folder), which stands for the info files of its sessions
-(`session_files`). Only an info file is rewritten by a lossless round trip; compress
-refuses, since OpenCode would not read a rewritten tree.
+(`session_files`). One stream cannot hold the tree, so `write` refuses it (`spread`),
+and compress refuses it too, since OpenCode would not read a rewritten tree.
 
 Current OpenCode keeps the same records in SQLite (`opencode.db` in its data folder),
 in the tables of `session.sql.ts`: `session` (one row a session: `id`, `project_id`,
@@ -253,6 +253,8 @@ class OpenCodeStorageFormat:
                    "folder, or storage/session/<projectID>/<sessionID>.json)")
     document = True  # the info file is one JSON value
     why_not_written = NOT_WRITTEN
+    # the session is many files: its records (the info file) are not all it holds
+    spread = "its messages and parts are files of their own beside the info file"
 
     def sniff(self, record: Any) -> int:
         return 3 if looks_like_session_info(record) else 0  # the `ses_` id is its mark

@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import csv
 import io
+import os
 from typing import Any
 
 import orjson
@@ -138,6 +139,10 @@ def summary_lines(f: FileStats) -> list[str]:
     if f.skipped:
         lines.append(f"skipped {counted(len(f.skipped), 'invalid line')}: "
                      + ", ".join(str(s["line"]) for s in f.skipped[:10]))
+    if f.failed:
+        lines.append(f"{counted(len(f.failed), 'request')} failed, no reply (`ctxpack "
+                     f"validate` says why): line{'s' * (len(f.failed) > 1)} "
+                     + ", ".join(f"{x['line']:,}" for x in f.failed[:10]))
     return lines
 
 
@@ -199,11 +204,18 @@ def set_aside_lines(f: FileStats) -> list[str]:
     out = []
     if f.set_aside:
         out.append(_usage_left_out("set aside, as it cannot be true",
-                                   [f"line {x['line']:,}" for x in f.set_aside]))
+                                   [_where(x) for x in f.set_aside]))
     if f.unread:
         out.append(_usage_left_out("that cannot be read, not counted",
-                                   [str(x["place"]) for x in f.unread]))
+                                   [_where(x) for x in f.unread]))
     return out
+
+
+def _where(aside: dict[str, object]) -> str:
+    """Where usage left out is: its place in a document (`line 49 event 4`) or its line,
+    in the file it is in where that is not the transcript (`ui_messages.json ...`)."""
+    where = str(aside.get("place") or f"line {aside['line']:,}")
+    return f"{os.path.basename(str(aside['file']))} {where}" if aside.get("file") else where
 
 
 def _usage_left_out(what: str, places: list[str]) -> str:
