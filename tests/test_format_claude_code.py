@@ -416,8 +416,7 @@ def test_compress_keeps_the_task_behind_a_local_command_in_full(tmp_path: Path) 
         parent = f"r{k}"
     path = tmp_path / "session.jsonl"
     path.write_text("".join(json.dumps(r) + "\n" for r in records))
-    # (its made-up usage, 1,103 a call, is not used: billed with the table's 25,000 unlogged)
-    result = compress_file(path, Options(budget=27_500))
+    result = compress_file(path, Options(budget=2500))
     assert result.report.summary is not None
     out = load(io.BytesIO(result.data))
     assert any(m.text == spec for m in out.messages), "the task went into the summary"
