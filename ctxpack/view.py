@@ -245,7 +245,7 @@ def _header(t: Transcript, counter: TokenCounter, rounds: list[Round],
 
 def _title(first: Message) -> str:
     if not first.human:
-        return "before the first user message"
+        return "before the person's first message"  # (a file may open on the agent's)
     line = next((ln.strip() for ln in first.text.splitlines() if ln.strip()), "")
     line = clean(line)
     return line if len(line) <= TITLE_CHARS else line[: TITLE_CHARS - 1] + "…"

@@ -343,3 +343,17 @@ def test_a_message_of_tool_results_only_is_shown_as_tool(sample, tmp_path):
     assert ctxpack("convert", str(path), "--to", "markdown", "-o", str(out)).code == 0
     text = out.read_text()
     assert " · user · " not in text and " · tool · " in text
+
+
+def test_what_show_leaves_out_says_how_to_see_it():
+    """Messages outside the model's context are not shown; the line saying so names the
+    command that shows them, and a round before the person's first message is named so."""
+    run = ctxpack("show", "--no-pager", str(SAMPLES / "plateau-fix.gemini-cli.jsonl"))
+    assert run.code == 0, run.err
+    said = " ".join(run.out.split())
+    assert "messages outside the model's context (" in said
+    assert "`ctxpack convert --all` shows them" in said
+    # (the Claude Code sample opens on user lines that are the agent's, not the person's)
+    opened = ctxpack("convert", str(SAMPLES / "coding-agent.claude-code.jsonl"), "--to",
+                     "markdown")
+    assert "## Round 0: before the person's first message" in opened.out

@@ -93,7 +93,7 @@ def header(view: View) -> Text:
                         f"{counted(h.steps, 'step')}")
     if not h.exact and h.note:
         out.append(f"\ntokens: {h.note}", style="dim")
-    if hidden := h.hidden():
+    if hidden := h.hidden("`ctxpack convert --all` shows them"):
         out.append("\nnot shown: " + "; ".join(hidden), style="dim")
     if view.pattern is not None:
         out.append(f"\n--grep {view.pattern.pattern!r}: {view.matches:,} of {h.messages:,} "
