@@ -147,6 +147,7 @@ def request_bodies(t: Transcript, to: str, notes: Notes | None = None,
     return bodies
 
 
+BLANK_TURNS_LEFT_OUT = "turns of nothing but blank text left out (the Messages API refuses it)"
 BLANK_LEFT_OUT = ("conversations of nothing but empty or blank text left out (no body can "
                   "hold them)")
 
@@ -404,6 +405,8 @@ def _anthropic(items: list[_Item], notes: Notes, keep_last_reply: bool) -> dict[
             role, blocks = "user", [_anthropic_block(p, notes) for p in item.parts]
         blocks = [b for b in blocks if b is not None]
         if not blocks:
+            if item.parts and all(isinstance(p, Text) for p in item.parts):
+                notes.add(BLANK_TURNS_LEFT_OUT)
             continue
         if messages and messages[-1]["role"] == role:
             messages[-1]["content"] += blocks

@@ -15,6 +15,7 @@ from hypothesis import strategies as st
 from ctxpack import load
 from ctxpack.checks import validate
 from ctxpack.convert import (
+    BLANK_TURNS_LEFT_OUT,
     LAST_REPLY_LEFT_OUT,
     NO_RESULT,
     OPENS_WITH_ASSISTANT,
@@ -110,6 +111,8 @@ def test_openai_chat_converts_to_both_apis(tmp_path_factory, chat):
         allowed = {REASONING_LEFT_OUT}
         if to == "anthropic":
             allowed.add(LAST_REPLY_LEFT_OUT)
+        if to == "anthropic" and any(_blank(m) for m in chat):
+            allowed.add(BLANK_TURNS_LEFT_OUT)
         if to == "anthropic" and _opens_blank(chat):
             # Anthropic takes no blank text: the blank turn is left out, and a user turn
             # is said to be put before the assistant's
@@ -117,11 +120,15 @@ def test_openai_chat_converts_to_both_apis(tmp_path_factory, chat):
         assert set(notes.counts) <= allowed
 
 
+def _blank(m: dict[str, Any]) -> bool:
+    """Whether a turn is blank text and nothing else."""
+    return m["role"] not in ("system", "developer") and isinstance(m.get("content"), str) \
+        and not m["content"].strip() and not m.get("tool_calls")
+
+
 def _all_blank(chat: list[dict[str, Any]]) -> bool:
-    """Whether every turn but the system prompt is text that is blank, with no tool call."""
-    return all(m["role"] in ("system", "developer") or (
-        isinstance(m.get("content"), str) and not m["content"].strip()
-        and not m.get("tool_calls")) for m in chat)
+    """Whether every turn but the system prompt is blank text, with no tool call."""
+    return all(m["role"] in ("system", "developer") or _blank(m) for m in chat)
 
 
 def _opens_blank(chat: list[dict[str, Any]]) -> bool:
@@ -138,7 +145,9 @@ def test_empty_turns_are_left_out(tmp_path):
     [openai] = request_bodies(source, "openai")
     assert_accepted(openai, "openai")
     assert [m["role"] for m in openai["messages"]] == ["user", "user", "assistant"]
-    [anthropic] = request_bodies(source, "anthropic", keep_last_reply=True)
+    notes = Notes()
+    [anthropic] = request_bodies(source, "anthropic", notes, keep_last_reply=True)
+    assert notes.counts == {BLANK_TURNS_LEFT_OUT: 1}  # ("   " is said; "" holds no part)
     assert anthropic["messages"] == [
         {"role": "user", "content": [{"type": "text", "text": "hi"}]},
         {"role": "assistant", "content": [{"type": "text", "text": "hello"}]}]
