@@ -777,9 +777,10 @@ def test_the_outside_line_says_why_for_the_format(name):
         assert phrase in doc["outside"]["why"]
     if "claude-code" not in name:
         assert "off the branch" not in doc["outside"]["why"]
-    # show says the same where it says what it leaves out
+    # show says the same where it says what it leaves out, and what shows it
     shown = " ".join(ctxpack("show", "--no-pager", str(SAMPLES / name)).out.split())
-    assert f"outside the model's context ({doc['outside']['why']})" in shown
+    assert f"outside the model's context ({doc['outside']['why']}; `ctxpack convert --all` " \
+        "shows them)" in shown
 
 
 def test_a_file_with_nothing_outside_gives_no_reason():
