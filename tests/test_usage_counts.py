@@ -229,8 +229,12 @@ def test_the_usage_table_sums_only_the_calls_believed(tmp_path: Path) -> None:
 CODEX = CORPUS / "codex"
 
 
-def codex_events(path: Path) -> list[tuple[int, dict[str, Any]]]:
-    """The `token_count` events of a Codex file that tell of a call: line, `info`."""
+def codex_events(name: str) -> list[tuple[int, dict[str, Any]]]:
+    """The `token_count` events of a corpus Codex file that tell of a call: line, `info`
+    (the test skips where the file is not here)."""
+    path = CODEX / name
+    if not path.is_file():
+        pytest.skip(f"corpus file {name} not found")
     out = []
     for n, text in enumerate(path.read_text().splitlines(), 1):
         record = json.loads(text)
@@ -271,9 +275,7 @@ def restated(events: list[tuple[int, dict[str, Any]]]) -> tuple[int, int]:
 def test_a_running_total_no_count_can_be_sets_its_call_aside(tmp_path: Path, which: str
                                                               ) -> None:
     name = "rtchess__exported-session.jsonl"
-    events = codex_events(CODEX / name) if (CODEX / name).is_file() else []
-    if not events:
-        pytest.skip(f"corpus file {name} not found")
+    events = codex_events(name)
     first, again = restated(events)
     line = {"told": first, "told again": again, "last": events[-1][0]}[which]
     honest, bad = codex_copy(tmp_path, name, line, "total_token_usage", "input_tokens", 3.5)
@@ -293,9 +295,7 @@ def test_a_running_total_no_count_can_be_sets_its_call_aside(tmp_path: Path, whi
 def test_the_table_counts_the_calls_kept_when_a_middle_one_is_set_aside(tmp_path: Path
                                                                          ) -> None:
     name = "raze__codex-session.jsonl"
-    events = codex_events(CODEX / name) if (CODEX / name).is_file() else []
-    if not events:
-        pytest.skip(f"corpus file {name} not found")
+    events = codex_events(name)
     # a call in the middle whose event is written again after it
     line = restated(events[len(events) // 2:])[0]
     honest, bad = codex_copy(tmp_path, name, line, "last_token_usage", "input_tokens",
@@ -309,9 +309,7 @@ def test_the_table_counts_the_calls_kept_when_a_middle_one_is_set_aside(tmp_path
 def test_the_last_prompt_is_the_last_kept_calls_when_the_last_is_set_aside(tmp_path: Path
                                                                             ) -> None:
     name = "raze__codex-session.jsonl"
-    events = codex_events(CODEX / name) if (CODEX / name).is_file() else []
-    if not events:
-        pytest.skip(f"corpus file {name} not found")
+    events = codex_events(name)
     line, last = events[-1]
     # the call before the last: the newest event telling of another call
     before = next(info for _, info in reversed(events) if info != last)
