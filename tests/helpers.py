@@ -1,17 +1,18 @@
-"""Test helpers: the real command line in a subprocess, checks shared by format tests, and
-the benchmark's transcript generator."""
+"""Test helpers: the real command line in a subprocess, checks shared by format tests, the
+usage a real Claude Code session records, and the benchmark's transcript generator."""
 
 from __future__ import annotations
 
 import functools
 import importlib.util
+import io
 import json
 import os
 import subprocess
 import sys
 import types
 from collections.abc import Sequence
-from dataclasses import dataclass
+from dataclasses import dataclass, replace
 from pathlib import Path
 from typing import Any
 
@@ -88,3 +89,46 @@ def assert_tool_pairs(messages: Sequence[Message]) -> None:
             answered.add(r.call_id)
         seen.update(c.id for c in m.tool_calls)
     assert seen <= answered, f"calls without results: {seen - answered}"
+
+
+def with_usage(records: Sequence[dict[str, Any]]) -> list[dict[str, Any]]:
+    """Claude Code `records` (a copy), each API response written without usage given the
+    usage a real session records for it: a prompt of what the agent sends besides the
+    messages (the format's unlogged figure, as the table has it) plus the model's slope ×
+    ctxpack's count of the messages before the reply, in the file as it stood when the
+    reply was written; as output, the slope × the reply's count. Every piece of one
+    response carries its usage. Usage given is kept (tests of how a reader tallies it)."""
+    from ctxpack.calibration import UNLOGGED, prompt_sizes, slope_of
+    from ctxpack.loader import load
+    from ctxpack.tokens import TokenCounter
+    from ctxpack.transcript import RecordedCall
+
+    out = json.loads(json.dumps(list(records)))
+    given: dict[str, dict[str, int]] = {}
+    sent = 0  # the last prompt, read from the cache by the next call
+    for k, record in enumerate(out):
+        message = record.get("message")
+        if record.get("type") != "assistant" or not isinstance(message, dict) \
+                or "usage" in message:
+            continue
+        if message["id"] in given:
+            message["usage"] = dict(given[message["id"]])
+            continue
+        t = load(io.BytesIO(b"".join(json.dumps(r).encode() + b"\n" for r in out[:k + 1])),
+                 "claude-code")
+        # the reply is the last message of its chain: the context, or a sub-agent's
+        chain = next(c for c in (t.messages, t.sidechain, t.outside)
+                     if any(m.id == message["id"] for m in c))
+        reply = next(i for i, m in enumerate(chain) if m.id == message["id"])
+        model = message.get("model")
+        counter, slope = TokenCounter(model), slope_of(model)
+        (counted,) = prompt_sizes(replace(t, messages=chain, calls=()),
+                                  [RecordedCall(reply, 1, None, model)], counter, model)
+        prompt = UNLOGGED["claude-code"] + round(slope * counted)
+        read = sent if sent + 3 <= prompt else 0
+        given[message["id"]] = message["usage"] = {
+            "input_tokens": 3, "cache_creation_input_tokens": prompt - 3 - read,
+            "cache_read_input_tokens": read,
+            "output_tokens": round(slope * counter.message(chain[reply]).total)}
+        sent = prompt
+    return out

@@ -13,6 +13,7 @@ from typing import Any
 from hypothesis import HealthCheck, assume, given, settings
 from hypothesis import strategies as st
 
+from ctxpack.calibration import UNLOGGED
 from ctxpack.compression import compress_file
 from ctxpack.compression.settings import Options
 from ctxpack.errors import CannotFit
@@ -22,7 +23,7 @@ from ctxpack.transcript import Image, Text
 from ctxpack.undo import restore
 
 from .conftest import CORPUS
-from .helpers import assert_tool_pairs
+from .helpers import assert_tool_pairs, with_usage
 from .test_format_claude_code import answer, calls, envelope, load_lines, piece, said, user
 
 X402 = CORPUS / "claude-code" / "privacy-x402__claude-session.jsonl"
@@ -145,9 +146,11 @@ def assert_kept_with_their_message(original: bytes, data: bytes) -> None:
 
 def compressed(records: list[dict[str, Any]], tmp_path: Path, budget: int) -> tuple[bytes, bytes]:
     path = tmp_path / "session.jsonl"
-    original = "".join(json.dumps(r) + "\n" for r in records).encode()
+    original = "".join(json.dumps(r) + "\n" for r in with_usage(records)).encode()
     path.write_bytes(original)
-    return original, compress_file(path, Options(budget=budget)).data
+    # `budget` is what the messages may take of the bill, besides what the agent sends
+    # unlogged (the prompt its usage records holds that too)
+    return original, compress_file(path, Options(budget=UNLOGGED["claude-code"] + budget)).data
 
 
 def test_compress_keeps_reminders_with_their_step_and_restores_exactly(tmp_path: Path) -> None:

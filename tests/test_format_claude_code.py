@@ -9,6 +9,7 @@ from typing import Any
 
 import pytest
 
+from ctxpack.calibration import UNLOGGED
 from ctxpack.errors import InputError
 from ctxpack.formats.claude_attachments import attachment_parts
 from ctxpack.formats.claude_code import ClaudeCodeFormat
@@ -16,7 +17,7 @@ from ctxpack.loader import Scanner, load, write
 from ctxpack.transcript import Image, Message, Text, ToolResult, Transcript
 
 from .conftest import CORPUS, corpus_params
-from .helpers import assert_tool_pairs, records_of
+from .helpers import assert_tool_pairs, records_of, with_usage
 
 MODEL = "claude-opus-4-6"
 SPOTTER = CORPUS / "claude-code" / "spotter__fa812bfe-b295-4cca-9c2f-fdf01028cb46.jsonl"
@@ -27,7 +28,7 @@ needs_corpus = pytest.mark.skipif(not SPOTTER.is_file(), reason="corpus not foun
 
 
 def load_lines(*records: dict[str, Any], format: str | None = None) -> Transcript:
-    data = b"".join(json.dumps(r).encode() + b"\n" for r in records)
+    data = b"".join(json.dumps(r).encode() + b"\n" for r in with_usage(records))
     return load(io.BytesIO(data), format)
 
 
@@ -51,8 +52,9 @@ def usage(out: int = 1, inp: int = 3, create: int = 100, read: int = 1000) -> di
 
 def piece(uuid: str, parent: str | None, msg_id: str, block: dict[str, Any],
           use: dict[str, int] | None = None, model: str = MODEL, **extra: Any) -> dict[str, Any]:
+    """One piece of an API response; without `use`, its usage is left for `with_usage`."""
     message = {"model": model, "id": msg_id, "type": "message", "role": "assistant",
-               "content": [block], "stop_reason": None, "usage": use or usage()}
+               "content": [block], "stop_reason": None, **({"usage": use} if use else {})}
     return envelope("assistant", uuid, parent, message=message, requestId="req_" + msg_id,
                     **extra)
 
@@ -228,16 +230,20 @@ def test_reader_holds_only_the_open_response() -> None:
 
 
 def test_abandoned_branch_is_outside() -> None:
-    t = load_lines(user("u1", None, "first"),
-                   piece("a1", "u1", "msg_A", said("one")),
-                   user("u2", "a1", "second"),
-                   piece("a2", "u2", "msg_B", said("two")),
-                   user("u3", "a1", "second, rephrased"),  # the user edited u2
-                   piece("a3", "u3", "msg_C", said("three")))
+    records = with_usage([user("u1", None, "first"),
+                          piece("a1", "u1", "msg_A", said("one")),
+                          user("u2", "a1", "second"),
+                          piece("a2", "u2", "msg_B", said("two")),
+                          user("u3", "a1", "second, rephrased"),  # the user edited u2
+                          piece("a3", "u3", "msg_C", said("three"))])
+    t = load_lines(*records)
     assert lines_of(t.messages) == [1, 2, 5, 6]
     assert lines_of(t.outside) == [3, 4]
+    prompts = [sum(v for k, v in r["message"]["usage"].items() if k != "output_tokens")
+               for r in records if r["type"] == "assistant"]
     assert t.usage["calls"] == 3  # spend counts every call, context or not
-    assert t.usage["last_input_tokens"] == 1103
+    assert t.usage["input_tokens"] == sum(prompts)
+    assert t.usage["last_input_tokens"] == prompts[-1]
 
 
 def test_dangling_parent_ends_the_chain() -> None:
@@ -415,8 +421,9 @@ def test_compress_keeps_the_task_behind_a_local_command_in_full(tmp_path: Path) 
                     answer(f"r{k}", f"a{k}", f"toolu_{k}", f"src/file_{k}.py\n" * 60)]
         parent = f"r{k}"
     path = tmp_path / "session.jsonl"
-    path.write_text("".join(json.dumps(r) + "\n" for r in records))
-    result = compress_file(path, Options(budget=2500))
+    path.write_text("".join(json.dumps(r) + "\n" for r in with_usage(records)))
+    # the messages may take 2,500 of the bill besides what the agent sends unlogged
+    result = compress_file(path, Options(budget=UNLOGGED["claude-code"] + 2500))
     assert result.report.summary is not None
     out = load(io.BytesIO(result.data))
     assert any(m.text == spec for m in out.messages), "the task went into the summary"

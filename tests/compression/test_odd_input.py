@@ -18,7 +18,8 @@ from ctxpack.errors import CannotFit, InputError
 from ctxpack.loader import load
 from ctxpack.undo import restore
 
-from .transcripts import squeezed, tokens
+from ..helpers import with_usage
+from .transcripts import billed, squeezed, tokens
 
 ORJSON_DEPTH = 1024  # orjson refuses a value nested deeper than this
 
@@ -72,10 +73,11 @@ def test_a_task_nested_past_orjsons_limit_is_written_again_and_comes_back() -> N
     for k in range(1, 7):
         chain.append(piece(f"a{k}", chain[-1]["uuid"], f"m{k}", calls(f"c{k}")))
         chain.append(answer(f"r{k}", f"a{k}", f"c{k}", f"output line {k}\n" * 40))
-    lines = [json.dumps(r) for r in chain]
+    lines = [json.dumps(r) for r in with_usage(chain)]
     lines[0] = lines[0].replace('"deep": []', f'"deep": {DEEP}')
     data = "".join(line + "\n" for line in lines).encode()
-    result = compress_file(io.BytesIO(data), Options(budget=tokens(data) // 2, keep_steps=1))
+    result = compress_file(io.BytesIO(data), Options(budget=billed(data, tokens(data) // 2),
+                                                     keep_steps=1))
     assert result.report.summary is not None
     assert restore(result.lines) == data
 
@@ -145,7 +147,7 @@ def claude_code_run(steps: int) -> list[dict]:
     for k in range(steps):
         chain.append(piece(f"a{k}", chain[-1]["uuid"], f"m{k}", calls(f"c{k}")))
         chain.append(answer(f"r{k}", f"a{k}", f"c{k}", OUTPUT))
-    return chain
+    return with_usage(chain)
 
 
 def codex_run(steps: int) -> list[dict]:
@@ -230,7 +232,7 @@ def odd_transcripts(draw: st.DrawFn) -> bytes:
 def test_restore_gives_back_whatever_compress_accepts(data: bytes, share: float, steps: int,
                                                       keep: int, cut: int, mask: bool) -> None:
     try:
-        budget = max(int(tokens(data) * share), 1)
+        budget = max(billed(data, int(tokens(data) * share)), 1)
         result = compress_file(io.BytesIO(data), Options(
             budget=budget, keep_steps=steps, keep_observations=keep, mask=mask,
             limits=Limits(max_lines=cut), max_summary_tokens=200))

@@ -143,6 +143,7 @@ def out_of_order_session(order: list[int]) -> bytes:
     """A Claude Code session (a task, then six steps, each a call and its result) whose
     records are written in `order` (indexes into the chain order): its links still make
     the chain, whatever line each record is on."""
+    from ..helpers import with_usage
     from ..test_format_claude_code import answer, calls, piece, user
 
     chain = [user("u0", None, "please fix the failing tests " * 5)]
@@ -150,6 +151,7 @@ def out_of_order_session(order: list[int]) -> bytes:
         parent = chain[-1]["uuid"]
         chain.append(piece(f"a{k}", parent, f"m{k}", calls(f"c{k}")))
         chain.append(answer(f"r{k}", f"a{k}", f"c{k}", f"output line {k}\n" * 40))
+    chain = with_usage(chain)
     return b"".join(orjson.dumps(chain[i]) + b"\n" for i in order)
 
 
@@ -162,7 +164,7 @@ def test_records_out_of_order_restore_exactly() -> None:
                   [*range(1, 11), 12, 0, 11], [*range(1, 13), 0]):
         data = out_of_order_session(order)
         for share in (0.4, 0.6):
-            budget = int(tokens(io.BytesIO(data)) * share)
+            budget = billed(data, int(tokens(data) * share))
             try:
                 result = compress_file(io.BytesIO(data), Options(budget=budget, keep_steps=1))
             except CannotFit:
