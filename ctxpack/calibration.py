@@ -221,8 +221,10 @@ class Bill:
     overhead: float
     counted: int
     calls: int = 0
-    # the prompt size the last recorded call says, where every call is too far below the
-    # count to be used (the bill is then what no usage gives: `unanchored`); else 0
+    # where no recorded call is used (the bill is then what no usage gives, `unanchored`:
+    # every call is far below the count, or the last that is not is itself below the count
+    # of its prompt, with calls passed over after it), the prompt size that call (else the
+    # last) records; else 0
     below: int = 0
     # the last recorded calls, each far below the count, that the bill passed over (no
     # anchor: see `far_below`), as (place of the call's reply in the context, its prompt
@@ -311,13 +313,17 @@ def bill(counts: Sequence[int], calls: Sequence[Call], *, model: str | None, for
         run = [(p, c.billed) for p, c in zip(prompts, calls, strict=True) if c.prompt]
         own = own_fit(run, slope)
         slope = last.slope or own.slope
-        if LEAST_RATIO * slope * prompts[-1] <= last.billed < slope * prompts[-1] \
-                and not passed:
+        if passed and last.billed < slope * prompts[-1]:
+            # calls passed over, and the one before them below the calibrated count of its
+            # own prompt: usage made up small, but where the count was small too (a
+            # stranger's file would lower the bill so); none of it is used, as where every
+            # call is far below
+            return replace(unanchored(found, format, counted, exact, estimated),
+                           calls=keep + len(passed), below=last.billed, passed=passed)
+        if LEAST_RATIO * slope * prompts[-1] <= last.billed < slope * prompts[-1]:
             # a bill below the calibrated count (a file whose text the model's tokenizer
             # splits more tightly, or an agent that sends less than it logs): the file's
-            # own ratio is the slope, and nothing is outside the file. (Not where later
-            # calls were passed over: calls that disagree show no ratio, and the bill errs
-            # on acting.)
+            # own ratio is the slope, and nothing is outside the file
             slope = last.billed / prompts[-1]
         overhead = max(0, round(last.billed - slope * prompts[-1]))
         tokens = round(slope * counted + overhead)

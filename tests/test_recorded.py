@@ -104,16 +104,24 @@ def test_the_rule_for_a_model_the_table_does_not_know() -> None:
     assert unbelievable(RecordedCall(3, 10, ABSURD, "claude-opus-4-6"))
 
 
-def test_usage_all_far_below_the_count_bills_as_no_usage_would(tmp_path: Path) -> None:
-    # every call records a prompt of a few hundred tokens where the file holds thousands;
-    # beside it, the same file with no usage recorded at all
+@pytest.mark.parametrize("said, why", [
+    (300, "all 11 recorded calls are far below the count (the last says 300)"),
+    # the first calls' small prompts are no further below than that; the later ones are,
+    # and the last of the first would anchor a bill below what no usage gives
+    (1_000, "the last 9 of 11 recorded calls are far below the count, and call 2 before "
+            "them says 1,000, below the count of its own prompt"),
+])
+def test_usage_made_up_small_bills_as_no_usage_would(tmp_path: Path, said: int,
+                                                      why: str) -> None:
+    # every call records the same small prompt where the file grows to thousands; beside
+    # it, the same file with no usage recorded at all
     low, bare = [], []
     for text in SAMPLE.read_text().splitlines():
         record, plain = json.loads(text), json.loads(text)
         usage = (record.get("message") or {}).get("usage") \
             if isinstance(record.get("message"), dict) else None
         if usage:
-            usage.update(input_tokens=300, cache_read_input_tokens=0,
+            usage.update(input_tokens=said, cache_read_input_tokens=0,
                          cache_creation_input_tokens=0)
             del plain["message"]["usage"]
         low.append(json.dumps(record))
@@ -130,15 +138,14 @@ def test_usage_all_far_below_the_count_bills_as_no_usage_would(tmp_path: Path) -
     c, n = context(path), context(none)
     # passed over, the usage leaves the bill where none would have put it: the calibrated
     # count with the table's overhead (30,138 here), not the bare count (5,138)
-    assert c["kind"] == n["kind"] == "calibrated" and c["below"] == 300 and n["calls"] == 0
+    assert c["kind"] == n["kind"] == "calibrated" and c["below"] == said and n["calls"] == 0
     assert [c[k] for k in ("tokens", "visible", "not_in_file", "error")] == \
         [n[k] for k in ("tokens", "visible", "not_in_file", "error")]
     assert c["not_in_file"] == 25_000 and c["tokens"] > 5 * c["counted"]
-    said = " ".join(run_ctxpack("stats", str(path), "--top", "0").out.split())
-    assert "anchored" not in said
+    text = " ".join(run_ctxpack("stats", str(path), "--top", "0").out.split())
+    assert "anchored" not in text and c["calls"] == 11
     assert (f"calibrated: 1.21 × the count + 25,000 sent but not logged, as with no usage "
-            f"recorded: all {c['calls']} recorded calls are far below the count (the last "
-            "says 300), so none is used; expected error ±5.0%") in said
+            f"recorded: {why}, so none is used; expected error ±5.0%") in text
     # compress bills its output as it billed the input: the table's overhead outside it
     out = tmp_path / "small.jsonl"
     assert run_ctxpack("compress", str(path), "--budget", "29000", "-o", str(out)).code == 0

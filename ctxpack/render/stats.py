@@ -160,8 +160,12 @@ def context_lines(f: FileStats) -> list[str]:
         return [f"context{which}: {c.tokens:,}{of}, exact", *window_lines(f),
                 *set_aside_lines(f)]
     unlogged = f" + {round(c.overhead):,} sent but not logged" if c.overhead else ""
-    below = f", as with no usage recorded: {_every(c.calls)} far below the count (the " \
-        f"last says {c.below:,}), so none is used" if c.below else ""
+    below = "" if not c.below else \
+        f", as with no usage recorded: {_every(c.calls)} far below the count (the last " \
+        f"says {c.below:,}), so none is used" if len(c.passed) == c.calls else \
+        f", as with no usage recorded: the last {len(c.passed):,} of {c.calls:,} recorded " \
+        f"calls are far below the count, and call {c.calls - len(c.passed):,} before them " \
+        f"says {c.below:,}, below the count of its own prompt, so none is used"
     how = {"calibrated": f"calibrated: {slope_text(c.slope)} × the count{unlogged}{below}",
            "anchored": f"anchored on {_anchor_of(c)}, "
                        f"+ {slope_text(c.slope)} × the count of what came after",
