@@ -91,7 +91,7 @@ def assert_tool_pairs(messages: Sequence[Message]) -> None:
     assert seen <= answered, f"calls without results: {seen - answered}"
 
 
-def with_usage(records: Sequence[dict[str, Any]]) -> list[dict[str, Any]]:
+def with_real_usage(records: Sequence[dict[str, Any]]) -> list[dict[str, Any]]:
     """Claude Code `records` (a copy), each API response written without usage given the
     usage a real session records for it: a prompt of what the agent sends besides the
     messages (the format's unlogged figure, as the table has it) plus the model's slope ×

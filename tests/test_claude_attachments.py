@@ -23,7 +23,7 @@ from ctxpack.transcript import Image, Text
 from ctxpack.undo import restore
 
 from .conftest import CORPUS
-from .helpers import assert_tool_pairs, with_usage
+from .helpers import assert_tool_pairs, with_real_usage
 from .test_format_claude_code import answer, calls, envelope, load_lines, piece, said, user
 
 X402 = CORPUS / "claude-code" / "privacy-x402__claude-session.jsonl"
@@ -146,7 +146,7 @@ def assert_kept_with_their_message(original: bytes, data: bytes) -> None:
 
 def compressed(records: list[dict[str, Any]], tmp_path: Path, budget: int) -> tuple[bytes, bytes]:
     path = tmp_path / "session.jsonl"
-    original = "".join(json.dumps(r) + "\n" for r in with_usage(records)).encode()
+    original = "".join(json.dumps(r) + "\n" for r in with_real_usage(records)).encode()
     path.write_bytes(original)
     # `budget` is what the messages may take of the bill, besides what the agent sends
     # unlogged (the prompt its usage records holds that too)

@@ -17,7 +17,7 @@ from ctxpack.loader import Scanner, load, write
 from ctxpack.transcript import Image, Message, Text, ToolResult, Transcript
 
 from .conftest import CORPUS, corpus_params
-from .helpers import assert_tool_pairs, records_of, with_usage
+from .helpers import assert_tool_pairs, records_of, with_real_usage
 
 MODEL = "claude-opus-4-6"
 SPOTTER = CORPUS / "claude-code" / "spotter__fa812bfe-b295-4cca-9c2f-fdf01028cb46.jsonl"
@@ -28,7 +28,7 @@ needs_corpus = pytest.mark.skipif(not SPOTTER.is_file(), reason="corpus not foun
 
 
 def load_lines(*records: dict[str, Any], format: str | None = None) -> Transcript:
-    data = b"".join(json.dumps(r).encode() + b"\n" for r in with_usage(records))
+    data = b"".join(json.dumps(r).encode() + b"\n" for r in with_real_usage(records))
     return load(io.BytesIO(data), format)
 
 
@@ -52,7 +52,7 @@ def usage(out: int = 1, inp: int = 3, create: int = 100, read: int = 1000) -> di
 
 def piece(uuid: str, parent: str | None, msg_id: str, block: dict[str, Any],
           use: dict[str, int] | None = None, model: str = MODEL, **extra: Any) -> dict[str, Any]:
-    """One piece of an API response; without `use`, its usage is left for `with_usage`."""
+    """One piece of an API response; without `use`, its usage is left for `with_real_usage`."""
     message = {"model": model, "id": msg_id, "type": "message", "role": "assistant",
                "content": [block], "stop_reason": None, **({"usage": use} if use else {})}
     return envelope("assistant", uuid, parent, message=message, requestId="req_" + msg_id,
@@ -230,12 +230,12 @@ def test_reader_holds_only_the_open_response() -> None:
 
 
 def test_abandoned_branch_is_outside() -> None:
-    records = with_usage([user("u1", None, "first"),
-                          piece("a1", "u1", "msg_A", said("one")),
-                          user("u2", "a1", "second"),
-                          piece("a2", "u2", "msg_B", said("two")),
-                          user("u3", "a1", "second, rephrased"),  # the user edited u2
-                          piece("a3", "u3", "msg_C", said("three"))])
+    records = with_real_usage([user("u1", None, "first"),
+                               piece("a1", "u1", "msg_A", said("one")),
+                               user("u2", "a1", "second"),
+                               piece("a2", "u2", "msg_B", said("two")),
+                               user("u3", "a1", "second, rephrased"),  # the user edited u2
+                               piece("a3", "u3", "msg_C", said("three"))])
     t = load_lines(*records)
     assert lines_of(t.messages) == [1, 2, 5, 6]
     assert lines_of(t.outside) == [3, 4]
@@ -421,7 +421,7 @@ def test_compress_keeps_the_task_behind_a_local_command_in_full(tmp_path: Path) 
                     answer(f"r{k}", f"a{k}", f"toolu_{k}", f"src/file_{k}.py\n" * 60)]
         parent = f"r{k}"
     path = tmp_path / "session.jsonl"
-    path.write_text("".join(json.dumps(r) + "\n" for r in with_usage(records)))
+    path.write_text("".join(json.dumps(r) + "\n" for r in with_real_usage(records)))
     # the messages may take 2,500 of the bill besides what the agent sends unlogged
     result = compress_file(path, Options(budget=UNLOGGED["claude-code"] + 2500))
     assert result.report.summary is not None

@@ -18,7 +18,7 @@ from ctxpack.errors import CannotFit, InputError
 from ctxpack.loader import load
 from ctxpack.undo import restore
 
-from ..helpers import with_usage
+from ..helpers import with_real_usage
 from .transcripts import billed, squeezed, tokens
 
 ORJSON_DEPTH = 1024  # orjson refuses a value nested deeper than this
@@ -73,7 +73,7 @@ def test_a_task_nested_past_orjsons_limit_is_written_again_and_comes_back() -> N
     for k in range(1, 7):
         chain.append(piece(f"a{k}", chain[-1]["uuid"], f"m{k}", calls(f"c{k}")))
         chain.append(answer(f"r{k}", f"a{k}", f"c{k}", f"output line {k}\n" * 40))
-    lines = [json.dumps(r) for r in with_usage(chain)]
+    lines = [json.dumps(r) for r in with_real_usage(chain)]
     lines[0] = lines[0].replace('"deep": []', f'"deep": {DEEP}')
     data = "".join(line + "\n" for line in lines).encode()
     result = compress_file(io.BytesIO(data), Options(budget=billed(data, tokens(data) // 2),
@@ -147,7 +147,7 @@ def claude_code_run(steps: int) -> list[dict]:
     for k in range(steps):
         chain.append(piece(f"a{k}", chain[-1]["uuid"], f"m{k}", calls(f"c{k}")))
         chain.append(answer(f"r{k}", f"a{k}", f"c{k}", OUTPUT))
-    return with_usage(chain)
+    return with_real_usage(chain)
 
 
 def codex_run(steps: int) -> list[dict]:

@@ -143,7 +143,7 @@ def out_of_order_session(order: list[int]) -> bytes:
     """A Claude Code session (a task, then six steps, each a call and its result) whose
     records are written in `order` (indexes into the chain order): its links still make
     the chain, whatever line each record is on."""
-    from ..helpers import with_usage
+    from ..helpers import with_real_usage
     from ..test_format_claude_code import answer, calls, piece, user
 
     chain = [user("u0", None, "please fix the failing tests " * 5)]
@@ -151,7 +151,7 @@ def out_of_order_session(order: list[int]) -> bytes:
         parent = chain[-1]["uuid"]
         chain.append(piece(f"a{k}", parent, f"m{k}", calls(f"c{k}")))
         chain.append(answer(f"r{k}", f"a{k}", f"c{k}", f"output line {k}\n" * 40))
-    chain = with_usage(chain)
+    chain = with_real_usage(chain)
     return b"".join(orjson.dumps(chain[i]) + b"\n" for i in order)
 
 
