@@ -27,6 +27,7 @@ from .models import (
     overhead_bound,
 )
 from .settings import SETTINGS, read
+from .tokens import encoding_names
 
 KNOWN_KEYS = {"models", "compress", "calibration"}
 LOCAL = Path("ctxpack.yaml")  # found in the working directory, if no other is named
@@ -92,11 +93,16 @@ def load_config(explicit: str | None = None) -> Config:
         "directory may not send transcripts off the machine or weaken their protection; "
         "set them in your user config, with --config FILE, CTXPACK_* variables or flags"
     ] if ignored else []
-    models = TABLE.extend(_models(data.get("models") or [], path))
-    return Config(models=models.extend([], _calibrations(data.get("calibration") or [], path,
-                                                         models)),
+    return Config(models=_table(data, path),
                   compress={k: v for k, v in compress.items() if k not in ignored},
                   source=str(path), warnings=warnings)
+
+
+def _table(data: dict[str, Any], path: Path) -> ModelTable:
+    """The model table a config's `data` makes: its `models:` added to the built-in ones,
+    then its `calibration:` (whose overheads are bounded by the windows of both)."""
+    models = TABLE.extend(_models(data.get("models") or [], path))
+    return models.extend([], _calibrations(data.get("calibration") or [], path, models))
 
 
 def _risky(compress: dict[str, Any]) -> list[str]:
@@ -144,6 +150,9 @@ def _models(entries: Any, path: Path) -> list[ModelInfo]:
         if not isinstance(exact, bool):
             raise UsageError(f"{where}: exact must be true or false, not {exact!r}")
         encoding = str(entry.get("encoding", base.encoding))
+        if encoding not in (known_encodings := encoding_names()):
+            raise UsageError(f"{where}: encoding {encoding!r} is not one tiktoken has "
+                             f"(it has {', '.join(known_encodings)})")
         # the table's note names its encoding: not kept for another one
         note = str(entry.get("note", base.note if encoding == base.encoding else ""))
         if not exact and not note:
@@ -246,8 +255,7 @@ def add_calibrations(path: str, fitted: list[Any]) -> None:
             raise UsageError(f"{path}: not valid YAML: {str(exc).splitlines()[0]}") from None
         if not isinstance(data, dict):
             raise UsageError(f"{path}: the config must be a mapping of keys to values")
-        _calibrations(data.get("calibration") or [], Path(path),  # (what is there is sound)
-                      TABLE.extend(_models(data.get("models") or [], Path(path))))
+        _table(data, Path(path))  # (what is there is sound)
     else:
         data = {}
     new = {model_key(f.model): {k: v for k, v in (
