@@ -92,7 +92,7 @@ def best(fns: dict[str, Callable[[], object]], rounds: int) -> dict[str, float]:
 
 
 def row(what: str, took: dict[str, float]) -> str:
-    render = took["markdown"] - took["view"]
+    render = max(0.0, took["markdown"] - took["view"])  # (noise may put it below)
     return (f"{what:<44} " + " ".join(f"{took[s]:7.2f} s" for s in STEPS)
             + f"   markdown {took['markdown'] / took['openai']:5.2f}x openai, "
               f"{took['markdown'] / took['read']:5.2f}x read; to_markdown {render:5.2f} s")
