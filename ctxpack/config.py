@@ -27,7 +27,6 @@ from .models import (
     overhead_bound,
 )
 from .settings import SETTINGS, read
-from .tokens import encoding_names
 
 KNOWN_KEYS = {"models", "compress", "calibration"}
 LOCAL = Path("ctxpack.yaml")  # found in the working directory, if no other is named
@@ -123,6 +122,8 @@ def _models(entries: Any, path: Path) -> list[ModelInfo]:
     sets: giving a Claude model a larger window leaves it counted as an approximation and
     billed at its calibration. An entry for a model it does not know needs its
     `context_window`; its other keys default to an exact o200k_base count."""
+    from .tokens import encoding_names  # (counting's module: loaded where a model is added)
+
     if not isinstance(entries, list):
         raise UsageError(f"{path}: `models` must be a list")
     out = []
