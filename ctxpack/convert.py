@@ -105,6 +105,9 @@ class Notes:
     said: list[str] = field(default_factory=list)  # what is said once, without a count
 
     def add(self, what: str, n: int = 1) -> None:
+        """Count `n` of note `what` (a key of ONE, which has its words for one)."""
+        if what not in ONE:
+            raise ValueError(f"no words for one in convert.ONE: {what!r}")
         if n:
             self.counts[what] = self.counts.get(what, 0) + n
 
