@@ -92,11 +92,16 @@ def load_config(explicit: str | None = None) -> Config:
         "directory may not send transcripts off the machine or weaken their protection; "
         "set them in your user config, with --config FILE, CTXPACK_* variables or flags"
     ] if ignored else []
-    models = TABLE.extend(_models(data.get("models") or [], path))
-    return Config(models=models.extend([], _calibrations(data.get("calibration") or [], path,
-                                                         models)),
+    return Config(models=_table(data, path),
                   compress={k: v for k, v in compress.items() if k not in ignored},
                   source=str(path), warnings=warnings)
+
+
+def _table(data: dict[str, Any], path: Path) -> ModelTable:
+    """The model table a config's `data` makes: its `models:` added to the built-in ones,
+    then its `calibration:` (whose overheads are bounded by the windows of both)."""
+    models = TABLE.extend(_models(data.get("models") or [], path))
+    return models.extend([], _calibrations(data.get("calibration") or [], path, models))
 
 
 def _risky(compress: dict[str, Any]) -> list[str]:
@@ -117,6 +122,8 @@ def _models(entries: Any, path: Path) -> list[ModelInfo]:
     sets: giving a Claude model a larger window leaves it counted as an approximation and
     billed at its calibration. An entry for a model it does not know needs its
     `context_window`; its other keys default to an exact o200k_base count."""
+    from .tokens import encoding_names  # (counting's module: loaded where a model is added)
+
     if not isinstance(entries, list):
         raise UsageError(f"{path}: `models` must be a list")
     out = []
@@ -144,6 +151,9 @@ def _models(entries: Any, path: Path) -> list[ModelInfo]:
         if not isinstance(exact, bool):
             raise UsageError(f"{where}: exact must be true or false, not {exact!r}")
         encoding = str(entry.get("encoding", base.encoding))
+        if encoding not in (known_encodings := encoding_names()):
+            raise UsageError(f"{where}: encoding {encoding!r} is not one tiktoken has "
+                             f"(it has {', '.join(known_encodings)})")
         # the table's note names its encoding: not kept for another one
         note = str(entry.get("note", base.note if encoding == base.encoding else ""))
         if not exact and not note:
@@ -246,8 +256,7 @@ def add_calibrations(path: str, fitted: list[Any]) -> None:
             raise UsageError(f"{path}: not valid YAML: {str(exc).splitlines()[0]}") from None
         if not isinstance(data, dict):
             raise UsageError(f"{path}: the config must be a mapping of keys to values")
-        _calibrations(data.get("calibration") or [], Path(path),  # (what is there is sound)
-                      TABLE.extend(_models(data.get("models") or [], Path(path))))
+        _table(data, Path(path))  # (what is there is sound)
     else:
         data = {}
     new = {model_key(f.model): {k: v for k, v in (

@@ -42,9 +42,59 @@ OPENS_WITH_ASSISTANT = "[the transcript continues from here]"
 # body from a Chat Completions one when nothing else does): 4,096, what every Claude model
 # can give in one reply
 MAX_TOKENS = 4096
+
+
+# What converting may change, each said after its count: the words for many things are the
+# note (Notes.add takes them), ONE has the words for one.
+USAGE_LEFT_OUT = "model calls' recorded usage left out (a request body has no place for it)"
+BLANK_LEFT_OUT = ("conversations of nothing but empty or blank text left out (no body can "
+                  "hold them)")
+# signed thinking (Claude Code's, OpenCode's Anthropic replies) is left out as well: the
+# parts convert builds from keep no signature
+REASONING_LEFT_OUT = ("reasoning parts left out (neither API takes reasoning back without "
+                      "its signature, which convert does not keep, signed or not)")
+WRITTEN_MADE_CALLS = ("tool calls the model wrote in its reply's text (Cline's XML) made tool "
+                      "calls of the API, and the text results that answer them its tool results")
+WRITTEN_KEPT = ("tool calls the model wrote in its reply's text and no tool answered (the "
+                "person did, or no one) kept as that text")
+UNANSWERING_RESULTS = "tool results that answer no open call kept as user text"
+CALLS_NOT_THE_ASSISTANTS = "tool calls in a message not the assistant's written as text"
+CALLS_WITHOUT_RESULT = "tool calls without a result given one that says so"
+NAMES_REFUSED = "tool names the APIs refuse written with _ for each character they refuse"
+IMAGES_AS_TEXT = "images where the API takes only text written as [image]"
+LATE_SYSTEM = "system messages after the first turn written as user text"
+BLANK_TURNS_LEFT_OUT = "turns of nothing but blank text left out (the Messages API refuses it)"
+USER_ADDED = "user messages added before an opening assistant message"
 LAST_REPLY_LEFT_OUT = ("assistant replies at the end left out, so that each Anthropic body "
                        "ends on the user's turn, as Claude's newest models require (--all "
                        "keeps them)")
+ARGUMENTS_PUT_UNDER_INPUT = "tool calls whose arguments are no JSON object: put under 'input'"
+ONE = {
+    USAGE_LEFT_OUT: "model call's recorded usage left out (a request body has no place for it)",
+    BLANK_LEFT_OUT: "conversation of nothing but empty or blank text left out (no body can "
+                    "hold it)",
+    REASONING_LEFT_OUT: "reasoning part left out (neither API takes reasoning back without "
+                        "its signature, which convert does not keep, signed or not)",
+    WRITTEN_MADE_CALLS: "tool call the model wrote in its reply's text (Cline's XML) made a "
+                        "tool call of the API, and the text result that answers it its tool "
+                        "result",
+    WRITTEN_KEPT: "tool call the model wrote in its reply's text and no tool answered (the "
+                  "person did, or no one) kept as that text",
+    UNANSWERING_RESULTS: "tool result that answers no open call kept as user text",
+    CALLS_NOT_THE_ASSISTANTS: "tool call in a message not the assistant's written as text",
+    CALLS_WITHOUT_RESULT: "tool call without a result given one that says so",
+    NAMES_REFUSED: "tool name the APIs refuse written with _ for each character they refuse",
+    IMAGES_AS_TEXT: "image where the API takes only text written as [image]",
+    LATE_SYSTEM: "system message after the first turn written as user text",
+    BLANK_TURNS_LEFT_OUT: "turn of nothing but blank text left out (the Messages API refuses "
+                          "it)",
+    USER_ADDED: "user message added before an opening assistant message",
+    LAST_REPLY_LEFT_OUT: "assistant reply at the end left out, so that each Anthropic body "
+                         "ends on the user's turn, as Claude's newest models require (--all "
+                         "keeps them)",
+    ARGUMENTS_PUT_UNDER_INPUT: "tool call whose arguments are no JSON object: put under "
+                               "'input'",
+}
 
 
 @dataclass
@@ -55,6 +105,9 @@ class Notes:
     said: list[str] = field(default_factory=list)  # what is said once, without a count
 
     def add(self, what: str, n: int = 1) -> None:
+        """Count `n` of note `what` (a key of ONE, which has its words for one)."""
+        if what not in ONE:
+            raise ValueError(f"no words for one in convert.ONE: {what!r}")
         if n:
             self.counts[what] = self.counts.get(what, 0) + n
 
@@ -63,20 +116,8 @@ class Notes:
             self.said.append(what)
 
     def lines(self) -> list[str]:
-        return [*self.said, *(f"{n:,} {_one(what) if n == 1 else what}"
+        return [*self.said, *(f"{n:,} {ONE[what] if n == 1 else what}"
                               for what, n in self.counts.items())]
-
-
-def _one(what: str) -> str:
-    """A note's words for one thing: its first noun (and the verb after it) singular."""
-    for many, one in (("calls'", "call's"), ("calls", "call"), ("results that answer",
-                      "result that answers"), ("results", "result"), ("parts", "part"),
-                      ("names the APIs refuse", "name the APIs refuse"), ("images", "image"),
-                      ("messages", "message"), ("replies", "reply")):
-        head, found, rest = what.partition(many)
-        if found and len(head.split()) <= 2:  # (its first noun, not one further on)
-            return head + one + rest
-    return what
 
 
 @dataclass(frozen=True, slots=True)
@@ -129,8 +170,7 @@ def request_bodies(t: Transcript, to: str, notes: Notes | None = None,
                   "the Claude model to send them to")
     calls = t.usage.get("calls") if t.usage else None
     if isinstance(calls, int) and not isinstance(calls, bool):
-        notes.add("model calls' recorded usage left out (a request body has no place for it)",
-                  calls)
+        notes.add(USAGE_LEFT_OUT, calls)
     bodies = []
     for group in conversations(t.messages):
         items = _items(group, notes)
@@ -145,23 +185,6 @@ def request_bodies(t: Transcript, to: str, notes: Notes | None = None,
         raise InputError(t.path, None, f"nothing to convert: no message holds anything "
                          f"but empty or blank text, which the {api} refuses")
     return bodies
-
-
-BLANK_TURNS_LEFT_OUT = "turns of nothing but blank text left out (the Messages API refuses it)"
-BLANK_LEFT_OUT = ("conversations of nothing but empty or blank text left out (no body can "
-                  "hold them)")
-
-
-# signed thinking (Claude Code's, OpenCode's Anthropic replies) is left out as well: the
-# parts convert builds from keep no signature
-REASONING_LEFT_OUT = ("reasoning parts left out (neither API takes reasoning back without "
-                      "its signature, which convert does not keep, signed or not)")
-
-
-WRITTEN_MADE_CALLS = ("tool calls the model wrote in its reply's text (Cline's XML) made tool "
-                      "calls of the API, and the text results that answer them its tool results")
-WRITTEN_KEPT = ("tool calls the model wrote in its reply's text and no tool answered (the "
-                "person did, or no one) kept as that text")
 
 
 def _items(messages: list[Message], notes: Notes) -> list[_Item]:
@@ -191,10 +214,10 @@ def _items(messages: list[Message], notes: Notes) -> list[_Item]:
                     label = f"[result of tool call {part.call_id or '(no id)'}]"
                     pending.append(Text(f"{label}\n{part.text}"))
                     pending.extend(p for p in part.parts if isinstance(p, Image))
-                    notes.add("tool results that answer no open call kept as user text")
+                    notes.add(UNANSWERING_RESULTS)
             elif isinstance(part, ToolCall) and m.role != "assistant":
                 pending.append(Text(f"{part.name}({part.arguments})"))
-                notes.add("tool calls in a message not the assistant's written as text")
+                notes.add(CALLS_NOT_THE_ASSISTANTS)
             else:
                 pending.append(part)
         if m.role in ("system", "developer"):
@@ -216,7 +239,7 @@ def _items(messages: list[Message], notes: Notes) -> list[_Item]:
             assert call.id is not None
             found = results.get(call.id)
             if found is None:
-                notes.add("tool calls without a result given one that says so")
+                notes.add(CALLS_WITHOUT_RESULT)
                 found = ToolResult(call.id, (Text(NO_RESULT),))
             out.append(_Item("result", (found,), call_id=call.id))
     return out
@@ -250,7 +273,7 @@ def _glue(pending: list[Part], text: str) -> None:
 def _tool_name(name: str, notes: Notes) -> str:
     if TOOL_NAME.fullmatch(name):
         return name
-    notes.add("tool names the APIs refuse written with _ for each character they refuse")
+    notes.add(NAMES_REFUSED)
     return re.sub(r"[^A-Za-z0-9_-]", "_", name)[:64] or "_"
 
 
@@ -318,7 +341,7 @@ def _text(parts: Iterable[Part], notes: Notes) -> str:
             out.append(p.text)
         elif isinstance(p, Image):
             out.append("[image]")
-            notes.add("images where the API takes only text written as [image]")
+            notes.add(IMAGES_AS_TEXT)
     return "\n".join(out)
 
 
@@ -395,7 +418,7 @@ def _anthropic(items: list[_Item], notes: Notes, keep_last_reply: bool) -> dict[
             system.append(_text(item.parts, notes))
             continue
         if item.kind == "system":
-            notes.add("system messages after the first turn written as user text")
+            notes.add(LATE_SYSTEM)
             role, blocks = "user", [_text_block(f"[{item.role}]\n{_text(item.parts, notes)}")]
         elif item.kind == "assistant":
             role, blocks = "assistant", [_anthropic_block(p, notes) for p in item.parts]
@@ -412,7 +435,7 @@ def _anthropic(items: list[_Item], notes: Notes, keep_last_reply: bool) -> dict[
             messages[-1]["content"] += blocks
         else:
             if not messages and role == "assistant":
-                notes.add("user messages added before an opening assistant message")
+                notes.add(USER_ADDED)
                 messages.append({"role": "user", "content": [_text_block(OPENS_WITH_ASSISTANT)]})
             messages.append({"role": role, "content": blocks})
         replies = replies + 1 if role == "assistant" else 0
@@ -452,7 +475,7 @@ def _input(call: ToolCall, notes: Notes) -> dict[str, Any]:
     value = _object(call.arguments)
     if value is not None:
         return value
-    notes.add("tool calls whose arguments are no JSON object: put under 'input'")
+    notes.add(ARGUMENTS_PUT_UNDER_INPUT)
     return {"input": call.arguments}
 
 

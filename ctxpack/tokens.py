@@ -75,6 +75,13 @@ PARITY_TEXTS = (
 )
 
 
+def encoding_names() -> list[str]:
+    """The encodings tiktoken knows by name (from its registry: no file is fetched)."""
+    import tiktoken
+
+    return list(tiktoken.list_encoding_names())
+
+
 def load_encoding(name: str) -> Any | None:
     """The encoding `name`, or None (with the reason kept) when it cannot be had: an
     accelerated one (the `fast` extra, bpe-openai) where it is installed and counts the

@@ -222,3 +222,14 @@ def test_names_the_table_takes_for_one_model_are_fitted_as_one(tmp_path: Path) -
     (fit,) = calibrate([load(CODEX), load(other)])
     assert fit.model == "gpt-5.1-codex" and fit.files == 2
     assert fit.calls == 2 * sum(models_of_calls(CODEX).values())
+
+
+def test_a_config_naming_an_unknown_encoding_is_refused_and_left_as_it_was(
+        tmp_path: Path) -> None:
+    config = tmp_path / "config.yaml"
+    text = "models:\n  - {name: acme-coder, encoding: o300k, context_window: 100000}\n"
+    config.write_text(text)
+    run = run_ctxpack("calibrate", str(CODEX), "--write-config", str(config))
+    assert run.code == 2 and "Traceback" not in run.err, run.err
+    assert f"{config}: models[1]: encoding 'o300k' is not one tiktoken has" in run.err
+    assert config.read_text() == text

@@ -186,3 +186,18 @@ def test_a_config_entry_for_an_unknown_model_without_its_window_is_refused(tmp_p
     assert_clean_error(ctxpack("stats", str(SAMPLES / "multi-round.anthropic.jsonl"),
                                "--config", str(config)), 2,
                        f"{config}: models[1] needs 'context_window'", "'acme-coder'")
+
+
+def test_an_encoding_tiktoken_does_not_have_is_named_before_anything_is_counted(tmp_path):
+    # the check asks tiktoken's registry, not its files: it holds with none to hand and no
+    # network, and a known encoding (models[1]) passes it there
+    config = tmp_path / "c.yaml"
+    config.write_text("models:\n  - {name: acme-a, encoding: cl100k_base, context_window: 8000}"
+                      "\n  - {name: acme-b, encoding: o300k, context_window: 8000}\n")
+    offline = {"TIKTOKEN_CACHE_DIR": str(tmp_path / "empty"),
+               "HTTPS_PROXY": "http://127.0.0.1:9", "HTTP_PROXY": "http://127.0.0.1:9"}
+    for command in ("stats", "compress"):
+        assert_clean_error(ctxpack(command, str(SAMPLES / "multi-round.anthropic.jsonl"),
+                                   "--model", "acme-a", "--config", str(config), env=offline),
+                           2, f"{config}: models[2]: encoding 'o300k'", "o200k_base",
+                           "cl100k_base")

@@ -32,7 +32,7 @@ from ctxpack.tokens import TokenCounter
 from ctxpack.view import build_view
 
 from .conftest import SAMPLES, corpus_params
-from .helpers import ROOT, assert_clean_error, ctxpack
+from .helpers import ROOT, assert_clean_error, ctxpack, said
 from .strategies import anthropic_chat, openai_chat
 
 SETTINGS = settings(max_examples=60, deadline=None, suppress_health_check=[
@@ -725,3 +725,14 @@ def test_a_note_of_one_thing_says_it_in_the_singular():
         "1 assistant reply at the end left out, " + LAST_REPLY_LEFT_OUT.split(", ", 1)[1],
         "1 model call's recorded usage left out (a request body has no place for it)",
         "2 tool results that answer no open call kept as user text"]
+
+
+def test_a_blank_turn_left_out_is_named_in_the_singular(tmp_path):
+    log = _write(tmp_path, [{"role": "user", "content": "hi"},
+                            {"role": "assistant", "content": "   "},
+                            {"role": "user", "content": "still there?"}])
+    run = ctxpack("convert", str(log), "--to", "anthropic", "-m", "claude-opus-4-6", "-o",
+                  str(tmp_path / "a.jsonl"))
+    assert run.code == 0, run.err
+    assert said(run.err) == [f"warning: {log}: 1 turn of nothing but blank text left out (the "
+                             "Messages API refuses it)"]

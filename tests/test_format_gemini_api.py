@@ -169,6 +169,21 @@ def test_snake_case_parts_and_usage_and_the_users_own_keys() -> None:
     assert t.model == "gemini-2.5-flash" and [c.billed for c in t.calls] == [120]
 
 
+def test_one_snake_case_key_deep_in_a_camel_case_log_is_read() -> None:
+    # the one key `model_dump()` style in a REST log: the last part's, under its content
+    part = {"inlineData": {"mime_type": "image/png", "data": "iVBORw0KGgo="}}
+    body = {"systemInstruction": {"parts": [{"text": "Be brief."}]}, "contents": [
+        {"role": "user", "parts": [{"text": "Look."}]},
+        {"role": "model", "parts": [{"functionCall": {"name": "ls", "args": {
+            "dir_path": "/srv"}}}]},
+        {"role": "user", "parts": [{"functionResponse": {"name": "ls", "response": {
+            "exit_code": 0}}}, part]}]}
+    t = load(jsonl(body))
+    assert [m.role for m in t.messages] == ["system", "user", "assistant", "tool", "user"]
+    assert t.messages[-1].parts[0].media_type == "image/png"
+    assert json.loads(t.messages[2].tool_calls[0].arguments) == {"dir_path": "/srv"}
+
+
 def reply_only(key: str, said: str, prompt: int, out: int) -> dict[str, Any]:
     return {"key": key, "response": {
         "candidates": [{"content": {"role": "model", "parts": [{"text": said}]},

@@ -51,18 +51,39 @@ _SNAKE = re.compile(r"[a-z][a-z0-9]*(?:_[a-z0-9]+)+")
 _DEPTH = 8
 
 
-def camel(value: Any, key: str = "", depth: int = 0) -> Any:
+def camel(record: Any) -> Any:
     """A record with the Python SDK's snake_case keys (`function_call`, `inline_data`,
     `usage_metadata`, `system_instruction`: what `model_dump()` writes, and what the REST
     API takes too) as the camelCase ones of the REST docs; what a call or a function's
     response holds is the user's data, kept as it is. A key written both ways keeps the
     camelCase one. What has no snake_case key is the very object it was (so the loader
     finds each Content's place in a document by it), and so is what lies deeper than any
-    key ctxpack reads (a stranger's deeply nested value)."""
+    key ctxpack reads (a stranger's deeply nested value). Most logs are camelCase
+    throughout: looking for a snake_case key costs a quarter of renaming none."""
+    return _renamed(record) if _snake(record) else record
+
+
+def _snake(value: Any, key: str = "", depth: int = 0) -> bool:
+    """Does `value` hold a snake_case key that `_renamed` would rename?"""
+    if depth > _DEPTH:
+        return False
+    if isinstance(value, list):
+        return any(isinstance(v, (dict, list)) and _snake(v, key, depth + 1) for v in value)
+    if not isinstance(value, dict):
+        return False
+    for k, v in value.items():
+        if "_" in k and _SNAKE.fullmatch(k):
+            return True
+        if isinstance(v, (dict, list)) and (key, k) not in _OPAQUE and _snake(v, k, depth + 1):
+            return True
+    return False
+
+
+def _renamed(value: Any, key: str = "", depth: int = 0) -> Any:
     if depth > _DEPTH:
         return value
     if isinstance(value, list):
-        items = [camel(v, key, depth + 1) for v in value]
+        items = [_renamed(v, key, depth + 1) for v in value]
         return value if all(a is b for a, b in zip(items, value, strict=True)) else items
     if not isinstance(value, dict):
         return value
@@ -71,7 +92,7 @@ def camel(value: Any, key: str = "", depth: int = 0) -> Any:
         name = re.sub(r"_([a-z0-9])", lambda m: m[1].upper(), k) if _SNAKE.fullmatch(k) else k
         if name != k and name in value:
             continue
-        out[name] = v if (key, name) in _OPAQUE else camel(v, name, depth + 1)
+        out[name] = v if (key, name) in _OPAQUE else _renamed(v, name, depth + 1)
     same = out.keys() == value.keys() and all(out[k] is value[k] for k in out)
     return value if same else out
 
