@@ -116,9 +116,9 @@ def _check_content(messages: list[Message], fmt: str) -> list[Problem]:
 
 def _check_pairs(messages: list[Message], fmt: str) -> list[Problem]:
     problems: list[Problem] = []
-    open_calls: dict[str, tuple[Message, str]] = {}
+    open_calls: dict[str, tuple[Message, ToolCall]] = {}
     answered: set[str] = set()
-    legacy_open: list[Message] = []
+    legacy_open: list[tuple[Message, ToolCall]] = []
     strict_adjacent = fmt in ("openai", "openai-conversations")
     for m in messages:
         if strict_adjacent and open_calls and m.role not in ("tool", "function"):
@@ -132,11 +132,11 @@ def _check_pairs(messages: list[Message], fmt: str) -> list[Problem]:
             if call.written:
                 continue  # text to the API (so is its result): nothing to pair
             if call.id is None:
-                legacy_open.append(m)
+                legacy_open.append((m, call))
             elif call.id in open_calls or call.id in answered:
                 problems.append(_at(m, f"tool call id {call.id!r} is used twice"))
             else:
-                open_calls[call.id] = (m, call.name)
+                open_calls[call.id] = (m, call)
         for result in m.tool_results:
             if result.written:
                 continue
@@ -159,7 +159,7 @@ def _check_pairs(messages: list[Message], fmt: str) -> list[Problem]:
             if call.id in open_calls and _ends_the_run(call):
                 del open_calls[call.id]
     problems += _unanswered(open_calls, "in the transcript")
-    problems += [_at(m, "function call without a result") for m in legacy_open]
+    problems += [_at(m, f"function call {_named(call)} has no result") for m, call in legacy_open]
     return problems
 
 
@@ -168,9 +168,18 @@ def _ends_the_run(call: ToolCall) -> bool:
     return call.name in FINAL_TOOLS or any(mark in call.arguments for mark in FINAL_MARKS)
 
 
-def _unanswered(open_calls: dict[str, tuple[Message, str]], where: str) -> list[Problem]:
-    return [_at(m, f"tool call {call_id!r} ({name}) has no result {where}")
-            for call_id, (m, name) in open_calls.items()]
+def _unanswered(open_calls: dict[str, tuple[Message, ToolCall]], where: str) -> list[Problem]:
+    return [_at(m, f"tool call {_named(call)} has no result {where}")
+            for m, call in open_calls.values()]
+
+
+def _named(call: ToolCall) -> str:
+    """A call as its file lets a person find it: by its id, with its tool's name; one the
+    file gives no id by its tool and its place in the message's record (the id is then
+    the reader's own)."""
+    if call.place:
+        return f"{call.name or '(unnamed)'} at {call.place}"
+    return f"{call.id!r} ({call.name})" if call.id is not None else call.name or "(unnamed)"
 
 
 def _at(m: Message, problem: str) -> Problem:

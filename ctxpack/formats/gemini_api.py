@@ -184,18 +184,20 @@ def refused(read: Message) -> list[str]:
 class Links:
     """Calls and responses of one body paired by name, as the API pairs them where they
     carry no `id` (its ids are optional): each call without one is given `NAME#k` (no id
-    of the file, and none `convert` keeps), and a response without one answers the oldest
-    call of its name not yet answered (none: it stays unlinked, and validate names it)."""
+    of the file: never shown, nor kept by `convert`) and its place in its Content's parts,
+    which names it, and a response without one answers the oldest call of its name not
+    yet answered (none: it stays unlinked, and validate names it)."""
 
     def __init__(self) -> None:
         self.made = 0
         self.open: dict[str, list[str]] = {}
 
-    def part(self, item: Any, part: Part) -> Part:
+    def part(self, item: Any, part: Part, index: int) -> Part:
+        """`part`, read from `item`, the `index`th of its Content's parts, linked."""
         if isinstance(part, ToolCall):
             if part.id is None:
                 self.made += 1
-                part = replace(part, id=f"{part.name}#{self.made}")
+                part = replace(part, id=f"{part.name}#{self.made}", place=f"parts[{index}]")
             self.open.setdefault(part.name, []).append(part.id)  # type: ignore[arg-type]
         elif isinstance(part, ToolResult):
             response = item.get("functionResponse") if isinstance(item, dict) else None
@@ -216,7 +218,8 @@ def content_messages(content: dict[str, Any], line: int, conversation: int,
     Content has its place (validate names an empty one)."""
     role = string_field(content, "role")
     items = content.get("parts")
-    parts = [links.part(item, p) for item in (items if isinstance(items, list) else [items])
+    parts = [links.part(item, p, i)
+             for i, item in enumerate(items if isinstance(items, list) else [items])
              for p in _parts([item])]
     if role in ("model", "assistant"):  # ("assistant": a Chat Completions habit, refused)
         return [Message("assistant", tuple(parts), (line,), content,
