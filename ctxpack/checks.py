@@ -26,6 +26,10 @@ ROLES = {
     "claude-code": {"user", "assistant"},
     "codex": {"system", "developer", "user", "assistant", "tool"},
 }
+# JSON documents of messages (SWE-agent, mini-swe-agent, tau-bench) hold Chat Completions
+# messages: their roles are the openai API's, and named so
+ROLES["json-messages"] = ROLES["openai"]
+API_OF = {"json-messages": "openai"}
 # Calls that end a run, so that no result follows by design: OpenHands' `finish` action, and
 # mini-swe-agent's submit (a command that echoes its marker; the run's `exit` record follows).
 FINAL_TOOLS = {"finish"}
@@ -90,7 +94,7 @@ def _check_roles(messages: list[Message], fmt: str) -> list[Problem]:
     allowed = ROLES.get(fmt)
     out = []
     if allowed:
-        out = [_at(m, f"role {m.role!r} is not accepted by the {fmt} API")
+        out = [_at(m, f"role {m.role!r} is not accepted by the {API_OF.get(fmt, fmt)} API")
                for m in messages if m.role not in allowed]
     # stream-json output never echoes the prompt, so only plain message files start with it
     plain = bool(messages) and isinstance(messages[0].raw, dict) and "role" in messages[0].raw
