@@ -15,7 +15,7 @@ from __future__ import annotations
 from collections.abc import Callable, Sequence
 from dataclasses import dataclass
 
-from .formats import anthropic, gemini, gemini_api, openai
+from .formats import anthropic, gemini, gemini_api, openai, openhands
 from .jsonl import loads
 from .transcript import Message, ToolCall, Transcript, printable
 
@@ -43,6 +43,7 @@ REFUSED: dict[str, Callable[[Message], list[str]]] = {
     "anthropic-requests": anthropic.refused, "claude-code": anthropic.refused,
     "cline": anthropic.refused, "gemini-cli": gemini.refused,
     "gemini-checkpoint": gemini_api.refused, "gemini-api": gemini_api.refused,
+    "openhands": openhands.refused,
 }
 # Providers that need each call's results before the next assistant turn.
 RESULTS_BEFORE_NEXT_TURN = {"openai", "openai-conversations", "anthropic", "claude-code"}
