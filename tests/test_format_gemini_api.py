@@ -242,6 +242,32 @@ def test_a_failed_request_of_a_batch_output_is_named_not_refused(at: int,
     assert out.read_bytes() == path.read_bytes()
 
 
+@pytest.mark.parametrize("response", [None, {}], ids=["no-response", "empty-response"])
+def test_a_vertex_line_of_a_request_and_its_error_is_a_failed_request_only(
+        response: Any, tmp_path: Path) -> None:
+    # Vertex AI's batch output keeps each request beside its `status` ("" when it was
+    # answered); a failed one was read as a conversation of its request, and reported
+    # failed too: it was answered by nothing, so it is a failed request only
+    answered = {"status": "", "request": {"contents": [text("user", "Sort the inbox.")]},
+                "response": {"candidates": [{"content": text("model", "Sorted.")}],
+                             "usageMetadata": {"promptTokenCount": 6,
+                                               "candidatesTokenCount": 2}}}
+    failed = {"status": "Bad Request: Invalid argument",
+              "request": {"contents": [text("user", "Summarise the spam folder.")]}}
+    if response is not None:
+        failed["response"] = response
+    path = tmp_path / "predictions.jsonl"
+    path.write_text(json.dumps(answered) + "\n" + json.dumps(failed) + "\n")
+    said = "the request failed with no reply (Bad Request: Invalid argument)"
+    run = ctxpack("validate", str(path))
+    assert run.code == 1 and run.out.splitlines() == [f"{path}:2: {said}"], run
+    f = json.loads(ctxpack("stats", "--json", str(path)).out)["files"][0]
+    assert f["failed_requests"] == [{"line": 2, "problem": said}]
+    assert f["messages"] == 2 and f["conversations"] == 1
+    shown = ctxpack("show", "--no-pager", str(path)).out
+    assert "Sort the inbox." in shown and "spam folder" not in shown
+
+
 def test_a_batch_with_no_failed_request_says_none() -> None:
     f = json.loads(ctxpack("stats", "--json", str(BATCH)).out)["files"][0]
     assert f["failed_requests"] == []

@@ -17,8 +17,9 @@ Gemini API's batch output holds no request, only `{"key", "response"}`: such a l
 the reply alone, a conversation of its own whose prompt is not in the file (its usage
 still says how large it was). A request that failed has a `status` in place of its
 response (the Gemini API's `{"key", "status": {"code", "message"}}`, a google.rpc.Status;
-Vertex AI's `"status"`, its error as text, beside the request): the line is read as a
-failed request, with no reply and no usage, which validate names (see `failure`).
+Vertex AI's `"status"`, its error as text, beside the request and an empty response or
+none): the line is a failed request only, which validate names and stats lists (see
+`failure`): no reply, no usage, and no conversation (its request was not answered).
 
 Keys are read as the REST docs write them or in the snake_case of the Python SDK's
 `model_dump()` (and of many `curl` examples): `system_instruction`, `function_call`,
@@ -89,9 +90,9 @@ def body_of(record: Any) -> dict[str, Any] | None:
 
 def failure(record: Any) -> str:
     """What a batch output line says of its request's failure ("": none): a `status` with
-    no response, the Gemini API's Status object (`code`, `message`) or Vertex AI's error
-    text."""
-    if not isinstance(record, dict) or "response" in record or "contents" in record:
+    no response (or an empty one), the Gemini API's Status object (`code`, `message`) or
+    Vertex AI's error text (`""` on a line that succeeded)."""
+    if not isinstance(record, dict) or record.get("response") or "contents" in record:
         return ""
     status = record.get("status")
     if isinstance(status, dict):
@@ -292,10 +293,9 @@ class GeminiApiReader:
         record = camel(record)
         body = body_of(record)
         failed = failure(record)
-        if failed:
+        if failed:  # no reply, and its request (if the line holds it) was not answered
             self.failed.append((line, failed))
-            if body is record:
-                return []  # the request is not in the file, nor a reply
+            return []
         if body is None and isinstance(record, dict) and _reply_only(record):
             body = {"contents": []}  # the reply alone: its prompt is not in the file
         contents = body.get("contents") if body is not None else None
