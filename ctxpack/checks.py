@@ -15,7 +15,7 @@ from __future__ import annotations
 from collections.abc import Callable, Sequence
 from dataclasses import dataclass
 
-from .formats import anthropic, gemini, gemini_api, openai
+from .formats import anthropic, gemini, gemini_api, openai, openhands
 from .jsonl import loads
 from .transcript import Message, ToolCall, Transcript, printable
 
@@ -26,6 +26,10 @@ ROLES = {
     "claude-code": {"user", "assistant"},
     "codex": {"system", "developer", "user", "assistant", "tool"},
 }
+# JSON documents of messages (SWE-agent, mini-swe-agent, tau-bench) hold Chat Completions
+# messages: their roles are the openai API's, and named so
+ROLES["json-messages"] = ROLES["openai"]
+API_OF = {"json-messages": "openai"}
 # Calls that end a run, so that no result follows by design: OpenHands' `finish` action, and
 # mini-swe-agent's submit (a command that echoes its marker; the run's `exit` record follows).
 FINAL_TOOLS = {"finish"}
@@ -39,6 +43,7 @@ REFUSED: dict[str, Callable[[Message], list[str]]] = {
     "anthropic-requests": anthropic.refused, "claude-code": anthropic.refused,
     "cline": anthropic.refused, "gemini-cli": gemini.refused,
     "gemini-checkpoint": gemini_api.refused, "gemini-api": gemini_api.refused,
+    "openhands": openhands.refused,
 }
 # Providers that need each call's results before the next assistant turn.
 RESULTS_BEFORE_NEXT_TURN = {"openai", "openai-conversations", "anthropic", "claude-code"}
@@ -90,7 +95,7 @@ def _check_roles(messages: list[Message], fmt: str) -> list[Problem]:
     allowed = ROLES.get(fmt)
     out = []
     if allowed:
-        out = [_at(m, f"role {m.role!r} is not accepted by the {fmt} API")
+        out = [_at(m, f"role {m.role!r} is not accepted by the {API_OF.get(fmt, fmt)} API")
                for m in messages if m.role not in allowed]
     # stream-json output never echoes the prompt, so only plain message files start with it
     plain = bool(messages) and isinstance(messages[0].raw, dict) and "role" in messages[0].raw
@@ -116,9 +121,9 @@ def _check_content(messages: list[Message], fmt: str) -> list[Problem]:
 
 def _check_pairs(messages: list[Message], fmt: str) -> list[Problem]:
     problems: list[Problem] = []
-    open_calls: dict[str, tuple[Message, str]] = {}
+    open_calls: dict[str, tuple[Message, ToolCall]] = {}
     answered: set[str] = set()
-    legacy_open: list[Message] = []
+    legacy_open: list[tuple[Message, ToolCall]] = []
     strict_adjacent = fmt in ("openai", "openai-conversations")
     for m in messages:
         if strict_adjacent and open_calls and m.role not in ("tool", "function"):
@@ -132,11 +137,11 @@ def _check_pairs(messages: list[Message], fmt: str) -> list[Problem]:
             if call.written:
                 continue  # text to the API (so is its result): nothing to pair
             if call.id is None:
-                legacy_open.append(m)
+                legacy_open.append((m, call))
             elif call.id in open_calls or call.id in answered:
                 problems.append(_at(m, f"tool call id {call.id!r} is used twice"))
             else:
-                open_calls[call.id] = (m, call.name)
+                open_calls[call.id] = (m, call)
         for result in m.tool_results:
             if result.written:
                 continue
@@ -159,7 +164,7 @@ def _check_pairs(messages: list[Message], fmt: str) -> list[Problem]:
             if call.id in open_calls and _ends_the_run(call):
                 del open_calls[call.id]
     problems += _unanswered(open_calls, "in the transcript")
-    problems += [_at(m, "function call without a result") for m in legacy_open]
+    problems += [_at(m, f"function call {_named(call)} has no result") for m, call in legacy_open]
     return problems
 
 
@@ -168,9 +173,18 @@ def _ends_the_run(call: ToolCall) -> bool:
     return call.name in FINAL_TOOLS or any(mark in call.arguments for mark in FINAL_MARKS)
 
 
-def _unanswered(open_calls: dict[str, tuple[Message, str]], where: str) -> list[Problem]:
-    return [_at(m, f"tool call {call_id!r} ({name}) has no result {where}")
-            for call_id, (m, name) in open_calls.items()]
+def _unanswered(open_calls: dict[str, tuple[Message, ToolCall]], where: str) -> list[Problem]:
+    return [_at(m, f"tool call {_named(call)} has no result {where}")
+            for m, call in open_calls.values()]
+
+
+def _named(call: ToolCall) -> str:
+    """A call as its file lets a person find it: by its id, with its tool's name; one the
+    file gives no id by its tool and its place in the message's record (the id is then
+    the reader's own)."""
+    if call.place:
+        return f"{call.name or '(unnamed)'} at {call.place}"
+    return f"{call.id!r} ({call.name})" if call.id is not None else call.name or "(unnamed)"
 
 
 def _at(m: Message, problem: str) -> Problem:

@@ -48,12 +48,17 @@ class ToolCall:
     `written`: the model wrote the call in its reply's text (Cline's `<read_file>` XML), so
     that the API carried text, not a call: `arguments` is that text as written, and it is
     counted and validated as the text it is; only ctxpack reads it as a call (and convert,
-    where a tool answered it, makes it one)."""
+    where a tool answered it, makes it one).
+
+    `place`: where a call the file gives no id is in its message's record (`parts[0]`,
+    `toolCalls[1]`), which is how validate names it; its `id` is then the reader's own,
+    made up to pair it with its result, and never shown."""
 
     id: str | None
     name: str
     arguments: str
     written: bool = False
+    place: str = ""
     kind: ClassVar[str] = "tool_call"
 
 

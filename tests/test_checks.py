@@ -241,6 +241,16 @@ IMAGE = {"type": "image", "source": {"type": "base64", "media_type": "image/png"
      "content[0]: text block's 'text' is empty (the API refuses empty text blocks)"),
     ({"role": "user", "content": [{**ANSWER, "content": [{"type": "image"}]}]},
      "content[0]: tool_result content[0]: image block without 'source' (the image)"),
+    # "text content blocks must contain non-whitespace text": a message of a request is
+    # sent as it is written
+    ({"role": "user", "content": " \n"},
+     "content is whitespace only (the API refuses text without non-whitespace text)"),
+    ({"role": "user", "content": [{"type": "text", "text": "\t"}, IMAGE]},
+     "content[0]: text block's 'text' is whitespace only, and no text block of the message "
+     "has more (the API refuses it)"),
+    ({"role": "assistant", "content": [{"type": "text", "text": "\n\n"}, LS]},
+     "content[0]: text block's 'text' is whitespace only, and no text block of the message "
+     "has more (the API refuses it)"),
 ])
 def test_messages_the_messages_api_refuses_are_named_at_their_line(tmp_path, message, problem):
     # each was read and passed validate; the API refuses it
@@ -258,6 +268,8 @@ def test_messages_the_messages_api_refuses_are_named_at_their_line(tmp_path, mes
 
 def test_blocks_the_messages_api_takes_are_no_problem():
     said = {"role": "assistant", "content": [{"type": "text", "text": "looking"}, LS]}
+    # (a blank text block beside one with text is taken)
     shown = {"role": "user", "content": [{**ANSWER, "content": [IMAGE]}, IMAGE,
-                                         {"type": "text", "text": " "}]}
+                                         {"type": "text", "text": " "},
+                                         {"type": "text", "text": "see"}]}
     assert problems(lines(USER, said, shown), "anthropic") == []

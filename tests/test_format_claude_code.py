@@ -17,7 +17,7 @@ from ctxpack.loader import Scanner, load, write
 from ctxpack.transcript import Image, Message, Text, ToolResult, Transcript
 
 from .conftest import CORPUS, corpus_params
-from .helpers import assert_tool_pairs, records_of, with_real_usage
+from .helpers import assert_tool_pairs, ctxpack, records_of, with_real_usage
 
 MODEL = "claude-opus-4-6"
 SPOTTER = CORPUS / "claude-code" / "spotter__fa812bfe-b295-4cca-9c2f-fdf01028cb46.jsonl"
@@ -429,3 +429,36 @@ def test_compress_keeps_the_task_behind_a_local_command_in_full(tmp_path: Path) 
     assert any(m.text == spec for m in out.messages), "the task went into the summary"
     summary = next(m.text for m in out.messages if m.text.startswith("## Archived"))
     assert spec not in summary
+
+
+def test_the_blank_text_blocks_a_reply_logs_are_no_problem(tmp_path: Path) -> None:
+    # Claude Code logs the "\n\n" text block the model writes before its thinking (four
+    # corpus sessions, which went on past them): the log holds the reply as written, not
+    # the request Claude Code sends, so validate does not name it as a request's would be
+    thinking = {"type": "thinking", "thinking": "Listing first.", "signature": "sig"}
+    path = tmp_path / "session.jsonl"
+    path.write_bytes(b"".join(json.dumps(r).encode() + b"\n" for r in [
+        user("u1", None, "list the files"),
+        piece("a1", "u1", "msg_1", said("\n\n")),
+        piece("a2", "a1", "msg_1", thinking),
+        piece("a3", "a2", "msg_1", calls("t1")),
+        answer("u2", "a3", "t1"),
+        piece("a4", "u2", "msg_2", said("Done."))]))
+    run = ctxpack("validate", str(path))
+    assert run.code == 0 and run.out == "" and run.err.endswith(": ok\n"), run.out + run.err
+    # the same reply in a request's messages is refused
+    body = {"model": MODEL, "max_tokens": 100, "messages": [
+        {"role": "user", "content": "list the files"},
+        {"role": "assistant", "content": [said("\n\n"), thinking, calls("t1")]},
+        {"role": "user", "content": [{"type": "tool_result", "tool_use_id": "t1",
+                                      "content": "ok"}]}]}
+    request = tmp_path / "request.jsonl"
+    request.write_text(json.dumps(body) + "\n")
+    run = ctxpack("validate", str(request))
+    assert run.code == 1 and "content[0]: text block's 'text' is whitespace only" in run.out
+
+
+@pytest.mark.corpus
+@pytest.mark.parametrize("path", corpus_params("claude-code"))
+def test_corpus_sessions_with_blank_reply_blocks_validate_as_before(path: Path) -> None:
+    assert "whitespace" not in ctxpack("validate", str(path)).out

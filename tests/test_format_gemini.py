@@ -659,6 +659,29 @@ def test_parts_the_gemini_api_refuses_are_named_in_a_recording_and_a_checkpoint(
         assert run.code == 1 and run.out.splitlines() == named, run.out + run.err
 
 
+@pytest.mark.parametrize("pretty", [False, True])
+def test_a_call_without_an_id_is_named_by_its_tool_and_place_and_its_result_answers_it(
+        pretty: bool, tmp_path: Path) -> None:
+    # each call holds its own result, so a call without an id is answered by the result
+    # beside it (not by the oldest open call), and one with none is named as a person
+    # finds it: no id the reader made up
+    unanswered = {"name": "ls", "args": {}}
+    answered = {"name": "cat", "args": {"p": "a"}, "result": [
+        {"functionResponse": {"name": "cat", "response": {"output": "x"}}}]}
+    doc = {**META, "messages": [user("u1", "list"), gemini("g1", "ok", [unanswered, answered]),
+                                gemini("g2", "done")]}
+    path = tmp_path / "session-x.json"
+    path.write_text(json.dumps(doc, indent=2 if pretty else None))
+    # (pretty: the line its item opens on, the one before its id)
+    lines = path.read_text().splitlines()
+    line = next(n for n, text in enumerate(lines) if '"g1"' in text) if pretty else 1
+    run = ctxpack("validate", str(path))
+    assert run.code == 1 and run.out.splitlines() == [
+        f"{path}:{line}: messages[1]: tool call ls at toolCalls[0] has no result in the "
+        "transcript"], run.out
+    assert "tool · cat" in ctxpack("show", str(path)).out
+
+
 def test_compress_of_a_checkpoint_points_to_convert(tmp_path: Path) -> None:
     from .helpers import assert_clean_error
 

@@ -257,6 +257,32 @@ def test_a_failed_request_of_a_batch_output_is_named_not_refused(at: int,
     assert out.read_bytes() == path.read_bytes()
 
 
+@pytest.mark.parametrize("response", [None, {}], ids=["no-response", "empty-response"])
+def test_a_vertex_line_of_a_request_and_its_error_is_a_failed_request_only(
+        response: Any, tmp_path: Path) -> None:
+    # Vertex AI's batch output keeps each request beside its `status` ("" when it was
+    # answered); a failed one was read as a conversation of its request, and reported
+    # failed too: it was answered by nothing, so it is a failed request only
+    answered = {"status": "", "request": {"contents": [text("user", "Sort the inbox.")]},
+                "response": {"candidates": [{"content": text("model", "Sorted.")}],
+                             "usageMetadata": {"promptTokenCount": 6,
+                                               "candidatesTokenCount": 2}}}
+    failed = {"status": "Bad Request: Invalid argument",
+              "request": {"contents": [text("user", "Summarise the spam folder.")]}}
+    if response is not None:
+        failed["response"] = response
+    path = tmp_path / "predictions.jsonl"
+    path.write_text(json.dumps(answered) + "\n" + json.dumps(failed) + "\n")
+    said = "the request failed with no reply (Bad Request: Invalid argument)"
+    run = ctxpack("validate", str(path))
+    assert run.code == 1 and run.out.splitlines() == [f"{path}:2: {said}"], run
+    f = json.loads(ctxpack("stats", "--json", str(path)).out)["files"][0]
+    assert f["failed_requests"] == [{"line": 2, "problem": said}]
+    assert f["messages"] == 2 and f["conversations"] == 1
+    shown = ctxpack("show", "--no-pager", str(path)).out
+    assert "Sort the inbox." in shown and "spam folder" not in shown
+
+
 def test_a_batch_with_no_failed_request_says_none() -> None:
     f = json.loads(ctxpack("stats", "--json", str(BATCH)).out)["files"][0]
     assert f["failed_requests"] == []
@@ -297,7 +323,8 @@ def test_validate_names_what_the_gemini_api_refuses(tmp_path: Path) -> None:
     assert any(line == 2 and "contents[2]: no parts" in m for line, m in problems)
     # cat's response answers no call of that name; ls's call has no response
     assert any(line == 3 and "without a preceding call" in m for line, m in problems)
-    assert any(line == 3 and "(ls) has no result" in m for line, m in problems)
+    assert (3, "contents[1]: tool call ls at parts[0] has no result in the transcript") \
+        in problems
     assert (4, "contents[0]: role 'system' is not accepted by the Gemini API "
                "(user or model)") in problems
     assert not any(line == 1 for line, _ in problems)
@@ -369,12 +396,35 @@ def test_pairing_problems_name_the_content_of_a_line_of_one_content(tmp_path: Pa
     run = ctxpack("validate", str(path))
     assert run.code == 1
     unanswered, unasked = run.out.splitlines()
-    assert unanswered.startswith(f"{path}:1: contents[1]: tool call ")
-    assert unanswered.endswith("(ls) has no result in the transcript")
+    assert unanswered == f"{path}:1: contents[1]: tool call ls at parts[0] has no result in " \
+        "the transcript"
     assert unasked == f"{path}:2: contents[0]: tool result without a preceding call"
     # show names each message by its line and its place in it
     shown = ctxpack("show", str(path)).out
     assert "line 1 contents[1]" in shown and "line 2 contents[0]" in shown
+
+
+def test_a_call_without_an_id_is_named_by_its_tool_and_part_never_a_made_up_id(
+        tmp_path: Path) -> None:
+    # the API's ids are optional: the reader pairs by name, with ids of its own, which
+    # are in no file and so must not be what validate names a call by
+    path = tmp_path / "bodies.jsonl"
+    path.write_text(json.dumps({"contents": [
+        text("user", "go"),
+        {"role": "model", "parts": [{"text": "Looking."}, call("ls"), call("cat", p="a"),
+                                    call("ls", p="b")]},
+        {"role": "user", "parts": [answer("cat", "x"), answer("ls", "y")]}]}) + "\n")
+    run = ctxpack("validate", str(path))
+    assert run.code == 1
+    assert run.out.splitlines()[0] == (f"{path}:1: contents[1]: tool call ls at parts[3] has "
+                                       "no result in the transcript"), run.out
+    assert "#" not in run.out
+    # a call with an id of the file is named by it
+    path.write_text(json.dumps({"contents": [
+        text("user", "go"), {"role": "model", "parts": [
+            {"functionCall": {"id": "c-7", "name": "ls", "args": {}}}]}]}) + "\n")
+    assert ctxpack("validate", str(path)).out.splitlines()[0] == (
+        f"{path}:1: contents[1]: tool call 'c-7' (ls) has no result in the transcript")
 
 
 def test_responses_pair_with_calls_of_their_own_name_in_any_order() -> None:

@@ -171,6 +171,7 @@ ASK = {"role": "user", "content": "fix the test"}
     ({"role": "assistant", "content": None, "tool_calls": [
         {"id": "c1", "type": "function", "function": {"name": "ls", "arguments": 5}}]},
      "tool_calls[0].function's 'arguments' is a number, not a string"),
+    ({"role": "robot", "content": "beep"}, "role 'robot' is not accepted by the openai API"),
 ])
 @pytest.mark.parametrize("shape", ["array", "messages"])
 def test_content_the_api_refuses_is_named_in_a_document_as_in_jsonl(tmp_path, message,

@@ -1043,6 +1043,26 @@ def test_openhands_events_of_the_wrong_shape_are_named_at_their_line(tmp_path, e
                        f"not read as openhands: {problem}")
 
 
+@pytest.mark.parametrize(("content", "kind", "shown"), [
+    ([{"type": "text", "text": "list the files"}], "an array", "list the files"),
+    ({"text": "list the files"}, "an object", "list the files"),
+    (5, "a number", "5")])
+def test_openhands_message_content_that_is_no_string_is_named_and_shown_as_its_text(
+        tmp_path, content, kind, shown):
+    # it was shown and converted as JSON text, and validate said ok
+    path = tmp_path / "trajectory.json"
+    path.write_text(json.dumps([{**ASKED, "args": {"content": content}}], indent=2))
+    at = [n for n, text in enumerate(path.read_text().splitlines(), 1)
+          if text.strip() == '"id": 0,'][0]
+    run = ctxpack("validate", str(path))
+    assert run.code == 1 and run.out.splitlines() == [
+        f"{path}:{at}: message action's 'args.content' is {kind}, not a string"], run.out
+    show = ctxpack("show", "--no-pager", str(path)).out
+    assert f"\n    {shown}\n" in show and '"text"' not in show
+    converted = json.loads(ctxpack("convert", str(path), "--to", "openai").out)
+    assert converted["messages"] == [{"role": "user", "content": shown}]
+
+
 def test_openhands_events_of_the_right_shape_validate(tmp_path):
     # the same events as OpenHands writes them: a command the user ran, its output
     path = tmp_path / "trajectory.json"

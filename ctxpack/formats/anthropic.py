@@ -314,7 +314,11 @@ def refused(read: Message) -> list[str]:
     """What the Messages API refuses in one message's content besides its pairs: no
     content, a value that is no string or array of typed blocks, a block it cannot read.
     The message is the record, or the one it holds (stream-json, Claude Code: under
-    `message`)."""
+    `message`). A message that is the record is sent as it is written (a request's,
+    Cline's history), so whitespace-only text is named too (see `_blank`); one a record
+    holds is a reply the model wrote, as it wrote it, which its agent sends back
+    normalised: Claude Code logs the `"\n\n"` text blocks the model writes before its
+    thinking, and its sessions go on past them."""
     record = read.raw
     message = record if "role" in record else record.get("message")
     if not isinstance(message, dict):
@@ -322,7 +326,24 @@ def refused(read: Message) -> list[str]:
     if message.get("content") is None:
         return [f"{'content is null' if 'content' in message else 'no content'} (the "
                 "Messages API takes no message without content)"]
-    return refused_items(message["content"], "content block", _refused_block)
+    out = refused_items(message["content"], "content block", _refused_block)
+    return out + _blank(message["content"]) if message is record else out
+
+
+def _blank(content: Any) -> list[str]:
+    """Whitespace-only text the Messages API refuses ("text content blocks must contain
+    non-whitespace text"): content that is such a string, or text blocks of nothing but
+    whitespace beside no text block with more in the message (the API takes a blank block
+    beside text; empty ones are `_refused_block`'s)."""
+    if isinstance(content, str):
+        return ["content is whitespace only (the API refuses text without non-whitespace "
+                "text)"] if content and not content.strip() else []
+    texts = [(i, b["text"]) for i, b in enumerate(content if isinstance(content, list) else ())
+             if isinstance(b, dict) and b.get("type") == "text" and isinstance(b.get("text"), str)]
+    if any(t.strip() for _, t in texts):
+        return []
+    return [f"content[{i}]: text block's 'text' is whitespace only, and no text block of "
+            "the message has more (the API refuses it)" for i, t in texts if t]
 
 
 class AnthropicReader:

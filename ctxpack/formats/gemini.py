@@ -161,8 +161,10 @@ def _injected(parts: list[Part]) -> bool:
     return any(t.startswith(_INJECTED) for t in texts)
 
 
-def record_messages(record: dict[str, Any], line: int) -> list[Message]:
-    """The messages one user or gemini record puts before the model, in order."""
+def record_messages(record: dict[str, Any], line: int, key: str = "") -> list[Message]:
+    """The messages one user or gemini record puts before the model, in order. A call of
+    its `toolCalls` without an id is given one made of `key` (the record's own, unique
+    in its file) and its place, never shown: its result beside it answers it."""
     kind, ident = record.get("type"), string_field(record, "id")
     parts = _parts(record.get("content"))
     if kind == "user":
@@ -180,16 +182,19 @@ def record_messages(record: dict[str, Any], line: int) -> list[Message]:
     thoughts = [*_thoughts(record.get("thoughts")), *(p for p in parts if isinstance(p, Thinking))]
     said: list[Part] = [p for p in parts if not isinstance(p, Thinking)]
     results: list[Part] = []
-    for call in calls:
+    for k, call in enumerate(calls):
         if not isinstance(call, dict):
             continue
         args = call.get("args")
-        said.append(ToolCall(string_field(call, "id"), string_field(call, "name") or "",
-                             "" if args is None else _json(args)))
+        made = ToolCall(string_field(call, "id"), string_field(call, "name") or "",
+                        "" if args is None else _json(args))
+        if made.id is None:
+            made = replace(made, id=f"{key}\0toolCalls[{k}]", place=f"toolCalls[{k}]")
+        said.append(made)
         for p in _parts(call.get("result")):
             if isinstance(p, ToolResult):
                 results.append(p if p.call_id is not None else
-                               ToolResult(string_field(call, "id"), p.parts, p.is_error))
+                               ToolResult(made.id, p.parts, p.is_error))
     out = [Message("assistant", tuple(said), (line,), record, id=ident, model=model)]
     if results:
         out.append(Message("tool", tuple(results), (line,), record))
@@ -310,7 +315,7 @@ class GeminiChatReader:
         if kind not in _MODEL_INPUT:  # a notice of the UI (or a newer kind): not model input
             self.entries[ident] = []  # but a rewind may name it
             return []
-        messages = record_messages(record, line)
+        messages = record_messages(record, line, ident)
         numbers = list(range(self.count, self.count + len(messages)))
         self.count += len(messages)
         for n, m in zip(numbers, messages, strict=True):

@@ -17,8 +17,9 @@ Gemini API's batch output holds no request, only `{"key", "response"}`: such a l
 the reply alone, a conversation of its own whose prompt is not in the file (its usage
 still says how large it was). A request that failed has a `status` in place of its
 response (the Gemini API's `{"key", "status": {"code", "message"}}`, a google.rpc.Status;
-Vertex AI's `"status"`, its error as text, beside the request): the line is read as a
-failed request, with no reply and no usage, which validate names (see `failure`).
+Vertex AI's `"status"`, its error as text, beside the request and an empty response or
+none): the line is a failed request only, which validate names and stats lists (see
+`failure`): no reply, no usage, and no conversation (its request was not answered).
 
 Keys are read as the REST docs write them or in the snake_case of the Python SDK's
 `model_dump()` (and of many `curl` examples): `system_instruction`, `function_call`,
@@ -110,9 +111,9 @@ def body_of(record: Any) -> dict[str, Any] | None:
 
 def failure(record: Any) -> str:
     """What a batch output line says of its request's failure ("": none): a `status` with
-    no response, the Gemini API's Status object (`code`, `message`) or Vertex AI's error
-    text."""
-    if not isinstance(record, dict) or "response" in record or "contents" in record:
+    no response (or an empty one), the Gemini API's Status object (`code`, `message`) or
+    Vertex AI's error text (`""` on a line that succeeded)."""
+    if not isinstance(record, dict) or record.get("response") or "contents" in record:
         return ""
     status = record.get("status")
     if isinstance(status, dict):
@@ -205,18 +206,20 @@ def refused(read: Message) -> list[str]:
 class Links:
     """Calls and responses of one body paired by name, as the API pairs them where they
     carry no `id` (its ids are optional): each call without one is given `NAME#k` (no id
-    of the file, and none `convert` keeps), and a response without one answers the oldest
-    call of its name not yet answered (none: it stays unlinked, and validate names it)."""
+    of the file: never shown, nor kept by `convert`) and its place in its Content's parts,
+    which names it, and a response without one answers the oldest call of its name not
+    yet answered (none: it stays unlinked, and validate names it)."""
 
     def __init__(self) -> None:
         self.made = 0
         self.open: dict[str, list[str]] = {}
 
-    def part(self, item: Any, part: Part) -> Part:
+    def part(self, item: Any, part: Part, index: int) -> Part:
+        """`part`, read from `item`, the `index`th of its Content's parts, linked."""
         if isinstance(part, ToolCall):
             if part.id is None:
                 self.made += 1
-                part = replace(part, id=f"{part.name}#{self.made}")
+                part = replace(part, id=f"{part.name}#{self.made}", place=f"parts[{index}]")
             self.open.setdefault(part.name, []).append(part.id)  # type: ignore[arg-type]
         elif isinstance(part, ToolResult):
             response = item.get("functionResponse") if isinstance(item, dict) else None
@@ -237,7 +240,8 @@ def content_messages(content: dict[str, Any], line: int, conversation: int,
     Content has its place (validate names an empty one)."""
     role = string_field(content, "role")
     items = content.get("parts")
-    parts = [links.part(item, p) for item in (items if isinstance(items, list) else [items])
+    parts = [links.part(item, p, i)
+             for i, item in enumerate(items if isinstance(items, list) else [items])
              for p in _parts([item])]
     if role in ("model", "assistant"):  # ("assistant": a Chat Completions habit, refused)
         return [Message("assistant", tuple(parts), (line,), content,
@@ -310,10 +314,9 @@ class GeminiApiReader:
         record = camel(record)
         body = body_of(record)
         failed = failure(record)
-        if failed:
+        if failed:  # no reply, and its request (if the line holds it) was not answered
             self.failed.append((line, failed))
-            if body is record:
-                return []  # the request is not in the file, nor a reply
+            return []
         if body is None and isinstance(record, dict) and _reply_only(record):
             body = {"contents": []}  # the reply alone: its prompt is not in the file
         contents = body.get("contents") if body is not None else None

@@ -27,7 +27,7 @@ import re
 from dataclasses import replace
 from typing import Any
 
-from ..jsonl import dumps
+from ..jsonl import dumps, json_kind
 from ..recorded import Summed, summed, wrong_counts
 from ..transcript import Message, Part, RecordedCall, Text, ToolCall, ToolResult
 from .base import (
@@ -41,6 +41,7 @@ from .base import (
     object_field,
     refused_string,
     string_field,
+    text_of,
 )
 
 # observations of the UI only: no text reaches the model
@@ -98,6 +99,19 @@ def _recall_text(event: dict[str, Any]) -> str:
     if isinstance(hosts, dict):
         pieces += list(hosts)
     return "\n".join(p for p in pieces if isinstance(p, str) and p)
+
+
+def refused(read: Message) -> list[str]:
+    """What OpenHands cannot send of the event a message was read from: a `system` or
+    `message` action whose `args.content` is no string (the text the model reads)."""
+    event = read.raw
+    args, action = event.get("args"), event.get("action")
+    if action not in ("system", "message") or not isinstance(args, dict):
+        return []
+    content = args.get("content")
+    if content is None or isinstance(content, str):
+        return []
+    return [f"{action} action's 'args.content' is {json_kind(content)}, not a string"]
 
 
 def _forgotten(args: dict[str, Any]) -> tuple[set[int], list[tuple[int, int]]]:
@@ -250,13 +264,15 @@ class OpenHandsReader:
                 out.append(Message("tool", (result,), (line,), e, conversation=conversation))
             elif action == "system":
                 text = args.get("content") or said
-                out.append(Message("system", (Text(_text(text)),), (line,), e,
+                out.append(Message("system", (Text(text_of(text)),), (line,), e,
                                    conversation=conversation))
             elif action == "message":
+                # (content that is no string, which validate names, is shown as the text
+                # it holds)
                 text = args.get("content") or said
                 role = "user" if source == "user" else "assistant"
-                out.append(Message(role, (Text(_text(text)),), (line,), e, human=role == "user",
-                                   conversation=conversation))
+                out.append(Message(role, (Text(text_of(text)),), (line,), e,
+                                   human=role == "user", conversation=conversation))
             elif observation == "recall":
                 if text := _recall_text(e):
                     out.append(Message("user", (Text(text),), (line,), e,
