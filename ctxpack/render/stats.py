@@ -164,7 +164,7 @@ def context_lines(f: FileStats) -> list[str]:
         f"last says {c.below:,}), so none is used" if c.below else ""
     how = {"calibrated": f"calibrated: {slope_text(c.slope)} × the count{unlogged}{below}",
            "anchored": f"anchored on {_anchor_of(c)}, "
-                       f"+ {slope_text(c.slope)} × the count of what came after",
+                       f"+ {slope_text(c.after or c.slope)} × the count of what came after",
            "estimated": "estimated: counted with another tokenizer, not calibrated"}[c.kind]
     error = "error unknown" if c.error is None else \
         f"expected error ±{c.error:.1%}"
