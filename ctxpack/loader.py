@@ -650,7 +650,7 @@ def _transcript(scanner: Scanner, emitted: list[Message], records: Sequence[Reco
     assert layout is not None and scanner.format is not None
     seen = set(layout.context) | set(layout.sidechain)
     outside = [i for i in range(len(emitted)) if i not in seen]
-    place = {n: k for k, n in enumerate(outside)}
+    place = {n: k for k, n in enumerate([*layout.context, *layout.sidechain, *outside])}
     earlier = tuple(place[n] for n in layout.earlier if n in place)
     return Transcript(
         format=scanner.format.name,
