@@ -276,7 +276,9 @@ def bill(counts: Sequence[int], calls: Sequence[Call], *, model: str | None, for
     slope = found.slope if found is not None else 1.0
     counts = with_hidden(counts, calls, slope)
     counted = sum(counts) + priming
-    calls = [c for c in calls if c.billed > 0]  # (not those only telling of hidden content)
+    # (not those only telling of hidden content; one standing for what compress carried
+    # says its slope, and may carry nothing: see prompts_of)
+    calls = [c for c in calls if c.billed > 0 or c.slope]
     before = [c for c in earlier[1] if c.billed > 0 and c.prompt] if earlier else []
     if not calls and before:
         # what the agent sends besides the messages (system prompt, tool definitions) is

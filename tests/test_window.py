@@ -224,6 +224,38 @@ def test_a_call_after_the_compaction_anchors_the_bill_again(tmp_path: Path) -> N
     assert 40_000 < c.tokens < 40_000 + 100  # the prompt recorded, and its short reply
 
 
+def test_compress_of_a_file_billed_below_its_count_is_billed_as_it_said(
+        tmp_path: Path) -> None:
+    # every call billed below the calibrated count of its prompt (an agent that sends less
+    # than it logs): the file's own ratio bills it, none of it outside the file; what
+    # compress wrote is billed so again, not as a file with no usage (the table's 25,000
+    # besides the messages)
+    out, parent, rough = [], None, 3
+    for k in range(1, 9):
+        out.append(claude_code_line("user", k, parent, f"step {k}: {WORDS}"))
+        rough += len(WORDS) // 5 + 8
+        out.append(claude_code_line(
+            "assistant", k, f"user{k}", [{"type": "text", "text": f"done {k}"}],
+            id=f"m{k}", model="claude-opus-4-6", usage=usage(rough, 10)))
+        rough += 8
+        parent = f"assistant{k}"
+    path, written = tmp_path / "below.jsonl", tmp_path / "out.jsonl"
+    path.write_text("".join(out))
+    before = stats(path, cache=False).context
+    assert before is not None and before.kind == "anchored" and before.not_in_file == 0
+    assert before.slope < slope_of("claude-opus-4-6")
+    said = " ".join(run_ctxpack("stats", str(path)).out.split())
+    assert "none of it counted as not in the file: the last call anchored on was billed " \
+        "below the calibrated count of its prompt" in said
+    run = run_ctxpack("compress", str(path), "--budget", str(before.tokens // 2), "-o",
+                      str(written))
+    assert run.code == 0, run.err
+    after = stats(written, cache=False).context
+    assert after is not None and (after.kind, after.not_in_file) == ("anchored", 0)
+    assert f"-> {after.tokens:,} tokens, 0 of them sent but not in the file" in \
+        " ".join(run.err.split())
+
+
 CODEX_UNLOGGED = 6_300  # what this Codex session sends besides its messages (tool schemas)
 TASK = "Rates with more than two decimals are rounded wrong in parse_rate; find why and fix it."
 # each step: a command, what it printed, and the prompt size the provider recorded for the
