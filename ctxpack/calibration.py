@@ -183,10 +183,11 @@ class Fit:
 
 def fit(model: str | None, counted: Sequence[int], billed: Sequence[int],
         table: ModelTable = TABLE) -> Fit:
-    """The model's slope, and the overhead the calls given show (their median gap)."""
+    """The model's slope, and the overhead the calls given show (their median gap; none
+    where they are billed below slope × their count: a prompt holds its messages)."""
     slope = slope_of(model, table)
     gaps = [b - slope * c for c, b in zip(counted, billed, strict=True)]
-    return Fit(slope, statistics.median(gaps) if gaps else 0.0)
+    return Fit(slope, max(0.0, statistics.median(gaps)) if gaps else 0.0)
 
 
 def anchored(slope: float, last_billed: int, last_counted: int, counted: int) -> int:

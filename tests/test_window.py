@@ -152,9 +152,9 @@ def test_sessions_split_as_calibrate_fits_them(name: str) -> None:
     assert c is not None and c.kind == "anchored"
     # the slope the split is made with is the one calibrate reads off the file, not the
     # table's
-    assert round(c.slope, 3) == fitted["slope"]
-    assert c.slope != slope_of(load(path).calls[-1].model)
-    assert 0 < c.not_in_file == c.tokens - c.visible
+    assert c.after is not None and round(c.after, 3) == fitted["slope"]
+    assert c.after != slope_of(load(path).calls[-1].model)
+    assert 0 < c.not_in_file == c.tokens - c.visible == c(0) and c(c.counted) == c.tokens
     # what the file does not hold is the system prompt and tool schemas the agent sends:
     # within 15% of the overhead calibrate fits. (solsmile, a resumed session, steps up
     # more steeply than its prompts grow as a whole: the last call's gap, 5,815, took the
