@@ -411,9 +411,17 @@ class Scanner:
             carried, context = self.compacted, self.layout.context
             self.layout.earlier, self.layout.earlier_calls = [], []  # (what compress carried)
             restates = getattr(self.format, "restates_usage", False)
-            since = [c for c in self.layout.calls if restates and c.billed > 0
-                     and c.prompt < len(context) and context[c.prompt] < len(self.starts)
-                     and self.starts[context[c.prompt]] > self.boundary]
+
+            def after(c: RecordedCall) -> bool:
+                """Whether `c`'s reply and usage both come after the last line compress
+                wrote (an older Codex CLI writes a call's usage before its reply: one
+                compress restated is of no call made since)."""
+                if c.prompt >= len(context) or context[c.prompt] >= len(self.starts):
+                    return False
+                start = self.starts[context[c.prompt]]
+                return min(start, c.at or start) > self.boundary
+
+            since = [c for c in self.layout.calls if restates and c.billed > 0 and after(c)]
             kept = [replace(c, billed=0) for c in self.layout.calls
                     if (c.hidden or c.reasoning) and c not in since]
             if since:

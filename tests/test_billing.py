@@ -215,12 +215,16 @@ def test_the_compress_report_shows_the_visible_and_the_billed_figures(tmp_path: 
 
 def _split_by_its_fit() -> list:
     """Files whose bill stats splits by the file's own fit, where the line through the last
-    call would leave another overhead: the Claude Code and Codex samples, and a resumed
-    corpus session whose steps grow steeper than its prompts as a whole (1.34 and 1.18)."""
-    solsmile = CORPUS / "claude-code" / "solsmile__claude-session.jsonl"
+    call would leave another overhead: the Claude Code and Codex samples, a resumed corpus
+    session whose steps grow steeper than its prompts as a whole (1.34 and 1.18), and a
+    Codex session of an older CLI, which writes a call's usage before its reply (compress
+    restates the usage of the records it keeps)."""
+    corpus = [CORPUS / "claude-code" / "solsmile__claude-session.jsonl",
+              CORPUS / "codex" / "rtchess__exported-session.jsonl"]
     return [CLAUDE_CODE, SAMPLES / "refactor.codex.jsonl",
-            pytest.param(solsmile, id="solsmile", marks=pytest.mark.skipif(
-                not solsmile.is_file(), reason="corpus not found beside the checkout"))]
+            *(pytest.param(p, id=p.name.split("__")[0], marks=pytest.mark.skipif(
+                not p.is_file(), reason="corpus not found beside the checkout"))
+              for p in corpus)]
 
 
 @pytest.mark.parametrize("path", _split_by_its_fit())

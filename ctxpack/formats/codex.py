@@ -321,10 +321,10 @@ class CodexReader:
 
     def _compacted(self, line: int, record: dict[str, Any],
                    payload: dict[str, Any]) -> list[Message]:
-        before = ([] if self.system is None else [self.system]) + self.window
         replies = {n for n, _, _ in self.recorded}
-        if any(n in replies for n in self.window):
-            self.earlier, self.earlier_encrypted = before, bool(self.encrypted_items)
+        if any(n in replies for n in self.window):  # (else the one before stands)
+            self.earlier = ([] if self.system is None else [self.system]) + self.window
+            self.earlier_encrypted = bool(self.encrypted_items)
         self.window = []
         self.reply = self.ahead = None
         self.encrypted_items = self.encrypted_chars = 0
