@@ -64,13 +64,16 @@ def _measure(t: Transcript, calls: list[RecordedCall], name: str) -> dict:
     half = max(1, len(calls) // 2)
     f = fit(model, counted[:half], billed[:half])
     tail = range(half, len(calls))
+    # the calls fitted on billed below slope × their count: the file holds more than was
+    # sent (or the model splits its text more tightly), and nothing is fitted outside it
+    under = all(b < f.slope * c for c, b in zip(counted[:half], billed[:half], strict=True))
     return {
         "file": name, "model": model, "calls": len(calls),
         "naive": errors(counted, billed),
         "calibrated": errors([f(counted[k]) for k in tail], [billed[k] for k in tail]),
         "anchored": errors([anchored(f.slope, billed[k - 1], counted[k - 1], counted[k])
                             for k in range(1, len(calls))], billed[1:]),
-        "overhead": f.overhead, "slope": f.slope,
+        "overhead": f.overhead, "slope": f.slope, "under": under,
         "points": list(zip(counted, billed, strict=True)),
     }
 
@@ -108,7 +111,11 @@ def main() -> None:
     for r in rows:
         print(f"{r['file'][:44]:44} {(r['model'] or '?')[:18]:18} {r['calls']:5}  "
               f"{cell(r['naive'])}  {cell(r['calibrated'])}  {cell(r['anchored'])}  "
-              f"{r['overhead']:8,.0f}")
+              f"{r['overhead']:8,.0f}{' *' if r['under'] else ''}")
+    if any(r["under"] for r in rows):
+        print("* the calls fitted on were billed below the model's slope × their count (the "
+              "file holds more than was sent, or the model splits it more tightly): no "
+              "overhead")
     many = [r for r in rows if r["calls"] >= 10]
     for kind in ("naive", "calibrated", "anchored"):
         medians = [statistics.median(r[kind]) for r in many if r[kind]]

@@ -290,7 +290,7 @@ def _stats_of_transcript(t: Transcript, model: str | None, top: int,
     layout = Layout(list(range(n)), list(range(n, n + s)), t.model, t.usage,
                     conversations=len({m.conversation for m in t.messages}) or 1,
                     calls=list(t.calls), outside_why=t.outside_why,
-                    earlier=[n + s + k for k in t.earlier], earlier_calls=list(t.earlier_calls),
+                    earlier=list(t.earlier), earlier_calls=list(t.earlier_calls),
                     set_aside=list(t.set_aside), failed=list(t.failed))
     found = []
     with Workers() as workers:

@@ -183,10 +183,11 @@ class Fit:
 
 def fit(model: str | None, counted: Sequence[int], billed: Sequence[int],
         table: ModelTable = TABLE) -> Fit:
-    """The model's slope, and the overhead the calls given show (their median gap)."""
+    """The model's slope, and the overhead the calls given show (their median gap; none
+    where they are billed below slope × their count: a prompt holds its messages)."""
     slope = slope_of(model, table)
     gaps = [b - slope * c for c, b in zip(counted, billed, strict=True)]
-    return Fit(slope, statistics.median(gaps) if gaps else 0.0)
+    return Fit(slope, max(0.0, statistics.median(gaps)) if gaps else 0.0)
 
 
 def anchored(slope: float, last_billed: int, last_counted: int, counted: int) -> int:
@@ -209,8 +210,10 @@ class Bill:
     anchored bill, `not_in_file` is the overhead `calibrate` fits the file where that fit
     is sound (see `sound`), `visible` the rest. `error` is the expected relative error of
     `tokens` (None: unknown). A count of other messages is billed `slope × counted +
-    overhead` (how compress decides: of an anchored bill, the line through its last
-    call, whose overhead may differ from `not_in_file`)."""
+    overhead` (how compress decides): the line through the bill and, where the file's fit
+    splits it, through that fit's overhead, so that what compress leaves is split as the
+    file is. `after` is the slope an anchored bill adds what came after its last call at,
+    where that is not `slope` (the file's fit's, read off its steps), else None."""
 
     kind: str
     tokens: int
@@ -230,6 +233,7 @@ class Bill:
     # anchor: see `far_below`), as (place of the call's reply in the context, its prompt
     # size as recorded)
     passed: tuple[tuple[int, int], ...] = ()
+    after: float | None = None
 
     def __call__(self, counted: int) -> int:
         """What a context counted `counted` would be billed."""
@@ -238,8 +242,7 @@ class Bill:
     @property
     def unlogged(self) -> int:
         """What `__call__` bills besides the messages of any context: the part of compress's
-        figures that is not in the file (of an anchored bill the line through its last
-        call, which may differ from the file's own split, `not_in_file`)."""
+        figures that is not in the file, as stats splits a file."""
         return max(0, round(self.overhead)) if self.kind != "exact" else 0
 
     def counted_at(self, billed: int) -> int:
@@ -276,7 +279,9 @@ def bill(counts: Sequence[int], calls: Sequence[Call], *, model: str | None, for
     slope = found.slope if found is not None else 1.0
     counts = with_hidden(counts, calls, slope)
     counted = sum(counts) + priming
-    calls = [c for c in calls if c.billed > 0]  # (not those only telling of hidden content)
+    # (not those only telling of hidden content; one standing for what compress carried
+    # says its slope, and may carry nothing: see prompts_of)
+    calls = [c for c in calls if c.billed > 0 or c.slope]
     before = [c for c in earlier[1] if c.billed > 0 and c.prompt] if earlier else []
     if not calls and before:
         # what the agent sends besides the messages (system prompt, tool definitions) is
@@ -327,19 +332,26 @@ def bill(counts: Sequence[int], calls: Sequence[Call], *, model: str | None, for
             slope = last.billed / prompts[-1]
         overhead = max(0, round(last.billed - slope * prompts[-1]))
         tokens = round(slope * counted + overhead)
-        # the bill rests on the last call, but what is sent besides the messages is what
-        # the first calls, mostly made of it, show: the split is `calibrate`'s fit of the
-        # file (its slope and overhead) where that fit is sound, so that a file whose
-        # steps are steeper than its prompts as a whole does not have the slope's error
-        # over its whole prompt taken off what is not in the file
-        outside = round(own.overhead) if slope == own.slope and \
-            sound(run, own, tokens, slope * counted) else overhead
         steps = [abs(anchored(slope, calls[k - 1].billed, prompts[k - 1], prompts[k])
                      - calls[k].billed) / calls[k].billed for k in range(1, len(calls))]
         # (a median of 0 over a file's calls is no promise of 0 on the next)
         error = max(statistics.median(steps), LEAST_ERROR) if steps else ANCHORED_ERROR
-        return replace(_bill("anchored", tokens, slope, overhead, counted, round(error, 4),
-                             len(calls) + len(passed), outside), passed=passed)
+        billed = _bill("anchored", tokens, slope, overhead, counted, round(error, 4),
+                       len(calls) + len(passed))
+        if slope == own.slope and sound(run, own, tokens, slope * counted):
+            # the bill rests on the last call, but what is sent besides the messages is
+            # what the first calls, mostly made of it, show: the split is `calibrate`'s fit
+            # of the file where that fit is sound, so that a file whose steps are steeper
+            # than its prompts as a whole does not have the slope's error over its whole
+            # prompt taken off what is not in the file. Other messages (what compress
+            # leaves) are billed on the line from that overhead through this bill: what is
+            # not in the file is the same in both, and this context's bill unchanged (the
+            # fit's own line, at its steps' slope, misses the last call)
+            outside = round(own.overhead)
+            billed = replace(billed, visible=tokens - outside, not_in_file=outside,
+                             slope=(tokens - outside) / counted, overhead=outside,
+                             after=slope)
+        return replace(billed, passed=passed)
     return unanchored(found, format, counted, exact, estimated)
 
 
@@ -364,11 +376,10 @@ def _calibrated_error(found: Any) -> float:
 
 
 def _bill(kind: str, tokens: int, slope: float, overhead: float, counted: int,
-          error: float | None, calls: int = 0, outside: int | None = None) -> Bill:
+          error: float | None, calls: int = 0) -> Bill:
     """A bill of `tokens`, split into slope × `counted` in the file and the rest not in
-    it, or (`outside`) into that much not in the file and the rest in it."""
-    not_in_file = min(max(0, outside), tokens) if outside is not None \
-        else max(0, tokens - round(slope * counted))
+    it."""
+    not_in_file = max(0, tokens - round(slope * counted))
     return Bill(kind, tokens, tokens - not_in_file, not_in_file, error, slope, overhead,
                 counted, calls)
 

@@ -411,9 +411,17 @@ class Scanner:
             carried, context = self.compacted, self.layout.context
             self.layout.earlier, self.layout.earlier_calls = [], []  # (what compress carried)
             restates = getattr(self.format, "restates_usage", False)
-            since = [c for c in self.layout.calls if restates and c.billed > 0
-                     and c.prompt < len(context) and context[c.prompt] < len(self.starts)
-                     and self.starts[context[c.prompt]] > self.boundary]
+
+            def after(c: RecordedCall) -> bool:
+                """Whether `c`'s reply and usage both come after the last line compress
+                wrote (an older Codex CLI writes a call's usage before its reply: one
+                compress restated is of no call made since)."""
+                if c.prompt >= len(context) or context[c.prompt] >= len(self.starts):
+                    return False
+                start = self.starts[context[c.prompt]]
+                return min(start, c.at or start) > self.boundary
+
+            since = [c for c in self.layout.calls if restates and c.billed > 0 and after(c)]
             kept = [replace(c, billed=0) for c in self.layout.calls
                     if (c.hidden or c.reasoning) and c not in since]
             if since:
@@ -650,7 +658,7 @@ def _transcript(scanner: Scanner, emitted: list[Message], records: Sequence[Reco
     assert layout is not None and scanner.format is not None
     seen = set(layout.context) | set(layout.sidechain)
     outside = [i for i in range(len(emitted)) if i not in seen]
-    place = {n: k for k, n in enumerate(outside)}
+    place = {n: k for k, n in enumerate([*layout.context, *layout.sidechain, *outside])}
     earlier = tuple(place[n] for n in layout.earlier if n in place)
     return Transcript(
         format=scanner.format.name,

@@ -233,10 +233,11 @@ class Context:
         sent beside the messages stands for it (as a compressed file's lines carry it;
         see loader.Scanner._stale_calls)."""
         if self._call is not None:
-            from .compression.writer import carried
+            from .compression.writer import carried, carried_slope
 
-            left = carried(bill)
-            self._call = Call(0, left, None, None) if left else None
+            left = carried(bill)  # (and the slope it was billed with: its own, maybe)
+            self._call = None if left is None else \
+                Call(0, left, None, None, slope=carried_slope(bill))
         self._trigger = None
 
     def _read(self, message: dict[str, Any], number: int) -> tuple[Message, MessageCount]:

@@ -260,9 +260,10 @@ class Transcript:
     failed: tuple[tuple[int, str], ...] = ()  # requests the file records as failed (Layout)
     outside_why: str = ""  # why `outside` is not context, if the reader says
     document: bool = False  # read as one whole document (JSON or text), not line by line
-    # the context before the newest compaction (places in `outside`, in model order) and
-    # the calls made on it (their `prompt` a place in `earlier`): what they measured was
-    # sent besides the messages stands until a call is recorded after it
+    # the context before the newest compaction (places in `messages`, `sidechain` and
+    # `outside` in that order, in model order: a system prompt may be in both contexts)
+    # and the calls made on it (their `prompt` a place in `earlier`): what they measured
+    # was sent besides the messages stands until a call is recorded after it
     earlier: tuple[int, ...] = ()
     earlier_calls: tuple[RecordedCall, ...] = ()
 

@@ -22,7 +22,7 @@ from ctxpack.errors import UsageError
 from ctxpack.models import TABLE
 from ctxpack.transcript import RecordedCall
 
-from .conftest import SAMPLES
+from .conftest import CORPUS, SAMPLES
 from .helpers import ctxpack as run_ctxpack
 
 CLAUDE_CODE = SAMPLES / "coding-agent.claude-code.jsonl"
@@ -55,11 +55,13 @@ def test_a_claude_code_session_is_anchored_on_its_last_recorded_call() -> None:
     assert last_billed_prompt(CLAUDE_CODE) < c.tokens < last_billed_prompt(CLAUDE_CODE) + 2_000
     # the slope its own calls show (near the table's); not in the file: the overhead
     # `calibrate` fits the same file, in the file the rest
-    assert abs(c.slope - slope_of("claude-opus-4-6")) < 0.1
+    assert c.after is not None and abs(c.after - slope_of("claude-opus-4-6")) < 0.1
     fitted = json.loads(run_ctxpack("calibrate", str(CLAUDE_CODE), "--json").out)[0]
-    assert round(c.slope, 3) == fitted["slope"]
+    assert round(c.after, 3) == fitted["slope"]
     assert abs(c.not_in_file - fitted["overhead"]) <= 5  # (calibrate rounds the slope)
     assert c.not_in_file == c.tokens - c.visible > 10 * s.tokens  # most is not in the file
+    # other messages are billed on the line from that overhead through the bill
+    assert c.overhead == c.not_in_file and c(c.counted) == c.tokens
     assert s.context_ratio == round(c.tokens / s.context_window, 4)
     assert 0 <= c.error < 0.02
 
@@ -211,6 +213,46 @@ def test_the_compress_report_shows_the_visible_and_the_billed_figures(tmp_path: 
         "not in the file" in said, said
 
 
+def _split_by_its_fit() -> list:
+    """Files whose bill stats splits by the file's own fit, where the line through the last
+    call would leave another overhead: the Claude Code and Codex samples, a resumed corpus
+    session whose steps grow steeper than its prompts as a whole (1.34 and 1.18), and a
+    Codex session of an older CLI, which writes a call's usage before its reply (compress
+    restates the usage of the records it keeps)."""
+    corpus = [CORPUS / "claude-code" / "solsmile__claude-session.jsonl",
+              CORPUS / "codex" / "rtchess__exported-session.jsonl"]
+    return [CLAUDE_CODE, SAMPLES / "refactor.codex.jsonl",
+            *(pytest.param(p, id=p.name.split("__")[0], marks=pytest.mark.skipif(
+                not p.is_file(), reason="corpus not found beside the checkout"))
+              for p in corpus)]
+
+
+@pytest.mark.parametrize("path", _split_by_its_fit())
+def test_compress_leaves_what_is_not_in_the_file_as_stats_splits_the_input(
+        tmp_path: Path, path: Path) -> None:
+    def context(of: Path) -> dict:
+        run = run_ctxpack("stats", str(of), "--json")
+        assert run.code == 0, run.err
+        return json.loads(run.out)["files"][0]["context"]
+
+    before = context(path)
+    assert before["kind"] == "anchored" and before["overhead"] == before["not_in_file"] > 0
+    out, report = tmp_path / f"out{path.suffix}", tmp_path / "report.json"
+    budget = before["not_in_file"] + before["visible"] // 2
+    run = run_ctxpack("compress", str(path), "--budget", str(budget), "-o", str(out),
+                      "--report-json", str(report))
+    assert run.code == 0, run.err
+    billed = json.loads(report.read_text())["billed"]
+    after = context(out)
+    # what compress says it started from and wrote is what stats says of each file, and
+    # what is not in the file is the same in all three
+    assert billed["tokens_before"] == before["tokens"] and billed["tokens_after"] == \
+        after["tokens"] < before["tokens"]
+    assert billed["not_in_file"] == after["not_in_file"] == before["not_in_file"]
+    assert f"{billed['tokens_after']:,} tokens, {before['not_in_file']:,} of them sent but " \
+        "not in the file" in " ".join(run.err.split())
+
+
 def test_the_library_anchors_on_the_usage_it_is_told() -> None:
     messages = [{"role": "system", "content": "You help."},
                 {"role": "user", "content": "Summarize the plan. " * 200},
@@ -283,8 +325,8 @@ def test_calibrate_fits_a_slope_and_overhead_and_writes_them(tmp_path: Path) -> 
              estimated=False, table=table)
     assert b.kind == "calibrated" and b.slope == row["slope"]
     s = stats(SAMPLES / "refactor.codex.jsonl", cache=False)
-    assert s.context is not None and round(s.context.slope, 3) == row["slope"]
-    assert s.context.slope != slope_of("gpt-5.1-codex")
+    assert s.context is not None and s.context.after is not None
+    assert round(s.context.after, 3) == row["slope"] != slope_of("gpt-5.1-codex")
 
 
 def test_calibrate_without_recorded_usage_says_so() -> None:

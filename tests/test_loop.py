@@ -306,6 +306,25 @@ def test_usage_anchors_the_count_as_the_file_api_does() -> None:
 
 
 @pytest.mark.usefixtures("exact_tokens")
+def test_usage_below_the_count_bills_what_is_kept_as_the_file_api_does() -> None:
+    # the provider billed less than the count (an agent that sends less than it holds):
+    # the loop's own ratio bills the context, and what compress keeps, as the file API's
+    # report says, not as a loop with no usage told
+    messages = sample_messages()
+    last = replies(messages)[-1]
+    ctx = Context("gpt-4o", 1_500)
+    ctx.extend(messages[:last])
+    usage = ctx.tokens * 9 // 10
+    ctx.append(messages[last], usage=usage)
+    ctx.extend(messages[last + 1:])
+    out, report = ctxpack.compress(messages, model="gpt-4o", budget=1_500, usage=usage)
+    assert report.billed["kind"] == "anchored" and report.billed["slope"] < 1
+    assert report.billed["not_in_file"] == 0 and ctx.billed == report.billed["tokens_before"]
+    assert ctx.compress() is not None and ctx.messages == out
+    assert ctx.billed == report.billed["tokens_after"] < ctx.tokens
+
+
+@pytest.mark.usefixtures("exact_tokens")
 def test_a_usage_of_the_last_call_is_what_it_was_given() -> None:
     ctx = Context("gpt-4o", 20_000)
     ctx.append({"role": "user", "content": "hi"})

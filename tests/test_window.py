@@ -152,9 +152,9 @@ def test_sessions_split_as_calibrate_fits_them(name: str) -> None:
     assert c is not None and c.kind == "anchored"
     # the slope the split is made with is the one calibrate reads off the file, not the
     # table's
-    assert round(c.slope, 3) == fitted["slope"]
-    assert c.slope != slope_of(load(path).calls[-1].model)
-    assert 0 < c.not_in_file == c.tokens - c.visible
+    assert c.after is not None and round(c.after, 3) == fitted["slope"]
+    assert c.after != slope_of(load(path).calls[-1].model)
+    assert 0 < c.not_in_file == c.tokens - c.visible == c(0) and c(c.counted) == c.tokens
     # what the file does not hold is the system prompt and tool schemas the agent sends:
     # within 15% of the overhead calibrate fits. (solsmile, a resumed session, steps up
     # more steeply than its prompts grow as a whole: the last call's gap, 5,815, took the
@@ -222,6 +222,135 @@ def test_a_call_after_the_compaction_anchors_the_bill_again(tmp_path: Path) -> N
     c = s.context
     assert c is not None and c.kind == "anchored" and c.calls == 1
     assert 40_000 < c.tokens < 40_000 + 100  # the prompt recorded, and its short reply
+
+
+def test_compress_of_a_file_billed_below_its_count_is_billed_as_it_said(
+        tmp_path: Path) -> None:
+    # every call billed below the calibrated count of its prompt (an agent that sends less
+    # than it logs): the file's own ratio bills it, none of it outside the file; what
+    # compress wrote is billed so again, not as a file with no usage (the table's 25,000
+    # besides the messages)
+    out, parent, rough = [], None, 3
+    for k in range(1, 9):
+        out.append(claude_code_line("user", k, parent, f"step {k}: {WORDS}"))
+        rough += len(WORDS) // 5 + 8
+        out.append(claude_code_line(
+            "assistant", k, f"user{k}", [{"type": "text", "text": f"done {k}"}],
+            id=f"m{k}", model="claude-opus-4-6", usage=usage(rough, 10)))
+        rough += 8
+        parent = f"assistant{k}"
+    path, written = tmp_path / "below.jsonl", tmp_path / "out.jsonl"
+    path.write_text("".join(out))
+    before = stats(path, cache=False).context
+    assert before is not None and before.kind == "anchored" and before.not_in_file == 0
+    assert before.slope < slope_of("claude-opus-4-6")
+    said = " ".join(run_ctxpack("stats", str(path)).out.split())
+    assert "none of it counted as not in the file: the last call anchored on was billed " \
+        "below the calibrated count of its prompt" in said
+    run = run_ctxpack("compress", str(path), "--budget", str(before.tokens // 2), "-o",
+                      str(written))
+    assert run.code == 0, run.err
+    after = stats(written, cache=False).context
+    assert after is not None and (after.kind, after.not_in_file) == ("anchored", 0)
+    assert f"-> {after.tokens:,} tokens, 0 of them sent but not in the file" in \
+        " ".join(run.err.split())
+
+
+CODEX_UNLOGGED = 6_300  # what this Codex session sends besides its messages (tool schemas)
+TASK = "Rates with more than two decimals are rounded wrong in parse_rate; find why and fix it."
+# each step: a command, what it printed, and the prompt size the provider recorded for the
+# call that asked for it (1.01 × its prompt as counted, plus CODEX_UNLOGGED, give or take)
+CODEX_STEPS = [
+    ("rg -n 'def parse_rate' src", "\n".join(
+        f"src/rates/module_{k}.py:{10 + k}: def parse_rate(value: str) -> Decimal:"
+        for k in range(40)), 6_781),
+    ("sed -n 1,160p src/rates/parse.py", "\n".join(
+        f"    {k:>3}  amount = Decimal(raw[{k}]).quantize(Decimal('0.01'))  # rule {k}"
+        for k in range(160)), 7_630),
+    ("python -m pytest tests/test_parse.py -q", "\n".join(
+        f"tests/test_parse.py::test_case_{k} PASSED" for k in range(120)), 11_905),
+    ("git diff --stat", "\n".join(f" src/rates/module_{k}.py | {k % 7 + 1} +-"
+                                  for k in range(60)), 13_399),
+    ("cat docs/rates.md", "\n".join(f"Rates are read from the feed at step {k}; a missing "
+                                     "value keeps the last one." for k in range(150)), 14_180),
+]
+
+
+def codex_session(tmp_path: Path, compacted: bool) -> Path:
+    """A Codex rollout (CLI 0.128, gpt-5.4) of five shell steps, each call's usage in its
+    `token_count` event; `compacted`: then the CLI's compaction (a `compacted` line whose
+    replacement history is the task and a summary, `context_compacted`, a new turn) and
+    the person's next message, with no call recorded since."""
+    def line(kind: str, payload: object) -> dict:
+        return {"timestamp": "2026-03-02T10:00:00.000Z", "type": kind, "payload": payload}
+
+    def message(role: str, text: str) -> dict:
+        kind = "output_text" if role == "assistant" else "input_text"
+        return {"type": "message", "role": role, "content": [{"type": kind, "text": text}]}
+
+    def counts(prompt: int, total: int) -> dict:
+        def one(n: int) -> dict:
+            return {"input_tokens": n, "cached_input_tokens": max(0, n - 900),
+                    "output_tokens": 120, "reasoning_output_tokens": 0,
+                    "total_tokens": n + 120}
+        return line("event_msg", {"type": "token_count", "info": {
+            "total_token_usage": one(total), "last_token_usage": one(prompt),
+            "model_context_window": 258_400}})
+
+    turn = {"cwd": "/home/dev/rates", "approval_policy": "on-request", "model": "gpt-5.4"}
+    records = [
+        line("session_meta", {"id": "019c2f6e-7d1a", "cwd": "/home/dev/rates",
+                              "originator": "codex_cli_rs", "cli_version": "0.128.0",
+                              "base_instructions": {"text": "You are Codex, a coding agent "
+                                                    "based on GPT-5.\n" * 30}}),
+        line("turn_context", {"turn_id": "t1", **turn}),
+        line("response_item", message("user", "<environment_context>\n  <cwd>/home/dev/rates"
+                                              "</cwd>\n</environment_context>")),
+        line("response_item", message("user", TASK)),
+        line("event_msg", {"type": "user_message", "message": TASK}),
+        line("event_msg", {"type": "token_count", "info": None})]
+    total = 0
+    for k, (command, printed, billed) in enumerate(CODEX_STEPS):
+        total += billed
+        records += [
+            line("response_item", message("assistant", f"Running `{command}`.")),
+            line("response_item", {"type": "function_call", "name": "shell_command",
+                                   "arguments": json.dumps({"command": command}),
+                                   "call_id": f"call_{k}"}),
+            counts(billed, total),
+            line("response_item", {"type": "function_call_output", "call_id": f"call_{k}",
+                                   "output": f"Exit code: 0\nOutput:\n{printed}"})]
+    if compacted:
+        summary = ("parse_rate quantizes to Decimal('0.01') in src/rates/parse.py; the tests "
+                   "pass. Next: round half-even.")
+        records += [
+            line("compacted", {"message": summary, "replacement_history": [
+                message("user", TASK), message("user", summary)]}),
+            line("event_msg", {"type": "context_compacted"}),
+            line("turn_context", {"turn_id": "t2", **turn}),
+            line("response_item", message("user", "Make it round half-even, with a test."))]
+    path = tmp_path / f"rollout{'-compacted' * compacted}.jsonl"
+    path.write_text("".join(json.dumps(r) + "\n" for r in records))
+    return path
+
+
+def test_after_a_codex_compaction_the_overhead_measured_before_it_stands(
+        tmp_path: Path) -> None:
+    before = stats(codex_session(tmp_path, compacted=False), cache=False).context
+    assert before is not None and before.kind == "anchored"
+    path = codex_session(tmp_path, compacted=True)
+    s = stats(path, cache=False)
+    c = s.context
+    assert c is not None and s.outside["messages"] == 17  # the task and the steps, compacted
+    # no call since the compaction: the five before it said what is sent unlogged (the
+    # table's 5,500 for Codex is not this agent's), as they split the bill before it
+    assert c.kind == "calibrated" and abs(c.not_in_file - CODEX_UNLOGGED) < 100
+    assert abs(c.not_in_file - before.not_in_file) <= 2
+    assert c.tokens == round(c.slope * c.counted + c.overhead) < before.tokens
+    # a loaded transcript (its system prompt in both contexts), and compress, bill it the same
+    assert stats(load(path), cache=False).to_dict() == s.to_dict()
+    assert compress_file(path, Options(), cache=False).report.billed["tokens_before"] == \
+        c.tokens
 
 
 @pytest.mark.corpus

@@ -345,8 +345,9 @@ def of_transcript(t: Transcript, model: str | None, table: ModelTable,
         counter = counting.done()
     finally:
         counting.close()
+    every = (*t.messages, *t.sidechain, *t.outside)
     earlier = None if any(c.billed > 0 for c in t.calls) else \
-        ([counter.message(t.outside[k]).total for k in t.earlier], t.earlier_calls)
+        ([counter.message(every[k]).total for k in t.earlier], t.earlier_calls)
     return _input(t, counter, counts, outputs,  # type: ignore[arg-type]
                   lambda wanted: {i: t.messages[i] for i in wanted}, model is not None,
                   earlier=earlier, **more)

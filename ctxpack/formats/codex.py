@@ -253,6 +253,11 @@ class CodexReader:
         # each call's reply (its number, model) and what was told of the call
         self.recorded: list[tuple[int, str | None, _Told]] = []
         self.told: _Told | None = None  # the newest call told of
+        # the context the newest compaction replaced that calls were made on, and whether
+        # reasoning was sent encrypted in it: those calls measured what is sent besides
+        # the messages until one is made after it (see calibration.bill)
+        self.earlier: list[int] = []
+        self.earlier_encrypted = False
 
     def feed(self, line: int, record: dict[str, Any]) -> list[Message]:
         kind, payload = record.get("type"), record.get("payload")
@@ -316,6 +321,10 @@ class CodexReader:
 
     def _compacted(self, line: int, record: dict[str, Any],
                    payload: dict[str, Any]) -> list[Message]:
+        replies = {n for n, _, _ in self.recorded}
+        if any(n in replies for n in self.window):  # (else the one before stands)
+            self.earlier = ([] if self.system is None else [self.system]) + self.window
+            self.earlier_encrypted = bool(self.encrypted_items)
         self.window = []
         self.reply = self.ahead = None
         self.encrypted_items = self.encrypted_chars = 0
@@ -401,20 +410,29 @@ class CodexReader:
 
     def finish(self) -> tuple[list[Message], Layout]:
         context = ([] if self.system is None else [self.system]) + self.window
-        where = {n: i for i, n in enumerate(context)}
         model = self.model or self.meta_model
+        return [], Layout(context, model=model, usage=self.usage(),
+                          calls=self._calls_on(context, bool(self.encrypted_items), model),
+                          outside_why="before a compaction, or a system prompt replaced since",
+                          earlier=self.earlier,
+                          earlier_calls=self._calls_on(self.earlier, self.earlier_encrypted,
+                                                       model))
+
+    def _calls_on(self, context: list[int], encrypted: bool,
+                  model: str | None) -> list[RecordedCall]:
+        """The recorded calls whose replies are in `context` (message numbers), each at its
+        reply's place there; `encrypted`: whether reasoning was sent encrypted in it."""
+        where = {n: i for i, n in enumerate(context)}
         # reasoning the file holds only encrypted is sent back with the next prompts: for
         # good, or (older models) until the next user message
         users = [i for i, n in enumerate(context) if n in self.users]
-        calls = [RecordedCall(where[n], t.billed, t.output, reply_model or model,
-                              reasoning=t.reasoning if self.encrypted_items else 0,
-                              until=None if keeps_reasoning(reply_model or model) or
-                              (after := bisect.bisect_right(users, where[n])) == len(users)
-                              else users[after], problem=t.wrong, at=t.at, summed=t.added,
-                              window=t.window)
-                 for n, reply_model, t in self.recorded if n in where]
-        return [], Layout(context, model=model, usage=self.usage(), calls=calls,
-                          outside_why="before a compaction, or a system prompt replaced since")
+        return [RecordedCall(where[n], t.billed, t.output, reply_model or model,
+                             reasoning=t.reasoning if encrypted else 0,
+                             until=None if keeps_reasoning(reply_model or model) or
+                             (after := bisect.bisect_right(users, where[n])) == len(users)
+                             else users[after], problem=t.wrong, at=t.at, summed=t.added,
+                             window=t.window)
+                for n, reply_model, t in self.recorded if n in where]
 
 
 def _restated(before: tuple[Any, Any] | None, now: tuple[Any, Any]) -> bool:

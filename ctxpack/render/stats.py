@@ -168,7 +168,7 @@ def context_lines(f: FileStats) -> list[str]:
         f"says {c.below:,}, below the count of its own prompt, so none is used"
     how = {"calibrated": f"calibrated: {slope_text(c.slope)} × the count{unlogged}{below}",
            "anchored": f"anchored on {_anchor_of(c)}, "
-                       f"+ {slope_text(c.slope)} × the count of what came after",
+                       f"+ {slope_text(c.after or c.slope)} × the count of what came after",
            "estimated": "estimated: counted with another tokenizer, not calibrated"}[c.kind]
     error = "error unknown" if c.error is None else \
         f"expected error ±{c.error:.1%}"
@@ -176,6 +176,10 @@ def context_lines(f: FileStats) -> list[str]:
     if c.not_in_file:
         why = f.not_in_file_why or unlogged_cause()
         lines.append(f"  in the file {c.visible:,}, not in the file {c.not_in_file:,} ({why})")
+    elif c.kind == "anchored":
+        lines.append("  none of it counted as not in the file: the last call anchored on was "
+                     "billed below the calibrated count of its prompt, so the file's own "
+                     "ratio is the slope (the file may hold more than was sent)")
     return lines + passed_lines(f) + window_lines(f) + set_aside_lines(f)
 
 
