@@ -288,8 +288,20 @@ def test_a_running_total_no_count_can_be_sets_its_call_aside(tmp_path: Path, whi
     h, b = usage_of(honest), usage_of(bad)
     assert b["calls_set_aside"] == 1 and b["calls"] == h["calls"] - 1
     assert b["calls"] == len(load(bad).calls)
-    # the running total stays one the file holds, with the call's share taken out
-    assert 0 < b["input_tokens"] <= h["input_tokens"]
+    # the table's totals are the kept calls': the call's own usage taken back out
+    share = dict(events)[line]["last_token_usage"]
+    assert b["input_tokens"] == h["input_tokens"] - share["input_tokens"]
+    assert b["output_tokens"] == h["output_tokens"] - share["output_tokens"]
+
+
+def test_a_running_total_going_backwards_does_not_change_the_table(tmp_path: Path) -> None:
+    """A running total that falls (made up, or restarted) is no measure of what the calls
+    used: the table sums each call's own usage, as the file holds it."""
+    name = "rtchess__exported-session.jsonl"
+    line = codex_events(name)[-1][0]
+    honest, bad = codex_copy(tmp_path, name, line, "total_token_usage", "input_tokens", 5)
+    h, b = usage_of(honest), usage_of(bad)
+    assert b == h and h["input_tokens"] > 1_000_000
 
 
 def test_the_table_counts_the_calls_kept_when_a_middle_one_is_set_aside(tmp_path: Path
