@@ -45,6 +45,7 @@ judged by this.
 from __future__ import annotations
 
 import itertools
+import math
 from collections.abc import Callable, Mapping, Sequence
 from dataclasses import dataclass
 from typing import Any
@@ -78,7 +79,8 @@ MARGIN = 100_000
 class SetAside:
     """Recorded usage left out of the bill and the window, at its line, and why: a call's
     that cannot be true (at the line of its reply; `call`: the call itself, where it was
-    read as one), or, not `readable`, a record of usage that cannot be read; at `place`
+    read as one), a record of run totals that cannot be true (no `call`: see
+    `wrong_totals`), or, not `readable`, a record of usage that cannot be read; at `place`
     in a document (`line 38 event 3`, as Message.where says it; "" where its line tells
     it), and in `file` where that is not the transcript's (its path)."""
 
@@ -116,6 +118,39 @@ def wrong_counts(usage: Any, fields: Sequence[str], prefix: str = "") -> str:
         return ""
     return ", ".join(f"{prefix}{f} {shown(usage[f])}" for f in fields
                      if miscounted(usage.get(f)))
+
+
+def wrong_totals(line: int, counts: str, costs: str = "", place: str = "", item: int = 0
+                 ) -> SetAside | None:
+    """A record of run totals (a run's `result` stats, an agent's tally of its session) at
+    `line` with values no token count can be (`counts`, as `wrong_counts` names them) or no
+    cost (`costs`, as `wrong_costs` does), set aside; None where it has none. In a document
+    it is placed as a call's usage is: its problem opens with its `place` (`info`), and a
+    document printed over many lines gives the line its item starts on, `item`. Its totals
+    are then left out of the usage summary: no part of them is counted."""
+    if not counts and not costs:
+        return None
+    what = "a token count is a whole number, zero or more" if counts else ""
+    what += (", and " if what else "") + "a cost is a number, zero or more" if costs else ""
+    why = (f"recorded run totals ({', '.join(w for w in (counts, costs) if w)}) cannot be "
+           f"true: {what}; set aside, not counted in the usage totals")
+    return SetAside(item or line, f"{place}: {why}" if place else why,
+                    place=where_in(place, item) if place else "")
+
+
+def wrong_costs(record: Any, fields: Sequence[str], prefix: str = "") -> str:
+    """The `fields` of a record that no cost can be (a cost is a number, zero or more; a
+    missing or null field is no cost, not a wrong one), named as `wrong_counts` names
+    counts ("": none)."""
+    if not isinstance(record, Mapping):
+        return ""
+    return ", ".join(f"{prefix}{f} {shown(record[f])}" for f in fields
+                     if record.get(f) is not None and not _cost(record[f]))
+
+
+def _cost(value: Any) -> bool:
+    return isinstance(value, (int, float)) and not isinstance(value, bool) \
+        and math.isfinite(value) and value >= 0
 
 
 Summed = tuple[tuple[str, int], ...]  # as `RecordedCall.summed`
