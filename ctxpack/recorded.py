@@ -153,10 +153,10 @@ def _cost(value: Any) -> bool:
         and math.isfinite(value) and value >= 0
 
 
-Summed = tuple[tuple[str, int], ...]  # as `RecordedCall.summed`
+Summed = tuple[tuple[str, int | float], ...]  # as `RecordedCall.summed`
 
 
-def summed(**amounts: int) -> Summed:
+def summed(**amounts: int | float) -> Summed:
     """What a reader added to its usage summary for one call, as `RecordedCall.summed`."""
     return tuple(amounts.items())
 
@@ -282,8 +282,8 @@ def believed_usage(usage: dict[str, Any], aside: Sequence[SetAside],
                    ) -> dict[str, Any]:
     """A file's usage summary without the calls set aside (`aside` of the context, whose
     calls `kept` can be true, and `earlier`, of the context before a compaction): what
-    each added to it taken back out (never below 0: a running total the agent kept may
-    never have held a count made up in one call's record), `calls` less them,
+    each added to it taken back out, its cost (`cost_usd`) too (never below 0: a total the
+    agent kept may never have held a count made up in one call's record), `calls` less them,
     `calls_set_aside` how many there were, and the last prompt size the last kept call's
     where the last one recorded was set aside (none where no call was kept)."""
     last = [x.call for x in aside if x.call is not None]
@@ -293,8 +293,10 @@ def believed_usage(usage: dict[str, Any], aside: Sequence[SetAside],
     out = dict(usage)
     for call in calls:
         for key, amount in call.summed:
-            if isinstance(out.get(key), int):
-                out[key] = max(out[key] - amount, 0)
+            value = out.get(key)
+            if isinstance(value, (int, float)) and not isinstance(value, bool):
+                left = max(value - amount, 0)  # (a cost is rounded as the readers round it)
+                out[key] = round(left, 6) if isinstance(left, float) else left
     if isinstance(out.get("calls"), int):
         out["calls"] = max(out["calls"] - sum(1 for c in calls if c.summed), 0)
     out["calls_set_aside"] = len(calls)

@@ -189,6 +189,9 @@ def test_every_reader_names_a_count_no_token_count_can_be(
     # (a total never grows; the last prompt is the last kept call's, which may be larger)
     assert all(bu.get(k, 0) <= v for k, v in hu.items()
                if type(v) is int and k not in ("calls", "last_input_tokens"))
+    # nor is its cost summed, where the file records what each call cost
+    if "cost_usd" in hu:
+        assert bu.get("cost_usd", 0) < hu["cost_usd"], (hu, bu)
 
 
 def test_the_usage_table_sums_only_the_calls_believed(tmp_path: Path) -> None:
@@ -354,6 +357,9 @@ def test_an_aider_amount_aider_never_prints_sets_its_call_aside(tmp_path: Path,
     assert [x["line"] for x in bad["usage_set_aside"]] == [at + 1]
     assert bad["usage"]["calls_set_aside"] == 1
     assert bad["usage"]["calls"] == honest["usage"]["calls"] - 1
+    # the message's cost the line prints is left out with it
+    cost = float(rest.split("Cost: $", 1)[1].split()[0])
+    assert cost > 0 and bad["usage"]["cost_usd"] == round(honest["usage"]["cost_usd"] - cost, 6)
 
 
 def result_line(name: str, edit: Callable[[dict[str, Any]], None]
