@@ -259,6 +259,27 @@ def test_the_library_passes_over_usage_far_below_the_count_and_says_so() -> None
     assert ctx.billed == plain.billed["tokens_before"]
 
 
+def test_compress_says_when_it_passes_over_a_files_last_call(tmp_path: Path) -> None:
+    """The file's last call made up small is passed over by compress's bill as by stats',
+    and compress says so as the library does."""
+    lines = CLAUDE_CODE.read_text().splitlines()
+    records = [json.loads(x) for x in lines]
+    last = max(n for n, r in enumerate(records) if "usage" in r.get("message", {}))
+    for n, r in enumerate(records):
+        if r.get("message", {}).get("id") == records[last]["message"]["id"]:
+            r["message"]["usage"].update(input_tokens=10, cache_creation_input_tokens=0,
+                                         cache_read_input_tokens=0)
+            lines[n] = json.dumps(r)
+    path = tmp_path / "run.jsonl"
+    path.write_text("\n".join(lines) + "\n")
+    c = stats(path, cache=False).context
+    assert c is not None and c.kind == "anchored" and len(c.passed) == 1
+    said = " ".join(run_ctxpack("compress", "--dry-run", str(path)).err.split())
+    assert "warning: the usage of the last call (10 tokens) is far below the count of what " \
+        "was sent" in said and f"passed over; anchored on call {c.calls - 1} of {c.calls}" \
+        in said, said
+
+
 def test_the_library_bounds_usage_by_the_models_window_as_a_file_is(tmp_path: Path) -> None:
     """One bound for a prompt size, the library's `usage=` and a file's recorded calls
     alike: five times the model's window (claude-opus-4-6: 200,000), not the largest any

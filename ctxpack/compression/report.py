@@ -101,7 +101,7 @@ def _passed_over(b: Bill) -> list[str]:
            "passed over")
     if b.below:
         return [f"{why}; billed as with no usage recorded"]
-    return [f"{why}; billed on call {b.calls - n:,} of {b.calls:,}"]
+    return [f"{why}; anchored on call {b.calls - n:,} of {b.calls:,}"]
 
 
 def _billed(given: Input, plans: list[Plan]) -> dict[str, Any]:
