@@ -35,7 +35,7 @@ from typing import Any
 from .errors import UsageError
 from .formats import model_of
 from .models import SLOPES, TABLE, ModelTable, model_key, overhead_bound
-from .recorded import MOST
+from .recorded import most_for
 from .tokens import REPLY_PRIMING, MessageCount, TokenCounter
 from .transcript import Message, RecordedCall, Transcript
 
@@ -400,21 +400,28 @@ def bill_for(counts: Sequence[int], calls: Sequence[Call], named: str | None,
 _PROMPT_FIELDS = ("input_tokens", "cache_creation_input_tokens", "cache_read_input_tokens")
 
 
-def reported(t: Transcript, usage: Any) -> Transcript:
+def reported(t: Transcript, usage: Any, model: str | None = None) -> Transcript:
     """`t` with the provider's usage of its last call, the one whose reply is its last
     assistant message: a prompt size, or the usage object (or dict) the API returned
-    (see `prompt_size`). Its bill is then anchored on it."""
-    return replace(t, calls=(*t.calls, last_call(t.messages, usage)))
+    (see `prompt_size`), of `model` where the reply names none. Its bill is then anchored
+    on it, unless it is far below the count (see `far_below`), as a file's calls are."""
+    return replace(t, calls=(*t.calls, last_call(t.messages, usage, model)))
 
 
-def last_call(messages: Sequence[Any], usage: Any) -> Call:
+def last_call(messages: Sequence[Any], usage: Any, model: str | None = None) -> Call:
     """The call whose reply is the last assistant message of `messages`, billed as
-    `usage` says (see `prompt_size`)."""
+    `usage` says (see `prompt_size`). A prompt no call of its model (the reply's, else
+    `model`) can hold is refused, by the bound a file's recorded calls are held to
+    (ctxpack.recorded.most_for)."""
     billed = prompt_size(usage)
     last = max((i for i, m in enumerate(messages) if m.role == "assistant"), default=None)
     if last is None:
         raise UsageError("usage is of the last call, whose reply is the last assistant "
                          "message: there is none")
+    most, why = most_for(messages[last].model or model)
+    if billed > most:
+        raise UsageError(f"usage: a prompt of {billed:,} tokens cannot be true: more than "
+                         f"{most:,}, {why}", "pass response.usage as the API gave it")
     return Call(last, billed, None, messages[last].model)
 
 
@@ -422,8 +429,7 @@ def prompt_size(usage: Any) -> int:
     """The prompt size of a call: a number, or the usage object (or dict) the API
     returned — Anthropic Messages (input_tokens and both cache fields), Chat Completions
     (prompt_tokens), the Responses API (input_tokens), Gemini's usage_metadata
-    (prompt_token_count, cached content included; promptTokenCount in its REST JSON). One
-    no model could have taken (see ctxpack.recorded) is refused as a file's is set aside."""
+    (prompt_token_count, cached content included; promptTokenCount in its REST JSON)."""
     def field(name: str) -> Any:
         return usage.get(name) if isinstance(usage, dict) else getattr(usage, name, None)
 
@@ -440,10 +446,6 @@ def prompt_size(usage: Any) -> int:
     if not isinstance(billed, int) or isinstance(billed, bool) or billed <= 0:
         raise UsageError("usage: expected the prompt size of the last call (a positive "
                          "number) or the usage the API returned for it",
-                         "pass response.usage as the API gave it")
-    if billed > MOST:
-        raise UsageError(f"usage: a prompt of {billed:,} tokens cannot be true: more than "
-                         f"{MOST:,}, twice the largest window of any model",
                          "pass response.usage as the API gave it")
     return billed
 

@@ -126,8 +126,10 @@ class Context:
         """What the provider reported of the call whose reply is the last assistant
         message: `response.usage` as the API returned it (Chat Completions, Anthropic
         Messages, Responses), or the prompt size. The count is anchored on it, as the
-        file API's `usage=` is: the trigger and target are then of what is billed."""
-        self._call = last_call(self._parsed, usage)
+        file API's `usage=` is: the trigger and target are then of what is billed. One no
+        call of the model can hold is refused (UsageError); one far below the count is
+        passed over, as a file's recorded call is (a compress's report says so)."""
+        self._call = last_call(self._parsed, usage, self.model)
         self._trigger = None
 
     def extend(self, messages: Iterable[Any]) -> None:

@@ -45,6 +45,7 @@ judged by this.
 from __future__ import annotations
 
 import itertools
+import math
 from collections.abc import Callable, Mapping, Sequence
 from dataclasses import dataclass
 from typing import Any
@@ -78,7 +79,8 @@ MARGIN = 100_000
 class SetAside:
     """Recorded usage left out of the bill and the window, at its line, and why: a call's
     that cannot be true (at the line of its reply; `call`: the call itself, where it was
-    read as one), or, not `readable`, a record of usage that cannot be read; at `place`
+    read as one), a record of run totals that cannot be true (no `call`: see
+    `wrong_totals`), or, not `readable`, a record of usage that cannot be read; at `place`
     in a document (`line 38 event 3`, as Message.where says it; "" where its line tells
     it), and in `file` where that is not the transcript's (its path)."""
 
@@ -118,10 +120,43 @@ def wrong_counts(usage: Any, fields: Sequence[str], prefix: str = "") -> str:
                      if miscounted(usage.get(f)))
 
 
-Summed = tuple[tuple[str, int], ...]  # as `RecordedCall.summed`
+def wrong_totals(line: int, counts: str, costs: str = "", place: str = "", item: int = 0
+                 ) -> SetAside | None:
+    """A record of run totals (a run's `result` stats, an agent's tally of its session) at
+    `line` with values no token count can be (`counts`, as `wrong_counts` names them) or no
+    cost (`costs`, as `wrong_costs` does), set aside; None where it has none. In a document
+    it is placed as a call's usage is: its problem opens with its `place` (`info`), and a
+    document printed over many lines gives the line its item starts on, `item`. Its totals
+    are then left out of the usage summary: no part of them is counted."""
+    if not counts and not costs:
+        return None
+    what = "a token count is a whole number, zero or more" if counts else ""
+    what += (", and " if what else "") + "a cost is a number, zero or more" if costs else ""
+    why = (f"recorded run totals ({', '.join(w for w in (counts, costs) if w)}) cannot be "
+           f"true: {what}; set aside, not counted in the usage totals")
+    return SetAside(item or line, f"{place}: {why}" if place else why,
+                    place=where_in(place, item) if place else "")
 
 
-def summed(**amounts: int) -> Summed:
+def wrong_costs(record: Any, fields: Sequence[str], prefix: str = "") -> str:
+    """The `fields` of a record that no cost can be (a cost is a number, zero or more; a
+    missing or null field is no cost, not a wrong one), named as `wrong_counts` names
+    counts ("": none)."""
+    if not isinstance(record, Mapping):
+        return ""
+    return ", ".join(f"{prefix}{f} {shown(record[f])}" for f in fields
+                     if record.get(f) is not None and not _cost(record[f]))
+
+
+def _cost(value: Any) -> bool:
+    return isinstance(value, (int, float)) and not isinstance(value, bool) \
+        and math.isfinite(value) and value >= 0
+
+
+Summed = tuple[tuple[str, int | float], ...]  # as `RecordedCall.summed`
+
+
+def summed(**amounts: int | float) -> Summed:
     """What a reader added to its usage summary for one call, as `RecordedCall.summed`."""
     return tuple(amounts.items())
 
@@ -247,8 +282,8 @@ def believed_usage(usage: dict[str, Any], aside: Sequence[SetAside],
                    ) -> dict[str, Any]:
     """A file's usage summary without the calls set aside (`aside` of the context, whose
     calls `kept` can be true, and `earlier`, of the context before a compaction): what
-    each added to it taken back out (never below 0: a running total the agent kept may
-    never have held a count made up in one call's record), `calls` less them,
+    each added to it taken back out, its cost (`cost_usd`) too (never below 0: a total the
+    agent kept may never have held a count made up in one call's record), `calls` less them,
     `calls_set_aside` how many there were, and the last prompt size the last kept call's
     where the last one recorded was set aside (none where no call was kept)."""
     last = [x.call for x in aside if x.call is not None]
@@ -258,8 +293,10 @@ def believed_usage(usage: dict[str, Any], aside: Sequence[SetAside],
     out = dict(usage)
     for call in calls:
         for key, amount in call.summed:
-            if isinstance(out.get(key), int):
-                out[key] = max(out[key] - amount, 0)
+            value = out.get(key)
+            if isinstance(value, (int, float)) and not isinstance(value, bool):
+                left = max(value - amount, 0)  # (a cost is rounded as the readers round it)
+                out[key] = round(left, 6) if isinstance(left, float) else left
     if isinstance(out.get("calls"), int):
         out["calls"] = max(out["calls"] - sum(1 for c in calls if c.summed), 0)
     out["calls_set_aside"] = len(calls)

@@ -218,9 +218,10 @@ class RecordedCall:
     at: int = 0
     place: str = ""
     file: str = ""
-    # what the reader added to the file's usage summary for it (key, amount): taken back
-    # out where the call is set aside (empty: a summary that is no sum of calls)
-    summed: tuple[tuple[str, int], ...] = ()
+    # what the reader added to the file's usage summary for it (key, amount: tokens, or
+    # its cost): taken back out where the call is set aside (empty: a summary that is no
+    # sum of calls)
+    summed: tuple[tuple[str, int | float], ...] = ()
     # the context window the file records for its model (a Codex rollout's
     # `model_context_window`; None: it records none), as written
     window: int | None = None

@@ -278,6 +278,77 @@ def test_the_library_anchors_on_the_usage_it_is_told() -> None:
         assert same.billed == told.billed
 
 
+def test_the_library_passes_over_usage_far_below_the_count_and_says_so() -> None:
+    """A usage the caller gives that is far below the count of what was sent (made up, or
+    a field mixed up) is passed over as stats passes over such a recorded call: the bill is
+    what no usage gives, and the report says why rather than billing it without a word."""
+    messages = [{"role": "system", "content": "You help."},
+                {"role": "user", "content": "Summarize the plan. " * 200},
+                {"role": "assistant", "content": "The plan has three parts. " * 150},
+                {"role": "user", "content": "Go on."}]
+    _, plain = ctxpack.compress(messages, model="claude-opus-4-6", budget=100_000)
+    assert plain.billed["kind"] == "calibrated" and not any("far below" in w
+                                                            for w in plain.warnings)
+    _, told = ctxpack.compress(messages, model="claude-opus-4-6", budget=100_000, usage=5)
+    assert told.billed == plain.billed
+    assert any(w.startswith("the usage of the last call (5 tokens) is far below the count")
+               and "passed over" in w for w in told.warnings), told.warnings
+    # the agent loop bills it alike
+    ctx = ctxpack.Context("claude-opus-4-6", budget=100_000)
+    ctx.extend(messages[:3])
+    ctx.record_usage(5)
+    ctx.append(messages[3])
+    assert ctx.billed == plain.billed["tokens_before"]
+
+
+def test_compress_says_when_it_passes_over_a_files_last_call(tmp_path: Path) -> None:
+    """The file's last call made up small is passed over by compress's bill as by stats',
+    and compress says so as the library does."""
+    lines = CLAUDE_CODE.read_text().splitlines()
+    records = [json.loads(x) for x in lines]
+    last = max(n for n, r in enumerate(records) if "usage" in r.get("message", {}))
+    for n, r in enumerate(records):
+        if r.get("message", {}).get("id") == records[last]["message"]["id"]:
+            r["message"]["usage"].update(input_tokens=10, cache_creation_input_tokens=0,
+                                         cache_read_input_tokens=0)
+            lines[n] = json.dumps(r)
+    path = tmp_path / "run.jsonl"
+    path.write_text("\n".join(lines) + "\n")
+    c = stats(path, cache=False).context
+    assert c is not None and c.kind == "anchored" and len(c.passed) == 1
+    said = " ".join(run_ctxpack("compress", "--dry-run", str(path)).err.split())
+    assert "warning: the usage of the last call (10 tokens) is far below the count of what " \
+        "was sent" in said and f"passed over; anchored on call {c.calls - 1} of {c.calls}" \
+        in said, said
+
+
+def test_the_library_bounds_usage_by_the_models_window_as_a_file_is(tmp_path: Path) -> None:
+    """One bound for a prompt size, the library's `usage=` and a file's recorded calls
+    alike: five times the model's window (claude-opus-4-6: 200,000), not the largest any
+    model has."""
+    model = "claude-opus-4-6"
+    messages = [{"role": "user", "content": "Hello there."},
+                {"role": "assistant", "content": "Hi. What shall we build?"}]
+    most = 5 * TABLE.find(model).context_window
+    bound = f"more than {most:,}, 5 times the 200,000-token window the table gives {model}"
+    for usage in (most + 1, {"input_tokens": most + 1, "output_tokens": 9}):
+        with pytest.raises(UsageError, match=bound):
+            ctxpack.compress(messages, model=model, usage=usage)
+    ctx = ctxpack.Context(model)
+    ctx.extend(messages)
+    with pytest.raises(UsageError, match=bound):
+        ctx.record_usage(most + 1)
+    ctx.record_usage(most - 9)  # (what a call of it can hold is taken)
+    assert ctx.billed >= most - 9
+    # a file's recorded call of that size is set aside by the same bound
+    reply = {**messages[1], "model": model, "usage": {"input_tokens": most + 1,
+                                                      "output_tokens": 9}}
+    path = tmp_path / "chat.jsonl"
+    path.write_text("\n".join(json.dumps(m) for m in (messages[0], reply)) + "\n")
+    said = run_ctxpack("validate", "--format", "anthropic", str(path))
+    assert said.code == 1 and f"{path}:2: " in said.out and bound in said.out, said.out
+
+
 def test_the_config_extends_the_calibration(tmp_path: Path) -> None:
     config = tmp_path / "ctxpack.yaml"
     config.write_text("calibration:\n  - {name: claude-opus-4-6, slope: 1.5, overhead: 9000}\n")

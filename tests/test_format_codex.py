@@ -115,20 +115,25 @@ def test_corpus_context_opens_with_the_newest_system_prompt(path: Path) -> None:
 
 @pytest.mark.corpus
 @pytest.mark.parametrize("path", CODEX)
-def test_corpus_usage_is_the_last_cumulative_token_count(path: Path) -> None:
+def test_corpus_usage_sums_each_calls_own_usage(path: Path) -> None:
     infos = [r["payload"]["info"] for r in records_of(path)
              if r.get("type") == "event_msg" and r["payload"].get("type") == "token_count"
              and r["payload"].get("info")]
     usage = load(path).usage
     assert infos, "every corpus file has token counts"
-    total, last = infos[-1]["total_token_usage"], infos[-1]["last_token_usage"]
-    assert usage["input_tokens"] == total["input_tokens"]
-    assert usage["output_tokens"] == total["output_tokens"]
-    assert usage["cache_read_tokens"] == total["cached_input_tokens"]
-    assert usage["reasoning_tokens"] == total["reasoning_output_tokens"]
+    # each call once: the CLI writes an event again with the same values
+    calls = [b for a, b in zip([None, *infos[:-1]], infos, strict=True) if a != b]
+    for key, field in (("input_tokens", "input_tokens"), ("output_tokens", "output_tokens"),
+                       ("cache_read_tokens", "cached_input_tokens"),
+                       ("reasoning_tokens", "reasoning_output_tokens")):
+        assert usage[key] == sum(c["last_token_usage"][field] for c in calls)
+        totals = [c["total_token_usage"][field] for c in calls]
+        if totals == sorted(totals):  # a running total that never starts again: the same
+            assert usage[key] == totals[-1]
+    last = infos[-1]["last_token_usage"]
     assert usage["last_input_tokens"] == last["input_tokens"]
     assert usage["context_window"] == infos[-1]["model_context_window"]
-    assert 0 < usage["calls"] <= len(infos)
+    assert usage["calls"] == len(calls)
 
 
 @pytest.mark.corpus
@@ -188,7 +193,8 @@ def test_function_call_and_output_pair() -> None:
     assert result.text == "Exit code: 0\nOutput:\nREADME.md\n"
     assert t.model == "gpt-5.5" and t.messages[2].model == "gpt-5.5"
     assert [m.line for m in t.messages] == [1, 3, 4, 5, 6]
-    assert t.usage["calls"] == 1 and t.usage["input_tokens"] == 900  # re-emits not summed
+    # the call's own usage, once: re-emits are not summed
+    assert t.usage["calls"] == 1 and t.usage["input_tokens"] == 400
 
 
 def test_token_counts_holding_a_value_nested_deep_are_read() -> None:
@@ -200,7 +206,7 @@ def test_token_counts_holding_a_value_nested_deep_are_read() -> None:
     data = rollout(meta(), say("user", "hi"), deep, odd).getvalue()
     data = data.replace(b'"@deep@"', b"[" * 5000 + b"]" * 5000)
     t = load(io.BytesIO(data))
-    assert t.usage["calls"] == 1 and t.usage["input_tokens"] == 900
+    assert t.usage["calls"] == 1 and t.usage["input_tokens"] == 400
 
 
 def test_custom_tool_call_apply_patch_pair() -> None:

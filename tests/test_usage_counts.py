@@ -189,6 +189,9 @@ def test_every_reader_names_a_count_no_token_count_can_be(
     # (a total never grows; the last prompt is the last kept call's, which may be larger)
     assert all(bu.get(k, 0) <= v for k, v in hu.items()
                if type(v) is int and k not in ("calls", "last_input_tokens"))
+    # nor is its cost summed, where the file records what each call cost
+    if "cost_usd" in hu:
+        assert bu.get("cost_usd", 0) < hu["cost_usd"], (hu, bu)
 
 
 def test_the_usage_table_sums_only_the_calls_believed(tmp_path: Path) -> None:
@@ -288,8 +291,20 @@ def test_a_running_total_no_count_can_be_sets_its_call_aside(tmp_path: Path, whi
     h, b = usage_of(honest), usage_of(bad)
     assert b["calls_set_aside"] == 1 and b["calls"] == h["calls"] - 1
     assert b["calls"] == len(load(bad).calls)
-    # the running total stays one the file holds, with the call's share taken out
-    assert 0 < b["input_tokens"] <= h["input_tokens"]
+    # the table's totals are the kept calls': the call's own usage taken back out
+    share = dict(events)[line]["last_token_usage"]
+    assert b["input_tokens"] == h["input_tokens"] - share["input_tokens"]
+    assert b["output_tokens"] == h["output_tokens"] - share["output_tokens"]
+
+
+def test_a_running_total_going_backwards_does_not_change_the_table(tmp_path: Path) -> None:
+    """A running total that falls (made up, or restarted) is no measure of what the calls
+    used: the table sums each call's own usage, as the file holds it."""
+    name = "rtchess__exported-session.jsonl"
+    line = codex_events(name)[-1][0]
+    honest, bad = codex_copy(tmp_path, name, line, "total_token_usage", "input_tokens", 5)
+    h, b = usage_of(honest), usage_of(bad)
+    assert b == h and h["input_tokens"] > 1_000_000
 
 
 def test_the_table_counts_the_calls_kept_when_a_middle_one_is_set_aside(tmp_path: Path
@@ -342,3 +357,91 @@ def test_an_aider_amount_aider_never_prints_sets_its_call_aside(tmp_path: Path,
     assert [x["line"] for x in bad["usage_set_aside"]] == [at + 1]
     assert bad["usage"]["calls_set_aside"] == 1
     assert bad["usage"]["calls"] == honest["usage"]["calls"] - 1
+    # the message's cost the line prints is left out with it
+    cost = float(rest.split("Cost: $", 1)[1].split()[0])
+    assert cost > 0 and bad["usage"]["cost_usd"] == round(honest["usage"]["cost_usd"] - cost, 6)
+
+
+def result_line(name: str, edit: Callable[[dict[str, Any]], None]
+                ) -> Callable[[Path], tuple[Path, Path, int]]:
+    """A sample of stream-json output, and a copy whose `result` line `edit` changed."""
+    def make(tmp_path: Path) -> tuple[Path, Path, int]:
+        sample = SAMPLES / name
+        lines = sample.read_text().splitlines()
+        at = next(n for n, text in enumerate(lines) if json.loads(text).get("type") == "result")
+        record = json.loads(lines[at])
+        edit(record)
+        lines[at] = json.dumps(record)
+        bad = tmp_path / name
+        bad.write_text("\n".join(lines) + "\n")
+        return sample, bad, at + 1
+    return make
+
+
+def swe_agent(tmp_path: Path) -> tuple[Path, Path, int]:
+    """A SWE-agent trajectory (its run totals in `info.model_stats`, printed over many
+    lines as SWE-agent writes it), and a copy whose totals hold a negative count."""
+    def written(name: str, received: int) -> Path:
+        document = {"environment": "swe_main", "history": [
+            {"role": "system", "content": "You fix bugs in the repository."},
+            {"role": "user", "content": "The parser drops the last line. Fix it."},
+            {"role": "assistant", "content": "Fixed: the loop now reads to the end."}],
+            "info": {"exit_status": "submitted", "model_stats": {
+                "instance_cost": 0.21, "tokens_sent": 12_000, "tokens_received": received,
+                "api_calls": 3}}}
+        path = tmp_path / name
+        path.write_text(json.dumps(document, indent=2))
+        return path
+    bad = written("bad.traj", -300)
+    at = next(n for n, text in enumerate(bad.read_text().splitlines(), 1)
+              if '"model_stats"' in text)
+    return written("honest.traj", 300), bad, at
+
+
+def set_stats(key: str, value: Any) -> Callable[[dict[str, Any]], None]:
+    return lambda record: record["stats"].__setitem__(key, value)
+
+
+def set_usage(key: str, value: Any) -> Callable[[dict[str, Any]], None]:
+    return lambda record: record["usage"].__setitem__(key, value)
+
+
+def set_cost(value: Any) -> Callable[[dict[str, Any]], None]:
+    return lambda record: record.__setitem__("total_cost_usd", value)
+
+
+@pytest.mark.parametrize(("make", "named", "totals"), [
+    (result_line("todo-table.gemini-stream.jsonl", set_stats("input_tokens", 2.5)),
+     "stats.input_tokens 2.5", ["input_tokens", "output_tokens", "cache_read_tokens",
+                                "tool_calls"]),
+    (result_line("stream.anthropic.jsonl", set_usage("output_tokens", "900")),
+     "usage.output_tokens '900'", ["result_input_tokens", "result_output_tokens",
+                                   "cost_usd"]),
+    (result_line("stream.anthropic.jsonl", set_cost(-6.2)), "total_cost_usd -6.2",
+     ["result_input_tokens", "result_output_tokens", "cost_usd"]),
+    (swe_agent, "info.model_stats.tokens_received -300",
+     ["calls", "input_tokens", "output_tokens"]),
+], ids=["gemini-stream", "claude-stream-usage", "claude-stream-cost", "swe-agent"])
+def test_run_totals_no_count_can_be_are_set_aside(
+        tmp_path: Path, make: Callable[[Path], tuple[Path, Path, int]], named: str,
+        totals: list[str]) -> None:
+    """A run's totals (a `result` line's, SWE-agent's `model_stats`) holding a value no
+    count or cost can be are named at their line and left out of the table: not summed as
+    0, not dropped without a word."""
+    honest, bad, line = make(tmp_path)
+    said = ctxpack("validate", str(bad))
+    assert said.code == 1 and "Traceback" not in said.err + said.out, said
+    problems = [x for x in said.out.splitlines() if x.startswith(f"{bad}:")]
+    assert len(problems) == 1 and problems[0].startswith(f"{bad}:{line}: recorded run totals "
+                                                         f"({named}) cannot be true"), said.out
+    assert ctxpack("validate", str(honest)).code == 0
+    h = json.loads(ctxpack("stats", "--json", str(honest)).out)["files"][0]
+    b = json.loads(ctxpack("stats", "--json", str(bad)).out)["files"][0]
+    assert [x["line"] for x in b["usage_set_aside"]] == [line] and not h["usage_set_aside"]
+    assert all(h["usage"][k] > 0 and k not in b["usage"] for k in totals), (h, b)
+    # what else the file records of its calls stands
+    assert {k: v for k, v in b["usage"].items() if k != "source"} == {
+        k: v for k, v in h["usage"].items() if k != "source" and k not in totals}
+    shown = " ".join(ctxpack("stats", str(bad)).out.split())
+    assert f"recorded usage set aside, as it cannot be true (`ctxpack validate` says why): " \
+        f"line {line}" in shown

@@ -157,6 +157,9 @@ def compress(source: list[dict[str, Any]] | Transcript | PathOrFile, *,
     last assistant message): `response.usage` as the API returned it, or the prompt size.
     The count is then anchored on it, so that the budget, the trigger and the target are
     of what the provider bills (the system prompt and tools the caller sends included).
+    It is held to a file's recorded calls' rules: a prompt no call of the model can hold
+    is refused (UsageError), and one far below the count is passed over, the report's
+    `warnings` saying so.
 
     A list of message dicts (Chat Completions or Anthropic Messages) comes back as an
     API-ready list of dicts: the messages it keeps as they were given (the same objects),
@@ -173,7 +176,8 @@ def compress(source: list[dict[str, Any]] | Transcript | PathOrFile, *,
         raise UsageError("usage is for messages or a Transcript: a file records its own")
     if isinstance(source, list):
         t = load_values(source, format)
-        given = of_transcript(t if usage is None else reported(t, usage), model, table, cache)
+        given = of_transcript(t if usage is None else reported(t, usage, model or t.model),
+                              model, table, cache)
         options = replace(options, archive=False)
         if given.transcript.format in WHOLE_RECORDS:  # a list of whole conversations
             from .documents import conversations_out
@@ -185,7 +189,7 @@ def compress(source: list[dict[str, Any]] | Transcript | PathOrFile, *,
         made_report = report_of(given, [plan], Archiver(enabled=False))
         return records_out(plan, now_iso()), made_report
     if isinstance(source, Transcript):
-        t = source if usage is None else reported(source, usage)
+        t = source if usage is None else reported(source, usage, model or source.model)
         made = _made(of_transcript(t, model, table, cache), options, cache=cache)
         compressed = load(io.BytesIO(made.data), source.format)
     else:

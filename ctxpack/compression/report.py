@@ -9,6 +9,7 @@ from typing import Any
 
 from .. import formats
 from ..archive import Archiver
+from ..calibration import Bill
 from .plan import Plan, StageReport
 from .reading import Input
 from .sight import DROPPED_LISTED, sight
@@ -76,7 +77,8 @@ def report_of(given: Input, plans: list[Plan], archiver: Archiver) -> Report:
         stages=stages, billed=_billed(given, plans),
         truncated=items.get("truncate", 0), masked=items.get("mask", 0),
         summary=_summaries(plans), llm=_llm(plans), seen=_seen(plans), archive=archive,
-        warnings=[*_not_read_back(t.format), *(x for p in plans for x in p.warnings)],
+        warnings=[*_not_read_back(t.format), *_passed_over(given.bill),
+                  *(x for p in plans for x in p.warnings)],
         changed=any(p.changed for p in plans), conversations=len(plans))
 
 
@@ -84,6 +86,22 @@ def _not_read_back(name: str) -> list[str]:
     """What compress says of a format whose agent reads no file it writes."""
     note = getattr(formats.get(name), "not_read_back", None)
     return [note] if note else []
+
+
+def _passed_over(b: Bill) -> list[str]:
+    """What compress says of the last calls whose usage is far below the count of their
+    prompts (see calibration.far_below), which its bill passed over as stats does: a usage
+    given to the library (`usage=`) as much as a file's recorded calls."""
+    if not b.passed:
+        return []
+    n, last = len(b.passed), b.passed[-1][1]
+    usage = "the usage of the last call" if n == 1 else f"the usage of the last {n:,} calls"
+    why = (f"{usage} ({last:,} tokens{'' if n == 1 else ', the last'}) is far below the "
+           "count of what was sent (made up, or of an agent that cut old outputs itself): "
+           "passed over")
+    if b.below:
+        return [f"{why}; billed as with no usage recorded"]
+    return [f"{why}; anchored on call {b.calls - n:,} of {b.calls:,}"]
 
 
 def _billed(given: Input, plans: list[Plan]) -> dict[str, Any]:

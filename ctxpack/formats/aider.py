@@ -238,7 +238,8 @@ class AiderReader:
             self.replies.append(RecordedCall(self.reply, sent, None, self.model, summed=summed(
                 input_tokens=sent, output_tokens=usage.get("received", 0),
                 cache_read_tokens=usage.get("cache hit", 0),
-                cache_creation_tokens=usage.get("cache write", 0)),
+                cache_creation_tokens=usage.get("cache write", 0),
+                cost_usd=usage.get("cost", 0)),
                 problem=f"'> Tokens:' {wrong}" if wrong else "", at=line))
 
     def finish(self) -> tuple[list[Message], Layout]:

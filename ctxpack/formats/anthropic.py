@@ -12,7 +12,7 @@ from dataclasses import dataclass, field, replace
 from typing import Any, NamedTuple
 
 from ..jsonl import dumps, json_kind
-from ..recorded import summed, wrong_counts
+from ..recorded import SetAside, summed, wrong_costs, wrong_counts, wrong_totals
 from ..transcript import (
     META_KEY,
     SUMMARY_HEADING,
@@ -359,6 +359,7 @@ class AnthropicReader:
         self.tally = UsageTally()
         self.replies: dict[int, Reply] = {}
         self.totals: dict[str, Any] = {}
+        self.aside: list[SetAside] = []  # a result line's totals no count or cost can be
 
     def feed(self, line: int, record: dict[str, Any]) -> list[Message]:
         kind = record.get("type")
@@ -375,7 +376,11 @@ class AnthropicReader:
             self.start = self.count
             return out
         elif kind == "result":
-            self.totals = _result_totals(record)
+            aside = wrong_totals(line, wrong_counts(record.get("usage"), _USAGE_FIELDS,
+                                                    "usage."),
+                                 wrong_costs(record, ("total_cost_usd",)))
+            self.aside += [aside] if aside else []
+            self.totals = {} if aside else _result_totals(record)
         elif not isinstance(kind, str):
             raise RecordError("neither a 'type' nor a 'role'")
         return []  # other line kinds (status, hooks, ...) are not model input
@@ -423,19 +428,19 @@ class AnthropicReader:
             usage = {**usage, **self.totals, "source": source}
         return rest, Layout(context, self.side, self.init_model or self.last_model, usage,
                             calls=self.tally.recorded(context, self.replies),
-                            outside_why="before a compaction")
+                            outside_why="before a compaction", set_aside=self.aside)
 
 
 def _result_totals(record: dict[str, Any]) -> dict[str, Any]:
-    """Run totals of a stream-json `result` line, under their own keys."""
+    """Run totals of a stream-json `result` line, under their own keys (one whose counts
+    or cost cannot be true is set aside before: see `wrong_totals`)."""
     out: dict[str, Any] = {}
     usage = record.get("usage")
     if isinstance(usage, dict):
         out["result_input_tokens"] = sum(number(usage.get(f)) for f in _USAGE_FIELDS[:3])
         out["result_output_tokens"] = number(usage.get("output_tokens"))
-    cost = record.get("total_cost_usd")
-    if isinstance(cost, (int, float)) and not isinstance(cost, bool):
-        out["cost_usd"] = cost
+    if record.get("total_cost_usd") is not None:
+        out["cost_usd"] = record["total_cost_usd"]
     return out
 
 

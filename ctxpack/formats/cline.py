@@ -162,10 +162,11 @@ class RequestUsage:
         self.read += read
         self.write += write
         self.output += output
-        self.cost += measure(info.get("cost"))
+        cost = measure(info.get("cost"))
+        self.cost += cost
         self.last = prompt
         return summed(input_tokens=prompt, output_tokens=output, cache_read_tokens=read,
-                      cache_creation_tokens=write)
+                      cache_creation_tokens=write, cost_usd=cost)
 
     def summary(self, source: str) -> dict[str, Any]:
         if not self.calls:
@@ -269,7 +270,7 @@ def cut_at(events: list[Any], gone: range) -> int:
 
 def _prompt(added: Summed) -> int:
     """The prompt size of a request, from what it added to the summary."""
-    return dict(added).get("input_tokens", 0)
+    return int(dict(added).get("input_tokens", 0))
 
 
 # what a call `made` is, as `recorded` takes it

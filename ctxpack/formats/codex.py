@@ -3,7 +3,8 @@
 Only `response_item` payloads, the items of a `compacted` line and the
 `session_meta` instructions are model input; the rest is UI and telemetry. The
 context is the newest system prompt plus whatever follows the last `compacted`
-line. Usage comes from the last `token_count` event, the model from `turn_context`.
+line. Usage comes from the `token_count` events (each call's own `last_token_usage`),
+the model from `turn_context`.
 """
 
 from __future__ import annotations
@@ -34,8 +35,8 @@ from .openai import parse_data_url
 _SURE_TYPES = {"session_meta", "response_item", "event_msg", "turn_context", "compacted"}
 _DETAILS = {"low", "high", "auto", "original"}
 _OPAQUE = {"reasoning", "compaction", "compaction_summary"}  # items with encrypted_content
-_USAGE_SOURCE = "codex token_count events (last cumulative value)"
-# the summary's keys of the running totals (`total_token_usage`), and their fields
+_USAGE_SOURCE = "codex token_count events (each call's own usage)"
+# the summary's keys of the totals, and their fields in a call's usage
 _TOTALS = (("input_tokens", "input_tokens"), ("output_tokens", "output_tokens"),
            ("cache_read_tokens", "cached_input_tokens"),
            ("reasoning_tokens", "reasoning_output_tokens"))
@@ -237,7 +238,8 @@ class CodexReader:
         self.window: list[int] = []
         self.model: str | None = None
         self.meta_model: str | None = None
-        self.totals: dict[str, Any] | None = None
+        self.totals: dict[str, Any] | None = None  # the running totals, as the file has them
+        self.summed: dict[str, int] = {}  # the summary's totals: each call's share added
         self.last_call: dict[str, Any] | None = None
         self.context_window: int | None = None
         self.calls = 0
@@ -360,10 +362,13 @@ class CodexReader:
             billed, output = usage.get("input_tokens"), usage.get("output_tokens")
             output = None if output is None else number(output)
             reasoning = number(usage.get("reasoning_output_tokens"))
-            # what the call added to the running totals the summary shows (none where they
-            # start again, as a resumed session's may)
-            added = summed(**{key: max(number((total or {}).get(field)) - number(
-                (self.totals or {}).get(field)), 0) for key, field in _TOTALS})
+            # what the call adds to the summary's totals: its own usage, so that a call set
+            # aside is taken back out whatever its running total says (a value no count
+            # can be, one going backwards); the rise of the running total only where the
+            # event records no usage of the call alone
+            added = summed(**_share(last, total, self.totals))
+            for key, amount in added:
+                self.summed[key] = self.summed.get(key, 0) + amount
             call = self.told = _Told(number(billed), output, reasoning, wrong, line, added,
                                      self.context_window)
             self.ahead = None
@@ -394,9 +399,7 @@ class CodexReader:
     def usage(self) -> dict[str, Any]:
         """Provider usage in the shape all formats share, plus the opaque reasoning seen."""
         usage: dict[str, Any] = {"source": _USAGE_SOURCE, "calls": self.calls} if self.calls else {}
-        for key, field in _TOTALS:
-            if self.totals is not None and isinstance(self.totals.get(field), int):
-                usage[key] = self.totals[field]
+        usage.update(self.summed)
         if self.last_call is not None and self.last_call.get("input_tokens") is not None:
             # (one no token count can be is its call's, set aside: the last kept call's
             # takes its place)
@@ -433,6 +436,19 @@ class CodexReader:
                              else users[after], problem=t.wrong, at=t.at, summed=t.added,
                              window=t.window)
                 for n, reply_model, t in self.recorded if n in where]
+
+
+def _share(last: dict[str, Any] | None, total: dict[str, Any] | None,
+           before: dict[str, Any] | None) -> dict[str, int]:
+    """A call's share of the summary's totals: the fields of its `last` usage, else what
+    its running `total` rose by from the one `before` it (none where it starts again, as a
+    resumed session's may); only fields the event records."""
+    if isinstance(last, dict):
+        return {key: number(last[field]) for key, field in _TOTALS if field in last}
+    if not isinstance(total, dict):
+        return {}
+    return {key: max(number(total[field]) - number((before or {}).get(field)), 0)
+            for key, field in _TOTALS if field in total}
 
 
 def _restated(before: tuple[Any, Any] | None, now: tuple[Any, Any]) -> bool:

@@ -34,7 +34,7 @@ from dataclasses import replace
 from typing import Any
 
 from ..jsonl import dumps, json_kind
-from ..recorded import Summed, summed, wrong_counts
+from ..recorded import SetAside, Summed, summed, wrong_counts, wrong_totals
 from ..transcript import (
     META_KEY,
     Image,
@@ -67,13 +67,6 @@ _INJECTED = ("<session_context>", "User has manually exited Plan Mode",
 
 def _json(value: Any) -> str:
     return dumps(value).decode("utf-8", "surrogatepass")
-
-
-def _count(value: Any) -> int:
-    """A recorded count; anything but a whole number counts 0 (usage only informs)."""
-    if isinstance(value, float) and value.is_integer():
-        return int(value)
-    return value if isinstance(value, int) and not isinstance(value, bool) else 0
 
 
 def _result_parts(response: Any) -> tuple[tuple[Text | Image, ...], bool]:
@@ -534,6 +527,10 @@ class GeminiCheckpointFormat:
         return GeminiCheckpointReader()
 
 
+# the counts of a stream-json `result` line's run totals (`stats`)
+_STATS_FIELDS = ("input_tokens", "output_tokens", "cached", "total_tokens", "tool_calls")
+
+
 class GeminiStreamReader:
     """Assistant text chunks and the calls that follow them make one model turn."""
 
@@ -550,6 +547,7 @@ class GeminiStreamReader:
         self.model: str | None = None
         self.totals: dict[str, int] = {}
         self.stats_runs = 0
+        self.aside: list[SetAside] = []  # run totals no token count can be
 
     def feed(self, line: int, record: dict[str, Any]) -> list[Message]:
         kind = string_field(record, "type")
@@ -571,7 +569,7 @@ class GeminiStreamReader:
             self.model = string_field(record, "model") or self.model
             return out
         if kind == "result":
-            self._stats(record.get("stats"))
+            self._stats(line, record.get("stats"))
             out = self._turn()
             self.live = False
             return out
@@ -624,12 +622,15 @@ class GeminiStreamReader:
         self.pending = []
         return self._emit(Message("assistant", tuple(parts), lines, first, model=self.model))
 
-    def _stats(self, stats: Any) -> None:
+    def _stats(self, line: int, stats: Any) -> None:
         if not isinstance(stats, dict):
             return
+        if aside := wrong_totals(line, wrong_counts(stats, _STATS_FIELDS, "stats.")):
+            self.aside.append(aside)
+            return
         self.stats_runs += 1
-        for key in ("input_tokens", "output_tokens", "cached", "total_tokens", "tool_calls"):
-            self.totals[key] = self.totals.get(key, 0) + _count(stats.get(key))
+        for key in _STATS_FIELDS:
+            self.totals[key] = self.totals.get(key, 0) + number(stats.get(key))
 
     def usage(self) -> dict[str, Any]:
         if not self.stats_runs:
@@ -643,7 +644,7 @@ class GeminiStreamReader:
         rest = self._turn()
         return rest, Layout(self.context, model=self.model, usage=self.usage(),
                             outside_why="outside a run (after its `result`, before an `init`)",
-                            conversations=max(self.started, 1))
+                            conversations=max(self.started, 1), set_aside=self.aside)
 
 
 def sniff_stream(record: Any) -> int:

@@ -12,9 +12,9 @@ from __future__ import annotations
 from dataclasses import replace
 from typing import Any
 
-from ..jsonl import json_kind
+from ..jsonl import item_lines, json_kind
 from ..models import DEFAULT_MODEL
-from ..recorded import summed, wrong_counts
+from ..recorded import SetAside, summed, wrong_counts, wrong_totals
 from ..transcript import Message, RecordedCall, ToolResult
 from .base import Layout, RecordError, number
 from .openai import OpenAIEditor, message_from_dict, sniff_message
@@ -84,9 +84,17 @@ def _calls(messages: list[dict[str, Any]], first: int) -> list[RecordedCall]:
     return out
 
 
-def _usage(document: Any) -> dict[str, Any]:
+# the counts of SWE-agent's run totals, and where they are
+_STATS = ("tokens_sent", "tokens_received", "api_calls")
+_STATS_AT = ("info", "model_stats")
+
+
+def _usage(document: Any) -> tuple[dict[str, Any], str]:
+    """The document's usage summary, and what of SWE-agent's run totals (`info.model_stats`,
+    read where no response records its own usage) no token count can be: those totals are
+    then set aside, and the summary is empty."""
     if not isinstance(document, dict):
-        return {}
+        return {}, ""
     stats = (document.get("info") or {}).get("model_stats") if isinstance(
         document.get("info"), dict) else None
     messages = document.get("messages")  # usage only informs: a 'messages' of another
@@ -101,13 +109,15 @@ def _usage(document: Any) -> dict[str, Any]:
                 "calls": len(calls),
                 "input_tokens": sum(number(u.get("prompt_tokens")) for u in calls),
                 "output_tokens": sum(number(u.get("completion_tokens")) for u in calls),
-                "last_input_tokens": number(calls[-1].get("prompt_tokens"))}
+                "last_input_tokens": number(calls[-1].get("prompt_tokens"))}, ""
+    if wrong := wrong_counts(stats, _STATS, "info.model_stats."):
+        return {}, wrong
     if isinstance(stats, dict) and number(stats.get("tokens_sent")):
         return {"source": "info.model_stats (SWE-agent run totals)",
                 "calls": number(stats.get("api_calls")),
                 "input_tokens": number(stats.get("tokens_sent")),
-                "output_tokens": number(stats.get("tokens_received"))}
-    return {}
+                "output_tokens": number(stats.get("tokens_received"))}, ""
+    return {}, ""
 
 
 def _model(document: Any) -> str | None:
@@ -128,6 +138,13 @@ class JsonMessagesReader:
         self.usage: dict[str, Any] = {}
         self.model: str | None = None
         self.calls: list[RecordedCall] = []
+        self.data: bytes | None = None  # the document's bytes, from line `first`
+        self.first = 1
+        self.aside: list[SetAside] = []
+
+    def located(self, path: str, data: bytes, first: int) -> None:
+        """Told the document's bytes: run totals are named at the line they start on."""
+        self.data, self.first = data, first
 
     def feed(self, line: int, record: Any) -> list[Message]:
         out: list[Message] = []
@@ -137,7 +154,11 @@ class JsonMessagesReader:
                 self.calls += _calls(kept, self.count + len(out))
             out += [_message(d, line, self.conversations) for d in kept]
             self.conversations += 1
-        self.usage = _usage(record)
+        self.usage, wrong = _usage(record)
+        # (set aside at the line the run totals start on, in a document printed over many)
+        at = item_lines(self.data, self.first, [_STATS_AT]) if wrong else {}
+        aside = wrong_totals(at.get(_STATS_AT) or line, wrong)
+        self.aside = [aside] if aside else []
         self.model = _model(record)
         self.count += len(out)
         return out
@@ -145,7 +166,8 @@ class JsonMessagesReader:
     def finish(self) -> tuple[list[Message], Layout]:
         return [], Layout(list(range(self.count)), model=self.model, usage=self.usage,
                           conversations=max(self.conversations, 1),
-                          calls=self.calls if self.conversations <= 1 else [])
+                          calls=self.calls if self.conversations <= 1 else [],
+                          set_aside=self.aside)
 
 
 class JsonMessagesFormat:

@@ -77,11 +77,12 @@ class StepUsage:
         output, reasoning = number(tokens.get("output")), number(tokens.get("reasoning"))
         self.output += output
         self.reasoning += reasoning
-        self.cost += measure(part.get("cost"))
+        cost = measure(part.get("cost"))
+        self.cost += cost
         self.last_input = fresh + read + write
         return self.last_input, wrong, summed(
             input_tokens=self.last_input, output_tokens=output, reasoning_tokens=reasoning,
-            cache_read_tokens=read, cache_creation_tokens=write)
+            cache_read_tokens=read, cache_creation_tokens=write, cost_usd=cost)
 
     def summary(self) -> dict[str, Any]:
         if not self.steps:
