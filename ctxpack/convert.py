@@ -160,6 +160,9 @@ REASONING_LEFT_OUT = ("reasoning parts left out (neither API takes reasoning bac
 
 WRITTEN_MADE_CALLS = ("tool calls the model wrote in its reply's text (Cline's XML) made tool "
                       "calls of the API, and the text results that answer them its tool results")
+SENT_WITH_RESULTS = ("messages not the person's sent with tool results (an agent's environment "
+                     "details or reminders) put into the last of those results, so that the "
+                     "target's readers do not take them for the person's turn")
 WRITTEN_KEPT = ("tool calls the model wrote in its reply's text and no tool answered (the "
                 "person did, or no one) kept as that text")
 
@@ -202,7 +205,13 @@ def _items(messages: list[Message], notes: Notes) -> list[_Item]:
                 out.append(_Item("system", tuple(pending), m.role))
             continue
         if m.role != "assistant":
-            if pending:
+            if pending and _with_results(m, pending, out):
+                result = out[-1].parts[0]
+                assert isinstance(result, ToolResult)
+                out[-1] = replace(out[-1], parts=(
+                    replace(result, parts=(*result.parts, *pending)),))
+                notes.add(SENT_WITH_RESULTS)
+            elif pending:
                 out.append(_Item("user", tuple(pending)))
             continue
         calls = [p for p in pending if isinstance(p, ToolCall)]
@@ -220,6 +229,15 @@ def _items(messages: list[Message], notes: Notes) -> list[_Item]:
                 found = ToolResult(call.id, (Text(NO_RESULT),))
             out.append(_Item("result", (found,), call_id=call.id))
     return out
+
+
+def _with_results(m: Message, pending: list[Part], out: list[_Item]) -> bool:
+    """Is `m` a user message of text sent with the tool results just placed, and not the
+    person's turn (Cline's environment details after its results, a reminder an agent
+    adds)? Both APIs' readers would take it, as a user message, for the person's: it
+    goes into the last of those results."""
+    return m.role == "user" and not m.human and bool(out) and out[-1].kind == "result" \
+        and all(isinstance(p, Text) for p in pending)
 
 
 def _native(messages: list[Message]) -> set[str | None]:

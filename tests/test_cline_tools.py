@@ -493,3 +493,40 @@ def test_the_persons_feedback_keeps_its_place_in_the_user_message():
     out = io.BytesIO()
     write(t, out)
     assert out.getvalue() == data
+
+
+# --- rounds kept by convert ------------------------------------------------------------
+
+def _rounds(path) -> list[int]:
+    """The rounds `stats --json` finds in each file `path` gives."""
+    run = ctxpack("stats", "--json", str(path))
+    assert run.code == 0, run.err
+    return [f["rounds"] for f in json.loads(run.out)["files"]]
+
+
+@pytest.mark.parametrize("to", ["openai", "anthropic"])
+def test_a_converted_cline_task_keeps_its_rounds(to, tmp_path):
+    """The environment details Cline sends after each tool's results are no turn of the
+    person's: converted, they go into the result they came with, and the body holds the
+    person's two turns (the task, the feedback on the completion) as the task did."""
+    out = tmp_path / f"task.{to}.jsonl"
+    run = ctxpack("convert", str(HISTORY.parent), "--to", to, "-o", str(out))
+    assert run.code == 0, run.err
+    assert _rounds(out) == _rounds(HISTORY.parent) == [2]
+    assert "4 messages not the person's sent with tool results" in run.err
+    assert ctxpack("validate", str(out)).code == 0
+    (body,) = [json.loads(line) for line in out.read_text().splitlines()]
+    assert_accepted(body, to)
+    sent = {json.dumps(b["text"]) for m in json.loads(HISTORY.read_text())
+            for b in m["content"] if b["text"].startswith("<environment_details>")}
+    for _, text in _sent_results(body, to):
+        head, details = text.split("\n<environment_details>")
+        assert head.startswith("[") and "] Result:" in head
+        assert json.dumps("<environment_details>" + details) in sent
+    # what is left as the user's is the person's words, each opening a round
+    said = [m["content"] if isinstance(m["content"], str) else
+            "".join(b.get("text", "") for b in m["content"])
+            for m in body["messages"] if m["role"] == "user"]
+    said = [s for s in said if s]  # (an Anthropic turn of tool results only)
+    assert len(said) == 2
+    assert said[0].startswith("<task>") and "<feedback>" in said[1]

@@ -725,3 +725,40 @@ def test_a_note_of_one_thing_says_it_in_the_singular():
         "1 assistant reply at the end left out, " + LAST_REPLY_LEFT_OUT.split(", ", 1)[1],
         "1 model call's recorded usage left out (a request body has no place for it)",
         "2 tool results that answer no open call kept as user text"]
+
+
+def test_what_comes_with_tool_results_and_is_not_the_persons_keeps_the_rounds(tmp_path):
+    """Text an agent sends after a tool's result (a reminder, the note of an interrupt) is
+    no turn of the person's: converted, it goes into that result, so that neither API's
+    reader takes it for one. The person's words after it stay theirs, a round of its own
+    in both bodies (in Anthropic's, in the user message the result opens)."""
+    from .test_format_claude_code import answer, calls, piece, said, user
+
+    path = _write(tmp_path, [
+        user("u1", None, "Fix the failing test."),
+        piece("a1", "u1", "m1", calls("c1")),
+        answer("r1", "a1", "c1", "1 failed"),
+        user("s1", "r1", "<system-reminder>\nThe todo list is empty.\n</system-reminder>"),
+        user("i1", "s1", "[Request interrupted by user]"),
+        user("u2", "i1", "Run the linter first."),
+        piece("a2", "u2", "m2", said("Linted."))])
+    for to in ("openai", "anthropic"):
+        out = tmp_path / f"out.{to}.jsonl"
+        run = ctxpack("convert", str(path), "--to", to, "-o", str(out))
+        assert run.code == 0, run.err
+        assert "2 messages not the person's sent with tool results" in run.err
+        run = ctxpack("stats", "--json", str(path), str(out))
+        assert run.code == 0, run.err
+        assert [f["rounds"] for f in json.loads(run.out)["files"]] == [2, 2]
+        (body,) = [json.loads(line) for line in out.read_text().splitlines()]
+        assert_accepted(body, to)
+        if to == "openai":
+            assert [m["role"] for m in body["messages"]] == [
+                "user", "assistant", "tool", "user", "assistant"]
+            result, person = body["messages"][2]["content"], body["messages"][3]["content"]
+        else:
+            (result_block, person_block) = body["messages"][2]["content"]
+            result, person = result_block["content"], person_block["text"]
+        assert result == ("1 failed\n<system-reminder>\nThe todo list is empty.\n"
+                          "</system-reminder>\n[Request interrupted by user]")
+        assert person == "Run the linter first."
