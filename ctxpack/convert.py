@@ -8,9 +8,12 @@ placed after its call, wherever the log had it; a call the log never answered ge
 result that says so, a result whose call is not in the log becomes text, a call the
 model wrote in its reply's text (Cline's XML) that a tool answered becomes a call of the
 API (its arguments a JSON object of the XML's parameters) and that answer its result (one
-the person answered stays the text it was, and their answer), and the
-reasoning a model wrote is left out (neither API takes reasoning back without its
-signature, and a part here keeps none, though the file may have signed it). Anthropic
+the person answered stays the text it was, and their answer), a user message of text
+an agent sent with tool results, not the person (Cline's environment details, a
+reminder), goes into the last of those results (as a user message, either API's
+readers would take it for the person's turn), and the reasoning a model wrote is left
+out (neither API takes reasoning back without its signature, and a part here keeps
+none, though the file may have signed it). Anthropic
 also wants the roles to alternate, starting with the user: messages of one role in a
 row are merged, and a log that opens with the assistant gets a short user message first.
 An Anthropic body ends on the user's turn: Claude's newest models take no request that
