@@ -302,31 +302,28 @@ def _api_calls(m: Message, native: set[str | None]) -> list[ToolCall]:
 def _results(messages: list[Message], ids: list[str], native: set[str | None]
              ) -> tuple[dict[str, ToolResult], set[tuple[int, int]]]:
     """Each call's result by the call's id, and where in the messages each one was: the
-    first result naming the call, or, for a result naming none (the legacy function
-    role), the oldest call not yet answered."""
+    first result naming the call (where the log gives calls one id again, as tau-bench's
+    do, the oldest of them not yet answered), or, for a result naming none (the legacy
+    function role), the oldest call not yet answered."""
     by_id: dict[str, ToolResult] = {}
     where: set[tuple[int, int]] = set()
-    original: dict[str, str] = {}  # a call's id in the file -> its id in the output
+    original: dict[str, list[str]] = {}  # a call's id in the file -> its ids in the output
     open_calls: list[str] = []
     n = 0
     for mi, m in enumerate(messages):
         if m.role == "assistant":
             for call in _api_calls(m, native):
-                if call.id and call.id not in original:
-                    original[call.id] = ids[n]
+                if call.id:
+                    original.setdefault(call.id, []).append(ids[n])
                 open_calls.append(ids[n])
                 n += 1
         for pi, part in enumerate(m.parts):
             if not isinstance(part, ToolResult) or part.written and part.call_id not in native:
                 continue
-            if part.call_id is None:
-                cid = next((c for c in open_calls if c not in by_id), None)
-            else:
-                cid = original.get(part.call_id)
+            named = open_calls if part.call_id is None else original.get(part.call_id, [])
+            cid = next((c for c in named if c not in by_id), None)
             if cid is None:
-                continue
-            if cid in by_id:
-                continue  # a second answer to one call: text, as a result with no call is
+                continue  # no call, or a second answer to one: text, as a result with no call is
             by_id[cid] = replace(part, call_id=cid)
             where.add((mi, pi))
     return by_id, where

@@ -762,3 +762,29 @@ def test_what_comes_with_tool_results_and_is_not_the_persons_keeps_the_rounds(tm
         assert result == ("1 failed\n<system-reminder>\nThe todo list is empty.\n"
                           "</system-reminder>\n[Request interrupted by user]")
         assert person == "Run the linter first."
+
+
+def test_calls_given_one_id_again_are_each_answered_by_their_own_result(tmp_path):
+    """tau-bench's logs give a later call the id of an earlier one: each result answers
+    the oldest call of its id not yet answered, so no call is left without one and no
+    result becomes a user message (a round of the person's, read back)."""
+    def call(name: str) -> dict[str, Any]:
+        return {"role": "assistant", "content": None, "tool_calls": [
+            {"id": "call_1", "type": "function", "function": {"name": name,
+                                                              "arguments": "{}"}}]}
+    path = _write(tmp_path, [
+        {"role": "user", "content": "Find me a flight."},
+        call("search"), {"role": "tool", "tool_call_id": "call_1", "content": "none direct"},
+        call("search_onestop"), {"role": "tool", "tool_call_id": "call_1", "content": "HAT057"},
+        {"role": "assistant", "content": "HAT057 it is."}])
+    for to in ("openai", "anthropic"):
+        notes = Notes()
+        [body] = request_bodies(load(path), to, notes)
+        assert_accepted(body, to)
+        assert set(notes.counts) <= {LAST_REPLY_LEFT_OUT}
+        out = _write(tmp_path, [body], name=f"out.{to}.jsonl")
+        run = ctxpack("stats", "--json", str(path), str(out))
+        assert run.code == 0, run.err
+        assert [f["rounds"] for f in json.loads(run.out)["files"]] == [1, 1]
+        text = json.dumps(body)
+        assert NO_RESULT not in text and "[result of tool call" not in text
