@@ -8,9 +8,12 @@ placed after its call, wherever the log had it; a call the log never answered ge
 result that says so, a result whose call is not in the log becomes text, a call the
 model wrote in its reply's text (Cline's XML) that a tool answered becomes a call of the
 API (its arguments a JSON object of the XML's parameters) and that answer its result (one
-the person answered stays the text it was, and their answer), and the
-reasoning a model wrote is left out (neither API takes reasoning back without its
-signature, and a part here keeps none, though the file may have signed it). Anthropic
+the person answered stays the text it was, and their answer), a user message of text
+an agent sent with tool results, not the person (Cline's environment details, a
+reminder), goes into the last of those results (as a user message, either API's
+readers would take it for the person's turn), and the reasoning a model wrote is left
+out (neither API takes reasoning back without its signature, and a part here keeps
+none, though the file may have signed it). Anthropic
 also wants the roles to alternate, starting with the user: messages of one role in a
 row are merged, and a log that opens with the assistant gets a short user message first.
 An Anthropic body ends on the user's turn: Claude's newest models take no request that
@@ -57,6 +60,9 @@ WRITTEN_MADE_CALLS = ("tool calls the model wrote in its reply's text (Cline's X
                       "calls of the API, and the text results that answer them its tool results")
 WRITTEN_KEPT = ("tool calls the model wrote in its reply's text and no tool answered (the "
                 "person did, or no one) kept as that text")
+SENT_WITH_RESULTS = ("messages not the person's sent with tool results (an agent's environment "
+                     "details or reminders) put into the last of those results, so that the "
+                     "target's readers do not take them for the person's turn")
 UNANSWERING_RESULTS = "tool results that answer no open call kept as user text"
 CALLS_NOT_THE_ASSISTANTS = "tool calls in a message not the assistant's written as text"
 CALLS_WITHOUT_RESULT = "tool calls without a result given one that says so"
@@ -80,6 +86,10 @@ ONE = {
                         "result",
     WRITTEN_KEPT: "tool call the model wrote in its reply's text and no tool answered (the "
                   "person did, or no one) kept as that text",
+    SENT_WITH_RESULTS: "message not the person's sent with tool results (an agent's "
+                       "environment details or reminders) put into the last of those "
+                       "results, so that the target's readers do not take it for the "
+                       "person's turn",
     UNANSWERING_RESULTS: "tool result that answers no open call kept as user text",
     CALLS_NOT_THE_ASSISTANTS: "tool call in a message not the assistant's written as text",
     CALLS_WITHOUT_RESULT: "tool call without a result given one that says so",
@@ -225,7 +235,13 @@ def _items(messages: list[Message], notes: Notes) -> list[_Item]:
                 out.append(_Item("system", tuple(pending), m.role))
             continue
         if m.role != "assistant":
-            if pending:
+            if pending and _with_results(m, pending, out):
+                result = out[-1].parts[0]
+                assert isinstance(result, ToolResult)
+                out[-1] = replace(out[-1], parts=(
+                    replace(result, parts=(*result.parts, *pending)),))
+                notes.add(SENT_WITH_RESULTS)
+            elif pending:
                 out.append(_Item("user", tuple(pending)))
             continue
         calls = [p for p in pending if isinstance(p, ToolCall)]
@@ -243,6 +259,15 @@ def _items(messages: list[Message], notes: Notes) -> list[_Item]:
                 found = ToolResult(call.id, (Text(NO_RESULT),))
             out.append(_Item("result", (found,), call_id=call.id))
     return out
+
+
+def _with_results(m: Message, pending: list[Part], out: list[_Item]) -> bool:
+    """Is `m` a user message of text sent with the tool results just placed, and not the
+    person's turn (Cline's environment details after its results, a reminder an agent
+    adds)? Both APIs' readers would take it, as a user message, for the person's: it
+    goes into the last of those results."""
+    return m.role == "user" and not m.human and bool(out) and out[-1].kind == "result" \
+        and all(isinstance(p, Text) for p in pending)
 
 
 def _native(messages: list[Message]) -> set[str | None]:
@@ -304,31 +329,28 @@ def _api_calls(m: Message, native: set[str | None]) -> list[ToolCall]:
 def _results(messages: list[Message], ids: list[str], native: set[str | None]
              ) -> tuple[dict[str, ToolResult], set[tuple[int, int]]]:
     """Each call's result by the call's id, and where in the messages each one was: the
-    first result naming the call, or, for a result naming none (the legacy function
-    role), the oldest call not yet answered."""
+    first result naming the call (where the log gives calls one id again, as tau-bench's
+    do, the oldest of them not yet answered), or, for a result naming none (the legacy
+    function role), the oldest call not yet answered."""
     by_id: dict[str, ToolResult] = {}
     where: set[tuple[int, int]] = set()
-    original: dict[str, str] = {}  # a call's id in the file -> its id in the output
+    original: dict[str, list[str]] = {}  # a call's id in the file -> its ids in the output
     open_calls: list[str] = []
     n = 0
     for mi, m in enumerate(messages):
         if m.role == "assistant":
             for call in _api_calls(m, native):
-                if call.id and call.id not in original:
-                    original[call.id] = ids[n]
+                if call.id:
+                    original.setdefault(call.id, []).append(ids[n])
                 open_calls.append(ids[n])
                 n += 1
         for pi, part in enumerate(m.parts):
             if not isinstance(part, ToolResult) or part.written and part.call_id not in native:
                 continue
-            if part.call_id is None:
-                cid = next((c for c in open_calls if c not in by_id), None)
-            else:
-                cid = original.get(part.call_id)
+            named = open_calls if part.call_id is None else original.get(part.call_id, [])
+            cid = next((c for c in named if c not in by_id), None)
             if cid is None:
-                continue
-            if cid in by_id:
-                continue  # a second answer to one call: text, as a result with no call is
+                continue  # no call, or a second answer to one: text, as a result with no call is
             by_id[cid] = replace(part, call_id=cid)
             where.add((mi, pi))
     return by_id, where

@@ -493,3 +493,106 @@ def test_the_persons_feedback_keeps_its_place_in_the_user_message():
     out = io.BytesIO()
     write(t, out)
     assert out.getvalue() == data
+
+
+# --- rounds kept by convert; a completion's command ------------------------------------------
+
+def _rounds(path) -> list[int]:
+    """The rounds `stats --json` finds in each file `path` gives."""
+    run = ctxpack("stats", "--json", str(path))
+    assert run.code == 0, run.err
+    return [f["rounds"] for f in json.loads(run.out)["files"]]
+
+
+@pytest.mark.parametrize("to", ["openai", "anthropic"])
+def test_a_converted_cline_task_keeps_its_rounds(to, tmp_path):
+    """The environment details Cline sends after each tool's results are no turn of the
+    person's: converted, they go into the result they came with, and the body holds the
+    person's two turns (the task, the feedback on the completion) as the task did."""
+    out = tmp_path / f"task.{to}.jsonl"
+    run = ctxpack("convert", str(HISTORY.parent), "--to", to, "-o", str(out))
+    assert run.code == 0, run.err
+    assert _rounds(out) == _rounds(HISTORY.parent) == [2]
+    assert "4 messages not the person's sent with tool results" in run.err
+    assert ctxpack("validate", str(out)).code == 0
+    (body,) = [json.loads(line) for line in out.read_text().splitlines()]
+    assert_accepted(body, to)
+    sent = {json.dumps(b["text"]) for m in json.loads(HISTORY.read_text())
+            for b in m["content"] if b["text"].startswith("<environment_details>")}
+    for _, text in _sent_results(body, to):
+        head, details = text.split("\n<environment_details>")
+        assert head.startswith("[") and "] Result:" in head
+        assert json.dumps("<environment_details>" + details) in sent
+    # what is left as the user's is the person's words, each opening a round
+    said = [m["content"] if isinstance(m["content"], str) else
+            "".join(b.get("text", "") for b in m["content"])
+            for m in body["messages"] if m["role"] == "user"]
+    said = [s for s in said if s]  # (an Anthropic turn of tool results only)
+    assert len(said) == 2
+    assert said[0].startswith("<task>") and "<feedback>" in said[1]
+
+
+def completion_log() -> list[dict]:
+    """A UI log whose reply completes with a command to show the result (Cline's
+    `attempt_completion` with `<command>`): the completion, then the command asked and
+    its output, then the person's feedback, sent with the command's output as the
+    completion's result."""
+    ts = 1_779_870_000_000
+    result = ("[attempt_completion] Result: Done\n\nCommand executed.\nOutput:\n3 passed\n\n"
+              "The user has provided feedback on the results. Consider their input to "
+              "continue the task, and then attempt completion again.\n<feedback>\nalso "
+              "lint it\n</feedback>\n\n<environment_details>\nnone\n</environment_details>")
+    return [
+        {"ts": ts, "type": "say", "say": "task", "text": "Fix the CSV export."},
+        {"ts": ts + 1, "type": "say", "say": "api_req_started", "text": json.dumps(
+            {"request": "<task>\nFix the CSV export.\n</task>", "tokensIn": 9,
+             "tokensOut": 40, "cacheReads": 0, "cacheWrites": 9000})},
+        {"ts": ts + 2, "type": "say", "say": "completion_result", "text": "Fixed.",
+         "partial": True},
+        {"ts": ts + 3, "type": "say", "say": "completion_result", "text": "Fixed."},
+        {"ts": ts + 4, "type": "ask", "ask": "command", "text": "npm test"},
+        {"ts": ts + 5, "type": "ask", "ask": "command_output", "text": "3 passed"},
+        {"ts": ts + 6, "type": "ask", "ask": "completion_result", "text": ""},
+        {"ts": ts + 7, "type": "say", "say": "user_feedback", "text": "also lint it"},
+        {"ts": ts + 8, "type": "say", "say": "api_req_started", "text": json.dumps(
+            {"request": result, "tokensIn": 12, "tokensOut": 30, "cacheReads": 9000,
+             "cacheWrites": 80})},
+        {"ts": ts + 9, "type": "say", "say": "command", "text": "npm run lint"}]
+
+
+def test_a_completion_and_the_command_it_carries_are_one_call(tmp_path):
+    """The command after a completion is that call's (its result is the command's output,
+    under `[attempt_completion] Result:`); a command after a request is a call of its own."""
+    path = tmp_path / "ui_messages.json"
+    path.write_text(json.dumps(completion_log(), indent=2))
+    run = ctxpack("stats", "--json", str(path))
+    assert run.code == 0, run.err
+    (f,) = json.loads(run.out)["files"]
+    assert (f["format"], f["rounds"], f["steps"]) == ("cline-ui", 2, 2)
+    assert {tool: row["calls"] for tool, row in f["by_tool"].items()} == {
+        "attempt_completion": 1, "execute_command": 1}
+    t = load(path)
+    assert [[(c.name, c.arguments) for c in m.tool_calls] for m in t.messages
+            if m.role == "assistant"] == [[("attempt_completion", "Fixed.\nnpm test")],
+                                          [("execute_command", "npm run lint")]]
+    run = ctxpack("show", "--full", str(path))
+    assert run.code == 0, run.err
+    assert "npm test" in run.out
+    out = tmp_path / "again.json"
+    write(t, out)
+    assert out.read_bytes() == path.read_bytes()
+
+
+@pytest.mark.corpus
+@pytest.mark.parametrize("path", corpus_params("cline", pattern="*.json"))
+def test_no_corpus_reply_calls_a_tool_after_its_completion(path):
+    """attempt_completion ends a reply: a command shown after it is the command it
+    carries, not another call (cline-xray's last but one runs the app it built)."""
+    t = load(path)
+    for m in t.messages:
+        names = [c.name for c in m.tool_calls]
+        assert "attempt_completion" not in names[:-1], names
+    carried = [c for m in t.messages for c in m.tool_calls
+               if c.name == "attempt_completion" and "\n" in c.arguments
+               and c.arguments.rsplit("\n", 1)[1].endswith("jira-viewer.exe")]
+    assert len(carried) == ("xray" in path.name)

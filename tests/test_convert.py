@@ -736,3 +736,66 @@ def test_a_blank_turn_left_out_is_named_in_the_singular(tmp_path):
     assert run.code == 0, run.err
     assert said(run.err) == [f"warning: {log}: 1 turn of nothing but blank text left out (the "
                              "Messages API refuses it)"]
+
+
+def test_what_comes_with_tool_results_and_is_not_the_persons_keeps_the_rounds(tmp_path):
+    """Text an agent sends after a tool's result (a reminder, the note of an interrupt) is
+    no turn of the person's: converted, it goes into that result, so that neither API's
+    reader takes it for one. The person's words after it stay theirs, a round of its own
+    in both bodies (in Anthropic's, in the user message the result opens)."""
+    from .test_format_claude_code import answer, calls, piece, said, user
+
+    path = _write(tmp_path, [
+        user("u1", None, "Fix the failing test."),
+        piece("a1", "u1", "m1", calls("c1")),
+        answer("r1", "a1", "c1", "1 failed"),
+        user("s1", "r1", "<system-reminder>\nThe todo list is empty.\n</system-reminder>"),
+        user("i1", "s1", "[Request interrupted by user]"),
+        user("u2", "i1", "Run the linter first."),
+        piece("a2", "u2", "m2", said("Linted."))])
+    for to in ("openai", "anthropic"):
+        out = tmp_path / f"out.{to}.jsonl"
+        run = ctxpack("convert", str(path), "--to", to, "-o", str(out))
+        assert run.code == 0, run.err
+        assert "2 messages not the person's sent with tool results" in run.err
+        run = ctxpack("stats", "--json", str(path), str(out))
+        assert run.code == 0, run.err
+        assert [f["rounds"] for f in json.loads(run.out)["files"]] == [2, 2]
+        (body,) = [json.loads(line) for line in out.read_text().splitlines()]
+        assert_accepted(body, to)
+        if to == "openai":
+            assert [m["role"] for m in body["messages"]] == [
+                "user", "assistant", "tool", "user", "assistant"]
+            result, person = body["messages"][2]["content"], body["messages"][3]["content"]
+        else:
+            (result_block, person_block) = body["messages"][2]["content"]
+            result, person = result_block["content"], person_block["text"]
+        assert result == ("1 failed\n<system-reminder>\nThe todo list is empty.\n"
+                          "</system-reminder>\n[Request interrupted by user]")
+        assert person == "Run the linter first."
+
+
+def test_calls_given_one_id_again_are_each_answered_by_their_own_result(tmp_path):
+    """tau-bench's logs give a later call the id of an earlier one: each result answers
+    the oldest call of its id not yet answered, so no call is left without one and no
+    result becomes a user message (a round of the person's, read back)."""
+    def call(name: str) -> dict[str, Any]:
+        return {"role": "assistant", "content": None, "tool_calls": [
+            {"id": "call_1", "type": "function", "function": {"name": name,
+                                                              "arguments": "{}"}}]}
+    path = _write(tmp_path, [
+        {"role": "user", "content": "Find me a flight."},
+        call("search"), {"role": "tool", "tool_call_id": "call_1", "content": "none direct"},
+        call("search_onestop"), {"role": "tool", "tool_call_id": "call_1", "content": "HAT057"},
+        {"role": "assistant", "content": "HAT057 it is."}])
+    for to in ("openai", "anthropic"):
+        notes = Notes()
+        [body] = request_bodies(load(path), to, notes)
+        assert_accepted(body, to)
+        assert set(notes.counts) <= {LAST_REPLY_LEFT_OUT}
+        out = _write(tmp_path, [body], name=f"out.{to}.jsonl")
+        run = ctxpack("stats", "--json", str(path), str(out))
+        assert run.code == 0, run.err
+        assert [f["rounds"] for f in json.loads(run.out)["files"]] == [1, 1]
+        text = json.dumps(body)
+        assert NO_RESULT not in text and "[result of tool call" not in text

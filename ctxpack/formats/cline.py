@@ -25,7 +25,9 @@ events after it, up to the next request, are the assistant's side as the UI show
 Its events that show a call (tool, command, question, completion, MCP, browser, plan-mode
 reply: `_UI_CALLS`) are the reply's calls (written: the UI shows them as JSON or text,
 the model wrote XML), named by the `[name ...] Result:` the next request opens with,
-which is their result, else by the tool the event is of.
+which is their result, else by the tool the event is of. A command event right after a
+completion is the command `attempt_completion` carries (`<command>`): part of that call,
+its text after the result's.
 The task the log opens with (`say: task`, or `say: text` before any request, as older
 Cline wrote it) is the person's, and is sent in the first request: it is no reply.
 When Cline cut the history to fit the window, the newest event's inclusive
@@ -636,6 +638,9 @@ class ClineUiReader:
                 reply.append(Text(text))
             elif kind == "reasoning" and text:
                 reply.append(Thinking(text))
+            elif kind == "command" and (completion := _completion(reply)) is not None:
+                # the command an attempt_completion carries, shown after its result: one call
+                reply[-1] = replace(completion, arguments=f"{completion.arguments}\n{text}")
             elif kind in _UI_CALLS and (text or kind != "completion_result"):
                 # (an empty completion_result is the UI waiting for the person's word)
                 reply.append(ToolCall(f"ui-{n}", _ui_tool(kind, text), text, written=True))
@@ -655,6 +660,15 @@ class ClineUiReader:
                               [n for _, _, n, _, _ in self.made], self.data, self.line)),
                           set_aside=unread_usage(self.unread, self.data, self.line),
                           outside_why="cut to fit the window")
+
+
+def _completion(reply: list[Part]) -> ToolCall | None:
+    """The attempt_completion call the reply ends on, if it ends on one. A command event
+    after it is the command that call carries (`<command>`): Cline shows the result, then
+    asks to run the command, and sends its output as the completion's result."""
+    last = reply[-1] if reply else None
+    return last if isinstance(last, ToolCall) and \
+        last.name == _UI_CALLS["completion_result"] else None
 
 
 def _ui_tool(kind: str, text: str) -> str:
