@@ -5,6 +5,7 @@ compaction carried past it, and the not-in-file part split with the file's own s
 from __future__ import annotations
 
 import json
+from collections.abc import Callable
 from pathlib import Path
 
 import pytest
@@ -167,23 +168,29 @@ UNLOGGED = 12_000  # what this agent sends besides the messages (the table assum
 WORDS = "the parser reads each record and counts its tokens once " * 12
 
 
+def steps(n: int, billed: Callable[[int], int]) -> list[str]:
+    """A Claude Code session of `n` calls, each a request and a short reply, the call
+    billed `billed` of a rough count of its prompt."""
+    out, parent, rough = [], None, 3
+    for k in range(1, n + 1):
+        out.append(claude_code_line("user", k, parent, f"step {k}: {WORDS}"))
+        rough += len(WORDS) // 5 + 8
+        out.append(claude_code_line(
+            "assistant", k, f"user{k}", [{"type": "text", "text": f"done {k}"}],
+            id=f"m{k}", model="claude-opus-4-6", usage=usage(billed(rough), 10)))
+        rough += 8
+        parent = f"assistant{k}"
+    return out
+
+
 def compacted_session(tmp_path: Path, after: int | None = None) -> Path:
     """A Claude Code session of four calls, each billed its prompt (slope × a rough count
     of it) plus `UNLOGGED`, then Claude Code's compaction: a boundary and its summary, and
     (`after`) one call recorded on the new context, billed that."""
     slope = slope_of("claude-opus-4-6")
-    out, parent, rough = [], None, 3
-    for k in range(1, 5):
-        out.append(claude_code_line("user", k, parent, f"step {k}: {WORDS}"))
-        rough += len(WORDS) // 5 + 8
-        out.append(claude_code_line(
-            "assistant", k, f"user{k}", [{"type": "text", "text": f"done {k}"}],
-            id=f"m{k}", model="claude-opus-4-6",
-            usage=usage(round(slope * rough) + UNLOGGED, 10)))
-        rough += 8
-        parent = f"assistant{k}"
+    out = steps(4, lambda rough: round(slope * rough) + UNLOGGED)
     out.append(json.dumps({
-        "parentUuid": None, "logicalParentUuid": parent, "isSidechain": False,
+        "parentUuid": None, "logicalParentUuid": "assistant4", "isSidechain": False,
         "sessionId": "s", "type": "system", "subtype": "compact_boundary",
         "content": "Conversation compacted", "uuid": "boundary",
         "timestamp": "2026-01-01T00:00:00Z",
@@ -230,17 +237,8 @@ def test_compress_of_a_file_billed_below_its_count_is_billed_as_it_said(
     # than it logs): the file's own ratio bills it, none of it outside the file; what
     # compress wrote is billed so again, not as a file with no usage (the table's 25,000
     # besides the messages)
-    out, parent, rough = [], None, 3
-    for k in range(1, 9):
-        out.append(claude_code_line("user", k, parent, f"step {k}: {WORDS}"))
-        rough += len(WORDS) // 5 + 8
-        out.append(claude_code_line(
-            "assistant", k, f"user{k}", [{"type": "text", "text": f"done {k}"}],
-            id=f"m{k}", model="claude-opus-4-6", usage=usage(rough, 10)))
-        rough += 8
-        parent = f"assistant{k}"
     path, written = tmp_path / "below.jsonl", tmp_path / "out.jsonl"
-    path.write_text("".join(out))
+    path.write_text("".join(steps(8, lambda rough: rough)))
     before = stats(path, cache=False).context
     assert before is not None and before.kind == "anchored" and before.not_in_file == 0
     assert before.slope < slope_of("claude-opus-4-6")
