@@ -283,6 +283,22 @@ def test_a_vertex_line_of_a_request_and_its_error_is_a_failed_request_only(
     assert "Sort the inbox." in shown and "spam folder" not in shown
 
 
+def test_a_batch_of_failed_requests_only_says_so_where_it_has_no_model_input(
+        tmp_path: Path) -> None:
+    # stats said the file held "only the agent's own lines (commands, notices)", and
+    # convert refused it in the same words: every line was a request that failed
+    path = tmp_path / "predictions.jsonl"
+    path.write_text(json.dumps(FAILED) + "\n" + json.dumps(
+        {"status": "Bad Request: Invalid argument",
+         "request": {"contents": [text("user", "Summarise the spam folder.")]}}) + "\n")
+    table = " ".join(ctxpack("stats", str(path)).out.split())
+    assert "no model input: every request in the file failed (2), with no reply" in table
+    assert "agent's own lines" not in table
+    run = ctxpack("convert", str(path), "--to", "openai")
+    assert_clean_error(run, 2, f"{path}: nothing to convert: every request in the file "
+                       "failed (2)")
+
+
 def test_a_batch_with_no_failed_request_says_none() -> None:
     f = json.loads(ctxpack("stats", "--json", str(BATCH)).out)["files"][0]
     assert f["failed_requests"] == []
