@@ -414,7 +414,7 @@ def test_pairing_problems_name_the_content_of_a_line_of_one_content(tmp_path: Pa
     unanswered, unasked = run.out.splitlines()
     assert unanswered == f"{path}:1: contents[1]: tool call ls at parts[0] has no result in " \
         "the transcript"
-    assert unasked == f"{path}:2: contents[0]: tool result without a preceding call"
+    assert unasked == f"{path}:2: contents[0]: tool result of cat without a preceding call"
     # show names each message by its line and its place in it
     shown = ctxpack("show", str(path)).out
     assert "line 1 contents[1]" in shown and "line 2 contents[0]" in shown
