@@ -765,6 +765,44 @@ def test_any_checkpoint_round_trips_and_keeps_thoughts_out(history: list[Any],
     assert not any(isinstance(p, Thinking) for m in t.messages for p in m.parts)
 
 
+@st.composite
+def turns_of_calls(draw: Any) -> tuple[list[Any], list[tuple[str, str]]]:
+    """A checkpoint's history of turns whose calls carry no id, each answered in any order
+    by responses with or without an id of the CLI's; and each call's tool and output."""
+    history: list[Any] = [{"role": "user", "parts": [{"text": "go"}]}]
+    pairs = []
+    for turn in range(draw(st.integers(1, 4))):
+        names = draw(st.lists(st.sampled_from(["ls", "cat", "grep"]), min_size=1, max_size=4))
+        history.append({"role": "model", "parts": [
+            {"functionCall": {"name": n, "args": {"k": k}}} for k, n in enumerate(names)]})
+        outputs = [(n, f"{n} {turn}.{k}") for k, n in enumerate(names)]
+        pairs += outputs
+        # the names' responses interleaved at will, each name's in the order of its calls
+        queue = {n: [k for k, m in enumerate(names) if m == n] for n in names}
+        order = [queue[names[k]].pop(0) for k in draw(st.permutations(range(len(names))))]
+        history.append({"role": "user", "parts": [
+            {"functionResponse": {**({"id": f"{names[k]}-{turn}-{k}"} if draw(st.booleans())
+                                     else {}), "name": names[k],
+                                  "response": {"output": outputs[k][1]}}} for k in order]})
+    return history, pairs
+
+
+@settings(max_examples=40, deadline=None)
+@given(turns_of_calls())
+def test_any_checkpoint_answers_each_call_with_a_response_of_its_name(
+        drawn: tuple[list[Any], list[tuple[str, str]]]) -> None:
+    from ctxpack.checks import validate
+
+    history, pairs = drawn
+    t = load(io.BytesIO(json.dumps({"history": history}).encode()), "gemini-checkpoint")
+    assert_tool_pairs(t.messages)
+    assert validate(t) == []
+    calls = {c.id: c.name for m in t.messages for c in m.tool_calls}
+    answers = {r.call_id: (calls[r.call_id], r.text) for m in t.messages
+               for r in m.tool_results}
+    assert [answers[c] for c in calls] == pairs
+
+
 @pytest.mark.parametrize("messages", [{"a": 1}, "none", 5])
 def test_a_recording_whose_messages_is_no_array_cannot_be_read(messages: Any,
                                                                tmp_path: Path) -> None:
