@@ -122,7 +122,7 @@ def _check_content(messages: list[Message], fmt: str) -> list[Problem]:
 def _check_pairs(messages: list[Message], fmt: str) -> list[Problem]:
     problems: list[Problem] = []
     open_calls: dict[str, tuple[Message, ToolCall]] = {}
-    answered: set[str] = set()
+    answered: dict[str, ToolCall] = {}
     legacy_open: list[tuple[Message, ToolCall]] = []
     strict_adjacent = fmt in ("openai", "openai-conversations")
     for m in messages:
@@ -149,15 +149,18 @@ def _check_pairs(messages: list[Message], fmt: str) -> list[Problem]:
                 if legacy_open:
                     legacy_open.pop(0)
                 else:
-                    problems.append(_at(m, "tool result without a preceding call"))
+                    of = f" of {result.name}" if result.name else ""
+                    problems.append(_at(m, f"tool result{of} without a preceding call"))
             elif result.call_id in open_calls:
-                del open_calls[result.call_id]
-                answered.add(result.call_id)
+                answered[result.call_id] = open_calls.pop(result.call_id)[1]
             elif result.call_id in answered:
-                problems.append(_at(m, f"second result for tool call {result.call_id!r}"))
+                call = answered[result.call_id]  # (by its place where its id is made up)
+                problems.append(_at(m, "second result for tool call " + (
+                    _named(call) if call.place else repr(result.call_id))))
             else:
+                of = f" ({result.name})" if result.name else ""
                 problems.append(_at(
-                    m, f"tool result for call {result.call_id!r}, which no earlier "
+                    m, f"tool result for call {result.call_id!r}{of}, which no earlier "
                     "assistant message made"))
     if messages:
         for call in messages[-1].tool_calls:

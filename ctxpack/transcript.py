@@ -65,12 +65,16 @@ class ToolCall:
 @dataclass(frozen=True, slots=True)
 class ToolResult:
     """A tool's output; `written`: it answers a written call (see ToolCall), and was sent
-    as the text its parts hold."""
+    as the text its parts hold. `name`: the function it is the output of, where the
+    format gives a result one (a Gemini `functionResponse`, a Gemini CLI call holding
+    its result): how validate names a result no call asked for, and how a Gemini result
+    without an id finds its call."""
 
     call_id: str | None
     parts: tuple[Text | Image, ...]
     is_error: bool = False
     written: bool = False
+    name: str = ""
     kind: ClassVar[str] = "tool_result"
 
     @property

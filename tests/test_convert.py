@@ -82,8 +82,9 @@ def assert_accepted(body: dict[str, Any], to: str) -> None:
 def entries(markdown: str) -> int:
     """The messages of a Markdown document: headings at a line, at a place in a
     document on one line (`### messages[3] · tool`), or at a place in a line of many
-    messages (`### line 2 history[5] · tool`)."""
-    return len(re.findall(r"\n### (?:line [\d,]+(?: \S+)?|\S+) · ", markdown))
+    messages (`### line 2 history[5] · tool`), or at an event of a line (`### line 38
+    event 3 · tool`)."""
+    return len(re.findall(r"\n### (?:line [\d,]+(?: event \d+| \S+)?|\S+) · ", markdown))
 
 
 def result_texts(records: list[dict[str, Any]], to: str) -> Counter[str]:

@@ -682,6 +682,54 @@ def test_a_call_without_an_id_is_named_by_its_tool_and_place_and_its_result_answ
     assert "tool · cat" in ctxpack("show", str(path)).out
 
 
+@pytest.mark.parametrize("ids", [True, False], ids=["cli-ids", "no-ids"])
+def test_a_checkpoint_pairs_each_response_with_the_oldest_call_of_its_name(
+        ids: bool, tmp_path: Path) -> None:
+    # the model's calls carry no id; the CLI gives each response one of its own (or none):
+    # responses were paired oldest-first, so glob's output answered read_file, or, with
+    # the CLI's ids, no call at all (validate: 4 problems; convert: "no result")
+    def answered(name: str, output: str) -> dict[str, Any]:
+        said = {"name": name, "response": {"output": output}}
+        return {"functionResponse": {"id": f"{name}-1772617204113-5b0e2c", **said} if ids
+                else said}
+
+    path = tmp_path / "checkpoint-fix.json"
+    path.write_text(json.dumps({"history": [
+        {"role": "user", "parts": [{"text": "fix it"}]},
+        {"role": "model", "parts": [{"functionCall": {"name": "read_file", "args": {"p": "a"}}},
+                                    {"functionCall": {"name": "glob", "args": {"p": "*"}}}]},
+        {"role": "user", "parts": [answered("glob", "a.py"), answered("read_file", "x=1")]},
+        {"role": "model", "parts": [{"text": "done"}]}]}, indent=2))
+    run = ctxpack("validate", str(path))
+    assert run.code == 0, run.out
+    body = json.loads(ctxpack("convert", str(path), "--to", "openai").out)
+    calls = {c["id"]: c["function"]["name"] for c in body["messages"][1]["tool_calls"]}
+    assert {calls[m["tool_call_id"]]: m["content"] for m in body["messages"]
+            if m["role"] == "tool"} == {"read_file": "x=1", "glob": "a.py"}
+
+
+def test_a_result_no_call_asked_for_is_named_by_its_function(tmp_path: Path) -> None:
+    # "tool result without a preceding call" named no function, where the file gives one
+    checkpoint = tmp_path / "checkpoint-x.json"
+    checkpoint.write_text(json.dumps({"history": [
+        {"role": "user", "parts": [{"text": "go"}]},
+        {"role": "model", "parts": [{"text": "ok"}]},
+        {"role": "user", "parts": [{"functionResponse": {"name": "cat", "response": {}}}]}]}))
+    recording = tmp_path / "session-x.jsonl"
+    mismatched = {**call("c1"), "result": [response("c2", "x")]}
+    recording.write_bytes(jsonl(META, user("u1", "go"), gemini("g1", "", [mismatched]),
+                                gemini("g2", "done")).getvalue())
+    for path, named in (
+            (checkpoint, [f"{checkpoint}:1: history[2]: tool result of cat without a "
+                          "preceding call"]),
+            (recording, [f"{recording}:3: tool call 'c1' (read_file) has no result in the "
+                         "transcript",
+                         f"{recording}:3: tool result for call 'c2' (read_file), which no "
+                         "earlier assistant message made"])):
+        run = ctxpack("validate", str(path))
+        assert run.code == 1 and sorted(run.out.splitlines()) == sorted(named), run.out
+
+
 def test_compress_of_a_checkpoint_points_to_convert(tmp_path: Path) -> None:
     from .helpers import assert_clean_error
 
@@ -715,6 +763,44 @@ def test_any_checkpoint_round_trips_and_keeps_thoughts_out(history: list[Any],
     thoughts = sum(1 for c in history for p in c["parts"] if p.get("thought"))
     assert sum(len(m.parts) for m in t.outside) == thoughts
     assert not any(isinstance(p, Thinking) for m in t.messages for p in m.parts)
+
+
+@st.composite
+def turns_of_calls(draw: Any) -> tuple[list[Any], list[tuple[str, str]]]:
+    """A checkpoint's history of turns whose calls carry no id, each answered in any order
+    by responses with or without an id of the CLI's; and each call's tool and output."""
+    history: list[Any] = [{"role": "user", "parts": [{"text": "go"}]}]
+    pairs = []
+    for turn in range(draw(st.integers(1, 4))):
+        names = draw(st.lists(st.sampled_from(["ls", "cat", "grep"]), min_size=1, max_size=4))
+        history.append({"role": "model", "parts": [
+            {"functionCall": {"name": n, "args": {"k": k}}} for k, n in enumerate(names)]})
+        outputs = [(n, f"{n} {turn}.{k}") for k, n in enumerate(names)]
+        pairs += outputs
+        # the names' responses interleaved at will, each name's in the order of its calls
+        queue = {n: [k for k, m in enumerate(names) if m == n] for n in names}
+        order = [queue[names[k]].pop(0) for k in draw(st.permutations(range(len(names))))]
+        history.append({"role": "user", "parts": [
+            {"functionResponse": {**({"id": f"{names[k]}-{turn}-{k}"} if draw(st.booleans())
+                                     else {}), "name": names[k],
+                                  "response": {"output": outputs[k][1]}}} for k in order]})
+    return history, pairs
+
+
+@settings(max_examples=40, deadline=None)
+@given(turns_of_calls())
+def test_any_checkpoint_answers_each_call_with_a_response_of_its_name(
+        drawn: tuple[list[Any], list[tuple[str, str]]]) -> None:
+    from ctxpack.checks import validate
+
+    history, pairs = drawn
+    t = load(io.BytesIO(json.dumps({"history": history}).encode()), "gemini-checkpoint")
+    assert_tool_pairs(t.messages)
+    assert validate(t) == []
+    calls = {c.id: c.name for m in t.messages for c in m.tool_calls}
+    answers = {r.call_id: (calls[r.call_id], r.text) for m in t.messages
+               for r in m.tool_results}
+    assert [answers[c] for c in calls] == pairs
 
 
 @pytest.mark.parametrize("messages", [{"a": 1}, "none", 5])

@@ -283,6 +283,22 @@ def test_a_vertex_line_of_a_request_and_its_error_is_a_failed_request_only(
     assert "Sort the inbox." in shown and "spam folder" not in shown
 
 
+def test_a_batch_of_failed_requests_only_says_so_where_it_has_no_model_input(
+        tmp_path: Path) -> None:
+    # stats said the file held "only the agent's own lines (commands, notices)", and
+    # convert refused it in the same words: every line was a request that failed
+    path = tmp_path / "predictions.jsonl"
+    path.write_text(json.dumps(FAILED) + "\n" + json.dumps(
+        {"status": "Bad Request: Invalid argument",
+         "request": {"contents": [text("user", "Summarise the spam folder.")]}}) + "\n")
+    table = " ".join(ctxpack("stats", str(path)).out.split())
+    assert "no model input: every request in the file failed (2), with no reply" in table
+    assert "agent's own lines" not in table
+    run = ctxpack("convert", str(path), "--to", "openai")
+    assert_clean_error(run, 2, f"{path}: nothing to convert: every request in the file "
+                       "failed (2)")
+
+
 def test_a_batch_with_no_failed_request_says_none() -> None:
     f = json.loads(ctxpack("stats", "--json", str(BATCH)).out)["files"][0]
     assert f["failed_requests"] == []
@@ -398,7 +414,7 @@ def test_pairing_problems_name_the_content_of_a_line_of_one_content(tmp_path: Pa
     unanswered, unasked = run.out.splitlines()
     assert unanswered == f"{path}:1: contents[1]: tool call ls at parts[0] has no result in " \
         "the transcript"
-    assert unasked == f"{path}:2: contents[0]: tool result without a preceding call"
+    assert unasked == f"{path}:2: contents[0]: tool result of cat without a preceding call"
     # show names each message by its line and its place in it
     shown = ctxpack("show", str(path)).out
     assert "line 1 contents[1]" in shown and "line 2 contents[0]" in shown

@@ -1056,11 +1056,29 @@ def test_openhands_message_content_that_is_no_string_is_named_and_shown_as_its_t
           if text.strip() == '"id": 0,'][0]
     run = ctxpack("validate", str(path))
     assert run.code == 1 and run.out.splitlines() == [
-        f"{path}:{at}: message action's 'args.content' is {kind}, not a string"], run.out
+        f"{path}:{at}: event 0: message action's 'args.content' is {kind}, not a string"], \
+        run.out
     show = ctxpack("show", "--no-pager", str(path)).out
     assert f"\n    {shown}\n" in show and '"text"' not in show
     converted = json.loads(ctxpack("convert", str(path), "--to", "openai").out)
     assert converted["messages"] == [{"role": "user", "content": shown}]
+
+
+def test_openhands_problems_name_their_event_as_its_errors_do(tmp_path):
+    # validate gave the line alone, where an event of the wrong shape is named `event N`
+    call = openhands_run(1, "a")[0]  # its observation left out: the call has no result
+    path = tmp_path / "trajectory.json"
+    path.write_text(json.dumps([ASKED, call, {"id": 2, "source": "agent", "action": "message",
+                                              "args": {"content": 5}}], indent=2))
+    lines = path.read_text().splitlines()
+    at = {n: lines.index(f'    "id": {n},') + 1 for n in (1, 2)}
+    run = ctxpack("validate", str(path))
+    assert run.code == 1 and run.out.splitlines() == [
+        f"{path}:{at[1]}: event 1: tool call 'a' (execute_bash) has no result in the transcript",
+        f"{path}:{at[2]}: event 2: message action's 'args.content' is a number, not a string",
+    ], run.out
+    # show names each message so too, after its line
+    assert f"line {at[1]} event 1  assistant" in ctxpack("show", "--no-pager", str(path)).out
 
 
 def test_openhands_events_of_the_right_shape_validate(tmp_path):

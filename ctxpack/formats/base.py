@@ -106,9 +106,13 @@ class Layout:
 OUTSIDE_WHY = "before a compaction or off the branch"
 
 
-def no_input(outside: int, sidechain: int, skipped: int) -> str:
+def no_input(outside: int, sidechain: int, skipped: int, failed: int = 0) -> str:
     """Why a file has no message in the model's context, given how many messages lie
-    outside it or in a sub-agent and how many lines were skipped (stats, convert)."""
+    outside it or in a sub-agent, how many lines were skipped and how many requests it
+    records as failed (stats, convert)."""
+    if failed and not outside and not sidechain:
+        return (f"every request in the file failed ({failed:,}), with no reply: "
+                "`ctxpack validate` says why")
     if outside or sidechain:
         return "every message is outside the model's context or a sub-agent's"
     if skipped:

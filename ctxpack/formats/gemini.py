@@ -18,7 +18,11 @@ which drops that message and every later one.
 A checkpoint (`/chat save TAG` writes `checkpoint-TAG.json` beside the recordings) is
 the history the CLI sends, as it sends it: `{"history": [Content...]}` (older CLIs: the
 bare array), each Content `{role: user|model, parts}` of Gemini API parts. It records no
-usage and no model; `/chat resume TAG` sends it again as it is.
+usage and no model; `/chat resume TAG` sends it again as it is. The model's calls in it
+carry the ids the API gave them (often none) and the CLI gives each response one of its
+own, so a response answers its call by name, as the API pairs them (see `Links`).
+(stream-json's `tool_result` names no tool: one without a `tool_id` answers the oldest
+call not yet answered.)
 
 `--output-format stream-json` writes events: `init` (model, session), `message`
 (user, or assistant text in `delta` chunks), `tool_use`, `tool_result` and a
@@ -97,7 +101,8 @@ def _part(item: Any) -> Part | None:
     response = item.get("functionResponse")
     if isinstance(response, dict):
         parts, error = _result_parts(response.get("response"))
-        return ToolResult(string_field(response, "id"), parts, error)
+        return ToolResult(string_field(response, "id"), parts, error,
+                          name=string_field(response, "name") or "")
     inline = item.get("inlineData")
     if isinstance(inline, dict):
         mime = string_field(inline, "mimeType")
@@ -118,6 +123,52 @@ def _parts(content: Any) -> list[Part]:
         return []
     items = content if isinstance(content, list) else [content]
     return [p for p in map(_part, items) if p is not None]
+
+
+class Links:
+    """Calls and responses of one conversation paired by name, as the Gemini API pairs
+    them where they carry no `id` (its ids are optional, and the Gemini CLI gives its own
+    to each response, not to the call the model made): each call without one is given
+    `NAME#k` (no id of the file: never shown, nor kept by `convert`) and its place in its
+    Content's parts, which names it; a response answers the call its id names, else (no
+    id, or one no call was given) the oldest call of its name not yet answered (of those
+    without an id, for a response with one). None: it stays unlinked, and validate names
+    it."""
+
+    def __init__(self) -> None:
+        self.made = 0
+        self.open: dict[str, list[str]] = {}  # tool name -> its calls not yet answered
+        self.given: set[str] = set()  # the ids the file gives calls
+
+    def part(self, part: Part, index: int) -> Part:
+        """`part`, the `index`th of its Content's parts, linked."""
+        if isinstance(part, ToolCall):
+            if part.id is None:
+                self.made += 1
+                part = replace(part, id=f"{part.name}#{self.made}", place=f"parts[{index}]")
+            else:
+                self.given.add(part.id)
+            self.open.setdefault(part.name, []).append(part.id)  # type: ignore[arg-type]
+        elif isinstance(part, ToolResult):
+            waiting = self.open.get(part.name, [])
+            if part.call_id in waiting:
+                waiting.remove(part.call_id)
+            elif part.call_id is None or part.call_id not in self.given:
+                named = next((c for c in waiting if part.call_id is None or c not in self.given),
+                             None)
+                if named is not None:
+                    waiting.remove(named)
+                    part = replace(part, call_id=named)
+        return part
+
+
+def linked_parts(content: Any, links: Links) -> list[Part]:
+    """The parts of a Content's `parts` (as `_parts` reads them), calls and responses
+    paired by `links`."""
+    if content is None or content == "":
+        return []
+    items = content if isinstance(content, list) else [content]
+    return [links.part(p, i) for i, item in enumerate(items) for p in _parts([item])]
 
 
 def refused_part(part: dict[str, Any]) -> list[str]:
@@ -154,12 +205,15 @@ def _injected(parts: list[Part]) -> bool:
     return any(t.startswith(_INJECTED) for t in texts)
 
 
-def record_messages(record: dict[str, Any], line: int, key: str = "") -> list[Message]:
+def record_messages(record: dict[str, Any], line: int, key: str = "",
+                    links: Links | None = None) -> list[Message]:
     """The messages one user or gemini record puts before the model, in order. A call of
     its `toolCalls` without an id is given one made of `key` (the record's own, unique
-    in its file) and its place, never shown: its result beside it answers it."""
+    in its file) and its place, never shown: its result beside it answers it. The calls
+    and responses of its `content` are paired by `links`, where given."""
     kind, ident = record.get("type"), string_field(record, "id")
-    parts = _parts(record.get("content"))
+    content = record.get("content")
+    parts = _parts(content) if links is None else linked_parts(content, links)
     if kind == "user":
         results = tuple(p for p in parts if isinstance(p, ToolResult))
         said = [p for p in parts if not isinstance(p, ToolResult)]
@@ -185,9 +239,9 @@ def record_messages(record: dict[str, Any], line: int, key: str = "") -> list[Me
             made = replace(made, id=f"{key}\0toolCalls[{k}]", place=f"toolCalls[{k}]")
         said.append(made)
         for p in _parts(call.get("result")):
-            if isinstance(p, ToolResult):
-                results.append(p if p.call_id is not None else
-                               ToolResult(made.id, p.parts, p.is_error))
+            if isinstance(p, ToolResult):  # (the call holding it names it)
+                results.append(replace(p, call_id=p.call_id or made.id,
+                                       name=p.name or made.name))
     out = [Message("assistant", tuple(said), (line,), record, id=ident, model=model)]
     if results:
         out.append(Message("tool", tuple(results), (line,), record))
@@ -483,6 +537,7 @@ class GeminiCheckpointReader:
         self.count = 0
         self.thoughts: set[int] = set()
         self.items = Items("history[{}]")
+        self.links = Links()  # the history is one conversation, its calls paired by name
 
     def feed(self, line: int, record: Any) -> list[Message]:
         history = record.get("history") if isinstance(record, dict) else record
@@ -499,7 +554,8 @@ class GeminiCheckpointReader:
                 raise RecordError(f"history[{i}] has role {role!r}, not 'user' or 'model'",
                                   at=self.items.at)
             kind = "gemini" if role == "model" else "user"
-            for m in record_messages({"type": kind, "content": content.get("parts")}, line):
+            for m in record_messages({"type": kind, "content": content.get("parts")}, line,
+                                     links=self.links):
                 if kind == "gemini" and unsent(m):
                     self.thoughts.add(self.count)
                 out.append(replace(m, raw=content))

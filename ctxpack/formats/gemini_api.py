@@ -37,9 +37,9 @@ from typing import Any
 
 from ..jsonl import json_kind
 from ..recorded import Summed, shown, summed, wrong_counts
-from ..transcript import Message, Part, RecordedCall, Text, ToolCall, ToolResult
+from ..transcript import Message, Part, RecordedCall, Text, ToolResult
 from .base import NOT_WRITTEN, Layout, RecordError, number, string_field
-from .gemini import _parts, refused_part
+from .gemini import Links, _parts, linked_parts, refused_part
 
 ROLES = ("user", "model")  # what the API takes (the older `function` role is a user side)
 _HEAD = 20  # contents looked at to tell a body
@@ -203,35 +203,6 @@ def refused(read: Message) -> list[str]:
     return out
 
 
-class Links:
-    """Calls and responses of one body paired by name, as the API pairs them where they
-    carry no `id` (its ids are optional): each call without one is given `NAME#k` (no id
-    of the file: never shown, nor kept by `convert`) and its place in its Content's parts,
-    which names it, and a response without one answers the oldest call of its name not
-    yet answered (none: it stays unlinked, and validate names it)."""
-
-    def __init__(self) -> None:
-        self.made = 0
-        self.open: dict[str, list[str]] = {}
-
-    def part(self, item: Any, part: Part, index: int) -> Part:
-        """`part`, read from `item`, the `index`th of its Content's parts, linked."""
-        if isinstance(part, ToolCall):
-            if part.id is None:
-                self.made += 1
-                part = replace(part, id=f"{part.name}#{self.made}", place=f"parts[{index}]")
-            self.open.setdefault(part.name, []).append(part.id)  # type: ignore[arg-type]
-        elif isinstance(part, ToolResult):
-            response = item.get("functionResponse") if isinstance(item, dict) else None
-            name = response.get("name") if isinstance(response, dict) else None
-            waiting = self.open.get(name, []) if isinstance(name, str) else []
-            if part.call_id is None and waiting:
-                part = replace(part, call_id=waiting.pop(0))
-            elif part.call_id in waiting:
-                waiting.remove(part.call_id)
-        return part
-
-
 def content_messages(content: dict[str, Any], line: int, conversation: int,
                      links: Links) -> list[Message]:
     """The messages one Content puts before the model: a model Content is the assistant's
@@ -239,10 +210,7 @@ def content_messages(content: dict[str, Any], line: int, conversation: int,
     user said. A Content with no part the reader knows is an empty message, so that every
     Content has its place (validate names an empty one)."""
     role = string_field(content, "role")
-    items = content.get("parts")
-    parts = [links.part(item, p, i)
-             for i, item in enumerate(items if isinstance(items, list) else [items])
-             for p in _parts([item])]
+    parts = linked_parts(content.get("parts"), links)
     if role in ("model", "assistant"):  # ("assistant": a Chat Completions habit, refused)
         return [Message("assistant", tuple(parts), (line,), content,
                         conversation=conversation)]

@@ -281,7 +281,12 @@ class OpenHandsReader:
                 # an observation no tool call asked for (a command the user ran) reaches
                 # the model as a user message
                 out.append(Message("user", (Text(text),), (line,), e, conversation=conversation))
-        return out, condensed
+        # each message named by its event, as a problem reading it is (in a trajectory
+        # printed over many lines, after the line it is on)
+        index = {id(e): n for n, e in enumerate(events)}
+        return [replace(m, place=f"event {index[id(m.raw)]}",
+                        item_line=m.line if self.finder is not None else 0)
+                for m in out], condensed
 
     def finish(self) -> tuple[list[Message], Layout]:
         where = {n: i for i, n in enumerate(self.context)}
