@@ -329,7 +329,7 @@ class Shrink:
 
 def _resize(plan: Plan, done: Changes) -> set[int]:
     """Restate the usage of records after the first change for the smaller context (they
-    join `done.edited`); the lines restated. Records of the span are archived, and the
+    join `done.edited`, each, its size changed or not); the lines restated. Records of the span are archived, and the
     summary's group states the size at its end itself."""
     editor, records = plan.read.editor, plan.read.transcript.records
     if not editor.usage_mark or not plan.changed:
@@ -352,9 +352,13 @@ def _resize(plan: Plan, done: Changes) -> set[int]:
         new = shrink.context(n, n, stated)
         if (stated, new) != last:  # a call stated again (its pieces, repeated events)
             cached, last = last[1], (stated, new)
-        if new != stated:
-            done.edited[n] = editor.resized(value, new, min(cached, new))
-            out.add(n)
+        # written anew even where the size stands (a usage at or below ctxpack's count,
+        # made up, that the bill passed over): each call kept was made on the context
+        # before, and a reader takes a call after the last line compress wrote for one
+        # made since (see loader.Scanner._stale_calls)
+        done.edited[n] = editor.resized(value, new, min(cached, new)) if new != stated \
+            else value
+        out.add(n)
     return out
 
 
