@@ -193,6 +193,23 @@ def test_compress_of_a_claude_code_session_acts_at_its_billed_size() -> None:
     assert counted.tokens < 0.03 * counted.context_window
 
 
+@pytest.mark.parametrize("threshold", [0.3, 0.5, 0.8])
+def test_the_default_target_is_under_the_trigger_at_any_threshold(threshold: float) -> None:
+    """The target is 5/8 of the trigger where that is under half the window: a low
+    --threshold does not leave the context above the trigger it set."""
+    messages = [{"role": "system", "content": "You help."}]
+    for k in range(20):
+        messages += [{"role": "user", "content": f"Part {k}: go on with the plan. " * 300},
+                     {"role": "assistant", "content": f"Step {k} of the plan is done. " * 300}]
+    messages.append({"role": "user", "content": "Go on."})
+    _, report = ctxpack.compress(messages, model="gpt-4o", threshold=threshold)
+    window = report.context_window
+    assert report.trigger == int(threshold * window) < report.tokens_before
+    assert report.target == min(window // 2, round(report.trigger * 5 / 8))
+    assert report.tokens_after <= report.target < report.trigger, report
+    assert not report.warnings
+
+
 def test_compress_help_says_its_figures_are_billed_tokens() -> None:
     said = " ".join(run_ctxpack("compress", "--help").out.split())
     assert ("--budget, --target, the --threshold share of the window and the hard limit are "

@@ -329,8 +329,8 @@ class Shrink:
 
 def _resize(plan: Plan, done: Changes) -> set[int]:
     """Restate the usage of records after the first change for the smaller context (they
-    join `done.edited`, each, its size changed or not); the lines restated. Records of the span are archived, and the
-    summary's group states the size at its end itself."""
+    join `done.edited`, each, its size changed or not); the lines restated. Records of
+    the span are archived, and the summary's group states the size at its end itself."""
     editor, records = plan.read.editor, plan.read.transcript.records
     if not editor.usage_mark or not plan.changed:
         return set()
