@@ -579,3 +579,54 @@ def test_json_and_text_give_the_same_least_anchored_error() -> None:
     b = bill(counts, calls, model="claude-opus-4-6", format="claude-code", exact=False,
              estimated=False)
     assert b.kind == "anchored" and b.error == b.to_dict()["error"] == LEAST_ERROR
+
+
+def synthetic_but(path: Path, real: slice, to: Path) -> Path:
+    """`path` (Claude Code) with every API response but the `real` ones (in file order)
+    made `<synthetic>`, as Claude Code writes one it made up itself, at `to`."""
+    lines = path.read_text().splitlines()
+    records = [json.loads(x) for x in lines]
+    ids = list(dict.fromkeys(r["message"]["id"] for r in records
+                             if r.get("type") == "assistant"))
+    for n, r in enumerate(records):
+        if r.get("type") == "assistant" and r["message"]["id"] not in ids[real]:
+            r["message"]["model"] = "<synthetic>"
+            r["message"]["usage"] = dict.fromkeys(("input_tokens", "output_tokens",
+                                                   "cache_creation_input_tokens",
+                                                   "cache_read_input_tokens"), 0)
+            lines[n] = json.dumps(r)
+    to.write_text("\n".join(lines) + "\n")
+    return to
+
+
+SOLSMILE = CORPUS / "claude-code" / "solsmile__claude-session.jsonl"
+
+
+@pytest.mark.parametrize("source", [
+    pytest.param(None, id="sample-its-last-replies-synthetic"),
+    pytest.param(SOLSMILE, id="solsmile", marks=pytest.mark.skipif(
+        not SOLSMILE.is_file(), reason="corpus not found beside the checkout"))])
+def test_stats_of_compress_output_finds_the_model_compress_billed_as(
+        tmp_path: Path, source: Path | None) -> None:
+    """Where every reply that names the model is summarized (only `<synthetic>` ones
+    kept), the output still names it: stats bills it as compress did."""
+    # (the sample's 11 calls since its compaction, the last 3 made up, and those before)
+    path = source or synthetic_but(CLAUDE_CODE, slice(-11, -3), tmp_path / "in.jsonl")
+
+    def file_stats(of: Path) -> dict:
+        run = run_ctxpack("stats", str(of), "--json")
+        assert run.code == 0, run.err
+        return json.loads(run.out)["files"][0]
+
+    before = file_stats(path)
+    assert before["model"].startswith("claude-opus-4-6")
+    out, report = tmp_path / "out.jsonl", tmp_path / "report.json"
+    budget = before["context"]["not_in_file"] + before["context"]["visible"] // 2
+    run = run_ctxpack("compress", str(path), "--budget", str(budget), "-o", str(out),
+                      "--report-json", str(report))
+    assert run.code == 0, run.err
+    said = json.loads(report.read_text())
+    after = file_stats(out)
+    assert said["summary"] is not None
+    assert after["model"] == said["model"] == before["model"]
+    assert after["context"]["tokens"] == said["billed"]["tokens_after"]

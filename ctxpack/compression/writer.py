@@ -217,6 +217,11 @@ def _compaction(plan: Plan, archiver: Archiver, now: str
     if (known := carried(read.bill)) is not None:
         meta["not_in_file_tokens"] = known
         meta["billed_slope"] = carried_slope(read.bill)
+    # the model the file names, which the replies kept may no longer name (Claude Code
+    # keeps only `<synthetic>` ones where every real reply is summarized): stats of the
+    # output bills as it, as compress did
+    if read.transcript.model:
+        meta["billed_model"] = read.transcript.model
     if s.strategy == "llm" and s.llm:
         meta["llm"] = llm_meta(s.llm)
     before = _data(records, first - 1) if first > 1 else None
