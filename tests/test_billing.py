@@ -331,12 +331,32 @@ def test_the_library_passes_over_usage_far_below_the_count_and_says_so() -> None
     assert told.billed == plain.billed
     assert any(w.startswith("the usage of the last call (5 tokens) is far below the count")
                and "passed over" in w for w in told.warnings), told.warnings
-    # the agent loop bills it alike
+    # the agent loop bills it alike, and says so in the same words
+    warned = [w for w in told.warnings if "far below" in w]
     ctx = ctxpack.Context("claude-opus-4-6", budget=100_000)
     ctx.extend(messages[:3])
-    ctx.record_usage(5)
+    assert ctx.record_usage(5) == warned
     ctx.append(messages[3])
     assert ctx.billed == plain.billed["tokens_before"]
+    loop = ctxpack.Context("claude-opus-4-6", budget=100_000)
+    loop.extend(messages[:2])
+    assert loop.append(messages[2], usage={"input_tokens": 5}) == warned
+    assert loop.append(messages[3]) == []
+    assert ctxpack.Context("claude-opus-4-6").append(messages[0]) == []
+    # and each compress of it says it again, as compress(usage=) does
+    more = [{"role": "assistant", "content": f"Part {k} of it is this. " * 150} if k % 2 == 0
+            else {"role": "user", "content": "And then? " * 50} for k in range(8)]
+    small = ctxpack.Context("claude-opus-4-6", budget=ctx.billed)
+    small.extend(messages[:2])
+    small.append(messages[2], usage=5)
+    small.extend([messages[3], *more])
+    event = small.compress()
+    assert event is not None and event.warnings[0] == warned[0]
+    assert event.warnings == event.report.warnings
+    # a usage that is not far below warns of nothing
+    sane = ctxpack.Context("claude-opus-4-6", budget=100_000)
+    sane.extend(messages[:2])
+    assert sane.append(messages[2], usage=plain.billed["tokens_before"]) == []
 
 
 def test_compress_says_when_it_passes_over_a_files_last_call(tmp_path: Path) -> None:
