@@ -650,3 +650,17 @@ def test_stats_of_compress_output_finds_the_model_compress_billed_as(
     assert said["summary"] is not None
     assert after["model"] == said["model"] == before["model"]
     assert after["context"]["tokens"] == said["billed"]["tokens_after"]
+
+
+def test_cannot_fit_names_the_budget_as_the_command_and_the_library_take_it(
+        tmp_path: Path) -> None:
+    messages = [{"role": "system", "content": "You help."},
+                {"role": "user", "content": "Summarize the plan. " * 200}]
+    with pytest.raises(ctxpack.CannotFit) as raised:
+        ctxpack.compress(messages, model="gpt-4o", budget=100)
+    assert "budget= in the library" in str(raised.value)
+    path = tmp_path / "run.jsonl"
+    path.write_text("".join(json.dumps(m) + "\n" for m in messages))
+    run = run_ctxpack("compress", str(path), "--budget", "100", "-o", str(tmp_path / "o"))
+    assert run.code == 3 and "raise the budget (--budget, or budget= in the library)" in \
+        " ".join(run.err.split()), run.err
