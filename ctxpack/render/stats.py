@@ -160,6 +160,9 @@ def context_lines(f: FileStats) -> list[str]:
         return [f"context{which}: {c.tokens:,}{of}, exact", *window_lines(f),
                 *set_aside_lines(f)]
     unlogged = f" + {round(c.overhead):,} sent but not logged" if c.overhead else ""
+    if unlogged and c.earlier:
+        measured = "the call" if c.earlier == 1 else f"the {c.earlier:,} calls"
+        unlogged += f" (measured on {measured} before the compaction)"
     below = "" if not c.below else \
         f", as with no usage recorded: {_every(c.calls)} far below the count (the last " \
         f"says {c.below:,}), so none is used" if len(c.passed) == c.calls else \
