@@ -234,6 +234,9 @@ class Bill:
     # size as recorded)
     passed: tuple[tuple[int, int], ...] = ()
     after: float | None = None
+    # where no call is recorded since the newest compaction, the calls before it that
+    # measured what is sent besides the messages (the overhead); else 0
+    earlier: int = 0
 
     def __call__(self, counted: int) -> int:
         """What a context counted `counted` would be billed."""
@@ -290,8 +293,8 @@ def bill(counts: Sequence[int], calls: Sequence[Call], *, model: str | None, for
         assert earlier is not None
         f = own_fit(call_points(with_hidden(earlier[0], earlier[1], slope), before, slope),
                     slope)
-        return _bill("calibrated", f(counted), f.slope, f.overhead, counted,
-                     _calibrated_error(found))
+        return replace(_bill("calibrated", f(counted), f.slope, f.overhead, counted,
+                             _calibrated_error(found)), earlier=len(before))
     if calls:
         prompts = prompts_of(counts, calls, slope)
         # the file's own slope where its calls show one, as `calibrate` fits it, so that

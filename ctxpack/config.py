@@ -122,6 +122,7 @@ def _models(entries: Any, path: Path) -> list[ModelInfo]:
     sets: giving a Claude model a larger window leaves it counted as an approximation and
     billed at its calibration. An entry for a model it does not know needs its
     `context_window`; its other keys default to an exact o200k_base count."""
+    from .jsonl import json_kind
     from .tokens import encoding_names  # (counting's module: loaded where a model is added)
 
     if not isinstance(entries, list):
@@ -150,7 +151,10 @@ def _models(entries: Any, path: Path) -> list[ModelInfo]:
         exact = entry.get("exact", base.exact)
         if not isinstance(exact, bool):
             raise UsageError(f"{where}: exact must be true or false, not {exact!r}")
-        encoding = str(entry.get("encoding", base.encoding))
+        encoding = entry.get("encoding", base.encoding)
+        if not isinstance(encoding, str):  # (named by its kind: `5` is no encoding '5')
+            raise UsageError(f"{where}: encoding must be the name of one tiktoken has "
+                             f"({', '.join(encoding_names())}), not {json_kind(encoding)}")
         if encoding not in (known_encodings := encoding_names()):
             raise UsageError(f"{where}: encoding {encoding!r} is not one tiktoken has "
                              f"(it has {', '.join(known_encodings)})")

@@ -81,6 +81,7 @@ class Scanner:
         self.layout: Layout | None = None
         self.compacted: bool | int = False  # a line compress wrote is in the file
         self.carried_slope: float | None = None  # the slope of the bill compress carried
+        self.carried_model: str | None = None  # and the model it billed as
         self.starts: list[int] = []  # the line each message handed out starts on
         # of a document, each message's place in it and the line its item starts on
         self.places: list[tuple[str, int]] = []
@@ -102,8 +103,9 @@ class Scanner:
 
     @property
     def named_model(self) -> str | None:
-        """The model the transcript has named so far, if its reader tracks one."""
-        return getattr(self._reader, "model", None)
+        """The model the transcript has named so far, if its reader tracks one, else the
+        one compress billed it as (see `_stale_calls`)."""
+        return getattr(self._reader, "model", None) or self.carried_model
 
     @property
     def usual_model(self) -> str | None:
@@ -404,7 +406,10 @@ class Scanner:
         before any message (see calibration.prompts_of) — until the session goes on: where
         compress restates the usage of the records it keeps (the format's
         `restates_usage`), calls whose replies start after the last line it wrote were made
-        on the context as it is, and the newest of them anchors."""
+        on the context as it is, and the newest of them anchors. The model compress billed
+        as (`billed_model`) is the file's where no reply kept names one."""
+        if self.layout is not None and self.layout.model is None:
+            self.layout.model = self.carried_model
         self.starts += [m.lines[0] if m.lines else self.lines for m in rest]
         self.conversations += [m.conversation for m in rest]
         if self.compacted is not False and self.layout is not None:
@@ -488,6 +493,8 @@ class Scanner:
             slope = meta.get("billed_slope")
             if isinstance(slope, float | int) and not isinstance(slope, bool) and slope > 0:
                 self.carried_slope = float(slope)
+            if isinstance(meta.get("billed_model"), str) and meta["billed_model"]:
+                self.carried_model = meta["billed_model"]
             self.compacted = carried if isinstance(carried, int) and \
                 not isinstance(carried, bool) and carried >= 0 else \
                 (True if self.compacted is False else self.compacted)

@@ -43,7 +43,8 @@ class Event:
     """One change `Context` made to the messages: a compress or a rewind, when (UTC),
     the tokens and messages before and after, and what was done, in words. `report` is
     a compress's own report (as `ctxpack.compress` gives it; made when first asked for:
-    its retention audit takes a while), None for a rewind."""
+    its retention audit takes a while), None for a rewind; `warnings` what it warns of
+    (the report's, as `ctxpack.compress` gives them)."""
 
     kind: str
     at: str
@@ -52,6 +53,7 @@ class Event:
     messages_before: int
     messages_after: int
     done: str
+    warnings: list[str] = field(default_factory=list)
     _report: Any = field(default=None, repr=False, compare=False)
 
     @property
@@ -113,24 +115,27 @@ class Context:
     def __len__(self) -> int:
         return len(self._messages)
 
-    def append(self, message: Any, usage: Any = None) -> None:
+    def append(self, message: Any, usage: Any = None) -> list[str]:
         """Add one message (a Chat Completions or Anthropic Messages dict); only it is
         read and counted. It must be JSON (it is archived as JSON). With `usage`, the
         message is a reply and `usage` what the provider reported of its call (see
-        `record_usage`)."""
+        `record_usage`, whose warnings it returns; none without `usage`)."""
         self.extend([message])
-        if usage is not None:
-            self.record_usage(usage)
+        return self.record_usage(usage) if usage is not None else []
 
-    def record_usage(self, usage: Any) -> None:
+    def record_usage(self, usage: Any) -> list[str]:
         """What the provider reported of the call whose reply is the last assistant
         message: `response.usage` as the API returned it (Chat Completions, Anthropic
         Messages, Responses), or the prompt size. The count is anchored on it, as the
         file API's `usage=` is: the trigger and target are then of what is billed. One no
         call of the model can hold is refused (UsageError); one far below the count is
-        passed over, as a file's recorded call is (a compress's report says so)."""
+        passed over, as a file's recorded call is: the warnings returned say so, in the
+        words of `ctxpack.compress`'s report (and each compress's Event says it again)."""
+        from .compression.report import passed_over
+
         self._call = last_call(self._parsed, usage, self.model)
         self._trigger = None
+        return passed_over(self._bill())
 
     def extend(self, messages: Iterable[Any]) -> None:
         for message in messages:
@@ -167,7 +172,7 @@ class Context:
         None when nothing was."""
         from .compression import now_iso
         from .compression.pipeline import run
-        from .compression.report import report_of
+        from .compression.report import report_of, warnings_of
         from .compression.writer import records_out
 
         if not self._messages:
@@ -183,6 +188,7 @@ class Context:
         self._carry(given.bill)
         self._store()
         event = Event("compress", now, before, self._tokens, n, len(out), _done(plan.stages),
+                      warnings_of(given, [plan]),
                       lambda: report_of(given, [plan], Archiver(enabled=False)))
         self.history.append(event)
         return event

@@ -88,10 +88,9 @@ def rewind_file(source: PathOrFile, *, steps: int | None = None, rounds: int | N
     meta = {"id": ident, "kind": KIND, "version": VERSION, "rewound_at": now_iso(),
             "range": {"start": cut, "end": len(t.messages)}, "original_count": len(t.messages),
             "new_count": cut, "lines": 1, "archive": packed.ref}
-    if earlier is not None and "not_in_file_tokens" in earlier:  # what billing reads of it
-        meta["not_in_file_tokens"] = earlier["not_in_file_tokens"]
-        if "billed_slope" in earlier:
-            meta["billed_slope"] = earlier["billed_slope"]
+    if earlier is not None:  # what billing reads of it
+        meta.update({k: earlier[k] for k in ("not_in_file_tokens", "billed_slope",
+                                             "billed_model") if k in earlier})
     line = dumps({**record, META_KEY: meta}) + raw[len(raw.rstrip(b"\r\n")):]  # its ending
 
     def chunks() -> Iterator[bytes]:

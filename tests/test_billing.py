@@ -193,6 +193,23 @@ def test_compress_of_a_claude_code_session_acts_at_its_billed_size() -> None:
     assert counted.tokens < 0.03 * counted.context_window
 
 
+@pytest.mark.parametrize("threshold", [0.3, 0.5, 0.8])
+def test_the_default_target_is_under_the_trigger_at_any_threshold(threshold: float) -> None:
+    """The target is 5/8 of the trigger where that is under half the window: a low
+    --threshold does not leave the context above the trigger it set."""
+    messages = [{"role": "system", "content": "You help."}]
+    for k in range(20):
+        messages += [{"role": "user", "content": f"Part {k}: go on with the plan. " * 300},
+                     {"role": "assistant", "content": f"Step {k} of the plan is done. " * 300}]
+    messages.append({"role": "user", "content": "Go on."})
+    _, report = ctxpack.compress(messages, model="gpt-4o", threshold=threshold)
+    window = report.context_window
+    assert report.trigger == int(threshold * window) < report.tokens_before
+    assert report.target == min(window // 2, round(report.trigger * 5 / 8))
+    assert report.tokens_after <= report.target < report.trigger, report
+    assert not report.warnings
+
+
 def test_compress_help_says_its_figures_are_billed_tokens() -> None:
     said = " ".join(run_ctxpack("compress", "--help").out.split())
     assert ("--budget, --target, the --threshold share of the window and the hard limit are "
@@ -224,17 +241,38 @@ def _split_by_its_fit() -> list:
     return [CLAUDE_CODE, SAMPLES / "refactor.codex.jsonl",
             *(pytest.param(p, id=p.name.split("__")[0], marks=pytest.mark.skipif(
                 not p.is_file(), reason="corpus not found beside the checkout"))
-              for p in corpus)]
+              for p in corpus),
+            # its last 5 calls' usage made up small: passed over, and the calls compress
+            # keeps of them were made on the context before, not since
+            pytest.param((CLAUDE_CODE, 5), id="last-5-calls-made-up")]
+
+
+def last_calls_made_up(path: Path, calls: int, to: Path) -> Path:
+    """`path` (Claude Code) with the usage of its last `calls` calls set to 7 tokens, at
+    `to`."""
+    lines = path.read_text().splitlines()
+    records = [json.loads(x) for x in lines]
+    ids = list(dict.fromkeys(r["message"]["id"] for r in records
+                             if "usage" in r.get("message", {})))
+    for n, r in enumerate(records):
+        if r.get("message", {}).get("id") in ids[-calls:] and "usage" in r["message"]:
+            r["message"]["usage"].update(input_tokens=7, cache_creation_input_tokens=0,
+                                         cache_read_input_tokens=0)
+            lines[n] = json.dumps(r)
+    to.write_text("\n".join(lines) + "\n")
+    return to
 
 
 @pytest.mark.parametrize("path", _split_by_its_fit())
 def test_compress_leaves_what_is_not_in_the_file_as_stats_splits_the_input(
-        tmp_path: Path, path: Path) -> None:
+        tmp_path: Path, path: Path | tuple[Path, int]) -> None:
     def context(of: Path) -> dict:
         run = run_ctxpack("stats", str(of), "--json")
         assert run.code == 0, run.err
         return json.loads(run.out)["files"][0]["context"]
 
+    if isinstance(path, tuple):
+        path = last_calls_made_up(*path, tmp_path / "made-up.jsonl")
     before = context(path)
     assert before["kind"] == "anchored" and before["overhead"] == before["not_in_file"] > 0
     out, report = tmp_path / f"out{path.suffix}", tmp_path / "report.json"
@@ -293,12 +331,32 @@ def test_the_library_passes_over_usage_far_below_the_count_and_says_so() -> None
     assert told.billed == plain.billed
     assert any(w.startswith("the usage of the last call (5 tokens) is far below the count")
                and "passed over" in w for w in told.warnings), told.warnings
-    # the agent loop bills it alike
+    # the agent loop bills it alike, and says so in the same words
+    warned = [w for w in told.warnings if "far below" in w]
     ctx = ctxpack.Context("claude-opus-4-6", budget=100_000)
     ctx.extend(messages[:3])
-    ctx.record_usage(5)
+    assert ctx.record_usage(5) == warned
     ctx.append(messages[3])
     assert ctx.billed == plain.billed["tokens_before"]
+    loop = ctxpack.Context("claude-opus-4-6", budget=100_000)
+    loop.extend(messages[:2])
+    assert loop.append(messages[2], usage={"input_tokens": 5}) == warned
+    assert loop.append(messages[3]) == []
+    assert ctxpack.Context("claude-opus-4-6").append(messages[0]) == []
+    # and each compress of it says it again, as compress(usage=) does
+    more = [{"role": "assistant", "content": f"Part {k} of it is this. " * 150} if k % 2 == 0
+            else {"role": "user", "content": "And then? " * 50} for k in range(8)]
+    small = ctxpack.Context("claude-opus-4-6", budget=ctx.billed)
+    small.extend(messages[:2])
+    small.append(messages[2], usage=5)
+    small.extend([messages[3], *more])
+    event = small.compress()
+    assert event is not None and event.warnings[0] == warned[0]
+    assert event.warnings == event.report.warnings
+    # a usage that is not far below warns of nothing
+    sane = ctxpack.Context("claude-opus-4-6", budget=100_000)
+    sane.extend(messages[:2])
+    assert sane.append(messages[2], usage=plain.billed["tokens_before"]) == []
 
 
 def test_compress_says_when_it_passes_over_a_files_last_call(tmp_path: Path) -> None:
@@ -541,3 +599,68 @@ def test_json_and_text_give_the_same_least_anchored_error() -> None:
     b = bill(counts, calls, model="claude-opus-4-6", format="claude-code", exact=False,
              estimated=False)
     assert b.kind == "anchored" and b.error == b.to_dict()["error"] == LEAST_ERROR
+
+
+def synthetic_but(path: Path, real: slice, to: Path) -> Path:
+    """`path` (Claude Code) with every API response but the `real` ones (in file order)
+    made `<synthetic>`, as Claude Code writes one it made up itself, at `to`."""
+    lines = path.read_text().splitlines()
+    records = [json.loads(x) for x in lines]
+    ids = list(dict.fromkeys(r["message"]["id"] for r in records
+                             if r.get("type") == "assistant"))
+    for n, r in enumerate(records):
+        if r.get("type") == "assistant" and r["message"]["id"] not in ids[real]:
+            r["message"]["model"] = "<synthetic>"
+            r["message"]["usage"] = dict.fromkeys(("input_tokens", "output_tokens",
+                                                   "cache_creation_input_tokens",
+                                                   "cache_read_input_tokens"), 0)
+            lines[n] = json.dumps(r)
+    to.write_text("\n".join(lines) + "\n")
+    return to
+
+
+SOLSMILE = CORPUS / "claude-code" / "solsmile__claude-session.jsonl"
+
+
+@pytest.mark.parametrize("source", [
+    pytest.param(None, id="sample-its-last-replies-synthetic"),
+    pytest.param(SOLSMILE, id="solsmile", marks=pytest.mark.skipif(
+        not SOLSMILE.is_file(), reason="corpus not found beside the checkout"))])
+def test_stats_of_compress_output_finds_the_model_compress_billed_as(
+        tmp_path: Path, source: Path | None) -> None:
+    """Where every reply that names the model is summarized (only `<synthetic>` ones
+    kept), the output still names it: stats bills it as compress did."""
+    # (the sample's 11 calls since its compaction, the last 3 made up, and those before)
+    path = source or synthetic_but(CLAUDE_CODE, slice(-11, -3), tmp_path / "in.jsonl")
+
+    def file_stats(of: Path) -> dict:
+        run = run_ctxpack("stats", str(of), "--json")
+        assert run.code == 0, run.err
+        return json.loads(run.out)["files"][0]
+
+    before = file_stats(path)
+    assert before["model"].startswith("claude-opus-4-6")
+    out, report = tmp_path / "out.jsonl", tmp_path / "report.json"
+    budget = before["context"]["not_in_file"] + before["context"]["visible"] // 2
+    run = run_ctxpack("compress", str(path), "--budget", str(budget), "-o", str(out),
+                      "--report-json", str(report))
+    assert run.code == 0, run.err
+    said = json.loads(report.read_text())
+    after = file_stats(out)
+    assert said["summary"] is not None
+    assert after["model"] == said["model"] == before["model"]
+    assert after["context"]["tokens"] == said["billed"]["tokens_after"]
+
+
+def test_cannot_fit_names_the_budget_as_the_command_and_the_library_take_it(
+        tmp_path: Path) -> None:
+    messages = [{"role": "system", "content": "You help."},
+                {"role": "user", "content": "Summarize the plan. " * 200}]
+    with pytest.raises(ctxpack.CannotFit) as raised:
+        ctxpack.compress(messages, model="gpt-4o", budget=100)
+    assert "budget= in the library" in str(raised.value)
+    path = tmp_path / "run.jsonl"
+    path.write_text("".join(json.dumps(m) + "\n" for m in messages))
+    run = run_ctxpack("compress", str(path), "--budget", "100", "-o", str(tmp_path / "o"))
+    assert run.code == 3 and "raise the budget (--budget, or budget= in the library)" in \
+        " ".join(run.err.split()), run.err

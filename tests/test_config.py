@@ -201,3 +201,14 @@ def test_an_encoding_tiktoken_does_not_have_is_named_before_anything_is_counted(
                                    "--model", "acme-a", "--config", str(config), env=offline),
                            2, f"{config}: models[2]: encoding 'o300k'", "o200k_base",
                            "cl100k_base")
+
+
+@pytest.mark.parametrize("value, kind", [("5", "a number"), ("[o200k_base]", "an array"),
+                                         ("{a: 1}", "an object"), ("null", "null")])
+def test_an_encoding_that_is_no_name_is_named_by_its_kind(tmp_path, value, kind):
+    config = tmp_path / "c.yaml"
+    config.write_text(f"models:\n  - {{name: acme-a, encoding: {value}, context_window: 8000}}\n")
+    run = ctxpack("stats", str(SAMPLES / "multi-round.anthropic.jsonl"), "--config", str(config))
+    assert_clean_error(run, 2, f"{config}: models[1]: encoding must be the name of one "
+                       "tiktoken has", f"not {kind}")
+    assert "'5'" not in run.err and "['o200k_base']" not in run.err

@@ -104,24 +104,30 @@ def test_the_rule_for_a_model_the_table_does_not_know() -> None:
     assert unbelievable(RecordedCall(3, 10, ABSURD, "claude-opus-4-6"))
 
 
-@pytest.mark.parametrize("said, why", [
-    (300, "all 11 recorded calls are far below the count (the last says 300)"),
+@pytest.mark.parametrize("said, last, why", [
+    (300, None, "all 11 recorded calls are far below the count (the last says 300)"),
     # the first calls' small prompts are no further below than that; the later ones are,
     # and the last of the first would anchor a bill below what no usage gives
-    (1_000, "the last 9 of 11 recorded calls are far below the count, and call 2 before "
-            "them says 1,000, below the count of its own prompt"),
+    (1_000, None, "the last 9 of 11 recorded calls are far below the count, and call 2 "
+                  "before them says 1,000, below the count of its own prompt"),
+    # the last call alone far below (7), the one before it below its count (3,000)
+    (3_000, 7, "the last of 11 recorded calls is far below the count, and call 10 before "
+               "it says 3,000, below the count of its own prompt"),
 ])
 def test_usage_made_up_small_bills_as_no_usage_would(tmp_path: Path, said: int,
-                                                      why: str) -> None:
-    # every call records the same small prompt where the file grows to thousands; beside
-    # it, the same file with no usage recorded at all
+                                                      last: int | None, why: str) -> None:
+    # every call records the same small prompt where the file grows to thousands (the
+    # last `last`, where given); beside it, the same file with no usage recorded at all
     low, bare = [], []
-    for text in SAMPLE.read_text().splitlines():
+    lines = SAMPLE.read_text().splitlines()
+    final = [json.loads(x)["message"]["id"] for x in lines if '"usage"' in x][-1]
+    for text in lines:
         record, plain = json.loads(text), json.loads(text)
         usage = (record.get("message") or {}).get("usage") \
             if isinstance(record.get("message"), dict) else None
         if usage:
-            usage.update(input_tokens=said, cache_read_input_tokens=0,
+            mine = last if last and record["message"]["id"] == final else said
+            usage.update(input_tokens=mine, cache_read_input_tokens=0,
                          cache_creation_input_tokens=0)
             del plain["message"]["usage"]
         low.append(json.dumps(record))

@@ -221,7 +221,9 @@ def test_after_a_compaction_the_overhead_measured_before_it_stands(tmp_path: Pat
     report = compress_file(path, Options(), cache=False).report
     assert report.billed["tokens_before"] == c.tokens
     text = " ".join(run_ctxpack("stats", str(path)).out.split())
-    assert f"+ {round(c.overhead):,} sent but not logged" in text
+    assert f"context as billed: {c.tokens:,} of" in text
+    assert f"+ {round(c.overhead):,} sent but not logged (measured on the 4 calls before " \
+        "the compaction)" in text, text
 
 
 def test_a_call_after_the_compaction_anchors_the_bill_again(tmp_path: Path) -> None:

@@ -80,4 +80,5 @@ def check_fits(plan: Plan) -> list[str]:
     raise CannotFit(
         f"cannot fit the {what} ({plan.billed_limit:,} tokens): the best compression leaves "
         f"{left} ({', '.join(parts)})",
-        "raise --budget, pick a model with a larger window, or lower the truncate limits")
+        "raise the budget (--budget, or budget= in the library), pick a model with a "
+        "larger window, or lower the truncate limits")

@@ -176,13 +176,17 @@ class Plan:
 
     @property
     def billed_target(self) -> int:
-        """Summarize down to this: `--target`, else half the window, or 5/8 of the budget
-        if that is less: as far under the trigger as the default target is under the
-        default trigger (0.5 and 0.8 of the window), so the next turns do not trigger it."""
-        if self.options.target:
-            return self.options.target
-        half = self.window // 2
-        return min(half, self.billed_trigger * 5 // 8) if self.options.budget else half
+        """Summarize down to this: `--target`, else half the window, or 5/8 of the trigger
+        (`--budget`, or the `--threshold` share of the window) if that is less: as far
+        under the trigger as the default target is under the default trigger (0.5 and 0.8
+        of the window), so the next turns do not trigger it."""
+        o = self.options
+        if o.target:
+            return o.target
+        # (the threshold's share in one step: 0.8 of the window, then 5/8 of that, rounded
+        # twice, would fall a token short of half of some windows)
+        share = o.budget * 5 // 8 if o.budget else round(o.threshold * self.window * 5 / 8)
+        return min(self.window // 2, share)
 
     @property
     def billed_limit(self) -> int:

@@ -77,9 +77,14 @@ def report_of(given: Input, plans: list[Plan], archiver: Archiver) -> Report:
         stages=stages, billed=_billed(given, plans),
         truncated=items.get("truncate", 0), masked=items.get("mask", 0),
         summary=_summaries(plans), llm=_llm(plans), seen=_seen(plans), archive=archive,
-        warnings=[*_not_read_back(t.format), *_passed_over(given.bill),
-                  *(x for p in plans for x in p.warnings)],
+        warnings=warnings_of(given, plans),
         changed=any(p.changed for p in plans), conversations=len(plans))
+
+
+def warnings_of(given: Input, plans: list[Plan]) -> list[str]:
+    """What a compress warns of: the format's, the bill's (`passed_over`) and the plans'."""
+    return [*_not_read_back(given.transcript.format), *passed_over(given.bill),
+            *(x for p in plans for x in p.warnings)]
 
 
 def _not_read_back(name: str) -> list[str]:
@@ -88,7 +93,7 @@ def _not_read_back(name: str) -> list[str]:
     return [note] if note else []
 
 
-def _passed_over(b: Bill) -> list[str]:
+def passed_over(b: Bill) -> list[str]:
     """What compress says of the last calls whose usage is far below the count of their
     prompts (see calibration.far_below), which its bill passed over as stats does: a usage
     given to the library (`usage=`) as much as a file's recorded calls."""

@@ -217,6 +217,11 @@ def _compaction(plan: Plan, archiver: Archiver, now: str
     if (known := carried(read.bill)) is not None:
         meta["not_in_file_tokens"] = known
         meta["billed_slope"] = carried_slope(read.bill)
+    # the model the file names, which the replies kept may no longer name (Claude Code
+    # keeps only `<synthetic>` ones where every real reply is summarized): stats of the
+    # output bills as it, as compress did
+    if read.transcript.model:
+        meta["billed_model"] = read.transcript.model
     if s.strategy == "llm" and s.llm:
         meta["llm"] = llm_meta(s.llm)
     before = _data(records, first - 1) if first > 1 else None
@@ -329,8 +334,8 @@ class Shrink:
 
 def _resize(plan: Plan, done: Changes) -> set[int]:
     """Restate the usage of records after the first change for the smaller context (they
-    join `done.edited`); the lines restated. Records of the span are archived, and the
-    summary's group states the size at its end itself."""
+    join `done.edited`, each, its size changed or not); the lines restated. Records of
+    the span are archived, and the summary's group states the size at its end itself."""
     editor, records = plan.read.editor, plan.read.transcript.records
     if not editor.usage_mark or not plan.changed:
         return set()
@@ -352,9 +357,13 @@ def _resize(plan: Plan, done: Changes) -> set[int]:
         new = shrink.context(n, n, stated)
         if (stated, new) != last:  # a call stated again (its pieces, repeated events)
             cached, last = last[1], (stated, new)
-        if new != stated:
-            done.edited[n] = editor.resized(value, new, min(cached, new))
-            out.add(n)
+        # written anew even where the size stands (a usage at or below ctxpack's count,
+        # made up, that the bill passed over): each call kept was made on the context
+        # before, and a reader takes a call after the last line compress wrote for one
+        # made since (see loader.Scanner._stale_calls)
+        done.edited[n] = editor.resized(value, new, min(cached, new)) if new != stated \
+            else value
+        out.add(n)
     return out
 
 

@@ -161,12 +161,16 @@ def context_lines(f: FileStats) -> list[str]:
         return [f"context{which}: {c.tokens:,}{of}, exact", *window_lines(f),
                 *set_aside_lines(f)]
     unlogged = f" + {round(c.overhead):,} sent but not logged" if c.overhead else ""
+    if unlogged and c.earlier:
+        measured = "the call" if c.earlier == 1 else f"the {c.earlier:,} calls"
+        unlogged += f" (measured on {measured} before the compaction)"
     below = "" if not c.below else \
         f", as with no usage recorded: {_every(c.calls)} far below the count (the last " \
         f"says {c.below:,}), so none is used" if len(c.passed) == c.calls else \
-        f", as with no usage recorded: the last {len(c.passed):,} of {c.calls:,} recorded " \
-        f"calls are far below the count, and call {c.calls - len(c.passed):,} before them " \
-        f"says {c.below:,}, below the count of its own prompt, so none is used"
+        f", as with no usage recorded: {_last_few(len(c.passed), c.calls)} far below the " \
+        f"count, and call {c.calls - len(c.passed):,} before " \
+        f"{'it' if len(c.passed) == 1 else 'them'} says {c.below:,}, below the count of its " \
+        "own prompt, so none is used"
     how = {"calibrated": f"calibrated: {slope_text(c.slope)} × the count{unlogged}{below}",
            "anchored": f"anchored on {_anchor_of(c)}, "
                        f"+ {slope_text(c.after or c.slope)} × the count of what came after",
@@ -297,6 +301,12 @@ def print_tables(console: Console, files: list[FileStats]) -> None:
 def _every(calls: int) -> str:
     """`all 11 recorded calls are`, or `the one recorded call is`."""
     return "the one recorded call is" if calls == 1 else f"all {calls:,} recorded calls are"
+
+
+def _last_few(passed: int, calls: int) -> str:
+    """`the last 3 of 11 recorded calls are`, or `the last of 11 recorded calls is`."""
+    return f"the last of {calls:,} recorded calls is" if passed == 1 else \
+        f"the last {passed:,} of {calls:,} recorded calls are"
 
 
 def _last_of(calls: int) -> str:

@@ -74,7 +74,9 @@ def test_a_summary_stands_for_its_region_in_the_total() -> None:
     ({"budget": 4000, "target": 3900}, (4000, 3900, 4000)),
     ({"budget": 10_000_000}, ("window", "half", "window")),  # never past the window
     ({}, ("0.8", "half", "window")),
-    ({"threshold": 0.5}, ("0.5", "half", "window")),
+    # under a lower trigger, the target is 5/8 of it, as under a budget
+    ({"threshold": 0.5}, ("0.5", 40_000, "window")),
+    ({"threshold": 0.3}, (38_400, 24_000, "window")),
 ])
 def test_the_trigger_the_target_and_the_limit(settings: dict, expected: tuple) -> None:
     plan = plan_of(agent_run(1), Options(**settings), model="gpt-4o")
