@@ -13,7 +13,9 @@ counts of what the file holds are no test: what is not in the file (a system pro
 parent conversation of a compaction agent, the part cut from a session) legitimately
 makes a prompt hundreds of times the visible count. Nor can a count that is negative or
 not a whole number (true, 1.5, "500", a list): every reader that meets one in a call's usage
-keeps it as the call's `problem`, named by `wrong_counts`, and the call is set aside.
+keeps it as the call's `problem`, named by `wrong_counts`, and the call is set aside; so is
+a call whose recorded cost (Cline's, OpenCode's) is no number, zero or more ("0.02", -1,
+NaN), kept as its `costs`, named by `wrong_costs`.
 
 Within one context (the calls after a compaction, of one conversation) the agent resends
 the conversation, so a prompt grows only by what was added: a call whose prompt is more
@@ -130,10 +132,7 @@ def wrong_totals(line: int, counts: str, costs: str = "", place: str = "", item:
     are then left out of the usage summary: no part of them is counted."""
     if not counts and not costs:
         return None
-    what = "a token count is a whole number, zero or more" if counts else ""
-    what += (", and " if what else "") + "a cost is a number, zero or more" if costs else ""
-    why = (f"recorded run totals ({', '.join(w for w in (counts, costs) if w)}) cannot be "
-           f"true: {what}; set aside, not counted in the usage totals")
+    why = f"recorded run totals {cannot(counts, costs)}; set aside, not counted in the usage totals"
     return SetAside(item or line, f"{place}: {why}" if place else why,
                     place=where_in(place, item) if place else "")
 
@@ -146,6 +145,16 @@ def wrong_costs(record: Any, fields: Sequence[str], prefix: str = "") -> str:
         return ""
     return ", ".join(f"{prefix}{f} {shown(record[f])}" for f in fields
                      if record.get(f) is not None and not _cost(record[f]))
+
+
+def cannot(counts: str, costs: str = "") -> str:
+    """Why values a file records cannot be true: `counts` no token count can be and `costs`
+    no cost can be (as `wrong_counts` and `wrong_costs` name them), and the rule each
+    breaks."""
+    rules = [rule for names, rule in ((counts, "a token count is a whole number, zero or more"),
+                                      (costs, "a cost is a number, zero or more")) if names]
+    return (f"({', '.join(w for w in (counts, costs) if w)}) cannot be true: "
+            f"{', and '.join(rules)}")
 
 
 def _cost(value: Any) -> bool:
@@ -200,9 +209,9 @@ def unbelievable(call: RecordedCall) -> str:
     """Why `call` cannot be true ("": it can)."""
     counts = {"prompt": call.billed, "reply": call.output or 0, "reasoning": call.reasoning}
     wrong = call.problem or ", ".join(f"{k} {v:,}" for k, v in counts.items() if v < 0)
-    if wrong:
-        return (f"recorded usage ({wrong}) cannot be true: a token count is a whole number, "
-                f"zero or more; set aside, not used for the bill or the window")
+    if wrong or call.costs:
+        return (f"recorded usage {cannot(wrong, call.costs)}; set aside, not used for the "
+                f"bill or the window")
     held = call.billed + (call.output or 0)
     most, why = most_for(call.model, call.window)
     if held <= most:
