@@ -137,14 +137,16 @@ def wrong_totals(line: int, counts: str, costs: str = "", place: str = "", item:
                     place=where_in(place, item) if place else "")
 
 
-def wrong_costs(record: Any, fields: Sequence[str], prefix: str = "") -> str:
+def wrong_costs(record: Any, fields: Sequence[str], prefix: str = "", text: bool = False
+                ) -> str:
     """The `fields` of a record that no cost can be (a cost is a number, zero or more; a
     missing or null field is no cost, not a wrong one), named as `wrong_counts` names
-    counts ("": none)."""
+    counts ("": none); `text`: a cost may be written as decimal text ("1032"), as the
+    managed-agent API writes its list cost."""
     if not isinstance(record, Mapping):
         return ""
     return ", ".join(f"{prefix}{f} {shown(record[f])}" for f in fields
-                     if record.get(f) is not None and not _cost(record[f]))
+                     if record.get(f) is not None and not _cost(record[f], text))
 
 
 def cannot(counts: str, costs: str = "") -> str:
@@ -157,7 +159,12 @@ def cannot(counts: str, costs: str = "") -> str:
             f"{', and '.join(rules)}")
 
 
-def _cost(value: Any) -> bool:
+def _cost(value: Any, text: bool = False) -> bool:
+    if text and isinstance(value, str):
+        try:
+            value = float(value)
+        except ValueError:
+            return False
     return isinstance(value, (int, float)) and not isinstance(value, bool) \
         and math.isfinite(value) and value >= 0
 

@@ -505,3 +505,41 @@ def test_run_totals_no_count_can_be_are_set_aside(
     shown = " ".join(ctxpack("stats", str(bad)).out.split())
     assert f"recorded usage set aside, as it cannot be true (`ctxpack validate` says why): " \
         f"line {line}" in shown
+
+
+def session_usage(tmp_path: Path, name: str, cost: Any) -> tuple[Path, int]:
+    """The managed-agent events sample, its `session.usage` totals given the `list_cost`
+    `cost`, and the line of those totals."""
+    lines = (SAMPLES / "export-timeout.anthropic-events.jsonl").read_text().splitlines()
+    at = max(n for n, text in enumerate(lines) if json.loads(text)["type"] == "session.usage")
+    record = json.loads(lines[at])
+    record["usage"]["list_cost"] = cost
+    lines[at] = json.dumps(record)
+    path = tmp_path / name
+    path.write_text("\n".join(lines) + "\n")
+    return path, at + 1
+
+
+@pytest.mark.parametrize(("cost", "named"), [
+    ({"amount": "-3", "currency": "USD"}, "usage.list_cost.amount '-3'"),
+    ({"amount": "lots", "currency": "USD"}, "usage.list_cost.amount 'lots'"),
+    ({"amount": ["1.84"], "currency": "USD"}, "usage.list_cost.amount (an array)"),
+    (-1.84, "usage.list_cost -1.84"),
+], ids=["negative", "text", "array", "bare-negative"])
+def test_managed_agent_session_totals_whose_cost_no_cost_can_be_are_set_aside(
+        tmp_path: Path, cost: Any, named: str) -> None:
+    """The managed-agent `session.usage` list cost is a cost as any other: one that is no
+    number, zero or more, is named at its line and not shown; it was dropped unsaid."""
+    honest, _ = session_usage(tmp_path, "honest.jsonl", {"amount": "1.84", "currency": "USD"})
+    bad, line = session_usage(tmp_path, "bad.jsonl", cost)
+    assert ctxpack("validate", str(honest)).code == 0
+    said = ctxpack("validate", str(bad))
+    assert said.code == 1 and "Traceback" not in said.err + said.out, said
+    assert [x for x in said.out.splitlines() if x.startswith(f"{bad}:")] == [
+        f"{bad}:{line}: recorded run totals ({named}) cannot be true: a cost is a number, zero "
+        f"or more; set aside, not counted in the usage totals"], said.out
+    h, b = (json.loads(ctxpack("stats", "--json", str(p)).out)["files"][0] for p in (honest, bad))
+    assert h["usage"]["list_cost"] == "1.84 USD" and not h["usage_set_aside"]
+    assert "list_cost" not in b["usage"] and [x["line"] for x in b["usage_set_aside"]] == [line]
+    # what the file records of its calls stands
+    assert b["usage"] == {k: v for k, v in h["usage"].items() if k != "list_cost"}
