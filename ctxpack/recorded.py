@@ -244,11 +244,7 @@ def believed(calls: Sequence[RecordedCall], lines: Sequence[int],
 
     def aside_of(c: RecordedCall, why: str) -> SetAside:
         place, item = places[c.prompt] if c.prompt < len(places) and not c.file else ("", 0)
-        if c.place or c.at:
-            place, item = c.place, c.at
-        # (in another file written on one line: that file's line 1, not the reply's)
-        return SetAside(item or (1 if c.file else line(c)), f"{place}: {why}" if place else why,
-                        c, place=where_in(place, item) if place else "", file=c.file)
+        return _aside(c, why, place, item, line(c))
 
     def conversation(c: RecordedCall) -> int:
         return conversations[c.prompt] if c.prompt < len(conversations) else -1
@@ -293,11 +289,31 @@ def believed(calls: Sequence[RecordedCall], lines: Sequence[int],
     return out, sorted(aside, key=lambda x: x.line)
 
 
+def alone(calls: Sequence[RecordedCall]) -> list[SetAside]:
+    """Those of `calls` that cannot be true by themselves (see `unbelievable`), set aside
+    where their usage is: calls made on no context a bill measures (before a compaction
+    older than the newest one with calls), which only the usage totals hold; the rules of a
+    context's rise and fall are not theirs to judge."""
+    return [_aside(c, why) for c in calls if (why := unbelievable(c))]
+
+
+def _aside(c: RecordedCall, why: str, place: str = "", item: int = 0, line: int = 0
+           ) -> SetAside:
+    """`c` set aside for `why`, where its usage is (`at` and `place`, in `file`), else at
+    its reply's `place` and `item`, else at its reply's `line`; its problem opens with its
+    place, as a document's other problems do (`[3]: ...`)."""
+    if c.place or c.at:
+        place, item = c.place, c.at
+    # (in another file written on one line: that file's line 1, not the reply's)
+    return SetAside(item or (1 if c.file else line), f"{place}: {why}" if place else why, c,
+                    place=where_in(place, item) if place else "", file=c.file)
+
+
 def believed_usage(usage: dict[str, Any], aside: Sequence[SetAside],
                    kept: Sequence[RecordedCall], earlier: Sequence[SetAside] = ()
                    ) -> dict[str, Any]:
     """A file's usage summary without the calls set aside (`aside` of the context, whose
-    calls `kept` can be true, and `earlier`, of the context before a compaction): what
+    calls `kept` can be true, and `earlier`, of the contexts before a compaction): what
     each added to it taken back out, its cost (`cost_usd`) too (never below 0: a total the
     agent kept may never have held a count made up in one call's record), `calls` less them,
     `calls_set_aside` how many there were, and the last prompt size the last kept call's
