@@ -392,6 +392,44 @@ def test_a_codex_session_compacted_twice_is_billed_on_the_newest_context_with_ca
     assert busy["not_in_file"] - quiet["not_in_file"] > 2_500
 
 
+@pytest.mark.parametrize(("field", "bad", "named"), [
+    ("cached_input_tokens", "5881",
+     "recorded usage (last_token_usage.cached_input_tokens '5881') cannot be true"),
+    ("input_tokens", 5_000_000_000, "recorded usage of 5,000,000,120 tokens"),
+], ids=["no-count", "past-the-window"])
+def test_a_codex_call_before_an_older_compaction_that_cannot_be_true_is_set_aside(
+        tmp_path: Path, field: str, bad: object, named: str) -> None:
+    """A call made before a compaction older than the newest with calls bills nothing, but
+    its usage is in the table: one that cannot be true is named and taken out of it, as a
+    call of the context is (it was neither, and its share stayed in the totals)."""
+    honest = codex_session(tmp_path, True, spans=(0, 0), name="honest.jsonl")
+    lines = honest.read_text().splitlines()
+    at = next(n for n, text in enumerate(lines)
+              if (json.loads(text)["payload"].get("info") or {}).get("last_token_usage"))
+    record = json.loads(lines[at])
+    usage = record["payload"]["info"]["last_token_usage"]
+    was = dict(usage)
+    usage[field] = bad
+    lines[at] = json.dumps(record)
+    poisoned = tmp_path / "bad.jsonl"
+    poisoned.write_text("\n".join(lines) + "\n")
+    assert run_ctxpack("validate", str(honest)).code == 0
+    said = run_ctxpack("validate", str(poisoned))
+    assert said.code == 1 and "Traceback" not in said.err + said.out, said
+    problems = [x for x in said.out.splitlines() if x.startswith(f"{poisoned}:")]
+    assert len(problems) == 1 and problems[0].startswith(f"{poisoned}:{at + 1}: {named}"), \
+        said.out
+    h, b = (json.loads(run_ctxpack("stats", "--json", str(p)).out)["files"][0]
+            for p in (honest, poisoned))
+    assert [x["line"] for x in b["usage_set_aside"]] == [at + 1] and not h["usage_set_aside"]
+    hu, bu = h["usage"], b["usage"]
+    assert bu["calls"] == hu["calls"] - 1 and bu["calls_set_aside"] == 1
+    assert bu["input_tokens"] == hu["input_tokens"] - was["input_tokens"]
+    assert bu["output_tokens"] == hu["output_tokens"] - was["output_tokens"]
+    # it billed nothing either way
+    assert b["context"] == h["context"]
+
+
 @pytest.mark.corpus
 def test_a_cut_spotter_session_is_billed_near_its_next_recorded_prompt(tmp_path: Path) -> None:
     if not SPOTTER.is_file():
