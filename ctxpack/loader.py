@@ -33,7 +33,7 @@ from .jsonl import (
     parse_document,
     parse_line,
 )
-from .recorded import believed, believed_usage
+from .recorded import alone, believed, believed_usage
 from .transcript import (
     META_KEY,
     BadLine,
@@ -464,6 +464,7 @@ class Scanner:
         layout.earlier_calls, before = believed(layout.earlier_calls, lines(layout.earlier),
                                                 conversations(layout.earlier), span,
                                                 places(layout.earlier))
+        before += alone(layout.older_calls)
         # a reader's own (usage it could not read) with those of the calls it read
         layout.set_aside = sorted([*layout.set_aside, *before, *aside], key=lambda x: x.line)
         layout.usage = believed_usage(layout.usage, aside, layout.calls, before)

@@ -13,7 +13,9 @@ counts of what the file holds are no test: what is not in the file (a system pro
 parent conversation of a compaction agent, the part cut from a session) legitimately
 makes a prompt hundreds of times the visible count. Nor can a count that is negative or
 not a whole number (true, 1.5, "500", a list): every reader that meets one in a call's usage
-keeps it as the call's `problem`, named by `wrong_counts`, and the call is set aside.
+keeps it as the call's `problem`, named by `wrong_counts`, and the call is set aside; so is
+a call whose recorded cost (Cline's, OpenCode's) is no number, zero or more ("0.02", -1,
+NaN), kept as its `costs`, named by `wrong_costs`.
 
 Within one context (the calls after a compaction, of one conversation) the agent resends
 the conversation, so a prompt grows only by what was added: a call whose prompt is more
@@ -130,25 +132,39 @@ def wrong_totals(line: int, counts: str, costs: str = "", place: str = "", item:
     are then left out of the usage summary: no part of them is counted."""
     if not counts and not costs:
         return None
-    what = "a token count is a whole number, zero or more" if counts else ""
-    what += (", and " if what else "") + "a cost is a number, zero or more" if costs else ""
-    why = (f"recorded run totals ({', '.join(w for w in (counts, costs) if w)}) cannot be "
-           f"true: {what}; set aside, not counted in the usage totals")
+    why = f"recorded run totals {cannot(counts, costs)}; set aside, not counted in the usage totals"
     return SetAside(item or line, f"{place}: {why}" if place else why,
                     place=where_in(place, item) if place else "")
 
 
-def wrong_costs(record: Any, fields: Sequence[str], prefix: str = "") -> str:
+def wrong_costs(record: Any, fields: Sequence[str], prefix: str = "", text: bool = False
+                ) -> str:
     """The `fields` of a record that no cost can be (a cost is a number, zero or more; a
     missing or null field is no cost, not a wrong one), named as `wrong_counts` names
-    counts ("": none)."""
+    counts ("": none); `text`: a cost may be written as decimal text ("1032"), as the
+    managed-agent API writes its list cost."""
     if not isinstance(record, Mapping):
         return ""
     return ", ".join(f"{prefix}{f} {shown(record[f])}" for f in fields
-                     if record.get(f) is not None and not _cost(record[f]))
+                     if record.get(f) is not None and not _cost(record[f], text))
 
 
-def _cost(value: Any) -> bool:
+def cannot(counts: str, costs: str = "") -> str:
+    """Why values a file records cannot be true: `counts` no token count can be and `costs`
+    no cost can be (as `wrong_counts` and `wrong_costs` name them), and the rule each
+    breaks."""
+    rules = [rule for names, rule in ((counts, "a token count is a whole number, zero or more"),
+                                      (costs, "a cost is a number, zero or more")) if names]
+    return (f"({', '.join(w for w in (counts, costs) if w)}) cannot be true: "
+            f"{', and '.join(rules)}")
+
+
+def _cost(value: Any, text: bool = False) -> bool:
+    if text and isinstance(value, str):
+        try:
+            value = float(value)
+        except ValueError:
+            return False
     return isinstance(value, (int, float)) and not isinstance(value, bool) \
         and math.isfinite(value) and value >= 0
 
@@ -200,9 +216,9 @@ def unbelievable(call: RecordedCall) -> str:
     """Why `call` cannot be true ("": it can)."""
     counts = {"prompt": call.billed, "reply": call.output or 0, "reasoning": call.reasoning}
     wrong = call.problem or ", ".join(f"{k} {v:,}" for k, v in counts.items() if v < 0)
-    if wrong:
-        return (f"recorded usage ({wrong}) cannot be true: a token count is a whole number, "
-                f"zero or more; set aside, not used for the bill or the window")
+    if wrong or call.costs:
+        return (f"recorded usage {cannot(wrong, call.costs)}; set aside, not used for the "
+                f"bill or the window")
     held = call.billed + (call.output or 0)
     most, why = most_for(call.model, call.window)
     if held <= most:
@@ -228,11 +244,7 @@ def believed(calls: Sequence[RecordedCall], lines: Sequence[int],
 
     def aside_of(c: RecordedCall, why: str) -> SetAside:
         place, item = places[c.prompt] if c.prompt < len(places) and not c.file else ("", 0)
-        if c.place or c.at:
-            place, item = c.place, c.at
-        # (in another file written on one line: that file's line 1, not the reply's)
-        return SetAside(item or (1 if c.file else line(c)), f"{place}: {why}" if place else why,
-                        c, place=where_in(place, item) if place else "", file=c.file)
+        return _aside(c, why, place, item, line(c))
 
     def conversation(c: RecordedCall) -> int:
         return conversations[c.prompt] if c.prompt < len(conversations) else -1
@@ -277,11 +289,31 @@ def believed(calls: Sequence[RecordedCall], lines: Sequence[int],
     return out, sorted(aside, key=lambda x: x.line)
 
 
+def alone(calls: Sequence[RecordedCall]) -> list[SetAside]:
+    """Those of `calls` that cannot be true by themselves (see `unbelievable`), set aside
+    where their usage is: calls made on no context a bill measures (before a compaction
+    older than the newest one with calls), which only the usage totals hold; the rules of a
+    context's rise and fall are not theirs to judge."""
+    return [_aside(c, why) for c in calls if (why := unbelievable(c))]
+
+
+def _aside(c: RecordedCall, why: str, place: str = "", item: int = 0, line: int = 0
+           ) -> SetAside:
+    """`c` set aside for `why`, where its usage is (`at` and `place`, in `file`), else at
+    its reply's `place` and `item`, else at its reply's `line`; its problem opens with its
+    place, as a document's other problems do (`[3]: ...`)."""
+    if c.place or c.at:
+        place, item = c.place, c.at
+    # (in another file written on one line: that file's line 1, not the reply's)
+    return SetAside(item or (1 if c.file else line), f"{place}: {why}" if place else why, c,
+                    place=where_in(place, item) if place else "", file=c.file)
+
+
 def believed_usage(usage: dict[str, Any], aside: Sequence[SetAside],
                    kept: Sequence[RecordedCall], earlier: Sequence[SetAside] = ()
                    ) -> dict[str, Any]:
     """A file's usage summary without the calls set aside (`aside` of the context, whose
-    calls `kept` can be true, and `earlier`, of the context before a compaction): what
+    calls `kept` can be true, and `earlier`, of the contexts before a compaction): what
     each added to it taken back out, its cost (`cost_usd`) too (never below 0: a total the
     agent kept may never have held a count made up in one call's record), `calls` less them,
     `calls_set_aside` how many there were, and the last prompt size the last kept call's

@@ -214,8 +214,10 @@ class RecordedCall:
     until: int | None = None
     # of a call standing for what compress carried (`prompt` 0): the slope it billed with
     slope: float | None = None
-    # what the file recorded of it that no token count can be ("": nothing)
+    # what the file recorded of it that no token count can be, and of its cost that no
+    # cost can be, as `recorded.wrong_counts` and `wrong_costs` name them ("": nothing)
     problem: str = ""
+    costs: str = ""
     # the line its usage is recorded on, where that is not its reply's (0: the reply's),
     # its place in a document (`event 4`: "" for the reply's), and the file it is in,
     # where that is not the transcript's (a sibling file the reader took usage from)

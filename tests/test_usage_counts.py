@@ -194,6 +194,66 @@ def test_every_reader_names_a_count_no_token_count_can_be(
         assert bu.get("cost_usd", 0) < hu["cost_usd"], (hu, bu)
 
 
+# a call's cost (Cline's UI log and history, OpenCode's steps): the sample, the file whose
+# cost is poisoned (None: the sample), the cost field's name as validate gives it, a value
+# no cost can be, and the sibling file left out (Cline's history then reads its metrics)
+COST_CASES = [
+    ("cline-task/api_conversation_history.json", "ui_messages.json", "cost", "0.02", None),
+    ("cline-task/api_conversation_history.json", None, "metrics.cost", {"usd": 0.05},
+     "ui_messages.json"),
+    ("opencode/book-search.opencode.json", None, "cost", -0.5, None),
+]
+
+
+def poison_cost(value: Any, bad: Any) -> float:
+    """Put `bad` in the last `cost` above 0 in the JSON value (in a Cline event's text
+    too); the cost it held."""
+    owner, key, d = [(o, k, d) for o, k, d in fields(value)
+                     if type(d.get("cost")) is float and d["cost"] > 0][-1]
+    was, d["cost"] = d["cost"], bad
+    if owner is not None and key is not None and isinstance(owner.get(key), str):
+        owner[key] = json.dumps(d)  # (Cline's event text)
+    return was
+
+
+@pytest.mark.parametrize(("sample", "poisoned", "named", "bad", "left_out"), COST_CASES,
+                         ids=["cline-ui-log", "cline-history-metrics", "opencode"])
+def test_a_call_cost_no_cost_can_be_sets_its_call_aside(
+        tmp_path: Path, sample: str, poisoned: str | None, named: str, bad: Any,
+        left_out: str | None) -> None:
+    """A call's recorded cost that is no number, zero or more, is named at its place and
+    its call set aside, its tokens and the cost of it out of the table: it was summed as
+    $0 without a word."""
+    source = SAMPLES / sample
+    files = {}
+    for name in ("honest", "bad"):
+        folder = tmp_path / name
+        shutil.copytree(source.parent, folder)
+        if left_out:
+            (folder / left_out).unlink()
+        files[name] = folder / source.name
+    target = files["bad"].parent / (poisoned or source.name)
+    document = json.loads(target.read_text())
+    was = poison_cost(document, bad)
+    target.write_text(json.dumps(document, indent=1))
+    said = {k: ctxpack("validate", str(p)) for k, p in files.items()}
+    assert said["bad"].code == 1 and "Traceback" not in said["bad"].err, said["bad"]
+    before = {x.replace(str(files["honest"]), "FILE") for x in said["honest"].out.splitlines()}
+    new = [x for x in said["bad"].out.splitlines()
+           if x.replace(str(files["bad"]), "FILE") not in before]
+    assert len(new) == 1 and new[0].startswith(f"{target}:"), said["bad"].out
+    assert f"recorded usage ({named} {shown(bad)}) cannot be true: a cost is a number, zero " \
+        f"or more; set aside" in new[0], new[0]
+    h, b = (json.loads(ctxpack("stats", "--json", str(p)).out)["files"][0]
+            for p in files.values())
+    assert len(b["usage_set_aside"]) == len(h["usage_set_aside"]) + 1
+    assert len(load(files["bad"]).calls) == len(load(files["honest"]).calls) - 1
+    hu, bu = h["usage"], b["usage"]
+    assert bu["calls"] == hu["calls"] - 1 and bu["calls_set_aside"] == 1
+    assert bu["input_tokens"] < hu["input_tokens"]
+    assert bu["cost_usd"] == round(hu["cost_usd"] - was, 6), (hu, bu)
+
+
 def test_the_usage_table_sums_only_the_calls_believed(tmp_path: Path) -> None:
     # a made-up prompt on the last call was summed into input_tokens (a trillion) and
     # was the table's last_input_tokens, though the bill had set it aside
@@ -445,3 +505,41 @@ def test_run_totals_no_count_can_be_are_set_aside(
     shown = " ".join(ctxpack("stats", str(bad)).out.split())
     assert f"recorded usage set aside, as it cannot be true (`ctxpack validate` says why): " \
         f"line {line}" in shown
+
+
+def session_usage(tmp_path: Path, name: str, cost: Any) -> tuple[Path, int]:
+    """The managed-agent events sample, its `session.usage` totals given the `list_cost`
+    `cost`, and the line of those totals."""
+    lines = (SAMPLES / "export-timeout.anthropic-events.jsonl").read_text().splitlines()
+    at = max(n for n, text in enumerate(lines) if json.loads(text)["type"] == "session.usage")
+    record = json.loads(lines[at])
+    record["usage"]["list_cost"] = cost
+    lines[at] = json.dumps(record)
+    path = tmp_path / name
+    path.write_text("\n".join(lines) + "\n")
+    return path, at + 1
+
+
+@pytest.mark.parametrize(("cost", "named"), [
+    ({"amount": "-3", "currency": "USD"}, "usage.list_cost.amount '-3'"),
+    ({"amount": "lots", "currency": "USD"}, "usage.list_cost.amount 'lots'"),
+    ({"amount": ["1.84"], "currency": "USD"}, "usage.list_cost.amount (an array)"),
+    (-1.84, "usage.list_cost -1.84"),
+], ids=["negative", "text", "array", "bare-negative"])
+def test_managed_agent_session_totals_whose_cost_no_cost_can_be_are_set_aside(
+        tmp_path: Path, cost: Any, named: str) -> None:
+    """The managed-agent `session.usage` list cost is a cost as any other: one that is no
+    number, zero or more, is named at its line and not shown; it was dropped unsaid."""
+    honest, _ = session_usage(tmp_path, "honest.jsonl", {"amount": "1.84", "currency": "USD"})
+    bad, line = session_usage(tmp_path, "bad.jsonl", cost)
+    assert ctxpack("validate", str(honest)).code == 0
+    said = ctxpack("validate", str(bad))
+    assert said.code == 1 and "Traceback" not in said.err + said.out, said
+    assert [x for x in said.out.splitlines() if x.startswith(f"{bad}:")] == [
+        f"{bad}:{line}: recorded run totals ({named}) cannot be true: a cost is a number, zero "
+        f"or more; set aside, not counted in the usage totals"], said.out
+    h, b = (json.loads(ctxpack("stats", "--json", str(p)).out)["files"][0] for p in (honest, bad))
+    assert h["usage"]["list_cost"] == "1.84 USD" and not h["usage_set_aside"]
+    assert "list_cost" not in b["usage"] and [x["line"] for x in b["usage_set_aside"]] == [line]
+    # what the file records of its calls stands
+    assert b["usage"] == {k: v for k, v in h["usage"].items() if k != "list_cost"}

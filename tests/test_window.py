@@ -5,7 +5,7 @@ compaction carried past it, and the not-in-file part split with the file's own s
 from __future__ import annotations
 
 import json
-from collections.abc import Callable
+from collections.abc import Callable, Sequence
 from pathlib import Path
 
 import pytest
@@ -276,11 +276,15 @@ CODEX_STEPS = [
 ]
 
 
-def codex_session(tmp_path: Path, compacted: bool) -> Path:
+def codex_session(tmp_path: Path, compacted: bool, spans: Sequence[int | None] = (0,),
+                  name: str = "") -> Path:
     """A Codex rollout (CLI 0.128, gpt-5.4) of five shell steps, each call's usage in its
     `token_count` event; `compacted`: then the CLI's compaction (a `compacted` line whose
     replacement history is the task and a summary, `context_compacted`, a new turn) and
-    the person's next message, with no call recorded since."""
+    the person's next message, with no call recorded since. `spans`: the steps are made
+    once a span, each span after a compaction and the person's next message, the prompts
+    recorded for a span's calls `spans[k]` tokens above CODEX_STEPS' (None: it makes no
+    call)."""
     def line(kind: str, payload: object) -> dict:
         return {"timestamp": "2026-03-02T10:00:00.000Z", "type": kind, "payload": payload}
 
@@ -298,6 +302,16 @@ def codex_session(tmp_path: Path, compacted: bool) -> Path:
             "model_context_window": 258_400}})
 
     turn = {"cwd": "/home/dev/rates", "approval_policy": "on-request", "model": "gpt-5.4"}
+
+    def compaction(k: int, asked: str) -> list[dict]:
+        summary = (f"parse_rate quantizes to Decimal('0.01') in src/rates/parse.py; the tests "
+                   f"pass (pass {k}). Next: round half-even.")
+        return [line("compacted", {"message": summary, "replacement_history": [
+                    message("user", TASK), message("user", summary)]}),
+                line("event_msg", {"type": "context_compacted"}),
+                line("turn_context", {"turn_id": f"t{k + 1}", **turn}),
+                line("response_item", message("user", asked))]
+
     records = [
         line("session_meta", {"id": "019c2f6e-7d1a", "cwd": "/home/dev/rates",
                               "originator": "codex_cli_rs", "cli_version": "0.128.0",
@@ -310,26 +324,24 @@ def codex_session(tmp_path: Path, compacted: bool) -> Path:
         line("event_msg", {"type": "user_message", "message": TASK}),
         line("event_msg", {"type": "token_count", "info": None})]
     total = 0
-    for k, (command, printed, billed) in enumerate(CODEX_STEPS):
-        total += billed
-        records += [
-            line("response_item", message("assistant", f"Running `{command}`.")),
-            line("response_item", {"type": "function_call", "name": "shell_command",
-                                   "arguments": json.dumps({"command": command}),
-                                   "call_id": f"call_{k}"}),
-            counts(billed, total),
-            line("response_item", {"type": "function_call_output", "call_id": f"call_{k}",
-                                   "output": f"Exit code: 0\nOutput:\n{printed}"})]
+    for s, offset in enumerate(spans):
+        if s:
+            records += compaction(s, "Check the other parsers for the same rounding.")
+        for k, (command, printed, billed) in enumerate(CODEX_STEPS if offset is not None
+                                                       else ()):
+            total += billed + (offset or 0)
+            records += [
+                line("response_item", message("assistant", f"Running `{command}`.")),
+                line("response_item", {"type": "function_call", "name": "shell_command",
+                                       "arguments": json.dumps({"command": command}),
+                                       "call_id": f"call_{s}_{k}"}),
+                counts(billed + (offset or 0), total),
+                line("response_item", {"type": "function_call_output",
+                                       "call_id": f"call_{s}_{k}",
+                                       "output": f"Exit code: 0\nOutput:\n{printed}"})]
     if compacted:
-        summary = ("parse_rate quantizes to Decimal('0.01') in src/rates/parse.py; the tests "
-                   "pass. Next: round half-even.")
-        records += [
-            line("compacted", {"message": summary, "replacement_history": [
-                message("user", TASK), message("user", summary)]}),
-            line("event_msg", {"type": "context_compacted"}),
-            line("turn_context", {"turn_id": "t2", **turn}),
-            line("response_item", message("user", "Make it round half-even, with a test."))]
-    path = tmp_path / f"rollout{'-compacted' * compacted}.jsonl"
+        records += compaction(len(spans), "Make it round half-even, with a test.")
+    path = tmp_path / (name or f"rollout{'-compacted' * compacted}.jsonl")
     path.write_text("".join(json.dumps(r) + "\n" for r in records))
     return path
 
@@ -351,6 +363,70 @@ def test_after_a_codex_compaction_the_overhead_measured_before_it_stands(
     assert stats(load(path), cache=False).to_dict() == s.to_dict()
     assert compress_file(path, Options(), cache=False).report.billed["tokens_before"] == \
         c.tokens
+
+
+def context_of(path: Path) -> dict:
+    """What `ctxpack stats --json` says of the context as billed."""
+    said = run_ctxpack("stats", "--json", str(path))
+    assert said.code == 0, said
+    return json.loads(said.out)["files"][0]["context"]
+
+
+def test_a_codex_session_compacted_twice_is_billed_on_the_newest_context_with_calls(
+        tmp_path: Path) -> None:
+    """The context before the newest compaction that had calls made on it says what is
+    sent besides the messages: a compaction with no call before it leaves the one before
+    standing (not the table's 5,500), and calls made between two compactions take its
+    place."""
+    first = context_of(codex_session(tmp_path, False, name="first.jsonl"))
+    quiet = context_of(codex_session(tmp_path, True, spans=(0, None), name="quiet.jsonl"))
+    assert first["kind"] == "anchored" and quiet["kind"] == "calibrated"
+    assert abs(quiet["not_in_file"] - first["not_in_file"]) <= 2
+    assert abs(quiet["not_in_file"] - CODEX_UNLOGGED) < 100
+    # the calls between the compactions sent 3,000 more unlogged (tools an MCP server added)
+    second = context_of(codex_session(tmp_path, False, spans=(0, 3_000), name="second.jsonl"))
+    busy = context_of(codex_session(tmp_path, True, spans=(0, 3_000), name="busy.jsonl"))
+    assert second["kind"] == "anchored" and busy["kind"] == "calibrated"
+    assert abs(busy["not_in_file"] - second["not_in_file"]) <= 2
+    assert busy["not_in_file"] - quiet["not_in_file"] > 2_500
+
+
+@pytest.mark.parametrize(("field", "bad", "named"), [
+    ("cached_input_tokens", "5881",
+     "recorded usage (last_token_usage.cached_input_tokens '5881') cannot be true"),
+    ("input_tokens", 5_000_000_000, "recorded usage of 5,000,000,120 tokens"),
+], ids=["no-count", "past-the-window"])
+def test_a_codex_call_before_an_older_compaction_that_cannot_be_true_is_set_aside(
+        tmp_path: Path, field: str, bad: object, named: str) -> None:
+    """A call made before a compaction older than the newest with calls bills nothing, but
+    its usage is in the table: one that cannot be true is named and taken out of it, as a
+    call of the context is (it was neither, and its share stayed in the totals)."""
+    honest = codex_session(tmp_path, True, spans=(0, 0), name="honest.jsonl")
+    lines = honest.read_text().splitlines()
+    at = next(n for n, text in enumerate(lines)
+              if (json.loads(text)["payload"].get("info") or {}).get("last_token_usage"))
+    record = json.loads(lines[at])
+    usage = record["payload"]["info"]["last_token_usage"]
+    was = dict(usage)
+    usage[field] = bad
+    lines[at] = json.dumps(record)
+    poisoned = tmp_path / "bad.jsonl"
+    poisoned.write_text("\n".join(lines) + "\n")
+    assert run_ctxpack("validate", str(honest)).code == 0
+    said = run_ctxpack("validate", str(poisoned))
+    assert said.code == 1 and "Traceback" not in said.err + said.out, said
+    problems = [x for x in said.out.splitlines() if x.startswith(f"{poisoned}:")]
+    assert len(problems) == 1 and problems[0].startswith(f"{poisoned}:{at + 1}: {named}"), \
+        said.out
+    h, b = (json.loads(run_ctxpack("stats", "--json", str(p)).out)["files"][0]
+            for p in (honest, poisoned))
+    assert [x["line"] for x in b["usage_set_aside"]] == [at + 1] and not h["usage_set_aside"]
+    hu, bu = h["usage"], b["usage"]
+    assert bu["calls"] == hu["calls"] - 1 and bu["calls_set_aside"] == 1
+    assert bu["input_tokens"] == hu["input_tokens"] - was["input_tokens"]
+    assert bu["output_tokens"] == hu["output_tokens"] - was["output_tokens"]
+    # it billed nothing either way
+    assert b["context"] == h["context"]
 
 
 @pytest.mark.corpus

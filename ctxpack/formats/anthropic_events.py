@@ -16,6 +16,7 @@ from __future__ import annotations
 from typing import Any
 
 from ..jsonl import dumps
+from ..recorded import SetAside, wrong_costs, wrong_totals
 from ..transcript import META_KEY, Message, Part, Text, ToolCall, ToolResult
 from .anthropic import Reply, UsageTally
 from .base import (
@@ -60,7 +61,8 @@ class EventsReader:
         self.pending: list[tuple[int, dict[str, Any], str | None, list[Part]]] = []
         self.tally = UsageTally()
         self.last_call: str | None = None
-        self.totals: dict[str, Any] = {}
+        self.list_cost: str | None = None  # the newest session totals' list cost, shown
+        self.aside: list[SetAside] = []  # session totals whose list cost no cost can be
         self.model: str | None = None
         self.replies: dict[int, Reply] = {}  # a request's reply (its number): its usage key
 
@@ -87,7 +89,9 @@ class EventsReader:
                 self.replies[self.count - 1] = (key, self.model, thought)
             return reply
         if kind == "session.usage" and isinstance(event.get("usage"), dict):
-            self.totals = event["usage"]
+            self.list_cost, wrong = _list_cost(event["usage"])
+            aside = wrong_totals(line, "", wrong)
+            self.aside += [aside] if aside else []
             return []
         if kind in _RESULTS:
             parts = tuple(content_parts(event.get("content"), _text_block))
@@ -136,16 +140,32 @@ class EventsReader:
     def usage(self) -> dict[str, Any]:
         usage = self.tally.summary("span.model_request_end model_usage, once per request",
                                    self.last_call)
-        cost = self.totals.get("list_cost")
-        if isinstance(cost, dict) and isinstance(cost.get("amount"), str):
-            usage["list_cost"] = f"{cost['amount']} {cost.get('currency', '')}".strip()
+        if self.list_cost is not None:
+            usage["list_cost"] = self.list_cost
         return usage
 
     def finish(self) -> tuple[list[Message], Layout]:
         rest = self._turn()
         context = list(range(self.count))
         return rest, Layout(context, model=self.model, usage=self.usage(),
-                            calls=self.tally.recorded(context, self.replies))
+                            calls=self.tally.recorded(context, self.replies),
+                            set_aside=self.aside)
+
+
+def _list_cost(usage: dict[str, Any]) -> tuple[str | None, str]:
+    """The list cost session totals record, as shown ("1032 USD"; None: they record none,
+    or one no cost can be), and the field no cost can be, as `wrong_costs` names it ("":
+    none). The API writes `{amount, currency}`, the amount as decimal text."""
+    cost = usage.get("list_cost")
+    if isinstance(cost, dict):
+        amount, currency = cost.get("amount"), cost.get("currency")
+        wrong = wrong_costs(cost, ("amount",), "usage.list_cost.", text=True)
+    else:
+        amount, currency = cost, None
+        wrong = wrong_costs(usage, ("list_cost",), "usage.", text=True)
+    if wrong or amount is None:
+        return None, wrong
+    return f"{amount} {currency if isinstance(currency, str) else ''}".strip(), ""
 
 
 class EventsEditor(NoUsage):

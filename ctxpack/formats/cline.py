@@ -47,7 +47,7 @@ from typing import Any
 
 from ..errors import InputError
 from ..jsonl import item_lines, loads, parse_document
-from ..recorded import SetAside, Summed, summed, wrong_counts
+from ..recorded import SetAside, Summed, summed, wrong_costs, wrong_counts
 from ..transcript import (
     Image,
     Message,
@@ -220,10 +220,10 @@ def unread_usage(events: list[int], data: bytes | None, first: int, file: str = 
             for n in events]
 
 
-def request_wrong(info: dict[str, Any]) -> str:
+def request_wrong(info: dict[str, Any]) -> tuple[str, str]:
     """The counts of the usage `info` of an `api_req_started` event that no token count
-    can be."""
-    return wrong_counts(info, _REQUEST_COUNTS)
+    can be, and its cost where no cost can be (a string, a negative number)."""
+    return wrong_counts(info, _REQUEST_COUNTS), wrong_costs(info, ("cost",))
 
 
 def _json(text: str) -> Any:
@@ -276,24 +276,25 @@ def _prompt(added: Summed) -> int:
 
 
 # what a call `made` is, as `recorded` takes it
-Made = tuple[int, Summed, int, str | None, str]
+Made = tuple[int, Summed, int, str | None, tuple[str, str]]
 
 
 def recorded(context: list[int], made: list[Made], since: int,
              events: dict[int, int] | None = None, file: str = "") -> list[RecordedCall]:
     """The calls `made` (the emitted number of the reply, what its usage added to the
     summary, its prompt size first, the event's index, the model, the counts of its usage
-    that no token count can be) that were of the context as it is now, `prompt` a place
-    in it. Given the UI log's `events` (each index's line, as `event_lines`; the log in
-    `file` where that is not the transcript), each call's usage is at its event."""
+    that no token count can be and its cost where no cost can be) that were of the context
+    as it is now, `prompt` a place in it. Given the UI log's `events` (each index's line,
+    as `event_lines`; the log in `file` where that is not the transcript), each call's
+    usage is at its event."""
     where = sorted(context)
     return [RecordedCall(bisect.bisect_left(where, reply), _prompt(added), None, model,
-                         problem=wrong, summed=added,
+                         problem=wrong[0], costs=wrong[1], summed=added,
                          **({} if events is None else {"at": events.get(event, 0),
                                                        "place": f"event {event}",
                                                        "file": file}))
             for reply, added, event, model, wrong in made
-            if event > since and (_prompt(added) > 0 or wrong)]
+            if event > since and (_prompt(added) > 0 or any(wrong))]
 
 
 def written_calls(text: str, tools: Container[str], where: str) -> list[Text | ToolCall]:
@@ -464,10 +465,12 @@ class ClineHistoryReader:
                                         if isinstance(part, Text) else (part,)))
                 model = string_field(_dict(d.get("modelInfo")), "modelId")
                 self.model = model or self.model
-                added = self.metrics.add(_metrics(d.get("metrics")))
-                wrong = wrong_counts(_dict(_dict(d.get("metrics")).get("tokens")),
-                                     ("prompt", "completion", "cached"), "metrics.tokens.")
-                if added and (_prompt(added) or wrong):
+                metrics = _dict(d.get("metrics"))
+                added = self.metrics.add(_metrics(metrics))
+                wrong = (wrong_counts(_dict(metrics.get("tokens")),
+                                      ("prompt", "completion", "cached"), "metrics.tokens."),
+                         wrong_costs(metrics, ("cost",), "metrics."))
+                if added and (_prompt(added) or any(wrong)):
                     self.made.append((len(self.messages), added, index, model or self.model,
                                       wrong))
                 self.messages.append(Message("assistant", parts, (line,), d, model=model))
@@ -521,8 +524,8 @@ class ClineHistoryReader:
                     e.get("say") == "api_req_started" else {}
                 added = tally.add(info)
                 wrong = request_wrong(info)
-                asked = e.get("conversationHistoryIndex") if added and (_prompt(added) or wrong) \
-                    else None
+                call = added and (_prompt(added) or any(wrong))
+                asked = e.get("conversationHistoryIndex") if call else None
                 if isinstance(asked, int) and not isinstance(asked, bool):
                     # its reply is the history's message asked + 2 (the prompt: all before)
                     reply = bisect.bisect_left(self.position, asked + 2)
@@ -632,7 +635,7 @@ class ClineUiReader:
                         (line,), e, human=human))
                     self.position.append(asked + 1)
                     first = False
-                if added and (_prompt(added) or wrong):  # its prompt: every message to its reply
+                if added and (_prompt(added) or any(wrong)):  # its prompt: all to its reply
                     self.made.append((len(self.messages), added, n, self.model, wrong))
             elif kind == "text" and e["type"] == "say" and text and requested:
                 reply.append(Text(text))

@@ -419,7 +419,17 @@ class CodexReader:
                           outside_why="before a compaction, or a system prompt replaced since",
                           earlier=self.earlier,
                           earlier_calls=self._calls_on(self.earlier, self.earlier_encrypted,
-                                                       model))
+                                                       model),
+                          older_calls=self._older(context, model))
+
+    def _older(self, context: list[int], model: str | None) -> list[RecordedCall]:
+        """The recorded calls whose replies are neither in `context` nor in the context
+        before the newest compaction that had calls: made before an older compaction, they
+        are of the usage totals only."""
+        placed = {*context, *self.earlier}
+        return [RecordedCall(0, t.billed, t.output, reply_model or model, problem=t.wrong,
+                             at=t.at, summed=t.added, window=t.window)
+                for n, reply_model, t in self.recorded if n not in placed]
 
     def _calls_on(self, context: list[int], encrypted: bool,
                   model: str | None) -> list[RecordedCall]:

@@ -22,7 +22,7 @@ from typing import Any
 
 from ..jsonl import dumps, json_kind
 from ..models import keeps_reasoning
-from ..recorded import Summed, summed, wrong_counts
+from ..recorded import Summed, summed, wrong_costs, wrong_counts
 from ..transcript import Image, Message, Part, RecordedCall, Text, Thinking, ToolCall, ToolResult
 from .base import (
     NOT_WRITTEN,
@@ -59,9 +59,10 @@ class StepUsage:
         self.last_input: int | None = None
         self.cost: float = 0
 
-    def add(self, part: dict[str, Any]) -> tuple[int, str, Summed]:
+    def add(self, part: dict[str, Any]) -> tuple[int, tuple[str, str], Summed]:
         """Take a step's tokens; its prompt size (what `calls` records), the counts of its
-        tokens that no token count can be, and what it added to the summary."""
+        tokens that no token count can be and its cost where no cost can be, and what it
+        added to the summary."""
         tokens = _dict(part.get("tokens"))
         cache = _dict(tokens.get("cache"))
         fresh, read, write = (number(tokens.get("input")), number(cache.get("read")),
@@ -80,7 +81,7 @@ class StepUsage:
         cost = measure(part.get("cost"))
         self.cost += cost
         self.last_input = fresh + read + write
-        return self.last_input, wrong, summed(
+        return self.last_input, (wrong, wrong_costs(part, ("cost",))), summed(
             input_tokens=self.last_input, output_tokens=output, reasoning_tokens=reasoning,
             cache_read_tokens=read, cache_creation_tokens=write, cost_usd=cost)
 
@@ -225,7 +226,8 @@ class OpenCodeReader:
         out: list[Part] = []
         billed: int | None = None  # the prompt of the message's (first) step, its output
         output = reasoning = 0
-        wrong = ""  # the first of its steps' counts that no token count can be
+        # the first of its steps' counts that no token count can be, and cost no cost can be
+        wrong = ("", "")
         added: Summed = ()  # what its first step added to the summary
         results: list[ToolResult] = []
         for p in parts:
@@ -247,18 +249,20 @@ class OpenCodeReader:
                     results.append(ToolResult(call_id, result.parts, result.is_error))
             elif kind == "step-finish":
                 prompt, step_wrong, step = self.usage.add(p)
-                wrong = wrong or step_wrong  # (a later step's too: the message's call)
+                # (a later step's too: the message's call)
+                wrong = (wrong[0] or step_wrong[0], wrong[1] or step_wrong[1])
                 if billed is None:
                     billed, added, counts = prompt, step, dict(step)
                     output, reasoning = counts["output_tokens"], counts["reasoning_tokens"]
         if not out:
             return []
-        if billed or wrong:
+        if billed or any(wrong):
             self.calls.append(RecordedCall(place, billed or 0, output or None,
                                            model or self.model,
                                            hidden=any(map(_signed, parts)),
                                            reasoning=reasoning if any(map(_encrypted, parts))
-                                           else 0, problem=wrong, summed=added))
+                                           else 0, problem=wrong[0], costs=wrong[1],
+                                           summed=added))
         msg_id = string_field(info, "id")
         messages = [Message("assistant", tuple(out), (line,), info, id=msg_id, model=model)]
         if results:
