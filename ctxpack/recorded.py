@@ -130,9 +130,8 @@ def wrong_counts(usage: Any, fields: Sequence[str], prefix: str = "",
     """The `fields` of a usage object that no token count can be, as the file has them
     ("": none), each named with `prefix` (where in the usage object they are): a value no
     whole number, zero or more; one more than `most` (a bound and what it is: `RUN_BOUND`
-    for a run's totals); and
-    a part more than the whole the format makes it part of (`parts`, each a part's field
-    and its whole's: Codex's cached input is part of its input)."""
+    for a run's totals); and a part more than the whole the format makes it part of
+    (`parts`, each a part's field and its whole's: Codex's cached input is input)."""
     if not isinstance(usage, Mapping):
         return ""
     bound, why = most or (None, "")
@@ -156,8 +155,10 @@ def wrong_totals(line: int, counts: str, costs: str = "", place: str = "", item:
     are then left out of the usage summary: no part of them is counted."""
     if not counts and not costs:
         return None
-    what = "a token count is a whole number, zero or more" if counts else ""
-    what += (", and " if what else "") + "a cost is a number, zero or more" if costs else ""
+    what = "a token count is a whole number, zero or more, within what a run holds" \
+        if counts else ""
+    what += (", and " if what else "") + "a cost is a number, zero or more, within what a " \
+        "run costs" if costs else ""
     why = (f"recorded run totals ({', '.join(w for w in (counts, costs) if w)}) cannot be "
            f"true: {what}; set aside, not counted in the usage totals")
     return SetAside(item or line, f"{place}: {why}" if place else why,
