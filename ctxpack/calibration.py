@@ -289,10 +289,14 @@ def bill(counts: Sequence[int], calls: Sequence[Call], *, model: str | None, for
     if not calls and before:
         # what the agent sends besides the messages (system prompt, tool definitions) is
         # the same after a compaction: the calls before it measured that, as `calibrate`
-        # fits them (the first calls, whose prompts are least of the messages, say it best)
+        # fits them (the first calls, whose prompts are least of the messages, say it best),
+        # where it is an overhead a config could give the model (below its window), else
+        # the table's
         assert earlier is not None
         f = own_fit(call_points(with_hidden(earlier[0], earlier[1], slope), before, slope),
                     slope)
+        if f.overhead >= overhead_bound(model or "", table)[0]:
+            f = Fit(f.slope, table_overhead(found, format))
         return replace(_bill("calibrated", f(counted), f.slope, f.overhead, counted,
                              _calibrated_error(found)), earlier=len(before))
     if calls:
@@ -362,14 +366,20 @@ def unanchored(found: Any, format: str, counted: int, exact: bool, estimated: bo
     """The bill of a context counted `counted` that no recorded call anchors: the model's
     table entry `found` (its slope, and its overhead or the format's `UNLOGGED`)."""
     slope = found.slope if found is not None else 1.0
-    overhead = found.overhead if found is not None and found.overhead is not None \
-        else UNLOGGED.get(format, 0)
+    overhead = table_overhead(found, format)
     if estimated or (not exact and found is None):
         return _bill("estimated", counted + overhead, 1.0, overhead, counted, None)
     if not exact or overhead:
         return _bill("calibrated", round(slope * counted + overhead), slope, overhead,
                      counted, _calibrated_error(found))
     return _bill("exact", counted, 1.0, 0, counted, 0.0)
+
+
+def table_overhead(found: Any, format: str) -> int:
+    """What an agent of `format` sends unlogged by the table: the model's entry `found`'s
+    overhead, else the format's `UNLOGGED`."""
+    return found.overhead if found is not None and found.overhead is not None \
+        else UNLOGGED.get(format, 0)
 
 
 def _calibrated_error(found: Any) -> float:

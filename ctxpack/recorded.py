@@ -75,6 +75,19 @@ RISE = 2
 # tokens in the corpus, and a few MCP servers' tools add tens of thousands more; 100,000
 # (half a Claude window) leaves room for all of it
 MARGIN = 100_000
+# The most a run's totals (a `result` line's, an agent's tally, Codex's running total) may
+# hold: a million calls (a call every 30 seconds for most of a year) of `MOST` each
+RUN_MOST = 1_000_000 * MOST
+# The dearest price per token any current model charges, in dollars: o1-pro's $600 per
+# million output tokens (gpt-5-pro's is $120, claude-opus-4's $75); a cost is at most its
+# most tokens at that price, each as if it were output (input costs a quarter or less):
+# a call's `MOST` tokens ($1,258.29), a run's `RUN_MOST`
+DEAREST = 600 / 1_000_000
+# each bound with what it is, as a problem names it (as `most_for` gives a call's)
+RUN_BOUND = (RUN_MOST, f"the most a run's totals can hold: a million calls of {MOST:,}")
+_PRICE = f"at the dearest price any model charges, ${DEAREST * 1_000_000:,.0f} per million"
+RUN_COST_BOUND = (RUN_MOST * DEAREST, f"what a run's most tokens ({RUN_MOST:,}) cost {_PRICE}")
+CALL_COST_BOUND = (MOST * DEAREST, f"what a call's most tokens ({MOST:,}) cost {_PRICE}")
 
 
 @dataclass(frozen=True, slots=True)
@@ -107,19 +120,31 @@ def whole(value: Any) -> bool:
     return isinstance(value, int) and not isinstance(value, bool) and value >= 0
 
 
-def miscounted(value: Any) -> bool:
-    """Is `value` written as a count no token count can be (a missing or null field is no
-    count, not a wrong one)?"""
-    return value is not None and not whole(value)
+def miscounted(value: Any, most: int | None = None) -> bool:
+    """Is `value` written as a count no token count can be, or more than `most` (a missing
+    or null field is no count, not a wrong one)?"""
+    return value is not None and not (whole(value) and (most is None or value <= most))
 
 
-def wrong_counts(usage: Any, fields: Sequence[str], prefix: str = "") -> str:
+def wrong_counts(usage: Any, fields: Sequence[str], prefix: str = "",
+                 most: tuple[int, str] | None = None, parts: Sequence[tuple[str, str]] = ()
+                 ) -> str:
     """The `fields` of a usage object that no token count can be, as the file has them
-    ("": none), each named with `prefix` (where in the usage object they are)."""
+    ("": none), each named with `prefix` (where in the usage object they are): a value no
+    whole number, zero or more; one more than `most` (a bound and what it is: `RUN_BOUND`
+    for a run's totals); and a part more than the whole the format makes it part of
+    (`parts`, each a part's field and its whole's: Codex's cached input is input)."""
     if not isinstance(usage, Mapping):
         return ""
-    return ", ".join(f"{prefix}{f} {shown(usage[f])}" for f in fields
-                     if miscounted(usage.get(f)))
+    bound, why = most or (None, "")
+    wrong = [f"{prefix}{f} {usage[f]:,} (more than {bound:,}, {why})" if whole(usage[f])
+             else f"{prefix}{f} {shown(usage[f])}"
+             for f in fields if miscounted(usage.get(f), bound)]
+    wrong += [f"{prefix}{part} {usage[part]:,} (more than the {prefix}{of} {usage[of]:,} it "
+              f"is part of)" for part, of in parts
+              if whole(usage.get(part)) and whole(usage.get(of)) and usage[part] > usage[of]
+              and not miscounted(usage[part], bound)]
+    return ", ".join(wrong)
 
 
 def wrong_totals(line: int, counts: str, costs: str = "", place: str = "", item: int = 0
@@ -132,41 +157,49 @@ def wrong_totals(line: int, counts: str, costs: str = "", place: str = "", item:
     are then left out of the usage summary: no part of them is counted."""
     if not counts and not costs:
         return None
-    why = f"recorded run totals {cannot(counts, costs)}; set aside, not counted in the usage totals"
+    why = (f"recorded run totals {cannot(counts, costs, run=True)}; set aside, not counted "
+           f"in the usage totals")
     return SetAside(item or line, f"{place}: {why}" if place else why,
                     place=where_in(place, item) if place else "")
 
 
-def wrong_costs(record: Any, fields: Sequence[str], prefix: str = "", text: bool = False
-                ) -> str:
-    """The `fields` of a record that no cost can be (a cost is a number, zero or more; a
-    missing or null field is no cost, not a wrong one), named as `wrong_counts` names
-    counts ("": none); `text`: a cost may be written as decimal text ("1032"), as the
-    managed-agent API writes its list cost."""
+def wrong_costs(record: Any, fields: Sequence[str], prefix: str = "", text: bool = False,
+                most: tuple[float, str] = RUN_COST_BOUND) -> str:
+    """The `fields` of a record that no cost can be (a cost is a number, zero or more, and
+    no more than `most`, what its most tokens cost at the dearest price: `RUN_COST_BOUND`
+    for a run's totals, `CALL_COST_BOUND` for a call's; a missing or null field is no
+    cost, not a wrong one), named as `wrong_counts` names counts ("": none); `text`: a
+    cost may be written as decimal text ("1032"), as the managed-agent API writes its list
+    cost."""
     if not isinstance(record, Mapping):
         return ""
-    return ", ".join(f"{prefix}{f} {shown(record[f])}" for f in fields
-                     if record.get(f) is not None and not _cost(record[f], text))
+    bound, why = most
+    return ", ".join(f"{prefix}{f} {shown(record[f])}" + (
+        f" (more than ${bound:,.2f}, {why})" if _cost(record[f], text) else "")
+        for f in fields if record.get(f) is not None and not _cost(record[f], text, bound))
 
 
-def cannot(counts: str, costs: str = "") -> str:
+def cannot(counts: str, costs: str = "", run: bool = False) -> str:
     """Why values a file records cannot be true: `counts` no token count can be and `costs`
     no cost can be (as `wrong_counts` and `wrong_costs` name them), and the rule each
-    breaks."""
-    rules = [rule for names, rule in ((counts, "a token count is a whole number, zero or more"),
-                                      (costs, "a cost is a number, zero or more")) if names]
+    breaks (`run`: of a run's totals, held to what a run holds and costs)."""
+    rules = [rule for names, rule in (
+        (counts, "a token count is a whole number, zero or more"
+                 + (", within what a run holds" if run else "")),
+        (costs, "a cost is a number, zero or more" + (", within what a run costs" if run
+                                                       else ""))) if names]
     return (f"({', '.join(w for w in (counts, costs) if w)}) cannot be true: "
             f"{', and '.join(rules)}")
 
 
-def _cost(value: Any, text: bool = False) -> bool:
+def _cost(value: Any, text: bool = False, most: float = math.inf) -> bool:
     if text and isinstance(value, str):
         try:
             value = float(value)
         except ValueError:
             return False
     return isinstance(value, (int, float)) and not isinstance(value, bool) \
-        and math.isfinite(value) and value >= 0
+        and math.isfinite(value) and 0 <= value <= most
 
 
 Summed = tuple[tuple[str, int | float], ...]  # as `RecordedCall.summed`
@@ -219,6 +252,14 @@ def unbelievable(call: RecordedCall) -> str:
     if wrong or call.costs:
         return (f"recorded usage {cannot(wrong, call.costs)}; set aside, not used for the "
                 f"bill or the window")
+    if call.again:
+        return (f"recorded usage cannot be true: {call.again}; set aside, not counted twice "
+                f"nor used for the bill or the window")
+    # the cost it added to the file's totals (one no cost can be is named by its reader)
+    cost, (bound, why) = dict(call.summed).get("cost_usd", 0), CALL_COST_BOUND
+    if cost > bound:
+        return (f"recorded cost of ${cost:,.2f} cannot be true: more than ${bound:,.2f}, "
+                f"{why}; set aside, not used for the bill or the window")
     held = call.billed + (call.output or 0)
     most, why = most_for(call.model, call.window)
     if held <= most:

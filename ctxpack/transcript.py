@@ -218,6 +218,9 @@ class RecordedCall:
     # cost can be, as `recorded.wrong_counts` and `wrong_costs` name them ("": nothing)
     problem: str = ""
     costs: str = ""
+    # why what the file records of its usage twice disagrees ("": it does not), as a
+    # problem says it (a Codex token_count event written again with other values)
+    again: str = ""
     # the line its usage is recorded on, where that is not its reply's (0: the reply's),
     # its place in a document (`event 4`: "" for the reply's), and the file it is in,
     # where that is not the transcript's (a sibling file the reader took usage from)

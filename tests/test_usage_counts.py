@@ -361,8 +361,11 @@ def test_a_running_total_going_backwards_does_not_change_the_table(tmp_path: Pat
     """A running total that falls (made up, or restarted) is no measure of what the calls
     used: the table sums each call's own usage, as the file holds it."""
     name = "rtchess__exported-session.jsonl"
-    line = codex_events(name)[-1][0]
-    honest, bad = codex_copy(tmp_path, name, line, "total_token_usage", "input_tokens", 5)
+    line, info = codex_events(name)[-1]
+    # (falling to its cached part: less than that is no total, cached input being input)
+    fallen = info["total_token_usage"]["cached_input_tokens"]
+    assert fallen < info["total_token_usage"]["input_tokens"] - 1_000_000
+    honest, bad = codex_copy(tmp_path, name, line, "total_token_usage", "input_tokens", fallen)
     h, b = usage_of(honest), usage_of(bad)
     assert b == h and h["input_tokens"] > 1_000_000
 
@@ -438,24 +441,26 @@ def result_line(name: str, edit: Callable[[dict[str, Any]], None]
     return make
 
 
-def swe_agent(tmp_path: Path) -> tuple[Path, Path, int]:
+def swe_agent(**bad: int) -> Callable[[Path], tuple[Path, Path, int]]:
     """A SWE-agent trajectory (its run totals in `info.model_stats`, printed over many
-    lines as SWE-agent writes it), and a copy whose totals hold a negative count."""
-    def written(name: str, received: int) -> Path:
-        document = {"environment": "swe_main", "history": [
-            {"role": "system", "content": "You fix bugs in the repository."},
-            {"role": "user", "content": "The parser drops the last line. Fix it."},
-            {"role": "assistant", "content": "Fixed: the loop now reads to the end."}],
-            "info": {"exit_status": "submitted", "model_stats": {
-                "instance_cost": 0.21, "tokens_sent": 12_000, "tokens_received": received,
-                "api_calls": 3}}}
-        path = tmp_path / name
-        path.write_text(json.dumps(document, indent=2))
-        return path
-    bad = written("bad.traj", -300)
-    at = next(n for n, text in enumerate(bad.read_text().splitlines(), 1)
-              if '"model_stats"' in text)
-    return written("honest.traj", 300), bad, at
+    lines as SWE-agent writes it), and a copy whose totals hold the `bad` counts."""
+    def make(tmp_path: Path) -> tuple[Path, Path, int]:
+        def written(name: str, **counts: int) -> Path:
+            stats = {"instance_cost": 0.21, "tokens_sent": 12_000, "tokens_received": 300,
+                     "api_calls": 3, **counts}
+            document = {"environment": "swe_main", "history": [
+                {"role": "system", "content": "You fix bugs in the repository."},
+                {"role": "user", "content": "The parser drops the last line. Fix it."},
+                {"role": "assistant", "content": "Fixed: the loop now reads to the end."}],
+                "info": {"exit_status": "submitted", "model_stats": stats}}
+            path = tmp_path / name
+            path.write_text(json.dumps(document, indent=2))
+            return path
+        wrong = written("bad.traj", **bad)
+        at = next(n for n, text in enumerate(wrong.read_text().splitlines(), 1)
+                  if '"model_stats"' in text)
+        return written("honest.traj"), wrong, at
+    return make
 
 
 def set_stats(key: str, value: Any) -> Callable[[dict[str, Any]], None]:
@@ -479,9 +484,28 @@ def set_cost(value: Any) -> Callable[[dict[str, Any]], None]:
                                    "cost_usd"]),
     (result_line("stream.anthropic.jsonl", set_cost(-6.2)), "total_cost_usd -6.2",
      ["result_input_tokens", "result_output_tokens", "cost_usd"]),
-    (swe_agent, "info.model_stats.tokens_received -300",
+    (swe_agent(tokens_received=-300), "info.model_stats.tokens_received -300",
      ["calls", "input_tokens", "output_tokens"]),
-], ids=["gemini-stream", "claude-stream-usage", "claude-stream-cost", "swe-agent"])
+    # a count past what a run's calls can hold (a million of the largest there is), a part
+    # more than the whole that holds it, a cost past what such a run could cost
+    (result_line("todo-table.gemini-stream.jsonl", set_stats("cached", 10**18)),
+     "stats.cached 1,000,000,000,000,000,000 (more than 2,097,152,000,000, the most a run's "
+     "totals can hold", ["input_tokens", "output_tokens", "cache_read_tokens", "tool_calls"]),
+    (result_line("todo-table.gemini-stream.jsonl", set_stats("cached", 40_647)),
+     "stats.cached 40,647 (more than the stats.input_tokens 40,646 it is part of)",
+     ["input_tokens", "output_tokens", "cache_read_tokens", "tool_calls"]),
+    (result_line("stream.anthropic.jsonl", set_usage("output_tokens", 10**15)),
+     "usage.output_tokens 1,000,000,000,000,000 (more than 2,097,152,000,000",
+     ["result_input_tokens", "result_output_tokens", "cost_usd"]),
+    (result_line("stream.anthropic.jsonl", set_cost(1e308)),
+     "total_cost_usd 1e+308 (more than $1,258,291,200.00, what a run's most tokens",
+     ["result_input_tokens", "result_output_tokens", "cost_usd"]),
+    (swe_agent(tokens_sent=10**16),
+     "info.model_stats.tokens_sent 10,000,000,000,000,000 (more than 2,097,152,000,000",
+     ["calls", "input_tokens", "output_tokens"]),
+], ids=["gemini-stream", "claude-stream-usage", "claude-stream-cost", "swe-agent",
+        "gemini-stream-past-a-run", "gemini-stream-cached-past-input",
+        "claude-stream-past-a-run", "claude-stream-cost-past-a-run", "swe-agent-past-a-run"])
 def test_run_totals_no_count_can_be_are_set_aside(
         tmp_path: Path, make: Callable[[Path], tuple[Path, Path, int]], named: str,
         totals: list[str]) -> None:
@@ -493,7 +517,8 @@ def test_run_totals_no_count_can_be_are_set_aside(
     assert said.code == 1 and "Traceback" not in said.err + said.out, said
     problems = [x for x in said.out.splitlines() if x.startswith(f"{bad}:")]
     assert len(problems) == 1 and problems[0].startswith(f"{bad}:{line}: recorded run totals "
-                                                         f"({named}) cannot be true"), said.out
+                                                         f"({named}"), said.out
+    assert ") cannot be true: " in problems[0], said.out
     assert ctxpack("validate", str(honest)).code == 0
     h = json.loads(ctxpack("stats", "--json", str(honest)).out)["files"][0]
     b = json.loads(ctxpack("stats", "--json", str(bad)).out)["files"][0]
@@ -537,9 +562,162 @@ def test_managed_agent_session_totals_whose_cost_no_cost_can_be_are_set_aside(
     assert said.code == 1 and "Traceback" not in said.err + said.out, said
     assert [x for x in said.out.splitlines() if x.startswith(f"{bad}:")] == [
         f"{bad}:{line}: recorded run totals ({named}) cannot be true: a cost is a number, zero "
-        f"or more; set aside, not counted in the usage totals"], said.out
+        f"or more, within what a run costs; set aside, not counted in the usage totals"
+    ], said.out
     h, b = (json.loads(ctxpack("stats", "--json", str(p)).out)["files"][0] for p in (honest, bad))
     assert h["usage"]["list_cost"] == "1.84 USD" and not h["usage_set_aside"]
     assert "list_cost" not in b["usage"] and [x["line"] for x in b["usage_set_aside"]] == [line]
     # what the file records of its calls stands
     assert b["usage"] == {k: v for k, v in h["usage"].items() if k != "list_cost"}
+
+
+CODEX_SAMPLE = SAMPLES / "refactor.codex.jsonl"
+
+
+def sample_events() -> list[tuple[int, dict[str, Any]]]:
+    """The `token_count` events of the Codex sample that tell of a call: line, `info`."""
+    out = []
+    for n, text in enumerate(CODEX_SAMPLE.read_text().splitlines(), 1):
+        payload = json.loads(text).get("payload")
+        if isinstance(payload, dict) and payload.get("type") == "token_count" \
+                and isinstance(payload.get("info"), dict):
+            out.append((n, payload["info"]))
+    return out
+
+
+def sample_copy(tmp_path: Path, line: int, edit: Callable[[dict[str, Any]], None]) -> Path:
+    """A copy of the Codex sample whose event on `line` `edit` changed (its `info`)."""
+    lines = CODEX_SAMPLE.read_text().splitlines()
+    record = json.loads(lines[line - 1])
+    edit(record["payload"]["info"])
+    lines[line - 1] = json.dumps(record)
+    path = tmp_path / CODEX_SAMPLE.name
+    path.write_text("\n".join(lines) + "\n")
+    return path
+
+
+def named_lines(path: Path) -> list[str]:
+    said = ctxpack("validate", str(path))
+    assert said.code == 1 and "Traceback" not in said.err + said.out, said
+    return [x for x in said.out.splitlines() if x.startswith(f"{path}:")]
+
+
+def test_a_codex_running_total_past_what_a_run_holds_sets_its_call_aside(tmp_path: Path
+                                                                         ) -> None:
+    """A running total no run's calls could reach is no total: the event's call is named and
+    set aside, as for a count no token count can be."""
+    line, info = sample_events()[-1]
+    bad = sample_copy(tmp_path, line, lambda i: i["total_token_usage"].__setitem__(
+        "input_tokens", 10**13))
+    named = named_lines(bad)
+    assert len(named) == 1 and named[0].startswith(
+        f"{bad}:{line}: recorded usage (total_token_usage.input_tokens 10,000,000,000,000 "
+        "(more than 2,097,152,000,000"), named
+    h, b = usage_of(CODEX_SAMPLE), usage_of(bad)
+    assert b["calls_set_aside"] == 1 and b["calls"] == h["calls"] - 1
+    assert b["input_tokens"] == h["input_tokens"] - info["last_token_usage"]["input_tokens"]
+
+
+def set_last(value: Any) -> Callable[[dict[str, Any]], None]:
+    return lambda info: info.__setitem__("last_token_usage", value)
+
+
+def raise_total(info: dict[str, Any]) -> None:
+    info["total_token_usage"]["input_tokens"] += 5
+
+
+@pytest.mark.parametrize(("which", "edit", "named"), [
+    ("told", set_last("x"), "recorded usage (last_token_usage 'x') cannot be true"),
+    ("again", set_last("x"), "recorded usage (last_token_usage 'x') cannot be true"),
+    ("told", raise_total, "recorded usage cannot be true: the token_count event of line"),
+    ("again", raise_total, "recorded usage cannot be true: the token_count event of line"),
+], ids=["usage-not-an-object", "twin's-usage-not-an-object", "running-total-changed",
+        "twin's-running-total-changed"])
+def test_a_codex_event_written_again_otherwise_is_one_call_set_aside(
+        tmp_path: Path, which: str, edit: Callable[[dict[str, Any]], None], named: str
+        ) -> None:
+    """Codex writes a call's `token_count` event twice alike: where one of the two says
+    otherwise (its usage no object, its running total changed), the call is named and set
+    aside, not counted twice (19 calls of 18, its input added again)."""
+    events = sample_events()
+    told, again = restated(events)
+    line = {"told": told, "again": again}[which]
+    bad = sample_copy(tmp_path, line, edit)
+    problems = named_lines(bad)
+    # named where the file says it otherwise: a usage no object where it is, another
+    # running total where the second of the two tells it
+    at = line if "'x'" in named else again
+    assert len(problems) == 1 and problems[0].startswith(f"{bad}:{at}: {named}"), problems
+    h, b = usage_of(CODEX_SAMPLE), usage_of(bad)
+    share = dict(events)[told]["last_token_usage"]
+    assert b["calls"] + b["calls_set_aside"] == h["calls"] and b["calls_set_aside"] == 1
+    assert b["input_tokens"] == h["input_tokens"] - share["input_tokens"]
+    assert b["output_tokens"] == h["output_tokens"] - share["output_tokens"]
+    stats = json.loads(ctxpack("stats", "--json", str(bad)).out)["files"][0]
+    assert [x["line"] for x in stats["usage_set_aside"]] == [at]
+
+
+def test_the_overhead_carried_past_a_codex_compaction_is_one_a_config_could_give(
+        tmp_path: Path) -> None:
+    """The calls before a compaction measure what is sent besides the messages; where they
+    measure more than the model's window (each call recording its prompt plus 860,000, all
+    within five times the window), that is no overhead (a config refuses it): the bill after
+    the compaction is the table's, as where the file records no usage, not 300% of the
+    window."""
+    extra = 860_000
+    records = [json.loads(x) for x in CODEX_SAMPLE.read_text().splitlines()]
+    total: dict[str, int] = {}
+    told: dict[str, int] | None = None
+    for record in records:
+        payload = record.get("payload")
+        if not (isinstance(payload, dict) and payload.get("type") == "token_count"
+                and isinstance(payload.get("info"), dict)):
+            continue
+        info = payload["info"]
+        last = info["last_token_usage"]
+        if last != told:  # a new call: the running total rises by it
+            told = dict(last)
+            last = {**last, "input_tokens": last["input_tokens"] + extra,
+                    "total_tokens": last["total_tokens"] + extra}
+            total = {k: total.get(k, 0) + v for k, v in last.items()}
+        info["last_token_usage"], info["total_token_usage"] = dict(last), dict(total)
+    compacted = {"timestamp": "2026-01-14T10:00:00.000Z", "type": "compacted",
+                 "payload": {"message": "Summary: logging goes through one package now."}}
+
+    def written(name: str, keep: Callable[[dict[str, Any]], bool]) -> Path:
+        path = tmp_path / name
+        path.write_text("".join(json.dumps(r) + "\n" for r in [*records, compacted]
+                                if keep(r)))
+        return path
+
+    big = written("big.jsonl", lambda r: True)
+    none = written("none.jsonl", lambda r: r["payload"].get("type") != "token_count")
+    b = json.loads(ctxpack("stats", "--json", str(big)).out)["files"][0]["context"]
+    n = json.loads(ctxpack("stats", "--json", str(none)).out)["files"][0]["context"]
+    window = usage_of(big)["context_window"]
+    assert b["kind"] == "calibrated" and b["tokens"] < window
+    # (the slope the calls show may round the split a token the other way)
+    assert abs(b["not_in_file"] - n["not_in_file"]) <= 1 and b["not_in_file"] < extra
+
+
+def test_an_aider_cost_no_call_can_run_to_sets_its_call_aside(tmp_path: Path) -> None:
+    """A message's cost more than the most tokens a call holds could cost at the dearest
+    price any model charges is named at its line, and left out of the table's cost with
+    its call (not summed into it)."""
+    sample = SAMPLES / "aider" / "architect-lint.aider.chat.history.md"
+    lines = sample.read_text().split("\n")
+    at = min(n for n, line in enumerate(lines) if "Cost: $" in line)
+    cost = float(lines[at].split("Cost: $", 1)[1].split()[0])
+    lines[at] = lines[at].replace(f"Cost: ${cost:.2f} message", "Cost: $99999999999.00 message")
+    path = tmp_path / sample.name
+    path.write_text("\n".join(lines))
+    named = named_lines(path)
+    assert len(named) == 1 and named[0].startswith(
+        f"{path}:{at + 1}: recorded cost of $99,999,999,999.00 cannot be true: more than "
+        "$1,258.29"), named
+    honest = json.loads(ctxpack("stats", "--json", str(sample)).out)["files"][0]["usage"]
+    bad = json.loads(ctxpack("stats", "--json", str(path)).out)["files"][0]
+    assert [x["line"] for x in bad["usage_set_aside"]] == [at + 1]
+    assert bad["usage"]["calls"] == honest["calls"] - 1
+    # (taken out of a sum that held it: a float of 99,999,999,999 keeps five decimals)
+    assert bad["usage"]["cost_usd"] == pytest.approx(honest["cost_usd"] - cost, abs=1e-5)

@@ -12,7 +12,7 @@ from dataclasses import dataclass, field, replace
 from typing import Any, NamedTuple
 
 from ..jsonl import dumps, json_kind
-from ..recorded import SetAside, summed, wrong_costs, wrong_counts, wrong_totals
+from ..recorded import RUN_BOUND, SetAside, summed, wrong_costs, wrong_counts, wrong_totals
 from ..transcript import (
     META_KEY,
     SUMMARY_HEADING,
@@ -377,7 +377,7 @@ class AnthropicReader:
             return out
         elif kind == "result":
             aside = wrong_totals(line, wrong_counts(record.get("usage"), _USAGE_FIELDS,
-                                                    "usage."),
+                                                    "usage.", RUN_BOUND),
                                  wrong_costs(record, ("total_cost_usd",)))
             self.aside += [aside] if aside else []
             self.totals = {} if aside else _result_totals(record)

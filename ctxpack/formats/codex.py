@@ -17,7 +17,7 @@ from typing import Any, NamedTuple
 
 from ..jsonl import dumps
 from ..models import keeps_reasoning
-from ..recorded import Summed, miscounted, summed, wrong_counts
+from ..recorded import RUN_BOUND, RUN_MOST, Summed, miscounted, shown, summed, wrong_counts
 from ..transcript import (
     META_KEY,
     Image,
@@ -44,6 +44,10 @@ _TOTALS = (("input_tokens", "input_tokens"), ("output_tokens", "output_tokens"),
 _CALL_FIELDS = ("input_tokens", "cached_input_tokens", "output_tokens",
                 "reasoning_output_tokens", "total_tokens")
 _USAGES = ("last_token_usage", "total_token_usage")
+# the bound of each (a call's prompt and reply are held to its model's by
+# ctxpack.recorded), and the part of each count that another holds: cached input is input
+_BOUNDS = {"last_token_usage": None, "total_token_usage": RUN_BOUND}
+_PARTS = (("cached_input_tokens", "input_tokens"),)
 
 # Text the CLI puts in user-role messages on its own: context, instructions, notices.
 _INJECTED = (
@@ -227,6 +231,7 @@ class _Told:
     at: int
     added: Summed
     window: int | None = None
+    again: str = ""  # the event told again with other usage, as `RecordedCall.again`
 
 
 class CodexReader:
@@ -348,11 +353,14 @@ class CodexReader:
         self._window(info)
         total, last = _numbers(info.get("total_token_usage")), _numbers(
             info.get("last_token_usage"))
-        wrong = ", ".join(w for w in (wrong_counts(info.get(k), _CALL_FIELDS, f"{k}.")
-                                      for k in _USAGES) if w)
+        wrong = ", ".join(w for w in (_wrong(info.get(k), k) for k in _USAGES) if w)
         # The CLI re-emits the same values several times a turn; a change marks a new call
-        # (a count no token count can be is none, and marks nothing).
-        if not _restated(self._previous, (total, last)):
+        # (a count no token count can be is none, and marks nothing), but for an event
+        # written again with other values: its call's usage with a running total that did
+        # not rise by it, or a running total that did not rise (see `_other`)
+        restated = _restated(self._previous, (total, last))
+        other = "" if restated else _other(self._previous, (total, last))
+        if not restated and not other:
             self.calls += 1
             self._previous = (total, last)
             # a new call: its prompt ended where the first reply since the last one began.
@@ -379,14 +387,21 @@ class CodexReader:
             elif self.reply is not None:
                 self.recorded.append((*self.reply, call))
             self.reply = None
-        elif wrong and self.told is not None and not self.told.wrong:
-            # the call's usage told again, with a count no token count can be: the call is
-            # set aside, named where it says so
+        elif self.told is not None and not (self.told.wrong or self.told.again) and (
+                wrong or other):
+            # the call's usage told again, with a count no token count can be or with other
+            # values than it was: the call is set aside (not counted twice), named where
+            # it says so
+            if not wrong:
+                self.told.again = (f"the token_count event of line {self.told.at:,} is "
+                                   f"written again here with other usage ({other}), where "
+                                   f"Codex writes one call's event twice alike")
             self.told.wrong, self.told.at = wrong, line
         if isinstance(total, dict):
             # a running total no token count can be leaves the one before it standing
             self.totals = {**total, **{k: v for k, v in (self.totals or {}).items()
-                                       if k in _CALL_FIELDS and miscounted(total.get(k))}}
+                                       if k in _CALL_FIELDS and miscounted(total.get(k),
+                                                                           RUN_MOST)}}
         if isinstance(last, dict):
             self.last_call = last
 
@@ -443,8 +458,8 @@ class CodexReader:
                              reasoning=t.reasoning if encrypted else 0,
                              until=None if keeps_reasoning(reply_model or model) or
                              (after := bisect.bisect_right(users, where[n])) == len(users)
-                             else users[after], problem=t.wrong, at=t.at, summed=t.added,
-                             window=t.window)
+                             else users[after], problem=t.wrong, again=t.again, at=t.at,
+                             summed=t.added, window=t.window)
                 for n, reply_model, t in self.recorded if n in where]
 
 
@@ -459,6 +474,41 @@ def _share(last: dict[str, Any] | None, total: dict[str, Any] | None,
         return {}
     return {key: max(number(total[field]) - number((before or {}).get(field)), 0)
             for key, field in _TOTALS if field in total}
+
+
+def _wrong(usage: Any, name: str) -> str:
+    """What of a `token_count` event's usage object (`name`) no usage can be: a value no
+    object, or counts no token count can be ("": none)."""
+    if usage is None:
+        return ""
+    if not isinstance(usage, dict):
+        return f"{name} {shown(usage)}"
+    return wrong_counts(usage, _CALL_FIELDS, f"{name}.", _BOUNDS[name], _PARTS)
+
+
+def _other(before: tuple[Any, Any] | None, now: tuple[Any, Any]) -> str:
+    """Where a `token_count` event (`_numbers` of its total and last usage, `now`) tells of
+    the call `before` told of with other values, what differs ("": it tells of another
+    call, or of the same alike): a call's usage again (the same `last_token_usage`) with a
+    running total that did not rise by it, or a running total that did not rise (each
+    call adds its prompt to it)."""
+    if before is None:
+        return ""
+    (total0, last0), (total, last) = before, now
+    same_call = isinstance(last, dict) and _agree(last0, last) and not (
+        isinstance(total, dict) and isinstance(total0, dict)
+        and all(number(total[k]) == number(total0.get(k)) + number(last.get(k))
+                for k in _CALL_FIELDS if k in total))
+    if not same_call and not (isinstance(total, dict) and _agree(total0, total)):
+        return ""
+    differ = []
+    for name, a, b in (("total_token_usage", total0, total), ("last_token_usage", last0, last)):
+        if isinstance(a, dict) and isinstance(b, dict):
+            differ += [f"{name}.{k} {shown(b.get(k))} for {shown(a.get(k))}"
+                       for k in sorted(a.keys() | b.keys()) if a.get(k) != b.get(k)]
+        elif a != b:
+            differ.append(f"{name} {shown(b)} for {shown(a)}")
+    return ", ".join(differ)
 
 
 def _restated(before: tuple[Any, Any] | None, now: tuple[Any, Any]) -> bool:

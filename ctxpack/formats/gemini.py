@@ -38,7 +38,7 @@ from dataclasses import replace
 from typing import Any
 
 from ..jsonl import dumps, json_kind
-from ..recorded import SetAside, Summed, summed, wrong_counts, wrong_totals
+from ..recorded import RUN_BOUND, SetAside, Summed, summed, wrong_counts, wrong_totals
 from ..transcript import (
     META_KEY,
     Image,
@@ -585,6 +585,8 @@ class GeminiCheckpointFormat:
 
 # the counts of a stream-json `result` line's run totals (`stats`)
 _STATS_FIELDS = ("input_tokens", "output_tokens", "cached", "total_tokens", "tool_calls")
+# its cached input is part of `input_tokens` (its `input`, the rest)
+_STATS_PARTS = (("cached", "input_tokens"),)
 
 
 class GeminiStreamReader:
@@ -681,7 +683,8 @@ class GeminiStreamReader:
     def _stats(self, line: int, stats: Any) -> None:
         if not isinstance(stats, dict):
             return
-        if aside := wrong_totals(line, wrong_counts(stats, _STATS_FIELDS, "stats.")):
+        wrong = wrong_counts(stats, _STATS_FIELDS, "stats.", RUN_BOUND, _STATS_PARTS)
+        if aside := wrong_totals(line, wrong):
             self.aside.append(aside)
             return
         self.stats_runs += 1

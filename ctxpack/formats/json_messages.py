@@ -14,7 +14,7 @@ from typing import Any
 
 from ..jsonl import item_lines, json_kind
 from ..models import DEFAULT_MODEL
-from ..recorded import SetAside, summed, wrong_counts, wrong_totals
+from ..recorded import RUN_BOUND, SetAside, summed, wrong_counts, wrong_totals
 from ..transcript import Message, RecordedCall, ToolResult
 from .base import Layout, RecordError, number
 from .openai import OpenAIEditor, message_from_dict, sniff_message
@@ -110,7 +110,7 @@ def _usage(document: Any) -> tuple[dict[str, Any], str]:
                 "input_tokens": sum(number(u.get("prompt_tokens")) for u in calls),
                 "output_tokens": sum(number(u.get("completion_tokens")) for u in calls),
                 "last_input_tokens": number(calls[-1].get("prompt_tokens"))}, ""
-    if wrong := wrong_counts(stats, _STATS, "info.model_stats."):
+    if wrong := wrong_counts(stats, _STATS, "info.model_stats.", RUN_BOUND):
         return {}, wrong
     if isinstance(stats, dict) and number(stats.get("tokens_sent")):
         return {"source": "info.model_stats (SWE-agent run totals)",
