@@ -1,0 +1,77 @@
+"""User-role text an agent writes itself, and whose turn a user message is.
+
+Agents put much besides the person's words in user messages: context, reminders,
+notices, the output of commands, tool results sent as text. A user message opens a
+round (is the person's, `Message.human`) only where it holds words of the person's
+or an image; text made only of what is listed here is the agent's. Every reader uses
+this one list, so a file and what `convert` makes of it agree on the rounds.
+
+A text is the agent's where, with the notes and `<tag>…</tag>` blocks that open it
+taken off, nothing is left, or what is left opens with one of `HEADS` (each of which
+heads text that is wholly the agent's). The person's words after a reminder or after
+the note of an interrupt keep the message the person's.
+"""
+
+from __future__ import annotations
+
+import re
+from collections.abc import Sequence
+
+from ..transcript import Image, Part, Text
+
+# Text that, where it opens what is left, is the agent's to its end (compared lower-case).
+HEADS = (
+    # Claude Code: a background task's notice (and where to read its output); what a
+    # hook that stopped the agent's finishing says back
+    "<task-notification>", "stop hook feedback:",
+    # Codex CLI: instructions and notices it sends as user messages
+    "# agents.md instructions", "another language model started to solve this problem",
+    # Cline / Roo Code: notes on a resumed task or a reply without a tool, results as text
+    "[task resumption]", "[error] you did not use a tool",
+    # Gemini CLI: notes of the plan mode the person switched
+    "user has manually exited plan mode", "user has manually entered plan mode",
+    # SWE-agent: the demonstration before the task
+    "here is a demonstration of how to correctly accomplish this task",
+)
+# Cline's head of a tool result sent as text: `[read_file for 'a.py'] Result:`
+RESULT_HEAD = re.compile(r"\[([\w:-]+)(?: for .*?)?\] Result:", re.S)
+# Claude Code's one-line note of an interrupt, before whatever the person says next
+_NOTE = re.compile(r"\[Request interrupted by user[^\]\n]*\]")
+# A block the agent wraps its context in: Claude Code's <system-reminder>,
+# <local-command-stdout>; Cline's <environment_details>; Codex's
+# <environment_context>, <user_instructions> and the tags newer CLIs add; Gemini CLI's
+# <session_context>. Any tag but those the agents wrap the person's own words in.
+_BLOCK = re.compile(r"<([a-z][\w .-]*)>.*?</\1>", re.IGNORECASE | re.DOTALL)
+PERSONS_TAGS = frozenset({
+    "task", "feedback", "answer", "user_message",  # Cline
+    "command-name", "command-message", "command-args", "bash-input",  # Claude Code
+})
+# SWE-agent's observation: a command's output ended by its shell prompt. Its first
+# message, the issue, ends the same way and is the person's task.
+_PROMPT_END = re.compile(r"\n\(Current directory: [^\n]*\)\nbash-\$\s*\Z")
+_ISSUE = "We're currently solving the following issue"
+
+
+def agent_written(text: str) -> bool:
+    """True for user text an agent wrote on its own (see the module note)."""
+    rest = text.strip()
+    if _PROMPT_END.search(rest) and not rest.startswith(_ISSUE):
+        return True
+    while rest:
+        if rest.lower().startswith(HEADS) or RESULT_HEAD.match(rest):
+            return True
+        block = _BLOCK.match(rest)
+        note = _NOTE.match(rest)
+        if block and block.group(1).lower() not in PERSONS_TAGS:
+            rest = rest[block.end():].lstrip()
+        elif note:
+            rest = rest[note.end():].lstrip()
+        else:
+            return False
+    return True
+
+
+def persons(parts: Sequence[Part]) -> bool:
+    """Do a user message's parts hold the person's words, or an image?"""
+    return any(isinstance(p, Image) or isinstance(p, Text) and not agent_written(p.text)
+               for p in parts)
