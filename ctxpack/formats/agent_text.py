@@ -6,10 +6,11 @@ round (is the person's, `Message.human`) only where it holds words of the person
 or an image; text made only of what is listed here is the agent's. Every reader uses
 this one list, so a file and what `convert` makes of it agree on the rounds.
 
-A text is the agent's where, with the notes and `<tag>…</tag>` blocks that open it
-taken off, nothing is left, or what is left opens with one of `HEADS` (each of which
-heads text that is wholly the agent's). The person's words after a reminder or after
-the note of an interrupt keep the message the person's.
+A text is the agent's where it holds no line Cline wraps the person's words in and,
+with the notes and `<tag>…</tag>` blocks that open it taken off, nothing is left or
+what is left opens with one of `HEADS` (each heads text that is wholly the agent's).
+The person's words after a reminder or after the note of an interrupt keep the
+message the person's.
 """
 
 from __future__ import annotations
@@ -33,6 +34,10 @@ HEADS = (
     # SWE-agent: the demonstration before the task
     "here is a demonstration of how to correctly accomplish this task",
 )
+# What Cline wraps the person's words in, on a line of its own (a file a tool read may
+# name the tags in its text, as a file about Cline's logs does): text that holds one is
+# the person's, be it sent with a result (their feedback on it) or after a note.
+PERSONS_LINE = re.compile(r"^<(?:task|feedback|answer|user_message)>$", re.M)
 # Cline's head of a tool result sent as text: `[read_file for 'a.py'] Result:`
 RESULT_HEAD = re.compile(r"\[([\w:-]+)(?: for .*?)?\] Result:", re.S)
 # Claude Code's one-line note of an interrupt, before whatever the person says next
@@ -55,6 +60,8 @@ _ISSUE = "We're currently solving the following issue"
 def agent_written(text: str) -> bool:
     """True for user text an agent wrote on its own (see the module note)."""
     rest = text.strip()
+    if PERSONS_LINE.search(rest):
+        return False
     if _PROMPT_END.search(rest) and not rest.startswith(_ISSUE):
         return True
     while rest:

@@ -59,7 +59,7 @@ from ..transcript import (
     ToolResult,
     where_in,
 )
-from .agent_text import RESULT_HEAD
+from .agent_text import PERSONS_LINE, RESULT_HEAD
 from .anthropic import block_part
 from .base import (
     NOT_WRITTEN,
@@ -98,9 +98,6 @@ _UI_CALLS = {
     "use_subagents": "use_subagents"}
 # the JSON key of a call event's text that names its tool, where it has one
 _UI_NAMED = {"tool": "tool", "use_mcp_server": "type"}
-# what Cline wraps the person's words in, on a line of its own (a file a tool read may
-# name the tags in its text, as a file about Cline's logs does)
-_HUMAN_TAG = re.compile(r"^<(?:task|feedback|answer|user_message)>$", re.M)
 UI_SIBLING = "ui_messages.json"
 API_HISTORY = "api_conversation_history.json"
 
@@ -394,7 +391,7 @@ def _tools(record: list[Any]) -> set[str]:
 
 
 def _human(texts: list[str], first: bool) -> bool:
-    return first or any(_HUMAN_TAG.search(t) for t in texts)
+    return first or any(PERSONS_LINE.search(t) for t in texts)
 
 
 def _user_parts(content: Any) -> tuple[list[tuple[int, Part]], list[list[tuple[int, Part]]]]:
