@@ -42,15 +42,22 @@ PERSONS_LINE = re.compile(r"^<(?:task|feedback|answer|user_message)>$", re.M)
 RESULT_HEAD = re.compile(r"\[([\w:-]+)(?: for .*?)?\] Result:", re.S)
 # Claude Code's one-line note of an interrupt, before whatever the person says next
 _NOTE = re.compile(r"\[Request interrupted by user[^\]\n]*\]")
-# A block the agent wraps its context in: Claude Code's <system-reminder>,
-# <local-command-stdout>; Cline's <environment_details>; Codex's
-# <environment_context>, <user_instructions> and the tags newer CLIs add; Gemini CLI's
-# <session_context>. Any tag but those the agents wrap the person's own words in.
-_BLOCK = re.compile(r"<([a-z][\w .-]*)>.*?</\1>", re.IGNORECASE | re.DOTALL)
-PERSONS_TAGS = frozenset({
-    "task", "feedback", "answer", "user_message",  # Cline
-    "command-name", "command-message", "command-args", "bash-input",  # Claude Code
+# The blocks agents wrap their context in (the person's words may follow them).
+AGENT_TAGS = frozenset({
+    # Claude Code: reminders, a local command's or `!` shell's output
+    "system-reminder", "local-command-caveat", "local-command-stdout",
+    "local-command-stderr", "bash-stdout", "bash-stderr", "user-prompt-submit-hook",
+    # Cline / Roo Code
+    "environment_details",
+    # Codex CLI
+    "environment_context", "user_instructions", "turn_aborted", "user_shell_command",
+    "permissions instructions", "skill", "subagent_notification", "context_update",
+    "tool_context", "reasoning_context", "pinned_notes", "collaboration_mode",
+    "model_switch",
+    # Gemini CLI
+    "session_context",
 })
+_BLOCK = re.compile(r"<([a-z][\w .-]*)>.*?</\1>", re.IGNORECASE | re.DOTALL)
 # SWE-agent's observation: a command's output ended by its shell prompt. Its first
 # message, the issue, ends the same way and is the person's task.
 _PROMPT_END = re.compile(r"\n\(Current directory: [^\n]*\)\nbash-\$\s*\Z")
@@ -69,7 +76,7 @@ def agent_written(text: str) -> bool:
             return True
         block = _BLOCK.match(rest)
         note = _NOTE.match(rest)
-        if block and block.group(1).lower() not in PERSONS_TAGS:
+        if block and block.group(1).lower() in AGENT_TAGS:
             rest = rest[block.end():].lstrip()
         elif note:
             rest = rest[note.end():].lstrip()
