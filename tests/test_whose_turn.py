@@ -114,7 +114,8 @@ def _corpus(name: str) -> list[Any]:
     *_corpus("raze__codex-session.jsonl"),
     *_corpus("personal_finance__gemini_session.json"),
     *_corpus("cline-xray__task_sample__ui_messages.json"),
-    *_corpus("openhands__runtime_trajs_basic_gui_mode.json")])
+    *_corpus("openhands__runtime_trajs_basic_gui_mode.json"),
+    *_corpus("openhands__multi_swe_bench_example_output.jsonl")])
 def test_corpus_files_convert_with_their_rounds(path, tmp_path):
     # (the Messages API joins the person's messages that no reply parts: never more there)
     source, openai, anthropic = rounds_converted(path, tmp_path)

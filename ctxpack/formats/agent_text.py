@@ -56,6 +56,8 @@ AGENT_TAGS = frozenset({
     "model_switch",
     # Gemini CLI
     "session_context",
+    # OpenHands: what a recall of the workspace's context tells the model
+    "repository_info", "repository_instructions", "runtime_information", "extra_info",
 })
 _BLOCK = re.compile(r"<([a-z][\w .-]*)>.*?</\1>", re.IGNORECASE | re.DOTALL)
 # SWE-agent's observation: a command's output ended by its shell prompt. Its first
