@@ -60,6 +60,11 @@ AGENT_TAGS = frozenset({
     "repository_info", "repository_instructions", "runtime_information", "extra_info",
 })
 _BLOCK = re.compile(r"<([a-z][\w .-]*)>.*?</\1>", re.IGNORECASE | re.DOTALL)
+# Agents add more such blocks over time: a whole text in one block, opened and closed
+# by the same tag, is one of them, but for the tags Claude Code wraps what the person
+# typed in (a slash command, a `!` shell command).
+_WRAPPED = re.compile(r"<([a-z][\w .-]*)>.*</\1>", re.IGNORECASE | re.DOTALL)
+_PERSONS_TAGS = frozenset({"command-name", "command-message", "command-args", "bash-input"})
 # SWE-agent's observation: a command's output ended by its shell prompt. Its first
 # message, the issue, ends the same way and is the person's task.
 _PROMPT_END = re.compile(r"\n\(Current directory: [^\n]*\)\nbash-\$\s*\Z")
@@ -72,6 +77,9 @@ def agent_written(text: str) -> bool:
     if PERSONS_LINE.search(rest):
         return False
     if _PROMPT_END.search(rest) and not rest.startswith(_ISSUE):
+        return True
+    wrapped = _WRAPPED.fullmatch(rest)
+    if wrapped and wrapped.group(1).lower() not in _PERSONS_TAGS:
         return True
     while rest:
         if rest.lower().startswith(HEADS) or RESULT_HEAD.match(rest):
