@@ -129,3 +129,15 @@ def test_swe_agent_observations_are_no_rounds(path, tmp_path):
     # the preamble (system prompt, demonstration) and the one issue to solve: the
     # commands' output the agent sends back is no turn of the person's
     assert rounds_converted(path, tmp_path) == [2, 2, 2]
+
+
+def test_a_late_system_message_written_as_user_text_is_no_round(tmp_path):
+    # the Messages API takes system text only before the first turn: convert writes a
+    # later one as user text, which reads back as no turn of the person's
+    chat = _write(tmp_path / "chat.jsonl", [
+        {"role": "system", "content": "You are a coding agent."},
+        {"role": "user", "content": "Apply for the grant."},
+        {"role": "assistant", "content": "Reading the form."},
+        {"role": "developer", "content": "Approved command prefix saved: Get-Content"},
+        {"role": "assistant", "content": "Done."}])
+    assert rounds_converted(chat, tmp_path) == [1, 1, 1]

@@ -33,6 +33,9 @@ HEADS = (
     "user has manually exited plan mode", "user has manually entered plan mode",
     # SWE-agent: the demonstration before the task
     "here is a demonstration of how to correctly accomplish this task",
+    # ctxpack convert: a system message after the first turn, a result no call it kept
+    # asked for, written as user text (the Messages API has no place for either)
+    "[system]\n", "[developer]\n", "[result of tool call ",
 )
 # What Cline wraps the person's words in, on a line of its own (a file a tool read may
 # name the tags in its text, as a file about Cline's logs does): text that holds one is
