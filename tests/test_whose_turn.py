@@ -140,4 +140,4 @@ def test_a_late_system_message_written_as_user_text_is_no_round(tmp_path):
         {"role": "assistant", "content": "Reading the form."},
         {"role": "developer", "content": "Approved command prefix saved: Get-Content"},
         {"role": "assistant", "content": "Done."}])
-    assert rounds_converted(chat, tmp_path) == [1, 1, 1]
+    assert rounds_converted(chat, tmp_path) == [2, 2, 2]  # the system prompt's, the person's
