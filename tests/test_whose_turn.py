@@ -38,7 +38,7 @@ def rounds_converted(path: Path, tmp_path: Path) -> list[int]:
 
 
 NOTICE = ("<task-notification>\n<task-id>b1</task-id>\n<status>completed</status>\n"
-          "</task-notification>\nRead the output file to retrieve the result: /tmp/b1.output")
+          "</task-notification>\nRead the output file to retrieve the result: tasks/b1.output")
 REMINDER = "<system-reminder>\nThe todo list is empty.\n</system-reminder>"
 
 
