@@ -25,8 +25,8 @@ from ..transcript import (
     ToolCall,
     ToolResult,
     hides_thinking,
-    only_results,
 )
+from .agent_text import persons
 from .base import (
     Compaction,
     Layout,
@@ -105,12 +105,13 @@ def message_parts(content: Any) -> tuple[Part, ...]:
 
 
 def api_message(d: dict[str, Any], line: int, raw: Any, role: str | None = None) -> Message:
-    """Convert one Messages API message dict; `human` is set for typed user text."""
+    """Convert one Messages API message dict; `human` is set for the person's words
+    (see agent_text)."""
     role = _str(d.get("role")) or role
     if role is None:
         raise RecordError("message without a 'role'")
     parts = message_parts(d.get("content"))
-    human = role == "user" and not only_results(parts) and not is_continuation(parts)
+    human = role == "user" and persons(parts) and not is_continuation(parts)
     return Message(role, parts, (line,), raw, id=_str(d.get("id")), model=_str(d.get("model")),
                    human=human)
 

@@ -35,11 +35,8 @@ _OWN_TYPES = {"file-history-snapshot", "queue-operation", "last-prompt", "ai-tit
               "custom-title", "permission-mode"}
 _LINKED_TYPES = {"user", "assistant", "system", "progress", "attachment"}
 _NOT_TYPED = ("isMeta", "isCompactSummary", "isVisibleInTranscriptOnly")
-# User text Claude Code writes itself, unflagged: a local command's output, a background
-# task's notice, a hook's reminder, the note of an interrupt. Nobody asked anything.
-_NOT_TYPED_TAGS = ("<local-command-caveat>", "<local-command-stdout>", "<local-command-stderr>",
-                   "<bash-stdout>", "<bash-stderr>", "<task-notification>", "<system-reminder>",
-                   "[Request interrupted by user")
+# (User text Claude Code writes itself unflagged, a reminder or a command's output, is
+# told apart in agent_text, for every reader.)
 Lane = tuple[bool, str | None]  # (sidechain, agentId): one open response per agent
 
 
@@ -105,8 +102,7 @@ class ClaudeCodeReader:
     def _message(self, line: int, record: dict[str, Any], payload: dict[str, Any],
                  side: bool) -> Message:
         message = api_message(payload, line, record, record["type"])
-        if message.human and (any(record.get(flag) is True for flag in _NOT_TYPED)
-                              or message.text.lstrip().startswith(_NOT_TYPED_TAGS)):
+        if message.human and any(record.get(flag) is True for flag in _NOT_TYPED):
             message = replace(message, human=False)
         model = message.model
         if message.role == "assistant" and model and model != SYNTHETIC_MODEL:

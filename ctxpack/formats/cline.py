@@ -59,6 +59,7 @@ from ..transcript import (
     ToolResult,
     where_in,
 )
+from .agent_text import PERSONS_LINE, RESULT_HEAD
 from .anthropic import block_part
 from .base import (
     NOT_WRITTEN,
@@ -71,8 +72,6 @@ from .base import (
     string_field,
 )
 
-# `[read_file for 'src/app.ts'] Result:` / `[attempt_completion] Result:`
-_RESULT_HEAD = re.compile(r"\[([\w:-]+)(?: for .*?)?\] Result:", re.S)
 # a result opening a line, where a request holds several
 _LINE_HEAD = re.compile(r"^\[([\w:-]+)(?: for [^\n]*?)?\] Result:", re.M)
 # a tag opening a line: a written call where it names a tool
@@ -99,9 +98,6 @@ _UI_CALLS = {
     "use_subagents": "use_subagents"}
 # the JSON key of a call event's text that names its tool, where it has one
 _UI_NAMED = {"tool": "tool", "use_mcp_server": "type"}
-# what Cline wraps the person's words in, on a line of its own (a file a tool read may
-# name the tags in its text, as a file about Cline's logs does)
-_HUMAN_TAG = re.compile(r"^<(?:task|feedback|answer|user_message)>$", re.M)
 UI_SIBLING = "ui_messages.json"
 API_HISTORY = "api_conversation_history.json"
 
@@ -366,7 +362,7 @@ def _parameters(text: str, name: str) -> dict[str, str]:
 def _heads(request: str) -> list[re.Match[str]]:
     """The results a request holds: none unless it opens with one, then each that opens a
     line after it."""
-    first = _RESULT_HEAD.match(request)
+    first = RESULT_HEAD.match(request)
     return [first, *_LINE_HEAD.finditer(request, first.end())] if first else []
 
 
@@ -389,14 +385,14 @@ def _tools(record: list[Any]) -> set[str]:
     for m in record:
         if m.get("role") == "user":
             for part in content_parts(m.get("content"), block_part):
-                head = _RESULT_HEAD.match(part.text) if isinstance(part, Text) else None
+                head = RESULT_HEAD.match(part.text) if isinstance(part, Text) else None
                 if head:
                     named.add(head.group(1))
     return named
 
 
 def _human(texts: list[str], first: bool) -> bool:
-    return first or any(_HUMAN_TAG.search(t) for t in texts)
+    return first or any(PERSONS_LINE.search(t) for t in texts)
 
 
 def _user_parts(content: Any) -> tuple[list[tuple[int, Part]], list[list[tuple[int, Part]]]]:
@@ -406,7 +402,7 @@ def _user_parts(content: Any) -> tuple[list[tuple[int, Part]], list[list[tuple[i
     results: list[list[tuple[int, Part]]] = []
     current: list[tuple[int, Part]] | None = None
     for n, part in enumerate(content_parts(content, block_part)):
-        if isinstance(part, Text) and _RESULT_HEAD.match(part.text):
+        if isinstance(part, Text) and RESULT_HEAD.match(part.text):
             current = [(n, part)]
             results.append(current)
         elif current is not None and not (isinstance(part, Text)

@@ -10,8 +10,7 @@ the model from `turn_context`.
 from __future__ import annotations
 
 import bisect
-import re
-from collections.abc import Callable, Sequence
+from collections.abc import Callable
 from dataclasses import dataclass
 from typing import Any, NamedTuple
 
@@ -29,6 +28,7 @@ from ..transcript import (
     ToolCall,
     ToolResult,
 )
+from .agent_text import persons
 from .base import Compaction, Layout, RecordError, content_parts, marks, number, string_field
 from .openai import parse_data_url
 
@@ -48,22 +48,6 @@ _USAGES = ("last_token_usage", "total_token_usage")
 # ctxpack.recorded), and the part of each count that another holds: cached input is input
 _BOUNDS = {"last_token_usage": None, "total_token_usage": RUN_BOUND}
 _PARTS = (("cached_input_tokens", "input_tokens"),)
-
-# Text the CLI puts in user-role messages on its own: context, instructions, notices.
-_INJECTED = (
-    "<environment_context>", "<user_instructions>", "# agents.md instructions",
-    "<turn_aborted>", "<user_shell_command>", "<permissions instructions>", "<skill>",
-    "<subagent_notification>", "<context_update>", "<tool_context>", "<reasoning_context>",
-    "<pinned_notes>", "<collaboration_mode>", "<model_switch>",
-    "another language model started to solve this problem",  # a compaction summary
-)
-# Newer CLIs add more `<tag>…</tag>` injections; a whole text so wrapped is one of them.
-_WRAPPED = re.compile(r"<([a-z][\w .-]*)>.*</\1>", re.IGNORECASE | re.DOTALL)
-
-
-def _injected(text: str) -> bool:
-    stripped = text.strip()
-    return stripped.lower().startswith(_INJECTED) or bool(_WRAPPED.fullmatch(stripped))
 
 
 def _json(value: Any) -> str:
@@ -100,12 +84,6 @@ def _readable(item: Any) -> bool:
     return isinstance(item, str)
 
 
-def _is_human(role: str, parts: Sequence[Text | Image]) -> bool:
-    texts = [p.text for p in parts if isinstance(p, Text)]
-    # Like the CLI itself: one injected part makes the whole message injected.
-    return role == "user" and bool(texts) and not any(_injected(t) for t in texts)
-
-
 class _Content(NamedTuple):
     """What one item puts in the model's context; `item_message` adds where it came from."""
 
@@ -120,7 +98,7 @@ def _message(item: dict[str, Any]) -> _Content | None:
     if not isinstance(role, str):
         return None
     parts = _content_parts(item.get("content"))
-    return _Content(role, tuple(parts), _is_human(role, parts))
+    return _Content(role, tuple(parts), role == "user" and persons(parts))
 
 
 def _agent_message(item: dict[str, Any]) -> _Content:

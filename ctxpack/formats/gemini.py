@@ -50,6 +50,7 @@ from ..transcript import (
     ToolCall,
     ToolResult,
 )
+from .agent_text import persons
 from .base import (
     NOT_READ_BACK,
     Compaction,
@@ -64,9 +65,6 @@ from .base import (
 
 _MODEL_INPUT = {"user", "gemini"}
 _STREAM_TYPES = {"init", "message", "tool_use", "tool_result", "result", "error"}
-# Text the CLI puts in user messages on its own, not typed by a person.
-_INJECTED = ("<session_context>", "User has manually exited Plan Mode",
-             "User has manually entered Plan Mode")
 
 
 def _json(value: Any) -> str:
@@ -200,11 +198,6 @@ def _thoughts(value: Any) -> list[Thinking]:
     return out
 
 
-def _injected(parts: list[Part]) -> bool:
-    texts = [p.text.lstrip() for p in parts if isinstance(p, Text)]
-    return any(t.startswith(_INJECTED) for t in texts)
-
-
 def record_messages(record: dict[str, Any], line: int, key: str = "",
                     links: Links | None = None) -> list[Message]:
     """The messages one user or gemini record puts before the model, in order. A call of
@@ -222,7 +215,7 @@ def record_messages(record: dict[str, Any], line: int, key: str = "",
             out.append(Message("tool", results, (line,), record))
         if said or not results:
             out.append(Message("user", tuple(said), (line,), record, id=ident,
-                               human=bool(said) and not _injected(said)))
+                               human=persons(said)))
         return out
     model = string_field(record, "model")
     calls = array_field(record, "toolCalls")

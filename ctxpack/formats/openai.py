@@ -12,6 +12,7 @@ from typing import Any
 from ..jsonl import dumps, json_kind
 from ..models import DEFAULT_MODEL
 from ..transcript import META_KEY, Image, Message, Part, Text, Thinking, ToolCall, ToolResult
+from .agent_text import persons
 from .base import (
     Compaction,
     Layout,
@@ -85,8 +86,8 @@ def message_from_dict(d: dict[str, Any], line: int, conversation: int = 0) -> Me
         parts.append(ToolCall(None, string_field(legacy, "name") or "",
                               _arguments(legacy.get("arguments"))))
     name = d.get("name") if isinstance(d.get("name"), str) else None
-    return Message(role, tuple(parts), (line,), d, name=name, human=role == "user",
-                   conversation=conversation)
+    return Message(role, tuple(parts), (line,), d, name=name,
+                   human=role == "user" and persons(parts), conversation=conversation)
 
 
 def _refused_part(part: dict[str, Any]) -> list[str]:

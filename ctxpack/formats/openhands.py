@@ -90,15 +90,24 @@ def _shown(event: dict[str, Any]) -> str:
 
 def _recall_text(event: dict[str, Any]) -> str:
     """What a workspace-context recall tells the model: the instructions and knowledge its
-    extras hold (OpenHands renders them in its prompt template around these texts)."""
+    extras hold, each in the block OpenHands' prompt template puts it in (its template
+    words around them are left out)."""
     extras = _dict(event.get("extras"))
-    pieces = [extras.get(k) for k in ("repo_name", "repo_directory", "repo_instructions",
-                                      "additional_agent_instructions", "date")]
-    pieces += [_dict(k).get("content") for k in array_field(extras, "microagent_knowledge")]
     hosts = extras.get("runtime_hosts")
-    if isinstance(hosts, dict):
-        pieces += list(hosts)
-    return "\n".join(p for p in pieces if isinstance(p, str) and p)
+    sections = {
+        "REPOSITORY_INFO": [extras.get("repo_name"), extras.get("repo_directory")],
+        "REPOSITORY_INSTRUCTIONS": [extras.get("repo_instructions")],
+        "RUNTIME_INFORMATION": [extras.get("additional_agent_instructions"),
+                                extras.get("date"),
+                                *(list(hosts) if isinstance(hosts, dict) else [])],
+        "EXTRA_INFO": [_dict(k).get("content")
+                       for k in array_field(extras, "microagent_knowledge")]}
+    blocks = []
+    for tag, pieces in sections.items():
+        said = "\n".join(p for p in pieces if isinstance(p, str) and p)
+        if said:
+            blocks.append(f"<{tag}>\n{said}\n</{tag}>")
+    return "\n\n".join(blocks)
 
 
 def refused(read: Message) -> list[str]:

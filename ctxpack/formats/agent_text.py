@@ -1,0 +1,104 @@
+"""User-role text an agent writes itself, and whose turn a user message is.
+
+Agents put much besides the person's words in user messages: context, reminders,
+notices, the output of commands, tool results sent as text. A user message opens a
+round (is the person's, `Message.human`) only where it holds words of the person's
+or an image; text made only of what is listed here is the agent's. Every reader uses
+this one list, so a file and what `convert` makes of it agree on the rounds.
+
+A text is the agent's where it holds no line Cline wraps the person's words in and,
+with the notes and `<tag>…</tag>` blocks that open it taken off, nothing is left or
+what is left opens with one of `HEADS` (each heads text that is wholly the agent's).
+The person's words after a reminder or after the note of an interrupt keep the
+message the person's.
+"""
+
+from __future__ import annotations
+
+import re
+from collections.abc import Sequence
+
+from ..transcript import Image, Part, Text
+
+# Text that, where it opens what is left, is the agent's to its end (compared lower-case).
+HEADS = (
+    # Claude Code: a background task's notice (and where to read its output); what a
+    # hook that stopped the agent's finishing says back
+    "<task-notification>", "stop hook feedback:",
+    # Codex CLI: instructions and notices it sends as user messages
+    "# agents.md instructions", "another language model started to solve this problem",
+    # Cline / Roo Code: notes on a resumed task or a reply without a tool, results as text
+    "[task resumption]", "[error] you did not use a tool",
+    # Gemini CLI: notes of the plan mode the person switched
+    "user has manually exited plan mode", "user has manually entered plan mode",
+    # SWE-agent: the demonstration before the task
+    "here is a demonstration of how to correctly accomplish this task",
+    # ctxpack convert: a system message after the first turn, a result no call it kept
+    # asked for, written as user text (the Messages API has no place for either)
+    "[system]\n", "[developer]\n", "[result of tool call ",
+)
+# What Cline wraps the person's words in, on a line of its own (a file a tool read may
+# name the tags in its text, as a file about Cline's logs does): text that holds one is
+# the person's, be it sent with a result (their feedback on it) or after a note.
+PERSONS_LINE = re.compile(r"^<(?:task|feedback|answer|user_message)>$", re.M)
+# Cline's head of a tool result sent as text: `[read_file for 'a.py'] Result:`
+RESULT_HEAD = re.compile(r"\[([\w:-]+)(?: for .*?)?\] Result:", re.S)
+# Claude Code's one-line note of an interrupt, before whatever the person says next
+_NOTE = re.compile(r"\[Request interrupted by user[^\]\n]*\]")
+# The blocks agents wrap their context in (the person's words may follow them).
+AGENT_TAGS = frozenset({
+    # Claude Code: reminders, a local command's or `!` shell's output
+    "system-reminder", "local-command-caveat", "local-command-stdout",
+    "local-command-stderr", "bash-stdout", "bash-stderr", "user-prompt-submit-hook",
+    # Cline / Roo Code
+    "environment_details",
+    # Codex CLI
+    "environment_context", "user_instructions", "turn_aborted", "user_shell_command",
+    "permissions instructions", "skill", "subagent_notification", "context_update",
+    "tool_context", "reasoning_context", "pinned_notes", "collaboration_mode",
+    "model_switch",
+    # Gemini CLI
+    "session_context",
+    # OpenHands: what a recall of the workspace's context tells the model
+    "repository_info", "repository_instructions", "runtime_information", "extra_info",
+})
+_BLOCK = re.compile(r"<([a-z][\w .-]*)>.*?</\1>", re.IGNORECASE | re.DOTALL)
+# Agents add more such blocks over time: a whole text in one block, opened and closed
+# by the same tag, is one of them, but for the tags Claude Code wraps what the person
+# typed in (a slash command, a `!` shell command).
+_WRAPPED = re.compile(r"<([a-z][\w .-]*)>.*</\1>", re.IGNORECASE | re.DOTALL)
+_PERSONS_TAGS = frozenset({"command-name", "command-message", "command-args", "bash-input"})
+# SWE-agent's observation: a command's output ended by its shell prompt. Its first
+# message, the issue, ends the same way and is the person's task.
+_PROMPT_END = re.compile(r"\n\(Current directory: [^\n]*\)\nbash-\$\s*\Z")
+_ISSUE = "We're currently solving the following issue"
+
+
+def agent_written(text: str) -> bool:
+    """True for user text an agent wrote on its own (see the module note)."""
+    rest = text.strip()
+    if PERSONS_LINE.search(rest):
+        return False
+    if _PROMPT_END.search(rest) and not rest.startswith(_ISSUE):
+        return True
+    wrapped = _WRAPPED.fullmatch(rest)
+    if wrapped and wrapped.group(1).lower() not in _PERSONS_TAGS:
+        return True
+    while rest:
+        if rest.lower().startswith(HEADS) or RESULT_HEAD.match(rest):
+            return True
+        block = _BLOCK.match(rest)
+        note = _NOTE.match(rest)
+        if block and block.group(1).lower() in AGENT_TAGS:
+            rest = rest[block.end():].lstrip()
+        elif note:
+            rest = rest[note.end():].lstrip()
+        else:
+            return False
+    return True
+
+
+def persons(parts: Sequence[Part]) -> bool:
+    """Do a user message's parts hold the person's words, or an image?"""
+    return any(isinstance(p, Image) or isinstance(p, Text) and not agent_written(p.text)
+               for p in parts)

@@ -1,0 +1,143 @@
+"""Whose turn a user message is: the person's words open a round, text an agent writes into
+user messages on its own does not, in every reader, and so in what `convert` makes of a
+file (its output, read back as the API's messages, has the rounds of its source)."""
+
+from __future__ import annotations
+
+import json
+from pathlib import Path
+from typing import Any
+
+import pytest
+
+from .conftest import corpus_files
+from .helpers import ctxpack
+from .test_format_claude_code import calls, piece, said, user
+
+
+def _write(path: Path, records: list[Any]) -> Path:
+    path.write_text("".join(json.dumps(r) + "\n" for r in records))
+    return path
+
+
+def rounds(*paths: Path) -> list[int]:
+    run = ctxpack("stats", "--json", *map(str, paths))
+    assert run.code == 0, run.err
+    return [f["rounds"] for f in json.loads(run.out)["files"]]
+
+
+def rounds_converted(path: Path, tmp_path: Path) -> list[int]:
+    """The rounds of `path`, then of its openai and its anthropic conversion."""
+    outs = []
+    for to in ("openai", "anthropic"):
+        out = tmp_path / f"{path.stem}.{to}.jsonl"
+        run = ctxpack("convert", str(path), "--to", to, "-o", str(out))
+        assert run.code == 0, run.err
+        outs.append(out)
+    return rounds(path, *outs)
+
+
+NOTICE = ("<task-notification>\n<task-id>b1</task-id>\n<status>completed</status>\n"
+          "</task-notification>\nRead the output file to retrieve the result: tasks/b1.output")
+REMINDER = "<system-reminder>\nThe todo list is empty.\n</system-reminder>"
+
+
+def test_claude_code_notices_and_hook_feedback_are_no_rounds(tmp_path):
+    # a background task's notice and a stop hook's feedback, neither after a tool result
+    path = _write(tmp_path / "s.jsonl", [
+        user("u1", None, "Run the tests in the background."),
+        piece("a1", "u1", "m1", said("Started.")),
+        user("n1", "a1", NOTICE),
+        piece("a2", "n1", "m2", said("They passed.")),
+        user("h1", "a2", "Stop hook feedback:\n[stop.sh]: Uncommitted changes detected."),
+        piece("a3", "h1", "m3", said("Committed."))])
+    assert rounds_converted(path, tmp_path) == [1, 1, 1]
+
+
+def test_a_reminder_beside_a_tool_result_is_no_round(tmp_path):
+    """Claude Code's API shape: a tool result and a reminder in one user message."""
+    body = {"model": "claude-sonnet-4-5", "max_tokens": 1024, "messages": [
+        {"role": "user", "content": "List the files."},
+        {"role": "assistant", "content": [calls("c1")]},
+        {"role": "user", "content": [
+            {"type": "tool_result", "tool_use_id": "c1", "content": "a.py"},
+            said(REMINDER)]},
+        {"role": "assistant", "content": [said("One file: a.py.")]}]}
+    log = _write(tmp_path / "s.jsonl", [
+        user("u1", None, "List the files."),
+        piece("a1", "u1", "m1", calls("c1")),
+        user("r1", "a1", [{"tool_use_id": "c1", "type": "tool_result", "content": "a.py"},
+                          said(REMINDER)]),
+        piece("a2", "r1", "m2", said("One file: a.py."))])
+    assert rounds(_write(tmp_path / "body.json", [body]), log) == [1, 1]
+    assert rounds_converted(log, tmp_path) == [1, 1, 1]
+
+
+def test_the_persons_words_after_an_agents_note_stay_a_round(tmp_path):
+    chat = _write(tmp_path / "chat.jsonl", [
+        {"role": "user", "content": "Fix the failing test."},
+        {"role": "assistant", "content": "Fixed."},
+        {"role": "user", "content": f"{REMINDER}\nNow run the linter."},
+        {"role": "assistant", "content": "Linted."},
+        {"role": "user", "content": "[Request interrupted by user]\nStop, use ruff."},
+        {"role": "assistant", "content": "Using ruff."}])
+    assert rounds_converted(chat, tmp_path) == [3, 3, 3]
+
+
+@pytest.mark.parametrize("note", [
+    "[TASK RESUMPTION] This task was interrupted 2 minutes ago.",
+    "[ERROR] You did not use a tool in your previous response! Please retry with a tool use.",
+    "[replace_in_file for 'src/app.ts'] Result:\nThe content was saved.",
+    "<environment_details>\n# Current Time\n5/1/2025\n</environment_details>",
+    "# AGENTS.md instructions for /repo\n\n<INSTRUCTIONS>Use uv.</INSTRUCTIONS>",
+    "<environment_context>\n  <cwd>/repo</cwd>\n</environment_context>",
+    "<session_context>\nThe date is 5/1/2025.\n</session_context>",
+    "344\n\n(Open file: n/a)\n(Current directory: /repo)\nbash-$",
+])
+def test_text_agents_write_is_no_round_in_a_chat(tmp_path, note):
+    chat = _write(tmp_path / "chat.jsonl", [
+        {"role": "user", "content": "<task>\nAdd a test.\n</task>"},
+        {"role": "assistant", "content": "Adding it."},
+        {"role": "user", "content": note},
+        {"role": "assistant", "content": "Added."}])
+    assert rounds_converted(chat, tmp_path) == [1, 1, 1]
+
+
+def _corpus(name: str) -> list[Any]:
+    found = [pytest.param(p, id=p.name) for p in corpus_files(pattern=name)]
+    return found or [pytest.param(None, marks=pytest.mark.skip(reason="corpus not found"))]
+
+
+@pytest.mark.corpus
+@pytest.mark.parametrize("path", [
+    *_corpus("posthog-impact-dashboard__claude-session.jsonl"),
+    *_corpus("raze__codex-session.jsonl"),
+    *_corpus("personal_finance__gemini_session.json"),
+    *_corpus("cline-xray__task_sample__ui_messages.json"),
+    *_corpus("openhands__runtime_trajs_basic_gui_mode.json"),
+    *_corpus("openhands__multi_swe_bench_example_output.jsonl")])
+def test_corpus_files_convert_with_their_rounds(path, tmp_path):
+    # (the Messages API joins the person's messages that no reply parts: never more there)
+    source, openai, anthropic = rounds_converted(path, tmp_path)
+    assert openai == source
+    assert anthropic <= source
+
+
+@pytest.mark.corpus
+@pytest.mark.parametrize("path", _corpus("swe-agent__gpt4__pydicom-1458.traj"))
+def test_swe_agent_observations_are_no_rounds(path, tmp_path):
+    # the preamble (system prompt, demonstration) and the one issue to solve: the
+    # commands' output the agent sends back is no turn of the person's
+    assert rounds_converted(path, tmp_path) == [2, 2, 2]
+
+
+def test_a_late_system_message_written_as_user_text_is_no_round(tmp_path):
+    # the Messages API takes system text only before the first turn: convert writes a
+    # later one as user text, which reads back as no turn of the person's
+    chat = _write(tmp_path / "chat.jsonl", [
+        {"role": "system", "content": "You are a coding agent."},
+        {"role": "user", "content": "Apply for the grant."},
+        {"role": "assistant", "content": "Reading the form."},
+        {"role": "developer", "content": "Approved command prefix saved: Get-Content"},
+        {"role": "assistant", "content": "Done."}])
+    assert rounds_converted(chat, tmp_path) == [2, 2, 2]  # the system prompt's, the person's
