@@ -281,3 +281,25 @@ def test_a_file_that_names_no_model_says_so(path) -> None:
     s = stats(path)
     assert s.model == "(not named)" and not s.exact
     assert s.note.startswith("the file names no model: counted with o200k_base")
+
+
+def test_a_model_assumed_for_a_file_that_names_none_is_said_to_be_assumed(tmp_path):
+    # a SWE-agent style document of messages names no model: gpt-4o is assumed, and stats,
+    # its JSON and show say so, as convert does; a named model or -m is no assumption
+    doc = tmp_path / "run.traj.json"
+    doc.write_text(json.dumps({"history": CHAT}))
+    out = ctxpack("stats", "--top", "0", str(doc))
+    assert out.code == 0
+    header = " ".join(out.out.split())
+    assert "model gpt-4o (o200k_base, exact: the file names no model, so this one is " \
+        "assumed; -m sets another)" in header
+    data = json.loads(ctxpack("stats", "--json", str(doc)).out)
+    (entry,) = data["files"]
+    assert entry["model"] == "gpt-4o" and entry["exact"] is True
+    assert "assumed" in entry["note"]
+    assert "assumed" in " ".join(ctxpack("show", str(doc)).out.split())
+    flagged = json.loads(ctxpack("stats", "--json", "-m", "gpt-4o", str(doc)).out)
+    assert flagged["files"][0]["note"] == ""
+    named = tmp_path / "named.jsonl"
+    named.write_text("".join(json.dumps({**m, "model": "gpt-4o"}) + "\n" for m in CHAT))
+    assert json.loads(ctxpack("stats", "--json", str(named)).out)["files"][0]["note"] == ""
