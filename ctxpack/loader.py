@@ -680,6 +680,7 @@ def _transcript(scanner: Scanner, emitted: list[Message], records: Sequence[Reco
         calls=tuple(layout.calls),
         set_aside=tuple(layout.set_aside),
         failed=tuple(layout.failed),
+        problems=tuple(layout.problems),
         outside_why=layout.outside_why,
         document=scanner.whole,
     )

@@ -84,6 +84,23 @@ def test_a_rewind_to_an_unknown_id_drops_everything_as_the_cli_does() -> None:
     assert ids_of(t) == ["u2"]
 
 
+def test_validate_and_stats_name_a_rewind_to_an_id_the_file_does_not_have(tmp_path) -> None:
+    # Gemini CLI's loader clears the whole history for such a rewind (its own rewind
+    # never writes one): read so, and said, at the line, not passed over as "ok"
+    path = tmp_path / "session.jsonl"
+    path.write_bytes(jsonl(META, user("u1", "first"), gemini("g1", "one"),
+                           {"$rewindTo": "nope"}, user("u2", "again")).getvalue())
+    run = ctxpack("validate", str(path))
+    assert run.code == 1
+    assert f"{path}:4: '$rewindTo' names 'nope', which no message before it has" in run.out
+    out = " ".join(ctxpack("stats", "--top", "0", str(path)).out.split())
+    assert "1 message" in out and "naming no message" in out
+    fine = tmp_path / "fine.jsonl"
+    fine.write_bytes(jsonl(META, user("u1", "first"), gemini("g1", "one"),
+                           {"$rewindTo": "g1"}, user("u2", "again")).getvalue())
+    assert ctxpack("validate", str(fine)).code == 0
+
+
 def test_set_messages_replaces_the_list_and_later_lines_build_on_it() -> None:
     summary = [user("s1", "<state_snapshot>all that happened</state_snapshot>"),
                gemini("s2", "Got it.")]

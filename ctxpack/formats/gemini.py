@@ -258,6 +258,7 @@ class GeminiChatReader:
         self.gone: set[str] = set()  # why messages left the context, in the words of `finish`
         self.thoughts: set[int] = set()  # the messages of replies' thoughts: never context
         self.items = Items("message {}")
+        self.problems: list[tuple[int, str]] = []  # (see Layout.problems)
 
     def feed(self, line: int, record: Any) -> list[Message]:
         if not isinstance(record, dict):
@@ -265,7 +266,7 @@ class GeminiChatReader:
         if "$rewindTo" in record:
             target = string_field(record, "$rewindTo")
             if target is not None:  # the CLI passes over a null one
-                self._rewind(target)
+                self._rewind(target, line)
             return []
         if "$set" in record:
             update = record["$set"]
@@ -337,12 +338,19 @@ class GeminiChatReader:
                                          self.tokens.added(ident))
         return messages
 
-    def _rewind(self, ident: str) -> None:
+    def _rewind(self, ident: str, line: int) -> None:
         keys = list(self.entries)
-        cut = keys.index(ident) if ident in self.entries else 0  # unknown id: all goes
+        why = "rewound (`$rewindTo`)"
+        if ident not in self.entries:  # the CLI's loader then clears the whole history
+            why = "rewound by a `$rewindTo` naming no message, which drops them all"
+            self.problems.append((line, f"'$rewindTo' names {ident!r}, which no "
+                                        "message before it has: Gemini CLI drops every "
+                                        "message before it from the context, as ctxpack "
+                                        "does"))
+        cut = keys.index(ident) if ident in self.entries else 0
         for key in keys[cut:]:
             if self.entries.pop(key):
-                self.gone.add("rewound (`$rewindTo`)")
+                self.gone.add(why)
 
     def finish(self) -> tuple[list[Message], Layout]:
         context: list[int] = []
@@ -367,7 +375,7 @@ class GeminiChatReader:
                               problem=self.prompts[n][2], summed=self.prompts[n][3])
                  for i, n in enumerate(context) if n in self.prompts]
         return [], Layout(context, model=self.model, usage=self.tokens.summary(), calls=calls,
-                          outside_why="; ".join(sorted(self.gone)))
+                          outside_why="; ".join(sorted(self.gone)), problems=self.problems)
 
 
 def sniff_chat(record: Any) -> int:
