@@ -760,3 +760,17 @@ def test_tool_calls_that_are_no_array_are_named_at_their_message(tmp_path: Path)
     path.write_text(json.dumps({**META, "messages": [
         user("u1", "hi"), gemini("g1", "reading", calls=[call("c1", "text")])]}, indent=2))
     assert ctxpack("validate", str(path)).code == 0
+
+
+def test_a_recording_that_names_no_model_is_read_and_converted_as_the_cli_s_default(
+        tmp_path) -> None:
+    # Gemini CLI runs gemini-2.5-pro where none is set: a body names that, a model the API
+    # serves (not the family "gemini"), and stats says it was assumed
+    path = tmp_path / "session.jsonl"
+    path.write_bytes(jsonl(META, user("u1", "first"), user("u2", "again")).getvalue())
+    out = tmp_path / "out.jsonl"
+    run = ctxpack("convert", str(path), "--to", "openai", "-o", str(out))
+    assert run.code == 0, run.err
+    assert json.loads(out.read_text())["model"] == "gemini-2.5-pro"
+    entry = json.loads(ctxpack("stats", "--json", str(path)).out)["files"][0]
+    assert entry["model"] == "gemini-2.5-pro" and "assumed" in entry["note"]

@@ -202,6 +202,10 @@ def unsent(message: Message) -> bool:
     return bool(message.parts) and all(isinstance(p, Thinking) for p in message.parts)
 
 
+# the model Gemini CLI runs when none is set (its DEFAULT_GEMINI_MODEL): assumed for a file
+# that names none, by a name the API serves (stats, and the bodies convert writes)
+CLI_MODEL = "gemini-2.5-pro"
+
 _TOKEN_FIELDS = ("input", "output", "cached", "thoughts", "tool")  # of a reply's `tokens`
 
 
@@ -443,7 +447,7 @@ class GeminiChatEditor(NoUsage):
 
 class GeminiChatFormat:
     name = "gemini-cli"
-    default_model = "gemini"  # when the file names no model
+    default_model = CLI_MODEL  # when the file names no model
     description = "Gemini CLI chat recording (session-*.json or .jsonl)"
     document = True  # the older form is one JSON document
 
@@ -521,7 +525,7 @@ class GeminiCheckpointReader:
 
 class GeminiCheckpointFormat:
     name = "gemini-checkpoint"
-    default_model = "gemini"  # a checkpoint names no model
+    default_model = CLI_MODEL  # a checkpoint names no model
     description = "Gemini CLI checkpoint (`/chat save`: the history as the CLI sends it)"
     document = True
     why_not_written = ("compress does not rewrite Gemini CLI checkpoints: `ctxpack convert "
@@ -693,7 +697,7 @@ class GeminiStreamEditor(NoUsage):
 
 class GeminiStreamFormat:
     name = "gemini-stream"
-    default_model = "gemini"  # when the file names no model
+    default_model = CLI_MODEL  # when the file names no model
     description = "Gemini CLI --output-format stream-json events"
     not_read_back = NOT_READ_BACK.format(agent="Gemini CLI")
 
