@@ -18,7 +18,7 @@ from .formats import usual_model
 from .formats.base import OUTSIDE_WHY, Layout
 from .loader import PathOrFile, Scanner
 from .models import TABLE, ModelTable
-from .tokens import REPLY_PRIMING, MessageCount, TokenCounter, model_and_window, unknown_model
+from .tokens import REPLY_PRIMING, MessageCount, TokenCounter, model_and_window, reported_model
 from .transcript import (
     Image,
     Message,
@@ -329,10 +329,10 @@ def _breakdown(all_stats: list[MessageStat], layout: Layout, counter: TokenCount
     by_role = _by_role(context, conversations)
     model, window, assumed = model_and_window(counter, layout.model, layout.usage, flagged,
                                               layout.calls)
-    exact, note = counter.exact, counter.note
-    unknown = unknown_model(counter, layout.model, usual_model(meta["format"]), flagged)
-    if unknown is not None:
-        (model, note), exact = unknown, False
+    reported, exact, note = reported_model(counter, layout.model, usual_model(meta["format"]),
+                                           flagged)
+    if reported != counter.model:  # (a model ctxpack does not know is reported as named)
+        model = reported
     if conversations > 1:  # each is its own prompt: the largest is measured and billed
         billed, largest, whole = _largest_conversation(context, counts, layout, counter,
                                                        meta["format"], flagged, exact)

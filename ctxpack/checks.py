@@ -79,6 +79,8 @@ def validate(transcript: Transcript) -> list[Problem]:
     problems += [Problem(x.line, x.problem, x.file) for x in transcript.set_aside]
     # a request the file records as failed: the provider refused it, and it has no reply
     problems += [Problem(line, problem) for line, problem in transcript.failed]
+    # a record the file's own agent reads otherwise than it seems to say
+    problems += [Problem(line, problem) for line, problem in transcript.problems]
     # names and roles come from the file, lone surrogates and all: problems are printed
     return sorted((Problem(p.line, printable(p.message), p.file) for p in problems),
                   key=lambda p: (p.file, p.line))
@@ -138,6 +140,11 @@ def _check_pairs(messages: list[Message], fmt: str) -> list[Problem]:
                 continue  # text to the API (so is its result): nothing to pair
             if call.id is None:
                 legacy_open.append((m, call))
+            elif call.id in open_calls and open_calls[call.id][0] is not m:
+                # the earlier call is left unanswered: a result from here on is this one's
+                problems += _unanswered({call.id: open_calls[call.id]},
+                                        f"before the call at {m.where} gives its id again")
+                open_calls[call.id] = (m, call)
             elif call.id in open_calls or call.id in answered:
                 problems.append(_at(m, f"tool call id {call.id!r} is used twice"))
             else:

@@ -128,7 +128,7 @@ def _models(entries: Any, path: Path) -> list[ModelInfo]:
     if not isinstance(entries, list):
         raise UsageError(f"{path}: `models` must be a list")
     out = []
-    for i, entry in enumerate(entries, 1):
+    for i, entry in enumerate(entries):  # (numbered from 0, as validate numbers items)
         where = f"{path}: models[{i}]"
         if not isinstance(entry, dict):
             raise UsageError(f"{where} must be a mapping")
@@ -175,7 +175,7 @@ def _calibrations(entries: Any, path: Path, table: ModelTable) -> list[Calibrati
     if not isinstance(entries, list):
         raise UsageError(f"{path}: `calibration` must be a list")
     out = []
-    for i, entry in enumerate(entries, 1):
+    for i, entry in enumerate(entries):
         where = f"{path}: calibration[{i}]"
         if not isinstance(entry, dict):
             raise UsageError(f"{where} must be a mapping")
@@ -185,7 +185,7 @@ def _calibrations(entries: Any, path: Path, table: ModelTable) -> list[Calibrati
         name = entry.get("name")
         if not isinstance(name, str) or not name:
             raise UsageError(f"{where} needs a 'name'")
-        same = next((k for k, c in enumerate(out, 1) if model_key(c.name) == model_key(name)),
+        same = next((k for k, c in enumerate(out) if model_key(c.name) == model_key(name)),
                     None)
         if same is not None:  # (which of the two should count?)
             raise UsageError(f"{where}: {name!r} is calibration[{same}]'s model again")

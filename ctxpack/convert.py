@@ -330,8 +330,9 @@ def _results(messages: list[Message], ids: list[str], native: set[str | None]
              ) -> tuple[dict[str, ToolResult], set[tuple[int, int]]]:
     """Each call's result by the call's id, and where in the messages each one was: the
     first result naming the call (where the log gives calls one id again, as tau-bench's
-    do, the oldest of them not yet answered), or, for a result naming none (the legacy
-    function role), the oldest call not yet answered."""
+    do, the oldest of them the newest message making one made, not yet answered: a call
+    left unanswered when a later message gives its id to another stays so), or, for a
+    result naming none (the legacy function role), the oldest call not yet answered."""
     by_id: dict[str, ToolResult] = {}
     where: set[tuple[int, int]] = set()
     original: dict[str, list[str]] = {}  # a call's id in the file -> its ids in the output
@@ -339,9 +340,13 @@ def _results(messages: list[Message], ids: list[str], native: set[str | None]
     n = 0
     for mi, m in enumerate(messages):
         if m.role == "assistant":
-            for call in _api_calls(m, native):
+            calls = _api_calls(m, native)
+            for call in calls:  # a result after these answers these, not an earlier call
                 if call.id:
-                    original.setdefault(call.id, []).append(ids[n])
+                    original[call.id] = []
+            for call in calls:
+                if call.id:
+                    original[call.id].append(ids[n])
                 open_calls.append(ids[n])
                 n += 1
         for pi, part in enumerate(m.parts):

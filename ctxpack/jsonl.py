@@ -25,6 +25,9 @@ from .errors import InputError
 from .transcript import Record
 
 CHUNK = 1 << 22
+# the byte order mark some editors (Notepad, PowerShell's Out-File) open a UTF-8 file with:
+# read past on a file's first line, kept in its raw bytes so a write gives it back
+BOM = b"\xef\xbb\xbf"
 
 
 @dataclass
@@ -267,6 +270,8 @@ def iter_lines(stream: BinaryIO, limit: int | None = None) -> Iterator[bytes]:
 
 def parse_line(raw: bytes, path: str, line: int) -> dict[str, Any] | None:
     """Parse one raw line into a JSON object; None for a blank line."""
+    if line == 1 and raw.startswith(BOM):
+        raw = raw[len(BOM):]
     try:
         value = _fast(raw)
     except orjson.JSONDecodeError:
@@ -353,6 +358,8 @@ def loads(data: bytes) -> Any:
 def parse_document(data: bytes, path: str, line: int) -> Any:
     """Parse a whole JSON document (any value); errors name the line where it breaks.
     Integers past 64 bits stay exact, as with `loads`."""
+    if line == 1 and data.startswith(BOM):
+        data = data[len(BOM):]
     try:
         return _fast(data)
     except orjson.JSONDecodeError:
@@ -414,7 +421,7 @@ def lines_at(data: bytes, first: int,
         return pos + 1
 
     try:
-        walk(_blank(text, 0), ())
+        walk(_opening(text), ())
     except (IndexError, StopIteration, ValueError, RecursionError):
         pass  # not JSON as the paths say: what was found so far
     lines: dict[tuple[str | int, ...], int] = {}
@@ -434,6 +441,11 @@ def item_lines(data: bytes | None, first: int,
     return lines_at(data, first, paths)
 
 
+def _opening(text: str) -> int:
+    """Where a document's text starts: past a byte order mark and blanks."""
+    return _blank(text, 1 if text.startswith("\ufeff") else 0)
+
+
 def _blank(text: str, pos: int) -> int:
     return _BLANK.match(text, pos).end()  # type: ignore[union-attr]
 
@@ -442,7 +454,7 @@ def _seek(text: str, at: Sequence[str | int]) -> int | None:
     """Where the value at `at` starts in the JSON text, or None."""
     scan = json.JSONDecoder().scan_once
     try:
-        pos = _blank(text, 0)
+        pos = _opening(text)
         for step in at:
             opening = "[" if isinstance(step, int) else "{"
             if text[pos] != opening:

@@ -23,6 +23,7 @@ from .errors import InputError, UsageError
 from .formats.base import Format, Layout, RecordError
 from .formats.unknown import first_step, looks_binary, looks_like, looks_like_text
 from .jsonl import (
+    BOM,
     LineIndex,
     ParsedRecords,
     Source,
@@ -162,16 +163,18 @@ class Scanner:
                 yield from self._document(number, raw, chain(head[1:], lines), text,
                                           headless=bool(headless(b"".join(r for _, r in head))))
                 return
-            if _opens_document(raw, self._forced):
+            # (a byte order mark opening the file is no part of its JSON; raw keeps it)
+            opening = raw[len(BOM):] if number == 1 and raw.startswith(BOM) else raw
+            if _opens_document(opening, self._forced):
                 yield from self._document(number, raw, lines)
                 return
-            if raw.lstrip()[:1] == b"{":
+            if opening.lstrip()[:1] == b"{":
                 after, lines = _peek(lines)
                 whole = self._whole_object(raw, number) if after is None else None
                 if whole is not None:
                     yield from self._document(number, raw, lines, parsed=whole)
                     return
-                if after is not None and self._opens_pretty(raw, after[1]):
+                if after is not None and self._opens_pretty(opening, after[1]):
                     if self._forced is not None and not getattr(self._forced, "document",
                                                                 False):
                         raise InputError(self.path, number,
@@ -609,7 +612,7 @@ def _not_json(raw: bytes) -> bool:
     """Is this first non-blank line of a file plainly no JSON (text, a table, Markdown)?
     One that opens an object or array is JSON cut or broken; any other is text unless it
     is a JSON value whole (a CSV row may open with a digit or a quote)."""
-    head = raw.strip().removeprefix(b"\xef\xbb\xbf")
+    head = raw.strip().removeprefix(BOM)
     if not head or head[:1] in b"{[":
         return False
     try:
@@ -685,6 +688,7 @@ def _transcript(scanner: Scanner, emitted: list[Message], records: Sequence[Reco
         calls=tuple(layout.calls),
         set_aside=tuple(layout.set_aside),
         failed=tuple(layout.failed),
+        problems=tuple(layout.problems),
         outside_why=layout.outside_why,
         document=scanner.whole,
     )

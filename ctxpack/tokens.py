@@ -400,14 +400,22 @@ def largest_call(calls: Iterable[RecordedCall]) -> int:
 NOT_NAMED = "(not named)"  # the model of a file that names none, where nothing is assumed
 
 
-def unknown_model(counter: TokenCounter, named: str | None, usual: str | None,
-                  flagged: bool) -> tuple[str, str] | None:
-    """For a file whose model ctxpack does not know (it names one the table lacks, or
-    names none and its format assumes none): the model to report it under and why its
-    counts are estimates (stats, show and JSON say the same); None when the model is known
-    (or `--model` named one)."""
-    if flagged or (named and counter.table.find(named) is not None) or (not named and usual):
-        return None
+ASSUMED_NOTE = "the file names no model, so this one is assumed; -m sets another"
+
+
+def reported_model(counter: TokenCounter, named: str | None, usual: str | None,
+                   flagged: bool) -> tuple[str, bool, str]:
+    """The model a file is reported under, whether its counts are exact, and the note that
+    says what the reader should know of both (stats, show and JSON say the same, for every
+    format): a model the file names and ctxpack knows, or `--model`, as the counter has it;
+    a model its format assumes because the file names none, with the counter's exactness
+    and a note that it was assumed; a model ctxpack does not know (or none, and none
+    assumed), with why its counts are estimates."""
+    if flagged or (named and counter.table.find(named) is not None):
+        return counter.model, counter.exact, counter.note
+    if not named and usual:
+        return counter.model, counter.exact, "; ".join(
+            n for n in (ASSUMED_NOTE, counter.note) if n)
     # the encoding that counted, and whose it is: the fallback model's own, or the
     # approximation ctxpack uses for a model whose tokenizer it does not have
     whose = f"{counter.model}'s encoding" if counter.info.exact else \
@@ -416,6 +424,6 @@ def unknown_model(counter: TokenCounter, named: str | None, usual: str | None,
     if counter.failed:
         how = f"{counter.note}, for "  # (no encoding counted)
     if named:
-        return printable(named), (f"{printable(named)} is a model ctxpack does not know: "
-                                  f"{how}{printable(named)}")
-    return NOT_NAMED, f"the file names no model: {how}the model that ran"
+        return printable(named), False, (f"{printable(named)} is a model ctxpack does not "
+                                         f"know: {how}{printable(named)}")
+    return NOT_NAMED, False, f"the file names no model: {how}the model that ran"

@@ -268,6 +268,7 @@ class Transcript:
     # recorded calls that cannot be true, left out of `calls` (see ctxpack.recorded)
     set_aside: tuple[Any, ...] = ()
     failed: tuple[tuple[int, str], ...] = ()  # requests the file records as failed (Layout)
+    problems: tuple[tuple[int, str], ...] = ()  # records its agent reads otherwise (Layout)
     outside_why: str = ""  # why `outside` is not context, if the reader says
     document: bool = False  # read as one whole document (JSON or text), not line by line
     # the context before the newest compaction (places in `messages`, `sidechain` and

@@ -21,7 +21,7 @@ from .formats.base import OUTSIDE_WHY
 from .loader import PathOrFile, load
 from .models import TABLE, ModelTable
 from .render import counted
-from .tokens import REPLY_PRIMING, MessageCount, TokenCounter, unknown_model
+from .tokens import REPLY_PRIMING, MessageCount, TokenCounter, reported_model
 from .transcript import (
     Image,
     Message,
@@ -232,10 +232,7 @@ def pick_round(rounds: list[Round], number: int | None) -> list[Round]:
 def _header(t: Transcript, counter: TokenCounter, rounds: list[Round],
             counts: list[MessageCount], flagged: bool) -> Header:
     conversations = len({m.conversation for m in t.messages})
-    model, exact, note = counter.model, counter.exact, counter.note
-    unknown = unknown_model(counter, t.model, usual_model(t.format), flagged)
-    if unknown is not None:  # said as stats says it
-        (model, note), exact = unknown, False
+    model, exact, note = reported_model(counter, t.model, usual_model(t.format), flagged)
     return Header(t.path, t.format, clean(model), counter.encoding_name, exact,
                   note, sum(c.total for c in counts) + REPLY_PRIMING * conversations,
                   len(t.messages), len(rounds), sum(len(r.steps) for r in rounds),

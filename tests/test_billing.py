@@ -489,7 +489,7 @@ def test_a_bad_calibration_entry_is_named(tmp_path: Path, entry: str, fragment: 
     config.write_text(f"calibration:\n  - {entry}\n")
     with pytest.raises(UsageError) as info:
         load_config(str(config))
-    assert fragment in str(info.value) and f"{config}: calibration[1]" in str(info.value)
+    assert fragment in str(info.value) and f"{config}: calibration[0]" in str(info.value)
 
 
 @pytest.mark.parametrize("models, entry, fragment", [
@@ -513,7 +513,7 @@ def test_a_calibration_overhead_is_bounded_by_its_own_models_window(
     run = run_ctxpack("stats", str(SAMPLES / "support-chat.openai.jsonl"), "--config",
                       str(config))
     assert run.code != 0 and "Traceback" not in run.err
-    assert run.err.strip().splitlines()[0].endswith(f"{config}: calibration[1]: {fragment}")
+    assert run.err.strip().splitlines()[0].endswith(f"{config}: calibration[0]: {fragment}")
     config.write_text(f"{models}calibration:\n  - {entry.replace('000}', '}')}\n")
     assert run_ctxpack("stats", str(SAMPLES / "support-chat.openai.jsonl"), "--config",
                        str(config)).code == 0
@@ -525,7 +525,7 @@ def test_a_model_calibrated_twice_is_named(tmp_path: Path) -> None:
                       "  - {name: openai/GPT-5.4, slope: 1.2}\n")
     with pytest.raises(UsageError) as info:
         load_config(str(config))
-    assert f"{config}: calibration[2]: 'openai/GPT-5.4' is calibration[1]'s model again" \
+    assert f"{config}: calibration[1]: 'openai/GPT-5.4' is calibration[0]'s model again" \
         in str(info.value)
 
 

@@ -5,6 +5,7 @@ from __future__ import annotations
 import csv
 import io
 import json
+import re
 
 import pytest
 
@@ -281,3 +282,41 @@ def test_a_file_that_names_no_model_says_so(path) -> None:
     s = stats(path)
     assert s.model == "(not named)" and not s.exact
     assert s.note.startswith("the file names no model: counted with o200k_base")
+
+
+def test_a_model_assumed_for_a_file_that_names_none_is_said_to_be_assumed(tmp_path):
+    # a SWE-agent style document of messages names no model: gpt-4o is assumed, and stats,
+    # its JSON and show say so, as convert does; a named model or -m is no assumption
+    doc = tmp_path / "run.traj.json"
+    doc.write_text(json.dumps({"history": CHAT}))
+    out = ctxpack("stats", "--top", "0", str(doc))
+    assert out.code == 0
+    header = " ".join(out.out.split())
+    assert "model gpt-4o (o200k_base, exact: the file names no model, so this one is " \
+        "assumed; -m sets another)" in header
+    data = json.loads(ctxpack("stats", "--json", str(doc)).out)
+    (entry,) = data["files"]
+    assert entry["model"] == "gpt-4o" and entry["exact"] is True
+    assert "assumed" in entry["note"]
+    assert "assumed" in " ".join(ctxpack("show", str(doc)).out.split())
+    flagged = json.loads(ctxpack("stats", "--json", "-m", "gpt-4o", str(doc)).out)
+    assert flagged["files"][0]["note"] == ""
+    named = tmp_path / "named.jsonl"
+    named.write_text("".join(json.dumps({**m, "model": "gpt-4o"}) + "\n" for m in CHAT))
+    assert json.loads(ctxpack("stats", "--json", str(named)).out)["files"][0]["note"] == ""
+
+
+def test_max_ratio_says_the_share_and_the_limit_both_as_percentages(exact_tokens, chat):
+    # a limit just below the file's share: both must read as percentages, told apart
+    ratio = stats(chat, "gpt-4").context_ratio
+    limit = round(ratio - 0.0001, 4)
+    run = ctxpack("stats", "--model", "gpt-4", "--max-ratio", str(limit), "--top", "0",
+                  str(chat))
+    assert run.code == 1
+    found = re.search(r"([\d.]+)% of the [\d,]+-token window > --max-ratio ([\d.]+) "
+                      r"\(([\d.]+)%\)", " ".join(run.err.split()))
+    assert found is not None, run.err
+    share, given, limit_shown = found.groups()
+    assert float(share) / 100 == pytest.approx(ratio)
+    assert float(given) == limit and float(limit_shown) / 100 == pytest.approx(limit)
+    assert share != limit_shown

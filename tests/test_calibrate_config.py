@@ -231,5 +231,5 @@ def test_a_config_naming_an_unknown_encoding_is_refused_and_left_as_it_was(
     config.write_text(text)
     run = run_ctxpack("calibrate", str(CODEX), "--write-config", str(config))
     assert run.code == 2 and "Traceback" not in run.err, run.err
-    assert f"{config}: models[1]: encoding 'o300k' is not one tiktoken has" in run.err
+    assert f"{config}: models[0]: encoding 'o300k' is not one tiktoken has" in run.err
     assert config.read_text() == text

@@ -273,3 +273,20 @@ def test_blocks_the_messages_api_takes_are_no_problem():
                                          {"type": "text", "text": " "},
                                          {"type": "text", "text": "see"}]}
     assert problems(lines(USER, said, shown), "anthropic") == []
+
+
+def test_validate_counts_its_problems_in_words(tmp_path):
+    # one call without its result is one problem; two are two problems
+    def call(n):
+        return {"role": "assistant", "content": None, "tool_calls": [
+            {"id": f"c{n}", "type": "function",
+             "function": {"name": "ls", "arguments": "{}"}}]}
+    path = tmp_path / "broken.jsonl"
+    lines = [{"role": "user", "content": "go"}, call(1), {"role": "user", "content": "and?"}]
+    path.write_text("".join(json.dumps(m) + "\n" for m in lines))
+    run = ctxpack("validate", str(path))
+    assert run.code == 1 and run.err.rstrip().endswith(": 1 problem"), run.err
+    lines += [call(2), {"role": "user", "content": "well?"}]
+    path.write_text("".join(json.dumps(m) + "\n" for m in lines))
+    run = ctxpack("validate", str(path))
+    assert run.code == 1 and run.err.rstrip().endswith(": 2 problems"), run.err

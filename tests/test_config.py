@@ -51,7 +51,7 @@ def test_lookup_order_env_then_cwd(tmp_path, monkeypatch):
     ("colour: red\nmodles: []\n", "colour, modles"),
     ("models: {a: 1}\n", "must be a list"),
     ("models:\n  - {name: x}\n", "needs 'context_window' (the built-in table does not know"),
-    ("models:\n  - {context_window: 5}\n", "models[1] needs a 'name'"),
+    ("models:\n  - {context_window: 5}\n", "models[0] needs a 'name'"),
     ("models:\n  - {name: x, context_window: 0}\n", "whole and above 0, not 0"),
     ("models:\n  - {name: gpt-4o, context_window: 1.5}\n", "whole and above 0, not 1.5"),
     ("models:\n  - {name: claude-opus-4-6, exact: 'no'}\n", "exact must be true or false"),
@@ -185,12 +185,12 @@ def test_a_config_entry_for_an_unknown_model_without_its_window_is_refused(tmp_p
     config.write_text("models:\n  - {name: acme-coder, exact: false}\n")
     assert_clean_error(ctxpack("stats", str(SAMPLES / "multi-round.anthropic.jsonl"),
                                "--config", str(config)), 2,
-                       f"{config}: models[1] needs 'context_window'", "'acme-coder'")
+                       f"{config}: models[0] needs 'context_window'", "'acme-coder'")
 
 
 def test_an_encoding_tiktoken_does_not_have_is_named_before_anything_is_counted(tmp_path):
     # the check asks tiktoken's registry, not its files: it holds with none to hand and no
-    # network, and a known encoding (models[1]) passes it there
+    # network, and a known encoding (models[0]) passes it there
     config = tmp_path / "c.yaml"
     config.write_text("models:\n  - {name: acme-a, encoding: cl100k_base, context_window: 8000}"
                       "\n  - {name: acme-b, encoding: o300k, context_window: 8000}\n")
@@ -199,7 +199,7 @@ def test_an_encoding_tiktoken_does_not_have_is_named_before_anything_is_counted(
     for command in ("stats", "compress"):
         assert_clean_error(ctxpack(command, str(SAMPLES / "multi-round.anthropic.jsonl"),
                                    "--model", "acme-a", "--config", str(config), env=offline),
-                           2, f"{config}: models[2]: encoding 'o300k'", "o200k_base",
+                           2, f"{config}: models[1]: encoding 'o300k'", "o200k_base",
                            "cl100k_base")
 
 

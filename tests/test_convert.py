@@ -800,3 +800,51 @@ def test_calls_given_one_id_again_are_each_answered_by_their_own_result(tmp_path
         assert [f["rounds"] for f in json.loads(run.out)["files"]] == [1, 1]
         text = json.dumps(body)
         assert NO_RESULT not in text and "[result of tool call" not in text
+
+
+def test_a_call_left_unanswered_keeps_no_result_a_later_call_of_its_id_has(tmp_path):
+    # a call the log never answered, then a later call given the same id and answered:
+    # the result is the later call's, and the earlier one gets the result that says it has
+    # none (not the later one's, leaving the later one without)
+    def call(name: str) -> dict[str, Any]:
+        return {"role": "assistant", "content": None, "tool_calls": [
+            {"id": "call_1", "type": "function", "function": {"name": name,
+                                                              "arguments": "{}"}}]}
+    path = _write(tmp_path, [
+        {"role": "user", "content": "Find me a flight."}, call("search"),
+        {"role": "user", "content": "Still there?"}, call("search_onestop"),
+        {"role": "tool", "tool_call_id": "call_1", "content": "HAT057"},
+        {"role": "assistant", "content": "HAT057 it is."}])
+    for to in ("openai", "anthropic"):
+        out = tmp_path / f"out.{to}.jsonl"
+        run = ctxpack("convert", str(path), "--to", to, "-o", str(out))
+        assert run.code == 0, run.err
+        body = json.loads(out.read_text())
+        assert_accepted(body, to)
+        if to == "openai":
+            answers = {m["tool_call_id"]: m["content"] for m in body["messages"]
+                       if m["role"] == "tool"}
+            names = {c["id"]: c["function"]["name"] for m in body["messages"]
+                     for c in m.get("tool_calls") or ()}
+        else:
+            answers = {b["tool_use_id"]: b["content"] for m in body["messages"]
+                       for b in m["content"] if b["type"] == "tool_result"}
+            names = {b["id"]: b["name"] for m in body["messages"] for b in m["content"]
+                     if b["type"] == "tool_use"}
+        by_name = {names[i]: text for i, text in answers.items()}
+        assert by_name == {"search": NO_RESULT, "search_onestop": "HAT057"}
+
+
+def test_validate_names_the_call_left_unanswered_where_a_later_call_takes_its_id(tmp_path):
+    calls = [{"role": "assistant", "content": None, "tool_calls": [
+        {"id": "c1", "type": "function", "function": {"name": name, "arguments": "{}"}}]}
+        for name in ("first", "second")]
+    doc = tmp_path / "run.traj.json"
+    doc.write_text(json.dumps({"messages": [
+        {"role": "user", "content": "go"}, calls[0], {"role": "user", "content": "hm?"},
+        calls[1], {"role": "tool", "tool_call_id": "c1", "content": "done"},
+        {"role": "assistant", "content": "ok"}]}))
+    run = ctxpack("validate", str(doc))
+    assert run.code == 1
+    assert "messages[1]: tool call 'c1' (first) has no result before the call at" in run.out
+    assert "(second)" not in run.out and "used twice" not in run.out

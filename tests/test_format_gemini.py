@@ -84,6 +84,23 @@ def test_a_rewind_to_an_unknown_id_drops_everything_as_the_cli_does() -> None:
     assert ids_of(t) == ["u2"]
 
 
+def test_validate_and_stats_name_a_rewind_to_an_id_the_file_does_not_have(tmp_path) -> None:
+    # Gemini CLI's loader clears the whole history for such a rewind (its own rewind
+    # never writes one): read so, and said, at the line, not passed over as "ok"
+    path = tmp_path / "session.jsonl"
+    path.write_bytes(jsonl(META, user("u1", "first"), gemini("g1", "one"),
+                           {"$rewindTo": "nope"}, user("u2", "again")).getvalue())
+    run = ctxpack("validate", str(path))
+    assert run.code == 1
+    assert f"{path}:4: '$rewindTo' names 'nope', which no message before it has" in run.out
+    out = " ".join(ctxpack("stats", "--top", "0", str(path)).out.split())
+    assert "1 message" in out and "naming no message" in out
+    fine = tmp_path / "fine.jsonl"
+    fine.write_bytes(jsonl(META, user("u1", "first"), gemini("g1", "one"),
+                           {"$rewindTo": "g1"}, user("u2", "again")).getvalue())
+    assert ctxpack("validate", str(fine)).code == 0
+
+
 def test_set_messages_replaces_the_list_and_later_lines_build_on_it() -> None:
     summary = [user("s1", "<state_snapshot>all that happened</state_snapshot>"),
                gemini("s2", "Got it.")]
@@ -829,3 +846,17 @@ def test_tool_calls_that_are_no_array_are_named_at_their_message(tmp_path: Path)
     path.write_text(json.dumps({**META, "messages": [
         user("u1", "hi"), gemini("g1", "reading", calls=[call("c1", "text")])]}, indent=2))
     assert ctxpack("validate", str(path)).code == 0
+
+
+def test_a_recording_that_names_no_model_is_read_and_converted_as_the_cli_s_default(
+        tmp_path) -> None:
+    # Gemini CLI runs gemini-2.5-pro where none is set: a body names that, a model the API
+    # serves (not the family "gemini"), and stats says it was assumed
+    path = tmp_path / "session.jsonl"
+    path.write_bytes(jsonl(META, user("u1", "first"), user("u2", "again")).getvalue())
+    out = tmp_path / "out.jsonl"
+    run = ctxpack("convert", str(path), "--to", "openai", "-o", str(out))
+    assert run.code == 0, run.err
+    assert json.loads(out.read_text())["model"] == "gemini-2.5-pro"
+    entry = json.loads(ctxpack("stats", "--json", str(path)).out)["files"][0]
+    assert entry["model"] == "gemini-2.5-pro" and "assumed" in entry["note"]

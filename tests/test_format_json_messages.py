@@ -194,3 +194,22 @@ def test_content_the_api_refuses_is_named_in_a_document_as_in_jsonl(tmp_path, me
     jsonl = tmp_path / "run.jsonl"  # the same messages one a line: the same problem
     jsonl.write_text("".join(json.dumps(m) + "\n" for m in messages))
     assert ctxpack("validate", str(jsonl)).out.strip() == f"{jsonl}:2: {problem}"
+
+
+def test_an_exit_that_does_not_end_the_run_is_named_not_dropped(tmp_path):
+    # mini-swe-agent's `exit` ends a run and is no model input; one in the middle of the
+    # messages is no such end: it is read, and validate names its place and role
+    messages = [{"role": "system", "content": "You fix bugs."},
+                {"role": "user", "content": "Fix the parser."},
+                {"role": "exit", "content": "stopped early"},
+                {"role": "assistant", "content": "Fixed it."},
+                {"role": "exit", "content": "diff --git a/p.py b/p.py"}]
+    path = tmp_path / "run.traj.json"
+    path.write_text(json.dumps({"messages": messages, "info": {}}, indent=1))
+    run = ctxpack("validate", str(path))
+    assert run.code == 1
+    assert "messages[2]: role 'exit'" in run.out and "messages[4]" not in run.out
+    assert [m.role for m in load(path).messages] == ["system", "user", "exit", "assistant"]
+    # the run's last exit alone is passed over, as before
+    path.write_text(json.dumps({"messages": messages[:2] + messages[3:], "info": {}}))
+    assert ctxpack("validate", str(path)).code == 0

@@ -5,6 +5,7 @@ from __future__ import annotations
 import io
 import json
 from dataclasses import FrozenInstanceError
+from pathlib import Path
 
 import pytest
 from hypothesis import example, given, settings
@@ -17,6 +18,7 @@ from ctxpack.loader import load, write
 from ctxpack.transcript import Text
 
 from .conftest import SAMPLES, corpus_params
+from .helpers import ctxpack
 
 
 def roundtrip(data: bytes, **kw) -> bytes:
@@ -124,3 +126,27 @@ def test_a_loaded_transcript_is_a_read_only_view_of_its_file(path):
     out = io.BytesIO()
     write(t, out)
     assert out.getvalue() == path.read_bytes()
+
+
+@pytest.mark.parametrize("name", ["support-chat.openai.jsonl", "bugfix.mini-swe-agent.traj.json",
+                                  "aider/architect-lint.aider.chat.history.md"])
+def test_a_file_opening_with_a_byte_order_mark_is_read_as_without_and_written_back_with_it(
+        name, tmp_path):
+    # editors on Windows open UTF-8 with a BOM: the file reads as the same transcript, on
+    # the same lines, and a write gives the mark back with every other byte
+    plain = (SAMPLES / name).read_bytes()
+    marked = b"\xef\xbb\xbf" + plain
+    assert roundtrip(marked) == marked
+    without, with_mark = load(io.BytesIO(plain)), load(io.BytesIO(marked))
+    assert with_mark.format == without.format
+    assert [(m.line, m.role) for m in with_mark.messages] == \
+        [(m.line, m.role) for m in without.messages]
+    path = tmp_path / Path(name).name
+    path.write_bytes(marked)
+    again = tmp_path / ("plain-" + Path(name).name)
+    again.write_bytes(plain)
+    run = ctxpack("stats", "--json", str(path))
+    assert run.code == 0, run.err
+    assert json.loads(run.out)["files"][0]["tokens"] == \
+        json.loads(ctxpack("stats", "--json", str(again)).out)["files"][0]["tokens"]
+    assert ctxpack("validate", str(path)).code == ctxpack("validate", str(again)).code

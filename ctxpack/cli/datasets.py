@@ -14,6 +14,7 @@ from typing import Annotated, Any
 import typer
 
 from ..errors import EXIT_CHECK_FAILED, EXIT_USAGE, CtxpackError, UsageError
+from ..render import percent
 from .common import error, plain, problem_of, stderr, use_cores
 
 MessagesColumnOpt = Annotated[str | None, typer.Option(
@@ -159,7 +160,8 @@ def _over_budget(totals: Any) -> None:
     from rich.markup import escape
 
     for count, limit in ((totals.over, f"--max-tokens {totals.max_tokens or 0:,}"),
-                         (totals.over_ratio, f"--max-ratio {totals.max_ratio}")):
+                         (totals.over_ratio,
+                          f"--max-ratio {totals.max_ratio} ({percent(totals.max_ratio or 0)})")):
         if count:
             stderr().print(f"[red]over budget:[/red] {escape(plain(totals.path))}: "
                            f"{count:,} rows over {limit}", highlight=False)

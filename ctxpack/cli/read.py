@@ -14,7 +14,7 @@ from typing import Annotated, Any, TypeVar
 import typer
 
 from ..errors import EXIT_CHECK_FAILED, EXIT_USAGE, CtxpackError, UsageError
-from ..render import counted
+from ..render import counted, percent
 from . import datasets
 from .common import (
     ConfigOpt,
@@ -366,8 +366,9 @@ def _gate(results: list[Any], max_tokens: int | None, max_ratio: float | None) -
             which = "" if largest is None else \
                 f" (conversation {largest['number']:,} at " \
                 f"{largest.get('place') or 'line ' + format(largest['line'], ',')})"
-            over.append(f"{r.path}{which}: {r.context_ratio:.1%} of the "
-                        f"{r.context_window:,}-token window > --max-ratio {max_ratio}")
+            over.append(f"{r.path}{which}: {percent(r.context_ratio)} of the "
+                        f"{r.context_window:,}-token window > --max-ratio {max_ratio} "
+                        f"({percent(max_ratio)})")
     for line in over:
         stderr().print(f"[red]over budget:[/red] {line}", highlight=False)
     return bool(over)
@@ -448,7 +449,7 @@ def validate(
         for t, problems in report:
             for p in problems:
                 print(f"{p.file or t.path}:{p.line}: {p.message}")
-            verdict = "ok" if not problems else f"{len(problems)} problem(s)"
+            verdict = "ok" if not problems else counted(len(problems), "problem")
             stderr().print(f"{t.path}: {t.format}, {counted(len(t.messages), 'message')}: "
                            f"{verdict}")
     inputs.exit_if_any_failed()

@@ -12,7 +12,7 @@ from collections.abc import Callable
 from typing import Any
 
 from ..archive import Archiver, document_meta, item_id, split_lines
-from ..formats.json_messages import conversations, not_input
+from ..formats.json_messages import conversations, messages_of
 from ..jsonl import ParsedRecords, dumps, loads, parse_document
 from ..transcript import META_KEY, Transcript
 from .plan import Plan, Summary
@@ -112,7 +112,7 @@ def _document(t: Transcript, groups: dict[int, list[int]], planner: Planner,
 
 def _new_list(items: list[Any], plan: Plan) -> list[Any]:
     """A conversation's message dicts with the plan applied; other entries stay put."""
-    model = [d for d in items if isinstance(d, dict) and not not_input(d)]
+    model = messages_of(items)
     index = {id(d): i for i, d in enumerate(model)}
     s: Summary | None = plan.summary
     out: list[Any] = []

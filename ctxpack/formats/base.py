@@ -104,6 +104,10 @@ class Layout:
     # requests the file records as failed (a batch output's error for a request), each
     # at its line with what the provider said: no message, no usage
     failed: list[tuple[int, str]] = field(default_factory=list)
+    # records the file's own agent reads otherwise than they seem to say (a rewind to a
+    # message the file does not have, which drops them all), each at its line with what
+    # happens: read as the agent reads them, and named by validate
+    problems: list[tuple[int, str]] = field(default_factory=list)
 
 
 # why messages are outside the context, unless the reader says otherwise

@@ -249,6 +249,10 @@ def unsent(message: Message) -> bool:
     return bool(message.parts) and all(isinstance(p, Thinking) for p in message.parts)
 
 
+# the model Gemini CLI runs when none is set (its DEFAULT_GEMINI_MODEL): assumed for a file
+# that names none, by a name the API serves (stats, and the bodies convert writes)
+CLI_MODEL = "gemini-2.5-pro"
+
 _TOKEN_FIELDS = ("input", "output", "cached", "thoughts", "tool")  # of a reply's `tokens`
 
 
@@ -305,6 +309,7 @@ class GeminiChatReader:
         self.gone: set[str] = set()  # why messages left the context, in the words of `finish`
         self.thoughts: set[int] = set()  # the messages of replies' thoughts: never context
         self.items = Items("message {}")
+        self.problems: list[tuple[int, str]] = []  # (see Layout.problems)
 
     def feed(self, line: int, record: Any) -> list[Message]:
         if not isinstance(record, dict):
@@ -312,7 +317,7 @@ class GeminiChatReader:
         if "$rewindTo" in record:
             target = string_field(record, "$rewindTo")
             if target is not None:  # the CLI passes over a null one
-                self._rewind(target)
+                self._rewind(target, line)
             return []
         if "$set" in record:
             update = record["$set"]
@@ -384,12 +389,19 @@ class GeminiChatReader:
                                          self.tokens.added(ident))
         return messages
 
-    def _rewind(self, ident: str) -> None:
+    def _rewind(self, ident: str, line: int) -> None:
         keys = list(self.entries)
-        cut = keys.index(ident) if ident in self.entries else 0  # unknown id: all goes
+        why = "rewound (`$rewindTo`)"
+        if ident not in self.entries:  # the CLI's loader then clears the whole history
+            why = "rewound by a `$rewindTo` naming no message, which drops them all"
+            self.problems.append((line, f"'$rewindTo' names {ident!r}, which no "
+                                        "message before it has: Gemini CLI drops every "
+                                        "message before it from the context, as ctxpack "
+                                        "does"))
+        cut = keys.index(ident) if ident in self.entries else 0
         for key in keys[cut:]:
             if self.entries.pop(key):
-                self.gone.add("rewound (`$rewindTo`)")
+                self.gone.add(why)
 
     def finish(self) -> tuple[list[Message], Layout]:
         context: list[int] = []
@@ -414,7 +426,7 @@ class GeminiChatReader:
                               problem=self.prompts[n][2], summed=self.prompts[n][3])
                  for i, n in enumerate(context) if n in self.prompts]
         return [], Layout(context, model=self.model, usage=self.tokens.summary(), calls=calls,
-                          outside_why="; ".join(sorted(self.gone)))
+                          outside_why="; ".join(sorted(self.gone)), problems=self.problems)
 
 
 def sniff_chat(record: Any) -> int:
@@ -482,7 +494,7 @@ class GeminiChatEditor(NoUsage):
 
 class GeminiChatFormat:
     name = "gemini-cli"
-    default_model = "gemini"  # when the file names no model
+    default_model = CLI_MODEL  # when the file names no model
     description = "Gemini CLI chat recording (session-*.json or .jsonl)"
     document = True  # the older form is one JSON document
 
@@ -562,7 +574,7 @@ class GeminiCheckpointReader:
 
 class GeminiCheckpointFormat:
     name = "gemini-checkpoint"
-    default_model = "gemini"  # a checkpoint names no model
+    default_model = CLI_MODEL  # a checkpoint names no model
     description = "Gemini CLI checkpoint (`/chat save`: the history as the CLI sends it)"
     document = True
     why_not_written = ("compress does not rewrite Gemini CLI checkpoints: `ctxpack convert "
@@ -737,7 +749,7 @@ class GeminiStreamEditor(NoUsage):
 
 class GeminiStreamFormat:
     name = "gemini-stream"
-    default_model = "gemini"  # when the file names no model
+    default_model = CLI_MODEL  # when the file names no model
     description = "Gemini CLI --output-format stream-json events"
     not_read_back = NOT_READ_BACK.format(agent="Gemini CLI")
 

@@ -20,6 +20,7 @@ from .base import Layout, RecordError, number
 from .openai import OpenAIEditor, message_from_dict, sniff_message
 
 # mini-swe-agent ends with a role the API does not know: the run's exit, not model input
+# (as its last message only: anywhere else it is read, and validate names its role)
 NOT_INPUT_ROLES = {"exit"}
 
 
@@ -42,8 +43,16 @@ def conversations(document: Any) -> list[list[dict[str, Any]]]:
                       "'messages', or a trajectory")
 
 
-def not_input(d: dict[str, Any]) -> bool:
-    """Is this message dict one the model never reads (mini-swe-agent's `exit`)?"""
+def messages_of(items: list[Any]) -> list[dict[str, Any]]:
+    """The message dicts of a conversation's list the model reads: all but a last one the
+    model never does (mini-swe-agent's `exit`, which ends a run)."""
+    out = [d for d in items if isinstance(d, dict)]
+    if items and out and out[-1] is items[-1] and _not_input(out[-1]):
+        out.pop()
+    return out
+
+
+def _not_input(d: dict[str, Any]) -> bool:
     role = d.get("role")
     return isinstance(role, str) and role in NOT_INPUT_ROLES
 
@@ -149,7 +158,7 @@ class JsonMessagesReader:
     def feed(self, line: int, record: Any) -> list[Message]:
         out: list[Message] = []
         for messages in conversations(record):
-            kept = [d for d in messages if isinstance(d, dict) and not not_input(d)]
+            kept = messages_of(messages)
             if isinstance(record, dict) and messages is record.get("messages"):
                 self.calls += _calls(kept, self.count + len(out))
             out += [_message(d, line, self.conversations) for d in kept]

@@ -16,4 +16,10 @@ def counted(count: int, word: str) -> str:
     return f"{count:,} {word}" if count == 1 else f"{count:,} {word}s"
 
 
+def percent(ratio: float) -> str:
+    """A share as a percentage with the digits it has: `0.0791` is `7.91%`, `0.079` `7.9%`
+    (a limit and the share over it are told apart, which one decimal may not)."""
+    return f"{ratio * 100:.6g}%"
+
+
 _CONTROLS = {n: f"\\x{n:02x}" for n in (*range(0x20), *range(0x7F, 0xA0)) if n != 0x09}

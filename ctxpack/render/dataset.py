@@ -10,7 +10,7 @@ from rich.console import Console
 from rich.markup import escape
 from rich.table import Table
 
-from . import counted, plain
+from . import counted, percent, plain
 
 TOP_TOOLS = 10
 
@@ -39,7 +39,7 @@ def print_stats(console: Console, s: Any) -> None:
     if s.max_tokens is not None:
         head.add_row(f"rows over {s.max_tokens:,}", f"{s.over:,}")
     if s.max_ratio is not None:
-        head.add_row(f"rows over {s.max_ratio:g} of the window", f"{s.over_ratio:,}")
+        head.add_row(f"rows over {percent(s.max_ratio)} of the window", f"{s.over_ratio:,}")
     head.add_row("rows failing validate", f"{s.invalid:,}")
     head.add_row("rows not read", f"{s.failed:,}")
     head.add_row("models", escape(plain(", ".join(f"{m} ({n:,})"

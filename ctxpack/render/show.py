@@ -91,7 +91,7 @@ def header(view: View) -> Text:
                         f" ({h.encoding}, {exact})\n", (_tokens(h.tokens, h.exact), "bold"),
                         f" in {counted(h.messages, 'message')}, {counted(h.rounds, 'round')}, "
                         f"{counted(h.steps, 'step')}")
-    if not h.exact and h.note:
+    if h.note:
         out.append(f"\ntokens: {h.note}", style="dim")
     if hidden := h.hidden("`ctxpack convert --all` shows them"):
         out.append("\nnot shown: " + "; ".join(hidden), style="dim")

@@ -119,7 +119,7 @@ def _tables(f: FileStats) -> list[tuple[str, list[str], list[list[str]]]]:
 
 def summary_lines(f: FileStats) -> list[str]:
     """The headline facts of one file, one per line."""
-    exactness = "exact" if f.exact else f"approximate: {f.note}"
+    exactness = ("exact" if f.exact else "approximate") + (f": {f.note}" if f.note else "")
     lines = [
         f"{f.path}  [{f.format}]" + (f"  (format unsure: {f.unsure})" if f.unsure else ""),
         f"model {f.model} ({f.encoding}, {exactness})",
