@@ -209,6 +209,6 @@ def test_an_encoding_that_is_no_name_is_named_by_its_kind(tmp_path, value, kind)
     config = tmp_path / "c.yaml"
     config.write_text(f"models:\n  - {{name: acme-a, encoding: {value}, context_window: 8000}}\n")
     run = ctxpack("stats", str(SAMPLES / "multi-round.anthropic.jsonl"), "--config", str(config))
-    assert_clean_error(run, 2, f"{config}: models[1]: encoding must be the name of one "
+    assert_clean_error(run, 2, f"{config}: models[0]: encoding must be the name of one "
                        "tiktoken has", f"not {kind}")
     assert "'5'" not in run.err and "['o200k_base']" not in run.err
