@@ -198,8 +198,10 @@ def _cost(value: Any, text: bool = False, most: float = math.inf) -> bool:
             value = float(value)
         except ValueError:
             return False
-    return isinstance(value, (int, float)) and not isinstance(value, bool) \
-        and math.isfinite(value) and 0 <= value <= most
+    if isinstance(value, bool) or not isinstance(value, (int, float)):
+        return False
+    # (an int past what a float holds has no isfinite, and is compared exactly)
+    return (isinstance(value, int) or math.isfinite(value)) and 0 <= value <= most
 
 
 Summed = tuple[tuple[str, int | float], ...]  # as `RecordedCall.summed`
