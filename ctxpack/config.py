@@ -12,6 +12,7 @@ from __future__ import annotations
 
 import math
 import os
+import sys
 from dataclasses import dataclass, field, replace
 from pathlib import Path
 from typing import Any
@@ -145,7 +146,7 @@ def _models(entries: Any, path: Path) -> list[ModelInfo]:
             raise UsageError(f"{where} needs 'context_window' (the built-in table does not "
                              f"know {name!r})")
         window = _number(entry.get("context_window", base.context_window))
-        if window is None or window != int(window) or window <= 0:
+        if window is None or not math.isfinite(window) or window != int(window) or window <= 0:
             raise UsageError(f"{where}: context_window must be a number of tokens, whole and "
                              f"above 0, not {entry['context_window']!r}")
         exact = entry.get("exact", base.exact)
@@ -215,6 +216,9 @@ def _number(value: Any) -> float | None:
             value = float(value.replace("_", ""))
         except ValueError:
             return None
+    if isinstance(value, int) and abs(value) > sys.float_info.max:
+        # a whole number past what a float holds is a number, and out of every range
+        return math.inf if value > 0 else -math.inf
     if not isinstance(value, (int, float)) or not math.isfinite(value):
         return None
     return float(value)
@@ -233,7 +237,7 @@ def _within(value: Any, low: float, high: float, what: str, unit: str) -> float:
 
 
 def _shown(number: float) -> str:
-    return f"{int(number):,}" if number == int(number) and abs(number) < 1e15 else f"{number:g}"
+    return f"{int(number):,}" if abs(number) < 1e15 and number == int(number) else f"{number:g}"
 
 
 def add_calibrations(path: str, fitted: list[Any]) -> None:

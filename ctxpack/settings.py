@@ -216,7 +216,7 @@ def convert(name: str, value: object, where: str) -> object:
     elif not isinstance(value, bool) and not (kind is int and isinstance(value, float)):
         try:
             return kind(str(value).replace("_", "")) if isinstance(value, str) else kind(value)
-        except (TypeError, ValueError):
+        except (TypeError, ValueError, OverflowError):
             pass
     raise UsageError(f"{where}: {name} must be {'true or false' if kind is bool else kind.__name__}"
                      f", not {value!r}")

@@ -212,3 +212,26 @@ def test_an_encoding_that_is_no_name_is_named_by_its_kind(tmp_path, value, kind)
     assert_clean_error(run, 2, f"{config}: models[0]: encoding must be the name of one "
                        "tiktoken has", f"not {kind}")
     assert "'5'" not in run.err and "['o200k_base']" not in run.err
+
+
+HUGE = str(10**400)  # a whole number YAML reads as an int no float holds
+
+
+@pytest.mark.parametrize("text, fragment", [
+    (f"calibration:\n  - {{name: gpt-4o, slope: 1.0, overhead: {HUGE}}}\n",
+     "calibration[0]: overhead inf is outside 0 to 127,999"),
+    (f"calibration:\n  - {{name: gpt-4o, slope: {HUGE}}}\n",
+     "calibration[0]: slope inf is outside 0.25 to 4"),
+    (f"models:\n  - {{name: acme, encoding: cl100k_base, context_window: {HUGE}}}\n",
+     "models[0]: context_window must be a number of tokens, whole and above 0"),
+    (f"compress:\n  threshold: {HUGE}\n", "compress: threshold must be float"),
+], ids=["overhead", "slope", "window", "threshold"])
+def test_a_number_past_what_a_float_holds_is_named_as_out_of_range(tmp_path, text, fragment):
+    # a stranger's config of huge whole numbers: one line, exit 2, where float() of them
+    # raised OverflowError ("internal error")
+    config = tmp_path / "c.yaml"
+    config.write_text(text)
+    run = ctxpack("compress", str(SAMPLES / "support-chat.openai.jsonl"), "-m", "gpt-4o",
+                  "--config", str(config), "-o", str(tmp_path / "out.jsonl"))
+    assert_clean_error(run, 2, f"{config}: {fragment}")
+    assert not (tmp_path / "out.jsonl").exists()
