@@ -103,6 +103,21 @@ def test_text_agents_write_is_no_round_in_a_chat(tmp_path, note):
     assert rounds_converted(chat, tmp_path) == [1, 1, 1]
 
 
+@pytest.mark.parametrize("asked", [
+    "<document>\nQ3 revenue rose 4%.\n</document>",
+    "<question>What is the capital of Peru?</question>",
+    "[ERROR] in my build: what does E0382 mean?",
+])
+def test_a_persons_prompt_wrapped_in_a_tag_of_their_own_stays_a_round(tmp_path, asked):
+    # datasets and people wrap a prompt in a tag of one word: that is no agent's block
+    chat = _write(tmp_path / "chat.jsonl", [
+        {"role": "user", "content": "Summarize what I send you."},
+        {"role": "assistant", "content": "Ready."},
+        {"role": "user", "content": asked},
+        {"role": "assistant", "content": "Done."}])
+    assert rounds_converted(chat, tmp_path) == [2, 2, 2]
+
+
 def _corpus(name: str) -> list[Any]:
     found = [pytest.param(p, id=p.name) for p in corpus_files(pattern=name)]
     return found or [pytest.param(None, marks=pytest.mark.skip(reason="corpus not found"))]

@@ -64,9 +64,11 @@ AGENT_TAGS = frozenset({
 })
 _BLOCK = re.compile(r"<([a-z][\w .-]*)>.*?</\1>", re.IGNORECASE | re.DOTALL)
 # Agents add more such blocks over time: a whole text in one block, opened and closed
-# by the same tag, is one of them, but for the tags Claude Code wraps what the person
-# typed in (a slash command, a `!` shell command).
-_WRAPPED = re.compile(r"<([a-z][\w .-]*)>.*</\1>", re.IGNORECASE | re.DOTALL)
+# by the same tag of joined words (`turn_aborted`, `model_switch`), is one of them, but
+# for the tags Claude Code wraps what the person typed in (a slash command, a `!` shell
+# command). A tag of one word (`<document>`, `<question>`) is how people and datasets
+# wrap a prompt: it stays the person's.
+_WRAPPED = re.compile(r"<([a-z]\w*[_-][\w-]*)>.*</\1>", re.IGNORECASE | re.DOTALL)
 _PERSONS_TAGS = frozenset({"command-name", "command-message", "command-args", "bash-input"})
 # SWE-agent's observation: a command's output ended by its shell prompt. Its first
 # message, the issue, ends the same way and is the person's task.
