@@ -95,12 +95,16 @@ def test_the_persons_words_after_an_agents_note_stay_a_round(tmp_path):
     "344\n\n(Open file: n/a)\n(Current directory: /repo)\nbash-$",
 ])
 def test_text_agents_write_is_no_round_in_a_chat(tmp_path, note):
+    assert chat_rounds(tmp_path, "<task>\nAdd a test.\n</task>", note) == [1, 1, 1]
+
+
+def chat_rounds(tmp_path: Path, first: str, then: str) -> list[int]:
+    """The rounds of a chat of two user messages, `first` and `then`, each answered (and
+    of its openai and anthropic conversion)."""
     chat = _write(tmp_path / "chat.jsonl", [
-        {"role": "user", "content": "<task>\nAdd a test.\n</task>"},
-        {"role": "assistant", "content": "Adding it."},
-        {"role": "user", "content": note},
-        {"role": "assistant", "content": "Added."}])
-    assert rounds_converted(chat, tmp_path) == [1, 1, 1]
+        {"role": "user", "content": first}, {"role": "assistant", "content": "On it."},
+        {"role": "user", "content": then}, {"role": "assistant", "content": "Done."}])
+    return rounds_converted(chat, tmp_path)
 
 
 @pytest.mark.parametrize("asked", [
@@ -110,12 +114,7 @@ def test_text_agents_write_is_no_round_in_a_chat(tmp_path, note):
 ])
 def test_a_persons_prompt_wrapped_in_a_tag_of_their_own_stays_a_round(tmp_path, asked):
     # datasets and people wrap a prompt in a tag of one word: that is no agent's block
-    chat = _write(tmp_path / "chat.jsonl", [
-        {"role": "user", "content": "Summarize what I send you."},
-        {"role": "assistant", "content": "Ready."},
-        {"role": "user", "content": asked},
-        {"role": "assistant", "content": "Done."}])
-    assert rounds_converted(chat, tmp_path) == [2, 2, 2]
+    assert chat_rounds(tmp_path, "Summarize what I send you.", asked) == [2, 2, 2]
 
 
 def _corpus(name: str) -> list[Any]:
