@@ -339,7 +339,9 @@ def loads(data: bytes) -> Any:
     """A JSON value as the readers take it: by orjson, else by the standard parser (which
     takes lone surrogates, NaN and nesting past orjson's limit, and keeps integers past 64
     bits exact, where orjson makes floats of them); ValueError if not JSON. Compress
-    writes again what this gives, so a value must come out as it went in."""
+    writes again what this gives, so a value must come out as it went in. A byte order
+    mark before it (a file's first line) is no part of it."""
+    data = data.removeprefix(BOM)
     try:
         return _fast(data)
     except orjson.JSONDecodeError:

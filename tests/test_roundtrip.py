@@ -129,7 +129,8 @@ def test_a_loaded_transcript_is_a_read_only_view_of_its_file(path):
 
 
 @pytest.mark.parametrize("name", ["support-chat.openai.jsonl", "bugfix.mini-swe-agent.traj.json",
-                                  "aider/architect-lint.aider.chat.history.md"])
+                                  "aider/architect-lint.aider.chat.history.md",
+                                  "coding-agent.claude-code.jsonl"])
 def test_a_file_opening_with_a_byte_order_mark_is_read_as_without_and_written_back_with_it(
         name, tmp_path):
     # editors on Windows open UTF-8 with a BOM: the file reads as the same transcript, on
@@ -149,4 +150,7 @@ def test_a_file_opening_with_a_byte_order_mark_is_read_as_without_and_written_ba
     assert run.code == 0, run.err
     assert json.loads(run.out)["files"][0]["tokens"] == \
         json.loads(ctxpack("stats", "--json", str(again)).out)["files"][0]["tokens"]
-    assert ctxpack("validate", str(path)).code == ctxpack("validate", str(again)).code
+    # (validate's own checks read the first line past its mark too: a Claude Code file's
+    # first uuid was lost, and a parentUuid naming it said to resolve to nothing)
+    assert ctxpack("validate", str(path)).out.replace(str(path), "") == \
+        ctxpack("validate", str(again)).out.replace(str(again), "")
