@@ -111,6 +111,7 @@ def chat_rounds(tmp_path: Path, first: str, then: str) -> list[int]:
     "<document>\nQ3 revenue rose 4%.\n</document>",
     "<question>What is the capital of Peru?</question>",
     "[ERROR] in my build: what does E0382 mean?",
+    "[foo] Result: what does this mean?",
 ])
 def test_a_persons_prompt_wrapped_in_a_tag_of_their_own_stays_a_round(tmp_path, asked):
     # datasets and people wrap a prompt in a tag of one word: that is no agent's block

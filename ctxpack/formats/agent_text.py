@@ -43,6 +43,9 @@ HEADS = (
 PERSONS_LINE = re.compile(r"^<(?:task|feedback|answer|user_message)>$", re.M)
 # Cline's head of a tool result sent as text: `[read_file for 'a.py'] Result:`
 RESULT_HEAD = re.compile(r"\[([\w:-]+)(?: for .*?)?\] Result:", re.S)
+# The same head as another reader than Cline's meets it: of a tool of joined words
+# (`[read_file]`, `[use_mcp_tool for 'db']`), not a person's bracketed `[foo] Result:`
+_TOOL_RESULT_HEAD = re.compile(r"\[\w+_[\w:-]*(?: for .*?)?\] Result:", re.S)
 # Claude Code's one-line note of an interrupt, before whatever the person says next
 _NOTE = re.compile(r"\[Request interrupted by user[^\]\n]*\]")
 # The blocks agents wrap their context in (the person's words may follow them).
@@ -87,7 +90,7 @@ def agent_written(text: str) -> bool:
     if wrapped and wrapped.group(1).lower() not in _PERSONS_TAGS:
         return True
     while rest:
-        if rest.lower().startswith(HEADS) or RESULT_HEAD.match(rest):
+        if rest.lower().startswith(HEADS) or _TOOL_RESULT_HEAD.match(rest):
             return True
         block = _BLOCK.match(rest)
         note = _NOTE.match(rest)
