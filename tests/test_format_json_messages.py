@@ -213,3 +213,18 @@ def test_an_exit_that_does_not_end_the_run_is_named_not_dropped(tmp_path):
     # the run's last exit alone is passed over, as before
     path.write_text(json.dumps({"messages": messages[:2] + messages[3:], "info": {}}))
     assert ctxpack("validate", str(path)).code == 0
+
+
+def test_a_request_body_saved_as_one_document_names_its_model(tmp_path):
+    # what `convert --to openai` writes, saved under .json: read whole, as json-messages,
+    # and counted as the model its body names, not as one assumed
+    out = tmp_path / "body.json"
+    run = ctxpack("convert", str(SAMPLES / "coding-agent.claude-code.jsonl"), "--to", "openai",
+                  "-o", str(out))
+    assert run.code == 0, run.err
+    named = json.loads(out.read_text())["model"]
+    run = ctxpack("stats", "--json", str(out))
+    assert run.code == 0, run.err
+    (doc,) = json.loads(run.out)["files"]
+    assert doc["format"] == "json-messages" and doc["model"] == named
+    assert "assumed" not in doc["note"]

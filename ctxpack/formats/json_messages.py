@@ -130,9 +130,14 @@ def _usage(document: Any) -> tuple[dict[str, Any], str]:
 
 
 def _model(document: Any) -> str | None:
-    """The model a run names: mini-swe-agent `info.config.model.model_name`, or a response's."""
+    """The model a run names: mini-swe-agent `info.config.model.model_name`, a request
+    body's `model` (what `convert --to openai` writes, saved as one document), or a
+    response's."""
     if not isinstance(document, dict):
         return None
+    if isinstance(document.get("model"), str) and document["model"] \
+            and isinstance(document.get("messages"), list):
+        return document["model"]
     info = document.get("info")
     config = info.get("config") if isinstance(info, dict) else None
     model = config.get("model") if isinstance(config, dict) else None
