@@ -721,3 +721,24 @@ def test_an_aider_cost_no_call_can_run_to_sets_its_call_aside(tmp_path: Path) ->
     assert bad["usage"]["calls"] == honest["calls"] - 1
     # (taken out of a sum that held it: a float of 99,999,999,999 keeps five decimals)
     assert bad["usage"]["cost_usd"] == pytest.approx(honest["cost_usd"] - cost, abs=1e-5)
+
+
+def test_a_gemini_reply_whose_cached_input_passes_its_input_is_set_aside(tmp_path: Path
+                                                                          ) -> None:
+    """Gemini CLI's per-reply `tokens.cached` is part of its `input` (the reply's `total`
+    adds input, output, thoughts and tool): more than the input is no count."""
+    lines = (SAMPLES / "plateau-fix.gemini-cli.jsonl").read_text().splitlines()
+    at = max(n for n, text in enumerate(lines) if isinstance(json.loads(text).get("tokens"),
+                                                             dict))
+    record = json.loads(lines[at])
+    tokens = record["tokens"]
+    tokens["cached"] = tokens["input"] + 1
+    lines[at] = json.dumps(record)
+    path = tmp_path / "plateau-fix.gemini-cli.jsonl"
+    path.write_text("\n".join(lines) + "\n")
+    said = ctxpack("validate", str(path))
+    assert said.code == 1 and "Traceback" not in said.err + said.out, said
+    assert f"{path}:{at + 1}: recorded usage (tokens.cached {tokens['cached']:,} (more than " \
+        f"the tokens.input {tokens['input']:,} it is part of)) cannot be true" in said.out
+    b = json.loads(ctxpack("stats", "--json", str(path)).out)["files"][0]
+    assert [x["line"] for x in b["usage_set_aside"]] == [at + 1]

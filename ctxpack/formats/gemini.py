@@ -254,6 +254,8 @@ def unsent(message: Message) -> bool:
 CLI_MODEL = "gemini-2.5-pro"
 
 _TOKEN_FIELDS = ("input", "output", "cached", "thoughts", "tool")  # of a reply's `tokens`
+# its cached input is part of `input` (its `total` is input, output, thoughts and tool)
+_TOKEN_PARTS = (("cached", "input"),)
 
 
 class _Tokens:
@@ -381,7 +383,7 @@ class GeminiChatReader:
             self.tokens.add(ident, record.get("tokens"))
             tokens = record.get("tokens")
             billed = number(tokens.get("input")) if isinstance(tokens, dict) else 0
-            wrong = wrong_counts(tokens, _TOKEN_FIELDS, "tokens.")
+            wrong = wrong_counts(tokens, _TOKEN_FIELDS, "tokens.", parts=_TOKEN_PARTS)
             sent = [n for n in numbers if n not in self.thoughts]
             if (billed or wrong) and sent and not self.replacing:
                 # `input`: the prompt before this reply
