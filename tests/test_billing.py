@@ -193,20 +193,35 @@ def test_compress_of_a_claude_code_session_acts_at_its_billed_size() -> None:
     assert counted.tokens < 0.03 * counted.context_window
 
 
-@pytest.mark.parametrize("threshold", [0.3, 0.5, 0.8])
-def test_the_default_target_is_under_the_trigger_at_any_threshold(threshold: float) -> None:
-    """The target is 5/8 of the trigger where that is under half the window: a low
-    --threshold does not leave the context above the trigger it set."""
+def long_chat() -> list[dict[str, str]]:
+    """A chat of 20 long rounds (some 114,000 gpt-4o tokens), ending on the user's turn."""
     messages = [{"role": "system", "content": "You help."}]
     for k in range(20):
         messages += [{"role": "user", "content": f"Part {k}: go on with the plan. " * 300},
                      {"role": "assistant", "content": f"Step {k} of the plan is done. " * 300}]
-    messages.append({"role": "user", "content": "Go on."})
+    return [*messages, {"role": "user", "content": "Go on."}]
+
+
+@pytest.mark.parametrize("threshold", [0.3, 0.5, 0.8])
+def test_the_default_target_is_under_the_trigger_at_any_threshold(threshold: float) -> None:
+    """The target is 5/8 of the trigger where that is under half the window: a low
+    --threshold does not leave the context above the trigger it set."""
+    messages = long_chat()
     _, report = ctxpack.compress(messages, model="gpt-4o", threshold=threshold)
     window = report.context_window
     assert report.trigger == int(threshold * window) < report.tokens_before
     assert report.target == min(window // 2, round(report.trigger * 5 / 8))
     assert report.tokens_after <= report.target < report.trigger, report
+    assert not report.warnings
+
+
+def test_a_target_asked_for_at_or_above_the_trigger_is_warned_of() -> None:
+    messages = long_chat()
+    _, report = ctxpack.compress(messages, model="gpt-4o", threshold=0.3, target=60_000)
+    assert report.target >= report.trigger
+    assert f"the target asked for ({report.target:,} billed tokens) is not below the " \
+        f"trigger ({report.trigger:,})" in " ".join(report.warnings)
+    _, report = ctxpack.compress(messages, model="gpt-4o", threshold=0.3, target=20_000)
     assert not report.warnings
 
 

@@ -59,12 +59,22 @@ def missed_target(plan: Plan) -> list[str]:
     return []
 
 
+def target_not_below_trigger(plan: Plan) -> list[str]:
+    """The warning of a `--target` asked for at or above the trigger: what compress
+    writes may be compressed again at the next turn (the default target is always below
+    it)."""
+    if not plan.options.target or plan.billed_target < plan.billed_trigger:
+        return []
+    return [f"the target asked for ({plan.billed_target:,} billed tokens) is not below the "
+            f"trigger ({plan.billed_trigger:,}): the next turns may trigger compress again"]
+
+
 def check_fits(plan: Plan) -> list[str]:
     """Raise CannotFit when the plan is over its limit; the warnings of one that fits."""
     total = plan.total
     s = plan.summary
     if total <= plan.limit:
-        return missed_target(plan)
+        return target_not_below_trigger(plan) + missed_target(plan)
     what = "budget" if plan.options.budget else f"context window of {plan.read.model}"
     left = f"{plan.billed:,} tokens"
     if plan.read.bill.kind != "exact":  # the limit is of the bill; the parts are counts
