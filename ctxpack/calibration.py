@@ -593,10 +593,14 @@ def calibrate(transcripts: Iterable[Transcript], table: ModelTable = TABLE) -> l
             for model in dict.fromkeys(c.model or named for c in calls):
                 counter = TokenCounter(model if table.find(model) else None, table)
                 counted = prompt_sizes(t, calls, counter, model)
-                points.setdefault((spelled.setdefault(model_key(model), model), side),
-                                  []).append(
-                    [(n, c.billed) for n, c in zip(counted, calls, strict=True)
-                     if (c.model or named) == model])
+                # (not a call far below the count of its prompt, which the bill passes
+                # over: made up, or of an agent that cut old outputs itself)
+                run = [(n, c.billed) for n, c in zip(counted, calls, strict=True)
+                       if (c.model or named) == model
+                       and not far_below(c, n, slope_of(model, table))]
+                if run:
+                    points.setdefault((spelled.setdefault(model_key(model), model), side),
+                                      []).append(run)
     out = []
     for (model, side), files in sorted(points.items()):
         fitted = [fit_half(f) for f in files]

@@ -8,7 +8,7 @@ import json
 from dataclasses import replace
 from pathlib import Path
 
-from ctxpack.calibration import LEAST_CALLS, calibrate
+from ctxpack.calibration import LEAST_CALLS, calibrate, untrusted
 from ctxpack.config import load_config
 from ctxpack.loader import load
 from ctxpack.models import LARGEST_WINDOW, TABLE
@@ -106,25 +106,13 @@ def test_a_model_name_from_a_file_is_printed_as_it_is_written(tmp_path: Path) ->
     assert f"not writing {odd}: 2 calls" in run.err
 
 
-def test_a_fit_off_by_more_than_the_whole_prompt_is_not_written(tmp_path: Path) -> None:
-    # (a config's `error` is a fraction from 0 to 1: such a fit would make it unreadable)
-    lines, counts = [], 0
-    for line in (SAMPLES / "refactor.codex.jsonl").read_text().splitlines():
-        r = json.loads(line)
-        usage = (r.get("payload") or {}).get("info") or {}
-        if r.get("type") == "event_msg" and usage.get("last_token_usage"):
-            counts += 1
-            if counts > 14:  # the calls held out recorded as tiny prompts
-                usage["last_token_usage"]["input_tokens"] = 50
-                line = json.dumps(r)
-        lines.append(line)
-    path, config = tmp_path / "tiny.codex.jsonl", tmp_path / "c.yaml"
-    path.write_text("\n".join(lines) + "\n")
-    run = run_ctxpack("calibrate", str(path), "--write-config", str(config))
-    assert run.code == 0, run.err
-    assert "not writing gpt-5.1-codex: off by" in run.err and not config.exists()
-
-
+def test_a_fit_off_by_more_than_the_whole_prompt_is_not_written() -> None:
+    # (a config's `error` is a fraction from 0 to 1: such a fit would make it unreadable.
+    # Calls far below the count of their prompts are left out of a fit, so it takes a
+    # file whose held-out calls record less than its overhead, not a made-up small one)
+    assert untrusted("gpt-5.1-codex", False, 24, 1.5, 1.048, 5_759) == \
+        "off by 150% on the calls held out"
+    assert untrusted("gpt-5.1-codex", False, 24, 0.9, 1.048, 5_759) == ""
 
 
 def with_more_unlogged(tmp_path: Path, tokens: int) -> Path:

@@ -188,6 +188,11 @@ def test_one_made_up_small_last_usage_is_passed_over_not_the_calls_before_it(
     assert stats(out, cache=False).messages < s.messages
     # (validate finds nothing wrong: an agent may cut old outputs itself)
     assert run_ctxpack("validate", str(path)).code == 0
+    # calibrate fits without it, as the bill passes it over
+    fitted, whole = (json.loads(run_ctxpack("calibrate", "--json", str(p)).out)
+                     for p in (path, SAMPLE))
+    assert [f["calls"] for f in fitted] == [whole[0]["calls"] - 1]
+    assert fitted[0]["error"] < 0.05
 
 
 def test_a_window_the_agent_records_that_no_model_has_is_not_taken(tmp_path: Path) -> None:
