@@ -354,8 +354,11 @@ def _resize(plan: Plan, done: Changes) -> set[int]:
         stated = editor.recorded(value) if isinstance(value, dict) else None
         if stated is None:
             continue
-        new = shrink.context(n, n, stated)
-        if (stated, new) != last:  # a call stated again (its pieces, repeated events)
+        # a call stated again (its pieces, Codex's event written twice) is restated as it
+        # was the first time, wherever the copy stands (Codex 0.60 writes one before the
+        # reply, one after it)
+        new = last[1] if stated == last[0] else shrink.context(n, n, stated)
+        if (stated, new) != last:
             cached, last = last[1], (stated, new)
         # written anew even where the size stands (a usage at or below ctxpack's count,
         # made up, that the bill passed over): each call kept was made on the context
