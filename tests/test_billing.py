@@ -3,6 +3,7 @@
 
 from __future__ import annotations
 
+import io
 import json
 import math
 from pathlib import Path
@@ -14,7 +15,7 @@ from hypothesis import strategies as st
 
 import ctxpack
 from ctxpack.breakdown import stats
-from ctxpack.calibration import LEAST_ERROR, bill, slope_of
+from ctxpack.calibration import ANCHORED_ERROR, LEAST_ERROR, bill, slope_of
 from ctxpack.compression import compress_file
 from ctxpack.compression.settings import Options
 from ctxpack.config import load_config
@@ -304,6 +305,73 @@ def test_compress_leaves_what_is_not_in_the_file_as_stats_splits_the_input(
     assert billed["not_in_file"] == after["not_in_file"] == before["not_in_file"]
     assert f"{billed['tokens_after']:,} tokens, {before['not_in_file']:,} of them sent but " \
         "not in the file" in " ".join(run.err.split())
+
+
+def streamed_session(path: Path, steps: int = 14) -> Path:
+    """A Claude Code session of `steps` calls with the usage a real one records
+    (`with_real_usage`), each response written in two pieces, a text then its tool call,
+    the first piece stating the output streamed so far (as Claude Code writes it: the
+    pieces of one call agree on its prompt, not on its output), at `path`."""
+    from .helpers import with_real_usage
+    from .test_format_claude_code import answer, calls, piece, said, user
+
+    records = [user("u0", None, "Move the billing jobs off the old scheduler. " * 20)]
+    for k in range(steps):
+        parent = records[-1]["uuid"]
+        records += [piece(f"t{k}", parent, f"msg_{k}", said(f"Step {k}: looking at it.")),
+                    piece(f"a{k}", f"t{k}", f"msg_{k}", calls(f"toolu_{k}")),
+                    answer(f"r{k}", f"a{k}", f"toolu_{k}",
+                           "".join(f"jobs/job_{k}_{j}.py: scheduled hourly\n" for j in range(60)))]
+    records = with_real_usage(records)
+    for r in records:
+        if r["uuid"].startswith("t"):
+            r["message"]["usage"]["output_tokens"] = 2
+    path.write_text("".join(json.dumps(r) + "\n" for r in records))
+    return path
+
+
+def _resumed() -> list:
+    """Claude Code sessions compress keeps recorded calls of: a made one and the corpus's."""
+    return [pytest.param(None, id="streamed-pieces"),
+            *(pytest.param(p, id=p.stem, marks=pytest.mark.corpus)
+              for p in sorted((CORPUS / "claude-code").glob("*.jsonl"))
+              if (CORPUS / "claude-code").is_dir())]
+
+
+@pytest.mark.parametrize("path", _resumed())
+def test_the_usage_compress_restates_bills_as_its_report_says(tmp_path: Path,
+                                                              path: Path | None) -> None:
+    # compress restates the usage of each call it keeps for the smaller context, in the
+    # provider's tokens: written without ctxpack's objects (--strip-metadata, what an
+    # agent resumes from), nothing tells stats what compress did, and it anchors on the
+    # last call restated. Its bill and compress's own are each within their expected
+    # error of the truth, so within the two errors of each other.
+    made = path is None
+    path = streamed_session(tmp_path / "session.jsonl") if path is None else path
+    before = stats(path, cache=False).context
+    assert before is not None
+    if before.kind != "anchored":
+        pytest.skip(f"{path.name}: no recorded call to restate")
+    budget = before.not_in_file + before.visible // 2
+    try:
+        result = compress_file(path, Options(budget=budget), strip_metadata=True)
+    except ctxpack.CannotFit:
+        assert not made
+        pytest.skip(f"{path.name}: cannot fit {budget:,}")
+    billed = result.report.billed
+    after = stats(io.BytesIO(result.data), cache=False).context
+    assert after is not None
+    if after.kind != "anchored":
+        # every reply with usage summarized: nothing restated is left to anchor on
+        assert not made, after
+        pytest.skip(f"{path.name}: no recorded call kept")
+    assert billed["tokens_after"] < billed["tokens_before"]
+    # the calls restated agree with each other as the input's did: the pieces of one
+    # response state one prompt (each field of a call is read as its largest over them)
+    assert billed["error"] is not None and after.error is not None
+    assert after.error <= max(before.error or 0, ANCHORED_ERROR), after
+    allowed = (billed["error"] + after.error) * billed["tokens_after"]
+    assert abs(after.tokens - billed["tokens_after"]) <= allowed, (after, billed)
 
 
 def test_the_library_anchors_on_the_usage_it_is_told() -> None:

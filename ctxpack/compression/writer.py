@@ -300,10 +300,12 @@ def _relink(plan: Plan, done: Changes) -> set[int]:
 class Shrink:
     """How much smaller the context before a line of the file is after the plan: every
     context message wholly before it counts as planned, not as read; the summary counts
-    at the first line of the span it replaces (`first`, 0 for none)."""
+    at the first line of the span it replaces (`first`, 0 for none). What is taken out is
+    restated at the slope of the file's bill (`slope`), as compress's report bills it."""
 
     def __init__(self, plan: Plan, first: int) -> None:
         s, read = plan.summary, plan.read
+        self.slope = read.bill.slope
         points: list[tuple[int, int, int]] = []  # (last line, tokens read, tokens planned)
         for j, (m, count) in enumerate(zip(read.messages, read.counts, strict=True)):
             archived = s is not None and s.start <= j < s.end
@@ -323,13 +325,16 @@ class Shrink:
 
     def context(self, line: int, at: int, stated: int) -> int:
         """The context before `line` after the plan, in the agent's terms: what a record
-        at line `at` stated (0: nothing stated) less what the plan took out before it
-        (what the agent counts and ctxpack does not, its system prompt and tools say,
+        at line `at` stated (0: nothing stated) less what the plan took out before it, in
+        the provider's tokens as the bill has them (the slope × ctxpack's count: usage is
+        billed tokens, and compress's report and stats of its output bill the context so;
+        what the agent sends and ctxpack does not count, its system prompt and tools say,
         stays), and never less than ctxpack's own count of it — nor more than was stated:
         compress only takes out (a file whose agent sent less than ctxpack counts, having
         cut old outputs itself, is not made to look larger)."""
         read, planned = self.before(at)
-        return min(stated, max(self.before(line)[1], stated - (read - planned)))
+        taken = round(self.slope * (read - planned))
+        return min(stated, max(self.before(line)[1], stated - taken))
 
 
 def _resize(plan: Plan, done: Changes) -> set[int]:
@@ -344,7 +349,8 @@ def _resize(plan: Plan, done: Changes) -> set[int]:
     context = {n for m in plan.read.messages for n in m.lines} \
         if editor.usage_on_messages else None
     out: set[int] = set()
-    cached, last = 0, (0, 0)  # the prompt of the call stated last, and (stated, new)
+    cached = 0  # the prompt of the call before the one restated last
+    call: tuple[str | None, int, int, int] | None = None  # that one's (key, stated, line, new)
     for record in _span(records, start - 1, len(records)):
         n = record.line
         if done.first <= n <= done.last or editor.usage_mark not in record.raw \
@@ -354,12 +360,16 @@ def _resize(plan: Plan, done: Changes) -> set[int]:
         stated = editor.recorded(value) if isinstance(value, dict) else None
         if stated is None:
             continue
-        # a call stated again (its pieces, Codex's event written twice) is restated as it
-        # was the first time, wherever the copy stands (Codex 0.60 writes one before the
-        # reply, one after it)
-        new = last[1] if stated == last[0] else shrink.context(n, n, stated)
-        if (stated, new) != last:
-            cached, last = last[1], (stated, new)
+        key = editor.call(value)
+        # a call stated again is restated as of its first record, with the same cache:
+        # each piece of a Claude Code response (its output grown on later ones), or
+        # Codex's event written twice (CLI 0.60: one before the reply, one after it)
+        if call is not None and (key == call[0] if key is not None else stated == call[1]):
+            at = call[2]
+        else:
+            cached, at = call[3] if call is not None else 0, n
+        new = shrink.context(at, at, stated)
+        call = (key, stated, at, new)
         # written anew even where the size stands (a usage at or below ctxpack's count,
         # made up, that the bill passed over): each call kept was made on the context
         # before, and a reader takes a call after the last line compress wrote for one

@@ -384,6 +384,11 @@ class Editor(Protocol):
         """The context tokens `record` states the agent had, or None if it states none."""
         ...
 
+    def call(self, record: dict[str, Any]) -> str | None:
+        """The API call whose usage `record` states, where each piece of one response
+        states it again (None: each record is a call of its own)."""
+        ...
+
     def resized(self, record: dict[str, Any], tokens: int, cached: int) -> dict[str, Any]:
         """A copy of usage record `record` stating `tokens` instead, of which the agent's
         provider had `cached` in its prompt cache (the previous call's prompt)."""
@@ -403,6 +408,9 @@ class NoUsage:
     keeps_mark: tuple[bytes, ...] = ()
 
     def recorded(self, record: dict[str, Any]) -> int | None:
+        return None
+
+    def call(self, record: dict[str, Any]) -> str | None:
         return None
 
     def resized(self, record: dict[str, Any], tokens: int, cached: int) -> dict[str, Any]:

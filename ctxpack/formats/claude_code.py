@@ -241,6 +241,13 @@ class ClaudeCodeEditor:
         tokens = sum(number(usage.get(k)) for k in _USAGE_FIELDS)
         return tokens or None  # a synthetic reply states no call
 
+    def call(self, record: dict[str, Any]) -> str | None:
+        """The response's `message.id`: each piece of it (a block a line) carries the
+        call's usage, the output growing on later pieces (see anthropic.UsageTally)."""
+        message = record.get("message")
+        found = message.get("id") if isinstance(message, dict) else None
+        return found if isinstance(found, str) else None
+
     def resized(self, record: dict[str, Any], tokens: int, cached: int) -> dict[str, Any]:
         """The usage of a call that sent the smaller context: what was not in the cache
         (the previous call's prompt) is written to it, as after the agent's own compaction."""

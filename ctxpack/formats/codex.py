@@ -550,6 +550,9 @@ class CodexEditor:
         last = info.get("last_token_usage") if isinstance(info, dict) else None
         return number(last.get("total_tokens")) or None if isinstance(last, dict) else None
 
+    def call(self, record: dict[str, Any]) -> str | None:
+        return None  # (an event written twice states the same total: see writer._resize)
+
     def resized(self, record: dict[str, Any], tokens: int, cached: int) -> dict[str, Any]:
         """The event with its last call's usage stating `tokens` (the CLI's measure of the
         context); the session's running totals stay what was spent."""
