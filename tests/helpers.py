@@ -5,14 +5,13 @@ from __future__ import annotations
 
 import functools
 import importlib.util
-import io
 import json
 import os
 import subprocess
 import sys
 import types
 from collections.abc import Sequence
-from dataclasses import dataclass, replace
+from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
 
@@ -91,18 +90,99 @@ def assert_tool_pairs(messages: Sequence[Message]) -> None:
     assert seen <= answered, f"calls without results: {seen - answered}"
 
 
+# The agent the Claude Code fixtures stand for, as the corpus measured Claude Code (see
+# BENCHMARKS.md): what it sends besides the messages (system prompt, tool definitions), and
+# its tokens per cl100k_base token, by model (any other: FIXTURE_SLOPE). Stated here, so
+# that the usage a fixture records does not come from the code it tests.
+FIXTURE_UNLOGGED = 25_000
+FIXTURE_SLOPE = 1.21
+FIXTURE_SLOPES = {"claude-haiku-4-5": 1.17, "claude-opus-4-5": 1.27, "claude-opus-4-7": 1.45}
+# A message's framing (role, separators) and the reply's priming, in cl100k_base tokens
+FRAMING, PRIMING = 3, 3
+
+
+@functools.cache
+def _cl100k() -> Any:
+    """tiktoken's cl100k_base, or None where its file cannot be had (counts are then
+    estimated at 4 characters a token, as ctxpack estimates them)."""
+    try:
+        import tiktoken
+
+        return tiktoken.get_encoding("cl100k_base")
+    except Exception:  # noqa: BLE001 - offline, no encoding file
+        return None
+
+
+def fixture_tokens(text: str) -> int:
+    """cl100k_base's count of `text`, read with tiktoken directly."""
+    enc = _cl100k()
+    return len(enc.encode(text, disallowed_special=())) if enc else (len(text) + 3) // 4
+
+
+def _texts(value: Any) -> list[str]:
+    """What the model reads of a Claude Code message's content or an attachment: every
+    text, thinking, tool input (as JSON), tool name and result; images not counted."""
+    if isinstance(value, str):
+        return [value]
+    if isinstance(value, list):
+        return [t for v in value for t in _texts(v)]
+    if not isinstance(value, dict):
+        return []
+    kind = value.get("type")
+    if kind == "tool_use":
+        return [str(value.get("name", "")), json.dumps(value.get("input"))]
+    if kind == "image":
+        return []
+    return [t for k, v in value.items() if k not in ("type", "id", "tool_use_id", "signature")
+            for t in _texts(v)]
+
+
+def _message(record: dict[str, Any]) -> dict[str, Any]:
+    message = record.get("message")
+    return message if isinstance(message, dict) else {}
+
+
+def _seen(record: dict[str, Any]) -> int:
+    """cl100k_base tokens of what one user, assistant or attachment record sends."""
+    content = _message(record).get("content") if "message" in record \
+        else record.get("attachment")
+    return FRAMING + sum(fixture_tokens(t) for t in _texts(content))
+
+
+def _prompt(records: Sequence[dict[str, Any]], k: int) -> list[dict[str, Any]]:
+    """The records the call whose reply is `records[k]` was sent, in file order: its chain
+    back by `parentUuid` (to the file's start or a compaction), the other pieces of each
+    response on it (parallel calls share a `message.id`) and the results of their calls."""
+    before = records[:k]
+    by_uuid = {r["uuid"]: r for r in before if isinstance(r.get("uuid"), str)}
+    on: set[str] = set()
+    at = records[k].get("parentUuid")
+    while isinstance(at, str) and at in by_uuid and at not in on:
+        on.add(at)
+        at = by_uuid[at].get("parentUuid")
+    ids = {_message(by_uuid[u]).get("id") for u in on if by_uuid[u].get("type") == "assistant"}
+    pieces = {id(r): r for r in before
+              if r.get("type") == "assistant" and _message(r).get("id") in ids - {None}}
+    asked = {b.get("id") for r in pieces.values() for b in _message(r).get("content") or []
+             if isinstance(b, dict) and b.get("type") == "tool_use"}
+
+    def answers(r: dict[str, Any]) -> bool:
+        content = _message(r).get("content") if r.get("type") == "user" else None
+        return isinstance(content, list) and any(
+            isinstance(b, dict) and b.get("tool_use_id") in asked for b in content)
+
+    return [r for r in before if r.get("type") in ("user", "assistant", "attachment")
+            and (r.get("uuid") in on or id(r) in pieces or answers(r))]
+
+
 def with_real_usage(records: Sequence[dict[str, Any]]) -> list[dict[str, Any]]:
     """Claude Code `records` (a copy), each API response written without usage given the
     usage a real session records for it: a prompt of what the agent sends besides the
-    messages (the format's unlogged figure, as the table has it) plus the model's slope ×
-    ctxpack's count of the messages before the reply, in the file as it stood when the
-    reply was written; as output, the slope × the reply's count. Every piece of one
-    response carries its usage. Usage given is kept (tests of how a reader tallies it)."""
-    from ctxpack.calibration import UNLOGGED, prompt_sizes, slope_of
-    from ctxpack.loader import load
-    from ctxpack.tokens import TokenCounter
-    from ctxpack.transcript import RecordedCall
-
+    messages (FIXTURE_UNLOGGED) plus the model's slope (FIXTURE_SLOPES) × tiktoken's
+    cl100k_base count of the messages the call was sent (see `_prompt`), each with its
+    framing, and the reply's priming; as output, the slope × the reply's count. Every
+    piece of one response carries its usage, and the prompt cache holds the call before.
+    Usage given is kept (tests of how a reader tallies it)."""
     out = json.loads(json.dumps(list(records)))
     given: dict[str, dict[str, int]] = {}
     sent = 0  # the last prompt, read from the cache by the next call
@@ -114,21 +194,12 @@ def with_real_usage(records: Sequence[dict[str, Any]]) -> list[dict[str, Any]]:
         if message["id"] in given:
             message["usage"] = dict(given[message["id"]])
             continue
-        t = load(io.BytesIO(b"".join(json.dumps(r).encode() + b"\n" for r in out[:k + 1])),
-                 "claude-code")
-        # the reply is the last message of its chain: the context, or a sub-agent's
-        chain = next(c for c in (t.messages, t.sidechain, t.outside)
-                     if any(m.id == message["id"] for m in c))
-        reply = next(i for i, m in enumerate(chain) if m.id == message["id"])
-        model = message.get("model")
-        counter, slope = TokenCounter(model), slope_of(model)
-        (counted,) = prompt_sizes(replace(t, messages=chain, calls=()),
-                                  [RecordedCall(reply, 1, None, model)], counter, model)
-        prompt = UNLOGGED["claude-code"] + round(slope * counted)
+        slope = FIXTURE_SLOPES.get(message.get("model"), FIXTURE_SLOPE)
+        counted = sum(map(_seen, _prompt(out, k))) + PRIMING
+        prompt = FIXTURE_UNLOGGED + round(slope * counted)
         read = sent if sent + 3 <= prompt else 0
         given[message["id"]] = message["usage"] = {
             "input_tokens": 3, "cache_creation_input_tokens": prompt - 3 - read,
-            "cache_read_input_tokens": read,
-            "output_tokens": round(slope * counter.message(chain[reply]).total)}
+            "cache_read_input_tokens": read, "output_tokens": round(slope * _seen(record))}
         sent = prompt
     return out

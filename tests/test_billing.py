@@ -330,6 +330,21 @@ def streamed_session(path: Path, steps: int = 14) -> Path:
     return path
 
 
+def test_calibrate_finds_the_agent_the_fixtures_stand_for(tmp_path: Path) -> None:
+    # the fixtures' usage is tiktoken's own count of each call's prompt at a stated slope
+    # and overhead, not ctxpack's: calibrate, reading the prompts as ctxpack counts them,
+    # finds those figures again (a prompt counted a message short or long is hundreds
+    # of tokens off)
+    from .helpers import FIXTURE_SLOPE, FIXTURE_UNLOGGED
+
+    run = run_ctxpack("calibrate", str(streamed_session(tmp_path / "s.jsonl")), "--json")
+    assert run.code == 0, run.err
+    (fitted,) = json.loads(run.out)
+    assert fitted["calls"] == 14 and abs(fitted["slope"] - FIXTURE_SLOPE) < 0.02
+    assert abs(fitted["overhead"] - FIXTURE_UNLOGGED) < 100, fitted
+    assert fitted["error"] < 0.002
+
+
 def _resumed() -> list:
     """Claude Code sessions compress keeps recorded calls of: a made one and the corpus's."""
     return [pytest.param(None, id="streamed-pieces"),
