@@ -54,6 +54,7 @@ from typing import Any
 
 from .jsonl import json_kind
 from .models import TABLE, table_window
+from .numbers import number
 from .transcript import RecordedCall, printable, where_in
 
 # How many times its table window a call of a known model may hold (the tables give a
@@ -193,15 +194,8 @@ def cannot(counts: str, costs: str = "", run: bool = False) -> str:
 
 
 def _cost(value: Any, text: bool = False, most: float = math.inf) -> bool:
-    if text and isinstance(value, str):
-        try:
-            value = float(value)
-        except ValueError:
-            return False
-    if isinstance(value, bool) or not isinstance(value, (int, float)):
-        return False
-    # (an int past what a float holds has no isfinite, and is compared exactly)
-    return (isinstance(value, int) or math.isfinite(value)) and 0 <= value <= most
+    found = number(value, text)  # (an int past what a float holds compared exactly)
+    return found is not None and 0 <= found <= most
 
 
 Summed = tuple[tuple[str, int | float], ...]  # as `RecordedCall.summed`
