@@ -12,7 +12,6 @@ from __future__ import annotations
 
 import math
 import os
-import sys
 from dataclasses import dataclass, field, replace
 from pathlib import Path
 from typing import Any
@@ -27,6 +26,7 @@ from .models import (
     model_key,
     overhead_bound,
 )
+from .numbers import real
 from .settings import SETTINGS, read
 
 KNOWN_KEYS = {"models", "compress", "calibration"}
@@ -207,21 +207,10 @@ def _calibrations(entries: Any, path: Path, table: ModelTable) -> list[Calibrati
 
 
 def _number(value: Any) -> float | None:
-    """`value` as a finite number, or None; YAML text that reads as one counts (PyYAML
-    reads `1e3` as text, as it does `1_000` in a setting read by `settings.convert`)."""
-    if isinstance(value, bool):
-        return None
-    if isinstance(value, str):
-        try:
-            value = float(value.replace("_", ""))
-        except ValueError:
-            return None
-    if isinstance(value, int) and abs(value) > sys.float_info.max:
-        # a whole number past what a float holds is a number, and out of every range
-        return math.inf if value > 0 else -math.inf
-    if not isinstance(value, (int, float)) or not math.isfinite(value):
-        return None
-    return float(value)
+    """`value` as a number (see ctxpack.numbers), or None; YAML text that reads as one
+    counts (PyYAML reads `1e3` as text), as it does in a setting read by
+    `settings.convert`."""
+    return real(value, text=True)
 
 
 def _within(value: Any, low: float, high: float, what: str, unit: str) -> float:

@@ -467,7 +467,7 @@ class Scanner:
         layout.earlier_calls, before = believed(layout.earlier_calls, lines(layout.earlier),
                                                 conversations(layout.earlier), span,
                                                 places(layout.earlier))
-        before += alone(layout.older_calls)
+        before += alone(layout.unbilled_calls)
         # a reader's own (usage it could not read) with those of the calls it read
         layout.set_aside = sorted([*layout.set_aside, *before, *aside], key=lambda x: x.line)
         layout.usage = believed_usage(layout.usage, aside, layout.calls, before)

@@ -48,12 +48,14 @@ from __future__ import annotations
 
 import itertools
 import math
-from collections.abc import Callable, Mapping, Sequence
+from collections.abc import Callable, Iterable, Mapping, Sequence
 from dataclasses import dataclass
+from decimal import Decimal
 from typing import Any
 
 from .jsonl import json_kind
 from .models import TABLE, table_window
+from .numbers import number
 from .transcript import RecordedCall, printable, where_in
 
 # How many times its table window a call of a known model may hold (the tables give a
@@ -193,15 +195,8 @@ def cannot(counts: str, costs: str = "", run: bool = False) -> str:
 
 
 def _cost(value: Any, text: bool = False, most: float = math.inf) -> bool:
-    if text and isinstance(value, str):
-        try:
-            value = float(value)
-        except ValueError:
-            return False
-    if isinstance(value, bool) or not isinstance(value, (int, float)):
-        return False
-    # (an int past what a float holds has no isfinite, and is compared exactly)
-    return (isinstance(value, int) or math.isfinite(value)) and 0 <= value <= most
+    found = number(value, text)  # (an int past what a float holds compared exactly)
+    return found is not None and 0 <= found <= most
 
 
 Summed = tuple[tuple[str, int | float], ...]  # as `RecordedCall.summed`
@@ -210,6 +205,24 @@ Summed = tuple[tuple[str, int | float], ...]  # as `RecordedCall.summed`
 def summed(**amounts: int | float) -> Summed:
     """What a reader added to its usage summary for one call, as `RecordedCall.summed`."""
     return tuple(amounts.items())
+
+
+def together(shares: Sequence[Summed]) -> Summed:
+    """Several shares of a usage summary as one (the steps of one call: OpenCode's message
+    of several), each amount added up, costs as `dollars` adds them; `calls` counts them
+    (a summary's `calls` is the steps')."""
+    keys = dict.fromkeys(k for share in shares for k, _ in share)
+    amounts = [dict(share) for share in shares]
+    return (("calls", len(shares)), *(
+        (k, dollars(a.get(k, 0) for a in amounts) if k == "cost_usd" else
+         sum(a.get(k, 0) for a in amounts)) for k in keys))
+
+
+def dollars(costs: Iterable[int | float]) -> float:
+    """Costs added up as the file wrote them: each as it prints (its shortest decimal), the
+    sum rounded to the 6 places a summary shows, so that a sum, or a total less a cost set
+    aside, prints as the figures written do ($0.06, not $0.059998 or 0.30000000000000004)."""
+    return round(float(sum((Decimal(repr(c)) for c in costs), Decimal(0))), 6)
 
 
 def shown(value: Any) -> str:
@@ -358,23 +371,26 @@ def believed_usage(usage: dict[str, Any], aside: Sequence[SetAside],
     """A file's usage summary without the calls set aside (`aside` of the context, whose
     calls `kept` can be true, and `earlier`, of the contexts before a compaction): what
     each added to it taken back out, its cost (`cost_usd`) too (never below 0: a total the
-    agent kept may never have held a count made up in one call's record), `calls` less them,
-    `calls_set_aside` how many there were, and the last prompt size the last kept call's
-    where the last one recorded was set aside (none where no call was kept)."""
+    agent kept may never have held a count made up in one call's record), `calls` less them
+    (each the steps its share counts, else one), `calls_set_aside` how many there were,
+    and the last prompt size the last kept call's where the last one recorded was set
+    aside (none where no call was kept)."""
     last = [x.call for x in aside if x.call is not None]
     calls = [x.call for x in earlier if x.call is not None] + last
     if not usage or not calls:
         return usage
     out = dict(usage)
-    for call in calls:
-        for key, amount in call.summed:
+    # each call's share, one call unless it says how many steps it was (none of a summary
+    # that is no sum of calls)
+    shares = [{"calls": 1, **dict(c.summed)} if c.summed else {} for c in calls]
+    for share in shares:
+        for key, amount in share.items():
             value = out.get(key)
             if isinstance(value, (int, float)) and not isinstance(value, bool):
-                left = max(value - amount, 0)  # (a cost is rounded as the readers round it)
-                out[key] = round(left, 6) if isinstance(left, float) else left
-    if isinstance(out.get("calls"), int):
-        out["calls"] = max(out["calls"] - sum(1 for c in calls if c.summed), 0)
-    out["calls_set_aside"] = len(calls)
+                # (a cost as the readers add them up: as written, never below 0)
+                out[key] = max(dollars((value, -amount)), 0) if isinstance(value, float) \
+                    or isinstance(amount, float) else max(value - amount, 0)
+    out["calls_set_aside"] = sum(share.get("calls", 1) for share in shares)
     if "last_input_tokens" in out and last and max(c.prompt for c in last) > max(
             (c.prompt for c in kept), default=-1):
         billed = next((c.billed for c in reversed(kept) if c.billed > 0), None)

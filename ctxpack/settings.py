@@ -6,6 +6,7 @@ line reads it at every start, before it knows which command runs."""
 
 from __future__ import annotations
 
+import math
 import re
 from collections.abc import Callable, Mapping
 from dataclasses import dataclass
@@ -13,6 +14,7 @@ from difflib import get_close_matches
 from typing import Any, NamedTuple
 
 from .errors import UsageError
+from .numbers import number, real
 
 STRATEGIES = ("extractive", "structured", "llm")
 TRUNCATE_MODES = ("head", "tail", "head_tail")
@@ -213,11 +215,11 @@ def convert(name: str, value: object, where: str) -> object:
         if SETTINGS[name].alternatives and isinstance(value, (list, tuple)):
             return _alternatives(name, value, where)
         return str(value)
-    elif not isinstance(value, bool) and not (kind is int and isinstance(value, float)):
-        try:
-            return kind(str(value).replace("_", "")) if isinstance(value, str) else kind(value)
-        except (TypeError, ValueError, OverflowError):
-            pass
+    elif kind is int:
+        if isinstance(found := number(value, text=True), int):
+            return found
+    elif (found := real(value, text=True)) is not None and math.isfinite(found):
+        return found
     raise UsageError(f"{where}: {name} must be {'true or false' if kind is bool else kind.__name__}"
                      f", not {value!r}")
 

@@ -13,6 +13,7 @@ import json
 import re
 import shutil
 from collections.abc import Callable, Iterator
+from decimal import Decimal
 from itertools import pairwise
 from pathlib import Path
 from typing import Any
@@ -719,8 +720,12 @@ def test_an_aider_cost_no_call_can_run_to_sets_its_call_aside(tmp_path: Path) ->
     bad = json.loads(ctxpack("stats", "--json", str(path)).out)["files"][0]
     assert [x["line"] for x in bad["usage_set_aside"]] == [at + 1]
     assert bad["usage"]["calls"] == honest["calls"] - 1
-    # (taken out of a sum that held it: a float of 99,999,999,999 keeps five decimals)
-    assert bad["usage"]["cost_usd"] == pytest.approx(honest["cost_usd"] - cost, abs=1e-5)
+    # the costs left, as the file writes them (0.06, not the 0.059998 a float sum that held
+    # 99,999,999,999 leaves), in the JSON and the table
+    left = sum(Decimal(c) for n, line in enumerate(lines) if n != at
+               for c in re.findall(r"Cost: \$([\d.]+) message", line))
+    assert Decimal(repr(bad["usage"]["cost_usd"])) == left
+    assert re.search(rf"│ cost_usd +│ {left} +│", ctxpack("stats", str(path)).out)
 
 
 def test_a_gemini_reply_whose_cached_input_passes_its_input_is_set_aside(tmp_path: Path
@@ -742,3 +747,109 @@ def test_a_gemini_reply_whose_cached_input_passes_its_input_is_set_aside(tmp_pat
         f"the tokens.input {tokens['input']:,} it is part of)) cannot be true" in said.out
     b = json.loads(ctxpack("stats", "--json", str(path)).out)["files"][0]
     assert [x["line"] for x in b["usage_set_aside"]] == [at + 1]
+
+
+def aider_copy(tmp_path: Path, sample: str, edit: Callable[[list[str]], int]) -> tuple[Path, int]:
+    """A copy of an Aider sample whose lines `edit` changed, and the line it names."""
+    lines = (SAMPLES / "aider" / sample).read_text().split("\n")
+    at = edit(lines)
+    path = tmp_path / sample
+    path.write_text("\n".join(lines))
+    return path, at + 1
+
+
+def editor_tokens(lines: list[str]) -> int:
+    """The index of the first `> Tokens:` line of the editor's turns (after the copy of the
+    architect's answer, a `####` line that follows a reply)."""
+    prompt = next(n for n, line in enumerate(lines) if line.startswith("#### Change `Cart"))
+    return next(n for n in range(prompt, len(lines)) if lines[n].startswith("> Tokens: "))
+
+
+def test_an_aider_editor_call_is_held_to_the_editor_models_window(tmp_path: Path) -> None:
+    """In architect mode the editor model's `> Tokens:` lines are calls of their own, not
+    the chat's: they are checked as the chat's are, by the editor model's window, and one
+    that cannot be true is named at its line and left out of the table (it was summed
+    into it unchecked)."""
+    def edit(lines: list[str]) -> int:
+        model = next(n for n, line in enumerate(lines) if line.startswith("> Editor model:"))
+        lines[model] = "> Editor model: gpt-4o-mini with editor-diff edit format  "
+        at = editor_tokens(lines)
+        lines[at] = lines[at].replace("3.9k sent", "700k sent")
+        return at
+    path, line = aider_copy(tmp_path, "architect-lint.aider.chat.history.md", edit)
+    # 700k is within what the main model (a Claude model) may be sent: not the editor's
+    named = named_lines(path)
+    assert named == [f"{path}:{line}: recorded usage of 700,000 tokens (prompt and reply) "
+                     "cannot be true: more than 640,000, 5 times the 128,000-token window the "
+                     "table gives gpt-4o-mini (as gpt-4o); set aside, not used for the bill or "
+                     "the window"]
+    honest = json.loads(ctxpack("stats", "--json", str(
+        SAMPLES / "aider" / "architect-lint.aider.chat.history.md")).out)["files"][0]
+    bad = json.loads(ctxpack("stats", "--json", str(path)).out)["files"][0]
+    assert [x["line"] for x in bad["usage_set_aside"]] == [line]
+    h, b = honest["usage"], bad["usage"]
+    assert (b["calls"], b["calls_set_aside"]) == (h["calls"] - 1, 1)
+    assert b["input_tokens"] == h["input_tokens"] - 3_900
+    assert b["output_tokens"] == h["output_tokens"] - 71 and b["cost_usd"] == 0.07
+    # the chat's bill is the chat's calls' alone, as before
+    assert bad["context"] == honest["context"]
+
+
+@pytest.mark.parametrize("where", ["editor", "cleared"])
+def test_an_aider_call_on_no_prompt_of_the_chat_has_its_cost_checked(tmp_path: Path,
+                                                                     where: str) -> None:
+    """A call the bill does not rest on (the editor's; one of a chat `/clear` emptied) is
+    in the table all the same, so a cost no call can run to is named and taken out."""
+    sample = "architect-lint" if where == "editor" else "unit-conversions"
+
+    def edit(lines: list[str]) -> int:
+        at = editor_tokens(lines) if where == "editor" else \
+            max(n for n, line in enumerate(lines[:lines.index("#### /clear  ")])
+                if line.startswith("> Tokens: "))
+        lines[at] = re.sub(r"Cost: \$[\d.]+ message", "Cost: $5000.00 message", lines[at])
+        return at
+    path, line = aider_copy(tmp_path, f"{sample}.aider.chat.history.md", edit)
+    named = named_lines(path)
+    assert len(named) == 1 and named[0].startswith(
+        f"{path}:{line}: recorded cost of $5,000.00 cannot be true: more than $1,258.29"), named
+    lines = path.read_text().split("\n")
+    left = sum(Decimal(c) for n, text in enumerate(lines) if n != line - 1
+               for c in re.findall(r"Cost: \$([\d.]+) message", text))
+    usage = json.loads(ctxpack("stats", "--json", str(path)).out)["files"][0]["usage"]
+    assert usage["calls_set_aside"] == 1 and Decimal(repr(usage["cost_usd"])) == left
+
+
+def test_an_opencode_message_of_steps_with_a_bad_later_step_is_set_aside_whole(
+        tmp_path: Path) -> None:
+    """An OpenCode export message of two steps (two `step-finish` parts), the later with a
+    cost no cost can be: the message's call is set aside, and all its steps' share of the
+    table with it (the first step's alone was taken out); the cost is named at its own
+    line, not its message's."""
+    sample = SAMPLES / "opencode" / "book-search.opencode.json"
+    doc = json.loads(sample.read_text())
+    parts = doc["messages"][3]["parts"]
+    first = next(p for p in parts if p["type"] == "step-finish")
+    second = {**first, "id": "prt_second0step0of0message3", "cost": -1,
+              "tokens": {"input": 7, "output": 50, "reasoning": 0,
+                         "cache": {"read": 20_000, "write": 300}}}
+    parts += [{"type": "step-start", "id": "prt_second0start0of0message3"},
+              {"type": "text", "text": "Both edits are in.", "id": "prt_second0text0"},
+              second]
+    honest, bad = tmp_path / "honest.json", tmp_path / "bad.json"
+    honest.write_text(sample.read_text())
+    bad.write_text(json.dumps(doc, indent=2))
+    line = next(n for n, text in enumerate(bad.read_text().splitlines(), 1)
+                if text.strip() == '"cost": -1,')
+    assert named_lines(bad) == [
+        f"{bad}:{line}: recorded usage (cost -1) cannot be true: a cost is a number, zero or "
+        "more; set aside, not used for the bill or the window"]
+    h, b = (json.loads(ctxpack("stats", "--json", str(p)).out)["files"][0]["usage"]
+            for p in (honest, bad))
+    # both steps out: the first as the honest file counts it, the second in full
+    cache = first["tokens"]["cache"]
+    prompt = first["tokens"]["input"] + cache["read"] + cache["write"]
+    assert (b["calls"], b["calls_set_aside"]) == (h["calls"] - 1, 2)
+    assert b["input_tokens"] == h["input_tokens"] - prompt
+    assert b["output_tokens"] == h["output_tokens"] - first["tokens"]["output"]
+    assert Decimal(repr(b["cost_usd"])) == Decimal(repr(h["cost_usd"])) - Decimal(
+        repr(first["cost"]))

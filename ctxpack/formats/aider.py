@@ -34,7 +34,7 @@ import re
 from dataclasses import replace
 from typing import Any
 
-from ..recorded import summed
+from ..recorded import dollars, summed
 from ..transcript import Message, RecordedCall, Text, Thinking
 from .base import NOT_WRITTEN, Layout, RecordError, measure
 
@@ -42,6 +42,7 @@ START = "# aider chat started at"
 _PROMPT_COMMANDS = ("/ask", "/code", "/architect", "/context")
 _CLEARING = ("/clear", "/reset")
 _MODEL = re.compile(r"^> (?:Main model|Model): (\S+)")
+_EDITOR_MODEL = re.compile(r"^> Editor model: (\S+)")
 _TOKENS = re.compile(r"^> Tokens: (.*)")
 _AMOUNT = re.compile(r"([\d.,]+)([kKmM]?) (sent|received|cache write|cache hit)")
 _COST = re.compile(r"Cost: \$([\d.]+) message")
@@ -112,10 +113,13 @@ class AiderReader:
         self.context: list[int] = []
         self.sidechain: list[int] = []  # the editor model's turns in architect mode
         self.model: str | None = None
+        self.editor_model: str | None = None  # the run's, in architect mode
         self.edit_format: str | None = None
         self.calls: list[dict[str, Any]] = []
         self.runs = 0
         self.replies: list[RecordedCall] = []  # `prompt`: the reply's number, until finish
+        # the calls on no prompt of the chat (the editor's, a cleared chat's): judged alone
+        self.unbilled: list[RecordedCall] = []
         self.reply: int | None = None  # the newest reply in the chat, until a prompt
         self.editor = False  # in the editor's turns of an architect answer
         self.why: dict[str, None] = {}  # why messages are outside the context, in order
@@ -146,7 +150,7 @@ class AiderReader:
                 close()
                 self.runs += 1
                 run_start = len(self.messages)
-                self.editor, self.reply = False, None
+                self.editor, self.reply, self.editor_model = False, None, None
                 continue
             if text.startswith("####"):
                 quoted.clear()
@@ -167,6 +171,8 @@ class AiderReader:
                     self.model = found.group(1)
                     edit = _EDIT_FORMAT.search(text)
                     self.edit_format = edit.group(1) if edit else self.edit_format
+                if (found := _EDITOR_MODEL.match(text)) is not None:
+                    self.editor_model = found.group(1)
                 if (usage := tokens_line(text)) is not None:
                     self.calls.append(usage)
                     self._recorded(usage, number)
@@ -196,7 +202,9 @@ class AiderReader:
                 if any(n >= run_start for n in self.context):
                     self.why["before a /clear or /reset"] = None
                 self.context = [n for n in self.context if n < run_start]
-                # (the calls of the chat cleared: their prompts are gone)
+                # (the calls of the chat cleared: their prompts are gone, their usage not)
+                self.unbilled += [replace(c, prompt=0) for c in self.replies
+                                  if c.prompt >= run_start]
                 self.replies = [c for c in self.replies if c.prompt < run_start]
                 self.editor, self.reply = False, None
                 return
@@ -231,23 +239,31 @@ class AiderReader:
     def _recorded(self, usage: dict[str, Any], line: int) -> None:
         """A `Tokens:` line follows the reply of the call it tells of: the newest reply in
         the chat (what it has `sent` is its prompt, rounded as Aider prints it); a line of
-        the editor's turns tells of the editor's call, whose prompt is not the chat's."""
+        the editor's turns tells of the editor's call (of the editor model), whose prompt
+        is not the chat's: such a call, and one of no reply, is judged by itself, as its
+        usage is in the totals all the same."""
         sent, wrong = usage.get("sent", 0), usage.get("wrong", "")
-        if (sent > 0 or wrong) and not self.editor and self.reply is not None \
-                and not any(c.prompt == self.reply for c in self.replies[-1:]):
-            self.replies.append(RecordedCall(self.reply, sent, None, self.model, summed=summed(
-                input_tokens=sent, output_tokens=usage.get("received", 0),
-                cache_read_tokens=usage.get("cache hit", 0),
-                cache_creation_tokens=usage.get("cache write", 0),
-                cost_usd=usage.get("cost", 0)),
-                problem=f"'> Tokens:' {wrong}" if wrong else "", at=line))
+        chat = (sent > 0 or wrong) and not self.editor and self.reply is not None \
+            and not any(c.prompt == self.reply for c in self.replies[-1:])
+        call = RecordedCall(
+            self.reply if chat and self.reply is not None else 0, sent, None,
+            self.editor_model or self.model if self.editor else self.model,
+            summed=summed(input_tokens=sent, output_tokens=usage.get("received", 0),
+                          cache_read_tokens=usage.get("cache hit", 0),
+                          cache_creation_tokens=usage.get("cache write", 0),
+                          cost_usd=usage.get("cost", 0)),
+            problem=f"'> Tokens:' {wrong}" if wrong else "", at=line)
+        (self.replies if chat else self.unbilled).append(call)
 
     def finish(self) -> tuple[list[Message], Layout]:
         # each run's calls anchor that run (conversation) only
         where = {n: i for i, n in enumerate(self.context)}
         calls = [replace(c, prompt=where[c.prompt]) for c in self.replies if c.prompt in where]
+        unbilled = [*self.unbilled, *(replace(c, prompt=0) for c in self.replies
+                                      if c.prompt not in where)]
         return [], Layout(self.context, self.sidechain, model=self.model, usage=self._usage(),
                           conversations=max(self.runs, 1), calls=calls,
+                          unbilled_calls=unbilled,
                           outside_why="; ".join(self.why) or "before a /clear or /reset")
 
     def _usage(self) -> dict[str, Any]:
@@ -266,7 +282,7 @@ class AiderReader:
             usage["cache_read_tokens"] = sum(c.get("cache hit", 0) for c in self.calls)
             usage["cache_creation_tokens"] = sum(c.get("cache write", 0) for c in self.calls)
         if any("cost" in c for c in self.calls):
-            usage["cost_usd"] = round(sum(c.get("cost", 0) for c in self.calls), 6)
+            usage["cost_usd"] = dollars(c.get("cost", 0) for c in self.calls)
         return usage
 
 

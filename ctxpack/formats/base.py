@@ -94,10 +94,11 @@ class Layout:
     # messages on them until a call is recorded after the compaction
     earlier: list[int] = field(default_factory=list)
     earlier_calls: list[RecordedCall] = field(default_factory=list)
-    # the calls made on contexts older than `earlier` (a rollout compacted twice; `prompt`
-    # 0, as they have no place): the usage totals hold them, and leave out those that
-    # cannot be true
-    older_calls: list[RecordedCall] = field(default_factory=list)
+    # the calls made on no context a bill measures (`prompt` 0, as they have no place in
+    # one): on contexts older than `earlier` (a rollout compacted twice), on a chat cleared
+    # since, a sub-agent's the file tells only by its usage (Aider's editor model): the
+    # usage totals hold them, and leave out those that cannot be true by themselves
+    unbilled_calls: list[RecordedCall] = field(default_factory=list)
     # recorded calls that cannot be true, taken out of `calls` and `earlier_calls` (see
     # ctxpack.recorded)
     set_aside: list[SetAside] = field(default_factory=list)

@@ -47,7 +47,7 @@ from typing import Any
 
 from ..errors import InputError
 from ..jsonl import item_lines, loads, parse_document
-from ..recorded import SetAside, Summed, summed, wrong_costs, wrong_counts
+from ..recorded import SetAside, Summed, dollars, summed, wrong_costs, wrong_counts
 from ..transcript import (
     Image,
     Message,
@@ -140,7 +140,7 @@ class RequestUsage:
     def __init__(self) -> None:
         self.calls = 0
         self.input = self.output = self.read = self.write = 0
-        self.cost: float = 0
+        self.costs: list[float] = []  # each call's, as written
         self.last: int | None = None
 
     def add_events(self, events: list[Any]) -> None:
@@ -161,7 +161,7 @@ class RequestUsage:
         self.write += write
         self.output += output
         cost = measure(info.get("cost"))
-        self.cost += cost
+        self.costs.append(cost)
         self.last = prompt
         return summed(input_tokens=prompt, output_tokens=output, cache_read_tokens=read,
                       cache_creation_tokens=write, cost_usd=cost)
@@ -175,8 +175,8 @@ class RequestUsage:
                                  "cache_creation_tokens": self.write}
         if self.last is not None:
             usage["last_input_tokens"] = self.last
-        if self.cost:
-            usage["cost_usd"] = round(self.cost, 6)
+        if cost := dollars(self.costs):
+            usage["cost_usd"] = cost
         return usage
 
 

@@ -413,7 +413,7 @@ class CodexReader:
                           earlier=self.earlier,
                           earlier_calls=self._calls_on(self.earlier, self.earlier_encrypted,
                                                        model),
-                          older_calls=self._older(context, model))
+                          unbilled_calls=self._older(context, model))
 
     def _older(self, context: list[int], model: str | None) -> list[RecordedCall]:
         """The recorded calls whose replies are neither in `context` nor in the context

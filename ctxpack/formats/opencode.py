@@ -6,8 +6,9 @@ that hold the call (`callID`, `tool`, `state.input`) and its result (`state.outp
 `state.error` when it failed) together. The model reads the results as a tool message
 after the step, so each assistant message with finished tool parts is emitted as two
 messages: the step, then its results. Usage is the `step-finish` parts' `tokens` (an
-assistant `info.tokens` is the sum of its steps: only the parts are counted); each step's
-prompt size is a recorded call, and the reasoning tokens of a step whose reasoning the
+assistant `info.tokens` is the sum of its steps: only the parts are counted); a message's
+steps are one recorded call, its first step's prompt size (set aside, all its steps'
+usage is taken out of the summary), and the reasoning tokens of a step whose reasoning the
 file holds only encrypted are counted in the prompts that carry it. After a
 compaction (a user message with a `compaction` part answered by an assistant message
 with `summary: true`) the model sees only what follows that user message.
@@ -20,9 +21,9 @@ import re
 from dataclasses import replace
 from typing import Any
 
-from ..jsonl import dumps, json_kind
+from ..jsonl import dumps, item_lines, json_kind
 from ..models import keeps_reasoning
-from ..recorded import Summed, summed, wrong_costs, wrong_counts
+from ..recorded import Summed, dollars, summed, together, wrong_costs, wrong_counts
 from ..transcript import Image, Message, Part, RecordedCall, Text, Thinking, ToolCall, ToolResult
 from .base import (
     NOT_WRITTEN,
@@ -57,7 +58,7 @@ class StepUsage:
         self.steps = 0
         self.input = self.output = self.reasoning = self.read = self.write = 0
         self.last_input: int | None = None
-        self.cost: float = 0
+        self.costs: list[float] = []  # each call's, as written
 
     def add(self, part: dict[str, Any]) -> tuple[int, tuple[str, str], Summed]:
         """Take a step's tokens; its prompt size (what `calls` records), the counts of its
@@ -79,7 +80,7 @@ class StepUsage:
         self.output += output
         self.reasoning += reasoning
         cost = measure(part.get("cost"))
-        self.cost += cost
+        self.costs.append(cost)
         self.last_input = fresh + read + write
         return self.last_input, (wrong, wrong_costs(part, ("cost",))), summed(
             input_tokens=self.last_input, output_tokens=output, reasoning_tokens=reasoning,
@@ -99,8 +100,8 @@ class StepUsage:
         }
         if self.last_input is not None:
             usage["last_input_tokens"] = self.last_input
-        if self.cost:
-            usage["cost_usd"] = round(self.cost, 6)
+        if cost := dollars(self.costs):
+            usage["cost_usd"] = cost
         return usage
 
 
@@ -145,11 +146,13 @@ class OpenCodeReader:
         self.calls: list[RecordedCall] = []  # their `prompt` the number of the step's message
         self.users: list[int] = []  # the numbers of user messages
         self.finder: LineFinder | None = None
+        self.data: tuple[bytes, int] | None = None  # the document's bytes, its first line
         self.items = Items("message {}")
 
     def located(self, path: str, data: bytes, first: int) -> None:
         """Told the document's bytes: each message is at the line of its `id`."""
         self.finder = LineFinder(data, first)
+        self.data = (data, first)
 
     def _line(self, info: dict[str, Any], line: int) -> int:
         ident = info.get("id")
@@ -192,7 +195,7 @@ class OpenCodeReader:
             elif role == "assistant":
                 if info.get("summary") is True and compacting is not None:
                     self.start = compacting
-                out += self._assistant(at, info, parts, self.count + len(out))
+                out += self._assistant(at, info, parts, self.count + len(out), n)
             else:
                 raise RecordError(f"message {n} has role {role!r}, not 'user' or 'assistant'",
                                   at=("messages", n))
@@ -220,7 +223,10 @@ class OpenCodeReader:
                         human=not synthetic)]
 
     def _assistant(self, line: int, info: dict[str, Any], parts: list[Any],
-                   place: int) -> list[Message]:
+                   place: int, index: int) -> list[Message]:
+        """Message `index` of the document, an assistant's: its step and results (`place`:
+        the number of the first); its steps are one recorded call, at the line of the
+        first cost no cost can be, where one is (and the document has lines of its own)."""
         model = string_field(info, "modelID")
         self.model = model or self.model
         out: list[Part] = []
@@ -228,9 +234,10 @@ class OpenCodeReader:
         output = reasoning = 0
         # the first of its steps' counts that no token count can be, and cost no cost can be
         wrong = ("", "")
-        added: Summed = ()  # what its first step added to the summary
+        shares: list[Summed] = []  # what each of its steps added to the summary
+        at = 0  # the line of the first cost no cost can be
         results: list[ToolResult] = []
-        for p in parts:
+        for i, p in enumerate(parts):
             if not isinstance(p, dict):
                 continue
             kind = p.get("type")
@@ -249,10 +256,15 @@ class OpenCodeReader:
                     results.append(ToolResult(call_id, result.parts, result.is_error))
             elif kind == "step-finish":
                 prompt, step_wrong, step = self.usage.add(p)
-                # (a later step's too: the message's call)
+                if step_wrong[1] and not wrong[1] and self.data is not None:
+                    cost = ("messages", index, "parts", i, "cost")
+                    at = item_lines(*self.data, [cost]).get(cost, 0)
+                # (a later step's too: the message's call, all of whose steps' share is
+                # taken out where it is set aside)
                 wrong = (wrong[0] or step_wrong[0], wrong[1] or step_wrong[1])
+                shares.append(step)
                 if billed is None:
-                    billed, added, counts = prompt, step, dict(step)
+                    billed, counts = prompt, dict(step)
                     output, reasoning = counts["output_tokens"], counts["reasoning_tokens"]
         if not out:
             return []
@@ -262,7 +274,7 @@ class OpenCodeReader:
                                            hidden=any(map(_signed, parts)),
                                            reasoning=reasoning if any(map(_encrypted, parts))
                                            else 0, problem=wrong[0], costs=wrong[1],
-                                           summed=added))
+                                           at=at, summed=together(shares)))
         msg_id = string_field(info, "id")
         messages = [Message("assistant", tuple(out), (line,), info, id=msg_id, model=model)]
         if results:

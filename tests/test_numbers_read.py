@@ -1,0 +1,88 @@
+"""A number written as text is read alike wherever a stranger gives one: a config file's
+figure (YAML leaves `1e3` and quoted values as text), a compress setting from the
+environment, and the managed-agent API's list cost (decimal text by design). Each place
+takes the same texts as numbers and names the same others as none."""
+
+from __future__ import annotations
+
+import json
+from pathlib import Path
+
+import pytest
+
+from ctxpack import load
+from ctxpack.config import load_config
+from ctxpack.errors import UsageError
+from ctxpack.settings import from_env
+
+from .conftest import SAMPLES
+from .helpers import ctxpack
+
+NUMBERS = ["2", " 2 ", "2.5", "2e0", "2_000", "0.5"]
+NOT_NUMBERS = ["1,234", "$0.05", "nan", "inf", "-inf", "Infinity", "1e400", "two", "", "0x10"]
+
+
+def config_overhead(tmp_path: Path, text: str) -> str:
+    """What the config says of a calibration overhead written as quoted `text` ("": it
+    reads it)."""
+    path = tmp_path / "c.yaml"
+    path.write_text(f"calibration:\n  - {{name: gpt-4o, slope: 1.0, overhead: "
+                    f"{json.dumps(text)}}}\n")
+    try:
+        load_config(str(path))
+    except UsageError as exc:
+        return str(exc)
+    return ""
+
+
+def setting(text: str) -> str:
+    """What the settings say of `llm_timeout` given as `text` in the environment."""
+    try:
+        from_env({"CTXPACK_LLM_TIMEOUT": text})
+    except UsageError as exc:
+        return str(exc)
+    return ""
+
+
+def list_cost(tmp_path: Path, text: str) -> str | None:
+    """The managed-agent sample's list cost as stats shows it, its amount written `text`
+    (None: set aside as no cost)."""
+    lines = (SAMPLES / "export-timeout.anthropic-events.jsonl").read_text().splitlines()
+    at = max(n for n, line in enumerate(lines) if json.loads(line)["type"] == "session.usage")
+    record = json.loads(lines[at])
+    record["usage"]["list_cost"] = {"amount": text, "currency": "USD"}
+    lines[at] = json.dumps(record)
+    path = tmp_path / "events.jsonl"
+    path.write_text("\n".join(lines) + "\n")
+    return load(path).usage.get("list_cost")
+
+
+@pytest.mark.parametrize("text", NUMBERS)
+def test_text_of_a_number_is_read_as_one_in_every_place(tmp_path: Path, text: str) -> None:
+    assert config_overhead(tmp_path, text) == ""
+    assert setting(text) == ""
+    assert list_cost(tmp_path, text) == f"{text} USD".strip()
+
+
+@pytest.mark.parametrize("text", NOT_NUMBERS)
+def test_text_of_no_number_is_named_in_every_place(tmp_path: Path, text: str) -> None:
+    said = config_overhead(tmp_path, text)
+    assert "overhead must be a number from 0 to 127,999 (tokens" in said
+    assert said.endswith(f"not {text!r}")
+    # (an infinity was taken for a timeout, and NaN named as out of range)
+    assert setting(text) == f"CTXPACK_LLM_TIMEOUT: llm_timeout must be float, not {text!r}"
+    assert list_cost(tmp_path, text) is None
+
+
+def test_a_negative_number_is_a_number_out_of_range_in_every_place(tmp_path: Path) -> None:
+    assert "overhead -2 is outside 0 to 127,999" in config_overhead(tmp_path, "-2")
+    assert setting("-2") == "CTXPACK_LLM_TIMEOUT: llm_timeout must be a positive number, not -2.0"
+    assert list_cost(tmp_path, "-2") is None
+
+
+def test_a_setting_of_no_number_is_one_line_on_the_command_line(tmp_path: Path) -> None:
+    run = ctxpack("compress", str(SAMPLES / "support-chat.openai.jsonl"), "-o",
+                  str(tmp_path / "out.jsonl"), env={"CTXPACK_LLM_TIMEOUT": "inf"})
+    assert run.code == 2 and run.err.strip().splitlines() == [
+        "error: CTXPACK_LLM_TIMEOUT: llm_timeout must be float, not 'inf'"], run.err
+    assert not (tmp_path / "out.jsonl").exists()
