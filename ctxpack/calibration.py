@@ -226,8 +226,8 @@ class Bill:
     calls: int = 0
     # where no recorded call is used (the bill is then what no usage gives, `unanchored`:
     # every call is far below the count, or the last that is not is itself below the count
-    # of its prompt, with calls passed over after it), the prompt size that call (else the
-    # last) records; else 0
+    # of its prompt, or of the next one's where the agent is known to send more, with calls
+    # passed over after it), the prompt size that call (else the last) records; else 0
     below: int = 0
     # the last recorded calls, each far below the count, that the bill passed over (no
     # anchor: see `far_below`), as (place of the call's reply in the context, its prompt
@@ -243,9 +243,9 @@ class Bill:
     # the model the context is billed as (`billed_model`), its slope and overhead the
     # table's entry for it (None: none named)
     model: str | None = None
-    # where calls were passed over for recording less than the calibrated count of their
-    # messages alone (see `far_below`), what the table says the agent sends besides them;
-    # else 0 (they were far below the count)
+    # where calls were passed over for leaving no room for what the table says the agent
+    # sends besides the messages (see `least_billed`), that overhead; else 0 (they were
+    # far below the count)
     sends: int = 0
 
     def __call__(self, counted: int) -> int:
