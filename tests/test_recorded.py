@@ -14,7 +14,7 @@ from ctxpack.compression.settings import Options
 from ctxpack.recorded import MARGIN, MOST, RISE, believed, unbelievable
 from ctxpack.transcript import RecordedCall
 
-from .conftest import SAMPLES, corpus_files, corpus_params
+from .conftest import CORPUS, SAMPLES, corpus_files, corpus_params
 from .helpers import ctxpack as run_ctxpack
 from .test_window import large_session
 
@@ -574,3 +574,17 @@ def test_an_inflated_output_on_empty_thinking_of_the_corpus_bills_as_before(
     assert s.context is not None and honest.context is not None
     assert s.context.tokens == honest.context.tokens
     assert s.context.calls == honest.context.calls - 1
+
+
+def test_every_call_of_a_real_agent_known_to_send_more_holds_its_messages() -> None:
+    # the line a call of Claude Code or Codex must reach (its messages at the family's
+    # least slope) leaves none of a real session's calls out of a fit, and so passes over
+    # none in a bill (Codex cuts old outputs: rtchess bills 0.98 of the count at 150,000,
+    # still above it)
+    folders = [CORPUS / "claude-code", CORPUS / "codex"]
+    if not all(f.is_dir() for f in folders):
+        pytest.skip("corpus not found beside the checkout (../shared/corpus)")
+    run = run_ctxpack("calibrate", "--json", *map(str, folders))
+    assert run.code == 0, run.err
+    rows = json.loads(run.out)
+    assert len(rows) > 5 and [r["left_out"] for r in rows] == [0] * len(rows)
