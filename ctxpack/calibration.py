@@ -226,8 +226,8 @@ class Bill:
     calls: int = 0
     # where no recorded call is used (the bill is then what no usage gives, `unanchored`:
     # every call is far below the count, or the last that is not is itself below the count
-    # of its prompt, with calls passed over after it), the prompt size that call (else the
-    # last) records; else 0
+    # of its prompt, or of the next one's where the agent is known to send more, with calls
+    # passed over after it), the prompt size that call (else the last) records; else 0
     below: int = 0
     # the last recorded calls, each far below the count, that the bill passed over (no
     # anchor: see `far_below`), as (place of the call's reply in the context, its prompt
@@ -237,6 +237,16 @@ class Bill:
     # where no call is recorded since the newest compaction, the calls before it that
     # measured what is sent besides the messages (the overhead); else 0
     earlier: int = 0
+    # the overhead those calls measured, where it was not taken for being at or past the
+    # model's window (no overhead a config could give it): the table's stands; else 0
+    past_window: int = 0
+    # the model the context is billed as (`billed_model`), its slope and overhead the
+    # table's entry for it (None: none named)
+    model: str | None = None
+    # where calls were passed over for leaving no room for what the table says the agent
+    # sends besides the messages (see `least_billed`), that overhead; else 0 (they were
+    # far below the count)
+    sends: int = 0
 
     def __call__(self, counted: int) -> int:
         """What a context counted `counted` would be billed."""
@@ -261,14 +271,36 @@ class Bill:
         return {"kind": self.kind, "tokens": self.tokens, "visible": self.visible,
                 "not_in_file": self.not_in_file, "error": self.error,
                 "slope": self.slope, "overhead": round(self.overhead),
-                "counted": self.counted, "calls": self.calls, "below": self.below}
+                "counted": self.counted, "calls": self.calls, "below": self.below,
+                "billed_model": self.model, "earlier_calls": self.earlier,
+                "earlier_overhead_past_window": self.past_window,
+                "passed_over_known_overhead": self.sends}
 
 
-def far_below(call: Call, prompt: int, slope: float) -> bool:
-    """Whether `call`'s recorded prompt is under `LEAST_RATIO` of the calibrated count of
-    its prompt (`prompt` counted, billed at `slope` unless the call says its own): made up,
-    or of an agent that cut old outputs itself. Such a call is no anchor."""
-    return call.billed < LEAST_RATIO * (call.slope or slope) * prompt
+def far_below(call: Call, prompt: int, slope: float, sends: int = 0) -> bool:
+    """Whether `call`'s recorded prompt is under the least a prompt counted `prompt` may
+    be billed (`least_billed`, at `slope` unless the call says its own): made up, or of an
+    agent that cut old outputs itself. Such a call is no anchor."""
+    return call.billed < least_billed(call.slope or slope, prompt, sends)
+
+
+def least_billed(slope: float, prompt: int, sends: int = 0) -> float:
+    """The least a prompt counted `prompt` may be billed by a model of `slope` and still
+    anchor a bill: `LEAST_RATIO` of the calibrated count; of an agent the table says
+    `sends` tokens besides the messages (`table_overhead`: Claude Code, Codex, a config's
+    `overhead`), the count of the messages alone at the least slope a model of the family
+    has (`TABLE_SPREAD` below the table's): less would leave no room for what the agent is
+    known to send, so it is no prompt of theirs. (The corpus's calls of such agents all
+    record more, rtchess's too, whose prompts bill 0.98 of the count at 150,000, Codex
+    having cut old outputs.)"""
+    return (slope - TABLE_SPREAD if sends else LEAST_RATIO * slope) * prompt
+
+
+def below_words(sends: int) -> str:
+    """How stats and compress say why calls were passed over (`Bill.sends`, see
+    `far_below`)."""
+    return "far below the count" if not sends else \
+        f"below the count of the messages alone, where the agent is known to send {sends:,} besides"
 
 
 def bill(counts: Sequence[int], calls: Sequence[Call], *, model: str | None, format: str,
@@ -280,6 +312,7 @@ def bill(counts: Sequence[int], calls: Sequence[Call], *, model: str | None, for
     on it, whose slope and overhead stand while no call is recorded after it."""
     found = table.calibration(model)
     slope = found.slope if found is not None else 1.0
+    sends = table_overhead(found, format)
     counts = with_hidden(counts, calls, slope)
     counted = sum(counts) + priming
     # (not those only telling of hidden content; one standing for what compress carried
@@ -295,10 +328,12 @@ def bill(counts: Sequence[int], calls: Sequence[Call], *, model: str | None, for
         assert earlier is not None
         f = own_fit(call_points(with_hidden(earlier[0], earlier[1], slope), before, slope),
                     slope)
+        past = 0
         if f.overhead >= overhead_bound(model or "", table)[0]:
-            f = Fit(f.slope, table_overhead(found, format))
+            past, f = round(f.overhead), Fit(f.slope, table_overhead(found, format))
         return replace(_bill("calibrated", f(counted), f.slope, f.overhead, counted,
-                             _calibrated_error(found)), earlier=len(before))
+                             _calibrated_error(found)), earlier=len(before),
+                       past_window=past)
     if calls:
         prompts = prompts_of(counts, calls, slope)
         # the file's own slope where its calls show one, as `calibrate` fits it, so that
@@ -309,9 +344,12 @@ def bill(counts: Sequence[int], calls: Sequence[Call], *, model: str | None, for
         # would otherwise throw away every sane call before it): the bill anchors on the
         # last call that is not
         keep = len(calls)
-        while keep and far_below(calls[keep - 1], prompts[keep - 1], slope):
+        while keep and far_below(calls[keep - 1], prompts[keep - 1], slope, sends):
             keep -= 1
         passed = tuple((c.prompt, c.billed) for c in calls[keep:])
+        # (the agent's known overhead, where it set the line the calls passed over fell
+        # below: what stats and compress say of them)
+        sends = sends if passed else 0
         last = calls[-1]
         if not keep:
             # every call far below the count: the usage is made up, or the agent cut old
@@ -320,18 +358,27 @@ def bill(counts: Sequence[int], calls: Sequence[Call], *, model: str | None, for
             # says less than the file holds is no sign the agent sends less besides it),
             # saying so rather than that it is anchored
             return replace(unanchored(found, format, counted, exact, estimated),
-                           calls=len(calls), below=last.billed, passed=passed)
+                           calls=len(calls), below=last.billed, passed=passed, sends=sends)
+        # what the anchor's recorded size must hold where calls are passed over: the
+        # calibrated count of its own prompt (at the slope its calls show); of an agent
+        # known to send more, the least the first passed over's prompt may be billed
+        holds = least_billed(calls[keep - 1].slope or slope, prompts[keep], sends) \
+            if sends and passed else None
         calls, prompts, last = calls[:keep], prompts[:keep], calls[keep - 1]
         run = [(p, c.billed) for p, c in zip(prompts, calls, strict=True) if c.prompt]
         own = own_fit(run, slope)
         slope = last.slope or own.slope
-        if passed and last.billed < slope * prompts[-1]:
+        if passed and last.billed < (holds or slope * prompts[-1]):
             # calls passed over, and the one before them below the calibrated count of its
             # own prompt: usage made up small, but where the count was small too (a
             # stranger's file would lower the bill so); none of it is used, as where every
-            # call is far below
+            # call is far below. Of an agent known to send more besides the messages, where
+            # that call is below the count of the next call's prompt: its usage did not
+            # grow with the messages (flat, where every call records one figure), so it is
+            # no more a prompt size than the calls after it
             return replace(unanchored(found, format, counted, exact, estimated),
-                           calls=keep + len(passed), below=last.billed, passed=passed)
+                           calls=keep + len(passed), below=last.billed, passed=passed,
+                           sends=sends)
         if LEAST_RATIO * slope * prompts[-1] <= last.billed < slope * prompts[-1]:
             # a bill below the calibrated count (a file whose text the model's tokenizer
             # splits more tightly, or an agent that sends less than it logs): the file's
@@ -358,7 +405,7 @@ def bill(counts: Sequence[int], calls: Sequence[Call], *, model: str | None, for
             billed = replace(billed, visible=tokens - outside, not_in_file=outside,
                              slope=(tokens - outside) / counted, overhead=outside,
                              after=slope)
-        return replace(billed, passed=passed)
+        return replace(billed, passed=passed, sends=sends)
     return unanchored(found, format, counted, exact, estimated)
 
 
@@ -405,9 +452,11 @@ def bill_for(counts: Sequence[int], calls: Sequence[Call], named: str | None,
     (`flagged`) named one; not `exact` when the counter's model is not the file's;
     `earlier` as `bill` takes it. stats and compress both ask here."""
     named_by = calls or (earlier[1] if earlier else ())
-    return bill(counts, calls, model=billed_model(named_by, named, counter, flagged),
-                format=format, exact=exact and counter.exact, estimated=counter.failed,
-                table=counter.table, priming=REPLY_PRIMING * conversations, earlier=earlier)
+    model = billed_model(named_by, named, counter, flagged)
+    return replace(bill(counts, calls, model=model, format=format,
+                        exact=exact and counter.exact, estimated=counter.failed,
+                        table=counter.table, priming=REPLY_PRIMING * conversations,
+                        earlier=earlier), model=model)
 
 
 _PROMPT_FIELDS = ("input_tokens", "cache_creation_input_tokens", "cache_read_input_tokens")
@@ -553,6 +602,9 @@ class Fitted:
     worst: float | None
     # why the fit cannot stand as the model's entry in a config ("": it can)
     untrusted: str = ""
+    # the calls left out of the fit, as the bill passes them over (see `far_below`): far
+    # below the count of their prompts, or below it where the agent is known to send more
+    left_out: int = 0
 
     def to_dict(self) -> dict[str, object]:
         return dict(vars(self))
@@ -582,6 +634,7 @@ def calibrate(transcripts: Iterable[Transcript], table: ModelTable = TABLE) -> l
     # a model's name as first seen, by what the table takes of it (`GPT-5.4`,
     # `openai/gpt-5.4`: one model, one entry in the config)
     spelled: dict[str, str] = {}
+    left: dict[tuple[str, bool], int] = {}  # the calls left out (see `Fitted.left_out`)
     for t in transcripts:
         recorded = [c for c in t.calls if c.billed > 0 and c.prompt > 0]  # (see loader)
         side = compaction_agent(t.format, next(iter(t.messages), None))
@@ -593,21 +646,28 @@ def calibrate(transcripts: Iterable[Transcript], table: ModelTable = TABLE) -> l
             for model in dict.fromkeys(c.model or named for c in calls):
                 counter = TokenCounter(model if table.find(model) else None, table)
                 counted = prompt_sizes(t, calls, counter, model)
-                # (not a call far below the count of its prompt, which the bill passes
-                # over: made up, or of an agent that cut old outputs itself)
-                run = [(n, c.billed) for n, c in zip(counted, calls, strict=True)
-                       if (c.model or named) == model
-                       and not far_below(c, n, slope_of(model, table))]
-                if run:
-                    points.setdefault((spelled.setdefault(model_key(model), model), side),
-                                      []).append(run)
+                # (not a call far below the count of its prompt, or below it where the
+                # agent is known to send more, which the bill passes over: made up, or of
+                # an agent that cut old outputs itself)
+                sends = table_overhead(table.calibration(model), t.format)
+                mine = [(n, c) for n, c in zip(counted, calls, strict=True)
+                        if (c.model or named) == model]
+                run = [(n, c.billed) for n, c in mine
+                       if not far_below(c, n, slope_of(model, table), sends)]
+                key = (spelled.setdefault(model_key(model), model), side)
+                # (a run all left out is kept empty: the model is still shown, with the
+                # calls left out)
+                points.setdefault(key, []).append(run)
+                left[key] = left.get(key, 0) + len(mine) - len(run)
     out = []
-    for (model, side), files in sorted(points.items()):
+    for (model, side), runs in sorted(points.items()):
+        files = [f for f in runs if f]
         fitted = [fit_half(f) for f in files]
         held = [f[len(fit_half(f)):] for f in files]
         slopes = [x for f in fitted for x in step_slopes(f)]
         slope = round(shrunk(slopes, slope_of(model, table)), 3)
-        overhead = max(0.0, statistics.median(b - slope * c for f in fitted for c, b in f))
+        gaps = [b - slope * c for f in fitted for c, b in f]
+        overhead = max(0.0, statistics.median(gaps)) if gaps else 0.0
         errors = [abs(slope * c + overhead - b) / b for f in held for c, b in f if b > 0]
         calls = sum(map(len, files))
         out.append(Fitted(model, len(files), calls, len(slopes), slope, round(overhead),
@@ -615,7 +675,8 @@ def calibrate(transcripts: Iterable[Transcript], table: ModelTable = TABLE) -> l
                           round(max(errors), 4) if errors else None,
                           untrusted(model, side, calls,
                                     statistics.median(errors) if errors else None,
-                                    slope, round(overhead), table)))
+                                    slope, round(overhead), table),
+                          left[model, side]))
     return out
 
 

@@ -699,6 +699,23 @@ def test_the_overhead_carried_past_a_codex_compaction_is_one_a_config_could_give
     assert b["kind"] == "calibrated" and b["tokens"] < window
     # (the slope the calls show may round the split a token the other way)
     assert abs(b["not_in_file"] - n["not_in_file"]) <= 1 and b["not_in_file"] < extra
+    # the JSON says what the text does: the calls before the compaction measured more
+    # than the window, so the table's overhead stands
+    assert b["earlier_calls"] > 0 and b["earlier_overhead_past_window"] > extra
+    assert n["earlier_calls"] == n["earlier_overhead_past_window"] == 0
+    said = " ".join(ctxpack("stats", "--top", "0", str(big)).out.split())
+    assert (f"+ {b['overhead']:,} sent but not logged (the table's: the {b['earlier_calls']} "
+            f"calls before the compaction measure {b['earlier_overhead_past_window']:,}, past "
+            "the model's window)") in said
+    # where they measure an overhead a config could give, it is theirs, and both say so
+    honest = tmp_path / "honest.jsonl"
+    honest.write_text(CODEX_SAMPLE.read_text() + json.dumps(compacted) + "\n")
+    h = json.loads(ctxpack("stats", "--json", str(honest)).out)["files"][0]["context"]
+    assert h["earlier_calls"] > 0 and h["earlier_overhead_past_window"] == 0
+    assert h["billed_model"] == b["billed_model"] == "gpt-5.1-codex"
+    said = " ".join(ctxpack("stats", "--top", "0", str(honest)).out.split())
+    assert (f"+ {h['overhead']:,} sent but not logged (measured on the {h['earlier_calls']} "
+            "calls before the compaction)") in said
 
 
 def test_an_aider_cost_no_call_can_run_to_sets_its_call_aside(tmp_path: Path) -> None:

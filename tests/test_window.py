@@ -14,6 +14,7 @@ from ctxpack.breakdown import stats
 from ctxpack.calibration import bill, slope_of
 from ctxpack.compression import compress_file
 from ctxpack.compression.settings import Options
+from ctxpack.config import load_config
 from ctxpack.loader import load
 from ctxpack.models import TABLE
 from ctxpack.transcript import RecordedCall
@@ -235,22 +236,26 @@ def test_a_call_after_the_compaction_anchors_the_bill_again(tmp_path: Path) -> N
 
 def test_compress_of_a_file_billed_below_its_count_is_billed_as_it_said(
         tmp_path: Path) -> None:
-    # every call billed below the calibrated count of its prompt (an agent that sends less
-    # than it logs): the file's own ratio bills it, none of it outside the file; what
-    # compress wrote is billed so again, not as a file with no usage (the table's 25,000
-    # besides the messages)
+    # every call billed below the calibrated count of its prompt, of an agent a config
+    # says sends nothing besides the messages (of Claude Code as the table knows it, which
+    # sends 25,000, such usage is no prompt size: test_recorded): the file's own ratio
+    # bills it, none of it outside the file; what compress wrote is billed so again, not
+    # as a file with no usage
     path, written = tmp_path / "below.jsonl", tmp_path / "out.jsonl"
     path.write_text("".join(steps(8, lambda rough: rough)))
-    before = stats(path, cache=False).context
+    config = tmp_path / "config.yaml"
+    config.write_text("calibration:\n  - {name: claude-opus-4-6, slope: 1.21, overhead: 0}\n")
+    table = load_config(str(config)).models
+    before = stats(path, cache=False, table=table).context
     assert before is not None and before.kind == "anchored" and before.not_in_file == 0
     assert before.slope < slope_of("claude-opus-4-6")
-    said = " ".join(run_ctxpack("stats", str(path)).out.split())
+    said = " ".join(run_ctxpack("stats", str(path), "--config", str(config)).out.split())
     assert "none of it counted as not in the file: the last call anchored on was billed " \
         "below the calibrated count of its prompt" in said
     run = run_ctxpack("compress", str(path), "--budget", str(before.tokens // 2), "-o",
-                      str(written))
+                      str(written), "--config", str(config))
     assert run.code == 0, run.err
-    after = stats(written, cache=False).context
+    after = stats(written, cache=False, table=table).context
     assert after is not None and (after.kind, after.not_in_file) == ("anchored", 0)
     assert f"-> {after.tokens:,} tokens, 0 of them sent but not in the file" in \
         " ".join(run.err.split())

@@ -570,6 +570,12 @@ def calibrate(
         if any(f.untrusted for f in fitted):
             out.caption = "* not fit to stand as the model's entry (see below)"
         Console().print(out)
+        for f in fitted:
+            if f.left_out:
+                many = "call" if f.left_out == 1 else "calls"
+                print(plain(f"{f.model}: {f.left_out:,} {many} left out, far below the count "
+                            "of their prompts or below it where the agent is known to send "
+                            "more (made up, or of an agent that cut old outputs itself)"))
         if not write_config:  # (--write-config says it for each fit it does not write)
             for f in fitted:
                 if f.untrusted:

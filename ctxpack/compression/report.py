@@ -9,7 +9,7 @@ from typing import Any
 
 from .. import formats
 from ..archive import Archiver
-from ..calibration import Bill
+from ..calibration import Bill, below_words
 from .plan import Plan, StageReport
 from .reading import Input
 from .sight import DROPPED_LISTED, sight
@@ -101,9 +101,9 @@ def passed_over(b: Bill) -> list[str]:
         return []
     n, last = len(b.passed), b.passed[-1][1]
     usage = "the usage of the last call" if n == 1 else f"the usage of the last {n:,} calls"
-    why = (f"{usage} ({last:,} tokens{'' if n == 1 else ', the last'}) is far below the "
-           "count of what was sent (made up, or of an agent that cut old outputs itself): "
-           "passed over")
+    below = "far below the count of what was sent" if not b.sends else below_words(b.sends)
+    why = (f"{usage} ({last:,} tokens{'' if n == 1 else ', the last'}) is {below} (made up, "
+           "or of an agent that cut old outputs itself): passed over")
     if b.below:
         return [f"{why}; billed as with no usage recorded"]
     return [f"{why}; anchored on call {b.calls - n:,} of {b.calls:,}"]

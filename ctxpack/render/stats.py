@@ -13,7 +13,7 @@ from rich.markup import escape
 from rich.table import Table
 
 from ..breakdown import SCHEMA_VERSION, FileStats
-from ..calibration import Bill, unlogged_cause
+from ..calibration import Bill, below_words, unlogged_cause
 from ..formats.base import no_input
 from . import counted
 
@@ -161,16 +161,22 @@ def context_lines(f: FileStats) -> list[str]:
         return [f"context{which}: {c.tokens:,}{of}, exact", *window_lines(f),
                 *set_aside_lines(f)]
     unlogged = f" + {round(c.overhead):,} sent but not logged" if c.overhead else ""
-    if unlogged and c.earlier:
+    if c.earlier:
         measured = "the call" if c.earlier == 1 else f"the {c.earlier:,} calls"
-        unlogged += f" (measured on {measured} before the compaction)"
+        unlogged += f" (the table's: {measured} before the compaction " \
+            f"measure{'s' if c.earlier == 1 else ''} " \
+            f"{c.past_window:,}, past the model's window)" if c.past_window else \
+            f" (measured on {measured} before the compaction)" if unlogged else ""
+    at = c.calls - len(c.passed)  # (the call the bill would rest on)
+    holds = f"the count of call {at + 1:,}'s prompt (its usage did not grow with the " \
+        "messages)" if c.sends else "the count of its own prompt"
     below = "" if not c.below else \
-        f", as with no usage recorded: {_every(c.calls)} far below the count (the last " \
+        f", as with no usage recorded: {_every(c.calls)} {below_words(c.sends)} (the last " \
         f"says {c.below:,}), so none is used" if len(c.passed) == c.calls else \
-        f", as with no usage recorded: {_last_few(len(c.passed), c.calls)} far below the " \
-        f"count, and call {c.calls - len(c.passed):,} before " \
-        f"{'it' if len(c.passed) == 1 else 'them'} says {c.below:,}, below the count of its " \
-        "own prompt, so none is used"
+        f", as with no usage recorded: {_last_few(len(c.passed), c.calls)} " \
+        f"{below_words(c.sends)}, and call {at:,} before " \
+        f"{'it' if len(c.passed) == 1 else 'them'} says {c.below:,}, below {holds}, so none " \
+        "is used"
     how = {"calibrated": f"calibrated: {slope_text(c.slope)} × the count{unlogged}{below}",
            "anchored": f"anchored on {_anchor_of(c)}, "
                        f"+ {slope_text(c.after or c.slope)} × the count of what came after",
@@ -194,7 +200,7 @@ def _anchor_of(c: Bill) -> str:
         return f"the {_last_of(c.calls)}"
     at = c.calls - len(c.passed)
     over = f"call {c.calls:,}" if at + 1 == c.calls else f"calls {at + 1:,} to {c.calls:,}"
-    return f"recorded call {at:,} of {c.calls:,}, passing over {over} (far below the count)"
+    return f"recorded call {at:,} of {c.calls:,}, passing over {over} ({below_words(c.sends)})"
 
 
 def passed_lines(f: FileStats) -> list[str]:
@@ -203,8 +209,8 @@ def passed_lines(f: FileStats) -> list[str]:
         return []
     where = ", ".join(f"line {x['line']:,} ({x['billed']:,} recorded)" for x in f.passed_over[:5])
     more = f" (+{len(f.passed_over) - 5} more)" if len(f.passed_over) > 5 else ""
-    return [f"  passed over, as far below the count (made up, or old outputs the agent cut "
-            f"itself): {where}{more}"]
+    return [f"  passed over, as {below_words(f.context.sends)} (made up, or old outputs the "
+            f"agent cut itself): {where}{more}"]
 
 
 def set_aside_lines(f: FileStats) -> list[str]:
