@@ -713,8 +713,10 @@ def test_an_aider_cost_no_call_can_run_to_sets_its_call_aside(tmp_path: Path) ->
     path.write_text("\n".join(lines))
     named = named_lines(path)
     assert len(named) == 1 and named[0].startswith(
-        f"{path}:{at + 1}: recorded cost of $99,999,999,999.00 cannot be true: more than "
-        "$1,258.29"), named
+        f"{path}:{at + 1}: recorded usage (cost 99999999999.0 (more than $1,258.29, what a "
+        "call's most tokens (2,097,152) cost"), named
+    assert "cannot be true: a cost is a number, zero or more, within what a call costs; " \
+        "set aside" in named[0], named
     honest = json.loads(ctxpack("stats", "--json", str(sample)).out)["files"][0]["usage"]
     bad = json.loads(ctxpack("stats", "--json", str(path)).out)["files"][0]
     assert [x["line"] for x in bad["usage_set_aside"]] == [at + 1]

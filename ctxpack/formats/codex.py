@@ -238,6 +238,7 @@ class CodexReader:
         # each call's reply (its number, model) and what was told of the call
         self.recorded: list[tuple[int, str | None, _Told]] = []
         self.told: _Told | None = None  # the newest call told of
+        self.every: list[tuple[_Told, str | None]] = []  # each call told of, and its model
         # the context the newest compaction replaced that calls were made on, and whether
         # reasoning was sent encrypted in it: those calls measured what is sent besides
         # the messages until one is made after it (see calibration.bill)
@@ -357,6 +358,7 @@ class CodexReader:
                 self.summed[key] = self.summed.get(key, 0) + amount
             call = self.told = _Told(number(billed), output, reasoning, wrong, line, added,
                                      self.context_window)
+            self.every.append((call, self._model()))
             self.ahead = None
             if billed is None and not wrong:
                 pass  # a call that records no prompt size
@@ -416,13 +418,18 @@ class CodexReader:
                           older_calls=self._older(context, model))
 
     def _older(self, context: list[int], model: str | None) -> list[RecordedCall]:
-        """The recorded calls whose replies are neither in `context` nor in the context
-        before the newest compaction that had calls: made before an older compaction, they
-        are of the usage totals only."""
+        """The calls told of whose replies are neither in `context` nor in the context
+        before the newest compaction that had calls: made before an older compaction, or
+        with no reply the file holds (an event with new values and no reply since the call
+        before, or one told of ahead of a reply never written), they are of the usage
+        totals only."""
         placed = {*context, *self.earlier}
-        return [RecordedCall(0, t.billed, t.output, reply_model or model, problem=t.wrong,
-                             at=t.at, summed=t.added, window=t.window)
-                for n, reply_model, t in self.recorded if n not in placed]
+        replied = {id(t): reply_model for n, reply_model, t in self.recorded}
+        on = {id(t) for n, _, t in self.recorded if n in placed}
+        return [RecordedCall(0, t.billed, t.output, replied.get(id(t)) or told or model,
+                             problem=t.wrong, again=t.again, at=t.at, summed=t.added,
+                             window=t.window)
+                for t, told in self.every if id(t) not in on]
 
     def _calls_on(self, context: list[int], encrypted: bool,
                   model: str | None) -> list[RecordedCall]:
