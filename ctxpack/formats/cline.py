@@ -277,7 +277,7 @@ Made = tuple[int, Summed, int, str | None, tuple[str, str]]
 
 def recorded(context: list[int], made: list[Made], since: int,
              lines: dict[int, int] | None = None, file: str = "", item: str = "event {}",
-             before: dict[int, int] | None = None
+             before: dict[int, int] | None = None, first: int = 1
              ) -> tuple[list[RecordedCall], list[RecordedCall]]:
     """The calls `made` (the emitted number of the reply, what its usage added to the
     summary, its prompt size first, the event's index, the model, the counts of its usage
@@ -287,14 +287,16 @@ def recorded(context: list[int], made: list[Made], since: int,
     that held what is no longer context (`prompt` 0: of the usage totals only). Given the
     `lines` each index starts on (as `event_lines`; in `file` where that is not the
     transcript), each call's usage is at its `item` (`event 8`); a call made before is
-    placed so in any case, by the lines `before` gives where it is given."""
+    placed so in any case, by the lines `before` gives where it is given, else at the
+    line the file's items start on, `first`."""
     where = sorted(context)
 
     def call(reply: int, added: Summed, n: int, model: str | None, wrong: tuple[str, str],
              placed: bool) -> RecordedCall:
         known = lines if placed or before is None else before
         at = {} if placed and lines is None else {
-            "at": (known or {}).get(n, 0), "place": item.format(n), "file": file}
+            "at": (known or {}).get(n, 0 if placed else first), "place": item.format(n),
+            "file": file}
         return RecordedCall(bisect.bisect_left(where, reply) if placed else 0, _prompt(added),
                             None, model, problem=wrong[0], costs=wrong[1], summed=added, **at)
 
@@ -551,7 +553,8 @@ class ClineHistoryReader:
         context = [n for n in range(len(self.messages)) if n not in self.archived]
         calls, before = recorded(context, made, since, at, self.sibling or "", *(
             () if events is not None else
-            ("message {}", event_lines([n for _, _, n, _, _ in made], self.data, self.line))))
+            ("message {}", event_lines([n for _, _, n, _, _ in made], self.data, self.line),
+             self.line)))
         return [], Layout(context, model=self.model, usage=usage, calls=calls,
                           older_calls=before, set_aside=self.unread,
                           outside_why="condensed into a summary, or cut to fit the window")
@@ -669,7 +672,7 @@ class ClineUiReader:
         # Cline no longer sends the requests and replies it cut to fit the window
         context = [n for n, i in enumerate(self.position) if i not in self.gone]
         calls, before = recorded(context, self.made, self.since, event_lines(
-            [n for _, _, n, _, _ in self.made], self.data, self.line))
+            [n for _, _, n, _, _ in self.made], self.data, self.line), first=self.line)
         return [], Layout(context, model=self.model,
                           usage=self.usage.summary("api_req_started events"),
                           calls=calls, older_calls=before,
