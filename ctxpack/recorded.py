@@ -287,7 +287,8 @@ def unbelievable(call: RecordedCall) -> str:
     most, why = most_for(call.model, call.window)
     if held <= most:
         return ""
-    return (f"recorded usage of {figure(held)} tokens (prompt and reply) cannot be true: more "
+    return (f"recorded usage of {figure(held)}{' of' * (held >= _LONG)} tokens (prompt and "
+            f"reply) cannot be true: more "
             f"than {most:,}, {why}; set aside, not used for the bill or the window")
 
 
