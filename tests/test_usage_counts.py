@@ -768,12 +768,9 @@ def test_a_claude_code_call_off_the_branch_is_judged_as_one_on_it(tmp_path: Path
     named = named_lines(path)
     held = sum(usage.get(k, 0) for k in ("input_tokens", "cache_creation_input_tokens",
                                          "cache_read_input_tokens", "output_tokens"))
-    assert named == [f"{path}:{at + 2}: recorded usage of {held:,} tokens (prompt and reply) "
-                     "cannot be true: more than 1,000,000, 5 times the 200,000-token window "
-                     f"the table gives {record['message']['model']} (as claude-sonnet-4); "
-                     "set aside, not used for the bill or the window"] or \
-        len(named) == 1 and named[0].startswith(f"{path}:{at + 2}: recorded usage of "
-                                                f"{held:,} tokens"), named
+    assert len(named) == 1 and named[0].startswith(
+        f"{path}:{at + 2}: recorded usage of {held:,} tokens (prompt and reply) cannot be "
+        "true: more than 1,000,000, 5 times the 200,000-token window"), named
     h, b = usage_of(sample), usage_of(path)
     assert b["calls_set_aside"] == 1 and b["calls"] == h["calls"]
     assert b["input_tokens"] == h["input_tokens"]
