@@ -805,6 +805,15 @@ def test_a_cline_request_before_its_cut_to_fit_is_judged(tmp_path: Path) -> None
     assert b["input_tokens"] == h["input_tokens"] - prompt
 
 
+def anew(info: dict[str, Any], prompt: int) -> dict[str, Any]:
+    """A `token_count` event's info telling of a new call after the one `info` tells of:
+    a prompt of `prompt` tokens and nothing else, the running total risen by it."""
+    last = dict.fromkeys(info["last_token_usage"], 0) | {"input_tokens": prompt,
+                                                          "total_tokens": prompt}
+    return {**info, "last_token_usage": last, "total_token_usage": {
+        k: v + last.get(k, 0) for k, v in info["total_token_usage"].items()}}
+
+
 def test_a_codex_call_told_with_no_reply_since_is_judged(tmp_path: Path) -> None:
     """A `token_count` event with new values and no reply since the call before has no
     place in the context, but its share is in the table's totals: one that no call can
@@ -813,10 +822,7 @@ def test_a_codex_call_told_with_no_reply_since_is_judged(tmp_path: Path) -> None
     line, info = events[len(events) // 2]
     lines = CODEX_SAMPLE.read_text().splitlines()
     record = json.loads(lines[line - 1])
-    last = dict.fromkeys(info["last_token_usage"], 0) | {"input_tokens": 10_000_000,
-                                                          "total_tokens": 10_000_000}
-    record["payload"]["info"] = {**info, "last_token_usage": last, "total_token_usage": {
-        k: v + last.get(k, 0) for k, v in info["total_token_usage"].items()}}
+    record["payload"]["info"] = anew(info, 10_000_000)
     path = tmp_path / CODEX_SAMPLE.name
     path.write_text("\n".join([*lines[:line], json.dumps(record), *lines[line:]]) + "\n")
     named = named_lines(path)
@@ -828,6 +834,23 @@ def test_a_codex_call_told_with_no_reply_since_is_judged(tmp_path: Path) -> None
     assert b["input_tokens"] == h["input_tokens"]
     stats = json.loads(ctxpack("stats", "--json", str(path)).out)["files"][0]
     assert [x["line"] for x in stats["usage_set_aside"]] == [line + 1]
+
+
+def test_a_codex_call_told_last_with_no_reply_is_not_the_last_prompt(tmp_path: Path) -> None:
+    """The newest `token_count` event, with new values and no reply after it, is named and
+    taken out of the table, its prompt too: the last prompt is the last kept call's."""
+    line, info = sample_events()[-1]
+    lines = CODEX_SAMPLE.read_text().splitlines()
+    record = json.loads(lines[line - 1])
+    record["payload"]["info"] = anew(info, 10_000_000)
+    path = tmp_path / CODEX_SAMPLE.name
+    path.write_text("\n".join([*lines, json.dumps(record)]) + "\n")
+    named = named_lines(path)
+    assert len(named) == 1 and named[0].startswith(f"{path}:{len(lines) + 1}: "), named
+    h, b = usage_of(CODEX_SAMPLE), usage_of(path)
+    assert b["calls_set_aside"] == 1 and b["calls"] == h["calls"]
+    assert b["input_tokens"] == h["input_tokens"]
+    assert b["last_input_tokens"] == h["last_input_tokens"]
 
 
 @pytest.mark.parametrize(("field", "digits"), [("input_tokens", 401), ("input_tokens", 5001)])

@@ -399,6 +399,13 @@ class CodexReader:
             # (one no token count can be is its call's, set aside: the last kept call's
             # takes its place)
             usage["last_input_tokens"] = number(self.last_call["input_tokens"])
+            if self.told is not None and all(t is not self.told for _, _, t in self.recorded):
+                # the newest call told of has no reply the file holds, and no place in the
+                # context: the last prompt is the newest placed call's, as in any format
+                if self.recorded:
+                    usage["last_input_tokens"] = self.recorded[-1][2].billed
+                else:
+                    del usage["last_input_tokens"]
         if self.context_window is not None:
             usage["context_window"] = self.context_window
         if self.encrypted_items:
