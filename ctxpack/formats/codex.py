@@ -16,7 +16,16 @@ from typing import Any, NamedTuple
 
 from ..jsonl import dumps
 from ..models import keeps_reasoning
-from ..recorded import RUN_BOUND, RUN_MOST, Summed, miscounted, shown, summed, wrong_counts
+from ..recorded import (
+    RUN_BOUND,
+    RUN_MOST,
+    Summed,
+    miscounted,
+    shown,
+    summed,
+    unbelievable,
+    wrong_counts,
+)
 from ..transcript import (
     META_KEY,
     Image,
@@ -391,17 +400,20 @@ class CodexReader:
         if isinstance(record.get("model_context_window"), int):
             self.context_window = record["model_context_window"]
 
-    def usage(self) -> dict[str, Any]:
-        """Provider usage in the shape all formats share, plus the opaque reasoning seen."""
+    def usage(self, older: list[RecordedCall]) -> dict[str, Any]:
+        """Provider usage in the shape all formats share, plus the opaque reasoning seen;
+        `older`: the calls told of with no place in the contexts (see `_older`)."""
         usage: dict[str, Any] = {"source": _USAGE_SOURCE, "calls": self.calls} if self.calls else {}
         usage.update(self.summed)
         if self.last_call is not None and self.last_call.get("input_tokens") is not None:
             # (one no token count can be is its call's, set aside: the last kept call's
             # takes its place)
             usage["last_input_tokens"] = number(self.last_call["input_tokens"])
-            if self.told is not None and all(t is not self.told for _, _, t in self.recorded):
-                # the newest call told of has no reply the file holds, and no place in the
-                # context: the last prompt is the newest placed call's, as in any format
+            if self.told is not None and all(t is not self.told for _, _, t in self.recorded) \
+                    and unbelievable(older[-1]):
+                # the newest call told of has no reply the file holds (the last of `older`),
+                # and cannot be true: set aside, its prompt is not the last either, but the
+                # newest call's with a reply (as where a call with one is set aside)
                 if self.recorded:
                     usage["last_input_tokens"] = self.recorded[-1][2].billed
                 else:
@@ -416,13 +428,14 @@ class CodexReader:
     def finish(self) -> tuple[list[Message], Layout]:
         context = ([] if self.system is None else [self.system]) + self.window
         model = self.model or self.meta_model
-        return [], Layout(context, model=model, usage=self.usage(),
+        older = self._older(context, model)
+        return [], Layout(context, model=model, usage=self.usage(older),
                           calls=self._calls_on(context, bool(self.encrypted_items), model),
                           outside_why="before a compaction, or a system prompt replaced since",
                           earlier=self.earlier,
                           earlier_calls=self._calls_on(self.earlier, self.earlier_encrypted,
                                                        model),
-                          older_calls=self._older(context, model))
+                          older_calls=older)
 
     def _older(self, context: list[int], model: str | None) -> list[RecordedCall]:
         """The calls told of whose replies are neither in `context` nor in the context
