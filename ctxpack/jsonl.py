@@ -6,6 +6,7 @@ writer can put back exactly what it read. Parse errors name file, line and probl
 
 from __future__ import annotations
 
+import decimal
 import json
 import os
 import re
@@ -483,6 +484,12 @@ def _seek(text: str, at: Sequence[str | int]) -> int | None:
     return pos
 
 
+def _integer(text: str) -> int:
+    """A whole number as JSON writes it, of any length (Python turns text of more than
+    4,300 digits into an int only by way of a Decimal)."""
+    return int(text) if len(text) <= 4_000 else int(decimal.Decimal(text))
+
+
 def _parse_slow(raw: bytes, path: str, line: int) -> Any:
     """Second try with the standard parser, which accepts lone surrogates; explain
     failures at their line (`line` is the first of `raw`) and column on that line."""
@@ -494,9 +501,9 @@ def _parse_slow(raw: bytes, path: str, line: int) -> Any:
                          f"at column {column}") from None
     try:
         try:
-            return json.loads(text)
+            return json.loads(text, parse_int=_integer)
         except RecursionError:
-            return deep_call(json.loads, text)
+            return deep_call(lambda t: json.loads(t, parse_int=_integer), text)
     except RecursionError:
         raise InputError(path, line, f"JSON nested deeper than {DEEP_LIMIT:,} levels") from None
     except json.JSONDecodeError as exc:

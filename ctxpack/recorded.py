@@ -139,11 +139,11 @@ def wrong_counts(usage: Any, fields: Sequence[str], prefix: str = "",
     if not isinstance(usage, Mapping):
         return ""
     bound, why = most or (None, "")
-    wrong = [f"{prefix}{f} {usage[f]:,} (more than {bound:,}, {why})" if whole(usage[f])
-             else f"{prefix}{f} {shown(usage[f])}"
+    wrong = [f"{prefix}{f} {figure(usage[f])} (more than {bound:,}, {why})"
+             if whole(usage[f]) else f"{prefix}{f} {shown(usage[f])}"
              for f in fields if miscounted(usage.get(f), bound)]
-    wrong += [f"{prefix}{part} {usage[part]:,} (more than the {prefix}{of} {usage[of]:,} it "
-              f"is part of)" for part, of in parts
+    wrong += [f"{prefix}{part} {figure(usage[part])} (more than the {prefix}{of} "
+              f"{figure(usage[of])} it is part of)" for part, of in parts
               if whole(usage.get(part)) and whole(usage.get(of)) and usage[part] > usage[of]
               and not miscounted(usage[part], bound)]
     return ", ".join(wrong)
@@ -159,7 +159,7 @@ def wrong_totals(line: int, counts: str, costs: str = "", place: str = "", item:
     are then left out of the usage summary: no part of them is counted."""
     if not counts and not costs:
         return None
-    why = (f"recorded run totals {cannot(counts, costs, run=True)}; set aside, not counted "
+    why = (f"recorded run totals {cannot(counts, costs, within='run')}; set aside, not counted "
            f"in the usage totals")
     return SetAside(item or line, f"{place}: {why}" if place else why,
                     place=where_in(place, item) if place else "")
@@ -181,17 +181,19 @@ def wrong_costs(record: Any, fields: Sequence[str], prefix: str = "", text: bool
         for f in fields if record.get(f) is not None and not _cost(record[f], text, bound))
 
 
-def cannot(counts: str, costs: str = "", run: bool = False) -> str:
-    """Why values a file records cannot be true: `counts` no token count can be and `costs`
-    no cost can be (as `wrong_counts` and `wrong_costs` name them), and the rule each
-    breaks (`run`: of a run's totals, held to what a run holds and costs)."""
+def cannot(counts: str = "", costs: str = "", within: str = "", again: str = "") -> str:
+    """Why values a file records cannot be true, the one wording of every such problem:
+    `counts` no token count can be and `costs` no cost can be (as `wrong_counts` and
+    `wrong_costs` name them), and the rule each breaks, held to what a `within` holds and
+    costs where its bound is what they pass ("run": a run's totals; "call": a call's); and
+    `again`: why what the file records twice of one call disagrees."""
+    held = f", within what a {within}" if within else ""
     rules = [rule for names, rule in (
-        (counts, "a token count is a whole number, zero or more"
-                 + (", within what a run holds" if run else "")),
-        (costs, "a cost is a number, zero or more" + (", within what a run costs" if run
-                                                       else ""))) if names]
-    return (f"({', '.join(w for w in (counts, costs) if w)}) cannot be true: "
-            f"{', and '.join(rules)}")
+        (counts, f"a token count is a whole number, zero or more{held and held + ' holds'}"),
+        (costs, f"a cost is a number, zero or more{held and held + ' costs'}"),
+        (again, again)) if names]
+    named = ", ".join(w for w in (counts, costs) if w)
+    return f"{f'({named}) ' if named else ''}cannot be true: {', and '.join(rules)}"
 
 
 def _cost(value: Any, text: bool = False, most: float = math.inf) -> bool:
@@ -226,11 +228,31 @@ def dollars(costs: Iterable[int | float]) -> float:
 
 
 def shown(value: Any) -> str:
-    """A value as a problem names it: a number or text as written (cut short), another
-    value by its kind (a stranger's list may nest deeper than repr can go)."""
+    """A value as a problem names it: a number as written (a whole number too long to read
+    by its digits, as `figure` says it), text as written (cut short), another value by its
+    kind (a stranger's list may nest deeper than repr can go)."""
+    if isinstance(value, int) and not isinstance(value, bool) and abs(value) >= _LONG:
+        return figure(value)
     if isinstance(value, (bool, int, float, str)):
         return repr(value)[:60]
     return f"({json_kind(value)})"
+
+
+# The least whole number a problem quotes by its digits, not its figures: no count or cost
+# comes near it, and a run of hundreds of figures (10**400 written out) hides the line
+_LONG = 10**21
+
+
+def figure(value: int) -> str:
+    """A whole number from a file as a problem quotes it: with separators (1,500), or, past
+    any count a file can hold, by how many digits it has ("a 401-digit number"; Python
+    writes out no more than 4,300 of them)."""
+    size = abs(value)
+    if size < _LONG:
+        return f"{value:,}"
+    digits = int(math.log10(size)) + 1  # (a float's log: one off next to a power of ten)
+    digits += (size >= 10**digits) - (size < 10 ** (digits - 1))
+    return f"a {'negative ' if value < 0 else ''}{digits:,}-digit number"
 
 
 def most_for(model: str | None, recorded: int | None = None) -> tuple[int, str]:
@@ -263,24 +285,24 @@ def recorded_window(model: str | None, recorded: Any) -> int | None:
 def unbelievable(call: RecordedCall) -> str:
     """Why `call` cannot be true ("": it can)."""
     counts = {"prompt": call.billed, "reply": call.output or 0, "reasoning": call.reasoning}
-    wrong = call.problem or ", ".join(f"{k} {v:,}" for k, v in counts.items() if v < 0)
-    if wrong or call.costs:
-        return (f"recorded usage {cannot(wrong, call.costs)}; set aside, not used for the "
-                f"bill or the window")
-    if call.again:
-        return (f"recorded usage cannot be true: {call.again}; set aside, not counted twice "
-                f"nor used for the bill or the window")
-    # the cost it added to the file's totals (one no cost can be is named by its reader)
-    cost, (bound, why) = dict(call.summed).get("cost_usd", 0), CALL_COST_BOUND
-    if cost > bound:
-        return (f"recorded cost of ${cost:,.2f} cannot be true: more than ${bound:,.2f}, "
-                f"{why}; set aside, not used for the bill or the window")
+    wrong = call.problem or ", ".join(f"{k} {figure(v)}" for k, v in counts.items() if v < 0)
+    # the cost it added to the file's totals, held to what a call's most tokens cost (one
+    # no cost can be is named by its reader)
+    cost = dict(call.summed).get("cost_usd", 0)
+    dear = "" if wrong or call.costs or call.again else \
+        wrong_costs({"cost": cost}, ("cost",), most=CALL_COST_BOUND)
+    again = "" if wrong or call.costs else call.again
+    if wrong or call.costs or again or dear:
+        told = cannot(wrong, call.costs or dear, "call" if dear else "", again)
+        return (f"recorded usage {told}; set aside, not {'counted twice nor ' if again else ''}"
+                f"used for the bill or the window")
     held = call.billed + (call.output or 0)
     most, why = most_for(call.model, call.window)
     if held <= most:
         return ""
-    return (f"recorded usage of {held:,} tokens (prompt and reply) cannot be true: more than "
-            f"{most:,}, {why}; set aside, not used for the bill or the window")
+    return (f"recorded usage of {figure(held)}{' of' * (held >= _LONG)} tokens (prompt and "
+            f"reply) cannot be true: more "
+            f"than {most:,}, {why}; set aside, not used for the bill or the window")
 
 
 def believed(calls: Sequence[RecordedCall], lines: Sequence[int],
@@ -348,8 +370,9 @@ def believed(calls: Sequence[RecordedCall], lines: Sequence[int],
 def alone(calls: Sequence[RecordedCall]) -> list[SetAside]:
     """Those of `calls` that cannot be true by themselves (see `unbelievable`), set aside
     where their usage is: calls made on no context a bill measures (before a compaction
-    older than the newest one with calls), which only the usage totals hold; the rules of a
-    context's rise and fall are not theirs to judge."""
+    older than the newest one with calls, off the branch, before a cut to fit the window,
+    or told of with no reply), which only the usage totals hold; the rules of a context's
+    rise and fall are not theirs to judge."""
     return [_aside(c, why) for c in calls if (why := unbelievable(c))]
 
 

@@ -731,8 +731,10 @@ def test_an_aider_cost_no_call_can_run_to_sets_its_call_aside(tmp_path: Path) ->
     path.write_text("\n".join(lines))
     named = named_lines(path)
     assert len(named) == 1 and named[0].startswith(
-        f"{path}:{at + 1}: recorded cost of $99,999,999,999.00 cannot be true: more than "
-        "$1,258.29"), named
+        f"{path}:{at + 1}: recorded usage (cost 99999999999.0 (more than $1,258.29, what a "
+        "call's most tokens (2,097,152) cost"), named
+    assert "cannot be true: a cost is a number, zero or more, within what a call costs; " \
+        "set aside" in named[0], named
     honest = json.loads(ctxpack("stats", "--json", str(sample)).out)["files"][0]["usage"]
     bad = json.loads(ctxpack("stats", "--json", str(path)).out)["files"][0]
     assert [x["line"] for x in bad["usage_set_aside"]] == [at + 1]
@@ -870,3 +872,129 @@ def test_an_opencode_message_of_steps_with_a_bad_later_step_is_set_aside_whole(
     assert b["output_tokens"] == h["output_tokens"] - first["tokens"]["output"]
     assert Decimal(repr(b["cost_usd"])) == Decimal(repr(h["cost_usd"])) - Decimal(
         repr(first["cost"]))
+
+
+# --- usage the totals hold of calls on no context the bill measures ------------------------
+
+
+def test_a_claude_code_call_off_the_branch_is_judged_as_one_on_it(tmp_path: Path) -> None:
+    """A reply on a branch the session left (its records before the newest message still
+    in the file) is in no context, but its usage is in the table's totals: one that no
+    call can hold is named at its line and taken back out, as it would be on the branch."""
+    sample = SAMPLES / "coding-agent.claude-code.jsonl"
+    lines = sample.read_text().splitlines()
+    at = next(n for n, text in enumerate(lines) if json.loads(text).get("type") == "assistant"
+              and isinstance(json.loads(text)["message"].get("usage"), dict))
+    record = json.loads(lines[at])
+    usage = record["message"]["usage"]
+    usage["input_tokens"] = 5_000_000  # five times Claude's 1,000,000 window
+    # a sibling of the reply (the same parent), answered by nothing: the session went on
+    # from the reply the file had
+    record["uuid"], record["message"]["id"] = "0ff0b4a2-0000-4000-8000-000000000001", "msg_off"
+    path = tmp_path / sample.name
+    path.write_text("\n".join([*lines[:at + 1], json.dumps(record), *lines[at + 1:]]) + "\n")
+    named = named_lines(path)
+    held = sum(usage.get(k, 0) for k in ("input_tokens", "cache_creation_input_tokens",
+                                         "cache_read_input_tokens", "output_tokens"))
+    assert len(named) == 1 and named[0].startswith(
+        f"{path}:{at + 2}: recorded usage of {held:,} tokens (prompt and reply) cannot be "
+        "true: more than 1,000,000, 5 times the 200,000-token window"), named
+    h, b = usage_of(sample), usage_of(path)
+    assert b["calls_set_aside"] == 1 and b["calls"] == h["calls"]
+    assert b["input_tokens"] == h["input_tokens"]
+    assert b["output_tokens"] == h["output_tokens"]
+    stats = json.loads(ctxpack("stats", "--json", str(path)).out)["files"][0]
+    assert [x["line"] for x in stats["usage_set_aside"]] == [at + 2]
+
+
+def test_a_cline_request_before_its_cut_to_fit_is_judged(tmp_path: Path) -> None:
+    """Requests Cline made before it cut the history to fit the window were of a prompt
+    that is no longer context, but the table sums them: one whose usage no count can be is
+    named at its event and left out, as a request after the cut is."""
+    events = json.loads((SAMPLES / "cline-task" / "ui_messages.json").read_bytes())
+    events[-1]["conversationHistoryDeletedRange"] = [1, 2]  # the newest event carries it
+    requests = [n for n, e in enumerate(events) if e.get("say") == "api_req_started"]
+    first = requests[1]  # before the last request: made before the cut
+    info = json.loads(events[first]["text"])
+    prompt = info["tokensIn"] + info.get("cacheReads", 0) + info.get("cacheWrites", 0)
+    honest = tmp_path / "honest" / "ui_messages.json"
+    honest.parent.mkdir()
+    honest.write_text(json.dumps(events))
+    info["tokensIn"] = -5
+    events[first]["text"] = json.dumps(info)
+    path = tmp_path / "ui_messages.json"
+    path.write_text(json.dumps(events))
+    named = named_lines(path)
+    assert named == [f"{path}:1: event {first}: recorded usage (tokensIn -5) cannot be true: "
+                     "a token count is a whole number, zero or more; set aside, not used for "
+                     "the bill or the window"], named
+    h, b = usage_of(honest), usage_of(path)
+    assert b["calls_set_aside"] == 1 and b["calls"] == h["calls"] - 1
+    assert b["input_tokens"] == h["input_tokens"] - prompt
+
+
+def anew(info: dict[str, Any], prompt: int) -> dict[str, Any]:
+    """A `token_count` event's info telling of a new call after the one `info` tells of:
+    a prompt of `prompt` tokens and nothing else, the running total risen by it."""
+    last = dict.fromkeys(info["last_token_usage"], 0) | {"input_tokens": prompt,
+                                                          "total_tokens": prompt}
+    return {**info, "last_token_usage": last, "total_token_usage": {
+        k: v + last.get(k, 0) for k, v in info["total_token_usage"].items()}}
+
+
+def test_a_codex_call_told_with_no_reply_since_is_judged(tmp_path: Path) -> None:
+    """A `token_count` event with new values and no reply since the call before has no
+    place in the context, but its share is in the table's totals: one that no call can
+    hold is named at its line and its share taken back out (the table as without it)."""
+    events = sample_events()
+    line, info = events[len(events) // 2]
+    lines = CODEX_SAMPLE.read_text().splitlines()
+    record = json.loads(lines[line - 1])
+    record["payload"]["info"] = anew(info, 10_000_000)
+    path = tmp_path / CODEX_SAMPLE.name
+    path.write_text("\n".join([*lines[:line], json.dumps(record), *lines[line:]]) + "\n")
+    named = named_lines(path)
+    assert len(named) == 1 and named[0].startswith(
+        f"{path}:{line + 1}: recorded usage of 10,000,000 tokens (prompt and reply) cannot be "
+        "true: more than"), named
+    h, b = usage_of(CODEX_SAMPLE), usage_of(path)
+    assert b["calls_set_aside"] == 1 and b["calls"] == h["calls"]
+    assert b["input_tokens"] == h["input_tokens"]
+    stats = json.loads(ctxpack("stats", "--json", str(path)).out)["files"][0]
+    assert [x["line"] for x in stats["usage_set_aside"]] == [line + 1]
+
+
+def test_a_codex_call_told_last_with_no_reply_is_not_the_last_prompt(tmp_path: Path) -> None:
+    """The newest `token_count` event, with new values and no reply after it, is named and
+    taken out of the table, its prompt too: the last prompt is the last kept call's."""
+    line, info = sample_events()[-1]
+    lines = CODEX_SAMPLE.read_text().splitlines()
+    record = json.loads(lines[line - 1])
+    record["payload"]["info"] = anew(info, 10_000_000)
+    path = tmp_path / CODEX_SAMPLE.name
+    path.write_text("\n".join([*lines, json.dumps(record)]) + "\n")
+    named = named_lines(path)
+    assert len(named) == 1 and named[0].startswith(f"{path}:{len(lines) + 1}: "), named
+    h, b = usage_of(CODEX_SAMPLE), usage_of(path)
+    assert b["calls_set_aside"] == 1 and b["calls"] == h["calls"]
+    assert b["input_tokens"] == h["input_tokens"]
+    assert b["last_input_tokens"] == h["last_input_tokens"]
+
+
+@pytest.mark.parametrize(("field", "digits"), [("input_tokens", 401), ("input_tokens", 5001)])
+def test_a_number_too_long_to_read_is_named_by_its_digits(tmp_path: Path, field: str,
+                                                          digits: int) -> None:
+    """A count of hundreds of figures is named by how many it has, not written out: the
+    line stays one a person can read."""
+    line, _ = sample_events()[-1]
+    mark = 987_654_321_987  # written out after: Python writes no int of 4,300 digits or more
+    bad = sample_copy(tmp_path, line, lambda i: i["total_token_usage"].__setitem__(
+        field, mark))
+    bad.write_text(bad.read_text().replace(str(mark), "1" + "0" * (digits - 1)))
+    said = ctxpack("validate", str(bad))
+    assert said.code == 1 and "Traceback" not in said.err + said.out, said
+    named = [x for x in said.out.splitlines() if x.startswith(f"{bad}:")]
+    assert len(named) == 1 and named[0].startswith(
+        f"{bad}:{line}: recorded usage (total_token_usage.{field} a {digits:,}-digit number "
+        "(more than 2,097,152,000,000"), named
+    assert "0" * 30 not in said.out + said.err

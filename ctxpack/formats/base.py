@@ -94,10 +94,12 @@ class Layout:
     # messages on them until a call is recorded after the compaction
     earlier: list[int] = field(default_factory=list)
     earlier_calls: list[RecordedCall] = field(default_factory=list)
-    # the calls made on no context a bill measures (`prompt` 0, as they have no place in
-    # one): on contexts older than `earlier` (a rollout compacted twice), on a chat cleared
-    # since, a sub-agent's the file tells only by its usage (Aider's editor model): the
-    # usage totals hold them, and leave out those that cannot be true by themselves
+    # the calls the usage totals hold whose replies are in neither `context` nor `earlier`
+    # (made before an older compaction, off the branch, before a cut to fit the window, on a
+    # chat cleared since, by a sub-agent the file tells only by its usage (Aider's editor
+    # model), or told of with no reply the file holds; `prompt` 0, as they have no place,
+    # `at` the line their usage is on): judged by themselves, the totals leave out those
+    # that cannot be true
     unbilled_calls: list[RecordedCall] = field(default_factory=list)
     # recorded calls that cannot be true, taken out of `calls` and `earlier_calls` (see
     # ctxpack.recorded)

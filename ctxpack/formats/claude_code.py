@@ -16,7 +16,7 @@ import uuid
 from dataclasses import replace
 from typing import Any
 
-from ..transcript import META_KEY, Message
+from ..transcript import META_KEY, Message, RecordedCall
 from .anthropic import (
     SYNTHETIC_MODEL,
     Emitted,
@@ -68,6 +68,7 @@ class ClaudeCodeReader:
         self.models: dict[bool, str] = {}
         self._leader: int | None = None
         self.before: dict[str, str] = {}  # a compaction's uuid -> the message before it
+        self.line_of: dict[int, int] = {}  # message number -> the line it starts on
 
     def feed(self, line: int, record: dict[str, Any]) -> list[Message]:
         kind = string_field(record, "type")
@@ -121,6 +122,8 @@ class ClaudeCodeReader:
             if side:
                 self.side.append(n)
             message = item.message
+            if message.lines:
+                self.line_of[n] = message.lines[0]
             if message.role == "assistant":
                 self._leader = n
                 if message.id in self.tallies[side].calls:
@@ -144,7 +147,23 @@ class ClaudeCodeReader:
         earlier = self._context(self.before[root])[0] if root in self.before else []
         return rest, Layout(context, self.side if main else [], model, usage,
                             calls=tally.recorded(context, self.call_of), earlier=earlier,
-                            earlier_calls=tally.recorded(earlier, self.call_of))
+                            earlier_calls=tally.recorded(earlier, self.call_of),
+                            unbilled_calls=self._unplaced(tally, {*context, *earlier}, not main))
+
+    def _unplaced(self, tally: UsageTally, placed: set[int], side: bool) -> list[RecordedCall]:
+        """The calls the usage totals hold (`tally`'s, of the main chain or, `side`, of
+        the sub-agent) whose replies are in no context the bill measures (`placed`): on a
+        chain before an older compaction than the newest, or off the branch; each once
+        (a resumed session writes a reply again), at the line its reply starts on."""
+        keys = {self.call_of[n][0] for n in placed if n in self.call_of}
+        sides, rest = set(self.side), []
+        for n in sorted(self.call_of):
+            key = self.call_of[n][0]
+            if (n in sides) == side and key not in keys:
+                keys.add(key)
+                rest.append(n)
+        return [replace(c, prompt=0, at=self.line_of.get(rest[c.prompt], 0))
+                for c in tally.recorded(rest, self.call_of)]
 
     def _context(self, leaf: str | None) -> tuple[list[int], str | None]:
         """Messages on the chain ending at `leaf`, in chain order, and the uuid the chain

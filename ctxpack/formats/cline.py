@@ -276,21 +276,33 @@ Made = tuple[int, Summed, int, str | None, tuple[str, str]]
 
 
 def recorded(context: list[int], made: list[Made], since: int,
-             events: dict[int, int] | None = None, file: str = "") -> list[RecordedCall]:
+             lines: dict[int, int] | None = None, file: str = "", item: str = "event {}",
+             before: dict[int, int] | None = None, first: int = 1
+             ) -> tuple[list[RecordedCall], list[RecordedCall]]:
     """The calls `made` (the emitted number of the reply, what its usage added to the
     summary, its prompt size first, the event's index, the model, the counts of its usage
     that no token count can be and its cost where no cost can be) that were of the context
-    as it is now, `prompt` a place in it. Given the UI log's `events` (each index's line,
-    as `event_lines`; the log in `file` where that is not the transcript), each call's
-    usage is at its event."""
+    as it is now, `prompt` a place in it; and those made before the request Cline first
+    sent without what it cut to fit the window (event `since` and before), of a prompt
+    that held what is no longer context (`prompt` 0: of the usage totals only). Given the
+    `lines` each index starts on (as `event_lines`; in `file` where that is not the
+    transcript), each call's usage is at its `item` (`event 8`); a call made before is
+    placed so in any case, by the lines `before` gives where it is given, else at the
+    line the file's items start on, `first`."""
     where = sorted(context)
-    return [RecordedCall(bisect.bisect_left(where, reply), _prompt(added), None, model,
-                         problem=wrong[0], costs=wrong[1], summed=added,
-                         **({} if events is None else {"at": events.get(event, 0),
-                                                       "place": f"event {event}",
-                                                       "file": file}))
-            for reply, added, event, model, wrong in made
-            if event > since and (_prompt(added) > 0 or any(wrong))]
+
+    def call(reply: int, added: Summed, n: int, model: str | None, wrong: tuple[str, str],
+             placed: bool) -> RecordedCall:
+        known = lines if placed or before is None else before
+        at = {} if placed and lines is None else {
+            "at": (known or {}).get(n, 0 if placed else first), "place": item.format(n),
+            "file": file}
+        return RecordedCall(bisect.bisect_left(where, reply) if placed else 0, _prompt(added),
+                            None, model, problem=wrong[0], costs=wrong[1], summed=added, **at)
+
+    calls = [m for m in made if _prompt(m[1]) > 0 or any(m[4])]
+    return ([call(*m, placed=True) for m in calls if m[2] > since],
+            [call(*m, placed=False) for m in calls if m[2] <= since])
 
 
 def written_calls(text: str, tools: Container[str], where: str) -> list[Text | ToolCall]:
@@ -433,10 +445,12 @@ class ClineHistoryReader:
         self.items = Items("message {}")
         self.unread: list[SetAside] = []  # the sibling UI log's unreadable usage
         self.line = 1
+        self.data: bytes | None = None  # the file's bytes, which place a call's item
 
     def located(self, path: str, data: bytes, first: int) -> None:
         """Told the file's path: its usage is in the `ui_messages.json` beside it."""
         self.sibling = os.path.join(os.path.dirname(path), UI_SIBLING)
+        self.data = data
 
     def feed(self, line: int, record: Any) -> list[Message]:
         if not is_api_history(record):
@@ -534,11 +548,15 @@ class ClineHistoryReader:
         else:
             usage = self.metrics.summary(f"metrics of each assistant message ({why})")
             if any(i in self.archived for i in range(len(self.messages))):
-                made = made[-1:] if made and made[-1][0] not in self.archived else []
+                # the calls before the newest are of a context condensed or cut since
+                since = made[-1][2] - (made[-1][0] not in self.archived) if made else -1
         context = [n for n in range(len(self.messages)) if n not in self.archived]
-        return [], Layout(context, model=self.model, usage=usage,
-                          calls=recorded(context, made, since, at, self.sibling or ""),
-                          set_aside=self.unread,
+        calls, before = recorded(context, made, since, at, self.sibling or "", *(
+            () if events is not None else
+            ("message {}", event_lines([n for _, _, n, _, _ in made], self.data, self.line),
+             self.line)))
+        return [], Layout(context, model=self.model, usage=usage, calls=calls,
+                          unbilled_calls=before, set_aside=self.unread,
                           outside_why="condensed into a summary, or cut to fit the window")
 
     def _ui_events(self) -> tuple[list[Any] | None, bytes, str]:
@@ -653,10 +671,11 @@ class ClineUiReader:
     def finish(self) -> tuple[list[Message], Layout]:
         # Cline no longer sends the requests and replies it cut to fit the window
         context = [n for n, i in enumerate(self.position) if i not in self.gone]
+        calls, before = recorded(context, self.made, self.since, event_lines(
+            [n for _, _, n, _, _ in self.made], self.data, self.line), first=self.line)
         return [], Layout(context, model=self.model,
                           usage=self.usage.summary("api_req_started events"),
-                          calls=recorded(context, self.made, self.since, event_lines(
-                              [n for _, _, n, _, _ in self.made], self.data, self.line)),
+                          calls=calls, unbilled_calls=before,
                           set_aside=unread_usage(self.unread, self.data, self.line),
                           outside_why="cut to fit the window")
 

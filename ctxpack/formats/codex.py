@@ -16,7 +16,16 @@ from typing import Any, NamedTuple
 
 from ..jsonl import dumps
 from ..models import keeps_reasoning
-from ..recorded import RUN_BOUND, RUN_MOST, Summed, miscounted, shown, summed, wrong_counts
+from ..recorded import (
+    RUN_BOUND,
+    RUN_MOST,
+    Summed,
+    miscounted,
+    shown,
+    summed,
+    unbelievable,
+    wrong_counts,
+)
 from ..transcript import (
     META_KEY,
     Image,
@@ -238,6 +247,7 @@ class CodexReader:
         # each call's reply (its number, model) and what was told of the call
         self.recorded: list[tuple[int, str | None, _Told]] = []
         self.told: _Told | None = None  # the newest call told of
+        self.every: list[tuple[_Told, str | None]] = []  # each call told of, and its model
         # the context the newest compaction replaced that calls were made on, and whether
         # reasoning was sent encrypted in it: those calls measured what is sent besides
         # the messages until one is made after it (see calibration.bill)
@@ -357,6 +367,7 @@ class CodexReader:
                 self.summed[key] = self.summed.get(key, 0) + amount
             call = self.told = _Told(number(billed), output, reasoning, wrong, line, added,
                                      self.context_window)
+            self.every.append((call, self._model()))
             self.ahead = None
             if billed is None and not wrong:
                 pass  # a call that records no prompt size
@@ -389,14 +400,24 @@ class CodexReader:
         if isinstance(record.get("model_context_window"), int):
             self.context_window = record["model_context_window"]
 
-    def usage(self) -> dict[str, Any]:
-        """Provider usage in the shape all formats share, plus the opaque reasoning seen."""
+    def usage(self, older: list[RecordedCall]) -> dict[str, Any]:
+        """Provider usage in the shape all formats share, plus the opaque reasoning seen;
+        `older`: the calls told of with no place in the contexts (see `_older`)."""
         usage: dict[str, Any] = {"source": _USAGE_SOURCE, "calls": self.calls} if self.calls else {}
         usage.update(self.summed)
         if self.last_call is not None and self.last_call.get("input_tokens") is not None:
             # (one no token count can be is its call's, set aside: the last kept call's
             # takes its place)
             usage["last_input_tokens"] = number(self.last_call["input_tokens"])
+            if self.told is not None and all(t is not self.told for _, _, t in self.recorded) \
+                    and unbelievable(older[-1]):
+                # the newest call told of has no reply the file holds (the last of `older`),
+                # and cannot be true: set aside, its prompt is not the last either, but the
+                # newest call's with a reply (as where a call with one is set aside)
+                if self.recorded:
+                    usage["last_input_tokens"] = self.recorded[-1][2].billed
+                else:
+                    del usage["last_input_tokens"]
         if self.context_window is not None:
             usage["context_window"] = self.context_window
         if self.encrypted_items:
@@ -407,22 +428,28 @@ class CodexReader:
     def finish(self) -> tuple[list[Message], Layout]:
         context = ([] if self.system is None else [self.system]) + self.window
         model = self.model or self.meta_model
-        return [], Layout(context, model=model, usage=self.usage(),
+        older = self._older(context, model)
+        return [], Layout(context, model=model, usage=self.usage(older),
                           calls=self._calls_on(context, bool(self.encrypted_items), model),
                           outside_why="before a compaction, or a system prompt replaced since",
                           earlier=self.earlier,
                           earlier_calls=self._calls_on(self.earlier, self.earlier_encrypted,
                                                        model),
-                          unbilled_calls=self._older(context, model))
+                          unbilled_calls=older)
 
     def _older(self, context: list[int], model: str | None) -> list[RecordedCall]:
-        """The recorded calls whose replies are neither in `context` nor in the context
-        before the newest compaction that had calls: made before an older compaction, they
-        are of the usage totals only."""
+        """The calls told of whose replies are neither in `context` nor in the context
+        before the newest compaction that had calls: made before an older compaction, or
+        with no reply the file holds (an event with new values and no reply since the call
+        before, or one told of ahead of a reply never written), they are of the usage
+        totals only."""
         placed = {*context, *self.earlier}
-        return [RecordedCall(0, t.billed, t.output, reply_model or model, problem=t.wrong,
-                             at=t.at, summed=t.added, window=t.window)
-                for n, reply_model, t in self.recorded if n not in placed]
+        replied = {id(t): reply_model for n, reply_model, t in self.recorded}
+        on = {id(t) for n, _, t in self.recorded if n in placed}
+        return [RecordedCall(0, t.billed, t.output, replied.get(id(t)) or told or model,
+                             problem=t.wrong, again=t.again, at=t.at, summed=t.added,
+                             window=t.window)
+                for t, told in self.every if id(t) not in on]
 
     def _calls_on(self, context: list[int], encrypted: bool,
                   model: str | None) -> list[RecordedCall]:
