@@ -41,10 +41,14 @@ HEADS = (
 # name the tags in its text, as a file about Cline's logs does): text that holds one is
 # the person's, be it sent with a result (their feedback on it) or after a note.
 PERSONS_LINE = re.compile(r"^<(?:task|feedback|answer|user_message)>$", re.M)
-# Cline's head of a tool result sent as text: `[read_file for 'a.py'] Result:`
+# Cline's head of a tool result sent as text: `[read_file for 'a.py'] Result:`. Two
+# regexes, for readers that know different things. The Cline reader reads a Cline task,
+# where a user message opening so is a result, of any tool (an MCP server's own, of one
+# word): it takes any name, and reads the tool from the head. Every other reader meets
+# the head in a file that may be a person's chat, where `[foo] Result: why?` is a
+# question: there only a tool name of joined words counts (`[read_file]`, `[use_mcp_tool
+# for 'db']`), as Cline's own tools are named.
 RESULT_HEAD = re.compile(r"\[([\w:-]+)(?: for .*?)?\] Result:", re.S)
-# The same head as another reader than Cline's meets it: of a tool of joined words
-# (`[read_file]`, `[use_mcp_tool for 'db']`), not a person's bracketed `[foo] Result:`
 _TOOL_RESULT_HEAD = re.compile(r"\[\w+_[\w:-]*(?: for .*?)?\] Result:", re.S)
 # Claude Code's one-line note of an interrupt, before whatever the person says next
 _NOTE = re.compile(r"\[Request interrupted by user[^\]\n]*\]")
