@@ -112,6 +112,9 @@ def chat_rounds(tmp_path: Path, first: str, then: str) -> list[int]:
     "<question>What is the capital of Peru?</question>",
     "[ERROR] in my build: what does E0382 mean?",
     "[foo] Result: what does this mean?",
+    # the labels convert writes before a late system message are its own, as written
+    "[System]\nFrom now on, answer in French.",
+    "[developer]\nWhich role should my API key have?",
 ])
 def test_a_persons_prompt_wrapped_in_a_tag_of_their_own_stays_a_round(tmp_path, asked):
     # datasets and people wrap a prompt in a tag of one word: that is no agent's block

@@ -33,10 +33,16 @@ HEADS = (
     "user has manually exited plan mode", "user has manually entered plan mode",
     # SWE-agent: the demonstration before the task
     "here is a demonstration of how to correctly accomplish this task",
-    # ctxpack convert: a system message after the first turn, a result no call it kept
-    # asked for, written as user text (the Messages API has no place for either)
-    "[system]\n", "[developer]\n", "[result of tool call ",
 )
+# ctxpack convert's labels of what it writes as user text, the Messages API having no
+# place for it: a system message after the first turn, a result no call it kept asked
+# for. Compared as written (a person's `[System]` or `[developer]` is theirs), and worded
+# so that a person's message rarely opens so; each on a line of its own, the text after.
+LATE_SYSTEM_LABEL = "[{role} message after the first turn, sent as user text]"
+UNANSWERING_LABEL = "[result of tool call {id}, answering no call, sent as user text]"
+_CONVERT_HEADS = re.compile("(?:{})(?:\n|\\Z)".format("|".join(
+    re.escape(label).replace(re.escape(field), r"[^\n]*?")
+    for label, field in ((LATE_SYSTEM_LABEL, "{role}"), (UNANSWERING_LABEL, "{id}")))))
 # What Cline wraps the person's words in, on a line of its own (a file a tool read may
 # name the tags in its text, as a file about Cline's logs does): text that holds one is
 # the person's, be it sent with a result (their feedback on it) or after a note.
@@ -94,7 +100,8 @@ def agent_written(text: str) -> bool:
     if wrapped and wrapped.group(1).lower() not in _PERSONS_TAGS:
         return True
     while rest:
-        if rest.lower().startswith(HEADS) or _TOOL_RESULT_HEAD.match(rest):
+        if rest.lower().startswith(HEADS) or _TOOL_RESULT_HEAD.match(rest) \
+                or _CONVERT_HEADS.match(rest):
             return True
         block = _BLOCK.match(rest)
         note = _NOTE.match(rest)
