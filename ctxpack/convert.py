@@ -32,7 +32,7 @@ from typing import Any
 
 from .errors import InputError, UsageError
 from .formats import model_of
-from .formats.agent_text import LATE_SYSTEM_LABEL, UNANSWERING_LABEL
+from .formats.agent_text import LATE_SYSTEM_LABEL, OPENS_WITH_ASSISTANT, UNANSWERING_LABEL
 from .formats.cline import call_arguments
 from .transcript import Image, Message, Part, Text, Thinking, ToolCall, ToolResult, Transcript
 
@@ -41,7 +41,6 @@ TARGETS = ("openai", "anthropic")
 CALL_ID = re.compile(r"[A-Za-z0-9_-]{1,40}")
 TOOL_NAME = re.compile(r"[A-Za-z0-9_-]{1,64}")
 NO_RESULT = "[no result for this call in the transcript]"
-OPENS_WITH_ASSISTANT = "[the transcript continues from here]"
 # an Anthropic body's `max_tokens`, which the Messages API requires (and which tells the
 # body from a Chat Completions one when nothing else does): 4,096, what every Claude model
 # can give in one reply

@@ -25,6 +25,8 @@ HEADS = (
     # Claude Code: a background task's notice (and where to read its output); what a
     # hook that stopped the agent's finishing says back
     "<task-notification>", "stop hook feedback:",
+    # Claude Code: the summary it goes on from after a compaction
+    "this session is being continued from a previous conversation",
     # Codex CLI: instructions and notices it sends as user messages
     "# agents.md instructions", "another language model started to solve this problem",
     # Cline / Roo Code: notes on a resumed task or a reply without a tool, results as text
@@ -36,13 +38,16 @@ HEADS = (
 )
 # ctxpack convert's labels of what it writes as user text, the Messages API having no
 # place for it: a system message after the first turn, a result no call it kept asked
-# for. Compared as written (a person's `[System]` or `[developer]` is theirs), and worded
-# so that a person's message rarely opens so; each on a line of its own, the text after.
+# for; and the user message it opens a body with where the log opens with the assistant.
+# Compared as written (a person's `[System]` or `[developer]` is theirs), and worded so
+# that a person's message rarely opens so; each on a line of its own, any text after.
 LATE_SYSTEM_LABEL = "[{role} message after the first turn, sent as user text]"
 UNANSWERING_LABEL = "[result of tool call {id}, answering no call, sent as user text]"
+OPENS_WITH_ASSISTANT = "[the transcript continues from here]"
 _CONVERT_HEADS = re.compile("(?:{})(?:\n|\\Z)".format("|".join(
-    re.escape(label).replace(re.escape(field), r"[^\n]*?")
-    for label, field in ((LATE_SYSTEM_LABEL, "{role}"), (UNANSWERING_LABEL, "{id}")))))
+    re.escape(label).replace(re.escape("{role}"), r"[^\n]*?").replace(re.escape("{id}"),
+                                                                        r"[^\n]*?")
+    for label in (LATE_SYSTEM_LABEL, UNANSWERING_LABEL, OPENS_WITH_ASSISTANT))))
 # What Cline wraps the person's words in, on a line of its own (a file a tool read may
 # name the tags in its text, as a file about Cline's logs does): text that holds one is
 # the person's, be it sent with a result (their feedback on it) or after a note.
@@ -63,6 +68,8 @@ AGENT_TAGS = frozenset({
     # Claude Code: reminders, a local command's or `!` shell's output
     "system-reminder", "local-command-caveat", "local-command-stdout",
     "local-command-stderr", "bash-stdout", "bash-stderr", "user-prompt-submit-hook",
+    # Claude Code in an IDE: the file open in it, the lines selected
+    "ide_opened_file", "ide_selection",
     # Cline / Roo Code
     "environment_details",
     # Codex CLI
@@ -99,10 +106,23 @@ def agent_written(text: str) -> bool:
     wrapped = _WRAPPED.fullmatch(rest)
     if wrapped and wrapped.group(1).lower() not in _PERSONS_TAGS:
         return True
+    return _persons_part(rest) is None
+
+
+def persons_words(text: str) -> str:
+    """A text of the person's from where their words begin: past the blocks and notes an
+    agent put before them in it (an IDE's note of the open file, a reminder)."""
+    rest = _persons_part(text.strip())
+    return text if rest is None else rest
+
+
+def _persons_part(rest: str) -> str | None:
+    """`rest` past the blocks and notes of the agent's that open it; None where the agent's
+    text runs to its end."""
     while rest:
         if rest.lower().startswith(HEADS) or _TOOL_RESULT_HEAD.match(rest) \
                 or _CONVERT_HEADS.match(rest):
-            return True
+            return None
         block = _BLOCK.match(rest)
         note = _NOTE.match(rest)
         if block and block.group(1).lower() in AGENT_TAGS:
@@ -110,8 +130,8 @@ def agent_written(text: str) -> bool:
         elif note:
             rest = rest[note.end():].lstrip()
         else:
-            return False
-    return True
+            return rest
+    return None
 
 
 def persons(parts: Sequence[Part]) -> bool:
