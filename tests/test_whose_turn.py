@@ -212,6 +212,36 @@ def test_swe_agent_observations_are_no_rounds(path, tmp_path):
     assert rounds_converted(path, tmp_path) == [2, 2, 2]
 
 
+def by_role(path: Path) -> dict[str, int]:
+    run = ctxpack("stats", "--json", str(path))
+    assert run.code == 0, run.err
+    return json.loads(run.out)["files"][0]["by_role"]
+
+
+def test_swe_agent_observations_count_as_tool_output(tmp_path):
+    # SWE-agent sends a command's output back as a user message, answering no call: it is
+    # the tool's, in the file and in what convert makes of it, not the person's
+    issue = ("We're currently solving the following issue within our repository.\nISSUE:\n"
+             "TimeDelta rounds 345 ms down to 344.\n\n(Open file: n/a)\n"
+             "(Current directory: /repo)\nbash-$")
+    run = [{"role": "system", "content": "You are an autonomous programmer."},
+           {"role": "user", "content": issue}]
+    observed = [*run,
+                {"role": "assistant", "content": "Reproduce it.\n```\npython repro.py\n```"},
+                {"role": "user", "content": "344\n\n(Open file: n/a)\n"
+                                            "(Current directory: /repo)\nbash-$"},
+                {"role": "assistant", "content": "Fix the rounding.\n```\nsubmit\n```"}]
+    alone = tmp_path / "issue.traj"
+    alone.write_text(json.dumps({"history": run}))
+    path = tmp_path / "run.traj"
+    path.write_text(json.dumps({"history": observed}))
+    out = tmp_path / "run.openai.jsonl"
+    assert ctxpack("convert", str(path), "--to", "openai", "-o", str(out)).code == 0
+    for roles in (by_role(path), by_role(out)):
+        assert roles["user"] == by_role(alone)["user"]  # the issue's only
+        assert roles["tool"] > 0
+
+
 def test_a_late_system_message_written_as_user_text_is_no_round(tmp_path):
     # the Messages API takes system text only before the first turn: convert writes a
     # later one as user text, which reads back as no turn of the person's

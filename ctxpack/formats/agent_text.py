@@ -101,12 +101,19 @@ def agent_written(text: str) -> bool:
     rest = text.strip()
     if PERSONS_LINE.search(rest):
         return False
-    if _PROMPT_END.search(rest) and not rest.startswith(_ISSUE):
+    if tool_output(rest):
         return True
     wrapped = _WRAPPED.fullmatch(rest)
     if wrapped and wrapped.group(1).lower() not in _PERSONS_TAGS:
         return True
     return _persons_part(rest) is None
+
+
+def tool_output(text: str) -> bool:
+    """Is user text the output of a command the agent ran, sent as a user message (an
+    SWE-agent observation)? It is no person's, and counts as a tool's result."""
+    rest = text.strip()
+    return bool(_PROMPT_END.search(rest)) and not rest.startswith(_ISSUE)
 
 
 def persons_words(text: str) -> str:
