@@ -32,6 +32,7 @@ from typing import Any
 
 from .errors import InputError, UsageError
 from .formats import model_of
+from .formats.agent_text import LATE_SYSTEM_LABEL, OPENS_WITH_ASSISTANT, UNANSWERING_LABEL
 from .formats.cline import call_arguments
 from .transcript import Image, Message, Part, Text, Thinking, ToolCall, ToolResult, Transcript
 
@@ -40,7 +41,6 @@ TARGETS = ("openai", "anthropic")
 CALL_ID = re.compile(r"[A-Za-z0-9_-]{1,40}")
 TOOL_NAME = re.compile(r"[A-Za-z0-9_-]{1,64}")
 NO_RESULT = "[no result for this call in the transcript]"
-OPENS_WITH_ASSISTANT = "[the transcript continues from here]"
 # an Anthropic body's `max_tokens`, which the Messages API requires (and which tells the
 # body from a Chat Completions one when nothing else does): 4,096, what every Claude model
 # can give in one reply
@@ -221,7 +221,7 @@ def _items(messages: list[Message], notes: Notes) -> list[_Item]:
                 pending.extend(part.parts)  # the result of a call kept as text, as it was sent
             elif isinstance(part, ToolResult):
                 if (mi, pi) not in matched:
-                    label = f"[result of tool call {part.call_id or '(no id)'}]"
+                    label = UNANSWERING_LABEL.format(id=part.call_id or "(no id)")
                     pending.append(Text(f"{label}\n{part.text}"))
                     pending.extend(p for p in part.parts if isinstance(p, Image))
                     notes.add(UNANSWERING_RESULTS)
@@ -446,7 +446,8 @@ def _anthropic(items: list[_Item], notes: Notes, keep_last_reply: bool) -> dict[
             continue
         if item.kind == "system":
             notes.add(LATE_SYSTEM)
-            role, blocks = "user", [_text_block(f"[{item.role}]\n{_text(item.parts, notes)}")]
+            label = LATE_SYSTEM_LABEL.format(role=item.role)
+            role, blocks = "user", [_text_block(f"{label}\n{_text(item.parts, notes)}")]
         elif item.kind == "assistant":
             role, blocks = "assistant", [_anthropic_block(p, notes) for p in item.parts]
         elif item.kind == "result":

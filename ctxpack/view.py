@@ -17,6 +17,7 @@ from .breakdown import transcript_models
 from .calibration import message_counts_with_hidden
 from .errors import UsageError
 from .formats import usual_model
+from .formats.agent_text import agent_written, persons_words
 from .formats.base import OUTSIDE_WHY
 from .loader import PathOrFile, load
 from .models import TABLE, ModelTable
@@ -241,9 +242,13 @@ def _header(t: Transcript, counter: TokenCounter, rounds: list[Round],
 
 
 def _title(first: Message) -> str:
+    """The first line of the person's words that open the round (the text an agent put
+    before them in the message, an IDE's note of the open file, is not the title)."""
     if not first.human:
         return "before the person's first message"  # (a file may open on the agent's)
-    line = next((ln.strip() for ln in first.text.splitlines() if ln.strip()), "")
+    text = next((persons_words(p.text) for p in first.parts if isinstance(p, Text)
+                 and p.text.strip() and not agent_written(p.text)), first.text)
+    line = next((ln.strip() for ln in text.splitlines() if ln.strip()), "")
     line = clean(line)
     return line if len(line) <= TITLE_CHARS else line[: TITLE_CHARS - 1] + "…"
 

@@ -5,6 +5,7 @@ file (its output, read back as the API's messages, has the rounds of its source)
 from __future__ import annotations
 
 import json
+import re
 from pathlib import Path
 from typing import Any
 
@@ -112,10 +113,70 @@ def chat_rounds(tmp_path: Path, first: str, then: str) -> list[int]:
     "<question>What is the capital of Peru?</question>",
     "[ERROR] in my build: what does E0382 mean?",
     "[foo] Result: what does this mean?",
+    # the labels convert writes before a late system message are its own, as written
+    "[System]\nFrom now on, answer in French.",
+    "[developer]\nWhich role should my API key have?",
 ])
 def test_a_persons_prompt_wrapped_in_a_tag_of_their_own_stays_a_round(tmp_path, asked):
     # datasets and people wrap a prompt in a tag of one word: that is no agent's block
     assert chat_rounds(tmp_path, "Summarize what I send you.", asked) == [2, 2, 2]
+
+
+def titles(path: Path) -> list[str]:
+    """The title `show` gives each round of `path` (on a line wide enough for all of it)."""
+    run = ctxpack("show", "--no-pager", str(path), env={"COLUMNS": "400"})
+    assert run.code == 0, run.err
+    return [m.group(1) for m in re.finditer(r"^round \d+  (.+?)\s{2,}\d", run.out, re.M)]
+
+
+def titles_converted(path: Path, tmp_path: Path) -> list[list[str]]:
+    """The round titles of `path`, then of its openai and its anthropic conversion."""
+    rounds_converted(path, tmp_path)
+    return [titles(p) for p in (path, *(tmp_path / f"{path.stem}.{to}.jsonl"
+                                       for to in ("openai", "anthropic")))]
+
+
+def test_the_persons_turns_merged_into_one_anthropic_message_keep_their_rounds(tmp_path):
+    # the Messages API takes no two user messages in a row: the person's words after a
+    # tool result, or after a note the agent sent, go into one message with them
+    chat = _write(tmp_path / "chat.jsonl", [
+        {"role": "user", "content": "List the files."},
+        {"role": "assistant", "content": None, "tool_calls": [
+            {"id": "c1", "type": "function", "function": {"name": "ls", "arguments": "{}"}}]},
+        {"role": "tool", "tool_call_id": "c1", "content": "a.py\nb.py"},
+        {"role": "user", "content": "Delete b.py."},
+        {"role": "assistant", "content": "Deleted."},
+        {"role": "user", "content": "<environment_context>\n  <cwd>/repo</cwd>\n"
+                                    "</environment_context>"},
+        {"role": "user", "content": "Now commit."},
+        {"role": "assistant", "content": "Committed."}])
+    assert rounds_converted(chat, tmp_path) == [3, 3, 3]
+    asked = ["List the files.", "Delete b.py.", "Now commit."]
+    assert titles_converted(chat, tmp_path) == [asked, asked, asked]
+    body = json.loads((tmp_path / "chat.anthropic.jsonl").read_text())
+    assert [m["role"] for m in body["messages"]] == ["user", "assistant"] * 2 + ["user"]
+
+
+def test_a_rounds_title_is_the_persons_words_not_the_ide_note_before_them(tmp_path):
+    ide = ("<ide_opened_file>The user opened the file src/app.ts in the IDE. This may or "
+           "may not be related to the current task.</ide_opened_file>")
+    path = _write(tmp_path / "s.jsonl", [
+        user("u1", None, "Write the contract."),
+        piece("a1", "u1", "m1", said("Written.")),
+        user("u2", "a1", [said(ide), said("Deploy it.")]),
+        piece("a2", "u2", "m2", said("Deployed."))])
+    asked = ["Write the contract.", "Deploy it."]
+    assert titles_converted(path, tmp_path) == [asked, asked, asked]
+
+
+def test_a_log_opening_with_the_assistant_converts_with_no_turn_of_the_persons_added(tmp_path):
+    # the body must open on the user's turn: the line convert adds there is its own
+    chat = _write(tmp_path / "chat.jsonl", [
+        {"role": "assistant", "content": "How can I help?"},
+        {"role": "user", "content": "Rename the module."},
+        {"role": "assistant", "content": "Renamed."}])
+    opened = ["before the person's first message", "Rename the module."]
+    assert titles_converted(chat, tmp_path) == [opened, opened, opened]
 
 
 def _corpus(name: str) -> list[Any]:
@@ -126,16 +187,21 @@ def _corpus(name: str) -> list[Any]:
 @pytest.mark.corpus
 @pytest.mark.parametrize("path", [
     *_corpus("posthog-impact-dashboard__claude-session.jsonl"),
+    *_corpus("solsmile__claude-session.jsonl"),
+    *_corpus("spotter__tool_heavy.jsonl"),
     *_corpus("raze__codex-session.jsonl"),
     *_corpus("personal_finance__gemini_session.json"),
     *_corpus("cline-xray__task_sample__ui_messages.json"),
     *_corpus("openhands__runtime_trajs_basic_gui_mode.json"),
     *_corpus("openhands__multi_swe_bench_example_output.jsonl")])
 def test_corpus_files_convert_with_their_rounds(path, tmp_path):
-    # (the Messages API joins the person's messages that no reply parts: never more there)
-    source, openai, anthropic = rounds_converted(path, tmp_path)
+    source, openai, anthropic = titles_converted(path, tmp_path)
     assert openai == source
-    assert anthropic <= source
+    # each of the person's turns the Messages API merged with a result or a note is read
+    # back as theirs; messages of the person's with nothing between (sent again, no
+    # reply) are one turn there, so a round can only be missing, never titled otherwise
+    missing = iter(source)
+    assert all(title in missing for title in anthropic)
 
 
 @pytest.mark.corpus
@@ -144,6 +210,36 @@ def test_swe_agent_observations_are_no_rounds(path, tmp_path):
     # the preamble (system prompt, demonstration) and the one issue to solve: the
     # commands' output the agent sends back is no turn of the person's
     assert rounds_converted(path, tmp_path) == [2, 2, 2]
+
+
+def by_role(path: Path) -> dict[str, int]:
+    run = ctxpack("stats", "--json", str(path))
+    assert run.code == 0, run.err
+    return json.loads(run.out)["files"][0]["by_role"]
+
+
+def test_swe_agent_observations_count_as_tool_output(tmp_path):
+    # SWE-agent sends a command's output back as a user message, answering no call: it is
+    # the tool's, in the file and in what convert makes of it, not the person's
+    issue = ("We're currently solving the following issue within our repository.\nISSUE:\n"
+             "TimeDelta rounds 345 ms down to 344.\n\n(Open file: n/a)\n"
+             "(Current directory: /repo)\nbash-$")
+    run = [{"role": "system", "content": "You are an autonomous programmer."},
+           {"role": "user", "content": issue}]
+    observed = [*run,
+                {"role": "assistant", "content": "Reproduce it.\n```\npython repro.py\n```"},
+                {"role": "user", "content": "344\n\n(Open file: n/a)\n"
+                                            "(Current directory: /repo)\nbash-$"},
+                {"role": "assistant", "content": "Fix the rounding.\n```\nsubmit\n```"}]
+    alone = tmp_path / "issue.traj"
+    alone.write_text(json.dumps({"history": run}))
+    path = tmp_path / "run.traj"
+    path.write_text(json.dumps({"history": observed}))
+    out = tmp_path / "run.openai.jsonl"
+    assert ctxpack("convert", str(path), "--to", "openai", "-o", str(out)).code == 0
+    for roles in (by_role(path), by_role(out)):
+        assert roles["user"] == by_role(alone)["user"]  # the issue's only
+        assert roles["tool"] > 0
 
 
 def test_a_late_system_message_written_as_user_text_is_no_round(tmp_path):

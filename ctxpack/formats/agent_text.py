@@ -25,6 +25,8 @@ HEADS = (
     # Claude Code: a background task's notice (and where to read its output); what a
     # hook that stopped the agent's finishing says back
     "<task-notification>", "stop hook feedback:",
+    # Claude Code: the summary it goes on from after a compaction
+    "this session is being continued from a previous conversation",
     # Codex CLI: instructions and notices it sends as user messages
     "# agents.md instructions", "another language model started to solve this problem",
     # Cline / Roo Code: notes on a resumed task or a reply without a tool, results as text
@@ -33,18 +35,31 @@ HEADS = (
     "user has manually exited plan mode", "user has manually entered plan mode",
     # SWE-agent: the demonstration before the task
     "here is a demonstration of how to correctly accomplish this task",
-    # ctxpack convert: a system message after the first turn, a result no call it kept
-    # asked for, written as user text (the Messages API has no place for either)
-    "[system]\n", "[developer]\n", "[result of tool call ",
 )
+# ctxpack convert's labels of what it writes as user text, the Messages API having no
+# place for it: a system message after the first turn, a result no call it kept asked
+# for; and the user message it opens a body with where the log opens with the assistant.
+# Compared as written (a person's `[System]` or `[developer]` is theirs), and worded so
+# that a person's message rarely opens so; each on a line of its own, any text after.
+LATE_SYSTEM_LABEL = "[{role} message after the first turn, sent as user text]"
+UNANSWERING_LABEL = "[result of tool call {id}, answering no call, sent as user text]"
+OPENS_WITH_ASSISTANT = "[the transcript continues from here]"
+_CONVERT_HEADS = re.compile("(?:{})(?:\n|\\Z)".format("|".join(
+    re.escape(label).replace(re.escape("{role}"), r"[^\n]*?").replace(re.escape("{id}"),
+                                                                        r"[^\n]*?")
+    for label in (LATE_SYSTEM_LABEL, UNANSWERING_LABEL, OPENS_WITH_ASSISTANT))))
 # What Cline wraps the person's words in, on a line of its own (a file a tool read may
 # name the tags in its text, as a file about Cline's logs does): text that holds one is
 # the person's, be it sent with a result (their feedback on it) or after a note.
 PERSONS_LINE = re.compile(r"^<(?:task|feedback|answer|user_message)>$", re.M)
-# Cline's head of a tool result sent as text: `[read_file for 'a.py'] Result:`
+# Cline's head of a tool result sent as text: `[read_file for 'a.py'] Result:`. Two
+# regexes, for readers that know different things. The Cline reader reads a Cline task,
+# where a user message opening so is a result, of any tool (an MCP server's own, of one
+# word): it takes any name, and reads the tool from the head. Every other reader meets
+# the head in a file that may be a person's chat, where `[foo] Result: why?` is a
+# question: there only a tool name of joined words counts (`[read_file]`, `[use_mcp_tool
+# for 'db']`), as Cline's own tools are named.
 RESULT_HEAD = re.compile(r"\[([\w:-]+)(?: for .*?)?\] Result:", re.S)
-# The same head as another reader than Cline's meets it: of a tool of joined words
-# (`[read_file]`, `[use_mcp_tool for 'db']`), not a person's bracketed `[foo] Result:`
 _TOOL_RESULT_HEAD = re.compile(r"\[\w+_[\w:-]*(?: for .*?)?\] Result:", re.S)
 # Claude Code's one-line note of an interrupt, before whatever the person says next
 _NOTE = re.compile(r"\[Request interrupted by user[^\]\n]*\]")
@@ -53,6 +68,8 @@ AGENT_TAGS = frozenset({
     # Claude Code: reminders, a local command's or `!` shell's output
     "system-reminder", "local-command-caveat", "local-command-stdout",
     "local-command-stderr", "bash-stdout", "bash-stderr", "user-prompt-submit-hook",
+    # Claude Code in an IDE: the file open in it, the lines selected
+    "ide_opened_file", "ide_selection",
     # Cline / Roo Code
     "environment_details",
     # Codex CLI
@@ -84,14 +101,35 @@ def agent_written(text: str) -> bool:
     rest = text.strip()
     if PERSONS_LINE.search(rest):
         return False
-    if _PROMPT_END.search(rest) and not rest.startswith(_ISSUE):
+    if tool_output(rest):
         return True
     wrapped = _WRAPPED.fullmatch(rest)
     if wrapped and wrapped.group(1).lower() not in _PERSONS_TAGS:
         return True
+    return _persons_part(rest) is None
+
+
+def tool_output(text: str) -> bool:
+    """Is user text the output of a command the agent ran, sent as a user message (an
+    SWE-agent observation)? It is no person's, and counts as a tool's result."""
+    rest = text.strip()
+    return bool(_PROMPT_END.search(rest)) and not rest.startswith(_ISSUE)
+
+
+def persons_words(text: str) -> str:
+    """A text of the person's from where their words begin: past the blocks and notes an
+    agent put before them in it (an IDE's note of the open file, a reminder)."""
+    rest = _persons_part(text.strip())
+    return text if rest is None else rest
+
+
+def _persons_part(rest: str) -> str | None:
+    """`rest` past the blocks and notes of the agent's that open it; None where the agent's
+    text runs to its end."""
     while rest:
-        if rest.lower().startswith(HEADS) or _TOOL_RESULT_HEAD.match(rest):
-            return True
+        if rest.lower().startswith(HEADS) or _TOOL_RESULT_HEAD.match(rest) \
+                or _CONVERT_HEADS.match(rest):
+            return None
         block = _BLOCK.match(rest)
         note = _NOTE.match(rest)
         if block and block.group(1).lower() in AGENT_TAGS:
@@ -99,8 +137,8 @@ def agent_written(text: str) -> bool:
         elif note:
             rest = rest[note.end():].lstrip()
         else:
-            return False
-    return True
+            return rest
+    return None
 
 
 def persons(parts: Sequence[Part]) -> bool:

@@ -116,6 +116,37 @@ def api_message(d: dict[str, Any], line: int, raw: Any, role: str | None = None)
                    human=human)
 
 
+def merged_turns(message: Message) -> list[Message]:
+    """A request body's user message as the turns the Messages API's alternation merged
+    into it (`convert --to anthropic` joins the tool results, the agent's notes and the
+    person's words that came one after another): a turn of the person's opens at each of
+    their texts after a part not theirs, so that it opens a round of its own, titled by
+    their words. Each turn after the first is sent as blocks of the message before it
+    (`joined`); one turn is the message as it was. (A note the agent put before the
+    person's words in their own message, an IDE's note of the open file, is told apart
+    from one it sent alone only by where it is: after a reply it joins the round before,
+    opening a body it is the preamble.)"""
+    if message.role != "user":
+        return [message]
+    starts = [i for i, p in enumerate(message.parts) if i and _persons_text(p)
+              and not _persons(message.parts[i - 1])]
+    if not starts:
+        return [message]
+    bounds = [0, *starts, len(message.parts)]
+    turns = [message.parts[a:b] for a, b in zip(bounds, bounds[1:], strict=False)]
+    return [replace(message, parts=parts, joined=n > 0,
+                    human=persons(parts) and not is_continuation(parts))
+            for n, parts in enumerate(turns)]
+
+
+def _persons_text(part: Part) -> bool:
+    return isinstance(part, Text) and bool(part.text.strip()) and persons((part,))
+
+
+def _persons(part: Part) -> bool:
+    return isinstance(part, Image) or _persons_text(part)
+
+
 def is_continuation(parts: Sequence[Part]) -> bool:
     """True for the parts of the summary user message Claude Code writes after a compaction."""
     first = next((p for p in parts if isinstance(p, Text)), None)

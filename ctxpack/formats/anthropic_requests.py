@@ -2,7 +2,9 @@
 `ctxpack convert --to anthropic` writes them (and as batch and eval files hold them).
 
 Each line is one conversation: its `system` (a string or text blocks) and its messages,
-whose tool results come at the start of the next user message. Read for stats, show,
+whose tool results come at the start of the next user message, merged there with the
+user turns that follow them (the API wants the roles to alternate): each of the
+person's turns in such a message is read as its own (see `merged_turns`). Read for stats, show,
 validate and convert; compress rewrites the transcript they were made from instead.
 """
 
@@ -13,7 +15,7 @@ from typing import Any
 
 from ..errors import UsageError
 from ..transcript import Message
-from .anthropic import api_message, bad_content, message_parts, sniff_record
+from .anthropic import api_message, bad_content, merged_turns, message_parts, sniff_record
 from .base import RecordError
 from .openai_conversations import ConversationsReader
 
@@ -95,7 +97,8 @@ class RequestsReader(ConversationsReader):
         for m in messages:
             if not isinstance(m, dict):
                 raise RecordError(f"a message that is not an object: {type(m).__name__}")
-            out.append(replace(api_message(m, line, m), conversation=self.conversations))
+            message = replace(api_message(m, line, m), conversation=self.conversations)
+            out += merged_turns(message)
         return out
 
 
