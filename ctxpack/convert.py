@@ -176,14 +176,12 @@ def request_bodies(t: Transcript, to: str, notes: Notes | None = None,
         if model is None:
             notes.say("no model named: the transcript names none, nor does its format "
                       "assume one (-m names one)")
-        elif t.model is None and model in FAMILIES:
-            notes.say(f"no model named: the transcript names none, and {model}, which stats "
-                      f"assumes for its format ({t.format}), is a family no API serves "
-                      "(-m names the model)")
-            model = None
         elif t.model is None:
+            # (a family stays: a later reading of the bodies finds its window and format)
             notes.say(f"model {model} assumed, as stats assumes it: the transcript names "
-                      f"none, and its format is {t.format} (-m names another)")
+                      f"none, and its format is {t.format} (-m names another" + (
+                          f"; {model} names a family, which no API serves as a model: send "
+                          "them with -m naming one)" if model in FAMILIES else ")"))
     if to == "anthropic" and model and "claude" not in model.lower():
         notes.say(f"the bodies name {model}, which the Messages API does not serve: -m names "
                   "the Claude model to send them to")
