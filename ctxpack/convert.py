@@ -31,7 +31,7 @@ from dataclasses import dataclass, field, replace
 from typing import Any
 
 from .errors import InputError, UsageError
-from .formats import model_of
+from .formats import FAMILIES, model_of
 from .formats.agent_text import LATE_SYSTEM_LABEL, OPENS_WITH_ASSISTANT, UNANSWERING_LABEL
 from .formats.cline import call_arguments
 from .transcript import Image, Message, Part, Text, Thinking, ToolCall, ToolResult, Transcript
@@ -69,6 +69,8 @@ CALLS_WITHOUT_RESULT = "tool calls without a result given one that says so"
 NAMES_REFUSED = "tool names the APIs refuse written with _ for each character they refuse"
 IMAGES_AS_TEXT = "images where the API takes only text written as [image]"
 LATE_SYSTEM = "system messages after the first turn written as user text"
+OTHER_ROLES = ("messages of a role no API knows (mini-swe-agent's exit before the run's end) "
+               "written as user text under their role")
 BLANK_TURNS_LEFT_OUT = "turns of nothing but blank text left out (the Messages API refuses it)"
 USER_ADDED = "user messages added before an opening assistant message"
 LAST_REPLY_LEFT_OUT = ("assistant replies at the end left out, so that each Anthropic body "
@@ -96,6 +98,8 @@ ONE = {
     NAMES_REFUSED: "tool name the APIs refuse written with _ for each character they refuse",
     IMAGES_AS_TEXT: "image where the API takes only text written as [image]",
     LATE_SYSTEM: "system message after the first turn written as user text",
+    OTHER_ROLES: ("message of a role no API knows (mini-swe-agent's exit before the run's "
+                  "end) written as user text under its role"),
     BLANK_TURNS_LEFT_OUT: "turn of nothing but blank text left out (the Messages API refuses "
                           "it)",
     USER_ADDED: "user message added before an opening assistant message",
@@ -173,8 +177,11 @@ def request_bodies(t: Transcript, to: str, notes: Notes | None = None,
             notes.say("no model named: the transcript names none, nor does its format "
                       "assume one (-m names one)")
         elif t.model is None:
+            # (a family stays: a later reading of the bodies finds its window and format)
             notes.say(f"model {model} assumed, as stats assumes it: the transcript names "
-                      f"none, and its format is {t.format} (-m names another)")
+                      f"none, and its format is {t.format} (-m names another" + (
+                          f"; {model} names a family, which no API serves as a model: send "
+                          "them with -m naming one)" if model in FAMILIES else ")"))
     if to == "anthropic" and model and "claude" not in model.lower():
         notes.say(f"the bodies name {model}, which the Messages API does not serve: -m names "
                   "the Claude model to send them to")
@@ -235,6 +242,11 @@ def _items(messages: list[Message], notes: Notes) -> list[_Item]:
                 out.append(_Item("system", tuple(pending), m.role))
             continue
         if m.role != "assistant":
+            if pending and m.role not in ("user", "tool", "function"):
+                first = pending[0]
+                pending[:1] = [Text(f"[{m.role}]\n{first.text}")] \
+                    if isinstance(first, Text) else [Text(f"[{m.role}]"), first]
+                notes.add(OTHER_ROLES)
             if pending and _with_results(m, pending, out):
                 result = out[-1].parts[0]
                 assert isinstance(result, ToolResult)

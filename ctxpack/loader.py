@@ -565,8 +565,10 @@ def placed(messages: list[Message], document: Any, data: bytes | None = None,
            first: int = 1) -> list[Message]:
     """The messages of a document, each given its place in it (`history[3]`) when they all
     share one line (a document written on one line, or read as one): a line number would
-    tell them apart no more than "line 1" does. Given the document's bytes `data` (from
-    line `first`) over many lines, each also gets the line its item starts on."""
+    tell them apart no more than "line 1" does; a place its reader gave it (an OpenHands
+    `event 3`, in an output.jsonl line as in a trajectory) stays. Given the document's
+    bytes `data` (from line `first`) over many lines, each also gets the line its item
+    starts on."""
     if len(messages) < 2 or len({m.line for m in messages}) > 1:
         return messages
     paths: dict[int, tuple[str, tuple[str | int, ...]]] = {}
@@ -587,7 +589,8 @@ def placed(messages: list[Message], document: Any, data: bytes | None = None,
     # pretty-printed: the items' own lines
     lines = item_lines(data, first, [paths[id(m.raw)][1] for m in messages
                                      if id(m.raw) in paths])
-    return [replace(m, place=paths[id(m.raw)][0], item_line=lines.get(paths[id(m.raw)][1], 0))
+    return [replace(m, place=m.place or paths[id(m.raw)][0],
+                    item_line=lines.get(paths[id(m.raw)][1], 0))
             if id(m.raw) in paths else m for m in messages]
 
 

@@ -121,7 +121,7 @@ class Message:
         """Where the message is, as a person looks for it (show, stats, convert, validate's
         pairing): its line; in a document whose messages share one line, its place in it,
         after the line its item starts on where the document is printed over many
-        (`line 38 [3]`, as a JSONL line of many names its messages: `line 1 history[4]`)."""
+        (`line 38 [3]`, as a JSONL line of many names its messages: `line 1 event 4`)."""
         return where_in(self.place, self.item_line) if self.place else f"line {self.line:,}"
 
     @property

@@ -18,7 +18,7 @@ from typing import IO, TYPE_CHECKING, Any, overload
 
 from .archive import KEY, MARK, meta_of, unpack_pieces
 from .errors import InputError, UsageError
-from .jsonl import CHUNK, Source, iter_lines, loads, reopenable
+from .jsonl import BOM, CHUNK, Source, iter_lines, loads, reopenable
 
 if TYPE_CHECKING:
     from .loader import PathOrFile
@@ -296,7 +296,7 @@ def _document(lines: Iterator[bytes]) -> tuple[dict[str, Any] | None, Iterator[b
     """The `ctxpack` object of a multi-line JSON document compress wrote, if `lines` are
     one (then read whole: compress writes such files whole too), and the lines again."""
     first = next(lines, None)
-    if first is None or first.strip() not in (b"{", b"["):
+    if first is None or first.strip().removeprefix(BOM) not in (b"{", b"["):
         return None, chain([first] if first is not None else [], lines)
     every = [first, *lines]
     if len(every) < 2 or not any(MARK in x for x in every):

@@ -16,6 +16,7 @@ from hypothesis import strategies as st
 from ctxpack.breakdown import stats
 from ctxpack.checks import validate
 from ctxpack.convert import request_bodies
+from ctxpack.formats.cline import call_arguments
 from ctxpack.loader import load, write
 from ctxpack.tokens import TokenCounter
 from ctxpack.transcript import Text, ToolCall, group_rounds
@@ -579,8 +580,14 @@ def test_a_completion_and_the_command_it_carries_are_one_call(tmp_path):
         "attempt_completion": 1, "execute_command": 1}
     t = load(path)
     assert [[(c.name, c.arguments) for c in m.tool_calls] for m in t.messages
-            if m.role == "assistant"] == [[("attempt_completion", "Fixed.\nnpm test")],
-                                          [("execute_command", "npm run lint")]]
+            if m.role == "assistant"] == [
+        [("attempt_completion", "<attempt_completion>\n<result>\nFixed.\n</result>\n"
+                                "<command>npm test</command>\n</attempt_completion>")],
+        [("execute_command", "npm run lint")]]
+    # as a call of the API, the completion's own arguments (they were the result and the
+    # command joined, as a command: {"command": "Fixed.\nnpm test"})
+    assert [json.loads(call_arguments(c)) for m in t.messages for c in m.tool_calls] == [
+        {"result": "Fixed.", "command": "npm test"}, {"command": "npm run lint"}]
     run = ctxpack("show", "--full", str(path))
     assert run.code == 0, run.err
     assert "npm test" in run.out
@@ -599,6 +606,6 @@ def test_no_corpus_reply_calls_a_tool_after_its_completion(path):
         names = [c.name for c in m.tool_calls]
         assert "attempt_completion" not in names[:-1], names
     carried = [c for m in t.messages for c in m.tool_calls
-               if c.name == "attempt_completion" and "\n" in c.arguments
-               and c.arguments.rsplit("\n", 1)[1].endswith("jira-viewer.exe")]
+               if c.name == "attempt_completion"
+               and json.loads(call_arguments(c)).get("command", "").endswith("jira-viewer.exe")]
     assert len(carried) == ("xray" in path.name)

@@ -438,6 +438,9 @@ def test_a_body_names_the_model_stats_reports(tmp_path, to):
     assert run.code == 0, run.err
     assert "no model named" not in run.err
     assert "model claude assumed" in " ".join(run.err.split())
+    # but no API serves a model of that name: the note says so
+    assert "claude names a family, which no API serves as a model: send them with -m " \
+        "naming one" in " ".join(run.err.split())
     assert {json.loads(line)["model"] for line in out.read_text().splitlines()} == {"claude"}
     if to == "openai":  # a later reading finds the same model and window
         again = json.loads(ctxpack("stats", "--json", str(out)).out)["files"][0]
@@ -851,3 +854,26 @@ def test_validate_names_the_call_left_unanswered_where_a_later_call_takes_its_id
     assert run.code == 1
     assert "messages[1]: tool call 'c1' (first) has no result before the call at" in run.out
     assert "(second)" not in run.out and "used twice" not in run.out
+
+
+@pytest.mark.parametrize("to", ["openai", "anthropic"])
+def test_an_exit_before_the_runs_end_is_user_text_under_its_role_with_a_note(tmp_path, to):
+    # mini-swe-agent's `exit` in the middle of a run is read (validate names it); convert
+    # wrote it as the person's words, without a word
+    path = tmp_path / "run.traj.json"
+    path.write_text(json.dumps({"info": {}, "messages": [
+        {"role": "system", "content": "You fix bugs."},
+        {"role": "user", "content": "Fix the parser."},
+        {"role": "exit", "content": "stopped early"},
+        {"role": "assistant", "content": "Fixed it."},
+        {"role": "user", "content": "Thanks."}]}))
+    run = ctxpack("convert", str(path), "--to", to)
+    assert run.code == 0, run.err
+    assert "1 message of a role no API knows (mini-swe-agent's exit before the run's end) " \
+        "written as user text under its role" in " ".join(run.err.split())
+    (body,) = [json.loads(line) for line in run.out.splitlines()]
+    texts = [m["content"] if isinstance(m["content"], str) else
+             "\n".join(b["text"] for b in m["content"]) for m in body["messages"]
+             if m["role"] == "user"]
+    assert "[exit]\nstopped early" in "\n".join(texts)
+    assert all("exit" not in m["role"] for m in body["messages"])

@@ -232,18 +232,19 @@ def test_a_jsonl_file_whose_first_line_is_cut_is_still_read_a_line_at_a_time(tmp
 
 
 def test_the_messages_of_one_line_are_placed_in_it(tmp_path):
-    # an OpenHands output.jsonl holds a whole run a line: "line 1" told no message apart
+    # an OpenHands output.jsonl holds a whole run a line: "line 1" told no message apart;
+    # each is at its event, as in a trajectory and as validate names a problem of it
     sample = SAMPLES / "openhands/env-flags.openhands.jsonl"
     t = load(str(sample))
     events = json.loads(sample.read_bytes())["history"]
     places = [m.where for m in t.messages]
     assert len(set(places)) == len(places) > 5
     for m, where in zip(t.messages, places, strict=True):
-        index = int(where.removeprefix("line 1 history[").removesuffix("]"))
+        index = int(where.removeprefix("line 1 event "))
         assert m.raw == events[index]
     run = ctxpack("show", str(sample))
     assert run.code == 0, run.err
-    assert "line 1 history[0]  system" in run.out
+    assert "line 1 event 0  system" in run.out
     # a file of one message a line keeps its lines
     chat = load(str(SAMPLES / "support-chat.openai.jsonl")).messages
     assert [m.where for m in chat] == [f"line {m.line:,}" for m in chat]

@@ -860,3 +860,83 @@ def test_a_recording_that_names_no_model_is_read_and_converted_as_the_cli_s_defa
     assert json.loads(out.read_text())["model"] == "gemini-2.5-pro"
     entry = json.loads(ctxpack("stats", "--json", str(path)).out)["files"][0]
     assert entry["model"] == "gemini-2.5-pro" and "assumed" in entry["note"]
+
+
+@pytest.mark.parametrize("pretty", [False, True])
+def test_fields_of_the_wrong_type_are_named_at_their_message(pretty: bool,
+                                                              tmp_path: Path) -> None:
+    # they were passed over without a word: usage, thoughts and calls read as absent, a
+    # null Part dropped from what the CLI would send
+    records = [user("u1", "hi"),
+               gemini("g1", "ok", tokens=[1, 2], thoughts={}),  # type: ignore[arg-type]
+               gemini("g2", "ok", calls=[5], thoughts=[7]),  # type: ignore[list-item]
+               {**user("u2", ""), "content": [{"text": "a"}, None]},
+               {**user("u3", ""), "content": 5}]
+    path = tmp_path / "session-x.json"
+    path.write_text(json.dumps({**META, "messages": records}, indent=2 if pretty else None))
+    lines = path.read_text().splitlines()
+
+    def at(ident: str) -> int:  # the line its item opens on (pretty: the one before its id)
+        return next(n for n, text in enumerate(lines) if f'"{ident}"' in text) if pretty else 1
+
+    run = ctxpack("validate", str(path))
+    assert run.code == 1 and run.out.splitlines() == [
+        f"{path}:{at('g1')}: messages[1]: 'thoughts' is an object, not an array",
+        f"{path}:{at('g1')}: messages[1]: 'tokens' is an array, not an object: the reply's "
+        "usage is not read",
+        f"{path}:{at('g2')}: messages[2]: thoughts[0] is a number, not an object",
+        f"{path}:{at('g2')}: messages[2]: toolCalls[0] is a number, not an object",
+        f"{path}:{at('u2')}: messages[3]: content[1] is null, not a Part",
+        f"{path}:{at('u3')}: messages[4]: 'content' is a number, not a string, Part or array",
+    ], run.out + run.err
+    assert ctxpack("stats", str(path)).code == 0
+
+
+def test_tool_calls_of_a_string_are_one_line_naming_the_message(tmp_path: Path) -> None:
+    path = tmp_path / "session-x.jsonl"
+    path.write_bytes(jsonl(META, user("u1", "hi"), gemini("g1", "x", calls="oops")).getvalue())  # type: ignore[arg-type]
+    assert_clean_error(ctxpack("validate", str(path)), 2, f"{path}:3:",
+                       "'toolCalls' is a string, not an array")
+
+
+def test_results_a_user_message_repeats_without_an_id_are_paired_by_name_and_count_once(
+        ) -> None:
+    # the copies named no call, so each was counted again and named "without a call"
+    def answered(name: str, output: str) -> dict[str, Any]:
+        return {"functionResponse": {"name": name, "response": {"output": output}}}
+
+    calls = [{"name": "cat", "args": {"p": 1}, "result": [answered("cat", "one " * 40)]},
+             {"name": "ls", "args": {}, "result": [answered("ls", "a b")]},
+             {"name": "cat", "args": {"p": 2}, "result": [answered("cat", "two " * 40)]}]
+    echo = {"id": "e1", "type": "user", "content": [
+        answered("ls", "a b"), answered("cat", "one " * 40), answered("cat", "two " * 40)]}
+    t = load(jsonl(META, user("u1", "read"), gemini("g1", calls=calls), echo,
+                   gemini("g2", "done")))
+    from ctxpack.checks import validate
+
+    assert validate(t) == []
+    assert [m.role for m in t.outside] == ["tool"]  # the copy, in the file, not counted
+    ids = {c.name + c.arguments: c.id for m in t.messages for c in m.tool_calls}
+    (copy,) = t.outside
+    assert [r.call_id for r in copy.tool_results] == [
+        ids["ls{}"], ids['cat{"p":1}'], ids['cat{"p":2}']]
+    results = [r.text for m in t.messages for r in m.tool_results]
+    assert results == ["one " * 40, "a b", "two " * 40]
+
+
+def test_a_stream_result_without_a_tool_id_is_paired_oldest_first_and_named(
+        tmp_path: Path) -> None:
+    # the CLI gives every call and result its call's id, and writes results as the calls
+    # finish: pairing one without an id with the oldest open call is a guess, said so
+    path = tmp_path / "out.jsonl"
+    path.write_text("".join(json.dumps(r) + "\n" for r in (
+        {**INIT, "session_id": "s"}, {"type": "message", "role": "user", "content": "go"},
+        {"type": "tool_use", "tool_name": "ls", "tool_id": "ls-1", "parameters": {}},
+        {"type": "tool_result", "status": "success", "output": "a b"})))
+    run = ctxpack("validate", str(path))
+    assert run.code == 1 and run.out.splitlines() == [
+        f"{path}:4: tool_result without a 'tool_id' (Gemini CLI writes its call's, and "
+        "writes results as their calls finish): taken for the oldest call not yet answered, "
+        "'ls-1' (ls), which may not be its own"], run.out
+    body = json.loads(ctxpack("convert", str(path), "--to", "openai").out)
+    assert [m.get("tool_call_id") for m in body["messages"] if m["role"] == "tool"] == ["ls-1"]

@@ -18,7 +18,7 @@ from ctxpack.loader import load, write
 from ctxpack.transcript import Text
 
 from .conftest import SAMPLES, corpus_params
-from .helpers import ctxpack
+from .helpers import assert_clean_error, ctxpack
 
 
 def roundtrip(data: bytes, **kw) -> bytes:
@@ -154,3 +154,42 @@ def test_a_file_opening_with_a_byte_order_mark_is_read_as_without_and_written_ba
     # first uuid was lost, and a parentUuid naming it said to resolve to nothing)
     assert ctxpack("validate", str(path)).out.replace(str(path), "") == \
         ctxpack("validate", str(again)).out.replace(str(again), "")
+
+
+@pytest.mark.parametrize("stdin", [False, True])
+@pytest.mark.parametrize(("name", "budget"), [("bugfix.mini-swe-agent.traj.json", "2500"),
+                                            ("evals.openai-conversations.jsonl", "600")])
+def test_compress_keeps_a_byte_order_mark_where_it_rewrites_the_first_line(name, budget, stdin,
+                                                                          tmp_path):
+    # a rewritten document, or first line, was written without the mark the file opens
+    # with (restore gave it back; compress's own output lost it)
+    lines = (SAMPLES / name).read_bytes().splitlines(keepends=True)
+    if name.endswith(".jsonl"):  # the largest conversation first, so that it is rewritten
+        largest = max(lines, key=len)
+        lines = [largest, *(x for x in lines if x is not largest)]
+    marked = b"\xef\xbb\xbf" + b"".join(lines)
+    path = tmp_path / name
+    path.write_bytes(marked)
+    out = tmp_path / ("out-" + name)
+    args = ("compress", "-", "--format", load(io.BytesIO(marked)).format) if stdin \
+        else ("compress", str(path))
+    run = ctxpack(*args, "--budget", budget, "-o", str(out),
+                  input=marked if stdin else None)
+    assert run.code == 0, run.err
+    written = out.read_bytes()
+    assert written.startswith(b"\xef\xbb\xbf") and not written.startswith(b"\xef\xbb\xbf" * 2)
+    assert written != marked  # (a document is written whole again)
+    if name.endswith(".jsonl"):  # the line of the conversation compressed
+        assert written.splitlines()[0] != marked.splitlines()[0]
+    assert ctxpack("validate", str(out)).code == 0
+    again = tmp_path / "restored"
+    assert ctxpack("restore", str(out), "-o", str(again)).code == 0
+    assert again.read_bytes() == marked
+
+
+def test_a_file_of_nothing_but_a_byte_order_mark_is_empty(tmp_path):
+    path = tmp_path / "empty.jsonl"
+    path.write_bytes(b"\xef\xbb\xbf")
+    for command in ("validate", "stats", "compress"):
+        assert_clean_error(ctxpack(command, str(path)), 2, f"{path}", "the file is empty")
+    assert_clean_error(ctxpack("validate", "-", input=b"\xef\xbb\xbf"), 2, "the file is empty")

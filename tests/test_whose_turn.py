@@ -85,41 +85,37 @@ def test_the_persons_words_after_an_agents_note_stay_a_round(tmp_path):
     assert rounds_converted(chat, tmp_path) == [3, 3, 3]
 
 
-@pytest.mark.parametrize("note", [
-    "[TASK RESUMPTION] This task was interrupted 2 minutes ago.",
-    "[ERROR] You did not use a tool in your previous response! Please retry with a tool use.",
-    "[replace_in_file for 'src/app.ts'] Result:\nThe content was saved.",
-    "<environment_details>\n# Current Time\n5/1/2025\n</environment_details>",
-    "# AGENTS.md instructions for /repo\n\n<INSTRUCTIONS>Use uv.</INSTRUCTIONS>",
-    "<environment_context>\n  <cwd>/repo</cwd>\n</environment_context>",
-    "<session_context>\nThe date is 5/1/2025.\n</session_context>",
-    "344\n\n(Open file: n/a)\n(Current directory: /repo)\nbash-$",
-])
-def test_text_agents_write_is_no_round_in_a_chat(tmp_path, note):
-    assert chat_rounds(tmp_path, "<task>\nAdd a test.\n</task>", note) == [1, 1, 1]
+AGENTS, PERSONS = 1, 2  # the rounds of the chat below: a second message of either
 
 
-def chat_rounds(tmp_path: Path, first: str, then: str) -> list[int]:
-    """The rounds of a chat of two user messages, `first` and `then`, each answered (and
-    of its openai and anthropic conversion)."""
-    chat = _write(tmp_path / "chat.jsonl", [
-        {"role": "user", "content": first}, {"role": "assistant", "content": "On it."},
-        {"role": "user", "content": then}, {"role": "assistant", "content": "Done."}])
-    return rounds_converted(chat, tmp_path)
-
-
-@pytest.mark.parametrize("asked", [
-    "<document>\nQ3 revenue rose 4%.\n</document>",
-    "<question>What is the capital of Peru?</question>",
-    "[ERROR] in my build: what does E0382 mean?",
-    "[foo] Result: what does this mean?",
-    # the labels convert writes before a late system message are its own, as written
-    "[System]\nFrom now on, answer in French.",
-    "[developer]\nWhich role should my API key have?",
-])
-def test_a_persons_prompt_wrapped_in_a_tag_of_their_own_stays_a_round(tmp_path, asked):
+@pytest.mark.parametrize(("then", "rounds"), [
+    # text agents write into user messages on their own
+    ("[TASK RESUMPTION] This task was interrupted 2 minutes ago.", AGENTS),
+    ("[ERROR] You did not use a tool in your previous response! Please retry with a tool "
+     "use.", AGENTS),
+    ("[replace_in_file for 'src/app.ts'] Result:\nThe content was saved.", AGENTS),
+    ("<environment_details>\n# Current Time\n5/1/2025\n</environment_details>", AGENTS),
+    ("# AGENTS.md instructions for /repo\n\n<INSTRUCTIONS>Use uv.</INSTRUCTIONS>", AGENTS),
+    ("<environment_context>\n  <cwd>/repo</cwd>\n</environment_context>", AGENTS),
+    ("<session_context>\nThe date is 5/1/2025.\n</session_context>", AGENTS),
+    ("344\n\n(Open file: n/a)\n(Current directory: /repo)\nbash-$", AGENTS),
     # datasets and people wrap a prompt in a tag of one word: that is no agent's block
-    assert chat_rounds(tmp_path, "Summarize what I send you.", asked) == [2, 2, 2]
+    ("<document>\nQ3 revenue rose 4%.\n</document>", PERSONS),
+    ("<question>What is the capital of Peru?</question>", PERSONS),
+    ("[ERROR] in my build: what does E0382 mean?", PERSONS),
+    ("[foo] Result: what does this mean?", PERSONS),
+    # the labels convert writes before a late system message are its own, as written
+    ("[System]\nFrom now on, answer in French.", PERSONS),
+    ("[developer]\nWhich role should my API key have?", PERSONS),
+])
+def test_a_second_user_message_opens_a_round_if_it_is_the_persons(tmp_path, then, rounds):
+    # the rounds of a chat of two user messages, each answered, and of its openai and
+    # anthropic conversion
+    chat = _write(tmp_path / "chat.jsonl", [
+        {"role": "user", "content": "<task>\nAdd a test.\n</task>"},
+        {"role": "assistant", "content": "On it."},
+        {"role": "user", "content": then}, {"role": "assistant", "content": "Done."}])
+    assert rounds_converted(chat, tmp_path) == [rounds] * 3
 
 
 def titles(path: Path) -> list[str]:

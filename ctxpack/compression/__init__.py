@@ -115,7 +115,7 @@ def _made(given: Input, options: Options, strip: bool = False, dry_run: bool = F
     """Plan the compression of `given`, and its output (made as it is read, where the
     records are lines of their own)."""
     from .documents import apart, conversation_indexes
-    from .writer import output
+    from .writer import keeping_bom, output
 
     archiver = Archiver(options.archive_dir, options.archive)
     if given.transcript.format in WHOLE_RECORDS:
@@ -125,7 +125,8 @@ def _made(given: Input, options: Options, strip: bool = False, dry_run: bool = F
             given.transcript, lambda indexes, item: run(given.part(indexes, item), options,
                                                         dry_run=dry_run, cache=cache),
             archiver, now_iso(), strip)
-        return Compressed(report_of(given, plans, archiver), lines)
+        return Compressed(report_of(given, plans, archiver),
+                          keeping_bom(given.transcript.records, lines))
     runs = conversation_indexes(given.transcript)
     if len(runs) > 1 and apart(given.transcript, runs):
         # runs of one file, each its own prompt (Gemini CLI's stream-json); runs whose
@@ -137,7 +138,8 @@ def _made(given: Input, options: Options, strip: bool = False, dry_run: bool = F
         given.facts.start(likely_texts(Plan(given, options)), len, AHEAD_TASK, AHEAD_CHARS)
         plans = [run(given, options, dry_run=dry_run, cache=cache)]
     return Compressed(report_of(given, plans, archiver),
-                      output(plans, archiver, now_iso(), strip))
+                      keeping_bom(given.transcript.records,
+                                  output(plans, archiver, now_iso(), strip)))
 
 
 def _checked(chunks: Iterator[bytes], opened: Opened) -> Iterator[bytes]:

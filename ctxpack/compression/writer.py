@@ -20,7 +20,7 @@ from ..archive import VERSION, Archiver, Packed, item_id, meta_of, span_blocks
 from ..archive import strip as strip_line
 from ..calibration import Bill
 from ..formats.base import Compaction
-from ..jsonl import LineIndex, ParsedRecords, dumps, loads
+from ..jsonl import BOM, LineIndex, ParsedRecords, dumps, loads
 from ..transcript import META_KEY, Message, Record
 from .plan import Plan
 from .region import OBSERVATIONS
@@ -146,6 +146,18 @@ def output(plans: Sequence[Plan], archiver: Archiver, now: str,
         at = done.last
     yield from (finish(line) for line in _lines(_span(records, at, len(records)), dones,
                                                 archiver))
+
+
+def keeping_bom(records: Sequence[Record], chunks: Iterable[bytes]) -> Iterator[bytes]:
+    """The output `chunks`, opening with the byte order mark the input opens with, where
+    compress rewrote its first line or the whole document (written without one)."""
+    chunks = iter(chunks)
+    if len(records) and records[0].raw.startswith(BOM):
+        for chunk in chunks:
+            if chunk:
+                yield chunk if chunk.startswith(BOM) else BOM + chunk
+                break
+    yield from chunks
 
 
 def records_out(plan: Plan, now: str) -> list[Any]:

@@ -30,6 +30,11 @@ def usual_model(name: str) -> str | None:
     return getattr(FORMATS.get(name), "default_model", None)
 
 
+# models formats assume that name a family, for its tokenizer, window and calibration: no
+# API serves a model of that name, so a request body does not name it
+FAMILIES = frozenset({"claude", "gemini"})
+
+
 def model_of(named: str | None, format: str) -> str | None:
     """The model a file of `format` that names `named` (or none) is read as: the one it
     names, else the one its format assumes; None when neither. stats reports this model

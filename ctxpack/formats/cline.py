@@ -339,13 +339,15 @@ def call_arguments(call: ToolCall) -> str:
     """A written call's arguments as a tool call of the API carries them: a JSON object of
     the parameters its XML names (`<path>src/a.ts</path>`: "path"), each trimmed as Cline
     trims them; a UI log's call holds the JSON object its event shows, or the command line
-    a command event shows (its `command`)."""
+    a command event shows (its `command`), or the result a completion event shows (its
+    `result`; with the command it carries, both)."""
     text = call.arguments.strip()
     if text.startswith(f"<{call.name}>"):
         value: Any = _parameters(text, call.name)
     else:
         value = _json(text) if text else {}
-        value = value if isinstance(value, dict) else {"command": text}
+        key = "result" if call.name == _UI_CALLS["completion_result"] else "command"
+        value = value if isinstance(value, dict) else {key: text}
     return json.dumps(value, ensure_ascii=False, separators=(",", ":"))
 
 
@@ -657,7 +659,11 @@ class ClineUiReader:
                 reply.append(Thinking(text))
             elif kind == "command" and (completion := _completion(reply)) is not None:
                 # the command an attempt_completion carries, shown after its result: one call
-                reply[-1] = replace(completion, arguments=f"{completion.arguments}\n{text}")
+                # of the two parameters, written as the model writes them
+                name = completion.name
+                reply[-1] = replace(completion, arguments=(
+                    f"<{name}>\n<result>\n{completion.arguments}\n</result>\n"
+                    f"<command>{text}</command>\n</{name}>"))
             elif kind in _UI_CALLS and (text or kind != "completion_result"):
                 # (an empty completion_result is the UI waiting for the person's word)
                 reply.append(ToolCall(f"ui-{n}", _ui_tool(kind, text), text, written=True))
@@ -698,6 +704,9 @@ def _ui_tool(kind: str, text: str) -> str:
 
 class ClineFormat:
     name = "cline"
+    # when the file names no model: Cline's default provider is Anthropic's, and the task's
+    # history is in its Messages shape (as for the other formats of Claude's)
+    default_model = "claude"
     description = "a Cline / Roo Code task's api_conversation_history.json (JSON)"
     document = True
     why_not_written = NOT_WRITTEN

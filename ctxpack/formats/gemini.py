@@ -21,8 +21,10 @@ bare array), each Content `{role: user|model, parts}` of Gemini API parts. It re
 usage and no model; `/chat resume TAG` sends it again as it is. The model's calls in it
 carry the ids the API gave them (often none) and the CLI gives each response one of its
 own, so a response answers its call by name, as the API pairs them (see `Links`).
-(stream-json's `tool_result` names no tool: one without a `tool_id` answers the oldest
-call not yet answered.)
+(stream-json's `tool_result` names no tool, and the CLI writes each result as its call
+finishes, not in the order the calls were made (a batch runs in parallel, topic updates
+first), with the call's `tool_id`: one without a `tool_id` is paired with the oldest call not
+yet answered, a guess that validate names.)
 
 `--output-format stream-json` writes events: `init` (model, session), `message`
 (user, or assistant text in `delta` chunks), `tool_use`, `tool_result` and a
@@ -178,13 +180,36 @@ def refused_part(part: dict[str, Any]) -> list[str]:
 
 def refused(read: Message) -> list[str]:
     """What the Gemini API refuses of a chat recording's user or gemini record: a Part of
-    its `content` (a string, a Part or a list of them, as the CLI sends it) it cannot read."""
-    content = read.raw.get("content")
+    its `content` (a string, a Part or a list of them, as the CLI sends it) it cannot read;
+    and fields of the reply the CLI cannot read (`thoughts` and `toolCalls` of no objects,
+    `tokens` no object), which ctxpack passes over."""
+    raw = read.raw
+    content = raw.get("content")
+    out = []
     if isinstance(content, dict):
-        return [f"content: {problem}" for problem in refused_part(content)]
-    return [f"content[{i}]: {problem}"
-            for i, item in enumerate(content if isinstance(content, list) else ())
-            if isinstance(item, dict) for problem in refused_part(item)]
+        out += [f"content: {problem}" for problem in refused_part(content)]
+    elif isinstance(content, list):
+        for i, item in enumerate(content):
+            if isinstance(item, dict):
+                out += [f"content[{i}]: {problem}" for problem in refused_part(item)]
+            elif not isinstance(item, str):
+                out.append(f"content[{i}] is {json_kind(item)}, not a Part")
+    elif content is not None and not isinstance(content, str):
+        out.append(f"'content' is {json_kind(content)}, not a string, Part or array")
+    if raw.get("type") != "gemini":
+        return out
+    for key in ("thoughts", "toolCalls"):  # (toolCalls of no array cannot be read at all)
+        value = raw.get(key)
+        if value is not None and not isinstance(value, list):
+            out.append(f"'{key}' is {json_kind(value)}, not an array")
+        out += [f"{key}[{k}] is {json_kind(item)}, not an object"
+                for k, item in enumerate(value if isinstance(value, list) else ())
+                if not isinstance(item, dict)]
+    tokens = raw.get("tokens")
+    if tokens is not None and not isinstance(tokens, dict):
+        out.append(f"'tokens' is {json_kind(tokens)}, not an object: the reply's usage is "
+                   "not read")
+    return out
 
 def _thoughts(value: Any) -> list[Thinking]:
     out = []
@@ -301,6 +326,10 @@ class GeminiChatReader:
         self.echoes: dict[int, set[str]] = {}  # user-copied results: emitted number -> call ids
         self.answers: dict[int, set[str]] = {}  # results beside their calls, likewise
         self.calls: dict[int, set[str]] = {}  # the calls a reply makes, likewise
+        # the replies' calls, for the results a user message repeats without an id (the
+        # CLI writes one; a file that gives none is paired by name, as the API pairs them)
+        self.links = Links()
+        self.linked: set[str] = set()  # the calls given to `links` (a reply is written again)
         self.tokens = _Tokens()
         # reply number: its input, model, the counts of its `tokens` no count can be, and
         # what they added to the summary
@@ -312,6 +341,7 @@ class GeminiChatReader:
         self.thoughts: set[int] = set()  # the messages of replies' thoughts: never context
         self.items = Items("message {}")
         self.problems: list[tuple[int, str]] = []  # (see Layout.problems)
+        self.open: list[ToolCall] = []  # the calls of the run not yet answered, in order
 
     def feed(self, line: int, record: Any) -> list[Message]:
         if not isinstance(record, dict):
@@ -362,7 +392,12 @@ class GeminiChatReader:
         if kind not in _MODEL_INPUT:  # a notice of the UI (or a newer kind): not model input
             self.entries[ident] = []  # but a rewind may name it
             return []
-        messages = record_messages(record, line, ident)
+        messages = record_messages(record, line, ident,
+                                   self.links if kind == "user" else None)
+        for call in (c for m in messages for c in m.tool_calls
+                     if c.id is not None and c.id not in self.linked):
+            self.linked.add(call.id)  # type: ignore[arg-type]
+            self.links.part(call, 0)
         numbers = list(range(self.count, self.count + len(messages)))
         self.count += len(messages)
         for n, m in zip(numbers, messages, strict=True):
@@ -613,6 +648,8 @@ class GeminiStreamReader:
         self.totals: dict[str, int] = {}
         self.stats_runs = 0
         self.aside: list[SetAside] = []  # run totals no token count can be
+        self.problems: list[tuple[int, str]] = []  # (see Layout.problems)
+        self.open: list[ToolCall] = []  # the calls of the run not yet answered, in order
 
     def feed(self, line: int, record: dict[str, Any]) -> list[Message]:
         kind = string_field(record, "type")
@@ -625,6 +662,7 @@ class GeminiStreamReader:
             # a run of `--resume ID` goes on with that session's history (the CLI keeps its
             # id), so it is the same conversation; any other run starts one of its own
             session = string_field(record, "session_id")
+            self.open = []
             if session is not None and session in self.sessions:
                 self.conversation = self.sessions[session]
             else:
@@ -640,9 +678,11 @@ class GeminiStreamReader:
             return out
         if kind == "tool_use":
             params = record.get("parameters")
-            self.pending.append((line, record, ToolCall(
-                string_field(record, "tool_id"), string_field(record, "tool_name") or "",
-                "" if params is None else _json(params))))
+            made = ToolCall(string_field(record, "tool_id"),
+                            string_field(record, "tool_name") or "",
+                            "" if params is None else _json(params))
+            self.pending.append((line, record, made))
+            self.open.append(made)
             return []
         if kind == "message" and record.get("role") == "assistant":
             content = record.get("content")
@@ -656,7 +696,20 @@ class GeminiStreamReader:
             text = record.get("output")
             if not isinstance(text, str) or not text and isinstance(error, dict):
                 text = error.get("message") if isinstance(error, dict) else text
-            part = ToolResult(string_field(record, "tool_id"),
+            answers = string_field(record, "tool_id")
+            taken = next((c for c in self.open if c.id == answers), None) \
+                if answers is not None else next(iter(self.open), None)
+            if taken is not None:
+                self.open.remove(taken)
+            if answers is None and taken is not None:
+                answers = taken.id
+                named = f"{taken.id!r} ({taken.name})" if taken.id else taken.name
+                self.problems.append((line, "tool_result without a 'tool_id' (Gemini CLI "
+                                            "writes its call's, and writes results as their "
+                                            "calls finish): taken for the oldest call not "
+                                            f"yet answered, {named}, which may not be its "
+                                            "own"))
+            part = ToolResult(answers,
                               (Text(text if isinstance(text, str) else _json(text)),),
                               status == "error")
             return self._turn() + self._emit(Message("tool", (part,), (line,), record))
@@ -710,7 +763,8 @@ class GeminiStreamReader:
         rest = self._turn()
         return rest, Layout(self.context, model=self.model, usage=self.usage(),
                             outside_why="outside a run (after its `result`, before an `init`)",
-                            conversations=max(self.started, 1), set_aside=self.aside)
+                            conversations=max(self.started, 1), set_aside=self.aside,
+                            problems=self.problems)
 
 
 def sniff_stream(record: Any) -> int:
