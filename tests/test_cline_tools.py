@@ -467,7 +467,10 @@ def test_any_ui_logs_call_events_are_calls_of_their_tools(events):
     for event, text, _ in events:
         if event[1] == "command" and expected and expected[-1][0] == "attempt_completion":
             # the command a completion carries, shown right after it: part of that call
-            expected[-1] = ("attempt_completion", f"{expected[-1][1]}\n{text}", True)
+            # written as the model writes a call of both parameters
+            expected[-1] = ("attempt_completion",
+                            f"<attempt_completion>\n<result>\n{expected[-1][1]}\n</result>\n"
+                            f"<command>{text}</command>\n</attempt_completion>", True)
         else:
             expected.append((UI_CALLS[event], text, True))
     assert [(c.name, c.arguments, c.written) for c in calls] == expected
