@@ -37,7 +37,7 @@ from .formats import model_of
 from .models import SLOPES, TABLE, ModelTable, model_key, overhead_bound
 from .recorded import most_for
 from .tokens import REPLY_PRIMING, MessageCount, TokenCounter
-from .transcript import Message, RecordedCall, Transcript
+from .transcript import Message, RecordedCall, Transcript, printable
 
 Call = RecordedCall
 # the counts of a context before a compaction, and the calls made on it (see `bill`)
@@ -272,7 +272,8 @@ class Bill:
                 "not_in_file": self.not_in_file, "error": self.error,
                 "slope": self.slope, "overhead": round(self.overhead),
                 "counted": self.counted, "calls": self.calls, "below": self.below,
-                "billed_model": self.model, "earlier_calls": self.earlier,
+                "billed_model": self.model and printable(self.model),
+                "earlier_calls": self.earlier,
                 "earlier_overhead_past_window": self.past_window,
                 "passed_over_known_overhead": self.sends}
 

@@ -255,10 +255,13 @@ class Scanner:
         except json.JSONDecodeError as exc:
             if exc.doc[exc.pos:].strip():  # a mistake within the line
                 return False
+        goes_on = after.lstrip()[:1]
+        if raw.rstrip().endswith(b"{") and goes_on not in (b'"', b"}"):
+            return False  # an object opened goes on with a key or closes: `{` then `{` is none
         try:
             return not isinstance(orjson.loads(after), dict)
         except orjson.JSONDecodeError:  # a document goes on with JSON, not with garbage
-            return after.lstrip()[:1] in _JSON_GOES_ON
+            return goes_on in _JSON_GOES_ON
 
     def _parsed(self, lines: Iterator[tuple[int, bytes]]) -> Iterator[tuple[int, dict[str, Any]]]:
         for number, raw in lines:

@@ -61,6 +61,7 @@ def test_any_openai_jsonl_round_trips_byte_for_byte(msgs, style, ending, final_n
                           st.just(b'{"role":"user","content":"ok"}')), max_size=10))
 @example([b"PAR1", b'{"role":"user","content":"ok"}'])
 @example([b"{", b"\x00"])  # (opens as a document would, goes on as none does)
+@example([b"{", b"{"])  # (an object opened goes on with a key, not with another)
 def test_garbage_lines_survive_a_skip_invalid_round_trip(lines):
     data = b"\n".join(lines) + b"\n"
     if not data.strip():  # nothing but blank space: no transcript (see test_bad_input)
