@@ -877,6 +877,16 @@ def test_an_opencode_message_of_steps_with_a_bad_later_step_is_set_aside_whole(
 # --- usage the totals hold of calls on no context the bill measures ------------------------
 
 
+def assert_set_aside_alone(honest: Path, path: Path, line: int) -> None:
+    """`path`, `honest` with one call added whose usage cannot be true, has `honest`'s
+    table with that call counted as set aside, at `line`."""
+    h, b = usage_of(honest), usage_of(path)
+    assert b["calls_set_aside"] == 1 and b["calls"] == h["calls"]
+    assert (b["input_tokens"], b["output_tokens"]) == (h["input_tokens"], h["output_tokens"])
+    stats = json.loads(ctxpack("stats", "--json", str(path)).out)["files"][0]
+    assert [x["line"] for x in stats["usage_set_aside"]] == [line]
+
+
 def test_a_claude_code_call_off_the_branch_is_judged_as_one_on_it(tmp_path: Path) -> None:
     """A reply on a branch the session left (its records before the newest message still
     in the file) is in no context, but its usage is in the table's totals: one that no
@@ -899,12 +909,7 @@ def test_a_claude_code_call_off_the_branch_is_judged_as_one_on_it(tmp_path: Path
     assert len(named) == 1 and named[0].startswith(
         f"{path}:{at + 2}: recorded usage of {held:,} tokens (prompt and reply) cannot be "
         "true: more than 1,000,000, 5 times the 200,000-token window"), named
-    h, b = usage_of(sample), usage_of(path)
-    assert b["calls_set_aside"] == 1 and b["calls"] == h["calls"]
-    assert b["input_tokens"] == h["input_tokens"]
-    assert b["output_tokens"] == h["output_tokens"]
-    stats = json.loads(ctxpack("stats", "--json", str(path)).out)["files"][0]
-    assert [x["line"] for x in stats["usage_set_aside"]] == [at + 2]
+    assert_set_aside_alone(sample, path, at + 2)
 
 
 def test_a_cline_request_before_its_cut_to_fit_is_judged(tmp_path: Path) -> None:
@@ -957,11 +962,7 @@ def test_a_codex_call_told_with_no_reply_since_is_judged(tmp_path: Path) -> None
     assert len(named) == 1 and named[0].startswith(
         f"{path}:{line + 1}: recorded usage of 10,000,000 tokens (prompt and reply) cannot be "
         "true: more than"), named
-    h, b = usage_of(CODEX_SAMPLE), usage_of(path)
-    assert b["calls_set_aside"] == 1 and b["calls"] == h["calls"]
-    assert b["input_tokens"] == h["input_tokens"]
-    stats = json.loads(ctxpack("stats", "--json", str(path)).out)["files"][0]
-    assert [x["line"] for x in stats["usage_set_aside"]] == [line + 1]
+    assert_set_aside_alone(CODEX_SAMPLE, path, line + 1)
 
 
 def test_a_codex_call_told_last_with_no_reply_is_not_the_last_prompt(tmp_path: Path) -> None:
