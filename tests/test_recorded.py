@@ -4,6 +4,7 @@ the window, `validate` names its line, and stats says it set it aside."""
 from __future__ import annotations
 
 import json
+from collections.abc import Callable
 from pathlib import Path
 
 import pytest
@@ -11,6 +12,7 @@ import pytest
 from ctxpack.breakdown import stats
 from ctxpack.compression import compress_file
 from ctxpack.compression.settings import Options
+from ctxpack.jsonl import json_kind
 from ctxpack.recorded import MARGIN, MOST, RISE, believed, unbelievable
 from ctxpack.transcript import RecordedCall
 
@@ -508,3 +510,83 @@ def test_an_inflated_output_on_empty_thinking_of_the_corpus_bills_as_before(
     assert s.context is not None and honest.context is not None
     assert s.context.tokens == honest.context.tokens
     assert s.context.calls == honest.context.calls - 1
+
+
+def with_replies(tmp_path: Path, edit: Callable[[dict, int], None]) -> Path:
+    """The Claude Code sample with `edit` applied to each reply's `message` (and the
+    number of its response, in file order)."""
+    ids: dict[str, int] = {}
+    lines = []
+    for text in SAMPLE.read_text().splitlines():
+        record = json.loads(text)
+        if record.get("type") == "assistant":
+            message = record["message"]
+            edit(message, ids.setdefault(message["id"], len(ids) + 1))
+            text = json.dumps(record)
+        lines.append(text)
+    path = tmp_path / "run.jsonl"
+    path.write_text("\n".join(lines) + "\n")
+    return path
+
+
+def _no_model(message: dict, n: int) -> None:
+    del message["model"]
+
+
+@pytest.mark.parametrize(("edit", "named"), [
+    pytest.param(_no_model, None, id="no-model"),
+    pytest.param(lambda m, n: m.update(model=5), "message.model is a number", id="model-int"),
+    pytest.param(lambda m, n: m.update(model="<synthetic>"), None, id="synthetic"),
+    pytest.param(lambda m, n: m.update(id=n), "message.id is a number", id="id-int"),
+])
+def test_a_reply_whose_model_or_id_is_of_another_kind_keeps_its_usage(
+        tmp_path: Path, edit: Callable[[dict, int], None], named: str | None) -> None:
+    # each dropped the reply's usage without a word: calibrated 30,138, not 73,573, even
+    # with -m; a numeric id also split the parallel tool calls (22 messages -> 25)
+    honest = stats(SAMPLE, "claude-opus-4-6", cache=False)
+    path = with_replies(tmp_path, edit)
+    s = stats(path, "claude-opus-4-6", cache=False)
+    assert s.messages == honest.messages == 22
+    assert s.context == honest.context and s.context is not None
+    assert s.context.kind == "anchored" and s.context.calls == 11
+    assert s.usage["calls"] == honest.usage["calls"]
+    checked = run_ctxpack("validate", str(path))
+    if named is None:
+        assert checked.code == 0, checked.out
+    else:  # named at each line of a reply, as a problem of the file, the usage read
+        assert checked.code == 1
+        replies = [n for n, text in enumerate(SAMPLE.read_text().splitlines(), 1)
+                   if '"type": "assistant"' in text or '"type":"assistant"' in text]
+        found = [line.split(": ", 1) for line in checked.out.splitlines()]
+        assert [int(where.rsplit(":", 1)[1]) for where, _ in found] == replies
+        assert all(problem.startswith(named) for _, problem in found)
+
+
+def test_a_reply_the_agent_made_up_is_no_call() -> None:
+    # Claude Code's own `<synthetic>` replies record no token: they neither anchor nor
+    # count among the calls
+    s = stats(SAMPLE, cache=False)
+    assert s.usage["calls"] == 26
+
+
+@pytest.mark.parametrize("usage", [[], "lots", 7])
+def test_usage_that_is_no_object_is_named_and_listed(tmp_path: Path, usage: object) -> None:
+    # it took the call out of the bill without a word: validate said ok, and stats listed
+    # it neither as set aside nor as unread
+    honest = stats(SAMPLE, cache=False)
+    lines = SAMPLE.read_text().splitlines()
+    record = json.loads(lines[113])
+    record["message"]["usage"] = usage
+    lines[113] = json.dumps(record)
+    path = tmp_path / "run.jsonl"
+    path.write_text("\n".join(lines) + "\n")
+    checked = run_ctxpack("validate", str(path))
+    assert checked.code == 1
+    assert checked.out.splitlines() == [
+        f"{path}:114: recorded usage that cannot be read: message.usage is "
+        f"{json_kind(usage)}, not an object; left out"]
+    s = stats(path, cache=False)
+    assert [x["line"] for x in s.unread] == [114] and s.set_aside == []
+    c, h = s.context, honest.context
+    assert c is not None and h is not None and c.calls == h.calls - 1
+    assert abs(c.tokens - h.tokens) < 0.01 * h.tokens
