@@ -252,9 +252,11 @@ def test_else_the_table_window_is_named_by_the_model_the_file_names(
     path, line = codex_run(tmp_path, window, 2_050_000)
     checked = run_ctxpack("validate", str(path))
     assert checked.code == 1, checked.err
-    assert checked.out.startswith(f"{path}:{line}: recorded usage of 2,050,3")
+    said = checked.out.splitlines()[-1]  # (after the window named, where one is written)
+    assert said.startswith(f"{path}:{line}: recorded usage of 2,050,3")
+    assert len(checked.out.splitlines()) == 1 + bool(window)
     assert ("more than 2,000,000, 5 times the 400,000-token window the table gives gpt-5.4 "
-            "(as gpt-5); set aside") in checked.out
+            "(as gpt-5); set aside") in said
 
 
 def test_a_prompt_that_rose_and_fell_back_mid_session_is_set_aside(tmp_path: Path) -> None:
@@ -590,3 +592,55 @@ def test_usage_that_is_no_object_is_named_and_listed(tmp_path: Path, usage: obje
     c, h = s.context, honest.context
     assert c is not None and h is not None and c.calls == h.calls - 1
     assert abs(c.tokens - h.tokens) < 0.01 * h.tokens
+
+
+NO_WINDOW = ("is no window a model has (a whole number above 0, within what a call can "
+             "hold): the table's is taken")
+
+
+@pytest.mark.parametrize(("window", "named"), [
+    ("0", f"model_context_window 0 {NO_WINDOW}"),
+    ("-5", f"model_context_window -5 {NO_WINDOW}"),
+    ('"272000"', f"model_context_window '272000' {NO_WINDOW}"),
+    ("true", f"model_context_window True {NO_WINDOW}"),
+    ("1000", "model_context_window 1,000 is less than what 24 of the 24 calls recorded "
+             "under it held (prompt and reply): not the model's window; the table's is taken"),
+])
+def test_a_window_the_calls_or_its_kind_say_is_not_the_models_is_named(
+        tmp_path: Path, window: str, named: str) -> None:
+    # each fell back to the table's window without a word, the JSON showing the raw value;
+    # one of 1,000 was trusted over the file's own 24 calls (all set aside, ratio 37.3)
+    sample = SAMPLES / "refactor.codex.jsonl"
+    path = tmp_path / "run.jsonl"
+    path.write_text(sample.read_text().replace('"model_context_window":272000',
+                                               f'"model_context_window":{window}'))
+    first = next(n for n, text in enumerate(path.read_text().splitlines(), 1)
+                 if '"model_context_window"' in text and '"token_count"' in text)
+    checked = run_ctxpack("validate", str(path))
+    assert checked.code == 1
+    assert checked.out.splitlines() == [f"{path}:{first}: {named}"]
+    doc = json.loads(run_ctxpack("stats", str(path), "--json").out)["files"][0]
+    table = json.loads(run_ctxpack("stats", str(sample), "--json", "-m",
+                                   "gpt-5.1-codex").out)["files"][0]
+    assert "context_window" not in doc["usage"]
+    assert doc["context_window"] == table["context_window"]  # the table's, for its model
+    assert doc["usage_set_aside"] == [] and doc["context_window_assumed"] is None
+    assert doc["context"] == json.loads(run_ctxpack("stats", str(sample), "--json").out
+                                        )["files"][0]["context"]
+
+
+def test_a_token_count_whose_info_is_no_object_is_named_and_listed(tmp_path: Path) -> None:
+    path, line = codex_run(tmp_path, "272000", 0)
+    lines = path.read_text().splitlines()
+    record = json.loads(lines[line - 1])
+    record["payload"]["info"] = [1, 2]
+    lines[line - 1] = json.dumps(record)
+    path.write_text("\n".join(lines) + "\n")
+    checked = run_ctxpack("validate", str(path))
+    assert checked.code == 1
+    assert checked.out.splitlines() == [
+        f"{path}:{line}: recorded usage that cannot be read: the token_count's info is an "
+        "array, not an object; left out"]
+    s = stats(path, cache=False)
+    assert [x["line"] for x in s.unread] == [line] and s.set_aside == []
+    assert s.context is not None and s.context.kind == "anchored"
