@@ -552,6 +552,10 @@ def test_a_reply_whose_model_or_id_is_of_another_kind_keeps_its_usage(
     assert s.context == honest.context and s.context is not None
     assert s.context.kind == "anchored" and s.context.calls == 11
     assert s.usage["calls"] == honest.usage["calls"]
+    # calibrate fits them as the model the file names, or the one assumed (not as a
+    # model called `<synthetic>`)
+    fits = json.loads(run_ctxpack("calibrate", str(path), "--json").out)
+    assert [(f["model"].split("-")[0], f["calls"]) for f in fits] == [("claude", 11)]
     checked = run_ctxpack("validate", str(path))
     if named is None:
         assert checked.code == 0, checked.out

@@ -291,7 +291,10 @@ Reply = tuple[str, str | None, bool]  # a reply's call key, model, and whether i
 
 
 def reply_of(message: Message, key: str) -> Reply:
-    return key, message.model, hides_thinking(message)
+    """A reply's call: its key, the model it names (`<synthetic>` names none: the call is
+    the file's model's), and whether it hides its thinking."""
+    model = None if message.model == SYNTHETIC_MODEL else message.model
+    return key, model, hides_thinking(message)
 
 
 def sniff_record(record: dict[str, Any]) -> int:
