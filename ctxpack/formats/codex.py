@@ -22,6 +22,7 @@ from ..recorded import (
     SetAside,
     Summed,
     miscounted,
+    most_for,
     recorded_window,
     shown,
     summed,
@@ -411,22 +412,22 @@ class CodexReader:
     def _windows(self, model: str | None) -> tuple[dict[str, int], list[tuple[int, str]]]:
         """The windows the file records that can be its model's (by `shown`), and the
         others named at the first line each is on: a value no window can be (see
-        `recorded_window`), or one that most of the calls told of under it held more than
-        (those calls are then judged by the table's window, which the bill's window is
-        raised to the largest of, as for any window assumed)."""
+        `recorded_window`), or one by which most of the calls told of under it cannot be
+        true (more than `most_for` it: those calls are then judged by the table's window,
+        which the bill's window is raised to the largest of, as for any window assumed)."""
         good: dict[str, int] = {}
         problems = []
         for key, (line, value) in self.windows.items():
             window = recorded_window(model, value)
             told = [t for _, _, t in self.recorded if shown(t.window) == key]
-            over = sum(number(t.billed) + number(t.output) > value for t in told) \
-                if window is not None else 0
+            most = most_for(model, window)[0] if window is not None else 0
+            over = sum(number(t.billed) + number(t.output) > most for t in told)
             if window is not None and 2 * over <= len(told):
                 good[key] = window
             elif window is not None:
-                problems.append((line, f"model_context_window {value:,} is less than what "
-                                       f"{over:,} of the {len(told):,} calls recorded under "
-                                       "it held (prompt and reply): not the model's window; "
+                problems.append((line, f"model_context_window {value:,} is not the model's "
+                                       f"window: {over:,} of the {len(told):,} calls recorded "
+                                       f"under it hold more than {most:,} (prompt and reply); "
                                        "the table's is taken"))
             else:
                 problems.append((line, f"model_context_window {shown(value)} is no window a "
