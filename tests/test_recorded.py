@@ -650,3 +650,23 @@ def test_a_token_count_whose_info_is_no_object_is_named_and_listed(tmp_path: Pat
     s = stats(path, cache=False)
     assert [x["line"] for x in s.unread] == [line] and s.set_aside == []
     assert s.context is not None and s.context.kind == "anchored"
+
+
+def test_stream_json_names_a_reply_of_the_wrong_kind_as_claude_code_does(
+        tmp_path: Path) -> None:
+    sample = SAMPLES / "stream.anthropic.jsonl"
+    lines = sample.read_text().splitlines()
+    first = next(n for n, text in enumerate(lines) if '"type":"assistant"' in text)
+    record = json.loads(lines[first])
+    record["message"].update(model=7, usage="lots")
+    lines[first] = json.dumps(record)
+    path = tmp_path / "run.jsonl"
+    path.write_text("\n".join(lines) + "\n")
+    checked = run_ctxpack("validate", str(path))
+    assert checked.code == 1
+    assert sorted(checked.out.splitlines()) == [
+        f"{path}:{first + 1}: message.model is a number, not a model's name: billed as the "
+        "file's model",
+        f"{path}:{first + 1}: recorded usage that cannot be read: message.usage is a string, "
+        "not an object; left out"]
+    assert [x["line"] for x in stats(path, cache=False).unread] == [first + 1]

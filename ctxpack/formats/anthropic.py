@@ -405,6 +405,7 @@ class AnthropicReader:
         self.replies: dict[int, Reply] = {}
         self.totals: dict[str, Any] = {}
         self.aside: list[SetAside] = []  # a result line's totals no count or cost can be
+        self.problems: list[tuple[int, str]] = []  # (see Layout.problems)
 
     def feed(self, line: int, record: dict[str, Any]) -> list[Message]:
         kind = record.get("type")
@@ -441,6 +442,8 @@ class AnthropicReader:
                 self.last_model = message.model or self.last_model
             if lane is None and "usage" in d:
                 self.tally.add(call_key(message), d["usage"], line)
+        if message.role == "assistant":
+            self.problems += [(line, p) for p in reply_problems(d)]
         merger = self.lanes.setdefault(lane, ResponseMerger())
         return self._emit(merger.add(message), lane is not None)
 
@@ -475,7 +478,8 @@ class AnthropicReader:
         return rest, Layout(context, self.side, self.init_model or self.last_model, usage,
                             calls=self.tally.recorded(context, self.replies),
                             outside_why="before a compaction",
-                            set_aside=[*self.aside, *self.tally.unread])
+                            set_aside=[*self.aside, *self.tally.unread],
+                            problems=self.problems)
 
 
 def _result_totals(record: dict[str, Any]) -> dict[str, Any]:
