@@ -79,7 +79,8 @@ def validate(transcript: Transcript) -> list[Problem]:
     problems += [Problem(x.line, x.problem, x.file) for x in transcript.set_aside]
     # a request the file records as failed: the provider refused it, and it has no reply
     problems += [Problem(line, problem) for line, problem in transcript.failed]
-    # a record the file's own agent reads otherwise than it seems to say
+    # a record the file's own agent reads otherwise than it seems to say, or a value of the
+    # wrong kind its reader read past (see Layout.problems)
     problems += [Problem(line, problem) for line, problem in transcript.problems]
     # names and roles come from the file, lone surrogates and all: problems are printed
     return sorted((Problem(p.line, printable(p.message), p.file) for p in problems),

@@ -42,6 +42,7 @@ from .transcript import (
     Record,
     RecordedCall,
     Transcript,
+    compress_wrote,
     opens_with_summary,
 )
 
@@ -495,7 +496,7 @@ class Scanner:
 
     def _feed(self, reader: Any, number: int, record: dict[str, Any]) -> list[Message]:
         meta = record.get(META_KEY) if isinstance(record, dict) else None
-        if isinstance(meta, dict):  # a line compress wrote
+        if compress_wrote(meta):  # a line compress wrote (a rewind's is not: see its kind)
             carried = meta.get("not_in_file_tokens")
             slope = meta.get("billed_slope")
             if isinstance(slope, float | int) and not isinstance(slope, bool) and slope > 0:
@@ -534,7 +535,7 @@ class Scanner:
                    for m in placed(out, record)]
         self.starts += [m.lines[0] if m.lines else number for m in out]
         self.conversations += [m.conversation for m in out]
-        if isinstance(meta, dict):
+        if compress_wrote(meta):
             self.boundary = number
         return out
 

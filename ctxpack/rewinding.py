@@ -25,11 +25,9 @@ from .errors import UsageError
 from .jsonl import dumps, loads
 from .loader import PathOrFile, load
 from .loop import rewind_point, steps_from
-from .transcript import META_KEY, Transcript
+from .transcript import META_KEY, REWOUND, Transcript, compress_wrote
 
 __all__ = ["Rewound", "rewind_file"]
-
-KIND = "rewound"
 
 
 @dataclass
@@ -85,10 +83,11 @@ def rewind_file(source: PathOrFile, *, steps: int | None = None, rounds: int | N
     packed = archiver.pack_stream(span_blocks(records, anchor - 1, len(records)))
     ident = item_id("w", anchor, raw)
     steps_out = steps_from(t.messages, cut)
-    meta = {"id": ident, "kind": KIND, "version": VERSION, "rewound_at": now_iso(),
+    meta = {"id": ident, "kind": REWOUND, "version": VERSION, "rewound_at": now_iso(),
             "range": {"start": cut, "end": len(t.messages)}, "original_count": len(t.messages),
             "new_count": cut, "lines": 1, "archive": packed.ref}
-    if earlier is not None:  # what billing reads of it
+    if compress_wrote(earlier):  # it stays compress's line
+        meta["over"] = earlier.get("over", earlier.get("kind"))
         meta.update({k: earlier[k] for k in ("not_in_file_tokens", "billed_slope",
                                              "billed_model") if k in earlier})
     line = dumps({**record, META_KEY: meta}) + raw[len(raw.rstrip(b"\r\n")):]  # its ending

@@ -10,12 +10,23 @@ from __future__ import annotations
 
 from collections.abc import Mapping, Sequence
 from dataclasses import dataclass, field
-from typing import Any, ClassVar, Protocol
+from typing import Any, ClassVar, Protocol, TypeGuard
 
 # The first line of every summary message ctxpack writes: such a message is never a
 # person's request, whatever its role.
 SUMMARY_HEADING = "## Archived Session Summary"
 META_KEY = "ctxpack"  # the field of every record compress writes or changes
+REWOUND = "rewound"  # the kind of the `ctxpack` object a rewind writes
+
+
+def compress_wrote(meta: Any) -> TypeGuard[dict[str, Any]]:
+    """Whether a line's `ctxpack` object is compress's: any but a rewind's, unless the
+    rewind took the place of one compress wrote (`over`; a rewind written before that key
+    kept only compress's bill, `not_in_file_tokens`). A rewind changes no line's content,
+    so the usage recorded before it is still of the context as it is."""
+    if not isinstance(meta, dict):
+        return False
+    return meta.get("kind") != REWOUND or "over" in meta or "not_in_file_tokens" in meta
 
 
 @dataclass(frozen=True, slots=True)

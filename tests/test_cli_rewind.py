@@ -20,7 +20,7 @@ from ctxpack.rewinding import rewind_file
 from ctxpack.undo import restore
 
 from .compression.test_properties import transcripts
-from .conftest import SAMPLES
+from .conftest import SAMPLES, corpus_params
 from .helpers import assert_clean_error, assert_tool_pairs
 from .helpers import ctxpack as run
 from .strategies import anthropic_chat, openai_chat
@@ -197,6 +197,57 @@ def test_a_line_with_its_own_ctxpack_key_is_not_overwritten(tmp_path: Path) -> N
     assert f"{path}:3:" in str(info.value)
 
 
+def bill_of(path: Path) -> dict:
+    """What stats says of the context as billed."""
+    return ctxpack.stats(path).to_dict()["context"]
+
+
+def cut_before(path: Path, said: str | int, to: Path) -> Path:
+    """The file `path` as it was before the lines a rewind took out (from the first, or
+    as its message names them), as if the session had stopped there."""
+    first = said if isinstance(said, int) else int(re.search(r"lines (\d+)–", said).group(1))
+    to.write_bytes(b"".join(path.read_bytes().splitlines(keepends=True)[:first - 1]))
+    return to
+
+
+@pytest.mark.parametrize("name", ["coding-agent.claude-code.jsonl", "refactor.codex.jsonl"])
+@pytest.mark.parametrize("steps", ["1", "3"])
+def test_a_rewound_file_bills_as_the_session_stopped_there(
+        tmp_path: Path, name: str, steps: str) -> None:
+    """A rewind is no compaction: the calls before its point were made on the context it
+    leaves, and still anchor the bill (it was read as compress's line, and the file billed
+    as if it recorded no usage: 30,035 for the Claude Code sample, not about 73,500)."""
+    source, out = SAMPLES / name, tmp_path / name
+    done = run("rewind", str(source), "--steps", steps, "-o", str(out))
+    assert done.code == 0, done.err
+    whole, after = bill_of(source), bill_of(out)
+    assert after == bill_of(cut_before(source, done.err, tmp_path / "cut.jsonl"))
+    assert after["kind"] == whole["kind"] == "anchored"
+    assert 0 < after["calls"] < whole["calls"]
+    assert after["tokens"] > 0.9 * whole["tokens"]  # a few steps of a long session
+    # and what reads the bill reads it so: compress acts at 0.3 of the window (the
+    # sample's 36.7%), calibrate fits the calls kept
+    compressed = tmp_path / "small.jsonl"
+    assert run("compress", str(out), "--threshold", "0.3", "-q",
+               "-o", str(compressed)).code == 0
+    assert bill_of(compressed)["tokens"] < after["tokens"]
+    fit = run("calibrate", str(out), "--json")
+    assert fit.code == 0, fit.err
+    assert [m["calls"] for m in orjson.loads(fit.out)] == [after["calls"]]
+
+
+@pytest.mark.parametrize("path", corpus_params("claude-code", "codex"))
+def test_a_corpus_session_rewound_bills_as_it_stopped_there(tmp_path: Path,
+                                                            path: Path) -> None:
+    try:
+        done = rewind_file(path, steps=1)
+    except UsageError as exc:  # a file of one step, a line that cannot hold the archive
+        pytest.skip(str(exc))
+    out = tmp_path / "out.jsonl"
+    out.write_bytes(done.data)
+    assert bill_of(out) == bill_of(cut_before(path, done.lines[0], tmp_path / "cut.jsonl"))
+
+
 COMPRESSED = [("support-chat.openai.jsonl", 3_000), ("coding-agent.claude-code.jsonl", 71_000),
               ("refactor.codex.jsonl", 12_000), ("multi-round.anthropic.jsonl", 3_000)]
 
@@ -227,6 +278,8 @@ def test_a_file_compress_wrote_rewinds_to_any_step_and_restores_byte_for_byte(
         assert restore(str(out)) == source.read_bytes()  # both layers off
         ident = re.search(r"--only (w-[0-9a-f]+)", done.err).group(1)
         assert restore(str(out), only=ident) == compressed.read_bytes()  # the rewind's
+        # billed as the compressed file stopped there: a line compress wrote stays its
+        assert bill_of(out) == bill_of(cut_before(compressed, done.err, tmp_path / "cut"))
     if name == "support-chat.openai.jsonl":  # its summary is the last line kept once
         assert any(a is not None and a["kind"] == "archived_summary" for a in anchors)
 

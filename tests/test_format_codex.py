@@ -132,7 +132,8 @@ def test_corpus_usage_sums_each_calls_own_usage(path: Path) -> None:
             assert usage[key] == totals[-1]
     last = infos[-1]["last_token_usage"]
     assert usage["last_input_tokens"] == last["input_tokens"]
-    assert usage["context_window"] == infos[-1]["model_context_window"]
+    # (a window no model has, the fixture's 0, is named and not said: see test_recorded)
+    assert usage.get("context_window") == (infos[-1]["model_context_window"] or None)
     assert usage["calls"] == len(calls)
 
 

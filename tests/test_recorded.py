@@ -4,6 +4,7 @@ the window, `validate` names its line, and stats says it set it aside."""
 from __future__ import annotations
 
 import json
+from collections.abc import Callable
 from pathlib import Path
 
 import pytest
@@ -11,6 +12,7 @@ import pytest
 from ctxpack.breakdown import stats
 from ctxpack.compression import compress_file
 from ctxpack.compression.settings import Options
+from ctxpack.jsonl import json_kind
 from ctxpack.recorded import MARGIN, MOST, RISE, believed, unbelievable
 from ctxpack.transcript import RecordedCall
 
@@ -316,9 +318,11 @@ def test_else_the_table_window_is_named_by_the_model_the_file_names(
     path, line = codex_run(tmp_path, window, 2_050_000)
     checked = run_ctxpack("validate", str(path))
     assert checked.code == 1, checked.err
-    assert checked.out.startswith(f"{path}:{line}: recorded usage of 2,050,3")
+    said = checked.out.splitlines()[-1]  # (after the window named, where one is written)
+    assert said.startswith(f"{path}:{line}: recorded usage of 2,050,3")
+    assert len(checked.out.splitlines()) == 1 + bool(window)
     assert ("more than 2,000,000, 5 times the 400,000-token window the table gives gpt-5.4 "
-            "(as gpt-5); set aside") in checked.out
+            "(as gpt-5); set aside") in said
 
 
 def test_a_prompt_that_rose_and_fell_back_mid_session_is_set_aside(tmp_path: Path) -> None:
@@ -588,3 +592,161 @@ def test_every_call_of_a_real_agent_known_to_send_more_holds_its_messages() -> N
     assert run.code == 0, run.err
     rows = json.loads(run.out)
     assert len(rows) > 5 and [r["left_out"] for r in rows] == [0] * len(rows)
+
+
+def with_replies(tmp_path: Path, edit: Callable[[dict, int], None]) -> Path:
+    """The Claude Code sample with `edit` applied to each reply's `message` (and the
+    number of its response, in file order)."""
+    ids: dict[str, int] = {}
+    lines = []
+    for text in SAMPLE.read_text().splitlines():
+        record = json.loads(text)
+        if record.get("type") == "assistant":
+            message = record["message"]
+            edit(message, ids.setdefault(message["id"], len(ids) + 1))
+            text = json.dumps(record)
+        lines.append(text)
+    path = tmp_path / "run.jsonl"
+    path.write_text("\n".join(lines) + "\n")
+    return path
+
+
+def _no_model(message: dict, n: int) -> None:
+    del message["model"]
+
+
+@pytest.mark.parametrize(("edit", "named"), [
+    pytest.param(_no_model, None, id="no-model"),
+    pytest.param(lambda m, n: m.update(model=5), "message.model is a number", id="model-int"),
+    pytest.param(lambda m, n: m.update(model="<synthetic>"), None, id="synthetic"),
+    pytest.param(lambda m, n: m.update(id=n), "message.id is a number", id="id-int"),
+])
+def test_a_reply_whose_model_or_id_is_of_another_kind_keeps_its_usage(
+        tmp_path: Path, edit: Callable[[dict, int], None], named: str | None) -> None:
+    # each dropped the reply's usage without a word: calibrated 30,138, not 73,573, even
+    # with -m; a numeric id also split the parallel tool calls (22 messages -> 25)
+    honest = stats(SAMPLE, "claude-opus-4-6", cache=False)
+    path = with_replies(tmp_path, edit)
+    s = stats(path, "claude-opus-4-6", cache=False)
+    assert s.messages == honest.messages == 22
+    assert s.context == honest.context and s.context is not None
+    assert s.context.kind == "anchored" and s.context.calls == 11
+    assert s.usage["calls"] == honest.usage["calls"]
+    # calibrate fits them as the model the file names, or the one assumed (not as a
+    # model called `<synthetic>`)
+    fits = json.loads(run_ctxpack("calibrate", str(path), "--json").out)
+    assert [(f["model"].split("-")[0], f["calls"]) for f in fits] == [("claude", 11)]
+    checked = run_ctxpack("validate", str(path))
+    if named is None:
+        assert checked.code == 0, checked.out
+    else:  # named at each line of a reply, as a problem of the file, the usage read
+        assert checked.code == 1
+        replies = [n for n, text in enumerate(SAMPLE.read_text().splitlines(), 1)
+                   if '"type": "assistant"' in text or '"type":"assistant"' in text]
+        found = [line.split(": ", 1) for line in checked.out.splitlines()]
+        assert [int(where.rsplit(":", 1)[1]) for where, _ in found] == replies
+        assert all(problem.startswith(named) for _, problem in found)
+
+
+def test_a_reply_the_agent_made_up_is_no_call() -> None:
+    # Claude Code's own `<synthetic>` replies record no token: they neither anchor nor
+    # count among the calls
+    s = stats(SAMPLE, cache=False)
+    assert s.usage["calls"] == 26
+
+
+@pytest.mark.parametrize("usage", [[], "lots", 7])
+def test_usage_that_is_no_object_is_named_and_listed(tmp_path: Path, usage: object) -> None:
+    # it took the call out of the bill without a word: validate said ok, and stats listed
+    # it neither as set aside nor as unread
+    honest = stats(SAMPLE, cache=False)
+    lines = SAMPLE.read_text().splitlines()
+    record = json.loads(lines[113])
+    record["message"]["usage"] = usage
+    lines[113] = json.dumps(record)
+    path = tmp_path / "run.jsonl"
+    path.write_text("\n".join(lines) + "\n")
+    checked = run_ctxpack("validate", str(path))
+    assert checked.code == 1
+    assert checked.out.splitlines() == [
+        f"{path}:114: recorded usage that cannot be read: message.usage is "
+        f"{json_kind(usage)}, not an object; left out"]
+    s = stats(path, cache=False)
+    assert [x["line"] for x in s.unread] == [114] and s.set_aside == []
+    c, h = s.context, honest.context
+    assert c is not None and h is not None and c.calls == h.calls - 1
+    assert abs(c.tokens - h.tokens) < 0.01 * h.tokens
+
+
+NO_WINDOW = ("is no window a model has (a whole number above 0, within what a call can "
+             "hold): the table's is taken")
+
+
+@pytest.mark.parametrize(("window", "named"), [
+    ("0", f"model_context_window 0 {NO_WINDOW}"),
+    ("-5", f"model_context_window -5 {NO_WINDOW}"),
+    ('"272000"', f"model_context_window '272000' {NO_WINDOW}"),
+    ("true", f"model_context_window True {NO_WINDOW}"),
+    ("1000", "model_context_window 1,000 is not the model's window: 24 of the 24 calls "
+             "recorded under it hold more than 5,000 (prompt and reply); the table's is taken"),
+])
+def test_a_window_the_calls_or_its_kind_say_is_not_the_models_is_named(
+        tmp_path: Path, window: str, named: str) -> None:
+    # each fell back to the table's window without a word, the JSON showing the raw value;
+    # one of 1,000 was trusted over the file's own 24 calls (all set aside, ratio 37.3):
+    # a window by which most of its calls cannot be true is not the model's (one they
+    # pass within five times, as a test of test_usage_counts does, still is)
+    sample = SAMPLES / "refactor.codex.jsonl"
+    path = tmp_path / "run.jsonl"
+    path.write_text(sample.read_text().replace('"model_context_window":272000',
+                                               f'"model_context_window":{window}'))
+    first = next(n for n, text in enumerate(path.read_text().splitlines(), 1)
+                 if '"model_context_window"' in text and '"token_count"' in text)
+    checked = run_ctxpack("validate", str(path))
+    assert checked.code == 1
+    assert checked.out.splitlines() == [f"{path}:{first}: {named}"]
+    doc = json.loads(run_ctxpack("stats", str(path), "--json").out)["files"][0]
+    table = json.loads(run_ctxpack("stats", str(sample), "--json", "-m",
+                                   "gpt-5.1-codex").out)["files"][0]
+    assert "context_window" not in doc["usage"]
+    assert doc["context_window"] == table["context_window"]  # the table's, for its model
+    assert doc["usage_set_aside"] == [] and doc["context_window_assumed"] is None
+    assert doc["context"] == json.loads(run_ctxpack("stats", str(sample), "--json").out
+                                        )["files"][0]["context"]
+
+
+def test_a_token_count_whose_info_is_no_object_is_named_and_listed(tmp_path: Path) -> None:
+    path, line = codex_run(tmp_path, "272000", 0)
+    lines = path.read_text().splitlines()
+    record = json.loads(lines[line - 1])
+    record["payload"]["info"] = [1, 2]
+    lines[line - 1] = json.dumps(record)
+    path.write_text("\n".join(lines) + "\n")
+    checked = run_ctxpack("validate", str(path))
+    assert checked.code == 1
+    assert checked.out.splitlines() == [
+        f"{path}:{line}: recorded usage that cannot be read: the token_count's info is an "
+        "array, not an object; left out"]
+    s = stats(path, cache=False)
+    assert [x["line"] for x in s.unread] == [line] and s.set_aside == []
+    assert s.context is not None and s.context.kind == "anchored"
+
+
+def test_stream_json_names_a_reply_of_the_wrong_kind_as_claude_code_does(
+        tmp_path: Path) -> None:
+    sample = SAMPLES / "stream.anthropic.jsonl"
+    lines = sample.read_text().splitlines()
+    first = next(n for n, text in enumerate(lines) if '"type":"assistant"' in text)
+    record = json.loads(lines[first])
+    record["message"].update(model=7, usage="lots")
+    lines[first] = json.dumps(record)
+    path = tmp_path / "run.jsonl"
+    path.write_text("\n".join(lines) + "\n")
+    checked = run_ctxpack("validate", str(path))
+    assert checked.code == 1
+    assert sorted(checked.out.splitlines()) == [
+        f"{path}:{first + 1}: message.model is a number, not a model's name: billed as the "
+        "file's model",
+        f"{path}:{first + 1}: recorded usage that cannot be read: message.usage is a string, "
+        "not an object; left out"]
+    assert [x["line"] for x in stats(path, cache=False).unread] == [first + 1]

@@ -112,7 +112,7 @@ def api_message(d: dict[str, Any], line: int, raw: Any, role: str | None = None)
         raise RecordError("message without a 'role'")
     parts = message_parts(d.get("content"))
     human = role == "user" and persons(parts) and not is_continuation(parts)
-    return Message(role, parts, (line,), raw, id=_str(d.get("id")), model=_str(d.get("model")),
+    return Message(role, parts, (line,), raw, id=_id(d.get("id")), model=_str(d.get("model")),
                    human=human)
 
 
@@ -145,6 +145,41 @@ def _persons_text(part: Part) -> bool:
 
 def _persons(part: Part) -> bool:
     return isinstance(part, Image) or _persons_text(part)
+
+
+def _id(value: Any) -> str | None:
+    """A message's `id`: a string, or a number read as its digits (no API writes one, but
+    the pieces of a response that share it are still one response)."""
+    if isinstance(value, int) and not isinstance(value, bool):
+        return str(value)
+    return _str(value)
+
+
+def reply_problems(d: dict[str, Any]) -> list[str]:
+    """What is of the wrong kind in a reply's `message`, read past but named by validate:
+    a `model` that is no name (the reply is billed as the file's model, or the one
+    given), an `id` that is no string."""
+    out = []
+    if d.get("model") is not None and not isinstance(d["model"], str):
+        out.append(f"message.model is {json_kind(d['model'])}, not a model's name: billed "
+                   "as the file's model")
+    if d.get("id") is not None and not isinstance(d["id"], str):
+        out.append(f"message.id is {json_kind(d['id'])}, not a string")
+    return out
+
+
+def made_up(message: Message, usage: Any) -> bool:
+    """A reply the agent made up itself (`<synthetic>`: an error it shows, a turn it
+    skipped), billed nothing: its usage records no token, and it is no call. (One that
+    records tokens is read as any reply is, whatever its model.)"""
+    return message.model == SYNTHETIC_MODEL and not (
+        isinstance(usage, dict) and any(number(usage.get(f)) for f in _USAGE_FIELDS))
+
+
+def call_key(message: Message) -> str:
+    """What a reply's usage is tallied under: its `id` (each piece of a response has a
+    copy of the usage), or its line where it has none."""
+    return message.id or f"line {message.line}"
 
 
 def is_continuation(parts: Sequence[Part]) -> bool:
@@ -224,10 +259,16 @@ class UsageTally:
     def __init__(self) -> None:
         self.calls: dict[str, list[int]] = {}
         self.wrong: dict[str, str] = {}  # a call's fields that are no token count
+        self.unread: list[SetAside] = []  # a usage that is no object, at its line
 
-    def add(self, key: str, usage: Any) -> None:
-        """Record one piece's `usage`; per field the largest value seen for the call wins."""
+    def add(self, key: str, usage: Any, line: int = 0) -> None:
+        """Record one piece's `usage` (at `line`); per field the largest value seen for the
+        call wins. A usage that is no object is named, and left out."""
         if not isinstance(usage, dict):
+            if usage is not None:
+                self.unread.append(SetAside(line, "recorded usage that cannot be read: "
+                                            f"message.usage is {json_kind(usage)}, not an "
+                                            "object; left out", readable=False))
             return
         new = [number(usage.get(f)) for f in _USAGE_FIELDS]
         if wrong := wrong_counts(usage, _USAGE_FIELDS):
@@ -281,7 +322,10 @@ Reply = tuple[str, str | None, bool]  # a reply's call key, model, and whether i
 
 
 def reply_of(message: Message, key: str) -> Reply:
-    return key, message.model, hides_thinking(message)
+    """A reply's call: its key, the model it names (`<synthetic>` names none: the call is
+    the file's model's), and whether it hides its thinking."""
+    model = None if message.model == SYNTHETIC_MODEL else message.model
+    return key, model, hides_thinking(message)
 
 
 def sniff_record(record: dict[str, Any]) -> int:
@@ -392,6 +436,7 @@ class AnthropicReader:
         self.replies: dict[int, Reply] = {}
         self.totals: dict[str, Any] = {}
         self.aside: list[SetAside] = []  # a result line's totals no count or cost can be
+        self.problems: list[tuple[int, str]] = []  # (see Layout.problems)
 
     def feed(self, line: int, record: dict[str, Any]) -> list[Message]:
         kind = record.get("type")
@@ -423,10 +468,13 @@ class AnthropicReader:
         lane = _str(record.get("parent_tool_use_id"))  # sub-agent traffic, when interleaved
         if message.human and (record.get("isSynthetic") is True or lane is not None):
             message = replace(message, human=False)
-        if message.role == "assistant" and message.model != SYNTHETIC_MODEL:
-            self.last_model = message.model or self.last_model
+        if message.role == "assistant" and not made_up(message, d.get("usage")):
+            if message.model != SYNTHETIC_MODEL:
+                self.last_model = message.model or self.last_model
             if lane is None and "usage" in d:
-                self.tally.add(message.id or f"line {line}", d["usage"])
+                self.tally.add(call_key(message), d["usage"], line)
+        if message.role == "assistant":
+            self.problems += [(line, p) for p in reply_problems(d)]
         merger = self.lanes.setdefault(lane, ResponseMerger())
         return self._emit(merger.add(message), lane is not None)
 
@@ -436,7 +484,7 @@ class AnthropicReader:
             if side:
                 self.side.append(self.count)
             elif message.role == "assistant":
-                key = message.id or f"line {message.line}"
+                key = call_key(message)
                 if key in self.tally.calls:
                     self.replies[self.count] = reply_of(message, key)
             self.count += 1
@@ -460,7 +508,9 @@ class AnthropicReader:
             usage = {**usage, **self.totals, "source": source}
         return rest, Layout(context, self.side, self.init_model or self.last_model, usage,
                             calls=self.tally.recorded(context, self.replies),
-                            outside_why="before a compaction", set_aside=self.aside)
+                            outside_why="before a compaction",
+                            set_aside=[*self.aside, *self.tally.unread],
+                            problems=self.problems)
 
 
 def _result_totals(record: dict[str, Any]) -> dict[str, Any]:

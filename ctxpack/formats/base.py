@@ -108,8 +108,9 @@ class Layout:
     # at its line with what the provider said: no message, no usage
     failed: list[tuple[int, str]] = field(default_factory=list)
     # records the file's own agent reads otherwise than they seem to say (a rewind to a
-    # message the file does not have, which drops them all), each at its line with what
-    # happens: read as the agent reads them, and named by validate
+    # message the file does not have, which drops them all), or values of the wrong kind
+    # read past (a reply's model that is a number, a window no model has), each at its line
+    # with what happens: read as the agent reads them, or as said, and named by validate
     problems: list[tuple[int, str]] = field(default_factory=list)
 
 

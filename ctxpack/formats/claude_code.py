@@ -25,7 +25,10 @@ from .anthropic import (
     UsageTally,
     api_message,
     boundary_record,
+    call_key,
+    made_up,
     reply_of,
+    reply_problems,
 )
 from .base import Compaction, Layout, RecordError, marks, number, string_field, tool_result_blocks
 from .claude_attachments import attachment_parts
@@ -69,6 +72,7 @@ class ClaudeCodeReader:
         self._leader: int | None = None
         self.before: dict[str, str] = {}  # a compaction's uuid -> the message before it
         self.line_of: dict[int, int] = {}  # message number -> the line it starts on
+        self.problems: list[tuple[int, str]] = []  # (see Layout.problems)
 
     def feed(self, line: int, record: dict[str, Any]) -> list[Message]:
         kind = string_field(record, "type")
@@ -105,11 +109,14 @@ class ClaudeCodeReader:
         message = api_message(payload, line, record, record["type"])
         if message.human and any(record.get(flag) is True for flag in _NOT_TYPED):
             message = replace(message, human=False)
-        model = message.model
-        if message.role == "assistant" and model and model != SYNTHETIC_MODEL:
+        if message.role != "assistant":
+            return message
+        model, usage = message.model, payload.get("usage")
+        if model and model != SYNTHETIC_MODEL:
             self.models[side] = model
-            if message.id is not None:
-                self.tallies[side].add(message.id, payload.get("usage"))
+        if not made_up(message, usage):  # its usage, whatever its model (or id) says
+            self.tallies[side].add(call_key(message), usage, line)
+        self.problems += [(line, p) for p in reply_problems(payload)]
         return message
 
     def _emit(self, items: list[Emitted], side: bool) -> list[Message]:
@@ -126,8 +133,8 @@ class ClaudeCodeReader:
                 self.line_of[n] = message.lines[0]
             if message.role == "assistant":
                 self._leader = n
-                if message.id in self.tallies[side].calls:
-                    self.call_of[n] = reply_of(message, message.id)
+                if (key := call_key(message)) in self.tallies[side].calls:
+                    self.call_of[n] = reply_of(message, key)
             elif item.attached and self._leader is not None:
                 self.attached.setdefault(self._leader, []).append(n)
         return [item.message for item in items]
@@ -148,7 +155,8 @@ class ClaudeCodeReader:
         return rest, Layout(context, self.side if main else [], model, usage,
                             calls=tally.recorded(context, self.call_of), earlier=earlier,
                             earlier_calls=tally.recorded(earlier, self.call_of),
-                            unbilled_calls=self._unplaced(tally, {*context, *earlier}, not main))
+                            unbilled_calls=self._unplaced(tally, {*context, *earlier}, not main),
+                            set_aside=tally.unread, problems=self.problems)
 
     def _unplaced(self, tally: UsageTally, placed: set[int], side: bool) -> list[RecordedCall]:
         """The calls the usage totals hold (`tally`'s, of the main chain or, `side`, of

@@ -14,13 +14,16 @@ from collections.abc import Callable
 from dataclasses import dataclass
 from typing import Any, NamedTuple
 
-from ..jsonl import dumps
+from ..jsonl import dumps, json_kind
 from ..models import keeps_reasoning
 from ..recorded import (
     RUN_BOUND,
     RUN_MOST,
+    SetAside,
     Summed,
     miscounted,
+    most_for,
+    recorded_window,
     shown,
     summed,
     unbelievable,
@@ -217,7 +220,7 @@ class _Told:
     wrong: str
     at: int
     added: Summed
-    window: int | None = None
+    window: Any = None  # (as written: see `CodexReader._windows`)
     again: str = ""  # the event told again with other usage, as `RecordedCall.again`
 
 
@@ -233,7 +236,10 @@ class CodexReader:
         self.totals: dict[str, Any] | None = None  # the running totals, as the file has them
         self.summed: dict[str, int] = {}  # the summary's totals: each call's share added
         self.last_call: dict[str, Any] | None = None
-        self.context_window: int | None = None
+        self.context_window: Any = None  # the newest window recorded, as written
+        # each window recorded (by `shown`), the first line it is on and the value
+        self.windows: dict[str, tuple[int, Any]] = {}
+        self.unread: list[SetAside] = []  # a token_count whose info is no object
         self.calls = 0
         self._previous: tuple[Any, Any] | None = None
         self.encrypted_items = 0
@@ -270,7 +276,7 @@ class CodexReader:
             return self._session_meta(line, record, payload)
         if kind == "turn_context" and isinstance(payload.get("model"), str):
             self.model = payload["model"]
-            self._window(payload)
+            self._window(line, payload)
         elif kind == "event_msg" and payload.get("type") == "token_count":
             self._token_count(line, payload.get("info"))
         elif kind == "event_msg" and payload.get("type") in ("agent_reasoning", "agent_message"):
@@ -337,8 +343,12 @@ class CodexReader:
 
     def _token_count(self, line: int, info: Any) -> None:
         if not isinstance(info, dict):
-            return  # a rate-limit-only update
-        self._window(info)
+            if info is not None:  # (null: a rate-limit-only update)
+                self.unread.append(SetAside(line, "recorded usage that cannot be read: the "
+                                            f"token_count's info is {json_kind(info)}, not an "
+                                            "object; left out", readable=False))
+            return
+        self._window(line, info)
         total, last = _numbers(info.get("total_token_usage")), _numbers(
             info.get("last_token_usage"))
         wrong = ", ".join(w for w in (_wrong(info.get(k), k) for k in _USAGES) if w)
@@ -394,14 +404,43 @@ class CodexReader:
         if isinstance(last, dict):
             self.last_call = last
 
-    def _window(self, record: dict[str, Any]) -> None:
+    def _window(self, line: int, record: dict[str, Any]) -> None:
         """Note the model's window where `record` (a `turn_context`, a `token_count`'s
-        info) names it."""
-        if isinstance(record.get("model_context_window"), int):
-            self.context_window = record["model_context_window"]
+        info, at `line`) names it, as written (judged once the file is read: `_windows`)."""
+        value = record.get("model_context_window")
+        if value is not None:
+            self.context_window = value
+            self.windows.setdefault(shown(value), (line, value))
 
-    def usage(self, older: list[RecordedCall]) -> dict[str, Any]:
-        """Provider usage in the shape all formats share, plus the opaque reasoning seen;
+    def _windows(self, model: str | None) -> tuple[dict[str, int], list[tuple[int, str]]]:
+        """The windows the file records that can be its model's (by `shown`), and the
+        others named at the first line each is on: a value no window can be (see
+        `recorded_window`), or one by which most of the calls told of under it cannot be
+        true (more than `most_for` it: those calls are then judged by the table's window,
+        which the bill's window is raised to the largest of, as for any window assumed)."""
+        good: dict[str, int] = {}
+        problems = []
+        for key, (line, value) in self.windows.items():
+            window = recorded_window(model, value)
+            told = [t for t, _ in self.every if shown(t.window) == key]
+            most = most_for(model, window)[0] if window is not None else 0
+            over = sum(number(t.billed) + number(t.output) > most for t in told)
+            if window is not None and 2 * over <= len(told):
+                good[key] = window
+            elif window is not None:
+                problems.append((line, f"model_context_window {value:,} is not the model's "
+                                       f"window: {over:,} of the {len(told):,} calls recorded "
+                                       f"under it hold more than {most:,} (prompt and reply); "
+                                       "the table's is taken"))
+            else:
+                problems.append((line, f"model_context_window {shown(value)} is no window a "
+                                       "model has (a whole number above 0, within what a "
+                                       "call can hold): the table's is taken"))
+        return good, problems
+
+    def usage(self, older: list[RecordedCall], windows: dict[str, int]) -> dict[str, Any]:
+        """Provider usage in the shape all formats share, plus the opaque reasoning seen
+        (and the newest window recorded, where it is one of `windows`, the model's);
         `older`: the calls told of with no place in the contexts (see `_older`)."""
         usage: dict[str, Any] = {"source": _USAGE_SOURCE, "calls": self.calls} if self.calls else {}
         usage.update(self.summed)
@@ -418,8 +457,9 @@ class CodexReader:
                     usage["last_input_tokens"] = self.recorded[-1][2].billed
                 else:
                     del usage["last_input_tokens"]
-        if self.context_window is not None:
-            usage["context_window"] = self.context_window
+        window = windows.get(shown(self.context_window))
+        if window is not None:  # (one that is not the model's is named, and not said here)
+            usage["context_window"] = window
         if self.encrypted_items:
             usage["encrypted_reasoning_items"] = self.encrypted_items
             usage["encrypted_reasoning_chars"] = self.encrypted_chars
@@ -428,14 +468,17 @@ class CodexReader:
     def finish(self) -> tuple[list[Message], Layout]:
         context = ([] if self.system is None else [self.system]) + self.window
         model = self.model or self.meta_model
+        windows, problems = self._windows(model)
+        for told, _ in self.every:  # (a window not the model's: judged by the table's)
+            told.window = windows.get(shown(told.window))
         older = self._older(context, model)
-        return [], Layout(context, model=model, usage=self.usage(older),
+        return [], Layout(context, model=model, usage=self.usage(older, windows),
                           calls=self._calls_on(context, bool(self.encrypted_items), model),
                           outside_why="before a compaction, or a system prompt replaced since",
                           earlier=self.earlier,
                           earlier_calls=self._calls_on(self.earlier, self.earlier_encrypted,
                                                        model),
-                          unbilled_calls=older)
+                          unbilled_calls=older, set_aside=self.unread, problems=problems)
 
     def _older(self, context: list[int], model: str | None) -> list[RecordedCall]:
         """The calls told of whose replies are neither in `context` nor in the context
