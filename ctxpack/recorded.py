@@ -83,7 +83,9 @@ RUN_MOST = 1_000_000 * MOST
 # most tokens at that price, each as if it were output (input costs a quarter or less):
 # a call's `MOST` tokens ($1,258.29), a run's `RUN_MOST`
 DEAREST = 600 / 1_000_000
-# each bound with what it is, as a problem names it (as `most_for` gives a call's)
+# each bound with what it is, as a problem names it (as `most_for` gives a call's): every
+# count of a call's usage is held to the first, whatever its field
+CALL_BOUND = (MOST, "twice the largest window of any model")
 RUN_BOUND = (RUN_MOST, f"the most a run's totals can hold: a million calls of {MOST:,}")
 _PRICE = f"at the dearest price any model charges, ${DEAREST * 1_000_000:,.0f} per million"
 RUN_COST_BOUND = (RUN_MOST * DEAREST, f"what a run's most tokens ({RUN_MOST:,}) cost {_PRICE}")
@@ -127,16 +129,18 @@ def miscounted(value: Any, most: int | None = None) -> bool:
 
 
 def wrong_counts(usage: Any, fields: Sequence[str], prefix: str = "",
-                 most: tuple[int, str] | None = None, parts: Sequence[tuple[str, str]] = ()
+                 most: tuple[int, str] = CALL_BOUND, parts: Sequence[tuple[str, str]] = ()
                  ) -> str:
     """The `fields` of a usage object that no token count can be, as the file has them
     ("": none), each named with `prefix` (where in the usage object they are): a value no
-    whole number, zero or more; one more than `most` (a bound and what it is: `RUN_BOUND`
-    for a run's totals); and a part more than the whole the format makes it part of
-    (`parts`, each a part's field and its whole's: Codex's cached input is input)."""
+    whole number, zero or more; one more than `most` (a bound and what it is: a call's
+    `CALL_BOUND` unless told, `RUN_BOUND` for a run's totals); and a part more than the
+    whole the format makes it part of (`parts`, each a part's field and its whole's:
+    Codex's cached input is input). Every count a reader puts in a file's usage summary
+    is read through here."""
     if not isinstance(usage, Mapping):
         return ""
-    bound, why = most or (None, "")
+    bound, why = most
     wrong = [f"{prefix}{f} {usage[f]:,} (more than {bound:,}, {why})" if whole(usage[f])
              else f"{prefix}{f} {shown(usage[f])}"
              for f in fields if miscounted(usage.get(f), bound)]
@@ -232,7 +236,7 @@ def most_for(model: str | None, recorded: int | None = None) -> tuple[int, str]:
     elif found is not None:
         window, why = found.context_window, table_window(named, found)
     if window is None or WINDOWS * window >= MOST:
-        return MOST, "twice the largest window of any model"
+        return CALL_BOUND
     return WINDOWS * window, f"{WINDOWS} times {why}"
 
 

@@ -16,7 +16,18 @@ from typing import Any, NamedTuple
 
 from ..jsonl import dumps
 from ..models import keeps_reasoning
-from ..recorded import RUN_BOUND, RUN_MOST, Summed, miscounted, shown, summed, wrong_counts
+from ..recorded import (
+    CALL_BOUND,
+    RUN_BOUND,
+    RUN_MOST,
+    SetAside,
+    Summed,
+    cannot,
+    miscounted,
+    shown,
+    summed,
+    wrong_counts,
+)
 from ..transcript import (
     META_KEY,
     Image,
@@ -46,7 +57,7 @@ _CALL_FIELDS = ("input_tokens", "cached_input_tokens", "output_tokens",
 _USAGES = ("last_token_usage", "total_token_usage")
 # the bound of each (a call's prompt and reply are held to its model's by
 # ctxpack.recorded), and the part of each count that another holds: cached input is input
-_BOUNDS = {"last_token_usage": None, "total_token_usage": RUN_BOUND}
+_BOUNDS = {"last_token_usage": CALL_BOUND, "total_token_usage": RUN_BOUND}
 _PARTS = (("cached_input_tokens", "input_tokens"),)
 
 
@@ -225,6 +236,7 @@ class CodexReader:
         self.summed: dict[str, int] = {}  # the summary's totals: each call's share added
         self.last_call: dict[str, Any] | None = None
         self.context_window: int | None = None
+        self.aside: list[SetAside] = []  # windows recorded that no model can have
         self.calls = 0
         self._previous: tuple[Any, Any] | None = None
         self.encrypted_items = 0
@@ -260,7 +272,7 @@ class CodexReader:
             return self._session_meta(line, record, payload)
         if kind == "turn_context" and isinstance(payload.get("model"), str):
             self.model = payload["model"]
-            self._window(payload)
+            self._window(line, payload)
         elif kind == "event_msg" and payload.get("type") == "token_count":
             self._token_count(line, payload.get("info"))
         elif kind == "event_msg" and payload.get("type") in ("agent_reasoning", "agent_message"):
@@ -328,7 +340,7 @@ class CodexReader:
     def _token_count(self, line: int, info: Any) -> None:
         if not isinstance(info, dict):
             return  # a rate-limit-only update
-        self._window(info)
+        self._window(line, info)
         total, last = _numbers(info.get("total_token_usage")), _numbers(
             info.get("last_token_usage"))
         wrong = ", ".join(w for w in (_wrong(info.get(k), k) for k in _USAGES) if w)
@@ -383,10 +395,15 @@ class CodexReader:
         if isinstance(last, dict):
             self.last_call = last
 
-    def _window(self, record: dict[str, Any]) -> None:
+    def _window(self, line: int, record: dict[str, Any]) -> None:
         """Note the model's window where `record` (a `turn_context`, a `token_count`'s
-        info) names it."""
-        if isinstance(record.get("model_context_window"), int):
+        info, at `line`) names it; one no call can hold is named and set aside."""
+        if record.get("model_context_window") is None:
+            return
+        if wrong := wrong_counts(record, ("model_context_window",)):
+            self.aside.append(SetAside(line, f"recorded window {cannot(wrong)}; set aside, "
+                                             f"not used for the window"))
+        else:
             self.context_window = record["model_context_window"]
 
     def usage(self) -> dict[str, Any]:
@@ -413,7 +430,7 @@ class CodexReader:
                           earlier=self.earlier,
                           earlier_calls=self._calls_on(self.earlier, self.earlier_encrypted,
                                                        model),
-                          older_calls=self._older(context, model))
+                          older_calls=self._older(context, model), set_aside=self.aside)
 
     def _older(self, context: list[int], model: str | None) -> list[RecordedCall]:
         """The recorded calls whose replies are neither in `context` nor in the context
