@@ -75,14 +75,14 @@ def _summary(console: Console, s: dict[str, Any]) -> None:
     console.print(f"summary ({s['strategy']}): {s['messages']:,} messages, "
                   f"{s['archived_tokens']:,} tokens -> {s['tokens']:,} ({ratio:.1f}x)",
                   highlight=False)
-    kept = [f"{name} {v['kept']}/{v['total']}" for name, v in s["retention"].items()
+    kept = [f"{name} {v['kept']:,}/{v['total']:,}" for name, v in s["retention"].items()
             if v["total"]]
     if kept:
         console.print("retained verbatim: " + ", ".join(kept), highlight=False)
 
 
 def _seen(console: Console, x: dict[str, Any]) -> None:
-    kept = [f"{name} {v['kept']}/{v['total']}" for name, v in x.items()
+    kept = [f"{name} {v['kept']:,}/{v['total']:,}" for name, v in x.items()
             if isinstance(v, dict) and v["total"]]
     if x.get("skipped"):
         console.print(f"seen in the whole output: {x['skipped']}", highlight=False)
