@@ -97,21 +97,3 @@ def test_a_huge_number_in_any_field_of_any_sample(tmp_path: Path) -> None:
     for f in doc["files"]:
         assert all(n < HUGE for n in _numbers(f)), f["path"]
 
-
-def test_names_from_a_file_reach_no_terminal_as_commands(tmp_path: Path) -> None:
-    """A model and a tool named with escape sequences are shown escaped by stats (table
-    and markdown) and by compress's report, as show and validate show them."""
-    text = (SAMPLES / "coding-agent.claude-code.jsonl").read_text(encoding="utf-8")
-    bad = tmp_path / "bad.claude-code.jsonl"
-    bad.write_text(text.replace('"model":"claude-opus-4-6"',
-                                '"model":"claude-opus-4-6\\u001b]0;pwned\\u0007"')
-                   .replace('"name":"Bash"', '"name":"Bash\\u001b[2J"'), encoding="utf-8")
-    runs = [ctxpack("stats", str(bad)), ctxpack("stats", "--format", "markdown", str(bad)),
-            ctxpack("compress", str(bad), "-o", str(tmp_path / "o.jsonl"))]
-    for run in runs:
-        assert run.code == 0, run.err
-        said = run.out + run.err
-        assert "\x1b" not in said and "\x07" not in said
-    assert "claude-opus-4-6\\x1b]0;pwned\\x07" in runs[0].out
-    assert "Bash\\x1b[2J" in runs[1].out
-    assert "claude-opus-4-6\\x1b]0;pwned\\x07" in runs[2].err

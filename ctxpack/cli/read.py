@@ -558,7 +558,11 @@ def calibrate(
 
         out = Table("model", "files", "calls", "slope", "overhead", "held-out error",
                     "worst", title="billed = slope × counted + overhead")
-        out.columns[0].min_width = max(len(f.model) for f in fitted)
+        # a long model name folds onto more lines, whole, rather than push the figures out
+        # of a narrow terminal or pipe (80 columns)
+        out.columns[0].overflow = "fold"
+        for column in out.columns[1:]:
+            column.no_wrap = True
         for f in fitted:
             error = "-" if f.error is None else f"{f.error:.1%}"
             worst = "-" if f.worst is None else f"{f.worst:.1%}"
