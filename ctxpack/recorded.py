@@ -83,6 +83,9 @@ RUN_MOST = 1_000_000 * MOST
 # most tokens at that price, each as if it were output (input costs a quarter or less):
 # a call's `MOST` tokens ($1,258.29), a run's `RUN_MOST`
 DEAREST = 600 / 1_000_000
+# the rule a value breaks that is no count, or no cost, at all, as a problem names it
+NO_COUNT = "(a token count is a whole number, zero or more)"
+NO_COST = "(a cost is a number, zero or more)"
 # each bound with what it is, as a problem names it (as `most_for` gives a call's): every
 # count of a call's usage is held to the first, whatever its field
 CALL_BOUND = (MOST, "twice the largest window of any model")
@@ -142,7 +145,7 @@ def wrong_counts(usage: Any, fields: Sequence[str], prefix: str = "",
         return ""
     bound, why = most
     wrong = [f"{prefix}{f} {usage[f]:,} (more than {bound:,}, {why})" if whole(usage[f])
-             else f"{prefix}{f} {shown(usage[f])}"
+             else f"{prefix}{f} {shown(usage[f])} {NO_COUNT}"
              for f in fields if miscounted(usage.get(f), bound)]
     wrong += [f"{prefix}{part} {usage[part]:,} (more than the {prefix}{of} {usage[of]:,} it "
               f"is part of)" for part, of in parts
@@ -161,7 +164,7 @@ def wrong_totals(line: int, counts: str, costs: str = "", place: str = "", item:
     are then left out of the usage summary: no part of them is counted."""
     if not counts and not costs:
         return None
-    why = (f"recorded run totals {cannot(counts, costs, run=True)}; set aside, not counted "
+    why = (f"recorded run totals {cannot(counts, costs)}; set aside, not counted "
            f"in the usage totals")
     return SetAside(item or line, f"{place}: {why}" if place else why,
                     place=where_in(place, item) if place else "")
@@ -179,21 +182,15 @@ def wrong_costs(record: Any, fields: Sequence[str], prefix: str = "", text: bool
         return ""
     bound, why = most
     return ", ".join(f"{prefix}{f} {shown(record[f])}" + (
-        f" (more than ${bound:,.2f}, {why})" if _cost(record[f], text) else "")
+        f" (more than ${bound:,.2f}, {why})" if _cost(record[f], text) else f" {NO_COST}")
         for f in fields if record.get(f) is not None and not _cost(record[f], text, bound))
 
 
-def cannot(counts: str, costs: str = "", run: bool = False) -> str:
+def cannot(counts: str, costs: str = "") -> str:
     """Why values a file records cannot be true: `counts` no token count can be and `costs`
-    no cost can be (as `wrong_counts` and `wrong_costs` name them), and the rule each
-    breaks (`run`: of a run's totals, held to what a run holds and costs)."""
-    rules = [rule for names, rule in (
-        (counts, "a token count is a whole number, zero or more"
-                 + (", within what a run holds" if run else "")),
-        (costs, "a cost is a number, zero or more" + (", within what a run costs" if run
-                                                       else ""))) if names]
-    return (f"({', '.join(w for w in (counts, costs) if w)}) cannot be true: "
-            f"{', and '.join(rules)}")
+    no cost can be, as `wrong_counts` and `wrong_costs` name them, each with the rule it
+    breaks."""
+    return f"cannot be true: {', '.join(w for w in (counts, costs) if w)}"
 
 
 def _cost(value: Any, text: bool = False, most: float = math.inf) -> bool:
@@ -254,7 +251,8 @@ def recorded_window(model: str | None, recorded: Any) -> int | None:
 def unbelievable(call: RecordedCall) -> str:
     """Why `call` cannot be true ("": it can)."""
     counts = {"prompt": call.billed, "reply": call.output or 0, "reasoning": call.reasoning}
-    wrong = call.problem or ", ".join(f"{k} {v:,}" for k, v in counts.items() if v < 0)
+    wrong = call.problem or ", ".join(f"{k} {v:,} {NO_COUNT}" for k, v in counts.items()
+                                      if v < 0)
     if wrong or call.costs:
         return (f"recorded usage {cannot(wrong, call.costs)}; set aside, not used for the "
                 f"bill or the window")

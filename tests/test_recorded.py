@@ -62,7 +62,9 @@ def test_validate_names_the_line_and_stats_says_it_set_it_aside(tmp_path: Path) 
     path = with_usage(tmp_path, line, ABSURD)
     checked = run_ctxpack("validate", str(path))
     assert checked.code == 1
-    assert checked.out.startswith(f"{path}:{line}: recorded usage of 1,000,000,0")
+    # a count past what any call holds is named by its field
+    assert checked.out.startswith(f"{path}:{line}: recorded usage cannot be true: input_tokens "
+                                  f"{ABSURD:,} (more than 2,097,152, twice the largest window")
     assert "cannot be true" in checked.out and "set aside" in checked.out
     said = " ".join(run_ctxpack("stats", str(path), "--top", "0").out.split())
     assert "recorded usage set aside, as it cannot be true" in said and f"line {line}" in said
@@ -250,7 +252,10 @@ def test_else_the_table_window_is_named_by_the_model_the_file_names(
     path, line = codex_run(tmp_path, window, 2_050_000)
     checked = run_ctxpack("validate", str(path))
     assert checked.code == 1, checked.err
-    assert checked.out.startswith(f"{path}:{line}: recorded usage of 2,050,3")
+    assert f"{path}:{line}: recorded usage of 2,050,3" in checked.out
+    # a window no model has is named where the file records it
+    assert ("recorded window cannot be true: model_context_window" in checked.out) == (
+        window == str(ABSURD))
     assert ("more than 2,000,000, 5 times the 400,000-token window the table gives gpt-5.4 "
             "(as gpt-5); set aside") in checked.out
 
@@ -383,7 +388,7 @@ def test_a_count_no_token_count_can_be_is_set_aside(tmp_path: Path, value: objec
     path.write_text("\n".join(lines) + "\n")
     checked = run_ctxpack("validate", str(path))
     assert checked.code == 1
-    assert checked.out.startswith(f"{path}:114: recorded usage ({said}) cannot be true")
+    assert checked.out.startswith(f"{path}:114: recorded usage cannot be true: {said} (")
     s = stats(path, cache=False)
     assert [x["line"] for x in s.set_aside] == [114]
     c, h = s.context, honest.context

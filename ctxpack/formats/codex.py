@@ -477,7 +477,7 @@ def _wrong(usage: Any, name: str) -> str:
     if usage is None:
         return ""
     if not isinstance(usage, dict):
-        return f"{name} {shown(usage)}"
+        return f"{name} {shown(usage)} (a usage is an object of token counts)"
     return wrong_counts(usage, _CALL_FIELDS, f"{name}.", _BOUNDS[name], _PARTS)
 
 
