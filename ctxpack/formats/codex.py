@@ -397,12 +397,14 @@ class CodexReader:
 
     def _window(self, line: int, record: dict[str, Any]) -> None:
         """Note the model's window where `record` (a `turn_context`, a `token_count`'s
-        info, at `line`) names it; one no call can hold is named and set aside."""
+        info, at `line`) names it; one no call can hold is set aside, and named where the
+        file first records it (the CLI writes the window in every turn and event)."""
         if record.get("model_context_window") is None:
             return
         if wrong := wrong_counts(record, ("model_context_window",)):
-            self.aside.append(SetAside(line, f"recorded window {cannot(wrong)}; set aside, "
-                                             f"not used for the window"))
+            if all(wrong not in x.problem for x in self.aside):
+                self.aside.append(SetAside(line, f"recorded window {cannot(wrong)}; set "
+                                                 f"aside, not used for the window"))
         else:
             self.context_window = record["model_context_window"]
 
