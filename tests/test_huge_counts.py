@@ -14,6 +14,18 @@ from .conftest import SAMPLES
 from .helpers import ctxpack
 
 HUGE = 10**30
+# fields whose count reached the usage table unchecked, as validate names each
+NAMED = {("refactor.codex.jsonl", "model_context_window"): "model_context_window",
+         ("cline-task/api_conversation_history.json", "completion"): "metrics.tokens.completion",
+         ("opencode/book-search.opencode.json", "reasoning"): "tokens.reasoning",
+         ("openhands/env-flags.openhands.jsonl", "completion_tokens"): "completion_tokens",
+         ("openhands/env-flags.openhands.jsonl", "cache_read_tokens"): "cache_read_tokens",
+         ("openhands/env-flags.openhands.jsonl", "cache_write_tokens"): "cache_write_tokens",
+         ("gemini-api/inbox-batch.gemini-api.jsonl", "candidatesTokenCount"):
+             "usageMetadata.candidatesTokenCount",
+         ("gemini-api/inbox-batch.gemini-api.jsonl", "thoughtsTokenCount"):
+             "usageMetadata.thoughtsTokenCount",
+         ("plateau-fix.gemini-cli.jsonl", "thoughts"): "tokens.thoughts"}
 # samples read as a tree (a task's two files, a storage folder): given whole
 TREES = {"cline-task", "opencode-storage"}
 
@@ -49,9 +61,9 @@ def _read(path: Path) -> tuple[list[Any], bool] | None:
         return None
 
 
-def _copies(into: Path) -> Iterator[tuple[Path, str]]:
+def _copies(into: Path) -> Iterator[tuple[Path, Path, tuple[str, str]]]:
     """Each sample with one field, in every record of one of its files, set to HUGE: the
-    path to give stats, and what was changed."""
+    path to give stats, the file changed, and what was changed (the file and the field)."""
     n = 0
     for path in sorted(p for p in SAMPLES.rglob("*") if p.is_file()):
         read = _read(path) if path.suffix in (".json", ".jsonl") else None
@@ -70,7 +82,7 @@ def _copies(into: Path) -> Iterator[tuple[Path, str]]:
             changed.write_text(json.dumps(new[0]) if document else
                                "".join(json.dumps(r) + "\n" for r in new), encoding="utf-8")
             given = place / unit.name if unit.name in TREES else changed
-            yield given, f"{path.relative_to(SAMPLES)}: {key}"
+            yield given, changed, (path.relative_to(SAMPLES).as_posix(), key)
 
 
 def _numbers(value: Any) -> Iterator[int | float]:
@@ -87,13 +99,26 @@ def _numbers(value: Any) -> Iterator[int | float]:
 def test_a_huge_number_in_any_field_of_any_sample(tmp_path: Path) -> None:
     copies = list(_copies(tmp_path))
     assert len(copies) > 200  # every sample's fields, not a few
-    run = ctxpack("stats", "--json", *(str(p) for p, _ in copies))
+    run = ctxpack("stats", "--json", *(str(p) for p, _, _ in copies))
     assert "internal error" not in run.err and "Traceback" not in run.err, run.err[-2000:]
     doc = json.loads(run.out)
     printed = {f["path"] for f in doc["files"]}
     # every copy is printed, or named in one line of its own
-    for given, what in copies:
+    for given, _, what in copies:
         assert any(p.startswith(str(given)) for p in printed) or str(given) in run.err, what
     for f in doc["files"]:
         assert all(n < HUGE for n in _numbers(f)), f["path"]
-
+    # validate names each of those fields, at a line of the file, the file read alone (a
+    # Cline task's history without its UI log too)
+    alone = []
+    for n, (_, changed, what) in enumerate(c for c in copies if c[2] in NAMED):
+        (tmp_path / "alone" / str(n)).mkdir(parents=True)
+        alone.append((shutil.copy(changed, tmp_path / "alone" / str(n)), what))
+    checked = ctxpack("validate", *(str(p) for p, _, _ in copies), *(str(p) for p, _ in alone))
+    assert "internal error" not in checked.err and "Traceback" not in checked.err
+    lines = checked.out.splitlines()
+    assert not [x for x in lines if ":0:" in x]
+    assert len(alone) == len(NAMED)
+    for path, what in alone:
+        assert any(x.startswith(f"{path}:") and f"cannot be true: {NAMED[what]} {HUGE:,} "
+                   f"(more than" in x for x in lines), what

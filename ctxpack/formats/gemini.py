@@ -264,14 +264,14 @@ class _Tokens:
 
     def __init__(self) -> None:
         self.replies: dict[str, dict[str, int]] = {}
-        # each reply's model and the counts of its `tokens` no token count can be
-        self.checked: dict[str, tuple[str | None, str]] = {}
+        # each reply's model, the counts of its `tokens` no token count can be, and its line
+        self.checked: dict[str, tuple[str | None, str, int]] = {}
 
-    def add(self, key: str, tokens: Any, model: str | None) -> None:
+    def add(self, key: str, tokens: Any, model: str | None, line: int) -> None:
         if isinstance(tokens, dict):
             self.replies[key] = {k: number(tokens.get(k)) for k in _TOKEN_FIELDS}
             self.checked[key] = (model, wrong_counts(tokens, _TOKEN_FIELDS, "tokens.",
-                                                     parts=_TOKEN_PARTS))
+                                                     parts=_TOKEN_PARTS), line)
 
     def wrong(self, key: str) -> str:
         """The counts of the reply `key` no token count can be ("": none)."""
@@ -282,7 +282,8 @@ class _Tokens:
         context), as calls on no context (a reply rewound, replaced by a later copy, or
         of thoughts alone): judged alone, as a compacted context's are."""
         return [RecordedCall(0, v["input"], None, self.checked[key][0],
-                             problem=self.checked[key][1], summed=self.added(key))
+                             problem=self.checked[key][1], at=self.checked[key][2],
+                             summed=self.added(key))
                 for key, v in self.replies.items() if key not in called]
 
     def added(self, key: str) -> Summed:
@@ -396,7 +397,7 @@ class GeminiChatReader:
         if kind == "gemini":
             model = string_field(record, "model")
             self.model = model or self.model
-            self.tokens.add(ident, record.get("tokens"), model or self.model)
+            self.tokens.add(ident, record.get("tokens"), model or self.model, line)
             tokens = record.get("tokens")
             billed = number(tokens.get("input")) if isinstance(tokens, dict) else 0
             wrong = self.tokens.wrong(ident)
