@@ -207,9 +207,12 @@ def _at(m: Message, problem: str) -> Problem:
 
 
 def _check_parents(transcript: Transcript) -> list[Problem]:
-    """Claude Code: every parentUuid must name a record of the same file."""
-    uuids: set[str] = set()
+    """Claude Code: every parentUuid must name a record of the same file, and following
+    them must reach a record with none (a record its own parent, or a loop of them, leaves
+    the chain no start)."""
+    uuids: dict[str, int] = {}  # each uuid's line
     links: list[tuple[int, str]] = []
+    parent_of: dict[str, str] = {}
     for record in transcript.records:
         try:
             data = loads(record.raw)  # as the reader took it
@@ -217,10 +220,39 @@ def _check_parents(transcript: Transcript) -> list[Problem]:
             continue  # a line skipped as invalid
         if not isinstance(data, dict):
             continue
-        if isinstance(data.get("uuid"), str):
-            uuids.add(data["uuid"])
-        if isinstance(data.get("parentUuid"), str):
-            links.append((record.line, data["parentUuid"]))
-    return [Problem(line, f"parentUuid {parent!r} does not resolve to any record in the file")
-            for line, parent in links if parent not in uuids]
+        uuid, parent = data.get("uuid"), data.get("parentUuid")
+        if isinstance(uuid, str):
+            uuids.setdefault(uuid, record.line)
+            if isinstance(parent, str):
+                parent_of.setdefault(uuid, parent)
+        if isinstance(parent, str):
+            links.append((record.line, parent))
+    problems = [Problem(line, f"parentUuid {parent!r} does not resolve to any record in the "
+                              f"file") for line, parent in links if parent not in uuids]
+    return problems + _loops(parent_of, uuids)
+
+
+def _loops(parent_of: dict[str, str], lines: dict[str, int]) -> list[Problem]:
+    """Each loop of parentUuid links (a record its own parent, the smallest), named once at
+    the line of its first record."""
+    done: set[str] = set()
+    problems = []
+    for start in parent_of:
+        path: dict[str, None] = {}
+        at: str | None = start
+        while at is not None and at not in done and at not in path:
+            path[at] = None
+            at = parent_of.get(at)
+        if at is not None and at in path:  # came round to a record of this walk
+            loop = list(path)[list(path).index(at):]
+            first = min(loop, key=lambda u: lines[u])
+            said = ("is the record's own uuid" if len(loop) == 1 else
+                    f"leads back to it through {len(loop) - 1:,} other record"
+                    f"{'' if len(loop) == 2 else 's'} (line"
+                    f"{'' if len(loop) == 2 else 's'} "
+                    f"{', '.join(f'{n:,}' for n in sorted(lines[u] for u in loop if u != first))})")
+            problems.append(Problem(lines[first], f"parentUuid {parent_of[first]!r} {said}: the "
+                                                  f"chain of parents has no start"))
+        done.update(path)
+    return problems
 

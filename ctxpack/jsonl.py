@@ -567,10 +567,11 @@ def deep_call(fn: Any, *args: Any) -> Any:
 
 def dumps(value: Any, indent: int | None = None) -> bytes:
     """Compact JSON as agents write it (no spaces), or with `indent` as the standard library
-    indents it; without a newline, and always UTF-8."""
-    if indent is None:
+    indents it; without a newline, and always UTF-8. Any value JSON can hold is written:
+    an integer past 64 bits too."""
+    if indent in (None, 2):
         try:
-            return orjson.dumps(value)
+            return orjson.dumps(value, option=orjson.OPT_INDENT_2 if indent else None)
         except TypeError:
             pass  # lone surrogates, integers past 64 bits, nesting deeper than orjson takes
     try:

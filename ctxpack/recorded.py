@@ -12,10 +12,11 @@ table: loading reads no config). The
 counts of what the file holds are no test: what is not in the file (a system prompt, the
 parent conversation of a compaction agent, the part cut from a session) legitimately
 makes a prompt hundreds of times the visible count. Nor can a count that is negative or
-not a whole number (true, 1.5, "500", a list): every reader that meets one in a call's usage
-keeps it as the call's `problem`, named by `wrong_counts`, and the call is set aside; so is
-a call whose recorded cost (Cline's, OpenCode's) is no number, zero or more ("0.02", -1,
-NaN), kept as its `costs`, named by `wrong_costs`.
+not a whole number (true, 1.5, "500", a list), or more than `MOST` in any field a reader
+sums (a cache, reasoning or output count, as much as a prompt): every reader that meets
+one in a call's usage keeps it as the call's `problem`, named by `wrong_counts`, and the
+call is set aside; so is a call whose recorded cost (Cline's, OpenCode's) is not a number
+of zero or more ("0.02", -1, NaN), kept as its `costs`, named by `wrong_costs`.
 
 Within one context (the calls after a compaction, of one conversation) the agent resends
 the conversation, so a prompt grows only by what was added: a call whose prompt is more
@@ -85,7 +86,12 @@ RUN_MOST = 1_000_000 * MOST
 # most tokens at that price, each as if it were output (input costs a quarter or less):
 # a call's `MOST` tokens ($1,258.29), a run's `RUN_MOST`
 DEAREST = 600 / 1_000_000
-# each bound with what it is, as a problem names it (as `most_for` gives a call's)
+# the rule a value breaks that is no count, or no cost, at all, as a problem names it
+NO_COUNT = "(a token count is a whole number, zero or more)"
+NO_COST = "(a cost is a number, zero or more)"
+# each bound with what it is, as a problem names it (as `most_for` gives a call's): every
+# count of a call's usage is held to the first, whatever its field
+CALL_BOUND = (MOST, "twice the largest window of any model")
 RUN_BOUND = (RUN_MOST, f"the most a run's totals can hold: a million calls of {MOST:,}")
 _PRICE = f"at the dearest price any model charges, ${DEAREST * 1_000_000:,.0f} per million"
 RUN_COST_BOUND = (RUN_MOST * DEAREST, f"what a run's most tokens ({RUN_MOST:,}) cost {_PRICE}")
@@ -129,18 +135,20 @@ def miscounted(value: Any, most: int | None = None) -> bool:
 
 
 def wrong_counts(usage: Any, fields: Sequence[str], prefix: str = "",
-                 most: tuple[int, str] | None = None, parts: Sequence[tuple[str, str]] = ()
+                 most: tuple[int, str] = CALL_BOUND, parts: Sequence[tuple[str, str]] = ()
                  ) -> str:
     """The `fields` of a usage object that no token count can be, as the file has them
     ("": none), each named with `prefix` (where in the usage object they are): a value no
-    whole number, zero or more; one more than `most` (a bound and what it is: `RUN_BOUND`
-    for a run's totals); and a part more than the whole the format makes it part of
-    (`parts`, each a part's field and its whole's: Codex's cached input is input)."""
+    whole number, zero or more; one more than `most` (a bound and what it is: a call's
+    `CALL_BOUND` unless told, `RUN_BOUND` for a run's totals); and a part more than the
+    whole the format makes it part of (`parts`, each a part's field and its whole's:
+    Codex's cached input is input). Every count a reader puts in a file's usage summary
+    is read through here."""
     if not isinstance(usage, Mapping):
         return ""
-    bound, why = most or (None, "")
+    bound, why = most
     wrong = [f"{prefix}{f} {figure(usage[f])} (more than {bound:,}, {why})"
-             if whole(usage[f]) else f"{prefix}{f} {shown(usage[f])}"
+             if whole(usage[f]) else f"{prefix}{f} {shown(usage[f])} {NO_COUNT}"
              for f in fields if miscounted(usage.get(f), bound)]
     wrong += [f"{prefix}{part} {figure(usage[part])} (more than the {prefix}{of} "
               f"{figure(usage[of])} it is part of)" for part, of in parts
@@ -159,7 +167,7 @@ def wrong_totals(line: int, counts: str, costs: str = "", place: str = "", item:
     are then left out of the usage summary: no part of them is counted."""
     if not counts and not costs:
         return None
-    why = (f"recorded run totals {cannot(counts, costs, within='run')}; set aside, not counted "
+    why = (f"recorded run totals {cannot(counts, costs)}; set aside, not counted "
            f"in the usage totals")
     return SetAside(item or line, f"{place}: {why}" if place else why,
                     place=where_in(place, item) if place else "")
@@ -177,23 +185,16 @@ def wrong_costs(record: Any, fields: Sequence[str], prefix: str = "", text: bool
         return ""
     bound, why = most
     return ", ".join(f"{prefix}{f} {shown(record[f])}" + (
-        f" (more than ${bound:,.2f}, {why})" if _cost(record[f], text) else "")
+        f" (more than ${bound:,.2f}, {why})" if _cost(record[f], text) else f" {NO_COST}")
         for f in fields if record.get(f) is not None and not _cost(record[f], text, bound))
 
 
-def cannot(counts: str = "", costs: str = "", within: str = "", again: str = "") -> str:
+def cannot(counts: str = "", costs: str = "", again: str = "") -> str:
     """Why values a file records cannot be true, the one wording of every such problem:
-    `counts` no token count can be and `costs` no cost can be (as `wrong_counts` and
-    `wrong_costs` name them), and the rule each breaks, held to what a `within` holds and
-    costs where its bound is what they pass ("run": a run's totals; "call": a call's); and
-    `again`: why what the file records twice of one call disagrees."""
-    held = f", within what a {within}" if within else ""
-    rules = [rule for names, rule in (
-        (counts, f"a token count is a whole number, zero or more{held and held + ' holds'}"),
-        (costs, f"a cost is a number, zero or more{held and held + ' costs'}"),
-        (again, again)) if names]
-    named = ", ".join(w for w in (counts, costs) if w)
-    return f"{f'({named}) ' if named else ''}cannot be true: {', and '.join(rules)}"
+    `counts` no token count can be and `costs` no cost can be, as `wrong_counts` and
+    `wrong_costs` name them, each with the rule it breaks; `again`, why what the file
+    records twice of one call disagrees."""
+    return f"cannot be true: {', '.join(w for w in (counts, costs, again) if w)}"
 
 
 def _cost(value: Any, text: bool = False, most: float = math.inf) -> bool:
@@ -267,7 +268,7 @@ def most_for(model: str | None, recorded: int | None = None) -> tuple[int, str]:
     elif found is not None:
         window, why = found.context_window, table_window(named, found)
     if window is None or WINDOWS * window >= MOST:
-        return MOST, "twice the largest window of any model"
+        return CALL_BOUND
     return WINDOWS * window, f"{WINDOWS} times {why}"
 
 
@@ -285,7 +286,8 @@ def recorded_window(model: str | None, recorded: Any) -> int | None:
 def unbelievable(call: RecordedCall) -> str:
     """Why `call` cannot be true ("": it can)."""
     counts = {"prompt": call.billed, "reply": call.output or 0, "reasoning": call.reasoning}
-    wrong = call.problem or ", ".join(f"{k} {figure(v)}" for k, v in counts.items() if v < 0)
+    wrong = call.problem or ", ".join(f"{k} {figure(v)} {NO_COUNT}" for k, v in counts.items()
+                                      if v < 0)
     # the cost it added to the file's totals, held to what a call's most tokens cost (one
     # no cost can be is named by its reader)
     cost = dict(call.summed).get("cost_usd", 0)
@@ -293,9 +295,8 @@ def unbelievable(call: RecordedCall) -> str:
         wrong_costs({"cost": cost}, ("cost",), most=CALL_COST_BOUND)
     again = "" if wrong or call.costs else call.again
     if wrong or call.costs or again or dear:
-        told = cannot(wrong, call.costs or dear, "call" if dear else "", again)
-        return (f"recorded usage {told}; set aside, not {'counted twice nor ' if again else ''}"
-                f"used for the bill or the window")
+        return (f"recorded usage {cannot(wrong, call.costs or dear, again)}; set aside, not "
+                f"{'counted twice nor ' if again else ''}used for the bill or the window")
     held = call.billed + (call.output or 0)
     most, why = most_for(call.model, call.window)
     if held <= most:

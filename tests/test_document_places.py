@@ -335,8 +335,8 @@ def test_a_cline_tasks_usage_is_named_in_its_ui_log(tmp_path):
         run = ctxpack("validate", str(given))
         said = [x for x in run.out.splitlines() if "cannot be true" in x]
         assert said == [f"{tmp_path / NAMES['cline-ui']}:{line}: {place}: recorded usage "
-                        "(tokensIn 'lots') cannot be true: a token count is a whole number, "
-                        "zero or more; set aside, not used for the bill or the window"], run.out
+                        "cannot be true: tokensIn 'lots' (a token count is a whole number, "
+                        "zero or more); set aside, not used for the bill or the window"], run.out
     problems = json.loads(ctxpack("validate", "--json", str(history)).out)["files"][0][
         "problems"]
     assert [(p["file"], p["line"]) for p in problems if "cannot be true" in p["problem"]] == [

@@ -462,3 +462,27 @@ def test_the_blank_text_blocks_a_reply_logs_are_no_problem(tmp_path: Path) -> No
 @pytest.mark.parametrize("path", corpus_params("claude-code"))
 def test_corpus_sessions_with_blank_reply_blocks_validate_as_before(path: Path) -> None:
     assert "whitespace" not in ctxpack("validate", str(path)).out
+
+
+@pytest.mark.parametrize("links", [
+    [("a", "a"), ("b", "a")],  # a record its own parent
+    [("a", "c"), ("b", "a"), ("c", "b"), ("d", "c")],  # a loop of three, a record below it
+], ids=["own-parent", "loop"])
+def test_a_loop_of_parents_is_named_and_read_to_an_end(tmp_path: Path,
+                                                        links: list[tuple[str, str]]) -> None:
+    """A parentUuid chain with no start (a record its own parent, a loop of them) is named
+    by validate at the loop's first record, once; stats reads the file and ends."""
+    records = [user(u, p, f"message {u}") if n % 2 == 0 else
+               piece(u, p, f"msg_{u}", said(f"reply {u}"), usage())
+               for n, (u, p) in enumerate(links)]
+    path = tmp_path / "loop.claude-code.jsonl"
+    path.write_text("".join(json.dumps(r) + "\n" for r in records))
+    run = ctxpack("validate", str(path))
+    assert run.code == 1, run
+    named = [x for x in run.out.splitlines() if "chain of parents has no start" in x]
+    assert named == [f"{path}:1: parentUuid {links[0][1]!r} " + (
+        "is the record's own uuid" if links[0] == ("a", "a") else
+        "leads back to it through 2 other records (lines 2, 3)")
+        + ": the chain of parents has no start"], run.out
+    stats = ctxpack("stats", "--json", str(path))
+    assert stats.code == 0 and json.loads(stats.out)["files"][0]["messages"] >= 1, stats

@@ -398,8 +398,10 @@ def test_a_codex_session_compacted_twice_is_billed_on_the_newest_context_with_ca
 
 @pytest.mark.parametrize(("field", "bad", "named"), [
     ("cached_input_tokens", "5881",
-     "recorded usage (last_token_usage.cached_input_tokens '5881') cannot be true"),
-    ("input_tokens", 5_000_000_000, "recorded usage of 5,000,000,120 tokens"),
+     "recorded usage cannot be true: last_token_usage.cached_input_tokens '5881' (a token "
+     "count is a whole number, zero or more)"),
+    ("input_tokens", 5_000_000_000, "recorded usage cannot be true: last_token_usage."
+     "input_tokens 5,000,000,000 (more than 2,097,152"),
 ], ids=["no-count", "past-the-window"])
 def test_a_codex_call_before_an_older_compaction_that_cannot_be_true_is_set_aside(
         tmp_path: Path, field: str, bad: object, named: str) -> None:

@@ -265,11 +265,10 @@ def finish(outcomes: list[Outcome], skipped: list[Job], quiet: bool,
 def write_report(outcomes: list[Outcome], path: str) -> None:
     """`--report-json PATH` (`-`: stdout): an entry a file, in one shape whether one
     file or many, transcripts or datasets, were given."""
-    import orjson
+    from ..jsonl import dumps
 
-    data = orjson.dumps({"schema_version": REPORT_VERSION,
-                         "files": [asdict(o) for o in outcomes]},
-                        option=orjson.OPT_INDENT_2) + b"\n"
+    data = dumps({"schema_version": REPORT_VERSION,
+                         "files": [asdict(o) for o in outcomes]}, indent=2) + b"\n"
     if path == "-":
         import sys
 

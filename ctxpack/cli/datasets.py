@@ -169,10 +169,9 @@ def _over_budget(totals: Any) -> None:
 
 def validate(files: list[str], rows: Any, engine: Any, json_out: bool) -> int:
     """Problems of each row, one line each (or JSON); exit 1 if any row has one."""
-    import orjson
-
     from ..dataset import validate_table
     from ..dataset.files import results
+    from ..jsonl import dumps
 
     inputs = dataset_files(files)
     if not inputs.paths:  # each said why already
@@ -207,8 +206,7 @@ def validate(files: list[str], rows: Any, engine: Any, json_out: bool) -> int:
             stderr().print(f"{path}: {counts['rows']:,} rows, {counts['invalid']:,} with "
                            "problems", highlight=False)
     if json_out:
-        sys.stdout.buffer.write(orjson.dumps({"schema_version": 1, "rows": docs},
-                                             option=orjson.OPT_INDENT_2) + b"\n")
+        sys.stdout.buffer.write(dumps({"schema_version": 1, "rows": docs}, indent=2) + b"\n")
     return EXIT_USAGE if inputs.failed or unread else EXIT_CHECK_FAILED if bad else 0
 
 

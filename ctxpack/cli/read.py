@@ -419,9 +419,8 @@ def validate(
     ray_address: datasets.RayAddressOpt = None,
 ) -> None:
     """Check that the provider would accept a transcript; exit 1 on any problem."""
-    import orjson
-
     from ..checks import validate as check
+    from ..jsonl import dumps
     from ..loader import load
 
     if datasets.wanted(files, messages_column):
@@ -444,7 +443,7 @@ def validate(
         doc = {"schema_version": 1, "files": [
             {"path": t.path, "format": t.format, "messages": len(t.messages), "valid": not p,
              "problems": [x.to_dict() for x in p]} for t, p in report]}
-        sys.stdout.buffer.write(orjson.dumps(doc, option=orjson.OPT_INDENT_2) + b"\n")
+        sys.stdout.buffer.write(dumps(doc, indent=2) + b"\n")
     else:
         for t, problems in report:
             for p in problems:
@@ -488,11 +487,11 @@ def models(
     """List known models, their encodings and context windows."""
     table = read_config(config).models.all()
     if json_out:
-        import orjson
+        from ..jsonl import dumps
 
         rows = [{"name": m.name, "encoding": m.encoding, "context_window": m.context_window,
                  "exact": m.exact, "provider": m.provider, "note": m.note} for m in table]
-        sys.stdout.buffer.write(orjson.dumps(rows, option=orjson.OPT_INDENT_2) + b"\n")
+        sys.stdout.buffer.write(dumps(rows, indent=2) + b"\n")
         return
     from rich.console import Console
     from rich.table import Table
@@ -548,10 +547,10 @@ def calibrate(
                          "Claude Code, Codex, Gemini CLI, Cline, OpenCode and stream-json "
                          "files record it")
     if json_out:
-        import orjson
+        from ..jsonl import dumps
 
         rows = [f.to_dict() for f in fitted]
-        sys.stdout.buffer.write(orjson.dumps(rows, option=orjson.OPT_INDENT_2) + b"\n")
+        sys.stdout.buffer.write(dumps(rows, indent=2) + b"\n")
     else:
         from rich.console import Console
         from rich.table import Table
@@ -559,7 +558,11 @@ def calibrate(
 
         out = Table("model", "files", "calls", "slope", "overhead", "held-out error",
                     "worst", title="billed = slope × counted + overhead")
-        out.columns[0].min_width = max(len(f.model) for f in fitted)
+        # a long model name folds onto more lines, whole, rather than push the figures out
+        # of a narrow terminal or pipe (80 columns)
+        out.columns[0].overflow = "fold"
+        for column in out.columns[1:]:
+            column.no_wrap = True
         for f in fitted:
             error = "-" if f.error is None else f"{f.error:.1%}"
             worst = "-" if f.worst is None else f"{f.worst:.1%}"

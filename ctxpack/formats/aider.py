@@ -95,7 +95,7 @@ def tokens_line(line: str) -> dict[str, Any] | None:
         value = amount(n, s)
         values[kind] = 0 if value is None else value
         if value is None:
-            wrong.append(f"{n[:40]}{s} {kind}")
+            wrong.append(f"{n[:40]}{s} {kind} (no count Aider prints)")
     if wrong:
         values["wrong"] = ", ".join(wrong)
     cost = _COST.search(found.group(1))

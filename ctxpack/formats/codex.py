@@ -17,6 +17,7 @@ from typing import Any, NamedTuple
 from ..jsonl import dumps, json_kind
 from ..models import keeps_reasoning
 from ..recorded import (
+    CALL_BOUND,
     RUN_BOUND,
     RUN_MOST,
     SetAside,
@@ -58,7 +59,7 @@ _CALL_FIELDS = ("input_tokens", "cached_input_tokens", "output_tokens",
 _USAGES = ("last_token_usage", "total_token_usage")
 # the bound of each (a call's prompt and reply are held to its model's by
 # ctxpack.recorded), and the part of each count that another holds: cached input is input
-_BOUNDS = {"last_token_usage": None, "total_token_usage": RUN_BOUND}
+_BOUNDS = {"last_token_usage": CALL_BOUND, "total_token_usage": RUN_BOUND}
 _PARTS = (("cached_input_tokens", "input_tokens"),)
 
 
@@ -530,7 +531,7 @@ def _wrong(usage: Any, name: str) -> str:
     if usage is None:
         return ""
     if not isinstance(usage, dict):
-        return f"{name} {shown(usage)}"
+        return f"{name} {shown(usage)} (a usage is an object of token counts)"
     return wrong_counts(usage, _CALL_FIELDS, f"{name}.", _BOUNDS[name], _PARTS)
 
 

@@ -289,10 +289,27 @@ class _Tokens:
 
     def __init__(self) -> None:
         self.replies: dict[str, dict[str, int]] = {}
+        # each reply's model, the counts of its `tokens` no token count can be, and its line
+        self.checked: dict[str, tuple[str | None, str, int]] = {}
 
-    def add(self, key: str, tokens: Any) -> None:
+    def add(self, key: str, tokens: Any, model: str | None, line: int) -> None:
         if isinstance(tokens, dict):
             self.replies[key] = {k: number(tokens.get(k)) for k in _TOKEN_FIELDS}
+            self.checked[key] = (model, wrong_counts(tokens, _TOKEN_FIELDS, "tokens.",
+                                                     parts=_TOKEN_PARTS), line)
+
+    def wrong(self, key: str) -> str:
+        """The counts of the reply `key` no token count can be ("": none)."""
+        return self.checked[key][1] if key in self.checked else ""
+
+    def uncalled(self, called: set[str]) -> list[RecordedCall]:
+        """The replies the summary holds but for those of `called` (the calls of the
+        context), as calls on no context (a reply rewound, replaced by a later copy, or
+        of thoughts alone): judged alone, as a compacted context's are."""
+        return [RecordedCall(0, v["input"], None, self.checked[key][0],
+                             problem=self.checked[key][1], at=self.checked[key][2],
+                             summed=self.added(key))
+                for key, v in self.replies.items() if key not in called]
 
     def added(self, key: str) -> Summed:
         """What the reply `key` adds to the summary."""
@@ -333,7 +350,7 @@ class GeminiChatReader:
         self.tokens = _Tokens()
         # reply number: its input, model, the counts of its `tokens` no count can be, and
         # what they added to the summary
-        self.prompts: dict[int, tuple[int, str | None, str, Summed]] = {}
+        self.prompts: dict[int, tuple[int, str | None, str, Summed, str]] = {}
         self.model: str | None = None
         self.anonymous = 0
         self.replacing = False
@@ -415,15 +432,15 @@ class GeminiChatReader:
         if kind == "gemini":
             model = string_field(record, "model")
             self.model = model or self.model
-            self.tokens.add(ident, record.get("tokens"))
+            self.tokens.add(ident, record.get("tokens"), model or self.model, line)
             tokens = record.get("tokens")
             billed = number(tokens.get("input")) if isinstance(tokens, dict) else 0
-            wrong = wrong_counts(tokens, _TOKEN_FIELDS, "tokens.", parts=_TOKEN_PARTS)
+            wrong = self.tokens.wrong(ident)
             sent = [n for n in numbers if n not in self.thoughts]
             if (billed or wrong) and sent and not self.replacing:
                 # `input`: the prompt before this reply
                 self.prompts[sent[0]] = (billed, model or self.model, wrong,
-                                         self.tokens.added(ident))
+                                         self.tokens.added(ident), ident)
         return messages
 
     def _rewind(self, ident: str, line: int) -> None:
@@ -462,8 +479,10 @@ class GeminiChatReader:
         calls = [RecordedCall(i, self.prompts[n][0], None, self.prompts[n][1],
                               problem=self.prompts[n][2], summed=self.prompts[n][3])
                  for i, n in enumerate(context) if n in self.prompts]
+        called = {self.prompts[n][4] for n in context if n in self.prompts}
         return [], Layout(context, model=self.model, usage=self.tokens.summary(), calls=calls,
-                          outside_why="; ".join(sorted(self.gone)), problems=self.problems)
+                          outside_why="; ".join(sorted(self.gone)), problems=self.problems,
+                          older_calls=self.tokens.uncalled(called))
 
 
 def sniff_chat(record: Any) -> int:

@@ -11,6 +11,14 @@ def plain(text: str) -> str:
     return text.translate(_CONTROLS)
 
 
+def markup(text: str) -> str:
+    """`text` read from a file, made safe to print through Rich: its control characters
+    shown as escapes (`plain`) and its square brackets taken as text, not markup."""
+    from rich.markup import escape
+
+    return escape(plain(text))
+
+
 def counted(count: int, word: str) -> str:
     """`1 round`, `1,491 rounds`."""
     return f"{count:,} {word}" if count == 1 else f"{count:,} {word}s"

@@ -4,29 +4,30 @@ from __future__ import annotations
 
 from typing import Any
 
-import orjson
 from rich.console import Console
-from rich.markup import escape
 from rich.table import Table
 
 from ..compression import Report
+from ..jsonl import dumps
+from . import markup
 
 
 def to_json(report: Report) -> bytes:
-    return orjson.dumps(report.to_dict(), option=orjson.OPT_INDENT_2) + b"\n"
+    return dumps(report.to_dict(), indent=2) + b"\n"
 
 
 def print_report(console: Console, report: Report, *, dry_run: bool = False) -> None:
     """Tokens before and after each stage, then the summary and its retention audit."""
     r = report
     if not r.messages_before:  # a table of zeros would say no more than this
-        console.print(f"{escape(r.path)}: nothing to compress: the file holds no message "
+        console.print(f"{markup(r.path)}: nothing to compress: the file holds no message "
                       "that reaches the model", highlight=False)
         for warning in r.warnings:
-            console.print(f"[yellow]warning:[/yellow] {escape(warning)}")
+            console.print(f"[yellow]warning:[/yellow] {markup(warning)}")
         return
     exact = "" if r.exact else " (approximate)"
-    title = (f"{escape(r.path)}: {r.format}, {r.model}{exact}, window {r.context_window:,}"
+    title = (f"{markup(r.path)}: {r.format}, {markup(r.model)}{exact}, "
+             f"window {r.context_window:,}"
              + (" — dry run, nothing written" if dry_run else ""))
     table = Table("stage", title=title, title_justify="left")
     for name in ("tokens before", "tokens after", "saved", "items"):
@@ -66,7 +67,7 @@ def print_report(console: Console, report: Report, *, dry_run: bool = False) -> 
     elif not r.changed:
         console.print("nothing to do: the transcript is within every limit", highlight=False)
     for warning in r.warnings:
-        console.print(f"[yellow]warning:[/yellow] {escape(warning)}")
+        console.print(f"[yellow]warning:[/yellow] {markup(warning)}")
 
 
 def _summary(console: Console, s: dict[str, Any]) -> None:
@@ -74,14 +75,14 @@ def _summary(console: Console, s: dict[str, Any]) -> None:
     console.print(f"summary ({s['strategy']}): {s['messages']:,} messages, "
                   f"{s['archived_tokens']:,} tokens -> {s['tokens']:,} ({ratio:.1f}x)",
                   highlight=False)
-    kept = [f"{name} {v['kept']}/{v['total']}" for name, v in s["retention"].items()
+    kept = [f"{name} {v['kept']:,}/{v['total']:,}" for name, v in s["retention"].items()
             if v["total"]]
     if kept:
         console.print("retained verbatim: " + ", ".join(kept), highlight=False)
 
 
 def _seen(console: Console, x: dict[str, Any]) -> None:
-    kept = [f"{name} {v['kept']}/{v['total']}" for name, v in x.items()
+    kept = [f"{name} {v['kept']:,}/{v['total']:,}" for name, v in x.items()
             if isinstance(v, dict) and v["total"]]
     if x.get("skipped"):
         console.print(f"seen in the whole output: {x['skipped']}", highlight=False)
@@ -107,7 +108,7 @@ def _llm(console: Console, x: dict[str, Any]) -> None:
     secrets = ", ".join(f"{kind} ×{n}" for kind, n in x["redacted"].items())
     parts.append("redaction off" if not x["redact"] else
                  f"redacted: {secrets}" if secrets else "no secrets found")
-    console.print(f"llm summary by {escape(x['model'])} at {escape(x['base_url'])}: {what}; "
+    console.print(f"llm summary by {markup(x['model'])} at {markup(x['base_url'])}: {what}; "
                   + "; ".join(parts), highlight=False)
     v = x.get("verify")
     if v:
@@ -116,4 +117,4 @@ def _llm(console: Console, x: dict[str, Any]) -> None:
                 + ("the second is used" if v["used"] else "the first is kept")
                 if v["asked"] else "")
         console.print("llm verify: " + "; ".join(
-            escape(p) for p in (done, v["note"] or "") if p), highlight=False)
+            markup(p) for p in (done, v["note"] or "") if p), highlight=False)

@@ -5,11 +5,11 @@ from __future__ import annotations
 import os
 from typing import Any
 
-import orjson
 from rich.console import Console
 from rich.markup import escape
 from rich.table import Table
 
+from ..jsonl import dumps
 from . import counted, percent, plain
 
 TOP_TOOLS = 10
@@ -21,7 +21,7 @@ def to_json(results: list[Any], total: Any) -> bytes:
               if k not in ("schema_version", "path", "errors")}
     doc = {"schema_version": 1, "datasets": [r.to_dict() for r in results],
            "total": {"datasets": len(results), **summed}}
-    return orjson.dumps(doc, option=orjson.OPT_INDENT_2) + b"\n"
+    return dumps(doc, indent=2) + b"\n"
 
 
 def print_stats(console: Console, s: Any) -> None:

@@ -7,15 +7,14 @@ import io
 import os
 from typing import Any
 
-import orjson
 from rich.console import Console
-from rich.markup import escape
 from rich.table import Table
 
 from ..breakdown import SCHEMA_VERSION, FileStats
 from ..calibration import Bill, below_words, unlogged_cause
 from ..formats.base import no_input
-from . import counted
+from ..jsonl import dumps
+from . import counted, markup, plain
 
 CSV_ROLES = ("system", "developer", "user", "assistant", "tool", "reasoning", "priming")
 MAX_ROUNDS_SHOWN = 12
@@ -53,7 +52,7 @@ def to_json(files: list[FileStats]) -> bytes:
     """The versioned JSON document of `stats --json`."""
     doc = {"schema_version": SCHEMA_VERSION, "files": [f.to_dict() for f in files],
            "total": total(files)}
-    return orjson.dumps(doc, option=orjson.OPT_INDENT_2) + b"\n"
+    return dumps(doc, indent=2) + b"\n"
 
 
 def to_csv(files: list[FileStats]) -> str:
@@ -258,11 +257,12 @@ def to_markdown(files: list[FileStats]) -> str:
     out: list[str] = []
     for f in files:
         head, *rest = summary_lines(f)
-        out += [f"## {head}", "", *(f"- {line}" for line in rest), ""]
+        out += [f"## {plain(head)}", "", *(f"- {plain(line)}" for line in rest), ""]
         for title, header, rows in _tables(f):
             out += [f"### {title}", "", "| " + " | ".join(header) + " |",
                     "|" + "|".join("---" for _ in header) + "|"]
-            out += ["| " + " | ".join(c.replace("|", "\\|") for c in row) + " |" for row in rows]
+            out += ["| " + " | ".join(plain(c).replace("|", "\\|") for c in row) + " |"
+                    for row in rows]
             out.append("")
     if len(files) > 1:
         t = total(files)
@@ -276,9 +276,9 @@ def print_tables(console: Console, files: list[FileStats]) -> None:
     """Rich tables for a person at a terminal."""
     for f in files:
         head, *rest = summary_lines(f)
-        console.print(f"[bold]{escape(head)}[/bold]")
+        console.print(f"[bold]{markup(head)}[/bold]")
         for line in rest:
-            console.print(f"  {escape(line)}", highlight=False)
+            console.print(f"  {markup(line)}", highlight=False)
         for title, header, rows in _tables(f):
             table = Table(title=title, title_justify="left", title_style="bold")
             for i, h in enumerate(header):
@@ -287,7 +287,7 @@ def print_tables(console: Console, files: list[FileStats]) -> None:
                 table.add_column(h, justify="right" if numeric else "left",
                                  overflow="fold" if i == len(header) - 1 else "ellipsis")
             for row in rows:
-                table.add_row(*(escape(c) for c in row))
+                table.add_row(*(markup(c) for c in row))
             console.print(table)
         console.print()
     if len(files) > 1:
@@ -297,7 +297,7 @@ def print_tables(console: Console, files: list[FileStats]) -> None:
             table.add_column(h, justify="left" if h in ("file", "format") else "right")
         for f in files:
             ctx = f"{f.context_ratio:.1%}" if f.context_ratio is not None else "-"
-            table.add_row(escape(f.path), f.format, f"{f.conversations:,}", f"{f.messages:,}",
+            table.add_row(markup(f.path), f.format, f"{f.conversations:,}", f"{f.messages:,}",
                           f"{f.tokens:,}", f"{conversation_tokens(f):,}", ctx)
         table.add_row("total", "", f"{t['conversations']:,}", f"{t['messages']:,}",
                       f"{t['tokens']:,}", f"{t['largest_conversation']:,}", "", style="bold")

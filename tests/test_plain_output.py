@@ -1,0 +1,49 @@
+"""What the commands print for a person: a file's text never acts on the terminal, and a
+table keeps every column in 80 columns."""
+
+from __future__ import annotations
+
+from pathlib import Path
+
+from .conftest import SAMPLES
+from .helpers import ctxpack
+
+
+def test_names_from_a_file_reach_no_terminal_as_commands(tmp_path: Path) -> None:
+    """A model and a tool named with escape sequences are shown escaped by stats (table
+    and markdown) and by compress's report, as show and validate show them."""
+    text = (SAMPLES / "coding-agent.claude-code.jsonl").read_text(encoding="utf-8")
+    bad = tmp_path / "bad.claude-code.jsonl"
+    bad.write_text(text.replace('"model":"claude-opus-4-6"',
+                                '"model":"claude-opus-4-6\\u001b]0;pwned\\u0007"')
+                   .replace('"name":"Bash"', '"name":"Bash\\u001b[2J"'), encoding="utf-8")
+    runs = [ctxpack("stats", str(bad)), ctxpack("stats", "--format", "markdown", str(bad)),
+            ctxpack("compress", str(bad), "-o", str(tmp_path / "o.jsonl"))]
+    for run in runs:
+        assert run.code == 0, run.err
+        said = run.out + run.err
+        assert "\x1b" not in said and "\x07" not in said
+    assert "claude-opus-4-6\\x1b]0;pwned\\x07" in runs[0].out
+    assert "Bash\\x1b[2J" in runs[1].out
+    assert "claude-opus-4-6\\x1b]0;pwned\\x07" in runs[2].err
+
+
+def test_calibrate_keeps_every_column_in_80(tmp_path: Path) -> None:
+    """A long model name folds in its column: the figures right of it (held-out error,
+    worst) were cropped out of an 80-column pipe."""
+    name = "claude-opus-4-6-with-a-very-long-deployment-name-20260101-eu"
+    text = (SAMPLES / "coding-agent.claude-code.jsonl").read_text(encoding="utf-8")
+    long = tmp_path / "long.claude-code.jsonl"
+    long.write_text(text.replace('"model":"claude-opus-4-6"', f'"model":"{name}"'),
+                    encoding="utf-8")
+    run = ctxpack("calibrate", str(long), str(SAMPLES / "refactor.codex.jsonl"),
+                  env={"COLUMNS": "80"})
+    assert run.code == 0, run.err
+    lines = run.out.splitlines()
+    assert all(len(line) <= 80 for line in lines), run.out
+    assert "held-out error" in run.out and "worst" in run.out, run.out
+    # every row shows its two error figures, and the name is whole, if folded
+    rows = [line for line in lines if line.startswith("│") and "%" in line]
+    assert len(rows) == 2 and all(line.count("%") == 2 for line in rows), run.out
+    assert name in "".join(line.split("│")[1].strip() for line in lines
+                           if line.startswith("│") and "gpt" not in line), run.out
