@@ -733,10 +733,9 @@ def test_an_aider_cost_no_call_can_run_to_sets_its_call_aside(tmp_path: Path) ->
     path.write_text("\n".join(lines))
     named = named_lines(path)
     assert len(named) == 1 and named[0].startswith(
-        f"{path}:{at + 1}: recorded usage (cost 99999999999.0 (more than $1,258.29, what a "
-        "call's most tokens (2,097,152) cost"), named
-    assert "cannot be true: a cost is a number, zero or more, within what a call costs; " \
-        "set aside" in named[0], named
+        f"{path}:{at + 1}: recorded usage cannot be true: cost 99999999999.0 (more than "
+        "$1,258.29, what a call's most tokens (2,097,152) cost at the dearest price any model "
+        "charges, $600 per million); set aside"), named
     honest = json.loads(ctxpack("stats", "--json", str(sample)).out)["files"][0]["usage"]
     bad = json.loads(ctxpack("stats", "--json", str(path)).out)["files"][0]
     assert [x["line"] for x in bad["usage_set_aside"]] == [at + 1]
@@ -833,7 +832,7 @@ def test_an_aider_call_on_no_prompt_of_the_chat_has_its_cost_checked(tmp_path: P
     path, line = aider_copy(tmp_path, f"{sample}.aider.chat.history.md", edit)
     named = named_lines(path)
     assert len(named) == 1 and named[0].startswith(
-        f"{path}:{line}: recorded cost of $5,000.00 cannot be true: more than $1,258.29"), named
+        f"{path}:{line}: recorded usage cannot be true: cost 5000.0 (more than $1,258.29"), named
     lines = path.read_text().split("\n")
     left = sum(Decimal(c) for n, text in enumerate(lines) if n != line - 1
                for c in re.findall(r"Cost: \$([\d.]+) message", text))
@@ -863,8 +862,8 @@ def test_an_opencode_message_of_steps_with_a_bad_later_step_is_set_aside_whole(
     line = next(n for n, text in enumerate(bad.read_text().splitlines(), 1)
                 if text.strip() == '"cost": -1,')
     assert named_lines(bad) == [
-        f"{bad}:{line}: recorded usage (cost -1) cannot be true: a cost is a number, zero or "
-        "more; set aside, not used for the bill or the window"]
+        f"{bad}:{line}: recorded usage cannot be true: cost -1 (a cost is a number, zero or "
+        "more); set aside, not used for the bill or the window"]
     h, b = (json.loads(ctxpack("stats", "--json", str(p)).out)["files"][0]["usage"]
             for p in (honest, bad))
     # both steps out: the first as the honest file counts it, the second in full
@@ -900,7 +899,8 @@ def test_a_claude_code_call_off_the_branch_is_judged_as_one_on_it(tmp_path: Path
               and isinstance(json.loads(text)["message"].get("usage"), dict))
     record = json.loads(lines[at])
     usage = record["message"]["usage"]
-    usage["input_tokens"] = 5_000_000  # five times Claude's 1,000,000 window
+    # past five times Claude's 200,000 window, within what any call can hold (2,097,152)
+    usage["input_tokens"] = 1_500_000
     # a sibling of the reply (the same parent), answered by nothing: the session went on
     # from the reply the file had
     record["uuid"], record["message"]["id"] = "0ff0b4a2-0000-4000-8000-000000000001", "msg_off"
@@ -933,9 +933,9 @@ def test_a_cline_request_before_its_cut_to_fit_is_judged(tmp_path: Path) -> None
     path = tmp_path / "ui_messages.json"
     path.write_text(json.dumps(events))
     named = named_lines(path)
-    assert named == [f"{path}:1: event {first}: recorded usage (tokensIn -5) cannot be true: "
-                     "a token count is a whole number, zero or more; set aside, not used for "
-                     "the bill or the window"], named
+    assert named == [f"{path}:1: event {first}: recorded usage cannot be true: tokensIn -5 "
+                     "(a token count is a whole number, zero or more); set aside, not used "
+                     "for the bill or the window"], named
     h, b = usage_of(honest), usage_of(path)
     assert b["calls_set_aside"] == 1 and b["calls"] == h["calls"] - 1
     assert b["input_tokens"] == h["input_tokens"] - prompt
@@ -958,12 +958,13 @@ def test_a_codex_call_told_with_no_reply_since_is_judged(tmp_path: Path) -> None
     line, info = events[len(events) // 2]
     lines = CODEX_SAMPLE.read_text().splitlines()
     record = json.loads(lines[line - 1])
-    record["payload"]["info"] = anew(info, 10_000_000)
+    # past five times gpt-5.4's 400,000 window, within what any call can hold (2,097,152)
+    record["payload"]["info"] = anew(info, 2_050_000)
     path = tmp_path / CODEX_SAMPLE.name
     path.write_text("\n".join([*lines[:line], json.dumps(record), *lines[line:]]) + "\n")
     named = named_lines(path)
     assert len(named) == 1 and named[0].startswith(
-        f"{path}:{line + 1}: recorded usage of 10,000,000 tokens (prompt and reply) cannot be "
+        f"{path}:{line + 1}: recorded usage of 2,050,000 tokens (prompt and reply) cannot be "
         "true: more than"), named
     assert_set_aside_alone(CODEX_SAMPLE, path, line + 1)
 
@@ -974,7 +975,8 @@ def test_a_codex_call_told_last_with_no_reply_is_not_the_last_prompt(tmp_path: P
     line, info = sample_events()[-1]
     lines = CODEX_SAMPLE.read_text().splitlines()
     record = json.loads(lines[line - 1])
-    record["payload"]["info"] = anew(info, 10_000_000)
+    # past five times gpt-5.4's 400,000 window, within what any call can hold (2,097,152)
+    record["payload"]["info"] = anew(info, 2_050_000)
     path = tmp_path / CODEX_SAMPLE.name
     path.write_text("\n".join([*lines, json.dumps(record)]) + "\n")
     named = named_lines(path)
@@ -999,6 +1001,6 @@ def test_a_number_too_long_to_read_is_named_by_its_digits(tmp_path: Path, field:
     assert said.code == 1 and "Traceback" not in said.err + said.out, said
     named = [x for x in said.out.splitlines() if x.startswith(f"{bad}:")]
     assert len(named) == 1 and named[0].startswith(
-        f"{bad}:{line}: recorded usage (total_token_usage.{field} a {digits:,}-digit number "
-        "(more than 2,097,152,000,000"), named
+        f"{bad}:{line}: recorded usage cannot be true: total_token_usage.{field} a "
+        f"{digits:,}-digit number (more than 2,097,152,000,000"), named
     assert "0" * 30 not in said.out + said.err

@@ -482,7 +482,7 @@ class GeminiChatReader:
         called = {self.prompts[n][4] for n in context if n in self.prompts}
         return [], Layout(context, model=self.model, usage=self.tokens.summary(), calls=calls,
                           outside_why="; ".join(sorted(self.gone)), problems=self.problems,
-                          older_calls=self.tokens.uncalled(called))
+                          unbilled_calls=self.tokens.uncalled(called))
 
 
 def sniff_chat(record: Any) -> int:
