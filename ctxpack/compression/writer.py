@@ -363,6 +363,14 @@ def _resize(plan: Plan, done: Changes) -> set[int]:
     out: set[int] = set()
     cached = 0  # the prompt of the call before the one restated last
     call: tuple[str | None, int, int, int] | None = None  # that one's (key, stated, line, new)
+    usage = _stated(plan, done.last) if done.first else None
+    if usage is not None and usage[0] >= done.first:
+        # the call the summary's group restated (the span's last statement of a size): told
+        # of again after the span (Codex's event written before and after its reply), it
+        # is restated as the group has it; the call after it has nothing cached (the
+        # summary is a new prompt)
+        value = _data(records, usage[0])
+        call = (editor.call(value) if isinstance(value, dict) else None, usage[1], usage[0], 0)
     for record in _span(records, start - 1, len(records)):
         n = record.line
         if done.first <= n <= done.last or editor.usage_mark not in record.raw \
