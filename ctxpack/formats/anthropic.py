@@ -224,11 +224,16 @@ class UsageTally:
     def __init__(self) -> None:
         self.calls: dict[str, list[int]] = {}
         self.wrong: dict[str, str] = {}  # a call's fields that are no token count
+        self.lines: dict[str, int] = {}  # the line a call's usage is on, where not its reply's
 
-    def add(self, key: str, usage: Any) -> None:
-        """Record one piece's `usage`; per field the largest value seen for the call wins."""
+    def add(self, key: str, usage: Any, line: int = 0) -> None:
+        """Record one piece's `usage`; per field the largest value seen for the call wins.
+        `line`: the line it is on, where that is not the reply's (a managed-agent
+        `span.model_request_end` event): its problems are named there."""
         if not isinstance(usage, dict):
             return
+        if line:
+            self.lines.setdefault(key, line)
         new = [number(usage.get(f)) for f in _USAGE_FIELDS]
         if wrong := wrong_counts(usage, _USAGE_FIELDS):
             self.wrong.setdefault(key, wrong)
@@ -270,7 +275,8 @@ class UsageTally:
             wrong = self.wrong.get(reply[0], "")
             if (billed := nums[0] + nums[1] + nums[2]) > 0 or wrong:
                 out.append(RecordedCall(i, billed, nums[3] or None, reply[1], reply[2],
-                                        problem=wrong, summed=summed(
+                                        problem=wrong, at=self.lines.get(reply[0], 0),
+                                        summed=summed(
                                             input_tokens=billed, output_tokens=nums[3],
                                             cache_read_tokens=nums[2],
                                             cache_creation_tokens=nums[1])))
