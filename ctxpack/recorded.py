@@ -384,8 +384,9 @@ def _aside(c: RecordedCall, why: str, place: str = "", item: int = 0, line: int 
     place, as a document's other problems do (`[3]: ...`)."""
     if c.place or c.at:
         place, item = c.place, c.at
-    # (in another file written on one line: that file's line 1, not the reply's)
-    return SetAside(item or (1 if c.file else line), f"{place}: {why}" if place else why, c,
+    # (in another file written on one line: that file's line 1, not the reply's; where no
+    # reply places it either, as in a log of requests with no reply, the file's line 1)
+    return SetAside(item or (0 if c.file else line) or 1, f"{place}: {why}" if place else why, c,
                     place=where_in(place, item) if place else "", file=c.file)
 
 

@@ -534,3 +534,33 @@ def test_a_reached_target_or_a_file_that_holds_all_its_prompt_warns_of_none(
     report = json.loads((tmp_path / "r.json").read_text())
     assert report["summary"] is not None
     assert not [w for w in report["warnings"] if "target" in w]
+
+
+def test_a_context_under_its_trigger_has_its_huge_outputs_cut_and_no_more(
+        tmp_path: Path) -> None:
+    """Truncation runs whatever the size, masking and the summary only over the trigger
+    (`--budget`): a context at its budget keeps every message however far over the target
+    truncating leaves it; one token more and compress goes down to the target."""
+    from .compression.transcripts import agent_run, tokens
+
+    path = tmp_path / "run.jsonl"
+    path.write_bytes(agent_run(16))  # 16 outputs of 15 lines
+    at = tokens(path)
+
+    def report(budget: int) -> dict:
+        run = ctxpack("compress", str(path), "--max-lines", "10", "--budget", str(budget),
+                      "--target", "2000", "--report-json", "-", "-q", "-o",
+                      str(tmp_path / "out.jsonl"))
+        assert run.code == 0, run.err
+        return json.loads(run.out)
+
+    under = report(at)
+    assert [(s["name"], s["items"]) for s in under["stages"]] == [("truncate", 16), ("mask", 0)]
+    assert under["stages"][1]["note"] == "under the trigger: nothing masked"
+    assert under["summary"] is None and under["messages_after"] == under["messages_before"]
+    assert under["tokens_after"] > 2000  # over the target, which only an act goes down to
+    over = report(at - 1)
+    assert [s["name"] for s in over["stages"]] == ["truncate", "mask", "summarize"]
+    # the context as read was over: masking acts though truncating took it under
+    assert over["stages"][0]["tokens_after"] < at - 1 and over["stages"][1]["items"] > 0
+    assert over["tokens_after"] <= 2000

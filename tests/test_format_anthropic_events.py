@@ -17,7 +17,7 @@ from ctxpack.loader import load, write
 from ctxpack.transcript import Text, ToolCall
 
 from .conftest import SAMPLES, corpus_params
-from .helpers import assert_tool_pairs, records_of
+from .helpers import assert_tool_pairs, ctxpack, records_of
 
 
 def event(n: int, kind: str, **fields: Any) -> dict[str, Any]:
@@ -174,3 +174,19 @@ def test_a_bad_field_in_the_last_turn_is_the_problem_of_its_line() -> None:
     with pytest.raises(InputError) as info:
         load(io.BytesIO(data))
     assert info.value.line == 2 and "'name' is an array" in info.value.problem
+
+
+@pytest.mark.parametrize("wrapped", [False, True])
+def test_usage_that_cannot_be_true_is_named_at_its_request_end_line(
+        wrapped: bool, tmp_path: Path) -> None:
+    """The usage is on the `span.model_request_end` line, not on the reply's lines."""
+    records = run()
+    records[5]["model_usage"]["input_tokens"] = -3
+    path = tmp_path / "run.jsonl"
+    path.write_bytes(jsonl([wrap(e) if wrapped else e for e in records]))
+    problems = ctxpack("validate", str(path))
+    assert problems.code == 1
+    assert f"{path}:6: recorded usage (input_tokens -3) cannot be true" in problems.out
+    f = json.loads(ctxpack("stats", "--json", str(path)).out)["files"][0]
+    assert [x["line"] for x in f["usage_set_aside"]] == [6]
+    assert f["usage"]["calls"] == 1  # the other request's

@@ -7,6 +7,7 @@ import io
 import json
 import re
 import shutil
+from pathlib import Path
 
 import pytest
 from hypothesis import given, settings
@@ -862,11 +863,12 @@ def test_any_cline_ui_log_round_trips_and_reads_its_requests(log, indent):
             assert calls[0].name == "read_file"
             assert [r.call_id for r in after.tool_results] == [calls[0].id]
             assert after.tool_results[0].text == json.loads(after.raw["text"])["request"]
-    # the usage table leaves out the calls set aside (a first call outvoted by those after)
+    # the usage table leaves out the calls set aside (a first call outvoted by those after);
+    # requests that all record nothing are no calls: no table
     aside = [dict(x.call.summed) for x in t.set_aside if x.call is not None]
-    assert t.usage["output_tokens"] + sum(a.get("output_tokens", 0) for a in aside) == \
-        sum(tokens_out)
-    assert t.usage["input_tokens"] + sum(a.get("input_tokens", 0) for a in aside) == \
+    assert t.usage.get("output_tokens", 0) + sum(a.get("output_tokens", 0) for a in aside) \
+        == sum(tokens_out)
+    assert t.usage.get("input_tokens", 0) + sum(a.get("input_tokens", 0) for a in aside) == \
         sum(tokens_in)
 
 
@@ -1092,3 +1094,78 @@ def test_openhands_events_of_the_right_shape_validate(tmp_path):
     run = ctxpack("validate", str(path))
     assert run.code == 0, run.out + run.err
     assert [m.text for m in load(path).messages][:2] == ["list it", "a.py"]
+
+
+def _cline_task(tmp_path, edit) -> tuple[Path, list[dict]]:
+    """The sample Cline task copied, its UI log's events changed by `edit` and written an
+    event a line apart (so each event's problem has a line of its own); the log's path and
+    its events as the sample has them."""
+    shutil.copytree(CLINE, tmp_path / "task")
+    ui = tmp_path / "task" / "ui_messages.json"
+    events = json.loads(ui.read_bytes())
+    ui.write_text(json.dumps(edit(json.loads(ui.read_bytes())), indent=1))
+    return ui, events
+
+
+def _requests(events: list[dict]) -> list[int]:
+    return [n for n, e in enumerate(events) if e.get("say") == "api_req_started"]
+
+
+def _prompt(event: dict) -> int:
+    info = json.loads(event["text"])
+    return info["tokensIn"] + info["cacheReads"] + info["cacheWrites"]
+
+
+def test_cline_usage_of_events_naming_no_history_index_is_checked_all_the_same(tmp_path):
+    def edit(events):
+        for e in events:
+            e.pop("conversationHistoryIndex", None)  # as some Cline versions write them
+        info = json.loads(events[n]["text"])
+        info["tokensIn"] = 12345678901234567890
+        events[n]["text"] = json.dumps(info)
+        return events
+
+    n = _requests(json.loads((CLINE / "ui_messages.json").read_bytes()))[2]
+    ui, events = _cline_task(tmp_path, edit)
+    history = ui.with_name("api_conversation_history.json")
+    line = [k for k, text in enumerate(ui.read_text().splitlines()) if '"ts"' in text][n]
+    run = ctxpack("validate", str(history))
+    assert run.code == 1
+    assert f"{ui}:{line}: event {n}: recorded usage of 12,345,678,901,234," in run.out, run
+    # set aside, as where the events name their place: not in the usage table
+    usage, sample = stats_of(history)["usage"], load(CLINE / "api_conversation_history.json")
+    assert usage["calls"] == sample.usage["calls"] - 1
+    assert usage["input_tokens"] == sample.usage["input_tokens"] - _prompt(events[n])
+
+
+def test_a_cline_request_cancelled_before_any_token_is_no_call(tmp_path):
+    """Cline writes a request cancelled before the provider answered with every count 0
+    (and `cancelReason`): it is no call, nor the last prompt, as the bill has it."""
+    def edit(events):
+        info = json.loads(events[last]["text"])
+        info.update(tokensIn=0, tokensOut=0, cacheWrites=0, cacheReads=0, cost=0,
+                    cancelReason="user_cancelled")
+        events[last]["text"] = json.dumps(info)
+        return events
+
+    sample = json.loads((CLINE / "ui_messages.json").read_bytes())
+    *_, before, last = _requests(sample)
+    ui, events = _cline_task(tmp_path, edit)
+    for path in (ui, ui.with_name("api_conversation_history.json")):
+        f = stats_of(path)
+        assert f["usage"]["calls"] == len(_requests(events)) - 1 == f["context"]["calls"]
+        assert f["usage"]["last_input_tokens"] == _prompt(events[before])
+        assert f["usage_set_aside"] == []
+
+
+def test_a_cline_ui_log_on_one_line_places_its_usage_at_line_1(tmp_path):
+    """A log of requests only (no reply to place their usage by), written on one line."""
+    events = [{"ts": 1 + n, "type": "say", "say": "api_req_started",
+               "text": json.dumps({"tokensIn": count, "tokensOut": 3, "cost": 0.01})}
+              for n, count in enumerate((-5, 100))]
+    path = tmp_path / "ui_messages.json"
+    path.write_text(json.dumps(events))
+    run = ctxpack("validate", str(path))
+    assert run.code == 1 and f"{path}:1: event 0: recorded usage (tokensIn -5)" in run.out, run
+    assert [(x["line"], x["place"]) for x in stats_of(path)["usage_set_aside"]] == [
+        (1, "event 0")]

@@ -35,7 +35,7 @@ MIN_FREED = 50  # an output whose placeholder frees fewer tokens than this stays
 
 def mask(plan: Plan) -> Edits:
     """Placeholders for the oldest outputs, as many as bring the plan to its target."""
-    if plan.total <= plan.trigger:
+    if not plan.triggered:
         return Edits(note="under the trigger: nothing masked")
     read = plan.read
     calls = {c.id: c for m in read.messages for c in m.tool_calls if c.id is not None}

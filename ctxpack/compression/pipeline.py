@@ -47,11 +47,12 @@ def stages(options: Options, *, dry_run: bool = False, cache: bool = True) -> li
 
 
 def _summary_wanted(plan: Plan) -> bool:
-    """Over the trigger; or brought under it by truncating or masking but still over the
-    target: a compress that acts goes down to its target, so the next turns do not
-    trigger it (and an agent loop's prompt keeps its prefix between compressions)."""
-    acted = any(s.name in ("truncate", "mask") and s.items for s in plan.stages)
-    return plan.total > plan.trigger or acted and plan.total > plan.target
+    """The context as read is over the trigger, and what truncating and masking left is
+    still over the target (or the trigger, where a target asked for is above it): a
+    compress that acts goes down to its target, so the next turns do not trigger it (and
+    an agent loop's prompt keeps its prefix between compressions). A context under the
+    trigger is never summarized, though huge outputs in it were truncated."""
+    return plan.triggered and plan.total > min(plan.target, plan.trigger)
 
 
 def run(read: Input, options: Options, *, dry_run: bool = False, cache: bool = True) -> Plan:

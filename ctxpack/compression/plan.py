@@ -198,6 +198,12 @@ class Plan:
         return self.read.bill.counted_at(self.billed_trigger)
 
     @property
+    def triggered(self) -> bool:
+        """The context as read is over the trigger: masking and summarizing act only
+        then (truncating runs whatever the size), and go down to the target."""
+        return self.read.total > self.trigger
+
+    @property
     def target(self) -> int:
         return self.read.bill.counted_at(self.billed_target)
 

@@ -210,7 +210,7 @@ def first_end(plan: Plan, candidates: list[int], lowest: int) -> int:
 def likely_texts(plan: Plan) -> list[str]:
     """The texts a summary of this plan would read whole if its region ended where the
     counts as read say it does: what is worth finding the facts of ahead."""
-    if not (plan.options.summarize and plan.total > plan.trigger):
+    if not (plan.options.summarize and plan.triggered):
         return []
     found = ends(plan)
     if not found:

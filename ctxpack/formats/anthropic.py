@@ -260,16 +260,21 @@ class UsageTally:
         self.calls: dict[str, list[int]] = {}
         self.wrong: dict[str, str] = {}  # a call's fields that are no token count
         self.unread: list[SetAside] = []  # a usage that is no object, at its line
+        self.lines: dict[str, int] = {}  # the line a call's usage is on, where not its reply's
 
     def add(self, key: str, usage: Any, line: int = 0) -> None:
-        """Record one piece's `usage` (at `line`); per field the largest value seen for the
-        call wins. A usage that is no object is named, and left out."""
+        """Record one piece's `usage`; per field the largest value seen for the call wins.
+        `line`: the line it is on (a managed-agent `span.model_request_end` event, not the
+        reply's): its problems are named there. A usage that is no object is named, and
+        left out."""
         if not isinstance(usage, dict):
             if usage is not None:
                 self.unread.append(SetAside(line, "recorded usage that cannot be read: "
                                             f"message.usage is {json_kind(usage)}, not an "
                                             "object; left out", readable=False))
             return
+        if line:
+            self.lines.setdefault(key, line)
         new = [number(usage.get(f)) for f in _USAGE_FIELDS]
         if wrong := wrong_counts(usage, _USAGE_FIELDS):
             self.wrong.setdefault(key, wrong)
@@ -311,7 +316,8 @@ class UsageTally:
             wrong = self.wrong.get(reply[0], "")
             if (billed := nums[0] + nums[1] + nums[2]) > 0 or wrong:
                 out.append(RecordedCall(i, billed, nums[3] or None, reply[1], reply[2],
-                                        problem=wrong, summed=summed(
+                                        problem=wrong, at=self.lines.get(reply[0], 0),
+                                        summed=summed(
                                             input_tokens=billed, output_tokens=nums[3],
                                             cache_read_tokens=nums[2],
                                             cache_creation_tokens=nums[1])))

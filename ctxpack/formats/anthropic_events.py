@@ -78,7 +78,7 @@ class EventsReader:
             return self._turn()
         if kind == "span.model_request_end":
             key = string_field(event, "model_request_start_id") or f"line {line}"
-            self.tally.add(key, event.get("model_usage"))
+            self.tally.add(key, event.get("model_usage"), line)
             self.last_call = key
             model = event.get("model")
             self.model = model if isinstance(model, str) else self.model

@@ -151,7 +151,7 @@ class RequestUsage:
     def add(self, info: dict[str, Any]) -> Summed:
         """Take a request's usage; what it added to the summary, its prompt size first
         (empty: it records none)."""
-        if not any(k in info for k in _REQUEST_COUNTS):
+        if not any(k in info for k in _REQUEST_COUNTS) or billed_nothing(info):
             return ()
         read, write = number(info.get("cacheReads")), number(info.get("cacheWrites"))
         prompt, output = number(info.get("tokensIn")) + read + write, number(info.get("tokensOut"))
@@ -178,6 +178,15 @@ class RequestUsage:
         if cost := dollars(self.costs):
             usage["cost_usd"] = cost
         return usage
+
+
+def billed_nothing(info: dict[str, Any]) -> bool:
+    """Does the usage `info` of a request record nothing billed, every count and the cost
+    0, as Cline writes a request cancelled before the provider answered (`cancelReason`)?
+    Such a request is no call: not among the calls nor the last prompt, as the bill has
+    it (a prompt of 0 is no size of the context)."""
+    return all(isinstance(v, (int, float)) and not isinstance(v, bool) and v == 0
+               for v in (info.get(k, 0) for k in (*_REQUEST_COUNTS, "cost")))
 
 
 def request_info(event: dict[str, Any]) -> dict[str, Any]:
@@ -272,37 +281,40 @@ def _prompt(added: Summed) -> int:
 
 
 # what a call `made` is, as `recorded` takes it
-Made = tuple[int, Summed, int, str | None, tuple[str, str]]
+Made = tuple[int | None, Summed, int, str | None, tuple[str, str]]
 
 
 def recorded(context: list[int], made: list[Made], since: int,
              lines: dict[int, int] | None = None, file: str = "", item: str = "event {}",
              before: dict[int, int] | None = None, first: int = 1
              ) -> tuple[list[RecordedCall], list[RecordedCall]]:
-    """The calls `made` (the emitted number of the reply, what its usage added to the
-    summary, its prompt size first, the event's index, the model, the counts of its usage
-    that no token count can be and its cost where no cost can be) that were of the context
-    as it is now, `prompt` a place in it; and those made before the request Cline first
-    sent without what it cut to fit the window (event `since` and before), of a prompt
-    that held what is no longer context (`prompt` 0: of the usage totals only). Given the
+    """The calls `made` (the emitted number of the reply, None where the event names no
+    place in the history, what its usage added to the summary, its prompt size first, the
+    event's index, the model, the counts of its usage that no token count can be and its
+    cost where no cost can be) that were of the context as it is now, `prompt` a place in
+    it; and those made before the request Cline first sent without what it cut to fit the
+    window (event `since` and before), of a prompt that held what is no longer context, or
+    of no known place (`prompt` 0: of the usage totals only). Given the
     `lines` each index starts on (as `event_lines`; in `file` where that is not the
     transcript), each call's usage is at its `item` (`event 8`); a call made before is
     placed so in any case, by the lines `before` gives where it is given, else at the
     line the file's items start on, `first`."""
     where = sorted(context)
 
-    def call(reply: int, added: Summed, n: int, model: str | None, wrong: tuple[str, str],
-             placed: bool) -> RecordedCall:
+    def call(reply: int | None, added: Summed, n: int, model: str | None,
+             wrong: tuple[str, str], placed: bool) -> RecordedCall:
         known = lines if placed or before is None else before
         at = {} if placed and lines is None else {
             "at": (known or {}).get(n, 0 if placed else first), "place": item.format(n),
             "file": file}
-        return RecordedCall(bisect.bisect_left(where, reply) if placed else 0, _prompt(added),
+        return RecordedCall(bisect.bisect_left(where, reply) if reply is not None and placed
+                            else 0, _prompt(added),
                             None, model, problem=wrong[0], costs=wrong[1], summed=added, **at)
 
     calls = [m for m in made if _prompt(m[1]) > 0 or any(m[4])]
-    return ([call(*m, placed=True) for m in calls if m[2] > since],
-            [call(*m, placed=False) for m in calls if m[2] <= since])
+    placed = [m[0] is not None and m[2] > since for m in calls]
+    return ([call(*m, placed=True) for m, p in zip(calls, placed, strict=True) if p],
+            [call(*m, placed=False) for m, p in zip(calls, placed, strict=True) if not p])
 
 
 def written_calls(text: str, tools: Container[str], where: str) -> list[Text | ToolCall]:
@@ -537,11 +549,14 @@ class ClineHistoryReader:
                 added = tally.add(info)
                 wrong = request_wrong(info)
                 call = added and (_prompt(added) or any(wrong))
-                asked = e.get("conversationHistoryIndex") if call else None
-                if isinstance(asked, int) and not isinstance(asked, bool):
-                    # its reply is the history's message asked + 2 (the prompt: all before)
-                    reply = bisect.bisect_left(self.position, asked + 2)
-                    made.append((reply, added, n, self.model, wrong))
+                if not call:
+                    continue
+                asked = e.get("conversationHistoryIndex")
+                # its reply is the history's message asked + 2 (the prompt: all before);
+                # one that names none is of the usage totals only, checked all the same
+                reply = bisect.bisect_left(self.position, asked + 2) if isinstance(
+                    asked, int) and not isinstance(asked, bool) else None
+                made.append((reply, added, n, self.model, wrong))
             usage = tally.summary(f"api_req_started events of the sibling {UI_SIBLING}")
             # what Cline cut from the history to fit the window is not sent any more
             gone = deleted_range(events)
