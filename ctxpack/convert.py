@@ -146,10 +146,15 @@ class _Item:
 
 def whole_log(t: Transcript) -> Transcript:
     """The transcript with every message the file holds as its messages, in file order:
-    those outside the model's context and a sub-agent's too (`--all`)."""
-    every = sorted([*t.messages, *t.outside, *t.sidechain], key=lambda m: m.line)
-    return replace(t, messages=tuple(every), outside=(), sidechain=(), earlier=(),
-                   earlier_calls=())
+    those outside the model's context and a sub-agent's too (`--all`), each once: not the
+    copies of what the file holds elsewhere (an earlier copy of a message written again,
+    results repeated in a user message)."""
+    replaced = {id(m) for m in t.copies}
+    # of one line, reasoning kept apart from its reply (Gemini's thoughts) before the reply
+    every = sorted([*t.messages, *(m for m in t.outside if id(m) not in replaced),
+                    *t.sidechain], key=lambda m: (m.line, not m.reasoning_only))
+    return replace(t, messages=tuple(every), outside=(), sidechain=(), copies=(),
+                   earlier=(), earlier_calls=())
 
 
 def conversations(messages: Sequence[Message]) -> list[list[Message]]:

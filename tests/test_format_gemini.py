@@ -1031,3 +1031,28 @@ def test_a_recording_message_of_a_type_the_cli_does_not_write_is_kept_and_named(
     out = io.BytesIO()
     write(t, out)
     assert out.getvalue() == path.read_bytes()
+
+
+@pytest.mark.parametrize("source", ["sample", *CHAT])
+def test_convert_all_of_a_recording_holds_each_message_once(source: Any) -> None:
+    # the JSONL writes a message again whenever it changes, and results again as the next
+    # user message: the whole log is every message of the file, each in its last copy
+    path = SAMPLES / "plateau-fix.gemini-cli.jsonl" if source == "sample" else source
+    run = ctxpack("convert", str(path), "--all", "--to", "openai")
+    assert run.code == 0, run.err
+    assert "without a result" not in run.err and "answer no open call" not in run.err, run.err
+    body = json.loads(run.out)
+    calls = [c["id"] for m in body["messages"] for c in m.get("tool_calls", ())]
+    answered = [m["tool_call_id"] for m in body["messages"] if m["role"] == "tool"]
+    assert sorted(calls) == sorted(answered) and len(set(calls)) == len(calls)
+    t = load(path)
+    records = [m.raw for m in (*t.messages, *t.outside)]
+    replies = {r["id"] for r in records if r.get("type") == "gemini"}
+    # every reply of the file, once (a reply of thoughts alone has nothing to send)
+    said = [m for m in body["messages"] if m["role"] == "assistant"]
+    assert len(said) == len({r["id"] for r in records if r.get("type") == "gemini" and (
+        r.get("content") or r.get("toolCalls"))}) <= len(replies)
+    # the context is the last copy of each: converting it gives the same replies, fewer
+    # only by those rewound
+    context = json.loads(ctxpack("convert", str(path), "--to", "openai").out)
+    assert len([m for m in context["messages"] if m["role"] == "assistant"]) <= len(said)

@@ -111,6 +111,11 @@ class Layout:
     # message the file does not have, which drops them all), each at its line with what
     # happens: read as the agent reads them, and named by validate
     problems: list[tuple[int, str]] = field(default_factory=list)
+    # messages outside the context that repeat what the file holds elsewhere (Gemini CLI
+    # writes a message again in full whenever it changes, the newest copy holding its
+    # place, and writes tool results again as the next user message): the whole log keeps
+    # one copy, leaving these out
+    copies: list[int] = field(default_factory=list)
 
 
 # why messages are outside the context, unless the reader says otherwise

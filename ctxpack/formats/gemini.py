@@ -275,7 +275,7 @@ def record_messages(record: dict[str, Any], line: int, key: str = "",
 
 def unsent(message: Message) -> bool:
     """Is this the message of a reply's thoughts, which the CLI does not send back?"""
-    return bool(message.parts) and all(isinstance(p, Thinking) for p in message.parts)
+    return message.reasoning_only
 
 
 # the model Gemini CLI runs when none is set (its DEFAULT_GEMINI_MODEL): assumed for a file
@@ -346,6 +346,7 @@ class GeminiChatReader:
         self.items = Items("message {}")
         self.problems: list[tuple[int, str]] = []  # (see Layout.problems)
         self.open: list[ToolCall] = []  # the calls of the run not yet answered, in order
+        self.copies: list[int] = []  # (see Layout.copies)
 
     def feed(self, line: int, record: Any) -> list[Message]:
         if not isinstance(record, dict):
@@ -420,6 +421,7 @@ class GeminiChatReader:
                 self.answers[n] = ids
         if self.entries.get(ident):
             self.gone.add("earlier versions of a message recorded again")
+            self.copies += self.entries[ident]
         self.entries[ident] = numbers  # an existing id keeps its place, as in a JS Map
         if kind == "gemini":
             model = string_field(record, "model")
@@ -454,6 +456,7 @@ class GeminiChatReader:
         answered: set[str] = set()
         live = [n for numbers in self.entries.values() for n in numbers]
         called = {c for n in live for c in self.calls.get(n, ())}
+        beside = set().union(*self.answers.values())  # results the replies hold
         for numbers in self.entries.values():
             for n in numbers:
                 if n in self.thoughts:
@@ -465,6 +468,8 @@ class GeminiChatReader:
                 # call has gone (into a summary, say)
                 if echo is not None and (echo <= answered or not echo & called):
                     self.gone.add("tool results a user message repeats, counted once")
+                    if echo <= beside:  # (a copy of a reply's own results, in the file)
+                        self.copies.append(n)
                     continue
                 answered |= self.answers.get(n, set()) | (echo or set())
                 context.append(n)
@@ -472,7 +477,8 @@ class GeminiChatReader:
                               problem=self.prompts[n][2], summed=self.prompts[n][3])
                  for i, n in enumerate(context) if n in self.prompts]
         return [], Layout(context, model=self.model, usage=self.tokens.summary(), calls=calls,
-                          outside_why="; ".join(sorted(self.gone)), problems=self.problems)
+                          outside_why="; ".join(sorted(self.gone)), problems=self.problems,
+                          copies=self.copies)
 
 
 def sniff_chat(record: Any) -> int:
