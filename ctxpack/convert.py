@@ -150,9 +150,8 @@ def whole_log(t: Transcript) -> Transcript:
     copies of what the file holds elsewhere (an earlier copy of a message written again,
     results repeated in a user message)."""
     replaced = {id(m) for m in t.copies}
-    # of one line, reasoning kept apart from its reply (Gemini's thoughts) before the reply
     every = sorted([*t.messages, *(m for m in t.outside if id(m) not in replaced),
-                    *t.sidechain], key=lambda m: (m.line, not m.reasoning_only))
+                    *t.sidechain], key=lambda m: m.line)
     return replace(t, messages=tuple(every), outside=(), sidechain=(), copies=(),
                    earlier=(), earlier_calls=())
 

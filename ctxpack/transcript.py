@@ -129,11 +129,6 @@ class Message:
         return [p for p in self.parts if isinstance(p, ToolCall)]
 
     @property
-    def reasoning_only(self) -> bool:
-        """Does it hold reasoning and nothing else (a reply's thoughts kept apart)?"""
-        return bool(self.parts) and all(isinstance(p, Thinking) for p in self.parts)
-
-    @property
     def tool_results(self) -> list[ToolResult]:
         return [p for p in self.parts if isinstance(p, ToolResult)]
 

@@ -275,7 +275,7 @@ def record_messages(record: dict[str, Any], line: int, key: str = "",
 
 def unsent(message: Message) -> bool:
     """Is this the message of a reply's thoughts, which the CLI does not send back?"""
-    return message.reasoning_only
+    return bool(message.parts) and all(isinstance(p, Thinking) for p in message.parts)
 
 
 # the model Gemini CLI runs when none is set (its DEFAULT_GEMINI_MODEL): assumed for a file
