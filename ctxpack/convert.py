@@ -69,8 +69,8 @@ CALLS_WITHOUT_RESULT = "tool calls without a result given one that says so"
 NAMES_REFUSED = "tool names the APIs refuse written with _ for each character they refuse"
 IMAGES_AS_TEXT = "images where the API takes only text written as [image]"
 LATE_SYSTEM = "system messages after the first turn written as user text"
-OTHER_ROLES = ("messages of a role no API knows (mini-swe-agent's exit before the run's end) "
-               "written as user text under their role")
+OTHER_ROLES = ("messages of a role no API knows (such as mini-swe-agent's exit before the "
+               "run's end) written as user text under their role")
 BLANK_TURNS_LEFT_OUT = "turns of nothing but blank text left out (the Messages API refuses it)"
 USER_ADDED = "user messages added before an opening assistant message"
 LAST_REPLY_LEFT_OUT = ("assistant replies at the end left out, so that each Anthropic body "
@@ -98,8 +98,8 @@ ONE = {
     NAMES_REFUSED: "tool name the APIs refuse written with _ for each character they refuse",
     IMAGES_AS_TEXT: "image where the API takes only text written as [image]",
     LATE_SYSTEM: "system message after the first turn written as user text",
-    OTHER_ROLES: ("message of a role no API knows (mini-swe-agent's exit before the run's "
-                  "end) written as user text under its role"),
+    OTHER_ROLES: ("message of a role no API knows (such as mini-swe-agent's exit before the "
+                  "run's end) written as user text under its role"),
     BLANK_TURNS_LEFT_OUT: "turn of nothing but blank text left out (the Messages API refuses "
                           "it)",
     USER_ADDED: "user message added before an opening assistant message",
@@ -146,10 +146,14 @@ class _Item:
 
 def whole_log(t: Transcript) -> Transcript:
     """The transcript with every message the file holds as its messages, in file order:
-    those outside the model's context and a sub-agent's too (`--all`)."""
-    every = sorted([*t.messages, *t.outside, *t.sidechain], key=lambda m: m.line)
-    return replace(t, messages=tuple(every), outside=(), sidechain=(), earlier=(),
-                   earlier_calls=())
+    those outside the model's context and a sub-agent's too (`--all`), each once: not the
+    copies of what the file holds elsewhere (an earlier copy of a message written again,
+    results repeated in a user message)."""
+    replaced = {id(m) for m in t.copies}
+    every = sorted([*t.messages, *(m for m in t.outside if id(m) not in replaced),
+                    *t.sidechain], key=lambda m: m.line)
+    return replace(t, messages=tuple(every), outside=(), sidechain=(), copies=(),
+                   earlier=(), earlier_calls=())
 
 
 def conversations(messages: Sequence[Message]) -> list[list[Message]]:

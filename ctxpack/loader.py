@@ -697,6 +697,7 @@ def _transcript(scanner: Scanner, emitted: list[Message], records: Sequence[Reco
         failed=tuple(layout.failed),
         problems=tuple(layout.problems),
         outside_why=layout.outside_why,
+        copies=tuple(emitted[i] for i in layout.copies if i not in seen),
         document=scanner.whole,
     )
 

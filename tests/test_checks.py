@@ -138,6 +138,11 @@ def test_runs_that_end_by_their_final_action_validate(tmp_path):
     ([{"text": "hi"}], "content[0] has no 'type'"),
     (["hi"], "content[0] is a string, not a content part object"),
     ([{"type": "text", "text": "a"}, 7], "content[1] is a number, not a content part object"),
+    ([{"type": "banana"}], "content[0]: a part of type 'banana', which Chat Completions does "
+     "not take (it takes text, image_url, input_audio, file, refusal)"),
+    ([{"type": "output_text", "text": "hi"}], "content[0]: a part of type 'output_text', "
+     "which Chat Completions does not take (it takes text, image_url, input_audio, file, "
+     "refusal)"),
 ])
 def test_content_chat_completions_refuses_is_named_at_its_line(tmp_path, content, problem):
     found = problems(lines(USER, {"role": "user", "content": content}), "openai")

@@ -869,11 +869,27 @@ def test_an_exit_before_the_runs_end_is_user_text_under_its_role_with_a_note(tmp
         {"role": "user", "content": "Thanks."}]}))
     run = ctxpack("convert", str(path), "--to", to)
     assert run.code == 0, run.err
-    assert "1 message of a role no API knows (mini-swe-agent's exit before the run's end) " \
-        "written as user text under its role" in " ".join(run.err.split())
+    assert "1 message of a role no API knows (such as mini-swe-agent's exit before the run's " \
+        "end) written as user text under its role" in " ".join(run.err.split())
     (body,) = [json.loads(line) for line in run.out.splitlines()]
     texts = [m["content"] if isinstance(m["content"], str) else
              "\n".join(b["text"] for b in m["content"]) for m in body["messages"]
              if m["role"] == "user"]
     assert "[exit]\nstopped early" in "\n".join(texts)
     assert all("exit" not in m["role"] for m in body["messages"])
+
+
+@pytest.mark.parametrize("to", ["openai", "anthropic"])
+def test_a_role_no_api_knows_is_user_text_under_its_role_with_a_note(tmp_path, to):
+    path = tmp_path / "chat.jsonl"
+    path.write_text("".join(json.dumps(m) + "\n" for m in (
+        {"role": "user", "content": "hi"}, {"role": "assistant", "content": "ok"},
+        {"role": "wizard", "content": "zap"}, {"role": "assistant", "content": "done"})))
+    run = ctxpack("convert", str(path), "--to", to)
+    assert run.code == 0, run.err
+    assert "1 message of a role no API knows" in run.err and "under its role" in run.err
+    (body,) = [json.loads(line) for line in run.out.splitlines()]
+    wizard = body["messages"][2]
+    text = wizard["content"] if isinstance(wizard["content"], str) else \
+        wizard["content"][0]["text"]
+    assert wizard["role"] == "user" and text == "[wizard]\nzap"

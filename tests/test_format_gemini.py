@@ -940,3 +940,119 @@ def test_a_stream_result_without_a_tool_id_is_paired_oldest_first_and_named(
         "'ls-1' (ls), which may not be its own"], run.out
     body = json.loads(ctxpack("convert", str(path), "--to", "openai").out)
     assert [m.get("tool_call_id") for m in body["messages"] if m["role"] == "tool"] == ["ls-1"]
+
+
+def _stream_file(tmp_path: Path, *records: dict[str, Any]) -> Path:
+    path = tmp_path / "out.jsonl"
+    path.write_text("".join(json.dumps(r) + "\n" for r in records))
+    return path
+
+
+def test_a_stream_file_opening_inside_a_run_is_read_as_that_run(tmp_path: Path) -> None:
+    # the sample without its init line: the tail of a run, not an empty file
+    lines = (SAMPLES / "todo-table.gemini-stream.jsonl").read_text().splitlines(keepends=True)
+    assert json.loads(lines[0])["type"] == "init"
+    whole = load(SAMPLES / "todo-table.gemini-stream.jsonl")
+    path = tmp_path / "tail.jsonl"
+    path.write_text("".join(lines[1:]))
+    tail = load(path)
+    assert [m.text for m in tail.messages] == [m.text for m in whole.messages]
+    assert tail.model is None and stats(tail).tokens == stats(whole).tokens
+    run = ctxpack("validate", str(path))
+    assert run.code == 1 and run.out.splitlines()[0] == (
+        f"{path}:1: no `init` event before this one (the file opens inside a run, its tail?): "
+        "read as a run whose model the file does not name"), run.out
+    said = ctxpack("stats", str(path))
+    assert said.code == 0 and "the file names no model, so" in said.out, said.out
+    assert ctxpack("stats", str(path), "--max-tokens", "10").code == 1  # over budget
+    body = json.loads(ctxpack("convert", str(path), "--to", "openai").out)
+    assert [m["role"] for m in body["messages"]][:2] == ["user", "assistant"]
+
+
+def test_a_harness_prompt_before_the_init_stays_outside_and_a_tail_run_is_a_conversation(
+        ) -> None:
+    note = {"type": "message", "role": "user", "content": "harness note"}
+    chunk = {"type": "message", "role": "assistant", "content": "done", "delta": True}
+    done = {"type": "result", "status": "success", "stats": {}}
+    t = load(jsonl(note, INIT, {"type": "message", "role": "user", "content": "one"}, done))
+    assert [m.text for m in t.messages] == ["one"] and not t.problems
+    tail = load(jsonl(note, chunk, done, INIT,
+                      {"type": "message", "role": "user", "content": "two"}, done))
+    assert [(m.text, m.conversation) for m in tail.messages] == \
+        [("harness note", 0), ("done", 0), ("two", 1)]
+    assert [line for line, _ in tail.problems] == [1] and stats(tail).conversations == 2
+
+
+@pytest.mark.parametrize(("odd", "problem"), [
+    ({"type": "banana", "x": 1}, "an event of type 'banana', which Gemini CLI does not write "
+     "(it writes error, init, message, result, tool_result, tool_use): kept in the file, "
+     "not read"),
+    ({"type": "message", "role": "assistant", "content": {"x": 1}, "delta": True},
+     "'content' is an object, not a string (the message's text)"),
+    ({"type": "message", "role": "system", "content": "be brief"},
+     "a message of role 'system': Gemini CLI writes user and assistant messages, read as "
+     "system"),
+    ({"type": "tool_use", "tool_name": "ls", "tool_id": "ls-2", "parameters": "-la"},
+     "'parameters' is a string, not an object (the call's arguments)"),
+], ids=["unknown-type", "content-object", "role-system", "parameters-string"])
+def test_a_stream_event_the_cli_does_not_write_is_kept_and_named(
+        tmp_path: Path, odd: dict[str, Any], problem: str) -> None:
+    path = _stream_file(
+        tmp_path, INIT, {"type": "message", "role": "user", "content": "go"},
+        {"type": "message", "role": "assistant", "content": "Look", "delta": True}, odd,
+        {"type": "message", "role": "assistant", "content": "ing.", "delta": True},
+        {"type": "tool_use", "tool_name": "ls", "tool_id": "ls-1", "parameters": {}},
+        {"type": "tool_result", "tool_id": "ls-1", "status": "success", "output": "a"},
+        *([{"type": "tool_result", "tool_id": "ls-2", "status": "success", "output": "b"}]
+          if odd["type"] == "tool_use" else []))
+    run = ctxpack("validate", str(path))
+    assert run.code == 1 and run.out.splitlines() == [f"{path}:4: {problem}"], run.out
+    t = load(path)
+    out = io.BytesIO()
+    write(t, out)
+    assert out.getvalue() == path.read_bytes()
+    # the lines around it are read as ever: the calls are paired, the person's words kept
+    assert [c.id for m in t.messages for c in m.tool_calls][-1] == "ls-1"
+    assert t.messages[0].text == "go" and t.messages[0].human
+
+
+def test_a_recording_message_of_a_type_the_cli_does_not_write_is_kept_and_named(
+        tmp_path: Path) -> None:
+    path = tmp_path / "s.jsonl"
+    path.write_text("".join(json.dumps(r) + "\n" for r in (
+        META, user("u1", "hello"), {"id": "x", "type": "wizard", "content": "zap"},
+        {"id": "i", "type": "info", "content": "a notice"}, gemini("g1", "hi"))))
+    run = ctxpack("validate", str(path))
+    assert run.code == 1 and run.out.splitlines() == [
+        f"{path}:3: a message of type 'wizard', which Gemini CLI does not write (it writes "
+        "error, gemini, info, user, warning): kept in the file, not read"], run.out
+    t = load(path)
+    assert [m.text for m in t.messages] == ["hello", "hi"]
+    out = io.BytesIO()
+    write(t, out)
+    assert out.getvalue() == path.read_bytes()
+
+
+@pytest.mark.parametrize("source", ["sample", *CHAT])
+def test_convert_all_of_a_recording_holds_each_message_once(source: Any) -> None:
+    # the JSONL writes a message again whenever it changes, and results again as the next
+    # user message: the whole log is every message of the file, each in its last copy
+    path = SAMPLES / "plateau-fix.gemini-cli.jsonl" if source == "sample" else source
+    run = ctxpack("convert", str(path), "--all", "--to", "openai")
+    assert run.code == 0, run.err
+    assert "without a result" not in run.err and "answer no open call" not in run.err, run.err
+    body = json.loads(run.out)
+    calls = [c["id"] for m in body["messages"] for c in m.get("tool_calls", ())]
+    answered = [m["tool_call_id"] for m in body["messages"] if m["role"] == "tool"]
+    assert sorted(calls) == sorted(answered) and len(set(calls)) == len(calls)
+    t = load(path)
+    records = [m.raw for m in (*t.messages, *t.outside)]
+    replies = {r["id"] for r in records if r.get("type") == "gemini"}
+    # every reply of the file, once (a reply of thoughts alone has nothing to send)
+    said = [m for m in body["messages"] if m["role"] == "assistant"]
+    assert len(said) == len({r["id"] for r in records if r.get("type") == "gemini" and (
+        r.get("content") or r.get("toolCalls"))}) <= len(replies)
+    # the context is the last copy of each: converting it gives the same replies, fewer
+    # only by those rewound
+    context = json.loads(ctxpack("convert", str(path), "--to", "openai").out)
+    assert len([m for m in context["messages"] if m["role"] == "assistant"]) <= len(said)

@@ -112,6 +112,11 @@ class Layout:
     # read past (a reply's model that is a number, a window no model has), each at its line
     # with what happens: read as the agent reads them, or as said, and named by validate
     problems: list[tuple[int, str]] = field(default_factory=list)
+    # messages outside the context that repeat what the file holds elsewhere (Gemini CLI
+    # writes a message again in full whenever it changes, the newest copy holding its
+    # place, and writes tool results again as the next user message): the whole log keeps
+    # one copy, leaving these out
+    copies: list[int] = field(default_factory=list)
 
 
 # why messages are outside the context, unless the reader says otherwise

@@ -30,8 +30,11 @@ yet answered, a guess that validate names.)
 (user, or assistant text in `delta` chunks), `tool_use`, `tool_result` and a
 closing `result` with run totals. Each `init` starts a new run, a conversation of
 its own, but for a run of `--resume ID` (its `init` names a session an earlier run
-had), which goes on with that session's history; lines outside a run (before its
-`init`) are not the CLI's.
+had), which goes on with that session's history; lines between runs (after a `result`,
+before the next `init`) are not the CLI's. A file that opens without an `init` (the tail of
+a run) is read as a run whose model it does not name, and validate says so. An event of a
+type the CLI does not write, or of a field of the wrong kind, is kept in the file and named
+by validate; what can be read of it is read.
 """
 
 from __future__ import annotations
@@ -66,6 +69,7 @@ from .base import (
 )
 
 _MODEL_INPUT = {"user", "gemini"}
+_NOTICES = {"info", "error", "warning"}  # the UI's own records: not model input
 _STREAM_TYPES = {"init", "message", "tool_use", "tool_result", "result", "error"}
 
 
@@ -359,6 +363,7 @@ class GeminiChatReader:
         self.items = Items("message {}")
         self.problems: list[tuple[int, str]] = []  # (see Layout.problems)
         self.open: list[ToolCall] = []  # the calls of the run not yet answered, in order
+        self.copies: list[int] = []  # (see Layout.copies)
 
     def feed(self, line: int, record: Any) -> list[Message]:
         if not isinstance(record, dict):
@@ -406,7 +411,12 @@ class GeminiChatReader:
         if ident is None:
             self.anonymous += 1
             ident = f"\0{self.anonymous}"
-        if kind not in _MODEL_INPUT:  # a notice of the UI (or a newer kind): not model input
+        if kind not in _MODEL_INPUT:  # a notice of the UI: not model input
+            if kind not in _NOTICES:  # (nor a kind the CLI does not write; kept in the file)
+                self.problems.append((line, f"a message of type {kind!r}, which Gemini CLI "
+                                            "does not write (it writes "
+                                            f"{', '.join(sorted(_MODEL_INPUT | _NOTICES))}): "
+                                            "kept in the file, not read"))
             self.entries[ident] = []  # but a rewind may name it
             return []
         messages = record_messages(record, line, ident,
@@ -428,6 +438,7 @@ class GeminiChatReader:
                 self.answers[n] = ids
         if self.entries.get(ident):
             self.gone.add("earlier versions of a message recorded again")
+            self.copies += self.entries[ident]
         self.entries[ident] = numbers  # an existing id keeps its place, as in a JS Map
         if kind == "gemini":
             model = string_field(record, "model")
@@ -462,6 +473,7 @@ class GeminiChatReader:
         answered: set[str] = set()
         live = [n for numbers in self.entries.values() for n in numbers]
         called = {c for n in live for c in self.calls.get(n, ())}
+        beside = set().union(*self.answers.values())  # results the replies hold
         for numbers in self.entries.values():
             for n in numbers:
                 if n in self.thoughts:
@@ -473,6 +485,8 @@ class GeminiChatReader:
                 # call has gone (into a summary, say)
                 if echo is not None and (echo <= answered or not echo & called):
                     self.gone.add("tool results a user message repeats, counted once")
+                    if echo <= beside:  # (a copy of a reply's own results, in the file)
+                        self.copies.append(n)
                     continue
                 answered |= self.answers.get(n, set()) | (echo or set())
                 context.append(n)
@@ -482,7 +496,7 @@ class GeminiChatReader:
         called = {self.prompts[n][4] for n in context if n in self.prompts}
         return [], Layout(context, model=self.model, usage=self.tokens.summary(), calls=calls,
                           outside_why="; ".join(sorted(self.gone)), problems=self.problems,
-                          unbilled_calls=self.tokens.uncalled(called))
+                          unbilled_calls=self.tokens.uncalled(called), copies=self.copies)
 
 
 def sniff_chat(record: Any) -> int:
@@ -660,6 +674,11 @@ class GeminiStreamReader:
         self.conversation = 0  # of the newest run
         self.started = 0  # conversations
         self.live = False  # inside a run: after its init, before its result
+        # before any init: the messages held (a harness may write the prompt before the run,
+        # outside it) and the line of the first, until the run's own events say the file
+        # opens inside a run, its tail (then they are that run's)
+        self.held: list[int] = []
+        self.held_from = 0
         # the lines of the turn being read, each with the parts it adds (read as it comes,
         # so that a bad field is the problem of its own line)
         self.pending: list[tuple[int, dict[str, Any], Part]] = []
@@ -673,8 +692,16 @@ class GeminiStreamReader:
     def feed(self, line: int, record: dict[str, Any]) -> list[Message]:
         kind = string_field(record, "type")
         if kind not in _STREAM_TYPES:
-            raise RecordError(f"an event of type {kind!r}, not one of "
-                              + ", ".join(sorted(_STREAM_TYPES)))
+            what = f"of type {kind!r}" if kind is not None else "without a 'type'" \
+                if "type" not in record else f"whose 'type' is {json_kind(record['type'])}"
+            self.problems.append((line, f"an event {what}, which Gemini CLI does not write "
+                                        f"(it writes {', '.join(sorted(_STREAM_TYPES))}): "
+                                        "kept in the file, not read"))
+            return []
+        if not self.started and kind not in ("init", "message", "error") or \
+                kind == "message" and record.get("role") == "assistant" and not self.started:
+            self._tail(line)
+        self.problems += [(line, p) for p in _wrong_fields(kind, record)]
         if kind == "init":
             out = self._turn()
             self.live = True
@@ -739,9 +766,20 @@ class GeminiStreamReader:
                                                      human=role == "user"))
         return []  # an error event: a notice, not model input
 
+    def _tail(self, line: int) -> None:
+        """The file opens inside a run (its tail): what was held before is that run's."""
+        self.started, self.live = 1, True
+        self.context += self.held
+        self.problems.append((self.held_from or line,
+                              "no `init` event before this one (the file opens inside a run, "
+                              "its tail?): read as a run whose model the file does not name"))
+
     def _emit(self, message: Message) -> list[Message]:
         if self.live:
             self.context.append(self.count)
+        elif not self.started:
+            self.held.append(self.count)
+            self.held_from = self.held_from or message.line
         self.count += 1
         return [replace(message, conversation=self.conversation)]
 
@@ -784,6 +822,29 @@ class GeminiStreamReader:
                             outside_why="outside a run (after its `result`, before an `init`)",
                             conversations=max(self.started, 1), set_aside=self.aside,
                             problems=self.problems)
+
+
+def _wrong_fields(kind: str, record: dict[str, Any]) -> list[str]:
+    """The fields of a stream-json event of a kind other than Gemini CLI writes: a message's
+    role (user or assistant) and text (a string), a call's `parameters` (an object)."""
+    out = []
+    if kind == "message":
+        role = record.get("role")
+        if role not in ("user", "assistant"):
+            said = f"of role {role!r}" if isinstance(role, str) else "without a 'role'" \
+                if role is None else f"whose 'role' is {json_kind(role)}"
+            out.append(f"a message {said}: Gemini CLI writes user and assistant messages, "
+                       f"read as {role if isinstance(role, str) else 'user'}")
+        content = record.get("content")
+        if content is not None and not isinstance(content, str):
+            out.append(f"'content' is {json_kind(content)}, not a string (the message's "
+                       "text)")
+    if kind == "tool_use":
+        params = record.get("parameters")
+        if params is not None and not isinstance(params, dict):
+            out.append(f"'parameters' is {json_kind(params)}, not an object (the call's "
+                       "arguments)")
+    return out
 
 
 def sniff_stream(record: Any) -> int:

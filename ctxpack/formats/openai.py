@@ -95,9 +95,17 @@ def message_from_dict(d: dict[str, Any], line: int, conversation: int = 0) -> Me
                    human=role == "user" and persons(parts), conversation=conversation)
 
 
+# the content parts Chat Completions takes (an assistant's only text and refusal)
+PART_TYPES = ("text", "image_url", "input_audio", "file", "refusal")
+
+
 def _refused_part(part: dict[str, Any]) -> list[str]:
-    """What Chat Completions refuses of one typed content part: text that is no string, an
-    image_url part without an image (an object with its `url`)."""
+    """What Chat Completions refuses of one typed content part: a type it does not take
+    (the Responses API's `output_text`, say), text that is no string, an image_url part
+    without an image (an object with its `url`)."""
+    if part["type"] not in PART_TYPES:
+        return [f"a part of type {part['type']!r}, which Chat Completions does not take (it "
+                f"takes {', '.join(PART_TYPES)})"]
     if part["type"] == "text":
         return refused_string(part, "text", "text part")
     if part["type"] == "image_url":
