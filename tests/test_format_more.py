@@ -1092,3 +1092,28 @@ def test_openhands_events_of_the_right_shape_validate(tmp_path):
     run = ctxpack("validate", str(path))
     assert run.code == 0, run.out + run.err
     assert [m.text for m in load(path).messages][:2] == ["list it", "a.py"]
+
+
+@pytest.mark.parametrize("empty_at", [0, 1])
+def test_an_openhands_instance_with_no_events_is_an_empty_conversation(tmp_path, empty_at):
+    # a run that failed before its first event saves `"history": []`: the file was
+    # refused whole ("not read as openhands") for that one instance
+    ran = json.loads(OPENHANDS.read_text())
+    failed = {"instance_id": "tidy__tidy-7", "instruction": "Fix the env parser.",
+              "history": [], "metrics": {}, "error": "runtime failed to start"}
+    records = [ran, ran]
+    records[empty_at] = failed
+    path = tmp_path / "output.jsonl"
+    path.write_text("".join(json.dumps(r) + "\n" for r in records))
+    run = ctxpack("stats", "--json", str(path))
+    assert run.code == 0, run.err
+    (f,) = json.loads(run.out)["files"]
+    alone = json.loads(ctxpack("stats", "--json", str(OPENHANDS)).out)["files"][0]
+    assert f["format"] == "openhands" and f["conversations"] == 2
+    assert f["messages"] == alone["messages"] and f["tokens"] == alone["tokens"]
+    assert f["largest_conversation"]["line"] == 2 - empty_at
+    assert ctxpack("validate", str(path)).code == 0
+    out = io.BytesIO()
+    write(load(str(path)), out)
+    assert out.getvalue() == path.read_bytes()
+
