@@ -1117,3 +1117,45 @@ def test_an_openhands_instance_with_no_events_is_an_empty_conversation(tmp_path,
     write(load(str(path)), out)
     assert out.getvalue() == path.read_bytes()
 
+
+def _opencode_export(user_parts=None, state=None, tokens=None) -> dict:
+    """An `opencode export` of a question, a step that reads a file, and its answer."""
+    said = {"info": {"id": "msg_2", "role": "assistant", "modelID": "claude-sonnet-4-5"},
+            "parts": [{"type": "text", "text": "Reading it."},
+                      {"type": "tool", "tool": "read", "callID": "c1",
+                       "state": {"status": "completed", "input": {"path": "a.py"},
+                                 "output": "print(1)", **(state or {})}},
+                      {"type": "step-finish", "tokens": {"input": 900, "output": 9}}]}
+    if tokens is not None:
+        said["info"]["tokens"] = tokens
+    return {"info": {"id": "ses_1a2b", "model": {"id": "claude-sonnet-4-5"}}, "messages": [
+        {"info": {"id": "msg_1", "role": "user"},
+         "parts": user_parts or [{"type": "text", "text": "Find the bug."}]},
+        said,
+        {"info": {"id": "msg_3", "role": "assistant"},
+         "parts": [{"type": "text", "text": "It prints 1."}]}]}
+
+
+@pytest.mark.parametrize(("wrong", "problems"), [
+    # a user message whose parts are all unreadable vanished, and validate said ok
+    ({"user_parts": [None, 5, {"type": "text"}]},
+     ["messages[0].parts[0] is null, not an object: left out",
+      "messages[0].parts[1] is a number, not an object: left out",
+      "messages[0].parts[2] (text) has no 'text': left out"]),
+    ({"state": {"input": "notadict", "output": 5}},
+     ["messages[1].parts[1] (tool): 'state.input' is a string, not an object",
+      "messages[1].parts[1] (tool): completed, its 'state.output' is a number, not a "
+      "string"]),
+    ({"tokens": {"input": "x", "output": -1, "cache": "no"}},
+     ["messages[1]: info.tokens.input 'x', info.tokens.output -1, info.tokens.cache a "
+      "string: no token counts (not used: the step-finish parts' are)"]),
+])
+def test_what_an_opencode_export_holds_that_opencode_never_writes_is_named(
+        tmp_path, wrong, problems):
+    path = tmp_path / "session.json"
+    path.write_text(json.dumps(_opencode_export(**wrong)))
+    run = ctxpack("validate", str(path))
+    assert run.code == 1, (run.out, run.err)
+    assert [line.split(": ", 1)[1] for line in run.out.splitlines()] == problems
+    path.write_text(json.dumps(_opencode_export(tokens={"input": 3, "output": 9})))
+    assert ctxpack("validate", str(path)).code == 0
