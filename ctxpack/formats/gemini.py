@@ -36,7 +36,9 @@ had), which goes on with that session's history; lines outside a run (before its
 
 from __future__ import annotations
 
+import os
 from dataclasses import replace
+from pathlib import Path
 from typing import Any
 
 from ..jsonl import dumps, json_kind
@@ -281,6 +283,14 @@ CLI_MODEL = "gemini-2.5-pro"
 _TOKEN_FIELDS = ("input", "output", "cached", "thoughts", "tool")  # of a reply's `tokens`
 # its cached input is part of `input` (its `total` is input, output, thoughts and tool)
 _TOKEN_PARTS = (("cached", "input"),)
+
+
+def chat_recordings(folder: str) -> list[str]:
+    """The chat recordings written as one JSON document that a Gemini CLI `chats/` folder
+    holds (`session-*.json`; the JSONL ones end as every JSONL transcript does)."""
+    if os.path.basename(os.path.normpath(folder)) != "chats":
+        return []
+    return sorted(str(p) for p in Path(folder).glob("session-*.json") if p.is_file())
 
 
 class _Tokens:
