@@ -461,6 +461,18 @@ def test_a_body_names_no_model_where_stats_names_none(tmp_path):
     run = ctxpack("convert", str(log), "--to", "openai", "-o", str(out))
     assert run.code == 0 and "no model named" in run.err
     assert "model" not in json.loads(out.read_text().splitlines()[0])
+    # the Messages API requires a model: validate of such an Anthropic body names it
+    # (it said ok), and one that names it is fine
+    anthropic = tmp_path / "out.anthropic.jsonl"
+    assert ctxpack("convert", str(log), "--to", "anthropic", "-o", str(anthropic)).code == 0
+    run = ctxpack("validate", str(anthropic))
+    assert run.code == 1 and run.out.splitlines() == [
+        f"{anthropic}:1: body without a 'model', which the Messages API requires "
+        "(`ctxpack convert -m` names one)"], run.out
+    named = tmp_path / "named.anthropic.jsonl"
+    assert ctxpack("convert", str(log), "--to", "anthropic", "-m", "claude-sonnet-4-5", "-o",
+                   str(named)).code == 0
+    assert ctxpack("validate", str(named)).code == 0
 
 
 @pytest.mark.parametrize("to", ["markdown", "html"])
