@@ -1159,3 +1159,16 @@ def test_what_an_opencode_export_holds_that_opencode_never_writes_is_named(
     assert [line.split(": ", 1)[1] for line in run.out.splitlines()] == problems
     path.write_text(json.dumps(_opencode_export(tokens={"input": 3, "output": 9})))
     assert ctxpack("validate", str(path)).code == 0
+
+
+def test_an_aider_count_too_large_for_a_call_is_named_so_not_as_no_whole_number(tmp_path):
+    # `99999999999999999999k sent` was "not a whole number": it is one, too large
+    text = AIDER.read_text()
+    path = tmp_path / AIDER.name
+    path.write_text(text.replace("> Tokens: 3.4k sent", "> Tokens: 99999999999999999999k sent",
+                                 1))
+    run = ctxpack("validate", str(path))
+    assert run.code == 1
+    (problem,) = run.out.splitlines()
+    assert "a 23-digit number of tokens" in problem and "set aside" in problem
+    assert "whole number" not in problem
