@@ -269,7 +269,9 @@ def test_aider_usage_matches_the_tokens_lines(path):
 def test_compress_says_it_cannot_write_these_formats(path, fmt, tmp_path):
     out = tmp_path / "out"
     run = ctxpack("compress", str(path), "-o", str(out))
-    assert_clean_error(run, 2, f"compress cannot write {fmt} files", "ctxpack convert")
+    # (the file's own name in the command, where it printed `ctxpack convert FILE`)
+    assert_clean_error(run, 2, f"compress cannot write {fmt} files",
+                       f"`ctxpack convert {path} --to openai -o run.jsonl`")
     assert not out.exists()
     # the way the message gives works: convert, then compress, and restore undoes it
     converted, packed, back = tmp_path / "run.jsonl", tmp_path / "packed.jsonl", tmp_path / "b"

@@ -9,6 +9,7 @@ out form the model-visible context, in model order.
 from __future__ import annotations
 
 import re
+import shlex
 from collections.abc import Callable, Iterable, Iterator
 from dataclasses import dataclass, field
 from typing import Any, Protocol, TypeVar
@@ -18,6 +19,14 @@ from ..recorded import SetAside, whole
 from ..transcript import Message, RecordedCall, Text
 
 P = TypeVar("P")
+
+
+def naming(hint: str | None, path: str) -> str | None:
+    """A hint that shows the commands to run on a file (`ctxpack convert FILE ...`, as the
+    constants here word them) with the file's own name in them."""
+    if hint is None or path.startswith("<"):  # (stdin, a stream: FILE stays)
+        return hint
+    return hint.replace("ctxpack convert FILE ", f"ctxpack convert {shlex.quote(path)} ")
 
 
 # the hint of compress for a format it only reads (`why_not_written` of such a format)

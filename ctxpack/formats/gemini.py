@@ -63,6 +63,7 @@ from .base import (
     NoUsage,
     RecordError,
     array_field,
+    naming,
     number,
     string_field,
 )
@@ -563,9 +564,10 @@ class GeminiChatFormat:
 
             raise UsageError(f"{transcript.path}: compress writes Gemini CLI recordings in "
                              "their JSONL form, not the older single JSON document",
-                             "the CLI turns a .json session into .jsonl when it resumes it; "
-                             "or `ctxpack convert FILE --to openai -o run.jsonl`, then "
-                             "`ctxpack compress run.jsonl`")
+                             naming("the CLI turns a .json session into .jsonl when it "
+                                    "resumes it; or `ctxpack convert FILE --to openai -o "
+                                    "run.jsonl`, then `ctxpack compress run.jsonl`",
+                                    transcript.path))
         return GeminiChatEditor()
 
 
