@@ -72,7 +72,7 @@ def _converted(file: str, how: _ConvertJob) -> tuple[bytes, list[str]]:
         t = transcript
         raise InputError(t.path, None, "nothing to convert: "
                          + no_input(len(t.outside), len(t.sidechain), len(t.skipped),
-                                    len(t.failed)),
+                                    len(t.failed), t.format),
                          "--all converts the whole log" if t.outside or t.sidechain else None)
     if how.to in ("openai", "anthropic"):
         from ..convert import Notes, request_bodies

@@ -294,6 +294,8 @@ class AiderFormat:
     description = "Aider's .aider.chat.history.md (Markdown)"
     text = True  # not JSON: the whole file is read as one text
     why_not_written = NOT_WRITTEN
+    holds_no_message = ("the file holds only Aider's own lines (commands, notices), none of "
+                        "which reaches the model")
 
     def sniff(self, record: Any) -> int:
         return 0  # never a JSON record

@@ -126,10 +126,12 @@ class Layout:
 OUTSIDE_WHY = "before a compaction or off the branch"
 
 
-def no_input(outside: int, sidechain: int, skipped: int, failed: int = 0) -> str:
-    """Why a file has no message in the model's context, given how many messages lie
-    outside it or in a sub-agent, how many lines were skipped and how many requests it
-    records as failed (stats, convert)."""
+def no_input(outside: int, sidechain: int, skipped: int, failed: int = 0,
+             format: str = "") -> str:
+    """Why a file of `format` has no message in the model's context, given how many
+    messages lie outside it or in a sub-agent, how many lines were skipped and how many
+    requests it records as failed (stats, convert); where none of those is why, in the
+    format's own words (its `holds_no_message`), if it has them."""
     if failed and not outside and not sidechain:
         return (f"every request in the file failed ({failed:,}), with no reply: "
                 "`ctxpack validate` says why")
@@ -137,8 +139,10 @@ def no_input(outside: int, sidechain: int, skipped: int, failed: int = 0) -> str
         return "every message is outside the model's context or a sub-agent's"
     if skipped:
         return "every line that could hold a message was skipped as invalid"
-    return ("the file holds only the agent's own lines (commands, notices), none of which "
-            "reaches the model")
+    from . import FORMATS
+
+    return getattr(FORMATS.get(format), "holds_no_message", None) or \
+        "the file holds no message the model reads"
 
 
 class Reader(Protocol):
