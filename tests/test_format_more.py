@@ -1159,8 +1159,14 @@ def test_what_an_opencode_export_holds_that_opencode_never_writes_is_named(
     run = ctxpack("validate", str(path))
     assert run.code == 1, (run.out, run.err)
     assert [line.split(": ", 1)[1] for line in run.out.splitlines()] == problems
+    # convert says so too (a body opened on the assistant's turn without a word)
+    for to in ("openai", "markdown"):
+        run = ctxpack("convert", str(path), "--to", to, "-o", str(tmp_path / f"out.{to}"))
+        assert run.code == 0 and f"{path}: {len(problems)} record" in run.err and \
+            "read past or guessed at (`ctxpack validate` names each)" in run.err, run.err
     path.write_text(json.dumps(_opencode_export(tokens={"input": 3, "output": 9})))
     assert ctxpack("validate", str(path)).code == 0
+    assert "read past" not in ctxpack("convert", str(path), "--to", "openai").err
 
 
 def test_an_aider_count_too_large_for_a_call_is_named_so_not_as_no_whole_number(tmp_path):
