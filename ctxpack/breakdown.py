@@ -325,8 +325,11 @@ def _breakdown(all_stats: list[MessageStat], layout: Layout, counter: TokenCount
     seen = set(layout.context) | set(layout.sidechain)
     outside = [s for i, s in enumerate(all_stats) if i not in seen]
     conversations = max(layout.conversations, 1) if context else 0
-    total = sum(s.tokens for s in context) + REPLY_PRIMING * conversations
-    by_role = _by_role(context, conversations)
+    # each conversation sent is primed for its reply; one of no messages (an OpenHands run
+    # that failed before its first event) is counted among the file's, and sends nothing
+    primed = len({s.conversation for s in context})
+    total = sum(s.tokens for s in context) + REPLY_PRIMING * primed
+    by_role = _by_role(context, primed)
     model, window, assumed = model_and_window(counter, layout.model, layout.usage, flagged,
                                               layout.calls)
     reported, exact, note = reported_model(counter, layout.model, usual_model(meta["format"]),

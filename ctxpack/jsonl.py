@@ -91,6 +91,10 @@ def open_source(source: str | os.PathLike[str] | IO[Any] | Source) -> Source:
     name = os.fspath(source)
     if name == "-":
         return Source(sys.stdin.buffer, "<stdin>", None, False)
+    if os.path.isdir(name):  # a folder that is one transcript (a Cline task...) is read so
+        from .formats import folder_transcript
+
+        name = folder_transcript(name) or name
     try:
         stream = open(name, "rb")  # noqa: SIM115 - closed by Source.close
     except FileNotFoundError:

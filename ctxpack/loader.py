@@ -20,7 +20,7 @@ import orjson
 from . import formats
 from .atomic import write_atomic
 from .errors import InputError, UsageError
-from .formats.base import Format, Layout, RecordError
+from .formats.base import Format, Layout, RecordError, naming
 from .formats.unknown import first_step, looks_binary, looks_like, looks_like_text
 from .jsonl import (
     BOM,
@@ -714,8 +714,8 @@ def write(transcript: Transcript, dest: PathOrFile) -> None:
     spread = getattr(formats.get(transcript.format), "spread", None)
     if spread:
         raise UsageError(f"{transcript.path}: cannot write {transcript.format} as one file: "
-                         f"{spread}", "`ctxpack convert FILE --to openai -o run.jsonl` writes "
-                         "its context as one file")
+                         f"{spread}", naming("`ctxpack convert FILE --to openai -o run.jsonl` "
+                                             "writes its context as one file", transcript.path))
     chunks = (r.raw for r in transcript.records)
     if hasattr(dest, "write"):
         out = getattr(dest, "buffer", dest)

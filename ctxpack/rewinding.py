@@ -22,6 +22,7 @@ from typing import Any
 
 from .archive import VERSION, Archiver, item_id, meta_of, span_blocks
 from .errors import UsageError
+from .formats.base import naming
 from .jsonl import dumps, loads
 from .loader import PathOrFile, load
 from .loop import rewind_point, steps_from
@@ -65,9 +66,9 @@ def rewind_file(source: PathOrFile, *, steps: int | None = None, rounds: int | N
         editor_of(t)  # a format compress cannot write is one rewind cannot either
     except UsageError:
         raise UsageError(f"{t.path}: rewind cannot write {t.format} files",
-                         "`ctxpack convert FILE --to openai -o run.jsonl`, then "
-                         "`ctxpack rewind run.jsonl`, rewinds it as Chat Completions "
-                         "messages") from None
+                         naming("`ctxpack convert FILE --to openai -o run.jsonl`, then "
+                                "`ctxpack rewind run.jsonl`, rewinds it as Chat Completions "
+                                "messages", t.path)) from None
     cut = rewind_point(t.messages, steps=steps, rounds=rounds, to=to, to_round=to_round,
                        name=t.path)
     first = min(t.messages[cut].lines)

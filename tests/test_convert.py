@@ -461,6 +461,18 @@ def test_a_body_names_no_model_where_stats_names_none(tmp_path):
     run = ctxpack("convert", str(log), "--to", "openai", "-o", str(out))
     assert run.code == 0 and "no model named" in run.err
     assert "model" not in json.loads(out.read_text().splitlines()[0])
+    # the Messages API requires a model: validate of such an Anthropic body names it
+    # (it said ok), and one that names it is fine
+    anthropic = tmp_path / "out.anthropic.jsonl"
+    assert ctxpack("convert", str(log), "--to", "anthropic", "-o", str(anthropic)).code == 0
+    run = ctxpack("validate", str(anthropic))
+    assert run.code == 1 and run.out.splitlines() == [
+        f"{anthropic}:1: body without a 'model', which the Messages API requires "
+        "(`ctxpack convert -m` names one)"], run.out
+    named = tmp_path / "named.anthropic.jsonl"
+    assert ctxpack("convert", str(log), "--to", "anthropic", "-m", "claude-sonnet-4-5", "-o",
+                   str(named)).code == 0
+    assert ctxpack("validate", str(named)).code == 0
 
 
 @pytest.mark.parametrize("to", ["markdown", "html"])
@@ -522,13 +534,25 @@ def _info_only(tmp_path):
     return doc
 
 
-@pytest.mark.parametrize("make", [_commands_only, _info_only])
-def test_a_file_of_no_messages_prints_no_empty_role_table(tmp_path, make):
+def _export_of_no_message(tmp_path):
+    doc = tmp_path / "session.json"
+    doc.write_text(json.dumps({"info": {"id": "ses_1", "title": "New session"},
+                               "messages": []}))
+    return doc
+
+
+@pytest.mark.parametrize(("make", "why"), [
+    (_commands_only, "the file holds only Aider's own lines (commands, notices)"),
+    # each said Aider's words: "the agent's own lines (commands, notices)"
+    (_info_only, "the recording holds no user or gemini message (its session's metadata "
+                 "and notices only)"),
+    (_export_of_no_message, "the session holds no message with text, a call or an image")])
+def test_a_file_of_no_messages_prints_no_empty_role_table(tmp_path, make, why):
     path = make(tmp_path)
     for output in ("table", "markdown"):
         run = ctxpack("stats", "-f", output, str(path))
         assert run.code == 0, run.err
-        assert "no model input" in " ".join(run.out.split())
+        assert f"no model input: {why}" in " ".join(run.out.split())
         assert "Tokens by role" not in run.out
     doc = json.loads(ctxpack("stats", "--json", str(path)).out)
     assert doc["files"][0]["messages"] == 0 and doc["files"][0]["by_role"] == {}

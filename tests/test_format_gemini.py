@@ -526,7 +526,8 @@ def test_compress_says_when_the_agent_reads_no_such_file(sample: str, says: str 
         assert not any("read this file back" in w for w in warnings)
         assert "read this file back" not in run.err
         return
-    assert any(w.startswith(says) and "convert FILE --to openai" in w for w in warnings)
+    assert any(w.startswith(says) and f"convert {SAMPLES / sample} --to openai" in w
+               for w in warnings)
     assert says in " ".join(run.err.split())
     assert restore(str(out)) == (SAMPLES / sample).read_bytes()
 
@@ -753,7 +754,7 @@ def test_compress_of_a_checkpoint_points_to_convert(tmp_path: Path) -> None:
     out = tmp_path / "out.json"
     run = ctxpack("compress", str(CHECKPOINT), "-o", str(out))
     assert_clean_error(run, 2, "compress does not rewrite Gemini CLI checkpoints",
-                       "convert FILE --to openai")
+                       f"convert {CHECKPOINT} --to openai")
     assert not out.exists()
 
 

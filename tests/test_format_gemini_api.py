@@ -468,7 +468,7 @@ def test_compress_points_to_convert_and_writes_nothing(tmp_path: Path) -> None:
     out = tmp_path / "out.jsonl"
     run = ctxpack("compress", str(LOG), "-o", str(out))
     assert_clean_error(run, 2, "compress cannot write gemini-api files",
-                       "convert FILE --to openai")
+                       f"convert {LOG} --to openai")
     assert not out.exists()
 
 

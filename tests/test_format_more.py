@@ -270,7 +270,9 @@ def test_aider_usage_matches_the_tokens_lines(path):
 def test_compress_says_it_cannot_write_these_formats(path, fmt, tmp_path):
     out = tmp_path / "out"
     run = ctxpack("compress", str(path), "-o", str(out))
-    assert_clean_error(run, 2, f"compress cannot write {fmt} files", "ctxpack convert")
+    # (the file's own name in the command, where it printed `ctxpack convert FILE`)
+    assert_clean_error(run, 2, f"compress cannot write {fmt} files",
+                       f"`ctxpack convert {path} --to openai -o run.jsonl`")
     assert not out.exists()
     # the way the message gives works: convert, then compress, and restore undoes it
     converted, packed, back = tmp_path / "run.jsonl", tmp_path / "packed.jsonl", tmp_path / "b"
@@ -1169,3 +1171,89 @@ def test_a_cline_ui_log_on_one_line_places_its_usage_at_line_1(tmp_path):
     assert run.code == 1 and f"{path}:1: event 0: recorded usage (tokensIn -5)" in run.out, run
     assert [(x["line"], x["place"]) for x in stats_of(path)["usage_set_aside"]] == [
         (1, "event 0")]
+
+
+@pytest.mark.parametrize("empty_at", [0, 1])
+def test_an_openhands_instance_with_no_events_is_an_empty_conversation(tmp_path, empty_at):
+    # a run that failed before its first event saves `"history": []`: the file was
+    # refused whole ("not read as openhands") for that one instance
+    ran = json.loads(OPENHANDS.read_text())
+    failed = {"instance_id": "tidy__tidy-7", "instruction": "Fix the env parser.",
+              "history": [], "metrics": {}, "error": "runtime failed to start"}
+    records = [ran, ran]
+    records[empty_at] = failed
+    path = tmp_path / "output.jsonl"
+    path.write_text("".join(json.dumps(r) + "\n" for r in records))
+    run = ctxpack("stats", "--json", str(path))
+    assert run.code == 0, run.err
+    (f,) = json.loads(run.out)["files"]
+    alone = json.loads(ctxpack("stats", "--json", str(OPENHANDS)).out)["files"][0]
+    assert f["format"] == "openhands" and f["conversations"] == 2
+    assert f["messages"] == alone["messages"] and f["tokens"] == alone["tokens"]
+    assert f["largest_conversation"]["line"] == 2 - empty_at
+    assert ctxpack("validate", str(path)).code == 0
+    out = io.BytesIO()
+    write(load(str(path)), out)
+    assert out.getvalue() == path.read_bytes()
+
+
+def _opencode_export(user_parts=None, state=None, tokens=None) -> dict:
+    """An `opencode export` of a question, a step that reads a file, and its answer."""
+    said = {"info": {"id": "msg_2", "role": "assistant", "modelID": "claude-sonnet-4-5"},
+            "parts": [{"type": "text", "text": "Reading it."},
+                      {"type": "tool", "tool": "read", "callID": "c1",
+                       "state": {"status": "completed", "input": {"path": "a.py"},
+                                 "output": "print(1)", **(state or {})}},
+                      {"type": "step-finish", "tokens": {"input": 900, "output": 9}}]}
+    if tokens is not None:
+        said["info"]["tokens"] = tokens
+    return {"info": {"id": "ses_1a2b", "model": {"id": "claude-sonnet-4-5"}}, "messages": [
+        {"info": {"id": "msg_1", "role": "user"},
+         "parts": user_parts or [{"type": "text", "text": "Find the bug."}]},
+        said,
+        {"info": {"id": "msg_3", "role": "assistant"},
+         "parts": [{"type": "text", "text": "It prints 1."}]}]}
+
+
+@pytest.mark.parametrize(("wrong", "problems"), [
+    # a user message whose parts are all unreadable vanished, and validate said ok
+    ({"user_parts": [None, 5, {"type": "text"}]},
+     ["messages[0].parts[0] is null, not an object: left out",
+      "messages[0].parts[1] is a number, not an object: left out",
+      "messages[0].parts[2] (text) has no 'text': left out"]),
+    ({"state": {"input": "notadict", "output": 5}},
+     ["messages[1].parts[1] (tool): 'state.input' is a string, not an object",
+      "messages[1].parts[1] (tool): completed, its 'state.output' is a number, not a "
+      "string"]),
+    ({"tokens": {"input": "x", "output": -1, "cache": "no"}},
+     ["messages[1]: info.tokens.input 'x', info.tokens.output -1, info.tokens.cache a "
+      "string: no token counts (not used: the step-finish parts' are)"]),
+])
+def test_what_an_opencode_export_holds_that_opencode_never_writes_is_named(
+        tmp_path, wrong, problems):
+    path = tmp_path / "session.json"
+    path.write_text(json.dumps(_opencode_export(**wrong)))
+    run = ctxpack("validate", str(path))
+    assert run.code == 1, (run.out, run.err)
+    assert [line.split(": ", 1)[1] for line in run.out.splitlines()] == problems
+    # convert says so too (a body opened on the assistant's turn without a word)
+    for to in ("openai", "markdown"):
+        run = ctxpack("convert", str(path), "--to", to, "-o", str(tmp_path / f"out.{to}"))
+        assert run.code == 0 and f"{path}: {len(problems)} record" in run.err and \
+            "read past or guessed at (`ctxpack validate` names each)" in run.err, run.err
+    path.write_text(json.dumps(_opencode_export(tokens={"input": 3, "output": 9})))
+    assert ctxpack("validate", str(path)).code == 0
+    assert "read past" not in ctxpack("convert", str(path), "--to", "openai").err
+
+
+def test_an_aider_count_too_large_for_a_call_is_named_so_not_as_no_whole_number(tmp_path):
+    # `99999999999999999999k sent` was "not a whole number": it is one, too large
+    text = AIDER.read_text()
+    path = tmp_path / AIDER.name
+    path.write_text(text.replace("> Tokens: 3.4k sent", "> Tokens: 99999999999999999999k sent",
+                                 1))
+    run = ctxpack("validate", str(path))
+    assert run.code == 1
+    (problem,) = run.out.splitlines()
+    assert "a 23-digit number of tokens" in problem and "set aside" in problem
+    assert "whole number" not in problem

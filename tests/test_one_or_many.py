@@ -146,8 +146,8 @@ def test_o_with_a_folder_of_many_or_of_none_says_which(tmp_path: Path,
     none.mkdir()
     (none / "readme.txt").write_text("no transcripts here\n")
     assert_clean_error(ctxpack(*command, str(none), "-o", str(out)), 2,
-                       f"{none}: no *.jsonl files, Cline tasks or OpenCode storage trees in "
-                       "this folder")
+                       f"{none}: no *.jsonl files, Gemini CLI chats, Cline tasks or OpenCode "
+                       "storage trees in this folder")
     assert_clean_error(ctxpack(*command, str(many / "a.jsonl"), str(many / "b.jsonl"), "-o",
                                str(out)), 2, "-o takes one input, and 2 are given")
     assert not out.exists()
@@ -193,3 +193,40 @@ def test_a_folder_gives_the_opencode_storage_tree_below_it(tmp_path: Path) -> No
     assert run.code == 0, run.err
     (row,) = run.out.splitlines()[1:]
     assert ",opencode-storage," in row and "/storage/session/" in row
+
+
+def test_the_library_reads_a_folder_that_is_one_transcript_as_the_cli_does() -> None:
+    # ctxpack.load() and ctxpack.stats() of a Cline task or an OpenCode storage tree said
+    # "is a directory", though every command read both
+    from ctxpack import load, stats
+
+    for folder, file in ((SAMPLES / "cline-task", "api_conversation_history.json"),
+                         (SAMPLES / "opencode-storage" / "storage", "ses_")):
+        t = load(str(folder))
+        assert os.path.basename(t.path).startswith(file) and t.messages
+        run = ctxpack("stats", "--json", str(folder))
+        assert run.code == 0, run.err
+        (f,) = json.loads(run.out)["files"]
+        assert (f["path"], f["tokens"]) == (t.path, stats(str(folder)).tokens)
+
+
+def test_a_gemini_cli_chats_folder_gives_its_recordings(tmp_path: Path) -> None:
+    # stats and validate of ~/.gemini/tmp/<project>/chats said "no *.jsonl files", though
+    # calibrate read the same folder
+    chats = tmp_path / "chats"
+    chats.mkdir()
+    reply = {"id": "m2", "type": "gemini", "content": "Renamed.", "model": "gemini-2.5-pro",
+             "tokens": {"input": 900, "output": 4, "cached": 0, "total": 904}}
+    for name in ("session-2026-06-14T10-00-abc", "session-2026-06-15T09-30-def"):
+        (chats / f"{name}.json").write_text(json.dumps({
+            "sessionId": name[-3:], "projectHash": "f00", "messages": [
+                {"id": "m1", "type": "user", "content": "Rename the helper."}, reply]}))
+    (chats / "notes.json").write_text("{}")  # no recording: not taken
+    run = ctxpack("stats", "--json", str(chats))
+    assert run.code == 0, run.err
+    files = json.loads(run.out)["files"]
+    assert [(Path(f["path"]).name, f["format"], f["messages"]) for f in files] == [
+        ("session-2026-06-14T10-00-abc.json", "gemini-cli", 2),
+        ("session-2026-06-15T09-30-def.json", "gemini-cli", 2)]
+    run = ctxpack("validate", str(chats))
+    assert run.code == 0 and run.err.count(": ok") == 2, run.err

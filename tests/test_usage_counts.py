@@ -567,10 +567,12 @@ def test_managed_agent_session_totals_whose_cost_no_cost_can_be_are_set_aside(
         f"or more); set aside, not counted in the usage totals"
     ], said.out
     h, b = (json.loads(ctxpack("stats", "--json", str(p)).out)["files"][0] for p in (honest, bad))
-    assert h["usage"]["list_cost"] == "1.84 USD" and not h["usage_set_aside"]
+    # a number, as every cost is, and its currency (it was the text "1.84 USD")
+    assert (h["usage"]["list_cost"], h["usage"]["list_cost_currency"]) == (1.84, "USD")
+    assert not h["usage_set_aside"]
     assert "list_cost" not in b["usage"] and [x["line"] for x in b["usage_set_aside"]] == [line]
     # what the file records of its calls stands
-    assert b["usage"] == {k: v for k, v in h["usage"].items() if k != "list_cost"}
+    assert b["usage"] == {k: v for k, v in h["usage"].items() if not k.startswith("list_cost")}
 
 
 CODEX_SAMPLE = SAMPLES / "refactor.codex.jsonl"

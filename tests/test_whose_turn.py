@@ -11,7 +11,7 @@ from typing import Any
 
 import pytest
 
-from .conftest import corpus_files
+from .conftest import SAMPLES, corpus_files
 from .helpers import ctxpack
 from .test_format_claude_code import calls, piece, said, user
 
@@ -173,6 +173,49 @@ def test_a_log_opening_with_the_assistant_converts_with_no_turn_of_the_persons_a
         {"role": "assistant", "content": "Renamed."}])
     opened = ["before the person's first message", "Rename the module."]
     assert titles_converted(chat, tmp_path) == [opened, opened, opened]
+
+
+def test_a_cline_rounds_title_is_the_persons_words_inside_clines_wrapper(tmp_path):
+    # Cline wraps the task, feedback on a completion, an answer to its question and the
+    # words sent on resuming in tags and notes of its own: the titles were `<task>`,
+    # `[attempt_completion] Result:` and `[TASK RESUMPTION] This task was…`
+    chat = _write(tmp_path / "chat.jsonl", [
+        {"role": "user", "content": "<task>\nAdd a test.\n</task>"},
+        {"role": "assistant", "content": "Which file?"},
+        {"role": "user", "content": "[ask_followup_question for 'Which file?'] Result:\n"
+                                    "<answer>\ntest/parse.py\n</answer>"},
+        {"role": "assistant", "content": "Added."},
+        {"role": "user", "content": "[attempt_completion] Result:\nThe user has provided "
+                                    "feedback on the results.\n<feedback>\nRun it too.\n"
+                                    "</feedback>"},
+        {"role": "assistant", "content": "It passes."},
+        {"role": "user", "content": "[TASK RESUMPTION] This task was interrupted 2 minutes "
+                                    "ago.\n\nNew instructions for task continuation:\n"
+                                    "<user_message>\nNow commit.\n</user_message>"},
+        {"role": "assistant", "content": "Committed."}])
+    asked = ["Add a test.", "test/parse.py", "Run it too.", "Now commit."]
+    assert titles_converted(chat, tmp_path) == [asked, asked, asked]
+    task = SAMPLES / "cline-task"
+    first, second = titles(task)
+    assert first.startswith("The CSV export writes `undefined` for empty cells.")
+    assert second == "Can you add a test for a grid with an unpainted cell?"
+    doc = ctxpack("convert", str(task), "--to", "markdown")
+    assert "## Round 2: Can you add a test for a grid with an unpainted cell?" in doc.out
+
+
+def test_a_file_and_its_conversion_number_their_rounds_alike(tmp_path):
+    # a compaction's summary before the person's first words is round 0 in every form
+    sample = SAMPLES / "coding-agent.claude-code.jsonl"
+    rounds_converted(sample, tmp_path)
+    for path in (sample, *(tmp_path / f"{sample.stem}.{to}.jsonl"
+                           for to in ("openai", "anthropic"))):
+        run = ctxpack("show", "--no-pager", "--round", "0", str(path))
+        assert run.code == 0, run.err
+        assert re.search(r"^round 0  before the person's first message", run.out, re.M)
+        assert "This session is being continued" in run.out
+        numbers = [int(n) for n in re.findall(r"^round (\d+)  ", ctxpack(
+            "show", "--no-pager", str(path)).out, re.M)]
+        assert numbers == [0, 1], path
 
 
 def _corpus(name: str) -> list[Any]:

@@ -72,8 +72,13 @@ def _converted(file: str, how: _ConvertJob) -> tuple[bytes, list[str]]:
         t = transcript
         raise InputError(t.path, None, "nothing to convert: "
                          + no_input(len(t.outside), len(t.sidechain), len(t.skipped),
-                                    len(t.failed)),
+                                    len(t.failed), t.format),
                          "--all converts the whole log" if t.outside or t.sidechain else None)
+    # records its agent would read otherwise, or never writes (a part of no type), which
+    # the conversion reads past: said, as a message may be missing
+    odd = [f"{transcript.path}: {len(transcript.problems):,} "
+           f"record{'s' if len(transcript.problems) > 1 else ''} read past or guessed at "
+           "(`ctxpack validate` names each)"] if transcript.problems else []
     if how.to in ("openai", "anthropic"):
         from ..convert import Notes, request_bodies
         from ..jsonl import dumps
@@ -81,7 +86,7 @@ def _converted(file: str, how: _ConvertJob) -> tuple[bytes, list[str]]:
         notes = Notes()
         bodies = request_bodies(transcript, how.to, notes, how.model, keep_last_reply=how.all_)
         data = b"".join(dumps(body) + b"\n" for body in bodies)
-        return data, [f"{transcript.path}: {line}" for line in notes.lines()]
+        return data, [*odd, *(f"{transcript.path}: {line}" for line in notes.lines())]
     from ..breakdown import transcript_models
     from ..tokens import TokenCounter
     from ..view import build_view
@@ -99,7 +104,7 @@ def _converted(file: str, how: _ConvertJob) -> tuple[bytes, list[str]]:
 
         text = to_html(view, charts_of(transcript, counter, link=True,
                                        flagged=how.model is not None))
-    return text.encode("utf-8", "replace"), []
+    return text.encode("utf-8", "replace"), odd
 
 
 def convert_one(job: Any, how: _ConvertJob, alone: bool) -> Any:

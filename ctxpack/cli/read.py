@@ -36,7 +36,8 @@ from .common import (
 OUTPUT_FORMATS = ("table", "json", "csv", "markdown")
 TRANSCRIPT_SUFFIXES = (".jsonl",)
 # what a folder gives a transcript command, named where it gives none
-TRANSCRIPTS_BELOW = "*.jsonl files, Cline tasks or OpenCode storage trees"
+TRANSCRIPTS_BELOW = ("*.jsonl files, Gemini CLI chats, Cline tasks or OpenCode storage "
+                     "trees")
 # what `calibrate` takes of a folder besides: the JSON documents that record their calls'
 # usage (Cline / Roo Code tasks, OpenCode exports)
 RECORDING_SUFFIXES = (*TRANSCRIPT_SUFFIXES, ".json")
@@ -116,6 +117,7 @@ def readable_file(arg: str) -> bool:
 def _transcripts(folder: str, session: str | None = None,
                  suffixes: tuple[str, ...] = TRANSCRIPT_SUFFIXES) -> list[str]:
     from ..formats.cline import task_file
+    from ..formats.gemini import chat_recordings
     from ..formats.opencode_storage import session_files
 
     sessions = session_files(folder, session)
@@ -133,6 +135,8 @@ def _transcripts(folder: str, session: str | None = None,
             found.update(within)
             folders.clear()
             continue
+        # a Gemini CLI chats/ folder: its recordings that are one JSON document each
+        found.update(chat_recordings(below))
         found.update(os.path.join(below, n) for n in names if os.path.splitext(n)[1] in suffixes)
     return sorted(found)
 
@@ -154,10 +158,9 @@ def one_file(arg: str, session: str | None) -> str:
     Cline task for its file; an OpenCode storage folder for its session `session`, else
     its most recently updated one)."""
     if os.path.isdir(arg):
-        from ..formats.cline import task_file
-        from ..formats.opencode_storage import session_file
+        from ..formats import folder_transcript
 
-        return session_file(arg, session) or task_file(arg) or arg
+        return folder_transcript(arg, session) or arg
     return arg
 
 

@@ -20,7 +20,7 @@ from ..archive import item_id
 from ..bulk import StreamCounter
 from ..calibration import Bill, Earlier, bill_for, message_counts_with_hidden
 from ..errors import InputError, UsageError
-from ..formats.base import Editor
+from ..formats.base import Editor, naming
 from ..jsonl import LineIndex, Snapshot, Source, reopenable
 from ..loader import PathOrFile, Scanner
 from ..models import ModelTable
@@ -287,7 +287,7 @@ def editor_of(t: Transcript) -> Editor:
     fmt = formats.get(t.format)
     if not hasattr(fmt, "editor"):
         raise UsageError(f"{t.path}: compress cannot write {t.format} files",
-                         getattr(fmt, "why_not_written", None))
+                         naming(getattr(fmt, "why_not_written", None), t.path))
     return fmt.editor(t)  # type: ignore[no-any-return]
 
 

@@ -10,6 +10,7 @@ from typing import Any
 from .. import formats
 from ..archive import Archiver
 from ..calibration import Bill, below_words
+from ..formats.base import naming
 from .plan import Plan, StageReport
 from .reading import Input
 from .sight import DROPPED_LISTED, sight
@@ -83,13 +84,14 @@ def report_of(given: Input, plans: list[Plan], archiver: Archiver) -> Report:
 
 def warnings_of(given: Input, plans: list[Plan]) -> list[str]:
     """What a compress warns of: the format's, the bill's (`passed_over`) and the plans'."""
-    return [*_not_read_back(given.transcript.format), *passed_over(given.bill),
+    return [*_not_read_back(given.transcript.format, given.transcript.path),
+            *passed_over(given.bill),
             *(x for p in plans for x in p.warnings)]
 
 
-def _not_read_back(name: str) -> list[str]:
-    """What compress says of a format whose agent reads no file it writes."""
-    note = getattr(formats.get(name), "not_read_back", None)
+def _not_read_back(name: str, path: str) -> list[str]:
+    """What compress says of a format whose agent reads no file it writes (`path`)."""
+    note = naming(getattr(formats.get(name), "not_read_back", None), path)
     return [note] if note else []
 
 

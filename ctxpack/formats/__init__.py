@@ -84,6 +84,17 @@ def sniff_magic(first_line: bytes) -> Format | None:
     return None
 
 
+def folder_transcript(folder: str, session: str | None = None) -> str | None:
+    """The file a folder that is one transcript stands for: of an OpenCode storage tree,
+    its session `session`'s info file, else its most recently updated one's; of a Cline /
+    Roo Code task, its model input (else its UI log). None for any other folder. Every
+    reader of a path takes a folder so, the CLI's one-file commands and the library's."""
+    from .cline import task_file
+    from .opencode_storage import session_file
+
+    return session_file(folder, session) or task_file(folder)
+
+
 def _register_builtin() -> None:
     from .anthropic import AnthropicFormat
     from .anthropic_array import ArrayFormat
@@ -105,5 +116,6 @@ def _register_builtin() -> None:
 
 _register_builtin()
 
-__all__ = ["FORMATS", "Format", "Layout", "Reader", "RecordError", "get", "register", "sniff",
-           "model_of", "sniff_headless", "sniff_magic", "sniff_text", "usual_model"]
+__all__ = ["FORMATS", "Format", "Layout", "Reader", "RecordError", "folder_transcript",
+           "get", "register", "sniff", "model_of", "sniff_headless", "sniff_magic", "sniff_text",
+           "usual_model"]

@@ -52,6 +52,9 @@ _CONVERT_HEADS = re.compile("(?:{})(?:\n|\\Z)".format("|".join(
 # name the tags in its text, as a file about Cline's logs does): text that holds one is
 # the person's, be it sent with a result (their feedback on it) or after a note.
 PERSONS_LINE = re.compile(r"^<(?:task|feedback|answer|user_message)>$", re.M)
+# The person's words inside such a wrapper: up to its closing line, or the text's end.
+_PERSONS_BLOCK = re.compile(r"^<(task|feedback|answer|user_message)>\n(.*?)(?:^</\1>$|\Z)",
+                            re.M | re.S)
 # Cline's head of a tool result sent as text: `[read_file for 'a.py'] Result:`. Two
 # regexes, for readers that know different things. The Cline reader reads a Cline task,
 # where a user message opening so is a result, of any tool (an MCP server's own, of one
@@ -117,8 +120,12 @@ def tool_output(text: str) -> bool:
 
 
 def persons_words(text: str) -> str:
-    """A text of the person's from where their words begin: past the blocks and notes an
-    agent put before them in it (an IDE's note of the open file, a reminder)."""
+    """A text of the person's from where their words begin: inside the tag Cline wraps
+    them in (its note of a result or a resumed task around it), else past the blocks and
+    notes an agent put before them in it (an IDE's note of the open file, a reminder)."""
+    wrapped = _PERSONS_BLOCK.search(text)
+    if wrapped and wrapped.group(2).strip():
+        return wrapped.group(2)
     rest = _persons_part(text.strip())
     return text if rest is None else rest
 

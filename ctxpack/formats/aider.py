@@ -32,6 +32,7 @@ from __future__ import annotations
 
 import re
 from dataclasses import replace
+from decimal import Decimal, InvalidOperation
 from typing import Any
 
 from ..recorded import dollars, summed
@@ -73,14 +74,16 @@ def reasoning_split(text: str, model: str | None) -> tuple[str, str]:
 
 
 def amount(number: str, suffix: str) -> int | None:
-    """`3.2` `k` -> 3200, as Aider abbreviates token counts; None for what Aider does not
-    print (`5,000,000`, `1.2.3`, a number past what a float holds exactly)."""
+    """`3.2` `k` -> 3200, as Aider abbreviates token counts, exactly however large (a
+    count too large for a call is the size rule's to name); None for what Aider does not
+    print (`5,000,000`, `1.2.3`)."""
     scale = {"": 1, "k": 1_000, "m": 1_000_000}[suffix.lower()]
-    try:
-        value = float(number) * scale
-    except ValueError:
+    if "," in number:
         return None
-    return round(value) if "," not in number and value <= 2**53 else None
+    try:
+        return round(Decimal(number) * scale)
+    except InvalidOperation:
+        return None
 
 
 def tokens_line(line: str) -> dict[str, Any] | None:
@@ -291,6 +294,8 @@ class AiderFormat:
     description = "Aider's .aider.chat.history.md (Markdown)"
     text = True  # not JSON: the whole file is read as one text
     why_not_written = NOT_WRITTEN
+    holds_no_message = ("the file holds only Aider's own lines (commands, notices), none of "
+                        "which reaches the model")
 
     def sniff(self, record: Any) -> int:
         return 0  # never a JSON record

@@ -16,6 +16,7 @@ from __future__ import annotations
 from typing import Any
 
 from ..jsonl import dumps
+from ..numbers import number
 from ..recorded import SetAside, wrong_costs, wrong_totals
 from ..transcript import META_KEY, Message, Part, Text, ToolCall, ToolResult
 from .anthropic import Reply, UsageTally
@@ -61,7 +62,8 @@ class EventsReader:
         self.pending: list[tuple[int, dict[str, Any], str | None, list[Part]]] = []
         self.tally = UsageTally()
         self.last_call: str | None = None
-        self.list_cost: str | None = None  # the newest session totals' list cost, shown
+        # the newest session totals' list cost and its currency (None: none recorded)
+        self.list_cost: tuple[int | float, str | None] | None = None
         self.aside: list[SetAside] = []  # session totals whose list cost no cost can be
         self.model: str | None = None
         self.replies: dict[int, Reply] = {}  # a request's reply (its number): its usage key
@@ -141,7 +143,9 @@ class EventsReader:
         usage = self.tally.summary("span.model_request_end model_usage, once per request",
                                    self.last_call)
         if self.list_cost is not None:
-            usage["list_cost"] = self.list_cost
+            usage["list_cost"], currency = self.list_cost
+            if currency is not None:
+                usage["list_cost_currency"] = currency
         return usage
 
     def finish(self) -> tuple[list[Message], Layout]:
@@ -152,10 +156,12 @@ class EventsReader:
                             set_aside=self.aside)
 
 
-def _list_cost(usage: dict[str, Any]) -> tuple[str | None, str]:
-    """The list cost session totals record, as shown ("1032 USD"; None: they record none,
-    or one no cost can be), and the field no cost can be, as `wrong_costs` names it ("":
-    none). The API writes `{amount, currency}`, the amount as decimal text."""
+def _list_cost(usage: dict[str, Any]
+               ) -> tuple[tuple[int | float, str | None] | None, str]:
+    """The list cost session totals record, a number as every cost is, and its currency
+    (`(1032, "USD")`; None: they record none, or one no cost can be), and the field no cost
+    can be, as `wrong_costs` names it ("": none). The API writes `{amount, currency}`, the
+    amount as decimal text."""
     cost = usage.get("list_cost")
     if isinstance(cost, dict):
         amount, currency = cost.get("amount"), cost.get("currency")
@@ -163,9 +169,10 @@ def _list_cost(usage: dict[str, Any]) -> tuple[str | None, str]:
     else:
         amount, currency = cost, None
         wrong = wrong_costs(usage, ("list_cost",), "usage.", text=True)
-    if wrong or amount is None:
+    found = number(amount, text=True)
+    if wrong or found is None:
         return None, wrong
-    return f"{amount} {currency if isinstance(currency, str) else ''}".strip(), ""
+    return (found, currency if isinstance(currency, str) else None), ""
 
 
 class EventsEditor(NoUsage):

@@ -16,7 +16,7 @@ from typing import Any
 from ..errors import UsageError
 from ..transcript import Message
 from .anthropic import api_message, bad_content, merged_turns, message_parts, sniff_record
-from .base import RecordError
+from .base import Layout, RecordError
 from .openai_conversations import ConversationsReader
 
 # blocks no Chat Completions message holds: a body with one is Anthropic's
@@ -83,10 +83,23 @@ class RequestsReader(ConversationsReader):
     """Each line a conversation, as Chat Completions conversations are read; its messages
     Anthropic's, its `system` the first."""
 
+    def __init__(self) -> None:
+        super().__init__()
+        self.problems: list[tuple[int, str]] = []  # (see Layout.problems)
+
+    def finish(self) -> tuple[list[Message], Layout]:
+        rest, layout = super().finish()
+        layout.problems = self.problems
+        return rest, layout
+
     def messages(self, line: int, record: dict[str, Any]) -> list[Message]:
         messages = record.get("messages")
         if not isinstance(messages, list):
             raise RecordError("not a request body: no 'messages' list")
+        if not isinstance(record.get("model"), str) and "anthropic_version" not in record:
+            # (a Bedrock or Vertex body names its model in the URL, and a version instead)
+            self.problems.append((line, "body without a 'model', which the Messages API "
+                                        "requires (`ctxpack convert -m` names one)"))
         out: list[Message] = []
         system = record.get("system")
         if system is not None:

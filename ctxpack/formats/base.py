@@ -9,6 +9,7 @@ out form the model-visible context, in model order.
 from __future__ import annotations
 
 import re
+import shlex
 from collections.abc import Callable, Iterable, Iterator
 from dataclasses import dataclass, field
 from typing import Any, Protocol, TypeVar
@@ -18,6 +19,14 @@ from ..recorded import SetAside, whole
 from ..transcript import Message, RecordedCall, Text
 
 P = TypeVar("P")
+
+
+def naming(hint: str | None, path: str) -> str | None:
+    """A hint that shows the commands to run on a file (`ctxpack convert FILE ...`, as the
+    constants here word them) with the file's own name in them."""
+    if hint is None or path.startswith("<"):  # (stdin, a stream: FILE stays)
+        return hint
+    return hint.replace("ctxpack convert FILE ", f"ctxpack convert {shlex.quote(path)} ")
 
 
 # the hint of compress for a format it only reads (`why_not_written` of such a format)
@@ -123,10 +132,12 @@ class Layout:
 OUTSIDE_WHY = "before a compaction or off the branch"
 
 
-def no_input(outside: int, sidechain: int, skipped: int, failed: int = 0) -> str:
-    """Why a file has no message in the model's context, given how many messages lie
-    outside it or in a sub-agent, how many lines were skipped and how many requests it
-    records as failed (stats, convert)."""
+def no_input(outside: int, sidechain: int, skipped: int, failed: int = 0,
+             format: str = "") -> str:
+    """Why a file of `format` has no message in the model's context, given how many
+    messages lie outside it or in a sub-agent, how many lines were skipped and how many
+    requests it records as failed (stats, convert); where none of those is why, in the
+    format's own words (its `holds_no_message`), if it has them."""
     if failed and not outside and not sidechain:
         return (f"every request in the file failed ({failed:,}), with no reply: "
                 "`ctxpack validate` says why")
@@ -134,8 +145,10 @@ def no_input(outside: int, sidechain: int, skipped: int, failed: int = 0) -> str
         return "every message is outside the model's context or a sub-agent's"
     if skipped:
         return "every line that could hold a message was skipped as invalid"
-    return ("the file holds only the agent's own lines (commands, notices), none of which "
-            "reaches the model")
+    from . import FORMATS
+
+    return getattr(FORMATS.get(format), "holds_no_message", None) or \
+        "the file holds no message the model reads"
 
 
 class Reader(Protocol):

@@ -39,7 +39,9 @@ by validate; what can be read of it is read.
 
 from __future__ import annotations
 
+import os
 from dataclasses import replace
+from pathlib import Path
 from typing import Any
 
 from ..jsonl import dumps, json_kind
@@ -64,6 +66,7 @@ from .base import (
     NoUsage,
     RecordError,
     array_field,
+    naming,
     number,
     string_field,
 )
@@ -285,6 +288,14 @@ CLI_MODEL = "gemini-2.5-pro"
 _TOKEN_FIELDS = ("input", "output", "cached", "thoughts", "tool")  # of a reply's `tokens`
 # its cached input is part of `input` (its `total` is input, output, thoughts and tool)
 _TOKEN_PARTS = (("cached", "input"),)
+
+
+def chat_recordings(folder: str) -> list[str]:
+    """The chat recordings written as one JSON document that a Gemini CLI `chats/` folder
+    holds (`session-*.json`; the JSONL ones end as every JSONL transcript does)."""
+    if os.path.basename(os.path.normpath(folder)) != "chats":
+        return []
+    return sorted(str(p) for p in Path(folder).glob("session-*.json") if p.is_file())
 
 
 class _Tokens:
@@ -566,6 +577,8 @@ class GeminiChatFormat:
     name = "gemini-cli"
     default_model = CLI_MODEL  # when the file names no model
     description = "Gemini CLI chat recording (session-*.json or .jsonl)"
+    holds_no_message = ("the recording holds no user or gemini message (its session's "
+                        "metadata and notices only)")
     document = True  # the older form is one JSON document
 
     def sniff(self, record: Any) -> int:
@@ -586,9 +599,10 @@ class GeminiChatFormat:
 
             raise UsageError(f"{transcript.path}: compress writes Gemini CLI recordings in "
                              "their JSONL form, not the older single JSON document",
-                             "the CLI turns a .json session into .jsonl when it resumes it; "
-                             "or `ctxpack convert FILE --to openai -o run.jsonl`, then "
-                             "`ctxpack compress run.jsonl`")
+                             naming("the CLI turns a .json session into .jsonl when it "
+                                    "resumes it; or `ctxpack convert FILE --to openai -o "
+                                    "run.jsonl`, then `ctxpack compress run.jsonl`",
+                                    transcript.path))
         return GeminiChatEditor()
 
 

@@ -137,6 +137,48 @@ def _result(state: dict[str, Any]) -> ToolResult | None:
     return None
 
 
+def _unread(n: int, info: dict[str, Any], parts: list[Any]) -> list[str]:
+    """What of message `n` OpenCode could not have written and ctxpack reads past without
+    a word: a part that is no object or has no type, a text part without its text, a tool
+    part whose input is no object or whose completed output is no string, and the
+    message's own `info.tokens` (the sum of its steps) holding what no count can be."""
+    out = []
+    for i, p in enumerate(parts):
+        at = f"messages[{n}].parts[{i}]"
+        if not isinstance(p, dict):
+            out.append(f"{at} is {json_kind(p)}, not an object: left out")
+        elif not isinstance(p.get("type"), str):
+            out.append(f"{at} has no 'type': left out")
+        elif p["type"] in ("text", "reasoning") and p.get("text") is None:
+            out.append(f"{at} ({p['type']}) has no 'text': left out")
+        elif p["type"] == "tool":
+            state = p.get("state")
+            if not isinstance(state, dict):
+                out.append(f"{at} (tool): 'state' is {json_kind(state)}, not an object")
+                continue
+            if "input" in state and not isinstance(state["input"], dict):
+                out.append(f"{at} (tool): 'state.input' is {json_kind(state['input'])}, "
+                           "not an object")
+            if state.get("status") == "completed" and not isinstance(state.get("output"), str):
+                out.append(f"{at} (tool): completed, its 'state.output' is "
+                           f"{json_kind(state.get('output'))}, not a string")
+    tokens = info.get("tokens")
+    if tokens is not None and not isinstance(tokens, dict):
+        out.append(f"messages[{n}].info.tokens is {json_kind(tokens)}, not an object")
+    elif isinstance(tokens, dict):
+        cache = tokens.get("cache")
+        wrong = [w for w in (wrong_counts(tokens, ("total", "input", "output", "reasoning"),
+                                          "info.tokens."),
+                             wrong_counts(cache, ("read", "write"), "info.tokens.cache."))
+                 if w]
+        if cache is not None and not isinstance(cache, dict):
+            wrong.append(f"info.tokens.cache {json_kind(cache)}")
+        if wrong:
+            out.append(f"messages[{n}]: {', '.join(wrong)}: no token counts (not used: "
+                       "the step-finish parts' are)")
+    return out
+
+
 class OpenCodeReader:
     def __init__(self) -> None:
         self.count = 0
@@ -148,6 +190,7 @@ class OpenCodeReader:
         self.finder: LineFinder | None = None
         self.data: tuple[bytes, int] | None = None  # the document's bytes, its first line
         self.items = Items("message {}")
+        self.problems: list[tuple[int, str]] = []  # (see Layout.problems)
 
     def located(self, path: str, data: bytes, first: int) -> None:
         """Told the document's bytes: each message is at the line of its `id`."""
@@ -180,6 +223,7 @@ class OpenCodeReader:
                                   at=("messages", n))
             role = string_field(info, "role")
             at = self._line(info, line)
+            self.problems += [(at, problem) for problem in _unread(n, info, parts)]
             for i, p in enumerate(parts):
                 if isinstance(p, dict) and p.get("type") in ("text", "reasoning") \
                         and p.get("text") is not None and not isinstance(p["text"], str):
@@ -291,12 +335,13 @@ class OpenCodeReader:
                  for c in self.calls if c.prompt >= self.start]
         return [], Layout(list(range(self.start, self.count)), model=self.model,
                           outside_why="before a compaction",
-                          usage=self.usage.summary(), calls=calls)
+                          usage=self.usage.summary(), calls=calls, problems=self.problems)
 
 
 class OpenCodeFormat:
     name = "opencode"
     description = "an OpenCode session as `opencode export` writes it (JSON)"
+    holds_no_message = "the session holds no message with text, a call or an image"
     document = True  # the whole file is one JSON value
     why_not_written = NOT_WRITTEN
 

@@ -63,10 +63,11 @@ def is_event(value: Any) -> bool:
 
 
 def events_of(record: Any) -> list[Any] | None:
-    """The events of an output.jsonl instance or a trajectory array; None for neither."""
+    """The events of an output.jsonl instance or a trajectory array; None for neither. An
+    instance's `history` may be empty: the run failed before its first event."""
     if isinstance(record, dict) and isinstance(record.get("history"), list):
         history = record["history"]
-        return history if history and all(is_event(e) for e in history) else None
+        return history if all(is_event(e) for e in history) else None
     if isinstance(record, list) and record and all(is_event(e) for e in record):
         return record
     return None
@@ -335,7 +336,11 @@ class OpenHandsFormat:
     why_not_written = NOT_WRITTEN
 
     def sniff(self, record: Any) -> int:
-        return 2 if events_of(record) is not None else 0
+        events = events_of(record)
+        if events:
+            return 2
+        # an instance of a run that failed before its first event: only its id says so
+        return 1 if events == [] and "instance_id" in record else 0
 
     def reader(self) -> OpenHandsReader:
         return OpenHandsReader()

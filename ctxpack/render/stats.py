@@ -128,7 +128,7 @@ def summary_lines(f: FileStats) -> list[str]:
     if not f.messages:
         lines.append("no model input: " + no_input(f.outside["messages"],
                                                    f.sidechain["messages"], len(f.skipped),
-                                                   len(f.failed)))
+                                                   len(f.failed), f.format))
     lines += context_lines(f)
     if f.outside["messages"]:
         lines.append(f"outside the model's context: {counted(f.outside['messages'], 'message')}, "
