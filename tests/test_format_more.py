@@ -1133,7 +1133,8 @@ def test_cline_usage_of_events_naming_no_history_index_is_checked_all_the_same(t
     line = [k for k, text in enumerate(ui.read_text().splitlines()) if '"ts"' in text][n]
     run = ctxpack("validate", str(history))
     assert run.code == 1
-    assert f"{ui}:{line}: event {n}: recorded usage of 12,345,678,901,234," in run.out, run
+    assert f"{ui}:{line}: event {n}: recorded usage cannot be true: tokensIn " \
+        "12,345,678,901,234," in run.out, run
     # set aside, as where the events name their place: not in the usage table
     usage, sample = stats_of(history)["usage"], load(CLINE / "api_conversation_history.json")
     assert usage["calls"] == sample.usage["calls"] - 1
@@ -1168,7 +1169,8 @@ def test_a_cline_ui_log_on_one_line_places_its_usage_at_line_1(tmp_path):
     path = tmp_path / "ui_messages.json"
     path.write_text(json.dumps(events))
     run = ctxpack("validate", str(path))
-    assert run.code == 1 and f"{path}:1: event 0: recorded usage (tokensIn -5)" in run.out, run
+    assert run.code == 1 and f"{path}:1: event 0: recorded usage cannot be true: " \
+        "tokensIn -5 (" in run.out, run
     assert [(x["line"], x["place"]) for x in stats_of(path)["usage_set_aside"]] == [
         (1, "event 0")]
 
@@ -1226,8 +1228,9 @@ def _opencode_export(user_parts=None, state=None, tokens=None) -> dict:
       "messages[1].parts[1] (tool): completed, its 'state.output' is a number, not a "
       "string"]),
     ({"tokens": {"input": "x", "output": -1, "cache": "no"}},
-     ["messages[1]: info.tokens.input 'x', info.tokens.output -1, info.tokens.cache a "
-      "string: no token counts (not used: the step-finish parts' are)"]),
+     ["messages[1]: info.tokens.input 'x' (a token count is a whole number, zero or more), "
+      "info.tokens.output -1 (a token count is a whole number, zero or more), "
+      "info.tokens.cache a string: no token counts (not used: the step-finish parts' are)"]),
 ])
 def test_what_an_opencode_export_holds_that_opencode_never_writes_is_named(
         tmp_path, wrong, problems):
