@@ -10,7 +10,7 @@ import os
 import subprocess
 import sys
 import types
-from collections.abc import Sequence
+from collections.abc import Iterator, Sequence
 from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
@@ -76,6 +76,18 @@ def records_of(path: Path) -> list[dict[str, Any]]:
     """Every JSON record of a JSONL file, read independently of ctxpack."""
     with path.open("rb") as f:
         return [json.loads(raw) for raw in f if raw.strip()]
+
+
+def leaves(value: Any) -> Iterator[Any]:
+    """Every value of a JSON value that is no object or array, at any depth."""
+    if isinstance(value, dict):
+        for v in value.values():
+            yield from leaves(v)
+    elif isinstance(value, list):
+        for v in value:
+            yield from leaves(v)
+    else:
+        yield value
 
 
 def assert_tool_pairs(messages: Sequence[Message]) -> None:

@@ -11,7 +11,7 @@ from pathlib import Path
 from typing import Any
 
 from .conftest import SAMPLES
-from .helpers import ctxpack
+from .helpers import ctxpack, leaves
 
 HUGE = 10**30
 # fields whose count reached the usage table unchecked, as validate names each
@@ -85,17 +85,6 @@ def _copies(into: Path) -> Iterator[tuple[Path, Path, tuple[str, str]]]:
             yield given, changed, (path.relative_to(SAMPLES).as_posix(), key)
 
 
-def _numbers(value: Any) -> Iterator[int | float]:
-    if isinstance(value, dict):
-        for v in value.values():
-            yield from _numbers(v)
-    elif isinstance(value, list):
-        for v in value:
-            yield from _numbers(v)
-    elif isinstance(value, (int, float)) and not isinstance(value, bool):
-        yield value
-
-
 def test_a_huge_number_in_any_field_of_any_sample(tmp_path: Path) -> None:
     copies = list(_copies(tmp_path))
     assert len(copies) > 200  # every sample's fields, not a few
@@ -107,7 +96,7 @@ def test_a_huge_number_in_any_field_of_any_sample(tmp_path: Path) -> None:
     for given, _, what in copies:
         assert any(p.startswith(str(given)) for p in printed) or str(given) in run.err, what
     for f in doc["files"]:
-        assert all(n < HUGE for n in _numbers(f)), f["path"]
+        assert all(n < HUGE for n in leaves(f) if isinstance(n, (int, float))), f["path"]
     # validate names each of those fields, at a line of the file, the file read alone (a
     # Cline task's history without its UI log too)
     alone = []

@@ -14,6 +14,7 @@ import pytest
 from ctxpack.redact import redact
 
 from .conftest import corpus_files
+from .helpers import leaves
 from .secrets_suite import ACCEPTED_MISSES, SUITE, found_values, leaks
 
 
@@ -79,17 +80,6 @@ _DIGESTS_AND_IDS = re.compile(
 _SECRET_NAME = re.compile(r"key|token|secret|pass|pwd|auth|credential", re.IGNORECASE)
 
 
-def _strings(value: object):
-    if isinstance(value, str):
-        yield value
-    elif isinstance(value, dict):
-        for v in value.values():
-            yield from _strings(v)
-    elif isinstance(value, list):
-        for v in value:
-            yield from _strings(v)
-
-
 def _corpus_strings():
     files = corpus_files() + corpus_files(pattern="*.json")
     if not files:
@@ -98,7 +88,7 @@ def _corpus_strings():
         data = path.read_bytes()
         for raw in [data] if path.suffix == ".json" else data.splitlines():
             try:
-                yield from _strings(orjson.loads(raw))
+                yield from (v for v in leaves(orjson.loads(raw)) if isinstance(v, str))
             except orjson.JSONDecodeError:
                 continue
 
