@@ -87,7 +87,8 @@ def test_a_compaction_agent_is_fitted_apart_and_not_written(tmp_path: Path) -> N
 
 def test_a_fit_of_no_named_model_is_untrusted() -> None:
     t = load(CLAUDE_CODE)
-    t = replace(t, format="cline", model=None,
+    # (a format that assumes no model where the file names none)
+    t = replace(t, format="opencode", model=None,
                 calls=tuple(replace(c, model=None) for c in t.calls))
     (fitted,) = calibrate([t])
     assert fitted.model == "?" and fitted.untrusted == "no model named"
