@@ -401,7 +401,7 @@ def test_the_last_prompt_is_the_last_kept_calls_when_the_last_is_set_aside(tmp_p
     assert "last_input_tokens" in table and f"{u['last_input_tokens']:,}" in table
 
 
-@pytest.mark.parametrize("said", ["5,000,000", "1.2.3"])
+@pytest.mark.parametrize("said", ["5,000,000", "1.2.3", "-5"])  # (-5 was read as 5)
 def test_an_aider_amount_aider_never_prints_sets_its_call_aside(tmp_path: Path,
                                                                said: str) -> None:
     """Aider prints `12k sent`, never a count with commas, nor one past what a float holds

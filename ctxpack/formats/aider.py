@@ -45,7 +45,7 @@ _CLEARING = ("/clear", "/reset")
 _MODEL = re.compile(r"^> (?:Main model|Model): (\S+)")
 _EDITOR_MODEL = re.compile(r"^> Editor model: (\S+)")
 _TOKENS = re.compile(r"^> Tokens: (.*)")
-_AMOUNT = re.compile(r"([\d.,]+)([kKmM]?) (sent|received|cache write|cache hit)")
+_AMOUNT = re.compile(r"(-?[\d.,]+)([kKmM]?) (sent|received|cache write|cache hit)")
 _COST = re.compile(r"Cost: \$([\d.]+) message")
 _EDIT_FORMAT = re.compile(r"with ([\w-]+) edit format")
 # a confirmation Aider answered itself from an earlier "all"/"skip", logged as a prompt
@@ -76,9 +76,9 @@ def reasoning_split(text: str, model: str | None) -> tuple[str, str]:
 def amount(number: str, suffix: str) -> int | None:
     """`3.2` `k` -> 3200, as Aider abbreviates token counts, exactly however large (a
     count too large for a call is the size rule's to name); None for what Aider does not
-    print (`5,000,000`, `1.2.3`)."""
+    print (`5,000,000`, `1.2.3`, `-5`)."""
     scale = {"": 1, "k": 1_000, "m": 1_000_000}[suffix.lower()]
-    if "," in number:
+    if "," in number or number.startswith("-"):
         return None
     try:
         return round(Decimal(number) * scale)
