@@ -26,7 +26,7 @@ from .models import (
     model_key,
     overhead_bound,
 )
-from .numbers import real
+from .numbers import quoted, real
 from .settings import SETTINGS, read
 
 KNOWN_KEYS = {"models", "compress", "calibration"}
@@ -221,7 +221,9 @@ def _within(value: Any, low: float, high: float, what: str, unit: str) -> float:
     if number is None:
         raise UsageError(f"{what} must be a number from {shown} ({unit}), not {value!r}")
     if not low <= number <= high:
-        raise UsageError(f"{what} {_shown(number)} is outside {shown} ({unit})")
+        # (a whole number no float holds by its digits, not as the infinity it reads as)
+        given = _shown(number) if math.isfinite(number) else quoted(value)
+        raise UsageError(f"{what} {given} is outside {shown} ({unit})")
     return number
 
 

@@ -44,3 +44,29 @@ def real(value: Any, text: bool = False) -> float | None:
     if isinstance(found, int) and abs(found) > sys.float_info.max:
         return math.inf if found > 0 else -math.inf
     return float(found)
+
+
+# The least whole number quoted by its digits, not its figures: no count, cost or setting
+# comes near it, and a run of hundreds of figures (10**400 written out) hides the line
+LONG = 10**21
+
+
+def figure(value: int) -> str:
+    """A whole number from a file as a problem quotes it: with separators (1,500), or, past
+    any count a file can hold, by how many digits it has ("a 401-digit number"; Python
+    writes out no more than 4,300 of them)."""
+    size = abs(value)
+    if size < LONG:
+        return f"{value:,}"
+    digits = int(math.log10(size)) + 1  # (a float's log: one off next to a power of ten)
+    digits += (size >= 10**digits) - (size < 10 ** (digits - 1))
+    return f"a {'negative ' if value < 0 else ''}{digits:,}-digit number"
+
+
+def quoted(value: Any) -> str:
+    """A value someone gave, as an error quotes it: as given (`repr`), but a whole number,
+    or text of one, too long to read by its digits, as `figure` says it."""
+    found = number(value, text=True) if isinstance(value, (str, int)) else None
+    if isinstance(found, int) and abs(found) >= LONG:
+        return figure(found)
+    return repr(value)

@@ -56,7 +56,7 @@ from typing import Any
 
 from .jsonl import json_kind
 from .models import TABLE, table_window
-from .numbers import number
+from .numbers import LONG, figure, number
 from .transcript import RecordedCall, printable, where_in
 
 # How many times its table window a call of a known model may hold (the tables give a
@@ -232,28 +232,11 @@ def shown(value: Any) -> str:
     """A value as a problem names it: a number as written (a whole number too long to read
     by its digits, as `figure` says it), text as written (cut short), another value by its
     kind (a stranger's list may nest deeper than repr can go)."""
-    if isinstance(value, int) and not isinstance(value, bool) and abs(value) >= _LONG:
+    if isinstance(value, int) and not isinstance(value, bool) and abs(value) >= LONG:
         return figure(value)
     if isinstance(value, (bool, int, float, str)):
         return repr(value)[:60]
     return f"({json_kind(value)})"
-
-
-# The least whole number a problem quotes by its digits, not its figures: no count or cost
-# comes near it, and a run of hundreds of figures (10**400 written out) hides the line
-_LONG = 10**21
-
-
-def figure(value: int) -> str:
-    """A whole number from a file as a problem quotes it: with separators (1,500), or, past
-    any count a file can hold, by how many digits it has ("a 401-digit number"; Python
-    writes out no more than 4,300 of them)."""
-    size = abs(value)
-    if size < _LONG:
-        return f"{value:,}"
-    digits = int(math.log10(size)) + 1  # (a float's log: one off next to a power of ten)
-    digits += (size >= 10**digits) - (size < 10 ** (digits - 1))
-    return f"a {'negative ' if value < 0 else ''}{digits:,}-digit number"
 
 
 def most_for(model: str | None, recorded: int | None = None) -> tuple[int, str]:
@@ -301,7 +284,7 @@ def unbelievable(call: RecordedCall) -> str:
     most, why = most_for(call.model, call.window)
     if held <= most:
         return ""
-    return (f"recorded usage of {figure(held)}{' of' * (held >= _LONG)} tokens (prompt and "
+    return (f"recorded usage of {figure(held)}{' of' * (held >= LONG)} tokens (prompt and "
             f"reply) cannot be true: more "
             f"than {most:,}, {why}; set aside, not used for the bill or the window")
 

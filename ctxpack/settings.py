@@ -14,7 +14,7 @@ from difflib import get_close_matches
 from typing import Any, NamedTuple
 
 from .errors import UsageError
-from .numbers import number, real
+from .numbers import number, quoted, real
 
 STRATEGIES = ("extractive", "structured", "llm")
 TRUNCATE_MODES = ("head", "tail", "head_tail")
@@ -221,7 +221,7 @@ def convert(name: str, value: object, where: str) -> object:
     elif (found := real(value, text=True)) is not None and math.isfinite(found):
         return found
     raise UsageError(f"{where}: {name} must be {'true or false' if kind is bool else kind.__name__}"
-                     f", not {value!r}")
+                     f", not {quoted(value)}")
 
 
 def _alternatives(name: str, items: list[Any] | tuple[Any, ...], where: str) -> str | None:
@@ -258,7 +258,7 @@ def check(settings: Mapping[str, Any]) -> list[str]:
         except TypeError:  # a string for a number, say (Options made in code)
             fine = False
         if not fine:
-            shown = "what was given" if name in SECRET_LIKE else repr(value)
+            shown = "what was given" if name in SECRET_LIKE else quoted(value)
             problems.append(f"{name} must be {rule.must}, not {shown}")
     return problems
 

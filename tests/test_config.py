@@ -219,12 +219,13 @@ HUGE = str(10**400)  # a whole number YAML reads as an int no float holds
 
 @pytest.mark.parametrize("text, fragment", [
     (f"calibration:\n  - {{name: gpt-4o, slope: 1.0, overhead: {HUGE}}}\n",
-     "calibration[0]: overhead inf is outside 0 to 127,999"),
+     "calibration[0]: overhead a 401-digit number is outside 0 to 127,999"),
     (f"calibration:\n  - {{name: gpt-4o, slope: {HUGE}}}\n",
-     "calibration[0]: slope inf is outside 0.25 to 4"),
+     "calibration[0]: slope a 401-digit number is outside 0.25 to 4"),
     (f"models:\n  - {{name: acme, encoding: cl100k_base, context_window: {HUGE}}}\n",
      "models[0]: context_window must be a number of tokens, whole and above 0"),
-    (f"compress:\n  threshold: {HUGE}\n", "compress: threshold must be float"),
+    (f"compress:\n  threshold: {HUGE}\n",
+     "compress: threshold must be float, not a 401-digit number"),
 ], ids=["overhead", "slope", "window", "threshold"])
 def test_a_number_past_what_a_float_holds_is_named_as_out_of_range(tmp_path, text, fragment):
     # a stranger's config of huge whole numbers: one line, exit 2, where float() of them

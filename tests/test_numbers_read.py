@@ -87,3 +87,33 @@ def test_a_setting_of_no_number_is_one_line_on_the_command_line(tmp_path: Path) 
     assert run.code == 2 and run.err.strip().splitlines() == [
         "error: CTXPACK_LLM_TIMEOUT: llm_timeout must be float, not 'inf'"], run.err
     assert not (tmp_path / "out.jsonl").exists()
+
+
+HUGE = "9" * 400  # a whole number no float holds: float() of it is an infinity
+
+
+@pytest.mark.parametrize("how", ["flag", "variable"])
+def test_a_float_setting_past_what_a_float_holds_is_named_by_its_digits(tmp_path: Path,
+                                                                        how: str) -> None:
+    # the flag read it as a float ("not inf"), the variable printed its 400 figures
+    flag, env = (["--threshold", HUGE], {}) if how == "flag" else ([], {"CTXPACK_THRESHOLD": HUGE})
+    out = tmp_path / "out.jsonl"
+    run = ctxpack("compress", str(SAMPLES / "support-chat.openai.jsonl"), *flag, "-o", str(out),
+                  env=env)
+    where = "--threshold" if how == "flag" else "CTXPACK_THRESHOLD"
+    assert run.code == 2 and run.err.strip().splitlines() == [
+        f"error: {where}: threshold must be float, not a 400-digit number"], run.err
+    assert not out.exists()
+
+
+def test_a_float_flag_is_read_as_the_settings_read_it(tmp_path: Path) -> None:
+    # one reading for the flag, the variable and the config: text Python reads as a
+    # number is one (`1e-1`, `0.5`), other text is named as given, a range as its rule says
+    out = tmp_path / "out.jsonl"
+    sample = str(SAMPLES / "support-chat.openai.jsonl")
+    assert ctxpack("compress", sample, "--threshold", "5e-1", "-o", str(out)).code == 0
+    run = ctxpack("compress", sample, "--threshold", "high", "-o", str(tmp_path / "b.jsonl"))
+    assert run.code == 2 and run.err.strip().splitlines() == [
+        "error: --threshold: threshold must be float, not 'high'"], run.err
+    run = ctxpack("compress", sample, "--threshold", "1_5", "-o", str(tmp_path / "c.jsonl"))
+    assert run.code == 2 and "threshold must be above 0 and at most 1, not 15.0" in run.err

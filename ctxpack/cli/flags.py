@@ -43,6 +43,9 @@ def _option(setting: Setting) -> inspect.Parameter:
         kind, default = bool, False
     elif setting.alternatives:  # repeatable: any of them (--pin A --pin B)
         kind, default = list[setting.kind] | None, None  # type: ignore[name-defined]
+    elif setting.kind is float:  # read as the config's and a variable's are: a
+        # 400-digit whole number is named as one, not as the infinity a float makes of it
+        kind, default = str | None, None
     else:
         kind, default = setting.kind | None, None
     return inspect.Parameter(setting.name, inspect.Parameter.POSITIONAL_OR_KEYWORD,
@@ -59,5 +62,7 @@ def given(flags: dict[str, Any]) -> dict[str, Any]:
         elif s.alternatives:  # repeated: one regex of them all; once: itself; [] not given
             value = (convert(s.name, value, s.flags) if len(value) > 1 else value[0]) \
                 if value else None
+        elif s.kind is float and value is not None:
+            value = convert(s.name, value, s.flags)
         out[s.name] = value
     return out
