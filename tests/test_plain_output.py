@@ -3,6 +3,8 @@ table keeps every column in 80 columns."""
 
 from __future__ import annotations
 
+import csv
+import io
 from pathlib import Path
 
 from .conftest import SAMPLES
@@ -47,3 +49,22 @@ def test_calibrate_keeps_every_column_in_80(tmp_path: Path) -> None:
     assert len(rows) == 2 and all(line.count("%") == 2 for line in rows), run.out
     assert name in "".join(line.split("│")[1].strip() for line in lines
                            if line.startswith("│") and "gpt" not in line), run.out
+
+
+def test_csv_stats_escape_a_files_control_characters(tmp_path: Path) -> None:
+    """A model named with ESC, CR and NUL is written to CSV escaped as the table shows it:
+    no terminal sequence, and one row per file (a bare CR ended the row for a reader)."""
+    text = (SAMPLES / "coding-agent.claude-code.jsonl").read_text(encoding="utf-8")
+    bad = tmp_path / "bad\rname.claude-code.jsonl"
+    bad.write_text(text.replace('"model":"claude-opus-4-6"',
+                                '"model":"claude-opus-4-6\\u001b[2J\\r\\u0000x"'),
+                   encoding="utf-8")
+    run = ctxpack("stats", "--format", "csv", str(bad))
+    assert run.code == 0, run.err
+    assert not any(c in run.out for c in "\x1b\r\x00"), repr(run.out)
+    rows = list(csv.DictReader(io.StringIO(run.out)))
+    assert len(rows) == 1
+    assert rows[0]["model"] == "claude-opus-4-6\\x1b[2J\\x0d\\x00x"
+    assert rows[0]["path"] == str(bad).replace("\r", "\\x0d")
+    table = ctxpack("stats", str(bad))
+    assert "claude-opus-4-6\\x1b[2J\\x0d\\x00x" in table.out

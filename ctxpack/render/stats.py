@@ -65,12 +65,16 @@ def to_csv(files: list[FileStats]) -> str:
                      "sidechain_messages", "recorded_last_input_tokens", "billed_kind",
                      "billed_tokens", "billed_not_in_file"])
     for f in files:
-        writer.writerow([f.path, f.format, f.model, f.encoding, str(f.exact).lower(), f.messages,
-                         f.tokens, len(f.rounds), f.steps, f.context_window or "",
-                         "" if f.context_ratio is None else f.context_ratio,
-                         *(f.by_role.get(r, 0) for r in CSV_ROLES), f.outside["messages"],
-                         f.sidechain["messages"], f.usage.get("last_input_tokens", ""),
-                         *((c.kind, c.tokens, c.not_in_file) if (c := f.context) else ("",) * 3)])
+        # a file's text with its control characters escaped, as the table shows it: a
+        # model or path holding ESC, CR or NUL would otherwise reach a terminal or split a row
+        c = f.context
+        row = [f.path, f.format, f.model, f.encoding, str(f.exact).lower(), f.messages,
+               f.tokens, len(f.rounds), f.steps, f.context_window or "",
+               "" if f.context_ratio is None else f.context_ratio,
+               *(f.by_role.get(r, 0) for r in CSV_ROLES), f.outside["messages"],
+               f.sidechain["messages"], f.usage.get("last_input_tokens", ""),
+               *((c.kind, c.tokens, c.not_in_file) if c else ("",) * 3)]
+        writer.writerow([plain(x) if isinstance(x, str) else x for x in row])
     return out.getvalue()
 
 
