@@ -1057,3 +1057,35 @@ def test_convert_all_of_a_recording_holds_each_message_once(source: Any) -> None
     # only by those rewound
     context = json.loads(ctxpack("convert", str(path), "--to", "openai").out)
     assert len([m for m in context["messages"] if m["role"] == "assistant"]) <= len(said)
+
+
+def _echo(ident: str, output: str) -> dict[str, Any]:
+    """A user message repeating a read_file result without its id, as a file may."""
+    return {"id": ident, "timestamp": "t", "type": "user", "content": [
+        {"functionResponse": {"name": "read_file", "response": {"output": output}}}]}
+
+
+@pytest.mark.parametrize("written", ["all again", "head, then the rest", "only"])
+def test_a_result_without_an_id_in_a_set_pairs_with_its_own_call(written: str,
+                                                                 tmp_path: Path) -> None:
+    # a `$set` list is the history from its start: a repeated result without an id pairs
+    # with the call before it, not with a later call of its name (the earlier copy had
+    # answered its own call), and counts once, as in the file written line by line
+    u1, g3 = user("u1", "read a, then b"), gemini("g3", "done")
+    g1, e1 = gemini("g1", calls=[call("a", "AAA")]), _echo("e1", "AAA")
+    g2, e2 = gemini("g2", calls=[call("b", "BBB")]), _echo("e2", "BBB")
+    lines = {"all again": [u1, g1, e1, g2, e2, {"$set": {"messages": [u1, g1, e1, g2, e2]}}],
+             "head, then the rest": [u1, g1, e1, g2, {"$set": {"messages": [u1, g1, e1, g2]}},
+                                     e2],
+             "only": [{"$set": {"messages": [u1, g1, e1, g2, e2]}}]}[written]
+
+    def read(*records: dict[str, Any]) -> tuple[list[Any], int]:
+        path = tmp_path / "session.jsonl"
+        path.write_bytes(jsonl(META, *records, g3).getvalue())
+        said = [(m.role, m.text, [p.call_id for p in m.tool_results],
+                 [c.id for c in m.tool_calls]) for m in load(path).messages]
+        return said, json.loads(ctxpack("stats", "--json", str(path)).out)["files"][0]["tokens"]
+
+    plain = read(u1, g1, e1, g2, e2)
+    assert [r for _, _, r, _ in plain[0] if r] == [["a"], ["b"]]
+    assert read(*lines) == plain

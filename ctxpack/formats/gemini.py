@@ -147,6 +147,10 @@ class Links:
         self.open: dict[str, list[str]] = {}  # tool name -> its calls not yet answered
         self.given: set[str] = set()  # the ids the file gives calls
 
+    def forget(self) -> None:
+        """Start again, as for a conversation of its own (the ids made stay unique)."""
+        self.open, self.given = {}, set()
+
     def part(self, part: Part, index: int) -> Part:
         """`part`, the `index`th of its Content's parts, linked."""
         if isinstance(part, ToolCall):
@@ -403,6 +407,10 @@ class GeminiChatReader:
         if any(self.entries.values()):
             self.gone.add("replaced by a compression's `$set`")
         self.entries = {}
+        # the list is the history from its start: its results pair with its calls alone
+        # (an earlier copy's pairing had answered them, or a later call of the same name)
+        self.links.forget()
+        self.linked = set()
         if compressed:  # the replies of a list the CLI compressed were of another context
             self.prompts = {}
         out: list[Message] = []
