@@ -210,17 +210,6 @@ def summed(**amounts: int | float) -> Summed:
     return tuple(amounts.items())
 
 
-def together(shares: Sequence[Summed]) -> Summed:
-    """Several shares of a usage summary as one (the steps of one call: OpenCode's message
-    of several), each amount added up, costs as `dollars` adds them; `calls` counts them
-    (a summary's `calls` is the steps')."""
-    keys = dict.fromkeys(k for share in shares for k, _ in share)
-    amounts = [dict(share) for share in shares]
-    return (("calls", len(shares)), *(
-        (k, dollars(a.get(k, 0) for a in amounts) if k == "cost_usd" else
-         sum(a.get(k, 0) for a in amounts)) for k in keys))
-
-
 def dollars(costs: Iterable[int | float]) -> float:
     """Costs added up as the file wrote them: each as it prints (its shortest decimal), the
     sum rounded to the 6 places a summary shows, so that a sum, or a total less a cost set
@@ -379,8 +368,8 @@ def believed_usage(usage: dict[str, Any], aside: Sequence[SetAside],
     """A file's usage summary without the calls set aside (`aside` of the context, whose
     calls `kept` can be true, and `earlier`, of the contexts before a compaction): what
     each added to it taken back out, its cost (`cost_usd`) too (never below 0: a total the
-    agent kept may never have held a count made up in one call's record), `calls` less them
-    (each the steps its share counts, else one), `calls_set_aside` how many there were,
+    agent kept may never have held a count made up in one call's record), `calls` less them,
+    `calls_set_aside` how many there were,
     and the last prompt size the last kept call's where the last one recorded was set
     aside (none where no call was kept)."""
     last = [x.call for x in aside if x.call is not None]
@@ -388,8 +377,7 @@ def believed_usage(usage: dict[str, Any], aside: Sequence[SetAside],
     if not usage or not calls:
         return usage
     out = dict(usage)
-    # each call's share, one call unless it says how many steps it was (none of a summary
-    # that is no sum of calls)
+    # each call's share (none of a summary that is no sum of calls)
     shares = [{"calls": 1, **dict(c.summed)} if c.summed else {} for c in calls]
     for share in shares:
         for key, amount in share.items():
@@ -398,7 +386,7 @@ def believed_usage(usage: dict[str, Any], aside: Sequence[SetAside],
                 # (a cost as the readers add them up: as written, never below 0)
                 out[key] = max(dollars((value, -amount)), 0) if isinstance(value, float) \
                     or isinstance(amount, float) else max(value - amount, 0)
-    out["calls_set_aside"] = sum(share.get("calls", 1) for share in shares)
+    out["calls_set_aside"] = len(shares)
     if "last_input_tokens" in out and last and max(c.prompt for c in last) > max(
             (c.prompt for c in kept), default=-1):
         billed = next((c.billed for c in reversed(kept) if c.billed > 0), None)

@@ -43,8 +43,9 @@ def step_tokens(owner: dict[str, Any] | None, key: str | None, d: dict[str, Any]
 
 # sample (file read, other files of its folder), field, where it is, the bad value, and
 # where validate names it: "line", the line the value is written on (JSONL); "item", in a
-# document, the item holding it (the line it starts on, and its place); "reply", the line
-# of its reply, where a document's messages have lines of their own (OpenCode's export)
+# document, the item holding it (the line it starts on, and its place); "value", in a
+# document whose items are deep (OpenCode's export), the line the value is written on,
+# named by the place of the object holding it
 CASES = [
     ("refactor.codex.jsonl", "input_tokens", under("last_token_usage"), 1.5e300, "line"),
     ("cline-task/api_conversation_history.json", "tokensIn", anywhere, "500", "item"),
@@ -52,7 +53,7 @@ CASES = [
     ("plateau-fix.gemini-cli.jsonl", "input", under("tokens"), [12_000], "line"),
     ("openhands/env-flags.openhands.jsonl", "prompt_tokens", anywhere, 2.5, "line"),
     ("bugfix.mini-swe-agent.traj.json", "prompt_tokens", under("usage"), "1200", "item"),
-    ("opencode/book-search.opencode.json", "input", step_tokens, False, "reply"),
+    ("opencode/book-search.opencode.json", "input", step_tokens, False, "value"),
     ("gemini-api/inbox-batch.gemini-api.jsonl", "promptTokenCount", under("usageMetadata"),
      {"n": 1}, "line"),
     ("coding-agent.claude-code.jsonl", "output_tokens", under("usage"), 7.0, "line"),
@@ -172,7 +173,10 @@ def test_every_reader_names_a_count_no_token_count_can_be(
         assert named > 1 and holds(item_at(target, named), field, bad), new[0]
         assert re.match(r"[^:]+: recorded usage", new[0][len(f"{target}:{named}: "):]), new[0]
     else:
-        assert f"line {named} " in ctxpack("show", str(poisoned)).out, new[0]
+        lines = target.read_text().splitlines()
+        assert lines[named - 1].strip().startswith(f'"{field}": {json.dumps(bad)}'), new[0]
+        assert re.match(r"messages\[\d+\]\.parts\[\d+\]: recorded usage",
+                        new[0][len(f"{target}:{named}: "):]), new[0]
     assert f"{field} {shown(bad)}" in new[0] and "cannot be true" in new[0], new[0]
     # stats: the call is set aside, not billed as 0 nor dropped unsaid
     counted = {p: json.loads(ctxpack("stats", "--json", str(p)).out)["files"][0]
@@ -842,12 +846,11 @@ def test_an_aider_call_on_no_prompt_of_the_chat_has_its_cost_checked(tmp_path: P
     assert usage["calls_set_aside"] == 1 and Decimal(repr(usage["cost_usd"])) == left
 
 
-def test_an_opencode_message_of_steps_with_a_bad_later_step_is_set_aside_whole(
-        tmp_path: Path) -> None:
+def test_an_opencode_step_with_a_bad_cost_is_set_aside_alone(tmp_path: Path) -> None:
     """An OpenCode export message of two steps (two `step-finish` parts), the later with a
-    cost no cost can be: the message's call is set aside, and all its steps' share of the
-    table with it (the first step's alone was taken out); the cost is named at its own
-    line, not its message's."""
+    cost no cost can be: each step is its own call, so that step's call is set aside and
+    its share of the table taken out, the first step's kept; the cost is named at its own
+    line, by the place of the part holding it."""
     sample = SAMPLES / "opencode" / "book-search.opencode.json"
     doc = json.loads(sample.read_text())
     parts = doc["messages"][3]["parts"]
@@ -864,18 +867,44 @@ def test_an_opencode_message_of_steps_with_a_bad_later_step_is_set_aside_whole(
     line = next(n for n, text in enumerate(bad.read_text().splitlines(), 1)
                 if text.strip() == '"cost": -1,')
     assert named_lines(bad) == [
-        f"{bad}:{line}: recorded usage cannot be true: cost -1 (a cost is a number, zero or "
-        "more); set aside, not used for the bill or the window"]
+        f"{bad}:{line}: messages[3].parts[{len(parts) - 1}]: recorded usage cannot be true: "
+        "cost -1 (a cost is a number, zero or more); set aside, not used for the bill or the "
+        "window"]
     h, b = (json.loads(ctxpack("stats", "--json", str(p)).out)["files"][0]["usage"]
             for p in (honest, bad))
-    # both steps out: the first as the honest file counts it, the second in full
-    cache = first["tokens"]["cache"]
-    prompt = first["tokens"]["input"] + cache["read"] + cache["write"]
-    assert (b["calls"], b["calls_set_aside"]) == (h["calls"] - 1, 2)
-    assert b["input_tokens"] == h["input_tokens"] - prompt
-    assert b["output_tokens"] == h["output_tokens"] - first["tokens"]["output"]
-    assert Decimal(repr(b["cost_usd"])) == Decimal(repr(h["cost_usd"])) - Decimal(
-        repr(first["cost"]))
+    # the second step out in full, the first kept as the honest file counts it
+    assert (b["calls"], b["calls_set_aside"]) == (h["calls"], 1)
+    for key in ("input_tokens", "output_tokens", "cache_read_tokens", "cost_usd"):
+        assert b[key] == h[key], key
+
+
+def test_an_opencode_message_of_several_steps_is_a_call_a_step(tmp_path: Path) -> None:
+    """A message holding several steps is read as the same steps written one a message:
+    each its own call, its prompt the messages before it, the results of each step before
+    the next step's reply; stats and calibrate give the same figures. (The message's first
+    step's prompt stood for all of it, and its later steps' results came after them all.)"""
+    sample = SAMPLES / "opencode" / "book-search.opencode.json"
+    doc = json.loads(sample.read_text())
+    steps = [m for m in doc["messages"][1:7] if m["info"]["role"] == "assistant"]
+    assert len(steps) == 6 and all(
+        sum(p["type"] == "step-finish" for p in m["parts"]) == 1 for m in steps)
+    merged = {**steps[0], "parts": [p for m in steps for p in m["parts"]]}
+    doc["messages"][1:7] = [merged]
+    several = tmp_path / "several.opencode.json"
+    several.write_text(json.dumps(doc, indent=2))
+    one, many = load(sample), load(several)
+    assert [(c.prompt, c.billed, c.output) for c in many.calls] == \
+        [(c.prompt, c.billed, c.output) for c in one.calls]
+    assert len(many.calls) == 7
+    assert [(m.role, m.text) for m in many.messages] == \
+        [(m.role, m.text) for m in one.messages]
+    stats = [json.loads(ctxpack("stats", "--json", str(p)).out)["files"][0]
+             for p in (sample, several)]
+    for key in ("usage", "context", "by_role", "tokens"):
+        assert stats[0][key] == stats[1][key], key
+    assert stats[1]["context"]["kind"] == "anchored"
+    fits = [json.loads(ctxpack("calibrate", "--json", str(p)).out) for p in (sample, several)]
+    assert fits[0] == fits[1] and fits[0][0]["calls"] == 7
 
 
 # --- usage the totals hold of calls on no context the bill measures ------------------------

@@ -1,17 +1,18 @@
 """OpenCode sessions as `opencode export` writes them: one JSON document `{info, messages}`.
 
 Each message is `{info, parts}`. A user message's `text` parts are what the person sent;
-an assistant message is one model step: `reasoning` and `text` parts, and `tool` parts
-that hold the call (`callID`, `tool`, `state.input`) and its result (`state.output`, or
-`state.error` when it failed) together. The model reads the results as a tool message
-after the step, so each assistant message with finished tool parts is emitted as two
-messages: the step, then its results. Usage is the `step-finish` parts' `tokens` (an
-assistant `info.tokens` is the sum of its steps: only the parts are counted); a message's
-steps are one recorded call, its first step's prompt size (set aside, all its steps'
-usage is taken out of the summary), and the reasoning tokens of a step whose reasoning the
-file holds only encrypted are counted in the prompts that carry it. After a
-compaction (a user message with a `compaction` part answered by an assistant message
-with `summary: true`) the model sees only what follows that user message.
+an assistant message is a model step (it may hold several, each ended by a
+`step-finish` part, though the exports seen write one a message): `reasoning` and `text`
+parts, and `tool` parts that hold the call (`callID`, `tool`, `state.input`) and its
+result (`state.output`, or `state.error` when it failed) together. The model reads the
+results as a tool message after the step, so each step with finished tool parts is
+emitted as two messages: the step, then its results. Usage is the `step-finish` parts'
+`tokens` (an assistant `info.tokens` is the sum of its steps: only the parts are
+counted); each step is a recorded call, its prompt the messages before it (the earlier
+steps of its message too), and the reasoning tokens of a step whose reasoning the file
+holds only encrypted are counted in the prompts that carry it. After a compaction (a
+user message with a `compaction` part answered by an assistant message with
+`summary: true`) the model sees only what follows that user message.
 """
 
 from __future__ import annotations
@@ -23,7 +24,7 @@ from typing import Any
 
 from ..jsonl import dumps, item_lines, json_kind
 from ..models import keeps_reasoning
-from ..recorded import Summed, dollars, summed, together, wrong_costs, wrong_counts
+from ..recorded import Summed, dollars, summed, wrong_costs, wrong_counts
 from ..transcript import Image, Message, Part, RecordedCall, Text, Thinking, ToolCall, ToolResult
 from .base import (
     NOT_WRITTEN,
@@ -51,6 +52,25 @@ def looks_like_export(value: Any) -> bool:
     return isinstance(ident, str) and ident.startswith("ses_")  # (no str() of a deep value)
 
 
+# where a step's or a message's counts are in its `tokens`, in the order they are named
+_COUNTS = (("input",), ("output",), ("reasoning",), ("cache", "read"), ("cache", "write"))
+
+
+def _wrong_at(tokens: Any, paths: tuple[tuple[str, ...], ...] = _COUNTS
+              ) -> list[tuple[tuple[str, ...], str]]:
+    """Each count of a `tokens` object that no token count can be: its path in it and the
+    problem (`wrong_counts`'s, the path its prefix)."""
+    out = []
+    for path in paths:
+        holder = tokens
+        for key in path[:-1]:
+            holder = _dict(holder).get(key)
+        if wrong := wrong_counts(holder, path[-1:], "tokens." + "".join(
+                f"{key}." for key in path[:-1])):
+            out.append((path, wrong))
+    return out
+
+
 class StepUsage:
     """Tokens of each model step, from `step-finish` parts."""
 
@@ -68,10 +88,7 @@ class StepUsage:
         cache = _dict(tokens.get("cache"))
         fresh, read, write = (number(tokens.get("input")), number(cache.get("read")),
                               number(cache.get("write")))
-        wrong = ", ".join(w for w in (wrong_counts(tokens, ("input", "output", "reasoning"),
-                                                   "tokens."),
-                                      wrong_counts(cache, ("read", "write"), "tokens.cache."))
-                          if w)
+        wrong = ", ".join(w for _, w in _wrong_at(tokens))
         self.steps += 1
         self.input += fresh + read + write
         self.read += read
@@ -141,7 +158,8 @@ def _unread(n: int, info: dict[str, Any], parts: list[Any]) -> list[str]:
     """What of message `n` OpenCode could not have written and ctxpack reads past without
     a word: a part that is no object or has no type, a text part without its text, a tool
     part whose input is no object or whose completed output is no string, and the
-    message's own `info.tokens` (the sum of its steps) holding what no count can be."""
+    message's own `info.tokens` (the sum of its steps) or its `cache` no object (a count
+    in it no count can be is named where it is: see `OpenCodeReader._tokens`)."""
     out = []
     for i, p in enumerate(parts):
         at = f"messages[{n}].parts[{i}]"
@@ -165,17 +183,10 @@ def _unread(n: int, info: dict[str, Any], parts: list[Any]) -> list[str]:
     tokens = info.get("tokens")
     if tokens is not None and not isinstance(tokens, dict):
         out.append(f"messages[{n}].info.tokens is {json_kind(tokens)}, not an object")
-    elif isinstance(tokens, dict):
-        cache = tokens.get("cache")
-        wrong = [w for w in (wrong_counts(tokens, ("total", "input", "output", "reasoning"),
-                                          "info.tokens."),
-                             wrong_counts(cache, ("read", "write"), "info.tokens.cache."))
-                 if w]
-        if cache is not None and not isinstance(cache, dict):
-            wrong.append(f"info.tokens.cache {json_kind(cache)}")
-        if wrong:
-            out.append(f"messages[{n}]: {', '.join(wrong)}: no token counts (not used: "
-                       "the step-finish parts' are)")
+    elif isinstance(tokens, dict) and tokens.get("cache") is not None \
+            and not isinstance(tokens["cache"], dict):
+        out.append(f"messages[{n}].info.tokens.cache is {json_kind(tokens['cache'])}, "
+                   "not an object")
     return out
 
 
@@ -205,6 +216,18 @@ class OpenCodeReader:
             "utf-8", "surrogatepass")) + rb'"'))
         return line if found is None else found
 
+    def _value_line(self, path: tuple[str | int, ...]) -> int:
+        """The line the value at `path` is written on (0: the document is one line)."""
+        return item_lines(*self.data, [path]).get(path, 0) if self.data is not None else 0
+
+    def _tokens(self, n: int, info: dict[str, Any], at: int) -> list[tuple[int, str]]:
+        """Each count of message `n`'s own `info.tokens` (the sum of its steps) that no
+        token count can be, named by its path, at its line (at `at`, the message's, where
+        the document is one line)."""
+        return [(self._value_line(("messages", n, "info", "tokens", *path)) or at,
+                 f"messages[{n}].info.{wrong}: not used (the step-finish parts' counts are)")
+                for path, wrong in _wrong_at(info.get("tokens"), (("total",), *_COUNTS))]
+
     def feed(self, line: int, record: Any) -> list[Message]:
         if not looks_like_export(record):
             raise RecordError("not an opencode export: no session 'info' with a 'ses_' id "
@@ -224,6 +247,7 @@ class OpenCodeReader:
             role = string_field(info, "role")
             at = self._line(info, line)
             self.problems += [(at, problem) for problem in _unread(n, info, parts)]
+            self.problems += self._tokens(n, info, at)
             for i, p in enumerate(parts):
                 if isinstance(p, dict) and p.get("type") in ("text", "reasoning") \
                         and p.get("text") is not None and not isinstance(p["text"], str):
@@ -268,22 +292,32 @@ class OpenCodeReader:
 
     def _assistant(self, line: int, info: dict[str, Any], parts: list[Any],
                    place: int, index: int) -> list[Message]:
-        """Message `index` of the document, an assistant's: its step and results (`place`:
-        the number of the first); its steps are one recorded call, at the line of the
-        first cost no cost can be, where one is (and the document has lines of its own)."""
+        """Message `index` of the document, an assistant's (`place`: the number of the
+        first message it gives). Each of its steps, the parts up to a `step-finish`, is a
+        call of the model, whose prompt held what came before it, the earlier steps' results
+        too: each is given as its reply and then the results of its finished tool parts, and
+        its `step-finish` usage is that call's (the exports seen write one step a message;
+        where one holds several, its first step's usage does not stand for the others)."""
         model = string_field(info, "modelID")
         self.model = model or self.model
+        msg_id = string_field(info, "id")
+        messages: list[Message] = []
         out: list[Part] = []
-        billed: int | None = None  # the prompt of the message's (first) step, its output
-        output = reasoning = 0
-        # the first of its steps' counts that no token count can be, and cost no cost can be
-        wrong = ("", "")
-        shares: list[Summed] = []  # what each of its steps added to the summary
-        at = 0  # the line of the first cost no cost can be
         results: list[ToolResult] = []
+        step: list[Any] = []  # the parts of the step so far
+
+        def flush(out: list[Part], results: list[ToolResult]) -> None:
+            """A step's reply, then its results."""
+            if out:
+                messages.append(Message("assistant", tuple(out), (line,), info, id=msg_id,
+                                        model=model))
+            if out and results:
+                messages.append(Message("tool", tuple(results), (line,), info, id=msg_id))
+
         for i, p in enumerate(parts):
             if not isinstance(p, dict):
                 continue
+            step.append(p)
             kind = p.get("type")
             if kind == "text" and isinstance(p.get("text"), str):
                 out.append(Text(p["text"]))
@@ -299,31 +333,34 @@ class OpenCodeReader:
                 if result is not None:
                     results.append(ToolResult(call_id, result.parts, result.is_error))
             elif kind == "step-finish":
-                prompt, step_wrong, step = self.usage.add(p)
-                if step_wrong[1] and not wrong[1] and self.data is not None:
-                    cost = ("messages", index, "parts", i, "cost")
-                    at = item_lines(*self.data, [cost]).get(cost, 0)
-                # (a later step's too: the message's call, all of whose steps' share is
-                # taken out where it is set aside)
-                wrong = (wrong[0] or step_wrong[0], wrong[1] or step_wrong[1])
-                shares.append(step)
-                if billed is None:
-                    billed, counts = prompt, dict(step)
-                    output, reasoning = counts["output_tokens"], counts["reasoning_tokens"]
-        if not out:
-            return []
-        if billed or any(wrong):
-            self.calls.append(RecordedCall(place, billed or 0, output or None,
-                                           model or self.model,
-                                           hidden=any(map(_signed, parts)),
-                                           reasoning=reasoning if any(map(_encrypted, parts))
-                                           else 0, problem=wrong[0], costs=wrong[1],
-                                           at=at, summed=together(shares)))
-        msg_id = string_field(info, "id")
-        messages = [Message("assistant", tuple(out), (line,), info, id=msg_id, model=model)]
-        if results:
-            messages.append(Message("tool", tuple(results), (line,), info, id=msg_id))
+                prompt, wrong, share = self.usage.add(p)
+                if out and (prompt or any(wrong)):
+                    self.calls.append(self._call(p, index, i, step, model, prompt, wrong,
+                                                 share, place + len(messages)))
+                flush(out, results)
+                out, results, step = [], [], []
+        flush(out, results)  # parts after the last step's end (an aborted step's)
         return messages
+
+    def _call(self, finish: dict[str, Any], index: int, i: int, step: list[Any],
+              model: str | None, prompt: int, wrong: tuple[str, str], share: Summed,
+              reply: int) -> RecordedCall:
+        """The call of a step of message `index` whose `step-finish` is its part `i`: its
+        prompt size, what no count or cost can be of it (`wrong`, named at the first such
+        value: its line, where the document has lines of its own), its share of the
+        summary; `reply`, the number of the message it gave."""
+        counts = dict(share)
+        where, at = "", 0
+        if any(wrong):
+            first = _wrong_at(finish.get("tokens"))  # (its counts named before its cost)
+            where = f"messages[{index}].parts[{i}]"
+            at = self._value_line(("messages", index, "parts", i,
+                                   *(("tokens", *first[0][0]) if first else ("cost",))))
+        return RecordedCall(reply, prompt, counts["output_tokens"] or None,
+                            model or self.model, hidden=any(map(_signed, step)),
+                            reasoning=counts["reasoning_tokens"] if any(map(_encrypted, step))
+                            else 0, problem=wrong[0], costs=wrong[1], at=at, place=where,
+                            summed=share)
 
     def finish(self) -> tuple[list[Message], Layout]:
         # reasoning held encrypted is sent back for good, or (older models) until the next
