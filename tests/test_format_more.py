@@ -1251,6 +1251,23 @@ def test_what_an_opencode_export_holds_that_opencode_never_writes_is_named(
     assert "read past" not in ctxpack("convert", str(path), "--to", "openai").err
 
 
+def test_an_opencode_message_count_is_named_at_its_own_line(tmp_path):
+    # a message's own info.tokens (printed over many lines) was named at its id's line,
+    # all its wrong counts in one problem: each is named by its path, at its line
+    path = tmp_path / "session.json"
+    path.write_text(json.dumps(_opencode_export(tokens={"input": -3, "output": 9,
+                                                        "cache": {"read": "x"}}), indent=2))
+    lines = path.read_text().splitlines()
+    first, second = (next(n for n, text in enumerate(lines, 1) if text.strip().startswith(key))
+                     for key in ('"input": -3', '"read": "x"'))
+    run = ctxpack("validate", str(path))
+    assert run.code == 1 and run.out.splitlines() == [
+        f"{path}:{first}: messages[1].info.tokens.input -3 (a token count is a whole number, "
+        "zero or more): not used (the step-finish parts' counts are)",
+        f"{path}:{second}: messages[1].info.tokens.cache.read 'x' (a token count is a whole "
+        "number, zero or more): not used (the step-finish parts' counts are)"]
+
+
 def test_an_aider_count_too_large_for_a_call_is_named_so_not_as_no_whole_number(tmp_path):
     # `99999999999999999999k sent` was "not a whole number": it is one, too large
     text = AIDER.read_text()
