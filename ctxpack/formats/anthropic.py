@@ -539,11 +539,18 @@ def text_blocks(content: Any) -> list[Any]:
     return list(content) if isinstance(content, list) else []
 
 
+# the `compactMetadata.trigger` of the compactions ctxpack writes (Claude Code's own are
+# "auto" or "manual")
+COMPRESS_TRIGGER = "ctxpack"
+
+
 def boundary_record(c: Compaction, fields: dict[str, Any]) -> dict[str, Any]:
-    """A `compact_boundary` system record in Claude Code's shape, before a ctxpack summary."""
+    """A `compact_boundary` system record in Claude Code's shape, before a ctxpack summary,
+    stating the context before and after as billed (the size after: what a reader takes
+    for it while no call is made since, see claude_code.compressed_to)."""
     return {**fields, "type": "system", "subtype": "compact_boundary",
             "content": "Conversation compacted", "timestamp": c.time,
-            "compactMetadata": {"trigger": "ctxpack", "preTokens": c.tokens_before,
+            "compactMetadata": {"trigger": COMPRESS_TRIGGER, "preTokens": c.tokens_before,
                                 "postTokens": c.tokens_after},
             META_KEY: c.part}
 
