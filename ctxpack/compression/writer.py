@@ -341,12 +341,13 @@ class Shrink:
         the provider's tokens as the bill has them (the slope × ctxpack's count: usage is
         billed tokens, and compress's report and stats of its output bill the context so;
         what the agent sends and ctxpack does not count, its system prompt and tools say,
-        stays), and never less than ctxpack's own count of it — nor more than was stated:
+        stays), and never less than what ctxpack's own count of it bills at that slope —
+        nor more than was stated:
         compress only takes out (a file whose agent sent less than ctxpack counts, having
         cut old outputs itself, is not made to look larger)."""
         read, planned = self.before(at)
         taken = round(self.slope * (read - planned))
-        return min(stated, max(self.before(line)[1], stated - taken))
+        return min(stated, max(round(self.slope * self.before(line)[1]), stated - taken))
 
 
 def _resize(plan: Plan, done: Changes) -> set[int]:
