@@ -22,6 +22,7 @@ from ..recorded import (
     RUN_MOST,
     SetAside,
     Summed,
+    held,
     miscounted,
     most_for,
     recorded_window,
@@ -437,7 +438,7 @@ class CodexReader:
             window = recorded_window(model, value)
             told = [t for t, _ in self.every if shown(t.window) == key]
             most = most_for(model, window)[0] if window is not None else 0
-            over = sum(number(t.billed) + number(t.output) > most for t in told)
+            over = sum(held(t) > most for t in told)
             if window is not None and 2 * over <= len(told):
                 good[key] = window
             elif window is not None:
