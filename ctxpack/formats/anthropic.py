@@ -260,13 +260,15 @@ class UsageTally:
         self.calls: dict[str, list[int]] = {}
         self.wrong: dict[str, str] = {}  # a call's fields that are no token count
         self.unread: list[SetAside] = []  # a usage that is no object, at its line
-        self.lines: dict[str, int] = {}  # the line a call's usage is on, where not its reply's
+        # the first line each call's usage is on (a reply piece's, or a managed-agent
+        # event's, apart from its reply): its problems are named there
+        self.lines: dict[str, int] = {}
 
     def add(self, key: str, usage: Any, line: int = 0) -> None:
         """Record one piece's `usage`; per field the largest value seen for the call wins.
-        `line`: the line it is on (a managed-agent `span.model_request_end` event, not the
-        reply's): its problems are named there. A usage that is no object is named, and
-        left out."""
+        `line`: the line it is on (the piece's, or a managed-agent
+        `span.model_request_end` event's, not its reply's; 0: unknown). A usage that is no
+        object is named, and left out."""
         if not isinstance(usage, dict):
             if usage is not None:
                 self.unread.append(SetAside(line, "recorded usage that cannot be read: "

@@ -135,7 +135,7 @@ class ClaudeCodeReader:
                 self.side.append(n)
             message = item.message
             if message.lines:
-                self.line_of[n] = message.lines[0]
+                self.line_of[n] = message.line
             if message.role == "assistant":
                 self._leader = n
                 if (key := call_key(message)) in self.tallies[side].calls:
