@@ -52,7 +52,7 @@ import math
 from collections.abc import Callable, Iterable, Mapping, Sequence
 from dataclasses import dataclass
 from decimal import Decimal
-from typing import Any
+from typing import Any, Protocol
 
 from .jsonl import json_kind
 from .models import TABLE, table_window
@@ -255,6 +255,23 @@ def recorded_window(model: str | None, recorded: Any) -> int | None:
     return recorded if recorded <= most else None
 
 
+class Usage(Protocol):
+    """What a call's recorded usage says it held: its prompt size and its reply (None:
+    not recorded)."""
+
+    @property
+    def billed(self) -> int: ...
+
+    @property
+    def output(self) -> int | None: ...
+
+
+def held(call: Usage) -> int:
+    """The tokens a call's usage says it held, prompt and reply: what its model's window
+    must hold."""
+    return call.billed + (call.output or 0)
+
+
 def unbelievable(call: RecordedCall) -> str:
     """Why `call` cannot be true ("": it can)."""
     counts = {"prompt": call.billed, "reply": call.output or 0, "reasoning": call.reasoning}
@@ -269,11 +286,11 @@ def unbelievable(call: RecordedCall) -> str:
     if wrong or call.costs or again or dear:
         return (f"recorded usage {cannot(wrong, call.costs or dear, again)}; set aside, not "
                 f"{'counted twice nor ' if again else ''}used for the bill or the window")
-    held = call.billed + (call.output or 0)
+    tokens = held(call)
     most, why = most_for(call.model, call.window)
-    if held <= most:
+    if tokens <= most:
         return ""
-    return (f"recorded usage of {figure(held)}{' of' * (held >= LONG)} tokens (prompt and "
+    return (f"recorded usage of {figure(tokens)}{' of' * (tokens >= LONG)} tokens (prompt and "
             f"reply) cannot be true: more "
             f"than {most:,}, {why}; set aside, not used for the bill or the window")
 

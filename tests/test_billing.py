@@ -754,6 +754,91 @@ def test_stats_of_compress_output_finds_the_model_compress_billed_as(
     assert after["context"]["tokens"] == said["billed"]["tokens_after"]
 
 
+def replies_with_usage_after_the_compaction(data: bytes) -> int:
+    """The calls a compressed Claude Code or Codex file records after its compaction, read
+    without ctxpack: replies with usage after the `compact_boundary`, or `token_count`
+    events after a reply that follows the `compacted` line (the one the compaction writes
+    before any reply states the context it left, no call's)."""
+    records = [json.loads(x) for x in data.splitlines() if x.strip()]
+    start = max(n for n, r in enumerate(records)
+                if r.get("subtype") == "compact_boundary" or r.get("type") == "compacted")
+    calls, replied = 0, False
+    for r in records[start + 1:]:
+        usage = r.get("message", {}).get("usage") if r.get("type") == "assistant" else None
+        calls += bool(usage and sum(v for v in usage.values() if isinstance(v, int)))
+        payload = r.get("payload", {})
+        replied |= r.get("type") == "response_item" and payload.get("role") != "user"
+        calls += replied and payload.get("type") == "token_count"
+    return calls
+
+
+def _summarized_whole() -> list:
+    """Sessions whose every real reply compress summarizes at a budget (a share of the
+    bill, or what is not in the file and half the rest: `None`): the sample with its last
+    replies made up by the agent, and the corpus's."""
+    return [pytest.param(None, None, id="sample-its-last-replies-synthetic"),
+            *(pytest.param(CORPUS / where, share, id=Path(where).stem, marks=pytest.mark.skipif(
+                not (CORPUS / where).is_file(), reason="corpus not found beside the checkout"))
+              for where, share in (("claude-code/solsmile__claude-session.jsonl", 0.6),
+                                   ("claude-code/solsmile__claude-session.jsonl", None),
+                                   ("claude-code/spotter__tool_heavy.jsonl", None),
+                                   ("codex/beam_v1__codex-session.jsonl", 0.6),
+                                   ("codex/beam_v1__codex-session.jsonl", None)))]
+
+
+@pytest.mark.parametrize(("source", "share"), _summarized_whole())
+def test_stats_of_a_stripped_output_that_keeps_no_call_bills_as_compress_said(
+        tmp_path: Path, source: Path | None, share: float | None) -> None:
+    # written without ctxpack's objects (what an agent resumes from), an output whose every
+    # call was summarized keeps no usage of its own: the compaction states the context it
+    # left, billed, and stats takes that (it billed the table's overhead, up to 12.7% off)
+    path = source or synthetic_but(CLAUDE_CODE, slice(-11, -3), tmp_path / "in.jsonl")
+    before = stats(path, cache=False).context
+    assert before is not None and before.kind == "anchored"
+    budget = round(share * before.tokens) if share else \
+        before.not_in_file + before.visible // 2
+    result = compress_file(path, Options(budget=budget), strip_metadata=True, cache=False)
+    assert result.report.summary is not None
+    assert replies_with_usage_after_the_compaction(result.data) == 0
+    billed = result.report.billed
+    after = stats(io.BytesIO(result.data), cache=False).context
+    assert after is not None and after.kind == "anchored" and after.error is not None
+    assert billed["tokens_after"] < billed["tokens_before"]
+    assert abs(after.tokens - billed["tokens_after"]) <= after.error * billed["tokens_after"], \
+        (after, billed)
+
+
+def test_a_codex_compaction_with_no_call_since_bills_the_size_it_states() -> None:
+    # the CLI states the context a compaction left in a token_count event before any reply
+    # (its total): that is the prompt of the next call, more the messages after it
+    from .test_format_codex import line, meta, rollout, say
+
+    def usage(total: int) -> dict:
+        return {"input_tokens": total - 40, "cached_input_tokens": 0, "output_tokens": 40,
+                "reasoning_output_tokens": 0, "total_tokens": total}
+
+    stated = line("event_msg", {"type": "token_count", "info": {
+        "total_token_usage": usage(90_000), "last_token_usage": usage(12_000)}})
+    head = [meta(), line("turn_context", {"model": "gpt-5.4", "cwd": "/repo"}),
+            line("compacted", {"message": "", "replacement_history": [
+                {"type": "message", "role": "user",
+                 "content": [{"type": "input_text", "text": "Summary: the tests pass. " * 50}]}]}),
+            stated]
+    left = stats(rollout(*head), cache=False).context
+    assert left is not None and left.kind == "anchored" and left.calls == 1
+    assert left.tokens == 12_000
+    # a reply since, its usage not yet written: billed on top, as the same file without
+    # the event bills it on top of the summary
+    reply = say("assistant", "The release notes are written. " * 40)
+    after = stats(rollout(*head, reply), cache=False).context
+    bare, bare_reply = (stats(rollout(*head[:-1], *more), cache=False).context
+                        for more in ((), (reply,)))
+    assert after is not None and after.kind == "anchored"
+    assert bare is not None and bare_reply is not None
+    assert bare_reply.tokens > bare.tokens
+    assert after.tokens - 12_000 == pytest.approx(bare_reply.tokens - bare.tokens, abs=2)
+
+
 def test_cannot_fit_names_the_budget_as_the_command_and_the_library_take_it(
         tmp_path: Path) -> None:
     messages = [{"role": "system", "content": "You help."},

@@ -14,7 +14,7 @@ from bisect import bisect_left
 from collections.abc import Iterable, Iterator, Sequence
 from dataclasses import dataclass, field
 from itertools import accumulate
-from typing import Any
+from typing import Any, NamedTuple
 
 from ..archive import VERSION, Archiver, Packed, item_id, meta_of, span_blocks
 from ..archive import strip as strip_line
@@ -341,12 +341,25 @@ class Shrink:
         the provider's tokens as the bill has them (the slope × ctxpack's count: usage is
         billed tokens, and compress's report and stats of its output bill the context so;
         what the agent sends and ctxpack does not count, its system prompt and tools say,
-        stays), and never less than ctxpack's own count of it — nor more than was stated:
+        stays), and never less than what ctxpack's own count of it bills at that slope —
+        nor more than was stated:
         compress only takes out (a file whose agent sent less than ctxpack counts, having
         cut old outputs itself, is not made to look larger)."""
         read, planned = self.before(at)
         taken = round(self.slope * (read - planned))
-        return min(stated, max(self.before(line)[1], stated - taken))
+        return min(stated, max(round(self.slope * self.before(line)[1]), stated - taken))
+
+
+class _Restated(NamedTuple):
+    """A call `_resize` restated last: its key (`Editor.call`), the size its record stated
+    and the line it was first stated on (where its pieces, or its event told again, are
+    restated as of), and what the next call has cached: this call's restated size, or 0
+    for the call the summary's group restated (the summary is a new prompt)."""
+
+    key: str | None
+    stated: int
+    line: int
+    next_cached: int
 
 
 def _resize(plan: Plan, done: Changes) -> set[int]:
@@ -361,8 +374,8 @@ def _resize(plan: Plan, done: Changes) -> set[int]:
     context = {n for m in plan.read.messages for n in m.lines} \
         if editor.usage_on_messages else None
     out: set[int] = set()
-    cached = 0  # the prompt of the call before the one restated last
-    call: tuple[str | None, int, int, int] | None = None  # that one's (key, stated, line, new)
+    cached = 0  # what the call restated now has cached
+    call: _Restated | None = None
     usage = _stated(plan, done.last) if done.first else None
     if usage is not None and usage[0] >= done.first:
         # the call the summary's group restated (the span's last statement of a size): told
@@ -370,7 +383,8 @@ def _resize(plan: Plan, done: Changes) -> set[int]:
         # is restated as the group has it; the call after it has nothing cached (the
         # summary is a new prompt)
         value = _data(records, usage[0])
-        call = (editor.call(value) if isinstance(value, dict) else None, usage[1], usage[0], 0)
+        call = _Restated(editor.call(value) if isinstance(value, dict) else None, usage[1],
+                         usage[0], next_cached=0)
     for record in _span(records, start - 1, len(records)):
         n = record.line
         if done.first <= n <= done.last or editor.usage_mark not in record.raw \
@@ -384,12 +398,12 @@ def _resize(plan: Plan, done: Changes) -> set[int]:
         # a call stated again is restated as of its first record, with the same cache:
         # each piece of a Claude Code response (its output grown on later ones), or
         # Codex's event written twice (CLI 0.60: one before the reply, one after it)
-        if call is not None and (key == call[0] if key is not None else stated == call[1]):
-            at = call[2]
+        if call is not None and (key == call.key if key is not None else stated == call.stated):
+            at = call.line
         else:
-            cached, at = call[3] if call is not None else 0, n
+            cached, at = call.next_cached if call is not None else 0, n
         new = shrink.context(at, at, stated)
-        call = (key, stated, at, new)
+        call = _Restated(key, stated, at, next_cached=new)
         # written anew even where the size stands (a usage at or below ctxpack's count,
         # made up, that the bill passed over): each call kept was made on the context
         # before, and a reader takes a call after the last line compress wrote for one

@@ -260,13 +260,15 @@ class UsageTally:
         self.calls: dict[str, list[int]] = {}
         self.wrong: dict[str, str] = {}  # a call's fields that are no token count
         self.unread: list[SetAside] = []  # a usage that is no object, at its line
-        self.lines: dict[str, int] = {}  # the line a call's usage is on, where not its reply's
+        # the first line each call's usage is on (a reply piece's, or a managed-agent
+        # event's, apart from its reply): its problems are named there
+        self.lines: dict[str, int] = {}
 
     def add(self, key: str, usage: Any, line: int = 0) -> None:
         """Record one piece's `usage`; per field the largest value seen for the call wins.
-        `line`: the line it is on (a managed-agent `span.model_request_end` event, not the
-        reply's): its problems are named there. A usage that is no object is named, and
-        left out."""
+        `line`: the line it is on (the piece's, or a managed-agent
+        `span.model_request_end` event's, not its reply's; 0: unknown). A usage that is no
+        object is named, and left out."""
         if not isinstance(usage, dict):
             if usage is not None:
                 self.unread.append(SetAside(line, "recorded usage that cannot be read: "
@@ -539,11 +541,18 @@ def text_blocks(content: Any) -> list[Any]:
     return list(content) if isinstance(content, list) else []
 
 
+# the `compactMetadata.trigger` of the compactions ctxpack writes (Claude Code's own are
+# "auto" or "manual")
+COMPRESS_TRIGGER = "ctxpack"
+
+
 def boundary_record(c: Compaction, fields: dict[str, Any]) -> dict[str, Any]:
-    """A `compact_boundary` system record in Claude Code's shape, before a ctxpack summary."""
+    """A `compact_boundary` system record in Claude Code's shape, before a ctxpack summary,
+    stating the context before and after as billed (the size after: what a reader takes
+    for it while no call is made since, see claude_code.compressed_to)."""
     return {**fields, "type": "system", "subtype": "compact_boundary",
             "content": "Conversation compacted", "timestamp": c.time,
-            "compactMetadata": {"trigger": "ctxpack", "preTokens": c.tokens_before,
+            "compactMetadata": {"trigger": COMPRESS_TRIGGER, "preTokens": c.tokens_before,
                                 "postTokens": c.tokens_after},
             META_KEY: c.part}
 

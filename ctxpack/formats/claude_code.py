@@ -18,6 +18,7 @@ from typing import Any
 
 from ..transcript import META_KEY, Message, RecordedCall
 from .anthropic import (
+    COMPRESS_TRIGGER,
     SYNTHETIC_MODEL,
     Emitted,
     Reply,
@@ -71,6 +72,8 @@ class ClaudeCodeReader:
         self.models: dict[bool, str] = {}
         self._leader: int | None = None
         self.before: dict[str, str] = {}  # a compaction's uuid -> the message before it
+        # a compaction ctxpack wrote (its uuid) -> (its line, the context it left as billed)
+        self.left: dict[str, tuple[int, int]] = {}
         self.line_of: dict[int, int] = {}  # message number -> the line it starts on
         self.problems: list[tuple[int, str]] = []  # (see Layout.problems)
 
@@ -86,6 +89,8 @@ class ClaudeCodeReader:
                 logical = record.get("logicalParentUuid")
                 if isinstance(logical, str):
                     self.before[uuid] = logical
+                if (size := compressed_to(record)) is not None:
+                    self.left[uuid] = (line, size)
             self.parent[uuid] = parent
             self.newest[side] = uuid
         if kind == "attachment":
@@ -130,7 +135,7 @@ class ClaudeCodeReader:
                 self.side.append(n)
             message = item.message
             if message.lines:
-                self.line_of[n] = message.lines[0]
+                self.line_of[n] = message.line
             if message.role == "assistant":
                 self._leader = n
                 if (key := call_key(message)) in self.tallies[side].calls:
@@ -152,8 +157,14 @@ class ClaudeCodeReader:
         model = self.models.get(not main)
         # the chain the newest compaction summarized, and the calls made on it
         earlier = self._context(self.before[root])[0] if root in self.before else []
+        calls = tally.recorded(context, self.call_of)
+        if root in self.left and not any(c.billed for c in calls):
+            # no call made since compress compacted the session: the context as it left
+            # it, billed, is what its boundary says (what it took out is archived, or gone)
+            line, size = self.left[root]
+            calls.append(RecordedCall(len(context), size, 0, model, at=line))
         return rest, Layout(context, self.side if main else [], model, usage,
-                            calls=tally.recorded(context, self.call_of), earlier=earlier,
+                            calls=calls, earlier=earlier,
                             earlier_calls=tally.recorded(earlier, self.call_of),
                             unbilled_calls=self._unplaced(tally, {*context, *earlier}, not main),
                             set_aside=tally.unread, problems=self.problems)
@@ -230,6 +241,18 @@ _USAGE_FIELDS = ("input_tokens", "cache_creation_input_tokens", "cache_read_inpu
 # Fields every linked record repeats; new records copy them from their neighbours.
 _SESSION_FIELDS = ("isSidechain", "agentId", "userType", "cwd", "sessionId", "version",
                    "gitBranch", "slug")
+
+
+def compressed_to(record: dict[str, Any]) -> int | None:
+    """The billed size of the context a compaction ctxpack wrote left (`compactMetadata`
+    of its `compact_boundary`, trigger `ctxpack`: see anthropic.boundary_record), or None:
+    Claude Code's own `postTokens` leaves out what it sends besides the messages."""
+    meta = record.get("compactMetadata")
+    if not isinstance(meta, dict) or meta.get("trigger") != COMPRESS_TRIGGER:
+        return None
+    size = meta.get("postTokens")
+    return size if isinstance(size, int) and not isinstance(size, bool) and size > 0 \
+        else None
 
 
 def new_uuid(seed: str, n: int) -> str:

@@ -22,6 +22,7 @@ from ..recorded import (
     RUN_MOST,
     SetAside,
     Summed,
+    held,
     miscounted,
     most_for,
     recorded_window,
@@ -223,6 +224,9 @@ class _Told:
     added: Summed
     window: Any = None  # (as written: see `CodexReader._windows`)
     again: str = ""  # the event told again with other usage, as `RecordedCall.again`
+    # of an event written after a compaction with no reply since (the CLI states the
+    # context the compaction left so, as compress does): that size, its `total_tokens`
+    left: int | None = None
 
 
 class CodexReader:
@@ -260,6 +264,7 @@ class CodexReader:
         # the messages until one is made after it (see calibration.bill)
         self.earlier: list[int] = []
         self.earlier_encrypted = False
+        self.compacted = False  # no reply since the newest compaction
 
     def feed(self, line: int, record: dict[str, Any]) -> list[Message]:
         kind, payload = record.get("type"), record.get("payload")
@@ -293,6 +298,7 @@ class CodexReader:
         for m in out:
             if self.reply is None and m.role == "assistant":
                 self.reply = (self.count, m.model)
+                self.compacted = False
                 if self.ahead is not None:  # the reply of the call told of before it
                     self.recorded.append((*self.reply, self.ahead))
                     self.ahead = None
@@ -329,6 +335,7 @@ class CodexReader:
             self.earlier_encrypted = bool(self.encrypted_items)
         self.window = []
         self.reply = self.ahead = None
+        self.compacted = True
         self.encrypted_items = self.encrypted_chars = 0
         history = payload.get("replacement_history")
         if isinstance(history, list) and history:
@@ -386,6 +393,12 @@ class CodexReader:
                 self.ahead = call
             elif self.reply is not None:
                 self.recorded.append((*self.reply, call))
+            elif self.compacted and isinstance(last, dict):
+                # no reply since a compaction: the size of the context it left, a prompt
+                # of every message so far (the place of the next)
+                call.left = number(last.get("total_tokens")) or None
+                if call.left is not None:
+                    self.recorded.append((self.count, self._model(), call))
             self.reply = None
         elif self.told is not None and not (self.told.wrong or self.told.again) and (
                 wrong or other):
@@ -425,7 +438,7 @@ class CodexReader:
             window = recorded_window(model, value)
             told = [t for t, _ in self.every if shown(t.window) == key]
             most = most_for(model, window)[0] if window is not None else 0
-            over = sum(number(t.billed) + number(t.output) > most for t in told)
+            over = sum(held(t) > most for t in told)
             if window is not None and 2 * over <= len(told):
                 good[key] = window
             elif window is not None:
@@ -474,7 +487,8 @@ class CodexReader:
             told.window = windows.get(shown(told.window))
         older = self._older(context, model)
         return [], Layout(context, model=model, usage=self.usage(older, windows),
-                          calls=self._calls_on(context, bool(self.encrypted_items), model),
+                          calls=self._calls_on(context, bool(self.encrypted_items), model,
+                                               newest=True),
                           outside_why="before a compaction, or a system prompt replaced since",
                           earlier=self.earlier,
                           earlier_calls=self._calls_on(self.earlier, self.earlier_encrypted,
@@ -495,11 +509,15 @@ class CodexReader:
                              window=t.window)
                 for t, told in self.every if id(t) not in on]
 
-    def _calls_on(self, context: list[int], encrypted: bool,
-                  model: str | None) -> list[RecordedCall]:
+    def _calls_on(self, context: list[int], encrypted: bool, model: str | None,
+                  newest: bool = False) -> list[RecordedCall]:
         """The recorded calls whose replies are in `context` (message numbers), each at its
-        reply's place there; `encrypted`: whether reasoning was sent encrypted in it."""
+        reply's place there; `encrypted`: whether reasoning was sent encrypted in it. Of
+        the `newest` context, the size a compaction left where no message follows it is a
+        prompt of the whole."""
         where = {n: i for i, n in enumerate(context)}
+        if newest:
+            where[self.count] = len(context)
         # reasoning the file holds only encrypted is sent back with the next prompts: for
         # good, or (older models) until the next user message
         users = [i for i, n in enumerate(context) if n in self.users]
@@ -508,7 +526,9 @@ class CodexReader:
                              until=None if keeps_reasoning(reply_model or model) or
                              (after := bisect.bisect_right(users, where[n])) == len(users)
                              else users[after], problem=t.wrong, again=t.again, at=t.at,
-                             summed=t.added, window=t.window)
+                             summed=t.added, window=t.window) if t.left is None else
+                RecordedCall(where[n], t.left, None, reply_model or model, problem=t.wrong,
+                             again=t.again, at=t.at, summed=t.added, window=t.window)
                 for n, reply_model, t in self.recorded if n in where]
 
 
