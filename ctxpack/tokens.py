@@ -74,12 +74,12 @@ PARITY_TEXTS = (
     "'s 't 're 've 'm 'll 'd 'S 'T", "<|endoftext|> is plain text here",
 )
 # Characters of text tiktoken counts in one process before the accelerated tokenizer is
-# loaded, by encoding (none named: never). Loading it (importing bpe-openai, its tables,
-# the parity check) took 0.45 s here, and it then saved 0.011 us a character on o200k
-# and 0.030 us on cl100k (the corpus's texts): each is the text over which it pays for
-# itself, and handing over there costs a run at most twice what the best choice, made
-# knowing the run's size, would (BENCHMARKS.md, "the accelerated exact tokenizer";
-# `bench/bench_tokenizer.py` measures them).
+# loaded, by encoding (one not named here: never). Loading it (importing bpe-openai, its
+# tables, the parity check) took 0.41-0.45 s on a quiet 2-core machine, and it then saved
+# 0.011 us a character on o200k and 0.030 us on cl100k (the corpus's texts): each is the
+# text over which it pays for itself, and handing over there costs a run at most twice
+# what the best choice, made knowing the run's size, would (BENCHMARKS.md, "the
+# accelerated exact tokenizer"; `bench/bench_tokenizer.py` measures them).
 FAST_AFTER_CHARS = {"o200k_base": 40_000_000, "cl100k_base": 15_000_000}
 
 
