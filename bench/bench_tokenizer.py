@@ -1,7 +1,15 @@
-"""tiktoken against the accelerated tokenizer (the `fast` extra, bpe-openai) in one run:
-the same texts counted by both, the time of each, their ratio, and any text they count
-differently. Texts: every message of samples/ and, where it is beside the checkout, of
-the shared corpus's Claude Code and Codex sessions.
+"""tiktoken against the accelerated tokenizer (the `fast` extra, bpe-openai) in one run.
+
+1. Speed: the same texts counted by both, the time of each, their ratio, and any text
+   they count differently. Texts: every message of samples/ and, where it is beside the
+   checkout, of the shared corpus's Claude Code and Codex sessions.
+2. Hand-over: what loading the accelerated one costs in a fresh process that has
+   tiktoken's (import, tables, parity check), and the text over which that pays for
+   itself at the speeds of (1): where `tokens.FAST_AFTER_CHARS` comes from.
+3. Start-up: `ctxpack stats --no-cache` of a small sample and of the largest corpus file
+   in fresh processes, counting with tiktoken only, with the accelerated one from the
+   first text, and as ctxpack does (handing over after FAST_AFTER_CHARS); each time and
+   its ratio against tiktoken only.
 
     PYTHONPATH=. python bench/bench_tokenizer.py [--rounds N] [--encoding NAME]
 """
@@ -9,6 +17,8 @@ the shared corpus's Claude Code and Codex sessions.
 from __future__ import annotations
 
 import argparse
+import os
+import subprocess
 import sys
 import time
 from pathlib import Path
@@ -18,9 +28,32 @@ sys.path.insert(0, str(ROOT))
 
 from ctxpack.errors import CtxpackError  # noqa: E402
 from ctxpack.loader import load  # noqa: E402
-from ctxpack.tokens import accelerated, encode_count  # noqa: E402
+from ctxpack.tokens import FAST_AFTER_CHARS, accelerated, encode_count  # noqa: E402
 
 CORPUS = ROOT.parent / "shared" / "corpus"
+SMALL = ROOT / "samples" / "coding-agent.claude-code.jsonl"
+
+# A fresh process that has tiktoken's encoding times loading the accelerated one.
+HAND_OVER = """
+import sys, time, tiktoken
+from ctxpack.tokens import accelerated
+reference = tiktoken.get_encoding(sys.argv[1]); reference.encode_ordinary("warm")
+start = time.perf_counter()
+assert accelerated(sys.argv[1], reference) is not None
+print(time.perf_counter() - start)
+"""
+# `ctxpack stats` with the hand-over set: {} never, None as shipped, else at once.
+STATS = """
+import sys
+from ctxpack import tokens
+policy = sys.argv.pop(1)
+if policy == "tiktoken":
+    tokens.FAST_AFTER_CHARS.clear()
+elif policy == "at-once":
+    tokens.FAST_AFTER_CHARS.update(dict.fromkeys(tokens.FAST_AFTER_CHARS, 0))
+from ctxpack.cli import main
+main()
+"""
 
 
 def texts() -> list[str]:
@@ -42,6 +75,14 @@ def timed(enc: object, corpus: list[str], rounds: int) -> tuple[float, list[int]
         counts = [encode_count(enc, t) for t in corpus]
         best = min(best, time.perf_counter() - start)
     return best, counts
+
+
+def run(code: str, *args: str) -> tuple[float, str]:
+    env = {**os.environ, "PYTHONPATH": str(ROOT)}
+    start = time.perf_counter()
+    done = subprocess.run([sys.executable, "-c", code, *args], env=env, check=True,
+                          capture_output=True, text=True)
+    return time.perf_counter() - start, done.stdout
 
 
 def main() -> None:
@@ -66,6 +107,29 @@ def main() -> None:
     print(f"tiktoken     {slow_s:8.3f} s  {chars / slow_s / 1e6:6.2f} M chars/s")
     print(f"bpe-openai   {fast_s:8.3f} s  {chars / fast_s / 1e6:6.2f} M chars/s")
     print(f"ratio        {slow_s / fast_s:.2f}x; texts counted differently: {mismatches}")
+
+    load_s = min(float(run(HAND_OVER, args.encoding)[1]) for _ in range(args.rounds))
+    saved = (slow_s - fast_s) / chars  # seconds a character
+    even = f"{load_s / saved / 1e6:,.1f} M characters" if saved > 0 else "never"
+    shipped = FAST_AFTER_CHARS.get(args.encoding)
+    print(f"hand-over    {load_s:8.3f} s to load it (best of {args.rounds}); it pays for "
+          f"itself after {even} (shipped: "
+          f"{'never' if shipped is None else f'{shipped / 1e6:,.1f} M'})")
+
+    files = [SMALL, *sorted((CORPUS / "claude-code").glob("*.jsonl"),
+                            key=lambda p: p.stat().st_size)[-1:]]
+    model = "gpt-4o" if args.encoding == "o200k_base" else "gpt-4"
+    for path in files:
+        best = {}
+        for _ in range(args.rounds):  # interleaved, so a busy spell falls on all three
+            for policy in ("tiktoken", "at-once", "shipped"):
+                took = run(STATS, policy, "stats", "--no-cache", "-m", model, str(path))[0]
+                best[policy] = min(best.get(policy, took), took)
+        base = best["tiktoken"]
+        print(f"stats {path.name} ({path.stat().st_size / 1e6:.2f} MB), best of "
+              f"{args.rounds}: tiktoken {base:.2f} s; bpe-openai at once "
+              f"{best['at-once']:.2f} s ({base / best['at-once']:.2f}x); as shipped "
+              f"{best['shipped']:.2f} s ({base / best['shipped']:.2f}x)")
 
 
 if __name__ == "__main__":

@@ -379,6 +379,19 @@ def _aside(c: RecordedCall, why: str, place: str = "", item: int = 0, line: int 
                     place=where_in(place, item) if place else "", file=c.file)
 
 
+WHOLE_RUN = "whole_run"  # a usage summary's key that names its run totals
+
+
+def with_run_totals(usage: dict[str, Any], totals: dict[str, Any]) -> dict[str, Any]:
+    """A usage summary with a run's totals as the agent wrote them (a Claude stream-json
+    `result` line's, a managed-agent session's), named under `whole_run`: they are the whole
+    run's, so a call set aside is not taken out of them (see `believed_usage`), where the
+    summary's other figures are sums of the calls judged true."""
+    if not totals:
+        return usage
+    return {**usage, **totals, WHOLE_RUN: [*usage.get(WHOLE_RUN, ()), *totals]}
+
+
 def believed_usage(usage: dict[str, Any], aside: Sequence[SetAside],
                    kept: Sequence[RecordedCall], earlier: Sequence[SetAside] = ()
                    ) -> dict[str, Any]:

@@ -73,6 +73,14 @@ PARITY_TEXTS = (
     "https://example.com/path?q=1&r=two#frag", "x" * 300, "ab " * 200, "\u00a0\u2003 \u3000",
     "'s 't 're 've 'm 'll 'd 'S 'T", "<|endoftext|> is plain text here",
 )
+# Characters of text tiktoken counts in one process before the accelerated tokenizer is
+# loaded, by encoding (one not named here: never). Loading it (importing bpe-openai, its
+# tables, the parity check) took 0.41-0.45 s on a quiet 2-core machine, and it then saved
+# 0.011 us a character on o200k and 0.030 us on cl100k (the corpus's texts): each is the
+# text over which it pays for itself, and handing over there costs a run at most twice
+# what the best choice, made knowing the run's size, would (BENCHMARKS.md, "the
+# accelerated exact tokenizer"; `bench/bench_tokenizer.py` measures them).
+FAST_AFTER_CHARS = {"o200k_base": 40_000_000, "cl100k_base": 15_000_000}
 
 
 def encoding_names() -> list[str]:
@@ -83,9 +91,8 @@ def encoding_names() -> list[str]:
 
 
 def load_encoding(name: str) -> Any | None:
-    """The encoding `name`, or None (with the reason kept) when it cannot be had: an
-    accelerated one (the `fast` extra, bpe-openai) where it is installed and counts the
-    parity texts exactly as tiktoken does, else tiktoken's."""
+    """The encoding `name`, or None (with the reason kept) when it cannot be had:
+    tiktoken's, handing over to an accelerated one once that pays (see `Encoding`)."""
     if name in _encodings:
         return _encodings[name]
     if name in _failures:
@@ -101,7 +108,7 @@ def load_encoding(name: str) -> Any | None:
         _failures[name] = (f"{name}: {type(exc).__name__}; point TIKTOKEN_CACHE_DIR at a "
                            "folder holding tiktoken's encoding files")
         return None
-    _encodings[name] = enc = accelerated(name, enc) or enc
+    _encodings[name] = enc = Encoding(enc)
     return enc
 
 
@@ -118,16 +125,29 @@ def accelerated(name: str, reference: Any) -> Any | None:
         if isinstance(exc, (KeyboardInterrupt, SystemExit)):
             raise
         return None
-    return _Checked(fast, reference) if same else None
+    return fast if same else None
 
 
-class _Checked:
-    """An accelerated encoding that hands a text it fails on to tiktoken's."""
+class Encoding:
+    """tiktoken's encoding, which hands over to the accelerated one (the `fast` extra,
+    bpe-openai) once this process has counted `FAST_AFTER_CHARS` of text with it, if that
+    one is installed and passes parity then (`accelerated`); a text the accelerated one
+    fails on is counted by tiktoken's. A short run never loads it: loading it costs more
+    than it saves there."""
 
-    def __init__(self, fast: Any, reference: Any) -> None:
-        self.fast, self.reference, self.name = fast, reference, reference.name
+    def __init__(self, reference: Any) -> None:
+        self.reference, self.name = reference, reference.name
+        self.fast: Any = None  # the accelerated encoding, once handed over to
+        self.left: int | None = FAST_AFTER_CHARS.get(self.name)  # characters still to
+        # count before handing over; None: no more hand-over to try
 
     def encode_ordinary(self, text: str) -> Any:
+        if self.left is not None:
+            self.left -= len(text)
+            if self.left < 0:
+                self.left, self.fast = None, accelerated(self.name, self.reference)
+        if self.fast is None:
+            return self.reference.encode_ordinary(text)
         try:
             return self.fast.encode_ordinary(text)
         except BaseException as exc:  # noqa: BLE001 - a Rust panic is no Exception

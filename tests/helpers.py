@@ -215,3 +215,15 @@ def with_real_usage(records: Sequence[dict[str, Any]]) -> list[dict[str, Any]]:
             "cache_read_input_tokens": read, "output_tokens": round(slope * _seen(record))}
         sent = prompt
     return out
+
+
+def unnamed_openhands() -> str:
+    """The OpenHands sample with every `model` it names taken out (a format that assumes
+    no model)."""
+    def strip(value):
+        if isinstance(value, dict):
+            return {k: strip(v) for k, v in value.items() if k != "model"}
+        return [strip(v) for v in value] if isinstance(value, list) else value
+
+    lines = (ROOT / "samples" / "openhands" / "env-flags.openhands.jsonl").read_text().splitlines()
+    return "".join(json.dumps(strip(json.loads(line))) + "\n" for line in lines if line.strip())

@@ -13,7 +13,7 @@ from ctxpack import load, stats
 from ctxpack.tokens import TokenCounter
 
 from .conftest import SAMPLES, corpus_params
-from .helpers import ctxpack
+from .helpers import ctxpack, unnamed_openhands
 
 CHAT = [
     {"role": "system", "content": "You are terse."},
@@ -278,10 +278,43 @@ def test_a_document_of_many_conversations_places_its_rounds_not_line_1(tmp_path)
 
 @pytest.mark.corpus
 @pytest.mark.parametrize("path", corpus_params("cline", pattern="mcp-vscode-server*"))
-def test_a_file_that_names_no_model_says_so(path) -> None:
+def test_a_cline_ui_log_that_names_no_model_is_read_as_claude_assumed(path) -> None:
     s = stats(path)
+    assert s.model == "claude" and not s.exact
+    assert s.note.startswith("the file names no model, so this one is assumed")
+    assert s.context_window == 200_000
+
+
+def test_a_cline_task_naming_no_model_is_read_alike_from_its_history_or_its_ui_log(
+        tmp_path) -> None:
+    # both files of one task are Anthropic-shaped Cline's: each alone says claude, assumed
+    task = tmp_path / "task"
+    task.mkdir()
+    for name in ("api_conversation_history.json", "ui_messages.json"):
+        items = json.loads((SAMPLES / "cline-task" / name).read_text())
+        for item in items:
+            item.pop("modelInfo", None)
+        (task / name).write_text(json.dumps(items))
+    seen = []
+    for path in (task, task / "ui_messages.json"):
+        run = ctxpack("stats", "--json", str(path))
+        assert run.code == 0, run.err
+        (entry,) = json.loads(run.out)["files"]
+        seen.append((entry["model"], entry["encoding"], entry["exact"], entry["note"],
+                     entry["context_window"]))
+    assert seen[0] == seen[1]
+    model, encoding, exact, note, window = seen[0]
+    assert (model, encoding, exact, window) == ("claude", "cl100k_base", False, 200_000)
+    assert note.startswith("the file names no model, so this one is assumed; -m sets another")
+
+
+def test_a_file_that_names_no_model_in_a_format_that_assumes_none_says_so(tmp_path) -> None:
+    log = tmp_path / "run.openhands.jsonl"
+    log.write_text(unnamed_openhands())
+    s = stats(log)
     assert s.model == "(not named)" and not s.exact
     assert s.note.startswith("the file names no model: counted with o200k_base")
+
 
 
 def test_a_model_assumed_for_a_file_that_names_none_is_said_to_be_assumed(tmp_path):

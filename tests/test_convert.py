@@ -32,7 +32,7 @@ from ctxpack.tokens import TokenCounter
 from ctxpack.view import build_view
 
 from .conftest import SAMPLES, corpus_params
-from .helpers import ROOT, assert_clean_error, ctxpack, said
+from .helpers import ROOT, assert_clean_error, ctxpack, said, unnamed_openhands
 from .strategies import anthropic_chat, openai_chat
 
 SETTINGS = settings(max_examples=60, deadline=None, suppress_health_check=[
@@ -449,12 +449,9 @@ def test_a_body_names_the_model_stats_reports(tmp_path, to):
 
 
 def test_a_body_names_no_model_where_stats_names_none(tmp_path):
-    # Cline's UI event log alone names no model, and its format assumes none
-    events = json.loads((SAMPLES / "cline-task" / "ui_messages.json").read_text())
-    for e in events:
-        e.pop("modelInfo", None)
-    log = tmp_path / "ui_messages.json"
-    log.write_text(json.dumps(events))
+    # an OpenHands log that names no model: its format assumes none
+    log = tmp_path / "run.openhands.jsonl"
+    log.write_text(unnamed_openhands())
     assert json.loads(ctxpack("stats", "--json", str(log)).out)["files"][0]["model"] == \
         "(not named)"
     out = tmp_path / "out.jsonl"

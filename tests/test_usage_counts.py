@@ -446,6 +446,34 @@ def result_line(name: str, edit: Callable[[dict[str, Any]], None]
     return make
 
 
+def test_a_stream_runs_recorded_totals_stand_apart_from_the_calls_judged_true(
+        tmp_path: Path) -> None:
+    """A Claude stream-json `result` line's totals are the whole run's as the CLI wrote
+    them: a call set aside leaves them be, where it is taken out of the sums of the calls;
+    the JSON names them (`whole_run`) and the text says so of each."""
+    lines = (SAMPLES / "stream.anthropic.jsonl").read_text().splitlines()
+    at = max(n for n, text in enumerate(lines)
+             if "usage" in (json.loads(text).get("message") or {}))
+    record = json.loads(lines[at])
+    record["message"]["usage"]["output_tokens"] = -5
+    lines[at] = json.dumps(record)
+    bad = tmp_path / "run.jsonl"
+    bad.write_text("\n".join(lines) + "\n")
+    h, b = (json.loads(ctxpack("stats", "--json", str(p)).out)["files"][0]["usage"]
+            for p in (SAMPLES / "stream.anthropic.jsonl", bad))
+    run = ["result_input_tokens", "result_output_tokens", "cost_usd"]
+    assert h["whole_run"] == b["whole_run"] == run
+    assert b["calls_set_aside"] == 1 and b["output_tokens"] < h["output_tokens"]
+    assert [b[k] for k in run] == [h[k] for k in run]  # the run's totals stand
+    assert b["result_output_tokens"] > b["output_tokens"]
+    rows = {line.split("│")[1].strip(): line.split("│")[2].strip()
+            for line in ctxpack("stats", "--top", "0", str(bad)).out.splitlines()
+            if line.count("│") == 3}
+    for k in run:
+        assert rows[k].endswith("(recorded total, whole run)"), rows
+    assert rows["output_tokens"] == f"{b['output_tokens']:,}", rows
+
+
 def swe_agent(**bad: int) -> Callable[[Path], tuple[Path, Path, int]]:
     """A SWE-agent trajectory (its run totals in `info.model_stats`, printed over many
     lines as SWE-agent writes it), and a copy whose totals hold the `bad` counts."""
@@ -532,7 +560,8 @@ def test_run_totals_no_count_can_be_are_set_aside(
     assert all(h["usage"][k] > 0 and k not in b["usage"] for k in totals), (h, b)
     # what else the file records of its calls stands
     assert {k: v for k, v in b["usage"].items() if k != "source"} == {
-        k: v for k, v in h["usage"].items() if k != "source" and k not in totals}
+        k: v for k, v in h["usage"].items() if k not in ("source", "whole_run", *totals)}
+    assert "whole_run" not in b["usage"]  # (no run totals left to name)
     shown = " ".join(ctxpack("stats", str(bad)).out.split())
     assert f"recorded usage set aside, as it cannot be true (`ctxpack validate` says why): " \
         f"line {line}" in shown
@@ -576,7 +605,9 @@ def test_managed_agent_session_totals_whose_cost_no_cost_can_be_are_set_aside(
     assert not h["usage_set_aside"]
     assert "list_cost" not in b["usage"] and [x["line"] for x in b["usage_set_aside"]] == [line]
     # what the file records of its calls stands
-    assert b["usage"] == {k: v for k, v in h["usage"].items() if not k.startswith("list_cost")}
+    assert b["usage"] == {k: v for k, v in h["usage"].items()
+                          if not k.startswith("list_cost") and k != "whole_run"}
+    assert h["usage"]["whole_run"] == ["list_cost", "list_cost_currency"]
 
 
 CODEX_SAMPLE = SAMPLES / "refactor.codex.jsonl"

@@ -12,7 +12,15 @@ from dataclasses import dataclass, field, replace
 from typing import Any, NamedTuple
 
 from ..jsonl import dumps, json_kind
-from ..recorded import RUN_BOUND, SetAside, summed, wrong_costs, wrong_counts, wrong_totals
+from ..recorded import (
+    RUN_BOUND,
+    SetAside,
+    summed,
+    with_run_totals,
+    wrong_costs,
+    wrong_counts,
+    wrong_totals,
+)
 from ..transcript import (
     META_KEY,
     SUMMARY_HEADING,
@@ -513,7 +521,7 @@ class AnthropicReader:
         if self.totals:
             source = usage.get("source", "")
             source += "; cost and result_* from the result line" if source else "the result line"
-            usage = {**usage, **self.totals, "source": source}
+            usage = {**with_run_totals(usage, self.totals), "source": source}
         return rest, Layout(context, self.side, self.init_model or self.last_model, usage,
                             calls=self.tally.recorded(context, self.replies),
                             outside_why="before a compaction",

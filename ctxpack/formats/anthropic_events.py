@@ -17,7 +17,7 @@ from typing import Any
 
 from ..jsonl import dumps
 from ..numbers import number
-from ..recorded import SetAside, wrong_costs, wrong_totals
+from ..recorded import SetAside, with_run_totals, wrong_costs, wrong_totals
 from ..transcript import META_KEY, Message, Part, Text, ToolCall, ToolResult
 from .anthropic import Reply, UsageTally
 from .base import (
@@ -142,11 +142,12 @@ class EventsReader:
     def usage(self) -> dict[str, Any]:
         usage = self.tally.summary("span.model_request_end model_usage, once per request",
                                    self.last_call)
-        if self.list_cost is not None:
-            usage["list_cost"], currency = self.list_cost
-            if currency is not None:
-                usage["list_cost_currency"] = currency
-        return usage
+        if self.list_cost is None:
+            return usage
+        cost, currency = self.list_cost
+        totals = {"list_cost": cost} if currency is None else \
+            {"list_cost": cost, "list_cost_currency": currency}
+        return with_run_totals(usage, totals)
 
     def finish(self) -> tuple[list[Message], Layout]:
         rest = self._turn()

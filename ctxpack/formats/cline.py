@@ -717,11 +717,15 @@ def _ui_tool(kind: str, text: str) -> str:
     return named if isinstance(named, str) and named else _UI_CALLS[kind]
 
 
+# when a task names no model: Cline's default provider is Anthropic's, and the task's
+# history is in its Messages shape (as for the other formats of Claude's); its UI log is
+# the same task's, so it assumes the same
+CLINE_MODEL = "claude"
+
+
 class ClineFormat:
     name = "cline"
-    # when the file names no model: Cline's default provider is Anthropic's, and the task's
-    # history is in its Messages shape (as for the other formats of Claude's)
-    default_model = "claude"
+    default_model = CLINE_MODEL
     description = "a Cline / Roo Code task's api_conversation_history.json (JSON)"
     document = True
     why_not_written = NOT_WRITTEN
@@ -735,6 +739,7 @@ class ClineFormat:
 
 class ClineUiFormat:
     name = "cline-ui"
+    default_model = CLINE_MODEL
     description = "a Cline / Roo Code task's ui_messages.json, the UI's event log (JSON)"
     document = True
     why_not_written = NOT_WRITTEN

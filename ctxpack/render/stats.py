@@ -14,6 +14,7 @@ from ..breakdown import SCHEMA_VERSION, FileStats
 from ..calibration import Bill, below_words, unlogged_cause
 from ..formats.base import no_input
 from ..jsonl import dumps
+from ..recorded import WHOLE_RUN
 from . import counted, markup, plain
 
 CSV_ROLES = ("system", "developer", "user", "assistant", "tool", "reasoning", "priming")
@@ -114,8 +115,10 @@ def _tables(f: FileStats) -> list[tuple[str, list[str], list[list[str]]]]:
         tables.append((title, ["round", "place" if placed else "line", "messages", "steps",
                                "tokens", "cumulative"], rows))
     if f.usage:
-        rows = [[k, f"{v:,}" if isinstance(v, int) else str(v)] for k, v in f.usage.items()
-                if k != "explanation"]
+        run = f.usage.get(WHOLE_RUN, ())
+        rows = [[k, (f"{v:,}" if isinstance(v, int) else str(v))
+                 + (" (recorded total, whole run)" if k in run else "")]
+                for k, v in f.usage.items() if k not in ("explanation", WHOLE_RUN)]
         tables.append(("Recorded provider usage", ["field", "value"], rows))
     return tables
 
