@@ -43,6 +43,7 @@ from .workers import Workers
 #    file does not (thinking stored empty, encrypted reasoning), as compress counts it
 SCHEMA_VERSION = 4
 PREVIEW_CHARS = 80
+UNKNOWN_TOOL = "(unknown tool)"  # a result whose call, and so its tool, the file does not name
 REASONING = "reasoning"  # the by_role row of thinking the model is shown again
 PRIMING = "priming"  # the by_role row of the tokens each request adds to prime the reply
 
@@ -64,7 +65,7 @@ class MessageStat:
     result_only: bool
     tool: str | None = None
     calls: list[tuple[str | None, str, int]] = field(default_factory=list)
-    results: list[tuple[str | None, int]] = field(default_factory=list)
+    results: list[tuple[str | None, str, int]] = field(default_factory=list)
     thinking: list[int] = field(default_factory=list)
     conversation: int = 0
     where: str = ""  # as Message.where names it
@@ -75,7 +76,7 @@ class MessageStat:
     def shares(self) -> dict[str, int]:
         """The message's tokens by row: tool results under `tool`, reasoning under
         `reasoning`, the rest (framing included) under its role."""
-        tool = sum(n for _, n in self.results)
+        tool = sum(n for _, _, n in self.results)
         reasoning = sum(self.thinking)
         out = {self.role: self.tokens - tool - reasoning}
         if tool:
@@ -213,7 +214,7 @@ def message_stat(message: Message) -> MessageStat:
         if isinstance(part, ToolCall):
             stat.calls.append((part.id, printable(part.name), i))
         elif isinstance(part, ToolResult):
-            stat.results.append((part.call_id, i))
+            stat.results.append((part.call_id, printable(part.name), i))
         elif isinstance(part, Thinking):
             stat.thinking.append(i)
     if stat.calls:
@@ -234,7 +235,7 @@ def _fill(stat: MessageStat, count: MessageCount) -> None:
     if stat.calls:
         stat.calls = [(call_id, name, parts[i]) for call_id, name, i in stat.calls]
     if stat.results:
-        stat.results = [(call_id, parts[i]) for call_id, i in stat.results]
+        stat.results = [(call_id, name, parts[i]) for call_id, name, i in stat.results]
     if stat.thinking:
         stat.thinking = [parts[i] for i in stat.thinking]
 
@@ -433,8 +434,8 @@ def by_tool(context: list[MessageStat], outside: Iterable[MessageStat] = ()
             t = tools.setdefault(name or "?", ToolStat())
             t.calls += 1
             t.call_tokens += tokens
-        for call_id, tokens in s.results:
-            name = names.get(call_id or "", "(unknown tool)")
+        for call_id, own, tokens in s.results:
+            name = names.get(call_id or "") or own or UNKNOWN_TOOL
             tools.setdefault(name, ToolStat()).result_tokens += tokens
             if s.tool is None:
                 s.tool = name

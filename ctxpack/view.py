@@ -13,7 +13,7 @@ from collections.abc import Iterator, Sequence
 from dataclasses import dataclass
 
 from . import images
-from .breakdown import transcript_models
+from .breakdown import UNKNOWN_TOOL, transcript_models
 from .calibration import message_counts_with_hidden
 from .errors import UsageError
 from .formats import usual_model
@@ -42,7 +42,6 @@ PROSE_CHARS = 5
 LINE_SLACK = 100  # ...unless cutting it would hide fewer characters than this
 MIN_FOLD = 3  # hiding fewer lines than this is not worth a marker
 TITLE_CHARS = 100
-UNKNOWN_TOOL = "(unknown tool)"
 PROSE_ROLES = ("user", "assistant")
 
 # Terminal control sequences in tool outputs (colours, cursor moves, titles) and other
@@ -266,12 +265,17 @@ def _tool_names(messages: Sequence[Message]) -> dict[str, str]:
     return {c.id: clean(c.name) for m in messages for c in m.tool_calls if c.id}
 
 
+def _tool_of(result: ToolResult, tools: dict[str, str]) -> str:
+    """The tool a result answers: its call's, else the one the file names with it."""
+    return tools.get(result.call_id or "") or clean(result.name) or UNKNOWN_TOOL
+
+
 def _entry(m: Message, count: MessageCount, tools: dict[str, str], folder: _Folder,
            step: int | None, conversation: int | None) -> Entry:
     segments: list[Segment] = []
     for part, tokens in zip(m.parts, count.parts, strict=True):
         segments.extend(_segments(part, tokens, m.role, tools, folder))
-    answered = [tools.get(r.call_id or "", UNKNOWN_TOOL) for r in m.tool_results]
+    answered = [_tool_of(r, tools) for r in m.tool_results]
     tool = ", ".join(dict.fromkeys(answered)) or None
     # a message of tool results only is tool output whatever its role, as stats counts it
     return Entry(m.line, "tool" if m.result_only else clean(m.role), count.total, tuple(segments),
@@ -289,8 +293,8 @@ def _segments(part: Part, tokens: int, role: str, tools: dict[str, str],
         yield Segment("tool_call", folder.fold(pretty_arguments(part.arguments)),
                       clean(part.name), part.id, tokens=tokens)
     elif isinstance(part, ToolResult):
-        yield Segment("tool_result", folder.fold(part.text), tools.get(part.call_id or "",
-                      UNKNOWN_TOOL), part.call_id, part.is_error, tokens)
+        yield Segment("tool_result", folder.fold(part.text), _tool_of(part, tools),
+                      part.call_id, part.is_error, tokens)
         for p in part.parts:
             if isinstance(p, Image):
                 yield _image(p, folder.counter.image(p))
