@@ -405,7 +405,7 @@ def _largest_conversation(context: list[MessageStat], counts: list[int], layout:
         places.setdefault(s.conversation, []).append(i)
     best: tuple[Bill, dict[str, int]] | None = None
     whole = 0
-    for number, at in enumerate(places.values(), 1):
+    for conversation, at in places.items():
         local = {i: k for k, i in enumerate(at)}
         calls = [replace(c, prompt=local[c.prompt]) for c in layout.calls if c.prompt in local]
         billed = bill_for([counts[i] for i in at], calls, layout.model, counter,
@@ -413,7 +413,8 @@ def _largest_conversation(context: list[MessageStat], counts: list[int], layout:
         billed = replace(billed, passed=tuple((at[p], b) for p, b in billed.passed))
         whole += billed.tokens
         if best is None or billed.tokens > best[0].tokens:
-            best = billed, {"number": number, "line": context[at[0]].line,
+            # (numbered as the file holds them, an empty one counted)
+            best = billed, {"number": conversation + 1, "line": context[at[0]].line,
                             "place": context[at[0]].place,
                             "messages": len(at),
                             "tokens": sum(context[i].tokens for i in at) + REPLY_PRIMING}
