@@ -15,6 +15,7 @@ from typing import Any
 from .bulk import StreamCounter
 from .calibration import Bill, bill_for, counts_with_hidden, unlogged_cause
 from .formats import usual_model
+from .formats.agent_text import BEFORE_THE_PERSON, round_title
 from .formats.base import OUTSIDE_WHY, Layout
 from .loader import PathOrFile, Scanner
 from .models import TABLE, ModelTable
@@ -72,6 +73,7 @@ class MessageStat:
     # the same where its line alone does not say it (a document whose messages share one
     # line: `[3]`, `line 38 [3]`), else ""
     place: str = ""
+    title: str = ""  # of a message of the person's, the title of the round it opens
 
     def shares(self) -> dict[str, int]:
         """The message's tokens by row: tool results under `tool`, reasoning under
@@ -116,6 +118,7 @@ class RoundStat:
     tokens: int
     cumulative: int
     place: str = ""  # in a one-line document, where its first message is (as Largest's)
+    title: str = ""  # as show heads the round: the first line of the person's words
 
 
 @dataclass
@@ -209,7 +212,8 @@ def message_stat(message: Message) -> MessageStat:
     where = printable(message.where)
     stat = MessageStat(message.item_line or message.line, role, 0, preview(message),
                        message.human, message.result_only, conversation=message.conversation,
-                       where=where, place=where if message.place else "")
+                       where=where, place=where if message.place else "",
+                       title=round_title(message, printable) if message.human else "")
     for i, part in enumerate(message.parts):  # part indexes until the counts come
         if isinstance(part, ToolCall):
             stat.calls.append((part.id, printable(part.name), i))
@@ -460,5 +464,6 @@ def _rounds(context: list[MessageStat]) -> list[RoundStat]:
         begun.update(context[i].conversation for i in r.indexes)
         out.append(RoundStat(r.number, context[r.start].line, r.end - r.start, len(r.steps),
                              tokens, running + REPLY_PRIMING * len(begun),
-                             context[r.start].place))
+                             context[r.start].place,
+                             context[r.start].title or BEFORE_THE_PERSON))
     return out

@@ -17,7 +17,7 @@ from .breakdown import UNKNOWN_TOOL, transcript_models
 from .calibration import message_counts_with_hidden
 from .errors import UsageError
 from .formats import usual_model
-from .formats.agent_text import agent_written, persons_words
+from .formats.agent_text import round_title
 from .formats.base import OUTSIDE_WHY
 from .loader import PathOrFile, load
 from .models import TABLE, ModelTable
@@ -41,7 +41,6 @@ LINE_CHARS = 400  # a longer single line of output is cut here (prose: five time
 PROSE_CHARS = 5
 LINE_SLACK = 100  # ...unless cutting it would hide fewer characters than this
 MIN_FOLD = 3  # hiding fewer lines than this is not worth a marker
-TITLE_CHARS = 100
 PROSE_ROLES = ("user", "assistant")
 
 # Terminal control sequences in tool outputs (colours, cursor moves, titles) and other
@@ -198,7 +197,8 @@ def build_view(transcript: Transcript, counter: TokenCounter, *, flagged: bool,
         entries = tuple(_entry(messages[i], counts[i], tools, folder, steps.get(i),
                                starts.get(i)) for i in keep)
         first = messages[r.start]
-        shown.append(RoundView(r.number, _title(first), first.line, r.end - r.start, len(r.steps),
+        shown.append(RoundView(r.number, round_title(first, clean), first.line,
+                               r.end - r.start, len(r.steps),
                                sum(counts[i].total for i in r.indexes), entries))
     return View(header, tuple(shown), pattern, matches if pattern else None)
 
@@ -238,18 +238,6 @@ def _header(t: Transcript, counter: TokenCounter, rounds: list[Round],
                   len(t.messages), len(rounds), sum(len(r.steps) for r in rounds),
                   len(t.outside), len(t.sidechain), len(t.skipped), t.outside_why,
                   len(t.failed))
-
-
-def _title(first: Message) -> str:
-    """The first line of the person's words that open the round (the text an agent put
-    before them in the message, an IDE's note of the open file, is not the title)."""
-    if not first.human:
-        return "before the person's first message"  # (a file may open on the agent's)
-    text = next((persons_words(p.text) for p in first.parts if isinstance(p, Text)
-                 and p.text.strip() and not agent_written(p.text)), first.text)
-    line = next((ln.strip() for ln in text.splitlines() if ln.strip()), "")
-    line = clean(line)
-    return line if len(line) <= TITLE_CHARS else line[: TITLE_CHARS - 1] + "…"
 
 
 def _conversation_starts(messages: Sequence[Message]) -> dict[int, int]:
