@@ -1057,3 +1057,22 @@ def test_convert_all_of_a_recording_holds_each_message_once(source: Any) -> None
     # only by those rewound
     context = json.loads(ctxpack("convert", str(path), "--to", "openai").out)
     assert len([m for m in context["messages"] if m["role"] == "assistant"]) <= len(said)
+
+
+@pytest.mark.parametrize("source", ["sample", *CHAT])
+def test_convert_all_puts_a_replys_thoughts_before_what_it_said(source: Any) -> None:
+    # a reply's record holds its thoughts, its text and calls, and the calls' results: the
+    # whole log has them in that order, as the model produced them (the thoughts, outside
+    # the context, came after the reply)
+    path = SAMPLES / "plateau-fix.gemini-cli.jsonl" if source == "sample" else source
+    run = ctxpack("convert", str(path), "--all", "--to", "markdown")
+    assert run.code == 0, run.err
+    kinds: dict[str, list[int]] = {}  # a record's place -> its sections' kinds, in order
+    for section in run.out.split("\n### ")[1:]:
+        heading, _, body = section.partition("\n")
+        place, role = heading.split(" · ")[:2]
+        kind = 0 if body.lstrip().startswith("*thinking*") else 1 if role == "assistant" else 2
+        kinds.setdefault(place, []).append(kind)
+    thought = [k for k in kinds.values() if 0 in k and 1 in k]
+    assert thought  # (the file has replies that thought and said something)
+    assert all(k == sorted(k) for k in kinds.values()), kinds
