@@ -925,6 +925,34 @@ def test_results_a_user_message_repeats_without_an_id_are_paired_by_name_and_cou
     assert results == ["one " * 40, "a b", "two " * 40]
 
 
+def test_a_repeated_result_without_an_id_read_again_by_set_keeps_its_own_call() -> None:
+    # `$set` reads the list again: a result its user message repeats without an id was
+    # paired with the oldest open call of its name, by then a later call (its own was
+    # answered), and counted again as that call's
+    def answered(output: str) -> dict[str, Any]:
+        return {"functionResponse": {"name": "cat", "response": {"output": output}}}
+
+    first = gemini("g1", calls=[{"name": "cat", "args": {"p": 1},
+                                 "result": [answered("one " * 40)]}])
+    echo = {"id": "e1", "type": "user", "content": [answered("one " * 40)]}
+    pending = gemini("g2", calls=[{"name": "cat", "args": {"p": 2}}])  # (no result yet)
+    records = [META, user("u1", "read"), first, echo, pending]
+    plain = load(jsonl(*records))
+    again = load(jsonl(*records, {"$set": {"messages": records[1:]}}))
+    from ctxpack.checks import validate
+
+    for t in (plain, again):
+        ids = {c.arguments: c.id for m in t.messages for c in m.tool_calls}
+        copies = [m for m in t.outside if m.role == "tool"]
+        assert copies and all(r.call_id == ids['{"p":1}'] for m in copies
+                              for r in m.tool_results)
+        assert [m.role for m in t.messages] == ["user", "assistant", "tool", "assistant"]
+    for t in (plain, again):  # the pending call alone is unanswered
+        assert [p.message.rsplit(": ", 1)[-1] for p in validate(t)] == [
+            "tool call cat at toolCalls[0] has no result in the transcript"]
+    assert stats(again).tokens == stats(plain).tokens
+
+
 def test_a_stream_result_without_a_tool_id_is_paired_oldest_first_and_named(
         tmp_path: Path) -> None:
     # the CLI gives every call and result its call's id, and writes results as the calls

@@ -403,6 +403,9 @@ class GeminiChatReader:
         if any(self.entries.values()):
             self.gone.add("replaced by a compression's `$set`")
         self.entries = {}
+        # the list is read afresh, its calls and results paired anew in its order: a
+        # result repeated without an id finds its own call, not a later one of its name
+        self.links, self.linked = Links(), set()
         if compressed:  # the replies of a list the CLI compressed were of another context
             self.prompts = {}
         out: list[Message] = []
