@@ -971,6 +971,32 @@ def test_a_stream_result_without_a_tool_id_is_paired_oldest_first_and_named(
     assert [m.get("tool_call_id") for m in body["messages"] if m["role"] == "tool"] == ["ls-1"]
 
 
+def test_a_stream_result_whose_call_has_no_tool_id_is_paired_with_it_and_named(
+        tmp_path: Path) -> None:
+    # the result names an id its call did not write: both were left unpaired (a result of
+    # no call, a call of no result); the oldest call without an id is taken, said so
+    path = tmp_path / "out.jsonl"
+    path.write_text("".join(json.dumps(r) + "\n" for r in (
+        INIT, {"type": "message", "role": "user", "content": "go"},
+        {"type": "tool_use", "tool_name": "cat", "tool_id": "cat-1", "parameters": {"p": 1}},
+        {"type": "tool_use", "tool_name": "ls", "parameters": {}},
+        {"type": "tool_result", "tool_id": "ls-9", "status": "success", "output": "a b c d"},
+        {"type": "tool_result", "tool_id": "cat-1", "status": "success", "output": "meow"},
+        {"type": "message", "role": "assistant", "content": "done"})))
+    run = ctxpack("validate", str(path))
+    assert run.code == 1 and run.out.splitlines() == [
+        f"{path}:5: tool_result of tool_id 'ls-9', which no tool_use gave (Gemini CLI writes "
+        "each call's): taken for the oldest call not yet answered that has none, ls, which "
+        "may not be its own"], run.out
+    body = json.loads(ctxpack("convert", str(path), "--to", "openai").out)
+    calls = {c["function"]["name"]: c["id"] for m in body["messages"]
+             for c in m.get("tool_calls", ())}
+    assert {m["tool_call_id"]: m["content"] for m in body["messages"]
+            if m["role"] == "tool"} == {calls["ls"]: "a b c d", "cat-1": "meow"}
+    s = stats(path)
+    assert set(s.by_tool) == {"cat", "ls"} and s.by_tool["ls"].result_tokens > 0
+
+
 def _stream_file(tmp_path: Path, *records: dict[str, Any]) -> Path:
     path = tmp_path / "out.jsonl"
     path.write_text("".join(json.dumps(r) + "\n" for r in records))
