@@ -15,6 +15,7 @@ from typing import Any
 from .bulk import StreamCounter
 from .calibration import Bill, bill_for, counts_with_hidden, unlogged_cause
 from .formats import usual_model
+from .formats.agent_text import BEFORE_THE_PERSON, round_title
 from .formats.base import OUTSIDE_WHY, Layout
 from .loader import PathOrFile, Scanner
 from .models import TABLE, ModelTable
@@ -43,6 +44,7 @@ from .workers import Workers
 #    file does not (thinking stored empty, encrypted reasoning), as compress counts it
 SCHEMA_VERSION = 4
 PREVIEW_CHARS = 80
+UNKNOWN_TOOL = "(unknown tool)"  # a result whose call, and so its tool, the file does not name
 REASONING = "reasoning"  # the by_role row of thinking the model is shown again
 PRIMING = "priming"  # the by_role row of the tokens each request adds to prime the reply
 
@@ -64,18 +66,19 @@ class MessageStat:
     result_only: bool
     tool: str | None = None
     calls: list[tuple[str | None, str, int]] = field(default_factory=list)
-    results: list[tuple[str | None, int]] = field(default_factory=list)
+    results: list[tuple[str | None, str, int]] = field(default_factory=list)
     thinking: list[int] = field(default_factory=list)
     conversation: int = 0
     where: str = ""  # as Message.where names it
     # the same where its line alone does not say it (a document whose messages share one
     # line: `[3]`, `line 38 [3]`), else ""
     place: str = ""
+    title: str = ""  # of a message of the person's, the title of the round it opens
 
     def shares(self) -> dict[str, int]:
         """The message's tokens by row: tool results under `tool`, reasoning under
         `reasoning`, the rest (framing included) under its role."""
-        tool = sum(n for _, n in self.results)
+        tool = sum(n for _, _, n in self.results)
         reasoning = sum(self.thinking)
         out = {self.role: self.tokens - tool - reasoning}
         if tool:
@@ -115,6 +118,7 @@ class RoundStat:
     tokens: int
     cumulative: int
     place: str = ""  # in a one-line document, where its first message is (as Largest's)
+    title: str = ""  # as show heads the round: the first line of the person's words
 
 
 @dataclass
@@ -208,12 +212,13 @@ def message_stat(message: Message) -> MessageStat:
     where = printable(message.where)
     stat = MessageStat(message.item_line or message.line, role, 0, preview(message),
                        message.human, message.result_only, conversation=message.conversation,
-                       where=where, place=where if message.place else "")
+                       where=where, place=where if message.place else "",
+                       title=round_title(message, printable) if message.human else "")
     for i, part in enumerate(message.parts):  # part indexes until the counts come
         if isinstance(part, ToolCall):
             stat.calls.append((part.id, printable(part.name), i))
         elif isinstance(part, ToolResult):
-            stat.results.append((part.call_id, i))
+            stat.results.append((part.call_id, printable(part.name), i))
         elif isinstance(part, Thinking):
             stat.thinking.append(i)
     if stat.calls:
@@ -234,7 +239,7 @@ def _fill(stat: MessageStat, count: MessageCount) -> None:
     if stat.calls:
         stat.calls = [(call_id, name, parts[i]) for call_id, name, i in stat.calls]
     if stat.results:
-        stat.results = [(call_id, parts[i]) for call_id, i in stat.results]
+        stat.results = [(call_id, name, parts[i]) for call_id, name, i in stat.results]
     if stat.thinking:
         stat.thinking = [parts[i] for i in stat.thinking]
 
@@ -404,7 +409,7 @@ def _largest_conversation(context: list[MessageStat], counts: list[int], layout:
         places.setdefault(s.conversation, []).append(i)
     best: tuple[Bill, dict[str, int]] | None = None
     whole = 0
-    for number, at in enumerate(places.values(), 1):
+    for conversation, at in places.items():
         local = {i: k for k, i in enumerate(at)}
         calls = [replace(c, prompt=local[c.prompt]) for c in layout.calls if c.prompt in local]
         billed = bill_for([counts[i] for i in at], calls, layout.model, counter,
@@ -412,7 +417,8 @@ def _largest_conversation(context: list[MessageStat], counts: list[int], layout:
         billed = replace(billed, passed=tuple((at[p], b) for p, b in billed.passed))
         whole += billed.tokens
         if best is None or billed.tokens > best[0].tokens:
-            best = billed, {"number": number, "line": context[at[0]].line,
+            # (numbered as the file holds them, an empty one counted)
+            best = billed, {"number": conversation + 1, "line": context[at[0]].line,
                             "place": context[at[0]].place,
                             "messages": len(at),
                             "tokens": sum(context[i].tokens for i in at) + REPLY_PRIMING}
@@ -433,8 +439,8 @@ def by_tool(context: list[MessageStat], outside: Iterable[MessageStat] = ()
             t = tools.setdefault(name or "?", ToolStat())
             t.calls += 1
             t.call_tokens += tokens
-        for call_id, tokens in s.results:
-            name = names.get(call_id or "", "(unknown tool)")
+        for call_id, own, tokens in s.results:
+            name = names.get(call_id or "") or own or UNKNOWN_TOOL
             tools.setdefault(name, ToolStat()).result_tokens += tokens
             if s.tool is None:
                 s.tool = name
@@ -458,5 +464,6 @@ def _rounds(context: list[MessageStat]) -> list[RoundStat]:
         begun.update(context[i].conversation for i in r.indexes)
         out.append(RoundStat(r.number, context[r.start].line, r.end - r.start, len(r.steps),
                              tokens, running + REPLY_PRIMING * len(begun),
-                             context[r.start].place))
+                             context[r.start].place,
+                             context[r.start].title or BEFORE_THE_PERSON))
     return out

@@ -150,10 +150,11 @@ def whole_log(t: Transcript) -> Transcript:
     copies of what the file holds elsewhere (an earlier copy of a message written again,
     results repeated in a user message)."""
     replaced = {id(m) for m in t.copies}
-    every = sorted([*t.messages, *(m for m in t.outside if id(m) not in replaced),
-                    *t.sidechain], key=lambda m: m.line)
+    # by line, and within one (a record of several messages, a document on one line) in
+    # the order the record holds them: a reply's thoughts before what it said
+    every = sorted((m for m in t.read if id(m) not in replaced), key=lambda m: m.line)
     return replace(t, messages=tuple(every), outside=(), sidechain=(), copies=(),
-                   earlier=(), earlier_calls=())
+                   earlier=(), earlier_calls=(), read=tuple(every))
 
 
 def conversations(messages: Sequence[Message]) -> list[list[Message]]:

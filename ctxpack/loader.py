@@ -698,6 +698,7 @@ def _transcript(scanner: Scanner, emitted: list[Message], records: Sequence[Reco
         problems=tuple(layout.problems),
         outside_why=layout.outside_why,
         copies=tuple(emitted[i] for i in layout.copies if i not in seen),
+        read=tuple(emitted),
         document=scanner.whole,
     )
 

@@ -290,6 +290,9 @@ class Transcript:
     # was sent besides the messages stands until a call is recorded after it
     earlier: tuple[int, ...] = ()
     earlier_calls: tuple[RecordedCall, ...] = ()
+    # every message read (context, outside and sub-agent's alike) in the order the reader
+    # gave them, which within a line is the order its record holds them
+    read: tuple[Message, ...] = ()
 
     def rounds(self) -> list[Round]:
         return group_rounds(self.messages)

@@ -13,11 +13,11 @@ from collections.abc import Iterator, Sequence
 from dataclasses import dataclass
 
 from . import images
-from .breakdown import transcript_models
+from .breakdown import UNKNOWN_TOOL, transcript_models
 from .calibration import message_counts_with_hidden
 from .errors import UsageError
 from .formats import usual_model
-from .formats.agent_text import agent_written, persons_words
+from .formats.agent_text import round_title
 from .formats.base import OUTSIDE_WHY
 from .loader import PathOrFile, load
 from .models import TABLE, ModelTable
@@ -41,8 +41,6 @@ LINE_CHARS = 400  # a longer single line of output is cut here (prose: five time
 PROSE_CHARS = 5
 LINE_SLACK = 100  # ...unless cutting it would hide fewer characters than this
 MIN_FOLD = 3  # hiding fewer lines than this is not worth a marker
-TITLE_CHARS = 100
-UNKNOWN_TOOL = "(unknown tool)"
 PROSE_ROLES = ("user", "assistant")
 
 # Terminal control sequences in tool outputs (colours, cursor moves, titles) and other
@@ -199,7 +197,8 @@ def build_view(transcript: Transcript, counter: TokenCounter, *, flagged: bool,
         entries = tuple(_entry(messages[i], counts[i], tools, folder, steps.get(i),
                                starts.get(i)) for i in keep)
         first = messages[r.start]
-        shown.append(RoundView(r.number, _title(first), first.line, r.end - r.start, len(r.steps),
+        shown.append(RoundView(r.number, round_title(first, clean), first.line,
+                               r.end - r.start, len(r.steps),
                                sum(counts[i].total for i in r.indexes), entries))
     return View(header, tuple(shown), pattern, matches if pattern else None)
 
@@ -241,18 +240,6 @@ def _header(t: Transcript, counter: TokenCounter, rounds: list[Round],
                   len(t.failed))
 
 
-def _title(first: Message) -> str:
-    """The first line of the person's words that open the round (the text an agent put
-    before them in the message, an IDE's note of the open file, is not the title)."""
-    if not first.human:
-        return "before the person's first message"  # (a file may open on the agent's)
-    text = next((persons_words(p.text) for p in first.parts if isinstance(p, Text)
-                 and p.text.strip() and not agent_written(p.text)), first.text)
-    line = next((ln.strip() for ln in text.splitlines() if ln.strip()), "")
-    line = clean(line)
-    return line if len(line) <= TITLE_CHARS else line[: TITLE_CHARS - 1] + "…"
-
-
 def _conversation_starts(messages: Sequence[Message]) -> dict[int, int]:
     """Index -> conversation number (1-based) of each conversation's first message, when a
     file holds several (rounds run on across them, as stats counts them)."""
@@ -266,12 +253,17 @@ def _tool_names(messages: Sequence[Message]) -> dict[str, str]:
     return {c.id: clean(c.name) for m in messages for c in m.tool_calls if c.id}
 
 
+def _tool_of(result: ToolResult, tools: dict[str, str]) -> str:
+    """The tool a result answers: its call's, else the one the file names with it."""
+    return tools.get(result.call_id or "") or clean(result.name) or UNKNOWN_TOOL
+
+
 def _entry(m: Message, count: MessageCount, tools: dict[str, str], folder: _Folder,
            step: int | None, conversation: int | None) -> Entry:
     segments: list[Segment] = []
     for part, tokens in zip(m.parts, count.parts, strict=True):
         segments.extend(_segments(part, tokens, m.role, tools, folder))
-    answered = [tools.get(r.call_id or "", UNKNOWN_TOOL) for r in m.tool_results]
+    answered = [_tool_of(r, tools) for r in m.tool_results]
     tool = ", ".join(dict.fromkeys(answered)) or None
     # a message of tool results only is tool output whatever its role, as stats counts it
     return Entry(m.line, "tool" if m.result_only else clean(m.role), count.total, tuple(segments),
@@ -289,8 +281,8 @@ def _segments(part: Part, tokens: int, role: str, tools: dict[str, str],
         yield Segment("tool_call", folder.fold(pretty_arguments(part.arguments)),
                       clean(part.name), part.id, tokens=tokens)
     elif isinstance(part, ToolResult):
-        yield Segment("tool_result", folder.fold(part.text), tools.get(part.call_id or "",
-                      UNKNOWN_TOOL), part.call_id, part.is_error, tokens)
+        yield Segment("tool_result", folder.fold(part.text), _tool_of(part, tools),
+                      part.call_id, part.is_error, tokens)
         for p in part.parts:
             if isinstance(p, Image):
                 yield _image(p, folder.counter.image(p))

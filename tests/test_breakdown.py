@@ -11,6 +11,7 @@ import pytest
 
 from ctxpack import load, stats
 from ctxpack.tokens import TokenCounter
+from ctxpack.view import view_file
 
 from .conftest import SAMPLES, corpus_params
 from .helpers import ctxpack, unnamed_openhands
@@ -78,6 +79,35 @@ def test_json_schema(exact_tokens, chat):
         assert key in f
     assert doc["total"]["tokens"] == 2 * f["tokens"]
     assert doc["total"]["messages"] == 14
+
+
+def test_json_rounds_carry_the_titles_show_gives_them(exact_tokens, tmp_path):
+    # each round_tokens entry names its round as show heads it: the person's words, not
+    # the note an IDE put before them, cut at 100 characters; the agent's opening is no
+    # person's round
+    long = "Now rename every station to its official code " + "and check again " * 10
+    messages = [
+        {"role": "system", "content": "You are terse."},
+        {"role": "assistant", "content": "Ready when you are."},
+        {"role": "user", "content": "<ide_opened_file>The user opened tides.py in the IDE."
+                                    "</ide_opened_file>\n\nWhy does high_tides miss the "
+                                    "plateau?\nIt skips the second peak."},
+        {"role": "assistant", "content": "Because it compares with > only."},
+        {"role": "user", "content": long},
+        {"role": "assistant", "content": "Done."},
+    ]
+    path = tmp_path / "titled.jsonl"
+    path.write_text("".join(json.dumps(m) + "\n" for m in messages))
+    run = ctxpack("stats", "--json", str(path))
+    assert run.code == 0, run.err
+    (f,) = json.loads(run.out)["files"]
+    titles = [r["title"] for r in f["round_tokens"]]
+    assert titles == ["before the person's first message",
+                      "Why does high_tides miss the plateau?", long[:99] + "…"]
+    assert [r.title for r in view_file(path).rounds] == titles  # as show heads them
+    # the rest of each entry keeps its meaning
+    assert [r["cumulative"] for r in f["round_tokens"]] == [r.cumulative for r in
+                                                           stats(path).rounds]
 
 
 def test_csv_and_markdown(exact_tokens, chat):

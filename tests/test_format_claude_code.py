@@ -486,3 +486,26 @@ def test_a_loop_of_parents_is_named_and_read_to_an_end(tmp_path: Path,
         + ": the chain of parents has no start"], run.out
     stats = ctxpack("stats", "--json", str(path))
     assert stats.code == 0 and json.loads(stats.out)["files"][0]["messages"] >= 1, stats
+
+
+def test_records_written_again_are_copies_the_whole_log_holds_once(tmp_path: Path) -> None:
+    # a resumed session writes records of its chain again (the same uuids): the newest copy
+    # holds its place in the context, and `convert --all` holds each message once, as it
+    # does a Gemini CLI message written again
+    first = [user("u1", None, "list the files"),
+             piece("a1", "u1", "msg_1", calls("t1")),
+             answer("r1", "a1", "t1", "a.py b.py"),
+             piece("a2", "r1", "msg_2", said("Two files."))]
+    once = [*first, user("u2", "a2", "and the tests?")]
+    twice = [*first, *first, user("u2", "a2", "and the tests?")]
+    paths = []
+    for name, records in (("once", once), ("twice", twice)):
+        path = tmp_path / f"{name}.jsonl"
+        path.write_text("".join(json.dumps(r) + "\n" for r in with_real_usage(records)))
+        paths.append(path)
+    plain, again = (load(p) for p in paths)
+    assert [m.text for m in again.messages] == [m.text for m in plain.messages]
+    assert [m.line for m in again.copies] == [1, 2, 3, 4]  # the first copies, outside
+    converted = [json.loads(ctxpack("convert", str(p), "--all", "--to", "openai").out)
+                 for p in paths]
+    assert converted[1]["messages"] == converted[0]["messages"]

@@ -15,7 +15,7 @@ from ctxpack.loader import load, write
 from ctxpack.transcript import Image, Text, Thinking, ToolCall, ToolResult, Transcript
 
 from .conftest import corpus_files, corpus_params
-from .helpers import records_of
+from .helpers import ctxpack, records_of
 
 TS = "2026-01-01T00:00:00.000Z"
 PROMPT = "You are Codex, a coding agent."
@@ -309,6 +309,19 @@ def test_newest_session_meta_gives_the_system_prompt() -> None:
     t = load(rollout(meta("old prompt"), say("user", "hi"), meta("new prompt")))
     assert [(m.role, m.text) for m in t.messages] == [("system", "new prompt"), ("user", "hi")]
     assert [(m.role, m.text) for m in t.outside] == [("system", "old prompt")]
+    assert t.copies == ()  # another prompt: the whole log keeps it
+
+
+def test_a_prompt_a_resumed_session_states_again_alike_is_a_copy(tmp_path: Path) -> None:
+    # the whole log holds it once (as a Claude Code or Gemini CLI message written again)
+    path = tmp_path / "rollout.jsonl"
+    path.write_text("".join(json.dumps(r) + "\n" for r in (
+        meta(), say("user", "hi"), say("assistant", "hello"), meta(), say("user", "again"))))
+    t = load(path)
+    assert [m.line for m in t.copies] == [1] and t.messages[0].line == 4
+    body = json.loads(ctxpack("convert", str(path), "--all", "--to", "openai").out)
+    assert sorted(m["role"] for m in body["messages"]) == [
+        "assistant", "system", "user", "user"]  # the prompt once, where its newest copy is
 
 
 def test_bookkeeping_and_unknown_records_are_not_messages() -> None:

@@ -925,6 +925,34 @@ def test_results_a_user_message_repeats_without_an_id_are_paired_by_name_and_cou
     assert results == ["one " * 40, "a b", "two " * 40]
 
 
+def test_a_repeated_result_without_an_id_read_again_by_set_keeps_its_own_call() -> None:
+    # `$set` reads the list again: a result its user message repeats without an id was
+    # paired with the oldest open call of its name, by then a later call (its own was
+    # answered), and counted again as that call's
+    def answered(output: str) -> dict[str, Any]:
+        return {"functionResponse": {"name": "cat", "response": {"output": output}}}
+
+    first = gemini("g1", calls=[{"name": "cat", "args": {"p": 1},
+                                 "result": [answered("one " * 40)]}])
+    echo = {"id": "e1", "type": "user", "content": [answered("one " * 40)]}
+    pending = gemini("g2", calls=[{"name": "cat", "args": {"p": 2}}])  # (no result yet)
+    records = [META, user("u1", "read"), first, echo, pending]
+    plain = load(jsonl(*records))
+    again = load(jsonl(*records, {"$set": {"messages": records[1:]}}))
+    from ctxpack.checks import validate
+
+    for t in (plain, again):
+        ids = {c.arguments: c.id for m in t.messages for c in m.tool_calls}
+        copies = [m for m in t.outside if m.role == "tool"]
+        assert copies and all(r.call_id == ids['{"p":1}'] for m in copies
+                              for r in m.tool_results)
+        assert [m.role for m in t.messages] == ["user", "assistant", "tool", "assistant"]
+    for t in (plain, again):  # the pending call alone is unanswered
+        assert [p.message.rsplit(": ", 1)[-1] for p in validate(t)] == [
+            "tool call cat at toolCalls[0] has no result in the transcript"]
+    assert stats(again).tokens == stats(plain).tokens
+
+
 def test_a_stream_result_without_a_tool_id_is_paired_oldest_first_and_named(
         tmp_path: Path) -> None:
     # the CLI gives every call and result its call's id, and writes results as the calls
@@ -941,6 +969,32 @@ def test_a_stream_result_without_a_tool_id_is_paired_oldest_first_and_named(
         "'ls-1' (ls), which may not be its own"], run.out
     body = json.loads(ctxpack("convert", str(path), "--to", "openai").out)
     assert [m.get("tool_call_id") for m in body["messages"] if m["role"] == "tool"] == ["ls-1"]
+
+
+def test_a_stream_result_whose_call_has_no_tool_id_is_paired_with_it_and_named(
+        tmp_path: Path) -> None:
+    # the result names an id its call did not write: both were left unpaired (a result of
+    # no call, a call of no result); the oldest call without an id is taken, said so
+    path = tmp_path / "out.jsonl"
+    path.write_text("".join(json.dumps(r) + "\n" for r in (
+        INIT, {"type": "message", "role": "user", "content": "go"},
+        {"type": "tool_use", "tool_name": "cat", "tool_id": "cat-1", "parameters": {"p": 1}},
+        {"type": "tool_use", "tool_name": "ls", "parameters": {}},
+        {"type": "tool_result", "tool_id": "ls-9", "status": "success", "output": "a b c d"},
+        {"type": "tool_result", "tool_id": "cat-1", "status": "success", "output": "meow"},
+        {"type": "message", "role": "assistant", "content": "done"})))
+    run = ctxpack("validate", str(path))
+    assert run.code == 1 and run.out.splitlines() == [
+        f"{path}:5: tool_result of tool_id 'ls-9', which no tool_use gave (Gemini CLI writes "
+        "each call's): taken for the oldest call not yet answered that has none, ls, which "
+        "may not be its own"], run.out
+    body = json.loads(ctxpack("convert", str(path), "--to", "openai").out)
+    calls = {c["function"]["name"]: c["id"] for m in body["messages"]
+             for c in m.get("tool_calls", ())}
+    assert {m["tool_call_id"]: m["content"] for m in body["messages"]
+            if m["role"] == "tool"} == {calls["ls"]: "a b c d", "cat-1": "meow"}
+    s = stats(path)
+    assert set(s.by_tool) == {"cat", "ls"} and s.by_tool["ls"].result_tokens > 0
 
 
 def _stream_file(tmp_path: Path, *records: dict[str, Any]) -> Path:
@@ -1089,3 +1143,22 @@ def test_a_result_without_an_id_in_a_set_pairs_with_its_own_call(written: str,
     plain = read(u1, g1, e1, g2, e2)
     assert [r for _, _, r, _ in plain[0] if r] == [["a"], ["b"]]
     assert read(*lines) == plain
+
+
+@pytest.mark.parametrize("source", ["sample", *CHAT])
+def test_convert_all_puts_a_replys_thoughts_before_what_it_said(source: Any) -> None:
+    # a reply's record holds its thoughts, its text and calls, and the calls' results: the
+    # whole log has them in that order, as the model produced them (the thoughts, outside
+    # the context, came after the reply)
+    path = SAMPLES / "plateau-fix.gemini-cli.jsonl" if source == "sample" else source
+    run = ctxpack("convert", str(path), "--all", "--to", "markdown")
+    assert run.code == 0, run.err
+    kinds: dict[str, list[int]] = {}  # a record's place -> its sections' kinds, in order
+    for section in run.out.split("\n### ")[1:]:
+        heading, _, body = section.partition("\n")
+        place, role = heading.split(" · ")[:2]
+        kind = 0 if body.lstrip().startswith("*thinking*") else 1 if role == "assistant" else 2
+        kinds.setdefault(place, []).append(kind)
+    thought = [k for k in kinds.values() if 0 in k and 1 in k]
+    assert thought  # (the file has replies that thought and said something)
+    assert all(k == sorted(k) for k in kinds.values()), kinds

@@ -81,6 +81,39 @@ def test_swe_agent_tool_call_ids_link_results():
     assert t.usage["input_tokens"] == 1200
 
 
+@pytest.mark.corpus
+@pytest.mark.parametrize("path", corpus_params("swe-agent", pattern="*.traj"))
+def test_swe_agent_outputs_are_named_by_the_command_that_made_them(path, exact_tokens):
+    # SWE-agent writes its command in the reply (and its `action`) and sends the output as
+    # the user's: the output is the tool of the command's first word, never unknown
+    history = json.loads(path.read_bytes())["history"]
+    commands = {m["action"].split()[0] for m in history
+                if m.get("role") == "assistant" and (m.get("action") or "").strip()}
+    by_tool = stats(path).by_tool
+    assert by_tool and "(unknown tool)" not in by_tool
+    assert set(by_tool) <= commands | {"bash"}  # (function calling names its tools itself)
+
+
+def test_a_swe_agent_output_shows_its_command_in_stats_and_show(tmp_path, exact_tokens):
+    out = "Traceback (most recent call last):\n  boom\n" * 20
+    doc = {"history": [
+        {"role": "system", "content": "You are an autonomous programmer."},
+        {"role": "user", "content": "We're currently solving the following issue: x\n"
+                                    "(Open file: n/a)\n(Current directory: /repo)\nbash-$"},
+        {"role": "assistant", "content": "Run it.\n```\npython run.py\n```",
+         "action": "python run.py\n"},
+        {"role": "user", "content": out + "(Open file: n/a)\n(Current directory: /repo)\n"
+                                          "bash-$"},
+        {"role": "assistant", "content": "Done.\n```\nsubmit\n```", "action": "submit"}]}
+    path = tmp_path / "run.traj"
+    path.write_text(json.dumps(doc, indent=2))
+    s = stats(path)
+    assert list(s.by_tool) == ["python"] and s.by_tool["python"].result_tokens > 100
+    assert s.by_role["tool"] >= s.by_tool["python"].result_tokens
+    shown = ctxpack("show", str(path))
+    assert shown.code == 0 and "tool · python" in shown.out and "unknown tool" not in shown.out
+
+
 def test_broken_document_names_the_line(tmp_path):
     path = tmp_path / "run.traj"
     path.write_text('{\n  "history": [\n    {"role": "user", "content": "hi"},\n    oops\n  ]\n}\n')

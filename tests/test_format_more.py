@@ -1192,7 +1192,29 @@ def test_an_openhands_instance_with_no_events_is_an_empty_conversation(tmp_path,
     alone = json.loads(ctxpack("stats", "--json", str(OPENHANDS)).out)["files"][0]
     assert f["format"] == "openhands" and f["conversations"] == 2
     assert f["messages"] == alone["messages"] and f["tokens"] == alone["tokens"]
+    # numbered as the file holds them: the empty one counts
     assert f["largest_conversation"]["line"] == 2 - empty_at
+    assert f["largest_conversation"]["number"] == 2 - empty_at
+    assert ctxpack("validate", str(path)).code == 0
+    out = io.BytesIO()
+    write(load(str(path)), out)
+    assert out.getvalue() == path.read_bytes()
+
+
+def test_an_openhands_output_whose_every_run_failed_is_read_as_such(tmp_path):
+    # every instance failed before its first event: still OpenHands' output, read as one
+    # that holds no model input (it was refused as "no transcript of any format")
+    failed = [{"instance_id": f"tidy__tidy-{n}", "instruction": "Fix the env parser.",
+               "history": [], "metrics": {}, "error": "runtime failed to start"}
+              for n in (7, 8)]
+    path = tmp_path / "output.jsonl"
+    path.write_text("".join(json.dumps(r) + "\n" for r in failed))
+    run = ctxpack("stats", str(path))
+    assert run.code == 0, run.err
+    assert "[openhands]" in run.out and "0 tokens in 0 messages" in run.out
+    assert "every instance's 'history' is empty" in " ".join(run.out.split())
+    (f,) = json.loads(ctxpack("stats", "--json", str(path)).out)["files"]
+    assert f["format"] == "openhands" and f["tokens"] == 0 and not f["format_unsure"]
     assert ctxpack("validate", str(path)).code == 0
     out = io.BytesIO()
     write(load(str(path)), out)

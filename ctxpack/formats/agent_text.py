@@ -16,9 +16,9 @@ message the person's.
 from __future__ import annotations
 
 import re
-from collections.abc import Sequence
+from collections.abc import Callable, Sequence
 
-from ..transcript import Image, Part, Text
+from ..transcript import Image, Message, Part, Text
 
 # Text that, where it opens what is left, is the agent's to its end (compared lower-case).
 HEADS = (
@@ -152,3 +152,20 @@ def persons(parts: Sequence[Part]) -> bool:
     """Do a user message's parts hold the person's words, or an image?"""
     return any(isinstance(p, Image) or isinstance(p, Text) and not agent_written(p.text)
                for p in parts)
+
+
+TITLE_CHARS = 100
+# the title of a round that opens on the agent's message (a file may), not the person's
+BEFORE_THE_PERSON = "before the person's first message"
+
+
+def round_title(first: Message, tidy: Callable[[str], str] = str) -> str:
+    """The title of the round `first` opens: the first line of the person's words in it
+    (the text an agent put before them in the message, an IDE's note of the open file, is
+    not the title), made `tidy` for where it is printed and cut to TITLE_CHARS."""
+    if not first.human:
+        return BEFORE_THE_PERSON
+    text = next((persons_words(p.text) for p in first.parts if isinstance(p, Text)
+                 and p.text.strip() and not agent_written(p.text)), first.text)
+    line = tidy(next((ln.strip() for ln in text.splitlines() if ln.strip()), ""))
+    return line if len(line) <= TITLE_CHARS else line[: TITLE_CHARS - 1] + "…"

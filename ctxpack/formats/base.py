@@ -123,8 +123,9 @@ class Layout:
     problems: list[tuple[int, str]] = field(default_factory=list)
     # messages outside the context that repeat what the file holds elsewhere (Gemini CLI
     # writes a message again in full whenever it changes, the newest copy holding its
-    # place, and writes tool results again as the next user message): the whole log keeps
-    # one copy, leaving these out
+    # place, and writes tool results again as the next user message; a resumed Claude Code
+    # session writes records of its chain again, under the same uuids): the whole log
+    # keeps one copy, leaving these out
     copies: list[int] = field(default_factory=list)
 
 

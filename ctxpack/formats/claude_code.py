@@ -76,6 +76,7 @@ class ClaudeCodeReader:
         self.left: dict[str, tuple[int, int]] = {}
         self.line_of: dict[int, int] = {}  # message number -> the line it starts on
         self.problems: list[tuple[int, str]] = []  # (see Layout.problems)
+        self.copies: list[int] = []  # (see Layout.copies)
 
     def feed(self, line: int, record: dict[str, Any]) -> list[Message]:
         kind = string_field(record, "type")
@@ -130,6 +131,8 @@ class ClaudeCodeReader:
             self.count += 1
             for key in item.keys:
                 if key is not None:
+                    if key in self.number:  # written again (a resumed session): the
+                        self.copies.append(self.number[key])  # newest copy holds its place
                     self.number[key] = n
             if side:
                 self.side.append(n)
@@ -167,7 +170,8 @@ class ClaudeCodeReader:
                             calls=calls, earlier=earlier,
                             earlier_calls=tally.recorded(earlier, self.call_of),
                             unbilled_calls=self._unplaced(tally, {*context, *earlier}, not main),
-                            set_aside=tally.unread, problems=self.problems)
+                            set_aside=tally.unread, problems=self.problems,
+                            copies=sorted(set(self.copies)))
 
     def _unplaced(self, tally: UsageTally, placed: set[int], side: bool) -> list[RecordedCall]:
         """The calls the usage totals hold (`tally`'s, of the main chain or, `side`, of

@@ -235,6 +235,8 @@ class CodexReader:
     def __init__(self) -> None:
         self.count = 0
         self.system: int | None = None
+        self.system_text = ""  # the prompt `system` states
+        self.copies: list[int] = []  # (see Layout.copies)
         self.window: list[int] = []
         self.model: str | None = None
         self.meta_model: str | None = None
@@ -322,8 +324,11 @@ class CodexReader:
         text = _instructions(meta)
         if text is None:
             return []
-        # A resumed or forked session states its prompt again; only the newest one counts.
-        self.system = self.count
+        # A resumed or forked session states its prompt again; only the newest one counts,
+        # and an older one it states alike is a copy of it
+        if self.system is not None and text == self.system_text:
+            self.copies.append(self.system)
+        self.system, self.system_text = self.count, text
         self.count += 1
         return [Message("system", (Text(text),), (line,), record)]
 
@@ -493,7 +498,8 @@ class CodexReader:
                           earlier=self.earlier,
                           earlier_calls=self._calls_on(self.earlier, self.earlier_encrypted,
                                                        model),
-                          unbilled_calls=older, set_aside=self.unread, problems=problems)
+                          unbilled_calls=older, set_aside=self.unread, problems=problems,
+                          copies=self.copies)
 
     def _older(self, context: list[int], model: str | None) -> list[RecordedCall]:
         """The calls told of whose replies are neither in `context` nor in the context

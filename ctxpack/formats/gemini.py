@@ -24,7 +24,8 @@ own, so a response answers its call by name, as the API pairs them (see `Links`)
 (stream-json's `tool_result` names no tool, and the CLI writes each result as its call
 finishes, not in the order the calls were made (a batch runs in parallel, topic updates
 first), with the call's `tool_id`: one without a `tool_id` is paired with the oldest call not
-yet answered, a guess that validate names.)
+yet answered, and one whose `tool_id` no call has with the oldest call written without one,
+guesses that validate names.)
 
 `--output-format stream-json` writes events: `init` (model, session), `message`
 (user, or assistant text in `delta` chunks), `tool_use`, `tool_result` and a
@@ -407,8 +408,8 @@ class GeminiChatReader:
         if any(self.entries.values()):
             self.gone.add("replaced by a compression's `$set`")
         self.entries = {}
-        # the list is the history from its start: its results pair with its calls alone
-        # (an earlier copy's pairing had answered them, or a later call of the same name)
+        # the list is read afresh, its calls and results paired anew in its order: a
+        # result repeated without an id finds its own call, not a later one of its name
         self.links.forget()
         self.linked = set()
         if compressed:  # the replies of a list the CLI compressed were of another context
@@ -749,6 +750,8 @@ class GeminiStreamReader:
             made = ToolCall(string_field(record, "tool_id"),
                             string_field(record, "tool_name") or "",
                             "" if params is None else _json(params))
+            if made.id is None:  # given one of the reader's own, to pair it with its result
+                made = replace(made, id=f"{line}\0tool_use", place=f"line {line:,}")
             self.pending.append((line, record, made))
             self.open.append(made)
             return []
@@ -767,19 +770,27 @@ class GeminiStreamReader:
             answers = string_field(record, "tool_id")
             taken = next((c for c in self.open if c.id == answers), None) \
                 if answers is not None else next(iter(self.open), None)
+            guessed = answers is None
+            if answers is not None and taken is None:
+                # an id no open call has: the oldest call that has none is taken for its
+                # own, as a result without one takes the oldest (its id is then no link)
+                taken = next((c for c in self.open if c.place), None)
+                guessed = taken is not None
             if taken is not None:
                 self.open.remove(taken)
-            if answers is None and taken is not None:
+            if guessed and taken is not None:
+                named = taken.name if taken.place else f"{taken.id!r} ({taken.name})"
+                self.problems.append((line, (
+                    "tool_result without a 'tool_id' (Gemini CLI writes its call's, and "
+                    "writes results as their calls finish): taken for the oldest call not "
+                    f"yet answered, {named}, which may not be its own") if answers is None
+                    else (f"tool_result of tool_id {answers!r}, which no tool_use gave (Gemini "
+                          "CLI writes each call's): taken for the oldest call not yet "
+                          f"answered that has none, {named}, which may not be its own")))
                 answers = taken.id
-                named = f"{taken.id!r} ({taken.name})" if taken.id else taken.name
-                self.problems.append((line, "tool_result without a 'tool_id' (Gemini CLI "
-                                            "writes its call's, and writes results as their "
-                                            "calls finish): taken for the oldest call not "
-                                            f"yet answered, {named}, which may not be its "
-                                            "own"))
             part = ToolResult(answers,
                               (Text(text if isinstance(text, str) else _json(text)),),
-                              status == "error")
+                              status == "error", name=taken.name if taken else "")
             return self._turn() + self._emit(Message("tool", (part,), (line,), record))
         if kind == "message":
             role = string_field(record, "role")

@@ -69,6 +69,25 @@ def _message(d: dict[str, Any], line: int, conversation: int) -> Message:
     return message
 
 
+def _named_by_action(kept: list[dict[str, Any]], messages: list[Message]) -> list[Message]:
+    """The messages, each result of no call named by the command of the reply before it:
+    SWE-agent writes its command in the reply's text (and in its `action`) and sends the
+    output as the user's, so the tool is the command's first word, as SWE-agent names it."""
+    out, command = [], ""
+    for d, message in zip(kept, messages, strict=True):
+        if message.role == "assistant":
+            action = d.get("action")
+            words = action.split(None, 1) if isinstance(action, str) else []
+            command = words[0] if words else ""
+        elif command and any(r.call_id is None and not r.name for r in message.tool_results):
+            message = replace(message, parts=tuple(
+                replace(p, name=command) if isinstance(p, ToolResult) and p.call_id is None
+                and not p.name else p for p in message.parts))
+            command = ""
+        out.append(message)
+    return out
+
+
 # the counts of a response's `usage`
 _COUNTS = ("prompt_tokens", "completion_tokens", "total_tokens")
 
@@ -166,7 +185,8 @@ class JsonMessagesReader:
             kept = messages_of(messages)
             if isinstance(record, dict) and messages is record.get("messages"):
                 self.calls += _calls(kept, self.count + len(out))
-            out += [_message(d, line, self.conversations) for d in kept]
+            out += _named_by_action(kept, [_message(d, line, self.conversations)
+                                           for d in kept])
             self.conversations += 1
         self.usage, wrong = _usage(record)
         # (set aside at the line the run totals start on, in a document printed over many)

@@ -334,13 +334,16 @@ class OpenHandsFormat:
     description = "OpenHands events: evaluation output.jsonl or a saved trajectory (JSON array)"
     document = True  # a trajectory is one JSON array; output.jsonl is read line by line
     why_not_written = NOT_WRITTEN
+    holds_no_message = ("every instance's 'history' is empty: each run failed before its "
+                        "first event")
 
     def sniff(self, record: Any) -> int:
         events = events_of(record)
         if events:
             return 2
-        # an instance of a run that failed before its first event: only its id says so
-        return 1 if events == [] and "instance_id" in record else 0
+        # an instance of a run that failed before its first event: its id beside the empty
+        # history says so (an evaluation's output whose every run failed is still one)
+        return 2 if events == [] and isinstance(record.get("instance_id"), str) else 0
 
     def reader(self) -> OpenHandsReader:
         return OpenHandsReader()
