@@ -209,16 +209,18 @@ def test_flat_usage_that_holds_the_messages_and_more_still_anchors(tmp_path: Pat
 
 
 def test_calibrate_says_how_many_calls_it_left_out(tmp_path: Path) -> None:
-    # the calls the bill passes over are left out of the fit, and counted per model
+    # the calls the bill passes over are left out of the fit, and counted per model: of
+    # flat usage, every call (the bill uses none of it: see above), not only the last two
+    # below the line
     path, _ = flat_usage(tmp_path, 4_000)
-    passed = len(context(path)["passed_over"])
+    assert context(path)["calls"] == 11 and len(context(path)["passed_over"]) == 2
     (fit,) = json.loads(run_ctxpack("calibrate", "--json", str(path)).out)
-    assert fit["left_out"] == passed > 0 and fit["calls"] == 11 - passed
+    assert (fit["left_out"], fit["calls"], fit["error"]) == (11, 0, None)
     said = run_ctxpack("calibrate", str(path))
     assert said.code == 0
-    assert f"claude-opus-4-6: {passed} calls left out, far below the count" in \
+    assert "claude-opus-4-6: 11 calls left out, as the bill passes them over" in \
         " ".join(said.out.split())
-    # a model all of whose calls are left out is still shown, with nothing fitted
+    # a model all of whose calls are far below is still shown, with nothing fitted
     (tmp_path / "low").mkdir()
     low, _ = flat_usage(tmp_path / "low", 300)
     (none,) = json.loads(run_ctxpack("calibrate", "--json", str(low)).out)
@@ -228,6 +230,22 @@ def test_calibrate_says_how_many_calls_it_left_out(tmp_path: Path) -> None:
     (whole,) = json.loads(run_ctxpack("calibrate", "--json", str(SAMPLE)).out)
     assert whole["left_out"] == 0 and "left out" not in run_ctxpack("calibrate",
                                                                      str(SAMPLE)).out
+
+
+def test_usage_the_bill_passes_over_moves_no_fit_beside_an_honest_file(
+        tmp_path: Path) -> None:
+    # fitted with the flat file's first calls (each above the line alone, but not growing
+    # with the messages), the sample's fit erred 1,719% on its worst call held out: the
+    # flat file's calls are left out as the bill leaves them, and the fit is the sample's
+    path, _ = flat_usage(tmp_path, 4_000)
+    alone = json.loads(run_ctxpack("calibrate", "--json", str(SAMPLE)).out)
+    run = run_ctxpack("calibrate", "--json", str(path), str(SAMPLE))
+    assert run.code == 0, run.err
+    (both,) = json.loads(run.out)
+    assert both["left_out"] == 11 and both["files"] == 1
+    assert {k: v for k, v in both.items() if k != "left_out"} == \
+        {k: v for k, v in alone[0].items() if k != "left_out"}
+    assert both["worst"] < 0.05
 
 
 def test_one_made_up_small_last_usage_is_passed_over_not_the_calls_before_it(
