@@ -548,6 +548,47 @@ def test_a_reply_the_next_prompt_cannot_hold_is_set_aside(tmp_path: Path) -> Non
     assert report.billed["tokens_before"] == kept["context"]["tokens"] < report.trigger
 
 
+def unprompted(tmp_path: Path, output: int, name: str = "run.jsonl") -> Path:
+    """`with_hidden_reply`'s file, the reply's usage recording a prompt of 0 (input and both
+    cache fields) beside its `output`."""
+    path = with_hidden_reply(tmp_path, output, name)
+    lines = path.read_text().splitlines()
+    record = json.loads(lines[HIDDEN - 1])
+    record["message"]["usage"].update(input_tokens=0, cache_creation_input_tokens=0,
+                                      cache_read_input_tokens=0)
+    lines[HIDDEN - 1] = json.dumps(record)
+    path.write_text("\n".join(lines) + "\n")
+    return path
+
+
+def test_a_call_recording_a_prompt_of_0_has_its_reply_judged(tmp_path: Path) -> None:
+    # such a call was no call: its output went into the usage totals, and its thinking
+    # (stored empty) unchecked; now the next prompt, which resends it, holds it whole
+    honest = unprompted(tmp_path, 31, "honest.jsonl")
+    assert run_ctxpack("validate", str(honest)).code == 0
+    path = unprompted(tmp_path, 400_000)
+    checked = run_ctxpack("validate", str(path))
+    assert checked.code == 1
+    assert checked.out.splitlines() == [
+        f"{path}:{HIDDEN}: recorded reply of 400,000 tokens cannot be true: the next call of "
+        f"the same context (line 81), which resends it, records a prompt of 70,878 tokens "
+        f"(this call records a prompt of 0), and the reply is more than {RISE} times and "
+        f"{MARGIN:,} above the whole of it; set aside, not used for the bill or the window"]
+    doc, kept = stats_doc(path), stats_doc(honest)
+    assert [x["line"] for x in doc["usage_set_aside"]] == [HIDDEN]
+    # its output is taken back out of the totals, and its thinking counted as the file
+    # holds it (the honest 31 counted as hidden content)
+    assert doc["usage"]["output_tokens"] == kept["usage"]["output_tokens"] - 31
+    assert doc["usage"]["calls_set_aside"] == 1
+    assert doc["tokens"] == stats_doc(with_hidden_reply(tmp_path, None, "bare.jsonl"))["tokens"]
+    assert doc["context"]["tokens"] == kept["context"]["tokens"]
+    # and past what any call of the model holds, whatever the next call says
+    huge = unprompted(tmp_path, 1_500_000, "huge.jsonl")
+    said = run_ctxpack("validate", str(huge)).out
+    assert said.startswith(f"{huge}:{HIDDEN}: recorded usage of 1,500,000 tokens (prompt and "
+                           "reply) cannot be true: more than 1,000,000")
+
+
 def test_a_reply_is_set_aside_only_past_both_bounds(tmp_path: Path) -> None:
     # the next prompt grew by 635: the reply may be up to MARGIN above that
     most = 635 + MARGIN

@@ -312,7 +312,7 @@ class OpenCodeReader:
                     output, reasoning = counts["output_tokens"], counts["reasoning_tokens"]
         if not out:
             return []
-        if billed or any(wrong):
+        if billed or output or any(wrong):  # (a prompt of 0 with a reply: judged too)
             self.calls.append(RecordedCall(place, billed or 0, output or None,
                                            model or self.model,
                                            hidden=any(map(_signed, parts)),
