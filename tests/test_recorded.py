@@ -677,9 +677,14 @@ def _no_model(message: dict, n: int) -> None:
 
 
 @pytest.mark.parametrize(("edit", "named"), [
-    pytest.param(_no_model, None, id="no-model"),
+    # (Claude Code names the model of every reply, and writes its own `<synthetic>` ones
+    # with no usage: validate said nothing of either)
+    pytest.param(_no_model, "message.model is missing, where Claude Code names the model of "
+                 "every reply: billed as the file's model", id="no-model"),
     pytest.param(lambda m, n: m.update(model=5), "message.model is a number", id="model-int"),
-    pytest.param(lambda m, n: m.update(model="<synthetic>"), None, id="synthetic"),
+    pytest.param(lambda m, n: m.update(model="<synthetic>"),
+                 "message.model is '<synthetic>', a reply Claude Code makes up itself and "
+                 "writes with no usage, yet its usage records ", id="synthetic"),
     pytest.param(lambda m, n: m.update(id=n), "message.id is a number", id="id-int"),
 ])
 def test_a_reply_whose_model_or_id_is_of_another_kind_keeps_its_usage(
@@ -709,11 +714,16 @@ def test_a_reply_whose_model_or_id_is_of_another_kind_keeps_its_usage(
         assert all(problem.startswith(named) for _, problem in found)
 
 
-def test_a_reply_the_agent_made_up_is_no_call() -> None:
+def test_a_reply_the_agent_made_up_is_no_call(tmp_path: Path) -> None:
     # Claude Code's own `<synthetic>` replies record no token: they neither anchor nor
-    # count among the calls
+    # count among the calls, nor are they a problem (one recording tokens is: above)
     s = stats(SAMPLE, cache=False)
     assert s.usage["calls"] == 26
+    zero = with_replies(tmp_path, lambda m, n: m.update(model="<synthetic>", usage={
+        k: 0 for k in ("input_tokens", "cache_creation_input_tokens",
+                       "cache_read_input_tokens", "output_tokens")}) if n == 11 else None)
+    assert run_ctxpack("validate", str(zero)).code == 0
+    assert stats(zero, cache=False).usage["calls"] == 25
 
 
 @pytest.mark.parametrize("usage", [[], "lots", 7])
