@@ -771,8 +771,9 @@ def test_a_window_the_calls_or_its_kind_say_is_not_the_models_is_named(
     path = tmp_path / "run.jsonl"
     path.write_text(sample.read_text().replace('"model_context_window":272000',
                                                f'"model_context_window":{window}'))
+    # (named at the first line it is on: the first turn's task_started event)
     first = next(n for n, text in enumerate(path.read_text().splitlines(), 1)
-                 if '"model_context_window"' in text and '"token_count"' in text)
+                 if '"model_context_window"' in text)
     checked = run_ctxpack("validate", str(path))
     assert checked.code == 1
     assert checked.out.splitlines() == [f"{path}:{first}: {named}"]
@@ -784,6 +785,42 @@ def test_a_window_the_calls_or_its_kind_say_is_not_the_models_is_named(
     assert doc["usage_set_aside"] == [] and doc["context_window_assumed"] is None
     assert doc["context"] == json.loads(run_ctxpack("stats", str(sample), "--json").out
                                         )["files"][0]["context"]
+
+
+def started_only(tmp_path: Path, window: str) -> tuple[Path, int]:
+    """The Codex sample with no `model_context_window` in its token_count events, each
+    turn's task_started event naming `window`; and the first such event's line."""
+    lines = []
+    for text in (SAMPLES / "refactor.codex.jsonl").read_text().splitlines():
+        record = json.loads(text)
+        payload = record.get("payload") or {}
+        if payload.get("type") == "token_count" and isinstance(payload.get("info"), dict):
+            payload["info"].pop("model_context_window", None)
+        elif payload.get("type") == "task_started":
+            payload["model_context_window"] = json.loads(window)
+        lines.append(json.dumps(record))
+    path = tmp_path / "run.jsonl"
+    path.write_text("\n".join(lines) + "\n")
+    return path, next(n for n, text in enumerate(lines, 1) if '"task_started"' in text)
+
+
+def test_a_turns_task_started_window_is_read_where_its_token_counts_name_none(
+        tmp_path: Path) -> None:
+    # the window was read from the token_count events (and turn_context) alone: a rollout
+    # naming it only where each turn starts was measured against the table's
+    table = json.loads(run_ctxpack("stats", str(SAMPLES / "refactor.codex.jsonl"), "--json",
+                                   "-m", "gpt-5.1-codex").out)["files"][0]["context_window"]
+    assert table != 300_000
+    path, _ = started_only(tmp_path, "300000")
+    assert run_ctxpack("validate", str(path)).code == 0
+    doc = stats_doc(path)
+    assert doc["context_window"] == doc["usage"]["context_window"] == 300_000
+    # judged as the token_count's value is: one no window can be is named at its line
+    path, line = started_only(tmp_path, "0")
+    checked = run_ctxpack("validate", str(path))
+    assert checked.out.splitlines() == [f"{path}:{line}: model_context_window 0 {NO_WINDOW}"]
+    doc = stats_doc(path)
+    assert "context_window" not in doc["usage"] and doc["context_window"] == table
 
 
 def test_a_token_count_whose_info_is_no_object_is_named_and_listed(tmp_path: Path) -> None:
