@@ -719,9 +719,10 @@ def test_a_reply_the_agent_made_up_is_no_call(tmp_path: Path) -> None:
     # count among the calls, nor are they a problem (one recording tokens is: above)
     s = stats(SAMPLE, cache=False)
     assert s.usage["calls"] == 26
-    zero = with_replies(tmp_path, lambda m, n: m.update(model="<synthetic>", usage={
-        k: 0 for k in ("input_tokens", "cache_creation_input_tokens",
-                       "cache_read_input_tokens", "output_tokens")}) if n == 11 else None)
+    counts = ("input_tokens", "cache_creation_input_tokens", "cache_read_input_tokens",
+              "output_tokens")
+    zero = with_replies(tmp_path, lambda m, n: m.update(
+        model="<synthetic>", usage=dict.fromkeys(counts, 0)) if n == 11 else None)
     assert run_ctxpack("validate", str(zero)).code == 0
     assert stats(zero, cache=False).usage["calls"] == 25
 
