@@ -304,6 +304,32 @@ def below_words(sends: int) -> str:
         f"below the count of the messages alone, where the agent is known to send {sends:,} besides"
 
 
+def anchoring(calls: Sequence[Call], prompts: Sequence[int], slope: float, sends: int
+              ) -> tuple[int, bool]:
+    """Which of `calls` (in order, their prompts counted `prompts`, of a model of `slope`
+    and an agent the table says sends `sends` besides the messages) the bill may rest on:
+    how many, from the first, come before the last ones passed over (each `far_below`),
+    and whether those can anchor at all. They cannot where every call is passed over, nor
+    where the one before those passed over is below the calibrated count of its own
+    prompt (at the slope its calls show) or, of an agent known to send more, below the
+    least the first passed-over call's prompt may be billed: usage made up small where
+    the count was small too, or that did not grow with the messages (flat, every call
+    recording one figure), no more a prompt size than the calls after it. The bill and
+    `calibrate` both judge a run of calls here."""
+    keep = len(calls)
+    while keep and far_below(calls[keep - 1], prompts[keep - 1], slope, sends):
+        keep -= 1
+    if keep in (0, len(calls)):
+        return keep, keep > 0
+    last = calls[keep - 1]
+    holds = least_billed(last.slope or slope, prompts[keep], sends) if sends else 0
+    if not holds:
+        run = [(p, c.billed) for p, c in zip(prompts[:keep], calls[:keep], strict=True)
+               if c.prompt]
+        holds = (last.slope or own_fit(run, slope).slope) * prompts[keep - 1]
+    return keep, last.billed >= holds
+
+
 def bill(counts: Sequence[int], calls: Sequence[Call], *, model: str | None, format: str,
          exact: bool, estimated: bool, table: ModelTable = TABLE,
          priming: int = REPLY_PRIMING, earlier: Earlier | None = None) -> Bill:
@@ -343,43 +369,26 @@ def bill(counts: Sequence[int], calls: Sequence[Call], *, model: str | None, for
         # for what compress carried says the slope it billed with)
         # the last calls far below the count are passed over (one made-up small usage
         # would otherwise throw away every sane call before it): the bill anchors on the
-        # last call that is not
-        keep = len(calls)
-        while keep and far_below(calls[keep - 1], prompts[keep - 1], slope, sends):
-            keep -= 1
+        # last call that is not, where it can (see `anchoring`)
+        keep, anchors = anchoring(calls, prompts, slope, sends)
         passed = tuple((c.prompt, c.billed) for c in calls[keep:])
         # (the agent's known overhead, where it set the line the calls passed over fell
         # below: what stats and compress say of them)
         sends = sends if passed else 0
-        last = calls[-1]
-        if not keep:
-            # every call far below the count: the usage is made up, or the agent cut old
-            # outputs itself from the start; it is passed over, and the bill is what it
-            # would be with no usage recorded (the table's slope and overhead: usage that
-            # says less than the file holds is no sign the agent sends less besides it),
-            # saying so rather than that it is anchored
+        if not anchors:
+            # every call far below the count (usage made up, or an agent that cut old
+            # outputs itself from the start), or the one before the calls passed over
+            # below the count too (see `anchoring`): the usage is passed over, and the bill
+            # is what it would be with no usage recorded (the table's slope and overhead:
+            # usage that says less than the file holds is no sign the agent sends less
+            # besides it), saying so rather than that it is anchored
             return replace(unanchored(found, format, counted, exact, estimated),
-                           calls=len(calls), below=last.billed, passed=passed, sends=sends)
-        # what the anchor's recorded size must hold where calls are passed over: the
-        # calibrated count of its own prompt (at the slope its calls show); of an agent
-        # known to send more, the least the first passed over's prompt may be billed
-        holds = least_billed(calls[keep - 1].slope or slope, prompts[keep], sends) \
-            if sends and passed else None
+                           calls=len(calls), below=calls[keep - 1 if keep else -1].billed,
+                           passed=passed, sends=sends)
         calls, prompts, last = calls[:keep], prompts[:keep], calls[keep - 1]
         run = [(p, c.billed) for p, c in zip(prompts, calls, strict=True) if c.prompt]
         own = own_fit(run, slope)
         slope = last.slope or own.slope
-        if passed and last.billed < (holds or slope * prompts[-1]):
-            # calls passed over, and the one before them below the calibrated count of its
-            # own prompt: usage made up small, but where the count was small too (a
-            # stranger's file would lower the bill so); none of it is used, as where every
-            # call is far below. Of an agent known to send more besides the messages, where
-            # that call is below the count of the next call's prompt: its usage did not
-            # grow with the messages (flat, where every call records one figure), so it is
-            # no more a prompt size than the calls after it
-            return replace(unanchored(found, format, counted, exact, estimated),
-                           calls=keep + len(passed), below=last.billed, passed=passed,
-                           sends=sends)
         if LEAST_RATIO * slope * prompts[-1] <= last.billed < slope * prompts[-1]:
             # a bill below the calibrated count (a file whose text the model's tokenizer
             # splits more tightly, or an agent that sends less than it logs): the file's
@@ -603,8 +612,9 @@ class Fitted:
     worst: float | None
     # why the fit cannot stand as the model's entry in a config ("": it can)
     untrusted: str = ""
-    # the calls left out of the fit, as the bill passes them over (see `far_below`): far
-    # below the count of their prompts, or below it where the agent is known to send more
+    # the calls left out of the fit, as the bill passes them over (see `anchoring`): far
+    # below the count of their prompts, or below it where the agent is known to send
+    # more, or before such calls without growing with the messages
     left_out: int = 0
 
     def to_dict(self) -> dict[str, object]:
@@ -647,14 +657,19 @@ def calibrate(transcripts: Iterable[Transcript], table: ModelTable = TABLE) -> l
             for model in dict.fromkeys(c.model or named for c in calls):
                 counter = TokenCounter(model if table.find(model) else None, table)
                 counted = prompt_sizes(t, calls, counter, model)
-                # (not a call far below the count of its prompt, or below it where the
-                # agent is known to send more, which the bill passes over: made up, or of
-                # an agent that cut old outputs itself)
+                # not the calls the bill passes over (see `anchoring`: the last ones far
+                # below the count of their prompts, or below it where the agent is known
+                # to send more, and all of them where the one before those did not grow
+                # with the messages), nor any other far below: made up, or of an agent that
+                # cut old outputs itself
                 sends = table_overhead(table.calibration(model), t.format)
+                slope = slope_of(model, table)
                 mine = [(n, c) for n, c in zip(counted, calls, strict=True)
                         if (c.model or named) == model]
-                run = [(n, c.billed) for n, c in mine
-                       if not far_below(c, n, slope_of(model, table), sends)]
+                keep, anchors = anchoring([c for _, c in mine], [n for n, _ in mine], slope,
+                                          sends)
+                run = [(n, c.billed) for n, c in mine[:keep if anchors else 0]
+                       if not far_below(c, n, slope, sends)]
                 key = (spelled.setdefault(model_key(model), model), side)
                 # (a run all left out is kept empty: the model is still shown, with the
                 # calls left out)

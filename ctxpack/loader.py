@@ -34,6 +34,7 @@ from .jsonl import (
     parse_document,
     parse_line,
 )
+from .models import TABLE, ModelTable
 from .recorded import alone, believed, believed_usage
 from .transcript import (
     META_KEY,
@@ -658,16 +659,32 @@ def load(source: PathOrFile, format: str | None = None, *,
 
 
 def load_values(values: Sequence[Any], format: str | None = None,
-                name: str = "<messages>") -> Transcript:
+                name: str = "<messages>", model: str | None = None,
+                table: ModelTable = TABLE) -> Transcript:
     """A transcript of records given as values (a list of message dicts, as an agent loop
-    holds them), read as a file of one record a line would be."""
-    scanner = Scanner(None, format)
-    scanner.path = name
+    holds them), read as a file of one record a line would be: of the format its records
+    mark (an agent's records, Claude Code's or Codex's, are that agent's), else, where
+    none marks one, the API `model` is served by (`unmarked_format`)."""
     for n, value in enumerate(values, 1):
         if not isinstance(value, dict):
             raise InputError(name, n, f"expected a message object, found {type(value).__name__}")
+    scanner = Scanner(None, format)
+    scanner.path = name
     messages = list(scanner._records(enumerate(values, 1)))
+    api = unmarked_format(model, table)
+    if format is None and scanner.unsure == LOOSE and scanner.format is not None \
+            and scanner.format.name != api:
+        return replace(load_values(values, api, name), unsure=scanner.unsure)
     return _transcript(scanner, messages, ParsedRecords(values))
+
+
+def unmarked_format(model: str | None, table: ModelTable = TABLE) -> str:
+    """The format messages no record of which marks one are read and billed as: the API
+    that serves `model` (Anthropic's Messages for a model of Anthropic's, by the table),
+    else Chat Completions, as a file of them is read."""
+    found = table.find(model) if model else None
+    return "anthropic" if found is not None and found.provider == "anthropic" \
+        else DEFAULT_FORMAT
 
 
 def _transcript(scanner: Scanner, emitted: list[Message], records: Sequence[Record]

@@ -28,7 +28,7 @@ from .archive import Archiver, unpack
 from .calibration import Bill, Call, bill_for, last_call
 from .errors import InputError, UsageError
 from .jsonl import dumps, loads
-from .loader import load_values
+from .loader import load_values, unmarked_format
 from .models import TABLE, ModelTable
 from .render import counted
 from .tokens import REPLY_PRIMING, MessageCount, TokenCounter
@@ -229,9 +229,10 @@ class Context:
 
     def _bill(self) -> Bill:
         """The bill of the messages held, as compress works it out (`Input.bill`)."""
-        counter = self._counting(self.format or self._guess or "openai")
+        format = self.format or unmarked_format(self.model, self.table)
+        counter = self._counting(format)
         return bill_for([c.total for c in self._counts], self._calls(), None, counter,
-                        self.format or "openai", self.model is not None)
+                        format, self.model is not None)
 
     def _calls(self) -> tuple[Call, ...]:
         return (self._call,) if self._call is not None else ()
@@ -253,7 +254,7 @@ class Context:
             dumps(message)
         except TypeError as exc:
             raise InputError("<messages>", number, f"not JSON: {exc}") from None
-        t = load_values([message], self.format)
+        t = load_values([message], self.format, model=self.model, table=self.table)
         if t.format in _WHOLE:
             raise UsageError(f"a Context holds the messages of one conversation, not "
                              f"{t.format} records")
@@ -284,7 +285,9 @@ class Context:
         where a reader needs its neighbours (`human`: who opened a round)."""
         from .compression.reading import of_transcript
 
-        t = load_values(self._messages, self.format or (None if self._messages else "openai"))
+        t = load_values(self._messages, self.format or (
+            None if self._messages else unmarked_format(self.model, self.table)),
+            model=self.model, table=self.table)
         if self._call is not None:
             t = replace(t, calls=(*t.calls, self._call))
         counter = self._counting(t.format)

@@ -40,14 +40,16 @@ that reply (a reply whose thinking the file stores empty is counted at its recor
 for that reason: see ctxpack.calibration). A call whose recorded output is more than `RISE`
 times and more than `MARGIN` above what the next call's prompt grew by (nothing, where it
 shrank) records a reply that prompt cannot hold: it cannot be true either, and is set
-aside, its reply counted as the file holds it. The last call of a context, with no next
+aside, its reply counted as the file holds it. A call recording a prompt of 0 and a reply
+is judged so too, against the whole of the next prompt (the next call that records one),
+and by the bound on what a call holds: its reply is summed into the usage totals, and
+counted where its thinking is stored empty. The last call of a context, with no next
 call to hold its reply, and one whose next call's reply is on the same line, are not
 judged by this.
 """
 
 from __future__ import annotations
 
-import itertools
 import math
 from collections.abc import Callable, Iterable, Mapping, Sequence
 from dataclasses import dataclass
@@ -324,19 +326,25 @@ def believed(calls: Sequence[RecordedCall], lines: Sequence[int],
             aside.append(aside_of(c, why))
         else:
             kept.append(c)
-    # each context's calls (of one conversation, with a prompt size) in order, by place
+    # each context's calls (of one conversation, with a prompt size or a reply) in order,
+    # by place
     runs: dict[int, list[int]] = {}
     for k, c in enumerate(kept):
-        if c.billed > 0 and c.prompt > 0:
+        if c.prompt > 0 and (c.billed > 0 or c.output):
             runs.setdefault(conversation(c), []).append(k)
     fell: dict[int, str] = {}
-    # first the replies: one made up would be room for the next prompt to grow (fell_back)
+    # first the replies: one made up would be room for the next prompt to grow (fell_back);
+    # each is held by the next call of its context that records a prompt (one recording a
+    # prompt of 0 tells nothing of what the reply before it added)
     for run in runs.values():
-        for k, after in itertools.pairwise(run):
-            if why := overran(kept[k], kept[after], line):
+        after = None
+        for k in reversed(run):
+            if after is not None and (why := overran(kept[k], kept[after], line)):
                 fell[k] = why
+            if kept[k].billed > 0:
+                after = k
     for every in runs.values():
-        run = [k for k in every if k not in fell]
+        run = [k for k in every if k not in fell and kept[k].billed > 0]
         lows: list[RecordedCall | None] = [None] * len(run)  # the least later prompt
         for n in range(len(run) - 2, -1, -1):
             later, least = kept[run[n + 1]], lows[n + 1]
@@ -473,15 +481,18 @@ def outvoted(call: RecordedCall, agree: Sequence[RecordedCall], low: RecordedCal
 def overran(call: RecordedCall, after: RecordedCall, line: Callable[[RecordedCall], int]
             ) -> str:
     """Why `call` cannot be true, as a reply more than `RISE` times and `MARGIN` above what
-    the prompt of the next call of its context, `after`, grew by: that prompt resends it
-    (see the module's note) ("": it can)."""
+    the prompt of the next call of its context, `after`, grew by (the whole of it, where
+    `call` records a prompt of 0): that prompt resends it (see the module's note) ("": it
+    can)."""
     if not call.output or not 0 < line(call) < line(after):
         return ""
     grew = max(after.billed - call.billed, 0)
     if call.output <= RISE * grew or call.output <= grew + MARGIN:
         return ""
+    by = f"to this call's {call.billed:,}, and the reply is more than {RISE} times and " \
+         f"{MARGIN:,} above the {grew:,} it grew by" if call.billed else \
+         f"(this call records a prompt of 0), and the reply is more than {RISE} times and " \
+         f"{MARGIN:,} above the whole of it"
     return (f"recorded reply of {call.output:,} tokens cannot be true: the next call of the "
             f"same context (line {line(after):,}), which resends it, records a prompt of "
-            f"{after.billed:,} tokens to this call's {call.billed:,}, and the reply is more "
-            f"than {RISE} times and {MARGIN:,} above the {grew:,} it grew by; set aside, not "
-            f"used for the bill or the window")
+            f"{after.billed:,} tokens {by}; set aside, not used for the bill or the window")

@@ -20,7 +20,7 @@ from ctxpack.compression import compress_file
 from ctxpack.compression.settings import Options
 from ctxpack.config import load_config
 from ctxpack.errors import UsageError
-from ctxpack.models import TABLE
+from ctxpack.models import TABLE, Calibration
 from ctxpack.transcript import RecordedCall
 
 from .conftest import CORPUS, SAMPLES
@@ -459,6 +459,48 @@ def test_the_library_passes_over_usage_far_below_the_count_and_says_so() -> None
     sane = ctxpack.Context("claude-opus-4-6", budget=100_000)
     sane.extend(messages[:2])
     assert sane.append(messages[2], usage=plain.billed["tokens_before"]) == []
+
+
+SENDS = "below the count of the messages alone, where the agent is known to send"
+
+
+def test_the_library_reads_and_bills_messages_as_the_cli_reads_a_file_of_them() -> None:
+    # Claude Code's records given to the library are Claude Code's, as `stats` reads the
+    # file: what that agent is known to send besides the messages (25,000) sets the line
+    # a usage must reach, in compress(usage=) and a Context alike
+    records = [json.loads(line) for line in CLAUDE_CODE.read_text().splitlines()]
+    _, told = ctxpack.compress(records, usage=4_000, budget=150_000)
+    assert told.format == "claude-code"
+    assert any(f"{SENDS} 25,000 besides" in w for w in told.warnings), told.warnings
+    loop = ctxpack.Context(budget=150_000)  # (a loop holds the messages alone)
+    loop.extend(r for r in records if r.get("type") in ("user", "assistant"))
+    assert any(f"{SENDS} 25,000 besides" in w for w in loop.record_usage(4_000))
+    # messages no record of which marks its API are read as the API that serves the
+    # model (they were read, and billed, as Chat Completions whatever the model)
+    plain = [{"role": "user", "content": "Summarize the plan. " * 200},
+             {"role": "assistant", "content": "The plan has three parts. " * 150}]
+    assert ctxpack.compress(plain, model="claude-opus-4-6")[1].format == "anthropic"
+    assert ctxpack.compress(plain, model="gpt-4o")[1].format == "openai"
+    assert ctxpack.compress(plain)[1].format == "openai"
+    marked = [{"role": "system", "content": "You help."}, *plain]  # (no Messages role)
+    assert ctxpack.compress(marked, model="claude-opus-4-6")[1].format == "openai"
+    # an agent of the caller's own is known to send what its model's entry says (as
+    # `calibrate --write-config` writes it): the same line, for the file API and a loop
+    table = TABLE.extend([], [Calibration("claude-opus-4-6", 1.21, 20_000)])
+    prompt = ctxpack.Context("claude-opus-4-6")
+    prompt.append(plain[0])
+    low = round(least_billed(1.21, prompt.tokens, 1)) - 5  # under the messages alone
+    assert low > 0.6 * 1.21 * prompt.tokens  # (above the line of an agent sending nothing)
+    for entries in (TABLE, table):
+        _, report = ctxpack.compress(plain, model="claude-opus-4-6", usage=low, table=entries)
+        loop = ctxpack.Context("claude-opus-4-6", table=entries)
+        loop.extend(plain[:1])
+        said = loop.append(plain[1], usage=low)
+        if entries is TABLE:
+            assert report.warnings == said == [] and report.billed["kind"] == "anchored"
+        else:
+            assert any(f"{SENDS} 20,000 besides" in w for w in report.warnings)
+            assert said and f"{SENDS} 20,000 besides" in said[0]
 
 
 def test_compress_says_when_it_passes_over_a_files_last_call(tmp_path: Path) -> None:

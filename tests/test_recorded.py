@@ -209,16 +209,18 @@ def test_flat_usage_that_holds_the_messages_and_more_still_anchors(tmp_path: Pat
 
 
 def test_calibrate_says_how_many_calls_it_left_out(tmp_path: Path) -> None:
-    # the calls the bill passes over are left out of the fit, and counted per model
+    # the calls the bill passes over are left out of the fit, and counted per model: of
+    # flat usage, every call (the bill uses none of it: see above), not only the last two
+    # below the line
     path, _ = flat_usage(tmp_path, 4_000)
-    passed = len(context(path)["passed_over"])
+    assert context(path)["calls"] == 11 and len(context(path)["passed_over"]) == 2
     (fit,) = json.loads(run_ctxpack("calibrate", "--json", str(path)).out)
-    assert fit["left_out"] == passed > 0 and fit["calls"] == 11 - passed
+    assert (fit["left_out"], fit["calls"], fit["error"]) == (11, 0, None)
     said = run_ctxpack("calibrate", str(path))
     assert said.code == 0
-    assert f"claude-opus-4-6: {passed} calls left out, far below the count" in \
+    assert "claude-opus-4-6: 11 calls left out, as the bill passes them over" in \
         " ".join(said.out.split())
-    # a model all of whose calls are left out is still shown, with nothing fitted
+    # a model all of whose calls are far below is still shown, with nothing fitted
     (tmp_path / "low").mkdir()
     low, _ = flat_usage(tmp_path / "low", 300)
     (none,) = json.loads(run_ctxpack("calibrate", "--json", str(low)).out)
@@ -228,6 +230,22 @@ def test_calibrate_says_how_many_calls_it_left_out(tmp_path: Path) -> None:
     (whole,) = json.loads(run_ctxpack("calibrate", "--json", str(SAMPLE)).out)
     assert whole["left_out"] == 0 and "left out" not in run_ctxpack("calibrate",
                                                                      str(SAMPLE)).out
+
+
+def test_usage_the_bill_passes_over_moves_no_fit_beside_an_honest_file(
+        tmp_path: Path) -> None:
+    # fitted with the flat file's first calls (each above the line alone, but not growing
+    # with the messages), the sample's fit erred 1,719% on its worst call held out: the
+    # flat file's calls are left out as the bill leaves them, and the fit is the sample's
+    path, _ = flat_usage(tmp_path, 4_000)
+    alone = json.loads(run_ctxpack("calibrate", "--json", str(SAMPLE)).out)
+    run = run_ctxpack("calibrate", "--json", str(path), str(SAMPLE))
+    assert run.code == 0, run.err
+    (both,) = json.loads(run.out)
+    assert both["left_out"] == 11 and both["files"] == 1
+    assert {k: v for k, v in both.items() if k != "left_out"} == \
+        {k: v for k, v in alone[0].items() if k != "left_out"}
+    assert both["worst"] < 0.05
 
 
 def test_one_made_up_small_last_usage_is_passed_over_not_the_calls_before_it(
@@ -530,6 +548,47 @@ def test_a_reply_the_next_prompt_cannot_hold_is_set_aside(tmp_path: Path) -> Non
     assert report.billed["tokens_before"] == kept["context"]["tokens"] < report.trigger
 
 
+def unprompted(tmp_path: Path, output: int, name: str = "run.jsonl") -> Path:
+    """`with_hidden_reply`'s file, the reply's usage recording a prompt of 0 (input and both
+    cache fields) beside its `output`."""
+    path = with_hidden_reply(tmp_path, output, name)
+    lines = path.read_text().splitlines()
+    record = json.loads(lines[HIDDEN - 1])
+    record["message"]["usage"].update(input_tokens=0, cache_creation_input_tokens=0,
+                                      cache_read_input_tokens=0)
+    lines[HIDDEN - 1] = json.dumps(record)
+    path.write_text("\n".join(lines) + "\n")
+    return path
+
+
+def test_a_call_recording_a_prompt_of_0_has_its_reply_judged(tmp_path: Path) -> None:
+    # such a call was no call: its output went into the usage totals, and its thinking
+    # (stored empty) unchecked; now the next prompt, which resends it, holds it whole
+    honest = unprompted(tmp_path, 31, "honest.jsonl")
+    assert run_ctxpack("validate", str(honest)).code == 0
+    path = unprompted(tmp_path, 400_000)
+    checked = run_ctxpack("validate", str(path))
+    assert checked.code == 1
+    assert checked.out.splitlines() == [
+        f"{path}:{HIDDEN}: recorded reply of 400,000 tokens cannot be true: the next call of "
+        f"the same context (line 81), which resends it, records a prompt of 70,878 tokens "
+        f"(this call records a prompt of 0), and the reply is more than {RISE} times and "
+        f"{MARGIN:,} above the whole of it; set aside, not used for the bill or the window"]
+    doc, kept = stats_doc(path), stats_doc(honest)
+    assert [x["line"] for x in doc["usage_set_aside"]] == [HIDDEN]
+    # its output is taken back out of the totals, and its thinking counted as the file
+    # holds it (the honest 31 counted as hidden content)
+    assert doc["usage"]["output_tokens"] == kept["usage"]["output_tokens"] - 31
+    assert doc["usage"]["calls_set_aside"] == 1
+    assert doc["tokens"] == stats_doc(with_hidden_reply(tmp_path, None, "bare.jsonl"))["tokens"]
+    assert doc["context"]["tokens"] == kept["context"]["tokens"]
+    # and past what any call of the model holds, whatever the next call says
+    huge = unprompted(tmp_path, 1_500_000, "huge.jsonl")
+    said = run_ctxpack("validate", str(huge)).out
+    assert said.startswith(f"{huge}:{HIDDEN}: recorded usage of 1,500,000 tokens (prompt and "
+                           "reply) cannot be true: more than 1,000,000")
+
+
 def test_a_reply_is_set_aside_only_past_both_bounds(tmp_path: Path) -> None:
     # the next prompt grew by 635: the reply may be up to MARGIN above that
     most = 635 + MARGIN
@@ -618,9 +677,14 @@ def _no_model(message: dict, n: int) -> None:
 
 
 @pytest.mark.parametrize(("edit", "named"), [
-    pytest.param(_no_model, None, id="no-model"),
+    # (Claude Code names the model of every reply, and writes its own `<synthetic>` ones
+    # with no usage: validate said nothing of either)
+    pytest.param(_no_model, "message.model is missing, where Claude Code names the model of "
+                 "every reply: billed as the file's model", id="no-model"),
     pytest.param(lambda m, n: m.update(model=5), "message.model is a number", id="model-int"),
-    pytest.param(lambda m, n: m.update(model="<synthetic>"), None, id="synthetic"),
+    pytest.param(lambda m, n: m.update(model="<synthetic>"),
+                 "message.model is '<synthetic>', a reply Claude Code makes up itself and "
+                 "writes with no usage, yet its usage records ", id="synthetic"),
     pytest.param(lambda m, n: m.update(id=n), "message.id is a number", id="id-int"),
 ])
 def test_a_reply_whose_model_or_id_is_of_another_kind_keeps_its_usage(
@@ -650,11 +714,17 @@ def test_a_reply_whose_model_or_id_is_of_another_kind_keeps_its_usage(
         assert all(problem.startswith(named) for _, problem in found)
 
 
-def test_a_reply_the_agent_made_up_is_no_call() -> None:
+def test_a_reply_the_agent_made_up_is_no_call(tmp_path: Path) -> None:
     # Claude Code's own `<synthetic>` replies record no token: they neither anchor nor
-    # count among the calls
+    # count among the calls, nor are they a problem (one recording tokens is: above)
     s = stats(SAMPLE, cache=False)
     assert s.usage["calls"] == 26
+    counts = ("input_tokens", "cache_creation_input_tokens", "cache_read_input_tokens",
+              "output_tokens")
+    zero = with_replies(tmp_path, lambda m, n: m.update(
+        model="<synthetic>", usage=dict.fromkeys(counts, 0)) if n == 11 else None)
+    assert run_ctxpack("validate", str(zero)).code == 0
+    assert stats(zero, cache=False).usage["calls"] == 25
 
 
 @pytest.mark.parametrize("usage", [[], "lots", 7])
@@ -702,8 +772,9 @@ def test_a_window_the_calls_or_its_kind_say_is_not_the_models_is_named(
     path = tmp_path / "run.jsonl"
     path.write_text(sample.read_text().replace('"model_context_window":272000',
                                                f'"model_context_window":{window}'))
+    # (named at the first line it is on: the first turn's task_started event)
     first = next(n for n, text in enumerate(path.read_text().splitlines(), 1)
-                 if '"model_context_window"' in text and '"token_count"' in text)
+                 if '"model_context_window"' in text)
     checked = run_ctxpack("validate", str(path))
     assert checked.code == 1
     assert checked.out.splitlines() == [f"{path}:{first}: {named}"]
@@ -715,6 +786,42 @@ def test_a_window_the_calls_or_its_kind_say_is_not_the_models_is_named(
     assert doc["usage_set_aside"] == [] and doc["context_window_assumed"] is None
     assert doc["context"] == json.loads(run_ctxpack("stats", str(sample), "--json").out
                                         )["files"][0]["context"]
+
+
+def started_only(tmp_path: Path, window: str) -> tuple[Path, int]:
+    """The Codex sample with no `model_context_window` in its token_count events, each
+    turn's task_started event naming `window`; and the first such event's line."""
+    lines = []
+    for text in (SAMPLES / "refactor.codex.jsonl").read_text().splitlines():
+        record = json.loads(text)
+        payload = record.get("payload") or {}
+        if payload.get("type") == "token_count" and isinstance(payload.get("info"), dict):
+            payload["info"].pop("model_context_window", None)
+        elif payload.get("type") == "task_started":
+            payload["model_context_window"] = json.loads(window)
+        lines.append(json.dumps(record))
+    path = tmp_path / "run.jsonl"
+    path.write_text("\n".join(lines) + "\n")
+    return path, next(n for n, text in enumerate(lines, 1) if '"task_started"' in text)
+
+
+def test_a_turns_task_started_window_is_read_where_its_token_counts_name_none(
+        tmp_path: Path) -> None:
+    # the window was read from the token_count events (and turn_context) alone: a rollout
+    # naming it only where each turn starts was measured against the table's
+    table = json.loads(run_ctxpack("stats", str(SAMPLES / "refactor.codex.jsonl"), "--json",
+                                   "-m", "gpt-5.1-codex").out)["files"][0]["context_window"]
+    assert table != 300_000
+    path, _ = started_only(tmp_path, "300000")
+    assert run_ctxpack("validate", str(path)).code == 0
+    doc = stats_doc(path)
+    assert doc["context_window"] == doc["usage"]["context_window"] == 300_000
+    # judged as the token_count's value is: one no window can be is named at its line
+    path, line = started_only(tmp_path, "0")
+    checked = run_ctxpack("validate", str(path))
+    assert checked.out.splitlines() == [f"{path}:{line}: model_context_window 0 {NO_WINDOW}"]
+    doc = stats_doc(path)
+    assert "context_window" not in doc["usage"] and doc["context_window"] == table
 
 
 def test_a_token_count_whose_info_is_no_object_is_named_and_listed(tmp_path: Path) -> None:

@@ -579,9 +579,11 @@ def calibrate(
         for f in fitted:
             if f.left_out:
                 many = "call" if f.left_out == 1 else "calls"
-                print(plain(f"{f.model}: {f.left_out:,} {many} left out, far below the count "
-                            "of their prompts or below it where the agent is known to send "
-                            "more (made up, or of an agent that cut old outputs itself)"))
+                print(plain(f"{f.model}: {f.left_out:,} {many} left out, as the bill passes "
+                            "them over: far below the count of their prompts, below it where "
+                            "the agent is known to send more, or before such calls without "
+                            "growing with the messages (made up, or of an agent that cut old "
+                            "outputs itself)"))
         if not write_config:  # (--write-config says it for each fit it does not write)
             for f in fitted:
                 if f.untrusted:

@@ -177,7 +177,7 @@ def compress(source: list[dict[str, Any]] | Transcript | PathOrFile, *,
     if usage is not None and not isinstance(source, (list, Transcript)):
         raise UsageError("usage is for messages or a Transcript: a file records its own")
     if isinstance(source, list):
-        t = load_values(source, format)
+        t = load_values(source, format, model=model, table=table)
         given = of_transcript(t if usage is None else reported(t, usage, model or t.model),
                               model, table, cache)
         options = replace(options, archive=False)

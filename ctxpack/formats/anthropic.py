@@ -316,7 +316,8 @@ class UsageTally:
 
     def recorded(self, context: list[int], replies: dict[int, Reply]) -> list[RecordedCall]:
         """The calls whose replies are in `context`, with the prompt size of each (a reply
-        the agent made up itself, billed nothing, is none)."""
+        the agent made up itself, billed nothing, is none; one recording a reply but a
+        prompt of 0 is, to be judged as any: see ctxpack.recorded)."""
         out = []
         for i, n in enumerate(context):
             reply = replies.get(n)
@@ -324,7 +325,7 @@ class UsageTally:
             if nums is None:
                 continue
             wrong = self.wrong.get(reply[0], "")
-            if (billed := nums[0] + nums[1] + nums[2]) > 0 or wrong:
+            if (billed := nums[0] + nums[1] + nums[2]) > 0 or nums[3] or wrong:
                 out.append(RecordedCall(i, billed, nums[3] or None, reply[1], reply[2],
                                         problem=wrong, at=self.lines.get(reply[0], 0),
                                         summed=summed(

@@ -122,7 +122,8 @@ class ClaudeCodeReader:
             self.models[side] = model
         if not made_up(message, usage):  # its usage, whatever its model (or id) says
             self.tallies[side].add(call_key(message), usage, line)
-        self.problems += [(line, p) for p in reply_problems(payload)]
+        self.problems += [(line, p) for p in reply_problems(payload) + _unlike_its_agent(
+            payload.get("model"), usage)]
         return message
 
     def _emit(self, items: list[Emitted], side: bool) -> list[Message]:
@@ -213,6 +214,22 @@ class ClaudeCodeReader:
                     placed.add(m)
                     order.append(m)
         return order, root
+
+
+def _unlike_its_agent(model: Any, usage: Any) -> list[str]:
+    """What a reply's `message` says that Claude Code never writes, read past but named by
+    validate: no `model` (it names the model of every reply it was sent), or a
+    `<synthetic>` one (a reply it makes up itself, an error shown or a turn skipped, which
+    it writes with every count 0) whose usage records tokens."""
+    if model is None:
+        return ["message.model is missing, where Claude Code names the model of every "
+                "reply: billed as the file's model"]
+    tokens = sum(number(usage.get(f)) for f in _USAGE_FIELDS) if isinstance(usage, dict) else 0
+    if model == SYNTHETIC_MODEL and tokens:
+        return [f"message.model is {SYNTHETIC_MODEL!r}, a reply Claude Code makes up itself "
+                f"and writes with no usage, yet its usage records {tokens:,} tokens: read as a "
+                f"call of the file's model"]
+    return []
 
 
 class ClaudeCodeFormat:

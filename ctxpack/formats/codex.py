@@ -4,7 +4,9 @@ Only `response_item` payloads, the items of a `compacted` line and the
 `session_meta` instructions are model input; the rest is UI and telemetry. The
 context is the newest system prompt plus whatever follows the last `compacted`
 line. Usage comes from the `token_count` events (each call's own `last_token_usage`),
-the model from `turn_context`.
+the model from `turn_context`, the window the agent gave the model from the
+`model_context_window` of a `token_count`'s info, else of the turn's `task_started` event
+(or a `turn_context`).
 """
 
 from __future__ import annotations
@@ -287,6 +289,10 @@ class CodexReader:
             self._window(line, payload)
         elif kind == "event_msg" and payload.get("type") == "token_count":
             self._token_count(line, payload.get("info"))
+        elif kind == "event_msg" and payload.get("type") == "task_started":
+            # (a turn's start names the window too: the calls of the turn are told of
+            # under it where their own token_count names none)
+            self._window(line, payload)
         elif kind == "event_msg" and payload.get("type") in ("agent_reasoning", "agent_message"):
             self.streamed = True
         return []
@@ -424,8 +430,9 @@ class CodexReader:
             self.last_call = last
 
     def _window(self, line: int, record: dict[str, Any]) -> None:
-        """Note the model's window where `record` (a `turn_context`, a `token_count`'s
-        info, at `line`) names it, as written (judged once the file is read: `_windows`)."""
+        """Note the model's window where `record` (a `turn_context`, a `task_started` event,
+        a `token_count`'s info, at `line`) names it, as written (judged once the file is
+        read: `_windows`)."""
         value = record.get("model_context_window")
         if value is not None:
             self.context_window = value

@@ -103,9 +103,9 @@ def _calls(messages: list[dict[str, Any]], first: int) -> list[RecordedCall]:
         if d.get("role") != "assistant" or not isinstance(usage, dict):
             continue
         billed, wrong = number(usage.get("prompt_tokens")), wrong_counts(usage, _COUNTS)
-        if billed > 0 or wrong:
+        output = number(usage.get("completion_tokens"))
+        if billed > 0 or output or wrong:  # (a prompt of 0 with a reply: judged too)
             model = response.get("model")  # type: ignore[union-attr]
-            output = number(usage.get("completion_tokens"))
             out.append(RecordedCall(n, billed, output or None,
                                     model if isinstance(model, str) else None, problem=wrong,
                                     summed=summed(input_tokens=billed, output_tokens=output)))

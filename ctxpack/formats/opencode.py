@@ -334,7 +334,8 @@ class OpenCodeReader:
                     results.append(ToolResult(call_id, result.parts, result.is_error))
             elif kind == "step-finish":
                 prompt, wrong, share = self.usage.add(p)
-                if out and (prompt or any(wrong)):
+                # (a prompt of 0 with a reply: judged too)
+                if out and (prompt or dict(share)["output_tokens"] or any(wrong)):
                     self.calls.append(self._call(p, index, i, step, model, prompt, wrong,
                                                  share, place + len(messages)))
                 flush(out, results)
