@@ -546,6 +546,17 @@ def test_a_budget_above_the_window_is_said_once_and_the_window_used(tmp_path: Pa
     assert not [w for w in json.loads(run.out)["warnings"] if "window" in w]
 
 
+def test_the_report_says_one_of_a_thing_in_the_singular(tmp_path: Path) -> None:
+    from .compression.transcripts import agent_run
+
+    path = tmp_path / "run.jsonl"
+    path.write_bytes(agent_run(1))  # one output of 15 lines
+    run = ctxpack("compress", str(path), "--max-lines", "10", "-o", str(tmp_path / "o.jsonl"))
+    assert run.code == 0, run.err
+    assert "; 1 output truncated, 0 masked;" in run.err
+    assert "1 outputs" not in run.err and "of 15 lines" in (tmp_path / "o.jsonl").read_text()
+
+
 def test_a_reached_target_or_a_file_that_holds_all_its_prompt_warns_of_none(
         tmp_path: Path) -> None:
     # the chat's count is exact and the file holds all of it: the default target is a soft aim

@@ -39,6 +39,16 @@ def steps_of(path: Path) -> list[int]:
             and (i == 0 or ms[i - 1].role != "assistant")]
 
 
+def test_rewind_says_one_message_and_one_step_in_the_singular(tmp_path: Path) -> None:
+    source = tmp_path / "chat.jsonl"
+    source.write_bytes(b'{"role": "user", "content": "Say hi."}\n'
+                       b'{"role": "assistant", "content": "Hi."}\n')
+    done = run("rewind", str(source), "--steps", "1", "-o", str(tmp_path / "out.jsonl"))
+    assert done.code == 0, done.err
+    assert ": 2 → 1 message (1 step out, line 2); " in done.err
+    assert done.err.rstrip().endswith("brings it back")
+
+
 @pytest.mark.parametrize("name", LINE_FORMATS)
 def test_rewind_takes_the_newest_steps_out_and_restore_brings_them_back(
         tmp_path: Path, name: str) -> None:
