@@ -135,3 +135,23 @@ def test_the_compress_report_example_is_what_the_command_writes(tmp_path):
     assert run.code == 0, run.err
     report = json.loads((tmp_path / "FILE").read_text())
     assert differences(example(block), report) == []
+
+
+@pytest.mark.corpus
+def test_the_unlogged_range_the_readme_gives_is_what_stats_shows_on_the_corpus(exact_tokens):
+    """README's range of what Claude Code sends unlogged is `stats`' split of the corpus's
+    sessions (those recording calls; not the compaction side-agent, whose part not in
+    the file is the parent conversation)."""
+    from ctxpack import stats
+
+    from .conftest import corpus_files
+
+    files = corpus_files("claude-code")
+    if not files:
+        pytest.skip("corpus not found beside the checkout (../shared/corpus)")
+    low, high = re.search(r"\((\d+)–(\d+)k tokens in the\ncorpus's Claude Code sessions",
+                          README).groups()
+    split = [s.context.not_in_file for s in map(stats, files) if s.context.kind == "anchored"
+             and "parent conversation" not in s.not_in_file_why]
+    assert (round(min(split), -3) // 1000, round(max(split), -3) // 1000) == \
+        (int(low), int(high))
