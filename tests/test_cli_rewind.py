@@ -215,7 +215,7 @@ def bill_of(path: Path) -> dict:
 def cut_before(path: Path, said: str | int, to: Path) -> Path:
     """The file `path` as it was before the lines a rewind took out (from the first, or
     as its message names them), as if the session had stopped there."""
-    first = said if isinstance(said, int) else int(re.search(r"lines (\d+)–", said).group(1))
+    first = said if isinstance(said, int) else int(re.search(r"lines? (\d+)[–)]", said).group(1))
     to.write_bytes(b"".join(path.read_bytes().splitlines(keepends=True)[:first - 1]))
     return to
 
@@ -279,7 +279,7 @@ def test_a_file_compress_wrote_rewinds_to_any_step_and_restores_byte_for_byte(
         out = tmp_path / f"to{kept}-{name}"
         done = run("rewind", str(compressed), "--to", str(kept), "-o", str(out))
         assert done.code == 0, done.err
-        first = int(re.search(r"lines (\d+)–", done.err).group(1))
+        first = int(re.search(r"lines? (\d+)[–)]", done.err).group(1))
         anchors.append(meta_of(lines[first - 2]))  # the line before those taken out
         after = ctxpack.load(out)
         assert [m.parts for m in after.messages] == \
