@@ -544,6 +544,14 @@ def test_a_budget_above_the_window_is_said_once_and_the_window_used(tmp_path: Pa
     run = ctxpack("compress", str(SAMPLES / "coding-agent.claude-code.jsonl"), "--budget",
                   str(window), "-o", str(out), "--report-json", "-", "-q")
     assert not [w for w in json.loads(run.out)["warnings"] if "window" in w]
+    # a run over many files says it once for all of them
+    (tmp_path / "in").mkdir()
+    for name in ("a.jsonl", "b.jsonl"):
+        shutil.copy(SAMPLES / "coding-agent.claude-code.jsonl", tmp_path / "in" / name)
+    run = ctxpack("compress", str(tmp_path / "in"), "--out-dir", str(tmp_path / "out"),
+                  "--budget", str(asked), "-q")
+    assert run.code == 0, run.err
+    assert " ".join(run.err.split()).count(f"warning: {warning}") == 1
 
 
 def test_the_report_says_one_of_a_thing_in_the_singular(tmp_path: Path) -> None:

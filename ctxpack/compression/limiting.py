@@ -72,11 +72,17 @@ def target_not_below_trigger(plan: Plan) -> list[str]:
 def budget_over_window(plan: Plan) -> list[str]:
     """The warning of a budget asked for above the model's window: the window is what
     compress holds the context to (a prompt past it is refused whatever the budget)."""
-    budget = plan.options.budget
-    if not budget or budget <= plan.window:
-        return []
-    return [f"the budget asked for ({budget:,} tokens) is more than the "
-            f"{plan.window:,}-token window of {plan.read.model}: the window is used instead"]
+    said = over_window(plan.options.budget, plan.window, plan.read.model)
+    return [said] if said else []
+
+
+def over_window(budget: int | None, window: int, model: str) -> str | None:
+    """What `budget_over_window` says of a `budget` for a `model` of `window` (a run over
+    many files says it once for them all); None where it is within the window."""
+    if not budget or budget <= window:
+        return None
+    return (f"the budget asked for ({budget:,} tokens) is more than the {window:,}-token "
+            f"window of {model}: the window is used instead")
 
 
 def check_fits(plan: Plan) -> list[str]:
