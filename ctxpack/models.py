@@ -232,7 +232,7 @@ class ModelTable:
         for `claude-opus-4-6` is billed under the `claude-opus-4` entry's tokenizer and
         window), with the calibration each is billed with and where that comes from: what
         `ctxpack models` lists."""
-        entries = {model_key(m.name): m for m in self.all()}
+        entries: dict[str, ModelInfo | None] = {model_key(m.name): m for m in self.all()}
         for c in self._calibrations.values():
             found = self.find(c.name)
             entries.setdefault(model_key(c.name), found and replace(found, name=c.name))
