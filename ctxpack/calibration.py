@@ -432,6 +432,16 @@ def unanchored(found: Any, format: str, counted: int, exact: bool, estimated: bo
     return _bill("exact", counted, 1.0, 0, counted, 0.0)
 
 
+def text_bill(counted: int, model: str | None, *, exact: bool, estimated: bool,
+              table: ModelTable = TABLE) -> Bill:
+    """The bill of plain text counted `counted` (what `ctxpack count` prints): the model's
+    slope as a context's with no recorded call, and nothing besides (plain text is no
+    agent's prompt, so no overhead, the table's or a config's)."""
+    found = table.calibration(model)
+    return unanchored(None if found is None else replace(found, overhead=0), "", counted,
+                      exact, estimated)
+
+
 def table_overhead(found: Any, format: str) -> int:
     """What an agent of `format` sends unlogged by the table: the model's entry `found`'s
     overhead, else the format's `UNLOGGED`."""

@@ -73,12 +73,7 @@ def load_config(explicit: str | None = None) -> Config:
     path = find_config(explicit)
     if path is None:
         return Config()
-    import yaml
-
-    try:
-        data = yaml.safe_load(path.read_text(encoding="utf-8")) or {}
-    except (yaml.YAMLError, UnicodeDecodeError) as exc:
-        raise UsageError(f"{path}: not valid YAML: {str(exc).splitlines()[0]}") from None
+    data = parse(path, path.read_bytes())
     if not isinstance(data, dict):
         raise UsageError(f"{path}: the config must be a mapping of keys to values")
     unknown = sorted(set(data) - KNOWN_KEYS)
@@ -96,6 +91,32 @@ def load_config(explicit: str | None = None) -> Config:
     return Config(models=_table(data, path),
                   compress={k: v for k, v in compress.items() if k not in ignored},
                   source=str(path), warnings=warnings)
+
+
+def parse(path: str | Path, raw: bytes) -> Any:
+    """A config file's bytes as YAML ({} where it holds none); where they are not, a
+    UsageError naming the file, the line and the problem (and the line of what it was
+    reading, where that opened elsewhere: an unclosed `[`)."""
+    import yaml
+
+    try:
+        text = raw.decode("utf-8")
+    except UnicodeDecodeError as exc:
+        line = raw[:exc.start].count(b"\n") + 1
+        raise UsageError(f"{path}:{line}: not UTF-8 text (byte {raw[exc.start]:#04x})") \
+            from None
+    try:
+        return yaml.safe_load(text) or {}
+    except yaml.YAMLError as exc:
+        mark = getattr(exc, "problem_mark", None)
+        problem = getattr(exc, "problem", None) or str(exc).splitlines()[0]
+        context, opened = getattr(exc, "context", None), getattr(exc, "context_mark", None)
+        # (PyYAML says where it was, not that: "while parsing a flow sequence")
+        during = "" if not context else f" ({context}" + (
+            f" begun on line {opened.line + 1}" if opened is not None and mark is not None
+            and opened.line != mark.line else "") + ")"
+        at = f":{mark.line + 1}" if mark is not None else ""
+        raise UsageError(f"{path}{at}: not valid YAML: {problem}{during}") from None
 
 
 def _table(data: dict[str, Any], path: Path) -> ModelTable:
@@ -136,9 +157,7 @@ def _models(entries: Any, path: Path) -> list[ModelInfo]:
         unknown = sorted(set(entry) - MODEL_KEYS)
         if unknown:
             raise UsageError(f"{where}: unknown key(s): {', '.join(unknown)}")
-        if not isinstance(entry.get("name"), str) or not entry["name"].strip():
-            raise UsageError(f"{where} needs a 'name'")
-        name = entry["name"]
+        name = _name(entry, where)
         known = TABLE.find(name)
         base = ModelInfo(name, "o200k_base", 0, provider="custom") if known is None \
             else replace(known, name=name)
@@ -183,9 +202,7 @@ def _calibrations(entries: Any, path: Path, table: ModelTable) -> list[Calibrati
         unknown = sorted(set(entry) - CALIBRATION_KEYS)
         if unknown:
             raise UsageError(f"{where}: unknown key(s): {', '.join(unknown)}")
-        name = entry.get("name")
-        if not isinstance(name, str) or not name:
-            raise UsageError(f"{where} needs a 'name'")
+        name = _name(entry, where)
         same = next((k for k, c in enumerate(out) if model_key(c.name) == model_key(name)),
                     None)
         if same is not None:  # (which of the two should count?)
@@ -198,12 +215,28 @@ def _calibrations(entries: Any, path: Path, table: ModelTable) -> list[Calibrati
         overhead = _within(entry.get("overhead"), 0, window - 1, f"{where}: overhead",
                            f"tokens, below {which}") \
             if entry.get("overhead") is not None else None
+        if overhead is not None and overhead != int(overhead):
+            raise UsageError(f"{where}: overhead must be a whole number of tokens, not "
+                             f"{_shown(overhead)}")
         error = None if entry.get("error") is None else _number(entry["error"])
         if entry.get("error") is not None and (error is None or not 0 <= error <= 1):
             raise UsageError(f"{where}: error must be a fraction from 0 to 1 (0.05 is 5%)")
-        out.append(Calibration(name, slope, None if overhead is None else round(overhead),
+        out.append(Calibration(name, slope, None if overhead is None else int(overhead),
                                error))
     return out
+
+
+def _name(entry: dict[str, Any], where: str) -> str:
+    """The model an entry of the config's lists names: text, not empty."""
+    from .jsonl import json_kind
+
+    name = entry.get("name")
+    if name is None or (isinstance(name, str) and not name.strip()):
+        raise UsageError(f"{where} needs a 'name' (the model's id, or a prefix of it)")
+    if not isinstance(name, str):  # (YAML reads `name: 5` as a number, `name: [a]` a list)
+        raise UsageError(f"{where}: name must be a model's id, as text (quote it), not "
+                         f"{json_kind(name)} ({name!r})")
+    return name
 
 
 def _number(value: Any) -> float | None:
@@ -248,11 +281,9 @@ def add_calibrations(path: str, fitted: list[Any]) -> None:
     if target.exists():
         if not target.is_file():
             raise UsageError(f"{path}: not a regular file; the config cannot be written there")
-        try:
-            text = target.read_bytes().decode("utf-8")  # (its line ends as they are)
-            data = yaml.safe_load(text) or {}
-        except (yaml.YAMLError, UnicodeDecodeError) as exc:
-            raise UsageError(f"{path}: not valid YAML: {str(exc).splitlines()[0]}") from None
+        raw = target.read_bytes()
+        data = parse(path, raw)
+        text = raw.decode("utf-8")  # (its line ends as they are)
         if not isinstance(data, dict):
             raise UsageError(f"{path}: the config must be a mapping of keys to values")
         _table(data, Path(path))  # (what is there is sound)

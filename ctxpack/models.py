@@ -8,7 +8,7 @@ or override entries.
 from __future__ import annotations
 
 import re
-from dataclasses import dataclass
+from dataclasses import dataclass, replace
 from typing import Any
 
 DEFAULT_MODEL = "gpt-4o"
@@ -81,6 +81,28 @@ class Calibration:
     slope: float
     overhead: int | None = None
     error: float | None = None
+
+
+@dataclass(frozen=True, slots=True)
+class Listed:
+    """A model as `ctxpack models` lists it: its table entry (None where only a
+    calibration names a model no entry is a prefix of), the calibration it is billed with
+    (None: none, its count is billed 1:1) and where that comes from: "shipped"
+    (`CALIBRATED`) or "config" (a config's `calibration:` entry)."""
+
+    name: str
+    info: ModelInfo | None
+    calibration: Calibration | None
+    source: str | None
+
+    def to_dict(self) -> dict[str, Any]:
+        i, c = self.info, self.calibration
+        return {"name": self.name, "encoding": i and i.encoding,
+                "context_window": i and i.context_window, "exact": i and i.exact,
+                "provider": i and i.provider, "note": i and i.note,
+                "calibration": None if c is None else {
+                    "name": c.name, "slope": c.slope, "overhead": c.overhead,
+                    "error": c.error, "source": self.source}}
 
 
 # Each slope is the `--slopes` median of bench/bench_calibration.py on the shared corpus,
@@ -204,6 +226,25 @@ class ModelTable:
 
     def all(self) -> list[ModelInfo]:
         return sorted(self._by_name.values(), key=lambda m: (m.provider != "openai", m.name))
+
+    def listing(self) -> list[Listed]:
+        """Every model this table names, its own entry's or a calibration's (a calibration
+        for `claude-opus-4-6` is billed under the `claude-opus-4` entry's tokenizer and
+        window), with the calibration each is billed with and where that comes from: what
+        `ctxpack models` lists."""
+        entries: dict[str, ModelInfo | None] = {model_key(m.name): m for m in self.all()}
+        for c in self._calibrations.values():
+            found = self.find(c.name)
+            entries.setdefault(model_key(c.name), found and replace(found, name=c.name))
+        out = []
+        for key, info in entries.items():
+            name = info.name if info is not None else self._calibrations[key].name
+            found = self.calibration(name)
+            source = None if found is None else \
+                "shipped" if any(found is c for c in CALIBRATED) else "config"
+            out.append(Listed(name, info, found, source))
+        return sorted(out, key=lambda x: (x.info is None or x.info.provider != "openai",
+                                          x.name))
 
     def choose(self, candidates: list[str | None]) -> str | None:
         """The first candidate model this table knows (a transcript may name any model)."""

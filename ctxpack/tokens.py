@@ -214,9 +214,10 @@ def cache_key(text: str) -> Key:
 
 
 def count(text: str, model: str | None = None, table: ModelTable = TABLE) -> int:
-    """Tokens of plain text for `model` (default gpt-4o), no chat overhead: what
-    `ctxpack count` prints. An estimate where the encoding cannot be had (a
-    `TokenCounter` says which: `.estimated`)."""
+    """Tokens of plain text for `model` (default gpt-4o), no chat overhead, counted with
+    its tokenizer (or the approximation the table names: `ctxpack count` prints the
+    calibrated figure of such a model, calibration.text_bill). An estimate where the
+    encoding cannot be had (a `TokenCounter` says which: `.estimated`)."""
     return TokenCounter(model, table).text(text)
 
 

@@ -161,6 +161,47 @@ def test_count_prints_a_bare_number(exact_tokens):
     assert ctxpack("count", "--model", "gpt-4", input="tiktoken is great!").out == "6\n"
 
 
+def test_count_of_a_model_without_its_tokenizer_is_its_calibrated_bill(exact_tokens, tmp_path):
+    import tiktoken
+
+    text = "Refactor the parser so that every error names its file and line."
+    counted = len(tiktoken.get_encoding("cl100k_base").encode(text))
+    cfg = tmp_path / "c.yaml"  # (a config's overhead is an agent's, not plain text's)
+    cfg.write_text("calibration: [{name: claude-opus-4-6, slope: 1.5, overhead: 9000, "
+                   "error: 0.02}]\n")
+    run = ctxpack("count", "-m", "claude-opus-4-6", "--config", str(cfg), text)
+    assert run.code == 0 and run.out == f"{round(1.5 * counted)}\n"  # bare, for pipes
+    assert f"calibrated: 1.5 × {counted} counted with cl100k_base" in run.err
+    assert "±2.0%" in run.err
+    # a model no calibration covers is its tokenizer's count, said to be an estimate
+    run = ctxpack("count", "-m", "gemini-2.5-pro", text)
+    assert run.out == f"{len(tiktoken.get_encoding('o200k_base').encode(text))}\n"
+    assert "estimated, not calibrated" in run.err and "error unknown" in run.err
+    # an exact model: the number alone
+    assert ctxpack("count", "-m", "gpt-4o", text).err == ""
+
+
+def test_models_show_each_calibration_and_where_it_came_from(tmp_path):
+    def calibration(run, name):
+        return {m["name"]: m for m in json.loads(run.out)}[name]["calibration"]
+
+    shipped = calibration(ctxpack("models", "--json"), "claude-opus-4-6")
+    assert shipped["source"] == "shipped" and shipped["name"] == "claude-opus-4-6"
+    # a family's entry stands for the models it is a prefix of
+    family = calibration(ctxpack("models", "--json"), "claude-opus-4")
+    assert family["name"] == "claude" and family["source"] == "shipped"
+    cfg = tmp_path / "c.yaml"
+    cfg.write_text("calibration: [{name: claude-opus-4-6, slope: 1.5, overhead: 9000}]\n")
+    took = calibration(ctxpack("models", "--json", "--config", str(cfg)), "claude-opus-4-6")
+    assert took == {"name": "claude-opus-4-6", "slope": 1.5, "overhead": 9000, "error": None,
+                    "source": "config"}
+    text = ctxpack("models", "--config", str(cfg)).out
+    row = next(line for line in text.splitlines() if "claude-opus-4-6" in line and "1.5" in line)
+    assert "9,000" in row and "config file" in row
+    assert "shipped table" in next(line for line in text.splitlines()
+                                   if "claude-opus-4-5" in line and "table" in line)
+
+
 def test_models_lists_and_config_extends(tmp_path):
     run = ctxpack("models", "--json")
     names = {m["name"]: m for m in json.loads(run.out)}

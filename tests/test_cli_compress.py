@@ -525,6 +525,46 @@ def test_a_target_the_part_not_in_the_file_puts_out_of_reach_is_said(tmp_path: P
     assert out.is_file()
 
 
+@pytest.mark.parametrize("asked", [300_000, 10**23])
+def test_a_budget_above_the_window_is_said_once_and_the_window_used(tmp_path: Path,
+                                                                    asked: int) -> None:
+    from ctxpack.models import TABLE
+
+    window = TABLE.find("claude-opus-4-6").context_window  # (the sample's model)
+    out = tmp_path / "out.jsonl"
+    run = ctxpack("compress", str(SAMPLES / "coding-agent.claude-code.jsonl"), "--budget",
+                  str(asked), "-o", str(out), "--report-json", str(tmp_path / "r.json"))
+    assert run.code == 0, run.err
+    report = json.loads((tmp_path / "r.json").read_text())
+    assert report["limit"] == report["trigger"] == window
+    (warning,) = [w for w in report["warnings"] if "window" in w]
+    assert f"({asked:,} tokens)" in warning and f"{window:,}-token window" in warning
+    assert " ".join(run.err.split()).count(f"warning: {warning}") == 1
+    # at the window itself there is nothing to say
+    run = ctxpack("compress", str(SAMPLES / "coding-agent.claude-code.jsonl"), "--budget",
+                  str(window), "-o", str(out), "--report-json", "-", "-q")
+    assert not [w for w in json.loads(run.out)["warnings"] if "window" in w]
+    # a run over many files says it once for all of them
+    (tmp_path / "in").mkdir()
+    for name in ("a.jsonl", "b.jsonl"):
+        shutil.copy(SAMPLES / "coding-agent.claude-code.jsonl", tmp_path / "in" / name)
+    run = ctxpack("compress", str(tmp_path / "in"), "--out-dir", str(tmp_path / "out"),
+                  "--budget", str(asked), "-q")
+    assert run.code == 0, run.err
+    assert " ".join(run.err.split()).count(f"warning: {warning}") == 1
+
+
+def test_the_report_says_one_of_a_thing_in_the_singular(tmp_path: Path) -> None:
+    from .compression.transcripts import agent_run
+
+    path = tmp_path / "run.jsonl"
+    path.write_bytes(agent_run(1))  # one output of 15 lines
+    run = ctxpack("compress", str(path), "--max-lines", "10", "-o", str(tmp_path / "o.jsonl"))
+    assert run.code == 0, run.err
+    assert "; 1 output truncated, 0 masked;" in run.err
+    assert "1 outputs" not in run.err and "of 15 lines" in (tmp_path / "o.jsonl").read_text()
+
+
 def test_a_reached_target_or_a_file_that_holds_all_its_prompt_warns_of_none(
         tmp_path: Path) -> None:
     # the chat's count is exact and the file holds all of it: the default target is a soft aim

@@ -39,6 +39,16 @@ def steps_of(path: Path) -> list[int]:
             and (i == 0 or ms[i - 1].role != "assistant")]
 
 
+def test_rewind_says_one_message_and_one_step_in_the_singular(tmp_path: Path) -> None:
+    source = tmp_path / "chat.jsonl"
+    source.write_bytes(b'{"role": "user", "content": "Say hi."}\n'
+                       b'{"role": "assistant", "content": "Hi."}\n')
+    done = run("rewind", str(source), "--steps", "1", "-o", str(tmp_path / "out.jsonl"))
+    assert done.code == 0, done.err
+    assert ": 2 → 1 message (1 step out, line 2); " in done.err
+    assert done.err.rstrip().endswith("brings it back")
+
+
 @pytest.mark.parametrize("name", LINE_FORMATS)
 def test_rewind_takes_the_newest_steps_out_and_restore_brings_them_back(
         tmp_path: Path, name: str) -> None:
@@ -205,7 +215,7 @@ def bill_of(path: Path) -> dict:
 def cut_before(path: Path, said: str | int, to: Path) -> Path:
     """The file `path` as it was before the lines a rewind took out (from the first, or
     as its message names them), as if the session had stopped there."""
-    first = said if isinstance(said, int) else int(re.search(r"lines (\d+)–", said).group(1))
+    first = said if isinstance(said, int) else int(re.search(r"lines? (\d+)[–)]", said).group(1))
     to.write_bytes(b"".join(path.read_bytes().splitlines(keepends=True)[:first - 1]))
     return to
 
@@ -269,7 +279,7 @@ def test_a_file_compress_wrote_rewinds_to_any_step_and_restores_byte_for_byte(
         out = tmp_path / f"to{kept}-{name}"
         done = run("rewind", str(compressed), "--to", str(kept), "-o", str(out))
         assert done.code == 0, done.err
-        first = int(re.search(r"lines (\d+)–", done.err).group(1))
+        first = int(re.search(r"lines? (\d+)[–)]", done.err).group(1))
         anchors.append(meta_of(lines[first - 2]))  # the line before those taken out
         after = ctxpack.load(out)
         assert [m.parts for m in after.messages] == \

@@ -52,6 +52,7 @@ def test_lookup_order_env_then_cwd(tmp_path, monkeypatch):
     ("models: {a: 1}\n", "must be a list"),
     ("models:\n  - {name: x}\n", "needs 'context_window' (the built-in table does not know"),
     ("models:\n  - {context_window: 5}\n", "models[0] needs a 'name'"),
+    ("models:\n  - {name: 5, context_window: 5}\n", "name must be a model's id, as text"),
     ("models:\n  - {name: x, context_window: 0}\n", "whole and above 0, not 0"),
     ("models:\n  - {name: gpt-4o, context_window: 1.5}\n", "whole and above 0, not 1.5"),
     ("models:\n  - {name: claude-opus-4-6, exact: 'no'}\n", "exact must be true or false"),
@@ -66,6 +67,26 @@ def test_bad_config_is_a_usage_error_naming_the_problem(tmp_path, text, fragment
     with pytest.raises(UsageError) as info:
         load_config(str(path))
     assert fragment in str(info.value)
+
+
+@pytest.mark.parametrize("text, where, fragment", [
+    # an unclosed list: where the reader gave up, and the line the list began on
+    ("compress:\n  keep_steps: 2\ncalibration: [1, 2\n", 4,
+     "expected ',' or ']', but got '<stream end>' (while parsing a flow sequence begun on "
+     "line 3)"),
+    ("compress:\n  keep_steps: 2\n    budget: 5\n", 3, "mapping values are not allowed here"),
+    ("compress: {}\nmodels: \xff\n", 2, "not UTF-8 text (byte 0xff)"),
+])
+def test_a_config_that_is_not_yaml_is_named_at_its_line(tmp_path, text, where, fragment):
+    config = tmp_path / "c.yaml"
+    config.write_bytes(text.encode("latin-1"))
+    assert_clean_error(ctxpack("models", "--config", str(config)), 2,
+                       f"{config}:{where}: ", fragment)
+    before = config.read_bytes()
+    run = ctxpack("calibrate", str(SAMPLES / "coding-agent.claude-code.jsonl"),
+                  "--write-config", str(config))
+    assert_clean_error(run, 2, f"{config}:{where}: ", fragment)
+    assert config.read_bytes() == before
 
 
 def test_missing_explicit_config(tmp_path):

@@ -71,3 +71,87 @@ def test_the_compress_tests_mirror_its_modules():
     assert {"truncation", "masking", "summarizing", "limiting", "rewriting"} <= named
     for name in named:
         assert (tests / f"test_{name}.py").is_file(), f"{name}.py has no tests of its own"
+
+
+# A JSON example in the README, made JSON: what `...` leaves out matches anything, and a
+# list that ends in `...` may go on; a number matches to the digits it shows.
+ANY, MORE = "<any>", "<more>"
+
+
+def example(block: str) -> object:
+    import json
+
+    # (a value left out, `"line": ...`, is any; an item, `[{...}, ...]`, is more of them)
+    text = re.sub(r"\{\.\.\.\}|\[\.\.\.\]|(?<=: )\.\.\.(?![\w\"])", f'"{ANY}"', block)
+    text = re.sub(r"(?<![\w\"])\.\.\.(?![\w\"])", f'"{MORE}"', text)
+    text = text.replace(f', "{MORE}"}}', "}")  # (a mapping may leave keys out anyway)
+    return json.loads(text.replace('"..."', f'"{ANY}"'))
+
+
+def differences(shown: object, actual: object, where: str = "") -> list[str]:
+    """Where the README's `shown` says other than `actual` (a dict may leave keys out)."""
+    if shown == ANY:
+        return []
+    if isinstance(shown, dict) and isinstance(actual, dict):
+        return [d for k, v in shown.items() for d in (
+            differences(v, actual[k], f"{where}.{k}") if k in actual
+            else [f"{where}.{k}: not in the output"])]
+    if isinstance(shown, list) and isinstance(actual, list):
+        more = bool(shown) and shown[-1] == MORE
+        items = shown[:-1] if more else shown
+        if len(items) > len(actual) or (not more and len(items) != len(actual)):
+            return [f"{where}: the README shows {len(items)} items, the output has "
+                    f"{len(actual)}"]
+        return [d for i, v in enumerate(items) for d in differences(v, actual[i], f"{where}[{i}]")]
+    if isinstance(shown, float) and isinstance(actual, (int, float)):
+        digits = len(repr(shown).split(".")[1])
+        close = abs(shown - actual) <= 0.5 * 10 ** -digits + 1e-12
+        return [] if close else [f"{where}: README {shown}, output {actual}"]
+    return [] if shown == actual and type(shown) is type(actual) else \
+        [f"{where}: README {shown!r}, output {actual!r}"]
+
+
+def test_the_stats_json_example_is_what_the_command_prints():
+    import json
+
+    said, block = re.search(r"`(ctxpack stats --json samples/[\w.-]+)`.*?\n```json\n(.*?)```",
+                            README, flags=re.S).groups()
+    run = ctxpack(*said.split()[1:], cwd=str(ROOT))
+    assert run.code == 0, run.err
+    assert differences(example(block), json.loads(run.out)) == []
+
+
+def test_the_compress_report_example_is_what_the_command_writes(tmp_path):
+    import json
+
+    from .conftest import SAMPLES
+
+    said, block = re.search(r"`(ctxpack compress run\.jsonl [^`]*--report-json FILE)`"
+                            r".*?\n```json\n(.*?)```", README, flags=re.S).groups()
+    args = said.split()[2:]
+    args[0] = str(SAMPLES / "coding-agent.claude-code.jsonl")  # (run.jsonl is its copy)
+    args = [str(tmp_path / a) if a in ("small.jsonl", "FILE") else a for a in args]
+    run = ctxpack("compress", *args, "-q")
+    assert run.code == 0, run.err
+    report = json.loads((tmp_path / "FILE").read_text())
+    assert differences(example(block), report) == []
+
+
+@pytest.mark.corpus
+def test_the_unlogged_range_the_readme_gives_is_what_stats_shows_on_the_corpus(exact_tokens):
+    """README's range of what Claude Code sends unlogged is `stats`' split of the corpus's
+    sessions (those recording calls; not the compaction side-agent, whose part not in
+    the file is the parent conversation)."""
+    from ctxpack import stats
+
+    from .conftest import corpus_files
+
+    files = corpus_files("claude-code")
+    if not files:
+        pytest.skip("corpus not found beside the checkout (../shared/corpus)")
+    low, high = re.search(r"\((\d+)–(\d+)k tokens in the\ncorpus's Claude Code sessions",
+                          README).groups()
+    split = [s.context.not_in_file for s in map(stats, files) if s.context.kind == "anchored"
+             and "parent conversation" not in s.not_in_file_why]
+    assert (round(min(split), -3) // 1000, round(max(split), -3) // 1000) == \
+        (int(low), int(high))

@@ -464,10 +464,15 @@ def count(
     words: Annotated[list[str] | None, typer.Argument(metavar="[TEXT|-]",
         help="Text to count (several words are joined by spaces); - or nothing reads stdin.")]
     = None,
-    model: ModelOpt = None,
+    model: Annotated[str | None, typer.Option(
+        "--model", "-m", metavar="MODEL", help="Model to count for (default: gpt-4o). Of a "
+        "model with no public tokenizer the number is its calibrated estimate, and stderr "
+        "says so.")] = None,
     config: ConfigOpt = None,
 ) -> None:
     """Print the number of tokens of plain text (no chat overhead)."""
+    from ..calibration import text_bill
+    from ..render.stats import slope_text
     from ..tokens import TokenCounter
 
     text = " ".join(words) if words else None
@@ -477,9 +482,19 @@ def count(
         text = sys.stdin.buffer.read().decode("utf-8", "replace")
     counter = TokenCounter(model, read_config(config).models)
     n = counter.text(text)
+    billed = text_bill(n, counter.model, exact=counter.exact, estimated=counter.estimated,
+                       table=counter.table)
     if counter.estimated:
         warn(counter.note)
-    print(n)
+    elif billed.kind != "exact":  # (the bare number stays alone on stdout, for pipes)
+        how = f"calibrated: {slope_text(billed.slope)} × " \
+            if billed.kind == "calibrated" else "estimated, not calibrated: "
+        error = "error unknown" if billed.error is None else \
+            f"expected error ±{billed.error:.1%}"
+        stderr().print(plain(f"{counter.model}: {billed.tokens:,} tokens, {how}{n:,} counted "
+                             f"with {counter.encoding_name}, an approximation; {error}"),
+                       markup=False, highlight=False)
+    print(billed.tokens)
 
 
 @app.command()
@@ -487,25 +502,45 @@ def models(
     json_out: Annotated[bool, typer.Option("--json", help="Print JSON.")] = False,
     config: ConfigOpt = None,
 ) -> None:
-    """List known models, their encodings and context windows."""
-    table = read_config(config).models.all()
+    """List known models, their encodings, context windows and the calibration each is
+    billed with (shipped, or the config's)."""
+    listed = read_config(config).models.listing()
     if json_out:
         from ..jsonl import dumps
 
-        rows = [{"name": m.name, "encoding": m.encoding, "context_window": m.context_window,
-                 "exact": m.exact, "provider": m.provider, "note": m.note} for m in table]
-        sys.stdout.buffer.write(dumps(rows, indent=2) + b"\n")
+        sys.stdout.buffer.write(dumps([m.to_dict() for m in listed], indent=2) + b"\n")
         return
     from rich.console import Console
     from rich.table import Table
 
-    out = Table("model (prefix)", "provider", "encoding", "context window", "tokens")
-    for m in table:
-        out.add_row(m.name, m.provider, m.encoding, f"{m.context_window:,}",
-                    "exact" if m.exact else "approximate")
-    Console().print(out)
+    from ..calibration import CALIBRATED_ERROR, UNLOGGED
+    from ..render.stats import slope_text
 
-
+    table = Table("model (prefix)", "provider", "encoding", "context window", "tokens")
+    entries: dict[str, Any] = {}  # the calibrations the models are billed with, by name
+    for m in listed:
+        i = m.info
+        table.add_row(plain(m.name), *((plain(i.provider), plain(i.encoding),
+                                        f"{i.context_window:,}",
+                                        "exact" if i.exact else "approximate")
+                                       if i is not None else ("-",) * 4))
+        if m.calibration is not None:
+            entries.setdefault(m.calibration.name, m)
+    figures = Table("calibration", "slope", "overhead", "error", "from",
+                    title="billed = slope × counted + overhead",
+                    caption="a model is billed with the entry of its longest prefix, else "
+                            "1:1; overhead -: what its agent is known to send ("
+                            + ", ".join(f"{fmt} {n:,}" for fmt, n in UNLOGGED.items())
+                            + f"), else 0; error -: {CALIBRATED_ERROR:.0%}")
+    for name, m in sorted(entries.items()):
+        c = m.calibration
+        figures.add_row(plain(name), slope_text(c.slope),
+                        "-" if c.overhead is None else f"{c.overhead:,}",
+                        "-" if c.error is None else f"{c.error:.1%}",
+                        "config file" if m.source == "config" else "shipped table")
+    console = Console()
+    console.print(table)
+    console.print(figures)
 
 
 @app.command()

@@ -125,9 +125,11 @@ def rewind(
     _say_kept(_write_result(dest, file, done.chunks, seen))
     first, last = done.lines
     stderr().print(plain(
-        f"{done.path}: {done.messages_before} → {done.messages_after} messages "
-        f"({counted(done.steps, 'step')} out, lines {first}–{last}); `ctxpack restore --only "
-        f"{done.id}` brings them back"), markup=False)
+        f"{done.path}: {done.messages_before:,} → {counted(done.messages_after, 'message')} "
+        f"({counted(done.steps, 'step')} out, "
+        f"{f'line {first}' if first == last else f'lines {first}–{last}'}); `ctxpack "
+        f"restore --only {done.id}` brings {'it' if done.steps == 1 else 'them'} back"),
+        markup=False)
 
 
 _POINT = re.compile(r"(?:(step|round):)?(\d+)")

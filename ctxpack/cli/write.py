@@ -146,6 +146,7 @@ class _CompressJob:
 def compress_one(job: Any, how: _CompressJob, alone: bool) -> Any:
     """One file of a many-file compress (run in a worker process when `alone`)."""
     from ..compression import compress_file
+    from ..compression.limiting import over_window
     from .batch import Outcome, failed
 
     if alone:
@@ -169,7 +170,8 @@ def compress_one(job: Any, how: _CompressJob, alone: bool) -> Any:
         return Outcome(job.source, job.dest, status, tokens_before=r.tokens_before,
                        tokens_after=r.tokens_after, backup=backup,
                        warnings=tuple(w for w in (_estimated(r), _dropped(
-                           r, how.options.archive, how.strip_metadata)) if w))
+                           r, how.options.archive, how.strip_metadata),
+                           over_window(how.options.budget, r.context_window, r.model)) if w))
     except (CtxpackError, OSError) as exc:
         return failed(job, exc)
 

@@ -14,6 +14,7 @@ from itertools import accumulate, compress, islice
 from operator import add, eq
 
 from ..errors import UsageError
+from ..render import counted
 from ..settings import SETTINGS, TRUNCATE_MODES
 from .failures import error_spans
 
@@ -211,15 +212,15 @@ class _Job:
 
     def marker(self, lay: _Layout, tokens_cut: int) -> str:
         lines_cut, folded, chars_cut, partial = self.tally(lay)
-        what = [f"{lines_cut:,} of {_many(self.starts[-1], 'line')}"] if lines_cut else []
+        what = [f"{lines_cut:,} of {counted(self.starts[-1], 'line')}"] if lines_cut else []
         if chars_cut:
-            what.append(f"{_many(chars_cut, 'character')} of {_many(partial, 'long line')}")
+            what.append(f"{counted(chars_cut, 'character')} of {counted(partial, 'long line')}")
         clauses = [f"cut {' and '.join(what)} here"] if what else []
         if lay.rescued:
-            clauses.append(f"kept {_many(len(lay.rescued), 'error line')} from them below")
+            clauses.append(f"kept {counted(len(lay.rescued), 'error line')} from them below")
         if folded:
-            clauses.append(f"folded {_many(folded, 'repeated line')}")
-        clauses += [f"{_many(tokens_cut, 'token')} left out", self.kept]
+            clauses.append(f"folded {counted(folded, 'repeated line')}")
+        clauses += [f"{counted(tokens_cut, 'token')} left out", self.kept]
         return f"{MARKER}{'; '.join(clauses)}]"
 
     def fits(self, lay: _Layout, limits: Limits) -> bool:
@@ -309,7 +310,3 @@ class _Job:
         return Truncated(text=text, lines_before=self.starts[-1], lines_cut=lines_cut,
                    tokens_before=self.tokens_before, tokens_after=self.count(text),
                    errors_kept=len(lay.rescued), repeats_collapsed=folded)
-
-
-def _many(n: int, noun: str) -> str:
-    return f"{n:,} {noun}{'s' * (n != 1)}"

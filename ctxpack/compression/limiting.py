@@ -33,7 +33,7 @@ def limit(plan: Plan) -> Edits:
         if plan.total_with(chosen) <= plan.limit:
             break
     if chosen.max_tokens < chosen.cap and CONDENSED in chosen.text:
-        what = "budget" if plan.options.budget else "context window"
+        what = "budget" if plan.by_budget else "context window"
         warning = (f"the {what} leaves the summary {chosen.max_tokens:,} tokens (it could "
                    f"take {chosen.cap:,}): it is condensed more than it would be")
         return Edits(summary=replace(chosen, squeezed=True), warnings=(warning,))
@@ -69,13 +69,29 @@ def target_not_below_trigger(plan: Plan) -> list[str]:
             f"trigger ({plan.billed_trigger:,}): the next turns may trigger compress again"]
 
 
+def budget_over_window(plan: Plan) -> list[str]:
+    """The warning of a budget asked for above the model's window: the window is what
+    compress holds the context to (a prompt past it is refused whatever the budget)."""
+    said = over_window(plan.options.budget, plan.window, plan.read.model)
+    return [said] if said else []
+
+
+def over_window(budget: int | None, window: int, model: str) -> str | None:
+    """What `budget_over_window` says of a `budget` for a `model` of `window` (a run over
+    many files says it once for them all); None where it is within the window."""
+    if not budget or budget <= window:
+        return None
+    return (f"the budget asked for ({budget:,} tokens) is more than the {window:,}-token "
+            f"window of {model}: the window is used instead")
+
+
 def check_fits(plan: Plan) -> list[str]:
     """Raise CannotFit when the plan is over its limit; the warnings of one that fits."""
     total = plan.total
     s = plan.summary
     if total <= plan.limit:
-        return target_not_below_trigger(plan) + missed_target(plan)
-    what = "budget" if plan.options.budget else f"context window of {plan.read.model}"
+        return budget_over_window(plan) + target_not_below_trigger(plan) + missed_target(plan)
+    what = "budget" if plan.by_budget else f"context window of {plan.read.model}"
     left = f"{plan.billed:,} tokens"
     if plan.read.bill.kind != "exact":  # the limit is of the bill; the parts are counts
         left += (f" billed ({plan.read.bill.kind}; the messages count {total:,}, the rest "

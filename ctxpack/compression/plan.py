@@ -189,6 +189,12 @@ class Plan:
         return min(self.window // 2, share)
 
     @property
+    def by_budget(self) -> bool:
+        """Is the limit the budget asked for, not the model's window (a budget above the
+        window leaves the window: see limiting.budget_over_window)?"""
+        return bool(self.options.budget) and self.options.budget < self.window
+
+    @property
     def billed_limit(self) -> int:
         """The output must not pass this: the explicit budget, else the model's window."""
         return min(self.options.budget or self.window, self.window)

@@ -9,7 +9,7 @@ from rich.table import Table
 
 from ..compression import Report
 from ..jsonl import dumps
-from . import markup
+from . import counted, markup
 
 
 def to_json(report: Report) -> bytes:
@@ -50,7 +50,7 @@ def print_report(console: Console, report: Report, *, dry_run: bool = False) -> 
                       "not in the file", highlight=False)
     used = billed / r.context_window if r.context_window else 0
     console.print(f"messages {r.messages_before:,} -> {r.messages_after:,}; "
-                  f"{r.truncated} outputs truncated, {r.masked} masked; "
+                  f"{counted(r.truncated, 'output')} truncated, {r.masked:,} masked; "
                   f"{used:.0%} of the window (summarize above {r.trigger:,}, "
                   f"down to {r.target:,}); archive: {r.archive}", highlight=False)
     if r.summary:
@@ -72,7 +72,7 @@ def print_report(console: Console, report: Report, *, dry_run: bool = False) -> 
 
 def _summary(console: Console, s: dict[str, Any]) -> None:
     ratio = s["archived_tokens"] / s["tokens"] if s["tokens"] else 0
-    console.print(f"summary ({s['strategy']}): {s['messages']:,} messages, "
+    console.print(f"summary ({s['strategy']}): {counted(s['messages'], 'message')}, "
                   f"{s['archived_tokens']:,} tokens -> {s['tokens']:,} ({ratio:.1f}x)",
                   highlight=False)
     kept = [f"{name} {v['kept']:,}/{v['total']:,}" for name, v in s["retention"].items()
@@ -97,12 +97,12 @@ def _llm(console: Console, x: dict[str, Any]) -> None:
         console.print(f"llm: {x['note']}", highlight=False)
         return
     what = "used" if x["used"] else "not used (see the warning)"
-    parts = [f"{x['requests']} request" + ("" if x["requests"] == 1 else "s"),
+    parts = [counted(x["requests"], "request"),
              f"{x['prompt_tokens']:,} prompt + {x['completion_tokens']:,} completion tokens"]
     if x["usage_unreported"]:
-        parts.append(f"{x['usage_unreported']} answers without usage")
+        parts.append(f"{counted(x['usage_unreported'], 'answer')} without usage")
     if x["per_step"]:
-        parts.append(f"{x['steps']} step lines, {x['cached_steps']} from the cache")
+        parts.append(f"{counted(x['steps'], 'step line')}, {x['cached_steps']:,} from the cache")
     elif x["chunks"] > 1:
         parts.append(f"{x['chunks']} chunks merged in {x['merges']}")
     secrets = ", ".join(f"{kind} ×{n}" for kind, n in x["redacted"].items())
