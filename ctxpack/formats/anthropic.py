@@ -125,14 +125,16 @@ def merged_turns(message: Message) -> list[Message]:
     opens a round of its own, titled by their words. Every reader of Messages API
     messages reads them so: a request body's, one a line, or an array of them. Each turn
     after the first is sent as blocks of the message before it (`joined`); one turn is
-    the message as it was. (A note the agent put before the person's words in their own
-    message, an IDE's note of the open file, is told apart from one it sent alone only by
-    where it is: after a reply it joins the round before, opening a body it is the
-    preamble.)"""
+    the message as it was. Notes of the agent's that open a message (a reminder, an IDE's
+    note of the open file) stay in the turn of the person's words after them: a message
+    the agent sent so (Claude Code's first) is one turn, and one sent alone before the
+    person's is told from it by nothing in the message."""
     if message.role != "user":
         return [message]
-    starts = [i for i, p in enumerate(message.parts) if i and (labelled_persons(p) or (
-        _persons_text(p) and not _persons(message.parts[i - 1])))]
+    parts = message.parts
+    starts = [i for i, p in enumerate(parts) if i and (labelled_persons(p) or (
+        _persons_text(p) and not _persons(parts[i - 1])
+        and not all(isinstance(q, Text) for q in parts[:i])))]
     if not starts:
         return [message]
     bounds = [0, *starts, len(message.parts)]
