@@ -327,7 +327,7 @@ def test_corpus_files_convert_with_their_rounds(path, tmp_path):
 
 # each sample transcript: a file, or a folder read as one (a Cline task, OpenCode's storage)
 _FOLDERS = ("cline-task", "opencode-storage")
-_SAMPLE_PATHS = sorted([*(SAMPLES / f for f in _FOLDERS), *(
+_SAMPLE_PATHS = sorted([SAMPLES / "cline-task", SAMPLES / "opencode-storage" / "storage", *(
     p for p in SAMPLES.rglob("*") if p.suffix in (".json", ".jsonl", ".md")
     and p.name != "README.md" and p.relative_to(SAMPLES).parts[0] not in _FOLDERS)])
 
