@@ -15,7 +15,9 @@ readers would take it for the person's turn), and the reasoning a model wrote is
 out (neither API takes reasoning back without its signature, and a part here keeps
 none, though the file may have signed it). Anthropic
 also wants the roles to alternate, starting with the user: messages of one role in a
-row are merged, and a log that opens with the assistant gets a short user message first.
+row are merged (a message of the person's joined to one of theirs opens with a line
+saying so, which its readers split the turn at), and a log that opens with the assistant
+gets a short user message first.
 An Anthropic body ends on the user's turn: Claude's newest models take no request that
 ends on the assistant's (a prefill), so the log's last replies are left out unless asked
 for; Chat Completions answers a request that ends on a reply, and keeps them.

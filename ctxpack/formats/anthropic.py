@@ -134,7 +134,7 @@ def merged_turns(message: Message) -> list[Message]:
     parts = message.parts
     starts = [i for i, p in enumerate(parts) if i and (labelled_persons(p) or (
         _persons_text(p) and not _persons(parts[i - 1])
-        and not all(isinstance(q, Text) for q in parts[:i])))]
+        and not all(isinstance(q, Text) and not _persons(q) for q in parts[:i])))]
     if not starts:
         return [message]
     bounds = [0, *starts, len(message.parts)]
