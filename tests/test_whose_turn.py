@@ -179,19 +179,24 @@ def test_the_persons_messages_in_a_row_keep_their_rounds_in_every_anthropic_shap
             "url": "https://example.com/second.png"}}]},
         {"role": "assistant", "content": "Fixed."},
         {"role": "user", "content": "[developer]\nWhich role should my key have?"},
+        {"role": "user", "content": "<environment_context>\n  <cwd>/repo</cwd>\n"
+                                    "</environment_context>"},
+        {"role": "user", "content": "And which region?"},
         {"role": "assistant", "content": "Admin."}])
     converted = tmp_path / "chat.anthropic.jsonl"
     run = ctxpack("convert", str(chat), "--to", "anthropic", "-o", str(converted))
     assert run.code == 0, run.err
     assert "3 messages of the person's opened with [the person's message]" in run.err
     shapes = [chat, converted, *_messages_of(converted, tmp_path)]
+    # (the fourth round opens with an image, titled as show titles one)
     asked = ["Fix the failing test.", "Also add one for empty input.", "Use b.py.",
-             "(image)", "[developer]"]
-    assert [len(titles(p)) for p in shapes] == [5] * 4
-    assert [titles(p)[:3] + titles(p)[4:] for p in shapes] == [asked[:3] + asked[4:]] * 4
+             "[developer]", "And which region?"]
+    found = [titles(p) for p in shapes]
+    assert [len(t) for t in found] == [6] * 4
+    assert [t[:3] + t[4:] for t in found] == [asked] * 4
     body = json.loads(converted.read_text())
     assert [m["role"] for m in body["messages"]] == ["user", "assistant"] * 2 + ["user"]
-    assert rounds(*shapes) == [5] * 4
+    assert rounds(*shapes) == [6] * 4
     assert ctxpack("validate", str(converted)).code == 0
 
 
