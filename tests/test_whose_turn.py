@@ -327,7 +327,17 @@ def test_corpus_files_convert_with_their_rounds(path, tmp_path):
     # of theirs is read back as theirs
     source, openai, anthropic = titles_converted(path, tmp_path)
     assert openai == source
-    assert anthropic == source
+    assert persons_rounds(anthropic) == persons_rounds(source)
+
+
+PREAMBLE = "before the person's first message"
+
+
+def persons_rounds(found: list[str]) -> list[str]:
+    """Round titles past the preamble: notes an agent sent alone before the person's first
+    words join them in an Anthropic body, as in a message the agent sends so (Claude
+    Code's first), and no reader tells the two apart."""
+    return found[1:] if found[:1] == [PREAMBLE] else found
 
 
 # each sample transcript: a file, or a folder read as one (a Cline task, OpenCode's storage)
@@ -342,7 +352,7 @@ def test_samples_convert_to_anthropic_with_their_rounds(path, tmp_path):
     out = tmp_path / "converted.jsonl"
     run = ctxpack("convert", str(path), "--to", "anthropic", "-o", str(out))
     assert run.code == 0, run.err
-    assert titles(out) == titles(path)
+    assert persons_rounds(titles(out)) == persons_rounds(titles(path))
 
 
 @pytest.mark.corpus
