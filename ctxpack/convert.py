@@ -15,7 +15,9 @@ readers would take it for the person's turn), and the reasoning a model wrote is
 out (neither API takes reasoning back without its signature, and a part here keeps
 none, though the file may have signed it). Anthropic
 also wants the roles to alternate, starting with the user: messages of one role in a
-row are merged, and a log that opens with the assistant gets a short user message first.
+row are merged (a message of the person's joined to one of theirs opens with a line
+saying so, which its readers split the turn at), and a log that opens with the assistant
+gets a short user message first.
 An Anthropic body ends on the user's turn: Claude's newest models take no request that
 ends on the assistant's (a prefill), so the log's last replies are left out unless asked
 for; Chat Completions answers a request that ends on a reply, and keeps them.
@@ -32,7 +34,14 @@ from typing import Any
 
 from .errors import InputError, UsageError
 from .formats import FAMILIES, model_of
-from .formats.agent_text import LATE_SYSTEM_LABEL, OPENS_WITH_ASSISTANT, UNANSWERING_LABEL
+from .formats.agent_text import (
+    LATE_SYSTEM_LABEL,
+    OPENS_WITH_ASSISTANT,
+    PERSONS_LABEL,
+    UNANSWERING_LABEL,
+    older_label,
+    persons,
+)
 from .formats.cline import call_arguments
 from .transcript import Image, Message, Part, Text, Thinking, ToolCall, ToolResult, Transcript
 
@@ -69,6 +78,9 @@ CALLS_WITHOUT_RESULT = "tool calls without a result given one that says so"
 NAMES_REFUSED = "tool names the APIs refuse written with _ for each character they refuse"
 IMAGES_AS_TEXT = "images where the API takes only text written as [image]"
 LATE_SYSTEM = "system messages after the first turn written as user text"
+PERSONS_LABELLED = (f"messages of the person's opened with {PERSONS_LABEL}, so that they "
+                    "read back as turns of their own: joined by alternation to one of "
+                    "theirs before, or opening as an older convert's labels did")
 OTHER_ROLES = ("messages of a role no API knows (such as mini-swe-agent's exit before the "
                "run's end) written as user text under their role")
 BLANK_TURNS_LEFT_OUT = "turns of nothing but blank text left out (the Messages API refuses it)"
@@ -98,6 +110,9 @@ ONE = {
     NAMES_REFUSED: "tool name the APIs refuse written with _ for each character they refuse",
     IMAGES_AS_TEXT: "image where the API takes only text written as [image]",
     LATE_SYSTEM: "system message after the first turn written as user text",
+    PERSONS_LABELLED: (f"message of the person's opened with {PERSONS_LABEL}, so that it "
+                       "reads back as a turn of its own: joined by alternation to one of "
+                       "theirs before, or opening as an older convert's labels did"),
     OTHER_ROLES: ("message of a role no API knows (such as mini-swe-agent's exit before the "
                   "run's end) written as user text under its role"),
     BLANK_TURNS_LEFT_OUT: "turn of nothing but blank text left out (the Messages API refuses "
@@ -142,6 +157,7 @@ class _Item:
     parts: tuple[Part, ...]
     role: str = ""  # system items keep whether they were system or developer
     call_id: str = ""
+    human: bool = False  # a user turn of the person's
 
 
 def whole_log(t: Transcript) -> Transcript:
@@ -259,7 +275,7 @@ def _items(messages: list[Message], notes: Notes) -> list[_Item]:
                     replace(result, parts=(*result.parts, *pending)),))
                 notes.add(SENT_WITH_RESULTS)
             elif pending:
-                out.append(_Item("user", tuple(pending)))
+                out.append(_Item("user", tuple(pending), human=m.human))
             continue
         calls = [p for p in pending if isinstance(p, ToolCall)]
         named = [replace(c, id=ids[seen_call + i], name=_tool_name(c.name, notes))
@@ -457,6 +473,7 @@ def _anthropic(items: list[_Item], notes: Notes, keep_last_reply: bool) -> dict[
     system: list[str] = []
     messages: list[dict[str, Any]] = []
     replies = 0  # the assistant turns merged into the last message, when it is a reply
+    last: Part | None = None  # the last part written
     for item in items:
         if item.kind == "system" and not messages:
             system.append(_text(item.parts, notes))
@@ -471,11 +488,21 @@ def _anthropic(items: list[_Item], notes: Notes, keep_last_reply: bool) -> dict[
             role, blocks = "user", [_tool_result(item.parts[0], notes)]
         else:
             role, blocks = "user", [_anthropic_block(p, notes) for p in item.parts]
+        kept = [p for p, b in zip(item.parts, blocks, strict=False) if b is not None]
         blocks = [b for b in blocks if b is not None]
         if not blocks:
             if item.parts and all(isinstance(p, Text) for p in item.parts):
                 notes.add(BLANK_TURNS_LEFT_OUT)
             continue
+        if item.human and _unread_as_persons(kept[0], last if messages and
+                                             messages[-1]["role"] == "user" else None):
+            notes.add(PERSONS_LABELLED)
+            if blocks[0]["type"] == "text":
+                blocks[0] = _text_block(f"{PERSONS_LABEL}\n{blocks[0]['text']}")
+            else:
+                blocks.insert(0, _text_block(PERSONS_LABEL))
+        # (a late system message is written as the labelled text its block holds)
+        last = Text(blocks[-1]["text"]) if item.kind == "system" else kept[-1]
         if messages and messages[-1]["role"] == role:
             messages[-1]["content"] += blocks
         else:
@@ -493,6 +520,16 @@ def _anthropic(items: list[_Item], notes: Notes, keep_last_reply: bool) -> dict[
         body["system"] = "\n\n".join(system)
     body["messages"] = messages
     return body
+
+
+def _unread_as_persons(first: Part, before: Part | None) -> bool:
+    """Would a turn of the person's opening with `first` not read back as theirs, after
+    `before` in the same user message (None: it opens one)? Joined to words or an image
+    of theirs, it reads as more of that turn; opening with an older convert's label, as
+    that label's text (see `merged_turns`, `older_label`)."""
+    if isinstance(first, Text) and older_label(first.text):
+        return True
+    return before is not None and persons((before,)) and persons((first,))
 
 
 def _text_block(text: str) -> dict[str, Any]:

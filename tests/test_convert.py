@@ -762,8 +762,14 @@ def test_a_blank_turn_left_out_is_named_in_the_singular(tmp_path):
     run = ctxpack("convert", str(log), "--to", "anthropic", "-m", "claude-opus-4-6", "-o",
                   str(tmp_path / "a.jsonl"))
     assert run.code == 0, run.err
+    # the two messages of the person's, with no reply left between, are one turn: the
+    # second is labelled, to read back as its own round
     assert said(run.err) == [f"warning: {log}: 1 turn of nothing but blank text left out (the "
-                             "Messages API refuses it)"]
+                             "Messages API refuses it)",
+                             f"warning: {log}: 1 message of the person's opened with [the "
+                             "person's message], so that it reads back as a turn of its own: "
+                             "joined by alternation to one of theirs before, or opening as "
+                             "an older convert's labels did"]
 
 
 def test_what_comes_with_tool_results_and_is_not_the_persons_keeps_the_rounds(tmp_path):

@@ -153,6 +153,95 @@ def test_the_persons_turns_merged_into_one_anthropic_message_keep_their_rounds(t
     assert [m["role"] for m in body["messages"]] == ["user", "assistant"] * 2 + ["user"]
 
 
+def _messages_of(body: Path, tmp_path: Path) -> tuple[Path, Path]:
+    """The messages of a one-body file, one a line and as one JSON array."""
+    messages = json.loads(body.read_text())["messages"]
+    array = tmp_path / "messages.json"
+    array.write_text(json.dumps(messages, indent=1))
+    return _write(tmp_path / "messages.jsonl", messages), array
+
+
+def test_the_persons_messages_in_a_row_keep_their_rounds_in_every_anthropic_shape(tmp_path):
+    # two messages of the person's with no reply between are one turn of the Messages API:
+    # convert labels the second, and every reader of Anthropic messages (a request body,
+    # one a line, an array) reads it back as its own round; as does a message opening
+    # with a label an older convert wrote, which convert labels too
+    chat = _write(tmp_path / "chat.jsonl", [
+        {"role": "user", "content": "Fix the failing test."},
+        {"role": "user", "content": "Also add one for empty input."},
+        {"role": "assistant", "content": None, "tool_calls": [
+            {"id": "c1", "type": "function", "function": {"name": "ls", "arguments": "{}"}}]},
+        {"role": "tool", "tool_call_id": "c1", "content": "a.py\nb.py"},
+        {"role": "user", "content": [{"type": "text", "text": "Use b.py."},
+                                     {"type": "image_url", "image_url": {
+                                         "url": "https://example.com/trace.png"}}]},
+        {"role": "user", "content": [{"type": "image_url", "image_url": {
+            "url": "https://example.com/second.png"}}]},
+        {"role": "assistant", "content": "Fixed."},
+        {"role": "user", "content": "[developer]\nWhich role should my key have?"},
+        {"role": "user", "content": "<environment_context>\n  <cwd>/repo</cwd>\n"
+                                    "</environment_context>"},
+        {"role": "user", "content": "And which region?"},
+        {"role": "assistant", "content": "Admin."}])
+    converted = tmp_path / "chat.anthropic.jsonl"
+    run = ctxpack("convert", str(chat), "--to", "anthropic", "-o", str(converted))
+    assert run.code == 0, run.err
+    assert "3 messages of the person's opened with [the person's message]" in run.err
+    shapes = [chat, converted, *_messages_of(converted, tmp_path)]
+    # (the fourth round opens with an image, titled as show titles one)
+    asked = ["Fix the failing test.", "Also add one for empty input.", "Use b.py.",
+             "[developer]", "And which region?"]
+    found = [titles(p) for p in shapes]
+    assert [len(t) for t in found] == [6] * 4
+    assert [t[:3] + t[4:] for t in found] == [asked] * 4
+    body = json.loads(converted.read_text())
+    assert [m["role"] for m in body["messages"]] == ["user", "assistant"] * 2 + ["user"]
+    assert rounds(*shapes) == [6] * 4
+    assert ctxpack("validate", str(converted)).code == 0
+
+
+def test_a_body_an_older_convert_wrote_keeps_its_labels_the_agents(tmp_path):
+    # older versions labelled a late system or developer message, and a result answering no
+    # call, `[system]`, `[developer]`, `[result of tool call ID]`: in a request body, where
+    # convert wrote them, they are no turn of the person's; elsewhere a person may type them
+    body = {"model": "claude-sonnet-4-5", "max_tokens": 4096, "system": "You are an agent.",
+            "messages": [
+                {"role": "user", "content": "Apply for the grant."},
+                {"role": "assistant", "content": [said("Reading the form.")]},
+                {"role": "user", "content": [
+                    said("[developer]\nApproved command prefix saved: Get-Content"),
+                    said("[result of tool call c9]\nform.pdf")]},
+                {"role": "assistant", "content": [said("Filled in.")]},
+                {"role": "user", "content": [said("[system]\nAnswer in French.")]},
+                {"role": "assistant", "content": [said("Envoyé.")]},
+                {"role": "user", "content": "Thanks."}]}
+    path = _write(tmp_path / "old.jsonl", [body])
+    assert titles(path) == ["before the person's first message", "Apply for the grant.",
+                            "Thanks."]
+    lines, _ = _messages_of(path, tmp_path)
+    assert len(titles(lines)) == 4  # one a line, as a person may write them: theirs
+
+
+def test_roos_plain_message_after_a_condense_is_the_persons(tmp_path):
+    # Roo Code condenses in place: the messages before its summary are archived, and the
+    # person's next message, plain as the task was, opens the condensed context's round
+    history = [
+        {"role": "user", "content": [said("<task>\nPort the parser.\n</task>")], "ts": 1,
+         "condenseParent": "c1"},
+        {"role": "assistant", "content": [said("Ported the lexer.")], "ts": 2,
+         "condenseParent": "c1"},
+        {"role": "user", "content": [said("The parser is ported up to the lexer.")], "ts": 3,
+         "isSummary": True, "condenseId": "c1"},
+        {"role": "assistant", "content": [said("Porting the rest.")], "ts": 4},
+        {"role": "user", "content": [said("Now port the printer too.")], "ts": 5},
+        {"role": "assistant", "content": [said("Ported.")], "ts": 6}]
+    task = tmp_path / "task"
+    task.mkdir()
+    (task / "api_conversation_history.json").write_text(json.dumps(history))
+    assert titles(task) == ["before the person's first message", "Now port the printer too."]
+    assert rounds(task) == [2]  # the summary's, the person's
+
+
 def test_a_rounds_title_is_the_persons_words_not_the_ide_note_before_them(tmp_path):
     ide = ("<ide_opened_file>The user opened the file src/app.ts in the IDE. This may or "
            "may not be related to the current task.</ide_opened_file>")
@@ -234,13 +323,36 @@ def _corpus(name: str) -> list[Any]:
     *_corpus("openhands__runtime_trajs_basic_gui_mode.json"),
     *_corpus("openhands__multi_swe_bench_example_output.jsonl")])
 def test_corpus_files_convert_with_their_rounds(path, tmp_path):
+    # each of the person's turns the Messages API merged with a result, a note or another
+    # of theirs is read back as theirs
     source, openai, anthropic = titles_converted(path, tmp_path)
     assert openai == source
-    # each of the person's turns the Messages API merged with a result or a note is read
-    # back as theirs; messages of the person's with nothing between (sent again, no
-    # reply) are one turn there, so a round can only be missing, never titled otherwise
-    missing = iter(source)
-    assert all(title in missing for title in anthropic)
+    assert persons_rounds(anthropic) == persons_rounds(source)
+
+
+PREAMBLE = "before the person's first message"
+
+
+def persons_rounds(found: list[str]) -> list[str]:
+    """Round titles past the preamble: notes an agent sent alone before the person's first
+    words join them in an Anthropic body, as in a message the agent sends so (Claude
+    Code's first), and no reader tells the two apart."""
+    return found[1:] if found[:1] == [PREAMBLE] else found
+
+
+# each sample transcript: a file, or a folder read as one (a Cline task, OpenCode's storage)
+_FOLDERS = ("cline-task", "opencode-storage")
+_SAMPLE_PATHS = sorted([SAMPLES / "cline-task", SAMPLES / "opencode-storage" / "storage", *(
+    p for p in SAMPLES.rglob("*") if p.suffix in (".json", ".jsonl", ".md")
+    and p.name != "README.md" and p.relative_to(SAMPLES).parts[0] not in _FOLDERS)])
+
+
+@pytest.mark.parametrize("path", [pytest.param(p, id=p.name) for p in _SAMPLE_PATHS])
+def test_samples_convert_to_anthropic_with_their_rounds(path, tmp_path):
+    out = tmp_path / "converted.jsonl"
+    run = ctxpack("convert", str(path), "--to", "anthropic", "-o", str(out))
+    assert run.code == 0, run.err
+    assert persons_rounds(titles(out)) == persons_rounds(titles(path))
 
 
 @pytest.mark.corpus
@@ -276,9 +388,16 @@ def test_swe_agent_observations_count_as_tool_output(tmp_path):
     path.write_text(json.dumps({"history": observed}))
     out = tmp_path / "run.openai.jsonl"
     assert ctxpack("convert", str(path), "--to", "openai", "-o", str(out)).code == 0
+    # the same messages in an Anthropic file, one a line: the file's shape says the same
+    lines = _write(tmp_path / "run.anthropic.jsonl", [
+        {"role": m["role"], "content": m["content"]} for m in observed[1:]])
+    issue_only = _write(tmp_path / "issue.anthropic.jsonl", [
+        {"role": "user", "content": issue}])
     for roles in (by_role(path), by_role(out)):
         assert roles["user"] == by_role(alone)["user"]  # the issue's only
         assert roles["tool"] > 0
+    roles = by_role(lines)
+    assert roles["user"] == by_role(issue_only)["user"] and roles["tool"] > 0
 
 
 def test_a_late_system_message_written_as_user_text_is_no_round(tmp_path):

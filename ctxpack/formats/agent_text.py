@@ -18,7 +18,7 @@ from __future__ import annotations
 import re
 from collections.abc import Callable, Sequence
 
-from ..transcript import Image, Message, Part, Text
+from ..transcript import Image, Message, Part, Text, ToolResult
 
 # Text that, where it opens what is left, is the agent's to its end (compared lower-case).
 HEADS = (
@@ -44,6 +44,16 @@ HEADS = (
 LATE_SYSTEM_LABEL = "[{role} message after the first turn, sent as user text]"
 UNANSWERING_LABEL = "[result of tool call {id}, answering no call, sent as user text]"
 OPENS_WITH_ASSISTANT = "[the transcript continues from here]"
+# ... and the line it opens a message of the person's with where it would not read back
+# as one: joined by the Messages API's alternation to a message of theirs just before
+# (two in a row, no reply between), or opening with an older convert's label (below).
+# Read back, it opens a turn of its own, the person's words after it.
+PERSONS_LABEL = "[the person's message]"
+_PERSONS_LABEL = re.compile(re.escape(PERSONS_LABEL) + r"(?:\n|\Z)")
+# The labels older versions of convert wrote before the same (a late system or developer
+# message, a result no call asked for): a person may type `[developer]`, so these are
+# read only in a request body, the shape convert writes (see `older_label`).
+_OLDER_LABEL = re.compile(r"(?:\[(?:system|developer)\]|\[result of tool call [^\n]*\])\n")
 _CONVERT_HEADS = re.compile("(?:{})(?:\n|\\Z)".format("|".join(
     re.escape(label).replace(re.escape("{role}"), r"[^\n]*?").replace(re.escape("{id}"),
                                                                         r"[^\n]*?")
@@ -138,7 +148,7 @@ def _persons_part(rest: str) -> str | None:
                 or _CONVERT_HEADS.match(rest):
             return None
         block = _BLOCK.match(rest)
-        note = _NOTE.match(rest)
+        note = _NOTE.match(rest) or _PERSONS_LABEL.match(rest)
         if block and block.group(1).lower() in AGENT_TAGS:
             rest = rest[block.end():].lstrip()
         elif note:
@@ -146,6 +156,28 @@ def _persons_part(rest: str) -> str | None:
         else:
             return rest
     return None
+
+
+def labelled_persons(part: Part) -> bool:
+    """Does a part open with convert's label of a message of the person's (a turn of its
+    own, though the Messages API's alternation joined it to the one before)?"""
+    return isinstance(part, Text) and bool(_PERSONS_LABEL.match(part.text))
+
+
+def older_label(text: str) -> bool:
+    """Does a text open with a label an older convert wrote before what it sent as user
+    text (`[system]`, `[developer]`, `[result of tool call c1]`, on a line of its own)?"""
+    return bool(_OLDER_LABEL.match(text))
+
+
+def observed(role: str, parts: Sequence[Part]) -> tuple[Part, ...]:
+    """A user message's parts, where they are only the output of a command the agent ran
+    (an SWE-agent observation, answering no call) as a result sent as text, which counts
+    as a tool's."""
+    if role == "user" and len(parts) == 1 and isinstance(parts[0], Text) \
+            and tool_output(parts[0].text):
+        return (ToolResult(None, (parts[0],), written=True),)
+    return tuple(parts)
 
 
 def persons(parts: Sequence[Part]) -> bool:

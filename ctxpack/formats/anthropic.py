@@ -34,7 +34,7 @@ from ..transcript import (
     ToolResult,
     hides_thinking,
 )
-from .agent_text import persons
+from .agent_text import labelled_persons, observed, persons
 from .base import (
     Compaction,
     Layout,
@@ -118,26 +118,31 @@ def api_message(d: dict[str, Any], line: int, raw: Any, role: str | None = None)
     role = _str(d.get("role")) or role
     if role is None:
         raise RecordError("message without a 'role'")
-    parts = message_parts(d.get("content"))
+    parts = observed(role, message_parts(d.get("content")))
     human = role == "user" and persons(parts) and not is_continuation(parts)
     return Message(role, parts, (line,), raw, id=_id(d.get("id")), model=_str(d.get("model")),
                    human=human)
 
 
 def merged_turns(message: Message) -> list[Message]:
-    """A request body's user message as the turns the Messages API's alternation merged
-    into it (`convert --to anthropic` joins the tool results, the agent's notes and the
-    person's words that came one after another): a turn of the person's opens at each of
-    their texts after a part not theirs, so that it opens a round of its own, titled by
-    their words. Each turn after the first is sent as blocks of the message before it
-    (`joined`); one turn is the message as it was. (A note the agent put before the
-    person's words in their own message, an IDE's note of the open file, is told apart
-    from one it sent alone only by where it is: after a reply it joins the round before,
-    opening a body it is the preamble.)"""
+    """A user message as the turns the Messages API's alternation merged into it
+    (`convert --to anthropic` joins the tool results, the agent's notes and the person's
+    words that came one after another, as an agent sending the API's messages does): a
+    turn of the person's opens at each of their texts after a part not theirs, and at
+    convert's label of the person's next message (two of theirs in a row), so that it
+    opens a round of its own, titled by their words. Every reader of Messages API
+    messages reads them so: a request body's, one a line, or an array of them. Each turn
+    after the first is sent as blocks of the message before it (`joined`); one turn is
+    the message as it was. Notes of the agent's that open a message (a reminder, an IDE's
+    note of the open file) stay in the turn of the person's words after them: a message
+    the agent sent so (Claude Code's first) is one turn, and one sent alone before the
+    person's is told from it by nothing in the message."""
     if message.role != "user":
         return [message]
-    starts = [i for i, p in enumerate(message.parts) if i and _persons_text(p)
-              and not _persons(message.parts[i - 1])]
+    parts = message.parts
+    starts = [i for i, p in enumerate(parts) if i and (labelled_persons(p) or (
+        _persons_text(p) and not _persons(parts[i - 1])
+        and not all(isinstance(q, Text) and not _persons(q) for q in parts[:i])))]
     if not starts:
         return [message]
     bounds = [0, *starts, len(message.parts)]
@@ -483,8 +488,11 @@ class AnthropicReader:
                  kind: str | None) -> list[Message]:
         message = api_message(d, line, record, kind)
         lane = _str(record.get("parent_tool_use_id"))  # sub-agent traffic, when interleaved
-        if message.human and (record.get("isSynthetic") is True or lane is not None):
-            message = replace(message, human=False)
+        if message.role == "user":
+            merger = self.lanes.setdefault(lane, ResponseMerger())
+            typed = record.get("isSynthetic") is not True and lane is None
+            return [m for turn in merged_turns(message) for m in self._emit(merger.add(
+                turn if typed else replace(turn, human=False)), lane is not None)]
         if message.role == "assistant" and not made_up(message, d.get("usage")):
             if message.model != SYNTHETIC_MODEL:
                 self.last_model = message.model or self.last_model

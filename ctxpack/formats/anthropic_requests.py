@@ -4,8 +4,12 @@
 Each line is one conversation: its `system` (a string or text blocks) and its messages,
 whose tool results come at the start of the next user message, merged there with the
 user turns that follow them (the API wants the roles to alternate): each of the
-person's turns in such a message is read as its own (see `merged_turns`). Read for stats, show,
-validate and convert; compress rewrites the transcript they were made from instead.
+person's turns in such a message is read as its own (see `merged_turns`). A body an
+older convert wrote labels what it sent as user text `[system]`, `[developer]` or
+`[result of tool call ID]`: text opening so is no turn of the person's here, where
+convert put it (in other files a person typing `[developer]` is read as they typed).
+Read for stats, show, validate and convert; compress rewrites the transcript they were
+made from instead.
 """
 
 from __future__ import annotations
@@ -14,7 +18,8 @@ from dataclasses import replace
 from typing import Any
 
 from ..errors import UsageError
-from ..transcript import Message
+from ..transcript import Message, Text
+from .agent_text import older_label, persons
 from .anthropic import api_message, bad_content, merged_turns, message_parts, sniff_record
 from .base import Layout, RecordError
 from .openai_conversations import ConversationsReader
@@ -111,8 +116,17 @@ class RequestsReader(ConversationsReader):
             if not isinstance(m, dict):
                 raise RecordError(f"a message that is not an object: {type(m).__name__}")
             message = replace(api_message(m, line, m), conversation=self.conversations)
-            out += merged_turns(message)
+            out += [_older(turn) for turn in merged_turns(message)]
         return out
+
+
+def _older(turn: Message) -> Message:
+    """A turn as an older convert meant it: the person's only if they wrote more than the
+    text it labelled as sent as user text (`[system]`, see `older_label`)."""
+    if not turn.human:
+        return turn
+    rest = [p for p in turn.parts if not (isinstance(p, Text) and older_label(p.text))]
+    return turn if persons(rest) else replace(turn, human=False)
 
 
 class RequestsFormat:

@@ -524,7 +524,11 @@ class ClineHistoryReader:
                     texts = [p.text for p in own if isinstance(p, Text)]
                     human = d.get("isSummary") is not True and _human(texts, first)
                     self.messages.append(Message("user", tuple(own), (line,), d, human=human))
-                first = False
+                    first = False
+            if d.get("isSummary") is True:
+                # Roo's condensed context opens again at its summary (of either role): the
+                # person's plain message after it is theirs, as the task opening the file is
+                first = True
             if archived:
                 self.archived.update(range(start, len(self.messages)))
             self.position += [index] * (len(self.messages) - start)

@@ -12,7 +12,7 @@ from typing import Any
 from ..jsonl import dumps, json_kind
 from ..models import DEFAULT_MODEL
 from ..transcript import META_KEY, Image, Message, Part, Text, Thinking, ToolCall, ToolResult
-from .agent_text import persons, tool_output
+from .agent_text import observed, persons
 from .base import (
     Compaction,
     Layout,
@@ -68,13 +68,8 @@ def message_from_dict(d: dict[str, Any], line: int, conversation: int = 0) -> Me
     content = content_parts(d.get("content"), _item_part)
     if role in ("tool", "function"):
         parts.append(ToolResult(string_field(d, "tool_call_id"), tuple(content)))
-    elif role == "user" and len(content) == 1 and isinstance(content[0], Text) \
-            and tool_output(content[0].text):
-        # a command's output sent as the user's (SWE-agent answers no call): a result
-        # sent as text, of no call, counted as a tool's
-        parts.append(ToolResult(None, (content[0],), written=True))
     else:
-        parts.extend(content)
+        parts.extend(observed(role, content))
     calls = d.get("tool_calls") or ()
     if not isinstance(calls, (list, tuple)):
         raise RecordError(f"'tool_calls' is {json_kind(calls)}, not an array")
