@@ -59,9 +59,10 @@ _CALL_FIELDS = ("input_tokens", "cached_input_tokens", "output_tokens",
                 "reasoning_output_tokens", "total_tokens")
 _USAGES = ("last_token_usage", "total_token_usage")
 # the bound of each (a call's prompt and reply are held to its model's by
-# ctxpack.recorded), and the part of each count that another holds: cached input is input
+# ctxpack.recorded), and the part of each count that another holds: cached input is input,
+# reasoning is output (the Responses API counts it in `output_tokens`)
 _BOUNDS = {"last_token_usage": CALL_BOUND, "total_token_usage": RUN_BOUND}
-_PARTS = (("cached_input_tokens", "input_tokens"),)
+_PARTS = (("cached_input_tokens", "input_tokens"), ("reasoning_output_tokens", "output_tokens"))
 
 
 def _json(value: Any) -> str:
