@@ -25,6 +25,7 @@ from ..recorded import (
     held,
     miscounted,
     most_for,
+    null_counts,
     recorded_window,
     shown,
     summed,
@@ -248,6 +249,7 @@ class CodexReader:
         # each window recorded (by `shown`), the first line it is on and the value
         self.windows: dict[str, tuple[int, Any]] = {}
         self.unread: list[SetAside] = []  # a token_count whose info is no object
+        self.nulls: list[tuple[int, str]] = []  # a call's usage with null counts, at its line
         self.calls = 0
         self._previous: tuple[Any, Any] | None = None
         self.encrypted_items = 0
@@ -393,6 +395,10 @@ class CodexReader:
                                      self.context_window)
             self.every.append((call, self._model()))
             self.ahead = None
+            if nulls := null_counts(last, _CALL_FIELDS, "last_token_usage."):
+                self.nulls.append((line, f"recorded usage with no count: {nulls} (a null is "
+                                         "no count)" + ("; the call's prompt size is unknown, "
+                                         "left out" if billed is None else "")))
             if billed is None and not wrong:
                 pass  # a call that records no prompt size
             elif self.streamed and not self.replying:
@@ -499,7 +505,8 @@ class CodexReader:
                           earlier=self.earlier,
                           earlier_calls=self._calls_on(self.earlier, self.earlier_encrypted,
                                                        model),
-                          unbilled_calls=older, set_aside=self.unread, problems=problems,
+                          unbilled_calls=older, set_aside=self.unread,
+                          problems=sorted([*problems, *self.nulls]),
                           copies=self.copies)
 
     def _older(self, context: list[int], model: str | None) -> list[RecordedCall]:
