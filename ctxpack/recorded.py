@@ -42,7 +42,11 @@ times and more than `MARGIN` above what the next call's prompt grew by (nothing,
 shrank) records a reply that prompt cannot hold: it cannot be true either, and is set
 aside, its reply counted as the file holds it. The last call of a context, with no next
 call to hold its reply, and one whose next call's reply is on the same line, are not
-judged by this.
+judged by this. Every call's reply, theirs too, must fit its model's window after its
+prompt (the window the file records for it or the table's, the larger): one that does
+not, in a file no recorded prompt of which passes that window (which would show the model
+served with more), cannot be true either (`outgrew`); a call's own figures never make the
+window it is judged by.
 """
 
 from __future__ import annotations
