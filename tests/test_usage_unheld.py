@@ -147,6 +147,17 @@ def test_a_null_prompt_count_leaves_the_call_out_and_is_named(tmp_path: Path) ->
            f"line {line}" in said
 
 
+def test_both_cache_counts_null_are_a_response_that_reported_no_cache(tmp_path: Path
+                                                                     ) -> None:
+    # as the Anthropic SDK dumps a response whose usage has no cache fields
+    path, _, _ = claude_usage(tmp_path, input_tokens=73_000,
+                                   cache_creation_input_tokens=None,
+                                   cache_read_input_tokens=None)
+    assert run_ctxpack("validate", str(path)).code == 0
+    s = stats(path, cache=False)
+    assert s.usage["last_input_tokens"] == 73_000 and not s.unread
+
+
 def test_a_null_output_count_is_named_and_the_prompt_still_anchors(tmp_path: Path) -> None:
     honest = stats(CLAUDE, cache=False)
     path, line, _ = claude_usage(tmp_path, output_tokens=None)

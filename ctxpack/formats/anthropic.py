@@ -286,7 +286,12 @@ class UsageTally:
                                             f"message.usage is {json_kind(usage)}, not an "
                                             "object; left out", readable=False))
             return
-        if nulls := null_counts(usage, _USAGE_FIELDS[:3], "message.usage."):
+        # (both cache fields null beside a prompt count: the SDK's dump of a response that
+        # reported no cache, as its optional fields are written, is a prompt of no cache)
+        unreported = usage.get("input_tokens") is not None and all(
+            f in usage and usage[f] is None for f in _USAGE_FIELDS[1:3])
+        if not unreported and (nulls := null_counts(usage, _USAGE_FIELDS[:3],
+                                                    "message.usage.")):
             self.unread.append(SetAside(line, f"recorded usage with no prompt size: {nulls} "
                                         "(a null is no count); left out", readable=False))
             return
