@@ -400,7 +400,8 @@ def bill(counts: Sequence[int], calls: Sequence[Call], *, model: str | None, for
                      - calls[k].billed) / calls[k].billed for k in range(1, len(calls))]
         # (a median of 0 over a file's calls is no promise of 0 on the next)
         error = max(statistics.median(steps), LEAST_ERROR) if steps else ANCHORED_ERROR
-        billed = _bill("anchored", tokens, slope, overhead, counted, round(error, 4),
+        billed = _bill("anchored", tokens, slope, overhead, counted,
+                       anchored_error(error, last.billed, tokens, _calibrated_error(found)),
                        len(calls) + len(passed))
         if slope == own.slope and sound(run, own, tokens, slope * counted):
             # the bill rests on the last call, but what is sent besides the messages is
@@ -417,6 +418,15 @@ def bill(counts: Sequence[int], calls: Sequence[Call], *, model: str | None, for
                              after=slope)
         return replace(billed, passed=passed, sends=sends)
     return unanchored(found, format, counted, exact, estimated)
+
+
+def anchored_error(steps: float, anchor: int, tokens: int, calibrated: float) -> float:
+    """The expected error of an anchored bill of `tokens` resting on a recorded prompt of
+    `anchor`: the error its steps show (`steps`) for the anchor's share of the bill, and
+    a calibrated count's (`calibrated`) for the share calibrated from what came after it
+    (docs/counting.md): a tail as large as the anchor is counted, not recorded."""
+    after = max(tokens - anchor, 0)
+    return round((steps * anchor + calibrated * after) / max(tokens, 1), 4)
 
 
 def unanchored(found: Any, format: str, counted: int, exact: bool, estimated: bool) -> Bill:

@@ -45,7 +45,11 @@ is judged so too, against the whole of the next prompt (the next call that recor
 and by the bound on what a call holds: its reply is summed into the usage totals, and
 counted where its thinking is stored empty. The last call of a context, with no next
 call to hold its reply, and one whose next call's reply is on the same line, are not
-judged by this.
+judged by this. Every call's reply, theirs too, must fit its model's window after its
+prompt (the window the file records for it or the table's, the larger): one that does
+not, in a file no recorded prompt of which passes that window (which would show the model
+served with more), cannot be true either (`outgrew`); a call's own figures never make the
+window it is judged by.
 """
 
 from __future__ import annotations
@@ -157,6 +161,16 @@ def wrong_counts(usage: Any, fields: Sequence[str], prefix: str = "",
               if whole(usage.get(part)) and whole(usage.get(of)) and usage[part] > usage[of]
               and not miscounted(usage[part], bound)]
     return ", ".join(wrong)
+
+
+def null_counts(usage: Any, fields: Sequence[str], prefix: str = "") -> str:
+    """The `fields` a usage object writes as null, each named with `prefix` ("": none): a
+    null is no count (read as 0 it would make a prompt smaller than it was), so what it
+    stands for is unknown; the reader names it, and leaves out a call whose prompt size
+    it makes unknown."""
+    if not isinstance(usage, Mapping):
+        return ""
+    return ", ".join(f"{prefix}{f} null" for f in fields if f in usage and usage[f] is None)
 
 
 def wrong_totals(line: int, counts: str, costs: str = "", place: str = "", item: int = 0
@@ -334,6 +348,10 @@ def believed(calls: Sequence[RecordedCall], lines: Sequence[int],
             runs.setdefault(conversation(c), []).append(k)
     fell: dict[int, str] = {}
     # first the replies: one made up would be room for the next prompt to grow (fell_back);
+    # one its model's window cannot hold after its prompt, the window no recorded prompt
+    # of the file passes, is made up whether or not a next prompt would resend it
+    widest = max((c.billed for c in kept), default=0)
+    fell.update((k, why) for k, c in enumerate(kept) if (why := outgrew(c, widest)))
     # each is held by the next call of its context that records a prompt (one recording a
     # prompt of 0 tells nothing of what the reply before it added)
     for run in runs.values():
@@ -476,6 +494,25 @@ def outvoted(call: RecordedCall, agree: Sequence[RecordedCall], low: RecordedCal
             f"context, more than {RISE} times and {MARGIN:,} above every later call of it "
             f"(the least, {low.billed:,} at line {line(low):,}, and the next two agree); set "
             f"aside, not used for the bill or the window")
+
+
+def outgrew(call: RecordedCall, widest: int) -> str:
+    """Why `call` cannot be true, as a reply its model's window cannot hold after its
+    prompt (the larger of the window the file records for it and the table's: Codex
+    records what the prompt may take, 272,000 of gpt-5's 400,000), where no recorded
+    prompt of the file, the largest of which is `widest`, is larger than that window (a
+    larger one would show the model served with more, as Claude's 1M): a call's own
+    figures never make its window ("": it can, or its model's window is unknown)."""
+    found = TABLE.find(call.model) if call.model else None
+    windows = [w for w in (recorded_window(call.model, call.window),
+                           found and found.context_window) if w]
+    window = max(windows, default=None)
+    if window is None or not call.output or widest > window or held(call) <= window:
+        return ""
+    return (f"recorded reply of {call.output:,} tokens cannot be true: with its prompt of "
+            f"{call.billed:,} it is more than the {window:,}-token window of "
+            f"{printable(call.model or '')[:60]}, and no call of the file records a prompt "
+            f"larger than that window; set aside, not used for the bill or the window")
 
 
 def overran(call: RecordedCall, after: RecordedCall, line: Callable[[RecordedCall], int]

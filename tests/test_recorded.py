@@ -599,7 +599,9 @@ def test_a_reply_is_set_aside_only_past_both_bounds(tmp_path: Path) -> None:
     lines = list(range(0, 100, 10))  # the reply of call k on line 10k
 
     def aside(*calls: tuple[int, int], same_line: bool = False) -> list[int]:
-        recorded = [RecordedCall(k, b, out, "claude-opus-4-6")
+        # (of a model whose window holds every prompt and reply here: one it cannot hold
+        # is set aside whatever the next prompt, see test_usage_unheld.py)
+        recorded = [RecordedCall(k, b, out, "gemini-2.5-pro")
                     for k, (b, out) in enumerate(calls, 1)]
         places = [0] * len(lines) if same_line else lines
         return [x.line for x in believed(recorded, places, (), lambda a, b: None)[1]]

@@ -15,6 +15,7 @@ from ..jsonl import dumps, json_kind
 from ..recorded import (
     RUN_BOUND,
     SetAside,
+    null_counts,
     summed,
     with_run_totals,
     wrong_costs,
@@ -272,7 +273,9 @@ class UsageTally:
     def __init__(self) -> None:
         self.calls: dict[str, list[int]] = {}
         self.wrong: dict[str, str] = {}  # a call's fields that are no token count
-        self.unread: list[SetAside] = []  # a usage that is no object, at its line
+        # a usage that is no object, or whose prompt size a null leaves unknown, at its line
+        self.unread: list[SetAside] = []
+        self.nulls: list[tuple[int, str]] = []  # a null output count, at its line
         # the first line each call's usage is on (a reply piece's, or a managed-agent
         # event's, apart from its reply): its problems are named there
         self.lines: dict[str, int] = {}
@@ -288,6 +291,18 @@ class UsageTally:
                                             f"message.usage is {json_kind(usage)}, not an "
                                             "object; left out", readable=False))
             return
+        # (both cache fields null beside a prompt count: the SDK's dump of a response that
+        # reported no cache, as its optional fields are written, is a prompt of no cache)
+        unreported = usage.get("input_tokens") is not None and all(
+            f in usage and usage[f] is None for f in _USAGE_FIELDS[1:3])
+        if not unreported and (nulls := null_counts(usage, _USAGE_FIELDS[:3],
+                                                    "message.usage.")):
+            self.unread.append(SetAside(line, f"recorded usage with no prompt size: {nulls} "
+                                        "(a null is no count); left out", readable=False))
+            return
+        if nulls := null_counts(usage, _USAGE_FIELDS[3:], "message.usage."):
+            self.nulls.append((line, f"recorded usage with no output size: {nulls} (a null "
+                                     "is no count); the reply's size is unknown"))
         if line:
             self.lines.setdefault(key, line)
         new = [number(usage.get(f)) for f in _USAGE_FIELDS]
@@ -535,7 +550,7 @@ class AnthropicReader:
                             calls=self.tally.recorded(context, self.replies),
                             outside_why="before a compaction",
                             set_aside=[*self.aside, *self.tally.unread],
-                            problems=self.problems)
+                            problems=[*self.problems, *self.tally.nulls])
 
 
 def _result_totals(record: dict[str, Any]) -> dict[str, Any]:

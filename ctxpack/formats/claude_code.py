@@ -171,7 +171,7 @@ class ClaudeCodeReader:
                             calls=calls, earlier=earlier,
                             earlier_calls=tally.recorded(earlier, self.call_of),
                             unbilled_calls=self._unplaced(tally, {*context, *earlier}, not main),
-                            set_aside=tally.unread, problems=self.problems,
+                            set_aside=tally.unread, problems=[*self.problems, *tally.nulls],
                             copies=sorted(set(self.copies)))
 
     def _unplaced(self, tally: UsageTally, placed: set[int], side: bool) -> list[RecordedCall]:

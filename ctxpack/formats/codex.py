@@ -27,6 +27,7 @@ from ..recorded import (
     held,
     miscounted,
     most_for,
+    null_counts,
     recorded_window,
     shown,
     summed,
@@ -61,9 +62,10 @@ _CALL_FIELDS = ("input_tokens", "cached_input_tokens", "output_tokens",
                 "reasoning_output_tokens", "total_tokens")
 _USAGES = ("last_token_usage", "total_token_usage")
 # the bound of each (a call's prompt and reply are held to its model's by
-# ctxpack.recorded), and the part of each count that another holds: cached input is input
+# ctxpack.recorded), and the part of each count that another holds: cached input is input,
+# reasoning is output (the Responses API counts it in `output_tokens`)
 _BOUNDS = {"last_token_usage": CALL_BOUND, "total_token_usage": RUN_BOUND}
-_PARTS = (("cached_input_tokens", "input_tokens"),)
+_PARTS = (("cached_input_tokens", "input_tokens"), ("reasoning_output_tokens", "output_tokens"))
 
 
 def _json(value: Any) -> str:
@@ -249,6 +251,7 @@ class CodexReader:
         # each window recorded (by `shown`), the first line it is on and the value
         self.windows: dict[str, tuple[int, Any]] = {}
         self.unread: list[SetAside] = []  # a token_count whose info is no object
+        self.nulls: list[tuple[int, str]] = []  # a call's usage with null counts, at its line
         self.calls = 0
         self._previous: tuple[Any, Any] | None = None
         self.encrypted_items = 0
@@ -398,6 +401,10 @@ class CodexReader:
                                      self.context_window)
             self.every.append((call, self._model()))
             self.ahead = None
+            if nulls := null_counts(last, _CALL_FIELDS, "last_token_usage."):
+                self.nulls.append((line, f"recorded usage with no count: {nulls} (a null is "
+                                         "no count)" + ("; the call's prompt size is unknown, "
+                                         "left out" if billed is None else "")))
             if billed is None and not wrong:
                 pass  # a call that records no prompt size
             elif self.streamed and not self.replying:
@@ -505,7 +512,8 @@ class CodexReader:
                           earlier=self.earlier,
                           earlier_calls=self._calls_on(self.earlier, self.earlier_encrypted,
                                                        model),
-                          unbilled_calls=older, set_aside=self.unread, problems=problems,
+                          unbilled_calls=older, set_aside=self.unread,
+                          problems=sorted([*problems, *self.nulls]),
                           copies=self.copies)
 
     def _older(self, context: list[int], model: str | None) -> list[RecordedCall]:
