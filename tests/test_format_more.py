@@ -1301,3 +1301,71 @@ def test_an_aider_count_too_large_for_a_call_is_named_so_not_as_no_whole_number(
     (problem,) = run.out.splitlines()
     assert "a 23-digit number of tokens" in problem and "set aside" in problem
     assert "whole number" not in problem
+
+
+def _shifted(events: list[dict]) -> list[dict]:
+    """The log stamped 90 days later, as a task run since would be."""
+    return [{**e, "ts": e["ts"] + 90 * 86_400_000} for e in events]
+
+
+def _longer(events: list[dict]) -> list[dict]:
+    """The log as of a task 30 messages further on: its events name later messages."""
+    return [{**e, "conversationHistoryIndex": e["conversationHistoryIndex"] + 30}
+            if "conversationHistoryIndex" in e else e for e in events]
+
+
+def _retold(events: list[dict]) -> list[dict]:
+    """The log holding its requests twice: twice the calls of the history's replies."""
+    return events + events
+
+
+@pytest.mark.parametrize(("edit", "why"), [
+    (_shifted, "its events are from 2026-08-25 08:20 UTC to 2026-08-25 08:23 UTC, the "
+               "history's messages from 2026-05-27 08:20 UTC to 2026-05-27 08:23 UTC"),
+    (_longer, "its events name the history's message 40 (from 0), and the history holds 12"),
+    (_retold, "12 requests of it record usage, and the history holds 6 replies")],
+    ids=["stamped-apart", "naming-later-messages", "more-requests-than-replies"])
+@pytest.mark.parametrize("metrics", [True, False], ids=["metrics", "no-metrics"])
+def test_another_tasks_ui_log_beside_a_cline_history_is_named_and_not_read(
+        tmp_path, edit, why, metrics):
+    def other(events):
+        events[-1]["conversationHistoryDeletedRange"] = [1, 4]  # its cut, not this task's
+        return edit(events)
+
+    ui, _ = _cline_task(tmp_path, other)
+    history = ui.with_name("api_conversation_history.json")
+    messages = json.loads(history.read_bytes())
+    if not metrics:
+        history.write_text(json.dumps([{k: v for k, v in m.items() if k != "metrics"}
+                                       for m in messages]))
+    named = f"the ui_messages.json beside the file is another task's ({why})"
+    run = ctxpack("validate", str(history))
+    assert run.code == 1
+    assert run.out == f"{history}:1: {named}: its usage and its cut to fit the window are " \
+        "not read\n"
+    f = stats_of(history)
+    whole = stats_of(CLINE / "api_conversation_history.json")
+    assert f["outside"]["messages"] == 0 and f["messages"] == whole["messages"]
+    if metrics:  # the history's own usage, as with no log beside it
+        assert f["usage"]["source"] == f"metrics of each assistant message ({named})"
+        assert f["usage"]["calls"] == sum(1 for m in messages if "metrics" in m)
+        assert f["context"]["kind"] == "anchored"
+    else:  # no usage read, and stats says why
+        assert f["usage"] == {"source": f"none: {named}"}
+        assert f["context"]["kind"] == "calibrated"
+        assert f"│ source │ none: {named} │" in ctxpack("stats", str(history),
+                                                    env={"COLUMNS": "400"}).out
+
+
+@pytest.mark.corpus
+@pytest.mark.parametrize("path", corpus_params("cline", pattern="*xray*ui_messages.json"))
+def test_a_real_tasks_ui_log_beside_the_sample_history_is_not_billed_as_its_own(
+        tmp_path, path):
+    shutil.copytree(CLINE, tmp_path / "task")
+    shutil.copy(path, tmp_path / "task" / "ui_messages.json")
+    history = tmp_path / "task" / "api_conversation_history.json"
+    f = stats_of(history)
+    assert "another task's" in f["usage"]["source"] and f["outside"]["messages"] == 0
+    assert f["usage"]["calls"] == stats_of(CLINE / "api_conversation_history.json")[
+        "usage"]["calls"]  # (the sample's metrics: one a reply)
+    assert ctxpack("validate", str(history)).code == 1

@@ -9,7 +9,10 @@ message, what else the user message holds (environment details, feedback) stays 
 message. Roo Code condenses without deleting: messages tagged `condenseParent` (or
 `truncationParent`) whose summary (`condenseId`) or marker (`truncationId`) is in the
 file are archived, not context. Usage is read from the sibling `ui_messages.json` when
-there is one, else from the assistant messages' `metrics` (newer Cline writes them).
+there is one, else from the assistant messages' `metrics` (newer Cline writes them). A
+sibling that is another task's log (`other_task`: more requests than the history has
+replies, events naming messages it does not have, or stamped at another time) is not
+read, and validate names it: its usage and its cut would be taken for this task's.
 
 A call written as XML in the reply's text (`<read_file>` on a line of its own, up to its
 `</read_file>`), as older Cline and Roo Code have the model write them, is read as a
@@ -67,6 +70,7 @@ from .base import (
     Layout,
     RecordError,
     content_parts,
+    day,
     measure,
     number,
     string_field,
@@ -275,6 +279,39 @@ def cut_at(events: list[Any], gone: range) -> int:
                  and events[n].get("say") == "api_req_started"), first - 1)
 
 
+def _stamps(items: list[Any]) -> list[int | float]:
+    """The `ts` each of `items` (messages or events) carries where it is a number."""
+    return [t for d in items if isinstance(d, dict) and isinstance(t := d.get("ts"), (int, float))
+            and not isinstance(t, bool) and abs(t) <= 2**53]
+
+
+def other_task(events: list[Any], history: list[Any]) -> str:
+    """How the UI log `events` beside the api_conversation_history `history` shows it is
+    another task's ("": nothing does). A task's two files grow together: each request's
+    event names the history's message before its own (`conversationHistoryIndex`), each
+    request that records usage has its reply in the history (the last may still be being
+    written), and the UI's events and the history's messages are stamped (`ts`) over the
+    same time."""
+    why = []
+    calls = RequestUsage()
+    calls.add_events(events)
+    replies = sum(1 for m in history if m.get("role") == "assistant")
+    if calls.calls > replies + 1:
+        why.append(f"{calls.calls:,} requests of it record usage, and the history holds "
+                   f"{replies:,} replies")
+    named = [i for e in events if isinstance(e, dict) for i in (
+        e.get("conversationHistoryIndex"), *deleted_range([e])[-1:])
+        if isinstance(i, int) and not isinstance(i, bool)]
+    if named and max(named) >= len(history):
+        why.append(f"its events name the history's message {max(named):,} (from 0), and "
+                   f"the history holds {len(history):,}")
+    ui, sent = _stamps(events), _stamps(history)
+    if ui and sent and (max(ui) < min(sent) or max(sent) < min(ui)):
+        why.append(f"its events are from {day(min(ui))} to {day(max(ui))}, the history's "
+                   f"messages from {day(min(sent))} to {day(max(sent))}")
+    return "; ".join(why)
+
+
 def _prompt(added: Summed) -> int:
     """The prompt size of a request, from what it added to the summary."""
     return int(dict(added).get("input_tokens", 0))
@@ -460,6 +497,8 @@ class ClineHistoryReader:
         self.unread: list[SetAside] = []  # the sibling UI log's unreadable usage
         self.line = 1
         self.data: bytes | None = None  # the file's bytes, which place a call's item
+        self.history: list[Any] = []  # the file's messages, as read
+        self.problems: list[tuple[int, str]] = []  # (see Layout.problems)
 
     def located(self, path: str, data: bytes, first: int) -> None:
         """Told the file's path: its usage is in the `ui_messages.json` beside it."""
@@ -475,6 +514,7 @@ class ClineHistoryReader:
         markers = {ids[2] for m, ids in zip(record, links, strict=True)
                    if m.get("isTruncationMarker") is True}
         tools = _tools(record)
+        self.history += record
         pending: list[ToolCall] = []  # the calls the next results answer, in order
         first, begin = True, len(self.messages)
         self.line = line
@@ -563,7 +603,9 @@ class ClineHistoryReader:
             since = cut_at(events, gone)
             self.archived.update(n for n, i in enumerate(self.position) if i in gone)
         else:
-            usage = self.metrics.summary(f"metrics of each assistant message ({why})")
+            # (a sibling read past is said where no metrics are read either)
+            usage = self.metrics.summary(f"metrics of each assistant message ({why})") or (
+                {"source": f"none: {why}"} if data else {})
             if any(i in self.archived for i in range(len(self.messages))):
                 # the calls before the newest are of a context condensed or cut since
                 since = made[-1][2] - (made[-1][0] not in self.archived) if made else -1
@@ -574,11 +616,12 @@ class ClineHistoryReader:
              self.line)))
         return [], Layout(context, model=self.model, usage=usage, calls=calls,
                           unbilled_calls=before, set_aside=self.unread,
-                          outside_why="condensed into a summary, or cut to fit the window")
+                          outside_why="condensed into a summary, or cut to fit the window",
+                          problems=self.problems)
 
     def _ui_events(self) -> tuple[list[Any] | None, bytes, str]:
-        """The UI log beside the file and its bytes, if there is one that reads as such;
-        else why not."""
+        """The UI log beside the file and its bytes, if there is one that reads as this
+        task's; else why not (and the bytes of one that is there but not read)."""
         if not self.sibling or not os.path.isfile(self.sibling):
             return None, b"", f"no {UI_SIBLING} beside the file"
         try:
@@ -588,9 +631,16 @@ class ClineHistoryReader:
         except OSError as exc:
             return None, b"", f"the {UI_SIBLING} beside the file cannot be read: {exc.strerror}"
         except InputError as exc:
-            return None, b"", f"the {UI_SIBLING} beside the file is unreadable: {exc}"
+            return None, data, f"the {UI_SIBLING} beside the file is unreadable: {exc}"
         if not is_ui_log(events):
-            return None, b"", f"the {UI_SIBLING} beside the file is no Cline UI log"
+            return None, data, f"the {UI_SIBLING} beside the file is no Cline UI log"
+        if other := other_task(events, self.history):
+            # its usage, and its cut of the history, are of another task: a log copied or
+            # left beside this one would bill it as that task
+            why = f"the {UI_SIBLING} beside the file is another task's ({other})"
+            self.problems.append((self.line, f"{why}: its usage and its cut to fit the "
+                                             "window are not read"))
+            return None, data, why
         return events, data, ""
 
 
