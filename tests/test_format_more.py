@@ -1369,3 +1369,49 @@ def test_a_real_tasks_ui_log_beside_the_sample_history_is_not_billed_as_its_own(
     assert f["usage"]["calls"] == stats_of(CLINE / "api_conversation_history.json")[
         "usage"]["calls"]  # (the sample's metrics: one a reply)
     assert ctxpack("validate", str(history)).code == 1
+
+
+def _say(ts: int, kind: str, text: str, type_: str = "say") -> dict:
+    return {"ts": ts, "type": type_, type_: kind, "text": text}
+
+
+@pytest.mark.parametrize("opening", [
+    [_say(1, "task", "build it"), _say(2, "text", "hello I will build it now")],
+    [_say(1, "text", "build it")]],  # older Cline: the task as text
+    ids=["task-then-text", "text-as-task"])
+def test_a_cline_ui_log_of_no_request_keeps_its_task_and_reply(tmp_path, opening):
+    path = tmp_path / "ui_messages.json"
+    path.write_text(json.dumps([*opening, _say(3, "followup", "which folder?", "ask")]))
+    t = load(path)
+    assert [(m.role, m.human) for m in t.messages] == [("user", True), ("assistant", False)]
+    assert t.messages[0].text == "build it" and t.outside == ()
+    reply = t.messages[1]
+    assert [p.text for p in reply.parts if not isinstance(p, ToolCall)] == [
+        e["text"] for e in opening[1:]]
+    assert [c.name for c in reply.tool_calls] == ["ask_followup_question"]
+    assert ctxpack("validate", str(path)).code == 0
+    f = stats_of(path)
+    assert (f["messages"], f["outside"]["messages"]) == (2, 0)
+
+
+def test_a_cline_ui_reply_shown_before_the_first_request_is_outside_and_named(tmp_path):
+    request = {"request": "<task>\nbuild it\n</task>", "tokensIn": 900, "tokensOut": 20,
+               "cost": 0.01}
+    events = [_say(1, "task", "build it"), _say(2, "text", "hello I will build it now"),
+              _say(3, "api_req_started", json.dumps(request)),
+              _say(4, "followup", "which folder?", "ask")]
+    path = tmp_path / "ui_messages.json"
+    path.write_text(json.dumps(events, indent=1))
+    t = load(path)
+    # the task once, as the request sent it; the early text in no context
+    assert [m.role for m in t.messages] == ["user", "assistant"]
+    assert [m.text for m in t.outside] == ["hello I will build it now"]
+    line = path.read_text().splitlines().index(" {", 4) + 1  # where event 1 starts
+    run = ctxpack("validate", str(path))
+    assert run.code == 1
+    assert run.out == f"{path}:{line}: event 1: a reply shown before the first request (no " \
+        "request of the log asked for it): kept outside the context\n"
+    f = stats_of(path)
+    assert f["outside"] == {"messages": 1, "tokens": f["outside"]["tokens"],
+                            "why": "shown before the first request"}
+    assert f["outside"]["tokens"] > 0 and f["context"]["calls"] == 1

@@ -32,7 +32,10 @@ which is their result, else by the tool the event is of. A command event right a
 completion is the command `attempt_completion` carries (`<command>`): part of that call,
 its text after the result's.
 The task the log opens with (`say: task`, or `say: text` before any request, as older
-Cline wrote it) is the person's, and is sent in the first request: it is no reply.
+Cline wrote it) is the person's, and is sent in the first request: it is no reply (in a
+log that holds no request, it is the person's message). What the UI shows after it and
+before the first request is a reply no request of the log asked for: outside the context,
+and named by validate (in a log that holds no request, the reply to the task).
 When Cline cut the history to fit the window, the newest event's inclusive
 `conversationHistoryDeletedRange` names the api_conversation_history messages it no longer
 sends; they are not context, in either file.
@@ -657,6 +660,9 @@ class ClineUiReader:
         self.unread: list[int] = []  # the requests whose usage cannot be read
         self.data: bytes | None = None
         self.line = 1
+        # a reply shown before the first request (which no request answered with): the
+        # message and the event it opens with
+        self.early: list[tuple[int, int]] = []
 
     def located(self, path: str, data: bytes, first: int) -> None:
         """Told the log's bytes: usage it cannot read is named at its event's own line."""
@@ -671,6 +677,8 @@ class ClineUiReader:
         self.line = line
         asked = -1  # conversationHistoryIndex of the open request: its user message is next
         requested = False  # a request was made: a text event is the model's, not the task
+        task: list[tuple[Any, str]] = []  # the person's task (event and text), until then
+        shown = 0  # the event the reply's first part is of
 
         def close(answers: list[str]) -> list[ToolCall]:
             """The reply ends: its calls, each named as the next request's results name
@@ -695,6 +703,8 @@ class ClineUiReader:
             if e.get("partial") is True:
                 continue  # a streaming copy the finished event replaces
             if kind == "api_req_started":
+                if not requested and reply:  # shown before any request: no context
+                    self.early.append((len(self.messages), shown))
                 requested = True
                 info = request_info(e)
                 request = info.get("request") if isinstance(info.get("request"), str) else ""
@@ -718,7 +728,10 @@ class ClineUiReader:
                     first = False
                 if added and (_prompt(added) or any(wrong)):  # its prompt: all to its reply
                     self.made.append((len(self.messages), added, n, self.model, wrong))
-            elif kind == "text" and e["type"] == "say" and text and requested:
+            elif e["type"] == "say" and text and not requested and not task and \
+                    kind in ("task", "text"):
+                task.append((e, text))  # sent in the first request, which shows it
+            elif kind == "text" and e["type"] == "say" and text:
                 reply.append(Text(text))
             elif kind == "reasoning" and text:
                 reply.append(Thinking(text))
@@ -734,21 +747,36 @@ class ClineUiReader:
                 reply.append(ToolCall(f"ui-{n}", _ui_tool(kind, text), text, written=True))
             if reply and not opened:
                 opened.append(e)
+                shown = n
+        if not requested and task:  # the log holds no request: the task is in no other
+            (e, text), = task
+            self.messages.append(Message("user", (Text(text),), (line,), e, human=first))
+            self.position.append(asked + 1)
         close([])
         self.gone = deleted_range(record)
         self.since = cut_at(record, self.gone)
         return self.messages[begin:]
 
     def finish(self) -> tuple[list[Message], Layout]:
-        # Cline no longer sends the requests and replies it cut to fit the window
-        context = [n for n, i in enumerate(self.position) if i not in self.gone]
+        # Cline no longer sends the requests and replies it cut to fit the window, and
+        # never sent a reply shown before its first request
+        early = {m for m, _ in self.early}
+        cut = [n for n, i in enumerate(self.position) if i in self.gone and n not in early]
+        context = [n for n in range(len(self.messages)) if n not in early and n not in cut]
         calls, before = recorded(context, self.made, self.since, event_lines(
             [n for _, _, n, _, _ in self.made], self.data, self.line), first=self.line)
+        lines = event_lines([n for _, n in self.early], self.data, self.line)
+        problems = [(lines.get(n, self.line), f"event {n}: a reply shown before the first "
+                     "request (no request of the log asked for it): kept outside the context")
+                    for _, n in self.early]
+        why = [w for w, some in (("cut to fit the window", cut),
+                                 ("shown before the first request", early)) if some]
         return [], Layout(context, model=self.model,
                           usage=self.usage.summary("api_req_started events"),
                           calls=calls, unbilled_calls=before,
                           set_aside=unread_usage(self.unread, self.data, self.line),
-                          outside_why="cut to fit the window")
+                          outside_why="; ".join(why) or "cut to fit the window",
+                          problems=problems)
 
 
 def _completion(reply: list[Part]) -> ToolCall | None:
