@@ -660,8 +660,8 @@ class ClineUiReader:
         self.unread: list[int] = []  # the requests whose usage cannot be read
         self.data: bytes | None = None
         self.line = 1
-        # a reply shown before the first request (which no request answered with): the
-        # message and the event it opens with
+        # a reply shown before the first request (which no request of the log asked for):
+        # the message and the event it opens with
         self.early: list[tuple[int, int]] = []
 
     def located(self, path: str, data: bytes, first: int) -> None:
