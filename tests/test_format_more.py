@@ -1446,3 +1446,15 @@ def test_calibrate_accounts_for_every_call_a_cline_log_records(path):
     (fit,) = json.loads(ctxpack("calibrate", "--json", str(path)).out)
     assert fit["calls"] + fit["left_out"] + fit["no_prompt"] == \
         stats_of(path)["usage"]["calls"]
+
+
+def test_a_cline_ui_log_stamped_just_after_its_history_is_still_the_tasks(tmp_path):
+    # the two files are written as the task runs; stamps a few seconds apart (a clock, the
+    # order of writes) are of one time, and the log's usage is read
+    history = json.loads((CLINE / "api_conversation_history.json").read_bytes())
+    span = history[-1]["ts"] - history[0]["ts"]
+    ui, _ = _cline_task(tmp_path, lambda events: [{**e, "ts": e["ts"] + span + 30_000}
+                                                  for e in events])
+    path = ui.with_name("api_conversation_history.json")
+    assert ctxpack("validate", str(path)).code == 0
+    assert load(path).usage == load(CLINE / "api_conversation_history.json").usage

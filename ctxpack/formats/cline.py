@@ -288,6 +288,13 @@ def _stamps(items: list[Any]) -> list[int | float]:
             and not isinstance(t, bool) and abs(t) <= 2**53]
 
 
+# how far apart a task's UI events and history messages may be stamped and still be of
+# one time: the two are written by one process as the task runs, within milliseconds
+# (the history's first message after the UI's task event); a minute allows for any
+# clock or write order
+_STAMP_SLACK = 60_000
+
+
 def other_task(events: list[Any], history: list[Any]) -> str:
     """How the UI log `events` beside the api_conversation_history `history` shows it is
     another task's ("": nothing does). A task's two files grow together: each request's
@@ -309,7 +316,8 @@ def other_task(events: list[Any], history: list[Any]) -> str:
         why.append(f"its events name the history's message {max(named):,} (from 0), and "
                    f"the history holds {len(history):,}")
     ui, sent = _stamps(events), _stamps(history)
-    if ui and sent and (max(ui) < min(sent) or max(sent) < min(ui)):
+    if ui and sent and (max(ui) + _STAMP_SLACK < min(sent)
+                        or max(sent) + _STAMP_SLACK < min(ui)):
         why.append(f"its events are from {day(min(ui))} to {day(max(ui))}, the history's "
                    f"messages from {day(min(sent))} to {day(max(sent))}")
     return "; ".join(why)
