@@ -636,6 +636,9 @@ class Fitted:
     # below the count of their prompts, or below it where the agent is known to send
     # more, or before such calls without growing with the messages
     left_out: int = 0
+    # the calls whose usage the files record on no prompt they hold as it stands (see
+    # `calls_of_no_prompt`), which nothing can be fitted on
+    no_prompt: int = 0
 
     def to_dict(self) -> dict[str, object]:
         return dict(vars(self))
@@ -666,10 +669,16 @@ def calibrate(transcripts: Iterable[Transcript], table: ModelTable = TABLE) -> l
     # `openai/gpt-5.4`: one model, one entry in the config)
     spelled: dict[str, str] = {}
     left: dict[tuple[str, bool], int] = {}  # the calls left out (see `Fitted.left_out`)
+    unplaced: dict[tuple[str, bool], int] = {}  # (see `Fitted.no_prompt`)
     for t in transcripts:
         recorded = [c for c in t.calls if c.billed > 0 and c.prompt > 0]  # (see loader)
         side = compaction_agent(t.format, next(iter(t.messages), None))
         named = model_of(t.model, t.format) or "?"
+        # (a file of no call fitted says so itself: see the CLI's warning)
+        for c in calls_of_no_prompt(t) if recorded else ():
+            model = c.model or named
+            key = (spelled.setdefault(model_key(model), model), side)
+            unplaced[key] = unplaced.get(key, 0) + 1
         for calls in by_conversation(t, recorded):  # (each conversation a run of its own)
             # each call under the model that made it (a session may switch models): the
             # prompts are counted whole, as that model counts them, and its calls' points
@@ -712,8 +721,17 @@ def calibrate(transcripts: Iterable[Transcript], table: ModelTable = TABLE) -> l
                           untrusted(model, side, calls,
                                     statistics.median(errors) if errors else None,
                                     slope, round(overhead), table),
-                          left[model, side]))
+                          left[model, side], unplaced.get((model, side), 0)))
     return out
+
+
+def calls_of_no_prompt(t: Transcript) -> list[Call]:
+    """The calls `t` records the usage of but no prompt it holds as it stands: made on the
+    context before its newest compaction, on one older or off the branch, before a cut to
+    fit the window, or of no place its record names. Their prompts are not the messages
+    the file holds, so no fit takes them."""
+    return [c for c in t.calls if c.billed > 0 and c.prompt <= 0] + \
+        [c for c in (*t.earlier_calls, *t.unbilled_calls) if c.billed > 0]
 
 
 def untrusted(model: str, side: bool, calls: int, error: float | None,

@@ -695,6 +695,7 @@ def _transcript(scanner: Scanner, emitted: list[Message], records: Sequence[Reco
     outside = [i for i in range(len(emitted)) if i not in seen]
     place = {n: k for k, n in enumerate([*layout.context, *layout.sidechain, *outside])}
     earlier = tuple(place[n] for n in layout.earlier if n in place)
+    aside = {id(x.call) for x in layout.set_aside if x.call is not None}
     return Transcript(
         format=scanner.format.name,
         path=scanner.path,
@@ -705,6 +706,7 @@ def _transcript(scanner: Scanner, emitted: list[Message], records: Sequence[Reco
         earlier=earlier,
         earlier_calls=tuple(layout.earlier_calls) if len(earlier) == len(layout.earlier)
         else (),
+        unbilled_calls=tuple(c for c in layout.unbilled_calls if id(c) not in aside),
         model=layout.model,
         usage=layout.usage,
         skipped=tuple(scanner.skipped),

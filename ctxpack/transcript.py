@@ -290,6 +290,9 @@ class Transcript:
     # was sent besides the messages stands until a call is recorded after it
     earlier: tuple[int, ...] = ()
     earlier_calls: tuple[RecordedCall, ...] = ()
+    # the calls the usage totals hold that were made on no context the file holds (see
+    # Layout.unbilled_calls), but those set aside
+    unbilled_calls: tuple[RecordedCall, ...] = ()
     # every message read (context, outside and sub-agent's alike) in the order the reader
     # gave them, which within a line is the order its record holds them
     read: tuple[Message, ...] = ()

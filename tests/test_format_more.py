@@ -1301,3 +1301,160 @@ def test_an_aider_count_too_large_for_a_call_is_named_so_not_as_no_whole_number(
     (problem,) = run.out.splitlines()
     assert "a 23-digit number of tokens" in problem and "set aside" in problem
     assert "whole number" not in problem
+
+
+def _shifted(events: list[dict]) -> list[dict]:
+    """The log stamped 90 days later, as a task run since would be."""
+    return [{**e, "ts": e["ts"] + 90 * 86_400_000} for e in events]
+
+
+def _longer(events: list[dict]) -> list[dict]:
+    """The log as of a task 30 messages further on: its events name later messages."""
+    return [{**e, "conversationHistoryIndex": e["conversationHistoryIndex"] + 30}
+            if "conversationHistoryIndex" in e else e for e in events]
+
+
+def _retold(events: list[dict]) -> list[dict]:
+    """The log holding its requests twice: twice the calls of the history's replies."""
+    return events + events
+
+
+@pytest.mark.parametrize(("edit", "why"), [
+    (_shifted, "its events are from 2026-08-25 08:20 UTC to 2026-08-25 08:23 UTC, the "
+               "history's messages from 2026-05-27 08:20 UTC to 2026-05-27 08:23 UTC"),
+    (_longer, "its events name the history's message 40 (from 0), and the history holds 12"),
+    (_retold, "12 requests of it record usage, and the history holds 6 replies")],
+    ids=["stamped-apart", "naming-later-messages", "more-requests-than-replies"])
+@pytest.mark.parametrize("metrics", [True, False], ids=["metrics", "no-metrics"])
+def test_another_tasks_ui_log_beside_a_cline_history_is_named_and_not_read(
+        tmp_path, edit, why, metrics):
+    def other(events):
+        events[-1]["conversationHistoryDeletedRange"] = [1, 4]  # its cut, not this task's
+        return edit(events)
+
+    ui, _ = _cline_task(tmp_path, other)
+    history = ui.with_name("api_conversation_history.json")
+    messages = json.loads(history.read_bytes())
+    if not metrics:
+        history.write_text(json.dumps([{k: v for k, v in m.items() if k != "metrics"}
+                                       for m in messages]))
+    named = f"the ui_messages.json beside the file is another task's ({why})"
+    run = ctxpack("validate", str(history))
+    assert run.code == 1
+    assert run.out == f"{history}:1: {named}: its usage and its cut to fit the window are " \
+        "not read\n"
+    f = stats_of(history)
+    whole = stats_of(CLINE / "api_conversation_history.json")
+    assert f["outside"]["messages"] == 0 and f["messages"] == whole["messages"]
+    if metrics:  # the history's own usage, as with no log beside it
+        assert f["usage"]["source"] == f"metrics of each assistant message ({named})"
+        assert f["usage"]["calls"] == sum(1 for m in messages if "metrics" in m)
+        assert f["context"]["kind"] == "anchored"
+    else:  # no usage read, and stats says why
+        assert f["usage"] == {"source": f"none: {named}"}
+        assert f["context"]["kind"] == "calibrated"
+        assert f"│ source │ none: {named} │" in ctxpack("stats", str(history),
+                                                    env={"COLUMNS": "400"}).out
+
+
+@pytest.mark.corpus
+@pytest.mark.parametrize("path", corpus_params("cline", pattern="*xray*ui_messages.json"))
+def test_a_real_tasks_ui_log_beside_the_sample_history_is_not_billed_as_its_own(
+        tmp_path, path):
+    shutil.copytree(CLINE, tmp_path / "task")
+    shutil.copy(path, tmp_path / "task" / "ui_messages.json")
+    history = tmp_path / "task" / "api_conversation_history.json"
+    f = stats_of(history)
+    assert "another task's" in f["usage"]["source"] and f["outside"]["messages"] == 0
+    assert f["usage"]["calls"] == stats_of(CLINE / "api_conversation_history.json")[
+        "usage"]["calls"]  # (the sample's metrics: one a reply)
+    assert ctxpack("validate", str(history)).code == 1
+
+
+def _say(ts: int, kind: str, text: str, type_: str = "say") -> dict:
+    return {"ts": ts, "type": type_, type_: kind, "text": text}
+
+
+@pytest.mark.parametrize("opening", [
+    [_say(1, "task", "build it"), _say(2, "text", "hello I will build it now")],
+    [_say(1, "text", "build it")]],  # older Cline: the task as text
+    ids=["task-then-text", "text-as-task"])
+def test_a_cline_ui_log_of_no_request_keeps_its_task_and_reply(tmp_path, opening):
+    path = tmp_path / "ui_messages.json"
+    path.write_text(json.dumps([*opening, _say(3, "followup", "which folder?", "ask")]))
+    t = load(path)
+    assert [(m.role, m.human) for m in t.messages] == [("user", True), ("assistant", False)]
+    assert t.messages[0].text == "build it" and t.outside == ()
+    reply = t.messages[1]
+    assert [p.text for p in reply.parts if not isinstance(p, ToolCall)] == [
+        e["text"] for e in opening[1:]]
+    assert [c.name for c in reply.tool_calls] == ["ask_followup_question"]
+    assert ctxpack("validate", str(path)).code == 0
+    f = stats_of(path)
+    assert (f["messages"], f["outside"]["messages"]) == (2, 0)
+
+
+def test_a_cline_ui_reply_shown_before_the_first_request_is_outside_and_named(tmp_path):
+    request = {"request": "<task>\nbuild it\n</task>", "tokensIn": 900, "tokensOut": 20,
+               "cost": 0.01}
+    events = [_say(1, "task", "build it"), _say(2, "text", "hello I will build it now"),
+              _say(3, "api_req_started", json.dumps(request)),
+              _say(4, "followup", "which folder?", "ask")]
+    path = tmp_path / "ui_messages.json"
+    path.write_text(json.dumps(events, indent=1))
+    t = load(path)
+    # the task once, as the request sent it; the early text in no context
+    assert [m.role for m in t.messages] == ["user", "assistant"]
+    assert [m.text for m in t.outside] == ["hello I will build it now"]
+    line = path.read_text().splitlines().index(" {", 4) + 1  # where event 1 starts
+    run = ctxpack("validate", str(path))
+    assert run.code == 1
+    assert run.out == f"{path}:{line}: event 1: a reply shown before the first request (no " \
+        "request of the log asked for it): kept outside the context\n"
+    f = stats_of(path)
+    assert f["outside"] == {"messages": 1, "tokens": f["outside"]["tokens"],
+                            "why": "shown before the first request"}
+    assert f["outside"]["tokens"] > 0 and f["context"]["calls"] == 1
+
+
+def test_calibrate_says_why_it_fits_none_of_the_calls_before_clines_cut(tmp_path):
+    # the requests before Cline's cut to fit the window were of a prompt that held what is
+    # no longer in the history as sent: the fit cannot count them, and says so
+    def cut(events):
+        events[-1]["conversationHistoryDeletedRange"] = [1, 4]
+        return events
+
+    ui, _ = _cline_task(tmp_path, cut)
+    recorded = stats_of(ui)["usage"]["calls"]
+    run = ctxpack("calibrate", "--json", str(ui))
+    assert run.code == 0, run.err
+    (fit,) = json.loads(run.out)
+    assert fit["no_prompt"] > 0 and fit["left_out"] == 0
+    assert fit["calls"] + fit["no_prompt"] == recorded  # each call fitted or said why not
+    said = " ".join(ctxpack("calibrate", str(ui), env={"COLUMNS": "300"}).out.split())
+    assert f"{fit['model']}: {fit['no_prompt']} calls not used, made before a compaction " \
+        "or a cut to fit the window" in said
+    # a task not cut has every call fitted, and nothing to say of it
+    (whole,) = json.loads(ctxpack("calibrate", "--json", str(CLINE / "ui_messages.json")).out)
+    assert (whole["calls"], whole["no_prompt"]) == (recorded, 0)
+    assert "not used" not in ctxpack("calibrate", str(CLINE / "ui_messages.json")).out
+
+
+@pytest.mark.corpus
+@pytest.mark.parametrize("path", corpus_params("cline", pattern="*.json"))
+def test_calibrate_accounts_for_every_call_a_cline_log_records(path):
+    (fit,) = json.loads(ctxpack("calibrate", "--json", str(path)).out)
+    assert fit["calls"] + fit["left_out"] + fit["no_prompt"] == \
+        stats_of(path)["usage"]["calls"]
+
+
+def test_a_cline_ui_log_stamped_just_after_its_history_is_still_the_tasks(tmp_path):
+    # the two files are written as the task runs; stamps a few seconds apart (a clock, the
+    # order of writes) are of one time, and the log's usage is read
+    history = json.loads((CLINE / "api_conversation_history.json").read_bytes())
+    span = history[-1]["ts"] - history[0]["ts"]
+    ui, _ = _cline_task(tmp_path, lambda events: [{**e, "ts": e["ts"] + span + 30_000}
+                                                  for e in events])
+    path = ui.with_name("api_conversation_history.json")
+    assert ctxpack("validate", str(path)).code == 0
+    assert load(path).usage == load(CLINE / "api_conversation_history.json").usage

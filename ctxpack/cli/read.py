@@ -543,6 +543,11 @@ def models(
     console.print(figures)
 
 
+# why calls whose usage a file records are not fitted (`calibration.calls_of_no_prompt`)
+NO_PROMPT = ("made before a compaction or a cut to fit the window, off the branch, or at no "
+             "place the file names: their prompts are not the messages it holds")
+
+
 @app.command()
 def calibrate(
     files: Annotated[list[str], typer.Argument(metavar="FILE",
@@ -560,12 +565,16 @@ def calibrate(
     """Fit each model's slope and overhead on the usage transcripts record, with the
     error on held-out calls (each file's second half)."""
     from ..calibration import calibrate as fit_all
+    from ..calibration import calls_of_no_prompt
     from ..loader import load
 
     def recorded(path: str) -> Any:
         t = load(path, skip_invalid=skip_invalid)
-        if not any(c.billed > 0 for c in t.calls):
-            warn(f"{path}: records no call's usage: skipped")
+        if not any(c.billed > 0 and c.prompt > 0 for c in t.calls):
+            unplaced = len(calls_of_no_prompt(t))
+            warn(f"{path}: records no call's usage" + (
+                f" on a prompt it holds: skipped ({counted(unplaced, 'call')} {NO_PROMPT})"
+                if unplaced else ": skipped"))
         return t
 
     cfg = read_config(config)
@@ -613,12 +622,15 @@ def calibrate(
         Console().print(out)
         for f in fitted:
             if f.left_out:
-                many = "call" if f.left_out == 1 else "calls"
-                print(plain(f"{f.model}: {f.left_out:,} {many} left out, as the bill passes "
-                            "them over: far below the count of their prompts, below it where "
+                print(plain(f"{f.model}: {counted(f.left_out, 'call')} left out, as the bill "
+                            "passes them over: far below the count of their prompts, below it where "
                             "the agent is known to send more, or before such calls without "
                             "growing with the messages (made up, or of an agent that cut old "
                             "outputs itself)"))
+        for f in fitted:
+            if f.no_prompt:
+                print(plain(f"{f.model}: {counted(f.no_prompt, 'call')} not used, "
+                            f"{NO_PROMPT}"))
         if not write_config:  # (--write-config says it for each fit it does not write)
             for f in fitted:
                 if f.untrusted:

@@ -266,6 +266,17 @@ def measure(value: Any) -> int | float:
     return value
 
 
+def day(ms: int | float) -> str:
+    """A time stamp in milliseconds since 1970 (as Cline and OpenCode write them) as a
+    person reads it, to the minute in UTC; one no calendar holds as the number it is."""
+    from datetime import datetime, timezone
+
+    try:
+        return datetime.fromtimestamp(ms / 1000, timezone.utc).strftime("%Y-%m-%d %H:%M UTC")
+    except (OverflowError, OSError, ValueError):
+        return f"{ms:,}"
+
+
 def text_of(value: Any) -> str:
     """Text of a content value that may be a string, a list of blocks or something else."""
     if value is None:

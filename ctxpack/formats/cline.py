@@ -9,7 +9,10 @@ message, what else the user message holds (environment details, feedback) stays 
 message. Roo Code condenses without deleting: messages tagged `condenseParent` (or
 `truncationParent`) whose summary (`condenseId`) or marker (`truncationId`) is in the
 file are archived, not context. Usage is read from the sibling `ui_messages.json` when
-there is one, else from the assistant messages' `metrics` (newer Cline writes them).
+there is one, else from the assistant messages' `metrics` (newer Cline writes them). A
+sibling that is another task's log (`other_task`: more requests than the history has
+replies, events naming messages it does not have, or stamped at another time) is not
+read, and validate names it: its usage and its cut would be taken for this task's.
 
 A call written as XML in the reply's text (`<read_file>` on a line of its own, up to its
 `</read_file>`), as older Cline and Roo Code have the model write them, is read as a
@@ -29,7 +32,10 @@ which is their result, else by the tool the event is of. A command event right a
 completion is the command `attempt_completion` carries (`<command>`): part of that call,
 its text after the result's.
 The task the log opens with (`say: task`, or `say: text` before any request, as older
-Cline wrote it) is the person's, and is sent in the first request: it is no reply.
+Cline wrote it) is the person's, and is sent in the first request: it is no reply (in a
+log that holds no request, it is the person's message). What the UI shows after it and
+before the first request is a reply no request of the log asked for: outside the context,
+and named by validate (in a log that holds no request, the reply to the task).
 When Cline cut the history to fit the window, the newest event's inclusive
 `conversationHistoryDeletedRange` names the api_conversation_history messages it no longer
 sends; they are not context, in either file.
@@ -67,6 +73,7 @@ from .base import (
     Layout,
     RecordError,
     content_parts,
+    day,
     measure,
     number,
     string_field,
@@ -275,6 +282,47 @@ def cut_at(events: list[Any], gone: range) -> int:
                  and events[n].get("say") == "api_req_started"), first - 1)
 
 
+def _stamps(items: list[Any]) -> list[int | float]:
+    """The `ts` each of `items` (messages or events) carries where it is a number."""
+    return [t for d in items if isinstance(d, dict) and isinstance(t := d.get("ts"), (int, float))
+            and not isinstance(t, bool) and abs(t) <= 2**53]
+
+
+# how far apart a task's UI events and history messages may be stamped and still be of
+# one time: the two are written by one process as the task runs, within milliseconds
+# (the history's first message after the UI's task event); a minute allows for any
+# clock or write order
+_STAMP_SLACK = 60_000
+
+
+def other_task(events: list[Any], history: list[Any]) -> str:
+    """How the UI log `events` beside the api_conversation_history `history` shows it is
+    another task's ("": nothing does). A task's two files grow together: each request's
+    event names the history's message before its own (`conversationHistoryIndex`), each
+    request that records usage has its reply in the history (the last may still be being
+    written), and the UI's events and the history's messages are stamped (`ts`) over the
+    same time."""
+    why = []
+    calls = RequestUsage()
+    calls.add_events(events)
+    replies = sum(1 for m in history if m.get("role") == "assistant")
+    if calls.calls > replies + 1:
+        why.append(f"{calls.calls:,} requests of it record usage, and the history holds "
+                   f"{replies:,} replies")
+    named = [i for e in events if isinstance(e, dict) for i in (
+        e.get("conversationHistoryIndex"), *deleted_range([e])[-1:])
+        if isinstance(i, int) and not isinstance(i, bool)]
+    if named and max(named) >= len(history):
+        why.append(f"its events name the history's message {max(named):,} (from 0), and "
+                   f"the history holds {len(history):,}")
+    ui, sent = _stamps(events), _stamps(history)
+    if ui and sent and (max(ui) + _STAMP_SLACK < min(sent)
+                        or max(sent) + _STAMP_SLACK < min(ui)):
+        why.append(f"its events are from {day(min(ui))} to {day(max(ui))}, the history's "
+                   f"messages from {day(min(sent))} to {day(max(sent))}")
+    return "; ".join(why)
+
+
 def _prompt(added: Summed) -> int:
     """The prompt size of a request, from what it added to the summary."""
     return int(dict(added).get("input_tokens", 0))
@@ -460,6 +508,8 @@ class ClineHistoryReader:
         self.unread: list[SetAside] = []  # the sibling UI log's unreadable usage
         self.line = 1
         self.data: bytes | None = None  # the file's bytes, which place a call's item
+        self.history: list[Any] = []  # the file's messages, as read
+        self.problems: list[tuple[int, str]] = []  # (see Layout.problems)
 
     def located(self, path: str, data: bytes, first: int) -> None:
         """Told the file's path: its usage is in the `ui_messages.json` beside it."""
@@ -475,6 +525,7 @@ class ClineHistoryReader:
         markers = {ids[2] for m, ids in zip(record, links, strict=True)
                    if m.get("isTruncationMarker") is True}
         tools = _tools(record)
+        self.history += record
         pending: list[ToolCall] = []  # the calls the next results answer, in order
         first, begin = True, len(self.messages)
         self.line = line
@@ -567,7 +618,9 @@ class ClineHistoryReader:
             since = cut_at(events, gone)
             self.archived.update(n for n, i in enumerate(self.position) if i in gone)
         else:
-            usage = self.metrics.summary(f"metrics of each assistant message ({why})")
+            # (a sibling read past is said where no metrics are read either)
+            usage = self.metrics.summary(f"metrics of each assistant message ({why})") or (
+                {"source": f"none: {why}"} if data else {})
             if any(i in self.archived for i in range(len(self.messages))):
                 # the calls before the newest are of a context condensed or cut since
                 since = made[-1][2] - (made[-1][0] not in self.archived) if made else -1
@@ -578,11 +631,12 @@ class ClineHistoryReader:
              self.line)))
         return [], Layout(context, model=self.model, usage=usage, calls=calls,
                           unbilled_calls=before, set_aside=self.unread,
-                          outside_why="condensed into a summary, or cut to fit the window")
+                          outside_why="condensed into a summary, or cut to fit the window",
+                          problems=self.problems)
 
     def _ui_events(self) -> tuple[list[Any] | None, bytes, str]:
-        """The UI log beside the file and its bytes, if there is one that reads as such;
-        else why not."""
+        """The UI log beside the file and its bytes, if there is one that reads as this
+        task's; else why not (and the bytes of one that is there but not read)."""
         if not self.sibling or not os.path.isfile(self.sibling):
             return None, b"", f"no {UI_SIBLING} beside the file"
         try:
@@ -592,9 +646,16 @@ class ClineHistoryReader:
         except OSError as exc:
             return None, b"", f"the {UI_SIBLING} beside the file cannot be read: {exc.strerror}"
         except InputError as exc:
-            return None, b"", f"the {UI_SIBLING} beside the file is unreadable: {exc}"
+            return None, data, f"the {UI_SIBLING} beside the file is unreadable: {exc}"
         if not is_ui_log(events):
-            return None, b"", f"the {UI_SIBLING} beside the file is no Cline UI log"
+            return None, data, f"the {UI_SIBLING} beside the file is no Cline UI log"
+        if other := other_task(events, self.history):
+            # its usage, and its cut of the history, are of another task: a log copied or
+            # left beside this one would bill it as that task
+            why = f"the {UI_SIBLING} beside the file is another task's ({other})"
+            self.problems.append((self.line, f"{why}: its usage and its cut to fit the "
+                                             "window are not read"))
+            return None, data, why
         return events, data, ""
 
 
@@ -611,6 +672,9 @@ class ClineUiReader:
         self.unread: list[int] = []  # the requests whose usage cannot be read
         self.data: bytes | None = None
         self.line = 1
+        # a reply shown before the first request (which no request of the log asked for):
+        # the message and the event it opens with
+        self.early: list[tuple[int, int]] = []
 
     def located(self, path: str, data: bytes, first: int) -> None:
         """Told the log's bytes: usage it cannot read is named at its event's own line."""
@@ -625,6 +689,8 @@ class ClineUiReader:
         self.line = line
         asked = -1  # conversationHistoryIndex of the open request: its user message is next
         requested = False  # a request was made: a text event is the model's, not the task
+        task: list[tuple[Any, str]] = []  # the person's task (event and text), until then
+        shown = 0  # the event the reply's first part is of
 
         def close(answers: list[str]) -> list[ToolCall]:
             """The reply ends: its calls, each named as the next request's results name
@@ -649,6 +715,8 @@ class ClineUiReader:
             if e.get("partial") is True:
                 continue  # a streaming copy the finished event replaces
             if kind == "api_req_started":
+                if not requested and reply:  # shown before any request: no context
+                    self.early.append((len(self.messages), shown))
                 requested = True
                 info = request_info(e)
                 request = info.get("request") if isinstance(info.get("request"), str) else ""
@@ -672,7 +740,10 @@ class ClineUiReader:
                     first = False
                 if added and (_prompt(added) or any(wrong)):  # its prompt: all to its reply
                     self.made.append((len(self.messages), added, n, self.model, wrong))
-            elif kind == "text" and e["type"] == "say" and text and requested:
+            elif e["type"] == "say" and text and not requested and not task and \
+                    kind in ("task", "text"):
+                task.append((e, text))  # sent in the first request, which shows it
+            elif kind == "text" and e["type"] == "say" and text:
                 reply.append(Text(text))
             elif kind == "reasoning" and text:
                 reply.append(Thinking(text))
@@ -688,21 +759,36 @@ class ClineUiReader:
                 reply.append(ToolCall(f"ui-{n}", _ui_tool(kind, text), text, written=True))
             if reply and not opened:
                 opened.append(e)
+                shown = n
+        if not requested and task:  # the log holds no request: the task is in no other
+            (e, text), = task
+            self.messages.append(Message("user", (Text(text),), (line,), e, human=first))
+            self.position.append(asked + 1)
         close([])
         self.gone = deleted_range(record)
         self.since = cut_at(record, self.gone)
         return self.messages[begin:]
 
     def finish(self) -> tuple[list[Message], Layout]:
-        # Cline no longer sends the requests and replies it cut to fit the window
-        context = [n for n, i in enumerate(self.position) if i not in self.gone]
+        # Cline no longer sends the requests and replies it cut to fit the window, and
+        # never sent a reply shown before its first request
+        early = {m for m, _ in self.early}
+        cut = [n for n, i in enumerate(self.position) if i in self.gone and n not in early]
+        context = [n for n in range(len(self.messages)) if n not in early and n not in cut]
         calls, before = recorded(context, self.made, self.since, event_lines(
             [n for _, _, n, _, _ in self.made], self.data, self.line), first=self.line)
+        lines = event_lines([n for _, n in self.early], self.data, self.line)
+        problems = [(lines.get(n, self.line), f"event {n}: a reply shown before the first "
+                     "request (no request of the log asked for it): kept outside the context")
+                    for _, n in self.early]
+        why = [w for w, some in (("cut to fit the window", cut),
+                                 ("shown before the first request", early)) if some]
         return [], Layout(context, model=self.model,
                           usage=self.usage.summary("api_req_started events"),
                           calls=calls, unbilled_calls=before,
                           set_aside=unread_usage(self.unread, self.data, self.line),
-                          outside_why="cut to fit the window")
+                          outside_why="; ".join(why) or "cut to fit the window",
+                          problems=problems)
 
 
 def _completion(reply: list[Part]) -> ToolCall | None:

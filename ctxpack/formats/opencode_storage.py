@@ -44,7 +44,7 @@ from typing import Any
 from ..errors import InputError
 from ..jsonl import json_kind, parse_document
 from ..transcript import Message
-from .base import NOT_WRITTEN, Layout, RecordError
+from .base import NOT_WRITTEN, Layout, RecordError, day
 from .opencode import OpenCodeReader
 
 
@@ -102,17 +102,11 @@ def no_such_session(ident: str, where: str, sessions: list[tuple[str, str, int, 
     if not sessions:
         return f"no session {ident} in {where}, which holds none"
     newest = sorted(sessions, key=lambda s: (s[2], s[0]), reverse=True)
-    shown = "; ".join(f"{i} {title!r} (updated {_day(updated)}, {n} OpenCode message"
+    shown = "; ".join(f"{i} {title!r} (updated {day(updated)}, {n} OpenCode message"
                       f"{'' if n == 1 else 's'})" for i, title, updated, n in newest[:SHOWN])
     more = f" and {len(newest) - SHOWN} older" if len(newest) > SHOWN else ""
     return (f"no session {ident} in {where}, which holds {len(newest)}: "
             f"{shown}{more}")
-
-
-def _day(ms: int) -> str:
-    from datetime import datetime, timezone
-
-    return datetime.fromtimestamp(ms / 1000, timezone.utc).strftime("%Y-%m-%d %H:%M UTC")
 
 
 def storage_of(folder: str) -> str | None:
