@@ -623,10 +623,10 @@ def calibrate(
         for f in fitted:
             if f.left_out:
                 print(plain(f"{f.model}: {counted(f.left_out, 'call')} left out, as the bill "
-                            "passes them over: far below the count of their prompts, below it where "
-                            "the agent is known to send more, or before such calls without "
-                            "growing with the messages (made up, or of an agent that cut old "
-                            "outputs itself)"))
+                            "passes them over: far below the count of their prompts, below "
+                            "it where the agent is known to send more, or before such calls "
+                            "without growing with the messages (made up, or of an agent that "
+                            "cut old outputs itself)"))
         for f in fitted:
             if f.no_prompt:
                 print(plain(f"{f.model}: {counted(f.no_prompt, 'call')} not used, "
