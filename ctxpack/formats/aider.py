@@ -32,10 +32,10 @@ from __future__ import annotations
 
 import re
 from dataclasses import replace
-from decimal import Decimal, InvalidOperation
+from decimal import Decimal
 from typing import Any
 
-from ..recorded import dollars, summed
+from ..recorded import dollars, summed, wrong_counts
 from ..transcript import Message, RecordedCall, Text, Thinking
 from .base import NOT_WRITTEN, Layout, RecordError, measure
 
@@ -45,7 +45,10 @@ _CLEARING = ("/clear", "/reset")
 _MODEL = re.compile(r"^> (?:Main model|Model): (\S+)")
 _EDITOR_MODEL = re.compile(r"^> Editor model: (\S+)")
 _TOKENS = re.compile(r"^> Tokens: (.*)")
-_AMOUNT = re.compile(r"(-?[\d.,]+)([kKmM]?) (sent|received|cache write|cache hit)")
+# an amount is what stands before its kind, whatever it is (`3e5 sent` is no `5 sent`)
+_KINDS = ("sent", "received", "cache write", "cache hit")
+_AMOUNT = re.compile(rf"(\S+) ({'|'.join(_KINDS)})")
+_COUNT = re.compile(r"([0-9]+(?:\.[0-9]+)?)([kKmM]?)")  # as Aider prints one: 66, 3.2k, 12k
 _COST = re.compile(r"Cost: \$([\d.]+) message")
 _EDIT_FORMAT = re.compile(r"with ([\w-]+) edit format")
 # a confirmation Aider answered itself from an earlier "all"/"skip", logged as a prompt
@@ -73,32 +76,33 @@ def reasoning_split(text: str, model: str | None) -> tuple[str, str]:
     return "\n\n".join(t for t in thought if t), text
 
 
-def amount(number: str, suffix: str) -> int | None:
-    """`3.2` `k` -> 3200, as Aider abbreviates token counts, exactly however large (a
-    count too large for a call is the size rule's to name); None for what Aider does not
-    print (`5,000,000`, `1.2.3`, `-5`)."""
-    scale = {"": 1, "k": 1_000, "m": 1_000_000}[suffix.lower()]
-    if "," in number or number.startswith("-"):
+def amount(said: str) -> int | None:
+    """`3.2k` -> 3200, as Aider abbreviates token counts (aider.utils.format_tokens),
+    exactly however large (a count too large for a call is `wrong_counts`'s to name); None
+    for what Aider does not print (`5,000,000`, `1.2.3`, `-5`, `3e5`)."""
+    found = _COUNT.fullmatch(said)
+    if found is None:
         return None
-    try:
-        return round(Decimal(number) * scale)
-    except InvalidOperation:
-        return None
+    number, suffix = found.groups()
+    return round(Decimal(number) * {"": 1, "k": 1_000, "m": 1_000_000}[suffix.lower()])
 
 
 def tokens_line(line: str) -> dict[str, Any] | None:
     """The numbers of one `> Tokens:` line, or None for another line; `wrong` names the
-    amounts no count Aider prints can be."""
+    amounts no count can be: what Aider never prints, and a count past what a call holds,
+    as every reader's counts are named (`wrong_counts`)."""
     found = _TOKENS.match(line)
     if found is None:
         return None
     values: dict[str, Any] = {}
     wrong = []
-    for n, s, kind in _AMOUNT.findall(found.group(1)):
-        value = amount(n, s)
+    for said, kind in _AMOUNT.findall(found.group(1)):
+        value = amount(said)
         values[kind] = 0 if value is None else value
         if value is None:
-            wrong.append(f"{n[:40]}{s} {kind} (no count Aider prints)")
+            wrong.append(f"{said[:40]} {kind} (no count Aider prints)")
+    if past := wrong_counts(values, _KINDS):
+        wrong.append(past)
     if wrong:
         values["wrong"] = ", ".join(wrong)
     cost = _COST.search(found.group(1))
@@ -241,15 +245,15 @@ class AiderReader:
 
     def _recorded(self, usage: dict[str, Any], line: int) -> None:
         """A `Tokens:` line follows the reply of the call it tells of: the newest reply in
-        the chat (what it has `sent` is its prompt, rounded as Aider prints it); a line of
-        the editor's turns tells of the editor's call (of the editor model), whose prompt
-        is not the chat's: such a call, and one of no reply, is judged by itself, as its
-        usage is in the totals all the same."""
+        the chat (what it has `sent` is its prompt, `received` its reply, rounded as Aider
+        prints them); a line of the editor's turns tells of the editor's call (of the
+        editor model), whose prompt is not the chat's: such a call, and one of no reply, is
+        judged by itself, as its usage is in the totals all the same."""
         sent, wrong = usage.get("sent", 0), usage.get("wrong", "")
         chat = (sent > 0 or wrong) and not self.editor and self.reply is not None \
             and not any(c.prompt == self.reply for c in self.replies[-1:])
         call = RecordedCall(
-            self.reply if chat and self.reply is not None else 0, sent, None,
+            self.reply if chat and self.reply is not None else 0, sent, usage.get("received"),
             self.editor_model or self.model if self.editor else self.model,
             summed=summed(input_tokens=sent, output_tokens=usage.get("received", 0),
                           cache_read_tokens=usage.get("cache hit", 0),
