@@ -220,6 +220,45 @@ def test_aider_a_confirmation_aider_answers_itself_is_no_prompt(tmp_path):
     assert [m.text for m in load(path).messages] == ["explain a.py", "It prints."]
 
 
+# a reply with headings of Aider's prompt level, as Aider writes it: each line of a prompt
+# ends with a Markdown line break (two spaces) and follows a blank line
+HEADINGS = ("# aider chat started at 2026-01-01 10:00:00\n\n"
+            "> Main model: gpt-4o with diff edit format  \n\n"
+            "#### plan the refactor  \n\n"
+            "Here is the plan:\n\n#### Step 1\n\nMove the parser.\n\n#### Step 2\n\n"
+            "Test it.\n\n> Tokens: 1.2k sent, 40 received.  \n\n"
+            "#### go on  \n\n#### Step 3\n\nDone.\n\n")
+
+
+def test_aider_headings_in_a_reply_are_not_the_persons_prompts(tmp_path):
+    path = tmp_path / ".aider.chat.history.md"
+    path.write_text(HEADINGS)
+    t = load(path)
+    assert [(m.role, m.text.split("\n")[0]) for m in t.messages] == [
+        ("user", "plan the refactor"), ("assistant", "Here is the plan:"),
+        ("user", "go on"), ("assistant", "#### Step 3")]
+    assert "#### Step 2\n\nTest it." in t.messages[1].text
+    assert stats_of(path)["rounds"] == 2  # (was 5: each heading a prompt of its own)
+    assert roundtrip(path.read_bytes()) == path.read_bytes()
+
+
+def test_aider_headings_in_a_file_that_lost_its_trailing_spaces(tmp_path):
+    """With no line break to tell them, a `####` line within reply text is the reply's;
+    one after a prompt or Aider's own lines, the person's (a reply opening on a heading)."""
+    path = tmp_path / ".aider.chat.history.md"
+    path.write_text(re.sub(r" +\n", "\n", HEADINGS))
+    assert [(m.role, m.text.split("\n")[0]) for m in load(path).messages] == [
+        ("user", "plan the refactor"), ("assistant", "Here is the plan:"),
+        ("user", "go on"), ("user", "Step 3"), ("assistant", "Done.")]
+    # two blank lines after a reply, as Aider leaves them where no `>` line follows it,
+    # and the next `####` line is a prompt
+    path.write_text(HEADINGS.replace("\n\n> Tokens: 1.2k sent, 40 received.  \n", "\n\n"))
+    assert [m.role for m in load(path).messages] == ["user", "assistant", "user", "assistant"]
+    path.write_text(re.sub(r" +\n", "\n", path.read_text()))
+    assert [m.text for m in load(path).messages if m.role == "user"] == [
+        "plan the refactor", "go on", "Step 3"]
+
+
 def test_aider_calls_are_the_chats_and_each_run_is_anchored_on_its_own():
     t = load(ARCHITECT)
     # the architect's and the last run's calls: the editor's are of another prompt
@@ -339,7 +378,8 @@ def test_any_opencode_export_round_trips_and_pairs_each_finished_call(doc, inden
 lines = st.one_of(
     st.text(alphabet=st.characters(blacklist_categories=["Cs"], blacklist_characters="\r\n"),
             max_size=30),
-    st.sampled_from(["#### fix the bug", "#### /clear", "#### /ask why?", "> Tokens: 1.2k sent, "
+    st.sampled_from(["#### fix the bug", "#### fix the bug  ", "#### Step 1", "#### /clear",
+                     "#### /ask why?", "> Tokens: 1.2k sent, "
                      "30 received.", ">>>>>>> REPLACE", "", "> Applied edit to a.py",
                      f"<{REASONING_TAG}>", f"</{REASONING_TAG}>", "> # Fix any errors below, "
                      "if possible.", "> Attempt to fix lint errors? (Y)es/(N)o [Yes]: y",
@@ -356,8 +396,15 @@ def test_any_aider_log_round_trips_and_keeps_its_prompts(body, ending):
     t = load(io.BytesIO(data))
     assert t.format == "aider"
     for m in (*t.messages, *t.outside, *t.sidechain):
-        assert not m.text.startswith(("> ", "####")) and m.text.strip()
+        assert not m.text.startswith("> ") and m.text.strip()
         assert m.role in ("user", "assistant")
+        # a reply may open on a heading; a prompt's `#### ` is Aider's, not the person's
+        assert not m.text.startswith("####") or m.role == "assistant"
+    # in a file that keeps the break Aider ends a prompt's lines with, a `####` line
+    # without it after one with it is a heading of a reply, never the person's
+    heading = body.index("#### Step 1") if "#### Step 1" in body else 0
+    if "#### fix the bug  " in body[:heading]:
+        assert not any("Step 1" in m.text for m in t.messages if m.role == "user")
     # a reasoning block Aider strips is never context (a reply cut off inside its
     # reasoning has no closing tag, and Aider sends it as it is)
     block = re.compile(f"<{REASONING_TAG}>.*</{REASONING_TAG}>", re.DOTALL)

@@ -1,7 +1,8 @@
 """Aider's chat log, `.aider.chat.history.md`: Markdown, appended to by every run.
 
 A run opens with `# aider chat started at <time>`. Lines starting `#### ` are what the
-person typed (consecutive ones are one multi-line prompt); lines starting `>` are Aider's
+person typed (consecutive ones are one multi-line prompt), but for a heading of that level
+in a reply, told apart as `AiderReader._prompt` says; lines starting `>` are Aider's
 own output (banner, confirmations, shell output, errors, the `Tokens:` line after each
 reply) and are not model input; everything else is the model's reply. Each run is a
 conversation of its own (a new Aider process starts a new chat); in a run, `/clear` and
@@ -131,6 +132,7 @@ class AiderReader:
         self.editor = False  # in the editor's turns of an architect answer
         self.why: dict[str, None] = {}  # why messages are outside the context, in order
         self.headless = False  # the file lacks its START line (see AiderFormat.headless)
+        self.breaks = False  # the file keeps the line break Aider ends prompt lines with
 
     def feed(self, line: int, record: Any) -> list[Message]:
         if not isinstance(record, str) or not record.lstrip().startswith(START):
@@ -159,7 +161,7 @@ class AiderReader:
                 run_start = len(self.messages)
                 self.editor, self.reply, self.editor_model = False, None, None
                 continue
-            if text.startswith("####"):
+            if text.startswith("####") and self._prompt(text, kind, block):
                 quoted.clear()
                 body = text[4:]
                 body = body[1:] if body.startswith(" ") else body
@@ -199,6 +201,23 @@ class AiderReader:
             block.append(text)
         close()
         return self.messages[begin:]
+
+    def _prompt(self, text: str, kind: str | None, block: list[str]) -> bool:
+        """Is a `####` line the person's, not a heading of the model's reply? Aider writes
+        each line of a prompt as `#### ` and the text, ending it with a Markdown line
+        break (two spaces; aider/io.py, `user_input`), after a blank line: a line with that
+        break is the person's, and in a file that keeps it (one of its prompts had it), a
+        line without is the reply's. In a file whose lines lost their trailing spaces, a
+        line in a reply (reply text before it, with no two blank lines between, as Aider
+        leaves after a reply it ends) is the reply's; one after Aider's own `>` lines, a
+        prompt or the run's start is the person's (a reply opening on such a heading is
+        read as a prompt there)."""
+        if text.endswith("  "):
+            self.breaks = True
+            return True
+        if self.breaks:
+            return False
+        return kind != "assistant" or [t.strip() for t in block[-2:]] == ["", ""]
 
     def _message(self, kind: str, text: str, line: int, run_start: int,
                  human: bool = True) -> None:
