@@ -1280,7 +1280,8 @@ def _opencode_export(user_parts=None, state=None, tokens=None) -> dict:
         said["info"]["tokens"] = tokens
     return {"info": {"id": "ses_1a2b", "model": {"id": "claude-sonnet-4-5"}}, "messages": [
         {"info": {"id": "msg_1", "role": "user"},
-         "parts": user_parts or [{"type": "text", "text": "Find the bug."}]},
+         "parts": [{"type": "text", "text": "Find the bug."}] if user_parts is None
+         else user_parts},
         said,
         {"info": {"id": "msg_3", "role": "assistant"},
          "parts": [{"type": "text", "text": "It prints 1."}]}]}
@@ -1292,6 +1293,20 @@ def _opencode_export(user_parts=None, state=None, tokens=None) -> dict:
      ["messages[0].parts[0] is null, not an object: left out",
       "messages[0].parts[1] is a number, not an object: left out",
       "messages[0].parts[2] (text) has no 'text': left out"]),
+    # a part of a type OpenCode does not write, and a file it sends as it is (a PDF),
+    # vanished without a word; so did a user message of no parts (OpenCode sends none)
+    ({"user_parts": [{"type": "text", "text": "Find the bug."},
+                     {"type": "mystery", "text": "what is this?"},
+                     {"type": "file", "mime": "application/pdf", "filename": "spec.pdf",
+                      "url": "data:application/pdf;base64,JVBERi0xLjQK"},
+                     {"type": "file", "mime": "text/plain", "filename": "a.py",
+                      "url": "file:///a.py"}]},
+     ["messages[0].parts[1] is of type 'mystery', which OpenCode does not write (it writes "
+      "agent, compaction, file, patch, reasoning, retry, snapshot, step-finish, step-start, "
+      "subtask, text, tool): kept in the file, not read",
+      "messages[0].parts[2] (file 'application/pdf'): a file OpenCode sends the model as it "
+      "is, not an image: not counted"]),
+    ({"user_parts": []}, ["messages[0] (user) has no parts: OpenCode sends nothing of it"]),
     ({"state": {"input": "notadict", "output": 5}},
      ["messages[1].parts[1] (tool): 'state.input' is a string, not an object",
       "messages[1].parts[1] (tool): completed, its 'state.output' is a number, not a "
@@ -1318,6 +1333,27 @@ def test_what_an_opencode_export_holds_that_opencode_never_writes_is_named(
     path.write_text(json.dumps(_opencode_export(tokens={"input": 3, "output": 9})))
     assert ctxpack("validate", str(path)).code == 0
     assert "read past" not in ctxpack("convert", str(path), "--to", "openai").err
+
+
+def test_an_opencode_part_kept_for_the_round_trip_and_named_at_its_own_line(tmp_path):
+    # parts problems were placed at the line of their message's id: each is at its part's
+    doc = _opencode_export(user_parts=[{"type": "text", "text": "Find the bug."},
+                                       {"type": "mystery", "text": "what is this?"}, None],
+                           state={"output": 5})
+    path = tmp_path / "session.json"
+    path.write_text(json.dumps(doc, indent=2))
+    data = path.read_bytes()
+    lines = path.read_text().splitlines()
+    mystery = next(n for n, text in enumerate(lines, 1) if '"mystery"' in text) - 1
+    null = next(n for n, text in enumerate(lines, 1) if text.strip() == "null")
+    tool = next(n for n, text in enumerate(lines, 1) if '"type": "tool"' in text) - 1
+    assert lines[mystery - 1].strip() == lines[tool - 1].strip() == "{"
+    run = ctxpack("validate", str(path))
+    assert run.code == 1 and [x.split(": ", 1)[0] for x in run.out.splitlines()] == [
+        f"{path}:{mystery}", f"{path}:{null}", f"{path}:{tool}"], run.out
+    t = load(path)
+    assert [m.text for m in t.messages][:1] == ["Find the bug."]  # (not the mystery's text)
+    assert roundtrip(data) == data
 
 
 def test_an_opencode_message_count_is_named_at_its_own_line(tmp_path):
