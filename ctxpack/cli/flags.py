@@ -43,8 +43,9 @@ def _option(setting: Setting) -> inspect.Parameter:
         kind, default = bool, False
     elif setting.alternatives:  # repeatable: any of them (--pin A --pin B)
         kind, default = list[setting.kind] | None, None  # type: ignore[name-defined]
-    elif setting.kind in (int, float):  # read as the config's and a variable's are: a
-        # 400-digit whole number is named as one, not as the infinity a float makes of it
+    elif setting.kind in (int, float):  # read and checked as the config's and a
+        # variable's are (see `given`): a 400-digit whole number is named as one, not as
+        # the infinity a float makes of it, nor taken as a count
         kind, default = str | None, None
     else:
         kind, default = setting.kind | None, None
