@@ -14,7 +14,7 @@ from difflib import get_close_matches
 from typing import Any, NamedTuple
 
 from .errors import UsageError
-from .numbers import number, quoted, real
+from .numbers import LONG, number, quoted, real
 
 STRATEGIES = ("extractive", "structured", "llm")
 TRUNCATE_MODES = ("head", "tail", "head_tail")
@@ -246,11 +246,20 @@ def _scoped(regex: str) -> str:
     return f"(?:{regex})"
 
 
+# The most digits a whole-number setting may have: a count of tokens, lines or steps
+# comes nowhere near `LONG` (as a float setting takes no number a float cannot hold)
+DIGITS = len(str(LONG - 1))
+
+
 def check(settings: Mapping[str, Any]) -> list[str]:
     """What is wrong with these settings' values (any of them, by their names)."""
     problems = []
     for name, value in settings.items():
         rule = SETTINGS[name].rule
+        if SETTINGS[name].kind is int and isinstance(value, int) and abs(value) >= LONG:
+            problems.append(f"{name} must be int of at most {DIGITS} digits, not "
+                            f"{quoted(value)}")
+            continue
         if rule is None or value is None:
             continue
         try:
@@ -280,13 +289,17 @@ def read(given: Mapping[str, Any], where: str) -> dict[str, Any]:
 def from_env(environ: Mapping[str, str]) -> dict[str, Any]:
     """Settings given as CTXPACK_<NAME> variables, each checked: a bad value is an error
     that names its variable. Other variables are not read here (see `misspelt`)."""
-    out = {}
-    for s in SETTINGS.values():
-        if s.variable in environ:
-            out[s.name] = convert(s.name, environ[s.variable], s.variable)
-            problems = check({s.name: out[s.name]})
-            if problems:
-                raise UsageError(f"{s.variable}: {problems[0]}")
+    return {s.name: read_one(s.name, environ[s.variable], s.variable)
+            for s in SETTINGS.values() if s.variable in environ}
+
+
+def read_one(name: str, value: object, where: str) -> object:
+    """One setting's value as its type, checked: a bad value is an error that names
+    `where` it was given (a variable, a flag)."""
+    out = convert(name, value, where)
+    problems = check({name: out})
+    if problems:
+        raise UsageError(f"{where}: {problems[0]}")
     return out
 
 

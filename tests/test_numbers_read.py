@@ -11,6 +11,7 @@ from pathlib import Path
 import pytest
 
 from ctxpack import load
+from ctxpack.compression.settings import Options
 from ctxpack.config import load_config
 from ctxpack.errors import UsageError
 from ctxpack.settings import from_env
@@ -104,6 +105,38 @@ def test_a_float_setting_past_what_a_float_holds_is_named_by_its_digits(tmp_path
     assert run.code == 2 and run.err.strip().splitlines() == [
         f"error: {where}: threshold must be float, not a 400-digit number"], run.err
     assert not out.exists()
+
+
+@pytest.mark.parametrize("how", ["flag", "variable", "config"])
+@pytest.mark.parametrize("name", ["target", "budget"])
+def test_a_whole_number_setting_too_long_to_read_is_named_by_its_digits(
+        tmp_path: Path, how: str, name: str) -> None:
+    # it was taken, and compress printed its 400 figures ("down to 9,999,...")
+    out = tmp_path / "out.jsonl"
+    config = tmp_path / "c.yaml"
+    config.write_text(f"compress:\n  {name}: {HUGE}\n")
+    given = {"flag": ([f"--{name}", HUGE], {}),
+             "variable": ([], {f"CTXPACK_{name.upper()}": HUGE}),
+             "config": (["--config", str(config)], {})}
+    flags, env = given[how]
+    run = ctxpack("compress", str(SAMPLES / "support-chat.openai.jsonl"), *flags, "-o",
+                  str(out), env=env)
+    where = {"flag": f"--{name}", "variable": f"CTXPACK_{name.upper()}",
+             "config": f"{config}: compress"}[how]
+    assert run.code == 2 and run.err.strip().splitlines() == [
+        f"error: {where}: {name} must be int of at most 21 digits, not a 400-digit "
+        "number"], run.err
+    assert not out.exists()
+
+
+def test_a_whole_number_setting_is_held_to_21_digits_however_it_is_made() -> None:
+    # Options made in code too: the library's report printed the figures in full
+    assert Options(target=10**21 - 1).target == 10**21 - 1
+    for value, said in ((10**21, "a 22-digit number"), (-(10**400), "a negative 401-digit "
+                                                                      "number")):
+        with pytest.raises(UsageError, match=f"^budget must be int of at most 21 digits, "
+                                             f"not {said}$"):
+            Options(budget=value)
 
 
 def test_a_float_flag_is_read_as_the_settings_read_it(tmp_path: Path) -> None:

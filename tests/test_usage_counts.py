@@ -405,7 +405,7 @@ def test_the_last_prompt_is_the_last_kept_calls_when_the_last_is_set_aside(tmp_p
     assert "last_input_tokens" in table and f"{u['last_input_tokens']:,}" in table
 
 
-@pytest.mark.parametrize("said", ["5,000,000", "1.2.3", "-5"])  # (-5 was read as 5)
+@pytest.mark.parametrize("said", ["5,000,000", "1.2.3", "-5", "3e5"])  # (-5, 3e5 read as 5)
 def test_an_aider_amount_aider_never_prints_sets_its_call_aside(tmp_path: Path,
                                                                said: str) -> None:
     """Aider prints `12k sent`, never a count with commas, nor one past what a float holds
@@ -757,6 +757,52 @@ def test_the_overhead_carried_past_a_codex_compaction_is_one_a_config_could_give
             "calls before the compaction)") in said
 
 
+# what replaces a call's `3.4k sent, 176 received`, and how validate names the call: each
+# amount held to what a call holds, as every reader's counts are; a call's prompt and reply
+# together to five times its model's window (a Claude model's 200,000)
+_FIELD, _TOO_MANY = ("usage cannot be true: '> Tokens:' ",
+                     "(more than 2,097,152, twice the largest window of any model)")
+AIDER_PAST = [
+    ("99999999999999999999k sent, 176 received", f"{_FIELD}sent a 23-digit number {_TOO_MANY}"),
+    ("3.4k sent, 99999999999999999999999 received",
+     f"{_FIELD}received a 23-digit number {_TOO_MANY}"),
+    ("3.4k sent, 9999999999 received", f"{_FIELD}received 9,999,999,999 {_TOO_MANY}"),
+    ("3.4k sent, 9999999999 cache hit, 176 received",
+     f"{_FIELD}cache hit 9,999,999,999 {_TOO_MANY}"),
+    ("3.4k sent, 3000k cache write, 176 received", f"{_FIELD}cache write 3,000,000 {_TOO_MANY}"),
+    ("3.4k sent, 1.5M received", "usage of 1,503,400 tokens (prompt and reply) cannot be true: "
+     "more than 1,000,000, 5 times the 200,000-token window"),
+    ("1.5M sent, 176 received", "usage of 1,500,176 tokens (prompt and reply) cannot be true: "
+     "more than 1,000,000, 5 times the 200,000-token window"),
+]
+
+
+@pytest.mark.parametrize("amounts, named", AIDER_PAST)
+def test_an_aider_amount_no_call_holds_sets_its_call_aside(tmp_path: Path, amounts: str,
+                                                           named: str) -> None:
+    """A `received` (or cache) amount is held to what a call holds as `sent` is: named at
+    its line and left out of the JSON and the table, not added to output_tokens."""
+    sample = SAMPLES / "aider" / "unit-conversions.aider.chat.history.md"
+    lines = sample.read_text().split("\n")
+    at = lines.index("> Tokens: 3.4k sent, 176 received. Cost: $0.01 message, $0.01 session.  ")
+    lines[at] = lines[at].replace("3.4k sent, 176 received", amounts)
+    path = tmp_path / sample.name
+    path.write_text("\n".join(lines))
+    (said,) = named_lines(path)
+    assert said.startswith(f"{path}:{at + 1}: recorded {named}") and said.endswith(
+        "; set aside, not used for the bill or the window"), said
+    honest = json.loads(ctxpack("stats", "--json", str(sample)).out)["files"][0]["usage"]
+    bad = json.loads(ctxpack("stats", "--json", str(path)).out)["files"][0]
+    assert [x["line"] for x in bad["usage_set_aside"]] == [at + 1]
+    u = bad["usage"]
+    assert (u["calls"], u["calls_set_aside"]) == (honest["calls"] - 1, 1)
+    assert (u["input_tokens"], u["output_tokens"]) == (honest["input_tokens"] - 3_400,
+                                                       honest["output_tokens"] - 176)
+    assert u["cache_read_tokens"] == honest["cache_read_tokens"]
+    table = ctxpack("stats", str(path)).out
+    assert re.search(rf"│ output_tokens +│ {u['output_tokens']:,} +│", table), table
+
+
 def test_an_aider_cost_no_call_can_run_to_sets_its_call_aside(tmp_path: Path) -> None:
     """A message's cost more than the most tokens a call holds could cost at the dearest
     price any model charges is named at its line, and left out of the table's cost with
@@ -836,8 +882,9 @@ def test_an_aider_editor_call_is_held_to_the_editor_models_window(tmp_path: Path
         return at
     path, line = aider_copy(tmp_path, "architect-lint.aider.chat.history.md", edit)
     # 700k is within what the main model (a Claude model) may be sent: not the editor's
+    # (the call holds its 700k sent and its 71 received)
     named = named_lines(path)
-    assert named == [f"{path}:{line}: recorded usage of 700,000 tokens (prompt and reply) "
+    assert named == [f"{path}:{line}: recorded usage of 700,071 tokens (prompt and reply) "
                      "cannot be true: more than 640,000, 5 times the 128,000-token window the "
                      "table gives gpt-4o-mini (as gpt-4o); set aside, not used for the bill or "
                      "the window"]

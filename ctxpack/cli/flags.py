@@ -11,7 +11,7 @@ from typing import Annotated, Any, TypeVar
 
 import typer
 
-from ..settings import SETTINGS, Setting, convert
+from ..settings import SETTINGS, Setting, convert, read_one
 
 Command = TypeVar("Command", bound=Callable[..., Any])
 
@@ -43,8 +43,9 @@ def _option(setting: Setting) -> inspect.Parameter:
         kind, default = bool, False
     elif setting.alternatives:  # repeatable: any of them (--pin A --pin B)
         kind, default = list[setting.kind] | None, None  # type: ignore[name-defined]
-    elif setting.kind is float:  # read as the config's and a variable's are: a
-        # 400-digit whole number is named as one, not as the infinity a float makes of it
+    elif setting.kind in (int, float):  # read and checked as the config's and a
+        # variable's are (see `given`): a 400-digit whole number is named as one, not as
+        # the infinity a float makes of it, nor taken as a count
         kind, default = str | None, None
     else:
         kind, default = setting.kind | None, None
@@ -62,7 +63,7 @@ def given(flags: dict[str, Any]) -> dict[str, Any]:
         elif s.alternatives:  # repeated: one regex of them all; once: itself; [] not given
             value = (convert(s.name, value, s.flags) if len(value) > 1 else value[0]) \
                 if value else None
-        elif s.kind is float and value is not None:
-            value = convert(s.name, value, s.flags)
+        elif s.kind in (int, float) and value is not None:
+            value = read_one(s.name, value, s.flags)
         out[s.name] = value
     return out

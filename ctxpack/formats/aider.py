@@ -1,7 +1,8 @@
 """Aider's chat log, `.aider.chat.history.md`: Markdown, appended to by every run.
 
 A run opens with `# aider chat started at <time>`. Lines starting `#### ` are what the
-person typed (consecutive ones are one multi-line prompt); lines starting `>` are Aider's
+person typed (consecutive ones are one multi-line prompt), but for a heading of that level
+in a reply, told apart as `AiderReader._prompt` says; lines starting `>` are Aider's
 own output (banner, confirmations, shell output, errors, the `Tokens:` line after each
 reply) and are not model input; everything else is the model's reply. Each run is a
 conversation of its own (a new Aider process starts a new chat); in a run, `/clear` and
@@ -32,10 +33,10 @@ from __future__ import annotations
 
 import re
 from dataclasses import replace
-from decimal import Decimal, InvalidOperation
+from decimal import Decimal
 from typing import Any
 
-from ..recorded import dollars, summed
+from ..recorded import dollars, summed, wrong_counts
 from ..transcript import Message, RecordedCall, Text, Thinking
 from .base import NOT_WRITTEN, Layout, RecordError, measure
 
@@ -45,7 +46,10 @@ _CLEARING = ("/clear", "/reset")
 _MODEL = re.compile(r"^> (?:Main model|Model): (\S+)")
 _EDITOR_MODEL = re.compile(r"^> Editor model: (\S+)")
 _TOKENS = re.compile(r"^> Tokens: (.*)")
-_AMOUNT = re.compile(r"(-?[\d.,]+)([kKmM]?) (sent|received|cache write|cache hit)")
+# an amount is what stands before its kind, whatever it is (`3e5 sent` is no `5 sent`)
+_KINDS = ("sent", "received", "cache write", "cache hit")
+_AMOUNT = re.compile(rf"(\S+) ({'|'.join(_KINDS)})")
+_COUNT = re.compile(r"([0-9]+(?:\.[0-9]+)?)([kKmM]?)")  # as Aider prints one: 66, 3.2k, 12k
 _COST = re.compile(r"Cost: \$([\d.]+) message")
 _EDIT_FORMAT = re.compile(r"with ([\w-]+) edit format")
 # a confirmation Aider answered itself from an earlier "all"/"skip", logged as a prompt
@@ -73,32 +77,33 @@ def reasoning_split(text: str, model: str | None) -> tuple[str, str]:
     return "\n\n".join(t for t in thought if t), text
 
 
-def amount(number: str, suffix: str) -> int | None:
-    """`3.2` `k` -> 3200, as Aider abbreviates token counts, exactly however large (a
-    count too large for a call is the size rule's to name); None for what Aider does not
-    print (`5,000,000`, `1.2.3`, `-5`)."""
-    scale = {"": 1, "k": 1_000, "m": 1_000_000}[suffix.lower()]
-    if "," in number or number.startswith("-"):
+def amount(said: str) -> int | None:
+    """`3.2k` -> 3200, as Aider abbreviates token counts (aider.utils.format_tokens),
+    exactly however large (a count too large for a call is `wrong_counts`'s to name); None
+    for what Aider does not print (`5,000,000`, `1.2.3`, `-5`, `3e5`)."""
+    found = _COUNT.fullmatch(said)
+    if found is None:
         return None
-    try:
-        return round(Decimal(number) * scale)
-    except InvalidOperation:
-        return None
+    number, suffix = found.groups()
+    return round(Decimal(number) * {"": 1, "k": 1_000, "m": 1_000_000}[suffix.lower()])
 
 
 def tokens_line(line: str) -> dict[str, Any] | None:
     """The numbers of one `> Tokens:` line, or None for another line; `wrong` names the
-    amounts no count Aider prints can be."""
+    amounts no count can be: what Aider never prints, and a count past what a call holds,
+    as every reader's counts are named (`wrong_counts`)."""
     found = _TOKENS.match(line)
     if found is None:
         return None
     values: dict[str, Any] = {}
     wrong = []
-    for n, s, kind in _AMOUNT.findall(found.group(1)):
-        value = amount(n, s)
+    for said, kind in _AMOUNT.findall(found.group(1)):
+        value = amount(said)
         values[kind] = 0 if value is None else value
         if value is None:
-            wrong.append(f"{n[:40]}{s} {kind} (no count Aider prints)")
+            wrong.append(f"{said[:40]} {kind} (no count Aider prints)")
+    if past := wrong_counts(values, _KINDS):
+        wrong.append(past)
     if wrong:
         values["wrong"] = ", ".join(wrong)
     cost = _COST.search(found.group(1))
@@ -127,6 +132,7 @@ class AiderReader:
         self.editor = False  # in the editor's turns of an architect answer
         self.why: dict[str, None] = {}  # why messages are outside the context, in order
         self.headless = False  # the file lacks its START line (see AiderFormat.headless)
+        self.breaks = False  # the file keeps the line break Aider ends prompt lines with
 
     def feed(self, line: int, record: Any) -> list[Message]:
         if not isinstance(record, str) or not record.lstrip().startswith(START):
@@ -155,7 +161,7 @@ class AiderReader:
                 run_start = len(self.messages)
                 self.editor, self.reply, self.editor_model = False, None, None
                 continue
-            if text.startswith("####"):
+            if text.startswith("####") and self._prompt(text, kind, block):
                 quoted.clear()
                 body = text[4:]
                 body = body[1:] if body.startswith(" ") else body
@@ -195,6 +201,23 @@ class AiderReader:
             block.append(text)
         close()
         return self.messages[begin:]
+
+    def _prompt(self, text: str, kind: str | None, block: list[str]) -> bool:
+        """Is a `####` line the person's, not a heading of the model's reply? Aider writes
+        each line of a prompt as `#### ` and the text, ending it with a Markdown line
+        break (two spaces; aider/io.py, `user_input`), after a blank line: a line with that
+        break is the person's, and in a file that keeps it (one of its prompts had it), a
+        line without is the reply's. In a file whose lines lost their trailing spaces, a
+        line in a reply (reply text before it, with no two blank lines between, as Aider
+        leaves after a reply it ends) is the reply's; one after Aider's own `>` lines, a
+        prompt or the run's start is the person's (a reply opening on such a heading is
+        read as a prompt there)."""
+        if text.endswith("  "):
+            self.breaks = True
+            return True
+        if self.breaks:
+            return False
+        return kind != "assistant" or [t.strip() for t in block[-2:]] == ["", ""]
 
     def _message(self, kind: str, text: str, line: int, run_start: int,
                  human: bool = True) -> None:
@@ -241,15 +264,15 @@ class AiderReader:
 
     def _recorded(self, usage: dict[str, Any], line: int) -> None:
         """A `Tokens:` line follows the reply of the call it tells of: the newest reply in
-        the chat (what it has `sent` is its prompt, rounded as Aider prints it); a line of
-        the editor's turns tells of the editor's call (of the editor model), whose prompt
-        is not the chat's: such a call, and one of no reply, is judged by itself, as its
-        usage is in the totals all the same."""
+        the chat (what it has `sent` is its prompt, `received` its reply, rounded as Aider
+        prints them); a line of the editor's turns tells of the editor's call (of the
+        editor model), whose prompt is not the chat's: such a call, and one of no reply, is
+        judged by itself, as its usage is in the totals all the same."""
         sent, wrong = usage.get("sent", 0), usage.get("wrong", "")
         chat = (sent > 0 or wrong) and not self.editor and self.reply is not None \
             and not any(c.prompt == self.reply for c in self.replies[-1:])
         call = RecordedCall(
-            self.reply if chat and self.reply is not None else 0, sent, None,
+            self.reply if chat and self.reply is not None else 0, sent, usage.get("received"),
             self.editor_model or self.model if self.editor else self.model,
             summed=summed(input_tokens=sent, output_tokens=usage.get("received", 0),
                           cache_read_tokens=usage.get("cache hit", 0),

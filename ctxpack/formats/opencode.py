@@ -12,7 +12,10 @@ counted); each step is a recorded call, its prompt the messages before it (the e
 steps of its message too), and the reasoning tokens of a step whose reasoning the file
 holds only encrypted are counted in the prompts that carry it. After a compaction (a
 user message with a `compaction` part answered by an assistant message with
-`summary: true`) the model sees only what follows that user message.
+`summary: true`) the model sees only what follows that user message. A part of a type
+OpenCode does not write is kept in the file, not read, and named by validate; so is a file
+of a user message OpenCode sends as it is (a PDF: ctxpack counts images, not documents),
+and a user message of no parts (OpenCode sends nothing of it).
 """
 
 from __future__ import annotations
@@ -24,7 +27,7 @@ from typing import Any
 
 from ..jsonl import dumps, item_lines, json_kind
 from ..models import keeps_reasoning
-from ..recorded import Summed, dollars, summed, wrong_costs, wrong_counts
+from ..recorded import Summed, dollars, shown, summed, wrong_costs, wrong_counts
 from ..transcript import Image, Message, Part, RecordedCall, Text, Thinking, ToolCall, ToolResult
 from .base import (
     NOT_WRITTEN,
@@ -154,40 +157,75 @@ def _result(state: dict[str, Any]) -> ToolResult | None:
     return None
 
 
-def _unread(n: int, info: dict[str, Any], parts: list[Any]) -> list[str]:
-    """What of message `n` OpenCode could not have written and ctxpack reads past without
-    a word: a part that is no object or has no type, a text part without its text, a tool
-    part whose input is no object or whose completed output is no string, and the
-    message's own `info.tokens` (the sum of its steps) or its `cache` no object (a count
-    in it no count can be is named where it is: see `OpenCodeReader._tokens`)."""
-    out = []
+# the part types OpenCode writes (packages/opencode/src/session/message-v2.ts, `Part`)
+_PART_TYPES = ("agent", "compaction", "file", "patch", "reasoning", "retry", "snapshot",
+               "step-finish", "step-start", "subtask", "text", "tool")
+# the files of a user message OpenCode does not send as files: their content is in the
+# synthetic text parts beside them (message-v2.ts, `toModelMessages`)
+_READ_AS_TEXT = ("text/plain", "application/x-directory")
+
+Placed = tuple[tuple[str | int, ...], str]  # the path of the value a problem names, it
+
+
+def _unread(n: int, info: dict[str, Any], parts: list[Any]) -> list[Placed]:
+    """What of message `n` OpenCode could not have written, or sends in a form ctxpack does
+    not count, and ctxpack would read past without a word: a part that is no object, has
+    no type or one OpenCode does not write (kept in the file, not read), a text part
+    without its text, a tool part whose input is no object or whose completed output is
+    no string, a file of a user message OpenCode sends as it is and not as an image (a
+    PDF), a user message of no parts (OpenCode sends nothing of it), and the message's own
+    `info.tokens` (the sum of its steps) or its `cache` no object (a count in it no count
+    can be is named where it is: see `OpenCodeReader._tokens`); each with the path of
+    the value it names."""
+    out: list[Placed] = []
+    user = info.get("role") == "user"
+    if user and not parts:
+        out.append((("messages", n, "parts"), f"messages[{n}] (user) has no parts: OpenCode "
+                                               "sends nothing of it"))
     for i, p in enumerate(parts):
         at = f"messages[{n}].parts[{i}]"
+        path: tuple[str | int, ...] = ("messages", n, "parts", i)
         if not isinstance(p, dict):
-            out.append(f"{at} is {json_kind(p)}, not an object: left out")
+            out.append((path, f"{at} is {json_kind(p)}, not an object: left out"))
         elif not isinstance(p.get("type"), str):
-            out.append(f"{at} has no 'type': left out")
+            out.append((path, f"{at} has no 'type': left out"))
+        elif p["type"] not in _PART_TYPES:
+            out.append((path, f"{at} is of type {p['type'][:60]!r}, which OpenCode does not "
+                              f"write (it writes {', '.join(_PART_TYPES)}): kept in the "
+                              "file, not read"))
         elif p["type"] in ("text", "reasoning") and p.get("text") is None:
-            out.append(f"{at} ({p['type']}) has no 'text': left out")
+            out.append((path, f"{at} ({p['type']}) has no 'text': left out"))
+        elif p["type"] == "file" and user and not _image(p) \
+                and p.get("mime") not in _READ_AS_TEXT:
+            out.append((path, f"{at} (file {shown(p.get('mime'))}): a file OpenCode "
+                              "sends the model as it is, not an image: not counted"))
         elif p["type"] == "tool":
             state = p.get("state")
             if not isinstance(state, dict):
-                out.append(f"{at} (tool): 'state' is {json_kind(state)}, not an object")
+                out.append((path, f"{at} (tool): 'state' is {json_kind(state)}, not an "
+                                  "object"))
                 continue
             if "input" in state and not isinstance(state["input"], dict):
-                out.append(f"{at} (tool): 'state.input' is {json_kind(state['input'])}, "
-                           "not an object")
+                out.append((path, f"{at} (tool): 'state.input' is "
+                                  f"{json_kind(state['input'])}, not an object"))
             if state.get("status") == "completed" and not isinstance(state.get("output"), str):
-                out.append(f"{at} (tool): completed, its 'state.output' is "
-                           f"{json_kind(state.get('output'))}, not a string")
+                out.append((path, f"{at} (tool): completed, its 'state.output' is "
+                                  f"{json_kind(state.get('output'))}, not a string"))
     tokens = info.get("tokens")
+    where: tuple[str | int, ...] = ("messages", n, "info", "tokens")
     if tokens is not None and not isinstance(tokens, dict):
-        out.append(f"messages[{n}].info.tokens is {json_kind(tokens)}, not an object")
+        out.append((where, f"messages[{n}].info.tokens is {json_kind(tokens)}, not an "
+                           "object"))
     elif isinstance(tokens, dict) and tokens.get("cache") is not None \
             and not isinstance(tokens["cache"], dict):
-        out.append(f"messages[{n}].info.tokens.cache is {json_kind(tokens['cache'])}, "
-                   "not an object")
+        out.append(((*where, "cache"), f"messages[{n}].info.tokens.cache is "
+                                       f"{json_kind(tokens['cache'])}, not an object"))
     return out
+
+
+def _image(part: dict[str, Any]) -> bool:
+    """A file part that is an image (its `mime`), which the model is sent as one."""
+    return str(part.get("mime", "")).startswith("image/")
 
 
 class OpenCodeReader:
@@ -201,7 +239,9 @@ class OpenCodeReader:
         self.finder: LineFinder | None = None
         self.data: tuple[bytes, int] | None = None  # the document's bytes, its first line
         self.items = Items("message {}")
-        self.problems: list[tuple[int, str]] = []  # (see Layout.problems)
+        # (see Layout.problems) each with the path of the value it names, placed at that
+        # value's line once the document is read, else at `line`, its message's
+        self.problems: list[tuple[tuple[str | int, ...], int, str]] = []
 
     def located(self, path: str, data: bytes, first: int) -> None:
         """Told the document's bytes: each message is at the line of its `id`."""
@@ -220,11 +260,10 @@ class OpenCodeReader:
         """The line the value at `path` is written on (0: the document is one line)."""
         return item_lines(*self.data, [path]).get(path, 0) if self.data is not None else 0
 
-    def _tokens(self, n: int, info: dict[str, Any], at: int) -> list[tuple[int, str]]:
+    def _tokens(self, n: int, info: dict[str, Any]) -> list[Placed]:
         """Each count of message `n`'s own `info.tokens` (the sum of its steps) that no
-        token count can be, named by its path, at its line (at `at`, the message's, where
-        the document is one line)."""
-        return [(self._value_line(("messages", n, "info", "tokens", *path)) or at,
+        token count can be, named by its path, with that path."""
+        return [(("messages", n, "info", "tokens", *path),
                  f"messages[{n}].info.{wrong}: not used (the step-finish parts' counts are)")
                 for path, wrong in _wrong_at(info.get("tokens"), (("total",), *_COUNTS))]
 
@@ -246,8 +285,8 @@ class OpenCodeReader:
                                   at=("messages", n))
             role = string_field(info, "role")
             at = self._line(info, line)
-            self.problems += [(at, problem) for problem in _unread(n, info, parts)]
-            self.problems += self._tokens(n, info, at)
+            self.problems += [(path, at, problem) for path, problem in
+                              [*_unread(n, info, parts), *self._tokens(n, info)]]
             for i, p in enumerate(parts):
                 if isinstance(p, dict) and p.get("type") in ("text", "reasoning") \
                         and p.get("text") is not None and not isinstance(p["text"], str):
@@ -278,7 +317,7 @@ class OpenCodeReader:
             if p.get("type") == "text" and isinstance(p.get("text"), str) \
                     and p.get("ignored") is not True:
                 out.append(Text(p["text"]))
-            elif p.get("type") == "file" and str(p.get("mime", "")).startswith("image/"):
+            elif p.get("type") == "file" and _image(p):
                 # an attached image goes to the model; a text file's content is in the
                 # synthetic text parts OpenCode adds beside it
                 image = parse_data_url(p["url"] if isinstance(p.get("url"), str) else "")
@@ -373,7 +412,14 @@ class OpenCodeReader:
                  for c in self.calls if c.prompt >= self.start]
         return [], Layout(list(range(self.start, self.count)), model=self.model,
                           outside_why="before a compaction",
-                          usage=self.usage.summary(), calls=calls, problems=self.problems)
+                          usage=self.usage.summary(), calls=calls, problems=self._placed())
+
+    def _placed(self) -> list[tuple[int, str]]:
+        """The problems, each at the line of the value it names (one walk over the
+        document), or its message's where the document is one line."""
+        lines = item_lines(*self.data, [path for path, _, _ in self.problems]) \
+            if self.data is not None else {}
+        return [(lines.get(path) or line, problem) for path, line, problem in self.problems]
 
 
 class OpenCodeFormat:
