@@ -570,7 +570,7 @@ def calibrate(
             error = "-" if f.error is None else f"{f.error:.1%}"
             worst = "-" if f.worst is None else f"{f.worst:.1%}"
             slope = f"{f.slope:g}" + ("" if f.steps else " (table)")
-            out.add_row(Text(plain(f.model) + (" *" if f.untrusted else "")), str(f.files),
+            out.add_row(Text(plain(f.label) + (" *" if f.untrusted else "")), str(f.files),
                         str(f.calls),
                         slope, f"{f.overhead:,}", error, worst)
         if any(f.untrusted for f in fitted):
@@ -579,19 +579,19 @@ def calibrate(
         for f in fitted:
             if f.left_out:
                 many = "call" if f.left_out == 1 else "calls"
-                print(plain(f"{f.model}: {f.left_out:,} {many} left out, far below the count "
+                print(plain(f"{f.label}: {f.left_out:,} {many} left out, far below the count "
                             "of their prompts or below it where the agent is known to send "
                             "more (made up, or of an agent that cut old outputs itself)"))
         if not write_config:  # (--write-config says it for each fit it does not write)
             for f in fitted:
                 if f.untrusted:
-                    print(plain(f"* {f.model}: {f.untrusted}"))
+                    print(plain(f"* {f.label}: {f.untrusted}"))
     if write_config:
         from ..config import add_calibrations
 
         for f in fitted:
             if f.untrusted:
-                stderr().print(plain(f"not writing {f.model}: {f.untrusted}"), markup=False,
+                stderr().print(plain(f"not writing {f.label}: {f.untrusted}"), markup=False,
                                highlight=False)
         trusted = [f for f in fitted if not f.untrusted]
         if trusted:
