@@ -202,6 +202,14 @@ class Emitted(NamedTuple):
     call: str | None = None
 
 
+class OpenResponse(NamedTuple):
+    """The response a merger holds open: its call, and whether nothing came in since its
+    last piece (else only its tool results did)."""
+
+    call: str | None
+    next_to: bool
+
+
 @dataclass
 class ResponseMerger:
     """Joins the lines of one streamed API response, holding results that arrive meanwhile.
@@ -216,11 +224,13 @@ class ResponseMerger:
     keys: list[Any] = field(default_factory=list)
     results: list[tuple[Message, Any]] = field(default_factory=list)
     call: str | None = None
+    since: int = 0  # the results held when its last piece came
 
     @property
-    def open(self) -> str | None:
-        """The call of the response still open, if any."""
-        return self.call if self.pieces else None
+    def open(self) -> OpenResponse | None:
+        """The response still open, if any."""
+        return OpenResponse(self.call, len(self.results) == self.since) if self.pieces \
+            else None
 
     def add(self, message: Message, key: Any = None, call: str | None = None) -> list[Emitted]:
         """Take one line's message (a reply's: of `call`, see `UsageTally.key`); return
@@ -230,9 +240,10 @@ class ResponseMerger:
             if pieces and call is not None and call == self.call:
                 pieces.append(message)
                 self.keys.append(key)
+                self.since = len(self.results)
                 return []
             out = self.flush()
-            self.pieces, self.keys, self.call = [message], [key], call
+            self.pieces, self.keys, self.call, self.since = [message], [key], call, 0
             return out
         if pieces and message.result_only:
             self.results.append((message, key))
@@ -279,20 +290,23 @@ class UsageTally:
         self.ids: dict[str, int] = {}  # a reply's message.id -> the line it was first on
         self.id_of: dict[str, str | None] = {}  # a call's key -> its reply's id
 
-    def key(self, message: Message, usage: Any, open: str | None) -> tuple[str, str]:
+    def key(self, message: Message, usage: Any, open: OpenResponse | None
+            ) -> tuple[str, str]:
         """The call a reply's line is of, and what is wrong with its id ("": nothing).
 
         Each piece of a streamed response is a line of its own with the response's `id`
-        and a copy of its usage: a line of the response still open in its lane (`open`:
-        its call; only its tool results came in since) with that response's `id` and the
-        same prompt is of that call; without an id (as a proxy may write), the same prompt
-        recorded by both says it. Any other line is a call of its own, named where its id
-        is an earlier call's (another request came in between, or it records another
-        prompt), as the provider gives each response its own id."""
+        and a copy of its usage. A line with the `id` of the response still open in its
+        lane (`open`) is of its call where it comes right after a piece of it, or, after
+        tool results of it (as a parallel call's piece does), records the same prompt;
+        without an id (as a proxy may write), the same prompt recorded by both says it.
+        Any other line is a call of its own, named where its id is an earlier call's
+        (another request came in between, or it records another prompt), as the provider
+        gives each response its own id."""
         ident = message.id
-        if open is not None and open in self.id_of and ident == self.id_of[open] \
-                and self._same_prompt(open, usage, known=ident is None):
-            return open, ""
+        if open is not None and open.call in self.id_of and ident == self.id_of[open.call] \
+                and (open.next_to and ident is not None
+                     or self._same_prompt(open.call, usage, known=ident is None)):
+            return open.call, ""
         if ident is None:
             key, first = f"line {message.line}", message.line
         else:

@@ -21,6 +21,7 @@ from .anthropic import (
     COMPRESS_TRIGGER,
     SYNTHETIC_MODEL,
     Emitted,
+    OpenResponse,
     Reply,
     ResponseMerger,
     UsageTally,
@@ -67,6 +68,7 @@ class ClaudeCodeReader:
         self.attached: dict[int, list[int]] = {}  # response -> results held while it was open
         self.call_of: dict[int, Reply] = {}  # response -> its call with usage
         self.call_at: dict[str, str] = {}  # a reply line's uuid -> its call (see UsageTally.key)
+        self.said: dict[str, bool] = {}  # any other message line's uuid -> whether results only
         self.lanes: dict[Lane, ResponseMerger] = {}
         self.tallies = {False: UsageTally(), True: UsageTally()}
         self.models: dict[bool, str] = {}
@@ -110,14 +112,34 @@ class ClaudeCodeReader:
                 message = replace(message, human=False)
         lane = (side, string_field(record, "agentId") if side else None)
         merger = self.lanes.setdefault(lane, ResponseMerger())
-        call = self._reply(message, side, uuid, merger.open) \
-            if message.role == "assistant" else None
+        call = None
+        if message.role == "assistant":
+            call = self._reply(message, side, uuid, self._open(parent))
+        elif uuid is not None:
+            self.said[uuid] = message.result_only
         return self._emit(merger.add(message, uuid, call), side)
 
-    def _reply(self, message: Message, side: bool, uuid: str | None, open: str | None) -> str:
-        """Tally a reply line's usage; the call it is of (`open`: the call of the response
-        open in its lane). A line written again (a resumed session: the same uuid) is of
-        the call it was."""
+    def _open(self, parent: str | None) -> OpenResponse | None:
+        """The response a reply line follows in the chain (its parent, past records that
+        are no message), if it follows one directly or through its tool results only:
+        where a piece of that response may be."""
+        results, seen = False, set()
+        while parent is not None and parent not in seen:
+            seen.add(parent)
+            if parent in self.call_at:
+                return OpenResponse(self.call_at[parent], next_to=not results)
+            if parent in self.said:
+                if not self.said[parent]:
+                    return None  # another message: a new request
+                results = True
+            parent = self.parent.get(parent)
+        return None
+
+    def _reply(self, message: Message, side: bool, uuid: str | None,
+               open: OpenResponse | None) -> str:
+        """Tally a reply line's usage; the call it is of (`open`: the response it follows
+        in the chain). A line written again (a resumed session: the same uuid) is of the
+        call it was."""
         payload, line = message.raw["message"], message.line
         model, usage = message.model, payload.get("usage")
         if model and model != SYNTHETIC_MODEL:
