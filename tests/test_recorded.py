@@ -698,6 +698,20 @@ def test_replies_sharing_an_id_are_one_call_only_as_pieces_of_one_response(
         f"{starts[0][0]}): read as a new call" for n, _ in again]
 
 
+def test_compress_restates_calls_sharing_an_id_as_calls_of_their_own(tmp_path: Path) -> None:
+    # compress told a call by its id alone: calls one after another under one id were
+    # restated as pieces of the first
+    replies = []
+    for path in (SAMPLE, with_replies(tmp_path, lambda m, n: m.update(id="msg_same"))):
+        out = tmp_path / f"{path.stem}.out.jsonl"
+        run = run_ctxpack("compress", str(path), "--budget", "73000", "-o", str(out))
+        assert run.code == 0, run.err
+        records = [json.loads(text) for text in out.read_text().splitlines()]
+        replies.append([r["message"]["usage"] for r in records if r.get("type") == "assistant"])
+    assert replies[0] == replies[1]
+    assert len({u["cache_read_input_tokens"] for u in replies[0]}) > 2  # restated apart
+
+
 def test_a_reply_the_agent_made_up_is_no_call() -> None:
     # Claude Code's own `<synthetic>` replies record no token: they neither anchor nor
     # count among the calls
