@@ -203,8 +203,9 @@ class Emitted(NamedTuple):
 
 
 class OpenResponse(NamedTuple):
-    """The response a merger holds open: its call, and whether nothing came in since its
-    last piece (else only its tool results did)."""
+    """The response a reply line may be a piece of (the one open in its lane, or the one
+    it follows in a chain the file links): its call, and whether the line comes right
+    after a piece of it (else after its tool results only)."""
 
     call: str | None
     next_to: bool
@@ -295,8 +296,8 @@ class UsageTally:
         """The call a reply's line is of, and what is wrong with its id ("": nothing).
 
         Each piece of a streamed response is a line of its own with the response's `id`
-        and a copy of its usage. A line with the `id` of the response still open in its
-        lane (`open`) is of its call where it comes right after a piece of it, or, after
+        and a copy of its usage. A line with the `id` of the response it may be a piece
+        of (`open`) is of its call where it comes right after a piece of it, or, after
         tool results of it (as a parallel call's piece does), records the same prompt;
         without an id (as a proxy may write), the same prompt recorded by both says it.
         Any other line is a call of its own, named where its id is an earlier call's
