@@ -639,9 +639,18 @@ class Fitted:
     # the calls whose usage the files record on no prompt they hold as it stands (see
     # `calls_of_no_prompt`), which nothing can be fitted on
     no_prompt: int = 0
+    # what keeps the fit apart from the model's own: "compaction" (Claude Code's compaction
+    # side-agent), "assumed" (no file names the model: the one its format assumes), or ""
+    apart: str = ""
+
+    @property
+    def label(self) -> str:
+        """The fit's name in a listing: its model, and what keeps it apart, if anything
+        (`claude-opus-4-6 (compaction)` beside `claude-opus-4-6`)."""
+        return f"{self.model} ({self.apart})" if self.apart else self.model
 
     def to_dict(self) -> dict[str, object]:
-        return dict(vars(self))
+        return {**vars(self), "label": self.label}
 
 
 def shrunk(slopes: Sequence[float], prior: float) -> float:
@@ -661,23 +670,27 @@ def calibrate(transcripts: Iterable[Transcript], table: ModelTable = TABLE) -> l
     """Fit each model's slope and overhead on the calls the transcripts record: the slope
     read off the first half of each file's calls, shrunk toward the table's (`shrunk`), the
     overhead their median gap; the error is of the second half, held out."""
-    # (model, whether of a compaction side-agent) -> each run's (counted, billed) points;
-    # a compaction agent's are fitted apart, since what it sends unlogged is the parent
-    # conversation, not what the model's other calls send
-    points: dict[tuple[str, bool], list[list[tuple[int, int]]]] = {}
+    # (model, what keeps it apart: see `Fitted.apart`) -> each run's (counted, billed)
+    # points; a compaction agent's are fitted apart, since what it sends unlogged is the
+    # parent conversation, not what the model's other calls send, and so are the calls of
+    # a model no file named (assumed: `claude` for files of any Claude agent), which can
+    # stand for no model's entry
+    points: dict[tuple[str, str], list[list[tuple[int, int]]]] = {}
     # a model's name as first seen, by what the table takes of it (`GPT-5.4`,
     # `openai/gpt-5.4`: one model, one entry in the config)
     spelled: dict[str, str] = {}
-    left: dict[tuple[str, bool], int] = {}  # the calls left out (see `Fitted.left_out`)
-    unplaced: dict[tuple[str, bool], int] = {}  # (see `Fitted.no_prompt`)
+    left: dict[tuple[str, str], int] = {}  # the calls left out (see `Fitted.left_out`)
+    unplaced: dict[tuple[str, str], int] = {}  # (see `Fitted.no_prompt`)
     for t in transcripts:
         recorded = [c for c in t.calls if c.billed > 0 and c.prompt > 0]  # (see loader)
         side = compaction_agent(t.format, next(iter(t.messages), None))
         named = model_of(t.model, t.format) or "?"
+        assumed = t.model is None and named != "?"  # (a call names its model, or this)
         # (a file of no call fitted says so itself: see the CLI's warning)
         for c in calls_of_no_prompt(t) if recorded else ():
             model = c.model or named
-            key = (spelled.setdefault(model_key(model), model), side)
+            apart = "compaction" if side else "assumed" if assumed and c.model is None else ""
+            key = (spelled.setdefault(model_key(model), model), apart)
             unplaced[key] = unplaced.get(key, 0) + 1
         for calls in by_conversation(t, recorded):  # (each conversation a run of its own)
             # each call under the model that made it (a session may switch models): the
@@ -699,13 +712,15 @@ def calibrate(transcripts: Iterable[Transcript], table: ModelTable = TABLE) -> l
                                           sends)
                 run = [(n, c.billed) for n, c in mine[:keep if anchors else 0]
                        if not far_below(c, n, slope, sends)]
-                key = (spelled.setdefault(model_key(model), model), side)
+                apart = "compaction" if side else \
+                    "assumed" if assumed and all(c.model is None for _, c in mine) else ""
+                key = (spelled.setdefault(model_key(model), model), apart)
                 # (a run all left out is kept empty: the model is still shown, with the
                 # calls left out)
                 points.setdefault(key, []).append(run)
                 left[key] = left.get(key, 0) + len(mine) - len(run)
     out = []
-    for (model, side), runs in sorted(points.items()):
+    for (model, apart), runs in sorted(points.items()):
         files = [f for f in runs if f]
         fitted = [fit_half(f) for f in files]
         held = [f[len(fit_half(f)):] for f in files]
@@ -718,10 +733,11 @@ def calibrate(transcripts: Iterable[Transcript], table: ModelTable = TABLE) -> l
         out.append(Fitted(model, len(files), calls, len(slopes), slope, round(overhead),
                           round(statistics.median(errors), 4) if errors else None,
                           round(max(errors), 4) if errors else None,
-                          untrusted(model, side, calls,
+                          untrusted(model, apart == "compaction", calls,
                                     statistics.median(errors) if errors else None,
-                                    slope, round(overhead), table),
-                          left[model, side], unplaced.get((model, side), 0)))
+                                    slope, round(overhead), table,
+                                    assumed=apart == "assumed"),
+                          left[model, apart], unplaced.get((model, apart), 0), apart))
     return out
 
 
@@ -735,13 +751,18 @@ def calls_of_no_prompt(t: Transcript) -> list[Call]:
 
 
 def untrusted(model: str, side: bool, calls: int, error: float | None,
-              slope: float, overhead: int, table: ModelTable = TABLE) -> str:
+              slope: float, overhead: int, table: ModelTable = TABLE, *,
+              assumed: bool = False) -> str:
     """Why a fit cannot be written as `model`'s entry, for every file of it ("": it can);
-    `error` is its median on the calls held out (None: none were); a slope or overhead a
-    config refuses (`models.SLOPES`, `models.overhead_bound` in `table`) would make the
-    config unreadable."""
+    `side`: of Claude Code's compaction side-agent; `assumed`: of calls no file names a
+    model for, read as `model`, the one their format assumes; `error` is its median on the
+    calls held out (None: none were); a slope or overhead a config refuses
+    (`models.SLOPES`, `models.overhead_bound` in `table`) would make the config
+    unreadable."""
     if model == "?":
         return "no model named"
+    if assumed:
+        return f"no model named: {model} is only what its files are assumed to be"
     if side:
         return "a compaction side-agent: its overhead is the conversation it summarizes"
     if calls < LEAST_CALLS or error is None:

@@ -71,18 +71,67 @@ def test_a_fit_from_too_few_calls_is_shown_but_not_written(tmp_path: Path) -> No
 
 def test_a_compaction_agent_is_fitted_apart_and_not_written(tmp_path: Path) -> None:
     config = tmp_path / "config.yaml"
-    run = run_ctxpack("calibrate", str(compaction_agent(tmp_path)), str(CLAUDE_CODE),
-                      "--json", "--write-config", str(config))
+    agent = compaction_agent(tmp_path)
+    run = run_ctxpack("calibrate", str(agent), str(CLAUDE_CODE), "--json",
+                      "--write-config", str(config))
     assert run.code == 0, run.err
     rows = json.loads(run.out)
     side = [r for r in rows if r["untrusted"]]
     main = [r for r in rows if not r["untrusted"]]
     assert len(side) == len(main) == 1 and side[0]["files"] == main[0]["files"] == 1
     assert "compaction side-agent" in side[0]["untrusted"]
-    assert "not writing claude-opus-4-6: a compaction side-agent" in run.err
+    # two rows of one model, told apart by name (both were `claude-opus-4-6`, and the
+    # line saying the side-agent's is not written named the model that was)
+    assert [(r["model"], r["label"]) for r in (main[0], side[0])] == [
+        ("claude-opus-4-6", "claude-opus-4-6"),
+        ("claude-opus-4-6", "claude-opus-4-6 (compaction)")]
+    assert "not writing claude-opus-4-6 (compaction): a compaction side-agent" in run.err
+    assert "not writing claude-opus-4-6:" not in run.err
     written = load_config(str(config)).models.calibration("claude-opus-4-6")
     assert written is not None and written.overhead == main[0]["overhead"]
     assert "wrote 1 calibration to" in run.err
+    shown = run_ctxpack("calibrate", str(agent), str(CLAUDE_CODE))
+    assert shown.code == 0, shown.err
+    assert "* claude-opus-4-6 (compaction): a compaction side-agent" in shown.out
+
+
+def without_models(tmp_path: Path) -> Path:
+    """The sample as a file naming no model writes it (as an agent's events may)."""
+    lines = []
+    for line in CLAUDE_CODE.read_text().splitlines():
+        r = json.loads(line)
+        if isinstance(r.get("message"), dict):
+            r["message"].pop("model", None)
+        lines.append(json.dumps(r))
+    path = tmp_path / "no-model.jsonl"
+    path.write_text("\n".join(lines) + "\n")
+    return path
+
+
+def test_a_fit_of_a_model_only_assumed_is_shown_apart_and_not_written(tmp_path: Path) -> None:
+    # a file naming no model is read as the family its format assumes (`claude`): the fit
+    # was written as `claude`, and billed every Claude model without an entry of its own
+    config = tmp_path / "config.yaml"
+    run = run_ctxpack("calibrate", str(without_models(tmp_path)), str(CLAUDE_CODE),
+                      "--json", "--write-config", str(config))
+    assert run.code == 0, run.err
+    rows = {r["label"]: r for r in json.loads(run.out)}
+    assert sorted(rows) == ["claude (assumed)", "claude-opus-4-6"]
+    assumed, named = rows["claude (assumed)"], rows["claude-opus-4-6"]
+    assert (assumed["model"], assumed["calls"]) == ("claude", named["calls"])
+    assert assumed["untrusted"] == "no model named: claude is only what its files are " \
+        "assumed to be"
+    assert named["untrusted"] == ""
+    assert f"not writing claude (assumed): {assumed['untrusted']}" in run.err
+    table = load_config(str(config)).models
+    assert table.calibration("claude") == TABLE.calibration("claude")
+    written = table.calibration("claude-opus-4-6")
+    assert written is not None and written.overhead == named["overhead"]
+    # alone, nothing is written
+    alone = run_ctxpack("calibrate", str(without_models(tmp_path)), "--write-config",
+                        str(tmp_path / "other.yaml"))
+    assert alone.code == 0 and "nothing written" in alone.err
+    assert not (tmp_path / "other.yaml").exists()
 
 
 def test_a_fit_of_no_named_model_is_untrusted() -> None:

@@ -163,6 +163,21 @@ def test_usage_counts_copies_once_and_takes_the_largest_output() -> None:
     assert u["source"]
 
 
+def test_a_stream_reply_taking_an_earlier_calls_id_is_a_new_call() -> None:
+    # the tally kept one call per id: a second response under the first one's id (after a
+    # tool result, with another prompt) was joined to it as another piece, its usage
+    # taken as the larger of the two
+    t = load_lines(init(), piece("msg_A", calls("t1"), usage(read=1000, out=20)),
+                   answer("t1"),
+                   piece("msg_A", said("done"), usage(read=1130, out=5)))
+    assert [m.role for m in t.messages] == ["assistant", "user", "assistant"]
+    u = t.usage
+    assert (u["calls"], u["input_tokens"], u["output_tokens"]) == (2, 1103 + 1233, 25)
+    assert u["last_input_tokens"] == 1233
+    assert t.problems == ((4, "message.id 'msg_A' is the id of an earlier call (line 2): "
+                              "read as a new call"),)
+
+
 def test_compact_boundary_starts_the_context_again() -> None:
     summary = "This session is being continued from a previous conversation. It ran out of context."
     t = load_lines(init(), typed("fix the bug"), piece("msg_A", said("ok")),

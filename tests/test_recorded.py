@@ -716,6 +716,68 @@ def test_a_reply_whose_model_or_id_is_of_another_kind_keeps_its_usage(
         assert all(problem.startswith(named) for _, problem in found)
 
 
+def response_starts() -> list[tuple[int, str]]:
+    """(line, id) of the first piece of each response of the sample, in file order."""
+    seen: dict[str, int] = {}
+    for n, text in enumerate(SAMPLE.read_text().splitlines(), 1):
+        record = json.loads(text)
+        if record.get("type") == "assistant":
+            seen.setdefault(record["message"]["id"], n)
+    return [(n, ident) for ident, n in seen.items()]
+
+
+def _last_takes_the_first_id(message: dict, n: int) -> None:
+    starts = response_starts()
+    if n == len(starts):
+        message["id"] = starts[0][1]
+
+
+@pytest.mark.parametrize(("edit", "named"), [
+    pytest.param(lambda m, n: m.update(id=""), "none", id="empty"),
+    pytest.param(lambda m, n: m.pop("id"), "none", id="missing"),
+    pytest.param(lambda m, n: m.update(id="msg_same"), "each after the first", id="same"),
+    pytest.param(_last_takes_the_first_id, "the last", id="reused"),
+])
+def test_replies_sharing_an_id_are_one_call_only_as_pieces_of_one_response(
+        tmp_path: Path, edit: Callable[[dict, int], None], named: str) -> None:
+    # every id "" (as a proxy may write) merged 22 messages / 11 steps into 13 / 2; one
+    # id for all billed 172,237 (each field's largest over the session), not 73,573; the
+    # last reply taking the first's id summed two calls (last prompt 128,381, not 73,471)
+    honest = stats(SAMPLE, "claude-opus-4-6", cache=False)
+    path = with_replies(tmp_path, edit)
+    s = stats(path, "claude-opus-4-6", cache=False)
+    assert (s.messages, s.steps) == (honest.messages, honest.steps) == (22, 11)
+    assert s.context == honest.context and s.context is not None
+    assert s.context.kind == "anchored" and s.usage == honest.usage
+    checked = run_ctxpack("validate", str(path))
+    if named == "none":  # no id: the one prompt its pieces record still joins them
+        assert checked.code == 0, checked.out
+        return
+    # a response's id an earlier one had is named at its first piece, with the line the
+    # id was first on
+    starts = response_starts()
+    again = starts[1:] if named == "each after the first" else starts[-1:]
+    ident = json.loads(path.read_text().splitlines()[starts[0][0] - 1])["message"]["id"]
+    assert checked.code == 1
+    assert checked.out.splitlines() == [
+        f"{path}:{n}: message.id {ident!r} is the id of an earlier call (line "
+        f"{starts[0][0]}): read as a new call" for n, _ in again]
+
+
+def test_compress_restates_calls_sharing_an_id_as_calls_of_their_own(tmp_path: Path) -> None:
+    # compress told a call by its id alone: calls one after another under one id were
+    # restated as pieces of the first
+    replies = []
+    for path in (SAMPLE, with_replies(tmp_path, lambda m, n: m.update(id="msg_same"))):
+        out = tmp_path / f"{path.stem}.out.jsonl"
+        run = run_ctxpack("compress", str(path), "--budget", "73000", "-o", str(out))
+        assert run.code == 0, run.err
+        records = [json.loads(text) for text in out.read_text().splitlines()]
+        replies.append([r["message"]["usage"] for r in records if r.get("type") == "assistant"])
+    assert replies[0] == replies[1]
+    assert len({u["cache_read_input_tokens"] for u in replies[0]}) > 2  # restated apart
+
+
 def test_a_reply_the_agent_made_up_is_no_call(tmp_path: Path) -> None:
     # Claude Code's own `<synthetic>` replies record no token: they neither anchor nor
     # count among the calls, nor are they a problem (one recording tokens is: above)

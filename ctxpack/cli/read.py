@@ -614,7 +614,7 @@ def calibrate(
             error = "-" if f.error is None else f"{f.error:.1%}"
             worst = "-" if f.worst is None else f"{f.worst:.1%}"
             slope = f"{f.slope:g}" + ("" if f.steps else " (table)")
-            out.add_row(Text(plain(f.model) + (" *" if f.untrusted else "")), str(f.files),
+            out.add_row(Text(plain(f.label) + (" *" if f.untrusted else "")), str(f.files),
                         str(f.calls),
                         slope, f"{f.overhead:,}", error, worst)
         if any(f.untrusted for f in fitted):
@@ -622,25 +622,25 @@ def calibrate(
         Console().print(out)
         for f in fitted:
             if f.left_out:
-                print(plain(f"{f.model}: {counted(f.left_out, 'call')} left out, as the bill "
+                print(plain(f"{f.label}: {counted(f.left_out, 'call')} left out, as the bill "
                             "passes them over: far below the count of their prompts, below "
                             "it where the agent is known to send more, or before such calls "
                             "without growing with the messages (made up, or of an agent that "
                             "cut old outputs itself)"))
         for f in fitted:
             if f.no_prompt:
-                print(plain(f"{f.model}: {counted(f.no_prompt, 'call')} not used, "
+                print(plain(f"{f.label}: {counted(f.no_prompt, 'call')} not used, "
                             f"{NO_PROMPT}"))
         if not write_config:  # (--write-config says it for each fit it does not write)
             for f in fitted:
                 if f.untrusted:
-                    print(plain(f"* {f.model}: {f.untrusted}"))
+                    print(plain(f"* {f.label}: {f.untrusted}"))
     if write_config:
         from ..config import add_calibrations
 
         for f in fitted:
             if f.untrusted:
-                stderr().print(plain(f"not writing {f.model}: {f.untrusted}"), markup=False,
+                stderr().print(plain(f"not writing {f.label}: {f.untrusted}"), markup=False,
                                highlight=False)
         trusted = [f for f in fitted if not f.untrusted]
         if trusted:

@@ -163,10 +163,11 @@ def _persons(part: Part) -> bool:
 
 def _id(value: Any) -> str | None:
     """A message's `id`: a string, or a number read as its digits (no API writes one, but
-    the pieces of a response that share it are still one response)."""
+    the pieces of a response that share it are still one response). An empty one (as a
+    proxy may write) is no id."""
     if isinstance(value, int) and not isinstance(value, bool):
         return str(value)
-    return _str(value)
+    return _str(value) or None
 
 
 def reply_problems(d: dict[str, Any]) -> list[str]:
@@ -190,12 +191,6 @@ def made_up(message: Message, usage: Any) -> bool:
         isinstance(usage, dict) and any(number(usage.get(f)) for f in _USAGE_FIELDS))
 
 
-def call_key(message: Message) -> str:
-    """What a reply's usage is tallied under: its `id` (each piece of a response has a
-    copy of the usage), or its line where it has none."""
-    return message.id or f"line {message.line}"
-
-
 def is_continuation(parts: Sequence[Part]) -> bool:
     """True for the parts of the summary user message Claude Code writes after a compaction."""
     first = next((p for p in parts if isinstance(p, Text)), None)
@@ -203,37 +198,59 @@ def is_continuation(parts: Sequence[Part]) -> bool:
 
 
 class Emitted(NamedTuple):
-    """A finished message, the caller's keys of its lines, and whether it answers the
-    response emitted just before it (a tool result that arrived while it was open)."""
+    """A finished message, the caller's keys of its lines, whether it answers the
+    response emitted just before it (a tool result that arrived while it was open), and
+    the call a response is of (see `UsageTally.key`)."""
 
     message: Message
     keys: list[Any]
     attached: bool = False
+    call: str | None = None
+
+
+class OpenResponse(NamedTuple):
+    """The response a reply line may be a piece of (the one open in its lane, or the one
+    it follows in a chain the file links): its call, and whether the line comes right
+    after a piece of it (else after its tool results only)."""
+
+    call: str | None
+    next_to: bool
 
 
 @dataclass
 class ResponseMerger:
     """Joins the lines of one streamed API response, holding results that arrive meanwhile.
 
-    Only the open response (its lines' messages, `pieces`) and its pending results are
-    held; they are handed out, the pieces joined into one message, when an assistant
-    line with another `id` or a message that is not a tool result arrives, or on `flush`.
+    Only the open response (its lines' messages, `pieces`, of one `call`) and its pending
+    results are held; they are handed out, the pieces joined into one message, when an
+    assistant line of another call or a message that is not a tool result arrives, or on
+    `flush`.
     """
 
     pieces: list[Message] = field(default_factory=list)
     keys: list[Any] = field(default_factory=list)
     results: list[tuple[Message, Any]] = field(default_factory=list)
+    call: str | None = None
+    since: int = 0  # the results held when its last piece came
 
-    def add(self, message: Message, key: Any = None) -> list[Emitted]:
-        """Take one line's message; return the messages this completes."""
+    @property
+    def open(self) -> OpenResponse | None:
+        """The response still open, if any."""
+        return OpenResponse(self.call, len(self.results) == self.since) if self.pieces \
+            else None
+
+    def add(self, message: Message, key: Any = None, call: str | None = None) -> list[Emitted]:
+        """Take one line's message (a reply's: of `call`, see `UsageTally.key`); return
+        the messages this completes."""
         pieces = self.pieces
         if message.role == "assistant":
-            if pieces and message.id is not None and message.id == pieces[0].id:
+            if pieces and call is not None and call == self.call:
                 pieces.append(message)
                 self.keys.append(key)
+                self.since = len(self.results)
                 return []
             out = self.flush()
-            self.pieces, self.keys = [message], [key]
+            self.pieces, self.keys, self.call, self.since = [message], [key], call, 0
             return out
         if pieces and message.result_only:
             self.results.append((message, key))
@@ -246,7 +263,7 @@ class ResponseMerger:
             return []
         response = _joined(self.pieces)
         calls = {c.id for c in response.tool_calls}
-        out = [Emitted(response, self.keys)]
+        out = [Emitted(response, self.keys, call=self.call)]
         out += [Emitted(m, [key], any(r.call_id in calls for r in m.tool_results))
                 for m, key in self.results]
         self.pieces, self.keys, self.results = [], [], []
@@ -279,6 +296,43 @@ class UsageTally:
         # the first line each call's usage is on (a reply piece's, or a managed-agent
         # event's, apart from its reply): its problems are named there
         self.lines: dict[str, int] = {}
+        self.ids: dict[str, int] = {}  # a reply's message.id -> the line it was first on
+        self.id_of: dict[str, str | None] = {}  # a call's key -> its reply's id
+
+    def key(self, message: Message, usage: Any, open: OpenResponse | None
+            ) -> tuple[str, str]:
+        """The call a reply's line is of, and what is wrong with its id ("": nothing).
+
+        Each piece of a streamed response is a line of its own with the response's `id`
+        and a copy of its usage. A line with the `id` of the response it may be a piece
+        of (`open`) is of its call where it comes right after a piece of it, or, after
+        tool results of it (as a parallel call's piece does), records the same prompt;
+        without an id (as a proxy may write), the same prompt recorded by both says it.
+        Any other line is a call of its own, named where its id is an earlier call's
+        (another request came in between, or it records another prompt), as the provider
+        gives each response its own id."""
+        ident = message.id
+        if open is not None and open.call in self.id_of and ident == self.id_of[open.call] \
+                and (open.next_to and ident is not None
+                     or self._same_prompt(open.call, usage, known=ident is None)):
+            return open.call, ""
+        if ident is None:
+            key, first = f"line {message.line}", message.line
+        else:
+            first = self.ids.setdefault(ident, message.line)
+            key = ident if first == message.line else f"{ident} (line {message.line})"
+        self.id_of[key] = ident
+        return key, "" if first == message.line else (
+            f"message.id {ident!r} is the id of an earlier call (line {first}): read as "
+            "a new call")
+
+    def _same_prompt(self, key: str, usage: Any, known: bool) -> bool:
+        """Whether `usage` records the prompt the call `key` has recorded so far (either
+        unknown: nothing says it does not, unless it must be `known`)."""
+        nums = self.calls.get(key)
+        if nums is None or not isinstance(usage, dict):
+            return not known
+        return [number(usage.get(f)) for f in _USAGE_FIELDS[:3]] == nums[:3]
 
     def add(self, key: str, usage: Any, line: int = 0) -> None:
         """Record one piece's `usage`; per field the largest value seen for the call wins.
@@ -503,30 +557,28 @@ class AnthropicReader:
                  kind: str | None) -> list[Message]:
         message = api_message(d, line, record, kind)
         lane = _str(record.get("parent_tool_use_id"))  # sub-agent traffic, when interleaved
+        merger = self.lanes.setdefault(lane, ResponseMerger())
         if message.role == "user":
-            merger = self.lanes.setdefault(lane, ResponseMerger())
             typed = record.get("isSynthetic") is not True and lane is None
             return [m for turn in merged_turns(message) for m in self._emit(merger.add(
                 turn if typed else replace(turn, human=False)), lane is not None)]
-        if message.role == "assistant" and not made_up(message, d.get("usage")):
+        call = None
+        if message.role == "assistant":
+            call, wrong = self.tally.key(message, d.get("usage"), merger.open)
+            self.problems += [(line, p) for p in (*reply_problems(d), wrong) if p]
+        if call is not None and not made_up(message, d.get("usage")):
             if message.model != SYNTHETIC_MODEL:
                 self.last_model = message.model or self.last_model
             if lane is None and "usage" in d:
-                self.tally.add(call_key(message), d["usage"], line)
-        if message.role == "assistant":
-            self.problems += [(line, p) for p in reply_problems(d)]
-        merger = self.lanes.setdefault(lane, ResponseMerger())
-        return self._emit(merger.add(message), lane is not None)
+                self.tally.add(call, d["usage"], line)
+        return self._emit(merger.add(message, call=call), lane is not None)
 
     def _emit(self, items: list[Emitted], side: bool) -> list[Message]:
         for item in items:
-            message = item.message
             if side:
                 self.side.append(self.count)
-            elif message.role == "assistant":
-                key = call_key(message)
-                if key in self.tally.calls:
-                    self.replies[self.count] = reply_of(message, key)
+            elif item.call in self.tally.calls:
+                self.replies[self.count] = reply_of(item.message, item.call)
             self.count += 1
         return [item.message for item in items]
 

@@ -21,12 +21,12 @@ from .anthropic import (
     COMPRESS_TRIGGER,
     SYNTHETIC_MODEL,
     Emitted,
+    OpenResponse,
     Reply,
     ResponseMerger,
     UsageTally,
     api_message,
     boundary_record,
-    call_key,
     made_up,
     reply_of,
     reply_problems,
@@ -66,7 +66,9 @@ class ClaudeCodeReader:
         self.newest: dict[bool, str] = {}  # sidechain? -> newest uuid
         self.side: list[int] = []
         self.attached: dict[int, list[int]] = {}  # response -> results held while it was open
-        self.call_of: dict[int, Reply] = {}  # response -> its message.id with usage
+        self.call_of: dict[int, Reply] = {}  # response -> its call with usage
+        self.call_at: dict[str, str] = {}  # a reply line's uuid -> its call (see UsageTally.key)
+        self.said: dict[str, bool] = {}  # any other message line's uuid -> whether results only
         self.lanes: dict[Lane, ResponseMerger] = {}
         self.tallies = {False: UsageTally(), True: UsageTally()}
         self.models: dict[bool, str] = {}
@@ -105,26 +107,53 @@ class ClaudeCodeReader:
             payload = record.get("message")
             if not isinstance(payload, dict):
                 raise RecordError(f"a {kind!r} record without a 'message' object")
-            message = self._message(line, record, payload, side)
+            message = api_message(payload, line, record, kind)
+            if message.human and any(record.get(flag) is True for flag in _NOT_TYPED):
+                message = replace(message, human=False)
         lane = (side, string_field(record, "agentId") if side else None)
         merger = self.lanes.setdefault(lane, ResponseMerger())
-        return self._emit(merger.add(message, uuid), side)
+        call = None
+        if message.role == "assistant":
+            call = self._reply(message, side, uuid, self._open(parent))
+        elif uuid is not None:
+            self.said[uuid] = message.result_only
+        return self._emit(merger.add(message, uuid, call), side)
 
-    def _message(self, line: int, record: dict[str, Any], payload: dict[str, Any],
-                 side: bool) -> Message:
-        message = api_message(payload, line, record, record["type"])
-        if message.human and any(record.get(flag) is True for flag in _NOT_TYPED):
-            message = replace(message, human=False)
-        if message.role != "assistant":
-            return message
+    def _open(self, parent: str | None) -> OpenResponse | None:
+        """The response a reply line follows in the chain (its parent, past records that
+        are no message), if it follows one directly or through its tool results only:
+        where a piece of that response may be."""
+        results, seen = False, set()
+        while parent is not None and parent not in seen:
+            seen.add(parent)
+            if parent in self.call_at:
+                return OpenResponse(self.call_at[parent], next_to=not results)
+            if parent in self.said:
+                if not self.said[parent]:
+                    return None  # another message: a new request
+                results = True
+            parent = self.parent.get(parent)
+        return None
+
+    def _reply(self, message: Message, side: bool, uuid: str | None,
+               open: OpenResponse | None) -> str:
+        """Tally a reply line's usage; the call it is of (`open`: the response it follows
+        in the chain). A line written again (a resumed session: the same uuid) is of the
+        call it was."""
+        payload, line = message.raw["message"], message.line
         model, usage = message.model, payload.get("usage")
         if model and model != SYNTHETIC_MODEL:
             self.models[side] = model
+        tally = self.tallies[side]
+        call, wrong = (self.call_at[uuid], "") if uuid in self.call_at \
+            else tally.key(message, usage, open)
+        if uuid is not None:
+            self.call_at[uuid] = call
         if not made_up(message, usage):  # its usage, whatever its model (or id) says
-            self.tallies[side].add(call_key(message), usage, line)
-        self.problems += [(line, p) for p in reply_problems(payload) + _unlike_its_agent(
-            payload.get("model"), usage)]
-        return message
+            tally.add(call, usage, line)
+        self.problems += [(line, p) for p in (*reply_problems(payload), *_unlike_its_agent(
+            payload.get("model"), usage), wrong) if p]
+        return call
 
     def _emit(self, items: list[Emitted], side: bool) -> list[Message]:
         for item in items:
@@ -142,8 +171,8 @@ class ClaudeCodeReader:
                 self.line_of[n] = message.line
             if message.role == "assistant":
                 self._leader = n
-                if (key := call_key(message)) in self.tallies[side].calls:
-                    self.call_of[n] = reply_of(message, key)
+                if item.call in self.tallies[side].calls:
+                    self.call_of[n] = reply_of(message, item.call)
             elif item.attached and self._leader is not None:
                 self.attached.setdefault(self._leader, []).append(n)
         return [item.message for item in items]
@@ -313,11 +342,15 @@ class ClaudeCodeEditor:
         return tokens or None  # a synthetic reply states no call
 
     def call(self, record: dict[str, Any]) -> str | None:
-        """The response's `message.id`: each piece of it (a block a line) carries the
-        call's usage, the output growing on later pieces (see anthropic.UsageTally)."""
-        message = record.get("message")
-        found = message.get("id") if isinstance(message, dict) else None
-        return found if isinstance(found, str) else None
+        """The response's `message.id` with the prompt its usage records: each piece of it
+        (a block a line) carries the call's usage, the output growing on later pieces;
+        calls one after another that share an id (or have none) record other prompts
+        (see anthropic.UsageTally.key)."""
+        message = record["message"]
+        usage = message["usage"]
+        found = message.get("id")
+        prompt = "+".join(str(number(usage.get(k))) for k in _USAGE_FIELDS[:3])
+        return f"{found if isinstance(found, str) else ''} {prompt}"
 
     def resized(self, record: dict[str, Any], tokens: int, cached: int) -> dict[str, Any]:
         """The usage of a call that sent the smaller context: what was not in the cache
