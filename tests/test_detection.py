@@ -462,3 +462,72 @@ def test_a_storage_message_without_its_id_field_is_named_as_well() -> None:
         load(io.BytesIO(json.dumps(one, indent=2).encode()))
     assert info.value.problem.startswith("this looks like one message of an OpenCode "
                                          "storage tree")
+
+
+# --- a mark another log may carry: read, but said to be unsure ----------------------------
+
+SESSION_LINE = {"sessionId": "s1", "projectHash": "ab" * 32,
+                "startTime": "2026-03-03T09:00:05.000Z", "kind": "main"}
+BARE = [{"id": "1", "type": "user", "content": "hello"},
+        {"id": "2", "type": "gemini", "content": "hi there"}]
+
+
+def _lines(*records: dict) -> bytes:
+    return b"".join(json.dumps(r).encode() + b"\n" for r in records)
+
+
+def test_gemini_messages_without_the_session_line_are_read_but_unsure(tmp_path: Path) -> None:
+    path = tmp_path / "chat.jsonl"
+    path.write_bytes(_lines(*BARE))
+    t = load(path)
+    assert (t.format, [m.text for m in t.messages]) == ("gemini-cli", ["hello", "hi there"])
+    assert "no session line (sessionId, projectHash)" in t.unsure
+    run = ctxpack("stats", str(path))
+    assert run.code == 0 and "format unsure" in run.out.replace("\n", " ")
+    # the line the CLI opens every recording with makes it sure
+    assert load(io.BytesIO(_lines(SESSION_LINE, *BARE))).unsure == ""
+
+
+def test_a_recording_cut_above_its_session_line_is_sure_by_a_reply_as_the_cli_writes_it(
+        ) -> None:
+    reply = {**BARE[1], "timestamp": "2026-03-03T09:00:06.000Z", "model": "gemini-2.5-pro",
+             "tokens": {"input": 100, "output": 5, "cached": 0, "thoughts": 0, "tool": 0,
+                        "total": 105}}
+    t = load(io.BytesIO(_lines({**BARE[0], "timestamp": "2026-03-03T09:00:05.000Z"}, reply)))
+    assert (t.format, t.unsure) == ("gemini-cli", "")
+    # a stamp alone is what many a log writes
+    assert load(io.BytesIO(_lines({**BARE[1], "timestamp": reply["timestamp"]}))).unsure
+
+
+def test_notices_alone_without_a_session_line_are_no_transcript(tmp_path: Path) -> None:
+    path = tmp_path / "server.jsonl"
+    path.write_bytes(_lines({"id": "1", "type": "info", "content": "listening on :8080",
+                             "timestamp": "2026-03-03T09:00:05.000Z"},
+                            {"id": "2", "type": "warning", "content": "slow request"}))
+    assert_clean_error(ctxpack("stats", str(path)), 2, str(path), "no transcript")
+
+
+TS_ARRAY = [{"role": "user", "content": [{"type": "text", "text": "hi"}], "ts": 1},
+            {"role": "assistant", "content": [{"type": "text", "text": "yo"}], "ts": 2}]
+
+
+@pytest.mark.parametrize(("mark", "sure"), [
+    ({}, False),
+    ({0: {"content": [{"type": "text", "text": "<task>\nhi\n</task>"}]}}, True),
+    ({0: {"content": [{"type": "text", "text": "hi"}, {"type": "text", "text":
+                       "<environment_details>\n# VSCode Visible Files\n</environment_details>"}]}},
+     True),
+    ({1: {"modelInfo": {"modelId": "claude-sonnet-4-5", "providerId": "anthropic"}}}, True),
+    ({1: {"condenseParent": "c1"}}, True),
+], ids=["ts alone", "task", "environment details", "modelInfo", "Roo's condense link"])
+def test_anthropic_messages_with_ts_are_cline_surely_only_by_more_than_ts(
+        tmp_path: Path, mark: dict, sure: bool) -> None:
+    doc = [{**m, **mark.get(i, {})} for i, m in enumerate(TS_ARRAY)]
+    path = tmp_path / "messages.json"
+    path.write_text(json.dumps(doc))
+    t = load(path)
+    assert t.format == "cline" and len(t.messages) == 2
+    assert (t.unsure == "") == sure, t.unsure
+    if not sure:
+        assert "by the `ts` on its messages alone" in t.unsure
+        assert "format unsure" in ctxpack("stats", str(path)).out.replace("\n", " ")

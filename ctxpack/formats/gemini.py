@@ -533,6 +533,23 @@ def sniff_chat(record: Any) -> int:
     return 0
 
 
+def chat_doubt(record: Any) -> str:
+    """Why a file taken for a recording by a message line (`sniff_chat`) might be another
+    log: the CLI opens each recording with its session line (or the whole document is the
+    session), so a file whose first mark is a message has lost that line or never had it.
+    A reply as the CLI records every one (stamped, with its `model` or `tokens`) is of a
+    recording cut above it; an id, a type and content (a notice's type, `info`, or
+    `gemini` alone) are what many a log writes. "" when nothing says it might be another."""
+    if not isinstance(record, dict) or "type" not in record:
+        return ""  # the session line or a control line
+    if record["type"] == "gemini" and isinstance(record.get("timestamp"), str) and any(
+            k in record for k in ("model", "tokens", "toolCalls", "thoughts")):
+        return ""
+    return (f"read as a Gemini CLI recording by a message of type {record['type']!r} alone, "
+            "though no session line (sessionId, projectHash) opens the file, as it opens "
+            "each the CLI writes")
+
+
 _HOLDERS = ("$set", "messages", "toolCalls", "result", "content")  # where responses live
 
 
@@ -592,6 +609,9 @@ class GeminiChatFormat:
 
     def sniff(self, record: Any) -> int:
         return sniff_chat(record)
+
+    def doubt(self, record: Any) -> str:
+        return chat_doubt(record)
 
     def one_record(self, value: Any) -> bool:
         # the older document holds its messages; the JSONL form's lines hold none (its
