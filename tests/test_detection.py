@@ -306,9 +306,60 @@ def test_gemini_api_contents_under_messages_are_named_not_read_as_empty_messages
     assert "gemini-api" in info.value.problem and "gemini-checkpoint" in info.value.problem
 
 
+# What agents keep beside their sessions, as each writes it (a few entries of each)
+CODEX_HISTORY = "".join(json.dumps(e, separators=(",", ":")) + "\n" for e in [
+    {"session_id": "0199a3f2-6c1e-7b40-9d2a-5e8f1c3b7a90", "ts": 1759312204,
+     "text": "why does the retry test hang on CI?"},
+    {"session_id": "0199a3f2-6c1e-7b40-9d2a-5e8f1c3b7a90", "ts": 1759312391,
+     "text": "ok, patch it and run the suite"}])
+CLAUDE_HISTORY = "".join(json.dumps(e, separators=(",", ":")) + "\n" for e in [
+    {"display": "add a --dry-run flag to the sync command", "pastedContents": {},
+     "timestamp": 1761034872113, "project": "/home/dev/syncer",
+     "sessionId": "5c3f2742-b736-4776-8848-dcaccba554d5"},
+    {"display": "[Pasted text #1 +12 lines] why does this fail?",
+     "pastedContents": {"1": {"id": 1, "type": "text", "content": "Traceback ..."}},
+     "timestamp": 1761035020587, "project": "/home/dev/syncer",
+     "sessionId": "5c3f2742-b736-4776-8848-dcaccba554d5"}])
+GEMINI_LOGS = json.dumps([  # the CLI writes it indented by two
+    {"sessionId": "8f0d4c2a-1b3e-4f5a-9c7d-2e6b8a0f1d3c", "messageId": 0,
+     "type": "user", "message": "summarize src/parser.ts",
+     "timestamp": "2026-02-11T08:14:03.512Z"},
+    {"sessionId": "8f0d4c2a-1b3e-4f5a-9c7d-2e6b8a0f1d3c", "messageId": 1,
+     "type": "user", "message": "/quit", "timestamp": "2026-02-11T08:16:40.027Z"}],
+    indent=2)
+CHATGPT_EXPORT = json.dumps([{
+    "title": "Regex for ISO dates", "create_time": 1730000000.123, "update_time": 1730000090.5,
+    "mapping": {
+        "root": {"id": "root", "message": None, "parent": None, "children": ["m1"]},
+        "m1": {"id": "m1", "parent": "root", "children": ["m2"], "message": {
+            "id": "m1", "author": {"role": "user", "name": None, "metadata": {}},
+            "create_time": 1730000001.0, "content": {"content_type": "text", "parts": [
+                "A regex for 2024-01-31?"]}, "status": "finished_successfully",
+            "weight": 1.0, "metadata": {}, "recipient": "all"}},
+        "m2": {"id": "m2", "parent": "m1", "children": [], "message": {
+            "id": "m2", "author": {"role": "assistant", "name": None, "metadata": {}},
+            "create_time": 1730000009.0, "content": {"content_type": "text", "parts": [
+                "`\\d{4}-\\d{2}-\\d{2}`"]}, "status": "finished_successfully",
+            "weight": 1.0, "metadata": {"model_slug": "gpt-4o"}, "recipient": "all"}}},
+    "current_node": "m2", "conversation_id": "6720f1a2-0b1c-8000-9d3e-4f5a6b7c8d9e",
+    "default_model_slug": "gpt-4o"}])
+
+
 # What a file looks like, for shapes ctxpack knows of: each line says one verdict, not
 # "X, which ctxpack reads as Y, which ctxpack does not read"
 @pytest.mark.parametrize(("name", "text", "said"), [
+    ("history.jsonl", CODEX_HISTORY, "a Codex prompt history (~/.codex/history.jsonl: the "
+     "prompts typed, each with its session's id), not a session, which ctxpack does not "
+     "read: Codex's sessions are under ~/.codex/sessions/"),
+    ("history.jsonl", CLAUDE_HISTORY, "a Claude Code prompt history (~/.claude/history.jsonl"
+     ": the prompts typed, each with its project), not a session, which ctxpack does not "
+     "read: Claude Code's sessions are under ~/.claude/projects/"),
+    ("logs.json", GEMINI_LOGS, "a Gemini CLI prompt log (logs.json: the prompts typed, "
+     "numbered in their session), not a session, which ctxpack does not read: the CLI's "
+     "sessions are in chats/ beside it"),
+    ("conversations.json", CHATGPT_EXPORT, "a ChatGPT data export (conversations.json: "
+     "each conversation a tree of messages under `mapping`), which ctxpack does not read: "
+     "as Chat Completions messages"),
     ("contents.json", json.dumps({"messages": GEMINI_CONTENTS}),
      "ctxpack reads them as a request body's `contents` (gemini-api)"),
     ("items.jsonl", json.dumps({"type": "function_call", "call_id": "c1", "name": "f",
