@@ -722,6 +722,7 @@ class GeminiStreamReader:
         # opens inside a run, its tail (then they are that run's)
         self.held: list[int] = []
         self.held_from = 0
+        self.between = False  # a message came after a run's result, before the next init
         # the lines of the turn being read, each with the parts it adds (read as it comes,
         # so that a bad field is the problem of its own line)
         self.pending: list[tuple[int, dict[str, Any], Part]] = []
@@ -823,6 +824,7 @@ class GeminiStreamReader:
         """The file opens inside a run (its tail): what was held before is that run's."""
         self.started, self.live = 1, True
         self.context += self.held
+        self.held = []
         self.problems.append((self.held_from or line,
                               "no `init` event before this one (the file opens inside a run, "
                               "its tail?): read as a run whose model the file does not name"))
@@ -833,6 +835,8 @@ class GeminiStreamReader:
         elif not self.started:
             self.held.append(self.count)
             self.held_from = self.held_from or message.line
+        else:
+            self.between = True
         self.count += 1
         return [replace(message, conversation=self.conversation)]
 
@@ -871,8 +875,13 @@ class GeminiStreamReader:
 
     def finish(self) -> tuple[list[Message], Layout]:
         rest = self._turn()
+        # why what is outside is so, by where the file holds it
+        why = [w for w, holds in (("before the first `init`" if self.started else
+                                   "the file has no `init` to start one", self.held),
+                                  ("after a run's `result`, before the next `init`",
+                                   self.between)) if holds]
         return rest, Layout(self.context, model=self.model, usage=self.usage(),
-                            outside_why="outside a run (after its `result`, before an `init`)",
+                            outside_why=f"outside a run: {'; '.join(why)}" if why else "",
                             conversations=max(self.started, 1), set_aside=self.aside,
                             problems=self.problems)
 
