@@ -21,12 +21,19 @@ from ..transcript import Message, RecordedCall, Text
 P = TypeVar("P")
 
 
+# a command as hints quote it, and the word in it that stands for the file
+_COMMAND = re.compile(r"`[^`]*`")
+_FILE = re.compile(r"\bFILE\b")
+
+
 def naming(hint: str | None, path: str) -> str | None:
-    """A hint that shows the commands to run on a file (`ctxpack convert FILE ...`, as the
-    constants here word them) with the file's own name in them."""
+    """A hint that shows the commands to run on a file (`ctxpack convert FILE ...`, `jq
+    -c '.[]' FILE`: each in backquotes, as the constants here word them) with the file's
+    own name in them."""
     if hint is None or path.startswith("<"):  # (stdin, a stream: FILE stays)
         return hint
-    return hint.replace("ctxpack convert FILE ", f"ctxpack convert {shlex.quote(path)} ")
+    name = shlex.quote(path)
+    return _COMMAND.sub(lambda command: _FILE.sub(lambda _: name, command.group()), hint)
 
 
 # the hint of compress for a format it only reads (`why_not_written` of such a format)
