@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import json
 import re
 
 import pytest
@@ -71,3 +72,39 @@ def test_the_compress_tests_mirror_its_modules():
     assert {"truncation", "masking", "summarizing", "limiting", "rewriting"} <= named
     for name in named:
         assert (tests / f"test_{name}.py").is_file(), f"{name}.py has no tests of its own"
+
+
+def test_the_readme_names_every_format_compress_refuses(tmp_path):
+    """What compress refuses is named where the README's Formats section says what
+    compress does not rewrite."""
+    from ctxpack import UsageError, compress, load
+
+    samples = ROOT / "samples"
+    legacy = tmp_path / "session-legacy.json"  # a Gemini CLI recording in its older form
+    legacy.write_text(json.dumps({
+        "sessionId": "s1", "projectHash": "ab" * 32, "startTime": "2025-06-01T10:00:00Z",
+        "lastUpdated": "2025-06-01T10:00:05Z", "messages": [
+            {"id": "m1", "timestamp": "2025-06-01T10:00:00Z", "type": "user",
+             "content": "list the files"},
+            {"id": "m2", "timestamp": "2025-06-01T10:00:05Z", "type": "gemini",
+             "content": "a.py and b.py", "model": "gemini-2.5-pro"}]}, indent=2))
+    bodies = tmp_path / "bodies.jsonl"
+    made = ctxpack("convert", str(samples / "multi-round.anthropic.jsonl"), "--to", "anthropic",
+                   "-o", str(bodies))
+    assert made.code == 0, made.err
+    # the samples of the formats compress does not rewrite are in folders of their own
+    # (samples/README.md), a storage tree's files given as the tree
+    kept = [p for p in samples.glob("*/*") if p.suffix in (".json", ".jsonl", ".md")]
+    refused = set()
+    for path in [legacy, bodies, samples / "opencode-storage" / "storage", *kept]:
+        try:
+            compress(str(path), budget=100_000)
+        except UsageError as exc:
+            assert ": compress " in str(exc), exc
+            refused.add(load(path).format)
+    assert {"aider", "cline", "cline-ui", "opencode", "opencode-storage", "openhands",
+            "gemini-api", "gemini-checkpoint", "anthropic-array", "anthropic-requests",
+            "gemini-cli"} <= refused
+    said = README.split("`compress` does not rewrite", 1)[1].split("\n\n", 1)[0]
+    missing = sorted(f for f in refused if f"`{f}`" not in said)
+    assert not missing, f"README does not say compress refuses {missing}"
