@@ -361,7 +361,8 @@ class Scanner:
         emitted = placed([*read, *rest_messages], value, self._data, first)
         self.places = [(m.place, m.item_line) for m in emitted]
         self._believed()
-        self._none_read(first, "the file is an empty JSON array" if value == [] else
+        self._none_read(first, "none of the file's text is a message" if text is not None
+                        else "the file is an empty JSON array" if value == [] else
                         "the file is a JSON object whose message list is empty")
         yield from [*emitted[:len(read)], *_not_summaries(emitted[len(read):])]
 

@@ -582,3 +582,13 @@ def test_anthropic_messages_with_ts_are_cline_surely_only_by_more_than_ts(
     if not sure:
         assert "by the `ts` on its messages alone" in t.unsure
         assert "format unsure" in ctxpack("stats", str(path)).out.replace("\n", " ")
+
+
+def test_a_text_guessed_headless_with_no_message_is_refused_in_its_own_words(
+        tmp_path: Path) -> None:
+    # an Aider log cut above its opening line, holding only a /clear: no JSON to speak of
+    path = tmp_path / "tail.md"
+    path.write_text("#### /clear\n\n> Tokens: 10 sent, 2 received.\n")
+    assert_clean_error(ctxpack("stats", str(path)), 2,
+                       "no messages: none of the file's text is a message")
+    assert ctxpack("stats", "--format", "aider", str(path)).code == 0  # read when told
