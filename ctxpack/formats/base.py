@@ -177,8 +177,9 @@ class Format(Protocol):
     name: str
     description: str
     # optional `default_model`: the model to assume when a file of this format names none
-    # optional `doubt(record) -> str`: why a file whose first record it claims might be of
-    # another format after all ("" when nothing says so); stats shows it as unsure
+    # optional `doubt(record) -> str`: why a file it claims by this record (the first it
+    # claims most surely, or the whole document) might be of another format after all (""
+    # when nothing says so); stats shows it as unsure
     # optional `one_record(value) -> bool`, of a format that reads documents and lines: is
     # this value, a file's only line, one record of its JSONL form rather than a document
 
