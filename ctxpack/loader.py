@@ -230,9 +230,8 @@ class Scanner:
             return None
         if doc is line and getattr(doc, "one_record", None) and doc.one_record(value):
             return None
-        if score < 2:
-            self.unsure = LOOSE
-        elif line is not None and line is not doc and line_score == score:
+        self._judge(doc, score, value)
+        if score >= 2 and line is not None and line is not doc and line_score == score:
             self.unsure = (f"one JSON object on one line: read as a whole {doc.name} "
                            f"document, though as a one-line JSONL file it fits {line.name}")
         return doc, value
@@ -276,13 +275,15 @@ class Scanner:
         first ones unless forced, each record fed to its reader."""
         pending: list[tuple[int, dict[str, Any]]] = []
         reader = self._start(self._forced) if self._forced else None
-        best: tuple[Format | None, int] = (None, 0)
+        # the format that claims the records seen most surely, how surely, and the first
+        # record it claims so
+        best: tuple[Format | None, int, Any] = (None, 0, None)
         for number, record in numbered:
             if reader is None:
                 pending.append((number, record))
                 fmt, score = formats.sniff(record)
                 if score > best[1]:
-                    best = (fmt, score)
+                    best = (fmt, score, record)
                 if best[1] < 2 and len(pending) < SNIFF_RECORDS:
                     continue
                 reader = self._choose(best, pending)
@@ -345,8 +346,7 @@ class Scanner:
                 fmt, score = formats.sniff(value, document=True)
                 if fmt is None:
                     raise _unknown(self.path, first, value)
-                if score < 2:
-                    self.unsure = LOOSE
+                self._judge(fmt, score, value)
         self._start(fmt)
         self._data = data if text is None else None  # (a JSON document)
         if headless:
@@ -362,22 +362,30 @@ class Scanner:
         emitted = placed([*read, *rest_messages], value, self._data, first)
         self.places = [(m.place, m.item_line) for m in emitted]
         self._believed()
-        self._none_read(first, "the file is an empty JSON array" if value == [] else
+        self._none_read(first, "none of the file's text is a message" if text is not None
+                        else "the file is an empty JSON array" if value == [] else
                         "the file is a JSON object whose message list is empty")
         yield from [*emitted[:len(read)], *_not_summaries(emitted[len(read):])]
 
-    def _choose(self, best: tuple[Format | None, int],
+    def _choose(self, best: tuple[Format | None, int, Any],
                 pending: list[tuple[int, dict[str, Any]]]) -> Any:
-        fmt, score = best
+        fmt, score, claimed = best
         if fmt is None:
             if pending:
                 raise _unknown(self.path, pending[0][0], pending[0][1])
             fmt = formats.get(DEFAULT_FORMAT)
-        elif score < 2:
-            self.unsure = LOOSE
-        elif pending and hasattr(fmt, "doubt"):  # a mark that another format could have
-            self.unsure = fmt.doubt(pending[0][1]) or self.unsure
+        else:
+            self._judge(fmt, score, claimed)
         return self._start(fmt)
+
+    def _judge(self, fmt: Format, score: int, claimed: Any) -> None:
+        """Say why the format taken is unsure (`unsure`) where the evidence is thin: it
+        claimed the file only loosely, or by a mark that another kind of file could
+        carry as well (its `doubt` of the record, or document, it claimed)."""
+        if score < 2:
+            self.unsure = LOOSE
+        elif hasattr(fmt, "doubt"):
+            self.unsure = fmt.doubt(claimed) or self.unsure
 
     def _start(self, fmt: Format) -> Any:
         """The reader of `fmt`, told the session to read if one was asked for."""
@@ -400,9 +408,10 @@ class Scanner:
             return None
 
     def _none_read(self, line: int | None, what: str) -> None:
-        """A file taken for a format only loosely, with no message in it either (`[]`,
-        `{"messages": []}`), is no transcript: refused as an empty file is."""
-        if not self.starts and self.unsure == LOOSE:
+        """A file taken for a format on thin evidence (only loosely, or by a mark another
+        log may carry: see `unsure`), with no message in it either (`[]`,
+        `{"messages": []}`, notices alone), is no transcript: refused as an empty file is."""
+        if not self.starts and self.unsure:
             raise InputError(self.path, line,
                              f"no messages: {what}, no transcript of any format")
 

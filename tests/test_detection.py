@@ -306,9 +306,60 @@ def test_gemini_api_contents_under_messages_are_named_not_read_as_empty_messages
     assert "gemini-api" in info.value.problem and "gemini-checkpoint" in info.value.problem
 
 
+# What agents keep beside their sessions, as each writes it (a few entries of each)
+CODEX_HISTORY = "".join(json.dumps(e, separators=(",", ":")) + "\n" for e in [
+    {"session_id": "0199a3f2-6c1e-7b40-9d2a-5e8f1c3b7a90", "ts": 1759312204,
+     "text": "why does the retry test hang on CI?"},
+    {"session_id": "0199a3f2-6c1e-7b40-9d2a-5e8f1c3b7a90", "ts": 1759312391,
+     "text": "ok, patch it and run the suite"}])
+CLAUDE_HISTORY = "".join(json.dumps(e, separators=(",", ":")) + "\n" for e in [
+    {"display": "add a --dry-run flag to the sync command", "pastedContents": {},
+     "timestamp": 1761034872113, "project": "/home/dev/syncer",
+     "sessionId": "5c3f2742-b736-4776-8848-dcaccba554d5"},
+    {"display": "[Pasted text #1 +12 lines] why does this fail?",
+     "pastedContents": {"1": {"id": 1, "type": "text", "content": "Traceback ..."}},
+     "timestamp": 1761035020587, "project": "/home/dev/syncer",
+     "sessionId": "5c3f2742-b736-4776-8848-dcaccba554d5"}])
+GEMINI_LOGS = json.dumps([  # the CLI writes it indented by two
+    {"sessionId": "8f0d4c2a-1b3e-4f5a-9c7d-2e6b8a0f1d3c", "messageId": 0,
+     "type": "user", "message": "summarize src/parser.ts",
+     "timestamp": "2026-02-11T08:14:03.512Z"},
+    {"sessionId": "8f0d4c2a-1b3e-4f5a-9c7d-2e6b8a0f1d3c", "messageId": 1,
+     "type": "user", "message": "/quit", "timestamp": "2026-02-11T08:16:40.027Z"}],
+    indent=2)
+CHATGPT_EXPORT = json.dumps([{
+    "title": "Regex for ISO dates", "create_time": 1730000000.123, "update_time": 1730000090.5,
+    "mapping": {
+        "root": {"id": "root", "message": None, "parent": None, "children": ["m1"]},
+        "m1": {"id": "m1", "parent": "root", "children": ["m2"], "message": {
+            "id": "m1", "author": {"role": "user", "name": None, "metadata": {}},
+            "create_time": 1730000001.0, "content": {"content_type": "text", "parts": [
+                "A regex for 2024-01-31?"]}, "status": "finished_successfully",
+            "weight": 1.0, "metadata": {}, "recipient": "all"}},
+        "m2": {"id": "m2", "parent": "m1", "children": [], "message": {
+            "id": "m2", "author": {"role": "assistant", "name": None, "metadata": {}},
+            "create_time": 1730000009.0, "content": {"content_type": "text", "parts": [
+                "`\\d{4}-\\d{2}-\\d{2}`"]}, "status": "finished_successfully",
+            "weight": 1.0, "metadata": {"model_slug": "gpt-4o"}, "recipient": "all"}}},
+    "current_node": "m2", "conversation_id": "6720f1a2-0b1c-8000-9d3e-4f5a6b7c8d9e",
+    "default_model_slug": "gpt-4o"}])
+
+
 # What a file looks like, for shapes ctxpack knows of: each line says one verdict, not
 # "X, which ctxpack reads as Y, which ctxpack does not read"
 @pytest.mark.parametrize(("name", "text", "said"), [
+    ("history.jsonl", CODEX_HISTORY, "a Codex prompt history (~/.codex/history.jsonl: the "
+     "prompts typed, each with its session's id), not a session, which ctxpack does not "
+     "read: Codex's sessions are under ~/.codex/sessions/"),
+    ("history.jsonl", CLAUDE_HISTORY, "a Claude Code prompt history (~/.claude/history.jsonl"
+     ": the prompts typed, each with its project), not a session, which ctxpack does not "
+     "read: Claude Code's sessions are under ~/.claude/projects/"),
+    ("logs.json", GEMINI_LOGS, "a Gemini CLI prompt log (logs.json: the prompts typed, "
+     "numbered in their session), not a session, which ctxpack does not read: the CLI's "
+     "sessions are in chats/ beside it"),
+    ("conversations.json", CHATGPT_EXPORT, "a ChatGPT data export (conversations.json: "
+     "each conversation a tree of messages under `mapping`), which ctxpack does not read: "
+     "as Chat Completions messages"),
     ("contents.json", json.dumps({"messages": GEMINI_CONTENTS}),
      "ctxpack reads them as a request body's `contents` (gemini-api)"),
     ("items.jsonl", json.dumps({"type": "function_call", "call_id": "c1", "name": "f",
@@ -462,3 +513,82 @@ def test_a_storage_message_without_its_id_field_is_named_as_well() -> None:
         load(io.BytesIO(json.dumps(one, indent=2).encode()))
     assert info.value.problem.startswith("this looks like one message of an OpenCode "
                                          "storage tree")
+
+
+# --- a mark another log may carry: read, but said to be unsure ----------------------------
+
+SESSION_LINE = {"sessionId": "s1", "projectHash": "ab" * 32,
+                "startTime": "2026-03-03T09:00:05.000Z", "kind": "main"}
+BARE = [{"id": "1", "type": "user", "content": "hello"},
+        {"id": "2", "type": "gemini", "content": "hi there"}]
+
+
+def _lines(*records: dict) -> bytes:
+    return b"".join(json.dumps(r).encode() + b"\n" for r in records)
+
+
+def test_gemini_messages_without_the_session_line_are_read_but_unsure(tmp_path: Path) -> None:
+    path = tmp_path / "chat.jsonl"
+    path.write_bytes(_lines(*BARE))
+    t = load(path)
+    assert (t.format, [m.text for m in t.messages]) == ("gemini-cli", ["hello", "hi there"])
+    assert "no session line (sessionId, projectHash)" in t.unsure
+    run = ctxpack("stats", str(path))
+    assert run.code == 0 and "format unsure" in run.out.replace("\n", " ")
+    # the line the CLI opens every recording with makes it sure
+    assert load(io.BytesIO(_lines(SESSION_LINE, *BARE))).unsure == ""
+
+
+def test_a_recording_cut_above_its_session_line_is_sure_by_a_reply_as_the_cli_writes_it(
+        ) -> None:
+    reply = {**BARE[1], "timestamp": "2026-03-03T09:00:06.000Z", "model": "gemini-2.5-pro",
+             "tokens": {"input": 100, "output": 5, "cached": 0, "thoughts": 0, "tool": 0,
+                        "total": 105}}
+    t = load(io.BytesIO(_lines({**BARE[0], "timestamp": "2026-03-03T09:00:05.000Z"}, reply)))
+    assert (t.format, t.unsure) == ("gemini-cli", "")
+    # a stamp alone is what many a log writes
+    assert load(io.BytesIO(_lines({**BARE[1], "timestamp": reply["timestamp"]}))).unsure
+
+
+def test_notices_alone_without_a_session_line_are_no_transcript(tmp_path: Path) -> None:
+    path = tmp_path / "server.jsonl"
+    path.write_bytes(_lines({"id": "1", "type": "info", "content": "listening on :8080",
+                             "timestamp": "2026-03-03T09:00:05.000Z"},
+                            {"id": "2", "type": "warning", "content": "slow request"}))
+    assert_clean_error(ctxpack("stats", str(path)), 2, str(path), "no transcript")
+
+
+TS_ARRAY = [{"role": "user", "content": [{"type": "text", "text": "hi"}], "ts": 1},
+            {"role": "assistant", "content": [{"type": "text", "text": "yo"}], "ts": 2}]
+
+
+@pytest.mark.parametrize(("mark", "sure"), [
+    ({}, False),
+    ({0: {"content": [{"type": "text", "text": "<task>\nhi\n</task>"}]}}, True),
+    ({0: {"content": [{"type": "text", "text": "hi"}, {"type": "text", "text":
+                       "<environment_details>\n# VSCode Visible Files\n</environment_details>"}]}},
+     True),
+    ({1: {"modelInfo": {"modelId": "claude-sonnet-4-5", "providerId": "anthropic"}}}, True),
+    ({1: {"condenseParent": "c1"}}, True),
+], ids=["ts alone", "task", "environment details", "modelInfo", "Roo's condense link"])
+def test_anthropic_messages_with_ts_are_cline_surely_only_by_more_than_ts(
+        tmp_path: Path, mark: dict, sure: bool) -> None:
+    doc = [{**m, **mark.get(i, {})} for i, m in enumerate(TS_ARRAY)]
+    path = tmp_path / "messages.json"
+    path.write_text(json.dumps(doc))
+    t = load(path)
+    assert t.format == "cline" and len(t.messages) == 2
+    assert (t.unsure == "") == sure, t.unsure
+    if not sure:
+        assert "by the `ts` on its messages alone" in t.unsure
+        assert "format unsure" in ctxpack("stats", str(path)).out.replace("\n", " ")
+
+
+def test_a_text_guessed_headless_with_no_message_is_refused_in_its_own_words(
+        tmp_path: Path) -> None:
+    # an Aider log cut above its opening line, holding only a /clear: no JSON to speak of
+    path = tmp_path / "tail.md"
+    path.write_text("#### /clear\n\n> Tokens: 10 sent, 2 received.\n")
+    assert_clean_error(ctxpack("stats", str(path)), 2,
+                       "no messages: none of the file's text is a message")
+    assert ctxpack("stats", "--format", "aider", str(path)).code == 0  # read when told

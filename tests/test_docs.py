@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import json
 import re
 
 import pytest
@@ -79,8 +80,6 @@ ANY, MORE = "<any>", "<more>"
 
 
 def example(block: str) -> object:
-    import json
-
     # (a value left out, `"line": ...`, is any; an item, `[{...}, ...]`, is more of them)
     text = re.sub(r"\{\.\.\.\}|\[\.\.\.\]|(?<=: )\.\.\.(?![\w\"])", f'"{ANY}"', block)
     text = re.sub(r"(?<![\w\"])\.\.\.(?![\w\"])", f'"{MORE}"', text)
@@ -112,8 +111,6 @@ def differences(shown: object, actual: object, where: str = "") -> list[str]:
 
 
 def test_the_stats_json_example_is_what_the_command_prints():
-    import json
-
     said, block = re.search(r"`(ctxpack stats --json samples/[\w.-]+)`.*?\n```json\n(.*?)```",
                             README, flags=re.S).groups()
     run = ctxpack(*said.split()[1:], cwd=str(ROOT))
@@ -122,8 +119,6 @@ def test_the_stats_json_example_is_what_the_command_prints():
 
 
 def test_the_compress_report_example_is_what_the_command_writes(tmp_path):
-    import json
-
     from .conftest import SAMPLES
 
     said, block = re.search(r"`(ctxpack compress run\.jsonl [^`]*--report-json FILE)`"
@@ -155,3 +150,39 @@ def test_the_unlogged_range_the_readme_gives_is_what_stats_shows_on_the_corpus(e
              and "parent conversation" not in s.not_in_file_why]
     assert (round(min(split), -3) // 1000, round(max(split), -3) // 1000) == \
         (int(low), int(high))
+
+
+def test_the_readme_names_every_format_compress_refuses(tmp_path):
+    """What compress refuses is named where the README's Formats section says what
+    compress does not rewrite."""
+    from ctxpack import UsageError, compress, load
+
+    samples = ROOT / "samples"
+    legacy = tmp_path / "session-legacy.json"  # a Gemini CLI recording in its older form
+    legacy.write_text(json.dumps({
+        "sessionId": "s1", "projectHash": "ab" * 32, "startTime": "2025-06-01T10:00:00Z",
+        "lastUpdated": "2025-06-01T10:00:05Z", "messages": [
+            {"id": "m1", "timestamp": "2025-06-01T10:00:00Z", "type": "user",
+             "content": "list the files"},
+            {"id": "m2", "timestamp": "2025-06-01T10:00:05Z", "type": "gemini",
+             "content": "a.py and b.py", "model": "gemini-2.5-pro"}]}, indent=2))
+    bodies = tmp_path / "bodies.jsonl"
+    made = ctxpack("convert", str(samples / "multi-round.anthropic.jsonl"), "--to", "anthropic",
+                   "-o", str(bodies))
+    assert made.code == 0, made.err
+    # the samples of the formats compress does not rewrite are in folders of their own
+    # (samples/README.md), a storage tree's files given as the tree
+    kept = [p for p in samples.glob("*/*") if p.suffix in (".json", ".jsonl", ".md")]
+    refused = set()
+    for path in [legacy, bodies, samples / "opencode-storage" / "storage", *kept]:
+        try:
+            compress(str(path), budget=100_000)
+        except UsageError as exc:
+            assert ": compress " in str(exc), exc
+            refused.add(load(path).format)
+    assert {"aider", "cline", "cline-ui", "opencode", "opencode-storage", "openhands",
+            "gemini-api", "gemini-checkpoint", "anthropic-array", "anthropic-requests",
+            "gemini-cli"} <= refused
+    said = README.split("`compress` does not rewrite", 1)[1].split("\n\n", 1)[0]
+    missing = sorted(f for f in refused if f"`{f}`" not in said)
+    assert not missing, f"README does not say compress refuses {missing}"

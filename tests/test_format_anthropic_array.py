@@ -4,7 +4,11 @@ from __future__ import annotations
 
 import io
 import json
+import re
+import shutil
+import subprocess
 
+import pytest
 from hypothesis import assume, given, settings
 
 from ctxpack import load, stats, write
@@ -49,8 +53,24 @@ def test_the_commands_read_it_and_compress_says_what_to_do(tmp_path):
     out = tmp_path / "out.json"
     run = ctxpack("compress", str(SAMPLE), "-o", str(out))
     assert_clean_error(run, 2, f"{SAMPLE}: compress does not rewrite a JSON array",
-                       "jq -c '.[]' FILE")
+                       f"`jq -c '.[]' {SAMPLE} > run.jsonl`")
     assert not out.exists()
+
+
+def test_the_command_compress_gives_names_the_file_and_makes_one_it_rewrites(tmp_path):
+    if shutil.which("jq") is None:
+        pytest.skip("jq is not installed")
+    odd = tmp_path / "late orders (Ann's).json"  # a name the shell must have quoted
+    odd.write_bytes(SAMPLE.read_bytes())
+    run = ctxpack("compress", str(odd), "-o", str(tmp_path / "out.jsonl"))
+    assert_clean_error(run, 2, "compress does not rewrite a JSON array")
+    command = re.search(r"`(jq [^`]*)`", run.err).group(1)
+    subprocess.run(command, shell=True, cwd=tmp_path, check=True)
+    lines = load(tmp_path / "run.jsonl")
+    assert (lines.format, [m.text for m in lines.messages]) == \
+        ("anthropic", [m.text for m in load(SAMPLE).messages])
+    assert ctxpack("compress", "run.jsonl", "-o", "small.jsonl", "--budget", "2000",
+                   cwd=str(tmp_path)).code == 0
 
 
 def test_an_array_of_plain_text_messages_is_still_json_messages():

@@ -244,6 +244,8 @@ def test_stream_lines_outside_a_run_are_not_the_clis_and_each_run_is_a_conversat
     assert [m.text for m in t.messages] == ["one", "two"]
     assert [m.conversation for m in t.messages] == [0, 1]
     assert [m.text for m in t.outside] == ["harness note", "harness note"]
+    assert t.outside_why == ("outside a run: before the first `init`; after a run's "
+                             "`result`, before the next `init`")
 
 
 def test_a_resumed_run_goes_on_with_its_sessions_conversation() -> None:
@@ -322,6 +324,12 @@ def test_corpus_stream_pairs_calls_and_reads_the_run_totals(path: Path) -> None:
         assert t.usage == {}  # a run cut off before its result line
     inits = sum(r["type"] == "init" for r in records)
     assert {m.conversation for m in t.messages} == set(range(inits))
+    # why a line is outside a run names only what the file holds
+    if t.outside:
+        assert totals or "`result`" not in t.outside_why, t.outside_why
+        first_init = next(i for i, r in enumerate(records) if r["type"] == "init")
+        assert ("before the first `init`" in t.outside_why) == any(
+            r["type"] == "message" for r in records[:first_init]), t.outside_why
 
 
 @pytest.mark.parametrize("name", ["plateau-fix.gemini-cli.jsonl",
@@ -1031,6 +1039,8 @@ def test_a_harness_prompt_before_the_init_stays_outside_and_a_tail_run_is_a_conv
     done = {"type": "result", "status": "success", "stats": {}}
     t = load(jsonl(note, INIT, {"type": "message", "role": "user", "content": "one"}, done))
     assert [m.text for m in t.messages] == ["one"] and not t.problems
+    # said by what the file holds: no result comes before the note
+    assert stats(t).to_dict()["outside"]["why"] == "outside a run: before the first `init`"
     tail = load(jsonl(note, chunk, done, INIT,
                       {"type": "message", "role": "user", "content": "two"}, done))
     assert [(m.text, m.conversation) for m in tail.messages] == \

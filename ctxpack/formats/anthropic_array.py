@@ -11,7 +11,7 @@ from typing import Any
 from ..errors import UsageError
 from ..transcript import Message
 from .anthropic import AnthropicReader, bad_content, sniff_record
-from .base import Items, RecordError
+from .base import Items, RecordError, naming
 
 
 def sniff_array(value: Any) -> int:
@@ -58,6 +58,7 @@ class ArrayFormat:
 
     def editor(self, transcript: Any) -> Any:
         raise UsageError(f"{transcript.path}: compress does not rewrite a JSON array of "
-                         "Anthropic messages", "write them one a line, which compress "
-                         "rewrites: jq -c '.[]' FILE > run.jsonl, then "
-                         "`ctxpack compress run.jsonl`")
+                         "Anthropic messages", naming("write them one a line, which compress "
+                                                      "rewrites: `jq -c '.[]' FILE > "
+                                                      "run.jsonl`, then `ctxpack compress "
+                                                      "run.jsonl`", transcript.path))

@@ -21,12 +21,19 @@ from ..transcript import Message, RecordedCall, Text
 P = TypeVar("P")
 
 
+# a command as hints quote it, and the word in it that stands for the file
+_COMMAND = re.compile(r"`[^`]*`")
+_FILE = re.compile(r"\bFILE\b")
+
+
 def naming(hint: str | None, path: str) -> str | None:
-    """A hint that shows the commands to run on a file (`ctxpack convert FILE ...`, as the
-    constants here word them) with the file's own name in them."""
+    """A hint that shows the commands to run on a file (`ctxpack convert FILE ...`, `jq
+    -c '.[]' FILE`: each in backquotes, as the constants here word them) with the file's
+    own name in them."""
     if hint is None or path.startswith("<"):  # (stdin, a stream: FILE stays)
         return hint
-    return hint.replace("ctxpack convert FILE ", f"ctxpack convert {shlex.quote(path)} ")
+    name = shlex.quote(path)
+    return _COMMAND.sub(lambda command: _FILE.sub(lambda _: name, command.group()), hint)
 
 
 # the hint of compress for a format it only reads (`why_not_written` of such a format)
@@ -170,8 +177,9 @@ class Format(Protocol):
     name: str
     description: str
     # optional `default_model`: the model to assume when a file of this format names none
-    # optional `doubt(record) -> str`: why a file whose first record it claims might be of
-    # another format after all ("" when nothing says so); stats shows it as unsure
+    # optional `doubt(record) -> str`: why a file it claims by this record (the first it
+    # claims most surely, or the whole document) might be of another format after all (""
+    # when nothing says so); stats shows it as unsure
     # optional `one_record(value) -> bool`, of a format that reads documents and lines: is
     # this value, a file's only line, one record of its JSONL form rather than a document
 

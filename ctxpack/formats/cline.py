@@ -131,6 +131,31 @@ def is_api_history(value: Any) -> bool:
             and any("ts" in m for m in value))
 
 
+# what Cline and Roo Code write on a message of the history besides Anthropic's fields
+# and `ts`: the model and usage of a reply, a condensed or truncated history's links
+_OWN_FIELDS = ("modelInfo", "metrics", "isSummary", "isTruncationMarker", "condenseId",
+               "condenseParent", "truncationId", "truncationParent")
+
+
+def history_doubt(value: Any) -> str:
+    """Why messages taken for a task's history by their `ts` stamps might be another log
+    of Anthropic messages (a timestamp is what any log may add): "" when a message also
+    carries a field only Cline and Roo Code write, or its text what they send (the task
+    and the feedback they wrap, the environment details, a result's `[tool] Result:`)."""
+    messages = value if isinstance(value, list) else []
+    for m in messages:
+        if not isinstance(m, dict) or any(k in m for k in _OWN_FIELDS):
+            return ""
+        for part in content_parts(m.get("content"), block_part):
+            text = part.text if isinstance(part, Text) else ""
+            if PERSONS_LINE.search(text) or RESULT_HEAD.match(text) or \
+                    text.lstrip().startswith("<environment_details>"):
+                return ""
+    return ("read as a Cline / Roo Code task's history by the `ts` on its messages alone: "
+            "none carries Cline's other fields (modelInfo, metrics) or what it sends (the "
+            "<task> it wraps, <environment_details>, a `[tool] Result:`)")
+
+
 def is_ui_log(value: Any) -> bool:
     """Cline's UI events: `ts`, `type` say|ask."""
     return (isinstance(value, list) and bool(value)
@@ -822,6 +847,9 @@ class ClineFormat:
 
     def sniff(self, record: Any) -> int:
         return 3 if is_api_history(record) else 0  # Cline's `ts` stamps are its mark
+
+    def doubt(self, record: Any) -> str:
+        return history_doubt(record)
 
     def reader(self) -> ClineHistoryReader:
         return ClineHistoryReader()

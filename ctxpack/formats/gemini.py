@@ -533,6 +533,23 @@ def sniff_chat(record: Any) -> int:
     return 0
 
 
+def chat_doubt(record: Any) -> str:
+    """Why a file taken for a recording by a message line (`sniff_chat`) might be another
+    log: the CLI opens each recording with its session line (or the whole document is the
+    session), so a file whose first mark is a message has lost that line or never had it.
+    A reply as the CLI records every one (stamped, with its `model` or `tokens`) is of a
+    recording cut above it; an id, a type and content (a notice's type, `info`, or
+    `gemini` alone) are what many a log writes. "" when nothing says it might be another."""
+    if not isinstance(record, dict) or "type" not in record:
+        return ""  # the session line or a control line
+    if record["type"] == "gemini" and isinstance(record.get("timestamp"), str) and any(
+            k in record for k in ("model", "tokens", "toolCalls", "thoughts")):
+        return ""
+    return (f"read as a Gemini CLI recording by a message of type {record['type']!r} alone, "
+            "though no session line (sessionId, projectHash) opens the file, as it opens "
+            "each the CLI writes")
+
+
 _HOLDERS = ("$set", "messages", "toolCalls", "result", "content")  # where responses live
 
 
@@ -592,6 +609,9 @@ class GeminiChatFormat:
 
     def sniff(self, record: Any) -> int:
         return sniff_chat(record)
+
+    def doubt(self, record: Any) -> str:
+        return chat_doubt(record)
 
     def one_record(self, value: Any) -> bool:
         # the older document holds its messages; the JSONL form's lines hold none (its
@@ -702,6 +722,7 @@ class GeminiStreamReader:
         # opens inside a run, its tail (then they are that run's)
         self.held: list[int] = []
         self.held_from = 0
+        self.between = False  # a message came after a run's result, before the next init
         # the lines of the turn being read, each with the parts it adds (read as it comes,
         # so that a bad field is the problem of its own line)
         self.pending: list[tuple[int, dict[str, Any], Part]] = []
@@ -803,6 +824,7 @@ class GeminiStreamReader:
         """The file opens inside a run (its tail): what was held before is that run's."""
         self.started, self.live = 1, True
         self.context += self.held
+        self.held = []
         self.problems.append((self.held_from or line,
                               "no `init` event before this one (the file opens inside a run, "
                               "its tail?): read as a run whose model the file does not name"))
@@ -813,6 +835,8 @@ class GeminiStreamReader:
         elif not self.started:
             self.held.append(self.count)
             self.held_from = self.held_from or message.line
+        else:
+            self.between = True
         self.count += 1
         return [replace(message, conversation=self.conversation)]
 
@@ -851,8 +875,13 @@ class GeminiStreamReader:
 
     def finish(self) -> tuple[list[Message], Layout]:
         rest = self._turn()
+        # why what is outside is so, by where the file holds it
+        why = [w for w, holds in (("before the first `init`" if self.started else
+                                   "the file has no `init` to start one", self.held),
+                                  ("after a run's `result`, before the next `init`",
+                                   self.between)) if holds]
         return rest, Layout(self.context, model=self.model, usage=self.usage(),
-                            outside_why="outside a run (after its `result`, before an `init`)",
+                            outside_why=f"outside a run: {'; '.join(why)}" if why else "",
                             conversations=max(self.started, 1), set_aside=self.aside,
                             problems=self.problems)
 

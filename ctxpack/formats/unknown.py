@@ -119,6 +119,41 @@ def _prompt_completion(value: Any) -> bool:
     return _all_rows(value, lambda r: "prompt" in r and "completion" in r)
 
 
+def _codex_history(value: Any) -> bool:
+    """Codex's prompt history (`~/.codex/history.jsonl`): each prompt typed, its time in
+    seconds and its session's id (`session_id`, `conversation_id` in some versions)."""
+    return _all_rows(value, lambda r: isinstance(r.get("text"), str) and isinstance(
+        r.get("ts"), int) and any(isinstance(r.get(k), str)
+                                  for k in ("session_id", "conversation_id")))
+
+
+def _claude_history(value: Any) -> bool:
+    """Claude Code's prompt history (`~/.claude/history.jsonl`): each prompt as shown
+    (`display`), its time in milliseconds and the project it was typed in."""
+    return _all_rows(value, lambda r: isinstance(r.get("display"), str) and isinstance(
+        r.get("timestamp"), int | float) and isinstance(r.get("project"), str))
+
+
+def _gemini_logs(value: Any) -> bool:
+    """Gemini CLI's prompt log (`logs.json` of a project's folder): an array of each
+    prompt typed (`message`), numbered in its session (`messageId`)."""
+    return isinstance(value, list) and _all_rows(value, lambda r: isinstance(
+        r.get("sessionId"), str) and isinstance(r.get("messageId"), int) and isinstance(
+        r.get("message"), str) and "type" in r)
+
+
+def _chatgpt_export(value: Any) -> bool:
+    """ChatGPT's data export (`conversations.json`, or one conversation of it): each
+    conversation a tree of message nodes under `mapping` (`message`, `parent`,
+    `children`)."""
+    def fits(r: dict[str, Any]) -> bool:
+        nodes = r.get("mapping")
+        return isinstance(nodes, dict) and bool(nodes) and all(
+            isinstance(n, dict) and "message" in n and isinstance(n.get("children"), list)
+            for n in list(nodes.values())[:20])
+    return _all_rows(value, fits)
+
+
 NOT_READ = "which ctxpack does not read"
 # how training data becomes what ctxpack reads: chat messages, one conversation a line
 AS_CHAT = "{\"messages\": [...]} a line, it is read as openai-conversations"
@@ -127,8 +162,25 @@ AS_CHAT = "{\"messages\": [...]} a line, it is read as openai-conversations"
 WHOLE_TREE = ("which ctxpack reads only whole: give it the `storage` folder (or the "
               "session's file in `storage/session/<project>/`)")
 
+# of what an agent keeps beside its sessions: that it is no session, and where they are
+NO_SESSION = f"not a session, {NOT_READ}"
+
 # Each shape: what it looks like, and one verdict on it (what ctxpack does with it)
 _SHAPES: tuple[tuple[str, Callable[[Any], bool]], ...] = (
+    # what agents keep beside their sessions
+    (f"a Codex prompt history (~/.codex/history.jsonl: the prompts typed, each with its "
+     f"session's id), {NO_SESSION}: Codex's sessions are under ~/.codex/sessions/ "
+     "(rollout-*.jsonl)", _codex_history),
+    (f"a Claude Code prompt history (~/.claude/history.jsonl: the prompts typed, each with "
+     f"its project), {NO_SESSION}: Claude Code's sessions are under ~/.claude/projects/ "
+     "(<project>/<session id>.jsonl)", _claude_history),
+    (f"a Gemini CLI prompt log (logs.json: the prompts typed, numbered in their session), "
+     f"{NO_SESSION}: the CLI's sessions are in chats/ beside it "
+     "(~/.gemini/tmp/<project>/chats/session-*.json or .jsonl)", _gemini_logs),
+    (f"a ChatGPT data export (conversations.json: each conversation a tree of messages "
+     f"under `mapping`), {NOT_READ}: as Chat Completions messages (each message's "
+     f"`author.role` and the text of its `content.parts`, from the root to "
+     f"`current_node`), {AS_CHAT}", _chatgpt_export),
     ("the Gemini API's contents (role user/model, text and calls in `parts`) under "
      "`messages`, where chat messages go: ctxpack reads them as a request body's `contents` "
      "(gemini-api) or as a bare JSON array (gemini-checkpoint)", _gemini_contents),
