@@ -316,8 +316,8 @@ class UsageTally:
                 and (open.next_to and ident is not None
                      or self._same_prompt(open.call, usage, known=ident is None)):
             return open.call, ""
-        if ident is None:
-            key, first = f"line {message.line}", message.line
+        if ident is None:  # (one of its own: lines of a document hold several)
+            key, first = f"line {message.line} #{len(self.id_of)}", message.line
         else:
             first = self.ids.setdefault(ident, message.line)
             key = ident if first == message.line else f"{ident} (line {message.line})"
