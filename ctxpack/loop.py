@@ -258,7 +258,8 @@ class Context:
         if t.format in _WHOLE:
             raise UsageError(f"a Context holds the messages of one conversation, not "
                              f"{t.format} records")
-        if len(t.messages) != 1:
+        turns = t.messages  # (one message the API's alternation joined turns into: each)
+        if not turns or any(not m.joined for m in turns[1:]):
             raise InputError("<messages>", number, "not a message the model sees")
         if self.format is None and not t.unsure:
             # the first message that tells the API apart: those before were read as
@@ -267,8 +268,12 @@ class Context:
             if self._counter is not None and t.format != self._guess:
                 self._counter, self._trigger, self._billed_trigger = None, None, None
                 self._replace(self._messages, again=True)
-        parsed = replace(t.messages[0], lines=(number,))
-        return parsed, self._counting(t.format).message(parsed)
+        counter = self._counting(t.format)
+        counts = [counter.message(m) for m in turns]  # (as a file of it counts them)
+        parsed = replace(turns[0], parts=tuple(p for m in turns for p in m.parts),
+                         lines=(number,))
+        return parsed, MessageCount(sum(c.total for c in counts),
+                                    tuple(n for c in counts for n in c.parts))
 
     def _counting(self, format: str) -> TokenCounter:
         """The counter, made on first need for `model`, else the usual model of the API

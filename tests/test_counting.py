@@ -35,7 +35,8 @@ def test_claude_code_results_are_tool_not_user(exact_tokens):
 
 
 def test_anthropic_mixed_message_is_split(exact_tokens, tmp_path):
-    """A user message holding a tool result and typed text counts each where it belongs."""
+    """A user message holding a tool result and typed text counts each where it belongs:
+    read as two turns of one message (the result's, then the person's)."""
     records = [
         {"role": "user", "content": "Read the file."},
         {"role": "assistant", "content": [
@@ -49,12 +50,13 @@ def test_anthropic_mixed_message_is_split(exact_tokens, tmp_path):
     s = stats(path, "claude")
     t = load(path)
     counter = TokenCounter("claude")
-    mixed = t.messages[2]
-    count = counter.message(mixed)
-    result, typed = count.parts
+    results, typed = t.messages[2:]
+    assert (results.result_only, typed.joined, typed.human) == (True, True, True)
+    (result,) = counter.message(results).parts
     assert s.by_tool["read"].result_tokens == result
-    assert s.by_role["tool"] == result
-    assert s.by_role["user"] == counter.message(t.messages[0]).total + count.total - result
+    assert s.by_role["tool"] == counter.message(results).total
+    assert s.by_role["user"] == counter.message(t.messages[0]).total + \
+        counter.message(typed).total
     assert s.by_role["reasoning"] == counter.part(t.messages[1].parts[0])
     assert s.by_role["priming"] == REPLY_PRIMING
     assert sum(s.by_role.values()) == s.tokens
