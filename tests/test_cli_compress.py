@@ -525,7 +525,7 @@ def test_a_target_the_part_not_in_the_file_puts_out_of_reach_is_said(tmp_path: P
     assert out.is_file()
 
 
-@pytest.mark.parametrize("asked", [300_000, 10**23])
+@pytest.mark.parametrize("asked", [300_000, 10**20])  # (the most digits a setting takes)
 def test_a_budget_above_the_window_is_said_once_and_the_window_used(tmp_path: Path,
                                                                     asked: int) -> None:
     from ctxpack.models import TABLE
