@@ -39,22 +39,26 @@ TOKENS_PER_TOOL_CALL = 3
 ESTIMATE_NOTE = ("no tiktoken encoding file could be loaded; "
                  "counts estimated as 1 token per 4 characters")
 
-# tiktoken slows down sharply (and o200k can fail) on very long runs of
-# whitespace or of non-space characters, so such runs are encoded in pieces.
-_RUN_LIMIT = 8192
-_LONG_RUN = re.compile(rf"\s{{{_RUN_LIMIT},}}|\S{{{_RUN_LIMIT},}}")
-# Searching with that regex costs a third of the tokenizing itself, so a text is
-# first screened on its UTF-8 bytes at C speed: ASCII whitespace becomes b" ", all
-# else b"x", and only a text with a long run of either (or with one of the rare
-# non-ASCII spaces, which the screen cannot see) is searched.
+# tiktoken's time on one piece of its pre-tokenizer (its regex's matches, which it
+# encodes one by one and whose tokens never straddle two) grows faster than the piece:
+# a run of 500,000 letters, spaces or `=` is one piece and takes 0.3 s, a hundred times
+# a character what 8,192 take. So a piece longer than this is counted in parts of this
+# size: the one place a count is not tiktoken's own (docs/counting.md, "exact").
+PIECE_LIMIT = 8192
+# Such a piece lies in a run of whitespace or of non-space characters that long, so only a
+# text with such a run is split into its pieces (which costs about what tokenizing does):
+# it is first screened on its UTF-8 bytes at C speed (ASCII whitespace becomes b" ", all
+# else b"x"), then, where a run of either may be there (or one of the rare non-ASCII
+# spaces, which the screen cannot see), searched.
+_LONG_RUN = re.compile(rf"\s{{{PIECE_LIMIT},}}|\S{{{PIECE_LIMIT},}}")
 _SPACE = re.compile(r"\s")
 _SCREEN = bytes(32 if b < 128 and _SPACE.match(chr(b)) else 120 for b in range(256))
-_SPACE_RUN, _OTHER_RUN = b" " * _RUN_LIMIT, b"x" * _RUN_LIMIT
+_SPACE_RUN, _OTHER_RUN = b" " * PIECE_LIMIT, b"x" * PIECE_LIMIT
 WIDE_SPACES = "\x85\xa0\u1680\u2000\u2001\u2002\u2003\u2004\u2005\u2006\u2007\u2008\u2009" \
     "\u200a\u2028\u2029\u202f\u205f\u3000"  # every non-ASCII character \s matches
 _SHORT_KEY = 256
 # Bump when a change here changes the count of some text: persisted counts carry it.
-COUNT_VERSION = 1
+COUNT_VERSION = 2  # 2: long runs cut between tiktoken's pieces, not every 8,192 characters
 
 Key = str | bytes
 
@@ -137,6 +141,7 @@ class Encoding:
 
     def __init__(self, reference: Any) -> None:
         self.reference, self.name = reference, reference.name
+        self._pat_str: str = reference._pat_str  # its pre-tokenizer, as tiktoken names it
         self.fast: Any = None  # the accelerated encoding, once handed over to
         self.left: int | None = FAST_AFTER_CHARS.get(self.name)  # characters still to
         # count before handing over; None: no more hand-over to try
@@ -157,7 +162,7 @@ class Encoding:
 
 
 def _may_have_long_run(text: str) -> bool:
-    """False only when `text` surely has no run the limit would cut (see _SCREEN)."""
+    """False only when `text` surely has no run a long piece needs (see _SCREEN)."""
     data = text.encode("utf-8", "surrogatepass")
     screened = data.translate(_SCREEN)
     if _OTHER_RUN in screened or _SPACE_RUN in screened:
@@ -165,34 +170,59 @@ def _may_have_long_run(text: str) -> bool:
     return len(data) != len(text) and any(c in text for c in WIDE_SPACES)
 
 
-def split_long_runs(text: str) -> list[str]:
-    """Cut runs longer than the limit into pieces; short texts come back whole."""
-    if len(text) <= _RUN_LIMIT or not _may_have_long_run(text) or not _LONG_RUN.search(text):
+def _pre_tokenizer(enc: Any) -> Any:
+    """The regex `enc` cuts a text into pieces with (tiktoken's and bpe-openai's both keep
+    it as `_pat_str`), compiled once per pattern."""
+    pattern: str = enc._pat_str
+    compiled = _PRE_TOKENIZERS.get(pattern)
+    if compiled is None:
+        import regex  # tiktoken's own dependency; loaded only for a text with a long run
+
+        compiled = _PRE_TOKENIZERS[pattern] = regex.compile(pattern)
+    return compiled
+
+
+_PRE_TOKENIZERS: dict[str, Any] = {}
+
+
+def split_long_pieces(enc: Any, text: str) -> list[str]:
+    """`text` in parts that `enc` counts as it counts the whole: a text with a long run
+    (see _LONG_RUN) is cut between the pieces of `enc`'s pre-tokenizer into parts of at
+    most PIECE_LIMIT characters, a piece longer than that every PIECE_LIMIT characters
+    (the one cut that can change the count). Other texts come back whole."""
+    if len(text) <= PIECE_LIMIT or not _may_have_long_run(text) or not _LONG_RUN.search(text):
         return [text]
-    pieces: list[str] = []
-    pos = 0
-    for match in _LONG_RUN.finditer(text):
-        if match.start() > pos:
-            pieces.append(text[pos : match.start()])
-        run_start, run_end = match.span()
-        pieces.extend(text[i : min(i + _RUN_LIMIT, run_end)]
-                      for i in range(run_start, run_end, _RUN_LIMIT))
-        pos = run_end
-    if pos < len(text):
-        pieces.append(text[pos:])
-    return pieces
+    pieces = _pre_tokenizer(enc).findall(text)
+    if sum(map(len, pieces)) != len(text):  # its pattern matches every character: never
+        return [text]
+    parts: list[str] = []
+    start = end = 0  # the part being gathered is text[start:end]
+    for piece in pieces:
+        if end + len(piece) - start > PIECE_LIMIT:
+            if end > start:
+                parts.append(text[start:end])
+            start = end
+            if len(piece) > PIECE_LIMIT:
+                parts.extend(piece[i : i + PIECE_LIMIT]
+                             for i in range(0, len(piece), PIECE_LIMIT))
+                start += len(piece)
+        end += len(piece)
+    if end > start:
+        parts.append(text[start:end])
+    return parts
 
 
 def encode_count(enc: Any, text: str) -> int:
-    """Token count of `text` with `enc`, guarding tiktoken's weak spots."""
+    """Token count of `text` with `enc`: tiktoken's own, but for a piece of over
+    PIECE_LIMIT characters (`split_long_pieces`); an estimate where the tokenizer fails."""
     total = 0
-    for piece in split_long_runs(text):
+    for part in split_long_pieces(enc, text):
         try:
-            total += len(enc.encode_ordinary(piece))
+            total += len(enc.encode_ordinary(part))
         except BaseException as exc:  # noqa: BLE001 - PanicException included
             if isinstance(exc, (KeyboardInterrupt, SystemExit)):
                 raise
-            total += estimate(piece)
+            total += estimate(part)
     return total
 
 

@@ -23,7 +23,7 @@ from ctxpack import bulk, images, tokens, workers
 from ctxpack.breakdown import stats
 from ctxpack.bulk import BulkCounter
 from ctxpack.loader import load
-from ctxpack.tokens import TokenCounter, split_long_runs
+from ctxpack.tokens import TokenCounter
 from ctxpack.transcript import Image, Message, Text
 from ctxpack.workers import Workers
 
@@ -149,31 +149,20 @@ def test_wide_spaces_are_every_non_ascii_space():
     assert spaces == set(tokens.WIDE_SPACES)
 
 
-_run = st.sampled_from([" ", "\n", "\t", "\u3000", "\u00a0", "\x1c", "a", "é", "語", "-", "😀"])
+_run = st.sampled_from([" ", "\n", "\t", "\u3000", "\u00a0", "\x1c", "a", "é", "語", "-", "😀",
+                        "7"])
 
 
 @settings(max_examples=80, deadline=None)
 @given(st.lists(st.tuples(_run, st.integers(1, 9000)), max_size=6))
-def test_split_long_runs_cuts_as_the_plain_regex_does(runs):
+def test_no_long_run_escapes_the_screen(exact_tokens, runs):
+    """Whatever the screen lets through whole has no run the limit would cut; a text with
+    one comes back in parts of at most the limit that make up the text."""
     text = "".join(char * n for char, n in runs)
-    expected = _split_by_regex_alone(text)
-    assert split_long_runs(text) == expected
-
-
-def _split_by_regex_alone(text: str) -> list[str]:
-    """The guard as first written: every text searched with the regex."""
-    limit = 8192
-    pattern = re.compile(rf"\s{{{limit},}}|\S{{{limit},}}")
-    if len(text) <= limit or not pattern.search(text):
-        return [text]
-    pieces, pos = [], 0
-    for match in pattern.finditer(text):
-        if match.start() > pos:
-            pieces.append(text[pos : match.start()])
-        pieces += [text[i : min(i + limit, match.end())]
-                   for i in range(match.start(), match.end(), limit)]
-        pos = match.end()
-    return pieces + ([text[pos:]] if pos < len(text) else [])
+    parts = tokens.split_long_pieces(tokens.load_encoding("o200k_base"), text)
+    assert "".join(parts) == text
+    if re.search(rf"\s{{{tokens.PIECE_LIMIT + 1}}}|\S{{{tokens.PIECE_LIMIT + 1}}}", text):
+        assert len(parts) > 1 and max(map(len, parts)) <= tokens.PIECE_LIMIT
 
 
 def test_png_helper_is_a_png():

@@ -10,7 +10,7 @@ from hypothesis import strategies as st
 
 from ctxpack import tokens
 from ctxpack.loader import load
-from ctxpack.tokens import TokenCounter, split_long_runs
+from ctxpack.tokens import TokenCounter
 from ctxpack.transcript import Message, Text
 
 
@@ -54,15 +54,6 @@ def test_approximate_models_are_marked(exact_tokens):
     claude = TokenCounter("claude-opus-4-6")
     assert not claude.exact and "approximation" in claude.note
     assert TokenCounter("gpt-4o").exact
-
-
-@settings(max_examples=40, deadline=None)
-@given(st.text(alphabet=" \n\tab", min_size=0, max_size=40000))
-def test_long_runs_split_without_losing_text(text):
-    pieces = split_long_runs(text)
-    assert "".join(pieces) == text
-    assert all(len(p) <= 8192 for p in pieces) or len(pieces) == 1 and len(text) <= 8192 \
-        or all(not p.isspace() or len(p) <= 8192 for p in pieces)
 
 
 def test_a_million_spaces_count_close_to_unsplit(exact_tokens):
