@@ -45,15 +45,25 @@ ESTIMATE_NOTE = ("no tiktoken encoding file could be loaded; "
 # a character what 8,192 take. So a piece longer than this is counted in parts of this
 # size: the one place a count is not tiktoken's own (docs/counting.md, "exact").
 PIECE_LIMIT = 8192
-# Such a piece lies in a run of whitespace or of non-space characters that long, so only a
-# text with such a run is split into its pieces (which costs about what tokenizing does):
-# it is first screened on its UTF-8 bytes at C speed (ASCII whitespace becomes b" ", all
-# else b"x"), then, where a run of either may be there (or one of the rare non-ASCII
-# spaces, which the screen cannot see), searched.
-_LONG_RUN = re.compile(rf"\s{{{PIECE_LIMIT},}}|\S{{{PIECE_LIMIT},}}")
+# A piece that long, or a run of whitespace that long (on which o200k's regex can fail
+# where its pieces are short), holds a run of _RUN characters of one kind (a piece is a
+# run of one kind and at most 4 characters more): letters, digits, punctuation (with
+# controls, \r and \n) or whitespace. Each kind is told on the text's UTF-8 bytes at C
+# speed (`bytes.translate`: a byte of the kind becomes b"a"; every byte of a non-ASCII
+# character is of all kinds but whitespace, and the rare non-ASCII spaces are looked for
+# apart), and only a text with such a run is cut into the pieces of its encoding's
+# pre-tokenizer, which costs more than tokenizing it. Runs of short pieces (digits in
+# threes, minified code, base64, compact JSON) are tokenized whole: they are no slower.
+_RUN = PIECE_LIMIT - 8
 _SPACE = re.compile(r"\s")
-_SCREEN = bytes(32 if b < 128 and _SPACE.match(chr(b)) else 120 for b in range(256))
-_SPACE_RUN, _OTHER_RUN = b" " * PIECE_LIMIT, b"x" * PIECE_LIMIT
+_KINDS = tuple(bytes(97 if kind(b) else 46 for b in range(256)) for kind in (
+    lambda b: b >= 128 or chr(b).isalpha(),
+    lambda b: b >= 128 or chr(b).isdigit(),
+    lambda b: b >= 128 or not (chr(b).isalnum() or chr(b) in " \t\v\f"),
+    lambda b: b < 128 and _SPACE.match(chr(b)) is not None,
+))
+_ONE_KIND = b"a" * _RUN
+_LONG_SPACE = re.compile(rf"(?<!\s)\s{{{_RUN},}}")
 WIDE_SPACES = "\x85\xa0\u1680\u2000\u2001\u2002\u2003\u2004\u2005\u2006\u2007\u2008\u2009" \
     "\u200a\u2028\u2029\u202f\u205f\u3000"  # every non-ASCII character \s matches
 _SHORT_KEY = 256
@@ -161,13 +171,16 @@ class Encoding:
             return self.reference.encode_ordinary(text)
 
 
-def _may_have_long_run(text: str) -> bool:
-    """False only when `text` surely has no run a long piece needs (see _SCREEN)."""
+def may_have_long_piece(text: str) -> bool:
+    """False only when `text` surely holds no piece over PIECE_LIMIT and no run of
+    whitespace that long, whatever the encoding (see _KINDS)."""
+    if len(text) <= _RUN:
+        return False
     data = text.encode("utf-8", "surrogatepass")
-    screened = data.translate(_SCREEN)
-    if _OTHER_RUN in screened or _SPACE_RUN in screened:
+    if any(_ONE_KIND in data.translate(kind) for kind in _KINDS):
         return True
-    return len(data) != len(text) and any(c in text for c in WIDE_SPACES)
+    return len(data) != len(text) and any(c in text for c in WIDE_SPACES) \
+        and _LONG_SPACE.search(text) is not None
 
 
 def _pre_tokenizer(enc: Any) -> Any:
@@ -186,11 +199,12 @@ _PRE_TOKENIZERS: dict[str, Any] = {}
 
 
 def split_long_pieces(enc: Any, text: str) -> list[str]:
-    """`text` in parts that `enc` counts as it counts the whole: a text with a long run
-    (see _LONG_RUN) is cut between the pieces of `enc`'s pre-tokenizer into parts of at
-    most PIECE_LIMIT characters, a piece longer than that every PIECE_LIMIT characters
-    (the one cut that can change the count). Other texts come back whole."""
-    if len(text) <= PIECE_LIMIT or not _may_have_long_run(text) or not _LONG_RUN.search(text):
+    """`text` in parts that `enc` counts as it counts the whole: a text that may hold a
+    long piece (`may_have_long_piece`) is cut between the pieces of `enc`'s
+    pre-tokenizer into parts of at most PIECE_LIMIT characters, a piece longer than that
+    every PIECE_LIMIT characters (the one cut that can change the count). Other texts
+    come back whole."""
+    if not may_have_long_piece(text):
         return [text]
     pieces = _pre_tokenizer(enc).findall(text)
     if sum(map(len, pieces)) != len(text):  # its pattern matches every character: never
