@@ -10,6 +10,9 @@
    in fresh processes, counting with tiktoken only, with the accelerated one from the
    first text, and as ctxpack does (handing over after FAST_AFTER_CHARS); each time and
    its ratio against tiktoken only.
+4. Long runs: texts with a run of more than 8,192 characters (`tokens.PIECE_LIMIT`),
+   which ctxpack counts in parts cut between tiktoken's pieces, timed and counted
+   beside tiktoken's own count of them whole.
 
     PYTHONPATH=. python bench/bench_tokenizer.py [--rounds N] [--encoding NAME]
 """
@@ -18,6 +21,7 @@ from __future__ import annotations
 
 import argparse
 import os
+import random
 import subprocess
 import sys
 import time
@@ -77,6 +81,17 @@ def timed(enc: object, corpus: list[str], rounds: int) -> tuple[float, list[int]
     return best, counts
 
 
+def long_runs() -> dict[str, str]:
+    """Texts of one long run each: of short pieces (exact), and one long piece (cut)."""
+    rnd = random.Random(5)
+    bits = ["function(a,b){return a+b}", "var q=[1,2,3];", "if(x.length>0){x.pop()}", "=>"]
+    return {"digits 50k": "1234567890" * 5000,
+            "minified code 80k": "".join(rnd.choice(bits) for _ in range(8000))[:80_000],
+            "letters 1M (one piece)": "".join(rnd.choice("etaoinshrdlu")
+                                              for _ in range(1_000_000)),
+            "spaces 300k (one piece)": " " * 300_000}
+
+
 def run(code: str, *args: str) -> tuple[float, str]:
     env = {**os.environ, "PYTHONPATH": str(ROOT)}
     start = time.perf_counter()
@@ -115,6 +130,19 @@ def main() -> None:
     print(f"hand-over    {load_s:8.3f} s to load it (best of {args.rounds}); it pays for "
           f"itself after {even} (shipped: "
           f"{'never' if shipped is None else f'{shipped / 1e6:,.1f} M'})")
+
+    for what, text in long_runs().items():
+        ours_s, (ours,) = timed(reference, [text], args.rounds)
+        whole_s = float("inf")
+        for _ in range(args.rounds):
+            start = time.perf_counter()
+            try:
+                whole = f"{len(reference.encode_ordinary(text)):9,} tokens"
+            except BaseException as exc:  # noqa: BLE001 - a Rust panic is no Exception
+                whole = f"fails ({type(exc).__name__})"
+            whole_s = min(whole_s, time.perf_counter() - start)
+        print(f"{what:24} ctxpack {ours_s * 1e3:7.1f} ms {ours:9,} tokens; tiktoken whole "
+              f"{whole_s * 1e3:7.1f} ms {whole}")
 
     files = [SMALL, *sorted((CORPUS / "claude-code").glob("*.jsonl"),
                             key=lambda p: p.stat().st_size)[-1:]]
