@@ -30,6 +30,7 @@ from ctxpack.calibration import (  # noqa: E402
     prompt_sizes,
 )
 from ctxpack.errors import CtxpackError  # noqa: E402
+from ctxpack.formats import model_of  # noqa: E402
 from ctxpack.loader import load  # noqa: E402
 from ctxpack.models import TABLE  # noqa: E402
 from ctxpack.tokens import TokenCounter  # noqa: E402
@@ -55,8 +56,11 @@ def measure(path: Path) -> list[dict]:
 
 
 def _measure(t: Transcript, calls: list[RecordedCall], name: str) -> dict:
-    model = Counter(c.model for c in calls if c.model).most_common(1)[0][0] \
-        if any(c.model for c in calls) else t.model
+    # the model its calls name most, else the file's as stats and calibrate read it (the
+    # one it names, else the one its format assumes: shown as such, as calibrate shows it)
+    named = Counter(c.model for c in calls if c.model)
+    model = named.most_common(1)[0][0] if named else model_of(t.model, t.format)
+    assumed = not named and t.model is None and model is not None
     # (a model the table does not know is counted as ctxpack counts it: with its default)
     counted = prompt_sizes(t, calls, TokenCounter(model if model and TABLE.find(model)
                                                   else None))
@@ -69,6 +73,7 @@ def _measure(t: Transcript, calls: list[RecordedCall], name: str) -> dict:
     under = all(b < f.slope * c for c, b in zip(counted[:half], billed[:half], strict=True))
     return {
         "file": name, "model": model, "calls": len(calls),
+        "label": f"{model} (assumed)" if assumed else model or "?",
         "naive": errors(counted, billed),
         "calibrated": errors([f(counted[k]) for k in tail], [billed[k] for k in tail]),
         "anchored": errors([anchored(f.slope, billed[k - 1], counted[k - 1], counted[k])
@@ -86,7 +91,7 @@ def slopes(rows: list[dict]) -> dict[str, list[float]]:
     for r in rows:
         for (c0, b0), (c1, b1) in itertools.pairwise(r["points"]):
             if c1 - c0 > 500:  # growth big enough to read a ratio from
-                by_model.setdefault(r["model"] or "?", []).append((b1 - b0) / (c1 - c0))
+                by_model.setdefault(r["label"], []).append((b1 - b0) / (c1 - c0))
     return by_model
 
 
@@ -109,7 +114,7 @@ def main() -> None:
     print(f"{'file':44} {'model':18} {'calls':>5}  {'naive med/worst':>14}  "
           f"{'calibrated':>14}  {'anchored':>14}  overhead")
     for r in rows:
-        print(f"{r['file'][:44]:44} {(r['model'] or '?')[:18]:18} {r['calls']:5}  "
+        print(f"{r['file'][:44]:44} {r['label'][:18]:18} {r['calls']:5}  "
               f"{cell(r['naive'])}  {cell(r['calibrated'])}  {cell(r['anchored'])}  "
               f"{r['overhead']:8,.0f}{' *' if r['under'] else ''}")
     if any(r["under"] for r in rows):
