@@ -3,7 +3,8 @@ and Codex corpus file: by default, with `--budget` 60% of the bill, and with `--
 the part not in the file plus half the rest.
 
 For each run: the report's `billed.tokens_after` and `not_in_file` ("out"), whether the
-target was met, `stats --json` of the output where it differs, and `stats --json` of the
+target was met (a file under the trigger has none: compress only cuts huge outputs
+there), `stats --json` of the output where it differs, and `stats --json` of the
 output written with `--strip-metadata` (the records an agent resumes from: nothing says
 what compress did, so the bill anchors on the usage compress restated for the calls it
 kept). Exit 3: the budget is below what is not in the file and what must stay.
@@ -52,6 +53,10 @@ def compressed(path: Path, budget: int | None, work: Path) -> str:
     b = made["billed"]
     if not made["changed"]:
         said = f"no change, {b['not_in_file']:,} out"
+    elif b["tokens_before"] <= made["trigger"]:  # (both billed) nothing to summarize: only
+        # huge outputs were cut, which compress does at any size, so no target applies
+        said = f"{b['tokens_after']:,} ({b['not_in_file']:,} out), under the trigger " \
+            f"({made['trigger']:,}): no target"
     else:
         said = f"{b['tokens_after']:,} ({b['not_in_file']:,} out), target " + \
             ("met" if b["tokens_after"] <= made["target"] else "missed")
