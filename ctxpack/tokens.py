@@ -40,10 +40,11 @@ ESTIMATE_NOTE = ("no tiktoken encoding file could be loaded; "
                  "counts estimated as 1 token per 4 characters")
 
 # tiktoken's time on one piece of its pre-tokenizer (its regex's matches, which it
-# encodes one by one and whose tokens never straddle two) grows faster than the piece:
-# a run of 500,000 letters, spaces or `=` is one piece and takes 0.3 s, a hundred times
-# a character what 8,192 take. So a piece longer than this is counted in parts of this
-# size: the one place a count is not tiktoken's own (docs/counting.md, "exact").
+# encodes one by one and whose tokens never straddle two) grows faster than the piece: a
+# million letters in a row are one piece and take 3 s, five times what their parts of
+# 8,192 take (BENCHMARKS.md, "exact counts are tiktoken's"). So a piece longer than this
+# is counted in parts of this size: the one place a count is not tiktoken's own
+# (docs/counting.md, "Exact counts and tiktoken").
 PIECE_LIMIT = 8192
 # A piece that long, or a run of whitespace that long (on which o200k's regex can fail
 # where its pieces are short), holds a run of _RUN characters of one kind (a piece is a
