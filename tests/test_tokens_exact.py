@@ -106,9 +106,9 @@ def test_a_piece_over_the_limit_is_counted_in_parts_within_the_stated_bound(exac
         assert {tokens.encode_count(enc, text) for enc in backends(name)} == {counted}
 
 
-def test_a_long_piece_is_no_slower_a_character_than_a_short_one(exact_tokens):
-    """Counted in parts, a run of a million letters costs what a million characters of
-    short pieces do (tiktoken alone takes several times as long on it)."""
+def test_counting_a_long_piece_grows_with_its_length_not_faster(exact_tokens):
+    """Counted in parts, twenty times the run takes about twenty times as long (tiktoken
+    alone on the one piece takes about ninety: its time grows as the length to the 1.5)."""
     import time
 
     counter = TokenCounter("gpt-4o")
@@ -122,4 +122,4 @@ def test_a_long_piece_is_no_slower_a_character_than_a_short_one(exact_tokens):
             best = min(best, time.perf_counter() - start)
         return best
 
-    assert took("a" * 2_000_000) < 40 * took("a" * 200_000)  # ten times the text
+    assert took("a" * 2_000_000) < 50 * took("a" * 100_000)  # twenty times the text
