@@ -105,21 +105,3 @@ def test_a_piece_over_the_limit_is_counted_in_parts_within_the_stated_bound(exac
         assert abs(counted - expected) <= 2 * cuts, (text[:20], counted, expected)
         assert {tokens.encode_count(enc, text) for enc in backends(name)} == {counted}
 
-
-def test_counting_a_long_piece_grows_with_its_length_not_faster(exact_tokens):
-    """Counted in parts, twenty times the run takes about twenty times as long (tiktoken
-    alone on the one piece takes about ninety: its time grows as the length to the 1.5)."""
-    import time
-
-    counter = TokenCounter("gpt-4o")
-    counter.text("warm")
-
-    def took(text: str) -> float:
-        best = float("inf")
-        for _ in range(3):
-            start = time.perf_counter()
-            counter.count_now(text)
-            best = min(best, time.perf_counter() - start)
-        return best
-
-    assert took("a" * 2_000_000) < 50 * took("a" * 100_000)  # twenty times the text
