@@ -83,6 +83,9 @@ class Context:
         self.archive_dir = archive_dir
         self.history: list[Event] = []
         self._messages: list[Any] = []
+        # each message held as a file of them is read: a message the API's alternation
+        # joined turns into is its turns (see formats.anthropic.merged_turns), each with
+        # the message's number as its line; and the count of each
         self._parsed: list[Message] = []
         self._counts: list[MessageCount] = []
         self._tokens = REPLY_PRIMING
@@ -142,12 +145,12 @@ class Context:
             if not isinstance(message, dict):
                 raise InputError("<messages>", len(self._messages) + 1,
                                  f"expected a message object, found {type(message).__name__}")
-            parsed, count = self._read(message, len(self._messages) + 1)
+            parsed, counts = self._read(message, len(self._messages) + 1)
             self._messages.append(message)
             self._originals.append(message)
-            self._parsed.append(parsed)
-            self._counts.append(count)
-            self._tokens += count.total
+            self._parsed += parsed
+            self._counts += counts
+            self._tokens += sum(c.total for c in counts)
 
     @property
     def trigger(self) -> int:
@@ -207,12 +210,13 @@ class Context:
         before, n = self._tokens, len(self._messages)
         what = counted(steps_from(self._parsed, cut), "step")
         bill = self._bill()
-        self._replace(self._messages[:cut])
+        kept = self._parsed[cut].line - 1  # (no cut parts a message's turns)
+        self._replace(self._messages[:kept])
         if self._call is not None and self._call.prompt >= cut:
             self._carry(bill)  # the reply of the call recorded is taken out
         self._store()
-        event = Event("rewind", now_iso(), before, self._tokens, n, cut,
-                      f"rewound {what}: {n - cut} message(s) out")
+        event = Event("rewind", now_iso(), before, self._tokens, n, kept,
+                      f"rewound {what}: {n - kept} message(s) out")
         self.history.append(event)
         return event
 
@@ -249,7 +253,10 @@ class Context:
                 Call(0, left, None, None, slope=carried_slope(bill))
         self._trigger = None
 
-    def _read(self, message: dict[str, Any], number: int) -> tuple[Message, MessageCount]:
+    def _read(self, message: dict[str, Any], number: int
+              ) -> tuple[list[Message], list[MessageCount]]:
+        """The message appended as `number`, read and counted as a file of it is: the
+        turns the API's alternation joined into it, if it is such a message."""
         try:
             dumps(message)
         except TypeError as exc:
@@ -258,8 +265,8 @@ class Context:
         if t.format in _WHOLE:
             raise UsageError(f"a Context holds the messages of one conversation, not "
                              f"{t.format} records")
-        turns = t.messages  # (one message the API's alternation joined turns into: each)
-        if not turns or any(not m.joined for m in turns[1:]):
+        turns = t.messages
+        if not turns or any(not m.split for m in turns[1:]):
             raise InputError("<messages>", number, "not a message the model sees")
         if self.format is None and not t.unsure:
             # the first message that tells the API apart: those before were read as
@@ -269,11 +276,8 @@ class Context:
                 self._counter, self._trigger, self._billed_trigger = None, None, None
                 self._replace(self._messages, again=True)
         counter = self._counting(t.format)
-        counts = [counter.message(m) for m in turns]  # (as a file of it counts them)
-        parsed = replace(turns[0], parts=tuple(p for m in turns for p in m.parts),
-                         lines=(number,))
-        return parsed, MessageCount(sum(c.total for c in counts),
-                                    tuple(n for c in counts for n in c.parts))
+        return [replace(m, lines=(number,)) for m in turns], \
+            [counter.message(m) for m in turns]
 
     def _counting(self, format: str) -> TokenCounter:
         """The counter, made on first need for `model`, else the usual model of the API
@@ -302,17 +306,20 @@ class Context:
     def _replace(self, messages: list[Any], again: bool = False) -> None:
         """Hold `messages` instead: those held already keep their count (unless read
         `again`); others are read and counted."""
-        known = {} if again else {id(m): i for i, m in enumerate(self._messages)}
-        parsed, counts = [], []
+        held: dict[int, list[int]] = {}  # each message held: where its turns are
+        for k, p in enumerate(self._parsed):
+            held.setdefault(id(self._messages[p.line - 1]), []).append(k)
+        parsed: list[Message] = []
+        counts: list[MessageCount] = []
         for n, m in enumerate(messages, 1):
-            i = known.get(id(m))
-            if i is not None:
-                parsed.append(replace(self._parsed[i], lines=(n,)))
-                counts.append(self._counts[i])
+            turns = None if again else held.get(id(m))
+            if turns is not None:
+                parsed += [replace(self._parsed[k], lines=(n,)) for k in turns]
+                counts += [self._counts[k] for k in turns]
             else:
                 p, c = self._read(m, n)
-                parsed.append(p)
-                counts.append(c)
+                parsed += p
+                counts += c
         self._messages, self._parsed, self._counts = list(messages), parsed, counts
         self._tokens = sum(c.total for c in counts) + REPLY_PRIMING
 
