@@ -294,9 +294,7 @@ class Context:
         where a reader needs its neighbours (`human`: who opened a round)."""
         from .compression.reading import of_transcript
 
-        t = load_values(self._messages, self.format or (
-            None if self._messages else unmarked_format(self.model, self.table)),
-            model=self.model, table=self.table)
+        t = load_values(self._messages, self.format, model=self.model, table=self.table)
         if self._call is not None:
             t = replace(t, calls=(*t.calls, self._call))
         counter = self._counting(t.format)
