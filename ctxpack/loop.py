@@ -44,7 +44,8 @@ class Event:
     the tokens and messages before and after, and what was done, in words. `report` is
     a compress's own report (as `ctxpack.compress` gives it; made when first asked for:
     its retention audit takes a while), None for a rewind; `warnings` what it warns of
-    (the report's, as `ctxpack.compress` gives them)."""
+    (the report's, as `ctxpack.compress` gives them; a budget above the window is said
+    by the first compress of the Context only)."""
 
     kind: str
     at: str
@@ -96,6 +97,8 @@ class Context:
         self._trigger: int | None = None  # in ctxpack's count, for the bill as it is
         self._billed_trigger: int | None = None  # in billed tokens: the settings' own
         self._call: Call | None = None  # the newest call whose prompt size was recorded
+        self._said: set[str] = set()  # what the settings warn of, said once (the budget
+        # above the window): by the first compress that says it
 
     # -- the loop's side -------------------------------------------------------------
 
@@ -174,6 +177,7 @@ class Context:
         raised and nothing changes). What was done is added to `history` and returned;
         None when nothing was."""
         from .compression import now_iso
+        from .compression.limiting import budget_over_window
         from .compression.pipeline import run
         from .compression.report import report_of, warnings_of
         from .compression.writer import records_out
@@ -190,8 +194,11 @@ class Context:
         self._replace(out)
         self._carry(given.bill)
         self._store()
+        once = set(budget_over_window(plan))
+        warnings = [w for w in warnings_of(given, [plan]) if w not in once & self._said]
+        self._said |= once
         event = Event("compress", now, before, self._tokens, n, len(out), _done(plan.stages),
-                      warnings_of(given, [plan]),
+                      warnings,
                       lambda: report_of(given, [plan], Archiver(enabled=False)))
         self.history.append(event)
         return event

@@ -407,3 +407,22 @@ def test_a_message_of_joined_turns_is_held_as_a_file_of_it_is_read() -> None:
     assert event is not None and ctx.messages == out
     assert ctx.tokens == report.tokens_after == file_count(out, model)
     assert ctx.restore() == [*messages, *messages[len(kept):]]
+
+
+@pytest.mark.usefixtures("exact_tokens")
+def test_a_budget_above_the_window_is_said_by_the_first_compress_only() -> None:
+    from ctxpack.models import TABLE, ModelInfo
+
+    table = TABLE.extend([ModelInfo("acme-small", "o200k_base", 3_000)])
+    ctx = Context("acme-small", 10_000, table=table)
+    for m in sample_messages():
+        ctx.append(m)
+        if ctx.needs_compress:
+            ctx.compress()
+    assert len(ctx.history) >= 2
+    said = [[w for w in e.warnings if "window" in w] for e in ctx.history]
+    assert said[0] == ["the budget asked for (10,000 tokens) is more than the 3,000-token "
+                       "window of acme-small: the window is used instead"]
+    assert not any(said[1:])
+    # each compress's own report says it, as `ctxpack.compress` would
+    assert all(said[0][0] in e.report.warnings for e in ctx.history)
