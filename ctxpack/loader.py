@@ -61,7 +61,9 @@ class Scanner:
     `keep_records` keeps every line's bytes in `records`; `index` instead notes where
     each line lies in a seekable source, so its bytes can be read again later; `on_line`
     is given each line's number and bytes as they are read; `session` picks one session
-    of a file of many (an OpenCode database) for a reader that has a `session` to set.
+    of a file of many (an OpenCode database) for a reader that has a `session` to set;
+    `loose` is the format records no format claims surely are read as (else the one that
+    claims them loosely).
     """
 
     def __init__(self, source: PathOrFile | Source, format: str | None = None, *,
@@ -69,10 +71,11 @@ class Scanner:
                  index: LineIndex | None = None,
                  progress: Callable[[int], None] | None = None,
                  on_line: Callable[[int, bytes], None] | None = None,
-                 session: str | None = None) -> None:
+                 session: str | None = None, loose: str | None = None) -> None:
         self._source = source
         self.session = session
         self._forced = formats.get(format) if format else None
+        self._loose = formats.get(loose) if loose else None
         self.skip_invalid = skip_invalid
         self.keep_records = keep_records
         self.index = index
@@ -373,9 +376,11 @@ class Scanner:
         if fmt is None:
             if pending:
                 raise _unknown(self.path, pending[0][0], pending[0][1])
-            fmt = formats.get(DEFAULT_FORMAT)
+            fmt = self._loose or formats.get(DEFAULT_FORMAT)
         else:
             self._judge(fmt, score, claimed)
+            if score < 2 and self._loose is not None:
+                fmt = self._loose
         return self._start(fmt)
 
     def _judge(self, fmt: Format, score: int, claimed: Any) -> None:
@@ -677,13 +682,9 @@ def load_values(values: Sequence[Any], format: str | None = None,
     for n, value in enumerate(values, 1):
         if not isinstance(value, dict):
             raise InputError(name, n, f"expected a message object, found {type(value).__name__}")
-    scanner = Scanner(None, format)
+    scanner = Scanner(None, format, loose=unmarked_format(model, table))
     scanner.path = name
     messages = list(scanner._records(enumerate(values, 1)))
-    api = unmarked_format(model, table)
-    if format is None and scanner.unsure == LOOSE and scanner.format is not None \
-            and scanner.format.name != api:
-        return replace(load_values(values, api, name), unsure=scanner.unsure)
     return _transcript(scanner, messages, ParsedRecords(values))
 
 

@@ -44,7 +44,8 @@ class Event:
     the tokens and messages before and after, and what was done, in words. `report` is
     a compress's own report (as `ctxpack.compress` gives it; made when first asked for:
     its retention audit takes a while), None for a rewind; `warnings` what it warns of
-    (the report's, as `ctxpack.compress` gives them)."""
+    (the report's, as `ctxpack.compress` gives them; a budget above the window is said
+    by the first compress of the Context only)."""
 
     kind: str
     at: str
@@ -83,6 +84,9 @@ class Context:
         self.archive_dir = archive_dir
         self.history: list[Event] = []
         self._messages: list[Any] = []
+        # each message held as a file of them is read: a message the API's alternation
+        # joined turns into is its turns (see formats.anthropic.merged_turns), each with
+        # the message's number as its line; and the count of each
         self._parsed: list[Message] = []
         self._counts: list[MessageCount] = []
         self._tokens = REPLY_PRIMING
@@ -93,6 +97,8 @@ class Context:
         self._trigger: int | None = None  # in ctxpack's count, for the bill as it is
         self._billed_trigger: int | None = None  # in billed tokens: the settings' own
         self._call: Call | None = None  # the newest call whose prompt size was recorded
+        self._said: set[str] = set()  # what the settings warn of, said once (the budget
+        # above the window): by the first compress that says it
 
     # -- the loop's side -------------------------------------------------------------
 
@@ -142,12 +148,12 @@ class Context:
             if not isinstance(message, dict):
                 raise InputError("<messages>", len(self._messages) + 1,
                                  f"expected a message object, found {type(message).__name__}")
-            parsed, count = self._read(message, len(self._messages) + 1)
+            parsed, counts = self._read(message, len(self._messages) + 1)
             self._messages.append(message)
             self._originals.append(message)
-            self._parsed.append(parsed)
-            self._counts.append(count)
-            self._tokens += count.total
+            self._parsed += parsed
+            self._counts += counts
+            self._tokens += sum(c.total for c in counts)
 
     @property
     def trigger(self) -> int:
@@ -171,6 +177,7 @@ class Context:
         raised and nothing changes). What was done is added to `history` and returned;
         None when nothing was."""
         from .compression import now_iso
+        from .compression.limiting import budget_over_window
         from .compression.pipeline import run
         from .compression.report import report_of, warnings_of
         from .compression.writer import records_out
@@ -187,8 +194,11 @@ class Context:
         self._replace(out)
         self._carry(given.bill)
         self._store()
+        once = set(budget_over_window(plan))
+        warnings = [w for w in warnings_of(given, [plan]) if w not in once & self._said]
+        self._said |= once
         event = Event("compress", now, before, self._tokens, n, len(out), _done(plan.stages),
-                      warnings_of(given, [plan]),
+                      warnings,
                       lambda: report_of(given, [plan], Archiver(enabled=False)))
         self.history.append(event)
         return event
@@ -207,12 +217,13 @@ class Context:
         before, n = self._tokens, len(self._messages)
         what = counted(steps_from(self._parsed, cut), "step")
         bill = self._bill()
-        self._replace(self._messages[:cut])
+        kept = self._parsed[cut].line - 1  # (no cut parts a message's turns)
+        self._replace(self._messages[:kept])
         if self._call is not None and self._call.prompt >= cut:
             self._carry(bill)  # the reply of the call recorded is taken out
         self._store()
-        event = Event("rewind", now_iso(), before, self._tokens, n, cut,
-                      f"rewound {what}: {n - cut} message(s) out")
+        event = Event("rewind", now_iso(), before, self._tokens, n, kept,
+                      f"rewound {what}: {n - kept} message(s) out")
         self.history.append(event)
         return event
 
@@ -249,7 +260,10 @@ class Context:
                 Call(0, left, None, None, slope=carried_slope(bill))
         self._trigger = None
 
-    def _read(self, message: dict[str, Any], number: int) -> tuple[Message, MessageCount]:
+    def _read(self, message: dict[str, Any], number: int
+              ) -> tuple[list[Message], list[MessageCount]]:
+        """The message appended as `number`, read and counted as a file of it is: the
+        turns the API's alternation joined into it, if it is such a message."""
         try:
             dumps(message)
         except TypeError as exc:
@@ -258,8 +272,8 @@ class Context:
         if t.format in _WHOLE:
             raise UsageError(f"a Context holds the messages of one conversation, not "
                              f"{t.format} records")
-        turns = t.messages  # (one message the API's alternation joined turns into: each)
-        if not turns or any(not m.joined for m in turns[1:]):
+        turns = t.messages
+        if not turns or any(not m.split for m in turns[1:]):
             raise InputError("<messages>", number, "not a message the model sees")
         if self.format is None and not t.unsure:
             # the first message that tells the API apart: those before were read as
@@ -269,11 +283,8 @@ class Context:
                 self._counter, self._trigger, self._billed_trigger = None, None, None
                 self._replace(self._messages, again=True)
         counter = self._counting(t.format)
-        counts = [counter.message(m) for m in turns]  # (as a file of it counts them)
-        parsed = replace(turns[0], parts=tuple(p for m in turns for p in m.parts),
-                         lines=(number,))
-        return parsed, MessageCount(sum(c.total for c in counts),
-                                    tuple(n for c in counts for n in c.parts))
+        return [replace(m, lines=(number,)) for m in turns], \
+            [counter.message(m) for m in turns]
 
     def _counting(self, format: str) -> TokenCounter:
         """The counter, made on first need for `model`, else the usual model of the API
@@ -290,9 +301,7 @@ class Context:
         where a reader needs its neighbours (`human`: who opened a round)."""
         from .compression.reading import of_transcript
 
-        t = load_values(self._messages, self.format or (
-            None if self._messages else unmarked_format(self.model, self.table)),
-            model=self.model, table=self.table)
+        t = load_values(self._messages, self.format, model=self.model, table=self.table)
         if self._call is not None:
             t = replace(t, calls=(*t.calls, self._call))
         counter = self._counting(t.format)
@@ -302,17 +311,20 @@ class Context:
     def _replace(self, messages: list[Any], again: bool = False) -> None:
         """Hold `messages` instead: those held already keep their count (unless read
         `again`); others are read and counted."""
-        known = {} if again else {id(m): i for i, m in enumerate(self._messages)}
-        parsed, counts = [], []
+        held: dict[int, list[int]] = {}  # each message held: where its turns are
+        for k, p in enumerate(self._parsed):
+            held.setdefault(id(self._messages[p.line - 1]), []).append(k)
+        parsed: list[Message] = []
+        counts: list[MessageCount] = []
         for n, m in enumerate(messages, 1):
-            i = known.get(id(m))
-            if i is not None:
-                parsed.append(replace(self._parsed[i], lines=(n,)))
-                counts.append(self._counts[i])
+            turns = None if again else held.get(id(m))
+            if turns is not None:
+                parsed += [replace(self._parsed[k], lines=(n,)) for k in turns]
+                counts += [self._counts[k] for k in turns]
             else:
                 p, c = self._read(m, n)
-                parsed.append(p)
-                counts.append(c)
+                parsed += p
+                counts += c
         self._messages, self._parsed, self._counts = list(messages), parsed, counts
         self._tokens = sum(c.total for c in counts) + REPLY_PRIMING
 

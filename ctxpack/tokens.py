@@ -407,9 +407,10 @@ class TokenCounter:
     def plan(self, message: Message, need: Callable[[str], int | Key]) -> MessagePlan:
         """The message's count as sums, texts replaced by what `need` says of them."""
         # a `joined` message pays it too: sent as a block of the message before it, it
-        # costs tokens of its own (BENCHMARKS.md, "a joined attachment still pays ...")
-        overhead: Pending = [TOKENS_PER_MESSAGE, need(message.role)]
-        if message.name:
+        # costs tokens of its own (BENCHMARKS.md, "a joined attachment still pays ..."),
+        # but for a turn `split` out of one message of the file: the provider billed one
+        overhead: Pending = [] if message.split else [TOKENS_PER_MESSAGE, need(message.role)]
+        if message.name and not message.split:
             overhead += [need(message.name), TOKENS_PER_NAME]
         return MessagePlan(overhead, tuple(self._plan_part(p, need) for p in message.parts))
 

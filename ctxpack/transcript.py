@@ -122,6 +122,11 @@ class Message:
     # context the agent sends with the message before it (Claude Code's attachments: a
     # file a person mentioned, a reminder after a tool result): never cut from that message
     joined: bool = False
+    # a turn read out of the message before it in the file (the person's words after a
+    # tool result, which the Messages API's alternation sends as one message: see
+    # formats.anthropic.merged_turns): billed as blocks of that message, it pays no
+    # message's overhead of its own. Always `joined` too.
+    split: bool = False
 
     @property
     def line(self) -> int:

@@ -227,3 +227,23 @@ def unnamed_openhands() -> str:
 
     lines = (ROOT / "samples" / "openhands" / "env-flags.openhands.jsonl").read_text().splitlines()
     return "".join(json.dumps(strip(json.loads(line))) + "\n" for line in lines if line.strip())
+
+
+def person_after_results(joined: bool) -> list[dict]:
+    """The multi-round sample with the person's words after each tool result: sent in the
+    result's message (as the Messages API's alternation makes an agent send them), or as
+    a message of their own."""
+    out: list[dict] = []
+    said = 0
+    for line in (ROOT / "samples" / "multi-round.anthropic.jsonl").read_text().splitlines():
+        record = json.loads(line)
+        out.append(record)
+        content = record["content"]
+        if isinstance(content, list) and content[0]["type"] == "tool_result":
+            said += 1
+            words = {"type": "text", "text": f"Good. Now step {said}, please."}
+            if joined:
+                out[-1] = {**record, "content": [*content, words]}
+            else:
+                out.append({"role": "user", "content": [words]})
+    return out

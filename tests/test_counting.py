@@ -7,13 +7,14 @@ from __future__ import annotations
 import json
 
 import pytest
+import tiktoken
 from hypothesis import HealthCheck, given, settings
 
 from ctxpack import load, stats
 from ctxpack.tokens import REPLY_PRIMING, TokenCounter
 
 from .conftest import CORPUS, SAMPLES
-from .helpers import ctxpack
+from .helpers import ctxpack, person_after_results
 from .strategies import openai_chat
 
 
@@ -60,6 +61,32 @@ def test_anthropic_mixed_message_is_split(exact_tokens, tmp_path):
     assert s.by_role["reasoning"] == counter.part(t.messages[1].parts[0])
     assert s.by_role["priming"] == REPLY_PRIMING
     assert sum(s.by_role.values()) == s.tokens
+
+
+def test_a_joined_turn_pays_no_message_overhead(exact_tokens, tmp_path):
+    """The person's words after a tool result in one message are read as a turn of their
+    own (a round opens there), but billed as blocks of that one message: the file counts
+    one message's overhead (3 tokens and the role's) less per such turn than the file
+    that sends them apart, and every table still adds up to the total."""
+    joined = _write(tmp_path, person_after_results(True), "joined.jsonl")
+    apart = _write(tmp_path, person_after_results(False), "apart.jsonl")
+    run = ctxpack("stats", "--json", str(joined), str(apart))
+    assert run.code == 0, run.err
+    one, two = json.loads(run.out)["files"]
+    turns = sum(1 for m in load(joined).messages if m.joined)
+    assert turns == 7 and one["messages"] == two["messages"]
+    assert one["rounds"] == two["rounds"] == 12
+    overhead = 3 + len(tiktoken.get_encoding(one["encoding"]).encode("user"))
+    assert two["tokens"] - one["tokens"] == turns * overhead
+    assert sum(one["by_role"].values()) == one["tokens"]
+    assert sum(r["tokens"] for r in one["round_tokens"]) + REPLY_PRIMING == one["tokens"]
+    assert one["by_tool"] == two["by_tool"]
+    report = ctxpack("compress", "--dry-run", "--report-json", "-", str(joined))
+    assert json.loads(report.out)["tokens_before"] == one["tokens"]
+    squeezed = ctxpack("compress", str(joined), "-o", str(tmp_path / "out.jsonl"),
+                       "--budget", "4000", "--target", "3000", "--report-json", "-")
+    after = json.loads(squeezed.out)["tokens_after"]
+    assert after == stats(tmp_path / "out.jsonl").tokens < one["tokens"]
 
 
 def test_reasoning_content_is_its_own_row(exact_tokens, tmp_path):

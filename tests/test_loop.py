@@ -20,7 +20,7 @@ from ctxpack.loader import load_values
 from ctxpack.tokens import REPLY_PRIMING
 
 from .conftest import CORPUS, SAMPLES
-from .helpers import assert_tool_pairs
+from .helpers import assert_tool_pairs, person_after_results
 from .strategies import anthropic_chat, openai_chat
 
 WORDS = st.sampled_from(["ok", "error:", "src/app.py", "FAILED", "https://x.io/a", "42",
@@ -379,3 +379,50 @@ def test_usage_anchors_as_the_file_api_on_generated_runs(
     ctx.compress()
     assert ctx.messages == out and ctx.billed == report.billed["tokens_after"]
     assert ctx.restore() == run
+
+
+@pytest.mark.usefixtures("exact_tokens")
+def test_a_message_of_joined_turns_is_held_as_a_file_of_it_is_read() -> None:
+    """The person's words sent in a tool result's message (the Messages API's alternation
+    joins them) are a turn of their own in a Context as in a file: each opens a round,
+    counted as the file counts it; rewind takes its whole message out, compress keeps
+    what the file API keeps."""
+    model = "claude-sonnet-4-5"
+    messages = person_after_results(True)
+    ctx = Context(model, 4_000)
+    ctx.extend(messages)
+    assert ctx.tokens == file_count(messages, model) and len(ctx) == len(messages)
+    with pytest.raises(UsageError, match="it has 12 round"):
+        ctx.rewind(rounds=13)
+    # the newest round opens at the person's words after the last result: the message
+    # that holds them goes, and the call that result answers (no cut parts either)
+    event = ctx.rewind(rounds=1)
+    kept = messages[:event.messages_after]
+    assert [m["role"] for m in messages[len(kept):]] == ["assistant", "user", "assistant"]
+    assert messages[len(kept)]["content"][-1]["type"] == "tool_use"
+    assert ctx.messages == kept and ctx.tokens == file_count(kept, model)
+    ctx.extend(messages[len(kept):])
+    event = ctx.compress()
+    out, report = ctxpack.compress(messages, model=model, budget=4_000)
+    assert event is not None and ctx.messages == out
+    assert ctx.tokens == report.tokens_after == file_count(out, model)
+    assert ctx.restore() == [*messages, *messages[len(kept):]]
+
+
+@pytest.mark.usefixtures("exact_tokens")
+def test_a_budget_above_the_window_is_said_by_the_first_compress_only() -> None:
+    from ctxpack.models import TABLE, ModelInfo
+
+    table = TABLE.extend([ModelInfo("acme-small", "o200k_base", 3_000)])
+    ctx = Context("acme-small", 10_000, table=table)
+    for m in sample_messages():
+        ctx.append(m)
+        if ctx.needs_compress:
+            ctx.compress()
+    assert len(ctx.history) >= 2
+    said = [[w for w in e.warnings if "window" in w] for e in ctx.history]
+    assert said[0] == ["the budget asked for (10,000 tokens) is more than the 3,000-token "
+                       "window of acme-small: the window is used instead"]
+    assert not any(said[1:])
+    # each compress's own report says it, as `ctxpack.compress` would
+    assert all(said[0][0] in e.report.warnings for e in ctx.history)

@@ -15,7 +15,7 @@ import typer
 
 from ..errors import EXIT_CHECK_FAILED, EXIT_USAGE, CtxpackError, UsageError
 from ..render import percent
-from .common import error, plain, problem_of, stderr, use_cores
+from .common import error, plain, problem_of, stderr, use_cores, warn
 
 MessagesColumnOpt = Annotated[str | None, typer.Option(
     "--messages-column", metavar="NAME", help="Read a dataset of one trajectory a row "
@@ -246,6 +246,8 @@ def _each(files: list[str], output: str | None, out_dir: str | None, skip_existi
             return 0
         with RowProgress(files, stderr()) as advance:
             outcome = one(files[0], dest, advance)
+        for message in outcome.warnings:  # (said once for the run, as of many datasets)
+            warn(message)
         if report_json is not None:
             write_report([outcome], report_json)
         return outcome.code
@@ -273,8 +275,8 @@ def compress(files: list[str], output: str | None, out_dir: str | None, rows: An
              shard: tuple[int, int] | None = None, skip_existing: bool = False) -> int:
     """Compress each dataset; the exit code. `shard` takes a share of the datasets with
     --out-dir (each job then writes files of its own), of the one's row groups with -o."""
-    from ..dataset import compress_table
     from ..dataset.files import results, written
+    from ..dataset.packing import compress_batch
     from ..dataset.totals import DatasetCompressed
     from ..render import dataset as render
     from .batch import Outcome
@@ -284,10 +286,13 @@ def compress(files: list[str], output: str | None, out_dir: str | None, rows: An
 
     def one(file: str, dest: str, advance: Any) -> Any:
         done = DatasetCompressed(file, dest)
+        said: dict[str, None] = {}
         with written(dest, rows.column) as add:
-            for table in results(file, rows, compress_table, engine, of_rows, **settings):
+            for table, warnings in results(file, rows, compress_batch, engine, of_rows,
+                                           **settings):
                 done.add(table)
                 add(table)
+                said.update(dict.fromkeys(warnings))
                 advance(file, table.num_rows)
         for problem in done.errors:
             error(problem)
@@ -296,8 +301,8 @@ def compress(files: list[str], output: str | None, out_dir: str | None, rows: An
         return Outcome(file, dest, "written" if done.changed else "unchanged",
                        EXIT_CHECK_FAILED if done.failed else 0,
                        render.failed_rows(done.failed) if done.failed else "",
-                       done.tokens_before, done.tokens_after, rows=done.rows,
-                       rows_compressed=done.changed, rows_failed=done.failed)
+                       done.tokens_before, done.tokens_after, warnings=tuple(said),
+                       rows=done.rows, rows_compressed=done.changed, rows_failed=done.failed)
 
     return _each(files, output, out_dir, skip_existing, quiet, report_json, one,
                  None if one_file else shard, settings.get("archive_dir"))
@@ -312,8 +317,6 @@ def restore(files: list[str], output: str | None, out_dir: str | None, rows: Any
     original may come to more than `max_growth` times the row (see undo.MAX_GROWTH)."""
     from ..dataset.files import archived, results, written
     from .batch import Outcome
-    from .common import warn
-
     of_rows = shard if out_dir is None else None
 
     def one(file: str, dest: str, advance: Any) -> Any:

@@ -40,6 +40,7 @@ class Outcome:
     done: str = ""
     error: str | None = None
     meta: str | None = None
+    warning: str | None = None  # what the run says once: a budget above the row's window
 
 
 def compress_table(table: Any, **settings: Any) -> Any:
@@ -47,6 +48,12 @@ def compress_table(table: Any, **settings: Any) -> Any:
     others. `settings` are the fields of Rows (column, format, model, ...) and the
     compress settings (`budget=`, `keep_steps=`, `archive_dir=`, ... as for
     `ctxpack.compress`)."""
+    return compress_batch(table, **settings)[0]
+
+
+def compress_batch(table: Any, **settings: Any) -> tuple[Any, tuple[str, ...]]:
+    """`compress_table` of `table`, and what its rows warn of that a run says once
+    (a budget asked for above a row's window), each once."""
     from ..archive import Archiver
     from ..cache import held
     from ..compression.settings import from_keywords
@@ -62,7 +69,8 @@ def compress_table(table: Any, **settings: Any) -> Any:
     values = column.to_pylist()
     with held():  # the token cache opened once for the batch, not once a row
         outcomes = [_compress_row(row, values[row.index - rows.start], column.type, rows,
-                                  rest, archiver) for row in read_rows(table, rows)]
+                                  rest, archiver, options.budget)
+                    for row in read_rows(table, rows)]
     # the column's own field: its type, nullability and metadata stay as they were
     out = table.set_column(table.column_names.index(rows.column), table.schema.field(rows.column),
                            pa.array([o.value for o in outcomes], type=column.type))
@@ -73,12 +81,13 @@ def compress_table(table: Any, **settings: Any) -> Any:
              META: ([o.meta for o in outcomes], pa.string())}
     for name, (data, kind) in added.items():
         out = out.append_column(name, pa.array(data, type=kind))
-    return out
+    return out, tuple(dict.fromkeys(o.warning for o in outcomes if o.warning))
 
 
 def _compress_row(row: Row, value: Any, kind: Any, rows: Rows, settings: dict[str, Any],
-                  archiver: Any) -> Outcome:
+                  archiver: Any, budget: int | None) -> Outcome:
     from ..compression import compress, now_iso
+    from ..compression.limiting import over_window
 
     try:
         if row.problem is not None:
@@ -89,8 +98,9 @@ def _compress_row(row: Row, value: Any, kind: Any, rows: Rows, settings: dict[st
                                    table=rows.models, cache=rows.cache, **settings)
         except InputError as exc:  # the reader names the message: say which row holds it
             raise InputError(row.where, None, f"message {exc.line}: {exc.problem}") from None
+        warning = over_window(budget, report.context_window, report.model)
         if not report.changed:
-            return Outcome(value, report.tokens_before, report.tokens_after)
+            return Outcome(value, report.tokens_before, report.tokens_after, warning=warning)
         written = dumps(new).decode("utf-8") if isinstance(value, str) else new
         _check_fits(written, kind, row)
         original = value.encode("utf-8", "surrogatepass") if isinstance(value, str) \
@@ -99,7 +109,7 @@ def _compress_row(row: Row, value: Any, kind: Any, rows: Rows, settings: dict[st
                 "column": rows.column, "compressed_at": now_iso(),
                 "archive": archiver.pack(original)}
         return Outcome(written, report.tokens_before, report.tokens_after, done_of(report),
-                       meta=dumps(meta).decode())
+                       meta=dumps(meta).decode(), warning=warning)
     except CtxpackError as exc:  # the row's problem, said with where it is
         said = str(exc)
         return Outcome(value, error=said if said.startswith(row.where) else

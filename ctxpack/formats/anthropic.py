@@ -132,12 +132,13 @@ def merged_turns(message: Message) -> list[Message]:
     turn of the person's opens at each of their texts after a part not theirs, and at
     convert's label of the person's next message (two of theirs in a row), so that it
     opens a round of its own, titled by their words. Every reader of Messages API
-    messages reads them so: a request body's, one a line, or an array of them. Each turn
-    after the first is sent as blocks of the message before it (`joined`); one turn is
-    the message as it was. Notes of the agent's that open a message (a reminder, an IDE's
-    note of the open file) stay in the turn of the person's words after them: a message
-    the agent sent so (Claude Code's first) is one turn, and one sent alone before the
-    person's is told from it by nothing in the message."""
+    messages reads them so: a request body's, one a line, or an array of them, and a
+    `Context` each message appended. Each turn after the first is sent as blocks of the
+    message before it (`joined`, `split`: billed as that message, with no overhead of its
+    own); one turn is the message as it was. Notes of the agent's that open a message (a
+    reminder, an IDE's note of the open file) stay in the turn of the person's words
+    after them: a message the agent sent so (Claude Code's first) is one turn, and one
+    sent alone before the person's is told from it by nothing in the message."""
     if message.role != "user":
         return [message]
     parts = message.parts
@@ -148,7 +149,7 @@ def merged_turns(message: Message) -> list[Message]:
         return [message]
     bounds = [0, *starts, len(message.parts)]
     turns = [message.parts[a:b] for a, b in zip(bounds, bounds[1:], strict=False)]
-    return [replace(message, parts=parts, joined=n > 0,
+    return [replace(message, parts=parts, joined=n > 0, split=n > 0,
                     human=persons(parts) and not is_continuation(parts))
             for n, parts in enumerate(turns)]
 
