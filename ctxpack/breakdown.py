@@ -276,7 +276,8 @@ def stats(source: PathOrFile | Transcript, model: str | None = None, *, format: 
     skipped = [{"line": b.line, "problem": b.problem} for b in scanner.skipped]
     result = _breakdown(found, scanner.layout, counter, top, path=scanner.path,
                         format=scanner.format.name, lines=scanner.lines,
-                        size=scanner.bytes_read, skipped=skipped, flagged=model is not None)
+                        size=scanner.bytes_read, skipped=skipped, flagged=model is not None,
+                        once=scanner.layout.counted_once())
     result.unsure = scanner.unsure
     result.not_in_file_why = unlogged_cause(scanner.format.name, first)
     result.counting = collector.tally
@@ -310,9 +311,11 @@ def _stats_of_transcript(t: Transcript, model: str | None, top: int,
             collector.close()
     size = sum(len(r.raw) for r in t.records)
     skipped = [{"line": b.line, "problem": b.problem} for b in t.skipped]
+    repeated = {id(m) for m in t.repeated}
     result = _breakdown(found, layout, counter, top, path=t.path, format=t.format,
                         lines=len(t.records), size=size, skipped=skipped,
-                        flagged=model is not None)
+                        flagged=model is not None,
+                        once={i for i, m in enumerate(ordered) if id(m) in repeated})
     result.unsure = t.unsure
     result.not_in_file_why = unlogged_cause(t.format, next(iter(ordered), None))
     result.counting = collector.tally
@@ -320,7 +323,9 @@ def _stats_of_transcript(t: Transcript, model: str | None, top: int,
 
 
 def _breakdown(all_stats: list[MessageStat], layout: Layout, counter: TokenCounter, top: int,
-               **meta: Any) -> FileStats:
+               once: set[int], **meta: Any) -> FileStats:
+    """`once`: the messages outside the context that are not counted there, as the context
+    or an earlier message holds them (Layout.counted_once)."""
     context = [all_stats[i] for i in layout.context]
     counts = [s.tokens for s in context]  # as read: the bill adds what the file hides
     flagged = meta.get("flagged", False)
@@ -328,7 +333,8 @@ def _breakdown(all_stats: list[MessageStat], layout: Layout, counter: TokenCount
                                             flagged))
     side = [all_stats[i] for i in layout.sidechain]
     seen = set(layout.context) | set(layout.sidechain)
-    outside = [s for i, s in enumerate(all_stats) if i not in seen]
+    beyond = [s for i, s in enumerate(all_stats) if i not in seen]
+    outside = [s for i, s in enumerate(all_stats) if i not in seen and i not in once]
     conversations = max(layout.conversations, 1) if context else 0
     # each conversation sent is primed for its reply; one of no messages (an OpenHands run
     # that failed before its first event) is counted among the file's, and sends nothing
@@ -355,7 +361,7 @@ def _breakdown(all_stats: list[MessageStat], layout: Layout, counter: TokenCount
     return FileStats(
         path=meta["path"], format=meta["format"], model=model,
         encoding=counter.encoding_name, exact=exact, note=note,
-        messages=len(context), tokens=total, by_role=by_role, by_tool=by_tool(context, outside),
+        messages=len(context), tokens=total, by_role=by_role, by_tool=by_tool(context, beyond),
         largest=_largest(context, top), rounds=rounds,
         steps=sum(len(r.steps) for r in group_rounds(context)),
         context_window=window, context_ratio=round(measured / window, 4) if window else None,
