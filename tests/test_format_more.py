@@ -1427,6 +1427,31 @@ def test_another_tasks_ui_log_beside_a_cline_history_is_named_and_not_read(
                                                     env={"COLUMNS": "400"}).out
 
 
+@pytest.mark.parametrize("ahead", ["ui", "history"])
+def test_a_task_copied_between_two_writes_reads_its_ui_log(tmp_path, ahead):
+    # Cline writes the UI log and the history one after the other: a copy taken between
+    # the two holds one more request in one file than in the other. Either is this task's
+    # log: its usage is read, and the request whose message the history does not hold yet
+    # is of the usage totals only, not billed as the prompt of what the history holds
+    task = tmp_path / "task"
+    shutil.copytree(CLINE, task)
+    history, ui = task / "api_conversation_history.json", task / "ui_messages.json"
+    messages, events = json.loads(history.read_bytes()), json.loads(ui.read_bytes())
+    last = _requests(events)[-1]
+    if ahead == "ui":  # the history has not had the last request's message written
+        history.write_text(json.dumps(messages[:events[last]["conversationHistoryIndex"] + 1]))
+    else:  # the UI log has not had the last request written
+        ui.write_text(json.dumps(events[:last]))
+    run = ctxpack("validate", str(history))
+    assert run.code == 0 and "another task's" not in run.out, run.out
+    f = stats_of(history)
+    assert f["usage"]["source"] == "api_req_started events of the sibling ui_messages.json"
+    assert f["usage"]["calls"] == len(_requests(events)) - (ahead == "history")
+    assert f["context"]["kind"] == "anchored"
+    # the requests whose prompts the history holds: all but the last, in either case
+    assert f["context"]["calls"] == len(_requests(events)) - 1
+
+
 @pytest.mark.corpus
 @pytest.mark.parametrize("path", corpus_params("cline", pattern="*xray*ui_messages.json"))
 def test_a_real_tasks_ui_log_beside_the_sample_history_is_not_billed_as_its_own(
