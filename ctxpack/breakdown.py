@@ -67,6 +67,9 @@ class MessageStat:
     tool: str | None = None
     calls: list[tuple[str | None, str, int]] = field(default_factory=list)
     results: list[tuple[str | None, str, int]] = field(default_factory=list)
+    # the results (places in `results`) that answer a command the reply wrote as text, of
+    # no call part (an SWE-agent observation): each is a call of its tool
+    acted: list[int] = field(default_factory=list)
     thinking: list[int] = field(default_factory=list)
     conversation: int = 0
     where: str = ""  # as Message.where names it
@@ -218,6 +221,8 @@ def message_stat(message: Message) -> MessageStat:
         if isinstance(part, ToolCall):
             stat.calls.append((part.id, printable(part.name), i))
         elif isinstance(part, ToolResult):
+            if part.call_id is None and part.written:
+                stat.acted.append(len(stat.results))
             stat.results.append((part.call_id, printable(part.name), i))
         elif isinstance(part, Thinking):
             stat.thinking.append(i)
@@ -445,9 +450,11 @@ def by_tool(context: list[MessageStat], outside: Iterable[MessageStat] = ()
             t = tools.setdefault(name or "?", ToolStat())
             t.calls += 1
             t.call_tokens += tokens
-        for call_id, own, tokens in s.results:
+        for k, (call_id, own, tokens) in enumerate(s.results):
             name = names.get(call_id or "") or own or UNKNOWN_TOOL
-            tools.setdefault(name, ToolStat()).result_tokens += tokens
+            tool = tools.setdefault(name, ToolStat())
+            tool.result_tokens += tokens
+            tool.calls += k in s.acted  # (its call's tokens are the reply's text)
             if s.tool is None:
                 s.tool = name
     return dict(sorted(tools.items(), key=lambda kv: -kv[1].tokens))
