@@ -340,7 +340,7 @@ def _breakdown(all_stats: list[MessageStat], layout: Layout, counter: TokenCount
     seen = set(layout.context) | set(layout.sidechain)
     beyond = [s for i, s in enumerate(all_stats) if i not in seen]
     outside = [s for i, s in enumerate(all_stats) if i not in seen and i not in once]
-    conversations = max(layout.conversations, 1) if context else 0
+    conversations = max(layout.conversations, 1) if context else layout.empty
     # each conversation sent is primed for its reply; one of no messages (an OpenHands run
     # that failed before its first event) is counted among the file's, and sends nothing
     primed = len({s.conversation for s in context})
@@ -352,12 +352,12 @@ def _breakdown(all_stats: list[MessageStat], layout: Layout, counter: TokenCount
                                            flagged)
     if reported != counter.model:  # (a model ctxpack does not know is reported as named)
         model = reported
-    if conversations > 1:  # each is its own prompt: the largest is measured and billed
+    if conversations > 1 and context:  # each is its own prompt: the largest is billed
         billed, largest, whole = _largest_conversation(context, counts, layout, counter,
                                                        meta["format"], flagged, exact)
     else:
         billed = bill_for(counts, layout.calls, layout.model, counter, meta["format"],
-                          flagged, conversations, exact=exact,
+                          flagged, primed, exact=exact,
                           earlier=([all_stats[i].tokens for i in layout.earlier],
                                    layout.earlier_calls))
         largest, whole = None, billed.tokens

@@ -1248,20 +1248,29 @@ def test_an_openhands_instance_with_no_events_is_an_empty_conversation(tmp_path,
     assert out.getvalue() == path.read_bytes()
 
 
-def test_an_openhands_output_whose_every_run_failed_is_read_as_such(tmp_path):
-    # every instance failed before its first event: still OpenHands' output, read as one
-    # that holds no model input (it was refused as "no transcript of any format")
+@pytest.mark.parametrize("error", [{"error": "runtime failed to start"}, {}],
+                         ids=["failed", "empty"])
+def test_an_openhands_output_whose_every_run_failed_is_read_as_such(tmp_path, error):
+    # every instance ended before its first event (failed to start, or saved with no
+    # error): still OpenHands' output, read as one that holds no model input (it was
+    # refused as "no transcript of any format"), in as many conversations as instances
+    # (they were reported as 0 conversations)
     failed = [{"instance_id": f"tidy__tidy-{n}", "instruction": "Fix the env parser.",
-               "history": [], "metrics": {}, "error": "runtime failed to start"}
-              for n in (7, 8)]
+               "history": [], "metrics": {}, **error} for n in (7, 8)]
     path = tmp_path / "output.jsonl"
     path.write_text("".join(json.dumps(r) + "\n" for r in failed))
     run = ctxpack("stats", str(path))
     assert run.code == 0, run.err
     assert "[openhands]" in run.out and "0 tokens in 0 messages" in run.out
-    assert "every instance's 'history' is empty" in " ".join(run.out.split())
+    assert "no model input in 2 conversations: every instance's 'history' is empty: each " \
+        "run ended before its first event" in " ".join(run.out.split())
     (f,) = json.loads(ctxpack("stats", "--json", str(path)).out)["files"]
     assert f["format"] == "openhands" and f["tokens"] == 0 and not f["format_unsure"]
+    assert f["conversations"] == 2 and f["largest_conversation"] is None
+    assert f["context"]["tokens"] == 0  # (an empty conversation sends nothing)
+    assert ctxpack("stats", "--max-ratio", "0.5", str(path)).code == 0
+    assert_clean_error(ctxpack("convert", str(path), "--to", "openai"), 2,
+                       "nothing to convert: every instance's 'history' is empty")
     assert ctxpack("validate", str(path)).code == 0
     out = io.BytesIO()
     write(load(str(path)), out)

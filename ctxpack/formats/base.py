@@ -102,6 +102,9 @@ class Layout:
     model: str | None = None
     usage: dict[str, Any] = field(default_factory=dict)
     conversations: int = 1
+    # of a file whose conversations hold no message at all, how many it holds (OpenHands
+    # instances whose runs ended before their first event): stats counts them so
+    empty: int = 0
     calls: list[RecordedCall] = field(default_factory=list)
     # why the messages outside the context are (a phrase; "" for OUTSIDE_WHY)
     outside_why: str = ""
