@@ -67,6 +67,9 @@ class MessageStat:
     tool: str | None = None
     calls: list[tuple[str | None, str, int]] = field(default_factory=list)
     results: list[tuple[str | None, str, int]] = field(default_factory=list)
+    # the results (places in `results`) that answer a command the reply wrote as text, of
+    # no call part (an SWE-agent observation): each is a call of its tool
+    acted: list[int] = field(default_factory=list)
     thinking: list[int] = field(default_factory=list)
     conversation: int = 0
     where: str = ""  # as Message.where names it
@@ -218,6 +221,8 @@ def message_stat(message: Message) -> MessageStat:
         if isinstance(part, ToolCall):
             stat.calls.append((part.id, printable(part.name), i))
         elif isinstance(part, ToolResult):
+            if part.call_id is None and part.written:
+                stat.acted.append(len(stat.results))
             stat.results.append((part.call_id, printable(part.name), i))
         elif isinstance(part, Thinking):
             stat.thinking.append(i)
@@ -276,7 +281,8 @@ def stats(source: PathOrFile | Transcript, model: str | None = None, *, format: 
     skipped = [{"line": b.line, "problem": b.problem} for b in scanner.skipped]
     result = _breakdown(found, scanner.layout, counter, top, path=scanner.path,
                         format=scanner.format.name, lines=scanner.lines,
-                        size=scanner.bytes_read, skipped=skipped, flagged=model is not None)
+                        size=scanner.bytes_read, skipped=skipped, flagged=model is not None,
+                        once=scanner.layout.counted_once())
     result.unsure = scanner.unsure
     result.not_in_file_why = unlogged_cause(scanner.format.name, first)
     result.counting = collector.tally
@@ -310,9 +316,11 @@ def _stats_of_transcript(t: Transcript, model: str | None, top: int,
             collector.close()
     size = sum(len(r.raw) for r in t.records)
     skipped = [{"line": b.line, "problem": b.problem} for b in t.skipped]
+    repeated = {id(m) for m in t.repeated}
     result = _breakdown(found, layout, counter, top, path=t.path, format=t.format,
                         lines=len(t.records), size=size, skipped=skipped,
-                        flagged=model is not None)
+                        flagged=model is not None,
+                        once={i for i, m in enumerate(ordered) if id(m) in repeated})
     result.unsure = t.unsure
     result.not_in_file_why = unlogged_cause(t.format, next(iter(ordered), None))
     result.counting = collector.tally
@@ -320,7 +328,9 @@ def _stats_of_transcript(t: Transcript, model: str | None, top: int,
 
 
 def _breakdown(all_stats: list[MessageStat], layout: Layout, counter: TokenCounter, top: int,
-               **meta: Any) -> FileStats:
+               once: set[int], **meta: Any) -> FileStats:
+    """`once`: the messages outside the context that are not counted there, as the context
+    or an earlier message holds them (Layout.counted_once)."""
     context = [all_stats[i] for i in layout.context]
     counts = [s.tokens for s in context]  # as read: the bill adds what the file hides
     flagged = meta.get("flagged", False)
@@ -328,8 +338,9 @@ def _breakdown(all_stats: list[MessageStat], layout: Layout, counter: TokenCount
                                             flagged))
     side = [all_stats[i] for i in layout.sidechain]
     seen = set(layout.context) | set(layout.sidechain)
-    outside = [s for i, s in enumerate(all_stats) if i not in seen]
-    conversations = max(layout.conversations, 1) if context else 0
+    beyond = [s for i, s in enumerate(all_stats) if i not in seen]
+    outside = [s for i, s in enumerate(all_stats) if i not in seen and i not in once]
+    conversations = max(layout.conversations, 1) if context else layout.empty
     # each conversation sent is primed for its reply; one of no messages (an OpenHands run
     # that failed before its first event) is counted among the file's, and sends nothing
     primed = len({s.conversation for s in context})
@@ -341,12 +352,12 @@ def _breakdown(all_stats: list[MessageStat], layout: Layout, counter: TokenCount
                                            flagged)
     if reported != counter.model:  # (a model ctxpack does not know is reported as named)
         model = reported
-    if conversations > 1:  # each is its own prompt: the largest is measured and billed
+    if conversations > 1 and context:  # each is its own prompt: the largest is billed
         billed, largest, whole = _largest_conversation(context, counts, layout, counter,
                                                        meta["format"], flagged, exact)
     else:
         billed = bill_for(counts, layout.calls, layout.model, counter, meta["format"],
-                          flagged, conversations, exact=exact,
+                          flagged, primed, exact=exact,
                           earlier=([all_stats[i].tokens for i in layout.earlier],
                                    layout.earlier_calls))
         largest, whole = None, billed.tokens
@@ -355,7 +366,7 @@ def _breakdown(all_stats: list[MessageStat], layout: Layout, counter: TokenCount
     return FileStats(
         path=meta["path"], format=meta["format"], model=model,
         encoding=counter.encoding_name, exact=exact, note=note,
-        messages=len(context), tokens=total, by_role=by_role, by_tool=by_tool(context, outside),
+        messages=len(context), tokens=total, by_role=by_role, by_tool=by_tool(context, beyond),
         largest=_largest(context, top), rounds=rounds,
         steps=sum(len(r.steps) for r in group_rounds(context)),
         context_window=window, context_ratio=round(measured / window, 4) if window else None,
@@ -439,9 +450,11 @@ def by_tool(context: list[MessageStat], outside: Iterable[MessageStat] = ()
             t = tools.setdefault(name or "?", ToolStat())
             t.calls += 1
             t.call_tokens += tokens
-        for call_id, own, tokens in s.results:
+        for k, (call_id, own, tokens) in enumerate(s.results):
             name = names.get(call_id or "") or own or UNKNOWN_TOOL
-            tools.setdefault(name, ToolStat()).result_tokens += tokens
+            tool = tools.setdefault(name, ToolStat())
+            tool.result_tokens += tokens
+            tool.calls += k in s.acted  # (its call's tokens are the reply's text)
             if s.tool is None:
                 s.tool = name
     return dict(sorted(tools.items(), key=lambda kv: -kv[1].tokens))

@@ -726,7 +726,9 @@ def _transcript(scanner: Scanner, emitted: list[Message], records: Sequence[Reco
         failed=tuple(layout.failed),
         problems=tuple(layout.problems),
         outside_why=layout.outside_why,
-        copies=tuple(emitted[i] for i in layout.copies if i not in seen),
+        copies=tuple(emitted[i] for i in sorted({*(i for i in layout.copies if i not in seen),
+                                                 *layout.restated})),
+        repeated=tuple(emitted[i] for i in sorted(layout.counted_once())),
         read=tuple(emitted),
         document=scanner.whole,
     )

@@ -286,8 +286,13 @@ class Transcript:
     failed: tuple[tuple[int, str], ...] = ()  # requests the file records as failed (Layout)
     problems: tuple[tuple[int, str], ...] = ()  # records its agent reads otherwise (Layout)
     outside_why: str = ""  # why `outside` is not context, if the reader says
-    # those of `outside` that repeat what the file holds elsewhere (Layout.copies)
+    # the messages the whole log leaves out, as it holds them elsewhere: those of `outside`
+    # that repeat what the file holds again (Layout.copies), and those that state again
+    # one it holds earlier (Layout.restated)
     copies: tuple[Message, ...] = ()
+    # those of `outside` that stats leaves out of what lies outside the context, as the
+    # context or an earlier message holds them (Layout.counted_once)
+    repeated: tuple[Message, ...] = ()
     document: bool = False  # read as one whole document (JSON or text), not line by line
     # the context before the newest compaction (places in `messages`, `sidechain` and
     # `outside` in that order, in model order: a system prompt may be in both contexts)

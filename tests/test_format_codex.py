@@ -312,16 +312,64 @@ def test_newest_session_meta_gives_the_system_prompt() -> None:
     assert t.copies == ()  # another prompt: the whole log keeps it
 
 
-def test_a_prompt_a_resumed_session_states_again_alike_is_a_copy(tmp_path: Path) -> None:
-    # the whole log holds it once (as a Claude Code or Gemini CLI message written again)
+def test_a_prompt_a_resumed_session_states_again_alike_is_held_where_it_first_appears(
+        tmp_path: Path) -> None:
+    # the context holds the newest statement; the whole log holds the prompt once, at the
+    # top where the session began, not in the middle where it was stated again
     path = tmp_path / "rollout.jsonl"
     path.write_text("".join(json.dumps(r) + "\n" for r in (
-        meta(), say("user", "hi"), say("assistant", "hello"), meta(), say("user", "again"))))
+        meta(), say("user", "hi"), say("assistant", "hello"), meta(), say("user", "again"),
+        meta(), say("user", "third"))))
     t = load(path)
-    assert [m.line for m in t.copies] == [1] and t.messages[0].line == 4
+    assert t.messages[0].line == 6 and [m.line for m in t.copies] == [4, 6]
     body = json.loads(ctxpack("convert", str(path), "--all", "--to", "openai").out)
-    assert sorted(m["role"] for m in body["messages"]) == [
-        "assistant", "system", "user", "user"]  # the prompt once, where its newest copy is
+    assert [(m["role"], m["content"]) for m in body["messages"]] == [
+        ("system", PROMPT), ("user", "hi"), ("assistant", "hello"), ("user", "again"),
+        ("user", "third")]
+    page = ctxpack("convert", str(path), "--all", "--to", "markdown").out
+    assert page.count(PROMPT) == 1 and page.index(PROMPT) < page.index("hi")
+    # stats: the older statements are the prompt the context holds, not outside it too
+    stats = json.loads(ctxpack("stats", "--json", str(path)).out)["files"][0]
+    assert stats["outside"]["messages"] == 0 and stats["messages"] == 5
+
+
+def test_a_compaction_keeps_messages_the_whole_log_and_stats_count_once(
+        tmp_path: Path) -> None:
+    # replacement_history repeats the person's messages it keeps: the same messages, so
+    # `convert --all` prints each once (where it was first said) and stats does not count
+    # them outside the context as well as in it
+    ask, other = "list the files, all of them", "and the tests?"
+    kept = [{"type": "message", "role": "user",
+             "content": [{"type": "input_text", "text": text}]}
+            for text in (ask, "ok", "Summary: two files, no tests.")]
+    records = [meta(), say("user", ask), say("assistant", "a.py b.py"), say("user", "ok"),
+               say("assistant", "ok"), say("user", "ok"),
+               line("compacted", {"message": "", "replacement_history": kept}),
+               say("user", other)]
+    path = tmp_path / "rollout.jsonl"
+    path.write_bytes(b"".join(json.dumps(r).encode() + b"\n" for r in records))
+    t = load(path)
+    assert [m.text for m in t.messages] == [PROMPT, ask, "ok",
+                                            "Summary: two files, no tests.", other]
+    # the first "ok" is the one kept (the CLI keeps them in order), the second is not
+    assert [m.line for m in t.copies] == [7, 7] and [m.line for m in t.repeated] == [2, 4]
+    out = tmp_path / "again.jsonl"
+    write(t, out)
+    assert out.read_bytes() == path.read_bytes()
+    body = json.loads(ctxpack("convert", str(path), "--all", "--to", "openai").out)
+    assert [m["content"] for m in body["messages"]] == [
+        PROMPT, ask, "a.py b.py", "ok", "ok", "ok", "Summary: two files, no tests.", other]
+    page = ctxpack("convert", str(path), "--all", "--to", "markdown").out
+    assert page.count(ask) == 2  # the round's title and the message, once
+    files = json.loads(ctxpack("stats", "--json", str(path)).out)["files"][0]
+    # outside: the two replies and the second "ok"; the kept messages are context
+    plain = tmp_path / "plain.jsonl"
+    plain.write_bytes(b"".join(json.dumps(r).encode() + b"\n" for r in
+                               (say("assistant", "a.py b.py"), say("assistant", "ok"),
+                                say("user", "ok"))))
+    alone = json.loads(ctxpack("stats", "--json", str(plain)).out)["files"][0]
+    assert files["outside"]["messages"] == 3
+    assert files["outside"]["tokens"] == alone["tokens"] - alone["by_role"]["priming"]
 
 
 def test_bookkeeping_and_unknown_records_are_not_messages() -> None:
@@ -354,3 +402,18 @@ def test_record_without_payload_is_an_input_error_or_skipped() -> None:
 ])
 def test_sniff(record: dict[str, Any], score: int) -> None:
     assert CodexFormat().sniff(record) == score
+
+
+@pytest.mark.corpus
+@pytest.mark.parametrize("path", CODEX)
+def test_corpus_whole_log_holds_what_a_compaction_restates_once(path: Path) -> None:
+    # each message the whole log leaves out is one it holds earlier, alike; each left out
+    # of what stats counts outside is in the file before a compaction kept it
+    t = load(path)
+    kept = [m for m in t.read if all(m is not c for c in t.copies)]
+    for copy in t.copies:
+        assert any((m.role, m.parts) == (copy.role, copy.parts) and m.line < copy.line
+                   for m in kept), copy
+    assert all(any(m is r for m in t.outside) for r in t.repeated)
+    files = json.loads(ctxpack("stats", "--json", str(path)).out)["files"][0]
+    assert files["outside"]["messages"] == len(t.outside) - len(t.repeated)

@@ -961,6 +961,42 @@ def test_a_repeated_result_without_an_id_read_again_by_set_keeps_its_own_call() 
     assert stats(again).tokens == stats(plain).tokens
 
 
+def test_a_repeated_result_without_an_id_written_again_keeps_its_own_call(
+        tmp_path: Path) -> None:
+    # the CLI writes a message again under its id whenever it changes: the result the
+    # rewritten user message repeats without an id answers the call it answered, not
+    # the later open call of its name (which it took, and was counted again as)
+    def answered(output: str) -> dict[str, Any]:
+        return {"functionResponse": {"name": "cat", "response": {"output": output}}}
+
+    first = gemini("g1", calls=[{"name": "cat", "args": {"p": 1},
+                                 "result": [answered("one " * 40)]}])
+    echo = {"id": "e1", "type": "user", "content": [answered("one " * 40)]}
+    pending = gemini("g2", calls=[{"name": "cat", "args": {"p": 2}}])  # (no result yet)
+    paths = [tmp_path / "plain.jsonl", tmp_path / "again.jsonl"]
+    paths[0].write_bytes(jsonl(META, user("u1", "read"), first, echo, pending).getvalue())
+    paths[1].write_bytes(jsonl(META, user("u1", "read"), first, echo, pending, echo).getvalue())
+    plain, again = (load(p) for p in paths)
+    from ctxpack.checks import validate
+
+    for t in (plain, again):
+        ids = {c.arguments: c.id for m in t.messages for c in m.tool_calls}
+        echoed = [r.call_id for m in t.read if m.role == "tool" and m.line >= 4
+                  for r in m.tool_results]
+        assert echoed and set(echoed) == {ids['{"p":1}']}, echoed
+        assert [m.role for m in t.messages] == ["user", "assistant", "tool", "assistant"]
+        assert [p.message.rsplit(": ", 1)[-1] for p in validate(t)] == [
+            "tool call cat at toolCalls[0] has no result in the transcript"]
+    assert stats(again).tokens == stats(plain).tokens
+    # the whole log holds the result once, as its call's, and the pending call's alone is
+    # the placeholder convert gives a call with no result
+    plain_log, again_log = (json.loads(ctxpack("convert", str(p), "--all", "--to", "openai")
+                                       .out)["messages"] for p in paths)
+    assert again_log == plain_log
+    assert [m.get("tool_call_id") for m in again_log if m["role"] == "tool"] == [
+        again_log[1]["tool_calls"][0]["id"], again_log[3]["tool_calls"][0]["id"]]
+
+
 def test_a_stream_result_without_a_tool_id_is_paired_oldest_first_and_named(
         tmp_path: Path) -> None:
     # the CLI gives every call and result its call's id, and writes results as the calls

@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import io
 import json
+import re
 
 import pytest
 
@@ -92,6 +93,11 @@ def test_swe_agent_outputs_are_named_by_the_command_that_made_them(path, exact_t
     by_tool = stats(path).by_tool
     assert by_tool and "(unknown tool)" not in by_tool
     assert set(by_tool) <= commands | {"bash"}  # (function calling names its tools itself)
+    # each command that gave output is a call of its tool, whether the model wrote it as
+    # text or as a function call: the last (submit), which ended the run, gave none
+    answered = [m for m, after in zip(history, history[1:], strict=False)
+                if m.get("role") == "assistant" and after.get("role") in ("user", "tool")]
+    assert sum(t.calls for t in by_tool.values()) == len(answered)
 
 
 def test_a_swe_agent_output_shows_its_command_in_stats_and_show(tmp_path, exact_tokens):
@@ -112,6 +118,33 @@ def test_a_swe_agent_output_shows_its_command_in_stats_and_show(tmp_path, exact_
     assert s.by_role["tool"] >= s.by_tool["python"].result_tokens
     shown = ctxpack("show", str(path))
     assert shown.code == 0 and "tool · python" in shown.out and "unknown tool" not in shown.out
+
+
+def test_swe_agent_commands_written_as_text_are_the_calls_of_their_tools(tmp_path):
+    # SWE-agent's commands are text actions, not calls the API carried: each that gave
+    # output is a call of the tool its first word names (stats showed `calls 0`)
+    prompt = "(Open file: n/a)\n(Current directory: /repo)\nbash-$"
+
+    def act(command: str) -> dict:
+        return {"role": "assistant", "content": f"Next.\n```\n{command}\n```",
+                "action": f"{command}\n"}
+
+    def output(text: str) -> dict:
+        return {"role": "user", "content": f"{text}\n{prompt}"}
+
+    doc = {"history": [
+        {"role": "system", "content": "You are an autonomous programmer."},
+        {"role": "user", "content": f"We're currently solving the following issue: x\n{prompt}"},
+        act("python run.py"), output("boom " * 30), act("ls -a"), output("run.py"),
+        act("python run.py --fixed"), output("ok"), act("submit")]}
+    path = tmp_path / "run.traj"
+    path.write_text(json.dumps(doc, indent=2))
+    run = ctxpack("stats", "--json", str(path))
+    by_tool = json.loads(run.out)["files"][0]["by_tool"]
+    assert {name: t["calls"] for name, t in by_tool.items()} == {"python": 2, "ls": 1}
+    assert all(t["call_tokens"] == 0 and t["result_tokens"] > 0 for t in by_tool.values())
+    table = ctxpack("stats", str(path), env={"COLUMNS": "200"}).out
+    assert re.search(r"│ python +│ +2 +│", table), table
 
 
 def test_broken_document_names_the_line(tmp_path):

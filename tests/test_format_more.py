@@ -1248,20 +1248,29 @@ def test_an_openhands_instance_with_no_events_is_an_empty_conversation(tmp_path,
     assert out.getvalue() == path.read_bytes()
 
 
-def test_an_openhands_output_whose_every_run_failed_is_read_as_such(tmp_path):
-    # every instance failed before its first event: still OpenHands' output, read as one
-    # that holds no model input (it was refused as "no transcript of any format")
+@pytest.mark.parametrize("error", [{"error": "runtime failed to start"}, {}],
+                         ids=["failed", "empty"])
+def test_an_openhands_output_whose_every_run_failed_is_read_as_such(tmp_path, error):
+    # every instance ended before its first event (failed to start, or saved with no
+    # error): still OpenHands' output, read as one that holds no model input (it was
+    # refused as "no transcript of any format"), in as many conversations as instances
+    # (they were reported as 0 conversations)
     failed = [{"instance_id": f"tidy__tidy-{n}", "instruction": "Fix the env parser.",
-               "history": [], "metrics": {}, "error": "runtime failed to start"}
-              for n in (7, 8)]
+               "history": [], "metrics": {}, **error} for n in (7, 8)]
     path = tmp_path / "output.jsonl"
     path.write_text("".join(json.dumps(r) + "\n" for r in failed))
     run = ctxpack("stats", str(path))
     assert run.code == 0, run.err
     assert "[openhands]" in run.out and "0 tokens in 0 messages" in run.out
-    assert "every instance's 'history' is empty" in " ".join(run.out.split())
+    assert "no model input in 2 conversations: every instance's 'history' is empty: each " \
+        "run ended before its first event" in " ".join(run.out.split())
     (f,) = json.loads(ctxpack("stats", "--json", str(path)).out)["files"]
     assert f["format"] == "openhands" and f["tokens"] == 0 and not f["format_unsure"]
+    assert f["conversations"] == 2 and f["largest_conversation"] is None
+    assert f["context"]["tokens"] == 0  # (an empty conversation sends nothing)
+    assert ctxpack("stats", "--max-ratio", "0.5", str(path)).code == 0
+    assert_clean_error(ctxpack("convert", str(path), "--to", "openai"), 2,
+                       "nothing to convert: every instance's 'history' is empty")
     assert ctxpack("validate", str(path)).code == 0
     out = io.BytesIO()
     write(load(str(path)), out)
@@ -1425,6 +1434,31 @@ def test_another_tasks_ui_log_beside_a_cline_history_is_named_and_not_read(
         assert f["context"]["kind"] == "calibrated"
         assert f"│ source │ none: {named} │" in ctxpack("stats", str(history),
                                                     env={"COLUMNS": "400"}).out
+
+
+@pytest.mark.parametrize("ahead", ["ui", "history"])
+def test_a_task_copied_between_two_writes_reads_its_ui_log(tmp_path, ahead):
+    # Cline writes the UI log and the history one after the other: a copy taken between
+    # the two holds one more request in one file than in the other. Either is this task's
+    # log: its usage is read, and the request whose message the history does not hold yet
+    # is of the usage totals only, not billed as the prompt of what the history holds
+    task = tmp_path / "task"
+    shutil.copytree(CLINE, task)
+    history, ui = task / "api_conversation_history.json", task / "ui_messages.json"
+    messages, events = json.loads(history.read_bytes()), json.loads(ui.read_bytes())
+    last = _requests(events)[-1]
+    if ahead == "ui":  # the history has not had the last request's message written
+        history.write_text(json.dumps(messages[:events[last]["conversationHistoryIndex"] + 1]))
+    else:  # the UI log has not had the last request written
+        ui.write_text(json.dumps(events[:last]))
+    run = ctxpack("validate", str(history))
+    assert run.code == 0 and "another task's" not in run.out, run.out
+    f = stats_of(history)
+    assert f["usage"]["source"] == "api_req_started events of the sibling ui_messages.json"
+    assert f["usage"]["calls"] == len(_requests(events)) - (ahead == "history")
+    assert f["context"]["kind"] == "anchored"
+    # the requests whose prompts the history holds: all but the last, in either case
+    assert f["context"]["calls"] == len(_requests(events)) - 1
 
 
 @pytest.mark.corpus

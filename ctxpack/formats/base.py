@@ -102,6 +102,9 @@ class Layout:
     model: str | None = None
     usage: dict[str, Any] = field(default_factory=dict)
     conversations: int = 1
+    # of a file whose conversations hold no message at all, how many it holds (OpenHands
+    # instances whose runs ended before their first event): stats counts them so
+    empty: int = 0
     calls: list[RecordedCall] = field(default_factory=list)
     # why the messages outside the context are (a phrase; "" for OUTSIDE_WHY)
     outside_why: str = ""
@@ -134,6 +137,20 @@ class Layout:
     # session writes records of its chain again, under the same uuids): the whole log
     # keeps one copy, leaving these out
     copies: list[int] = field(default_factory=list)
+    # messages that state again one the file holds earlier, the same message, each with
+    # the first it restates (Codex's `replacement_history` repeating what it replaces, a
+    # system prompt a resumed session states again alike): the whole log holds the first,
+    # where it first appears, and what lies outside the context leaves out the earlier
+    # statements of one the context holds
+    restated: dict[int, int] = field(default_factory=dict)
+
+    def counted_once(self) -> set[int]:
+        """The messages outside the context that stats leaves out of what lies outside, as
+        the context (or an earlier message) holds them: each restatement, and the first
+        statement of one the context states again."""
+        inside = set(self.context) | set(self.sidechain)
+        return {n for n in self.restated if n not in inside} | {
+            first for n, first in self.restated.items() if n in inside}
 
 
 # why messages are outside the context, unless the reader says otherwise

@@ -12,7 +12,9 @@ file are archived, not context. Usage is read from the sibling `ui_messages.json
 there is one, else from the assistant messages' `metrics` (newer Cline writes them). A
 sibling that is another task's log (`other_task`: more requests than the history has
 replies, events naming messages it does not have, or stamped at another time) is not
-read, and validate names it: its usage and its cut would be taken for this task's.
+read, and validate names it: its usage and its cut would be taken for this task's. The
+two files are written one after the other, so a copy taken between two writes holds one
+request more in one of them: that much is this task's.
 
 A call written as XML in the reply's text (`<read_file>` on a line of its own, up to its
 `</read_file>`), as older Cline and Roo Code have the model write them, is read as a
@@ -325,8 +327,8 @@ def other_task(events: list[Any], history: list[Any]) -> str:
     another task's ("": nothing does). A task's two files grow together: each request's
     event names the history's message before its own (`conversationHistoryIndex`), each
     request that records usage has its reply in the history (the last may still be being
-    written), and the UI's events and the history's messages are stamped (`ts`) over the
-    same time."""
+    written, and so may its message, which the events after it name), and the UI's events
+    and the history's messages are stamped (`ts`) over the same time."""
     why = []
     calls = RequestUsage()
     calls.add_events(events)
@@ -337,7 +339,7 @@ def other_task(events: list[Any], history: list[Any]) -> str:
     named = [i for e in events if isinstance(e, dict) for i in (
         e.get("conversationHistoryIndex"), *deleted_range([e])[-1:])
         if isinstance(i, int) and not isinstance(i, bool)]
-    if named and max(named) >= len(history):
+    if named and max(named) > len(history):
         why.append(f"its events name the history's message {max(named):,} (from 0), and "
                    f"the history holds {len(history):,}")
     ui, sent = _stamps(events), _stamps(history)
@@ -633,9 +635,12 @@ class ClineHistoryReader:
                     continue
                 asked = e.get("conversationHistoryIndex")
                 # its reply is the history's message asked + 2 (the prompt: all before);
-                # one that names none is of the usage totals only, checked all the same
+                # one that names none, or whose own message (asked + 1) the history has not
+                # had written yet (a copy of the two files taken between two writes), is
+                # of the usage totals only, checked all the same
                 reply = bisect.bisect_left(self.position, asked + 2) if isinstance(
-                    asked, int) and not isinstance(asked, bool) else None
+                    asked, int) and not isinstance(asked, bool) \
+                    and asked + 1 < len(self.history) else None
                 made.append((reply, added, n, self.model, wrong))
             usage = tally.summary(f"api_req_started events of the sibling {UI_SIBLING}")
             # what Cline cut from the history to fit the window is not sent any more

@@ -240,8 +240,9 @@ class CodexReader:
         self.count = 0
         self.system: int | None = None
         self.system_text = ""  # the prompt `system` states
-        self.copies: list[int] = []  # (see Layout.copies)
+        self.restated: dict[int, int] = {}  # (see Layout.restated)
         self.window: list[int] = []
+        self.said: list[Message] = []  # the message of each number in `window`
         self.model: str | None = None
         self.meta_model: str | None = None
         self.totals: dict[str, Any] | None = None  # the running totals, as the file has them
@@ -317,6 +318,7 @@ class CodexReader:
             if m.role == "user":
                 self.users.add(self.count)
             self.window.append(self.count)
+            self.said.append(m)
             self.count += 1
         return out
 
@@ -334,9 +336,9 @@ class CodexReader:
         if text is None:
             return []
         # A resumed or forked session states its prompt again; only the newest one counts,
-        # and an older one it states alike is a copy of it
+        # and one it states alike is the older one again
         if self.system is not None and text == self.system_text:
-            self.copies.append(self.system)
+            self.restated[self.count] = self.restated.get(self.system, self.system)
         self.system, self.system_text = self.count, text
         self.count += 1
         return [Message("system", (Text(text),), (line,), record)]
@@ -347,7 +349,8 @@ class CodexReader:
         if any(n in replies for n in self.window):  # (else the one before stands)
             self.earlier = ([] if self.system is None else [self.system]) + self.window
             self.earlier_encrypted = bool(self.encrypted_items)
-        self.window = []
+        replaced = list(zip(self.window, self.said, strict=True))
+        self.window, self.said = [], []
         self.reply = self.ahead = None
         self.compacted = True
         self.encrypted_items = self.encrypted_chars = 0
@@ -357,11 +360,27 @@ class CodexReader:
             for item in items:
                 self._note_encrypted(item)
             model = self._model()
-            return self._emit([item_message(item, line, model=model) for item in items])
+            first = self.count
+            kept = self._emit([item_message(item, line, model=model) for item in items])
+            self._restates(replaced, list(enumerate(kept, first)))
+            return kept
         summary = payload.get("message")
         if isinstance(summary, str) and summary:
             return self._emit([Message("user", (Text(summary),), (line,), record)])
         return []
+
+    def _restates(self, replaced: list[tuple[int, Message]],
+                  kept: list[tuple[int, Message]]) -> None:
+        """Note the messages a compaction `kept` (numbered) that state again one of those
+        it `replaced`: the CLI keeps them in their order, so each is the next alike."""
+        at = 0
+        for n, m in kept:
+            same = next((k for k in range(at, len(replaced)) if _alike(replaced[k][1], m)),
+                        None)
+            if same is not None:
+                earlier = replaced[same][0]
+                self.restated[n] = self.restated.get(earlier, earlier)
+                at = same + 1
 
     def _token_count(self, line: int, info: Any) -> None:
         if not isinstance(info, dict):
@@ -514,7 +533,7 @@ class CodexReader:
                                                        model),
                           unbilled_calls=older, set_aside=self.unread,
                           problems=sorted([*problems, *self.nulls]),
-                          copies=self.copies)
+                          restated=self.restated)
 
     def _older(self, context: list[int], model: str | None) -> list[RecordedCall]:
         """The calls told of whose replies are neither in `context` nor in the context
@@ -551,6 +570,11 @@ class CodexReader:
                 RecordedCall(where[n], t.left, None, reply_model or model, problem=t.wrong,
                              again=t.again, at=t.at, summed=t.added, window=t.window)
                 for n, reply_model, t in self.recorded if n in where]
+
+
+def _alike(a: Message, b: Message) -> bool:
+    """Is `b` the message `a` is, stated again?"""
+    return (a.role, a.parts, a.name, a.human) == (b.role, b.parts, b.name, b.human)
 
 
 def _share(last: dict[str, Any] | None, total: dict[str, Any] | None,

@@ -147,10 +147,19 @@ class Links:
         self.made = 0
         self.open: dict[str, list[str]] = {}  # tool name -> its calls not yet answered
         self.given: set[str] = set()  # the ids the file gives calls
+        self.answered: list[tuple[str, str]] = []  # each call answered: its name, its id
 
     def forget(self) -> None:
         """Start again, as for a conversation of its own (the ids made stay unique)."""
         self.open, self.given = {}, set()
+
+    def reopen(self, answered: list[tuple[str, str]]) -> None:
+        """Open again the calls `answered` (names and ids, in the order they were
+        answered), oldest first, as for a message written again that answers them anew."""
+        for name, call in reversed(answered):
+            waiting = self.open.setdefault(name, [])
+            if call not in waiting:
+                waiting.insert(0, call)
 
     def part(self, part: Part, index: int) -> Part:
         """`part`, the `index`th of its Content's parts, linked."""
@@ -165,11 +174,13 @@ class Links:
             waiting = self.open.get(part.name, [])
             if part.call_id in waiting:
                 waiting.remove(part.call_id)
+                self.answered.append((part.name, part.call_id))  # type: ignore[arg-type]
             elif part.call_id is None or part.call_id not in self.given:
                 named = next((c for c in waiting if part.call_id is None or c not in self.given),
                              None)
                 if named is not None:
                     waiting.remove(named)
+                    self.answered.append((part.name, named))
                     part = replace(part, call_id=named)
         return part
 
@@ -367,6 +378,9 @@ class GeminiChatReader:
         # CLI writes one; a file that gives none is paired by name, as the API pairs them)
         self.links = Links()
         self.linked: set[str] = set()  # the calls given to `links` (a reply is written again)
+        # the calls each user message's results answered (by its id): written again, its
+        # results answer them anew, not the next open calls of their names
+        self.answering: dict[str, list[tuple[str, str]]] = {}
         self.tokens = _Tokens()
         # reply number: its input, model, the counts of its `tokens` no count can be, and
         # what they added to the summary
@@ -412,6 +426,7 @@ class GeminiChatReader:
         # result repeated without an id finds its own call, not a later one of its name
         self.links.forget()
         self.linked = set()
+        self.answering = {}
         if compressed:  # the replies of a list the CLI compressed were of another context
             self.prompts = {}
         out: list[Message] = []
@@ -439,8 +454,13 @@ class GeminiChatReader:
                                             "kept in the file, not read"))
             self.entries[ident] = []  # but a rewind may name it
             return []
+        if kind == "user":
+            self.links.reopen(self.answering.pop(ident, []))
+            before = len(self.links.answered)
         messages = record_messages(record, line, ident,
                                    self.links if kind == "user" else None)
+        if kind == "user":
+            self.answering[ident] = self.links.answered[before:]
         for call in (c for m in messages for c in m.tool_calls
                      if c.id is not None and c.id not in self.linked):
             self.linked.add(call.id)  # type: ignore[arg-type]

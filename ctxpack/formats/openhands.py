@@ -303,7 +303,8 @@ class OpenHandsReader:
         calls = [replace(c, prompt=where[c.prompt]) for c in self.replies if c.prompt in where]
         return [], Layout(self.context, model=self.model, usage=self._usage(),
                           outside_why="forgotten by a condensation",
-                          conversations=max(self.conversations, 1), calls=calls)
+                          conversations=max(self.conversations, 1), calls=calls,
+                          empty=0 if self.context else self.conversations)
 
     def _usage(self) -> dict[str, Any]:
         calls, source = self.usages, "metrics.token_usages (one entry per LLM call)"
@@ -334,8 +335,8 @@ class OpenHandsFormat:
     description = "OpenHands events: evaluation output.jsonl or a saved trajectory (JSON array)"
     document = True  # a trajectory is one JSON array; output.jsonl is read line by line
     why_not_written = NOT_WRITTEN
-    holds_no_message = ("every instance's 'history' is empty: each run failed before its "
-                        "first event")
+    holds_no_message = ("every instance's 'history' is empty: each run ended before its "
+                        "first event (as one that failed to start)")
 
     def sniff(self, record: Any) -> int:
         events = events_of(record)

@@ -133,7 +133,8 @@ def summary_lines(f: FileStats) -> list[str]:
         f"{counted(len(f.rounds), 'round')}, {counted(f.steps, 'step')}",
     ]
     if not f.messages:
-        lines.append("no model input: " + no_input(f.outside["messages"],
+        held = f" in {counted(f.conversations, 'conversation')}" if f.conversations else ""
+        lines.append(f"no model input{held}: " + no_input(f.outside["messages"],
                                                    f.sidechain["messages"], len(f.skipped),
                                                    len(f.failed), f.format))
     lines += context_lines(f)
