@@ -12,8 +12,9 @@ table: loading reads no config). The
 counts of what the file holds are no test: what is not in the file (a system prompt, the
 parent conversation of a compaction agent, the part cut from a session) legitimately
 makes a prompt hundreds of times the visible count. Nor can a count that is negative or
-not a whole number (true, 1.5, "500", a list), or more than `MOST` in any field a reader
-sums (a cache, reasoning or output count, as much as a prompt): every reader that meets
+not a whole number (true, 1.5, "500", a list, or null: see `wrong_counts`), or more than
+`MOST` in any field a reader sums (a cache, reasoning or output count, as much as a
+prompt): every reader that meets
 one in a call's usage keeps it as the call's `problem`, named by `wrong_counts`, and the
 call is set aside; so is a call whose recorded cost (Cline's, OpenCode's) is not a number
 of zero or more ("0.02", -1, NaN), kept as its `costs`, named by `wrong_costs`.
