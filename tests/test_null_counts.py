@@ -230,3 +230,23 @@ def test_a_session_billed_more_after_it_resumed_is_not_split_by_its_first_calls(
     assert abs(bill["visible"] - f["tokens"]) < 0.02 * f["tokens"]
     assert bill["not_in_file"] > 80_000
     assert bill["visible"] + bill["not_in_file"] == bill["tokens"]
+
+
+@pytest.mark.parametrize(("line", "said"), [
+    ("> Tokens: null sent, 120 received.", "'> Tokens:' null sent (no count Aider prints)"),
+    ("> Tokens: 120 received.", "'> Tokens:' no amount sent (Aider prints the prompt's")])
+def test_an_aider_tokens_line_without_a_prompt_count_is_named(line: str, said: str,
+                                                              tmp_path: Path) -> None:
+    source = SAMPLES / "aider" / "unit-conversions.aider.chat.history.md"
+    honest = _usage(source)
+    lines = source.read_text().splitlines()
+    at = max(n for n, text in enumerate(lines) if text.startswith("> Tokens:"))
+    lines[at] = line + "  "
+    path = tmp_path / ".aider.chat.history.md"
+    path.write_text("\n".join(lines) + "\n")
+    checked = ctxpack("validate", str(path))
+    assert checked.code == 1 and f"{path}:{at + 1}: recorded usage cannot be true: {said}" \
+        in checked.out
+    usage = _usage(path)
+    assert usage["calls"] == honest["calls"] - 1 and usage["calls_set_aside"] == 1
+    _every_command_runs(path, tmp_path)
