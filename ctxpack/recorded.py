@@ -144,17 +144,19 @@ def miscounted(value: Any, most: int | None = None) -> bool:
 
 def wrong_counts(usage: Any, fields: Sequence[str], prefix: str = "",
                  most: tuple[int, str] = CALL_BOUND, parts: Sequence[tuple[str, str]] = (),
-                 nulls: bool = False) -> str:
+                 nulls: Sequence[str] = ()) -> str:
     """The `fields` of a usage object that no token count can be, as the file has them
     ("": none), each named with `prefix` (where in the usage object they are): a value no
     whole number, zero or more; one more than `most` (a bound and what it is: a call's
     `CALL_BOUND` unless told, `RUN_BOUND` for a run's totals); a part more than the
     whole the format makes it part of (`parts`, each a part's field and its whole's:
-    Codex's cached input is input); and, with `nulls`, a field written as null (a null is
-    no count, and read as 0 it would make the call smaller than it was: the call is set
-    aside; the Claude and Codex readers name nulls with `null_counts` instead, keeping a
-    call whose prompt size its other fields still tell). Every count a reader puts in a
-    file's usage summary is read through here."""
+    Codex's cached input is input); and a field of `nulls` written as null (a null is no
+    count, and read as 0 it would make the call smaller than it was: the call is set
+    aside). A reader gives as `nulls` the fields its format always writes, or those its
+    call's size rests on: not a cache count an SDK's dump writes as null where the
+    provider reported none (the Claude and Codex readers name nulls with `null_counts`,
+    keeping a call whose prompt size its other fields still tell). Every count a reader
+    puts in a file's usage summary is read through here."""
     if not isinstance(usage, Mapping):
         return ""
     bound, why = most
@@ -162,7 +164,7 @@ def wrong_counts(usage: Any, fields: Sequence[str], prefix: str = "",
              else f"{prefix}{f} {figure(usage[f])} (more than {bound:,}, {why})"
              if whole(usage[f]) else f"{prefix}{f} {shown(usage[f])} {NO_COUNT}"
              for f in fields if f in usage and (
-                 miscounted(usage[f], bound) or nulls and usage[f] is None)]
+                 miscounted(usage[f], bound) or usage[f] is None and f in nulls)]
     wrong += [f"{prefix}{part} {figure(usage[part])} (more than the {prefix}{of} "
               f"{figure(usage[of])} it is part of)" for part, of in parts
               if whole(usage.get(part)) and whole(usage.get(of)) and usage[part] > usage[of]

@@ -188,6 +188,22 @@ def test_a_null_openhands_usage_count_is_named_with_its_entry(field: str, tmp_pa
     _every_command_runs(path, tmp_path)
 
 
+def test_a_null_cache_count_beside_a_whole_openhands_prompt_is_none(tmp_path: Path) -> None:
+    # (the prompt_tokens of a LiteLLM usage is the whole prompt, its cache counts parts an
+    # SDK's dump writes as null where the provider reported none)
+    source = SAMPLES / "openhands" / "env-flags.openhands.jsonl"
+    records = _jsonl(source)
+    for usage in records[0]["metrics"]["token_usages"]:
+        usage.update(cache_read_tokens=None, cache_write_tokens=None)
+    path = tmp_path / "output.jsonl"
+    _write_jsonl(path, records)
+    assert "null" not in ctxpack("validate", str(path)).out
+    honest = json.loads(ctxpack("stats", "--json", str(source)).out)["files"][0]["context"]
+    assert _usage(path)["calls"] == _usage(source)["calls"]
+    assert json.loads(ctxpack("stats", "--json", str(path)).out)["files"][0]["context"][
+        "tokens"] == honest["tokens"]
+
+
 def _events(tmp_path: Path, change: Callable[[dict[str, Any]], None]) -> tuple[Path, int]:
     """The managed-agent sample, its last request's end event changed; the copy and the
     event's line."""

@@ -260,7 +260,7 @@ def unread_usage(events: list[int], data: bytes | None, first: int, file: str = 
 def request_wrong(info: dict[str, Any]) -> tuple[str, str]:
     """The counts of the usage `info` of an `api_req_started` event that no token count
     can be, and its cost where no cost can be (a string, a negative number)."""
-    return wrong_counts(info, _REQUEST_COUNTS, nulls=True), wrong_costs(info, ("cost",))
+    return wrong_counts(info, _REQUEST_COUNTS, nulls=_REQUEST_COUNTS), wrong_costs(info, ("cost",))
 
 
 def _json(text: str) -> Any:
@@ -569,7 +569,7 @@ class ClineHistoryReader:
                 added = self.metrics.add(_metrics(metrics))
                 wrong = (wrong_counts(_dict(metrics.get("tokens")),
                                       ("prompt", "completion", "cached"), "metrics.tokens.",
-                                      nulls=True),
+                                      nulls=("prompt", "completion", "cached")),
                          wrong_costs(metrics, ("cost",), "metrics."))
                 if added and (_prompt(added) or any(wrong)):
                     self.made.append((len(self.messages), added, index, model or self.model,

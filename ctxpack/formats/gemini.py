@@ -293,6 +293,7 @@ CLI_MODEL = "gemini-2.5-pro"
 _TOKEN_FIELDS = ("input", "output", "cached", "thoughts", "tool")  # of a reply's `tokens`
 # its cached input is part of `input`; its `total` is input, output, thoughts and tool
 _ADDED = ("input", "output", "thoughts", "tool")
+_WRITTEN = (*_TOKEN_FIELDS, "total")  # every count the CLI writes of a reply
 _TOKEN_PARTS = (("cached", "input"), *((f, "total") for f in _ADDED))
 
 
@@ -327,8 +328,8 @@ class _Tokens:
     def add(self, key: str, tokens: Any, model: str | None, line: int) -> None:
         if isinstance(tokens, dict):
             self.replies[key] = {k: number(tokens.get(k)) for k in _TOKEN_FIELDS}
-            wrong = wrong_counts(tokens, (*_TOKEN_FIELDS, "total"), "tokens.",
-                                 parts=_TOKEN_PARTS, nulls=True) or _unadded(tokens)
+            wrong = wrong_counts(tokens, _WRITTEN, "tokens.", parts=_TOKEN_PARTS,
+                                 nulls=_WRITTEN) or _unadded(tokens)
             self.checked[key] = (model, wrong, line)
 
     def wrong(self, key: str) -> str:
@@ -870,7 +871,8 @@ class GeminiStreamReader:
     def _stats(self, line: int, stats: Any) -> None:
         if not isinstance(stats, dict):
             return
-        wrong = wrong_counts(stats, _STATS_FIELDS, "stats.", RUN_BOUND, _STATS_PARTS, nulls=True)
+        wrong = wrong_counts(stats, _STATS_FIELDS, "stats.", RUN_BOUND, _STATS_PARTS,
+                             _STATS_FIELDS)
         if aside := wrong_totals(line, wrong):
             self.aside.append(aside)
             return

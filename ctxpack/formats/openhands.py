@@ -139,7 +139,7 @@ def _prompt(usage: Any, where: str) -> tuple[int, str, Summed]:
     `token_usages` entry's names, or a response's)."""
     u = _dict(usage)
     billed = number(u.get("prompt_tokens"))
-    return billed, wrong_counts(usage, _COUNTS, where, nulls=True), summed(
+    return billed, wrong_counts(usage, _COUNTS, where, nulls=_COUNTS[:2]), summed(
         input_tokens=billed, output_tokens=number(u.get("completion_tokens")),
         cache_read_tokens=number(u.get("cache_read_tokens", u.get("cache_read_input_tokens"))),
         cache_creation_tokens=number(u.get("cache_write_tokens",
