@@ -61,8 +61,8 @@ KINDS = ("exact", "calibrated", "anchored", "estimated")
 LEAST_RATIO = 0.6
 # The least share of the part in the file a file's own fit puts at its slope that the part
 # its overhead leaves may be, either way, for that overhead to split the bill (see `sound`):
-# the corpus's files split at 0.88 to 1.16 of it; OpenCode "Cap", whose session, resumed
-# after hours, was billed 65,000 tokens more from then on than the file holds, at 1.56
+# the corpus's files split at 0.88 to 1.16 of it; OpenCode "Cap", whose agent, restarted
+# mid-session, sent 65,000 tokens more unlogged from then on, at 1.56
 SPLIT_RATIO = 0.75
 
 

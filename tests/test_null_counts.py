@@ -237,9 +237,9 @@ CAP = CORPUS / "opencode" / "Cap__opencode-session.json"
 
 @pytest.mark.skipif(not CAP.exists(), reason="corpus not found beside the checkout")
 def test_a_session_billed_more_after_it_resumed_is_not_split_by_its_first_calls() -> None:
-    # resumed after hours, every call of the session's last part records about 65,000
-    # tokens more than the file holds beside what the first calls show: the part in the
-    # file is the file's count at its slope, not half as much again
+    # restarted mid-session, the agent sends about 65,000 tokens more unlogged from then
+    # on than the first calls show: the part in the file is the file's count at its
+    # slope, not half as much again
     f = json.loads(ctxpack("stats", "--json", str(CAP)).out)["files"][0]
     bill = f["context"]
     assert bill["kind"] == "anchored"
