@@ -164,6 +164,7 @@ def is_ui_log(value: Any) -> bool:
 
 
 _REQUEST_COUNTS = ("tokensIn", "tokensOut", "cacheWrites", "cacheReads")  # of a request
+_METRICS = ("prompt", "completion", "cached")  # of a history message's `metrics.tokens`
 
 
 class RequestUsage:
@@ -567,9 +568,8 @@ class ClineHistoryReader:
                 self.model = model or self.model
                 metrics = _dict(d.get("metrics"))
                 added = self.metrics.add(_metrics(metrics))
-                wrong = (wrong_counts(_dict(metrics.get("tokens")),
-                                      ("prompt", "completion", "cached"), "metrics.tokens.",
-                                      nulls=("prompt", "completion", "cached")),
+                wrong = (wrong_counts(_dict(metrics.get("tokens")), _METRICS,
+                                      "metrics.tokens.", nulls=_METRICS),
                          wrong_costs(metrics, ("cost",), "metrics."))
                 if added and (_prompt(added) or any(wrong)):
                     self.made.append((len(self.messages), added, index, model or self.model,
