@@ -12,8 +12,9 @@ table: loading reads no config). The
 counts of what the file holds are no test: what is not in the file (a system prompt, the
 parent conversation of a compaction agent, the part cut from a session) legitimately
 makes a prompt hundreds of times the visible count. Nor can a count that is negative or
-not a whole number (true, 1.5, "500", a list), or more than `MOST` in any field a reader
-sums (a cache, reasoning or output count, as much as a prompt): every reader that meets
+not a whole number (true, 1.5, "500", a list, or null: see `wrong_counts`), or more than
+`MOST` in any field a reader sums (a cache, reasoning or output count, as much as a
+prompt): every reader that meets
 one in a call's usage keeps it as the call's `problem`, named by `wrong_counts`, and the
 call is set aside; so is a call whose recorded cost (Cline's, OpenCode's) is not a number
 of zero or more ("0.02", -1, NaN), kept as its `costs`, named by `wrong_costs`.
@@ -95,6 +96,7 @@ DEAREST = 600 / 1_000_000
 # the rule a value breaks that is no count, or no cost, at all, as a problem names it
 NO_COUNT = "(a token count is a whole number, zero or more)"
 NO_COST = "(a cost is a number, zero or more)"
+NULL = "(a null is no count)"
 # each bound with what it is, as a problem names it (as `most_for` gives a call's): every
 # count of a call's usage is held to the first, whatever its field
 CALL_BOUND = (MOST, "twice the largest window of any model")
@@ -141,21 +143,28 @@ def miscounted(value: Any, most: int | None = None) -> bool:
 
 
 def wrong_counts(usage: Any, fields: Sequence[str], prefix: str = "",
-                 most: tuple[int, str] = CALL_BOUND, parts: Sequence[tuple[str, str]] = ()
-                 ) -> str:
+                 most: tuple[int, str] = CALL_BOUND, parts: Sequence[tuple[str, str]] = (),
+                 nulls: Sequence[str] = ()) -> str:
     """The `fields` of a usage object that no token count can be, as the file has them
     ("": none), each named with `prefix` (where in the usage object they are): a value no
     whole number, zero or more; one more than `most` (a bound and what it is: a call's
-    `CALL_BOUND` unless told, `RUN_BOUND` for a run's totals); and a part more than the
+    `CALL_BOUND` unless told, `RUN_BOUND` for a run's totals); a part more than the
     whole the format makes it part of (`parts`, each a part's field and its whole's:
-    Codex's cached input is input). Every count a reader puts in a file's usage summary
-    is read through here."""
+    Codex's cached input is input); and a field of `nulls` written as null (a null is no
+    count, and read as 0 it would make the call smaller than it was: the call is set
+    aside). A reader gives as `nulls` the fields its format always writes, or those its
+    call's size rests on: not a cache count an SDK's dump writes as null where the
+    provider reported none (the Claude and Codex readers name nulls with `null_counts`,
+    keeping a call whose prompt size its other fields still tell). Every count a reader
+    puts in a file's usage summary is read through here."""
     if not isinstance(usage, Mapping):
         return ""
     bound, why = most
-    wrong = [f"{prefix}{f} {figure(usage[f])} (more than {bound:,}, {why})"
+    wrong = [f"{prefix}{f} null {NULL}" if usage[f] is None
+             else f"{prefix}{f} {figure(usage[f])} (more than {bound:,}, {why})"
              if whole(usage[f]) else f"{prefix}{f} {shown(usage[f])} {NO_COUNT}"
-             for f in fields if miscounted(usage.get(f), bound)]
+             for f in fields if f in usage and (
+                 miscounted(usage[f], bound) or usage[f] is None and f in nulls)]
     wrong += [f"{prefix}{part} {figure(usage[part])} (more than the {prefix}{of} "
               f"{figure(usage[of])} it is part of)" for part, of in parts
               if whole(usage.get(part)) and whole(usage.get(of)) and usage[part] > usage[of]

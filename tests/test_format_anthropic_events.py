@@ -186,7 +186,7 @@ def test_usage_that_cannot_be_true_is_named_at_its_request_end_line(
     path.write_bytes(jsonl([wrap(e) if wrapped else e for e in records]))
     problems = ctxpack("validate", str(path))
     assert problems.code == 1
-    assert f"{path}:6: recorded usage cannot be true: input_tokens -3 (" in problems.out
+    assert f"{path}:6: recorded usage cannot be true: model_usage.input_tokens -3 (" in problems.out
     f = json.loads(ctxpack("stats", "--json", str(path)).out)["files"][0]
     assert [x["line"] for x in f["usage_set_aside"]] == [6]
     assert f["usage"]["calls"] == 1  # the other request's

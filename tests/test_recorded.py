@@ -65,7 +65,8 @@ def test_validate_names_the_line_and_stats_says_it_set_it_aside(tmp_path: Path) 
     checked = run_ctxpack("validate", str(path))
     assert checked.code == 1
     # a count past what any call holds is named by its field
-    assert checked.out.startswith(f"{path}:{line}: recorded usage cannot be true: input_tokens "
+    assert checked.out.startswith(f"{path}:{line}: recorded usage cannot be true: "
+                                  f"message.usage.input_tokens "
                                   f"{ABSURD:,} (more than 2,097,152, twice the largest window")
     assert "cannot be true" in checked.out and "set aside" in checked.out
     said = " ".join(run_ctxpack("stats", str(path), "--top", "0").out.split())
@@ -476,7 +477,8 @@ def test_a_count_no_token_count_can_be_is_set_aside(tmp_path: Path, value: objec
     path.write_text("\n".join(lines) + "\n")
     checked = run_ctxpack("validate", str(path))
     assert checked.code == 1
-    assert checked.out.startswith(f"{path}:114: recorded usage cannot be true: {said} (")
+    assert checked.out.startswith(
+        f"{path}:114: recorded usage cannot be true: message.usage.{said} (")
     s = stats(path, cache=False)
     assert [x["line"] for x in s.set_aside] == [114]
     c, h = s.context, honest.context

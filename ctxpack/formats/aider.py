@@ -102,6 +102,9 @@ def tokens_line(line: str) -> dict[str, Any] | None:
         values[kind] = 0 if value is None else value
         if value is None:
             wrong.append(f"{said[:40]} {kind} (no count Aider prints)")
+    if "sent" not in values:
+        # (read as 0, the call's prompt would be unknown and its usage a prompt of 0)
+        wrong.append("no amount sent (Aider prints the prompt's on every such line)")
     if past := wrong_counts(values, _KINDS):
         wrong.append(past)
     if wrong:

@@ -286,9 +286,12 @@ _USAGE_FIELDS = ("input_tokens", "cache_creation_input_tokens", "cache_read_inpu
 
 
 class UsageTally:
-    """Provider usage per API call; the copies on every piece of a response count once."""
+    """Provider usage per API call; the copies on every piece of a response count once.
+    `field`: where a record holds a call's usage, as its problems name it (a Messages API
+    reply's `message.usage`, a managed-agent request's `model_usage`)."""
 
-    def __init__(self) -> None:
+    def __init__(self, field: str = "message.usage") -> None:
+        self.field = field
         self.calls: dict[str, list[int]] = {}
         self.wrong: dict[str, str] = {}  # a call's fields that are no token count
         # a usage that is no object, or whose prompt size a null leaves unknown, at its line
@@ -343,7 +346,7 @@ class UsageTally:
         if not isinstance(usage, dict):
             if usage is not None:
                 self.unread.append(SetAside(line, "recorded usage that cannot be read: "
-                                            f"message.usage is {json_kind(usage)}, not an "
+                                            f"{self.field} is {json_kind(usage)}, not an "
                                             "object; left out", readable=False))
             return
         # (both cache fields null beside a prompt count: the SDK's dump of a response that
@@ -351,17 +354,17 @@ class UsageTally:
         unreported = usage.get("input_tokens") is not None and all(
             f in usage and usage[f] is None for f in _USAGE_FIELDS[1:3])
         if not unreported and (nulls := null_counts(usage, _USAGE_FIELDS[:3],
-                                                    "message.usage.")):
+                                                    f"{self.field}.")):
             self.unread.append(SetAside(line, f"recorded usage with no prompt size: {nulls} "
                                         "(a null is no count); left out", readable=False))
             return
-        if nulls := null_counts(usage, _USAGE_FIELDS[3:], "message.usage."):
+        if nulls := null_counts(usage, _USAGE_FIELDS[3:], f"{self.field}."):
             self.nulls.append((line, f"recorded usage with no output size: {nulls} (a null "
                                      "is no count); the reply's size is unknown"))
         if line:
             self.lines.setdefault(key, line)
         new = [number(usage.get(f)) for f in _USAGE_FIELDS]
-        if wrong := wrong_counts(usage, _USAGE_FIELDS):
+        if wrong := wrong_counts(usage, _USAGE_FIELDS, f"{self.field}."):
             self.wrong.setdefault(key, wrong)
         old = self.calls.get(key)
         # copies agree on input; output grows (or is only real) on later pieces

@@ -60,7 +60,7 @@ class EventsReader:
         # the lines of the turn being read: line, record, event id, the parts it adds
         # (read as it comes, so that a bad field is the problem of its own line)
         self.pending: list[tuple[int, dict[str, Any], str | None, list[Part]]] = []
-        self.tally = UsageTally()
+        self.tally = UsageTally("model_usage")
         self.last_call: str | None = None
         # the newest session totals' list cost and its currency (None: none recorded)
         self.list_cost: tuple[int | float, str | None] | None = None
@@ -154,7 +154,8 @@ class EventsReader:
         context = list(range(self.count))
         return rest, Layout(context, model=self.model, usage=self.usage(),
                             calls=self.tally.recorded(context, self.replies),
-                            set_aside=self.aside)
+                            set_aside=[*self.aside, *self.tally.unread],
+                            problems=self.tally.nulls)
 
 
 def _list_cost(usage: dict[str, Any]

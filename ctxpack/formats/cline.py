@@ -166,6 +166,7 @@ def is_ui_log(value: Any) -> bool:
 
 
 _REQUEST_COUNTS = ("tokensIn", "tokensOut", "cacheWrites", "cacheReads")  # of a request
+_METRICS = ("prompt", "completion", "cached")  # of a history message's `metrics.tokens`
 
 
 class RequestUsage:
@@ -262,7 +263,7 @@ def unread_usage(events: list[int], data: bytes | None, first: int, file: str = 
 def request_wrong(info: dict[str, Any]) -> tuple[str, str]:
     """The counts of the usage `info` of an `api_req_started` event that no token count
     can be, and its cost where no cost can be (a string, a negative number)."""
-    return wrong_counts(info, _REQUEST_COUNTS), wrong_costs(info, ("cost",))
+    return wrong_counts(info, _REQUEST_COUNTS, nulls=_REQUEST_COUNTS), wrong_costs(info, ("cost",))
 
 
 def _json(text: str) -> Any:
@@ -569,8 +570,8 @@ class ClineHistoryReader:
                 self.model = model or self.model
                 metrics = _dict(d.get("metrics"))
                 added = self.metrics.add(_metrics(metrics))
-                wrong = (wrong_counts(_dict(metrics.get("tokens")),
-                                      ("prompt", "completion", "cached"), "metrics.tokens."),
+                wrong = (wrong_counts(_dict(metrics.get("tokens")), _METRICS,
+                                      "metrics.tokens.", nulls=_METRICS),
                          wrong_costs(metrics, ("cost",), "metrics."))
                 if added and (_prompt(added) or any(wrong)):
                     self.made.append((len(self.messages), added, index, model or self.model,

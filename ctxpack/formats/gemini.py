@@ -46,7 +46,7 @@ from pathlib import Path
 from typing import Any
 
 from ..jsonl import dumps, json_kind
-from ..recorded import RUN_BOUND, SetAside, Summed, summed, wrong_counts, wrong_totals
+from ..recorded import RUN_BOUND, SetAside, Summed, summed, whole, wrong_counts, wrong_totals
 from ..transcript import (
     META_KEY,
     Image,
@@ -302,8 +302,10 @@ def unsent(message: Message) -> bool:
 CLI_MODEL = "gemini-2.5-pro"
 
 _TOKEN_FIELDS = ("input", "output", "cached", "thoughts", "tool")  # of a reply's `tokens`
-# its cached input is part of `input` (its `total` is input, output, thoughts and tool)
-_TOKEN_PARTS = (("cached", "input"),)
+# its cached input is part of `input`; its `total` is input, output, thoughts and tool
+_ADDED = ("input", "output", "thoughts", "tool")
+_WRITTEN = (*_TOKEN_FIELDS, "total")  # every count the CLI writes of a reply
+_TOKEN_PARTS = (("cached", "input"), *((f, "total") for f in _ADDED))
 
 
 def chat_recordings(folder: str) -> list[str]:
@@ -312,6 +314,17 @@ def chat_recordings(folder: str) -> list[str]:
     if os.path.basename(os.path.normpath(folder)) != "chats":
         return []
     return sorted(str(p) for p in Path(folder).glob("session-*.json") if p.is_file())
+
+
+def _unadded(tokens: dict[str, Any]) -> str:
+    """Where a reply's `tokens.total` is not its input, output, thoughts and tool added up,
+    as the CLI writes it ("": it is, or a count is not written)."""
+    counts = [tokens.get(f, 0 if f == "tool" else None) for f in _ADDED]
+    total = tokens.get("total")
+    if not all(whole(c) for c in (*counts, total)) or sum(counts) == total:
+        return ""
+    return (f"tokens.total {total:,} (not the {sum(counts):,} its "
+            f"tokens.{', '.join(_ADDED[:-1])} and {_ADDED[-1]} add up to)")
 
 
 class _Tokens:
@@ -326,8 +339,9 @@ class _Tokens:
     def add(self, key: str, tokens: Any, model: str | None, line: int) -> None:
         if isinstance(tokens, dict):
             self.replies[key] = {k: number(tokens.get(k)) for k in _TOKEN_FIELDS}
-            self.checked[key] = (model, wrong_counts(tokens, _TOKEN_FIELDS, "tokens.",
-                                                     parts=_TOKEN_PARTS), line)
+            wrong = wrong_counts(tokens, _WRITTEN, "tokens.", parts=_TOKEN_PARTS,
+                                 nulls=_WRITTEN) or _unadded(tokens)
+            self.checked[key] = (model, wrong, line)
 
     def wrong(self, key: str) -> str:
         """The counts of the reply `key` no token count can be ("": none)."""
@@ -877,7 +891,8 @@ class GeminiStreamReader:
     def _stats(self, line: int, stats: Any) -> None:
         if not isinstance(stats, dict):
             return
-        wrong = wrong_counts(stats, _STATS_FIELDS, "stats.", RUN_BOUND, _STATS_PARTS)
+        wrong = wrong_counts(stats, _STATS_FIELDS, "stats.", RUN_BOUND, _STATS_PARTS,
+                             _STATS_FIELDS)
         if aside := wrong_totals(line, wrong):
             self.aside.append(aside)
             return

@@ -244,7 +244,7 @@ class _Usage:
         c = {k: number(meta.get(k)) for k in _COUNTS}
         self.calls.append(c)
         return c["promptTokenCount"], wrong_counts(meta, (*_COUNTS, "totalTokenCount"),
-                                                   "usageMetadata."), summed(
+                                                   "usageMetadata.", nulls=_COUNTS[:2]), summed(
             input_tokens=c["promptTokenCount"],
             output_tokens=c["candidatesTokenCount"] + c["thoughtsTokenCount"],
             cache_read_tokens=c["cachedContentTokenCount"],

@@ -102,7 +102,8 @@ def _calls(messages: list[dict[str, Any]], first: int) -> list[RecordedCall]:
         usage = response.get("usage") if isinstance(response, dict) else None
         if d.get("role") != "assistant" or not isinstance(usage, dict):
             continue
-        billed, wrong = number(usage.get("prompt_tokens")), wrong_counts(usage, _COUNTS)
+        billed, wrong = number(usage.get("prompt_tokens")), wrong_counts(usage, _COUNTS,
+                                                                          nulls=_COUNTS[:2])
         output = number(usage.get("completion_tokens"))
         if billed > 0 or output or wrong:  # (a prompt of 0 with a reply: judged too)
             model = response.get("model")  # type: ignore[union-attr]
@@ -138,7 +139,7 @@ def _usage(document: Any) -> tuple[dict[str, Any], str]:
                 "input_tokens": sum(number(u.get("prompt_tokens")) for u in calls),
                 "output_tokens": sum(number(u.get("completion_tokens")) for u in calls),
                 "last_input_tokens": number(calls[-1].get("prompt_tokens"))}, ""
-    if wrong := wrong_counts(stats, _STATS, "info.model_stats.", RUN_BOUND):
+    if wrong := wrong_counts(stats, _STATS, "info.model_stats.", RUN_BOUND, nulls=_STATS):
         return {}, wrong
     if isinstance(stats, dict) and number(stats.get("tokens_sent")):
         return {"source": "info.model_stats (SWE-agent run totals)",

@@ -69,7 +69,7 @@ def _wrong_at(tokens: Any, paths: tuple[tuple[str, ...], ...] = _COUNTS
         for key in path[:-1]:
             holder = _dict(holder).get(key)
         if wrong := wrong_counts(holder, path[-1:], "tokens." + "".join(
-                f"{key}." for key in path[:-1])):
+                f"{key}." for key in path[:-1]), nulls=path[-1:]):
             out.append((path, wrong))
     return out
 

@@ -133,12 +133,13 @@ def _forgotten(args: dict[str, Any]) -> tuple[set[int], list[tuple[int, int]]]:
     return ids, ranges
 
 
-def _prompt(usage: Any) -> tuple[int, str, Summed]:
-    """A call's prompt size, the counts of its usage that no token count can be, and what
-    it adds to the summary (a `token_usages` entry's names, or a response's)."""
+def _prompt(usage: Any, where: str) -> tuple[int, str, Summed]:
+    """A call's prompt size, the counts of its usage that no token count can be (named
+    with `where`, the usage's path in its record), and what it adds to the summary (a
+    `token_usages` entry's names, or a response's)."""
     u = _dict(usage)
     billed = number(u.get("prompt_tokens"))
-    return billed, wrong_counts(usage, _COUNTS), summed(
+    return billed, wrong_counts(usage, _COUNTS, where, nulls=_COUNTS[:2]), summed(
         input_tokens=billed, output_tokens=number(u.get("completion_tokens")),
         cache_read_tokens=number(u.get("cache_read_tokens", u.get("cache_read_input_tokens"))),
         cache_creation_tokens=number(u.get("cache_write_tokens",
@@ -187,10 +188,11 @@ class OpenHandsReader:
         if isinstance(record, dict):
             metrics = _dict(record.get("metrics"))
             usages = metrics.get("token_usages")  # usage only informs: any other value is none
-            found = [u for u in usages if isinstance(u, dict)] if isinstance(usages, list) else []
-            self.usages += found
-            self.prompts = {u["response_id"]: _prompt(u) for u in found
-                            if isinstance(u.get("response_id"), str)}
+            found = [(k, u) for k, u in enumerate(usages) if isinstance(u, dict)] \
+                if isinstance(usages, list) else []
+            self.usages += [u for _, u in found]
+            self.prompts = {u["response_id"]: _prompt(u, f"metrics.token_usages[{k}].")
+                            for k, u in found if isinstance(u.get("response_id"), str)}
             model = _dict(_dict(record.get("metadata")).get("llm_config")).get("model")
             self.model = model if isinstance(model, str) else self.model
         start = len(self.messages)
@@ -258,7 +260,8 @@ class OpenHandsReader:
                     continue
                 model = _dict(meta.get("model_response")).get("model")
                 usage = _dict(meta.get("model_response")).get("usage")
-                if rid is not None and any((prompt := _prompt(usage))[:2]):
+                if rid is not None and any(
+                        (prompt := _prompt(usage, "tool_call_metadata.model_response.usage."))[:2]):
                     self.prompts.setdefault(rid, prompt)
                     self.responses.setdefault(rid, usage)
                 parts: list[Part] = [Text(text)] if text else []
