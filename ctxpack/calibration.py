@@ -779,8 +779,8 @@ def fittable(c: Call) -> bool:
 
 
 def recorded_calls(t: Transcript) -> bool:
-    """Whether `t` records the usage of a call, fitted or not: stood for by no call a
-    compress carried (see `prompts_of`)."""
+    """Whether `t` records the usage of any call of its own, fittable or not (not the one
+    standing for what a compress carried: see `prompts_of`)."""
     return any(unfitted(t).values()) or any(
         fittable(c) for view in contexts_of(t) for c in view.calls)
 

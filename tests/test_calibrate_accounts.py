@@ -14,8 +14,11 @@ from .helpers import ctxpack
 from .test_huge_counts import _copies
 
 # the counts of a row (`calibrate --json`) that, with the calls fitted, make up the calls
-# its files record
-NOT_FITTED = ("left_out", "no_prompt", "set_aside", "no_size")
+# its files record, and how the line under the table saying each opens
+NOT_FITTED = {"left_out": "left out, as the bill passes them over",
+              "no_prompt": "not used, made before an older compaction",
+              "set_aside": "set aside, their recorded usage cannot be true",
+              "no_size": "not used, recording no prompt size"}
 # samples read as a tree (a task's two files, a storage folder): given whole
 TREES = ("cline-task", "opencode-storage")
 CLAUDE_CODE = SAMPLES / "coding-agent.claude-code.jsonl"
@@ -62,13 +65,16 @@ def test_every_call_a_file_records_is_fitted_or_left_out_with_a_reason(path: Pat
     for row in found:
         assert row["recorded"] == row["calls"] + sum(row[k] for k in NOT_FITTED), row
     assert sum(row["recorded"] for row in found) == total
-    # and the text says each count left out, in a line of its row
-    said = " ".join(ctxpack("calibrate", str(path), env={"COLUMNS": "300"}).out.split())
+
+
+def said_of_each(paths: list[Path], found: list[dict]) -> None:
+    """The text says each count of calls left out, in a line of its row."""
+    said = " ".join(ctxpack("calibrate", *map(str, paths), env={"COLUMNS": "300"}).out.split())
     for row in found:
-        for key in NOT_FITTED:
+        for key, words in NOT_FITTED.items():
             if row[key]:
                 calls = "call" if row[key] == 1 else "calls"
-                assert f"{row['label']}: {row[key]} {calls} " in said, (row, key)
+                assert f"{row['label']}: {row[key]} {calls} {words}" in said, (row, key)
 
 
 def test_calls_whose_usage_cannot_be_true_are_counted_as_set_aside(tmp_path: Path) -> None:
@@ -81,8 +87,7 @@ def test_calls_whose_usage_cannot_be_true_are_counted_as_set_aside(tmp_path: Pat
     assert sum(row["recorded"] for row in found) == recorded(copies)
     for row in found:
         assert row["recorded"] == row["calls"] + sum(row[k] for k in NOT_FITTED), row
-    said = " ".join(ctxpack("calibrate", *map(str, copies), env={"COLUMNS": "300"}).out.split())
-    assert "calls set aside, their recorded usage cannot be true" in said
+    said_of_each(copies, found)
 
 
 def _records(path: Path) -> list[dict]:
@@ -139,6 +144,7 @@ def test_calls_before_a_compaction_are_fitted_on_the_context_they_were_made_on(
     full = rows(path)
     assert sum(r["calls"] for r in full) > sum(r["calls"] for r in alone)
     assert sum(r["recorded"] for r in full) == recorded([path])
+    said_of_each([path], full)
 
 
 def test_the_notes_under_the_table_are_wrapped_to_the_terminal(tmp_path: Path) -> None:

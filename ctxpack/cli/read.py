@@ -7,6 +7,7 @@ import glob
 import os
 import re
 import sys
+import textwrap
 from collections import Counter
 from collections.abc import Callable, Iterator
 from typing import Annotated, Any, TypeVar
@@ -643,7 +644,8 @@ def calibrate(
         if not write_config:  # (--write-config says it for each fit it does not write)
             notes += [f"* {f.label}: {f.untrusted}" for f in fitted if f.untrusted]
         for note in notes:
-            console.print(plain(note), markup=False, highlight=False)
+            console.print(textwrap.fill(plain(note), console.width), markup=False,
+                          highlight=False, soft_wrap=True)
     if write_config:
         from ..config import add_calibrations
 
