@@ -28,6 +28,7 @@ from __future__ import annotations
 import heapq
 import itertools
 import statistics
+from collections import Counter
 from collections.abc import Iterable, Sequence
 from dataclasses import dataclass, replace
 from typing import Any
@@ -626,11 +627,12 @@ def fit_half(points: Sequence[tuple[int, int]]) -> list[tuple[int, int]]:
 
 @dataclass(frozen=True)
 class Fitted:
-    """A model's calibration fitted on the first half of each file's calls, and its
-    relative error on the second half (held out): median and worst."""
+    """A model's calibration fitted on the first half of each run of calls (those made on
+    one context a file holds: see `contexts_of`; of each conversation of a file of several),
+    and its relative error on the second half (held out): median and worst."""
 
     model: str
-    files: int
+    files: int  # the files whose calls were fitted
     calls: int
     steps: int  # the slopes read off (0: the table's slope is kept; few: near it)
     slope: float
@@ -648,7 +650,18 @@ class Fitted:
     no_prompt: int = 0
     # what keeps the fit apart from the model's own: "compaction" (Claude Code's compaction
     # side-agent), "assumed" (no file names the model: the one its format assumes), or ""
+    # (see `apart_of`)
     apart: str = ""
+    # the calls whose recorded usage cannot be true, set aside (see ctxpack.recorded)
+    set_aside: int = 0
+    # the calls recording no prompt size (a prompt of 0, with a reply)
+    no_size: int = 0
+
+    @property
+    def recorded(self) -> int:
+        """Every call of the model the files record: fitted (`calls`, half of each run's
+        held out), or left out for one of the reasons each count of the rest names."""
+        return self.calls + self.left_out + self.no_prompt + self.set_aside + self.no_size
 
     @property
     def label(self) -> str:
@@ -657,7 +670,7 @@ class Fitted:
         return f"{self.model} ({self.apart})" if self.apart else self.model
 
     def to_dict(self) -> dict[str, object]:
-        return {**vars(self), "label": self.label}
+        return {**vars(self), "label": self.label, "recorded": self.recorded}
 
 
 def shrunk(slopes: Sequence[float], prior: float) -> float:
@@ -674,61 +687,65 @@ def shrunk(slopes: Sequence[float], prior: float) -> float:
 
 
 def calibrate(transcripts: Iterable[Transcript], table: ModelTable = TABLE) -> list[Fitted]:
-    """Fit each model's slope and overhead on the calls the transcripts record: the slope
-    read off the first half of each file's calls, shrunk toward the table's (`shrunk`), the
-    overhead their median gap; the error is of the second half, held out."""
+    """Fit each model's slope and overhead on the calls the transcripts record, each on the
+    context it was made on (see `contexts_of`): the slope read off the first half of each
+    run's calls, shrunk toward the table's (`shrunk`), the overhead their median gap; the
+    error is of the second half, held out. Every call a file records is in its model's row:
+    fitted (or held out), or left out and counted by why (see `Fitted`)."""
     # (model, what keeps it apart: see `Fitted.apart`) -> each run's (counted, billed)
-    # points; a compaction agent's are fitted apart, since what it sends unlogged is the
-    # parent conversation, not what the model's other calls send, and so are the calls of
-    # a model no file named (assumed: `claude` for files of any Claude agent), which can
-    # stand for no model's entry
-    points: dict[tuple[str, str], list[list[tuple[int, int]]]] = {}
+    # points, by the number of the file it is of (a file of several conversations, or
+    # with calls before its newest compaction, has a run of each); a compaction agent's
+    # are fitted apart, since what it sends unlogged is the parent conversation, not what
+    # the model's other calls send, and so are the calls of a model no file named
+    # (assumed: `claude` for files of any Claude agent), which can stand for no model's
+    # entry
+    points: dict[tuple[str, str], list[tuple[int, list[tuple[int, int]]]]] = {}
     # a model's name as first seen, by what the table takes of it (`GPT-5.4`,
     # `openai/gpt-5.4`: one model, one entry in the config)
     spelled: dict[str, str] = {}
-    left: dict[tuple[str, str], int] = {}  # the calls left out (see `Fitted.left_out`)
-    unplaced: dict[tuple[str, str], int] = {}  # (see `Fitted.no_prompt`)
-    for t in transcripts:
-        recorded = [c for c in t.calls if c.billed > 0 and c.prompt > 0]  # (see loader)
-        side = compaction_agent(t.format, next(iter(t.messages), None))
+    # the calls not fitted, by row and why (the names of `Fitted`'s fields that count them)
+    untaken: dict[tuple[str, str], Counter[str]] = {}
+
+    def key(model: str, apart: str) -> tuple[str, str]:
+        return spelled.setdefault(model_key(model), model), apart
+
+    for number, t in enumerate(transcripts):
         named = model_of(t.model, t.format) or "?"
-        assumed = t.model is None and named != "?"  # (a call names its model, or this)
-        # (a file of no call fitted says so itself: see the CLI's warning)
-        for c in calls_of_no_prompt(t) if recorded else ():
-            model = c.model or named
-            apart = "compaction" if side else "assumed" if assumed and c.model is None else ""
-            key = (spelled.setdefault(model_key(model), model), apart)
-            unplaced[key] = unplaced.get(key, 0) + 1
-        for calls in by_conversation(t, recorded):  # (each conversation a run of its own)
-            # each call under the model that made it (a session may switch models): the
-            # prompts are counted whole, as that model counts them, and its calls' points
-            # are a run of its own
-            for model in dict.fromkeys(c.model or named for c in calls):
-                counter = TokenCounter(model if table.find(model) else None, table)
-                counted = prompt_sizes(t, calls, counter, model)
-                # not the calls the bill passes over (see `anchoring`: the last ones far
-                # below the count of their prompts, or below it where the agent is known
-                # to send more, and all of them where the one before those did not grow
-                # with the messages), nor any other far below: made up, or of an agent that
-                # cut old outputs itself
-                sends = table_overhead(table.calibration(model), t.format)
-                slope = slope_of(model, table)
-                mine = [(n, c) for n, c in zip(counted, calls, strict=True)
-                        if (c.model or named) == model]
-                keep, anchors = anchoring([c for _, c in mine], [n for n, _ in mine], slope,
-                                          sends)
-                run = [(n, c.billed) for n, c in mine[:keep if anchors else 0]
-                       if not far_below(c, n, slope, sends)]
-                apart = "compaction" if side else \
-                    "assumed" if assumed and all(c.model is None for _, c in mine) else ""
-                key = (spelled.setdefault(model_key(model), model), apart)
-                # (a run all left out is kept empty: the model is still shown, with the
-                # calls left out)
-                points.setdefault(key, []).append(run)
-                left[key] = left.get(key, 0) + len(mine) - len(run)
+        for why, calls in unfitted(t).items():
+            for c in calls:
+                found = key(c.model or named, apart_of(t, [c]))
+                untaken.setdefault(found, Counter())[why] += 1
+        for view in contexts_of(t):
+            recorded = [c for c in view.calls if fittable(c)]
+            for calls in by_conversation(view, recorded):  # (each conversation a run)
+                # each call under the model that made it (a session may switch models):
+                # the prompts are counted whole, as that model counts them, and its calls'
+                # points are a run of its own
+                for model in dict.fromkeys(c.model or named for c in calls):
+                    counter = TokenCounter(model if table.find(model) else None, table)
+                    counted = prompt_sizes(view, calls, counter, model)
+                    # not the calls the bill passes over (see `anchoring`: the last ones
+                    # far below the count of their prompts, or below it where the agent is
+                    # known to send more, and all of them where the one before those did
+                    # not grow with the messages), nor any other far below: made up, or of
+                    # an agent that cut old outputs itself
+                    sends = table_overhead(table.calibration(model), t.format)
+                    slope = slope_of(model, table)
+                    mine = [(n, c) for n, c in zip(counted, calls, strict=True)
+                            if (c.model or named) == model]
+                    keep, anchors = anchoring([c for _, c in mine], [n for n, _ in mine],
+                                              slope, sends)
+                    run = [(n, c.billed) for n, c in mine[:keep if anchors else 0]
+                           if not far_below(c, n, slope, sends)]
+                    found = key(model, apart_of(t, [c for _, c in mine]))
+                    # (a run all left out is kept empty: the model is still shown, with
+                    # the calls left out)
+                    points.setdefault(found, []).append((number, run))
+                    untaken.setdefault(found, Counter())["left_out"] += len(mine) - len(run)
     out = []
-    for (model, apart), runs in sorted(points.items()):
-        files = [f for f in runs if f]
+    for model, apart in sorted({*points, *untaken}):
+        runs = [(n, f) for n, f in points.get((model, apart), ()) if f]
+        files = [f for _, f in runs]
         fitted = [fit_half(f) for f in files]
         held = [f[len(fit_half(f)):] for f in files]
         slopes = [x for f in fitted for x in step_slopes(f)]
@@ -737,24 +754,76 @@ def calibrate(transcripts: Iterable[Transcript], table: ModelTable = TABLE) -> l
         overhead = max(0.0, statistics.median(gaps)) if gaps else 0.0
         errors = [abs(slope * c + overhead - b) / b for f in held for c, b in f if b > 0]
         calls = sum(map(len, files))
-        out.append(Fitted(model, len(files), calls, len(slopes), slope, round(overhead),
+        why = untaken.get((model, apart), Counter())
+        out.append(Fitted(model, len({n for n, _ in runs}), calls, len(slopes), slope,
+                          round(overhead),
                           round(statistics.median(errors), 4) if errors else None,
                           round(max(errors), 4) if errors else None,
                           untrusted(model, apart == "compaction", calls,
                                     statistics.median(errors) if errors else None,
                                     slope, round(overhead), table,
                                     assumed=apart == "assumed"),
-                          left[model, apart], unplaced.get((model, apart), 0), apart))
+                          why["left_out"], why["no_prompt"], apart, why["set_aside"],
+                          why["no_size"]))
     return out
 
 
+def apart_of(t: Transcript, calls: Sequence[Call]) -> str:
+    """What keeps `calls` of `t` apart from their model's own fit (`Fitted.apart`):
+    "compaction" where `t` is Claude Code's compaction side-agent, "assumed" where none
+    of them names a model and `t` names none either (the model is its format's), else ""."""
+    if compaction_agent(t.format, next(iter(t.messages), None)):
+        return "compaction"
+    assumed = t.model is None and model_of(None, t.format) is not None
+    return "assumed" if assumed and all(c.model is None for c in calls) else ""
+
+
+def fittable(c: Call) -> bool:
+    """Whether a call of a context a file holds can be fitted: it records a prompt size,
+    and its prompt is messages of that context (not none: its reply is the context's
+    first message)."""
+    return c.billed > 0 and c.prompt > 0
+
+
+def recorded_calls(t: Transcript) -> bool:
+    """Whether `t` records the usage of any call of its own, fittable or not (not the one
+    standing for what a compress carried: see `prompts_of`)."""
+    return any(unfitted(t).values()) or any(
+        fittable(c) for view in contexts_of(t) for c in view.calls)
+
+
+def contexts_of(t: Transcript) -> list[Transcript]:
+    """`t` as each context its file holds with the calls made on it: the context as it
+    stands, and the one before its newest compaction (made of messages the file holds
+    outside the context), with their calls' `prompt` places in it. A call is fitted on the
+    prompt it was sent, not on the context that replaced it."""
+    views = [replace(t, calls=tuple(c for c in t.calls if c.slope is None))]
+    if t.earlier and t.earlier_calls:
+        held = (*t.messages, *t.sidechain, *t.outside)
+        views.append(replace(t, messages=tuple(held[n] for n in t.earlier),
+                             calls=t.earlier_calls, earlier=(), earlier_calls=()))
+    return views
+
+
+def unfitted(t: Transcript) -> dict[str, list[Call]]:
+    """The calls `t` records that no fit can take, by why (the name of the `Fitted` field
+    that counts them): `no_prompt`, made on no prompt the file holds (see
+    `calls_of_no_prompt`); `no_size`, recording no prompt size (0, with a reply);
+    `set_aside`, whose recorded usage cannot be true (see ctxpack.recorded)."""
+    held = [c for view in contexts_of(t) for c in view.calls]
+    return {"no_prompt": calls_of_no_prompt(t),
+            "no_size": [c for c in held if c.billed <= 0],
+            "set_aside": [x.call for x in t.set_aside if x.call is not None]}
+
+
 def calls_of_no_prompt(t: Transcript) -> list[Call]:
-    """The calls `t` records the usage of but no prompt it holds as it stands: made on the
-    context before its newest compaction, on one older or off the branch, before a cut to
-    fit the window, or of no place its record names. Their prompts are not the messages
-    the file holds, so no fit takes them."""
-    return [c for c in t.calls if c.billed > 0 and c.prompt <= 0] + \
-        [c for c in (*t.earlier_calls, *t.unbilled_calls) if c.billed > 0]
+    """The calls `t` records the usage of but no prompt it holds: made on a context before
+    an older compaction than the newest, off the branch, before a cut to fit the window,
+    or of no place its record names (each of `unbilled_calls`), or whose reply opens the
+    context it is in (what was sent before it is not in the file). Their prompts are not
+    messages the file holds, so no fit takes them."""
+    return [c for view in contexts_of(t) for c in view.calls
+            if c.billed > 0 and not fittable(c)] + list(t.unbilled_calls)
 
 
 def untrusted(model: str, side: bool, calls: int, error: float | None,

@@ -47,7 +47,20 @@ def test_an_exact_count_is_the_bill_and_nothing_is_outside_the_file() -> None:
     assert s.context_ratio == round(s.tokens / s.context_window, 4)
 
 
-def test_a_claude_code_session_is_anchored_on_its_last_recorded_call() -> None:
+def calls_since_compaction(path: Path, into: Path) -> Path:
+    """`path` with the usage of every reply before its newest compaction taken out: its
+    only calls those made on the context as it stands."""
+    records = [json.loads(line) for line in path.read_text().splitlines() if line.strip()]
+    cut = max(n for n, r in enumerate(records) if r.get("subtype") == "compact_boundary")
+    for r in records[:cut]:
+        if isinstance(r.get("message"), dict):
+            r["message"].pop("usage", None)
+    out = into / path.name
+    out.write_text("".join(json.dumps(r) + "\n" for r in records))
+    return out
+
+
+def test_a_claude_code_session_is_anchored_on_its_last_recorded_call(tmp_path: Path) -> None:
     s = stats(CLAUDE_CODE, cache=False)
     c = s.context
     assert c is not None and c.kind == "anchored" and c.calls > 5
@@ -55,9 +68,12 @@ def test_a_claude_code_session_is_anchored_on_its_last_recorded_call() -> None:
     # prompt plus the reply and what came after: a little more than the recorded size
     assert last_billed_prompt(CLAUDE_CODE) < c.tokens < last_billed_prompt(CLAUDE_CODE) + 2_000
     # the slope its own calls show (near the table's); not in the file: the overhead
-    # `calibrate` fits the same file, in the file the rest
+    # `calibrate` fits the calls made on the context as it stands, in the file the rest
+    # (calibrate of the whole file fits those before its compaction too, on their own)
     assert c.after is not None and abs(c.after - slope_of("claude-opus-4-6")) < 0.1
-    fitted = json.loads(run_ctxpack("calibrate", str(CLAUDE_CODE), "--json").out)[0]
+    since = calls_since_compaction(CLAUDE_CODE, tmp_path)
+    assert stats(since, cache=False).context == c
+    fitted = json.loads(run_ctxpack("calibrate", str(since), "--json").out)[0]
     assert round(c.after, 3) == fitted["slope"]
     assert abs(c.not_in_file - fitted["overhead"]) <= 5  # (calibrate rounds the slope)
     assert c.not_in_file == c.tokens - c.visible > 10 * s.tokens  # most is not in the file

@@ -212,7 +212,7 @@ def test_a_folder_gives_calibrate_its_json_tasks_too(tmp_path: Path) -> None:
     assert row["calls"] == len(load(SAMPLES / "cline-task" / "api_conversation_history.json")
                                .calls)
     (said,) = [line for line in run.err.splitlines() if "support-chat" in line]
-    assert "records no call's usage" in said and "skipped" in said
+    assert "records no call's own usage" in said and "skipped" in said
 
 
 def test_names_the_table_takes_for_one_model_are_fitted_as_one(tmp_path: Path) -> None:

@@ -138,7 +138,8 @@ def test_a_fit_of_no_named_model_is_untrusted() -> None:
     t = load(CLAUDE_CODE)
     # (a format that assumes no model where the file names none)
     t = replace(t, format="opencode", model=None,
-                calls=tuple(replace(c, model=None) for c in t.calls))
+                calls=tuple(replace(c, model=None) for c in t.calls),
+                earlier_calls=tuple(replace(c, model=None) for c in t.earlier_calls))
     (fitted,) = calibrate([t])
     assert fitted.model == "?" and fitted.untrusted == "no model named"
     (real,) = calibrate([load(CLAUDE_CODE)])

@@ -243,7 +243,9 @@ def test_a_rewound_file_bills_as_the_session_stopped_there(
     assert bill_of(compressed)["tokens"] < after["tokens"]
     fit = run("calibrate", str(out), "--json")
     assert fit.code == 0, fit.err
-    assert [m["calls"] for m in orjson.loads(fit.out)] == [after["calls"]]
+    # (each call kept, those made before the Claude Code sample's compaction too)
+    (fitted,) = orjson.loads(fit.out)
+    assert fitted["calls"] == fitted["recorded"] >= after["calls"]
 
 
 @pytest.mark.parametrize("path", corpus_params("claude-code", "codex"))

@@ -1536,8 +1536,8 @@ def test_calibrate_says_why_it_fits_none_of_the_calls_before_clines_cut(tmp_path
     assert fit["no_prompt"] > 0 and fit["left_out"] == 0
     assert fit["calls"] + fit["no_prompt"] == recorded  # each call fitted or said why not
     said = " ".join(ctxpack("calibrate", str(ui), env={"COLUMNS": "300"}).out.split())
-    assert f"{fit['model']}: {fit['no_prompt']} calls not used, made before a compaction " \
-        "or a cut to fit the window" in said
+    assert f"{fit['model']}: {fit['no_prompt']} calls not used, made before an older " \
+        "compaction than the newest or a cut to fit the window" in said
     # a task not cut has every call fitted, and nothing to say of it
     (whole,) = json.loads(ctxpack("calibrate", "--json", str(CLINE / "ui_messages.json")).out)
     assert (whole["calls"], whole["no_prompt"]) == (recorded, 0)

@@ -213,19 +213,22 @@ def test_calibrate_says_how_many_calls_it_left_out(tmp_path: Path) -> None:
     # the calls the bill passes over are left out of the fit, and counted per model: of
     # flat usage, every call (the bill uses none of it: see above), not only the last two
     # below the line
+    # (each run of them: the 11 calls after the sample's compaction, and the 15 made on the
+    # context before it)
     path, _ = flat_usage(tmp_path, 4_000)
     assert context(path)["calls"] == 11 and len(context(path)["passed_over"]) == 2
     (fit,) = json.loads(run_ctxpack("calibrate", "--json", str(path)).out)
-    assert (fit["left_out"], fit["calls"], fit["error"]) == (11, 0, None)
+    assert (fit["left_out"], fit["calls"], fit["error"]) == (26, 0, None)
+    assert fit["recorded"] == stats(path, cache=False).usage["calls"] == 26
     said = run_ctxpack("calibrate", str(path))
     assert said.code == 0
-    assert "claude-opus-4-6: 11 calls left out, as the bill passes them over" in \
+    assert "claude-opus-4-6: 26 calls left out, as the bill passes them over" in \
         " ".join(said.out.split())
     # a model all of whose calls are far below is still shown, with nothing fitted
     (tmp_path / "low").mkdir()
     low, _ = flat_usage(tmp_path / "low", 300)
     (none,) = json.loads(run_ctxpack("calibrate", "--json", str(low)).out)
-    assert (none["calls"], none["left_out"], none["error"]) == (0, 11, None)
+    assert (none["calls"], none["left_out"], none["error"]) == (0, 26, None)
     assert none["untrusted"] == "0 calls, fewer than 4"
     # and an honest file leaves none out, and says nothing of it
     (whole,) = json.loads(run_ctxpack("calibrate", "--json", str(SAMPLE)).out)
@@ -243,12 +246,10 @@ def test_usage_the_bill_passes_over_moves_no_fit_beside_an_honest_file(
     run = run_ctxpack("calibrate", "--json", str(path), str(SAMPLE))
     assert run.code == 0, run.err
     (both,) = json.loads(run.out)
-    assert both["left_out"] == 11 and both["files"] == 1
-    # (the flat file is the sample's calls: as many made on a context before its
-    # compaction, which no fit takes either)
-    assert both["no_prompt"] == 2 * alone[0]["no_prompt"]
-    assert {k: v for k, v in both.items() if k not in ("left_out", "no_prompt")} == \
-        {k: v for k, v in alone[0].items() if k not in ("left_out", "no_prompt")}
+    assert both["left_out"] == 26 and both["files"] == 1
+    assert both["recorded"] == 2 * alone[0]["recorded"]
+    assert {k: v for k, v in both.items() if k not in ("left_out", "recorded")} == \
+        {k: v for k, v in alone[0].items() if k not in ("left_out", "recorded")}
     assert both["worst"] < 0.05
 
 
@@ -708,7 +709,8 @@ def test_a_reply_whose_model_or_id_is_of_another_kind_keeps_its_usage(
     # calibrate fits them as the model the file names, or the one assumed (not as a
     # model called `<synthetic>`)
     fits = json.loads(run_ctxpack("calibrate", str(path), "--json").out)
-    assert [(f["model"].split("-")[0], f["calls"]) for f in fits] == [("claude", 11)]
+    assert [(f["model"].split("-")[0], f["calls"]) for f in fits] == \
+        [("claude", s.usage["calls"])]
     checked = run_ctxpack("validate", str(path))
     if named is None:
         assert checked.code == 0, checked.out

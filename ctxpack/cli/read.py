@@ -7,6 +7,7 @@ import glob
 import os
 import re
 import sys
+import textwrap
 from collections import Counter
 from collections.abc import Callable, Iterator
 from typing import Annotated, Any, TypeVar
@@ -544,8 +545,21 @@ def models(
 
 
 # why calls whose usage a file records are not fitted (`calibration.calls_of_no_prompt`)
-NO_PROMPT = ("made before a compaction or a cut to fit the window, off the branch, or at no "
-             "place the file names: their prompts are not the messages it holds")
+NO_PROMPT = ("made before an older compaction than the newest or a cut to fit the window, "
+             "off the branch, at no place the file names, or with no message before "
+             "their reply: their prompts are not messages it holds")
+# what each count of calls a fit leaves out says of them (`calibration.Fitted`), in the
+# order the lines under the table give them
+LEFT_OUT = {
+    "left_out": ("left out, as the bill passes them over: far below the count of their "
+                 "prompts, below it where the agent is known to send more, or before such "
+                 "calls without growing with the messages (made up, or of an agent that cut "
+                 "old outputs itself)"),
+    "no_prompt": f"not used, {NO_PROMPT}",
+    "no_size": "not used, recording no prompt size (a prompt of 0 tokens)",
+    "set_aside": ("set aside, their recorded usage cannot be true (validate names each at "
+                  "its line)"),
+}
 
 
 @app.command()
@@ -565,16 +579,18 @@ def calibrate(
     """Fit each model's slope and overhead on the usage transcripts record, with the
     error on held-out calls (each file's second half)."""
     from ..calibration import calibrate as fit_all
-    from ..calibration import calls_of_no_prompt
+    from ..calibration import recorded_calls
     from ..loader import load
 
     def recorded(path: str) -> Any:
         t = load(path, skip_invalid=skip_invalid)
-        if not any(c.billed > 0 and c.prompt > 0 for c in t.calls):
-            unplaced = len(calls_of_no_prompt(t))
-            warn(f"{path}: records no call's usage" + (
-                f" on a prompt it holds: skipped ({counted(unplaced, 'call')} {NO_PROMPT})"
-                if unplaced else ": skipped"))
+        if not recorded_calls(t):
+            # (of a file counting its calls in its run's totals alone, as SWE-agent's
+            # `model_stats`, how many: none of them is fitted)
+            calls = t.usage.get("calls")
+            totals = f", only its run's totals ({counted(calls, 'call')})" \
+                if isinstance(calls, int) and calls > 0 else ""
+            warn(f"{path}: records no call's own usage{totals}: skipped")
         return t
 
     cfg = read_config(config)
@@ -619,22 +635,17 @@ def calibrate(
                         slope, f"{f.overhead:,}", error, worst)
         if any(f.untrusted for f in fitted):
             out.caption = "* not fit to stand as the model's entry (see below)"
-        Console().print(out)
-        for f in fitted:
-            if f.left_out:
-                print(plain(f"{f.label}: {counted(f.left_out, 'call')} left out, as the bill "
-                            "passes them over: far below the count of their prompts, below "
-                            "it where the agent is known to send more, or before such calls "
-                            "without growing with the messages (made up, or of an agent that "
-                            "cut old outputs itself)"))
-        for f in fitted:
-            if f.no_prompt:
-                print(plain(f"{f.label}: {counted(f.no_prompt, 'call')} not used, "
-                            f"{NO_PROMPT}"))
+        console = Console()
+        console.print(out)
+        # what the table does not hold, each call a file records that no fit took, by why:
+        # wrapped to the terminal's width, as the table is
+        notes = [f"{f.label}: {counted(getattr(f, why), 'call')} {words}"
+                 for why, words in LEFT_OUT.items() for f in fitted if getattr(f, why)]
         if not write_config:  # (--write-config says it for each fit it does not write)
-            for f in fitted:
-                if f.untrusted:
-                    print(plain(f"* {f.label}: {f.untrusted}"))
+            notes += [f"* {f.label}: {f.untrusted}" for f in fitted if f.untrusted]
+        for note in notes:
+            console.print(textwrap.fill(plain(note), console.width), markup=False,
+                          highlight=False, soft_wrap=True)
     if write_config:
         from ..config import add_calibrations
 

@@ -523,6 +523,8 @@ class AnthropicReader:
     def __init__(self) -> None:
         self.count = 0
         self.start = 0  # first message after the last compaction
+        self.before = 0  # first message of the context that compaction summarized
+        self.line_of: dict[int, int] = {}  # a message's number -> the line it starts on
         self.side: list[int] = []
         self.lanes: dict[str | None, ResponseMerger] = {}
         self.init_model: str | None = None
@@ -545,7 +547,7 @@ class AnthropicReader:
             self.init_model = _str(record.get("model")) or self.init_model
         elif kind == "system" and record.get("subtype") == "compact_boundary":
             out = self._flush_all()
-            self.start = self.count
+            self.before, self.start = self.start, self.count
             return out
         elif kind == "result":
             aside = wrong_totals(line, wrong_counts(record.get("usage"), _USAGE_FIELDS,
@@ -583,6 +585,7 @@ class AnthropicReader:
                 self.side.append(self.count)
             elif item.call in self.tally.calls:
                 self.replies[self.count] = reply_of(item.message, item.call)
+            self.line_of[self.count] = item.message.line
             self.count += 1
         return [item.message for item in items]
 
@@ -595,15 +598,23 @@ class AnthropicReader:
     def finish(self) -> tuple[list[Message], Layout]:
         rest = self._flush_all()
         side = set(self.side)
-        context = [n for n in range(self.start, self.count) if n not in side]
+        context, earlier, older = ([n for n in range(*span) if n not in side] for span in (
+            (self.start, self.count), (self.before, self.start), (0, self.before)))
         last = next((self.replies[n][0] for n in reversed(context) if n in self.replies), None)
         usage = self.tally.summary("assistant message.usage, once per message.id", last)
         if self.totals:
             source = usage.get("source", "")
             source += "; cost and result_* from the result line" if source else "the result line"
             usage = {**with_run_totals(usage, self.totals), "source": source}
+        # the calls made on the context the newest compaction summarized, and those before
+        # an older one, which no context the file holds measures (at the line of each reply)
+        unplaced = [replace(c, prompt=0, at=c.at or self.line_of.get(older[c.prompt], 0))
+                    for c in self.tally.recorded(older, self.replies)]
         return rest, Layout(context, self.side, self.init_model or self.last_model, usage,
                             calls=self.tally.recorded(context, self.replies),
+                            earlier=earlier,
+                            earlier_calls=self.tally.recorded(earlier, self.replies),
+                            unbilled_calls=unplaced,
                             outside_why="before a compaction",
                             set_aside=[*self.aside, *self.tally.unread],
                             problems=[*self.problems, *self.tally.nulls])

@@ -1,0 +1,162 @@
+"""`calibrate` accounts for every call a file records: fitted (half of each run held out),
+or left out and counted by why, the same way for every format; a call made before a
+compaction is fitted on the context it was made on, which the file still holds."""
+
+from __future__ import annotations
+
+import json
+from pathlib import Path
+
+import pytest
+
+from .conftest import SAMPLES, corpus_files
+from .helpers import ctxpack
+from .test_huge_counts import _copies
+
+# the counts of a row (`calibrate --json`) that, with the calls fitted, make up the calls
+# its files record, and how the line under the table saying each opens
+NOT_FITTED = {"left_out": "left out, as the bill passes them over",
+              "no_prompt": "not used, made before an older compaction",
+              "set_aside": "set aside, their recorded usage cannot be true",
+              "no_size": "not used, recording no prompt size"}
+# samples read as a tree (a task's two files, a storage folder): given whole
+TREES = ("cline-task", "opencode-storage")
+CLAUDE_CODE = SAMPLES / "coding-agent.claude-code.jsonl"
+
+
+def _recordings() -> list:
+    """Every sample and corpus file a reader takes (a tree as one), one param each."""
+    trees = [SAMPLES / t for t in TREES]
+    files = [p for p in sorted(SAMPLES.rglob("*")) if p.is_file()
+             and p.suffix in (".jsonl", ".json", ".md") and p.name != "README.md"
+             and not any(t in p.parents for t in trees)]
+    corpus = [p for p in corpus_files(pattern="*") if p.is_file() and p.name != "MANIFEST.md"]
+    return [pytest.param(p, id=p.relative_to(p.parents[1]).as_posix())
+            for p in (*files, *trees)] + \
+        [pytest.param(p, id=f"corpus/{p.name}", marks=pytest.mark.corpus) for p in corpus]
+
+
+def recorded(paths: list[Path]) -> int:
+    """The calls the files record, as `stats` counts them: those its usage summary holds
+    and those set aside as impossible."""
+    run = ctxpack("stats", "--json", *map(str, paths))
+    assert "Traceback" not in run.err, run.err
+    return sum(f["usage"].get("calls", 0) + f["usage"].get("calls_set_aside", 0)
+               for f in json.loads(run.out)["files"] if f.get("usage"))
+
+
+def rows(*paths: Path) -> list[dict]:
+    run = ctxpack("calibrate", "--json", *map(str, paths))
+    assert run.code == 0, run.err
+    return json.loads(run.out)
+
+
+@pytest.mark.parametrize("path", _recordings())
+def test_every_call_a_file_records_is_fitted_or_left_out_with_a_reason(path: Path) -> None:
+    total = recorded([path])
+    run = ctxpack("calibrate", "--json", str(path))
+    if run.code == 2:  # no call with usage of its own: the file is skipped, saying so
+        calls = f", only its run's totals ({total:,} call{'s' * (total != 1)})" if total else ""
+        assert f"{path}: records no call's own usage{calls}: skipped" in \
+            " ".join(run.err.split())
+        return
+    assert run.code == 0, run.err
+    found = json.loads(run.out)
+    for row in found:
+        assert row["recorded"] == row["calls"] + sum(row[k] for k in NOT_FITTED), row
+    assert sum(row["recorded"] for row in found) == total
+
+
+def said_of_each(paths: list[Path], found: list[dict]) -> None:
+    """The text says each count of calls left out, in a line of its row."""
+    said = " ".join(ctxpack("calibrate", *map(str, paths), env={"COLUMNS": "300"}).out.split())
+    for row in found:
+        for key, words in NOT_FITTED.items():
+            if row[key]:
+                calls = "call" if row[key] == 1 else "calls"
+                assert f"{row['label']}: {row[key]} {calls} {words}" in said, (row, key)
+
+
+def test_calls_whose_usage_cannot_be_true_are_counted_as_set_aside(tmp_path: Path) -> None:
+    # every sample with one count, in each record, past what any call can hold: the calls
+    # set aside were counted nowhere (a file of 86 calls showed 85)
+    copies = [given for given, _, _ in _copies(tmp_path)]
+    found = rows(*copies)
+    aside = sum(row["set_aside"] for row in found)
+    assert aside > 100  # of every format whose usage holds such a count
+    assert sum(row["recorded"] for row in found) == recorded(copies)
+    for row in found:
+        assert row["recorded"] == row["calls"] + sum(row[k] for k in NOT_FITTED), row
+    said_of_each(copies, found)
+
+
+def _records(path: Path) -> list[dict]:
+    return [json.loads(line) for line in path.read_text().splitlines() if line.strip()]
+
+
+def _write(path: Path, records: list[dict]) -> Path:
+    path.write_text("".join(json.dumps(r) + "\n" for r in records))
+    return path
+
+
+def _boundary(records: list[dict]) -> int:
+    return max(n for n, r in enumerate(records) if r.get("subtype") == "compact_boundary")
+
+
+def _compacted_pair(source: Path, into: Path) -> tuple[Path, Path]:
+    """`source` cut before its newest compaction (its calls made on the context they were
+    made on, as a file of its own), and `source` whole with the usage of every reply after
+    that compaction taken out (its only calls those made before it)."""
+    records = _records(source)
+    cut = _boundary(records)
+    later = []
+    for n, r in enumerate(records):
+        message = r.get("message")
+        if n > cut and isinstance(message, dict) and "usage" in message:
+            r = {**r, "message": {k: v for k, v in message.items() if k != "usage"}}
+        later.append(r)
+    return (_write(into / f"before-{source.name}", records[:cut]),
+            _write(into / f"whole-{source.name}", later))
+
+
+def _fit(row: dict) -> dict:
+    return {k: row[k] for k in ("model", "files", "calls", "steps", "slope", "overhead",
+                                "error", "worst")}
+
+
+def _compactions() -> list:
+    files = [CLAUDE_CODE, *(p for p in corpus_files("claude-code", "anthropic-messages")
+                            if '"compact_boundary"' in p.read_text())]
+    return [pytest.param(p, id=p.name) for p in files]
+
+
+@pytest.mark.parametrize("path", _compactions())
+def test_calls_before_a_compaction_are_fitted_on_the_context_they_were_made_on(
+        tmp_path: Path, path: Path) -> None:
+    before, whole = _compacted_pair(path, tmp_path)
+    alone = rows(before)
+    assert alone and sum(r["calls"] for r in alone) > 0
+    # the file that goes on past the compaction fits those calls as the file that ended
+    # before it does: on the messages they were sent, not on the context that replaced them
+    assert [_fit(r) for r in rows(whole)] == [_fit(r) for r in alone]
+    # and with the calls after it, each call of the file is fitted (none "not used" for
+    # being made before the compaction)
+    full = rows(path)
+    assert sum(r["calls"] for r in full) > sum(r["calls"] for r in alone)
+    assert sum(r["recorded"] for r in full) == recorded([path])
+    said_of_each([path], full)
+
+
+def test_the_notes_under_the_table_are_wrapped_to_the_terminal(tmp_path: Path) -> None:
+    # a stream-json run's first reply has nothing before it in the file: a call not used,
+    # said in a line longer than any terminal
+    sample = SAMPLES / "stream.anthropic.jsonl"
+    (row,) = rows(sample)
+    assert row["no_prompt"] == 1
+    wide = ctxpack("calibrate", str(sample), env={"COLUMNS": "300"}).out
+    (note,) = [line for line in wide.splitlines() if "not used" in line]
+    assert len(note) > 100
+    for width in (60, 80):
+        out = ctxpack("calibrate", str(sample), env={"COLUMNS": str(width)}).out
+        assert max(map(len, out.splitlines())) <= width
+        assert " ".join(note.split()) in " ".join(out.split())
