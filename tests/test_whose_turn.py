@@ -200,6 +200,37 @@ def test_the_persons_messages_in_a_row_keep_their_rounds_in_every_anthropic_shap
     assert ctxpack("validate", str(converted)).code == 0
 
 
+def test_a_file_opening_on_two_turns_of_the_persons_is_summarized_and_restored(tmp_path):
+    # the task and a second message of the person's, joined by alternation into the first
+    # line (as convert labels the second): the summary joins that line, which is written
+    # again whole, and the file reads back with both rounds
+    output = "\n".join(f"line {k}: all good" for k in range(400))
+    lines: list[dict[str, Any]] = [{"role": "user", "content": [
+        said("Fix the failing test."),
+        said("[the person's message]\nAlso add one for empty input.")]}]
+    for k in range(12):
+        lines += [{"role": "assistant", "content": [calls(f"t{k}", f"pytest -k case{k}")]},
+                  {"role": "user", "content": [{"type": "tool_result", "tool_use_id": f"t{k}",
+                                                "content": output}]}]
+    lines.append({"role": "assistant", "content": [said("Both done.")]})
+    path = _write(tmp_path / "run.jsonl", lines)
+    out, back = tmp_path / "out.jsonl", tmp_path / "back.jsonl"
+    run = ctxpack("compress", str(path), "--budget", "8000", "-o", str(out),
+                  "--report-json", "-")
+    assert run.code == 0, run.err
+    report = json.loads(run.out)
+    assert report["summary"]["messages"] > 0
+    first = json.loads(out.read_text().splitlines()[0])
+    assert [b["text"].split("\n")[0] for b in first["content"]] == [
+        "Fix the failing test.", "[the person's message]", "## Archived Session Summary"]
+    assert ctxpack("validate", str(out)).code == 0
+    stats = json.loads(ctxpack("stats", "--json", str(out)).out)["files"][0]
+    assert stats["tokens"] == report["tokens_after"] < report["tokens_before"]
+    assert titles(out) == ["Fix the failing test.", "Also add one for empty input."]
+    assert ctxpack("restore", str(out), "-o", str(back)).code == 0
+    assert back.read_bytes() == path.read_bytes()
+
+
 def test_a_body_an_older_convert_wrote_keeps_its_labels_the_agents(tmp_path):
     # older versions labelled a late system or developer message, and a result answering no
     # call, `[system]`, `[developer]`, `[result of tool call ID]`: in a request body, where
@@ -220,6 +251,27 @@ def test_a_body_an_older_convert_wrote_keeps_its_labels_the_agents(tmp_path):
                             "Thanks."]
     lines, _ = _messages_of(path, tmp_path)
     assert len(titles(lines)) == 4  # one a line, as a person may write them: theirs
+
+
+def test_the_persons_words_after_an_older_label_are_a_round_of_theirs_titled_by_them(tmp_path):
+    # an older convert sent a late system message as labelled user text, and the
+    # alternation joined the person's next message to it: their words open a round of
+    # their own, titled by them in show and stats alike (the label's round is the one
+    # before)
+    body = {"model": "claude-sonnet-4-5", "max_tokens": 4096, "messages": [
+        {"role": "user", "content": "Apply for the grant."},
+        {"role": "assistant", "content": [said("Filled in.")]},
+        {"role": "user", "content": [said("[system]\nAnswer in French."),
+                                     said("Now write the cover letter.")]},
+        {"role": "assistant", "content": [said("Voici la lettre.")]}]}
+    path = _write(tmp_path / "old.jsonl", [body])
+    asked = ["Apply for the grant.", "Now write the cover letter."]
+    assert titles(path) == asked
+    run = ctxpack("stats", "--json", str(path))
+    found = json.loads(run.out)["files"][0]["round_tokens"]
+    assert [r["title"] for r in found] == asked
+    # the label is counted in the round it was sent in, not in the person's
+    assert [r["messages"] for r in found] == [3, 2]
 
 
 def test_roos_plain_message_after_a_condense_is_the_persons(tmp_path):
