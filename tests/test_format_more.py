@@ -243,20 +243,43 @@ def test_aider_headings_in_a_reply_are_not_the_persons_prompts(tmp_path):
 
 
 def test_aider_headings_in_a_file_that_lost_its_trailing_spaces(tmp_path):
-    """With no line break to tell them, a `####` line within reply text is the reply's;
-    one after a prompt or Aider's own lines, the person's (a reply opening on a heading)."""
+    """With no line break to tell them, a `####` line within reply text is the reply's, and
+    so is one right after a prompt (Aider logs the reply next: a reply opening on a
+    heading); one after Aider's own lines, the person's."""
     path = tmp_path / ".aider.chat.history.md"
     path.write_text(re.sub(r" +\n", "\n", HEADINGS))
     assert [(m.role, m.text.split("\n")[0]) for m in load(path).messages] == [
         ("user", "plan the refactor"), ("assistant", "Here is the plan:"),
-        ("user", "go on"), ("user", "Step 3"), ("assistant", "Done.")]
+        ("user", "go on"), ("assistant", "#### Step 3")]
+    kept = tmp_path / "kept.md"
+    kept.write_text(HEADINGS)  # read as the file that keeps its breaks is
+    assert stats_of(path)["round_tokens"] == stats_of(kept)["round_tokens"]
     # two blank lines after a reply, as Aider leaves them where no `>` line follows it,
     # and the next `####` line is a prompt
     path.write_text(HEADINGS.replace("\n\n> Tokens: 1.2k sent, 40 received.  \n", "\n\n"))
     assert [m.role for m in load(path).messages] == ["user", "assistant", "user", "assistant"]
     path.write_text(re.sub(r" +\n", "\n", path.read_text()))
     assert [m.text for m in load(path).messages if m.role == "user"] == [
-        "plan the refactor", "go on", "Step 3"]
+        "plan the refactor", "go on"]
+
+
+@pytest.mark.parametrize("breaks", ["  ", ""])
+def test_aider_logs_the_prompt_an_ask_sends_again_and_it_is_one_prompt(tmp_path, breaks):
+    # `/ask why?` runs a chat of its own with the question, and Aider logs the question
+    # again as it sends it: one prompt of the person's, whose reply may open on a heading
+    # (the person asking the same again later is another)
+    path = tmp_path / ".aider.chat.history.md"
+    path.write_text(f"# aider chat started at 2026-01-01 10:00:00\n\n#### /ask Why does "
+                    f"it fail?{breaks}\n\n#### Why does it fail?{breaks}\n\n#### Cause\n\n"
+                    "A stale cache.\n\n> Tokens: 1.2k sent, 40 received.  \n\n"
+                    f"#### /ask And the fix?{breaks}\n\n#### And the fix?{breaks}\n\n"
+                    "Clear it.\n\n> Tokens: 1.3k sent, 5 received.  \n\n"
+                    f"#### And the fix?{breaks}\n\nAs I said: clear it.\n")
+    assert [(m.role, m.text.split("\n")[0]) for m in load(path).messages] == [
+        ("user", "Why does it fail?"), ("assistant", "#### Cause"),
+        ("user", "And the fix?"), ("assistant", "Clear it."),
+        ("user", "And the fix?"), ("assistant", "As I said: clear it.")]
+    assert stats_of(path)["rounds"] == 3
 
 
 def test_aider_calls_are_the_chats_and_each_run_is_anchored_on_its_own():
