@@ -546,9 +546,58 @@ def test_opencode_context_starts_at_the_last_compaction():
     ]}
     data = json.dumps(doc, indent=2).encode()
     t = load(io.BytesIO(data))
-    assert [m.text for m in t.messages] == ["Summary: parser built", "now the printer"]
+    # the compaction's user message is sent as the question OpenCode asks in its place
+    assert [m.text for m in t.messages] == [
+        "What did we do so far?", "Summary: parser built", "now the printer"]
+    assert [m.human for m in t.messages] == [False, False, True]
     assert [m.text for m in t.outside] == ["build the parser", "done, long story"]
     assert roundtrip(data) == data
+
+
+@pytest.mark.parametrize(("part", "sent"), [
+    ({"type": "compaction", "auto": False}, "What did we do so far?"),
+    ({"type": "subtask", "prompt": "Review the parser", "description": "review",
+      "agent": "general"}, "The following tool was executed by the user"),
+])
+def test_opencode_counts_the_text_it_sends_for_a_compaction_or_subtask_part(
+        tmp_path, part, sent):
+    # OpenCode sends the model a text of its own in place of these parts: counted as that
+    # text sent by OpenCode is (a user message that is not the person's), not left out
+    def doc(parts):
+        return {"info": {"id": "ses_parts"}, "messages": [
+            {"info": {"id": "msg_1", "role": "user"},
+             "parts": [{"type": "text", "text": "build the parser"}]},
+            {"info": {"id": "msg_2", "role": "assistant"},
+             "parts": [{"type": "text", "text": "built"}]},
+            {"info": {"id": "msg_3", "role": "user"}, "parts": parts},
+            {"info": {"id": "msg_4", "role": "assistant"},
+             "parts": [{"type": "text", "text": "ok"}]}]}
+
+    path, written = tmp_path / "parts.json", tmp_path / "written.json"
+    path.write_text(json.dumps(doc([part])))
+    written.write_text(json.dumps(doc([{"type": "text", "text": sent, "synthetic": True}])))
+    got, expected = stats_of(path), stats_of(written)
+    assert (got["tokens"], got["by_role"]) == (expected["tokens"], expected["by_role"])
+    assert got["rounds"] == expected["rounds"] == 1
+    assert ctxpack("validate", str(path)).code == 0
+
+
+def test_an_opencode_message_of_no_parts_is_named_at_its_path(tmp_path):
+    # OpenCode skips a message of no parts (an assistant's, aborted before it wrote any)
+    doc = {"info": {"id": "ses_empty"}, "messages": [
+        {"info": {"id": "msg_1", "role": "user"},
+         "parts": [{"type": "text", "text": "build the parser"}]},
+        {"info": {"id": "msg_2", "role": "assistant"}, "parts": []},
+        {"info": {"id": "msg_3", "role": "user"}, "parts": [{"type": "text", "text": "go"}]},
+        {"info": {"id": "msg_4", "role": "assistant"},
+         "parts": [{"type": "text", "text": "built"}]}]}
+    path = tmp_path / "empty.json"
+    path.write_text(json.dumps(doc, indent=2))
+    line = next(n for n, text in enumerate(path.read_text().splitlines(), 1)
+                if '"parts": []' in text)
+    run = ctxpack("validate", str(path))
+    assert run.code == 1 and run.out.splitlines() == [
+        f"{path}:{line}: messages[1] (assistant) has no parts: OpenCode sends nothing of it"]
 
 
 def openhands_run(i, cid, usage=None):
