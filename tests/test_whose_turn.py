@@ -99,6 +99,12 @@ AGENTS, PERSONS = 1, 2  # the rounds of the chat below: a second message of eith
     ("<environment_context>\n  <cwd>/repo</cwd>\n</environment_context>", AGENTS),
     ("<session_context>\nThe date is 5/1/2025.\n</session_context>", AGENTS),
     ("344\n\n(Open file: n/a)\n(Current directory: /repo)\nbash-$", AGENTS),
+    # a message of nothing but a reminder block is the agent's, a pasted one too (Claude
+    # Code writes them; a paste is told from them by nothing, in the file or converted);
+    # with the person's words before or after it, the message is theirs
+    (REMINDER, AGENTS),
+    (f"Why does this show?\n{REMINDER}", PERSONS),
+    (f"{REMINDER}\nWhy is the list empty?", PERSONS),
     # datasets and people wrap a prompt in a tag of one word: that is no agent's block
     ("<document>\nQ3 revenue rose 4%.\n</document>", PERSONS),
     ("<question>What is the capital of Peru?</question>", PERSONS),
