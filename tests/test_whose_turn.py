@@ -300,26 +300,27 @@ def test_roos_plain_message_after_a_condense_is_the_persons(tmp_path):
     assert rounds(task) == [2]  # the summary's, the person's
 
 
-def test_a_rounds_title_is_the_persons_words_not_the_ide_note_before_them(tmp_path):
-    ide = ("<ide_opened_file>The user opened the file src/app.ts in the IDE. This may or "
-           "may not be related to the current task.</ide_opened_file>")
-    path = _write(tmp_path / "s.jsonl", [
-        user("u1", None, "Write the contract."),
-        piece("a1", "u1", "m1", said("Written.")),
-        user("u2", "a1", [said(ide), said("Deploy it.")]),
-        piece("a2", "u2", "m2", said("Deployed."))])
-    asked = ["Write the contract.", "Deploy it."]
+IDE = ("<ide_opened_file>The user opened the file src/app.ts in the IDE. This may or may "
+       "not be related to the current task.</ide_opened_file>")
+
+
+@pytest.mark.parametrize(("records", "asked"), [
+    # a round's title is the person's words, not the IDE's note before them
+    ([user("u1", None, "Write the contract."), piece("a1", "u1", "m1", said("Written.")),
+      user("u2", "a1", [said(IDE), said("Deploy it.")]),
+      piece("a2", "u2", "m2", said("Deployed."))],
+     ["Write the contract.", "Deploy it."]),
+    # a log opening with the assistant: an Anthropic body must open on the user's turn,
+    # and the line convert adds there is its own, no turn of the person's
+    ([{"role": "assistant", "content": "How can I help?"},
+      {"role": "user", "content": "Rename the module."},
+      {"role": "assistant", "content": "Renamed."}],
+     ["before the person's first message", "Rename the module."]),
+], ids=["ide-note", "opens-with-assistant"])
+def test_a_rounds_titles_are_the_persons_words_in_the_file_and_its_conversions(
+        tmp_path, records, asked):
+    path = _write(tmp_path / "log.jsonl", records)
     assert titles_converted(path, tmp_path) == [asked, asked, asked]
-
-
-def test_a_log_opening_with_the_assistant_converts_with_no_turn_of_the_persons_added(tmp_path):
-    # the body must open on the user's turn: the line convert adds there is its own
-    chat = _write(tmp_path / "chat.jsonl", [
-        {"role": "assistant", "content": "How can I help?"},
-        {"role": "user", "content": "Rename the module."},
-        {"role": "assistant", "content": "Renamed."}])
-    opened = ["before the person's first message", "Rename the module."]
-    assert titles_converted(chat, tmp_path) == [opened, opened, opened]
 
 
 def test_a_cline_rounds_title_is_the_persons_words_inside_clines_wrapper(tmp_path):
