@@ -41,6 +41,11 @@ def rounds_converted(path: Path, tmp_path: Path) -> list[int]:
 NOTICE = ("<task-notification>\n<task-id>b1</task-id>\n<status>completed</status>\n"
           "</task-notification>\nRead the output file to retrieve the result: tasks/b1.output")
 REMINDER = "<system-reminder>\nThe todo list is empty.\n</system-reminder>"
+CODEX_NOTE = "<environment_context>\n  <cwd>/repo</cwd>\n</environment_context>"
+# a call of ls and its result, as Chat Completions messages
+LISTED = [{"role": "assistant", "content": None, "tool_calls": [
+              {"id": "c1", "type": "function", "function": {"name": "ls", "arguments": "{}"}}]},
+          {"role": "tool", "tool_call_id": "c1", "content": "a.py\nb.py"}]
 
 
 def test_claude_code_notices_and_hook_feedback_are_no_rounds(tmp_path):
@@ -96,7 +101,7 @@ AGENTS, PERSONS = 1, 2  # the rounds of the chat below: a second message of eith
     ("[replace_in_file for 'src/app.ts'] Result:\nThe content was saved.", AGENTS),
     ("<environment_details>\n# Current Time\n5/1/2025\n</environment_details>", AGENTS),
     ("# AGENTS.md instructions for /repo\n\n<INSTRUCTIONS>Use uv.</INSTRUCTIONS>", AGENTS),
-    ("<environment_context>\n  <cwd>/repo</cwd>\n</environment_context>", AGENTS),
+    (CODEX_NOTE, AGENTS),
     ("<session_context>\nThe date is 5/1/2025.\n</session_context>", AGENTS),
     ("344\n\n(Open file: n/a)\n(Current directory: /repo)\nbash-$", AGENTS),
     # a message of nothing but a reminder block is the agent's, a pasted one too (Claude
@@ -143,13 +148,10 @@ def test_the_persons_turns_merged_into_one_anthropic_message_keep_their_rounds(t
     # tool result, or after a note the agent sent, go into one message with them
     chat = _write(tmp_path / "chat.jsonl", [
         {"role": "user", "content": "List the files."},
-        {"role": "assistant", "content": None, "tool_calls": [
-            {"id": "c1", "type": "function", "function": {"name": "ls", "arguments": "{}"}}]},
-        {"role": "tool", "tool_call_id": "c1", "content": "a.py\nb.py"},
+        *LISTED,
         {"role": "user", "content": "Delete b.py."},
         {"role": "assistant", "content": "Deleted."},
-        {"role": "user", "content": "<environment_context>\n  <cwd>/repo</cwd>\n"
-                                    "</environment_context>"},
+        {"role": "user", "content": CODEX_NOTE},
         {"role": "user", "content": "Now commit."},
         {"role": "assistant", "content": "Committed."}])
     assert rounds_converted(chat, tmp_path) == [3, 3, 3]
@@ -175,9 +177,7 @@ def test_the_persons_messages_in_a_row_keep_their_rounds_in_every_anthropic_shap
     chat = _write(tmp_path / "chat.jsonl", [
         {"role": "user", "content": "Fix the failing test."},
         {"role": "user", "content": "Also add one for empty input."},
-        {"role": "assistant", "content": None, "tool_calls": [
-            {"id": "c1", "type": "function", "function": {"name": "ls", "arguments": "{}"}}]},
-        {"role": "tool", "tool_call_id": "c1", "content": "a.py\nb.py"},
+        *LISTED,
         {"role": "user", "content": [{"type": "text", "text": "Use b.py."},
                                      {"type": "image_url", "image_url": {
                                          "url": "https://example.com/trace.png"}}]},
@@ -185,8 +185,7 @@ def test_the_persons_messages_in_a_row_keep_their_rounds_in_every_anthropic_shap
             "url": "https://example.com/second.png"}}]},
         {"role": "assistant", "content": "Fixed."},
         {"role": "user", "content": "[developer]\nWhich role should my key have?"},
-        {"role": "user", "content": "<environment_context>\n  <cwd>/repo</cwd>\n"
-                                    "</environment_context>"},
+        {"role": "user", "content": CODEX_NOTE},
         {"role": "user", "content": "And which region?"},
         {"role": "assistant", "content": "Admin."}])
     converted = tmp_path / "chat.anthropic.jsonl"
