@@ -205,29 +205,37 @@ def test_the_persons_messages_in_a_row_keep_their_rounds_in_every_anthropic_shap
     assert ctxpack("validate", str(converted)).code == 0
 
 
-def test_a_file_opening_on_two_turns_of_the_persons_is_summarized_and_restored(tmp_path):
+@pytest.mark.parametrize("stream", [False, True], ids=["messages", "stream-json"])
+def test_a_file_opening_on_two_turns_of_the_persons_is_summarized_and_restored(
+        tmp_path, stream):
     # the task and a second message of the person's, joined by alternation into the first
-    # line (as convert labels the second): the summary joins that line, which is written
-    # again whole, and the file reads back with both rounds
+    # line (as convert labels the second): the summary joins that line (Messages API
+    # lines) or follows it written again after the boundary (stream-json), the line
+    # written once whole, and the file reads back with both rounds
     output = "\n".join(f"line {k}: all good" for k in range(400))
-    lines: list[dict[str, Any]] = [{"role": "user", "content": [
+    messages: list[dict[str, Any]] = [{"role": "user", "content": [
         said("Fix the failing test."),
         said("[the person's message]\nAlso add one for empty input.")]}]
     for k in range(12):
-        lines += [{"role": "assistant", "content": [calls(f"t{k}", f"pytest -k case{k}")]},
-                  {"role": "user", "content": [{"type": "tool_result", "tool_use_id": f"t{k}",
-                                                "content": output}]}]
-    lines.append({"role": "assistant", "content": [said("Both done.")]})
-    path = _write(tmp_path / "run.jsonl", lines)
+        messages += [{"role": "assistant", "content": [calls(f"t{k}")]},
+                     {"role": "user", "content": [{"type": "tool_result", "tool_use_id": f"t{k}",
+                                                   "content": output}]}]
+    messages.append({"role": "assistant", "content": [said("Both done.")]})
+    path = _write(tmp_path / "run.jsonl", [
+        {"type": m["role"], "message": m, "parent_tool_use_id": None, "session_id": "s"}
+        if stream else m for m in messages])
     out, back = tmp_path / "out.jsonl", tmp_path / "back.jsonl"
     run = ctxpack("compress", str(path), "--budget", "8000", "-o", str(out),
                   "--report-json", "-")
     assert run.code == 0, run.err
     report = json.loads(run.out)
     assert report["summary"]["messages"] > 0
-    first = json.loads(out.read_text().splitlines()[0])
-    assert [b["text"].split("\n")[0] for b in first["content"]] == [
-        "Fix the failing test.", "[the person's message]", "## Archived Session Summary"]
+    records = [json.loads(line) for line in out.read_text().splitlines()]
+    task = [r.get("message", r)["content"] for r in records
+            if "Fix the failing test." in json.dumps(r)]
+    assert [[b["text"].split("\n")[0] for b in content] for content in task] == [
+        ["Fix the failing test.", "[the person's message]",
+         *([] if stream else ["## Archived Session Summary"])]]
     assert ctxpack("validate", str(out)).code == 0
     stats = json.loads(ctxpack("stats", "--json", str(out)).out)["files"][0]
     assert stats["tokens"] == report["tokens_after"] < report["tokens_before"]
