@@ -7,7 +7,8 @@ user turns that follow them (the API wants the roles to alternate): each of the
 person's turns in such a message is read as its own (see `merged_turns`). A body an
 older convert wrote labels what it sent as user text `[system]`, `[developer]` or
 `[result of tool call ID]`: text opening so is no turn of the person's here, where
-convert put it (in other files a person typing `[developer]` is read as they typed).
+convert put it, and the person's words after it in one message are a turn of their own
+(in other files a person typing `[developer]` is read as they typed).
 Read for stats, show, validate and convert; compress rewrites the transcript they were
 made from instead.
 """
