@@ -9,10 +9,10 @@ conversation of its own (a new Aider process starts a new chat); in a run, `/cle
 `/reset` empty the chat, so what comes before them is no longer context. Slash commands
 are Aider's, not prompts — but for `/ask`, `/code`, `/architect` and `/context`, whose
 text after the command goes to the model (Aider logs it again as a prompt of its own
-right after: that copy is the same prompt, read once). Usage is the `> Tokens: 3.2k sent, 66
-received. Cost: $0.0086 message, ...` lines (rounded as Aider prints them); each tells
-of the call whose reply precedes it, its prompt holding what the file does not (the
-repository map, the files added to the chat).
+right after: that copy is the same prompt, read once). Usage is the `> Tokens: 3.2k
+sent, 66 received. Cost: $0.0086 message, ...` lines (rounded as Aider prints them);
+each tells of the call whose reply precedes it, its prompt holding what the file does
+not (the repository map, the files added to the chat).
 
 What Aider sends differs from what it logs (aider/coders/base_coder.py, io.py):
 - a reply's reasoning is logged between `<thinking-content-…>` tags (or `<think>` for
