@@ -21,20 +21,10 @@ ROOT = Path(__file__).resolve().parent.parent
 sys.path.insert(0, str(ROOT))
 
 from ctxpack.redact import redact  # noqa: E402
+from tests.helpers import strings  # noqa: E402
 
 CORPUS = ROOT.parent / "shared" / "corpus"
 BASELINE = re.compile(r"[A-Za-z0-9_\-]{20,}")
-
-
-def strings(value: object):
-    if isinstance(value, str):
-        yield value
-    elif isinstance(value, dict):
-        for v in value.values():
-            yield from strings(v)
-    elif isinstance(value, list):
-        for v in value:
-            yield from strings(v)
 
 
 def texts(limit: int) -> list[str]:

@@ -22,8 +22,9 @@ import orjson
 ROOT = Path(__file__).resolve().parent.parent
 sys.path.insert(0, str(ROOT))
 
-from bench.bench_redact import CORPUS, strings  # noqa: E402
+from bench.bench_redact import CORPUS  # noqa: E402
 from ctxpack.redact import redact  # noqa: E402
+from tests.helpers import strings  # noqa: E402
 from tests.secrets_suite import ACCEPTED_MISSES, SUITE, found_values, leaks  # noqa: E402
 
 

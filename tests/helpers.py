@@ -90,6 +90,11 @@ def leaves(value: Any) -> Iterator[Any]:
         yield value
 
 
+def strings(value: Any) -> Iterator[str]:
+    """Every string of a JSON value, at any depth (its keys left out)."""
+    return (v for v in leaves(value) if isinstance(v, str))
+
+
 def assert_tool_pairs(messages: Sequence[Message]) -> None:
     """Every result answers an earlier call, and every call is answered."""
     seen: set[str | None] = set()

@@ -997,48 +997,41 @@ def test_a_repeated_result_without_an_id_written_again_keeps_its_own_call(
         again_log[1]["tool_calls"][0]["id"], again_log[3]["tool_calls"][0]["id"]]
 
 
-def test_a_stream_result_without_a_tool_id_is_paired_oldest_first_and_named(
-        tmp_path: Path) -> None:
+@pytest.mark.parametrize(("records", "problem", "paired"), [
     # the CLI gives every call and result its call's id, and writes results as the calls
     # finish: pairing one without an id with the oldest open call is a guess, said so
-    path = tmp_path / "out.jsonl"
-    path.write_text("".join(json.dumps(r) + "\n" for r in (
-        {**INIT, "session_id": "s"}, {"type": "message", "role": "user", "content": "go"},
-        {"type": "tool_use", "tool_name": "ls", "tool_id": "ls-1", "parameters": {}},
-        {"type": "tool_result", "status": "success", "output": "a b"})))
-    run = ctxpack("validate", str(path))
-    assert run.code == 1 and run.out.splitlines() == [
-        f"{path}:4: tool_result without a 'tool_id' (Gemini CLI writes its call's, and "
-        "writes results as their calls finish): taken for the oldest call not yet answered, "
-        "'ls-1' (ls), which may not be its own"], run.out
-    body = json.loads(ctxpack("convert", str(path), "--to", "openai").out)
-    assert [m.get("tool_call_id") for m in body["messages"] if m["role"] == "tool"] == ["ls-1"]
-
-
-def test_a_stream_result_whose_call_has_no_tool_id_is_paired_with_it_and_named(
-        tmp_path: Path) -> None:
+    (({**INIT, "session_id": "s"}, {"type": "message", "role": "user", "content": "go"},
+      {"type": "tool_use", "tool_name": "ls", "tool_id": "ls-1", "parameters": {}},
+      {"type": "tool_result", "status": "success", "output": "a b"}),
+     "4: tool_result without a 'tool_id' (Gemini CLI writes its call's, and writes results "
+     "as their calls finish): taken for the oldest call not yet answered, 'ls-1' (ls), "
+     "which may not be its own", {"ls-1": "a b"}),
     # the result names an id its call did not write: both were left unpaired (a result of
     # no call, a call of no result); the oldest call without an id is taken, said so
-    path = tmp_path / "out.jsonl"
-    path.write_text("".join(json.dumps(r) + "\n" for r in (
-        INIT, {"type": "message", "role": "user", "content": "go"},
-        {"type": "tool_use", "tool_name": "cat", "tool_id": "cat-1", "parameters": {"p": 1}},
-        {"type": "tool_use", "tool_name": "ls", "parameters": {}},
-        {"type": "tool_result", "tool_id": "ls-9", "status": "success", "output": "a b c d"},
-        {"type": "tool_result", "tool_id": "cat-1", "status": "success", "output": "meow"},
-        {"type": "message", "role": "assistant", "content": "done"})))
+    ((INIT, {"type": "message", "role": "user", "content": "go"},
+      {"type": "tool_use", "tool_name": "cat", "tool_id": "cat-1", "parameters": {"p": 1}},
+      {"type": "tool_use", "tool_name": "ls", "parameters": {}},
+      {"type": "tool_result", "tool_id": "ls-9", "status": "success", "output": "a b c d"},
+      {"type": "tool_result", "tool_id": "cat-1", "status": "success", "output": "meow"},
+      {"type": "message", "role": "assistant", "content": "done"}),
+     "5: tool_result of tool_id 'ls-9', which no tool_use gave (Gemini CLI writes each "
+     "call's): taken for the oldest call not yet answered that has none, ls, which may not "
+     "be its own", {"ls": "a b c d", "cat-1": "meow"}),
+], ids=["result-of-no-id", "call-of-no-id"])
+def test_a_stream_result_of_no_known_call_is_paired_with_the_oldest_open_call_and_named(
+        tmp_path: Path, records: tuple[dict[str, Any], ...], problem: str,
+        paired: dict[str, str]) -> None:
+    path = _stream_file(tmp_path, *records)
     run = ctxpack("validate", str(path))
-    assert run.code == 1 and run.out.splitlines() == [
-        f"{path}:5: tool_result of tool_id 'ls-9', which no tool_use gave (Gemini CLI writes "
-        "each call's): taken for the oldest call not yet answered that has none, ls, which "
-        "may not be its own"], run.out
+    assert run.code == 1 and run.out.splitlines() == [f"{path}:{problem}"], run.out
+    # each result after its call, the call named by its id, or its tool where it had none
     body = json.loads(ctxpack("convert", str(path), "--to", "openai").out)
-    calls = {c["function"]["name"]: c["id"] for m in body["messages"]
-             for c in m.get("tool_calls", ())}
-    assert {m["tool_call_id"]: m["content"] for m in body["messages"]
-            if m["role"] == "tool"} == {calls["ls"]: "a b c d", "cat-1": "meow"}
-    s = stats(path)
-    assert set(s.by_tool) == {"cat", "ls"} and s.by_tool["ls"].result_tokens > 0
+    names = {c["id"]: c["id"] if c["id"] in paired else c["function"]["name"]
+             for m in body["messages"] for c in m.get("tool_calls", ())}
+    assert {names[m["tool_call_id"]]: m["content"] for m in body["messages"]
+            if m["role"] == "tool"} == paired
+    tools = stats(path).by_tool  # (each result counted under its call's tool)
+    assert len(tools) == len(paired) and all(t.result_tokens > 0 for t in tools.values())
 
 
 def _stream_file(tmp_path: Path, *records: dict[str, Any]) -> Path:

@@ -243,20 +243,43 @@ def test_aider_headings_in_a_reply_are_not_the_persons_prompts(tmp_path):
 
 
 def test_aider_headings_in_a_file_that_lost_its_trailing_spaces(tmp_path):
-    """With no line break to tell them, a `####` line within reply text is the reply's;
-    one after a prompt or Aider's own lines, the person's (a reply opening on a heading)."""
+    """With no line break to tell them, a `####` line within reply text is the reply's, and
+    so is one right after a prompt (Aider logs the reply next: a reply opening on a
+    heading); one after Aider's own lines, the person's."""
     path = tmp_path / ".aider.chat.history.md"
     path.write_text(re.sub(r" +\n", "\n", HEADINGS))
     assert [(m.role, m.text.split("\n")[0]) for m in load(path).messages] == [
         ("user", "plan the refactor"), ("assistant", "Here is the plan:"),
-        ("user", "go on"), ("user", "Step 3"), ("assistant", "Done.")]
+        ("user", "go on"), ("assistant", "#### Step 3")]
+    kept = tmp_path / "kept.md"
+    kept.write_text(HEADINGS)  # read as the file that keeps its breaks is
+    assert stats_of(path)["round_tokens"] == stats_of(kept)["round_tokens"]
     # two blank lines after a reply, as Aider leaves them where no `>` line follows it,
     # and the next `####` line is a prompt
     path.write_text(HEADINGS.replace("\n\n> Tokens: 1.2k sent, 40 received.  \n", "\n\n"))
     assert [m.role for m in load(path).messages] == ["user", "assistant", "user", "assistant"]
     path.write_text(re.sub(r" +\n", "\n", path.read_text()))
     assert [m.text for m in load(path).messages if m.role == "user"] == [
-        "plan the refactor", "go on", "Step 3"]
+        "plan the refactor", "go on"]
+
+
+@pytest.mark.parametrize("breaks", ["  ", ""])
+def test_aider_logs_the_prompt_an_ask_sends_again_and_it_is_one_prompt(tmp_path, breaks):
+    # `/ask why?` runs a chat of its own with the question, and Aider logs the question
+    # again as it sends it: one prompt of the person's, whose reply may open on a heading
+    # (the person asking the same again later is another)
+    path = tmp_path / ".aider.chat.history.md"
+    path.write_text(f"# aider chat started at 2026-01-01 10:00:00\n\n#### /ask Why does "
+                    f"it fail?{breaks}\n\n#### Why does it fail?{breaks}\n\n#### Cause\n\n"
+                    "A stale cache.\n\n> Tokens: 1.2k sent, 40 received.  \n\n"
+                    f"#### /ask And the fix?{breaks}\n\n#### And the fix?{breaks}\n\n"
+                    "Clear it.\n\n> Tokens: 1.3k sent, 5 received.  \n\n"
+                    f"#### And the fix?{breaks}\n\nAs I said: clear it.\n")
+    assert [(m.role, m.text.split("\n")[0]) for m in load(path).messages] == [
+        ("user", "Why does it fail?"), ("assistant", "#### Cause"),
+        ("user", "And the fix?"), ("assistant", "Clear it."),
+        ("user", "And the fix?"), ("assistant", "As I said: clear it.")]
+    assert stats_of(path)["rounds"] == 3
 
 
 def test_aider_calls_are_the_chats_and_each_run_is_anchored_on_its_own():
@@ -523,9 +546,58 @@ def test_opencode_context_starts_at_the_last_compaction():
     ]}
     data = json.dumps(doc, indent=2).encode()
     t = load(io.BytesIO(data))
-    assert [m.text for m in t.messages] == ["Summary: parser built", "now the printer"]
+    # the compaction's user message is sent as the question OpenCode asks in its place
+    assert [m.text for m in t.messages] == [
+        "What did we do so far?", "Summary: parser built", "now the printer"]
+    assert [m.human for m in t.messages] == [False, False, True]
     assert [m.text for m in t.outside] == ["build the parser", "done, long story"]
     assert roundtrip(data) == data
+
+
+@pytest.mark.parametrize(("part", "sent"), [
+    ({"type": "compaction", "auto": False}, "What did we do so far?"),
+    ({"type": "subtask", "prompt": "Review the parser", "description": "review",
+      "agent": "general"}, "The following tool was executed by the user"),
+])
+def test_opencode_counts_the_text_it_sends_for_a_compaction_or_subtask_part(
+        tmp_path, part, sent):
+    # OpenCode sends the model a text of its own in place of these parts: counted as that
+    # text sent by OpenCode is (a user message that is not the person's), not left out
+    def doc(parts):
+        return {"info": {"id": "ses_parts"}, "messages": [
+            {"info": {"id": "msg_1", "role": "user"},
+             "parts": [{"type": "text", "text": "build the parser"}]},
+            {"info": {"id": "msg_2", "role": "assistant"},
+             "parts": [{"type": "text", "text": "built"}]},
+            {"info": {"id": "msg_3", "role": "user"}, "parts": parts},
+            {"info": {"id": "msg_4", "role": "assistant"},
+             "parts": [{"type": "text", "text": "ok"}]}]}
+
+    path, written = tmp_path / "parts.json", tmp_path / "written.json"
+    path.write_text(json.dumps(doc([part])))
+    written.write_text(json.dumps(doc([{"type": "text", "text": sent, "synthetic": True}])))
+    got, expected = stats_of(path), stats_of(written)
+    assert (got["tokens"], got["by_role"]) == (expected["tokens"], expected["by_role"])
+    assert got["rounds"] == expected["rounds"] == 1
+    assert ctxpack("validate", str(path)).code == 0
+
+
+def test_an_opencode_message_of_no_parts_is_named_at_its_path(tmp_path):
+    # OpenCode skips a message of no parts (an assistant's, aborted before it wrote any)
+    doc = {"info": {"id": "ses_empty"}, "messages": [
+        {"info": {"id": "msg_1", "role": "user"},
+         "parts": [{"type": "text", "text": "build the parser"}]},
+        {"info": {"id": "msg_2", "role": "assistant"}, "parts": []},
+        {"info": {"id": "msg_3", "role": "user"}, "parts": [{"type": "text", "text": "go"}]},
+        {"info": {"id": "msg_4", "role": "assistant"},
+         "parts": [{"type": "text", "text": "built"}]}]}
+    path = tmp_path / "empty.json"
+    path.write_text(json.dumps(doc, indent=2))
+    line = next(n for n, text in enumerate(path.read_text().splitlines(), 1)
+                if '"parts": []' in text)
+    run = ctxpack("validate", str(path))
+    assert run.code == 1 and run.out.splitlines() == [
+        f"{path}:{line}: messages[1] (assistant) has no parts: OpenCode sends nothing of it"]
 
 
 def openhands_run(i, cid, usage=None):

@@ -14,7 +14,7 @@ import pytest
 from ctxpack.redact import redact
 
 from .conftest import corpus_files
-from .helpers import leaves
+from .helpers import strings
 from .secrets_suite import ACCEPTED_MISSES, SUITE, found_values, leaks
 
 
@@ -88,7 +88,7 @@ def _corpus_strings():
         data = path.read_bytes()
         for raw in [data] if path.suffix == ".json" else data.splitlines():
             try:
-                yield from (v for v in leaves(orjson.loads(raw)) if isinstance(v, str))
+                yield from strings(orjson.loads(raw))
             except orjson.JSONDecodeError:
                 continue
 

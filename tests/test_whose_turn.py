@@ -41,6 +41,11 @@ def rounds_converted(path: Path, tmp_path: Path) -> list[int]:
 NOTICE = ("<task-notification>\n<task-id>b1</task-id>\n<status>completed</status>\n"
           "</task-notification>\nRead the output file to retrieve the result: tasks/b1.output")
 REMINDER = "<system-reminder>\nThe todo list is empty.\n</system-reminder>"
+CODEX_NOTE = "<environment_context>\n  <cwd>/repo</cwd>\n</environment_context>"
+# a call of ls and its result, as Chat Completions messages
+LISTED = [{"role": "assistant", "content": None, "tool_calls": [
+              {"id": "c1", "type": "function", "function": {"name": "ls", "arguments": "{}"}}]},
+          {"role": "tool", "tool_call_id": "c1", "content": "a.py\nb.py"}]
 
 
 def test_claude_code_notices_and_hook_feedback_are_no_rounds(tmp_path):
@@ -96,9 +101,15 @@ AGENTS, PERSONS = 1, 2  # the rounds of the chat below: a second message of eith
     ("[replace_in_file for 'src/app.ts'] Result:\nThe content was saved.", AGENTS),
     ("<environment_details>\n# Current Time\n5/1/2025\n</environment_details>", AGENTS),
     ("# AGENTS.md instructions for /repo\n\n<INSTRUCTIONS>Use uv.</INSTRUCTIONS>", AGENTS),
-    ("<environment_context>\n  <cwd>/repo</cwd>\n</environment_context>", AGENTS),
+    (CODEX_NOTE, AGENTS),
     ("<session_context>\nThe date is 5/1/2025.\n</session_context>", AGENTS),
     ("344\n\n(Open file: n/a)\n(Current directory: /repo)\nbash-$", AGENTS),
+    # a message of nothing but a reminder block is the agent's, a pasted one too (Claude
+    # Code writes them; a paste is told from them by nothing, in the file or converted);
+    # with the person's words before or after it, the message is theirs
+    (REMINDER, AGENTS),
+    (f"Why does this show?\n{REMINDER}", PERSONS),
+    (f"{REMINDER}\nWhy is the list empty?", PERSONS),
     # datasets and people wrap a prompt in a tag of one word: that is no agent's block
     ("<document>\nQ3 revenue rose 4%.\n</document>", PERSONS),
     ("<question>What is the capital of Peru?</question>", PERSONS),
@@ -137,13 +148,10 @@ def test_the_persons_turns_merged_into_one_anthropic_message_keep_their_rounds(t
     # tool result, or after a note the agent sent, go into one message with them
     chat = _write(tmp_path / "chat.jsonl", [
         {"role": "user", "content": "List the files."},
-        {"role": "assistant", "content": None, "tool_calls": [
-            {"id": "c1", "type": "function", "function": {"name": "ls", "arguments": "{}"}}]},
-        {"role": "tool", "tool_call_id": "c1", "content": "a.py\nb.py"},
+        *LISTED,
         {"role": "user", "content": "Delete b.py."},
         {"role": "assistant", "content": "Deleted."},
-        {"role": "user", "content": "<environment_context>\n  <cwd>/repo</cwd>\n"
-                                    "</environment_context>"},
+        {"role": "user", "content": CODEX_NOTE},
         {"role": "user", "content": "Now commit."},
         {"role": "assistant", "content": "Committed."}])
     assert rounds_converted(chat, tmp_path) == [3, 3, 3]
@@ -169,9 +177,7 @@ def test_the_persons_messages_in_a_row_keep_their_rounds_in_every_anthropic_shap
     chat = _write(tmp_path / "chat.jsonl", [
         {"role": "user", "content": "Fix the failing test."},
         {"role": "user", "content": "Also add one for empty input."},
-        {"role": "assistant", "content": None, "tool_calls": [
-            {"id": "c1", "type": "function", "function": {"name": "ls", "arguments": "{}"}}]},
-        {"role": "tool", "tool_call_id": "c1", "content": "a.py\nb.py"},
+        *LISTED,
         {"role": "user", "content": [{"type": "text", "text": "Use b.py."},
                                      {"type": "image_url", "image_url": {
                                          "url": "https://example.com/trace.png"}}]},
@@ -179,8 +185,7 @@ def test_the_persons_messages_in_a_row_keep_their_rounds_in_every_anthropic_shap
             "url": "https://example.com/second.png"}}]},
         {"role": "assistant", "content": "Fixed."},
         {"role": "user", "content": "[developer]\nWhich role should my key have?"},
-        {"role": "user", "content": "<environment_context>\n  <cwd>/repo</cwd>\n"
-                                    "</environment_context>"},
+        {"role": "user", "content": CODEX_NOTE},
         {"role": "user", "content": "And which region?"},
         {"role": "assistant", "content": "Admin."}])
     converted = tmp_path / "chat.anthropic.jsonl"
@@ -198,6 +203,45 @@ def test_the_persons_messages_in_a_row_keep_their_rounds_in_every_anthropic_shap
     assert [m["role"] for m in body["messages"]] == ["user", "assistant"] * 2 + ["user"]
     assert rounds(*shapes) == [6] * 4
     assert ctxpack("validate", str(converted)).code == 0
+
+
+@pytest.mark.parametrize("stream", [False, True], ids=["messages", "stream-json"])
+def test_a_file_opening_on_two_turns_of_the_persons_is_summarized_and_restored(
+        tmp_path, stream):
+    # the task and a second message of the person's, joined by alternation into the first
+    # line (as convert labels the second): the summary joins that line (Messages API
+    # lines) or follows it written again after the boundary (stream-json), the line
+    # written once whole, and the file reads back with both rounds
+    output = "\n".join(f"line {k}: all good" for k in range(400))
+    messages: list[dict[str, Any]] = [{"role": "user", "content": [
+        said("Fix the failing test."),
+        said("[the person's message]\nAlso add one for empty input.")]}]
+    for k in range(12):
+        messages += [{"role": "assistant", "content": [calls(f"t{k}")]},
+                     {"role": "user", "content": [{"type": "tool_result", "tool_use_id": f"t{k}",
+                                                   "content": output}]}]
+    messages.append({"role": "assistant", "content": [said("Both done.")]})
+    path = _write(tmp_path / "run.jsonl", [
+        {"type": m["role"], "message": m, "parent_tool_use_id": None, "session_id": "s"}
+        if stream else m for m in messages])
+    out, back = tmp_path / "out.jsonl", tmp_path / "back.jsonl"
+    run = ctxpack("compress", str(path), "--budget", "8000", "-o", str(out),
+                  "--report-json", "-")
+    assert run.code == 0, run.err
+    report = json.loads(run.out)
+    assert report["summary"]["messages"] > 0
+    records = [json.loads(line) for line in out.read_text().splitlines()]
+    task = [r.get("message", r)["content"] for r in records
+            if "Fix the failing test." in json.dumps(r)]
+    assert [[b["text"].split("\n")[0] for b in content] for content in task] == [
+        ["Fix the failing test.", "[the person's message]",
+         *([] if stream else ["## Archived Session Summary"])]]
+    assert ctxpack("validate", str(out)).code == 0
+    stats = json.loads(ctxpack("stats", "--json", str(out)).out)["files"][0]
+    assert stats["tokens"] == report["tokens_after"] < report["tokens_before"]
+    assert titles(out) == ["Fix the failing test.", "Also add one for empty input."]
+    assert ctxpack("restore", str(out), "-o", str(back)).code == 0
+    assert back.read_bytes() == path.read_bytes()
 
 
 def test_a_body_an_older_convert_wrote_keeps_its_labels_the_agents(tmp_path):
@@ -222,6 +266,27 @@ def test_a_body_an_older_convert_wrote_keeps_its_labels_the_agents(tmp_path):
     assert len(titles(lines)) == 4  # one a line, as a person may write them: theirs
 
 
+def test_the_persons_words_after_an_older_label_are_a_round_of_theirs_titled_by_them(tmp_path):
+    # an older convert sent a late system message as labelled user text, and the
+    # alternation joined the person's next message to it: their words open a round of
+    # their own, titled by them in show and stats alike (the label's round is the one
+    # before)
+    body = {"model": "claude-sonnet-4-5", "max_tokens": 4096, "messages": [
+        {"role": "user", "content": "Apply for the grant."},
+        {"role": "assistant", "content": [said("Filled in.")]},
+        {"role": "user", "content": [said("[system]\nAnswer in French."),
+                                     said("Now write the cover letter.")]},
+        {"role": "assistant", "content": [said("Voici la lettre.")]}]}
+    path = _write(tmp_path / "old.jsonl", [body])
+    asked = ["Apply for the grant.", "Now write the cover letter."]
+    assert titles(path) == asked
+    run = ctxpack("stats", "--json", str(path))
+    found = json.loads(run.out)["files"][0]["round_tokens"]
+    assert [r["title"] for r in found] == asked
+    # the label is counted in the round it was sent in, not in the person's
+    assert [r["messages"] for r in found] == [3, 2]
+
+
 def test_roos_plain_message_after_a_condense_is_the_persons(tmp_path):
     # Roo Code condenses in place: the messages before its summary are archived, and the
     # person's next message, plain as the task was, opens the condensed context's round
@@ -242,26 +307,27 @@ def test_roos_plain_message_after_a_condense_is_the_persons(tmp_path):
     assert rounds(task) == [2]  # the summary's, the person's
 
 
-def test_a_rounds_title_is_the_persons_words_not_the_ide_note_before_them(tmp_path):
-    ide = ("<ide_opened_file>The user opened the file src/app.ts in the IDE. This may or "
-           "may not be related to the current task.</ide_opened_file>")
-    path = _write(tmp_path / "s.jsonl", [
-        user("u1", None, "Write the contract."),
-        piece("a1", "u1", "m1", said("Written.")),
-        user("u2", "a1", [said(ide), said("Deploy it.")]),
-        piece("a2", "u2", "m2", said("Deployed."))])
-    asked = ["Write the contract.", "Deploy it."]
+IDE = ("<ide_opened_file>The user opened the file src/app.ts in the IDE. This may or may "
+       "not be related to the current task.</ide_opened_file>")
+
+
+@pytest.mark.parametrize(("records", "asked"), [
+    # a round's title is the person's words, not the IDE's note before them
+    ([user("u1", None, "Write the contract."), piece("a1", "u1", "m1", said("Written.")),
+      user("u2", "a1", [said(IDE), said("Deploy it.")]),
+      piece("a2", "u2", "m2", said("Deployed."))],
+     ["Write the contract.", "Deploy it."]),
+    # a log opening with the assistant: an Anthropic body must open on the user's turn,
+    # and the line convert adds there is its own, no turn of the person's
+    ([{"role": "assistant", "content": "How can I help?"},
+      {"role": "user", "content": "Rename the module."},
+      {"role": "assistant", "content": "Renamed."}],
+     ["before the person's first message", "Rename the module."]),
+], ids=["ide-note", "opens-with-assistant"])
+def test_a_rounds_titles_are_the_persons_words_in_the_file_and_its_conversions(
+        tmp_path, records, asked):
+    path = _write(tmp_path / "log.jsonl", records)
     assert titles_converted(path, tmp_path) == [asked, asked, asked]
-
-
-def test_a_log_opening_with_the_assistant_converts_with_no_turn_of_the_persons_added(tmp_path):
-    # the body must open on the user's turn: the line convert adds there is its own
-    chat = _write(tmp_path / "chat.jsonl", [
-        {"role": "assistant", "content": "How can I help?"},
-        {"role": "user", "content": "Rename the module."},
-        {"role": "assistant", "content": "Renamed."}])
-    opened = ["before the person's first message", "Rename the module."]
-    assert titles_converted(chat, tmp_path) == [opened, opened, opened]
 
 
 def test_a_cline_rounds_title_is_the_persons_words_inside_clines_wrapper(tmp_path):

@@ -158,9 +158,13 @@ def head_lines(plan: Plan, head: int) -> tuple[list[int], list[int]] | None:
             return None
         return moved, stays
     if editor.alternates and messages and messages[-1].role == "user":
-        if len(messages[-1].lines) != 1:
+        first = len(messages) - 1  # the user message as sent: its turns the alternation
+        while first and messages[first].joined:  # joined (see anthropic.merged_turns)
+            first -= 1  # share its line, and are written again with it
+        lines = {line for m in messages[first:] for line in m.lines}
+        if len(lines) != 1:
             return None
-        return list(messages[-1].lines), [line for m in messages[:-1] for line in m.lines]
+        return sorted(lines), [line for m in messages[:first] for line in m.lines]
     return [], [line for m in messages for line in m.lines]
 
 

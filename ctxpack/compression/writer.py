@@ -274,11 +274,14 @@ def _whole_groups(records: list[Record], first: int, last: int) -> tuple[int, in
 def _head_records(plan: Plan, head: list[Message]) -> list[dict[str, Any]]:
     records = plan.read.transcript.records
     out: list[dict[str, Any]] = []
+    written: set[int] = set()  # (the turns the alternation joined share their line: once)
     for m in head:
-        if len(m.lines) == 1 and isinstance(m.raw, dict):
+        lines = [line for line in m.lines if line not in written]
+        written.update(lines)
+        if lines and len(m.lines) == 1 and isinstance(m.raw, dict):
             out.append(m.raw)
         else:
-            out += [_data(records, line) for line in m.lines]
+            out += [_data(records, line) for line in lines]
     return out
 
 

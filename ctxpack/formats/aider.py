@@ -8,10 +8,11 @@ reply) and are not model input; everything else is the model's reply. Each run i
 conversation of its own (a new Aider process starts a new chat); in a run, `/clear` and
 `/reset` empty the chat, so what comes before them is no longer context. Slash commands
 are Aider's, not prompts — but for `/ask`, `/code`, `/architect` and `/context`, whose
-text after the command goes to the model. Usage is the `> Tokens: 3.2k sent, 66
-received. Cost: $0.0086 message, ...` lines (rounded as Aider prints them); each tells
-of the call whose reply precedes it, its prompt holding what the file does not (the
-repository map, the files added to the chat).
+text after the command goes to the model (Aider logs it again as a prompt of its own
+right after: that copy is the same prompt, read once). Usage is the `> Tokens: 3.2k
+sent, 66 received. Cost: $0.0086 message, ...` lines (rounded as Aider prints them);
+each tells of the call whose reply precedes it, its prompt holding what the file does
+not (the repository map, the files added to the chat).
 
 What Aider sends differs from what it logs (aider/coders/base_coder.py, io.py):
 - a reply's reasoning is logged between `<thinking-content-…>` tags (or `<think>` for
@@ -136,6 +137,10 @@ class AiderReader:
         self.why: dict[str, None] = {}  # why messages are outside the context, in order
         self.headless = False  # the file lacks its START line (see AiderFormat.headless)
         self.breaks = False  # the file keeps the line break Aider ends prompt lines with
+        # the prompt the model was last sent, and whether a command (`/ask`) sent it, while
+        # nothing but blank lines follows it (Aider logs the reply next, or a copy of a
+        # command's prompt first): see `_prompt`
+        self.asked: tuple[str, bool] | None = None
 
     def feed(self, line: int, record: Any) -> list[Message]:
         if not isinstance(record, str) or not record.lstrip().startswith(START):
@@ -163,6 +168,7 @@ class AiderReader:
                 self.runs += 1
                 run_start = len(self.messages)
                 self.editor, self.reply, self.editor_model = False, None, None
+                self.asked = None
                 continue
             if text.startswith("####") and self._prompt(text, kind, block):
                 quoted.clear()
@@ -170,6 +176,7 @@ class AiderReader:
                 body = body[1:] if body.startswith(" ") else body
                 if _CONFIRMED.search(body):  # Aider answering itself: not a prompt
                     close()
+                    self.asked = None
                     continue
                 if kind != "user":
                     close()
@@ -178,6 +185,7 @@ class AiderReader:
                 continue
             if text == ">" or text.startswith("> "):  # not `>>>>>>> REPLACE`
                 close()
+                self.asked = None
                 quoted.append(text[2:].strip())
                 if (found := _MODEL.match(text)) is not None:
                     self.model = found.group(1)
@@ -200,6 +208,7 @@ class AiderReader:
                     continue
                 close()
                 kind, first = "assistant", number
+                self.asked = None
             quoted.clear()
             block.append(text)
         close()
@@ -213,18 +222,24 @@ class AiderReader:
         line without is the reply's. In a file whose lines lost their trailing spaces, a
         line in a reply (reply text before it, with no two blank lines between, as Aider
         leaves after a reply it ends) is the reply's; one after Aider's own `>` lines, a
-        prompt or the run's start is the person's (a reply opening on such a heading is
-        read as a prompt there)."""
+        prompt or the run's start is the person's. But Aider logs the reply to a prompt
+        before anything else of its own: a line after a prompt sent to the model, with
+        only blank lines between, opens the reply, unless it is the copy of the prompt
+        Aider logs after a command that sends one (`/ask why?`, then `#### why?`)."""
         if text.endswith("  "):
             self.breaks = True
             return True
         if self.breaks:
             return False
+        if kind is None and self.asked is not None:
+            said, by_command = self.asked
+            return by_command and text[4:].strip() == said.split("\n")[0].strip()
         return kind != "assistant" or [t.strip() for t in block[-2:]] == ["", ""]
 
     def _message(self, kind: str, text: str, line: int, run_start: int,
                  human: bool = True) -> None:
         conversation = max(self.runs - 1, 0)
+        by_command = False
         if kind == "user" and text.startswith("/") and human:
             command, _, rest = text.partition(" ")
             if command in _CLEARING:
@@ -238,8 +253,14 @@ class AiderReader:
                 self.editor, self.reply = False, None
                 return
             if command not in _PROMPT_COMMANDS or not rest.strip():
+                self.asked = None
                 return  # a command of Aider's own: not sent to the model
-            text = rest.strip()
+            text, by_command = rest.strip(), True
+        if kind == "user" and human:
+            if self.asked == (text, True):  # the copy Aider logs of what a command sent
+                self.asked = (text, False)
+                return
+            self.asked = (text, by_command)
         model = self.model if kind == "assistant" else None
         if kind == "user":
             if human:  # the architect's answer, copied to the editor as its prompt?

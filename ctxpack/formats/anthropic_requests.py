@@ -7,7 +7,8 @@ user turns that follow them (the API wants the roles to alternate): each of the
 person's turns in such a message is read as its own (see `merged_turns`). A body an
 older convert wrote labels what it sent as user text `[system]`, `[developer]` or
 `[result of tool call ID]`: text opening so is no turn of the person's here, where
-convert put it (in other files a person typing `[developer]` is read as they typed).
+convert put it, and the person's words after it in one message are a turn of their own
+(in other files a person typing `[developer]` is read as they typed).
 Read for stats, show, validate and convert; compress rewrites the transcript they were
 made from instead.
 """
@@ -116,17 +117,27 @@ class RequestsReader(ConversationsReader):
             if not isinstance(m, dict):
                 raise RecordError(f"a message that is not an object: {type(m).__name__}")
             message = replace(api_message(m, line, m), conversation=self.conversations)
-            out += [_older(turn) for turn in merged_turns(message)]
+            out += [t for turn in merged_turns(message) for t in _older(turn)]
         return out
 
 
-def _older(turn: Message) -> Message:
-    """A turn as an older convert meant it: the person's only if they wrote more than the
-    text it labelled as sent as user text (`[system]`, see `older_label`)."""
+def _older(turn: Message) -> list[Message]:
+    """A turn as an older convert meant it. The texts it labelled as sent as user text
+    (`[system]`, see `older_label`) are its own: a turn of only those is not the
+    person's, and where the person's words come after them (a late system message the
+    alternation joined to the person's next one), those words are a turn of their own,
+    titled by them."""
     if not turn.human:
-        return turn
-    rest = [p for p in turn.parts if not (isinstance(p, Text) and older_label(p.text))]
-    return turn if persons(rest) else replace(turn, human=False)
+        return [turn]
+    labelled = [isinstance(p, Text) and older_label(p.text) for p in turn.parts]
+    rest = [p for p, label in zip(turn.parts, labelled, strict=True) if not label]
+    if not persons(rest):
+        return [replace(turn, human=False)]
+    start = next(i for i, p in enumerate(turn.parts) if not labelled[i] and persons((p,)))
+    if not any(labelled[:start]):
+        return [turn]
+    return [replace(turn, parts=turn.parts[:start], human=False),
+            replace(turn, parts=turn.parts[start:], joined=True)]
 
 
 class RequestsFormat:

@@ -12,10 +12,13 @@ counted); each step is a recorded call, its prompt the messages before it (the e
 steps of its message too), and the reasoning tokens of a step whose reasoning the file
 holds only encrypted are counted in the prompts that carry it. After a compaction (a
 user message with a `compaction` part answered by an assistant message with
-`summary: true`) the model sees only what follows that user message. A part of a type
-OpenCode does not write is kept in the file, not read, and named by validate; so is a file
-of a user message OpenCode sends as it is (a PDF: ctxpack counts images, not documents),
-and a user message of no parts (OpenCode sends nothing of it).
+`summary: true`) the model sees only that user message and what follows it. OpenCode
+sends the model a text of its own for a user message's `compaction` part ("What did we do
+so far?") and `subtask` part ("The following tool was executed by the user"): counted as
+part of that message, which is not the person's. A part of a type OpenCode does not
+write is kept in the file, not read, and named by validate; so is a file of a user
+message OpenCode sends as it is (a PDF: ctxpack counts images, not documents), and a
+message of no parts (OpenCode sends nothing of it).
 """
 
 from __future__ import annotations
@@ -163,6 +166,9 @@ _PART_TYPES = ("agent", "compaction", "file", "patch", "reasoning", "retry", "sn
 # the files of a user message OpenCode does not send as files: their content is in the
 # synthetic text parts beside them (message-v2.ts, `toModelMessages`)
 _READ_AS_TEXT = ("text/plain", "application/x-directory")
+# the text OpenCode sends in place of a user message's part of these types (`toModelMessages`)
+_SENT_FOR = {"compaction": "What did we do so far?",
+             "subtask": "The following tool was executed by the user"}
 
 Placed = tuple[tuple[str | int, ...], str]  # the path of the value a problem names, it
 
@@ -173,15 +179,15 @@ def _unread(n: int, info: dict[str, Any], parts: list[Any]) -> list[Placed]:
     no type or one OpenCode does not write (kept in the file, not read), a text part
     without its text, a tool part whose input is no object or whose completed output is
     no string, a file of a user message OpenCode sends as it is and not as an image (a
-    PDF), a user message of no parts (OpenCode sends nothing of it), and the message's own
+    PDF), a message of no parts (OpenCode sends nothing of it), and the message's own
     `info.tokens` (the sum of its steps) or its `cache` no object (a count in it no count
     can be is named where it is: see `OpenCodeReader._tokens`); each with the path of
     the value it names."""
     out: list[Placed] = []
     user = info.get("role") == "user"
-    if user and not parts:
-        out.append((("messages", n, "parts"), f"messages[{n}] (user) has no parts: OpenCode "
-                                               "sends nothing of it"))
+    if not parts:
+        out.append((("messages", n, "parts"), f"messages[{n}] ({string_field(info, 'role')}) "
+                                               "has no parts: OpenCode sends nothing of it"))
     for i, p in enumerate(parts):
         at = f"messages[{n}].parts[{i}]"
         path: tuple[str | int, ...] = ("messages", n, "parts", i)
@@ -317,6 +323,8 @@ class OpenCodeReader:
             if p.get("type") == "text" and isinstance(p.get("text"), str) \
                     and p.get("ignored") is not True:
                 out.append(Text(p["text"]))
+            elif p.get("type") in _SENT_FOR:
+                out.append(Text(_SENT_FOR[p["type"]]))
             elif p.get("type") == "file" and _image(p):
                 # an attached image goes to the model; a text file's content is in the
                 # synthetic text parts OpenCode adds beside it
