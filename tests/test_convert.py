@@ -288,7 +288,11 @@ def test_bad_input_is_one_line_and_no_output(tmp_path):
     assert not out.exists()
     same = ctxpack("convert", str(SAMPLES / "support-chat.openai.jsonl"), "--to", "openai",
                    "-o", str(SAMPLES / "support-chat.openai.jsonl"))
-    assert_clean_error(same, 2, "support-chat.openai.jsonl would be written over itself")
+    assert_clean_error(same, 2, "support-chat.openai.jsonl would be written over itself",
+                       "name another file with -o")
+    # convert has no --in-place to suggest
+    assert "--in-place" not in same.err
+    assert "--in-place" not in ctxpack("convert", "--help").out
     assert load(SAMPLES / "support-chat.openai.jsonl").messages  # untouched
     wrong = ctxpack("convert", str(SAMPLES / "support-chat.openai.jsonl"), "--to", "pdf")
     assert wrong.code == 2 and "pdf" in wrong.err and "Traceback" not in wrong.err
