@@ -394,8 +394,7 @@ def _gate(results: list[Any], max_tokens: int | None, max_ratio: float | None) -
         if max_ratio is not None and r.context_ratio is not None and r.context_ratio > max_ratio:
             largest = r.largest_conversation
             which = "" if largest is None else \
-                f" (conversation {largest['number']:,} at " \
-                f"{largest.get('place') or 'line ' + format(largest['line'], ',')})"
+                f" (conversation {largest['number']:,} at {largest['place']})"
             over.append(f"{r.path}{which}: {percent(r.context_ratio)} of the "
                         f"{r.context_window:,}-token window > --max-ratio {max_ratio} "
                         f"({percent(max_ratio)})")
