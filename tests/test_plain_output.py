@@ -75,7 +75,7 @@ def test_csv_stats_escape_a_files_control_characters(tmp_path: Path) -> None:
 def test_stats_of_many_files_keeps_what_tells_their_names_apart(tmp_path: Path) -> None:
     """Files deep in one folder, their names alike but for the end: the "All files" table
     names the folder once, above it, and each name whole (folded, not cut: a cut from the
-    right left `/work/shar…` on every row), within the terminal's width."""
+    right left `/home/dev/pro…` on every row), within the terminal's width."""
     deep = tmp_path / "projects" / "a-team-with-a-long-name" / "sessions-of-march"
     names = [f"subfolder-{n}/rollout-2026-03-14T09-12-44-0199a3f2-6c1e-7b40-{n}.jsonl"
              for n in ("first", "second")]
