@@ -428,9 +428,11 @@ def _largest_conversation(context: list[MessageStat], counts: list[int], layout:
         billed = replace(billed, passed=tuple((at[p], b) for p, b in billed.passed))
         whole += billed.tokens
         if best is None or billed.tokens > best[0].tokens:
-            # (numbered as the file holds them, an empty one counted)
-            best = billed, {"number": conversation + 1, "line": context[at[0]].line,
-                            "place": context[at[0]].place,
+            # (numbered as the file holds them, an empty one counted; placed as `show`
+            # names its first message: `line 3` where each message has a line of its own)
+            first = context[at[0]]
+            best = billed, {"number": conversation + 1, "line": first.line,
+                            "place": first.place or f"line {first.line:,}",
                             "messages": len(at),
                             "tokens": sum(context[i].tokens for i in at) + REPLY_PRIMING}
     assert best is not None  # (a file of several conversations has messages)

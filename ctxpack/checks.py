@@ -16,7 +16,7 @@ from collections.abc import Callable, Sequence
 from dataclasses import dataclass
 
 from .formats import anthropic, gemini, gemini_api, openai, openhands
-from .jsonl import loads
+from .jsonl import loads, lone_surrogates
 from .transcript import Message, ToolCall, Transcript, printable
 
 ROLES = {
@@ -72,6 +72,7 @@ def validate(transcript: Transcript) -> list[Problem]:
         problems += _check_roles(conversation, transcript.format)
         problems += _check_content(conversation, transcript.format)
         problems += _check_pairs(conversation, transcript.format)
+        problems += _check_unicode(conversation)
     if transcript.format == "claude-code":
         problems += _check_parents(transcript)
     # recorded usage that cannot be true is no reason for the provider to refuse the file,
@@ -119,6 +120,21 @@ def _check_content(messages: list[Message], fmt: str) -> list[Problem]:
         if isinstance(m.raw, dict) and id(m.raw) not in seen:
             seen.add(id(m.raw))
             out += [_at(m, problem) for problem in refused(m)]
+    return out
+
+
+def _check_unicode(messages: list[Message]) -> list[Problem]:
+    """Each string of a message's record holding a lone surrogate (a `\\ud800` escape no
+    low half follows): not Unicode, so no request body can hold it in UTF-8, and every
+    provider refuses it. Named once a record, by its path in the record."""
+    seen: set[int] = set()
+    out = []
+    for m in messages:
+        if m.raw is not None and id(m.raw) not in seen:
+            seen.add(id(m.raw))
+            out += [_at(m, f"{path or 'the record'} holds a lone surrogate ({escape}, half "
+                           "of a UTF-16 pair): no Unicode text, which no provider takes in a "
+                           "request") for path, escape in lone_surrogates(m.raw)]
     return out
 
 

@@ -43,6 +43,7 @@ from .formats.agent_text import (
     persons,
 )
 from .formats.cline import call_arguments
+from .jsonl import LONE, deep_call, lone_surrogates
 from .transcript import Image, Message, Part, Text, Thinking, ToolCall, ToolResult, Transcript
 
 TARGETS = ("openai", "anthropic")
@@ -89,6 +90,8 @@ LAST_REPLY_LEFT_OUT = ("assistant replies at the end left out, so that each Anth
                        "ends on the user's turn, as Claude's newest models require (--all "
                        "keeps them)")
 ARGUMENTS_PUT_UNDER_INPUT = "tool calls whose arguments are no JSON object: put under 'input'"
+LONE_REPLACED = ("lone surrogates (halves of UTF-16 pairs, no Unicode text, which the APIs "
+                 "refuse) written as U+FFFD")
 ONE = {
     USAGE_LEFT_OUT: "model call's recorded usage left out (a request body has no place for it)",
     BLANK_LEFT_OUT: "conversation of nothing but empty or blank text left out (no body can "
@@ -123,6 +126,8 @@ ONE = {
                          "keeps them)",
     ARGUMENTS_PUT_UNDER_INPUT: "tool call whose arguments are no JSON object: put under "
                                "'input'",
+    LONE_REPLACED: ("lone surrogate (half of a UTF-16 pair, no Unicode text, which the APIs "
+                    "refuse) written as U+FFFD"),
 }
 
 
@@ -217,12 +222,27 @@ def request_bodies(t: Transcript, to: str, notes: Notes | None = None,
         if not body["messages"]:  # (empty or blank text only, which no API takes)
             notes.add(BLANK_LEFT_OUT)
             continue
-        bodies.append({**({"model": model} if model else {}), **body})
+        bodies.append(_unicode({**({"model": model} if model else {}), **body}, notes))
     if not bodies and t.messages:
         api = "Messages API" if to == "anthropic" else "Chat Completions API"
         raise InputError(t.path, None, f"nothing to convert: no message holds anything "
                          f"but empty or blank text, which the {api} refuses")
     return bodies
+
+
+def _unicode(body: dict[str, Any], notes: Notes) -> dict[str, Any]:
+    """The body with each lone surrogate its text holds (JSON's `\\ud800` escape read
+    alone) as U+FFFD, the replacement character: as it is, no provider would take it."""
+    if not lone_surrogates(body):
+        return body
+
+    def replaced() -> tuple[dict[str, Any], int]:
+        text, n = LONE.subn("\ufffd", json.dumps(body, ensure_ascii=False))
+        return json.loads(text), n
+
+    body, n = deep_call(replaced)  # (a call's input may nest deep)
+    notes.add(LONE_REPLACED, n)
+    return body
 
 
 def _items(messages: list[Message], notes: Notes) -> list[_Item]:

@@ -585,11 +585,34 @@ def dumps(value: Any, indent: int | None = None) -> bytes:
     return text.encode("utf-8")
 
 
-_LONE = re.compile("[\ud800-\udfff]")  # a surrogate not in a pair: no UTF-8 for it
+# a surrogate not in a pair (JSON's `\ud800` escape reads as one): no UTF-8 for it, and
+# no provider takes a request holding one
+LONE = re.compile("[\ud800-\udfff]")
 
 
 def _dumps_std(value: Any, indent: int | None = None) -> str:
     text = json.dumps(value, ensure_ascii=False, indent=indent,
                       separators=(",", ":") if indent is None else None)
     # escaped, as JSON allows and the readers take, so that the output is UTF-8
-    return _LONE.sub(lambda m: f"\\u{ord(m.group()):04x}", text)
+    return LONE.sub(lambda m: f"\\u{ord(m.group()):04x}", text)
+
+
+def lone_surrogates(value: Any) -> list[tuple[str, str]]:
+    """Where in `value` a string (or an object's key) holds a lone surrogate, in document
+    order: its path (`content[0].text`; "" for `value` itself) and the first one's escape
+    (`\\ud800`)."""
+    out: list[tuple[str, str]] = []
+    stack: list[tuple[str, Any]] = [("", value)]
+    while stack:  # (no recursion: a record may nest deeper than the stack goes)
+        path, v = stack.pop()
+        if isinstance(v, str) and (hit := LONE.search(v)):
+            out.append((path, f"\\u{ord(hit.group()):04x}"))
+        elif isinstance(v, dict):
+            for key, x in reversed(v.items()):
+                at = f"{path}.{key}" if path else str(key)
+                stack.append((at, x))
+                if isinstance(key, str) and (hit := LONE.search(key)):
+                    stack.append((f"{at} (its key)", key))
+        elif isinstance(v, list):
+            stack += ((f"{path}[{i}]", x) for i, x in reversed(list(enumerate(v))))
+    return out

@@ -181,15 +181,15 @@ def test_odd_requests_are_one_line_each(folder: Path, tmp_path: Path) -> None:
     empty = tmp_path / "empty"
     empty.mkdir()
     assert_clean_error(ctxpack("restore", str(empty), "--out-dir", str(tmp_path / "o")), 2,
-                       "no *.jsonl files, Gemini CLI chats, Cline tasks or OpenCode "
-                       "storage trees in this folder")
+                       "no *.jsonl files, Gemini CLI chats/ folders (session-*.json), Cline "
+                       "tasks or OpenCode storage trees in this folder")
     # a folder of .json files is told how to name them (the Cline tasks below a folder
     # are taken: see test_one_or_many)
     (empty / "runs").mkdir()
     (empty / "runs" / "run-1.json").write_text("[]")
     run = ctxpack("stats", str(empty))
-    assert_clean_error(run, 2, "no *.jsonl files, Gemini CLI chats, Cline tasks or OpenCode "
-                       "storage trees in this folder")
+    assert_clean_error(run, 2, "no *.jsonl files, Gemini CLI chats/ folders (session-*.json), "
+                       "Cline tasks or OpenCode storage trees in this folder")
     assert "a quoted glob such as" in run.err and "*.json'" in run.err
     # the glob names what the folder holds most (an Aider folder: its Markdown)
     (empty / "runs" / "run-1.json").unlink()

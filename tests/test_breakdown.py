@@ -330,6 +330,23 @@ def test_stats_json_of_many_conversations_bills_the_largest_and_keeps_the_file_t
     assert f["context_ratio"] == round(largest["tokens"] / f["context_window"], 4)
 
 
+@pytest.mark.parametrize("path", [
+    SAMPLES / "aider" / "architect-lint.aider.chat.history.md",
+    *corpus_params("gemini-cli", pattern="figma-eval-010ac575*")])
+def test_the_largest_conversation_is_placed_as_show_names_its_first_message(path) -> None:
+    # of a file of a message a line (two Gemini runs appended, two Aider runs), its place
+    # was "": the line `show` heads its first message with is where it starts
+    run = ctxpack("stats", "--json", str(path))
+    assert run.code == 0, run.err
+    largest = json.loads(run.out)["files"][0]["largest_conversation"]
+    assert largest["place"] == f"line {largest['line']:,}"
+    shown = ctxpack("show", str(path)).out
+    assert f"\nline {largest['line']:,}  " in shown
+    run = ctxpack("stats", str(path), "--max-ratio", "0.0001", "--top", "0")
+    assert run.code == 1 and f"(conversation {largest['number']} at line " \
+        f"{largest['line']:,})" in run.err, run.err
+
+
 def test_a_document_of_many_conversations_places_its_rounds_not_line_1(tmp_path) -> None:
     # a JSON document on one line: every message is on line 1, so rounds and the largest
     # conversation are found by their place in it, as the largest messages are

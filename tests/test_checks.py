@@ -295,3 +295,27 @@ def test_validate_counts_its_problems_in_words(tmp_path):
     path.write_text("".join(json.dumps(m) + "\n" for m in lines))
     run = ctxpack("validate", str(path))
     assert run.code == 1 and run.err.rstrip().endswith(": 2 problems"), run.err
+
+
+@pytest.mark.parametrize(("records", "place"), [
+    # (json.dumps writes a lone surrogate as its `\ud800` escape, as a file would hold it)
+    ([{"role": "user", "content": "half \ud800 a pair"}, {"role": "assistant", "content": "ok"}],
+     "1: content holds a lone surrogate (\\ud800"),
+    ([{"role": "user", "content": [{"type": "text", "text": "x"}]},
+      {"role": "assistant", "content": [{"type": "tool_use", "id": "t1", "name": "get",
+                                         "input": {"q": "\udc00"}}]},
+      {"role": "user", "content": [{"type": "tool_result", "tool_use_id": "t1",
+                                    "content": "ok"}]}],
+     "2: content[0].input.q holds a lone surrogate (\\udc00"),
+])
+def test_a_lone_surrogate_is_named_at_its_line_and_path(tmp_path, records, place):
+    """Providers refuse a body holding one (no UTF-8 for it): validate said ok."""
+    path = tmp_path / "half.jsonl"
+    path.write_bytes(lines(*records))
+    run = ctxpack("validate", str(path))
+    assert run.code == 1, run.err
+    assert f"{path}:{place}, half of a UTF-16 pair)" in run.out, run.out
+    # a whole pair, escaped as two halves, is one character: no problem
+    path.write_bytes(lines(*records).replace(b"\\ud800", b"\\ud83d\\ude00")
+                     .replace(b"\\udc00", b"\\ud83d\\ude00"))
+    assert ctxpack("validate", str(path)).code == 0

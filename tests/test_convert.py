@@ -288,7 +288,11 @@ def test_bad_input_is_one_line_and_no_output(tmp_path):
     assert not out.exists()
     same = ctxpack("convert", str(SAMPLES / "support-chat.openai.jsonl"), "--to", "openai",
                    "-o", str(SAMPLES / "support-chat.openai.jsonl"))
-    assert_clean_error(same, 2, "support-chat.openai.jsonl would be written over itself")
+    assert_clean_error(same, 2, "support-chat.openai.jsonl would be written over itself",
+                       "name another file with -o")
+    # convert has no --in-place to suggest
+    assert "--in-place" not in same.err
+    assert "--in-place" not in ctxpack("convert", "--help").out
     assert load(SAMPLES / "support-chat.openai.jsonl").messages  # untouched
     wrong = ctxpack("convert", str(SAMPLES / "support-chat.openai.jsonl"), "--to", "pdf")
     assert wrong.code == 2 and "pdf" in wrong.err and "Traceback" not in wrong.err
@@ -920,3 +924,20 @@ def test_a_role_no_api_knows_is_user_text_under_its_role_with_a_note(tmp_path, t
     text = wizard["content"] if isinstance(wizard["content"], str) else \
         wizard["content"][0]["text"]
     assert wizard["role"] == "user" and text == "[wizard]\nzap"
+
+
+@pytest.mark.parametrize("to", ["openai", "anthropic"])
+def test_lone_surrogates_become_the_replacement_character_in_bodies(tmp_path, to):
+    """A lone surrogate (JSON's `\\ud800` read alone) is no Unicode text: a body holding
+    one, even escaped, is refused; convert writes U+FFFD for it and says how many."""
+    src = tmp_path / "half.jsonl"
+    src.write_text(json.dumps({"role": "user", "content": "left \ud800 right \udfff"}) + "\n"
+                   + json.dumps({"role": "assistant", "content": "ok \ud801"}) + "\n")
+    out = tmp_path / "out.jsonl"
+    run = ctxpack("convert", str(src), "--to", to, "--all", "-o", str(out))
+    assert run.code == 0, run.err
+    assert "3 lone surrogates (halves of UTF-16 pairs" in run.err
+    text = out.read_bytes().decode("utf-8")  # (strict: no surrogate in any form)
+    assert "\\ud8" not in text.lower() and "\\udf" not in text.lower()
+    assert "left \ufffd right \ufffd" in text and "ok \ufffd" in text
+    assert ctxpack("validate", str(out)).code == 0

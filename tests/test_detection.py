@@ -345,6 +345,18 @@ CHATGPT_EXPORT = json.dumps([{
     "default_model_slug": "gpt-4o"}])
 
 
+# A chat as the Vercel AI SDK's `useChat` keeps it (v5 UIMessage: a tool part holds its call
+# and result; a step's start is a part of its own)
+UI_MESSAGES = [
+    {"id": "u1", "role": "user", "parts": [{"type": "text", "text": "Weather in Oslo?"}]},
+    {"id": "a1", "role": "assistant", "parts": [
+        {"type": "step-start"},
+        {"type": "reasoning", "text": "Look it up.", "state": "done"},
+        {"type": "tool-getWeather", "toolCallId": "call_1", "state": "output-available",
+         "input": {"city": "Oslo"}, "output": {"celsius": 4}},
+        {"type": "text", "text": "4 °C in Oslo.", "state": "done"}]}]
+
+
 # What a file looks like, for shapes ctxpack knows of: each line says one verdict, not
 # "X, which ctxpack reads as Y, which ctxpack does not read"
 @pytest.mark.parametrize(("name", "text", "said"), [
@@ -366,6 +378,14 @@ CHATGPT_EXPORT = json.dumps([{
                                 "arguments": "{}"}) + "\n",
      "OpenAI Responses API items (typed items with `call_id`s, not chat messages), which "
      "ctxpack does not read"),
+    ("reasoning.jsonl", json.dumps({"type": "reasoning", "id": "rs_1", "summary": [
+        {"type": "summary_text", "text": "Checking the date."}]}) + "\n",
+     "OpenAI Responses API items"),
+    # AI SDK UI messages hold no Gemini contents: no `model` role, every part typed
+    ("chat.json", json.dumps(UI_MESSAGES), "Vercel AI SDK UI messages (role user/assistant, "
+     "the content in typed `parts`"),
+    ("chat-request.json", json.dumps({"id": "c1", "messages": UI_MESSAGES,
+                                      "trigger": "submit-message"}), "Vercel AI SDK UI"),
     ("oc.json", json.dumps([{"info": {"id": "m1", "role": "user"}, "parts": []}]),
      "which ctxpack does not read: it reads whole `opencode export` documents"),
     ("notes.md", "# Notes\n\nsome text\n",
@@ -504,6 +524,29 @@ def test_one_file_of_an_opencode_storage_tree_points_to_its_storage_folder(folde
     tree = ctxpack("stats", "--json", str(STORAGE))
     assert tree.code == 0 and json.loads(tree.out)["files"][0]["format"] == \
         "opencode-storage"
+
+
+@pytest.mark.parametrize("folder", ["message", "part"])
+def test_every_record_file_of_a_storage_tree_is_named_as_one(folder) -> None:
+    # a reasoning part was taken for Responses API items (it has no `call_id`)
+    kinds = set()
+    for one in sorted((STORAGE / folder).glob("*/*.json")):
+        kinds.add(json.loads(one.read_text()).get("type"))
+        with pytest.raises(InputError) as info:
+            load(one)
+        assert info.value.problem.startswith(
+            f"this looks like one {'part of a ' if folder == 'part' else ''}message of an "
+            "OpenCode storage tree"), (one.name, info.value.problem)
+    assert folder == "message" or {"reasoning", "tool", "text"} <= kinds
+
+
+def test_a_storage_reasoning_part_given_alone_points_to_its_storage_folder() -> None:
+    one = next(p for p in sorted((STORAGE / "part").glob("*/*.json"))
+               if json.loads(p.read_text())["type"] == "reasoning")
+    run = ctxpack("stats", str(one))
+    assert_clean_error(run, 2, f"{one.name}:1: this looks like one part of a message of an "
+                       "OpenCode storage tree", "give it the `storage` folder")
+    assert "Responses" not in run.err
 
 
 def test_a_storage_message_without_its_id_field_is_named_as_well() -> None:

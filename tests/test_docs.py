@@ -186,3 +186,25 @@ def test_the_readme_names_every_format_compress_refuses(tmp_path):
     said = README.split("`compress` does not rewrite", 1)[1].split("\n\n", 1)[0]
     missing = sorted(f for f in refused if f"`{f}`" not in said)
     assert not missing, f"README does not say compress refuses {missing}"
+
+
+def test_what_the_readme_says_user_holds_is_what_stats_counts_on_its_samples():
+    """`user` is not only what the person typed: the README's figures for the Codex sample
+    (its AGENTS.md message) and its word on the Claude Code sample (the summary a
+    compacted session continues from) are what `stats --json` gives."""
+    part, whole = map(int, re.search(r"here (\d+) of the (\d+) are the `AGENTS\.md`",
+                                     README).groups())
+
+    def users(sample: str) -> tuple[int, list[tuple[int, str]]]:
+        run = ctxpack("stats", "--json", "--top", "50", f"samples/{sample}", cwd=str(ROOT))
+        assert run.code == 0, run.err
+        f = json.loads(run.out)["files"][0]
+        return f["by_role"]["user"], [(m["tokens"], m["preview"]) for m in f["largest"]
+                                      if m["role"] == "user"]
+
+    total, largest = users("refactor.codex.jsonl")
+    assert total == whole and largest[0][0] == part
+    assert largest[0][1].startswith("# AGENTS.md instructions")
+    total, largest = users("coding-agent.claude-code.jsonl")
+    assert largest[0][0] > total / 2
+    assert largest[0][1].startswith("This session is being continued from a previous")

@@ -274,6 +274,23 @@ def test_the_db_script_writes_a_file_stats_reads_like_the_export(tmp_path):
         assert tree[key] == export[key], key
 
 
+def test_the_db_script_takes_help_and_never_writes_over_a_file(tmp_path):
+    # `--help` wrote a database named "--help"
+    made = subprocess.run([sys.executable, str(MAKE_DB), "--help"], capture_output=True,
+                          cwd=tmp_path, text=True)
+    assert made.returncode == 0 and "OUT.db" in made.stdout, made.stderr
+    assert list(tmp_path.iterdir()) == []
+    there = tmp_path / "opencode.db"
+    there.write_bytes(b"kept")
+    for args in ([str(there)], []):
+        made = subprocess.run([sys.executable, str(MAKE_DB), *args], capture_output=True,
+                              cwd=tmp_path, text=True)
+        assert made.returncode == 2 and "Traceback" not in made.stderr, made.stderr
+    assert "opencode.db exists" in subprocess.run(
+        [sys.executable, str(MAKE_DB), str(there)], capture_output=True, text=True).stderr
+    assert there.read_bytes() == b"kept"
+
+
 def add_older(db: str, ident: str = "ses_older", updated: int = 2,
               text: str = "an older question") -> None:
     """Add a session of one question, updated at `updated` (before the sample's)."""

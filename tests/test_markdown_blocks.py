@@ -1,10 +1,12 @@
 """A message's text cannot open a block of the Markdown document that outlives the
 message: a code fence left open (a reply cut off mid-code), `~~~`, or an HTML block that
-runs to the end of the document (`<!--`, `<pre>`). The document is parsed by a CommonMark
-parser (markdown-it-py, which rich already needs) and every later message must still be a
-heading of its own with its text outside any code."""
+runs to the end of the document (`<!--`, `<pre>`); nor is any of its HTML run. The
+document is parsed by a CommonMark parser (markdown-it-py, which rich already needs) and
+every later message must still be a heading of its own with its text outside any code."""
 
 from __future__ import annotations
+
+import json
 
 import pytest
 from hypothesis import HealthCheck, given, settings
@@ -14,6 +16,8 @@ from ctxpack.loader import load_values
 from ctxpack.render.document import to_markdown
 from ctxpack.tokens import TokenCounter
 from ctxpack.view import build_view
+
+from .helpers import ctxpack
 
 markdown_it = pytest.importorskip("markdown_it", reason="markdown-it-py comes with rich")
 
@@ -68,10 +72,11 @@ def test_a_fence_that_closes_in_the_message_is_left_as_it_is() -> None:
     headings, prose = _blocks(markdown)
     # the heading in the message is escaped: a paragraph, not one of the document's
     assert len(headings) == 2 and "after" in prose and "\\# not a heading" in prose
-    # an HTML block the message closes itself is kept as the message has it
+    # an HTML block, closed or not, is shown as text: the fence in it is the message's
     tokens = markdown_it.MarkdownIt("commonmark").parse(_document(["<pre>\n```\n</pre>",
                                                                      "after"]))
-    assert [t.content for t in tokens if t.type == "html_block"] == ["<pre>\n```\n</pre>\n"]
+    assert not [t for t in tokens if t.type == "html_block"]
+    assert [t.content for t in tokens if t.type == "fence"] == ["</pre>\n"]
 
 
 PIECES = st.sampled_from(["```", "````", "~~~", "~~~~", "`", "<!--", "-->", "<pre>",
@@ -90,3 +95,39 @@ def test_every_message_after_any_text_is_its_own_and_outside_code(texts: list[st
     assert len(headings) == len(chat), markdown
     for i in range(len(texts)):
         assert f"sentinel{i}" in prose, markdown
+
+
+HOSTILE = "<script>alert(1)</script> see <img src=x onerror=alert(2)> and <!-- hide"
+
+
+def test_html_in_the_transcript_is_shown_as_text_never_run(tmp_path) -> None:
+    """Raw HTML in a message, in the round heading its first words make, and in a tool's
+    name reaches a reader of the rendered document as the text it is; in code (a fence,
+    a code span) it is left as written, which shows as text already."""
+    source = tmp_path / "hostile.jsonl"
+    records = [
+        {"role": "user", "content": HOSTILE},
+        {"role": "assistant", "content": None, "tool_calls": [{
+            "id": "c1", "type": "function",
+            "function": {"name": "<b>run</b>", "arguments": "{}"}}]},
+        {"role": "tool", "tool_call_id": "c1", "content": "<script>in a result</script>"},
+        {"role": "assistant",
+         "content": "Use `Vec<String>` here.\n```\n<i>code</i>\n```\n<div>\n<p>more"}]
+    source.write_text("".join(json.dumps(r) + "\n" for r in records))
+    out = tmp_path / "doc.md"
+    run = ctxpack("convert", str(source), "--to", "markdown", "-o", str(out))
+    assert run.code == 0, run.err
+    document = out.read_text()
+    parser = markdown_it.MarkdownIt("commonmark")  # HTML allowed, as renderers have it
+    tokens = parser.parse(document)
+    inline = [c for t in tokens if t.children for c in t.children]
+    assert not [t for t in [*tokens, *inline] if t.type in ("html_block", "html_inline")]
+    rendered = parser.render(document)
+    for tag in ("<script", "<img", "<!--", "<div", "<p>more", "<b>run"):
+        assert tag not in rendered, (tag, rendered)
+    # shown as the text it is: in the round's heading, the message, the call's label
+    assert rendered.count("&lt;script&gt;alert(1)&lt;/script&gt;") == 2, rendered
+    assert "&lt;b&gt;run&lt;/b&gt;" in rendered
+    # code keeps its text as written (rendered escaped, as code is)
+    assert "<code>Vec&lt;String&gt;</code>" in rendered
+    assert "&lt;i&gt;code&lt;/i&gt;" in rendered and "&lt;script&gt;in a result" in rendered

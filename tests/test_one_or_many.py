@@ -146,8 +146,8 @@ def test_o_with_a_folder_of_many_or_of_none_says_which(tmp_path: Path,
     none.mkdir()
     (none / "readme.txt").write_text("no transcripts here\n")
     assert_clean_error(ctxpack(*command, str(none), "-o", str(out)), 2,
-                       f"{none}: no *.jsonl files, Gemini CLI chats, Cline tasks or OpenCode "
-                       "storage trees in this folder")
+                       f"{none}: no *.jsonl files, Gemini CLI chats/ folders (session-*.json), "
+                       "Cline tasks or OpenCode storage trees in this folder")
     assert_clean_error(ctxpack(*command, str(many / "a.jsonl"), str(many / "b.jsonl"), "-o",
                                str(out)), 2, "-o takes one input, and 2 are given")
     assert not out.exists()
@@ -230,3 +230,27 @@ def test_a_gemini_cli_chats_folder_gives_its_recordings(tmp_path: Path) -> None:
         ("session-2026-06-15T09-30-def.json", "gemini-cli", 2)]
     run = ctxpack("validate", str(chats))
     assert run.code == 0 and run.err.count(": ok") == 2, run.err
+
+
+def test_a_folder_that_gives_nothing_names_the_json_files_ctxpack_reads(tmp_path: Path) -> None:
+    # a Gemini CLI recording not named session-*.json (nor in chats/): the folder said it
+    # held "no ... Gemini CLI chats", though it held one
+    folder = tmp_path / "exports"
+    (folder / "gemini").mkdir(parents=True)
+    (folder / "gemini" / "finance.json").write_text(json.dumps({
+        "sessionId": "s1", "projectHash": "f00", "messages": [
+            {"id": "m1", "type": "user", "content": "Sum the March rows."}]}, indent=2))
+    (folder / "book-search.json").write_bytes(
+        (SAMPLES / "opencode" / "book-search.opencode.json").read_bytes())
+    (folder / "settings.json").write_text('{"theme": "dark"}')  # read by no reader
+    run = ctxpack("stats", str(folder))
+    assert_clean_error(run, 2, f"{folder}: no *.jsonl files, Gemini CLI chats/ folders "
+                       "(session-*.json), Cline tasks or OpenCode storage trees in this "
+                       "folder; of the JSON files it holds, which a folder does not give, "
+                       "ctxpack reads book-search.json (opencode), gemini/finance.json "
+                       "(gemini-cli) (", f"'{folder}/**/*.json'")
+    # the glob it gives reads them
+    run = ctxpack("stats", "--json", str(folder / "**" / "*.json"))
+    assert run.code == 2  # (settings.json is no transcript)
+    assert [Path(f["path"]).name for f in json.loads(run.out)["files"]] == [
+        "book-search.json", "finance.json"]

@@ -70,3 +70,26 @@ def test_csv_stats_escape_a_files_control_characters(tmp_path: Path) -> None:
     assert rows[0]["path"] == str(bad).replace("\r", "\\x0d")
     table = ctxpack("stats", str(bad))
     assert "claude-opus-4-6\\x1b[2J\\x0d\\x00x" in table.out
+
+
+def test_stats_of_many_files_keeps_what_tells_their_names_apart(tmp_path: Path) -> None:
+    """Files deep in one folder, their names alike but for the end: the "All files" table
+    names the folder once, above it, and each name whole (folded, not cut: a cut from the
+    right left `/home/dev/pro…` on every row), within the terminal's width."""
+    deep = tmp_path / "projects" / "a-team-with-a-long-name" / "sessions-of-march"
+    names = [f"subfolder-{n}/rollout-2026-03-14T09-12-44-0199a3f2-6c1e-7b40-{n}.jsonl"
+             for n in ("first", "second")]
+    for name in names:
+        (deep / name).parent.mkdir(parents=True)
+        (deep / name).write_bytes((SAMPLES / "refactor.codex.jsonl").read_bytes())
+    for width in (80, 120):
+        run = ctxpack("stats", *(str(deep / n) for n in names), env={"COLUMNS": str(width)})
+        assert run.code == 0, run.err
+        table = run.out[run.out.index("All files"):].splitlines()
+        assert all(len(line) <= width for line in table), run.out
+        title = [line.strip() for line in table[:[x[:1] for x in table].index("┏")]]
+        # (a title longer than the line is wrapped: compared without the spaces)
+        assert "".join(title).replace(" ", "") == f"Allfiles(in{deep}/)", title
+        column = "".join(line.split("│")[1].strip() for line in table
+                         if line.startswith("│"))
+        assert column == "".join(names) + "total", run.out

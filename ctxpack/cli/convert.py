@@ -24,14 +24,17 @@ from .common import (
 )
 from .guard import refuse_overwrites
 from .write import (
+    SKIP_EXISTING,
     JobsOpt,
     OutDirOpt,
     ShardOpt,
-    SkipExistingOpt,
     _destination,
     _many,
     _write_result,
 )
+
+# (convert has no --in-place: what it writes is another format, not the input's to replace)
+SkipExistingOpt = Annotated[bool, typer.Option("--skip-existing", help=f"{SKIP_EXISTING}.")]
 
 TARGETS = ("openai", "anthropic", "markdown", "html")
 SUFFIXES = {"openai": ".jsonl", "anthropic": ".jsonl", "markdown": ".md", "html": ".html"}
@@ -162,7 +165,8 @@ def convert(
         raise typer.Exit(_many(files, out_dir, False, True, jobs, skip_existing, shard,
                                convert_one, how, quiet, report_json, SUFFIXES[to], session))
     dest = _destination(file, output, in_place=False, force=False)
-    refuse_overwrites(file, dest, False, {"--report-json": report_json}, page=to == "html")
+    refuse_overwrites(file, dest, False, {"--report-json": report_json}, page=to == "html",
+                      hint="name another file with -o: the input stays as it is")
     if single(file, dest, skip_existing, shard, quiet, report_json):
         return
     data, notes = _converted(file, how)

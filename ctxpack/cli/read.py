@@ -37,8 +37,8 @@ from .common import (
 OUTPUT_FORMATS = ("table", "json", "csv", "markdown")
 TRANSCRIPT_SUFFIXES = (".jsonl",)
 # what a folder gives a transcript command, named where it gives none
-TRANSCRIPTS_BELOW = ("*.jsonl files, Gemini CLI chats, Cline tasks or OpenCode storage "
-                     "trees")
+TRANSCRIPTS_BELOW = ("*.jsonl files, Gemini CLI chats/ folders (session-*.json), Cline tasks "
+                     "or OpenCode storage trees")
 # what `calibrate` takes of a folder besides: the JSON documents that record their calls'
 # usage (Cline / Roo Code tasks, OpenCode exports)
 RECORDING_SUFFIXES = (*TRANSCRIPT_SUFFIXES, ".json")
@@ -174,7 +174,10 @@ def expand(arg: str, in_folder: Callable[[str], list[str]] = _transcripts,
     if os.path.isdir(arg):
         found = in_folder(arg)
         if not found:
-            raise UsageError(f"{arg}: no {kind} in this folder",
+            readable = _documents_read(arg)
+            raise UsageError(f"{arg}: no {kind} in this folder" + (
+                f"; of the JSON files it holds, which a folder does not give, ctxpack reads "
+                f"{', '.join(readable)}" if readable else ""),
                              f"a folder gives the {kind} below it: name other files "
                              "themselves, or a quoted glob such as "
                              f"'{os.path.join(arg, '**', '*' + _most_held(arg))}'")
@@ -185,6 +188,30 @@ def expand(arg: str, in_folder: Callable[[str], list[str]] = _transcripts,
             raise UsageError(f"{arg}: no file matches this pattern")
         return matches
     raise UsageError(f"{arg}: no such file")
+
+
+DOCUMENTS_LOOKED_AT = 20  # of a folder that gives no transcript, its JSON files read
+
+
+def _documents_read(folder: str) -> list[str]:
+    """The JSON documents below `folder` (its first few) that a reader takes by their
+    content, each as `name (format)`: a folder gives them by their names only."""
+    from .. import formats
+    from ..jsonl import loads
+
+    paths = sorted(os.path.join(below, n) for below, _, names in os.walk(folder)
+                   for n in names if n.endswith(".json"))[:DOCUMENTS_LOOKED_AT]
+    out = []
+    for path in paths:
+        try:
+            with open(path, "rb") as f:
+                value = loads(f.read())
+        except (OSError, ValueError, RecursionError):
+            continue
+        fmt, score = formats.sniff(value, document=True)
+        if fmt is not None and score >= 2:
+            out.append(f"{os.path.relpath(path, folder)} ({fmt.name})")
+    return out
 
 
 def _most_held(folder: str) -> str:
@@ -368,8 +395,7 @@ def _gate(results: list[Any], max_tokens: int | None, max_ratio: float | None) -
         if max_ratio is not None and r.context_ratio is not None and r.context_ratio > max_ratio:
             largest = r.largest_conversation
             which = "" if largest is None else \
-                f" (conversation {largest['number']:,} at " \
-                f"{largest.get('place') or 'line ' + format(largest['line'], ',')})"
+                f" (conversation {largest['number']:,} at {largest['place']})"
             over.append(f"{r.path}{which}: {percent(r.context_ratio)} of the "
                         f"{r.context_window:,}-token window > --max-ratio {max_ratio} "
                         f"({percent(max_ratio)})")

@@ -118,9 +118,9 @@ JobsOpt = Annotated[int | None, typer.Option(
     "--jobs", "-j", metavar="N", min=1,
     help="With many inputs: files at a time; with one big file, its workers; with "
     "datasets, the cores the local engine uses (default: every core).")]
+SKIP_EXISTING = "Skip an input whose output is newer than it (a killed run resumes)"
 SkipExistingOpt = Annotated[bool, typer.Option(
-    "--skip-existing", help="Skip an input whose output is newer than it (a killed run "
-    "resumes); not with --in-place.")]
+    "--skip-existing", help=f"{SKIP_EXISTING}; not with --in-place.")]
 ShardOpt = Annotated[str | None, typer.Option(
     "--shard", metavar="I/N", help="With many inputs: only the I-th of N shares of the "
     "files (I from 0 to N-1), the same share whoever runs it; with a dataset, of its row "

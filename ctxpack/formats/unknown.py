@@ -22,11 +22,13 @@ _RESPONSES_ITEMS = ("function_call", "function_call_output", "reasoning", "custo
 
 def _responses_items(value: Any) -> bool:
     """Items of the OpenAI Responses API (`input` or `output` items): typed, with `call_id`s
-    and `input_text`/`output_text` content rather than chat messages."""
+    (a reasoning item with its `summary`) and `input_text`/`output_text` content rather than
+    chat messages."""
     items = _items(value) if isinstance(value, list) else _items([value])
     for x in items[:20]:
         kind = x.get("type")
-        if kind in _RESPONSES_ITEMS and ("call_id" in x or kind == "reasoning"):
+        if kind in _RESPONSES_ITEMS and (
+                "call_id" in x or kind == "reasoning" and isinstance(x.get("summary"), list)):
             return True
         if kind == "message" and any(
                 isinstance(b, dict) and b.get("type") in ("input_text", "output_text")
@@ -46,16 +48,37 @@ def _opencode_messages(value: Any) -> bool:
         x.get("parts"), list) for x in items[:20])
 
 
+def _messages(value: Any) -> list[dict[str, Any]]:
+    """The first entries of a message list: the array itself or a document's `messages`."""
+    return _items(value.get("messages") if isinstance(value, dict) else value)[:20]
+
+
+def _parts(items: list[dict[str, Any]]) -> list[Any]:
+    return [p for x in items for p in x["parts"]]
+
+
 def _gemini_contents(value: Any) -> bool:
-    """The Gemini API's `contents` under `messages` (a request body's own `contents` are
-    read, by gemini-api): entries of role user/model whose text, calls and results are in
-    `parts`."""
-    if isinstance(value, dict):
-        value = value.get("messages")
-    items = _items(value)
+    """The Gemini API's `contents` outside a request body (a body's own `contents` are
+    read, by gemini-api; a checkpoint's user/model array, by gemini-checkpoint): entries
+    of role user/model whose text, calls and results are in untyped `parts`."""
+    items = _messages(value)
     return bool(items) and all(isinstance(x.get("parts"), list) and "content" not in x
-                               for x in items[:20]) and any(
-        x.get("role") in ("user", "model") for x in items[:20])
+                               for x in items) and any(
+        x.get("role") in ("user", "model") for x in items) and not any(
+        isinstance(p, dict) and "type" in p for p in _parts(items))
+
+
+def _ui_messages(value: Any) -> bool:
+    """The Vercel AI SDK's UI messages (`UIMessage`, what `useChat` keeps and posts): role
+    user/assistant/system, the content in `parts` each named by its `type` (`text`,
+    `reasoning`, `tool-<name>` holding a call's input and output)."""
+    items = _messages(value)
+    if not items or not all(x.get("role") in ("user", "assistant", "system")
+                            and isinstance(x.get("parts"), list) for x in items):
+        return False
+    parts = _parts(items)
+    return bool(parts) and all(isinstance(p, dict) and isinstance(p.get("type"), str)
+                               for p in parts)
 
 
 def _gemini_response(value: Any) -> bool:
@@ -181,18 +204,22 @@ _SHAPES: tuple[tuple[str, Callable[[Any], bool]], ...] = (
      f"under `mapping`), {NOT_READ}: as Chat Completions messages (each message's "
      f"`author.role` and the text of its `content.parts`, from the root to "
      f"`current_node`), {AS_CHAT}", _chatgpt_export),
-    ("the Gemini API's contents (role user/model, text and calls in `parts`) under "
-     "`messages`, where chat messages go: ctxpack reads them as a request body's `contents` "
-     "(gemini-api) or as a bare JSON array (gemini-checkpoint)", _gemini_contents),
-    (f"OpenAI Responses API items (typed items with `call_id`s, not chat messages), {NOT_READ}",
-     _responses_items),
-    ("OpenCode messages without the session `info` that `opencode export` writes before them, "
-     f"{NOT_READ}: it reads whole `opencode export` documents", _opencode_messages),
+    # OpenCode's record files first: their ids say surely what they are
     (f"one message of an OpenCode storage tree (a file of `storage/message/<session>/`), "
      f"{WHOLE_TREE}", _storage_record("msg_", "sessionID", "ses_", "role")),
     (f"one part of a message of an OpenCode storage tree (a file of "
      f"`storage/part/<message>/`), {WHOLE_TREE}",
      _storage_record("prt_", "messageID", "msg_", "type")),
+    ("the Gemini API's contents (role user/model, text and calls in untyped `parts`) "
+     "outside a request body: ctxpack reads them as a request body's `contents` "
+     "(gemini-api) or as a checkpoint's bare array of user and model entries "
+     "(gemini-checkpoint)", _gemini_contents),
+    (f"Vercel AI SDK UI messages (role user/assistant, the content in typed `parts`: "
+     f"`text`, `reasoning`, `tool-<name>`), {NOT_READ}", _ui_messages),
+    (f"OpenAI Responses API items (typed items with `call_id`s, not chat messages), {NOT_READ}",
+     _responses_items),
+    ("OpenCode messages without the session `info` that `opencode export` writes before them, "
+     f"{NOT_READ}: it reads whole `opencode export` documents", _opencode_messages),
     (f"a Gemini API response (`candidates`, `usageMetadata`): the model's reply without the "
      f"contents it was sent, {NOT_READ}: it reads the request body (`contents`, as "
      "gemini-api), or a batch line holding both ({\"request\": ..., \"response\": ...})",

@@ -68,14 +68,15 @@ def _fenced(lines: list[str], info: str = "") -> list[str]:
 def _md_segment(s: Segment, labels: bool) -> list[str]:
     lines = _lines(s.body)
     if s.kind == "tool_call":
-        return [f"**→ {s.tool or '?'}**", *(_fenced(lines) if lines else [])]
+        return [f"**→ {_no_html(s.tool or '?')}**", *(_fenced(lines) if lines else [])]
     if s.kind == "image":
-        return [f"*[image: {s.body[0] if s.body else ''}, {counted(s.tokens, 'token')}]*"]
+        what = _no_html(s.body[0]) if s.body else ""
+        return [f"*[image: {what}, {counted(s.tokens, 'token')}]*"]
     if s.kind == "thinking":
         return ["*thinking*", "", *(f"> {line}" if line else ">" for line in lines)]
     head = []
     if s.kind == "tool_result" and labels:
-        head = [f"**← {s.tool or '?'}**{' · error' if s.is_error else ''} · "
+        head = [f"**← {_no_html(s.tool or '?')}**{' · error' if s.is_error else ''} · "
                 f"{counted(s.tokens, 'token')}"]
     if s.kind == "tool_result":
         return [*head, *_fenced(lines)] if lines else head
@@ -88,27 +89,64 @@ _MAY_OPEN = ("#", "`", "~", "<")  # how a line that may open a block or a headin
 
 def _prose(lines: list[str]) -> list[str]:
     """Message text as markdown (CommonMark, parsed by markdown-it-py): it stays the
-    message's own. A heading in it must not look like one of the document's, so its `#`
-    is escaped; and a block it leaves open must not run on over the rest of the document
-    (a reply cut off mid-code): an open fence is closed where the message ends, and an
-    HTML block that would run to the end of the document (`<!--`, `<pre>` unclosed) is
-    shown as text. Should anything still run on, the message is shown as code."""
+    message's own, and text. Its raw HTML (`<script>`, `<img onerror=...>`) is escaped
+    outside code, so that it is shown, never run or hidden; a heading in it must not look
+    like one of the document's, so its `#` is escaped; and a block it leaves open must not
+    run on over the rest of the document (a reply cut off mid-code): an open fence is
+    closed where the message ends. Should anything still run on, the message is shown as
+    code."""
     lines = list(lines)
     if not any(line.lstrip(" ").startswith(_MAY_OPEN) for line in lines):
         return _marked(lines, [])
-    for _ in range(len(lines) + 2):
-        tokens = _blocks(lines)
+    code: set[int] = set()  # the lines in code, as the text with its HTML escaped has it
+    for _ in range(len(lines) + 4):
+        shown = [line if n in code else _no_html(line) for n, line in enumerate(lines)]
+        tokens = _blocks(shown)
+        now = _code(tokens)
+        if now != code:  # (escaping a line can open or close code after it)
+            code = now
+            continue
         if not _runs_on(tokens):
-            return _marked(lines, tokens)
+            return _marked(shown, tokens)
         last = [t for t in tokens if t.level == 0 and t.map is not None][-1]
-        first = last.map[0]  # the block that took in the paragraph after the message
-        if last.type == "fence":
-            lines.append(last.markup)  # a fence is closed by its own marks (or more)
-        elif last.type == "html_block":
-            lines[first] = lines[first].replace("<", "\\<", 1)  # now a paragraph
-        else:
+        if last.type != "fence":
             break
+        lines.append(last.markup)  # a fence is closed by its own marks (or more)
     return _fenced([_folded(line) for line in lines])
+
+
+_TAG = re.compile(r"<(?=[A-Za-z/!?])")  # what opens an HTML tag, comment or block
+_TICKS = re.compile(r"`+")
+
+
+def _no_html(line: str) -> str:
+    """`line` with each `<` that could open HTML written `&lt;` (which shows as `<`), but
+    in its code spans, which show their text as it is."""
+    out, at = [], 0
+    for start, end in _spans(line):
+        out += [_TAG.sub("&lt;", line[at:start]), line[start:end]]
+        at = end
+    return "".join([*out, _TAG.sub("&lt;", line[at:])])
+
+
+def _spans(line: str) -> list[tuple[int, int]]:
+    """Where the code spans of one line are: a run of backticks (not escaped) up to the
+    next run of as many. (A span over two lines is not seen: its HTML is escaped, shown
+    as `&lt;`, never run.)"""
+    runs = [(m.start(), m.end()) for m in _TICKS.finditer(line)]
+    out, k = [], 0
+    while k < len(runs):
+        start, end = runs[k]
+        slashes = len(line[:start]) - len(line[:start].rstrip("\\"))
+        start += slashes % 2  # an escaped backtick is text
+        close = next((j for j in range(k + 1, len(runs))
+                      if runs[j][1] - runs[j][0] == end - start), None)
+        if start == end or close is None:
+            k += 1
+            continue
+        out.append((start, runs[close][1]))
+        k = close + 1
+    return out
 
 
 def _blocks(lines: list[str]) -> list[Any]:
@@ -130,19 +168,21 @@ def _runs_on(tokens: list[Any]) -> bool:
         or end[0].level != 0 or end[1].content != PROBE
 
 
+def _code(tokens: list[Any]) -> set[int]:
+    """The lines in code (fenced or indented) of parsed text."""
+    return {n for t in tokens if t.map is not None and t.type in ("fence", "code_block")
+            for n in range(*t.map)}
+
+
 def _marked(lines: list[str], tokens: list[Any]) -> list[str]:
-    """The lines outside code with a `#` that opens them escaped (a heading, or what a
-    reader of the plain text could take for one), and fold markers in italics."""
-    code: set[int] = set()
-    for t in tokens:
-        if t.map is None:
-            continue
-        if t.type in ("fence", "code_block"):
-            code.update(range(*t.map))
+    """The lines outside code with their HTML escaped, a `#` that opens them escaped (a
+    heading, or what a reader of the plain text could take for one), and fold markers in
+    italics."""
+    code = _code(tokens)
     out = []
     for n, line in enumerate(lines):
         if n not in code:
-            line = _folded(line)
+            line = _folded(_no_html(line))
             if line.lstrip().startswith("#"):
                 line = line.replace("#", "\\#", 1)
         out.append(line)
@@ -157,15 +197,16 @@ def _folded(line: str) -> str:
 def to_markdown(view: View) -> str:
     """The view as GitHub-flavoured markdown: a section per round, one per message."""
     h = view.header
-    blocks: list[list[str]] = [[f"# {h.path}"], [_summary(h)]]
+    # (what the file names, in headings and labels, is text too: its HTML escaped)
+    blocks: list[list[str]] = [[f"# {_no_html(h.path)}"], [_no_html(_summary(h))]]
     if hidden := h.hidden(ALL_HINT):
-        blocks.append([f"- not shown: {line}" for line in hidden])
+        blocks.append([f"- not shown: {_no_html(line)}" for line in hidden])
     for r in view.rounds:
-        blocks += [[f"## Round {r.number}: {r.title}"], [f"*{_round_facts(r)}*"]]
+        blocks += [[f"## Round {r.number}: {_no_html(r.title)}"], [f"*{_round_facts(r)}*"]]
         for e in r.entries:
             if e.conversation is not None:
                 blocks.append([f"## Conversation {e.conversation}"])
-            blocks.append([f"### {_entry_title(e)} — {e.tokens:,} tokens"])
+            blocks.append([f"### {_no_html(_entry_title(e))} — {e.tokens:,} tokens"])
             labels = sum(s.kind == "tool_result" for s in e.segments) > 1
             blocks += [lines for s in e.segments if (lines := _md_segment(s, labels))]
     return "\n\n".join("\n".join(b) for b in blocks) + "\n"

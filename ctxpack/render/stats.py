@@ -300,16 +300,34 @@ def print_tables(console: Console, files: list[FileStats]) -> None:
         console.print()
     if len(files) > 1:
         t = total(files)
-        table = Table(title="All files", title_justify="left", title_style="bold")
+        folder, names = _below_common([f.path for f in files])
+        title = f"All files (in {markup(folder)})" if folder else "All files"
+        table = Table(title=title, title_justify="left", title_style="bold")
         for h in ("file", "format", "conversations", "messages", "tokens", "largest", "context"):
-            table.add_column(h, justify="left" if h in ("file", "format") else "right")
-        for f in files:
+            # a long name is wrapped, never cut: its end (or a folder of it) may be all that
+            # tells two files apart
+            table.add_column(h, justify="left" if h in ("file", "format") else "right",
+                             overflow="fold", no_wrap=h != "file")
+        for f, name in zip(files, names, strict=True):
             ctx = f"{f.context_ratio:.1%}" if f.context_ratio is not None else "-"
-            table.add_row(markup(f.path), f.format, f"{f.conversations:,}", f"{f.messages:,}",
+            table.add_row(markup(name), f.format, f"{f.conversations:,}", f"{f.messages:,}",
                           f"{f.tokens:,}", f"{conversation_tokens(f):,}", ctx)
         table.add_row("total", "", f"{t['conversations']:,}", f"{t['messages']:,}",
                       f"{t['tokens']:,}", f"{t['largest_conversation']:,}", "", style="bold")
         console.print(table)
+
+
+def _below_common(paths: list[str]) -> tuple[str, list[str]]:
+    """The folder every path is below (with its separator; "" if none but the root or the
+    current folder), and each path below it."""
+    try:
+        folder = os.path.commonpath([os.path.dirname(p) for p in paths])
+    except ValueError:  # absolute and relative paths, or stdin's name among them
+        folder = ""
+    if folder in ("", os.sep, os.curdir):
+        return "", paths
+    folder = os.path.join(folder, "")
+    return folder, [p.removeprefix(folder) for p in paths]
 
 
 def _every(calls: int) -> str:

@@ -7,9 +7,9 @@ OpenCode keeps it in SQLite (the session, message and part tables of its drizzle
 
 from __future__ import annotations
 
+import argparse
 import json
 import sqlite3
-import sys
 from pathlib import Path
 
 EXPORT = Path(__file__).resolve().parent.parent / "opencode" / "book-search.opencode.json"
@@ -67,7 +67,16 @@ def build(export: dict, out: Path) -> None:
         db.close()
 
 
+def main(argv: list[str] | None = None) -> None:
+    parser = argparse.ArgumentParser(
+        description="Write the sample OpenCode session (book-search) as an opencode.db.")
+    parser.add_argument("out", metavar="OUT.db", type=Path,
+                        help="the database to write (a new file)")
+    out = parser.parse_args(argv).out
+    if out.exists():  # its tables are made anew: a database there would be half rewritten
+        parser.error(f"{out} exists: name a new file")
+    build(json.loads(EXPORT.read_bytes()), out)
+
+
 if __name__ == "__main__":
-    if len(sys.argv) != 2:
-        sys.exit("usage: make_opencode_db.py OUT.db")
-    build(json.loads(EXPORT.read_bytes()), Path(sys.argv[1]))
+    main()
