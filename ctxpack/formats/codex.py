@@ -46,7 +46,17 @@ from ..transcript import (
     ToolResult,
 )
 from .agent_text import persons
-from .base import Compaction, Layout, RecordError, content_parts, marks, number, string_field
+from .base import (
+    Compaction,
+    Layout,
+    RecordError,
+    Sessions,
+    content_parts,
+    marks,
+    number,
+    one_session,
+    string_field,
+)
 from .openai import parse_data_url
 
 _SURE_TYPES = {"session_meta", "response_item", "event_msg", "turn_context", "compacted"}
@@ -722,8 +732,20 @@ class CodexFormat:
         sure = isinstance(kind, str) and kind in _SURE_TYPES
         return 2 if sure and isinstance(payload, dict) else 0
 
-    def reader(self) -> CodexReader:
-        return CodexReader()
+    def reader(self) -> Sessions:
+        return Sessions(CodexReader, _session_of, "a `session_meta`", "Codex")
 
     def editor(self, transcript: Any) -> CodexEditor:
+        one_session(transcript, "`session_meta`")
         return CodexEditor()
+
+
+def _session_of(record: Any) -> tuple[str, set[str]] | None:
+    """The session a `session_meta` line states, and those it is forked from or an agent
+    of (whose lines a forked rollout holds after its own header)."""
+    payload = record.get("payload") if isinstance(record, dict) else None
+    if record.get("type") != "session_meta" or not isinstance(payload, dict):
+        return None
+    ids = [v for k in ("id", "session_id", "forked_from_id", "parent_thread_id")
+           if isinstance(v := payload.get(k), str)]
+    return (ids[0], set(ids)) if isinstance(payload.get("id"), str) else None
