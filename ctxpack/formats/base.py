@@ -499,18 +499,19 @@ class Sessions:
     """The reader of a format whose files each hold one session, for a file that joins
     several end to end: each session is read by a reader of its own, as a conversation of
     its own, as the runs of a file of many are. A session starts again at a record naming
-    a session (`header(record)`: the id it states and the ids it links to: the session it
-    is forked or resumed from, the record it follows; else None) that links to nothing of
-    the session being read, after that session's messages (a forked session's header is
-    followed by its parent's before any message); that record is named (Layout.problems)."""
+    a session (`header(record)`: the session id it states, the ids it links to (the thread
+    it is forked from or an agent of, the record it follows), and the ids it gives the
+    session (its own, its record's); else None) that is not the one being read and links
+    to nothing, after that session's messages; that record is named (Layout.problems). A
+    forked session's header names its source, whose header and history follow it."""
 
     def __init__(self, make: Callable[[], Any],
-                 header: Callable[[Any], tuple[str, set[str]] | None],
+                 header: Callable[[Any], tuple[str, set[str], set[str]] | None],
                  what: str, agent: str) -> None:
         self.make, self.header, self.what, self.agent = make, header, what, agent
         self.reader = make()
         self.done: list[tuple[int, Layout]] = []  # each session read: its first message, layout
-        self.ids: set[str] = set()  # of the session being read
+        self.ids: set[str] = set()  # of the session being read and its records
         self.said = False  # the session being read has messages besides a system prompt
         self.count = 0  # messages emitted
         self.start = 0  # the first of the session being read
@@ -524,12 +525,12 @@ class Sessions:
         head = self.header(record)
         out: list[Message] = []
         if head is not None:
-            ident, linked = head
-            if self.said and not ({ident} | linked) & self.ids:
+            ident, links, names = head
+            if self.said and ident not in self.ids and not links:
                 out = self._next()
                 self.joined.append((line, JOINED.format(what=self.what, ident=ident,
                                                         agent=self.agent)))
-            self.ids |= {ident, *linked}
+            self.ids |= {ident, *names}
         got = self.reader.feed(line, record)
         # (a system prompt is a header's own: Codex states it in its `session_meta`)
         self.said = self.said or any(m.role != "system" for m in got)

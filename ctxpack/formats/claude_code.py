@@ -290,13 +290,13 @@ class ClaudeCodeFormat:
         return ClaudeCodeEditor()
 
 
-def _session_of(record: Any) -> tuple[str, set[str]] | None:
-    """The session a record names, and the records it links to (a resumed session's
-    records under a new id go on from the chain before: the same conversation)."""
+def _session_of(record: Any) -> tuple[str, set[str], set[str]] | None:
+    """The session a record names, the records it follows (a resumed session's records
+    under a new id go on from the chain before: the same conversation), and its uuid."""
     if not isinstance(record, dict) or not isinstance(ident := record.get("sessionId"), str):
         return None
-    links = (record.get(k) for k in ("uuid", "parentUuid", "logicalParentUuid"))
-    return ident, {ident, *(v for v in links if isinstance(v, str))}
+    links = {v for k in ("parentUuid", "logicalParentUuid") if isinstance(v := record.get(k), str)}
+    return ident, links, {ident, *([record["uuid"]] if isinstance(record.get("uuid"), str) else [])}
 
 
 # Records the agent reads back for its session list, titles and resume picker, not as

@@ -740,12 +740,16 @@ class CodexFormat:
         return CodexEditor()
 
 
-def _session_of(record: Any) -> tuple[str, set[str]] | None:
-    """The session a `session_meta` line states, and those it is forked from or an agent
-    of (whose lines a forked rollout holds after its own header)."""
+def _session_of(record: Any) -> tuple[str, set[str], set[str]] | None:
+    """The session a `session_meta` line states, the threads it is forked from or an agent
+    of (a forked rollout holds its source's header and history after its own), and its
+    ids."""
     payload = record.get("payload") if isinstance(record, dict) else None
-    if record.get("type") != "session_meta" or not isinstance(payload, dict):
+    if not isinstance(payload, dict) or record.get("type") != "session_meta" or \
+            not isinstance(ident := payload.get("id"), str):
         return None
-    ids = [v for k in ("id", "session_id", "forked_from_id", "parent_thread_id")
-           if isinstance(v := payload.get(k), str)]
-    return (ids[0], set(ids)) if isinstance(payload.get("id"), str) else None
+
+    def strings(*keys: str) -> set[str]:
+        return {v for k in keys if isinstance(v := payload.get(k), str)}
+
+    return ident, strings("forked_from_id", "parent_thread_id"), strings("id", "session_id")

@@ -601,11 +601,11 @@ class GeminiChatEditor(NoUsage):
         return None
 
 
-def _session_of(record: Any) -> tuple[str, set[str]] | None:
-    """The session a recording's metadata line (or document) states."""
+def _session_of(record: Any) -> tuple[str, set[str], set[str]] | None:
+    """The session a recording's metadata line (or document) states (it links to none)."""
     if isinstance(record, dict) and "type" not in record and \
             isinstance(ident := record.get("sessionId"), str):
-        return ident, {ident}
+        return ident, set(), {ident}
     return None
 
 
