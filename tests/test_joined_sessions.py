@@ -70,11 +70,12 @@ def test_each_joined_session_is_a_conversation_of_its_own(tmp_path: Path, format
     out = tmp_path / "written.jsonl"
     ctxpack.write(ctxpack.load(joined), out)
     assert out.read_bytes() == joined.read_bytes()
-    # compress refuses, saying why and what to do, and writes nothing
-    refused = run_cli("compress", str(joined), "-o", str(tmp_path / "small.jsonl"))
-    assert_clean_error(refused, 2, "compress rewrites one session at a time",
-                       "joins 2 sessions", "split it")
-    assert not (tmp_path / "small.jsonl").exists()
+    # compress and rewind refuse, saying why and what to do, and write nothing
+    for command in (["compress"], ["rewind", "--steps", "1"]):
+        refused = run_cli(*command, str(joined), "-o", str(tmp_path / "small.jsonl"))
+        assert_clean_error(refused, 2, f"{joined} joins 2 sessions, and ctxpack rewrites one "
+                           "session at a time", "split it at the line")
+        assert not (tmp_path / "small.jsonl").exists()
 
 
 def test_a_file_of_one_session_is_unchanged_by_the_check(tmp_path: Path) -> None:

@@ -480,19 +480,20 @@ def tool_result_blocks(blocks: Any, texts: dict[str | None, str]) -> Any:
 JOINED = ("{what} of another session ({ident!r}) after the messages of the one before: the "
           "file joins sessions end to end (as `cat` does), which {agent} never writes; each "
           "is read as a conversation of its own")
-ONE_SESSION = "compress rewrites one session at a time: {path} joins {count:,} sessions"
+ONE_SESSION = "{path} joins {count:,} sessions, and ctxpack rewrites one session at a time"
 SPLIT = "split it at the line each session's {what} is on (validate names them), then " \
-    "compress each file"
+    "rewrite each file"
 
 
 def one_session(transcript: Any, what: str) -> None:
-    """Refuse to compress a file that joins sessions (see Sessions): its agent reads one."""
+    """Refuse to rewrite (compress, rewind) a file that joins sessions (see Sessions): its
+    agent reads one."""
     count = len({m.conversation for m in transcript.messages})
     if count > 1:
-        from ..errors import UsageError
+        from ..errors import JoinedSessions
 
-        raise UsageError(ONE_SESSION.format(path=transcript.path, count=count),
-                         SPLIT.format(what=what))
+        raise JoinedSessions(ONE_SESSION.format(path=transcript.path, count=count),
+                             SPLIT.format(what=what))
 
 
 class Sessions:
