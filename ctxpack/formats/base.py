@@ -476,7 +476,7 @@ def tool_result_blocks(blocks: Any, texts: dict[str | None, str]) -> Any:
 
 
 # what a reader of a file of one session says of a header (`Sessions.header`) that opens
-# another, and what compress says of such a file
+# another, and what compress and rewind say of such a file
 JOINED = ("{what} of another session ({ident!r}) after the messages of the one before: the "
           "file joins sessions end to end (as `cat` does), which {agent} never writes; each "
           "is read as a conversation of its own")
