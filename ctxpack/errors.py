@@ -33,6 +33,10 @@ class UsageError(CtxpackError):
     """A flag, model name or option that cannot be used."""
 
 
+class JoinedSessions(UsageError):
+    """A file joining sessions end to end, which is rewritten one session at a time."""
+
+
 class InputError(CtxpackError):
     """A transcript that cannot be read: names the file, the line and the problem."""
 

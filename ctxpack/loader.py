@@ -555,6 +555,27 @@ class Scanner:
         return out
 
 
+def _write_files(transcript: Transcript, fmt: Any, dest: PathOrFile) -> None:
+    """Write a transcript kept as many files into the folder `dest` (see `write`): all of
+    them read before any is written."""
+    folder = None if hasattr(dest, "write") else os.fspath(dest)
+    if folder is None or folder == "-" or os.path.isfile(folder):
+        raise UsageError(f"{transcript.path}: cannot write {transcript.format} as one file: "
+                         f"{fmt.spread}", naming("give a folder to write them into, or "
+                                                 "`ctxpack convert FILE --to openai -o "
+                                                 "run.jsonl` to write its context as one file",
+                                                 transcript.path))
+    files = fmt.files(transcript)
+    for name, data in files:
+        path = os.path.join(folder, name)
+        try:
+            os.makedirs(os.path.dirname(path), exist_ok=True)
+        except OSError as exc:
+            raise UsageError(f"{os.path.dirname(path)}: cannot make this folder: "
+                             f"{exc.strerror or exc}") from None
+        write_atomic(path, [data])
+
+
 # what a line of a JSON document pretty-printed over many lines opens with
 _JSON_GOES_ON = {bytes([b]) for b in b'"{}[],-0123456789tfn'}
 
@@ -740,14 +761,14 @@ def write(transcript: Transcript, dest: PathOrFile) -> None:
     A loaded Transcript is a read-only view of its file (its messages and parts are
     frozen), so there is nothing else to write: to change what a transcript holds,
     use `ctxpack.compress`, which writes through the format's editor. A transcript
-    kept as many files (a format's `spread` says why) is refused: one stream cannot
-    hold it, and its records alone would lose the rest.
+    kept as many files (a format's `spread` says why) is written as those files into the
+    folder `dest`, each byte for byte at its place below it (an OpenCode session: a
+    storage/ tree of that session); one stream cannot hold it.
     """
-    spread = getattr(formats.get(transcript.format), "spread", None)
-    if spread:
-        raise UsageError(f"{transcript.path}: cannot write {transcript.format} as one file: "
-                         f"{spread}", naming("`ctxpack convert FILE --to openai -o run.jsonl` "
-                                             "writes its context as one file", transcript.path))
+    fmt = formats.get(transcript.format)
+    if hasattr(fmt, "files"):
+        _write_files(transcript, fmt, dest)
+        return
     chunks = (r.raw for r in transcript.records)
     if hasattr(dest, "write"):
         out = getattr(dest, "buffer", dest)

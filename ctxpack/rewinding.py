@@ -21,7 +21,7 @@ from dataclasses import dataclass
 from typing import Any
 
 from .archive import VERSION, Archiver, item_id, meta_of, span_blocks
-from .errors import UsageError
+from .errors import JoinedSessions, UsageError
 from .formats.base import naming
 from .jsonl import dumps, loads
 from .loader import PathOrFile, load
@@ -64,6 +64,8 @@ def rewind_file(source: PathOrFile, *, steps: int | None = None, rounds: int | N
     t = load(source, format, skip_invalid=skip_invalid)
     try:
         editor_of(t)  # a format compress cannot write is one rewind cannot either
+    except JoinedSessions:
+        raise  # (a format it writes, but not a file of many sessions: that says so)
     except UsageError:
         raise UsageError(f"{t.path}: rewind cannot write {t.format} files",
                          naming("`ctxpack convert FILE --to openai -o run.jsonl`, then "

@@ -321,6 +321,9 @@ class _Entry(Protocol):
     @property
     def result_only(self) -> bool: ...
 
+    @property
+    def conversation(self) -> int: ...
+
 
 @dataclass(frozen=True, slots=True)
 class Step:
@@ -348,9 +351,13 @@ def group_rounds(entries: Sequence[_Entry]) -> list[Round]:
     """Split messages into rounds at human messages, and each round into steps.
 
     Messages before the first human message (system prompts, injected context)
-    form round 0; the first human message opens round 1.
+    form round 0; the first human message opens round 1. In a file of many
+    conversations, each is sent apart, so a round never runs into the next one:
+    each conversation opens a round of its own (its preamble, or its first request),
+    numbered on from the last.
     """
-    starts = [i for i, e in enumerate(entries) if e.human]
+    starts = [i for i, e in enumerate(entries)
+              if e.human or i and e.conversation != entries[i - 1].conversation]
     preamble = not starts or starts[0] != 0
     if preamble:
         starts.insert(0, 0)

@@ -364,6 +364,25 @@ def test_a_document_of_many_conversations_places_its_rounds_not_line_1(tmp_path)
     assert "[1].traj[0]" in run.out and "place" in run.out
 
 
+def test_no_round_runs_across_a_conversation_boundary(tmp_path) -> None:
+    # each conversation's system prompt is its own preamble, not the tail of the round
+    # before it: two runs of one task give the same two rounds each, in stats and show
+    run = [{"role": "system", "content": "You fix bugs. " * 30},
+           {"role": "user", "content": "The parser drops the last line."},
+           {"role": "assistant", "content": "Fixed: the loop stopped one short."}]
+    path = tmp_path / "evals.jsonl"
+    path.write_text("".join(json.dumps({"messages": run}) + "\n" for _ in range(2)))
+    got = ctxpack("stats", str(path), "--json")
+    assert got.code == 0, got.err
+    rounds = json.loads(got.out)["files"][0]["round_tokens"]
+    assert [(r["number"], r["messages"]) for r in rounds] == [(0, 1), (1, 2), (2, 1), (3, 2)]
+    assert rounds[0]["tokens"] == rounds[2]["tokens"] and rounds[1]["tokens"] == rounds[3]["tokens"]
+    assert rounds[-1]["cumulative"] == json.loads(got.out)["files"][0]["tokens"]
+    assert [r.messages for r in view_file(path).rounds] == [1, 2, 1, 2]
+    shown = ctxpack("show", str(path), "--round", "2")
+    assert "You fix bugs." in shown.out and "The parser drops" not in shown.out
+
+
 @pytest.mark.corpus
 @pytest.mark.parametrize("path", corpus_params("cline", pattern="mcp-vscode-server*"))
 def test_a_cline_ui_log_that_names_no_model_is_read_as_claude_assumed(path) -> None:

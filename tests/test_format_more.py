@@ -1634,3 +1634,34 @@ def test_a_cline_ui_log_stamped_just_after_its_history_is_still_the_tasks(tmp_pa
     path = ui.with_name("api_conversation_history.json")
     assert ctxpack("validate", str(path)).code == 0
     assert load(path).usage == load(CLINE / "api_conversation_history.json").usage
+
+
+def test_a_cline_block_of_no_api_type_and_a_stamp_that_is_no_time_are_named(tmp_path):
+    # a content block the Messages API does not take is left out (not counted, not
+    # converted) and a `ts` that is text is read past: validate names each at the line its
+    # message starts on, convert says it read past them, and nothing else changes
+    history = json.loads((CLINE / "api_conversation_history.json").read_text())
+    task = tmp_path / "task"
+    task.mkdir()
+    (task / "ui_messages.json").write_bytes((CLINE / "ui_messages.json").read_bytes())
+    path = task / "api_conversation_history.json"
+    path.write_text(json.dumps(history, indent=2))
+    before = stats(path)
+    plain = ctxpack("convert", str(path), "--to", "openai")
+    history[1]["content"].insert(0, {"type": "banana", "x": 1})
+    history[2]["ts"] = "yesterday"
+    text = json.dumps(history, indent=2)
+    path.write_text(text)
+    starts = [n for n, line in enumerate(text.splitlines(), 1) if line == "  {"]
+    run = ctxpack("validate", str(path))
+    assert run.code == 1
+    assert run.out.splitlines()[:2] == [
+        f"{path}:{starts[1]}: message 1: content[0] is a block of type 'banana', which the "
+        "Messages API does not take: left out (not counted, not converted)",
+        f"{path}:{starts[2]}: message 2: 'ts' is a string ('yesterday'), not a time stamp "
+        "(milliseconds since 1970, as Cline writes it): read past"]
+    assert stats(path).tokens == before.tokens
+    converted = ctxpack("convert", str(path), "--to", "openai")
+    assert converted.code == 0 and converted.out == plain.out
+    assert f"{path}: 2 records read past or guessed at (`ctxpack validate` names each)" \
+        in converted.err

@@ -4,6 +4,7 @@ database round tripping, and bad trees and databases."""
 
 from __future__ import annotations
 
+import io
 import json
 import os
 import runpy
@@ -68,17 +69,42 @@ def test_stats_of_the_tree_and_the_export_agree():
         assert tree[key] == export[key], key
 
 
-def test_write_and_compress_refuse_the_tree_and_write_nothing(tmp_path):
-    # the info file alone is not the session: writing it as the transcript would lose
-    # every message without a word
+def files_below(folder) -> dict[str, bytes]:
+    """Every file below `folder`, by its path there, with its bytes."""
+    return {str(p.relative_to(folder)): p.read_bytes() for p in folder.rglob("*") if p.is_file()}
+
+
+def test_write_gives_the_session_s_files_into_a_folder_byte_for_byte(tmp_path):
+    # the info file alone is not the session: it is written as the tree of its files
+    t = api.load(TREE)
+    out = tmp_path / "copy"
+    api.write(t, out)
+    assert files_below(out) == files_below(TREE)
+    _same(api.load(out), t)
+    # a tree of two sessions: only the one loaded is written, all its files
+    storage = two_sessions(tmp_path / "two")
+    (info,) = (storage / "session").glob("*/ses_older.json")
+    older = api.load(info)
+    api.write(older, tmp_path / "older")
+    written = files_below(tmp_path / "older")
+    assert written == {name: data for name, data in files_below(storage).items()
+                       if name in written}
+    assert any("ses_older" in name for name in written)
+    assert not any(INFO.stem in name for name in written)
+    _same(api.load(tmp_path / "older"), older)
+
+
+def test_write_and_compress_refuse_the_tree_as_one_file_and_write_nothing(tmp_path):
     out = tmp_path / INFO.name
+    out.write_text("kept")
     t = api.load(INFO)
     assert len(t.messages) > 1
-    with pytest.raises(api.UsageError, match="cannot write opencode-storage as one file: its "
-                       "messages and parts are files of their own") as caught:
-        api.write(t, out)
-    assert str(INFO) in str(caught.value) and "ctxpack convert" in str(caught.value)
-    assert not out.exists()
+    for dest in (out, io.BytesIO(), "-"):
+        with pytest.raises(api.UsageError, match="cannot write opencode-storage as one "
+                           "file: its messages and parts are files of their own") as caught:
+            api.write(t, dest)
+        assert str(INFO) in str(caught.value) and "give a folder" in str(caught.value)
+    assert out.read_text() == "kept"
     run = ctxpack("compress", str(INFO), "-o", str(tmp_path / "packed.json"))
     assert_clean_error(run, 2, "compress cannot write opencode-storage files",
                        "ctxpack convert")

@@ -87,6 +87,17 @@ def arguments(value: Any) -> str:
     return dumps({} if value is None else value).decode("utf-8", "surrogatepass")
 
 
+# the content blocks the Messages API takes, besides server tools' results (`*_tool_result`)
+BLOCK_TYPES = frozenset({"text", "image", "document", "search_result", "thinking",
+                         "redacted_thinking", "tool_use", "tool_result", "server_tool_use",
+                         "mcp_tool_use", "container_upload", "tool_reference"})
+
+
+def unknown_block(kind: str) -> bool:
+    """Is `kind` the type of no content block the Messages API takes?"""
+    return kind not in BLOCK_TYPES and not kind.endswith("_tool_result")
+
+
 def block_part(block: dict[str, Any]) -> Part | None:
     """One content block as a canonical part; None for blocks the model does not read."""
     kind = string_field(block, "type")

@@ -11,7 +11,7 @@ from __future__ import annotations
 import re
 import shlex
 from collections.abc import Callable, Iterable, Iterator
-from dataclasses import dataclass, field
+from dataclasses import dataclass, field, replace
 from typing import Any, Protocol, TypeVar
 
 from ..jsonl import json_kind
@@ -489,4 +489,124 @@ def tool_result_blocks(blocks: Any, texts: dict[str | None, str]) -> Any:
         if isinstance(block, dict) and block.get("type") == "tool_result" and key in texts:
             block = {**block, "content": texts[key]}
         out.append(block)
+    return out
+
+
+# what a reader of a file of one session says of a header (`Sessions.header`) that opens
+# another, and what compress and rewind say of such a file
+JOINED = ("{what} of another session ({ident!r}) after the messages of the one before: the "
+          "file joins sessions end to end (as `cat` does), which {agent} never writes; each "
+          "is read as a conversation of its own")
+ONE_SESSION = "{path} joins {count:,} sessions, and ctxpack rewrites one session at a time"
+SPLIT = "split it at the line each session's {what} is on (validate names them), then " \
+    "rewrite each file"
+
+
+def one_session(transcript: Any, what: str) -> None:
+    """Refuse to rewrite (compress, rewind) a file that joins sessions (see Sessions): its
+    agent reads one."""
+    count = len({m.conversation for m in transcript.messages})
+    if count > 1:
+        from ..errors import JoinedSessions
+
+        raise JoinedSessions(ONE_SESSION.format(path=transcript.path, count=count),
+                             SPLIT.format(what=what))
+
+
+class Sessions:
+    """The reader of a format whose files each hold one session, for a file that joins
+    several end to end: each session is read by a reader of its own, as a conversation of
+    its own, as the runs of a file of many are. A session starts again at a record naming
+    a session (`header(record)`: the session id it states, the ids it links to (the thread
+    it is forked from or an agent of, the record it follows), and the ids it gives the
+    session (its own, its record's); else None) that is not the one being read and links
+    to nothing, after that session's messages; that record is named (Layout.problems). A
+    forked session's header names its source, whose header and history follow it."""
+
+    def __init__(self, make: Callable[[], Any],
+                 header: Callable[[Any], tuple[str, set[str], set[str]] | None],
+                 what: str, agent: str) -> None:
+        self.make, self.header, self.what, self.agent = make, header, what, agent
+        self.reader = make()
+        self.done: list[tuple[int, Layout]] = []  # each session read: its first message, layout
+        self.ids: set[str] = set()  # of the session being read and its records
+        self.said = False  # the session being read has messages besides a system prompt
+        self.count = 0  # messages emitted
+        self.start = 0  # the first of the session being read
+        self.joined: list[tuple[int, str]] = []  # (line, problem) of each header joined
+
+    @property
+    def items(self) -> Items | None:
+        return getattr(self.reader, "items", None)
+
+    def feed(self, line: int, record: Any) -> list[Message]:
+        head = self.header(record)
+        out: list[Message] = []
+        if head is not None:
+            ident, links, names = head
+            if self.said and ident not in self.ids and not links:
+                out = self._next()
+                self.joined.append((line, JOINED.format(what=self.what, ident=ident,
+                                                        agent=self.agent)))
+            self.ids |= {ident, *names}
+        got = self.reader.feed(line, record)
+        # (a system prompt is a header's own: Codex states it in its `session_meta`)
+        self.said = self.said or any(m.role != "system" for m in got)
+        return out + self._numbered(got)
+
+    def _numbered(self, messages: list[Message]) -> list[Message]:
+        self.count += len(messages)
+        n = len(self.done)
+        return [replace(m, conversation=n) for m in messages] if n else messages
+
+    def _next(self) -> list[Message]:
+        rest, layout = self.reader.finish()
+        out = self._numbered(rest)
+        self.done.append((self.start, layout))
+        self.reader, self.ids, self.said, self.start = self.make(), set(), False, self.count
+        return out
+
+    def finish(self) -> tuple[list[Message], Layout]:
+        rest, layout = self.reader.finish()
+        rest = self._numbered(rest)
+        if not self.done:
+            return rest, layout
+        return rest, joined([*self.done, (self.start, layout)], self.joined)
+
+
+def joined(sessions: list[tuple[int, Layout]], problems: list[tuple[int, str]]) -> Layout:
+    """One layout of the sessions' layouts (each with the number of its first message), each
+    session a conversation: message numbers and calls' places moved past the sessions
+    before; usage totals added (the newest session's last call and window stand). The
+    context before a compaction is kept of the newest session only, calls made on an
+    older one's counted as the totals' only."""
+    out = Layout([], problems=list(problems))
+    usage: dict[str, Any] = {}
+    conversations = 0
+    for k, (start, lay) in enumerate(sessions):
+        out.calls += [replace(c, prompt=c.prompt + len(out.context)) for c in lay.calls]
+        out.context += [start + n for n in lay.context]
+        out.sidechain += [start + n for n in lay.sidechain]
+        out.copies += [start + n for n in lay.copies]
+        out.unbilled_calls += lay.unbilled_calls
+        if k == len(sessions) - 1:
+            out.earlier = [start + n for n in lay.earlier]
+            out.earlier_calls = lay.earlier_calls
+        else:
+            out.unbilled_calls += [replace(c, prompt=0) for c in lay.earlier_calls]
+        out.set_aside += lay.set_aside
+        out.failed += lay.failed
+        out.problems += lay.problems
+        for key, value in lay.usage.items():
+            before = usage.get(key)
+            adds = not key.startswith("last_") and key != "context_window" and all(
+                isinstance(v, int | float) and not isinstance(v, bool) for v in (before, value))
+            usage[key] = before + value if adds else value
+        out.model = lay.model or out.model
+        if lay.outside_why and lay.outside_why not in out.outside_why:
+            out.outside_why = "; ".join(w for w in (out.outside_why, lay.outside_why) if w)
+        conversations += max(lay.conversations, 1)
+    out.usage, out.conversations = usage, conversations
+    out.problems.sort()
+    out.set_aside.sort(key=lambda x: x.line)
     return out

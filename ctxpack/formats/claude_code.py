@@ -31,7 +31,17 @@ from .anthropic import (
     reply_of,
     reply_problems,
 )
-from .base import Compaction, Layout, RecordError, marks, number, string_field, tool_result_blocks
+from .base import (
+    Compaction,
+    Layout,
+    RecordError,
+    Sessions,
+    marks,
+    number,
+    one_session,
+    string_field,
+    tool_result_blocks,
+)
 from .claude_attachments import attachment_parts
 
 # record types only Claude Code writes; generic names (progress, attachment) need more
@@ -272,11 +282,21 @@ class ClaudeCodeFormat:
     def sniff(self, record: dict[str, Any]) -> int:
         return sniff_record(record)
 
-    def reader(self) -> ClaudeCodeReader:
-        return ClaudeCodeReader()
+    def reader(self) -> Sessions:
+        return Sessions(ClaudeCodeReader, _session_of, "a record", "Claude Code")
 
     def editor(self, transcript: Any) -> ClaudeCodeEditor:
+        one_session(transcript, "first record")
         return ClaudeCodeEditor()
+
+
+def _session_of(record: Any) -> tuple[str, set[str], set[str]] | None:
+    """The session a record names, the records it follows (a resumed session's records
+    under a new id go on from the chain before: the same conversation), and its uuid."""
+    if not isinstance(record, dict) or not isinstance(ident := record.get("sessionId"), str):
+        return None
+    links = {v for k in ("parentUuid", "logicalParentUuid") if isinstance(v := record.get(k), str)}
+    return ident, links, {ident, *([record["uuid"]] if isinstance(record.get("uuid"), str) else [])}
 
 
 # Records the agent reads back for its session list, titles and resume picker, not as

@@ -54,7 +54,7 @@ from dataclasses import replace
 from typing import Any
 
 from ..errors import InputError
-from ..jsonl import item_lines, loads, parse_document
+from ..jsonl import item_lines, json_kind, loads, parse_document
 from ..recorded import SetAside, Summed, dollars, summed, wrong_costs, wrong_counts
 from ..transcript import (
     Image,
@@ -68,7 +68,7 @@ from ..transcript import (
     where_in,
 )
 from .agent_text import PERSONS_LINE, RESULT_HEAD
-from .anthropic import block_part
+from .anthropic import block_part, unknown_block
 from .base import (
     NOT_WRITTEN,
     Items,
@@ -523,6 +523,24 @@ def _links(message: dict[str, Any]) -> tuple[str | None, ...]:
                  ("condenseId", "condenseParent", "truncationId", "truncationParent"))
 
 
+def _odd_fields(message: dict[str, Any]) -> list[str]:
+    """What a history message holds that Cline does not write (see `_odd`)."""
+    out = []
+    content = message.get("content")
+    for n, block in enumerate(content if isinstance(content, list) else ()):
+        kind = block.get("type") if isinstance(block, dict) else None
+        if isinstance(kind, str) and unknown_block(kind) and \
+                not isinstance(block.get("text"), str):
+            out.append(f"content[{n}] is a block of type {kind!r}, which the Messages API "
+                       "does not take: left out (not counted, not converted)")
+    stamp = message.get("ts")
+    if "ts" in message and (isinstance(stamp, bool) or not isinstance(stamp, int | float)):
+        out.append(f"'ts' is {json_kind(stamp)}"
+                   f"{f' ({stamp!r})' if isinstance(stamp, str) else ''}, not a time stamp "
+                   "(milliseconds since 1970, as Cline writes it): read past")
+    return out
+
+
 class ClineHistoryReader:
     def __init__(self) -> None:
         self.messages: list[Message] = []
@@ -557,6 +575,7 @@ class ClineHistoryReader:
         pending: list[ToolCall] = []  # the calls the next results answer, in order
         first, begin = True, len(self.messages)
         self.line = line
+        self._odd(line, record)
         for index, d in self.items.each(record):
             role = d["role"]
             archived = links[index][1] in summaries - {None} or \
@@ -612,6 +631,14 @@ class ClineHistoryReader:
                 self.archived.update(range(start, len(self.messages)))
             self.position += [index] * (len(self.messages) - start)
         return self.messages[begin:]
+
+    def _odd(self, line: int, history: list[Any]) -> None:
+        """Name, at the line each message starts on, what Cline does not write: a content
+        block of a type the Messages API does not take (left out: not counted, not
+        converted) and a `ts` that is no time stamp (read past)."""
+        odd = [(i, problem) for i, m in enumerate(history) for problem in _odd_fields(m)]
+        at = item_lines(self.data, line, [(i,) for i, _ in odd]) if odd else {}
+        self.problems += [(at.get((i,), line), f"message {i}: {problem}") for i, problem in odd]
 
     def finish(self) -> tuple[list[Message], Layout]:
         usage: dict[str, Any] = {}

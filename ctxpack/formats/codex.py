@@ -46,7 +46,17 @@ from ..transcript import (
     ToolResult,
 )
 from .agent_text import persons
-from .base import Compaction, Layout, RecordError, content_parts, marks, number, string_field
+from .base import (
+    Compaction,
+    Layout,
+    RecordError,
+    Sessions,
+    content_parts,
+    marks,
+    number,
+    one_session,
+    string_field,
+)
 from .openai import parse_data_url
 
 _SURE_TYPES = {"session_meta", "response_item", "event_msg", "turn_context", "compacted"}
@@ -746,8 +756,24 @@ class CodexFormat:
         sure = isinstance(kind, str) and kind in _SURE_TYPES
         return 2 if sure and isinstance(payload, dict) else 0
 
-    def reader(self) -> CodexReader:
-        return CodexReader()
+    def reader(self) -> Sessions:
+        return Sessions(CodexReader, _session_of, "a `session_meta`", "Codex")
 
     def editor(self, transcript: Any) -> CodexEditor:
+        one_session(transcript, "`session_meta`")
         return CodexEditor()
+
+
+def _session_of(record: Any) -> tuple[str, set[str], set[str]] | None:
+    """The session a `session_meta` line states, the threads it is forked from or an agent
+    of (a forked rollout holds its source's header and history after its own), and its
+    ids."""
+    payload = record.get("payload") if isinstance(record, dict) else None
+    if not isinstance(payload, dict) or record.get("type") != "session_meta" or \
+            not isinstance(ident := payload.get("id"), str):
+        return None
+
+    def strings(*keys: str) -> set[str]:
+        return {v for k in keys if isinstance(v := payload.get(k), str)}
+
+    return ident, strings("forked_from_id", "parent_thread_id"), strings("id", "session_id")

@@ -66,9 +66,11 @@ from .base import (
     Layout,
     NoUsage,
     RecordError,
+    Sessions,
     array_field,
     naming,
     number,
+    one_session,
     string_field,
 )
 
@@ -633,6 +635,14 @@ class GeminiChatEditor(NoUsage):
         return None
 
 
+def _session_of(record: Any) -> tuple[str, set[str], set[str]] | None:
+    """The session a recording's metadata line (or document) states (it links to none)."""
+    if isinstance(record, dict) and "type" not in record and \
+            isinstance(ident := record.get("sessionId"), str):
+        return ident, set(), {ident}
+    return None
+
+
 class GeminiChatFormat:
     name = "gemini-cli"
     default_model = CLI_MODEL  # when the file names no model
@@ -653,10 +663,11 @@ class GeminiChatFormat:
         # `messages` of another type is the document's, which the reader names)
         return not (isinstance(value, dict) and value.get("messages") is not None)
 
-    def reader(self) -> GeminiChatReader:
-        return GeminiChatReader()
+    def reader(self) -> Sessions:
+        return Sessions(GeminiChatReader, _session_of, "a metadata line", "Gemini CLI")
 
     def editor(self, transcript: Any) -> GeminiChatEditor:
+        one_session(transcript, "metadata line")
         if transcript.document:  # the older form, pretty or on one line
             from ..errors import UsageError
 

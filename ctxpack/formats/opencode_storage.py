@@ -18,8 +18,9 @@ order of their ids (`part_message_id_id_idx`); both ids grow with time.
 
 The file a user points ctxpack at is the session's info file, or the tree's folder
 (`storage/`, or its `session/` folder), which stands for the info files of its sessions
-(`session_files`). One stream cannot hold the tree, so `write` refuses it (`spread`),
-and compress refuses it too, since OpenCode would not read a rewritten tree.
+(`session_files`). One stream cannot hold the tree: `write` writes the session's files
+into a folder, as a storage/ tree of that one session (`files`); compress refuses it,
+since OpenCode would not read a rewritten tree.
 
 Current OpenCode keeps the same records in SQLite (`opencode.db` in its data folder),
 in the tables of `session.sql.ts`: `session` (one row a session: `id`, `project_id`,
@@ -56,15 +57,19 @@ def looks_like_session_info(value: Any) -> bool:
             and "messages" not in value)
 
 
-def _read(path: str) -> Any:
-    """One record file of the tree; a file that cannot be read names itself."""
+def _bytes(path: str) -> bytes:
+    """The bytes of one file of the tree; a file that cannot be read names itself."""
     try:
         with open(path, "rb") as f:
-            data = f.read()
+            return f.read()
     except OSError as exc:
         raise InputError(path, None, f"cannot read this OpenCode storage file: "
                          f"{exc.strerror or exc}") from None
-    value = parse_document(data, path, 1)
+
+
+def _read(path: str) -> Any:
+    """One record file of the tree; a file that cannot be read names itself."""
+    value = parse_document(_bytes(path), path, 1)
     if not isinstance(value, dict):
         raise InputError(path, 1, f"an OpenCode storage record is an object, not "
                          f"{json_kind(value)}")
@@ -185,6 +190,25 @@ def export_of(path: str, session: dict[str, Any]) -> dict[str, Any]:
     return {"info": {**session, "id": ident}, "messages": messages}
 
 
+def tree_files(info: str) -> list[tuple[str, bytes]]:
+    """The files of the session whose info file is `info`, each by its path below the
+    storage/ folder, with its bytes as they are: the info file, then each message's file
+    and its parts' files (every file of the session `export_of` reads)."""
+    storage = os.path.dirname(os.path.dirname(os.path.dirname(os.path.abspath(info))))
+    out = [(os.path.relpath(os.path.abspath(info), storage), _bytes(info))]
+
+    def listed(folder: str) -> list[str]:
+        where = os.path.join(storage, folder)
+        names = sorted(n for n in os.listdir(where) if n.endswith(".json")) \
+            if os.path.isdir(where) else []
+        return [os.path.join(folder, n) for n in names]
+
+    for message in listed(os.path.join("message", _ident(info))):
+        parts = listed(os.path.join("part", os.path.basename(message)[:-len(".json")]))
+        out += [(name, _bytes(os.path.join(storage, name))) for name in (message, *parts)]
+    return out
+
+
 def placed(messages: list[Message], place: str) -> list[Message]:
     """Each message at `place` of its OpenCode message id (`{}`): the messages of a tree
     or a database share no line a person could find them by, but each has its own file
@@ -247,8 +271,17 @@ class OpenCodeStorageFormat:
                    "folder, or storage/session/<projectID>/<sessionID>.json)")
     document = True  # the info file is one JSON value
     why_not_written = NOT_WRITTEN
-    # the session is many files: its records (the info file) are not all it holds
+    # the session is many files: its records (the info file) are not all it holds, so it
+    # is written as the files it is, into a folder (`files`)
     spread = "its messages and parts are files of their own beside the info file"
+
+    def files(self, transcript: Any) -> list[tuple[str, bytes]]:
+        """The session's files, by their paths below a storage/ folder, as read."""
+        found = tree_files(transcript.path)
+        if found[0][1] != b"".join(r.raw for r in transcript.records):
+            raise InputError(transcript.path, None, "changed since it was loaded: load it "
+                             "again to write it")
+        return found
 
     def sniff(self, record: Any) -> int:
         return 3 if looks_like_session_info(record) else 0  # the `ses_` id is its mark

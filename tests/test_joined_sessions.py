@@ -1,0 +1,126 @@
+"""Files of one session joined end to end (`cat a.jsonl b.jsonl`): each session is read as
+a conversation of its own, validate names where the second begins, compress refuses, and
+the file is written back as read. A forked or resumed session's headers are one session."""
+
+from __future__ import annotations
+
+import json
+from pathlib import Path
+
+import pytest
+
+import ctxpack
+
+from .conftest import SAMPLES
+from .helpers import assert_clean_error
+from .helpers import ctxpack as run_cli
+
+CODEX = SAMPLES / "refactor.codex.jsonl"
+GEMINI = SAMPLES / "plateau-fix.gemini-cli.jsonl"
+CLAUDE = SAMPLES / "coding-agent.claude-code.jsonl", SAMPLES / "attachments.claude-code.jsonl"
+CODEX_ID = "019bbbd8-350a-76ce-809a-d863a39df359"
+GEMINI_ID = "5f0c2e8a-91b7-4d4e-b3a6-2c71e0d9a413"
+
+
+def other_session(path: Path, ident: str) -> bytes:
+    """The session of `path` under another id (as another run of the same task)."""
+    return path.read_bytes().replace(ident.encode(), b"0000aaaa-another-session")
+
+
+JOINED = {  # format -> (the first file's bytes, the second's)
+    "codex": (CODEX.read_bytes(), other_session(CODEX, CODEX_ID)),
+    "gemini-cli": (GEMINI.read_bytes(), other_session(GEMINI, GEMINI_ID)),
+    "claude-code": (CLAUDE[0].read_bytes(), CLAUDE[1].read_bytes()),
+}
+
+
+def stats_of(path: Path) -> dict:
+    run = run_cli("stats", str(path), "--json")
+    assert run.code == 0, run.err
+    return json.loads(run.out)["files"][0]
+
+
+@pytest.mark.parametrize("format", sorted(JOINED))
+def test_each_joined_session_is_a_conversation_of_its_own(tmp_path: Path, format: str) -> None:
+    first, second = JOINED[format]
+    parts = []
+    for n, data in enumerate((first, second)):
+        parts.append(tmp_path / f"part{n}.jsonl")
+        parts[-1].write_bytes(data)
+    joined = tmp_path / "joined.jsonl"
+    joined.write_bytes(first + second)
+    alone = [stats_of(p) for p in parts]
+    both = stats_of(joined)
+    assert both["format"] == format and both["conversations"] == 2
+    assert both["messages"] == sum(s["messages"] for s in alone)
+    assert both["outside"]["messages"] == sum(s["outside"]["messages"] for s in alone)
+    assert both["usage"]["calls"] == sum(s["usage"]["calls"] for s in alone)
+    assert both["rounds"] == sum(s["rounds"] for s in alone)
+    largest = both["largest_conversation"]
+    biggest = max(range(2), key=lambda n: alone[n]["context"]["tokens"])
+    assert largest["number"] == biggest + 1
+    assert largest["messages"] == alone[biggest]["messages"]
+    # validate names the line the second session opens on, and only that is new
+    second_line = first.count(b"\n") + 1
+    checked = run_cli("validate", str(joined))
+    assert checked.code == 1
+    joins = [line for line in checked.out.splitlines() if "another session" in line]
+    assert len(joins) == 1 and joins[0].startswith(f"{joined}:{second_line}: ")
+    # the file is written back as it was read
+    out = tmp_path / "written.jsonl"
+    ctxpack.write(ctxpack.load(joined), out)
+    assert out.read_bytes() == joined.read_bytes()
+    # compress and rewind refuse, saying why and what to do, and write nothing
+    for command in (["compress"], ["rewind", "--steps", "1"]):
+        refused = run_cli(*command, str(joined), "-o", str(tmp_path / "small.jsonl"))
+        assert_clean_error(refused, 2, f"{joined} joins 2 sessions, and ctxpack rewrites one "
+                           "session at a time", "split it at the line")
+        assert not (tmp_path / "small.jsonl").exists()
+
+
+def test_a_file_of_one_session_is_unchanged_by_the_check(tmp_path: Path) -> None:
+    # a session written twice under its own id (a resumed recording) stays one session
+    path = tmp_path / "again.jsonl"
+    path.write_bytes(GEMINI.read_bytes() * 2)
+    s = stats_of(path)
+    assert s["conversations"] == 1
+    assert "another session" not in run_cli("validate", str(path)).out
+
+
+def test_a_forked_codex_session_holds_its_parent_s_header_as_its_own(tmp_path: Path) -> None:
+    # a forked rollout opens with its own header, then the parent's, then the parent's
+    # history: one session, whose context goes on from the parent's
+    def line(kind: str, payload: dict) -> str:
+        return json.dumps({"timestamp": "2026-01-14T09:31:07.402Z", "type": kind,
+                           "payload": payload}) + "\n"
+
+    def said(role: str, text: str) -> str:
+        kind = "output_text" if role == "assistant" else "input_text"
+        return line("response_item", {"type": "message", "role": role,
+                                      "content": [{"type": kind, "text": text}]})
+
+    child = line("session_meta", {"id": "child", "forked_from_id": "parent",
+                                  "base_instructions": {"text": "You are Codex."}})
+    parent = line("session_meta", {"id": "parent",
+                                   "base_instructions": {"text": "You are Codex."}})
+    path = tmp_path / "fork.jsonl"
+    path.write_text(child + parent + said("user", "Rename the module.") +
+                    said("assistant", "Renamed.") + said("user", "Now the tests."))
+    s = stats_of(path)
+    assert s["conversations"] == 1 and s["messages"] == 4
+    assert "another session" not in run_cli("validate", str(path)).out
+    # a header linking to nothing before, after the parent's messages, starts a new one
+    other = line("session_meta", {"id": "other", "base_instructions": {"text": "Be brief."}})
+    joined = tmp_path / "joined.jsonl"
+    joined.write_text(parent + said("user", "Hello.") + other + said("user", "Rename."))
+    assert stats_of(joined)["conversations"] == 2
+
+
+def test_a_joined_gemini_recording_converts_to_one_conversation_a_line(tmp_path: Path) -> None:
+    first, second = JOINED["gemini-cli"]
+    joined = tmp_path / "joined.jsonl"
+    joined.write_bytes(first + second)
+    run = run_cli("convert", str(joined), "--to", "openai")
+    assert run.code == 0, run.err
+    lines = [json.loads(x) for x in run.out.splitlines()]
+    assert len(lines) == 2 and lines[0]["messages"] == lines[1]["messages"]
