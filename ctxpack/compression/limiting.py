@@ -59,14 +59,23 @@ def missed_target(plan: Plan) -> list[str]:
     return []
 
 
-def target_not_below_trigger(plan: Plan) -> list[str]:
-    """The warning of a `--target` asked for at or above the trigger: what compress
+def target_warnings(plan: Plan) -> list[str]:
+    """The warning of a `--target` asked for above the limit (the budget, else the
+    window), which compress aims at instead, or at or above the trigger: what compress
     writes may be compressed again at the next turn (the default target is always below
     it)."""
-    if not plan.options.target or plan.billed_target < plan.billed_trigger:
+    asked = plan.options.target
+    if not asked or plan.billed_target < plan.billed_trigger:
         return []
+    again = "the next turns may trigger compress again"
+    if asked > plan.billed_limit:
+        limit = "budget" if plan.by_budget else "window"
+        of = "budget" if plan.by_budget else \
+            f"{plan.window:,}-token window of {plan.read.model}"
+        return [f"the target asked for ({asked:,} billed tokens) is above the {of}: "
+                f"compress aims at the {limit} ({plan.billed_limit:,}) instead; {again}"]
     return [f"the target asked for ({plan.billed_target:,} billed tokens) is not below the "
-            f"trigger ({plan.billed_trigger:,}): the next turns may trigger compress again"]
+            f"trigger ({plan.billed_trigger:,}): {again}"]
 
 
 def budget_over_window(plan: Plan) -> list[str]:
@@ -90,7 +99,7 @@ def check_fits(plan: Plan) -> list[str]:
     total = plan.total
     s = plan.summary
     if total <= plan.limit:
-        return budget_over_window(plan) + target_not_below_trigger(plan) + missed_target(plan)
+        return budget_over_window(plan) + target_warnings(plan) + missed_target(plan)
     what = "budget" if plan.by_budget else f"context window of {plan.read.model}"
     left = f"{plan.billed:,} tokens"
     if plan.read.bill.kind != "exact":  # the limit is of the bill; the parts are counts

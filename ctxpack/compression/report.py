@@ -83,10 +83,11 @@ def report_of(given: Input, plans: list[Plan], archiver: Archiver) -> Report:
 
 
 def warnings_of(given: Input, plans: list[Plan]) -> list[str]:
-    """What a compress warns of: the format's, the bill's (`passed_over`) and the plans'."""
-    return [*_not_read_back(given.transcript.format, given.transcript.path),
-            *passed_over(given.bill),
-            *(x for p in plans for x in p.warnings)]
+    """What a compress warns of: the format's, the bill's (`passed_over`) and the plans',
+    each once (the conversations of a file share its settings and model)."""
+    return list(dict.fromkeys([*_not_read_back(given.transcript.format, given.transcript.path),
+                               *passed_over(given.bill),
+                               *(x for p in plans for x in p.warnings)]))
 
 
 def _not_read_back(name: str, path: str) -> list[str]:
