@@ -257,8 +257,9 @@ def test_compress_of_a_file_billed_below_its_count_is_billed_as_it_said(
     assert run.code == 0, run.err
     after = stats(written, cache=False, table=table).context
     assert after is not None and (after.kind, after.not_in_file) == ("anchored", 0)
-    assert f"-> {after.tokens:,} tokens, 0 of them sent but not in the file" in \
-        " ".join(run.err.split())
+    assert after.error is not None
+    assert f"-> {after.tokens:,} tokens (anchored; expected error ±{after.error:.1%}), 0 of " \
+        "them sent but not in the file" in " ".join(run.err.split())
 
 
 CODEX_UNLOGGED = 6_300  # what this Codex session sends besides its messages (tool schemas)
