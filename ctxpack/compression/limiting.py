@@ -7,8 +7,10 @@ from __future__ import annotations
 
 from dataclasses import replace
 
+from ..calibration import no_room
 from ..errors import CannotFit
 from .plan import Edits, Plan, Summary
+from .reading import Input
 from .summarizers._layout import CONDENSED
 from .summary import caps, draft, ends, fixed
 
@@ -92,6 +94,15 @@ def over_window(budget: int | None, window: int, model: str) -> str | None:
         return None
     return (f"the budget asked for ({budget:,} tokens) is more than the {window:,}-token "
             f"window of {model}: the window is used instead")
+
+
+def check_room(read: Input) -> None:
+    """Raise CannotFit, before any work, where what is sent besides the messages fills
+    the model's window (see calibration.no_room): no compression of the file makes
+    room for them."""
+    said = no_room(read.bill, read.window, read.model)
+    if said:
+        raise CannotFit(f"cannot fit the context window: {said}")
 
 
 def check_fits(plan: Plan) -> list[str]:
