@@ -527,6 +527,9 @@ def test_an_overhead_that_fills_the_window_is_said_by_stats_and_refused_by_compr
     doc = json.loads(run_ctxpack("stats", "--json", str(bare), env=roomy).out)["files"][0]
     assert doc["context"]["no_room"] == ""
     assert run_ctxpack("compress", str(bare), "-o", str(out), env=roomy).code == 0
-    doc = json.loads(run_ctxpack("stats", "--json", str(SAMPLES / "coding-agent.claude-code.jsonl"),
-                                 env=small).out)["files"][0]
+    sample = SAMPLES / "coding-agent.claude-code.jsonl"
+    doc = json.loads(run_ctxpack("stats", "--json", str(sample), env=small).out)["files"][0]
     assert doc["context"]["kind"] == "anchored" and doc["context"]["no_room"] == ""
+    text = " ".join(run_ctxpack("stats", str(sample), env=small).out.split())
+    assert f"not in the file {doc['context']['not_in_file']:,}" in text
+    assert "no room" not in text and "none of it counted" not in text

@@ -199,12 +199,12 @@ def context_lines(f: FileStats) -> list[str]:
     if c.not_in_file:
         why = f.not_in_file_why or unlogged_cause()
         lines.append(f"  in the file {c.visible:,}, not in the file {c.not_in_file:,} ({why})")
-    if f.no_room:
-        lines.append(f"  no room for the messages: {f.no_room}")
     elif c.kind == "anchored":
         lines.append("  none of it counted as not in the file: the last call anchored on was "
                      "billed below the calibrated count of its prompt, so the file's own "
                      "ratio is the slope (the file may hold more than was sent)")
+    if f.no_room:
+        lines.append(f"  no room for the messages: {f.no_room}")
     return lines + passed_lines(f) + window_lines(f) + set_aside_lines(f)
 
 
