@@ -13,7 +13,7 @@ from dataclasses import dataclass, field, replace
 from typing import Any
 
 from .bulk import StreamCounter
-from .calibration import Bill, bill_for, counts_with_hidden, unlogged_cause
+from .calibration import Bill, bill_for, counts_with_hidden, no_room, unlogged_cause
 from .formats import usual_model
 from .formats.agent_text import BEFORE_THE_PERSON, round_title
 from .formats.base import OUTSIDE_WHY, Layout
@@ -172,6 +172,13 @@ class FileStats:
     # what counting cost (cache hits, texts tokenized, workers); not part of the JSON schema
     counting: dict[str, Any] = field(default_factory=dict, compare=False, repr=False)
 
+    @property
+    def no_room(self) -> str:
+        """Why no prompt fits the window, where what is sent besides the messages fills
+        it (see calibration.no_room); "" where it does not."""
+        return "" if self.context is None else \
+            no_room(self.context, self.context_window, self.model)
+
     def to_dict(self) -> dict[str, Any]:
         """The JSON shape (schema_version SCHEMA_VERSION) of one file's stats."""
         return {
@@ -195,7 +202,8 @@ class FileStats:
             "context": None if self.context is None else {
                 **self.context.to_dict(), "file_tokens": self.file_context
                 if self.file_context is not None else self.context.tokens,
-                "not_in_file_why": self.not_in_file_why, "passed_over": self.passed_over},
+                "not_in_file_why": self.not_in_file_why, "passed_over": self.passed_over,
+                "no_room": self.no_room},
         }
 
 

@@ -25,7 +25,7 @@ from dataclasses import dataclass, field, replace
 from typing import Any
 
 from .archive import Archiver, unpack
-from .calibration import Bill, Call, bill_for, last_call
+from .calibration import Bill, Call, bill_for, last_call, prompt_size
 from .errors import InputError, UsageError
 from .jsonl import dumps, loads
 from .loader import load_values, unmarked_format
@@ -125,9 +125,14 @@ class Context:
         """Add one message (a Chat Completions or Anthropic Messages dict); only it is
         read and counted. It must be JSON (it is archived as JSON). With `usage`, the
         message is a reply and `usage` what the provider reported of its call (see
-        `record_usage`, whose warnings it returns; none without `usage`)."""
+        `record_usage`, whose warnings it returns; none without `usage`). A usage
+        `record_usage` refuses is refused before the message is taken: nothing changes."""
+        if usage is None:
+            self.extend([message])
+            return []
+        self._judge(message, usage)
         self.extend([message])
-        return self.record_usage(usage) if usage is not None else []
+        return self.record_usage(usage)
 
     def record_usage(self, usage: Any) -> list[str]:
         """What the provider reported of the call whose reply is the last assistant
@@ -142,6 +147,16 @@ class Context:
         self._call = last_call(self._parsed, usage, self.model)
         self._trigger = None
         return passed_over(self._bill())
+
+    def _judge(self, message: Any, usage: Any) -> None:
+        """Refuse `usage` (UsageError) where `record_usage` would once `message` is held:
+        judged on the message read alone, so that a refusal leaves the messages as they
+        were (and a retry does not hold the message twice)."""
+        prompt_size(usage)  # (no prompt size at all: the message need not be read)
+        if isinstance(message, dict):
+            turns = load_values([message], self.format, model=self.model,
+                                table=self.table).messages
+            last_call([*self._parsed, *turns], usage, self.model)
 
     def extend(self, messages: Iterable[Any]) -> None:
         for message in messages:

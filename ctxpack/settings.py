@@ -103,7 +103,7 @@ SETTINGS: dict[str, Setting] = {s.name: s for s in (
             "--threshold x the model's window)."),
     Setting("target", int, None, metavar="N", rule=POSITIVE, help="Summarize down to N tokens "
             "(default: half the window, or 5/8 of --budget, or of the --threshold share, if "
-            "less)."),
+            "less; at most --budget, or the window)."),
     Setting("threshold", float, 0.8, metavar="R", rule=Rule(lambda v: 0 < v <= 1,
             "above 0 and at most 1"), help="Summarize above this share of the window (0.8)."),
     Setting("strategy", str, "extractive", metavar="NAME", rule=_one_of(STRATEGIES),

@@ -258,12 +258,23 @@ def test_the_compress_report_shows_the_visible_and_the_billed_figures(tmp_path: 
     run = run_ctxpack("compress", str(CLAUDE_CODE), "--threshold", "0.36", "-o", str(out))
     assert run.code == 0, run.err
     said = " ".join(run.err.split())
-    assert "billed (anchored; expected error" in said and "not in the file" in said
-    # the figures after are what stats says of the output: its bill, and the part of it
-    # not in the file
+    before = stats(CLAUDE_CODE, cache=False).context
+    assert before is not None and before.error is not None
+    assert f"billed: {before.tokens:,} (anchored; expected error ±{before.error:.1%}) -> " \
+        in said, said
+    # the figures after are what stats says of the output: its bill, its kind and expected
+    # error (its own: most of the prompt is then the part not in the file, carried by the
+    # lines compress writes; the rest counted), and the part of it not in the file
     c = stats(out, cache=False).context
-    assert c is not None and f"-> {c.tokens:,} tokens, {c.not_in_file:,} of them sent but " \
-        "not in the file" in said, said
+    assert c is not None and c.error is not None and c.error > before.error
+    assert f"-> {c.tokens:,} tokens ({c.kind}; expected error ±{c.error:.1%}), " \
+        f"{c.not_in_file:,} of them sent but not in the file" in said, said
+    report = json.loads(run_ctxpack("compress", str(CLAUDE_CODE), "--threshold", "0.36", "-o",
+                                    str(tmp_path / "again.jsonl"), "--report-json", "-",
+                                    "-q").out)["billed"]
+    assert (report["kind"], report["error"]) == (before.kind, before.error)
+    assert (report["kind_after"], report["error_after"], report["tokens_after"]) == \
+        (c.kind, c.error, c.tokens)
 
 
 def _split_by_its_fit() -> list:
@@ -323,8 +334,12 @@ def test_compress_leaves_what_is_not_in_the_file_as_stats_splits_the_input(
     assert billed["tokens_before"] == before["tokens"] and billed["tokens_after"] == \
         after["tokens"] < before["tokens"]
     assert billed["not_in_file"] == after["not_in_file"] == before["not_in_file"]
-    assert f"{billed['tokens_after']:,} tokens, {before['not_in_file']:,} of them sent but " \
-        "not in the file" in " ".join(run.err.split())
+    # and each figure's kind and expected error are those stats gives each file
+    assert (billed["kind"], billed["error"]) == (before["kind"], before["error"])
+    assert (billed["kind_after"], billed["error_after"]) == (after["kind"], after["error"])
+    assert f"{billed['tokens_after']:,} tokens ({after['kind']}; expected error " \
+        f"±{after['error']:.1%}), {before['not_in_file']:,} of them sent but not in the " \
+        "file" in " ".join(run.err.split())
 
 
 def streamed_session(path: Path, steps: int = 14) -> Path:

@@ -604,3 +604,36 @@ def test_a_context_under_its_trigger_has_its_huge_outputs_cut_and_no_more(
     # the context as read was over: masking acts though truncating took it under
     assert over["stages"][0]["tokens_after"] < at - 1 and over["stages"][1]["items"] > 0
     assert over["tokens_after"] <= 2000
+
+
+def test_a_target_above_the_budget_aims_at_the_budget(tmp_path: Path) -> None:
+    """A target above the limit (the budget, else the window) is no aim compress may stop
+    at: it aims at the limit, says so once, and the command, the config and the library
+    agree (the same sample with no target at all fits its budget too)."""
+    import ctxpack as library
+
+    sample = SAMPLES / "refactor.codex.jsonl"
+
+    def report(*args: str, env: dict | None = None) -> dict:
+        run = ctxpack("compress", str(sample), *args, "-o", str(tmp_path / "o.jsonl"),
+                      "--report-json", "-", "-q", env=env)
+        assert run.code == 0, run.err
+        return json.loads(run.out)
+
+    flags = report("--budget", "20000", "--target", "50000")
+    assert flags["limit"] == flags["target"] == 20_000
+    assert flags["summary"] is not None and flags["billed"]["tokens_after"] <= 20_000
+    (said_once,) = [w for w in flags["warnings"] if "target" in w]
+    assert said_once.startswith("the target asked for (50,000 billed tokens) is above the "
+                                "budget: compress aims at the budget (20,000) instead")
+    config = tmp_path / "ctxpack.yaml"
+    config.write_text("compress:\n  budget: 20000\n  target: 50000\n")
+    assert report(env={"CTXPACK_CONFIG": str(config)})["billed"] == flags["billed"]
+    _, made = library.compress(sample, budget=20_000, target=50_000)
+    assert made.target == 20_000 and made.billed == flags["billed"]
+    assert made.warnings == flags["warnings"]
+    # without a budget the window is the limit
+    window = report("--target", "10000000")
+    assert window["target"] == window["limit"] == window["context_window"]
+    assert any(f"above the {window['context_window']:,}-token window" in w
+               for w in window["warnings"])

@@ -182,3 +182,35 @@ def test_csv_role_columns_add_up(exact_tokens):
         roles = sum(int(v) for k, v in row.items() if k.startswith("tokens_"))
         assert roles == int(row["tokens"])
     assert int(rows[0]["tokens_reasoning"]) > 0 and int(rows[1]["tokens_priming"]) > 3
+
+
+def test_csv_says_the_bill_as_the_json_does_and_the_readme_names_its_columns():
+    """The CSV row of a file has the context as billed that the JSON has: its kind and
+    size, the part in the file and the rest, and the expected error (empty where it is
+    unknown); the README lists the columns as the header has them."""
+    import csv
+    import io
+    import re
+
+    from .conftest import ROOT
+
+    files = [str(SAMPLES / name) for name in (
+        "coding-agent.claude-code.jsonl", "multi-round.anthropic.jsonl",
+        "support-chat.openai.jsonl", "todo-table.gemini-stream.jsonl")]
+    run = ctxpack("stats", "--format", "csv", *files)
+    assert run.code == 0, run.err
+    rows = list(csv.DictReader(io.StringIO(run.out)))
+    documents = json.loads(ctxpack("stats", "--json", *files).out)["files"]
+    kinds = set()
+    for row, doc in zip(rows, documents, strict=True):
+        c = doc["context"]
+        kinds.add(c["kind"])
+        assert (row["billed_kind"], int(row["billed_tokens"]), int(row["billed_visible"]),
+                int(row["billed_not_in_file"])) == \
+            (c["kind"], c["tokens"], c["visible"], c["not_in_file"])
+        assert int(row["billed_visible"]) + int(row["billed_not_in_file"]) == c["tokens"]
+        assert row["billed_error"] == ("" if c["error"] is None else str(c["error"]))
+    assert kinds == {"anchored", "calibrated", "exact", "estimated"}
+    readme = (ROOT / "README.md").read_text(encoding="utf-8")
+    listed = re.search(r"The CSV's columns are\s+`([^`]+)`", readme)
+    assert listed is not None and listed.group(1) == run.out.splitlines()[0]

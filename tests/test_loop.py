@@ -352,6 +352,31 @@ def test_a_usage_of_the_last_call_is_what_it_was_given() -> None:
     assert ctx.billed == ctx.tokens + 1_000
 
 
+# Usage no call can have recorded: no prompt size at all, or one no model can hold
+BAD_USAGE = st.one_of(
+    st.text(max_size=8), st.floats(allow_nan=True), st.integers(max_value=0),
+    st.integers(min_value=10**9), st.booleans(), st.just({}),
+    st.fixed_dictionaries({"prompt_tokens": st.one_of(st.text(max_size=5), st.floats())}),
+    st.fixed_dictionaries({"input_tokens": st.integers(min_value=10**9)}))
+
+
+@settings(max_examples=25, deadline=None, suppress_health_check=[HealthCheck.too_slow])
+@given(run=runs(), usage=BAD_USAGE, data=st.data())
+def test_a_usage_refused_leaves_the_context_as_it_was(run: list[dict[str, Any]], usage: Any,
+                                                      data: st.DataObject) -> None:
+    # the message given with it is not taken either: the loop can append it again (with
+    # its usage mended) and holds it once
+    at = data.draw(st.integers(1, len(run) - 1))
+    ctx = Context("gpt-4o", 10**6)
+    ctx.extend(run[:at])
+    before = (ctx.messages, ctx.restore(), ctx.tokens, ctx.billed, ctx.trigger)
+    with pytest.raises(UsageError):
+        ctx.append(run[at], usage=usage)
+    assert (ctx.messages, ctx.restore(), ctx.tokens, ctx.billed, ctx.trigger) == before
+    ctx.append(run[at])
+    assert ctx.messages == ctx.restore() == run[:at + 1]
+
+
 @settings(max_examples=25, deadline=None, suppress_health_check=[HealthCheck.too_slow])
 @given(run=runs(), extra=st.integers(0, 5_000), share=st.floats(0.3, 1.2), data=st.data())
 def test_usage_anchors_as_the_file_api_on_generated_runs(

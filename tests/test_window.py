@@ -257,8 +257,9 @@ def test_compress_of_a_file_billed_below_its_count_is_billed_as_it_said(
     assert run.code == 0, run.err
     after = stats(written, cache=False, table=table).context
     assert after is not None and (after.kind, after.not_in_file) == ("anchored", 0)
-    assert f"-> {after.tokens:,} tokens, 0 of them sent but not in the file" in \
-        " ".join(run.err.split())
+    assert after.error is not None
+    assert f"-> {after.tokens:,} tokens (anchored; expected error ±{after.error:.1%}), 0 of " \
+        "them sent but not in the file" in " ".join(run.err.split())
 
 
 CODEX_UNLOGGED = 6_300  # what this Codex session sends besides its messages (tool schemas)
@@ -481,3 +482,54 @@ def test_a_compressed_file_is_billed_with_the_slope_its_calls_showed(tmp_path: P
     assert after.tokens == done.report.billed["tokens_after"]
     # so compress of its output, with the same budget, bills it as it did: no change
     assert compress_file(out, Options(budget=budget), cache=False).data == done.data
+
+
+def test_an_overhead_that_fills_the_window_is_said_by_stats_and_refused_by_compress(
+        tmp_path: Path) -> None:
+    """A Claude Code file that records no call is billed what the table says the agent
+    sends besides its messages: a config's window that this alone fills leaves no prompt
+    room, as a config's own overhead past the window is refused. stats says so (text and
+    JSON), compress stops at once (exit 3, nothing written), in the library as well."""
+    from ctxpack.errors import CannotFit
+
+    from .helpers import assert_clean_error
+
+    bare = tmp_path / "bare.jsonl"
+    records = [json.loads(line) for line in
+               (SAMPLES / "coding-agent.claude-code.jsonl").read_text().splitlines()]
+    for r in records:
+        if isinstance(r.get("message"), dict):
+            r["message"].pop("usage", None)
+    bare.write_text("".join(json.dumps(r) + "\n" for r in records))
+
+    def configured(window: int) -> dict[str, str]:
+        config = tmp_path / f"w{window}.yaml"
+        config.write_text(f"models: [{{name: claude-opus-4-6, context_window: {window}}}]\n")
+        return {"CTXPACK_CONFIG": str(config)}
+
+    small = configured(20_000)
+    doc = json.loads(run_ctxpack("stats", "--json", str(bare), env=small).out)["files"][0]
+    c = doc["context"]
+    assert c["kind"] == "calibrated" and c["not_in_file"] >= doc["context_window"] == 20_000
+    assert f"the {c['not_in_file']:,} tokens sent besides the messages" in c["no_room"]
+    assert "not below the 20,000-token window of claude-opus-4-6" in c["no_room"]
+    text = " ".join(run_ctxpack("stats", str(bare), env=small).out.split())
+    assert f"no room for the messages: {c['no_room']}" in text
+    out = tmp_path / "out.jsonl"
+    assert_clean_error(run_ctxpack("compress", str(bare), "-o", str(out), env=small), 3,
+                       "cannot fit the context window: ", c["no_room"])
+    assert not out.exists()
+    with pytest.raises(CannotFit, match="not below the 20,000-token window"):
+        compress_file(bare, table=load_config(small["CTXPACK_CONFIG"]).models)
+    # a window with room for them has nothing to say, nor has a file whose calls show what
+    # is sent (its window is then at least its largest call)
+    roomy = configured(40_000)
+    doc = json.loads(run_ctxpack("stats", "--json", str(bare), env=roomy).out)["files"][0]
+    assert doc["context"]["no_room"] == ""
+    assert run_ctxpack("compress", str(bare), "-o", str(out), env=roomy).code == 0
+    sample = SAMPLES / "coding-agent.claude-code.jsonl"
+    doc = json.loads(run_ctxpack("stats", "--json", str(sample), env=small).out)["files"][0]
+    assert doc["context"]["kind"] == "anchored" and doc["context"]["no_room"] == ""
+    text = " ".join(run_ctxpack("stats", str(sample), env=small).out.split())
+    assert f"not in the file {doc['context']['not_in_file']:,}" in text
+    assert "no room" not in text and "none of it counted" not in text

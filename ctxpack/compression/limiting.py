@@ -7,8 +7,10 @@ from __future__ import annotations
 
 from dataclasses import replace
 
+from ..calibration import no_room
 from ..errors import CannotFit
 from .plan import Edits, Plan, Summary
+from .reading import Input
 from .summarizers._layout import CONDENSED
 from .summary import caps, draft, ends, fixed
 
@@ -59,14 +61,23 @@ def missed_target(plan: Plan) -> list[str]:
     return []
 
 
-def target_not_below_trigger(plan: Plan) -> list[str]:
-    """The warning of a `--target` asked for at or above the trigger: what compress
+def target_warnings(plan: Plan) -> list[str]:
+    """The warning of a `--target` asked for above the limit (the budget, else the
+    window), which compress aims at instead, or at or above the trigger: what compress
     writes may be compressed again at the next turn (the default target is always below
     it)."""
-    if not plan.options.target or plan.billed_target < plan.billed_trigger:
+    asked = plan.options.target
+    if not asked or plan.billed_target < plan.billed_trigger:
         return []
+    again = "the next turns may trigger compress again"
+    if asked > plan.billed_limit:
+        limit = "budget" if plan.by_budget else "window"
+        of = "budget" if plan.by_budget else \
+            f"{plan.window:,}-token window of {plan.read.model}"
+        return [f"the target asked for ({asked:,} billed tokens) is above the {of}: "
+                f"compress aims at the {limit} ({plan.billed_limit:,}) instead; {again}"]
     return [f"the target asked for ({plan.billed_target:,} billed tokens) is not below the "
-            f"trigger ({plan.billed_trigger:,}): the next turns may trigger compress again"]
+            f"trigger ({plan.billed_trigger:,}): {again}"]
 
 
 def budget_over_window(plan: Plan) -> list[str]:
@@ -85,12 +96,21 @@ def over_window(budget: int | None, window: int, model: str) -> str | None:
             f"window of {model}: the window is used instead")
 
 
+def check_room(read: Input) -> None:
+    """Raise CannotFit, before any work, where what is sent besides the messages fills
+    the model's window (see calibration.no_room): no compression of the file makes
+    room for them."""
+    said = no_room(read.bill, read.window, read.model)
+    if said:
+        raise CannotFit(f"cannot fit the context window: {said}")
+
+
 def check_fits(plan: Plan) -> list[str]:
     """Raise CannotFit when the plan is over its limit; the warnings of one that fits."""
     total = plan.total
     s = plan.summary
     if total <= plan.limit:
-        return budget_over_window(plan) + target_not_below_trigger(plan) + missed_target(plan)
+        return budget_over_window(plan) + target_warnings(plan) + missed_target(plan)
     what = "budget" if plan.by_budget else f"context window of {plan.read.model}"
     left = f"{plan.billed:,} tokens"
     if plan.read.bill.kind != "exact":  # the limit is of the bill; the parts are counts

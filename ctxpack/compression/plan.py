@@ -176,13 +176,15 @@ class Plan:
 
     @property
     def billed_target(self) -> int:
-        """Summarize down to this: `--target`, else half the window, or 5/8 of the trigger
-        (`--budget`, or the `--threshold` share of the window) if that is less: as far
-        under the trigger as the default target is under the default trigger (0.5 and 0.8
-        of the window), so the next turns do not trigger it."""
+        """Summarize down to this: `--target` (at most the limit: a target above the
+        budget or the window aims at it, see limiting.target_warnings), else half the
+        window, or 5/8 of the trigger (`--budget`, or the `--threshold` share of the
+        window) if that is less: as far under the trigger as the default target is under
+        the default trigger (0.5 and 0.8 of the window), so the next turns do not trigger
+        it."""
         o = self.options
         if o.target:
-            return o.target
+            return min(o.target, self.billed_limit)
         # (the threshold's share in one step: 0.8 of the window, then 5/8 of that, rounded
         # twice, would fall a token short of half of some windows)
         share = o.budget * 5 // 8 if o.budget else round(o.threshold * self.window * 5 / 8)

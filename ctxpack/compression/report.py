@@ -9,12 +9,14 @@ from typing import Any
 
 from .. import formats
 from ..archive import Archiver
-from ..calibration import Bill, below_words
+from ..calibration import Bill, Call, below_words, bill
 from ..formats.base import naming
+from ..tokens import REPLY_PRIMING
 from .plan import Plan, StageReport
 from .reading import Input
 from .sight import DROPPED_LISTED, sight
 from .summary import retention_of
+from .writer import carried, carried_slope
 
 REPORT_VERSION = 3  # 2: `steps` became `stages`, and the limit and llm stages have rows;
 # 3: trigger, target and limit are in billed tokens, and `billed` says what is billed
@@ -24,8 +26,9 @@ REPORT_VERSION = 3  # 2: `steps` became `stages`, and the limit and llm stages h
 class Report:
     """What a compress did, as the table on stderr and `--report-json` show it. Tokens
     are ctxpack's count of the messages; `billed` is the prompt before and after as the
-    provider would bill it (kind, tokens_before, tokens_after, not_in_file, error: see
-    ctxpack.calibration), and trigger, target and limit are in those billed tokens."""
+    provider would bill it (tokens_before with its kind and error, tokens_after with
+    kind_after and error_after, not_in_file and slope: see ctxpack.calibration and
+    `left_bill`), and trigger, target and limit are in those billed tokens."""
 
     path: str
     format: str
@@ -83,10 +86,11 @@ def report_of(given: Input, plans: list[Plan], archiver: Archiver) -> Report:
 
 
 def warnings_of(given: Input, plans: list[Plan]) -> list[str]:
-    """What a compress warns of: the format's, the bill's (`passed_over`) and the plans'."""
-    return [*_not_read_back(given.transcript.format, given.transcript.path),
-            *passed_over(given.bill),
-            *(x for p in plans for x in p.warnings)]
+    """What a compress warns of: the format's, the bill's (`passed_over`) and the plans',
+    each once (the conversations of a file share its settings and model)."""
+    return list(dict.fromkeys([*_not_read_back(given.transcript.format, given.transcript.path),
+                               *passed_over(given.bill),
+                               *(x for p in plans for x in p.warnings)]))
 
 
 def _not_read_back(name: str, path: str) -> list[str]:
@@ -112,13 +116,34 @@ def passed_over(b: Bill) -> list[str]:
 
 
 def _billed(given: Input, plans: list[Plan]) -> dict[str, Any]:
-    """The prompt before and after as the provider would bill it."""
+    """The prompt before and after as the provider would bill it, each figure with its
+    own kind and expected error."""
     b = given.bill
     before = b(sum(p.read.total for p in plans)) if plans else b.tokens
     after = sum(p.billed for p in plans) if plans else b.tokens
+    left = left_bill(given, plans)
     return {"kind": b.kind, "tokens_before": before, "tokens_after": after,
             "not_in_file": min(b.unlogged, after),  # (as stats of the output splits it)
-            "slope": b.slope, "error": b.error}
+            "slope": b.slope, "error": b.error,
+            "kind_after": left.kind, "error_after": left.error}
+
+
+def left_bill(given: Input, plans: list[Plan]) -> Bill:
+    """The bill of what the plans leave, as ctxpack bills the output: where compress
+    changed something and the lines it writes carry what the input's calls showed is
+    sent besides the messages (`writer.carried`), anchored on that, the messages kept
+    calibrated (see loader.Scanner._stale_calls: the calls kept were of the context
+    before); else the input's own."""
+    b = given.bill
+    known = carried(b)
+    if known is None or not any(p.changed for p in plans):
+        return b
+    counter = given.counter
+    kept = [sum(p.total for p in plans) - REPLY_PRIMING * len(plans)]
+    return bill(kept, [Call(0, known, None, None, slope=carried_slope(b))], model=b.model,
+                format=given.transcript.format, exact=counter.exact,
+                estimated=counter.failed, table=counter.table,
+                priming=REPLY_PRIMING * len(plans))
 
 
 def _stages(reports: list[StageReport]) -> list[StageReport]:

@@ -42,12 +42,11 @@ def print_report(console: Console, report: Report, *, dry_run: bool = False) -> 
     console.print(table)
     b = r.billed
     billed = b["tokens_after"] if b else r.tokens_after
-    if b and b["kind"] != "exact":
-        error = "error unknown" if b["error"] is None else \
-            f"expected error ±{b['error']:.1%}"
-        console.print(f"billed ({b['kind']}; {error}): {b['tokens_before']:,} -> "
-                      f"{b['tokens_after']:,} tokens, {b['not_in_file']:,} of them sent but "
-                      "not in the file", highlight=False)
+    if b and not b["kind"] == b["kind_after"] == "exact":
+        console.print(f"billed: {b['tokens_before']:,} ({_kind(b['kind'], b['error'])}) -> "
+                      f"{b['tokens_after']:,} tokens ({_kind(b['kind_after'], b['error_after'])})"
+                      f", {b['not_in_file']:,} of them sent but not in the file",
+                      highlight=False)
     used = billed / r.context_window if r.context_window else 0
     console.print(f"messages {r.messages_before:,} -> {r.messages_after:,}; "
                   f"{counted(r.truncated, 'output')} truncated, {r.masked:,} masked; "
@@ -68,6 +67,11 @@ def print_report(console: Console, report: Report, *, dry_run: bool = False) -> 
         console.print("nothing to do: the transcript is within every limit", highlight=False)
     for warning in r.warnings:
         console.print(f"[yellow]warning:[/yellow] {markup(warning)}")
+
+
+def _kind(kind: str, error: float | None) -> str:
+    """A billed figure's kind and expected error, as stats says them."""
+    return f"{kind}; " + ("error unknown" if error is None else f"expected error ±{error:.1%}")
 
 
 def _summary(console: Console, s: dict[str, Any]) -> None:

@@ -56,6 +56,12 @@ def to_json(files: list[FileStats]) -> bytes:
     return dumps(doc, indent=2) + b"\n"
 
 
+# the context as billed (`context` in the JSON): its kind, tokens, the part in the file
+# and the rest, and the expected error ("" where unknown)
+CSV_BILLED = ("billed_kind", "billed_tokens", "billed_visible", "billed_not_in_file",
+              "billed_error")
+
+
 def to_csv(files: list[FileStats]) -> str:
     """One row per file, fixed columns, for spreadsheets and shell tools."""
     out = io.StringIO()
@@ -63,8 +69,7 @@ def to_csv(files: list[FileStats]) -> str:
     writer.writerow(["path", "format", "model", "encoding", "exact", "messages", "tokens",
                      "rounds", "steps", "context_window", "context_ratio",
                      *(f"tokens_{r}" for r in CSV_ROLES), "outside_messages",
-                     "sidechain_messages", "recorded_last_input_tokens", "billed_kind",
-                     "billed_tokens", "billed_not_in_file"])
+                     "sidechain_messages", "recorded_last_input_tokens", *CSV_BILLED])
     for f in files:
         # a file's text with its control characters escaped, as the table shows it: a
         # model or path holding ESC, CR or NUL would otherwise reach a terminal or split a row
@@ -74,7 +79,8 @@ def to_csv(files: list[FileStats]) -> str:
                "" if f.context_ratio is None else f.context_ratio,
                *(f.by_role.get(r, 0) for r in CSV_ROLES), f.outside["messages"],
                f.sidechain["messages"], f.usage.get("last_input_tokens", ""),
-               *((c.kind, c.tokens, c.not_in_file) if c else ("",) * 3)]
+               *((c.kind, c.tokens, c.visible, c.not_in_file,
+                  "" if c.error is None else c.error) if c else ("",) * len(CSV_BILLED))]
         writer.writerow([plain(x) if isinstance(x, str) else x for x in row])
     return out.getvalue()
 
@@ -198,6 +204,8 @@ def context_lines(f: FileStats) -> list[str]:
         lines.append("  none of it counted as not in the file: the last call anchored on was "
                      "billed below the calibrated count of its prompt, so the file's own "
                      "ratio is the slope (the file may hold more than was sent)")
+    if f.no_room:
+        lines.append(f"  no room for the messages: {f.no_room}")
     return lines + passed_lines(f) + window_lines(f) + set_aside_lines(f)
 
 
