@@ -101,7 +101,9 @@ def _message(plan: Plan, head: int, text: str, merged: bool) -> Message:
         return Message("user", (Text(text),))
     base = plan.read.messages[head - 1]
     kept = [p for p in base.parts if not (isinstance(p, Text) and p.text.startswith(HEADING))]
-    return Message("user", (*kept, Text(text)))
+    # (a turn the alternation joined to the one before pays no message's overhead: nor
+    # does it with the summary in it, written into the same line)
+    return Message("user", (*kept, Text(text)), joined=base.joined, split=base.split)
 
 
 def ends(plan: Plan) -> list[int]:
