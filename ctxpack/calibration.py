@@ -35,7 +35,7 @@ from typing import Any
 from .errors import UsageError
 from .formats import model_of
 from .models import SLOPES, TABLE, ModelTable, model_key, overhead_bound
-from .recorded import most_for
+from .recorded import cannot, most_for, wrong_counts
 from .tokens import REPLY_PRIMING, MessageCount, TokenCounter
 from .transcript import Message, RecordedCall, Transcript, printable
 
@@ -490,6 +490,8 @@ def bill_for(counts: Sequence[int], calls: Sequence[Call], named: str | None,
 
 
 _PROMPT_FIELDS = ("input_tokens", "cache_creation_input_tokens", "cache_read_input_tokens")
+# a prompt's size in one field: Chat Completions', Gemini's (its SDK's, its REST JSON's)
+_WHOLE_FIELDS = ("prompt_tokens", "prompt_token_count", "promptTokenCount")
 
 
 def reported(t: Transcript, usage: Any, model: str | None = None) -> Transcript:
@@ -525,16 +527,19 @@ def prompt_size(usage: Any) -> int:
     def field(name: str) -> Any:
         return usage.get(name) if isinstance(usage, dict) else getattr(usage, name, None)
 
-    whole = next((n for n in ("prompt_tokens", "prompt_token_count", "promptTokenCount")
-                  if isinstance(field(n), int)), None)
+    # every part it has is judged as a file's usage is (a cache count of -3 is no part of
+    # a prompt); one the API left out, or null, is none
+    parts = {n: field(n) for n in (*_WHOLE_FIELDS, *_PROMPT_FIELDS)}
+    if not isinstance(usage, int) and (wrong := wrong_counts(parts, tuple(parts))):
+        raise UsageError(f"usage {cannot(wrong)}", "pass response.usage as the API gave it")
+    whole = next((n for n in _WHOLE_FIELDS if parts[n] is not None), None)
     if isinstance(usage, int) and not isinstance(usage, bool):
         billed: Any = usage
     elif whole is not None:
-        billed = field(whole)
+        billed = parts[whole]
     else:
-        found = [field(name) for name in _PROMPT_FIELDS]
-        billed = sum(n for n in found if isinstance(n, int)) \
-            if isinstance(found[0], int) else None
+        billed = sum(parts[n] or 0 for n in _PROMPT_FIELDS) \
+            if parts[_PROMPT_FIELDS[0]] is not None else None
     if not isinstance(billed, int) or isinstance(billed, bool) or billed <= 0:
         raise UsageError("usage: expected the prompt size of the last call (a positive "
                          "number) or the usage the API returned for it",

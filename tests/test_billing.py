@@ -6,6 +6,7 @@ from __future__ import annotations
 import io
 import json
 import math
+import re
 from pathlib import Path
 
 import orjson
@@ -522,6 +523,34 @@ def test_compress_says_when_it_passes_over_a_files_last_call(tmp_path: Path) -> 
     assert "warning: the usage of the last call (10 tokens) is below the count of the " \
         "messages alone, where the agent is known to send 25,000 besides" in said \
         and f"passed over; anchored on call {c.calls - 1} of {c.calls}" in said, said
+
+
+@pytest.mark.parametrize("part", ["input_tokens", "cache_read_input_tokens",
+                                  "cache_creation_input_tokens"])
+@pytest.mark.parametrize("value", [-3, -29_000, 1.5, "900"])
+def test_every_part_of_a_usage_is_judged_as_a_files_is(tmp_path: Path, part: str,
+                                                       value: object) -> None:
+    model = "claude-opus-4-6"
+    messages = [{"role": "user", "content": "Hello there."},
+                {"role": "assistant", "content": "Hi. What shall we build?"}]
+    usage = {"input_tokens": 40_000, "output_tokens": 9, part: value}
+    said = f"{part} {value!r} (a token count is a whole number, zero or more)"
+    # refused by the library, as a prompt that part made smaller (or no number) would mislead
+    with pytest.raises(UsageError, match=re.escape(said)):
+        ctxpack.compress(messages, model=model, usage=usage)
+    ctx = ctxpack.Context(model)
+    ctx.extend(messages)
+    with pytest.raises(UsageError, match=re.escape(said)):
+        ctx.record_usage(usage)
+    plain = ctxpack.Context(model)
+    plain.extend(messages)
+    assert ctx.billed == plain.billed  # (nothing taken of it)
+    # and set aside in a file, named in the same words
+    reply = {**messages[1], "model": model, "usage": usage}
+    path = tmp_path / "chat.jsonl"
+    path.write_text("\n".join(json.dumps(m) for m in (messages[0], reply)) + "\n")
+    checked = run_ctxpack("validate", "--format", "anthropic", str(path))
+    assert checked.code == 1 and f"{path}:2: " in checked.out and said in checked.out
 
 
 def test_the_library_bounds_usage_by_the_models_window_as_a_file_is(tmp_path: Path) -> None:
