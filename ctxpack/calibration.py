@@ -247,6 +247,9 @@ class Bill:
     # sends besides the messages (see `least_billed`), that overhead; else 0 (they were
     # far below the count)
     sends: int = 0
+    # the model the file's recorded calls name where `--model` named another: their usage
+    # is that model's, not used for this one's bill (see `bill_for`); else ""
+    usage_of: str = ""
 
     def __call__(self, counted: int) -> int:
         """What a context counted `counted` would be billed."""
@@ -275,7 +278,8 @@ class Bill:
                 "billed_model": self.model and printable(self.model),
                 "earlier_calls": self.earlier,
                 "earlier_overhead_past_window": self.past_window,
-                "passed_over_known_overhead": self.sends}
+                "passed_over_known_overhead": self.sends,
+                "usage_of_another_model": self.usage_of}
 
 
 def far_below(call: Call, prompt: int, slope: float, sends: int = 0) -> bool:
@@ -480,13 +484,31 @@ def bill_for(counts: Sequence[int], calls: Sequence[Call], named: str | None,
     """The bill of a context `counter` counted `counts`, calibrated as the model its
     file's calls name (else the one it names, else the counter's) unless `--model`
     (`flagged`) named one; not `exact` when the counter's model is not the file's;
-    `earlier` as `bill` takes it. stats and compress both ask here."""
+    `earlier` as `bill` takes it. A call's recorded usage is of the model that made it:
+    where `--model` names another, no prompt size it records is used (the bill is as with
+    none recorded; its reply's recorded output still stands for what the file does not
+    hold of it), and the bill says whose it was. stats and compress both ask here."""
     named_by = calls or (earlier[1] if earlier else ())
     model = billed_model(named_by, named, counter, flagged)
+    other = another_model(named_by, model, counter.table) if flagged else ""
+    if other:
+        calls, earlier = [replace(c, billed=0, slope=None) for c in calls], None
     return replace(bill(counts, calls, model=model, format=format,
                         exact=exact and counter.exact, estimated=counter.failed,
                         table=counter.table, priming=REPLY_PRIMING * conversations,
-                        earlier=earlier), model=model)
+                        earlier=earlier), model=model, usage_of=other)
+
+
+def another_model(calls: Sequence[Call], model: str | None, table: ModelTable = TABLE) -> str:
+    """The model `calls` name last where it is not `model` (another entry of the table, or,
+    of models it does not know, another name), as printed; else ""."""
+    named = next((c.model for c in reversed(calls) if c.model), None)
+    if not named or not model:
+        return ""
+    found, wanted = table.find(named), table.find(model)
+    same = found == wanted if found is not None and wanted is not None else \
+        model_key(named) == model_key(model)
+    return "" if same else printable(named)
 
 
 _PROMPT_FIELDS = ("input_tokens", "cache_creation_input_tokens", "cache_read_input_tokens")

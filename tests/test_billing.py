@@ -68,6 +68,37 @@ def test_a_claude_code_session_is_anchored_on_its_last_recorded_call() -> None:
     assert 0 <= c.error < 0.02
 
 
+def test_usage_of_another_model_than_the_one_named_is_not_used(tmp_path: Path) -> None:
+    # the same session with no usage recorded, as the bill for another model must be
+    bare = tmp_path / "bare.jsonl"
+    records = [json.loads(line) for line in CLAUDE_CODE.read_text().splitlines()]
+    for r in records:
+        if isinstance(r.get("message"), dict):
+            r["message"].pop("usage", None)
+    bare.write_text("".join(json.dumps(r) + "\n" for r in records))
+
+    def context(path: Path, model: str) -> dict:
+        done = run_ctxpack("stats", "--json", "-m", model, str(path))
+        assert done.code == 0, done.err
+        return json.loads(done.out)["files"][0]["context"]
+
+    other, none = context(CLAUDE_CODE, "gpt-4o"), context(bare, "gpt-4o")
+    assert other["kind"] != "anchored" and other["calls"] == 0
+    assert other["tokens"] == none["tokens"] and other["usage_of_another_model"] == \
+        "claude-opus-4-6" and none["usage_of_another_model"] == ""
+    said = " ".join(run_ctxpack("stats", "-m", "gpt-4o", str(CLAUDE_CODE)).out.split())
+    assert ("recorded usage not used: it is of claude-opus-4-6, the model that made the "
+            "calls, not gpt-4o") in said
+    # the model that made them, named, is anchored on them (a dated name is that model)
+    for same in ("claude-opus-4-6", "claude-opus-4-6-20260101"):
+        own = context(CLAUDE_CODE, same)
+        assert own["kind"] == "anchored" and own["usage_of_another_model"] == ""
+    # compress decides with the same bill
+    report = compress_file(CLAUDE_CODE, Options(), model="gpt-4o", cache=False).report
+    assert report.billed["kind"] == other["kind"]
+    assert report.billed["tokens_before"] == other["tokens"]
+
+
 def test_a_claude_model_without_recorded_usage_is_calibrated() -> None:
     s = stats(SAMPLES / "multi-round.anthropic.jsonl", cache=False)
     c = s.context

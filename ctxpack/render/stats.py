@@ -197,7 +197,15 @@ def context_lines(f: FileStats) -> list[str]:
         lines.append("  none of it counted as not in the file: the last call anchored on was "
                      "billed below the calibrated count of its prompt, so the file's own "
                      "ratio is the slope (the file may hold more than was sent)")
-    return lines + passed_lines(f) + window_lines(f) + set_aside_lines(f)
+    return lines + usage_of_lines(f) + passed_lines(f) + window_lines(f) + set_aside_lines(f)
+
+
+def usage_of_lines(f: FileStats) -> list[str]:
+    """Why the file's recorded usage is not used, where `--model` named another model."""
+    if f.context is None or not f.context.usage_of:
+        return []
+    return [f"  recorded usage not used: it is of {f.context.usage_of}, the model that made "
+            f"the calls, not {f.model}"]
 
 
 def _anchor_of(c: Bill) -> str:
