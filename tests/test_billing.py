@@ -97,6 +97,8 @@ def test_usage_of_another_model_than_the_one_named_is_not_used(tmp_path: Path) -
     report = compress_file(CLAUDE_CODE, Options(), model="gpt-4o", cache=False).report
     assert report.billed["kind"] == other["kind"]
     assert report.billed["tokens_before"] == other["tokens"]
+    assert ("the recorded usage is of claude-opus-4-6, the model that made the calls, not "
+            "gpt-4o: not used; billed as with no usage recorded") in report.warnings
 
 
 def test_a_claude_model_without_recorded_usage_is_calibrated() -> None:
