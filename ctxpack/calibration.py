@@ -36,7 +36,7 @@ from typing import Any
 from .errors import UsageError
 from .formats import model_of
 from .models import SLOPES, TABLE, ModelTable, model_key, overhead_bound
-from .recorded import most_for
+from .recorded import cannot, most_for, wrong_counts
 from .tokens import REPLY_PRIMING, MessageCount, TokenCounter
 from .transcript import Message, RecordedCall, Transcript, printable
 
@@ -253,6 +253,9 @@ class Bill:
     # sends besides the messages (see `least_billed`), that overhead; else 0 (they were
     # far below the count)
     sends: int = 0
+    # the model the file's recorded calls name where `--model` named another: their usage
+    # is that model's, not used for this one's bill (see `bill_for`); else ""
+    usage_of: str = ""
 
     def __call__(self, counted: int) -> int:
         """What a context counted `counted` would be billed."""
@@ -281,7 +284,8 @@ class Bill:
                 "billed_model": self.model and printable(self.model),
                 "earlier_calls": self.earlier,
                 "earlier_overhead_past_window": self.past_window,
-                "passed_over_known_overhead": self.sends}
+                "passed_over_known_overhead": self.sends,
+                "usage_of_another_model": self.usage_of}
 
 
 def far_below(call: Call, prompt: int, slope: float, sends: int = 0) -> bool:
@@ -502,16 +506,36 @@ def bill_for(counts: Sequence[int], calls: Sequence[Call], named: str | None,
     """The bill of a context `counter` counted `counts`, calibrated as the model its
     file's calls name (else the one it names, else the counter's) unless `--model`
     (`flagged`) named one; not `exact` when the counter's model is not the file's;
-    `earlier` as `bill` takes it. stats and compress both ask here."""
+    `earlier` as `bill` takes it. A call's recorded usage is of the model that made it:
+    where `--model` names another, no prompt size it records is used (the bill is as with
+    none recorded; its reply's recorded output still stands for what the file does not
+    hold of it), and the bill says whose it was. stats and compress both ask here."""
     named_by = calls or (earlier[1] if earlier else ())
     model = billed_model(named_by, named, counter, flagged)
+    other = another_model(named_by, model, counter.table) if flagged else ""
+    if other:
+        calls, earlier = [replace(c, billed=0, slope=None) for c in calls], None
     return replace(bill(counts, calls, model=model, format=format,
                         exact=exact and counter.exact, estimated=counter.failed,
                         table=counter.table, priming=REPLY_PRIMING * conversations,
-                        earlier=earlier), model=model)
+                        earlier=earlier), model=model, usage_of=other)
+
+
+def another_model(calls: Sequence[Call], model: str | None, table: ModelTable = TABLE) -> str:
+    """The model `calls` name last where it is not `model` (another entry of the table, or,
+    of models it does not know, another name), as printed; else ""."""
+    named = next((c.model for c in reversed(calls) if c.model), None)
+    if not named or not model:
+        return ""
+    found, wanted = table.find(named), table.find(model)
+    same = found == wanted if found is not None and wanted is not None else \
+        model_key(named) == model_key(model)
+    return "" if same else printable(named)
 
 
 _PROMPT_FIELDS = ("input_tokens", "cache_creation_input_tokens", "cache_read_input_tokens")
+# a prompt's size in one field: Chat Completions', Gemini's (its SDK's, its REST JSON's)
+_WHOLE_FIELDS = ("prompt_tokens", "prompt_token_count", "promptTokenCount")
 
 
 def reported(t: Transcript, usage: Any, model: str | None = None) -> Transcript:
@@ -547,16 +571,19 @@ def prompt_size(usage: Any) -> int:
     def field(name: str) -> Any:
         return usage.get(name) if isinstance(usage, dict) else getattr(usage, name, None)
 
-    whole = next((n for n in ("prompt_tokens", "prompt_token_count", "promptTokenCount")
-                  if isinstance(field(n), int)), None)
+    # every part it has is judged as a file's usage is (a cache count of -3 is no part of
+    # a prompt); one the API left out, or null, is none
+    parts = {n: field(n) for n in (*_WHOLE_FIELDS, *_PROMPT_FIELDS)}
+    if not isinstance(usage, int) and (wrong := wrong_counts(parts, tuple(parts))):
+        raise UsageError(f"usage {cannot(wrong)}", "pass response.usage as the API gave it")
+    whole = next((n for n in _WHOLE_FIELDS if parts[n] is not None), None)
     if isinstance(usage, int) and not isinstance(usage, bool):
         billed: Any = usage
     elif whole is not None:
-        billed = field(whole)
+        billed = parts[whole]
     else:
-        found = [field(name) for name in _PROMPT_FIELDS]
-        billed = sum(n for n in found if isinstance(n, int)) \
-            if isinstance(found[0], int) else None
+        billed = sum(parts[n] or 0 for n in _PROMPT_FIELDS) \
+            if parts[_PROMPT_FIELDS[0]] is not None else None
     if not isinstance(billed, int) or isinstance(billed, bool) or billed <= 0:
         raise UsageError("usage: expected the prompt size of the last call (a positive "
                          "number) or the usage the API returned for it",

@@ -37,11 +37,14 @@ with no call before it (but for the outvote), or whose file places its reply on 
 line as the one before (one-line documents, a database, OpenCode's storage), is not judged.
 
 The next call of a context resends the reply before it, so its prompt grows by at least
-that reply (a reply whose thinking the file stores empty is counted at its recorded output
-for that reason: see ctxpack.calibration). A call whose recorded output is more than `RISE`
-times and more than `MARGIN` above what the next call's prompt grew by (nothing, where it
-shrank) records a reply that prompt cannot hold: it cannot be true either, and is set
-aside, its reply counted as the file holds it. A call recording a prompt of 0 and a reply
+that reply. A call whose recorded output is more than `RISE` times and more than `MARGIN`
+above what the next call's prompt grew by (nothing, where it shrank) records a reply that
+prompt cannot hold: it cannot be true either, and is set aside, its reply counted as the
+file holds it. A reply whose thinking the file stores empty is counted at its recorded
+output, for the next prompt carries it (see ctxpack.calibration): its output is held to
+that closely, more than `RISE` times and `HIDDEN_MARGIN` above what the next prompt grew
+by, since that output is what the count, the bill's tail, compress and calibrate would
+take for it. A call recording a prompt of 0 and a reply
 is judged so too, against the whole of the next prompt (the next call that records one),
 and by the bound on what a call holds: its reply is summed into the usage totals, and
 counted where its thinking is stored empty. The last call of a context, with no next
@@ -85,6 +88,12 @@ RISE = 2
 # tokens in the corpus, and a few MCP servers' tools add tens of thousands more; 100,000
 # (half a Claude window) leaves room for all of it
 MARGIN = 100_000
+# How far above what the next prompt of its context grew by a reply whose thinking the
+# file stores empty may be (see the module's note): that prompt resends it whole, and in
+# the corpus every such reply is below what the next prompt grew by (by 8 tokens at the
+# least); what an agent sends once and drops from the next call (a reminder of a file
+# changed, a list of skills) is a few hundred tokens to 2,000
+HIDDEN_MARGIN = 2_000
 # The most a run's totals (a `result` line's, an agent's tally, Codex's running total) may
 # hold: a million calls (a call every 30 seconds for most of a year) of `MOST` each
 RUN_MOST = 1_000_000 * MOST
@@ -528,17 +537,20 @@ def overran(call: RecordedCall, after: RecordedCall, line: Callable[[RecordedCal
             ) -> str:
     """Why `call` cannot be true, as a reply more than `RISE` times and `MARGIN` above what
     the prompt of the next call of its context, `after`, grew by (the whole of it, where
-    `call` records a prompt of 0): that prompt resends it (see the module's note) ("": it
-    can)."""
+    `call` records a prompt of 0), `HIDDEN_MARGIN` where the file stores its thinking
+    empty: that prompt resends it (see the module's note) ("": it can)."""
     if not call.output or not 0 < line(call) < line(after):
         return ""
     grew = max(after.billed - call.billed, 0)
-    if call.output <= RISE * grew or call.output <= grew + MARGIN:
+    margin = HIDDEN_MARGIN if call.hidden else MARGIN
+    if call.output <= RISE * grew or call.output <= grew + margin:
         return ""
-    by = f"to this call's {call.billed:,}, and the reply is more than {RISE} times and " \
-         f"{MARGIN:,} above the {grew:,} it grew by" if call.billed else \
-         f"(this call records a prompt of 0), and the reply is more than {RISE} times and " \
-         f"{MARGIN:,} above the whole of it"
+    reply = "the reply (its thinking stored empty, counted at this output)" if call.hidden \
+        else "the reply"
+    by = f"to this call's {call.billed:,}, and {reply} is more than {RISE} times and " \
+         f"{margin:,} above the {grew:,} it grew by" if call.billed else \
+         f"(this call records a prompt of 0), and {reply} is more than {RISE} times and " \
+         f"{margin:,} above the whole of it"
     return (f"recorded reply of {call.output:,} tokens cannot be true: the next call of the "
             f"same context (line {line(after):,}), which resends it, records a prompt of "
             f"{after.billed:,} tokens {by}; set aside, not used for the bill or the window")

@@ -6,6 +6,7 @@ from __future__ import annotations
 import io
 import json
 import math
+import re
 from pathlib import Path
 
 import orjson
@@ -81,6 +82,39 @@ def test_a_claude_code_session_is_anchored_on_its_last_recorded_call(tmp_path: P
     assert c.overhead == c.not_in_file and c(c.counted) == c.tokens
     assert s.context_ratio == round(c.tokens / s.context_window, 4)
     assert 0 <= c.error < 0.02
+
+
+def test_usage_of_another_model_than_the_one_named_is_not_used(tmp_path: Path) -> None:
+    # the same session with no usage recorded, as the bill for another model must be
+    bare = tmp_path / "bare.jsonl"
+    records = [json.loads(line) for line in CLAUDE_CODE.read_text().splitlines()]
+    for r in records:
+        if isinstance(r.get("message"), dict):
+            r["message"].pop("usage", None)
+    bare.write_text("".join(json.dumps(r) + "\n" for r in records))
+
+    def context(path: Path, model: str) -> dict:
+        done = run_ctxpack("stats", "--json", "-m", model, str(path))
+        assert done.code == 0, done.err
+        return json.loads(done.out)["files"][0]["context"]
+
+    other, none = context(CLAUDE_CODE, "gpt-4o"), context(bare, "gpt-4o")
+    assert other["kind"] != "anchored" and other["calls"] == 0
+    assert other["tokens"] == none["tokens"] and other["usage_of_another_model"] == \
+        "claude-opus-4-6" and none["usage_of_another_model"] == ""
+    said = " ".join(run_ctxpack("stats", "-m", "gpt-4o", str(CLAUDE_CODE)).out.split())
+    assert ("recorded usage not used: it is of claude-opus-4-6, the model that made the "
+            "calls, not gpt-4o") in said
+    # the model that made them, named, is anchored on them (a dated name is that model)
+    for same in ("claude-opus-4-6", "claude-opus-4-6-20260101"):
+        own = context(CLAUDE_CODE, same)
+        assert own["kind"] == "anchored" and own["usage_of_another_model"] == ""
+    # compress decides with the same bill
+    report = compress_file(CLAUDE_CODE, Options(), model="gpt-4o", cache=False).report
+    assert report.billed["kind"] == other["kind"]
+    assert report.billed["tokens_before"] == other["tokens"]
+    assert ("the recorded usage is of claude-opus-4-6, the model that made the calls, not "
+            "gpt-4o: not used; billed as with no usage recorded") in report.warnings
 
 
 def test_a_claude_model_without_recorded_usage_is_calibrated() -> None:
@@ -553,6 +587,34 @@ def test_compress_says_when_it_passes_over_a_files_last_call(tmp_path: Path) -> 
     assert "warning: the usage of the last call (10 tokens) is below the count of the " \
         "messages alone, where the agent is known to send 25,000 besides" in said \
         and f"passed over; anchored on call {c.calls - 1} of {c.calls}" in said, said
+
+
+@pytest.mark.parametrize("part", ["input_tokens", "cache_read_input_tokens",
+                                  "cache_creation_input_tokens"])
+@pytest.mark.parametrize("value", [-3, -29_000, 1.5, "900"])
+def test_every_part_of_a_usage_is_judged_as_a_files_is(tmp_path: Path, part: str,
+                                                       value: object) -> None:
+    model = "claude-opus-4-6"
+    messages = [{"role": "user", "content": "Hello there."},
+                {"role": "assistant", "content": "Hi. What shall we build?"}]
+    usage = {"input_tokens": 40_000, "output_tokens": 9, part: value}
+    said = f"{part} {value!r} (a token count is a whole number, zero or more)"
+    # refused by the library, as a prompt that part made smaller (or no number) would mislead
+    with pytest.raises(UsageError, match=re.escape(said)):
+        ctxpack.compress(messages, model=model, usage=usage)
+    ctx = ctxpack.Context(model)
+    ctx.extend(messages)
+    with pytest.raises(UsageError, match=re.escape(said)):
+        ctx.record_usage(usage)
+    plain = ctxpack.Context(model)
+    plain.extend(messages)
+    assert ctx.billed == plain.billed  # (nothing taken of it)
+    # and set aside in a file, named in the same words
+    reply = {**messages[1], "model": model, "usage": usage}
+    path = tmp_path / "chat.jsonl"
+    path.write_text("\n".join(json.dumps(m) for m in (messages[0], reply)) + "\n")
+    checked = run_ctxpack("validate", "--format", "anthropic", str(path))
+    assert checked.code == 1 and f"{path}:2: " in checked.out and said in checked.out
 
 
 def test_the_library_bounds_usage_by_the_models_window_as_a_file_is(tmp_path: Path) -> None:

@@ -331,9 +331,11 @@ def test_a_usage_of_the_last_call_is_what_it_was_given() -> None:
     with pytest.raises(UsageError, match="there is none"):
         ctx.record_usage(500)  # no reply yet
     ctx.append({"role": "assistant", "content": "hello"})
-    for bad in ({"prompt_tokens": "many"}, 0, -3, True, None, "500"):
+    for bad in (0, -3, True, None, "500"):
         with pytest.raises(UsageError, match="expected the prompt size"):
             ctx.record_usage(bad)
+    with pytest.raises(UsageError, match="prompt_tokens 'many' .a token count is a whole"):
+        ctx.record_usage({"prompt_tokens": "many"})
     assert ctx.billed == ctx.tokens  # nothing recorded: the count
     ctx.record_usage({"input_tokens": 100, "cache_read_input_tokens": 400,
                       "cache_creation_input_tokens": 30})  # Anthropic's fields, summed

@@ -13,7 +13,7 @@ from ctxpack.breakdown import stats
 from ctxpack.compression import compress_file
 from ctxpack.compression.settings import Options
 from ctxpack.jsonl import json_kind
-from ctxpack.recorded import MARGIN, MOST, RISE, believed, unbelievable
+from ctxpack.recorded import HIDDEN_MARGIN, MARGIN, MOST, RISE, believed, unbelievable
 from ctxpack.transcript import RecordedCall
 
 from .conftest import CORPUS, SAMPLES, corpus_files, corpus_params
@@ -533,8 +533,9 @@ def test_a_reply_the_next_prompt_cannot_hold_is_set_aside(tmp_path: Path) -> Non
     assert checked.out.startswith(
         f"{inflated}:{HIDDEN}: recorded reply of 150,000 tokens cannot be true: the next "
         f"call of the same context (line 81), which resends it, records a prompt of 70,878 "
-        f"tokens to this call's 70,243, and the reply is more than {RISE} times and "
-        f"{MARGIN:,} above the 635 it grew by; set aside")
+        f"tokens to this call's 70,243, and the reply (its thinking stored empty, counted "
+        f"at this output) is more than {RISE} times and {HIDDEN_MARGIN:,} above the 635 it "
+        f"grew by; set aside")
     honest = with_hidden_reply(tmp_path, 31, "honest.jsonl")
     assert run_ctxpack("validate", str(honest)).code == 0
     bare = with_hidden_reply(tmp_path, None, "bare.jsonl")
@@ -552,6 +553,33 @@ def test_a_reply_the_next_prompt_cannot_hold_is_set_aside(tmp_path: Path) -> Non
     assert doc["context_window"] == 200_000
     report = compress_file(inflated, Options(), cache=False).report
     assert report.billed["tokens_before"] == kept["context"]["tokens"] < report.trigger
+
+
+def test_a_hidden_reply_the_next_prompt_did_not_grow_by_moves_nothing(
+        tmp_path: Path) -> None:
+    # 8,000 tokens of thinking stored empty, where the next prompt grew by 635: within the
+    # room a reply the file shows is given (MARGIN), but this one would be counted at its
+    # output, so it is held to what the next prompt grew by
+    inflated = with_hidden_reply(tmp_path, 8_000)
+    checked = run_ctxpack("validate", str(inflated))
+    assert checked.code == 1 and checked.out.startswith(
+        f"{inflated}:{HIDDEN}: recorded reply of 8,000 tokens cannot be true: the next call")
+    honest = with_hidden_reply(tmp_path, 31, "honest.jsonl")
+    bare = with_hidden_reply(tmp_path, None, "bare.jsonl")
+    doc, kept, without = stats_doc(inflated), stats_doc(honest), stats_doc(bare)
+    # the count and its roles are as if the reply recorded no usage; the bill as the
+    # honest file's (the later calls anchor it)
+    assert doc["tokens"] == without["tokens"] and doc["by_role"] == without["by_role"]
+    assert doc["context"]["tokens"] == kept["context"]["tokens"]
+    # compress decides as on the honest file, at a trigger the 8,000 would have passed
+    options = Options(threshold=(kept["context"]["tokens"] + 3_000) / 200_000)
+    report = compress_file(inflated, options, cache=False).report
+    assert report.billed["tokens_before"] == kept["context"]["tokens"]
+    assert report.summary is None
+    # calibrate fits it as the file with no usage on that line
+    fits = [json.loads(run_ctxpack("calibrate", "--json", str(p)).out)
+            for p in (inflated, bare)]
+    assert fits[0] == fits[1]
 
 
 def unprompted(tmp_path: Path, output: int, name: str = "run.jsonl") -> Path:
@@ -578,8 +606,9 @@ def test_a_call_recording_a_prompt_of_0_has_its_reply_judged(tmp_path: Path) -> 
     assert checked.out.splitlines() == [
         f"{path}:{HIDDEN}: recorded reply of 400,000 tokens cannot be true: the next call of "
         f"the same context (line 81), which resends it, records a prompt of 70,878 tokens "
-        f"(this call records a prompt of 0), and the reply is more than {RISE} times and "
-        f"{MARGIN:,} above the whole of it; set aside, not used for the bill or the window"]
+        f"(this call records a prompt of 0), and the reply (its thinking stored empty, "
+        f"counted at this output) is more than {RISE} times and {HIDDEN_MARGIN:,} above the "
+        f"whole of it; set aside, not used for the bill or the window"]
     doc, kept = stats_doc(path), stats_doc(honest)
     assert [x["line"] for x in doc["usage_set_aside"]] == [HIDDEN]
     # its output is taken back out of the totals, and its thinking counted as the file
@@ -596,21 +625,33 @@ def test_a_call_recording_a_prompt_of_0_has_its_reply_judged(tmp_path: Path) -> 
 
 
 def test_a_reply_is_set_aside_only_past_both_bounds(tmp_path: Path) -> None:
-    # the next prompt grew by 635: the reply may be up to MARGIN above that
-    most = 635 + MARGIN
+    # the next prompt grew by 635: a reply whose thinking is stored empty may be up to
+    # HIDDEN_MARGIN above that
+    most = 635 + HIDDEN_MARGIN
     assert stats(with_hidden_reply(tmp_path, most), cache=False).set_aside == []
     s = stats(with_hidden_reply(tmp_path, most + 1), cache=False)
     assert [x["line"] for x in s.set_aside] == [HIDDEN]
 
     lines = list(range(0, 100, 10))  # the reply of call k on line 10k
 
-    def aside(*calls: tuple[int, int], same_line: bool = False) -> list[int]:
+    def aside(*calls: tuple[int, int], same_line: bool = False, hidden: bool = False
+              ) -> list[int]:
         # (of a model whose window holds every prompt and reply here: one it cannot hold
         # is set aside whatever the next prompt, see test_usage_unheld.py)
-        recorded = [RecordedCall(k, b, out, "gemini-2.5-pro")
+        recorded = [RecordedCall(k, b, out, "gemini-2.5-pro", hidden=hidden)
                     for k, (b, out) in enumerate(calls, 1)]
         places = [0] * len(lines) if same_line else lines
         return [x.line for x in believed(recorded, places, (), lambda a, b: None)[1]]
+
+    # a reply the file shows whole may be up to MARGIN above what the next prompt grew by
+    # (its thinking may be dropped as it is resent); a hidden one, counted at its output,
+    # no more than HIDDEN_MARGIN
+    assert aside((50_000, 1_000 + MARGIN), (51_000, 100)) == []
+    assert aside((50_000, 1_000 + HIDDEN_MARGIN), (51_000, 100), hidden=True) == []
+    assert aside((50_000, 1_001 + HIDDEN_MARGIN), (51_000, 100), hidden=True) == [10]
+    # and never less than twice what it grew by
+    assert aside((50_000, 2 * 40_000), (90_000, 100), hidden=True) == []
+    assert aside((50_000, 2 * 40_000 + 1), (90_000, 100), hidden=True) == [10]
 
     # a next prompt that grew by 150,000: the reply may be up to twice that
     assert aside((50_000, 300_000), (200_000, 100)) == []

@@ -76,6 +76,32 @@ def test_stats_says_the_window_was_raised_and_why(tmp_path: Path) -> None:
     assert (doc["context_window"], doc["context_window_assumed"]) == (230_500, 200_000)
 
 
+def with_tail(path: Path, words: int) -> Path:
+    """`path` with a message of the person's, `words` words long, after its last reply."""
+    with path.open("a") as out:
+        out.write(claude_code_line("user", 2, "assistant1", "more " * words))
+    return path
+
+
+@pytest.mark.parametrize(("prompt", "words", "why"), [
+    (230_000, 2_000, "the window is the least the model's can be (the largest call "
+                     "recorded), and the bill adds what came after the last call's prompt "
+                     "as counted"),
+    (150_000, 60_000, "the next call would not fit")])
+def test_a_bill_over_the_window_says_so(tmp_path: Path, prompt: int, words: int,
+                                        why: str) -> None:
+    path = with_tail(large_session(tmp_path, prompt=prompt), words)
+    doc = json.loads(run_ctxpack("stats", str(path), "--json").out)["files"][0]
+    over = doc["context"]["tokens"] - doc["context_window"]
+    assert over > 0 and doc["context_ratio"] > 1
+    said = " ".join(run_ctxpack("stats", str(path), "--top", "0").out.split())
+    assert f"over the window by {over:,}: {why}" in said
+    # a bill within the window says nothing of it
+    within = " ".join(run_ctxpack("stats", str(large_session(tmp_path, prompt=prompt)),
+                                  "--top", "0").out.split())
+    assert "over the window" not in within
+
+
 def test_a_call_within_the_window_leaves_it_as_assumed(tmp_path: Path) -> None:
     s = stats(large_session(tmp_path, prompt=150_000), cache=False)
     assert s.context_window == 200_000 and s.window_assumed is None

@@ -12,6 +12,7 @@ from ..archive import Archiver
 from ..calibration import Bill, Call, below_words, bill
 from ..formats.base import naming
 from ..tokens import REPLY_PRIMING
+from ..transcript import printable
 from .plan import Plan, StageReport
 from .reading import Input
 from .sight import DROPPED_LISTED, sight
@@ -102,7 +103,12 @@ def _not_read_back(name: str, path: str) -> list[str]:
 def passed_over(b: Bill) -> list[str]:
     """What compress says of the last calls whose usage is far below the count of their
     prompts (see calibration.far_below), which its bill passed over as stats does: a usage
-    given to the library (`usage=`) as much as a file's recorded calls."""
+    given to the library (`usage=`) as much as a file's recorded calls; and that the usage
+    recorded is not used at all, where it is of another model than the one billed (see
+    calibration.bill_for)."""
+    if b.usage_of:
+        return [f"the recorded usage is of {b.usage_of}, the model that made the calls, not "
+                f"{printable(b.model or '')}: not used; billed as with no usage recorded"]
     if not b.passed:
         return []
     n, last = len(b.passed), b.passed[-1][1]

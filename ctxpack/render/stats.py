@@ -206,7 +206,15 @@ def context_lines(f: FileStats) -> list[str]:
                      "ratio is the slope (the file may hold more than was sent)")
     if f.no_room:
         lines.append(f"  no room for the messages: {f.no_room}")
-    return lines + passed_lines(f) + window_lines(f) + set_aside_lines(f)
+    return lines + usage_of_lines(f) + passed_lines(f) + window_lines(f) + set_aside_lines(f)
+
+
+def usage_of_lines(f: FileStats) -> list[str]:
+    """Why the file's recorded usage is not used, where `--model` named another model."""
+    if f.context is None or not f.context.usage_of:
+        return []
+    return [f"  recorded usage not used: it is of {f.context.usage_of}, the model that made "
+            f"the calls, not {f.model}"]
 
 
 def _anchor_of(c: Bill) -> str:
@@ -261,11 +269,22 @@ def slope_text(slope: float) -> str:
 
 
 def window_lines(f: FileStats) -> list[str]:
-    """Why the window is more than the one assumed for the model, where it is."""
-    if f.window_assumed is None or not f.context_window:
+    """Why the window is more than the one assumed for the model, where it is, and that
+    the bill is over the window, where it is."""
+    if not f.context_window:
         return []
-    return [f"  window {f.context_window:,}: the largest call the file records (prompt and "
-            f"reply), more than the {f.window_assumed:,} assumed for {f.model}"]
+    grown = f.window_assumed is not None
+    out = [f"  window {f.context_window:,}: the largest call the file records (prompt and "
+           f"reply), more than the {f.window_assumed:,} assumed for {f.model}"] if grown else []
+    over = (f.context.tokens if f.context is not None else 0) - f.context_window
+    if over > 0:
+        # (a window the file's largest call sets is the least the model's can be: the bill
+        # adds, counted, what came after that call's prompt, its reply among it)
+        out.append(f"  over the window by {over:,}: " + (
+            "the window is the least the model's can be (the largest call recorded), and "
+            "the bill adds what came after the last call's prompt as counted" if grown else
+            "the next call would not fit"))
+    return out
 
 
 def to_markdown(files: list[FileStats]) -> str:
