@@ -10,6 +10,7 @@ from pathlib import Path
 
 from ctxpack.calibration import LEAST_CALLS, calibrate, untrusted
 from ctxpack.config import load_config
+from ctxpack.errors import InputError
 from ctxpack.loader import load
 from ctxpack.models import LARGEST_WINDOW, TABLE
 
@@ -197,3 +198,27 @@ def test_a_fit_a_config_would_refuse_is_shown_but_not_written(tmp_path: Path) ->
     assert f"not writing gpt-5.1-codex: {fitted.untrusted}" in run.err
     table = load_config(str(config)).models  # (it still reads, without the fit)
     assert table.calibration("gpt-5.1-codex") == TABLE.calibration("gpt-5.1-codex")
+
+
+def test_nothing_to_fit_names_every_agent_whose_files_record_usage(tmp_path: Path) -> None:
+    from ctxpack.formats import FORMATS
+
+    run = run_ctxpack("calibrate", str(SAMPLES / "support-chat.openai.jsonl"))
+    assert run.code == 2 and "nothing to fit" in run.err, run.err
+    hint = run.err.splitlines()[-1]
+    # the agents whose files record usage, the readers of Aider, mini-swe-agent, OpenHands
+    # and managed-agent events among them
+    for agent in ("Aider", "Anthropic managed-agent", "Claude Code", "Claude stream-json",
+                  "Cline", "Codex", "Gemini CLI", "mini-swe-agent", "OpenCode", "OpenHands"):
+        assert agent in hint, (agent, hint)
+    # and every reader that gives a sample's calls is one the list names
+    for path in sorted(SAMPLES.rglob("*")):
+        if path.is_file() and path.suffix in (".jsonl", ".json", ".md") \
+                and path.name != "README.md":
+            try:
+                t = load(str(path))
+            except InputError:  # (a piece of a storage tree, read only whole)
+                continue
+            if any(c.billed > 0 for c in t.calls):
+                named = getattr(FORMATS[t.format], "records_usage", "")
+                assert named and named in hint, (path, t.format)

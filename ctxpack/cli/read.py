@@ -590,9 +590,11 @@ def calibrate(
     fitted = fit_all(inputs.each(recorded), cfg.models.shipped_calibrations())
     if not fitted:
         inputs.exit_if_any_failed()
+        from ..formats import usage_recorders
+
+        *most, last = usage_recorders()
         raise UsageError("no file records the usage of a call: nothing to fit",
-                         "Claude Code, Codex, Gemini CLI, Cline, OpenCode and stream-json "
-                         "files record it")
+                         f"{', '.join(most)} and {last} files record it")
     if json_out:
         from ..jsonl import dumps
 

@@ -690,6 +690,7 @@ class AnthropicFormat:
     name = "anthropic"
     default_model = "claude"  # when the file names no model
     description = "Anthropic Messages API messages, one per line, or Claude Code stream-json"
+    records_usage = "Claude stream-json"  # (see formats.usage_recorders)
 
     def sniff(self, record: dict[str, Any]) -> int:
         return sniff_record(record)
