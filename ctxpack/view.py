@@ -296,7 +296,7 @@ def _image(part: Image, tokens: int) -> Segment:
     if size:
         facts.append(f"{size[0]}×{size[1]}")
     elif part.data and images.not_base64(part.data):
-        facts.append(f"not base64, {images.NO_PICTURE}")
+        facts.append("not base64: no picture")
     if part.url and not part.url.startswith("data:"):
         facts.append(part.url if len(part.url) <= 100 else part.url[:99] + "…")
     return Segment("image", (clean(", ".join(facts)),), tokens=tokens)
