@@ -311,14 +311,17 @@ def add_calibrations(path: str, fitted: list[Any]) -> None:
     edited = _edit_calibrations(text, new, merged)
     try:
         safe = edited is not None and yaml.safe_load(edited) == {**data, "calibration": merged}
-        if safe:  # (and loads as a config: checked before it replaces the file)
-            checked(parse(path, edited.encode("utf-8")), Path(path))
-    except (yaml.YAMLError, UsageError):
+    except yaml.YAMLError:
         safe = False
     if edited is None or not safe:
         raise UsageError(f"{path}: cannot edit its `calibration:` list safely (its layout is "
                          "not one ctxpack edits); nothing was changed",
                          "add the entries by hand, or write to a new file")
+    try:  # (checked as a config before it replaces the file)
+        checked(parse(path, edited.encode("utf-8")), Path(path))
+    except UsageError as exc:
+        raise UsageError(f"{path}: with the fitted figures the config would not load "
+                         f"({exc.message}); nothing was changed", exc.hint) from None
     try:  # (a fresh machine has no ~/.config/ctxpack yet)
         target.parent.mkdir(parents=True, exist_ok=True)
     except OSError as exc:  # (a file where a folder of its path should be, say)

@@ -296,7 +296,8 @@ def test_an_edit_that_would_not_load_is_not_written(tmp_path: Path) -> None:
     config = tmp_path / "config.yaml"
     text = "models:\n  - {name: acme-coder, context_window: 5000}  # ours\n"
     config.write_text(text)
-    with pytest.raises(UsageError, match="cannot edit"):
+    with pytest.raises(UsageError, match="would not load") as info:
         add_calibrations(str(config), [fitted("acme-coder", overhead=6307)])
+    assert "calibration[0]: overhead 6,307 is outside 0 to 4,999" in str(info.value)
     assert config.read_text() == text
     load_config(str(config))
