@@ -564,7 +564,7 @@ LEAST_CALLS = 4
 # own first calls (11-15%). Past it, the fit predicts some session badly: what an agent
 # sends unlogged is a session's (its project's CLAUDE.md, tools), and one overhead pooled
 # over sessions that differ fits none of them (the corpus's opus-4-6 sessions: 25.8k to
-# 42.7k, worst 30%).
+# 41.6k at the fitted slope, worst 30%).
 WORST_ERROR = 0.15
 STEP_GROWTH = 500  # counted tokens two calls must differ by for a slope to be read off
 # How far a model's slope may be from the one the shipped table gives its family (the
