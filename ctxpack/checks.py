@@ -16,8 +16,9 @@ from collections.abc import Callable, Sequence
 from dataclasses import dataclass
 
 from .formats import anthropic, gemini, gemini_api, openai, openhands
+from .images import NO_PICTURE, not_base64
 from .jsonl import loads, lone_surrogates
-from .transcript import Message, ToolCall, Transcript, printable
+from .transcript import Image, Message, Part, ToolCall, ToolResult, Transcript, printable
 
 ROLES = {
     "openai": {"system", "developer", "user", "assistant", "tool", "function"},
@@ -110,16 +111,20 @@ def _check_roles(messages: list[Message], fmt: str) -> list[Problem]:
 
 def _check_content(messages: list[Message], fmt: str) -> list[Problem]:
     """What the format's API refuses in each message record, named once a record (a record
-    may hold more than one message: tool results and what the user said)."""
+    may hold more than one message: tool results and what the user said; a reply written
+    over several lines is a record a line, each named at its own), and image data in any
+    format that holds no picture (see `images.not_base64`)."""
     refused = REFUSED.get(fmt)
-    if refused is None:
-        return []
     seen: set[int] = set()
     out = []
     for m in messages:
-        if isinstance(m.raw, dict) and id(m.raw) not in seen:
-            seen.add(id(m.raw))
-            out += [_at(m, problem) for problem in refused(m)]
+        for piece in m.pieces or (m,):
+            if refused is not None and isinstance(piece.raw, dict) \
+                    and id(piece.raw) not in seen:
+                seen.add(id(piece.raw))
+                out += [_at(piece, problem) for problem in refused(piece)]
+        out += [_at(m, f"image data is not base64 ({NO_PICTURE})")
+                for image in _images(m.parts) if image.data and not_base64(image.data)]
     return out
 
 
@@ -136,6 +141,13 @@ def _check_unicode(messages: list[Message]) -> list[Problem]:
                            "of a UTF-16 pair): no Unicode text, which no provider takes in a "
                            "request") for path, escape in lone_surrogates(m.raw)]
     return out
+
+
+def _images(parts: Sequence[Part]) -> list[Image]:
+    """The images among `parts`, those tool results hold too."""
+    return [p for part in parts
+            for p in (part.parts if isinstance(part, ToolResult) else (part,))
+            if isinstance(p, Image)]
 
 
 def _check_pairs(messages: list[Message], fmt: str) -> list[Problem]:

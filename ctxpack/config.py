@@ -73,14 +73,7 @@ def load_config(explicit: str | None = None) -> Config:
     path = find_config(explicit)
     if path is None:
         return Config()
-    data = parse(path, path.read_bytes())
-    if not isinstance(data, dict):
-        raise UsageError(f"{path}: the config must be a mapping of keys to values")
-    unknown = sorted(set(data) - KNOWN_KEYS)
-    if unknown:
-        raise UsageError(f"{path}: unknown config key(s): {', '.join(unknown)}",
-                         f"known keys: {', '.join(sorted(KNOWN_KEYS))}")
-    compress = _compress(data.get("compress") or {}, path)
+    models, compress = checked(parse(path, path.read_bytes()), path)
     local = not explicit and not os.environ.get("CTXPACK_CONFIG") and path == LOCAL
     ignored = _risky(compress) if local else []
     warnings = [
@@ -88,9 +81,22 @@ def load_config(explicit: str | None = None) -> Config:
         "directory may not send transcripts off the machine or weaken their protection; "
         "set them in your user config, with --config FILE, CTXPACK_* variables or flags"
     ] if ignored else []
-    return Config(models=_table(data, path),
+    return Config(models=models,
                   compress={k: v for k, v in compress.items() if k not in ignored},
                   source=str(path), warnings=warnings)
+
+
+def checked(data: Any, path: Path) -> tuple[ModelTable, dict[str, Any]]:
+    """What a config file's parsed `data` sets: its model table and its `compress:`
+    settings; a UsageError naming the file and what is wrong where ctxpack cannot load it
+    (no mapping, an unknown key, a setting or entry it refuses)."""
+    if not isinstance(data, dict):
+        raise UsageError(f"{path}: the config must be a mapping of keys to values")
+    unknown = sorted(set(data) - KNOWN_KEYS)
+    if unknown:
+        raise UsageError(f"{path}: unknown config key(s): {', '.join(unknown)}",
+                         f"known keys: {', '.join(sorted(KNOWN_KEYS))}")
+    return _table(data, path), _compress(data.get("compress") or {}, path)
 
 
 def parse(path: str | Path, raw: bytes) -> Any:
@@ -264,31 +270,40 @@ def _shown(number: float) -> str:
     return f"{int(number):,}" if abs(number) < 1e15 and number == int(number) else f"{number:g}"
 
 
+def editable(path: str) -> tuple[str, dict[str, Any]]:
+    """The text of the config file at `path` (a link's target's) and what it sets, ("",
+    {}) where there is none yet; a UsageError where ctxpack does not load it as a config
+    (`checked`), or it is no file: figures written there would count for no command."""
+    target = Path(os.path.realpath(path))
+    if not target.exists():
+        return "", {}
+    if not target.is_file():
+        raise UsageError(f"{path}: not a regular file; the config cannot be written there")
+    raw = target.read_bytes()
+    try:
+        data = parse(path, raw)
+        checked(data, Path(path))
+    except UsageError as exc:
+        raise UsageError(f"{exc.message}; ctxpack does not load this config, so it is not "
+                         "edited", exc.hint) from None
+    return raw.decode("utf-8"), data  # (its line ends as they are)
+
+
 def add_calibrations(path: str, fitted: list[Any]) -> None:
     """Put each fitted model's figures in the config file at `path`'s `calibration:`
     list: an entry the model table takes for the same model (`models.model_key`) is
-    replaced where it stands, a new one added after the list's last; the rest of the file,
-    its comments and layout, is kept as it was. A link is written through to its file; the
-    file is written whole or not at all, made (and its folder) if missing. A file it
-    cannot read as the config, or edit so that it reads back as intended, is refused and
-    left as it was."""
+    replaced where it stands (a block entry's values each in place, so that the comments
+    beside them stay), a new one added after the list's last; the rest of the file, its
+    comments and layout, is kept as it was. A link is written through to its file; the
+    file is written whole or not at all, made (and its folder) if missing. A file ctxpack
+    does not load as a config (`checked`) is refused and left as it was, and so is one
+    whose edit would not load, or not read back as intended."""
     import yaml
 
     from .atomic import write_atomic
 
     target = Path(os.path.realpath(path))  # (a link to a dotfiles checkout stays a link)
-    text = ""
-    if target.exists():
-        if not target.is_file():
-            raise UsageError(f"{path}: not a regular file; the config cannot be written there")
-        raw = target.read_bytes()
-        data = parse(path, raw)
-        text = raw.decode("utf-8")  # (its line ends as they are)
-        if not isinstance(data, dict):
-            raise UsageError(f"{path}: the config must be a mapping of keys to values")
-        _table(data, Path(path))  # (what is there is sound)
-    else:
-        data = {}
+    text, data = editable(path)
     new = {model_key(f.model): {k: v for k, v in (
         ("name", f.model), ("slope", f.slope), ("overhead", f.overhead), ("error", f.error))
         if v is not None} for f in fitted}
@@ -302,6 +317,11 @@ def add_calibrations(path: str, fitted: list[Any]) -> None:
         raise UsageError(f"{path}: cannot edit its `calibration:` list safely (its layout is "
                          "not one ctxpack edits); nothing was changed",
                          "add the entries by hand, or write to a new file")
+    try:  # (checked as a config before it replaces the file)
+        checked(parse(path, edited.encode("utf-8")), Path(path))
+    except UsageError as exc:
+        raise UsageError(f"{path}: with the fitted figures the config would not load "
+                         f"({exc.message}); nothing was changed", exc.hint) from None
     try:  # (a fresh machine has no ~/.config/ctxpack yet)
         target.parent.mkdir(parents=True, exist_ok=True)
     except OSError as exc:  # (a file where a folder of its path should be, say)
@@ -359,14 +379,58 @@ def _edit_calibrations(text: str, new: dict[str, dict[str, Any]],
         replacing = new.get(model_key(str(name))) if name is not None else None
         if replacing is not None:
             added.pop(model_key(str(name)), None)
-            out += [text[at:item.start_mark.index], flow(dict(replacing, name=name))]
-            at = _end(item)
+            if any(k.value == "<<" for k, _ in item.value):
+                return None  # (its values are another entry's: a merge key)
+            edits = _in_place(text, item, dict(replacing, name=name), newline) \
+                if not item.flow_style else None
+            for start, end, written in edits or [(item.start_mark.index, _end(item),
+                                                  flow(dict(replacing, name=name)))]:
+                out += [text[at:start], written]
+                at = end
     last = _end(seq.value[-1])
     indent = " " * seq.start_mark.column
     tail = "".join(f"{newline}{indent}- {flow(e)}" for e in added.values())
-    if at > last:
-        return None
+    last = max(last, at)  # (an edit took out the entry's last line)
     return "".join(out) + text[at:last] + tail + text[last:]
+
+
+def _in_place(text: str, item: Any, entry: dict[str, Any],
+              newline: str) -> list[tuple[int, int, str]] | None:
+    """The edits (start, end, text written there, in order) that make the block mapping
+    `item` of `text` read as `entry`: each value it has written over where it stands, a key
+    `entry` lacks taken out with its line, and the keys it lacks added on lines after its
+    last, so that comments beside the values stay. None where that cannot be done so (a
+    value that is no plain scalar, a key sharing its line with another)."""
+    import yaml
+
+    def scalar(value: Any) -> str:  # (as a flow list's item: `1.011`, `'1e3'`)
+        return yaml.safe_dump([value], default_flow_style=True, width=10**6,
+                              allow_unicode=True).strip()[1:-1]
+
+    def line_end(at: int) -> int:  # (of the line `at` is on: before its `\r\n` or `\n`)
+        end = text.find("\n", at)
+        end = len(text) if end < 0 else end
+        return end - 1 if end > 0 and text[end - 1] == "\r" else end
+
+    edits = []
+    keys = [k.value for k, _ in item.value]
+    for n, (key, value) in enumerate(item.value):
+        if not isinstance(value, yaml.ScalarNode) or value.style not in (None, "'", '"'):
+            return None
+        if key.value in entry:
+            if key.value != "name":  # (the entry keeps its name as written)
+                edits.append((value.start_mark.index, value.end_mark.index,
+                              scalar(entry[key.value])))
+            continue
+        before = text.rfind("\n", 0, key.start_mark.index)  # (the line break before it)
+        if n == 0 or text[before + 1:key.start_mark.index].strip():
+            return None  # (the key opens the entry's `- ` line)
+        edits.append((line_end(before), line_end(value.end_mark.index), ""))
+    indent = " " * item.value[0][0].start_mark.column
+    last = line_end(_end([v for k, v in item.value if k.value in entry][-1]))
+    edits += [(last, last, "".join(f"{newline}{indent}{k}: {scalar(v)}"
+                                   for k, v in entry.items() if k not in keys))]
+    return sorted(edits)
 
 
 def _end(node: Any) -> int:

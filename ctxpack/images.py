@@ -14,8 +14,10 @@ from typing import Literal
 
 __all__ = [
     "DEFAULT_SIZE",
+    "NO_PICTURE",
     "anthropic_image_tokens",
     "image_size",
+    "not_base64",
     "openai_image_tokens",
     "size_from_base64",
 ]
@@ -25,6 +27,9 @@ Size = tuple[int, int]
 # Assumption, not a measurement: an image whose size cannot be read (a URL with no inline data,
 # an unknown format, a corrupt header) is counted as a 1024x1024 picture.
 DEFAULT_SIZE: Size = (1024, 1024)
+# Inline data that is not base64 at all (`not_base64`) holds no picture to count: the
+# provider refuses it, no model sees one, so it is counted as 0 tokens (validate names it).
+NO_PICTURE = "no picture: counted as 0 tokens"
 
 # OpenAI (GPT-4o class): fit in 2048x2048, shortest side to 768, 512-px tiles.
 _OPENAI_LOW_TOKENS = 85
@@ -48,6 +53,9 @@ _B64_GROWTH = 4
 
 _DATA_URL = re.compile(r"\s*data:([^,]{0,256}),", re.IGNORECASE)
 _NOT_B64 = re.compile(r"[^A-Za-z0-9+/]+")
+# what base64 may hold besides its letters: either alphabet's (standard, URL-safe), its
+# padding, and the whitespace a line-wrapped encoder writes
+_NOT_B64_TEXT = re.compile(r"[^A-Za-z0-9+/\-_=\s]")
 _URLSAFE_TO_STD = str.maketrans("-_", "+/")
 
 # JPEG start-of-frame markers carry the size; C4 (DHT), C8 (JPG) and CC (DAC) share the range
@@ -220,6 +228,23 @@ def _decode(chars: str, whole: bool) -> bytes | None:
         return binascii.a2b_base64(chars)
     except binascii.Error:
         return None
+
+
+def not_base64(b64: str) -> bool:
+    """Whether inline image data (a data URL's prefix allowed) is no base64 at all: it holds
+    a character no base64 alphabet has, or only padding and whitespace. Base64 of a
+    format ctxpack cannot read the size of is base64 (counted at `DEFAULT_SIZE`); a data
+    URL that says it is not base64 (percent-encoded SVG) is not judged here."""
+    if not isinstance(b64, str):
+        return False
+    start = 0
+    match = _DATA_URL.match(b64)
+    if match:
+        if "base64" not in match.group(1).lower():
+            return False
+        start = match.end()
+    body = b64[start:]
+    return _NOT_B64_TEXT.search(body) is not None or not _NOT_B64.sub("", body)
 
 
 def size_from_base64(b64: str) -> Size | None:

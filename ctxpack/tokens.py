@@ -381,7 +381,10 @@ class TokenCounter:
         self._cache[key] = tokens
 
     def image(self, part: Image) -> int:
-        """Tokens of an image from its pixel size, by the provider's formula."""
+        """Tokens of an image from its pixel size, by the provider's formula (none for data
+        that is no base64: see `images.NO_PICTURE`)."""
+        if part.data and images.not_base64(part.data):
+            return 0
         size = images.size_from_base64(part.data) if part.data else None
         width, height = size or images.DEFAULT_SIZE
         if self.info.provider == "anthropic":

@@ -127,6 +127,10 @@ class Message:
     # formats.anthropic.merged_turns): billed as blocks of that message, it pays no
     # message's overhead of its own. Always `joined` too.
     split: bool = False
+    # of a reply written over several lines (one block a line, as Claude Code and
+    # stream-json write a response), each line's message as read, its record its `raw`:
+    # what the provider would refuse is in any of them (validate); else ()
+    pieces: tuple[Message, ...] = ()
 
     @property
     def line(self) -> int:

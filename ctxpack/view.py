@@ -295,6 +295,8 @@ def _image(part: Image, tokens: int) -> Segment:
     facts = [part.media_type or "image"]
     if size:
         facts.append(f"{size[0]}×{size[1]}")
+    elif part.data and images.not_base64(part.data):
+        facts.append("not base64: no picture")
     if part.url and not part.url.startswith("data:"):
         facts.append(part.url if len(part.url) <= 100 else part.url[:99] + "…")
     return Segment("image", (clean(", ".join(facts)),), tokens=tokens)

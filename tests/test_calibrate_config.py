@@ -233,3 +233,71 @@ def test_a_config_naming_an_unknown_encoding_is_refused_and_left_as_it_was(
     assert run.code == 2 and "Traceback" not in run.err, run.err
     assert f"{config}: models[0]: encoding 'o300k' is not one tiktoken has" in run.err
     assert config.read_text() == text
+
+
+def test_a_block_entry_is_edited_in_place_and_keeps_its_comments(tmp_path: Path) -> None:
+    config = tmp_path / "config.yaml"
+    config.write_text(TEAM)
+    add_calibrations(str(config), [fitted("gpt-5.4")])
+    text = config.read_text()
+    # every line but the changed figure's is kept, the comment beside the name too
+    assert [line for line in TEAM.splitlines() if "1.02" not in line] == \
+        [line for line in text.splitlines()
+         if "1.011" not in line and "overhead" not in line and "error" not in line], text
+    assert "  - name: GPT-5.4   # measured in March\n    slope: 1.011\n" in text
+    assert yaml.safe_load(text)["calibration"][0] == \
+        {"name": "GPT-5.4", "slope": 1.011, "overhead": 6307, "error": 0.001}
+    # a key the new figures lack goes with its line; the comments of the others stay
+    config.write_text("calibration:\n  - name: gpt-5.4  # ours\n    slope: 1.0  # guessed\n"
+                      "    note: x\n")
+    with pytest.raises(UsageError, match="does not load"):  # (`note` is no such key)
+        add_calibrations(str(config), [fitted("gpt-5.4")])
+    config.write_text("calibration:\n  - name: gpt-5.4  # ours\n    slope: 1.0  # guessed\n"
+                      "    error: 0.2  # old\n")
+    add_calibrations(str(config), [Fitted("gpt-5.4", 1, 24, 10, 1.011, 6307, None, None)])
+    assert config.read_text() == ("calibration:\n  - name: gpt-5.4  # ours\n"
+                                  "    slope: 1.011  # guessed\n    overhead: 6307\n")
+
+
+@pytest.mark.parametrize("text", [
+    # an unknown key (ctxpack refuses the config), there to anchor a merge key
+    "base: &b {slope: 1.0, overhead: 10}\ncalibration:\n  - <<: *b\n    name: gpt-5.4\n",
+    "calibration:\n  - {name: gpt-5.4, slope: '1.2', overhead: -100}\n",
+    "models: [{name: gpt-5.4, context_window: 0}]\n",
+])
+def test_a_config_ctxpack_does_not_load_is_not_edited(tmp_path: Path, text: str) -> None:
+    config = tmp_path / "config.yaml"
+    config.write_text(text)
+    run = run_ctxpack("calibrate", str(CODEX), "--write-config", str(config))
+    # refused in one line before any fitting, the file as it was
+    assert run.code == 2 and run.out == "", run.out + run.err
+    (line,) = run.err.strip().splitlines()
+    assert line.startswith(f"error: {config}") and "does not load this config" in line, line
+    assert config.read_text() == text
+
+
+def test_an_entry_whose_values_come_from_a_merge_key_is_not_edited(tmp_path: Path) -> None:
+    # a config ctxpack loads, whose entry takes its figures from another's: editing one
+    # would change the other, so it is refused and left as it was
+    config = tmp_path / "config.yaml"
+    text = ("calibration:\n  - &same {name: gpt-4o, slope: 1.0}\n  - <<: *same\n"
+            "    name: gpt-5.4\n")
+    config.write_text(text)
+    assert slope_of("gpt-5.4", load_config(str(config)).models) == 1.0
+    for model in ("gpt-5.4", "gpt-4o"):
+        with pytest.raises(UsageError, match="cannot edit"):
+            add_calibrations(str(config), [fitted(model)])
+        assert config.read_text() == text
+
+
+def test_an_edit_that_would_not_load_is_not_written(tmp_path: Path) -> None:
+    # the config's own window for the model is smaller than the fitted overhead: the
+    # edited file would be refused, so it is not written
+    config = tmp_path / "config.yaml"
+    text = "models:\n  - {name: acme-coder, context_window: 5000}  # ours\n"
+    config.write_text(text)
+    with pytest.raises(UsageError, match="would not load") as info:
+        add_calibrations(str(config), [fitted("acme-coder", overhead=6307)])
+    assert "calibration[0]: overhead 6,307 is outside 0 to 4,999" in str(info.value)
+    assert config.read_text() == text
+    load_config(str(config))

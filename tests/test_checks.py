@@ -2,15 +2,17 @@
 
 from __future__ import annotations
 
+import base64
 import io
 import json
 
 import pytest
 
 from ctxpack.checks import validate
+from ctxpack.images import anthropic_image_tokens
 from ctxpack.loader import load
 
-from .conftest import corpus_params
+from .conftest import SAMPLES, corpus_params
 from .helpers import ctxpack
 
 
@@ -319,3 +321,85 @@ def test_a_lone_surrogate_is_named_at_its_line_and_path(tmp_path, records, place
     path.write_bytes(lines(*records).replace(b"\\ud800", b"\\ud83d\\ude00")
                      .replace(b"\\udc00", b"\\ud83d\\ude00"))
     assert ctxpack("validate", str(path)).code == 0
+
+
+def _pieced_tool_use(tmp_path, input_value):
+    """The Claude Code sample with the tool_use of a reply written over two lines (its
+    text, then its call, under one message.id; the last, in the context) given
+    `input_value`: the file and the call's line."""
+    records = [json.loads(x) for x in (SAMPLES / "coding-agent.claude-code.jsonl")
+               .read_text().splitlines()]
+    ids = [r.get("message", {}).get("id") if r.get("type") == "assistant" else None
+           for r in records]
+    at = max(i for i, r in enumerate(records) if i and ids[i] and ids[i] in ids[:i]
+             and any(b.get("type") == "tool_use" for b in r["message"]["content"]))
+    block = next(b for b in records[at]["message"]["content"] if b.get("type") == "tool_use")
+    block["input"] = input_value
+    path = tmp_path / "pieced.claude-code.jsonl"
+    path.write_bytes(lines(*records))
+    return path, at + 1
+
+
+def test_a_block_of_a_reply_written_over_lines_is_checked_as_in_an_anthropic_file(tmp_path):
+    # Claude Code writes a response a block a line; the reply read from them is one message,
+    # and each line's block is checked at its own line as a Messages API file's is
+    path, line = _pieced_tool_use(tmp_path, "ls -la")
+    problem = "content[0]: tool_use block's 'input' is a string, not an object"
+    run = ctxpack("validate", str(path))
+    assert run.code == 1 and run.out.strip() == f"{path}:{line}: {problem}", run.out + run.err
+    messages = tmp_path / "messages.jsonl"
+    messages.write_bytes(lines(USER, {"role": "assistant", "content": [
+        {**LS, "input": "ls -la"}]}, {"role": "user", "content": [ANSWER]}))
+    assert problems(messages.read_bytes(), "anthropic") == [(2, problem)]
+    path, _ = _pieced_tool_use(tmp_path, {"command": "ls -la"})
+    assert ctxpack("validate", str(path)).code == 0
+
+
+def _stats(path):
+    run = ctxpack("stats", "--json", str(path))
+    assert run.code == 0, run.err
+    return json.loads(run.out)["files"][0]
+
+
+@pytest.mark.parametrize("data", ["!!!notbase64", "data:image/png;base64,@@@@", "===="])
+def test_image_data_that_is_no_base64_is_named_and_counted_as_no_picture(tmp_path, data):
+    bad = {"type": "image", "source": {"type": "base64", "media_type": "image/png",
+                                       "data": data}}
+    said = {"role": "assistant", "content": [LS]}
+    for with_image in (False, True):
+        shown = [ANSWER, bad] if with_image else [ANSWER]
+        (tmp_path / f"m{with_image:d}.jsonl").write_bytes(
+            lines(USER, said, {"role": "user", "content": shown}))
+    path = tmp_path / "m1.jsonl"
+    problem = "image data is not base64 (no picture: counted as 0 tokens)"
+    run = ctxpack("validate", "--format", "anthropic", str(path))
+    assert run.code == 1 and run.out.strip() == f"{path}:3: {problem}", run.out + run.err
+    # no 1024x1024 picture assumed: the file counts as it does without the block
+    assert _stats(path)["tokens"] == _stats(tmp_path / "m0.jsonl")["tokens"]
+    # a Claude Code file names it too, at the line of the record that holds it
+    records = [json.loads(x) for x in (SAMPLES / "coding-agent.claude-code.jsonl")
+               .read_text().splitlines()]
+    at = max(i for i, r in enumerate(records) if r.get("type") == "user"
+             and isinstance(r["message"]["content"], list))
+    plain = tmp_path / "plain.claude-code.jsonl"
+    plain.write_bytes(lines(*records))
+    records[at]["message"]["content"].append(bad)
+    claude = tmp_path / "bad.claude-code.jsonl"
+    claude.write_bytes(lines(*records))
+    run = ctxpack("validate", str(claude))
+    assert run.code == 1 and run.out.strip() == f"{claude}:{at + 1}: {problem}", run.out
+    assert _stats(claude)["tokens"] == _stats(plain)["tokens"]
+
+
+def test_base64_of_a_picture_of_unread_size_is_still_counted_as_one(tmp_path):
+    # base64 whose bytes are no format ctxpack reads the size of is an image of unknown
+    # size, assumed 1024x1024 (README), and no problem
+    odd = {"type": "image", "source": {"type": "base64", "media_type": "image/heic",
+                                       "data": base64.b64encode(b"\0" * 64).decode()}}
+    said = {"role": "assistant", "content": [LS]}
+    for n, shown in enumerate(([ANSWER], [ANSWER, odd])):
+        (tmp_path / f"m{n}.jsonl").write_bytes(lines(USER, said, {"role": "user",
+                                                                  "content": shown}))
+    assert problems((tmp_path / "m1.jsonl").read_bytes(), "anthropic") == []
+    assert _stats(tmp_path / "m1.jsonl")["tokens"] - _stats(tmp_path / "m0.jsonl")["tokens"] \
+        == anthropic_image_tokens(1024, 1024)

@@ -622,19 +622,23 @@ def calibrate(
     cfg = read_config(config)
     inputs = Files(files, _recordings, "transcripts (*.jsonl, *.json)")
     if write_config is not None:
+        from ..config import editable
         from .guard import Writes
 
         Writes(inputs.paths).output(write_config, "--write-config",
                                     hint="name the config file to add the figures to")
+        editable(write_config)  # (refused before any fitting, and again as it is edited)
     # fitted against the shipped calibrations, not the config's: a fit written there
     # would be the next one's prior (and the slope hidden content is converted at), and
     # each run would move it further
     fitted = fit_all(inputs.each(recorded), cfg.models.shipped_calibrations())
     if not fitted:
         inputs.exit_if_any_failed()
+        from ..formats import usage_recorders
+
+        *most, last = usage_recorders()
         raise UsageError("no file records the usage of a call: nothing to fit",
-                         "Claude Code, Codex, Gemini CLI, Cline, OpenCode and stream-json "
-                         "files record it")
+                         f"{', '.join(most)} and {last} files record it")
     if json_out:
         from ..jsonl import dumps
 

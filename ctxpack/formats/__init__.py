@@ -30,6 +30,14 @@ def usual_model(name: str) -> str | None:
     return getattr(FORMATS.get(name), "default_model", None)
 
 
+def usage_recorders() -> list[str]:
+    """The agents whose files record the usage of each call, once each, in alphabetical
+    order: a format's optional `records_usage` names the agent where its reader gives
+    the calls it records (`Layout.calls`), which `calibrate` fits and the bill anchors on."""
+    return sorted({name for fmt in FORMATS.values()
+                   if (name := getattr(fmt, "records_usage", ""))}, key=str.lower)
+
+
 # models formats assume that name a family, for its tokenizer, window and calibration: no
 # API serves a model of that name, so a request body does not name it
 FAMILIES = frozenset({"claude", "gemini"})
@@ -118,4 +126,4 @@ _register_builtin()
 
 __all__ = ["FORMATS", "Format", "Layout", "Reader", "RecordError", "folder_transcript",
            "get", "register", "sniff", "model_of", "sniff_headless", "sniff_magic", "sniff_text",
-           "usual_model"]
+           "usage_recorders", "usual_model"]

@@ -339,6 +339,7 @@ class AiderReader:
 class AiderFormat:
     name = "aider"
     description = "Aider's .aider.chat.history.md (Markdown)"
+    records_usage = "Aider"  # (see formats.usage_recorders)
     text = True  # not JSON: the whole file is read as one text
     why_not_written = NOT_WRITTEN
     holds_no_message = ("the file holds only Aider's own lines (commands, notices), none of "

@@ -284,12 +284,12 @@ class ResponseMerger:
 
 def _joined(pieces: Sequence[Message]) -> Message:
     """One response written as several lines: the first line's message, with the parts
-    and lines of all of them."""
+    and lines of all of them, and each of them as its `pieces`."""
     first = pieces[0]
     if len(pieces) == 1:
         return first
     return replace(first, parts=tuple(p for m in pieces for p in m.parts),
-                   lines=tuple(n for m in pieces for n in m.lines))
+                   lines=tuple(n for m in pieces for n in m.lines), pieces=tuple(pieces))
 
 
 _USAGE_FIELDS = ("input_tokens", "cache_creation_input_tokens", "cache_read_input_tokens",
@@ -715,6 +715,7 @@ class AnthropicFormat:
     name = "anthropic"
     default_model = "claude"  # when the file names no model
     description = "Anthropic Messages API messages, one per line, or Claude Code stream-json"
+    records_usage = "Claude stream-json"  # (see formats.usage_recorders)
 
     def sniff(self, record: dict[str, Any]) -> int:
         return sniff_record(record)

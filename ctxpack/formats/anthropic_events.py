@@ -213,6 +213,7 @@ class EventsFormat:
     name = "anthropic-events"
     default_model = "claude"  # when the file names no model
     description = "Anthropic managed-agent session events (bare or wrapped in {role, kind, raw})"
+    records_usage = "Anthropic managed-agent"  # (see formats.usage_recorders)
     not_read_back = NOT_READ_BACK.format(agent="the managed-agent API")
 
     def sniff(self, record: Any) -> int:

@@ -194,6 +194,8 @@ class Format(Protocol):
     name: str
     description: str
     # optional `default_model`: the model to assume when a file of this format names none
+    # optional `records_usage`: the agent whose files of this format record each call's
+    # usage, where its reader gives those calls (`Layout.calls`; see `usage_recorders`)
     # optional `doubt(record) -> str`: why a file it claims by this record (the first it
     # claims most surely, or the whole document) might be of another format after all (""
     # when nothing says so); stats shows it as unsure

@@ -275,6 +275,7 @@ class ClaudeCodeFormat:
     name = "claude-code"
     default_model = "claude"  # when the file names no model
     description = "Claude Code session log (~/.claude/projects/...)"
+    records_usage = "Claude Code"  # (see formats.usage_recorders)
     # compress restates the usage of every record after its change (the editor's
     # usage_mark), so a call whose reply starts after the last line it wrote is a new one
     restates_usage = True

@@ -875,6 +875,7 @@ class ClineFormat:
     name = "cline"
     default_model = CLINE_MODEL
     description = "a Cline / Roo Code task's api_conversation_history.json (JSON)"
+    records_usage = "Cline"  # (see formats.usage_recorders)
     document = True
     why_not_written = NOT_WRITTEN
 
@@ -892,6 +893,7 @@ class ClineUiFormat:
     name = "cline-ui"
     default_model = CLINE_MODEL
     description = "a Cline / Roo Code task's ui_messages.json, the UI's event log (JSON)"
+    records_usage = "Cline"  # (see formats.usage_recorders)
     document = True
     why_not_written = NOT_WRITTEN
 

@@ -747,6 +747,7 @@ class CodexFormat:
     name = "codex"
     default_model = "gpt-5"  # when the file names no model
     description = "Codex CLI rollout: one {timestamp, type, payload} item per line"
+    records_usage = "Codex"  # (see formats.usage_recorders)
     # compress restates the usage of every record after its change (the editor's
     # usage_mark), so a call whose reply starts after the last line it wrote is a new one
     restates_usage = True

@@ -647,6 +647,7 @@ class GeminiChatFormat:
     name = "gemini-cli"
     default_model = CLI_MODEL  # when the file names no model
     description = "Gemini CLI chat recording (session-*.json or .jsonl)"
+    records_usage = "Gemini CLI"  # (see formats.usage_recorders)
     holds_no_message = ("the recording holds no user or gemini message (its session's "
                         "metadata and notices only)")
     document = True  # the older form is one JSON document

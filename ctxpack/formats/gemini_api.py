@@ -346,6 +346,7 @@ class GeminiApiFormat:
     name = "gemini-api"
     default_model = "gemini"  # a body names its model in the URL, not in itself
     description = "Gemini API request bodies ({contents, systemInstruction}), one per line"
+    records_usage = "Gemini API batch"  # (see formats.usage_recorders)
     document = True  # one body, indented, as a `curl -d @request.json` example posts it
     why_not_written = NOT_WRITTEN
 

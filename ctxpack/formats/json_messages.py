@@ -209,6 +209,7 @@ class JsonMessagesFormat:
     name = "json-messages"
     default_model = DEFAULT_MODEL  # Chat Completions with no model named: the usual one
     description = "one JSON document of chat messages (.traj, .traj.json, run lists)"
+    records_usage = "mini-swe-agent"  # (see formats.usage_recorders)
     document = True  # the whole file is one JSON value, not JSONL
 
     def sniff(self, record: Any) -> int:

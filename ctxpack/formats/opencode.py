@@ -433,6 +433,7 @@ class OpenCodeReader:
 class OpenCodeFormat:
     name = "opencode"
     description = "an OpenCode session as `opencode export` writes it (JSON)"
+    records_usage = "OpenCode"  # (see formats.usage_recorders)
     holds_no_message = "the session holds no message with text, a call or an image"
     document = True  # the whole file is one JSON value
     why_not_written = NOT_WRITTEN

@@ -269,6 +269,7 @@ class OpenCodeStorageFormat:
     name = "opencode-storage"
     description = ("an OpenCode session in its storage/ folder tree (give the storage/ "
                    "folder, or storage/session/<projectID>/<sessionID>.json)")
+    records_usage = "OpenCode"  # (see formats.usage_recorders)
     document = True  # the info file is one JSON value
     why_not_written = NOT_WRITTEN
     # the session is many files: its records (the info file) are not all it holds, so it
@@ -368,6 +369,7 @@ class OpenCodeDbFormat:
     name = "opencode-db"
     description = ("OpenCode's SQLite opencode.db (its most recently updated session, "
                    "or --session ID)")
+    records_usage = "OpenCode"  # (see formats.usage_recorders)
     magic = SQLITE_MAGIC  # a binary file: read by its reader from the path
     document = True
     why_not_written = NOT_WRITTEN

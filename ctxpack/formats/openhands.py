@@ -336,6 +336,7 @@ class OpenHandsReader:
 class OpenHandsFormat:
     name = "openhands"
     description = "OpenHands events: evaluation output.jsonl or a saved trajectory (JSON array)"
+    records_usage = "OpenHands"  # (see formats.usage_recorders)
     document = True  # a trajectory is one JSON array; output.jsonl is read line by line
     why_not_written = NOT_WRITTEN
     holds_no_message = ("every instance's 'history' is empty: each run ended before its "
