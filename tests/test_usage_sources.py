@@ -1,0 +1,69 @@
+"""Where a file's recorded usage comes from, and that every source of it is judged: the
+calls a bill anchors on are among those the usage summary adds up, and a count no token
+count can be is set aside wherever it is recorded."""
+
+from __future__ import annotations
+
+import json
+from pathlib import Path
+from typing import Any
+
+from .conftest import SAMPLES
+from .helpers import ctxpack
+
+OPENHANDS = SAMPLES / "openhands" / "env-flags.openhands.jsonl"
+
+
+def _instance() -> dict[str, Any]:
+    return json.loads(OPENHANDS.read_text().splitlines()[0])
+
+
+def _stats(path: Path) -> dict[str, Any]:
+    run = ctxpack("stats", "--json", str(path))
+    assert run.code == 0 and "Traceback" not in run.err, run.err
+    return json.loads(run.out)["files"][0]
+
+
+def _write(path: Path, instance: dict[str, Any]) -> Path:
+    path.write_text(json.dumps(instance) + "\n")
+    return path
+
+
+def test_an_openhands_metrics_entry_of_no_reply_is_judged(tmp_path: Path) -> None:
+    honest = _stats(OPENHANDS)["usage"]
+    instance = _instance()
+    usages = instance["metrics"]["token_usages"]
+    usages.append({"prompt_tokens": -1, "completion_tokens": 10**25, "response_id": "gone"})
+    path = _write(tmp_path / "output.jsonl", instance)
+    checked = ctxpack("validate", str(path))
+    assert checked.code == 1, checked.out
+    assert f"{path}:1: recorded usage cannot be true: metrics.token_usages[{len(usages) - 1}]" \
+           ".prompt_tokens -1" in checked.out
+    usage = _stats(path)["usage"]
+    # the entry is out of every total, its made-up reply too
+    assert usage["calls_set_aside"] == 1
+    for key in ("calls", "input_tokens", "output_tokens", "last_input_tokens"):
+        assert usage[key] == honest[key], key
+
+
+def test_openhands_calls_anchored_on_are_those_the_summary_adds_up(tmp_path: Path) -> None:
+    # an instance whose metrics name no response of its events: the events' own usage is
+    # not a second source the bill anchors on while the table sums the metrics
+    instance = _instance()
+    instance["metrics"]["token_usages"] = [
+        {"prompt_tokens": 9_000, "completion_tokens": 40, "response_id": "elsewhere"}]
+    stats = _stats(_write(tmp_path / "output.jsonl", instance))
+    assert stats["usage"]["calls"] == 1
+    assert stats["usage"]["source"].startswith("metrics.token_usages")
+    assert stats["context"]["kind"] != "anchored"
+    # without metrics, the responses' own usage is the one source of both
+    del instance["metrics"]
+    stats = _stats(_write(tmp_path / "bare.jsonl", instance))
+    responses = {e["tool_call_metadata"]["model_response"]["id"]:
+                 e["tool_call_metadata"]["model_response"]["usage"]
+                 for e in instance["history"]
+                 if "usage" in e.get("tool_call_metadata", {}).get("model_response", {})}
+    assert stats["usage"]["source"] == "each LLM response's usage"
+    assert stats["context"]["kind"] == "anchored"
+    assert stats["context"]["calls"] == stats["usage"]["calls"] == len(responses)
+    assert stats["usage"]["input_tokens"] == sum(u["prompt_tokens"] for u in responses.values())
