@@ -67,3 +67,34 @@ def test_openhands_calls_anchored_on_are_those_the_summary_adds_up(tmp_path: Pat
     assert stats["context"]["kind"] == "anchored"
     assert stats["context"]["calls"] == stats["usage"]["calls"] == len(responses)
     assert stats["usage"]["input_tokens"] == sum(u["prompt_tokens"] for u in responses.values())
+
+
+EVENTS = SAMPLES / "export-timeout.anthropic-events.jsonl"
+
+
+def _with_list_cost(path: Path, amount: str) -> Path:
+    lines = EVENTS.read_text().splitlines()
+    at = max(n for n, text in enumerate(lines) if json.loads(text)["type"] == "session.usage")
+    record = json.loads(lines[at])
+    record["usage"]["list_cost"] = {"amount": amount, "currency": "USD"}
+    lines[at] = json.dumps(record)
+    path.write_text("\n".join(lines) + "\n")
+    return path
+
+
+def test_a_managed_agent_list_cost_is_read_in_cents(tmp_path: Path) -> None:
+    # the API writes a monetary amount in the currency's minor units, as decimal text:
+    # "1079" is $10.79, not $1,079
+    path = _with_list_cost(tmp_path / "run.jsonl", "1079")
+    usage = _stats(path)["usage"]
+    assert (usage["list_cost"], usage["list_cost_currency"]) == (10.79, "USD")
+    shown = ctxpack("stats", str(path)).out
+    assert "10.79 (recorded total, whole run)" in shown and "1,079" not in shown
+    # a run's bound holds in dollars: a cost past it is named as it is written
+    bound = 2_097_152_000_000 * 600 // 1_000_000  # a run's most tokens at the dearest price
+    fits = _with_list_cost(tmp_path / "fits.jsonl", str(bound * 100))
+    past = _with_list_cost(tmp_path / "past.jsonl", str(bound * 100 + 1))
+    assert ctxpack("validate", str(fits)).code == 0
+    said = ctxpack("validate", str(past))
+    assert said.code == 1 and f"usage.list_cost.amount '{bound * 100 + 1}' (more than " \
+        f"${bound:,.2f}" in said.out
