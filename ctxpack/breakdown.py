@@ -299,7 +299,7 @@ def _stats_of_transcript(t: Transcript, model: str | None, top: int,
     ordered = [*t.messages, *t.sidechain, *t.outside]
     n, s = len(t.messages), len(t.sidechain)
     layout = Layout(list(range(n)), list(range(n, n + s)), t.model, t.usage,
-                    conversations=len({m.conversation for m in t.messages}) or 1,
+                    conversations=t.conversations, empty=t.conversations,
                     calls=list(t.calls), outside_why=t.outside_why,
                     earlier=list(t.earlier), earlier_calls=list(t.earlier_calls),
                     set_aside=list(t.set_aside), failed=list(t.failed))
@@ -340,7 +340,7 @@ def _breakdown(all_stats: list[MessageStat], layout: Layout, counter: TokenCount
     seen = set(layout.context) | set(layout.sidechain)
     beyond = [s for i, s in enumerate(all_stats) if i not in seen]
     outside = [s for i, s in enumerate(all_stats) if i not in seen and i not in once]
-    conversations = max(layout.conversations, 1) if context else layout.empty
+    conversations = layout.held_conversations()
     # each conversation sent is primed for its reply; one of no messages (an OpenHands run
     # that failed before its first event) is counted among the file's, and sends nothing
     primed = len({s.conversation for s in context})

@@ -98,3 +98,47 @@ def test_a_managed_agent_list_cost_is_read_in_cents(tmp_path: Path) -> None:
     said = ctxpack("validate", str(past))
     assert said.code == 1 and f"usage.list_cost.amount '{bound * 100 + 1}' (more than " \
         f"${bound:,.2f}" in said.out
+
+
+def test_stats_of_a_loaded_openhands_file_counts_its_empty_instances(tmp_path: Path) -> None:
+    # an instance whose run failed before its first event is a conversation with no
+    # message: the file and the transcript loaded from it say so alike
+    from ctxpack import load, stats
+
+    run = _instance()
+    failed = {"instance_id": "x__y-1", "history": [], "metrics": {}}
+    mixed = tmp_path / "mixed.jsonl"
+    mixed.write_text("".join(json.dumps(r) + "\n" for r in (run, failed, run)))
+    empty = tmp_path / "failed.jsonl"
+    empty.write_text("".join(json.dumps({**failed, "instance_id": f"x__y-{n}"}) + "\n"
+                             for n in range(2)))
+    for path, held in ((mixed, 3), (empty, 2)):
+        of_file, of_transcript = stats(path, cache=False), stats(load(path), cache=False)
+        assert of_file.conversations == of_transcript.conversations == held
+        assert of_file.to_dict() == of_transcript.to_dict()
+
+
+def test_a_cline_request_on_a_message_not_written_yet_is_noted(tmp_path: Path) -> None:
+    # a task copied between the writes of its two files: the UI log has a request whose
+    # message the history does not hold yet; it is named, at its event, without failing
+    for name in ("api_conversation_history.json", "ui_messages.json"):
+        (tmp_path / name).write_bytes((SAMPLES / "cline-task" / name).read_bytes())
+    history = tmp_path / "api_conversation_history.json"
+    whole = json.loads(history.read_text())
+    events = json.loads((tmp_path / "ui_messages.json").read_text())
+    last = max(n for n, e in enumerate(events) if e.get("say") == "api_req_started")
+    asked = events[last]["conversationHistoryIndex"]
+    honest = _stats(history)["usage"]
+    history.write_text(json.dumps(whole[:asked + 1]))
+    checked = ctxpack("validate", str(history))
+    assert checked.code == 0, checked.out
+    assert f"ui_messages.json:1: note: event {last}: a request on history message " \
+           f"{asked + 1}, which the history does not hold yet ({asked + 1} messages)" \
+           in checked.out
+    assert "(1 note)" in checked.err
+    report = json.loads(ctxpack("validate", "--json", str(history)).out)["files"][0]
+    assert report["valid"] and [n["problem"].split(":")[0] for n in report["notes"]] == [
+        f"event {last}"]
+    # its usage is still the task's
+    usage = _stats(history)["usage"]
+    assert (usage["calls"], usage["input_tokens"]) == (honest["calls"], honest["input_tokens"])
