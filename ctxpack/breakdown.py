@@ -68,8 +68,10 @@ class MessageStat:
     calls: list[tuple[str | None, str, int]] = field(default_factory=list)
     results: list[tuple[str | None, str, int]] = field(default_factory=list)
     # the results (places in `results`) that answer a command the reply wrote as text, of
-    # no call part (an SWE-agent observation): each is a call of its tool
+    # no call part (an SWE-agent observation): each is a call of its tool, but where the
+    # reply is marked as writing it (`acts`), which counts it
     acted: list[int] = field(default_factory=list)
+    acts: str = ""  # as Message.acts
     thinking: list[int] = field(default_factory=list)
     conversation: int = 0
     where: str = ""  # as Message.where names it
@@ -216,7 +218,8 @@ def message_stat(message: Message) -> MessageStat:
     stat = MessageStat(message.item_line or message.line, role, 0, preview(message),
                        message.human, message.result_only, conversation=message.conversation,
                        where=where, place=where if message.place else "",
-                       title=round_title(message, printable) if message.human else "")
+                       title=round_title(message, printable) if message.human else "",
+                       acts=printable(message.acts))
     for i, part in enumerate(message.parts):  # part indexes until the counts come
         if isinstance(part, ToolCall):
             stat.calls.append((part.id, printable(part.name), i))
@@ -443,7 +446,12 @@ def by_tool(context: list[MessageStat], outside: Iterable[MessageStat] = ()
     the tool it answers (a call `outside` the context, cut from it, names it too)."""
     names = {call_id: name for s in outside for call_id, name, _ in s.calls if call_id}
     tools: dict[str, ToolStat] = {}
+    written = False  # the reply before wrote the command a result of no call answers
     for s in context:
+        if s.role == "assistant":
+            written = bool(s.acts)
+        if s.acts:  # a call where it is written (its tokens are the reply's text)
+            tools.setdefault(s.acts, ToolStat()).calls += 1
         for call_id, name, tokens in s.calls:
             if call_id:
                 names[call_id] = name
@@ -454,7 +462,9 @@ def by_tool(context: list[MessageStat], outside: Iterable[MessageStat] = ()
             name = names.get(call_id or "") or own or UNKNOWN_TOOL
             tool = tools.setdefault(name, ToolStat())
             tool.result_tokens += tokens
-            tool.calls += k in s.acted  # (its call's tokens are the reply's text)
+            if k in s.acted:  # (its call's tokens are the reply's text)
+                tool.calls += not written
+                written = False
             if s.tool is None:
                 s.tool = name
     return dict(sorted(tools.items(), key=lambda kv: -kv[1].tokens))

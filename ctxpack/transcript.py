@@ -127,6 +127,10 @@ class Message:
     # formats.anthropic.merged_turns): billed as blocks of that message, it pays no
     # message's overhead of its own. Always `joined` too.
     split: bool = False
+    # of a reply that writes its command in its text, of no call part, where its file
+    # names the command apart (SWE-agent's `action`): the tool the command's first word
+    # names, a call of which stats counts where it is written, answered or not ("": none)
+    acts: str = ""
 
     @property
     def line(self) -> int:
