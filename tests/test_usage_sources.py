@@ -142,3 +142,31 @@ def test_a_cline_request_on_a_message_not_written_yet_is_noted(tmp_path: Path) -
     # its usage is still the task's
     usage = _stats(history)["usage"]
     assert (usage["calls"], usage["input_tokens"]) == (honest["calls"], honest["input_tokens"])
+
+
+def test_an_openhands_call_before_a_condensation_is_judged_too(tmp_path: Path) -> None:
+    # a call made on events a condensation forgot is of the usage totals only: a count
+    # no token count can be there is named and taken out of them, as any call's
+    def run(i: int, cid: str, prompt: int) -> list[dict[str, Any]]:
+        response = {"id": f"r{cid}", "choices": [{"message": {"content": ""}}],
+                    "usage": {"prompt_tokens": prompt, "completion_tokens": 10}}
+        meta = {"function_name": "execute_bash", "tool_call_id": cid,
+                "model_response": response}
+        return [{"id": i, "source": "agent", "action": "run", "args": {"command": f"ls {i}"},
+                 "tool_call_metadata": meta},
+                {"id": i + 1, "source": "agent", "observation": "run", "cause": i,
+                 "content": f"out {i}", "tool_call_metadata": {"tool_call_id": cid}}]
+
+    events = [{"id": 0, "source": "user", "action": "message", "args": {"content": "go"}},
+              *run(1, "a", -7), *run(3, "b", 1_000),
+              {"id": 5, "source": "agent", "action": "condensation",
+               "args": {"forgotten_events_start_id": 1, "forgotten_events_end_id": 2}},
+              *run(6, "c", 1_200)]
+    path = tmp_path / "trajectory.json"
+    path.write_text(json.dumps(events, indent=2))
+    checked = ctxpack("validate", str(path))
+    assert checked.code == 1 and "event 1: recorded usage cannot be true: " \
+        "tool_call_metadata.model_response.usage.prompt_tokens -7" in checked.out
+    usage = _stats(path)["usage"]
+    assert (usage["calls"], usage["calls_set_aside"]) == (2, 1)
+    assert (usage["input_tokens"], usage["output_tokens"]) == (2_200, 20)
