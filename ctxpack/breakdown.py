@@ -68,8 +68,10 @@ class MessageStat:
     calls: list[tuple[str | None, str, int]] = field(default_factory=list)
     results: list[tuple[str | None, str, int]] = field(default_factory=list)
     # the results (places in `results`) that answer a command the reply wrote as text, of
-    # no call part (an SWE-agent observation): each is a call of its tool
+    # no call part (an SWE-agent observation): each is a call of its tool, but where the
+    # reply is marked as writing it (`acts`), which counts it
     acted: list[int] = field(default_factory=list)
+    acts: str = ""  # as Message.acts
     thinking: list[int] = field(default_factory=list)
     conversation: int = 0
     where: str = ""  # as Message.where names it
@@ -224,7 +226,8 @@ def message_stat(message: Message) -> MessageStat:
     stat = MessageStat(message.item_line or message.line, role, 0, preview(message),
                        message.human, message.result_only, conversation=message.conversation,
                        where=where, place=where if message.place else "",
-                       title=round_title(message, printable) if message.human else "")
+                       title=round_title(message, printable) if message.human else "",
+                       acts=printable(message.acts))
     for i, part in enumerate(message.parts):  # part indexes until the counts come
         if isinstance(part, ToolCall):
             stat.calls.append((part.id, printable(part.name), i))
@@ -307,7 +310,7 @@ def _stats_of_transcript(t: Transcript, model: str | None, top: int,
     ordered = [*t.messages, *t.sidechain, *t.outside]
     n, s = len(t.messages), len(t.sidechain)
     layout = Layout(list(range(n)), list(range(n, n + s)), t.model, t.usage,
-                    conversations=len({m.conversation for m in t.messages}) or 1,
+                    conversations=t.conversations, empty=t.conversations,
                     calls=list(t.calls), outside_why=t.outside_why,
                     earlier=list(t.earlier), earlier_calls=list(t.earlier_calls),
                     set_aside=list(t.set_aside), failed=list(t.failed))
@@ -348,7 +351,7 @@ def _breakdown(all_stats: list[MessageStat], layout: Layout, counter: TokenCount
     seen = set(layout.context) | set(layout.sidechain)
     beyond = [s for i, s in enumerate(all_stats) if i not in seen]
     outside = [s for i, s in enumerate(all_stats) if i not in seen and i not in once]
-    conversations = max(layout.conversations, 1) if context else layout.empty
+    conversations = layout.held_conversations()
     # each conversation sent is primed for its reply; one of no messages (an OpenHands run
     # that failed before its first event) is counted among the file's, and sends nothing
     primed = len({s.conversation for s in context})
@@ -453,7 +456,12 @@ def by_tool(context: list[MessageStat], outside: Iterable[MessageStat] = ()
     the tool it answers (a call `outside` the context, cut from it, names it too)."""
     names = {call_id: name for s in outside for call_id, name, _ in s.calls if call_id}
     tools: dict[str, ToolStat] = {}
+    written = False  # the reply before wrote the command a result of no call answers
     for s in context:
+        if s.role == "assistant":
+            written = bool(s.acts)
+        if s.acts:  # a call where it is written (its tokens are the reply's text)
+            tools.setdefault(s.acts, ToolStat()).calls += 1
         for call_id, name, tokens in s.calls:
             if call_id:
                 names[call_id] = name
@@ -464,7 +472,9 @@ def by_tool(context: list[MessageStat], outside: Iterable[MessageStat] = ()
             name = names.get(call_id or "") or own or UNKNOWN_TOOL
             tool = tools.setdefault(name, ToolStat())
             tool.result_tokens += tokens
-            tool.calls += k in s.acted  # (its call's tokens are the reply's text)
+            if k in s.acted:  # (its call's tokens are the reply's text)
+                tool.calls += not written
+                written = False
             if s.tool is None:
                 s.tool = name
     return dict(sorted(tools.items(), key=lambda kv: -kv[1].tokens))

@@ -89,6 +89,13 @@ def validate(transcript: Transcript) -> list[Problem]:
                   key=lambda p: (p.file, p.line))
 
 
+def notes(transcript: Transcript) -> list[Problem]:
+    """What validate tells of the transcript without calling it wrong (see Layout.notes),
+    by line."""
+    return sorted((Problem(line, printable(what), file)
+                   for line, what, file in transcript.notes), key=lambda p: (p.file, p.line))
+
+
 def _conversations(messages: Sequence[Message]) -> list[list[Message]]:
     groups: dict[int, list[Message]] = {}
     for m in messages:

@@ -746,12 +746,14 @@ def _transcript(scanner: Scanner, emitted: list[Message], records: Sequence[Reco
         set_aside=tuple(layout.set_aside),
         failed=tuple(layout.failed),
         problems=tuple(layout.problems),
+        notes=tuple(layout.notes),
         outside_why=layout.outside_why,
         copies=tuple(emitted[i] for i in sorted({*(i for i in layout.copies if i not in seen),
                                                  *layout.restated})),
         repeated=tuple(emitted[i] for i in sorted(layout.counted_once())),
         read=tuple(emitted),
         document=scanner.whole,
+        conversations=layout.held_conversations(),
     )
 
 

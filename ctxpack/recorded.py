@@ -207,20 +207,20 @@ def wrong_totals(line: int, counts: str, costs: str = "", place: str = "", item:
                     place=where_in(place, item) if place else "")
 
 
-def wrong_costs(record: Any, fields: Sequence[str], prefix: str = "", text: bool = False,
+def wrong_costs(record: Any, fields: Sequence[str], prefix: str = "", cents: bool = False,
                 most: tuple[float, str] = RUN_COST_BOUND) -> str:
     """The `fields` of a record that no cost can be (a cost is a number, zero or more, and
     no more than `most`, what its most tokens cost at the dearest price: `RUN_COST_BOUND`
     for a run's totals, `CALL_COST_BOUND` for a call's; a missing or null field is no
-    cost, not a wrong one), named as `wrong_counts` names counts ("": none); `text`: a
-    cost may be written as decimal text ("1032"), as the managed-agent API writes its list
-    cost."""
+    cost, not a wrong one), named as `wrong_counts` names counts ("": none); `cents`: a
+    cost in hundredths of a dollar, which may be written as decimal text ("1032", $10.32),
+    as the managed-agent API writes its list cost."""
     if not isinstance(record, Mapping):
         return ""
     bound, why = most
     return ", ".join(f"{prefix}{f} {shown(record[f])}" + (
-        f" (more than ${bound:,.2f}, {why})" if _cost(record[f], text) else f" {NO_COST}")
-        for f in fields if record.get(f) is not None and not _cost(record[f], text, bound))
+        f" (more than ${bound:,.2f}, {why})" if _cost(record[f], cents) else f" {NO_COST}")
+        for f in fields if record.get(f) is not None and not _cost(record[f], cents, bound))
 
 
 def cannot(counts: str = "", costs: str = "", again: str = "") -> str:
@@ -231,9 +231,9 @@ def cannot(counts: str = "", costs: str = "", again: str = "") -> str:
     return f"cannot be true: {', '.join(w for w in (counts, costs, again) if w)}"
 
 
-def _cost(value: Any, text: bool = False, most: float = math.inf) -> bool:
-    found = number(value, text)  # (an int past what a float holds compared exactly)
-    return found is not None and 0 <= found <= most
+def _cost(value: Any, cents: bool = False, most: float = math.inf) -> bool:
+    found = number(value, cents)  # (an int past what a float holds compared exactly)
+    return found is not None and 0 <= found <= most * (100 if cents else 1)
 
 
 Summed = tuple[tuple[str, int | float], ...]  # as `RecordedCall.summed`

@@ -131,6 +131,10 @@ class Message:
     # stream-json write a response), each line's message as read, its record its `raw`:
     # what the provider would refuse is in any of them (validate); else ()
     pieces: tuple[Message, ...] = ()
+    # of a reply that writes its command in its text, of no call part, where its file
+    # names the command apart (SWE-agent's `action`): the tool the command's first word
+    # names, a call of which stats counts where it is written, answered or not ("": none)
+    acts: str = ""
 
     @property
     def line(self) -> int:
@@ -289,6 +293,7 @@ class Transcript:
     set_aside: tuple[Any, ...] = ()
     failed: tuple[tuple[int, str], ...] = ()  # requests the file records as failed (Layout)
     problems: tuple[tuple[int, str], ...] = ()  # records its agent reads otherwise (Layout)
+    notes: tuple[tuple[int, str, str], ...] = ()  # told, not wrong: line, what, file (Layout)
     outside_why: str = ""  # why `outside` is not context, if the reader says
     # the messages the whole log leaves out, as it holds them elsewhere: those of `outside`
     # that repeat what the file holds again (Layout.copies), and those that state again
@@ -298,6 +303,9 @@ class Transcript:
     # context or an earlier message holds them (Layout.counted_once)
     repeated: tuple[Message, ...] = ()
     document: bool = False  # read as one whole document (JSON or text), not line by line
+    # how many conversations the file holds (Layout.held_conversations): an OpenHands
+    # instance whose run ended before its first event is one, holding no message
+    conversations: int = 1
     # the context before the newest compaction (places in `messages`, `sidechain` and
     # `outside` in that order, in model order: a system prompt may be in both contexts)
     # and the calls made on it (their `prompt` a place in `earlier`): what they measured

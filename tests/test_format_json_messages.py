@@ -93,11 +93,13 @@ def test_swe_agent_outputs_are_named_by_the_command_that_made_them(path, exact_t
     by_tool = stats(path).by_tool
     assert by_tool and "(unknown tool)" not in by_tool
     assert set(by_tool) <= commands | {"bash"}  # (function calling names its tools itself)
-    # each command that gave output is a call of its tool, whether the model wrote it as
-    # text or as a function call: the last (submit), which ended the run, gave none
-    answered = [m for m, after in zip(history, history[1:], strict=False)
-                if m.get("role") == "assistant" and after.get("role") in ("user", "tool")]
-    assert sum(t.calls for t in by_tool.values()) == len(answered)
+    # each command is a call of its tool, whether the model wrote it as text or as a
+    # function call, counted where it is written: the last (submit), which ended the run
+    # and gave no output, too
+    acted = [m for m in history if m.get("role") == "assistant"
+             and (m.get("action") or "").strip()]
+    assert sum(t.calls for t in by_tool.values()) == len(acted) == stats(path).steps
+    assert by_tool["submit"].calls == 1
 
 
 def test_a_swe_agent_output_shows_its_command_in_stats_and_show(tmp_path, exact_tokens):
@@ -114,15 +116,17 @@ def test_a_swe_agent_output_shows_its_command_in_stats_and_show(tmp_path, exact_
     path = tmp_path / "run.traj"
     path.write_text(json.dumps(doc, indent=2))
     s = stats(path)
-    assert list(s.by_tool) == ["python"] and s.by_tool["python"].result_tokens > 100
+    assert list(s.by_tool) == ["python", "submit"] and s.by_tool["python"].result_tokens > 100
+    assert (s.by_tool["submit"].calls, s.by_tool["submit"].tokens) == (1, 0)
     assert s.by_role["tool"] >= s.by_tool["python"].result_tokens
     shown = ctxpack("show", str(path))
     assert shown.code == 0 and "tool · python" in shown.out and "unknown tool" not in shown.out
 
 
 def test_swe_agent_commands_written_as_text_are_the_calls_of_their_tools(tmp_path):
-    # SWE-agent's commands are text actions, not calls the API carried: each that gave
-    # output is a call of the tool its first word names (stats showed `calls 0`)
+    # SWE-agent's commands are text actions, not calls the API carried: each is a call of
+    # the tool its first word names (stats showed `calls 0`), counted where the reply
+    # writes it, so the last, `submit`, which gets no output, is one too
     prompt = "(Open file: n/a)\n(Current directory: /repo)\nbash-$"
 
     def act(command: str) -> dict:
@@ -141,8 +145,13 @@ def test_swe_agent_commands_written_as_text_are_the_calls_of_their_tools(tmp_pat
     path.write_text(json.dumps(doc, indent=2))
     run = ctxpack("stats", "--json", str(path))
     by_tool = json.loads(run.out)["files"][0]["by_tool"]
-    assert {name: t["calls"] for name, t in by_tool.items()} == {"python": 2, "ls": 1}
-    assert all(t["call_tokens"] == 0 and t["result_tokens"] > 0 for t in by_tool.values())
+    assert {name: t["calls"] for name, t in by_tool.items()} == {"python": 2, "ls": 1,
+                                                                  "submit": 1}
+    assert all(t["call_tokens"] == 0 for t in by_tool.values())
+    assert [name for name, t in by_tool.items() if not t["result_tokens"]] == ["submit"]
+    # what show and convert make of the replies is as before: the command stays their text
+    shown = ctxpack("show", str(path)).out
+    assert "submit" in shown and "submit(" not in shown
     table = ctxpack("stats", str(path), env={"COLUMNS": "200"}).out
     assert re.search(r"│ python +│ +2 +│", table), table
 

@@ -66,8 +66,8 @@ def test_text_of_a_number_is_read_as_one_in_every_place(tmp_path: Path, text: st
     else:  # read as the number it is, and refused as no whole number of tokens
         assert said.endswith(f"overhead must be a whole number of tokens, not {float(text)}")
     assert setting(text) == ""
-    # a number, as every cost is (it was the text "2.5 USD")
-    assert list_cost(tmp_path, text) == float(text)
+    # a number, as every cost is (it was the text "2.5 USD"), of cents given in dollars
+    assert list_cost(tmp_path, text) == pytest.approx(float(text) / 100)
 
 
 @pytest.mark.parametrize("text", NOT_NUMBERS)

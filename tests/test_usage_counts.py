@@ -583,14 +583,14 @@ def session_usage(tmp_path: Path, name: str, cost: Any) -> tuple[Path, int]:
 @pytest.mark.parametrize(("cost", "named"), [
     ({"amount": "-3", "currency": "USD"}, "usage.list_cost.amount '-3'"),
     ({"amount": "lots", "currency": "USD"}, "usage.list_cost.amount 'lots'"),
-    ({"amount": ["1.84"], "currency": "USD"}, "usage.list_cost.amount (an array)"),
+    ({"amount": ["184"], "currency": "USD"}, "usage.list_cost.amount (an array)"),
     (-1.84, "usage.list_cost -1.84"),
 ], ids=["negative", "text", "array", "bare-negative"])
 def test_managed_agent_session_totals_whose_cost_no_cost_can_be_are_set_aside(
         tmp_path: Path, cost: Any, named: str) -> None:
     """The managed-agent `session.usage` list cost is a cost as any other: one that is no
     number, zero or more, is named at its line and not shown; it was dropped unsaid."""
-    honest, _ = session_usage(tmp_path, "honest.jsonl", {"amount": "1.84", "currency": "USD"})
+    honest, _ = session_usage(tmp_path, "honest.jsonl", {"amount": "184", "currency": "USD"})
     bad, line = session_usage(tmp_path, "bad.jsonl", cost)
     assert ctxpack("validate", str(honest)).code == 0
     said = ctxpack("validate", str(bad))
@@ -600,7 +600,8 @@ def test_managed_agent_session_totals_whose_cost_no_cost_can_be_are_set_aside(
         f"or more); set aside, not counted in the usage totals"
     ], said.out
     h, b = (json.loads(ctxpack("stats", "--json", str(p)).out)["files"][0] for p in (honest, bad))
-    # a number, as every cost is, and its currency (it was the text "1.84 USD")
+    # a number, as every cost is, in dollars (the API writes cents), and its currency (it
+    # was the text "1.84 USD")
     assert (h["usage"]["list_cost"], h["usage"]["list_cost_currency"]) == (1.84, "USD")
     assert not h["usage_set_aside"]
     assert "list_cost" not in b["usage"] and [x["line"] for x in b["usage_set_aside"]] == [line]

@@ -448,7 +448,9 @@ def validate(
     engine: datasets.EngineOpt = "local",
     ray_address: datasets.RayAddressOpt = None,
 ) -> None:
-    """Check that the provider would accept a transcript; exit 1 on any problem."""
+    """Check that the provider would accept a transcript; exit 1 on any problem (a note
+    tells what is so of the file without making it wrong)."""
+    from ..checks import notes
     from ..checks import validate as check
     from ..jsonl import dumps
     from ..loader import load
@@ -472,13 +474,19 @@ def validate(
     if json_out:
         doc = {"schema_version": 1, "files": [
             {"path": t.path, "format": t.format, "messages": len(t.messages), "valid": not p,
-             "problems": [x.to_dict() for x in p]} for t, p in report]}
+             "problems": [x.to_dict() for x in p],
+             **({"notes": [x.to_dict() for x in told]} if (told := notes(t)) else {})}
+            for t, p in report]}
         sys.stdout.buffer.write(dumps(doc, indent=2) + b"\n")
     else:
         for t, problems in report:
             for p in problems:
                 print(f"{p.file or t.path}:{p.line}: {p.message}")
-            verdict = "ok" if not problems else counted(len(problems), "problem")
+            told = notes(t)
+            for p in told:
+                print(f"{p.file or t.path}:{p.line}: note: {p.message}")
+            verdict = ("ok" if not problems else counted(len(problems), "problem")) + (
+                f" ({counted(len(told), 'note')})" if told else "")
             stderr().print(f"{t.path}: {t.format}, {counted(len(t.messages), 'message')}: "
                            f"{verdict}")
     inputs.exit_if_any_failed()

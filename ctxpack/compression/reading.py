@@ -255,7 +255,8 @@ def _read(src: Source, format: str | None, model: str | None, table: ModelTable,
         messages=tuple(emitted.messages[n] for n in context), model=layout.model,
         usage=layout.usage, skipped=tuple(scanner.skipped), calls=tuple(layout.calls),
         set_aside=tuple(layout.set_aside), failed=tuple(layout.failed),
-        problems=tuple(layout.problems), document=scanner.whole)
+        problems=tuple(layout.problems), document=scanner.whole,
+        conversations=layout.held_conversations())
     where = {n: i for i, n in enumerate(context)}
     fetch = _refetch(src, transcript, skip_invalid, list(context),
                      {where[n] for n in emitted.aside if n in where})

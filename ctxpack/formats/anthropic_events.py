@@ -13,6 +13,7 @@ request's recorded output tokens stand for its reply (see calibration.with_hidde
 
 from __future__ import annotations
 
+from decimal import Decimal
 from typing import Any
 
 from ..jsonl import dumps
@@ -160,21 +161,25 @@ class EventsReader:
 
 def _list_cost(usage: dict[str, Any]
                ) -> tuple[tuple[int | float, str | None] | None, str]:
-    """The list cost session totals record, a number as every cost is, and its currency
-    (`(1032, "USD")`; None: they record none, or one no cost can be), and the field no cost
-    can be, as `wrong_costs` names it ("": none). The API writes `{amount, currency}`, the
-    amount as decimal text."""
+    """The list cost session totals record, in dollars, a number as every cost is, and its
+    currency (`(10.32, "USD")`; None: they record none, or one no cost can be), and the
+    field no cost can be, as `wrong_costs` names it ("": none). The API writes `{amount,
+    currency}`, the amount as decimal text in the currency's minor units: "1032" is $10.32
+    (the Anthropic SDK's `BetaMonetaryAmount`: "an integer decimal string ... '2500' is
+    $25.00"; USD is the only currency it prices in). A bare number is read the same."""
     cost = usage.get("list_cost")
     if isinstance(cost, dict):
         amount, currency = cost.get("amount"), cost.get("currency")
-        wrong = wrong_costs(cost, ("amount",), "usage.list_cost.", text=True)
+        wrong = wrong_costs(cost, ("amount",), "usage.list_cost.", cents=True)
     else:
         amount, currency = cost, None
-        wrong = wrong_costs(usage, ("list_cost",), "usage.", text=True)
+        wrong = wrong_costs(usage, ("list_cost",), "usage.", cents=True)
     found = number(amount, text=True)
     if wrong or found is None:
         return None, wrong
-    return (found, currency if isinstance(currency, str) else None), ""
+    # (hundredths as written: 1079 is 10.79, not 10.790000000000001)
+    in_dollars = float(Decimal(repr(found)).scaleb(-2))
+    return (in_dollars, currency if isinstance(currency, str) else None), ""
 
 
 class EventsEditor(NoUsage):

@@ -137,12 +137,22 @@ class Layout:
     # session writes records of its chain again, under the same uuids): the whole log
     # keeps one copy, leaving these out
     copies: list[int] = field(default_factory=list)
+    # what validate tells of the file without calling it wrong, each at its line (in
+    # `file`, where that is not the transcript's: "" for it): a Cline request whose own
+    # message the history does not hold yet, as a copy of the task taken between the
+    # writes of its two files has it
+    notes: list[tuple[int, str, str]] = field(default_factory=list)
     # messages that state again one the file holds earlier, the same message, each with
     # the first it restates (Codex's `replacement_history` repeating what it replaces, a
     # system prompt a resumed session states again alike): the whole log holds the first,
     # where it first appears, and what lies outside the context leaves out the earlier
     # statements of one the context holds
     restated: dict[int, int] = field(default_factory=dict)
+
+    def held_conversations(self) -> int:
+        """How many conversations the file holds, as stats counts them: the reader's (one at
+        least) where the context holds a message, else those that hold none (`empty`)."""
+        return max(self.conversations, 1) if self.context else self.empty
 
     def counted_once(self) -> set[int]:
         """The messages outside the context that stats leaves out of what lies outside, as

@@ -56,6 +56,7 @@ from typing import Any
 from ..errors import InputError
 from ..jsonl import item_lines, json_kind, loads, parse_document
 from ..recorded import SetAside, Summed, dollars, summed, wrong_costs, wrong_counts
+from ..render import counted
 from ..transcript import (
     Image,
     Message,
@@ -556,6 +557,7 @@ class ClineHistoryReader:
         self.data: bytes | None = None  # the file's bytes, which place a call's item
         self.history: list[Any] = []  # the file's messages, as read
         self.problems: list[tuple[int, str]] = []  # (see Layout.problems)
+        self.notes: list[tuple[int, str, str]] = []  # (see Layout.notes)
 
     def located(self, path: str, data: bytes, first: int) -> None:
         """Told the file's path: its usage is in the `ui_messages.json` beside it."""
@@ -666,9 +668,16 @@ class ClineHistoryReader:
                 # one that names none, or whose own message (asked + 1) the history has not
                 # had written yet (a copy of the two files taken between two writes), is
                 # of the usage totals only, checked all the same
-                reply = bisect.bisect_left(self.position, asked + 2) if isinstance(
-                    asked, int) and not isinstance(asked, bool) \
+                named = isinstance(asked, int) and not isinstance(asked, bool)
+                reply = bisect.bisect_left(self.position, asked + 2) if named \
                     and asked + 1 < len(self.history) else None
+                if named and reply is None:
+                    self.notes.append((at.get(n, 1), (
+                        f"event {n}: a request on history message {asked + 1:,}, which the "
+                        f"history does not hold yet ({counted(len(self.history), 'message')}): "
+                        f"a copy taken between the writes of the two files; its usage counts "
+                        f"in the totals, not in the bill"),
+                        self.sibling or ""))
                 made.append((reply, added, n, self.model, wrong))
             usage = tally.summary(f"api_req_started events of the sibling {UI_SIBLING}")
             # what Cline cut from the history to fit the window is not sent any more
@@ -690,7 +699,7 @@ class ClineHistoryReader:
         return [], Layout(context, model=self.model, usage=usage, calls=calls,
                           unbilled_calls=before, set_aside=self.unread,
                           outside_why="condensed into a summary, or cut to fit the window",
-                          problems=self.problems)
+                          problems=self.problems, notes=self.notes)
 
     def _ui_events(self) -> tuple[list[Any] | None, bytes, str]:
         """The UI log beside the file and its bytes, if there is one that reads as this

@@ -72,13 +72,17 @@ def _message(d: dict[str, Any], line: int, conversation: int) -> Message:
 def _named_by_action(kept: list[dict[str, Any]], messages: list[Message]) -> list[Message]:
     """The messages, each result of no call named by the command of the reply before it:
     SWE-agent writes its command in the reply's text (and in its `action`) and sends the
-    output as the user's, so the tool is the command's first word, as SWE-agent names it."""
+    output as the user's, so the tool is the command's first word, as SWE-agent names it;
+    the reply is marked as acting so (`Message.acts`), a call stats counts where it is
+    written, answered or not (a run's last command, `submit`, gets no output)."""
     out, command = [], ""
     for d, message in zip(kept, messages, strict=True):
         if message.role == "assistant":
             action = d.get("action")
             words = action.split(None, 1) if isinstance(action, str) else []
             command = words[0] if words else ""
+            if command and not message.tool_calls:  # (a call part is the call itself)
+                message = replace(message, acts=command)
         elif command and any(r.call_id is None and not r.name for r in message.tool_results):
             message = replace(message, parts=tuple(
                 replace(p, name=command) if isinstance(p, ToolResult) and p.call_id is None

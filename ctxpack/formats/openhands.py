@@ -14,11 +14,14 @@ the model as a user message. Other events (agent state changes, `null` observati
 recall actions) are the UI's only; an observation no tool call asked for (a command the
 user ran) reaches the model as a user message. A `condensation` action drops the events it names
 (`forgotten_event_ids`, or the `forgotten_events_start_id`..`end_id` range) from the
-context. Usage is `metrics.token_usages` (one entry per LLM call, by `response_id`) or,
-in a trajectory, each LLM response's own `usage`: the `prompt_tokens` of a response (the
-whole prompt, cached parts included, as LiteLLM reports it) is the prompt size of the
-call whose reply is the assistant message made of it. Calls before a condensation are
-not recorded calls of the context: their prompts held the events it forgot.
+context. Usage is an instance's `metrics.token_usages` (one entry per LLM call, by
+`response_id`) or, where it has none (a trajectory), each LLM response's own `usage`: one
+source for a conversation, so the calls the bill anchors on are those the usage summary
+adds up. The `prompt_tokens` of a response (the whole prompt, cached parts included, as
+LiteLLM reports it) is the prompt size of the call whose reply is the assistant message
+made of it. Calls before a condensation, or whose entry names no reply the file holds,
+are not recorded calls of the context (their prompts held the events it forgot, or what
+the file does not show): the summary holds them, judged by themselves.
 """
 
 from __future__ import annotations
@@ -133,17 +136,20 @@ def _forgotten(args: dict[str, Any]) -> tuple[set[int], list[tuple[int, int]]]:
     return ids, ranges
 
 
-def _prompt(usage: Any, where: str) -> tuple[int, str, Summed]:
-    """A call's prompt size, the counts of its usage that no token count can be (named
-    with `where`, the usage's path in its record), and what it adds to the summary (a
-    `token_usages` entry's names, or a response's)."""
+def _call(usage: Any, where: str) -> RecordedCall:
+    """One LLM call as its usage records it (a `token_usages` entry, or a response's own
+    `usage`; `prompt` 0 until its reply is placed): its prompt size (the whole prompt, as
+    LiteLLM reports it) and reply, the counts that no token count can be (named with
+    `where`, the usage's path in its record), and what it adds to the usage summary."""
     u = _dict(usage)
-    billed = number(u.get("prompt_tokens"))
-    return billed, wrong_counts(usage, _COUNTS, where, nulls=_COUNTS[:2]), summed(
-        input_tokens=billed, output_tokens=number(u.get("completion_tokens")),
+    billed, output = number(u.get("prompt_tokens")), number(u.get("completion_tokens"))
+    return RecordedCall(0, billed, output, None,
+                        problem=wrong_counts(usage, _COUNTS, where, nulls=_COUNTS[:2]),
+                        summed=summed(
+        input_tokens=billed, output_tokens=output,
         cache_read_tokens=number(u.get("cache_read_tokens", u.get("cache_read_input_tokens"))),
         cache_creation_tokens=number(u.get("cache_write_tokens",
-                                           u.get("cache_creation_input_tokens"))))
+                                           u.get("cache_creation_input_tokens")))))
 
 
 def _response(meta: dict[str, Any]) -> tuple[str | None, str, dict[str, str]]:
@@ -168,13 +174,18 @@ class OpenHandsReader:
         self.context: list[int] = []
         self.conversations = 0
         self.model: str | None = None
-        self.usages: list[dict[str, Any]] = []  # metrics.token_usages, one a call
         self.finder: LineFinder | None = None
         self.at = (0, 0)  # the event being read and its line
         self.forgotten: tuple[set[int], list[tuple[int, int]]] = (set(), [])
-        self.prompts: dict[str, tuple[int, str, Summed]] = {}  # response id -> as `_prompt`
+        # the calls of the conversation being read, by response id (`_call`), from its
+        # `metrics.token_usages` where it has them (`measured`), else each response's own
+        self.prompts: dict[str, RecordedCall] = {}
+        self.measured = False
+        self.sources: set[bool] = set()  # which of the two each conversation's usage is
+        self.summed: list[Summed] = []  # what every recorded call adds to the summary
         self.replies: list[RecordedCall] = []  # `prompt`: the reply's number, until finish
-        self.responses: dict[str, dict[str, Any]] = {}  # a trajectory's own usages, by id
+        # calls on no context: before a condensation, or with no reply the file holds
+        self.unbilled: list[RecordedCall] = []
 
     def located(self, path: str, data: bytes, first: int) -> None:
         """Told a trajectory's bytes: each event is at the line of its `id`."""
@@ -184,15 +195,22 @@ class OpenHandsReader:
         events = events_of(record)
         if events is None:
             raise RecordError("not an OpenHands instance ('history' of events) or event list")
-        self.prompts = {}
+        self.prompts, loose = {}, []
+        metrics = _dict(record.get("metrics")) if isinstance(record, dict) else {}
+        usages = metrics.get("token_usages")  # usage only informs: any other value is none
+        found = [(k, u) for k, u in enumerate(usages) if isinstance(u, dict)] \
+            if isinstance(usages, list) else []
+        # one source of a conversation's calls: its metrics, where it has them
+        self.measured = bool(found)
+        for k, u in found:
+            call = replace(_call(u, f"metrics.token_usages[{k}]."), at=line)
+            self.summed.append(call.summed)
+            rid = u.get("response_id")
+            if isinstance(rid, str) and rid not in self.prompts:
+                self.prompts[rid] = call
+            else:
+                loose.append(call)
         if isinstance(record, dict):
-            metrics = _dict(record.get("metrics"))
-            usages = metrics.get("token_usages")  # usage only informs: any other value is none
-            found = [(k, u) for k, u in enumerate(usages) if isinstance(u, dict)] \
-                if isinstance(usages, list) else []
-            self.usages += [u for _, u in found]
-            self.prompts = {u["response_id"]: _prompt(u, f"metrics.token_usages[{k}].")
-                            for k, u in found if isinstance(u.get("response_id"), str)}
             model = _dict(_dict(record.get("metadata")).get("llm_config")).get("model")
             self.model = model if isinstance(model, str) else self.model
         start = len(self.messages)
@@ -202,13 +220,21 @@ class OpenHandsReader:
         except RecordError as error:  # a field of the wrong type: name the event and its line
             n, at = self.at
             raise RecordError(f"event {n}: {error}", at) from None
+        if self.prompts or loose:
+            self.sources.add(self.measured)
         self.messages += built
         self.context += [start + i for i, m in enumerate(built) if not self._forgets(m)]
-        for i, m in enumerate(built[condensed:], start + condensed):
-            billed, wrong, added = self.prompts.get(m.id or "", (0, "", ()))
-            if m.role == "assistant" and (billed > 0 or wrong):
-                self.replies.append(RecordedCall(i, billed, None, m.model or self.model,
-                                                 problem=wrong, summed=added))
+        for i, m in enumerate(built, start):
+            call = self.prompts.pop(m.id or "", None) if m.role == "assistant" else None
+            if call is None or not (call.billed or call.output or call.problem):
+                continue
+            call = replace(call, model=m.model or self.model)
+            if i - start >= condensed:
+                self.replies.append(replace(call, prompt=i))
+            else:  # (made on the events the condensation forgot)
+                self.unbilled.append(replace(call, at=m.line, place=m.place))
+        # entries of the metrics no reply of the conversation is made of
+        self.unbilled += [replace(c, model=self.model) for c in [*self.prompts.values(), *loose]]
         self.conversations += 1
         return built
 
@@ -260,10 +286,11 @@ class OpenHandsReader:
                     continue
                 model = _dict(meta.get("model_response")).get("model")
                 usage = _dict(meta.get("model_response")).get("usage")
-                if rid is not None and any(
-                        (prompt := _prompt(usage, "tool_call_metadata.model_response.usage."))[:2]):
-                    self.prompts.setdefault(rid, prompt)
-                    self.responses.setdefault(rid, usage)
+                if not self.measured and rid is not None and rid not in self.prompts \
+                        and isinstance(usage, dict) and usage:
+                    recorded = _call(usage, "tool_call_metadata.model_response.usage.")
+                    self.prompts[rid] = recorded
+                    self.summed.append(recorded.summed)
                 parts: list[Part] = [Text(text)] if text else []
                 out.append(Message("assistant", (*parts, call), (line,), e, id=rid,
                                    model=model if isinstance(model, str) else None,
@@ -304,32 +331,28 @@ class OpenHandsReader:
     def finish(self) -> tuple[list[Message], Layout]:
         where = {n: i for i, n in enumerate(self.context)}
         calls = [replace(c, prompt=where[c.prompt]) for c in self.replies if c.prompt in where]
+        forgotten = [replace(c, prompt=0, at=m.line, place=m.place) for c in self.replies
+                     if c.prompt not in where for m in (self.messages[c.prompt],)]
         return [], Layout(self.context, model=self.model, usage=self._usage(),
                           outside_why="forgotten by a condensation",
                           conversations=max(self.conversations, 1), calls=calls,
+                          unbilled_calls=[*self.unbilled, *forgotten],
                           empty=0 if self.context else self.conversations)
 
     def _usage(self) -> dict[str, Any]:
-        calls, source = self.usages, "metrics.token_usages (one entry per LLM call)"
-        if not calls and self.responses:  # a trajectory: each response's own
-            source = "each LLM response's usage"
-            calls = [{"prompt_tokens": number(u.get("prompt_tokens")),
-                      "completion_tokens": number(u.get("completion_tokens")),
-                      "cache_read_tokens": number(u.get("cache_read_input_tokens")),
-                      "cache_write_tokens": number(u.get("cache_creation_input_tokens"))}
-                     for u in self.responses.values()]
-        if not calls:
+        """The sum of every call recorded, each as its conversation's one source has it."""
+        if not self.summed:
             return {}
-        usage: dict[str, Any] = {
-            "source": source,
-            "calls": len(calls),
-            "input_tokens": sum(number(u.get("prompt_tokens")) for u in calls),
-            "output_tokens": sum(number(u.get("completion_tokens")) for u in calls),
-            "cache_read_tokens": sum(number(u.get("cache_read_tokens")) for u in calls),
-            "cache_creation_tokens": sum(number(u.get("cache_write_tokens")) for u in calls),
-        }
-        if self.conversations == 1:
-            usage["last_input_tokens"] = number(calls[-1].get("prompt_tokens"))
+        source = {frozenset({True}): "metrics.token_usages (one entry per LLM call)",
+                  frozenset({False}): "each LLM response's usage"}.get(
+            frozenset(self.sources), "metrics.token_usages (one entry per LLM call), or each "
+                                     "LLM response's usage where an instance has none")
+        usage: dict[str, Any] = {"source": source, "calls": len(self.summed)}
+        for share in self.summed:
+            for key, amount in share:
+                usage[key] = usage.get(key, 0) + amount
+        if self.conversations == 1 and self.replies:  # (the last call on the context)
+            usage["last_input_tokens"] = self.replies[-1].billed
         return usage
 
 
