@@ -1114,3 +1114,17 @@ def test_a_number_too_long_to_read_is_named_by_its_digits(tmp_path: Path, field:
         f"{bad}:{line}: recorded usage cannot be true: total_token_usage.{field} a "
         f"{digits:,}-digit number (more than 2,097,152,000,000"), named
     assert "0" * 30 not in said.out + said.err
+
+
+@pytest.mark.parametrize(("cost", "shown"), [(6.200731500000001, "6.200732"), (0.5, "0.5"),
+                                             (12.0, "12")])
+def test_a_recorded_cost_reads_as_an_amount_in_the_table(tmp_path: Path, cost: float,
+                                                         shown: str) -> None:
+    # a float's binary tail (as Claude Code's `total_cost_usd` often holds) is no figure a
+    # person reads: the table shows the amount to the millionth; the JSON keeps the value
+    _, path, _ = result_line("stream.anthropic.jsonl", set_cost(cost))(tmp_path)
+    run = ctxpack("stats", str(path))
+    row = next(x for x in run.out.splitlines() if "cost_usd" in x)
+    assert re.search(rf"│ {re.escape(shown)} \(recorded total, whole run\)", row), row
+    assert json.loads(ctxpack("stats", "--json", str(path)).out)["files"][0]["usage"][
+        "cost_usd"] == cost

@@ -122,11 +122,20 @@ def _tables(f: FileStats) -> list[tuple[str, list[str], list[list[str]]]]:
                                "tokens", "cumulative"], rows))
     if f.usage:
         run = f.usage.get(WHOLE_RUN, ())
-        rows = [[k, (f"{v:,}" if isinstance(v, int) else str(v))
-                 + (" (recorded total, whole run)" if k in run else "")]
+        rows = [[k, _usage_value(v) + (" (recorded total, whole run)" if k in run else "")]
                 for k, v in f.usage.items() if k not in ("explanation", WHOLE_RUN)]
         tables.append(("Recorded provider usage", ["field", "value"], rows))
     return tables
+
+
+def _usage_value(v: object) -> str:
+    """A recorded usage figure as a person reads it: counts with thousands marks, an amount
+    (a cost) to the millionth, without a float's binary tail (6.200731500000001)."""
+    if isinstance(v, bool) or not isinstance(v, int | float):
+        return str(v)
+    if isinstance(v, int):
+        return f"{v:,}"
+    return f"{v:,.6f}".rstrip("0").rstrip(".")
 
 
 def summary_lines(f: FileStats) -> list[str]:
