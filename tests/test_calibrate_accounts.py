@@ -160,3 +160,21 @@ def test_the_notes_under_the_table_are_wrapped_to_the_terminal(tmp_path: Path) -
         out = ctxpack("calibrate", str(sample), env={"COLUMNS": str(width)}).out
         assert max(map(len, out.splitlines())) <= width
         assert " ".join(note.split()) in " ".join(out.split())
+
+
+def test_why_a_fit_is_not_written_is_wrapped_as_the_notes_are(tmp_path: Path) -> None:
+    # the Codex sessions of the corpus pool two gpt-5.5 sessions of unlike overheads: the
+    # reason that fit is not written runs past any terminal, said on stderr
+    codex = corpus_files("codex")
+    if not codex:
+        pytest.skip("corpus not found beside the checkout (../shared/corpus)")
+    config = tmp_path / "team.yaml"
+    for width in (80, 100):
+        config.unlink(missing_ok=True)
+        run = ctxpack("calibrate", *map(str, codex), "--write-config", str(config),
+                      env={"COLUMNS": str(width)})
+        assert run.code == 0, run.err
+        said = " ".join(run.err.split())
+        assert "not writing gpt-5.5: a call held out is off by" in said, run.err
+        reasons = run.err.split("\nwrote ")[0]  # (the config's path is not broken)
+        assert max(map(len, reasons.splitlines())) <= width, run.err

@@ -687,10 +687,11 @@ def calibrate(
     if write_config:
         from ..config import add_calibrations
 
+        said_to = stderr()
         for f in fitted:
-            if f.untrusted:
-                stderr().print(plain(f"not writing {f.label}: {f.untrusted}"), markup=False,
-                               highlight=False)
+            if f.untrusted:  # (wrapped as the notes under the table are)
+                said_to.print(textwrap.fill(plain(f"not writing {f.label}: {f.untrusted}"),
+                                            said_to.width), markup=False, highlight=False)
         trusted = [f for f in fitted if not f.untrusted]
         if trusted:
             add_calibrations(write_config, trusted)
