@@ -6,9 +6,11 @@ archived, one at a time, until it fits; `check_fits` says when nothing can.
 from __future__ import annotations
 
 from dataclasses import replace
+from typing import Any
 
 from ..errors import CannotFit
 from .plan import Edits, Plan, Summary
+from .settings import Options
 from .summarizers._layout import CONDENSED
 from .summary import caps, draft, ends, fixed
 
@@ -59,30 +61,36 @@ def missed_target(plan: Plan) -> list[str]:
     return []
 
 
-def target_not_below_trigger(plan: Plan) -> list[str]:
-    """The warning of a `--target` asked for at or above the trigger: what compress
-    writes may be compressed again at the next turn (the default target is always below
-    it)."""
-    if not plan.options.target or plan.billed_target < plan.billed_trigger:
-        return []
-    return [f"the target asked for ({plan.billed_target:,} billed tokens) is not below the "
-            f"trigger ({plan.billed_trigger:,}): the next turns may trigger compress again"]
+def of_settings(plan: Plan) -> list[str]:
+    """The warnings that depend on the settings alone (and the model's window they are
+    held to): a budget above the window, a target not below the trigger. A `Context`
+    says each once however many times it compresses, and a run over many files or rows
+    once for them all (`of_report`)."""
+    return settings_warnings(plan.options, plan.window, plan.read.model, plan.billed_target,
+                             plan.billed_trigger)
 
 
-def budget_over_window(plan: Plan) -> list[str]:
-    """The warning of a budget asked for above the model's window: the window is what
-    compress holds the context to (a prompt past it is refused whatever the budget)."""
-    said = over_window(plan.options.budget, plan.window, plan.read.model)
-    return [said] if said else []
+def of_report(report: Any, options: Options) -> list[str]:
+    """`of_settings` of the compress `report` tells of, run with `options`."""
+    return settings_warnings(options, report.context_window, report.model, report.target,
+                             report.trigger)
 
 
-def over_window(budget: int | None, window: int, model: str) -> str | None:
-    """What `budget_over_window` says of a `budget` for a `model` of `window` (a run over
-    many files says it once for them all); None where it is within the window."""
-    if not budget or budget <= window:
-        return None
-    return (f"the budget asked for ({budget:,} tokens) is more than the {window:,}-token "
-            f"window of {model}: the window is used instead")
+def settings_warnings(options: Options, window: int, model: str, target: int,
+                      trigger: int) -> list[str]:
+    """What `of_settings` says: of a `budget` asked for above the `model`'s `window` (the
+    window is what compress holds the context to: a prompt past it is refused whatever
+    the budget), and of a `--target` asked for at or above the `trigger` (billed tokens,
+    as `target`): what compress writes may be compressed again at the next turn (the
+    default target is always below it)."""
+    said = []
+    if options.budget and options.budget > window:
+        said.append(f"the budget asked for ({options.budget:,} tokens) is more than the "
+                    f"{window:,}-token window of {model}: the window is used instead")
+    if options.target and 0 < trigger <= target:  # (a report of no plan has neither)
+        said.append(f"the target asked for ({target:,} billed tokens) is not below the "
+                    f"trigger ({trigger:,}): the next turns may trigger compress again")
+    return said
 
 
 def check_fits(plan: Plan) -> list[str]:
@@ -90,7 +98,7 @@ def check_fits(plan: Plan) -> list[str]:
     total = plan.total
     s = plan.summary
     if total <= plan.limit:
-        return budget_over_window(plan) + target_not_below_trigger(plan) + missed_target(plan)
+        return of_settings(plan) + missed_target(plan)
     what = "budget" if plan.by_budget else f"context window of {plan.read.model}"
     left = f"{plan.billed:,} tokens"
     if plan.read.bill.kind != "exact":  # the limit is of the bill; the parts are counts

@@ -191,7 +191,7 @@ class Plan:
     @property
     def by_budget(self) -> bool:
         """Is the limit the budget asked for, not the model's window (a budget above the
-        window leaves the window: see limiting.budget_over_window)?"""
+        window leaves the window: see limiting.of_settings)?"""
         return bool(self.options.budget) and self.options.budget < self.window
 
     @property
