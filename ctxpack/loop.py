@@ -97,8 +97,8 @@ class Context:
         self._trigger: int | None = None  # in ctxpack's count, for the bill as it is
         self._billed_trigger: int | None = None  # in billed tokens: the settings' own
         self._call: Call | None = None  # the newest call whose prompt size was recorded
-        self._said: set[str] = set()  # what the settings warn of, said once (the budget
-        # above the window): by the first compress that says it
+        self._said: set[str] = set()  # what the settings warn of, said once (a budget
+        # above the window, a target not below the trigger): by the first compress to say it
 
     # -- the loop's side -------------------------------------------------------------
 
@@ -192,7 +192,7 @@ class Context:
         raised and nothing changes). What was done is added to `history` and returned;
         None when nothing was."""
         from .compression import now_iso
-        from .compression.limiting import budget_over_window
+        from .compression.limiting import of_settings
         from .compression.pipeline import run
         from .compression.report import report_of, warnings_of
         from .compression.writer import records_out
@@ -209,7 +209,7 @@ class Context:
         self._replace(out)
         self._carry(given.bill)
         self._store()
-        once = set(budget_over_window(plan))
+        once = set(of_settings(plan))
         warnings = [w for w in warnings_of(given, [plan]) if w not in once & self._said]
         self._said |= once
         event = Event("compress", now, before, self._tokens, n, len(out), _done(plan.stages),

@@ -148,11 +148,15 @@ def test_many_files_in_place_each_keep_their_original(folder: Path) -> None:
 def test_what_every_file_would_warn_of_is_said_once(folder: Path, tmp_path: Path) -> None:
     (folder / "sub" / "bad.jsonl").unlink()
     run = ctxpack("compress", str(folder), "--out-dir", str(tmp_path / "out"), "--budget",
-                  BUDGET, "--no-archive", "-q")
+                  BUDGET, "--target", BUDGET, "--no-archive", "-q")
     assert run.code == 0, run.err
     assert [line for line in run.err.splitlines() if "--no-archive" in line] == \
         ["warning: --no-archive: the replaced originals are not kept; restore cannot bring "
          "them back"]
+    # a setting's own warning (a target not below the trigger, the budget) as well
+    said = " ".join(run.err.split())
+    assert said.count(f"warning: the target asked for ({int(BUDGET):,} billed tokens) is not "
+                      f"below the trigger ({int(BUDGET):,})") == 1
 
 
 def test_many_in_place_say_where_each_original_went(folder: Path, tmp_path: Path) -> None:

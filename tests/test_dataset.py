@@ -150,6 +150,43 @@ def test_an_anthropic_row_counts_as_the_anthropic_file() -> None:
     assert row["tokens"] == ctxpack.stats(str(path), format="anthropic").tokens
 
 
+def test_a_claude_run_reads_rows_that_mark_no_api_as_the_messages_api(tmp_path: Path) -> None:
+    """Rows of plain messages are read, checked and compressed as the API that serves the
+    run's model (Anthropic's Messages for Claude), as the library reads such a list;
+    rows that mark their API (Chat Completions tool calls) keep it; --format forces one."""
+    model = "claude-opus-4-5"
+    loose = [[m for m in t if m["role"] != "system"] for t in evals()[:2]]
+    trajectories = [loose[0], loose[1][1:], loose[0] * 20, chat()]  # the second opens on a reply
+    data = write(table_of(trajectories, "json", bad=False), tmp_path / "data.parquet")
+    per_row = tmp_path / "rows.parquet"
+
+    def checked(*flags: str) -> list[dict[str, Any]]:
+        run = run_ctxpack("stats", str(data), "-m", model, "--per-row", str(per_row), *flags)
+        assert run.code == 0, run.err
+        return pq.read_table(per_row).to_pylist()
+
+    rows = checked()
+    for i, (row, t) in enumerate(zip(rows, trajectories, strict=True)):
+        path = tmp_path / f"row-{i}.jsonl"
+        path.write_text("".join(json.dumps(m) + "\n" for m in t))
+        assert row["tokens"] == ctxpack.stats(str(path), model=model).tokens
+    assert [r["problems"] for r in rows] == [[], ["message 1: the first message must have "
+                                                  "role 'user'"], [], []]
+    assert all(r["valid"] for r in checked("--format", "openai"))
+
+    small = tmp_path / "small.parquet"
+    run = run_ctxpack("compress", str(data), "-m", model, "--budget", "3000", "-o", str(small))
+    assert run.code == 0, run.err
+    out = pq.read_table(small).to_pylist()
+    for row, t in zip(out, trajectories, strict=True):
+        new, report = ctxpack.compress(t, model=model, budget=3000)
+        assert (row["ctxpack_tokens_before"], row["ctxpack_tokens_after"]) == \
+            (report.tokens_before, report.tokens_after)
+        assert json.loads(row["messages"]) == json.loads(json.dumps(new))
+    assert out[2]["ctxpack_done"] and json.loads(out[2]["messages"])[0]["content"][1][
+        "text"].startswith("## Archived Session Summary")  # joined to the task: one user turn
+
+
 def test_a_compressed_table_is_not_compressed_again_and_a_plain_one_restores_as_it_is(
 ) -> None:
     out = compress_table(table_of(over_budget(), "json", bad=False), budget=BUDGET)

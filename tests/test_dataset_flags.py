@@ -186,32 +186,40 @@ def test_max_ratio_gates_a_dataset_on_each_rows_share_of_its_window(
     assert pq.read_table(per_row).column("context_ratio").to_pylist() == ratios
 
 
-def test_a_budget_above_the_window_is_said_once_a_run(tmp_path: Path) -> None:
+WINDOW = 128_000  # gpt-4o's: the rows' model (they name none)
+
+
+@pytest.mark.parametrize(("asked", "warning", "fine"), [
+    (["--budget", str(2 * WINDOW)], f"the budget asked for ({2 * WINDOW:,} tokens) is more "
+     f"than the {WINDOW:,}-token window of gpt-4o: the window is used instead",
+     ["--budget", str(WINDOW)]),
+    (["--target", "110000"], f"the target asked for (110,000 billed tokens) is not below "
+     f"the trigger ({WINDOW * 4 // 5:,}): the next turns may trigger compress again",
+     ["--target", str(WINDOW * 4 // 5 - 1)]),
+])
+def test_what_the_settings_warn_of_is_said_once_a_run(tmp_path: Path, asked: list[str],
+                                                      warning: str, fine: list[str]) -> None:
     """As for transcripts: once for one dataset of many rows, and once for a folder of
     datasets; each dataset's entry of the report says it."""
     from ctxpack.models import TABLE
 
-    window = TABLE.find("gpt-4o").context_window  # (the rows' model: they name none)
+    assert TABLE.find("gpt-4o").context_window == WINDOW
     folder = tmp_path / "in"
     folder.mkdir()
     data = write(table_of(over_budget(), "json", bad=False), folder / "a.parquet")
     write(table_of(over_budget(), "struct", bad=False), folder / "b.parquet")
-    asked = f"{2 * window:,}"
-    warning = (f"warning: the budget asked for ({asked} tokens) is more than the "
-               f"{window:,}-token window of gpt-4o: the window is used instead")
-    run = run_ctxpack("compress", str(data), "-o", str(tmp_path / "a.parquet"), "--budget",
-                      str(2 * window), "--report-json", str(tmp_path / "r.json"))
+    run = run_ctxpack("compress", str(data), "-o", str(tmp_path / "a.parquet"), *asked,
+                      "--report-json", str(tmp_path / "r.json"))
     assert run.code == 0, run.err
     assert " ".join(run.err.split()).count(warning) == 1
     (entry,) = json.loads((tmp_path / "r.json").read_text())["files"]
-    assert entry["warnings"] == [warning.removeprefix("warning: ")]
+    assert entry["warnings"] == [warning]
     assert pq.read_table(tmp_path / "a.parquet").schema.metadata == \
         pq.read_table(data).schema.metadata  # (nothing of it in the dataset written)
-    run = run_ctxpack("compress", str(folder), "--out-dir", str(tmp_path / "out"),
-                      "--budget", str(2 * window), "-q")
+    run = run_ctxpack("compress", str(folder), "--out-dir", str(tmp_path / "out"), *asked,
+                      "-q")
     assert run.code == 0, run.err
     assert " ".join(run.err.split()).count(warning) == 1
-    # at the window itself there is nothing to say
-    run = run_ctxpack("compress", str(data), "-o", str(tmp_path / "w.parquet"), "--budget",
-                      str(window), "-q")
-    assert run.code == 0 and "window" not in run.err, run.err
+    # within the window, below the trigger, there is nothing to say
+    run = run_ctxpack("compress", str(data), "-o", str(tmp_path / "w.parquet"), *fine, "-q")
+    assert run.code == 0 and "warning" not in run.err, run.err

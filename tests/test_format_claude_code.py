@@ -488,16 +488,18 @@ def test_a_loop_of_parents_is_named_and_read_to_an_end(tmp_path: Path,
     assert stats.code == 0 and json.loads(stats.out)["files"][0]["messages"] >= 1, stats
 
 
-def test_records_written_again_are_copies_the_whole_log_holds_once(tmp_path: Path) -> None:
+def test_records_written_again_are_held_where_they_first_appear(tmp_path: Path) -> None:
     # a resumed session writes records of its chain again (the same uuids): the newest copy
-    # holds its place in the context, and `convert --all` holds each message once, as it
-    # does a Gemini CLI message written again
+    # holds its place in the context; `convert --all` holds each message once, where it
+    # first appears (as a Codex compaction's kept messages are), and stats does not count
+    # the first copies outside the context as well as in it
     first = [user("u1", None, "list the files"),
              piece("a1", "u1", "msg_1", calls("t1")),
              answer("r1", "a1", "t1", "a.py b.py"),
              piece("a2", "r1", "msg_2", said("Two files."))]
-    once = [*first, user("u2", "a2", "and the tests?")]
-    twice = [*first, *first, user("u2", "a2", "and the tests?")]
+    aside = user("x1", "a2", "a question left off the branch")
+    once = [*first, aside, user("u2", "a2", "and the tests?")]
+    twice = [*first, aside, *first, user("u2", "a2", "and the tests?")]
     paths = []
     for name, records in (("once", once), ("twice", twice)):
         path = tmp_path / f"{name}.jsonl"
@@ -505,7 +507,17 @@ def test_records_written_again_are_copies_the_whole_log_holds_once(tmp_path: Pat
         paths.append(path)
     plain, again = (load(p) for p in paths)
     assert [m.text for m in again.messages] == [m.text for m in plain.messages]
-    assert [m.line for m in again.copies] == [1, 2, 3, 4]  # the first copies, outside
+    assert [m.line for m in again.messages] == [6, 7, 8, 9, 10]  # the newest copies
+    assert [m.line for m in again.copies] == [6, 7, 8, 9]  # left out of the whole log
     converted = [json.loads(ctxpack("convert", str(p), "--all", "--to", "openai").out)
                  for p in paths]
     assert converted[1]["messages"] == converted[0]["messages"]
+    assert [m["content"] for m in converted[1]["messages"] if m["role"] == "user"] == [
+        "list the files", "a question left off the branch", "and the tests?"]
+    counted = [json.loads(ctxpack("stats", "--json", str(p)).out)["files"][0] for p in paths]
+    assert counted[1]["outside"] == counted[0]["outside"]
+    assert counted[1]["outside"]["messages"] == 1  # the question off the branch
+    for p in paths:  # the records as read, byte for byte
+        out = tmp_path / f"{p.stem}.copy.jsonl"
+        write(load(p), out)
+        assert out.read_bytes() == p.read_bytes()

@@ -437,19 +437,25 @@ def test_a_message_of_joined_turns_is_held_as_a_file_of_it_is_read() -> None:
 
 
 @pytest.mark.usefixtures("exact_tokens")
-def test_a_budget_above_the_window_is_said_by_the_first_compress_only() -> None:
+@pytest.mark.parametrize(("settings", "warning"), [
+    ({"budget": 10_000}, "the budget asked for (10,000 tokens) is more than the 3,000-token "
+                         "window of acme-small: the window is used instead"),
+    ({"target": 2_400}, "the target asked for (2,400 billed tokens) is not below the trigger "
+                        "(2,400): the next turns may trigger compress again"),
+])
+def test_what_the_settings_warn_of_is_said_by_the_first_compress_only(
+        settings: dict[str, int], warning: str) -> None:
     from ctxpack.models import TABLE, ModelInfo
 
     table = TABLE.extend([ModelInfo("acme-small", "o200k_base", 3_000)])
-    ctx = Context("acme-small", 10_000, table=table)
+    ctx = Context("acme-small", table=table, **settings)
     for m in sample_messages():
         ctx.append(m)
         if ctx.needs_compress:
             ctx.compress()
     assert len(ctx.history) >= 2
-    said = [[w for w in e.warnings if "window" in w] for e in ctx.history]
-    assert said[0] == ["the budget asked for (10,000 tokens) is more than the 3,000-token "
-                       "window of acme-small: the window is used instead"]
+    said = [[w for w in e.warnings if w == warning] for e in ctx.history]
+    assert said[0] == [warning]
     assert not any(said[1:])
     # each compress's own report says it, as `ctxpack.compress` would
-    assert all(said[0][0] in e.report.warnings for e in ctx.history)
+    assert all(warning in e.report.warnings for e in ctx.history)

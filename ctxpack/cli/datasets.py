@@ -79,7 +79,7 @@ def rows_of(column: str | None, id_column: str | None, format: str | None,
     from ..dataset import MESSAGES, Rows
     from ..models import TABLE
 
-    return Rows(column=column or MESSAGES, format=format or "openai", id_column=id_column,
+    return Rows(column=column or MESSAGES, format=format, id_column=id_column,
                 model=model, models=TABLE if models is None else models, cache=cache)
 
 

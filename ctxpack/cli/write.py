@@ -146,7 +146,7 @@ class _CompressJob:
 def compress_one(job: Any, how: _CompressJob, alone: bool) -> Any:
     """One file of a many-file compress (run in a worker process when `alone`)."""
     from ..compression import compress_file
-    from ..compression.limiting import over_window
+    from ..compression.limiting import of_report
     from .batch import Outcome, failed
 
     if alone:
@@ -169,9 +169,9 @@ def compress_one(job: Any, how: _CompressJob, alone: bool) -> Any:
             result.close()
         return Outcome(job.source, job.dest, status, tokens_before=r.tokens_before,
                        tokens_after=r.tokens_after, backup=backup,
-                       warnings=tuple(w for w in (_estimated(r), _dropped(
-                           r, how.options.archive, how.strip_metadata),
-                           over_window(how.options.budget, r.context_window, r.model)) if w))
+                       warnings=(*(w for w in (_estimated(r), _dropped(
+                           r, how.options.archive, how.strip_metadata)) if w),
+                           *of_report(r, how.options)))
     except (CtxpackError, OSError) as exc:
         return failed(job, exc)
 

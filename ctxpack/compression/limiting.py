@@ -6,11 +6,13 @@ archived, one at a time, until it fits; `check_fits` says when nothing can.
 from __future__ import annotations
 
 from dataclasses import replace
+from typing import Any
 
 from ..calibration import no_room
 from ..errors import CannotFit
 from .plan import Edits, Plan, Summary
 from .reading import Input
+from .settings import Options
 from .summarizers._layout import CONDENSED
 from .summary import caps, draft, ends, fixed
 
@@ -61,39 +63,47 @@ def missed_target(plan: Plan) -> list[str]:
     return []
 
 
-def target_warnings(plan: Plan) -> list[str]:
-    """The warning of a `--target` asked for above the limit (the budget, else the
-    window), which compress aims at instead, or at or above the trigger: what compress
-    writes may be compressed again at the next turn (the default target is always below
-    it)."""
-    asked = plan.options.target
-    if not asked or plan.billed_target < plan.billed_trigger:
-        return []
-    again = "the next turns may trigger compress again"
-    if asked > plan.billed_limit:
-        limit = "budget" if plan.by_budget else "window"
-        of = "budget" if plan.by_budget else \
-            f"{plan.window:,}-token window of {plan.read.model}"
-        return [f"the target asked for ({asked:,} billed tokens) is above the {of}: "
-                f"compress aims at the {limit} ({plan.billed_limit:,}) instead; {again}"]
-    return [f"the target asked for ({plan.billed_target:,} billed tokens) is not below the "
-            f"trigger ({plan.billed_trigger:,}): {again}"]
+def of_settings(plan: Plan) -> list[str]:
+    """The warnings that depend on the settings alone (and the model's window they are
+    held to): a budget above the window, a target not below the trigger. A `Context`
+    says each once however many times it compresses, and a run over many files or rows
+    once for them all (`of_report`)."""
+    return settings_warnings(plan.options, plan.window, plan.read.model, plan.billed_target,
+                             plan.billed_trigger)
 
 
-def budget_over_window(plan: Plan) -> list[str]:
-    """The warning of a budget asked for above the model's window: the window is what
-    compress holds the context to (a prompt past it is refused whatever the budget)."""
-    said = over_window(plan.options.budget, plan.window, plan.read.model)
-    return [said] if said else []
+def of_report(report: Any, options: Options) -> list[str]:
+    """`of_settings` of the compress `report` tells of, run with `options`."""
+    return settings_warnings(options, report.context_window, report.model, report.target,
+                             report.trigger)
 
 
-def over_window(budget: int | None, window: int, model: str) -> str | None:
-    """What `budget_over_window` says of a `budget` for a `model` of `window` (a run over
-    many files says it once for them all); None where it is within the window."""
-    if not budget or budget <= window:
-        return None
-    return (f"the budget asked for ({budget:,} tokens) is more than the {window:,}-token "
-            f"window of {model}: the window is used instead")
+def settings_warnings(options: Options, window: int, model: str, target: int,
+                      trigger: int) -> list[str]:
+    """What `of_settings` says: of a `budget` asked for above the `model`'s `window` (the
+    window is what compress holds the context to: a prompt past it is refused whatever
+    the budget), and of a `--target` asked for at or above the `trigger` (billed tokens,
+    as `target`, the one aimed at): what compress writes may be compressed again at the
+    next turn (the default target is always below it); above the limit (the budget, else
+    the window), compress aims at the limit instead (see Plan.billed_target)."""
+    said = []
+    if options.budget and options.budget > window:
+        said.append(f"the budget asked for ({options.budget:,} tokens) is more than the "
+                    f"{window:,}-token window of {model}: the window is used instead")
+    asked = options.target
+    if asked and 0 < trigger <= target:  # (a report of no plan has neither)
+        again = "the next turns may trigger compress again"
+        by_budget = bool(options.budget) and options.budget < window
+        limit = options.budget if by_budget else window
+        if asked > limit:
+            of = "budget" if by_budget else f"{window:,}-token window of {model}"
+            said.append(f"the target asked for ({asked:,} billed tokens) is above the {of}: "
+                        f"compress aims at the {'budget' if by_budget else 'window'} "
+                        f"({limit:,}) instead; {again}")
+        else:
+            said.append(f"the target asked for ({target:,} billed tokens) is not below the "
+                        f"trigger ({trigger:,}): {again}")
+    return said
 
 
 def check_room(read: Input) -> None:
@@ -110,7 +120,7 @@ def check_fits(plan: Plan) -> list[str]:
     total = plan.total
     s = plan.summary
     if total <= plan.limit:
-        return budget_over_window(plan) + target_warnings(plan) + missed_target(plan)
+        return of_settings(plan) + missed_target(plan)
     what = "budget" if plan.by_budget else f"context window of {plan.read.model}"
     left = f"{plan.billed:,} tokens"
     if plan.read.bill.kind != "exact":  # the limit is of the bill; the parts are counts

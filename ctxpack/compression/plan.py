@@ -177,7 +177,7 @@ class Plan:
     @property
     def billed_target(self) -> int:
         """Summarize down to this: `--target` (at most the limit: a target above the
-        budget or the window aims at it, see limiting.target_warnings), else half the
+        budget or the window aims at it, see limiting.settings_warnings), else half the
         window, or 5/8 of the trigger (`--budget`, or the `--threshold` share of the
         window) if that is less: as far under the trigger as the default target is under
         the default trigger (0.5 and 0.8 of the window), so the next turns do not trigger
@@ -193,7 +193,7 @@ class Plan:
     @property
     def by_budget(self) -> bool:
         """Is the limit the budget asked for, not the model's window (a budget above the
-        window leaves the window: see limiting.budget_over_window)?"""
+        window leaves the window: see limiting.of_settings)?"""
         return bool(self.options.budget) and self.options.budget < self.window
 
     @property

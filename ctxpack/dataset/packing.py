@@ -40,7 +40,8 @@ class Outcome:
     done: str = ""
     error: str | None = None
     meta: str | None = None
-    warning: str | None = None  # what the run says once: a budget above the row's window
+    # what the run says once (the settings' own: see limiting.of_settings)
+    warnings: tuple[str, ...] = ()
 
 
 def compress_table(table: Any, **settings: Any) -> Any:
@@ -53,7 +54,8 @@ def compress_table(table: Any, **settings: Any) -> Any:
 
 def compress_batch(table: Any, **settings: Any) -> tuple[Any, tuple[str, ...]]:
     """`compress_table` of `table`, and what its rows warn of that a run says once
-    (a budget asked for above a row's window), each once."""
+    (what the settings warn of: a budget asked for above a row's window, a target not
+    below the trigger), each once."""
     from ..archive import Archiver
     from ..cache import held
     from ..compression.settings import from_keywords
@@ -69,7 +71,7 @@ def compress_batch(table: Any, **settings: Any) -> tuple[Any, tuple[str, ...]]:
     values = column.to_pylist()
     with held():  # the token cache opened once for the batch, not once a row
         outcomes = [_compress_row(row, values[row.index - rows.start], column.type, rows,
-                                  rest, archiver, options.budget)
+                                  rest, archiver, options)
                     for row in read_rows(table, rows)]
     # the column's own field: its type, nullability and metadata stay as they were
     out = table.set_column(table.column_names.index(rows.column), table.schema.field(rows.column),
@@ -81,13 +83,13 @@ def compress_batch(table: Any, **settings: Any) -> tuple[Any, tuple[str, ...]]:
              META: ([o.meta for o in outcomes], pa.string())}
     for name, (data, kind) in added.items():
         out = out.append_column(name, pa.array(data, type=kind))
-    return out, tuple(dict.fromkeys(o.warning for o in outcomes if o.warning))
+    return out, tuple(dict.fromkeys(w for o in outcomes for w in o.warnings))
 
 
 def _compress_row(row: Row, value: Any, kind: Any, rows: Rows, settings: dict[str, Any],
-                  archiver: Any, budget: int | None) -> Outcome:
+                  archiver: Any, options: Any) -> Outcome:
     from ..compression import compress, now_iso
-    from ..compression.limiting import over_window
+    from ..compression.limiting import of_report
 
     try:
         if row.problem is not None:
@@ -98,9 +100,9 @@ def _compress_row(row: Row, value: Any, kind: Any, rows: Rows, settings: dict[st
                                    table=rows.models, cache=rows.cache, **settings)
         except InputError as exc:  # the reader names the message: say which row holds it
             raise InputError(row.where, None, f"message {exc.line}: {exc.problem}") from None
-        warning = over_window(budget, report.context_window, report.model)
+        warnings = tuple(of_report(report, options))
         if not report.changed:
-            return Outcome(value, report.tokens_before, report.tokens_after, warning=warning)
+            return Outcome(value, report.tokens_before, report.tokens_after, warnings=warnings)
         written = dumps(new).decode("utf-8") if isinstance(value, str) else new
         _check_fits(written, kind, row)
         original = value.encode("utf-8", "surrogatepass") if isinstance(value, str) \
@@ -109,7 +111,7 @@ def _compress_row(row: Row, value: Any, kind: Any, rows: Rows, settings: dict[st
                 "column": rows.column, "compressed_at": now_iso(),
                 "archive": archiver.pack(original)}
         return Outcome(written, report.tokens_before, report.tokens_after, done_of(report),
-                       meta=dumps(meta).decode(), warning=warning)
+                       meta=dumps(meta).decode(), warnings=warnings)
     except CtxpackError as exc:  # the row's problem, said with where it is
         said = str(exc)
         return Outcome(value, error=said if said.startswith(row.where) else

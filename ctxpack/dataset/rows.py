@@ -35,12 +35,14 @@ def pyarrow() -> Any:
 
 @dataclass(frozen=True)
 class Rows:
-    """How a table's rows are read: its messages column, their dialect, the id column
-    (None: the first of ID_COLUMNS present, else rows are named by their number),
-    the name used in problems, and the number of the batch's first row."""
+    """How a table's rows are read: its messages column, their dialect (None: the one
+    their messages mark, else the API that serves `model`, as `ctxpack.compress` reads a
+    list of messages), the id column (None: the first of ID_COLUMNS present, else rows
+    are named by their number), the name used in problems, and the number of the batch's
+    first row."""
 
     column: str = MESSAGES
-    format: str = "openai"
+    format: str | None = None
     id_column: str | None = None
     name: str = "<table>"
     start: int = 0
@@ -49,7 +51,7 @@ class Rows:
     cache: bool = True
 
     def __post_init__(self) -> None:
-        if self.format not in DIALECTS:
+        if self.format is not None and self.format not in DIALECTS:
             raise UsageError(f"unknown messages dialect {self.format!r}",
                              f"a dataset's messages are one of: {', '.join(DIALECTS)}")
 
@@ -161,12 +163,14 @@ def _without_nulls(value: Any) -> Any:
 
 
 def transcript_of(row: Row, rows: Rows) -> Any:
-    """The row's messages read as a transcript file of one message a line would be."""
+    """The row's messages read as a transcript file of one message a line would be (of
+    the run's model, whose API reads messages that mark none)."""
     from ..loader import load_values
 
     assert row.messages is not None
     try:
-        return load_values(row.messages, rows.format, name=row.where)
+        return load_values(row.messages, rows.format, name=row.where, model=rows.model,
+                           table=rows.models)
     except InputError as exc:  # the reader names the message: say which row holds it
         raise InputError(row.where, None, f"message {exc.line}: {exc.problem}") from None
 

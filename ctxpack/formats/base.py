@@ -133,8 +133,7 @@ class Layout:
     problems: list[tuple[int, str]] = field(default_factory=list)
     # messages outside the context that repeat what the file holds elsewhere (Gemini CLI
     # writes a message again in full whenever it changes, the newest copy holding its
-    # place, and writes tool results again as the next user message; a resumed Claude Code
-    # session writes records of its chain again, under the same uuids): the whole log
+    # place, and writes tool results again as the next user message): the whole log
     # keeps one copy, leaving these out
     copies: list[int] = field(default_factory=list)
     # what validate tells of the file without calling it wrong, each at its line (in
@@ -144,7 +143,8 @@ class Layout:
     notes: list[tuple[int, str, str]] = field(default_factory=list)
     # messages that state again one the file holds earlier, the same message, each with
     # the first it restates (Codex's `replacement_history` repeating what it replaces, a
-    # system prompt a resumed session states again alike): the whole log holds the first,
+    # system prompt a resumed session states again alike, the records a resumed Claude
+    # Code session writes again under their uuids): the whole log holds the first,
     # where it first appears, and what lies outside the context leaves out the earlier
     # statements of one the context holds
     restated: dict[int, int] = field(default_factory=dict)

@@ -88,7 +88,7 @@ class ClaudeCodeReader:
         self.left: dict[str, tuple[int, int]] = {}
         self.line_of: dict[int, int] = {}  # message number -> the line it starts on
         self.problems: list[tuple[int, str]] = []  # (see Layout.problems)
-        self.copies: list[int] = []  # (see Layout.copies)
+        self.restated: dict[int, int] = {}  # (see Layout.restated)
 
     def feed(self, line: int, record: dict[str, Any]) -> list[Message]:
         kind = string_field(record, "type")
@@ -171,8 +171,11 @@ class ClaudeCodeReader:
             self.count += 1
             for key in item.keys:
                 if key is not None:
-                    if key in self.number:  # written again (a resumed session): the
-                        self.copies.append(self.number[key])  # newest copy holds its place
+                    if key in self.number and n not in self.restated:  # written again (a
+                        # resumed session): the newest copy is the chain's, the whole log
+                        # holds the first where it first appears
+                        earlier = self.number[key]
+                        self.restated[n] = self.restated.get(earlier, earlier)
                     self.number[key] = n
             if side:
                 self.side.append(n)
@@ -211,7 +214,7 @@ class ClaudeCodeReader:
                             earlier_calls=tally.recorded(earlier, self.call_of),
                             unbilled_calls=self._unplaced(tally, {*context, *earlier}, not main),
                             set_aside=tally.unread, problems=[*self.problems, *tally.nulls],
-                            copies=sorted(set(self.copies)))
+                            restated=self.restated)
 
     def _unplaced(self, tally: UsageTally, placed: set[int], side: bool) -> list[RecordedCall]:
         """The calls the usage totals hold (`tally`'s, of the main chain or, `side`, of
