@@ -716,3 +716,11 @@ def test_jsonl_rows_are_not_written_under_a_parquet_name(tmp_path: Path) -> None
     run = run_ctxpack("compress", str(data), "--messages-column", "messages", "-o", str(out))
     assert_clean_error(run, 2, "a dataset is written as its input is (jsonl)", "OUT.jsonl")
     assert not out.exists()
+
+
+def test_a_dataset_of_one_row_is_said_of_one_row(tmp_path: Path) -> None:
+    data = write(table_of([evals()[0]], "json", bad=False), tmp_path / "one.parquet")
+    run = run_ctxpack("validate", str(data))
+    assert run.code == 0 and f"{data}: 1 row, 0 with problems" in run.err, run.err
+    run = run_ctxpack("compress", str(data), "-o", str(tmp_path / "out.parquet"))
+    assert run.code == 0 and ": 1 row, 0 compressed, 0 failed" in run.err, run.err

@@ -14,7 +14,7 @@ from typing import Annotated, Any
 import typer
 
 from ..errors import EXIT_CHECK_FAILED, EXIT_USAGE, CtxpackError, UsageError
-from ..render import percent
+from ..render import counted, percent
 from .common import error, plain, problem_of, stderr, use_cores, warn
 
 MessagesColumnOpt = Annotated[str | None, typer.Option(
@@ -164,7 +164,7 @@ def _over_budget(totals: Any) -> None:
                           f"--max-ratio {totals.max_ratio} ({percent(totals.max_ratio or 0)})")):
         if count:
             stderr().print(f"[red]over budget:[/red] {escape(plain(totals.path))}: "
-                           f"{count:,} rows over {limit}", highlight=False)
+                           f"{counted(count, 'row')} over {limit}", highlight=False)
 
 
 def validate(files: list[str], rows: Any, engine: Any, json_out: bool) -> int:
@@ -203,7 +203,7 @@ def validate(files: list[str], rows: Any, engine: Any, json_out: bool) -> int:
             continue
         bad += counts["invalid"]
         if not json_out:
-            stderr().print(f"{path}: {counts['rows']:,} rows, {counts['invalid']:,} with "
+            stderr().print(f"{path}: {counted(counts['rows'], 'row')}, {counts['invalid']:,} with "
                            "problems", highlight=False)
     if json_out:
         sys.stdout.buffer.write(dumps({"schema_version": 1, "rows": docs}, indent=2) + b"\n")

@@ -63,7 +63,7 @@ def print_compressed(console: Console, c: Any) -> None:
     share = f" ({saved / c.tokens_before:.1%})" if c.tokens_before else ""
     left_out = f", {failed_rows(c.failed)}" if c.failed else ""
     console.print(escape(plain(
-        f"{c.path} -> {c.dest}: {c.rows:,} rows, {c.changed:,} compressed, {c.failed:,} "
+        f"{c.path} -> {c.dest}: {counted(c.rows, 'row')}, {c.changed:,} compressed, {c.failed:,} "
         f"failed; tokens {c.tokens_before:,} -> {c.tokens_after:,}{share}{left_out}")))
 
 
