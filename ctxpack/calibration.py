@@ -182,6 +182,7 @@ class Fit:
 
     slope: float
     overhead: float
+    steps: int = 0  # the slopes read off between calls (see `runs_fit`)
 
     def __call__(self, counted: int) -> int:
         return round(self.slope * counted + self.overhead)
@@ -332,7 +333,7 @@ def anchoring(calls: Sequence[Call], prompts: Sequence[int], slope: float, sends
     if not holds:
         run = [(p, c.billed) for p, c in zip(prompts[:keep], calls[:keep], strict=True)
                if c.prompt]
-        holds = (last.slope or own_fit(run, slope).slope) * prompts[keep - 1]
+        holds = (last.slope or own_fit([run], slope).slope) * prompts[keep - 1]
     return keep, last.billed >= holds
 
 
@@ -351,21 +352,27 @@ def bill(counts: Sequence[int], calls: Sequence[Call], *, model: str | None, for
     # (not those only telling of hidden content; one standing for what compress carried
     # says its slope, and may carry nothing: see prompts_of)
     calls = [c for c in calls if c.billed > 0 or c.slope]
+    # the calls made on the context before the newest compaction, as `calibrate` fits them
+    # (on that context, those of the billed model): what the agent sends besides the
+    # messages, and the model's slope, are the same after it, so the file's own fit is of
+    # every context it holds
+    name = model or ""
     before = [c for c in earlier[1] if c.billed > 0 and c.prompt] if earlier else []
-    if not calls and before:
+    before_run = fitted_run(before, prompts_of(with_hidden(earlier[0], earlier[1], slope),
+                                               before, slope), name, name, slope, sends) \
+        if earlier and before else []
+    if not calls and before_run:
         # what the agent sends besides the messages (system prompt, tool definitions) is
         # the same after a compaction: the calls before it measured that, as `calibrate`
         # fits them (the first calls, whose prompts are least of the messages, say it best),
         # where it is an overhead a config could give the model (below its window), else
         # the table's
-        assert earlier is not None
-        f = own_fit(call_points(with_hidden(earlier[0], earlier[1], slope), before, slope),
-                    slope)
+        f = own_fit([before_run], slope)
         past = 0
         if f.overhead >= overhead_bound(model or "", table)[0]:
             past, f = round(f.overhead), Fit(f.slope, table_overhead(found, format))
         return replace(_bill("calibrated", f(counted), f.slope, f.overhead, counted,
-                             _calibrated_error(found)), earlier=len(before),
+                             _calibrated_error(found)), earlier=len(before_run),
                        past_window=past)
     if calls:
         prompts = prompts_of(counts, calls, slope)
@@ -380,7 +387,7 @@ def bill(counts: Sequence[int], calls: Sequence[Call], *, model: str | None, for
         passed = tuple((c.prompt, c.billed) for c in calls[keep:])
         # (the agent's known overhead, where it set the line the calls passed over fell
         # below: what stats and compress say of them)
-        sends = sends if passed else 0
+        said = sends if passed else 0
         if not anchors:
             # every call far below the count (usage made up, or an agent that cut old
             # outputs itself from the start), or the one before the calls passed over
@@ -390,10 +397,12 @@ def bill(counts: Sequence[int], calls: Sequence[Call], *, model: str | None, for
             # besides it), saying so rather than that it is anchored
             return replace(unanchored(found, format, counted, exact, estimated),
                            calls=len(calls), below=calls[keep - 1 if keep else -1].billed,
-                           passed=passed, sends=sends)
+                           passed=passed, sends=said)
         calls, prompts, last = calls[:keep], prompts[:keep], calls[keep - 1]
-        run = [(p, c.billed) for p, c in zip(prompts, calls, strict=True) if c.prompt]
-        own = own_fit(run, slope)
+        # the file's own fit, of the calls on this context and those before its compaction
+        # (each of the billed model), as `calibrate` fits the file
+        runs = [fitted_run(calls, prompts, name, name, slope, sends), before_run]
+        own = own_fit(runs, slope)
         slope = last.slope or own.slope
         if LEAST_RATIO * slope * prompts[-1] <= last.billed < slope * prompts[-1]:
             # a bill below the calibrated count (a file whose text the model's tokenizer
@@ -409,7 +418,7 @@ def bill(counts: Sequence[int], calls: Sequence[Call], *, model: str | None, for
         billed = _bill("anchored", tokens, slope, overhead, counted,
                        anchored_error(error, last.billed, tokens, _calibrated_error(found)),
                        len(calls) + len(passed))
-        if slope == own.slope and sound(run, own, tokens, slope * counted):
+        if slope == own.slope and sound(sum(map(len, runs)), own, tokens, slope * counted):
             # the bill rests on the last call, but what is sent besides the messages is
             # what the first calls, mostly made of it, show: the split is `calibrate`'s fit
             # of the file where that fit is sound, so that a file whose steps are steeper
@@ -422,7 +431,7 @@ def bill(counts: Sequence[int], calls: Sequence[Call], *, model: str | None, for
             billed = replace(billed, visible=tokens - outside, not_in_file=outside,
                              slope=(tokens - outside) / counted, overhead=outside,
                              after=slope)
-        return replace(billed, passed=passed, sends=sends)
+        return replace(billed, passed=passed, sends=said)
     return unanchored(found, format, counted, exact, estimated)
 
 
@@ -583,30 +592,51 @@ def step_slopes(points: Sequence[tuple[int, int]]) -> list[float]:
             if c1 - c0 >= STEP_GROWTH]
 
 
-def call_points(counts: Sequence[int], calls: Sequence[Call], slope: float = 1.0
-                ) -> list[tuple[int, int]]:
-    """Each call's prompt as counted (from counts `with_hidden` made at `slope`) and as
-    billed."""
-    return list(zip(prompts_of(counts, calls, slope), (c.billed for c in calls),
-                    strict=True))
+def runs_fit(runs: Sequence[Sequence[tuple[int, int]]], prior: float) -> Fit:
+    """The slope and overhead runs of calls (counted, billed) show, as `calibrate` fits a
+    model and the bill splits a file: the slope read off the steps of each run's first
+    half, shrunk toward `prior` (the table's) and rounded as `calibrate` shows it; the
+    overhead their median gap at that slope (0 where there are none)."""
+    halves = [fit_half(r) for r in runs if r]
+    steps = [x for h in halves for x in step_slopes(h)]
+    slope = round(shrunk(steps, prior), 3)
+    return Fit(slope, overhead_at(halves, slope), len(steps))
 
 
-def own_fit(run: Sequence[tuple[int, int]], prior: float) -> Fit:
-    """The slope and overhead one run of calls (counted, billed) shows, as `calibrate`
-    fits a model: the slope read off the steps of its first half, shrunk toward `prior`
-    (the table's); the overhead their median gap (`prior` and 0 where there are none).
-    A slope past `LEAST_RATIO` of the table's either way is not taken: calls whose prompts
-    do not grow with the messages were made up, or cut by the agent (see `bill`)."""
-    half = fit_half(run) if run else []
-    slope = shrunk(step_slopes(half), prior)
-    if not LEAST_RATIO <= slope / prior <= 1 / LEAST_RATIO:
-        slope = prior
-    return Fit(slope, max(0.0, statistics.median(b - slope * c for c, b in half))
-               if half else 0.0)
+def overhead_at(halves: Sequence[Sequence[tuple[int, int]]], slope: float) -> float:
+    """The median gap of the calls (counted, billed) of `halves` over `slope` × their count
+    (none below 0: a prompt holds its messages)."""
+    gaps = [b - slope * c for h in halves for c, b in h]
+    return max(0.0, statistics.median(gaps)) if gaps else 0.0
 
 
-def sound(run: Sequence[tuple[int, int]], fitted: Fit, tokens: int, visible: float) -> bool:
-    """Whether `own_fit`'s `fitted` of `run` (counted, billed) can split a bill of `tokens`
+def own_fit(runs: Sequence[Sequence[tuple[int, int]]], prior: float) -> Fit:
+    """`runs_fit` of a file's runs of calls, where the bill can take its slope: one past
+    `LEAST_RATIO` of the table's `prior` either way is not taken (calls whose prompts do not
+    grow with the messages were made up, or cut by the agent: see `bill`), and the
+    overhead is then the calls' median gap over `prior`."""
+    found = runs_fit(runs, prior)
+    if LEAST_RATIO <= found.slope / prior <= 1 / LEAST_RATIO:
+        return found
+    return Fit(prior, overhead_at([fit_half(r) for r in runs if r], prior))
+
+
+def fitted_run(calls: Sequence[Call], prompts: Sequence[int], model: str, named: str,
+               slope: float, sends: int) -> list[tuple[int, int]]:
+    """The points (counted, billed) a fit of `model` takes of a run of calls whose prompts
+    count `prompts` (a call naming no model is of `named`'s; see `anchoring` for `slope`
+    and `sends`): of that model's calls, those the bill may rest on, but none far below the
+    count of its prompt (made up, or of an agent that cut old outputs itself) nor any
+    before a message (no prompt of these messages). `calibrate` and the bill both take a
+    run's points here."""
+    mine = [(c, p) for c, p in zip(calls, prompts, strict=True) if (c.model or named) == model]
+    keep, anchors = anchoring([c for c, _ in mine], [p for _, p in mine], slope, sends)
+    return [(p, c.billed) for c, p in mine[:keep if anchors else 0]
+            if c.prompt and not far_below(c, p, slope, sends)]
+
+
+def sound(points: int, fitted: Fit, tokens: int, visible: float) -> bool:
+    """Whether `own_fit`'s `fitted` of `points` calls can split a bill of `tokens`
     whose part in the file its slope puts at `visible`: fitted from `LEAST_CALLS` or more
     calls (as `calibrate` writes a fit to the config), and the part in the file it leaves
     within `SPLIT_RATIO` of `visible` either way (a fit far off the file's last calls,
@@ -614,7 +644,7 @@ def sound(run: Sequence[tuple[int, int]], fitted: Fit, tokens: int, visible: flo
     own text a fraction or a multiple of its count; the last call's own overhead splits
     the bill then)."""
     left = tokens - fitted.overhead
-    return len(run) >= LEAST_CALLS and fitted.overhead > 0 and visible > 0 \
+    return points >= LEAST_CALLS and fitted.overhead > 0 and visible > 0 \
         and SPLIT_RATIO <= left / visible <= 1 / SPLIT_RATIO
 
 
@@ -730,14 +760,10 @@ def calibrate(transcripts: Iterable[Transcript], table: ModelTable = TABLE) -> l
                     # not grow with the messages), nor any other far below: made up, or of
                     # an agent that cut old outputs itself
                     sends = table_overhead(table.calibration(model), t.format)
-                    slope = slope_of(model, table)
-                    mine = [(n, c) for n, c in zip(counted, calls, strict=True)
-                            if (c.model or named) == model]
-                    keep, anchors = anchoring([c for _, c in mine], [n for n, _ in mine],
-                                              slope, sends)
-                    run = [(n, c.billed) for n, c in mine[:keep if anchors else 0]
-                           if not far_below(c, n, slope, sends)]
-                    found = key(model, apart_of(t, [c for _, c in mine]))
+                    run = fitted_run(calls, counted, model, named, slope_of(model, table),
+                                     sends)
+                    mine = [c for c in calls if (c.model or named) == model]
+                    found = key(model, apart_of(t, mine))
                     # (a run all left out is kept empty: the model is still shown, with
                     # the calls left out)
                     points.setdefault(found, []).append((number, run))
@@ -746,16 +772,14 @@ def calibrate(transcripts: Iterable[Transcript], table: ModelTable = TABLE) -> l
     for model, apart in sorted({*points, *untaken}):
         runs = [(n, f) for n, f in points.get((model, apart), ()) if f]
         files = [f for _, f in runs]
-        fitted = [fit_half(f) for f in files]
+        # (the bill splits a file by the same fit: see `runs_fit`)
+        f = runs_fit(files, slope_of(model, table))
+        slope, overhead = f.slope, f.overhead
         held = [f[len(fit_half(f)):] for f in files]
-        slopes = [x for f in fitted for x in step_slopes(f)]
-        slope = round(shrunk(slopes, slope_of(model, table)), 3)
-        gaps = [b - slope * c for f in fitted for c, b in f]
-        overhead = max(0.0, statistics.median(gaps)) if gaps else 0.0
         errors = [abs(slope * c + overhead - b) / b for f in held for c, b in f if b > 0]
         calls = sum(map(len, files))
         why = untaken.get((model, apart), Counter())
-        out.append(Fitted(model, len({n for n, _ in runs}), calls, len(slopes), slope,
+        out.append(Fitted(model, len({n for n, _ in runs}), calls, f.steps, slope,
                           round(overhead),
                           round(statistics.median(errors), 4) if errors else None,
                           round(max(errors), 4) if errors else None,

@@ -68,14 +68,14 @@ def test_a_claude_code_session_is_anchored_on_its_last_recorded_call(tmp_path: P
     # prompt plus the reply and what came after: a little more than the recorded size
     assert last_billed_prompt(CLAUDE_CODE) < c.tokens < last_billed_prompt(CLAUDE_CODE) + 2_000
     # the slope its own calls show (near the table's); not in the file: the overhead
-    # `calibrate` fits the calls made on the context as it stands, in the file the rest
-    # (calibrate of the whole file fits those before its compaction too, on their own)
-    assert c.after is not None and abs(c.after - slope_of("claude-opus-4-6")) < 0.1
-    since = calls_since_compaction(CLAUDE_CODE, tmp_path)
-    assert stats(since, cache=False).context == c
-    fitted = json.loads(run_ctxpack("calibrate", str(since), "--json").out)[0]
-    assert round(c.after, 3) == fitted["slope"]
-    assert abs(c.not_in_file - fitted["overhead"]) <= 5  # (calibrate rounds the slope)
+    # `calibrate` fits the file, in the file the rest. That fit is of every context the
+    # file holds, the calls before its compaction on the context they were made on too:
+    # the bill of the file with only the calls since differs
+    assert c.after is not None and abs(c.after - slope_of("claude-opus-4-6")) < 0.15
+    fitted = json.loads(run_ctxpack("calibrate", str(CLAUDE_CODE), "--json").out)[0]
+    assert (c.after, c.not_in_file) == (fitted["slope"], fitted["overhead"])
+    since = stats(calls_since_compaction(CLAUDE_CODE, tmp_path), cache=False).context
+    assert since is not None and since.kind == "anchored" and since.after != c.after
     assert c.not_in_file == c.tokens - c.visible > 10 * s.tokens  # most is not in the file
     # other messages are billed on the line from that overhead through the bill
     assert c.overhead == c.not_in_file and c(c.counted) == c.tokens
