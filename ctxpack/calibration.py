@@ -106,19 +106,24 @@ def with_hidden(counts: Sequence[int], calls: Sequence[Call], slope: float = 1.0
 
 
 def counts_with_hidden(counts: Sequence[int], calls: Sequence[Call], named: str | None,
-                       counter: TokenCounter, flagged: bool) -> list[int]:
-    """`with_hidden` at the slope of the model the context is billed as (`billed_model`): the
-    messages' counts that stats reports, compress reads and the bill is of."""
-    return with_hidden(counts, calls,
+                       counter: TokenCounter, flagged: bool,
+                       billed: Bill | None = None) -> list[int]:
+    """`with_hidden` at the slope the context's bill (`billed`) converts hidden output at
+    (`Bill.converted`), else the table's of the model the context is billed as
+    (`billed_model`): the messages' counts that stats reports, compress reads and the
+    bill is of."""
+    return with_hidden(counts, calls, billed.converted if billed is not None else
                        slope_of(billed_model(calls, named, counter, flagged), counter.table))
 
 
 def message_counts_with_hidden(counts: Sequence[MessageCount], calls: Sequence[Call],
                                named: str | None, counter: TokenCounter,
-                               flagged: bool) -> list[MessageCount]:
+                               flagged: bool, billed: Bill | None = None
+                               ) -> list[MessageCount]:
     """Each message's count, its total raised as `counts_with_hidden` raises it (its parts
     as counted): what compress reads and `show` shows."""
-    totals = counts_with_hidden([c.total for c in counts], calls, named, counter, flagged)
+    totals = counts_with_hidden([c.total for c in counts], calls, named, counter, flagged,
+                                billed)
     return [c if n == c.total else MessageCount(n, c.parts)
             for c, n in zip(counts, totals, strict=True)]
 
@@ -254,6 +259,10 @@ class Bill:
     # sends besides the messages (see `least_billed`), that overhead; else 0 (they were
     # far below the count)
     sends: int = 0
+    # the slope output the file records but does not hold (see `with_hidden`) is converted
+    # into counted tokens at: the one this bill prices what it adds at, so that a hidden
+    # reply is billed the tokens recorded of it (1.0: none)
+    converted: float = 1.0
 
     def __call__(self, counted: int) -> int:
         """What a context counted `counted` would be billed."""
@@ -347,7 +356,8 @@ def bill(counts: Sequence[int], calls: Sequence[Call], *, model: str | None, for
     found = table.calibration(model)
     slope = found.slope if found is not None else 1.0
     sends = table_overhead(found, format)
-    counts = with_hidden(counts, calls, slope)
+    raw, recorded = counts, calls
+    counts = with_hidden(raw, recorded, slope)
     counted = sum(counts) + priming
     # (not those only telling of hidden content; one standing for what compress carried
     # says its slope, and may carry nothing: see prompts_of)
@@ -371,9 +381,10 @@ def bill(counts: Sequence[int], calls: Sequence[Call], *, model: str | None, for
         past = 0
         if f.overhead >= overhead_bound(model or "", table)[0]:
             past, f = round(f.overhead), Fit(f.slope, table_overhead(found, format))
+        counted = sum(with_hidden(raw, recorded, f.slope)) + priming
         return replace(_bill("calibrated", f(counted), f.slope, f.overhead, counted,
                              _calibrated_error(found)), earlier=len(before_run),
-                       past_window=past)
+                       past_window=past, converted=f.slope)
     if calls:
         prompts = prompts_of(counts, calls, slope)
         # the file's own slope where its calls show one, as `calibrate` fits it, so that
@@ -409,6 +420,10 @@ def bill(counts: Sequence[int], calls: Sequence[Call], *, model: str | None, for
             # splits more tightly, or an agent that sends less than it logs): the file's
             # own ratio is the slope, and nothing is outside the file
             slope = last.billed / prompts[-1]
+        # hidden output (recorded in the provider's tokens) converted at the slope that
+        # bills it, so that a hidden reply after the last call adds what was recorded of it
+        counts = with_hidden(raw, recorded, slope)
+        counted, prompts = sum(counts) + priming, prompts_of(counts, calls, slope)
         overhead = max(0, round(last.billed - slope * prompts[-1]))
         tokens = round(slope * counted + overhead)
         steps = [abs(anchored(slope, calls[k - 1].billed, prompts[k - 1], prompts[k])
@@ -431,7 +446,7 @@ def bill(counts: Sequence[int], calls: Sequence[Call], *, model: str | None, for
             billed = replace(billed, visible=tokens - outside, not_in_file=outside,
                              slope=(tokens - outside) / counted, overhead=outside,
                              after=slope)
-        return replace(billed, passed=passed, sends=said)
+        return replace(billed, passed=passed, sends=said, converted=slope)
     return unanchored(found, format, counted, exact, estimated)
 
 
@@ -450,11 +465,13 @@ def unanchored(found: Any, format: str, counted: int, exact: bool, estimated: bo
     slope = found.slope if found is not None else 1.0
     overhead = table_overhead(found, format)
     if estimated or (not exact and found is None):
-        return _bill("estimated", counted + overhead, 1.0, overhead, counted, None)
-    if not exact or overhead:
-        return _bill("calibrated", round(slope * counted + overhead), slope, overhead,
-                     counted, _calibrated_error(found))
-    return _bill("exact", counted, 1.0, 0, counted, 0.0)
+        billed = _bill("estimated", counted + overhead, 1.0, overhead, counted, None)
+    elif not exact or overhead:
+        billed = _bill("calibrated", round(slope * counted + overhead), slope, overhead,
+                       counted, _calibrated_error(found))
+    else:
+        billed = _bill("exact", counted, 1.0, 0, counted, 0.0)
+    return replace(billed, converted=slope)  # (the slope `bill` converted hidden output at)
 
 
 def text_bill(counted: int, model: str | None, *, exact: bool, estimated: bool,
