@@ -263,6 +263,9 @@ class Bill:
     # into counted tokens at: the one this bill prices what it adds at, so that a hidden
     # reply is billed the tokens recorded of it (1.0: none)
     converted: float = 1.0
+    # whether the bill rests on no recorded call but on the size a compaction states it
+    # left (no call made since: see RecordedCall.stated)
+    stated: bool = False
 
     def __call__(self, counted: int) -> int:
         """What a context counted `counted` would be billed."""
@@ -291,7 +294,8 @@ class Bill:
                 "billed_model": self.model and printable(self.model),
                 "earlier_calls": self.earlier,
                 "earlier_overhead_past_window": self.past_window,
-                "passed_over_known_overhead": self.sends}
+                "passed_over_known_overhead": self.sends,
+                "compaction_stated": self.stated}
 
 
 def far_below(call: Call, prompt: int, slope: float, sends: int = 0) -> bool:
@@ -446,7 +450,8 @@ def bill(counts: Sequence[int], calls: Sequence[Call], *, model: str | None, for
             billed = replace(billed, visible=tokens - outside, not_in_file=outside,
                              slope=(tokens - outside) / counted, overhead=outside,
                              after=slope)
-        return replace(billed, passed=passed, sends=said, converted=slope)
+        return replace(billed, passed=passed, sends=said, converted=slope,
+                       stated=last.stated)
     return unanchored(found, format, counted, exact, estimated)
 
 

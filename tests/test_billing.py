@@ -870,6 +870,34 @@ def test_stats_of_a_stripped_output_that_keeps_no_call_bills_as_compress_said(
         (after, billed)
 
 
+def test_stats_of_a_stripped_output_says_it_rests_on_what_its_compaction_states(
+        tmp_path: Path) -> None:
+    # the sample with its last replies made up by the agent (`<synthetic>`), every real
+    # reply summarized and ctxpack's own fields left out: no call is recorded in the
+    # output, and nothing in it names the model the original did
+    path = synthetic_but(CLAUDE_CODE, slice(-11, -3), tmp_path / "in.jsonl")
+    before = json.loads(run_ctxpack("stats", str(path), "--json").out)["files"][0]
+    budget = before["context"]["not_in_file"] + before["context"]["visible"] // 2
+    out = tmp_path / "out.jsonl"
+    run = run_ctxpack("compress", str(path), "--budget", str(budget), "-o", str(out),
+                      "--strip-metadata", "-q", "--report-json", "-")
+    assert run.code == 0, run.err
+    assert replies_with_usage_after_the_compaction(out.read_bytes()) == 0
+    assert before["model"] not in out.read_text()
+    after = json.loads(run_ctxpack("stats", str(out), "--json").out)["files"][0]
+    c = after["context"]
+    assert c["kind"] == "anchored" and c["compaction_stated"] is True
+    assert c["tokens"] == json.loads(run.out)["billed"]["tokens_after"]
+    # the model it is billed as is said to be assumed, not passed off as the file's
+    assert "assumed" in after["note"] and c["billed_model"] == after["model"]
+    text = run_ctxpack("stats", str(out)).out
+    assert "anchored on the size its compaction states it left (no call made since)" in \
+        " ".join(text.split())
+    assert "recorded call" not in text
+    # the original, whose calls are recorded, is anchored on one of them
+    assert before["context"]["compaction_stated"] is False
+
+
 def test_a_codex_compaction_with_no_call_since_bills_the_size_it_states() -> None:
     # the CLI states the context a compaction left in a token_count event before any reply
     # (its total): that is the prompt of the next call, more the messages after it
@@ -888,7 +916,7 @@ def test_a_codex_compaction_with_no_call_since_bills_the_size_it_states() -> Non
             stated]
     left = stats(rollout(*head), cache=False).context
     assert left is not None and left.kind == "anchored" and left.calls == 1
-    assert left.tokens == 12_000
+    assert left.tokens == 12_000 and left.stated
     # a reply since, its usage not yet written: billed on top, as the same file without
     # the event bills it on top of the summary
     reply = say("assistant", "The release notes are written. " * 40)
