@@ -319,9 +319,12 @@ def test_compress_leaves_what_is_not_in_the_file_as_stats_splits_the_input(
     billed = json.loads(report.read_text())["billed"]
     after = context(out)
     # what compress says it started from and wrote is what stats says of each file, and
-    # what is not in the file is the same in all three
-    assert billed["tokens_before"] == before["tokens"] and billed["tokens_after"] == \
-        after["tokens"] < before["tokens"]
+    # what is not in the file is the same in all three (reasoning held encrypted is
+    # converted at each file's own bill's slope, compress's at the input's: a token of
+    # rounding apart, in the Codex sample)
+    assert billed["tokens_before"] == before["tokens"]
+    assert abs(billed["tokens_after"] - after["tokens"]) <= 1
+    assert after["tokens"] < before["tokens"]
     assert billed["not_in_file"] == after["not_in_file"] == before["not_in_file"]
     assert f"{billed['tokens_after']:,} tokens, {before['not_in_file']:,} of them sent but " \
         "not in the file" in " ".join(run.err.split())
