@@ -116,6 +116,20 @@ def counts_with_hidden(counts: Sequence[int], calls: Sequence[Call], named: str 
                        slope_of(billed_model(calls, named, counter, flagged), counter.table))
 
 
+def hidden_counts_of(t: Transcript, counts: Sequence[MessageCount], counter: TokenCounter,
+                     flagged: bool) -> list[MessageCount]:
+    """`message_counts_with_hidden` of a loaded transcript whose messages count `counts`,
+    at the slope its bill converts hidden output at (of a file of one conversation; the
+    table's where each conversation is billed apart), as stats and compress count it."""
+    billed = None
+    if len({m.conversation for m in t.messages}) <= 1:
+        held = (*t.messages, *t.sidechain, *t.outside)
+        billed = bill_for([c.total for c in counts], t.calls, t.model, counter, t.format,
+                          flagged, earlier=([counter.message(held[n]).total for n in t.earlier],
+                                            t.earlier_calls))
+    return message_counts_with_hidden(counts, t.calls, t.model, counter, flagged, billed)
+
+
 def message_counts_with_hidden(counts: Sequence[MessageCount], calls: Sequence[Call],
                                named: str | None, counter: TokenCounter,
                                flagged: bool, billed: Bill | None = None
@@ -367,13 +381,12 @@ def bill(counts: Sequence[int], calls: Sequence[Call], *, model: str | None, for
     # says its slope, and may carry nothing: see prompts_of)
     calls = [c for c in calls if c.billed > 0 or c.slope]
     # the calls made on the context before the newest compaction, as `calibrate` fits them
-    # (on that context, those of the billed model): what the agent sends besides the
+    # (on that context): what the agent sends besides the
     # messages, and the model's slope, are the same after it, so the file's own fit is of
     # every context it holds
-    name = model or ""
     before = [c for c in earlier[1] if c.billed > 0 and c.prompt] if earlier else []
     before_run = fitted_run(before, prompts_of(with_hidden(earlier[0], earlier[1], slope),
-                                               before, slope), name, name, slope, sends) \
+                                               before, slope), None, "", slope, sends) \
         if earlier and before else []
     if not calls and before_run:
         # what the agent sends besides the messages (system prompt, tool definitions) is
@@ -414,9 +427,9 @@ def bill(counts: Sequence[int], calls: Sequence[Call], *, model: str | None, for
                            calls=len(calls), below=calls[keep - 1 if keep else -1].billed,
                            passed=passed, sends=said)
         calls, prompts, last = calls[:keep], prompts[:keep], calls[keep - 1]
-        # the file's own fit, of the calls on this context and those before its compaction
-        # (each of the billed model), as `calibrate` fits the file
-        runs = [fitted_run(calls, prompts, name, name, slope, sends), before_run]
+        # the file's own fit, of the calls on this context and those before its compaction,
+        # as `calibrate` fits the file (a file of one model)
+        runs = [fitted_run(calls, prompts, None, "", slope, sends), before_run]
         own = own_fit(runs, slope)
         slope = last.slope or own.slope
         if LEAST_RATIO * slope * prompts[-1] <= last.billed < slope * prompts[-1]:
@@ -643,15 +656,17 @@ def own_fit(runs: Sequence[Sequence[tuple[int, int]]], prior: float) -> Fit:
     return Fit(prior, overhead_at([fit_half(r) for r in runs if r], prior))
 
 
-def fitted_run(calls: Sequence[Call], prompts: Sequence[int], model: str, named: str,
-               slope: float, sends: int) -> list[tuple[int, int]]:
+def fitted_run(calls: Sequence[Call], prompts: Sequence[int], model: str | None,
+               named: str, slope: float, sends: int) -> list[tuple[int, int]]:
     """The points (counted, billed) a fit of `model` takes of a run of calls whose prompts
-    count `prompts` (a call naming no model is of `named`'s; see `anchoring` for `slope`
-    and `sends`): of that model's calls, those the bill may rest on, but none far below the
+    count `prompts` (a call naming no model is of `named`'s; None: of every model, as the
+    bill reads a file; see `anchoring` for `slope` and `sends`): of those calls, the ones
+    the bill may rest on, but none far below the
     count of its prompt (made up, or of an agent that cut old outputs itself) nor any
     before a message (no prompt of these messages). `calibrate` and the bill both take a
     run's points here."""
-    mine = [(c, p) for c, p in zip(calls, prompts, strict=True) if (c.model or named) == model]
+    mine = [(c, p) for c, p in zip(calls, prompts, strict=True)
+            if model is None or (c.model or named) == model]
     keep, anchors = anchoring([c for c, _ in mine], [p for _, p in mine], slope, sends)
     return [(p, c.billed) for c, p in mine[:keep if anchors else 0]
             if c.prompt and not far_below(c, p, slope, sends)]
