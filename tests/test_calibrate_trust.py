@@ -21,6 +21,11 @@ CLAUDE_CODE = SAMPLES / "coding-agent.claude-code.jsonl"
 CODEX = SAMPLES / "refactor.codex.jsonl"  # 24 recorded calls of gpt-5.1-codex
 
 
+def unwrapped(said: str) -> str:
+    """What the command said with its lines joined (its reasons wrap to the terminal)."""
+    return " ".join(said.split())
+
+
 def first_calls(tmp_path: Path, calls: int) -> Path:
     """The sample cut after the line of its `calls`-th recorded response."""
     out, ids = [], set()
@@ -123,7 +128,7 @@ def test_a_fit_of_a_model_only_assumed_is_shown_apart_and_not_written(tmp_path: 
     assert assumed["untrusted"] == "no model named: claude is only what its files are " \
         "assumed to be"
     assert named["untrusted"] == ""
-    assert f"not writing claude (assumed): {assumed['untrusted']}" in run.err
+    assert f"not writing claude (assumed): {assumed['untrusted']}" in unwrapped(run.err)
     table = load_config(str(config)).models
     assert table.calibration("claude") == TABLE.calibration("claude")
     written = table.calibration("claude-opus-4-6")
@@ -180,7 +185,7 @@ def test_sessions_sending_unlike_overheads_are_not_written_as_one_fit(tmp_path: 
     assert high - low > 19_000 and low <= row["overhead"] <= high
     assert f"not writing gpt-5.1-codex: a call held out is off by {row['worst']:.1%}, more " \
         f"than {WORST_ERROR:.0%} (its files' own overheads run from {low:,} to {high:,}" \
-        in run.err
+        in unwrapped(run.err)
     assert "nothing written" in run.err and not config.exists()
     # each session alone is fitted well, and written
     for path in (CODEX, more):
@@ -220,7 +225,7 @@ def test_a_fit_a_config_would_refuse_is_shown_but_not_written(tmp_path: Path) ->
     config.write_text("calibration:\n  - {name: acme-coder, slope: 1.1}\n")
     run = run_ctxpack("calibrate", str(path), "--write-config", str(config))
     assert run.code == 0, run.err
-    assert f"not writing gpt-5.1-codex: {fitted.untrusted}" in run.err
+    assert f"not writing gpt-5.1-codex: {fitted.untrusted}" in unwrapped(run.err)
     table = load_config(str(config)).models  # (it still reads, without the fit)
     assert table.calibration("gpt-5.1-codex") == TABLE.calibration("gpt-5.1-codex")
 

@@ -124,3 +124,24 @@ def test_a_joined_gemini_recording_converts_to_one_conversation_a_line(tmp_path:
     assert run.code == 0, run.err
     lines = [json.loads(x) for x in run.out.splitlines()]
     assert len(lines) == 2 and lines[0]["messages"] == lines[1]["messages"]
+
+
+def test_a_header_written_after_the_first_message_is_that_sessions_own(tmp_path: Path) -> None:
+    # messages before any header are no session of their own: the first header is theirs
+    def line(kind: str, payload: dict) -> str:
+        return json.dumps({"timestamp": "2026-01-01T00:00:00Z", "type": kind,
+                           "payload": payload}) + "\n"
+
+    def said(text: str) -> dict:
+        return {"type": "message", "role": "user",
+                "content": [{"type": "input_text", "text": text}]}
+
+    path = tmp_path / "late.jsonl"
+    path.write_text(line("response_item", said("Fix the build.")) +
+                    line("session_meta", {"id": "s", "instructions": "Be brief."}) +
+                    line("response_item", said("Then run the tests.")))
+    assert stats_of(path)["conversations"] == 1
+    checked = run_cli("validate", str(path))
+    assert "session_meta" not in checked.out, checked.out
+    run = run_cli("compress", str(path), "--dry-run")
+    assert run.code == 0, run.err

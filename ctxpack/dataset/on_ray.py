@@ -127,8 +127,9 @@ class RayEngine:
 
     def _in_order(self, calls: Iterator[tuple[Callable[..., Any], tuple[Any, ...]]]
                   ) -> Iterator[Any]:
-        """The tables each call's task yields, call after call, with IN_FLIGHT tasks a CPU
-        under way (so results wait in the object store for a few tasks at most)."""
+        """The results each call's task yields (tables; compress's, a table and its
+        warnings), call after call, with IN_FLIGHT tasks a CPU under way (so results wait
+        in the object store for a few tasks at most)."""
         ray = self.ray
         cpus = max(1, int(ray.cluster_resources().get("CPU", 1)))
         remote = {}
@@ -148,9 +149,10 @@ class RayEngine:
             pass
         while pending:
             for ref in pending.popleft():
-                table = self._get(ref)
+                result = self._get(ref)  # (compress's table comes with its warnings)
+                table = result[0] if isinstance(result, tuple) else result
                 if table.num_rows or not pending:
-                    yield table
+                    yield result
             submit()
 
     def _get(self, ref: Any) -> Any:

@@ -532,8 +532,9 @@ class Sessions:
     a session (`header(record)`: the session id it states, the ids it links to (the thread
     it is forked from or an agent of, the record it follows), and the ids it gives the
     session (its own, its record's); else None) that is not the one being read and links
-    to nothing, after that session's messages; that record is named (Layout.problems). A
-    forked session's header names its source, whose header and history follow it."""
+    to nothing, after that session's messages and its own header; that record is named
+    (Layout.problems). A forked session's header names its source, whose header and
+    history follow it."""
 
     def __init__(self, make: Callable[[], Any],
                  header: Callable[[Any], tuple[str, set[str], set[str]] | None],
@@ -556,7 +557,9 @@ class Sessions:
         out: list[Message] = []
         if head is not None:
             ident, links, names = head
-            if self.said and ident not in self.ids and not links:
+            # (a session of no header yet takes the first as its own: messages written
+            # before it are no session of their own)
+            if self.said and self.ids and ident not in self.ids and not links:
                 out = self._next()
                 self.joined.append((line, JOINED.format(what=self.what, ident=ident,
                                                         agent=self.agent)))
