@@ -578,8 +578,7 @@ class CodexReader:
                              else users[after], problem=t.wrong, again=t.again, at=t.at,
                              summed=t.added, window=t.window) if t.left is None else
                 RecordedCall(where[n], t.left, None, reply_model or model, problem=t.wrong,
-                             again=t.again, at=t.at, summed=t.added, window=t.window,
-                             stated=True)
+                             again=t.again, at=t.at, summed=t.added, window=t.window)
                 for n, reply_model, t in self.recorded if n in where]
 
 
