@@ -933,17 +933,24 @@ def test_results_a_user_message_repeats_without_an_id_are_paired_by_name_and_cou
     assert results == ["one " * 40, "a b", "two " * 40]
 
 
-def test_a_repeated_result_without_an_id_read_again_by_set_keeps_its_own_call() -> None:
-    # `$set` reads the list again: a result its user message repeats without an id was
-    # paired with the oldest open call of its name, by then a later call (its own was
-    # answered), and counted again as that call's
+def _answered_then_echoed() -> tuple[dict[str, Any], ...]:
+    """A reply whose call `cat` is answered, the person's message that repeats its result
+    without an id, and a later reply whose call of the same name has no result yet."""
     def answered(output: str) -> dict[str, Any]:
         return {"functionResponse": {"name": "cat", "response": {"output": output}}}
 
     first = gemini("g1", calls=[{"name": "cat", "args": {"p": 1},
                                  "result": [answered("one " * 40)]}])
     echo = {"id": "e1", "type": "user", "content": [answered("one " * 40)]}
-    pending = gemini("g2", calls=[{"name": "cat", "args": {"p": 2}}])  # (no result yet)
+    pending = gemini("g2", calls=[{"name": "cat", "args": {"p": 2}}])
+    return first, echo, pending
+
+
+def test_a_repeated_result_without_an_id_read_again_by_set_keeps_its_own_call() -> None:
+    # `$set` reads the list again: a result its user message repeats without an id was
+    # paired with the oldest open call of its name, by then a later call (its own was
+    # answered), and counted again as that call's
+    first, echo, pending = _answered_then_echoed()
     records = [META, user("u1", "read"), first, echo, pending]
     plain = load(jsonl(*records))
     again = load(jsonl(*records, {"$set": {"messages": records[1:]}}))
@@ -966,13 +973,7 @@ def test_a_repeated_result_without_an_id_written_again_keeps_its_own_call(
     # the CLI writes a message again under its id whenever it changes: the result the
     # rewritten user message repeats without an id answers the call it answered, not
     # the later open call of its name (which it took, and was counted again as)
-    def answered(output: str) -> dict[str, Any]:
-        return {"functionResponse": {"name": "cat", "response": {"output": output}}}
-
-    first = gemini("g1", calls=[{"name": "cat", "args": {"p": 1},
-                                 "result": [answered("one " * 40)]}])
-    echo = {"id": "e1", "type": "user", "content": [answered("one " * 40)]}
-    pending = gemini("g2", calls=[{"name": "cat", "args": {"p": 2}}])  # (no result yet)
+    first, echo, pending = _answered_then_echoed()
     paths = [tmp_path / "plain.jsonl", tmp_path / "again.jsonl"]
     paths[0].write_bytes(jsonl(META, user("u1", "read"), first, echo, pending).getvalue())
     paths[1].write_bytes(jsonl(META, user("u1", "read"), first, echo, pending, echo).getvalue())
