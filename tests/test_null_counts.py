@@ -56,6 +56,17 @@ def _usage(path: Path) -> dict[str, Any]:
     return json.loads(run.out)["files"][0]["usage"]
 
 
+def _one_call_set_aside(path: Path, honest: dict, problem: str, tmp_path: Path) -> str:
+    """validate names `problem` (exit 1), the call leaves the usage `honest` counted (one
+    set aside), and every command still ends with a line; what validate printed."""
+    checked = ctxpack("validate", str(path))
+    assert checked.code == 1 and problem in checked.out, checked.out
+    usage = _usage(path)
+    assert usage["calls"] == honest["calls"] - 1 and usage["calls_set_aside"] == 1
+    _every_command_runs(path, tmp_path)
+    return checked.out
+
+
 def _every_command_runs(path: Path, tmp_path: Path) -> None:
     """stats, calibrate and compress (where the format is written) end with a line, not a
     traceback."""
@@ -88,13 +99,8 @@ def test_a_null_cline_request_count_is_named_in_its_ui_log(tmp_path: Path) -> No
     info["tokensIn"] = None
     events[started[-1]]["text"] = json.dumps(info)
     ui.write_text(json.dumps(events))
-    checked = ctxpack("validate", str(task))
-    assert checked.code == 1
-    assert f"{ui}:1: event {started[-1]}: recorded usage cannot be true: tokensIn {NULL}" \
-        in checked.out
-    usage = _usage(task)
-    assert usage["calls"] == honest["calls"] - 1 and usage["calls_set_aside"] == 1
-    _every_command_runs(task, tmp_path)
+    _one_call_set_aside(task, honest, f"{ui}:1: event {started[-1]}: recorded usage cannot "
+                        f"be true: tokensIn {NULL}", tmp_path)
 
 
 @pytest.mark.parametrize("field", ["input", "output"])
@@ -107,28 +113,18 @@ def test_a_null_opencode_step_count_is_named_at_its_path(field: str, tmp_path: P
     message = next(n for n, m in enumerate(session["messages"]) if finish in m["parts"])
     part = session["messages"][message]["parts"].index(finish)
     path.write_text(json.dumps(session, indent=2))
-    checked = ctxpack("validate", str(path))
-    assert checked.code == 1
-    assert (f": messages[{message}].parts[{part}]: recorded usage cannot be true: "
-            f"tokens.{field} {NULL}") in checked.out
-    line = int(checked.out.split(f"{path}:")[1].split(":")[0])
+    said = _one_call_set_aside(path, honest, f": messages[{message}].parts[{part}]: recorded "
+                               f"usage cannot be true: tokens.{field} {NULL}", tmp_path)
+    line = int(said.split(f"{path}:")[1].split(":")[0])
     assert f'"{field}": null' in path.read_text().splitlines()[line - 1]
-    usage = _usage(path)
-    assert usage["calls"] == honest["calls"] - 1 and usage["calls_set_aside"] == 1
-    _every_command_runs(path, tmp_path)
 
 
 @pytest.mark.parametrize("field", ["input", "cached", "output", "thoughts", "total"])
 def test_a_null_gemini_cli_reply_count_is_named(field: str, tmp_path: Path) -> None:
     honest = _usage(SAMPLES / "plateau-fix.gemini-cli.jsonl")
     path, line = _gemini_cli(tmp_path, lambda tokens: tokens.update({field: None}))
-    checked = ctxpack("validate", str(path))
-    assert checked.code == 1
-    assert f"{path}:{line}: recorded usage cannot be true: tokens.{field} {NULL}" \
-        in checked.out
-    usage = _usage(path)
-    assert usage["calls"] == honest["calls"] - 1 and usage["calls_set_aside"] == 1
-    _every_command_runs(path, tmp_path)
+    _one_call_set_aside(path, honest, f"{path}:{line}: recorded usage cannot be true: "
+                        f"tokens.{field} {NULL}", tmp_path)
 
 
 def test_gemini_thoughts_past_the_total_are_named(tmp_path: Path) -> None:
@@ -260,9 +256,5 @@ def test_an_aider_tokens_line_without_a_prompt_count_is_named(line: str, said: s
     lines[at] = line + "  "
     path = tmp_path / ".aider.chat.history.md"
     path.write_text("\n".join(lines) + "\n")
-    checked = ctxpack("validate", str(path))
-    assert checked.code == 1 and f"{path}:{at + 1}: recorded usage cannot be true: {said}" \
-        in checked.out
-    usage = _usage(path)
-    assert usage["calls"] == honest["calls"] - 1 and usage["calls_set_aside"] == 1
-    _every_command_runs(path, tmp_path)
+    _one_call_set_aside(path, honest, f"{path}:{at + 1}: recorded usage cannot be true: "
+                        f"{said}", tmp_path)
