@@ -173,6 +173,14 @@ def test_a_claude_run_reads_rows_that_mark_no_api_as_the_messages_api(tmp_path: 
     assert [r["problems"] for r in rows] == [[], ["message 1: the first message must have "
                                                   "role 'user'"], [], []]
     assert all(r["valid"] for r in checked("--format", "openai"))
+    # validate reads them with the run's model as stats does: the reply that opens the
+    # second row is a problem of the Messages API, not of Chat Completions
+    run = run_ctxpack("validate", str(data), "-m", model)
+    assert run.code == 1, run.err
+    assert run.out.splitlines() == [f"{data} row 1 (id traj-001): message 1: the first "
+                                    "message must have role 'user'"]
+    run = run_ctxpack("validate", str(data))
+    assert run.code == 0 and run.out == "", run.out
 
     small = tmp_path / "small.parquet"
     run = run_ctxpack("compress", str(data), "-m", model, "--budget", "3000", "-o", str(small))

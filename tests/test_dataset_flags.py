@@ -74,6 +74,18 @@ def test_the_dataset_flags_are_refused_for_transcripts(
     assert not (tmp_path / "out").exists()
 
 
+@pytest.mark.parametrize("args, fragment", [
+    (["-m", "claude-opus-4-5"], "--model is for datasets, not transcripts"),
+    (["--config", "ctxpack.yaml"], "--config is for datasets, not transcripts"),
+])
+def test_validate_of_a_transcript_refuses_the_model_its_records_do_not_depend_on(
+        args: list[str], fragment: str) -> None:
+    """A file's records are read as they mark whatever the model; of a dataset, -m picks
+    the API of messages that mark none (and the config names the models)."""
+    path = SAMPLES / "support-chat.openai.jsonl"
+    assert_clean_error(run_ctxpack("validate", str(path), *args), 2, fragment)
+
+
 def test_restore_of_a_dataset_with_o_takes_the_shard_of_its_row_groups(tmp_path: Path) -> None:
     table = table_of(over_budget() * 2, "json", bad=False)  # 34 rows, in row groups
     data = write(table, tmp_path / "data.parquet")

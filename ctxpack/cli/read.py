@@ -440,9 +440,11 @@ def validate(
     files: Annotated[list[str], typer.Argument(metavar="FILE",
         help="Transcripts: files, folders, globs or -.")],
     format: FormatOpt = None,
+    model: ModelOpt = None,
     json_out: Annotated[bool, typer.Option("--json", help="Print problems as JSON.")] = False,
     skip_invalid: SkipOpt = False,
     session: SessionOpt = None,
+    config: ConfigOpt = None,
     messages_column: datasets.MessagesColumnOpt = None,
     id_column: datasets.IdColumnOpt = None,
     engine: datasets.EngineOpt = "local",
@@ -457,10 +459,14 @@ def validate(
 
     if datasets.wanted(files, messages_column):
         datasets.refuse("datasets", {"--session": session, "--skip-invalid": skip_invalid})
-        rows = datasets.rows_of(messages_column, id_column, format, None, None, False)
+        rows = datasets.rows_of(messages_column, id_column, format, model,
+                                read_config(config).models, False)
         raise typer.Exit(datasets.validate(files, rows, datasets.engine_of(engine, ray_address),
                                            json_out))
-    datasets.refuse("transcripts", {"--id-column": id_column, "--engine": engine != "local",
+    # a file's records are read as they mark, whatever the model: -m picks the API of a
+    # dataset's messages that mark none
+    datasets.refuse("transcripts", {"--model": model, "--config": config,
+                                    "--id-column": id_column, "--engine": engine != "local",
                                     "--ray-address": ray_address})
     inputs = Files(files, session=session)
 
