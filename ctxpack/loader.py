@@ -63,7 +63,8 @@ class Scanner:
     is given each line's number and bytes as they are read; `session` picks one session
     of a file of many (an OpenCode database) for a reader that has a `session` to set;
     `loose` is the format records no format claims surely are read as (else the one that
-    claims them loosely).
+    claims them loosely); `only`, the formats detection may take (None: any): records
+    another format claims, and `loose` does not take, are refused, naming it.
     """
 
     def __init__(self, source: PathOrFile | Source, format: str | None = None, *,
@@ -71,11 +72,13 @@ class Scanner:
                  index: LineIndex | None = None,
                  progress: Callable[[int], None] | None = None,
                  on_line: Callable[[int, bytes], None] | None = None,
-                 session: str | None = None, loose: str | None = None) -> None:
+                 session: str | None = None, loose: str | None = None,
+                 only: Sequence[str] | None = None) -> None:
         self._source = source
         self.session = session
         self._forced = formats.get(format) if format else None
         self._loose = formats.get(loose) if loose else None
+        self._only = only
         self.skip_invalid = skip_invalid
         self.keep_records = keep_records
         self.index = index
@@ -377,10 +380,15 @@ class Scanner:
             if pending:
                 raise _unknown(self.path, pending[0][0], pending[0][1])
             fmt = self._loose or formats.get(DEFAULT_FORMAT)
+        elif score < 2 and self._loose is not None:
+            self._judge(fmt, score, claimed)
+            fmt = self._loose
+        elif self._only is not None and fmt.name not in self._only:
+            line = next(n for n, r in pending if r is claimed)
+            raise InputError(self.path, line, f"not an {' or '.join(self._only)} message "
+                             f"but a record of the {fmt.name} format")
         else:
             self._judge(fmt, score, claimed)
-            if score < 2 and self._loose is not None:
-                fmt = self._loose
         return self._start(fmt)
 
     def _judge(self, fmt: Format, score: int, claimed: Any) -> None:
@@ -695,15 +703,17 @@ def load(source: PathOrFile, format: str | None = None, *,
 
 def load_values(values: Sequence[Any], format: str | None = None,
                 name: str = "<messages>", model: str | None = None,
-                table: ModelTable = TABLE) -> Transcript:
+                table: ModelTable = TABLE, only: Sequence[str] | None = None
+                ) -> Transcript:
     """A transcript of records given as values (a list of message dicts, as an agent loop
     holds them), read as a file of one record a line would be: of the format its records
-    mark (an agent's records, Claude Code's or Codex's, are that agent's), else, where
-    none marks one, the API `model` is served by (`unmarked_format`)."""
+    mark (an agent's records, Claude Code's or Codex's, are that agent's; with `only`,
+    records of a format not in it are refused), else, where none marks one, the API
+    `model` is served by (`unmarked_format`)."""
     for n, value in enumerate(values, 1):
         if not isinstance(value, dict):
             raise InputError(name, n, f"expected a message object, found {type(value).__name__}")
-    scanner = Scanner(None, format, loose=unmarked_format(model, table))
+    scanner = Scanner(None, format, loose=unmarked_format(model, table), only=only)
     scanner.path = name
     messages = list(scanner._records(enumerate(values, 1)))
     return _transcript(scanner, messages, ParsedRecords(values))

@@ -16,7 +16,7 @@ from typing import Any
 from ..errors import CtxpackError, InputError, UsageError
 from ..jsonl import dumps, loads
 from ..undo import MAX_GROWTH
-from .rows import Row, Rows, messages_column, pyarrow, read_rows
+from .rows import Row, Rows, messages_column, pyarrow, read_rows, transcript_of
 
 META = "ctxpack"  # the column of each changed row's archive
 ADDED = ("ctxpack_tokens_before", "ctxpack_tokens_after", "ctxpack_done", "ctxpack_error", META)
@@ -95,8 +95,10 @@ def _compress_row(row: Row, value: Any, kind: Any, rows: Rows, settings: dict[st
         if row.problem is not None:
             raise row.problem
         assert row.messages is not None
+        # the dialect as stats and validate read the row (an agent's records refused)
+        dialect = rows.format or transcript_of(row, rows).format
         try:
-            new, report = compress(row.messages, model=rows.model, format=rows.format,
+            new, report = compress(row.messages, model=rows.model, format=dialect,
                                    table=rows.models, cache=rows.cache, **settings)
         except InputError as exc:  # the reader names the message: say which row holds it
             raise InputError(row.where, None, f"message {exc.line}: {exc.problem}") from None

@@ -164,13 +164,15 @@ def _without_nulls(value: Any) -> Any:
 
 def transcript_of(row: Row, rows: Rows) -> Any:
     """The row's messages read as a transcript file of one message a line would be (of
-    the run's model, whose API reads messages that mark none)."""
+    the run's model, whose API reads messages that mark none). They are messages of one
+    of DIALECTS: a row of an agent's own records (a Claude Code or Codex log) is refused,
+    not read as that agent's file."""
     from ..loader import load_values
 
     assert row.messages is not None
     try:
         return load_values(row.messages, rows.format, name=row.where, model=rows.model,
-                           table=rows.models)
+                           table=rows.models, only=DIALECTS)
     except InputError as exc:  # the reader names the message: say which row holds it
         raise InputError(row.where, None, f"message {exc.line}: {exc.problem}") from None
 
