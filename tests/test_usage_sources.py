@@ -69,6 +69,34 @@ def test_openhands_calls_anchored_on_are_those_the_summary_adds_up(tmp_path: Pat
     assert stats["usage"]["input_tokens"] == sum(u["prompt_tokens"] for u in responses.values())
 
 
+def test_an_openhands_response_its_metrics_do_not_list_is_named_not_counted(
+        tmp_path: Path) -> None:
+    # the metrics are the instance's one source of usage: a response whose own usage
+    # they leave out is not counted, and validate says so at its event (a note: the
+    # provider would take the file as it is)
+    assert "note:" not in ctxpack("validate", str(OPENHANDS)).out
+    instance = _instance()
+    usages = instance["metrics"]["token_usages"]
+    dropped = usages.pop(2)
+    path = _write(tmp_path / "output.jsonl", instance)
+    event, usage = next(
+        (n, e["tool_call_metadata"]["model_response"]["usage"])
+        for n, e in enumerate(instance["history"])
+        if e.get("tool_call_metadata", {}).get("model_response", {}).get("id")
+        == dropped["response_id"])
+    checked = ctxpack("validate", str(path))
+    assert checked.code == 0, checked.out
+    assert checked.out.splitlines() == [
+        f"{path}:1: note: event {event}: LLM response {dropped['response_id']}'s usage "
+        f"(prompt {usage['prompt_tokens']:,}, reply {usage['completion_tokens']:,}) is not "
+        "among the instance's metrics.token_usages, which its usage is read from: not counted"]
+    stats = _stats(path)["usage"]
+    assert stats["calls"] == len(usages)
+    assert stats["input_tokens"] == sum(u["prompt_tokens"] for u in usages)
+    doc = json.loads(ctxpack("validate", "--json", str(path)).out)["files"][0]
+    assert doc["valid"] and [n["line"] for n in doc["notes"]] == [1]
+
+
 EVENTS = SAMPLES / "export-timeout.anthropic-events.jsonl"
 
 

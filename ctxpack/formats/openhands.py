@@ -17,7 +17,8 @@ user ran) reaches the model as a user message. A `condensation` action drops the
 context. Usage is an instance's `metrics.token_usages` (one entry per LLM call, by
 `response_id`) or, where it has none (a trajectory), each LLM response's own `usage`: one
 source for a conversation, so the calls the bill anchors on are those the usage summary
-adds up. The `prompt_tokens` of a response (the whole prompt, cached parts included, as
+adds up (a response whose own usage the metrics do not list is not counted: validate
+notes it). The `prompt_tokens` of a response (the whole prompt, cached parts included, as
 LiteLLM reports it) is the prompt size of the call whose reply is the assistant message
 made of it. Calls before a condensation, or whose entry names no reply the file holds,
 are not recorded calls of the context (their prompts held the events it forgot, or what
@@ -152,6 +153,16 @@ def _call(usage: Any, where: str) -> RecordedCall:
                                            u.get("cache_creation_input_tokens")))))
 
 
+def _unlisted(n: int, rid: str, call: RecordedCall) -> str:
+    """The note for an LLM response whose own usage the instance's metrics, which its
+    usage is read from, do not list."""
+    counts = "" if call.problem or call.billed is None else \
+        f" (prompt {call.billed:,}" + ("" if call.output is None else
+                                        f", reply {call.output:,}") + ")"
+    return (f"event {n}: LLM response {rid}'s usage{counts} is not among the instance's "
+            "metrics.token_usages, which its usage is read from: not counted")
+
+
 def _response(meta: dict[str, Any]) -> tuple[str | None, str, dict[str, str]]:
     """The LLM response an action came from: its id, its text, and each call's arguments."""
     response = _dict(meta.get("model_response"))
@@ -186,6 +197,7 @@ class OpenHandsReader:
         self.replies: list[RecordedCall] = []  # `prompt`: the reply's number, until finish
         # calls on no context: before a condensation, or with no reply the file holds
         self.unbilled: list[RecordedCall] = []
+        self.notes: list[tuple[int, str, str]] = []  # (see Layout.notes)
 
     def located(self, path: str, data: bytes, first: int) -> None:
         """Told a trajectory's bytes: each event is at the line of its `id`."""
@@ -253,6 +265,7 @@ class OpenHandsReader:
         out: list[Message] = []
         response: str | None = None
         conversation = self.conversations
+        unlisted: set[str] = set()  # responses whose usage the metrics do not list
         condensed = 0
         for n, e in enumerate(events):
             ident = e.get("id")
@@ -286,11 +299,15 @@ class OpenHandsReader:
                     continue
                 model = _dict(meta.get("model_response")).get("model")
                 usage = _dict(meta.get("model_response")).get("usage")
-                if not self.measured and rid is not None and rid not in self.prompts \
-                        and isinstance(usage, dict) and usage:
+                if rid is not None and rid not in self.prompts and isinstance(usage, dict) \
+                        and usage:
                     recorded = _call(usage, "tool_call_metadata.model_response.usage.")
-                    self.prompts[rid] = recorded
-                    self.summed.append(recorded.summed)
+                    if not self.measured:
+                        self.prompts[rid] = recorded
+                        self.summed.append(recorded.summed)
+                    elif rid not in unlisted:  # the metrics are the one source: say so
+                        unlisted.add(rid)
+                        self.notes.append((line, _unlisted(n, rid, recorded), ""))
                 parts: list[Part] = [Text(text)] if text else []
                 out.append(Message("assistant", (*parts, call), (line,), e, id=rid,
                                    model=model if isinstance(model, str) else None,
@@ -337,7 +354,8 @@ class OpenHandsReader:
                           outside_why="forgotten by a condensation",
                           conversations=max(self.conversations, 1), calls=calls,
                           unbilled_calls=[*self.unbilled, *forgotten],
-                          empty=0 if self.context else self.conversations)
+                          empty=0 if self.context else self.conversations,
+                          notes=self.notes)
 
     def _usage(self) -> dict[str, Any]:
         """The sum of every call recorded, each as its conversation's one source has it."""
