@@ -554,6 +554,61 @@ def test_opencode_context_starts_at_the_last_compaction():
     assert roundtrip(data) == data
 
 
+ABORTED = {"name": "MessageAbortedError", "data": {"message": "Aborted"}}
+
+
+def test_opencode_leaves_a_failed_reply_out_of_the_context_as_opencode_does(tmp_path):
+    # OpenCode builds each prompt without an assistant message that failed, unless it was
+    # aborted after writing more than reasoning (session/message-v2.ts, toModelMessages)
+    doc = json.loads(OPENCODE.read_bytes())
+    follow = doc["messages"][8]  # a reply to the person's second message
+
+    def reply(k, error, *parts):
+        info = {**follow["info"], "id": f"msg_failed{k}", "error": error}
+        return {"info": info, "parts": [
+            {"type": "step-start", "id": f"prt_failed{k}0", "messageID": info["id"]},
+            *({**p, "id": f"prt_failed{k}{n}", "messageID": info["id"]}
+              for n, p in enumerate(parts, 1))]}
+
+    api = {"name": "APIError", "data": {"message": "overloaded", "isRetryable": True}}
+    failed = [reply(1, api, {"type": "text", "text": "FAILED half a reply"}),
+              reply(2, ABORTED, {"type": "reasoning", "text": "ABORTED only thinking",
+                                 "time": {"start": 1, "end": 2}})]
+    kept = reply(3, ABORTED, {"type": "text", "text": "ABORTED once it had said this"})
+    path, sent = tmp_path / "failed.json", tmp_path / "sent.json"
+    path.write_text(json.dumps({**doc, "messages": [
+        *doc["messages"][:8], *failed, kept, *doc["messages"][8:]]}, indent=2))
+    sent.write_text(json.dumps({**doc, "messages": [
+        *doc["messages"][:8], kept, *doc["messages"][8:]]}, indent=2))
+    got, expected = stats_of(path), stats_of(sent)
+    assert (got["tokens"], got["by_role"], got["messages"]) == \
+        (expected["tokens"], expected["by_role"], expected["messages"])
+    assert (got["outside"]["messages"], got["outside"]["why"]) == \
+        (2, "a reply that failed, which OpenCode does not send again")
+    assert got["context"]["tokens"] == expected["context"]["tokens"]
+    context = ctxpack("convert", str(path), "--to", "openai")
+    assert context.code == 0, context.err
+    assert "ABORTED once" in context.out and "FAILED" not in context.out \
+        and "ABORTED only" not in context.out
+    whole = ctxpack("convert", str(path), "--all", "--to", "markdown").out
+    assert all(text in whole for text in ("FAILED half", "ABORTED only", "ABORTED once"))
+    assert ctxpack("validate", str(path)).code == 0
+    assert roundtrip(path.read_bytes()) == path.read_bytes()
+
+
+@pytest.mark.parametrize("error", [None, ABORTED])
+def test_an_opencode_summary_that_failed_completes_no_compaction(error):
+    doc = {"info": {"id": "ses_compact"}, "messages": [
+        {"info": {"id": "msg_1", "role": "user"},
+         "parts": [{"type": "text", "text": "build the parser"}]},
+        {"info": {"id": "msg_2", "role": "user"}, "parts": [{"type": "compaction"}]},
+        {"info": {"id": "msg_3", "role": "assistant", "summary": True, "error": error},
+         "parts": [{"type": "text", "text": "Summary: parser built"}]}]}
+    t = load(io.BytesIO(json.dumps(doc).encode()))
+    assert [m.text for m in t.messages][0] == \
+        ("What did we do so far?" if error is None else "build the parser")
+
+
 @pytest.mark.parametrize(("part", "sent"), [
     ({"type": "compaction", "auto": False}, "What did we do so far?"),
     ({"type": "subtask", "prompt": "Review the parser", "description": "review",

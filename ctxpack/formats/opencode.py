@@ -18,7 +18,10 @@ so far?") and `subtask` part ("The following tool was executed by the user"): co
 part of that message, which is not the person's. A part of a type OpenCode does not
 write is kept in the file, not read, and named by validate; so is a file of a user
 message OpenCode sends as it is (a PDF: ctxpack counts images, not documents), and a
-message of no parts (OpenCode sends nothing of it).
+message of no parts (OpenCode sends nothing of it). An assistant message that failed
+(an `info.error`) OpenCode leaves out of every later prompt, unless it was aborted after
+writing more than reasoning: it is kept in the file, outside the context, and a failed
+summary ends no compaction.
 """
 
 from __future__ import annotations
@@ -229,6 +232,24 @@ def _unread(n: int, info: dict[str, Any], parts: list[Any]) -> list[Placed]:
     return out
 
 
+def _failed(info: dict[str, Any]) -> bool:
+    """Has an assistant message an `error`, as JavaScript tells one (null, false, 0 and ""
+    are none)?"""
+    error = info.get("error")
+    return not (error is None or error is False or error == 0 or error == "")
+
+
+def _sent_back(info: dict[str, Any], parts: list[Any]) -> bool:
+    """Does OpenCode put an assistant message into the prompts after it? Not one that
+    failed, unless it was aborted once it had written more than its step's start and
+    reasoning."""
+    error = info.get("error")
+    return not _failed(info) or isinstance(error, dict) \
+        and error.get("name") == "MessageAbortedError" and any(
+            isinstance(p, dict) and p.get("type") not in ("step-start", "reasoning")
+            for p in parts)
+
+
 def _image(part: dict[str, Any]) -> bool:
     """A file part that is an image (its `mime`), which the model is sent as one."""
     return str(part.get("mime", "")).startswith("image/")
@@ -242,6 +263,7 @@ class OpenCodeReader:
         self.usage = StepUsage()
         self.calls: list[RecordedCall] = []  # their `prompt` the number of the step's message
         self.users: list[int] = []  # the numbers of user messages
+        self.failed: set[int] = set()  # the numbers of replies OpenCode does not send back
         self.finder: LineFinder | None = None
         self.data: tuple[bytes, int] | None = None  # the document's bytes, its first line
         self.items = Items("message {}")
@@ -306,9 +328,14 @@ class OpenCodeReader:
                 self.users += [self.count + len(out)] if said else []
                 out += said
             elif role == "assistant":
-                if info.get("summary") is True and compacting is not None:
+                if info.get("summary") is True and compacting is not None \
+                        and not _failed(info):  # (a summary aborted completes none)
                     self.start = compacting
-                out += self._assistant(at, info, parts, self.count + len(out), n)
+                made = self._assistant(at, info, parts, self.count + len(out), n)
+                if not _sent_back(info, parts):
+                    self.failed.update(range(self.count + len(out),
+                                             self.count + len(out) + len(made)))
+                out += made
             else:
                 raise RecordError(f"message {n} has role {role!r}, not 'user' or 'assistant'",
                                   at=("messages", n))
@@ -413,13 +440,19 @@ class OpenCodeReader:
     def finish(self) -> tuple[list[Message], Layout]:
         # reasoning held encrypted is sent back for good, or (older models) until the next
         # user message (see models.keeps_reasoning)
-        users = [n - self.start for n in self.users if n >= self.start]
-        calls = [replace(c, prompt=c.prompt - self.start, until=None if keeps_reasoning(
-                     c.model) or (after := bisect.bisect_right(users, c.prompt - self.start))
-                     == len(users) else users[after])
-                 for c in self.calls if c.prompt >= self.start]
-        return [], Layout(list(range(self.start, self.count)), model=self.model,
-                          outside_why="before a compaction",
+        context = [n for n in range(self.start, self.count) if n not in self.failed]
+        at = {n: k for k, n in enumerate(context)}
+        users = [at[n] for n in self.users if n in at]
+        # a call whose reply is not in the context (before a compaction, or failed) is of
+        # the usage summary only
+        calls = [replace(c, prompt=at[c.prompt], until=None if keeps_reasoning(c.model) or (
+                     after := bisect.bisect_right(users, at[c.prompt])) == len(users)
+                     else users[after])
+                 for c in self.calls if c.prompt in at]
+        why = [*(["before a compaction"] if self.start else []),
+               *(["a reply that failed, which OpenCode does not send again"]
+                 if self.failed else [])]
+        return [], Layout(context, model=self.model, outside_why="; ".join(why),
                           usage=self.usage.summary(), calls=calls, problems=self._placed())
 
     def _placed(self) -> list[tuple[int, str]]:
