@@ -451,7 +451,8 @@ def validate(
     ray_address: datasets.RayAddressOpt = None,
 ) -> None:
     """Check that the provider would accept a transcript; exit 1 on any problem (a note
-    tells what is so of the file without making it wrong)."""
+    tells what is so of the file without making it wrong). -m and --config are for a
+    dataset: its rows of messages that mark no API are read as the model's API."""
     from ..checks import notes
     from ..checks import validate as check
     from ..jsonl import dumps

@@ -37,9 +37,9 @@ def pyarrow() -> Any:
 class Rows:
     """How a table's rows are read: its messages column, their dialect (None: the one
     their messages mark, else the API that serves `model`, as `ctxpack.compress` reads a
-    list of messages; a row of another format's records is refused), the id column (None: the first of ID_COLUMNS present, else rows
-    are named by their number), the name used in problems, and the number of the batch's
-    first row."""
+    list of messages; a row of another format's records is refused), the id column
+    (None: the first of ID_COLUMNS present, else rows are named by their number), the
+    name used in problems, and the number of the batch's first row."""
 
     column: str = MESSAGES
     format: str | None = None
