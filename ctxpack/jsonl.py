@@ -597,22 +597,31 @@ def _dumps_std(value: Any, indent: int | None = None) -> str:
     return LONE.sub(lambda m: f"\\u{ord(m.group()):04x}", text)
 
 
-def lone_surrogates(value: Any) -> list[tuple[str, str]]:
-    """Where in `value` a string (or an object's key) holds a lone surrogate, in document
-    order: its path (`content[0].text`; "" for `value` itself) and the first one's escape
-    (`\\ud800`)."""
-    out: list[tuple[str, str]] = []
+def _strings(value: Any) -> Iterator[tuple[str, str]]:
+    """Each string in `value` (an object's keys too) with its path (`content[0].text`;
+    "" for `value` itself), in document order."""
     stack: list[tuple[str, Any]] = [("", value)]
     while stack:  # (no recursion: a record may nest deeper than the stack goes)
         path, v = stack.pop()
-        if isinstance(v, str) and (hit := LONE.search(v)):
-            out.append((path, f"\\u{ord(hit.group()):04x}"))
+        if isinstance(v, str):
+            yield path, v
         elif isinstance(v, dict):
             for key, x in reversed(v.items()):
                 at = f"{path}.{key}" if path else str(key)
                 stack.append((at, x))
-                if isinstance(key, str) and (hit := LONE.search(key)):
+                if isinstance(key, str):
                     stack.append((f"{at} (its key)", key))
         elif isinstance(v, list):
             stack += ((f"{path}[{i}]", x) for i, x in reversed(list(enumerate(v))))
-    return out
+
+
+def lone_surrogates(value: Any) -> list[tuple[str, str]]:
+    """Where in `value` a string (or an object's key) holds a lone surrogate, in document
+    order: its path and the first one's escape (`\\ud800`)."""
+    return [(path, f"\\u{ord(hit.group()):04x}") for path, text in _strings(value)
+            if (hit := LONE.search(text))]
+
+
+def lone_count(value: Any) -> int:
+    """How many lone surrogates the strings of `value` hold."""
+    return sum(len(LONE.findall(text)) for _, text in _strings(value))

@@ -19,6 +19,7 @@ from .errors import UsageError
 from .formats import usual_model
 from .formats.agent_text import round_title
 from .formats.base import OUTSIDE_WHY
+from .jsonl import LONE
 from .loader import PathOrFile, load
 from .models import TABLE, ModelTable
 from .render import counted
@@ -314,12 +315,13 @@ def pretty_arguments(arguments: str) -> str:
 
 
 def clean(line: str) -> str:
-    """A line safe to print: escape sequences dropped, control characters made visible."""
+    """A line safe to print: escape sequences dropped, control characters made visible,
+    a lone surrogate (no Unicode text) as U+FFFD."""
     if "\r" in line:  # progress bars redraw with CR: show what the terminal would
         line = line.rstrip("\r").rsplit("\r", 1)[-1]
     line = _CONTROLS.sub(lambda m: chr(0x2400 + ord(m.group())) if m.group() != "\x7f"
                          else "\u2421", _ESCAPES.sub("", line))
-    return line.encode("utf-8", "replace").decode("utf-8")  # lone surrogates
+    return LONE.sub("\ufffd", line)
 
 
 class _Folder:

@@ -328,3 +328,16 @@ def test_skip_existing_in_place_is_refused_not_a_run_that_skips_every_file(
     assert_clean_error(run, 2, "--skip-existing", "--in-place")
     assert transcripts(folder) == given
     assert not list(folder.rglob("*.bak*"))
+
+
+def test_convert_never_names_an_output_as_a_hidden_agent_log(tmp_path: Path) -> None:
+    # Aider's own log name, converted below --out-dir, must not come out hidden nor as a
+    # file Aider would take for its history
+    log = tmp_path / "project" / ".aider.chat.history.md"
+    log.parent.mkdir()
+    shutil.copy(SAMPLES / "aider" / "unit-conversions.aider.chat.history.md", log)
+    out = tmp_path / "out"
+    run = ctxpack("convert", str(log), "--to", "markdown", "--out-dir", str(out))
+    assert run.code == 0, run.err
+    assert [p.name for p in out.rglob("*") if p.is_file()] == ["aider.chat.history.md"]
+    assert "1 file: 1 written" in run.err

@@ -941,3 +941,17 @@ def test_lone_surrogates_become_the_replacement_character_in_bodies(tmp_path, to
     assert "\\ud8" not in text.lower() and "\\udf" not in text.lower()
     assert "left \ufffd right \ufffd" in text and "ok \ufffd" in text
     assert ctxpack("validate", str(out)).code == 0
+
+
+@pytest.mark.parametrize("to", ["markdown", "html"])
+def test_lone_surrogates_become_the_replacement_character_in_documents(tmp_path, to):
+    # as in the API bodies: U+FFFD where the text held half a pair, and said (not a silent ?)
+    src = tmp_path / "half.jsonl"
+    src.write_text(json.dumps({"role": "user", "content": "left \ud800 right \udfff"}) + "\n"
+                   + json.dumps({"role": "assistant", "content": "ok \ud801"}) + "\n")
+    out = tmp_path / f"out.{to}"
+    run = ctxpack("convert", str(src), "--to", to, "-o", str(out))
+    assert run.code == 0, run.err
+    assert "3 lone surrogates (halves of UTF-16 pairs" in run.err
+    text = out.read_bytes().decode("utf-8")
+    assert "left \ufffd right \ufffd" in text and "ok \ufffd" in text

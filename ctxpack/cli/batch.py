@@ -133,7 +133,9 @@ def jobs_of(inputs: Files, out_dir: str | None, in_place: bool, writes: bool,
     write one output, and an output that would be one of the inputs, or one of the
     files the options in `also` (name: path) name. (A run that `writes` nothing needs
     nowhere to write.) With `suffix`, each output's name ends in it instead of its
-    input's extension (`convert --to markdown`: `.md`)."""
+    input's extension (`convert --to markdown`: `.md`), and a hidden input's output is
+    not hidden (`.aider.chat.history.md` becomes `aider.chat.history.md`: never the
+    name of the agent's own log)."""
     if writes and out_dir is None and not in_place:
         # (a folder holding one file is many inputs too: it could hold more)
         raise UsageError("many inputs (a folder, a pattern or more than one file) are "
@@ -151,7 +153,7 @@ def jobs_of(inputs: Files, out_dir: str | None, in_place: bool, writes: bool,
             jobs.append(Job(path, path))
             continue
         dest = os.path.join(out_dir, below)
-        jobs.append(Job(path, dest if suffix is None else os.path.splitext(dest)[0] + suffix))
+        jobs.append(Job(path, dest if suffix is None else _renamed(dest, suffix)))
     outputs = Writes(inputs.paths)
     for flag, path in (also or {}).items():
         outputs.output(path, flag)
@@ -163,6 +165,11 @@ def jobs_of(inputs: Files, out_dir: str | None, in_place: bool, writes: bool,
         return jobs, []
     fresh = [j for j in jobs if up_to_date(j.source, j.dest)]
     return [j for j in jobs if j not in fresh], fresh
+
+
+def _renamed(dest: str, suffix: str) -> str:
+    folder, name = os.path.split(os.path.splitext(dest)[0] + suffix)
+    return os.path.join(folder, name.lstrip("."))
 
 
 def parse_shard(value: str | None) -> tuple[int, int] | None:

@@ -107,7 +107,13 @@ def _converted(file: str, how: _ConvertJob) -> tuple[bytes, list[str]]:
 
         text = to_html(view, charts_of(transcript, counter, link=True,
                                        flagged=how.model is not None))
-    return text.encode("utf-8", "replace"), odd
+    # the page shows a lone surrogate (no UTF-8 for it) as U+FFFD: said, as for the bodies
+    from ..convert import LONE_REPLACED, Notes
+    from ..jsonl import lone_count
+
+    notes = Notes()
+    notes.add(LONE_REPLACED, sum(lone_count(m.raw) for m in transcript.messages))
+    return text.encode("utf-8"), [*odd, *(f"{transcript.path}: {line}" for line in notes.lines())]
 
 
 def convert_one(job: Any, how: _ConvertJob, alone: bool) -> Any:

@@ -8,21 +8,21 @@ from rich.console import Console
 from rich.markup import escape
 from rich.table import Table
 
-from . import plain
+from . import counted, plain
 
 
 def print_outcomes(console: Console, outcomes: list[Any]) -> None:
     """A row a file (input, output, what became of it, tokens before and after), then
     the counts of each outcome."""
-    counted = any(o.tokens_before is not None for o in outcomes)  # compress counts; restore not
+    with_counts = any(o.tokens_before is not None for o in outcomes)  # compress counts; restore not
     table = Table(show_edge=False)
     for name in ("input", "output", "status"):
         table.add_column(name, overflow="fold")
-    if counted:
+    if with_counts:
         table.add_column("tokens before", justify="right")
         table.add_column("tokens after", justify="right")
     for o in outcomes:
-        numbers = [_number(o.tokens_before), _number(o.tokens_after)] if counted else []
+        numbers = [_number(o.tokens_before), _number(o.tokens_after)] if with_counts else []
         dest = o.dest if o.backup is None else f"{o.dest} (original kept as {o.backup})"
         # a file done in part (a dataset with rows that failed) says what is left out
         status = f"{o.status}: {o.problem}" if o.problem and o.status != "failed" else o.status
@@ -32,7 +32,7 @@ def print_outcomes(console: Console, outcomes: list[Any]) -> None:
     counts: dict[str, int] = {}
     for o in outcomes:
         counts[o.status] = counts.get(o.status, 0) + 1
-    console.print(f"{len(outcomes):,} files: "
+    console.print(counted(len(outcomes), "file") + ": "
                   + ", ".join(f"{n:,} {status}" for status, n in counts.items()))
 
 
