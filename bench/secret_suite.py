@@ -17,14 +17,12 @@ import sys
 from collections import Counter, defaultdict
 from pathlib import Path
 
-import orjson
-
 ROOT = Path(__file__).resolve().parent.parent
 sys.path.insert(0, str(ROOT))
 
 from bench.bench_redact import CORPUS  # noqa: E402
 from ctxpack.redact import redact  # noqa: E402
-from tests.helpers import strings  # noqa: E402
+from tests.helpers import corpus_strings  # noqa: E402
 from tests.secrets_suite import ACCEPTED_MISSES, SUITE, found_values, leaks  # noqa: E402
 
 
@@ -60,21 +58,8 @@ def suite() -> None:
         print("missed: " + "; ".join(missed))
 
 
-def corpus_strings() -> list[str]:
-    """Every string of every corpus transcript: JSONL line by line, JSON files whole."""
-    out: list[str] = []
-    for path in sorted([*CORPUS.rglob("*.jsonl"), *CORPUS.rglob("*.json")]):
-        data = path.read_bytes()
-        for raw in [data] if path.suffix == ".json" else data.splitlines():
-            try:
-                out.extend(strings(orjson.loads(raw)))
-            except orjson.JSONDecodeError:
-                continue
-    return out
-
-
 def corpus(show: int) -> None:
-    items = corpus_strings()
+    items = corpus_strings(CORPUS)
     if not items:
         raise SystemExit(f"no text found: the corpus is in {CORPUS}")
     counts: Counter[str] = Counter()

@@ -12,6 +12,7 @@ from __future__ import annotations
 
 import math
 import os
+from collections.abc import Iterator
 from dataclasses import dataclass, field, replace
 from pathlib import Path
 from typing import Any
@@ -153,17 +154,8 @@ def _models(entries: Any, path: Path) -> list[ModelInfo]:
     from .jsonl import json_kind
     from .tokens import encoding_names  # (counting's module: loaded where a model is added)
 
-    if not isinstance(entries, list):
-        raise UsageError(f"{path}: `models` must be a list")
     out = []
-    for i, entry in enumerate(entries):  # (numbered from 0, as validate numbers items)
-        where = f"{path}: models[{i}]"
-        if not isinstance(entry, dict):
-            raise UsageError(f"{where} must be a mapping")
-        unknown = sorted(set(entry) - MODEL_KEYS)
-        if unknown:
-            raise UsageError(f"{where}: unknown key(s): {', '.join(unknown)}")
-        name = _name(entry, where)
+    for where, entry, name in _entries(entries, path, "models", MODEL_KEYS):
         known = TABLE.find(name)
         base = ModelInfo(name, "o200k_base", 0, provider="custom") if known is None \
             else replace(known, name=name)
@@ -198,17 +190,8 @@ def _calibrations(entries: Any, path: Path, table: ModelTable) -> list[Calibrati
     optionally, what its agent sends unlogged (below the model's window in `table`, the
     config's models with the built-in ones) and the error measured (`ctxpack calibrate
     --write-config` writes them)."""
-    if not isinstance(entries, list):
-        raise UsageError(f"{path}: `calibration` must be a list")
     out = []
-    for i, entry in enumerate(entries):
-        where = f"{path}: calibration[{i}]"
-        if not isinstance(entry, dict):
-            raise UsageError(f"{where} must be a mapping")
-        unknown = sorted(set(entry) - CALIBRATION_KEYS)
-        if unknown:
-            raise UsageError(f"{where}: unknown key(s): {', '.join(unknown)}")
-        name = _name(entry, where)
+    for where, entry, name in _entries(entries, path, "calibration", CALIBRATION_KEYS):
         same = next((k for k, c in enumerate(out) if model_key(c.name) == model_key(name)),
                     None)
         if same is not None:  # (which of the two should count?)
@@ -230,6 +213,23 @@ def _calibrations(entries: Any, path: Path, table: ModelTable) -> list[Calibrati
         out.append(Calibration(name, slope, None if overhead is None else int(overhead),
                                error))
     return out
+
+
+def _entries(entries: Any, path: Path, key: str, keys: set[str]
+             ) -> Iterator[tuple[str, dict[str, Any], str]]:
+    """Each entry of the config's list `key`, where it is (numbered from 0, as validate
+    numbers items) and the model it names: a list of mappings, of `keys` only, each with
+    a name."""
+    if not isinstance(entries, list):
+        raise UsageError(f"{path}: `{key}` must be a list")
+    for i, entry in enumerate(entries):
+        where = f"{path}: {key}[{i}]"
+        if not isinstance(entry, dict):
+            raise UsageError(f"{where} must be a mapping")
+        unknown = sorted(set(entry) - keys)
+        if unknown:
+            raise UsageError(f"{where}: unknown key(s): {', '.join(unknown)}")
+        yield where, entry, _name(entry, where)
 
 
 def _name(entry: dict[str, Any], where: str) -> str:

@@ -230,19 +230,23 @@ def _decode(chars: str, whole: bool) -> bytes | None:
         return None
 
 
+def _base64_start(text: str) -> int | None:
+    """Where the base64 of inline image data starts: past a data URL's prefix, if it has
+    one; None for a data URL that says it is not base64 (percent-encoded SVG, say)."""
+    match = _DATA_URL.match(text)
+    if match is None:
+        return 0
+    return match.end() if "base64" in match.group(1).lower() else None
+
+
 def not_base64(b64: str) -> bool:
     """Whether inline image data (a data URL's prefix allowed) is no base64 at all: it holds
     a character no base64 alphabet has, or only padding and whitespace. Base64 of a
     format ctxpack cannot read the size of is base64 (counted at `DEFAULT_SIZE`); a data
     URL that says it is not base64 (percent-encoded SVG) is not judged here."""
-    if not isinstance(b64, str):
+    start = _base64_start(b64) if isinstance(b64, str) else None
+    if start is None:
         return False
-    start = 0
-    match = _DATA_URL.match(b64)
-    if match:
-        if "base64" not in match.group(1).lower():
-            return False
-        start = match.end()
     body = b64[start:]
     return _NOT_B64_TEXT.search(body) is not None or not _NOT_B64.sub("", body)
 
@@ -253,12 +257,9 @@ def size_from_base64(b64: str) -> Size | None:
         b64 = bytes(b64).decode("latin-1")
     elif not isinstance(b64, str):
         return None
-    start = 0
-    match = _DATA_URL.match(b64)
-    if match:
-        if "base64" not in match.group(1).lower():
-            return None  # percent-encoded data (e.g. SVG): not base64 and not a format we read
-        start = match.end()
+    start = _base64_start(b64)
+    if start is None:  # percent-encoded data (e.g. SVG): not base64 and not a format we read
+        return None
     end = start + _B64_FIRST_CHARS
     while True:
         whole = end >= len(b64)

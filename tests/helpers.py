@@ -15,6 +15,8 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
 
+import orjson
+
 from ctxpack.transcript import Message
 
 ROOT = Path(__file__).resolve().parent.parent
@@ -93,6 +95,20 @@ def leaves(value: Any) -> Iterator[Any]:
 def strings(value: Any) -> Iterator[str]:
     """Every string of a JSON value, at any depth (its keys left out)."""
     return (v for v in leaves(value) if isinstance(v, str))
+
+
+def corpus_strings(folder: Path) -> list[str]:
+    """Every string of every transcript below `folder` (none where it is absent): JSONL
+    files line by line, JSON files whole; a line or file that is not JSON is passed over."""
+    out: list[str] = []
+    for path in sorted([*folder.rglob("*.jsonl"), *folder.rglob("*.json")]):
+        data = path.read_bytes()
+        for raw in [data] if path.suffix == ".json" else data.splitlines():
+            try:
+                out.extend(strings(orjson.loads(raw)))
+            except orjson.JSONDecodeError:
+                continue
+    return out
 
 
 def assert_tool_pairs(messages: Sequence[Message]) -> None:

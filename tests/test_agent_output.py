@@ -68,6 +68,20 @@ def stated(records: list[dict[str, Any]], editor: Any) -> list[int]:
             if (n := editor.recorded(r)) is not None]
 
 
+def masked_restated(path: Path, editor: Any
+                    ) -> tuple[list[dict[str, Any]], list[dict[str, Any]], list[int], list[int]]:
+    """`path` masked: its records before and after, and what each one's usage records
+    state (`stated`); on the way, the output restores byte for byte, and its usage records
+    are the same ones, none stating more."""
+    data = masked(path)
+    before, after = lines(path.read_bytes()), lines(data)
+    assert restore([data]) == path.read_bytes()
+    old, new = stated(before, editor), stated(after, editor)
+    assert len(old) == len(new)  # no record appears or goes
+    assert all(b <= a for a, b in zip(old, new, strict=True))  # none grows
+    return before, after, old, new
+
+
 # --- Claude Code --------------------------------------------------------------------
 
 
@@ -118,13 +132,7 @@ def test_claude_code_summary_keeps_what_the_agent_reads_and_restates_usage(path:
 @pytest.mark.corpus
 @pytest.mark.parametrize("path", CLAUDE, ids=lambda p: getattr(p, "name", "none"))
 def test_claude_code_masking_restates_the_usage_after_the_first_change(path: Path) -> None:
-    data = masked(path)
-    before, after = lines(path.read_bytes()), lines(data)
-    assert restore([data]) == path.read_bytes()
-    editor = ClaudeCodeEditor()
-    old, new = stated(before, editor), stated(after, editor)
-    assert len(old) == len(new)  # no record appears or goes
-    assert all(b <= a for a, b in zip(old, new, strict=True))  # none grows
+    _, after, old, new = masked_restated(path, ClaudeCodeEditor())
     if any("ctxpack" in r and r["ctxpack"]["kind"] == "observations" for r in after) and old:
         assert new[-1] < old[-1]  # outputs masked before the last call: it shrank
 
@@ -203,12 +211,8 @@ def test_codex_summary_keeps_the_index_and_states_the_new_size(path: Path) -> No
 @pytest.mark.corpus
 @pytest.mark.parametrize("path", CODEX, ids=lambda p: getattr(p, "name", "none"))
 def test_codex_masking_restates_token_counts(path: Path) -> None:
-    data = masked(path)
-    before, after = lines(path.read_bytes()), lines(data)
-    assert restore([data]) == path.read_bytes()
     editor = CodexEditor()
-    old, new = stated(before, editor), stated(after, editor)
-    assert len(old) == len(new) and all(b <= a for a, b in zip(old, new, strict=True))
+    before, after, _, _ = masked_restated(path, editor)
     totals = [r["payload"]["info"]["total_token_usage"] for r in after
               if editor.recorded(r) is not None]
     assert totals == [r["payload"]["info"]["total_token_usage"] for r in before

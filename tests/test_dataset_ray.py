@@ -29,6 +29,7 @@ from ctxpack.dataset import (  # noqa: E402 - after the skips
 )
 from ctxpack.dataset.files import results  # noqa: E402
 from ctxpack.dataset.on_ray import RayEngine  # noqa: E402
+from ctxpack.dataset.packing import compress_batch  # noqa: E402
 
 pytestmark = pytest.mark.ray
 
@@ -84,6 +85,31 @@ def test_ray_compresses_as_the_local_engine_and_restores(cluster: str, dataset: 
     assert there.column("ctxpack").to_pylist()[5] is not None
     assert there.equals(here)
     assert restore_table(there).equals(pq.read_table(dataset))
+
+
+def test_ray_gives_what_the_local_engine_does_of_row_groups_of_no_rows(
+        cluster: str, dataset: Path, tmp_path: Path) -> None:
+    """A row group of no rows gives nothing of its own, and a dataset of no rows one
+    result of no rows (with the work's columns): compress's tables come with their
+    warnings, as here."""
+    table = pq.read_table(dataset)
+    gapped, empty = tmp_path / "gapped.parquet", tmp_path / "empty.parquet"
+    with pq.ParquetWriter(gapped, table.schema) as writer:
+        for part in (table.slice(0, 4), table.slice(0, 0), table.slice(4)):
+            writer.write_table(part)
+    with pq.ParquetWriter(empty, table.schema) as writer:
+        writer.write_table(table.slice(0, 0))
+    for path, rows, batches in ((gapped, 18, 2), (empty, 0, 1)):
+        here, there = both(path, stats_table)
+        assert there.num_rows == rows and there.equals(here)
+        # (a target above the budget: a warning each row with a plan gives)
+        settings = {"budget": 1500, "target": 2000}
+        here_pairs = list(results(str(path), Rows(), compress_batch, None, **settings))
+        there_pairs = list(results(str(path), Rows(), compress_batch, RayEngine(), **settings))
+        assert len(there_pairs) == len(here_pairs) == batches
+        for (mine, warned), (theirs, said) in zip(here_pairs, there_pairs, strict=True):
+            assert theirs.equals(mine) and said == warned
+        assert all(said for _, said in there_pairs) == bool(rows)
 
 
 def test_the_command_line_joins_a_running_ray(cluster: str, dataset: Path,

@@ -8,13 +8,12 @@ from __future__ import annotations
 import json
 import re
 
-import orjson
 import pytest
 
 from ctxpack.redact import redact
 
-from .conftest import corpus_files
-from .helpers import strings
+from .conftest import CORPUS
+from .helpers import corpus_strings
 from .secrets_suite import ACCEPTED_MISSES, SUITE, found_values, leaks
 
 
@@ -80,23 +79,13 @@ _DIGESTS_AND_IDS = re.compile(
 _SECRET_NAME = re.compile(r"key|token|secret|pass|pwd|auth|credential", re.IGNORECASE)
 
 
-def _corpus_strings():
-    files = corpus_files() + corpus_files(pattern="*.json")
-    if not files:
-        pytest.skip("corpus not found beside the checkout (../shared/corpus)")
-    for path in files:
-        data = path.read_bytes()
-        for raw in [data] if path.suffix == ".json" else data.splitlines():
-            try:
-                yield from strings(orjson.loads(raw))
-            except orjson.JSONDecodeError:
-                continue
-
-
 @pytest.mark.corpus
 def test_redaction_in_the_corpus_takes_no_digest_id_or_data_without_a_name() -> None:
+    texts = corpus_strings(CORPUS)
+    if not texts:
+        pytest.skip("corpus not found beside the checkout (../shared/corpus)")
     found = unnamed = 0
-    for text in _corpus_strings():
+    for text in texts:
         out, counts = redact(text)
         at = 0
         for _, value in found_values(text, out):

@@ -1128,3 +1128,18 @@ def test_a_recorded_cost_reads_as_an_amount_in_the_table(tmp_path: Path, cost: f
     assert re.search(rf"│ {re.escape(shown)} \(recorded total, whole run\)", row), row
     assert json.loads(ctxpack("stats", "--json", str(path)).out)["files"][0]["usage"][
         "cost_usd"] == cost
+
+
+def test_the_usage_table_names_a_figure_too_long_to_read_by_its_digits() -> None:
+    # no reader lets such a count through (each is set aside, above), but the table writes
+    # a whole number as a problem quotes one, and its line stays one a person can read
+    from dataclasses import replace
+
+    from ctxpack import stats
+    from ctxpack.render.stats import to_markdown
+
+    read = stats(SAMPLES / "stream.anthropic.jsonl")
+    table = to_markdown([replace(read, usage={**read.usage, "input_tokens": 10**30})])
+    assert "| input_tokens | a 31-digit number |" in table
+    assert "| output_tokens | 4,714 |" in table  # a count as it always reads
+    assert "0" * 30 not in table

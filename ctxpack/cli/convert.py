@@ -26,6 +26,8 @@ from .guard import refuse_overwrites
 from .write import (
     SKIP_EXISTING,
     JobsOpt,
+    ManyQuietOpt,
+    ManyReportOpt,
     OutDirOpt,
     ShardOpt,
     _destination,
@@ -153,11 +155,8 @@ def convert(
     format: FormatOpt = None,
     model: ModelOpt = None,
     skip_invalid: SkipOpt = False,
-    report_json: Annotated[str | None, typer.Option(
-        "--report-json", metavar="PATH",
-        help="With many inputs: what became of each file, as JSON (- for stdout).")] = None,
-    quiet: Annotated[bool, typer.Option(
-        "--quiet", "-q", help="With many inputs: no table of the files on stderr.")] = False,
+    report_json: ManyReportOpt = None,
+    quiet: ManyQuietOpt = False,
     session: SessionOpt = None,
     config: ConfigOpt = None,
 ) -> None:

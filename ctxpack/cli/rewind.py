@@ -19,6 +19,8 @@ from .guard import refuse_overwrites
 from .write import (
     FilesArg,
     JobsOpt,
+    ManyQuietOpt,
+    ManyReportOpt,
     OutDirOpt,
     ShardOpt,
     SkipExistingOpt,
@@ -93,11 +95,8 @@ def rewind(
         "--archive-dir", metavar="DIR",
         help="Keep what is taken out in this folder instead of inside the file.")] = None,
     skip_invalid: SkipOpt = False,
-    report_json: Annotated[str | None, typer.Option(
-        "--report-json", metavar="PATH",
-        help="With many inputs: what became of each file, as JSON (- for stdout).")] = None,
-    quiet: Annotated[bool, typer.Option(
-        "--quiet", "-q", help="With many inputs: no table of the files on stderr.")] = False,
+    report_json: ManyReportOpt = None,
+    quiet: ManyQuietOpt = False,
 ) -> None:
     """Take the newest steps or rounds back out of a transcript (whole tool calls with
     their results); restore brings them back."""

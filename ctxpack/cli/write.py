@@ -125,6 +125,12 @@ ShardOpt = Annotated[str | None, typer.Option(
     "--shard", metavar="I/N", help="With many inputs: only the I-th of N shares of the "
     "files (I from 0 to N-1), the same share whoever runs it; with a dataset, of its row "
     "groups.")]
+# a batch's report and table (compress reports on one file too: its options differ)
+ManyReportOpt = Annotated[str | None, typer.Option(
+    "--report-json", metavar="PATH",
+    help="With many inputs: what became of each file, as JSON (- for stdout).")]
+ManyQuietOpt = Annotated[bool, typer.Option(
+    "--quiet", "-q", help="With many inputs: no table of the files on stderr.")]
 
 
 @dataclass(frozen=True)
@@ -412,11 +418,8 @@ def restore(
         "--max-growth", metavar="N", min=1,
         help="Refuse to write more than N times the bytes given (default 2000: far above "
         "what compress makes; archives crafted to expand stop there).")] = None,
-    quiet: Annotated[bool, typer.Option(
-        "--quiet", "-q", help="With many inputs: no table of the files on stderr.")] = False,
-    report_json: Annotated[str | None, typer.Option(
-        "--report-json", metavar="PATH",
-        help="With many inputs: what became of each file, as JSON (- for stdout).")] = None,
+    quiet: ManyQuietOpt = False,
+    report_json: ManyReportOpt = None,
     messages_column: datasets.MessagesColumnOpt = None,
     engine: datasets.EngineOpt = "local",
     ray_address: datasets.RayAddressOpt = None,

@@ -105,12 +105,13 @@ class RayEngine:
     def map(self, path: str, rows: Rows, work: Callable[..., Any], settings: dict[str, Any],
             shard: tuple[int, int] | None = None) -> Iterator[Any]:
         """`work` of every batch of the dataset at `path` (or of the i-th of n shares of
-        it), in row order."""
+        it), in row order, each as `work` gives it, as the local engine yields them."""
         rows = replace(rows, name=path)
         epoch = os.environ.get("SOURCE_DATE_EPOCH")  # pinned here, pinned on every node
         if is_parquet(path):
-            groups = [(g, start) for g, start in row_groups(path)
-                      if shard is None or g % shard[1] == shard[0]]
+            # (a row group of no rows has no batch, here as in the local engine)
+            groups = [(g, start) for g, start, count in row_groups(path)
+                      if count and (shard is None or g % shard[1] == shard[0])]
             if not groups:  # no rows: the columns a result of no rows has
                 import pyarrow.parquet as pq
 
@@ -127,9 +128,9 @@ class RayEngine:
 
     def _in_order(self, calls: Iterator[tuple[Callable[..., Any], tuple[Any, ...]]]
                   ) -> Iterator[Any]:
-        """The results each call's task yields (tables; compress's, a table and its
-        warnings), call after call, with IN_FLIGHT tasks a CPU under way (so results wait
-        in the object store for a few tasks at most)."""
+        """The results each call's task yields, as the work gives them (whatever their
+        shape), call after call, with IN_FLIGHT tasks a CPU under way (so results wait in
+        the object store for a few tasks at most)."""
         ray = self.ray
         cpus = max(1, int(ray.cluster_resources().get("CPU", 1)))
         remote = {}
@@ -149,14 +150,11 @@ class RayEngine:
             pass
         while pending:
             for ref in pending.popleft():
-                result = self._get(ref)  # (compress's table comes with its warnings)
-                table = result[0] if isinstance(result, tuple) else result
-                if table.num_rows or not pending:
-                    yield result
+                yield self._get(ref)
             submit()
 
     def _get(self, ref: Any) -> Any:
-        """The table of `ref`; a task's CtxpackError raised here as itself (its one line)."""
+        """The result of `ref`; a task's CtxpackError raised here as itself (its one line)."""
         try:
             return self.ray.get(ref)
         except self.ray.exceptions.RayTaskError as exc:
@@ -260,8 +258,8 @@ def _read(sock: socket.socket, size: int) -> bytes:
     return data
 
 
-def row_groups(path: str) -> list[tuple[int, int]]:
-    """Each row group of the file and the number of its first row."""
+def row_groups(path: str) -> list[tuple[int, int, int]]:
+    """Each row group of the file, the number of its first row and how many rows it has."""
     import pyarrow.parquet as pq
 
     pa = pyarrow()
@@ -271,28 +269,26 @@ def row_groups(path: str) -> list[tuple[int, int]]:
         raise InputError(path, None, f"not a Parquet file ({exc})") from None
     out, start = [], 0
     for g in range(meta.num_row_groups):
-        out.append((g, start))
-        start += meta.row_group(g).num_rows
+        count = meta.row_group(g).num_rows
+        out.append((g, start, count))
+        start += count
     return out
 
 
 def row_group(path: str, group: int, rows: Rows, work: Callable[..., Any],
               settings: dict[str, Any], epoch: str | None = None) -> Iterator[Any]:
-    """A Ray task: `work` of the rows of one row group, a batch at a time (so a worker
-    holds one batch)."""
+    """A Ray task: `work` of the rows of one row group (one that has rows), a batch at a
+    time (so a worker holds one batch)."""
     import pyarrow.parquet as pq
 
     _as_the_driver(epoch)
     pa = pyarrow()
     file = pq.ParquetFile(path)
-    meta, start, empty = file.schema_arrow.metadata, rows.start, True
+    meta, start = file.schema_arrow.metadata, rows.start
     for batch in file.iter_batches(batch_size=BATCH_ROWS, row_groups=[group]):
         table = pa.Table.from_batches([batch]).replace_schema_metadata(meta)
         yield work(table, **vars(replace(rows, start=start)), **settings)
         start += table.num_rows
-        empty = False
-    if empty:  # a row group of no rows
-        yield work(file.schema_arrow.empty_table(), **vars(rows), **settings)
 
 
 def one_batch(table: Any, rows: Rows, work: Callable[..., Any],

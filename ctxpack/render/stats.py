@@ -14,6 +14,7 @@ from ..breakdown import SCHEMA_VERSION, FileStats
 from ..calibration import Bill, below_words, unlogged_cause
 from ..formats.base import no_input
 from ..jsonl import dumps
+from ..numbers import figure
 from ..recorded import WHOLE_RUN
 from . import counted, markup, plain
 
@@ -134,7 +135,7 @@ def _usage_value(v: object) -> str:
     if isinstance(v, bool) or not isinstance(v, int | float):
         return str(v)
     if isinstance(v, int):
-        return f"{v:,}"
+        return figure(v)
     return f"{v:,.6f}".rstrip("0").rstrip(".")
 
 
