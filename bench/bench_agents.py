@@ -40,8 +40,7 @@ from tests.agent_provider import (  # noqa: E402
     find,
     version,
 )
-
-CORPUS = Path(os.environ.get("CTXPACK_SHARED", ROOT.parent / "shared")) / "corpus"
+from tests.helpers import CORPUS  # noqa: E402
 
 
 def summarized(path: Path, most: int) -> tuple[int, bytes] | None:

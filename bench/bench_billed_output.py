@@ -22,7 +22,9 @@ import tempfile
 from pathlib import Path
 
 ROOT = Path(__file__).resolve().parent.parent
-CORPUS = ROOT.parent / "shared" / "corpus"
+sys.path.insert(0, str(ROOT))
+
+from tests.helpers import CORPUS  # noqa: E402
 
 
 def cli(*args: str) -> subprocess.CompletedProcess[str]:

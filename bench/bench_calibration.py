@@ -35,8 +35,7 @@ from ctxpack.loader import load  # noqa: E402
 from ctxpack.models import TABLE  # noqa: E402
 from ctxpack.tokens import TokenCounter  # noqa: E402
 from ctxpack.transcript import RecordedCall, Transcript  # noqa: E402
-
-CORPUS = ROOT.parent / "shared" / "corpus"
+from tests.helpers import CORPUS  # noqa: E402
 
 
 def errors(predicted: list[int], billed: list[int]) -> list[float]:

@@ -28,14 +28,16 @@ from typing import Any
 HERE = Path(__file__).resolve().parent
 ROOT = HERE.parent
 sys.path.insert(0, str(HERE))
+sys.path.insert(0, str(ROOT))
 
 import bench_stats  # noqa: E402
 import make_transcript  # noqa: E402
 import seen  # noqa: E402
 
+from tests.helpers import CORPUS  # noqa: E402
+
 MB = 1e6
 MODEL = "gpt-4o"
-CORPUS = ROOT.parent / "shared" / "corpus"
 # The corpus folders of Claude Code, Codex, Anthropic Messages and OpenAI tool-calling
 # runs (Chat Completions message lists: mini-swe-agent and tau-bench, SWE-agent trajectories).
 FORMATS = ("claude-code", "codex", "anthropic-messages", "anthropic-agent-events", "openai-chat",

@@ -40,8 +40,8 @@ from ctxpack.render.document import to_markdown  # noqa: E402
 from ctxpack.tokens import TokenCounter  # noqa: E402
 from ctxpack.transcript import Transcript  # noqa: E402
 from ctxpack.view import View, build_view  # noqa: E402
+from tests.helpers import CORPUS  # noqa: E402
 
-CORPUS = ROOT.parent / "shared" / "corpus"
 STEPS = ("read", "openai", "view", "markdown")
 
 

@@ -32,8 +32,8 @@ from ctxpack.breakdown import stats  # noqa: E402
 from ctxpack.compression import compress_file  # noqa: E402
 from ctxpack.compression.settings import Options  # noqa: E402
 from ctxpack.errors import CtxpackError  # noqa: E402
+from tests.helpers import CORPUS  # noqa: E402
 
-CORPUS = ROOT.parent / "shared" / "corpus"
 DEFAULT = CORPUS / "claude-code" / "claude-reliability__python-to-rust-port.jsonl"
 SHARE = 0.6  # of the transcript's lines, run 1 sees this much
 BUDGET = 0.25  # of the whole transcript's tokens, the budget of both runs

@@ -27,8 +27,8 @@ ROOT = Path(__file__).resolve().parent.parent
 sys.path.insert(0, str(ROOT))
 
 from ctxpack.jsonl import loads, parse_document, parse_line  # noqa: E402
+from tests.helpers import CORPUS  # noqa: E402
 
-CORPUS = ROOT.parent / "shared" / "corpus"
 _REGEX = re.compile(rb"[0-9]{19}")
 
 

@@ -21,9 +21,8 @@ ROOT = Path(__file__).resolve().parent.parent
 sys.path.insert(0, str(ROOT))
 
 from ctxpack.redact import redact  # noqa: E402
-from tests.helpers import strings  # noqa: E402
+from tests.helpers import CORPUS, strings  # noqa: E402
 
-CORPUS = ROOT.parent / "shared" / "corpus"
 BASELINE = re.compile(r"[A-Za-z0-9_\-]{20,}")
 
 

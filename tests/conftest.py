@@ -12,14 +12,14 @@ import pytest
 
 ROOT = Path(__file__).resolve().parent.parent
 SAMPLES = ROOT / "samples"
-SHARED = Path(os.environ.get("CTXPACK_SHARED", ROOT.parent / "shared"))
-CORPUS = SHARED / "corpus"
 
 # The persistent token cache of every test (and of the CLI runs they start) lives
 # in a throwaway folder: tests never read or write the real user cache.
 _CACHE = tempfile.mkdtemp(prefix="ctxpack-test-cache-")
 os.environ["CTXPACK_CACHE_DIR"] = _CACHE
 atexit.register(shutil.rmtree, _CACHE, ignore_errors=True)
+
+from .helpers import CORPUS, SHARED  # noqa: E402  (after the cache is set: it imports ctxpack)
 
 if "TIKTOKEN_CACHE_DIR" not in os.environ and (SHARED / "tiktoken-cache").is_dir():
     os.environ["TIKTOKEN_CACHE_DIR"] = str(SHARED / "tiktoken-cache")

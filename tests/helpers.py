@@ -20,6 +20,9 @@ import orjson
 from ctxpack.transcript import Message
 
 ROOT = Path(__file__).resolve().parent.parent
+# the real transcripts of others, beside the checkout unless CTXPACK_SHARED says where
+SHARED = Path(os.environ.get("CTXPACK_SHARED", ROOT.parent / "shared"))
+CORPUS = SHARED / "corpus"
 
 
 @functools.cache
