@@ -398,11 +398,16 @@ def test_cli_compresses_a_folder_of_datasets_skipping_a_bad_one(tmp_path: Path) 
     assert run.code == 2 and f"error: {tmp_path / 'gone.parquet'}: no such file" in run.err
     assert [(d["path"], d["rows"]) for d in json.loads(run.out)["datasets"]] == \
         [(str(out / "a.parquet"), 17), (str(out / "part" / "b.parquet"), 6)]
+    assert json.loads(run.out)["unread"] == [
+        {"path": str(tmp_path / "gone.parquet"), "line": None, "problem": "no such file"}]
     # a dataset that cannot be read is said, and the others are counted and checked
     (out / "0-broken.parquet").write_bytes(b"PAR1 no footer")
     run = run_ctxpack("stats", str(out), "--json")
     assert run.code == 2 and f"error: {out / '0-broken.parquet'}: not a Parquet file" in run.err
     assert [d["rows"] for d in json.loads(run.out)["datasets"]] == [17, 6]
+    assert [u["path"] for u in json.loads(run.out)["unread"]] == [str(out / "0-broken.parquet")]
+    run = run_ctxpack("validate", str(out), "--json")
+    assert [u["path"] for u in json.loads(run.out)["unread"]] == [str(out / "0-broken.parquet")]
     run = run_ctxpack("validate", str(out))
     assert run.code == 2 and f"error: {out / '0-broken.parquet'}: not a Parquet file" in run.err
     assert f"{out / 'a.parquet'}: 17 rows" in run.err and "row 5 (id traj-bad)" in run.out

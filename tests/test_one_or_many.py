@@ -254,3 +254,23 @@ def test_a_folder_that_gives_nothing_names_the_json_files_ctxpack_reads(tmp_path
     assert run.code == 2  # (settings.json is no transcript)
     assert [Path(f["path"]).name for f in json.loads(run.out)["files"]] == [
         "book-search.json", "finance.json"]
+
+
+@pytest.mark.parametrize("command", ["stats", "validate"])
+def test_json_of_many_inputs_lists_those_it_could_not_read(tmp_path: Path, command: str) -> None:
+    # a gate reading the JSON alone must see every input it gave, the failed ones with why
+    bad = tmp_path / "bad.jsonl"
+    bad.write_bytes(b'{"role":"user","content":"x"}\n{bad\n')
+    missing = tmp_path / "gone.jsonl"
+    good = SAMPLES / "support-chat.openai.jsonl"
+    run = ctxpack(command, str(good), str(bad), str(missing), "--json")
+    assert run.code == 2
+    doc = json.loads(run.out)
+    assert [f["path"] for f in doc["files"]] == [str(good)]
+    unread = {u["path"]: u for u in doc["unread"]}
+    assert sorted(unread) == sorted([str(bad), str(missing)])
+    assert unread[str(bad)]["line"] == 2
+    assert unread[str(bad)]["problem"].startswith("malformed JSON")
+    assert unread[str(missing)]["line"] is None
+    assert unread[str(missing)]["problem"] == "no such file"
+    assert all(path not in u["problem"] for path, u in unread.items())  # the path once

@@ -15,7 +15,7 @@ import typer
 
 from ..errors import EXIT_CHECK_FAILED, EXIT_USAGE, CtxpackError, UsageError
 from ..render import counted, percent
-from .common import error, plain, problem_of, stderr, use_cores, warn
+from .common import error, plain, stderr, use_cores, warn
 
 MessagesColumnOpt = Annotated[str | None, typer.Option(
     "--messages-column", metavar="NAME", help="Read a dataset of one trajectory a row "
@@ -122,7 +122,6 @@ def stats(files: list[str], rows: Any, engine: Any, per_row: str | None,
     if output not in ("table", "json"):
         raise UsageError(f"a dataset's stats print as table or json, not {output}")
     done = []
-    unread = False
     with render.RowProgress(files, stderr()) as advance:
         for path in files:
             totals = DatasetStats(path, max_tokens=max_tokens, max_ratio=max_ratio)
@@ -134,13 +133,12 @@ def stats(files: list[str], rows: Any, engine: Any, per_row: str | None,
                         if add is not None:
                             add(table)
             except (CtxpackError, OSError) as exc:  # said, and the others still counted
-                error(problem_of(exc)[1])
-                unread = True
+                inputs.not_read(path, exc)
                 continue
             done.append(totals)
     total = DatasetStats.across(done)
     if output == "json":
-        sys.stdout.buffer.write(render.to_json(done, total))
+        sys.stdout.buffer.write(render.to_json(done, total, inputs.unread))
     else:
         from rich.console import Console
 
@@ -152,7 +150,7 @@ def stats(files: list[str], rows: Any, engine: Any, per_row: str | None,
         _over_budget(totals)
     failed = any(t.failed for t in done)
     over = any(t.over or t.over_ratio for t in done)
-    return EXIT_USAGE if inputs.failed or unread else EXIT_CHECK_FAILED if failed or over else 0
+    return EXIT_USAGE if inputs.unread else EXIT_CHECK_FAILED if failed or over else 0
 
 
 def _over_budget(totals: Any) -> None:
@@ -177,7 +175,6 @@ def validate(files: list[str], rows: Any, engine: Any, json_out: bool) -> int:
     if not inputs.paths:  # each said why already
         return EXIT_USAGE
     bad = 0
-    unread = False
     docs = []
     for path in inputs.paths:
         counts = {"rows": 0, "invalid": 0}
@@ -198,16 +195,16 @@ def validate(files: list[str], rows: Any, engine: Any, json_out: bool) -> int:
                         for p in r["problems"]:
                             print(plain(f"{r['where']}: {p}"))
         except (CtxpackError, OSError) as exc:  # said, and the others still checked
-            error(problem_of(exc)[1])
-            unread = True
+            inputs.not_read(path, exc)
             continue
         bad += counts["invalid"]
         if not json_out:
             stderr().print(f"{path}: {counted(counts['rows'], 'row')}, {counts['invalid']:,} with "
                            "problems", highlight=False)
     if json_out:
-        sys.stdout.buffer.write(dumps({"schema_version": 1, "rows": docs}, indent=2) + b"\n")
-    return EXIT_USAGE if inputs.failed or unread else EXIT_CHECK_FAILED if bad else 0
+        sys.stdout.buffer.write(dumps({"schema_version": 1, "rows": docs,
+                                       "unread": inputs.unread}, indent=2) + b"\n")
+    return EXIT_USAGE if inputs.unread else EXIT_CHECK_FAILED if bad else 0
 
 
 def _destination(file: str, output: str | None) -> str:
@@ -267,7 +264,7 @@ def _each(files: list[str], output: str | None, out_dir: str | None, skip_existi
                 outcomes.append(failed(job, exc))
                 error(outcomes[-1].problem)
     code = finish(outcomes, fresh, quiet, report_json)
-    return max(code, EXIT_USAGE if inputs.failed else 0)
+    return max(code, EXIT_USAGE if inputs.unread else 0)
 
 
 def compress(files: list[str], output: str | None, out_dir: str | None, rows: Any,

@@ -14,7 +14,7 @@ from typing import Annotated, Any, TypeVar
 
 import typer
 
-from ..errors import EXIT_CHECK_FAILED, EXIT_USAGE, CtxpackError, UsageError
+from ..errors import EXIT_CHECK_FAILED, EXIT_USAGE, CtxpackError, InputError, UsageError
 from ..render import counted, percent
 from . import datasets
 from .common import (
@@ -61,13 +61,15 @@ class Files:
         (`s3://bucket/x.parquet`) is one input as it is, for its reader to open."""
         self.paths: list[str] = []
         self.below: dict[str, str] = {}  # each file's path below what named it
-        self.failed = 0
+        # each input that could not be read, as the JSON outputs list it: `path`, `line`
+        # (null where the problem is the file's, not a line's) and `problem`
+        self.unread: list[dict[str, Any]] = []
         for arg in args:
             try:
                 found = [arg] if urls and URL.match(arg) else \
                     expand(arg, in_folder or (lambda d: _transcripts(d, session)), kind)
             except CtxpackError as exc:
-                self._said(str(exc))
+                self.not_read(arg, exc)
                 continue
             for path in found:
                 if path not in self.below:
@@ -80,15 +82,21 @@ class Files:
             try:
                 yield work(path)
             except (CtxpackError, OSError) as exc:
-                self._said(problem_of(exc)[1])
+                self.not_read(path, exc)
 
     def exit_if_any_failed(self) -> None:
-        if self.failed:
+        if self.unread:
             raise typer.Exit(EXIT_USAGE)
 
-    def _said(self, problem: str) -> None:
-        self.failed += 1
-        error(problem)
+    def not_read(self, path: str, exc: CtxpackError | OSError) -> None:
+        """Say that `path` could not be read, and keep why for the JSON outputs."""
+        line = problem_of(exc)[1]
+        error(line)
+        if isinstance(exc, InputError):
+            self.unread.append({"path": exc.path, "line": exc.line, "problem": exc.problem})
+        else:
+            self.unread.append({"path": path, "line": None,
+                                "problem": line.removeprefix(f"{path}: ")})
 
 
 URL = re.compile(r"[A-Za-z][A-Za-z0-9+.-]*://")  # an object store's, or file://
@@ -331,7 +339,7 @@ def stats(
 
         _write_result(page, "-", [stats_page(pictures).encode("utf-8", "replace")], None)
     if output == "json":
-        sys.stdout.buffer.write(render.to_json(results))
+        sys.stdout.buffer.write(render.to_json(results, inputs.unread))
     elif output == "csv":
         sys.stdout.write(render.to_csv(results))
     elif output == "markdown":
@@ -483,7 +491,7 @@ def validate(
             {"path": t.path, "format": t.format, "messages": len(t.messages), "valid": not p,
              "problems": [x.to_dict() for x in p],
              **({"notes": [x.to_dict() for x in told]} if (told := notes(t)) else {})}
-            for t, p in report]}
+            for t, p in report], "unread": inputs.unread}
         sys.stdout.buffer.write(dumps(doc, indent=2) + b"\n")
     else:
         for t, problems in report:

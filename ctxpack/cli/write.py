@@ -308,7 +308,7 @@ def _many(files: list[str], out_dir: str | None, in_place: bool, writes: bool,
                                 {"--report-json": report_json, **(also or {})})
     outcomes = batch.run(todo, task, how, jobs or worker_count()) if todo else []
     code = batch.finish(outcomes, fresh, quiet, report_json)
-    return max(code, EXIT_USAGE if inputs.failed else 0)
+    return max(code, EXIT_USAGE if inputs.unread else 0)
 
 
 def _check_outputs(in_place: bool, strip_metadata: bool) -> None:

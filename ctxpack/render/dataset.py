@@ -15,12 +15,13 @@ from . import counted, percent, plain
 TOP_TOOLS = 10
 
 
-def to_json(results: list[Any], total: Any) -> bytes:
-    """`stats --json` of datasets: each one's stats, and `total`'s (all of them)."""
+def to_json(results: list[Any], total: Any, unread: list[dict[str, Any]]) -> bytes:
+    """`stats --json` of datasets: each one's stats, `total`'s (all of them), and the
+    datasets that could not be read (`path`, `line`, `problem`)."""
     summed = {k: v for k, v in total.to_dict().items()
               if k not in ("schema_version", "path", "errors")}
     doc = {"schema_version": 1, "datasets": [r.to_dict() for r in results],
-           "total": {"datasets": len(results), **summed}}
+           "total": {"datasets": len(results), **summed}, "unread": unread}
     return dumps(doc, indent=2) + b"\n"
 
 

@@ -50,10 +50,11 @@ def conversation_tokens(f: FileStats) -> int:
     return f.largest_conversation["tokens"] if f.largest_conversation else f.tokens
 
 
-def to_json(files: list[FileStats]) -> bytes:
-    """The versioned JSON document of `stats --json`."""
+def to_json(files: list[FileStats], unread: list[dict[str, Any]] | None = None) -> bytes:
+    """The versioned JSON document of `stats --json`; `unread`, the inputs that could not
+    be read (`path`, `line`, `problem`)."""
     doc = {"schema_version": SCHEMA_VERSION, "files": [f.to_dict() for f in files],
-           "total": total(files)}
+           "total": total(files), "unread": unread or []}
     return dumps(doc, indent=2) + b"\n"
 
 
