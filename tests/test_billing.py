@@ -316,10 +316,17 @@ def _split_by_its_fit() -> list:
     call would leave another overhead: the Claude Code and Codex samples, a resumed corpus
     session whose steps grow steeper than its prompts as a whole (1.34 and 1.18), and a
     Codex session of an older CLI, which writes a call's usage before its reply (compress
-    restates the usage of the records it keeps)."""
+    restates the usage of the records it keeps). And a file of every other format compress
+    writes whose calls record their usage: a JSON document (mini-swe-agent, whose record
+    compress writes whole), Anthropic messages one a line (stream-json), Gemini CLI, the
+    managed-agent events."""
     corpus = [CORPUS / "claude-code" / "solsmile__claude-session.jsonl",
-              CORPUS / "codex" / "rtchess__exported-session.jsonl"]
+              CORPUS / "codex" / "rtchess__exported-session.jsonl",
+              CORPUS / "openai-chat" / "mini-swe-agent__deepseek-chat__django-13265.traj.json"]
     return [CLAUDE_CODE, SAMPLES / "refactor.codex.jsonl",
+            SAMPLES / "bugfix.mini-swe-agent.traj.json", SAMPLES / "stream.anthropic.jsonl",
+            SAMPLES / "plateau-fix.gemini-cli.jsonl",
+            SAMPLES / "export-timeout.anthropic-events.jsonl",
             *(pytest.param(p, id=p.name.split("__")[0], marks=pytest.mark.skipif(
                 not p.is_file(), reason="corpus not found beside the checkout"))
               for p in corpus),
@@ -374,6 +381,28 @@ def test_compress_leaves_what_is_not_in_the_file_as_stats_splits_the_input(
     assert f"{billed['tokens_after']:,} tokens ({after['kind']}; expected error " \
         f"±{after['error']:.1%}), {before['not_in_file']:,} of them sent but not in the " \
         "file" in " ".join(run.err.split())
+
+
+TAU_BENCH = CORPUS / "openai-chat" / "tau-bench__gpt-4o-airline.json"
+
+
+@pytest.mark.skipif(not TAU_BENCH.is_file(), reason="corpus not found beside the checkout")
+def test_a_document_of_many_conversations_is_billed_by_stats_as_its_report_says(
+        tmp_path: Path) -> None:
+    """tau-bench: each conversation is its own prompt, compressed on its own; the report's
+    figure after is of them all, as stats of the output gives it (`file_tokens`)."""
+    out, report = tmp_path / "out.json", tmp_path / "report.json"
+    run = run_ctxpack("compress", str(TAU_BENCH), "--budget", "5000", "-o", str(out),
+                      "--report-json", str(report))
+    assert run.code == 0, run.err
+    billed, doc = json.loads(report.read_text()), json.loads(
+        run_ctxpack("stats", "--json", str(out)).out)["files"][0]
+    assert billed["changed"] and billed["conversations"] > 1
+    after = doc["context"]
+    assert (billed["billed"]["kind_after"], billed["billed"]["error_after"]) == \
+        (after["kind"], after["error"])
+    assert billed["billed"]["tokens_after"] == after["file_tokens"] < \
+        billed["billed"]["tokens_before"]
 
 
 def streamed_session(path: Path, steps: int = 14) -> Path:

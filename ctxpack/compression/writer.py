@@ -81,6 +81,20 @@ class Changes:
         return {**meta, "lines": 1, "archive": archiver.pack(raw)}
 
 
+def carried_meta(bill: Bill, model: str | None) -> dict[str, Any]:
+    """What the lines compress writes say of the bill, so that stats of the output bills
+    as compress's report did: what the input's calls showed is sent besides the messages
+    (`carried`) and the slope of that bill, where they showed it; and the model the file
+    names (`model`), which the replies kept may no longer name (Claude Code keeps only
+    `<synthetic>` ones where every real reply is summarized)."""
+    meta: dict[str, Any] = {}
+    if (known := carried(bill)) is not None:
+        meta.update(not_in_file_tokens=known, billed_slope=carried_slope(bill))
+    if model:
+        meta["billed_model"] = model
+    return meta
+
+
 def carried(bill: Bill) -> int | None:
     """What the recorded calls of a file showed is sent besides its messages, for the
     lines compress writes to say: the calls they keep were of the context before (see
@@ -226,14 +240,7 @@ def _compaction(plan: Plan, archiver: Archiver, now: str
         "original_tokens": read.total, "archived_tokens": s.archived_tokens,
         "summary_tokens": s.tokens, "tokens_after": plan.total,
     }
-    if (known := carried(read.bill)) is not None:
-        meta["not_in_file_tokens"] = known
-        meta["billed_slope"] = carried_slope(read.bill)
-    # the model the file names, which the replies kept may no longer name (Claude Code
-    # keeps only `<synthetic>` ones where every real reply is summarized): stats of the
-    # output bills as it, as compress did
-    if read.transcript.model:
-        meta["billed_model"] = read.transcript.model
+    meta.update(carried_meta(read.bill, read.transcript.model))
     if s.strategy == "llm" and s.llm:
         meta["llm"] = llm_meta(s.llm)
     before = _data(records, first - 1) if first > 1 else None
