@@ -383,6 +383,69 @@ def test_compress_leaves_what_is_not_in_the_file_as_stats_splits_the_input(
         "file" in " ".join(run.err.split())
 
 
+def _compressed_and_stats(path: Path, out: Path, *flags: str) -> tuple[dict, dict]:
+    """compress `path` to `out` (to a budget half way from what is not in the file to its
+    bill) with `flags`: its JSON report, and stats --json of the output's context."""
+    before = json.loads(run_ctxpack("stats", "--json", str(path)).out)["files"][0]["context"]
+    budget = before["not_in_file"] + before["visible"] // 2
+    run = run_ctxpack("compress", str(path), "--budget", str(budget), "-o", str(out),
+                      "--report-json", "-", "-q", *flags)
+    assert run.code == 0, run.err
+    after = json.loads(run_ctxpack("stats", "--json", str(out)).out)["files"][0]["context"]
+    return json.loads(run.out), after
+
+
+def test_a_stripped_output_that_keeps_no_recorded_call_is_reported_as_stats_bills_it(
+        tmp_path: Path) -> None:
+    """Anthropic messages one a line, whose early calls alone record usage: compress
+    summarizes them all. Written with `ctxpack` objects, the output carries what the calls
+    showed is sent besides the messages; written without them, nothing does, and the
+    report says what stats of the output will say (its kind and figure), and why."""
+    records = [json.loads(x) for x in (SAMPLES / "stream.anthropic.jsonl").read_text()
+               .splitlines()]
+    for r in records[13:]:
+        if r.get("type") == "assistant":
+            r["message"].pop("usage", None)
+    early = tmp_path / "early.jsonl"
+    early.write_text("".join(json.dumps(r) + "\n" for r in records))
+    report, after = _compressed_and_stats(early, tmp_path / "kept.jsonl")
+    billed = report["billed"]
+    assert (billed["kind_after"], billed["tokens_after"], billed["not_in_file"]) == \
+        (after["kind"], after["tokens"], after["not_in_file"])
+    assert after["kind"] == "anchored" and after["not_in_file"] > 10_000
+    report, after = _compressed_and_stats(early, tmp_path / "bare.jsonl", "--strip-metadata")
+    billed = report["billed"]
+    assert after["kind"] == "calibrated" and after["not_in_file"] == 0
+    assert (billed["kind_after"], billed["error_after"], billed["not_in_file"]) == \
+        (after["kind"], after["error"], 0)
+    (said,) = [w for w in report["warnings"] if w.startswith("--strip-metadata")]
+    assert "in anthropic files it has no place but compress's `ctxpack` objects" in said
+    assert f"it keeps no recorded call: `stats` of it bills it calibrated " \
+        f"({after['tokens']:,}), as a file that records none, not the " \
+        f"{billed['tokens_after']:,} billed here" in said
+
+
+def test_a_stripped_output_that_keeps_recorded_calls_says_stats_anchors_on_them(
+        tmp_path: Path) -> None:
+    """mini-swe-agent: the replies compress keeps state the usage of the context before,
+    and a document written without its `ctxpack` object has nothing else: stats of it
+    anchors on that usage (the kind the report says), and the report says why its figure
+    is not the one compress billed. Claude Code and Codex restate that usage: no word."""
+    report, after = _compressed_and_stats(SAMPLES / "bugfix.mini-swe-agent.traj.json",
+                                          tmp_path / "out.json", "--strip-metadata")
+    billed = report["billed"]
+    assert billed["kind_after"] == after["kind"] == "anchored"
+    assert after["tokens"] > billed["tokens_after"]
+    (said,) = [w for w in report["warnings"] if w.startswith("--strip-metadata")]
+    assert "recorded calls it keeps state usage of the context before: `stats` of it " \
+        f"bills it anchored on that, not the {billed['tokens_after']:,} billed here" in said
+    for path in (CLAUDE_CODE, SAMPLES / "refactor.codex.jsonl"):
+        report, after = _compressed_and_stats(path, tmp_path / f"out{path.suffix}",
+                                              "--strip-metadata")
+        assert not [w for w in report["warnings"] if w.startswith("--strip-metadata")]
+        assert report["billed"]["kind_after"] == after["kind"] == "anchored"
+
+
 TAU_BENCH = CORPUS / "openai-chat" / "tau-bench__gpt-4o-airline.json"
 
 
