@@ -314,20 +314,28 @@ def below_words(sends: int) -> str:
         f"below the count of the messages alone, where the agent is known to send {sends:,} besides"
 
 
-def no_room(b: Bill, window: int | None, model: str) -> str:
+def no_room(b: Bill, window: int | None, model: str, budget: int | None = None) -> str:
     """What stats says, and compress refuses with, where what is sent besides the messages
     (the bill's part not in the file: for an agent whose file records no call, the table's
-    overhead, built in or the config's) is not below the model's `window`: no prompt of
+    overhead, built in or the config's) is not below the model's `window`, or the
+    `budget` compress is asked to hold the context to where that is less: no prompt of
     that agent fits it, however few its messages, as no overhead a config gives may be
     (ctxpack.config). "" where it is below."""
-    if b.kind == "exact" or not window or b.unlogged < window:
+    if b.kind == "exact" or not window:
+        return ""
+    limit = min(budget or window, window)
+    if b.unlogged < limit:
         return ""
     source = "as the file's calls show" if b.kind == "anchored" else \
         "the table's figure for this agent"
-    return (f"the {b.unlogged:,} tokens sent besides the messages (system prompt, tool "
-            f"definitions: {source}) are not below the {window:,}-token window of "
-            f"{printable(model)}: no prompt fits it (give the model its real window in the "
-            "config's models:, or what the agent sends as its calibration: overhead)")
+    sent = (f"the {b.unlogged:,} tokens sent besides the messages (system prompt, tool "
+            f"definitions: {source}) are not below the ")
+    if limit < window:
+        return (f"{sent}budget of {limit:,} tokens: no prompt fits it (a budget is of the "
+                "whole prompt as billed; raise it above what the agent sends)")
+    return (f"{sent}{window:,}-token window of {printable(model)}: no prompt fits it (give "
+            "the model its real window in the config's models:, or what the agent sends as "
+            "its calibration: overhead)")
 
 
 def anchoring(calls: Sequence[Call], prompts: Sequence[int], slope: float, sends: int

@@ -55,6 +55,10 @@ PIECE_LIMIT = 8192
 # apart), and only a text with such a run is cut into the pieces of its encoding's
 # pre-tokenizer, which costs more than tokenizing it. Runs of short pieces (digits in
 # threes, minified code, base64, compact JSON) are tokenized whole: they are no slower.
+# Digits are looked for only where the encoding's pre-tokenizer takes them whole
+# (p50k_base); cl100k and o200k take at most 3 at a time, so a run of them is short pieces
+# (and a long piece of other characters among them is a run of letters or punctuation,
+# every non-ASCII byte being of both kinds).
 _RUN = PIECE_LIMIT - 8
 _SPACE = re.compile(r"\s")
 _KINDS = tuple(bytes(97 if kind(b) else 46 for b in range(256)) for kind in (
@@ -63,6 +67,10 @@ _KINDS = tuple(bytes(97 if kind(b) else 46 for b in range(256)) for kind in (
     lambda b: b >= 128 or not (chr(b).isalnum() or chr(b) in " \t\v\f"),
     lambda b: b < 128 and _SPACE.match(chr(b)) is not None,
 ))
+_DIGITS = _KINDS[1]
+# Digits of every kind one after another: a pre-tokenizer that cuts this into pieces
+# shorter than it takes digits a few at a time.
+_DIGIT_PROBE = "1234567890\u0663\u0664\u0665" * 8
 _ONE_KIND = b"a" * _RUN
 _LONG_SPACE = re.compile(rf"(?<!\s)\s{{{_RUN},}}")
 WIDE_SPACES = "\x85\xa0\u1680\u2000\u2001\u2002\u2003\u2004\u2005\u2006\u2007\u2008\u2009" \
@@ -152,7 +160,8 @@ class Encoding:
 
     def __init__(self, reference: Any) -> None:
         self.reference, self.name = reference, reference.name
-        self._pat_str: str = reference._pat_str  # its pre-tokenizer, as tiktoken names it
+        # its pre-tokenizer, under tiktoken's private name (None: see `_pre_tokenizer`)
+        self._pat_str: str | None = getattr(reference, "_pat_str", None)
         self.fast: Any = None  # the accelerated encoding, once handed over to
         self.left: int | None = FAST_AFTER_CHARS.get(self.name)  # characters still to
         # count before handing over; None: no more hand-over to try
@@ -172,31 +181,48 @@ class Encoding:
             return self.reference.encode_ordinary(text)
 
 
-def may_have_long_piece(text: str) -> bool:
+def may_have_long_piece(text: str, kinds: tuple[bytes, ...] = _KINDS) -> bool:
     """False only when `text` surely holds no piece over PIECE_LIMIT and no run of
-    whitespace that long, whatever the encoding (see _KINDS)."""
+    whitespace that long, for an encoding whose long pieces are runs of `kinds` (see
+    _KINDS; every kind: whatever the encoding)."""
     if len(text) <= _RUN:
         return False
     data = text.encode("utf-8", "surrogatepass")
-    if any(_ONE_KIND in data.translate(kind) for kind in _KINDS):
+    if any(_ONE_KIND in data.translate(kind) for kind in kinds):
         return True
     return len(data) != len(text) and any(c in text for c in WIDE_SPACES) \
         and _LONG_SPACE.search(text) is not None
 
 
-def _pre_tokenizer(enc: Any) -> Any:
-    """The regex `enc` cuts a text into pieces with (tiktoken's and bpe-openai's both keep
-    it as `_pat_str`), compiled once per pattern."""
-    pattern: str = enc._pat_str
-    compiled = _PRE_TOKENIZERS.get(pattern)
-    if compiled is None:
-        import regex  # tiktoken's own dependency; loaded only for a text with a long run
+@dataclass(frozen=True, slots=True)
+class PreTokenizer:
+    """The regex an encoding cuts a text into pieces with, and the kinds of run (_KINDS)
+    that can make one of its pieces long."""
 
-        compiled = _PRE_TOKENIZERS[pattern] = regex.compile(pattern)
-    return compiled
+    regex: Any
+    kinds: tuple[bytes, ...]
 
 
-_PRE_TOKENIZERS: dict[str, Any] = {}
+def _pre_tokenizer(enc: Any) -> PreTokenizer | None:
+    """The pre-tokenizer of `enc`, compiled once per pattern (tiktoken's and bpe-openai's
+    both keep its regex as `_pat_str`, a private name); None for an encoding that keeps
+    none, whose texts are then tokenized whole: tiktoken's own count, slower on a long
+    piece."""
+    pattern = getattr(enc, "_pat_str", None)
+    if not isinstance(pattern, str):
+        return None
+    found = _PRE_TOKENIZERS.get(pattern)
+    if found is None:
+        import regex  # tiktoken's own dependency; compiled for the first long text
+
+        compiled = regex.compile(pattern)
+        short_digits = max(map(len, compiled.findall(_DIGIT_PROBE))) < len(_DIGIT_PROBE)
+        found = _PRE_TOKENIZERS[pattern] = PreTokenizer(
+            compiled, tuple(k for k in _KINDS if not (short_digits and k is _DIGITS)))
+    return found
+
+
+_PRE_TOKENIZERS: dict[str, PreTokenizer] = {}
 
 
 def split_long_pieces(enc: Any, text: str) -> list[str]:
@@ -204,10 +230,14 @@ def split_long_pieces(enc: Any, text: str) -> list[str]:
     long piece (`may_have_long_piece`) is cut between the pieces of `enc`'s
     pre-tokenizer into parts of at most PIECE_LIMIT characters, a piece longer than that
     every PIECE_LIMIT characters (the one cut that can change the count). Other texts
-    come back whole."""
-    if not may_have_long_piece(text):
+    come back whole, and so does every text of an encoding whose pre-tokenizer is not
+    known (`_pre_tokenizer`)."""
+    if len(text) <= _RUN:
         return [text]
-    pieces = _pre_tokenizer(enc).findall(text)
+    pre = _pre_tokenizer(enc)
+    if pre is None or not may_have_long_piece(text, pre.kinds):
+        return [text]
+    pieces = pre.regex.findall(text)
     if sum(map(len, pieces)) != len(text):  # its pattern matches every character: never
         return [text]
     parts: list[str] = []

@@ -316,10 +316,17 @@ def _split_by_its_fit() -> list:
     call would leave another overhead: the Claude Code and Codex samples, a resumed corpus
     session whose steps grow steeper than its prompts as a whole (1.34 and 1.18), and a
     Codex session of an older CLI, which writes a call's usage before its reply (compress
-    restates the usage of the records it keeps)."""
+    restates the usage of the records it keeps). And a file of every other format compress
+    writes whose calls record their usage: a JSON document (mini-swe-agent, whose record
+    compress writes whole), Anthropic messages one a line (stream-json), Gemini CLI, the
+    managed-agent events."""
     corpus = [CORPUS / "claude-code" / "solsmile__claude-session.jsonl",
-              CORPUS / "codex" / "rtchess__exported-session.jsonl"]
+              CORPUS / "codex" / "rtchess__exported-session.jsonl",
+              CORPUS / "openai-chat" / "mini-swe-agent__deepseek-chat__django-13265.traj.json"]
     return [CLAUDE_CODE, SAMPLES / "refactor.codex.jsonl",
+            SAMPLES / "bugfix.mini-swe-agent.traj.json", SAMPLES / "stream.anthropic.jsonl",
+            SAMPLES / "plateau-fix.gemini-cli.jsonl",
+            SAMPLES / "export-timeout.anthropic-events.jsonl",
             *(pytest.param(p, id=p.name.split("__")[0], marks=pytest.mark.skipif(
                 not p.is_file(), reason="corpus not found beside the checkout"))
               for p in corpus),
@@ -374,6 +381,91 @@ def test_compress_leaves_what_is_not_in_the_file_as_stats_splits_the_input(
     assert f"{billed['tokens_after']:,} tokens ({after['kind']}; expected error " \
         f"±{after['error']:.1%}), {before['not_in_file']:,} of them sent but not in the " \
         "file" in " ".join(run.err.split())
+
+
+def _compressed_and_stats(path: Path, out: Path, *flags: str) -> tuple[dict, dict]:
+    """compress `path` to `out` (to a budget half way from what is not in the file to its
+    bill) with `flags`: its JSON report, and stats --json of the output's context."""
+    before = json.loads(run_ctxpack("stats", "--json", str(path)).out)["files"][0]["context"]
+    budget = before["not_in_file"] + before["visible"] // 2
+    run = run_ctxpack("compress", str(path), "--budget", str(budget), "-o", str(out),
+                      "--report-json", "-", "-q", *flags)
+    assert run.code == 0, run.err
+    after = json.loads(run_ctxpack("stats", "--json", str(out)).out)["files"][0]["context"]
+    return json.loads(run.out), after
+
+
+def test_a_stripped_output_that_keeps_no_recorded_call_is_reported_as_stats_bills_it(
+        tmp_path: Path) -> None:
+    """Anthropic messages one a line, whose early calls alone record usage: compress
+    summarizes them all. Written with `ctxpack` objects, the output carries what the calls
+    showed is sent besides the messages; written without them, nothing does, and the
+    report says what stats of the output will say (its kind and figure), and why."""
+    records = [json.loads(x) for x in (SAMPLES / "stream.anthropic.jsonl").read_text()
+               .splitlines()]
+    for r in records[13:]:
+        if r.get("type") == "assistant":
+            r["message"].pop("usage", None)
+    early = tmp_path / "early.jsonl"
+    early.write_text("".join(json.dumps(r) + "\n" for r in records))
+    report, after = _compressed_and_stats(early, tmp_path / "kept.jsonl")
+    billed = report["billed"]
+    assert (billed["kind_after"], billed["tokens_after"], billed["not_in_file"]) == \
+        (after["kind"], after["tokens"], after["not_in_file"])
+    assert after["kind"] == "anchored" and after["not_in_file"] > 10_000
+    report, after = _compressed_and_stats(early, tmp_path / "bare.jsonl", "--strip-metadata")
+    billed = report["billed"]
+    assert after["kind"] == "calibrated" and after["not_in_file"] == 0
+    assert (billed["kind_after"], billed["error_after"], billed["not_in_file"]) == \
+        (after["kind"], after["error"], 0)
+    (said,) = [w for w in report["warnings"] if w.startswith("--strip-metadata")]
+    assert "in anthropic files it has no place but compress's `ctxpack` objects" in said
+    assert f"it keeps no recorded call: `stats` of it bills it calibrated " \
+        f"({after['tokens']:,}), as a file that records none, not the " \
+        f"{billed['tokens_after']:,} billed here" in said
+
+
+def test_a_stripped_output_that_keeps_recorded_calls_says_stats_anchors_on_them(
+        tmp_path: Path) -> None:
+    """mini-swe-agent: the replies compress keeps state the usage of the context before,
+    and a document written without its `ctxpack` object has nothing else: stats of it
+    anchors on that usage (the kind the report says), and the report says why its figure
+    is not the one compress billed. Claude Code and Codex restate that usage: no word."""
+    report, after = _compressed_and_stats(SAMPLES / "bugfix.mini-swe-agent.traj.json",
+                                          tmp_path / "out.json", "--strip-metadata")
+    billed = report["billed"]
+    assert billed["kind_after"] == after["kind"] == "anchored"
+    assert after["tokens"] > billed["tokens_after"]
+    (said,) = [w for w in report["warnings"] if w.startswith("--strip-metadata")]
+    assert "recorded calls it keeps state usage of the context before: `stats` of it " \
+        f"bills it anchored on that, not the {billed['tokens_after']:,} billed here" in said
+    for path in (CLAUDE_CODE, SAMPLES / "refactor.codex.jsonl"):
+        report, after = _compressed_and_stats(path, tmp_path / f"out{path.suffix}",
+                                              "--strip-metadata")
+        assert not [w for w in report["warnings"] if w.startswith("--strip-metadata")]
+        assert report["billed"]["kind_after"] == after["kind"] == "anchored"
+
+
+TAU_BENCH = CORPUS / "openai-chat" / "tau-bench__gpt-4o-airline.json"
+
+
+@pytest.mark.skipif(not TAU_BENCH.is_file(), reason="corpus not found beside the checkout")
+def test_a_document_of_many_conversations_is_billed_by_stats_as_its_report_says(
+        tmp_path: Path) -> None:
+    """tau-bench: each conversation is its own prompt, compressed on its own; the report's
+    figure after is of them all, as stats of the output gives it (`file_tokens`)."""
+    out, report = tmp_path / "out.json", tmp_path / "report.json"
+    run = run_ctxpack("compress", str(TAU_BENCH), "--budget", "5000", "-o", str(out),
+                      "--report-json", str(report))
+    assert run.code == 0, run.err
+    billed, doc = json.loads(report.read_text()), json.loads(
+        run_ctxpack("stats", "--json", str(out)).out)["files"][0]
+    assert billed["changed"] and billed["conversations"] > 1
+    after = doc["context"]
+    assert (billed["billed"]["kind_after"], billed["billed"]["error_after"]) == \
+        (after["kind"], after["error"])
+    assert billed["billed"]["tokens_after"] == after["file_tokens"] < \
+        billed["billed"]["tokens_before"]
 
 
 def streamed_session(path: Path, steps: int = 14) -> Path:

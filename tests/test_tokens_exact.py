@@ -13,6 +13,7 @@ import pytest
 from hypothesis import assume, given, settings
 from hypothesis import strategies as st
 
+import ctxpack
 from ctxpack import tokens
 from ctxpack.tokens import TokenCounter
 
@@ -105,3 +106,49 @@ def test_a_piece_over_the_limit_is_counted_in_parts_within_the_stated_bound(exac
         assert abs(counted - expected) <= 2 * cuts, (text[:20], counted, expected)
         assert {tokens.encode_count(enc, text) for enc in backends(name)} == {counted}
 
+
+
+@pytest.mark.parametrize("name", sorted(MODELS))
+def test_a_run_of_digits_is_tokenized_whole_where_digits_are_short_pieces(exact_tokens, name):
+    """cl100k and o200k take digits 3 at a time, so a long run of them is no long piece and
+    is never cut into pieces first (the slow path). Other scripts' digits, told apart from
+    letters only by the pre-tokenizer, are cut between pieces: the same count."""
+    digits = "1234567890" * 5000
+    for enc in backends(name):
+        assert tokens.split_long_pieces(enc, digits) == [digits]
+    for text in (digits, "\u0663\u0664\u0665\u0666" * 3000, "12\u0663" * 4000):
+        expected = len(reference(name).encode_ordinary(text))
+        assert {tokens.encode_count(enc, text) for enc in backends(name)} == {expected}
+
+
+def test_digits_are_cut_between_pieces_where_the_encoding_takes_them_whole(exact_tokens):
+    """p50k_base's pre-tokenizer takes a run of digits as one piece: that is cut."""
+    enc = tokens.load_encoding("p50k_base")
+    if enc is None:
+        pytest.skip("tiktoken's p50k_base files cannot be had")
+    text = "see " + "7" * 20_000
+    parts = tokens.split_long_pieces(enc, text)
+    assert "".join(parts) == text and max(map(len, parts)) <= tokens.PIECE_LIMIT
+
+
+def test_an_encoding_that_keeps_no_pre_tokenizer_counts_every_text_whole(
+        exact_tokens, monkeypatch: pytest.MonkeyPatch):
+    """ctxpack reads the pre-tokenizer under tiktoken's private name `_pat_str`; a tiktoken
+    without it gets its own encode of the whole text: no crash, tiktoken's count."""
+    real = reference("o200k_base")
+    asked: list[int] = []
+
+    class Bare:  # tiktoken's public face only
+        name = real.name
+
+        def encode_ordinary(self, text: str) -> list[int]:
+            asked.append(len(text))
+            return real.encode_ordinary(text)
+
+    monkeypatch.setattr(tokens, "_encodings", {})
+    monkeypatch.setattr(tokens, "_failures", {})
+    monkeypatch.setattr(tiktoken, "get_encoding", lambda name: Bare())
+    # a piece of 9,000 letters, which ctxpack would otherwise cut, and a run of digits
+    text = "see " + "x" * 9000 + " and " + "1234567890" * 2000
+    assert ctxpack.count(text, "gpt-4o") == len(real.encode_ordinary(text))
+    assert asked == [len(text)]

@@ -560,3 +560,37 @@ def test_an_overhead_that_fills_the_window_is_said_by_stats_and_refused_by_compr
     text = " ".join(run_ctxpack("stats", str(sample), env=small).out.split())
     assert f"not in the file {doc['context']['not_in_file']:,}" in text
     assert "no room" not in text and "none of it counted" not in text
+
+
+def test_a_budget_not_above_what_is_sent_besides_the_messages_is_refused_before_any_stage(
+        tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
+    """The sample's calls show 68,771 tokens sent besides its messages: a budget of that or
+    less leaves no prompt room, so compress says so at once (exit 3, one line, nothing
+    written), before any stage: no summary is ever drafted. A token more is worked on."""
+    import ctxpack
+    from ctxpack.compression import summary
+    from ctxpack.errors import CannotFit
+
+    from .helpers import assert_clean_error
+
+    sample = SAMPLES / "coding-agent.claude-code.jsonl"
+    c = json.loads(run_ctxpack("stats", "--json", str(sample)).out)["files"][0]["context"]
+    sent = c["not_in_file"]
+    assert c["kind"] == "anchored" and sent > 60_000
+    out = tmp_path / "out.jsonl"
+    for budget in (sent, 1_000):
+        said = (f"the {sent:,} tokens sent besides the messages (system prompt, tool "
+                f"definitions: as the file's calls show) are not below the budget of "
+                f"{budget:,} tokens")
+        run = run_ctxpack("compress", str(sample), "--budget", str(budget), "-o", str(out))
+        assert_clean_error(run, 3, f"cannot fit the budget: {said}")
+        assert not out.exists()
+
+    def drafted(name: str) -> None:
+        raise AssertionError(f"the {name} summarizer was asked for a summary")
+
+    monkeypatch.setattr(summary, "summarizer", drafted)
+    with pytest.raises(CannotFit, match=f"not below the budget of {sent:,} tokens"):
+        ctxpack.compress(sample, budget=sent)
+    with pytest.raises(AssertionError, match="summarizer was asked"):
+        ctxpack.compress(sample, budget=sent + 1)

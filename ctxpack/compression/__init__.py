@@ -125,7 +125,7 @@ def _made(given: Input, options: Options, strip: bool = False, dry_run: bool = F
             given.transcript, lambda indexes, item: run(given.part(indexes, item), options,
                                                         dry_run=dry_run, cache=cache),
             archiver, now_iso(), strip)
-        return Compressed(report_of(given, plans, archiver),
+        return Compressed(report_of(given, plans, archiver, strip),
                           keeping_bom(given.transcript.records, lines))
     runs = conversation_indexes(given.transcript)
     if len(runs) > 1 and apart(given.transcript, runs):
@@ -137,7 +137,7 @@ def _made(given: Input, options: Options, strip: bool = False, dry_run: bool = F
     else:
         given.facts.start(likely_texts(Plan(given, options)), len, AHEAD_TASK, AHEAD_CHARS)
         plans = [run(given, options, dry_run=dry_run, cache=cache)]
-    return Compressed(report_of(given, plans, archiver),
+    return Compressed(report_of(given, plans, archiver, strip),
                       keeping_bom(given.transcript.records,
                                   output(plans, archiver, now_iso(), strip)))
 

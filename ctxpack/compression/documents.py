@@ -16,7 +16,7 @@ from ..formats.json_messages import conversations, messages_of
 from ..jsonl import ParsedRecords, dumps, loads, parse_document
 from ..transcript import META_KEY, Transcript
 from .plan import Plan, Summary
-from .writer import llm_meta
+from .writer import carried_meta, llm_meta
 
 Planner = Callable[[list[int], str], Plan]  # a conversation's message indexes and id -> plan
 
@@ -131,14 +131,21 @@ def _new_list(items: list[Any], plan: Plan) -> list[Any]:
 
 
 def _meta(plan: Plan, archiver: Archiver, raw: bytes, now: str) -> dict[str, Any]:
-    return document_meta(plan.read.item or "", "conversation", now, [_changes(plan)], raw,
-                         archiver)
+    return {**document_meta(plan.read.item or "", "conversation", now, [_changes(plan)], raw,
+                            archiver), **_billing(plan)}
 
 
 def _meta_document(plans: list[Plan], archiver: Archiver, raw: bytes,
                    now: str) -> dict[str, Any]:
     done = [_changes(p) for p in plans if p.changed]
-    return document_meta(plans[0].read.item or "", "document", now, done, raw, archiver)
+    return {**document_meta(plans[0].read.item or "", "document", now, done, raw, archiver),
+            **_billing(plans[0])}
+
+
+def _billing(plan: Plan) -> dict[str, Any]:
+    """What the record says of the file's bill (one for all its conversations), as the
+    lines compress writes in other formats say it (`writer.carried_meta`)."""
+    return carried_meta(plan.read.bill, plan.read.transcript.model)
 
 
 def _changes(plan: Plan) -> dict[str, Any]:

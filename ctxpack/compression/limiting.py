@@ -106,13 +106,15 @@ def settings_warnings(options: Options, window: int, model: str, target: int,
     return said
 
 
-def check_room(read: Input) -> None:
+def check_room(read: Input, options: Options) -> None:
     """Raise CannotFit, before any work, where what is sent besides the messages fills
-    the model's window (see calibration.no_room): no compression of the file makes
-    room for them."""
-    said = no_room(read.bill, read.window, read.model)
+    the model's window, or the budget asked for below it (see calibration.no_room): no
+    compression of the file makes room for them."""
+    said = no_room(read.bill, read.window, read.model, options.budget)
     if said:
-        raise CannotFit(f"cannot fit the context window: {said}")
+        what = "budget" if options.budget and options.budget < read.window else \
+            "context window"
+        raise CannotFit(f"cannot fit the {what}: {said}")
 
 
 def check_fits(plan: Plan) -> list[str]:

@@ -5,7 +5,7 @@ Each stage reads the plan and returns its `Edits`; `apply` makes the next plan a
 what the stage did. A stage runs when its setting is on and the plan needs it. Whatever
 the stages did, the plan must fit the limit in the end, or compress stops
 (`limiting.check_fits`; before any stage, where what is sent besides the messages fills
-the window, `limiting.check_room`).
+the window or the budget, `limiting.check_room`).
 """
 
 from __future__ import annotations
@@ -60,7 +60,7 @@ def run(read: Input, options: Options, *, dry_run: bool = False, cache: bool = T
     """The plan of a compress, with what each stage did; CannotFit if no plan fits.
     `dry_run`: no LLM endpoint is asked anything; `cache`: the llm summarizer's lines
     may be kept across runs."""
-    check_room(read)
+    check_room(read, options)
     plan = Plan(read, options)
     for stage in stages(options, dry_run=dry_run, cache=cache):
         if stage.wanted(plan):

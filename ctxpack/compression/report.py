@@ -63,8 +63,10 @@ class Report:
         return asdict(self)
 
 
-def report_of(given: Input, plans: list[Plan], archiver: Archiver) -> Report:
-    """One report over the plans of a file's conversations."""
+def report_of(given: Input, plans: list[Plan], archiver: Archiver,
+              strip: bool = False) -> Report:
+    """One report over the plans of a file's conversations; `strip`: the output is written
+    without `ctxpack` objects (`--strip-metadata`)."""
     t, counter = given.transcript, given.counter
     first = plans[0] if plans else None
     removed = sum(s.removed for p in plans if (s := p.summary))
@@ -79,10 +81,10 @@ def report_of(given: Input, plans: list[Plan], archiver: Archiver) -> Report:
         target=first.billed_target if first else 0, limit=first.billed_limit if first else 0,
         tokens_before=sum(p.read.total for p in plans), tokens_after=sum(p.total for p in plans),
         messages_before=len(t.messages), messages_after=len(t.messages) - removed,
-        stages=stages, billed=_billed(given, plans),
+        stages=stages, billed=_billed(given, plans, strip),
         truncated=items.get("truncate", 0), masked=items.get("mask", 0),
         summary=_summaries(plans), llm=_llm(plans), seen=_seen(plans), archive=archive,
-        warnings=warnings_of(given, plans),
+        warnings=warnings_of(given, plans) + uncarried(given, plans, strip),
         changed=any(p.changed for p in plans), conversations=len(plans))
 
 
@@ -121,35 +123,79 @@ def passed_over(b: Bill) -> list[str]:
     return [f"{why}; anchored on call {b.calls - n:,} of {b.calls:,}"]
 
 
-def _billed(given: Input, plans: list[Plan]) -> dict[str, Any]:
+def _billed(given: Input, plans: list[Plan], strip: bool = False) -> dict[str, Any]:
     """The prompt before and after as the provider would bill it, each figure with its
-    own kind and expected error."""
+    own kind and expected error (that after as `stats` of the output says them)."""
     b = given.bill
     before = b(sum(p.read.total for p in plans)) if plans else b.tokens
     after = sum(p.billed for p in plans) if plans else b.tokens
-    left = left_bill(given, plans)
+    left = left_bill(given, plans, strip)
     return {"kind": b.kind, "tokens_before": before, "tokens_after": after,
-            "not_in_file": min(b.unlogged, after),  # (as stats of the output splits it)
+            "not_in_file": min(left.unlogged, after),  # (as stats of the output splits it)
             "slope": b.slope, "error": b.error,
             "kind_after": left.kind, "error_after": left.error}
 
 
-def left_bill(given: Input, plans: list[Plan]) -> Bill:
+def left_bill(given: Input, plans: list[Plan], strip: bool = False) -> Bill:
     """The bill of what the plans leave, as ctxpack bills the output: where compress
     changed something and the lines it writes carry what the input's calls showed is
     sent besides the messages (`writer.carried`), anchored on that, the messages kept
     calibrated (see loader.Scanner._stale_calls: the calls kept were of the context
-    before); else the input's own."""
+    before); else the input's own. Written without `ctxpack` objects (`strip`), an output
+    whose format has compress restate no usage carries nothing (`uncarried`): one that
+    keeps no recorded call is billed as a file that records none; one that keeps some
+    is anchored on them, as the input is."""
     b = given.bill
     known = carried(b)
     if known is None or not any(p.changed for p in plans):
         return b
     counter = given.counter
     kept = [sum(p.total for p in plans) - REPLY_PRIMING * len(plans)]
-    return bill(kept, [Call(0, known, None, None, slope=carried_slope(b))], model=b.model,
-                format=given.transcript.format, exact=counter.exact,
-                estimated=counter.failed, table=counter.table,
+    lost = strip and not restated(given)
+    if lost and _kept_calls(given, plans):
+        return b
+    calls = [] if lost else [Call(0, known, None, None, slope=carried_slope(b))]
+    return bill(kept, calls, model=b.model, format=given.transcript.format,
+                exact=counter.exact, estimated=counter.failed, table=counter.table,
                 priming=REPLY_PRIMING * len(plans))
+
+
+def restated(given: Input) -> bool:
+    """Does compress restate the usage of the records it keeps, and state the size of the
+    context it leaves, in the input's format (Claude Code, Codex), so that an output
+    without `ctxpack` objects is still billed as compress billed it?"""
+    return bool(getattr(formats.get(given.transcript.format), "restates_usage", False))
+
+
+def _kept_calls(given: Input, plans: list[Plan]) -> int:
+    """How many of the input's recorded calls the output keeps the reply of (with its
+    usage, of the context before)."""
+    messages = given.transcript.messages
+    archived = {id(m) for p in plans if (s := p.summary) is not None
+                for m in p.read.messages[s.start:s.end]}
+    return sum(1 for c in given.transcript.calls if c.billed > 0 and c.prompt < len(messages)
+               and id(messages[c.prompt]) not in archived)
+
+
+def uncarried(given: Input, plans: list[Plan], strip: bool) -> list[str]:
+    """What compress says of an output written without `ctxpack` objects (`strip`) that
+    therefore keeps nothing of what the input's calls showed is sent besides the messages
+    (see `left_bill`): `stats` of it cannot bill it as this report does, and why."""
+    b, after = given.bill, sum(p.billed for p in plans)
+    known = carried(b)
+    if not strip or known is None or restated(given) or not any(p.changed for p in plans):
+        return []
+    lost = (f"--strip-metadata: the output keeps no note of the {known:,} tokens the calls "
+            f"showed are sent besides the messages (in {given.transcript.format} files it "
+            "has no place but compress's `ctxpack` objects)")
+    if n := _kept_calls(given, plans):
+        calls = "the recorded call it keeps states" if n == 1 else \
+            f"the {n:,} recorded calls it keeps state"
+        return [f"{lost}, and {calls} usage of the context before: `stats` of it bills it "
+                f"anchored on that, not the {after:,} billed here"]
+    left = left_bill(given, plans, strip)
+    return [f"{lost}, and it keeps no recorded call: `stats` of it bills it {left.kind} "
+            f"({left.tokens:,}), as a file that records none, not the {after:,} billed here"]
 
 
 def _stages(reports: list[StageReport]) -> list[StageReport]:

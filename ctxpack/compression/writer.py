@@ -56,8 +56,9 @@ class Changes:
     relinked: dict[int, str | None] = field(default_factory=dict)
     resized: set[int] = field(default_factory=set)
     summary: str | None = None  # the id of the summary's group, if any
-    carried: int | None = None  # what the file's calls showed is sent besides the messages
-    slope: float | None = None  # and the slope the bill was of (see `carried`)
+    # what the file's calls showed is sent besides the messages, and the slope the bill
+    # was of (`carried_meta`), for every line it writes
+    billing: dict[str, Any] = field(default_factory=dict)
 
     def meta(self, n: int, raw: bytes, archiver: Archiver) -> dict[str, Any]:
         """The `ctxpack` object of edited line n, whose bytes were `raw`: it archives them
@@ -75,10 +76,22 @@ class Changes:
         follows = self.relinked.get(n) or (self.summary if n in self.resized else None)
         if follows:
             meta["follows"] = follows
-        if self.carried is not None:
-            meta["not_in_file_tokens"] = self.carried
-            meta["billed_slope"] = self.slope
-        return {**meta, "lines": 1, "archive": archiver.pack(raw)}
+        return {**meta, **self.billing, "lines": 1, "archive": archiver.pack(raw)}
+
+
+def carried_meta(bill: Bill, model: str | None) -> dict[str, Any]:
+    """What the lines compress writes say of the bill, so that stats of the output bills
+    as compress's report did: what the input's calls showed is sent besides the messages
+    (`carried`) and the slope of that bill, where they showed it; and (a summary's, a
+    record's written whole) the model the file names (`model`), which the replies kept
+    may no longer name (Claude Code keeps only `<synthetic>` ones where every real reply
+    is summarized)."""
+    meta: dict[str, Any] = {}
+    if (known := carried(bill)) is not None:
+        meta.update(not_in_file_tokens=known, billed_slope=carried_slope(bill))
+    if model:
+        meta["billed_model"] = model
+    return meta
 
 
 def carried(bill: Bill) -> int | None:
@@ -101,7 +114,7 @@ def changes(plan: Plan, archiver: Archiver, now: str) -> Changes:
     `archiver` says), the lines whose outputs are replaced and those re-pointed at it."""
     read = plan.read
     records = read.transcript.records
-    out = Changes(carried=carried(read.bill), slope=carried_slope(read.bill))
+    out = Changes(billing=carried_meta(read.bill, None))
     if plan.summary is not None:
         out.first, out.last, out.group, out.packed = _compaction(plan, archiver, now)
     for i in plan.edited:
@@ -226,14 +239,7 @@ def _compaction(plan: Plan, archiver: Archiver, now: str
         "original_tokens": read.total, "archived_tokens": s.archived_tokens,
         "summary_tokens": s.tokens, "tokens_after": plan.total,
     }
-    if (known := carried(read.bill)) is not None:
-        meta["not_in_file_tokens"] = known
-        meta["billed_slope"] = carried_slope(read.bill)
-    # the model the file names, which the replies kept may no longer name (Claude Code
-    # keeps only `<synthetic>` ones where every real reply is summarized): stats of the
-    # output bills as it, as compress did
-    if read.transcript.model:
-        meta["billed_model"] = read.transcript.model
+    meta.update(carried_meta(read.bill, read.transcript.model))
     if s.strategy == "llm" and s.llm:
         meta["llm"] = llm_meta(s.llm)
     before = _data(records, first - 1) if first > 1 else None
