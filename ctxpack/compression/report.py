@@ -9,7 +9,7 @@ from typing import Any
 
 from .. import formats
 from ..archive import Archiver
-from ..calibration import Bill, Call, below_words, bill
+from ..calibration import Bill, below_words, bill
 from ..formats.base import naming
 from ..tokens import REPLY_PRIMING
 from ..transcript import printable
@@ -17,7 +17,7 @@ from .plan import Plan, StageReport
 from .reading import Input
 from .sight import DROPPED_LISTED, sight
 from .summary import retention_of
-from .writer import carried, carried_slope
+from .writer import carried_call
 
 REPORT_VERSION = 3  # 2: `steps` became `stages`, and the limit and llm stages have rows;
 # 3: trigger, target and limit are in billed tokens, and `billed` says what is billed
@@ -141,12 +141,12 @@ def left_bill(given: Input, plans: list[Plan]) -> Bill:
     calibrated (see loader.Scanner._stale_calls: the calls kept were of the context
     before); else the input's own."""
     b = given.bill
-    known = carried(b)
-    if known is None or not any(p.changed for p in plans):
+    call = carried_call(b)
+    if call is None or not any(p.changed for p in plans):
         return b
     counter = given.counter
     kept = [sum(p.total for p in plans) - REPLY_PRIMING * len(plans)]
-    return bill(kept, [Call(0, known, None, None, slope=carried_slope(b))], model=b.model,
+    return bill(kept, [call], model=b.model,
                 format=given.transcript.format, exact=counter.exact,
                 estimated=counter.failed, table=counter.table,
                 priming=REPLY_PRIMING * len(plans))

@@ -18,7 +18,7 @@ from typing import Any, NamedTuple
 
 from ..archive import VERSION, Archiver, Packed, item_id, meta_of, span_blocks
 from ..archive import strip as strip_line
-from ..calibration import Bill
+from ..calibration import Bill, Call
 from ..formats.base import Compaction
 from ..jsonl import BOM, LineIndex, ParsedRecords, dumps, loads
 from ..transcript import META_KEY, Message, Record
@@ -56,8 +56,8 @@ class Changes:
     relinked: dict[int, str | None] = field(default_factory=dict)
     resized: set[int] = field(default_factory=set)
     summary: str | None = None  # the id of the summary's group, if any
-    carried: int | None = None  # what the file's calls showed is sent besides the messages
-    slope: float | None = None  # and the slope the bill was of (see `carried`)
+    # what the file's calls showed is sent besides the messages (see `carried_meta`)
+    carried: dict[str, Any] = field(default_factory=dict)
 
     def meta(self, n: int, raw: bytes, archiver: Archiver) -> dict[str, Any]:
         """The `ctxpack` object of edited line n, whose bytes were `raw`: it archives them
@@ -75,9 +75,7 @@ class Changes:
         follows = self.relinked.get(n) or (self.summary if n in self.resized else None)
         if follows:
             meta["follows"] = follows
-        if self.carried is not None:
-            meta["not_in_file_tokens"] = self.carried
-            meta["billed_slope"] = self.slope
+        meta.update(self.carried)
         return {**meta, "lines": 1, "archive": archiver.pack(raw)}
 
 
@@ -96,12 +94,33 @@ def carried_slope(bill: Bill) -> float:
     return round(bill.slope, 6)
 
 
+def carried_call(bill: Bill) -> Call | None:
+    """The call that stands for `bill` once the calls it rests on are no longer of the
+    context (None where it carries nothing: see `carried`): billed what is sent besides
+    the messages, at the slope of the bill's line (`carried_slope`), hidden output
+    converted at the slope the bill converted it at (`Bill.converted`: the output counts
+    what compress kept as compress counted it). A compressed file's lines carry it
+    (`carried_meta`), as does a Context whose messages the call was of."""
+    known = carried(bill)
+    return None if known is None else \
+        Call(0, known, None, None, slope=carried_slope(bill), converted=bill.converted)
+
+
+def carried_meta(bill: Bill) -> dict[str, Any]:
+    """`carried_call` of `bill` as the lines compress writes say it (loader reads it
+    back: see Scanner._stale_calls); empty where it carries nothing."""
+    call = carried_call(bill)
+    return {} if call is None else {"not_in_file_tokens": call.billed,
+                                    "billed_slope": call.slope,
+                                    "converted_slope": call.converted}
+
+
 def changes(plan: Plan, archiver: Archiver, now: str) -> Changes:
     """The records that change, and how: the summary's span and group (archived as
     `archiver` says), the lines whose outputs are replaced and those re-pointed at it."""
     read = plan.read
     records = read.transcript.records
-    out = Changes(carried=carried(read.bill), slope=carried_slope(read.bill))
+    out = Changes(carried=carried_meta(read.bill))
     if plan.summary is not None:
         out.first, out.last, out.group, out.packed = _compaction(plan, archiver, now)
     for i in plan.edited:
@@ -226,9 +245,7 @@ def _compaction(plan: Plan, archiver: Archiver, now: str
         "original_tokens": read.total, "archived_tokens": s.archived_tokens,
         "summary_tokens": s.tokens, "tokens_after": plan.total,
     }
-    if (known := carried(read.bill)) is not None:
-        meta["not_in_file_tokens"] = known
-        meta["billed_slope"] = carried_slope(read.bill)
+    meta.update(carried_meta(read.bill))
     # the model the file names, which the replies kept may no longer name (Claude Code
     # keeps only `<synthetic>` ones where every real reply is summarized): stats of the
     # output bills as it, as compress did
