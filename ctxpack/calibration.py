@@ -413,9 +413,10 @@ def bill(counts: Sequence[int], calls: Sequence[Call], *, model: str | None, for
         # the same after a compaction: the calls before it measured that, as `calibrate`
         # fits them (the first calls, whose prompts are least of the messages, say it best),
         # where it is an overhead a config could give the model (below its window), else
-        # the table's
+        # the table's; in whole tokens, as compress carries it to its output (see
+        # compression.writer.carried), so that the output is billed as compress said
         f = own_fit([before_run], slope)
-        past = 0
+        f, past = Fit(f.slope, round(f.overhead)), 0
         if f.overhead >= overhead_bound(model or "", table)[0]:
             past, f = round(f.overhead), Fit(f.slope, table_overhead(found, format))
         counted = sum(with_hidden(raw, recorded, f.slope)) + priming

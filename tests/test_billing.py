@@ -48,12 +48,13 @@ def test_an_exact_count_is_the_bill_and_nothing_is_outside_the_file() -> None:
     assert s.context_ratio == round(s.tokens / s.context_window, 4)
 
 
-def calls_since_compaction(path: Path, into: Path) -> Path:
+def calls_since_compaction(path: Path, into: Path, since: bool = True) -> Path:
     """`path` with the usage of every reply before its newest compaction taken out: its
-    only calls those made on the context as it stands."""
+    only calls those made on the context as it stands (not `since`: the usage of every
+    reply after it taken out, its only calls those made before it)."""
     records = [json.loads(line) for line in path.read_text().splitlines() if line.strip()]
     cut = max(n for n, r in enumerate(records) if r.get("subtype") == "compact_boundary")
-    for r in records[:cut]:
+    for r in records[:cut] if since else records[cut:]:
         if isinstance(r.get("message"), dict):
             r["message"].pop("usage", None)
     out = into / path.name
@@ -389,6 +390,25 @@ def test_compress_leaves_what_is_not_in_the_file_as_stats_splits_the_input(
     assert f"{billed['tokens_after']:,} tokens ({after['kind']}; expected error " \
         f"±{after['error']:.1%}), {before['not_in_file']:,} of them sent but not in the " \
         "file" in " ".join(run.err.split())
+
+
+def test_compress_of_a_session_with_no_call_since_its_compaction_bills_as_stats_of_it(
+        tmp_path: Path) -> None:
+    # the sample with no usage recorded after its compaction: billed on what the calls
+    # before it measured; compress's output keeps that, as it keeps what calls since show
+    path = calls_since_compaction(CLAUDE_CODE, tmp_path, since=False)
+    before = json.loads(run_ctxpack("stats", str(path), "--json").out)["files"][0]["context"]
+    assert before["kind"] == "calibrated" and before["earlier_calls"] > 0
+    out, budget = tmp_path / "out.jsonl", before["not_in_file"] + before["visible"] // 2
+    run = run_ctxpack("compress", str(path), "--budget", str(budget), "-o", str(out), "-q",
+                      "--report-json", "-")
+    assert run.code == 0, run.err
+    billed = json.loads(run.out)["billed"]
+    after = json.loads(run_ctxpack("stats", str(out), "--json").out)["files"][0]["context"]
+    assert billed["tokens_before"] == before["tokens"]
+    assert billed["tokens_after"] == after["tokens"] < budget
+    assert billed["not_in_file"] == after["not_in_file"] == before["not_in_file"]
+    assert (billed["kind_after"], billed["error_after"]) == (after["kind"], after["error"])
 
 
 def streamed_session(path: Path, steps: int = 14) -> Path:

@@ -83,8 +83,9 @@ def carried(bill: Bill) -> int | None:
     """What the recorded calls of a file showed is sent besides its messages, for the
     lines compress writes to say: the calls they keep were of the context before (see
     loader.Scanner._stale_calls). (Of calls all far below the count, the table's overhead
-    the bill took instead: see `Bill.below`.)"""
-    return bill.unlogged if bill.kind == "anchored" or bill.below else None
+    the bill took instead: see `Bill.below`; of calls made only before the newest
+    compaction, what they measured: see `Bill.earlier`.)"""
+    return bill.unlogged if bill.kind == "anchored" or bill.below or bill.earlier else None
 
 
 def carried_slope(bill: Bill) -> float:
