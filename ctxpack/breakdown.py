@@ -345,33 +345,34 @@ def _breakdown(all_stats: list[MessageStat], layout: Layout, counter: TokenCount
     context = [all_stats[i] for i in layout.context]
     counts = [s.tokens for s in context]  # as read: the bill adds what the file hides
     flagged = meta.get("flagged", False)
-    add_hidden(context, counts_with_hidden(counts, layout.calls, layout.model, counter,
-                                            flagged))
-    side = [all_stats[i] for i in layout.sidechain]
-    seen = set(layout.context) | set(layout.sidechain)
-    beyond = [s for i, s in enumerate(all_stats) if i not in seen]
-    outside = [s for i, s in enumerate(all_stats) if i not in seen and i not in once]
     conversations = layout.held_conversations()
     # each conversation sent is primed for its reply; one of no messages (an OpenHands run
     # that failed before its first event) is counted among the file's, and sends nothing
     primed = len({s.conversation for s in context})
+    reported, exact, note = reported_model(counter, layout.model, usual_model(meta["format"]),
+                                           flagged)
+    # (one conversation's bill says the slope its hidden output is converted at)
+    single = None if conversations > 1 and context else \
+        bill_for(counts, layout.calls, layout.model, counter, meta["format"], flagged, primed,
+                 exact=exact, earlier=([all_stats[i].tokens for i in layout.earlier],
+                                       layout.earlier_calls))
+    add_hidden(context, counts_with_hidden(counts, layout.calls, layout.model, counter,
+                                           flagged, single))
+    side = [all_stats[i] for i in layout.sidechain]
+    seen = set(layout.context) | set(layout.sidechain)
+    beyond = [s for i, s in enumerate(all_stats) if i not in seen]
+    outside = [s for i, s in enumerate(all_stats) if i not in seen and i not in once]
     total = sum(s.tokens for s in context) + REPLY_PRIMING * primed
     by_role = _by_role(context, primed)
     model, window, assumed = model_and_window(counter, layout.model, layout.usage, flagged,
                                               layout.calls)
-    reported, exact, note = reported_model(counter, layout.model, usual_model(meta["format"]),
-                                           flagged)
     if reported != counter.model:  # (a model ctxpack does not know is reported as named)
         model = reported
-    if conversations > 1 and context:  # each is its own prompt: the largest is billed
+    if single is None:  # each conversation is its own prompt: the largest is billed
         billed, largest, whole = _largest_conversation(context, counts, layout, counter,
                                                        meta["format"], flagged, exact)
     else:
-        billed = bill_for(counts, layout.calls, layout.model, counter, meta["format"],
-                          flagged, primed, exact=exact,
-                          earlier=([all_stats[i].tokens for i in layout.earlier],
-                                   layout.earlier_calls))
-        largest, whole = None, billed.tokens
+        billed, largest, whole = single, None, single.tokens
     measured = billed.tokens
     rounds = _rounds(context)
     return FileStats(

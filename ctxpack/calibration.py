@@ -106,19 +106,38 @@ def with_hidden(counts: Sequence[int], calls: Sequence[Call], slope: float = 1.0
 
 
 def counts_with_hidden(counts: Sequence[int], calls: Sequence[Call], named: str | None,
-                       counter: TokenCounter, flagged: bool) -> list[int]:
-    """`with_hidden` at the slope of the model the context is billed as (`billed_model`): the
-    messages' counts that stats reports, compress reads and the bill is of."""
-    return with_hidden(counts, calls,
+                       counter: TokenCounter, flagged: bool,
+                       billed: Bill | None = None) -> list[int]:
+    """`with_hidden` at the slope the context's bill (`billed`) converts hidden output at
+    (`Bill.converted`), else the table's of the model the context is billed as
+    (`billed_model`): the messages' counts that stats reports, compress reads and the
+    bill is of."""
+    return with_hidden(counts, calls, billed.converted if billed is not None else
                        slope_of(billed_model(calls, named, counter, flagged), counter.table))
+
+
+def hidden_counts_of(t: Transcript, counts: Sequence[MessageCount], counter: TokenCounter,
+                     flagged: bool) -> list[MessageCount]:
+    """`message_counts_with_hidden` of a loaded transcript whose messages count `counts`,
+    at the slope its bill converts hidden output at (of a file of one conversation; the
+    table's where each conversation is billed apart), as stats and compress count it."""
+    billed = None
+    if len({m.conversation for m in t.messages}) <= 1:
+        held = (*t.messages, *t.sidechain, *t.outside)
+        billed = bill_for([c.total for c in counts], t.calls, t.model, counter, t.format,
+                          flagged, earlier=([counter.message(held[n]).total for n in t.earlier],
+                                            t.earlier_calls))
+    return message_counts_with_hidden(counts, t.calls, t.model, counter, flagged, billed)
 
 
 def message_counts_with_hidden(counts: Sequence[MessageCount], calls: Sequence[Call],
                                named: str | None, counter: TokenCounter,
-                               flagged: bool) -> list[MessageCount]:
+                               flagged: bool, billed: Bill | None = None
+                               ) -> list[MessageCount]:
     """Each message's count, its total raised as `counts_with_hidden` raises it (its parts
     as counted): what compress reads and `show` shows."""
-    totals = counts_with_hidden([c.total for c in counts], calls, named, counter, flagged)
+    totals = counts_with_hidden([c.total for c in counts], calls, named, counter, flagged,
+                                billed)
     return [c if n == c.total else MessageCount(n, c.parts)
             for c, n in zip(counts, totals, strict=True)]
 
@@ -182,6 +201,7 @@ class Fit:
 
     slope: float
     overhead: float
+    steps: int = 0  # the slopes read off between calls (see `runs_fit`)
 
     def __call__(self, counted: int) -> int:
         return round(self.slope * counted + self.overhead)
@@ -256,6 +276,13 @@ class Bill:
     # the model the file's recorded calls name where `--model` named another: their usage
     # is that model's, not used for this one's bill (see `bill_for`); else ""
     usage_of: str = ""
+    # the slope output the file records but does not hold (see `with_hidden`) is converted
+    # into counted tokens at: the one this bill prices what it adds at, so that a hidden
+    # reply is billed the tokens recorded of it (1.0: none)
+    converted: float = 1.0
+    # whether the bill rests on no recorded call but on the size a compaction states it
+    # left (no call made since: see RecordedCall.stated)
+    stated: bool = False
 
     def __call__(self, counted: int) -> int:
         """What a context counted `counted` would be billed."""
@@ -285,7 +312,8 @@ class Bill:
                 "earlier_calls": self.earlier,
                 "earlier_overhead_past_window": self.past_window,
                 "passed_over_known_overhead": self.sends,
-                "usage_of_another_model": self.usage_of}
+                "usage_of_another_model": self.usage_of,
+                "compaction_stated": self.stated}
 
 
 def far_below(call: Call, prompt: int, slope: float, sends: int = 0) -> bool:
@@ -360,7 +388,7 @@ def anchoring(calls: Sequence[Call], prompts: Sequence[int], slope: float, sends
     if not holds:
         run = [(p, c.billed) for p, c in zip(prompts[:keep], calls[:keep], strict=True)
                if c.prompt]
-        holds = (last.slope or own_fit(run, slope).slope) * prompts[keep - 1]
+        holds = (last.slope or own_fit([run], slope).slope) * prompts[keep - 1]
     return keep, last.billed >= holds
 
 
@@ -374,27 +402,35 @@ def bill(counts: Sequence[int], calls: Sequence[Call], *, model: str | None, for
     found = table.calibration(model)
     slope = found.slope if found is not None else 1.0
     sends = table_overhead(found, format)
-    counts = with_hidden(counts, calls, slope)
+    raw, recorded = counts, calls
+    counts = with_hidden(raw, recorded, slope)
     counted = sum(counts) + priming
     # (not those only telling of hidden content; one standing for what compress carried
     # says its slope, and may carry nothing: see prompts_of)
     calls = [c for c in calls if c.billed > 0 or c.slope]
+    # the calls made on the context before the newest compaction, as `calibrate` fits them
+    # (on that context): what the agent sends besides the
+    # messages, and the model's slope, are the same after it, so the file's own fit is of
+    # every context it holds
     before = [c for c in earlier[1] if c.billed > 0 and c.prompt] if earlier else []
-    if not calls and before:
+    before_run = fitted_run(before, prompts_of(with_hidden(earlier[0], earlier[1], slope),
+                                               before, slope), None, "", slope, sends) \
+        if earlier and before else []
+    if not calls and before_run:
         # what the agent sends besides the messages (system prompt, tool definitions) is
         # the same after a compaction: the calls before it measured that, as `calibrate`
         # fits them (the first calls, whose prompts are least of the messages, say it best),
         # where it is an overhead a config could give the model (below its window), else
-        # the table's
-        assert earlier is not None
-        f = own_fit(call_points(with_hidden(earlier[0], earlier[1], slope), before, slope),
-                    slope)
-        past = 0
+        # the table's; in whole tokens, as compress carries it to its output (see
+        # compression.writer.carried), so that the output is billed as compress said
+        f = own_fit([before_run], slope)
+        f, past = Fit(f.slope, round(f.overhead)), 0
         if f.overhead >= overhead_bound(model or "", table)[0]:
             past, f = round(f.overhead), Fit(f.slope, table_overhead(found, format))
+        counted = sum(with_hidden(raw, recorded, f.slope)) + priming
         return replace(_bill("calibrated", f(counted), f.slope, f.overhead, counted,
-                             _calibrated_error(found)), earlier=len(before),
-                       past_window=past)
+                             _calibrated_error(found)), earlier=len(before_run),
+                       past_window=past, converted=f.slope)
     if calls:
         prompts = prompts_of(counts, calls, slope)
         # the file's own slope where its calls show one, as `calibrate` fits it, so that
@@ -408,7 +444,7 @@ def bill(counts: Sequence[int], calls: Sequence[Call], *, model: str | None, for
         passed = tuple((c.prompt, c.billed) for c in calls[keep:])
         # (the agent's known overhead, where it set the line the calls passed over fell
         # below: what stats and compress say of them)
-        sends = sends if passed else 0
+        said = sends if passed else 0
         if not anchors:
             # every call far below the count (usage made up, or an agent that cut old
             # outputs itself from the start), or the one before the calls passed over
@@ -418,16 +454,26 @@ def bill(counts: Sequence[int], calls: Sequence[Call], *, model: str | None, for
             # besides it), saying so rather than that it is anchored
             return replace(unanchored(found, format, counted, exact, estimated),
                            calls=len(calls), below=calls[keep - 1 if keep else -1].billed,
-                           passed=passed, sends=sends)
+                           passed=passed, sends=said)
         calls, prompts, last = calls[:keep], prompts[:keep], calls[keep - 1]
-        run = [(p, c.billed) for p, c in zip(prompts, calls, strict=True) if c.prompt]
-        own = own_fit(run, slope)
+        # the file's own fit, of the calls on this context and those before its compaction,
+        # as `calibrate` fits the file (a file of one model)
+        runs = [fitted_run(calls, prompts, None, "", slope, sends), before_run]
+        own = own_fit(runs, slope)
         slope = last.slope or own.slope
         if LEAST_RATIO * slope * prompts[-1] <= last.billed < slope * prompts[-1]:
             # a bill below the calibrated count (a file whose text the model's tokenizer
             # splits more tightly, or an agent that sends less than it logs): the file's
             # own ratio is the slope, and nothing is outside the file
             slope = last.billed / prompts[-1]
+        # hidden output (recorded in the provider's tokens) converted at the slope that
+        # bills it, so that a hidden reply after the last call adds what was recorded of it;
+        # where the call stands for what compress carried, at the one compress's input
+        # converted it at (its line's slope is that bill's split: see `sound`), so that
+        # the output counts what compress said it kept
+        converted = last.converted or slope
+        counts = with_hidden(raw, recorded, converted)
+        counted, prompts = sum(counts) + priming, prompts_of(counts, calls, converted)
         overhead = max(0, round(last.billed - slope * prompts[-1]))
         tokens = round(slope * counted + overhead)
         steps = [abs(anchored(slope, calls[k - 1].billed, prompts[k - 1], prompts[k])
@@ -437,7 +483,7 @@ def bill(counts: Sequence[int], calls: Sequence[Call], *, model: str | None, for
         billed = _bill("anchored", tokens, slope, overhead, counted,
                        anchored_error(error, last.billed, tokens, _calibrated_error(found)),
                        len(calls) + len(passed))
-        if slope == own.slope and sound(run, own, tokens, slope * counted):
+        if slope == own.slope and sound(sum(map(len, runs)), own, tokens, slope * counted):
             # the bill rests on the last call, but what is sent besides the messages is
             # what the first calls, mostly made of it, show: the split is `calibrate`'s fit
             # of the file where that fit is sound, so that a file whose steps are steeper
@@ -450,7 +496,8 @@ def bill(counts: Sequence[int], calls: Sequence[Call], *, model: str | None, for
             billed = replace(billed, visible=tokens - outside, not_in_file=outside,
                              slope=(tokens - outside) / counted, overhead=outside,
                              after=slope)
-        return replace(billed, passed=passed, sends=sends)
+        return replace(billed, passed=passed, sends=said, converted=converted,
+                       stated=last.stated)
     return unanchored(found, format, counted, exact, estimated)
 
 
@@ -469,11 +516,13 @@ def unanchored(found: Any, format: str, counted: int, exact: bool, estimated: bo
     slope = found.slope if found is not None else 1.0
     overhead = table_overhead(found, format)
     if estimated or (not exact and found is None):
-        return _bill("estimated", counted + overhead, 1.0, overhead, counted, None)
-    if not exact or overhead:
-        return _bill("calibrated", round(slope * counted + overhead), slope, overhead,
-                     counted, _calibrated_error(found))
-    return _bill("exact", counted, 1.0, 0, counted, 0.0)
+        billed = _bill("estimated", counted + overhead, 1.0, overhead, counted, None)
+    elif not exact or overhead:
+        billed = _bill("calibrated", round(slope * counted + overhead), slope, overhead,
+                       counted, _calibrated_error(found))
+    else:
+        billed = _bill("exact", counted, 1.0, 0, counted, 0.0)
+    return replace(billed, converted=slope)  # (the slope `bill` converted hidden output at)
 
 
 def text_bill(counted: int, model: str | None, *, exact: bool, estimated: bool,
@@ -641,30 +690,53 @@ def step_slopes(points: Sequence[tuple[int, int]]) -> list[float]:
             if c1 - c0 >= STEP_GROWTH]
 
 
-def call_points(counts: Sequence[int], calls: Sequence[Call], slope: float = 1.0
-                ) -> list[tuple[int, int]]:
-    """Each call's prompt as counted (from counts `with_hidden` made at `slope`) and as
-    billed."""
-    return list(zip(prompts_of(counts, calls, slope), (c.billed for c in calls),
-                    strict=True))
+def runs_fit(runs: Sequence[Sequence[tuple[int, int]]], prior: float) -> Fit:
+    """The slope and overhead runs of calls (counted, billed) show, as `calibrate` fits a
+    model and the bill splits a file: the slope read off the steps of each run's first
+    half, shrunk toward `prior` (the table's) and rounded as `calibrate` shows it; the
+    overhead their median gap at that slope (0 where there are none)."""
+    halves = [fit_half(r) for r in runs if r]
+    steps = [x for h in halves for x in step_slopes(h)]
+    slope = round(shrunk(steps, prior), 3)
+    return Fit(slope, overhead_at(halves, slope), len(steps))
 
 
-def own_fit(run: Sequence[tuple[int, int]], prior: float) -> Fit:
-    """The slope and overhead one run of calls (counted, billed) shows, as `calibrate`
-    fits a model: the slope read off the steps of its first half, shrunk toward `prior`
-    (the table's); the overhead their median gap (`prior` and 0 where there are none).
-    A slope past `LEAST_RATIO` of the table's either way is not taken: calls whose prompts
-    do not grow with the messages were made up, or cut by the agent (see `bill`)."""
-    half = fit_half(run) if run else []
-    slope = shrunk(step_slopes(half), prior)
-    if not LEAST_RATIO <= slope / prior <= 1 / LEAST_RATIO:
-        slope = prior
-    return Fit(slope, max(0.0, statistics.median(b - slope * c for c, b in half))
-               if half else 0.0)
+def overhead_at(halves: Sequence[Sequence[tuple[int, int]]], slope: float) -> float:
+    """The median gap of the calls (counted, billed) of `halves` over `slope` × their count
+    (none below 0: a prompt holds its messages)."""
+    gaps = [b - slope * c for h in halves for c, b in h]
+    return max(0.0, statistics.median(gaps)) if gaps else 0.0
 
 
-def sound(run: Sequence[tuple[int, int]], fitted: Fit, tokens: int, visible: float) -> bool:
-    """Whether `own_fit`'s `fitted` of `run` (counted, billed) can split a bill of `tokens`
+def own_fit(runs: Sequence[Sequence[tuple[int, int]]], prior: float) -> Fit:
+    """`runs_fit` of a file's runs of calls, where the bill can take its slope: one past
+    `LEAST_RATIO` of the table's `prior` either way is not taken (calls whose prompts do not
+    grow with the messages were made up, or cut by the agent: see `bill`), and the
+    overhead is then the calls' median gap over `prior`."""
+    found = runs_fit(runs, prior)
+    if LEAST_RATIO <= found.slope / prior <= 1 / LEAST_RATIO:
+        return found
+    return Fit(prior, overhead_at([fit_half(r) for r in runs if r], prior))
+
+
+def fitted_run(calls: Sequence[Call], prompts: Sequence[int], model: str | None,
+               named: str, slope: float, sends: int) -> list[tuple[int, int]]:
+    """The points (counted, billed) a fit of `model` takes of a run of calls whose prompts
+    count `prompts` (a call naming no model is of `named`'s; None: of every model, as the
+    bill reads a file; see `anchoring` for `slope` and `sends`): of those calls, the ones
+    the bill may rest on, but none far below the
+    count of its prompt (made up, or of an agent that cut old outputs itself) nor any
+    before a message (no prompt of these messages). `calibrate` and the bill both take a
+    run's points here."""
+    mine = [(c, p) for c, p in zip(calls, prompts, strict=True)
+            if model is None or (c.model or named) == model]
+    keep, anchors = anchoring([c for c, _ in mine], [p for _, p in mine], slope, sends)
+    return [(p, c.billed) for c, p in mine[:keep if anchors else 0]
+            if c.prompt and not far_below(c, p, slope, sends)]
+
+
+def sound(points: int, fitted: Fit, tokens: int, visible: float) -> bool:
+    """Whether `own_fit`'s `fitted` of `points` calls can split a bill of `tokens`
     whose part in the file its slope puts at `visible`: fitted from `LEAST_CALLS` or more
     calls (as `calibrate` writes a fit to the config), and the part in the file it leaves
     within `SPLIT_RATIO` of `visible` either way (a fit far off the file's last calls,
@@ -672,7 +744,7 @@ def sound(run: Sequence[tuple[int, int]], fitted: Fit, tokens: int, visible: flo
     own text a fraction or a multiple of its count; the last call's own overhead splits
     the bill then)."""
     left = tokens - fitted.overhead
-    return len(run) >= LEAST_CALLS and fitted.overhead > 0 and visible > 0 \
+    return points >= LEAST_CALLS and fitted.overhead > 0 and visible > 0 \
         and SPLIT_RATIO <= left / visible <= 1 / SPLIT_RATIO
 
 
@@ -791,14 +863,10 @@ def calibrate(transcripts: Iterable[Transcript], table: ModelTable = TABLE) -> l
                     # not grow with the messages), nor any other far below: made up, or of
                     # an agent that cut old outputs itself
                     sends = table_overhead(table.calibration(model), t.format)
-                    slope = slope_of(model, table)
-                    mine = [(n, c) for n, c in zip(counted, calls, strict=True)
-                            if (c.model or named) == model]
-                    keep, anchors = anchoring([c for _, c in mine], [n for n, _ in mine],
-                                              slope, sends)
-                    run = [(n, c.billed) for n, c in mine[:keep if anchors else 0]
-                           if not far_below(c, n, slope, sends)]
-                    found = key(model, apart_of(t, [c for _, c in mine]))
+                    run = fitted_run(calls, counted, model, named, slope_of(model, table),
+                                     sends)
+                    mine = [c for c in calls if (c.model or named) == model]
+                    found = key(model, apart_of(t, mine))
                     # (a run all left out is kept empty: the model is still shown, with
                     # the calls left out)
                     points.setdefault(found, []).append((number, run))
@@ -807,20 +875,18 @@ def calibrate(transcripts: Iterable[Transcript], table: ModelTable = TABLE) -> l
     for model, apart in sorted({*points, *untaken}):
         runs = [(n, f) for n, f in points.get((model, apart), ()) if f]
         files = [f for _, f in runs]
-        fitted = [fit_half(f) for f in files]
+        # (the bill splits a file by the same fit: see `runs_fit`)
+        f = runs_fit(files, slope_of(model, table))
+        slope, overhead = f.slope, f.overhead
         held = [f[len(fit_half(f)):] for f in files]
-        slopes = [x for f in fitted for x in step_slopes(f)]
-        slope = round(shrunk(slopes, slope_of(model, table)), 3)
-        gaps = [b - slope * c for f in fitted for c, b in f]
-        overhead = max(0.0, statistics.median(gaps)) if gaps else 0.0
         errors = [abs(slope * c + overhead - b) / b for f in held for c, b in f if b > 0]
         calls = sum(map(len, files))
         why = untaken.get((model, apart), Counter())
-        each = [round(max(0.0, statistics.median(b - slope * c for c, b in f)))
-                for f in fitted]
+        each = [round(max(0.0, statistics.median(b - slope * c for c, b in fit_half(run))))
+                for run in files]
         spread = (min(each), max(each)) if each else None
         pooled = len({n for n, _ in runs})
-        out.append(Fitted(model, pooled, calls, len(slopes), slope, round(overhead),
+        out.append(Fitted(model, pooled, calls, f.steps, slope, round(overhead),
                           round(statistics.median(errors), 4) if errors else None,
                           round(max(errors), 4) if errors else None,
                           untrusted(model, apart == "compaction", calls,

@@ -90,6 +90,7 @@ class Scanner:
         self.layout: Layout | None = None
         self.compacted: bool | int = False  # a line compress wrote is in the file
         self.carried_slope: float | None = None  # the slope of the bill compress carried
+        self.carried_converted: float | None = None  # and the one it converted hidden output at
         self.carried_model: str | None = None  # and the model it billed as
         self.starts: list[int] = []  # the line each message handed out starts on
         # of a document, each message's place in it and the line its item starts on
@@ -463,7 +464,8 @@ class Scanner:
                 self.layout.calls = sorted([*kept, *since], key=lambda c: c.prompt)
                 return
             self.layout.calls = kept if carried is True else \
-                [RecordedCall(0, carried, None, None, slope=self.carried_slope), *kept]
+                [RecordedCall(0, carried, None, None, slope=self.carried_slope,
+                              converted=self.carried_converted), *kept]
 
     def _believed(self) -> None:
         """Set aside the recorded calls that cannot be true (see ctxpack.recorded), before
@@ -521,9 +523,9 @@ class Scanner:
         meta = record.get(META_KEY) if isinstance(record, dict) else None
         if compress_wrote(meta):  # a line compress wrote (a rewind's is not: see its kind)
             carried = meta.get("not_in_file_tokens")
-            slope = meta.get("billed_slope")
-            if isinstance(slope, float | int) and not isinstance(slope, bool) and slope > 0:
-                self.carried_slope = float(slope)
+            self.carried_slope = _slope(meta.get("billed_slope")) or self.carried_slope
+            self.carried_converted = _slope(meta.get("converted_slope")) or \
+                self.carried_converted
             if isinstance(meta.get("billed_model"), str) and meta["billed_model"]:
                 self.carried_model = meta["billed_model"]
             self.compacted = carried if isinstance(carried, int) and \
@@ -657,6 +659,12 @@ def _decoded(data: bytes, path: str, first: int) -> str:
     except UnicodeDecodeError as exc:
         line = first + data.count(b"\n", 0, exc.start)
         raise InputError(path, line, f"not valid UTF-8: byte 0x{data[exc.start]:02x}") from None
+
+
+def _slope(value: Any) -> float | None:
+    """A slope a line compress wrote says (a number above 0), else None."""
+    return float(value) if isinstance(value, float | int) and not isinstance(value, bool) \
+        and value > 0 else None
 
 
 def _not_json(raw: bytes) -> bool:

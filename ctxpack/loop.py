@@ -268,11 +268,9 @@ class Context:
         sent beside the messages stands for it (as a compressed file's lines carry it;
         see loader.Scanner._stale_calls)."""
         if self._call is not None:
-            from .compression.writer import carried, carried_slope
+            from .compression.writer import carried_call
 
-            left = carried(bill)  # (and the slope it was billed with: its own, maybe)
-            self._call = None if left is None else \
-                Call(0, left, None, None, slope=carried_slope(bill))
+            self._call = carried_call(bill)
         self._trigger = None
 
     def _read(self, message: dict[str, Any], number: int

@@ -92,7 +92,8 @@ def rewind_file(source: PathOrFile, *, steps: int | None = None, rounds: int | N
     if compress_wrote(earlier):  # it stays compress's line
         meta["over"] = earlier.get("over", earlier.get("kind"))
         meta.update({k: earlier[k] for k in ("not_in_file_tokens", "billed_slope",
-                                             "billed_model") if k in earlier})
+                                             "converted_slope", "billed_model")
+                     if k in earlier})
     line = dumps({**record, META_KEY: meta}) + raw[len(raw.rstrip(b"\r\n")):]  # its ending
 
     def chunks() -> Iterator[bytes]:

@@ -236,8 +236,14 @@ class RecordedCall:
     hidden: bool = False
     reasoning: int = 0
     until: int | None = None
-    # of a call standing for what compress carried (`prompt` 0): the slope it billed with
+    # of a call standing for what compress carried (`prompt` 0): the slope it billed with,
+    # and the one it converted hidden output at (see calibration.Bill.converted)
     slope: float | None = None
+    converted: float | None = None
+    # no call made, but the size of the context a compaction states it left (Claude
+    # Code's `postTokens` of one compress wrote, Codex's `token_count` after `compacted`),
+    # standing for the call on it while none is made since
+    stated: bool = False
     # what the file recorded of it that no token count can be, and of its cost that no
     # cost can be, as `recorded.wrong_counts` and `wrong_costs` name them ("": nothing)
     problem: str = ""

@@ -14,7 +14,7 @@ from dataclasses import dataclass
 
 from . import images
 from .breakdown import UNKNOWN_TOOL, transcript_models
-from .calibration import message_counts_with_hidden
+from .calibration import hidden_counts_of
 from .errors import UsageError
 from .formats import usual_model
 from .formats.agent_text import round_title
@@ -180,8 +180,8 @@ def build_view(transcript: Transcript, counter: TokenCounter, *, flagged: bool,
     pattern = compile_grep(grep)
     messages = transcript.messages
     # (a reply the file holds only part of counted as stats and compress count it)
-    counts = message_counts_with_hidden([counter.message(m) for m in messages],
-                                        transcript.calls, transcript.model, counter, flagged)
+    counts = hidden_counts_of(transcript, [counter.message(m) for m in messages], counter,
+                              flagged)
     rounds = transcript.rounds()
     header = _header(transcript, counter, rounds, counts, flagged)
     folder = _Folder(counter, not full, fold_lines, prose_lines, line_chars, pattern)

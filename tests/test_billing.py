@@ -48,12 +48,13 @@ def test_an_exact_count_is_the_bill_and_nothing_is_outside_the_file() -> None:
     assert s.context_ratio == round(s.tokens / s.context_window, 4)
 
 
-def calls_since_compaction(path: Path, into: Path) -> Path:
+def calls_since_compaction(path: Path, into: Path, since: bool = True) -> Path:
     """`path` with the usage of every reply before its newest compaction taken out: its
-    only calls those made on the context as it stands."""
+    only calls those made on the context as it stands (not `since`: the usage of every
+    reply after it taken out, its only calls those made before it)."""
     records = [json.loads(line) for line in path.read_text().splitlines() if line.strip()]
     cut = max(n for n, r in enumerate(records) if r.get("subtype") == "compact_boundary")
-    for r in records[:cut]:
+    for r in records[:cut] if since else records[cut:]:
         if isinstance(r.get("message"), dict):
             r["message"].pop("usage", None)
     out = into / path.name
@@ -69,19 +70,33 @@ def test_a_claude_code_session_is_anchored_on_its_last_recorded_call(tmp_path: P
     # prompt plus the reply and what came after: a little more than the recorded size
     assert last_billed_prompt(CLAUDE_CODE) < c.tokens < last_billed_prompt(CLAUDE_CODE) + 2_000
     # the slope its own calls show (near the table's); not in the file: the overhead
-    # `calibrate` fits the calls made on the context as it stands, in the file the rest
-    # (calibrate of the whole file fits those before its compaction too, on their own)
-    assert c.after is not None and abs(c.after - slope_of("claude-opus-4-6")) < 0.1
-    since = calls_since_compaction(CLAUDE_CODE, tmp_path)
-    assert stats(since, cache=False).context == c
-    fitted = json.loads(run_ctxpack("calibrate", str(since), "--json").out)[0]
-    assert round(c.after, 3) == fitted["slope"]
-    assert abs(c.not_in_file - fitted["overhead"]) <= 5  # (calibrate rounds the slope)
+    # `calibrate` fits the file, in the file the rest. That fit is of every context the
+    # file holds, the calls before its compaction on the context they were made on too:
+    # the bill of the file with only the calls since differs
+    assert c.after is not None and abs(c.after - slope_of("claude-opus-4-6")) < 0.15
+    fitted = json.loads(run_ctxpack("calibrate", str(CLAUDE_CODE), "--json").out)[0]
+    assert (c.after, c.not_in_file) == (fitted["slope"], fitted["overhead"])
+    since = stats(calls_since_compaction(CLAUDE_CODE, tmp_path), cache=False).context
+    assert since is not None and since.kind == "anchored" and since.after != c.after
     assert c.not_in_file == c.tokens - c.visible > 10 * s.tokens  # most is not in the file
     # other messages are billed on the line from that overhead through the bill
     assert c.overhead == c.not_in_file and c(c.counted) == c.tokens
     assert s.context_ratio == round(c.tokens / s.context_window, 4)
     assert 0 <= c.error < 0.02
+
+
+def test_a_loaded_transcript_is_compressed_on_the_bill_of_its_file() -> None:
+    # the compacted sample, calls made since its compaction: the bill's fit reads those
+    # made before it too, whether compress is given the file or the Transcript loaded from
+    # it, so a budget worked out from either is the one compress then meets
+    c = stats(CLAUDE_CODE, cache=False).context
+    assert c is not None and c.after is not None  # split by the file's own fit
+    budget = c.not_in_file + c.visible // 2
+    _, of_file = ctxpack.compress(CLAUDE_CODE, budget=budget, cache=False)
+    _, of_loaded = ctxpack.compress(ctxpack.load(CLAUDE_CODE), budget=budget, cache=False)
+    assert of_loaded.billed == of_file.billed
+    assert of_loaded.billed["tokens_before"] == c.tokens
+    assert of_loaded.billed["not_in_file"] == c.not_in_file
 
 
 def test_usage_of_another_model_than_the_one_named_is_not_used(tmp_path: Path) -> None:
@@ -371,7 +386,8 @@ def test_compress_leaves_what_is_not_in_the_file_as_stats_splits_the_input(
     billed = json.loads(report.read_text())["billed"]
     after = context(out)
     # what compress says it started from and wrote is what stats says of each file, and
-    # what is not in the file is the same in all three
+    # what is not in the file is the same in all three (reasoning held encrypted is
+    # converted in the output at the slope the input's bill converted it at)
     assert billed["tokens_before"] == before["tokens"] and billed["tokens_after"] == \
         after["tokens"] < before["tokens"]
     assert billed["not_in_file"] == after["not_in_file"] == before["not_in_file"]
@@ -466,6 +482,25 @@ def test_a_document_of_many_conversations_is_billed_by_stats_as_its_report_says(
         (after["kind"], after["error"])
     assert billed["billed"]["tokens_after"] == after["file_tokens"] < \
         billed["billed"]["tokens_before"]
+
+
+def test_compress_of_a_session_with_no_call_since_its_compaction_bills_as_stats_of_it(
+        tmp_path: Path) -> None:
+    # the sample with no usage recorded after its compaction: billed on what the calls
+    # before it measured; compress's output keeps that, as it keeps what calls since show
+    path = calls_since_compaction(CLAUDE_CODE, tmp_path, since=False)
+    before = json.loads(run_ctxpack("stats", str(path), "--json").out)["files"][0]["context"]
+    assert before["kind"] == "calibrated" and before["earlier_calls"] > 0
+    out, budget = tmp_path / "out.jsonl", before["not_in_file"] + before["visible"] // 2
+    run = run_ctxpack("compress", str(path), "--budget", str(budget), "-o", str(out), "-q",
+                      "--report-json", "-")
+    assert run.code == 0, run.err
+    billed = json.loads(run.out)["billed"]
+    after = json.loads(run_ctxpack("stats", str(out), "--json").out)["files"][0]["context"]
+    assert billed["tokens_before"] == before["tokens"]
+    assert billed["tokens_after"] == after["tokens"] < budget
+    assert billed["not_in_file"] == after["not_in_file"] == before["not_in_file"]
+    assert (billed["kind_after"], billed["error_after"]) == (after["kind"], after["error"])
 
 
 def streamed_session(path: Path, steps: int = 14) -> Path:
@@ -1039,6 +1074,34 @@ def test_stats_of_a_stripped_output_that_keeps_no_call_bills_as_compress_said(
         (after, billed)
 
 
+def test_stats_of_a_stripped_output_says_it_rests_on_what_its_compaction_states(
+        tmp_path: Path) -> None:
+    # the sample with its last replies made up by the agent (`<synthetic>`), every real
+    # reply summarized and ctxpack's own fields left out: no call is recorded in the
+    # output, and nothing in it names the model the original did
+    path = synthetic_but(CLAUDE_CODE, slice(-11, -3), tmp_path / "in.jsonl")
+    before = json.loads(run_ctxpack("stats", str(path), "--json").out)["files"][0]
+    budget = before["context"]["not_in_file"] + before["context"]["visible"] // 2
+    out = tmp_path / "out.jsonl"
+    run = run_ctxpack("compress", str(path), "--budget", str(budget), "-o", str(out),
+                      "--strip-metadata", "-q", "--report-json", "-")
+    assert run.code == 0, run.err
+    assert replies_with_usage_after_the_compaction(out.read_bytes()) == 0
+    assert before["model"] not in out.read_text()
+    after = json.loads(run_ctxpack("stats", str(out), "--json").out)["files"][0]
+    c = after["context"]
+    assert c["kind"] == "anchored" and c["compaction_stated"] is True
+    assert c["tokens"] == json.loads(run.out)["billed"]["tokens_after"]
+    # the model it is billed as is said to be assumed, not passed off as the file's
+    assert "assumed" in after["note"] and c["billed_model"] == after["model"]
+    text = run_ctxpack("stats", str(out)).out
+    assert "anchored on the size its compaction states it left (no call made since)" in \
+        " ".join(text.split())
+    assert "recorded call" not in text
+    # the original, whose calls are recorded, is anchored on one of them
+    assert before["context"]["compaction_stated"] is False
+
+
 def test_a_codex_compaction_with_no_call_since_bills_the_size_it_states() -> None:
     # the CLI states the context a compaction left in a token_count event before any reply
     # (its total): that is the prompt of the next call, more the messages after it
@@ -1057,7 +1120,7 @@ def test_a_codex_compaction_with_no_call_since_bills_the_size_it_states() -> Non
             stated]
     left = stats(rollout(*head), cache=False).context
     assert left is not None and left.kind == "anchored" and left.calls == 1
-    assert left.tokens == 12_000
+    assert left.tokens == 12_000 and left.stated
     # a reply since, its usage not yet written: billed on top, as the same file without
     # the event bills it on top of the summary
     reply = say("assistant", "The release notes are written. " * 40)

@@ -67,9 +67,12 @@ def test_an_opencode_step_whose_thinking_is_signed_counts_at_its_recorded_output
     assert [c.hidden for c in t.calls] == [True] + [False] * (len(t.calls) - 1)
     before = stats(OPENCODE, cache=False)
     after = stats(io.BytesIO(_signed_export(2_000)), format="opencode", cache=False)
-    slope = slope_of(t.calls[-1].model)
-    # the step's reply is its recorded output, in the provider's tokens; the difference is
-    # thinking the file holds only as a summary
+    # the step's reply is its recorded output, in the provider's tokens, taken as the count
+    # the bill's slope bills at that many; the difference is thinking the file holds only
+    # as a summary
+    c = after.context
+    assert c is not None and c.converted == (c.after or c.slope)
+    slope = c.converted
     raised = after.by_role[REASONING] - before.by_role.get(REASONING, 0)
     assert raised > 0 and after.tokens - before.tokens == raised
     reply = round(2_000 / slope)
@@ -77,3 +80,49 @@ def test_an_opencode_step_whose_thinking_is_signed_counts_at_its_recorded_output
     # a step recording less than the reply's count changes nothing
     small = stats(io.BytesIO(_signed_export(5)), format="opencode", cache=False)
     assert small.tokens == before.tokens
+
+
+def test_a_hidden_reply_after_the_last_call_is_billed_the_output_recorded_of_it(
+        tmp_path, monkeypatch) -> None:
+    # an opus-4-7 session whose calls grow 1.30 provider tokens per counted token (the
+    # table says 1.45): the bill's own slope is the file's, and the last reply, thinking
+    # stored empty and 60,000 output tokens recorded, is in the next prompt at those
+    # 60,000, not at the file's slope times the count the table's slope makes of them
+    from . import helpers
+    from .helpers import ctxpack as run_ctxpack
+    from .helpers import with_real_usage
+    from .test_format_claude_code import answer, calls, piece, said, user
+
+    monkeypatch.setitem(helpers.FIXTURE_SLOPES, "claude-opus-4-7", 1.30)
+    model, output = "claude-opus-4-7", 60_000
+    records = [user("u0", None, "Move the billing jobs off the old scheduler. " * 20)]
+    for k in range(12):
+        records += [piece(f"a{k}", records[-1]["uuid"], f"msg_{k}", calls(f"toolu_{k}"),
+                          model=model),
+                    answer(f"r{k}", f"a{k}", f"toolu_{k}",
+                           "".join(f"jobs/job_{k}_{j}.py: hourly\n" for j in range(90)))]
+    records.append(piece("t", records[-1]["uuid"], "msg_last",
+                         {"type": "thinking", "thinking": "", "signature": "EuoD" + "x" * 80},
+                         model=model))
+    records.append(piece("d", "t", "msg_last", said("Done."), model=model))
+    records = with_real_usage(records)
+    for r in records[-2:]:
+        r["message"]["usage"]["output_tokens"] = output
+    path = tmp_path / "s.jsonl"
+    path.write_text("".join(json.dumps(r) + "\n" for r in records))
+    usage = records[-1]["message"]["usage"]
+    prompt = sum(usage[k] for k in ("input_tokens", "cache_creation_input_tokens",
+                                    "cache_read_input_tokens"))
+
+    (fitted,) = json.loads(run_ctxpack("calibrate", str(path), "--json").out)
+    assert abs(fitted["slope"] - 1.30) < 0.02  # the file's own, which the bill takes
+    (found,) = json.loads(run_ctxpack("stats", str(path), "--json").out)["files"]
+    c = found["context"]
+    assert c["kind"] == "anchored"
+    # the prompt recorded last, and the reply to it as the provider counted it (its
+    # visible "Done." is within the hidden count)
+    assert abs(c["tokens"] - (prompt + output)) <= 2, (c["tokens"], prompt + output)
+    # compress reads the same counts, so its report bills what stats does
+    run = run_ctxpack("compress", str(path), "-o", str(tmp_path / "out.jsonl"), "-q",
+                      "--report-json", "-")
+    assert json.loads(run.out)["billed"]["tokens_before"] == c["tokens"], run.err

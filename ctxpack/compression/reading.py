@@ -277,7 +277,7 @@ def _input(t: Transcript, counter: TokenCounter, counts: list[MessageCount],
     # content is added once; see breakdown for stats, which does the same)
     billed = bill_for([c.total for c in counts], t.calls, t.model, counter, t.format, flagged,
                       earlier=earlier)
-    counts = message_counts_with_hidden(counts, t.calls, t.model, counter, flagged)
+    counts = message_counts_with_hidden(counts, t.calls, t.model, counter, flagged, billed)
     model, window, _ = model_and_window(counter, t.model, t.usage, flagged, t.calls)
     return Input(t, counter, editor_of(t), counts, outputs, fetch, model, window, billed,
                  **more)
@@ -346,9 +346,10 @@ def of_transcript(t: Transcript, model: str | None, table: ModelTable,
         counter = counting.done()
     finally:
         counting.close()
+    # (the context before the newest compaction and its calls: the bill's fit is of them
+    # too, calls since or not, as a file read is billed)
     every = (*t.messages, *t.sidechain, *t.outside)
-    earlier = None if any(c.billed > 0 for c in t.calls) else \
-        ([counter.message(every[k]).total for k in t.earlier], t.earlier_calls)
+    earlier = ([counter.message(every[k]).total for k in t.earlier], t.earlier_calls)
     return _input(t, counter, counts, outputs,  # type: ignore[arg-type]
                   lambda wanted: {i: t.messages[i] for i in wanted}, model is not None,
                   earlier=earlier, **more)

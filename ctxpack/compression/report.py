@@ -9,7 +9,7 @@ from typing import Any
 
 from .. import formats
 from ..archive import Archiver
-from ..calibration import Bill, Call, below_words, bill
+from ..calibration import Bill, below_words, bill
 from ..formats.base import naming
 from ..tokens import REPLY_PRIMING
 from ..transcript import printable
@@ -17,7 +17,7 @@ from .plan import Plan, StageReport
 from .reading import Input
 from .sight import DROPPED_LISTED, sight
 from .summary import retention_of
-from .writer import carried, carried_slope
+from .writer import carried, carried_call
 
 REPORT_VERSION = 3  # 2: `steps` became `stages`, and the limit and llm stages have rows;
 # 3: trigger, target and limit are in billed tokens, and `billed` says what is billed
@@ -146,15 +146,15 @@ def left_bill(given: Input, plans: list[Plan], strip: bool = False) -> Bill:
     keeps no recorded call is billed as a file that records none; one that keeps some
     is anchored on them, as the input is."""
     b = given.bill
-    known = carried(b)
-    if known is None or not any(p.changed for p in plans):
+    call = carried_call(b)
+    if call is None or not any(p.changed for p in plans):
         return b
     counter = given.counter
     kept = [sum(p.total for p in plans) - REPLY_PRIMING * len(plans)]
     lost = strip and not restated(given)
     if lost and _kept_calls(given, plans):
         return b
-    calls = [] if lost else [Call(0, known, None, None, slope=carried_slope(b))]
+    calls = [] if lost else [call]
     return bill(kept, calls, model=b.model, format=given.transcript.format,
                 exact=counter.exact, estimated=counter.failed, table=counter.table,
                 priming=REPLY_PRIMING * len(plans))

@@ -18,7 +18,7 @@ from typing import Any, NamedTuple
 
 from ..archive import VERSION, Archiver, Packed, item_id, meta_of, span_blocks
 from ..archive import strip as strip_line
-from ..calibration import Bill
+from ..calibration import Bill, Call
 from ..formats.base import Compaction
 from ..jsonl import BOM, LineIndex, ParsedRecords, dumps, loads
 from ..transcript import META_KEY, Message, Record
@@ -79,27 +79,13 @@ class Changes:
         return {**meta, **self.billing, "lines": 1, "archive": archiver.pack(raw)}
 
 
-def carried_meta(bill: Bill, model: str | None) -> dict[str, Any]:
-    """What the lines compress writes say of the bill, so that stats of the output bills
-    as compress's report did: what the input's calls showed is sent besides the messages
-    (`carried`) and the slope of that bill, where they showed it; and (a summary's, a
-    record's written whole) the model the file names (`model`), which the replies kept
-    may no longer name (Claude Code keeps only `<synthetic>` ones where every real reply
-    is summarized)."""
-    meta: dict[str, Any] = {}
-    if (known := carried(bill)) is not None:
-        meta.update(not_in_file_tokens=known, billed_slope=carried_slope(bill))
-    if model:
-        meta["billed_model"] = model
-    return meta
-
-
 def carried(bill: Bill) -> int | None:
     """What the recorded calls of a file showed is sent besides its messages, for the
     lines compress writes to say: the calls they keep were of the context before (see
     loader.Scanner._stale_calls). (Of calls all far below the count, the table's overhead
-    the bill took instead: see `Bill.below`.)"""
-    return bill.unlogged if bill.kind == "anchored" or bill.below else None
+    the bill took instead: see `Bill.below`; of calls made only before the newest
+    compaction, what they measured: see `Bill.earlier`.)"""
+    return bill.unlogged if bill.kind == "anchored" or bill.below or bill.earlier else None
 
 
 def carried_slope(bill: Bill) -> float:
@@ -107,6 +93,33 @@ def carried_slope(bill: Bill) -> float:
     calls, no longer of the context, cannot show again (so compress of its output bills
     as it did)."""
     return round(bill.slope, 6)
+
+
+def carried_call(bill: Bill) -> Call | None:
+    """The call that stands for `bill` once the calls it rests on are no longer of the
+    context (None where it carries nothing: see `carried`): billed what is sent besides
+    the messages, at the slope of the bill's line (`carried_slope`), hidden output
+    converted at the slope the bill converted it at (`Bill.converted`: the output counts
+    what compress kept as compress counted it). A compressed file's lines carry it
+    (`carried_meta`), as does a Context whose messages the call was of."""
+    known = carried(bill)
+    return None if known is None else \
+        Call(0, known, None, None, slope=carried_slope(bill), converted=bill.converted)
+
+
+def carried_meta(bill: Bill, model: str | None) -> dict[str, Any]:
+    """What the lines compress writes say of the bill, so that stats of the output bills
+    as compress's report did: `carried_call` of `bill` (loader reads it back: see
+    Scanner._stale_calls), where it carries one; and (a summary's, a record's written
+    whole) the model the file names (`model`), which the replies kept may no longer name
+    (Claude Code keeps only `<synthetic>` ones where every real reply is summarized)."""
+    call = carried_call(bill)
+    meta: dict[str, Any] = {} if call is None else {"not_in_file_tokens": call.billed,
+                                                    "billed_slope": call.slope,
+                                                    "converted_slope": call.converted}
+    if model:
+        meta["billed_model"] = model
+    return meta
 
 
 def changes(plan: Plan, archiver: Archiver, now: str) -> Changes:

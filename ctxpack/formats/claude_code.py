@@ -208,7 +208,7 @@ class ClaudeCodeReader:
             # no call made since compress compacted the session: the context as it left
             # it, billed, is what its boundary says (what it took out is archived, or gone)
             line, size = self.left[root]
-            calls.append(RecordedCall(len(context), size, 0, model, at=line))
+            calls.append(RecordedCall(len(context), size, 0, model, at=line, stated=True))
         return rest, Layout(context, self.side if main else [], model, usage,
                             calls=calls, earlier=earlier,
                             earlier_calls=tally.recorded(earlier, self.call_of),

@@ -578,7 +578,8 @@ class CodexReader:
                              else users[after], problem=t.wrong, again=t.again, at=t.at,
                              summed=t.added, window=t.window) if t.left is None else
                 RecordedCall(where[n], t.left, None, reply_model or model, problem=t.wrong,
-                             again=t.again, at=t.at, summed=t.added, window=t.window)
+                             again=t.again, at=t.at, summed=t.added, window=t.window,
+                             stated=True)
                 for n, reply_model, t in self.recorded if n in where]
 
 

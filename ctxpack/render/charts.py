@@ -13,7 +13,7 @@ from dataclasses import dataclass, field, replace
 from html import escape
 
 from ..breakdown import REASONING, MessageStat, add_hidden, by_tool, counted, message_stat
-from ..calibration import counts_with_hidden
+from ..calibration import hidden_counts_of
 from ..tokens import TokenCounter
 from ..transcript import Transcript
 
@@ -158,9 +158,9 @@ def charts_of(t: Transcript, counter: TokenCounter, *, link: bool,
     """The pictures of `t`'s model-visible messages, counted with `counter` as stats
     counts them (`flagged`: `--model` named its model), what a reply's record says it held
     but the file does not among them."""
-    stats = [counted(m, counter.message(m)) for m in t.messages]
-    add_hidden(stats, counts_with_hidden([s.tokens for s in stats], t.calls, t.model,
-                                         counter, flagged))
+    counts = [counter.message(m) for m in t.messages]
+    stats = [counted(m, c) for m, c in zip(t.messages, counts, strict=True)]
+    add_hidden(stats, [c.total for c in hidden_counts_of(t, counts, counter, flagged)])
     # also names the tool each result message answers
     tools = by_tool(stats, [message_stat(m) for m in t.outside])
     context: list[tuple[int, str, dict[str, int]]] = []

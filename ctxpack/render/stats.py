@@ -229,7 +229,10 @@ def usage_of_lines(f: FileStats) -> list[str]:
 
 
 def _anchor_of(c: Bill) -> str:
-    """The call an anchored bill rests on: the last, or the last not far below the count."""
+    """The call an anchored bill rests on: the last, or the last not far below the count;
+    or the size a compaction states it left, where no call was made since."""
+    if c.stated:
+        return "the size its compaction states it left (no call made since)"
     if not c.passed:
         return f"the {_last_of(c.calls)}"
     at = c.calls - len(c.passed)
