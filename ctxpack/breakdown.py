@@ -293,7 +293,8 @@ def stats(source: PathOrFile | Transcript, model: str | None = None, *, format: 
     result = _breakdown(found, scanner.layout, counter, top, path=scanner.path,
                         format=scanner.format.name, lines=scanner.lines,
                         size=scanner.bytes_read, skipped=skipped, flagged=model is not None,
-                        once=scanner.layout.counted_once())
+                        once=scanner.layout.counted_once(
+                            scanner.layout.held(lambda n: found[n].line)))
     result.unsure = scanner.unsure
     result.not_in_file_why = unlogged_cause(scanner.format.name, first)
     result.counting = collector.tally

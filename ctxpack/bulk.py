@@ -200,7 +200,10 @@ class BulkCounter(Generic[T]):
 
 class StreamCounter(Generic[T]):
     """Counts messages as a transcript streams in, once the model (and so the encoding)
-    is known: messages before the transcript names one wait, up to MODEL_LOOKAHEAD.
+    is known: messages before the transcript names one wait, up to MODEL_LOOKAHEAD. Each
+    conversation is counted with the model it names (sessions of several models joined in
+    one file), one that names none with the model before it; a `model` given is every
+    conversation's.
 
     `candidates` gives the models the transcript suggests so far, most specific first;
     `deliver(payload, count)` is called for each message, in order, as its count adds up.
@@ -218,15 +221,29 @@ class StreamCounter(Generic[T]):
         self.counter: TokenCounter | None = None
         self.bulk: BulkCounter[T] | None = None
         self._waiting: list[tuple[Message, T]] = []
+        self._given = bool(model)
+        self._conversation = 0  # of the messages read last
+        self._done: list[dict[str, Any]] = []  # the tallies of the counters before this one
         if model:
             self._start(model)
 
     def add(self, message: Message, payload: T) -> None:
-        if self.bulk is None:
+        if message.conversation != self._conversation:
+            if self._waiting and self.bulk is not None:  # it named no model
+                self._decide(None)
+            self._conversation = message.conversation
+            if self.bulk is not None and not self._given:
+                self._waiting.append((message, payload))  # until it names its model
+                named = self.table.choose([message.model])
+                if named:
+                    self._decide(named)
+                return
+        if self.bulk is None or self._waiting:
             self._waiting.append((message, payload))
-            named = self.table.choose([message.model, *self.candidates()])
+            named = self.table.choose([message.model] if self.bulk is not None else
+                                      [message.model, *self.candidates()])
             if named or len(self._waiting) >= MODEL_LOOKAHEAD:
-                self._start(named)
+                self._decide(named)
             return
         self._count(message, payload)
 
@@ -234,6 +251,8 @@ class StreamCounter(Generic[T]):
         """Finish counting: every payload has had its count after this."""
         if self.bulk is None:
             self._start(self.table.choose(self.candidates()))
+        elif self._waiting:
+            self._decide(None)
         assert self.bulk is not None and self.counter is not None
         self.bulk.finish()
         return self.counter
@@ -244,7 +263,26 @@ class StreamCounter(Generic[T]):
 
     @property
     def tally(self) -> dict[str, Any]:
-        return self.bulk.tally if self.bulk is not None else {}
+        if self.bulk is None:
+            return {}
+        added = ("memory_hits", "stored_hits", "tokenized", "stored_new")
+        now = self.bulk.tally
+        return {k: v + sum(t[k] for t in self._done) if k in added else v
+                for k, v in now.items()}
+
+    def _decide(self, named: str | None) -> None:
+        """Count the waiting messages with the model `named` (None: none named, so the
+        counter's, else the transcript's as it suggests it)."""
+        if self.bulk is None:
+            self._start(named)
+        elif named is not None and self.counter is not None and named != self.counter.model:
+            self.bulk.finish()  # (every message before is counted with its own model)
+            self._done.append(self.bulk.tally)
+            self._start(named)
+        else:
+            waiting, self._waiting = self._waiting, []
+            for message, payload in waiting:
+                self._count(message, payload)
 
     def _start(self, model: str | None) -> None:
         self.counter = TokenCounter(model or DEFAULT_MODEL, self.table)

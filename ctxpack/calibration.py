@@ -29,7 +29,7 @@ import heapq
 import itertools
 import statistics
 from collections import Counter
-from collections.abc import Iterable, Sequence
+from collections.abc import Callable, Iterable, Sequence
 from dataclasses import dataclass, replace
 from typing import Any
 
@@ -91,29 +91,36 @@ def as_counted(tokens: int, slope: float) -> int:
     return round(tokens / slope)
 
 
-def with_hidden(counts: Sequence[int], calls: Sequence[Call], slope: float = 1.0) -> list[int]:
+def with_hidden(counts: Sequence[int], calls: Sequence[Call],
+                slope: float | Callable[[Call], float] = 1.0) -> list[int]:
     """Each message's count, a reply whose text is not all in the file (see the module's
     note) counted at its recorded output where that is more, and with the reasoning it
     holds only encrypted: both recorded in the provider's tokens, so each taken as the
-    count `slope` bills at that many."""
+    count `slope` (of every call, or each call's) bills at that many."""
     out = list(counts)
     for c in calls:
+        at = slope(c) if callable(slope) else slope
         if c.hidden and c.output and c.prompt < len(out):
-            out[c.prompt] = max(out[c.prompt], as_counted(c.output, slope))
+            out[c.prompt] = max(out[c.prompt], as_counted(c.output, at))
         if c.reasoning and c.until is None and c.prompt < len(out):
-            out[c.prompt] += as_counted(c.reasoning, slope)
+            out[c.prompt] += as_counted(c.reasoning, at)
     return out
 
 
 def counts_with_hidden(counts: Sequence[int], calls: Sequence[Call], named: str | None,
                        counter: TokenCounter, flagged: bool,
                        billed: Bill | None = None) -> list[int]:
-    """`with_hidden` at the slope the context's bill (`billed`) converts hidden output at
-    (`Bill.converted`), else the table's of the model the context is billed as
-    (`billed_model`): the messages' counts that stats reports, compress reads and the
-    bill is of."""
-    return with_hidden(counts, calls, billed.converted if billed is not None else
-                       slope_of(billed_model(calls, named, counter, flagged), counter.table))
+    """`with_hidden`, each call at the slope of the model it was made with (sessions of
+    several models joined in one file), else of the one the context is billed as
+    (`billed_model`; every call at that of the model `--model` names); that model's at
+    the slope the context's bill (`billed`) converts hidden output at (`Bill.converted`),
+    where given, else the table's: the messages' counts that stats reports, compress
+    reads and the bill is of."""
+    model = billed_model(calls, named, counter, flagged)
+    slopes = {m: slope_of(m, counter.table) for m in {model, *(c.model for c in calls)}}
+    if billed is not None:
+        slopes[model] = billed.converted
+    return with_hidden(counts, calls, lambda c: slopes[model if flagged else c.model or model])
 
 
 def hidden_counts_of(t: Transcript, counts: Sequence[MessageCount], counter: TokenCounter,

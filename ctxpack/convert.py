@@ -169,13 +169,21 @@ def whole_log(t: Transcript) -> Transcript:
     """The transcript with every message the file holds as its messages, in file order:
     those outside the model's context and a sub-agent's too (`--all`), each once: not the
     copies of what the file holds elsewhere (an earlier copy of a message written again,
-    results repeated in a user message)."""
+    results repeated in a user message): a message stated again is its newest statement,
+    where the first stands."""
     replaced = {id(m) for m in t.copies}
-    # by line, and within one (a record of several messages, a document on one line) in
-    # the order the record holds them: a reply's thoughts before what it said
-    every = sorted((m for m in t.read if id(m) not in replaced), key=lambda m: m.line)
+    order = {id(m): k for k, m in enumerate(t.read)}
+    place = {id(m): first for m, first in t.held_first}
+
+    def key(m: Message) -> tuple[int, int, int]:
+        # by line, and within one (a record of several messages, a document on one line)
+        # in the order the record holds them: a reply's thoughts before what it said
+        at = place.get(id(m), m)
+        return at.line, order[id(at)], order[id(m)]
+
+    every = sorted((m for m in t.read if id(m) not in replaced), key=key)
     return replace(t, messages=tuple(every), outside=(), sidechain=(), copies=(),
-                   earlier=(), earlier_calls=(), read=tuple(every))
+                   held_first=(), earlier=(), earlier_calls=(), read=tuple(every))
 
 
 def conversations(messages: Sequence[Message]) -> list[list[Message]]:

@@ -80,8 +80,11 @@ class Snapshot:
     tail: bytes
 
 
-def open_source(source: str | os.PathLike[str] | IO[Any] | Source) -> Source:
-    """Open a path, `-` (stdin) or a file object for binary reading."""
+def open_source(source: str | os.PathLike[str] | IO[Any] | Source,
+                session: str | None = None) -> Source:
+    """Open a path, `-` (stdin) or a file object for binary reading; a folder that is one
+    transcript, as the file it stands for (of an OpenCode storage tree, its session
+    `session`'s info file where one is named)."""
     if isinstance(source, Source):  # opened already: the caller keeps it
         source.stream.seek(0)
         return Source(source.stream, source.name, source.size, False)
@@ -94,7 +97,7 @@ def open_source(source: str | os.PathLike[str] | IO[Any] | Source) -> Source:
     if os.path.isdir(name):  # a folder that is one transcript (a Cline task...) is read so
         from .formats import folder_transcript
 
-        name = folder_transcript(name) or name
+        name = folder_transcript(name, session) or name
     try:
         stream = open(name, "rb")  # noqa: SIM115 - closed by Source.close
     except FileNotFoundError:

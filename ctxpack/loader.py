@@ -126,7 +126,7 @@ class Scanner:
 
     def messages(self) -> Iterator[Message]:
         """Yield messages in the order the reader completes them."""
-        src = open_source(self._source)
+        src = open_source(self._source, self.session)
         self.path, self.size = src.name, src.size
         try:
             yield from self._run(src)
@@ -745,6 +745,7 @@ def _transcript(scanner: Scanner, emitted: list[Message], records: Sequence[Reco
     place = {n: k for k, n in enumerate([*layout.context, *layout.sidechain, *outside])}
     earlier = tuple(place[n] for n in layout.earlier if n in place)
     aside = {id(x.call) for x in layout.set_aside if x.call is not None}
+    held = layout.held(lambda n: emitted[n].item_line or emitted[n].line)
     return Transcript(
         format=scanner.format.name,
         path=scanner.path,
@@ -766,9 +767,11 @@ def _transcript(scanner: Scanner, emitted: list[Message], records: Sequence[Reco
         problems=tuple(layout.problems),
         notes=tuple(layout.notes),
         outside_why=layout.outside_why,
-        copies=tuple(emitted[i] for i in sorted({*(i for i in layout.copies if i not in seen),
-                                                 *layout.restated})),
-        repeated=tuple(emitted[i] for i in sorted(layout.counted_once())),
+        copies=tuple(emitted[i] for i in sorted(
+            {*(i for i in layout.copies if i not in seen),
+             *({*layout.statements(), *layout.restated} - held.keys())})),
+        held_first=tuple((emitted[n], emitted[first]) for n, first in held.items()),
+        repeated=tuple(emitted[i] for i in sorted(layout.counted_once(held))),
         read=tuple(emitted),
         document=scanner.whole,
         conversations=layout.held_conversations(),

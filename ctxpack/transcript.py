@@ -302,9 +302,12 @@ class Transcript:
     notes: tuple[tuple[int, str, str], ...] = ()  # told, not wrong: line, what, file (Layout)
     outside_why: str = ""  # why `outside` is not context, if the reader says
     # the messages the whole log leaves out, as it holds them elsewhere: those of `outside`
-    # that repeat what the file holds again (Layout.copies), and those that state again
-    # one it holds earlier (Layout.restated)
+    # that repeat what the file holds again (Layout.copies), and every statement of a
+    # message the file states again but the newest (Layout.restated)
     copies: tuple[Message, ...] = ()
+    # the newest statement of each message stated again, each message of it with the first
+    # message of the first statement: the whole log holds it there (Layout.held)
+    held_first: tuple[tuple[Message, Message], ...] = ()
     # those of `outside` that stats leaves out of what lies outside the context, as the
     # context or an earlier message holds them (Layout.counted_once)
     repeated: tuple[Message, ...] = ()

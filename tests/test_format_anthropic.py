@@ -17,7 +17,7 @@ from ctxpack.loader import load, write
 from ctxpack.transcript import Image, Text, Thinking, ToolCall, ToolResult, Transcript
 
 from .conftest import corpus_params
-from .helpers import assert_tool_pairs, records_of
+from .helpers import assert_tool_pairs, ctxpack, records_of
 
 SESSION = "5e55-10n"
 MODEL = "claude-opus-4-5-20251101"
@@ -349,3 +349,67 @@ def test_merger_keeps_separate_responses_apart() -> None:
     assert out.message is one and out.keys == ["k1"]
     (last,) = merger.flush()
     assert last.message is two and merger.flush() == []
+
+
+def _with_block(block: dict[str, Any] | None) -> dict[str, list[Any]]:
+    """The same exchange as each Anthropic-shaped reader reads it (its records), the reply
+    holding `block` before its text where one is given."""
+    reply = [{"type": "thinking", "thinking": "say hello", "signature": "c2ln"},
+             *([block] if block else []), {"type": "text", "text": "hello"}]
+    ask = {"role": "user", "content": "hi there"}
+    answer = {"role": "assistant", "content": reply}
+    made = {"id": "msg_1", "model": MODEL, **answer}
+    at = {"processed_at": "2026-01-01T00:00:00Z"}
+    return {
+        "anthropic": [ask, answer],
+        "anthropic-array": [[ask, answer]],
+        "anthropic-requests": [{"model": MODEL, "max_tokens": 64, "messages": [ask, answer]}],
+        "claude-code": [
+            {"type": "user", "uuid": "u1", "parentUuid": None, "sessionId": SESSION,
+             "message": ask},
+            {"type": "assistant", "uuid": "a1", "parentUuid": "u1", "sessionId": SESSION,
+             "message": made}],
+        "stream-json": [init(), {"type": "user", "message": ask, "session_id": SESSION},
+                        {"type": "assistant", "message": made, "session_id": SESSION}],
+        "anthropic-events": [
+            {"id": "sevt_1", "type": "user.message", "content": [
+                {"type": "text", "text": "hi there"}], **at},
+            {"id": "sevt_2", "type": "span.model_request_start", **at},
+            {"id": "sevt_3", "type": "agent.message", "content": reply[1:], **at},
+            {"id": "sevt_4", "type": "span.model_request_end", "model_request_start_id":
+             "sevt_2", "model_usage": {"input_tokens": 10, "output_tokens": 2}, **at}]}
+
+
+_UNKNOWN_AT = {"anthropic": (2, "content[1]"), "anthropic-array": (1, "content[1]"),
+               "anthropic-requests": (1, "messages[1].content[1]"),
+               "claude-code": (2, "message.content[1]"),
+               "stream-json": (3, "message.content[1]"), "anthropic-events": (3, "content[0]")}
+
+
+@pytest.mark.parametrize("reader", sorted(_UNKNOWN_AT))
+def test_every_anthropic_reader_names_a_block_of_an_unknown_type(reader: str,
+                                                                 tmp_path: Path) -> None:
+    # a block of a type the Messages API does not take is left out, as Cline's reader
+    # leaves it: validate names it at its line and field, convert says it read past a
+    # record, and the counts and the conversion are those of the reply without it
+    paths = []
+    for name, block in (("plain", None), ("odd", {"type": "banana", "x": 1})):
+        records = _with_block(block)[reader]
+        path = tmp_path / f"{name}.{'json' if reader == 'anthropic-array' else 'jsonl'}"
+        path.write_text(json.dumps(records[0]) if reader == "anthropic-array" else
+                        "".join(json.dumps(r) + "\n" for r in records))
+        paths.append(path)
+    plain, odd = paths
+    line, field = _UNKNOWN_AT[reader]
+    run = ctxpack("validate", str(odd))
+    assert run.code == 1 and run.out.splitlines() == [
+        f"{odd}:{line}: {field} is a block of type 'banana', which the Messages API does "
+        "not take: left out (not counted, not converted)"], (run.out, run.err)
+    assert ctxpack("validate", str(plain)).code == 0
+    counted = [json.loads(ctxpack("stats", "--json", str(p)).out)["files"][0] for p in paths]
+    assert {c["format"] for c in counted} == {"anthropic" if reader == "stream-json"
+                                              else reader}
+    assert counted[0]["tokens"] == counted[1]["tokens"]
+    converted = [ctxpack("convert", str(p), "--to", "openai", "-m", MODEL) for p in paths]
+    assert converted[1].out == converted[0].out
+    assert f"{odd}: 1 record read past or guessed at" in converted[1].err

@@ -490,9 +490,9 @@ def test_a_loop_of_parents_is_named_and_read_to_an_end(tmp_path: Path,
 
 def test_records_written_again_are_held_where_they_first_appear(tmp_path: Path) -> None:
     # a resumed session writes records of its chain again (the same uuids): the newest copy
-    # holds its place in the context; `convert --all` holds each message once, where it
-    # first appears (as a Codex compaction's kept messages are), and stats does not count
-    # the first copies outside the context as well as in it
+    # holds its place in the context; `convert --all` holds each message once, its newest
+    # copy where it first appears (as a Codex compaction's kept messages are), and stats
+    # does not count the first copies outside the context as well as in it
     first = [user("u1", None, "list the files"),
              piece("a1", "u1", "msg_1", calls("t1")),
              answer("r1", "a1", "t1", "a.py b.py"),
@@ -508,7 +508,7 @@ def test_records_written_again_are_held_where_they_first_appear(tmp_path: Path) 
     plain, again = (load(p) for p in paths)
     assert [m.text for m in again.messages] == [m.text for m in plain.messages]
     assert [m.line for m in again.messages] == [6, 7, 8, 9, 10]  # the newest copies
-    assert [m.line for m in again.copies] == [6, 7, 8, 9]  # left out of the whole log
+    assert [m.line for m in again.copies] == [1, 2, 3, 4]  # left out of the whole log
     converted = [json.loads(ctxpack("convert", str(p), "--all", "--to", "openai").out)
                  for p in paths]
     assert converted[1]["messages"] == converted[0]["messages"]

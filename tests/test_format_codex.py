@@ -314,14 +314,15 @@ def test_newest_session_meta_gives_the_system_prompt() -> None:
 
 def test_a_prompt_a_resumed_session_states_again_alike_is_held_where_it_first_appears(
         tmp_path: Path) -> None:
-    # the context holds the newest statement; the whole log holds the prompt once, at the
-    # top where the session began, not in the middle where it was stated again
+    # the context holds the newest statement; the whole log holds the prompt once, the
+    # newest statement at the top where the session began, not in the middle where it was
+    # stated again
     path = tmp_path / "rollout.jsonl"
     path.write_text("".join(json.dumps(r) + "\n" for r in (
         meta(), say("user", "hi"), say("assistant", "hello"), meta(), say("user", "again"),
         meta(), say("user", "third"))))
     t = load(path)
-    assert t.messages[0].line == 6 and [m.line for m in t.copies] == [4, 6]
+    assert t.messages[0].line == 6 and [m.line for m in t.copies] == [1, 4]
     body = json.loads(ctxpack("convert", str(path), "--all", "--to", "openai").out)
     assert [(m["role"], m["content"]) for m in body["messages"]] == [
         ("system", PROMPT), ("user", "hi"), ("assistant", "hello"), ("user", "again"),
@@ -352,7 +353,7 @@ def test_a_compaction_keeps_messages_the_whole_log_and_stats_count_once(
     assert [m.text for m in t.messages] == [PROMPT, ask, "ok",
                                             "Summary: two files, no tests.", other]
     # the first "ok" is the one kept (the CLI keeps them in order), the second is not
-    assert [m.line for m in t.copies] == [7, 7] and [m.line for m in t.repeated] == [2, 4]
+    assert [m.line for m in t.copies] == [2, 4] and [m.line for m in t.repeated] == [2, 4]
     out = tmp_path / "again.jsonl"
     write(t, out)
     assert out.read_bytes() == path.read_bytes()
@@ -407,12 +408,13 @@ def test_sniff(record: dict[str, Any], score: int) -> None:
 @pytest.mark.corpus
 @pytest.mark.parametrize("path", CODEX)
 def test_corpus_whole_log_holds_what_a_compaction_restates_once(path: Path) -> None:
-    # each message the whole log leaves out is one it holds earlier, alike; each left out
-    # of what stats counts outside is in the file before a compaction kept it
+    # each message the whole log leaves out is one it holds later, alike, in the place of
+    # its first statement; each left out of what stats counts outside is in the file
+    # before a compaction kept it
     t = load(path)
     kept = [m for m in t.read if all(m is not c for c in t.copies)]
     for copy in t.copies:
-        assert any((m.role, m.parts) == (copy.role, copy.parts) and m.line < copy.line
+        assert any((m.role, m.parts) == (copy.role, copy.parts) and m.line > copy.line
                    for m in kept), copy
     assert all(any(m is r for m in t.outside) for r in t.repeated)
     files = json.loads(ctxpack("stats", "--json", str(path)).out)["files"][0]

@@ -70,6 +70,41 @@ def test_a_message_written_again_keeps_its_place_and_its_newest_copy_counts() ->
     assert [m.line for m in t.outside] == [3]  # the first copy of g1
 
 
+def test_a_message_written_again_is_its_newest_copy_where_it_first_stood(
+        tmp_path: Path) -> None:
+    # the CLI writes a reply again whenever it changes (its calls' results, its thoughts):
+    # the whole log holds the newest copy in the first copy's place, and stats counts no
+    # older copy outside the context; read so, the file is the one that wrote it once
+    thought = {"subject": "Reading", "description": "a first"}
+    newest = gemini("g1", "Reading a.", calls=[call("a", "AAA")], thoughts=[thought])
+    files = {"again": [META, user("u1", "read a"), gemini("g1", "Reading a."),
+                       user("u2", "then b"), gemini("g1", "Reading a.", calls=[call("a")]),
+                       newest],
+             "once": [META, user("u1", "read a"), newest, user("u2", "then b")]}
+    paths = {}
+    for name, records in files.items():
+        paths[name] = tmp_path / f"{name}.jsonl"
+        paths[name].write_bytes(jsonl(*records).getvalue())
+    again, once = (load(paths[name]) for name in files)
+    assert [(m.role, m.text) for m in again.messages] == [
+        (m.role, m.text) for m in once.messages]
+    assert [m.line for m in again.copies] == [3, 5]  # the older copies
+    for to in ("openai", "anthropic"):
+        logs = [ctxpack("convert", str(paths[name]), "--all", "--to", to) for name in files]
+        assert logs[0].code == 0 and logs[0].out == logs[1].out, (to, logs[0].err)
+    page = ctxpack("convert", str(paths["again"]), "--all", "--to", "markdown").out
+    assert page.count("Reading a.") == 1
+    assert page.index("a first") < page.index("Reading a.") < page.index("AAA") < \
+        page.index("then b")
+    counted = [json.loads(ctxpack("stats", "--json", str(paths[name])).out)["files"][0]
+               for name in files]
+    assert counted[0]["outside"] == counted[1]["outside"]
+    assert counted[0]["outside"]["messages"] == 1  # the newest copy's thoughts
+    out = io.BytesIO()
+    write(again, out)
+    assert out.getvalue() == paths["again"].read_bytes()
+
+
 def test_a_rewind_drops_that_message_and_everything_after_it() -> None:
     t = load(jsonl(META, user("u1", "first"), gemini("g1", "one"), user("u2", "second"),
                    gemini("g2", "two"), {"$rewindTo": "u2"}, user("u3", "instead"),

@@ -210,6 +210,23 @@ def test_session_picks_one_session_of_a_storage_folder(tmp_path):
     assert json.loads(out.read_text())["messages"][-1]["content"] == "an older question"
 
 
+def test_the_library_picks_a_session_of_a_storage_folder_as_the_command_line_does(
+        tmp_path):
+    storage = two_sessions(tmp_path)
+    for folder in (storage, storage / "session", str(storage)):
+        older = api.load(folder, session="ses_older")
+        assert older.path.endswith("ses_older.json")
+        assert [m.text for m in older.messages] == ["an older question"]
+        assert api.stats(folder, session="ses_older").tokens == api.stats(older).tokens
+        assert api.load(folder).path == str(INFO).replace(str(TREE), str(storage))
+        with pytest.raises(api.InputError, match="no session ses_nowhere in this OpenCode "
+                                                 "storage folder, which holds 2"):
+            api.load(folder, session="ses_nowhere")
+    shown = ctxpack("stats", "--json", "--session", "ses_older", str(storage))
+    assert json.loads(shown.out)["files"][0]["tokens"] == api.stats(
+        storage, session="ses_older").tokens
+
+
 def test_an_unknown_session_of_a_storage_folder_lists_them(tmp_path):
     storage = two_sessions(tmp_path)
     for command in ("stats", "show"):

@@ -78,6 +78,33 @@ def test_each_joined_session_is_a_conversation_of_its_own(tmp_path: Path, format
         assert not (tmp_path / "small.jsonl").exists()
 
 
+@pytest.mark.parametrize("order", ["older model first", "newer model first"])
+def test_each_joined_session_is_counted_with_its_own_model(tmp_path: Path, order: str) -> None:
+    # two runs of a task by models of other encodings and slopes (o200k and cl100k): the
+    # file's totals are each session's, as counted alone, whichever comes last
+    first = CODEX.read_bytes()
+    older = other_session(CODEX, CODEX_ID).replace(b'"model":"gpt-5.1-codex"',
+                                                   b'"model":"gpt-4-turbo"')
+    sessions = [older, first] if order == "older model first" else [first, older]
+    parts = []
+    for n, data in enumerate(sessions):
+        parts.append(tmp_path / f"part{n}.jsonl")
+        parts[-1].write_bytes(data)
+    joined = tmp_path / "joined.jsonl"
+    joined.write_bytes(b"".join(sessions))
+    alone = [stats_of(p) for p in parts]
+    assert {s["encoding"] for s in alone} == {"o200k_base", "cl100k_base"}
+    assert alone[0]["tokens"] != alone[1]["tokens"]
+    both = stats_of(joined)
+    assert both["conversations"] == 2
+    assert both["tokens"] == sum(s["tokens"] for s in alone)
+    assert both["by_role"] == {role: sum(s["by_role"].get(role, 0) for s in alone)
+                               for role in both["by_role"]}
+    largest = both["largest_conversation"]
+    assert largest["tokens"] == alone[largest["number"] - 1]["tokens"]
+    assert ctxpack.stats(joined).tokens == both["tokens"]
+
+
 def test_a_file_of_one_session_is_unchanged_by_the_check(tmp_path: Path) -> None:
     # a session written twice under its own id (a resumed recording) stays one session
     path = tmp_path / "again.jsonl"

@@ -7,6 +7,7 @@ every later message must still be a heading of its own with its text outside any
 from __future__ import annotations
 
 import json
+import re
 
 import pytest
 from hypothesis import HealthCheck, given, settings
@@ -131,3 +132,50 @@ def test_html_in_the_transcript_is_shown_as_text_never_run(tmp_path) -> None:
     # code keeps its text as written (rendered escaped, as code is)
     assert "<code>Vec&lt;String&gt;</code>" in rendered
     assert "&lt;i&gt;code&lt;/i&gt;" in rendered and "&lt;script&gt;in a result" in rendered
+
+
+_SCRIPT_LINKS = [  # each with what of it is shown
+    ("[click](javascript:alert(1))", "alert(1)"), ("[d](data:text/html;base64,PHN=)", "PHN="),
+    ("[v](VBScript:msgbox(1))", "msgbox(1)"), ("[e](jav&#x61;script:alert(2))", "alert(2)"),
+    ("[s]( <javascript:alert(3)>)", "alert(3)"), ("[t](java\\script:alert(4))", "alert(4)"),
+    ("![img](javascript:alert(5))", "alert(5)"), ("<javascript:alert(6)>", "alert(6)"),
+    ("[ref]\n\n[ref]: javascript:alert(7)", "alert(7)"),
+    ("[nl](\njavascript:alert(8))", "alert(8)"), ("> [q](javascript:alert(9))", "alert(9)"),
+    ("- [li](javascript:alert(10))", "alert(10)"),
+    ("`[code](javascript:shown)` stays code", "[code](javascript:shown)"),
+    ("[a \\](b)](javascript:alert(11))", "alert(11)"),
+]
+
+
+def _scripted(url: str) -> bool:
+    return "".join(ch for ch in url if ch > " ").lower().startswith(
+        ("javascript:", "vbscript:", "data:"))
+
+
+@pytest.mark.parametrize(("text", "shown"), _SCRIPT_LINKS)
+def test_a_link_to_a_script_url_is_text_in_the_documents(text: str, shown: str,
+                                                         tmp_path) -> None:
+    # a permissive renderer (one that, unlike markdown-it's default, takes any URL)
+    # makes no link of the markdown to a script URL, and the page links nowhere but to
+    # its own places; the link's words are still shown, a link elsewhere still links
+    said = f"see {text}\n\nand [docs](https://example.com/a)"
+    thought = [{"type": "thinking", "thinking": said, "signature": "c2ln"},
+               {"type": "text", "text": said}]
+    path = tmp_path / "links.jsonl"
+    path.write_text("".join(json.dumps(m) + "\n" for m in (
+        {"role": "user", "content": said}, {"role": "assistant", "content": thought})))
+    made = ctxpack("convert", str(path), "--to", "markdown")
+    assert made.code == 0, made.err
+    permissive = markdown_it.MarkdownIt("commonmark")
+    permissive.validateLink = lambda url: True
+    tokens = [t for block in permissive.parse(made.out) if block.children
+              for t in block.children]
+    urls = [t.attrGet("href") or t.attrGet("src") for t in tokens
+            if t.type in ("link_open", "image")]
+    assert not [u for u in urls if _scripted(str(u))], (urls, made.out)
+    assert urls.count("https://example.com/a") == 3, made.out  # the person's, thought, said
+    assert permissive.render(made.out).count(shown) >= 3, made.out
+    page = ctxpack("convert", str(path), "--to", "html")
+    assert page.code == 0, page.err
+    hrefs = re.findall(r'\b(?:href|src)\s*=\s*"([^"]*)"', page.out, re.IGNORECASE)
+    assert hrefs and all(h.startswith("#") for h in hrefs), hrefs

@@ -98,6 +98,18 @@ def unknown_block(kind: str) -> bool:
     return kind not in BLOCK_TYPES and not kind.endswith("_tool_result")
 
 
+def unknown_blocks(content: Any, field: str = "content") -> list[str]:
+    """The blocks of a message's `content` (at `field` of its record) of a type the
+    Messages API does not take, and with no text to read: each named, as what every
+    reader leaves out of the message (not counted, not converted). Every reader of
+    Anthropic-shaped messages names them so (Layout.problems)."""
+    return [f"{field}[{n}] is a block of type {block['type']!r}, which the Messages API "
+            "does not take: left out (not counted, not converted)"
+            for n, block in enumerate(content if isinstance(content, list) else ())
+            if isinstance(block, dict) and isinstance(block.get("type"), str)
+            and unknown_block(block["type"]) and not isinstance(block.get("text"), str)]
+
+
 def block_part(block: dict[str, Any]) -> Part | None:
     """One content block as a canonical part; None for blocks the model does not read."""
     kind = string_field(block, "type")
@@ -573,6 +585,8 @@ class AnthropicReader:
     def _message(self, line: int, record: dict[str, Any], d: dict[str, Any],
                  kind: str | None) -> list[Message]:
         message = api_message(d, line, record, kind)
+        self.problems += [(line, p) for p in unknown_blocks(
+            d.get("content"), "content" if d is record else "message.content")]
         lane = _str(record.get("parent_tool_use_id"))  # sub-agent traffic, when interleaved
         merger = self.lanes.setdefault(lane, ResponseMerger())
         if message.role == "user":

@@ -20,7 +20,7 @@ from ..jsonl import dumps
 from ..numbers import number
 from ..recorded import SetAside, with_run_totals, wrong_costs, wrong_totals
 from ..transcript import META_KEY, Message, Part, Text, ToolCall, ToolResult
-from .anthropic import Reply, UsageTally
+from .anthropic import Reply, UsageTally, unknown_blocks
 from .base import (
     NOT_READ_BACK,
     Compaction,
@@ -68,12 +68,15 @@ class EventsReader:
         self.aside: list[SetAside] = []  # session totals whose list cost no cost can be
         self.model: str | None = None
         self.replies: dict[int, Reply] = {}  # a request's reply (its number): its usage key
+        self.problems: list[tuple[int, str]] = []  # (see Layout.problems)
 
     def feed(self, line: int, record: dict[str, Any]) -> list[Message]:
         event = event_of(record)
         if event is None:
             raise RecordError("not a session event: no 'type' such as agent.message")
         kind = event["type"]
+        self.problems += [(line, p) for p in unknown_blocks(
+            event.get("content"), "content" if event is record else "raw.content")]
         if kind in _CALLS or kind in ("agent.message", "agent.thinking"):
             self.pending.append((line, record, string_field(event, "id"), self._parts(event)))
             return []
@@ -156,7 +159,7 @@ class EventsReader:
         return rest, Layout(context, model=self.model, usage=self.usage(),
                             calls=self.tally.recorded(context, self.replies),
                             set_aside=[*self.aside, *self.tally.unread],
-                            problems=self.tally.nulls)
+                            problems=[*self.problems, *self.tally.nulls])
 
 
 def _list_cost(usage: dict[str, Any]

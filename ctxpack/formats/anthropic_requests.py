@@ -21,7 +21,14 @@ from typing import Any
 from ..errors import UsageError
 from ..transcript import Message, Text
 from .agent_text import older_label, persons
-from .anthropic import api_message, bad_content, merged_turns, message_parts, sniff_record
+from .anthropic import (
+    api_message,
+    bad_content,
+    merged_turns,
+    message_parts,
+    sniff_record,
+    unknown_blocks,
+)
 from .base import Layout, RecordError
 from .openai_conversations import ConversationsReader
 
@@ -113,10 +120,12 @@ class RequestsReader(ConversationsReader):
             if not parts and system:
                 raise RecordError("'system' is neither a string nor a list of text blocks")
             out.append(Message("system", parts, (line,), record, conversation=self.conversations))
-        for m in messages:
+        for i, m in enumerate(messages):
             if not isinstance(m, dict):
                 raise RecordError(f"a message that is not an object: {type(m).__name__}")
             message = replace(api_message(m, line, m), conversation=self.conversations)
+            self.problems += [(line, p) for p in unknown_blocks(m.get("content"),
+                                                                f"messages[{i}].content")]
             out += [t for turn in merged_turns(message) for t in _older(turn)]
         return out
 

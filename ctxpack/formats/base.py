@@ -132,21 +132,21 @@ class Layout:
     # with what happens: read as the agent reads them, or as said, and named by validate
     problems: list[tuple[int, str]] = field(default_factory=list)
     # messages outside the context that repeat what the file holds elsewhere (Gemini CLI
-    # writes a message again in full whenever it changes, the newest copy holding its
-    # place, and writes tool results again as the next user message): the whole log
-    # keeps one copy, leaving these out
+    # writes tool results again as the next user message): the whole log keeps one copy,
+    # leaving these out
     copies: list[int] = field(default_factory=list)
     # what validate tells of the file without calling it wrong, each at its line (in
     # `file`, where that is not the transcript's: "" for it): a Cline request whose own
     # message the history does not hold yet, as a copy of the task taken between the
     # writes of its two files has it
     notes: list[tuple[int, str, str]] = field(default_factory=list)
-    # messages that state again one the file holds earlier, the same message, each with
-    # the first it restates (Codex's `replacement_history` repeating what it replaces, a
+    # messages that state again one the file holds earlier, each with the first message of
+    # its first statement (Codex's `replacement_history` repeating what it replaces, a
     # system prompt a resumed session states again alike, the records a resumed Claude
-    # Code session writes again under their uuids): the whole log holds the first,
-    # where it first appears, and what lies outside the context leaves out the earlier
-    # statements of one the context holds
+    # Code session writes again under their uuids, a Gemini CLI message written again in
+    # full whenever it changes, every message of each copy): the whole log holds the
+    # newest statement (its messages on the line of its last) in the first one's place,
+    # and what lies outside the context counts none of the others
     restated: dict[int, int] = field(default_factory=dict)
 
     def held_conversations(self) -> int:
@@ -154,13 +154,35 @@ class Layout:
         least) where the context holds a message, else those that hold none (`empty`)."""
         return max(self.conversations, 1) if self.context else self.empty
 
-    def counted_once(self) -> set[int]:
+    def statements(self) -> dict[int, list[int]]:
+        """Each message stated again (`restated`), by the first message of its first
+        statement: the messages of every statement, in order."""
+        out: dict[int, list[int]] = {}
+        for n, first in sorted(self.restated.items()):
+            out.setdefault(first, [first]).append(n)
+        return out
+
+    def held(self, line_of: Callable[[int], int]) -> dict[int, int]:
+        """The messages the whole log holds of each message stated again, each with the
+        first message of its first statement, whose place they take: those of its newest
+        statement, on the line of its last message (`line_of(n)`: the line message `n`
+        starts on, or its item in a document)."""
+        held = {}
+        for first, numbers in self.statements().items():
+            newest = line_of(numbers[-1])
+            held |= {n: first for n in numbers if line_of(n) == newest}
+        return held
+
+    def counted_once(self, held: dict[int, int]) -> set[int]:
         """The messages outside the context that stats leaves out of what lies outside, as
-        the context (or an earlier message) holds them: each restatement, and the first
-        statement of one the context states again."""
+        the file states them again: every statement but the messages the whole log holds
+        (`held`), or all of them where the context holds another statement."""
         inside = set(self.context) | set(self.sidechain)
-        return {n for n in self.restated if n not in inside} | {
-            first for n, first in self.restated.items() if n in inside}
+        out: set[int] = set()
+        for numbers in self.statements().values():
+            kept = set() if inside.intersection(numbers) - held.keys() else held.keys()
+            out |= {n for n in numbers if n not in inside and n not in kept}
+        return out
 
 
 # why messages are outside the context, unless the reader says otherwise
@@ -603,6 +625,7 @@ def joined(sessions: list[tuple[int, Layout]], problems: list[tuple[int, str]]) 
         out.context += [start + n for n in lay.context]
         out.sidechain += [start + n for n in lay.sidechain]
         out.copies += [start + n for n in lay.copies]
+        out.restated |= {start + n: start + first for n, first in lay.restated.items()}
         out.unbilled_calls += lay.unbilled_calls
         if k == len(sessions) - 1:
             out.earlier = [start + n for n in lay.earlier]

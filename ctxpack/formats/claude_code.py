@@ -30,6 +30,7 @@ from .anthropic import (
     made_up,
     reply_of,
     reply_problems,
+    unknown_blocks,
 )
 from .base import (
     Compaction,
@@ -118,6 +119,8 @@ class ClaudeCodeReader:
             if not isinstance(payload, dict):
                 raise RecordError(f"a {kind!r} record without a 'message' object")
             message = api_message(payload, line, record, kind)
+            self.problems += [(line, p) for p in unknown_blocks(payload.get("content"),
+                                                                "message.content")]
             if message.human and any(record.get(flag) is True for flag in _NOT_TYPED):
                 message = replace(message, human=False)
         lane = (side, string_field(record, "agentId") if side else None)

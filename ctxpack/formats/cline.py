@@ -69,7 +69,7 @@ from ..transcript import (
     where_in,
 )
 from .agent_text import PERSONS_LINE, RESULT_HEAD
-from .anthropic import block_part, unknown_block
+from .anthropic import block_part, unknown_blocks
 from .base import (
     NOT_WRITTEN,
     Items,
@@ -526,14 +526,7 @@ def _links(message: dict[str, Any]) -> tuple[str | None, ...]:
 
 def _odd_fields(message: dict[str, Any]) -> list[str]:
     """What a history message holds that Cline does not write (see `_odd`)."""
-    out = []
-    content = message.get("content")
-    for n, block in enumerate(content if isinstance(content, list) else ()):
-        kind = block.get("type") if isinstance(block, dict) else None
-        if isinstance(kind, str) and unknown_block(kind) and \
-                not isinstance(block.get("text"), str):
-            out.append(f"content[{n}] is a block of type {kind!r}, which the Messages API "
-                       "does not take: left out (not counted, not converted)")
+    out = unknown_blocks(message.get("content"))
     stamp = message.get("ts")
     if "ts" in message and (isinstance(stamp, bool) or not isinstance(stamp, int | float)):
         out.append(f"'ts' is {json_kind(stamp)}"

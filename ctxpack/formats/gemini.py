@@ -10,7 +10,7 @@ history it sends (`GeminiChat` filters `part.thought` out of the response before
 recording it), so they are read as a message of their own, outside the context.
 
 The older form is one JSON document; the newer one is JSONL: a metadata line, a
-line per message written again in full whenever it changes (the last copy holds
+line per message written again in full whenever it changes (its newest copy holds
 its place), `{"$set": {...}}` metadata updates (`$set.messages` replaces the whole
 list, as the CLI does after compressing its history) and `{"$rewindTo": id}`,
 which drops that message and every later one.
@@ -410,6 +410,11 @@ class GeminiChatReader:
         self.problems: list[tuple[int, str]] = []  # (see Layout.problems)
         self.open: list[ToolCall] = []  # the calls of the run not yet answered, in order
         self.copies: list[int] = []  # (see Layout.copies)
+        self.restated: dict[int, int] = {}  # (see Layout.restated)
+        # of each live message id, the first message of its first copy, and those of
+        # every copy (a message rewound or replaced and then written anew starts afresh)
+        self.first: dict[str, int] = {}
+        self.stated: dict[str, list[int]] = {}
 
     def feed(self, line: int, record: Any) -> list[Message]:
         if not isinstance(record, dict):
@@ -492,9 +497,14 @@ class GeminiChatReader:
                 self.echoes[n] = ids
             elif ids:
                 self.answers[n] = ids
-        if self.entries.get(ident):
-            self.gone.add("earlier versions of a message recorded again")
-            self.copies += self.entries[ident]
+        if self.entries.get(ident):  # written again: every message of each copy states
+            # the message again, from the first of its first copy on
+            first = self.first[ident]
+            self.restated |= {n: first for n in
+                              [*self.stated[ident], *numbers] if n != first}
+            self.stated[ident] += numbers
+        else:
+            self.first[ident], self.stated[ident] = numbers[0], list(numbers)
         self.entries[ident] = numbers  # an existing id keeps its place, as in a JS Map
         if kind == "gemini":
             model = string_field(record, "model")
@@ -552,7 +562,8 @@ class GeminiChatReader:
         called = {self.prompts[n][4] for n in context if n in self.prompts}
         return [], Layout(context, model=self.model, usage=self.tokens.summary(), calls=calls,
                           outside_why="; ".join(sorted(self.gone)), problems=self.problems,
-                          unbilled_calls=self.tokens.uncalled(called), copies=self.copies)
+                          unbilled_calls=self.tokens.uncalled(called), copies=self.copies,
+                          restated=self.restated)
 
 
 def sniff_chat(record: Any) -> int:

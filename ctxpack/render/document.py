@@ -10,7 +10,7 @@ from __future__ import annotations
 
 import re
 from functools import cache
-from html import escape
+from html import escape, unescape
 from typing import Any
 
 from ..view import Entry, Fold, Header, RoundView, Segment, View
@@ -73,7 +73,7 @@ def _md_segment(s: Segment, labels: bool) -> list[str]:
         what = _no_html(s.body[0]) if s.body else ""
         return [f"*[image: {what}, {counted(s.tokens, 'token')}]*"]
     if s.kind == "thinking":
-        return ["*thinking*", "", *(f"> {line}" if line else ">" for line in lines)]
+        return ["*thinking*", "", *(f"> {_no_html(line)}" if line else ">" for line in lines)]
     head = []
     if s.kind == "tool_result" and labels:
         head = [f"**← {_no_html(s.tool or '?')}**{' · error' if s.is_error else ''} · "
@@ -120,13 +120,41 @@ _TICKS = re.compile(r"`+")
 
 
 def _no_html(line: str) -> str:
-    """`line` with each `<` that could open HTML written `&lt;` (which shows as `<`), but
-    in its code spans, which show their text as it is."""
+    """`line` with each `<` that could open HTML written `&lt;` (which shows as `<`), and
+    each link to a URL a browser would run written as text, but in its code spans, which
+    show their text as it is."""
     out, at = [], 0
     for start, end in _spans(line):
-        out += [_TAG.sub("&lt;", line[at:start]), line[start:end]]
+        out += [_inert(line[at:start]), line[start:end]]
         at = end
-    return "".join([*out, _TAG.sub("&lt;", line[at:])])
+    return "".join([*out, _inert(line[at:])])
+
+
+# where a link's destination follows its text: an inline link or image `[text](url)`, a
+# reference definition `[label]: url`
+_DESTINATION = re.compile(r"\](?=[(:])")
+# URLs a browser runs or opens as a page of their own (a link of a transcript's text must
+# never be one), by their scheme, written in any case
+_SCRIPTED = ("javascript:", "vbscript:", "data:")
+
+
+def _inert(text: str) -> str:
+    """`text` (none of it code) with no HTML tag and no link to a `_SCRIPTED` URL: the
+    `]` that would close such a link's text is escaped (it shows as `]`), so the link is
+    text. A destination is judged as a renderer reads it: past blanks and `<`, its
+    entities and backslash escapes resolved, blanks inside the scheme dropped (browsers
+    drop them); one on the next line is taken to be such a URL."""
+    text = _TAG.sub("&lt;", text)
+    out, at = [], 0
+    for found in _DESTINATION.finditer(text):
+        start = found.start()
+        escaped = (start - len(text[:start].rstrip("\\"))) % 2
+        rest = unescape(text[start + 2:start + 200]).lstrip(" \t<").replace("\\", "")
+        scheme = "".join(ch for ch in rest if ch > " ").lower()
+        if not escaped and (not scheme or scheme.startswith(_SCRIPTED)):
+            out += [text[at:start], "\\"]
+            at = start
+    return "".join([*out, text[at:]])
 
 
 def _spans(line: str) -> list[tuple[int, int]]:
