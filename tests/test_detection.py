@@ -635,3 +635,117 @@ def test_a_text_guessed_headless_with_no_message_is_refused_in_its_own_words(
     assert_clean_error(ctxpack("stats", str(path)), 2,
                        "no messages: none of the file's text is a message")
     assert ctxpack("stats", "--format", "aider", str(path)).code == 0  # read when told
+
+
+# --- another agent's log, or one read whole: named or read, never taken for a look-alike ---
+
+COPILOT = [{"type": "session.start", "data": {"sessionId": "s1", "version": 1},
+            "id": "e1", "timestamp": "2026-03-01T10:00:00.000Z"},
+           {"type": "user.message", "data": {"content": "list the files"}, "id": "e2",
+            "timestamp": "2026-03-01T10:00:01.000Z", "parentId": "e1"},
+           {"type": "assistant.message", "data": {"content": "a.py and b.py"}, "id": "e3",
+            "timestamp": "2026-03-01T10:00:02.000Z", "parentId": "e2"}]
+
+
+@pytest.mark.parametrize("flags", [[], ["--skip-invalid"], ["--format", "anthropic-events"]])
+def test_another_agents_events_are_named_not_read_as_managed_agent_events(
+        tmp_path: Path, flags: list[str]) -> None:
+    # GitHub Copilot CLI's events share families (session.*, user.*) with managed-agent
+    # ones: taken for them, the file was refused at its third line, or read as one message
+    path = tmp_path / "events.jsonl"
+    path.write_bytes(_lines(*COPILOT))
+    run = ctxpack("stats", *flags, str(path))
+    assert_clean_error(run, 2, f"{path}:1:", "looks like an events log of another agent")
+    if not flags:
+        assert "ctxpack reads: " in run.err and "anthropic-events" in run.err
+
+
+def test_an_event_of_another_type_among_managed_agent_events_names_its_type(
+        tmp_path: Path) -> None:
+    lines = (SAMPLES / "export-timeout.anthropic-events.jsonl").read_bytes().splitlines(True)
+    odd = {"id": "sevt_odd", "type": "assistant.message", "content": "hi",
+           "processed_at": "2026-05-12T10:00:00Z"}
+    path = tmp_path / "session.jsonl"
+    path.write_bytes(b"".join([*lines[:2], json.dumps(odd).encode() + b"\n", *lines[2:]]))
+    assert_clean_error(ctxpack("validate", str(path)), 2, f"{path}:3:",
+                       "not read as anthropic-events",
+                       "its type 'assistant.message' is not a managed-agent event type")
+
+
+QWEN = [{"uuid": "u1", "parentUuid": None, "sessionId": "s1", "type": "user",
+         "timestamp": "2026-01-01T00:00:00Z", "message": {"role": "user", "parts": [
+             {"text": "list files please"}]}},
+        {"uuid": "u2", "parentUuid": "u1", "sessionId": "s1", "type": "assistant",
+         "timestamp": "2026-01-01T00:00:01Z", "model": "qwen3-coder-plus",
+         "message": {"role": "model", "parts": [
+             {"text": "Sure."},
+             {"functionCall": {"id": "c1", "name": "list_directory", "args": {"path": "."}}}]},
+         "usageMetadata": {"promptTokenCount": 12000, "candidatesTokenCount": 20}}]
+
+
+@pytest.mark.parametrize("flags", [[], ["--skip-invalid"], ["--format", "claude-code"]])
+def test_a_gemini_style_chat_recording_is_named_not_read_as_claude_code(
+        tmp_path: Path, flags: list[str]) -> None:
+    # Qwen Code links its records as Claude Code does; read as Claude Code, the text in
+    # `parts` was lost and the usage ignored, with no word of doubt
+    path = tmp_path / "chat.jsonl"
+    path.write_bytes(_lines(*QWEN))
+    assert_clean_error(ctxpack("stats", *flags, str(path)), 2, f"{path}:1:",
+                       "looks like a Gemini-style chat recording")
+
+
+def test_a_gemini_style_message_after_a_record_claude_code_writes_too_is_named(
+        tmp_path: Path) -> None:
+    # a first record without a message fits Claude Code: its reader names the first
+    # message it cannot read
+    note = {"uuid": "u0", "parentUuid": None, "sessionId": "s1", "type": "system",
+            "subtype": "ui_telemetry"}
+    path = tmp_path / "chat.jsonl"
+    path.write_bytes(_lines(note, *QWEN))
+    assert_clean_error(ctxpack("validate", str(path)), 2, f"{path}:2:",
+                       "looks like a Gemini-style chat recording")
+
+
+def _convert(source: Path, out: Path) -> None:
+    assert ctxpack("convert", str(source), "--to", "anthropic", "-o", str(out)).code == 0
+
+
+@pytest.mark.parametrize("name", ["coding-agent.claude-code.jsonl", "refactor.codex.jsonl"])
+def test_an_anthropic_body_pretty_printed_is_read_as_on_one_line(
+        tmp_path: Path, name: str) -> None:
+    one_line = tmp_path / "body.jsonl"
+    _convert(SAMPLES / name, one_line)
+    body = json.loads(one_line.read_bytes())
+    pretty = tmp_path / "body.json"
+    pretty.write_text(json.dumps(body, indent=2) + "\n")  # as `jq .` prints it
+    a, b = stats(one_line), stats(pretty)
+    assert a.format == b.format == "anthropic-requests" and not b.unsure
+    assert (b.messages, b.tokens, len(b.rounds), b.steps, b.by_role) == \
+        (a.messages, a.tokens, len(a.rounds), a.steps, a.by_role)
+    assert ctxpack("validate", str(pretty)).code == 0
+
+
+def test_a_document_of_anthropic_messages_is_read_and_an_amp_thread_is_named(
+        tmp_path: Path) -> None:
+    calls = [{"role": "user", "content": "list the files"},
+             {"role": "assistant", "content": [{"type": "tool_use", "id": "toolu_01",
+                                                "name": "ls", "input": {}}]},
+             {"role": "user", "content": [{"type": "tool_result", "tool_use_id": "toolu_01",
+                                           "content": "a.py b.py"}]},
+             {"role": "assistant", "content": [{"type": "text", "text": "Two files."}]}]
+    path = tmp_path / "thread.json"
+    path.write_text(json.dumps({"id": "T-1", "messages": calls}, indent=2))
+    t = load(path)
+    assert (t.format, t.unsure) == ("anthropic-requests", "")
+    assert [c.name for m in t.messages for c in m.tool_calls] == ["ls"]
+    assert [r.call_id for m in t.messages for r in m.tool_results] == ["toolu_01"]
+    # a list of messages is no request body: no body's missing model to name
+    assert ctxpack("validate", str(path)).code == 0
+    # Amp links a result by `toolUseID`, its output under `run`: read as the API's, the
+    # output would be lost
+    calls[2]["content"] = [{"type": "tool_result", "toolUseID": "toolu_01",
+                            "run": {"status": "done", "result": {"output": "a.py b.py"}}}]
+    path.write_text(json.dumps({"id": "T-1", "messages": calls}, indent=2))
+    assert_clean_error(ctxpack("stats", str(path)), 2, f"{path}:1:",
+                       "looks like an Amp thread")
+

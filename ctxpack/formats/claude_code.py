@@ -43,6 +43,7 @@ from .base import (
     tool_result_blocks,
 )
 from .claude_attachments import attachment_parts
+from .unknown import gemini_content
 
 # record types only Claude Code writes; generic names (progress, attachment) need more
 _OWN_TYPES = {"file-history-snapshot", "queue-operation", "last-prompt", "ai-title",
@@ -57,8 +58,8 @@ Lane = tuple[bool, str | None]  # (sidechain, agentId): one open response per ag
 def sniff_record(record: dict[str, Any]) -> int:
     """How surely a record is a Claude Code session record."""
     kind = record.get("type")
-    if not isinstance(kind, str):
-        return 0
+    if not isinstance(kind, str) or gemini_content(record.get("message")):
+        return 0  # (a Gemini-style recording, Qwen Code's, links its records alike)
     if kind in _OWN_TYPES or kind == "summary" and "leafUuid" in record:
         return 2
     if kind in _LINKED_TYPES and ("parentUuid" in record or "sessionId" in record):
@@ -117,6 +118,9 @@ class ClaudeCodeReader:
             payload = record.get("message")
             if not isinstance(payload, dict):
                 raise RecordError(f"a {kind!r} record without a 'message' object")
+            if gemini_content(payload):
+                raise RecordError("its message holds `parts` (a Gemini Content), not the "
+                                  "`content` of a Claude Code message")
             message = api_message(payload, line, record, kind)
             if message.human and any(record.get(flag) is True for flag in _NOT_TYPED):
                 message = replace(message, human=False)
