@@ -749,3 +749,65 @@ def test_a_document_of_anthropic_messages_is_read_and_an_amp_thread_is_named(
     assert_clean_error(ctxpack("stats", str(path)), 2, f"{path}:1:",
                        "looks like an Amp thread")
 
+
+CLINE = SAMPLES / "cline-task"
+HISTORY = "api_conversation_history.json"
+
+
+def _task(folder: Path, drop: tuple[str, ...], ui: bool = True) -> Path:
+    """The sample Cline task copied into `folder`, its history's messages without the
+    fields `drop` (older Cline wrote no `ts`), with its UI log or not."""
+    folder.mkdir(parents=True)
+    history = json.loads((CLINE / HISTORY).read_bytes())
+    (folder / HISTORY).write_text(json.dumps(
+        [{k: v for k, v in m.items() if k not in drop} for m in history]))
+    if ui:
+        (folder / "ui_messages.json").write_bytes((CLINE / "ui_messages.json").read_bytes())
+    return folder / HISTORY
+
+
+@pytest.mark.parametrize("drop", [("ts",), ("ts", "modelInfo", "metrics")],
+                         ids=["no ts", "no Cline field"])
+def test_an_unstamped_cline_history_is_known_by_its_task_folder(
+        tmp_path: Path, drop: tuple[str, ...]) -> None:
+    # older Cline stamped no message: read as json-messages (gpt-4o, each result a round),
+    # the usage of its ui_messages.json left out
+    path = _task(tmp_path / "task", drop)
+    sample = stats(CLINE / HISTORY)
+    run = ctxpack("stats", "--json", str(path))
+    assert run.code == 0, run.err
+    got = json.loads(run.out)["files"][0]
+    assert (got["format"], got["format_unsure"]) == ("cline", "")
+    assert got["usage"] == sample.usage and got["usage"]["source"].endswith("ui_messages.json")
+    assert (got["messages"], got["tokens"], got["rounds"], got["steps"], got["by_role"]) == \
+        (sample.messages, sample.tokens, len(sample.rounds), sample.steps, sample.by_role)
+    # where Cline keeps its tasks (tasks/<id>/), without the UI log, as well
+    kept = _task(tmp_path / "tasks" / "1779870001000", drop, ui=False)
+    assert load(kept).format == "cline"
+
+
+def test_an_unstamped_history_away_from_its_task_is_read_only_by_its_own_marks(
+        tmp_path: Path) -> None:
+    bare = _task(tmp_path / "copy", ("ts", "modelInfo", "metrics"), ui=False)
+    assert "plain {role, content}" in load(bare).unsure  # nothing says it is Cline's
+    marked = _task(tmp_path / "marked", ("ts",), ui=False)  # its replies' modelInfo does
+    assert (load(marked).format, load(marked).unsure) == ("cline", "")
+
+
+@pytest.mark.parametrize(("message", "problem"), [
+    ({"role": "system", "content": "be brief"}, "message 1: role 'system', where a task's "
+     "history holds user and assistant messages only"),
+    ("hello", "message 1: a string, not a message object"),
+    ({"content": "hello"}, "message 1: no 'role'"),
+])
+def test_a_cline_history_names_the_message_it_cannot_read(
+        tmp_path: Path, message: object, problem: str) -> None:
+    # it was read as json-messages, surely, and validate said ok; --format cline refused
+    # with no reason
+    path = _task(tmp_path / "task", ())
+    history = json.loads(path.read_bytes())
+    path.write_text(json.dumps([history[0], message, *history[2:]], indent=1))
+    line = 2 + len(json.dumps(history[0], indent=1).splitlines())  # where message 1 starts
+    for flags in ([], ["--format", "cline"]):
+        run = ctxpack("validate", *flags, str(path))
+        assert_clean_error(run, 2, f"{path}:{line}:", "not read as cline", problem)
