@@ -706,15 +706,12 @@ def test_a_gemini_style_message_after_a_record_claude_code_writes_too_is_named(
                        "looks like a Gemini-style chat recording")
 
 
-def _convert(source: Path, out: Path) -> None:
-    assert ctxpack("convert", str(source), "--to", "anthropic", "-o", str(out)).code == 0
-
-
 @pytest.mark.parametrize("name", ["coding-agent.claude-code.jsonl", "refactor.codex.jsonl"])
 def test_an_anthropic_body_pretty_printed_is_read_as_on_one_line(
         tmp_path: Path, name: str) -> None:
     one_line = tmp_path / "body.jsonl"
-    _convert(SAMPLES / name, one_line)
+    assert ctxpack("convert", str(SAMPLES / name), "--to", "anthropic", "-o",
+                   str(one_line)).code == 0
     body = json.loads(one_line.read_bytes())
     pretty = tmp_path / "body.json"
     pretty.write_text(json.dumps(body, indent=2) + "\n")  # as `jq .` prints it
