@@ -231,7 +231,7 @@ class Scanner:
             value = parse_line(raw, self.path, number)
         except InputError:
             return None  # read as a line, whose problem is then said (or skipped)
-        doc, score = formats.sniff(value, document=True)
+        doc, score = formats.sniff(value, document=True, path=self.path)
         line, line_score = formats.sniff(value)
         if doc is None or score < line_score:
             return None
@@ -350,7 +350,7 @@ class Scanner:
             value = parse_document(data, self.path, first)
             fmt = self._forced
             if fmt is None:
-                fmt, score = formats.sniff(value, document=True)
+                fmt, score = formats.sniff(value, document=True, path=self.path)
                 if fmt is None:
                     raise _unknown(self.path, first, value)
                 self._judge(fmt, score, value)
@@ -398,7 +398,9 @@ class Scanner:
         carry as well (its `doubt` of the record, or document, it claimed)."""
         if score < 2:
             self.unsure = LOOSE
-        elif hasattr(fmt, "doubt"):
+        elif hasattr(fmt, "doubt") and not (hasattr(fmt, "sniff_place")
+                                             and fmt.sniff_place(claimed, self.path)):
+            # (a file where its agent keeps such files is sure by its place)
             self.unsure = fmt.doubt(claimed) or self.unsure
 
     def _start(self, fmt: Format) -> Any:
@@ -510,10 +512,11 @@ class Scanner:
         forced = self._forced
         if forced is None:
             return
-        fits = forced.sniff(record)
+        where = self.path if self.whole else ""
+        fits = formats.claims(forced, record, where)
         if fits >= 2:
             return
-        other, score = formats.sniff(record, document=self.whole)
+        other, score = formats.sniff(record, document=self.whole, path=where)
         what = f"{other.name} ({other.description})" if other is not None and \
             score - fits >= 2 else None if fits else looks_like(record)
         if what:

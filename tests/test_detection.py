@@ -635,3 +635,176 @@ def test_a_text_guessed_headless_with_no_message_is_refused_in_its_own_words(
     assert_clean_error(ctxpack("stats", str(path)), 2,
                        "no messages: none of the file's text is a message")
     assert ctxpack("stats", "--format", "aider", str(path)).code == 0  # read when told
+
+
+# --- another agent's log, or one read whole: named or read, never taken for a look-alike ---
+
+COPILOT = [{"type": "session.start", "data": {"sessionId": "s1", "version": 1},
+            "id": "e1", "timestamp": "2026-03-01T10:00:00.000Z"},
+           {"type": "user.message", "data": {"content": "list the files"}, "id": "e2",
+            "timestamp": "2026-03-01T10:00:01.000Z", "parentId": "e1"},
+           {"type": "assistant.message", "data": {"content": "a.py and b.py"}, "id": "e3",
+            "timestamp": "2026-03-01T10:00:02.000Z", "parentId": "e2"}]
+
+
+@pytest.mark.parametrize("flags", [[], ["--skip-invalid"], ["--format", "anthropic-events"]])
+def test_another_agents_events_are_named_not_read_as_managed_agent_events(
+        tmp_path: Path, flags: list[str]) -> None:
+    # GitHub Copilot CLI's events share families (session.*, user.*) with managed-agent
+    # ones: taken for them, the file was refused at its third line, or read as one message
+    path = tmp_path / "events.jsonl"
+    path.write_bytes(_lines(*COPILOT))
+    run = ctxpack("stats", *flags, str(path))
+    assert_clean_error(run, 2, f"{path}:1:", "looks like an events log of another agent")
+    if not flags:
+        assert "ctxpack reads: " in run.err and "anthropic-events" in run.err
+
+
+def test_an_event_of_another_type_among_managed_agent_events_names_its_type(
+        tmp_path: Path) -> None:
+    lines = (SAMPLES / "export-timeout.anthropic-events.jsonl").read_bytes().splitlines(True)
+    odd = {"id": "sevt_odd", "type": "assistant.message", "content": "hi",
+           "processed_at": "2026-05-12T10:00:00Z"}
+    path = tmp_path / "session.jsonl"
+    path.write_bytes(b"".join([*lines[:2], json.dumps(odd).encode() + b"\n", *lines[2:]]))
+    assert_clean_error(ctxpack("validate", str(path)), 2, f"{path}:3:",
+                       "not read as anthropic-events",
+                       "its type 'assistant.message' is not a managed-agent event type")
+
+
+QWEN = [{"uuid": "u1", "parentUuid": None, "sessionId": "s1", "type": "user",
+         "timestamp": "2026-01-01T00:00:00Z", "message": {"role": "user", "parts": [
+             {"text": "list files please"}]}},
+        {"uuid": "u2", "parentUuid": "u1", "sessionId": "s1", "type": "assistant",
+         "timestamp": "2026-01-01T00:00:01Z", "model": "qwen3-coder-plus",
+         "message": {"role": "model", "parts": [
+             {"text": "Sure."},
+             {"functionCall": {"id": "c1", "name": "list_directory", "args": {"path": "."}}}]},
+         "usageMetadata": {"promptTokenCount": 12000, "candidatesTokenCount": 20}}]
+
+
+@pytest.mark.parametrize("flags", [[], ["--skip-invalid"], ["--format", "claude-code"]])
+def test_a_gemini_style_chat_recording_is_named_not_read_as_claude_code(
+        tmp_path: Path, flags: list[str]) -> None:
+    # Qwen Code links its records as Claude Code does; read as Claude Code, the text in
+    # `parts` was lost and the usage ignored, with no word of doubt
+    path = tmp_path / "chat.jsonl"
+    path.write_bytes(_lines(*QWEN))
+    assert_clean_error(ctxpack("stats", *flags, str(path)), 2, f"{path}:1:",
+                       "looks like a Gemini-style chat recording")
+
+
+def test_a_gemini_style_message_after_a_record_claude_code_writes_too_is_named(
+        tmp_path: Path) -> None:
+    # a first record without a message fits Claude Code: its reader names the first
+    # message it cannot read
+    note = {"uuid": "u0", "parentUuid": None, "sessionId": "s1", "type": "system",
+            "subtype": "ui_telemetry"}
+    path = tmp_path / "chat.jsonl"
+    path.write_bytes(_lines(note, *QWEN))
+    assert_clean_error(ctxpack("validate", str(path)), 2, f"{path}:2:",
+                       "looks like a Gemini-style chat recording")
+
+
+@pytest.mark.parametrize("name", ["coding-agent.claude-code.jsonl", "refactor.codex.jsonl"])
+def test_an_anthropic_body_pretty_printed_is_read_as_on_one_line(
+        tmp_path: Path, name: str) -> None:
+    one_line = tmp_path / "body.jsonl"
+    assert ctxpack("convert", str(SAMPLES / name), "--to", "anthropic", "-o",
+                   str(one_line)).code == 0
+    body = json.loads(one_line.read_bytes())
+    pretty = tmp_path / "body.json"
+    pretty.write_text(json.dumps(body, indent=2) + "\n")  # as `jq .` prints it
+    a, b = stats(one_line), stats(pretty)
+    assert a.format == b.format == "anthropic-requests" and not b.unsure
+    assert (b.messages, b.tokens, len(b.rounds), b.steps, b.by_role) == \
+        (a.messages, a.tokens, len(a.rounds), a.steps, a.by_role)
+    assert ctxpack("validate", str(pretty)).code == 0
+
+
+def test_a_document_of_anthropic_messages_is_read_and_an_amp_thread_is_named(
+        tmp_path: Path) -> None:
+    calls = [{"role": "user", "content": "list the files"},
+             {"role": "assistant", "content": [{"type": "tool_use", "id": "toolu_01",
+                                                "name": "ls", "input": {}}]},
+             {"role": "user", "content": [{"type": "tool_result", "tool_use_id": "toolu_01",
+                                           "content": "a.py b.py"}]},
+             {"role": "assistant", "content": [{"type": "text", "text": "Two files."}]}]
+    path = tmp_path / "thread.json"
+    path.write_text(json.dumps({"id": "T-1", "messages": calls}, indent=2))
+    t = load(path)
+    assert (t.format, t.unsure) == ("anthropic-requests", "")
+    assert [c.name for m in t.messages for c in m.tool_calls] == ["ls"]
+    assert [r.call_id for m in t.messages for r in m.tool_results] == ["toolu_01"]
+    # a list of messages is no request body: no body's missing model to name
+    assert ctxpack("validate", str(path)).code == 0
+    # Amp links a result by `toolUseID`, its output under `run`: read as the API's, the
+    # output would be lost
+    calls[2]["content"] = [{"type": "tool_result", "toolUseID": "toolu_01",
+                            "run": {"status": "done", "result": {"output": "a.py b.py"}}}]
+    path.write_text(json.dumps({"id": "T-1", "messages": calls}, indent=2))
+    assert_clean_error(ctxpack("stats", str(path)), 2, f"{path}:1:",
+                       "looks like an Amp thread")
+
+
+CLINE = SAMPLES / "cline-task"
+HISTORY = "api_conversation_history.json"
+
+
+def _task(folder: Path, drop: tuple[str, ...], ui: bool = True) -> Path:
+    """The sample Cline task copied into `folder`, its history's messages without the
+    fields `drop` (older Cline wrote no `ts`), with its UI log or not."""
+    folder.mkdir(parents=True)
+    history = json.loads((CLINE / HISTORY).read_bytes())
+    (folder / HISTORY).write_text(json.dumps(
+        [{k: v for k, v in m.items() if k not in drop} for m in history]))
+    if ui:
+        (folder / "ui_messages.json").write_bytes((CLINE / "ui_messages.json").read_bytes())
+    return folder / HISTORY
+
+
+@pytest.mark.parametrize("drop", [("ts",), ("ts", "modelInfo", "metrics")],
+                         ids=["no ts", "no Cline field"])
+def test_an_unstamped_cline_history_is_known_by_its_task_folder(
+        tmp_path: Path, drop: tuple[str, ...]) -> None:
+    # older Cline stamped no message: read as json-messages (gpt-4o, each result a round),
+    # the usage of its ui_messages.json left out
+    path = _task(tmp_path / "task", drop)
+    sample = stats(CLINE / HISTORY)
+    run = ctxpack("stats", "--json", str(path))
+    assert run.code == 0, run.err
+    got = json.loads(run.out)["files"][0]
+    assert (got["format"], got["format_unsure"]) == ("cline", "")
+    assert got["usage"] == sample.usage and got["usage"]["source"].endswith("ui_messages.json")
+    assert (got["messages"], got["tokens"], got["rounds"], got["steps"], got["by_role"]) == \
+        (sample.messages, sample.tokens, len(sample.rounds), sample.steps, sample.by_role)
+    # where Cline keeps its tasks (tasks/<id>/), without the UI log, as well
+    kept = _task(tmp_path / "tasks" / "1779870001000", drop, ui=False)
+    assert load(kept).format == "cline"
+
+
+def test_an_unstamped_history_away_from_its_task_is_read_only_by_its_own_marks(
+        tmp_path: Path) -> None:
+    bare = _task(tmp_path / "copy", ("ts", "modelInfo", "metrics"), ui=False)
+    assert "plain {role, content}" in load(bare).unsure  # nothing says it is Cline's
+    marked = _task(tmp_path / "marked", ("ts",), ui=False)  # its replies' modelInfo does
+    assert (load(marked).format, load(marked).unsure) == ("cline", "")
+
+
+@pytest.mark.parametrize(("message", "problem"), [
+    ({"role": "system", "content": "be brief"}, "message 1: role 'system', where a task's "
+     "history holds user and assistant messages only"),
+    ("hello", "message 1: a string, not a message object"),
+    ({"content": "hello"}, "message 1: no 'role'"),
+])
+def test_a_cline_history_names_the_message_it_cannot_read(
+        tmp_path: Path, message: object, problem: str) -> None:
+    # it was read as json-messages, surely, and validate said ok; --format cline refused
+    # with no reason
+    path = _task(tmp_path / "task", ())
+    history = json.loads(path.read_bytes())
+    path.write_text(json.dumps([history[0], message, *history[2:]], indent=1))
+    line = 2 + len(json.dumps(history[0], indent=1).splitlines())  # where message 1 starts
+    for flags in ([], ["--format", "cline"]):
+        run = ctxpack("validate", *flags, str(path))
+        assert_clean_error(run, 2, f"{path}:{line}:", "not read as cline", problem)

@@ -50,19 +50,27 @@ def model_of(named: str | None, format: str) -> str | None:
     return named or usual_model(format)
 
 
-def sniff(record: Any, document: bool = False) -> tuple[Format | None, int]:
+def sniff(record: Any, document: bool = False, path: str = "") -> tuple[Format | None, int]:
     """The format that claims `record` most surely, and how surely (0 = none). A
     `document` (a whole file that is one JSON value) is read only by formats that
-    say they read documents."""
+    say they read documents, and is claimed by where it lies (`path`) as well."""
     best: Format | None = None
     score = 0
     for fmt in FORMATS.values():
         if document and not getattr(fmt, "document", False):
             continue
-        s = fmt.sniff(record)
+        s = claims(fmt, record, path if document else "")
         if s > score:
             best, score = fmt, s
     return best, score
+
+
+def claims(fmt: Format, record: Any, path: str = "") -> int:
+    """How surely `fmt` claims `record`, a document at `path` also by the place its agent
+    keeps such files in (a format's optional `sniff_place(record, path)`: a Cline task's
+    history beside its UI log)."""
+    placed = getattr(fmt, "sniff_place", None) if path else None
+    return max(fmt.sniff(record), placed(record, path) if placed else 0)
 
 
 def sniff_text(first_line: bytes) -> Format | None:

@@ -16,7 +16,7 @@ from __future__ import annotations
 from decimal import Decimal
 from typing import Any
 
-from ..jsonl import dumps
+from ..jsonl import dumps, json_kind
 from ..numbers import number
 from ..recorded import SetAside, with_run_totals, wrong_costs, wrong_totals
 from ..transcript import META_KEY, Message, Part, Text, ToolCall, ToolResult
@@ -32,6 +32,19 @@ from .base import (
 )
 
 _PREFIXES = ("user.", "agent.", "session.", "span.")
+# the managed-agent event types (the API adds more in these families, which are read past);
+# another agent's events may share a family and a name (GitHub Copilot CLI's user.message)
+_TYPES = frozenset({
+    "user.message", "user.interrupt", "user.custom_tool_result", "user.tool_confirmation",
+    "user.define_outcome", "agent.message", "agent.thinking", "agent.tool_use",
+    "agent.tool_result", "agent.mcp_tool_use", "agent.mcp_tool_result",
+    "agent.custom_tool_use", "agent.thread_context_compacted", "agent.thread_message_sent",
+    "agent.thread_message_received", "session.status_running", "session.status_idle",
+    "session.status_rescheduled", "session.status_terminated", "session.thread_status_running",
+    "session.thread_status_idle", "session.thread_created", "session.thread_idle",
+    "session.outcome_evaluated", "session.error", "session.deleted", "session.usage",
+    "span.model_request_start", "span.model_request_end", "span.outcome_evaluation_start",
+    "span.outcome_evaluation_ongoing", "span.outcome_evaluation_end"})
 _CALLS = {"agent.tool_use", "agent.mcp_tool_use", "agent.custom_tool_use"}
 _RESULTS = {"agent.tool_result": "tool_use_id", "agent.mcp_tool_result": "mcp_tool_use_id",
             "user.custom_tool_result": "custom_tool_use_id"}
@@ -45,14 +58,37 @@ def _text_block(block: dict[str, Any]) -> Text | None:
     return Text(block["text"]) if isinstance(block.get("text"), str) else None
 
 
+def _unwrapped(record: dict[str, Any]) -> dict[str, Any]:
+    """What a line holds as its event: its `raw` field where that has a type, else itself."""
+    raw = record.get("raw")
+    return raw if isinstance(raw, dict) and "type" in raw else record
+
+
 def event_of(record: Any) -> dict[str, Any] | None:
     """The session event a line holds: the line itself, or its `raw` field."""
     if not isinstance(record, dict):
         return None
-    raw = record.get("raw")
-    event = raw if isinstance(raw, dict) and "type" in raw else record
+    event = _unwrapped(record)
     kind = event.get("type")
     return event if isinstance(kind, str) and kind.startswith(_PREFIXES) else None
+
+
+def _not_event(record: Any) -> str:
+    """Why a record the reader was given is no managed-agent event."""
+    kind = _unwrapped(record).get("type") if isinstance(record, dict) else None
+    if kind is None:
+        return "not a session event: no 'type' such as agent.message"
+    if not isinstance(kind, str):
+        return f"not a session event: its 'type' is {json_kind(kind)}, not a string"
+    return (f"not a session event: its type {kind!r} is not a managed-agent event type "
+            "(user.*, agent.*, session.*, span.*)")
+
+
+def _own_fields(event: dict[str, Any]) -> bool:
+    """Does `event` carry its fields itself, as a managed-agent event does? Another
+    agent's events of the same families (GitHub Copilot CLI's `session.start`,
+    `user.message`) hold theirs in a `data` object."""
+    return not isinstance(event.get("data"), dict)
 
 
 class EventsReader:
@@ -73,7 +109,7 @@ class EventsReader:
     def feed(self, line: int, record: dict[str, Any]) -> list[Message]:
         event = event_of(record)
         if event is None:
-            raise RecordError("not a session event: no 'type' such as agent.message")
+            raise RecordError(_not_event(record))
         kind = event["type"]
         self.problems += [(line, p) for p in unknown_blocks(
             event.get("content"), "content" if event is record else "raw.content")]
@@ -226,10 +262,12 @@ class EventsFormat:
 
     def sniff(self, record: Any) -> int:
         event = event_of(record)
-        if event is None:
+        if event is None or not _own_fields(event):
             return 0
         ident = event.get("id")
-        return 3 if isinstance(ident, str) and ident.startswith("sevt_") else 2
+        if isinstance(ident, str) and ident.startswith("sevt_"):
+            return 3
+        return 2 if event["type"] in _TYPES else 0
 
     def reader(self) -> EventsReader:
         return EventsReader()

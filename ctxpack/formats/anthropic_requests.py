@@ -1,5 +1,6 @@
 """Anthropic Messages request bodies, one a line: `{"model", "system", "messages"}`, as
-`ctxpack convert --to anthropic` writes them (and as batch and eval files hold them).
+`ctxpack convert --to anthropic` writes them (and as batch and eval files hold them); or
+one body as a whole document, pretty-printed (as `jq .` shows one), read as its line is.
 
 Each line is one conversation: its `system` (a string or text blocks) and its messages,
 whose tool results come at the start of the next user message, merged there with the
@@ -55,13 +56,17 @@ def _mark(record: Any) -> str:
     if not all(isinstance(m, dict) and (sniff_record(m) > 0 or bad_content(m))
                for m in messages):
         return ""
+    blocks = [b for m in messages if isinstance(m["content"], list) for b in m["content"]
+              if isinstance(b, dict)]
+    if any(b.get("type") == "tool_result" and not {"tool_use_id", "content"} & b.keys()
+           for b in blocks):
+        return ""  # a result of another shape (Amp's threads: `toolUseID`, output in `run`)
     system = record.get("system")
     if isinstance(system, str) or isinstance(system, list) and all(
             isinstance(b, dict) and b.get("type") == "text" for b in system):
         return "system"
-    if any(isinstance(b, dict) and (b.get("type") in _ANTHROPIC_BLOCKS or
-                                    b.get("type") == "image" and "source" in b)
-           for m in messages if isinstance(m["content"], list) for b in m["content"]):
+    if any(b.get("type") in _ANTHROPIC_BLOCKS or b.get("type") == "image" and "source" in b
+           for b in blocks):
         return "blocks"
     if _CHAT_KEYS & record.keys():
         return ""
@@ -109,8 +114,10 @@ class RequestsReader(ConversationsReader):
         messages = record.get("messages")
         if not isinstance(messages, list):
             raise RecordError("not a request body: no 'messages' list")
-        if not isinstance(record.get("model"), str) and "anthropic_version" not in record:
-            # (a Bedrock or Vertex body names its model in the URL, and a version instead)
+        if not isinstance(record.get("model"), str) and "anthropic_version" not in record \
+                and "max_tokens" in record:
+            # (a Bedrock or Vertex body names its model in the URL, and a version instead;
+            # messages saved without a body's settings are a conversation, not a request)
             self.problems.append((line, "body without a 'model', which the Messages API "
                                         "requires (`ctxpack convert -m` names one)"))
         out: list[Message] = []
@@ -153,9 +160,13 @@ class RequestsFormat:
     name = "anthropic-requests"
     default_model = "claude"  # when the file names no model
     description = "Anthropic Messages request bodies ({system, messages}), one per line"
+    document = True  # one body may be the whole file (see the module's docstring)
 
     def sniff(self, record: Any) -> int:
         return sniff_body(record)
+
+    def one_record(self, value: Any) -> bool:
+        return True  # a file of one body on one line: its JSONL form
 
     def doubt(self, record: Any) -> str:
         return doubt(record)

@@ -233,6 +233,9 @@ class Format(Protocol):
     # when nothing says so); stats shows it as unsure
     # optional `one_record(value) -> bool`, of a format that reads documents and lines: is
     # this value, a file's only line, one record of its JSONL form rather than a document
+    # optional `sniff_place(record, path) -> int`, of a format that reads documents: how
+    # surely the document at `path` is of it by where its agent keeps such files, as
+    # `sniff` scores (a Cline task's history beside its UI log); a file there is sure
 
     def sniff(self, record: dict[str, Any]) -> int:
         """How surely `record` is of this format: 0 no, 1 maybe (it fits, but so may

@@ -44,6 +44,7 @@ from .base import (
     tool_result_blocks,
 )
 from .claude_attachments import attachment_parts
+from .unknown import gemini_content
 
 # record types only Claude Code writes; generic names (progress, attachment) need more
 _OWN_TYPES = {"file-history-snapshot", "queue-operation", "last-prompt", "ai-title",
@@ -58,8 +59,8 @@ Lane = tuple[bool, str | None]  # (sidechain, agentId): one open response per ag
 def sniff_record(record: dict[str, Any]) -> int:
     """How surely a record is a Claude Code session record."""
     kind = record.get("type")
-    if not isinstance(kind, str):
-        return 0
+    if not isinstance(kind, str) or gemini_content(record.get("message")):
+        return 0  # (a Gemini-style recording, Qwen Code's, links its records alike)
     if kind in _OWN_TYPES or kind == "summary" and "leafUuid" in record:
         return 2
     if kind in _LINKED_TYPES and ("parentUuid" in record or "sessionId" in record):
@@ -118,6 +119,9 @@ class ClaudeCodeReader:
             payload = record.get("message")
             if not isinstance(payload, dict):
                 raise RecordError(f"a {kind!r} record without a 'message' object")
+            if gemini_content(payload):
+                raise RecordError("its message holds `parts` (a Gemini Content), not the "
+                                  "`content` of a Claude Code message")
             message = api_message(payload, line, record, kind)
             self.problems += [(line, p) for p in unknown_blocks(payload.get("content"),
                                                                 "message.content")]

@@ -126,18 +126,34 @@ def task_file(folder: str) -> str | None:
     return None
 
 
-def is_api_history(value: Any) -> bool:
-    """Anthropic messages with Cline's `ts` stamps."""
-    return (isinstance(value, list) and bool(value)
-            and all(isinstance(m, dict) and m.get("role") in ("user", "assistant")
-                    for m in value)
-            and any("ts" in m for m in value))
-
-
 # what Cline and Roo Code write on a message of the history besides Anthropic's fields
 # and `ts`: the model and usage of a reply, a condensed or truncated history's links
 _OWN_FIELDS = ("modelInfo", "metrics", "isSummary", "isTruncationMarker", "condenseId",
                "condenseParent", "truncationId", "truncationParent")
+ROLES = ("user", "assistant")  # of a history's messages (Cline sends its system prompt apart)
+
+
+def is_api_history(value: Any) -> bool:
+    """Messages with a mark of a task's history: a field only Cline and Roo Code write, or
+    their `ts` stamps on user and assistant messages (a stamp is what any log may add, and
+    such a log may hold other roles). A message of another role in a history marked so is
+    the history's, which its reader names."""
+    if not isinstance(value, list) or not value or not all(
+            isinstance(m, dict) and "role" in m for m in value):
+        return False
+    return any(k in m for m in value for k in _OWN_FIELDS) or (
+        all(m["role"] in ROLES for m in value) and any("ts" in m for m in value))
+
+
+def in_task_folder(path: str) -> bool:
+    """Is `path` a task's api_conversation_history.json where Cline and Roo Code keep it:
+    beside the task's ui_messages.json, or in a `tasks/<id>/` folder? Older Cline stamps
+    no message, so its history is known by its place."""
+    if os.path.basename(path) != API_HISTORY:
+        return False
+    folder = os.path.dirname(os.path.abspath(path))
+    return os.path.isfile(os.path.join(folder, UI_SIBLING)) or \
+        os.path.basename(os.path.dirname(folder)) == "tasks"
 
 
 def history_doubt(value: Any) -> str:
@@ -535,6 +551,18 @@ def _odd_fields(message: dict[str, Any]) -> list[str]:
     return out
 
 
+def _history_message(m: Any) -> None:
+    """Refuse what is no message of a task's history (the reader names which)."""
+    if not isinstance(m, dict):
+        raise RecordError(f"{json_kind(m)}, not a message object")
+    role = m.get("role")
+    if role not in ROLES:
+        said = f"role {role!r}" if isinstance(role, str) else \
+            "no 'role'" if role is None else f"a 'role' that is {json_kind(role)}"
+        raise RecordError(f"{said}, where a task's history holds user and assistant "
+                          "messages only (Cline sends its system prompt apart)")
+
+
 class ClineHistoryReader:
     def __init__(self) -> None:
         self.messages: list[Message] = []
@@ -558,8 +586,11 @@ class ClineHistoryReader:
         self.data = data
 
     def feed(self, line: int, record: Any) -> list[Message]:
-        if not is_api_history(record):
-            raise RecordError("not a Cline api_conversation_history array of messages")
+        if not isinstance(record, list):
+            raise RecordError(f"a JSON {json_kind(record)}, not the array of messages a "
+                              "task's api_conversation_history.json is")
+        for _, m in self.items.each(record):
+            _history_message(m)
         links = [_links(m) for _, m in self.items.each(record)]
         summaries = {ids[0] for m, ids in zip(record, links, strict=True)
                      if m.get("isSummary") is True}
@@ -882,7 +913,11 @@ class ClineFormat:
     why_not_written = NOT_WRITTEN
 
     def sniff(self, record: Any) -> int:
-        return 3 if is_api_history(record) else 0  # Cline's `ts` stamps are its mark
+        return 3 if is_api_history(record) else 0
+
+    def sniff_place(self, record: Any, path: str) -> int:
+        """A task's history by its place: any array of messages there is."""
+        return 3 if isinstance(record, list) and record and in_task_folder(path) else 0
 
     def doubt(self, record: Any) -> str:
         return history_doubt(record)

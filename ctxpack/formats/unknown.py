@@ -177,6 +177,37 @@ def _chatgpt_export(value: Any) -> bool:
     return _all_rows(value, fits)
 
 
+def _dotted_events(value: Any) -> bool:
+    """Another agent's events log (GitHub Copilot CLI's `events.jsonl`): each event of a
+    dotted `type` (session.start, user.message, assistant.message) with its fields in
+    `data`, where a managed-agent event (anthropic-events) carries its own."""
+    return _all_rows(value, lambda r: isinstance(kind := r.get("type"), str) and "." in kind
+                     and isinstance(r.get("data"), dict))
+
+
+def gemini_content(message: Any) -> bool:
+    """A message in the Gemini API's shape (its text and calls in `parts`, or of role
+    `model`) where a Claude Code record holds one of `content`."""
+    return isinstance(message, dict) and "content" not in message and (
+        isinstance(message.get("parts"), list) or message.get("role") == "model")
+
+
+def _gemini_recording(value: Any) -> bool:
+    """A chat recording whose records are linked by `uuid` as Claude Code's are, each
+    `message` a Gemini Content (Qwen Code's, a fork of Gemini CLI)."""
+    return _all_rows(value, lambda r: isinstance(r.get("uuid"), str)
+                     and gemini_content(r.get("message")))
+
+
+def _amp_thread(value: Any) -> bool:
+    """An Amp thread (`T-` id) whose messages are not the Messages API's: a tool result
+    linked to its call by `toolUseID`, its output under `run`."""
+    return isinstance(value, dict) and isinstance(value.get("id"), str) and \
+        value["id"].startswith("T-") and any(
+            isinstance(b, dict) and "toolUseID" in b for m in _messages(value)
+            for b in (m.get("content") if isinstance(m.get("content"), list) else ()))
+
+
 NOT_READ = "which ctxpack does not read"
 # how training data becomes what ctxpack reads: chat messages, one conversation a line
 AS_CHAT = "{\"messages\": [...]} a line, it is read as openai-conversations"
@@ -204,6 +235,18 @@ _SHAPES: tuple[tuple[str, Callable[[Any], bool]], ...] = (
      f"under `mapping`), {NOT_READ}: as Chat Completions messages (each message's "
      f"`author.role` and the text of its `content.parts`, from the root to "
      f"`current_node`), {AS_CHAT}", _chatgpt_export),
+    # other agents' logs
+    (f"an events log of another agent (each event a dotted `type` such as session.start, "
+     f"user.message or assistant.message, its fields in `data`, as GitHub Copilot CLI "
+     f"writes them), {NOT_READ}: the managed-agent events it reads (anthropic-events) carry "
+     "their fields themselves", _dotted_events),
+    (f"a Gemini-style chat recording (records linked by `uuid` and `parentUuid`, each "
+     f"message of role user or model with its text and calls in `parts`, as Qwen Code "
+     f"writes them), {NOT_READ}: the Claude Code sessions it reads hold messages of "
+     "`content`", _gemini_recording),
+    (f"an Amp thread (a `T-` id; its tool results linked by `toolUseID`, their output "
+     f"under `run`), {NOT_READ}: the Anthropic messages it reads link a result by "
+     "`tool_use_id`", _amp_thread),
     # OpenCode's record files first: their ids say surely what they are
     (f"one message of an OpenCode storage tree (a file of `storage/message/<session>/`), "
      f"{WHOLE_TREE}", _storage_record("msg_", "sessionID", "ses_", "role")),
