@@ -23,6 +23,7 @@ from .tokens import REPLY_PRIMING, MessageCount, TokenCounter, model_and_window,
 from .transcript import (
     Image,
     Message,
+    RecordedCall,
     Thinking,
     ToolCall,
     ToolResult,
@@ -352,13 +353,24 @@ def _breakdown(all_stats: list[MessageStat], layout: Layout, counter: TokenCount
     primed = len({s.conversation for s in context})
     reported, exact, note = reported_model(counter, layout.model, usual_model(meta["format"]),
                                            flagged)
-    # (one conversation's bill says the slope its hidden output is converted at)
-    single = None if conversations > 1 and context else \
-        bill_for(counts, layout.calls, layout.model, counter, meta["format"], flagged, primed,
-                 exact=exact, earlier=([all_stats[i].tokens for i in layout.earlier],
-                                       layout.earlier_calls))
-    add_hidden(context, counts_with_hidden(counts, layout.calls, layout.model, counter,
-                                           flagged, single))
+    # each conversation's bill says the slope its hidden output is converted at
+    if conversations > 1 and context:
+        single, bills = None, _conversation_bills(context, counts, layout, counter,
+                                                  meta["format"], flagged, exact)
+        hidden = list(counts)
+        for at, calls, billed in bills:
+            own = counts_with_hidden([counts[i] for i in at], calls, layout.model, counter,
+                                     flagged, billed)
+            for i, n in zip(at, own, strict=True):
+                hidden[i] = n
+    else:
+        single = bill_for(counts, layout.calls, layout.model, counter, meta["format"],
+                          flagged, primed, exact=exact,
+                          earlier=([all_stats[i].tokens for i in layout.earlier],
+                                   layout.earlier_calls))
+        hidden = counts_with_hidden(counts, layout.calls, layout.model, counter, flagged,
+                                    single)
+    add_hidden(context, hidden)
     side = [all_stats[i] for i in layout.sidechain]
     seen = set(layout.context) | set(layout.sidechain)
     beyond = [s for i, s in enumerate(all_stats) if i not in seen]
@@ -370,8 +382,7 @@ def _breakdown(all_stats: list[MessageStat], layout: Layout, counter: TokenCount
     if reported != counter.model:  # (a model ctxpack does not know is reported as named)
         model = reported
     if single is None:  # each conversation is its own prompt: the largest is billed
-        billed, largest, whole = _largest_conversation(context, counts, layout, counter,
-                                                       meta["format"], flagged, exact)
+        billed, largest, whole = _largest_conversation(context, bills)
     else:
         billed, largest, whole = single, None, single.tokens
     measured = billed.tokens
@@ -419,32 +430,43 @@ def _by_role(context: list[MessageStat], conversations: int) -> dict[str, int]:
     return dict(sorted(by_role.items(), key=lambda kv: -kv[1]))
 
 
-def _largest_conversation(context: list[MessageStat], counts: list[int], layout: Layout,
-                          counter: TokenCounter, format: str, flagged: bool,
-                          exact: bool) -> tuple[Bill, dict[str, int], int]:
-    """The conversation of a many-conversation file that is sent to the model whole and
-    so is measured against the window, the largest as billed (each anchored on the calls
-    it records itself, where it records some): its bill, its number (1-based, in file
-    order), first line, messages and tokens (its reply priming included); and the bills
-    of all the file's conversations together. `counts` are the messages' counts as read
-    (the bill adds what the file hides)."""
+def _conversation_bills(context: list[MessageStat], counts: list[int], layout: Layout,
+                        counter: TokenCounter, format: str, flagged: bool, exact: bool
+                        ) -> list[tuple[list[int], list[RecordedCall], Bill]]:
+    """Each conversation of a many-conversation file, each sent to the model whole: its
+    places in the context, its calls (placed in it) and its bill, anchored on the calls it
+    records itself, where it records some. `counts` are the messages' counts as read (the
+    bill adds what the file hides)."""
     places: dict[int, list[int]] = {}  # conversation -> its places in the context
     for i, s in enumerate(context):
         places.setdefault(s.conversation, []).append(i)
-    best: tuple[Bill, dict[str, int]] | None = None
-    whole = 0
-    for conversation, at in places.items():
+    out = []
+    for at in places.values():
         local = {i: k for k, i in enumerate(at)}
         calls = [replace(c, prompt=local[c.prompt]) for c in layout.calls if c.prompt in local]
         billed = bill_for([counts[i] for i in at], calls, layout.model, counter,
                           format, flagged, exact=exact)
-        billed = replace(billed, passed=tuple((at[p], b) for p, b in billed.passed))
+        out.append((at, calls, replace(billed, passed=tuple((at[p], b)
+                                                           for p, b in billed.passed))))
+    return out
+
+
+def _largest_conversation(context: list[MessageStat],
+                          bills: list[tuple[list[int], list[RecordedCall], Bill]]
+                          ) -> tuple[Bill, dict[str, int], int]:
+    """Of a many-conversation file's conversations (`_conversation_bills`), the one
+    measured against the window, the largest as billed: its bill, its number (1-based, in
+    file order), first line, messages and tokens (its reply priming included); and the
+    bills of all of them together."""
+    best: tuple[Bill, dict[str, int]] | None = None
+    whole = 0
+    for at, _, billed in bills:
         whole += billed.tokens
         if best is None or billed.tokens > best[0].tokens:
             # (numbered as the file holds them, an empty one counted; placed as `show`
             # names its first message: `line 3` where each message has a line of its own)
             first = context[at[0]]
-            best = billed, {"number": conversation + 1, "line": first.line,
+            best = billed, {"number": first.conversation + 1, "line": first.line,
                             "place": first.place or f"line {first.line:,}",
                             "messages": len(at),
                             "tokens": sum(context[i].tokens for i in at) + REPLY_PRIMING}
