@@ -35,7 +35,7 @@ from .jsonl import (
     parse_line,
 )
 from .models import TABLE, ModelTable
-from .recorded import alone, believed, believed_usage
+from .recorded import alone, believed, believed_usage, unsized
 from .transcript import (
     META_KEY,
     BadLine,
@@ -486,9 +486,17 @@ class Scanner:
         layout.earlier_calls, before = believed(layout.earlier_calls, lines(layout.earlier),
                                                 conversations(layout.earlier), span,
                                                 places(layout.earlier))
-        before += alone(layout.unbilled_calls)
+        alone_aside = alone(layout.unbilled_calls)
+        before += alone_aside
         # a reader's own (usage it could not read) with those of the calls it read
         layout.set_aside = sorted([*layout.set_aside, *before, *aside], key=lambda x: x.line)
+        # the calls kept whose reply's size is unknown, named where their usage is
+        gone = {id(x.call) for x in alone_aside}
+        layout.unsized = sorted([
+            *unsized(layout.calls, lines(layout.context), places(layout.context)),
+            *unsized(layout.earlier_calls, lines(layout.earlier), places(layout.earlier)),
+            *unsized([c for c in layout.unbilled_calls if id(c) not in gone])],
+            key=lambda x: x.line)
         layout.usage = believed_usage(layout.usage, aside, layout.calls, before)
 
     def _fits_forced(self, record: Any) -> None:
@@ -744,6 +752,7 @@ def _transcript(scanner: Scanner, emitted: list[Message], records: Sequence[Reco
         unsure=scanner.unsure,
         calls=tuple(layout.calls),
         set_aside=tuple(layout.set_aside),
+        unsized=tuple(layout.unsized),
         failed=tuple(layout.failed),
         problems=tuple(layout.problems),
         notes=tuple(layout.notes),

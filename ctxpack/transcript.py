@@ -258,6 +258,10 @@ class RecordedCall:
     # the context window the file records for its model (a Codex rollout's
     # `model_context_window`; None: it records none), as written
     window: int | None = None
+    # the counts of its reply the file writes as null, as `recorded.null_counts` names them
+    # ("": none): the reply's size is unknown (`output` None), its prompt's still known, so
+    # the call is kept (see `recorded.unsized`)
+    unsized: str = ""
 
 
 def hides_thinking(message: Message) -> bool:
@@ -291,6 +295,9 @@ class Transcript:
     calls: tuple[RecordedCall, ...] = ()  # of context messages, in order
     # recorded calls that cannot be true, left out of `calls` (see ctxpack.recorded)
     set_aside: tuple[Any, ...] = ()
+    # recorded calls kept whose reply's size the file writes as null, each named where its
+    # usage is (see ctxpack.recorded.unsized)
+    unsized: tuple[Any, ...] = ()
     failed: tuple[tuple[int, str], ...] = ()  # requests the file records as failed (Layout)
     problems: tuple[tuple[int, str], ...] = ()  # records its agent reads otherwise (Layout)
     notes: tuple[tuple[int, str, str], ...] = ()  # told, not wrong: line, what, file (Layout)

@@ -15,6 +15,7 @@ from ..jsonl import dumps, json_kind
 from ..recorded import (
     RUN_BOUND,
     SetAside,
+    no_output,
     null_counts,
     summed,
     with_run_totals,
@@ -370,8 +371,7 @@ class UsageTally:
                                         "(a null is no count); left out", readable=False))
             return
         if nulls := null_counts(usage, _USAGE_FIELDS[3:], f"{self.field}."):
-            self.nulls.append((line, f"recorded usage with no output size: {nulls} (a null "
-                                     "is no count); the reply's size is unknown"))
+            self.nulls.append((line, no_output(nulls)))
         if line:
             self.lines.setdefault(key, line)
         new = [number(usage.get(f)) for f in _USAGE_FIELDS]

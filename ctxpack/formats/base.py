@@ -123,6 +123,9 @@ class Layout:
     # recorded calls that cannot be true, taken out of `calls` and `earlier_calls` (see
     # ctxpack.recorded)
     set_aside: list[SetAside] = field(default_factory=list)
+    # recorded calls kept whose reply's size their usage writes as null (see
+    # ctxpack.recorded.unsized): named by validate, their prompt sizes used
+    unsized: list[SetAside] = field(default_factory=list)
     # requests the file records as failed (a batch output's error for a request), each
     # at its line with what the provider said: no message, no usage
     failed: list[tuple[int, str]] = field(default_factory=list)

@@ -51,11 +51,19 @@ import os
 import re
 from collections.abc import Container
 from dataclasses import replace
-from typing import Any
+from typing import Any, NamedTuple
 
 from ..errors import InputError
 from ..jsonl import item_lines, json_kind, loads, parse_document
-from ..recorded import SetAside, Summed, dollars, summed, wrong_costs, wrong_counts
+from ..recorded import (
+    SetAside,
+    Summed,
+    dollars,
+    null_counts,
+    summed,
+    wrong_costs,
+    wrong_counts,
+)
 from ..render import counted
 from ..transcript import (
     Image,
@@ -167,7 +175,24 @@ def is_ui_log(value: Any) -> bool:
 
 
 _REQUEST_COUNTS = ("tokensIn", "tokensOut", "cacheWrites", "cacheReads")  # of a request
+_PROMPT_COUNTS = ("tokensIn", "cacheWrites", "cacheReads")  # what its prompt size rests on
 _METRICS = ("prompt", "completion", "cached")  # of a history message's `metrics.tokens`
+
+
+class Wrong(NamedTuple):
+    """What a call's usage records that no count or cost can be (`counts`, `costs`, as
+    `recorded.wrong_counts` and `wrong_costs` name them: the call is set aside), and the
+    count of its reply it writes as null (`unsized`, as `null_counts` names it: the call
+    is kept, its reply's size unknown)."""
+
+    counts: str
+    costs: str
+    unsized: str = ""
+
+    @property
+    def any(self) -> bool:
+        """Whether the call is wrong (a count or cost no value can be)."""
+        return bool(self.counts or self.costs)
 
 
 class RequestUsage:
@@ -261,10 +286,12 @@ def unread_usage(events: list[int], data: bytes | None, first: int, file: str = 
             for n in events]
 
 
-def request_wrong(info: dict[str, Any]) -> tuple[str, str]:
+def request_wrong(info: dict[str, Any]) -> Wrong:
     """The counts of the usage `info` of an `api_req_started` event that no token count
-    can be, and its cost where no cost can be (a string, a negative number)."""
-    return wrong_counts(info, _REQUEST_COUNTS, nulls=_REQUEST_COUNTS), wrong_costs(info, ("cost",))
+    can be (a null prompt count among them), its cost where no cost can be (a string, a
+    negative number), and its reply's count where it is null (see `Wrong`)."""
+    return Wrong(wrong_counts(info, _REQUEST_COUNTS, nulls=_PROMPT_COUNTS),
+                 wrong_costs(info, ("cost",)), null_counts(info, ("tokensOut",)))
 
 
 def _json(text: str) -> Any:
@@ -358,7 +385,7 @@ def _prompt(added: Summed) -> int:
 
 
 # what a call `made` is, as `recorded` takes it
-Made = tuple[int | None, Summed, int, str | None, tuple[str, str]]
+Made = tuple[int | None, Summed, int, str | None, Wrong]
 
 
 def recorded(context: list[int], made: list[Made], since: int,
@@ -379,16 +406,17 @@ def recorded(context: list[int], made: list[Made], since: int,
     where = sorted(context)
 
     def call(reply: int | None, added: Summed, n: int, model: str | None,
-             wrong: tuple[str, str], placed: bool) -> RecordedCall:
+             wrong: Wrong, placed: bool) -> RecordedCall:
         known = lines if placed or before is None else before
         at = {} if placed and lines is None else {
             "at": (known or {}).get(n, 0 if placed else first), "place": item.format(n),
             "file": file}
         return RecordedCall(bisect.bisect_left(where, reply) if reply is not None and placed
                             else 0, _prompt(added),
-                            None, model, problem=wrong[0], costs=wrong[1], summed=added, **at)
+                            None, model, problem=wrong.counts, costs=wrong.costs,
+                            summed=added, unsized=wrong.unsized, **at)
 
-    calls = [m for m in made if _prompt(m[1]) > 0 or any(m[4])]
+    calls = [m for m in made if _prompt(m[1]) > 0 or m[4].any]
     placed = [m[0] is not None and m[2] > since for m in calls]
     return ([call(*m, placed=True) for m, p in zip(calls, placed, strict=True) if p],
             [call(*m, placed=False) for m, p in zip(calls, placed, strict=True) if not p])
@@ -591,10 +619,12 @@ class ClineHistoryReader:
                 self.model = model or self.model
                 metrics = _dict(d.get("metrics"))
                 added = self.metrics.add(_metrics(metrics))
-                wrong = (wrong_counts(_dict(metrics.get("tokens")), _METRICS,
-                                      "metrics.tokens.", nulls=_METRICS),
-                         wrong_costs(metrics, ("cost",), "metrics."))
-                if added and (_prompt(added) or any(wrong)):
+                tokens = _dict(metrics.get("tokens"))
+                wrong = Wrong(wrong_counts(tokens, _METRICS, "metrics.tokens.",
+                                           nulls=("prompt", "cached")),
+                              wrong_costs(metrics, ("cost",), "metrics."),
+                              null_counts(tokens, ("completion",), "metrics.tokens."))
+                if added and (_prompt(added) or wrong.any):
                     self.made.append((len(self.messages), added, index, model or self.model,
                                       wrong))
                 self.messages.append(Message("assistant", parts, (line,), d, model=model))
@@ -660,7 +690,7 @@ class ClineHistoryReader:
                     e.get("say") == "api_req_started" else {}
                 added = tally.add(info)
                 wrong = request_wrong(info)
-                call = added and (_prompt(added) or any(wrong))
+                call = added and (_prompt(added) or wrong.any)
                 if not call:
                     continue
                 asked = e.get("conversationHistoryIndex")
@@ -805,7 +835,7 @@ class ClineUiReader:
                         (line,), e, human=human))
                     self.position.append(asked + 1)
                     first = False
-                if added and (_prompt(added) or any(wrong)):  # its prompt: all to its reply
+                if added and (_prompt(added) or wrong.any):  # its prompt: all to its reply
                     self.made.append((len(self.messages), added, n, self.model, wrong))
             elif e["type"] == "say" and text and not requested and not task and \
                     kind in ("task", "text"):

@@ -31,7 +31,7 @@ from dataclasses import replace
 from typing import Any
 
 from ..jsonl import dumps, json_kind
-from ..recorded import Summed, summed, wrong_counts
+from ..recorded import Summed, null_counts, summed, wrong_counts
 from ..transcript import Message, Part, RecordedCall, Text, ToolCall, ToolResult
 from .base import (
     NOT_WRITTEN,
@@ -144,8 +144,8 @@ def _call(usage: Any, where: str) -> RecordedCall:
     u = _dict(usage)
     billed, output = number(u.get("prompt_tokens")), number(u.get("completion_tokens"))
     return RecordedCall(0, billed, output, None,
-                        problem=wrong_counts(usage, _COUNTS, where, nulls=_COUNTS[:2]),
-                        summed=summed(
+                        problem=wrong_counts(usage, _COUNTS, where, nulls=_COUNTS[:1]),
+                        unsized=null_counts(usage, _COUNTS[1:2], where), summed=summed(
         input_tokens=billed, output_tokens=output,
         cache_read_tokens=number(u.get("cache_read_tokens", u.get("cache_read_input_tokens"))),
         cache_creation_tokens=number(u.get("cache_write_tokens",
