@@ -851,14 +851,16 @@ def recorded_calls(t: Transcript) -> bool:
 
 def contexts_of(t: Transcript) -> list[Transcript]:
     """`t` as each context its file holds with the calls made on it: the context as it
-    stands, and the one before its newest compaction (made of messages the file holds
-    outside the context), with their calls' `prompt` places in it. A call is fitted on the
-    prompt it was sent, not on the context that replaced it."""
+    stands, the one before its newest compaction and the one before each older compaction
+    (made of messages the file holds outside the context), with their calls' `prompt`
+    places in it. A call is fitted on the prompt it was sent, not on the context that
+    replaced it."""
     views = [replace(t, calls=tuple(c for c in t.calls if c.slope is None))]
-    if t.earlier and t.earlier_calls:
-        held = (*t.messages, *t.sidechain, *t.outside)
-        views.append(replace(t, messages=tuple(held[n] for n in t.earlier),
-                             calls=t.earlier_calls, earlier=(), earlier_calls=()))
+    held = (*t.messages, *t.sidechain, *t.outside)
+    for places, calls in ((t.earlier, t.earlier_calls), *t.older):
+        if places and calls:
+            views.append(replace(t, messages=tuple(held[n] for n in places), calls=calls,
+                                 earlier=(), earlier_calls=(), older=()))
     return views
 
 

@@ -175,7 +175,7 @@ def whole_log(t: Transcript) -> Transcript:
     # the order the record holds them: a reply's thoughts before what it said
     every = sorted((m for m in t.read if id(m) not in replaced), key=lambda m: m.line)
     return replace(t, messages=tuple(every), outside=(), sidechain=(), copies=(),
-                   earlier=(), earlier_calls=(), read=tuple(every))
+                   earlier=(), earlier_calls=(), older=(), read=tuple(every))
 
 
 def conversations(messages: Sequence[Message]) -> list[list[Message]]:

@@ -319,6 +319,9 @@ class Transcript:
     # was sent besides the messages stands until a call is recorded after it
     earlier: tuple[int, ...] = ()
     earlier_calls: tuple[RecordedCall, ...] = ()
+    # the context before each older compaction, newest first (places as `earlier`'s), and
+    # the calls made on it (Layout.older): fitted by calibrate, billed by nothing
+    older: tuple[tuple[tuple[int, ...], tuple[RecordedCall, ...]], ...] = ()
     # the calls the usage totals hold that were made on no context the file holds (see
     # Layout.unbilled_calls), but those set aside
     unbilled_calls: tuple[RecordedCall, ...] = ()

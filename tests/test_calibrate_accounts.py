@@ -178,3 +178,51 @@ def test_why_a_fit_is_not_written_is_wrapped_as_the_notes_are(tmp_path: Path) ->
         assert "not writing gpt-5.5: a call held out is off by" in said, run.err
         reasons = run.err.split("\nwrote ")[0]  # (the config's path is not broken)
         assert max(map(len, reasons.splitlines())) <= width, run.err
+
+
+def _compacted_again(source: Path) -> list[dict]:
+    """`source` (a Claude Code session with one compaction) compacted once more at its
+    end: its part after the compaction written again, under new uuids and message ids,
+    after a second boundary whose summarized chain is all of `source`'s."""
+    records = _records(source)
+    cut = _boundary(records)
+    last = next(r["uuid"] for r in reversed(records) if r.get("uuid"))
+
+    def again(value: object) -> object:
+        return f"{value}-again" if isinstance(value, str) else value
+
+    boundary = {**records[cut], "uuid": again(records[cut]["uuid"]), "logicalParentUuid": last}
+    later = []
+    for r in records[cut + 1:]:
+        r = {**r, "uuid": again(r.get("uuid")), "parentUuid": again(r.get("parentUuid"))}
+        if isinstance(r.get("message"), dict) and "id" in r["message"]:
+            r["message"] = {**r["message"], "id": again(r["message"]["id"])}
+        later.append(r)
+    return [*records, boundary, *later]
+
+
+def test_calls_before_an_older_compaction_are_fitted_on_their_own_context(
+        tmp_path: Path) -> None:
+    twice = _compacted_again(CLAUDE_CODE)
+    assert sum(r.get("subtype") == "compact_boundary" for r in twice) == 2
+    first = min(n for n, r in enumerate(twice) if r.get("subtype") == "compact_boundary")
+    # the calls made before the first of two compactions, alone in a file of their own
+    alone = rows(_write(tmp_path / "first.jsonl", twice[:first]))
+    assert alone and sum(r["calls"] for r in alone) > 0
+    # the file compacted twice, with usage only before the older compaction: those calls
+    # are fitted on the chain they were sent, as in the file that ended there (none "not
+    # used" for being made before an older compaction than the newest)
+    only = [r if n < first or not isinstance(r.get("message"), dict) else
+            {**r, "message": {k: v for k, v in r["message"].items() if k != "usage"}}
+            for n, r in enumerate(twice)]
+    older = rows(_write(tmp_path / "older-only.jsonl", only))
+    assert [_fit(r) for r in older] == [_fit(r) for r in alone]
+    assert not any(r["no_prompt"] for r in older)
+    # and the whole file fits the calls of all three contexts, each call accounted for
+    path = _write(tmp_path / "twice.jsonl", twice)
+    full = rows(path)
+    once = rows(CLAUDE_CODE)
+    assert sum(r["calls"] for r in full) > sum(r["calls"] for r in once)
+    assert sum(r["recorded"] for r in full) == recorded([path]) > recorded([CLAUDE_CODE])
+    assert sum(r["no_prompt"] for r in full) == sum(r["no_prompt"] for r in once)
+    said_of_each([path], full)

@@ -113,6 +113,10 @@ class Layout:
     # messages on them until a call is recorded after the compaction
     earlier: list[int] = field(default_factory=list)
     earlier_calls: list[RecordedCall] = field(default_factory=list)
+    # the contexts before each older compaction than the newest, newest first, in model
+    # order, each with the calls made on it (their `prompt` a place in it): no bill
+    # measures them, but calibrate fits each call on the prompt it was sent
+    older: list[tuple[list[int], list[RecordedCall]]] = field(default_factory=list)
     # the calls the usage totals hold whose replies are in neither `context` nor `earlier`
     # (made before an older compaction, off the branch, before a cut to fit the window, on a
     # chat cleared since, by a sub-agent the file tells only by its usage (Aider's editor
@@ -610,8 +614,10 @@ def joined(sessions: list[tuple[int, Layout]], problems: list[tuple[int, str]]) 
         if k == len(sessions) - 1:
             out.earlier = [start + n for n in lay.earlier]
             out.earlier_calls = lay.earlier_calls
+            out.older = [([start + n for n in held], calls) for held, calls in lay.older]
         else:
-            out.unbilled_calls += [replace(c, prompt=0) for c in lay.earlier_calls]
+            out.unbilled_calls += [replace(c, prompt=0) for c in
+                                   (*lay.earlier_calls, *(c for _, cs in lay.older for c in cs))]
         out.set_aside += lay.set_aside
         out.failed += lay.failed
         out.problems += lay.problems
