@@ -262,6 +262,23 @@ class RecordedCall:
     # ("": none): the reply's size is unknown (`output` None), its prompt's still known, so
     # the call is kept (see `recorded.unsized`)
     unsized: str = ""
+    # of a call made on no context the file holds (Layout.unbilled_calls), why, as
+    # calibrate says it: one of `UNPLACED` ("": at no place the file names)
+    unplaced: str = ""
+
+
+# why a call's prompt is no context the file holds (RecordedCall.unplaced), as calibrate
+# says of each count of such calls it cannot fit: each a short phrase after "not used, "
+OFF_BRANCH = "off the branch"
+OLDER = "made before an older compaction than the newest"
+CUT = "made before a cut to fit the window"
+FORGOTTEN = "made on events a condensation forgot since"
+CLEARED = "made on a chat cleared since"
+EDITOR = "made by the editor model, on a prompt the file does not hold"
+REWOUND = "of a reply rewound or written again since"
+NO_PLACE = "at no place the file names"
+OPENS = "with nothing before the reply in the file"
+UNPLACED = (OFF_BRANCH, OLDER, CUT, FORGOTTEN, CLEARED, EDITOR, REWOUND, NO_PLACE, OPENS)
 
 
 def hides_thinking(message: Message) -> bool:

@@ -25,6 +25,7 @@ from ..recorded import (
 )
 from ..transcript import (
     META_KEY,
+    OLDER,
     SUMMARY_HEADING,
     Image,
     Message,
@@ -619,8 +620,8 @@ class AnthropicReader:
             usage = {**with_run_totals(usage, self.totals), "source": source}
         # the calls made on the context the newest compaction summarized, and those before
         # an older one, which no context the file holds measures (at the line of each reply)
-        unplaced = [replace(c, prompt=0, at=c.at or self.line_of.get(older[c.prompt], 0))
-                    for c in self.tally.recorded(older, self.replies)]
+        unplaced = [replace(c, prompt=0, at=c.at or self.line_of.get(older[c.prompt], 0),
+                            unplaced=OLDER) for c in self.tally.recorded(older, self.replies)]
         return rest, Layout(context, self.side, self.init_model or self.last_model, usage,
                             calls=self.tally.recorded(context, self.replies),
                             earlier=earlier,

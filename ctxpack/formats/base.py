@@ -16,7 +16,12 @@ from typing import Any, Protocol, TypeVar
 
 from ..jsonl import json_kind
 from ..recorded import SetAside, whole
-from ..transcript import Message, RecordedCall, Text
+from ..transcript import (
+    OLDER,
+    Message,
+    RecordedCall,
+    Text,
+)
 
 P = TypeVar("P")
 
@@ -616,7 +621,7 @@ def joined(sessions: list[tuple[int, Layout]], problems: list[tuple[int, str]]) 
             out.earlier_calls = lay.earlier_calls
             out.older = [([start + n for n in held], calls) for held, calls in lay.older]
         else:
-            out.unbilled_calls += [replace(c, prompt=0) for c in
+            out.unbilled_calls += [replace(c, prompt=0, unplaced=OLDER) for c in
                                    (*lay.earlier_calls, *(c for _, cs in lay.older for c in cs))]
         out.set_aside += lay.set_aside
         out.failed += lay.failed

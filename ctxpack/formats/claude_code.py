@@ -16,7 +16,12 @@ import uuid
 from dataclasses import replace
 from typing import Any
 
-from ..transcript import META_KEY, Message, RecordedCall
+from ..transcript import (
+    META_KEY,
+    OFF_BRANCH,
+    Message,
+    RecordedCall,
+)
 from .anthropic import (
     COMPRESS_TRIGGER,
     SYNTHETIC_MODEL,
@@ -240,7 +245,7 @@ class ClaudeCodeReader:
             if (n in sides) == side and key not in keys:
                 keys.add(key)
                 rest.append(n)
-        return [replace(c, prompt=0, at=self.line_of.get(rest[c.prompt], 0))
+        return [replace(c, prompt=0, at=self.line_of.get(rest[c.prompt], 0), unplaced=OFF_BRANCH)
                 for c in tally.recorded(rest, self.call_of)]
 
     def _context(self, leaf: str | None) -> tuple[list[int], str | None]:

@@ -66,6 +66,8 @@ from ..recorded import (
 )
 from ..render import counted
 from ..transcript import (
+    CUT,
+    NO_PLACE,
     Image,
     Message,
     Part,
@@ -414,7 +416,8 @@ def recorded(context: list[int], made: list[Made], since: int,
         return RecordedCall(bisect.bisect_left(where, reply) if reply is not None and placed
                             else 0, _prompt(added),
                             None, model, problem=wrong.counts, costs=wrong.costs,
-                            summed=added, unsized=wrong.unsized, **at)
+                            summed=added, unsized=wrong.unsized,
+                            unplaced="" if placed else NO_PLACE if reply is None else CUT, **at)
 
     calls = [m for m in made if _prompt(m[1]) > 0 or m[4].any]
     placed = [m[0] is not None and m[2] > since for m in calls]

@@ -32,7 +32,15 @@ from typing import Any
 
 from ..jsonl import dumps, json_kind
 from ..recorded import Summed, null_counts, summed, wrong_counts
-from ..transcript import Message, Part, RecordedCall, Text, ToolCall, ToolResult
+from ..transcript import (
+    FORGOTTEN,
+    Message,
+    Part,
+    RecordedCall,
+    Text,
+    ToolCall,
+    ToolResult,
+)
 from .base import (
     NOT_WRITTEN,
     Layout,
@@ -232,7 +240,7 @@ class OpenHandsReader:
             if i - start >= condensed:
                 self.replies.append(replace(call, prompt=i))
             else:  # (made on the events the condensation forgot)
-                self.unbilled.append(replace(call, at=m.line, place=m.place))
+                self.unbilled.append(replace(call, at=m.line, place=m.place, unplaced=FORGOTTEN))
         # entries of the metrics no reply of the conversation is made of
         self.unbilled += [replace(c, model=self.model) for c in [*self.prompts.values(), *loose]]
         self.conversations += 1
@@ -331,7 +339,8 @@ class OpenHandsReader:
     def finish(self) -> tuple[list[Message], Layout]:
         where = {n: i for i, n in enumerate(self.context)}
         calls = [replace(c, prompt=where[c.prompt]) for c in self.replies if c.prompt in where]
-        forgotten = [replace(c, prompt=0, at=m.line, place=m.place) for c in self.replies
+        forgotten = [replace(c, prompt=0, at=m.line, place=m.place, unplaced=FORGOTTEN)
+                     for c in self.replies
                      if c.prompt not in where for m in (self.messages[c.prompt],)]
         return [], Layout(self.context, model=self.model, usage=self._usage(),
                           outside_why="forgotten by a condensation",
