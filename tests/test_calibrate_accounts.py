@@ -261,3 +261,42 @@ def test_calls_on_no_prompt_the_files_hold_get_a_short_line_per_reason(tmp_path:
                                       env={"COLUMNS": "300"}).out.splitlines()
              if "not used, " in line]
     assert len(lines) == sum(len(w) for w in why.values()) and max(map(len, lines)) < 80
+
+
+def _cline_task(into: Path, cut: bool, drop_after: bool) -> Path:
+    """The Cline sample task copied to `into`: `cut`, its last request carrying a
+    `conversationHistoryDeletedRange` of history messages 1 and 2 (Cline cut them to fit
+    the window, so its last two requests were sent without them); `drop_after`, those two
+    requests recording no usage (as a request cancelled before the provider answered)."""
+    task = into
+    shutil.copytree(SAMPLES / "cline-task", task)
+    ui = task / "ui_messages.json"
+    events = json.loads(ui.read_text())
+    requests = [e for e in events if e.get("say") == "api_req_started"]
+    if cut:
+        requests[-1]["conversationHistoryDeletedRange"] = [1, 2]
+    if drop_after:
+        for e in requests[-2:]:
+            info = json.loads(e["text"])
+            info.update(tokensIn=0, tokensOut=0, cacheWrites=0, cacheReads=0, cost=0)
+            e["text"] = json.dumps(info)
+    ui.write_text(json.dumps(events))
+    return task
+
+
+def test_cline_calls_before_a_cut_are_fitted_on_the_history_they_were_sent(
+        tmp_path: Path) -> None:
+    # the requests before the cut were sent on the whole history: with only their usage,
+    # the task that was cut fits as the one that never was
+    before = rows(_cline_task(tmp_path / "cut-before", cut=True, drop_after=True))
+    never = rows(_cline_task(tmp_path / "never-before", cut=False, drop_after=True))
+    assert sum(r["calls"] for r in never) == 4
+    assert [_fit(r) for r in before] == [_fit(r) for r in never]
+    # and with all its usage, every request is fitted: none "not used" for the cut, each
+    # on the prompt it was sent (the last two without messages 1 and 2)
+    task = _cline_task(tmp_path / "cut", cut=True, drop_after=False)
+    found = rows(task)
+    assert sum(r["calls"] for r in found) == sum(r["recorded"] for r in found) \
+        == recorded([task]) == 6
+    assert not any(r["no_prompt"] for r in found)
+    assert [_fit(r) for r in found] != [_fit(r) for r in rows(SAMPLES / "cline-task")]

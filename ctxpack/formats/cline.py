@@ -327,6 +327,33 @@ def deleted_range(events: list[Any]) -> range:
     return range(0)
 
 
+def sent_before_cut(made: list[Made], since: int, events: list[Any], position: list[int],
+                    kept: list[int]) -> list[tuple[list[int], list[Made]]]:
+    """The calls of `made` sent before the newest cut to fit the window (at event `since`
+    or before), grouped by the cut in force when each was sent (the range of history
+    messages Cline no longer sent then: as with the newest cut (see `cut_at`), a request
+    is sent without the range the next request's event is the first to carry, so each
+    is of the range the next request carries, none before the first), each group with
+    the messages it was sent on: those of `kept` (in order; `position` gives each one's
+    history index) less that range. The file holds them, so each such call is fitted on
+    the prompt it was sent (its reply one of them)."""
+    requests = [n for n, e in enumerate(events)
+                if isinstance(e, dict) and e.get("say") == "api_req_started"]
+    carried, cut = {}, range(0)
+    for n, e in enumerate(events):
+        cut = deleted_range([e]) or cut
+        carried[n] = cut
+    later = dict(zip(requests, requests[1:], strict=False))
+    groups: dict[range, list[Made]] = {}
+    for m in made:
+        n = m[2]
+        cut = carried[later[n]] if n in later else carried.get(n, range(0))
+        if n <= since and m[0] is not None and m[0] in kept and position[m[0]] not in cut:
+            groups.setdefault(cut, []).append(m)
+    return [([k for k in kept if position[k] not in cut], group)
+            for cut, group in groups.items()]
+
+
 def cut_at(events: list[Any], gone: range) -> int:
     """The index of the last event before the first request Cline sent without `gone` (-1:
     from the start). The first event to carry the range the newest one does follows that
@@ -680,6 +707,7 @@ class ClineHistoryReader:
         events, data, why = self._ui_events()
         made, since = self.made, -1
         at: dict[int, int] | None = None  # the sibling's events' lines, if it is read
+        then: list[tuple[list[int], list[Made]]] = []  # (see `sent_before_cut`)
         if events is not None:
             tally = RequestUsage()
             made = []
@@ -716,6 +744,8 @@ class ClineHistoryReader:
             # what Cline cut from the history to fit the window is not sent any more
             gone = deleted_range(events)
             since = cut_at(events, gone)
+            then = sent_before_cut(made, since, events, self.position, [
+                n for n in range(len(self.messages)) if n not in self.archived])
             self.archived.update(n for n, i in enumerate(self.position) if i in gone)
         else:
             # (a sibling read past is said where no metrics are read either)
@@ -725,12 +755,16 @@ class ClineHistoryReader:
                 # the calls before the newest are of a context condensed or cut since
                 since = made[-1][2] - (made[-1][0] not in self.archived) if made else -1
         context = [n for n in range(len(self.messages)) if n not in self.archived]
-        calls, before = recorded(context, made, since, at, self.sibling or "", *(
+        taken = {id(m) for _, group in then for m in group}
+        calls, before = recorded(context, [m for m in made if id(m) not in taken], since, at,
+                                 self.sibling or "", *(
             () if events is not None else
             ("message {}", event_lines([n for _, _, n, _, _ in made], self.data, self.line),
              self.line)))
+        older = [(held, recorded(held, group, -1, at, self.sibling or "")[0])
+                 for held, group in then]
         return [], Layout(context, model=self.model, usage=usage, calls=calls,
-                          unbilled_calls=before, set_aside=self.unread,
+                          older=older, unbilled_calls=before, set_aside=self.unread,
                           outside_why="condensed into a summary, or cut to fit the window",
                           problems=self.problems, notes=self.notes)
 
@@ -767,6 +801,7 @@ class ClineUiReader:
         self.model: str | None = None
         self.usage = RequestUsage()
         self.made: list[Made] = []  # as `recorded` takes them
+        self.events: list[Any] = []  # the log's events, as read
         self.since = -1
         self.items = Items("event {}")
         self.unread: list[int] = []  # the requests whose usage cannot be read
@@ -867,6 +902,7 @@ class ClineUiReader:
         close([])
         self.gone = deleted_range(record)
         self.since = cut_at(record, self.gone)
+        self.events = record
         return self.messages[begin:]
 
     def finish(self) -> tuple[list[Message], Layout]:
@@ -875,8 +911,12 @@ class ClineUiReader:
         early = {m for m, _ in self.early}
         cut = [n for n, i in enumerate(self.position) if i in self.gone and n not in early]
         context = [n for n in range(len(self.messages)) if n not in early and n not in cut]
-        calls, before = recorded(context, self.made, self.since, event_lines(
-            [n for _, _, n, _, _ in self.made], self.data, self.line), first=self.line)
+        at = event_lines([n for _, _, n, _, _ in self.made], self.data, self.line)
+        then = sent_before_cut(self.made, self.since, self.events, self.position,
+                               [n for n in range(len(self.messages)) if n not in early])
+        taken = {id(m) for _, group in then for m in group}
+        calls, before = recorded(context, [m for m in self.made if id(m) not in taken],
+                                 self.since, at, first=self.line)
         lines = event_lines([n for _, n in self.early], self.data, self.line)
         problems = [(lines.get(n, self.line), f"event {n}: a reply shown before the first "
                      "request (no request of the log asked for it): kept outside the context")
@@ -886,6 +926,8 @@ class ClineUiReader:
         return [], Layout(context, model=self.model,
                           usage=self.usage.summary("api_req_started events"),
                           calls=calls, unbilled_calls=before,
+                          older=[(held, recorded(held, group, -1, at, first=self.line)[0])
+                                 for held, group in then],
                           set_aside=unread_usage(self.unread, self.data, self.line),
                           outside_why="; ".join(why) or "cut to fit the window",
                           problems=problems)
