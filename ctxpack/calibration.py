@@ -30,7 +30,7 @@ import itertools
 import statistics
 from collections import Counter
 from collections.abc import Callable, Iterable, Sequence
-from dataclasses import dataclass, replace
+from dataclasses import dataclass, field, replace
 from typing import Any
 
 from .errors import UsageError
@@ -38,7 +38,15 @@ from .formats import model_of
 from .models import SLOPES, TABLE, ModelTable, model_key, overhead_bound
 from .recorded import cannot, most_for, wrong_counts
 from .tokens import REPLY_PRIMING, MessageCount, TokenCounter
-from .transcript import Message, RecordedCall, Transcript, printable
+from .transcript import (
+    NO_PLACE,
+    OPENS,
+    UNPLACED,
+    Message,
+    RecordedCall,
+    Transcript,
+    printable,
+)
 
 Call = RecordedCall
 # the counts of a context before a compaction, and the calls made on it (see `bill`)
@@ -796,6 +804,9 @@ class Fitted:
     # the least and the most overhead one file's calls show at the fitted slope (the
     # median gap of its first half): how far what the agent sends differs by session
     overhead_range: tuple[int, int] | None = None
+    # the calls of `no_prompt` by why their prompts are no context the files hold (each a
+    # phrase of `transcript.UNPLACED`, in that order): how many each
+    no_prompt_why: dict[str, int] = field(default_factory=dict)
 
     @property
     def recorded(self) -> int:
@@ -849,12 +860,16 @@ def calibrate(transcripts: Iterable[Transcript], table: ModelTable = TABLE) -> l
     def key(model: str, apart: str) -> tuple[str, str]:
         return spelled.setdefault(model_key(model), model), apart
 
+    # the calls of no prompt the files hold, by row and why (`Fitted.no_prompt_why`)
+    unplaced: dict[tuple[str, str], Counter[str]] = {}
     for number, t in enumerate(transcripts):
         named = model_of(t.model, t.format) or "?"
         for why, calls in unfitted(t).items():
             for c in calls:
                 found = key(c.model or named, apart_of(t, [c]))
                 untaken.setdefault(found, Counter())[why] += 1
+                if why == "no_prompt":
+                    unplaced.setdefault(found, Counter())[c.unplaced or NO_PLACE] += 1
         for view in contexts_of(t):
             recorded = [c for c in view.calls if fittable(c)]
             for calls in by_conversation(view, recorded):  # (each conversation a run)
@@ -902,7 +917,9 @@ def calibrate(transcripts: Iterable[Transcript], table: ModelTable = TABLE) -> l
                                     assumed=apart == "assumed",
                                     spread=spread if pooled > 1 else None),
                           why["left_out"], why["no_prompt"], apart, why["set_aside"],
-                          why["no_size"], spread))
+                          why["no_size"], spread,
+                          {w: n for w in UNPLACED
+                           if (n := unplaced.get((model, apart), Counter())[w])}))
     return out
 
 
@@ -932,14 +949,16 @@ def recorded_calls(t: Transcript) -> bool:
 
 def contexts_of(t: Transcript) -> list[Transcript]:
     """`t` as each context its file holds with the calls made on it: the context as it
-    stands, and the one before its newest compaction (made of messages the file holds
-    outside the context), with their calls' `prompt` places in it. A call is fitted on the
-    prompt it was sent, not on the context that replaced it."""
+    stands, the one before its newest compaction and the one before each older compaction
+    (made of messages the file holds outside the context), with their calls' `prompt`
+    places in it. A call is fitted on the prompt it was sent, not on the context that
+    replaced it."""
     views = [replace(t, calls=tuple(c for c in t.calls if c.slope is None))]
-    if t.earlier and t.earlier_calls:
-        held = (*t.messages, *t.sidechain, *t.outside)
-        views.append(replace(t, messages=tuple(held[n] for n in t.earlier),
-                             calls=t.earlier_calls, earlier=(), earlier_calls=()))
+    held = (*t.messages, *t.sidechain, *t.outside)
+    for places, calls in ((t.earlier, t.earlier_calls), *t.older):
+        if places and calls:
+            views.append(replace(t, messages=tuple(held[n] for n in places), calls=calls,
+                                 earlier=(), earlier_calls=(), older=()))
     return views
 
 
@@ -957,10 +976,11 @@ def unfitted(t: Transcript) -> dict[str, list[Call]]:
 def calls_of_no_prompt(t: Transcript) -> list[Call]:
     """The calls `t` records the usage of but no prompt it holds: made on a context before
     an older compaction than the newest, off the branch, before a cut to fit the window,
-    or of no place its record names (each of `unbilled_calls`), or whose reply opens the
-    context it is in (what was sent before it is not in the file). Their prompts are not
-    messages the file holds, so no fit takes them."""
-    return [c for view in contexts_of(t) for c in view.calls
+    or of no place its record names (each of `unbilled_calls`, its reader saying which in
+    its `unplaced`), or whose reply opens the context it is in (what was sent before it
+    is not in the file: `OPENS`). Their prompts are not messages the file holds, so no fit
+    takes them."""
+    return [replace(c, unplaced=OPENS) for view in contexts_of(t) for c in view.calls
             if c.billed > 0 and not fittable(c)] + list(t.unbilled_calls)
 
 

@@ -79,6 +79,8 @@ def validate(transcript: Transcript) -> list[Problem]:
     # recorded usage that cannot be true is no reason for the provider to refuse the file,
     # but it is wrong, and left out of what ctxpack bills (see ctxpack.recorded)
     problems += [Problem(x.line, x.problem, x.file) for x in transcript.set_aside]
+    # and a count of a call's reply written as null (its prompt size still used)
+    problems += [Problem(x.line, x.problem, x.file) for x in transcript.unsized]
     # a request the file records as failed: the provider refused it, and it has no reply
     problems += [Problem(line, problem) for line, problem in transcript.failed]
     # a record the file's own agent reads otherwise than it seems to say, or a value of the

@@ -183,7 +183,7 @@ def whole_log(t: Transcript) -> Transcript:
 
     every = sorted((m for m in t.read if id(m) not in replaced), key=key)
     return replace(t, messages=tuple(every), outside=(), sidechain=(), copies=(),
-                   held_first=(), earlier=(), earlier_calls=(), read=tuple(every))
+                   held_first=(), earlier=(), earlier_calls=(), older=(), read=tuple(every))
 
 
 def conversations(messages: Sequence[Message]) -> list[list[Message]]:

@@ -35,7 +35,7 @@ from .jsonl import (
     parse_line,
 )
 from .models import TABLE, ModelTable
-from .recorded import alone, believed, believed_usage
+from .recorded import alone, believed, believed_usage, unsized
 from .transcript import (
     META_KEY,
     BadLine,
@@ -447,7 +447,8 @@ class Scanner:
         self.conversations += [m.conversation for m in rest]
         if self.compacted is not False and self.layout is not None:
             carried, context = self.compacted, self.layout.context
-            self.layout.earlier, self.layout.earlier_calls = [], []  # (what compress carried)
+            # (what compress carried)
+            self.layout.earlier, self.layout.earlier_calls, self.layout.older = [], [], []
             restates = getattr(self.format, "restates_usage", False)
 
             def after(c: RecordedCall) -> bool:
@@ -498,9 +499,25 @@ class Scanner:
         layout.earlier_calls, before = believed(layout.earlier_calls, lines(layout.earlier),
                                                 conversations(layout.earlier), span,
                                                 places(layout.earlier))
-        before += alone(layout.unbilled_calls)
+        older = []
+        for held, calls in layout.older:
+            kept, gone = believed(calls, lines(held), conversations(held), span, places(held))
+            older.append((held, kept))
+            before += gone
+        layout.older = older
+        alone_aside = alone(layout.unbilled_calls)
+        before += alone_aside
         # a reader's own (usage it could not read) with those of the calls it read
         layout.set_aside = sorted([*layout.set_aside, *before, *aside], key=lambda x: x.line)
+        # the calls kept whose reply's size is unknown, named where their usage is
+        gone = {id(x.call) for x in alone_aside}
+        layout.unsized = sorted([
+            *unsized(layout.calls, lines(layout.context), places(layout.context)),
+            *unsized(layout.earlier_calls, lines(layout.earlier), places(layout.earlier)),
+            *(x for held, calls in layout.older
+              for x in unsized(calls, lines(held), places(held))),
+            *unsized([c for c in layout.unbilled_calls if id(c) not in gone])],
+            key=lambda x: x.line)
         layout.usage = believed_usage(layout.usage, aside, layout.calls, before)
 
     def _fits_forced(self, record: Any) -> None:
@@ -747,6 +764,9 @@ def _transcript(scanner: Scanner, emitted: list[Message], records: Sequence[Reco
     outside = [i for i in range(len(emitted)) if i not in seen]
     place = {n: k for k, n in enumerate([*layout.context, *layout.sidechain, *outside])}
     earlier = tuple(place[n] for n in layout.earlier if n in place)
+    # (a context some message of which is not read is no prompt to fit on)
+    older = tuple((tuple(place[n] for n in held), tuple(calls)) for held, calls in layout.older
+                  if all(n in place for n in held))
     aside = {id(x.call) for x in layout.set_aside if x.call is not None}
     held = layout.held(lambda n: emitted[n].item_line or emitted[n].line)
     return Transcript(
@@ -759,6 +779,7 @@ def _transcript(scanner: Scanner, emitted: list[Message], records: Sequence[Reco
         earlier=earlier,
         earlier_calls=tuple(layout.earlier_calls) if len(earlier) == len(layout.earlier)
         else (),
+        older=older,
         unbilled_calls=tuple(c for c in layout.unbilled_calls if id(c) not in aside),
         model=layout.model,
         usage=layout.usage,
@@ -766,6 +787,7 @@ def _transcript(scanner: Scanner, emitted: list[Message], records: Sequence[Reco
         unsure=scanner.unsure,
         calls=tuple(layout.calls),
         set_aside=tuple(layout.set_aside),
+        unsized=tuple(layout.unsized),
         failed=tuple(layout.failed),
         problems=tuple(layout.problems),
         notes=tuple(layout.notes),

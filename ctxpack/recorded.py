@@ -160,12 +160,13 @@ def wrong_counts(usage: Any, fields: Sequence[str], prefix: str = "",
     `CALL_BOUND` unless told, `RUN_BOUND` for a run's totals); a part more than the
     whole the format makes it part of (`parts`, each a part's field and its whole's:
     Codex's cached input is input); and a field of `nulls` written as null (a null is no
-    count, and read as 0 it would make the call smaller than it was: the call is set
-    aside). A reader gives as `nulls` the fields its format always writes, or those its
-    call's size rests on: not a cache count an SDK's dump writes as null where the
-    provider reported none (the Claude and Codex readers name nulls with `null_counts`,
-    keeping a call whose prompt size its other fields still tell). Every count a reader
-    puts in a file's usage summary is read through here."""
+    count, and read as 0 it would make the prompt smaller than it was: the call is set
+    aside). A reader gives as `nulls` the fields its call's prompt size rests on, in
+    every format alike: not a count of the reply (a null there leaves the prompt size
+    known: the reader names it with `null_counts` as the call's `unsized`, and the call is
+    kept, see `unsized`), nor a cache count an SDK's dump writes as null where the
+    provider reported none. Every count a reader puts in a file's usage summary is read
+    through here."""
     if not isinstance(usage, Mapping):
         return ""
     bound, why = most
@@ -185,7 +186,8 @@ def null_counts(usage: Any, fields: Sequence[str], prefix: str = "") -> str:
     """The `fields` a usage object writes as null, each named with `prefix` ("": none): a
     null is no count (read as 0 it would make a prompt smaller than it was), so what it
     stands for is unknown; the reader names it, and leaves out a call whose prompt size
-    it makes unknown."""
+    it makes unknown (see `wrong_counts`), keeping one whose reply's size alone it makes
+    unknown (see `unsized`)."""
     if not isinstance(usage, Mapping):
         return ""
     return ", ".join(f"{prefix}{f} null" for f in fields if f in usage and usage[f] is None)
@@ -345,8 +347,7 @@ def believed(calls: Sequence[RecordedCall], lines: Sequence[int],
         return lines[c.prompt] if c.prompt < len(lines) else 0
 
     def aside_of(c: RecordedCall, why: str) -> SetAside:
-        place, item = places[c.prompt] if c.prompt < len(places) and not c.file else ("", 0)
-        return _aside(c, why, place, item, line(c))
+        return _placed(c, why, lines, places)
 
     def conversation(c: RecordedCall) -> int:
         return conversations[c.prompt] if c.prompt < len(conversations) else -1
@@ -399,6 +400,31 @@ def believed(calls: Sequence[RecordedCall], lines: Sequence[int],
     aside += [aside_of(kept[k], why) for k, why in fell.items()]
     out = [c for k, c in enumerate(kept) if k not in fell]
     return out, sorted(aside, key=lambda x: x.line)
+
+
+def no_output(nulls: str) -> str:
+    """What validate says of a call whose usage writes the counts of its reply `nulls` as
+    null (as `null_counts` names them), in every format: its prompt size is still known,
+    so the call is kept, fitted and anchored on; only its reply's size is unknown."""
+    return (f"recorded usage with no output size: {nulls} (a null is no count); the "
+            "reply's size is unknown")
+
+
+def unsized(calls: Sequence[RecordedCall], lines: Sequence[int] = (),
+            places: Sequence[tuple[str, int]] = ()) -> list[SetAside]:
+    """Each of `calls` whose usage writes a count of its reply as null (`unsized`), named
+    (`no_output`) where its usage is, placed as `believed` places a call it sets aside
+    (`lines` and `places` as it takes them): it is not set aside, as one whose prompt
+    count is null is, for its prompt size is known."""
+    return [_placed(c, no_output(c.unsized), lines, places) for c in calls if c.unsized]
+
+
+def _placed(c: RecordedCall, why: str, lines: Sequence[int], places: Sequence[tuple[str, int]]
+            ) -> SetAside:
+    """`c` named for `why` where its usage is (see `_aside`), its reply's line and place
+    `lines[c.prompt]` and `places[c.prompt]` where they are given."""
+    place, item = places[c.prompt] if c.prompt < len(places) and not c.file else ("", 0)
+    return _aside(c, why, place, item, lines[c.prompt] if c.prompt < len(lines) else 0)
 
 
 def alone(calls: Sequence[RecordedCall]) -> list[SetAside]:

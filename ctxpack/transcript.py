@@ -264,6 +264,27 @@ class RecordedCall:
     # the context window the file records for its model (a Codex rollout's
     # `model_context_window`; None: it records none), as written
     window: int | None = None
+    # the counts of its reply the file writes as null, as `recorded.null_counts` names them
+    # ("": none): the reply's size is unknown (`output` None), its prompt's still known, so
+    # the call is kept (see `recorded.unsized`)
+    unsized: str = ""
+    # of a call made on no context the file holds (Layout.unbilled_calls), why, as
+    # calibrate says it: one of `UNPLACED` ("": at no place the file names)
+    unplaced: str = ""
+
+
+# why a call's prompt is no context the file holds (RecordedCall.unplaced), as calibrate
+# says of each count of such calls it cannot fit: each a short phrase after "not used, "
+OFF_BRANCH = "off the branch"
+OLDER = "made before an older compaction than the newest"
+CUT = "made before a cut to fit the window"
+FORGOTTEN = "made on events a condensation forgot since"
+CLEARED = "made on a chat cleared since"
+EDITOR = "made by the editor model, on a prompt the file does not hold"
+REWOUND = "of a reply rewound or written again since"
+NO_PLACE = "at no place the file names"
+OPENS = "with nothing before the reply in the file"
+UNPLACED = (OFF_BRANCH, OLDER, CUT, FORGOTTEN, CLEARED, EDITOR, REWOUND, NO_PLACE, OPENS)
 
 
 def hides_thinking(message: Message) -> bool:
@@ -297,6 +318,9 @@ class Transcript:
     calls: tuple[RecordedCall, ...] = ()  # of context messages, in order
     # recorded calls that cannot be true, left out of `calls` (see ctxpack.recorded)
     set_aside: tuple[Any, ...] = ()
+    # recorded calls kept whose reply's size the file writes as null, each named where its
+    # usage is (see ctxpack.recorded.unsized)
+    unsized: tuple[Any, ...] = ()
     failed: tuple[tuple[int, str], ...] = ()  # requests the file records as failed (Layout)
     problems: tuple[tuple[int, str], ...] = ()  # records its agent reads otherwise (Layout)
     notes: tuple[tuple[int, str, str], ...] = ()  # told, not wrong: line, what, file (Layout)
@@ -321,6 +345,9 @@ class Transcript:
     # was sent besides the messages stands until a call is recorded after it
     earlier: tuple[int, ...] = ()
     earlier_calls: tuple[RecordedCall, ...] = ()
+    # the context before each older compaction, newest first (places as `earlier`'s), and
+    # the calls made on it (Layout.older): fitted by calibrate, billed by nothing
+    older: tuple[tuple[tuple[int, ...], tuple[RecordedCall, ...]], ...] = ()
     # the calls the usage totals hold that were made on no context the file holds (see
     # Layout.unbilled_calls), but those set aside
     unbilled_calls: tuple[RecordedCall, ...] = ()

@@ -5,6 +5,7 @@ compaction is fitted on the context it was made on, which the file still holds."
 from __future__ import annotations
 
 import json
+import shutil
 from pathlib import Path
 
 import pytest
@@ -16,7 +17,7 @@ from .test_huge_counts import _copies
 # the counts of a row (`calibrate --json`) that, with the calls fitted, make up the calls
 # its files record, and how the line under the table saying each opens
 NOT_FITTED = {"left_out": "left out, as the bill passes them over",
-              "no_prompt": "not used, made before an older compaction",
+              "no_prompt": "not used, ",
               "set_aside": "set aside, their recorded usage cannot be true",
               "no_size": "not used, recording no prompt size"}
 # samples read as a tree (a task's two files, a storage folder): given whole
@@ -71,10 +72,14 @@ def said_of_each(paths: list[Path], found: list[dict]) -> None:
     """The text says each count of calls left out, in a line of its row."""
     said = " ".join(ctxpack("calibrate", *map(str, paths), env={"COLUMNS": "300"}).out.split())
     for row in found:
+        # (the calls of no prompt the files hold, a line for each reason)
+        assert sum(row["no_prompt_why"].values()) == row["no_prompt"], row
         for key, words in NOT_FITTED.items():
-            if row[key]:
-                calls = "call" if row[key] == 1 else "calls"
-                assert f"{row['label']}: {row[key]} {calls} {words}" in said, (row, key)
+            for reason, n in (row["no_prompt_why"].items() if key == "no_prompt"
+                              else [("", row[key])]):
+                if n:
+                    calls = "call" if n == 1 else "calls"
+                    assert f"{row['label']}: {n} {calls} {words}{reason}" in said, (row, key)
 
 
 def test_calls_whose_usage_cannot_be_true_are_counted_as_set_aside(tmp_path: Path) -> None:
@@ -149,13 +154,14 @@ def test_calls_before_a_compaction_are_fitted_on_the_context_they_were_made_on(
 
 def test_the_notes_under_the_table_are_wrapped_to_the_terminal(tmp_path: Path) -> None:
     # a stream-json run's first reply has nothing before it in the file: a call not used,
-    # said in a line longer than any terminal
+    # said in a short line of its reason alone, wrapped where the terminal is narrower
     sample = SAMPLES / "stream.anthropic.jsonl"
     (row,) = rows(sample)
     assert row["no_prompt"] == 1
     wide = ctxpack("calibrate", str(sample), env={"COLUMNS": "300"}).out
     (note,) = [line for line in wide.splitlines() if "not used" in line]
-    assert len(note) > 100
+    assert note.endswith(": 1 call not used, with nothing before the reply in the file")
+    assert 60 < len(note) < 100
     for width in (60, 80):
         out = ctxpack("calibrate", str(sample), env={"COLUMNS": str(width)}).out
         assert max(map(len, out.splitlines())) <= width
@@ -178,3 +184,119 @@ def test_why_a_fit_is_not_written_is_wrapped_as_the_notes_are(tmp_path: Path) ->
         assert "not writing gpt-5.5: a call held out is off by" in said, run.err
         reasons = run.err.split("\nwrote ")[0]  # (the config's path is not broken)
         assert max(map(len, reasons.splitlines())) <= width, run.err
+
+
+def _compacted_again(source: Path) -> list[dict]:
+    """`source` (a Claude Code session with one compaction) compacted once more at its
+    end: its part after the compaction written again, under new uuids and message ids,
+    after a second boundary whose summarized chain is all of `source`'s."""
+    records = _records(source)
+    cut = _boundary(records)
+    last = next(r["uuid"] for r in reversed(records) if r.get("uuid"))
+
+    def again(value: object) -> object:
+        return f"{value}-again" if isinstance(value, str) else value
+
+    boundary = {**records[cut], "uuid": again(records[cut]["uuid"]), "logicalParentUuid": last}
+    later = []
+    for r in records[cut + 1:]:
+        r = {**r, "uuid": again(r.get("uuid")), "parentUuid": again(r.get("parentUuid"))}
+        if isinstance(r.get("message"), dict) and "id" in r["message"]:
+            r["message"] = {**r["message"], "id": again(r["message"]["id"])}
+        later.append(r)
+    return [*records, boundary, *later]
+
+
+def test_calls_before_an_older_compaction_are_fitted_on_their_own_context(
+        tmp_path: Path) -> None:
+    twice = _compacted_again(CLAUDE_CODE)
+    assert sum(r.get("subtype") == "compact_boundary" for r in twice) == 2
+    first = min(n for n, r in enumerate(twice) if r.get("subtype") == "compact_boundary")
+    # the calls made before the first of two compactions, alone in a file of their own
+    alone = rows(_write(tmp_path / "first.jsonl", twice[:first]))
+    assert alone and sum(r["calls"] for r in alone) > 0
+    # the file compacted twice, with usage only before the older compaction: those calls
+    # are fitted on the chain they were sent, as in the file that ended there (none "not
+    # used" for being made before an older compaction than the newest)
+    only = [r if n < first or not isinstance(r.get("message"), dict) else
+            {**r, "message": {k: v for k, v in r["message"].items() if k != "usage"}}
+            for n, r in enumerate(twice)]
+    older = rows(_write(tmp_path / "older-only.jsonl", only))
+    assert [_fit(r) for r in older] == [_fit(r) for r in alone]
+    assert not any(r["no_prompt"] for r in older)
+    # and the whole file fits the calls of all three contexts, each call accounted for
+    path = _write(tmp_path / "twice.jsonl", twice)
+    full = rows(path)
+    once = rows(CLAUDE_CODE)
+    assert sum(r["calls"] for r in full) > sum(r["calls"] for r in once)
+    assert sum(r["recorded"] for r in full) == recorded([path]) > recorded([CLAUDE_CODE])
+    assert sum(r["no_prompt"] for r in full) == sum(r["no_prompt"] for r in once)
+    said_of_each([path], full)
+
+
+def test_calls_on_no_prompt_the_files_hold_get_a_short_line_per_reason(tmp_path: Path
+                                                                       ) -> None:
+    # a Cline request that names no history message and a
+    # Claude Code reply off the branch: each reason its own line, with its count
+    task = tmp_path / "task"
+    shutil.copytree(SAMPLES / "cline-task", task)
+    ui = task / "ui_messages.json"
+    events = json.loads(ui.read_text())
+    started = [e for e in events if e.get("say") == "api_req_started"]
+    del started[0]["conversationHistoryIndex"]
+    ui.write_text(json.dumps(events))
+    records = _records(CLAUDE_CODE)
+    reply = next(r for r in records if isinstance(r.get("message"), dict)
+                 and "usage" in r["message"])
+    branch = {**reply, "uuid": "off-the-branch", "message": {**reply["message"],
+                                                             "id": "msg_off_the_branch"}}
+    at = records.index(reply) + 1  # (the session goes on from the reply it branched off)
+    claude = _write(tmp_path / "branched.jsonl", [*records[:at], branch, *records[at:]])
+    found = rows(task, claude)
+    why = {row["label"]: row["no_prompt_why"] for row in found}
+    assert why["claude-sonnet-4-5-20250929"].get("at no place the file names") == 1, why
+    assert why["claude-opus-4-6"].get("off the branch") == 1, why
+    said_of_each([task, claude], found)
+    lines = [line for line in ctxpack("calibrate", str(task), str(claude),
+                                      env={"COLUMNS": "300"}).out.splitlines()
+             if "not used, " in line]
+    assert len(lines) == sum(len(w) for w in why.values()) and max(map(len, lines)) < 80
+
+
+def _cline_task(into: Path, cut: bool, drop_after: bool) -> Path:
+    """The Cline sample task copied to `into`: `cut`, its last request carrying a
+    `conversationHistoryDeletedRange` of history messages 1 and 2 (Cline cut them to fit
+    the window, so its last two requests were sent without them); `drop_after`, those two
+    requests recording no usage (as a request cancelled before the provider answered)."""
+    task = into
+    shutil.copytree(SAMPLES / "cline-task", task)
+    ui = task / "ui_messages.json"
+    events = json.loads(ui.read_text())
+    requests = [e for e in events if e.get("say") == "api_req_started"]
+    if cut:
+        requests[-1]["conversationHistoryDeletedRange"] = [1, 2]
+    if drop_after:
+        for e in requests[-2:]:
+            info = json.loads(e["text"])
+            info.update(tokensIn=0, tokensOut=0, cacheWrites=0, cacheReads=0, cost=0)
+            e["text"] = json.dumps(info)
+    ui.write_text(json.dumps(events))
+    return task
+
+
+def test_cline_calls_before_a_cut_are_fitted_on_the_history_they_were_sent(
+        tmp_path: Path) -> None:
+    # the requests before the cut were sent on the whole history: with only their usage,
+    # the task that was cut fits as the one that never was
+    before = rows(_cline_task(tmp_path / "cut-before", cut=True, drop_after=True))
+    never = rows(_cline_task(tmp_path / "never-before", cut=False, drop_after=True))
+    assert sum(r["calls"] for r in never) == 4
+    assert [_fit(r) for r in before] == [_fit(r) for r in never]
+    # and with all its usage, every request is fitted: none "not used" for the cut, each
+    # on the prompt it was sent (the last two without messages 1 and 2)
+    task = _cline_task(tmp_path / "cut", cut=True, drop_after=False)
+    found = rows(task)
+    assert sum(r["calls"] for r in found) == sum(r["recorded"] for r in found) \
+        == recorded([task]) == 6
+    assert not any(r["no_prompt"] for r in found)
+    assert [_fit(r) for r in found] != [_fit(r) for r in rows(SAMPLES / "cline-task")]

@@ -1,7 +1,10 @@
 """A null token count is no count, in every format that records usage: validate names it
-at its line (and its place, where the format has one), the call is set aside (out of the
-bill, the usage totals and calibration), and no command fails on it. So is a Gemini CLI
-reply whose `tokens` do not add up, and managed-agent usage is named by its own field."""
+at its line (and its place, where the format has one), and no command fails on it. One
+rule for every format: a null count of the prompt makes the prompt size unknown, so the
+call is set aside (out of the bill, the usage totals and calibration); a null count of
+the reply alone leaves the prompt size known, so the call is kept (billed, anchored on
+and fitted), its reply's size unknown. So is a Gemini CLI reply whose `tokens` do not
+add up named, and managed-agent usage by its own field."""
 
 from __future__ import annotations
 
@@ -67,13 +70,34 @@ def _one_call_set_aside(path: Path, honest: dict, problem: str, tmp_path: Path) 
     return checked.out
 
 
+def _one_call_kept(path: Path, source: Path, problem: str, tmp_path: Path) -> str:
+    """validate names `problem` (exit 1), a reply's null count; the call is kept, as the
+    `source` it was made from has it: in the usage totals (none set aside), in the bill,
+    and in calibrate's fit; every command still ends with a line; what validate printed."""
+    checked = ctxpack("validate", str(path))
+    assert checked.code == 1 and problem in checked.out, checked.out
+    assert "no output size" in problem and "the reply's size is unknown" in problem
+    files = [json.loads(ctxpack("stats", "--json", str(p)).out)["files"][0]
+             for p in (source, path)]
+    honest, usage = files[0]["usage"], files[1]["usage"]
+    assert usage["calls"] == honest["calls"] and "calls_set_aside" not in usage
+    assert usage["input_tokens"] == honest["input_tokens"]
+    assert files[1]["context"]["calls"] == files[0]["context"]["calls"] > 0
+    fits = [json.loads(ctxpack("calibrate", "--json", str(p)).out) for p in (source, path)]
+    assert [(f["calls"], f["recorded"], f["set_aside"]) for f in fits[1]] == \
+        [(f["calls"], f["recorded"], f["set_aside"]) for f in fits[0]]
+    _every_command_runs(path, tmp_path)
+    return checked.out
+
+
 def _every_command_runs(path: Path, tmp_path: Path) -> None:
     """stats, calibrate and compress (where the format is written) end with a line, not a
     traceback."""
     for args in (("stats", str(path)), ("calibrate", str(path)),
                  ("compress", str(path), "-o", str(tmp_path / "out"))):
         run = ctxpack(*args)
-        assert "Traceback" not in run.err + run.out, (args, run.err)
+        # (on stderr: what stats shows of a file's messages may quote one)
+        assert "Traceback" not in run.err, (args, run.err)
         assert run.code in (0, 1, 2), (args, run.code, run.err)
 
 
@@ -103,28 +127,89 @@ def test_a_null_cline_request_count_is_named_in_its_ui_log(tmp_path: Path) -> No
                         f"be true: tokensIn {NULL}", tmp_path)
 
 
-@pytest.mark.parametrize("field", ["input", "output"])
-def test_a_null_opencode_step_count_is_named_at_its_path(field: str, tmp_path: Path) -> None:
+def _cline_request(tmp_path: Path, field: str) -> tuple[Path, str]:
+    """The Cline sample task, its last request's `field` null; the task and its UI log
+    place of that request, as validate names it."""
+    task = tmp_path / "task"
+    shutil.copytree(SAMPLES / "cline-task", task)
+    ui = task / "ui_messages.json"
+    events = json.loads(ui.read_text())
+    started = [n for n, e in enumerate(events) if e.get("say") == "api_req_started"]
+    info = json.loads(events[started[-1]]["text"])
+    info[field] = None
+    events[started[-1]]["text"] = json.dumps(info)
+    ui.write_text(json.dumps(events))
+    return task, f"{ui}:1: event {started[-1]}"
+
+
+def test_a_null_cline_reply_count_keeps_the_call(tmp_path: Path) -> None:
+    task, at = _cline_request(tmp_path, "tokensOut")
+    _one_call_kept(task, SAMPLES / "cline-task", f"{at}: recorded usage with no output size: "
+                   f"tokensOut {NULL}; the reply's size is unknown", tmp_path)
+
+
+def _opencode_step(tmp_path: Path, field: str) -> tuple[Path, str]:
+    """The OpenCode sample, its last step's `tokens.field` null; the copy and that step's
+    place, as validate names it."""
     path = tmp_path / "session.json"
     session = json.loads((SAMPLES / "opencode" / "book-search.opencode.json").read_text())
-    honest = _usage(SAMPLES / "opencode" / "book-search.opencode.json")
     finish = _last(session, lambda d: d.get("type") == "step-finish")
     finish["tokens"][field] = None
     message = next(n for n, m in enumerate(session["messages"]) if finish in m["parts"])
     part = session["messages"][message]["parts"].index(finish)
     path.write_text(json.dumps(session, indent=2))
-    said = _one_call_set_aside(path, honest, f": messages[{message}].parts[{part}]: recorded "
-                               f"usage cannot be true: tokens.{field} {NULL}", tmp_path)
+    return path, f": messages[{message}].parts[{part}]: recorded usage "
+
+
+def _named_on_its_line(path: Path, said: str, field: str) -> None:
     line = int(said.split(f"{path}:")[1].split(":")[0])
     assert f'"{field}": null' in path.read_text().splitlines()[line - 1]
 
 
-@pytest.mark.parametrize("field", ["input", "cached", "output", "thoughts", "total"])
-def test_a_null_gemini_cli_reply_count_is_named(field: str, tmp_path: Path) -> None:
+def test_a_null_opencode_prompt_count_is_named_at_its_path(tmp_path: Path) -> None:
+    honest = _usage(SAMPLES / "opencode" / "book-search.opencode.json")
+    path, at = _opencode_step(tmp_path, "input")
+    said = _one_call_set_aside(path, honest, f"{at}cannot be true: tokens.input {NULL}",
+                               tmp_path)
+    _named_on_its_line(path, said, "input")
+
+
+@pytest.mark.parametrize("field", ["output", "reasoning"])
+def test_a_null_opencode_reply_count_keeps_the_step(field: str, tmp_path: Path) -> None:
+    path, at = _opencode_step(tmp_path, field)
+    said = _one_call_kept(path, SAMPLES / "opencode" / "book-search.opencode.json",
+                          f"{at}with no output size: tokens.{field} {NULL}; the reply's "
+                          "size is unknown", tmp_path)
+    _named_on_its_line(path, said, field)
+
+
+@pytest.mark.parametrize("field", ["input", "cached", "total"])
+def test_a_null_gemini_cli_prompt_count_is_named(field: str, tmp_path: Path) -> None:
     honest = _usage(SAMPLES / "plateau-fix.gemini-cli.jsonl")
     path, line = _gemini_cli(tmp_path, lambda tokens: tokens.update({field: None}))
     _one_call_set_aside(path, honest, f"{path}:{line}: recorded usage cannot be true: "
                         f"tokens.{field} {NULL}", tmp_path)
+
+
+@pytest.mark.parametrize("field", ["output", "thoughts"])
+def test_a_null_gemini_cli_reply_count_keeps_the_call(field: str, tmp_path: Path) -> None:
+    path, line = _gemini_cli(tmp_path, lambda tokens: tokens.update({field: None}))
+    _one_call_kept(path, SAMPLES / "plateau-fix.gemini-cli.jsonl", f"{path}:{line}: recorded "
+                   f"usage with no output size: tokens.{field} {NULL}; the reply's size is "
+                   "unknown", tmp_path)
+
+
+def test_a_null_mini_swe_agent_reply_count_keeps_the_call(tmp_path: Path) -> None:
+    source = SAMPLES / "bugfix.mini-swe-agent.traj.json"
+    document = json.loads(source.read_text())
+    usage = _last(document, lambda d: "completion_tokens" in d)
+    usage["completion_tokens"] = None
+    path = tmp_path / "run.traj.json"
+    path.write_text(json.dumps(document, indent=2))
+    reply = len(document["messages"]) - 1 - next(
+        n for n, m in enumerate(reversed(document["messages"])) if m.get("role") == "assistant")
+    _one_call_kept(path, source, f": messages[{reply}]: recorded usage with no output size: "
+                   f"completion_tokens {NULL}; the reply's size is unknown", tmp_path)
 
 
 def test_gemini_thoughts_past_the_total_are_named(tmp_path: Path) -> None:
@@ -162,26 +247,37 @@ def test_a_null_gemini_stream_total_sets_the_run_totals_aside(tmp_path: Path) ->
     _every_command_runs(path, tmp_path)
 
 
-@pytest.mark.parametrize("field", ["prompt_tokens", "completion_tokens"])
-def test_a_null_openhands_usage_count_is_named_with_its_entry(field: str, tmp_path: Path
-                                                               ) -> None:
-    source = SAMPLES / "openhands" / "env-flags.openhands.jsonl"
-    honest = _usage(source)
-    records = _jsonl(source)
+def _openhands(tmp_path: Path, field: str) -> tuple[Path, str]:
+    """The OpenHands sample, its last usage entry's `field` null; the copy and the
+    entry's path, as validate names it."""
+    records = _jsonl(SAMPLES / "openhands" / "env-flags.openhands.jsonl")
     usages = records[0]["metrics"]["token_usages"]
-    prompt = usages[-1]["prompt_tokens"]
     usages[-1][field] = None
     path = tmp_path / "output.jsonl"
     _write_jsonl(path, records)
+    return path, f"metrics.token_usages[{len(usages) - 1}].{field} {NULL}"
+
+
+def test_a_null_openhands_prompt_count_is_named_with_its_entry(tmp_path: Path) -> None:
+    source = SAMPLES / "openhands" / "env-flags.openhands.jsonl"
+    honest = _usage(source)
+    prompt = _jsonl(source)[0]["metrics"]["token_usages"][-1]["prompt_tokens"]
+    path, named = _openhands(tmp_path, "prompt_tokens")
     checked = ctxpack("validate", str(path))
-    assert checked.code == 1 and (
-        f"{path}:1: recorded usage cannot be true: metrics.token_usages[{len(usages) - 1}]."
-        f"{field} {NULL}") in checked.out
+    assert checked.code == 1 and f"{path}:1: recorded usage cannot be true: {named}" \
+        in checked.out
     usage = _usage(path)
     assert usage["calls_set_aside"] == 1
-    # (its prompt out of the totals, whichever count of it is null)
+    # (its prompt out of the totals)
     assert usage["input_tokens"] == honest["input_tokens"] - prompt
     _every_command_runs(path, tmp_path)
+
+
+def test_a_null_openhands_reply_count_keeps_the_call(tmp_path: Path) -> None:
+    path, named = _openhands(tmp_path, "completion_tokens")
+    _one_call_kept(path, SAMPLES / "openhands" / "env-flags.openhands.jsonl",
+                   f"{path}:1: recorded usage with no output size: {named}; the reply's size "
+                   "is unknown", tmp_path)
 
 
 def test_a_null_cache_count_beside_a_whole_openhands_prompt_is_none(tmp_path: Path) -> None:

@@ -593,18 +593,15 @@ def models(
     console.print(figures)
 
 
-# why calls whose usage a file records are not fitted (`calibration.calls_of_no_prompt`)
-NO_PROMPT = ("made before an older compaction than the newest or a cut to fit the window, "
-             "off the branch, at no place the file names, or with no message before "
-             "their reply: their prompts are not messages it holds")
 # what each count of calls a fit leaves out says of them (`calibration.Fitted`), in the
-# order the lines under the table give them
+# order the lines under the table give them; the calls made on no prompt the file holds
+# (`no_prompt`) get a line for each reason (`Fitted.no_prompt_why`), "not used, " and it
 LEFT_OUT = {
     "left_out": ("left out, as the bill passes them over: far below the count of their "
                  "prompts, below it where the agent is known to send more, or before such "
                  "calls without growing with the messages (made up, or of an agent that cut "
                  "old outputs itself)"),
-    "no_prompt": f"not used, {NO_PROMPT}",
+    "no_prompt": "not used, ",
     "no_size": "not used, recording no prompt size (a prompt of 0 tokens)",
     "set_aside": ("set aside, their recorded usage cannot be true (validate names each at "
                   "its line)"),
@@ -692,8 +689,10 @@ def calibrate(
         console.print(out)
         # what the table does not hold, each call a file records that no fit took, by why:
         # wrapped to the terminal's width, as the table is
-        notes = [f"{f.label}: {counted(getattr(f, why), 'call')} {words}"
-                 for why, words in LEFT_OUT.items() for f in fitted if getattr(f, why)]
+        notes = [f"{f.label}: {counted(n, 'call')} {words}{reason}"
+                 for why, words in LEFT_OUT.items() for f in fitted if getattr(f, why)
+                 for reason, n in (f.no_prompt_why.items() if why == "no_prompt"
+                                   else [("", getattr(f, why))])]
         if not write_config:  # (--write-config says it for each fit it does not write)
             notes += [f"* {f.label}: {f.untrusted}" for f in fitted if f.untrusted]
         for note in notes:

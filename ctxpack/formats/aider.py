@@ -38,7 +38,15 @@ from decimal import Decimal
 from typing import Any
 
 from ..recorded import dollars, summed, wrong_counts
-from ..transcript import Message, RecordedCall, Text, Thinking
+from ..transcript import (
+    CLEARED,
+    EDITOR,
+    NO_PLACE,
+    Message,
+    RecordedCall,
+    Text,
+    Thinking,
+)
 from .base import NOT_WRITTEN, Layout, RecordError, measure
 
 START = "# aider chat started at"
@@ -247,7 +255,7 @@ class AiderReader:
                     self.why["before a /clear or /reset"] = None
                 self.context = [n for n in self.context if n < run_start]
                 # (the calls of the chat cleared: their prompts are gone, their usage not)
-                self.unbilled += [replace(c, prompt=0) for c in self.replies
+                self.unbilled += [replace(c, prompt=0, unplaced=CLEARED) for c in self.replies
                                   if c.prompt >= run_start]
                 self.replies = [c for c in self.replies if c.prompt < run_start]
                 self.editor, self.reply = False, None
@@ -302,7 +310,8 @@ class AiderReader:
                           cache_read_tokens=usage.get("cache hit", 0),
                           cache_creation_tokens=usage.get("cache write", 0),
                           cost_usd=usage.get("cost", 0)),
-            problem=f"'> Tokens:' {wrong}" if wrong else "", at=line)
+            problem=f"'> Tokens:' {wrong}" if wrong else "", at=line,
+            unplaced="" if chat else EDITOR if self.editor else NO_PLACE)
         (self.replies if chat else self.unbilled).append(call)
 
     def finish(self) -> tuple[list[Message], Layout]:

@@ -15,6 +15,7 @@ from ..jsonl import dumps, json_kind
 from ..recorded import (
     RUN_BOUND,
     SetAside,
+    no_output,
     null_counts,
     summed,
     with_run_totals,
@@ -24,6 +25,7 @@ from ..recorded import (
 )
 from ..transcript import (
     META_KEY,
+    OLDER,
     SUMMARY_HEADING,
     Image,
     Message,
@@ -382,8 +384,7 @@ class UsageTally:
                                         "(a null is no count); left out", readable=False))
             return
         if nulls := null_counts(usage, _USAGE_FIELDS[3:], f"{self.field}."):
-            self.nulls.append((line, f"recorded usage with no output size: {nulls} (a null "
-                                     "is no count); the reply's size is unknown"))
+            self.nulls.append((line, no_output(nulls)))
         if line:
             self.lines.setdefault(key, line)
         new = [number(usage.get(f)) for f in _USAGE_FIELDS]
@@ -633,8 +634,8 @@ class AnthropicReader:
             usage = {**with_run_totals(usage, self.totals), "source": source}
         # the calls made on the context the newest compaction summarized, and those before
         # an older one, which no context the file holds measures (at the line of each reply)
-        unplaced = [replace(c, prompt=0, at=c.at or self.line_of.get(older[c.prompt], 0))
-                    for c in self.tally.recorded(older, self.replies)]
+        unplaced = [replace(c, prompt=0, at=c.at or self.line_of.get(older[c.prompt], 0),
+                            unplaced=OLDER) for c in self.tally.recorded(older, self.replies)]
         return rest, Layout(context, self.side, self.init_model or self.last_model, usage,
                             calls=self.tally.recorded(context, self.replies),
                             earlier=earlier,

@@ -16,7 +16,12 @@ from typing import Any, Protocol, TypeVar
 
 from ..jsonl import json_kind
 from ..recorded import SetAside, whole
-from ..transcript import Message, RecordedCall, Text
+from ..transcript import (
+    OLDER,
+    Message,
+    RecordedCall,
+    Text,
+)
 
 P = TypeVar("P")
 
@@ -113,6 +118,10 @@ class Layout:
     # messages on them until a call is recorded after the compaction
     earlier: list[int] = field(default_factory=list)
     earlier_calls: list[RecordedCall] = field(default_factory=list)
+    # the contexts before each older compaction than the newest, newest first, in model
+    # order, each with the calls made on it (their `prompt` a place in it): no bill
+    # measures them, but calibrate fits each call on the prompt it was sent
+    older: list[tuple[list[int], list[RecordedCall]]] = field(default_factory=list)
     # the calls the usage totals hold whose replies are in neither `context` nor `earlier`
     # (made before an older compaction, off the branch, before a cut to fit the window, on a
     # chat cleared since, by a sub-agent the file tells only by its usage (Aider's editor
@@ -123,6 +132,9 @@ class Layout:
     # recorded calls that cannot be true, taken out of `calls` and `earlier_calls` (see
     # ctxpack.recorded)
     set_aside: list[SetAside] = field(default_factory=list)
+    # recorded calls kept whose reply's size their usage writes as null (see
+    # ctxpack.recorded.unsized): named by validate, their prompt sizes used
+    unsized: list[SetAside] = field(default_factory=list)
     # requests the file records as failed (a batch output's error for a request), each
     # at its line with what the provider said: no message, no usage
     failed: list[tuple[int, str]] = field(default_factory=list)
@@ -633,8 +645,10 @@ def joined(sessions: list[tuple[int, Layout]], problems: list[tuple[int, str]]) 
         if k == len(sessions) - 1:
             out.earlier = [start + n for n in lay.earlier]
             out.earlier_calls = lay.earlier_calls
+            out.older = [([start + n for n in held], calls) for held, calls in lay.older]
         else:
-            out.unbilled_calls += [replace(c, prompt=0) for c in lay.earlier_calls]
+            out.unbilled_calls += [replace(c, prompt=0, unplaced=OLDER) for c in
+                                   (*lay.earlier_calls, *(c for _, cs in lay.older for c in cs))]
         out.set_aside += lay.set_aside
         out.failed += lay.failed
         out.problems += lay.problems

@@ -16,7 +16,12 @@ import uuid
 from dataclasses import replace
 from typing import Any
 
-from ..transcript import META_KEY, Message, RecordedCall
+from ..transcript import (
+    META_KEY,
+    OFF_BRANCH,
+    Message,
+    RecordedCall,
+)
 from .anthropic import (
     COMPRESS_TRIGGER,
     SYNTHETIC_MODEL,
@@ -208,8 +213,18 @@ class ClaudeCodeReader:
         who = "main chain" if main else "sub-agent"
         usage = tally.summary(f"assistant message.usage, once per message.id ({who})", last)
         model = self.models.get(not main)
-        # the chain the newest compaction summarized, and the calls made on it
-        earlier = self._context(self.before[root])[0] if root in self.before else []
+        # the chain the newest compaction summarized, and the calls made on it; and the
+        # chain each older one summarized, to the first (each ends where the next begins)
+        chains: list[list[int]] = []
+        start, seen = root, {root}
+        while start in self.before:
+            held, start = self._context(self.before[start])
+            if start in seen:  # (a boundary naming a message after it: no older chain)
+                break
+            seen.add(start)
+            chains.append(held)
+        earlier = chains[0] if chains else []
+        older = [(held, tally.recorded(held, self.call_of)) for held in chains[1:]]
         calls = tally.recorded(context, self.call_of)
         if root in self.left and not any(c.billed for c in calls):
             # no call made since compress compacted the session: the context as it left
@@ -218,8 +233,10 @@ class ClaudeCodeReader:
             calls.append(RecordedCall(len(context), size, 0, model, at=line, stated=True))
         return rest, Layout(context, self.side if main else [], model, usage,
                             calls=calls, earlier=earlier,
-                            earlier_calls=tally.recorded(earlier, self.call_of),
-                            unbilled_calls=self._unplaced(tally, {*context, *earlier}, not main),
+                            earlier_calls=tally.recorded(earlier, self.call_of), older=older,
+                            unbilled_calls=self._unplaced(
+                                tally, {*context, *earlier, *(n for h in chains for n in h)},
+                                not main),
                             set_aside=tally.unread, problems=[*self.problems, *tally.nulls],
                             restated=self.restated)
 
@@ -235,7 +252,7 @@ class ClaudeCodeReader:
             if (n in sides) == side and key not in keys:
                 keys.add(key)
                 rest.append(n)
-        return [replace(c, prompt=0, at=self.line_of.get(rest[c.prompt], 0))
+        return [replace(c, prompt=0, at=self.line_of.get(rest[c.prompt], 0), unplaced=OFF_BRANCH)
                 for c in tally.recorded(rest, self.call_of)]
 
     def _context(self, leaf: str | None) -> tuple[list[int], str | None]:

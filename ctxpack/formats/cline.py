@@ -51,13 +51,23 @@ import os
 import re
 from collections.abc import Container
 from dataclasses import replace
-from typing import Any
+from typing import Any, NamedTuple
 
 from ..errors import InputError
 from ..jsonl import item_lines, json_kind, loads, parse_document
-from ..recorded import SetAside, Summed, dollars, summed, wrong_costs, wrong_counts
+from ..recorded import (
+    SetAside,
+    Summed,
+    dollars,
+    null_counts,
+    summed,
+    wrong_costs,
+    wrong_counts,
+)
 from ..render import counted
 from ..transcript import (
+    CUT,
+    NO_PLACE,
     Image,
     Message,
     Part,
@@ -183,7 +193,24 @@ def is_ui_log(value: Any) -> bool:
 
 
 _REQUEST_COUNTS = ("tokensIn", "tokensOut", "cacheWrites", "cacheReads")  # of a request
+_PROMPT_COUNTS = ("tokensIn", "cacheWrites", "cacheReads")  # what its prompt size rests on
 _METRICS = ("prompt", "completion", "cached")  # of a history message's `metrics.tokens`
+
+
+class Wrong(NamedTuple):
+    """What a call's usage records that no count or cost can be (`counts`, `costs`, as
+    `recorded.wrong_counts` and `wrong_costs` name them: the call is set aside), and the
+    count of its reply it writes as null (`unsized`, as `null_counts` names it: the call
+    is kept, its reply's size unknown)."""
+
+    counts: str
+    costs: str
+    unsized: str = ""
+
+    @property
+    def any(self) -> bool:
+        """Whether the call is wrong (a count or cost no value can be)."""
+        return bool(self.counts or self.costs)
 
 
 class RequestUsage:
@@ -277,10 +304,12 @@ def unread_usage(events: list[int], data: bytes | None, first: int, file: str = 
             for n in events]
 
 
-def request_wrong(info: dict[str, Any]) -> tuple[str, str]:
+def request_wrong(info: dict[str, Any]) -> Wrong:
     """The counts of the usage `info` of an `api_req_started` event that no token count
-    can be, and its cost where no cost can be (a string, a negative number)."""
-    return wrong_counts(info, _REQUEST_COUNTS, nulls=_REQUEST_COUNTS), wrong_costs(info, ("cost",))
+    can be (a null prompt count among them), its cost where no cost can be (a string, a
+    negative number), and its reply's count where it is null (see `Wrong`)."""
+    return Wrong(wrong_counts(info, _REQUEST_COUNTS, nulls=_PROMPT_COUNTS),
+                 wrong_costs(info, ("cost",)), null_counts(info, ("tokensOut",)))
 
 
 def _json(text: str) -> Any:
@@ -312,6 +341,33 @@ def deleted_range(events: list[Any]) -> range:
                 isinstance(n, int) and not isinstance(n, bool) for n in pair):
             return range(pair[0], pair[1] + 1)
     return range(0)
+
+
+def sent_before_cut(made: list[Made], since: int, events: list[Any], position: list[int],
+                    kept: list[int]) -> list[tuple[list[int], list[Made]]]:
+    """The calls of `made` sent before the newest cut to fit the window (at event `since`
+    or before), grouped by the cut in force when each was sent (the range of history
+    messages Cline no longer sent then: as with the newest cut (see `cut_at`), a request
+    is sent without the range the next request's event is the first to carry, so each
+    is of the range the next request carries, none before the first), each group with
+    the messages it was sent on: those of `kept` (in order; `position` gives each one's
+    history index) less that range. The file holds them, so each such call is fitted on
+    the prompt it was sent (its reply one of them)."""
+    requests = [n for n, e in enumerate(events)
+                if isinstance(e, dict) and e.get("say") == "api_req_started"]
+    carried, cut = {}, range(0)
+    for n, e in enumerate(events):
+        cut = deleted_range([e]) or cut
+        carried[n] = cut
+    later = dict(zip(requests, requests[1:], strict=False))
+    groups: dict[range, list[Made]] = {}
+    for m in made:
+        n = m[2]
+        cut = carried[later[n]] if n in later else carried.get(n, range(0))
+        if n <= since and m[0] is not None and m[0] in kept and position[m[0]] not in cut:
+            groups.setdefault(cut, []).append(m)
+    return [([k for k in kept if position[k] not in cut], group)
+            for cut, group in groups.items()]
 
 
 def cut_at(events: list[Any], gone: range) -> int:
@@ -374,7 +430,7 @@ def _prompt(added: Summed) -> int:
 
 
 # what a call `made` is, as `recorded` takes it
-Made = tuple[int | None, Summed, int, str | None, tuple[str, str]]
+Made = tuple[int | None, Summed, int, str | None, Wrong]
 
 
 def recorded(context: list[int], made: list[Made], since: int,
@@ -395,16 +451,18 @@ def recorded(context: list[int], made: list[Made], since: int,
     where = sorted(context)
 
     def call(reply: int | None, added: Summed, n: int, model: str | None,
-             wrong: tuple[str, str], placed: bool) -> RecordedCall:
+             wrong: Wrong, placed: bool) -> RecordedCall:
         known = lines if placed or before is None else before
         at = {} if placed and lines is None else {
             "at": (known or {}).get(n, 0 if placed else first), "place": item.format(n),
             "file": file}
         return RecordedCall(bisect.bisect_left(where, reply) if reply is not None and placed
                             else 0, _prompt(added),
-                            None, model, problem=wrong[0], costs=wrong[1], summed=added, **at)
+                            None, model, problem=wrong.counts, costs=wrong.costs,
+                            summed=added, unsized=wrong.unsized,
+                            unplaced="" if placed else NO_PLACE if reply is None else CUT, **at)
 
-    calls = [m for m in made if _prompt(m[1]) > 0 or any(m[4])]
+    calls = [m for m in made if _prompt(m[1]) > 0 or m[4].any]
     placed = [m[0] is not None and m[2] > since for m in calls]
     return ([call(*m, placed=True) for m, p in zip(calls, placed, strict=True) if p],
             [call(*m, placed=False) for m, p in zip(calls, placed, strict=True) if not p])
@@ -615,10 +673,12 @@ class ClineHistoryReader:
                 self.model = model or self.model
                 metrics = _dict(d.get("metrics"))
                 added = self.metrics.add(_metrics(metrics))
-                wrong = (wrong_counts(_dict(metrics.get("tokens")), _METRICS,
-                                      "metrics.tokens.", nulls=_METRICS),
-                         wrong_costs(metrics, ("cost",), "metrics."))
-                if added and (_prompt(added) or any(wrong)):
+                tokens = _dict(metrics.get("tokens"))
+                wrong = Wrong(wrong_counts(tokens, _METRICS, "metrics.tokens.",
+                                           nulls=("prompt", "cached")),
+                              wrong_costs(metrics, ("cost",), "metrics."),
+                              null_counts(tokens, ("completion",), "metrics.tokens."))
+                if added and (_prompt(added) or wrong.any):
                     self.made.append((len(self.messages), added, index, model or self.model,
                                       wrong))
                 self.messages.append(Message("assistant", parts, (line,), d, model=model))
@@ -671,6 +731,7 @@ class ClineHistoryReader:
         events, data, why = self._ui_events()
         made, since = self.made, -1
         at: dict[int, int] | None = None  # the sibling's events' lines, if it is read
+        then: list[tuple[list[int], list[Made]]] = []  # (see `sent_before_cut`)
         if events is not None:
             tally = RequestUsage()
             made = []
@@ -684,7 +745,7 @@ class ClineHistoryReader:
                     e.get("say") == "api_req_started" else {}
                 added = tally.add(info)
                 wrong = request_wrong(info)
-                call = added and (_prompt(added) or any(wrong))
+                call = added and (_prompt(added) or wrong.any)
                 if not call:
                     continue
                 asked = e.get("conversationHistoryIndex")
@@ -707,6 +768,8 @@ class ClineHistoryReader:
             # what Cline cut from the history to fit the window is not sent any more
             gone = deleted_range(events)
             since = cut_at(events, gone)
+            then = sent_before_cut(made, since, events, self.position, [
+                n for n in range(len(self.messages)) if n not in self.archived])
             self.archived.update(n for n, i in enumerate(self.position) if i in gone)
         else:
             # (a sibling read past is said where no metrics are read either)
@@ -716,12 +779,16 @@ class ClineHistoryReader:
                 # the calls before the newest are of a context condensed or cut since
                 since = made[-1][2] - (made[-1][0] not in self.archived) if made else -1
         context = [n for n in range(len(self.messages)) if n not in self.archived]
-        calls, before = recorded(context, made, since, at, self.sibling or "", *(
+        taken = {id(m) for _, group in then for m in group}
+        calls, before = recorded(context, [m for m in made if id(m) not in taken], since, at,
+                                 self.sibling or "", *(
             () if events is not None else
             ("message {}", event_lines([n for _, _, n, _, _ in made], self.data, self.line),
              self.line)))
+        older = [(held, recorded(held, group, -1, at, self.sibling or "")[0])
+                 for held, group in then]
         return [], Layout(context, model=self.model, usage=usage, calls=calls,
-                          unbilled_calls=before, set_aside=self.unread,
+                          older=older, unbilled_calls=before, set_aside=self.unread,
                           outside_why="condensed into a summary, or cut to fit the window",
                           problems=self.problems, notes=self.notes)
 
@@ -758,6 +825,7 @@ class ClineUiReader:
         self.model: str | None = None
         self.usage = RequestUsage()
         self.made: list[Made] = []  # as `recorded` takes them
+        self.events: list[Any] = []  # the log's events, as read
         self.since = -1
         self.items = Items("event {}")
         self.unread: list[int] = []  # the requests whose usage cannot be read
@@ -829,7 +897,7 @@ class ClineUiReader:
                         (line,), e, human=human))
                     self.position.append(asked + 1)
                     first = False
-                if added and (_prompt(added) or any(wrong)):  # its prompt: all to its reply
+                if added and (_prompt(added) or wrong.any):  # its prompt: all to its reply
                     self.made.append((len(self.messages), added, n, self.model, wrong))
             elif e["type"] == "say" and text and not requested and not task and \
                     kind in ("task", "text"):
@@ -858,6 +926,7 @@ class ClineUiReader:
         close([])
         self.gone = deleted_range(record)
         self.since = cut_at(record, self.gone)
+        self.events = record
         return self.messages[begin:]
 
     def finish(self) -> tuple[list[Message], Layout]:
@@ -866,8 +935,12 @@ class ClineUiReader:
         early = {m for m, _ in self.early}
         cut = [n for n, i in enumerate(self.position) if i in self.gone and n not in early]
         context = [n for n in range(len(self.messages)) if n not in early and n not in cut]
-        calls, before = recorded(context, self.made, self.since, event_lines(
-            [n for _, _, n, _, _ in self.made], self.data, self.line), first=self.line)
+        at = event_lines([n for _, _, n, _, _ in self.made], self.data, self.line)
+        then = sent_before_cut(self.made, self.since, self.events, self.position,
+                               [n for n in range(len(self.messages)) if n not in early])
+        taken = {id(m) for _, group in then for m in group}
+        calls, before = recorded(context, [m for m in self.made if id(m) not in taken],
+                                 self.since, at, first=self.line)
         lines = event_lines([n for _, n in self.early], self.data, self.line)
         problems = [(lines.get(n, self.line), f"event {n}: a reply shown before the first "
                      "request (no request of the log asked for it): kept outside the context")
@@ -877,6 +950,8 @@ class ClineUiReader:
         return [], Layout(context, model=self.model,
                           usage=self.usage.summary("api_req_started events"),
                           calls=calls, unbilled_calls=before,
+                          older=[(held, recorded(held, group, -1, at, first=self.line)[0])
+                                 for held, group in then],
                           set_aside=unread_usage(self.unread, self.data, self.line),
                           outside_why="; ".join(why) or "cut to fit the window",
                           problems=problems)

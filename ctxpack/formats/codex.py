@@ -281,6 +281,9 @@ class CodexReader:
         # reasoning was sent encrypted in it: those calls measured what is sent besides
         # the messages until one is made after it (see calibration.bill)
         self.earlier: list[int] = []
+        # the contexts before older compactions that had calls, oldest first, and whether
+        # reasoning was sent encrypted in each (as `earlier` and `earlier_encrypted`)
+        self.older: list[tuple[list[int], bool]] = []
         self.earlier_encrypted = False
         self.compacted = False  # no reply since the newest compaction
 
@@ -357,6 +360,8 @@ class CodexReader:
                    payload: dict[str, Any]) -> list[Message]:
         replies = {n for n, _, _ in self.recorded}
         if any(n in replies for n in self.window):  # (else the one before stands)
+            if self.earlier:  # (made older by this compaction: calibrate still fits it)
+                self.older.append((self.earlier, self.earlier_encrypted))
             self.earlier = ([] if self.system is None else [self.system]) + self.window
             self.earlier_encrypted = bool(self.encrypted_items)
         replaced = list(zip(self.window, self.said, strict=True))
@@ -541,17 +546,18 @@ class CodexReader:
                           earlier=self.earlier,
                           earlier_calls=self._calls_on(self.earlier, self.earlier_encrypted,
                                                        model),
+                          older=[(held, self._calls_on(held, encrypted, model))
+                                 for held, encrypted in reversed(self.older)],
                           unbilled_calls=older, set_aside=self.unread,
                           problems=sorted([*problems, *self.nulls]),
                           restated=self.restated)
 
     def _older(self, context: list[int], model: str | None) -> list[RecordedCall]:
-        """The calls told of whose replies are neither in `context` nor in the context
-        before the newest compaction that had calls: made before an older compaction, or
-        with no reply the file holds (an event with new values and no reply since the call
-        before, or one told of ahead of a reply never written), they are of the usage
-        totals only."""
-        placed = {*context, *self.earlier}
+        """The calls told of whose replies are in no context the file holds (`context`, and
+        those before each compaction that had calls): told of with no reply the file holds
+        (an event with new values and no reply since the call before, or one told of ahead
+        of a reply never written), they are of the usage totals only."""
+        placed = {*context, *self.earlier, *(n for held, _ in self.older for n in held)}
         replied = {id(t): reply_model for n, reply_model, t in self.recorded}
         on = {id(t) for n, _, t in self.recorded if n in placed}
         return [RecordedCall(0, t.billed, t.output, replied.get(id(t)) or told or model,

@@ -46,9 +46,19 @@ from pathlib import Path
 from typing import Any
 
 from ..jsonl import dumps, json_kind
-from ..recorded import RUN_BOUND, SetAside, Summed, summed, whole, wrong_counts, wrong_totals
+from ..recorded import (
+    RUN_BOUND,
+    SetAside,
+    Summed,
+    null_counts,
+    summed,
+    whole,
+    wrong_counts,
+    wrong_totals,
+)
 from ..transcript import (
     META_KEY,
+    REWOUND,
     Image,
     Message,
     Part,
@@ -307,6 +317,7 @@ _TOKEN_FIELDS = ("input", "output", "cached", "thoughts", "tool")  # of a reply'
 # its cached input is part of `input`; its `total` is input, output, thoughts and tool
 _ADDED = ("input", "output", "thoughts", "tool")
 _WRITTEN = (*_TOKEN_FIELDS, "total")  # every count the CLI writes of a reply
+_REPLY = ("output", "thoughts")  # the counts of the reply itself, not of its prompt
 _TOKEN_PARTS = (("cached", "input"), *((f, "total") for f in _ADDED))
 
 
@@ -335,19 +346,25 @@ class _Tokens:
 
     def __init__(self) -> None:
         self.replies: dict[str, dict[str, int]] = {}
-        # each reply's model, the counts of its `tokens` no token count can be, and its line
-        self.checked: dict[str, tuple[str | None, str, int]] = {}
+        # each reply's model, the counts of its `tokens` no token count can be, its line,
+        # and the counts of the reply itself written as null (see RecordedCall.unsized)
+        self.checked: dict[str, tuple[str | None, str, int, str]] = {}
 
     def add(self, key: str, tokens: Any, model: str | None, line: int) -> None:
         if isinstance(tokens, dict):
             self.replies[key] = {k: number(tokens.get(k)) for k in _TOKEN_FIELDS}
             wrong = wrong_counts(tokens, _WRITTEN, "tokens.", parts=_TOKEN_PARTS,
-                                 nulls=_WRITTEN) or _unadded(tokens)
-            self.checked[key] = (model, wrong, line)
+                                 nulls=[f for f in _WRITTEN if f not in _REPLY]) \
+                or _unadded(tokens)
+            self.checked[key] = (model, wrong, line, null_counts(tokens, _REPLY, "tokens."))
 
     def wrong(self, key: str) -> str:
         """The counts of the reply `key` no token count can be ("": none)."""
         return self.checked[key][1] if key in self.checked else ""
+
+    def unsized(self, key: str) -> str:
+        """The counts of the reply `key` itself written as null ("": none)."""
+        return self.checked[key][3] if key in self.checked else ""
 
     def uncalled(self, called: set[str]) -> list[RecordedCall]:
         """The replies the summary holds but for those of `called` (the calls of the
@@ -355,7 +372,7 @@ class _Tokens:
         of thoughts alone): judged alone, as a compacted context's are."""
         return [RecordedCall(0, v["input"], None, self.checked[key][0],
                              problem=self.checked[key][1], at=self.checked[key][2],
-                             summed=self.added(key))
+                             summed=self.added(key), unsized=self.unsized(key), unplaced=REWOUND)
                 for key, v in self.replies.items() if key not in called]
 
     def added(self, key: str) -> Summed:
@@ -400,7 +417,7 @@ class GeminiChatReader:
         self.tokens = _Tokens()
         # reply number: its input, model, the counts of its `tokens` no count can be, and
         # what they added to the summary
-        self.prompts: dict[int, tuple[int, str | None, str, Summed, str]] = {}
+        self.prompts: dict[int, tuple[int, str | None, str, Summed, str, str]] = {}
         self.model: str | None = None
         self.anonymous = 0
         self.replacing = False
@@ -517,7 +534,8 @@ class GeminiChatReader:
             if (billed or wrong) and sent and not self.replacing:
                 # `input`: the prompt before this reply
                 self.prompts[sent[0]] = (billed, model or self.model, wrong,
-                                         self.tokens.added(ident), ident)
+                                         self.tokens.added(ident), ident,
+                                         self.tokens.unsized(ident))
         return messages
 
     def _rewind(self, ident: str, line: int) -> None:
@@ -557,7 +575,8 @@ class GeminiChatReader:
                 answered |= self.answers.get(n, set()) | (echo or set())
                 context.append(n)
         calls = [RecordedCall(i, self.prompts[n][0], None, self.prompts[n][1],
-                              problem=self.prompts[n][2], summed=self.prompts[n][3])
+                              problem=self.prompts[n][2], summed=self.prompts[n][3],
+                              unsized=self.prompts[n][5])
                  for i, n in enumerate(context) if n in self.prompts]
         called = {self.prompts[n][4] for n in context if n in self.prompts}
         return [], Layout(context, model=self.model, usage=self.tokens.summary(), calls=calls,

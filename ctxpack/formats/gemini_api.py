@@ -36,7 +36,7 @@ from dataclasses import replace
 from typing import Any
 
 from ..jsonl import json_kind
-from ..recorded import Summed, shown, summed, wrong_counts
+from ..recorded import Summed, null_counts, shown, summed, wrong_counts
 from ..transcript import Message, Part, RecordedCall, Text, ToolResult
 from .base import NOT_WRITTEN, Layout, RecordError, number, string_field
 from .gemini import Links, _parts, linked_parts, refused_part
@@ -236,15 +236,18 @@ class _Usage:
     def __init__(self) -> None:
         self.calls: list[dict[str, int]] = []
 
-    def add(self, meta: Any) -> tuple[int, str, Summed]:
+    def add(self, meta: Any) -> tuple[int, str, str, Summed]:
         """Keep one response's usage; its prompt's size (0 if it states none), the counts
-        of it that no token count can be, and what it adds to the summary."""
+        of it that no token count can be (a null prompt count among them), the counts of
+        its reply written as null (see RecordedCall.unsized), and what it adds to the
+        summary."""
         if not isinstance(meta, dict):
-            return 0, "", ()
+            return 0, "", "", ()
         c = {k: number(meta.get(k)) for k in _COUNTS}
         self.calls.append(c)
         return c["promptTokenCount"], wrong_counts(meta, (*_COUNTS, "totalTokenCount"),
-                                                   "usageMetadata.", nulls=_COUNTS[:2]), summed(
+                                                   "usageMetadata.", nulls=_COUNTS[:1]), \
+            null_counts(meta, _COUNTS[1:2], "usageMetadata."), summed(
             input_tokens=c["promptTokenCount"],
             output_tokens=c["candidatesTokenCount"] + c["thoughtsTokenCount"],
             cache_read_tokens=c["cachedContentTokenCount"],
@@ -323,7 +326,7 @@ class GeminiApiReader:
                conversation: int, links: Links) -> list[Message]:
         """The reply a logged response holds (its first candidate), and its usage as a
         call whose prompt is the request."""
-        billed, wrong, added = self.usage.add(response.get("usageMetadata"))
+        billed, wrong, unsized, added = self.usage.add(response.get("usageMetadata"))
         candidates = response.get("candidates")
         first = candidates[0] if isinstance(candidates, list) and candidates else None
         content = first.get("content") if isinstance(first, dict) else None
@@ -333,7 +336,7 @@ class GeminiApiReader:
         reply = [replace(m, raw=content, model=model) for m in reply]
         if billed or wrong:
             self.calls.append(RecordedCall(self.count + before, billed, None, model,
-                                           problem=wrong, summed=added))
+                                           problem=wrong, summed=added, unsized=unsized))
         return reply
 
     def finish(self) -> tuple[list[Message], Layout]:

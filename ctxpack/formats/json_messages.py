@@ -14,7 +14,7 @@ from typing import Any
 
 from ..jsonl import item_lines, json_kind
 from ..models import DEFAULT_MODEL
-from ..recorded import RUN_BOUND, SetAside, summed, wrong_counts, wrong_totals
+from ..recorded import RUN_BOUND, SetAside, null_counts, summed, wrong_counts, wrong_totals
 from ..transcript import Message, RecordedCall, ToolResult
 from .base import Layout, RecordError, number
 from .openai import OpenAIEditor, message_from_dict, sniff_message
@@ -107,13 +107,14 @@ def _calls(messages: list[dict[str, Any]], first: int) -> list[RecordedCall]:
         if d.get("role") != "assistant" or not isinstance(usage, dict):
             continue
         billed, wrong = number(usage.get("prompt_tokens")), wrong_counts(usage, _COUNTS,
-                                                                          nulls=_COUNTS[:2])
+                                                                          nulls=_COUNTS[:1])
         output = number(usage.get("completion_tokens"))
         if billed > 0 or output or wrong:  # (a prompt of 0 with a reply: judged too)
             model = response.get("model")  # type: ignore[union-attr]
             out.append(RecordedCall(n, billed, output or None,
                                     model if isinstance(model, str) else None, problem=wrong,
-                                    summed=summed(input_tokens=billed, output_tokens=output)))
+                                    summed=summed(input_tokens=billed, output_tokens=output),
+                                    unsized=null_counts(usage, _COUNTS[1:2])))
     return out
 
 

@@ -33,7 +33,7 @@ from typing import Any
 
 from ..jsonl import dumps, item_lines, json_kind
 from ..models import keeps_reasoning
-from ..recorded import Summed, dollars, shown, summed, wrong_costs, wrong_counts
+from ..recorded import Summed, dollars, null_counts, shown, summed, wrong_costs, wrong_counts
 from ..transcript import Image, Message, Part, RecordedCall, Text, Thinking, ToolCall, ToolResult
 from .base import (
     NOT_WRITTEN,
@@ -63,21 +63,38 @@ def looks_like_export(value: Any) -> bool:
 
 # where a step's or a message's counts are in its `tokens`, in the order they are named
 _COUNTS = (("input",), ("output",), ("reasoning",), ("cache", "read"), ("cache", "write"))
+_REPLY = (("output",), ("reasoning",))  # the counts of a step's reply, not of its prompt
 
 
-def _wrong_at(tokens: Any, paths: tuple[tuple[str, ...], ...] = _COUNTS
+def _wrong_at(tokens: Any, paths: tuple[tuple[str, ...], ...] = _COUNTS,
+              nulls: tuple[tuple[str, ...], ...] = tuple(p for p in _COUNTS if p not in _REPLY)
               ) -> list[tuple[tuple[str, ...], str]]:
-    """Each count of a `tokens` object that no token count can be: its path in it and the
-    problem (`wrong_counts`'s, the path its prefix)."""
+    """Each count of a `tokens` object that no token count can be, a null at one of
+    `nulls` among them (by default those a step's prompt size rests on): its path in it
+    and the problem (`wrong_counts`'s, the path its prefix)."""
     out = []
     for path in paths:
-        holder = tokens
-        for key in path[:-1]:
-            holder = _dict(holder).get(key)
-        if wrong := wrong_counts(holder, path[-1:], "tokens." + "".join(
-                f"{key}." for key in path[:-1]), nulls=path[-1:]):
+        holder, prefix = _holder(tokens, path)
+        if wrong := wrong_counts(holder, path[-1:], prefix,
+                                 nulls=path[-1:] if path in nulls else ()):
             out.append((path, wrong))
     return out
+
+
+def _unsized_at(tokens: Any) -> list[tuple[tuple[str, ...], str]]:
+    """Each count of a step's reply its `tokens` writes as null: its path in it and the
+    count named (`null_counts`'s): the reply's size is unknown, its prompt's known."""
+    held = [(path, *_holder(tokens, path)) for path in _REPLY]
+    return [(path, nulls) for path, holder, prefix in held
+            if (nulls := null_counts(holder, path[-1:], prefix))]
+
+
+def _holder(tokens: Any, path: tuple[str, ...]) -> tuple[Any, str]:
+    """The object of `tokens` holding the count at `path`, and the prefix naming it."""
+    holder = tokens
+    for key in path[:-1]:
+        holder = _dict(holder).get(key)
+    return holder, "tokens." + "".join(f"{key}." for key in path[:-1])
 
 
 class StepUsage:
@@ -293,7 +310,8 @@ class OpenCodeReader:
         token count can be, named by its path, with that path."""
         return [(("messages", n, "info", "tokens", *path),
                  f"messages[{n}].info.{wrong}: not used (the step-finish parts' counts are)")
-                for path, wrong in _wrong_at(info.get("tokens"), (("total",), *_COUNTS))]
+                for path, wrong in _wrong_at(info.get("tokens"), (("total",), *_COUNTS),
+                                             (("total",), *_COUNTS))]
 
     def feed(self, line: int, record: Any) -> list[Message]:
         if not looks_like_export(record):
@@ -426,8 +444,10 @@ class OpenCodeReader:
         summary; `reply`, the number of the message it gave."""
         counts = dict(share)
         where, at = "", 0
-        if any(wrong):
-            first = _wrong_at(finish.get("tokens"))  # (its counts named before its cost)
+        unsized = _unsized_at(finish.get("tokens"))
+        if any(wrong) or unsized:
+            # (its counts named before its cost; a null of its reply, where nothing is wrong)
+            first = _wrong_at(finish.get("tokens")) if any(wrong) else unsized
             where = f"messages[{index}].parts[{i}]"
             at = self._value_line(("messages", index, "parts", i,
                                    *(("tokens", *first[0][0]) if first else ("cost",))))
@@ -435,7 +455,7 @@ class OpenCodeReader:
                             model or self.model, hidden=any(map(_signed, step)),
                             reasoning=counts["reasoning_tokens"] if any(map(_encrypted, step))
                             else 0, problem=wrong[0], costs=wrong[1], at=at, place=where,
-                            summed=share)
+                            summed=share, unsized=", ".join(n for _, n in unsized))
 
     def finish(self) -> tuple[list[Message], Layout]:
         # reasoning held encrypted is sent back for good, or (older models) until the next

@@ -32,8 +32,16 @@ from dataclasses import replace
 from typing import Any
 
 from ..jsonl import dumps, json_kind
-from ..recorded import Summed, summed, wrong_counts
-from ..transcript import Message, Part, RecordedCall, Text, ToolCall, ToolResult
+from ..recorded import Summed, null_counts, summed, wrong_counts
+from ..transcript import (
+    FORGOTTEN,
+    Message,
+    Part,
+    RecordedCall,
+    Text,
+    ToolCall,
+    ToolResult,
+)
 from .base import (
     NOT_WRITTEN,
     Layout,
@@ -145,8 +153,8 @@ def _call(usage: Any, where: str) -> RecordedCall:
     u = _dict(usage)
     billed, output = number(u.get("prompt_tokens")), number(u.get("completion_tokens"))
     return RecordedCall(0, billed, output, None,
-                        problem=wrong_counts(usage, _COUNTS, where, nulls=_COUNTS[:2]),
-                        summed=summed(
+                        problem=wrong_counts(usage, _COUNTS, where, nulls=_COUNTS[:1]),
+                        unsized=null_counts(usage, _COUNTS[1:2], where), summed=summed(
         input_tokens=billed, output_tokens=output,
         cache_read_tokens=number(u.get("cache_read_tokens", u.get("cache_read_input_tokens"))),
         cache_creation_tokens=number(u.get("cache_write_tokens",
@@ -244,7 +252,7 @@ class OpenHandsReader:
             if i - start >= condensed:
                 self.replies.append(replace(call, prompt=i))
             else:  # (made on the events the condensation forgot)
-                self.unbilled.append(replace(call, at=m.line, place=m.place))
+                self.unbilled.append(replace(call, at=m.line, place=m.place, unplaced=FORGOTTEN))
         # entries of the metrics no reply of the conversation is made of
         self.unbilled += [replace(c, model=self.model) for c in [*self.prompts.values(), *loose]]
         self.conversations += 1
@@ -348,7 +356,8 @@ class OpenHandsReader:
     def finish(self) -> tuple[list[Message], Layout]:
         where = {n: i for i, n in enumerate(self.context)}
         calls = [replace(c, prompt=where[c.prompt]) for c in self.replies if c.prompt in where]
-        forgotten = [replace(c, prompt=0, at=m.line, place=m.place) for c in self.replies
+        forgotten = [replace(c, prompt=0, at=m.line, place=m.place, unplaced=FORGOTTEN)
+                     for c in self.replies
                      if c.prompt not in where for m in (self.messages[c.prompt],)]
         return [], Layout(self.context, model=self.model, usage=self._usage(),
                           outside_why="forgotten by a condensation",
