@@ -35,7 +35,7 @@ from typing import Any
 
 from .errors import UsageError
 from .formats import model_of
-from .models import SLOPES, TABLE, ModelTable, model_key, overhead_bound
+from .models import SLOPES, TABLE, ModelTable, model_key, overhead_bound, same_model
 from .recorded import cannot, most_for, wrong_counts
 from .tokens import REPLY_PRIMING, MessageCount, TokenCounter
 from .transcript import Message, RecordedCall, Transcript, printable
@@ -512,7 +512,7 @@ def bill_for(counts: Sequence[int], calls: Sequence[Call], named: str | None,
     hold of it), and the bill says whose it was. stats and compress both ask here."""
     named_by = calls or (earlier[1] if earlier else ())
     model = billed_model(named_by, named, counter, flagged)
-    other = another_model(named_by, model, counter.table) if flagged else ""
+    other = another_model(named_by, model) if flagged else ""
     if other:
         calls, earlier = [replace(c, billed=0, slope=None) for c in calls], None
     return replace(bill(counts, calls, model=model, format=format,
@@ -521,16 +521,13 @@ def bill_for(counts: Sequence[int], calls: Sequence[Call], named: str | None,
                         earlier=earlier), model=model, usage_of=other)
 
 
-def another_model(calls: Sequence[Call], model: str | None, table: ModelTable = TABLE) -> str:
-    """The model `calls` name last where it is not `model` (another entry of the table, or,
-    of models it does not know, another name), as printed; else ""."""
+def another_model(calls: Sequence[Call], model: str | None) -> str:
+    """The model `calls` name last where it is not `model` (another whole name: see
+    `models.same_model`), as printed; else ""."""
     named = next((c.model for c in reversed(calls) if c.model), None)
     if not named or not model:
         return ""
-    found, wanted = table.find(named), table.find(model)
-    same = found == wanted if found is not None and wanted is not None else \
-        model_key(named) == model_key(model)
-    return "" if same else printable(named)
+    return "" if same_model(named, model) else printable(named)
 
 
 _PROMPT_FIELDS = ("input_tokens", "cache_creation_input_tokens", "cache_read_input_tokens")

@@ -106,9 +106,16 @@ def test_usage_of_another_model_than_the_one_named_is_not_used(tmp_path: Path) -
     assert ("recorded usage not used: it is of claude-opus-4-6, the model that made the "
             "calls, not gpt-4o") in said
     # the model that made them, named, is anchored on them (a dated name is that model)
-    for same in ("claude-opus-4-6", "claude-opus-4-6-20260101"):
+    for same in ("claude-opus-4-6", "claude-opus-4-6-20260101", "CLAUDE-OPUS-4-6@20260101",
+                 "us.anthropic.claude-opus-4-6-v1:0"):
         own = context(CLAUDE_CODE, same)
         assert own["kind"] == "anchored" and own["usage_of_another_model"] == ""
+    # a name the calls' model begins with is another model, though one table entry
+    # (claude-opus-4) bills both; and so is a later one the calls' name begins
+    for named in ("claude-opus-4", "claude-opus-4-20250514", "claude-opus-4-6-1"):
+        shorter = context(CLAUDE_CODE, named)
+        assert shorter["kind"] == "calibrated" and shorter["calls"] == 0
+        assert shorter["usage_of_another_model"] == "claude-opus-4-6"
     # compress decides with the same bill
     report = compress_file(CLAUDE_CODE, Options(), model="gpt-4o", cache=False).report
     assert report.billed["kind"] == other["kind"]
