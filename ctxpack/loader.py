@@ -34,7 +34,7 @@ from .jsonl import (
     parse_document,
     parse_line,
 )
-from .models import TABLE, ModelTable
+from .models import TABLE, ModelTable, model_name
 from .recorded import alone, believed, believed_usage
 from .transcript import (
     META_KEY,
@@ -302,6 +302,7 @@ class Scanner:
         if self.progress is not None:
             self.progress(self.bytes_read)
         rest, self.layout = reader.finish()
+        _named(self.layout)
         self._stale_calls(rest)
         self._believed()
         self._none_read(None, "none of the file's records is a message")
@@ -360,6 +361,7 @@ class Scanner:
         if self.progress is not None:
             self.progress(self.bytes_read)
         rest_messages, self.layout = self._reader.finish()
+        _named(self.layout)
         self._stale_calls(rest_messages)
         # each message's place in the document, which a call set aside is named by
         emitted = placed([*read, *rest_messages], value, self._data, first)
@@ -707,6 +709,18 @@ def load_values(values: Sequence[Any], format: str | None = None,
     scanner.path = name
     messages = list(scanner._records(enumerate(values, 1)))
     return _transcript(scanner, messages, ParsedRecords(values))
+
+
+def _named(layout: Layout) -> None:
+    """Every model name a reader gives its layout (the file's, each recorded call's) read
+    as `model_name` reads it, before anything bills, fits or shows them: a call of an
+    empty name is one of no model named, billed as the file's."""
+    layout.model = model_name(layout.model)
+    for field in ("calls", "earlier_calls", "unbilled_calls"):
+        calls = getattr(layout, field)
+        if any(c.model is not None and model_name(c.model) is None for c in calls):
+            setattr(layout, field, [c if model_name(c.model) is not None else
+                                    replace(c, model=None) for c in calls])
 
 
 def unmarked_format(model: str | None, table: ModelTable = TABLE) -> str:

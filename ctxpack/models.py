@@ -177,6 +177,14 @@ def model_key(name: str) -> str:
     return _BEDROCK.sub("", name.strip().lower().rsplit("/", 1)[-1])
 
 
+def model_name(value: Any) -> str | None:
+    """A model's name as a file gives it: a string of more than spaces; else None. An empty
+    name names no model: read as a name, it would be billed (and written to a config by
+    `calibrate`) as the table's shortest entry, which by longest prefix stands for every
+    model of its family without its own."""
+    return value if isinstance(value, str) and value.strip() else None
+
+
 # What a model's name may end with that names a snapshot or build of one model, not
 # another: a date (Anthropic's `-20250514`, Vertex's `@20250514`, OpenAI's `-2024-08-06`),
 # Bedrock's version (`-v1:0`), `-latest`

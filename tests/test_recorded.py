@@ -736,6 +736,11 @@ def _no_model(message: dict, n: int) -> None:
     pytest.param(_no_model, "message.model is missing, where Claude Code names the model of "
                  "every reply: billed as the file's model", id="no-model"),
     pytest.param(lambda m, n: m.update(model=5), "message.model is a number", id="model-int"),
+    pytest.param(lambda m, n: m.update(model=""), "message.model is empty (''), where Claude "
+                 "Code names the model of every reply: billed as the file's model",
+                 id="model-empty"),
+    pytest.param(lambda m, n: m.update(model=" "), "message.model is empty (' ')",
+                 id="model-blank"),
     pytest.param(lambda m, n: m.update(model="<synthetic>"),
                  "message.model is '<synthetic>', a reply Claude Code makes up itself and "
                  "writes with no usage, yet its usage records ", id="synthetic"),
@@ -767,6 +772,29 @@ def test_a_reply_whose_model_or_id_is_of_another_kind_keeps_its_usage(
         found = [line.split(": ", 1) for line in checked.out.splitlines()]
         assert [int(where.rsplit(":", 1)[1]) for where, _ in found] == replies
         assert all(problem.startswith(named) for _, problem in found)
+
+
+@pytest.mark.parametrize("empty", ["", "  "])
+def test_an_empty_model_name_is_no_model(tmp_path: Path, empty: str) -> None:
+    # a file whose replies all name the model "" was fitted as the model `claude` (not
+    # assumed) and written to the config as `{name: claude}`, which by longest prefix
+    # bills every Claude model without its own entry
+    path = with_replies(tmp_path, lambda m, n: m.update(model=empty))
+    (tmp_path / "bare").mkdir()
+    bare = with_replies(tmp_path / "bare", _no_model)
+    for run in (path, bare):
+        fits = json.loads(run_ctxpack("calibrate", str(run), "--json").out)
+        assert [(f["label"], f["apart"]) for f in fits] == [("claude (assumed)", "assumed")]
+        assert fits[0]["untrusted"].startswith("no model named")
+    config = tmp_path / "config.yaml"
+    written = run_ctxpack("calibrate", str(path), "--write-config", str(config))
+    assert written.code == 0 and not config.exists(), written.err
+    assert "not writing claude (assumed): no model named" in " ".join(written.err.split())
+    # stats names no model, as of a file that names none, and bills it alike
+    doc = json.loads(run_ctxpack("stats", "--json", str(path)).out)["files"][0]
+    same = json.loads(run_ctxpack("stats", "--json", str(bare)).out)["files"][0]
+    assert doc["context"] == same["context"] and doc["model"] == same["model"] == "claude"
+    assert "assumed" in run_ctxpack("stats", str(path)).out
 
 
 def response_starts() -> list[tuple[int, str]]:
