@@ -895,8 +895,9 @@ def test_usage_that_is_no_object_is_named_and_listed(tmp_path: Path, usage: obje
     assert abs(c.tokens - h.tokens) < 0.01 * h.tokens
 
 
+STANDS = "the window recorded before it that is the model's stands, else the table's"
 NO_WINDOW = ("is no window a model has (a whole number above 0, within what a call can "
-             "hold): the table's is taken")
+             f"hold): {STANDS}")
 
 
 @pytest.mark.parametrize(("window", "named"), [
@@ -905,7 +906,7 @@ NO_WINDOW = ("is no window a model has (a whole number above 0, within what a ca
     ('"272000"', f"model_context_window '272000' {NO_WINDOW}"),
     ("true", f"model_context_window True {NO_WINDOW}"),
     ("1000", "model_context_window 1,000 is not the model's window: 24 of the 24 calls "
-             "recorded under it hold more than 5,000 (prompt and reply); the table's is taken"),
+             f"recorded under it hold more than 5,000 (prompt and reply); {STANDS}"),
 ])
 def test_a_window_the_calls_or_its_kind_say_is_not_the_models_is_named(
         tmp_path: Path, window: str, named: str) -> None:
@@ -931,6 +932,35 @@ def test_a_window_the_calls_or_its_kind_say_is_not_the_models_is_named(
     assert doc["usage_set_aside"] == [] and doc["context_window_assumed"] is None
     assert doc["context"] == json.loads(run_ctxpack("stats", str(sample), "--json").out
                                         )["files"][0]["context"]
+
+
+@pytest.mark.parametrize(("window", "named"), [
+    ('"272000"', f"model_context_window '272000' {NO_WINDOW}"),
+    ("1000", f"model_context_window 1,000 is not the model's window: 1 of the 1 calls "
+             f"recorded under it hold more than 5,000 (prompt and reply); {STANDS}"),
+    (str(10**12), f"model_context_window 1000000000000 {NO_WINDOW}"),
+    ("null", None),
+])
+def test_a_last_window_that_is_not_the_models_leaves_the_one_before_it(
+        tmp_path: Path, window: str, named: str | None) -> None:
+    # one wrong value in the last token_count threw away the 272,000 of every event
+    # before it: the bill was "of 400,000", and compress triggered past the real window
+    sample = SAMPLES / "refactor.codex.jsonl"
+    lines = sample.read_text().splitlines()
+    last = max(n for n, text in enumerate(lines) if '"model_context_window":272000' in text)
+    lines[last] = lines[last].replace('"model_context_window":272000',
+                                      f'"model_context_window":{window}')
+    path = tmp_path / "run.jsonl"
+    path.write_text("\n".join(lines) + "\n")
+    checked = run_ctxpack("validate", str(path))
+    assert checked.out.splitlines() == ([f"{path}:{last + 1}: {named}"] if named else [])
+    doc = json.loads(run_ctxpack("stats", str(path), "--json").out)["files"][0]
+    assert doc["context_window"] == doc["usage"]["context_window"] == 272_000
+    table = json.loads(run_ctxpack("stats", str(sample), "--json", "-m",
+                                   "gpt-5.1-codex").out)["files"][0]["context_window"]
+    assert table > 272_000
+    # compress triggers at its share of that window, not of the table's
+    assert compress_file(path, Options(), cache=False).report.trigger == int(0.8 * 272_000)
 
 
 def started_only(tmp_path: Path, window: str) -> tuple[Path, int]:
