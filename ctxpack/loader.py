@@ -35,7 +35,7 @@ from .jsonl import (
     parse_line,
 )
 from .models import TABLE, ModelTable, model_name
-from .recorded import alone, believed, believed_usage
+from .recorded import alone, believed, believed_usage, most_held
 from .transcript import (
     META_KEY,
     BadLine,
@@ -92,6 +92,7 @@ class Scanner:
         # of a document, each message's place in it and the line its item starts on
         self.places: list[tuple[str, int]] = []
         self.conversations: list[int] = []  # and the conversation it is of
+        self.sizes: list[int] = []  # and the most tokens it may be (recorded.most_held)
         # the bytes read through each line of a text file (none of a binary one): what the
         # file holds between two lines (see ctxpack.recorded)
         self.ends = array("Q")
@@ -436,6 +437,7 @@ class Scanner:
             self.layout.model = self.carried_model
         self.starts += [m.lines[0] if m.lines else self.lines for m in rest]
         self.conversations += [m.conversation for m in rest]
+        self.sizes += map(most_held, rest)
         if self.compacted is not False and self.layout is not None:
             carried, context = self.compacted, self.layout.context
             self.layout.earlier, self.layout.earlier_calls = [], []  # (what compress carried)
@@ -482,12 +484,15 @@ class Scanner:
         def places(at: list[int]) -> list[tuple[str, int]]:
             return [self.places[n] if n < len(self.places) else ("", 0) for n in at]
 
+        def sizes(at: list[int]) -> list[int]:
+            return [self.sizes[n] for n in at] if all(n < len(self.sizes) for n in at) else []
+
         layout.calls, aside = believed(layout.calls, lines(layout.context),
                                        conversations(layout.context), span,
-                                       places(layout.context))
+                                       places(layout.context), sizes(layout.context))
         layout.earlier_calls, before = believed(layout.earlier_calls, lines(layout.earlier),
                                                 conversations(layout.earlier), span,
-                                                places(layout.earlier))
+                                                places(layout.earlier), sizes(layout.earlier))
         before += alone(layout.unbilled_calls)
         # a reader's own (usage it could not read) with those of the calls it read
         layout.set_aside = sorted([*layout.set_aside, *before, *aside], key=lambda x: x.line)
@@ -552,6 +557,7 @@ class Scanner:
                    for m in placed(out, record)]
         self.starts += [m.lines[0] if m.lines else number for m in out]
         self.conversations += [m.conversation for m in out]
+        self.sizes += map(most_held, out)
         if compress_wrote(meta):
             self.boundary = number
         return out

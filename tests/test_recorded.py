@@ -538,7 +538,7 @@ def test_a_reply_the_next_prompt_cannot_hold_is_set_aside(tmp_path: Path) -> Non
         f"grew by; set aside")
     honest = with_hidden_reply(tmp_path, 31, "honest.jsonl")
     assert run_ctxpack("validate", str(honest)).code == 0
-    bare = with_hidden_reply(tmp_path, None, "bare.jsonl")
+    bare = with_hidden_reply(tmp_path, None, "bare")
     doc, kept, without = stats_doc(inflated), stats_doc(honest), stats_doc(bare)
     assert [x["line"] for x in doc["usage_set_aside"]] == [HIDDEN]
     said = " ".join(run_ctxpack("stats", str(inflated), "--top", "0").out.split())
@@ -565,7 +565,7 @@ def test_a_hidden_reply_the_next_prompt_did_not_grow_by_moves_nothing(
     assert checked.code == 1 and checked.out.startswith(
         f"{inflated}:{HIDDEN}: recorded reply of 8,000 tokens cannot be true: the next call")
     honest = with_hidden_reply(tmp_path, 31, "honest.jsonl")
-    bare = with_hidden_reply(tmp_path, None, "bare.jsonl")
+    bare = with_hidden_reply(tmp_path, None, "bare")
     doc, kept, without = stats_doc(inflated), stats_doc(honest), stats_doc(bare)
     # the count and its roles are as if the reply recorded no usage; the bill as the
     # honest file's (the later calls anchor it)
@@ -585,6 +585,75 @@ def test_a_hidden_reply_the_next_prompt_did_not_grow_by_moves_nothing(
         == [{k: v for k, v in row.items() if k not in accounts} for row in bare_rows]
     assert [(row["set_aside"], row["recorded"]) for row in inflated_rows] == [
         (row["set_aside"] + 1, row["recorded"] + 1) for row in bare_rows]
+
+
+def with_prompts(tmp_path: Path, prompts: dict[int, int], name: str = "run") -> Path:
+    """The Claude Code sample with the prompt of the responses numbered in `prompts` (of
+    26, in file order; the last 11 are made on the context as it stands, at 70-73k each)
+    recorded as the size given (in `input_tokens`, both cache fields 0), or not at all
+    (no usage) where it is 0; in the folder `name`."""
+    def edit(message: dict, n: int) -> None:
+        if n in prompts and not prompts[n]:
+            del message["usage"]
+        elif n in prompts:
+            message["usage"].update(input_tokens=prompts[n], cache_read_input_tokens=0,
+                                    cache_creation_input_tokens=0)
+    folder = tmp_path / name
+    folder.mkdir()
+    return with_replies(folder, edit)
+
+
+LAST_REPLY = 114  # the line of the sample's last reply: its call's prompt is 73,471
+
+
+@pytest.mark.parametrize("prompt", [6_000, 20_000])
+def test_a_last_prompt_that_collapsed_is_set_aside(tmp_path: Path, prompt: int) -> None:
+    # the last call's prompt set to 6,000, ten calls of 70-73k before it with no
+    # compaction between: stats anchored on it ("context as billed: 6,102 ... expected
+    # error ±0.2%", "not in the file 1,000") and compress would not act; what the prompt
+    # before it held of the file (some 14,000 tokens at most) cannot account for the fall
+    path = with_prompts(tmp_path, {26: prompt})
+    bare = with_prompts(tmp_path, {26: 0}, "bare")
+    checked = run_ctxpack("validate", str(path))
+    assert checked.code == 1
+    [said] = checked.out.splitlines()
+    assert said.startswith(
+        f"{path}:{LAST_REPLY}: recorded prompt of {prompt:,} tokens cannot be true: less than "
+        f"1/{RISE} of the 73,362 the call before it records (line 110), with no compaction "
+        f"between, it is {73_362 - prompt:,} less, more than that prompt can have held of "
+        "the file (")
+    assert said.endswith("), and it is the last call of its context; set aside, not used "
+                         "for the bill or the window")
+    doc, without = stats_doc(path), stats_doc(bare)
+    assert [x["line"] for x in doc["usage_set_aside"]] == [LAST_REPLY]
+    # anchored on the last call that can be true, as if the last recorded no usage
+    assert doc["context"] == without["context"]
+    assert doc["context"]["kind"] == "anchored" and doc["context"]["calls"] == 10
+    assert doc["context"]["tokens"] > 73_362 and doc["usage"]["last_input_tokens"] == 73_362
+    report = compress_file(path, Options(), cache=False).report
+    assert report.billed["tokens_before"] == doc["context"]["tokens"]
+    options = Options(threshold=(doc["context"]["tokens"] - 1_000) / 200_000)
+    assert compress_file(path, options, cache=False).report.summary is not None
+
+
+def test_a_fall_the_next_call_agrees_with_stands(tmp_path: Path) -> None:
+    # what the agent sends besides the messages can change (tool definitions dropped):
+    # the calls after a fall that stay down tell it was sent, and the bill rests on them
+    path = with_prompts(tmp_path, {25: 20_000, 26: 20_200})
+    assert run_ctxpack("validate", str(path)).code == 0
+    doc = stats_doc(path)
+    assert doc["usage_set_aside"] == [] and doc["context"]["calls"] == 11
+    assert 20_200 < doc["context"]["tokens"] < 21_000
+    # one that rose back is no such change: the one down is set aside, not the later
+    path = with_prompts(tmp_path, {25: 20_000}, "back")
+    checked = run_ctxpack("validate", str(path))
+    assert checked.code == 1 and checked.out.splitlines()[0].endswith(
+        "and the next call (line 114) records 73,471, more than 2 times it; set aside, not "
+        "used for the bill or the window")
+    assert [x["line"] for x in stats_doc(path)["usage_set_aside"]] == [110]
+    # a fall of less than half is left, as is one the prompt could have dropped
+    path = with_prompts(tmp_path, {26: 36_700}, "half")
+    assert run_ctxpack("validate", str(path)).code == 0
 
 
 def unprompted(tmp_path: Path, output: int, name: str = "run.jsonl") -> Path:
@@ -620,7 +689,7 @@ def test_a_call_recording_a_prompt_of_0_has_its_reply_judged(tmp_path: Path) -> 
     # holds it (the honest 31 counted as hidden content)
     assert doc["usage"]["output_tokens"] == kept["usage"]["output_tokens"] - 31
     assert doc["usage"]["calls_set_aside"] == 1
-    assert doc["tokens"] == stats_doc(with_hidden_reply(tmp_path, None, "bare.jsonl"))["tokens"]
+    assert doc["tokens"] == stats_doc(with_hidden_reply(tmp_path, None, "bare"))["tokens"]
     assert doc["context"]["tokens"] == kept["context"]["tokens"]
     # and past what any call of the model holds, whatever the next call says
     huge = unprompted(tmp_path, 1_500_000, "huge.jsonl")
