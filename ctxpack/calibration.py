@@ -60,6 +60,10 @@ KINDS = ("exact", "calibrated", "anchored", "estimated")
 # file's own ratio to stand for the slope (the corpus: Cline 0.93, Gemini with its thoughts
 # 0.69 of the count)
 LEAST_RATIO = 0.6
+# The least share of the table's slope, either way, the slope a file's own calls read may be
+# for the bill to take it (see `implausible`): the corpus's files read 0.86 to 1.14 of it;
+# calls whose prompts fall while the messages grow read 0.62 of it
+SLOPE_RATIO = 0.8
 # The least share of the part in the file a file's own fit puts at its slope that the part
 # its overhead leaves may be, either way, for that overhead to split the bill (see `sound`):
 # the corpus's files split at 0.88 to 1.16 of it; OpenCode "Cap", whose agent, restarted
@@ -182,6 +186,9 @@ class Fit:
 
     slope: float
     overhead: float
+    # why the slope the calls read was not taken for `slope`, the table's being taken
+    # instead (see `implausible`; "": it was, or none was read)
+    refused: str = ""
 
     def __call__(self, counted: int) -> int:
         return round(self.slope * counted + self.overhead)
@@ -256,6 +263,9 @@ class Bill:
     # the model the file's recorded calls name where `--model` named another: their usage
     # is that model's, not used for this one's bill (see `bill_for`); else ""
     usage_of: str = ""
+    # why the slope the file's own calls read was not used, the table's being used
+    # instead (see `implausible`); else ""
+    refused: str = ""
 
     def __call__(self, counted: int) -> int:
         """What a context counted `counted` would be billed."""
@@ -285,7 +295,8 @@ class Bill:
                 "earlier_calls": self.earlier,
                 "earlier_overhead_past_window": self.past_window,
                 "passed_over_known_overhead": self.sends,
-                "usage_of_another_model": self.usage_of}
+                "usage_of_another_model": self.usage_of,
+                "own_slope_refused": self.refused}
 
 
 def far_below(call: Call, prompt: int, slope: float, sends: int = 0) -> bool:
@@ -383,10 +394,10 @@ def bill(counts: Sequence[int], calls: Sequence[Call], *, model: str | None, for
                     slope)
         past = 0
         if f.overhead >= overhead_bound(model or "", table)[0]:
-            past, f = round(f.overhead), Fit(f.slope, table_overhead(found, format))
+            past, f = round(f.overhead), replace(f, overhead=table_overhead(found, format))
         return replace(_bill("calibrated", f(counted), f.slope, f.overhead, counted,
                              _calibrated_error(found)), earlier=len(before),
-                       past_window=past)
+                       past_window=past, refused=f.refused)
     if calls:
         prompts = prompts_of(counts, calls, slope)
         # the file's own slope where its calls show one, as `calibrate` fits it, so that
@@ -442,7 +453,8 @@ def bill(counts: Sequence[int], calls: Sequence[Call], *, model: str | None, for
             billed = replace(billed, visible=tokens - outside, not_in_file=outside,
                              slope=(tokens - outside) / counted, overhead=outside,
                              after=slope)
-        return replace(billed, passed=passed, sends=sends)
+        return replace(billed, passed=passed, sends=sends,
+                       refused="" if last.slope else own.refused)
     return unanchored(found, format, counted, exact, estimated)
 
 
@@ -642,14 +654,30 @@ def own_fit(run: Sequence[tuple[int, int]], prior: float) -> Fit:
     """The slope and overhead one run of calls (counted, billed) shows, as `calibrate`
     fits a model: the slope read off the steps of its first half, shrunk toward `prior`
     (the table's); the overhead their median gap (`prior` and 0 where there are none).
-    A slope past `LEAST_RATIO` of the table's either way is not taken: calls whose prompts
-    do not grow with the messages were made up, or cut by the agent (see `bill`)."""
+    A slope `implausible` for the model is not taken, and the fit says why: calls whose
+    prompts do not grow with the messages were made up, or cut by the agent (see `bill`)."""
     half = fit_half(run) if run else []
     slope = shrunk(step_slopes(half), prior)
-    if not LEAST_RATIO <= slope / prior <= 1 / LEAST_RATIO:
+    refused = implausible(slope, prior)
+    if refused:
         slope = prior
     return Fit(slope, max(0.0, statistics.median(b - slope * c for c, b in half))
-               if half else 0.0)
+               if half else 0.0, refused)
+
+
+def implausible(slope: float, prior: float) -> str:
+    """Why a slope a file's calls read cannot be that of a model whose table's slope is
+    `prior` ("": it can): more than `SLOPE_RATIO` off it either way (the table's values
+    for a family differ by 0.02 to 0.1), or below 1 where the table's is more than
+    `TABLE_SPREAD` above 1 (a Claude model's tokenizer splits text finer than the one
+    counted with: below 1 would put what is in the file below its count)."""
+    if not SLOPE_RATIO <= slope / prior <= 1 / SLOPE_RATIO:
+        off = f"{1 - SLOPE_RATIO:.0%} below" if slope < prior else \
+            f"{1 / SLOPE_RATIO - 1:.0%} above"
+        return f"{slope:.4g}, more than {off} the table's {prior:g}"
+    if slope < 1 < prior - TABLE_SPREAD:
+        return f"{slope:.4g}, below 1 where the table's is {prior:g}"
+    return ""
 
 
 def sound(run: Sequence[tuple[int, int]], fitted: Fit, tokens: int, visible: float) -> bool:
