@@ -253,27 +253,29 @@ def test_usage_the_bill_passes_over_moves_no_fit_beside_an_honest_file(
     assert both["worst"] < 0.05
 
 
-def test_one_made_up_small_last_usage_is_passed_over_not_the_calls_before_it(
+def test_made_up_small_last_usages_are_passed_over_not_the_calls_before_them(
         tmp_path: Path) -> None:
-    # ten earlier calls record a believable prompt (~73k); the last one says 10 tokens
+    # nine earlier calls record a believable prompt (~73k); the last two say 10 and 12
+    # tokens (one alone, which fell by more than the prompt before it held of the file,
+    # is set aside where calls are judged: test_a_last_prompt_that_collapsed_is_set_aside)
     honest = stats(SAMPLE, cache=False)
-    line = last_usage_line()
-    path = with_usage(tmp_path, line, 10, cached=0)
+    path = with_prompts(tmp_path, {25: 10, 26: 12})
     s = stats(path, cache=False)
     c, h = s.context, honest.context
     assert c is not None and h is not None
-    # anchored on the call before it, plus what came after: near the honest bill, not the
-    # bare count (5,138)
+    # anchored on the call before them, plus what came after: near the honest bill, not
+    # the bare count (5,138)
     assert c.kind == "anchored" and c.below == 0 and c.calls == h.calls
     assert abs(c.tokens - h.tokens) < 0.01 * h.tokens and c.not_in_file > 10 * s.tokens
-    assert s.passed_over == [{"line": line, "billed": 10}] and not s.set_aside
+    passed = [{"line": 110, "billed": 10}, {"line": LAST_REPLY, "billed": 12}]
+    assert s.passed_over == passed and not s.set_aside
     said = " ".join(run_ctxpack("stats", str(path), "--top", "0").out.split())
-    assert (f"anchored on recorded call {c.calls - 1} of {c.calls}, passing over call "
-            f"{c.calls} ({SENDS})") in said
-    assert f"passed over, as {SENDS}" in said and f"line {line} (10 recorded)" \
-        in said
+    assert (f"anchored on recorded call {c.calls - 2} of {c.calls}, passing over calls "
+            f"{c.calls - 1} to {c.calls} ({SENDS})") in said
+    assert f"passed over, as {SENDS}" in said and \
+        f"line 110 (10 recorded), line {LAST_REPLY} (12 recorded)" in said, said
     doc = json.loads(run_ctxpack("stats", str(path), "--json").out)["files"][0]["context"]
-    assert doc["passed_over"] == [{"line": line, "billed": 10}] and doc["kind"] == "anchored"
+    assert doc["passed_over"] == passed and doc["kind"] == "anchored"
     # compress decides with that bill: a budget under it makes it act
     out = tmp_path / "small.jsonl"
     done = run_ctxpack("compress", str(path), "--budget", "71000", "-o", str(out))
@@ -281,10 +283,10 @@ def test_one_made_up_small_last_usage_is_passed_over_not_the_calls_before_it(
     assert stats(out, cache=False).messages < s.messages
     # (validate finds nothing wrong: an agent may cut old outputs itself)
     assert run_ctxpack("validate", str(path)).code == 0
-    # calibrate fits without it, as the bill passes it over
+    # calibrate fits without them, as the bill passes them over
     fitted, whole = (json.loads(run_ctxpack("calibrate", "--json", str(p)).out)
                      for p in (path, SAMPLE))
-    assert [f["calls"] for f in fitted] == [whole[0]["calls"] - 1]
+    assert [f["calls"] for f in fitted] == [whole[0]["calls"] - 2]
     assert fitted[0]["error"] < 0.05
 
 
