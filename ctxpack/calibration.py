@@ -35,7 +35,7 @@ from typing import Any
 
 from .errors import UsageError
 from .formats import model_of
-from .models import SLOPES, TABLE, ModelTable, model_key, overhead_bound
+from .models import SLOPES, TABLE, ModelTable, model_key, overhead_bound, same_model
 from .recorded import cannot, most_for, wrong_counts
 from .tokens import REPLY_PRIMING, MessageCount, TokenCounter
 from .transcript import (
@@ -68,6 +68,10 @@ KINDS = ("exact", "calibrated", "anchored", "estimated")
 # file's own ratio to stand for the slope (the corpus: Cline 0.93, Gemini with its thoughts
 # 0.69 of the count)
 LEAST_RATIO = 0.6
+# The least share of the table's slope, either way, the slope a file's own calls read may be
+# for the bill to take it (see `implausible`): the corpus's files read 0.86 to 1.14 of it;
+# calls whose prompts fall while the messages grow read 0.62 of it
+SLOPE_RATIO = 0.8
 # The least share of the part in the file a file's own fit puts at its slope that the part
 # its overhead leaves may be, either way, for that overhead to split the bill (see `sound`):
 # the corpus's files split at 0.88 to 1.16 of it; OpenCode "Cap", whose agent, restarted
@@ -217,6 +221,9 @@ class Fit:
     slope: float
     overhead: float
     steps: int = 0  # the slopes read off between calls (see `runs_fit`)
+    # why the slope the calls read was not taken for `slope`, the table's being taken
+    # instead (see `implausible`; "": it was, or none was read)
+    refused: str = ""
 
     def __call__(self, counted: int) -> int:
         return round(self.slope * counted + self.overhead)
@@ -298,6 +305,9 @@ class Bill:
     # whether the bill rests on no recorded call but on the size a compaction states it
     # left (no call made since: see RecordedCall.stated)
     stated: bool = False
+    # why the slope the file's own calls read was not used, the table's being used
+    # instead (see `implausible`); else ""
+    refused: str = ""
 
     def __call__(self, counted: int) -> int:
         """What a context counted `counted` would be billed."""
@@ -328,7 +338,7 @@ class Bill:
                 "earlier_overhead_past_window": self.past_window,
                 "passed_over_known_overhead": self.sends,
                 "usage_of_another_model": self.usage_of,
-                "compaction_stated": self.stated}
+                "compaction_stated": self.stated, "own_slope_refused": self.refused}
 
 
 def far_below(call: Call, prompt: int, slope: float, sends: int = 0) -> bool:
@@ -439,13 +449,13 @@ def bill(counts: Sequence[int], calls: Sequence[Call], *, model: str | None, for
         # the table's; in whole tokens, as compress carries it to its output (see
         # compression.writer.carried), so that the output is billed as compress said
         f = own_fit([before_run], slope)
-        f, past = Fit(f.slope, round(f.overhead)), 0
+        f, past = replace(f, overhead=round(f.overhead)), 0
         if f.overhead >= overhead_bound(model or "", table)[0]:
-            past, f = round(f.overhead), Fit(f.slope, table_overhead(found, format))
+            past, f = round(f.overhead), replace(f, overhead=table_overhead(found, format))
         counted = sum(with_hidden(raw, recorded, f.slope)) + priming
         return replace(_bill("calibrated", f(counted), f.slope, f.overhead, counted,
                              _calibrated_error(found)), earlier=len(before_run),
-                       past_window=past, converted=f.slope)
+                       past_window=past, converted=f.slope, refused=f.refused)
     if calls:
         prompts = prompts_of(counts, calls, slope)
         # the file's own slope where its calls show one, as `calibrate` fits it, so that
@@ -512,7 +522,7 @@ def bill(counts: Sequence[int], calls: Sequence[Call], *, model: str | None, for
                              slope=(tokens - outside) / counted, overhead=outside,
                              after=slope)
         return replace(billed, passed=passed, sends=said, converted=converted,
-                       stated=last.stated)
+                       stated=last.stated, refused="" if last.slope else own.refused)
     return unanchored(found, format, counted, exact, estimated)
 
 
@@ -584,7 +594,7 @@ def bill_for(counts: Sequence[int], calls: Sequence[Call], named: str | None,
     hold of it), and the bill says whose it was. stats and compress both ask here."""
     named_by = calls or (earlier[1] if earlier else ())
     model = billed_model(named_by, named, counter, flagged)
-    other = another_model(named_by, model, counter.table) if flagged else ""
+    other = another_model(named_by, model) if flagged else ""
     if other:
         calls, earlier = [replace(c, billed=0, slope=None) for c in calls], None
     return replace(bill(counts, calls, model=model, format=format,
@@ -593,16 +603,13 @@ def bill_for(counts: Sequence[int], calls: Sequence[Call], named: str | None,
                         earlier=earlier), model=model, usage_of=other)
 
 
-def another_model(calls: Sequence[Call], model: str | None, table: ModelTable = TABLE) -> str:
-    """The model `calls` name last where it is not `model` (another entry of the table, or,
-    of models it does not know, another name), as printed; else ""."""
+def another_model(calls: Sequence[Call], model: str | None) -> str:
+    """The model `calls` name last where it is not `model` (another whole name: see
+    `models.same_model`), as printed; else ""."""
     named = next((c.model for c in reversed(calls) if c.model), None)
     if not named or not model:
         return ""
-    found, wanted = table.find(named), table.find(model)
-    same = found == wanted if found is not None and wanted is not None else \
-        model_key(named) == model_key(model)
-    return "" if same else printable(named)
+    return "" if same_model(named, model) else printable(named)
 
 
 _PROMPT_FIELDS = ("input_tokens", "cache_creation_input_tokens", "cache_read_input_tokens")
@@ -723,15 +730,32 @@ def overhead_at(halves: Sequence[Sequence[tuple[int, int]]], slope: float) -> fl
     return max(0.0, statistics.median(gaps)) if gaps else 0.0
 
 
+def implausible(slope: float, prior: float) -> str:
+    """Why a slope a file's calls read cannot be that of a model whose table's slope is
+    `prior` ("": it can): more than `SLOPE_RATIO` off it either way (the table's values
+    for a family differ by 0.02 to 0.1), or below 1 where the table's is more than
+    `TABLE_SPREAD` above 1 (a Claude model's tokenizer splits text finer than the one
+    counted with: below 1 would put what is in the file below its count)."""
+    if not SLOPE_RATIO <= slope / prior <= 1 / SLOPE_RATIO:
+        off = f"{1 - SLOPE_RATIO:.0%} below" if slope < prior else \
+            f"{1 / SLOPE_RATIO - 1:.0%} above"
+        return f"{slope:.4g}, more than {off} the table's {prior:g}"
+    if slope < 1 < prior - TABLE_SPREAD:
+        return f"{slope:.4g}, below 1 where the table's is {prior:g}"
+    return ""
+
+
 def own_fit(runs: Sequence[Sequence[tuple[int, int]]], prior: float) -> Fit:
-    """`runs_fit` of a file's runs of calls, where the bill can take its slope: one past
-    `LEAST_RATIO` of the table's `prior` either way is not taken (calls whose prompts do not
-    grow with the messages were made up, or cut by the agent: see `bill`), and the
+    """`runs_fit` of a file's runs of calls, where the bill can take its slope: one
+    `implausible` for the model is not taken, and the fit says why (calls whose prompts do
+    not grow with the messages were made up, or cut by the agent: see `bill`); the
     overhead is then the calls' median gap over `prior`."""
     found = runs_fit(runs, prior)
-    if LEAST_RATIO <= found.slope / prior <= 1 / LEAST_RATIO:
+    refused = implausible(found.slope, prior)
+    if not refused:
         return found
-    return Fit(prior, overhead_at([fit_half(r) for r in runs if r], prior))
+    return Fit(prior, overhead_at([fit_half(r) for r in runs if r], prior), found.steps,
+               refused)
 
 
 def fitted_run(calls: Sequence[Call], prompts: Sequence[int], model: str | None,

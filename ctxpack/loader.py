@@ -34,8 +34,8 @@ from .jsonl import (
     parse_document,
     parse_line,
 )
-from .models import TABLE, ModelTable
-from .recorded import alone, believed, believed_usage, unsized
+from .models import TABLE, ModelTable, model_name
+from .recorded import alone, believed, believed_usage, most_held, unsized
 from .transcript import (
     META_KEY,
     BadLine,
@@ -96,6 +96,7 @@ class Scanner:
         # of a document, each message's place in it and the line its item starts on
         self.places: list[tuple[str, int]] = []
         self.conversations: list[int] = []  # and the conversation it is of
+        self.sizes: list[int] = []  # and the most tokens it may be (recorded.most_held)
         # the bytes read through each line of a text file (none of a binary one): what the
         # file holds between two lines (see ctxpack.recorded)
         self.ends = array("Q")
@@ -306,6 +307,7 @@ class Scanner:
         if self.progress is not None:
             self.progress(self.bytes_read)
         rest, self.layout = reader.finish()
+        _named(self.layout)
         self._stale_calls(rest)
         self._believed()
         self._none_read(None, "none of the file's records is a message")
@@ -364,6 +366,7 @@ class Scanner:
         if self.progress is not None:
             self.progress(self.bytes_read)
         rest_messages, self.layout = self._reader.finish()
+        _named(self.layout)
         self._stale_calls(rest_messages)
         # each message's place in the document, which a call set aside is named by
         emitted = placed([*read, *rest_messages], value, self._data, first)
@@ -445,6 +448,7 @@ class Scanner:
             self.layout.model = self.carried_model
         self.starts += [m.lines[0] if m.lines else self.lines for m in rest]
         self.conversations += [m.conversation for m in rest]
+        self.sizes += map(most_held, rest)
         if self.compacted is not False and self.layout is not None:
             carried, context = self.compacted, self.layout.context
             # (what compress carried)
@@ -493,15 +497,19 @@ class Scanner:
         def places(at: list[int]) -> list[tuple[str, int]]:
             return [self.places[n] if n < len(self.places) else ("", 0) for n in at]
 
+        def sizes(at: list[int]) -> list[int]:
+            return [self.sizes[n] for n in at] if all(n < len(self.sizes) for n in at) else []
+
         layout.calls, aside = believed(layout.calls, lines(layout.context),
                                        conversations(layout.context), span,
-                                       places(layout.context))
+                                       places(layout.context), sizes(layout.context))
         layout.earlier_calls, before = believed(layout.earlier_calls, lines(layout.earlier),
                                                 conversations(layout.earlier), span,
-                                                places(layout.earlier))
+                                                places(layout.earlier), sizes(layout.earlier))
         older = []
         for held, calls in layout.older:
-            kept, gone = believed(calls, lines(held), conversations(held), span, places(held))
+            kept, gone = believed(calls, lines(held), conversations(held), span, places(held),
+                                  sizes(held))
             older.append((held, kept))
             before += gone
         layout.older = older
@@ -580,6 +588,7 @@ class Scanner:
                    for m in placed(out, record)]
         self.starts += [m.lines[0] if m.lines else number for m in out]
         self.conversations += [m.conversation for m in out]
+        self.sizes += map(most_held, out)
         if compress_wrote(meta):
             self.boundary = number
         return out
@@ -745,6 +754,18 @@ def load_values(values: Sequence[Any], format: str | None = None,
     scanner.path = name
     messages = list(scanner._records(enumerate(values, 1)))
     return _transcript(scanner, messages, ParsedRecords(values))
+
+
+def _named(layout: Layout) -> None:
+    """Every model name a reader gives its layout (the file's, each recorded call's) read
+    as `model_name` reads it, before anything bills, fits or shows them: a call of an
+    empty name is one of no model named, billed as the file's."""
+    layout.model = model_name(layout.model)
+    for field in ("calls", "earlier_calls", "unbilled_calls"):
+        calls = getattr(layout, field)
+        if any(c.model is not None and model_name(c.model) is None for c in calls):
+            setattr(layout, field, [c if model_name(c.model) is not None else
+                                    replace(c, model=None) for c in calls])
 
 
 def unmarked_format(model: str | None, table: ModelTable = TABLE) -> str:

@@ -177,6 +177,28 @@ def model_key(name: str) -> str:
     return _BEDROCK.sub("", name.strip().lower().rsplit("/", 1)[-1])
 
 
+def model_name(value: Any) -> str | None:
+    """A model's name as a file gives it: a string of more than spaces; else None. An empty
+    name names no model: read as a name, it would be billed (and written to a config by
+    `calibrate`) as the table's shortest entry, which by longest prefix stands for every
+    model of its family without its own."""
+    return value if isinstance(value, str) and value.strip() else None
+
+
+# What a model's name may end with that names a snapshot or build of one model, not
+# another: a date (Anthropic's `-20250514`, Vertex's `@20250514`, OpenAI's `-2024-08-06`),
+# Bedrock's version (`-v1:0`), `-latest`
+_SNAPSHOT = re.compile(r"(?:[-@]\d{8}|-\d{4}-\d{2}-\d{2}|-v\d+:\d+|[-:@]latest)+$")
+
+
+def same_model(a: str, b: str) -> bool:
+    """Whether two names are of one model: the same whole name as a lookup compares it
+    (`model_key`), but for what names a snapshot of it (`claude-opus-4-6-20260101` is
+    `claude-opus-4-6`). Not a prefix: `claude-opus-4` is another model than
+    `claude-opus-4-6`, though the table bills both by one entry."""
+    return _SNAPSHOT.sub("", model_key(a)) == _SNAPSHOT.sub("", model_key(b))
+
+
 def _longest(names: dict[str, Any], model: str) -> Any | None:
     """The entry whose name is `model`, else the longest that is a prefix of it ending at
     a boundary (so dated snapshots find their family)."""

@@ -30,9 +30,15 @@ that is more than `RISE` times what the call before could have grown to and more
 Nor can the first call of a context (the file's first, or the first after a compaction)
 whose prompt is more than `RISE` times every later call of its context and more than
 `MARGIN` above the least of them, where at least two later calls agree (each within `RISE`
-times the other): the later calls, which resend what it held, outvote it. A prompt that
-shrinks legitimately (Claude Code clearing old tool results, Codex dropping an earlier
-turn's reasoning) grew to its size by what the file holds, so the rule leaves it; a call
+times the other): the later calls, which resend what it held, outvote it. Nor can a
+prompt less than 1/`RISE` of the call before it in its context, that fell by more than that
+prompt can have held of the file (its messages' text, a token being at least a byte, an
+image `IMAGE_MOST`, and the thinking and reasoning its calls recorded, which the file holds
+no text of: see `collapsed`), unless the next call of its context agrees with it (within
+`RISE` times it: what the agent sends besides the messages changed); the last call of a
+context has none to agree. A prompt that shrinks legitimately (Claude Code clearing old
+tool results, Codex dropping an earlier turn's reasoning) drops what the file holds, so the
+rules leave it; a call
 with no call before it (but for the outvote), or whose file places its reply on the same
 line as the one before (one-line documents, a database, OpenCode's storage), is not judged.
 
@@ -67,7 +73,7 @@ from typing import Any, Protocol
 from .jsonl import json_kind
 from .models import TABLE, table_window
 from .numbers import LONG, figure, number
-from .transcript import RecordedCall, printable, where_in
+from .transcript import Image, Message, RecordedCall, ToolResult, printable, where_in
 
 # How many times its table window a call of a known model may hold (the tables give a
 # model's usual window; some are served with up to five times it, as Claude's 1M beta)
@@ -94,6 +100,9 @@ MARGIN = 100_000
 # least); what an agent sends once and drops from the next call (a reminder of a file
 # changed, a list of skills) is a few hundred tokens to 2,000
 HIDDEN_MARGIN = 2_000
+# The most tokens one image may be billed, a few times what any provider bills the largest
+# (Anthropic's about 1,600; OpenAI's high detail about 1,500)
+IMAGE_MOST = 5_000
 # The most a run's totals (a `result` line's, an agent's tally, Codex's running total) may
 # hold: a million calls (a call every 30 seconds for most of a year) of `MOST` each
 RUN_MOST = 1_000_000 * MOST
@@ -334,13 +343,14 @@ def unbelievable(call: RecordedCall) -> str:
 def believed(calls: Sequence[RecordedCall], lines: Sequence[int],
              conversations: Sequence[int] = (),
              span: Callable[[int, int], int | None] = lambda a, b: None,
-             places: Sequence[tuple[str, int]] = (),
+             places: Sequence[tuple[str, int]] = (), sizes: Sequence[int] = (),
              ) -> tuple[list[RecordedCall], list[SetAside]]:
     """The calls that can be true, and the others set aside; `lines[c.prompt]` is the line
     of call `c`'s reply (0 where unknown), `conversations[c.prompt]` its conversation,
     `span(a, b)` the bytes of the file's lines a to b (None where unknown), and
     `places[c.prompt]` the reply's place in a document and the line its item starts on
-    (`("[3]", 38)`; "" and 0 where unknown). A call set aside is placed where its usage
+    (`("[3]", 38)`; "" and 0 where unknown), and `sizes[m]` the most tokens message `m`
+    may be of a prompt (`most_held`; none: unknown). A call set aside is placed where its usage
     is (`at` and `place`, in `file`), else at its reply's item, else at its reply's line;
     its problem opens with its place, as a document's other problems do (`[3]: ...`)."""
     def line(c: RecordedCall) -> int:
@@ -380,23 +390,36 @@ def believed(calls: Sequence[RecordedCall], lines: Sequence[int],
                 fell[k] = why
             if kept[k].billed > 0:
                 after = k
+    # what the context holds of the file up to each message, of its conversation (what a
+    # prompt may drop of it: see `collapsed`), where the reader tells each message's size
+    upto: list[int] = []
+    totals: dict[int, int] = {}
+    for m, size in enumerate(sizes):
+        key = conversations[m] if m < len(conversations) else -1
+        totals[key] = totals.get(key, 0) + size
+        upto.append(totals[key])
     for every in runs.values():
         run = [k for k in every if k not in fell and kept[k].billed > 0]
         lows: list[RecordedCall | None] = [None] * len(run)  # the least later prompt
         for n in range(len(run) - 2, -1, -1):
             later, least = kept[run[n + 1]], lows[n + 1]
             lows[n] = later if least is None or later.billed <= least.billed else least
-        before = None
+        before, carried = None, 0
         for n, k in enumerate(run):
             if before is None:
                 agree = [kept[j] for j in run[n + 1:n + 3]]
                 why = outvoted(kept[k], agree, lows[n], line)
             else:
-                why = fell_back(kept[k], before, lows[n], line, span)
+                after = kept[run[n + 1]] if n + 1 < len(run) else None
+                held = upto[before.prompt] + carried if before.prompt < len(upto) else None
+                why = fell_back(kept[k], before, lows[n], line, span) or collapsed(
+                    kept[k], before, after, held, line)
             if why:
                 fell[k] = why
             else:
                 before = kept[k]
+                # (what the prompts after it may drop that the file holds no text of)
+                carried += before.reasoning + (before.output or 0 if before.hidden else 0)
     aside += [aside_of(kept[k], why) for k, why in fell.items()]
     out = [c for k, c in enumerate(kept) if k not in fell]
     return out, sorted(aside, key=lambda x: x.line)
@@ -522,6 +545,36 @@ def fell_back(call: RecordedCall, before: RecordedCall, low: RecordedCall | None
     return (f"recorded prompt of {call.billed:,} tokens cannot be true: more than {grew}, "
             f"and more than {MARGIN:,} above it; set aside, not used for the bill or the "
             f"window")
+
+
+def collapsed(call: RecordedCall, before: RecordedCall, after: RecordedCall | None,
+              held: int | None, line: Callable[[RecordedCall], int]) -> str:
+    """Why `call` cannot be true, as a prompt that fell with nothing in the file to account
+    for it (see the module's note), given the call `before` it, the next call of its
+    context, `after` (None: none), and the most the prompt before it held of the file
+    (`held`, in tokens: its messages' `most_held`, and the thinking and reasoning its calls
+    recorded; None: unknown) ("": it can)."""
+    if held is None or RISE * call.billed >= before.billed or \
+            before.billed - call.billed <= held or not 0 < line(before) < line(call):
+        return ""
+    if after is not None and after.billed <= RISE * call.billed:
+        return ""  # the next call agrees: what is sent besides the messages changed
+    next_call = "it is the last call of its context" if after is None else \
+        f"the next call (line {line(after):,}) records {after.billed:,}, more than {RISE} times it"
+    return (f"recorded prompt of {call.billed:,} tokens cannot be true: less than 1/{RISE} of "
+            f"the {before.billed:,} the call before it records (line {line(before):,}), with "
+            f"no compaction between, it is {before.billed - call.billed:,} less, more than "
+            f"that prompt can have held of the file ({held:,}), and {next_call}; set aside, "
+            f"not used for the bill or the window")
+
+
+def most_held(message: Message) -> int:
+    """The most tokens `message` may be of a prompt: its text's bytes (a token is at least
+    one), and `IMAGE_MOST` an image."""
+    images = sum(isinstance(p, Image) for p in message.parts) + sum(
+        isinstance(q, Image) for p in message.parts if isinstance(p, ToolResult)
+        for q in p.parts)
+    return len(message.text.encode("utf-8", "surrogatepass")) + IMAGE_MOST * images
 
 
 def outvoted(call: RecordedCall, agree: Sequence[RecordedCall], low: RecordedCall | None,

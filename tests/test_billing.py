@@ -121,9 +121,16 @@ def test_usage_of_another_model_than_the_one_named_is_not_used(tmp_path: Path) -
     assert ("recorded usage not used: it is of claude-opus-4-6, the model that made the "
             "calls, not gpt-4o") in said
     # the model that made them, named, is anchored on them (a dated name is that model)
-    for same in ("claude-opus-4-6", "claude-opus-4-6-20260101"):
+    for same in ("claude-opus-4-6", "claude-opus-4-6-20260101", "CLAUDE-OPUS-4-6@20260101",
+                 "us.anthropic.claude-opus-4-6-v1:0"):
         own = context(CLAUDE_CODE, same)
         assert own["kind"] == "anchored" and own["usage_of_another_model"] == ""
+    # a name the calls' model begins with is another model, though one table entry
+    # (claude-opus-4) bills both; and so is a later one the calls' name begins
+    for named in ("claude-opus-4", "claude-opus-4-20250514", "claude-opus-4-6-1"):
+        shorter = context(CLAUDE_CODE, named)
+        assert shorter["kind"] == "calibrated" and shorter["calls"] == 0
+        assert shorter["usage_of_another_model"] == "claude-opus-4-6"
     # compress decides with the same bill
     report = compress_file(CLAUDE_CODE, Options(), model="gpt-4o", cache=False).report
     assert report.billed["kind"] == other["kind"]
@@ -696,24 +703,30 @@ def test_the_library_reads_and_bills_messages_as_the_cli_reads_a_file_of_them() 
 
 
 def test_compress_says_when_it_passes_over_a_files_last_call(tmp_path: Path) -> None:
-    """The file's last call made up small is passed over by compress's bill as by stats',
-    and compress says so as the library does."""
+    """The file's last calls made up small are passed over by compress's bill as by
+    stats', and compress says so as the library does. (Two, the second agreeing with the
+    first: one alone fell by more than the prompt before it held of the file, and is set
+    aside where the calls are judged.)"""
     lines = CLAUDE_CODE.read_text().splitlines()
     records = [json.loads(x) for x in lines]
-    last = max(n for n, r in enumerate(records) if "usage" in r.get("message", {}))
+    ids = list(dict.fromkeys(r["message"]["id"] for r in records
+                             if "usage" in r.get("message", {})))
+    small = {ids[-2]: 10, ids[-1]: 12}
     for n, r in enumerate(records):
-        if r.get("message", {}).get("id") == records[last]["message"]["id"]:
-            r["message"]["usage"].update(input_tokens=10, cache_creation_input_tokens=0,
+        if r.get("message", {}).get("id") in small:
+            r["message"]["usage"].update(input_tokens=small[r["message"]["id"]],
+                                         cache_creation_input_tokens=0,
                                          cache_read_input_tokens=0)
             lines[n] = json.dumps(r)
     path = tmp_path / "run.jsonl"
     path.write_text("\n".join(lines) + "\n")
-    c = stats(path, cache=False).context
-    assert c is not None and c.kind == "anchored" and len(c.passed) == 1
+    s = stats(path, cache=False)
+    c = s.context
+    assert c is not None and c.kind == "anchored" and len(c.passed) == 2 and not s.set_aside
     said = " ".join(run_ctxpack("compress", "--dry-run", str(path)).err.split())
-    assert "warning: the usage of the last call (10 tokens) is below the count of the " \
-        "messages alone, where the agent is known to send 25,000 besides" in said \
-        and f"passed over; anchored on call {c.calls - 1} of {c.calls}" in said, said
+    assert "warning: the usage of the last 2 calls (12 tokens, the last) is below the count " \
+        "of the messages alone, where the agent is known to send 25,000 besides" in said \
+        and f"passed over; anchored on call {c.calls - 2} of {c.calls}" in said, said
 
 
 @pytest.mark.parametrize("part", ["input_tokens", "cache_read_input_tokens",

@@ -13,6 +13,7 @@ from ctxpack.loader import load
 from ctxpack.tokens import TokenCounter
 
 from .conftest import SAMPLES, corpus_params
+from .helpers import ctxpack
 
 
 def records(path: Path) -> list[dict]:
@@ -161,3 +162,46 @@ def test_codex_calls_are_calibrated_within_one_percent_held_out(path: Path,
     # is the one of most calls)
     fitted = max(calibrate([load(path)]), key=lambda f: f.calls)
     assert fitted.calls > 100 and fitted.error is not None and fitted.error < 0.01
+
+
+def test_a_slope_no_model_of_the_family_can_have_is_not_used(tmp_path: Path) -> None:
+    # every call 10,000 below the one before while the messages grow (150,000, 140,000,
+    # ...): the calls before the compaction read a slope of 0.7486, and the bill was
+    # "calibrated: 0.7486 × the count + 80,893", what is in the file below its own count
+    lines, n = [], 0
+    for text in (SAMPLES / "coding-agent.claude-code.jsonl").read_text().splitlines():
+        record = json.loads(text)
+        if record.get("type") == "assistant":  # (each line of a reply, as an editor would)
+            record["message"]["usage"].update(input_tokens=150_000 - n * 10_000,
+                                              cache_read_input_tokens=0,
+                                              cache_creation_input_tokens=0)
+            n += 1
+        lines.append(json.dumps(record))
+    path = tmp_path / "run.jsonl"
+    path.write_text("\n".join(lines) + "\n")
+    run = ctxpack("stats", "--json", str(path))
+    assert run.code == 0, run.err
+    doc = json.loads(run.out)["files"][0]
+    c, table = doc["context"], slope_of("claude-opus-4-6")
+    assert c["kind"] == "calibrated" and c["earlier_calls"] > 0 and c["calls"] == 0
+    assert c["slope"] == table and c["visible"] == round(table * c["counted"]) > c["counted"]
+    assert c["own_slope_refused"].startswith("0.7486, more than 20% below the table's 1.21")
+    said = " ".join(ctxpack("stats", str(path)).out.split())
+    assert (f"calibrated: {table} × the count + {c['overhead']:,} sent but not logged "
+            "(measured on the") in said
+    assert ("the slope the file's calls read is not used, as no slope of claude-opus-4-6 "
+            f"can be: {c['own_slope_refused']} (usage that does not grow with the messages); "
+            "the table's is") in said
+    # the stream-json sample's calls (their usage made up) read 0.94 for a Claude model,
+    # whose tokenizer splits text finer than the one counted with: anchored on them, what
+    # came after is added at the table's slope, and what is in the file is not below its
+    # count
+    stream = json.loads(ctxpack("stats", "--json", str(SAMPLES / "stream.anthropic.jsonl"))
+                        .out)["files"][0]["context"]
+    assert stream["kind"] == "anchored" and stream["slope"] >= 1
+    assert stream["own_slope_refused"].startswith("0.9417, more than 20% below the table's")
+    assert stream["visible"] >= stream["counted"]
+    # a slope the family can have is used, and said to be
+    honest = json.loads(ctxpack("stats", "--json", str(SAMPLES / "coding-agent.claude-code"
+                                                       ".jsonl")).out)["files"][0]["context"]
+    assert honest["own_slope_refused"] == "" and honest["kind"] == "anchored"

@@ -132,8 +132,10 @@ def test_corpus_usage_sums_each_calls_own_usage(path: Path) -> None:
             assert usage[key] == totals[-1]
     last = infos[-1]["last_token_usage"]
     assert usage["last_input_tokens"] == last["input_tokens"]
-    # (a window no model has, the fixture's 0, is named and not said: see test_recorded)
-    assert usage.get("context_window") == (infos[-1]["model_context_window"] or None)
+    # (a window no model has, the fixture's 0, is named and leaves the one before it
+    # standing: see test_recorded)
+    windows = [i["model_context_window"] for i in infos if i.get("model_context_window")]
+    assert usage.get("context_window") == (windows[-1] if windows else None)
     assert usage["calls"] == len(calls)
 
 

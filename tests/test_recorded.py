@@ -253,27 +253,29 @@ def test_usage_the_bill_passes_over_moves_no_fit_beside_an_honest_file(
     assert both["worst"] < 0.05
 
 
-def test_one_made_up_small_last_usage_is_passed_over_not_the_calls_before_it(
+def test_made_up_small_last_usages_are_passed_over_not_the_calls_before_them(
         tmp_path: Path) -> None:
-    # ten earlier calls record a believable prompt (~73k); the last one says 10 tokens
+    # nine earlier calls record a believable prompt (~73k); the last two say 10 and 12
+    # tokens (one alone, which fell by more than the prompt before it held of the file,
+    # is set aside where calls are judged: test_a_last_prompt_that_collapsed_is_set_aside)
     honest = stats(SAMPLE, cache=False)
-    line = last_usage_line()
-    path = with_usage(tmp_path, line, 10, cached=0)
+    path = with_prompts(tmp_path, {25: 10, 26: 12})
     s = stats(path, cache=False)
     c, h = s.context, honest.context
     assert c is not None and h is not None
-    # anchored on the call before it, plus what came after: near the honest bill, not the
-    # bare count (5,138)
+    # anchored on the call before them, plus what came after: near the honest bill, not
+    # the bare count (5,138)
     assert c.kind == "anchored" and c.below == 0 and c.calls == h.calls
     assert abs(c.tokens - h.tokens) < 0.01 * h.tokens and c.not_in_file > 10 * s.tokens
-    assert s.passed_over == [{"line": line, "billed": 10}] and not s.set_aside
+    passed = [{"line": 110, "billed": 10}, {"line": LAST_REPLY, "billed": 12}]
+    assert s.passed_over == passed and not s.set_aside
     said = " ".join(run_ctxpack("stats", str(path), "--top", "0").out.split())
-    assert (f"anchored on recorded call {c.calls - 1} of {c.calls}, passing over call "
-            f"{c.calls} ({SENDS})") in said
-    assert f"passed over, as {SENDS}" in said and f"line {line} (10 recorded)" \
-        in said
+    assert (f"anchored on recorded call {c.calls - 2} of {c.calls}, passing over calls "
+            f"{c.calls - 1} to {c.calls} ({SENDS})") in said
+    assert f"passed over, as {SENDS}" in said and \
+        f"line 110 (10 recorded), line {LAST_REPLY} (12 recorded)" in said, said
     doc = json.loads(run_ctxpack("stats", str(path), "--json").out)["files"][0]["context"]
-    assert doc["passed_over"] == [{"line": line, "billed": 10}] and doc["kind"] == "anchored"
+    assert doc["passed_over"] == passed and doc["kind"] == "anchored"
     # compress decides with that bill: a budget under it makes it act
     out = tmp_path / "small.jsonl"
     done = run_ctxpack("compress", str(path), "--budget", "71000", "-o", str(out))
@@ -281,10 +283,10 @@ def test_one_made_up_small_last_usage_is_passed_over_not_the_calls_before_it(
     assert stats(out, cache=False).messages < s.messages
     # (validate finds nothing wrong: an agent may cut old outputs itself)
     assert run_ctxpack("validate", str(path)).code == 0
-    # calibrate fits without it, as the bill passes it over
+    # calibrate fits without them, as the bill passes them over
     fitted, whole = (json.loads(run_ctxpack("calibrate", "--json", str(p)).out)
                      for p in (path, SAMPLE))
-    assert [f["calls"] for f in fitted] == [whole[0]["calls"] - 1]
+    assert [f["calls"] for f in fitted] == [whole[0]["calls"] - 2]
     assert fitted[0]["error"] < 0.05
 
 
@@ -538,7 +540,7 @@ def test_a_reply_the_next_prompt_cannot_hold_is_set_aside(tmp_path: Path) -> Non
         f"grew by; set aside")
     honest = with_hidden_reply(tmp_path, 31, "honest.jsonl")
     assert run_ctxpack("validate", str(honest)).code == 0
-    bare = with_hidden_reply(tmp_path, None, "bare.jsonl")
+    bare = with_hidden_reply(tmp_path, None, "bare")
     doc, kept, without = stats_doc(inflated), stats_doc(honest), stats_doc(bare)
     assert [x["line"] for x in doc["usage_set_aside"]] == [HIDDEN]
     said = " ".join(run_ctxpack("stats", str(inflated), "--top", "0").out.split())
@@ -565,7 +567,7 @@ def test_a_hidden_reply_the_next_prompt_did_not_grow_by_moves_nothing(
     assert checked.code == 1 and checked.out.startswith(
         f"{inflated}:{HIDDEN}: recorded reply of 8,000 tokens cannot be true: the next call")
     honest = with_hidden_reply(tmp_path, 31, "honest.jsonl")
-    bare = with_hidden_reply(tmp_path, None, "bare.jsonl")
+    bare = with_hidden_reply(tmp_path, None, "bare")
     doc, kept, without = stats_doc(inflated), stats_doc(honest), stats_doc(bare)
     # the count and its roles are as if the reply recorded no usage; the bill as the
     # honest file's (the later calls anchor it)
@@ -585,6 +587,75 @@ def test_a_hidden_reply_the_next_prompt_did_not_grow_by_moves_nothing(
         == [{k: v for k, v in row.items() if k not in accounts} for row in bare_rows]
     assert [(row["set_aside"], row["recorded"]) for row in inflated_rows] == [
         (row["set_aside"] + 1, row["recorded"] + 1) for row in bare_rows]
+
+
+def with_prompts(tmp_path: Path, prompts: dict[int, int], name: str = "run") -> Path:
+    """The Claude Code sample with the prompt of the responses numbered in `prompts` (of
+    26, in file order; the last 11 are made on the context as it stands, at 70-73k each)
+    recorded as the size given (in `input_tokens`, both cache fields 0), or not at all
+    (no usage) where it is 0; in the folder `name`."""
+    def edit(message: dict, n: int) -> None:
+        if n in prompts and not prompts[n]:
+            del message["usage"]
+        elif n in prompts:
+            message["usage"].update(input_tokens=prompts[n], cache_read_input_tokens=0,
+                                    cache_creation_input_tokens=0)
+    folder = tmp_path / name
+    folder.mkdir()
+    return with_replies(folder, edit)
+
+
+LAST_REPLY = 114  # the line of the sample's last reply: its call's prompt is 73,471
+
+
+@pytest.mark.parametrize("prompt", [6_000, 20_000])
+def test_a_last_prompt_that_collapsed_is_set_aside(tmp_path: Path, prompt: int) -> None:
+    # the last call's prompt set to 6,000, ten calls of 70-73k before it with no
+    # compaction between: stats anchored on it ("context as billed: 6,102 ... expected
+    # error ±0.2%", "not in the file 1,000") and compress would not act; what the prompt
+    # before it held of the file (some 14,000 tokens at most) cannot account for the fall
+    path = with_prompts(tmp_path, {26: prompt})
+    bare = with_prompts(tmp_path, {26: 0}, "bare")
+    checked = run_ctxpack("validate", str(path))
+    assert checked.code == 1
+    [said] = checked.out.splitlines()
+    assert said.startswith(
+        f"{path}:{LAST_REPLY}: recorded prompt of {prompt:,} tokens cannot be true: less than "
+        f"1/{RISE} of the 73,362 the call before it records (line 110), with no compaction "
+        f"between, it is {73_362 - prompt:,} less, more than that prompt can have held of "
+        "the file (")
+    assert said.endswith("), and it is the last call of its context; set aside, not used "
+                         "for the bill or the window")
+    doc, without = stats_doc(path), stats_doc(bare)
+    assert [x["line"] for x in doc["usage_set_aside"]] == [LAST_REPLY]
+    # anchored on the last call that can be true, as if the last recorded no usage
+    assert doc["context"] == without["context"]
+    assert doc["context"]["kind"] == "anchored" and doc["context"]["calls"] == 10
+    assert doc["context"]["tokens"] > 73_362 and doc["usage"]["last_input_tokens"] == 73_362
+    report = compress_file(path, Options(), cache=False).report
+    assert report.billed["tokens_before"] == doc["context"]["tokens"]
+    options = Options(threshold=(doc["context"]["tokens"] - 1_000) / 200_000)
+    assert compress_file(path, options, cache=False).report.summary is not None
+
+
+def test_a_fall_the_next_call_agrees_with_stands(tmp_path: Path) -> None:
+    # what the agent sends besides the messages can change (tool definitions dropped):
+    # the calls after a fall that stay down tell it was sent, and the bill rests on them
+    path = with_prompts(tmp_path, {25: 20_000, 26: 20_200})
+    assert run_ctxpack("validate", str(path)).code == 0
+    doc = stats_doc(path)
+    assert doc["usage_set_aside"] == [] and doc["context"]["calls"] == 11
+    assert 20_200 < doc["context"]["tokens"] < 21_000
+    # one that rose back is no such change: the one down is set aside, not the later
+    path = with_prompts(tmp_path, {25: 20_000}, "back")
+    checked = run_ctxpack("validate", str(path))
+    assert checked.code == 1 and checked.out.splitlines()[0].endswith(
+        "and the next call (line 114) records 73,471, more than 2 times it; set aside, not "
+        "used for the bill or the window")
+    assert [x["line"] for x in stats_doc(path)["usage_set_aside"]] == [110]
+    # a fall of less than half is left, as is one the prompt could have dropped
+    path = with_prompts(tmp_path, {26: 36_700}, "half")
+    assert run_ctxpack("validate", str(path)).code == 0
 
 
 def unprompted(tmp_path: Path, output: int, name: str = "run.jsonl") -> Path:
@@ -620,7 +691,7 @@ def test_a_call_recording_a_prompt_of_0_has_its_reply_judged(tmp_path: Path) -> 
     # holds it (the honest 31 counted as hidden content)
     assert doc["usage"]["output_tokens"] == kept["usage"]["output_tokens"] - 31
     assert doc["usage"]["calls_set_aside"] == 1
-    assert doc["tokens"] == stats_doc(with_hidden_reply(tmp_path, None, "bare.jsonl"))["tokens"]
+    assert doc["tokens"] == stats_doc(with_hidden_reply(tmp_path, None, "bare"))["tokens"]
     assert doc["context"]["tokens"] == kept["context"]["tokens"]
     # and past what any call of the model holds, whatever the next call says
     huge = unprompted(tmp_path, 1_500_000, "huge.jsonl")
@@ -736,6 +807,11 @@ def _no_model(message: dict, n: int) -> None:
     pytest.param(_no_model, "message.model is missing, where Claude Code names the model of "
                  "every reply: billed as the file's model", id="no-model"),
     pytest.param(lambda m, n: m.update(model=5), "message.model is a number", id="model-int"),
+    pytest.param(lambda m, n: m.update(model=""), "message.model is empty (''), where Claude "
+                 "Code names the model of every reply: billed as the file's model",
+                 id="model-empty"),
+    pytest.param(lambda m, n: m.update(model=" "), "message.model is empty (' ')",
+                 id="model-blank"),
     pytest.param(lambda m, n: m.update(model="<synthetic>"),
                  "message.model is '<synthetic>', a reply Claude Code makes up itself and "
                  "writes with no usage, yet its usage records ", id="synthetic"),
@@ -767,6 +843,29 @@ def test_a_reply_whose_model_or_id_is_of_another_kind_keeps_its_usage(
         found = [line.split(": ", 1) for line in checked.out.splitlines()]
         assert [int(where.rsplit(":", 1)[1]) for where, _ in found] == replies
         assert all(problem.startswith(named) for _, problem in found)
+
+
+@pytest.mark.parametrize("empty", ["", "  "])
+def test_an_empty_model_name_is_no_model(tmp_path: Path, empty: str) -> None:
+    # a file whose replies all name the model "" was fitted as the model `claude` (not
+    # assumed) and written to the config as `{name: claude}`, which by longest prefix
+    # bills every Claude model without its own entry
+    path = with_replies(tmp_path, lambda m, n: m.update(model=empty))
+    (tmp_path / "bare").mkdir()
+    bare = with_replies(tmp_path / "bare", _no_model)
+    for run in (path, bare):
+        fits = json.loads(run_ctxpack("calibrate", str(run), "--json").out)
+        assert [(f["label"], f["apart"]) for f in fits] == [("claude (assumed)", "assumed")]
+        assert fits[0]["untrusted"].startswith("no model named")
+    config = tmp_path / "config.yaml"
+    written = run_ctxpack("calibrate", str(path), "--write-config", str(config))
+    assert written.code == 0 and not config.exists(), written.err
+    assert "not writing claude (assumed): no model named" in " ".join(written.err.split())
+    # stats names no model, as of a file that names none, and bills it alike
+    doc = json.loads(run_ctxpack("stats", "--json", str(path)).out)["files"][0]
+    same = json.loads(run_ctxpack("stats", "--json", str(bare)).out)["files"][0]
+    assert doc["context"] == same["context"] and doc["model"] == same["model"] == "claude"
+    assert "assumed" in run_ctxpack("stats", str(path)).out
 
 
 def response_starts() -> list[tuple[int, str]]:
@@ -867,8 +966,9 @@ def test_usage_that_is_no_object_is_named_and_listed(tmp_path: Path, usage: obje
     assert abs(c.tokens - h.tokens) < 0.01 * h.tokens
 
 
+STANDS = "the window recorded before it that is the model's stands, else the table's"
 NO_WINDOW = ("is no window a model has (a whole number above 0, within what a call can "
-             "hold): the table's is taken")
+             f"hold): {STANDS}")
 
 
 @pytest.mark.parametrize(("window", "named"), [
@@ -877,7 +977,7 @@ NO_WINDOW = ("is no window a model has (a whole number above 0, within what a ca
     ('"272000"', f"model_context_window '272000' {NO_WINDOW}"),
     ("true", f"model_context_window True {NO_WINDOW}"),
     ("1000", "model_context_window 1,000 is not the model's window: 24 of the 24 calls "
-             "recorded under it hold more than 5,000 (prompt and reply); the table's is taken"),
+             f"recorded under it hold more than 5,000 (prompt and reply); {STANDS}"),
 ])
 def test_a_window_the_calls_or_its_kind_say_is_not_the_models_is_named(
         tmp_path: Path, window: str, named: str) -> None:
@@ -903,6 +1003,35 @@ def test_a_window_the_calls_or_its_kind_say_is_not_the_models_is_named(
     assert doc["usage_set_aside"] == [] and doc["context_window_assumed"] is None
     assert doc["context"] == json.loads(run_ctxpack("stats", str(sample), "--json").out
                                         )["files"][0]["context"]
+
+
+@pytest.mark.parametrize(("window", "named"), [
+    ('"272000"', f"model_context_window '272000' {NO_WINDOW}"),
+    ("1000", f"model_context_window 1,000 is not the model's window: 1 of the 1 calls "
+             f"recorded under it hold more than 5,000 (prompt and reply); {STANDS}"),
+    (str(10**12), f"model_context_window 1000000000000 {NO_WINDOW}"),
+    ("null", None),
+])
+def test_a_last_window_that_is_not_the_models_leaves_the_one_before_it(
+        tmp_path: Path, window: str, named: str | None) -> None:
+    # one wrong value in the last token_count threw away the 272,000 of every event
+    # before it: the bill was "of 400,000", and compress triggered past the real window
+    sample = SAMPLES / "refactor.codex.jsonl"
+    lines = sample.read_text().splitlines()
+    last = max(n for n, text in enumerate(lines) if '"model_context_window":272000' in text)
+    lines[last] = lines[last].replace('"model_context_window":272000',
+                                      f'"model_context_window":{window}')
+    path = tmp_path / "run.jsonl"
+    path.write_text("\n".join(lines) + "\n")
+    checked = run_ctxpack("validate", str(path))
+    assert checked.out.splitlines() == ([f"{path}:{last + 1}: {named}"] if named else [])
+    doc = json.loads(run_ctxpack("stats", str(path), "--json").out)["files"][0]
+    assert doc["context_window"] == doc["usage"]["context_window"] == 272_000
+    table = json.loads(run_ctxpack("stats", str(sample), "--json", "-m",
+                                   "gpt-5.1-codex").out)["files"][0]["context_window"]
+    assert table > 272_000
+    # compress triggers at its share of that window, not of the table's
+    assert compress_file(path, Options(), cache=False).report.trigger == int(0.8 * 272_000)
 
 
 def started_only(tmp_path: Path, window: str) -> tuple[Path, int]:

@@ -16,6 +16,7 @@ import uuid
 from dataclasses import replace
 from typing import Any
 
+from ..models import model_name
 from ..transcript import (
     META_KEY,
     OFF_BRANCH,
@@ -287,8 +288,9 @@ def _unlike_its_agent(model: Any, usage: Any) -> list[str]:
     validate: no `model` (it names the model of every reply it was sent), or a
     `<synthetic>` one (a reply it makes up itself, an error shown or a turn skipped, which
     it writes with every count 0) whose usage records tokens."""
-    if model is None:
-        return ["message.model is missing, where Claude Code names the model of every "
+    if model is None or isinstance(model, str) and model_name(model) is None:
+        what = "missing" if model is None else f"empty ({model!r})"
+        return [f"message.model is {what}, where Claude Code names the model of every "
                 "reply: billed as the file's model"]
     tokens = sum(number(usage.get(f)) for f in _USAGE_FIELDS) if isinstance(usage, dict) else 0
     if model == SYNTHETIC_MODEL and tokens:

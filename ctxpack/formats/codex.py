@@ -70,6 +70,9 @@ _TOTALS = (("input_tokens", "input_tokens"), ("output_tokens", "output_tokens"),
 # the counts of a call's `last_token_usage`, and of the running `total_token_usage`
 _CALL_FIELDS = ("input_tokens", "cached_input_tokens", "output_tokens",
                 "reasoning_output_tokens", "total_tokens")
+# what stands for a `model_context_window` that is not the model's: the window recorded
+# before it that is (a later one that is takes over), else the table's
+_STANDS = "the window recorded before it that is the model's stands, else the table's"
 _USAGES = ("last_token_usage", "total_token_usage")
 # the bound of each (a call's prompt and reply are held to its model's by
 # ctxpack.recorded), and the part of each count that another holds: cached input is input,
@@ -477,7 +480,9 @@ class CodexReader:
         value = record.get("model_context_window")
         if value is not None:
             self.context_window = value
-            self.windows.setdefault(shown(value), (line, value))
+            # (kept in the order each was last recorded, at the first line it is on)
+            key = shown(value)
+            self.windows[key] = self.windows.pop(key, (line, value))
 
     def _windows(self, model: str | None) -> tuple[dict[str, int], list[tuple[int, str]]]:
         """The windows the file records that can be its model's (by `shown`), and the
@@ -498,11 +503,11 @@ class CodexReader:
                 problems.append((line, f"model_context_window {value:,} is not the model's "
                                        f"window: {over:,} of the {len(told):,} calls recorded "
                                        f"under it hold more than {most:,} (prompt and reply); "
-                                       "the table's is taken"))
+                                       f"{_STANDS}"))
             else:
                 problems.append((line, f"model_context_window {shown(value)} is no window a "
                                        "model has (a whole number above 0, within what a "
-                                       "call can hold): the table's is taken"))
+                                       f"call can hold): {_STANDS}"))
         return good, problems
 
     def usage(self, older: list[RecordedCall], windows: dict[str, int]) -> dict[str, Any]:
@@ -524,8 +529,10 @@ class CodexReader:
                     usage["last_input_tokens"] = self.recorded[-1][2].billed
                 else:
                     del usage["last_input_tokens"]
-        window = windows.get(shown(self.context_window))
-        if window is not None:  # (one that is not the model's is named, and not said here)
+        # the newest window recorded that is the model's (one that is not is named, and
+        # leaves the one before it standing)
+        window = next((windows[k] for k in reversed(self.windows) if k in windows), None)
+        if window is not None:
             usage["context_window"] = window
         if self.encrypted_items:
             usage["encrypted_reasoning_items"] = self.encrypted_items
@@ -536,8 +543,9 @@ class CodexReader:
         context = ([] if self.system is None else [self.system]) + self.window
         model = self.model or self.meta_model
         windows, problems = self._windows(model)
-        for told, _ in self.every:  # (a window not the model's: judged by the table's)
-            told.window = windows.get(shown(told.window))
+        stands = None  # (a window not the model's: judged by the one before it, if any)
+        for told, _ in self.every:
+            told.window = stands = windows.get(shown(told.window), stands)
         older = self._older(context, model)
         return [], Layout(context, model=model, usage=self.usage(older, windows),
                           calls=self._calls_on(context, bool(self.encrypted_items), model,

@@ -217,7 +217,18 @@ def context_lines(f: FileStats) -> list[str]:
                      "ratio is the slope (the file may hold more than was sent)")
     if f.no_room:
         lines.append(f"  no room for the messages: {f.no_room}")
-    return lines + usage_of_lines(f) + passed_lines(f) + window_lines(f) + set_aside_lines(f)
+    return lines + usage_of_lines(f) + refused_lines(f) + passed_lines(f) + window_lines(f) \
+        + set_aside_lines(f)
+
+
+def refused_lines(f: FileStats) -> list[str]:
+    """Why the slope the file's own calls read is not the bill's (see
+    calibration.implausible)."""
+    if f.context is None or not f.context.refused:
+        return []
+    return [f"  the slope the file's calls read is not used, as no slope of {f.context.model} "
+            f"can be: {f.context.refused} (usage that does not grow with the messages); the "
+            "table's is"]
 
 
 def usage_of_lines(f: FileStats) -> list[str]:
