@@ -46,7 +46,16 @@ from pathlib import Path
 from typing import Any
 
 from ..jsonl import dumps, json_kind
-from ..recorded import RUN_BOUND, SetAside, Summed, summed, whole, wrong_counts, wrong_totals
+from ..recorded import (
+    RUN_BOUND,
+    SetAside,
+    Summed,
+    summed,
+    unreadable,
+    whole,
+    wrong_counts,
+    wrong_totals,
+)
 from ..transcript import (
     META_KEY,
     Image,
@@ -206,8 +215,9 @@ def refused_part(part: dict[str, Any]) -> list[str]:
 def refused(read: Message) -> list[str]:
     """What the Gemini API refuses of a chat recording's user or gemini record: a Part of
     its `content` (a string, a Part or a list of them, as the CLI sends it) it cannot read;
-    and fields of the reply the CLI cannot read (`thoughts` and `toolCalls` of no objects,
-    `tokens` no object), which ctxpack passes over."""
+    and fields of the reply the CLI cannot read (`thoughts` and `toolCalls` of no objects),
+    which ctxpack passes over (`tokens` no object is usage that cannot be read: see
+    `_Tokens.add`)."""
     raw = read.raw
     content = raw.get("content")
     out = []
@@ -230,10 +240,6 @@ def refused(read: Message) -> list[str]:
         out += [f"{key}[{k}] is {json_kind(item)}, not an object"
                 for k, item in enumerate(value if isinstance(value, list) else ())
                 if not isinstance(item, dict)]
-    tokens = raw.get("tokens")
-    if tokens is not None and not isinstance(tokens, dict):
-        out.append(f"'tokens' is {json_kind(tokens)}, not an object: the reply's usage is "
-                   "not read")
     return out
 
 def _thoughts(value: Any) -> list[Thinking]:
@@ -337,13 +343,21 @@ class _Tokens:
         self.replies: dict[str, dict[str, int]] = {}
         # each reply's model, the counts of its `tokens` no token count can be, and its line
         self.checked: dict[str, tuple[str | None, str, int]] = {}
+        self.unread: dict[str, SetAside] = {}  # each reply's `tokens` that is no object
 
     def add(self, key: str, tokens: Any, model: str | None, line: int) -> None:
+        """Take the `tokens` of the reply `key` (its newest copy's stand)."""
+        self.unread.pop(key, None)
         if isinstance(tokens, dict):
             self.replies[key] = {k: number(tokens.get(k)) for k in _TOKEN_FIELDS}
             wrong = wrong_counts(tokens, _WRITTEN, "tokens.", parts=_TOKEN_PARTS,
                                  nulls=_WRITTEN) or _unadded(tokens)
             self.checked[key] = (model, wrong, line)
+        elif tokens is not None:
+            self.replies.pop(key, None)
+            self.checked.pop(key, None)
+            self.unread[key] = unreadable(line, f"'tokens' is {json_kind(tokens)}, not an "
+                                                "object")
 
     def wrong(self, key: str) -> str:
         """The counts of the reply `key` no token count can be ("": none)."""
@@ -428,6 +442,10 @@ class GeminiChatReader:
             return self._replace(line, messages, ("$set", "messages"), compressed=True) \
                 if messages else []
         if "sessionId" in record and "type" not in record:
+            if not isinstance(record["sessionId"], str):  # (the CLI writes every session's)
+                self.problems.append((line, f"'sessionId' is {json_kind(record['sessionId'])}, "
+                                            "not a string: the session has no id, and is not "
+                                            "told from another in the file"))
             if record.get("messages") is None:  # the metadata line of the JSONL form
                 return []
             return self._replace(line, array_field(record, "messages"), ("messages",))
@@ -552,7 +570,8 @@ class GeminiChatReader:
         called = {self.prompts[n][4] for n in context if n in self.prompts}
         return [], Layout(context, model=self.model, usage=self.tokens.summary(), calls=calls,
                           outside_why="; ".join(sorted(self.gone)), problems=self.problems,
-                          unbilled_calls=self.tokens.uncalled(called), copies=self.copies)
+                          unbilled_calls=self.tokens.uncalled(called), copies=self.copies,
+                          set_aside=list(self.tokens.unread.values()))
 
 
 def sniff_chat(record: Any) -> int:
@@ -775,7 +794,8 @@ class GeminiStreamReader:
         self.model: str | None = None
         self.totals: dict[str, int] = {}
         self.stats_runs = 0
-        self.aside: list[SetAside] = []  # run totals no token count can be
+        # run totals no token count can be, or that cannot be read
+        self.aside: list[SetAside] = []
         self.problems: list[tuple[int, str]] = []  # (see Layout.problems)
         self.open: list[ToolCall] = []  # the calls of the run not yet answered, in order
 
@@ -902,6 +922,9 @@ class GeminiStreamReader:
 
     def _stats(self, line: int, stats: Any) -> None:
         if not isinstance(stats, dict):
+            if stats is not None:
+                self.aside.append(unreadable(line, f"the result's 'stats' is "
+                                                   f"{json_kind(stats)}, not an object"))
             return
         wrong = wrong_counts(stats, _STATS_FIELDS, "stats.", RUN_BOUND, _STATS_PARTS,
                              _STATS_FIELDS)
