@@ -16,7 +16,7 @@ from __future__ import annotations
 from decimal import Decimal
 from typing import Any
 
-from ..jsonl import dumps
+from ..jsonl import dumps, json_kind
 from ..numbers import number
 from ..recorded import SetAside, with_run_totals, wrong_costs, wrong_totals
 from ..transcript import META_KEY, Message, Part, Text, ToolCall, ToolResult
@@ -68,12 +68,18 @@ class EventsReader:
         self.aside: list[SetAside] = []  # session totals whose list cost no cost can be
         self.model: str | None = None
         self.replies: dict[int, Reply] = {}  # a request's reply (its number): its usage key
+        self.problems: list[tuple[int, str]] = []  # (see Layout.problems)
 
     def feed(self, line: int, record: dict[str, Any]) -> list[Message]:
         event = event_of(record)
         if event is None:
             raise RecordError("not a session event: no 'type' such as agent.message")
         kind = event["type"]
+        if kind in _CALLS and "input" in event and not isinstance(event["input"], dict):
+            # (the Messages API takes a call's arguments as an object alone)
+            self.problems.append((line, f"{kind} event's 'input' is "
+                                        f"{json_kind(event['input'])}, not an object: the "
+                                        "call's arguments read as written"))
         if kind in _CALLS or kind in ("agent.message", "agent.thinking"):
             self.pending.append((line, record, string_field(event, "id"), self._parts(event)))
             return []
@@ -156,7 +162,7 @@ class EventsReader:
         return rest, Layout(context, model=self.model, usage=self.usage(),
                             calls=self.tally.recorded(context, self.replies),
                             set_aside=[*self.aside, *self.tally.unread],
-                            problems=self.tally.nulls)
+                            problems=sorted([*self.tally.nulls, *self.problems]))
 
 
 def _list_cost(usage: dict[str, Any]
