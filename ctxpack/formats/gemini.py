@@ -45,7 +45,7 @@ from dataclasses import replace
 from pathlib import Path
 from typing import Any
 
-from ..jsonl import dumps, json_kind
+from ..jsonl import dumps, item_lines, json_kind
 from ..recorded import (
     RUN_BOUND,
     SetAside,
@@ -345,8 +345,10 @@ class _Tokens:
         self.checked: dict[str, tuple[str | None, str, int]] = {}
         self.unread: dict[str, SetAside] = {}  # each reply's `tokens` that is no object
 
-    def add(self, key: str, tokens: Any, model: str | None, line: int) -> None:
-        """Take the `tokens` of the reply `key` (its newest copy's stand)."""
+    def add(self, key: str, tokens: Any, model: str | None, line: int,
+            place: tuple[str, int] = ("", 0)) -> None:
+        """Take the `tokens` of the reply `key` (its newest copy's stand), at `line`, and in
+        a document at `place` (`messages[3]` and the line its item starts on)."""
         self.unread.pop(key, None)
         if isinstance(tokens, dict):
             self.replies[key] = {k: number(tokens.get(k)) for k in _TOKEN_FIELDS}
@@ -357,7 +359,7 @@ class _Tokens:
             self.replies.pop(key, None)
             self.checked.pop(key, None)
             self.unread[key] = unreadable(line, f"'tokens' is {json_kind(tokens)}, not an "
-                                                "object")
+                                                "object", *place)
 
     def wrong(self, key: str) -> str:
         """The counts of the reply `key` no token count can be ("": none)."""
@@ -424,6 +426,7 @@ class GeminiChatReader:
         self.problems: list[tuple[int, str]] = []  # (see Layout.problems)
         self.open: list[ToolCall] = []  # the calls of the run not yet answered, in order
         self.copies: list[int] = []  # (see Layout.copies)
+        self.data: tuple[bytes, int] | None = None  # a document's bytes, its first line
 
     def feed(self, line: int, record: Any) -> list[Message]:
         if not isinstance(record, dict):
@@ -517,7 +520,8 @@ class GeminiChatReader:
         if kind == "gemini":
             model = string_field(record, "model")
             self.model = model or self.model
-            self.tokens.add(ident, record.get("tokens"), model or self.model, line)
+            self.tokens.add(ident, record.get("tokens"), model or self.model, line,
+                            self._place())
             tokens = record.get("tokens")
             billed = number(tokens.get("input")) if isinstance(tokens, dict) else 0
             wrong = self.tokens.wrong(ident)
@@ -527,6 +531,20 @@ class GeminiChatReader:
                 self.prompts[sent[0]] = (billed, model or self.model, wrong,
                                          self.tokens.added(ident), ident)
         return messages
+
+    def located(self, path: str, data: bytes, first: int) -> None:
+        """Told the bytes of a recording that is one document: a record is placed in it."""
+        self.data = (data, first)
+
+    def _place(self) -> tuple[str, int]:
+        """Where in a document the record being read is (`messages[3]`, as its messages are
+        placed) and the line it starts on (0: the document is one line); none in a JSONL
+        recording, whose lines place its records."""
+        at = self.items.at
+        if self.data is None or not at:
+            return "", 0
+        place = "".join(f"[{k}]" if isinstance(k, int) else f".{k}" for k in at).lstrip(".")
+        return place, item_lines(*self.data, [at]).get(at, 0)
 
     def _rewind(self, ident: str, line: int) -> None:
         keys = list(self.entries)
