@@ -114,6 +114,7 @@ def test_an_opencode_step_cache_of_no_counts_sets_its_call_aside(cache: Any, sai
 
 @pytest.mark.parametrize(("usages", "said"), [
     ("x", "metrics.token_usages is a string, not an array"),
+    (7, "metrics.token_usages is a number, not an array"),
     ([5], "metrics.token_usages[0] is a number, not an object")])
 def test_openhands_token_usages_of_the_wrong_kind_are_unread(usages: Any, said: str,
                                                              tmp_path: Path) -> None:

@@ -213,11 +213,11 @@ class OpenHandsReader:
         if usages is not None and not isinstance(usages, list):
             self.unread.append(unreadable(line, "metrics.token_usages is "
                                                 f"{json_kind(usages)}, not an array"))
-        found = [(k, u) for k, u in enumerate(usages) if isinstance(u, dict)] \
-            if isinstance(usages, list) else []
+            usages = []
+        found = [(k, u) for k, u in enumerate(usages or ()) if isinstance(u, dict)]
         self.unread += [unreadable(line, f"metrics.token_usages[{k}] is {json_kind(u)}, not "
                                          "an object") for k, u in enumerate(usages or ())
-                        if isinstance(usages, list) and not isinstance(u, dict)]
+                        if not isinstance(u, dict)]
         # one source of a conversation's calls: its metrics, where it has them
         self.measured = bool(found)
         for k, u in found:
