@@ -113,6 +113,9 @@ RUN_MOST = 1_000_000 * MOST
 DEAREST = 600 / 1_000_000
 # the rule a value breaks that is no count, or no cost, at all, as a problem names it
 NO_COUNT = "(a token count is a whole number, zero or more)"
+# (a whole number written as a decimal, 9412.0: JSON writes a count as an integer, and the
+# readers sum counts as integers, so it is named as what it is, and its call set aside)
+NO_DECIMAL = "(a token count is written as a whole number, not a decimal)"
 NO_COST = "(a cost is a number, zero or more)"
 NULL = "(a null is no count)"
 # each bound with what it is, as a problem names it (as `most_for` gives a call's): every
@@ -181,7 +184,7 @@ def wrong_counts(usage: Any, fields: Sequence[str], prefix: str = "",
     bound, why = most
     wrong = [f"{prefix}{f} null {NULL}" if usage[f] is None
              else f"{prefix}{f} {figure(usage[f])} (more than {bound:,}, {why})"
-             if whole(usage[f]) else f"{prefix}{f} {shown(usage[f])} {NO_COUNT}"
+             if whole(usage[f]) else f"{prefix}{f} {shown(usage[f])} {not_count(usage[f])}"
              for f in fields if f in usage and (
                  miscounted(usage[f], bound) or usage[f] is None and f in nulls)]
     wrong += [f"{prefix}{part} {figure(usage[part])} (more than the {prefix}{of} "
@@ -189,6 +192,14 @@ def wrong_counts(usage: Any, fields: Sequence[str], prefix: str = "",
               if whole(usage.get(part)) and whole(usage.get(of)) and usage[part] > usage[of]
               and not miscounted(usage[part], bound)]
     return ", ".join(wrong)
+
+
+def not_count(value: Any) -> str:
+    """Why `value`, written where a token count belongs, is none, in the words of the rule it
+    breaks: a whole number, zero or more, written as a decimal (9412.0) is `NO_DECIMAL`,
+    any other value `NO_COUNT`."""
+    decimal = isinstance(value, float) and value.is_integer() and value >= 0
+    return NO_DECIMAL if decimal else NO_COUNT
 
 
 def null_counts(usage: Any, fields: Sequence[str], prefix: str = "") -> str:
@@ -216,6 +227,17 @@ def wrong_totals(line: int, counts: str, costs: str = "", place: str = "", item:
            f"in the usage totals")
     return SetAside(item or line, f"{place}: {why}" if place else why,
                     place=where_in(place, item) if place else "")
+
+
+def unreadable(line: int, what: str, place: str = "", item: int = 0, file: str = ""
+               ) -> SetAside:
+    """A record of usage at `line` that cannot be read at all (`what`: what it is instead,
+    "the token_count's info is a string, not an object"), left out of the bill and the
+    totals, and named: by validate, and in stats' `usage_unread`. In a document it is placed
+    as a call's usage is (see `wrong_totals`); `file`: where it is not the transcript."""
+    why = f"recorded usage that cannot be read: {what}; left out"
+    return SetAside(item or line, f"{place}: {why}" if place else why, readable=False,
+                    place=where_in(place, item) if place else "", file=file)
 
 
 def wrong_costs(record: Any, fields: Sequence[str], prefix: str = "", cents: bool = False,

@@ -924,16 +924,23 @@ def test_fields_of_the_wrong_type_are_named_at_their_message(pretty: bool,
         return next(n for n, text in enumerate(lines) if f'"{ident}"' in text) if pretty else 1
 
     run = ctxpack("validate", str(path))
-    assert run.code == 1 and run.out.splitlines() == [
+    # (in order of line; on one line, the unreadable usage after what its messages hold)
+    assert run.code == 1 and sorted(run.out.splitlines()) == sorted([
         f"{path}:{at('g1')}: messages[1]: 'thoughts' is an object, not an array",
-        f"{path}:{at('g1')}: messages[1]: 'tokens' is an array, not an object: the reply's "
-        "usage is not read",
+        f"{path}:{at('g1')}: messages[1]: recorded usage that cannot be read: 'tokens' is an "
+        "array, not an object; left out",
         f"{path}:{at('g2')}: messages[2]: thoughts[0] is a number, not an object",
         f"{path}:{at('g2')}: messages[2]: toolCalls[0] is a number, not an object",
         f"{path}:{at('u2')}: messages[3]: content[1] is null, not a Part",
         f"{path}:{at('u3')}: messages[4]: 'content' is a number, not a string, Part or array",
-    ], run.out + run.err
+    ]), run.out + run.err
     assert ctxpack("stats", str(path)).code == 0
+    # the usage is listed as unread, in the words and at the place validate gives
+    assert json.loads(ctxpack("stats", "--json", str(path)).out)["files"][0][
+        "usage_unread"] == [{"line": at("g1"), "place": f"line {at('g1')} messages[1]"
+                             if pretty else "messages[1]", "problem": next(
+                                 x for x in run.out.splitlines() if "cannot be read" in x)
+                             .split(": ", 1)[1]}]
 
 
 def test_tool_calls_of_a_string_are_one_line_naming_the_message(tmp_path: Path) -> None:

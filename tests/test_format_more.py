@@ -1448,11 +1448,12 @@ def _opencode_export(user_parts=None, state=None, tokens=None) -> dict:
       "messages[1].parts[1] (tool): completed, its 'state.output' is a number, not a "
       "string"]),
     ({"tokens": {"input": "x", "output": -1, "cache": "no"}},
-     ["messages[1].info.tokens.cache is a string, not an object",
-      "messages[1].info.tokens.input 'x' (a token count is a whole number, zero or more): "
+     ["messages[1].info.tokens.input 'x' (a token count is a whole number, zero or more): "
       "not used (the step-finish parts' counts are)",
       "messages[1].info.tokens.output -1 (a token count is a whole number, zero or more): "
-      "not used (the step-finish parts' counts are)"]),
+      "not used (the step-finish parts' counts are)",
+      "messages[1].info.tokens.cache is a string, not an object of counts: not used (the "
+      "step-finish parts' counts are)"]),
 ])
 def test_what_an_opencode_export_holds_that_opencode_never_writes_is_named(
         tmp_path, wrong, problems):

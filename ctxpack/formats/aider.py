@@ -37,7 +37,7 @@ from dataclasses import replace
 from decimal import Decimal
 from typing import Any
 
-from ..recorded import dollars, summed, wrong_counts
+from ..recorded import NO_COST, dollars, summed, wrong_counts
 from ..transcript import (
     CLEARED,
     EDITOR,
@@ -59,7 +59,8 @@ _TOKENS = re.compile(r"^> Tokens: (.*)")
 _KINDS = ("sent", "received", "cache write", "cache hit")
 _AMOUNT = re.compile(rf"(\S+) ({'|'.join(_KINDS)})")
 _COUNT = re.compile(r"([0-9]+(?:\.[0-9]+)?)([kKmM]?)")  # as Aider prints one: 66, 3.2k, 12k
-_COST = re.compile(r"Cost: \$([\d.]+) message")
+_COST = re.compile(r"Cost: \$(\S*) message")
+_PRINTED_COST = re.compile(r"[0-9]+(?:\.[0-9]+)?")  # as Aider prints one: 0.0086, 0.01
 _EDIT_FORMAT = re.compile(r"with ([\w-]+) edit format")
 # a confirmation Aider answered itself from an earlier "all"/"skip", logged as a prompt
 _CONFIRMED = re.compile(r"\? \(Y\)es/\(N\)o.*\[(?:Yes|No)\]: ?\w*\s*$")
@@ -100,7 +101,8 @@ def amount(said: str) -> int | None:
 def tokens_line(line: str) -> dict[str, Any] | None:
     """The numbers of one `> Tokens:` line, or None for another line; `wrong` names the
     amounts no count can be: what Aider never prints, and a count past what a call holds,
-    as every reader's counts are named (`wrong_counts`)."""
+    as every reader's counts are named (`wrong_counts`); `wrong cost` names a message cost
+    Aider does not print ($NaN), as every reader's costs are (its call is set aside)."""
     found = _TOKENS.match(line)
     if found is None:
         return None
@@ -119,11 +121,10 @@ def tokens_line(line: str) -> dict[str, Any] | None:
     if wrong:
         values["wrong"] = ", ".join(wrong)
     cost = _COST.search(found.group(1))
-    if cost is not None:
-        try:
-            values["cost"] = measure(float(cost.group(1)))
-        except ValueError:
-            pass
+    if cost is not None and _PRINTED_COST.fullmatch(cost.group(1)):
+        values["cost"] = measure(float(cost.group(1)))
+    elif cost is not None:  # (no cost Aider prints: the call is set aside, named)
+        values["wrong cost"] = f"'> Tokens:' Cost: ${cost.group(1)[:40]} {NO_COST}"
     return values
 
 
@@ -310,8 +311,8 @@ class AiderReader:
                           cache_read_tokens=usage.get("cache hit", 0),
                           cache_creation_tokens=usage.get("cache write", 0),
                           cost_usd=usage.get("cost", 0)),
-            problem=f"'> Tokens:' {wrong}" if wrong else "", at=line,
-            unplaced="" if chat else EDITOR if self.editor else NO_PLACE)
+            problem=f"'> Tokens:' {wrong}" if wrong else "", costs=usage.get("wrong cost", ""),
+            at=line, unplaced="" if chat else EDITOR if self.editor else NO_PLACE)
         (self.replies if chat else self.unbilled).append(call)
 
     def finish(self) -> tuple[list[Message], Layout]:

@@ -18,6 +18,7 @@ from ..recorded import (
     no_output,
     null_counts,
     summed,
+    unreadable,
     with_run_totals,
     wrong_costs,
     wrong_counts,
@@ -370,9 +371,8 @@ class UsageTally:
         object is named, and left out."""
         if not isinstance(usage, dict):
             if usage is not None:
-                self.unread.append(SetAside(line, "recorded usage that cannot be read: "
-                                            f"{self.field} is {json_kind(usage)}, not an "
-                                            "object; left out", readable=False))
+                self.unread.append(unreadable(line, f"{self.field} is {json_kind(usage)}, "
+                                                    "not an object"))
             return
         # (both cache fields null beside a prompt count: the SDK's dump of a response that
         # reported no cache, as its optional fields are written, is a prompt of no cache)

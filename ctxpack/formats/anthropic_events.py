@@ -113,6 +113,11 @@ class EventsReader:
         kind = event["type"]
         self.problems += [(line, p) for p in unknown_blocks(
             event.get("content"), "content" if event is record else "raw.content")]
+        if kind in _CALLS and "input" in event and not isinstance(event["input"], dict):
+            # (the Messages API takes a call's arguments as an object alone)
+            self.problems.append((line, f"{kind} event's 'input' is "
+                                        f"{json_kind(event['input'])}, not an object: the "
+                                        "call's arguments read as written"))
         if kind in _CALLS or kind in ("agent.message", "agent.thinking"):
             self.pending.append((line, record, string_field(event, "id"), self._parts(event)))
             return []
@@ -195,7 +200,7 @@ class EventsReader:
         return rest, Layout(context, model=self.model, usage=self.usage(),
                             calls=self.tally.recorded(context, self.replies),
                             set_aside=[*self.aside, *self.tally.unread],
-                            problems=[*self.problems, *self.tally.nulls])
+                            problems=sorted([*self.tally.nulls, *self.problems]))
 
 
 def _list_cost(usage: dict[str, Any]

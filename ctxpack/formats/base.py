@@ -589,6 +589,11 @@ class Sessions:
     def items(self) -> Items | None:
         return getattr(self.reader, "items", None)
 
+    def located(self, path: str, data: bytes, first: int) -> None:
+        """A document (one session) told to its reader, where it reads one (`located`)."""
+        if hasattr(self.reader, "located"):
+            self.reader.located(path, data, first)
+
     def feed(self, line: int, record: Any) -> list[Message]:
         head = self.header(record)
         out: list[Message] = []

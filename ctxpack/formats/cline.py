@@ -60,6 +60,7 @@ from ..recorded import (
     Summed,
     dollars,
     null_counts,
+    shown,
     summed,
     wrong_costs,
     wrong_counts,
@@ -279,10 +280,13 @@ UNREAD = ("recorded usage that cannot be read: the text of this api_req_started 
 
 
 def unread_request(event: Any) -> bool:
-    """Is `event` an `api_req_started` event whose text holds no JSON object? Its usage
-    cannot be read (and the UI reader keeps its text as the request)."""
-    return isinstance(event, dict) and event.get("say") == "api_req_started" \
-        and isinstance(event.get("text"), str) and not isinstance(_json(event["text"]), dict)
+    """Is `event` an `api_req_started` event whose text holds no JSON object (text that is
+    none, null or a number as much as text of no JSON)? Its usage cannot be read (and the
+    UI reader keeps its text, where it is text, as the request)."""
+    if not isinstance(event, dict) or event.get("say") != "api_req_started":
+        return False
+    text = event.get("text")
+    return not isinstance(_json(text) if isinstance(text, str) else text, dict)
 
 
 def event_lines(events: list[int], data: bytes | None, first: int) -> dict[int, int]:
@@ -383,10 +387,16 @@ def cut_at(events: list[Any], gone: range) -> int:
                  and events[n].get("say") == "api_req_started"), first - 1)
 
 
+def _stamp(value: Any) -> bool:
+    """Is `value` a time stamp as Cline writes one: milliseconds since 1970 (`Date.now()`),
+    a number of 0 or more that a float holds exactly (not -1, NaN, text or true)?"""
+    return isinstance(value, int | float) and not isinstance(value, bool) \
+        and 0 <= value <= 2**53
+
+
 def _stamps(items: list[Any]) -> list[int | float]:
-    """The `ts` each of `items` (messages or events) carries where it is a number."""
-    return [t for d in items if isinstance(d, dict) and isinstance(t := d.get("ts"), (int, float))
-            and not isinstance(t, bool) and abs(t) <= 2**53]
+    """The `ts` each of `items` (messages or events) carries where it is a time stamp."""
+    return [t for d in items if isinstance(d, dict) and _stamp(t := d.get("ts"))]
 
 
 # how far apart a task's UI events and history messages may be stamped and still be of
@@ -602,10 +612,11 @@ def _odd_fields(message: dict[str, Any]) -> list[str]:
     """What a history message holds that Cline does not write (see `_odd`)."""
     out = unknown_blocks(message.get("content"))
     stamp = message.get("ts")
-    if "ts" in message and (isinstance(stamp, bool) or not isinstance(stamp, int | float)):
+    if "ts" in message and not _stamp(stamp):
+        number = isinstance(stamp, int | float) and not isinstance(stamp, bool)
         out.append(f"'ts' is {json_kind(stamp)}"
-                   f"{f' ({stamp!r})' if isinstance(stamp, str) else ''}, not a time stamp "
-                   "(milliseconds since 1970, as Cline writes it): read past")
+                   f"{f' ({shown(stamp)})' if isinstance(stamp, str) or number else ''}, not "
+                   "a time stamp (milliseconds since 1970, as Cline writes it): read past")
     return out
 
 

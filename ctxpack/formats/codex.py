@@ -32,6 +32,7 @@ from ..recorded import (
     shown,
     summed,
     unbelievable,
+    unreadable,
     wrong_counts,
 )
 from ..transcript import (
@@ -403,9 +404,8 @@ class CodexReader:
     def _token_count(self, line: int, info: Any) -> None:
         if not isinstance(info, dict):
             if info is not None:  # (null: a rate-limit-only update)
-                self.unread.append(SetAside(line, "recorded usage that cannot be read: the "
-                                            f"token_count's info is {json_kind(info)}, not an "
-                                            "object; left out", readable=False))
+                self.unread.append(unreadable(line, f"the token_count's info is "
+                                                    f"{json_kind(info)}, not an object"))
             return
         self._window(line, info)
         total, last = _numbers(info.get("total_token_usage")), _numbers(

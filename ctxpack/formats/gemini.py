@@ -45,13 +45,14 @@ from dataclasses import replace
 from pathlib import Path
 from typing import Any
 
-from ..jsonl import dumps, json_kind
+from ..jsonl import dumps, item_lines, json_kind
 from ..recorded import (
     RUN_BOUND,
     SetAside,
     Summed,
     null_counts,
     summed,
+    unreadable,
     whole,
     wrong_counts,
     wrong_totals,
@@ -216,8 +217,9 @@ def refused_part(part: dict[str, Any]) -> list[str]:
 def refused(read: Message) -> list[str]:
     """What the Gemini API refuses of a chat recording's user or gemini record: a Part of
     its `content` (a string, a Part or a list of them, as the CLI sends it) it cannot read;
-    and fields of the reply the CLI cannot read (`thoughts` and `toolCalls` of no objects,
-    `tokens` no object), which ctxpack passes over."""
+    and fields of the reply the CLI cannot read (`thoughts` and `toolCalls` of no objects),
+    which ctxpack passes over (`tokens` no object is usage that cannot be read: see
+    `_Tokens.add`)."""
     raw = read.raw
     content = raw.get("content")
     out = []
@@ -240,10 +242,6 @@ def refused(read: Message) -> list[str]:
         out += [f"{key}[{k}] is {json_kind(item)}, not an object"
                 for k, item in enumerate(value if isinstance(value, list) else ())
                 if not isinstance(item, dict)]
-    tokens = raw.get("tokens")
-    if tokens is not None and not isinstance(tokens, dict):
-        out.append(f"'tokens' is {json_kind(tokens)}, not an object: the reply's usage is "
-                   "not read")
     return out
 
 def _thoughts(value: Any) -> list[Thinking]:
@@ -349,14 +347,24 @@ class _Tokens:
         # each reply's model, the counts of its `tokens` no token count can be, its line,
         # and the counts of the reply itself written as null (see RecordedCall.unsized)
         self.checked: dict[str, tuple[str | None, str, int, str]] = {}
+        self.unread: dict[str, SetAside] = {}  # each reply's `tokens` that is no object
 
-    def add(self, key: str, tokens: Any, model: str | None, line: int) -> None:
+    def add(self, key: str, tokens: Any, model: str | None, line: int,
+            place: tuple[str, int] = ("", 0)) -> None:
+        """Take the `tokens` of the reply `key` (its newest copy's stand), at `line`, and in
+        a document at `place` (`messages[3]` and the line its item starts on)."""
+        self.unread.pop(key, None)
         if isinstance(tokens, dict):
             self.replies[key] = {k: number(tokens.get(k)) for k in _TOKEN_FIELDS}
             wrong = wrong_counts(tokens, _WRITTEN, "tokens.", parts=_TOKEN_PARTS,
                                  nulls=[f for f in _WRITTEN if f not in _REPLY]) \
                 or _unadded(tokens)
             self.checked[key] = (model, wrong, line, null_counts(tokens, _REPLY, "tokens."))
+        elif tokens is not None:
+            self.replies.pop(key, None)
+            self.checked.pop(key, None)
+            self.unread[key] = unreadable(line, f"'tokens' is {json_kind(tokens)}, not an "
+                                                "object", *place)
 
     def wrong(self, key: str) -> str:
         """The counts of the reply `key` no token count can be ("": none)."""
@@ -432,6 +440,7 @@ class GeminiChatReader:
         # every copy (a message rewound or replaced and then written anew starts afresh)
         self.first: dict[str, int] = {}
         self.stated: dict[str, list[int]] = {}
+        self.data: tuple[bytes, int] | None = None  # a document's bytes, its first line
 
     def feed(self, line: int, record: Any) -> list[Message]:
         if not isinstance(record, dict):
@@ -450,6 +459,10 @@ class GeminiChatReader:
             return self._replace(line, messages, ("$set", "messages"), compressed=True) \
                 if messages else []
         if "sessionId" in record and "type" not in record:
+            if not isinstance(record["sessionId"], str):  # (the CLI writes every session's)
+                self.problems.append((line, f"'sessionId' is {json_kind(record['sessionId'])}, "
+                                            "not a string: the session has no id, and is not "
+                                            "told from another in the file"))
             if record.get("messages") is None:  # the metadata line of the JSONL form
                 return []
             return self._replace(line, array_field(record, "messages"), ("messages",))
@@ -526,7 +539,8 @@ class GeminiChatReader:
         if kind == "gemini":
             model = string_field(record, "model")
             self.model = model or self.model
-            self.tokens.add(ident, record.get("tokens"), model or self.model, line)
+            self.tokens.add(ident, record.get("tokens"), model or self.model, line,
+                            self._place())
             tokens = record.get("tokens")
             billed = number(tokens.get("input")) if isinstance(tokens, dict) else 0
             wrong = self.tokens.wrong(ident)
@@ -537,6 +551,20 @@ class GeminiChatReader:
                                          self.tokens.added(ident), ident,
                                          self.tokens.unsized(ident))
         return messages
+
+    def located(self, path: str, data: bytes, first: int) -> None:
+        """Told the bytes of a recording that is one document: a record is placed in it."""
+        self.data = (data, first)
+
+    def _place(self) -> tuple[str, int]:
+        """Where in a document the record being read is (`messages[3]`, as its messages are
+        placed) and the line it starts on (0: the document is one line); none in a JSONL
+        recording, whose lines place its records."""
+        at = self.items.at
+        if self.data is None or not at:
+            return "", 0
+        place = "".join(f"[{k}]" if isinstance(k, int) else f".{k}" for k in at).lstrip(".")
+        return place, item_lines(*self.data, [at]).get(at, 0)
 
     def _rewind(self, ident: str, line: int) -> None:
         keys = list(self.entries)
@@ -582,7 +610,8 @@ class GeminiChatReader:
         return [], Layout(context, model=self.model, usage=self.tokens.summary(), calls=calls,
                           outside_why="; ".join(sorted(self.gone)), problems=self.problems,
                           unbilled_calls=self.tokens.uncalled(called), copies=self.copies,
-                          restated=self.restated)
+                          restated=self.restated,
+                          set_aside=list(self.tokens.unread.values()))
 
 
 def sniff_chat(record: Any) -> int:
@@ -805,7 +834,8 @@ class GeminiStreamReader:
         self.model: str | None = None
         self.totals: dict[str, int] = {}
         self.stats_runs = 0
-        self.aside: list[SetAside] = []  # run totals no token count can be
+        # run totals no token count can be, or that cannot be read
+        self.aside: list[SetAside] = []
         self.problems: list[tuple[int, str]] = []  # (see Layout.problems)
         self.open: list[ToolCall] = []  # the calls of the run not yet answered, in order
 
@@ -932,6 +962,9 @@ class GeminiStreamReader:
 
     def _stats(self, line: int, stats: Any) -> None:
         if not isinstance(stats, dict):
+            if stats is not None:
+                self.aside.append(unreadable(line, f"the result's 'stats' is "
+                                                   f"{json_kind(stats)}, not an object"))
             return
         wrong = wrong_counts(stats, _STATS_FIELDS, "stats.", RUN_BOUND, _STATS_PARTS,
                              _STATS_FIELDS)

@@ -33,7 +33,18 @@ from typing import Any
 
 from ..jsonl import dumps, item_lines, json_kind
 from ..models import keeps_reasoning
-from ..recorded import Summed, dollars, null_counts, shown, summed, wrong_costs, wrong_counts
+from ..recorded import (
+    NULL,
+    SetAside,
+    Summed,
+    dollars,
+    null_counts,
+    shown,
+    summed,
+    unreadable,
+    wrong_costs,
+    wrong_counts,
+)
 from ..transcript import Image, Message, Part, RecordedCall, Text, Thinking, ToolCall, ToolResult
 from .base import (
     NOT_WRITTEN,
@@ -71,12 +82,20 @@ def _wrong_at(tokens: Any, paths: tuple[tuple[str, ...], ...] = _COUNTS,
               ) -> list[tuple[tuple[str, ...], str]]:
     """Each count of a `tokens` object that no token count can be, a null at one of
     `nulls` among them (by default those a step's prompt size rests on): its path in it
-    and the problem (`wrong_counts`'s, the path its prefix)."""
-    out = []
+    and the problem (`wrong_counts`'s, the path its prefix); an object of counts (`cache`)
+    written as null or as no object is named once, its counts unknown."""
+    out: list[tuple[tuple[str, ...], str]] = []
     for path in paths:
-        holder, prefix = _holder(tokens, path)
-        if wrong := wrong_counts(holder, path[-1:], prefix,
-                                 nulls=path[-1:] if path in nulls else ()):
+        holder = tokens
+        for k, key in enumerate(path[:-1]):
+            value = _dict(holder).get(key, {})
+            if not isinstance(value, dict) and path[:k + 1] not in (p for p, _ in out):
+                named = "tokens." + ".".join(path[:k + 1])
+                out.append((path[:k + 1], f"{named} null {NULL}" if value is None else
+                            f"{named} is {json_kind(value)}, not an object of counts"))
+            holder = value
+        if wrong := wrong_counts(holder, path[-1:], "tokens." + "".join(
+                f"{key}." for key in path[:-1]), nulls=path[-1:] if path in nulls else ()):
             out.append((path, wrong))
     return out
 
@@ -200,8 +219,8 @@ def _unread(n: int, info: dict[str, Any], parts: list[Any]) -> list[Placed]:
     without its text, a tool part whose input is no object or whose completed output is
     no string, a file of a user message OpenCode sends as it is and not as an image (a
     PDF), a message of no parts (OpenCode sends nothing of it), and the message's own
-    `info.tokens` (the sum of its steps) or its `cache` no object (a count in it no count
-    can be is named where it is: see `OpenCodeReader._tokens`); each with the path of
+    `info.tokens` (the sum of its steps) no object (a count in it no count can be, or its
+    `cache` no object, is named where it is: see `OpenCodeReader._tokens`); each with the path of
     the value it names."""
     out: list[Placed] = []
     user = info.get("role") == "user"
@@ -242,10 +261,6 @@ def _unread(n: int, info: dict[str, Any], parts: list[Any]) -> list[Placed]:
     if tokens is not None and not isinstance(tokens, dict):
         out.append((where, f"messages[{n}].info.tokens is {json_kind(tokens)}, not an "
                            "object"))
-    elif isinstance(tokens, dict) and tokens.get("cache") is not None \
-            and not isinstance(tokens["cache"], dict):
-        out.append(((*where, "cache"), f"messages[{n}].info.tokens.cache is "
-                                       f"{json_kind(tokens['cache'])}, not an object"))
     return out
 
 
@@ -279,6 +294,7 @@ class OpenCodeReader:
         self.model: str | None = None
         self.usage = StepUsage()
         self.calls: list[RecordedCall] = []  # their `prompt` the number of the step's message
+        self.unread: list[SetAside] = []  # step-finish usage that cannot be read
         self.users: list[int] = []  # the numbers of user messages
         self.failed: set[int] = set()  # the numbers of replies OpenCode does not send back
         self.finder: LineFinder | None = None
@@ -424,6 +440,15 @@ class OpenCodeReader:
                 result = _result(state)
                 if result is not None:
                     results.append(ToolResult(call_id, result.parts, result.is_error))
+            elif kind == "step-finish" and not isinstance(p.get("tokens"), dict | None):
+                # usage that cannot be read: named, and no call of the usage totals
+                where = f"messages[{index}].parts[{i}]"
+                self.unread.append(unreadable(line, f"'tokens' is {json_kind(p['tokens'])}, "
+                                              "not an object",
+                                              where, self._value_line(
+                                                  ("messages", index, "parts", i, "tokens"))))
+                flush(out, results)
+                out, results, step = [], [], []
             elif kind == "step-finish":
                 prompt, wrong, share = self.usage.add(p)
                 # (a prompt of 0 with a reply: judged too)
@@ -473,7 +498,8 @@ class OpenCodeReader:
                *(["a reply that failed, which OpenCode does not send again"]
                  if self.failed else [])]
         return [], Layout(context, model=self.model, outside_why="; ".join(why),
-                          usage=self.usage.summary(), calls=calls, problems=self._placed())
+                          usage=self.usage.summary(), calls=calls, problems=self._placed(),
+                          set_aside=self.unread)
 
     def _placed(self) -> list[tuple[int, str]]:
         """The problems, each at the line of the value it names (one walk over the

@@ -11,18 +11,20 @@ a tool result linked by `tool_call_id` (of a file edit, the text the ACI editor 
 model, `extras.formatted_output_and_error`, where the event has one: `content` holds
 the diff, for people); the workspace-context `recall` observation reaches
 the model as a user message. Other events (agent state changes, `null` observations,
-recall actions) are the UI's only; an observation no tool call asked for (a command the
-user ran) reaches the model as a user message. A `condensation` action drops the events it names
-(`forgotten_event_ids`, or the `forgotten_events_start_id`..`end_id` range) from the
-context. Usage is an instance's `metrics.token_usages` (one entry per LLM call, by
-`response_id`) or, where it has none (a trajectory), each LLM response's own `usage`: one
-source for a conversation, so the calls the bill anchors on are those the usage summary
-adds up (a response whose own usage the metrics do not list is not counted: validate
-notes it). The `prompt_tokens` of a response (the whole prompt, cached parts included, as
-LiteLLM reports it) is the prompt size of the call whose reply is the assistant message
-made of it. Calls before a condensation, or whose entry names no reply the file holds,
-are not recorded calls of the context (their prompts held the events it forgot, or what
-the file does not show): the summary holds them, judged by themselves.
+recall actions) are the UI's only; an action OpenHands does not write is read as a message
+of its source where it holds text (`args.content`), and named; an observation no tool call
+asked for (a command the user ran) reaches the model as a user message. A `condensation`
+action drops the events it names (`forgotten_event_ids`, or the
+`forgotten_events_start_id`..`end_id` range) from the context. Usage is an instance's
+`metrics.token_usages` (one entry per LLM call, by `response_id`) or, where it has none (a
+trajectory), each LLM response's own `usage`: one source for a conversation, so the calls
+the bill anchors on are those the usage summary adds up (a response whose own usage the
+metrics do not list is not counted: validate notes it). The `prompt_tokens` of a response
+(the whole prompt, cached parts included, as LiteLLM reports it) is the prompt size of the
+call whose reply is the assistant message made of it. Calls before a condensation, or
+whose entry names no reply the file holds, are not recorded calls of the context (their
+prompts held the events it forgot, or what the file does not show): the summary holds
+them, judged by themselves.
 """
 
 from __future__ import annotations
@@ -32,7 +34,7 @@ from dataclasses import replace
 from typing import Any
 
 from ..jsonl import dumps, json_kind
-from ..recorded import Summed, null_counts, summed, wrong_counts
+from ..recorded import SetAside, Summed, null_counts, summed, unreadable, wrong_counts
 from ..transcript import (
     FORGOTTEN,
     Message,
@@ -63,6 +65,14 @@ _NOT_SHOWN = {None, "null", "agent_state_changed", "user_rejected", "success"}
 def _dict(value: Any) -> dict[str, Any]:
     return value if isinstance(value, dict) else {}
 
+
+# the actions OpenHands writes (openhands/core/schema/action.py, `ActionType`): one of
+# another name is none it sends as it is known to (see `OpenHandsReader._conversation`)
+_ACTIONS = frozenset({
+    "message", "system", "start", "read", "write", "edit", "run", "run_ipython", "browse",
+    "browse_interactive", "call_tool_mcp", "delegate", "think", "finish", "reject", "null",
+    "pause", "resume", "stop", "change_agent_state", "push", "send_pr", "recall",
+    "condensation", "condensation_request", "task_tracking", "loop_recovery"})
 
 # the counts of a `metrics.token_usages` entry or of an LLM response's `usage`
 _COUNTS = ("prompt_tokens", "completion_tokens", "cache_read_tokens", "cache_write_tokens",
@@ -206,6 +216,8 @@ class OpenHandsReader:
         # calls on no context: before a condensation, or with no reply the file holds
         self.unbilled: list[RecordedCall] = []
         self.notes: list[tuple[int, str, str]] = []  # (see Layout.notes)
+        self.unread: list[SetAside] = []  # usage that cannot be read
+        self.problems: list[tuple[int, str]] = []  # (see Layout.problems)
 
     def located(self, path: str, data: bytes, first: int) -> None:
         """Told a trajectory's bytes: each event is at the line of its `id`."""
@@ -217,9 +229,15 @@ class OpenHandsReader:
             raise RecordError("not an OpenHands instance ('history' of events) or event list")
         self.prompts, loose = {}, []
         metrics = _dict(record.get("metrics")) if isinstance(record, dict) else {}
-        usages = metrics.get("token_usages")  # usage only informs: any other value is none
-        found = [(k, u) for k, u in enumerate(usages) if isinstance(u, dict)] \
-            if isinstance(usages, list) else []
+        usages = metrics.get("token_usages")
+        if usages is not None and not isinstance(usages, list):
+            self.unread.append(unreadable(line, "metrics.token_usages is "
+                                                f"{json_kind(usages)}, not an array"))
+            usages = []
+        found = [(k, u) for k, u in enumerate(usages or ()) if isinstance(u, dict)]
+        self.unread += [unreadable(line, f"metrics.token_usages[{k}] is {json_kind(u)}, not "
+                                         "an object") for k, u in enumerate(usages or ())
+                        if not isinstance(u, dict)]
         # one source of a conversation's calls: its metrics, where it has them
         self.measured = bool(found)
         for k, u in found:
@@ -338,6 +356,20 @@ class OpenHandsReader:
                 role = "user" if source == "user" else "assistant"
                 out.append(Message(role, (Text(text_of(text)),), (line,), e,
                                    human=role == "user", conversation=conversation))
+            elif action is not None and action not in _ACTIONS:
+                # an action OpenHands does not write: read as its source's message where it
+                # holds text (as a `message` action is), else read past; named either way
+                text = args.get("content")
+                what = f"event {n}: action {action[:60]!r}, which OpenHands does not write"
+                if isinstance(text, str) and text:
+                    role = "user" if source == "user" else "assistant"
+                    out.append(Message(role, (Text(text),), (line,), e, human=role == "user",
+                                       conversation=conversation))
+                    self.problems.append((line, f"{what}: read as {role} text (its "
+                                                "'args.content')"))
+                else:
+                    self.problems.append((line, f"{what}, and with no 'args.content' text: "
+                                                "read past"))
             elif observation == "recall":
                 if text := _recall_text(e):
                     out.append(Message("user", (Text(text),), (line,), e,
@@ -363,6 +395,7 @@ class OpenHandsReader:
                           outside_why="forgotten by a condensation",
                           conversations=max(self.conversations, 1), calls=calls,
                           unbilled_calls=[*self.unbilled, *forgotten],
+                          set_aside=self.unread, problems=self.problems,
                           empty=0 if self.context else self.conversations,
                           notes=self.notes)
 
