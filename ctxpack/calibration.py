@@ -49,6 +49,14 @@ Earlier = tuple[Sequence[int], Sequence[Call]]
 # overhead column of BENCHMARKS.md's "counts against the bill" (Claude Code 18-42k,
 # Codex 0.7-18k, 5-7k in most). The config's `calibration:` entries give a model's own figure.
 UNLOGGED: dict[str, int] = {"claude-code": 25_000, "codex": 5_500}
+# The agents that summarize older messages themselves, writing the summary nowhere in the
+# file: Aider (aider/history.py, `ChatSummary`) replaces the older part of a chat past its
+# `max_chat_history_tokens` (1/16 of the model's input window, 1,024 to 8,192) with a
+# summary it keeps in memory only. Of such a file, a recorded prompt far below the count of
+# the messages before it is the summarized chat, and no sign of usage made up.
+SUMMARIZES: dict[str, str] = {
+    "aider": "Aider summarizes older messages once its chat history passes its limit, and "
+             "the summary is not in the history file"}
 # The expected error of a count of each kind, where the file has no calls of its own to
 # measure it on: BENCHMARKS.md's medians (calibrated: under 5% on every file with 10 or
 # more calls; anchored: 0.0-0.3%, 1% allowing for a call after a compaction).
@@ -256,6 +264,9 @@ class Bill:
     # the model the file's recorded calls name where `--model` named another: their usage
     # is that model's, not used for this one's bill (see `bill_for`); else ""
     usage_of: str = ""
+    # where the agent summarized older messages (`SUMMARIZES`) and the calls show it, why
+    # the file holds more than was sent: the bill rests on the calls, not the file; else ""
+    summarized: str = ""
 
     def __call__(self, counted: int) -> int:
         """What a context counted `counted` would be billed."""
@@ -285,7 +296,7 @@ class Bill:
                 "earlier_calls": self.earlier,
                 "earlier_overhead_past_window": self.past_window,
                 "passed_over_known_overhead": self.sends,
-                "usage_of_another_model": self.usage_of}
+                "usage_of_another_model": self.usage_of, "summarized": self.summarized}
 
 
 def far_below(call: Call, prompt: int, slope: float, sends: int = 0) -> bool:
@@ -397,6 +408,8 @@ def bill(counts: Sequence[int], calls: Sequence[Call], *, model: str | None, for
         # would otherwise throw away every sane call before it): the bill anchors on the
         # last call that is not, where it can (see `anchoring`)
         keep, anchors = anchoring(calls, prompts, slope, sends)
+        if keep < len(calls) and format in SUMMARIZES and holds_newest(calls, prompts, slope):
+            return summarized(calls, prompts, slope, counted, found, SUMMARIZES[format])
         passed = tuple((c.prompt, c.billed) for c in calls[keep:])
         # (the agent's known overhead, where it set the line the calls passed over fell
         # below: what stats and compress say of them)
@@ -422,12 +435,9 @@ def bill(counts: Sequence[int], calls: Sequence[Call], *, model: str | None, for
             slope = last.billed / prompts[-1]
         overhead = max(0, round(last.billed - slope * prompts[-1]))
         tokens = round(slope * counted + overhead)
-        steps = [abs(anchored(slope, calls[k - 1].billed, prompts[k - 1], prompts[k])
-                     - calls[k].billed) / calls[k].billed for k in range(1, len(calls))]
-        # (a median of 0 over a file's calls is no promise of 0 on the next)
-        error = max(statistics.median(steps), LEAST_ERROR) if steps else ANCHORED_ERROR
         billed = _bill("anchored", tokens, slope, overhead, counted,
-                       anchored_error(error, last.billed, tokens, _calibrated_error(found)),
+                       anchored_error(step_error(calls, prompts, slope), last.billed, tokens,
+                                      _calibrated_error(found)),
                        len(calls) + len(passed))
         if slope == own.slope and sound(run, own, tokens, slope * counted):
             # the bill rests on the last call, but what is sent besides the messages is
@@ -444,6 +454,41 @@ def bill(counts: Sequence[int], calls: Sequence[Call], *, model: str | None, for
                              after=slope)
         return replace(billed, passed=passed, sends=sends)
     return unanchored(found, format, counted, exact, estimated)
+
+
+def step_error(calls: Sequence[Call], prompts: Sequence[int], slope: float) -> float:
+    """The error an anchored bill's steps show: the median of how far each call's recorded
+    prompt is from the one before it plus `slope` × what its prompt counts more."""
+    steps = [abs(anchored(slope, calls[k - 1].billed, prompts[k - 1], prompts[k])
+                 - calls[k].billed) / calls[k].billed for k in range(1, len(calls))]
+    # (a median of 0 over a file's calls is no promise of 0 on the next)
+    return max(statistics.median(steps), LEAST_ERROR) if steps else ANCHORED_ERROR
+
+
+def holds_newest(calls: Sequence[Call], prompts: Sequence[int], slope: float) -> bool:
+    """Whether the last of `calls` (their prompts counted `prompts`) records at least what
+    its prompt holds in full however the agent summarized the chat before: the messages
+    since the call before (the person's newest turn), at `LEAST_RATIO` of their calibrated
+    count, as `far_below` judges a whole prompt. Less is usage made up, not a summary."""
+    newest = prompts[-1] - (prompts[-2] if len(prompts) > 1 else 0)
+    return not far_below(calls[-1], newest, slope)
+
+
+def summarized(calls: Sequence[Call], prompts: Sequence[int], slope: float, counted: int,
+               found: Any, why: str) -> Bill:
+    """The bill of a context counted `counted` whose agent summarized older messages, its
+    recorded calls far below the count of the file's messages: the file's messages are not
+    the prompt, so the bill is the last call's recorded prompt plus `slope` × the count of
+    what came after it; its error measured on the steps of all the calls. What the prompt
+    held of the file is not known (the summary, and how much it replaced, are not in it),
+    so none of it is counted as not in the file; `after` is the slope of what came after."""
+    last = calls[-1]
+    tokens = anchored(slope, last.billed, prompts[-1], counted)
+    billed = _bill("anchored", tokens, tokens / max(counted, 1), 0, counted,
+                   anchored_error(step_error(calls, prompts, slope), last.billed, tokens,
+                                  _calibrated_error(found)),
+                   len(calls))
+    return replace(billed, after=slope, summarized=why)
 
 
 def anchored_error(steps: float, anchor: int, tokens: int, calibrated: float) -> float:
