@@ -831,15 +831,25 @@ def calibrate(transcripts: Iterable[Transcript], table: ModelTable = TABLE) -> l
                     slope = slope_of(model, table)
                     mine = [(n, c) for n, c in zip(counted, calls, strict=True)
                             if (c.model or named) == model]
-                    keep, anchors = anchoring([c for _, c in mine], [n for n, _ in mine],
-                                              slope, sends)
-                    run = [(n, c.billed) for n, c in mine[:keep if anchors else 0]
+                    made, sizes = [c for _, c in mine], [n for n, _ in mine]
+                    keep, anchors = anchoring(made, sizes, slope, sends)
+                    # (of an agent that summarized the chat, the calls from the first whose
+                    # prompt shrank were made on the summary, which the file does not hold:
+                    # as the bill uses them, they are no usage made up, but no prompt of its
+                    # messages)
+                    summary = keep < len(mine) and t.format in SUMMARIZES and \
+                        holds_newest(made, sizes, slope)
+                    if summary:
+                        keep = next((k for k in range(1, len(made))
+                                     if made[k].billed < made[k - 1].billed), len(made))
+                    run = [(n, c.billed) for n, c in mine[:keep if anchors or summary else 0]
                            if not far_below(c, n, slope, sends)]
-                    found = key(model, apart_of(t, [c for _, c in mine]))
+                    found = key(model, apart_of(t, made))
                     # (a run all left out is kept empty: the model is still shown, with
                     # the calls left out)
                     points.setdefault(found, []).append((number, run))
-                    untaken.setdefault(found, Counter())["left_out"] += len(mine) - len(run)
+                    untaken.setdefault(found, Counter())[
+                        "no_prompt" if summary else "left_out"] += len(mine) - len(run)
     out = []
     for model, apart in sorted({*points, *untaken}):
         runs = [(n, f) for n, f in points.get((model, apart), ()) if f]

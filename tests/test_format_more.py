@@ -816,6 +816,14 @@ def test_aider_that_summarized_its_chat_is_billed_on_its_recorded_calls(model, t
     assert "passed over" not in said and "as with no usage recorded" not in said
     check = ctxpack("validate", str(path))
     assert (check.code, check.out, check.err.strip()) == (0, "", f"{path}: aider, 120 messages: ok")
+    # calibrate fits the calls made before Aider first summarized (the file was their
+    # prompt): what the log's calls send besides the messages, about 2,000; the rest are
+    # counted as made on no prompt the file holds, not as usage made up
+    run = ctxpack("calibrate", "--json", str(path))
+    assert run.code == 0, run.err
+    [row] = json.loads(run.out)
+    assert (row["left_out"], row["calls"] + row["no_prompt"]) == (0, 60)
+    assert 4 <= row["calls"] < 30 and abs(row["overhead"] - 2_000) < 200
 
 
 def test_aider_last_call_below_its_own_question_is_passed_over_not_summarized(tmp_path):

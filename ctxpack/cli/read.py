@@ -580,8 +580,9 @@ def models(
 
 # why calls whose usage a file records are not fitted (`calibration.calls_of_no_prompt`)
 NO_PROMPT = ("made before an older compaction than the newest or a cut to fit the window, "
-             "off the branch, at no place the file names, or with no message before "
-             "their reply: their prompts are not messages it holds")
+             "off the branch, at no place the file names, with no message before "
+             "their reply, or on a chat the agent summarized: their prompts are not "
+             "messages it holds")
 # what each count of calls a fit leaves out says of them (`calibration.Fitted`), in the
 # order the lines under the table give them
 LEFT_OUT = {
