@@ -41,6 +41,7 @@ from .tokens import REPLY_PRIMING, MessageCount, TokenCounter
 from .transcript import (
     NO_PLACE,
     OPENS,
+    SUMMARIZED,
     UNPLACED,
     Message,
     RecordedCall,
@@ -57,6 +58,14 @@ Earlier = tuple[Sequence[int], Sequence[Call]]
 # overhead column of BENCHMARKS.md's "counts against the bill" (Claude Code 18-42k,
 # Codex 0.7-18k, 5-7k in most). The config's `calibration:` entries give a model's own figure.
 UNLOGGED: dict[str, int] = {"claude-code": 25_000, "codex": 5_500}
+# The agents that summarize older messages themselves, writing the summary nowhere in the
+# file: Aider (aider/history.py, `ChatSummary`) replaces the older part of a chat past its
+# `max_chat_history_tokens` (1/16 of the model's input window, 1,024 to 8,192) with a
+# summary it keeps in memory only. Of such a file, a recorded prompt far below the count of
+# the messages before it is the summarized chat, and no sign of usage made up.
+SUMMARIZES: dict[str, str] = {
+    "aider": "Aider summarizes older messages once its chat history passes its limit, and "
+             "the summary is not in the history file"}
 # The expected error of a count of each kind, where the file has no calls of its own to
 # measure it on: BENCHMARKS.md's medians (calibrated: under 5% on every file with 10 or
 # more calls; anchored: 0.0-0.3%, 1% allowing for a call after a compaction).
@@ -308,6 +317,9 @@ class Bill:
     # why the slope the file's own calls read was not used, the table's being used
     # instead (see `implausible`); else ""
     refused: str = ""
+    # where the agent summarized older messages (`SUMMARIZES`) and the calls show it, why
+    # the file holds more than was sent: the bill rests on the calls, not the file; else ""
+    summarized: str = ""
 
     def __call__(self, counted: int) -> int:
         """What a context counted `counted` would be billed."""
@@ -338,7 +350,8 @@ class Bill:
                 "earlier_overhead_past_window": self.past_window,
                 "passed_over_known_overhead": self.sends,
                 "usage_of_another_model": self.usage_of,
-                "compaction_stated": self.stated, "own_slope_refused": self.refused}
+                "compaction_stated": self.stated, "own_slope_refused": self.refused,
+                "summarized": self.summarized}
 
 
 def far_below(call: Call, prompt: int, slope: float, sends: int = 0) -> bool:
@@ -466,6 +479,8 @@ def bill(counts: Sequence[int], calls: Sequence[Call], *, model: str | None, for
         # would otherwise throw away every sane call before it): the bill anchors on the
         # last call that is not, where it can (see `anchoring`)
         keep, anchors = anchoring(calls, prompts, slope, sends)
+        if summarized_from(calls, prompts, slope, sends, format) is not None:
+            return summarized(calls, prompts, slope, counted, found, SUMMARIZES[format])
         passed = tuple((c.prompt, c.billed) for c in calls[keep:])
         # (the agent's known overhead, where it set the line the calls passed over fell
         # below: what stats and compress say of them)
@@ -501,12 +516,9 @@ def bill(counts: Sequence[int], calls: Sequence[Call], *, model: str | None, for
         counted, prompts = sum(counts) + priming, prompts_of(counts, calls, converted)
         overhead = max(0, round(last.billed - slope * prompts[-1]))
         tokens = round(slope * counted + overhead)
-        steps = [abs(anchored(slope, calls[k - 1].billed, prompts[k - 1], prompts[k])
-                     - calls[k].billed) / calls[k].billed for k in range(1, len(calls))]
-        # (a median of 0 over a file's calls is no promise of 0 on the next)
-        error = max(statistics.median(steps), LEAST_ERROR) if steps else ANCHORED_ERROR
         billed = _bill("anchored", tokens, slope, overhead, counted,
-                       anchored_error(error, last.billed, tokens, _calibrated_error(found)),
+                       anchored_error(step_error(calls, prompts, slope), last.billed, tokens,
+                                      _calibrated_error(found)),
                        len(calls) + len(passed))
         if slope == own.slope and sound(sum(map(len, runs)), own, tokens, slope * counted):
             # the bill rests on the last call, but what is sent besides the messages is
@@ -524,6 +536,41 @@ def bill(counts: Sequence[int], calls: Sequence[Call], *, model: str | None, for
         return replace(billed, passed=passed, sends=said, converted=converted,
                        stated=last.stated, refused="" if last.slope else own.refused)
     return unanchored(found, format, counted, exact, estimated)
+
+
+def step_error(calls: Sequence[Call], prompts: Sequence[int], slope: float) -> float:
+    """The error an anchored bill's steps show: the median of how far each call's recorded
+    prompt is from the one before it plus `slope` × what its prompt counts more."""
+    steps = [abs(anchored(slope, calls[k - 1].billed, prompts[k - 1], prompts[k])
+                 - calls[k].billed) / calls[k].billed for k in range(1, len(calls))]
+    # (a median of 0 over a file's calls is no promise of 0 on the next)
+    return max(statistics.median(steps), LEAST_ERROR) if steps else ANCHORED_ERROR
+
+
+def holds_newest(calls: Sequence[Call], prompts: Sequence[int], slope: float) -> bool:
+    """Whether the last of `calls` (their prompts counted `prompts`) records at least what
+    its prompt holds in full however the agent summarized the chat before: the messages
+    since the call before (the person's newest turn), at `LEAST_RATIO` of their calibrated
+    count, as `far_below` judges a whole prompt. Less is usage made up, not a summary."""
+    newest = prompts[-1] - (prompts[-2] if len(prompts) > 1 else 0)
+    return not far_below(calls[-1], newest, slope)
+
+
+def summarized(calls: Sequence[Call], prompts: Sequence[int], slope: float, counted: int,
+               found: Any, why: str) -> Bill:
+    """The bill of a context counted `counted` whose agent summarized older messages, its
+    recorded calls far below the count of the file's messages: the file's messages are not
+    the prompt, so the bill is the last call's recorded prompt plus `slope` × the count of
+    what came after it; its error measured on the steps of all the calls. What the prompt
+    held of the file is not known (the summary, and how much it replaced, are not in it),
+    so none of it is counted as not in the file; `after` is the slope of what came after."""
+    last = calls[-1]
+    tokens = anchored(slope, last.billed, prompts[-1], counted)
+    billed = _bill("anchored", tokens, tokens / max(counted, 1), 0, counted,
+                   anchored_error(step_error(calls, prompts, slope), last.billed, tokens,
+                                  _calibrated_error(found)),
+                   len(calls))
+    return replace(billed, after=slope, summarized=why)
 
 
 def anchored_error(steps: float, anchor: int, tokens: int, calibrated: float) -> float:
@@ -758,18 +805,37 @@ def own_fit(runs: Sequence[Sequence[tuple[int, int]]], prior: float) -> Fit:
                refused)
 
 
+def summarized_from(calls: Sequence[Call], prompts: Sequence[int], slope: float, sends: int,
+                    format: str) -> int | None:
+    """Of an agent that summarizes its chat itself (`SUMMARIZES`), where `calls` (their
+    prompts counted `prompts`) show it, the last ones far below the count yet holding the
+    person's newest turn (`holds_newest`): the first call made on the summary, which the
+    file does not hold (the first whose prompt shrank); else None."""
+    keep, _ = anchoring(calls, prompts, slope, sends)
+    if keep == len(calls) or format not in SUMMARIZES or \
+            not holds_newest(calls, prompts, slope):
+        return None
+    return next((k for k in range(1, len(calls)) if calls[k].billed < calls[k - 1].billed),
+                len(calls))
+
+
 def fitted_run(calls: Sequence[Call], prompts: Sequence[int], model: str | None,
-               named: str, slope: float, sends: int) -> list[tuple[int, int]]:
+               named: str, slope: float, sends: int, format: str = ""
+               ) -> list[tuple[int, int]]:
     """The points (counted, billed) a fit of `model` takes of a run of calls whose prompts
     count `prompts` (a call naming no model is of `named`'s; None: of every model, as the
     bill reads a file; see `anchoring` for `slope` and `sends`): of those calls, the ones
     the bill may rest on, but none far below the
     count of its prompt (made up, or of an agent that cut old outputs itself) nor any
     before a message (no prompt of these messages). `calibrate` and the bill both take a
-    run's points here."""
+    run's points here; of an agent of `format` that summarizes its chat itself, those
+    before the first made on the summary (`summarized_from`)."""
     mine = [(c, p) for c, p in zip(calls, prompts, strict=True)
             if model is None or (c.model or named) == model]
-    keep, anchors = anchoring([c for c, _ in mine], [p for _, p in mine], slope, sends)
+    made, sizes = [c for c, _ in mine], [p for _, p in mine]
+    keep, anchors = anchoring(made, sizes, slope, sends)
+    if (first := summarized_from(made, sizes, slope, sends, format)) is not None:
+        keep, anchors = first, True
     return [(p, c.billed) for c, p in mine[:keep if anchors else 0]
             if c.prompt and not far_below(c, p, slope, sends)]
 
@@ -909,14 +975,25 @@ def calibrate(transcripts: Iterable[Transcript], table: ModelTable = TABLE) -> l
                     # not grow with the messages), nor any other far below: made up, or of
                     # an agent that cut old outputs itself
                     sends = table_overhead(table.calibration(model), t.format)
-                    run = fitted_run(calls, counted, model, named, slope_of(model, table),
-                                     sends)
-                    mine = [c for c in calls if (c.model or named) == model]
-                    found = key(model, apart_of(t, mine))
+                    slope = slope_of(model, table)
+                    run = fitted_run(calls, counted, model, named, slope, sends, t.format)
+                    mine = [(n, c) for n, c in zip(counted, calls, strict=True)
+                            if (c.model or named) == model]
+                    made = [c for _, c in mine]
+                    # (of an agent that summarized the chat, the calls made on the summary,
+                    # which the file does not hold, are no usage made up but no prompt of
+                    # its messages)
+                    summary = summarized_from(made, [n for n, _ in mine], slope, sends,
+                                              t.format) is not None
+                    found = key(model, apart_of(t, made))
                     # (a run all left out is kept empty: the model is still shown, with
                     # the calls left out)
                     points.setdefault(found, []).append((number, run))
-                    untaken.setdefault(found, Counter())["left_out"] += len(mine) - len(run)
+                    untaken.setdefault(found, Counter())[
+                        "no_prompt" if summary else "left_out"] += len(mine) - len(run)
+                    if summary:
+                        unplaced.setdefault(found, Counter())[SUMMARIZED] += \
+                            len(mine) - len(run)
     out = []
     for model, apart in sorted({*points, *untaken}):
         runs = [(n, f) for n, f in points.get((model, apart), ()) if f]

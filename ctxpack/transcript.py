@@ -281,10 +281,12 @@ CUT = "made before a cut to fit the window"
 FORGOTTEN = "made on events a condensation forgot since"
 CLEARED = "made on a chat cleared since"
 EDITOR = "made by the editor model, on a prompt the file does not hold"
-REWOUND = "of a reply rewound or written again since"
+REWRITTEN = "of a reply rewound or written again since"
 NO_PLACE = "at no place the file names"
+SUMMARIZED = "made on a chat the agent summarized, which the file does not hold"
 OPENS = "with nothing before the reply in the file"
-UNPLACED = (OFF_BRANCH, OLDER, CUT, FORGOTTEN, CLEARED, EDITOR, REWOUND, NO_PLACE, OPENS)
+UNPLACED = (OFF_BRANCH, OLDER, CUT, FORGOTTEN, CLEARED, EDITOR, REWRITTEN, NO_PLACE, SUMMARIZED,
+            OPENS)
 
 
 def hides_thinking(message: Message) -> bool:

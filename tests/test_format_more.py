@@ -819,6 +819,88 @@ def test_an_aider_log_of_many_runs_sets_no_last_call_against_them_all(tmp_path):
     assert load(one).usage["last_input_tokens"] == 3300
 
 
+def _summarizing_log(pairs: int, model: str | None = None) -> tuple[str, list[int]]:
+    """An Aider log of `pairs` questions and answers whose `> Tokens:` lines record what
+    Aider sends: about 2,000 tokens of system prompt and repository map, and the chat's
+    history, which Aider summarizes (a summary and the newest half of its limit) each time
+    it passes `max_chat_history_tokens` (1,024); the `sent` amounts as Aider prints them."""
+    lines = ["# aider chat started at 2026-01-01 10:00:00", ""]
+    if model:
+        lines += [f"> Main model: {model} with diff edit format  ", ""]
+    history, recorded = 0, []
+    for i in range(pairs):
+        question = f"why does step {i} of the import fail on the second run?"
+        answer = f"Step {i} fails because " + "the cache is read before it is written " * 12
+        history += 15  # (the question, roughly)
+        sent = 2_000 + history
+        recorded.append(round(sent / 100) * 100)
+        lines += [f"#### {question}  ", "", answer.strip(), "",
+                  f"> Tokens: {recorded[-1] / 1000:.1f}k sent, 110 received. "
+                  "Cost: $0.01 message, $0.10 session.  ", ""]
+        history += 110
+        if history > 1_024:  # summarized: a summary and the newest 512
+            history = 150 + 512
+    return "\n".join(lines), recorded
+
+
+@pytest.mark.parametrize("model", [None, "anthropic/claude-sonnet-4-5"])
+def test_aider_that_summarized_its_chat_is_billed_on_its_recorded_calls(model, tmp_path):
+    """Aider summarizes older messages and writes the summary nowhere: calls far below the
+    count of the file's messages are the summarized chat, not usage made up, and the bill
+    rests on the last of them, plus what came after it; validate finds nothing wrong."""
+    text, recorded = _summarizing_log(60, model)
+    path = tmp_path / ".aider.chat.history.md"
+    path.write_text(text)
+    f = stats_of(path)
+    c = f["context"]
+    assert f["tokens"] > 2 * recorded[-1]  # the file holds far more than any prompt
+    assert (c["kind"], c["calls"], c["passed_over"]) == ("anchored", 60, [])
+    assert "Aider summarizes older messages" in c["summarized"]
+    t = load(path)
+    counter = TokenCounter(t.model or "gpt-4o")
+    after = counter.message(t.messages[-1]).total  # the last reply, after its call's prompt
+    assert recorded[-1] + after <= c["tokens"] <= recorded[-1] + 1.3 * after
+    assert (c["visible"], c["not_in_file"]) == (c["tokens"], 0)
+    assert f["context_ratio"] == round(c["tokens"] / f["context_window"], 4)
+    run = ctxpack("stats", "--top", "0", str(path))
+    assert run.code == 0, run.err
+    said = " ".join(run.out.split())
+    assert f"context as billed: {c['tokens']:,} of" in said
+    assert "anchored on the last of 60 recorded calls" in said
+    assert "the file holds more than was sent" in said and "Aider summarizes" in said
+    assert "passed over" not in said and "as with no usage recorded" not in said
+    check = ctxpack("validate", str(path))
+    assert (check.code, check.out, check.err.strip()) == (0, "", f"{path}: aider, 120 messages: ok")
+    # calibrate fits the calls made before Aider first summarized (the file was their
+    # prompt): what the log's calls send besides the messages, about 2,000; the rest are
+    # counted as made on no prompt the file holds, not as usage made up
+    run = ctxpack("calibrate", "--json", str(path))
+    assert run.code == 0, run.err
+    [row] = json.loads(run.out)
+    assert (row["left_out"], row["calls"] + row["no_prompt"]) == (0, 60)
+    assert 4 <= row["calls"] < 30 and abs(row["overhead"] - 2_000) < 200
+
+
+def test_aider_last_call_below_its_own_question_is_passed_over_not_summarized(tmp_path):
+    """A summary replaces the older messages, never the person's newest turn: a last call
+    recording less than that is made up, and passed over as any agent's."""
+    text, recorded = _summarizing_log(60)
+    head, _, tail = text.rpartition(f"{recorded[-1] / 1000:.1f}k sent")
+    path = tmp_path / ".aider.chat.history.md"
+    path.write_text(f"{head}5 sent{tail}")
+    c = stats_of(path)["context"]
+    assert c["summarized"] == ""
+    assert c["passed_over"][-1]["billed"] == 5 or c["below"] == 5
+
+
+@pytest.mark.parametrize("path", [*corpus_params("aider", pattern="*.md"),
+                                  pytest.param(AIDER, id="sample"),
+                                  pytest.param(ARCHITECT, id="architect")])
+def test_an_aider_log_whose_calls_hold_its_messages_is_not_called_summarized(path):
+    # (their calls grow with the messages: the file is the prompt, as anchored on)
+    assert stats_of(path)["context"]["summarized"] == ""
+
+
 @pytest.mark.parametrize(("field", "value", "problem"), [
     ("observation", {"run": 1}, "event 1: 'observation' is an object, not a string"),
     ("action", ["run"], "event 1: 'action' is an array, not a string"),

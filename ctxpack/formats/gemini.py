@@ -59,7 +59,7 @@ from ..recorded import (
 )
 from ..transcript import (
     META_KEY,
-    REWOUND,
+    REWRITTEN,
     Image,
     Message,
     Part,
@@ -380,7 +380,7 @@ class _Tokens:
         of thoughts alone): judged alone, as a compacted context's are."""
         return [RecordedCall(0, v["input"], None, self.checked[key][0],
                              problem=self.checked[key][1], at=self.checked[key][2],
-                             summed=self.added(key), unsized=self.unsized(key), unplaced=REWOUND)
+                             summed=self.added(key), unsized=self.unsized(key), unplaced=REWRITTEN)
                 for key, v in self.replies.items() if key not in called]
 
     def added(self, key: str) -> Summed:

@@ -211,6 +211,10 @@ def context_lines(f: FileStats) -> list[str]:
     if c.not_in_file:
         why = f.not_in_file_why or unlogged_cause()
         lines.append(f"  in the file {c.visible:,}, not in the file {c.not_in_file:,} ({why})")
+    elif c.summarized:
+        lines.append(f"  the file holds more than was sent ({c.counted:,} counted): "
+                     f"{c.summarized}, so the bill rests on the recorded calls, none of it "
+                     "counted as not in the file")
     elif c.kind == "anchored":
         lines.append("  none of it counted as not in the file: the last call anchored on was "
                      "billed below the calibrated count of its prompt, so the file's own "
