@@ -66,6 +66,9 @@ def test_rewind_takes_the_newest_steps_out_and_restore_brings_them_back(
     assert restore(str(out)) == source.read_bytes()
     ids = [item[0] for item in ctxpack.undo.items(str(out))]
     assert restore(str(out), only=ids[-1]) == source.read_bytes()
+    # what `restore --list` names it, and what older outputs hold: the kind is a format
+    listed = run("restore", str(out), "--list")
+    assert listed.out.splitlines()[-1].split("\t")[:2] == [ids[-1], "rewound"]
 
 
 def test_to_and_rounds_keep_what_they_name(tmp_path: Path) -> None:
