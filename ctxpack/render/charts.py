@@ -16,6 +16,7 @@ from ..breakdown import REASONING, MessageStat, add_hidden, by_tool, counted, me
 from ..calibration import counts_with_hidden
 from ..tokens import TokenCounter
 from ..transcript import Transcript
+from . import shortened
 
 # bottom to top in the stacked picture; any other role goes on top in grey
 ROWS = ("system", "developer", "user", "assistant", REASONING, "tool")
@@ -139,7 +140,7 @@ def _ranking(title: str, bars: list[Bar], link: str | None) -> str:
     for n, b in enumerate(bars):
         y = n * row
         w = max(b.tokens / top * (WIDTH - label_width - 90), 1)
-        label = b.label if len(b.label) <= 48 else b.label[:47] + "…"
+        label = shortened(b.label)
         drawn = (f'<text x="{label_width - 6}" y="{y + 15}" text-anchor="end">'
                  f'{escape(label)}</text>'
                  f'<rect x="{label_width}" y="{y + 3}" width="{w:.1f}" height="{row - 6}" '
