@@ -374,7 +374,8 @@ def _pictures(t: Any, result: Any, model: str | None, table: Any) -> tuple[list[
     from ..tokens import TokenCounter
 
     counter = TokenCounter(model or table.choose(transcript_models(t)), table)
-    return summary_lines(result), charts_of(t, counter, link=True, flagged=model is not None)
+    return summary_lines(result), charts_of(t, counter, link=True, flagged=model is not None,
+                                            bill=result.context)
 
 
 def _warn_estimates(results: list[Any]) -> None:
