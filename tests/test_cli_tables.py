@@ -32,6 +32,9 @@ def test_the_json_total_holds_the_bill_beside_the_count():
     assert evals["context"]["file_tokens"] > evals["context"]["tokens"]
     assert total["billed_tokens"] > sum(f["context"]["tokens"] for f in files)
     assert total["billed_tokens"] > total["tokens"]  # Claude Code's system prompt among it
+    markdown = ctxpack("stats", "--format", "markdown", *map(str, MANY)).out
+    assert f"{total['tokens']:,} tokens counted" in markdown
+    assert f"{total['billed_tokens']:,} as billed" in markdown
 
 
 def test_the_all_files_table_names_the_count_and_the_bill():

@@ -93,9 +93,9 @@ class Charts:
         for n, ((index, where, rows), total) in enumerate(zip(columns, billed, strict=True)):
             x, y = PAD + n * step, float(HEIGHT)
             band = min(unlogged, total)
-            counted = sum(rows.values())
+            count = sum(rows.values())
             # the roles share the rest as they share ctxpack's count
-            scale = (total - band) / counted if counted else 0
+            scale = (total - band) / count if count else 0
             rects = []
             for tokens, fill in [(band, UNLOGGED)] + [
                     (rows[role] * scale, COLOURS.get(role, OTHER)) for role in _ordered(rows)]:
