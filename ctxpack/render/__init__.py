@@ -19,7 +19,9 @@ def markup(text: str) -> str:
     return escape(plain(text))
 
 
-NAME_CHARS = 48  # the most of a name (a model's, a tool's) a table cell shows
+# the most of a name (a model's) a table cell shows: a deployment's or an inference
+# profile's whole, folded onto a few lines, not a stranger's 5,000 characters
+NAME_CHARS = 100
 
 
 def shortened(text: str, limit: int = NAME_CHARS) -> str:

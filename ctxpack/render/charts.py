@@ -27,6 +27,7 @@ UNLOGGED = "#d9d9d9"  # the part of the bill not in the file, under the roles
 MAX_COLUMNS = 240
 TOP = 10
 WIDTH, HEIGHT, PAD = 880, 200, 48
+LABEL_CHARS = 48  # the most of a bar's label that fits left of it
 
 
 @dataclass(frozen=True, slots=True)
@@ -162,7 +163,7 @@ def _ranking(title: str, bars: list[Bar], link: str | None) -> str:
     for n, b in enumerate(bars):
         y = n * row
         w = max(b.tokens / top * (WIDTH - label_width - 90), 1)
-        label = shortened(b.label)
+        label = shortened(b.label, LABEL_CHARS)
         drawn = (f'<text x="{label_width - 6}" y="{y + 15}" text-anchor="end">'
                  f'{escape(label)}</text>'
                  f'<rect x="{label_width}" y="{y + 3}" width="{w:.1f}" height="{row - 6}" '
