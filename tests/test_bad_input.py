@@ -6,6 +6,7 @@ import io
 import json
 import math
 import os
+import random
 import stat
 import subprocess
 import sys
@@ -136,6 +137,10 @@ def _binaries() -> dict[str, tuple[bytes, str]]:
            + b"\x08\x02\x00\x00\x00" + zlib.compress(row))
     return {
         "zeros.jsonl": (b"\x00" * 4096, "binary data"),
+        # random bytes with no NUL among them: neither CSV nor plain text (by their commas
+        # and their newlines, a first line may look like either)
+        "noise.bin": (random.Random(22).randbytes(4096).replace(b"\x00", b""),
+                      "not UTF-8 text"),
         "run.jsonl.gz": (gzip.compress(GOOD * 20), "gzip"),
         "runs.zip": (archive.getvalue(), "zip"),
         "shot.png": (png, "PNG"),
@@ -154,8 +159,15 @@ def test_a_binary_file_is_said_to_be_binary(name, tmp_path):
                  ("stats", "--format", "openai")):
         run = ctxpack(*args, str(path))
         assert_clean_error(run, 2, f"{path}: ", what, "not a transcript")
-        assert "plain text" not in run.err and "malformed JSON" not in run.err
+        assert "looks like" not in run.err and "malformed JSON" not in run.err
         assert not out.exists()
+
+
+def test_text_in_another_encoding_is_not_taken_for_binary(tmp_path):
+    # a Latin-1 table holds a few bytes that are not UTF-8: it is still named as text
+    path = tmp_path / "prices.txt"
+    path.write_bytes("café,crème,brûlée\n1,2,3\n".encode("latin-1"))
+    assert_clean_error(ctxpack("stats", str(path)), 2, f"{path}:1:", "looks like CSV")
 
 
 def test_what_to_do_first_names_the_file_or_the_pipe(tmp_path):

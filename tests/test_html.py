@@ -215,3 +215,23 @@ def test_the_pictures_count_the_context_as_stats_does(name):
     *_, (_, _, rows) = charts.context
     assert sum(rows.values()) + REPLY_PRIMING == s.tokens
     assert rows.get("reasoning", 0) == s.by_role.get("reasoning", 0)
+
+
+@pytest.mark.parametrize("name", ["coding-agent.claude-code.jsonl", "support-chat.openai.jsonl"])
+def test_the_context_over_the_run_peaks_at_the_bill_stats_prints(name, tmp_path):
+    # the picture is drawn as billed: its peak is the "context as billed" figure, the part
+    # not in the file (Claude Code's system prompt and tools) a band of its own, named
+    import json
+
+    path = SAMPLES / name
+    context = json.loads(ctxpack("stats", "--json", str(path)).out)["files"][0]["context"]
+    page = tmp_path / "stats.html"
+    converted = tmp_path / "doc.html"
+    assert ctxpack("stats", str(path), "--html", str(page)).code == 0
+    assert ctxpack("convert", str(path), "--to", "html", "-o", str(converted)).code == 0
+    for drawn in (page.read_text(), converted.read_text()):
+        caption = re.search(r"<figcaption>Context size over the run[^<]*", drawn).group()
+        assert f"as billed ({context['kind']}): peak {context['tokens']:,} tokens" in caption
+        band = f"{context['not_in_file']:,} of it not in the file"
+        assert (band in caption) == (context["not_in_file"] > 0), caption
+        assert ("not in the file</span>" in drawn) == (context["not_in_file"] > 0)

@@ -104,11 +104,14 @@ def _converted(file: str, how: _ConvertJob) -> tuple[bytes, list[str]]:
 
         text = to_markdown(view)
     else:
+        from ..breakdown import stats
         from ..render.charts import charts_of
         from ..render.document import to_html
 
+        # (the context over the run drawn as billed, as `stats --html` draws it)
+        bill = stats(transcript, how.model, top=0, table=how.table).context
         text = to_html(view, charts_of(transcript, counter, link=True,
-                                       flagged=how.model is not None))
+                                       flagged=how.model is not None, bill=bill))
     # the page shows a lone surrogate (no UTF-8 for it) as U+FFFD: said, as for the bodies
     from ..convert import LONE_REPLACED, Notes
     from ..jsonl import lone_count

@@ -15,7 +15,7 @@ from typing import Annotated, Any, TypeVar
 import typer
 
 from ..errors import EXIT_CHECK_FAILED, EXIT_USAGE, CtxpackError, InputError, UsageError
-from ..render import counted, percent
+from ..render import counted, percent, shortened
 from . import datasets
 from .common import (
     ConfigOpt,
@@ -382,7 +382,8 @@ def _pictures(t: Any, result: Any, model: str | None, table: Any) -> tuple[list[
     from ..tokens import TokenCounter
 
     counter = TokenCounter(model or table.choose(transcript_models(t)), table)
-    return summary_lines(result), charts_of(t, counter, link=True, flagged=model is not None)
+    return summary_lines(result), charts_of(t, counter, link=True, flagged=model is not None,
+                                            bill=result.context)
 
 
 def _warn_estimates(results: list[Any]) -> None:
@@ -395,11 +396,13 @@ def _warn_estimates(results: list[Any]) -> None:
 
 def _gate(results: list[Any], max_tokens: int | None, max_ratio: float | None) -> bool:
     """Say which files are over the limits given; are any?"""
+    from ..render.stats import billed as billed_of
+
     over = []
     for r in results:
-        billed = r.context.tokens if r.context is not None else r.tokens
+        billed = billed_of(r)
         if max_tokens is not None and billed > max_tokens:
-            over.append(f"{r.path}: {billed:,} tokens > --max-tokens {max_tokens:,}")
+            over.append(f"{r.path}: context billed {billed:,} > --max-tokens {max_tokens:,}")
         if max_ratio is not None and r.context_ratio is not None and r.context_ratio > max_ratio:
             largest = r.largest_conversation
             which = "" if largest is None else \
@@ -671,8 +674,8 @@ def calibrate(
 
         out = Table("model", "files", "calls", "slope", "overhead", "held-out error",
                     "worst", title="billed = slope × counted + overhead")
-        # a long model name folds onto more lines, whole, rather than push the figures out
-        # of a narrow terminal or pipe (80 columns)
+        # a long model name folds onto more lines rather than push the figures out of a
+        # narrow terminal or pipe (80 columns), and is cut short past NAME_CHARS
         out.columns[0].overflow = "fold"
         for column in out.columns[1:]:
             column.no_wrap = True
@@ -680,7 +683,8 @@ def calibrate(
             error = "-" if f.error is None else f"{f.error:.1%}"
             worst = "-" if f.worst is None else f"{f.worst:.1%}"
             slope = f"{f.slope:g}" + ("" if f.steps else " (table)")
-            out.add_row(Text(plain(f.label) + (" *" if f.untrusted else "")), str(f.files),
+            out.add_row(Text(shortened(plain(f.label)) + (" *" if f.untrusted else "")),
+                        str(f.files),
                         str(f.calls),
                         slope, f"{f.overhead:,}", error, worst)
         if any(f.untrusted for f in fitted):
@@ -689,12 +693,12 @@ def calibrate(
         console.print(out)
         # what the table does not hold, each call a file records that no fit took, by why:
         # wrapped to the terminal's width, as the table is
-        notes = [f"{f.label}: {counted(n, 'call')} {words}{reason}"
+        notes = [f"{shortened(f.label)}: {counted(n, 'call')} {words}{reason}"
                  for why, words in LEFT_OUT.items() for f in fitted if getattr(f, why)
                  for reason, n in (f.no_prompt_why.items() if why == "no_prompt"
                                    else [("", getattr(f, why))])]
         if not write_config:  # (--write-config says it for each fit it does not write)
-            notes += [f"* {f.label}: {f.untrusted}" for f in fitted if f.untrusted]
+            notes += [f"* {shortened(f.label)}: {f.untrusted}" for f in fitted if f.untrusted]
         for note in notes:
             console.print(textwrap.fill(plain(note), console.width), markup=False,
                           highlight=False, soft_wrap=True)
@@ -704,8 +708,9 @@ def calibrate(
         said_to = stderr()
         for f in fitted:
             if f.untrusted:  # (wrapped as the notes under the table are)
-                said_to.print(textwrap.fill(plain(f"not writing {f.label}: {f.untrusted}"),
-                                            said_to.width), markup=False, highlight=False)
+                said = f"not writing {shortened(f.label)}: {f.untrusted}"
+                said_to.print(textwrap.fill(plain(said), said_to.width), markup=False,
+                              highlight=False)
         trusted = [f for f in fitted if not f.untrusted]
         if trusted:
             add_calibrations(write_config, trusted)

@@ -332,6 +332,10 @@ _BINARY: tuple[tuple[bytes, str, str], ...] = (
      "make it UTF-8 first: iconv -f UTF-16 -t UTF-8 FILE > FILE.utf8"),
 )
 BINARY_PROBE = 8192  # bytes looked at for a NUL, which no text transcript holds
+# the share of those bytes that may be no text (not UTF-8, or control characters) in a
+# file still taken for text: random bytes hold about 60%, a Latin-1 text a few
+NOT_TEXT_SHARE = 0.3
+_NOT_TEXT = frozenset(chr(n) for n in (*range(0x20), 0x7F) if chr(n) not in "\t\n\r\f\v\x1b")
 
 
 # Of what came on stdin, the command that does the first step in the pipe
@@ -359,4 +363,11 @@ def looks_binary(head: bytes) -> tuple[str, str] | None:
     nul = head.find(b"\x00", 0, BINARY_PROBE)
     if nul >= 0:
         return f"binary data (a NUL byte at offset {nul})", ""
+    probe = head[:BINARY_PROBE]
+    # each byte that is no part of UTF-8 text becomes one lone surrogate; a control
+    # character (bar the whitespace and the escape text may hold) is one byte too
+    text = probe.decode("utf-8", "surrogateescape")
+    odd = sum(1 for c in text if "\udc80" <= c <= "\udcff" or c in _NOT_TEXT)
+    if odd > NOT_TEXT_SHARE * len(probe):
+        return f"binary data ({odd:,} of its first {len(probe):,} bytes are not UTF-8 text)", ""
     return None

@@ -19,6 +19,17 @@ def markup(text: str) -> str:
     return escape(plain(text))
 
 
+# the most of a name (a model's) a table cell shows: a deployment's or an inference
+# profile's whole, folded onto a few lines, not a stranger's 5,000 characters
+NAME_CHARS = 100
+
+
+def shortened(text: str, limit: int = NAME_CHARS) -> str:
+    """`text` cut to `limit` characters, its end an ellipsis where it was longer: a name a
+    stranger's file gives fills one row of a table, not dozens (JSON keeps it whole)."""
+    return text if len(text) <= limit else text[: limit - 1] + "…"
+
+
 def counted(count: int, word: str) -> str:
     """`1 round`, `1,491 rounds`."""
     return f"{count:,} {word}" if count == 1 else f"{count:,} {word}s"

@@ -13,18 +13,21 @@ from dataclasses import dataclass, field, replace
 from html import escape
 
 from ..breakdown import REASONING, MessageStat, add_hidden, by_tool, counted, message_stat
-from ..calibration import hidden_counts_of
-from ..tokens import TokenCounter
+from ..calibration import Bill, hidden_counts_of
+from ..tokens import REPLY_PRIMING, TokenCounter
 from ..transcript import Transcript
+from . import shortened
 
 # bottom to top in the stacked picture; any other role goes on top in grey
 ROWS = ("system", "developer", "user", "assistant", REASONING, "tool")
 COLOURS = {"system": "#8e44ad", "developer": "#b57edc", "user": "#2e9e4f",
            "assistant": "#2a7fd4", REASONING: "#9aa5b1", "tool": "#e0a020"}
 OTHER = "#c0c0c0"
+UNLOGGED = "#d9d9d9"  # the part of the bill not in the file, under the roles
 MAX_COLUMNS = 240
 TOP = 10
 WIDTH, HEIGHT, PAD = 880, 200, 48
+LABEL_CHARS = 48  # the most of a bar's label that fits left of it
 
 
 @dataclass(frozen=True, slots=True)
@@ -49,6 +52,9 @@ class Charts:
     largest: list[Bar]
     stats: list[MessageStat] = field(default_factory=list)  # of each message, by index
     anchor: str = "msg-"  # bars link to #{anchor}N
+    # the context as billed (stats' `context`): the picture over the run is drawn in its
+    # tokens, the part not in the file a band under the roles; None: as counted
+    bill: Bill | None = None
 
     def svg(self) -> str:
         link = self.anchor if self.link else None
@@ -77,30 +83,48 @@ class Charts:
         if not self.context:
             return "<p>No messages in the model's context.</p>"
         columns = _columns(self.context)
-        peak = max(sum(rows.values()) for _, _, rows in columns) or 1
+        # each point as the provider would bill a prompt of its messages (the bill's line,
+        # so that the last is stats' figure), of which `unlogged` is not in the file
+        unlogged = self.bill.not_in_file if self.bill is not None else 0
+        billed = [self.bill(sum(rows.values()) + REPLY_PRIMING) if self.bill is not None
+                  else sum(rows.values()) for _, _, rows in columns]
+        peak = max(billed) or 1
         step = (WIDTH - PAD) / len(columns)
         bars = []
-        for n, (index, where, rows) in enumerate(columns):
+        for n, ((index, where, rows), total) in enumerate(zip(columns, billed, strict=True)):
             x, y = PAD + n * step, float(HEIGHT)
+            band = min(unlogged, total)
+            count = sum(rows.values())
+            # the roles share the rest as they share ctxpack's count
+            scale = (total - band) / count if count else 0
             rects = []
-            for role in _ordered(rows):
-                h = rows[role] / peak * (HEIGHT - 20)
+            for tokens, fill in [(band, UNLOGGED)] + [
+                    (rows[role] * scale, COLOURS.get(role, OTHER)) for role in _ordered(rows)]:
+                if not tokens:
+                    continue
+                h = tokens / peak * (HEIGHT - 20)
                 y -= h
                 rects.append(f'<rect x="{x:.1f}" y="{y:.1f}" width="{max(step - 0.5, 0.5):.1f}" '
-                             f'height="{h:.1f}" fill="{COLOURS.get(role, OTHER)}"/>')
-            total = sum(rows.values())
-            tip = f"{where}: {total:,} tokens in context (" + ", ".join(
-                f"{role} {rows[role]:,}" for role in _ordered(rows)) + ")"
+                             f'height="{h:.1f}" fill="{fill}"/>')
+            roles = ", ".join(f"{role} {rows[role]:,}" for role in _ordered(rows))
+            tip = f"{where}: {total:,} tokens in context" + (
+                f" as billed, {band:,} of them not in the file; counted in it: {roles}"
+                if self.bill is not None else f" ({roles})")
             bars.append(_linked("".join(rects), tip, index,
                                 self.anchor if self.link else None))
         axis = (f'<text x="{PAD - 4}" y="24" text-anchor="end">{_short(peak)}</text>'
                 f'<text x="{PAD - 4}" y="{HEIGHT}" text-anchor="end">0</text>'
                 f'<line x1="{PAD}" y1="{HEIGHT}" x2="{WIDTH}" y2="{HEIGHT}" stroke="#888"/>')
-        legend = "".join(
-            f'<span class="key"><i style="background:{COLOURS[r]}"></i>{r}</span>'
-            for r in ROWS if any(r in rows for _, _, rows in columns))
-        return (f'<figure class="chart"><figcaption>Context size over the run by role '
-                f'(peak {peak:,} tokens)</figcaption>'
+        keys = [(r, COLOURS[r]) for r in ROWS if any(r in rows for _, _, rows in columns)]
+        if unlogged:
+            keys.insert(0, ("not in the file", UNLOGGED))
+        legend = "".join(f'<span class="key"><i style="background:{colour}"></i>{escape(r)}'
+                         f'</span>' for r, colour in keys)
+        how = "" if self.bill is None else f", as billed ({self.bill.kind})"
+        hidden = f", {unlogged:,} of it not in the file (sent but not logged)" if unlogged \
+            else ""
+        return (f'<figure class="chart"><figcaption>Context size over the run by role{how}: '
+                f'peak {peak:,} tokens{hidden}</figcaption>'
                 f'<svg role="img" aria-label="context size over the run" '
                 f'viewBox="0 0 {WIDTH} {HEIGHT + 4}" width="{WIDTH}" height="{HEIGHT + 4}">'
                 f'{axis}{"".join(bars)}</svg><div class="legend">{legend}</div></figure>')
@@ -139,7 +163,7 @@ def _ranking(title: str, bars: list[Bar], link: str | None) -> str:
     for n, b in enumerate(bars):
         y = n * row
         w = max(b.tokens / top * (WIDTH - label_width - 90), 1)
-        label = b.label if len(b.label) <= 48 else b.label[:47] + "…"
+        label = shortened(b.label, LABEL_CHARS)
         drawn = (f'<text x="{label_width - 6}" y="{y + 15}" text-anchor="end">'
                  f'{escape(label)}</text>'
                  f'<rect x="{label_width}" y="{y + 3}" width="{w:.1f}" height="{row - 6}" '
@@ -154,10 +178,11 @@ def _ranking(title: str, bars: list[Bar], link: str | None) -> str:
 
 
 def charts_of(t: Transcript, counter: TokenCounter, *, link: bool,
-              flagged: bool = False) -> Charts:
+              flagged: bool = False, bill: Bill | None = None) -> Charts:
     """The pictures of `t`'s model-visible messages, counted with `counter` as stats
     counts them (`flagged`: `--model` named its model), what a reply's record says it held
-    but the file does not among them."""
+    but the file does not among them; the context over the run as `bill` (stats'
+    `context` of `t`) bills it, where given."""
     counts = [counter.message(m) for m in t.messages]
     stats = [counted(m, c) for m, c in zip(t.messages, counts, strict=True)]
     add_hidden(stats, [c.total for c in hidden_counts_of(t, counts, counter, flagged)])
@@ -186,7 +211,7 @@ def charts_of(t: Transcript, counter: TokenCounter, *, link: bool,
             f"conversation {numbers[t.messages[i].conversation]:,}"
         largest.append(Bar(f"{where} · {s.role}" + (f" · {s.tool}" if s.tool else ""),
                            s.tokens, i, s.where, s.role))
-    return Charts(t.path, link, context, tool_bars, largest, stats)
+    return Charts(t.path, link, context, tool_bars, largest, stats, bill=bill)
 
 
 STYLE = """

@@ -39,6 +39,10 @@ def total(files: list[FileStats]) -> dict[str, Any]:
         "largest_conversation": max((conversation_tokens(f) for f in files), default=0),
         "messages": sum(f.messages for f in files),
         "tokens": sum(f.tokens for f in files),
+        # the bill beside the count: every conversation of every file, and the largest
+        # (what --max-tokens and each file's context_ratio are of)
+        "billed_tokens": sum(file_billed(f) for f in files),
+        "largest_billed": max((billed(f) for f in files), default=0),
         "exact": all(f.exact for f in files),
         "by_role": by_role,
         "by_tool": dict(sorted(by_tool.items(), key=lambda kv: -kv[1]["tokens"])),
@@ -48,6 +52,18 @@ def total(files: list[FileStats]) -> dict[str, Any]:
 def conversation_tokens(f: FileStats) -> int:
     """The tokens of the file's largest conversation (of its one, most often)."""
     return f.largest_conversation["tokens"] if f.largest_conversation else f.tokens
+
+
+def billed(f: FileStats) -> int:
+    """The file's context as billed (of its largest conversation, in a file of several):
+    what --max-tokens is set against and `context_ratio` is the share of; the count where
+    there is no bill."""
+    return f.context.tokens if f.context is not None else f.tokens
+
+
+def file_billed(f: FileStats) -> int:
+    """All the file's conversations as billed (`context.file_tokens`)."""
+    return f.file_context if f.file_context is not None else billed(f)
 
 
 def to_json(files: list[FileStats], unread: list[dict[str, Any]] | None = None) -> bytes:
@@ -321,7 +337,7 @@ def to_markdown(files: list[FileStats]) -> str:
     out: list[str] = []
     for f in files:
         head, *rest = summary_lines(f)
-        out += [f"## {plain(head)}", "", *(f"- {plain(line)}" for line in rest), ""]
+        out += [f"## {plain(head)}", "", *(_item(plain(line)) for line in rest), ""]
         for title, header, rows in _tables(f):
             out += [f"### {title}", "", "| " + " | ".join(header) + " |",
                     "|" + "|".join("---" for _ in header) + "|"]
@@ -330,10 +346,18 @@ def to_markdown(files: list[FileStats]) -> str:
             out.append("")
     if len(files) > 1:
         t = total(files)
-        out += [f"**Total:** {t['tokens']:,} tokens in {t['messages']:,} messages, "
-                f"{t['files']} files, {t['conversations']:,} conversations (the largest "
-                f"{t['largest_conversation']:,} tokens)", ""]
+        out += [f"**Total:** {t['tokens']:,} tokens counted in {t['messages']:,} messages, "
+                f"{t['files']} files, {t['conversations']:,} conversations; "
+                f"{t['billed_tokens']:,} as billed (the largest context "
+                f"{t['largest_billed']:,})", ""]
     return "\n".join(out)
+
+
+def _item(line: str) -> str:
+    """A summary line as a markdown list item: one the text indents (`  in the file ...`)
+    nested under the item before it, as the terminal shows it."""
+    body = line.lstrip(" ")
+    return f"{' ' * (len(line) - len(body))}- {body}"
 
 
 def print_tables(console: Console, files: list[FileStats]) -> None:
@@ -355,22 +379,39 @@ def print_tables(console: Console, files: list[FileStats]) -> None:
             console.print(table)
         console.print()
     if len(files) > 1:
-        t = total(files)
-        folder, names = _below_common([f.path for f in files])
-        title = f"All files (in {markup(folder)})" if folder else "All files"
-        table = Table(title=title, title_justify="left", title_style="bold")
-        for h in ("file", "format", "conversations", "messages", "tokens", "largest", "context"):
-            # a long name is wrapped, never cut: its end (or a folder of it) may be all that
-            # tells two files apart
-            table.add_column(h, justify="left" if h in ("file", "format") else "right",
-                             overflow="fold", no_wrap=h != "file")
-        for f, name in zip(files, names, strict=True):
-            ctx = f"{f.context_ratio:.1%}" if f.context_ratio is not None else "-"
-            table.add_row(markup(name), f.format, f"{f.conversations:,}", f"{f.messages:,}",
-                          f"{f.tokens:,}", f"{conversation_tokens(f):,}", ctx)
-        table.add_row("total", "", f"{t['conversations']:,}", f"{t['messages']:,}",
-                      f"{t['tokens']:,}", f"{t['largest_conversation']:,}", "", style="bold")
-        console.print(table)
+        print_total(console, files)
+
+
+# the "All files" table's columns: each header on the lines it takes (short, so that the
+# names have room on 80 columns), and whether it holds names (wrapped) or a figure (whole)
+TOTAL_COLUMNS = (("file", True), ("format", True), ("conver-\nsations", False),
+                 ("messages", False), ("tokens\ncounted", False), ("context\nbilled", False),
+                 ("of\nwindow", False))
+TOTAL_CAPTION = ("tokens counted: ctxpack's count of what each file holds. context billed: "
+                 "the context as the provider would bill it, of the largest conversation "
+                 "where a file holds several (what --max-tokens checks), and its share of the "
+                 "window (--max-ratio); its total is every conversation of every file.")
+
+
+def print_total(console: Console, files: list[FileStats]) -> None:
+    """The "All files" table: each file's count and bill, side by side and named so."""
+    t = total(files)
+    folder, names = _below_common([f.path for f in files])
+    title = f"All files (in {markup(folder)})" if folder else "All files"
+    table = Table(title=title, title_justify="left", title_style="bold",
+                  caption=TOTAL_CAPTION, caption_justify="left")
+    for header, name in TOTAL_COLUMNS:
+        # a long name is wrapped, never cut: its end (or a folder of it) may be all that
+        # tells two files apart
+        table.add_column(header, justify="left" if name else "right", overflow="fold",
+                         no_wrap=not name, min_width=12 if header == "file" else None)
+    for f, name in zip(files, names, strict=True):
+        ctx = f"{f.context_ratio:.1%}" if f.context_ratio is not None else "-"
+        table.add_row(markup(name), f.format, f"{f.conversations:,}", f"{f.messages:,}",
+                      f"{f.tokens:,}", f"{billed(f):,}", ctx)
+    table.add_row("total", "", f"{t['conversations']:,}", f"{t['messages']:,}",
+                  f"{t['tokens']:,}", f"{t['billed_tokens']:,}", "", style="bold")
+    console.print(table)
 
 
 def _below_common(paths: list[str]) -> tuple[str, list[str]]:
