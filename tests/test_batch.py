@@ -223,7 +223,7 @@ def test_many_restored_in_place_come_back_as_they_were(folder: Path) -> None:
 
 def test_a_file_that_cannot_fit_is_named_in_its_error(folder: Path, tmp_path: Path) -> None:
     big = folder / "big.jsonl"
-    shutil.copy(SAMPLES / "coding-agent.claude-code.jsonl", big)  # its agent sends ~68k more
+    shutil.copy(SAMPLES / "coding-agent.claude-code.jsonl", big)  # its agent sends ~26k more
     run = ctxpack("compress", str(folder), "--out-dir", str(tmp_path / "out"), "--budget",
                   BUDGET, "--report-json", str(tmp_path / "report.json"))
     assert run.code == 3, run.err

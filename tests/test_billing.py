@@ -78,7 +78,7 @@ def test_a_claude_code_session_is_anchored_on_its_last_recorded_call(tmp_path: P
     assert (c.after, c.not_in_file) == (fitted["slope"], fitted["overhead"])
     since = stats(calls_since_compaction(CLAUDE_CODE, tmp_path), cache=False).context
     assert since is not None and since.kind == "anchored" and since.after != c.after
-    assert c.not_in_file == c.tokens - c.visible > 10 * s.tokens  # most is not in the file
+    assert c.not_in_file == c.tokens - c.visible > 5 * s.tokens  # most is not in the file
     # other messages are billed on the line from that overhead through the bill
     assert c.overhead == c.not_in_file and c(c.counted) == c.tokens
     assert s.context_ratio == round(c.tokens / s.context_window, 4)
@@ -264,9 +264,9 @@ def test_compress_of_a_claude_code_session_acts_at_its_billed_size() -> None:
     assert report.tokens_before < budget < report.billed["tokens_before"]
     assert report.billed["tokens_after"] <= budget
     assert report.billed["kind"] == "anchored" and report.trigger == budget
-    # the trigger is a share of the window in billed tokens: 36% of it acts here (the
+    # the trigger is a share of the window in billed tokens: 15% of it acts here (the
     # file holds about 2% of the window)
-    assert compress_file(CLAUDE_CODE, Options(threshold=0.36)).report.summary is not None
+    assert compress_file(CLAUDE_CODE, Options(threshold=0.15)).report.summary is not None
     assert counted.tokens < 0.03 * counted.context_window
 
 
@@ -311,7 +311,7 @@ def test_compress_help_says_its_figures_are_billed_tokens() -> None:
 
 def test_the_compress_report_shows_the_visible_and_the_billed_figures(tmp_path: Path) -> None:
     out = tmp_path / "out.jsonl"
-    run = run_ctxpack("compress", str(CLAUDE_CODE), "--threshold", "0.36", "-o", str(out))
+    run = run_ctxpack("compress", str(CLAUDE_CODE), "--threshold", "0.15", "-o", str(out))
     assert run.code == 0, run.err
     said = " ".join(run.err.split())
     before = stats(CLAUDE_CODE, cache=False).context
@@ -325,7 +325,7 @@ def test_the_compress_report_shows_the_visible_and_the_billed_figures(tmp_path: 
     assert c is not None and c.error is not None and c.error > before.error
     assert f"-> {c.tokens:,} tokens ({c.kind}; expected error ±{c.error:.1%}), " \
         f"{c.not_in_file:,} of them sent but not in the file" in said, said
-    report = json.loads(run_ctxpack("compress", str(CLAUDE_CODE), "--threshold", "0.36", "-o",
+    report = json.loads(run_ctxpack("compress", str(CLAUDE_CODE), "--threshold", "0.15", "-o",
                                     str(tmp_path / "again.jsonl"), "--report-json", "-",
                                     "-q").out)["billed"]
     assert (report["kind"], report["error"]) == (before.kind, before.error)
