@@ -605,15 +605,16 @@ def with_prompts(tmp_path: Path, prompts: dict[int, int], name: str = "run") -> 
     return with_replies(folder, edit)
 
 
-LAST_REPLY = 114  # the line of the sample's last reply: its call's prompt is 73,471
+LAST_REPLY = 114  # the line of the sample's last reply: its call's prompt is 30,471
 
 
-@pytest.mark.parametrize("prompt", [6_000, 20_000])
+@pytest.mark.parametrize("prompt", [6_000, 12_000])
 def test_a_last_prompt_that_collapsed_is_set_aside(tmp_path: Path, prompt: int) -> None:
-    # the last call's prompt set to 6,000, ten calls of 70-73k before it with no
-    # compaction between: stats anchored on it ("context as billed: 6,102 ... expected
-    # error ±0.2%", "not in the file 1,000") and compress would not act; what the prompt
-    # before it held of the file (some 14,000 tokens at most) cannot account for the fall
+    # the last call's prompt set to 6,000, ten calls of 27-30k before it with no
+    # compaction between: stats anchored on it (then with 70k calls before it: "context
+    # as billed: 6,102 ... expected error ±0.2%", "not in the file 1,000") and compress
+    # would not act; what the prompt before it held of the file (some 14,000 tokens at
+    # most) cannot account for the fall
     path = with_prompts(tmp_path, {26: prompt})
     bare = with_prompts(tmp_path, {26: 0}, "bare")
     checked = run_ctxpack("validate", str(path))
@@ -621,8 +622,8 @@ def test_a_last_prompt_that_collapsed_is_set_aside(tmp_path: Path, prompt: int) 
     [said] = checked.out.splitlines()
     assert said.startswith(
         f"{path}:{LAST_REPLY}: recorded prompt of {prompt:,} tokens cannot be true: less than "
-        f"1/{RISE} of the 73,362 the call before it records (line 110), with no compaction "
-        f"between, it is {73_362 - prompt:,} less, more than that prompt can have held of "
+        f"1/{RISE} of the 30,362 the call before it records (line 110), with no compaction "
+        f"between, it is {30_362 - prompt:,} less, more than that prompt can have held of "
         "the file (")
     assert said.endswith("), and it is the last call of its context; set aside, not used "
                          "for the bill or the window")
@@ -631,7 +632,7 @@ def test_a_last_prompt_that_collapsed_is_set_aside(tmp_path: Path, prompt: int) 
     # anchored on the last call that can be true, as if the last recorded no usage
     assert doc["context"] == without["context"]
     assert doc["context"]["kind"] == "anchored" and doc["context"]["calls"] == 10
-    assert doc["context"]["tokens"] > 73_362 and doc["usage"]["last_input_tokens"] == 73_362
+    assert doc["context"]["tokens"] > 30_362 and doc["usage"]["last_input_tokens"] == 30_362
     report = compress_file(path, Options(), cache=False).report
     assert report.billed["tokens_before"] == doc["context"]["tokens"]
     options = Options(threshold=(doc["context"]["tokens"] - 1_000) / 200_000)
@@ -641,20 +642,20 @@ def test_a_last_prompt_that_collapsed_is_set_aside(tmp_path: Path, prompt: int) 
 def test_a_fall_the_next_call_agrees_with_stands(tmp_path: Path) -> None:
     # what the agent sends besides the messages can change (tool definitions dropped):
     # the calls after a fall that stay down tell it was sent, and the bill rests on them
-    path = with_prompts(tmp_path, {25: 20_000, 26: 20_200})
+    path = with_prompts(tmp_path, {25: 12_000, 26: 12_200})
     assert run_ctxpack("validate", str(path)).code == 0
     doc = stats_doc(path)
     assert doc["usage_set_aside"] == [] and doc["context"]["calls"] == 11
-    assert 20_200 < doc["context"]["tokens"] < 21_000
+    assert 12_200 < doc["context"]["tokens"] < 13_000
     # one that rose back is no such change: the one down is set aside, not the later
-    path = with_prompts(tmp_path, {25: 20_000}, "back")
+    path = with_prompts(tmp_path, {25: 12_000}, "back")
     checked = run_ctxpack("validate", str(path))
     assert checked.code == 1 and checked.out.splitlines()[0].endswith(
-        "and the next call (line 114) records 73,471, more than 2 times it; set aside, not "
+        "and the next call (line 114) records 30,471, more than 2 times it; set aside, not "
         "used for the bill or the window")
     assert [x["line"] for x in stats_doc(path)["usage_set_aside"]] == [110]
     # a fall of less than half is left, as is one the prompt could have dropped
-    path = with_prompts(tmp_path, {26: 36_700}, "half")
+    path = with_prompts(tmp_path, {26: 15_200}, "half")
     assert run_ctxpack("validate", str(path)).code == 0
 
 
