@@ -131,16 +131,16 @@ def with_hidden(counts: Sequence[int], calls: Sequence[Call],
 def counts_with_hidden(counts: Sequence[int], calls: Sequence[Call], named: str | None,
                        counter: TokenCounter, flagged: bool,
                        billed: Bill | None = None) -> list[int]:
-    """`with_hidden`, each call at the slope of the model it was made with (sessions of
-    several models joined in one file), else of the one the context is billed as
-    (`billed_model`; every call at that of the model `--model` names); that model's at
-    the slope the context's bill (`billed`) converts hidden output at (`Bill.converted`),
-    where given, else the table's: the messages' counts that stats reports, compress
-    reads and the bill is of."""
+    """`with_hidden` at the slope the context's bill (`billed`) converts hidden output at
+    (`Bill.converted`: every call of the context, as the bill counts them), where given;
+    else each call at the table's slope of the model it was made with (sessions of
+    several models joined in one file, each conversation billed apart), or of the one the
+    context is billed as (`billed_model`; every call at that of the model `--model`
+    names): the messages' counts that stats reports, compress reads and the bill is of."""
+    if billed is not None:  # (as the bill counts them: one conversation, one slope)
+        return with_hidden(counts, calls, billed.converted)
     model = billed_model(calls, named, counter, flagged)
     slopes = {m: slope_of(m, counter.table) for m in {model, *(c.model for c in calls)}}
-    if billed is not None:
-        slopes[model] = billed.converted
     return with_hidden(counts, calls, lambda c: slopes[model if flagged else c.model or model])
 
 
