@@ -62,13 +62,16 @@ def test_any_openai_jsonl_round_trips_byte_for_byte(msgs, style, ending, final_n
 @example([b"PAR1", b'{"role":"user","content":"ok"}'])
 @example([b"{", b"\x00"])  # (opens as a document would, goes on as none does)
 @example([b"{", b"{"])  # (an object opened goes on with a key, not with another)
+@example([b"\x01\x01\t   "])  # (binary without its line end, text with it: judged with)
 def test_garbage_lines_survive_a_skip_invalid_round_trip(lines):
     data = b"\n".join(lines) + b"\n"
     if not data.strip():  # nothing but blank space: no transcript (see test_bad_input)
         with pytest.raises(InputError, match="empty"):
             roundtrip(data, skip_invalid=True, format="openai")
         return
-    if looks_binary(lines[0]) is not None:  # a binary file is named, not skipped through
+    # a binary file is named, not skipped through (its first line judged as read: with
+    # its line end)
+    if looks_binary(lines[0] + b"\n") is not None:
         with pytest.raises(InputError, match="not a transcript ctxpack reads"):
             roundtrip(data, skip_invalid=True, format="openai")
         return
