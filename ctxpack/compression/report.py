@@ -74,6 +74,7 @@ def report_of(given: Input, plans: list[Plan], archiver: Archiver,
     items = {s.name: s.items for s in stages}
     archive = ("none" if not archiver.enabled else
                "inline" if archiver.folder is None else f"dir:{archiver.folder}")
+    left = left_bill(given, plans, strip)  # (the report's figure after, and its warning)
     return Report(
         path=t.path, format=t.format, model=given.model, exact=counter.exact,
         model_note=counter.note, context_window=given.window,
@@ -81,10 +82,10 @@ def report_of(given: Input, plans: list[Plan], archiver: Archiver,
         target=first.billed_target if first else 0, limit=first.billed_limit if first else 0,
         tokens_before=sum(p.read.total for p in plans), tokens_after=sum(p.total for p in plans),
         messages_before=len(t.messages), messages_after=len(t.messages) - removed,
-        stages=stages, billed=_billed(given, plans, strip),
+        stages=stages, billed=_billed(given, plans, left),
         truncated=items.get("truncate", 0), masked=items.get("mask", 0),
         summary=_summaries(plans), llm=_llm(plans), seen=_seen(plans), archive=archive,
-        warnings=warnings_of(given, plans) + uncarried(given, plans, strip),
+        warnings=warnings_of(given, plans) + uncarried(given, plans, strip, left),
         changed=any(p.changed for p in plans), conversations=len(plans))
 
 
@@ -123,13 +124,13 @@ def passed_over(b: Bill) -> list[str]:
     return [f"{why}; anchored on call {b.calls - n:,} of {b.calls:,}"]
 
 
-def _billed(given: Input, plans: list[Plan], strip: bool = False) -> dict[str, Any]:
+def _billed(given: Input, plans: list[Plan], left: Bill) -> dict[str, Any]:
     """The prompt before and after as the provider would bill it, each figure with its
-    own kind and expected error (that after as `stats` of the output says them)."""
+    own kind and expected error (that after as `stats` of the output says them: `left`,
+    the `left_bill` of the plans)."""
     b = given.bill
     before = b(sum(p.read.total for p in plans)) if plans else b.tokens
     after = sum(p.billed for p in plans) if plans else b.tokens
-    left = left_bill(given, plans, strip)
     return {"kind": b.kind, "tokens_before": before, "tokens_after": after,
             "not_in_file": min(left.unlogged, after),  # (as stats of the output splits it)
             "slope": b.slope, "error": b.error,
@@ -177,10 +178,11 @@ def _kept_calls(given: Input, plans: list[Plan]) -> int:
                and id(messages[c.prompt]) not in archived)
 
 
-def uncarried(given: Input, plans: list[Plan], strip: bool) -> list[str]:
+def uncarried(given: Input, plans: list[Plan], strip: bool, left: Bill) -> list[str]:
     """What compress says of an output written without `ctxpack` objects (`strip`) that
     therefore keeps nothing of what the input's calls showed is sent besides the messages
-    (see `left_bill`): `stats` of it cannot bill it as this report does, and why."""
+    (`left`: the `left_bill` of the plans): `stats` of it cannot bill it as this report
+    does, and why."""
     b, after = given.bill, sum(p.billed for p in plans)
     known = carried(b)
     if not strip or known is None or restated(given) or not any(p.changed for p in plans):
@@ -193,7 +195,6 @@ def uncarried(given: Input, plans: list[Plan], strip: bool) -> list[str]:
             f"the {n:,} recorded calls it keeps state"
         return [f"{lost}, and {calls} usage of the context before: `stats` of it bills it "
                 f"anchored on that, not the {after:,} billed here"]
-    left = left_bill(given, plans, strip)
     return [f"{lost}, and it keeps no recorded call: `stats` of it bills it {left.kind} "
             f"({left.tokens:,}), as a file that records none, not the {after:,} billed here"]
 
