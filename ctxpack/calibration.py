@@ -452,7 +452,7 @@ def bill(counts: Sequence[int], calls: Sequence[Call], *, model: str | None, for
     # every context it holds
     before = [c for c in earlier[1] if c.billed > 0 and c.prompt] if earlier else []
     before_run = fitted_run(before, prompts_of(with_hidden(earlier[0], earlier[1], slope),
-                                               before, slope), None, "", slope, sends) \
+                                               before, slope), None, "", slope, sends)[0] \
         if earlier and before else []
     if not calls and before_run:
         # what the agent sends besides the messages (system prompt, tool definitions) is
@@ -479,7 +479,7 @@ def bill(counts: Sequence[int], calls: Sequence[Call], *, model: str | None, for
         # would otherwise throw away every sane call before it): the bill anchors on the
         # last call that is not, where it can (see `anchoring`)
         keep, anchors = anchoring(calls, prompts, slope, sends)
-        if summarized_from(calls, prompts, slope, sends, format) is not None:
+        if summarized_from(calls, prompts, slope, keep, format) is not None:
             return summarized(calls, prompts, slope, counted, found, SUMMARIZES[format])
         passed = tuple((c.prompt, c.billed) for c in calls[keep:])
         # (the agent's known overhead, where it set the line the calls passed over fell
@@ -498,7 +498,7 @@ def bill(counts: Sequence[int], calls: Sequence[Call], *, model: str | None, for
         calls, prompts, last = calls[:keep], prompts[:keep], calls[keep - 1]
         # the file's own fit, of the calls on this context and those before its compaction,
         # as `calibrate` fits the file (a file of one model)
-        runs = [fitted_run(calls, prompts, None, "", slope, sends), before_run]
+        runs = [fitted_run(calls, prompts, None, "", slope, sends)[0], before_run]
         own = own_fit(runs, slope)
         slope = last.slope or own.slope
         if LEAST_RATIO * slope * prompts[-1] <= last.billed < slope * prompts[-1]:
@@ -805,13 +805,13 @@ def own_fit(runs: Sequence[Sequence[tuple[int, int]]], prior: float) -> Fit:
                refused)
 
 
-def summarized_from(calls: Sequence[Call], prompts: Sequence[int], slope: float, sends: int,
+def summarized_from(calls: Sequence[Call], prompts: Sequence[int], slope: float, keep: int,
                     format: str) -> int | None:
     """Of an agent that summarizes its chat itself (`SUMMARIZES`), where `calls` (their
-    prompts counted `prompts`) show it, the last ones far below the count yet holding the
-    person's newest turn (`holds_newest`): the first call made on the summary, which the
-    file does not hold (the first whose prompt shrank); else None."""
-    keep, _ = anchoring(calls, prompts, slope, sends)
+    prompts counted `prompts`; the first `keep` of them those `anchoring` keeps) show it,
+    the last ones far below the count yet holding the person's newest turn
+    (`holds_newest`): the first call made on the summary, which the file does not hold
+    (the first whose prompt shrank); else None."""
     if keep == len(calls) or format not in SUMMARIZES or \
             not holds_newest(calls, prompts, slope):
         return None
@@ -821,7 +821,7 @@ def summarized_from(calls: Sequence[Call], prompts: Sequence[int], slope: float,
 
 def fitted_run(calls: Sequence[Call], prompts: Sequence[int], model: str | None,
                named: str, slope: float, sends: int, format: str = ""
-               ) -> list[tuple[int, int]]:
+               ) -> tuple[list[tuple[int, int]], bool]:
     """The points (counted, billed) a fit of `model` takes of a run of calls whose prompts
     count `prompts` (a call naming no model is of `named`'s; None: of every model, as the
     bill reads a file; see `anchoring` for `slope` and `sends`): of those calls, the ones
@@ -829,15 +829,16 @@ def fitted_run(calls: Sequence[Call], prompts: Sequence[int], model: str | None,
     count of its prompt (made up, or of an agent that cut old outputs itself) nor any
     before a message (no prompt of these messages). `calibrate` and the bill both take a
     run's points here; of an agent of `format` that summarizes its chat itself, those
-    before the first made on the summary (`summarized_from`)."""
+    before the first made on the summary (`summarized_from`), and whether it did."""
     mine = [(c, p) for c, p in zip(calls, prompts, strict=True)
             if model is None or (c.model or named) == model]
     made, sizes = [c for c, _ in mine], [p for _, p in mine]
     keep, anchors = anchoring(made, sizes, slope, sends)
-    if (first := summarized_from(made, sizes, slope, sends, format)) is not None:
+    first = summarized_from(made, sizes, slope, keep, format)
+    if first is not None:
         keep, anchors = first, True
     return [(p, c.billed) for c, p in mine[:keep if anchors else 0]
-            if c.prompt and not far_below(c, p, slope, sends)]
+            if c.prompt and not far_below(c, p, slope, sends)], first is not None
 
 
 def sound(points: int, fitted: Fit, tokens: int, visible: float) -> bool:
@@ -976,24 +977,21 @@ def calibrate(transcripts: Iterable[Transcript], table: ModelTable = TABLE) -> l
                     # an agent that cut old outputs itself
                     sends = table_overhead(table.calibration(model), t.format)
                     slope = slope_of(model, table)
-                    run = fitted_run(calls, counted, model, named, slope, sends, t.format)
-                    mine = [(n, c) for n, c in zip(counted, calls, strict=True)
-                            if (c.model or named) == model]
-                    made = [c for _, c in mine]
                     # (of an agent that summarized the chat, the calls made on the summary,
                     # which the file does not hold, are no usage made up but no prompt of
                     # its messages)
-                    summary = summarized_from(made, [n for n, _ in mine], slope, sends,
-                                              t.format) is not None
+                    run, summary = fitted_run(calls, counted, model, named, slope, sends,
+                                              t.format)
+                    made = [c for c in calls if (c.model or named) == model]
                     found = key(model, apart_of(t, made))
                     # (a run all left out is kept empty: the model is still shown, with
                     # the calls left out)
                     points.setdefault(found, []).append((number, run))
                     untaken.setdefault(found, Counter())[
-                        "no_prompt" if summary else "left_out"] += len(mine) - len(run)
+                        "no_prompt" if summary else "left_out"] += len(made) - len(run)
                     if summary:
                         unplaced.setdefault(found, Counter())[SUMMARIZED] += \
-                            len(mine) - len(run)
+                            len(made) - len(run)
     out = []
     for model, apart in sorted({*points, *untaken}):
         runs = [(n, f) for n, f in points.get((model, apart), ()) if f]
