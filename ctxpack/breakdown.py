@@ -13,7 +13,16 @@ from dataclasses import dataclass, field, replace
 from typing import Any
 
 from .bulk import StreamCounter
-from .calibration import Bill, bill_for, counts_with_hidden, no_room, unlogged_cause
+from .calibration import (
+    Bill,
+    ConversationBill,
+    bill_for,
+    conversation_bills,
+    counts_with_hidden,
+    hidden_by_conversation,
+    no_room,
+    unlogged_cause,
+)
 from .formats import usual_model
 from .formats.agent_text import BEFORE_THE_PERSON, round_title
 from .formats.base import OUTSIDE_WHY, Layout
@@ -23,7 +32,6 @@ from .tokens import REPLY_PRIMING, MessageCount, TokenCounter, model_and_window,
 from .transcript import (
     Image,
     Message,
-    RecordedCall,
     Thinking,
     ToolCall,
     ToolResult,
@@ -357,19 +365,13 @@ def _breakdown(all_stats: list[MessageStat], layout: Layout, counter: TokenCount
     if conversations > 1 and context:
         single, bills = None, _conversation_bills(context, counts, layout, counter,
                                                   meta["format"], flagged, exact)
-        hidden = list(counts)
-        for at, calls, billed in bills:
-            own = counts_with_hidden([counts[i] for i in at], calls, layout.model, counter,
-                                     flagged, billed)
-            for i, n in zip(at, own, strict=True):
-                hidden[i] = n
+        hidden = hidden_by_conversation(counts, bills)
     else:
         single = bill_for(counts, layout.calls, layout.model, counter, meta["format"],
                           flagged, primed, exact=exact,
                           earlier=([all_stats[i].tokens for i in layout.earlier],
                                    layout.earlier_calls))
-        hidden = counts_with_hidden(counts, layout.calls, layout.model, counter, flagged,
-                                    single)
+        hidden = counts_with_hidden(counts, layout.calls, single)
     add_hidden(context, hidden)
     side = [all_stats[i] for i in layout.sidechain]
     seen = set(layout.context) | set(layout.sidechain)
@@ -432,28 +434,18 @@ def _by_role(context: list[MessageStat], conversations: int) -> dict[str, int]:
 
 def _conversation_bills(context: list[MessageStat], counts: list[int], layout: Layout,
                         counter: TokenCounter, format: str, flagged: bool, exact: bool
-                        ) -> list[tuple[list[int], list[RecordedCall], Bill]]:
-    """Each conversation of a many-conversation file, each sent to the model whole: its
-    places in the context, its calls (placed in it) and its bill, anchored on the calls it
-    records itself, where it records some. `counts` are the messages' counts as read (the
-    bill adds what the file hides)."""
-    places: dict[int, list[int]] = {}  # conversation -> its places in the context
-    for i, s in enumerate(context):
-        places.setdefault(s.conversation, []).append(i)
-    out = []
-    for at in places.values():
-        local = {i: k for k, i in enumerate(at)}
-        calls = [replace(c, prompt=local[c.prompt]) for c in layout.calls if c.prompt in local]
-        billed = bill_for([counts[i] for i in at], calls, layout.model, counter,
-                          format, flagged, exact=exact)
-        out.append((at, calls, replace(billed, passed=tuple((at[p], b)
-                                                           for p, b in billed.passed))))
-    return out
+                        ) -> list[ConversationBill]:
+    """Each conversation of a many-conversation file (calibration.conversation_bills), the
+    calls its bill passed over placed in the context. `counts` are the messages' counts as
+    read (the bill adds what the file hides)."""
+    return [(at, calls, replace(billed, passed=tuple((at[p], b) for p, b in billed.passed)))
+            for at, calls, billed in conversation_bills(
+                counts, [s.conversation for s in context], layout.calls, layout.model,
+                counter, format, flagged, exact)]
 
 
 def _largest_conversation(context: list[MessageStat],
-                          bills: list[tuple[list[int], list[RecordedCall], Bill]]
-                          ) -> tuple[Bill, dict[str, int], int]:
+                          bills: list[ConversationBill]) -> tuple[Bill, dict[str, int], int]:
     """Of a many-conversation file's conversations (`_conversation_bills`), the one
     measured against the window, the largest as billed: its bill, its number (1-based, in
     file order), first line, messages and tokens (its reply priming included); and the

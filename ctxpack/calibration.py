@@ -29,7 +29,7 @@ import heapq
 import itertools
 import statistics
 from collections import Counter
-from collections.abc import Callable, Iterable, Sequence
+from collections.abc import Iterable, Sequence
 from dataclasses import dataclass, field, replace
 from typing import Any
 
@@ -112,60 +112,87 @@ def as_counted(tokens: int, slope: float) -> int:
     return round(tokens / slope)
 
 
-def with_hidden(counts: Sequence[int], calls: Sequence[Call],
-                slope: float | Callable[[Call], float] = 1.0) -> list[int]:
+def with_hidden(counts: Sequence[int], calls: Sequence[Call], slope: float = 1.0) -> list[int]:
     """Each message's count, a reply whose text is not all in the file (see the module's
     note) counted at its recorded output where that is more, and with the reasoning it
     holds only encrypted: both recorded in the provider's tokens, so each taken as the
-    count `slope` (of every call, or each call's) bills at that many."""
+    count `slope` bills at that many."""
     out = list(counts)
     for c in calls:
-        at = slope(c) if callable(slope) else slope
         if c.hidden and c.output and c.prompt < len(out):
-            out[c.prompt] = max(out[c.prompt], as_counted(c.output, at))
+            out[c.prompt] = max(out[c.prompt], as_counted(c.output, slope))
         if c.reasoning and c.until is None and c.prompt < len(out):
-            out[c.prompt] += as_counted(c.reasoning, at)
+            out[c.prompt] += as_counted(c.reasoning, slope)
     return out
 
 
-def counts_with_hidden(counts: Sequence[int], calls: Sequence[Call], named: str | None,
-                       counter: TokenCounter, flagged: bool,
-                       billed: Bill | None = None) -> list[int]:
+def counts_with_hidden(counts: Sequence[int], calls: Sequence[Call], billed: Bill
+                       ) -> list[int]:
     """`with_hidden` at the slope the context's bill (`billed`) converts hidden output at
-    (`Bill.converted`: every call of the context, as the bill counts them), where given;
-    else each call at the table's slope of the model it was made with (sessions of
-    several models joined in one file, each conversation billed apart), or of the one the
-    context is billed as (`billed_model`; every call at that of the model `--model`
-    names): the messages' counts that stats reports, compress reads and the bill is of."""
-    if billed is not None:  # (as the bill counts them: one conversation, one slope)
-        return with_hidden(counts, calls, billed.converted)
-    model = billed_model(calls, named, counter, flagged)
-    slopes = {m: slope_of(m, counter.table) for m in {model, *(c.model for c in calls)}}
-    return with_hidden(counts, calls, lambda c: slopes[model if flagged else c.model or model])
+    (`Bill.converted`: every call of the context, as the bill counts them): the messages'
+    counts that stats reports, compress reads and the bill is of."""
+    return with_hidden(counts, calls, billed.converted)
+
+
+def conversation_bills(counts: Sequence[int], conversations: Sequence[int],
+                       calls: Sequence[Call], named: str | None, counter: TokenCounter,
+                       format: str, flagged: bool, exact: bool = True
+                       ) -> list[ConversationBill]:
+    """Each conversation of a file of several (`conversations[i]`: message i's, counted
+    `counts[i]` as read), each sent to the model whole: its places, its calls and its
+    bill, anchored on the calls it records itself, where it records some."""
+    places: dict[int, list[int]] = {}
+    for i, n in enumerate(conversations):
+        places.setdefault(n, []).append(i)
+    out = []
+    for at in places.values():
+        local = {i: k for k, i in enumerate(at)}
+        own = [replace(c, prompt=local[c.prompt]) for c in calls if c.prompt in local]
+        out.append((at, own, bill_for([counts[i] for i in at], own, named, counter, format,
+                                      flagged, exact=exact)))
+    return out
+
+
+def hidden_by_conversation(counts: Sequence[int], bills: Sequence[ConversationBill]
+                           ) -> list[int]:
+    """`counts` of a file of several conversations, each conversation's raised as
+    `counts_with_hidden` raises it at its own bill (`conversation_bills`), as the file of
+    that conversation alone would be."""
+    out = list(counts)
+    for at, calls, billed in bills:
+        for i, n in zip(at, counts_with_hidden([counts[i] for i in at], calls, billed),
+                        strict=True):
+            out[i] = n
+    return out
 
 
 def hidden_counts_of(t: Transcript, counts: Sequence[MessageCount], counter: TokenCounter,
                      flagged: bool) -> list[MessageCount]:
     """`message_counts_with_hidden` of a loaded transcript whose messages count `counts`,
-    at the slope its bill converts hidden output at (of a file of one conversation; the
-    table's where each conversation is billed apart), as stats and compress count it."""
-    billed = None
-    if len({m.conversation for m in t.messages}) <= 1:
-        held = (*t.messages, *t.sidechain, *t.outside)
-        billed = bill_for([c.total for c in counts], t.calls, t.model, counter, t.format,
-                          flagged, earlier=([counter.message(held[n]).total for n in t.earlier],
-                                            t.earlier_calls))
-    return message_counts_with_hidden(counts, t.calls, t.model, counter, flagged, billed)
+    at the slope its bill converts hidden output at (each conversation's own, where it
+    holds several: see `hidden_by_conversation`), as stats and compress count it."""
+    totals = [c.total for c in counts]
+    conversations = [m.conversation for m in t.messages]
+    if len(set(conversations)) > 1:
+        raised = hidden_by_conversation(totals, conversation_bills(
+            totals, conversations, t.calls, t.model, counter, t.format, flagged))
+        return with_totals(counts, raised)
+    held = (*t.messages, *t.sidechain, *t.outside)
+    billed = bill_for(totals, t.calls, t.model, counter, t.format, flagged,
+                      earlier=([counter.message(held[n]).total for n in t.earlier],
+                               t.earlier_calls))
+    return message_counts_with_hidden(counts, t.calls, billed)
 
 
 def message_counts_with_hidden(counts: Sequence[MessageCount], calls: Sequence[Call],
-                               named: str | None, counter: TokenCounter,
-                               flagged: bool, billed: Bill | None = None
-                               ) -> list[MessageCount]:
+                               billed: Bill) -> list[MessageCount]:
     """Each message's count, its total raised as `counts_with_hidden` raises it (its parts
     as counted): what compress reads and `show` shows."""
-    totals = counts_with_hidden([c.total for c in counts], calls, named, counter, flagged,
-                                billed)
+    return with_totals(counts, counts_with_hidden([c.total for c in counts], calls, billed))
+
+
+def with_totals(counts: Sequence[MessageCount], totals: Sequence[int]) -> list[MessageCount]:
+    """`counts` with their totals raised to `totals` (their parts as counted)."""
     return [c if n == c.total else MessageCount(n, c.parts)
             for c, n in zip(counts, totals, strict=True)]
 
@@ -352,6 +379,10 @@ class Bill:
                 "usage_of_another_model": self.usage_of,
                 "compaction_stated": self.stated, "own_slope_refused": self.refused,
                 "summarized": self.summarized}
+
+
+# a conversation's places among a file's messages, its calls (placed in it) and its bill
+ConversationBill = tuple[list[int], list[Call], Bill]
 
 
 def far_below(call: Call, prompt: int, slope: float, sends: int = 0) -> bool:

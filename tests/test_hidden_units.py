@@ -11,6 +11,7 @@ from ctxpack.breakdown import REASONING, stats
 from ctxpack.calibration import bill, prompts_of, slope_of, with_hidden
 from ctxpack.loader import load
 from ctxpack.transcript import RecordedCall
+from ctxpack.view import view_file
 
 from .conftest import SAMPLES
 
@@ -126,3 +127,19 @@ def test_a_hidden_reply_after_the_last_call_is_billed_the_output_recorded_of_it(
     run = run_ctxpack("compress", str(path), "-o", str(tmp_path / "out.jsonl"), "-q",
                       "--report-json", "-")
     assert json.loads(run.out)["billed"]["tokens_before"] == c["tokens"], run.err
+
+
+def test_show_counts_joined_sessions_hidden_reasoning_as_stats_does(tmp_path) -> None:
+    """Two Codex sessions joined end to end, their reasoning held encrypted: `show` (and the
+    charts, which count as it does) converts each conversation's reasoning at the slope of
+    its own bill, as stats does, so the totals agree and are each session's again."""
+    sample = SAMPLES / "refactor.codex.jsonl"
+    data = sample.read_bytes()
+    joined = tmp_path / "joined.codex.jsonl"
+    joined.write_bytes(data + data.replace(b"019bbbd8-350a-76ce-809a-d863a39df359",
+                                           b"0000aaaa-another-session"))
+    alone = stats(sample, top=0).tokens
+    assert view_file(sample).header.tokens == alone
+    both = stats(joined, top=0)
+    assert both.tokens == 2 * alone
+    assert view_file(joined).header.tokens == both.tokens

@@ -277,7 +277,7 @@ def _input(t: Transcript, counter: TokenCounter, counts: list[MessageCount],
     # content is added once; see breakdown for stats, which does the same)
     billed = bill_for([c.total for c in counts], t.calls, t.model, counter, t.format, flagged,
                       earlier=earlier)
-    counts = message_counts_with_hidden(counts, t.calls, t.model, counter, flagged, billed)
+    counts = message_counts_with_hidden(counts, t.calls, billed)
     model, window, _ = model_and_window(counter, t.model, t.usage, flagged, t.calls)
     return Input(t, counter, editor_of(t), counts, outputs, fetch, model, window, billed,
                  **more)
