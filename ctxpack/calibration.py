@@ -1034,8 +1034,7 @@ def calibrate(transcripts: Iterable[Transcript], table: ModelTable = TABLE) -> l
         errors = [abs(slope * c + overhead - b) / b for f in held for c, b in f if b > 0]
         calls = sum(map(len, files))
         why = untaken.get((model, apart), Counter())
-        each = [round(max(0.0, statistics.median(b - slope * c for c, b in fit_half(run))))
-                for run in files]
+        each = [round(overhead_at([fit_half(run)], slope)) for run in files]
         spread = (min(each), max(each)) if each else None
         pooled = len({n for n, _ in runs})
         out.append(Fitted(model, pooled, calls, f.steps, slope, round(overhead),
