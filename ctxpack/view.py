@@ -234,7 +234,7 @@ def _header(t: Transcript, counter: TokenCounter, rounds: list[Round],
             counts: list[MessageCount], flagged: bool) -> Header:
     conversations = len({m.conversation for m in t.messages})
     model, exact, note = reported_model(counter, t.model, usual_model(t.format), flagged)
-    return Header(t.path, t.format, clean(model), counter.encoding_name, exact,
+    return Header(clean(t.path), t.format, clean(model), counter.encoding_name, exact,
                   note, sum(c.total for c in counts) + REPLY_PRIMING * conversations,
                   len(t.messages), len(rounds), sum(len(r.steps) for r in rounds),
                   len(t.outside), len(t.sidechain), len(t.skipped), t.outside_why,

@@ -4,7 +4,9 @@ alternation validate does not check), documents as show renders them, bad input.
 from __future__ import annotations
 
 import json
+import os
 import re
+import shutil
 from collections import Counter
 from typing import Any
 
@@ -955,3 +957,15 @@ def test_lone_surrogates_become_the_replacement_character_in_documents(tmp_path,
     assert "3 lone surrogates (halves of UTF-16 pairs" in run.err
     text = out.read_bytes().decode("utf-8")
     assert "left \ufffd right \ufffd" in text and "ok \ufffd" in text
+
+
+@pytest.mark.parametrize("to", ["markdown", "html"])
+def test_a_document_of_a_file_whose_name_is_no_utf8(tmp_path, to):
+    # the name's stray byte (a surrogate in the str Python gives for it) is no text either:
+    # the document heads with U+FFFD for it, as for the bodies, not a crash on writing
+    src = tmp_path / os.fsdecode(b"chat\xff.jsonl")
+    shutil.copy(SAMPLES / "support-chat.openai.jsonl", src)
+    out = tmp_path / f"out.{to}"
+    run = ctxpack("convert", str(src), "--to", to, "-o", str(out))
+    assert run.code == 0, run.err
+    assert "chat\ufffd.jsonl" in out.read_bytes().decode("utf-8")
