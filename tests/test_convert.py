@@ -959,6 +959,25 @@ def test_lone_surrogates_become_the_replacement_character_in_documents(tmp_path,
     assert "left \ufffd right \ufffd" in text and "ok \ufffd" in text
 
 
+def test_lone_surrogates_of_a_message_split_in_turns_are_said_once(tmp_path):
+    # a user message of a result and the person's words is two turns of one record: its
+    # one half of a pair is written once as U+FFFD, and said once
+    src = tmp_path / "split.jsonl"
+    src.write_text("\n".join(json.dumps(r) for r in [
+        {"role": "user", "content": "start"},
+        {"role": "assistant", "content": [{"type": "tool_use", "id": "t1", "name": "ls",
+                                           "input": {}}]},
+        {"role": "user", "content": [
+            {"type": "tool_result", "tool_use_id": "t1", "content": "out \ud800"},
+            {"type": "text", "text": "now do the next thing please"}]},
+        {"role": "assistant", "content": "ok"}]) + "\n")
+    out = tmp_path / "out.md"
+    run = ctxpack("convert", str(src), "--format", "anthropic", "--to", "markdown",
+                  "-o", str(out))
+    assert run.code == 0, run.err
+    assert out.read_text().count("\ufffd") == 1
+    assert "1 lone surrogate (half of a UTF-16 pair" in run.err
+
 @pytest.mark.parametrize("to", ["markdown", "html"])
 def test_a_document_of_a_file_whose_name_is_no_utf8(tmp_path, to):
     # the name's stray byte (a surrogate in the str Python gives for it) is no text either:
