@@ -22,7 +22,7 @@ from .formats.base import OUTSIDE_WHY
 from .jsonl import LONE
 from .loader import PathOrFile, load
 from .models import TABLE, ModelTable
-from .render import counted
+from .render import counted, shortened
 from .tokens import REPLY_PRIMING, MessageCount, TokenCounter, reported_model
 from .transcript import (
     Image,
@@ -299,7 +299,7 @@ def _image(part: Image, tokens: int) -> Segment:
     elif part.data and images.not_base64(part.data):
         facts.append("not base64: no picture")
     if part.url and not part.url.startswith("data:"):
-        facts.append(part.url if len(part.url) <= 100 else part.url[:99] + "…")
+        facts.append(shortened(part.url, 100))
     return Segment("image", (clean(", ".join(facts)),), tokens=tokens)
 
 
