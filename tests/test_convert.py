@@ -978,6 +978,7 @@ def test_lone_surrogates_of_a_message_split_in_turns_are_said_once(tmp_path):
     assert out.read_text().count("\ufffd") == 1
     assert "1 lone surrogate (half of a UTF-16 pair" in run.err
 
+
 @pytest.mark.parametrize("to", ["markdown", "html"])
 def test_a_document_of_a_file_whose_name_is_no_utf8(tmp_path, to):
     # the name's stray byte (a surrogate in the str Python gives for it) is no text either:
