@@ -228,17 +228,14 @@ class StreamCounter(Generic[T]):
             self._start(model)
 
     def add(self, message: Message, payload: T) -> None:
-        if message.conversation != self._conversation:
+        opens = message.conversation != self._conversation
+        if opens:
             if self._waiting and self.bulk is not None:  # it named no model
                 self._decide(None)
             self._conversation = message.conversation
-            if self.bulk is not None and not self._given:
-                self._waiting.append((message, payload))  # until it names its model
-                named = self.table.choose([message.model])
-                if named:
-                    self._decide(named)
-                return
-        if self.bulk is None or self._waiting:
+        # a conversation's messages wait until it names its model (the first, until the
+        # transcript suggests one)
+        if self.bulk is None or self._waiting or (opens and not self._given):
             self._waiting.append((message, payload))
             named = self.table.choose([message.model] if self.bulk is not None else
                                       [message.model, *self.candidates()])

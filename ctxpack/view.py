@@ -22,7 +22,7 @@ from .formats.base import OUTSIDE_WHY
 from .jsonl import LONE
 from .loader import PathOrFile, load
 from .models import TABLE, ModelTable
-from .render import counted
+from .render import counted, shortened
 from .tokens import REPLY_PRIMING, MessageCount, TokenCounter, reported_model
 from .transcript import (
     Image,
@@ -234,7 +234,7 @@ def _header(t: Transcript, counter: TokenCounter, rounds: list[Round],
             counts: list[MessageCount], flagged: bool) -> Header:
     conversations = len({m.conversation for m in t.messages})
     model, exact, note = reported_model(counter, t.model, usual_model(t.format), flagged)
-    return Header(t.path, t.format, clean(model), counter.encoding_name, exact,
+    return Header(clean(t.path), t.format, clean(model), counter.encoding_name, exact,
                   note, sum(c.total for c in counts) + REPLY_PRIMING * conversations,
                   len(t.messages), len(rounds), sum(len(r.steps) for r in rounds),
                   len(t.outside), len(t.sidechain), len(t.skipped), t.outside_why,
@@ -299,7 +299,7 @@ def _image(part: Image, tokens: int) -> Segment:
     elif part.data and images.not_base64(part.data):
         facts.append("not base64: no picture")
     if part.url and not part.url.startswith("data:"):
-        facts.append(part.url if len(part.url) <= 100 else part.url[:99] + "…")
+        facts.append(shortened(part.url, 100))
     return Segment("image", (clean(", ".join(facts)),), tokens=tokens)
 
 

@@ -4,7 +4,9 @@ alternation validate does not check), documents as show renders them, bad input.
 from __future__ import annotations
 
 import json
+import os
 import re
+import shutil
 from collections import Counter
 from typing import Any
 
@@ -955,3 +957,35 @@ def test_lone_surrogates_become_the_replacement_character_in_documents(tmp_path,
     assert "3 lone surrogates (halves of UTF-16 pairs" in run.err
     text = out.read_bytes().decode("utf-8")
     assert "left \ufffd right \ufffd" in text and "ok \ufffd" in text
+
+
+def test_lone_surrogates_of_a_message_split_in_turns_are_said_once(tmp_path):
+    # a user message of a result and the person's words is two turns of one record: its
+    # one half of a pair is written once as U+FFFD, and said once
+    src = tmp_path / "split.jsonl"
+    src.write_text("\n".join(json.dumps(r) for r in [
+        {"role": "user", "content": "start"},
+        {"role": "assistant", "content": [{"type": "tool_use", "id": "t1", "name": "ls",
+                                           "input": {}}]},
+        {"role": "user", "content": [
+            {"type": "tool_result", "tool_use_id": "t1", "content": "out \ud800"},
+            {"type": "text", "text": "now do the next thing please"}]},
+        {"role": "assistant", "content": "ok"}]) + "\n")
+    out = tmp_path / "out.md"
+    run = ctxpack("convert", str(src), "--format", "anthropic", "--to", "markdown",
+                  "-o", str(out))
+    assert run.code == 0, run.err
+    assert out.read_text().count("\ufffd") == 1
+    assert "1 lone surrogate (half of a UTF-16 pair" in run.err
+
+
+@pytest.mark.parametrize("to", ["markdown", "html"])
+def test_a_document_of_a_file_whose_name_is_no_utf8(tmp_path, to):
+    # the name's stray byte (a surrogate in the str Python gives for it) is no text either:
+    # the document heads with U+FFFD for it, as for the bodies, not a crash on writing
+    src = tmp_path / os.fsdecode(b"chat\xff.jsonl")
+    shutil.copy(SAMPLES / "support-chat.openai.jsonl", src)
+    out = tmp_path / f"out.{to}"
+    run = ctxpack("convert", str(src), "--to", to, "-o", str(out))
+    assert run.code == 0, run.err
+    assert "chat\ufffd.jsonl" in out.read_bytes().decode("utf-8")

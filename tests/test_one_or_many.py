@@ -274,3 +274,18 @@ def test_json_of_many_inputs_lists_those_it_could_not_read(tmp_path: Path, comma
     assert unread[str(missing)]["line"] is None
     assert unread[str(missing)]["problem"] == "no such file"
     assert all(path not in u["problem"] for path, u in unread.items())  # the path once
+
+
+@pytest.mark.parametrize("command", ["stats", "validate"])
+@pytest.mark.parametrize(("given", "line", "problem"), [
+    ("", None, "the file is empty"), ("{bad\n", 1, "malformed JSON")])
+def test_json_lists_stdin_it_could_not_read(command: str, given: str, line: int | None,
+                                            problem: str) -> None:
+    good = SAMPLES / "support-chat.openai.jsonl"
+    run = ctxpack(command, str(good), "-", "--json", input=given)
+    assert run.code == 2
+    doc = json.loads(run.out)
+    assert [f["path"] for f in doc["files"]] == [str(good)]
+    (unread,) = doc["unread"]
+    assert (unread["path"], unread["line"]) == ("<stdin>", line)
+    assert unread["problem"].startswith(problem)

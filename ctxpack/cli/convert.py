@@ -117,7 +117,9 @@ def _converted(file: str, how: _ConvertJob) -> tuple[bytes, list[str]]:
     from ..jsonl import lone_count
 
     notes = Notes()
-    notes.add(LONE_REPLACED, sum(lone_count(m.raw) for m in transcript.messages))
+    # (of each record once: the turns a message is split in hold the same record)
+    records = {id(m.raw): m.raw for m in transcript.messages}
+    notes.add(LONE_REPLACED, sum(lone_count(raw) for raw in records.values()))
     return text.encode("utf-8"), [*odd, *(f"{transcript.path}: {line}" for line in notes.lines())]
 
 
