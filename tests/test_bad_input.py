@@ -634,3 +634,10 @@ def test_a_json_array_forced_as_request_bodies_is_refused_by_name(tmp_path, text
                                            input=text.encode()))):
         assert_clean_error(run, 2, f"{where}:1: not read as anthropic-requests: an array, "
                                    "not a request body object")
+
+
+@pytest.mark.parametrize("text", ["{}", '{\n  "messages": []\n}'])
+def test_a_document_forced_as_a_cline_history_that_is_no_array_is_named(text) -> None:
+    run = ctxpack("validate", "--format", "cline", "-", input=text.encode())
+    assert_clean_error(run, 2, "<stdin>:1: not read as cline: an object, not the array of "
+                               "messages a task's api_conversation_history.json is")

@@ -657,7 +657,7 @@ class ClineHistoryReader:
 
     def feed(self, line: int, record: Any) -> list[Message]:
         if not isinstance(record, list):
-            raise RecordError(f"a JSON {json_kind(record)}, not the array of messages a "
+            raise RecordError(f"{json_kind(record)}, not the array of messages a "
                               "task's api_conversation_history.json is")
         for _, m in self.items.each(record):
             _history_message(m)
