@@ -35,7 +35,7 @@ from .jsonl import (
     parse_line,
 )
 from .models import TABLE, ModelTable, model_name
-from .recorded import alone, believed, believed_usage, most_held, unsized
+from .recorded import SetAside, alone, believed, believed_usage, most_held, unsized
 from .transcript import (
     META_KEY,
     BadLine,
@@ -500,32 +500,27 @@ class Scanner:
         def sizes(at: list[int]) -> list[int]:
             return [self.sizes[n] for n in at] if all(n < len(self.sizes) for n in at) else []
 
-        layout.calls, aside = believed(layout.calls, lines(layout.context),
-                                       conversations(layout.context), span,
-                                       places(layout.context), sizes(layout.context))
-        layout.earlier_calls, before = believed(layout.earlier_calls, lines(layout.earlier),
-                                                conversations(layout.earlier), span,
-                                                places(layout.earlier), sizes(layout.earlier))
-        older = []
-        for held, calls in layout.older:
-            kept, gone = believed(calls, lines(held), conversations(held), span, places(held),
-                                  sizes(held))
-            older.append((held, kept))
-            before += gone
-        layout.older = older
+        def judged(calls: list[RecordedCall], at: list[int]
+                   ) -> tuple[list[RecordedCall], list[SetAside], list[SetAside]]:
+            """The calls made on the messages `at` that are believed, those set aside, and
+            those kept whose reply's size is unknown, named where their usage is."""
+            kept, gone = believed(calls, lines(at), conversations(at), span, places(at),
+                                  sizes(at))
+            return kept, gone, unsized(kept, lines(at), places(at))
+
+        layout.calls, aside, now = judged(layout.calls, layout.context)
+        layout.earlier_calls, before, then = judged(layout.earlier_calls, layout.earlier)
+        older = [(held, judged(calls, held)) for held, calls in layout.older]
+        layout.older = [(held, kept) for held, (kept, _, _) in older]
+        before += [x for _, (_, out, _) in older for x in out]
         alone_aside = alone(layout.unbilled_calls)
         before += alone_aside
         # a reader's own (usage it could not read) with those of the calls it read
         layout.set_aside = sorted([*layout.set_aside, *before, *aside], key=lambda x: x.line)
-        # the calls kept whose reply's size is unknown, named where their usage is
         gone = {id(x.call) for x in alone_aside}
-        layout.unsized = sorted([
-            *unsized(layout.calls, lines(layout.context), places(layout.context)),
-            *unsized(layout.earlier_calls, lines(layout.earlier), places(layout.earlier)),
-            *(x for held, calls in layout.older
-              for x in unsized(calls, lines(held), places(held))),
-            *unsized([c for c in layout.unbilled_calls if id(c) not in gone])],
-            key=lambda x: x.line)
+        layout.unsized = sorted([*now, *then, *(x for _, (*_, named) in older for x in named),
+                                 *unsized([c for c in layout.unbilled_calls
+                                           if id(c) not in gone])], key=lambda x: x.line)
         layout.usage = believed_usage(layout.usage, aside, layout.calls, before)
 
     def _fits_forced(self, record: Any) -> None:

@@ -618,3 +618,26 @@ def test_errors_travel_whole_between_processes() -> None:
         back = pickle.loads(pickle.dumps(error))
         assert type(back) is type(error) and str(back) == str(error)
         assert vars(back) == vars(error)
+
+
+@pytest.mark.parametrize("text", ['[{"role": "user", "content": "hi"}]\n',
+                                  '[\n  {"role": "user", "content": "hi"}\n]\n', "[]\n"],
+                         ids=["one line", "pretty-printed", "empty"])
+def test_a_json_array_forced_as_request_bodies_is_refused_by_name(tmp_path, text) -> None:
+    """anthropic-requests reads a whole document as one body: an array (messages saved
+    bare) is none, said in one line, on stdin as from a file."""
+    path = tmp_path / "messages.json"
+    path.write_text(text)
+    for where, run in ((str(path), ctxpack("stats", "--format", "anthropic-requests",
+                                           str(path))),
+                       ("<stdin>", ctxpack("validate", "--format", "anthropic-requests", "-",
+                                           input=text.encode()))):
+        assert_clean_error(run, 2, f"{where}:1: not read as anthropic-requests: an array, "
+                                   "not a request body object")
+
+
+@pytest.mark.parametrize("text", ["{}", '{\n  "messages": []\n}'])
+def test_a_document_forced_as_a_cline_history_that_is_no_array_is_named(text) -> None:
+    run = ctxpack("validate", "--format", "cline", "-", input=text.encode())
+    assert_clean_error(run, 2, "<stdin>:1: not read as cline: an object, not the array of "
+                               "messages a task's api_conversation_history.json is")

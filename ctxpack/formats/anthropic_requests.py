@@ -20,6 +20,7 @@ from dataclasses import replace
 from typing import Any
 
 from ..errors import UsageError
+from ..jsonl import json_kind
 from ..transcript import Message, Text
 from .agent_text import older_label, persons
 from .anthropic import (
@@ -111,6 +112,8 @@ class RequestsReader(ConversationsReader):
         return rest, layout
 
     def messages(self, line: int, record: dict[str, Any]) -> list[Message]:
+        if not isinstance(record, dict):  # (a whole document, as a line is checked already)
+            raise RecordError(f"{json_kind(record)}, not a request body object")
         messages = record.get("messages")
         if not isinstance(messages, list):
             raise RecordError("not a request body: no 'messages' list")

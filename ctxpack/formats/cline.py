@@ -348,7 +348,7 @@ def deleted_range(events: list[Any]) -> range:
 
 
 def sent_before_cut(made: list[Made], since: int, events: list[Any], position: list[int],
-                    kept: list[int]) -> list[tuple[list[int], list[Made]]]:
+                    kept: list[int]) -> tuple[list[tuple[list[int], list[Made]]], list[Made]]:
     """The calls of `made` sent before the newest cut to fit the window (at event `since`
     or before), grouped by the cut in force when each was sent (the range of history
     messages Cline no longer sent then: as with the newest cut (see `cut_at`), a request
@@ -356,7 +356,7 @@ def sent_before_cut(made: list[Made], since: int, events: list[Any], position: l
     is of the range the next request carries, none before the first), each group with
     the messages it was sent on: those of `kept` (in order; `position` gives each one's
     history index) less that range. The file holds them, so each such call is fitted on
-    the prompt it was sent (its reply one of them)."""
+    the prompt it was sent (its reply one of them); and the rest of `made`, in order."""
     requests = [n for n, e in enumerate(events)
                 if isinstance(e, dict) and e.get("say") == "api_req_started"]
     carried, cut = {}, range(0)
@@ -370,8 +370,9 @@ def sent_before_cut(made: list[Made], since: int, events: list[Any], position: l
         cut = carried[later[n]] if n in later else carried.get(n, range(0))
         if n <= since and m[0] is not None and m[0] in kept and position[m[0]] not in cut:
             groups.setdefault(cut, []).append(m)
+    taken = {id(m) for group in groups.values() for m in group}
     return [([k for k in kept if position[k] not in cut], group)
-            for cut, group in groups.items()]
+            for cut, group in groups.items()], [m for m in made if id(m) not in taken]
 
 
 def cut_at(events: list[Any], gone: range) -> int:
@@ -656,7 +657,7 @@ class ClineHistoryReader:
 
     def feed(self, line: int, record: Any) -> list[Message]:
         if not isinstance(record, list):
-            raise RecordError(f"a JSON {json_kind(record)}, not the array of messages a "
+            raise RecordError(f"{json_kind(record)}, not the array of messages a "
                               "task's api_conversation_history.json is")
         for _, m in self.items.each(record):
             _history_message(m)
@@ -779,7 +780,7 @@ class ClineHistoryReader:
             # what Cline cut from the history to fit the window is not sent any more
             gone = deleted_range(events)
             since = cut_at(events, gone)
-            then = sent_before_cut(made, since, events, self.position, [
+            then, made = sent_before_cut(made, since, events, self.position, [
                 n for n in range(len(self.messages)) if n not in self.archived])
             self.archived.update(n for n, i in enumerate(self.position) if i in gone)
         else:
@@ -790,9 +791,7 @@ class ClineHistoryReader:
                 # the calls before the newest are of a context condensed or cut since
                 since = made[-1][2] - (made[-1][0] not in self.archived) if made else -1
         context = [n for n in range(len(self.messages)) if n not in self.archived]
-        taken = {id(m) for _, group in then for m in group}
-        calls, before = recorded(context, [m for m in made if id(m) not in taken], since, at,
-                                 self.sibling or "", *(
+        calls, before = recorded(context, made, since, at, self.sibling or "", *(
             () if events is not None else
             ("message {}", event_lines([n for _, _, n, _, _ in made], self.data, self.line),
              self.line)))
@@ -947,11 +946,9 @@ class ClineUiReader:
         cut = [n for n, i in enumerate(self.position) if i in self.gone and n not in early]
         context = [n for n in range(len(self.messages)) if n not in early and n not in cut]
         at = event_lines([n for _, _, n, _, _ in self.made], self.data, self.line)
-        then = sent_before_cut(self.made, self.since, self.events, self.position,
-                               [n for n in range(len(self.messages)) if n not in early])
-        taken = {id(m) for _, group in then for m in group}
-        calls, before = recorded(context, [m for m in self.made if id(m) not in taken],
-                                 self.since, at, first=self.line)
+        then, made = sent_before_cut(self.made, self.since, self.events, self.position,
+                                     [n for n in range(len(self.messages)) if n not in early])
+        calls, before = recorded(context, made, self.since, at, first=self.line)
         lines = event_lines([n for _, n in self.early], self.data, self.line)
         problems = [(lines.get(n, self.line), f"event {n}: a reply shown before the first "
                      "request (no request of the log asked for it): kept outside the context")
