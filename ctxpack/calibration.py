@@ -929,6 +929,9 @@ class Fitted:
     # the calls of `no_prompt` by why their prompts are no context the files hold (each a
     # phrase of `transcript.UNPLACED`, in that order): how many each
     no_prompt_why: dict[str, int] = field(default_factory=dict)
+    # the slope the calls read where no model of the family can have it (see `implausible`),
+    # as stats refuses it: `slope` is then the table's, `overhead` the gap at it; else ""
+    refused: str = ""
 
     @property
     def recorded(self) -> int:
@@ -1027,8 +1030,9 @@ def calibrate(transcripts: Iterable[Transcript], table: ModelTable = TABLE) -> l
     for model, apart in sorted({*points, *untaken}):
         runs = [(n, f) for n, f in points.get((model, apart), ()) if f]
         files = [f for _, f in runs]
-        # (the bill splits a file by the same fit: see `runs_fit`)
-        f = runs_fit(files, slope_of(model, table))
+        # (the bill splits a file by the same fit, and refuses the same slopes: see
+        # `own_fit`; a slope refused is the table's, the overhead at it)
+        f = own_fit(files, slope_of(model, table))
         slope, overhead = f.slope, f.overhead
         held = [f[len(fit_half(f)):] for f in files]
         errors = [abs(slope * c + overhead - b) / b for f in held for c, b in f if b > 0]
@@ -1044,11 +1048,13 @@ def calibrate(transcripts: Iterable[Transcript], table: ModelTable = TABLE) -> l
                                     max(errors) if errors else None,
                                     slope, round(overhead), table,
                                     assumed=apart == "assumed",
-                                    spread=spread if pooled > 1 else None),
+                                    spread=spread if pooled > 1 else None,
+                                    refused=f.refused),
                           why["left_out"], why["no_prompt"], apart, why["set_aside"],
                           why["no_size"], spread,
                           {w: n for w in UNPLACED
-                           if (n := unplaced.get((model, apart), Counter())[w])}))
+                           if (n := unplaced.get((model, apart), Counter())[w])},
+                          f.refused))
     return out
 
 
@@ -1115,20 +1121,27 @@ def calls_of_no_prompt(t: Transcript) -> list[Call]:
 
 def untrusted(model: str, side: bool, calls: int, worst: float | None,
               slope: float, overhead: int, table: ModelTable = TABLE, *,
-              assumed: bool = False, spread: tuple[int, int] | None = None) -> str:
+              assumed: bool = False, spread: tuple[int, int] | None = None,
+              refused: str = "") -> str:
     """Why a fit cannot be written as `model`'s entry, for every file of it ("": it can);
     `side`: of Claude Code's compaction side-agent; `assumed`: of calls no file names a
     model for, read as `model`, the one their format assumes; `worst` is its largest
     error on the calls held out (None: none were), bounded by `WORST_ERROR`, and
     `spread` the least and most overhead its files show, where it pools several (said
     with that bound); a slope or overhead a config refuses (`models.SLOPES`,
-    `models.overhead_bound` in `table`) would make the config unreadable."""
+    `models.overhead_bound` in `table`) would make the config unreadable; `refused` is
+    the slope the calls read where stats would not use it (`implausible`): the table's
+    stands, and nothing is written over it."""
     if model == "?":
         return "no model named"
     if assumed:
         return f"no model named: {model} is only what its files are assumed to be"
     if side:
         return "a compaction side-agent: its overhead is the conversation it summarizes"
+    if refused:
+        return (f"the calls read slope {refused}, which no model of the family can have "
+                "(usage that does not grow with the messages); stats uses the table's, "
+                "shown here, and so does the config")
     if calls < LEAST_CALLS or worst is None:
         return f"{calls} call{'s' if calls != 1 else ''}, fewer than {LEAST_CALLS}"
     if worst > WORST_ERROR:  # (a config's error, the median, is then at most this too)

@@ -447,6 +447,12 @@ def believed(calls: Sequence[RecordedCall], lines: Sequence[int],
     return out, sorted(aside, key=lambda x: x.line)
 
 
+def no_prompt_size(nulls: str) -> str:
+    """What validate says of a call whose usage writes a count its prompt size rests on as
+    null (`nulls`, as `null_counts` names them), in every format: the call is left out."""
+    return f"recorded usage with no prompt size: {nulls} (a null is no count); left out"
+
+
 def no_output(nulls: str) -> str:
     """What validate says of a call whose usage writes the counts of its reply `nulls` as
     null (as `null_counts` names them), in every format: its prompt size is still known,

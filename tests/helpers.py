@@ -211,14 +211,16 @@ def _prompt(records: Sequence[dict[str, Any]], k: int) -> list[dict[str, Any]]:
             and (r.get("uuid") in on or id(r) in pieces or answers(r))]
 
 
-def with_real_usage(records: Sequence[dict[str, Any]]) -> list[dict[str, Any]]:
+def with_real_usage(records: Sequence[dict[str, Any]], slope: float | None = None
+                    ) -> list[dict[str, Any]]:
     """Claude Code `records` (a copy), each API response written without usage given the
     usage a real session records for it: a prompt of what the agent sends besides the
     messages (FIXTURE_UNLOGGED) plus the model's slope (FIXTURE_SLOPES) × tiktoken's
     cl100k_base count of the messages the call was sent (see `_prompt`), each with its
     framing, and the reply's priming; as output, the slope × the reply's count. Every
     piece of one response carries its usage, and the prompt cache holds the call before.
-    Usage given is kept (tests of how a reader tallies it)."""
+    Usage given is kept (tests of how a reader tallies it). `slope`: that slope for every
+    model instead (usage no model has, say)."""
     out = json.loads(json.dumps(list(records)))
     given: dict[str, dict[str, int]] = {}
     sent = 0  # the last prompt, read from the cache by the next call
@@ -230,13 +232,13 @@ def with_real_usage(records: Sequence[dict[str, Any]]) -> list[dict[str, Any]]:
         if message["id"] in given:
             message["usage"] = dict(given[message["id"]])
             continue
-        slope = FIXTURE_SLOPES.get(message.get("model"), FIXTURE_SLOPE)
+        rate = slope or FIXTURE_SLOPES.get(message.get("model"), FIXTURE_SLOPE)
         counted = sum(map(_seen, _prompt(out, k))) + PRIMING
-        prompt = FIXTURE_UNLOGGED + round(slope * counted)
+        prompt = FIXTURE_UNLOGGED + round(rate * counted)
         read = sent if sent + 3 <= prompt else 0
         given[message["id"]] = message["usage"] = {
             "input_tokens": 3, "cache_creation_input_tokens": prompt - 3 - read,
-            "cache_read_input_tokens": read, "output_tokens": round(slope * _seen(record))}
+            "cache_read_input_tokens": read, "output_tokens": round(rate * _seen(record))}
         sent = prompt
     return out
 

@@ -510,11 +510,12 @@ def test_compress_of_a_session_with_no_call_since_its_compaction_bills_as_stats_
     assert (billed["kind_after"], billed["error_after"]) == (after["kind"], after["error"])
 
 
-def streamed_session(path: Path, steps: int = 14) -> Path:
+def streamed_session(path: Path, steps: int = 14, slope: float | None = None) -> Path:
     """A Claude Code session of `steps` calls with the usage a real one records
-    (`with_real_usage`), each response written in two pieces, a text then its tool call,
-    the first piece stating the output streamed so far (as Claude Code writes it: the
-    pieces of one call agree on its prompt, not on its output), at `path`."""
+    (`with_real_usage`, at `slope` if given), each response written in two pieces, a
+    text then its tool call, the first piece stating the output streamed so far (as
+    Claude Code writes it: the pieces of one call agree on its prompt, not on its
+    output), at `path`."""
     from .helpers import with_real_usage
     from .test_format_claude_code import answer, calls, piece, said, user
 
@@ -525,7 +526,7 @@ def streamed_session(path: Path, steps: int = 14) -> Path:
                     piece(f"a{k}", f"t{k}", f"msg_{k}", calls(f"toolu_{k}")),
                     answer(f"r{k}", f"a{k}", f"toolu_{k}",
                            "".join(f"jobs/job_{k}_{j}.py: scheduled hourly\n" for j in range(60)))]
-    records = with_real_usage(records)
+    records = with_real_usage(records, slope)
     for r in records:
         if r["uuid"].startswith("t"):
             r["message"]["usage"]["output_tokens"] = 2

@@ -252,3 +252,29 @@ def test_nothing_to_fit_names_every_agent_whose_files_record_usage(tmp_path: Pat
             if any(c.billed > 0 for c in t.calls):
                 named = getattr(FORMATS[t.format], "records_usage", "")
                 assert named and named in hint, (path, t.format)
+
+
+def test_a_slope_stats_refuses_is_starred_and_not_written(tmp_path: Path) -> None:
+    # usage 0.6 of each prompt's count past what the agent sends: no Claude model's slope
+    # (below 1, 50% below the table's). stats bills the file at the table's slope; so does
+    # calibrate's row, which says why and writes nothing over the table's value
+    from .test_billing import streamed_session
+
+    path = streamed_session(tmp_path / "low.jsonl", slope=0.6)
+    table = TABLE.calibration("claude-opus-4-6").slope
+    shown = run_ctxpack("calibrate", "--json", str(path))
+    assert shown.code == 0, shown.err
+    (row,) = json.loads(shown.out)
+    assert row["steps"] >= 3 and row["slope"] == table
+    assert row["refused"].startswith("0.6") and f"the table's {table:g}" in row["refused"]
+    stats = json.loads(run_ctxpack("stats", "--json", str(path)).out)["files"][0]["context"]
+    assert stats["own_slope_refused"] == row["refused"]
+    config = tmp_path / "config.yaml"
+    config.write_text("# ours\n")
+    run = run_ctxpack("calibrate", str(path), "--write-config", str(config))
+    assert run.code == 0, run.err
+    assert "claude-opus-4-6 *" in run.out and f"{table:g} (table)" in run.out
+    assert (f"not writing claude-opus-4-6: the calls read slope {row['refused']}, which no "
+            "model of the family can have") in unwrapped(run.err)
+    assert config.read_text() == "# ours\n"
+    assert load_config(str(config)).models.calibration("claude-opus-4-6").slope == table

@@ -170,12 +170,34 @@ def test_a_null_output_count_is_named_and_the_prompt_still_anchors(tmp_path: Pat
     assert s.context.calls == honest.context.calls and not s.unread
 
 
+def test_a_null_output_count_is_worded_alike_in_codex_and_claude_code(tmp_path: Path
+                                                                      ) -> None:
+    # one phrase for a reply's null count, whichever format wrote it: only the field's
+    # name differs, and the call is kept in both (its prompt size is known)
+    said = {}
+    for name, (path, line, _) in (
+            ("message.usage.", claude_usage(tmp_path, output_tokens=None)),
+            ("last_token_usage.", codex_usage(tmp_path, output_tokens=None))):
+        checked = run_ctxpack("validate", str(path))
+        assert checked.code == 1, checked.out
+        prefix = f"{path}:{line}: "
+        assert checked.out.startswith(prefix) and checked.out.count("\n") == 1
+        said[name] = checked.out[len(prefix):].replace(name, "")
+    assert said["message.usage."] == said["last_token_usage."] == (
+        "recorded usage with no output size: output_tokens null (a null is no count); the "
+        "reply's size is unknown\n")
+    honest, kept = stats(CODEX, cache=False), stats(path, cache=False)
+    assert kept.context is not None and honest.context is not None
+    assert kept.context.calls == honest.context.calls and not kept.unread
+
+
 def test_a_codex_null_prompt_count_is_named(tmp_path: Path) -> None:
     honest = stats(CODEX, cache=False)
     path, line, _ = codex_usage(tmp_path, input_tokens=None)
     checked = run_ctxpack("validate", str(path))
-    assert checked.code == 1 and checked.out.startswith(
-        f"{path}:{line}: recorded usage with no count: last_token_usage.input_tokens null")
+    assert checked.code == 1 and checked.out == (
+        f"{path}:{line}: recorded usage with no prompt size: last_token_usage.input_tokens "
+        "null (a null is no count); left out\n")
     s = stats(path, cache=False)
     assert s.context is not None and honest.context is not None
     assert s.context.calls == honest.context.calls - 1

@@ -682,7 +682,7 @@ def calibrate(
         for f in fitted:
             error = "-" if f.error is None else f"{f.error:.1%}"
             worst = "-" if f.worst is None else f"{f.worst:.1%}"
-            slope = f"{f.slope:g}" + ("" if f.steps else " (table)")
+            slope = f"{f.slope:g}" + ("" if f.steps and not f.refused else " (table)")
             out.add_row(Text(shortened(plain(f.label)) + (" *" if f.untrusted else "")),
                         str(f.files),
                         str(f.calls),

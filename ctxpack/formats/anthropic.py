@@ -16,6 +16,7 @@ from ..recorded import (
     RUN_BOUND,
     SetAside,
     no_output,
+    no_prompt_size,
     null_counts,
     summed,
     unreadable,
@@ -380,8 +381,7 @@ class UsageTally:
             f in usage and usage[f] is None for f in _USAGE_FIELDS[1:3])
         if not unreported and (nulls := null_counts(usage, _USAGE_FIELDS[:3],
                                                     f"{self.field}.")):
-            self.unread.append(SetAside(line, f"recorded usage with no prompt size: {nulls} "
-                                        "(a null is no count); left out", readable=False))
+            self.unread.append(SetAside(line, no_prompt_size(nulls), readable=False))
             return
         if nulls := null_counts(usage, _USAGE_FIELDS[3:], f"{self.field}."):
             self.nulls.append((line, no_output(nulls)))

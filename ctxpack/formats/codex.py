@@ -27,6 +27,8 @@ from ..recorded import (
     held,
     miscounted,
     most_for,
+    no_output,
+    no_prompt_size,
     null_counts,
     recorded_window,
     shown,
@@ -71,6 +73,8 @@ _TOTALS = (("input_tokens", "input_tokens"), ("output_tokens", "output_tokens"),
 # the counts of a call's `last_token_usage`, and of the running `total_token_usage`
 _CALL_FIELDS = ("input_tokens", "cached_input_tokens", "output_tokens",
                 "reasoning_output_tokens", "total_tokens")
+# those of them counting the reply (the prompt's size is known without them)
+_REPLY_FIELDS = _CALL_FIELDS[2:]
 # what stands for a `model_context_window` that is not the model's: the window recorded
 # before it that is (a later one that is takes over), else the table's
 _STANDS = "the window recorded before it that is the model's stands, else the table's"
@@ -438,10 +442,17 @@ class CodexReader:
                                      self.context_window)
             self.every.append((call, self._model()))
             self.ahead = None
-            if nulls := null_counts(last, _CALL_FIELDS, "last_token_usage."):
+            # (worded as every format words them: a null prompt count leaves the call out,
+            # a null count of the reply leaves only its size unknown; the cached input is
+            # part of the input, so a null of it alone leaves the prompt size known)
+            named = "last_token_usage."
+            if billed is None and (nulls := null_counts(last, _CALL_FIELDS, named)):
+                self.nulls.append((line, no_prompt_size(nulls)))
+            elif nulls := null_counts(last, _REPLY_FIELDS, named):
+                self.nulls.append((line, no_output(nulls)))
+            if billed is not None and (nulls := null_counts(last, _CALL_FIELDS[1:2], named)):
                 self.nulls.append((line, f"recorded usage with no count: {nulls} (a null is "
-                                         "no count)" + ("; the call's prompt size is unknown, "
-                                         "left out" if billed is None else "")))
+                                         "no count); the prompt size is known"))
             if billed is None and not wrong:
                 pass  # a call that records no prompt size
             elif self.streamed and not self.replying:
