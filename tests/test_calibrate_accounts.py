@@ -300,3 +300,111 @@ def test_cline_calls_before_a_cut_are_fitted_on_the_history_they_were_sent(
         == recorded([task]) == 6
     assert not any(r["no_prompt"] for r in found)
     assert [_fit(r) for r in found] != [_fit(r) for r in rows(SAMPLES / "cline-task")]
+
+
+def _stream_json(contexts: int, priced: range) -> list[dict]:
+    """A stream-json run compacted `contexts - 1` times, each context 8 calls long, each
+    call's result a few hundred tokens of listing; the calls of the contexts in `priced`
+    (0: the first) record the usage a real one would (25,000 sent besides the messages,
+    1.25 × tiktoken's count of the context's messages so far), the others none."""
+    from .helpers import fixture_tokens
+    from .test_format_anthropic import answer, calls, init, piece, typed
+
+    records: list[dict] = [init()]
+    for k in range(contexts):
+        if k:
+            records += [{"type": "system", "subtype": "compact_boundary",
+                         "session_id": records[0]["session_id"],
+                         "compact_metadata": {"trigger": "auto", "pre_tokens": 40_000}}]
+        opening = "Summary of the session so far: the jobs are being moved. " * 3 if k else \
+            "Move the billing jobs off the old scheduler. " * 20
+        records.append(typed(opening, isSynthetic=bool(k)))
+        counted = fixture_tokens(opening)
+        for step in range(8):
+            use = {"input_tokens": 3, "cache_creation_input_tokens":
+                   25_000 + round(1.25 * counted), "cache_read_input_tokens": 0,
+                   "output_tokens": 20}
+            call = f"toolu_{k}_{step}"
+            reply = piece(f"msg_{k}_{step}", calls(call, f"ls jobs/{step}"), use)
+            if k not in priced:
+                del reply["message"]["usage"]
+            listing = "".join(f"jobs/job_{k}_{step}_{j}.py: scheduled hourly\n"
+                              for j in range(40))
+            records += [reply, answer(call, listing)]
+            counted += fixture_tokens(listing) + 20
+    return records
+
+
+def test_stream_json_calls_before_an_older_compaction_are_fitted_on_their_context(
+        tmp_path: Path) -> None:
+    # compacted twice: the calls made before the older compaction were "not used"; they
+    # are fitted on the messages they were sent, as in a run that ended there
+    older_only = rows(_write(tmp_path / "older.jsonl", _stream_json(3, range(1))))
+    first = _stream_json(1, range(1))
+    alone = rows(_write(tmp_path / "first.jsonl", first))
+    assert sum(r["calls"] for r in alone) == 8
+    assert [_fit(r) for r in older_only] == [_fit(r) for r in alone]
+    assert not any(r["no_prompt"] for r in older_only)
+    # with every context's usage, every call is fitted (each its context's run), and
+    # every call the file records is accounted for
+    path = _write(tmp_path / "all.jsonl", _stream_json(3, range(3)))
+    (row,) = rows(path)
+    assert row["calls"] == 24 and row["no_prompt"] == 0
+    assert row["recorded"] == recorded([path]) == 24
+    assert abs(row["slope"] - 1.25) < 0.1 and abs(row["overhead"] - 25_000) < 1_000
+    said_of_each([path], [row])
+
+
+def _openhands(condensations: int, priced: range) -> list[dict]:
+    """An OpenHands trajectory of `condensations + 1` stretches of 8 `run` calls, each
+    stretch after the first opened by a condensation forgetting the calls of the one
+    before; the calls of the stretches in `priced` (0: the first) record the usage a
+    real one would (5,000 sent besides the messages, 1.1 × tiktoken's count of the events
+    not forgotten so far), the others none."""
+    from .helpers import fixture_tokens
+    from .test_format_more import openhands_run
+
+    events: list[dict] = [{"id": 0, "source": "user", "action": "message",
+                           "args": {"content": "Move the billing jobs. " * 20}}]
+    sizes = {0: fixture_tokens(events[0]["args"]["content"])}  # event id -> its tokens
+    for k in range(condensations + 1):
+        if k:
+            ids = [e["id"] for e in events if e["id"] in sizes and e["id"] > 0]
+            events.append({"id": len(events), "source": "agent", "action": "condensation",
+                           "args": {"forgotten_event_ids": ids}})
+            sizes = {0: sizes[0]}
+        for step in range(8):
+            i = len(events)
+            usage = {"prompt_tokens": 5_000 + round(1.1 * sum(sizes.values())),
+                     "completion_tokens": 20} if k in priced else None
+            action, result = openhands_run(i, f"{k}_{step}", usage)
+            result["content"] = "".join(f"jobs/job_{k}_{step}_{j}.py: scheduled hourly\n"
+                                        for j in range(40))
+            events += [action, result]
+            sizes[i], sizes[i + 1] = 20, fixture_tokens(result["content"])
+    return events
+
+
+def _trajectory(path: Path, events: list[dict]) -> Path:
+    path.write_text(json.dumps(events, indent=1))
+    return path
+
+
+def test_openhands_calls_before_a_condensation_are_fitted_on_the_events_they_were_sent(
+        tmp_path: Path) -> None:
+    # the calls before the first of two condensations were "not used": they are fitted on
+    # the events they were sent, as in a run that ended before it
+    before = rows(_trajectory(tmp_path / "before.json", _openhands(2, range(1))))
+    alone = rows(_trajectory(tmp_path / "alone.json", _openhands(0, range(1))))
+    assert sum(r["calls"] for r in alone) == 8
+    assert [_fit(r) for r in before] == [_fit(r) for r in alone]
+    assert not any(r["no_prompt"] for r in before)
+    # with usage on all three stretches, each call is fitted on the events it was sent
+    # (those the condensations before it had not forgotten), and accounted for
+    path = _trajectory(tmp_path / "all.json", _openhands(2, range(3)))
+    (row,) = rows(path)
+    assert row["calls"] == 24 and row["no_prompt"] == 0
+    assert row["recorded"] == recorded([path]) == 24
+    assert abs(row["slope"] - 1.1) < 0.1 and abs(row["overhead"] - 5_000) < 500
+    assert row["error"] is not None and row["worst"] < 0.02
+    said_of_each([path], [row])

@@ -27,7 +27,6 @@ from ..recorded import (
 )
 from ..transcript import (
     META_KEY,
-    OLDER,
     SUMMARY_HEADING,
     Image,
     Message,
@@ -546,9 +545,8 @@ class AnthropicReader:
 
     def __init__(self) -> None:
         self.count = 0
-        self.start = 0  # first message after the last compaction
-        self.before = 0  # first message of the context that compaction summarized
-        self.line_of: dict[int, int] = {}  # a message's number -> the line it starts on
+        # the first message of each context: the file's, then the one after each compaction
+        self.starts = [0]
         self.side: list[int] = []
         self.lanes: dict[str | None, ResponseMerger] = {}
         self.init_model: str | None = None
@@ -571,7 +569,7 @@ class AnthropicReader:
             self.init_model = _str(record.get("model")) or self.init_model
         elif kind == "system" and record.get("subtype") == "compact_boundary":
             out = self._flush_all()
-            self.before, self.start = self.start, self.count
+            self.starts.append(self.count)
             return out
         elif kind == "result":
             aside = wrong_totals(line, wrong_counts(record.get("usage"), _USAGE_FIELDS,
@@ -611,7 +609,6 @@ class AnthropicReader:
                 self.side.append(self.count)
             elif item.call in self.tally.calls:
                 self.replies[self.count] = reply_of(item.message, item.call)
-            self.line_of[self.count] = item.message.line
             self.count += 1
         return [item.message for item in items]
 
@@ -624,23 +621,28 @@ class AnthropicReader:
     def finish(self) -> tuple[list[Message], Layout]:
         rest = self._flush_all()
         side = set(self.side)
-        context, earlier, older = ([n for n in range(*span) if n not in side] for span in (
-            (self.start, self.count), (self.before, self.start), (0, self.before)))
+        # each context, newest first: the one standing, then the one each compaction
+        # summarized (the newest's is `earlier`, the older ones' `older`)
+        ends = [*self.starts[1:], self.count]
+        context, *before = [[n for n in range(start, end) if n not in side]
+                            for start, end in reversed(list(zip(self.starts, ends,
+                                                                strict=True)))]
+        earlier = before[0] if before else []
         last = next((self.replies[n][0] for n in reversed(context) if n in self.replies), None)
         usage = self.tally.summary("assistant message.usage, once per message.id", last)
         if self.totals:
             source = usage.get("source", "")
             source += "; cost and result_* from the result line" if source else "the result line"
             usage = {**with_run_totals(usage, self.totals), "source": source}
-        # the calls made on the context the newest compaction summarized, and those before
-        # an older one, which no context the file holds measures (at the line of each reply)
-        unplaced = [replace(c, prompt=0, at=c.at or self.line_of.get(older[c.prompt], 0),
-                            unplaced=OLDER) for c in self.tally.recorded(older, self.replies)]
+        # the calls made on the context the newest compaction summarized, and on the one
+        # each older compaction did: each fitted on the context it was sent (see
+        # calibration.contexts_of)
         return rest, Layout(context, self.side, self.init_model or self.last_model, usage,
                             calls=self.tally.recorded(context, self.replies),
                             earlier=earlier,
                             earlier_calls=self.tally.recorded(earlier, self.replies),
-                            unbilled_calls=unplaced,
+                            older=[(held, self.tally.recorded(held, self.replies))
+                                   for held in before[1:]],
                             outside_why="before a compaction",
                             set_aside=[*self.aside, *self.tally.unread],
                             problems=[*self.problems, *self.tally.nulls])

@@ -24,7 +24,8 @@ metrics do not list is not counted: validate notes it). The `prompt_tokens` of a
 call whose reply is the assistant message made of it. Calls before a condensation, or
 whose entry names no reply the file holds, are not recorded calls of the context (their
 prompts held the events it forgot, or what the file does not show): the summary holds
-them, judged by themselves.
+them, judged by themselves, and calibrate fits each one made before a condensation on the
+events it was sent (those before that condensation that none before it forgot).
 """
 
 from __future__ import annotations
@@ -206,6 +207,11 @@ class OpenHandsReader:
         self.finder: LineFinder | None = None
         self.at = (0, 0)  # the event being read and its line
         self.forgotten: tuple[set[int], list[tuple[int, int]]] = (set(), [])
+        # of the conversation being read, each condensation: how many of its messages came
+        # before it, and what the condensations before it had forgotten (`forgotten` then)
+        self.condensations: list[tuple[int, tuple[set[int], list[tuple[int, int]]]]] = []
+        # the context before each condensation and the calls made on it (Layout.older)
+        self.older: list[tuple[list[int], list[RecordedCall]]] = []
         # the calls of the conversation being read, by response id (`_call`), from its
         # `metrics.token_usages` where it has them (`measured`), else each response's own
         self.prompts: dict[str, RecordedCall] = {}
@@ -252,9 +258,9 @@ class OpenHandsReader:
             model = _dict(_dict(record.get("metadata")).get("llm_config")).get("model")
             self.model = model if isinstance(model, str) else self.model
         start = len(self.messages)
-        self.forgotten = (set(), [])  # of this conversation
+        self.forgotten, self.condensations = (set(), []), []  # of this conversation
         try:
-            built, condensed = self._conversation(line, events)
+            built = self._conversation(line, events)
         except RecordError as error:  # a field of the wrong type: name the event and its line
             n, at = self.at
             raise RecordError(f"event {n}: {error}", at) from None
@@ -262,37 +268,48 @@ class OpenHandsReader:
             self.sources.add(self.measured)
         self.messages += built
         self.context += [start + i for i, m in enumerate(built) if not self._forgets(m)]
+        # the context each condensation replaced: the messages before it that those before
+        # it had not forgotten (a call made on it is fitted on it: calibration.contexts_of)
+        before = [[start + i for i, m in enumerate(built[:at]) if not self._forgets(m, gone)]
+                  for at, gone in self.condensations]
+        on: list[list[RecordedCall]] = [[] for _ in before]
         for i, m in enumerate(built, start):
             call = self.prompts.pop(m.id or "", None) if m.role == "assistant" else None
             if call is None or not (call.billed or call.output or call.problem):
                 continue
             call = replace(call, model=m.model or self.model)
-            if i - start >= condensed:
+            made = next((k for k, (at, _) in enumerate(self.condensations) if i - start < at),
+                        None)
+            if made is None:
                 self.replies.append(replace(call, prompt=i))
-            else:  # (made on the events the condensation forgot)
+            elif i in before[made]:
+                on[made].append(replace(call, prompt=before[made].index(i)))
+            else:  # (its reply forgotten by a condensation made before it)
                 self.unbilled.append(replace(call, at=m.line, place=m.place, unplaced=FORGOTTEN))
+        self.older[:0] = [(held, calls) for held, calls in reversed(list(zip(
+            before, on, strict=True))) if calls]
         # entries of the metrics no reply of the conversation is made of
         self.unbilled += [replace(c, model=self.model) for c in [*self.prompts.values(), *loose]]
         self.conversations += 1
         return built
 
-    def _forgets(self, m: Message) -> bool:
-        """True if a condensation of its conversation dropped the event `m` was made of."""
+    def _forgets(self, m: Message,
+                 forgotten: tuple[set[int], list[tuple[int, int]]] | None = None) -> bool:
+        """True if a condensation of its conversation dropped the event `m` was made of (of
+        `forgotten`, given: those of the condensations up to one)."""
         ident = m.raw.get("id") if isinstance(m.raw, dict) else None
         if type(ident) is not int:
             return False
-        ids, ranges = self.forgotten
+        ids, ranges = self.forgotten if forgotten is None else forgotten
         return ident in ids or any(start <= ident <= end for start, end in ranges)
 
-    def _conversation(self, line: int, events: list[dict[str, Any]]
-                      ) -> tuple[list[Message], int]:
-        """The messages of one conversation's events, and how many of them came before
-        its newest condensation (calls before it are not calls of the context)."""
+    def _conversation(self, line: int, events: list[dict[str, Any]]) -> list[Message]:
+        """The messages of one conversation's events (each condensation noted in
+        `condensations`, what it forgot in `forgotten`)."""
         out: list[Message] = []
         response: str | None = None
         conversation = self.conversations
         unlisted: set[str] = set()  # responses whose usage the metrics do not list
-        condensed = 0
         for n, e in enumerate(events):
             ident = e.get("id")
             if self.finder is not None and type(ident) is int:
@@ -307,10 +324,11 @@ class OpenHandsReader:
                 # every observation holds the text it shows (maybe ""): one without is broken
                 raise RecordError(refused_string(e, "content", f"{observation} observation")[0])
             if action == "condensation":
+                self.condensations.append((len(out), (set(self.forgotten[0]),
+                                                      list(self.forgotten[1]))))
                 named, spans = _forgotten(args)
                 self.forgotten[0].update(named)
                 self.forgotten[1].extend(spans)
-                condensed = len(out)
             meta = e.get("tool_call_metadata")
             if isinstance(meta, dict) and action is not None:
                 rid, text, args = _response(meta)
@@ -383,7 +401,7 @@ class OpenHandsReader:
         index = {id(e): n for n, e in enumerate(events)}
         return [replace(m, place=f"event {index[id(m.raw)]}",
                         item_line=m.line if self.finder is not None else 0)
-                for m in out], condensed
+                for m in out]
 
     def finish(self) -> tuple[list[Message], Layout]:
         where = {n: i for i, n in enumerate(self.context)}
@@ -394,7 +412,7 @@ class OpenHandsReader:
         return [], Layout(self.context, model=self.model, usage=self._usage(),
                           outside_why="forgotten by a condensation",
                           conversations=max(self.conversations, 1), calls=calls,
-                          unbilled_calls=[*self.unbilled, *forgotten],
+                          unbilled_calls=[*self.unbilled, *forgotten], older=self.older,
                           set_aside=self.unread, problems=self.problems,
                           empty=0 if self.context else self.conversations,
                           notes=self.notes)
