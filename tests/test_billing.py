@@ -665,6 +665,21 @@ def test_the_library_anchors_on_the_usage_it_is_told() -> None:
     assert told.billed["kind"] == "anchored" and told.billed["tokens_before"] > 13_500
     assert told.summary is not None and told.billed["tokens_after"] <= 13_500
     assert out[0] == messages[0]
+    # what the provider billed besides the dicts (the tools, the system prompt the caller
+    # sends on its own): the reported prompt less the count of the messages it held (all
+    # but the last reply and the turn after it), carried into the figures before and
+    # after; the prompt size alone, as a number, says the same
+    _, prompt = ctxpack.compress(messages[:4], model="gpt-4o")
+    besides = 14_000 - prompt.tokens_before
+    assert told.billed["not_in_file"] == besides > 10_000
+    assert told.billed["tokens_before"] == plain.tokens_before + besides
+    assert told.billed["tokens_after"] == told.tokens_after + besides
+    _, sized = ctxpack.compress(messages, model="gpt-4o", budget=13_500, usage=14_000)
+    assert sized.billed == told.billed
+    # the list returned has no place for it: compressed again with no usage, it is
+    # billed as the messages alone (the caller passes the next call's usage)
+    _, again = ctxpack.compress(out, model="gpt-4o", budget=13_500)
+    assert again.billed["not_in_file"] == 0 and again.billed["kind"] == "exact"
     with pytest.raises(UsageError):
         ctxpack.compress(messages, model="gpt-4o", usage={"prompt_tokens": "many"})
     with pytest.raises(UsageError, match="cannot be true"):
