@@ -453,7 +453,8 @@ def test_a_stripped_output_that_keeps_recorded_calls_says_stats_anchors_on_them(
     """mini-swe-agent: the replies compress keeps state the usage of the context before,
     and a document written without its `ctxpack` object has nothing else: stats of it
     anchors on that usage (the kind the report says), and the report says why its figure
-    is not the one compress billed. Claude Code and Codex restate that usage: no word."""
+    is not the one compress billed. Claude Code and Codex restate that usage: stats of
+    the output bills within the two errors, and the warning says which figures differ."""
     report, after = _compressed_and_stats(SAMPLES / "bugfix.mini-swe-agent.traj.json",
                                           tmp_path / "out.json", "--strip-metadata")
     billed = report["billed"]
@@ -465,8 +466,66 @@ def test_a_stripped_output_that_keeps_recorded_calls_says_stats_anchors_on_them(
     for path in (CLAUDE_CODE, SAMPLES / "refactor.codex.jsonl"):
         report, after = _compressed_and_stats(path, tmp_path / f"out{path.suffix}",
                                               "--strip-metadata")
-        assert not [w for w in report["warnings"] if w.startswith("--strip-metadata")]
-        assert report["billed"]["kind_after"] == after["kind"] == "anchored"
+        billed = report["billed"]
+        assert billed["kind_after"] == after["kind"] == "anchored"
+        assert abs(after["tokens"] - billed["tokens_after"]) <= \
+            (billed["error_after"] + after["error"]) * billed["tokens_after"]
+        (said,) = [w for w in report["warnings"] if w.startswith("--strip-metadata")]
+        assert f"anchors on the usage compress restates, so its bill is within the two " \
+            f"expected errors of the {billed['tokens_after']:,} billed here" in said
+        # (the Claude Code sample's replies hide nothing; the Codex one's hold reasoning)
+        assert ("hidden output" in said) == path.name.endswith("codex.jsonl")
+
+
+def with_hidden_thinking(path: Path, to: Path, hidden: int = 3_000) -> Path:
+    """`path` (Claude Code) with every other reply since its compaction holding its
+    thinking stored empty, `hidden` more output tokens recorded for it, and every later
+    call's prompt that much larger (the provider sends it back), as opus-4-7 writes."""
+    records = [json.loads(x) for x in path.read_text().splitlines()]
+    cut = max(n for n, r in enumerate(records) if r.get("subtype") == "compact_boundary")
+    ids = list(dict.fromkeys(r["message"]["id"] for r in records[cut:]
+                             if r.get("type") == "assistant"))
+    thinks = set(ids[1:-1:2])
+    grown = {i: hidden * len(thinks & set(ids[:k])) for k, i in enumerate(ids)}
+    for r in records[cut:]:
+        if r.get("type") != "assistant":
+            continue
+        m = r["message"]
+        m["usage"]["cache_read_input_tokens"] += grown[m["id"]]
+        if m["id"] in thinks:
+            m["usage"]["output_tokens"] += hidden
+            if not any(b.get("type") == "thinking" for b in m["content"]):
+                m["content"].insert(0, {"type": "thinking", "thinking": "", "signature": "s"})
+    to.write_text("".join(json.dumps(r) + "\n" for r in records))
+    return to
+
+
+def test_a_stripped_output_keeping_hidden_output_says_its_count_differs(
+        tmp_path: Path) -> None:
+    """Claude Code whose replies store thinking empty: with `ctxpack` objects, stats of
+    the output converts what they hide at the slope the input's bill did (count and bill
+    as the report's); written without them, the slope is nowhere in the file, stats
+    converts it at the one the restated calls show, and the report says which figures
+    will differ: the count, what is not in the file, their error; the bill within both
+    errors."""
+    path = with_hidden_thinking(CLAUDE_CODE, tmp_path / "thinks.jsonl")
+    kept, after = _compressed_and_stats(path, tmp_path / "kept.jsonl")
+    billed = kept["billed"]
+    assert (kept["tokens_after"], billed["tokens_after"], billed["not_in_file"]) == \
+        (after["counted"], after["tokens"], after["not_in_file"])
+    assert not [w for w in kept["warnings"] if w.startswith("--strip-metadata")]
+    written = {float(x) for x in re.findall(
+        r'"billed_slope": ?([0-9.e+-]+)', (tmp_path / "kept.jsonl").read_text())}
+    assert written == {billed["slope"]}  # the slope the report priced with, unrounded
+    report, bare = _compressed_and_stats(path, tmp_path / "bare.jsonl", "--strip-metadata")
+    billed = report["billed"]
+    assert bare["counted"] != report["tokens_after"]
+    assert abs(bare["tokens"] - billed["tokens_after"]) <= \
+        (billed["error_after"] + bare["error"]) * billed["tokens_after"]
+    (said,) = [w for w in report["warnings"] if w.startswith("--strip-metadata")]
+    hidden = re.search(r"the ([0-9,]+) tokens of hidden output the replies kept hold", said)
+    assert hidden and int(hidden[1].replace(",", "")) >= 3_000, said
+    assert "its token count differs" in said
 
 
 TAU_BENCH = CORPUS / "openai-chat" / "tau-bench__gpt-4o-airline.json"
@@ -607,6 +666,21 @@ def test_the_library_anchors_on_the_usage_it_is_told() -> None:
     assert told.billed["kind"] == "anchored" and told.billed["tokens_before"] > 13_500
     assert told.summary is not None and told.billed["tokens_after"] <= 13_500
     assert out[0] == messages[0]
+    # what the provider billed besides the dicts (the tools, the system prompt the caller
+    # sends on its own): the reported prompt less the count of the messages it held (all
+    # but the last reply and the turn after it), carried into the figures before and
+    # after; the prompt size alone, as a number, says the same
+    _, prompt = ctxpack.compress(messages[:4], model="gpt-4o")
+    besides = 14_000 - prompt.tokens_before
+    assert told.billed["not_in_file"] == besides > 10_000
+    assert told.billed["tokens_before"] == plain.tokens_before + besides
+    assert told.billed["tokens_after"] == told.tokens_after + besides
+    _, sized = ctxpack.compress(messages, model="gpt-4o", budget=13_500, usage=14_000)
+    assert sized.billed == told.billed
+    # the list returned has no place for it: compressed again with no usage, it is
+    # billed as the messages alone (the caller passes the next call's usage)
+    _, again = ctxpack.compress(out, model="gpt-4o", budget=13_500)
+    assert again.billed["not_in_file"] == 0 and again.billed["kind"] == "exact"
     with pytest.raises(UsageError):
         ctxpack.compress(messages, model="gpt-4o", usage={"prompt_tokens": "many"})
     with pytest.raises(UsageError, match="cannot be true"):

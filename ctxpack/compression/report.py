@@ -12,7 +12,7 @@ from ..archive import Archiver
 from ..calibration import Bill, below_words, bill
 from ..formats.base import naming
 from ..tokens import REPLY_PRIMING
-from ..transcript import printable
+from ..transcript import RecordedCall, printable
 from .plan import Plan, StageReport
 from .reading import Input
 from .sight import DROPPED_LISTED, sight
@@ -168,14 +168,26 @@ def restated(given: Input) -> bool:
     return bool(getattr(formats.get(given.transcript.format), "restates_usage", False))
 
 
-def _kept_calls(given: Input, plans: list[Plan]) -> int:
-    """How many of the input's recorded calls the output keeps the reply of (with its
-    usage, of the context before)."""
+def _kept(given: Input, plans: list[Plan]) -> list[RecordedCall]:
+    """The input's recorded calls whose reply the output keeps."""
     messages = given.transcript.messages
     archived = {id(m) for p in plans if (s := p.summary) is not None
                 for m in p.read.messages[s.start:s.end]}
-    return sum(1 for c in given.transcript.calls if c.billed > 0 and c.prompt < len(messages)
-               and id(messages[c.prompt]) not in archived)
+    return [c for c in given.transcript.calls
+            if c.prompt < len(messages) and id(messages[c.prompt]) not in archived]
+
+
+def _kept_calls(given: Input, plans: list[Plan]) -> int:
+    """How many of the input's recorded calls the output keeps the reply of (with its
+    usage, of the context before)."""
+    return sum(1 for c in _kept(given, plans) if c.billed > 0)
+
+
+def _kept_hidden(given: Input, plans: list[Plan]) -> int:
+    """The output the replies kept hold hidden (thinking stored empty, reasoning held
+    encrypted), as recorded: in the provider's tokens (see calibration.with_hidden)."""
+    return sum((c.output or 0) * c.hidden + c.reasoning * (c.until is None)
+               for c in _kept(given, plans))
 
 
 def uncarried(given: Input, plans: list[Plan], strip: bool, left: Bill) -> list[str]:
@@ -185,8 +197,10 @@ def uncarried(given: Input, plans: list[Plan], strip: bool, left: Bill) -> list[
     does, and why."""
     b, after = given.bill, sum(p.billed for p in plans)
     known = carried(b)
-    if not strip or known is None or restated(given) or not any(p.changed for p in plans):
+    if not strip or known is None or not any(p.changed for p in plans):
         return []
+    if restated(given):
+        return [_restated_only(given, plans, after)]
     lost = (f"--strip-metadata: the output keeps no note of the {known:,} tokens the calls "
             f"showed are sent besides the messages (in {given.transcript.format} files it "
             "has no place but compress's `ctxpack` objects)")
@@ -197,6 +211,30 @@ def uncarried(given: Input, plans: list[Plan], strip: bool, left: Bill) -> list[
                 f"anchored on that, not the {after:,} billed here"]
     return [f"{lost}, and it keeps no recorded call: `stats` of it bills it {left.kind} "
             f"({left.tokens:,}), as a file that records none, not the {after:,} billed here"]
+
+
+def _restated_only(given: Input, plans: list[Plan], after: int) -> str:
+    """What compress says of an output written without `ctxpack` objects in a format
+    whose usage it restates (Claude Code, Codex): `stats` of it anchors on that usage
+    (or on the size its compaction states, where it keeps no call), not on the slope and
+    overhead this bill has from the input's calls, which the format has no place for. So
+    its bill is within the expected errors of this report's, not equal; what it splits
+    off as not in the file, and that figure's error, are its own; and the hidden output
+    the replies kept hold (`_kept_hidden`) is converted at the slope the restated calls
+    show (the model table's where they show none), so the count differs too."""
+    b = given.bill
+    hidden = _kept_hidden(given, plans)
+    count = (f"; the {hidden:,} tokens of hidden output the replies kept hold (thinking "
+             "stored empty, reasoning held encrypted) are converted at the slope the "
+             "restated calls show, or the model table's, not this file's "
+             f"{b.converted:.3f}: its token count differs") if hidden else ""
+    return (f"--strip-metadata: the output keeps no note of the slope ({b.slope:.3f}) and "
+            f"the {carried(b):,} tokens the calls showed are sent besides the messages "
+            f"(in {given.transcript.format} files they have no place but compress's "
+            "`ctxpack` objects): `stats` of it anchors on the usage compress restates, so "
+            f"its bill is within the two expected errors of the {after:,} billed here, "
+            "not equal to it, and what it counts as not in the file, and that figure's "
+            f"expected error, are its own{count}")
 
 
 def _stages(reports: list[StageReport]) -> list[StageReport]:

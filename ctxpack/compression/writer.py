@@ -88,23 +88,20 @@ def carried(bill: Bill) -> int | None:
     return bill.unlogged if bill.kind == "anchored" or bill.below or bill.earlier else None
 
 
-def carried_slope(bill: Bill) -> float:
-    """The slope of the bill whose overhead `carried` gives: the file's own, which its
-    calls, no longer of the context, cannot show again (so compress of its output bills
-    as it did)."""
-    return round(bill.slope, 6)
-
-
 def carried_call(bill: Bill) -> Call | None:
     """The call that stands for `bill` once the calls it rests on are no longer of the
     context (None where it carries nothing: see `carried`): billed what is sent besides
-    the messages, at the slope of the bill's line (`carried_slope`), hidden output
-    converted at the slope the bill converted it at (`Bill.converted`: the output counts
-    what compress kept as compress counted it). A compressed file's lines carry it
+    the messages, at the slope of the bill's line (the file's own, which its calls, no
+    longer of the context, cannot show again; written as is, not rounded: JSON reads a
+    float back the same, and the report prices what compress kept at this very slope,
+    where a rounded one would put stats of the output a token off wherever the count ×
+    the rounding crosses a half), hidden output converted at the slope the bill
+    converted it at (`Bill.converted`: the output counts what compress kept as compress
+    counted it). A compressed file's lines carry it
     (`carried_meta`), as does a Context whose messages the call was of."""
     known = carried(bill)
     return None if known is None else \
-        Call(0, known, None, None, slope=carried_slope(bill), converted=bill.converted)
+        Call(0, known, None, None, slope=bill.slope, converted=bill.converted)
 
 
 def carried_meta(bill: Bill, model: str | None) -> dict[str, Any]:
