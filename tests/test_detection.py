@@ -855,3 +855,38 @@ def test_a_block_neither_api_takes_is_read_as_anthropics_and_said_unsure(
     assert check.code == 1
     assert "is a block of type 'widget', which the Messages API does not take" in check.out
     assert "Chat Completions does not take" not in check.out  # not read as OpenAI chat
+
+
+def test_an_unstamped_cline_history_away_from_its_task_says_it_may_be_clines(
+        tmp_path: Path) -> None:
+    bare = _task(tmp_path / "copy", ("ts", "modelInfo", "metrics"), ui=False)
+    run = ctxpack("stats", str(bare))
+    assert run.code == 0, run.err
+    said = " ".join(run.out.split())
+    assert "[json-messages] (format unsure: plain {role, content} messages fit several " \
+           "readers, and theirs hold what Cline sends" in said
+    assert "it may be a Cline / Roo Code task's history without its `ts` stamps " \
+           "(--format cline reads it so))" in said
+    # as it says, forced, it reads as the task's history does
+    forced = stats(bare, format="cline")
+    assert (forced.format, forced.messages) == ("cline", stats(CLINE / HISTORY).messages)
+
+
+def test_a_text_only_amp_thread_is_read_as_chat_messages_but_said_to_be_amps(
+        tmp_path: Path) -> None:
+    thread = {"v": 3, "id": "T-5f0c2e8a-1b7d-4c1e-9a4f-2d6e8b0c1a3f", "created": 1760000000000,
+              "messages": [{"role": "user", "content": [{"type": "text", "text": "hi"}]},
+                           {"role": "assistant",
+                            "content": [{"type": "text", "text": "Hello! What next?"}]}]}
+    path = tmp_path / "thread.json"
+    path.write_text(json.dumps(thread, indent=2))
+    run = ctxpack("stats", str(path))
+    assert run.code == 0, run.err
+    said = " ".join(run.out.split())
+    assert "[json-messages] (format unsure: read as chat messages, though its `T-` id is " \
+           "how Amp names its threads: it may be an Amp thread, whose messages are " \
+           "Anthropic's (-m names its Claude model))" in said
+    # a thread of another id is plain chat messages, as sure as before
+    thread["id"] = "conv-1"
+    path.write_text(json.dumps(thread, indent=2))
+    assert "unsure" not in ctxpack("stats", str(path)).out
