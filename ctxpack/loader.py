@@ -399,8 +399,8 @@ class Scanner:
         """Say why the format taken is unsure (`unsure`) where the evidence is thin: it
         claimed the file only loosely, or by a mark that another kind of file could
         carry as well (its `doubt` of the record, or document, it claimed)."""
-        if score < 2:
-            self.unsure = LOOSE
+        if score < 2:  # (what else it may be, where the format can say)
+            self.unsure = hasattr(fmt, "doubt") and fmt.doubt(claimed) or LOOSE
         elif hasattr(fmt, "doubt") and not (hasattr(fmt, "sniff_place")
                                              and fmt.sniff_place(claimed, self.path)):
             # (a file where its agent keeps such files is sure by its place)

@@ -140,8 +140,6 @@ def test_runs_that_end_by_their_final_action_validate(tmp_path):
     ([{"text": "hi"}], "content[0] has no 'type'"),
     (["hi"], "content[0] is a string, not a content part object"),
     ([{"type": "text", "text": "a"}, 7], "content[1] is a number, not a content part object"),
-    ([{"type": "banana"}], "content[0]: a part of type 'banana', which Chat Completions does "
-     "not take (it takes text, image_url, input_audio, file, refusal)"),
     ([{"type": "output_text", "text": "hi"}], "content[0]: a part of type 'output_text', "
      "which Chat Completions does not take (it takes text, image_url, input_audio, file, "
      "refusal)"),
@@ -153,6 +151,15 @@ def test_content_chat_completions_refuses_is_named_at_its_line(tmp_path, content
     path.write_bytes(lines(USER, {"role": "user", "content": content}))
     run = ctxpack("validate", str(path))
     assert run.code == 1 and f"{path}:2: {problem}" in run.out + run.err, run.out + run.err
+
+
+def test_a_block_no_openai_api_takes_is_refused_under_a_forced_openai(tmp_path):
+    # a list of blocks of another type is Anthropic's shape, whatever the file was said to be
+    path = tmp_path / "chat.jsonl"
+    path.write_bytes(lines(USER, {"role": "user", "content": [{"type": "banana"}]}))
+    run = ctxpack("validate", "--format", "openai", str(path))
+    assert run.code == 2 and f"{path}:2: not read as openai: this line looks like anthropic" \
+        in run.err, run.out + run.err
 
 
 @pytest.mark.parametrize("content", ["hi", [], [{"type": "text", "text": "hi"}],

@@ -808,3 +808,85 @@ def test_a_cline_history_names_the_message_it_cannot_read(
     for flags in ([], ["--format", "cline"]):
         run = ctxpack("validate", *flags, str(path))
         assert_clean_error(run, 2, f"{path}:{line}:", "not read as cline", problem)
+
+
+_SERVER_SEARCH = [{"type": "text", "text": "Let me search."},
+                  {"type": "server_tool_use", "id": "srvtoolu_01", "name": "web_search",
+                   "input": {"query": "Paris weather"}},
+                  {"type": "web_search_tool_result", "tool_use_id": "srvtoolu_01",
+                   "content": []},
+                  {"type": "text", "text": "It is sunny."}]
+
+
+@pytest.mark.parametrize("pretty", [False, True], ids=["one line", "pretty"])
+def test_a_body_whose_only_mark_is_a_server_tool_block_is_anthropics(
+        tmp_path: Path, pretty: bool) -> None:
+    body = {"model": "claude-sonnet-4-5", "messages": [
+        {"role": "user", "content": "What is the weather in Paris?"},
+        {"role": "assistant", "content": _SERVER_SEARCH}]}
+    path = tmp_path / "body.json"
+    path.write_text(json.dumps(body, indent=2 if pretty else None))
+    run = ctxpack("stats", "--json", str(path))
+    assert run.code == 0, run.err
+    got = json.loads(run.out)["files"][0]
+    assert (got["format"], got["format_unsure"]) == ("anthropic-requests", "")
+    assert got["steps"] == 1  # the server tool's call, not text Chat Completions refuses
+    check = ctxpack("validate", str(path))
+    assert check.code == 0, check.out + check.err
+
+
+@pytest.mark.parametrize("as_body", [False, True], ids=["message lines", "request body"])
+def test_a_block_neither_api_takes_is_read_as_anthropics_and_said_unsure(
+        tmp_path: Path, as_body: bool) -> None:
+    messages = [{"role": "user", "content": [{"type": "text", "text": "hello"},
+                                             {"type": "widget", "name": "w"}]},
+                {"role": "assistant", "content": "hi"}]
+    path = tmp_path / ("body.json" if as_body else "chat.jsonl")
+    path.write_text(json.dumps({"model": "some-model", "messages": messages}) if as_body
+                    else "".join(json.dumps(m) + "\n" for m in messages))
+    run = ctxpack("stats", str(path))
+    assert run.code == 0, run.err
+    said = " ".join(run.out.split())
+    assert ("[anthropic-requests]" if as_body else "[anthropic]") in said
+    assert "format unsure: read as Anthropic messages by content blocks of type 'widget', " \
+           "which Chat Completions does not take; the Messages API does not take them " \
+           "either" in said
+    check = ctxpack("validate", str(path))
+    assert check.code == 1
+    assert "is a block of type 'widget', which the Messages API does not take" in check.out
+    assert "Chat Completions does not take" not in check.out  # not read as OpenAI chat
+
+
+def test_an_unstamped_cline_history_away_from_its_task_says_it_may_be_clines(
+        tmp_path: Path) -> None:
+    bare = _task(tmp_path / "copy", ("ts", "modelInfo", "metrics"), ui=False)
+    run = ctxpack("stats", str(bare))
+    assert run.code == 0, run.err
+    said = " ".join(run.out.split())
+    assert "[json-messages] (format unsure: plain {role, content} messages fit several " \
+           "readers, and theirs hold what Cline sends" in said
+    assert "it may be a Cline / Roo Code task's history without its `ts` stamps " \
+           "(--format cline reads it so))" in said
+    # as it says, forced, it reads as the task's history does
+    forced = stats(bare, format="cline")
+    assert (forced.format, forced.messages) == ("cline", stats(CLINE / HISTORY).messages)
+
+
+def test_a_text_only_amp_thread_is_read_as_chat_messages_but_said_to_be_amps(
+        tmp_path: Path) -> None:
+    thread = {"v": 3, "id": "T-5f0c2e8a-1b7d-4c1e-9a4f-2d6e8b0c1a3f", "created": 1760000000000,
+              "messages": [{"role": "user", "content": [{"type": "text", "text": "hi"}]},
+                           {"role": "assistant",
+                            "content": [{"type": "text", "text": "Hello! What next?"}]}]}
+    path = tmp_path / "thread.json"
+    path.write_text(json.dumps(thread, indent=2))
+    run = ctxpack("stats", str(path))
+    assert run.code == 0, run.err
+    said = " ".join(run.out.split())
+    assert "[json-messages] (format unsure: read as chat messages, though its `T-` id is " \
+           "how Amp names its threads: it may be an Amp thread, whose messages are " \
+           "Anthropic's (-m names its Claude model))" in said
+    # a thread of another id is plain chat messages, as sure as before
+    thread["id"] = "conv-1"
+    path.write_text(json.dumps(thread, indent=2))
+    assert "unsure" not in ctxpack("stats", str(path)).out

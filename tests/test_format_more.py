@@ -541,7 +541,7 @@ def test_opencode_context_starts_at_the_last_compaction():
         message(2, "assistant", [{"type": "text", "text": "done, long story"}]),
         message(3, "user", [{"type": "compaction", "auto": True}]),
         message(4, "assistant", [{"type": "text", "text": "Summary: parser built"}],
-                summary=True),
+                summary=True, finish="stop"),
         message(5, "user", [{"type": "text", "text": "now the printer"}]),
     ]}
     data = json.dumps(doc, indent=2).encode()
@@ -602,11 +602,60 @@ def test_an_opencode_summary_that_failed_completes_no_compaction(error):
         {"info": {"id": "msg_1", "role": "user"},
          "parts": [{"type": "text", "text": "build the parser"}]},
         {"info": {"id": "msg_2", "role": "user"}, "parts": [{"type": "compaction"}]},
-        {"info": {"id": "msg_3", "role": "assistant", "summary": True, "error": error},
+        {"info": {"id": "msg_3", "role": "assistant", "summary": True, "finish": "stop",
+                  "error": error},
          "parts": [{"type": "text", "text": "Summary: parser built"}]}]}
     t = load(io.BytesIO(json.dumps(doc).encode()))
     assert [m.text for m in t.messages][0] == \
         ("What did we do so far?" if error is None else "build the parser")
+
+
+@pytest.mark.parametrize("finish", [None, "", "stop"])
+def test_an_opencode_summary_completes_a_compaction_only_once_it_finished(tmp_path, finish):
+    # OpenCode cuts the history at a compaction only when its summary has a `finish`
+    # (session/message-v2.ts, filterCompacted): one still streaming, or cut off, does not
+    summary = {"id": "msg_3", "role": "assistant", "summary": True, "modelID": "gpt-4o"}
+    doc = {"info": {"id": "ses_compact"}, "messages": [
+        {"info": {"id": "msg_1", "role": "user"},
+         "parts": [{"type": "text", "text": "build the parser " * 40}]},
+        {"info": {"id": "msg_2", "role": "user"}, "parts": [{"type": "compaction"}]},
+        {"info": summary if finish is None else {**summary, "finish": finish},
+         "parts": [{"type": "text", "text": "Summary: parser built"}]},
+        {"info": {"id": "msg_4", "role": "user"},
+         "parts": [{"type": "text", "text": "now the printer"}]}]}
+    path = tmp_path / "compacted.json"
+    path.write_text(json.dumps(doc, indent=2))
+    got = stats_of(path)
+    done = finish == "stop"
+    assert got["messages"] == (3 if done else 4)
+    assert got["outside"]["messages"] == (1 if done else 0)
+    show = ctxpack("convert", str(path), "--to", "openai")
+    assert show.code == 0, show.err
+    assert ("build the parser" in show.out) is not done
+
+
+def test_an_opencode_step_that_records_no_tokens_is_no_call(tmp_path):
+    # a step-finish without `tokens` recorded no usage: not a call of size zero, which
+    # would count one call too many and anchor the bill on a prompt of 0
+    doc = json.loads(OPENCODE.read_bytes())
+    steps = [p for m in doc["messages"] for p in m["parts"] if p["type"] == "step-finish"]
+    before = steps[-2]["tokens"]
+    for key in ("tokens", "cost"):
+        steps[-1].pop(key)
+    del doc["messages"][-1]["info"]["tokens"]
+    path = tmp_path / "untokened.json"
+    path.write_text(json.dumps(doc, indent=2))
+    usage = stats_of(path)["usage"]
+    assert usage["calls"] == len(steps) - 1
+    assert usage["last_input_tokens"] == \
+        before["input"] + before["cache"]["read"] + before["cache"]["write"]
+    assert usage["input_tokens"] == sum(
+        s["tokens"]["input"] + s["tokens"]["cache"]["read"] + s["tokens"]["cache"]["write"]
+        for s in steps[:-1])
+    run = ctxpack("calibrate", "--json", str(path))
+    assert run.code == 0, run.err
+    row = json.loads(run.out)[0]
+    assert (row["calls"], row["recorded"]) == (len(steps) - 1, len(steps) - 1)
 
 
 @pytest.mark.parametrize(("part", "sent"), [

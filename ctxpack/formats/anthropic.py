@@ -52,10 +52,10 @@ from .base import (
     text_of,
     tool_result_blocks,
 )
+from .openai import foreign_parts
 
 CONTINUATION = "This session is being continued from a previous conversation"
 SYNTHETIC_MODEL = "<synthetic>"
-_SURE_BLOCKS = {"tool_use", "tool_result", "thinking", "redacted_thinking"}
 _CALL_BLOCKS = {"tool_use", "server_tool_use", "mcp_tool_use"}
 
 
@@ -464,13 +464,24 @@ def sniff_record(record: dict[str, Any]) -> int:
         return 1
     if not isinstance(content, list):
         return 0
+    if foreign_parts(content):
+        return 2  # a block Chat Completions does not take: Anthropic's shape (see `doubt`)
     kinds = {b.get("type") for b in content
              if isinstance(b, dict) and isinstance(b.get("type"), str)}
-    if kinds & _SURE_BLOCKS or any(
-        isinstance(b, dict) and b.get("type") == "image" and "source" in b for b in content
-    ):
-        return 2
     return 1 if kinds <= {"text"} else 0
+
+
+def doubt(messages: Any) -> str:
+    """Why messages taken for Anthropic's by their blocks might be no Anthropic messages:
+    the blocks Chat Completions does not take are of types the Messages API does not
+    take either; "" when one is a block it takes (or no block marks them)."""
+    kinds = [k for m in (messages if isinstance(messages, list) else ())
+             if isinstance(m, dict) for k in foreign_parts(m.get("content"))]
+    if not kinds or not all(unknown_block(k) for k in kinds):
+        return ""
+    named = ", ".join(repr(k) for k in dict.fromkeys(kinds))
+    return (f"read as Anthropic messages by content blocks of type {named}, which Chat "
+            "Completions does not take; the Messages API does not take them either")
 
 
 def bad_content(record: dict[str, Any]) -> bool:
@@ -736,6 +747,9 @@ class AnthropicFormat:
 
     def sniff(self, record: dict[str, Any]) -> int:
         return sniff_record(record)
+
+    def doubt(self, record: Any) -> str:
+        return doubt([record])
 
     def reader(self) -> AnthropicReader:
         return AnthropicReader()

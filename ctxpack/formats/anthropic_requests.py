@@ -31,11 +31,13 @@ from .anthropic import (
     sniff_record,
     unknown_blocks,
 )
+from .anthropic import (
+    doubt as blocks_doubt,
+)
 from .base import Layout, RecordError
+from .openai import foreign_parts
 from .openai_conversations import ConversationsReader
 
-# blocks no Chat Completions message holds: a body with one is Anthropic's
-_ANTHROPIC_BLOCKS = {"tool_use", "tool_result", "thinking", "redacted_thinking", "document"}
 # settings only the Messages API takes (Bedrock and Vertex bodies name a version, no model)
 _ANTHROPIC_KEYS = {"anthropic_version", "top_k", "stop_sequences", "thinking", "container",
                    "mcp_servers"}
@@ -66,9 +68,8 @@ def _mark(record: Any) -> str:
     if isinstance(system, str) or isinstance(system, list) and all(
             isinstance(b, dict) and b.get("type") == "text" for b in system):
         return "system"
-    if any(b.get("type") in _ANTHROPIC_BLOCKS or b.get("type") == "image" and "source" in b
-           for b in blocks):
-        return "blocks"
+    if any(foreign_parts(m["content"]) for m in messages):
+        return "blocks"  # a block no Chat Completions message holds
     if _CHAT_KEYS & record.keys():
         return ""
     # (a Claude model alone is no mark: `convert --to openai` names the model the
@@ -88,9 +89,12 @@ def sniff_body(record: Any) -> int:
 
 
 def doubt(record: Any) -> str:
-    """Why a body taken for Anthropic's might be a Chat Completions one; "" if nothing
-    says it might."""
-    model = record.get("model") if _mark(record) == "max_tokens" else None
+    """Why a body taken for Anthropic's might be a Chat Completions one, or no Anthropic
+    body (its only marks blocks neither API takes); "" if nothing says it might."""
+    mark = _mark(record)
+    if mark == "blocks":
+        return blocks_doubt(record["messages"])
+    model = record.get("model") if mark == "max_tokens" else None
     if not isinstance(model, str) or model.lower().startswith("claude"):
         return ""
     return (f"read as Anthropic request bodies by their max_tokens, which that API "

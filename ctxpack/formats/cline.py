@@ -167,20 +167,29 @@ def in_task_folder(path: str) -> bool:
         os.path.basename(os.path.dirname(folder)) == "tasks"
 
 
+def clines_own(value: Any) -> bool:
+    """Does a list of messages carry a field only Cline and Roo Code write, or in its text
+    what they send (the task and the feedback they wrap, the environment details, a
+    result's `[tool] Result:`)? (An entry that is no message object says so too: the
+    history's reader names it.)"""
+    for m in value if isinstance(value, list) else ():
+        if not isinstance(m, dict) or any(k in m for k in _OWN_FIELDS):
+            return True
+        for part in content_parts(m.get("content"), block_part):
+            text = part.text if isinstance(part, Text) else ""
+            if PERSONS_LINE.search(text) or RESULT_HEAD.match(text) or \
+                    text.lstrip().startswith("<environment_details>"):
+                return True
+    return False
+
+
 def history_doubt(value: Any) -> str:
     """Why messages taken for a task's history by their `ts` stamps might be another log
     of Anthropic messages (a timestamp is what any log may add): "" when a message also
     carries a field only Cline and Roo Code write, or its text what they send (the task
     and the feedback they wrap, the environment details, a result's `[tool] Result:`)."""
-    messages = value if isinstance(value, list) else []
-    for m in messages:
-        if not isinstance(m, dict) or any(k in m for k in _OWN_FIELDS):
-            return ""
-        for part in content_parts(m.get("content"), block_part):
-            text = part.text if isinstance(part, Text) else ""
-            if PERSONS_LINE.search(text) or RESULT_HEAD.match(text) or \
-                    text.lstrip().startswith("<environment_details>"):
-                return ""
+    if clines_own(value):
+        return ""
     return ("read as a Cline / Roo Code task's history by the `ts` on its messages alone: "
             "none carries Cline's other fields (modelInfo, metrics) or what it sends (the "
             "<task> it wraps, <environment_details>, a `[tool] Result:`)")

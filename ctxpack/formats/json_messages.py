@@ -17,6 +17,7 @@ from ..models import DEFAULT_MODEL
 from ..recorded import RUN_BOUND, SetAside, null_counts, summed, wrong_counts, wrong_totals
 from ..transcript import Message, RecordedCall, ToolResult
 from .base import Layout, RecordError, number
+from .cline import clines_own
 from .openai import OpenAIEditor, message_from_dict, sniff_message
 
 # mini-swe-agent ends with a role the API does not know: the run's exit, not model input
@@ -210,6 +211,24 @@ class JsonMessagesReader:
                           set_aside=self.aside)
 
 
+def doubt(record: Any) -> str:
+    """What else a document read as chat messages may be, where something in it says so
+    (its messages hold nothing of Chat Completions' own): an Amp thread, by the `T-` id
+    Amp gives its threads; a Cline / Roo Code task's history saved without its `ts`
+    stamps, by what Cline writes in its messages. "" if nothing does."""
+    if isinstance(record, dict) and isinstance(record.get("id"), str) \
+            and record["id"].startswith("T-"):
+        return ("read as chat messages, though its `T-` id is how Amp names its threads: "
+                "it may be an Amp thread, whose messages are Anthropic's (-m names its "
+                "Claude model)")
+    if isinstance(record, list) and clines_own(record):
+        return ("plain {role, content} messages fit several readers, and theirs hold "
+                "what Cline sends (<task>, <environment_details>, `[tool] Result:`): it "
+                "may be a Cline / Roo Code task's history without its `ts` stamps "
+                "(--format cline reads it so)")
+    return ""
+
+
 class JsonMessagesFormat:
     name = "json-messages"
     default_model = DEFAULT_MODEL  # Chat Completions with no model named: the usual one
@@ -241,6 +260,9 @@ class JsonMessagesFormat:
                 isinstance(m, dict) and sniff_message(m) == 2 for m in record):
             return 1
         return 2
+
+    def doubt(self, record: Any) -> str:
+        return doubt(record)
 
     def editor(self, transcript: Any) -> OpenAIEditor:
         return OpenAIEditor()  # the messages are Chat Completions dicts

@@ -94,6 +94,21 @@ def message_from_dict(d: dict[str, Any], line: int, conversation: int = 0) -> Me
 PART_TYPES = ("text", "image_url", "input_audio", "file", "refusal")
 
 
+# the content types of OpenAI's Responses API, which Chat Completions refuses but which
+# are no other API's (a message holding one is OpenAI's, wrongly made)
+_RESPONSES_TYPES = ("input_text", "input_image", "input_file", "output_text",
+                    "reasoning_text", "summary_text")
+
+
+def foreign_parts(content: Any) -> list[str]:
+    """The types, in order, of the typed parts of a message's `content` that no OpenAI
+    API takes: a list of such blocks is Anthropic's shape (`server_tool_use`,
+    `document`, or a block of a type no reader knows)."""
+    return [p["type"] for p in (content if isinstance(content, list) else ())
+            if isinstance(p, dict) and isinstance(p.get("type"), str)
+            and p["type"] not in PART_TYPES and p["type"] not in _RESPONSES_TYPES]
+
+
 def _refused_part(part: dict[str, Any]) -> list[str]:
     """What Chat Completions refuses of one typed content part: a type it does not take
     (the Responses API's `output_text`, say), text that is no string, an image_url part
@@ -151,16 +166,13 @@ def sniff_message(record: dict[str, Any]) -> int:
     if role in _SURE_ROLES or "tool_calls" in record or "tool_call_id" in record:
         return 2
     content = record.get("content")
+    if foreign_parts(content):
+        return 0  # blocks of another API's (see anthropic.sniff_record)
     if isinstance(content, list) and any(
         isinstance(p, dict) and p.get("type") in ("image_url", "input_audio", "refusal")
         for p in content
     ):
         return 2
-    if isinstance(content, list) and any(
-        isinstance(p, dict) and p.get("type") in ("tool_use", "tool_result", "thinking")
-        for p in content
-    ):
-        return 0
     return 1
 
 

@@ -1,27 +1,27 @@
 """OpenCode sessions as `opencode export` writes them: one JSON document `{info, messages}`.
 
 Each message is `{info, parts}`. A user message's `text` parts are what the person sent;
-an assistant message is a model step (it may hold several, each ended by a
-`step-finish` part, though the exports seen write one a message): `reasoning` and `text`
-parts, and `tool` parts that hold the call (`callID`, `tool`, `state.input`) and its
-result (`state.output`, or `state.error` when it failed) together. The model reads the
-results as a tool message after the step, so each step with finished tool parts is
-emitted as two messages: the step, then its results. Usage is the `step-finish` parts'
-`tokens` (an assistant `info.tokens` is the sum of its steps: only the parts are
-counted); each step is a recorded call, its prompt the messages before it (the earlier
+an assistant message is a model step (it may hold several, each ended by a `step-finish`
+part, though the exports seen write one a message): `reasoning` and `text` parts, and
+`tool` parts that hold the call (`callID`, `tool`, `state.input`) and its result
+(`state.output`, or `state.error` when it failed) together. The model reads the results
+as a tool message after the step, so each step with finished tool parts is emitted as two
+messages: the step, then its results. Usage is the `step-finish` parts' `tokens` (an
+assistant `info.tokens` is the sum of its steps: only the parts are counted); each step
+that records them is a recorded call, its prompt the messages before it (the earlier
 steps of its message too), and the reasoning tokens of a step whose reasoning the file
-holds only encrypted are counted in the prompts that carry it. After a compaction (a
-user message with a `compaction` part answered by an assistant message with
-`summary: true`) the model sees only that user message and what follows it. OpenCode
-sends the model a text of its own for a user message's `compaction` part ("What did we do
-so far?") and `subtask` part ("The following tool was executed by the user"): counted as
-part of that message, which is not the person's. A part of a type OpenCode does not
-write is kept in the file, not read, and named by validate; so is a file of a user
-message OpenCode sends as it is (a PDF: ctxpack counts images, not documents), and a
-message of no parts (OpenCode sends nothing of it). An assistant message that failed
-(an `info.error`) OpenCode leaves out of every later prompt, unless it was aborted after
-writing more than reasoning: it is kept in the file, outside the context, and a failed
-summary ends no compaction.
+holds only encrypted are counted in the prompts that carry it. After a compaction (a user
+message with a `compaction` part answered by an assistant message with `summary: true`
+that finished, its `finish` set, and did not fail) the model sees only that user message
+and what follows it. OpenCode sends the model a text of its own for a user message's
+`compaction` part ("What did we do so far?") and `subtask` part ("The following tool was
+executed by the user"): counted as part of that message, which is not the person's. A
+part of a type OpenCode does not write is kept in the file, not read, and named by
+validate; so is a file of a user message OpenCode sends as it is (a PDF: ctxpack counts
+images, not documents), and a message of no parts (OpenCode sends nothing of it). An
+assistant message that failed (an `info.error`) OpenCode leaves out of every later
+prompt, unless it was aborted after writing more than reasoning: it is kept in the file,
+outside the context, and a failed summary ends no compaction.
 """
 
 from __future__ import annotations
@@ -264,11 +264,14 @@ def _unread(n: int, info: dict[str, Any], parts: list[Any]) -> list[Placed]:
     return out
 
 
+def _truthy(value: Any) -> bool:
+    """Is a field set, as OpenCode's JavaScript tells (null, false, 0 and "" are not)?"""
+    return not (value is None or value is False or value == 0 or value == "")
+
+
 def _failed(info: dict[str, Any]) -> bool:
-    """Has an assistant message an `error`, as JavaScript tells one (null, false, 0 and ""
-    are none)?"""
-    error = info.get("error")
-    return not (error is None or error is False or error == 0 or error == "")
+    """Has an assistant message an `error`?"""
+    return _truthy(info.get("error"))
 
 
 def _sent_back(info: dict[str, Any], parts: list[Any]) -> bool:
@@ -362,8 +365,9 @@ class OpenCodeReader:
                 self.users += [self.count + len(out)] if said else []
                 out += said
             elif role == "assistant":
-                if info.get("summary") is True and compacting is not None \
-                        and not _failed(info):  # (a summary aborted completes none)
+                if info.get("summary") is True and _truthy(info.get("finish")) \
+                        and compacting is not None and not _failed(info):
+                    # (a summary that never finished, or failed, completes none)
                     self.start = compacting
                 made = self._assistant(at, info, parts, self.count + len(out), n)
                 if not _sent_back(info, parts):
@@ -447,6 +451,11 @@ class OpenCodeReader:
                                               "not an object",
                                               where, self._value_line(
                                                   ("messages", index, "parts", i, "tokens"))))
+                flush(out, results)
+                out, results, step = [], [], []
+            elif kind == "step-finish" and p.get("tokens") is None:
+                # no usage recorded (older OpenCode wrote none): no call, of the usage
+                # totals or of the bill
                 flush(out, results)
                 out, results, step = [], [], []
             elif kind == "step-finish":
