@@ -10,7 +10,7 @@ from __future__ import annotations
 
 from collections.abc import Callable, Iterable
 from dataclasses import dataclass, field, replace
-from typing import Any
+from typing import Any, TypeVar
 
 from .bulk import StreamCounter
 from .calibration import (
@@ -40,6 +40,8 @@ from .transcript import (
     printable,
 )
 from .workers import Workers
+
+T = TypeVar("T")
 
 # 2: by_role counts tool results as `tool` in every format, reasoning and the reply
 # priming as rows of their own (the roles add up to `tokens`); `context` (the context as
@@ -315,6 +317,41 @@ def transcript_models(t: Transcript) -> list[str | None]:
     return [t.model, usual_model(t.format)]
 
 
+def count_loaded(t: Transcript, items: Iterable[tuple[Message, T]], model: str | None,
+                 table: ModelTable, deliver: Callable[[T, MessageCount], None], *,
+                 cache: bool = False,
+                 workers: Workers | None = None) -> tuple[TokenCounter, dict[str, Any]]:
+    """Count the messages of the loaded transcript `t` (each with its payload for
+    `deliver`) as stats streams a file's (StreamCounter): the models it suggests are those
+    `t` has named so far (a session's own, in a file joining sessions of several models,
+    not the last one's), then, once all are read, the transcript's (`transcript_models`).
+    The counter of the last conversation is returned, and the counting's tally."""
+    named: list[str | None] = [None]
+    collector: StreamCounter[T] = StreamCounter(model, table, lambda: named, deliver,
+                                                cache=cache, workers=workers)
+    try:
+        for m, payload in items:
+            named[0] = m.model or named[0]
+            collector.add(m, payload)
+        named[:] = [named[0], *transcript_models(t)]
+        return collector.done(), collector.tally
+    finally:
+        collector.close()
+
+
+def context_counts(t: Transcript, counter: TokenCounter, flagged: bool) -> list[MessageCount]:
+    """Each context message of `t` counted as stats counts it: with `counter` (its model
+    asked for, `flagged`, or the one the file's only conversation is counted with), else
+    each conversation with the model it names (see `count_loaded`), as sessions of several
+    models joined in one file are."""
+    if flagged or len({m.conversation for m in t.messages}) < 2:
+        return [counter.message(m) for m in t.messages]
+    counts: list[MessageCount | None] = [None] * len(t.messages)
+    count_loaded(t, ((m, i) for i, m in enumerate(t.messages)), None, counter.table,
+                 counts.__setitem__)
+    return counts  # type: ignore[return-value]
+
+
 def _stats_of_transcript(t: Transcript, model: str | None, top: int,
                          table: ModelTable, cache: bool) -> FileStats:
     ordered = [*t.messages, *t.sidechain, *t.outside]
@@ -324,17 +361,10 @@ def _stats_of_transcript(t: Transcript, model: str | None, top: int,
                     calls=list(t.calls), outside_why=t.outside_why,
                     earlier=list(t.earlier), earlier_calls=list(t.earlier_calls),
                     set_aside=list(t.set_aside), failed=list(t.failed))
-    found = []
+    found = [message_stat(m) for m in ordered]
     with Workers() as workers:
-        collector: StreamCounter[MessageStat] = StreamCounter(
-            model, table, lambda: transcript_models(t), _fill, cache=cache, workers=workers)
-        try:
-            for message in ordered:
-                found.append(stat := message_stat(message))
-                collector.add(message, stat)
-            counter = collector.done()
-        finally:
-            collector.close()
+        counter, tally = count_loaded(t, zip(ordered, found, strict=True), model, table,
+                                      _fill, cache=cache, workers=workers)
     size = sum(len(r.raw) for r in t.records)
     skipped = [{"line": b.line, "problem": b.problem} for b in t.skipped]
     repeated = {id(m) for m in t.repeated}
@@ -344,7 +374,7 @@ def _stats_of_transcript(t: Transcript, model: str | None, top: int,
                         once={i for i, m in enumerate(ordered) if id(m) in repeated})
     result.unsure = t.unsure
     result.not_in_file_why = unlogged_cause(t.format, next(iter(ordered), None))
-    result.counting = collector.tally
+    result.counting = tally
     return result
 
 
