@@ -214,3 +214,31 @@ def test_show_and_convert_count_each_joined_session_with_its_own_model(
     assert total == both["tokens"] == sum(stats_of(p)["tokens"] for p in parts)
     largest = both["largest_conversation"]
     assert largest["tokens"] == alone[largest["number"] - 1][0]
+
+
+def test_what_each_joined_session_notes_is_kept() -> None:
+    # a reader's notes (what validate tells without calling the file wrong) are of the
+    # file's lines: a session read after another keeps its own, as the first does
+    from ctxpack.formats.base import Layout, Sessions
+    from ctxpack.transcript import Message, Text
+
+    class Reader:
+        def __init__(self) -> None:
+            self.lines: list[int] = []
+
+        def feed(self, line: int, record: dict) -> list[Message]:
+            self.lines.append(line)
+            return [Message("user", (Text(record["text"]),), (line,), record)]
+
+        def finish(self) -> tuple[list[Message], Layout]:
+            return [], Layout(list(range(len(self.lines))),
+                              notes=[(self.lines[-1], f"noted at {self.lines[-1]}", "")])
+
+    sessions = Sessions(Reader, lambda r: (r["session"], set(), set()), "a record", "An agent")
+    for line, record in enumerate([{"session": "a", "text": "one"},
+                                   {"session": "a", "text": "two"},
+                                   {"session": "b", "text": "three"}], 1):
+        sessions.feed(line, record)
+    _, layout = sessions.finish()
+    assert layout.conversations == 2 and layout.context == [0, 1, 2]
+    assert layout.notes == [(2, "noted at 2", ""), (3, "noted at 3", "")]

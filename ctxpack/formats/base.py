@@ -657,6 +657,7 @@ def joined(sessions: list[tuple[int, Layout]], problems: list[tuple[int, str]]) 
         out.set_aside += lay.set_aside
         out.failed += lay.failed
         out.problems += lay.problems
+        out.notes += lay.notes
         for key, value in lay.usage.items():
             before = usage.get(key)
             adds = not key.startswith("last_") and key != "context_window" and all(
@@ -668,5 +669,6 @@ def joined(sessions: list[tuple[int, Layout]], problems: list[tuple[int, str]]) 
         conversations += max(lay.conversations, 1)
     out.usage, out.conversations = usage, conversations
     out.problems.sort()
+    out.notes.sort()
     out.set_aside.sort(key=lambda x: x.line)
     return out
