@@ -25,7 +25,7 @@ from .calibration import (
 )
 from .formats import usual_model
 from .formats.agent_text import BEFORE_THE_PERSON, round_title
-from .formats.base import OUTSIDE_WHY, Layout
+from .formats.base import OUTSIDE_WHY, Layout, Records
 from .loader import PathOrFile, Scanner
 from .models import TABLE, ModelTable
 from .tokens import REPLY_PRIMING, MessageCount, TokenCounter, model_and_window, reported_model
@@ -286,6 +286,7 @@ def stats(source: PathOrFile | Transcript, model: str | None = None, *, format: 
     scanner = Scanner(source, format, skip_invalid=skip_invalid, progress=progress,
                       session=session)
     found = []
+    records = Records()  # (of each message, for Layout.held)
     with Workers() as workers:
         collector: StreamCounter[MessageStat] = StreamCounter(
             model, table, lambda: [scanner.named_model, scanner.usual_model], _fill,
@@ -295,6 +296,7 @@ def stats(source: PathOrFile | Transcript, model: str | None = None, *, format: 
             for message in scanner.messages():
                 first = first or message
                 found.append(stat := message_stat(message))
+                records.add(message)
                 collector.add(message, stat)
             counter = collector.done()
         finally:
@@ -305,7 +307,7 @@ def stats(source: PathOrFile | Transcript, model: str | None = None, *, format: 
                         format=scanner.format.name, lines=scanner.lines,
                         size=scanner.bytes_read, skipped=skipped, flagged=model is not None,
                         once=scanner.layout.counted_once(
-                            scanner.layout.held(lambda n: found[n].line)))
+                            scanner.layout.held(records.keys.__getitem__)))
     result.unsure = scanner.unsure
     result.not_in_file_why = unlogged_cause(scanner.format.name, first)
     result.counting = collector.tally
