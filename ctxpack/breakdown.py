@@ -326,9 +326,11 @@ def count_loaded(t: Transcript, items: Iterable[tuple[Message, T]], model: str |
     """Count the messages of the loaded transcript `t` (each with its payload for
     `deliver`) as stats streams a file's (StreamCounter): the models it suggests are those
     `t` has named so far (a session's own, in a file joining sessions of several models,
-    not the last one's), then, once all are read, the transcript's (`transcript_models`).
-    The counter of the last conversation is returned, and the counting's tally."""
-    named: list[str | None] = [None]
+    not the last one's), then, once all are read, the transcript's (`transcript_models`),
+    which a transcript of one conversation suggests from the start. The counter of the
+    last conversation is returned, and the counting's tally."""
+    several = len({m.conversation for m in t.messages}) > 1
+    named: list[str | None] = [None, *([] if several else transcript_models(t))]
     collector: StreamCounter[T] = StreamCounter(model, table, lambda: named, deliver,
                                                 cache=cache, workers=workers)
     try:
