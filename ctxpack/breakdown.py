@@ -10,7 +10,7 @@ from __future__ import annotations
 
 from collections.abc import Callable, Iterable
 from dataclasses import dataclass, field, replace
-from typing import Any
+from typing import Any, TypeVar
 
 from .bulk import StreamCounter
 from .calibration import (
@@ -25,7 +25,7 @@ from .calibration import (
 )
 from .formats import usual_model
 from .formats.agent_text import BEFORE_THE_PERSON, round_title
-from .formats.base import OUTSIDE_WHY, Layout
+from .formats.base import OUTSIDE_WHY, Layout, Records
 from .loader import PathOrFile, Scanner
 from .models import TABLE, ModelTable
 from .tokens import REPLY_PRIMING, MessageCount, TokenCounter, model_and_window, reported_model
@@ -40,6 +40,8 @@ from .transcript import (
     printable,
 )
 from .workers import Workers
+
+T = TypeVar("T")
 
 # 2: by_role counts tool results as `tool` in every format, reasoning and the reply
 # priming as rows of their own (the roles add up to `tokens`); `context` (the context as
@@ -284,6 +286,7 @@ def stats(source: PathOrFile | Transcript, model: str | None = None, *, format: 
     scanner = Scanner(source, format, skip_invalid=skip_invalid, progress=progress,
                       session=session)
     found = []
+    records = Records()  # (of each message, for Layout.held)
     with Workers() as workers:
         collector: StreamCounter[MessageStat] = StreamCounter(
             model, table, lambda: [scanner.named_model, scanner.usual_model], _fill,
@@ -293,6 +296,7 @@ def stats(source: PathOrFile | Transcript, model: str | None = None, *, format: 
             for message in scanner.messages():
                 first = first or message
                 found.append(stat := message_stat(message))
+                records.add(message)
                 collector.add(message, stat)
             counter = collector.done()
         finally:
@@ -303,7 +307,7 @@ def stats(source: PathOrFile | Transcript, model: str | None = None, *, format: 
                         format=scanner.format.name, lines=scanner.lines,
                         size=scanner.bytes_read, skipped=skipped, flagged=model is not None,
                         once=scanner.layout.counted_once(
-                            scanner.layout.held(lambda n: found[n].line)))
+                            scanner.layout.held(records.keys.__getitem__)))
     result.unsure = scanner.unsure
     result.not_in_file_why = unlogged_cause(scanner.format.name, first)
     result.counting = collector.tally
@@ -315,6 +319,43 @@ def transcript_models(t: Transcript) -> list[str | None]:
     return [t.model, usual_model(t.format)]
 
 
+def count_loaded(t: Transcript, items: Iterable[tuple[Message, T]], model: str | None,
+                 table: ModelTable, deliver: Callable[[T, MessageCount], None], *,
+                 cache: bool = False,
+                 workers: Workers | None = None) -> tuple[TokenCounter, dict[str, Any]]:
+    """Count the messages of the loaded transcript `t` (each with its payload for
+    `deliver`) as stats streams a file's (StreamCounter): the models it suggests are those
+    `t` has named so far (a session's own, in a file joining sessions of several models,
+    not the last one's), then, once all are read, the transcript's (`transcript_models`),
+    which a transcript of one conversation suggests from the start. The counter of the
+    last conversation is returned, and the counting's tally."""
+    several = len({m.conversation for m in t.messages}) > 1
+    named: list[str | None] = [None, *([] if several else transcript_models(t))]
+    collector: StreamCounter[T] = StreamCounter(model, table, lambda: named, deliver,
+                                                cache=cache, workers=workers)
+    try:
+        for m, payload in items:
+            named[0] = m.model or named[0]
+            collector.add(m, payload)
+        named[:] = [named[0], *transcript_models(t)]
+        return collector.done(), collector.tally
+    finally:
+        collector.close()
+
+
+def context_counts(t: Transcript, counter: TokenCounter, flagged: bool) -> list[MessageCount]:
+    """Each context message of `t` counted as stats counts it: with `counter` (its model
+    asked for, `flagged`, or the one the file's only conversation is counted with), else
+    each conversation with the model it names (see `count_loaded`), as sessions of several
+    models joined in one file are."""
+    if flagged or len({m.conversation for m in t.messages}) < 2:
+        return [counter.message(m) for m in t.messages]
+    counts: list[MessageCount | None] = [None] * len(t.messages)
+    count_loaded(t, ((m, i) for i, m in enumerate(t.messages)), None, counter.table,
+                 counts.__setitem__)
+    return counts  # type: ignore[return-value]
+
+
 def _stats_of_transcript(t: Transcript, model: str | None, top: int,
                          table: ModelTable, cache: bool) -> FileStats:
     ordered = [*t.messages, *t.sidechain, *t.outside]
@@ -324,17 +365,10 @@ def _stats_of_transcript(t: Transcript, model: str | None, top: int,
                     calls=list(t.calls), outside_why=t.outside_why,
                     earlier=list(t.earlier), earlier_calls=list(t.earlier_calls),
                     set_aside=list(t.set_aside), failed=list(t.failed))
-    found = []
+    found = [message_stat(m) for m in ordered]
     with Workers() as workers:
-        collector: StreamCounter[MessageStat] = StreamCounter(
-            model, table, lambda: transcript_models(t), _fill, cache=cache, workers=workers)
-        try:
-            for message in ordered:
-                found.append(stat := message_stat(message))
-                collector.add(message, stat)
-            counter = collector.done()
-        finally:
-            collector.close()
+        counter, tally = count_loaded(t, zip(ordered, found, strict=True), model, table,
+                                      _fill, cache=cache, workers=workers)
     size = sum(len(r.raw) for r in t.records)
     skipped = [{"line": b.line, "problem": b.problem} for b in t.skipped]
     repeated = {id(m) for m in t.repeated}
@@ -344,7 +378,7 @@ def _stats_of_transcript(t: Transcript, model: str | None, top: int,
                         once={i for i, m in enumerate(ordered) if id(m) in repeated})
     result.unsure = t.unsure
     result.not_in_file_why = unlogged_cause(t.format, next(iter(ordered), None))
-    result.counting = collector.tally
+    result.counting = tally
     return result
 
 

@@ -20,7 +20,7 @@ import orjson
 from . import formats
 from .atomic import write_atomic
 from .errors import InputError, UsageError
-from .formats.base import Format, Layout, RecordError, naming
+from .formats.base import Format, Layout, RecordError, Records, naming
 from .formats.unknown import first_step, looks_binary, looks_like, looks_like_text
 from .jsonl import (
     BOM,
@@ -784,7 +784,10 @@ def _transcript(scanner: Scanner, emitted: list[Message], records: Sequence[Reco
     older = tuple((tuple(place[n] for n in held), tuple(calls)) for held, calls in layout.older
                   if all(n in place for n in held))
     aside = {id(x.call) for x in layout.set_aside if x.call is not None}
-    held = layout.held(lambda n: emitted[n].item_line or emitted[n].line)
+    records_of = Records()
+    for m in emitted:
+        records_of.add(m)
+    held = layout.held(records_of.keys.__getitem__)
     return Transcript(
         format=scanner.format.name,
         path=scanner.path,

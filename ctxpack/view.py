@@ -13,7 +13,7 @@ from collections.abc import Iterator, Sequence
 from dataclasses import dataclass
 
 from . import images
-from .breakdown import UNKNOWN_TOOL, transcript_models
+from .breakdown import UNKNOWN_TOOL, context_counts, transcript_models
 from .calibration import hidden_counts_of
 from .errors import UsageError
 from .formats import usual_model
@@ -180,8 +180,8 @@ def build_view(transcript: Transcript, counter: TokenCounter, *, flagged: bool,
     pattern = compile_grep(grep)
     messages = transcript.messages
     # (a reply the file holds only part of counted as stats and compress count it)
-    counts = hidden_counts_of(transcript, [counter.message(m) for m in messages], counter,
-                              flagged)
+    counts = hidden_counts_of(transcript, context_counts(transcript, counter, flagged),
+                              counter, flagged)
     rounds = transcript.rounds()
     header = _header(transcript, counter, rounds, counts, flagged)
     folder = _Folder(counter, not full, fold_lines, prose_lines, line_chars, pattern)

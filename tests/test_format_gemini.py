@@ -105,6 +105,46 @@ def test_a_message_written_again_is_its_newest_copy_where_it_first_stood(
     assert out.getvalue() == paths["again"].read_bytes()
 
 
+@pytest.mark.parametrize("written", ["twice in one $set", "again in a $set's list",
+                                     "twice after it"])
+def test_a_message_stated_twice_is_held_once_at_its_first_place(
+        tmp_path: Path, written: str) -> None:
+    # one id written twice, whether a `$set` list repeats it or lines record it again:
+    # the whole log holds its newest copy where it first stood, and stats counts no older
+    # copy outside the context, as of the file that states it once
+    newest = gemini("g1", "Reading a.", calls=[call("a", "AAA")])
+    older = gemini("g1", "Reading a.", calls=[call("a")])
+    start = [META, user("u0", "hello"), gemini("g0", "hi")]
+    files = {
+        "twice in one $set": [*start, {"$set": {"messages": [
+            user("u1", "read a"), older, user("u2", "then b"), newest]}}],
+        "again in a $set's list": [*start, {"$set": {"messages": [
+            user("u1", "read a"), older, user("u2", "then b")]}}, newest],
+        "twice after it": [*start, {"$set": {"messages": [user("u1", "read a")]}},
+                           older, user("u2", "then b"), older, newest],
+    }
+    once = [*start, {"$set": {"messages": [user("u1", "read a"), newest,
+                                           user("u2", "then b")]}}]
+    paths = {}
+    for name, records in {written: files[written], "once": once}.items():
+        paths[name] = tmp_path / f"{name.replace(' ', '-')}.jsonl"
+        paths[name].write_bytes(jsonl(*records).getvalue())
+    logs = [ctxpack("convert", str(paths[name]), "--all", "--to", "openai")
+            for name in (written, "once")]
+    assert logs[0].code == 0 and logs[0].out == logs[1].out, logs[0].err
+    sent = json.loads(logs[0].out)["messages"]
+    assert [m["content"] for m in sent] == ["hello", "hi", "read a", "Reading a.", "AAA",
+                                            "then b"]
+    counted = [json.loads(ctxpack("stats", "--json", str(paths[name])).out)["files"][0]
+               for name in (written, "once")]
+    assert counted[0]["outside"] == counted[1]["outside"]
+    assert counted[0]["outside"]["messages"] == 2  # the two messages the `$set` replaced
+    assert counted[0]["tokens"] == counted[1]["tokens"]
+    out = io.BytesIO()
+    write(load(paths[written]), out)
+    assert out.getvalue() == paths[written].read_bytes()
+
+
 def test_a_rewind_drops_that_message_and_everything_after_it() -> None:
     t = load(jsonl(META, user("u1", "first"), gemini("g1", "one"), user("u2", "second"),
                    gemini("g2", "two"), {"$rewindTo": "u2"}, user("u3", "instead"),

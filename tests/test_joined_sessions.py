@@ -5,6 +5,7 @@ the file is written back as read. A forked or resumed session's headers are one 
 from __future__ import annotations
 
 import json
+import re
 from pathlib import Path
 
 import pytest
@@ -172,3 +173,72 @@ def test_a_header_written_after_the_first_message_is_that_sessions_own(tmp_path:
     assert "session_meta" not in checked.out, checked.out
     run = run_cli("compress", str(path), "--dry-run")
     assert run.code == 0, run.err
+
+
+ROUND_TOKENS = {"show": re.compile(r"^round \d+ .* ([\d,]+) tokens$", re.M),
+                "markdown": re.compile(r"^\*\d+ messages? · \d+ steps? · ([\d,]+) tokens\*$",
+                                       re.M)}
+TOTAL = re.compile(r"~?([\d,]+) tokens in \d+ messages")
+
+
+def figures(path: Path, how: str) -> tuple[int, list[int]]:
+    """The total `show` (or `convert --to markdown`) gives `path`, and each round's."""
+    args = ("show", str(path)) if how == "show" else ("convert", str(path), "--to", "markdown")
+    run = run_cli(*args)
+    assert run.code == 0, run.err
+    total = TOTAL.search(run.out)
+    assert total is not None, run.out[:500]
+    return (int(total.group(1).replace(",", "")),
+            [int(n.replace(",", "")) for n in ROUND_TOKENS[how].findall(run.out)])
+
+
+@pytest.mark.parametrize("how", ["show", "markdown"])
+def test_show_and_convert_count_each_joined_session_with_its_own_model(
+        tmp_path: Path, how: str) -> None:
+    # a run of a task by a gpt model, then one by a claude model (another encoding, and a
+    # slope): each session's rounds read as they do alone, the total as stats counts it
+    first = CODEX.read_bytes()
+    claude = other_session(CODEX, CODEX_ID).replace(b'"model":"gpt-5.1-codex"',
+                                                    b'"model":"claude-sonnet-4-5"')
+    parts = []
+    for n, data in enumerate((first, claude)):
+        parts.append(tmp_path / f"part{n}.jsonl")
+        parts[-1].write_bytes(data)
+    joined = tmp_path / "joined.jsonl"
+    joined.write_bytes(first + claude)
+    alone = [figures(p, how) for p in parts]
+    assert alone[0][1] != alone[1][1]  # the models count the same text otherwise
+    total, rounds = figures(joined, how)
+    assert rounds == alone[0][1] + alone[1][1]
+    both = stats_of(joined)
+    assert total == both["tokens"] == sum(stats_of(p)["tokens"] for p in parts)
+    largest = both["largest_conversation"]
+    assert largest["tokens"] == alone[largest["number"] - 1][0]
+
+
+def test_what_each_joined_session_notes_is_kept() -> None:
+    # a reader's notes (what validate tells without calling the file wrong) are of the
+    # file's lines: a session read after another keeps its own, as the first does
+    from ctxpack.formats.base import Layout, Sessions
+    from ctxpack.transcript import Message, Text
+
+    class Reader:
+        def __init__(self) -> None:
+            self.lines: list[int] = []
+
+        def feed(self, line: int, record: dict) -> list[Message]:
+            self.lines.append(line)
+            return [Message("user", (Text(record["text"]),), (line,), record)]
+
+        def finish(self) -> tuple[list[Message], Layout]:
+            return [], Layout(list(range(len(self.lines))),
+                              notes=[(self.lines[-1], f"noted at {self.lines[-1]}", "")])
+
+    sessions = Sessions(Reader, lambda r: (r["session"], set(), set()), "a record", "An agent")
+    for line, record in enumerate([{"session": "a", "text": "one"},
+                                   {"session": "a", "text": "two"},
+                                   {"session": "b", "text": "three"}], 1):
+        sessions.feed(line, record)
+    _, layout = sessions.finish()
+    assert layout.conversations == 2 and layout.context == [0, 1, 2]
+    assert layout.notes == [(2, "noted at 2", ""), (3, "noted at 3", "")]

@@ -10,7 +10,7 @@ from __future__ import annotations
 
 import re
 import shlex
-from collections.abc import Callable, Iterable, Iterator
+from collections.abc import Callable, Hashable, Iterable, Iterator
 from dataclasses import dataclass, field, replace
 from typing import Any, Protocol, TypeVar
 
@@ -174,15 +174,16 @@ class Layout:
             out.setdefault(first, [first]).append(n)
         return out
 
-    def held(self, line_of: Callable[[int], int]) -> dict[int, int]:
+    def held(self, record_of: Callable[[int], Hashable]) -> dict[int, int]:
         """The messages the whole log holds of each message stated again, each with the
         first message of its first statement, whose place they take: those of its newest
-        statement, on the line of its last message (`line_of(n)`: the line message `n`
-        starts on, or its item in a document)."""
+        statement, read from the record of its last message (`record_of(n)`: the record
+        message `n` is read from, as `Records` tells them apart; a line may hold several,
+        as a Gemini CLI `$set` list stating one message twice does)."""
         held = {}
         for first, numbers in self.statements().items():
-            newest = line_of(numbers[-1])
-            held |= {n: first for n in numbers if line_of(n) == newest}
+            newest = record_of(numbers[-1])
+            held |= {n: first for n in numbers if record_of(n) == newest}
         return held
 
     def counted_once(self, held: dict[int, int]) -> set[int]:
@@ -195,6 +196,21 @@ class Layout:
             kept = set() if inside.intersection(numbers) - held.keys() else held.keys()
             out |= {n for n in numbers if n not in inside and n not in kept}
         return out
+
+
+class Records:
+    """Tells apart the records messages are read from (see Layout.held), as they are read
+    in order: the messages of one record come together, each holding it as `raw`. Each
+    message's is its line (of its item, in a document) and how many records came before."""
+
+    def __init__(self) -> None:
+        self.keys: list[tuple[int, int]] = []
+        self._raw: Any = None
+
+    def add(self, message: Message) -> None:
+        count = self.keys[-1][1] + (message.raw is not self._raw) if self.keys else 0
+        self._raw = message.raw
+        self.keys.append((message.item_line or message.line, count))
 
 
 # why messages are outside the context, unless the reader says otherwise
@@ -657,6 +673,7 @@ def joined(sessions: list[tuple[int, Layout]], problems: list[tuple[int, str]]) 
         out.set_aside += lay.set_aside
         out.failed += lay.failed
         out.problems += lay.problems
+        out.notes += lay.notes
         for key, value in lay.usage.items():
             before = usage.get(key)
             adds = not key.startswith("last_") and key != "context_window" and all(
@@ -668,5 +685,6 @@ def joined(sessions: list[tuple[int, Layout]], problems: list[tuple[int, str]]) 
         conversations += max(lay.conversations, 1)
     out.usage, out.conversations = usage, conversations
     out.problems.sort()
+    out.notes.sort()
     out.set_aside.sort(key=lambda x: x.line)
     return out

@@ -12,7 +12,15 @@ from __future__ import annotations
 from dataclasses import dataclass, field, replace
 from html import escape
 
-from ..breakdown import REASONING, MessageStat, add_hidden, by_tool, counted, message_stat
+from ..breakdown import (
+    REASONING,
+    MessageStat,
+    add_hidden,
+    by_tool,
+    context_counts,
+    counted,
+    message_stat,
+)
 from ..calibration import Bill, hidden_counts_of
 from ..tokens import REPLY_PRIMING, TokenCounter
 from ..transcript import Transcript
@@ -183,7 +191,7 @@ def charts_of(t: Transcript, counter: TokenCounter, *, link: bool,
     counts them (`flagged`: `--model` named its model), what a reply's record says it held
     but the file does not among them; the context over the run as `bill` (stats'
     `context` of `t`) bills it, where given."""
-    counts = [counter.message(m) for m in t.messages]
+    counts = context_counts(t, counter, flagged)
     stats = [counted(m, c) for m, c in zip(t.messages, counts, strict=True)]
     add_hidden(stats, [c.total for c in hidden_counts_of(t, counts, counter, flagged)])
     # also names the tool each result message answers
