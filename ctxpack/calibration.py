@@ -370,7 +370,10 @@ class Bill:
     def to_dict(self) -> dict[str, object]:
         return {"kind": self.kind, "tokens": self.tokens, "visible": self.visible,
                 "not_in_file": self.not_in_file, "error": self.error,
-                "slope": self.slope, "overhead": round(self.overhead),
+                # (of a summarized chat the bill over the count, no slope of the model:
+                # null, `summarized` says why)
+                "slope": None if self.summarized else self.slope,
+                "overhead": round(self.overhead),
                 "counted": self.counted, "calls": self.calls, "below": self.below,
                 "billed_model": self.model and printable(self.model),
                 "earlier_calls": self.earlier,
