@@ -572,6 +572,36 @@ def bill(counts: Sequence[int], calls: Sequence[Call], *, model: str | None, for
     return unanchored(found, format, counted, exact, estimated)
 
 
+def recorded_sizes(calls: Sequence[Call], billed: Bill) -> dict[int, int]:
+    """The prompt size the provider recorded of each of `calls` that `billed` (their
+    context's bill) rests on, by the place of the last message before its reply (the
+    context the call was made on): none where the bill rests on no recorded call, nor of
+    the calls it passed over, nor a size a compaction stated or compress carried (no call
+    made on these messages)."""
+    if billed.kind != "anchored" or billed.usage_of:
+        return {}
+    passed = set(billed.passed)
+    return {c.prompt - 1: c.billed for c in calls
+            if c.prompt and c.billed > 0 and not c.stated and not c.slope
+            and (c.prompt, c.billed) not in passed}
+
+
+def billed_points(counted: Sequence[int], recorded: dict[int, int], billed: Bill) -> list[int]:
+    """The context as billed at each point of a run whose point i counts `counted[i]`
+    (the reply's priming in it): where a call was made on it, the prompt size the provider
+    recorded (`recorded`, as `recorded_sizes` places them); after one, anchored on the
+    last such call at the slope of what came after it, as `billed` is on its last call;
+    before any, `billed`'s line."""
+    out: list[int] = []
+    last: tuple[int, int] | None = None  # (recorded size, count) of the newest call
+    for i, n in enumerate(counted):
+        if i in recorded:
+            last = recorded[i], n
+        out.append(billed(n) if last is None else
+                   anchored(billed.after or billed.slope, last[0], last[1], n))
+    return out
+
+
 def step_error(calls: Sequence[Call], prompts: Sequence[int], slope: float) -> float:
     """The error an anchored bill's steps show: the median of how far each call's recorded
     prompt is from the one before it plus `slope` × what its prompt counts more."""
