@@ -53,7 +53,10 @@ T = TypeVar("T")
 # 3: context (and its ratio) of the largest conversation in a file of several
 # 4: tokens (and by_role's reasoning row) hold what a reply's record says it held but the
 #    file does not (thinking stored empty, encrypted reasoning), as compress counts it
-SCHEMA_VERSION = 4
+# 5: total's billed_tokens and largest_billed renamed billed_all_conversations and
+#    billed_largest_conversation (the first read as the largest's, as the CSV's is);
+#    context.slope is null where the agent summarized the chat (context.summarized)
+SCHEMA_VERSION = 5
 PREVIEW_CHARS = 80
 UNKNOWN_TOOL = "(unknown tool)"  # a result whose call, and so its tool, the file does not name
 REASONING = "reasoning"  # the by_role row of thinking the model is shown again

@@ -370,7 +370,10 @@ class Bill:
     def to_dict(self) -> dict[str, object]:
         return {"kind": self.kind, "tokens": self.tokens, "visible": self.visible,
                 "not_in_file": self.not_in_file, "error": self.error,
-                "slope": self.slope, "overhead": round(self.overhead),
+                # (of a summarized chat the bill over the count, no slope of the model:
+                # null, `summarized` says why)
+                "slope": None if self.summarized else self.slope,
+                "overhead": round(self.overhead),
                 "counted": self.counted, "calls": self.calls, "below": self.below,
                 "billed_model": self.model and printable(self.model),
                 "earlier_calls": self.earlier,
@@ -567,6 +570,36 @@ def bill(counts: Sequence[int], calls: Sequence[Call], *, model: str | None, for
         return replace(billed, passed=passed, sends=said, converted=converted,
                        stated=last.stated, refused="" if last.slope else own.refused)
     return unanchored(found, format, counted, exact, estimated)
+
+
+def recorded_sizes(calls: Sequence[Call], billed: Bill) -> dict[int, int]:
+    """The prompt size the provider recorded of each of `calls` that `billed` (their
+    context's bill) rests on, by the place of the last message before its reply (the
+    context the call was made on): none where the bill rests on no recorded call, nor of
+    the calls it passed over, nor a size a compaction stated or compress carried (no call
+    made on these messages)."""
+    if billed.kind != "anchored" or billed.usage_of:
+        return {}
+    passed = set(billed.passed)
+    return {c.prompt - 1: c.billed for c in calls
+            if c.prompt and c.billed > 0 and not c.stated and not c.slope
+            and (c.prompt, c.billed) not in passed}
+
+
+def billed_points(counted: Sequence[int], recorded: dict[int, int], billed: Bill) -> list[int]:
+    """The context as billed at each point of a run whose point i counts `counted[i]`
+    (the reply's priming in it): where a call was made on it, the prompt size the provider
+    recorded (`recorded`, as `recorded_sizes` places them); after one, anchored on the
+    last such call at the slope of what came after it, as `billed` is on its last call;
+    before any, `billed`'s line."""
+    out: list[int] = []
+    last: tuple[int, int] | None = None  # (recorded size, count) of the newest call
+    for i, n in enumerate(counted):
+        if i in recorded:
+            last = recorded[i], n
+        out.append(billed(n) if last is None else
+                   anchored(billed.after or billed.slope, last[0], last[1], n))
+    return out
 
 
 def step_error(calls: Sequence[Call], prompts: Sequence[int], slope: float) -> float:

@@ -157,7 +157,7 @@ def test_stats_json_and_text_say_the_kind_and_both_parts(tmp_path: Path) -> None
     run = run_ctxpack("stats", str(CLAUDE_CODE), "--json")
     assert run.code == 0, run.err
     doc = json.loads(run.out)
-    assert doc["schema_version"] == 4
+    assert doc["schema_version"] == 5
     c = doc["files"][0]["context"]
     assert c["kind"] == "anchored"
     assert c["tokens"] == c["visible"] + c["not_in_file"]

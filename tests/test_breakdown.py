@@ -72,7 +72,7 @@ def test_json_schema(exact_tokens, chat):
     run = ctxpack("stats", "--json", str(chat), str(chat.parent), str(twin))
     assert run.code == 0, run.err
     doc = json.loads(run.out)
-    assert doc["schema_version"] == 4 and len(doc["files"]) == 2
+    assert doc["schema_version"] == 5 and len(doc["files"]) == 2
     f = doc["files"][0]
     for key in ("path", "format", "model", "encoding", "exact", "messages", "tokens", "by_role",
                 "by_tool", "largest", "usage"):
@@ -323,7 +323,7 @@ def test_stats_json_of_many_conversations_bills_the_largest_and_keeps_the_file_t
     s = stats(path)
     doc = json.loads(to_json([s]))
     f = doc["files"][0]
-    assert doc["schema_version"] == 4 and f["conversations"] == 3
+    assert doc["schema_version"] == 5 and f["conversations"] == 3
     largest = f["largest_conversation"]
     assert largest["number"] == 2 and f["context"]["tokens"] == largest["tokens"]
     assert f["context"]["file_tokens"] == f["tokens"] > largest["tokens"]

@@ -25,16 +25,20 @@ def test_the_json_total_holds_the_bill_beside_the_count():
     doc = _json(*MANY)
     files, total = doc["files"], doc["total"]
     assert total["tokens"] == sum(f["tokens"] for f in files)
-    assert total["billed_tokens"] == sum(f["context"]["file_tokens"] for f in files)
-    assert total["largest_billed"] == max(f["context"]["tokens"] for f in files)
+    assert total["billed_all_conversations"] == sum(f["context"]["file_tokens"] for f in files)
+    assert total["billed_largest_conversation"] == max(f["context"]["tokens"] for f in files)
+    # neither is named as the per-file (largest conversation's) figure the CSV calls
+    # billed_tokens, which the total's sum over every conversation is not
+    assert "billed_tokens" not in total and "largest_billed" not in total
     # the bill of a file of many conversations is all of them, not its largest alone
     evals = files[1]
     assert evals["context"]["file_tokens"] > evals["context"]["tokens"]
-    assert total["billed_tokens"] > sum(f["context"]["tokens"] for f in files)
-    assert total["billed_tokens"] > total["tokens"]  # Claude Code's system prompt among it
+    assert total["billed_all_conversations"] > sum(f["context"]["tokens"] for f in files)
+    assert total["billed_all_conversations"] > total["tokens"]  # Claude Code's system prompt
     markdown = ctxpack("stats", "--format", "markdown", *map(str, MANY)).out
     assert f"{total['tokens']:,} tokens counted" in markdown
-    assert f"{total['billed_tokens']:,} as billed" in markdown
+    assert (f"{total['billed_all_conversations']:,} billed over every conversation (the "
+            f"largest conversation {total['billed_largest_conversation']:,})") in markdown
 
 
 def test_the_all_files_table_names_the_count_and_the_bill():
@@ -66,8 +70,16 @@ def test_the_all_files_table_names_the_count_and_the_bill():
                             f"{claude['context_ratio']:.1%}"]
         assert f"context billed {claude['context']['tokens']:,} > --max-tokens 20,000" \
             in " ".join(run.err.split())
+        # the total row: every conversation of every file, more than the column above
+        # it adds up to (evals holds 17), and the caption says which is which
+        billed = sum(int(rows[f.name][4].replace(",", "")) for f in MANY)
+        total = _json(*MANY)["total"]
+        assert rows["total"][4] == f"{total['billed_all_conversations']:,}"
+        assert billed < total["billed_all_conversations"]
         caption = " ".join(run.out[run.out.index("tokens counted:"):].split())
         assert "the context as the provider would bill it" in caption
+        assert "of the file's largest conversation where it holds several" in caption
+        assert "The total row adds every conversation of every file" in caption
 
 
 def test_markdown_nests_what_the_terminal_indents():

@@ -148,7 +148,7 @@ def test_json_schema_2_and_totals(exact_tokens, tmp_path):
     one = _write(tmp_path, [{"role": "user", "content": "hi"}])
     run = ctxpack("stats", "--json", str(one), str(SAMPLES / "evals.openai-conversations.jsonl"))
     doc = json.loads(run.out)
-    assert doc["schema_version"] == 4
+    assert doc["schema_version"] == 5
     for f in doc["files"]:
         assert sum(f["by_role"].values()) == f["tokens"]
     many = doc["files"][1]

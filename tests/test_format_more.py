@@ -905,6 +905,8 @@ def test_aider_that_summarized_its_chat_is_billed_on_its_recorded_calls(model, t
     assert f["tokens"] > 2 * recorded[-1]  # the file holds far more than any prompt
     assert (c["kind"], c["calls"], c["passed_over"]) == ("anchored", 60, [])
     assert "Aider summarizes older messages" in c["summarized"]
+    # the bill over the count is no slope of the model: the JSON states none
+    assert c["slope"] is None and c["tokens"] / c["counted"] < 0.5
     t = load(path)
     counter = TokenCounter(t.model or "gpt-4o")
     after = counter.message(t.messages[-1]).total  # the last reply, after its call's prompt
@@ -947,7 +949,8 @@ def test_aider_last_call_below_its_own_question_is_passed_over_not_summarized(tm
                                   pytest.param(ARCHITECT, id="architect")])
 def test_an_aider_log_whose_calls_hold_its_messages_is_not_called_summarized(path):
     # (their calls grow with the messages: the file is the prompt, as anchored on)
-    assert stats_of(path)["context"]["summarized"] == ""
+    c = stats_of(path)["context"]
+    assert c["summarized"] == "" and c["slope"] > 0
 
 
 @pytest.mark.parametrize(("field", "value", "problem"), [

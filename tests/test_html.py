@@ -235,3 +235,35 @@ def test_the_context_over_the_run_peaks_at_the_bill_stats_prints(name, tmp_path)
         band = f"{context['not_in_file']:,} of it not in the file"
         assert (band in caption) == (context["not_in_file"] > 0), caption
         assert ("not in the file</span>" in drawn) == (context["not_in_file"] > 0)
+
+
+def test_the_context_over_the_run_is_drawn_at_each_calls_recorded_size(tmp_path):
+    # a point a recorded call was made on is drawn at the prompt size the provider
+    # recorded for that call (Claude Code: input and both cache fields, once per
+    # message.id), not at the whole file's line; the last is still stats' figure
+    import json
+
+    path = SAMPLES / "coding-agent.claude-code.jsonl"
+    records = [json.loads(line) for line in path.read_text().splitlines()]
+    compacted = max(i for i, r in enumerate(records) if r.get("subtype") == "compact_boundary")
+    sizes: dict[str, int] = {}
+    for r in records[compacted:]:
+        usage = r.get("message", {}).get("usage") if r.get("type") == "assistant" else None
+        if usage:
+            sizes.setdefault(r["message"]["id"], usage["input_tokens"]
+                             + usage["cache_creation_input_tokens"]
+                             + usage["cache_read_input_tokens"])
+    context = json.loads(ctxpack("stats", "--json", str(path)).out)["files"][0]["context"]
+    page = tmp_path / "stats.html"
+    assert ctxpack("stats", str(path), "--html", str(page)).code == 0
+    drawn = page.read_text()
+    tips = re.findall(r"<title>line \d+: ([\d,]+) tokens in context as ([^,]+)", drawn)
+    recorded = [int(n.replace(",", "")) for n, how in tips
+                if how == "the provider recorded the call made on it"]
+    assert recorded == list(sizes.values()) and len(recorded) == context["calls"] == 11
+    assert int(tips[-1][0].replace(",", "")) == context["tokens"]
+    # (anchored on the call before, the points between calls grow with the messages)
+    points = [int(n.replace(",", "")) for n, _ in tips]
+    assert points == sorted(points)
+    caption = re.search(r"<figcaption>Context size over the run[^<]*", drawn).group()
+    assert "11 points at the prompt size the provider recorded" in caption

@@ -21,7 +21,7 @@ from ..breakdown import (
     counted,
     message_stat,
 )
-from ..calibration import Bill, hidden_counts_of
+from ..calibration import Bill, billed_points, hidden_counts_of, recorded_sizes
 from ..tokens import REPLY_PRIMING, TokenCounter
 from ..transcript import Transcript
 from . import shortened
@@ -63,6 +63,10 @@ class Charts:
     # the context as billed (stats' `context`): the picture over the run is drawn in its
     # tokens, the part not in the file a band under the roles; None: as counted
     bill: Bill | None = None
+    # the prompt size the provider recorded of each call the bill rests on, by the message
+    # index of the point it was made on (see calibration.recorded_sizes): drawn as
+    # recorded, the points after one anchored on it (calibration.billed_points)
+    recorded: dict[int, int] = field(default_factory=dict)
 
     def svg(self) -> str:
         link = self.anchor if self.link else None
@@ -91,11 +95,16 @@ class Charts:
         if not self.context:
             return "<p>No messages in the model's context.</p>"
         columns = _columns(self.context)
-        # each point as the provider would bill a prompt of its messages (the bill's line,
-        # so that the last is stats' figure), of which `unlogged` is not in the file
+        # each point as the provider billed the call made on it, where one is recorded,
+        # else as the bill anchors on the call before it (before any, the bill's line), so
+        # that the last is stats' figure; of which `unlogged` is not in the file
         unlogged = self.bill.not_in_file if self.bill is not None else 0
-        billed = [self.bill(sum(rows.values()) + REPLY_PRIMING) if self.bill is not None
-                  else sum(rows.values()) for _, _, rows in columns]
+        if self.bill is None:
+            billed = [sum(rows.values()) for _, _, rows in columns]
+        else:
+            every = billed_points([sum(rows.values()) + REPLY_PRIMING
+                                   for _, _, rows in self.context], self.recorded, self.bill)
+            billed = [every[index] for index, _, _ in columns]
         peak = max(billed) or 1
         step = (WIDTH - PAD) / len(columns)
         bars = []
@@ -115,8 +124,10 @@ class Charts:
                 rects.append(f'<rect x="{x:.1f}" y="{y:.1f}" width="{max(step - 0.5, 0.5):.1f}" '
                              f'height="{h:.1f}" fill="{fill}"/>')
             roles = ", ".join(f"{role} {rows[role]:,}" for role in _ordered(rows))
+            billed_as = " as the provider recorded the call made on it" \
+                if index in self.recorded else " as billed"
             tip = f"{where}: {total:,} tokens in context" + (
-                f" as billed, {band:,} of them not in the file; counted in it: {roles}"
+                f"{billed_as}, {band:,} of them not in the file; counted in it: {roles}"
                 if self.bill is not None else f" ({roles})")
             bars.append(_linked("".join(rects), tip, index,
                                 self.anchor if self.link else None))
@@ -131,6 +142,10 @@ class Charts:
         how = "" if self.bill is None else f", as billed ({self.bill.kind})"
         hidden = f", {unlogged:,} of it not in the file (sent but not logged)" if unlogged \
             else ""
+        drawn = sum(index in self.recorded for index, _, _ in columns)
+        if drawn:
+            hidden += f"; {drawn:,} point{'' if drawn == 1 else 's'} at the prompt size the " \
+                "provider recorded of the call made on it, those after it anchored on it"
         return (f'<figure class="chart"><figcaption>Context size over the run by role{how}: '
                 f'peak {peak:,} tokens{hidden}</figcaption>'
                 f'<svg role="img" aria-label="context size over the run" '
@@ -219,7 +234,11 @@ def charts_of(t: Transcript, counter: TokenCounter, *, link: bool,
             f"conversation {numbers[t.messages[i].conversation]:,}"
         largest.append(Bar(f"{where} · {s.role}" + (f" · {s.tool}" if s.tool else ""),
                            s.tokens, i, s.where, s.role))
-    return Charts(t.path, link, context, tool_bars, largest, stats, bill=bill)
+    # (each conversation of a file of several is billed apart: the points of one are not
+    # the context `bill` is of)
+    recorded = recorded_sizes(t.calls, bill) if bill is not None and len(numbers) < 2 else {}
+    return Charts(t.path, link, context, tool_bars, largest, stats, bill=bill,
+                  recorded=recorded)
 
 
 STYLE = """

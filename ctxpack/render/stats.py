@@ -40,9 +40,9 @@ def total(files: list[FileStats]) -> dict[str, Any]:
         "messages": sum(f.messages for f in files),
         "tokens": sum(f.tokens for f in files),
         # the bill beside the count: every conversation of every file, and the largest
-        # (what --max-tokens and each file's context_ratio are of)
-        "billed_tokens": sum(file_billed(f) for f in files),
-        "largest_billed": max((billed(f) for f in files), default=0),
+        # conversation of any (what --max-tokens and each file's context_ratio are of)
+        "billed_all_conversations": sum(file_billed(f) for f in files),
+        "billed_largest_conversation": max((billed(f) for f in files), default=0),
         "exact": all(f.exact for f in files),
         "by_role": by_role,
         "by_tool": dict(sorted(by_tool.items(), key=lambda kv: -kv[1]["tokens"])),
@@ -348,8 +348,8 @@ def to_markdown(files: list[FileStats]) -> str:
         t = total(files)
         out += [f"**Total:** {t['tokens']:,} tokens counted in {t['messages']:,} messages, "
                 f"{t['files']} files, {t['conversations']:,} conversations; "
-                f"{t['billed_tokens']:,} as billed (the largest context "
-                f"{t['largest_billed']:,})", ""]
+                f"{t['billed_all_conversations']:,} billed over every conversation (the "
+                f"largest conversation {t['billed_largest_conversation']:,})", ""]
     return "\n".join(out)
 
 
@@ -387,10 +387,12 @@ def print_tables(console: Console, files: list[FileStats]) -> None:
 TOTAL_COLUMNS = (("file", True), ("format", True), ("conver-\nsations", False),
                  ("messages", False), ("tokens\ncounted", False), ("context\nbilled", False),
                  ("of\nwindow", False))
-TOTAL_CAPTION = ("tokens counted: ctxpack's count of what each file holds. context billed: "
-                 "the context as the provider would bill it, of the largest conversation "
-                 "where a file holds several (what --max-tokens checks), and its share of the "
-                 "window (--max-ratio); its total is every conversation of every file.")
+TOTAL_CAPTION = ("tokens counted: ctxpack's count of everything each file holds. context billed: "
+                 "the context as the provider would bill it, of the file's largest "
+                 "conversation where it holds several (what --max-tokens checks), and its "
+                 "share of the window (--max-ratio). The total row adds every conversation "
+                 "of every file, so its bill is more than the column's sum where a file "
+                 "holds several.")
 
 
 def print_total(console: Console, files: list[FileStats]) -> None:
@@ -410,7 +412,7 @@ def print_total(console: Console, files: list[FileStats]) -> None:
         table.add_row(markup(name), f.format, f"{f.conversations:,}", f"{f.messages:,}",
                       f"{f.tokens:,}", f"{billed(f):,}", ctx)
     table.add_row("total", "", f"{t['conversations']:,}", f"{t['messages']:,}",
-                  f"{t['tokens']:,}", f"{t['billed_tokens']:,}", "", style="bold")
+                  f"{t['tokens']:,}", f"{t['billed_all_conversations']:,}", "", style="bold")
     console.print(table)
 
 
