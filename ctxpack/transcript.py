@@ -276,7 +276,6 @@ class RecordedCall:
 # why a call's prompt is no context the file holds (RecordedCall.unplaced), as calibrate
 # says of each count of such calls it cannot fit: each a short phrase after "not used, "
 OFF_BRANCH = "off the branch"
-OLDER = "made before an older compaction than the newest"
 CUT = "made before a cut to fit the window"
 FORGOTTEN = "made on events a condensation forgot since"
 CLEARED = "made on a chat cleared since"
@@ -285,7 +284,7 @@ REWRITTEN = "of a reply rewound or written again since"
 NO_PLACE = "at no place the file names"
 SUMMARIZED = "made on a chat the agent summarized, which the file does not hold"
 OPENS = "with nothing before the reply in the file"
-UNPLACED = (OFF_BRANCH, OLDER, CUT, FORGOTTEN, CLEARED, EDITOR, REWRITTEN, NO_PLACE, SUMMARIZED,
+UNPLACED = (OFF_BRANCH, CUT, FORGOTTEN, CLEARED, EDITOR, REWRITTEN, NO_PLACE, SUMMARIZED,
             OPENS)
 
 

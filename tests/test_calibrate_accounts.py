@@ -408,3 +408,40 @@ def test_openhands_calls_before_a_condensation_are_fitted_on_the_events_they_wer
     assert abs(row["slope"] - 1.1) < 0.1 and abs(row["overhead"] - 5_000) < 500
     assert row["error"] is not None and row["worst"] < 0.02
     said_of_each([path], [row])
+
+
+def _compacted_session(name: str, steps: int) -> list[dict]:
+    """A Claude Code session `name` of `steps` calls, compacted, then `steps` more, with
+    the usage a real one records (`with_real_usage`)."""
+    from .helpers import with_real_usage
+    from .test_format_claude_code import answer, boundary, calls, piece, user
+
+    records = [user(f"{name}-u0", None, "Move the billing jobs off the old scheduler. " * 20)]
+    for part in range(2):
+        for k in range(steps):
+            tag = f"{name}-{part}-{k}"
+            listing = "".join(f"jobs/job_{k}_{j}.py: scheduled hourly\n"
+                              for j in range(30 + 10 * k))
+            records += [piece(f"{tag}-a", records[-1]["uuid"], f"msg_{tag}",
+                              calls(f"toolu_{tag}")),
+                        answer(f"{tag}-r", f"{tag}-a", f"toolu_{tag}", listing)]
+        if part == 0:
+            records += [boundary(f"{name}-b", records[-1]["uuid"]),
+                        user(f"{name}-s", f"{name}-b", "This session is being continued: "
+                             "the jobs moved so far are listed. " * 10, isCompactSummary=True)]
+    return with_real_usage([{**r, "sessionId": name} for r in records])
+
+
+def test_calls_before_each_joined_session_s_compaction_are_fitted(tmp_path: Path) -> None:
+    # `cat a.jsonl b.jsonl` of two compacted sessions: the calls the first session made
+    # before its compaction were "not used"; each is fitted on the context it was sent,
+    # as in the session alone
+    first, second = _compacted_session("sess-a", 6), _compacted_session("sess-b", 7)
+    alone = [rows(_write(tmp_path / f"{n}.jsonl", s)) for n, s in enumerate((first, second))]
+    path = _write(tmp_path / "joined.jsonl", [*first, *second])
+    (row,) = rows(path)
+    assert row["calls"] == sum(r["calls"] for rs in alone for r in rs) == 26
+    assert row["recorded"] == recorded([path]) == row["calls"] + sum(
+        row[k] for k in NOT_FITTED)
+    assert not row["no_prompt"] and not row["left_out"]
+    said_of_each([path], [row])

@@ -17,7 +17,6 @@ from typing import Any, Protocol, TypeVar
 from ..jsonl import json_kind
 from ..recorded import SetAside, whole
 from ..transcript import (
-    OLDER,
     Message,
     RecordedCall,
     Text,
@@ -651,11 +650,15 @@ def joined(sessions: list[tuple[int, Layout]], problems: list[tuple[int, str]]) 
     """One layout of the sessions' layouts (each with the number of its first message), each
     session a conversation: message numbers and calls' places moved past the sessions
     before; usage totals added (the newest session's last call and window stand). The
-    context before a compaction is kept of the newest session only, calls made on an
-    older one's counted as the totals' only."""
+    context before the newest compaction is the newest session's (the bill measures
+    on it); every context a session before it holds before its compactions is an older
+    one (`older`, newest first), so that each call made on it is fitted on it as in the
+    session alone. Each session's model is its conversation's (`models`)."""
     out = Layout([], problems=list(problems))
     usage: dict[str, Any] = {}
     conversations = 0
+    # the contexts before a compaction of the sessions before the newest, newest first
+    passed: list[tuple[list[int], list[RecordedCall]]] = []
     for k, (start, lay) in enumerate(sessions):
         out.calls += [replace(c, prompt=c.prompt + len(out.context)) for c in lay.calls]
         out.context += [start + n for n in lay.context]
@@ -663,13 +666,13 @@ def joined(sessions: list[tuple[int, Layout]], problems: list[tuple[int, str]]) 
         out.copies += [start + n for n in lay.copies]
         out.restated |= {start + n: start + first for n, first in lay.restated.items()}
         out.unbilled_calls += lay.unbilled_calls
+        contexts = [([start + n for n in held], calls) for held, calls in
+                    ((lay.earlier, lay.earlier_calls), *lay.older)]
         if k == len(sessions) - 1:
-            out.earlier = [start + n for n in lay.earlier]
-            out.earlier_calls = lay.earlier_calls
-            out.older = [([start + n for n in held], calls) for held, calls in lay.older]
+            (out.earlier, out.earlier_calls), *older = contexts
+            out.older = [*older, *passed]
         else:
-            out.unbilled_calls += [replace(c, prompt=0, unplaced=OLDER) for c in
-                                   (*lay.earlier_calls, *(c for _, cs in lay.older for c in cs))]
+            passed[:0] = contexts
         out.set_aside += lay.set_aside
         out.failed += lay.failed
         out.problems += lay.problems
