@@ -1145,8 +1145,8 @@ def calls_of_no_prompt(t: Transcript) -> list[Call]:
     """The calls `t` records the usage of but no prompt it holds: made off the branch,
     before a cut to fit the window, or of no place its record names (each of
     `unbilled_calls`, its reader saying which in its `unplaced`), or whose reply opens
-    the context it is in (what was sent before it is not in the file: `OPENS`). Their prompts are not messages the file holds, so no fit
-    takes them."""
+    the context it is in (what was sent before it is not in the file: `OPENS`).
+    Their prompts are not messages the file holds, so no fit takes them."""
     return [replace(c, unplaced=OPENS) for view in contexts_of(t) for c in view.calls
             if c.billed > 0 and not fittable(c)] + list(t.unbilled_calls)
 
