@@ -426,7 +426,7 @@ def no_room(b: Bill, window: int | None, model: str, budget: int | None = None) 
     limit = min(budget or window, window)
     if b.unlogged < limit:
         return ""
-    source = "as the file's calls show" if b.kind == "anchored" else \
+    source = "as the recorded calls show" if b.kind == "anchored" else \
         "the table's figure for this agent"
     sent = (f"the {b.unlogged:,} tokens sent besides the messages (system prompt, tool "
             f"definitions: {source}) are not below the ")

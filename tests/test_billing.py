@@ -20,7 +20,7 @@ from ctxpack.calibration import ANCHORED_ERROR, LEAST_ERROR, bill, least_billed,
 from ctxpack.compression import compress_file
 from ctxpack.compression.settings import Options
 from ctxpack.config import load_config
-from ctxpack.errors import UsageError
+from ctxpack.errors import CannotFit, UsageError
 from ctxpack.models import TABLE, Calibration
 from ctxpack.transcript import RecordedCall
 
@@ -677,6 +677,13 @@ def test_the_library_anchors_on_the_usage_it_is_told() -> None:
     assert told.billed["tokens_after"] == told.tokens_after + besides
     _, sized = ctxpack.compress(messages, model="gpt-4o", budget=13_500, usage=14_000)
     assert sized.billed == told.billed
+    # a budget not above what is sent besides is refused, naming the calls it was told of
+    # (there is no file to speak of)
+    with pytest.raises(CannotFit) as refused:
+        ctxpack.compress(messages, model="gpt-4o", budget=besides, usage=usage)
+    said = str(refused.value)
+    assert f"the {besides:,} tokens sent besides" in said and "recorded calls show" in said
+    assert "file" not in said
     # the list returned has no place for it: compressed again with no usage, it is
     # billed as the messages alone (the caller passes the next call's usage)
     _, again = ctxpack.compress(out, model="gpt-4o", budget=13_500)

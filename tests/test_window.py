@@ -587,7 +587,7 @@ def test_a_budget_not_above_what_is_sent_besides_the_messages_is_refused_before_
     out = tmp_path / "out.jsonl"
     for budget in (sent, 1_000):
         said = (f"the {sent:,} tokens sent besides the messages (system prompt, tool "
-                f"definitions: as the file's calls show) are not below the budget of "
+                f"definitions: as the recorded calls show) are not below the budget of "
                 f"{budget:,} tokens")
         run = run_ctxpack("compress", str(sample), "--budget", str(budget), "-o", str(out))
         assert_clean_error(run, 3, f"cannot fit the budget: {said}")
