@@ -292,7 +292,7 @@ def stats(source: PathOrFile | Transcript, model: str | None = None, *, format: 
     records = Records()  # (of each message, for Layout.held)
     with Workers() as workers:
         collector: StreamCounter[MessageStat] = StreamCounter(
-            model, table, lambda: [scanner.named_model, scanner.usual_model], _fill,
+            model, table, scanner.model_of, scanner.usual_model, _fill,
             cache=cache, workers=workers)
         try:
             first = None
@@ -327,20 +327,15 @@ def count_loaded(t: Transcript, items: Iterable[tuple[Message, T]], model: str |
                  cache: bool = False,
                  workers: Workers | None = None) -> tuple[TokenCounter, dict[str, Any]]:
     """Count the messages of the loaded transcript `t` (each with its payload for
-    `deliver`) as stats streams a file's (StreamCounter): the models it suggests are those
-    `t` has named so far (a session's own, in a file joining sessions of several models,
-    not the last one's), then, once all are read, the transcript's (`transcript_models`),
-    which a transcript of one conversation suggests from the start. The counter of the
-    last conversation is returned, and the counting's tally."""
-    several = len({m.conversation for m in t.messages}) > 1
-    named: list[str | None] = [None, *([] if several else transcript_models(t))]
-    collector: StreamCounter[T] = StreamCounter(model, table, lambda: named, deliver,
+    `deliver`) as stats streams a file's (StreamCounter): each conversation with the model
+    it names (`Transcript.model_of`), the first, where it names none, with its format's.
+    The counter of the last conversation is returned, and the counting's tally."""
+    collector: StreamCounter[T] = StreamCounter(model, table, t.model_of,
+                                                lambda: usual_model(t.format), deliver,
                                                 cache=cache, workers=workers)
     try:
         for m, payload in items:
-            named[0] = m.model or named[0]
             collector.add(m, payload)
-        named[:] = [named[0], *transcript_models(t)]
         return collector.done(), collector.tally
     finally:
         collector.close()

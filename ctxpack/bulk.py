@@ -200,22 +200,25 @@ class BulkCounter(Generic[T]):
 
 class StreamCounter(Generic[T]):
     """Counts messages as a transcript streams in, once the model (and so the encoding)
-    is known: messages before the transcript names one wait, up to MODEL_LOOKAHEAD. Each
-    conversation is counted with the model it names (sessions of several models joined in
-    one file), one that names none with the model before it; a `model` given is every
-    conversation's.
+    is known: a conversation's messages wait until it names its model, up to
+    MODEL_LOOKAHEAD. Each conversation is counted with the model it names (sessions of
+    several models joined in one file); one that names none with the model before it, the
+    first with the transcript's `usual` one; a `model` given is every conversation's.
 
-    `candidates` gives the models the transcript suggests so far, most specific first;
-    `deliver(payload, count)` is called for each message, in order, as its count adds up.
+    `named(n)` gives the model conversation n has named so far (besides its messages' own,
+    a header's: Codex's `turn_context`), or None; `usual()` the model to assume where the
+    first names none. `deliver(payload, count)` is called for each message, in order, as
+    its count adds up.
     """
 
     def __init__(self, model: str | None, table: ModelTable,
-                 candidates: Callable[[], list[str | None]],
+                 named: Callable[[int], str | None], usual: Callable[[], str | None],
                  deliver: Callable[[T, MessageCount], None], *, cache: bool = False,
                  workers: Workers | None = None) -> None:
         self.table = table
         self.workers = workers
-        self.candidates = candidates
+        self.named = named
+        self.usual = usual
         self.deliver = deliver
         self.cache = cache
         self.counter: TokenCounter | None = None
@@ -230,26 +233,22 @@ class StreamCounter(Generic[T]):
     def add(self, message: Message, payload: T) -> None:
         opens = message.conversation != self._conversation
         if opens:
-            if self._waiting and self.bulk is not None:  # it named no model
-                self._decide(None)
+            if self._waiting:  # the one before named no model among its messages
+                self._decide(self._model_of(self._conversation))
             self._conversation = message.conversation
-        # a conversation's messages wait until it names its model (the first, until the
-        # transcript suggests one)
+        # a conversation's messages wait until it names its model
         if self.bulk is None or self._waiting or (opens and not self._given):
             self._waiting.append((message, payload))
-            named = self.table.choose([message.model] if self.bulk is not None else
-                                      [message.model, *self.candidates()])
+            named = self.table.choose([message.model, self.named(message.conversation)])
             if named or len(self._waiting) >= MODEL_LOOKAHEAD:
-                self._decide(named)
+                self._decide(named or self._model_of(message.conversation))
             return
         self._count(message, payload)
 
     def done(self) -> TokenCounter:
         """Finish counting: every payload has had its count after this."""
-        if self.bulk is None:
-            self._start(self.table.choose(self.candidates()))
-        elif self._waiting:
-            self._decide(None)
+        if self.bulk is None or self._waiting:
+            self._decide(self._model_of(self._conversation))
         assert self.bulk is not None and self.counter is not None
         self.bulk.finish()
         return self.counter
@@ -267,9 +266,16 @@ class StreamCounter(Generic[T]):
         return {k: v + sum(t[k] for t in self._done) if k in added else v
                 for k, v in now.items()}
 
+    def _model_of(self, conversation: int) -> str | None:
+        """The model conversation `conversation` is counted with where its messages name
+        none: the one it names, else (the first counted) the usual one; None: the one before
+        it stands."""
+        return self.table.choose([self.named(conversation),
+                                  *([self.usual()] if self.bulk is None else [])])
+
     def _decide(self, named: str | None) -> None:
-        """Count the waiting messages with the model `named` (None: none named, so the
-        counter's, else the transcript's as it suggests it)."""
+        """Count the waiting messages with the model `named` (None: the counter's, or the
+        default where there is none yet)."""
         if self.bulk is None:
             self._start(named)
         elif named is not None and self.counter is not None and named != self.counter.model:

@@ -112,18 +112,21 @@ class Scanner:
         # why the format was taken without a record that marks it ("" when one did)
         self.unsure = ""
 
-    @property
-    def named_model(self) -> str | None:
-        """The model the transcript has named so far, if its reader tracks one, else the
-        one compress billed it as (see `_stale_calls`)."""
-        return getattr(self._reader, "model", None) or self.carried_model
-
-    @property
-    def usual_model(self) -> str | None:
-        """Once the file is read, its format's usual model (for files that name none)."""
-        if self.layout is None or self.format is None:
+    def model_of(self, conversation: int) -> str | None:
+        """The model conversation `conversation` has named so far, where its reader tells
+        one (a reader of joined sessions, each session's; else the reader's, of the first);
+        of the first, else the one compress billed the file as (see `_stale_calls`)."""
+        if hasattr(self._reader, "model_of"):
+            named = self._reader.model_of(conversation)
+        elif conversation == 0:
+            named = getattr(self._reader, "model", None)
+        else:
             return None
-        return formats.usual_model(self.format.name)
+        return named or (self.carried_model if conversation == 0 else None)
+
+    def usual_model(self) -> str | None:
+        """The format's usual model (for files that name none), once the format is known."""
+        return None if self.format is None else formats.usual_model(self.format.name)
 
     def messages(self) -> Iterator[Message]:
         """Yield messages in the order the reader completes them."""
@@ -801,6 +804,7 @@ def _transcript(scanner: Scanner, emitted: list[Message], records: Sequence[Reco
         older=older,
         unbilled_calls=tuple(c for c in layout.unbilled_calls if id(c) not in aside),
         model=layout.model,
+        models=tuple(layout.models),
         usage=layout.usage,
         skipped=tuple(scanner.skipped),
         unsure=scanner.unsure,

@@ -355,9 +355,18 @@ class Transcript:
     # every message read (context, outside and sub-agent's alike) in the order the reader
     # gave them, which within a line is the order its record holds them
     read: tuple[Message, ...] = ()
+    # of a file joining sessions, the model each names (Layout.models): see `model_of`
+    models: tuple[str | None, ...] = ()
 
     def rounds(self) -> list[Round]:
         return group_rounds(self.messages)
+
+    def model_of(self, conversation: int) -> str | None:
+        """The model conversation `conversation` names besides its messages: a joined
+        session's own (`models`), else the transcript's, of its first."""
+        if conversation < len(self.models):
+            return self.models[conversation]
+        return self.model if conversation == 0 else None
 
 
 class _Entry(Protocol):

@@ -106,6 +106,47 @@ def test_each_joined_session_is_counted_with_its_own_model(tmp_path: Path, order
     assert ctxpack.stats(joined).tokens == both["tokens"]
 
 
+def unanswered(session: bytes, model: str) -> bytes:
+    """The opening of the Codex session `session` up to its first reply, its
+    `turn_context` naming `model`: no message of it names a model (only replies do)."""
+    lines = []
+    for line in session.splitlines(keepends=True):
+        record = json.loads(line)
+        payload = record.get("payload", {})
+        if record["type"] == "response_item" and payload.get("role") not in ("user",
+                                                                              "developer"):
+            break
+        if record["type"] == "turn_context":
+            payload["model"] = model
+            line = json.dumps(record).encode() + b"\n"
+        lines.append(line)
+    return b"".join(lines)
+
+
+def test_a_codex_session_is_counted_with_the_model_its_turn_context_names(
+        tmp_path: Path) -> None:
+    # stats, compress and a loaded transcript count a session whose messages name no model
+    # with the one its header names, alone and joined after another model's session
+    opening = tmp_path / "opening.jsonl"
+    opening.write_bytes(unanswered(other_session(CODEX, CODEX_ID), "gpt-4-turbo"))
+    alone = stats_of(opening)
+    assert (alone["model"], alone["encoding"]) == ("gpt-4-turbo", "cl100k_base")
+    assert ctxpack.stats(ctxpack.load(opening)).tokens == alone["tokens"]
+    report = tmp_path / "report.json"
+    run = run_cli("compress", str(opening), "--dry-run", "--report-json", str(report))
+    assert run.code == 0, run.err
+    assert json.loads(report.read_text())["tokens_before"] == alone["context"]["visible"]
+    full = tmp_path / "full.jsonl"
+    full.write_bytes(CODEX.read_bytes())
+    for sessions in ([full, opening], [opening, full]):
+        joined = tmp_path / "joined.jsonl"
+        joined.write_bytes(b"".join(p.read_bytes() for p in sessions))
+        both = stats_of(joined)
+        assert both["conversations"] == 2
+        assert both["tokens"] == sum(stats_of(p)["tokens"] for p in sessions)
+        assert ctxpack.stats(ctxpack.load(joined)).tokens == both["tokens"]
+
+
 def test_a_file_of_one_session_is_unchanged_by_the_check(tmp_path: Path) -> None:
     # a session written twice under its own id (a resumed recording) stays one session
     path = tmp_path / "again.jsonl"

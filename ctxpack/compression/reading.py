@@ -231,7 +231,7 @@ def _read(src: Source, format: str | None, model: str | None, table: ModelTable,
     scanner = Scanner(src, format, skip_invalid=skip_invalid, index=index, progress=progress)
     counts: list[MessageCount | None] = []
     counting: StreamCounter[int] = StreamCounter(
-        model, table, lambda: [scanner.named_model, scanner.usual_model], counts.__setitem__,
+        model, table, scanner.model_of, scanner.usual_model, counts.__setitem__,
         cache=cache, workers=workers)
     emitted: _Emitted | None = None
     try:
@@ -253,6 +253,7 @@ def _read(src: Source, format: str | None, model: str | None, table: ModelTable,
     transcript = Transcript(
         format=fmt.name, path=scanner.path, records=index,
         messages=tuple(emitted.messages[n] for n in context), model=layout.model,
+        models=tuple(layout.models),
         usage=layout.usage, skipped=tuple(scanner.skipped), calls=tuple(layout.calls),
         set_aside=tuple(layout.set_aside), failed=tuple(layout.failed),
         problems=tuple(layout.problems), document=scanner.whole,
@@ -338,7 +339,7 @@ def of_transcript(t: Transcript, model: str | None, table: ModelTable,
                       **more)
     counts: list[MessageCount | None] = [None] * len(t.messages)
     counting: StreamCounter[int] = StreamCounter(
-        model, table, lambda: [t.model, usual_model(t.format)], counts.__setitem__,
+        model, table, t.model_of, lambda: usual_model(t.format), counts.__setitem__,
         cache=cache)
     try:
         for i, m in enumerate(t.messages):

@@ -159,6 +159,9 @@ class Layout:
     # newest statement (its messages on the line of its last) in the first one's place,
     # and what lies outside the context counts none of the others
     restated: dict[int, int] = field(default_factory=dict)
+    # of a file joining sessions, the model each names (its conversation's); else empty:
+    # the file's `model` is its only conversation's
+    models: list[str | None] = field(default_factory=list)
 
     def held_conversations(self) -> int:
         """How many conversations the file holds, as stats counts them: the reader's (one at
@@ -604,6 +607,13 @@ class Sessions:
     def items(self) -> Items | None:
         return getattr(self.reader, "items", None)
 
+    def model_of(self, session: int) -> str | None:
+        """The model session `session` (its conversation) has named so far: its layout's,
+        once read, else its reader's."""
+        if session < len(self.done):
+            return self.done[session][1].model
+        return getattr(self.reader, "model", None) if session == len(self.done) else None
+
     def located(self, path: str, data: bytes, first: int) -> None:
         """A document (one session) told to its reader, where it reads one (`located`)."""
         if hasattr(self.reader, "located"):
@@ -683,6 +693,7 @@ def joined(sessions: list[tuple[int, Layout]], problems: list[tuple[int, str]]) 
                 isinstance(v, int | float) and not isinstance(v, bool) for v in (before, value))
             usage[key] = before + value if adds else value
         out.model = lay.model or out.model
+        out.models.append(lay.model)
         if lay.outside_why and lay.outside_why not in out.outside_why:
             out.outside_why = "; ".join(w for w in (out.outside_why, lay.outside_why) if w)
         conversations += max(lay.conversations, 1)

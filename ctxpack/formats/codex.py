@@ -261,7 +261,7 @@ class CodexReader:
         self.restated: dict[int, int] = {}  # (see Layout.restated)
         self.window: list[int] = []
         self.said: list[Message] = []  # the message of each number in `window`
-        self.model: str | None = None
+        self.turn_model: str | None = None  # the newest `turn_context`'s
         self.meta_model: str | None = None
         self.totals: dict[str, Any] | None = None  # the running totals, as the file has them
         self.summed: dict[str, int] = {}  # the summary's totals: each call's share added
@@ -304,13 +304,13 @@ class CodexReader:
         if kind == "response_item":
             self.streamed = False
             self._note_encrypted(payload)
-            return self._emit([item_message(payload, line, record, self._model())])
+            return self._emit([item_message(payload, line, record, self.model)])
         if kind == "compacted":
             return self._compacted(line, record, payload)
         if kind == "session_meta":
             return self._session_meta(line, record, payload)
         if kind == "turn_context" and isinstance(payload.get("model"), str):
-            self.model = payload["model"]
+            self.turn_model = payload["model"]
             self._window(line, payload)
         elif kind == "event_msg" and payload.get("type") == "token_count":
             self._token_count(line, payload.get("info"))
@@ -322,9 +322,10 @@ class CodexReader:
             self.streamed = True
         return []
 
-    def _model(self) -> str | None:
+    @property
+    def model(self) -> str | None:
         """The model assistant messages read now were written by."""
-        return self.model or self.meta_model
+        return self.turn_model or self.meta_model
 
     def _emit(self, messages: list[Message | None]) -> list[Message]:
         out = [m for m in messages if m is not None]
@@ -382,7 +383,7 @@ class CodexReader:
             items = [i for i in history if isinstance(i, dict)]
             for item in items:
                 self._note_encrypted(item)
-            model = self._model()
+            model = self.model
             first = self.count
             kept = self._emit([item_message(item, line, model=model) for item in items])
             self._restates(replaced, list(enumerate(kept, first)))
@@ -440,7 +441,7 @@ class CodexReader:
                 self.summed[key] = self.summed.get(key, 0) + amount
             call = self.told = _Told(number(billed), output, reasoning, wrong, line, added,
                                      self.context_window)
-            self.every.append((call, self._model()))
+            self.every.append((call, self.model))
             self.ahead = None
             # (worded as every format words them: a null prompt count leaves the call out,
             # a null count of the reply leaves only its size unknown; the cached input is
@@ -464,7 +465,7 @@ class CodexReader:
                 # of every message so far (the place of the next)
                 call.left = number(last.get("total_tokens")) or None
                 if call.left is not None:
-                    self.recorded.append((self.count, self._model(), call))
+                    self.recorded.append((self.count, self.model, call))
             self.reply = None
         elif self.told is not None and not (self.told.wrong or self.told.again) and (
                 wrong or other):
@@ -552,7 +553,7 @@ class CodexReader:
 
     def finish(self) -> tuple[list[Message], Layout]:
         context = ([] if self.system is None else [self.system]) + self.window
-        model = self.model or self.meta_model
+        model = self.model
         windows, problems = self._windows(model)
         stands = None  # (a window not the model's: judged by the one before it, if any)
         for told, _ in self.every:
