@@ -401,6 +401,7 @@ def test_compress_leaves_what_is_not_in_the_file_as_stats_splits_the_input(
     # and each figure's kind and expected error are those stats gives each file
     assert (billed["kind"], billed["error"]) == (before["kind"], before["error"])
     assert (billed["kind_after"], billed["error_after"]) == (after["kind"], after["error"])
+    assert billed["as_stats"] is True
     assert f"{billed['tokens_after']:,} tokens ({after['kind']}; expected error " \
         f"±{after['error']:.1%}), {before['not_in_file']:,} of them sent but not in the " \
         "file" in " ".join(run.err.split())
@@ -441,6 +442,7 @@ def test_a_stripped_output_that_keeps_no_recorded_call_is_reported_as_stats_bill
     assert after["kind"] == "calibrated" and after["not_in_file"] == 0
     assert (billed["kind_after"], billed["error_after"], billed["not_in_file"]) == \
         (after["kind"], after["error"], 0)
+    assert billed["as_stats"] is True  # (kind, error and split as stats says them)
     (said,) = [w for w in report["warnings"] if w.startswith("--strip-metadata")]
     assert "in anthropic files it has no place but compress's `ctxpack` objects" in said
     assert f"it keeps no recorded call: `stats` of it bills it calibrated " \
@@ -470,6 +472,10 @@ def test_a_stripped_output_that_keeps_recorded_calls_says_stats_anchors_on_them(
         assert billed["kind_after"] == after["kind"] == "anchored"
         assert abs(after["tokens"] - billed["tokens_after"]) <= \
             (billed["error_after"] + after["error"]) * billed["tokens_after"]
+        # the JSON says its figures after are not those stats of the output gives
+        assert billed["as_stats"] is False
+        assert (after["tokens"], after["error"]) != (billed["tokens_after"],
+                                                     billed["error_after"])
         (said,) = [w for w in report["warnings"] if w.startswith("--strip-metadata")]
         assert f"anchors on the usage compress restates, so its bill is within the two " \
             f"expected errors of the {billed['tokens_after']:,} billed here" in said

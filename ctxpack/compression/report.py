@@ -82,7 +82,9 @@ def report_of(given: Input, plans: list[Plan], archiver: Archiver,
         target=first.billed_target if first else 0, limit=first.billed_limit if first else 0,
         tokens_before=sum(p.read.total for p in plans), tokens_after=sum(p.total for p in plans),
         messages_before=len(t.messages), messages_after=len(t.messages) - removed,
-        stages=stages, billed=_billed(given, plans, left),
+        stages=stages,
+        billed=_billed(given, plans, left,
+                       not (_strip_loses(given, plans, strip) and restated(given))),
         truncated=items.get("truncate", 0), masked=items.get("mask", 0),
         summary=_summaries(plans), llm=_llm(plans), seen=_seen(plans), archive=archive,
         warnings=warnings_of(given, plans) + uncarried(given, plans, strip, left),
@@ -124,17 +126,18 @@ def passed_over(b: Bill) -> list[str]:
     return [f"{why}; anchored on call {b.calls - n:,} of {b.calls:,}"]
 
 
-def _billed(given: Input, plans: list[Plan], left: Bill) -> dict[str, Any]:
+def _billed(given: Input, plans: list[Plan], left: Bill, as_stats: bool) -> dict[str, Any]:
     """The prompt before and after as the provider would bill it, each figure with its
     own kind and expected error (that after as `stats` of the output says them: `left`,
-    the `left_bill` of the plans)."""
+    the `left_bill` of the plans; not `as_stats` where stats of the output bills it on the
+    usage compress restates, within both errors: see `_restated_only`)."""
     b = given.bill
     before = b(sum(p.read.total for p in plans)) if plans else b.tokens
     after = sum(p.billed for p in plans) if plans else b.tokens
     return {"kind": b.kind, "tokens_before": before, "tokens_after": after,
             "not_in_file": min(left.unlogged, after),  # (as stats of the output splits it)
             "slope": b.slope, "error": b.error,
-            "kind_after": left.kind, "error_after": left.error}
+            "kind_after": left.kind, "error_after": left.error, "as_stats": as_stats}
 
 
 def left_bill(given: Input, plans: list[Plan], strip: bool = False) -> Bill:
@@ -197,7 +200,7 @@ def uncarried(given: Input, plans: list[Plan], strip: bool, left: Bill) -> list[
     does, and why."""
     b, after = given.bill, sum(p.billed for p in plans)
     known = carried(b)
-    if not strip or known is None or not any(p.changed for p in plans):
+    if not _strip_loses(given, plans, strip) or known is None:
         return []
     if restated(given):
         return [_restated_only(given, plans, after)]
@@ -211,6 +214,12 @@ def uncarried(given: Input, plans: list[Plan], strip: bool, left: Bill) -> list[
                 f"anchored on that, not the {after:,} billed here"]
     return [f"{lost}, and it keeps no recorded call: `stats` of it bills it {left.kind} "
             f"({left.tokens:,}), as a file that records none, not the {after:,} billed here"]
+
+
+def _strip_loses(given: Input, plans: list[Plan], strip: bool) -> bool:
+    """Whether an output written without `ctxpack` objects (`strip`) loses what compress
+    carries of the input's bill: it changed something, and the bill carries a figure."""
+    return strip and carried(given.bill) is not None and any(p.changed for p in plans)
 
 
 def _restated_only(given: Input, plans: list[Plan], after: int) -> str:
