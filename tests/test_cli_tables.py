@@ -72,13 +72,20 @@ def test_the_all_files_table_names_the_count_and_the_bill():
             in " ".join(run.err.split())
         # the total row: every conversation of every file, more than the column above
         # it adds up to (evals holds 17), and the caption says which is which
-        billed = sum(int(rows[f.name][4].replace(",", "")) for f in MANY)
+        # a file of several conversations is billed by its largest, and marked so
+        evals = files[1]
+        assert evals["conversations"] > 1
+        assert rows[MANY[1].name][3:6] == [f"{evals['tokens']:,}",
+                                           f"{evals['context']['tokens']:,}*",
+                                           f"{evals['context_ratio']:.1%}*"]
+        billed = sum(int(rows[f.name][4].rstrip("*").replace(",", "")) for f in MANY)
         total = _json(*MANY)["total"]
         assert rows["total"][4] == f"{total['billed_all_conversations']:,}"
         assert billed < total["billed_all_conversations"]
         caption = " ".join(run.out[run.out.index("tokens counted:"):].split())
         assert "the context as the provider would bill it" in caption
-        assert "of the file's largest conversation where it holds several" in caption
+        assert "marked *, of the file's largest conversation, where it holds several" \
+            in caption
         assert "The total row adds every conversation of every file" in caption
 
 

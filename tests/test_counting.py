@@ -196,7 +196,8 @@ def test_csv_says_the_bill_as_the_json_does_and_the_readme_names_its_columns():
 
     files = [str(SAMPLES / name) for name in (
         "coding-agent.claude-code.jsonl", "multi-round.anthropic.jsonl",
-        "support-chat.openai.jsonl", "todo-table.gemini-stream.jsonl")]
+        "support-chat.openai.jsonl", "todo-table.gemini-stream.jsonl",
+        "evals.openai-conversations.jsonl")]
     run = ctxpack("stats", "--format", "csv", *files)
     assert run.code == 0, run.err
     rows = list(csv.DictReader(io.StringIO(run.out)))
@@ -210,6 +211,9 @@ def test_csv_says_the_bill_as_the_json_does_and_the_readme_names_its_columns():
             (c["kind"], c["tokens"], c["visible"], c["not_in_file"])
         assert int(row["billed_visible"]) + int(row["billed_not_in_file"]) == c["tokens"]
         assert row["billed_error"] == ("" if c["error"] is None else str(c["error"]))
+        # (billed: of the largest conversation where the file holds several)
+        assert int(row["conversations"]) == doc["conversations"]
+    assert max(int(row["conversations"]) for row in rows) > 1
     assert kinds == {"anchored", "calibrated", "exact", "estimated"}
     readme = (ROOT / "README.md").read_text(encoding="utf-8")
     listed = re.search(r"The CSV's columns are\s+`([^`]+)`", readme)

@@ -75,7 +75,8 @@ def to_json(files: list[FileStats], unread: list[dict[str, Any]] | None = None) 
 
 
 # the context as billed (`context` in the JSON): its kind, tokens, the part in the file
-# and the rest, and the expected error ("" where unknown)
+# and the rest, and the expected error ("" where unknown); of a file of several
+# conversations (the last column), its largest's
 CSV_BILLED = ("billed_kind", "billed_tokens", "billed_visible", "billed_not_in_file",
               "billed_error")
 
@@ -87,7 +88,8 @@ def to_csv(files: list[FileStats]) -> str:
     writer.writerow(["path", "format", "model", "encoding", "exact", "messages", "tokens",
                      "rounds", "steps", "context_window", "context_ratio",
                      *(f"tokens_{r}" for r in CSV_ROLES), "outside_messages",
-                     "sidechain_messages", "recorded_last_input_tokens", *CSV_BILLED])
+                     "sidechain_messages", "recorded_last_input_tokens", *CSV_BILLED,
+                     "conversations"])
     for f in files:
         # a file's text with its control characters escaped, as the table shows it: a
         # model or path holding ESC, CR or NUL would otherwise reach a terminal or split a row
@@ -98,7 +100,8 @@ def to_csv(files: list[FileStats]) -> str:
                *(f.by_role.get(r, 0) for r in CSV_ROLES), f.outside["messages"],
                f.sidechain["messages"], f.usage.get("last_input_tokens", ""),
                *((c.kind, c.tokens, c.visible, c.not_in_file,
-                  "" if c.error is None else c.error) if c else ("",) * len(CSV_BILLED))]
+                  "" if c.error is None else c.error) if c else ("",) * len(CSV_BILLED)),
+               f.conversations]
         writer.writerow([plain(x) if isinstance(x, str) else x for x in row])
     return out.getvalue()
 
@@ -388,11 +391,11 @@ TOTAL_COLUMNS = (("file", True), ("format", True), ("conver-\nsations", False),
                  ("messages", False), ("tokens\ncounted", False), ("context\nbilled", False),
                  ("of\nwindow", False))
 TOTAL_CAPTION = ("tokens counted: ctxpack's count of everything each file holds. context billed: "
-                 "the context as the provider would bill it, of the file's largest "
-                 "conversation where it holds several (what --max-tokens checks), and its "
-                 "share of the window (--max-ratio). The total row adds every conversation "
-                 "of every file, so its bill is more than the column's sum where a file "
-                 "holds several.")
+                 "the context as the provider would bill it (what --max-tokens checks), and "
+                 "its share of the window (--max-ratio); marked *, of the file's largest "
+                 "conversation, where it holds several. The total row adds every "
+                 "conversation of every file, so its bill is more than the column's sum "
+                 "where a file holds several.")
 
 
 def print_total(console: Console, files: list[FileStats]) -> None:
@@ -408,9 +411,12 @@ def print_total(console: Console, files: list[FileStats]) -> None:
         table.add_column(header, justify="left" if name else "right", overflow="fold",
                          no_wrap=not name, min_width=12 if header == "file" else None)
     for f, name in zip(files, names, strict=True):
-        ctx = f"{f.context_ratio:.1%}" if f.context_ratio is not None else "-"
+        # (a file of several conversations is billed by its largest: marked so, as its
+        # count beside it is of them all)
+        mark = "*" if f.conversations > 1 else ""
+        ctx = f"{f.context_ratio:.1%}{mark}" if f.context_ratio is not None else "-"
         table.add_row(markup(name), f.format, f"{f.conversations:,}", f"{f.messages:,}",
-                      f"{f.tokens:,}", f"{billed(f):,}", ctx)
+                      f"{f.tokens:,}", f"{billed(f):,}{mark}", ctx)
     table.add_row("total", "", f"{t['conversations']:,}", f"{t['messages']:,}",
                   f"{t['tokens']:,}", f"{t['billed_all_conversations']:,}", "", style="bold")
     console.print(table)
