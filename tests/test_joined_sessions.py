@@ -222,10 +222,11 @@ ROUND_TOKENS = {"show": re.compile(r"^round \d+ .* ([\d,]+) tokens$", re.M),
 TOTAL = re.compile(r"~?([\d,]+) tokens in \d+ messages")
 
 
-def figures(path: Path, how: str) -> tuple[int, list[int]]:
-    """The total `show` (or `convert --to markdown`) gives `path`, and each round's."""
+def figures(path: Path, how: str, *flags: str) -> tuple[int, list[int]]:
+    """The total `show` (or `convert --to markdown`) gives `path` with `flags`, and each
+    round's."""
     args = ("show", str(path)) if how == "show" else ("convert", str(path), "--to", "markdown")
-    run = run_cli(*args)
+    run = run_cli(*args, *flags)
     assert run.code == 0, run.err
     total = TOTAL.search(run.out)
     assert total is not None, run.out[:500]
@@ -255,6 +256,12 @@ def test_show_and_convert_count_each_joined_session_with_its_own_model(
     assert total == both["tokens"] == sum(stats_of(p)["tokens"] for p in parts)
     largest = both["largest_conversation"]
     assert largest["tokens"] == alone[largest["number"] - 1][0]
+    # a model asked for counts every session, as stats counts them with it
+    given = [figures(p, how, "-m", "gpt-4o") for p in parts]
+    total, rounds = figures(joined, how, "-m", "gpt-4o")
+    assert rounds == given[0][1] + given[1][1] != alone[0][1] + alone[1][1]
+    run = run_cli("stats", str(joined), "--json", "-m", "gpt-4o")
+    assert total == json.loads(run.out)["files"][0]["tokens"]
 
 
 def test_what_each_joined_session_notes_is_kept() -> None:
