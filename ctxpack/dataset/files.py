@@ -97,7 +97,7 @@ def _parquet(path: str, rows: Rows, size: int,
     except (pa.ArrowInvalid, OSError) as exc:
         raise InputError(path, None, f"not a Parquet file ({exc})") from None
     schema = data.schema_arrow
-    start = 0
+    start, empty = 0, True
     for group in range(data.metadata.num_row_groups):
         count = data.metadata.row_group(group).num_rows
         if shard is None or group % shard[1] == shard[0]:
@@ -106,9 +106,10 @@ def _parquet(path: str, rows: Rows, size: int,
                 yield (pa.Table.from_batches([batch]).replace_schema_metadata(schema.metadata),
                        replace(rows, start=at))
                 at += batch.num_rows
+                empty = False
         start += count
-    if start == 0 or shard is not None and shard[0] >= data.metadata.num_row_groups:
-        yield schema.empty_table(), rows  # no rows: a table of no rows, with the columns
+    if empty:  # no rows (in the share): a table of no rows, with the columns
+        yield schema.empty_table(), rows
 
 
 def _jsonl(path: str, rows: Rows, size: int) -> Iterator[Any]:
