@@ -730,6 +730,81 @@ def test_openhands_condensation_forgets_the_events_it_names():
     assert validate(t) == []
 
 
+def openhands_condensed(**summary) -> list[dict]:
+    """An OpenHands trajectory whose condensation (event 5, of `summary` besides its range)
+    forgets the first call and its output: a request, the call kept, and one after."""
+    return [{"id": 0, "source": "user", "action": "message", "args": {"content": "go"}},
+            *openhands_run(1, "a"), *openhands_run(3, "b"),
+            {"id": 5, "source": "agent", "action": "condensation",
+             "args": {"forgotten_events_start_id": 1, "forgotten_events_end_id": 2, **summary}},
+            *openhands_run(6, "c")]
+
+
+def test_an_openhands_condensation_summary_is_read_at_its_offset(tmp_path):
+    said = "USER_CONTEXT: list the files\nCOMPLETED: ls 1 found none"
+    path, bare = tmp_path / "trajectory.json", tmp_path / "bare.json"
+    path.write_text(json.dumps(openhands_condensed(summary=said, summary_offset=1), indent=2))
+    bare.write_text(json.dumps(openhands_condensed(), indent=2))
+    t = load(path)
+    # OpenHands inserts it in the view as a user message, after the one event kept before
+    assert [(m.role, m.human, m.text) for m in t.messages][:3] == [
+        ("user", True, "go"), ("user", False, said),
+        ("assistant", False, 'execute_bash({"command":"ls 3"})')]
+    assert [m.text for m in t.messages[3:]] == ["out 3", 'execute_bash({"command":"ls 6"})',
+                                                "out 6"]
+    assert validate(t) == []
+    counted = TokenCounter("gpt-4o").message(t.messages[1]).total
+    assert stats_of(path)["by_role"]["user"] == stats_of(bare)["by_role"]["user"] + counted
+    shown = ctxpack("show", "--no-pager", str(path)).out
+    assert shown.index("go") < shown.index("COMPLETED: ls 1 found none") < shown.index("ls 3")
+    # it is the condensation's, not a record of its own
+    target = tmp_path / "written.json"
+    write(t, target)
+    assert target.read_bytes() == path.read_bytes()
+
+
+def test_only_the_newest_openhands_summary_stands():
+    events = openhands_condensed(summary="first", summary_offset=1)
+    events += [{"id": 8, "source": "agent", "action": "condensation",
+                "args": {"forgotten_event_ids": [3, 4], "summary": "second",
+                         "summary_offset": 1}}, *openhands_run(9, "d")]
+    t = load(io.BytesIO(json.dumps(events).encode()))
+    assert [m.text for m in t.messages[:3]] == ["go", "second", 'execute_bash({"command":"ls 6"})']
+    assert "first" in [m.text for m in t.outside]
+    # a newer condensation with no summary leaves the one before it standing
+    events.append({"id": 11, "source": "agent", "action": "condensation",
+                   "args": {"forgotten_event_ids": [6, 7]}})
+    t = load(io.BytesIO(json.dumps(events).encode()))
+    assert [m.text for m in t.messages] == ["go", "second", 'execute_bash({"command":"ls 9"})',
+                                            "out 9"]
+
+
+@pytest.mark.parametrize(("summary", "problem", "texts"), [
+    ({"summary": "gist", "summary_offset": "1"},
+     "condensation's 'summary_offset' is a string, not a whole number: its summary is read "
+     "past", ["go", "ls 3", "out 3"]),
+    ({"summary": ["gist"], "summary_offset": 1},
+     "condensation's 'summary' is an array, not a string: its summary is read past",
+     ["go", "ls 3", "out 3"]),
+    ({"summary": "gist", "summary_offset": 9},
+     "condensation's 'summary_offset' 9 is outside the 3 events its view holds: read where "
+     "OpenHands inserts it, as a Python list does", ["go", "ls 3", "out 3", "ls 6", "out 6",
+                                                     "gist"])],
+    ids=["offset-text", "summary-array", "offset-past"])
+def test_an_openhands_summary_openhands_cannot_insert_is_named(summary, problem, texts,
+                                                               tmp_path):
+    path = tmp_path / "trajectory.json"
+    text = json.dumps(openhands_condensed(**summary), indent=2)
+    path.write_text(text)
+    t = load(path)
+    assert [m.text.removeprefix('execute_bash({"command":"').removesuffix('"})')
+            for m in t.messages][:len(texts)] == texts
+    line = text[:text.index('"id": 5')].count("\n") + 1
+    run = ctxpack("validate", str(path))
+    assert (run.code, run.out.splitlines()) == (1, [f"{path}:{line}: event 5: {problem}"])
+    assert ctxpack("stats", str(path)).code == 0
+
+
 def test_openhands_each_response_is_a_call_with_its_recorded_prompt():
     instance = json.loads(OPENHANDS.read_bytes())
     usages = instance["metrics"]["token_usages"]

@@ -15,7 +15,9 @@ recall actions) are the UI's only; an action OpenHands does not write is read as
 of its source where it holds text (`args.content`), and named; an observation no tool call
 asked for (a command the user ran) reaches the model as a user message. A `condensation`
 action drops the events it names (`forgotten_event_ids`, or the
-`forgotten_events_start_id`..`end_id` range) from the context. Usage is an instance's
+`forgotten_events_start_id`..`end_id` range) from the context; its `summary` reaches the
+model as a user message, inserted at `summary_offset` among the events the agent's view
+holds, until a newer condensation's summary stands in its place. Usage is an instance's
 `metrics.token_usages` (one entry per LLM call, by `response_id`) or, where it has none (a
 trajectory), each LLM response's own `usage`: one source for a conversation, so the calls
 the bill anchors on are those the usage summary adds up (a response whose own usage the
@@ -23,9 +25,10 @@ metrics do not list is not counted: validate notes it). The `prompt_tokens` of a
 (the whole prompt, cached parts included, as LiteLLM reports it) is the prompt size of the
 call whose reply is the assistant message made of it. Calls before a condensation, or
 whose entry names no reply the file holds, are not recorded calls of the context (their
-prompts held the events it forgot, or what the file does not show): the summary holds
+prompts held the events it forgot, or what the file does not show): the usage summary holds
 them, judged by themselves, and calibrate fits each one made before a condensation on the
-events it was sent (those before that condensation that none before it forgot).
+events it was sent (those before that condensation that none before it forgot, and the
+summary that stood).
 """
 
 from __future__ import annotations
@@ -74,6 +77,11 @@ _ACTIONS = frozenset({
     "browse_interactive", "call_tool_mcp", "delegate", "think", "finish", "reject", "null",
     "pause", "resume", "stop", "change_agent_state", "push", "send_pr", "recall",
     "condensation", "condensation_request", "task_tracking", "loop_recovery"})
+
+# the events the agent's view of its history does not hold (openhands/memory/view.py, and
+# the history's filter in openhands/controller/state/state_tracker.py)
+_UNVIEWED = frozenset({"null", "change_agent_state", "agent_state_changed", "condensation",
+                       "condensation_request"})
 
 # the counts of a `metrics.token_usages` entry or of an LLM response's `usage`
 _COUNTS = ("prompt_tokens", "completion_tokens", "cache_read_tokens", "cache_write_tokens",
@@ -147,6 +155,57 @@ def refused(read: Message) -> list[str]:
     return [f"{action} action's 'args.content' is {json_kind(content)}, not a string"]
 
 
+def _summary(args: dict[str, Any]) -> tuple[tuple[str, int] | None, str]:
+    """A condensation's summary and its `summary_offset` (None with neither), or None and
+    why OpenHands cannot insert it."""
+    summary, offset = args.get("summary"), args.get("summary_offset")
+    if summary is None and offset is None:
+        return None, ""
+    if not isinstance(summary, str):
+        return None, f"'summary' is {json_kind(summary)}, not a string"
+    if type(offset) is not int:
+        return None, f"'summary_offset' is {json_kind(offset)}, not a whole number"
+    return (summary, offset), ""
+
+
+def _dropped(event: dict[str, Any], forgotten: tuple[set[int], list[tuple[int, int]]]) -> bool:
+    """True if `event` is among the ids and ranges of ids condensations forgot (`forgotten`)."""
+    ident = event.get("id")
+    if type(ident) is not int:
+        return False
+    ids, ranges = forgotten
+    return ident in ids or any(start <= ident <= end for start, end in ranges)
+
+
+def _in_view(event: dict[str, Any], forgotten: tuple[set[int], list[tuple[int, int]]]) -> bool:
+    """True if OpenHands' `View` of the agent's history holds `event`: the history leaves
+    out null events and agent state changes, the view condensations, requests for one and
+    what they forgot (`summary_offset` counts the events it holds)."""
+    if event.get("action") in _UNVIEWED or event.get("observation") in _UNVIEWED:
+        return False
+    return not _dropped(event, forgotten)
+
+
+def _view(built: list[Message], events: list[dict[str, Any]],
+          forgotten: tuple[set[int], list[tuple[int, int]]],
+          summary: tuple[int, int] | None) -> list[int]:
+    """The messages `built` of `events` the model reads, in its order: those of the events
+    `forgotten` spares, and the summary that stands (its place in `built`, its offset)
+    inserted among the events the view holds as OpenHands inserts it (a Python list's
+    insert: an offset past them puts it last, a negative one counts from the end)."""
+    held = [i for i, m in enumerate(built)
+            if m.raw.get("action") != "condensation" and not _dropped(m.raw, forgotten)]
+    if summary is None:
+        return held
+    at, offset = summary
+    view = [k for k, e in enumerate(events) if _in_view(e, forgotten)]
+    k = min(max(offset + len(view) if offset < 0 else offset, 0), len(view))
+    cut = view[k] if k < len(view) else len(events)
+    index = {id(e): n for n, e in enumerate(events)}
+    held.insert(sum(index[id(built[i].raw)] < cut for i in held), at)
+    return held
+
+
 def _forgotten(args: dict[str, Any]) -> tuple[set[int], list[tuple[int, int]]]:
     """The ids a condensation's `args` name and its range of ids (kept as bounds: a
     stranger's range may be far larger than the events it could name)."""
@@ -207,9 +266,13 @@ class OpenHandsReader:
         self.finder: LineFinder | None = None
         self.at = (0, 0)  # the event being read and its line
         self.forgotten: tuple[set[int], list[tuple[int, int]]] = (set(), [])
-        # of the conversation being read, each condensation: how many of its messages came
-        # before it, and what the condensations before it had forgotten (`forgotten` then)
-        self.condensations: list[tuple[int, tuple[set[int], list[tuple[int, int]]]]] = []
+        # the summary that stands: its message's place in the conversation and its offset
+        self.summary: tuple[int, int] | None = None
+        # of the conversation being read, each condensation: how many of its messages and
+        # events came before it, and what the condensations before it had forgotten and the
+        # summary that stood then (`forgotten` and `summary`)
+        self.condensations: list[tuple[int, int, tuple[set[int], list[tuple[int, int]]],
+                                       tuple[int, int] | None]] = []
         # the context before each condensation and the calls made on it (Layout.older)
         self.older: list[tuple[list[int], list[RecordedCall]]] = []
         # the calls of the conversation being read, by response id (`_call`), from its
@@ -258,7 +321,8 @@ class OpenHandsReader:
             model = _dict(_dict(record.get("metadata")).get("llm_config")).get("model")
             self.model = model if isinstance(model, str) else self.model
         start = len(self.messages)
-        self.forgotten, self.condensations = (set(), []), []  # of this conversation
+        # of this conversation
+        self.forgotten, self.summary, self.condensations = (set(), []), None, []
         try:
             built = self._conversation(line, events)
         except RecordError as error:  # a field of the wrong type: name the event and its line
@@ -267,19 +331,19 @@ class OpenHandsReader:
         if self.prompts or loose:
             self.sources.add(self.measured)
         self.messages += built
-        self.context += [start + i for i, m in enumerate(built) if not self._forgets(m)]
+        self.context += [start + i for i in _view(built, events, self.forgotten, self.summary)]
         # the context each condensation replaced: the messages before it that those before
         # it had not forgotten (a call made on it is fitted on it: calibration.contexts_of)
-        before = [[start + i for i, m in enumerate(built[:at]) if not self._forgets(m, gone)]
-                  for at, gone in self.condensations]
+        before = [[start + i for i in _view(built[:at], events[:n], gone, summary)]
+                  for at, n, gone, summary in self.condensations]
         on: list[list[RecordedCall]] = [[] for _ in before]
         for i, m in enumerate(built, start):
             call = self.prompts.pop(m.id or "", None) if m.role == "assistant" else None
             if call is None or not (call.billed or call.output or call.problem):
                 continue
             call = replace(call, model=m.model or self.model)
-            made = next((k for k, (at, _) in enumerate(self.condensations) if i - start < at),
-                        None)
+            made = next((k for k, (at, *_) in enumerate(self.condensations)
+                         if i - start < at), None)
             if made is None:
                 self.replies.append(replace(call, prompt=i))
             elif i in before[made]:
@@ -293,19 +357,10 @@ class OpenHandsReader:
         self.conversations += 1
         return built
 
-    def _forgets(self, m: Message,
-                 forgotten: tuple[set[int], list[tuple[int, int]]] | None = None) -> bool:
-        """True if a condensation of its conversation dropped the event `m` was made of (of
-        `forgotten`, given: those of the condensations up to one)."""
-        ident = m.raw.get("id") if isinstance(m.raw, dict) else None
-        if type(ident) is not int:
-            return False
-        ids, ranges = self.forgotten if forgotten is None else forgotten
-        return ident in ids or any(start <= ident <= end for start, end in ranges)
-
     def _conversation(self, line: int, events: list[dict[str, Any]]) -> list[Message]:
         """The messages of one conversation's events (each condensation noted in
-        `condensations`, what it forgot in `forgotten`)."""
+        `condensations`, what it forgot in `forgotten`, the summary that stands in
+        `summary`)."""
         out: list[Message] = []
         response: str | None = None
         conversation = self.conversations
@@ -324,11 +379,12 @@ class OpenHandsReader:
                 # every observation holds the text it shows (maybe ""): one without is broken
                 raise RecordError(refused_string(e, "content", f"{observation} observation")[0])
             if action == "condensation":
-                self.condensations.append((len(out), (set(self.forgotten[0]),
-                                                      list(self.forgotten[1]))))
+                self.condensations.append((len(out), n, (set(self.forgotten[0]),
+                                                         list(self.forgotten[1])), self.summary))
                 named, spans = _forgotten(args)
                 self.forgotten[0].update(named)
                 self.forgotten[1].extend(spans)
+                self._summarized(n, line, e, events[:n], out)
             meta = e.get("tool_call_metadata")
             if isinstance(meta, dict) and action is not None:
                 rid, text, args = _response(meta)
@@ -402,6 +458,27 @@ class OpenHandsReader:
         return [replace(m, place=f"event {index[id(m.raw)]}",
                         item_line=m.line if self.finder is not None else 0)
                 for m in out]
+
+    def _summarized(self, n: int, line: int, event: dict[str, Any],
+                    before: list[dict[str, Any]], out: list[Message]) -> None:
+        """Read condensation `n`'s summary, if it has one, as the user message OpenHands
+        inserts in the view in place of what it forgot (an `AgentCondensationObservation`):
+        it stands until a newer one does. One OpenHands cannot insert is named, read past."""
+        found, why = _summary(object_field(event, "args"))
+        what = f"event {n}: condensation's"
+        if found is None:
+            if why:
+                self.problems.append((line, f"{what} {why}: its summary is read past"))
+            return
+        summary, offset = found
+        held = sum(_in_view(e, self.forgotten) for e in before)
+        if not 0 <= offset <= held:
+            self.problems.append((line, f"{what} 'summary_offset' {offset} is outside the "
+                                        f"{held:,} events its view holds: read where "
+                                        "OpenHands inserts it, as a Python list does"))
+        self.summary = (len(out), offset)
+        out.append(Message("user", (Text(summary),), (line,), event,
+                           conversation=self.conversations))
 
     def finish(self) -> tuple[list[Message], Layout]:
         where = {n: i for i, n in enumerate(self.context)}
