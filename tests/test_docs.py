@@ -118,6 +118,16 @@ def test_the_stats_json_example_is_what_the_command_prints():
     assert differences(example(block), json.loads(run.out)) == []
 
 
+def test_the_first_stats_example_is_what_the_command_prints(exact_tokens):
+    """The README's first example, on 100 columns (its lines' width), line for line."""
+    said, block = re.search(r"```console\n\$ (ctxpack stats samples/\S+ --top \d+)\n(.*?)```",
+                            README, flags=re.S).groups()
+    run = ctxpack(*said.split()[1:], cwd=str(ROOT), env={"COLUMNS": "100"})
+    assert run.code == 0, run.err
+    assert [x.rstrip() for x in run.out.strip().splitlines()] == \
+        [x.rstrip() for x in block.strip().splitlines()]
+
+
 def test_the_compress_report_example_is_what_the_command_writes(tmp_path):
     from .conftest import SAMPLES
 
