@@ -373,6 +373,8 @@ class Bill:
                 # (of a summarized chat the bill over the count, no slope of the model:
                 # null, `summarized` says why)
                 "slope": None if self.summarized else self.slope,
+                # (of an anchored bill, the slope of what came after its anchor: the text's)
+                "after_slope": (self.after or self.slope) if self.kind == "anchored" else None,
                 "overhead": round(self.overhead),
                 "counted": self.counted, "calls": self.calls, "below": self.below,
                 "billed_model": self.model and printable(self.model),

@@ -1246,3 +1246,18 @@ def test_cannot_fit_names_the_budget_as_the_command_and_the_library_take_it(
     run = run_ctxpack("compress", str(path), "--budget", "100", "-o", str(tmp_path / "o"))
     assert run.code == 3 and "raise the budget (--budget, or budget= in the library)" in \
         " ".join(run.err.split()), run.err
+
+
+@pytest.mark.parametrize("name", ["coding-agent.claude-code.jsonl", "refactor.codex.jsonl",
+                                  "support-chat.openai.jsonl"])
+def test_the_json_gives_the_slope_the_text_gives_what_came_after(name: str) -> None:
+    # an anchored bill's text says the slope of what came after its anchor; the JSON's
+    # after_slope is that figure (null where no call anchors the bill)
+    path = SAMPLES / name
+    context = json.loads(run_ctxpack("stats", "--json", str(path)).out)["files"][0]["context"]
+    said = re.search(r"\+ ([0-9.]+) × the count of what came after",
+                     " ".join(run_ctxpack("stats", str(path)).out.split()))
+    if context["kind"] == "anchored":
+        assert said is not None and float(said[1]) == round(context["after_slope"], 4)
+    else:
+        assert said is None and context["after_slope"] is None
