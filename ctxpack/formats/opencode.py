@@ -10,18 +10,19 @@ messages: the step, then its results. Usage is the `step-finish` parts' `tokens`
 assistant `info.tokens` is the sum of its steps: only the parts are counted); each step
 that records them is a recorded call, its prompt the messages before it (the earlier
 steps of its message too), and the reasoning tokens of a step whose reasoning the file
-holds only encrypted are counted in the prompts that carry it. After a compaction (a user
-message with a `compaction` part answered by an assistant message with `summary: true`
-that finished, its `finish` set, and did not fail) the model sees only that user message
-and what follows it. OpenCode sends the model a text of its own for a user message's
-`compaction` part ("What did we do so far?") and `subtask` part ("The following tool was
-executed by the user"): counted as part of that message, which is not the person's. A
-part of a type OpenCode does not write is kept in the file, not read, and named by
-validate; so is a file of a user message OpenCode sends as it is (a PDF: ctxpack counts
-images, not documents), and a message of no parts (OpenCode sends nothing of it). An
-assistant message that failed (an `info.error`) OpenCode leaves out of every later
-prompt, unless it was aborted after writing more than reasoning: it is kept in the file,
-outside the context, and a failed summary ends no compaction.
+holds only encrypted are counted in the prompts that carry it. A compaction is a user
+message with a `compaction` part, completed by an assistant message with `summary: true`
+whose `parentID` names it and that finished, its `finish` set, and did not fail. After the
+newest completed compaction the model sees only that user message and what follows it.
+OpenCode sends the model a text of its own for a user message's `compaction` part ("What
+did we do so far?") and `subtask` part ("The following tool was executed by the user"):
+counted as part of that message, which is not the person's. A part of a type OpenCode
+does not write is kept in the file, not read, and named by validate; so is a file of a
+user message OpenCode sends as it is (a PDF: ctxpack counts images, not documents), and a
+message of no parts (OpenCode sends nothing of it). An assistant message that failed (an
+`info.error`) OpenCode leaves out of every later prompt, unless it was aborted after
+writing more than reasoning: it is kept in the file, outside the context, and a failed
+summary ends no compaction.
 """
 
 from __future__ import annotations
@@ -285,6 +286,31 @@ def _sent_back(info: dict[str, Any], parts: list[Any]) -> bool:
             for p in parts)
 
 
+def _compaction(parts: list[Any]) -> dict[str, Any] | None:
+    """A message's first `compaction` part, if it has one."""
+    return next((p for p in parts if isinstance(p, dict) and p.get("type") == "compaction"),
+                None)
+
+
+def _cut(messages: list[dict[str, Any]], parts: list[list[Any]]) -> int | None:
+    """The number of the compaction's message OpenCode cuts the history of the document's
+    messages (their `info`, their `parts`) at (None: it cuts none). As `filterCompacted`
+    (session/message-v2.ts) reads them, newest first: a summary that finished without
+    error completes the compaction its `parentID` names (naming a message of no
+    `compaction` part, it completes none); the newest completed compaction cuts."""
+    completed: set[str] = set()  # (a parentID that is no string names no message)
+    for n in reversed(range(len(messages))):
+        info = messages[n]
+        compaction = _compaction(parts[n]) if info.get("role") == "user" else None
+        if compaction is not None and info.get("id") in completed:
+            return n
+        if info.get("role") == "assistant" and _truthy(info.get("summary")) \
+                and _truthy(info.get("finish")) and not _failed(info) \
+                and isinstance(info.get("parentID"), str):
+            completed.add(info["parentID"])
+    return None
+
+
 def _image(part: dict[str, Any]) -> bool:
     """A file part that is an image (its `mime`), which the model is sent as one."""
     return str(part.get("mime", "")).startswith("image/")
@@ -339,7 +365,9 @@ class OpenCodeReader:
         session = _dict(record.get("info"))
         self.model = string_field(_dict(session.get("model")), "id") or self.model
         out: list[Message] = []
-        compacting: int | None = None
+        infos: list[dict[str, Any]] = []
+        held: list[list[Any]] = []  # their parts
+        spans: list[range] = []  # the numbers of the messages each of the document's gives
         for n, item in self.items.each(record["messages"], "messages"):
             if not isinstance(item, dict) or not isinstance(item.get("info"), dict):
                 raise RecordError(f"message {n} is {json_kind(item)} without an 'info' object",
@@ -358,17 +386,14 @@ class OpenCodeReader:
                     # read past, the message would be lost without a word
                     raise RecordError(f"message {n} part {i} ({p['type']}): 'text' is "
                                       f"{json_kind(p['text'])}, not a string", at)
+            infos.append(info)
+            held.append(parts)
+            begin = self.count + len(out)
             if role == "user":
-                if any(isinstance(p, dict) and p.get("type") == "compaction" for p in parts):
-                    compacting = len(out)
                 said = self._user(at, info, parts)
                 self.users += [self.count + len(out)] if said else []
                 out += said
             elif role == "assistant":
-                if info.get("summary") is True and _truthy(info.get("finish")) \
-                        and compacting is not None and not _failed(info):
-                    # (a summary that never finished, or failed, completes none)
-                    self.start = compacting
                 made = self._assistant(at, info, parts, self.count + len(out), n)
                 if not _sent_back(info, parts):
                     self.failed.update(range(self.count + len(out),
@@ -377,6 +402,9 @@ class OpenCodeReader:
             else:
                 raise RecordError(f"message {n} has role {role!r}, not 'user' or 'assistant'",
                                   at=("messages", n))
+            spans.append(range(begin, self.count + len(out)))
+        cut = _cut(infos, held)
+        self.start = spans[cut].start if cut is not None else self.start
         self.count += len(out)
         return out
 
