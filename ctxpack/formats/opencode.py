@@ -13,7 +13,10 @@ steps of its message too), and the reasoning tokens of a step whose reasoning th
 holds only encrypted are counted in the prompts that carry it. A compaction is a user
 message with a `compaction` part, completed by an assistant message with `summary: true`
 whose `parentID` names it and that finished, its `finish` set, and did not fail. After the
-newest completed compaction the model sees only that user message and what follows it.
+newest completed compaction the model sees only that user message and what follows it,
+and, where its part names a `tail_start_id` (the recent turns OpenCode keeps), the
+messages from that one up to the compaction, sent after the summary (`_after_compaction`);
+a call made in that tail was sent the history before it, and is of the usage totals only.
 OpenCode sends the model a text of its own for a user message's `compaction` part ("What
 did we do so far?") and `subtask` part ("The following tool was executed by the user"):
 counted as part of that message, which is not the person's. A part of a type OpenCode
@@ -286,29 +289,69 @@ def _sent_back(info: dict[str, Any], parts: list[Any]) -> bool:
             for p in parts)
 
 
-def _compaction(parts: list[Any]) -> dict[str, Any] | None:
-    """A message's first `compaction` part, if it has one."""
-    return next((p for p in parts if isinstance(p, dict) and p.get("type") == "compaction"),
-                None)
+def _compaction(parts: list[Any], tailed: bool = False) -> dict[str, Any] | None:
+    """A message's first `compaction` part (`tailed`: the first that has a `tail_start_id`
+    field, null or not), if it has one."""
+    return next((p for p in parts if isinstance(p, dict) and p.get("type") == "compaction"
+                 and (not tailed or "tail_start_id" in p)), None)
 
 
-def _cut(messages: list[dict[str, Any]], parts: list[list[Any]]) -> int | None:
-    """The number of the compaction's message OpenCode cuts the history of the document's
-    messages (their `info`, their `parts`) at (None: it cuts none). As `filterCompacted`
-    (session/message-v2.ts) reads them, newest first: a summary that finished without
-    error completes the compaction its `parentID` names (naming a message of no
-    `compaction` part, it completes none); the newest completed compaction cuts."""
+def _cut(messages: list[dict[str, Any]], parts: list[list[Any]]) -> tuple[int, int | None]:
+    """Where OpenCode cuts the history of the document's messages (their `info`, their
+    `parts`): the number of the first it keeps, and of the compaction's message (None: it
+    cuts none). As `filterCompacted` (session/message-v2.ts) reads them, newest first: a
+    summary that finished without error completes the compaction its `parentID` names
+    (naming a message of no `compaction` part, it completes none); the newest completed
+    compaction cuts at its message or, where its part names a `tail_start_id`, at that
+    message (nowhere, if no message has that id)."""
     completed: set[str] = set()  # (a parentID that is no string names no message)
+    retain: Any = None
+    cut: int | None = None
     for n in reversed(range(len(messages))):
         info = messages[n]
+        if retain is not None:
+            if info.get("id") == retain:
+                return n, cut
+            continue
         compaction = _compaction(parts[n]) if info.get("role") == "user" else None
         if compaction is not None and info.get("id") in completed:
-            return n
-        if info.get("role") == "assistant" and _truthy(info.get("summary")) \
+            cut, tail = n, compaction.get("tail_start_id")
+            if not _truthy(tail) or info.get("id") == tail:
+                return n, n
+            retain = tail
+        elif info.get("role") == "assistant" and _truthy(info.get("summary")) \
                 and _truthy(info.get("finish")) and not _failed(info) \
                 and isinstance(info.get("parentID"), str):
             completed.add(info["parentID"])
-    return None
+    return 0, None
+
+
+def _after_compaction(messages: list[dict[str, Any]], parts: list[list[Any]]
+                      ) -> tuple[list[int], int | None]:
+    """The numbers of the document's messages OpenCode sends the model, in the order it
+    sends them, and that of the compaction's message the history is cut at (`_cut`). Of
+    those kept, the newest compaction whose part has a `tail_start_id` field, its tail and
+    a summary of it (by `parentID` alone, finished or not: `filterCompacted` again) kept,
+    is sent with its summary first, then its tail, then what follows; what was kept
+    before its tail is left out."""
+    first, cut = _cut(messages, parts)
+    kept = list(range(first, len(messages)))
+    for at in reversed(range(len(kept))):
+        part = _compaction(parts[kept[at]], tailed=True) \
+            if messages[kept[at]].get("role") == "user" else None
+        if part is not None:
+            break
+    else:
+        return kept, cut
+    compaction, tail = messages[kept[at]].get("id"), part["tail_start_id"]
+    start = next((k for k, n in enumerate(kept) if messages[n].get("id") == tail), -1) \
+        if _truthy(tail) else -1
+    summary = next((k for k in range(at + 1, len(kept)) if messages[kept[k]].get("role")
+                    == "assistant" and _truthy(messages[kept[k]].get("summary"))
+                    and messages[kept[k]].get("parentID") == compaction), -1)
+    if 0 <= start < at < summary:
+        return [*kept[at:summary + 1], *kept[start:at], *kept[summary + 1:]], cut
+    return kept, cut
 
 
 def _image(part: dict[str, Any]) -> bool:
@@ -319,7 +362,8 @@ def _image(part: dict[str, Any]) -> bool:
 class OpenCodeReader:
     def __init__(self) -> None:
         self.count = 0
-        self.start = 0
+        self.sent: list[int] = []  # the messages OpenCode sends, in the order it sends them
+        self.cut: int | None = None  # the compaction's message, where one cuts the history
         self.model: str | None = None
         self.usage = StepUsage()
         self.calls: list[RecordedCall] = []  # their `prompt` the number of the step's message
@@ -403,8 +447,9 @@ class OpenCodeReader:
                 raise RecordError(f"message {n} has role {role!r}, not 'user' or 'assistant'",
                                   at=("messages", n))
             spans.append(range(begin, self.count + len(out)))
-        cut = _cut(infos, held)
-        self.start = spans[cut].start if cut is not None else self.start
+        order, cut = _after_compaction(infos, held)
+        self.sent += [k for n in order for k in spans[n]]
+        self.cut = spans[cut].start if cut is not None else self.cut
         self.count += len(out)
         return out
 
@@ -522,16 +567,18 @@ class OpenCodeReader:
     def finish(self) -> tuple[list[Message], Layout]:
         # reasoning held encrypted is sent back for good, or (older models) until the next
         # user message (see models.keeps_reasoning)
-        context = [n for n in range(self.start, self.count) if n not in self.failed]
+        context = [n for n in self.sent if n not in self.failed]
         at = {n: k for k, n in enumerate(context)}
-        users = [at[n] for n in self.users if n in at]
+        users = sorted(at[n] for n in self.users if n in at)
         # a call whose reply is not in the context (before a compaction, or failed) is of
-        # the usage summary only
+        # the usage summary only; so is one of the tail kept before the compaction, whose
+        # prompt held the history the compaction took out
         calls = [replace(c, prompt=at[c.prompt], until=None if keeps_reasoning(c.model) or (
                      after := bisect.bisect_right(users, at[c.prompt])) == len(users)
                      else users[after])
-                 for c in self.calls if c.prompt in at]
-        why = [*(["before a compaction"] if self.start else []),
+                 for c in self.calls
+                 if c.prompt in at and (self.cut is None or c.prompt > self.cut)]
+        why = [*(["before a compaction"] if len(self.sent) < self.count else []),
                *(["a reply that failed, which OpenCode does not send again"]
                  if self.failed else [])]
         return [], Layout(context, model=self.model, outside_why="; ".join(why),
