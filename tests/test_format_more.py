@@ -541,7 +541,7 @@ def test_opencode_context_starts_at_the_last_compaction():
         message(2, "assistant", [{"type": "text", "text": "done, long story"}]),
         message(3, "user", [{"type": "compaction", "auto": True}]),
         message(4, "assistant", [{"type": "text", "text": "Summary: parser built"}],
-                summary=True, finish="stop"),
+                parentID="msg_3", summary=True, finish="stop"),
         message(5, "user", [{"type": "text", "text": "now the printer"}]),
     ]}
     data = json.dumps(doc, indent=2).encode()
@@ -602,8 +602,8 @@ def test_an_opencode_summary_that_failed_completes_no_compaction(error):
         {"info": {"id": "msg_1", "role": "user"},
          "parts": [{"type": "text", "text": "build the parser"}]},
         {"info": {"id": "msg_2", "role": "user"}, "parts": [{"type": "compaction"}]},
-        {"info": {"id": "msg_3", "role": "assistant", "summary": True, "finish": "stop",
-                  "error": error},
+        {"info": {"id": "msg_3", "role": "assistant", "parentID": "msg_2", "summary": True,
+                  "finish": "stop", "error": error},
          "parts": [{"type": "text", "text": "Summary: parser built"}]}]}
     t = load(io.BytesIO(json.dumps(doc).encode()))
     assert [m.text for m in t.messages][0] == \
@@ -614,7 +614,8 @@ def test_an_opencode_summary_that_failed_completes_no_compaction(error):
 def test_an_opencode_summary_completes_a_compaction_only_once_it_finished(tmp_path, finish):
     # OpenCode cuts the history at a compaction only when its summary has a `finish`
     # (session/message-v2.ts, filterCompacted): one still streaming, or cut off, does not
-    summary = {"id": "msg_3", "role": "assistant", "summary": True, "modelID": "gpt-4o"}
+    summary = {"id": "msg_3", "role": "assistant", "parentID": "msg_2", "summary": True,
+               "modelID": "gpt-4o"}
     doc = {"info": {"id": "ses_compact"}, "messages": [
         {"info": {"id": "msg_1", "role": "user"},
          "parts": [{"type": "text", "text": "build the parser " * 40}]},
@@ -632,6 +633,92 @@ def test_an_opencode_summary_completes_a_compaction_only_once_it_finished(tmp_pa
     show = ctxpack("convert", str(path), "--to", "openai")
     assert show.code == 0, show.err
     assert ("build the parser" in show.out) is not done
+
+
+def opencode_message(n, role, parts, **info):
+    """Message `n` of an OpenCode export: `parts` a text, or the parts themselves."""
+    parts = [{"type": "text", "text": parts}] if isinstance(parts, str) else parts
+    return {"info": {"id": f"msg_{n}", "role": role, **info}, "parts": parts}
+
+
+ASKED = "What did we do so far?"  # what OpenCode sends for a compaction part
+
+
+@pytest.mark.parametrize(("parent", "sent"), [
+    ("msg_3", [ASKED, "Summary: parser built", "now the printer"]),
+    # the older of two compactions: the history is cut at the one the summary answers
+    ("msg_2", [ASKED, ASKED, "Summary: parser built", "now the printer"]),
+    # a summary of no compaction (a message without the part, or no message) cuts nothing
+    ("msg_1", ["build the parser", ASKED, ASKED, "Summary: parser built", "now the printer"]),
+    ("msg_9", ["build the parser", ASKED, ASKED, "Summary: parser built", "now the printer"]),
+])
+def test_an_opencode_summary_completes_the_compaction_its_parent_id_names(parent, sent):
+    # OpenCode links a summary to its compaction by the summary's parentID, not by their
+    # order (session/message-v2.ts, filterCompacted)
+    doc = {"info": {"id": "ses_compact"}, "messages": [
+        opencode_message(1, "user", "build the parser"),
+        opencode_message(2, "user", [{"type": "compaction", "auto": False}]),
+        opencode_message(3, "user", [{"type": "compaction", "auto": True}]),
+        opencode_message(4, "assistant", "Summary: parser built", parentID=parent,
+                         summary=True, finish="stop"),
+        opencode_message(5, "user", "now the printer")]}
+    data = json.dumps(doc, indent=2).encode()
+    t = load(io.BytesIO(data))
+    assert [m.text for m in t.messages] == sent
+    assert len(t.outside) == 5 - len(sent)
+    assert roundtrip(data) == data
+
+
+def tailed_compaction(tail) -> dict:
+    """An export compacted once, keeping the turn from `tail` (`tail_start_id`) on; its
+    tail's reply and the reply after the compaction each record one call."""
+    def step(prompt):
+        return {"type": "step-finish", "reason": "stop", "cost": 0, "tokens": {
+            "input": prompt, "output": 20, "reasoning": 0, "cache": {"read": 0, "write": 0}}}
+
+    part = {"type": "compaction", "auto": True} | ({} if tail is None else {"tail_start_id": tail})
+    model = {"modelID": "gpt-4o", "providerID": "openai"}
+    return {"info": {"id": "ses_tail"}, "messages": [
+        opencode_message(1, "user", "build the parser " * 40),
+        opencode_message(2, "assistant", "parser built", parentID="msg_1", **model),
+        opencode_message(3, "user", "now the printer"),
+        opencode_message(4, "assistant", [{"type": "text", "text": "printer begun"},
+                                          step(900)], parentID="msg_3", **model),
+        opencode_message(5, "user", [part]),
+        opencode_message(6, "assistant", "Summary: parser built", parentID="msg_5",
+                         summary=True, finish="stop", **model),
+        opencode_message(7, "user", "go on"),
+        opencode_message(8, "assistant", [{"type": "text", "text": "printer done"},
+                                          step(1200)], parentID="msg_7", **model)]}
+
+
+@pytest.mark.parametrize(("tail", "sent"), [
+    # the compaction and its summary first, then the turns kept, then what follows
+    ("msg_3", [ASKED, "Summary: parser built", "now the printer", "printer begun", "go on",
+               "printer done"]),
+    (None, [ASKED, "Summary: parser built", "go on", "printer done"]),
+    # a tail that starts at no message of the file: OpenCode sends the whole history
+    ("msg_0", ["build the parser " * 40, "parser built", "now the printer", "printer begun",
+               ASKED, "Summary: parser built", "go on", "printer done"]),
+])
+def test_opencode_sends_the_tail_a_compaction_keeps_after_its_summary(tmp_path, tail, sent):
+    # newer OpenCode keeps the recent turns whole: the compaction part's tail_start_id
+    # names the first message kept (session/message-v2.ts, filterCompacted)
+    path = tmp_path / "tailed.json"
+    path.write_text(json.dumps(tailed_compaction(tail), indent=2))
+    t = load(path)
+    assert [m.text for m in t.messages] == sent
+    got = stats_of(path)
+    assert (got["messages"], got["outside"]["messages"]) == (len(sent), 8 - len(sent))
+    show = ctxpack("convert", str(path), "--to", "openai")
+    assert show.code == 0, show.err
+    assert [m["content"] for m in json.loads(show.out)["messages"]] == sent
+    # the tail's reply was sent the history the compaction took out: no prompt of this
+    # context, its call is of the usage totals only
+    assert [c.prompt for c in t.calls] == \
+        ([len(sent) - 1] if tail != "msg_0" else [3, len(sent) - 1])
+    assert ctxpack("validate", str(path)).code == 0
+    assert roundtrip(path.read_bytes()) == path.read_bytes()
 
 
 def test_an_opencode_step_that_records_no_tokens_is_no_call(tmp_path):

@@ -10,18 +10,22 @@ messages: the step, then its results. Usage is the `step-finish` parts' `tokens`
 assistant `info.tokens` is the sum of its steps: only the parts are counted); each step
 that records them is a recorded call, its prompt the messages before it (the earlier
 steps of its message too), and the reasoning tokens of a step whose reasoning the file
-holds only encrypted are counted in the prompts that carry it. After a compaction (a user
-message with a `compaction` part answered by an assistant message with `summary: true`
-that finished, its `finish` set, and did not fail) the model sees only that user message
-and what follows it. OpenCode sends the model a text of its own for a user message's
-`compaction` part ("What did we do so far?") and `subtask` part ("The following tool was
-executed by the user"): counted as part of that message, which is not the person's. A
-part of a type OpenCode does not write is kept in the file, not read, and named by
-validate; so is a file of a user message OpenCode sends as it is (a PDF: ctxpack counts
-images, not documents), and a message of no parts (OpenCode sends nothing of it). An
-assistant message that failed (an `info.error`) OpenCode leaves out of every later
-prompt, unless it was aborted after writing more than reasoning: it is kept in the file,
-outside the context, and a failed summary ends no compaction.
+holds only encrypted are counted in the prompts that carry it. A compaction is a user
+message with a `compaction` part, completed by an assistant message with `summary: true`
+whose `parentID` names it and that finished, its `finish` set, and did not fail. After the
+newest completed compaction the model sees only that user message and what follows it,
+and, where its part names a `tail_start_id` (the recent turns OpenCode keeps), the
+messages from that one up to the compaction, sent after the summary (`_after_compaction`);
+a call made in that tail was sent the history before it, and is of the usage totals only.
+OpenCode sends the model a text of its own for a user message's `compaction` part ("What
+did we do so far?") and `subtask` part ("The following tool was executed by the user"):
+counted as part of that message, which is not the person's. A part of a type OpenCode
+does not write is kept in the file, not read, and named by validate; so is a file of a
+user message OpenCode sends as it is (a PDF: ctxpack counts images, not documents), and a
+message of no parts (OpenCode sends nothing of it). An assistant message that failed (an
+`info.error`) OpenCode leaves out of every later prompt, unless it was aborted after
+writing more than reasoning: it is kept in the file, outside the context, and a failed
+summary ends no compaction.
 """
 
 from __future__ import annotations
@@ -285,6 +289,71 @@ def _sent_back(info: dict[str, Any], parts: list[Any]) -> bool:
             for p in parts)
 
 
+def _compaction(parts: list[Any], tailed: bool = False) -> dict[str, Any] | None:
+    """A message's first `compaction` part (`tailed`: the first that has a `tail_start_id`
+    field, null or not), if it has one."""
+    return next((p for p in parts if isinstance(p, dict) and p.get("type") == "compaction"
+                 and (not tailed or "tail_start_id" in p)), None)
+
+
+def _cut(messages: list[dict[str, Any]], parts: list[list[Any]]) -> tuple[int, int | None]:
+    """Where OpenCode cuts the history of the document's messages (their `info`, their
+    `parts`): the number of the first it keeps, and of the compaction's message (None: it
+    cuts none). As `filterCompacted` (session/message-v2.ts) reads them, newest first: a
+    summary that finished without error completes the compaction its `parentID` names
+    (naming a message of no `compaction` part, it completes none); the newest completed
+    compaction cuts at its message or, where its part names a `tail_start_id`, at that
+    message (nowhere, if no message has that id)."""
+    completed: set[str] = set()  # (a parentID that is no string names no message)
+    retain: Any = None
+    cut: int | None = None
+    for n in reversed(range(len(messages))):
+        info = messages[n]
+        if retain is not None:
+            if info.get("id") == retain:
+                return n, cut
+            continue
+        compaction = _compaction(parts[n]) if info.get("role") == "user" else None
+        if compaction is not None and info.get("id") in completed:
+            cut, tail = n, compaction.get("tail_start_id")
+            if not _truthy(tail) or info.get("id") == tail:
+                return n, n
+            retain = tail
+        elif info.get("role") == "assistant" and _truthy(info.get("summary")) \
+                and _truthy(info.get("finish")) and not _failed(info) \
+                and isinstance(info.get("parentID"), str):
+            completed.add(info["parentID"])
+    return 0, None
+
+
+def _after_compaction(messages: list[dict[str, Any]], parts: list[list[Any]]
+                      ) -> tuple[list[int], int | None]:
+    """The numbers of the document's messages OpenCode sends the model, in the order it
+    sends them, and that of the compaction's message the history is cut at (`_cut`). Of
+    those kept, the newest compaction whose part has a `tail_start_id` field, its tail and
+    a summary of it (by `parentID` alone, finished or not: `filterCompacted` again) kept,
+    is sent with its summary first, then its tail, then what follows; what was kept
+    before its tail is left out."""
+    first, cut = _cut(messages, parts)
+    kept = list(range(first, len(messages)))
+    for at in reversed(range(len(kept))):
+        part = _compaction(parts[kept[at]], tailed=True) \
+            if messages[kept[at]].get("role") == "user" else None
+        if part is not None:
+            break
+    else:
+        return kept, cut
+    compaction, tail = messages[kept[at]].get("id"), part["tail_start_id"]
+    start = next((k for k, n in enumerate(kept) if messages[n].get("id") == tail), -1) \
+        if _truthy(tail) else -1
+    summary = next((k for k in range(at + 1, len(kept)) if messages[kept[k]].get("role")
+                    == "assistant" and _truthy(messages[kept[k]].get("summary"))
+                    and messages[kept[k]].get("parentID") == compaction), -1)
+    if 0 <= start < at < summary:
+        return [*kept[at:summary + 1], *kept[start:at], *kept[summary + 1:]], cut
+    return kept, cut
+
+
 def _image(part: dict[str, Any]) -> bool:
     """A file part that is an image (its `mime`), which the model is sent as one."""
     return str(part.get("mime", "")).startswith("image/")
@@ -293,7 +362,8 @@ def _image(part: dict[str, Any]) -> bool:
 class OpenCodeReader:
     def __init__(self) -> None:
         self.count = 0
-        self.start = 0
+        self.sent: list[int] = []  # the messages OpenCode sends, in the order it sends them
+        self.cut: int | None = None  # the compaction's message, where one cuts the history
         self.model: str | None = None
         self.usage = StepUsage()
         self.calls: list[RecordedCall] = []  # their `prompt` the number of the step's message
@@ -339,7 +409,9 @@ class OpenCodeReader:
         session = _dict(record.get("info"))
         self.model = string_field(_dict(session.get("model")), "id") or self.model
         out: list[Message] = []
-        compacting: int | None = None
+        infos: list[dict[str, Any]] = []
+        held: list[list[Any]] = []  # their parts
+        spans: list[range] = []  # the numbers of the messages each of the document's gives
         for n, item in self.items.each(record["messages"], "messages"):
             if not isinstance(item, dict) or not isinstance(item.get("info"), dict):
                 raise RecordError(f"message {n} is {json_kind(item)} without an 'info' object",
@@ -358,17 +430,14 @@ class OpenCodeReader:
                     # read past, the message would be lost without a word
                     raise RecordError(f"message {n} part {i} ({p['type']}): 'text' is "
                                       f"{json_kind(p['text'])}, not a string", at)
+            infos.append(info)
+            held.append(parts)
+            begin = self.count + len(out)
             if role == "user":
-                if any(isinstance(p, dict) and p.get("type") == "compaction" for p in parts):
-                    compacting = len(out)
                 said = self._user(at, info, parts)
                 self.users += [self.count + len(out)] if said else []
                 out += said
             elif role == "assistant":
-                if info.get("summary") is True and _truthy(info.get("finish")) \
-                        and compacting is not None and not _failed(info):
-                    # (a summary that never finished, or failed, completes none)
-                    self.start = compacting
                 made = self._assistant(at, info, parts, self.count + len(out), n)
                 if not _sent_back(info, parts):
                     self.failed.update(range(self.count + len(out),
@@ -377,6 +446,10 @@ class OpenCodeReader:
             else:
                 raise RecordError(f"message {n} has role {role!r}, not 'user' or 'assistant'",
                                   at=("messages", n))
+            spans.append(range(begin, self.count + len(out)))
+        order, cut = _after_compaction(infos, held)
+        self.sent += [k for n in order for k in spans[n]]
+        self.cut = spans[cut].start if cut is not None else self.cut
         self.count += len(out)
         return out
 
@@ -494,16 +567,18 @@ class OpenCodeReader:
     def finish(self) -> tuple[list[Message], Layout]:
         # reasoning held encrypted is sent back for good, or (older models) until the next
         # user message (see models.keeps_reasoning)
-        context = [n for n in range(self.start, self.count) if n not in self.failed]
+        context = [n for n in self.sent if n not in self.failed]
         at = {n: k for k, n in enumerate(context)}
-        users = [at[n] for n in self.users if n in at]
+        users = sorted(at[n] for n in self.users if n in at)
         # a call whose reply is not in the context (before a compaction, or failed) is of
-        # the usage summary only
+        # the usage summary only; so is one of the tail kept before the compaction, whose
+        # prompt held the history the compaction took out
         calls = [replace(c, prompt=at[c.prompt], until=None if keeps_reasoning(c.model) or (
                      after := bisect.bisect_right(users, at[c.prompt])) == len(users)
                      else users[after])
-                 for c in self.calls if c.prompt in at]
-        why = [*(["before a compaction"] if self.start else []),
+                 for c in self.calls
+                 if c.prompt in at and (self.cut is None or c.prompt > self.cut)]
+        why = [*(["before a compaction"] if len(self.sent) < self.count else []),
                *(["a reply that failed, which OpenCode does not send again"]
                  if self.failed else [])]
         return [], Layout(context, model=self.model, outside_why="; ".join(why),
