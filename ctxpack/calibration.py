@@ -593,7 +593,8 @@ def billed_points(counted: Sequence[int], recorded: dict[int, int], billed: Bill
     (the reply's priming in it): where a call was made on it, the prompt size the provider
     recorded (`recorded`, as `recorded_sizes` places them); after one, anchored on the
     last such call at the slope of what came after it, as `billed` is on its last call;
-    before any, `billed`'s line."""
+    before any, `billed`'s line. A last point that counts what `billed` counts is its
+    figure, to the token (whose parts, in the file and not, are rounded apart)."""
     out: list[int] = []
     last: tuple[int, int] | None = None  # (recorded size, count) of the newest call
     for i, n in enumerate(counted):
@@ -601,6 +602,8 @@ def billed_points(counted: Sequence[int], recorded: dict[int, int], billed: Bill
             last = recorded[i], n
         out.append(billed(n) if last is None else
                    anchored(billed.after or billed.slope, last[0], last[1], n))
+    if out and counted[-1] == billed.counted:
+        out[-1] = billed.tokens
     return out
 
 

@@ -237,6 +237,47 @@ def test_the_context_over_the_run_peaks_at_the_bill_stats_prints(name, tmp_path)
         assert ("not in the file</span>" in drawn) == (context["not_in_file"] > 0)
 
 
+@pytest.mark.corpus
+@pytest.mark.parametrize("name", ["gemini-cli-chat/personal_finance__gemini_session.json",
+                                  "opencode/Cap__opencode-session.json"])
+def test_the_last_point_is_the_bill_to_the_token(name, tmp_path):
+    # files whose bill anchors a few tokens after its last call: the picture's last point
+    # (here its peak) is stats' figure, not the anchor's line a rounding away from it
+    import json
+
+    from .conftest import CORPUS
+
+    path = CORPUS / name
+    if not path.is_file():
+        pytest.skip("corpus not found beside the checkout (../shared/corpus)")
+    context = json.loads(ctxpack("stats", "--json", str(path)).out)["files"][0]["context"]
+    out = tmp_path / "doc.html"
+    assert ctxpack("convert", str(path), "--to", "html", "-o", str(out)).code == 0
+    caption = re.search(r"<figcaption>Context size over the run[^<]*", out.read_text()).group()
+    assert f"peak {context['tokens']:,} tokens" in caption, caption
+
+
+def test_the_whole_log_is_drawn_as_counted_not_as_a_context(tmp_path):
+    # `convert --all` pictures every message the file holds, sent or not: no bill, no part
+    # not in the file, and a peak that is the whole log's count (stats' header with the
+    # messages outside the context added), above the context's bill
+    import json
+
+    path = SAMPLES / "coding-agent.claude-code.jsonl"
+    doc = json.loads(ctxpack("stats", "--json", str(path)).out)["files"][0]
+    out = tmp_path / "all.html"
+    assert ctxpack("convert", str(path), "--all", "--to", "html", "-o", str(out)).code == 0
+    drawn = out.read_text()
+    caption = re.search(r"<figcaption>[^<]*", drawn).group()
+    assert caption.startswith("<figcaption>The whole log's size over the run by role, as "
+                              "counted"), caption
+    assert "as billed" not in caption and "not in the file" not in drawn
+    peak = int(re.search(r"peak ([\d,]+) tokens", caption)[1].replace(",", ""))
+    assert doc["outside"]["messages"] > 0
+    assert peak > doc["tokens"] and peak != doc["context"]["tokens"]
+    assert "tokens in the log so far" in drawn and "tokens in context" not in drawn
+
+
 def test_the_context_over_the_run_is_drawn_at_each_calls_recorded_size(tmp_path):
     # a point a recorded call was made on is drawn at the prompt size the provider
     # recorded for that call (Claude Code: input and both cache fields, once per

@@ -108,10 +108,13 @@ def _converted(file: str, how: _ConvertJob) -> tuple[bytes, list[str]]:
         from ..render.charts import charts_of
         from ..render.document import to_html
 
-        # (the context over the run drawn as billed, as `stats --html` draws it)
-        bill = stats(transcript, how.model, top=0, table=how.table).context
+        # (the context over the run drawn as billed, as `stats --html` draws it; the whole
+        # log, `--all`, is no context: drawn as counted)
+        bill = None if how.all_ else stats(transcript, how.model, top=0,
+                                           table=how.table).context
         text = to_html(view, charts_of(transcript, counter, link=True,
-                                       flagged=how.model is not None, bill=bill))
+                                       flagged=how.model is not None, bill=bill,
+                                       whole=how.all_))
     # the page shows a lone surrogate (no UTF-8 for it) as U+FFFD: said, as for the bodies
     from ..convert import LONE_REPLACED, Notes
     from ..jsonl import lone_count

@@ -67,6 +67,9 @@ class Charts:
     # index of the point it was made on (see calibration.recorded_sizes): drawn as
     # recorded, the points after one anchored on it (calibration.billed_points)
     recorded: dict[int, int] = field(default_factory=dict)
+    # the messages are the whole log (`convert --all`), not what was sent: the picture over
+    # the run is of the log's size as counted, no bill
+    whole: bool = False
 
     def svg(self) -> str:
         link = self.anchor if self.link else None
@@ -126,7 +129,8 @@ class Charts:
             roles = ", ".join(f"{role} {rows[role]:,}" for role in _ordered(rows))
             billed_as = " as the provider recorded the call made on it" \
                 if index in self.recorded else " as billed"
-            tip = f"{where}: {total:,} tokens in context" + (
+            tip = f"{where}: {total:,} tokens in " + \
+                ("the log so far" if self.whole else "context") + (
                 f"{billed_as}, {band:,} of them not in the file; counted in it: {roles}"
                 if self.bill is not None else f" ({roles})")
             bars.append(_linked("".join(rects), tip, index,
@@ -146,7 +150,9 @@ class Charts:
         if drawn:
             hidden += f"; {drawn:,} point{'' if drawn == 1 else 's'} at the prompt size the " \
                 "provider recorded of the call made on it, those after it anchored on it"
-        return (f'<figure class="chart"><figcaption>Context size over the run by role{how}: '
+        what = "The whole log's size over the run by role, as counted (what was sent and " \
+            "what was not: no bill)" if self.whole else f"Context size over the run by role{how}"
+        return (f'<figure class="chart"><figcaption>{what}: '
                 f'peak {peak:,} tokens{hidden}</figcaption>'
                 f'<svg role="img" aria-label="context size over the run" '
                 f'viewBox="0 0 {WIDTH} {HEIGHT + 4}" width="{WIDTH}" height="{HEIGHT + 4}">'
@@ -201,11 +207,12 @@ def _ranking(title: str, bars: list[Bar], link: str | None) -> str:
 
 
 def charts_of(t: Transcript, counter: TokenCounter, *, link: bool,
-              flagged: bool = False, bill: Bill | None = None) -> Charts:
+              flagged: bool = False, bill: Bill | None = None, whole: bool = False) -> Charts:
     """The pictures of `t`'s model-visible messages, counted with `counter` as stats
     counts them (`flagged`: `--model` named its model), what a reply's record says it held
     but the file does not among them; the context over the run as `bill` (stats'
-    `context` of `t`) bills it, where given."""
+    `context` of `t`) bills it, where given. `whole`: `t`'s messages are its whole log
+    (`convert --all`), drawn as counted, not as a context."""
     counts = context_counts(t, counter, flagged)
     stats = [counted(m, c) for m, c in zip(t.messages, counts, strict=True)]
     add_hidden(stats, [c.total for c in hidden_counts_of(t, counts, counter, flagged)])
@@ -238,7 +245,7 @@ def charts_of(t: Transcript, counter: TokenCounter, *, link: bool,
     # the context `bill` is of)
     recorded = recorded_sizes(t.calls, bill) if bill is not None and len(numbers) < 2 else {}
     return Charts(t.path, link, context, tool_bars, largest, stats, bill=bill,
-                  recorded=recorded)
+                  recorded=recorded, whole=whole)
 
 
 STYLE = """
