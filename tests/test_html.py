@@ -257,6 +257,27 @@ def test_the_last_point_is_the_bill_to_the_token(name, tmp_path):
     assert f"peak {context['tokens']:,} tokens" in caption, caption
 
 
+@pytest.mark.corpus
+def test_a_point_billed_below_the_bills_overhead_keeps_its_messages_share(tmp_path):
+    # a Cline task whose first calls were sent less than the overhead its bill finds: a
+    # point's messages are not all put "not in the file", their count at the bill's slope
+    # stays theirs
+    from .conftest import CORPUS
+
+    path = CORPUS / "cline" / "mcp-vscode-server__ui_messages.json"
+    if not path.is_file():
+        pytest.skip("corpus not found beside the checkout (../shared/corpus)")
+    out = tmp_path / "doc.html"
+    assert ctxpack("convert", str(path), "--to", "html", "-o", str(out)).code == 0
+    tips = re.findall(r"<title>[^<]*?: ([\d,]+) tokens in context[^<]*?, ([\d,]+) of them "
+                      r"not in the file; counted in it: ([^<]*)</title>", out.read_text())
+    assert len(tips) > 50
+    for total, band, roles in tips:
+        counted = sum(int(n.replace(",", "")) for n in re.findall(r"[\d,]+", roles))
+        total, band = int(total.replace(",", "")), int(band.replace(",", ""))
+        assert total - band >= min(counted, total), (total, band, roles)
+
+
 def test_the_whole_log_is_drawn_as_counted_not_as_a_context(tmp_path):
     # `convert --all` pictures every message the file holds, sent or not: no bill, no part
     # not in the file, and a peak that is the whole log's count (stats' header with the

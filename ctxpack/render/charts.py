@@ -113,8 +113,14 @@ class Charts:
         bars = []
         for n, ((index, where, rows), total) in enumerate(zip(columns, billed, strict=True)):
             x, y = PAD + n * step, float(HEIGHT)
-            band = min(unlogged, total)
             count = sum(rows.values())
+            band = min(unlogged, total)
+            if total - band < count:
+                # (a point billed below what the bill finds is sent besides the messages and
+                # their count, as a call early in a run can be: the messages keep their
+                # share at the bill's slope, the band is the rest)
+                slope = self.bill.slope if self.bill is not None else 1.0
+                band = min(band, max(total - round(slope * count), 0))
             # the roles share the rest as they share ctxpack's count
             scale = (total - band) / count if count else 0
             rects = []
