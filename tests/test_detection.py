@@ -374,6 +374,13 @@ UI_MESSAGES = [
      "as Chat Completions messages"),
     ("contents.json", json.dumps({"messages": GEMINI_CONTENTS}),
      "ctxpack reads them as a request body's `contents` (gemini-api)"),
+    ("task_metadata.json", json.dumps({"files_in_context": [], "model_usage": []}),
+     "a Cline task's task_metadata.json (the files in its context, the models used), which "
+     "ctxpack does not read: it reads the task's api_conversation_history.json (cline)"),
+    # one Content a line: no reader takes them so, the array they go in is read
+    ("contents.jsonl", "".join(json.dumps(c) + "\n" for c in GEMINI_CONTENTS),
+     "a Gemini API Content (role user/model, text and calls in untyped `parts`), one a "
+     "line: ctxpack reads Contents as a JSON array (gemini-checkpoint)"),
     ("items.jsonl", json.dumps({"type": "function_call", "call_id": "c1", "name": "f",
                                 "arguments": "{}"}) + "\n",
      "OpenAI Responses API items (typed items with `call_id`s, not chat messages), which "

@@ -68,6 +68,19 @@ def _gemini_contents(value: Any) -> bool:
         isinstance(p, dict) and "type" in p for p in _parts(items))
 
 
+def _gemini_content(value: Any) -> bool:
+    """One Gemini API Content, as a line of a file of them: role user/model, the text,
+    calls and results in untyped `parts`."""
+    return isinstance(value, dict) and value.get("role") in ("user", "model") \
+        and "content" not in value and _gemini_contents([value])
+
+
+def _cline_metadata(value: Any) -> bool:
+    """A Cline task's `task_metadata.json`: the files in its context and the models used."""
+    return isinstance(value, dict) and isinstance(value.get("files_in_context"), list) \
+        and isinstance(value.get("model_usage"), list)
+
+
 def _ui_messages(value: Any) -> bool:
     """The Vercel AI SDK's UI messages (`UIMessage`, what `useChat` keeps and posts): role
     user/assistant/system, the content in `parts` each named by its `type` (`text`,
@@ -257,6 +270,13 @@ _SHAPES: tuple[tuple[str, Callable[[Any], bool]], ...] = (
      "outside a request body: ctxpack reads them as a request body's `contents` "
      "(gemini-api) or as a checkpoint's bare array of user and model entries "
      "(gemini-checkpoint)", _gemini_contents),
+    ("a Cline task's task_metadata.json (the files in its context, the models used), which "
+     "ctxpack does not read: it reads the task's api_conversation_history.json (cline) or "
+     "ui_messages.json (cline-ui) beside it", _cline_metadata),
+    ("a Gemini API Content (role user/model, text and calls in untyped `parts`), one a "
+     "line: ctxpack reads Contents as a JSON array (gemini-checkpoint) or as a request "
+     "body's `contents` (gemini-api); make the lines one array first (`jq -s .` does)",
+     _gemini_content),
     (f"Vercel AI SDK UI messages (role user/assistant, the content in typed `parts`: "
      f"`text`, `reasoning`, `tool-<name>`), {NOT_READ}", _ui_messages),
     (f"OpenAI Responses API items (typed items with `call_id`s, not chat messages), {NOT_READ}",
