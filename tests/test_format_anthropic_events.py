@@ -68,6 +68,24 @@ def test_a_model_request_is_one_assistant_turn_and_results_are_tool_messages() -
     assert t.usage["last_input_tokens"] == 1012
 
 
+def test_the_outcome_graders_usage_is_told_apart_from_the_agents() -> None:
+    # the grader's calls (an outcome evaluation) are the run's, not calls of the agent's
+    # context: their usage is its own figure, the agent's totals and calls as without it
+    graded = [*run(), event(12, "span.outcome_evaluation_start"),
+              event(13, "span.outcome_evaluation_end", usage={
+                  "input_tokens": 7, "cache_creation_input_tokens": 40,
+                  "cache_read_input_tokens": 500, "output_tokens": 30}),
+              event(14, "span.outcome_evaluation_end", usage={
+                  "input_tokens": 1, "cache_read_input_tokens": 600, "output_tokens": "x"})]
+    alone = load(io.BytesIO(jsonl(run())))
+    both = load(io.BytesIO(jsonl(graded)))
+    assert both.usage["grader_input_tokens"] == 7 + 40 + 500 + 1 + 600
+    assert both.usage["grader_output_tokens"] == 30
+    assert {k: v for k, v in both.usage.items() if not k.startswith("grader_")
+            and k != "whole_run"} == {k: v for k, v in alone.usage.items() if k != "whole_run"}
+    assert both.calls == alone.calls
+
+
 def test_wrapped_lines_read_as_the_bare_events_they_hold() -> None:
     bare, wrapped = load(io.BytesIO(jsonl(run()))), load(io.BytesIO(jsonl(
         [wrap(e) for e in run()])))

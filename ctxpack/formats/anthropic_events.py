@@ -102,6 +102,9 @@ class EventsReader:
         # the newest session totals' list cost and its currency (None: none recorded)
         self.list_cost: tuple[int | float, str | None] | None = None
         self.aside: list[SetAside] = []  # session totals whose list cost no cost can be
+        # the outcome grader's usage (`span.outcome_evaluation_end`), added over its
+        # evaluations: the run's, no call of the agent's context
+        self.grader: dict[str, int] = {}
         self.model: str | None = None
         self.replies: dict[int, Reply] = {}  # a request's reply (its number): its usage key
         self.problems: list[tuple[int, str]] = []  # (see Layout.problems)
@@ -135,6 +138,12 @@ class EventsReader:
             if reply:  # the request's usage is of the prompt before it and of this reply
                 self.replies[self.count - 1] = (key, self.model, thought)
             return reply
+        if kind == "span.outcome_evaluation_end" and isinstance(event.get("usage"), dict):
+            usage = event["usage"]
+            for key, fields in _GRADED.items():
+                self.grader[key] = self.grader.get(key, 0) + sum(
+                    n for f in fields if type(n := usage.get(f)) is int and n >= 0)
+            return []
         if kind == "session.usage" and isinstance(event.get("usage"), dict):
             self.list_cost, wrong = _list_cost(event["usage"])
             aside = wrong_totals(line, "", wrong)
@@ -187,11 +196,12 @@ class EventsReader:
     def usage(self) -> dict[str, Any]:
         usage = self.tally.summary("span.model_request_end model_usage, once per request",
                                    self.last_call)
-        if self.list_cost is None:
-            return usage
-        cost, currency = self.list_cost
-        totals = {"list_cost": cost} if currency is None else \
-            {"list_cost": cost, "list_cost_currency": currency}
+        totals: dict[str, Any] = dict(self.grader)
+        if self.list_cost is not None:
+            cost, currency = self.list_cost
+            totals["list_cost"] = cost
+            if currency is not None:
+                totals["list_cost_currency"] = currency
         return with_run_totals(usage, totals)
 
     def finish(self) -> tuple[list[Message], Layout]:
@@ -201,6 +211,12 @@ class EventsReader:
                             calls=self.tally.recorded(context, self.replies),
                             set_aside=[*self.aside, *self.tally.unread],
                             problems=sorted([*self.tally.nulls, *self.problems]))
+
+
+# the usage figures of the outcome grader's calls, each the sum of the fields it adds up
+_GRADED = {"grader_input_tokens": ("input_tokens", "cache_creation_input_tokens",
+                                   "cache_read_input_tokens"),
+           "grader_output_tokens": ("output_tokens",)}
 
 
 def _list_cost(usage: dict[str, Any]
