@@ -145,6 +145,22 @@ def test_a_message_stated_twice_is_held_once_at_its_first_place(
     assert out.getvalue() == paths[written].read_bytes()
 
 
+def test_the_older_json_sample_reads_as_the_log_it_was_replayed_from() -> None:
+    # samples/: the JSONL session kept as the older one-document recording (each message's
+    # newest copy, the rewound question gone) reads to the same context, count and usage
+    log = load(SAMPLES / "plateau-fix.gemini-cli.jsonl")
+    path = SAMPLES / "gemini-cli-json" / "plateau-fix.gemini-cli.json"
+    document = load(path)
+    assert document.format == log.format == "gemini-cli" and document.document
+    assert [(m.role, m.text) for m in document.messages] == \
+        [(m.role, m.text) for m in log.messages]
+    assert [c.billed for c in document.calls] == [c.billed for c in log.calls]
+    assert stats(document).tokens == stats(log).tokens
+    out = io.BytesIO()
+    write(document, out)
+    assert out.getvalue() == path.read_bytes()
+
+
 def test_a_rewind_drops_that_message_and_everything_after_it() -> None:
     t = load(jsonl(META, user("u1", "first"), gemini("g1", "one"), user("u2", "second"),
                    gemini("g2", "two"), {"$rewindTo": "u2"}, user("u3", "instead"),
